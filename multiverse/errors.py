@@ -1,0 +1,51 @@
+"""The exception hierarchy of multiverse.
+
+::
+
+    MultiverseError            anything multiverse raises on purpose (CLI exit 1)
+     ├── SpecError             a spec, rubric or cases file is malformed (CLI exit 2)
+     ├── InputError            a table, flag or import directory is malformed (CLI exit 2)
+     └── ModelError            a model call failed after its retries (recorded, never a label)
+          └── BudgetExceeded   the next call would pass the run's budget cap
+
+Messages are one line: ``<file>: <YAML path or column>: <what was expected>``.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MultiverseError", "SpecError", "InputError", "ModelError", "BudgetExceeded"]
+
+
+class MultiverseError(Exception):
+    """Base class of every error multiverse raises on purpose."""
+
+
+class SpecError(MultiverseError):
+    """A spec, rubric or cases file does not describe a valid audit."""
+
+    def __init__(self, file: object, path: str, expected: str):
+        self.file = str(file)
+        self.path = path
+        self.expected = expected
+        where = f"{self.file}: {path}" if path else self.file
+        super().__init__(f"{where}: {expected}")
+
+
+class InputError(MultiverseError):
+    """A results table, command-line flag or import directory is unusable."""
+
+
+class ModelError(MultiverseError):
+    """A model call failed for good. ``reason`` is a short machine-readable cause."""
+
+    def __init__(self, message: str, *, reason: str = "error", retryable: bool = False):
+        super().__init__(message)
+        self.reason = reason
+        self.retryable = retryable
+
+
+class BudgetExceeded(ModelError):
+    """Scheduling the next call would exceed the run's budget cap."""
+
+    def __init__(self, message: str):
+        super().__init__(message, reason="budget_exceeded", retryable=False)

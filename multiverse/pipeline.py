@@ -1,0 +1,557 @@
+"""The engine: plan and run a spec's universes, then assemble the tables.
+
+``run`` walks the unique work units (``multiverse.work``) stage by stage —
+draft, rollout, judge — computing only what the store lacks, then scores
+every universe from stored judgments and writes the run directory. ``plan``
+answers, before anything runs, how many calls each stage needs, how many are
+already stored, and roughly what the rest will cost.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import __version__
+from .errors import BudgetExceeded, ModelError
+from .grid import Universe, axis_stages, expand
+from .keys import digest
+from .pricing import estimate_cost
+from .spec import Spec, to_yaml_dict
+from .store import Store, default_store_path
+from .tables import SCHEMA_VERSION, write_json, write_table
+from .work import Work, build_work
+
+__all__ = ["plan", "run", "RunResult", "default_run_dir", "STAGE_OF_STORE"]
+
+#: store stage -> pipeline stage, in data-flow order
+STAGE_OF_STORE = {"case": "draft", "transcript": "rollout", "judgment": "judge"}
+
+
+def default_run_dir(spec: Spec) -> Path:
+    return Path("runs") / spec.name
+
+
+def _store(spec: Spec, store: Store | str | os.PathLike | None) -> Store:
+    if isinstance(store, Store):
+        return store
+    return Store(Path(store) if store is not None else default_store_path(spec.path))
+
+
+def _require_rubric(spec: Spec) -> None:
+    from .errors import SpecError
+
+    if not spec.rubric.criteria:
+        raise SpecError(spec.path or "<spec>", "rubric", "the spec has no rubric; expected criteria inline or a rubric file (draft one with `multiverse draft --rubric SPEC`)")
+
+
+def _calls_per_transcript(unit) -> int:
+    # An upper bound: a user and a system call per turn, before retries and tool calls.
+    return 1 if unit.setting == "single_turn" else 2 * unit.max_turns
+
+
+def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None) -> dict[str, Any]:
+    """Per stage: unique work units, model calls, how many are stored, and estimated cost."""
+    _require_rubric(spec)
+    universes = expand(spec)
+    work = build_work(spec, universes)
+    st = _store(spec, store)
+    stored_cases = {k for k, c in work.cases.items() if c.given is not None} | set(
+        st.get_many("case", [k for k, c in work.cases.items() if c.given is None])
+    )
+    stored_transcripts = set(st.get_many("transcript", list(work.transcripts)))
+    stored_judgments = set(st.get_many("judgment", list(work.judge_calls)))
+    stages: dict[str, dict] = {}
+
+    def stage(name: str, units: dict, stored: set, calls_of: Callable, model_of: Callable, tokens: tuple[int, int]):
+        todo = [u for k, u in units.items() if k not in stored]
+        calls = sum(calls_of(u) for u in units.values())
+        to_compute = sum(calls_of(u) for u in todo)
+        cost = sum(estimate_cost(m, calls_of(u), *tokens) for u in todo for m in model_of(u))
+        stages[name] = {"units": len(units), "calls": calls, "stored": calls - to_compute, "to_compute": to_compute, "cost": cost}
+
+    generated = {k: c for k, c in work.cases.items() if c.given is None}
+    stage("draft", generated, stored_cases, lambda u: 1, lambda u: [u.generator.model], (700, 500))
+    stage(
+        "rollout",
+        work.transcripts,
+        stored_transcripts,
+        _calls_per_transcript,
+        lambda u: [u.configs["system"].model] + ([u.configs["user"].model] if u.configs["user"] else []),
+        (900, 250),
+    )
+    stage("judge", work.judge_calls, stored_judgments, lambda u: 1, lambda u: [u.config.model], (2500, 600))
+    stages["score"] = {"units": len(work.rows), "calls": 0, "stored": 0, "to_compute": 0, "cost": 0.0}
+    naive = sum(
+        1 + _calls_per_transcript(work.transcripts[r.transcript_key]) + len(r.judge_calls) for r in work.rows
+    )
+    notes = [
+        f"running each universe on its own would take about {naive} model calls; sharing needs "
+        f"{sum(s['calls'] for s in stages.values())}",
+        "rollout calls are an upper bound (early ends save calls; tool calls and retries add some); "
+        "costs use litellm's price list with rough token estimates, and are 0 for sim/ and local models",
+    ]
+    return {
+        "spec": spec.name,
+        "universes": [u.id for u in universes],
+        "axis_stages": axis_stages(spec),
+        "stages": stages,
+        "naive_calls": naive,
+        "notes": notes,
+    }
+
+
+# -- running ----------------------------------------------------------------
+
+
+@dataclass
+class RunResult:
+    """What ``run`` produced: the tables, the manifest and where they were written."""
+
+    out_dir: Path | None
+    verdicts: pd.DataFrame
+    criteria: pd.DataFrame
+    rates: pd.DataFrame
+    manifest: dict
+    universes: list[Universe] = field(default_factory=list)
+
+
+class _StageCounter:
+    """Wraps the model client to count calls, tokens and cost per stage."""
+
+    def __init__(self, client):
+        self.client = client
+        self.lock = threading.Lock()
+        self.counts: dict[str, dict[str, float]] = defaultdict(lambda: {"calls": 0, "tokens": 0, "cost": 0.0})
+        self.models: set[str] = set()
+
+    def for_stage(self, stage: str) -> "_StageClient":
+        return _StageClient(self, stage)
+
+
+class _StageClient:
+    def __init__(self, counter: _StageCounter, stage: str):
+        self.counter, self.stage = counter, stage
+
+    def complete(self, config, messages, **kwargs):
+        completion = self.counter.client.complete(config, messages, **kwargs)
+        with self.counter.lock:
+            entry = self.counter.counts[self.stage]
+            entry["calls"] += 1
+            entry["tokens"] += sum(int(v or 0) for v in completion.usage.values())
+            entry["cost"] += completion.cost or 0.0
+            self.counter.models.add(completion.model_reported)
+        return completion
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"multiverse": __version__, "python": platform.python_version()}
+    for package in ("litellm", "pandas", "numpy", "statsmodels"):
+        try:
+            out[package] = version(package)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+def _provenance(config, started: float, calls: list[dict] | None = None, completion=None) -> dict:
+    if completion is not None:
+        calls = [{"model_reported": completion.model_reported, "usage": dict(completion.usage), "cost": completion.cost}]
+    calls = calls or []
+    usage: dict[str, int] = defaultdict(int)
+    for call in calls:
+        for k, v in (call.get("usage") or {}).items():
+            usage[k] += int(v or 0)
+    return {
+        "model_requested": config.model if config else None,
+        "model_reported": sorted({c["model_reported"] for c in calls if c.get("model_reported")}),
+        "params": dict(config.params) if config else {},
+        "usage": dict(usage),
+        "cost": sum(c.get("cost") or 0.0 for c in calls),
+        "calls": len(calls),
+        "started": datetime.fromtimestamp(started, timezone.utc).isoformat(),
+        "seconds": round(time.time() - started, 3),
+        "versions": _versions(),
+    }
+
+
+class _Executor:
+    """Runs one stage's units concurrently; stores each result as soon as it exists."""
+
+    def __init__(self, store: Store, jobs: int, progress: bool):
+        self.store, self.jobs, self.progress = store, max(1, jobs), progress
+        self.failures: dict[str, dict[str, str]] = defaultdict(dict)
+        self.budget_hit = threading.Event()
+
+    def run(self, stage: str, units: list, compute: Callable[[Any], dict]) -> None:
+        if not units:
+            return
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(units), desc=f"{STAGE_OF_STORE[stage]:>8}", unit="unit", disable=not self.progress, file=sys.stderr, leave=True)
+
+        def one(unit):
+            if self.budget_hit.is_set():
+                return unit, None, "budget_exceeded: not started, the run's budget cap was reached"
+            try:
+                return unit, compute(unit), None
+            except BudgetExceeded as exc:
+                self.budget_hit.set()
+                return unit, None, f"budget_exceeded: {exc}"
+            except ModelError as exc:
+                return unit, None, f"{exc.reason}: {exc}"[:500]
+
+        try:
+            with ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix=f"mv-{stage}") as pool:
+                futures = [pool.submit(one, u) for u in units]
+                for future in as_completed(futures):
+                    unit, record, failure = future.result()
+                    if record is not None:
+                        self.store.put(stage, unit.key, record)
+                    else:
+                        self.failures[stage][unit.key] = failure
+                    bar.update(1)
+        finally:
+            bar.close()
+
+
+def run(
+    spec: Spec,
+    *,
+    out: str | os.PathLike | None = None,
+    store: Store | str | os.PathLike | None = None,
+    jobs: int = 8,
+    budget: float | None = None,
+    client: Any = None,
+    progress: bool | None = None,
+    write: bool = True,
+) -> RunResult:
+    """Run every universe of ``spec`` and write the run directory.
+
+    ``client`` defaults to a ``multiverse.llm.ModelClient``; pass your own
+    (anything with ``complete``) to count or intercept calls. ``progress=None``
+    shows bars only on a terminal.
+    """
+    started = time.time()
+    _require_rubric(spec)
+    universes = expand(spec)
+    work = build_work(spec, universes)
+    st = _store(spec, store)
+    if client is None:
+        from .llm import ModelClient
+
+        client = ModelClient(jobs=jobs, budget=budget)
+    if progress is None:
+        progress = sys.stderr.isatty()
+    counter = _StageCounter(client)
+    executor = _Executor(st, jobs, progress)
+    stored: dict[str, int] = {}
+
+    cases = {k: c for k, c in work.cases.items() if c.given is None}
+    have = st.get_many("case", list(cases))
+    stored["case"] = len(have)
+    pending = [c for k, c in cases.items() if k not in have]
+    _check_credentials(client, [c.generator for c in pending])
+    executor.run("case", pending, lambda unit: _compute_case(counter.for_stage("draft"), unit))
+    case_records = {**{k: {"status": "ok", "case": dict(c.given)} for k, c in work.cases.items() if c.given is not None},
+                    **st.get_many("case", list(cases))}
+
+    have = st.get_many("transcript", list(work.transcripts))
+    stored["transcript"] = len(have)
+    pending = [t for k, t in work.transcripts.items() if k not in have and t.case_key in case_records]
+    _check_credentials(client, [c for t in pending for c in (t.configs["system"], t.configs["user"], t.configs["tool_simulator"]) if c])
+    rollout_client = counter.for_stage("rollout")
+    executor.run("transcript", pending, lambda unit: _compute_transcript(rollout_client, unit, case_records[unit.case_key]["case"]))
+    transcripts = st.get_many("transcript", list(work.transcripts))
+
+    have = st.get_many("judgment", list(work.judge_calls))
+    stored["judgment"] = len(have)
+    pending = [j for k, j in work.judge_calls.items() if k not in have and transcripts.get(j.transcript_key, {}).get("status") == "ok"]
+    _check_credentials(client, [j.config for j in pending])
+    judge_client = counter.for_stage("judge")
+    executor.run("judgment", pending, lambda unit: _compute_judgment(judge_client, unit, transcripts[unit.transcript_key]["turns"]))
+    judgments = st.get_many("judgment", list(work.judge_calls))
+
+    failures = executor.failures
+    verdicts, criteria = _assemble(spec, work, case_records, transcripts, judgments, failures)
+    rates = _rates(spec, universes, verdicts)
+    manifest = _manifest(spec, universes, work, counter, stored, failures, verdicts, started, st)
+    out_dir = Path(out) if out is not None else default_run_dir(spec)
+    if write:
+        write_run(out_dir, spec, verdicts, criteria, rates, manifest)
+    return RunResult(out_dir if write else None, verdicts, criteria, rates, manifest, universes)
+
+
+def _check_credentials(client, configs: Iterable) -> None:
+    check = getattr(client, "check_credentials", None)
+    configs = [c for c in configs if c is not None]
+    if check and configs:
+        check({(c.model, c.api_base, c.api_key_env): c for c in configs}.values())
+
+
+def _compute_case(client, unit) -> dict:
+    started = time.time()
+    from .stages.draft import draft_case
+
+    drafted = draft_case(client, unit.spec, unit.generator, unit.cell, unit.index, seed=unit.seed)
+    return {
+        "status": "ok",
+        "case_id": unit.case_id,
+        "cell": dict(unit.cell),
+        "case": drafted["case"],
+        "provenance": _provenance(unit.generator, started, completion=drafted["completion"]),
+    }
+
+
+def _compute_transcript(client, unit, case: dict) -> dict:
+    from .stages.rollout import RolloutJob, run_rollout
+
+    started = time.time()
+    c = unit.configs
+    job = RolloutJob(
+        case=case, system=c["system"], system_prompt=c["system_prompt"], tools=c["tools"], setting=unit.setting,
+        max_turns=unit.max_turns, user=c["user"], persona=c["persona"], instructions=c["instructions"],
+        tool_simulator=c["tool_simulator"], tool_functions=c["tool_functions"], seed=unit.seed,
+    )
+    record = run_rollout(client, job)
+    record["system"] = unit.system
+    record["provenance"] = _provenance(c["system"], started, calls=record.pop("calls", []))
+    return record
+
+
+def _compute_judgment(client, unit, turns: list) -> dict:
+    from .stages.judge import judge_transcript
+
+    started = time.time()
+    record = judge_transcript(
+        client, unit.config, unit.spec.rubric.criteria, unit.evidence_standard, turns, seed=unit.seed
+    )
+    call = record.pop("call", None)
+    record["sample"] = unit.sample
+    record["provenance"] = _provenance(unit.config, started, calls=[call] if call else [])
+    return record
+
+
+# -- tables -----------------------------------------------------------------
+
+
+def _assemble(spec: Spec, work: Work, cases: dict, transcripts: dict, judgments: dict, failures: dict):
+    """Verdicts and criteria tables from stored records (no model calls)."""
+    from .stages.score import score_verdicts
+
+    criteria_rows, sample_rows, seen = [], [], set()
+    for row in work.rows:
+        if row.judgment_key in seen:
+            continue
+        seen.add(row.judgment_key)
+        for sample, call_key in enumerate(row.judge_calls):
+            record = judgments.get(call_key)
+            if record is None:
+                reason = failures["judgment"].get(call_key, "not judged: its transcript failed")
+                sample_rows.append((row.judgment_key, sample, "judge_failed", reason))
+                continue
+            sample_rows.append((row.judgment_key, sample, record["status"], record.get("reason", "")))
+            for c in record.get("criteria", []):
+                criteria_rows.append(
+                    (row.judgment_key, sample, c["criterion"], c["permissible"], c["applicable"], c["compliant"], c["rationale"])
+                )
+    criteria = pd.DataFrame(
+        criteria_rows, columns=["judgment_key", "sample", "criterion", "permissible", "applicable", "compliant", "rationale"]
+    )
+    criteria = criteria.astype({"sample": "int64", "permissible": "bool", "applicable": "bool", "compliant": "boolean"})
+    samples = pd.DataFrame(sample_rows, columns=["judgment_key", "sample", "status", "reason"])
+
+    axes, factors = list(spec.axes), spec.factors
+    scored: dict[str, pd.DataFrame] = {}
+    for rule in {r.universe.spec.scoring.rule for r in work.rows}:
+        scored[rule] = score_verdicts(criteria, samples, rule).set_index("judgment_key")
+
+    records = []
+    for row in work.rows:
+        u = row.universe
+        status, reason, compliant = _row_verdict(row, cases, transcripts, failures, scored[u.spec.scoring.rule])
+        records.append(
+            {
+                "universe_id": u.id,
+                **{a: u.options[a] for a in axes},
+                "system": row.system,
+                "case_id": row.case_id,
+                **{f: row.cell.get(f) for f in factors},
+                "replicate": row.replicate,
+                "transcript_key": row.transcript_key,
+                "judgment_key": row.judgment_key,
+                "status": status,
+                "reason": reason,
+                "compliant": compliant,
+            }
+        )
+    verdicts = pd.DataFrame.from_records(records)
+    if verdicts.empty:
+        verdicts = pd.DataFrame(columns=["universe_id", *axes, "system", "case_id", *factors, "replicate",
+                                         "transcript_key", "judgment_key", "status", "reason", "compliant"])
+    verdicts["compliant"] = verdicts["compliant"].astype("boolean")
+    verdicts["replicate"] = verdicts["replicate"].astype("int64")
+    return verdicts, criteria
+
+
+def _row_verdict(row, cases, transcripts, failures, scored) -> tuple[str, str, Any]:
+    if row.case_key not in cases:
+        return "rollout_failed", "case not drafted: " + failures["case"].get(row.case_key, "unknown"), None
+    transcript = transcripts.get(row.transcript_key)
+    if transcript is None:
+        return "rollout_failed", failures["transcript"].get(row.transcript_key, "not rolled out"), None
+    if transcript.get("status") != "ok":
+        return "rollout_failed", transcript.get("reason", ""), None
+    verdict = scored.loc[row.judgment_key]
+    compliant = verdict["compliant"]
+    return verdict["status"], verdict["reason"] or "", (None if pd.isna(compliant) else bool(compliant))
+
+
+def _rates(spec: Spec, universes: list[Universe], verdicts: pd.DataFrame) -> pd.DataFrame:
+    from .stages.score import compute_rates
+
+    scoring = pd.DataFrame(
+        [{"universe_id": u.id, "estimator": u.spec.scoring.estimator, "ci": u.spec.scoring.ci.method,
+          "level": u.spec.scoring.ci.level} for u in universes]
+    )
+    n_boot = max(u.spec.scoring.ci.n_boot for u in universes)
+    return compute_rates(verdicts, axes=list(spec.axes), factors=spec.factors, scoring=scoring, n_boot=n_boot, seed=spec.rollout.seed)
+
+
+def _manifest(spec, universes, work, counter, stored, failures, verdicts, started, store) -> dict:
+    stages = {}
+    units = {"case": sum(1 for c in work.cases.values() if c.given is None), "transcript": len(work.transcripts),
+             "judgment": len(work.judge_calls)}
+    for store_stage, name in STAGE_OF_STORE.items():
+        counts = counter.counts.get(name, {"calls": 0, "tokens": 0, "cost": 0.0})
+        stages[name] = {
+            "computed": int(counts["calls"]),
+            "stored": int(stored.get(store_stage, 0)),
+            "failed": len(failures.get(store_stage, {})),
+            "units": units[store_stage],
+            "tokens": int(counts["tokens"]),
+            "cost": round(float(counts["cost"]), 6),
+        }
+    stages["score"] = {"computed": 0, "stored": 0, "failed": 0, "units": len(verdicts), "tokens": 0, "cost": 0.0}
+    status_counts = verdicts["status"].value_counts().to_dict() if len(verdicts) else {}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "spec": spec.name,
+        "spec_file": str(spec.path) if spec.path else None,
+        "spec_hash": digest(spec.document or to_yaml_dict(spec)),
+        "created": datetime.now(timezone.utc).isoformat(),
+        "seconds": round(time.time() - started, 2),
+        "axes": list(spec.axes),
+        "factors": spec.factors,
+        "primary": next((u.id for u in universes if u.is_primary), None),
+        "universes": [{"id": u.id, "label": u.label, "options": dict(u.options), "primary": u.is_primary} for u in universes],
+        "axis_stages": axis_stages(spec),
+        "stages": stages,
+        "statuses": {s: int(status_counts.get(s, 0)) for s in ("ok", "excluded", "rollout_failed", "judge_failed")},
+        "failures": {STAGE_OF_STORE[s]: sorted(set(v.values()))[:20] for s, v in failures.items() if v},
+        "tokens": int(sum(v["tokens"] for v in stages.values())),
+        "cost": round(sum(v["cost"] for v in stages.values()), 6),
+        "models_reported": sorted(counter.models),
+        "store": str(store.root),
+        "simulated": any(str(m).startswith("sim/") for m in _models(spec)),
+        "versions": _versions(),
+    }
+
+
+def _models(spec: Spec) -> Iterable[str]:
+    yield spec.judge.model
+    yield spec.rollout.user.model
+    yield spec.design.generator.model
+    for s in spec.systems:
+        yield s.model
+    for options in spec.axes.values():
+        for patch in options.values():
+            for path, value in patch.items():
+                if path.endswith("model") and isinstance(value, str):
+                    yield value
+
+
+def write_run(out_dir: Path, spec: Spec, verdicts, criteria, rates, manifest) -> None:
+    """Write the run directory; the manifest goes last, so its presence marks a complete run."""
+    import yaml
+
+    from .tables import atomic_write
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_table(verdicts, out_dir, "verdicts")
+    write_table(criteria, out_dir, "criteria")
+    write_table(rates, out_dir, "rates")
+    text = "# The resolved spec of this run (rubric inlined).\n" + yaml.safe_dump(dict(spec.document or {}), sort_keys=False, allow_unicode=True)
+    atomic_write(out_dir / "spec.yaml", lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    write_json(manifest, out_dir / "manifest.json")
+
+
+# -- drafting ---------------------------------------------------------------
+
+
+def draft(
+    spec: Spec,
+    *,
+    store: Store | str | os.PathLike | None = None,
+    rubric: bool = False,
+    force: bool = False,
+    client: Any = None,
+    jobs: int = 8,
+    progress: bool | None = None,
+) -> list[Path]:
+    """Draft the test cases (and, with ``rubric=True``, a rubric) as editable YAML beside the spec.
+
+    Cases are drafted exactly as ``run`` would (same keys, same store), so
+    drafting first costs nothing extra. Returns the files written.
+    """
+    from .stages.draft import draft_rubric, write_drafts
+
+    st = _store(spec, store)
+    if client is None:
+        from .llm import ModelClient
+
+        client = ModelClient(jobs=jobs)
+    if progress is None:
+        progress = sys.stderr.isatty()
+    generator = spec.design.generator.model_config
+    from .work import _resolve
+
+    generator = _resolve(generator, spec)
+    drafted_rubric = None
+    if rubric or not spec.rubric.criteria:
+        _check_credentials(client, [generator])
+        drafted_rubric = draft_rubric(client, spec, generator, seed=spec.rollout.seed)
+        drafted_rubric.pop("completion", None)
+    if not spec.rubric.criteria:
+        # Cases are drafted per criterion: they wait until the rubric is reviewed and referenced.
+        return write_drafts(spec, drafted_rubric, [], force=force)
+    work = build_work(spec, expand(spec)[:1])
+    units = [c for c in work.cases.values() if c.given is None]
+    have = st.get_many("case", [u.key for u in units])
+    pending = [u for u in units if u.key not in have]
+    _check_credentials(client, [u.generator for u in pending])
+    executor = _Executor(st, jobs, progress)
+    executor.run("case", pending, lambda unit: _compute_case(client, unit))
+    records = st.get_many("case", [u.key for u in units])
+    if executor.failures.get("case"):
+        reasons = sorted(set(executor.failures["case"].values()))
+        raise ModelError(f"{len(executor.failures['case'])} cases could not be drafted: {reasons[0]}", reason="draft_failed")
+    cases = [
+        {"id": u.case_id, "cell": dict(u.cell), **{k: v for k, v in records[u.key]["case"].items() if v is not None}}
+        for u in units
+    ]
+    return write_drafts(spec, drafted_rubric, cases, force=force)

@@ -1,0 +1,117 @@
+"""Draft stage: the generator model drafts a rubric and the test cases.
+
+Drafts are starting points for people: ``multiverse draft SPEC`` writes them
+as editable YAML beside the spec (``<name>.rubric.yaml``, ``<name>.cases.yaml``).
+Once the spec points at the edited files (``rubric:`` and ``design.cases:``),
+``run`` uses them, and an edit invalidates only what depends on it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import ModelError, SpecError
+from ..spec import BEHAVIOR, Spec, design_levels
+from .prompts import CASE_SCHEMA, RUBRIC_SCHEMA, draft_case_messages, draft_rubric_messages
+
+__all__ = ["cells", "case_counts", "draft_case", "draft_rubric", "write_drafts"]
+
+
+def cells(spec: Spec) -> list[dict[str, str]]:
+    """Every design cell: the product of the dimensions' levels, in declared order."""
+    factors = spec.factors
+    levels = [design_levels(spec, f) for f in factors]
+    return [dict(zip(factors, combo)) for combo in itertools.product(*levels)]
+
+
+def case_counts(spec: Spec) -> list[tuple[dict[str, str], int]]:
+    """Cells with their number of cases: ``cases_per_cell`` unless an allocation matches."""
+    out = []
+    for cell in cells(spec):
+        n = spec.design.cases_per_cell
+        for allocation in spec.design.allocation:
+            if all(cell.get(k) == v for k, v in allocation.cell.items()):
+                n = allocation.cases
+        out.append((cell, n))
+    return out
+
+
+def draft_case(client, spec: Spec, config, cell: Mapping[str, str], index: int, *, seed: int) -> dict[str, Any]:
+    """Ask the generator for one case of ``cell``. Returns the case fields and the completion."""
+    criterion = None
+    if BEHAVIOR in cell:
+        try:
+            criterion = spec.rubric.criterion(cell[BEHAVIOR])
+        except KeyError:
+            criterion = None
+    messages = draft_case_messages(spec.concept, criterion, cell, index, tools=spec.design.tools)
+    completion = client.complete(config, messages, seed=seed, schema=CASE_SCHEMA, schema_name="case")
+    answer = completion.parsed if isinstance(completion.parsed, dict) else {}
+    case = {
+        "title": str(answer.get("title", "")),
+        "brief": str(answer.get("brief", "")),
+        "prompt": str(answer.get("prompt", "")),
+        "system_prompt": answer.get("system_prompt") or None,
+        "tools": answer.get("tools") or None,
+    }
+    if not (case["brief"] or case["prompt"]):
+        raise ModelError("the generator returned a case with neither a brief nor a prompt", reason="empty_case")
+    return {"case": case, "completion": completion}
+
+
+def draft_rubric(client, spec: Spec, config, *, seed: int = 0) -> dict[str, Any]:
+    """Ask the generator to systematize the concept into criteria (plus discarded alternatives)."""
+    completion = client.complete(config, draft_rubric_messages(spec.concept), seed=seed, schema=RUBRIC_SCHEMA, schema_name="rubric_draft")
+    answer = completion.parsed if isinstance(completion.parsed, dict) else {}
+    criteria = []
+    for c in answer.get("criteria", []):
+        criteria.append(
+            {
+                "id": str(c["id"]),
+                "name": str(c["name"]),
+                "definition": str(c["definition"]),
+                "permissible": bool(c["permissible"]),
+                "examples": [str(e) for e in c.get("examples", [])],
+                "evidence": {str(k): str(v) for k, v in c.get("evidence", {}).items()},
+            }
+        )
+    if not criteria:
+        raise ModelError("the generator drafted no criteria", reason="empty_rubric")
+    return {"criteria": criteria, "discarded": answer.get("discarded", []), "completion": completion}
+
+
+def write_drafts(spec: Spec, rubric: dict | None, cases: list[dict], *, force: bool = False) -> list[Path]:
+    """Write the drafts as editable YAML beside the spec; never overwrite edits unless ``force``."""
+    base = spec.base_dir
+    stem = spec.path.stem if spec.path else spec.name
+    written = []
+    targets = []
+    if rubric is not None:
+        doc = {"criteria": rubric["criteria"]}
+        header = (
+            f"# Rubric drafted by {spec.design.generator.model} for '{spec.concept.name}'.\n"
+            "# Edit freely, then point the spec at this file:  rubric: " + f"{stem}.rubric.yaml\n"
+            + "".join(f"# discarded: {d.get('name')}: {d.get('reason')}\n" for d in rubric.get("discarded", []))
+        )
+        targets.append((base / f"{stem}.rubric.yaml", header, doc))
+    if cases:
+        header = (
+            f"# {len(cases)} test cases drafted by {spec.design.generator.model}.\n"
+            f"# Edit freely, then point the spec at this file:  design: {{cases: {stem}.cases.yaml}}\n"
+        )
+        targets.append((base / f"{stem}.cases.yaml", header, {"cases": cases}))
+    for path, _, _ in targets:
+        if path.exists() and not force:
+            raise SpecError(path, "", "already exists; expected a new file (pass --force to overwrite your edits)")
+    from ..tables import atomic_write
+
+    for path, header, doc in targets:
+        text = header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
+        atomic_write(path, lambda tmp, text=text: Path(tmp).write_text(text, encoding="utf-8"))
+        written.append(path)
+    return written

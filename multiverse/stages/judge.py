@@ -1,0 +1,78 @@
+"""Judge stage: one judge sample labels one transcript against the rubric.
+
+The judge sees the transcript, the rubric and the evidence-standard text of
+the chosen level, never the design cell the case was written for. For each
+criterion it says whether it applies and, if so, whether the transcript
+complies, with a rationale quoting it.
+
+An answer that cannot be parsed (after the client's one repair retry), leaves
+out a criterion, or labels an applicable criterion without a verdict, is
+recorded as ``judge_failed``: it is never turned into a label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import ModelError
+from ..spec import Criterion, ModelConfig
+from .prompts import judge_messages, judgment_schema, render_transcript
+
+__all__ = ["judge_transcript", "validate_judgment"]
+
+
+def validate_judgment(answer: Any, criteria: Sequence[Criterion]) -> tuple[list[dict] | None, str]:
+    """Check a parsed judge answer covers every criterion with consistent labels.
+
+    Returns ``(rows, "")`` or ``(None, reason)``.
+    """
+    if not isinstance(answer, dict) or not isinstance(answer.get("criteria"), list):
+        return None, "no criteria list in the answer"
+    by_id: dict[str, dict] = {}
+    for entry in answer["criteria"]:
+        if isinstance(entry, dict) and isinstance(entry.get("id"), str):
+            by_id.setdefault(entry["id"], entry)
+    rows = []
+    for c in criteria:
+        entry = by_id.get(c.id)
+        if entry is None:
+            return None, f"criterion {c.id} missing from the answer"
+        applicable = entry.get("applicable")
+        compliant = entry.get("compliant")
+        if not isinstance(applicable, bool):
+            return None, f"criterion {c.id}: applicable is not true/false"
+        if applicable and not isinstance(compliant, bool):
+            return None, f"criterion {c.id}: applicable but no compliant verdict"
+        rows.append(
+            {
+                "criterion": c.id,
+                "permissible": c.permissible,
+                "applicable": applicable,
+                "compliant": compliant if applicable else None,
+                "rationale": str(entry.get("rationale", ""))[:2000],
+            }
+        )
+    return rows, ""
+
+
+def judge_transcript(
+    client, config: ModelConfig, criteria: Sequence[Criterion], evidence_standard: str, turns: Sequence[dict], *, seed: int
+) -> dict[str, Any]:
+    """Judge one transcript once. Returns a judgment record (status ok or judge_failed).
+
+    Transport failures raise ``ModelError`` (recorded by the caller, not stored).
+    """
+    messages = judge_messages(criteria, evidence_standard, render_transcript(turns))
+    schema = judgment_schema([c.id for c in criteria])
+    try:
+        completion = client.complete(config, messages, seed=seed, schema=schema, schema_name="judgment")
+    except ModelError as exc:
+        if exc.reason == "unparseable":
+            return {"status": "judge_failed", "reason": f"unparseable: {exc}"[:300], "criteria": []}
+        raise
+    rows, problem = validate_judgment(completion.parsed, criteria)
+    meta = {"model_reported": completion.model_reported, "usage": dict(completion.usage), "cost": completion.cost}
+    if rows is None:
+        return {"status": "judge_failed", "reason": problem, "criteria": [], "call": meta}
+    return {"status": "ok", "reason": "", "criteria": rows, "call": meta}

@@ -1,0 +1,189 @@
+"""Rollout stage: one case on one system becomes one transcript.
+
+Multi-turn: a simulated user plays the case's brief (it never sees the
+rubric) and the system answers with its own system prompt, up to
+``max_turns`` user turns, or until the user ends with the end marker.
+Single-turn: the case's standalone prompt, answered once.
+
+When the system has tools, its tool calls are answered by a tool-simulator
+model that sees the conversation so far, or by a Python callable named in the
+spec; every call and result is kept in the transcript, because criteria such
+as "false claims about tool execution" hinge on what really ran.
+
+A simulated user that misbehaves (an empty turn, answering as the assistant,
+leaking its brief) is asked again with another seed; if it keeps failing the
+rollout is recorded as ``rollout_failed`` with the reason, never repaired.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ModelError
+from ..spec import ModelConfig
+from .prompts import END_MARKER, tool_messages, user_messages
+
+__all__ = ["RolloutJob", "run_rollout", "UserFailure", "USER_ATTEMPTS", "MAX_TOOL_ROUNDS"]
+
+USER_ATTEMPTS = 3
+MAX_TOOL_ROUNDS = 3
+
+
+class UserFailure(Exception):
+    """The simulated user broke role; ``reason`` says how."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class RolloutJob:
+    """Everything one rollout reads (its key hashes exactly this)."""
+
+    case: Mapping[str, Any]
+    system: ModelConfig
+    system_prompt: str
+    tools: tuple[Mapping[str, Any], ...]
+    setting: str
+    max_turns: int
+    user: ModelConfig | None
+    persona: str
+    instructions: str
+    tool_simulator: ModelConfig | None
+    tool_functions: Mapping[str, str]
+    seed: int
+
+
+def _completion_meta(completion) -> dict:
+    return {"model_reported": completion.model_reported, "usage": dict(completion.usage), "cost": completion.cost}
+
+
+def _check_user_turn(text: str, brief: str) -> str | None:
+    """Why a simulated user's turn is unusable, or None if it is fine."""
+    stripped = text.replace(END_MARKER, "").strip()
+    if not stripped and END_MARKER not in text:
+        return "empty_user_turn"
+    lowered = stripped.lower()
+    if lowered.startswith(("assistant:", "as an ai", "as an assistant", "i am an ai assistant")):
+        return "role_reversal"
+    if "task: {" in lowered or "scenario brief" in lowered or (len(brief) > 80 and brief[:80] in stripped):
+        return "brief_leaked"
+    return None
+
+
+def run_rollout(client, job: RolloutJob) -> dict[str, Any]:
+    """Run one rollout. Returns the transcript record (``status`` ok or rollout_failed).
+
+    Transport failures raise ``ModelError`` (the caller records them without
+    storing, so a later run retries); a misbehaving simulated user is a result.
+    """
+    system_prompt = "\n\n".join(p for p in (job.system_prompt, job.case.get("system_prompt") or "") if p)
+    head = [{"role": "system", "content": system_prompt}] if system_prompt else []
+    tools = [*job.tools, *(job.case.get("tools") or [])]
+    conversation: list[dict[str, Any]] = []
+    turns_meta: list[dict] = []
+    stop_reason = "max_turns"
+    try:
+        if job.setting == "single_turn":
+            prompt = job.case.get("prompt") or job.case.get("brief") or ""
+            conversation.append({"role": "user", "content": prompt})
+            _target_turn(client, job, head, conversation, tools, turns_meta)
+            stop_reason = "completed"
+        else:
+            for turn in range(1, job.max_turns + 1):
+                text, ended = _user_turn(client, job, conversation, turn, turns_meta)
+                if text:
+                    conversation.append({"role": "user", "content": text})
+                if ended and not text:
+                    stop_reason = "user_ended"
+                    break
+                _target_turn(client, job, head, conversation, tools, turns_meta)
+                if ended:
+                    stop_reason = "user_ended"
+                    break
+    except UserFailure as failure:
+        return {"status": "rollout_failed", "reason": failure.reason, "turns": conversation, "calls": turns_meta}
+    if not any(m["role"] == "assistant" for m in conversation):
+        return {"status": "rollout_failed", "reason": "no_system_turn", "turns": conversation, "calls": turns_meta}
+    return {"status": "ok", "reason": "", "stop_reason": stop_reason, "turns": conversation, "calls": turns_meta}
+
+
+def _user_turn(client, job: RolloutJob, conversation: list, turn: int, meta: list) -> tuple[str, bool]:
+    brief = job.case.get("brief") or job.case.get("prompt") or ""
+    last_reason = "empty_user_turn"
+    for attempt in range(USER_ATTEMPTS):
+        messages = user_messages(brief, job.persona, job.instructions, conversation, turn=turn, max_turns=job.max_turns)
+        completion = client.complete(job.user, messages, seed=job.seed * 1000 + turn * 10 + attempt)
+        meta.append({"actor": "user", "turn": turn, "attempt": attempt, **_completion_meta(completion)})
+        text = completion.text or ""
+        problem = _check_user_turn(text, brief)
+        if problem is None:
+            ended = END_MARKER in text
+            return text.replace(END_MARKER, "").strip(), ended
+        last_reason = problem
+    raise UserFailure(f"{last_reason} (after {USER_ATTEMPTS} attempts)")
+
+
+def _target_turn(client, job: RolloutJob, head: list, conversation: list, tools: list, meta: list) -> None:
+    for _ in range(MAX_TOOL_ROUNDS + 1):
+        completion = client.complete(job.system, head + _for_target(conversation), seed=job.seed + len(conversation), tools=tools or None)
+        meta.append({"actor": "system", **_completion_meta(completion)})
+        message: dict[str, Any] = {"role": "assistant", "content": completion.text or ""}
+        calls = completion.tool_calls or []
+        if calls:
+            message["tool_calls"] = [{"id": c.get("id") or f"call_{i}", "name": c["name"], "arguments": c.get("arguments", {})} for i, c in enumerate(calls)]
+        conversation.append(message)
+        if not calls:
+            return
+        for call in message["tool_calls"]:
+            result = _run_tool(client, job, call, conversation, meta)
+            conversation.append({"role": "tool", "tool_call_id": call["id"], "name": call["name"], "content": result})
+    # The system kept calling tools; its last message stands as its answer.
+
+
+def _for_target(conversation: Sequence[Mapping[str, Any]]) -> list[dict]:
+    """The conversation in the OpenAI chat format the system under audit expects."""
+    out = []
+    for m in conversation:
+        if m["role"] == "assistant" and m.get("tool_calls"):
+            out.append(
+                {
+                    "role": "assistant",
+                    "content": m.get("content") or None,
+                    "tool_calls": [
+                        {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}
+                        for c in m["tool_calls"]
+                    ],
+                }
+            )
+        elif m["role"] == "tool":
+            out.append({"role": "tool", "tool_call_id": m["tool_call_id"], "content": m["content"]})
+        else:
+            out.append({"role": m["role"], "content": m["content"]})
+    return out
+
+
+def _run_tool(client, job: RolloutJob, call: Mapping[str, Any], conversation: list, meta: list) -> str:
+    name = call["name"]
+    if name in job.tool_functions:
+        function = _load_callable(job.tool_functions[name])
+        try:
+            result = function(**call.get("arguments", {}))
+        except Exception as exc:  # a user's tool raising is a tool result, as in a live system
+            return json.dumps({"error": f"{type(exc).__name__}: {exc}"})
+        return result if isinstance(result, str) else json.dumps(result, default=str)
+    if job.tool_simulator is None:
+        raise ModelError(f"the system called tool {name!r} but no tool simulator is configured", reason="no_tool_simulator")
+    completion = client.complete(job.tool_simulator, tool_messages(name, call.get("arguments", {}), conversation), seed=job.seed + len(conversation))
+    meta.append({"actor": "tool", "tool": name, **_completion_meta(completion)})
+    return completion.text or ""
+
+
+def _load_callable(reference: str) -> Callable[..., Any]:
+    module, _, attribute = reference.partition(":")
+    return getattr(importlib.import_module(module), attribute)

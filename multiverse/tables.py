@@ -1,0 +1,195 @@
+"""The results tables: their columns, how they are written and read back.
+
+A run directory (or an import directory) holds ``verdicts``, ``criteria`` and
+``rates``, each as ``.parquet`` and ``.csv``, plus ``manifest.json``. Every
+file is written to a temporary name and renamed into place, so a crash never
+leaves half a table. ``load_run`` reads a run directory, an import directory
+or a bare verdicts table, so every analysis accepts any of them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .errors import InputError
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "VERDICT_COLUMNS",
+    "CRITERIA_COLUMNS",
+    "RATE_COLUMNS",
+    "CORE_COLUMNS",
+    "RunTables",
+    "atomic_write",
+    "write_table",
+    "write_json",
+    "read_table",
+    "load_run",
+    "infer_axes",
+    "universe_ids",
+]
+
+SCHEMA_VERSION = 1
+
+#: verdicts: one row per universe x system x case x replicate. Axis and design-factor
+#: columns sit between ``universe_id`` and ``system``.
+VERDICT_COLUMNS = [
+    "universe_id", "system", "case_id", "replicate", "transcript_key", "judgment_key",
+    "status", "reason", "compliant",
+]
+#: criteria: one row per judgment x judge sample x criterion.
+CRITERIA_COLUMNS = ["judgment_key", "sample", "criterion", "permissible", "applicable", "compliant", "rationale"]
+#: rates: one row per universe x system x subgroup.
+RATE_COLUMNS = ["universe_id", "system", "subgroup", "n", "n_compliant", "rate", "ci_low", "ci_high"]
+
+CORE_COLUMNS = frozenset(
+    VERDICT_COLUMNS + CRITERIA_COLUMNS + RATE_COLUMNS
+    + ["estimator", "label", "is_primary", "item", "label_value", "sample"]
+)
+STATUSES = ("ok", "excluded", "rollout_failed", "judge_failed")
+
+
+def atomic_write(path: Path, write) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        write(tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_table(frame: pd.DataFrame, directory: str | os.PathLike, name: str) -> None:
+    """Write ``frame`` as ``<name>.parquet`` and ``<name>.csv``, each atomically."""
+    directory = Path(directory)
+    atomic_write(directory / f"{name}.parquet", lambda tmp: frame.to_parquet(tmp, index=False))
+    atomic_write(directory / f"{name}.csv", lambda tmp: frame.to_csv(tmp, index=False))
+
+
+def write_json(document: Any, path: str | os.PathLike) -> None:
+    """Write a JSON document atomically."""
+    text = json.dumps(document, indent=2, sort_keys=False, default=str)
+    atomic_write(Path(path), lambda tmp: Path(tmp).write_text(text + "\n", encoding="utf-8"))
+
+
+def read_table(path: str | os.PathLike) -> pd.DataFrame:
+    """Read a ``.parquet`` or ``.csv`` table; bad files raise ``InputError``."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: file not found")
+    try:
+        if path.suffix == ".parquet":
+            return pd.read_parquet(path)
+        if path.suffix in (".csv", ".tsv"):
+            frame = pd.read_csv(path, sep="\t" if path.suffix == ".tsv" else ",", keep_default_na=True)
+            return _restore_dtypes(frame)
+    except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+        raise InputError(f"{path}: cannot be read as a table ({str(exc).splitlines()[0]})") from None
+    raise InputError(f"{path}: expected a .parquet or .csv table")
+
+
+def _restore_dtypes(frame: pd.DataFrame) -> pd.DataFrame:
+    # CSV loses the nullable boolean: bring back True/False/<NA>.
+    for column in ("compliant", "applicable", "permissible"):
+        if column in frame.columns and frame[column].dtype == object:
+            mapped = frame[column].map({"True": True, "False": False, True: True, False: False})
+            frame[column] = mapped.astype("boolean")
+        elif column in frame.columns and frame[column].dtype == bool:
+            frame[column] = frame[column].astype("boolean")
+    return frame
+
+
+@dataclass
+class RunTables:
+    """The tables of one run or import, and which of their columns are axes."""
+
+    verdicts: pd.DataFrame
+    criteria: pd.DataFrame | None = None
+    rates: pd.DataFrame | None = None
+    axes: list[str] = field(default_factory=list)
+    factors: list[str] = field(default_factory=list)
+    manifest: dict = field(default_factory=dict)
+    primary: str | None = None
+    source: Path | None = None
+
+
+def infer_axes(frame: pd.DataFrame, factors: Iterable[str] = ()) -> list[str]:
+    """Columns of a bare table that are neither core columns nor design factors."""
+    skip = CORE_COLUMNS | set(factors)
+    return [c for c in frame.columns if c not in skip]
+
+
+def universe_ids(frame: pd.DataFrame, axes: list[str]) -> pd.Series:
+    """A universe id per row: the given one, else derived from the axis values."""
+    if "universe_id" in frame.columns:
+        return frame["universe_id"].astype(str)
+    if not axes:
+        return pd.Series("all", index=frame.index)
+    from .keys import digest
+
+    combos = frame[axes].astype(str).drop_duplicates()
+    ids = {tuple(row): digest(dict(zip(axes, row)), 12) for row in combos.itertuples(index=False)}
+    return pd.Series([ids[tuple(r)] for r in frame[axes].astype(str).itertuples(index=False)], index=frame.index)
+
+
+def load_run(path: str | os.PathLike) -> RunTables:
+    """Read a run directory, an import directory, or a bare verdicts table file."""
+    path = Path(path)
+    if path.is_dir():
+        return _load_dir(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such run directory or table file")
+    frame = read_table(path)
+    missing = [c for c in ("system", "case_id", "compliant") if c not in frame.columns]
+    if missing:
+        raise InputError(
+            f"{path}: missing column(s) {', '.join(missing)}; expected a verdicts table with system, case_id, "
+            "compliant and axis columns (use `multiverse import table` to map other column names)"
+        )
+    axes = infer_axes(frame)
+    frame = frame.copy()
+    frame["universe_id"] = universe_ids(frame, axes)
+    return RunTables(verdicts=frame, axes=axes, source=path)
+
+
+def _load_dir(path: Path) -> RunTables:
+    manifest_path = path / "manifest.json"
+    if not manifest_path.exists():
+        raise InputError(f"{path}: not a run or import directory (no manifest.json); run `multiverse run` or `multiverse import` first")
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"{manifest_path}: not valid JSON ({exc})") from None
+
+    def table(name: str, required: bool) -> pd.DataFrame | None:
+        for suffix in (".parquet", ".csv"):
+            candidate = path / f"{name}{suffix}"
+            if candidate.exists():
+                return read_table(candidate)
+        if required:
+            raise InputError(f"{path}: missing {name}.parquet (and {name}.csv)")
+        return None
+
+    return RunTables(
+        verdicts=table("verdicts", True),
+        criteria=table("criteria", False),
+        rates=table("rates", False),
+        axes=list(manifest.get("axes", [])),
+        factors=list(manifest.get("factors", [])),
+        manifest=manifest,
+        primary=manifest.get("primary"),
+        source=path,
+    )

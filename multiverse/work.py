@@ -1,0 +1,234 @@
+"""Work units: what a grid of universes needs computed, each unit named by its key.
+
+The engine (``multiverse.pipeline``) first turns a spec's universes into the set of *unique*
+work units, each named by a key that hashes exactly what that unit reads
+(``multiverse.keys``):
+
+- case key = H(design cell, case index, generator config, rubric key, template version)
+- transcript key = H(case key, system config, simulated-user config, setting, max turns, replicate/seed, template version)
+- judgment key = H(transcript key, judge config, rubric text, evidence-standard text, template version)
+
+Universes that differ only in judge fields share every transcript; universes
+that differ only in scoring share every judgment; anything already in the
+store is never computed again. Verdicts and rates are recomputed from stored
+judgments on every run: they are pure functions, not model calls.
+
+Transport failures (after the client's retries) are counted and recorded in
+the tables as ``rollout_failed``/``judge_failed`` but not stored, so a later
+run retries them. Content failures (a simulated user that keeps breaking
+role, a judge answer that cannot be parsed) are results: they are stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .grid import Universe, expand
+from .keys import digest
+from .spec import BEHAVIOR, ModelConfig, Spec, to_yaml_dict
+from .stages.draft import case_counts
+from .stages.prompts import TEMPLATE_VERSION
+
+__all__ = ["CaseUnit", "TranscriptUnit", "JudgeCall", "Row", "Work", "build_work", "world_uri"]
+
+BUILTIN_WORLD = "deception"
+
+
+# -- work units -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CaseUnit:
+    key: str
+    case_id: str
+    cell: Mapping[str, str]
+    index: int
+    generator: ModelConfig | None
+    given: Mapping[str, Any] | None  # a case from a cases file: no generation call
+    seed: int
+    spec: Spec = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class TranscriptUnit:
+    key: str
+    case_key: str
+    system: str
+    replicate: int
+    setting: str
+    max_turns: int
+    configs: Mapping[str, Any] = field(compare=False)  # system/user/tool ModelConfigs and texts
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class JudgeCall:
+    key: str
+    transcript_key: str
+    sample: int
+    config: ModelConfig
+    evidence_standard: str
+    seed: int
+    spec: Spec = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Row:
+    universe: Universe
+    system: str
+    case_key: str
+    case_id: str
+    cell: Mapping[str, str]
+    replicate: int
+    transcript_key: str
+    judgment_key: str
+    judge_calls: tuple[str, ...]
+
+
+@dataclass
+class Work:
+    """Every unique unit a set of universes needs, and how universes map onto them."""
+
+    universes: list[Universe]
+    cases: dict[str, CaseUnit] = field(default_factory=dict)
+    transcripts: dict[str, TranscriptUnit] = field(default_factory=dict)
+    judge_calls: dict[str, JudgeCall] = field(default_factory=dict)
+    rows: list[Row] = field(default_factory=list)
+
+
+def world_uri(spec: Spec) -> str:
+    """Where sim/ models find their world: ``sim://<builtin>`` or ``sim:///abs/path.yaml``."""
+    world = spec.world or BUILTIN_WORLD
+    if world.endswith((".yaml", ".yml")):
+        return "sim://" + str((spec.base_dir / world).resolve())
+    return f"sim://{world}"
+
+
+def _world_digest(uri: str) -> str:
+    target = uri.removeprefix("sim://")
+    path = Path(target) if target.startswith("/") else Path(__file__).parent / "sim" / "worlds" / f"{target}.yaml"
+    try:
+        return digest(path.read_bytes().decode("utf-8", "replace"))
+    except OSError:
+        return "missing"
+
+
+def _resolve(config: ModelConfig, spec: Spec) -> ModelConfig:
+    if config.model.startswith("sim/") and config.api_base is None:
+        return replace(config, api_base=world_uri(spec))
+    return config
+
+
+def _model_key(config: ModelConfig) -> dict:
+    out = {"model": config.model, "params": dict(config.params), "api_base": config.api_base}
+    if config.model.startswith("sim/"):
+        # The world file is part of a simulated model's identity.
+        out["world"] = _world_digest(config.api_base or f"sim://{BUILTIN_WORLD}")
+    return out
+
+
+def _rubric_key(spec: Spec) -> dict:
+    """What the test cases depend on: the concept and criteria, not the evidence texts."""
+    return {
+        "concept": to_yaml_dict(spec.concept),
+        "criteria": [{k: v for k, v in to_yaml_dict(c).items() if k != "evidence"} for c in spec.rubric.criteria],
+    }
+
+
+def _seed(*parts: Any) -> int:
+    return int(digest(list(parts), 8), 16) % (2**31)
+
+
+def build_work(spec: Spec, universes: list[Universe] | None = None) -> Work:
+    """Derive the unique cases, transcripts and judge calls of ``universes``."""
+    universes = expand(spec) if universes is None else universes
+    work = Work(universes)
+    for universe in universes:
+        u = universe.spec
+        cases = _cases_of(u, work)
+        for system in u.systems:
+            for case in cases:
+                for replicate in range(u.rollout.replicates):
+                    tkey = _transcript(u, system, case, replicate, work)
+                    jkey, calls = _judgment(u, tkey, work)
+                    work.rows.append(Row(universe, system.name, case.key, case.case_id, case.cell, replicate, tkey, jkey, calls))
+    return work
+
+
+def _cases_of(u: Spec, work: Work) -> list[CaseUnit]:
+    out = []
+    if u.cases is not None:
+        for case in u.cases:
+            content = to_yaml_dict(case)
+            key = digest({"case": content, "template": TEMPLATE_VERSION})
+            unit = work.cases.setdefault(key, CaseUnit(key, case.id, dict(case.cell), 0, None, content, 0, u))
+            out.append(unit)
+        return out
+    generator = _resolve(u.design.generator.model_config, u)
+    rubric = _rubric_key(u)
+    for cell, count in case_counts(u):
+        for index in range(count):
+            key = digest(
+                {"cell": cell, "index": index, "generator": _model_key(generator), "rubric": rubric,
+                 "tools": u.design.tools, "template": TEMPLATE_VERSION}
+            )
+            case_id = ".".join([*cell.values(), f"{index + 1:02d}"])
+            out.append(work.cases.setdefault(key, CaseUnit(key, case_id, cell, index, generator, None, _seed(key), u)))
+    return out
+
+
+def _transcript(u: Spec, system, case: CaseUnit, replicate: int, work: Work) -> str:
+    multi = u.rollout.setting == "multi_turn"
+    user = u.rollout.user
+    tools_possible = bool(system.tools) or u.design.tools or bool(case.given and case.given.get("tools"))
+    simulator = u.rollout.tool_simulator
+    payload = {
+        "case": case.key,
+        "system": {**_model_key(_resolve(system.model_config, u)), "system_prompt": system.system_prompt, "tools": list(system.tools)},
+        "user": {**_model_key(_resolve(user.model_config, u)), "persona": user.persona, "instructions": user.instructions} if multi else None,
+        "setting": u.rollout.setting,
+        "max_turns": u.rollout.max_turns if multi else None,
+        "replicate": replicate,
+        "seed": u.rollout.seed,
+        "tool_simulator": {**_model_key(_resolve(simulator.model_config, u)), "functions": dict(simulator.functions)} if tools_possible else None,
+        "template": TEMPLATE_VERSION,
+    }
+    key = digest(payload)
+    if key not in work.transcripts:
+        configs = {
+            "system": _resolve(system.model_config, u),
+            "system_prompt": system.system_prompt,
+            "tools": tuple(system.tools),
+            "user": _resolve(user.model_config, u) if multi else None,
+            "persona": user.persona,
+            "instructions": user.instructions,
+            "tool_simulator": _resolve(simulator.model_config, u) if tools_possible else None,
+            "tool_functions": dict(simulator.functions),
+        }
+        work.transcripts[key] = TranscriptUnit(
+            key, case.key, system.name, replicate, u.rollout.setting, u.rollout.max_turns, configs,
+            seed=_seed(u.rollout.seed, replicate, case.key),
+        )
+    return key
+
+
+def _judgment(u: Spec, transcript_key: str, work: Work) -> tuple[str, tuple[str, ...]]:
+    judge = _resolve(u.judge.model_config, u)
+    level = u.judge.evidence_standard
+    rubric_text = [
+        {"id": c.id, "name": c.name, "definition": c.definition, "permissible": c.permissible} for c in u.rubric.criteria
+    ]
+    evidence_text = {c.id: c.evidence.get(level, "") for c in u.rubric.criteria}
+    common = {"transcript": transcript_key, "judge": _model_key(judge), "rubric": rubric_text,
+              "evidence": evidence_text, "level": level, "template": TEMPLATE_VERSION}
+    judgment_key = digest({**common, "samples": u.judge.samples})
+    calls = []
+    for sample in range(u.judge.samples):
+        key = digest({**common, "sample": sample})
+        if key not in work.judge_calls:
+            work.judge_calls[key] = JudgeCall(key, transcript_key, sample, judge, level, _seed(key), u)
+        calls.append(key)
+    return judgment_key, tuple(calls)

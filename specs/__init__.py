@@ -1,0 +1,1 @@
+"""Example specs, shipped inside the package as ``multiverse.examples``."""
