@@ -1,0 +1,528 @@
+"""The specification curve of an audit: every universe's rate, ranked.
+
+A specification curve (Simonsohn, Simmons & Nelson 2020) sorts the universes
+of a multiverse by their estimate and shows, underneath, which option of each
+axis every universe used. Here the estimate is a system's compliance rate
+(share of compliant ok verdicts, replicates pooled) or the difference of two
+systems' rates, and the joint tests of :mod:`multiverse.analysis.inference`
+say whether the curve as a whole is inconsistent with a null.
+
+Everything takes a verdicts table (``system``, ``case_id``, ``compliant``,
+axis columns; ``status`` and ``universe_id`` optional: only ``ok`` rows with a
+label count, and a missing ``universe_id`` becomes ``"axis=option,..."``) or
+the :class:`CaseMatrix` built from it once, and returns DataFrames or
+JSON-able dicts. Nothing here draws.
+
+Difference of two systems, paired by case. In each universe only cases that
+both systems have an ok verdict for count. ``d_c`` is case c's contribution to
+``rate(a) - rate(b)`` (``k_ac / n_a - k_bc / n_b``, so ``D = sum_c d_c`` is the
+difference), ``w_c`` the case's share of the universe's paired transcripts,
+and ``se^2 = C/(C-1) * sum_c (d_c - D w_c)^2``: the linearised
+(case-clustered) variance of a difference of ratio estimators, exact in form
+when both systems have the same number of transcripts per case. ``z = D / se``;
+|z| is capped at ``Z_CAP`` so a perfectly separated universe (se = 0) stays
+finite (the cap is monotone, so joint tests built on z stay valid).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from statsmodels.stats.proportion import proportion_confint
+
+from multiverse.errors import InputError
+
+if TYPE_CHECKING:
+    from multiverse.analysis.inference import JointTest
+
+__all__ = [
+    "CaseMatrix",
+    "Z_CAP",
+    "case_matrix",
+    "curve_summary",
+    "difference_curve",
+    "indicator_matrix",
+    "spec_curve",
+]
+
+SCHEMA_VERSION = 1
+
+#: Per-universe |z| of a difference is capped here (see the module docstring).
+Z_CAP = 50.0
+
+
+# --------------------------------------------------------------------------
+# The universe x case matrix
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class CaseMatrix:
+    """Counts of ``ok`` verdicts per system x universe x case.
+
+    ``compliant[s, u, c]`` is the number of compliant verdicts and
+    ``included[s, u, c]`` the number of ok verdicts (transcripts, summed over
+    replicates) of system ``systems[s]`` on case ``cases[c]`` in universe
+    ``universes.universe_id[u]``. ``universes`` holds ``universe_id`` and the
+    axis columns, one row per universe in array order.
+    """
+
+    universes: pd.DataFrame
+    axes: tuple[str, ...]
+    systems: tuple[str, ...]
+    cases: pd.Index
+    compliant: np.ndarray
+    included: np.ndarray
+
+    def system_index(self, system: str) -> int:
+        """Position of ``system`` in the arrays; InputError if it has no ok verdicts."""
+        try:
+            return self.systems.index(system)
+        except ValueError:
+            known = ", ".join(map(str, self.systems)) or "none"
+            raise InputError(
+                f"verdicts: system: expected one of {known}, got {system!r}"
+            ) from None
+
+    def universe_index(self, universe_id: Any) -> int:
+        """Row of ``universe_id``; InputError if no ok verdict belongs to it."""
+        hits = np.flatnonzero(self.universes["universe_id"].to_numpy() == universe_id)
+        if len(hits) == 0:
+            raise InputError(
+                f"verdicts: universe_id: expected the primary universe {universe_id!r} "
+                "to have ok verdicts"
+            )
+        return int(hits[0])
+
+
+_REQUIRED = ("system", "case_id", "compliant")
+
+
+def _derived_universe_ids(ok: pd.DataFrame, axes: Sequence[str]) -> np.ndarray:
+    """universe_id = "axis=option,axis=option,..." for a table that has none."""
+    if not axes:
+        return np.full(len(ok), "all", dtype=object)
+    codes = ok.groupby(list(axes), sort=False, dropna=False, observed=True).ngroup().to_numpy()
+    first = np.unique(codes, return_index=True)[1]  # ngroup codes are 0..G-1
+    labels = np.array(
+        [
+            ",".join(f"{axis}={option}" for axis, option in zip(axes, row))
+            for row in ok.iloc[first][list(axes)].itertuples(index=False)
+        ],
+        dtype=object,
+    )
+    return labels[codes]
+
+
+def _ok_verdicts(
+    verdicts: pd.DataFrame, axes: Sequence[str]
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """The rows that count (status ok when present, a compliant label) and their labels."""
+    if not isinstance(verdicts, pd.DataFrame):
+        raise InputError("verdicts: expected a pandas DataFrame or a CaseMatrix")
+    missing = [c for c in (*_REQUIRED, *axes) if c not in verdicts.columns]
+    if missing:
+        raise InputError(f"verdicts: {', '.join(missing)}: expected column(s) to be present")
+    keep = verdicts["compliant"].notna().to_numpy(dtype=bool, copy=True)
+    if "status" in verdicts.columns:
+        keep &= (verdicts["status"] == "ok").fillna(False).to_numpy(dtype=bool)
+    columns = [c for c in ("universe_id", *axes, *_REQUIRED) if c in verdicts.columns]
+    # Copy-on-write: selecting columns of a table with no failed rows is free,
+    # which matters at tens of millions of verdicts.
+    ok = verdicts[columns] if keep.all() else verdicts.loc[keep, columns]
+    labels = ok["compliant"]
+    if pd.api.types.is_bool_dtype(labels.dtype):
+        compliant = labels.to_numpy(dtype=bool)
+    else:
+        try:
+            numeric = labels.to_numpy(dtype=float)
+        except (TypeError, ValueError):
+            numeric = np.array([np.nan])
+        if not np.isin(numeric, (0.0, 1.0)).all():
+            raise InputError("verdicts: compliant: expected booleans (True/False or 1/0)")
+        compliant = numeric == 1.0
+    if "universe_id" not in ok.columns:
+        ok = ok.assign(universe_id=_derived_universe_ids(ok, axes))
+    elif ok["universe_id"].isna().any():
+        raise InputError("verdicts: universe_id: expected no missing values")
+    return ok, compliant
+
+
+def case_matrix(
+    verdicts: pd.DataFrame,
+    *,
+    axes: Sequence[str],
+    systems: Sequence[str] | None = None,
+) -> CaseMatrix:
+    """Build the system x universe x case count arrays from a verdicts table.
+
+    ``verdicts`` needs ``system``, ``case_id``, ``compliant`` and the ``axes``
+    columns; ``status`` and ``universe_id`` are optional (only ``ok`` rows
+    count; a missing ``universe_id`` is derived from the axis options).
+    ``systems`` restricts and orders the systems (default: all, sorted).
+    """
+    axes = _axes_list(axes)
+    ok, compliant = _ok_verdicts(verdicts, axes)
+    if systems is not None:
+        systems = [systems] if isinstance(systems, str) else list(systems)
+        absent = sorted(set(systems) - set(ok["system"].unique()), key=str)
+        if absent:
+            raise InputError(
+                f"verdicts: system: expected ok verdicts for {', '.join(map(str, absent))}"
+            )
+        chosen = ok["system"].isin(systems).to_numpy()
+        ok, compliant = ok[chosen], compliant[chosen]
+    if ok.empty:
+        raise InputError("verdicts: status: expected at least one ok verdict with a compliant label")
+    u_codes, u_ids = pd.factorize(ok["universe_id"], sort=True)
+    first = np.unique(u_codes, return_index=True)[1]
+    universes = ok.iloc[first][["universe_id", *axes]].reset_index(drop=True)
+    for axis in axes:
+        # One option per axis per universe: every row must carry the option
+        # of its universe's first row.
+        a_codes = pd.factorize(ok[axis])[0]
+        if (a_codes != a_codes[first][u_codes]).any():
+            raise InputError(f"verdicts: {axis}: expected one option per universe_id")
+    c_codes, c_ids = pd.factorize(ok["case_id"], sort=True)
+    if systems is None:
+        s_codes, s_ids = pd.factorize(ok["system"], sort=True)
+        system_names = tuple(s_ids)
+    else:
+        system_names = tuple(systems)
+        s_codes = pd.Index(system_names).get_indexer(ok["system"])
+    n_s, n_u, n_c = len(system_names), len(u_ids), len(c_ids)
+    flat = (s_codes.astype(np.int64) * n_u + u_codes) * n_c + c_codes
+    del u_codes, c_codes, s_codes
+    size = n_s * n_u * n_c
+    included = np.bincount(flat, minlength=size).astype(float)
+    n_compliant = np.bincount(flat[compliant], minlength=size).astype(float)
+    return CaseMatrix(
+        universes=universes,
+        axes=tuple(axes),
+        systems=system_names,
+        cases=pd.Index(c_ids, name="case_id"),
+        compliant=n_compliant.reshape(n_s, n_u, n_c),
+        included=included.reshape(n_s, n_u, n_c),
+    )
+
+
+def _axes_list(axes: Sequence[str] | str | None) -> list[str]:
+    if axes is None:
+        return []
+    return [axes] if isinstance(axes, str) else list(axes)
+
+
+def _as_matrix(
+    verdicts: pd.DataFrame | CaseMatrix, axes: Sequence[str], systems: Sequence[str] | None
+) -> CaseMatrix:
+    if isinstance(verdicts, CaseMatrix):
+        return verdicts
+    return case_matrix(verdicts, axes=axes, systems=systems)
+
+
+# --------------------------------------------------------------------------
+# Paired differences
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class _Paired:
+    """Case contributions to rate(a) - rate(b) over paired cases, per universe."""
+
+    rows: np.ndarray  # universe rows kept (>= 1 paired case)
+    contribution: np.ndarray  # d, (universes, cases), sums to the difference
+    weight: np.ndarray  # w, (universes, cases), sums to 1
+    n_cases: np.ndarray
+    n_a: np.ndarray
+    n_b: np.ndarray
+    rate_a: np.ndarray
+    rate_b: np.ndarray
+
+
+def _paired(m: CaseMatrix, a: str, b: str) -> _Paired:
+    if a == b:
+        raise InputError(f"verdicts: system: expected two different systems, got {a!r} twice")
+    ia, ib = m.system_index(a), m.system_index(b)
+    both = (m.included[ia] > 0) & (m.included[ib] > 0)
+    rows = np.flatnonzero(both.any(axis=1))
+    both = both[rows]
+    na_c = np.where(both, m.included[ia][rows], 0.0)
+    nb_c = np.where(both, m.included[ib][rows], 0.0)
+    ka_c = np.where(both, m.compliant[ia][rows], 0.0)
+    kb_c = np.where(both, m.compliant[ib][rows], 0.0)
+    n_a, n_b = na_c.sum(axis=1), nb_c.sum(axis=1)
+    contribution = ka_c / n_a[:, None] - kb_c / n_b[:, None]
+    weight = (na_c + nb_c) / (n_a + n_b)[:, None]
+    return _Paired(
+        rows=rows,
+        contribution=contribution,
+        weight=weight,
+        n_cases=both.sum(axis=1),
+        n_a=n_a,
+        n_b=n_b,
+        rate_a=ka_c.sum(axis=1) / n_a,
+        rate_b=kb_c.sum(axis=1) / n_b,
+    )
+
+
+def _paired_z(
+    diff: np.ndarray, q_dw: np.ndarray, q_dd: np.ndarray, q_ww: np.ndarray, n_cases: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(z, se) from D = sum d, q_dw = sum d w, q_dd = sum d^2, q_ww = sum w^2.
+
+    ``sum (d - D w)^2`` is expanded so that, under sign flips, only ``D`` and
+    ``q_dw`` change and both are matrix products.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where(n_cases > 1, n_cases / (n_cases - 1.0), np.nan)
+        var = factor * np.maximum(q_dd - 2.0 * diff * q_dw + diff**2 * q_ww, 0.0)
+        se = np.sqrt(var)
+        z = diff / se
+    z = np.where(np.isnan(z), 0.0, z)
+    return np.clip(z, -Z_CAP, Z_CAP), se
+
+
+def _num(x: Any) -> float | int | None:
+    if x is None:
+        return None
+    x = x.item() if isinstance(x, np.generic) else x
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+# --------------------------------------------------------------------------
+# Curves and their summary
+# --------------------------------------------------------------------------
+
+
+def _check_level(level: float) -> None:
+    if not 0 < level < 1:
+        raise InputError(f"level: expected a number in (0, 1), got {level!r}")
+
+
+def _check_primary(m: CaseMatrix, primary: Any) -> None:
+    if primary is not None:
+        m.universe_index(primary)
+
+
+def _rank(frame: pd.DataFrame, value: str, by: list[str]) -> pd.DataFrame:
+    """Sort by ``by`` groups then ``value`` (ties by universe_id); add rank 1..n."""
+    frame = frame.sort_values([*by, value, "universe_id"], kind="stable", ignore_index=True)
+    if by:
+        frame["rank"] = frame.groupby(by, sort=False).cumcount().to_numpy() + 1
+    else:
+        frame["rank"] = np.arange(1, len(frame) + 1)
+    return frame
+
+
+def spec_curve(
+    verdicts: pd.DataFrame | CaseMatrix,
+    *,
+    axes: Sequence[str],
+    system: str | Sequence[str] | None = None,
+    primary: Any = None,
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """One row per universe x system: the rate and its Wilson interval, ranked.
+
+    Columns: ``universe_id``, the axis columns, ``system``, ``n`` (ok
+    verdicts), ``n_compliant``, ``rate``, ``ci_low``, ``ci_high`` (Wilson,
+    ``level``), ``rank`` (1 = lowest rate within the system; ties broken by
+    universe_id) and ``is_primary``. Rows are sorted by system then rank.
+    A universe with no ok verdict for a system has no row for it.
+    """
+    _check_level(level)
+    axes = _axes_list(axes)
+    systems = None if system is None else ([system] if isinstance(system, str) else list(system))
+    m = _as_matrix(verdicts, axes, systems)
+    _check_primary(m, primary)
+    n = m.included.sum(axis=2)
+    k = m.compliant.sum(axis=2)
+    chosen = [m.system_index(s) for s in (systems or m.systems)]
+    parts = []
+    for s in chosen:
+        rows = np.flatnonzero(n[s] > 0)
+        part = m.universes.iloc[rows].reset_index(drop=True)
+        part["system"] = m.systems[s]
+        part["n"] = n[s, rows].astype(np.int64)
+        part["n_compliant"] = k[s, rows].astype(np.int64)
+        parts.append(part)
+    curve = pd.concat(parts, ignore_index=True)
+    curve["rate"] = curve["n_compliant"] / curve["n"]
+    low, high = proportion_confint(
+        curve["n_compliant"].to_numpy(), curve["n"].to_numpy(), alpha=1 - level, method="wilson"
+    )
+    curve["ci_low"], curve["ci_high"] = np.asarray(low, float), np.asarray(high, float)
+    # Keep the caller's system order, not the alphabet.
+    order = {m.systems[s]: i for i, s in enumerate(chosen)}
+    curve["_system_order"] = curve["system"].map(order)
+    curve = _rank(curve, "rate", ["_system_order"]).drop(columns="_system_order")
+    curve["is_primary"] = (curve["universe_id"] == primary) if primary is not None else False
+    curve = curve[
+        ["universe_id", *axes, "system", "n", "n_compliant", "rate", "ci_low", "ci_high",
+         "rank", "is_primary"]
+    ]
+    curve.attrs["level"] = level
+    return curve
+
+
+def difference_curve(
+    verdicts: pd.DataFrame | CaseMatrix,
+    *,
+    axes: Sequence[str],
+    a: str,
+    b: str,
+    primary: Any = None,
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """One row per universe: ``rate(a) - rate(b)`` over paired cases, ranked.
+
+    Paired means: in each universe only cases that both systems have at least
+    one ok verdict for count, so ``rate_a``/``rate_b`` may differ slightly
+    from :func:`spec_curve` when verdicts failed. The interval is the paired
+    (case-clustered) normal approximation ``difference +/- z * se`` with the
+    linearised case-level variance described in
+    :mod:`multiverse.analysis.inference`; ``z = difference / se`` is the same
+    per-universe z the joint difference test uses.
+
+    Columns: ``universe_id``, axis columns, ``system_a``, ``system_b``,
+    ``n_cases``, ``n_a``, ``n_b``, ``rate_a``, ``rate_b``, ``difference``,
+    ``ci_low``, ``ci_high``, ``z``, ``rank``, ``is_primary``.
+    """
+    _check_level(level)
+    axes = _axes_list(axes)
+    m = _as_matrix(verdicts, axes, None)
+    _check_primary(m, primary)
+    pair = _paired(m, a, b)
+    d, w = pair.contribution, pair.weight
+    diff = d.sum(axis=1)
+    z, se = _paired_z(diff, (d * w).sum(axis=1), (d * d).sum(axis=1), (w * w).sum(axis=1),
+                      pair.n_cases)
+    half = stats.norm.ppf(0.5 + level / 2) * se
+    curve = m.universes.iloc[pair.rows].reset_index(drop=True)
+    curve = curve.assign(
+        system_a=a,
+        system_b=b,
+        n_cases=pair.n_cases.astype(np.int64),
+        n_a=pair.n_a.astype(np.int64),
+        n_b=pair.n_b.astype(np.int64),
+        rate_a=pair.rate_a,
+        rate_b=pair.rate_b,
+        difference=diff,
+        ci_low=diff - half,
+        ci_high=diff + half,
+        z=z,
+    )
+    curve = _rank(curve, "difference", [])
+    curve["is_primary"] = (curve["universe_id"] == primary) if primary is not None else False
+    curve.attrs["level"] = level
+    return curve
+
+
+def indicator_matrix(curve: pd.DataFrame, axes: Sequence[str]) -> pd.DataFrame:
+    """Which option each universe of a one-system curve uses, for the indicator panel.
+
+    Rows are a MultiIndex (``axis``, ``option``), grouped by axis in ``axes``
+    order; options follow the categorical order when the column is
+    categorical, else sorted by their text. Columns are the curve's
+    ``universe_id`` in curve order (by ``rank``). Values are booleans.
+    """
+    axes = _axes_list(axes)
+    if "system" in curve.columns and curve["system"].nunique() > 1:
+        raise InputError(
+            "curve: system: expected one system; select one (curve[curve.system == name])"
+        )
+    missing = [c for c in ("universe_id", *axes) if c not in curve.columns]
+    if missing:
+        raise InputError(f"curve: {', '.join(missing)}: expected column(s) to be present")
+    ordered = curve.sort_values("rank", kind="stable") if "rank" in curve.columns else curve
+    rows, index = [], []
+    for axis in axes:
+        column = ordered[axis]
+        if isinstance(column.dtype, pd.CategoricalDtype):
+            options = [o for o in column.cat.categories if (column == o).any()]
+        else:
+            options = sorted(column.dropna().unique(), key=str)
+        for option in options:
+            rows.append((column == option).fillna(False).to_numpy(dtype=bool))
+            index.append((axis, option))
+    matrix = np.vstack(rows) if rows else np.zeros((0, len(ordered)), dtype=bool)
+    return pd.DataFrame(
+        matrix,
+        index=pd.MultiIndex.from_tuples(index, names=["axis", "option"]),
+        columns=pd.Index(ordered["universe_id"].to_numpy(), name="universe_id"),
+    )
+
+
+def _primary_entry(frame: pd.DataFrame, value: str, extra: Iterable[str]) -> dict | None:
+    hit = frame[frame["is_primary"]]
+    if hit.empty:
+        return None
+    row = hit.iloc[0]
+    values = frame[value].to_numpy()
+    return {
+        "universe_id": _num(row["universe_id"]),
+        value: _num(float(row[value])),
+        **{c: _num(float(row[c])) for c in extra},
+        "rank": int(row["rank"]),
+        # Percentile rank, ties counted half: 50 = the middle of the curve.
+        "percentile": float(stats.percentileofscore(values, row[value], kind="mean")),
+    }
+
+
+def curve_summary(curve: pd.DataFrame, *, tests: Sequence["JointTest"] = ()) -> dict:
+    """A JSON-able summary of a specification curve and its joint tests.
+
+    ``curve`` is a :func:`spec_curve` frame (any number of systems); ``tests``
+    are :class:`JointTest` results. Shape::
+
+        {"schema_version": 1, "level": float | null (from curve.attrs), "primary": id | null,
+         "n_universes": int,
+         "systems": {name: {"n_universes": int,
+                            "rate": {"min", "median", "max"},
+                            "min_universe": id, "max_universe": id,
+                            "primary": {"universe_id", "rate", "ci_low", "ci_high",
+                                        "rank", "percentile"} | null}},
+         "tests": [JointTest.to_dict() + {"primary_effect": float | null}]}
+    """
+    for column in ("universe_id", "system", "rate", "rank", "is_primary"):
+        if column not in curve.columns:
+            raise InputError(f"curve: {column}: expected a spec_curve() table")
+    primary_ids = curve.loc[curve["is_primary"], "universe_id"].unique()
+    primary = _num(primary_ids[0]) if len(primary_ids) else None
+    systems: dict[str, Any] = {}
+    for name, part in curve.groupby("system", sort=False):
+        rates = part["rate"].to_numpy()
+        systems[str(name)] = {
+            "n_universes": int(len(part)),
+            "rate": {
+                "min": _num(rates.min()),
+                "median": _num(float(np.median(rates))),
+                "max": _num(rates.max()),
+            },
+            "min_universe": _num(part.loc[part["rate"].idxmin(), "universe_id"]),
+            "max_universe": _num(part.loc[part["rate"].idxmax(), "universe_id"]),
+            "primary": _primary_entry(part, "rate", ("ci_low", "ci_high")),
+        }
+    out_tests = []
+    for test in tests:
+        entry = test.to_dict()
+        effect = test.effects.loc[test.effects["universe_id"] == primary, "effect"]
+        entry["primary_effect"] = _num(float(effect.iloc[0])) if len(effect) else None
+        out_tests.append(entry)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "level": _num(curve.attrs.get("level")),
+        "primary": primary,
+        "n_universes": int(curve["universe_id"].nunique()),
+        "systems": systems,
+        "tests": out_tests,
+    }
+

@@ -1,0 +1,415 @@
+"""Joint inference for a specification curve (Simonsohn, Simmons & Nelson 2020).
+
+The question: taken together, are the universes of a multiverse inconsistent
+with the null? Universes share cases, transcripts and often judgments, so they
+are strongly dependent and cannot be tested as if independent. Following the
+paper, the null is imposed on the data and the data are resampled ONCE per
+replicate at the case level; every universe is re-estimated on the same
+resampled cases, which keeps the dependence between universes intact. All of
+it runs on the universe x case count arrays of a
+:class:`~multiverse.analysis.curve.CaseMatrix`: a replicate is a row of count
+weights (or signs) over cases, and re-estimating every universe is a matrix
+product.
+
+Two nulls:
+
+``joint_rate_test`` -- one system's rate equals ``threshold`` in every universe.
+    Centred case bootstrap: resample cases with replacement (count weights,
+    ``B x cases``), and subtract each universe's observed effect so the null
+    holds in the resampled world: ``null effect = rate* - rate``.
+    Per-universe z is the score z of a proportion,
+    ``z = (rate - threshold) / sqrt(threshold * (1 - threshold) / n)``, so a
+    universe is significant exactly when its Wilson interval excludes the
+    threshold. Under resampling ``z* = (rate* - rate) / sqrt(t(1-t)/n*)``.
+
+``joint_difference_test`` -- systems ``a`` and ``b`` have the same rate.
+    Case sign flip: per case, swap the two systems' labels, i.e. flip the sign
+    of the case's contribution to ``rate(a) - rate(b)``, with the same flips in
+    every universe. With ``2**cases <= boot`` every flip pattern is enumerated
+    and the p-value is exact. Per-universe z is the paired (case-clustered)
+    normal approximation of :func:`~multiverse.analysis.curve.difference_curve`,
+    recomputed on every flipped data set.
+
+The three statistics, computed identically on the observed curve and on each
+null curve: the median effect across universes, the number of universes
+significant (two-sided per-universe level ``alpha``) in the dominant
+direction, and the mean of the per-universe z (the "Stouffer" mean z).
+Dominant direction: the sign of the curve's median effect (the sign of the
+mean z when the median is 0, else +). The paper orients by the observed
+dominant sign; we orient EVERY curve, observed and null, by its own dominant
+sign, which makes the test two-sided and calibrated. ``direction="greater"``
+or ``"less"`` fixes a pre-registered direction instead (one-sided).
+
+p-value per statistic: ``(1 + #{null >= observed}) / (B + 1)``; with exact
+enumeration ``#{null >= observed} / 2**cases`` (the identity flip is one of
+them).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from multiverse.analysis.curve import (
+    CaseMatrix,
+    _as_matrix,
+    _axes_list,
+    _num,
+    _paired,
+    _paired_z,
+)
+from multiverse.errors import InputError
+
+__all__ = ["JointTest", "STATISTICS", "joint_difference_test", "joint_rate_test"]
+
+#: Names of the three joint statistics, in the order of ``JointTest.null_stats`` columns.
+STATISTICS = ("median_effect", "n_significant", "stouffer_z")
+
+# A null curve whose statistic equals the observed one up to float noise
+# (matrix products vs direct sums) must count as ">=".
+_TIE = 1e-9
+
+# Working arrays are (replicates x universes) float64; keep each near 200 MB.
+_CHUNK_CELLS = 25_000_000
+
+
+def _score_z(effect: np.ndarray, n: np.ndarray, threshold: float) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = effect / np.sqrt(threshold * (1.0 - threshold) / n)
+    return np.where(np.isfinite(z), z, 0.0)
+
+
+# --------------------------------------------------------------------------
+# The joint test
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class JointTest:
+    """Result of a joint test over the universes of one specification curve.
+
+    ``observed`` and ``p`` map each of ``STATISTICS`` to the observed value
+    and its p-value: the median effect and mean z keep their sign, the count
+    is of universes significant in the dominant ``direction`` (+1 or -1).
+    ``effects`` has one row per universe: ``universe_id``, ``effect``
+    (rate - threshold, or rate(a) - rate(b)) and ``z``. ``band`` has one row
+    per curve position (``rank`` 1 = lowest) with the ``low``, ``median`` and
+    ``high`` percentiles of the sorted null curves on the curve's own scale
+    (rates for a rate test, differences for a difference test).
+    ``null_stats`` is the (replicates x 3) array of null statistics, each
+    null curve oriented by its own dominant direction (so the median and mean
+    z columns are >= 0 unless a direction was fixed).
+    """
+
+    kind: str
+    systems: tuple[str, ...]
+    threshold: float | None
+    direction: int
+    observed: Mapping[str, float]
+    p: Mapping[str, float]
+    effects: pd.DataFrame
+    band: pd.DataFrame
+    null_stats: np.ndarray
+    boot: int
+    exact: bool
+    alpha: float
+    band_level: float
+    resampling: str
+    n_cases: int
+    seed: Any = field(default=None, repr=False)
+
+    @property
+    def n_universes(self) -> int:
+        return len(self.effects)
+
+    def to_dict(self) -> dict:
+        """A JSON-able summary (no arrays); NaN becomes None."""
+        effect = self.effects["effect"].to_numpy()
+        out: dict[str, Any] = {
+            "kind": self.kind,
+            "null": (
+                f"rate({self.systems[0]}) = {self.threshold:g} in every universe"
+                if self.kind == "rate"
+                else f"rate({self.systems[0]}) = rate({self.systems[1]}) in every universe"
+            ),
+            "systems": list(self.systems),
+            "threshold": self.threshold,
+            "resampling": self.resampling,
+            "boot": self.boot,
+            "exact": self.exact,
+            "seed": self.seed if isinstance(self.seed, (int, type(None))) else "generator",
+            "alpha": self.alpha,
+            "band_level": self.band_level,
+            "n_universes": self.n_universes,
+            "n_cases": self.n_cases,
+            "direction": "greater" if self.direction > 0 else "less",
+            "effect": {
+                "min": _num(effect.min()),
+                "median": _num(np.median(effect)),
+                "max": _num(effect.max()),
+            },
+            "statistics": {
+                name: {"observed": _num(self.observed[name]), "p": _num(self.p[name])}
+                for name in STATISTICS
+            },
+        }
+        out["statistics"]["n_significant"]["share"] = _num(
+            self.observed["n_significant"] / max(self.n_universes, 1)
+        )
+        return out
+
+
+def _direction(direction: str) -> int:
+    try:
+        return {"dominant": 0, "greater": 1, "less": -1}[direction]
+    except KeyError:
+        raise InputError(
+            f"direction: expected dominant, greater or less, got {direction!r}"
+        ) from None
+
+
+def _curve_statistics(
+    effect: np.ndarray, z: np.ndarray, z_crit: float, direction: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Oriented statistics of curves given as rows: effect, z are (curves x universes)."""
+    median = np.median(effect, axis=1)
+    mean_z = z.mean(axis=1)
+    if direction:
+        sign = np.full(len(median), float(direction))
+    else:
+        sign = np.sign(np.where(np.abs(median) > _TIE, median, 0.0))
+        sign = np.where(sign == 0, np.sign(np.where(np.abs(mean_z) > _TIE, mean_z, 0.0)), sign)
+        sign = np.where(sign == 0, 1.0, sign)
+    n_sig = (z * sign[:, None] > z_crit).sum(axis=1)
+    return sign, np.column_stack([sign * median, n_sig, sign * mean_z])
+
+
+def _run(
+    *,
+    observed_effect: np.ndarray,
+    observed_z: np.ndarray,
+    weights: np.ndarray,
+    null_curves,
+    exact: bool,
+    alpha: float,
+    direction: int,
+    band_level: float,
+    band_offset: float,
+) -> tuple[int, dict, dict, np.ndarray, pd.DataFrame]:
+    """Shared engine: null statistics chunk by chunk, p-values and the null band."""
+    z_crit = stats.norm.ppf(1.0 - alpha / 2.0)
+    sign, obs = _curve_statistics(observed_effect[None, :], observed_z[None, :], z_crit, direction)
+    n_rep, n_u = len(weights), len(observed_effect)
+    chunk = max(1, min(n_rep, _CHUNK_CELLS // max(n_u, 1)))
+    null = np.empty((n_rep, 3))
+    # Sorted null curves, float32: B x universes is the one big array we keep.
+    sorted_curves = np.empty((n_rep, n_u), dtype=np.float32)
+    for start in range(0, n_rep, chunk):
+        block = weights[start : start + chunk]
+        effect, z = null_curves(block)
+        null[start : start + len(block)] = _curve_statistics(effect, z, z_crit, direction)[1]
+        effect.sort(axis=1)
+        sorted_curves[start : start + len(block)] = effect
+    # Report the median and mean z with their natural sign; the count is
+    # always "in the dominant direction". p-values compare oriented values.
+    observed = dict(zip(STATISTICS, (obs[0] * [sign[0], 1.0, sign[0]]).tolist()))
+    observed["n_significant"] = int(observed["n_significant"])
+    tol = np.array([_TIE, 0.0, _TIE])
+    hits = (null >= obs[0] - tol).sum(axis=0)  # obs is oriented, like null
+    p_values = hits / n_rep if exact else (1.0 + hits) / (n_rep + 1.0)
+    p = dict(zip(STATISTICS, p_values.tolist()))
+    tail = 100.0 * (1.0 - band_level) / 2.0
+    low, mid, high = np.percentile(sorted_curves, [tail, 50.0, 100.0 - tail], axis=0)
+    band = pd.DataFrame(
+        {
+            "rank": np.arange(1, n_u + 1),
+            "low": low + band_offset,
+            "median": mid + band_offset,
+            "high": high + band_offset,
+        }
+    )
+    return int(sign[0]), observed, p, null, band
+
+
+def _check_common(boot: int, alpha: float, band_level: float) -> None:
+    if int(boot) != boot or boot < 1:
+        raise InputError(f"boot: expected a positive integer, got {boot!r}")
+    if not 0 < alpha < 1:
+        raise InputError(f"alpha: expected a number in (0, 1), got {alpha!r}")
+    if not 0 < band_level < 1:
+        raise InputError(f"band_level: expected a number in (0, 1), got {band_level!r}")
+
+
+def joint_rate_test(
+    verdicts: pd.DataFrame | CaseMatrix,
+    *,
+    axes: Sequence[str] = (),
+    system: str,
+    threshold: float,
+    boot: int = 1000,
+    seed: int | np.random.Generator | None = 0,
+    alpha: float = 0.05,
+    direction: str = "dominant",
+    band_level: float = 0.95,
+) -> JointTest:
+    """Joint test that ``system``'s rate equals ``threshold`` in every universe.
+
+    Centred case bootstrap with ``boot`` replicates (see the module
+    docstring). ``verdicts`` is a verdicts table (then ``axes`` names its axis
+    columns) or a prebuilt :class:`CaseMatrix`. Deterministic for an int seed.
+    """
+    _check_common(boot, alpha, band_level)
+    if not 0 < threshold < 1:
+        raise InputError(f"threshold: expected a rate strictly between 0 and 1, got {threshold!r}")
+    m = _as_matrix(verdicts, _axes_list(axes), None)
+    s = m.system_index(system)
+    n_uc = m.included[s]
+    rows = np.flatnonzero(n_uc.sum(axis=1) > 0)
+    n_uc, k_uc = n_uc[rows], m.compliant[s][rows]
+    n = n_uc.sum(axis=1)
+    rate = k_uc.sum(axis=1) / n
+    effect = rate - threshold
+    z = _score_z(effect, n, threshold)
+    # Only cases that some universe saw are resampled: a case nobody has
+    # would just dilute the bootstrap with empty draws.
+    cases = np.flatnonzero(n_uc.sum(axis=0) > 0)
+    n_uc_t, k_uc_t = np.ascontiguousarray(n_uc[:, cases].T), np.ascontiguousarray(k_uc[:, cases].T)
+    rng = np.random.default_rng(seed)
+    n_cases = len(cases)
+    weights = rng.multinomial(n_cases, np.full(n_cases, 1.0 / n_cases), size=int(boot)).astype(float)
+
+    def null_curves(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        n_star = block @ n_uc_t
+        k_star = block @ k_uc_t
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # Centring imposes the null: each universe's effect is its
+            # resampled rate minus its observed rate. A universe that drew
+            # none of its cases (possible only with very few cases) sits on
+            # the null.
+            null_effect = np.where(n_star > 0, k_star / n_star - rate, 0.0)
+        return null_effect, _score_z(null_effect, n_star, threshold)
+
+    sign, observed, p, null, band = _run(
+        observed_effect=effect,
+        observed_z=z,
+        weights=weights,
+        null_curves=null_curves,
+        exact=False,
+        alpha=alpha,
+        direction=_direction(direction),
+        band_level=band_level,
+        band_offset=threshold,
+    )
+    return JointTest(
+        kind="rate",
+        systems=(system,),
+        threshold=float(threshold),
+        direction=sign,
+        observed=observed,
+        p=p,
+        effects=pd.DataFrame(
+            {"universe_id": m.universes["universe_id"].to_numpy()[rows], "effect": effect, "z": z}
+        ),
+        band=band,
+        null_stats=null,
+        boot=int(boot),
+        exact=False,
+        alpha=alpha,
+        band_level=band_level,
+        resampling="centred case bootstrap",
+        n_cases=n_cases,
+        seed=seed,
+    )
+
+
+def joint_difference_test(
+    verdicts: pd.DataFrame | CaseMatrix,
+    *,
+    axes: Sequence[str] = (),
+    a: str,
+    b: str,
+    boot: int = 1000,
+    seed: int | np.random.Generator | None = 0,
+    alpha: float = 0.05,
+    direction: str = "dominant",
+    band_level: float = 0.95,
+    exact: bool | None = None,
+) -> JointTest:
+    """Joint test that systems ``a`` and ``b`` have equal rates in every universe.
+
+    Case sign flips shared by all universes (see the module docstring).
+    ``exact=None`` enumerates all ``2**cases`` flips when that is at most
+    ``boot``; ``True`` forces enumeration (at most 2**20 patterns), ``False``
+    forces ``boot`` random flips. Effects are ``rate(a) - rate(b)``.
+    """
+    _check_common(boot, alpha, band_level)
+    m = _as_matrix(verdicts, _axes_list(axes), None)
+    pair = _paired(m, a, b)
+    if len(pair.rows) == 0:
+        raise InputError(
+            f"verdicts: case_id: expected cases with ok verdicts for both {a!r} and {b!r}"
+        )
+    cases = np.flatnonzero(pair.weight.sum(axis=0) > 0)
+    d = pair.contribution[:, cases]
+    w = pair.weight[:, cases]
+    diff = d.sum(axis=1)
+    q_dd, q_ww = (d * d).sum(axis=1), (w * w).sum(axis=1)
+    z, _ = _paired_z(diff, (d * w).sum(axis=1), q_dd, q_ww, pair.n_cases)
+    n_cases = len(cases)
+    if exact is None:
+        exact = n_cases <= 20 and 2**n_cases <= boot
+    if exact:
+        if n_cases > 20:
+            raise InputError(f"exact: expected at most 20 cases to enumerate, got {n_cases}")
+        flips = np.array(list(itertools.product((1.0, -1.0), repeat=n_cases)))
+    else:
+        rng = np.random.default_rng(seed)
+        flips = rng.choice(np.array([1.0, -1.0]), size=(int(boot), n_cases))
+    d_t, dw_t = np.ascontiguousarray(d.T), np.ascontiguousarray((d * w).T)
+
+    def null_curves(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        null_diff = block @ d_t
+        null_z, _ = _paired_z(null_diff, block @ dw_t, q_dd, q_ww, pair.n_cases)
+        return null_diff, null_z
+
+    sign, observed, p, null, band = _run(
+        observed_effect=diff,
+        observed_z=z,
+        weights=flips,
+        null_curves=null_curves,
+        exact=bool(exact),
+        alpha=alpha,
+        direction=_direction(direction),
+        band_level=band_level,
+        band_offset=0.0,
+    )
+    return JointTest(
+        kind="difference",
+        systems=(a, b),
+        threshold=None,
+        direction=sign,
+        observed=observed,
+        p=p,
+        effects=pd.DataFrame(
+            {
+                "universe_id": m.universes["universe_id"].to_numpy()[pair.rows],
+                "effect": diff,
+                "z": z,
+            }
+        ),
+        band=band,
+        null_stats=null,
+        boot=len(flips),
+        exact=bool(exact),
+        alpha=alpha,
+        band_level=band_level,
+        resampling="case sign flip" + (" (all patterns)" if exact else ""),
+        n_cases=n_cases,
+        seed=seed,
+    )

@@ -1,0 +1,395 @@
+"""Specification-curve figures: the ranked curve over its indicator panel.
+
+Top panel: each universe's estimate with its interval, sorted, the primary
+universe marked, and optionally the joint test's expected-under-null band.
+Bottom panel: one row per axis option, grouped by axis, with a mark where a
+universe uses that option; it shares the x axis with the curve, so column i
+of the panel is point i of the curve.
+
+Figures are built on ``matplotlib.figure.Figure`` (Agg canvas, no pyplot
+state), so nothing leaks between calls and no display is needed. Past
+``DENSE`` universes points become a line with a shaded interval and the
+indicator rows become raster strips, which stays legible at 10,000
+universes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure
+from matplotlib.colors import LinearSegmentedColormap
+from matplotlib.ticker import MaxNLocator
+
+from multiverse.analysis.curve import indicator_matrix
+from multiverse.errors import InputError
+
+__all__ = ["DENSE", "plot_curve", "plot_curves", "plot_difference_curve"]
+
+#: Above this many universes the curve is drawn as a line and a band.
+DENSE = 60
+# Above this many the indicator rows are raster strips, not one mark each.
+_RASTER = 400
+
+_PALETTE = sns.color_palette("deep")
+_CURVE, _PRIMARY, _BAND = _PALETTE[0], _PALETTE[3], (0.55, 0.55, 0.55)
+
+
+@dataclass(frozen=True)
+class _Columns:
+    value: str
+    low: str
+    high: str
+    ylabel: str
+    xlabel: str
+    reference_label: str = "reference {:g}"
+
+
+_RATE = _Columns("rate", "ci_low", "ci_high", "compliance rate", "universes, ranked by rate")
+
+
+def _difference_columns(curve: pd.DataFrame) -> _Columns:
+    a = curve["system_a"].iloc[0] if "system_a" in curve.columns and len(curve) else "a"
+    b = curve["system_b"].iloc[0] if "system_b" in curve.columns and len(curve) else "b"
+    return _Columns(
+        "difference", "ci_low", "ci_high", f"rate({a}) \u2212 rate({b})",
+        "universes, ranked by difference", "no difference",
+    )
+
+
+def _one_system(curve: pd.DataFrame, system: str | None) -> pd.DataFrame:
+    if "system" not in curve.columns:
+        return curve
+    names = list(dict.fromkeys(curve["system"]))
+    if system is None:
+        if len(names) > 1:
+            raise InputError(
+                f"curve: system: expected one system, got {len(names)}; pass system= or use "
+                "plot_curves"
+            )
+        return curve
+    if system not in names:
+        raise InputError(f"curve: system: expected one of {', '.join(map(str, names))}")
+    return curve[curve["system"] == system]
+
+
+def _check_columns(curve: pd.DataFrame, columns: _Columns, axes: Sequence[str]) -> None:
+    need = ["universe_id", "rank", columns.value, columns.low, columns.high, *axes]
+    missing = [c for c in need if c not in curve.columns]
+    if missing:
+        raise InputError(f"curve: {', '.join(missing)}: expected column(s) to be present")
+    if curve.empty:
+        raise InputError("curve: expected at least one universe")
+
+
+def _check_band(band: pd.DataFrame | None, n: int) -> None:
+    if band is None:
+        return
+    missing = [c for c in ("rank", "low", "median", "high") if c not in band.columns]
+    if missing:
+        raise InputError(f"null_band: {', '.join(missing)}: expected JointTest.band columns")
+    if len(band) != n:
+        raise InputError(
+            f"null_band: rank: expected {n} rows (one per universe of the curve), got {len(band)}"
+        )
+
+
+def _layout(n_rows: int) -> tuple[float, float]:
+    """Heights (inches) of the curve panel and the indicator panel."""
+    return 3.2, max(0.9, 0.24 * n_rows + 0.3)
+
+
+def _draw_curve(
+    ax,
+    frame: pd.DataFrame,
+    columns: _Columns,
+    band: pd.DataFrame | None,
+    reference: float | None,
+    legend: bool,
+    compact: bool = False,
+) -> None:
+    """Band, reference line, points (or line) with intervals, and the primary.
+
+    ``compact`` (small multiples) shortens the primary's label to fit a
+    narrow panel.
+    """
+    x = frame["rank"].to_numpy()
+    y = frame[columns.value].to_numpy()
+    low, high = frame[columns.low].to_numpy(), frame[columns.high].to_numpy()
+    n = len(frame)
+    if band is not None:
+        b = band.sort_values("rank")
+        ax.fill_between(
+            b["rank"], b["low"], b["high"], color=_BAND, alpha=0.28, lw=0, step="mid",
+            label="expected under the null", zorder=1,
+        )
+        ax.plot(b["rank"], b["median"], color=_BAND, lw=1, ls="--", drawstyle="steps-mid",
+                zorder=1)
+    if reference is not None:
+        ax.axhline(reference, color="0.25", lw=0.8, ls=":", zorder=1,
+                   label=columns.reference_label.format(reference))
+    if n <= DENSE:
+        ax.errorbar(
+            x, y, yerr=np.clip([y - low, high - y], 0, None), fmt="o", ms=5, color=_CURVE, ecolor=_CURVE,
+            elinewidth=1.2, capsize=2, label="universe (95% CI)" if legend else None, zorder=3,
+        )
+    else:
+        ax.fill_between(x, low, high, color=_CURVE, alpha=0.25, lw=0, zorder=2,
+                        label="95% CI" if legend else None)
+        ax.plot(x, y, color=_CURVE, lw=1.2, zorder=3, label="universes" if legend else None)
+    primary = frame[frame["is_primary"]] if "is_primary" in frame.columns else frame.iloc[:0]
+    if not primary.empty:
+        row = primary.iloc[0]
+        px, py = float(row["rank"]), float(row[columns.value])
+        ax.errorbar(
+            # Clipped: a Wilson bound can sit a rounding error inside a rate of 0 or 1.
+            [px], [py], yerr=np.clip([[py - row[columns.low]], [row[columns.high] - py]], 0, None),
+            fmt="D",
+            ms=7, color=_PRIMARY, ecolor=_PRIMARY, elinewidth=1.6, capsize=3, zorder=5,
+            label="primary universe" if legend else None,
+        )
+        ax.axvline(px, color=_PRIMARY, lw=0.8, alpha=0.5, zorder=0)
+        interval = f"[{row[columns.low]:.2f}, {row[columns.high]:.2f}]"
+        if compact:
+            text = f"primary: {py:.2f}\n{interval}\nrank {int(row['rank'])}/{n}"
+        else:
+            text = f"primary: {py:.2f} {interval}, rank {int(row['rank'])}/{n}"
+        # The label hangs from the top of the primary's guide line, on the
+        # roomier side, so it is never clipped and never covers the legend
+        # (which sits outside the panel).
+        right = px <= (n + 1) / 2
+        ax.annotate(
+            text, xy=(px, 0.985), xycoords=("data", "axes fraction"),
+            xytext=(5 if right else -5, 0), textcoords="offset points",
+            ha="left" if right else "right", va="top", fontsize=8, color=_PRIMARY, zorder=6,
+            bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85},
+        )
+    ax.set_ylabel(columns.ylabel)
+    ax.grid(axis="y", color="0.9", lw=0.6)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+
+
+def _set_ylim(ax, frames: list[pd.DataFrame], columns: _Columns, bands, reference) -> None:
+    lows = [f[columns.low].min() for f in frames]
+    highs = [f[columns.high].max() for f in frames]
+    for band in bands:
+        if band is not None:
+            lows.append(band["low"].min())
+            highs.append(band["high"].max())
+    if reference is not None:
+        lows.append(reference)
+        highs.append(reference)
+    lo, hi = float(np.nanmin(lows)), float(np.nanmax(highs))
+    pad = max(hi - lo, 0.05) * 0.22
+    if columns.value == "rate":
+        lo, hi = max(lo - pad, -0.02), min(hi + pad, 1.02)
+    else:
+        lo, hi = lo - pad, hi + pad
+    ax.set_ylim(lo, hi)
+
+
+def _draw_indicators(ax, frame: pd.DataFrame, axes: Sequence[str], labels: bool,
+                     groups: bool) -> None:
+    matrix = indicator_matrix(frame, axes)
+    n = matrix.shape[1]
+    x = np.arange(1, n + 1)
+    # y from the top; one empty slot between axis groups.
+    ys, y, spans = [], 0.0, []
+    for axis in axes:
+        options = [o for (a, o) in matrix.index if a == axis]
+        start = y
+        for _ in options:
+            ys.append(y)
+            y += 1
+        spans.append((axis, start, y - 1))
+        y += 0.6
+    ys = np.asarray(ys)
+    primary = frame.sort_values("rank")["is_primary"].to_numpy() \
+        if "is_primary" in frame.columns else np.zeros(n, bool)
+    for k, (axis, top, bottom) in enumerate(spans):
+        if k % 2 == 0:
+            ax.axhspan(top - 0.5, bottom + 0.5, color="0.95", lw=0, zorder=0)
+    strip = LinearSegmentedColormap.from_list("strip", [(1, 1, 1, 0), _CURVE])
+    for row, yy in zip(matrix.to_numpy(), ys):
+        if n > _RASTER:
+            # One raster strip per option: columns average into shades, so
+            # density stays visible where marks would overplot.
+            ax.imshow(row[None, :].astype(float), extent=(0.5, n + 0.5, yy + 0.32, yy - 0.32),
+                      aspect="auto", cmap=strip, vmin=0, vmax=1, interpolation="antialiased",
+                      zorder=2)
+        elif n > DENSE:
+            ax.vlines(x[row], yy - 0.32, yy + 0.32, color=_CURVE, lw=max(0.4, 180 / n),
+                      zorder=2)
+        else:
+            ax.scatter(x[row], np.full(row.sum(), yy), s=26, color=_CURVE, zorder=2, lw=0)
+            ax.scatter(x[~row], np.full((~row).sum(), yy), s=6, color="0.8", zorder=1, lw=0)
+        if primary.any():
+            hit = row & primary
+            if hit.any():
+                ax.scatter(x[hit], [yy], s=40 if n <= DENSE else 22, marker="D",
+                           color=_PRIMARY, zorder=4, lw=0)
+    if primary.any():
+        ax.axvline(x[primary][0], color=_PRIMARY, lw=0.8, alpha=0.5, zorder=0)
+    ax.set_ylim(y - 0.6 + 0.4 if len(ys) else 0.5, -0.6)
+    ax.set_xlim(0.5, n + 0.5)
+    ax.set_yticks(ys)
+    ax.set_yticklabels([str(o) for (_, o) in matrix.index] if labels else [], fontsize=8)
+    ax.tick_params(axis="y", length=0)
+    if groups:
+        for axis, top, bottom in spans:
+            ax.text(1.01, (top + bottom) / 2, str(axis), transform=ax.get_yaxis_transform(),
+                    ha="left", va="center", fontsize=8.5, fontweight="bold")
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+
+
+def _figure(fig: Figure | None, width: float, height: float) -> Figure:
+    if fig is None:
+        return Figure(figsize=(width, height), layout="constrained")
+    if fig.axes:
+        raise InputError("fig: expected an empty Figure")
+    return fig
+
+
+def _panel_pair(fig: Figure, spec, n_ind_rows: int):
+    top_h, bottom_h = _layout(n_ind_rows)
+    inner = spec.subgridspec(2, 1, height_ratios=[top_h, bottom_h], hspace=0.02)
+    ax_curve = fig.add_subplot(inner[0])
+    ax_ind = fig.add_subplot(inner[1], sharex=ax_curve)
+    ax_curve.tick_params(labelbottom=False)
+    return ax_curve, ax_ind
+
+
+def _rank_ticks(ax, n: int, nbins: int) -> None:
+    # A tick per universe while they fit; past that a few round ranks, never
+    # per-universe labels.
+    if n <= 2 * nbins:
+        ax.set_xticks(np.arange(1, n + 1))
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=nbins))
+
+
+def _n_option_rows(frame: pd.DataFrame, axes: Sequence[str]) -> int:
+    return int(sum(frame[a].nunique() for a in axes))
+
+
+def _single(curve, axes, columns, null_band, reference, title, fig) -> Figure:
+    axes = [axes] if isinstance(axes, str) else list(axes)
+    _check_columns(curve, columns, axes)
+    frame = curve.sort_values("rank", kind="stable")
+    _check_band(null_band, len(frame))
+    n_rows = _n_option_rows(frame, axes)
+    top_h, bottom_h = _layout(n_rows)
+    fig = _figure(fig, 9.0, top_h + bottom_h + 0.9)
+    ax_curve, ax_ind = _panel_pair(fig, fig.add_gridspec(1, 1)[0], n_rows)
+    _set_ylim(ax_curve, [frame], columns, [null_band], reference)
+    _draw_curve(ax_curve, frame, columns, null_band, reference, legend=True)
+    _draw_indicators(ax_ind, frame, axes, labels=True, groups=True)
+    _rank_ticks(ax_ind, len(frame), nbins=10)
+    ax_ind.set_xlabel(f"{columns.xlabel} (n = {len(frame)})")
+    ax_curve.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    if title:
+        ax_curve.set_title(title, loc="left", fontsize=11)
+    return fig
+
+
+def plot_curve(
+    curve: pd.DataFrame,
+    *,
+    axes: Sequence[str],
+    system: str | None = None,
+    null_band: pd.DataFrame | None = None,
+    reference: float | None = None,
+    title: str | None = None,
+    fig: Figure | None = None,
+) -> Figure:
+    """Draw one system's specification curve over its indicator panel.
+
+    ``curve`` is a :func:`~multiverse.analysis.curve.spec_curve` frame (pass
+    ``system=`` when it holds several); ``axes`` names the axis columns for
+    the indicator rows. ``null_band`` is ``JointTest.band`` of a rate test on
+    the same system; ``reference`` draws a horizontal line (e.g. the
+    threshold). Returns the Figure (two Axes: curve, indicators).
+    """
+    frame = _one_system(curve, system)
+    if title is None and "system" in frame.columns and len(frame):
+        title = f"Specification curve: {frame['system'].iloc[0]}"
+    return _single(frame, axes, _RATE, null_band, reference, title, fig)
+
+
+def plot_difference_curve(
+    curve: pd.DataFrame,
+    *,
+    axes: Sequence[str],
+    null_band: pd.DataFrame | None = None,
+    title: str | None = None,
+    fig: Figure | None = None,
+) -> Figure:
+    """Draw a :func:`~multiverse.analysis.curve.difference_curve` with a zero line.
+
+    ``null_band`` is ``JointTest.band`` of the matching difference test.
+    """
+    columns = _difference_columns(curve)
+    if title is None:
+        title = f"Difference curve: {columns.ylabel}"
+    return _single(curve, axes, columns, null_band, 0.0, title, fig)
+
+
+def plot_curves(
+    curve: pd.DataFrame,
+    *,
+    axes: Sequence[str],
+    systems: Sequence[str] | None = None,
+    null_bands: Mapping[str, pd.DataFrame] | None = None,
+    reference: float | None = None,
+    col_wrap: int | None = None,
+    title: str | None = None,
+    fig: Figure | None = None,
+) -> Figure:
+    """Small multiples: one curve + indicator panel per system, on one rate scale.
+
+    Each system is ranked by its own rates, so each has its own indicator
+    panel. ``null_bands`` maps system -> ``JointTest.band``. ``col_wrap``
+    defaults to all systems in one row up to 4, else 3 per row.
+    """
+    axes = [axes] if isinstance(axes, str) else list(axes)
+    if "system" not in curve.columns:
+        raise InputError("curve: system: expected a spec_curve() table")
+    names = list(systems) if systems is not None else list(dict.fromkeys(curve["system"]))
+    frames = [_one_system(curve, name).sort_values("rank", kind="stable") for name in names]
+    bands = [(null_bands or {}).get(name) for name in names]
+    for frame, band in zip(frames, bands):
+        _check_columns(frame, _RATE, axes)
+        _check_band(band, len(frame))
+    ncols = col_wrap or (len(names) if len(names) <= 4 else 3)
+    nrows = -(-len(names) // ncols)
+    n_rows = max(_n_option_rows(f, axes) for f in frames)
+    top_h, bottom_h = _layout(n_rows)
+    fig = _figure(fig, 1.4 + 3.6 * ncols, nrows * (top_h + bottom_h + 0.8) + 0.4)
+    grid = fig.add_gridspec(nrows, ncols)
+    curve_axes = []
+    for i, (name, frame, band) in enumerate(zip(names, frames, bands)):
+        r, c = divmod(i, ncols)
+        ax_curve, ax_ind = _panel_pair(fig, grid[r, c], n_rows)
+        curve_axes.append(ax_curve)
+        _set_ylim(ax_curve, frames, _RATE, bands, reference)
+        _draw_curve(ax_curve, frame, _RATE, band, reference, legend=(i == 0), compact=True)
+        _draw_indicators(ax_ind, frame, axes, labels=(c == 0),
+                         groups=(c == ncols - 1 or i == len(names) - 1))
+        _rank_ticks(ax_ind, len(frame), nbins=5)
+        ax_ind.set_xlabel(f"rank (n = {len(frame)})", fontsize=9)
+        ax_curve.set_title(str(name), loc="left", fontsize=10)
+        if c:
+            ax_curve.set_ylabel("")
+    handles, labels = curve_axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=8,
+               frameon=False)
+    if title:
+        fig.suptitle(title, x=0.01, ha="left", fontsize=11)
+    return fig
