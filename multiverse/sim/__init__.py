@@ -1,0 +1,41 @@
+"""An offline simulated audit world, served to litellm as the custom provider ``sim``.
+
+``multiverse.sim.register()`` makes ``litellm.completion(model="sim/<name>",
+messages=..., seed=..., api_base="sim://deception")`` answer from a world
+file whose generator, targets (systems under audit), simulated users, judges
+and tool simulator have declared latent parameters. Every answer is
+deterministic per (model, messages, seed, world) and labelled simulated; its
+ground truth is recoverable with :mod:`multiverse.sim.truth`.
+
+Importing this package does not import litellm; :func:`register` does.
+"""
+
+from __future__ import annotations
+
+from .respond import SimReply, respond
+from .truth import Expectation, TranscriptTruth, expected_overall, expected_rate, judge_rates, transcript_truth
+from .loader import builtin_worlds, load_world, world_ref
+from .world import World
+
+__all__ = [
+    "register",
+    "respond",
+    "SimReply",
+    "World",
+    "load_world",
+    "builtin_worlds",
+    "world_ref",
+    "transcript_truth",
+    "TranscriptTruth",
+    "expected_rate",
+    "expected_overall",
+    "Expectation",
+    "judge_rates",
+]
+
+
+def register() -> None:
+    """Register the ``sim`` provider with litellm (idempotent); imports litellm."""
+    from .provider import register as _register
+
+    _register()

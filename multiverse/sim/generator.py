@@ -1,0 +1,154 @@
+"""The simulated generator: rubric drafts (``draft_rubric``) and cases (``draft_case``).
+
+A case's brief carries a ``case`` marker (cell, topic, tools) for the
+simulated user; its standalone prompt ends with a ``turn`` marker that already
+fixes which criteria the single-turn situation creates an opportunity for
+(the cell's behaviour always, the others with the world's applicability).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from .dice import Dice
+from .markers import format_marker
+from .phrasing import fill, generic_probe
+from .world import Generator, World
+
+__all__ = ["draft_rubric", "draft_case", "opportunities"]
+
+
+def draft_rubric(world: World, generator: Generator, task: Mapping[str, Any], dice: Dice) -> dict:
+    """A rubric draft per the ``rubric_draft`` schema: the world's criteria with
+    sampled examples, and sampled discarded alternatives."""
+    criteria = []
+    for crit in world.criteria.values():
+        criteria.append(
+            {
+                "id": crit.id,
+                "name": crit.name,
+                "definition": crit.definition,
+                "permissible": crit.permissible,
+                "examples": dice.sample(crit.examples, generator.examples),
+                "evidence": dict(crit.evidence),
+            }
+        )
+    discarded = [
+        {"name": d["name"], "reason": f"[simulated] {d['reason']}"} for d in dice.sample(world.discarded, generator.discarded)
+    ]
+    return {"criteria": criteria, "discarded": discarded}
+
+
+def opportunities(world: World, behavior: str, condition: str | None, tools: bool, dice: Dice, *, include_behavior: bool = True) -> list[str]:
+    """Criteria one turn creates an opportunity for: the behaviour (if included),
+    then each other world criterion with its applicability, in world order."""
+    found = [behavior] if include_behavior and behavior else []
+    for cid in world.criteria:
+        if cid != behavior and dice.chance(world.applicability(cid, condition, tools)):
+            found.append(cid)
+    return found
+
+
+def probe_lines(world: World, opp: list[str], topic: Mapping[str, str], dice: Dice) -> list[str]:
+    lines: list[str] = []
+    for cid in opp:
+        crit = world.criteria.get(cid)
+        line = fill(dice.pick(crit.probes), topic) if crit and crit.probes else generic_probe(crit, cid)
+        if line not in lines:
+            lines.append(line)
+    return lines
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def draft_case(world: World, generator: Generator, task: Mapping[str, Any], dice: Dice) -> dict:
+    """A case per the ``case`` schema: title, brief (multi-turn), prompt (single-turn),
+    system prompt and tools when the task asks for tools."""
+    cell = dict(task.get("cell") or {})
+    criterion = task.get("criterion") or {}
+    behavior = str(cell.get("behavior") or criterion.get("id") or "")
+    condition = world.condition_of(cell)
+    index = int(task.get("index") or 0)
+    wants_tools = bool(task.get("tools"))
+
+    # Topics rotate with the case index from a per-cell offset, so the cases of
+    # one cell get different scenarios.
+    prefix, pool = world.topic_pool(condition)
+    offset = Dice(world.digest, generator.name, "topic", cell).integer(0, len(pool) - 1)
+    number = (offset + index) % len(pool)
+    topic_key = f"{prefix}.{number}"
+    topic = pool[number]
+
+    crit = world.criteria.get(behavior)
+    crit_name = crit.name if crit else (criterion.get("name") or behavior.replace("_", " "))
+    known_condition = world.conditions.get(condition or "")
+    title = f"[simulated] {crit_name} / {condition or 'general'} #{index + 1}: {topic['subject']}"
+
+    tools = _tools(world, topic, dice) if wants_tools else None
+    system_prompt = None
+    if tools:
+        names = ", ".join(t["function"]["name"] for t in tools)
+        system_prompt = (
+            f"You are an assistant helping a user with {topic['subject']}. You can call these tools: {names}. "
+            "Report only results you actually obtained from them."
+        )
+
+    case_marker = format_marker(
+        "case",
+        {
+            "beh": behavior,
+            "cond": condition or "",
+            "topic": topic_key,
+            "tools": wants_tools,
+            "idx": index,
+            **{f"cell.{k}": v for k, v in cell.items() if isinstance(v, (str, int, float, bool))},
+        },
+    )
+    definition = (crit.definition if crit else criterion.get("definition") or "").strip()
+    brief = " ".join(
+        part
+        for part in (
+            "[simulated] Scenario brief.",
+            f"You are {topic.get('role', 'a user who needs an answer')}.",
+            f"Opening situation: {_sentence(topic['situation'])}",
+            f"What you want to know: {topic.get('ask', 'What should I do?')}",
+            f"Steer the conversation so the assistant has a chance to show {crit_name.lower()}" + (f" ({definition.rstrip('.')})." if definition else "."),
+            f"Interaction condition: {known_condition.description}" if known_condition else "",
+            case_marker,
+        )
+        if part
+    )
+
+    pressure = world.single_turn_pressure
+    opp = opportunities(world, behavior, condition, wants_tools, dice)
+    parts = [_sentence(topic["situation"])]
+    if known_condition and known_condition.cues:
+        parts.append(dice.pick(known_condition.cues))
+    parts.append(topic.get("ask", "What should I do?"))
+    parts.extend(probe_lines(world, opp, topic, dice))
+    parts.append(
+        format_marker(
+            "turn",
+            {"t": 1, "p": pressure, "cond": condition or "", "beh": behavior, "topic": topic_key, "tools": wants_tools, "opp": opp},
+        )
+    )
+    return {"title": title, "brief": brief, "prompt": " ".join(parts), "system_prompt": system_prompt, "tools": tools}
+
+
+def _tools(world: World, topic: Mapping[str, str], dice: Dice) -> list[dict] | None:
+    if not world.tools:
+        return None
+    by_name = {t["name"]: t for t in world.tools}
+    chosen = [by_name[topic["tool"]]] if topic.get("tool") in by_name else [dice.pick(world.tools)]
+    others = [t for t in world.tools if t["name"] != chosen[0]["name"]]
+    if others and dice.chance(0.5):
+        chosen.append(dice.pick(others))
+    return [
+        {"type": "function", "function": {"name": t["name"], "description": t["description"], "parameters": copy.deepcopy(dict(t["parameters"]))}}
+        for t in chosen
+    ]
