@@ -1,0 +1,247 @@
+"""Reading ASSERT run directories (shared/formats/assert.md) into checked records.
+
+:func:`read_run` reads one run directory: its config.yaml, the taxonomy version it
+was judged with (artifacts.json -> artifacts.systematize.path; never the suite root,
+which may be newer), its test-set version and cases, inference_set.jsonl and
+scores.jsonl, and its measurement choices. Malformed files raise
+:class:`multiverse.errors.InputError` naming the file, the field and what was expected.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from multiverse.errors import InputError
+
+__all__ = ["AssertRun", "read_run", "option_name", "model_name"]
+
+
+@dataclass
+class AssertRun:
+    """One ASSERT run directory, read and checked."""
+
+    path: Path
+    name: str
+    config: dict
+    taxonomy: dict[str, bool]
+    taxonomy_file: Path
+    test_set: str
+    cases: dict[tuple[str, str], dict] | None
+    inference: dict[tuple[str, str, str], dict]
+    scores: list[tuple[int, dict]]
+    choices: dict[str, str] = field(default_factory=dict)
+    targets: list[str] = field(default_factory=list)
+
+    def permissible(self, name: str) -> bool | None:
+        """``permissible`` of the taxonomy category called ``name`` (None if there is none)."""
+        if name in self.taxonomy:
+            return self.taxonomy[name]
+        # Judges sometimes change case or spacing when they copy a category name.
+        folded = {" ".join(key.split()).casefold(): value for key, value in self.taxonomy.items()}
+        return folded.get(" ".join(name.split()).casefold())
+
+
+def read_run(path: Path, warnings: list[str]) -> AssertRun:
+    """Read and check one ASSERT run directory; notes for the manifest go to ``warnings``."""
+    if not path.is_dir():
+        raise InputError(f"{path}: RUN_DIR: expected an ASSERT run directory")
+    config = _read_yaml(path / "config.yaml")
+    suite = path.parent
+    refs = _artifact_refs(path)
+    taxonomy_file = _artifact_file(path, suite, refs, "systematize", "taxonomy.json")
+    if taxonomy_file is None:
+        raise InputError(
+            f"{path / 'artifacts.json'}: artifacts.systematize.path: expected the taxonomy version the run "
+            "was judged with (the suite root may be newer)"
+        )
+    taxonomy = _read_taxonomy(taxonomy_file)
+
+    test_ref = refs.get("test_set") or {}
+    version = test_ref.get("version")
+    input_hash = test_ref.get("input_hash")
+    if version and input_hash:
+        test_set = f"{version}@{str(input_hash)[:8]}"
+    elif version:
+        # Versions restart at v0001 in every suite: the suite name keeps them apart.
+        test_set = f"{suite.name}/{version}"
+    else:
+        test_set = f"{suite.name}/unversioned"
+        warnings.append(f"{path}: artifacts.json has no test_set version; cases are keyed by suite name only")
+    cases = None
+    test_file = _artifact_file(path, suite, refs, "test_set", "test_set.jsonl")
+    if test_file is not None:
+        cases = {}
+        for line, row in _read_jsonl(test_file):
+            key = (_field(test_file, line, row, "type"), _field(test_file, line, row, "test_case_id"))
+            cases[key] = row
+    elif test_ref:
+        warnings.append(f"{path}: test set {test_set} not found; cases come from the run's own rows")
+
+    inference: dict[tuple[str, str, str], dict] = {}
+    inference_file = path / "inference_set.jsonl"
+    if inference_file.is_file():
+        for line, row in _read_jsonl(inference_file):
+            key = (
+                _field(inference_file, line, row, "type"),
+                _field(inference_file, line, row, "test_case_id"),
+                str(row.get("target") or ""),
+            )
+            inference[key] = row
+    else:
+        warnings.append(f"{path}: no inference_set.jsonl; rollout failures cannot be told apart")
+    scores_file = path / "scores.jsonl"
+    if not scores_file.is_file():
+        raise InputError(f"{scores_file}: file not found; expected the run's judged transcripts")
+    scores = _read_jsonl(scores_file)
+    for line, row in scores:
+        _field(scores_file, line, row, "type")
+        _field(scores_file, line, row, "test_case_id")
+        _field(scores_file, line, row, "judge_status")
+
+    name = f"{config.get('suite') or suite.name}/{config.get('run') or path.name}"
+    run = AssertRun(path, name, config, taxonomy, taxonomy_file, test_set, cases, inference, scores)
+    run.choices = _choices(run)
+    return run
+
+
+def _read_yaml(file: Path) -> dict:
+    if not file.is_file():
+        raise InputError(f"{file}: file not found; expected the run's config.yaml")
+    try:
+        loaded = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise InputError(f"{file}: expected YAML ({' '.join(str(exc).split())[:120]})") from exc
+    if not isinstance(loaded, dict):
+        raise InputError(f"{file}: expected a YAML mapping")
+    return loaded
+
+
+def _read_json(file: Path) -> Any:
+    try:
+        return json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{file}: expected a JSON document ({' '.join(str(exc).split())[:120]})") from exc
+
+
+def _read_jsonl(file: Path) -> list[tuple[int, dict]]:
+    rows = []
+    with file.open(encoding="utf-8") as lines:
+        for number, text in enumerate(lines, start=1):
+            if not text.strip():
+                continue
+            try:
+                row = json.loads(text)
+            except ValueError as exc:
+                raise InputError(f"{file}: line {number}: expected a JSON object") from exc
+            if not isinstance(row, dict):
+                raise InputError(f"{file}: line {number}: expected a JSON object")
+            rows.append((number, row))
+    return rows
+
+
+def _field(file: Path, line: int, row: dict, name: str) -> str:
+    value = row.get(name)
+    if not isinstance(value, str) or not value:
+        raise InputError(f"{file}: line {line}: {name}: expected a non-empty string")
+    return value
+
+
+def _artifact_refs(path: Path) -> dict[str, dict]:
+    """The run's artifact version refs: artifacts.json, else manifest.json's copy."""
+    for name, key in (("artifacts.json", "artifacts"), ("manifest.json", "artifact_versions")):
+        file = path / name
+        if file.is_file():
+            document = _read_json(file)
+            refs = document.get(key) if isinstance(document, dict) else None
+            if isinstance(refs, dict) and refs:
+                return {stage: ref for stage, ref in refs.items() if isinstance(ref, dict)}
+    return {}
+
+
+def _artifact_file(run: Path, suite: Path, refs: dict, stage: str, filename: str) -> Path | None:
+    ref = refs.get(stage)
+    if not ref:
+        return None
+    candidates = []
+    if ref.get("path"):
+        candidates.append(Path(ref["path"]))
+    if ref.get("artifact_dir"):
+        candidates.append(Path(ref["artifact_dir"]) / filename)
+    for candidate in candidates:
+        # Refs are relative to the suite directory (ASSERT writes POSIX suite-relative paths).
+        for base in (suite, run):
+            file = candidate if candidate.is_absolute() else base / candidate
+            if file.is_file():
+                return file
+    if stage == "systematize":
+        shown = ref.get("path") or ref.get("artifact_dir")
+        raise InputError(f"{run / 'artifacts.json'}: artifacts.systematize.path: {shown} not found under {suite}")
+    return None
+
+
+def _read_taxonomy(file: Path) -> dict[str, bool]:
+    document = _read_json(file)
+    categories = document.get("behavior_categories") if isinstance(document, dict) else None
+    if not isinstance(categories, list) or not categories:
+        raise InputError(f"{file}: behavior_categories: expected a non-empty list of categories")
+    taxonomy = {}
+    for index, category in enumerate(categories):
+        name = category.get("name") if isinstance(category, dict) else None
+        if not isinstance(name, str) or not name:
+            raise InputError(f"{file}: behavior_categories[{index}].name: expected a non-empty string")
+        permissible = category.get("permissible")
+        if not isinstance(permissible, bool):
+            raise InputError(f"{file}: behavior_categories[{index}].permissible: expected true or false")
+        taxonomy[name] = permissible
+    return taxonomy
+
+
+def _choices(run: AssertRun) -> dict[str, str]:
+    """The run's measurement choices, as option names."""
+    pipeline = run.config.get("pipeline") or {}
+    judge = pipeline.get("judge") or {}
+    inference = pipeline.get("inference") or {}
+    default_model = model_name(run.config.get("default_model"))
+    judge_model = judge.get("model")
+    tester = inference.get("tester") or {}
+    return {
+        "judge": _row_value(run, "judge_model") or model_name(judge_model) or default_model or "default",
+        "judge_temperature": _row_value(run, "judge_temperature")
+        or option_name((judge_model or {}).get("temperature") if isinstance(judge_model, dict) else None),
+        "judge_n": _row_value(run, "judge_n") or option_name(judge.get("n", 1)),
+        "user": model_name(tester.get("model") if isinstance(tester, dict) else tester)
+        or _row_value(run, "tester_model")
+        or "none",
+        "max_turns": option_name(inference.get("max_turns")),
+    }
+
+
+def model_name(model: Any) -> str | None:
+    """The model string of a config model entry ({name: ...} or a plain string)."""
+    if isinstance(model, dict):
+        model = model.get("name")
+    return str(model) if model not in (None, "") else None
+
+
+def option_name(value: Any) -> str:
+    """A measurement choice as an option name (None -> "default"; 0.70 -> "0.7")."""
+    if value is None or value == "":
+        return "default"
+    if isinstance(value, float):
+        return format(value, "g")
+    return str(value)
+
+
+def _row_value(run: AssertRun, name: str) -> str | None:
+    """A run-level choice recorded on every score row; several values are an error."""
+    values = {option_name(row[name]) for _, row in run.scores if row.get(name) not in (None, "")}
+    if len(values) > 1:
+        raise InputError(
+            f"{run.path / 'scores.jsonl'}: {name}: expected one value per run, found {', '.join(sorted(values))}"
+        )
+    return values.pop() if values else None
