@@ -168,10 +168,11 @@ def cmd_expand(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from .pipeline import plan
     from .spec import load_spec
 
     spec = load_spec(args.spec)
+    from .pipeline import plan
+
     result = plan(spec, store=args.store)
     if args.json:
         print(json.dumps(result, indent=2))
@@ -200,10 +201,11 @@ def cmd_schema(args) -> int:
 
 
 def cmd_draft(args) -> int:
-    from .pipeline import draft
     from .spec import load_spec
 
     spec = load_spec(args.spec)
+    from .pipeline import draft
+
     written = draft(spec, store=args.store, rubric=args.rubric, force=args.force, progress=None)
     for path in written:
         print(f"wrote {path}")

@@ -51,8 +51,9 @@ def path_stage(dotted: str) -> str:
         return "judge"
     if head == "rubric":
         # Evidence-standard texts only reach the judge; the criteria themselves
-        # shape the test cases.
-        return "judge" if ".evidence" in f".{rest}" else "draft"
+        # shape the test cases. rubric.criteria.<id>.evidence[.level]
+        parts = rest.split(".")
+        return "judge" if len(parts) >= 3 and parts[2] == "evidence" else "draft"
     if head in ("systems", "rollout"):
         return "rollout"
     return "draft"  # concept, design, world
@@ -102,8 +103,11 @@ def _child(node: Any, part: str, *, create: bool, default: Any) -> Any:
     return node[part]
 
 
+_GRID_FIELDS = ("name", "axes", "exclude", "sample", "primary")
+
+
 def _strip_axes(document: Mapping[str, Any]) -> dict:
-    return {k: v for k, v in document.items() if k not in ("axes", "exclude", "sample", "primary")}
+    return {k: v for k, v in document.items() if k not in _GRID_FIELDS[1:]}
 
 
 def check_axes(spec: Spec, problems: Problems) -> None:
@@ -118,17 +122,26 @@ def check_axes(spec: Spec, problems: Problems) -> None:
                 # An empty patch is the base spec itself: allowed, but say so if it is the only option.
                 continue
             for dotted in patch:
+                if dotted.split(".")[0] in _GRID_FIELDS:
+                    problems.add(f"axes.{axis}.{option}.{dotted}", f"patches {dotted.split('.')[0]!r}, which is not a measurement choice; expected a path under concept, rubric, design, systems, rollout, judge, scoring or world")
+                    continue
                 wrong = check_patch_path(dotted, document)
                 if wrong:
                     problems.add(f"axes.{axis}.{option}.{dotted}", f"patches a path that does not exist: {wrong}")
     if problems:
         return
     for axis, options in spec.axes.items():
+        resolved: dict[str, str] = {}
         for option, patch in options.items():
             try:
-                resolve_document(apply_patch(_strip_axes(document), patch), path=spec.path, where=f"axes.{axis}.{option}")
+                alone = resolve_document(apply_patch(_strip_axes(document), patch), path=spec.path)
             except SpecError as exc:
-                problems.add(f"axes.{axis}.{option}", exc.expected if exc.path == "" else f"{exc.path}: {exc.expected}")
+                problems.add(f"axes.{axis}.{option}", f"{exc.path}: {exc.expected}" if exc.path else exc.expected)
+                continue
+            same = resolved.get(digest(alone.measurement()))
+            if same is not None:
+                problems.add(f"axes.{axis}.{option}", f"measures exactly what option {same!r} measures; expected each option to change something")
+            resolved.setdefault(digest(alone.measurement()), option)
     for i, rule in enumerate(spec.exclude):
         _check_selector(spec, rule, f"exclude.{i}", problems, allow_lists=True)
         if not rule:
@@ -197,48 +210,66 @@ def expand(spec: Spec) -> list[Universe]:
         combos = _sample(spec, combos, primary)
     base = _strip_axes(spec.document or {})
     universes = []
+    seen: dict[str, str] = {}
     for combo in combos:
         patch: dict[str, Any] = {}
         for axis, option in combo.items():
             patch.update(spec.axes[axis][option])
         resolved = resolve_document(apply_patch(base, patch), path=spec.path)
         uid = digest(resolved.measurement(), 12)
+        if uid in seen:
+            raise SpecError(
+                spec.path or "<spec>", "axes",
+                f"{_label(combo)} resolves to the same measurement as {seen[uid]}; expected every option to change something",
+            )
+        seen[uid] = _label(combo)
         universes.append(Universe(uid, _label(combo), combo, resolved, is_primary=(combo == primary)))
     universes.sort(key=lambda u: not u.is_primary)
     return universes
 
 
 def _sample(spec: Spec, combos: list[dict], primary: dict) -> list[dict]:
+    """``sample.n`` universes, the primary always among them.
+
+    ``lhs`` is a Latin hypercube over categorical axes: each axis's options
+    appear equally often (within one) across the sample. Columns are
+    reshuffled until every row is a distinct, non-excluded universe; if the
+    exclusions make that impossible after many tries, the sample falls back
+    to random (balance is then approximate).
+    """
     sample = spec.sample
     rng = random.Random(sample.seed)
-    valid = {tuple(c.values()) for c in combos}
-    chosen: list[tuple] = []
-    if tuple(primary.values()) in valid:
-        chosen.append(tuple(primary.values()))
-    if sample.method == "random":
-        pool = [tuple(c.values()) for c in combos if tuple(c.values()) not in chosen]
-        chosen += rng.sample(pool, sample.n - len(chosen))
+    names = list(spec.axes)
+    valid = [tuple(c[a] for a in names) for c in combos]
+    first = tuple(primary[a] for a in names)
+    if sample.method == "lhs":
+        chosen = _latin_hypercube(spec, names, set(valid), first, sample.n, rng)
     else:
-        # Latin hypercube over categorical axes: each axis's options appear
-        # equally often (within one) across the sample; excluded or repeated
-        # combinations are redrawn, then topped up at random.
-        names = list(spec.axes)
-        need = sample.n - len(chosen)
-        for _ in range(50):
-            columns = []
-            for axis in names:
-                options = list(spec.axes[axis])
-                column = (options * (need // len(options) + 1))[:need]
-                rng.shuffle(column)
-                columns.append(column)
-            for row in zip(*columns):
-                if row in valid and row not in chosen and len(chosen) < sample.n:
-                    chosen.append(row)
-            need = sample.n - len(chosen)
-            if need == 0:
-                break
-        if need:
-            pool = [v for v in (tuple(c.values()) for c in combos) if v not in chosen]
-            chosen += rng.sample(pool, need)
+        chosen = None
+    if chosen is None:
+        pool = [v for v in valid if v != first]
+        chosen = [first, *rng.sample(pool, sample.n - 1)]
     keep = set(chosen)
-    return [c for c in combos if tuple(c.values()) in keep]
+    return [c for c, v in zip(combos, valid) if v in keep]
+
+
+def _latin_hypercube(spec: Spec, names: list[str], valid: set, first: tuple, n: int, rng: random.Random):
+    columns = []
+    for axis, p in zip(names, first):
+        options = list(spec.axes[axis])
+        k = len(options)
+        remainder = n % k
+        if n < k:
+            extra = [p] + rng.sample([o for o in options if o != p], remainder - 1)
+        else:
+            extra = rng.sample(options, remainder)
+        column = options * (n // k) + extra
+        column.remove(p)  # one copy belongs to the primary row
+        columns.append(column)
+    for _ in range(2000):
+        for column in columns:
+            rng.shuffle(column)
+        rows = [first, *zip(*columns)]
+        if len(set(rows)) == n and all(r in valid for r in rows):
+            return rows
+    return None

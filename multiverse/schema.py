@@ -232,18 +232,19 @@ def resolve_path(hint: Any, raw: Any, parts: list[str]) -> str | None:
             shown = ", ".join(names) if names else f"an index below {len(items)}"
             return f"'{head}' is not an element; expected one of: {shown}"
         return resolve_path(element, items[index], rest)
-    return f"'{head}' goes below a {_describe(hint).removeprefix('a ')}, which has no fields"
+    return f"'{head}' goes below {_describe(hint)}, which has no fields"
 
 
 def _element_name(element: Any) -> Any:
+    # Criteria are known by id (and also have a display name); systems and dimensions by name.
     if isinstance(element, dict):
-        return element.get("name", element.get("id"))
+        return element.get("id", element.get("name"))
     return None
 
 
 def _element_index(items: list, head: str) -> int | None:
     for i, element in enumerate(items):
-        if _element_name(element) == head:
+        if isinstance(element, dict) and head in (element.get("id"), element.get("name")):
             return i
     if head.isdigit() and int(head) < len(items):
         return int(head)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,12 +82,26 @@ class ModelConfig:
     api_key_env: str | None = None
 
 
+_ENV_DEFAULT = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def expand_env(text: str | None) -> str | None:
+    """Expand ``${VAR}`` and ``${VAR:-default}`` (used for ``api_base`` only).
+
+    A spec names where a server listens without hard-coding a port; the
+    universe id keeps the unexpanded text, so it is the same on every machine.
+    """
+    if text is None:
+        return None
+    return _ENV_DEFAULT.sub(lambda m: os.environ.get(m.group(1)) or (m.group(2) or ""), text)
+
+
 class _Model:
     """Mixin for spec sections that name a model."""
 
     @property
     def model_config(self) -> ModelConfig:
-        return ModelConfig(self.model, dict(self.params), self.api_base, self.api_key_env)
+        return ModelConfig(self.model, dict(self.params), expand_env(self.api_base), self.api_key_env)
 
 
 @dataclass(frozen=True)
@@ -315,6 +330,10 @@ class Spec:
         out = _to_plain(self)
         for key in ("name", "axes", "exclude", "sample", "primary"):
             out.pop(key, None)
+        # Writing a default out explicitly is the same measurement choice.
+        for dimension in out["design"]["dimensions"]:
+            if dimension["name"] == BEHAVIOR and not dimension["levels"] and self.rubric is not None:
+                dimension["levels"] = [c.id for c in self.rubric.criteria if not c.permissible]
         return out
 
 
@@ -373,39 +392,74 @@ def load_yaml(path: Path) -> tuple[Any, dict[str, int]]:
         node = loader.get_single_node()
         if node is None:
             raise SpecError(path, "", "file is empty; expected a YAML mapping")
+        size = _expanded_size(node, {})
+        if size > MAX_NODES:
+            raise SpecError(path, "", f"expands to {size} values once aliases are resolved; expected at most {MAX_NODES}")
         lines: dict[str, int] = {}
-        _record_lines(node, "", lines)
+        _record_lines(path, node, "", lines, set())
         document = loader.construct_document(node)
     except yaml.constructor.ConstructorError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else None
-        tag = getattr(exc.problem_mark, "name", "")
-        detail = str(exc.problem).split("'")[1] if "'" in str(exc.problem) else exc.problem
-        raise SpecError(
-            path, f"(line {line})", f"the tag {detail} is not allowed; specs are plain YAML (no Python objects){tag and ''}"
-        ) from None
+        problem = str(exc.problem)
+        if "constructor" in problem:
+            tag = problem.split("'")[1] if "'" in problem else problem
+            expected = f"the tag {tag} is not allowed; specs are plain YAML (no Python objects)"
+        else:
+            expected = f"expected plain string keys ({problem})"
+        raise SpecError(path, f"(line {line})", expected) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"(line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise SpecError(path, where, f"invalid YAML: {problem}") from None
+    except RecursionError:
+        raise SpecError(path, "", "nesting too deep; expected a spec a few levels deep") from None
     finally:
         loader.dispose()
     return document, lines
 
 
-def _record_lines(node: yaml.Node, path: str, lines: dict[str, int]) -> None:
+MAX_NODES = 200_000
+
+
+def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
+    """How many values the document holds once aliases are expanded (an alias bomb is huge)."""
+    known = memo.get(id(node))
+    if known is not None:
+        return known
+    memo[id(node)] = 1  # a recursive alias counts once
+    if isinstance(node, yaml.MappingNode):
+        total = 1 + sum(_expanded_size(k, memo) + _expanded_size(v, memo) for k, v in node.value)
+    elif isinstance(node, yaml.SequenceNode):
+        total = 1 + sum(_expanded_size(v, memo) for v in node.value)
+    else:
+        total = 1
+    memo[id(node)] = min(total, 10 * MAX_NODES)
+    return memo[id(node)]
+
+
+def _record_lines(file: Path, node: yaml.Node, path: str, lines: dict[str, int], seen: set[int]) -> None:
+    # Each node once: an aliased node keeps the line of its first appearance.
+    if id(node) in seen:
+        return
+    seen.add(id(node))
     prefix = f"{path}." if path else ""
     if isinstance(node, yaml.MappingNode):
+        first: dict[str, int] = {}
         for key, value in node.value:
             if isinstance(key, yaml.ScalarNode):
+                line = key.start_mark.line + 1
+                if key.value in first and key.value != "<<":
+                    raise SpecError(file, f"{prefix}{key.value} (line {line})", f"duplicate key (first at line {first[key.value]}); expected each key once")
+                first[key.value] = line
                 child = f"{prefix}{key.value}"
-                lines[child] = key.start_mark.line + 1
-                _record_lines(value, child, lines)
+                lines[child] = line
+                _record_lines(file, value, child, lines, seen)
     elif isinstance(node, yaml.SequenceNode):
         for i, value in enumerate(node.value):
             child = f"{prefix}{i}"
             lines[child] = value.start_mark.line + 1
-            _record_lines(value, child, lines)
+            _record_lines(file, value, child, lines, seen)
 
 
 # -- validating ------------------------------------------------------------
@@ -443,21 +497,13 @@ def parse_spec(document: Any, *, path: Path | None = None, lines: Mapping[str, i
     return spec
 
 
-def resolve_document(
-    document: dict, *, path: Path | None = None, lines: Mapping[str, int] | None = None, where: str = ""
-) -> Spec:
-    """Build and check a spec from a document whose rubric is inline.
-
-    ``where`` prefixes YAML paths in errors (grid uses it to name the axis
-    option whose patch produced a bad document).
-    """
+def resolve_document(document: dict, *, path: Path | None = None, lines: Mapping[str, int] | None = None) -> Spec:
+    """Build and check a spec from a document whose rubric is inline."""
     file = path if path is not None else "<spec>"
     problems = Problems(lines)
     spec = build(Spec, document, "", problems)
     if not problems:
         _check_semantics(spec, problems)
-    if where:
-        problems.items = [(p, f"{e} (after applying {where})") for p, e in problems.items]
     _raise(file, problems)
     object.__setattr__(spec, "path", path)
     object.__setattr__(spec, "document", document)
@@ -482,11 +528,11 @@ def _raise(file: Any, problems: Problems) -> None:
 
 
 def _check_semantics(spec: Spec, problems: Problems) -> None:
-    if spec.rubric is None:
+    has_rubric = spec.rubric is not None
+    if not has_rubric:
         object.__setattr__(spec, "rubric", Rubric(criteria=()))
-        return _check_models(spec, problems)
     ids = [c.id for c in spec.rubric.criteria]
-    if not ids:
+    if has_rubric and not ids:
         problems.add("rubric.criteria", "expected at least one criterion")
     _no_duplicates(ids, "rubric.criteria", "criterion id", problems)
     _no_duplicates([s.name for s in spec.systems], "systems", "system name", problems)
@@ -510,7 +556,43 @@ def _check_semantics(spec: Spec, problems: Problems) -> None:
         problems.add("scoring.ci.level", f"expected a number between 0 and 1, got {spec.scoring.ci.level}")
     if spec.scoring.rule == "majority_of_samples" and spec.judge.samples < 2:
         problems.add("scoring.rule", "majority_of_samples needs judge.samples >= 2")
-    _check_design(spec, problems)
+    _check_world(spec, problems)
+    _check_key_envs(spec, problems)
+    if has_rubric:
+        _check_design(spec, problems)
+
+
+def _check_world(spec: Spec, problems: Problems) -> None:
+    if spec.world is None:
+        return
+    from .sim import builtin_worlds, load_world
+
+    if spec.world.endswith((".yaml", ".yml")):
+        path = spec.base_dir / spec.world
+        if not path.is_file():
+            problems.add("world", f"world file {spec.world!r} not found next to the spec; expected a YAML file or one of the built-in worlds ({', '.join(builtin_worlds())})")
+            return
+        try:
+            load_world(path)
+        except SpecError as exc:
+            problems.add("world", f"{exc}")
+    elif spec.world not in builtin_worlds():
+        problems.add("world", f"unknown built-in world {spec.world!r}; expected one of: {', '.join(builtin_worlds())}, or a path to a .yaml world file")
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _check_key_envs(spec: Spec, problems: Problems) -> None:
+    sections = [(f"systems.{i}", s) for i, s in enumerate(spec.systems)] + [
+        ("judge", spec.judge), ("rollout.user", spec.rollout.user), ("design.generator", spec.design.generator),
+        ("rollout.tool_simulator", spec.rollout.tool_simulator),
+    ]
+    for where, section in sections:
+        name = section.api_key_env
+        if name is not None and not _ENV_NAME.fullmatch(name):
+            # Never echo the value: it may be a pasted key.
+            problems.add(f"{where}.api_key_env", "expected the NAME of an environment variable (e.g. OPENAI_API_KEY), not a key or other text")
 
 
 def _check_models(spec: Spec, problems: Problems) -> None:
@@ -554,7 +636,7 @@ def _check_design(spec: Spec, problems: Problems) -> None:
             if factor not in dims:
                 problems.add(f"design.allocation.{i}.cell.{factor}", f"unknown dimension; expected one of: {', '.join(names)}")
             elif level not in design_levels(spec, factor):
-                problems.add(f"design.allocation.{i}.cell.{factor}", f"unknown level {level!r}")
+                problems.add(f"design.allocation.{i}.cell.{factor}", f"unknown level {level!r}; expected one of: {', '.join(design_levels(spec, factor))}")
         if a.cases < 0:
             problems.add(f"design.allocation.{i}.cases", "expected an integer >= 0")
 
