@@ -20,7 +20,32 @@ import typing
 from collections.abc import Mapping
 from typing import Any, Literal, get_args, get_origin
 
-__all__ = ["Problems", "build", "json_schema", "resolve_path", "UNSET"]
+__all__ = ["Problems", "FrozenMap", "build", "json_schema", "resolve_path", "UNSET"]
+
+
+class FrozenMap(Mapping):
+    """A read-only mapping that pickles (``MappingProxyType`` does not), so a
+    spec can travel to worker processes."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping | None = None):
+        self._data = dict(data or {})
+
+    def __getitem__(self, key):
+        return self._data[key]
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return f"FrozenMap({self._data!r})"
+
+    def __reduce__(self):
+        return (FrozenMap, (self._data,))
 
 
 class _Unset:
@@ -152,7 +177,7 @@ def build(hint: Any, raw: Any, path: str, problems: Problems) -> Any:
                     problems.add(f"{path}.{key}", "expected string keys")
                     continue
                 out[key] = build(value_hint, value, f"{path}.{key}", problems)
-            return types.MappingProxyType(out)
+            return FrozenMap(out)
     elif dataclasses.is_dataclass(hint):
         if isinstance(raw, dict):
             return _build_dataclass(hint, raw, path, problems)
