@@ -6,11 +6,12 @@ import copy
 
 import pandas as pd
 import pytest
+import yaml
 
 from multiverse.pipeline import plan, run
 from multiverse.spec import load_spec
 
-from conftest import tiny_spec_document
+from conftest import SPECS, tiny_spec_document
 
 
 def _run(write_spec, document, tmp_path, client, name="spec.yaml"):
@@ -151,3 +152,27 @@ def test_failures_are_recorded_and_never_labels(write_spec, tmp_path, counting_c
     ok = v[v.status == "ok"].groupby(["universe_id", "system"]).size()
     merged = rates.set_index(["universe_id", "system"])["n"]
     assert (merged.loc[ok.index] == ok).all()
+
+
+def test_tools_are_offered_called_answered_and_recorded(write_spec, tmp_path, counting_client):
+    from multiverse.store import Store
+
+    document = tiny_spec_document(
+        design={"dimensions": [{"name": "behavior", "levels": ["false_tool_claim"]},
+                               {"name": "interaction_condition", "levels": ["material_reliance"]}],
+                "cases_per_cell": 6, "tools": True},
+    )
+    full = yaml.safe_load((SPECS / "deception-rubric.yaml").read_text())["criteria"]
+    document["rubric"]["criteria"].append(next(c for c in full if c["id"] == "false_tool_claim"))
+    result = _run(write_spec, document, tmp_path, counting_client)
+    store = Store(tmp_path / "store")
+    transcripts = [store.get("transcript", k) for k in result.verdicts.transcript_key.unique()]
+    calls = [m for t in transcripts for m in t["turns"] if m["role"] == "assistant" and m.get("tool_calls")]
+    results = [m for t in transcripts for m in t["turns"] if m["role"] == "tool"]
+    assert calls, "with tools offered, some system turn must call one"
+    assert len(results) == sum(len(m["tool_calls"]) for m in calls)
+    assert counting_client.calls["sim/tools"] == len(results)
+    from multiverse.stages.prompts import render_transcript
+
+    rendered = render_transcript(next(t["turns"] for t in transcripts if any(m["role"] == "tool" for m in t["turns"])))
+    assert "TOOL CALL" in rendered and "TOOL RESULT:" in rendered

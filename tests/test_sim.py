@@ -30,67 +30,13 @@ from multiverse.sim import (
     transcript_truth,
 )
 from multiverse.sim.markers import find_task
+from multiverse.stages.prompts import RUBRIC_SCHEMA, case_schema
 
 END = "[END]"
 WORLD = load_world("deception")
 IMPERMISSIBLE = [c.id for c in WORLD.criteria.values() if not c.permissible]
 ALL_CRITERIA = [{"id": c.id, "permissible": c.permissible} for c in WORLD.criteria.values()]
 
-CASE_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "title": {"type": "string"},
-        "brief": {"type": "string"},
-        "prompt": {"type": "string"},
-        "system_prompt": {"type": ["string", "null"]},
-        "tools": {
-            "type": ["array", "null"],
-            "items": {
-                "type": "object",
-                "properties": {
-                    "type": {"const": "function"},
-                    "function": {
-                        "type": "object",
-                        "properties": {"name": {"type": "string"}, "description": {"type": "string"}, "parameters": {"type": "object"}},
-                        "required": ["name", "parameters"],
-                    },
-                },
-                "required": ["type", "function"],
-            },
-        },
-    },
-    "required": ["title", "brief", "prompt", "system_prompt", "tools"],
-    "additionalProperties": False,
-}
-RUBRIC_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "criteria": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "string"},
-                    "name": {"type": "string"},
-                    "definition": {"type": "string"},
-                    "permissible": {"type": "boolean"},
-                    "examples": {"type": "array", "items": {"type": "string"}},
-                    "evidence": {
-                        "type": "object",
-                        "properties": {"strict": {"type": "string"}, "lenient": {"type": "string"}},
-                        "required": ["strict", "lenient"],
-                    },
-                },
-                "required": ["id", "name", "definition", "permissible", "examples", "evidence"],
-            },
-        },
-        "discarded": {
-            "type": "array",
-            "items": {"type": "object", "properties": {"name": {"type": "string"}, "reason": {"type": "string"}}, "required": ["name", "reason"]},
-        },
-    },
-    "required": ["criteria", "discarded"],
-}
 
 
 def judgment_schema(ids):
@@ -370,9 +316,11 @@ def test_provider_through_litellm(cases):
 
 def test_generator_output_matches_case_and_rubric_schemas(cases):
     for (behavior, condition, tools, index), case in cases.items():
-        jsonschema.validate(case, CASE_SCHEMA)
+        jsonschema.validate(case, case_schema(tools))
         assert case["brief"].startswith("[simulated]") and case["title"].startswith("[simulated]")
-        assert (case["tools"] is not None) == tools == (case["system_prompt"] is not None)
+        assert ("tools" in case) == tools == ("system_prompt" in case)
+        if tools:
+            assert case["tools"] and all(json.loads(t["parameters_json"])["type"] == "object" for t in case["tools"])
         # what the brief's user and the prompt's target need survives verbatim
         assert f"beh={behavior}" in case["brief"] and f"cond={condition}" in case["brief"]
         assert f"opp={behavior}" in case["prompt"]

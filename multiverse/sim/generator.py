@@ -8,6 +8,8 @@ fixes which criteria the single-turn situation creates an opportunity for
 
 from __future__ import annotations
 
+import json
+
 import copy
 from collections.abc import Mapping
 from typing import Any
@@ -137,7 +139,16 @@ def draft_case(world: World, generator: Generator, task: Mapping[str, Any], dice
             {"t": 1, "p": pressure, "cond": condition or "", "beh": behavior, "topic": topic_key, "tools": wants_tools, "opp": opp},
         )
     )
-    return {"title": title, "brief": brief, "prompt": " ".join(parts), "system_prompt": system_prompt, "tools": tools}
+    case = {"title": title, "brief": brief, "prompt": " ".join(parts)}
+    if wants_tools:
+        # The strict case schema: parameters travel as a JSON-schema string.
+        case["system_prompt"] = system_prompt or ""
+        case["tools"] = [
+            {"name": t["function"]["name"], "description": t["function"].get("description", ""),
+             "parameters_json": json.dumps(t["function"].get("parameters", {"type": "object", "properties": {}}))}
+            for t in tools or []
+        ]
+    return case
 
 
 def _tools(world: World, topic: Mapping[str, str], dice: Dice) -> list[dict] | None:

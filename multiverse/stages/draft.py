@@ -17,7 +17,7 @@ import yaml
 
 from ..errors import ModelError, SpecError
 from ..spec import BEHAVIOR, Spec, design_levels
-from .prompts import CASE_SCHEMA, RUBRIC_SCHEMA, draft_case_messages, draft_rubric_messages
+from .prompts import RUBRIC_SCHEMA, case_schema, draft_case_messages, draft_rubric_messages
 
 __all__ = ["cells", "case_counts", "draft_case", "draft_rubric", "write_drafts"]
 
@@ -50,18 +50,38 @@ def draft_case(client, spec: Spec, config, cell: Mapping[str, str], index: int, 
         except KeyError:
             criterion = None
     messages = draft_case_messages(spec.concept, criterion, cell, index, tools=spec.design.tools)
-    completion = client.complete(config, messages, seed=seed, schema=CASE_SCHEMA, schema_name="case")
+    completion = client.complete(config, messages, seed=seed, schema=case_schema(spec.design.tools), schema_name="case")
     answer = completion.parsed if isinstance(completion.parsed, dict) else {}
     case = {
         "title": str(answer.get("title", "")),
         "brief": str(answer.get("brief", "")),
         "prompt": str(answer.get("prompt", "")),
         "system_prompt": answer.get("system_prompt") or None,
-        "tools": answer.get("tools") or None,
+        "tools": _function_tools(answer.get("tools")) or None,
     }
     if not (case["brief"] or case["prompt"]):
         raise ModelError("the generator returned a case with neither a brief nor a prompt", reason="empty_case")
     return {"case": case, "completion": completion}
+
+
+def _function_tools(drafted: Any) -> list[dict]:
+    """Drafted tools -> OpenAI function schemas; a tool whose parameters are not
+    a JSON-schema object gets an empty parameter list rather than a guess."""
+    import json
+
+    tools = []
+    for tool in drafted or []:
+        if not isinstance(tool, dict) or not tool.get("name"):
+            continue
+        try:
+            parameters = json.loads(tool.get("parameters_json") or "{}")
+        except ValueError:
+            parameters = {}
+        if not isinstance(parameters, dict) or parameters.get("type") != "object":
+            parameters = {"type": "object", "properties": {}}
+        tools.append({"type": "function", "function": {"name": str(tool["name"]),
+                      "description": str(tool.get("description", "")), "parameters": parameters}})
+    return tools
 
 
 def draft_rubric(client, spec: Spec, config, *, seed: int = 0) -> dict[str, Any]:

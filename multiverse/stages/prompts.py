@@ -20,7 +20,7 @@ from ..spec import Concept, Criterion
 __all__ = [
     "TEMPLATE_VERSION",
     "END_MARKER",
-    "CASE_SCHEMA",
+    "case_schema",
     "RUBRIC_SCHEMA",
     "judgment_schema",
     "draft_rubric_messages",
@@ -39,74 +39,69 @@ def _task(kind: str, **fields: Any) -> str:
     return "TASK: " + json.dumps({"kind": kind, **fields}, sort_keys=True, ensure_ascii=False)
 
 
-RUBRIC_SCHEMA = {
-    "type": "object",
-    "properties": {
+def _object(properties: dict, *, nullable: bool = False) -> dict:
+    """A JSON-schema object in the shape OpenAI's strict mode accepts: every
+    key required, nothing else allowed."""
+    return {
+        "type": ["object", "null"] if nullable else "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+_STRING = {"type": "string"}
+
+RUBRIC_SCHEMA = _object(
+    {
         "criteria": {
             "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "string"},
-                    "name": {"type": "string"},
-                    "definition": {"type": "string"},
+            "items": _object(
+                {
+                    "id": _STRING,
+                    "name": _STRING,
+                    "definition": _STRING,
                     "permissible": {"type": "boolean"},
-                    "examples": {"type": "array", "items": {"type": "string"}},
-                    "evidence": {
-                        "type": "object",
-                        "properties": {"strict": {"type": "string"}, "lenient": {"type": "string"}},
-                        "required": ["strict", "lenient"],
-                    },
-                },
-                "required": ["id", "name", "definition", "permissible", "evidence"],
-            },
+                    "examples": {"type": "array", "items": _STRING},
+                    "evidence": _object({"strict": _STRING, "lenient": _STRING}),
+                }
+            ),
         },
-        "discarded": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"name": {"type": "string"}, "reason": {"type": "string"}},
-                "required": ["name", "reason"],
-            },
-        },
-    },
-    "required": ["criteria", "discarded"],
-}
+        "discarded": {"type": "array", "items": _object({"name": _STRING, "reason": _STRING})},
+    }
+)
 
-CASE_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "title": {"type": "string"},
-        "brief": {"type": "string"},
-        "prompt": {"type": "string"},
-        "system_prompt": {"type": ["string", "null"]},
-        "tools": {"type": ["array", "null"], "items": {"type": "object"}},
-    },
-    "required": ["title", "brief", "prompt"],
-}
+
+def case_schema(tools: bool) -> dict:
+    """A drafted case. With ``tools``, also a system prompt and tool definitions,
+    whose parameters come as a JSON-schema string (strict mode allows no free-form objects)."""
+    fields = {"title": _STRING, "brief": _STRING, "prompt": _STRING}
+    if tools:
+        fields["system_prompt"] = _STRING
+        fields["tools"] = {
+            "type": "array",
+            "items": _object({"name": _STRING, "description": _STRING, "parameters_json": _STRING}),
+        }
+    return _object(fields)
 
 
 def judgment_schema(criterion_ids: Sequence[str]) -> dict:
     """The judge's answer: per criterion, applicable, then compliant with a rationale."""
-    return {
-        "type": "object",
-        "properties": {
+    return _object(
+        {
             "criteria": {
                 "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
+                "items": _object(
+                    {
                         "id": {"type": "string", "enum": list(criterion_ids)},
                         "applicable": {"type": "boolean"},
                         "compliant": {"type": ["boolean", "null"]},
-                        "rationale": {"type": "string"},
-                    },
-                    "required": ["id", "applicable", "compliant", "rationale"],
-                },
+                        "rationale": _STRING,
+                    }
+                ),
             }
-        },
-        "required": ["criteria"],
-    }
+        }
+    )
 
 
 def draft_rubric_messages(concept: Concept) -> list[dict]:
