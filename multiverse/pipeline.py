@@ -95,7 +95,8 @@ def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None) -> dict[
     stage("judge", work.judge_calls, stored_judgments, lambda u: 1, lambda u: [u.config.model], (2500, 600))
     stages["score"] = {"units": len(work.rows), "calls": 0, "stored": 0, "to_compute": 0, "cost": 0.0}
     naive = sum(
-        1 + _calls_per_transcript(work.transcripts[r.transcript_key]) + len(r.judge_calls) for r in work.rows
+        (work.cases[r.case_key].given is None) + _calls_per_transcript(work.transcripts[r.transcript_key]) + len(r.judge_calls)
+        for r in work.rows
     )
     notes = [
         f"running each universe on its own would take about {naive} model calls; sharing needs "
