@@ -1,0 +1,413 @@
+"""Agreement between the options of one axis on the same transcripts.
+
+An axis such as ``judge`` or ``evidence`` changes how transcripts are labelled,
+not which transcripts exist. Universes that differ only in that axis therefore
+label the same transcripts, and their labels can be compared like raters:
+
+- a *unit* is one transcript inside one *context* (one combination of the
+  other axes' options). Labels are paired on the same ``transcript_key``; a
+  table without transcript keys (an imported one), or an axis that changes the
+  transcripts themselves, pairs on the same system, case and replicate instead
+  (``paired_on`` says which). Rows repeated for one unit and option are paired
+  in table order;
+- per pair of options (a, b): percent agreement, Cohen's kappa (statsmodels),
+  Gwet's AC1, bias = rate(a) - rate(b) on the paired units, and the 2 x 2
+  confusion counts;
+- over all options: Krippendorff's alpha (nominal, krippendorff package);
+- per criterion of the rubric (from the criteria table, joined on
+  ``judgment_key``, first judge sample): the same for ``applicable`` and, among
+  units where both options found the criterion applicable, for ``compliant``.
+  A judgment shared by several contexts (e.g. contexts that differ only in the
+  scoring rule) counts once here.
+
+Cohen's kappa is undefined (NaN, with a note) when both options give every
+paired unit the same label: chance agreement is then 1. Gwet's AC1 stays
+defined because its chance agreement never exceeds 1/2 for two labels.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from multiverse.analysis.ranking import included_verdicts
+from multiverse.errors import InputError
+
+__all__ = ["agreement", "cohen_kappa", "gwet_ac1", "pair_matrix"]
+
+_MEASURES = ("percent", "cohen_kappa", "gwet_ac1", "bias")
+
+
+# --------------------------------------------------------------------------- coefficients
+
+
+def gwet_ac1(table: np.ndarray | Sequence[Sequence[float]]) -> float:
+    """Gwet's AC1 of a q x q contingency table of two raters (rows: rater a, columns: rater b).
+
+    AC1 = (p_a - p_e) / (1 - p_e), with p_a the share on the diagonal and
+    p_e = sum_k pi_k (1 - pi_k) / (q - 1), pi_k the mean of the two raters'
+    marginal shares of category k (Gwet 2008).
+    """
+    counts = np.asarray(table, dtype=float)
+    total = counts.sum()
+    if total == 0:
+        return float("nan")
+    q = counts.shape[0]
+    observed = np.trace(counts) / total
+    prevalence = (counts.sum(0) + counts.sum(1)) / (2.0 * total)
+    chance = (prevalence * (1.0 - prevalence)).sum() / (q - 1)
+    return float((observed - chance) / (1.0 - chance))
+
+
+def cohen_kappa(table: np.ndarray | Sequence[Sequence[float]]) -> float:
+    """Cohen's kappa of a q x q contingency table (statsmodels); NaN when chance agreement is 1."""
+    from statsmodels.stats.inter_rater import cohens_kappa
+
+    counts = np.asarray(table, dtype=float)
+    total = counts.sum()
+    if total == 0:
+        return float("nan")
+    chance = (counts.sum(0) * counts.sum(1)).sum() / total**2
+    if np.isclose(chance, 1.0):
+        return float("nan")
+    return float(cohens_kappa(counts, return_results=False))
+
+
+def _krippendorff_alpha(labels: np.ndarray) -> float:
+    """Nominal alpha of a units x options label matrix (-1 = missing)."""
+    import krippendorff
+
+    positive = (labels == 1).sum(1)
+    negative = (labels == 0).sum(1)
+    paired = positive + negative >= 2
+    if not paired.any():
+        return float("nan")
+    counts = np.column_stack([negative[paired], positive[paired]])
+    if (counts[:, 0] == 0).all() or (counts[:, 1] == 0).all():
+        return float("nan")  # one label only: expected disagreement is 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(krippendorff.alpha(value_counts=counts, level_of_measurement="nominal"))
+
+
+# --------------------------------------------------------------------------- units
+
+
+def _radix(codes: Iterable[np.ndarray]) -> np.ndarray:
+    """One int64 per distinct tuple of non-negative codes (mixed radix; sparse, not dense).
+
+    ``codes`` is consumed one array at a time, so a generator keeps only two
+    row-length arrays alive however many columns are combined.
+    """
+    combined: np.ndarray | None = None
+    for more in codes:
+        more = np.asarray(more, dtype=np.int64)
+        if combined is None:
+            combined = more.copy()
+            continue
+        base = int(more.max(initial=0)) + 1
+        if int(combined.max(initial=0)) >= np.iinfo(np.int64).max // base - base:
+            combined = pd.factorize(combined)[0].astype(np.int64)  # re-densify before overflow
+        combined *= base
+        combined += more
+    if combined is None:
+        raise ValueError("_radix needs at least one code array")
+    return combined
+
+
+def _dense(codes: Iterable[np.ndarray]) -> np.ndarray:
+    """Dense codes 0..n-1, one per distinct tuple of non-negative codes."""
+    return pd.factorize(_radix(codes))[0]
+
+
+def _codes(column: pd.Series) -> np.ndarray:
+    """Non-negative integer codes of a column; categorical columns need no hashing."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return column.cat.codes.to_numpy().astype(np.int64) + 1  # 0 = missing
+    return pd.factorize(column, use_na_sentinel=False)[0]
+
+
+def _factorize(column: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """pd.factorize, reusing a categorical column's codes (unused categories stay in the index)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return column.cat.codes.to_numpy(), pd.Index(column.cat.categories)
+    codes, uniques = pd.factorize(column)
+    return codes, pd.Index(uniques)
+
+
+def _occurrence(key: np.ndarray) -> np.ndarray:
+    """0, 1, 2 ... for repeated values of ``key``, in row order."""
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    starts = np.r_[True, ordered[1:] != ordered[:-1]]
+    first = np.maximum.accumulate(np.where(starts, np.arange(len(key)), 0))
+    occurrence = np.empty(len(key), dtype=np.int64)
+    occurrence[order] = np.arange(len(key)) - first
+    return occurrence
+
+
+def _unit_ids(rows: pd.DataFrame, others: list[str], option: np.ndarray, by_transcript: bool) -> np.ndarray:
+    """Dense unit id per row: one unit per context (other axes' options) x transcript.
+
+    Rows that repeat a unit and option are told apart by their order of appearance.
+    """
+    parts = ["transcript_key"] if by_transcript else [
+        c for c in ("system", "case_id", "replicate") if c in rows.columns]
+    unit = _dense(_codes(rows[c]) for c in (*others, *parts))
+    k = int(option.max(initial=0)) + 1
+    if np.bincount(unit * k + option).max(initial=0) > 1:
+        unit = _dense((unit, _occurrence(unit * k + option)))
+    return unit
+
+
+def _spread(unit: np.ndarray, option: np.ndarray, values: np.ndarray, k: int) -> np.ndarray:
+    """Units x options matrix of ``values`` (-1 where a unit has no row for an option)."""
+    matrix = np.full((int(unit.max(initial=-1)) + 1, k), -1, dtype=values.dtype)
+    matrix[unit, option] = values
+    return matrix
+
+
+def _paired(matrix: np.ndarray) -> bool:
+    return bool(((matrix >= 0).sum(1) >= 2).any())
+
+
+# --------------------------------------------------------------------------- pairs
+
+
+def _patterns(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct label rows and how many units show each: at most 3^k rows for k options."""
+    if labels.shape[1] > 30:  # base-3 codes would overflow int64
+        return labels, np.ones(len(labels), dtype=np.int64)
+    powers = 3 ** np.arange(labels.shape[1], dtype=np.int64)
+    flat = (labels.astype(np.int64) + 1) @ powers
+    if labels.shape[1] <= 12:  # at most 531441 patterns: count them without sorting
+        counts = np.bincount(flat, minlength=1)
+        codes = np.flatnonzero(counts)
+        counts = counts[codes]
+    else:
+        codes, counts = np.unique(flat, return_counts=True)
+    return (codes[:, None] // powers % 3 - 1).astype(np.int8), counts
+
+
+def _pairs(labels: np.ndarray, options: list, notes: list[str], what: str) -> list[dict[str, Any]]:
+    patterns, counts = _patterns(labels)
+    pairs = []
+    for i in range(len(options)):
+        for j in range(i + 1, len(options)):
+            both = (patterns[:, i] >= 0) & (patterns[:, j] >= 0)
+            cells = np.bincount(patterns[both, i] * 2 + patterns[both, j], weights=counts[both],
+                                minlength=4).astype(np.int64)
+            # rows: a compliant, a non-compliant; columns: b compliant, b non-compliant
+            table = np.array([[cells[3], cells[2]], [cells[1], cells[0]]])
+            n = int(table.sum())
+            kappa = cohen_kappa(table)
+            if n == 0:
+                notes.append(f"{what}{options[i]} vs {options[j]}: no paired units")
+            elif np.isnan(kappa):
+                label = "compliant" if table[0, 0] == n else "non-compliant"
+                notes.append(f"{what}{options[i]} vs {options[j]}: Cohen's kappa undefined "
+                             f"(every paired label is {label}); Gwet's AC1 is still defined")
+            pairs.append({
+                "a": options[i],
+                "b": options[j],
+                "n": n,
+                "percent": float(np.trace(table) / n) if n else float("nan"),
+                "cohen_kappa": kappa,
+                "gwet_ac1": gwet_ac1(table),
+                "bias": float((table[0, 1] - table[1, 0]) / n) if n else float("nan"),
+                "confusion": {
+                    "both_compliant": int(table[0, 0]),
+                    "a_only_compliant": int(table[0, 1]),
+                    "b_only_compliant": int(table[1, 0]),
+                    "both_noncompliant": int(table[1, 1]),
+                },
+            })
+    return pairs
+
+
+def _summary(labels: np.ndarray, options: list, notes: list[str], what: str) -> dict[str, Any]:
+    alpha = _krippendorff_alpha(labels)
+    if np.isnan(alpha) and _paired(labels):
+        notes.append(f"{what}Krippendorff's alpha undefined (every paired label is the same)")
+    return {"krippendorff_alpha": alpha, "pairs": _pairs(labels, options, notes, what)}
+
+
+def pair_matrix(
+    pairs: pd.DataFrame, *, value: str, a: str = "a", b: str = "b", options: Sequence | None = None
+) -> pd.DataFrame:
+    """Options x options matrix of one pairwise measure from tidy pair rows.
+
+    The matrix is symmetric, except ``bias`` (rate of the row option minus rate
+    of the column option), which is antisymmetric. The diagonal is 1 for
+    percent, cohen_kappa and gwet_ac1, 0 for bias, NaN otherwise.
+    """
+    if options is None:
+        options = list(dict.fromkeys([*pairs[a], *pairs[b]]))
+    index = {option: i for i, option in enumerate(options)}
+    values = np.full((len(options), len(options)), np.nan)
+    sign = -1.0 if value == "bias" else 1.0
+    for first, second, measure in zip(pairs[a], pairs[b], pairs[value]):
+        values[index[first], index[second]] = measure
+        values[index[second], index[first]] = sign * measure
+    np.fill_diagonal(values, {"bias": 0.0}.get(value, 1.0 if value in _MEASURES else np.nan))
+    matrix = pd.DataFrame(values, index=list(options), columns=list(options))
+    return matrix
+
+
+# --------------------------------------------------------------------------- agreement
+
+
+def agreement(
+    verdicts: pd.DataFrame,
+    *,
+    axes: Sequence[str],
+    axis: str = "judge",
+    criteria: pd.DataFrame | None = None,
+) -> dict[str, Any]:
+    """Pairwise agreement between the options of ``axis`` on identical transcripts.
+
+    Takes a verdicts table (rows with status other than ok are left out of the
+    transcript-level comparison), the axis names, the axis to compare and,
+    optionally, the criteria table for per-criterion agreement.
+
+    Returns a JSON-ready dict (undefined statistics are NaN, explained in ``notes``)::
+
+        {"axis": str, "options": [option, ...],
+         "paired_on": "transcript" | "system, case and replicate",
+         "n_units": int,                                   # units labelled by >= 2 options
+         "pairs": [{"a": option, "b": option, "n": int, "percent": float,
+                    "cohen_kappa": float, "gwet_ac1": float,
+                    "bias": float,                         # rate(a) - rate(b)
+                    "confusion": {"both_compliant", "a_only_compliant",
+                                  "b_only_compliant", "both_noncompliant"}}],
+         "krippendorff_alpha": float,
+         "per_criterion": [{"criterion": str, "permissible": bool|None,
+                            "label": "applicable" | "compliant",
+                            "krippendorff_alpha": float, "pairs": [same as above]}],
+         "notes": [str, ...]}
+
+    Per-criterion pairs compare the criterion's label; "compliant" in their
+    confusion counts then means the label is true (applicable, or compliant).
+    """
+    axes = list(axes)
+    if axis not in axes:
+        raise InputError(f"verdicts: column {axis!r}: expected one of the axes {axes}")
+    others = [a for a in axes if a != axis]
+    included = included_verdicts(verdicts, axes=axes)
+    option_codes, options = pd.factorize(included[axis], use_na_sentinel=False)
+    options = pd.Index(options).tolist()  # plain Python values, ready for JSON
+    notes: list[str] = []
+    if len(options) < 2:
+        notes.append(f"axis {axis!r} has fewer than two options with included verdicts")
+
+    by_transcript = "transcript_key" in included.columns and included["transcript_key"].notna().all()
+    compliant = included["compliant"].to_numpy().astype(np.int8)
+    units = _unit_ids(included, others, option_codes, by_transcript)
+    labels = _spread(units, option_codes, compliant, len(options))
+    if by_transcript and not _paired(labels):
+        # The axis changes the transcripts themselves (e.g. the conversation
+        # setting): compare the labels of the same system, case and replicate.
+        by_transcript = False
+        notes.append(f"axis {axis!r} changes the transcripts: paired on system, case and replicate")
+        units = _unit_ids(included, others, option_codes, by_transcript)
+        labels = _spread(units, option_codes, compliant, len(options))
+
+    result: dict[str, Any] = {
+        "axis": axis,
+        "options": options,
+        "paired_on": "transcript" if by_transcript else "system, case and replicate",
+        "n_units": int(((labels >= 0).sum(1) >= 2).sum()),
+    }
+    result.update(_summary(labels, options, notes, ""))
+    result["per_criterion"] = (
+        _per_criterion(verdicts, criteria, axes, others, axis, options, by_transcript, notes)
+        if criteria is not None else []
+    )
+    result["notes"] = notes
+    return result
+
+
+def _judged_rows(verdicts: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
+    """Verdict rows that carry a judgment: status ok or excluded (no applicable criterion)."""
+    columns = [c for c in ("system", "case_id", "replicate", "transcript_key", "judgment_key", *axes)
+               if c in verdicts.columns]
+    rows = verdicts["judgment_key"].notna().to_numpy().copy()
+    if "status" in verdicts.columns:
+        rows &= verdicts["status"].isin(["ok", "excluded"]).to_numpy(dtype=bool, na_value=False)
+    return verdicts.loc[rows, list(dict.fromkeys(columns))].reset_index(drop=True)
+
+
+def _criterion_labels(criteria: pd.DataFrame) -> tuple[pd.Index, list, np.ndarray, np.ndarray, list]:
+    """Judgment x criterion label arrays (1 true, 0 false, -1 missing) from the first judge sample.
+
+    Returns the judgment keys (row index), the criterion names, the applicable
+    and compliant arrays, and each criterion's permissible flag (or None).
+    The criteria table can hold tens of millions of rows, so no column is
+    copied wider than it needs to be.
+    """
+    for column in ("judgment_key", "criterion", "applicable", "compliant"):
+        if column not in criteria.columns:
+            raise InputError(f"criteria: column {column!r}: expected a column of that name")
+    judgment, judgments = _factorize(criteria["judgment_key"])
+    criterion, names = _factorize(criteria["criterion"])
+    applicable_flags = criteria["applicable"].to_numpy(dtype=np.int8, na_value=0)
+    compliant_flags = criteria["compliant"].to_numpy(dtype=np.int8, na_value=-1)
+    keep = (judgment >= 0) & (criterion >= 0)
+    if "sample" in criteria.columns:
+        sample = criteria["sample"].to_numpy(dtype=np.int64, na_value=0)
+        if sample.min(initial=0) != sample.max(initial=0):
+            lowest = np.full(len(judgments), sample.max() + 1)
+            np.minimum.at(lowest, judgment[keep], sample[keep])
+            keep &= sample == lowest[np.maximum(judgment, 0)]
+    if not keep.all():
+        judgment, criterion = judgment[keep], criterion[keep]
+        applicable_flags, compliant_flags = applicable_flags[keep], compliant_flags[keep]
+    applicable = np.full((len(judgments), len(names)), -1, dtype=np.int8)
+    compliant = applicable.copy()
+    applicable[judgment, criterion] = applicable_flags != 0
+    compliant[judgment, criterion] = compliant_flags
+    permissible: list = [None] * len(names)
+    if "permissible" in criteria.columns:
+        # permissible belongs to the criterion, so any one row of each criterion tells it.
+        some_row = np.full(len(names), -1)
+        some_row[criterion] = np.flatnonzero(keep)
+        values = criteria["permissible"].to_numpy()
+        permissible = [None if r < 0 or pd.isna(values[r]) else bool(values[r]) for r in some_row]
+    return judgments, pd.Index(names).tolist(), applicable, compliant, permissible
+
+
+def _per_criterion(
+    verdicts: pd.DataFrame, criteria: pd.DataFrame, axes: list[str], others: list[str],
+    axis: str, options: list, by_transcript: bool, notes: list[str],
+) -> list[dict[str, Any]]:
+    judgments, names, applicable, compliant, permissible = _criterion_labels(criteria)
+    if "judgment_key" not in verdicts.columns:
+        notes.append("per-criterion agreement needs a judgment_key column in the verdicts")
+        return []
+    judged = _judged_rows(verdicts, axes)
+    option = pd.Index(options).get_indexer(judged[axis])
+    judged, option = judged[option >= 0], option[option >= 0]
+    units = _unit_ids(judged, others, option, by_transcript)
+    keys = _spread(units, option, judgments.get_indexer(judged["judgment_key"]).astype(np.int64),
+                   len(options))
+    # A judgment shared by several contexts (e.g. ones that differ only in the scoring rule) counts once.
+    keys = keys[(keys >= 0).sum(1) >= 2]
+    lowest = np.where(keys >= 0, keys, np.iinfo(np.int64).max).min(1, initial=np.iinfo(np.int64).max)
+    if len(keys) and (lowest == keys.max(1)).all():  # e.g. a scoring axis: one judgment per unit
+        notes.append(f"the options of {axis!r} share their judgments: per-criterion labels cannot differ")
+        return []
+    _, distinct = np.unique(_radix(keys.T + 1), return_index=True)
+    keys = keys[distinct]
+
+    out = []
+    for c, name in enumerate(names):
+        for label, table in (("applicable", applicable), ("compliant", compliant)):
+            values = np.where(keys >= 0, table[np.maximum(keys, 0), c], -1).astype(np.int8)
+            entry = {"criterion": name, "permissible": permissible[c], "label": label}
+            entry.update(_summary(values, options, notes, f"{name} ({label}): "))
+            out.append(entry)
+    return out

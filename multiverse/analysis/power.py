@@ -1,0 +1,148 @@
+"""Design power: how many cases an audit needs to tell two rates apart.
+
+Comparisons are of two rates (two systems in one universe, or two options of
+an axis for one system), each over ``n`` transcripts. The calculation is the
+two-sample z-test for proportions on Cohen's effect size
+h = 2 asin(sqrt(p2)) - 2 asin(sqrt(p1)) (statsmodels ``NormalIndPower`` with
+``proportion_effectsize``).
+
+Assumption: the two rates are independent proportions. In a multiverse they
+usually are not: both systems answer the same cases and both judges label the
+same transcripts. Such paired designs have at least this power when the pairs
+are positively correlated, so the numbers here are conservative for them.
+Replicates of one case are correlated too, so cases, not transcripts, are the
+safe count for ``n``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from multiverse.errors import InputError
+
+__all__ = ["detectable_difference", "cases_needed", "design_power"]
+
+Alternative = Literal["two-sided", "larger", "smaller"]
+Direction = Literal["toward_half", "lower", "higher"]
+
+ASSUMPTION = (
+    "two independent proportions (z-test on Cohen's h); paired designs, where both rates "
+    "come from the same cases or transcripts, have at least this power, so the figures are conservative"
+)
+
+
+def _check_rate(name: str, value: float) -> None:
+    if not 0.0 <= value <= 1.0:
+        raise InputError(f"power: {name}: expected a rate between 0 and 1, got {value}")
+
+
+def detectable_difference(
+    n_per_group: float,
+    baseline_rate: float,
+    *,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    ratio: float = 1.0,
+    alternative: Alternative = "two-sided",
+    direction: Direction = "toward_half",
+) -> float:
+    """Smallest difference in rate from ``baseline_rate`` detectable with ``n_per_group`` per rate.
+
+    ``ratio`` is n2 / n1. The same effect size h is a larger difference in rate
+    near 0.5 than near 0 or 1, so the answer depends on the direction: by
+    default it moves ``toward_half`` (the larger, conservative difference);
+    ``lower`` and ``higher`` fix it. Returns a positive difference, or NaN when
+    the detectable rate would leave [0, 1].
+    """
+    from statsmodels.stats.power import NormalIndPower
+
+    _check_rate("baseline_rate", baseline_rate)
+    h = NormalIndPower().solve_power(
+        effect_size=None, nobs1=n_per_group, alpha=alpha, power=power, ratio=ratio,
+        alternative=alternative,
+    )
+    h = abs(float(h))
+    if direction == "toward_half":
+        direction = "higher" if baseline_rate < 0.5 else "lower"
+    angle = math.asin(math.sqrt(baseline_rate)) + (h / 2 if direction == "higher" else -h / 2)
+    if not 0.0 <= angle <= math.pi / 2:
+        return float("nan")
+    return abs(math.sin(angle) ** 2 - baseline_rate)
+
+
+def cases_needed(
+    diff: float,
+    baseline_rate: float,
+    *,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    ratio: float = 1.0,
+    alternative: Alternative = "two-sided",
+) -> int:
+    """Cases per rate needed to detect a change of ``diff`` from ``baseline_rate`` (rounded up).
+
+    ``diff`` is signed: the other rate is ``baseline_rate + diff``. ``ratio`` is n2 / n1.
+    """
+    from statsmodels.stats.power import NormalIndPower
+    from statsmodels.stats.proportion import proportion_effectsize
+
+    _check_rate("baseline_rate", baseline_rate)
+    _check_rate("baseline_rate + diff", baseline_rate + diff)
+    if diff == 0:
+        raise InputError("power: diff: expected a non-zero difference in rate")
+    h = proportion_effectsize(baseline_rate + diff, baseline_rate)
+    if alternative == "two-sided":
+        h = abs(h)
+    n = NormalIndPower().solve_power(
+        effect_size=h, nobs1=None, alpha=alpha, power=power, ratio=ratio, alternative=alternative
+    )
+    # solve_power finds n by root finding: round off its last digits before taking the ceiling.
+    return int(math.ceil(round(float(n), 6)))
+
+
+def design_power(
+    *,
+    cases: int,
+    baseline_rate: float,
+    cases_per_cell: int | None = None,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    differences: Sequence[float] = (0.05, 0.10, 0.15, 0.20),
+) -> dict[str, Any]:
+    """Power of an audit design, for the ``multiverse power SPEC`` report.
+
+    ``cases`` is the number of cases each system answers in a universe (the
+    test design's total), ``cases_per_cell`` the cases in one design cell (for
+    comparisons within a cell, e.g. one behaviour x interaction condition).
+
+    Returns a JSON-ready dict::
+
+        {"assumption": str, "alpha": float, "power": float, "baseline_rate": float,
+         "comparisons": [{"scope": "all cases" | "one cell", "n_per_group": int,
+                          "detectable_difference": float}],
+         "cases_needed": [{"difference": float, "n_per_group": int}]}
+
+    A comparison is two systems in one universe, or two options of an axis for
+    one system: either way two rates over the same number of cases.
+    """
+    scopes = [("all cases", cases)] + ([("one cell", cases_per_cell)] if cases_per_cell else [])
+    return {
+        "assumption": ASSUMPTION,
+        "alpha": alpha,
+        "power": power,
+        "baseline_rate": baseline_rate,
+        "comparisons": [
+            {"scope": scope, "n_per_group": int(n),
+             "detectable_difference": detectable_difference(n, baseline_rate, alpha=alpha, power=power)}
+            for scope, n in scopes
+        ],
+        "cases_needed": [
+            {"difference": d,
+             "n_per_group": cases_needed(-d if baseline_rate >= 0.5 else d, baseline_rate,
+                                         alpha=alpha, power=power)}
+            for d in differences
+            if 0.0 <= (baseline_rate - d if baseline_rate >= 0.5 else baseline_rate + d) <= 1.0
+        ],
+    }

@@ -1,0 +1,233 @@
+"""Agreement between the options of an axis: coefficients, pairing, degenerate cases, figures."""
+
+from __future__ import annotations
+
+import io
+import itertools
+
+import krippendorff
+import numpy as np
+import pandas as pd
+import pytest
+from statsmodels.stats.inter_rater import cohens_kappa
+
+from multiverse.analysis.agreement import agreement, cohen_kappa, gwet_ac1, pair_matrix
+from multiverse.errors import InputError
+
+# Two judges label the same ten transcripts of one system (hand-worked below).
+J1 = [1, 1, 1, 1, 1, 1, 0, 0, 0, 0]
+J2 = [1, 1, 1, 1, 0, 0, 0, 0, 0, 1]
+
+
+def judge_verdicts(labels: dict[str, list[int]], *,
+                   contexts: dict[str, list[str]] | None = None) -> pd.DataFrame:
+    """Verdicts where each judge labels the same transcripts, repeated in every context of other axes."""
+    contexts = contexts or {}
+    rows = []
+    for combo in itertools.product(*contexts.values()):
+        for judge, flags in labels.items():
+            for case, flag in enumerate(flags):
+                options = dict(zip(contexts, combo))
+                rows.append({
+                    "universe_id": f"{judge}-{'-'.join(combo)}",
+                    "judge": judge, **options, "system": "alpha", "case_id": f"case{case}",
+                    "replicate": 0, "transcript_key": f"t{case}",
+                    "judgment_key": f"{judge}-t{case}", "status": "ok", "compliant": bool(flag),
+                })
+    frame = pd.DataFrame(rows)
+    frame["compliant"] = frame["compliant"].astype("boolean")
+    return frame
+
+
+# --------------------------------------------------------------------------- coefficients
+
+
+def test_gwet_ac1_hand_worked_binary_table():
+    # a compliant on 90 of 100, b on 85; they agree on 85.
+    # pi = (90 + 85) / 200 = 0.875, p_e = 2 * 0.875 * 0.125 = 0.21875,
+    # AC1 = (0.85 - 0.21875) / (1 - 0.21875) = 0.808 exactly;
+    # kappa's p_e = 0.9 * 0.85 + 0.1 * 0.15 = 0.78, kappa = 0.07 / 0.22: the prevalence paradox.
+    table = [[80, 10], [5, 5]]
+    assert gwet_ac1(table) == pytest.approx(0.808, abs=1e-12)
+    assert cohen_kappa(table) == pytest.approx(0.07 / 0.22, abs=1e-12)
+
+
+def test_gwet_ac1_published_example():
+    # Gwet's 3 x 3 abstractors table (irrCAC's cont3x3abstractors): AC1 = 0.849, kappa = 0.7964
+    # (the R package irrCAC's documented output for gwet.ac1.table and kappa2.table).
+    table = [[13, 0, 0], [0, 20, 7], [0, 4, 56]]
+    assert round(gwet_ac1(table), 3) == 0.849
+    assert gwet_ac1(table) == pytest.approx(0.620075 / 0.730075, rel=1e-9)
+    assert cohen_kappa(table) == pytest.approx(0.7964094, abs=1e-7)
+
+
+def test_cohen_kappa_is_statsmodels_and_nan_when_chance_agreement_is_one():
+    table = np.array([[31, 4], [7, 18]])
+    assert cohen_kappa(table) == cohens_kappa(table, return_results=False)
+    assert np.isnan(cohen_kappa([[12, 0], [0, 0]]))
+    assert gwet_ac1([[12, 0], [0, 0]]) == 1.0
+    assert np.isnan(gwet_ac1([[0, 0], [0, 0]]))
+
+
+# --------------------------------------------------------------------------- agreement
+
+
+def test_pair_measures_hand_worked():
+    result = agreement(judge_verdicts({"j1": J1, "j2": J2}), axes=["judge"], axis="judge")
+    assert result["options"] == ["j1", "j2"]
+    assert result["paired_on"] == "transcript"
+    assert result["n_units"] == 10
+    (pair,) = result["pairs"]
+    assert pair["a"] == "j1" and pair["b"] == "j2" and pair["n"] == 10
+    assert pair["confusion"] == {"both_compliant": 4, "a_only_compliant": 2,
+                                 "b_only_compliant": 1, "both_noncompliant": 3}
+    assert pair["percent"] == pytest.approx(0.7)
+    # p_e = 0.6 * 0.5 + 0.4 * 0.5 = 0.5 -> kappa = 0.4
+    assert pair["cohen_kappa"] == pytest.approx(0.4)
+    # pi = 11 / 20, p_e = 2 * 0.55 * 0.45 = 0.495 -> AC1 = 0.205 / 0.505
+    assert pair["gwet_ac1"] == pytest.approx(0.205 / 0.505)
+    assert pair["bias"] == pytest.approx(0.1)  # rate(j1) 0.6 - rate(j2) 0.5
+    # coincidences: o_01 = 3, n_0 = 9, n_1 = 11, n = 20 -> alpha = 1 - 19 * 3 / 99
+    assert result["krippendorff_alpha"] == pytest.approx(1 - 57 / 99)
+    assert result["krippendorff_alpha"] == pytest.approx(
+        krippendorff.alpha(reliability_data=[J1, J2], level_of_measurement="nominal"))
+    assert result["notes"] == []
+
+
+def test_units_are_counted_per_context_of_the_other_axes():
+    verdicts = judge_verdicts({"j1": J1, "j2": J2}, contexts={"scoring": ["all", "impermissible"]})
+    result = agreement(verdicts, axes=["judge", "scoring"], axis="judge")
+    (pair,) = result["pairs"]
+    assert pair["n"] == 20
+    assert pair["confusion"]["both_compliant"] == 8
+    assert pair["cohen_kappa"] == pytest.approx(0.4)
+
+
+def test_three_options_give_every_pair_and_alpha_matches_the_package():
+    rng = np.random.default_rng(3)
+    labels = {j: rng.integers(0, 2, 40).tolist() for j in ("j1", "j2", "j3")}
+    result = agreement(judge_verdicts(labels), axes=["judge"], axis="judge")
+    assert [(p["a"], p["b"]) for p in result["pairs"]] == [("j1", "j2"), ("j1", "j3"), ("j2", "j3")]
+    for pair in result["pairs"]:
+        a, b = np.array(labels[pair["a"]]), np.array(labels[pair["b"]])
+        table = np.array([[np.sum(a & b), np.sum(a & (1 - b))],
+                          [np.sum((1 - a) & b), np.sum((1 - a) & (1 - b))]])
+        assert pair["cohen_kappa"] == pytest.approx(cohens_kappa(table, return_results=False))
+        assert pair["percent"] == pytest.approx(np.mean(a == b))
+    expected = krippendorff.alpha(reliability_data=list(labels.values()), level_of_measurement="nominal")
+    assert result["krippendorff_alpha"] == pytest.approx(expected)
+
+
+def test_rows_that_do_not_count_are_left_out():
+    verdicts = judge_verdicts({"j1": J1, "j2": J2})
+    failed = (verdicts["judge"] == "j2") & (verdicts["case_id"] == "case9")
+    verdicts.loc[failed, "status"] = "judge_failed"
+    verdicts.loc[failed, "compliant"] = pd.NA
+    (pair,) = agreement(verdicts, axes=["judge"], axis="judge")["pairs"]
+    assert pair["n"] == 9
+    assert pair["confusion"]["b_only_compliant"] == 0
+
+
+def test_imported_table_pairs_on_system_case_and_replicate():
+    full = judge_verdicts({"j1": J1, "j2": J2}, contexts={"evidence": ["strict", "lenient"]})
+    imported = full[["judge", "evidence", "system", "case_id", "compliant"]]
+    with_keys = agreement(full, axes=["judge", "evidence"], axis="judge")
+    without = agreement(imported, axes=["judge", "evidence"], axis="judge")
+    assert without["paired_on"] == "system, case and replicate"
+    assert without["pairs"] == with_keys["pairs"]
+    assert without["krippendorff_alpha"] == pytest.approx(with_keys["krippendorff_alpha"])
+
+
+def test_axis_that_changes_transcripts_falls_back_to_cases():
+    verdicts = judge_verdicts({"single": J1, "multi": J2}).rename(columns={"judge": "setting"})
+    verdicts["transcript_key"] = verdicts["setting"] + verdicts["transcript_key"]
+    result = agreement(verdicts, axes=["setting"], axis="setting")
+    assert result["paired_on"] == "system, case and replicate"
+    assert result["pairs"][0]["n"] == 10
+    assert any("changes the transcripts" in note for note in result["notes"])
+
+
+def test_all_labels_equal_kappa_undefined_ac1_defined():
+    result = agreement(judge_verdicts({"j1": [1] * 8, "j2": [1] * 8}), axes=["judge"], axis="judge")
+    (pair,) = result["pairs"]
+    assert np.isnan(pair["cohen_kappa"])
+    assert pair["gwet_ac1"] == 1.0
+    assert pair["percent"] == 1.0
+    assert np.isnan(result["krippendorff_alpha"])
+    assert any("Cohen's kappa undefined" in note and "compliant" in note for note in result["notes"])
+
+
+def test_unknown_axis_is_an_input_error():
+    with pytest.raises(InputError, match="'judge'"):
+        agreement(judge_verdicts({"j1": J1}), axes=["evidence"], axis="judge")
+
+
+def test_per_criterion_applicable_and_compliant_counted_once_per_judgment():
+    verdicts = judge_verdicts({"j1": [1, 0, 1, 1], "j2": [1, 1, 1, 1]},
+                              contexts={"scoring": ["all", "impermissible"]})
+    applicable = {"j1": [True, True, False, False], "j2": [True, False, False, False]}
+    compliant = {"j1": [True, False, None, None], "j2": [True, None, None, None]}
+    rows = []
+    for judge in ("j1", "j2"):
+        for case in range(4):
+            rows.append({"judgment_key": f"{judge}-t{case}", "sample": 0, "criterion": "fabricate_evidence",
+                         "permissible": False, "applicable": applicable[judge][case],
+                         "compliant": compliant[judge][case], "rationale": ""})
+            # A second judge sample that must be ignored.
+            rows.append({"judgment_key": f"{judge}-t{case}", "sample": 1, "criterion": "fabricate_evidence",
+                         "permissible": False, "applicable": True, "compliant": False, "rationale": ""})
+    criteria = pd.DataFrame(rows)
+    criteria["compliant"] = criteria["compliant"].astype("boolean")
+    result = agreement(verdicts, axes=["judge", "scoring"], axis="judge", criteria=criteria)
+    by_label = {entry["label"]: entry for entry in result["per_criterion"]}
+    assert set(by_label) == {"applicable", "compliant"}
+    assert by_label["applicable"]["criterion"] == "fabricate_evidence"
+    assert by_label["applicable"]["permissible"] is False
+    (applicable_pair,) = by_label["applicable"]["pairs"]
+    assert applicable_pair["n"] == 4  # not 8: the scoring contexts share the judgments
+    assert applicable_pair["confusion"] == {"both_compliant": 1, "a_only_compliant": 1,
+                                            "b_only_compliant": 0, "both_noncompliant": 2}
+    (compliant_pair,) = by_label["compliant"]["pairs"]
+    assert compliant_pair["n"] == 1
+    assert compliant_pair["confusion"]["both_compliant"] == 1
+
+
+def test_pair_matrix_is_symmetric_and_bias_antisymmetric():
+    pairs = pd.DataFrame({"a": ["x", "x", "y"], "b": ["y", "z", "z"],
+                          "cohen_kappa": [0.5, 0.2, 0.1], "bias": [0.1, -0.2, 0.05]})
+    kappa = pair_matrix(pairs, value="cohen_kappa")
+    assert list(kappa.index) == ["x", "y", "z"]
+    np.testing.assert_allclose(kappa.to_numpy(), kappa.to_numpy().T)
+    assert kappa.loc["x", "x"] == 1.0 and kappa.loc["z", "y"] == 0.1
+    bias = pair_matrix(pairs, value="bias")
+    np.testing.assert_allclose(bias.to_numpy(), -bias.to_numpy().T)
+    assert bias.loc["z", "x"] == pytest.approx(0.2)
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def test_agreement_heatmaps_annotate_every_pair():
+    from multiverse.plots.agreement import agreement_figure, plot_agreement
+
+    rng = np.random.default_rng(0)
+    labels = {j: rng.integers(0, 2, 30).tolist() for j in ("j1", "j2", "j3")}
+    pairs = pd.DataFrame(agreement(judge_verdicts(labels), axes=["judge"], axis="judge")["pairs"])
+    ax = plot_agreement(pairs, value="gwet_ac1")
+    texts = [t.get_text() for t in ax.texts]
+    assert len(texts) == 6  # off-diagonal cells only
+    assert f"{pairs['gwet_ac1'][0]:.2f}" in texts
+    figure = agreement_figure(pairs, axis_name="judge")
+    assert len([a for a in figure.axes if a.get_title()]) == 2
+    figure.savefig(io.BytesIO(), format="png")
+
+
+def test_per_criterion_is_skipped_when_options_share_their_judgments():
+    verdicts = judge_verdicts({"all": J1, "impermissible": J2}).rename(columns={"judge": "scoring"})
+    verdicts["judgment_key"] = verdicts["transcript_key"]  # the scoring rule reuses the judgment
+    criteria = pd.DataFrame({"judgment_key": [f"t{i}" for i in range(10)], "criterion": "c",
+                             "applicable": True, "compliant": pd.array([True] * 10, dtype="boolean")})
+    result = agreement(verdicts, axes=["scoring"], axis="scoring", criteria=criteria)
+    assert result["per_criterion"] == []
+    assert any("share their judgments" in note for note in result["notes"])
+    assert result["pairs"][0]["n"] == 10

@@ -1,0 +1,324 @@
+"""Ranking stability: ranks with ties, concordance, bootstrap intervals, flips, figures."""
+
+from __future__ import annotations
+
+import io
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import kendalltau
+
+from multiverse.analysis.ranking import (
+    bootstrap_ranks,
+    included_verdicts,
+    kendall_tau_b,
+    kendall_w,
+    order_universes,
+    rank_distribution,
+    ranking,
+    system_rates,
+    universe_ranks,
+)
+from multiverse.errors import InputError
+from multiverse.tables import universe_ids
+
+
+def verdicts_from_rates(rates: dict[tuple, dict[str, float]], axes: list[str],
+                        cases: int = 10) -> pd.DataFrame:
+    """Verdicts whose universe x system rates are exactly ``rates`` (multiples of 1 / cases)."""
+    rows = []
+    for options, by_system in rates.items():
+        universe = "/".join(options)
+        for system, rate in by_system.items():
+            compliant = round(rate * cases)
+            for case in range(cases):
+                rows.append({"universe_id": universe, **dict(zip(axes, options)), "system": system,
+                             "case_id": f"case{case}", "status": "ok", "compliant": case < compliant})
+    frame = pd.DataFrame(rows)
+    frame["compliant"] = frame["compliant"].astype("boolean")
+    return frame
+
+
+# Three universes of one axis; ties in u2 (A = B) and u3 (B = C).
+HAND = {("u1",): {"A": 0.9, "B": 0.8, "C": 0.7},
+        ("u2",): {"A": 0.8, "B": 0.8, "C": 0.9},
+        ("u3",): {"A": 0.7, "B": 0.9, "C": 0.9}}
+
+
+@pytest.fixture
+def hand():
+    return verdicts_from_rates(HAND, ["variant"])
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def test_included_verdicts_drops_rows_that_do_not_count_and_derives_universe_ids():
+    verdicts = pd.DataFrame({
+        "judge": ["a", "a", "b", "b"], "system": ["S"] * 4, "case_id": ["c1", "c2", "c1", "c2"],
+        "status": ["ok", "judge_failed", "ok", "excluded"],
+        "compliant": pd.array([True, pd.NA, False, pd.NA], dtype="boolean"),
+    })
+    included = included_verdicts(verdicts, axes=["judge"])
+    assert included["universe_id"].tolist() == universe_ids(verdicts.iloc[[0, 2]], ["judge"]).tolist()
+    assert included["universe_id"].nunique() == 2
+    assert included["compliant"].tolist() == [True, False]
+
+
+def test_included_verdicts_names_a_missing_column():
+    with pytest.raises(InputError, match="'case_id'"):
+        included_verdicts(pd.DataFrame({"system": ["S"], "compliant": [True]}), axes=[])
+
+
+def test_system_rates_match_plain_pandas(hand):
+    rates = system_rates(hand, axes=["variant"])
+    expected = (hand.groupby(["universe_id", "variant", "system"], sort=False)["compliant"]
+                .agg(n="size", n_compliant="sum").reset_index())
+    expected["n_compliant"] = expected["n_compliant"].astype(int)
+    expected["rate"] = expected["n_compliant"] / expected["n"]
+    pd.testing.assert_frame_equal(rates, expected, check_dtype=False)
+
+
+# --------------------------------------------------------------------------- ranks
+
+
+def test_competition_ranks_with_ties(hand):
+    ranks = universe_ranks(system_rates(hand, axes=["variant"]))
+    got = ranks.set_index(["universe_id", "system"])["rank"].to_dict()
+    assert got == {("u1", "A"): 1, ("u1", "B"): 2, ("u1", "C"): 3,
+                   ("u2", "C"): 1, ("u2", "A"): 2, ("u2", "B"): 2,
+                   ("u3", "B"): 1, ("u3", "C"): 1, ("u3", "A"): 3}
+    assert ranks.set_index(["universe_id", "system"])["rank_avg"][("u2", "A")] == 2.5
+
+
+def test_rank_distribution_split_and_count(hand):
+    ranks = universe_ranks(system_rates(hand, axes=["variant"]))
+    split = rank_distribution(ranks).pivot(index="system", columns="rank", values="share")
+    np.testing.assert_allclose(split.loc["A"], [1 / 3, 0.5 / 3, 1.5 / 3])
+    np.testing.assert_allclose(split.loc["B"], [0.5 / 3, 2 / 3, 0.5 / 3])
+    np.testing.assert_allclose(split.loc["C"], [1.5 / 3, 0.5 / 3, 1 / 3])
+    np.testing.assert_allclose(split.sum(axis=0), 1.0)  # every position is filled once per universe
+    count = rank_distribution(ranks, ties="count").pivot(index="system", columns="rank", values="share")
+    np.testing.assert_allclose(count.loc["C"], [2 / 3, 0, 1 / 3])
+    np.testing.assert_allclose(count.loc["B"], [1 / 3, 2 / 3, 0])
+
+
+def test_ranking_summary_hand_worked(hand):
+    result = ranking(hand, axes=["variant"], bootstrap=0)
+    assert result["systems"] == ["A", "B", "C"]
+    assert result["primary"] == "u1"
+    assert result["p_top"] == pytest.approx({"A": 1 / 3, "B": 1 / 6, "C": 1 / 2})
+    assert sum(result["p_top"].values()) == pytest.approx(1.0)
+    assert result["rank_distribution"]["A"] == pytest.approx([1 / 3, 1 / 6, 1 / 2])
+    assert result["p_above"]["A"]["B"] == pytest.approx(0.5)  # above, tie, below
+    assert result["p_above"]["A"]["C"] == pytest.approx(1 / 3)
+    assert result["p_above"]["C"]["B"] == pytest.approx(0.5)
+    for a, b in itertools.permutations("ABC", 2):
+        assert result["p_above"][a][b] + result["p_above"][b][a] == pytest.approx(1.0)
+    counted = ranking(hand, axes=["variant"], bootstrap=0, ties="count")
+    assert counted["p_top"] == pytest.approx({"A": 1 / 3, "B": 1 / 3, "C": 2 / 3})
+
+
+# --------------------------------------------------------------------------- concordance
+
+
+def test_kendall_w_hand_worked_with_ties():
+    # Ranks (1 = highest): u1 1 2 3 4; u2 1.5 1.5 3 4; u3 2 1 3.5 3.5.
+    # Rank sums 4.5 4.5 9.5 11.5, mean 7.5 -> S = 9 + 9 + 4 + 16 = 38.
+    # Ties: one pair in u2 and one in u3 -> sum (t^3 - t) = 6 + 6 = 12.
+    # W = 12 * 38 / (3^2 * (4^3 - 4) - 3 * 12) = 456 / 504 = 19 / 21.
+    rates = [[0.9, 0.8, 0.7, 0.6], [0.9, 0.9, 0.7, 0.6], [0.8, 0.9, 0.6, 0.6]]
+    result = kendall_w(rates)
+    assert result["w"] == pytest.approx(19 / 21)
+    assert result["chi2"] == pytest.approx(3 * 3 * 19 / 21)
+    assert result["df"] == 3
+    assert 0 < result["p_value"] < 0.05
+    assert kendall_w([[0.5, 0.4], [0.5, 0.4]])["w"] == pytest.approx(1.0)
+    assert np.isnan(kendall_w([[0.5, 0.5], [0.3, 0.3]])["w"])
+
+
+def test_kendall_tau_b_matches_scipy_with_ties():
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        x, y = rng.integers(0, 4, 6) / 4, rng.integers(0, 4, 6) / 4
+        expected = kendalltau(x, y, variant="b").statistic
+        got = kendall_tau_b(x, y)
+        if np.isnan(expected):
+            assert np.isnan(got)
+        else:
+            assert got == pytest.approx(expected, abs=1e-12)
+
+
+def _grid_rates(seed: int) -> tuple[dict, list[str]]:
+    rng = np.random.default_rng(seed)
+    axes = ["judge", "evidence", "setting"]
+    options = [["j1", "j2", "j3"], ["strict", "lenient"], ["single", "multi"]]
+    rates = {combo: {s: rng.integers(0, 5) / 4 for s in "ABCD"} for combo in itertools.product(*options)}
+    return rates, axes
+
+
+def test_kendall_tau_matrix_and_per_axis_summary_match_scipy():
+    rates, axes = _grid_rates(11)
+    result = ranking(verdicts_from_rates(rates, axes, cases=4), axes=axes, bootstrap=0)
+    tau = result["kendall_tau"]
+    combos = list(rates)
+    vectors = {"/".join(c): [rates[c][s] for s in "ABCD"] for c in combos}
+    matrix = np.array(tau["matrix"])
+    for i, u in enumerate(tau["universes"]):
+        for j, v in enumerate(tau["universes"]):
+            expected = kendalltau(vectors[u], vectors[v], variant="b").statistic
+            assert matrix[i, j] == pytest.approx(expected, abs=1e-12, nan_ok=True)
+    every = [kendalltau(vectors[u], vectors[v], variant="b").statistic
+             for u, v in itertools.combinations(vectors, 2)]
+    assert tau["mean"] == pytest.approx(np.nanmean(every))
+    for index, axis in enumerate(axes):
+        same_elsewhere = [
+            kendalltau(vectors["/".join(a)], vectors["/".join(b)], variant="b").statistic
+            for a, b in itertools.combinations(combos, 2)
+            if [x != y for x, y in zip(a, b)] == [k == index for k in range(len(axes))]
+        ]
+        summary = next(s for s in tau["by_axis"] if s["axis"] == axis)
+        assert summary["n_pairs"] == np.sum(~np.isnan(same_elsewhere))
+        assert summary["mean"] == pytest.approx(np.nanmean(same_elsewhere))
+        assert summary["min"] == pytest.approx(np.nanmin(same_elsewhere))
+
+
+def test_kendall_tau_matrix_is_left_out_for_many_universes():
+    rates, axes = _grid_rates(2)
+    result = ranking(verdicts_from_rates(rates, axes, cases=4), axes=axes, bootstrap=0, max_matrix=5)
+    assert result["kendall_tau"]["matrix"] is None
+    assert result["kendall_tau"]["by_axis"][0]["n_pairs"] > 0
+
+
+# --------------------------------------------------------------------------- flips
+
+
+def test_flips_report_the_smallest_set_of_changes():
+    axes = ["judge", "evidence", "setting"]
+    rates = {}
+    for combo in itertools.product(["j1", "j2"], ["strict", "lenient"], ["single", "multi"]):
+        judge, evidence, setting = combo
+        if setting == "multi":
+            rates[combo] = {"A": 0.6, "B": 0.5, "C": 0.9}  # setting alone flips the top to C
+        elif judge == "j2" and evidence == "lenient":
+            rates[combo] = {"A": 0.6, "B": 0.8, "C": 0.5}  # only both changes together give B
+        else:
+            rates[combo] = {"A": 0.8, "B": 0.6, "C": 0.5}
+    result = ranking(verdicts_from_rates(rates, axes), axes=axes, bootstrap=0)
+    assert result["primary"] == "j1/strict/single"
+    flips = {f["universe_id"]: f for f in result["flips"]}
+    assert set(flips) == {"j1/strict/multi", "j1/lenient/multi", "j2/strict/multi",
+                          "j2/lenient/multi", "j2/lenient/single"}
+    assert flips["j2/lenient/multi"]["changes"] == {"setting": "multi"}
+    assert flips["j2/lenient/multi"]["via_universe"] == "j1/strict/multi"
+    assert flips["j2/lenient/multi"]["n_axes_differ"] == 3
+    assert flips["j2/lenient/single"]["changes"] == {"judge": "j2", "evidence": "lenient"}
+    assert flips["j2/lenient/single"]["top"] == ["B"]
+    assert result["flips"][0]["changes"] == {"setting": "multi"}  # smallest change sets first
+    assert result["flips"][-1]["universe_id"] == "j2/lenient/single"
+
+
+def test_named_primary_must_exist(hand):
+    assert ranking(hand, axes=["variant"], primary="u3", bootstrap=0)["primary"] == "u3"
+    with pytest.raises(InputError, match="primary"):
+        ranking(hand, axes=["variant"], primary="nowhere", bootstrap=0)
+
+
+# --------------------------------------------------------------------------- bootstrap
+
+
+def test_bootstrap_ranks_of_a_clear_winner_and_of_identical_systems():
+    rows = []
+    for case in range(20):
+        labels = {"best": True, "worst": False, "twin_a": case % 2 == 0, "twin_b": case % 2 == 0}
+        for system, compliant in labels.items():
+            rows.append({"system": system, "case_id": f"c{case}", "compliant": compliant, "judge": "j"})
+    verdicts = pd.DataFrame(rows)
+    boot = bootstrap_ranks(verdicts, axes=["judge"], resamples=300, seed=1).set_index("system")
+    assert boot.loc["best", ["rank", "rank_low", "rank_high", "p_top"]].tolist() == [1, 1, 1, 1.0]
+    assert boot.loc["worst", ["rank", "rank_low", "rank_high", "p_top"]].tolist() == [4, 4, 4, 0.0]
+    # The twins answer every resampled case alike (cases are resampled for all systems at once).
+    assert boot.loc["twin_a", "rank"] == boot.loc["twin_b", "rank"] == 2
+    assert boot.loc["twin_a", "rank_low"] == boot.loc["twin_a", "rank_high"] == 2
+
+
+def test_bootstrap_is_seeded_and_brackets_the_observed_rank():
+    rng = np.random.default_rng(5)
+    verdicts = pd.DataFrame({
+        "system": np.repeat(["A", "B", "C"], 60),
+        "case_id": np.tile([f"c{i}" for i in range(60)], 3),
+        "compliant": rng.random(180) < np.repeat([0.7, 0.65, 0.5], 60),
+        "judge": "j",
+    })
+    first = bootstrap_ranks(verdicts, axes=["judge"], resamples=400, seed=3)
+    second = bootstrap_ranks(verdicts, axes=["judge"], resamples=400, seed=3)
+    pd.testing.assert_frame_equal(first, second)
+    assert (first["rank_low"] <= first["rank"]).all() and (first["rank"] <= first["rank_high"]).all()
+    assert first["p_top"].sum() == pytest.approx(1.0)
+    result = ranking(verdicts, axes=["judge"], bootstrap=400, seed=3)
+    assert [row["system"] for row in result["bootstrap"]] == ["A", "B", "C"]
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def test_order_universes_puts_the_primary_first_then_by_distance():
+    rates, axes = _grid_rates(4)
+    order = order_universes(system_rates(verdicts_from_rates(rates, axes, cases=4), axes=axes), axes=axes)
+    assert order["universe_id"].iloc[0] == "j1/strict/single"
+    assert order["distance"].tolist() == sorted(order["distance"])
+    assert order["distance"].tolist()[:1] == [0] and order["distance"].max() == 3
+
+
+def test_rank_figures_with_many_universes():
+    from multiverse.plots.ranking import plot_rank_bump, plot_rank_distribution
+
+    rng = np.random.default_rng(0)
+    axes = ["judge", "evidence", "user", "prompt"]
+    options = [[f"j{i}" for i in range(5)], ["strict", "lenient"], [f"u{i}" for i in range(4)],
+               [f"p{i}" for i in range(6)]]
+    rates = {c: {f"system {s}": rng.integers(0, 9) / 8 for s in range(5)}
+             for c in itertools.product(*options)}
+    verdicts = verdicts_from_rates(rates, axes, cases=8)
+    table = system_rates(verdicts, axes=axes)
+    ranks = universe_ranks(table)
+    order = order_universes(table, axes=axes)
+    assert len(order) == 240
+    ax = plot_rank_bump(ranks.merge(order, on="universe_id"), order=order["universe_id"],
+                        group="distance", highlight=order["universe_id"].iloc[0])
+    assert len(ax.get_legend().get_texts()) == 5
+    assert ax.get_xlim() == (-0.5, 239.5)
+    ax.figure.savefig(io.BytesIO(), format="png")
+    ax = plot_rank_distribution(rank_distribution(ranks))
+    assert [t.get_text() for t in ax.get_yticklabels()] != []
+    ax.figure.savefig(io.BytesIO(), format="png")
+
+
+def test_results_are_json_ready_with_numeric_options():
+    import json
+
+    rates = {(str(t),): {"A": 0.5 + t / 10, "B": 0.7 - t / 10} for t in range(3)}
+    verdicts = verdicts_from_rates(rates, ["temperature"])
+    verdicts["temperature"] = verdicts["temperature"].astype(int)
+    verdicts["system"] = verdicts["system"].map({"A": 1, "B": 2})
+    result = ranking(verdicts, axes=["temperature"], bootstrap=20)
+    text = json.dumps(result)
+    # temperature 1 ties A and B (a different set of top systems), temperature 2 puts A on top.
+    assert [f["changes"] for f in json.loads(text)["flips"]] == [{"temperature": 1}, {"temperature": 2}]
+    from multiverse.analysis.agreement import agreement
+    from multiverse.analysis.variance import variance
+
+    json.dumps(agreement(verdicts.drop(columns="universe_id"), axes=["temperature"], axis="temperature"))
+    json.dumps(variance(verdicts, axes=["temperature"]))
+
+
+def test_ranking_figure_names_few_universes_by_their_options():
+    from multiverse.plots.ranking import ranking_figure
+
+    rates, axes = _grid_rates(3)
+    figure = ranking_figure(system_rates(verdicts_from_rates(rates, axes, cases=4), axes=axes), axes=axes)
+    bump = figure.axes[0]
+    assert bump.get_xticklabels()[0].get_text() == "j1 / strict / single"
+    figure.savefig(io.BytesIO(), format="png")

@@ -1,0 +1,156 @@
+"""Variance decomposition of universe x system rates: exact shares, statsmodels parity, wording, figure."""
+
+from __future__ import annotations
+
+import io
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from statsmodels.formula.api import ols
+from statsmodels.stats.anova import anova_lm
+
+from multiverse.analysis.variance import variance, variance_by_axis, variance_decomposition
+
+# Balanced 2 x 2 x 2 grid: axes A and B, systems s0 and s1, coded -1/+1.
+# rate = 0.5 + 0.10 A + 0.05 B + 0.15 S + 0.02 A*S + 0.01 A*B.
+# Each contrast is orthogonal, so a term's sum of squares is 8 * coefficient^2:
+# A 0.08, B 0.02, system 0.18, A:system 0.0032, B:system 0, residual (A*B) 0.0008; total 0.284.
+EFFECTS = {"A": 0.10, "B": 0.05, "S": 0.15, "AS": 0.02, "AB": 0.01}
+EXPECTED_SS = {"A": 0.08, "B": 0.02, "system": 0.18, "A:system": 0.0032, "B:system": 0.0,
+               "Residual": 0.0008}
+TOTAL = 0.284
+
+
+def balanced_rates() -> pd.DataFrame:
+    rows = []
+    for a, b, s in itertools.product((-1, 1), repeat=3):
+        rate = (0.5 + EFFECTS["A"] * a + EFFECTS["B"] * b + EFFECTS["S"] * s
+                + EFFECTS["AS"] * a * s + EFFECTS["AB"] * a * b)
+        rows.append({"universe_id": f"{a}{b}", "A": f"a{a}", "B": f"b{b}", "system": f"s{s}", "rate": rate})
+    return pd.DataFrame(rows)
+
+
+def test_balanced_2x2x2_shares_are_exact():
+    table = variance_decomposition(balanced_rates(), axes=["A", "B"])
+    assert table["term"].tolist() == ["A", "B", "system", "A:system", "B:system", "Residual"]
+    assert table["kind"].tolist() == ["axis", "axis", "system", "interaction", "interaction", "residual"]
+    assert table["axis"].tolist() == ["A", "B", None, "A", "B", None]
+    got = table.set_index("term")
+    for term, ss in EXPECTED_SS.items():
+        assert got.loc[term, "sum_sq"] == pytest.approx(ss, abs=1e-12)
+        assert got.loc[term, "share"] == pytest.approx(ss / TOTAL, abs=1e-12)
+    assert got["df"].tolist() == [1, 1, 1, 1, 1, 2]
+    assert got["share"].sum() == pytest.approx(1.0)
+
+
+def test_from_verdicts_on_a_balanced_grid():
+    rows = []
+    for rate_row in balanced_rates().itertuples():
+        compliant = round(rate_row.rate * 100)
+        for case in range(100):
+            rows.append({"A": rate_row.A, "B": rate_row.B, "system": rate_row.system,
+                         "case_id": f"c{case}", "compliant": case < compliant})
+    result = variance(pd.DataFrame(rows), axes=["A", "B"])
+    assert result["balanced"] is True
+    shares = {t["term"]: t["share"] for t in result["terms"]}
+    assert shares["A"] == pytest.approx(0.08 / TOTAL)
+    assert shares["A:system"] == pytest.approx(0.0032 / TOTAL)
+    by_axis = {row["axis"]: row for row in result["by_axis"]}
+    assert by_axis["A"]["main"] == pytest.approx(0.08 / TOTAL)
+    assert by_axis["A"]["total"] == pytest.approx(0.0832 / TOTAL)
+    assert result["summary"][0].startswith("A: 29.3% of the variance in rates, mostly by shifting")
+
+
+def test_matches_anova_lm_typ2_on_an_unbalanced_grid():
+    rng = np.random.default_rng(4)
+    rows = [{"judge": j, "evidence": e, "system": s, "rate": rng.random()}
+            for j, e, s in itertools.product(["j1", "j2", "j3"], ["strict", "lenient"], ["x", "y", "z"])]
+    rates = pd.DataFrame(rows).drop(index=[3, 10]).reset_index(drop=True)  # two missing cells
+    table = variance_decomposition(rates, axes=["judge", "evidence"]).set_index("term")
+    model = ols("rate ~ C(judge) + C(evidence) + C(system) + C(judge):C(system) + C(evidence):C(system)",
+                data=rates).fit()
+    reference = anova_lm(model, typ=2)
+    names = {"judge": "C(judge)", "evidence": "C(evidence)", "system": "C(system)",
+             "judge:system": "C(judge):C(system)", "evidence:system": "C(evidence):C(system)",
+             "Residual": "Residual"}
+    for ours, theirs in names.items():
+        assert table.loc[ours, "sum_sq"] == pytest.approx(reference.loc[theirs, "sum_sq"], rel=1e-9)
+        assert table.loc[ours, "df"] == reference.loc[theirs, "df"]
+    total = ((rates["rate"] - rates["rate"].mean()) ** 2).sum()
+    assert table["share"].to_numpy() == pytest.approx(table["sum_sq"].to_numpy() / total)
+
+
+def test_summary_tells_reranking_from_shifting():
+    rows = []
+    for judge, evidence, system in itertools.product(["j1", "j2"], ["strict", "lenient"], ["x", "y"]):
+        swap = 0.2 if (judge == "j2") == (system == "x") else 0.0  # judge re-ranks x and y
+        shift = 0.1 if evidence == "lenient" else 0.0               # evidence moves both together
+        rows.append({"judge": judge, "evidence": evidence, "system": system, "rate": 0.5 + swap + shift})
+    table = variance_decomposition(pd.DataFrame(rows), axes=["judge", "evidence"])
+    by_axis = variance_by_axis(table).set_index("axis")
+    assert by_axis.loc["judge", "interaction"] == pytest.approx(0.8)
+    assert by_axis.loc["evidence", "main"] == pytest.approx(0.2)
+    from multiverse.analysis.variance import variance_summary
+
+    lines = variance_summary(table)
+    assert "judge: 80.0%" in lines[0] and "re-ranking systems" in lines[0]
+    assert "evidence: 20.0%" in lines[1] and "shifting every system's rate" in lines[1]
+
+
+def test_single_option_axes_and_unbalanced_grids_are_noted():
+    rows = []
+    for judge, system in itertools.product(["j1", "j2"], ["x", "y"]):
+        for case in range(4):
+            rows.append({"judge": judge, "scoring": "all", "system": system, "case_id": case,
+                         "compliant": (case + len(judge + system)) % 3 == 0})
+    verdicts = pd.DataFrame(rows)
+    verdicts = verdicts[~((verdicts["judge"] == "j2") & (verdicts["system"] == "y"))]
+    result = variance(verdicts, axes=["judge", "scoring"])
+    assert [t["term"] for t in result["terms"]] == ["judge", "system", "judge:system", "Residual"]
+    assert result["balanced"] is False
+    assert any("'scoring' has a single option" in note for note in result["notes"])
+    assert any("unbalanced" in note for note in result["notes"])
+
+
+def test_variance_figure_distinguishes_interactions():
+    from multiverse.plots.variance import plot_variance
+
+    table = variance_decomposition(balanced_rates(), axes=["A", "B"])
+    ax = plot_variance(table)
+    hatches = {patch.get_hatch() for patch in ax.patches}
+    assert "///" in hatches  # interaction bars are hatched
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels[-1] == "system"  # largest share on top
+    assert "A x system" in labels
+    ax.figure.savefig(io.BytesIO(), format="png")
+
+
+def test_single_axis_grid_is_saturated_and_still_decomposed():
+    # rate = 0.5 + 0.1 J + 0.05 S + 0.02 J*S on 2 judges x 2 systems: SS = 4 * coefficient^2 each,
+    # and no residual degrees of freedom are left for anova_lm's tests.
+    rows = [{"judge": f"j{j}", "system": f"s{s}", "rate": 0.5 + 0.1 * j + 0.05 * s + 0.02 * j * s}
+            for j, s in itertools.product((-1, 1), repeat=2)]
+    table = variance_decomposition(pd.DataFrame(rows), axes=["judge"]).set_index("term")
+    assert table["sum_sq"].to_dict() == pytest.approx(
+        {"judge": 0.04, "system": 0.01, "judge:system": 0.0016, "Residual": 0.0}, abs=1e-12)
+    assert table.loc["Residual", "df"] == 0
+    assert table["share"].sum() == pytest.approx(1.0)
+
+
+def test_refits_agree_with_anova_lm_where_both_apply():
+    from multiverse.analysis.variance import _Term, _type2_by_refits
+
+    rng = np.random.default_rng(9)
+    frame = pd.DataFrame([{"x0": j, "x1": e, "s": s, "y": rng.random()}
+                          for j, e, s in itertools.product("abc", "uv", "xyz")]).drop(index=[2, 7])
+    terms = [_Term("judge", "axis", "judge", "C(x0)"), _Term("evidence", "axis", "evidence", "C(x1)"),
+             _Term("system", "system", None, "C(s)"),
+             _Term("judge:system", "interaction", "judge", "C(x0):C(s)"),
+             _Term("evidence:system", "interaction", "evidence", "C(x1):C(s)")]
+    reference = anova_lm(ols("y ~ " + " + ".join(t.formula for t in terms), data=frame).fit(), typ=2)
+    for term in terms:
+        sum_sq, df = _type2_by_refits(frame, terms, term)
+        assert sum_sq == pytest.approx(reference.loc[term.formula, "sum_sq"], rel=1e-8)
+        assert df == reference.loc[term.formula, "df"]
