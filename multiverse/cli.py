@@ -86,6 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
     _run_flags(p)
     p.add_argument("spec", type=Path)
     p.add_argument("--out", type=Path, help="run directory (default: runs/<spec name>)")
+    p.add_argument("--backend", choices=("local", "dask"), default="local",
+                   help="where model calls run: this process (default) or a Dask cluster")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 (default with --backend dask: a local cluster)")
 
     p = command(
         "demo",
@@ -215,7 +219,10 @@ def cmd_draft(args) -> int:
 def _run_and_say(spec, args, out) -> "object":
     from .pipeline import run
 
-    result = run(spec, out=out, store=args.store, jobs=args.jobs, budget=args.budget, progress=False if args.quiet else None)
+    result = run(
+        spec, out=out, store=args.store, jobs=args.jobs, budget=args.budget, progress=False if args.quiet else None,
+        backend=getattr(args, "backend", "local"), scheduler=getattr(args, "scheduler", None),
+    )
     m = result.manifest
     print(f"{len(m['universes'])} universes x {len(spec.systems)} systems in {m['seconds']:.1f} s")
     for stage, counts in m["stages"].items():

@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from . import __version__
-from .errors import BudgetExceeded, ModelError
+from .errors import BudgetExceeded, InputError, ModelError
 from .grid import Universe, axis_stages, expand
 from .keys import digest
 from .pricing import estimate_cost
@@ -129,34 +129,6 @@ class RunResult:
     universes: list[Universe] = field(default_factory=list)
 
 
-class _StageCounter:
-    """Wraps the model client to count calls, tokens and cost per stage."""
-
-    def __init__(self, client):
-        self.client = client
-        self.lock = threading.Lock()
-        self.counts: dict[str, dict[str, float]] = defaultdict(lambda: {"calls": 0, "tokens": 0, "cost": 0.0})
-        self.models: set[str] = set()
-
-    def for_stage(self, stage: str) -> "_StageClient":
-        return _StageClient(self, stage)
-
-
-class _StageClient:
-    def __init__(self, counter: _StageCounter, stage: str):
-        self.counter, self.stage = counter, stage
-
-    def complete(self, config, messages, **kwargs):
-        completion = self.counter.client.complete(config, messages, **kwargs)
-        with self.counter.lock:
-            entry = self.counter.counts[self.stage]
-            entry["calls"] += 1
-            entry["tokens"] += sum(int(v or 0) for v in completion.usage.values())
-            entry["cost"] += completion.cost or 0.0
-            self.counter.models.add(completion.model_reported)
-        return completion
-
-
 def _versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -190,44 +162,101 @@ def _provenance(config, started: float, calls: list[dict] | None = None, complet
     }
 
 
-class _Executor:
-    """Runs one stage's units concurrently; stores each result as soon as it exists."""
+def _compute(stage: str, unit, upstream, client) -> dict:
+    """Compute one work unit's record. ``upstream`` is the case (rollout) or the turns (judge)."""
+    if stage == "case":
+        return _compute_case(client, unit)
+    if stage == "transcript":
+        return _compute_transcript(client, unit, upstream)
+    return _compute_judgment(client, unit, upstream)
 
-    def __init__(self, store: Store, jobs: int, progress: bool):
-        self.store, self.jobs, self.progress = store, max(1, jobs), progress
+
+def _attempt(stage: str, unit, upstream, client, budget_hit: threading.Event) -> tuple[dict | None, str | None]:
+    """(record, None) or (None, failure reason). Transport failures are reasons, never records."""
+    if budget_hit.is_set():
+        return None, "budget_exceeded: not started, the run's budget cap was reached"
+    try:
+        return _compute(stage, unit, upstream, client), None
+    except BudgetExceeded as exc:
+        budget_hit.set()
+        return None, f"budget_exceeded: {exc}"
+    except ModelError as exc:
+        return None, f"{exc.reason}: {exc}"[:500]
+
+
+class _Executor:
+    """Runs one stage's units; each result is stored the moment it exists.
+
+    ``local`` uses a thread pool in this process; ``dask`` sends each unit to a
+    Dask cluster whose workers share the store directory and store what they
+    compute themselves, so a worker that dies loses only its call in flight.
+    """
+
+    def __init__(self, store: Store, client, *, jobs: int, progress: bool, backend: str = "local", dask_client=None):
+        self.store, self.client, self.jobs, self.progress = store, client, max(1, jobs), progress
+        self.backend, self.dask_client = backend, dask_client
         self.failures: dict[str, dict[str, str]] = defaultdict(dict)
+        self.computed: dict[str, set[str]] = defaultdict(set)
         self.budget_hit = threading.Event()
 
-    def run(self, stage: str, units: list, compute: Callable[[Any], dict]) -> None:
+    def run(self, stage: str, units: list, upstream: Callable[[Any], Any] = lambda unit: None) -> None:
         if not units:
             return
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(units), desc=f"{STAGE_OF_STORE[stage]:>8}", unit="unit", disable=not self.progress, file=sys.stderr, leave=True)
-
-        def one(unit):
-            if self.budget_hit.is_set():
-                return unit, None, "budget_exceeded: not started, the run's budget cap was reached"
-            try:
-                return unit, compute(unit), None
-            except BudgetExceeded as exc:
-                self.budget_hit.set()
-                return unit, None, f"budget_exceeded: {exc}"
-            except ModelError as exc:
-                return unit, None, f"{exc.reason}: {exc}"[:500]
-
+        bar = tqdm(total=len(units), desc=f"{STAGE_OF_STORE[stage]:>8}", unit="unit", disable=not self.progress, file=sys.stderr)
         try:
-            with ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix=f"mv-{stage}") as pool:
-                futures = [pool.submit(one, u) for u in units]
-                for future in as_completed(futures):
-                    unit, record, failure = future.result()
-                    if record is not None:
-                        self.store.put(stage, unit.key, record)
-                    else:
-                        self.failures[stage][unit.key] = failure
-                    bar.update(1)
+            for key, failure in self._results(stage, units, upstream):
+                if failure is None:
+                    self.computed[stage].add(key)
+                else:
+                    self.failures[stage][key] = failure
+                bar.update(1)
         finally:
             bar.close()
+
+    def _results(self, stage, units, upstream):
+        if self.backend == "dask":
+            from distributed import as_completed as dask_completed
+
+            root = str(self.store.root)
+            futures = [
+                self.dask_client.submit(_dask_unit, stage, unit, upstream(unit), root, self.jobs, pure=False)
+                for unit in units
+            ]
+            for future in dask_completed(futures):
+                yield future.result()
+            return
+
+        def one(unit):
+            record, failure = _attempt(stage, unit, upstream(unit), self.client, self.budget_hit)
+            if record is not None:
+                self.store.put(stage, unit.key, record)
+            return unit.key, failure
+
+        with ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix=f"mv-{stage}") as pool:
+            for future in as_completed([pool.submit(one, u) for u in units]):
+                yield future.result()
+
+
+_WORKER_CLIENTS: dict[int, Any] = {}
+_WORKER_LOCK = threading.Lock()
+
+
+def _dask_unit(stage: str, unit, upstream, store_root: str, jobs: int) -> tuple[str, str | None]:
+    """One unit on a Dask worker: skip it if another worker already stored it."""
+    store = Store(store_root)
+    if store.has(stage, unit.key):
+        return unit.key, None
+    with _WORKER_LOCK:
+        if jobs not in _WORKER_CLIENTS:
+            from .llm import ModelClient
+
+            _WORKER_CLIENTS[jobs] = ModelClient(jobs=jobs)
+    record, failure = _attempt(stage, unit, upstream, _WORKER_CLIENTS[jobs], threading.Event())
+    if record is not None:
+        store.put(stage, unit.key, record)
+    return unit.key, failure
 
 
 def run(
@@ -240,15 +269,24 @@ def run(
     client: Any = None,
     progress: bool | None = None,
     write: bool = True,
+    backend: str = "local",
+    scheduler: str | Any | None = None,
 ) -> RunResult:
     """Run every universe of ``spec`` and write the run directory.
 
     ``client`` defaults to a ``multiverse.llm.ModelClient``; pass your own
     (anything with ``complete``) to count or intercept calls. ``progress=None``
-    shows bars only on a terminal.
+    shows bars only on a terminal. ``backend="dask"`` sends the draft, rollout
+    and judge units to the Dask scheduler at ``scheduler`` (an address, a
+    ``distributed.Client``, or None for a local cluster); every worker must
+    see the store directory.
     """
     started = time.time()
     _require_rubric(spec)
+    if backend not in ("local", "dask"):
+        raise InputError(f"--backend: expected local or dask, got {backend!r}")
+    if backend == "dask" and budget is not None:
+        raise InputError("--budget: not supported with --backend dask (each worker has its own client); run locally to cap spending")
     universes = expand(spec)
     work = build_work(spec, universes)
     st = _store(spec, store)
@@ -258,43 +296,84 @@ def run(
         client = ModelClient(jobs=jobs, budget=budget)
     if progress is None:
         progress = sys.stderr.isatty()
-    counter = _StageCounter(client)
-    executor = _Executor(st, jobs, progress)
+    with _DaskSession(backend, scheduler, jobs) as dask_client:
+        executor = _Executor(st, client, jobs=jobs, progress=progress, backend=backend, dask_client=dask_client)
+        stored = _run_stages(work, st, client, executor)
+    records = {
+        "case": {**{k: {"status": "ok", "case": dict(c.given)} for k, c in work.cases.items() if c.given is not None},
+                 **st.get_many("case", [k for k, c in work.cases.items() if c.given is None])},
+        "transcript": st.get_many("transcript", list(work.transcripts)),
+        "judgment": st.get_many("judgment", list(work.judge_calls)),
+    }
+    failures = executor.failures
+    verdicts, criteria = _assemble(spec, work, records["case"], records["transcript"], records["judgment"], failures)
+    rates = _rates(spec, universes, verdicts)
+    manifest = _manifest(spec, universes, work, records, executor, stored, verdicts, started, st)
+    out_dir = Path(out) if out is not None else default_run_dir(spec)
+    if write:
+        write_run(out_dir, spec, verdicts, criteria, rates, manifest, records["transcript"])
+    return RunResult(out_dir if write else None, verdicts, criteria, rates, manifest, universes)
+
+
+def _run_stages(work: Work, st: Store, client, executor: _Executor) -> dict[str, int]:
+    """Draft, rollout, judge: each computes only what the store lacks. Returns units found stored."""
     stored: dict[str, int] = {}
-
-    cases = {k: c for k, c in work.cases.items() if c.given is None}
-    have = st.get_many("case", list(cases))
+    generated = [k for k, c in work.cases.items() if c.given is None]
+    have = set(st.get_many("case", generated))
     stored["case"] = len(have)
-    pending = [c for k, c in cases.items() if k not in have]
+    pending = [work.cases[k] for k in generated if k not in have]
     _check_credentials(client, [c.generator for c in pending])
-    executor.run("case", pending, lambda unit: _compute_case(counter.for_stage("draft"), unit))
-    case_records = {**{k: {"status": "ok", "case": dict(c.given)} for k, c in work.cases.items() if c.given is not None},
-                    **st.get_many("case", list(cases))}
+    executor.run("case", pending)
 
-    have = st.get_many("transcript", list(work.transcripts))
+    cases = {k: c.given for k, c in work.cases.items() if c.given is not None}
+    cases.update({k: r["case"] for k, r in st.get_many("case", generated).items()})
+    have = set(st.get_many("transcript", list(work.transcripts)))
     stored["transcript"] = len(have)
-    pending = [t for k, t in work.transcripts.items() if k not in have and t.case_key in case_records]
+    pending = [t for k, t in work.transcripts.items() if k not in have and t.case_key in cases]
     _check_credentials(client, [c for t in pending for c in (t.configs["system"], t.configs["user"], t.configs["tool_simulator"]) if c])
-    rollout_client = counter.for_stage("rollout")
-    executor.run("transcript", pending, lambda unit: _compute_transcript(rollout_client, unit, case_records[unit.case_key]["case"]))
-    transcripts = st.get_many("transcript", list(work.transcripts))
+    executor.run("transcript", pending, lambda unit: dict(cases[unit.case_key]))
 
-    have = st.get_many("judgment", list(work.judge_calls))
+    transcripts = st.get_many("transcript", list(work.transcripts))
+    have = set(st.get_many("judgment", list(work.judge_calls)))
     stored["judgment"] = len(have)
     pending = [j for k, j in work.judge_calls.items() if k not in have and transcripts.get(j.transcript_key, {}).get("status") == "ok"]
     _check_credentials(client, [j.config for j in pending])
-    judge_client = counter.for_stage("judge")
-    executor.run("judgment", pending, lambda unit: _compute_judgment(judge_client, unit, transcripts[unit.transcript_key]["turns"]))
-    judgments = st.get_many("judgment", list(work.judge_calls))
+    executor.run("judgment", pending, lambda unit: transcripts[unit.transcript_key]["turns"])
+    return stored
 
-    failures = executor.failures
-    verdicts, criteria = _assemble(spec, work, case_records, transcripts, judgments, failures)
-    rates = _rates(spec, universes, verdicts)
-    manifest = _manifest(spec, universes, work, counter, stored, failures, verdicts, started, st)
-    out_dir = Path(out) if out is not None else default_run_dir(spec)
-    if write:
-        write_run(out_dir, spec, verdicts, criteria, rates, manifest)
-    return RunResult(out_dir if write else None, verdicts, criteria, rates, manifest, universes)
+
+class _DaskSession:
+    """A Dask client for the run (None for the local backend); closes what it opened."""
+
+    def __init__(self, backend: str, scheduler: Any, jobs: int):
+        self.backend, self.scheduler, self.jobs = backend, scheduler, jobs
+        self.client = self.cluster = None
+
+    def __enter__(self):
+        if self.backend != "dask":
+            return None
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise InputError("--backend dask: dask.distributed is not installed; pip install 'multiverse[dask]'") from None
+        if self.scheduler is not None and not isinstance(self.scheduler, str):
+            return self.scheduler  # the caller's own distributed.Client
+        if self.scheduler is None:
+            self.cluster = LocalCluster(n_workers=2, threads_per_worker=self.jobs, processes=True, dashboard_address=None)
+            self.client = Client(self.cluster)
+        else:
+            try:
+                self.client = Client(self.scheduler, timeout="20s")
+            except (OSError, TimeoutError) as exc:
+                raise InputError(f"--scheduler: cannot reach a Dask scheduler at {self.scheduler} ({exc})") from None
+        return self.client
+
+    def __exit__(self, *exc):
+        if self.client is not None:
+            self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+        return False
 
 
 def _check_credentials(client, configs: Iterable) -> None:
@@ -433,19 +512,32 @@ def _rates(spec: Spec, universes: list[Universe], verdicts: pd.DataFrame) -> pd.
     return compute_rates(verdicts, axes=list(spec.axes), factors=spec.factors, scoring=scoring, n_boot=n_boot, seed=spec.rollout.seed)
 
 
-def _manifest(spec, universes, work, counter, stored, failures, verdicts, started, store) -> dict:
+def _manifest(spec, universes, work, records, executor, stored, verdicts, started, store) -> dict:
+    """The run's record: what was asked, what was computed now, what was reused, what failed.
+
+    Calls, tokens and cost are summed from the provenance of the records this
+    invocation computed, so they are the same whichever backend ran them.
+    """
     stages = {}
     units = {"case": sum(1 for c in work.cases.values() if c.given is None), "transcript": len(work.transcripts),
              "judgment": len(work.judge_calls)}
+    models: set[str] = set()
     for store_stage, name in STAGE_OF_STORE.items():
-        counts = counter.counts.get(name, {"calls": 0, "tokens": 0, "cost": 0.0})
+        calls = tokens = 0
+        cost = 0.0
+        for key in executor.computed.get(store_stage, ()):
+            provenance = records[store_stage].get(key, {}).get("provenance", {})
+            calls += int(provenance.get("calls", 0))
+            tokens += sum(int(v or 0) for k, v in provenance.get("usage", {}).items() if k != "total_tokens")
+            cost += float(provenance.get("cost", 0.0) or 0.0)
+            models.update(provenance.get("model_reported", []))
         stages[name] = {
-            "computed": int(counts["calls"]),
+            "computed": calls,
             "stored": int(stored.get(store_stage, 0)),
-            "failed": len(failures.get(store_stage, {})),
+            "failed": len(executor.failures.get(store_stage, {})),
             "units": units[store_stage],
-            "tokens": int(counts["tokens"]),
-            "cost": round(float(counts["cost"]), 6),
+            "tokens": tokens,
+            "cost": round(cost, 6),
         }
     stages["score"] = {"computed": 0, "stored": 0, "failed": 0, "units": len(verdicts), "tokens": 0, "cost": 0.0}
     status_counts = verdicts["status"].value_counts().to_dict() if len(verdicts) else {}
@@ -463,10 +555,10 @@ def _manifest(spec, universes, work, counter, stored, failures, verdicts, starte
         "axis_stages": axis_stages(spec),
         "stages": stages,
         "statuses": {s: int(status_counts.get(s, 0)) for s in ("ok", "excluded", "rollout_failed", "judge_failed")},
-        "failures": {STAGE_OF_STORE[s]: sorted(set(v.values()))[:20] for s, v in failures.items() if v},
+        "failures": {STAGE_OF_STORE[s]: sorted(set(v.values()))[:20] for s, v in executor.failures.items() if v},
         "tokens": int(sum(v["tokens"] for v in stages.values())),
         "cost": round(sum(v["cost"] for v in stages.values()), 6),
-        "models_reported": sorted(counter.models),
+        "models_reported": sorted(models),
         "store": str(store.root),
         "simulated": any(str(m).startswith("sim/") for m in _models(spec)),
         "versions": _versions(),
@@ -486,13 +578,30 @@ def _models(spec: Spec) -> Iterable[str]:
                     yield value
 
 
-def write_run(out_dir: Path, spec: Spec, verdicts, criteria, rates, manifest) -> None:
-    """Write the run directory; the manifest goes last, so its presence marks a complete run."""
+def write_run(out_dir: Path, spec: Spec, verdicts, criteria, rates, manifest, transcripts: dict | None = None) -> None:
+    """Write the run directory; the manifest goes last, so its presence marks a complete run.
+
+    ``transcripts.jsonl`` holds every transcript the verdicts refer to (one
+    JSON object per line: key, system, status, reason, turns), so a run
+    directory can be read, reported and shared without the store.
+    """
+    import json
+
     import yaml
 
     from .tables import atomic_write
 
     out_dir.mkdir(parents=True, exist_ok=True)
+    old_manifest = out_dir / "manifest.json"
+    if old_manifest.exists():
+        old_manifest.unlink()  # a directory with a manifest is complete; this one is being rewritten
+    if transcripts is not None:
+        lines = [
+            json.dumps({"key": k, "system": r.get("system"), "status": r.get("status"), "reason": r.get("reason", ""),
+                        "stop_reason": r.get("stop_reason"), "turns": r.get("turns", [])}, ensure_ascii=False)
+            for k, r in sorted(transcripts.items())
+        ]
+        atomic_write(out_dir / "transcripts.jsonl", lambda tmp: Path(tmp).write_text("\n".join(lines) + "\n", encoding="utf-8"))
     write_table(verdicts, out_dir, "verdicts")
     write_table(criteria, out_dir, "criteria")
     write_table(rates, out_dir, "rates")
@@ -545,8 +654,8 @@ def draft(
     have = st.get_many("case", [u.key for u in units])
     pending = [u for u in units if u.key not in have]
     _check_credentials(client, [u.generator for u in pending])
-    executor = _Executor(st, jobs, progress)
-    executor.run("case", pending, lambda unit: _compute_case(client, unit))
+    executor = _Executor(st, client, jobs=jobs, progress=progress)
+    executor.run("case", pending)
     records = st.get_many("case", [u.key for u in units])
     if executor.failures.get("case"):
         reasons = sorted(set(executor.failures["case"].values()))
