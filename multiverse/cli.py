@@ -98,6 +98,72 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=Path("runs/demo"), help="run directory (default: runs/demo)")
     _run_flags(p)
 
+    analysis_help = {
+        "curve": "specification curve per system (or of a difference of two systems) with joint inference",
+        "agreement": "agreement between the options of an axis (default: judge) on identical transcripts",
+        "ranking": "how stable the ranking of systems is across universes",
+        "variance": "share of rate variance explained by each axis, by system and by their interactions",
+    }
+    for name, text in analysis_help.items():
+        p = command(name, text)
+        p.add_argument("source", type=Path, metavar="RUN_DIR_OR_TABLE",
+                       help="a run or import directory, or a verdicts table (.parquet/.csv)")
+        p.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
+        p.add_argument("--figure", type=Path, metavar="FILE", help="write the figure (.png, .svg or .pdf by extension)")
+        if name == "agreement":
+            p.add_argument("--axis", help="the axis whose options are compared (default: judge, else the first judge-stage axis)")
+        else:
+            p.add_argument("--axis", action="append", help="only show these axes in the indicator panel (repeatable)" if name == "curve" else argparse.SUPPRESS)
+        if name == "curve":
+            p.add_argument("--system", action="append", help="only these systems (repeatable)")
+            p.add_argument("--threshold", type=float, help="joint test of each system's rate against this rate")
+            p.add_argument("--diff", nargs=2, metavar=("A", "B"), help="the curve of rate(A) - rate(B), with the sign-flip joint test")
+            p.add_argument("--boot", type=_positive_int, default=1000, help="resamples for the joint null (default: 1000)")
+            p.add_argument("--seed", type=int, default=0, help="random seed of the resampling (default: 0)")
+        if name == "ranking":
+            p.add_argument("--boot", type=int, default=1000, help="bootstrap resamples for rank intervals in the primary universe (0 to skip)")
+
+    p = command("report", "write one self-contained HTML report of a run, an import, or a verdicts table")
+    p.add_argument("source", type=Path, metavar="RUN_DIR_OR_TABLE")
+    p.add_argument("--out", type=Path, help="the HTML file (default: RUN_DIR/report.html)")
+
+    p = command("power", "detectable differences at the spec's planned cases, or cases needed for a difference")
+    p.add_argument("spec", type=Path)
+    p.add_argument("--baseline", type=float, default=0.8, help="expected compliance rate (default: 0.8)")
+    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--power", type=float, default=0.8)
+    p.add_argument("--json", action="store_true")
+
+    p = command("import", "import results produced elsewhere as a multiverse run directory")
+    imports = p.add_subparsers(dest="source_kind", metavar="KIND", parser_class=_Parser, required=True)
+    q = imports.add_parser("assert", help="ASSERT run directories: each run becomes a universe",
+                           description="Import ASSERT run directories. Axes are inferred from the config.yaml fields that "
+                           "differ between runs, or given with --axis name=run_dir:option.", formatter_class=_formatter)
+    q.add_argument("run_dirs", type=Path, nargs="+", metavar="ASSERT_RUN_DIR")
+    q.add_argument("--out", type=Path, required=True, help="the import directory to write")
+    q.add_argument("--axis", action="append", metavar="NAME=RUN_DIR:OPTION", help="name a run's option on an axis (repeatable)")
+    q.add_argument("--scoring", action="append", metavar="RULE", help="scoring rule(s) to apply; several make a scoring axis")
+    q = imports.add_parser("table", help="any per-item label table (CSV or parquet)",
+                           description="Import a per-item label table: one row per system x item (x axis options).", formatter_class=_formatter)
+    q.add_argument("file", type=Path)
+    q.add_argument("--system", required=True, metavar="COL", help="column naming the system")
+    q.add_argument("--item", required=True, metavar="COL", help="column naming the item (case)")
+    q.add_argument("--label", required=True, metavar="COL", help="column with the label: boolean, 0/1, or a category")
+    q.add_argument("--axis", action="append", default=[], metavar="COL", help="column holding an axis option (repeatable)")
+    q.add_argument("--positive", metavar="VALUE", help="the label value that means compliant (for category labels)")
+    q.add_argument("--out", type=Path, required=True, help="the import directory to write")
+
+    p = command("store", "inspect or clean the store")
+    stores = p.add_subparsers(dest="store_command", metavar="ACTION", parser_class=_Parser, required=True)
+    q = stores.add_parser("stats", help="entries and bytes per stage", formatter_class=_formatter)
+    q.add_argument("--store", type=Path, help="store directory (default: $MULTIVERSE_STORE or ./.multiverse/store)")
+    q.add_argument("--json", action="store_true")
+    q = stores.add_parser("gc", help="remove entries that the given specs no longer reference", formatter_class=_formatter)
+    q.add_argument("specs", type=Path, nargs="+", metavar="SPEC", help="every spec whose work should be kept")
+    q.add_argument("--store", type=Path)
+    q.add_argument("--dry-run", action="store_true", help="only say what would be removed")
+    q.add_argument("--json", action="store_true")
+
     return parser
 
 
@@ -179,7 +245,7 @@ def cmd_plan(args) -> int:
 
     result = plan(spec, store=args.store)
     if args.json:
-        print(json.dumps(result, indent=2))
+        _print_json(result)
         return 0
     print(f"{len(result['universes'])} universes, {len(spec.systems)} systems")
     rows = [["axis", "stage it touches", "options"]]
@@ -264,6 +330,249 @@ def cmd_demo(args) -> int:
     return 0
 
 
+def _json_safe(value):
+    """JSON with null for undefined statistics (NaN) and plain Python numbers."""
+    import math
+
+    import numpy as np
+
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _print_json(document) -> None:
+    print(json.dumps(_json_safe(document), indent=2, allow_nan=False))
+
+
+def _save(figure, path: Path) -> None:
+    if path.suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise InputError(f"--figure {path}: expected a .png, .svg or .pdf file name")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=150, bbox_inches="tight")
+
+
+def cmd_curve(args) -> int:
+    from .analysis.curve import case_matrix, curve_summary, difference_curve, spec_curve
+    from .analysis.inference import joint_difference_test, joint_rate_test
+    from .tables import load_run
+
+    t = load_run(args.source)
+    matrix = case_matrix(t.verdicts, axes=t.axes)
+    curve = spec_curve(matrix, axes=t.axes, system=args.system or None, primary=t.primary)
+    systems = list(dict.fromkeys(curve["system"]))
+    tests = []
+    if args.threshold is not None:
+        tests += [joint_rate_test(matrix, system=s, threshold=args.threshold, boot=args.boot, seed=args.seed) for s in systems]
+    if args.diff:
+        a, b = args.diff
+        tests.append(joint_difference_test(matrix, a=a, b=b, boot=args.boot, seed=args.seed))
+    summary = curve_summary(curve, tests=tests)
+    if args.figure:
+        from .plots.curve import plot_curve, plot_curves, plot_difference_curve
+
+        shown = args.axis or t.axes
+        if args.diff:
+            diff = difference_curve(matrix, axes=t.axes, a=args.diff[0], b=args.diff[1], primary=t.primary)
+            figure = plot_difference_curve(diff, axes=shown, null_band=tests[-1].band)
+        else:
+            bands = {test.systems[0]: test.band for test in tests if test.kind == "rate"}
+            if len(systems) == 1:
+                figure = plot_curve(curve, axes=shown, null_band=bands.get(systems[0]), reference=args.threshold)
+            else:
+                figure = plot_curves(curve, axes=shown, null_bands=bands, reference=args.threshold)
+        _save(figure, args.figure)
+    if args.json:
+        _print_json(summary)
+        return 0
+    print(f"{summary['n_universes']} universes")
+    for system, s in summary["systems"].items():
+        where = s.get("primary") or {}
+        primary = f"; primary {where['rate']:.3f} at percentile {where['percentile']:.0f}" if where.get("rate") is not None else ""
+        print(f"  {system}: rate {s['rate']['min']:.3f} .. {s['rate']['median']:.3f} .. {s['rate']['max']:.3f} (min .. median .. max){primary}")
+    for test in summary["tests"]:
+        st = test["statistics"]
+        print(f"  joint test ({test['kind']}, {test['null']}): p = {st['median_effect']['p']:.3f} (median effect), "
+              f"{st['n_significant']['p']:.3f} (count significant), {st['stouffer_z']['p']:.3f} (Stouffer Z)")
+    if args.figure:
+        print(f"figure: {args.figure}")
+    return 0
+
+
+def _judge_axis(t) -> str:
+    if "judge" in t.axes:
+        return "judge"
+    stages = t.manifest.get("axis_stages", {})
+    for axis in t.axes:
+        if stages.get(axis) == "judge":
+            return axis
+    raise InputError(f"{t.source}: no judge axis; expected --axis naming one of: {', '.join(t.axes) or '(no axes)'}")
+
+
+def cmd_agreement(args) -> int:
+    from .analysis.agreement import agreement
+    from .tables import load_run
+
+    t = load_run(args.source)
+    axis = args.axis or _judge_axis(t)
+    if axis not in t.axes:
+        raise InputError(f"--axis {axis}: expected one of the axes: {', '.join(t.axes) or '(none)'}")
+    result = agreement(t.verdicts, axes=t.axes, axis=axis, criteria=t.criteria)
+    if args.figure:
+        import pandas as pd
+
+        from .plots.agreement import agreement_figure
+
+        _save(agreement_figure(pd.DataFrame(result["pairs"]), options=result["options"], axis_name=axis), args.figure)
+    if args.json:
+        _print_json(result)
+        return 0
+    print(f"agreement across {axis} ({', '.join(map(str, result['options']))}) on {result['n_units']} units, paired on {result['paired_on']}")
+    rows = [["a", "b", "n", "percent", "kappa", "AC1", "bias"]]
+    rows += [[p["a"], p["b"], p["n"], _f(p["percent"]), _f(p["cohen_kappa"]), _f(p["gwet_ac1"]), _f(p["bias"])] for p in result["pairs"]]
+    _print_table(rows)
+    print(f"Krippendorff's alpha: {_f(result['krippendorff_alpha'])}")
+    for note in result.get("notes", []):
+        print(f"note: {note}")
+    return 0
+
+
+def _f(value, digits: int = 3) -> str:
+    import math
+
+    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
+
+
+def cmd_ranking(args) -> int:
+    from .analysis.ranking import ranking, system_rates
+    from .tables import load_run
+
+    t = load_run(args.source)
+    result = ranking(t.verdicts, axes=t.axes, primary=t.primary, bootstrap=args.boot)
+    if args.figure:
+        from .plots.ranking import ranking_figure
+
+        _save(ranking_figure(system_rates(t.verdicts, axes=t.axes), axes=t.axes, primary=t.primary), args.figure)
+    if args.json:
+        _print_json(result)
+        return 0
+    print(f"{result['universes']} universes; P(rank 1) per system:")
+    for system, p in sorted(result["p_top"].items(), key=lambda kv: -kv[1]):
+        print(f"  {system}: {p:.2f}")
+    tau = result["kendall_tau"]
+    print(f"Kendall's tau-b between universes: mean {_f(tau['mean'])}; Kendall's W {_f(result['kendall_w']['w'])}")
+    for row in tau.get("by_axis", []):
+        print(f"  changing {row['axis']}: mean tau {_f(row['mean'])} (min {_f(row['min'])})")
+    print(f"{len(result['flips'])} universes have a different top system than the primary")
+    for flip in result["flips"][:10]:
+        changes = ", ".join(f"{a}={o}" for a, o in flip["changes"].items())
+        print(f"  top {', '.join(flip['top'])} when {changes}")
+    return 0
+
+
+def cmd_variance(args) -> int:
+    from .analysis.variance import variance
+    from .tables import load_run
+
+    t = load_run(args.source)
+    result = variance(t.verdicts, axes=t.axes)
+    if args.figure:
+        import pandas as pd
+
+        from .plots.variance import plot_variance
+
+        _save(plot_variance(pd.DataFrame(result["terms"])).figure, args.figure)
+    if args.json:
+        _print_json(result)
+        return 0
+    rows = [["axis", "main effect", "x system", "total"]]
+    rows += [[r["axis"], _f(r["main"]), _f(r["interaction"]), _f(r["total"])] for r in result["by_axis"]]
+    _print_table(rows)
+    for line in result["summary"]:
+        print(line)
+    return 0
+
+
+def cmd_report(args) -> int:
+    from .report import write_report
+
+    path = write_report(args.source, args.out)
+    print(f"report: {path}")
+    return 0
+
+
+def cmd_power(args) -> int:
+    from .analysis.power import design_power
+    from .spec import load_spec
+    from .stages.draft import case_counts
+
+    spec = load_spec(args.spec)
+    counts = [n for _, n in case_counts(spec)] if spec.cases is None else [len(spec.cases)]
+    cases = sum(counts) * spec.rollout.replicates
+    per_cell = min(counts) if spec.cases is None and counts else None
+    result = design_power(cases=cases, cases_per_cell=per_cell, baseline_rate=args.baseline, alpha=args.alpha, power=args.power)
+    if args.json:
+        _print_json(result)
+        return 0
+    print(f"{cases} cases per system per universe; baseline rate {args.baseline}, alpha {args.alpha}, power {args.power}")
+    for c in result["comparisons"]:
+        print(f"  {c['scope']} ({c['n_per_group']} per group): detectable difference {c['detectable_difference']:.3f}")
+    for c in result["cases_needed"]:
+        print(f"  to detect {c['difference']:.2f}: {c['n_per_group']} cases per group")
+    print(f"assumption: {result['assumption']}")
+    return 0
+
+
+def cmd_import(args) -> int:
+    from .importers import import_assert, import_table
+
+    if args.source_kind == "assert":
+        result = import_assert(args.run_dirs, args.out, axes=args.axis or None, scoring=args.scoring or "all_applicable")
+    else:
+        result = import_table(args.file, system=args.system, item=args.item, label=args.label, axes=args.axis,
+                              positive=args.positive, out_dir=args.out)
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    v = result.verdicts
+    print(f"imported {len(v)} verdicts: {v['universe_id'].nunique()} universes x {v['system'].nunique()} systems "
+          f"(axes: {', '.join(result.axes) or 'none'}) into {result.out_dir}")
+    return 0
+
+
+def cmd_store(args) -> int:
+    from .store import Store, default_store_path
+
+    store = Store(args.store or default_store_path(None))
+    if args.store_command == "stats":
+        result = store.stats()
+    else:
+        from .pipeline import referenced_keys
+        from .spec import load_spec
+
+        keep: dict[str, set[str]] = {}
+        for path in args.specs:
+            for stage, keys in referenced_keys(load_spec(path)).items():
+                keep.setdefault(stage, set()).update(keys)
+        result = store.gc(keep, dry_run=args.dry_run)
+    if args.json:
+        _print_json(result)
+        return 0
+    if args.store_command == "stats":
+        print(f"{store.root}: {result['entries']} entries, {result['bytes'] / 1e6:.1f} MB")
+        for stage, s in result["stages"].items():
+            print(f"  {stage}: {s['entries']} entries, {s['bytes'] / 1e6:.1f} MB")
+    else:
+        verb = "would remove" if args.dry_run else "removed"
+        print(f"{verb} {result['removed']} entries ({result['bytes'] / 1e6:.1f} MB) and {result['temp_files']} temp files")
+    return 0
+
+
 def _print_table(rows: list[list]) -> None:
     rows = [[str(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -281,6 +590,14 @@ COMMANDS = {
     "draft": cmd_draft,
     "run": cmd_run,
     "demo": cmd_demo,
+    "curve": cmd_curve,
+    "agreement": cmd_agreement,
+    "ranking": cmd_ranking,
+    "variance": cmd_variance,
+    "report": cmd_report,
+    "power": cmd_power,
+    "import": cmd_import,
+    "store": cmd_store,
 }
 
 

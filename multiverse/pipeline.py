@@ -665,3 +665,13 @@ def draft(
         for u in units
     ]
     return write_drafts(spec, drafted_rubric, cases, force=force)
+
+
+def referenced_keys(spec: Spec) -> dict[str, set[str]]:
+    """Every store key a spec's grid uses, per store stage (what ``store gc`` keeps)."""
+    work = build_work(spec, expand(spec))
+    return {
+        "case": {k for k, c in work.cases.items() if c.given is None},
+        "transcript": set(work.transcripts),
+        "judgment": set(work.judge_calls),
+    }

@@ -112,7 +112,7 @@ def test_every_subcommand_has_help_that_says_what_it_does(name, cwd):
 
 def test_validate_the_demo(cwd):
     out = ok(cli(["validate", DEMO], cwd))
-    assert out.strip() == f"{DEMO}: ok: 24 universes over 5 axes, 3 systems"
+    assert out.strip() == f"{DEMO}: ok: 24 universes over 5 axes, 4 systems"
 
 
 @pytest.fixture(scope="module")
@@ -180,12 +180,12 @@ def test_plan_json(cwd, tmp_path, demo_universes):
         # An empty store: everything is still to compute.
         assert stage["stored"] == 0 and stage["to_compute"] == stage["calls"]
     # Sharing: 6 behaviours x 2 conditions x 2 cases are drafted once for all universes;
-    # 3 systems x 3 rollout configurations (multi-turn x 2 users, single-turn) per case;
+    # 4 systems x 3 rollout configurations (multi-turn x 2 users, single-turn) per case;
     # every transcript is judged by 2 judges x 2 evidence standards; scoring makes no calls.
-    assert stages["draft"]["units"] == 24 and stages["draft"]["calls"] == 24
-    assert stages["rollout"]["units"] == 24 * 3 * 3
-    assert stages["judge"]["units"] == stages["judge"]["calls"] == 24 * 3 * 3 * 4
-    assert stages["score"]["units"] == 24 * 24 * 3 and stages["score"]["calls"] == 0
+    assert stages["draft"]["units"] == 36 and stages["draft"]["calls"] == 36
+    assert stages["rollout"]["units"] == 36 * 4 * 3
+    assert stages["judge"]["units"] == stages["judge"]["calls"] == 36 * 4 * 3 * 4
+    assert stages["score"]["units"] == 24 * 36 * 4 and stages["score"]["calls"] == 0
     assert all(stage["cost"] == 0 for stage in stages.values())  # sim/ models are free
     assert not store.exists(), "plan must not create the store"
 
@@ -224,7 +224,7 @@ def test_fast_commands_do_not_import_litellm(argv, cwd, tmp_path):
     assert lines[-1] == "False False", f"{argv[0]} imported litellm or matplotlib"
     if argv[0] == "plan":
         out = done.stdout
-        assert out.startswith("24 universes, 3 systems")
+        assert out.startswith("24 universes, 4 systems")
         for word in ("axis", "stage it touches", "draft", "rollout", "judge", "score", "to compute", "est. cost"):
             assert word in out
 

@@ -1,0 +1,343 @@
+"""The HTML report: one self-contained file, every figure a valid inline PNG, all run text escaped.
+
+A tiny simulated run (2 systems, judge x evidence axes, so judge agreement
+exists) is made once per module. The browser tests open the report in headless
+Chromium; without it they skip, except under CI (``CI`` set), where they fail.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import tiny_spec_document
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+SCRIPT = "<script>alert(1)</script>"
+IMG = "<img src=x onerror=alert(2)>"
+SPEC_PAYLOAD = "</pre><script>alert(3)</script>"
+SYSTEM = "<b>beacon</b>"
+EXTERNAL = re.compile(r"""\b(?:src|href|action|poster|data)\s*=\s*["']?\s*(?:https?:)?//""", re.I)
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """A finished run directory of a tiny spec with judge and evidence axes, and its store."""
+    from multiverse.pipeline import run
+    from multiverse.spec import load_spec
+
+    root = tmp_path_factory.mktemp("report_run")
+    document = tiny_spec_document(
+        design={
+            "dimensions": [{"name": "behavior"}, {"name": "interaction_condition", "levels": ["material_reliance"]}],
+            "cases_per_cell": 3,
+        },
+        axes={
+            "judge": {"judge_a": {"judge.model": "sim/judge-a"}, "judge_b": {"judge.model": "sim/judge-b"}},
+            "evidence": {"strict": {"judge.evidence_standard": "strict"},
+                         "lenient": {"judge.evidence_standard": "lenient"}},
+        },
+        primary={"judge": "judge_a", "evidence": "strict"},
+    )
+    spec_path = root / "tiny.yaml"
+    spec_path.write_text(yaml.safe_dump(document, sort_keys=False))
+    out, store = root / "run", root / "store"
+    run(load_spec(spec_path), out=out, store=store, progress=False)
+    return out, store
+
+
+@pytest.fixture(scope="module")
+def report(tiny_run):
+    from multiverse.report import write_report
+
+    out, _ = tiny_run
+    path = write_report(out)
+    return path, path.read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def hostile_run(tiny_run, tmp_path_factory):
+    """A copy of the tiny run whose transcripts, rationales, reasons, spec and a system name carry markup."""
+    from multiverse.tables import write_table
+
+    source, store = tiny_run
+    root = tmp_path_factory.mktemp("hostile")
+    run_dir, store_dir = root / "run", root / "store"
+    shutil.copytree(source, run_dir)
+    shutil.copytree(store, store_dir)
+    for entry in (store_dir / "transcript").rglob("*.json"):
+        record = json.loads(entry.read_text())
+        record["turns"][0]["content"] = f"{SCRIPT} {IMG} " + record["turns"][0]["content"]
+        entry.write_text(json.dumps(record))
+
+    criteria = pd.read_parquet(run_dir / "criteria.parquet")
+    criteria["rationale"] = f"{SCRIPT} " + criteria["rationale"]
+    write_table(criteria, run_dir, "criteria")
+    verdicts = pd.read_parquet(run_dir / "verdicts.parquet")
+    failed = verdicts.index[:2]
+    verdicts.loc[failed, "status"] = "judge_failed"
+    verdicts.loc[failed, "reason"] = f"unparseable: {IMG}"
+    verdicts.loc[failed, "compliant"] = pd.NA
+    verdicts["system"] = verdicts["system"].replace("beacon", SYSTEM)
+    write_table(verdicts, run_dir, "verdicts")
+    rates = pd.read_parquet(run_dir / "rates.parquet")
+    rates["system"] = rates["system"].replace("beacon", SYSTEM)
+    write_table(rates, run_dir, "rates")
+    spec = run_dir / "spec.yaml"
+    spec.write_text(spec.read_text() + f"# {SPEC_PAYLOAD}\n")
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest["store"] = str(store_dir)
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    return run_dir
+
+
+def _images(page: str) -> list[tuple[str, str]]:
+    """(src, alt) of every <img> in the page."""
+    found = []
+    for tag in re.findall(r"<img\b[^>]*>", page):
+        src = re.search(r'\ssrc="([^"]*)"', tag)
+        alt = re.search(r'\salt="([^"]*)"', tag)
+        found.append((src.group(1) if src else "", alt.group(1) if alt else ""))
+    return found
+
+
+def _problems(page: str) -> list[str]:
+    return re.findall(r'class="problem">(.*?)</p>', page)
+
+
+# --------------------------------------------------------------------------- the file
+
+
+def test_report_is_one_offline_file(tiny_run, report):
+    path, page = report
+    out, _ = tiny_run
+    assert path == out / "report.html" and path.is_file()
+    assert page.startswith("<!DOCTYPE html>")
+    assert not EXTERNAL.search(page), EXTERNAL.search(page).group(0)
+    assert "<link" not in page and "@import" not in page and "url(" not in page
+    assert not re.search(r"<script\b[^>]*\bsrc=", page)
+    assert not re.search(r"<iframe|<object|<embed", page)
+    # The charset must be declared within the first 1024 bytes, after the error-recording script.
+    head = page.encode()[:1024]
+    assert b'<meta charset="utf-8">' in head and head.index(b"<script>") < head.index(b"<meta charset")
+    assert _problems(page) == []
+
+
+def test_every_figure_is_a_valid_inline_png(report):
+    from PIL import Image
+
+    _, page = report
+    images = _images(page)
+    # curves, difference, ranking, variance, agreement for judge and for evidence, design factors
+    assert len(images) >= 7
+    for src, alt in images:
+        assert src.startswith("data:image/png;base64,"), src[:40]
+        assert alt.strip()
+        data = base64.b64decode(src.split(",", 1)[1], validate=True)
+        assert data.startswith(PNG_SIGNATURE)
+        with Image.open(io.BytesIO(data)) as png:
+            png.verify()
+        with Image.open(io.BytesIO(data)) as png:
+            width, height = png.size
+        assert width > 200 and height > 100
+    assert page.count("<figcaption>") == len(images)
+    assert page.count("How to read this.") >= len(images)
+
+
+def test_report_states_the_run(tiny_run, report):
+    from multiverse.tables import load_run
+
+    _, page = report
+    tables = load_run(tiny_run[0])
+    manifest = tables.manifest
+    assert "<h1>tiny</h1>" in page
+    assert "SIMULATED" in page and manifest["simulated"] is True
+    assert f"<b>{tables.verdicts['universe_id'].nunique()}</b> universes" in page
+    assert f"<b>{tables.verdicts['case_id'].nunique()}</b> cases" in page
+    # The primary universe's rates and intervals, as the table prints them.
+    primary = tables.rates[(tables.rates["universe_id"] == manifest["primary"]) & (tables.rates["subgroup"] == "all")]
+    assert len(primary) == 2
+    for row in primary.itertuples():
+        cells = [f"<td>{row.system}</td>", f'<td class="num">{row.n}</td>', f'<td class="num">{row.rate:.3f}</td>',
+                 f'<td class="num">{row.ci_low:.3f}</td>', f'<td class="num">{row.ci_high:.3f}</td>']
+        assert all(cell in page for cell in cells), row
+    # Failure accounting: every status with its count.
+    counts = tables.verdicts["status"].value_counts()
+    for status in ("ok", "excluded", "rollout_failed", "judge_failed"):
+        assert f"<b>{status}</b> {int(counts.get(status, 0))}" in page
+    # Provenance, spec and the analyses' sections.
+    assert manifest["spec_hash"] in page
+    assert "judge_a" in page and "Krippendorff" in page
+    assert "rate(atlas) = 0.5 in every universe" in page
+    assert "Top flips" in page and "In plain words" in page
+    for stage in manifest["stages"]:
+        assert f"<td>{stage}</td>" in page
+    assert "<pre># The resolved spec of this run" in page
+    # Drill-down: collapsible, with transcripts from the store and the judge's rationales.
+    assert page.count("<details") >= 4
+    assert 'class="turn user"' in page and 'class="turn assistant"' in page
+    assert "[simulated]" in page  # the sim's rationales
+
+
+def test_build_report_html_matches_the_file(tiny_run):
+    from multiverse.report import build_report_html
+    from multiverse.tables import load_run
+
+    page = build_report_html(load_run(tiny_run[0]), store=tiny_run[1], threshold=0.8)
+    assert page.startswith("<!DOCTYPE html>") and _problems(page) == []
+    assert "rate(atlas) = 0.8 in every universe" in page
+
+
+# --------------------------------------------------------------------------- escaping
+
+
+def test_run_text_is_escaped(hostile_run, tmp_path):
+    from multiverse.report import write_report
+
+    page = write_report(hostile_run, tmp_path / "hostile.html").read_text(encoding="utf-8")
+    for payload in (SCRIPT, IMG, SPEC_PAYLOAD, SYSTEM):
+        assert payload not in page, payload
+    assert html.escape(SCRIPT) in page  # in a transcript turn and in the rationales
+    assert html.escape(IMG) in page  # in a transcript turn and in a failure reason
+    assert html.escape(SPEC_PAYLOAD) in page
+    assert html.escape(SYSTEM) in page
+    assert page.count("<script") == 1  # the page's own
+    assert not re.search(r"<[a-z]+\b[^>]*\sonerror\s*=", page, re.I)
+    assert page.count("</pre>") == page.count("<pre>")
+    assert _problems(page) == []
+
+
+def test_without_a_store_rationales_are_shown_alone(tiny_run, tmp_path):
+    from multiverse.report import write_report
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(tiny_run[0], run_dir)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest["store"] = str(tmp_path / "gone")
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    page = write_report(run_dir).read_text(encoding="utf-8")
+    assert "Transcripts are unavailable" in page
+    assert 'class="turn' not in page
+    assert "[simulated]" in page
+    assert _problems(page) == []
+
+
+def _label_table(tmp_path, rng) -> Path:
+    rows = [
+        {"system": system, "case_id": f"c{case}", "judge": judge, "behavior": f"b{case % 2}",
+         "compliant": bool(rng.random() < rate)}
+        for system, rate in (("alpha", 0.8), ("beta", 0.6), ("gamma", 0.4))
+        for judge in ("j1", "j2", "j3")
+        for case in range(12)
+    ]
+    table = tmp_path / "labels.csv"
+    pd.DataFrame(rows).to_csv(table, index=False)
+    return table
+
+
+def test_bare_verdicts_table(tmp_path, rng):
+    """A table from elsewhere: no manifest, spec, criteria, rates or store; still a full report."""
+    from multiverse.report import write_report
+
+    table = _label_table(tmp_path, rng)
+    pd.read_csv(table).drop(columns="behavior").to_csv(table, index=False)  # every other column is an axis
+    path = write_report(table)
+    page = path.read_text(encoding="utf-8")
+    assert path == tmp_path / "report.html"
+    assert "SIMULATED" not in page and "Transcripts are unavailable" in page
+    assert "no spec.yaml" in page and "no design-factor rates" in page
+    assert "<h3>Axis <code>judge</code></h3>" in page
+    assert len(_images(page)) >= 5  # curves, difference, ranking, variance, agreement
+    assert _problems(page) == []
+
+
+def test_import_directory(tmp_path, rng):
+    from multiverse.importers.table import import_table
+    from multiverse.report import write_report
+
+    imported = import_table(_label_table(tmp_path, rng), system="system", item="case_id", label="compliant",
+                            axes=["judge"], factors=["behavior"], out_dir=tmp_path / "imported")
+    path = write_report(imported.out_dir)
+    page = path.read_text(encoding="utf-8")
+    assert path == imported.out_dir / "report.html"
+    assert "imported (table)" in page and "Transcripts are unavailable" in page
+    assert "No primary universe is declared" in page
+    assert len(_images(page)) >= 6
+    assert _problems(page) == []
+
+
+# --------------------------------------------------------------------------- in a browser
+
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    if os.environ.get("CI"):
+        pytest.fail("chromium is not on PATH; CI installs it (.ci/run) for the report's browser test")
+    pytest.skip("chromium is not on PATH (install it to run the report's browser test)")
+
+
+def _browse(page: Path, tmp_path: Path, *extra: str) -> str:
+    command = [
+        _chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        f"--user-data-dir={tmp_path / 'chromium-profile'}", "--virtual-time-budget=10000", *extra,
+        page.resolve().as_uri(),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def _body_attributes(dom: str) -> dict[str, str]:
+    body = re.search(r"<body\b([^>]*)>", dom)
+    assert body, dom[:500]
+    return dict(re.findall(r'([\w-]+)="([^"]*)"', body.group(1)))
+
+
+@pytest.mark.browser
+def test_report_renders_in_chromium(report, tmp_path):
+    from PIL import Image, ImageStat
+
+    path, page = report
+    attributes = _body_attributes(_browse(path, tmp_path, "--dump-dom"))
+    total = int(attributes["data-images-total"])
+    assert total == len(_images(page)) > 0
+    assert int(attributes["data-images-loaded"]) == total
+    assert int(attributes["data-script-errors"]) == 0, attributes.get("data-script-error-messages")
+
+    shot = tmp_path / "shot.png"
+    _browse(path, tmp_path, f"--screenshot={shot}", "--window-size=1280,4000", "--hide-scrollbars")
+    assert shot.read_bytes().startswith(PNG_SIGNATURE)
+    with Image.open(shot) as image:
+        assert image.size == (1280, 4000)
+        grey = image.convert("L")
+        # A blank or failed page is one flat colour; a rendered report has text and figures.
+        assert ImageStat.Stat(grey).stddev[0] > 20
+        assert len(grey.getcolors(maxcolors=256 * 256) or range(257)) > 50
+
+
+@pytest.mark.browser
+def test_hostile_report_runs_no_injected_script(hostile_run, tmp_path):
+    from multiverse.report import write_report
+
+    path = write_report(hostile_run, tmp_path / "hostile.html")
+    attributes = _body_attributes(_browse(path, tmp_path, "--dump-dom"))
+    assert int(attributes["data-script-errors"]) == 0, attributes.get("data-script-error-messages")
+    assert int(attributes["data-images-loaded"]) == int(attributes["data-images-total"]) > 0
