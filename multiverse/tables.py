@@ -133,16 +133,25 @@ def infer_axes(frame: pd.DataFrame, factors: Iterable[str] = ()) -> list[str]:
 
 
 def universe_ids(frame: pd.DataFrame, axes: list[str]) -> pd.Series:
-    """A universe id per row: the given one, else derived from the axis values."""
+    """A universe id per row: the given one, else a digest of the row's axis values.
+
+    Every analysis derives ids through here, so a bare table gets the same
+    universe ids in every analysis and in ``load_run``. One digest per
+    universe, not per row: tables reach tens of millions of rows.
+    """
     if "universe_id" in frame.columns:
         return frame["universe_id"].astype(str)
     if not axes:
-        return pd.Series("all", index=frame.index)
+        return pd.Series("all", index=frame.index, dtype=object)
+    import numpy as np
+
     from .keys import digest
 
-    combos = frame[axes].astype(str).drop_duplicates()
-    ids = {tuple(row): digest(dict(zip(axes, row)), 12) for row in combos.itertuples(index=False)}
-    return pd.Series([ids[tuple(r)] for r in frame[axes].astype(str).itertuples(index=False)], index=frame.index)
+    codes = frame.groupby(list(axes), sort=False, observed=True, dropna=False).ngroup().to_numpy()
+    first = np.unique(codes, return_index=True)[1]  # ngroup codes are 0..G-1 in order of appearance
+    combos = frame.iloc[first][list(axes)].astype(str).itertuples(index=False)
+    ids = np.array([digest(dict(zip(axes, row)), 12) for row in combos], dtype=object)
+    return pd.Series(ids[codes], index=frame.index, dtype=object)
 
 
 def load_run(path: str | os.PathLike) -> RunTables:

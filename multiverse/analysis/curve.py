@@ -9,7 +9,7 @@ say whether the curve as a whole is inconsistent with a null.
 
 Everything takes a verdicts table (``system``, ``case_id``, ``compliant``,
 axis columns; ``status`` and ``universe_id`` optional: only ``ok`` rows with a
-label count, and a missing ``universe_id`` becomes ``"axis=option,..."``) or
+label count, and a missing ``universe_id`` is derived as ``tables.universe_ids`` does) or
 the :class:`CaseMatrix` built from it once, and returns DataFrames or
 JSON-able dicts. Nothing here draws.
 
@@ -37,6 +37,7 @@ from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
 from multiverse.errors import InputError
+from multiverse.tables import universe_ids
 
 if TYPE_CHECKING:
     from multiverse.analysis.inference import JointTest
@@ -105,19 +106,8 @@ _REQUIRED = ("system", "case_id", "compliant")
 
 
 def _derived_universe_ids(ok: pd.DataFrame, axes: Sequence[str]) -> np.ndarray:
-    """universe_id = "axis=option,axis=option,..." for a table that has none."""
-    if not axes:
-        return np.full(len(ok), "all", dtype=object)
-    codes = ok.groupby(list(axes), sort=False, dropna=False, observed=True).ngroup().to_numpy()
-    first = np.unique(codes, return_index=True)[1]  # ngroup codes are 0..G-1
-    labels = np.array(
-        [
-            ",".join(f"{axis}={option}" for axis, option in zip(axes, row))
-            for row in ok.iloc[first][list(axes)].itertuples(index=False)
-        ],
-        dtype=object,
-    )
-    return labels[codes]
+    """The ids ``tables.universe_ids`` gives, so every analysis names universes alike."""
+    return universe_ids(ok, list(axes)).to_numpy(dtype=object)
 
 
 def _ok_verdicts(

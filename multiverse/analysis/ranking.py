@@ -100,13 +100,8 @@ def _as_bool(compliant: pd.Series) -> np.ndarray:
 
 
 def _derived_universe_ids(rows: pd.DataFrame, axes: list[str]) -> np.ndarray:
-    """The ids ``tables.universe_ids`` gives, computed once per universe rather than per row."""
-    if not axes:
-        return np.full(len(rows), "all", dtype=object)
-    codes = rows.groupby(axes, sort=False, observed=True, dropna=False).ngroup().to_numpy()
-    first = np.unique(codes, return_index=True)[1]  # ngroup codes are 0..G-1 in order of appearance
-    combos = rows.iloc[first][axes].reset_index(drop=True)
-    return universe_ids(combos, axes).to_numpy(dtype=object)[codes]
+    """The ids ``tables.universe_ids`` gives."""
+    return universe_ids(rows, axes).to_numpy(dtype=object)
 
 
 def system_rates(verdicts: pd.DataFrame, *, axes: Sequence[str]) -> pd.DataFrame:
