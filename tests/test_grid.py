@@ -232,7 +232,7 @@ def test_changing_one_judge_option_changes_only_its_universes(demo_universes):
         pytest.param(lambda r: r["systems"][0].__setitem__("system_prompt", "You are Atlas."), id="system prompt"),
         pytest.param(lambda r: r["rubric"]["criteria"][0].__setitem__("definition", "Invents sources."), id="criterion"),
         pytest.param(lambda r: r["rollout"].__setitem__("seed", 8), id="seed"),
-        pytest.param(lambda r: r["design"].__setitem__("cases_per_cell", 3), id="cases per cell"),
+        pytest.param(lambda r: r["design"].__setitem__("cases_per_cell", 4), id="cases per cell"),
         pytest.param(
             lambda r: r.__setitem__("world", str(Path(__file__).resolve().parents[1] / "multiverse" / "sim" / "worlds" / "deception.yaml")), id="world"
         ),
