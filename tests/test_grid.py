@@ -334,7 +334,7 @@ def test_patch_by_named_list_element():
     universes = expand(spec)
     assert [u.options["temperature"] for u in universes] == ["t0", "t1"]
     t0, t1 = (u.spec for u in universes)
-    assert [s.name for s in t1.systems] == ["atlas", "beacon", "cobalt"]
+    assert [s.name for s in t1.systems] == ["atlas", "beacon", "cobalt", "delta"]
     assert dict(t0.systems[0].params) == {"temperature": 0}
     assert dict(t1.systems[0].params) == {"temperature": 1.0}
     assert dict(t1.systems[1].params) == {} and dict(t1.systems[2].params) == {}
@@ -350,7 +350,7 @@ def test_patch_by_list_index():
     raw.pop("exclude")
     raw.pop("primary")
     (universe,) = expand(spec_of(raw))
-    assert [s.model for s in universe.spec.systems] == ["sim/atlas", "sim/other", "sim/cobalt"]
+    assert [s.model for s in universe.spec.systems] == ["sim/atlas", "sim/other", "sim/cobalt", "sim/delta"]
 
 
 def test_patch_a_criterion_by_id():

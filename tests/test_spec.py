@@ -62,8 +62,8 @@ def test_demo_loads_with_its_rubric_file(demo):
     assert demo.name == "demo"
     assert demo.world == "deception"
     assert demo.path == DEMO
-    assert [s.name for s in demo.systems] == ["atlas", "beacon", "cobalt"]
-    assert [s.model for s in demo.systems] == ["sim/atlas", "sim/beacon", "sim/cobalt"]
+    assert [s.name for s in demo.systems] == ["atlas", "beacon", "cobalt", "delta"]
+    assert [s.model for s in demo.systems] == ["sim/atlas", "sim/beacon", "sim/cobalt", "sim/delta"]
     # The rubric file was read relative to the spec and inlined.
     ids = [c.id for c in demo.rubric.criteria]
     assert ids == IMPERMISSIBLE + PERMISSIBLE
