@@ -71,7 +71,7 @@ def test_demo_loads_with_its_rubric_file(demo):
     assert all(set(c.evidence) == {"strict", "lenient"} for c in demo.rubric.criteria)
     assert demo.rubric.criterion("correct_error").permissible is True
     assert demo.factors == ["behavior", "interaction_condition"]
-    assert demo.design.cases_per_cell == 2
+    assert demo.design.cases_per_cell == 3
     assert demo.rollout.setting == "multi_turn" and demo.rollout.max_turns == 3 and demo.rollout.seed == 7
     assert demo.judge.model == "sim/judge-a" and demo.judge.evidence_standard == "strict"
     assert demo.scoring.rule == "all_applicable" and demo.scoring.ci.level == 0.95
