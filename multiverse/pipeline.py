@@ -316,30 +316,36 @@ def run(
 
 
 def _run_stages(work: Work, st: Store, client, executor: _Executor) -> dict[str, int]:
-    """Draft, rollout, judge: each computes only what the store lacks. Returns units found stored."""
-    stored: dict[str, int] = {}
+    """Draft, rollout, judge: each computes only what the store lacks. Returns units found stored.
+
+    Credentials for every model any missing unit needs are checked before the
+    first call, so a missing key never strands a half-paid run.
+    """
     generated = [k for k, c in work.cases.items() if c.given is None]
-    have = set(st.get_many("case", generated))
-    stored["case"] = len(have)
-    pending = [work.cases[k] for k in generated if k not in have]
-    _check_credentials(client, [c.generator for c in pending])
-    executor.run("case", pending)
+    have = {
+        "case": set(st.get_many("case", generated)),
+        "transcript": set(st.get_many("transcript", list(work.transcripts))),
+        "judgment": set(st.get_many("judgment", list(work.judge_calls))),
+    }
+    missing_transcripts = [t for k, t in work.transcripts.items() if k not in have["transcript"]]
+    _check_credentials(
+        client,
+        [work.cases[k].generator for k in generated if k not in have["case"]]
+        + [c for t in missing_transcripts for c in (t.configs["system"], t.configs["user"], t.configs["tool_simulator"]) if c]
+        + [j.config for k, j in work.judge_calls.items() if k not in have["judgment"]],
+    )
+    executor.run("case", [work.cases[k] for k in generated if k not in have["case"]])
 
     cases = {k: c.given for k, c in work.cases.items() if c.given is not None}
     cases.update({k: r["case"] for k, r in st.get_many("case", generated).items()})
-    have = set(st.get_many("transcript", list(work.transcripts)))
-    stored["transcript"] = len(have)
-    pending = [t for k, t in work.transcripts.items() if k not in have and t.case_key in cases]
-    _check_credentials(client, [c for t in pending for c in (t.configs["system"], t.configs["user"], t.configs["tool_simulator"]) if c])
+    pending = [t for t in missing_transcripts if t.case_key in cases]
     executor.run("transcript", pending, lambda unit: dict(cases[unit.case_key]))
 
     transcripts = st.get_many("transcript", list(work.transcripts))
-    have = set(st.get_many("judgment", list(work.judge_calls)))
-    stored["judgment"] = len(have)
-    pending = [j for k, j in work.judge_calls.items() if k not in have and transcripts.get(j.transcript_key, {}).get("status") == "ok"]
-    _check_credentials(client, [j.config for j in pending])
+    pending = [j for k, j in work.judge_calls.items()
+               if k not in have["judgment"] and transcripts.get(j.transcript_key, {}).get("status") == "ok"]
     executor.run("judgment", pending, lambda unit: transcripts[unit.transcript_key]["turns"])
-    return stored
+    return {stage: len(keys) for stage, keys in have.items()}
 
 
 class _DaskSession:

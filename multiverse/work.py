@@ -8,6 +8,11 @@ work units, each named by a key that hashes exactly what that unit reads
 - transcript key = H(case key, system config, simulated-user config, setting, max turns, replicate/seed, template version)
 - judgment key = H(transcript key, judge config, rubric text, evidence-standard text, template version)
 
+The parts of a key that a whole universe shares (system, user, judge, rubric
+texts) are digested once per universe and the digest goes into each unit's
+key: the same inputs, hashed in two steps, because grids reach tens of
+thousands of rows.
+
 Universes that differ only in judge fields share every transcript; universes
 that differ only in scoring share every judgment; anything already in the
 store is never computed again. Verdicts and rates are recomputed from stored
@@ -21,6 +26,7 @@ role, a judge answer that cannot be parsed) are results: they are stored.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -107,13 +113,23 @@ def world_uri(spec: Spec) -> str:
     return f"sim://{world}"
 
 
+@functools.lru_cache(maxsize=64)
+def _world_digest_at(path: str, mtime_ns: int) -> str:
+    try:
+        return digest(Path(path).read_bytes().decode("utf-8", "replace"))
+    except OSError:
+        return "missing"
+
+
 def _world_digest(uri: str) -> str:
+    """A digest of the world file's content (cached per file version: keys are built per row)."""
     target = uri.removeprefix("sim://")
     path = Path(target) if target.startswith("/") else Path(__file__).parent / "sim" / "worlds" / f"{target}.yaml"
     try:
-        return digest(path.read_bytes().decode("utf-8", "replace"))
+        mtime = path.stat().st_mtime_ns
     except OSError:
         return "missing"
+    return _world_digest_at(str(path), mtime)
 
 
 def _resolve(config: ModelConfig, spec: Spec) -> ModelConfig:
@@ -149,11 +165,13 @@ def build_work(spec: Spec, universes: list[Universe] | None = None) -> Work:
     for universe in universes:
         u = universe.spec
         cases = _cases_of(u, work)
+        judge_inputs = _judge_inputs(u)
+        rollout_memo: dict = {}
         for system in u.systems:
             for case in cases:
                 for replicate in range(u.rollout.replicates):
-                    tkey = _transcript(u, system, case, replicate, work)
-                    jkey, calls = _judgment(u, tkey, work)
+                    tkey = _transcript(u, system, case, replicate, work, rollout_memo)
+                    jkey, calls = _judgment(u, tkey, work, judge_inputs)
                     work.rows.append(Row(universe, system.name, case.key, case.case_id, case.cell, replicate, tkey, jkey, calls))
     return work
 
@@ -180,34 +198,40 @@ def _cases_of(u: Spec, work: Work) -> list[CaseUnit]:
     return out
 
 
-def _transcript(u: Spec, system, case: CaseUnit, replicate: int, work: Work) -> str:
+def _rollout_inputs(u: Spec, system, tools_possible: bool) -> tuple[str, dict]:
+    """What every transcript of one system in one universe shares, digested once."""
     multi = u.rollout.setting == "multi_turn"
     user = u.rollout.user
-    tools_possible = bool(system.tools) or u.design.tools or bool(case.given and case.given.get("tools"))
     simulator = u.rollout.tool_simulator
     payload = {
-        "case": case.key,
         "system": {**_model_key(_resolve(system.model_config, u)), "system_prompt": system.system_prompt, "tools": list(system.tools)},
         "user": {**_model_key(_resolve(user.model_config, u)), "persona": user.persona, "instructions": user.instructions} if multi else None,
         "setting": u.rollout.setting,
         "max_turns": u.rollout.max_turns if multi else None,
-        "replicate": replicate,
         "seed": u.rollout.seed,
         "tool_simulator": {**_model_key(_resolve(simulator.model_config, u)), "functions": dict(simulator.functions)} if tools_possible else None,
         "template": TEMPLATE_VERSION,
     }
-    key = digest(payload)
+    configs = {
+        "system": _resolve(system.model_config, u),
+        "system_prompt": system.system_prompt,
+        "tools": tuple(system.tools),
+        "user": _resolve(user.model_config, u) if multi else None,
+        "persona": user.persona,
+        "instructions": user.instructions,
+        "tool_simulator": _resolve(simulator.model_config, u) if tools_possible else None,
+        "tool_functions": dict(simulator.functions),
+    }
+    return digest(payload), configs
+
+
+def _transcript(u: Spec, system, case: CaseUnit, replicate: int, work: Work, memo: dict) -> str:
+    tools_possible = bool(system.tools) or u.design.tools or bool(case.given and case.given.get("tools"))
+    if (system.name, tools_possible) not in memo:
+        memo[(system.name, tools_possible)] = _rollout_inputs(u, system, tools_possible)
+    shared, configs = memo[(system.name, tools_possible)]
+    key = digest({"case": case.key, "rollout": shared, "replicate": replicate})
     if key not in work.transcripts:
-        configs = {
-            "system": _resolve(system.model_config, u),
-            "system_prompt": system.system_prompt,
-            "tools": tuple(system.tools),
-            "user": _resolve(user.model_config, u) if multi else None,
-            "persona": user.persona,
-            "instructions": user.instructions,
-            "tool_simulator": _resolve(simulator.model_config, u) if tools_possible else None,
-            "tool_functions": dict(simulator.functions),
-        }
         work.transcripts[key] = TranscriptUnit(
             key, case.key, system.name, replicate, u.rollout.setting, u.rollout.max_turns, configs,
             seed=_seed(u.rollout.seed, replicate, case.key),
@@ -215,15 +239,22 @@ def _transcript(u: Spec, system, case: CaseUnit, replicate: int, work: Work) -> 
     return key
 
 
-def _judgment(u: Spec, transcript_key: str, work: Work) -> tuple[str, tuple[str, ...]]:
+def _judge_inputs(u: Spec) -> tuple[ModelConfig, dict]:
+    """What every judgment of a universe shares: the judge, the rubric text and the evidence texts."""
     judge = _resolve(u.judge.model_config, u)
     level = u.judge.evidence_standard
     rubric_text = [
         {"id": c.id, "name": c.name, "definition": c.definition, "permissible": c.permissible} for c in u.rubric.criteria
     ]
     evidence_text = {c.id: c.evidence.get(level, "") for c in u.rubric.criteria}
-    common = {"transcript": transcript_key, "judge": _model_key(judge), "rubric": rubric_text,
-              "evidence": evidence_text, "level": level, "template": TEMPLATE_VERSION}
+    return judge, {"judge_inputs": digest({"judge": _model_key(judge), "rubric": rubric_text, "evidence": evidence_text,
+                                           "level": level, "template": TEMPLATE_VERSION})}
+
+
+def _judgment(u: Spec, transcript_key: str, work: Work, inputs: tuple[ModelConfig, dict]) -> tuple[str, tuple[str, ...]]:
+    judge, shared = inputs
+    level = u.judge.evidence_standard
+    common = {"transcript": transcript_key, **shared}
     judgment_key = digest({**common, "samples": u.judge.samples})
     calls = []
     for sample in range(u.judge.samples):

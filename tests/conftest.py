@@ -83,10 +83,13 @@ class CountingClient:
         return self.client.check_credentials(configs)
 
     def complete(self, config, messages, **kwargs):
-        completion = self.client.complete(config, messages, **kwargs)
-        with self._lock:
-            self.calls[config.model] += 1
-        return completion
+        # Count every call the pipeline makes, including those that end in a
+        # ModelError (e.g. an unparseable judge answer): each one was paid for.
+        try:
+            return self.client.complete(config, messages, **kwargs)
+        finally:
+            with self._lock:
+                self.calls[config.model] += 1
 
     @property
     def total(self) -> int:
