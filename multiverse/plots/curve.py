@@ -243,7 +243,7 @@ def _draw_indicators(ax, frame: pd.DataFrame, axes: Sequence[str], labels: bool,
     ax.tick_params(axis="y", length=0)
     if groups:
         for axis, top, bottom in spans:
-            ax.text(1.01, (top + bottom) / 2, str(axis), transform=ax.get_yaxis_transform(),
+            ax.text(1.03, (top + bottom) / 2, str(axis), transform=ax.get_yaxis_transform(),
                     ha="left", va="center", fontsize=8.5, fontweight="bold")
     for side in ("top", "right", "left"):
         ax.spines[side].set_visible(False)

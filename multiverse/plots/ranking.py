@@ -108,8 +108,11 @@ def plot_rank_bump(
         order_x = np.argsort(x[keep])
         xs = x[keep][order_x]
         ys = rows[rank].to_numpy(dtype=float)[keep][order_x] + nudge[index]
-        if many:
-            ax.step(xs, ys, where="mid", color=colours[index], linewidth=1.4, label=str(name))
+        if len(order) > 150:
+            ax.step(xs, ys, where="mid", color=colours[index], linewidth=1.2, label=str(name))
+        elif many:
+            # Small markers keep swaps between neighbouring universes legible.
+            ax.plot(xs, ys, color=colours[index], linewidth=1.0, marker="o", markersize=2.5, label=str(name))
         else:
             ax.plot(xs, ys, color=colours[index], linewidth=1.8, marker="o", markersize=5, label=str(name))
     if group is not None:
@@ -133,11 +136,14 @@ def plot_rank_bump(
     ax.set_yticks(range(1, n_ranks + 1))
     ax.set_ylabel("rank (1 = highest rate)")
     ax.set_xlim(-0.5, len(order) - 0.5)
-    grouped = f", grouped by {group} (top labels)" if group is not None else ""
-    if many:
-        ax.set_xlabel(f"universe ({len(order)} in all{grouped})")
+    if group == "distance":
+        grouped = ", grouped by how many axes differ from the primary (numbers on top)"
     else:
-        ax.set_xlabel(f"universe{grouped}")
+        grouped = f", grouped by {group} (labels on top)" if group is not None else ""
+    if many:
+        ax.set_xlabel(f"universes ({len(order)}){grouped}")
+    else:
+        ax.set_xlabel(f"universes{grouped}")
         ax.set_xticks(range(len(order)), labels=tick_labels, rotation=60, ha="right",
                       fontsize=7 if len(order) > 15 else 8)
     ax.legend(title=system, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=9)
