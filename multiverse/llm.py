@@ -9,10 +9,10 @@ adds what an audit needs on top of it:
   Retry-After), server errors, dropped connections and timeouts, while bad
   requests and missing credentials fail at once;
 - structured output: the JSON-schema ``response_format`` where the provider
-  supports it, and always a parse + validation of the answer, with exactly one
-  repair request; an answer that still does not parse raises
-  ``ModelError(reason="unparseable")``, which the stages record as
-  ``judge_failed`` rather than turning it into a label;
+  supports it, and always a parse + validation of the answer
+  (:mod:`multiverse.answers`), with exactly one repair request; an answer that
+  still does not parse raises ``ModelError(reason="unparseable")``, which the
+  stages record as ``judge_failed`` rather than turning it into a label;
 - usage, cost (``0.0`` for models litellm has no price for) and a budget cap.
 
 Errors (see :mod:`multiverse.errors`)::
@@ -33,16 +33,16 @@ import json
 import logging
 import os
 import random
-import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 from urllib.parse import urlparse
 
+from multiverse.answers import parse_json_answer, repair_messages
 from multiverse.errors import BudgetExceeded, ModelError
 from multiverse.spec import ModelConfig  # model, params, api_base, api_key_env
 
@@ -165,87 +165,7 @@ def _litellm() -> Any:
     return _litellm_module
 
 
-# -- structured answers -------------------------------------------------------
-
-_FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```$", re.DOTALL)
-
-
-def _decode(text: str) -> Any:
-    """JSON in a model's text: whole, inside a code fence, or the outermost {...}."""
-    stripped = text.strip()
-    candidates = [stripped]
-    fenced = _FENCE.match(stripped)
-    if fenced:
-        candidates.append(fenced.group(1).strip())
-    start, end = stripped.find("{"), stripped.rfind("}")
-    if 0 <= start < end:
-        candidates.append(stripped[start : end + 1])
-    for candidate in candidates:
-        try:
-            return json.loads(candidate)
-        except ValueError:
-            continue
-    if start >= 0:
-        # The first complete object, when prose with braces follows it.
-        try:
-            return json.JSONDecoder().raw_decode(stripped[start:])[0]
-        except ValueError:
-            pass
-    raise ValueError("no JSON object in the answer")
-
-
-@lru_cache(maxsize=64)
-def _validator(schema_json: str) -> Any:
-    try:
-        import jsonschema
-    except ImportError:  # a dependency, but the client must still work without it
-        return None
-    schema = json.loads(schema_json)
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    return cls(schema)
-
-
-def parse_json_answer(text: str, schema: Mapping[str, Any]) -> Any:
-    """Decode a model's JSON answer and validate it against ``schema``.
-
-    Raises ``ValueError`` with a short reason when the text holds no JSON or
-    the JSON does not match the schema.
-    """
-    try:
-        value = _decode(text)
-    except RecursionError:  # absurdly nested JSON
-        raise ValueError("the answer nests too deeply") from None
-    validator = _validator(json.dumps(schema, sort_keys=True))
-    if validator is not None:
-        error = next(iter(validator.iter_errors(value)), None)
-        if error is not None:
-            where = "/".join(str(p) for p in error.absolute_path) or "(root)"
-            raise ValueError(f"{where}: {' '.join(error.message.split())[:200]}")
-    elif isinstance(value, dict):
-        missing = [key for key in schema.get("required", []) if key not in value]
-        if missing:
-            raise ValueError(f"missing required keys {missing}")
-    elif schema.get("type") == "object":
-        raise ValueError("expected a JSON object")
-    return value
-
-
-def _repair_messages(messages: list[dict], text: str, problem: str, schema: Mapping, name: str) -> list[dict]:
-    """The conversation for the one repair request: the bad answer, then a plea for JSON."""
-    plea = (
-        f"Your previous answer could not be used ({problem}). Reply with only a JSON object "
-        f"that matches the JSON schema '{name}' below: no prose, no code fence.\n"
-        f"{json.dumps(schema)}"
-    )
-    # The simulated world reads its instructions from the TASK line of the last
-    # user message; repeat it so a repair reaches the sim with the same task.
-    last_user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
-    content = last_user.get("content") if last_user else None
-    if isinstance(content, str):
-        task = next((line for line in content.splitlines() if line.startswith("TASK: ")), None)
-        if task:
-            plea = f"{plea}\n{task}"
-    return [*messages, {"role": "assistant", "content": text}, {"role": "user", "content": plea}]
+# -- the answer's message and tool calls --------------------------------------
 
 
 def _message(response: Any, config: ModelConfig) -> Any:
@@ -487,7 +407,7 @@ class ModelClient:
                 except ValueError as problem:
                     with self._lock:
                         self._stats.repairs += 1
-                    request["messages"] = _repair_messages(request["messages"], text, str(problem), schema, schema_name)
+                    request["messages"] = repair_messages(request["messages"], text, str(problem), schema, schema_name)
                     response, more, more_cost = self._call_with_retries(config, request, repair=True)
                     attempts, cost = attempts + more, cost + more_cost
                     for name, count in self._usage(response).items():

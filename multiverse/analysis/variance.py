@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from multiverse.analysis.ranking import system_rates
+from multiverse.analysis.rates import system_rates
 from multiverse.errors import InputError
 
 __all__ = ["variance_decomposition", "variance_by_axis", "variance_summary", "variance"]

@@ -1,0 +1,103 @@
+"""Structured answers: a model's text turned into schema-valid JSON, or an honest failure.
+
+A stage that asks a model for JSON (a rubric draft, a case, a judgment) gets
+back text. ``parse_json_answer`` finds the JSON in it (the whole text, a code
+fence, or the outermost ``{...}``) and validates it against the requested JSON
+schema; anything else raises ``ValueError`` with a short reason, never a guess.
+``repair_messages`` builds the conversation for the one repair request the
+model client (``multiverse.llm``) makes before it gives up with
+``ModelError(reason="unparseable")``.
+
+Importing this module imports neither litellm nor jsonschema; jsonschema is
+imported on the first validation.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["parse_json_answer", "repair_messages"]
+
+_FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```$", re.DOTALL)
+
+
+def _decode(text: str) -> Any:
+    """JSON in a model's text: whole, inside a code fence, or the outermost {...}."""
+    stripped = text.strip()
+    candidates = [stripped]
+    fenced = _FENCE.match(stripped)
+    if fenced:
+        candidates.append(fenced.group(1).strip())
+    start, end = stripped.find("{"), stripped.rfind("}")
+    if 0 <= start < end:
+        candidates.append(stripped[start : end + 1])
+    for candidate in candidates:
+        try:
+            return json.loads(candidate)
+        except ValueError:
+            continue
+    if start >= 0:
+        # The first complete object, when prose with braces follows it.
+        try:
+            return json.JSONDecoder().raw_decode(stripped[start:])[0]
+        except ValueError:
+            pass
+    raise ValueError("no JSON object in the answer")
+
+
+@lru_cache(maxsize=64)
+def _validator(schema_json: str) -> Any:
+    try:
+        import jsonschema
+    except ImportError:  # a dependency, but the client must still work without it
+        return None
+    schema = json.loads(schema_json)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema)
+
+
+def parse_json_answer(text: str, schema: Mapping[str, Any]) -> Any:
+    """Decode a model's JSON answer and validate it against ``schema``.
+
+    Raises ``ValueError`` with a short reason when the text holds no JSON or
+    the JSON does not match the schema.
+    """
+    try:
+        value = _decode(text)
+    except RecursionError:  # absurdly nested JSON
+        raise ValueError("the answer nests too deeply") from None
+    validator = _validator(json.dumps(schema, sort_keys=True))
+    if validator is not None:
+        error = next(iter(validator.iter_errors(value)), None)
+        if error is not None:
+            where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+            raise ValueError(f"{where}: {' '.join(error.message.split())[:200]}")
+    elif isinstance(value, dict):
+        missing = [key for key in schema.get("required", []) if key not in value]
+        if missing:
+            raise ValueError(f"missing required keys {missing}")
+    elif schema.get("type") == "object":
+        raise ValueError("expected a JSON object")
+    return value
+
+
+def repair_messages(messages: list[dict], text: str, problem: str, schema: Mapping, name: str) -> list[dict]:
+    """The conversation for the one repair request: the bad answer, then a plea for JSON."""
+    plea = (
+        f"Your previous answer could not be used ({problem}). Reply with only a JSON object "
+        f"that matches the JSON schema '{name}' below: no prose, no code fence.\n"
+        f"{json.dumps(schema)}"
+    )
+    # The simulated world reads its instructions from the TASK line of the last
+    # user message; repeat it so a repair reaches the sim with the same task.
+    last_user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
+    content = last_user.get("content") if last_user else None
+    if isinstance(content, str):
+        task = next((line for line in content.splitlines() if line.startswith("TASK: ")), None)
+        if task:
+            plea = f"{plea}\n{task}"
+    return [*messages, {"role": "assistant", "content": text}, {"role": "user", "content": plea}]

@@ -1,0 +1,217 @@
+"""The sections that show the run's own records: failure accounting, example transcripts, the spec, provenance.
+
+The drill-down shows up to ``EXAMPLES_PER_CELL`` transcripts per universe x
+system (non-compliant ones first), each with its verdict and the judge's label
+and rationale for every criterion; transcripts come from the store, verbatim
+and escaped. The other sections count the verdict rows by status and list why
+rows failed, print the resolved spec, and list where, when and with what the
+run was made.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .markup import _Raw, _collapsed, _e, _fmt, _list, _table
+from .run import _Run
+
+__all__ = ["EXAMPLES_PER_CELL", "MAX_DRILLDOWN", "_failures", "_drilldown", "_spec", "_provenance"]
+
+#: Example transcripts shown per universe x system in the drill-down.
+EXAMPLES_PER_CELL = 3
+#: Universe x system combinations whose examples are shown in full.
+MAX_DRILLDOWN = 60
+# A longer turn is cut, so one runaway answer does not swamp the page.
+_MAX_TURN_CHARS = 4000
+_STATUSES = ("ok", "excluded", "rollout_failed", "judge_failed")
+
+
+def _failures(run: _Run) -> str:
+    v = run.verdicts
+    if "status" not in v.columns:
+        return '<p class="note">This source has no status column: every row counts as a label.</p>'
+    statuses = list(_STATUSES) + sorted(set(v["status"].dropna().astype(str)) - set(_STATUSES))
+    totals = v["status"].value_counts()
+    out = "<p>Verdict rows by status: " + ", ".join(
+        f"<b>{_e(s)}</b> {int(totals.get(s, 0))}" for s in statuses) + f" (of {len(v)}).</p>"
+    by_system = v.groupby("system", sort=False)["status"].value_counts().unstack(fill_value=0)
+    out += _table(["system", *statuses], [[s] + [int(by_system.at[s, c]) if c in by_system.columns else 0
+                                                 for c in statuses] for s in by_system.index])
+    cells = v.groupby(["universe_id", "system"], sort=False)["status"].value_counts().unstack(fill_value=0)
+    cells = cells.reindex(columns=statuses, fill_value=0)
+    order = {u: i for i, u in enumerate(run.universes["universe_id"])}
+    cells = cells.sort_index(key=lambda idx: idx.map(order) if idx.name == "universe_id" else idx, kind="stable")
+    options = run.universes.set_index("universe_id")[run.axes]
+    rows = [[u, *options.loc[u].tolist(), s, *[int(x) for x in counts]]
+            for (u, s), counts in zip(cells.index, cells.to_numpy())]
+    with_failures = int((cells[[c for c in statuses if c not in ("ok", "excluded")]].sum(axis=1) > 0).sum())
+    out += _collapsed(f"Per universe × system ({len(rows)} rows, {with_failures} with a failure)",
+                      _table(["universe", *run.axes, "system", *statuses], rows))
+    failed = v[v["status"] != "ok"]
+    out += "<h3>Reasons</h3>"
+    if failed.empty:
+        out += "<p>Every verdict is ok.</p>"
+    else:
+        reasons = failed.assign(reason=failed["reason"].fillna("") if "reason" in failed.columns else "") \
+            .groupby(["status", "reason"], sort=True).size().reset_index(name="rows")
+        out += _table(["status", "reason", "verdict rows"], reasons.values.tolist())
+    by_stage = run.tables.manifest.get("failures") or {}
+    if by_stage:
+        out += "<p>Model-call failures recorded by the run, by stage (distinct reasons, at most 20 each):</p>"
+        out += _table(["stage", "reason"], [[stage, reason] for stage, reasons in by_stage.items()
+                                            for reason in reasons])
+    return out
+
+
+def _drilldown(run: _Run) -> str:
+    v = run.verdicts
+    picked = _pick_examples(run)
+    criteria = run.tables.criteria
+    if criteria is not None and "judgment_key" in picked.columns:
+        criteria = criteria[criteria["judgment_key"].isin(set(picked["judgment_key"].dropna()))]
+    by_judgment = {k: g for k, g in criteria.groupby("judgment_key", sort=False)} if criteria is not None else {}
+    intro = (f"<p>Up to {EXAMPLES_PER_CELL} example transcripts per universe × system, non-compliant ones first, with "
+             "the judge's label and rationale for every criterion. Everything here is the run's own text, shown "
+             "verbatim.</p>")
+    if run.store is None:
+        intro += (f'<p class="note">Transcripts are unavailable: {_e(run.store_note)}. Showing the judge\'s '
+                  "rationales only.</p>")
+    cells = list(dict.fromkeys(zip(picked["universe_id"], picked["system"])))
+    total = v.groupby(["universe_id", "system"], sort=False).ngroups
+    if total > len(cells):
+        intro += (f'<p class="note">Shown: {len(cells)} of {total} universe × system combinations (the primary '
+                  "universe first); the rest are in the verdicts and criteria tables.</p>")
+    counted = v[v["status"] == "ok"] if "status" in v.columns else v
+    n_bad = counted["compliant"].eq(False).fillna(False).groupby([counted["universe_id"], counted["system"]]).agg(
+        ["sum", "size"])
+    parts = [intro]
+    # One entry per universe, one nested entry per system: the list stays short and systems sit side by side.
+    for universe in dict.fromkeys(u for u, _ in cells):
+        inner, counts = [], []
+        for system in (s for u, s in cells if u == universe):
+            bad, n = (int(x) for x in n_bad.loc[(universe, system)]) if (universe, system) in n_bad.index else (0, 0)
+            counts.append(f"{system} {bad}/{n}")
+            mine = picked[(picked["universe_id"] == universe) & (picked["system"] == system)]
+            body = "".join(_example(run, row, by_judgment.get(row.get("judgment_key"))) for _, row in mine.iterrows())
+            inner.append(_collapsed(f"{system}: {bad} non-compliant of {n} included ({len(mine)} examples)", body))
+        summary = (f"{'[primary] ' if universe == run.primary else ''}{run.label(universe)} — non-compliant: "
+                   + ", ".join(counts))
+        parts.append(_collapsed(summary, "".join(inner)))
+    return "".join(parts)
+
+
+def _pick_examples(run: _Run) -> pd.DataFrame:
+    """Up to EXAMPLES_PER_CELL rows per universe x system, non-compliant first, for MAX_DRILLDOWN cells."""
+    v = run.verdicts
+    order = {u: i for i, u in enumerate(run.universes["universe_id"])}
+    system_order = {s: i for i, s in enumerate(run.systems)}
+    status = v["status"].astype(str) if "status" in v.columns else pd.Series("ok", index=v.index)
+    compliant = v["compliant"].astype("boolean")
+    priority = np.select([(status == "ok") & compliant.eq(False).fillna(False), (status == "ok")],
+                         [0, 1], default=2)
+    frame = v.assign(_u=v["universe_id"].map(order), _s=v["system"].map(system_order), _p=priority)
+    frame = frame.sort_values(["_u", "_s", "_p", "case_id"], kind="stable")
+    frame = frame.groupby(["_u", "_s"], sort=False).head(EXAMPLES_PER_CELL)
+    cells = frame[["_u", "_s"]].drop_duplicates().head(MAX_DRILLDOWN)
+    return frame.merge(cells, on=["_u", "_s"]).drop(columns=["_u", "_s", "_p"])
+
+
+def _example(run: _Run, row: pd.Series, criteria: pd.DataFrame | None) -> str:
+    status = str(row.get("status", "ok"))
+    if status == "ok":
+        label = row["compliant"]
+        verdict = ("<b>unlabelled</b>" if pd.isna(label) else '<span class="yes">compliant</span>' if bool(label)
+                   else '<span class="no">non-compliant</span>')
+    else:
+        reason = row.get("reason")
+        verdict = f"<b>{_e(status)}</b>" + (f": {_e(reason)}" if isinstance(reason, str) and reason else "")
+    design = ", ".join(f"{f}={row[f]}" for f in run.factors if f in row.index)
+    head = (f"<p><b>case</b> <code>{_e(row['case_id'])}</code>{(' (' + _e(design) + ')') if design else ''}"
+            f"{' replicate ' + _e(row['replicate']) if 'replicate' in row.index else ''} · "
+            f"<b>verdict</b> {verdict}</p>")
+    return f'<div class="example">{head}{_transcript(run, row)}{_criteria_table(criteria)}</div>'
+
+
+def _transcript(run: _Run, row: pd.Series) -> str:
+    if run.store is None:
+        return ""
+    key = row.get("transcript_key")
+    record = run.store.get("transcript", str(key)) if isinstance(key, str) and key else None
+    if record is None:
+        return '<p class="note">This transcript is not in the store.</p>'
+    turns = []
+    for turn in record.get("turns") or []:
+        role = str(turn.get("role", "?"))
+        if role == "tool" and turn.get("name"):
+            role = f"tool result ({turn['name']})"
+        text = str(turn.get("content") or "")
+        if len(text) > _MAX_TURN_CHARS:
+            text = text[:_MAX_TURN_CHARS] + f" … [{len(text) - _MAX_TURN_CHARS} more characters]"
+        for call in turn.get("tool_calls") or []:
+            text += f"\n→ calls {call.get('name')}({call.get('arguments')})"
+        klass = role.split()[0] if role.split()[0] in ("user", "assistant", "tool") else "other"
+        turns.append(f'<div class="turn {klass}"><span class="role">{_e(role)}</span>{_e(text)}</div>')
+    if record.get("status") not in (None, "ok"):
+        turns.append(f'<p class="note">Rollout status: {_e(record.get("status"))} {_e(record.get("reason") or "")}</p>')
+    return "".join(turns) or '<p class="note">The transcript has no turns.</p>'
+
+
+def _criteria_table(criteria: pd.DataFrame | None) -> str:
+    if criteria is None or criteria.empty:
+        return '<p class="note">No judgment for this transcript.</p>'
+    samples = criteria["sample"].nunique() if "sample" in criteria.columns else 1
+    # What decided the verdict first: non-compliant, then compliant, then criteria that did not apply.
+    compliant = criteria["compliant"].astype("boolean") if "compliant" in criteria.columns else None
+    applicable = criteria["applicable"].astype("boolean").fillna(False) if "applicable" in criteria.columns else None
+    if compliant is not None and applicable is not None:
+        order = np.select([applicable & compliant.eq(False).fillna(False), applicable], [0, 1], default=2)
+        by = (["sample"] if samples > 1 else []) + ["_order"]
+        criteria = criteria.assign(_order=order).sort_values(by, kind="stable")
+    rows, classes = [], []
+    for r in criteria.itertuples(index=False):
+        label, applies = getattr(r, "compliant", None), getattr(r, "applicable", True)
+        unlabelled = label is None or label is pd.NA or applies is False
+        mark = ("—" if unlabelled else _Raw('<span class="yes">yes</span>') if bool(label)
+                else _Raw('<span class="no">NO</span>'))
+        rows.append(([r.sample] if samples > 1 else []) + [
+            r.criterion, _fmt(getattr(r, "permissible", None)), _fmt(applies), mark, getattr(r, "rationale", "")])
+        classes.append("na" if unlabelled else "")
+    header = (["sample"] if samples > 1 else []) + ["criterion", "permissible", "applicable", "compliant", "rationale"]
+    return _table(header, rows, row_classes=classes)
+
+
+def _spec(run: _Run) -> str:
+    source = run.tables.source
+    path = source / "spec.yaml" if source is not None and source.is_dir() else None
+    if path is None or not path.exists():
+        return '<p class="note">This source has no spec.yaml (imported data or a bare table).</p>'
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return ("<p>The resolved spec of this run, as written to <code>spec.yaml</code>: the base spec, the axes and "
+            "their options, exclusions and the primary universe.</p>" + f"<pre>{_e(text)}</pre>")
+
+
+def _provenance(run: _Run) -> str:
+    m = run.tables.manifest
+    facts = [["source", str(run.tables.source) if run.tables.source else "(in memory)"]]
+    for key, label in (("spec", "spec"), ("spec_file", "spec file"), ("spec_hash", "spec hash"),
+                       ("created", "run created"), ("seconds", "run seconds"), ("source", "imported from"),
+                       ("store", "store"), ("tokens", "tokens"), ("cost", "cost (USD)"), ("simulated", "simulated")):
+        if key in m and m[key] is not None:
+            facts.append([label, f"{m[key]:.4f}" if key == "cost" else _fmt(m[key], 2)])
+    out = _table(None, facts)
+    if m.get("versions"):
+        out += "<h3>Package versions</h3>" + _table(["package", "version"], [[k, v] for k, v in m["versions"].items()])
+    if m.get("models_reported"):
+        out += "<h3>Models reported by the providers</h3>" + _list([str(x) for x in m["models_reported"]])
+    if m.get("stages"):
+        rows = [[stage, c.get("units"), c.get("computed"), c.get("stored"), c.get("failed"), c.get("tokens"),
+                 c.get("cost")] for stage, c in m["stages"].items()]
+        out += ("<h3>Model calls per stage (this invocation)</h3>"
+                + _table(["stage", "work units", "computed", "stored", "failed", "tokens", "cost (USD)"], rows)
+                + '<p class="howto">computed = model calls made by this invocation (a multi-turn rollout makes '
+                  "several per transcript); stored = work units found in the store and not recomputed; failed = "
+                  "work units that ended without a result.</p>")
+    if m.get("warnings"):
+        out += "<h3>Import warnings</h3>" + _list([str(w) for w in m["warnings"]])
+    return out

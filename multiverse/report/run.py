@@ -1,0 +1,168 @@
+"""The run as the report sees it, prepared once: tables, axes, systems, universes, store.
+
+``_prepare`` checks the verdicts table, tells axes from design factors, orders
+the universes (primary first) and opens the store that holds the transcripts.
+The resulting ``_Run`` is what every section takes; the analyses that several
+sections share (the case matrix, the specification curve, the rates) are
+computed on first use and kept.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..errors import InputError
+from ..tables import RunTables
+
+__all__ = ["_Run", "_prepare"]
+
+
+@dataclass
+class _Run:
+    """What every section needs: the tables, who is who, and the analyses' shared inputs."""
+
+    tables: RunTables
+    verdicts: pd.DataFrame
+    axes: list[str]
+    factors: list[str]
+    systems: list[str]
+    universes: pd.DataFrame  # universe_id, label, axis columns, in report order (primary first)
+    primary: str
+    primary_declared: bool
+    store: Any
+    store_note: str
+    threshold: float
+    cache: dict = field(default_factory=dict)
+
+    def label(self, universe_id: str) -> str:
+        if "labels" not in self.cache:
+            self.cache["labels"] = dict(zip(self.universes["universe_id"], self.universes["label"]))
+        return str(self.cache["labels"].get(universe_id, universe_id))
+
+    def memo(self, name: str, compute: Callable[[], Any]) -> Any:
+        if name not in self.cache:
+            self.cache[name] = compute()
+        return self.cache[name]
+
+    @property
+    def matrix(self):
+        from ..analysis.curve import case_matrix
+
+        return self.memo("matrix", lambda: case_matrix(self.verdicts, axes=self.axes, systems=self.systems_ok))
+
+    @property
+    def systems_ok(self) -> list[str]:
+        """Systems with at least one counted verdict, in report order."""
+        from ..analysis.rates import included_verdicts
+
+        def compute():
+            seen = set(included_verdicts(self.verdicts, axes=self.axes)["system"])
+            return [s for s in self.systems if s in seen]
+        return self.memo("systems_ok", compute)
+
+    @property
+    def curve(self) -> pd.DataFrame:
+        from ..analysis.curve import spec_curve
+
+        return self.memo("curve", lambda: spec_curve(self.matrix, axes=self.axes, primary=self.primary))
+
+    @property
+    def top_two(self) -> tuple[str, str] | None:
+        """The two systems with the highest rates in the primary universe."""
+        at_primary = self.curve[self.curve["universe_id"] == self.primary]
+        names = list(at_primary.sort_values("rate", ascending=False, kind="stable")["system"])
+        return (names[0], names[1]) if len(names) >= 2 else None
+
+    @property
+    def difference_test(self):
+        from ..analysis.inference import joint_difference_test
+
+        a, b = self.top_two
+        return self.memo("difference_test", lambda: joint_difference_test(self.matrix, a=a, b=b))
+
+    @property
+    def system_rates(self) -> pd.DataFrame:
+        from ..analysis.rates import system_rates
+
+        return self.memo("system_rates", lambda: system_rates(self.verdicts, axes=self.axes))
+
+    @property
+    def rates(self) -> pd.DataFrame:
+        """The rates table (overall and per factor level); computed when the source has none."""
+        def compute():
+            if self.tables.rates is not None and len(self.tables.rates):
+                rates = self.tables.rates
+            else:
+                from ..stages.score import compute_rates
+
+                rates = compute_rates(self.verdicts, axes=self.axes, factors=self.factors)
+            return rates.assign(universe_id=rates["universe_id"].astype(str), system=rates["system"].astype(str))
+        return self.memo("rates", compute)
+
+
+def _prepare(tables: RunTables, store: Any, threshold: float) -> _Run:
+    if not 0 < threshold < 1:
+        raise InputError(f"threshold: expected a rate strictly between 0 and 1, got {threshold!r}")
+    verdicts = tables.verdicts
+    missing = [c for c in ("system", "case_id", "compliant") if c not in verdicts.columns]
+    if missing:
+        raise InputError(f"verdicts: {', '.join(missing)}: expected column(s) to be present")
+    axes = [a for a in tables.axes if a in verdicts.columns]
+    factors = [f for f in tables.factors if f in verdicts.columns]
+    if "universe_id" in verdicts.columns and axes:
+        # A bare table's axes are guessed from its columns; one that varies inside a universe is a
+        # design factor (e.g. behavior), not an axis.
+        varies = verdicts.groupby("universe_id", sort=False)[axes].nunique(dropna=False).max() > 1
+        factors += [a for a in axes if varies[a]]
+        axes = [a for a in axes if not varies[a]]
+    if "universe_id" not in verdicts.columns:
+        from ..tables import universe_ids
+
+        verdicts = verdicts.assign(universe_id=universe_ids(verdicts, axes).to_numpy())
+    # Ids and system names as text, so a table that stored them as numbers reads the same everywhere.
+    verdicts = verdicts.assign(universe_id=verdicts["universe_id"].astype(str), system=verdicts["system"].astype(str))
+    systems = [str(s) for s in dict.fromkeys(verdicts["system"])]
+
+    first = verdicts.drop_duplicates("universe_id")[["universe_id", *axes]].reset_index(drop=True)
+    labels = {}
+    for entry in tables.manifest.get("universes", []):
+        if isinstance(entry, dict) and "id" in entry:
+            labels[str(entry["id"])] = entry.get("label")
+    first["label"] = [
+        labels.get(u) or (" · ".join(f"{a}={row[a]}" for a in axes) if axes else u)
+        for u, (_, row) in zip(first["universe_id"], first.iterrows())
+    ]
+    primary = tables.primary if tables.primary in set(first["universe_id"]) else None
+    declared = primary is not None
+    primary = primary or str(first["universe_id"].iloc[0])
+    order = [primary] + [u for u in first["universe_id"] if u != primary]
+    universes = first.set_index("universe_id").loc[order].reset_index()
+    store_obj, note = _open_store(tables, store)
+    return _Run(tables, verdicts, axes, factors, systems, universes, primary, declared, store_obj, note, threshold)
+
+
+def _open_store(tables: RunTables, store: Any) -> tuple[Any, str]:
+    from ..store import Store
+
+    if store is not None and not isinstance(store, (str, os.PathLike)):
+        return store, ""
+    candidates = []
+    if store is not None:
+        candidates.append(Path(store))
+    elif tables.manifest.get("store"):
+        recorded = Path(tables.manifest["store"])
+        candidates.append(recorded)
+        if not recorded.is_absolute() and tables.source is not None:
+            candidates.append(tables.source / recorded)
+    for root in candidates:
+        if root.is_dir():
+            return Store(root), ""
+    if candidates:
+        return None, f"the store ({candidates[0]}) is not available here"
+    return None, "this source has no store (imported data or a bare table)"
