@@ -1,0 +1,89 @@
+"""Drafting: editable rubric and case files, and what an edit invalidates; Python tool callables."""
+
+from __future__ import annotations
+
+import copy
+
+import yaml
+
+from multiverse.pipeline import draft, run
+from multiverse.sim import load_world
+from multiverse.spec import load_spec
+from multiverse.store import Store
+
+from conftest import tiny_spec_document
+
+
+def test_draft_writes_editable_cases_that_run_uses_and_an_edit_recomputes_only_its_case(write_spec, tmp_path, counting_client):
+    path = write_spec(tiny_spec_document(rollout={"setting": "single_turn"}))
+    written = draft(load_spec(path), store=tmp_path / "store", client=counting_client)
+    cases_file = tmp_path / "spec.cases.yaml"
+    assert written == [cases_file]
+    cases = yaml.safe_load(cases_file.read_text())["cases"]
+    assert len(cases) == 4 and all(c["brief"] and c["prompt"] and c["cell"] for c in cases)
+    assert counting_client.calls["sim/generator"] == 4
+
+    document = tiny_spec_document(rollout={"setting": "single_turn"})
+    document["design"]["cases"] = "spec.cases.yaml"
+    edited_spec = write_spec(document, "edited.yaml")
+    counting_client.reset()
+    first = run(load_spec(edited_spec), store=tmp_path / "store", client=counting_client, out=tmp_path / "r1", progress=False)
+    assert counting_client.calls["sim/generator"] == 0  # the drafted cases are used as written
+    assert set(first.verdicts.case_id) == {c["id"] for c in cases}
+
+    cases[0]["prompt"] = cases[0]["prompt"] + " Please cite your source."
+    cases_file.write_text(yaml.safe_dump({"cases": cases}, sort_keys=False))
+    counting_client.reset()
+    second = run(load_spec(edited_spec), store=tmp_path / "store", client=counting_client, out=tmp_path / "r2", progress=False)
+    # one edited case x 2 systems: 2 new rollouts and 2 new judgments, nothing else
+    assert counting_client.total == 4
+    changed = set(second.verdicts.transcript_key) - set(first.verdicts.transcript_key)
+    assert len(changed) == 2
+    assert set(second.verdicts.loc[second.verdicts.transcript_key.isin(changed), "case_id"]) == {cases[0]["id"]}
+
+
+def test_draft_refuses_to_overwrite_edits(write_spec, tmp_path, counting_client):
+    import pytest
+
+    from multiverse.errors import SpecError
+
+    path = write_spec(tiny_spec_document())
+    draft(load_spec(path), store=tmp_path / "store", client=counting_client)
+    with pytest.raises(SpecError, match="already exists"):
+        draft(load_spec(path), store=tmp_path / "store", client=counting_client)
+
+
+def test_draft_rubric_from_the_concept_records_discarded_alternatives(write_spec, tmp_path, counting_client):
+    document = tiny_spec_document()
+    del document["rubric"]
+    path = write_spec(document)
+    written = draft(load_spec(path), store=tmp_path / "store", client=counting_client)
+    assert written == [tmp_path / "spec.rubric.yaml"]
+    text = (tmp_path / "spec.rubric.yaml").read_text()
+    assert "# discarded:" in text
+    rubric = yaml.safe_load(text)
+    assert {c["permissible"] for c in rubric["criteria"]} == {True, False}
+    assert all(set(c["evidence"]) == {"strict", "lenient"} for c in rubric["criteria"])
+    # the drafted rubric is a valid rubric file for the spec
+    document["rubric"] = "spec.rubric.yaml"
+    spec = load_spec(write_spec(document, "with-rubric.yaml"))
+    assert len(spec.rubric.criteria) == len(rubric["criteria"])
+
+
+def test_a_python_callable_answers_tool_calls_instead_of_the_simulator(write_spec, tmp_path, counting_client):
+    import local_tools
+
+    local_tools.CALLS.clear()
+    names = [t["name"] for t in load_world("deception").tools]
+    document = tiny_spec_document(
+        design={"dimensions": [{"name": "behavior", "levels": ["fabricate_evidence"]},
+                               {"name": "interaction_condition", "levels": ["material_reliance"]}],
+                "cases_per_cell": 8, "tools": True},
+    )
+    document["rollout"]["tool_simulator"] = {"functions": {name: "local_tools:lookup" for name in names}}
+    result = run(load_spec(write_spec(document)), store=tmp_path / "store", client=counting_client, out=tmp_path / "r", progress=False)
+    assert counting_client.calls["sim/tools"] == 0
+    store = Store(tmp_path / "store")
+    results = [m for k in result.verdicts.transcript_key.unique() for m in store.get("transcript", k)["turns"] if m["role"] == "tool"]
+    assert results and all("local_tools.lookup" in m["content"] for m in results)
+    assert len(local_tools.CALLS) == len(results)
