@@ -24,6 +24,13 @@ reproducible. Outcomes:
 ``auth``       401 (not retryable)
 =============  =================================================================
 
+``fault_for(request_json)`` can force an outcome for particular requests by their
+content (a persistent outage of one request, say), before any draw. With
+``content_faults_need_schema`` the content faults (``off_schema``, ``prose``) only
+hit requests that ask for JSON (a ``response_format``): a free-text answer that
+"ignores the schema" is just another answer, which no client could tell apart.
+With ``echo_key`` a 401 quotes the key it was sent, as some providers do.
+
 Usage::
 
     with FakeServer(latency=0.1, faults={"rate_limit": 0.1}, seed=1) as server:
@@ -42,6 +49,7 @@ import json
 import random
 import socket
 import struct
+import sys
 import threading
 import time
 from collections import Counter
@@ -190,6 +198,13 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 256  # the benchmark opens 64+ connections at once
     fake: FakeServer
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client killed mid-request (the crash tests kill -9 theirs) resets its
+        # connections: that is the test working, not a server error to print.
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
+
 
 class FakeServer:
     """An OpenAI-compatible chat-completions server with injected faults.
@@ -207,6 +222,10 @@ class FakeServer:
             500 llama-cpp-python answers (it takes only "text" and "json_object" + "schema").
         model_reported: the ``model`` field of answers (default: the requested model).
         port: 0 picks a free port.
+        fault_for: ``callable(request_json) -> outcome | None``, consulted before the draw.
+        content_faults_need_schema: serve ``off_schema``/``prose`` draws as ``ok`` when the
+            request has no ``response_format``.
+        echo_key: ``auth`` answers quote the Authorization header they received.
     """
 
     def __init__(
@@ -224,6 +243,9 @@ class FakeServer:
         model_reported: str | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        fault_for: Callable[[dict], str | None] | None = None,
+        content_faults_need_schema: bool = False,
+        echo_key: bool = False,
     ):
         unknown = set(faults or {}) - set(OUTCOMES) | set(script) - set(OUTCOMES)
         if unknown:
@@ -238,6 +260,9 @@ class FakeServer:
         self.call_tools = call_tools
         self.response_formats = tuple(response_formats)
         self.model_reported = model_reported
+        self.fault_for = fault_for
+        self.content_faults_need_schema = content_faults_need_schema
+        self.echo_key = echo_key
         self._rng = random.Random(seed)
         self._script = list(script)
         self._lock = threading.Lock()
@@ -281,6 +306,14 @@ class FakeServer:
                 self.max_in_flight = self.in_flight
         return result
 
+    def queue(self, *outcomes: str) -> None:
+        """Force the next requests' outcomes, in arrival order (like ``script``, mid-run)."""
+        unknown = set(outcomes) - set(OUTCOMES)
+        if unknown:
+            raise ValueError(f"unknown fault kinds {sorted(unknown)}; expected some of {OUTCOMES}")
+        with self._lock:
+            self._script.extend(outcomes)
+
     def reset_counts(self) -> None:
         with self._lock:
             self.counts.clear()
@@ -301,8 +334,17 @@ class FakeServer:
         return "ok"
 
     def _serve(self, handler: _Handler, body: dict) -> None:
+        forced = self.fault_for(body) if self.fault_for is not None else None
+        if forced is not None and forced not in OUTCOMES:
+            raise ValueError(f"fault_for returned {forced!r}; expected one of {OUTCOMES}")
         with self._lock:
-            outcome = self._draw()
+            outcome = forced or self._draw()
+            if (
+                outcome in ("off_schema", "prose")
+                and self.content_faults_need_schema
+                and not body.get("response_format")
+            ):
+                outcome = "ok"
             self.counts["total"] += 1
             self.counts[outcome] += 1
             self.requests.append(body)
@@ -332,7 +374,11 @@ class FakeServer:
         elif outcome == "bad_request":
             handler._send_json(400, {"error": {"message": "bad request", "type": "invalid_request_error"}})
         elif outcome == "auth":
-            handler._send_json(401, {"error": {"message": "invalid api key", "type": "invalid_request_error"}})
+            message = "invalid api key"
+            if self.echo_key:
+                sent = {k.lower(): v for k, v in handler.headers.items()}.get("authorization", "")
+                message = f"invalid api key: {sent.removeprefix('Bearer ')}"
+            handler._send_json(401, {"error": {"message": message, "type": "invalid_request_error"}})
         elif outcome == "reset":
             handler._reset()
         elif outcome == "truncated":
