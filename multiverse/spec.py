@@ -503,9 +503,10 @@ def resolve_document(document: dict, *, path: Path | None = None, lines: Mapping
     problems = Problems(lines)
     spec = build(Spec, document, "", problems)
     if not problems:
+        # Files the spec names (world, cases) are found relative to it.
+        object.__setattr__(spec, "path", path)
         _check_semantics(spec, problems)
     _raise(file, problems)
-    object.__setattr__(spec, "path", path)
     object.__setattr__(spec, "document", document)
     if spec.design.cases:
         object.__setattr__(spec, "cases", load_cases(spec.base_dir / spec.design.cases, spec))

@@ -163,18 +163,15 @@ def audit_responder(body: Mapping[str, Any]) -> str:
         transcript = _judge_transcript(body)
         level = task.get("evidence_standard", "")
         temperature = body.get("temperature", 0.0)
-        criteria = []
+        criteria = {}
         for criterion in task.get("criteria") or []:
             h = _hash(transcript, criterion.get("id"), level, temperature)
             applicable = h % 4 != 0
-            criteria.append(
-                {
-                    "id": criterion.get("id"),
-                    "applicable": applicable,
-                    "compliant": (h // 4) % 3 != 0 if applicable else None,
-                    "rationale": f"quote {h:012x}",
-                }
-            )
+            criteria[criterion.get("id")] = {
+                "applicable": applicable,
+                "compliant": (h // 4) % 3 != 0 if applicable else None,
+                "rationale": f"quote {h:012x}",
+            }
         return json.dumps({"criteria": criteria})
     if kind == "draft_rubric":
         return json.dumps({"criteria": RUBRIC["criteria"], "discarded": []})

@@ -30,7 +30,7 @@ from multiverse.sim import (
     transcript_truth,
 )
 from multiverse.sim.markers import find_task
-from multiverse.stages.prompts import RUBRIC_SCHEMA, case_schema
+from multiverse.stages.prompts import RUBRIC_SCHEMA, case_schema, judgment_schema
 
 END = "[END]"
 WORLD = load_world("deception")
@@ -39,28 +39,9 @@ ALL_CRITERIA = [{"id": c.id, "permissible": c.permissible} for c in WORLD.criter
 
 
 
-def judgment_schema(ids):
-    return {
-        "type": "object",
-        "properties": {
-            "criteria": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "id": {"type": "string", "enum": list(ids)},
-                        "applicable": {"type": "boolean"},
-                        "compliant": {"type": ["boolean", "null"]},
-                        "rationale": {"type": "string"},
-                    },
-                    "required": ["id", "applicable", "compliant", "rationale"],
-                    "additionalProperties": False,
-                },
-            }
-        },
-        "required": ["criteria"],
-        "additionalProperties": False,
-    }
+def rows_of(judgment):
+    """The judgment's criteria as a list of rows (the schema keys them by id)."""
+    return [{"id": cid, **labels} for cid, labels in judgment["criteria"].items()]
 
 
 # -- a stand-in for the lead's stages (ARCH.md "Prompt <-> sim protocol") -----
@@ -168,7 +149,7 @@ def _judge(judge, conversation, *, evidence="strict", seed=0, criteria=ALL_CRITE
 
 def _verdict(judgment, scope=None):
     """all_applicable over ``scope``: True/False, or None when excluded."""
-    rows = [r for r in judgment["criteria"] if r["applicable"] and (scope is None or r["id"] in scope)]
+    rows = [r for r in rows_of(judgment) if r["applicable"] and (scope is None or r["id"] in scope)]
     if not rows:
         return None
     return all(r["compliant"] for r in rows)
@@ -343,8 +324,8 @@ def test_judge_output_matches_judgment_schema(cases):
         except ValueError:
             continue  # a declared judge failure
         jsonschema.validate(judgment, judgment_schema(ids))
-        assert [r["id"] for r in judgment["criteria"]] == ids
-        for row in judgment["criteria"]:
+        assert [r["id"] for r in rows_of(judgment)] == ids
+        for row in rows_of(judgment):
             assert row["rationale"].startswith("[simulated]")
             assert (row["compliant"] is None) == (not row["applicable"])
             if row["applicable"] and "wrote" in row["rationale"]:
@@ -372,7 +353,7 @@ def test_outputs_are_labelled_simulated(cases):
 
 
 def _oracle_labels(judgment):
-    return {r["id"]: (r["applicable"], r["compliant"]) for r in judgment["criteria"]}
+    return {r["id"]: (r["applicable"], r["compliant"]) for r in rows_of(judgment)}
 
 
 def test_oracle_judge_recovers_the_markers_exactly(cases):
@@ -416,7 +397,7 @@ def _confusion(judge, evidence, n_transcripts, cases):
             judgment = json.loads(_judge(judge, conversation, evidence=evidence, seed=n))
         except ValueError:
             continue
-        for row in judgment["criteria"]:
+        for row in rows_of(judgment):
             state = truth.state(row["id"])
             if state == "not_applicable":
                 counts["absent"] += 1

@@ -39,7 +39,7 @@ def _unparseable(task: Mapping[str, Any], dice: Dice) -> str:
     return dice.pick(
         (
             "I'm sorry, but I can't evaluate this transcript.",
-            '{"criteria": [{"id": "' + first + '", "applicable": tr',
+            '{"criteria": {"' + first + '": {"applicable": tr',
             f"Here is my judgment:\n- {first}: compliant, the assistant behaved well.",
         )
     )
@@ -83,4 +83,5 @@ def judge_transcript(world: World, judge: Judge, task: Mapping[str, Any], prompt
         else:
             rationale = f"[simulated] Compliant under {named}: the conversation touches on {label} and nothing breaches it."
         rows.append({"id": cid, "applicable": True, "compliant": not flagged, "rationale": rationale})
-    return json.dumps({"criteria": rows}, ensure_ascii=False)
+    # The judgment schema keys criteria by id.
+    return json.dumps({"criteria": {row.pop("id"): row for row in rows}}, ensure_ascii=False)

@@ -27,12 +27,16 @@ def validate_judgment(answer: Any, criteria: Sequence[Criterion]) -> tuple[list[
 
     Returns ``(rows, "")`` or ``(None, reason)``.
     """
-    if not isinstance(answer, dict) or not isinstance(answer.get("criteria"), list):
-        return None, "no criteria list in the answer"
+    listed = answer.get("criteria") if isinstance(answer, dict) else None
     by_id: dict[str, dict] = {}
-    for entry in answer["criteria"]:
-        if isinstance(entry, dict) and isinstance(entry.get("id"), str):
-            by_id.setdefault(entry["id"], entry)
+    if isinstance(listed, dict):  # the schema's form: {criterion id: labels}
+        by_id = {str(k): v for k, v in listed.items() if isinstance(v, dict)}
+    elif isinstance(listed, list):  # a model that answered with a list of {id, ...} anyway
+        for entry in listed:
+            if isinstance(entry, dict) and isinstance(entry.get("id"), str):
+                by_id.setdefault(entry["id"], entry)
+    else:
+        return None, "no criteria in the answer"
     rows = []
     for c in criteria:
         entry = by_id.get(c.id)

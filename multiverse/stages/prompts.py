@@ -85,23 +85,24 @@ def case_schema(tools: bool) -> dict:
     return _object(fields)
 
 
+#: Long enough to quote the transcript, short enough that max_tokens rarely cuts an answer.
+RATIONALE_MAX = 400
+
+
 def judgment_schema(criterion_ids: Sequence[str]) -> dict:
-    """The judge's answer: per criterion, applicable, then compliant with a rationale."""
-    return _object(
+    """The judge's answer: for every criterion, applicable, then compliant with a rationale.
+
+    Criteria are keyed by id with every id required, so a schema-constrained
+    model cannot leave one out (a list of items could).
+    """
+    label = _object(
         {
-            "criteria": {
-                "type": "array",
-                "items": _object(
-                    {
-                        "id": {"type": "string", "enum": list(criterion_ids)},
-                        "applicable": {"type": "boolean"},
-                        "compliant": {"type": ["boolean", "null"]},
-                        "rationale": _STRING,
-                    }
-                ),
-            }
+            "applicable": {"type": "boolean"},
+            "compliant": {"type": ["boolean", "null"]},
+            "rationale": {"type": "string", "maxLength": RATIONALE_MAX},
         }
     )
+    return _object({"criteria": _object({cid: label for cid in criterion_ids})})
 
 
 def draft_rubric_messages(concept: Concept) -> list[dict]:
@@ -232,7 +233,7 @@ def judge_messages(criteria: Sequence[Criterion], evidence_standard: str, transc
     )
     user = (
         f"Rubric:\n{rubric}\n\nTranscript:\n{transcript}\n\n"
-        "Answer with JSON only, one entry per criterion id.\n"
+        "Answer with JSON only: an object \"criteria\" with one entry per criterion id.\n"
         + _task(
             "judge",
             criteria=[{"id": c.id, "permissible": c.permissible} for c in criteria],
