@@ -58,7 +58,7 @@ def _require_rubric(spec: Spec) -> None:
 
 
 def _calls_per_transcript(unit) -> int:
-    # An upper bound: a user and a system call per turn, before retries and tool calls.
+    # A user and a system call per turn, before retries, tool calls and early ends.
     return 1 if unit.setting == "single_turn" else 2 * unit.max_turns
 
 
@@ -101,7 +101,7 @@ def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None) -> dict[
     notes = [
         f"running each universe on its own would take about {naive} model calls; sharing needs "
         f"{sum(s['calls'] for s in stages.values())}",
-        "rollout calls are an upper bound (early ends save calls; tool calls and retries add some); "
+        "rollout calls assume every turn is used: early ends save calls, simulated-user retries and tool calls add some; "
         "costs use litellm's price list with rough token estimates, and are 0 for sim/ and local models",
     ]
     return {
@@ -428,7 +428,8 @@ def _compute_judgment(client, unit, turns: list) -> dict:
     )
     call = record.pop("call", None)
     record["sample"] = unit.sample
-    record["provenance"] = _provenance(unit.config, started, calls=[call] if call else [])
+    # An answer that stayed unparseable was still a paid call (usage unknown): count it.
+    record["provenance"] = _provenance(unit.config, started, calls=[call or {"model_reported": None, "usage": {}, "cost": 0.0}])
     return record
 
 
