@@ -113,7 +113,11 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "agreement":
             p.add_argument("--axis", help="the axis whose options are compared (default: judge, else the first judge-stage axis)")
         else:
-            p.add_argument("--axis", action="append", help="only show these axes in the indicator panel (repeatable)" if name == "curve" else argparse.SUPPRESS)
+            p.add_argument("--axis", action="append", help={
+                "curve": "only show these axes in the indicator panel (repeatable)",
+                "ranking": "only report these axes in the per-axis Kendall's tau summary (repeatable)",
+                "variance": "only report these axes (repeatable); the decomposition still uses every axis",
+            }[name])
         if name == "curve":
             p.add_argument("--system", action="append", help="only these systems (repeatable)")
             p.add_argument("--threshold", type=float, help="joint test of each system's rate against this rate")
@@ -364,6 +368,7 @@ def cmd_curve(args) -> int:
     from .tables import load_run
 
     t = load_run(args.source)
+    _check_axes(t, args.axis)
     matrix = case_matrix(t.verdicts, axes=t.axes)
     curve = spec_curve(matrix, axes=t.axes, system=args.system or None, primary=t.primary)
     systems = list(dict.fromkeys(curve["system"]))
@@ -403,6 +408,12 @@ def cmd_curve(args) -> int:
     if args.figure:
         print(f"figure: {args.figure}")
     return 0
+
+
+def _check_axes(t, axes: list[str] | None) -> None:
+    unknown = [a for a in axes or [] if a not in t.axes]
+    if unknown:
+        raise InputError(f"--axis {unknown[0]}: expected one of the axes: {', '.join(t.axes) or '(none)'}")
 
 
 def _judge_axis(t) -> str:
@@ -454,7 +465,10 @@ def cmd_ranking(args) -> int:
     from .tables import load_run
 
     t = load_run(args.source)
+    _check_axes(t, args.axis)
     result = ranking(t.verdicts, axes=t.axes, primary=t.primary, bootstrap=args.boot)
+    if args.axis:
+        result["kendall_tau"]["by_axis"] = [r for r in result["kendall_tau"]["by_axis"] if r["axis"] in args.axis]
     if args.figure:
         from .plots.ranking import ranking_figure
 
@@ -481,7 +495,13 @@ def cmd_variance(args) -> int:
     from .tables import load_run
 
     t = load_run(args.source)
+    _check_axes(t, args.axis)
     result = variance(t.verdicts, axes=t.axes)
+    if args.axis:
+        result["by_axis"] = [r for r in result["by_axis"] if r["axis"] in args.axis]
+        result["terms"] = [r for r in result["terms"] if r.get("axis") in (*args.axis, None, "")]
+        hidden = [a for a in t.axes if a not in args.axis]
+        result["summary"] = [line for line in result["summary"] if not line.startswith(tuple(f"{a}:" for a in hidden))]
     if args.figure:
         import pandas as pd
 
