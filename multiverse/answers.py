@@ -35,15 +35,18 @@ def _decode(text: str) -> Any:
     start, end = stripped.find("{"), stripped.rfind("}")
     if 0 <= start < end:
         candidates.append(stripped[start : end + 1])
+    # strict=False accepts raw newlines inside strings, which small local models
+    # emit under grammar-constrained decoding; nothing is added or guessed.
+    decoder = json.JSONDecoder(strict=False)
     for candidate in candidates:
         try:
-            return json.loads(candidate)
+            return decoder.decode(candidate)
         except ValueError:
             continue
     if start >= 0:
         # The first complete object, when prose with braces follows it.
         try:
-            return json.JSONDecoder().raw_decode(stripped[start:])[0]
+            return decoder.raw_decode(stripped[start:])[0]
         except ValueError:
             pass
     raise ValueError("no JSON object in the answer")

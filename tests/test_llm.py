@@ -415,3 +415,12 @@ def test_stats_and_call_log_count_every_attempt_under_threads():
         total = server.counts["total"]
     assert client.stats["calls"] == len(log) == total
     assert client.stats["retries"] == total - 40 == sum(not entry["ok"] for entry in log)
+
+
+def test_raw_newlines_inside_json_strings_are_accepted_not_repaired():
+    from multiverse.answers import parse_json_answer
+
+    schema = {"type": "object", "properties": {"answer": {"type": "boolean"}, "reason": {"type": "string"}},
+              "required": ["answer", "reason"]}
+    parsed = parse_json_answer('{ "answer": true, "reason": "Paris is the capital. It\'s a\n\r" } ', schema)
+    assert parsed == {"answer": True, "reason": "Paris is the capital. It's a\n\r"}
