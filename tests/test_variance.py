@@ -154,3 +154,36 @@ def test_refits_agree_with_anova_lm_where_both_apply():
         sum_sq, df = _type2_by_refits(frame, terms, term)
         assert sum_sq == pytest.approx(reference.loc[term.formula, "sum_sq"], rel=1e-8)
         assert df == reference.loc[term.formula, "df"]
+
+
+def test_balanced_fast_path_equals_anova_lm_type2():
+    """On a full factorial the cell-mean sums of squares are what anova_lm(typ=2) gives."""
+    rng = np.random.default_rng(7)
+    grid = pd.MultiIndex.from_product(
+        [["j1", "j2", "j3"], ["strict", "lenient"], ["multi", "single"], ["A", "B", "C", "D"]],
+        names=["judge", "evidence", "setting", "system"],
+    ).to_frame(index=False)
+    grid["rate"] = rng.uniform(0.2, 0.9, len(grid))
+    ours = variance_decomposition(grid, axes=["judge", "evidence", "setting"]).set_index("term")
+    model = ols("rate ~ C(judge) + C(evidence) + C(setting) + C(system) + C(judge):C(system)"
+                " + C(evidence):C(system) + C(setting):C(system)", data=grid).fit()
+    table = anova_lm(model, typ=2)
+    names = {"judge": "C(judge)", "evidence": "C(evidence)", "setting": "C(setting)", "system": "C(system)",
+             "judge:system": "C(judge):C(system)", "evidence:system": "C(evidence):C(system)",
+             "setting:system": "C(setting):C(system)", "Residual": "Residual"}
+    for term, formula in names.items():
+        assert ours.loc[term, "sum_sq"] == pytest.approx(table.loc[formula, "sum_sq"], rel=1e-9, abs=1e-12)
+        assert ours.loc[term, "df"] == table.loc[formula, "df"]
+    assert ours["share"].sum() == pytest.approx(1.0)
+
+
+def test_an_unbalanced_grid_still_goes_through_ols():
+    rng = np.random.default_rng(8)
+    grid = pd.MultiIndex.from_product([["j1", "j2"], ["s", "l"], ["A", "B", "C"]], names=["judge", "evidence", "system"]).to_frame(index=False)
+    grid["rate"] = rng.uniform(0.2, 0.9, len(grid))
+    grid = grid.iloc[1:]  # one universe x system rate missing
+    ours = variance_decomposition(grid, axes=["judge", "evidence"]).set_index("term")
+    model = ols("rate ~ C(judge) + C(evidence) + C(system) + C(judge):C(system) + C(evidence):C(system)", data=grid).fit()
+    table = anova_lm(model, typ=2)
+    assert ours.loc["judge", "sum_sq"] == pytest.approx(table.loc["C(judge)", "sum_sq"], rel=1e-9)
+    assert ours.loc["evidence:system", "sum_sq"] == pytest.approx(table.loc["C(evidence):C(system)", "sum_sq"], rel=1e-9)

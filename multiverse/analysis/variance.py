@@ -80,7 +80,10 @@ def _decompose(rates: pd.DataFrame, axes: list[str]) -> tuple[pd.DataFrame, list
         terms += [_Term(f"{a}:system", "interaction", a, f"C({names[a]}):C(s)") for a in varying]
     total = float(((frame["y"] - frame["y"].mean()) ** 2).sum())
     rows = []
-    if terms:
+    balanced = _balanced_sums(frame, [names[a] for a in varying], terms) if terms else None
+    if balanced is not None:
+        rows, residual = balanced
+    elif terms:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", SingularMatrixWarning)
             model = ols("y ~ " + " + ".join(t.formula for t in terms), data=frame).fit()
@@ -96,7 +99,7 @@ def _decompose(rates: pd.DataFrame, axes: list[str]) -> tuple[pd.DataFrame, list
             notes.append("the model is rank-deficient (axis x system combinations without a rate, "
                          "or axes that change together): its sums of squares are not unique")
         residual = (float(model.ssr), float(model.df_resid))
-    else:
+    if not terms:
         residual = (total, float(len(frame) - 1))
     rows.append(("Residual", "residual", None, *residual))
     out = pd.DataFrame(rows, columns=_COLUMNS[:-1])
@@ -104,6 +107,48 @@ def _decompose(rates: pd.DataFrame, axes: list[str]) -> tuple[pd.DataFrame, list
     out["axis"] = pd.Series([r[2] for r in rows], dtype=object)
     out["share"] = out["sum_sq"] / total if total > 0 else np.nan
     return out, notes
+
+
+def _balanced_sums(frame: pd.DataFrame, columns: list[str], terms: list["_Term"]):
+    """Exact type-II sums of squares from cell means, when the grid is a full factorial.
+
+    With every combination of axis options x system present exactly once, the
+    terms are orthogonal and type-II sums of squares equal the classical
+    balanced-ANOVA ones: n_l (mean_l - grand)^2 for main effects and the
+    double-centred cell means for axis x system. This is what ``anova_lm``
+    computes there, without an SVD over every rate (minutes at 100k
+    universes). Returns None when the grid is not a full factorial.
+    """
+    factors = [*columns, "s"] if any(t.kind == "system" for t in terms) else list(columns)
+    codes = {c: frame[c].cat.codes.to_numpy() for c in factors}
+    sizes = {c: len(frame[c].cat.categories) for c in factors}
+    if len(frame) != int(np.prod([sizes[c] for c in factors])) or frame["y"].isna().any():
+        return None
+    flat = np.ravel_multi_index([codes[c] for c in factors], [sizes[c] for c in factors])
+    if np.bincount(flat, minlength=len(frame)).max() != 1:
+        return None
+    y = frame["y"].to_numpy(dtype=float)
+    grand = y.mean()
+
+    def effect(code: np.ndarray, k: int) -> np.ndarray:
+        return np.bincount(code, weights=y, minlength=k) / np.bincount(code, minlength=k)
+
+    rows, used_ss, used_df = [], 0.0, 0
+    for term in terms:
+        if term.kind == "interaction":
+            a = term.formula.split(":")[0][2:-1]  # "C(x0):C(s)" -> "x0"
+            ka, ks = sizes[a], sizes["s"]
+            cell = effect(codes[a] * ks + codes["s"], ka * ks).reshape(ka, ks)
+            centred = cell - effect(codes[a], ka)[:, None] - effect(codes["s"], ks)[None, :] + grand
+            ss, df = float((centred**2).sum() * len(y) / (ka * ks)), (ka - 1) * (ks - 1)
+        else:
+            column = "s" if term.kind == "system" else term.formula[2:-1]
+            k = sizes[column]
+            ss, df = float(((effect(codes[column], k) - grand) ** 2).sum() * len(y) / k), k - 1
+        rows.append((term.name, term.kind, term.axis, ss, float(df)))
+        used_ss, used_df = used_ss + ss, used_df + df
+    total = float(((y - grand) ** 2).sum())
+    return rows, (max(total - used_ss, 0.0), float(len(y) - 1 - used_df))
 
 
 @dataclass(frozen=True)
