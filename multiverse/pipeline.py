@@ -184,8 +184,16 @@ def _attempt(stage: str, unit, upstream, client, budget_hit: threading.Event) ->
         return None, f"{exc.reason}: {exc}"[:500]
 
 
+_CLAIMED = "claimed by another run"
+_ELSEWHERE = "computed by another run"
+
+
 class _Executor:
     """Runs one stage's units; each result is stored the moment it exists.
+
+    Locally, each unit is claimed in the store before it is computed: when
+    another run on the same store holds the claim, this run waits for that
+    entry instead of paying for the same call twice.
 
     ``local`` uses a thread pool in this process; ``dask`` sends each unit to a
     Dask cluster whose workers share the store directory and store what they
@@ -209,7 +217,7 @@ class _Executor:
             for key, failure in self._results(stage, units, upstream):
                 if failure is None:
                     self.computed[stage].add(key)
-                else:
+                elif failure is not _ELSEWHERE:
                     self.failures[stage][key] = failure
                 bar.update(1)
         finally:
@@ -229,14 +237,41 @@ class _Executor:
             return
 
         def one(unit):
-            record, failure = _attempt(stage, unit, upstream(unit), self.client, self.budget_hit)
-            if record is not None:
-                self.store.put(stage, unit.key, record)
-            return unit.key, failure
+            if not self.store.claim(stage, unit.key):
+                return unit, _CLAIMED
+            try:
+                if self.store.has(stage, unit.key):  # stored between our look-up and our claim
+                    return unit, _ELSEWHERE
+                record, failure = _attempt(stage, unit, upstream(unit), self.client, self.budget_hit)
+                if record is not None:
+                    self.store.put(stage, unit.key, record)
+                return unit, failure
+            finally:
+                self.store.release(stage, unit.key)
 
-        with ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix=f"mv-{stage}") as pool:
-            for future in as_completed([pool.submit(one, u) for u in units]):
-                yield future.result()
+        pending = list(units)
+        while pending:
+            waiting = []
+            with ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix=f"mv-{stage}") as pool:
+                for future in as_completed([pool.submit(one, u) for u in pending]):
+                    unit, failure = future.result()
+                    if failure is _CLAIMED:
+                        waiting.append(unit)
+                    else:
+                        yield unit.key, failure
+            # Another run is computing these: wait for its entries rather than pay twice.
+            pending = []
+            while waiting:
+                time.sleep(0.2)
+                still = []
+                for unit in waiting:
+                    if self.store.has(stage, unit.key):
+                        yield unit.key, _ELSEWHERE
+                    elif self.store.claimed(stage, unit.key):
+                        still.append(unit)
+                    else:
+                        pending.append(unit)  # it gave up or died: compute it ourselves
+                waiting = still
 
 
 _WORKER_CLIENTS: dict[int, Any] = {}

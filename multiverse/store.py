@@ -28,6 +28,14 @@ the stage reads). Why it is built this way:
   string holding the value of a secret-looking environment variable becomes
   ``"[redacted]"`` and credential-named dict keys are dropped.
 
+- **Claims, so concurrent runs do not pay twice.** Before computing a unit a
+  run may ``claim`` it: an exclusive-create ``<key>.claim`` file naming the
+  host, process and time. Another run that finds a live claim waits for the
+  entry instead of calling the model. A claim whose process is gone (same
+  host) or that is older than its lease is stale and may be taken over, so a
+  killed run never blocks anyone for long. Claims are an economy, not a
+  lock: correctness still rests on write-once entries.
+
 Provenance is written by the stages; the store only adds ``stored_at``.
 """
 
@@ -38,6 +46,7 @@ import json
 import os
 import re
 import secrets
+import socket
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
@@ -56,6 +65,9 @@ _NAME = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _SUFFIX = ".json"
 _TMP_SUFFIX = ".tmp"
 _CORRUPT_SUFFIX = ".corrupt"
+_CLAIM_SUFFIX = ".claim"
+#: A claim older than this is stale whoever holds it (a unit is one rollout or one judge call).
+CLAIM_LEASE = 900.0
 
 # Dict keys that carry credentials in litellm/OpenAI/Anthropic call kwargs and
 # HTTP headers; compared case-insensitively. `api_key_env` (a variable *name*)
@@ -277,6 +289,70 @@ class Store:
 
     # -- maintenance -----------------------------------------------------
 
+    # -- claims ----------------------------------------------------------
+
+    def _claim_path(self, stage: str, key: str) -> str:
+        return self._path(stage, key)[: -len(_SUFFIX)] + _CLAIM_SUFFIX
+
+    def claim(self, stage: str, key: str, *, lease: float = CLAIM_LEASE) -> bool:
+        """Claim ``(stage, key)`` for this process. False if someone else holds a live claim.
+
+        A stale claim (its process is gone, or it is older than ``lease``) is
+        taken over. Two processes taking over the same stale claim at the same
+        moment may both proceed: the entry is still written once.
+        """
+        path = self._claim_path(stage, key)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        # The claim appears with its content in one step (a temp file hard-linked
+        # into place), so nobody ever reads a half-written claim as stale.
+        tmp = os.path.join(os.path.dirname(path), f".{key}.{os.getpid()}.{secrets.token_hex(4)}{_TMP_SUFFIX}")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(f"{socket.gethostname()} {os.getpid()} {time.time():.3f}\n")
+        try:
+            for _ in range(2):
+                try:
+                    os.link(tmp, path)
+                    return True
+                except FileExistsError:
+                    if self._claim_is_live(path, lease):
+                        return False
+                    _unlink_quietly(path)  # stale: take it over (one of several takers wins the link)
+                except OSError as exc:
+                    if exc.errno not in _NO_LINK_ERRNOS:
+                        raise
+                    return True  # no hard links here: claims are only an economy, compute anyway
+            return False
+        finally:
+            _unlink_quietly(tmp)
+
+    def claimed(self, stage: str, key: str, *, lease: float = CLAIM_LEASE) -> bool:
+        """Whether someone holds a live claim on ``(stage, key)``."""
+        return self._claim_is_live(self._claim_path(stage, key), lease)
+
+    def release(self, stage: str, key: str) -> None:
+        """Drop this process's claim (after storing the entry, or giving up)."""
+        path = self._claim_path(stage, key)
+        holder = _claim_holder(path)
+        if holder is not None and holder[:2] == (socket.gethostname(), os.getpid()):
+            _unlink_quietly(path)
+
+    @staticmethod
+    def _claim_is_live(path: str, lease: float) -> bool:
+        holder = _claim_holder(path)
+        if holder is None:
+            return False
+        host, pid, since = holder
+        if time.time() - since > lease:
+            return False
+        if host == socket.gethostname() and pid != os.getpid():
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return False
+            except PermissionError:
+                pass  # alive, someone else's
+        return True
+
     def stats(self) -> dict:
         """Entries and bytes per stage and in total, plus stray temp and corrupt files.
 
@@ -336,7 +412,7 @@ class Store:
                             _remove(entry.path, dry_run)
                             counts["removed"] += 1
                             counts["bytes"] += size
-                        elif kind == "temp" and entry.stat().st_mtime < cutoff:
+                        elif kind in ("temp", "claim") and entry.stat().st_mtime < cutoff:
                             _remove(entry.path, dry_run)
                             report["temp_files"] += 1
                         elif kind == "corrupt":
@@ -377,7 +453,18 @@ def _kind(name: str) -> str | None:
         return "temp"
     if name.endswith(_CORRUPT_SUFFIX):
         return "corrupt"
+    if name.endswith(_CLAIM_SUFFIX):
+        return "claim"
     return None
+
+
+def _claim_holder(path: str) -> tuple[str, int, float] | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            host, pid, since = fh.read().split()
+        return host, int(pid), float(since)
+    except (OSError, ValueError):
+        return None
 
 
 def _entry_names(shard: str) -> Iterator[str]:

@@ -344,3 +344,46 @@ def test_default_store_path(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("MULTIVERSE_STORE", str(tmp_path / "shared"))
     assert default_store_path(spec) == tmp_path / "shared"
     assert default_store_path(None) == tmp_path / "shared"
+
+
+# -- claims --------------------------------------------------------------------
+
+
+def test_a_claim_is_exclusive_until_released(tmp_path):
+    import subprocess
+    import sys
+
+    store = Store(tmp_path)
+    assert store.claim("judgment", "abc123")
+    assert store.claimed("judgment", "abc123")
+    # another live process cannot take it
+    code = f"from multiverse.store import Store; print(Store({str(tmp_path)!r}).claim('judgment', 'abc123'))"
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert other.stdout.strip() == "False"
+    store.release("judgment", "abc123")
+    assert not store.claimed("judgment", "abc123")
+    assert list(store.keys("judgment")) == []  # a claim is never an entry
+
+
+def test_a_dead_processs_claim_is_taken_over(tmp_path):
+    import subprocess
+    import sys
+
+    code = f"from multiverse.store import Store; Store({str(tmp_path)!r}).claim('transcript', 'k1')"
+    subprocess.run([sys.executable, "-c", code], check=True)  # claims, then exits without releasing
+    store = Store(tmp_path)
+    assert not store.claimed("transcript", "k1")
+    assert store.claim("transcript", "k1")
+
+
+def test_an_expired_claim_is_stale_and_gc_removes_old_claims(tmp_path):
+    import time as _time
+
+    store = Store(tmp_path)
+    assert store.claim("case", "k2")
+    assert not store.claimed("case", "k2", lease=-1.0)  # past its lease
+    claim = next(tmp_path.rglob("*.claim"))
+    old = _time.time() - 7200
+    os.utime(claim, (old, old))
+    store.gc(keep=None)
+    assert not claim.exists()
