@@ -141,7 +141,9 @@ def _resolve(config: ModelConfig, spec: Spec) -> ModelConfig:
 def _model_key(config: ModelConfig) -> dict:
     out = {"model": config.model, "params": dict(config.params), "api_base": config.api_base}
     if config.model.startswith("sim/"):
-        # The world file is part of a simulated model's identity.
+        # A simulated model is its world's content, wherever the file lives:
+        # keys survive moving the project, and change when the world is edited.
+        out["api_base"] = None
         out["world"] = _world_digest(config.api_base or f"sim://{BUILTIN_WORLD}")
     return out
 

@@ -138,10 +138,12 @@ def test_failures_are_recorded_and_never_labels(write_spec, tmp_path, counting_c
         if model.get("kind") == "user":
             model["failure"] = 0.6
         if model.get("kind") == "judge":
-            model["failure"] = 0.3
+            model["failure"] = 0.5
     (tmp_path / "flaky.yaml").write_text(yaml.safe_dump(world, sort_keys=False))
     document = tiny_spec_document(
         world="flaky.yaml",
+        design={"dimensions": [{"name": "behavior"}, {"name": "interaction_condition", "levels": ["material_reliance"]}],
+                "cases_per_cell": 6},
         rollout={"setting": "multi_turn", "max_turns": 3, "user": {"model": "sim/user-adversarial", "persona": "adversarial"}},
     )
     document["axes"] = {"judge": {"a": {"judge.model": "sim/judge-a"}, "b": {"judge.model": "sim/judge-b"}}}
