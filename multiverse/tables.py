@@ -155,7 +155,11 @@ def universe_ids(frame: pd.DataFrame, axes: list[str]) -> pd.Series:
 
 
 def load_run(path: str | os.PathLike) -> RunTables:
-    """Read a run directory, an import directory, or a bare verdicts table file."""
+    """Read a run directory, an import directory, or a bare verdicts table file.
+
+    A bare table's axes are its non-core columns; when it has a
+    ``universe_id``, those that vary inside a universe are design factors.
+    """
     path = Path(path)
     if path.is_dir():
         return _load_dir(path)
@@ -169,9 +173,15 @@ def load_run(path: str | os.PathLike) -> RunTables:
             "compliant and axis columns (use `multiverse import table` to map other column names)"
         )
     axes = infer_axes(frame)
+    factors: list[str] = []
+    if "universe_id" in frame.columns and axes:
+        # A column that varies inside one universe is a design factor (e.g. behavior), not an axis.
+        varies = frame.groupby("universe_id", sort=False)[axes].nunique(dropna=False).max() > 1
+        factors = [a for a in axes if varies[a]]
+        axes = [a for a in axes if not varies[a]]
     frame = frame.copy()
     frame["universe_id"] = universe_ids(frame, axes)
-    return RunTables(verdicts=frame, axes=axes, source=path)
+    return RunTables(verdicts=frame, axes=axes, factors=factors, source=path)
 
 
 def _load_dir(path: Path) -> RunTables:

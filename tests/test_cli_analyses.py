@@ -96,3 +96,12 @@ def test_report_import_power_and_store(run_dir, tmp_path):
     assert stats["entries"] > 0
     gc = json.loads(cli("store", "gc", run_dir.parent / "spec.yaml", "--store", store, "--dry-run", "--json", cwd=tmp_path).stdout)
     assert gc["removed"] == 0  # everything in the store belongs to the spec
+
+
+def test_a_bare_table_tells_axes_from_design_factors(run_dir):
+    from multiverse.tables import load_run
+
+    tables = load_run(run_dir / "verdicts.csv")
+    assert tables.axes == ["judge", "evidence"]
+    assert tables.factors == ["behavior", "interaction_condition"]
+    assert tables.verdicts["universe_id"].nunique() == 4
