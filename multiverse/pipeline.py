@@ -68,11 +68,10 @@ def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None) -> dict[
     universes = expand(spec)
     work = build_work(spec, universes)
     st = _store(spec, store)
-    stored_cases = {k for k, c in work.cases.items() if c.given is not None} | set(
-        st.get_many("case", [k for k, c in work.cases.items() if c.given is None])
-    )
-    stored_transcripts = set(st.get_many("transcript", list(work.transcripts)))
-    stored_judgments = set(st.get_many("judgment", list(work.judge_calls)))
+    # Existence is enough to plan: a stat per unit, not a read and a parse.
+    stored_cases = {k for k, c in work.cases.items() if c.given is not None or st.has("case", k)}
+    stored_transcripts = {k for k in work.transcripts if st.has("transcript", k)}
+    stored_judgments = {k for k in work.judge_calls if st.has("judgment", k)}
     stages: dict[str, dict] = {}
 
     def stage(name: str, units: dict, stored: set, calls_of: Callable, model_of: Callable, tokens: tuple[int, int]):
@@ -333,13 +332,7 @@ def run(
         progress = sys.stderr.isatty()
     with _DaskSession(backend, scheduler, jobs) as dask_client:
         executor = _Executor(st, client, jobs=jobs, progress=progress, backend=backend, dask_client=dask_client)
-        stored = _run_stages(work, st, client, executor)
-    records = {
-        "case": {**{k: {"status": "ok", "case": dict(c.given)} for k, c in work.cases.items() if c.given is not None},
-                 **st.get_many("case", [k for k, c in work.cases.items() if c.given is None])},
-        "transcript": st.get_many("transcript", list(work.transcripts)),
-        "judgment": st.get_many("judgment", list(work.judge_calls)),
-    }
+        stored, records = _run_stages(work, st, client, executor)
     failures = executor.failures
     verdicts, criteria = _assemble(spec, work, records["case"], records["transcript"], records["judgment"], failures)
     rates = _rates(spec, universes, verdicts)
@@ -350,37 +343,47 @@ def run(
     return RunResult(out_dir if write else None, verdicts, criteria, rates, manifest, universes)
 
 
-def _run_stages(work: Work, st: Store, client, executor: _Executor) -> dict[str, int]:
-    """Draft, rollout, judge: each computes only what the store lacks. Returns units found stored.
+def _run_stages(work: Work, st: Store, client, executor: _Executor) -> tuple[dict[str, int], dict[str, dict]]:
+    """Draft, rollout, judge: each computes only what the store lacks.
 
-    Credentials for every model any missing unit needs are checked before the
-    first call, so a missing key never strands a half-paid run.
+    Returns the units found already stored per store stage, and every record
+    the work needs (each read from the store once). Credentials for every
+    model any missing unit needs are checked before the first call, so a
+    missing key never strands a half-paid run.
     """
     generated = [k for k, c in work.cases.items() if c.given is None]
-    have = {
-        "case": set(st.get_many("case", generated)),
-        "transcript": set(st.get_many("transcript", list(work.transcripts))),
-        "judgment": set(st.get_many("judgment", list(work.judge_calls))),
+    records = {
+        "case": st.get_many("case", generated),
+        "transcript": st.get_many("transcript", list(work.transcripts)),
+        "judgment": st.get_many("judgment", list(work.judge_calls)),
     }
-    missing_transcripts = [t for k, t in work.transcripts.items() if k not in have["transcript"]]
+    stored = {stage: len(found) for stage, found in records.items()}
+    missing_cases = [work.cases[k] for k in generated if k not in records["case"]]
+    missing_transcripts = [t for k, t in work.transcripts.items() if k not in records["transcript"]]
+    missing_judgments = [j for k, j in work.judge_calls.items() if k not in records["judgment"]]
     _check_credentials(
         client,
-        [work.cases[k].generator for k in generated if k not in have["case"]]
+        [c.generator for c in missing_cases]
         + [c for t in missing_transcripts for c in (t.configs["system"], t.configs["user"], t.configs["tool_simulator"]) if c]
-        + [j.config for k, j in work.judge_calls.items() if k not in have["judgment"]],
+        + [j.config for j in missing_judgments],
     )
-    executor.run("case", [work.cases[k] for k in generated if k not in have["case"]])
 
-    cases = {k: c.given for k, c in work.cases.items() if c.given is not None}
-    cases.update({k: r["case"] for k, r in st.get_many("case", generated).items()})
-    pending = [t for t in missing_transcripts if t.case_key in cases]
-    executor.run("transcript", pending, lambda unit: dict(cases[unit.case_key]))
+    def stage(name: str, units: list, upstream: Callable[[Any], Any] = lambda unit: None) -> None:
+        executor.run(name, units, upstream)
+        # What this run, a worker or a concurrent run stored for these units.
+        records[name].update(st.get_many(name, [u.key for u in units]))
 
-    transcripts = st.get_many("transcript", list(work.transcripts))
-    pending = [j for k, j in work.judge_calls.items()
-               if k not in have["judgment"] and transcripts.get(j.transcript_key, {}).get("status") == "ok"]
-    executor.run("judgment", pending, lambda unit: transcripts[unit.transcript_key]["turns"])
-    return {stage: len(keys) for stage, keys in have.items()}
+    stage("case", missing_cases)
+    for key, case in work.cases.items():
+        if case.given is not None:
+            records["case"][key] = {"status": "ok", "case": dict(case.given)}
+    cases = records["case"]
+    stage("transcript", [t for t in missing_transcripts if t.case_key in cases],
+          lambda unit: dict(cases[unit.case_key]["case"]))
+    transcripts = records["transcript"]
+    stage("judgment", [j for j in missing_judgments if transcripts.get(j.transcript_key, {}).get("status") == "ok"],
+          lambda unit: transcripts[unit.transcript_key]["turns"])
+    return stored, records
 
 
 class _DaskSession:
