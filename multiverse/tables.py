@@ -34,6 +34,7 @@ __all__ = [
     "read_table",
     "load_run",
     "infer_axes",
+    "split_factors",
     "universe_ids",
 ]
 
@@ -132,6 +133,19 @@ def infer_axes(frame: pd.DataFrame, factors: Iterable[str] = ()) -> list[str]:
     return [c for c in frame.columns if c not in skip]
 
 
+def split_factors(frame: pd.DataFrame, columns: list[str]) -> tuple[list[str], list[str]]:
+    """(axes, design factors) among candidate ``columns`` of a table with ``universe_id``.
+
+    An axis is constant inside a universe; a column that varies inside one
+    (e.g. behavior) is a design factor. Without universe ids every candidate
+    stays an axis.
+    """
+    if "universe_id" not in frame.columns or not columns:
+        return list(columns), []
+    varies = frame.groupby("universe_id", sort=False)[list(columns)].nunique(dropna=False).max() > 1
+    return [c for c in columns if not varies[c]], [c for c in columns if varies[c]]
+
+
 def universe_ids(frame: pd.DataFrame, axes: list[str]) -> pd.Series:
     """A universe id per row: the given one, else a digest of the row's axis values.
 
@@ -172,13 +186,7 @@ def load_run(path: str | os.PathLike) -> RunTables:
             f"{path}: missing column(s) {', '.join(missing)}; expected a verdicts table with system, case_id, "
             "compliant and axis columns (use `multiverse import table` to map other column names)"
         )
-    axes = infer_axes(frame)
-    factors: list[str] = []
-    if "universe_id" in frame.columns and axes:
-        # A column that varies inside one universe is a design factor (e.g. behavior), not an axis.
-        varies = frame.groupby("universe_id", sort=False)[axes].nunique(dropna=False).max() > 1
-        factors = [a for a in axes if varies[a]]
-        axes = [a for a in axes if not varies[a]]
+    axes, factors = split_factors(frame, infer_axes(frame))
     frame = frame.copy()
     frame["universe_id"] = universe_ids(frame, axes)
     return RunTables(verdicts=frame, axes=axes, factors=factors, source=path)

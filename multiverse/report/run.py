@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import InputError
-from ..tables import RunTables
+from ..tables import RunTables, split_factors, universe_ids
 
 __all__ = ["_Run", "_prepare"]
 
@@ -115,15 +115,10 @@ def _prepare(tables: RunTables, store: Any, threshold: float) -> _Run:
         raise InputError(f"verdicts: {', '.join(missing)}: expected column(s) to be present")
     axes = [a for a in tables.axes if a in verdicts.columns]
     factors = [f for f in tables.factors if f in verdicts.columns]
-    if "universe_id" in verdicts.columns and axes:
-        # A bare table's axes are guessed from its columns; one that varies inside a universe is a
-        # design factor (e.g. behavior), not an axis.
-        varies = verdicts.groupby("universe_id", sort=False)[axes].nunique(dropna=False).max() > 1
-        factors += [a for a in axes if varies[a]]
-        axes = [a for a in axes if not varies[a]]
+    # Tables built by hand may still list a design factor (e.g. behavior) among the axes.
+    axes, more_factors = split_factors(verdicts, axes)
+    factors += more_factors
     if "universe_id" not in verdicts.columns:
-        from ..tables import universe_ids
-
         verdicts = verdicts.assign(universe_id=universe_ids(verdicts, axes).to_numpy())
     # Ids and system names as text, so a table that stored them as numbers reads the same everywhere.
     verdicts = verdicts.assign(universe_id=verdicts["universe_id"].astype(str), system=verdicts["system"].astype(str))
