@@ -286,7 +286,7 @@ def cmd_draft(args) -> int:
     return 0
 
 
-def _run_and_say(spec, args, out) -> "object":
+def _run_and_say(spec, args, out):
     from .pipeline import run
 
     result = run(
@@ -325,10 +325,8 @@ def cmd_demo(args) -> int:
         args.store = args.out / ".store"
     print("multiverse demo: a SIMULATED audit (built-in offline world; no model is called over the network)")
     result = _run_and_say(spec, args, args.out)
-    try:
-        from .report import write_report
-    except ImportError:  # the report module arrives with the analyses
-        return 0
+    from .report import write_report
+
     report = write_report(result.out_dir, result.out_dir / "report.html")
     print(f"report:  {report}")
     return 0

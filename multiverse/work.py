@@ -34,7 +34,7 @@ from typing import Any
 
 from .grid import Universe, expand
 from .keys import digest
-from .spec import BEHAVIOR, ModelConfig, Spec, to_yaml_dict
+from .spec import ModelConfig, Spec, to_yaml_dict
 from .stages.draft import case_counts
 from .stages.prompts import TEMPLATE_VERSION
 

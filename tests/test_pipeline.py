@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 
 import pandas as pd
-import pytest
 import yaml
 
 from multiverse.pipeline import plan, run

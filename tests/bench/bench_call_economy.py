@@ -176,7 +176,7 @@ def main() -> int:
         first_seconds = time.perf_counter() - t0
         second = CountingClient(jobs=args.jobs)
         t0 = time.perf_counter()
-        again = run(spec, store=store, out=out, progress=False, client=second, jobs=args.jobs)
+        run(spec, store=store, out=out, progress=False, client=second, jobs=args.jobs)
         second_seconds = time.perf_counter() - t0
         counts = count_units(spec, result.universes, store)
 
