@@ -17,6 +17,51 @@ REPO = Path(__file__).resolve().parents[1]
 SPECS = REPO / "specs"
 
 
+# Folders the tests never look into: version control, caches, the venv, and
+# the llama.cpp log that .ci/run appends to while the suite runs.
+_NOT_WATCHED = {".git", "__pycache__", ".pytest_cache", ".ruff_cache", ".mypy_cache", ".venv", ".ci-llama.log"}
+# Source and prose are what a developer edits while the suite runs; what a
+# test could leave behind (stores, run folders, drafts, reports, figures) is not.
+_EDITED_BY_HAND = (".py", ".md")
+
+
+def repo_snapshot(root: Path = REPO) -> dict[str, tuple[int, int]]:
+    """Every file under ``root`` (ignored folders such as runs/ and specs/.multiverse/ included) -> (size, mtime)."""
+    out = {}
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in _NOT_WATCHED and not d.endswith(".egg-info")]
+        for name in files:
+            if name in _NOT_WATCHED or name.endswith(_EDITED_BY_HAND):
+                continue
+            path = Path(folder) / name
+            try:
+                stat = path.lstat()
+            except OSError:  # removed while we walked
+                continue
+            out[str(path.relative_to(root))] = (stat.st_size, stat.st_mtime_ns)
+    return out
+
+
+def snapshot_changes(before: dict, after: dict) -> list[str]:
+    created = sorted(set(after) - set(before))
+    removed = sorted(set(before) - set(after))
+    changed = sorted(k for k in set(before) & set(after) if before[k] != after[k])
+    return [f"created {p}" for p in created] + [f"removed {p}" for p in removed] + [f"changed {p}" for p in changed]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _repository_untouched():
+    """Tests work in temporary folders and stores: the checkout is the same after each module.
+
+    Whatever the user made by following README (runs/, specs/.multiverse/)
+    may be there or not; the suite neither needs it nor changes it.
+    """
+    before = repo_snapshot()
+    yield
+    changes = snapshot_changes(before, repo_snapshot())
+    assert not changes, "this module's tests wrote into the repository: " + "; ".join(changes[:20])
+
+
 @pytest.fixture(autouse=True)
 def _close_figures():
     yield
