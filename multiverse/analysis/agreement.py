@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from multiverse.analysis.dropped import dropped_notes
 from multiverse.analysis.rates import included_verdicts
 from multiverse.errors import InputError
 
@@ -327,7 +328,7 @@ def agreement(
         _per_criterion(verdicts, criteria, axes, others, axis, options, by_transcript, notes)
         if criteria is not None else []
     )
-    result["notes"] = notes
+    result["notes"] = dropped_notes(verdicts) + notes
     return result
 
 

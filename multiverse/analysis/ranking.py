@@ -35,6 +35,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from multiverse.analysis.dropped import dropped_notes
 from multiverse.analysis.rates import included_verdicts, system_rates
 from multiverse.errors import InputError
 
@@ -419,7 +420,7 @@ def ranking(
     if rates.empty:
         raise InputError("verdicts: column 'status': expected at least one row with status ok")
     matrix, universes, systems = _rate_matrix(rates)
-    notes: list[str] = []
+    notes: list[str] = dropped_notes(verdicts)
     codes, option_names = _option_codes(rates, axes, universes)
     if primary is None:
         p = 0
