@@ -275,11 +275,14 @@ def _classify(exc: BaseException) -> _Failure:
 
 
 def _one_line(exc: BaseException, secrets: Iterable[str]) -> str:
-    text = " ".join(str(exc).split())[:200]
+    from multiverse.outcomes import short_reason
+
+    text = " ".join(str(exc).split())
     for secret in secrets:
         if secret and len(secret) >= 6:
             text = text.replace(secret, "***")
-    return text
+    # Redacted before it is cut (a cut secret would escape the replace); cut at a word, and marked.
+    return short_reason(text, 300)
 
 
 # -- the client -----------------------------------------------------------------
