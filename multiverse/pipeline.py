@@ -592,6 +592,9 @@ def _manifest(spec, universes, work, records, executor, stored, verdicts, starte
     from .outcomes import check_tally, row_outcomes, tally, unit_outcomes
 
     outcomes = unit_outcomes(work, records, computed=executor.computed, failures=executor.failures)
+    # A unit the run neither settled nor blocked was not run: say so rather than lose it.
+    outcomes = {stage: {k: (("failed", "not_run") if o == "pending" else (o, r)) for k, (o, r) in units.items()}
+                for stage, units in outcomes.items()}
     stages = {}
     models: set[str] = set()
     for store_stage, name in STAGE_OF_STORE.items():
@@ -603,9 +606,7 @@ def _manifest(spec, universes, work, records, executor, stored, verdicts, starte
             tokens += sum(int(v or 0) for k, v in provenance.get("usage", {}).items() if k != "total_tokens")
             cost += float(provenance.get("cost", 0.0) or 0.0)
             models.update(provenance.get("model_reported", []))
-        # A unit the run neither settled nor blocked was not run: say so rather than lose it.
-        settled = {k: (("failed", "not_run") if o == "pending" else (o, r)) for k, (o, r) in outcomes[store_stage].items()}
-        stages[name] = {**tally(settled), "calls": calls, "tokens": tokens, "cost": round(cost, 6)}
+        stages[name] = {**tally(outcomes[store_stage]), "calls": calls, "tokens": tokens, "cost": round(cost, 6)}
     statuses = verdicts["status"] if len(verdicts) else []
     stages["score"] = {**tally(row_outcomes(work, outcomes, statuses)), "calls": 0, "tokens": 0, "cost": 0.0}
     for counts in stages.values():
