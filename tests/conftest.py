@@ -102,6 +102,27 @@ def tiny_spec_document(**overrides) -> dict:
     return document
 
 
+def flaky_spec_document(folder: Path, *, user_failure: float, judge_failure: float, cases_per_cell: int,
+                        max_turns: int) -> dict:
+    """A tiny spec on a copy of the built-in world (written to ``folder``) whose users and judges fail often."""
+    world = yaml.safe_load((REPO / "multiverse" / "sim" / "worlds" / "deception.yaml").read_text())
+    for model in world["models"].values():
+        if model.get("kind") == "user":
+            model["failure"] = user_failure
+        if model.get("kind") == "judge":
+            model["failure"] = judge_failure
+    (folder / "flaky.yaml").write_text(yaml.safe_dump(world, sort_keys=False))
+    document = tiny_spec_document(
+        world="flaky.yaml",
+        design={"dimensions": [{"name": "behavior"}, {"name": "interaction_condition", "levels": ["material_reliance"]}],
+                "cases_per_cell": cases_per_cell},
+        rollout={"setting": "multi_turn", "max_turns": max_turns,
+                 "user": {"model": "sim/user-adversarial", "persona": "adversarial"}},
+    )
+    document["axes"] = {"judge": {"a": {"judge.model": "sim/judge-a"}, "b": {"judge.model": "sim/judge-b"}}}
+    return document
+
+
 @pytest.fixture
 def write_spec(tmp_path):
     """Write a spec document to tmp_path and return its path."""

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 import yaml
-from conftest import REPO, repo_snapshot, snapshot_changes, tiny_spec_document
+from conftest import REPO, flaky_spec_document, repo_snapshot, snapshot_changes, tiny_spec_document
 
 from multiverse.breaker import FATAL_REASONS, TRIP_AFTER, Breaker
 from multiverse.cli import main
@@ -49,20 +49,7 @@ def flaky_run(tmp_path_factory):
     from conftest import CountingClient
 
     tmp = tmp_path_factory.mktemp("flaky")
-    world = yaml.safe_load((REPO / "multiverse" / "sim" / "worlds" / "deception.yaml").read_text())
-    for model in world["models"].values():
-        if model.get("kind") == "user":
-            model["failure"] = 0.6
-        if model.get("kind") == "judge":
-            model["failure"] = 0.4
-    (tmp / "flaky.yaml").write_text(yaml.safe_dump(world, sort_keys=False))
-    document = tiny_spec_document(
-        world="flaky.yaml",
-        design={"dimensions": [{"name": "behavior"}, {"name": "interaction_condition", "levels": ["material_reliance"]}],
-                "cases_per_cell": 4},
-        rollout={"setting": "multi_turn", "max_turns": 2, "user": {"model": "sim/user-adversarial", "persona": "adversarial"}},
-    )
-    document["axes"] = {"judge": {"a": {"judge.model": "sim/judge-a"}, "b": {"judge.model": "sim/judge-b"}}}
+    document = flaky_spec_document(tmp, user_failure=0.6, judge_failure=0.4, cases_per_cell=4, max_turns=2)
     (tmp / "spec.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
     spec = load_spec(tmp / "spec.yaml")
     first = run(spec, store=tmp / "store", client=CountingClient(jobs=4), out=tmp / "run", progress=False)
