@@ -318,7 +318,11 @@ def _outcome_line(counts: dict) -> str:
     """``12 units: 8 computed, 2 stored, 1 failed (not_found 1), 1 blocked (rollout_failed 1)``."""
 
     def by_reason(reasons: dict) -> str:
-        return f" ({', '.join(f'{k} {v}' for k, v in reasons.items())})" if reasons else ""
+        # Most frequent first (the manifest orders them); the rest counted, all listed in the manifest.
+        shown = [f"{k} {v}" for k, v in list(reasons.items())[:3]]
+        if len(reasons) > 3:
+            shown.append(f"{len(reasons) - 3} other reasons {sum(list(reasons.values())[3:])}")
+        return f" ({', '.join(shown)})" if reasons else ""
 
     return (f"{counts['units']} units: {counts['computed']} computed, {counts['stored']} stored, "
             f"{counts['failed']} failed{by_reason(counts.get('failures', {}))}, "
