@@ -26,7 +26,8 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
-__all__ = ["DEFINITIONS", "OUTCOMES", "check_tally", "reason_class", "short_reason", "tally"]
+__all__ = ["DEFINITIONS", "OUTCOMES", "check_tally", "failure_examples", "reason_class", "row_outcomes", "short_reason",
+           "tally", "unit_outcomes"]
 
 OUTCOMES = ("computed", "stored", "failed", "blocked")
 
@@ -168,4 +169,17 @@ def row_outcomes(work, outcomes: Mapping[str, Mapping[str, tuple[str, str]]],
             out.append(("computed", ""))
         else:
             out.append(("stored", ""))
+    return out
+
+
+def failure_examples(outcomes: Mapping[str, Mapping[str, tuple[str, str]]]) -> dict[str, list[str]]:
+    """Per stage, one whole example message per failure class (for the reader who wants the message)."""
+    out = {}
+    for stage, units in outcomes.items():
+        examples: dict[str, str] = {}
+        for outcome, reason in units.values():
+            if outcome == "failed":
+                examples.setdefault(reason_class(reason), short_reason(reason))
+        if examples:
+            out[stage] = [examples[k] for k in sorted(examples)][:20]
     return out

@@ -589,7 +589,13 @@ def _manifest(spec, universes, work, records, executor, stored, verdicts, starte
     Calls, tokens and cost are summed from the provenance of the records this
     invocation computed, so they are the same whichever backend ran them.
     """
-    from .outcomes import check_tally, row_outcomes, tally, unit_outcomes
+    from .outcomes import (
+        check_tally,
+        failure_examples,
+        row_outcomes,
+        tally,
+        unit_outcomes,
+    )
 
     outcomes = unit_outcomes(work, records, computed=executor.computed, failures=executor.failures)
     # A unit the run neither settled nor blocked was not run: say so rather than lose it.
@@ -626,7 +632,7 @@ def _manifest(spec, universes, work, records, executor, stored, verdicts, starte
         "axis_stages": axis_stages(spec),
         "stages": stages,
         "statuses": {s: int(status_counts.get(s, 0)) for s in ("ok", "excluded", "rollout_failed", "judge_failed")},
-        "failures": _failure_examples(outcomes),
+        "failures": {STAGE_OF_STORE[k]: v for k, v in failure_examples(outcomes).items()},
         "tokens": int(sum(v["tokens"] for v in stages.values())),
         "cost": round(sum(v["cost"] for v in stages.values()), 6),
         "models_reported": sorted(models),
@@ -634,21 +640,6 @@ def _manifest(spec, universes, work, records, executor, stored, verdicts, starte
         "simulated": any(str(m).startswith("sim/") for m in _models(spec)),
         "versions": _versions(),
     }
-
-
-def _failure_examples(outcomes: dict) -> dict[str, list[str]]:
-    """Per stage, one whole example reason per failure class (for the reader who wants the message)."""
-    from .outcomes import reason_class, short_reason
-
-    out = {}
-    for store_stage, units in outcomes.items():
-        examples: dict[str, str] = {}
-        for outcome, reason in units.values():
-            if outcome == "failed":
-                examples.setdefault(reason_class(reason), short_reason(reason))
-        if examples:
-            out[STAGE_OF_STORE[store_stage]] = [examples[k] for k in sorted(examples)][:20]
-    return out
 
 
 def _models(spec: Spec) -> Iterable[str]:
