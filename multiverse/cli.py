@@ -356,8 +356,9 @@ def _print_json(document) -> None:
 def _save(figure, path: Path) -> None:
     if path.suffix.lower() not in (".png", ".svg", ".pdf"):
         raise InputError(f"--figure {path}: expected a .png, .svg or .pdf file name")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=150, bbox_inches="tight")
+    from .atomicfile import atomic_write
+
+    atomic_write(path, lambda tmp: figure.savefig(tmp, format=path.suffix.lower()[1:], dpi=150, bbox_inches="tight"))
 
 
 def cmd_curve(args) -> int:
