@@ -20,10 +20,17 @@ the stage reads). Why it is built this way:
   Where hard links are unsupported (some FUSE, SMB or FAT mounts) the store
   falls back to a rename: still atomic, but on POSIX two racing writers may
   both report success, the later one's record being the one kept.
-- **Corruption is a miss, never a crash.** An entry that no longer parses
-  (a disk fault, a hand edit) is renamed ``<key>.json.corrupt`` with a
-  :class:`CorruptEntryWarning`, and ``get()`` answers ``None`` so the work is
-  redone.
+- **A bad entry is a miss, never a crash.** Entries are opened without
+  following symlinks and without blocking, and read only if they are regular
+  files under :data:`MAX_ENTRY_BYTES`. An entry that is not (a folder, a
+  symlink, a FIFO, a device, a huge file), that does not parse (a disk fault,
+  a hand edit) or whose record has the wrong shape for its stage (``shapes``,
+  see ``multiverse.records``) is moved into ``<root>/quarantine/<stage>/``
+  with a :class:`CorruptEntryWarning` and counted; ``get()`` answers ``None``
+  so the work is redone.
+- **A store that vanishes is an error.** Once a store has been opened (a run
+  opens it before its first call), a missing root is never silently
+  recreated: :class:`~multiverse.errors.StoreError`.
 - **No credentials.** Records are scrubbed before they touch the disk: any
   string holding the value of a secret-looking environment variable becomes
   ``"[redacted]"`` and credential-named dict keys are dropped.
@@ -47,6 +54,8 @@ import os
 import re
 import secrets
 import socket
+import stat
+import threading
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
@@ -54,7 +63,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Store", "CorruptEntryWarning", "default_store_path", "scrub"]
+from .errors import InputError, StoreError
+from .lease import FOLDER as LEASES
+from .lease import live_leases
+
+__all__ = ["Store", "CorruptEntryWarning", "default_store_path", "check_store_path", "scrub", "MAX_ENTRY_BYTES"]
 
 ENV_VAR = "MULTIVERSE_STORE"
 REDACTED = "[redacted]"
@@ -66,6 +79,13 @@ _SUFFIX = ".json"
 _TMP_SUFFIX = ".tmp"
 _CORRUPT_SUFFIX = ".corrupt"
 _CLAIM_SUFFIX = ".claim"
+#: Folders of the store root that are not stages.
+QUARANTINE = "quarantine"
+_RESERVED = frozenset({QUARANTINE, LEASES})
+#: The largest entry read (a transcript of long turns is a few MB; a planted
+#: multi-GB file or /dev/zero must not be read into memory).
+MAX_ENTRY_BYTES = 64 * 2**20
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
 #: A claim older than this is stale whoever holds it (a unit is one rollout or one judge call).
 CLAIM_LEASE = 900.0
 
@@ -84,12 +104,15 @@ _NO_LINK_ERRNOS |= {getattr(errno, n) for n in ("ENOTSUP", "EOPNOTSUPP") if hasa
 
 
 class CorruptEntryWarning(RuntimeWarning):
-    """An entry did not parse as a JSON object and was quarantined as ``*.corrupt``."""
+    """An entry was unusable (not a regular file, too large, not JSON, wrong shape) and was quarantined."""
 
 
-def default_store_path(spec_path: str | Path | None) -> Path:
-    """Where a run keeps its store: ``$MULTIVERSE_STORE``, else ``.multiverse/store``
-    beside the spec, else ``./.multiverse/store``."""
+def default_store_path(spec_path: str | Path | None, explicit: str | Path | None = None) -> Path:
+    """The one rule for where a store is: ``explicit`` (the caller's choice), else
+    ``$MULTIVERSE_STORE``, else ``.multiverse/store`` beside the spec file, else
+    (no spec file, e.g. the built-in demo) ``.multiverse/store`` in the current directory."""
+    if explicit is not None and str(explicit).strip():
+        return Path(explicit).expanduser()
     env = os.environ.get(ENV_VAR, "").strip()
     if env:
         return Path(env).expanduser()
@@ -97,9 +120,47 @@ def default_store_path(spec_path: str | Path | None) -> Path:
     return base / ".multiverse" / "store"
 
 
+def check_store_path(path: str | Path, *, out: str | Path | None = None) -> Path:
+    """Check, before anything is paid, that a store can be used at ``path``; return it.
+
+    Raises one-line ``InputError`` when ``path`` (or the folder it would be
+    created in) is not a writable directory, or when the store and the run
+    directory ``out`` would contain each other (a run directory is shared,
+    copied and deleted as a unit; a store is kept across runs).
+    """
+    path = Path(path).expanduser()
+    where = f"store {path}"
+    existing = path
+    while not existing.exists() and not existing.is_symlink() and existing != existing.parent:
+        existing = existing.parent
+    if existing.is_symlink() and not existing.exists():
+        raise InputError(f"{where}: {existing} is a dangling symlink; expected a directory")
+    if not existing.is_dir():
+        what = "is a file" if existing.is_file() else "is not a directory"
+        raise InputError(f"{where}: {existing} {what}; expected a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InputError(f"{where}: {existing} is not writable; expected a directory you can write to")
+    if existing == path:
+        for name in (QUARANTINE, LEASES, *(e.name for e in _scan(path) if e.is_dir())):
+            sub = path / name
+            if sub.is_dir() and not os.access(sub, os.W_OK | os.X_OK):
+                raise InputError(f"{where}: {sub} is not writable; expected a store you can write to")
+    if out is not None:
+        store, run = _absolute(path), _absolute(Path(out))
+        if store == run or store.is_relative_to(run) or run.is_relative_to(store):
+            raise InputError(f"{where}: the run directory {out} and the store would contain each other; "
+                             "expected them apart (a run directory is shared and replaced, a store is kept)")
+    return path
+
+
+def _absolute(path: Path) -> Path:
+    return Path(os.path.realpath(path.expanduser()))
+
+
 def _check_name(kind: str, name: str) -> str:
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise ValueError(f"store: {kind} {name!r}: expected 1-128 characters of [A-Za-z0-9_-]")
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or (kind == "stage" and name in _RESERVED):
+        raise ValueError(f"store: {kind} {name!r}: expected 1-128 characters of [A-Za-z0-9_-], "
+                         f"not {' or '.join(sorted(_RESERVED))}")
     return name
 
 
@@ -148,13 +209,38 @@ class Store:
     ``stage`` is ``"case"``, ``"transcript"``, ``"judgment"`` or ``"rubric"``
     (any ``[A-Za-z0-9_-]`` name works); ``key`` is that stage's cache key.
     Safe to share between threads, processes and machines. Nothing is created
-    until the first :meth:`put`.
+    until the first :meth:`put` or :meth:`open`.
+
+    ``shapes`` maps a stage to ``check(record) -> None | problem`` (the
+    pipeline passes ``multiverse.records.SHAPES``); a record that fails its
+    check is quarantined on read. ``existing=True`` says the root was already
+    opened by someone else (a run's Dask workers): it is never recreated.
     """
 
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | Path, *, shapes: Mapping | None = None, existing: bool = False):
         self.root = Path(root).expanduser()
+        self.shapes = dict(shapes or {})
         # Cleared the first time os.link turns out to be unsupported here.
         self._can_link = hasattr(os, "link")
+        # Set once the root is known to exist: from then on its absence is an error.
+        self._opened = existing
+        self._lock = threading.Lock()
+        #: entries this instance moved into quarantine
+        self.quarantined = 0
+
+    def open(self) -> Store:
+        """Create the root if needed; from now on a vanished root raises ``StoreError``."""
+        if self._opened:
+            self._check_root()
+        else:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self._opened = True
+        return self
+
+    def _check_root(self) -> None:
+        if self._opened and not os.path.isdir(self.root):
+            raise StoreError(f"store {self.root}: it was removed while in use; "
+                             "expected it to stay for the whole run (its results are lost: rerun)")
 
     def __repr__(self) -> str:
         return f"Store({str(self.root)!r})"
@@ -168,21 +254,26 @@ class Store:
     # -- reading ---------------------------------------------------------
 
     def get(self, stage: str, key: str) -> dict | None:
-        """The record stored under ``(stage, key)``, or ``None`` if absent or corrupt."""
-        return self._read(self._path(stage, key))
+        """The record stored under ``(stage, key)``, or ``None`` if absent or unusable."""
+        self._check_root()
+        return self._read(stage, self._path(stage, key))
 
     def get_many(self, stage: str, keys: Iterable[str]) -> dict[str, dict]:
         """``{key: record}`` for the given keys that are stored; missing ones are absent."""
+        self._check_root()
         found = {}
         for key in keys:
-            record = self._read(self._path(stage, key))
+            record = self._read(stage, self._path(stage, key))
             if record is not None:
                 found[key] = record
         return found
 
     def has(self, stage: str, key: str) -> bool:
-        """Whether an entry exists (without parsing it: a corrupt one counts until read)."""
-        return os.path.exists(self._path(stage, key))
+        """Whether a regular file is stored under the key (not parsed: a bad one counts until read)."""
+        try:
+            return stat.S_ISREG(os.lstat(self._path(stage, key)).st_mode)
+        except OSError:
+            return False
 
     def keys(self, stage: str) -> Iterator[str]:
         """The keys stored in ``stage``, in sorted order; temp and corrupt files are skipped."""
@@ -192,36 +283,71 @@ class Store:
                 for shard in _sorted_dirs(stage_dir)
                 for name in sorted(_entry_names(shard)))
 
-    def _read(self, path: str) -> dict | None:
+    def _read(self, stage: str, path: str) -> dict | None:
         try:
-            with open(path, "rb") as f:
-                raw = f.read()
-                try:
-                    record = json.loads(raw)
-                except ValueError:  # JSONDecodeError and UnicodeDecodeError
-                    record = None
-                if isinstance(record, dict):
-                    return record
-                identity = _identity(os.fstat(f.fileno()))
+            # No symlink is followed and a FIFO does not block: what is there is checked first.
+            fd = os.open(path, _OPEN_FLAGS)
         except FileNotFoundError:
             return None
-        self._quarantine(path, identity)
+        except OSError as exc:  # ELOOP: a symlink in place of the entry; EACCES: not ours to read
+            try:
+                identity = _identity(os.lstat(path))
+            except FileNotFoundError:
+                return None
+            kind = "a symlink" if exc.errno == errno.ELOOP or os.path.islink(path) else f"unreadable ({exc.strerror})"
+            self._quarantine(stage, path, identity, kind)
+            return None
+        try:
+            st = os.fstat(fd)
+            identity = _identity(st)
+            if not stat.S_ISREG(st.st_mode):
+                problem = f"not a regular file ({_file_type(st.st_mode)})"
+            elif st.st_size > MAX_ENTRY_BYTES:
+                problem = f"larger than {MAX_ENTRY_BYTES} bytes"
+            else:
+                problem = None
+                raw = _read_capped(fd, MAX_ENTRY_BYTES + 1)
+        except OSError as exc:  # EISDIR and friends
+            problem = f"unreadable ({exc.strerror})"
+        finally:
+            os.close(fd)
+        if problem is None and len(raw) > MAX_ENTRY_BYTES:
+            problem = f"larger than {MAX_ENTRY_BYTES} bytes"
+        if problem is None:
+            try:
+                record = json.loads(raw)
+            except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, deep nesting
+                problem = "not JSON"
+            else:
+                check = self.shapes.get(stage)
+                if not isinstance(record, dict):
+                    problem = f"not a JSON object ({type(record).__name__})"
+                else:
+                    problem = check(record) if check is not None else None
+                if problem is None:
+                    return record
+        self._quarantine(stage, path, identity, problem)
         return None
 
-    def _quarantine(self, path: str, identity: tuple[int, int]) -> None:
+    def _quarantine(self, stage: str, path: str, identity: tuple[int, int], problem: str) -> None:
         # Another reader may have quarantined it already and a writer put a
         # good entry in its place: only move the very file we read.
+        folder = os.path.join(self.root, QUARANTINE, stage)
+        target = os.path.join(folder, f"{os.path.basename(path)}.{int(time.time())}.{secrets.token_hex(3)}")
         try:
-            if _identity(os.stat(path)) != identity:
+            if _identity(os.lstat(path)) != identity:
                 return
-            os.replace(path, path + _CORRUPT_SUFFIX)
+            os.makedirs(folder, exist_ok=True)
+            os.replace(path, target)  # moves a symlink or a folder itself, never what it points to
         except FileNotFoundError:
             return
         except OSError as exc:
-            warnings.warn(f"{path}: corrupt store entry, could not quarantine: {exc}",
+            warnings.warn(f"{path}: bad store entry ({problem}), could not quarantine: {exc}",
                           CorruptEntryWarning, stacklevel=4)
             return
-        warnings.warn(f"{path}: corrupt store entry moved to *{_CORRUPT_SUFFIX}; it will be redone",
+        with self._lock:
+            self.quarantined += 1
+        warnings.warn(f"{path}: bad store entry ({problem}) moved to {target}; it will be redone",
                       CorruptEntryWarning, stacklevel=4)
 
     # -- writing ---------------------------------------------------------
@@ -239,8 +365,12 @@ class Store:
         if not isinstance(record, Mapping):
             kind = type(record).__name__
             raise TypeError(f"store: {stage}/{key}: expected a dict record, got {kind}")
-        if os.path.exists(final):  # the cheap answer on a resumed run
-            return False
+        if os.path.lexists(final):  # the cheap answer on a resumed run
+            st = os.lstat(final)
+            if stat.S_ISREG(st.st_mode):
+                return False
+            # A folder, symlink or FIFO would make every later link fail: move it aside.
+            self._quarantine(stage, final, _identity(st), f"not a regular file ({_file_type(st.st_mode)})")
         clean = scrub(record)
         clean.setdefault("stored_at", datetime.now(timezone.utc).isoformat(timespec="seconds"))
         payload = json.dumps(clean, ensure_ascii=False, indent=2).encode("utf-8")
@@ -250,16 +380,27 @@ class Store:
             tmp_name = f".{key}.{os.getpid()}.{secrets.token_hex(4)}{_TMP_SUFFIX}"
             tmp = os.path.join(directory, tmp_name)
             try:
+                self._make_dirs(directory)
                 _write_synced(tmp, payload)
                 return self._publish(tmp, final)
             except FileNotFoundError:
                 # A person or another host's gc removed our temp file or its
-                # directory between write and link: write it again.
+                # directory between write and link: write it again, unless
+                # the whole store is gone.
+                self._check_root()
                 if attempt == 2:
                     raise
             finally:
                 _unlink_quietly(tmp)
         raise AssertionError("unreachable")
+
+    def _make_dirs(self, directory: str) -> None:
+        if os.path.isdir(directory):
+            return
+        if not self._opened:
+            self.open()
+        self._check_root()
+        os.makedirs(directory, exist_ok=True)
 
     def _publish(self, tmp: str, final: str) -> bool:
         if self._can_link:
@@ -302,7 +443,7 @@ class Store:
         moment may both proceed: the entry is still written once.
         """
         path = self._claim_path(stage, key)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        self._make_dirs(os.path.dirname(path))
         # The claim appears with its content in one step (a temp file hard-linked
         # into place), so nobody ever reads a half-written claim as stale.
         tmp = os.path.join(os.path.dirname(path), f".{key}.{os.getpid()}.{secrets.token_hex(4)}{_TMP_SUFFIX}")
@@ -354,21 +495,21 @@ class Store:
         return True
 
     def stats(self) -> dict:
-        """Entries and bytes per stage and in total, plus stray temp and corrupt files.
+        """Entries and bytes per stage and in total, plus stray temp and quarantined files.
 
         ``{"root", "stages": {stage: {"entries", "bytes"}}, "entries", "bytes",
-        "temp_files", "corrupt_files"}``
+        "temp_files", "corrupt_files"}`` (``corrupt_files``: quarantined entries)
         """
         report: dict[str, Any] = {"root": str(self.root), "stages": {}, "entries": 0,
-                                  "bytes": 0, "temp_files": 0, "corrupt_files": 0}
+                                  "bytes": 0, "temp_files": 0, "corrupt_files": len(self._quarantined())}
         for stage in self._stages():
             entries = size = 0
             for shard in _sorted_dirs(os.path.join(self.root, stage)):
                 for entry in _scan(shard):
                     kind = _kind(entry.name)
-                    if kind == "entry":
+                    if kind == "entry" and entry.is_file(follow_symlinks=False):
                         entries += 1
-                        size += entry.stat().st_size
+                        size += entry.stat(follow_symlinks=False).st_size
                     elif kind == "temp":
                         report["temp_files"] += 1
                     elif kind == "corrupt":
@@ -379,7 +520,7 @@ class Store:
         return report
 
     def gc(self, keep: Mapping[str, set[str]] | None = None, *, dry_run: bool = False,
-           temp_age: float = 3600.0) -> dict:
+           temp_age: float = 3600.0, fresh: float = 3600.0) -> dict:
         """Remove entries not in ``keep``, quarantined files and stale temp files.
 
         ``keep`` maps a stage to the keys still referenced. Stages it does not
@@ -388,15 +529,25 @@ class Store:
         may belong to a writer still running, so they are kept. With
         ``dry_run`` nothing is deleted and the counts say what would be.
 
+        Whatever ``keep`` says, an entry is kept when it was written less than
+        ``fresh`` seconds ago, or since the oldest live run on this store
+        started (see ``multiverse.lease``): a live run reads back what it has
+        just computed, and a run of another spec may be computing right now.
+
         Returns ``{"dry_run", "stages": {stage: {"kept", "removed", "bytes"}},
-        "removed", "bytes", "temp_files", "corrupt_files"}`` (``bytes`` freed).
+        "removed", "bytes", "temp_files", "corrupt_files", "kept_recent",
+        "live_runs"}`` (``bytes`` freed).
         """
         if keep is not None:
             for stage in keep:
                 _check_name("stage", stage)
+        now = time.time()
+        live = live_leases(self.root, remove_stale=not dry_run)
+        # A minute of slack for clocks of other hosts writing to a shared store.
+        protect_since = min([now - fresh, *(lease["started"] - 60.0 for lease in live)])
         report: dict[str, Any] = {"dry_run": dry_run, "stages": {}, "removed": 0, "bytes": 0,
-                                  "temp_files": 0, "corrupt_files": 0}
-        cutoff = time.time() - temp_age
+                                  "temp_files": 0, "corrupt_files": 0, "kept_recent": 0, "live_runs": len(live)}
+        cutoff = now - temp_age
         for stage in self._stages():
             wanted = None if keep is None else keep.get(stage)
             counts = {"kept": 0, "removed": 0, "bytes": 0}
@@ -408,11 +559,16 @@ class Store:
                             if wanted is None or entry.name[: -len(_SUFFIX)] in wanted:
                                 counts["kept"] += 1
                                 continue
-                            size = entry.stat().st_size
+                            st = entry.stat(follow_symlinks=False)
+                            if st.st_mtime >= protect_since:
+                                counts["kept"] += 1
+                                report["kept_recent"] += 1
+                                continue
+                            size = st.st_size
                             _remove(entry.path, dry_run)
                             counts["removed"] += 1
                             counts["bytes"] += size
-                        elif kind in ("temp", "claim") and entry.stat().st_mtime < cutoff:
+                        elif kind in ("temp", "claim") and entry.stat(follow_symlinks=False).st_mtime < cutoff:
                             _remove(entry.path, dry_run)
                             report["temp_files"] += 1
                         elif kind == "corrupt":
@@ -423,11 +579,20 @@ class Store:
             report["stages"][stage] = counts
             report["removed"] += counts["removed"]
             report["bytes"] += counts["bytes"]
+        for path in self._quarantined():
+            try:
+                _remove_any(path, dry_run)
+                report["corrupt_files"] += 1
+            except FileNotFoundError:
+                continue
         return report
 
     def _stages(self) -> list[str]:
         return [entry.name for entry in _scan(self.root)
-                if entry.is_dir() and _NAME.fullmatch(entry.name)]
+                if entry.is_dir(follow_symlinks=False) and _NAME.fullmatch(entry.name) and entry.name not in _RESERVED]
+
+    def _quarantined(self) -> list[str]:
+        return [e.path for folder in _sorted_dirs(os.path.join(self.root, QUARANTINE)) for e in _scan(folder)]
 
 
 # -- directory walking -------------------------------------------------------
@@ -442,7 +607,7 @@ def _scan(directory: str | Path) -> list[os.DirEntry]:
 
 
 def _sorted_dirs(directory: str | Path) -> list[str]:
-    return sorted(e.path for e in _scan(directory) if e.is_dir() and _NAME.fullmatch(e.name))
+    return sorted(e.path for e in _scan(directory) if e.is_dir(follow_symlinks=False) and _NAME.fullmatch(e.name))
 
 
 def _kind(name: str) -> str | None:
@@ -475,6 +640,37 @@ def _identity(st: os.stat_result) -> tuple[int, int]:
     return (st.st_dev, st.st_ino)
 
 
+def _file_type(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISLNK, "a symlink"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a file"
+
+
+def _read_capped(fd: int, limit: int) -> bytes:
+    chunks, size = [], 0
+    while size < limit:
+        chunk = os.read(fd, min(1 << 20, limit - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def _remove_any(path: str, dry_run: bool) -> None:
+    """Remove a quarantined file, symlink or folder (never what a symlink points to)."""
+    if dry_run:
+        os.lstat(path)
+    elif os.path.isdir(path) and not os.path.islink(path):
+        import shutil
+
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)
+
+
 def _same_file(a: str, b: str) -> bool:
     try:
         return os.path.samefile(a, b)
@@ -492,11 +688,7 @@ def _remove(path: str, dry_run: bool) -> None:
 def _write_synced(path: str, payload: bytes) -> None:
     """Create ``path`` (it must not exist) holding ``payload``, flushed to disk."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    try:
-        fd = os.open(path, flags, 0o644)  # & umask: entries stay readable by the team
-    except FileNotFoundError:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd = os.open(path, flags, 0o644)
+    fd = os.open(path, flags, 0o666)  # & umask, like any file the user writes
     try:
         view = memoryview(payload)
         while view:
