@@ -63,6 +63,7 @@ class Executor:
         # so claim" one step, so nothing is claimed after the claims are released.
         self._held: set[tuple[str, str]] = set()
         self._claims = threading.Lock()
+        self._threads: list[threading.Thread] = []
 
     def run(self, stage: str, units: list, upstream: Callable[[Any], Any] = lambda unit: None) -> None:
         if not units:
@@ -81,15 +82,20 @@ class Executor:
                 bar.update(1)
         finally:
             results.close()
+            # Threads still in a call stop at their next one, even once the stop flag is cleared.
+            interrupt.cancel(self._threads)
             self.release_all()
             bar.close()
 
     def release_all(self) -> None:
         """Release every claim this run still holds (on the way out of an interrupted stage)."""
-        with self._claims:
-            held, self._held = self._held, set()
-        for stage, key in held:
-            self.store.release(stage, key)
+        with interrupt.signals_held():
+            while True:
+                with self._claims:
+                    if not self._held:
+                        return
+                    stage, key = self._held.pop()
+                self.store.release(stage, key)
 
     # -- local -------------------------------------------------------------------
 
@@ -147,19 +153,23 @@ class Executor:
         done: queue.SimpleQueue = queue.SimpleQueue()
 
         def work() -> None:
-            while not interrupt.requested():
-                try:
-                    unit = todo.get_nowait()
-                except queue.Empty:
-                    return
-                try:
-                    done.put(self._one(stage, unit, upstream))
-                except BaseException as exc:  # a bug: hand it to the main thread
-                    done.put((unit, exc))
-                    return
+            try:
+                while not interrupt.requested():
+                    try:
+                        unit = todo.get_nowait()
+                    except queue.Empty:
+                        return
+                    try:
+                        done.put(self._one(stage, unit, upstream))
+                    except BaseException as exc:  # a bug: hand it to the main thread
+                        done.put((unit, exc))
+                        return
+            finally:
+                interrupt.forget(threading.current_thread())
 
         threads = [threading.Thread(target=work, name=f"mv-{stage}-{i}", daemon=True)
                    for i in range(min(self.jobs, len(units)))]
+        self._threads = threads
         for thread in threads:
             thread.start()
         received = 0

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["RunInterrupted", "GRACE", "requested", "request", "check", "sleep", "stopping_on_signals"]
+__all__ = ["GRACE", "RunInterrupted", "cancel", "check", "forget", "request", "requested", "signals_held", "sleep",
+           "stopping_on_signals"]
 
 #: seconds the calls in flight get to finish after the first signal
 GRACE = 10.0
@@ -29,6 +31,9 @@ GRACE = 10.0
 _STOP = threading.Event()
 _DEPTH = 0
 _LOCK = threading.Lock()
+# Worker threads of a run that has ended (interrupted): they stop at their next call even
+# after the process-wide flag is cleared for the next run.
+_CANCELLED: set[int] = set()
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -40,8 +45,20 @@ class RunInterrupted(KeyboardInterrupt):
 
 
 def requested() -> bool:
-    """Whether a stop was asked for."""
-    return _STOP.is_set()
+    """Whether a stop was asked for (process-wide, or for this thread's run)."""
+    return _STOP.is_set() or threading.get_ident() in _CANCELLED
+
+
+def cancel(threads) -> None:
+    """Stop these worker threads at their next call, whatever happens to the flag."""
+    with _LOCK:
+        _CANCELLED.update(t.ident for t in threads if t.ident is not None and t.is_alive())
+
+
+def forget(thread: threading.Thread) -> None:
+    """A worker thread is ending: its id may be reused."""
+    with _LOCK:
+        _CANCELLED.discard(thread.ident)
 
 
 def request() -> None:
@@ -49,16 +66,21 @@ def request() -> None:
     _STOP.set()
 
 
-def check() -> None:
+def check(where: str = "before the next call") -> None:
     """Raise :class:`RunInterrupted` if a stop was asked for (call before starting any work)."""
-    if _STOP.is_set():
-        raise RunInterrupted("interrupted before the call started")
+    if requested():
+        raise RunInterrupted(f"stopped {where}")
 
 
 def sleep(seconds: float) -> None:
     """Sleep, but raise :class:`RunInterrupted` as soon as a stop is asked for."""
-    if _STOP.wait(max(0.0, seconds)):
-        raise RunInterrupted("interrupted while waiting to retry")
+    deadline = time.monotonic() + max(0.0, seconds)
+    while not requested():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        _STOP.wait(min(left, 0.5))
+    raise RunInterrupted("stopped while waiting to retry")
 
 
 @contextmanager
@@ -87,6 +109,20 @@ def stopping_on_signals() -> Iterator[None]:
             _DEPTH -= 1
             if _DEPTH == 0:
                 _STOP.clear()
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM wait (main thread): a second Ctrl-C cannot
+    cut short the release of a run's claims."""
+    blocked = threading.current_thread() is threading.main_thread() and hasattr(signal, "pthread_sigmask")
+    if blocked:
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        if blocked:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _on_signal(signum, frame) -> None:

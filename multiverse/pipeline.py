@@ -249,7 +249,7 @@ def run(
         executor = Executor(st, client, jobs=jobs, progress=progress, attempt=_attempt, remote=_dask_unit,
                             backend=backend, dask_client=dask_client)
         stored, records = _run_stages(work, st, client, executor, lease)
-        interrupt.check()  # a signal after the last call: the tables are not written
+        interrupt.check("after the last call, before the tables were written")
     failures = executor.failures
     verdicts, criteria = _assemble(spec, work, records["case"], records["transcript"], records["judgment"], failures)
     rates = _rates(spec, universes, verdicts)
