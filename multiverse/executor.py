@@ -28,7 +28,7 @@ from . import interrupt
 from .interrupt import RunInterrupted
 from .store import Store
 
-__all__ = ["Executor", "DaskSession", "ELSEWHERE", "STAGE_NAMES"]
+__all__ = ["ELSEWHERE", "STAGE_NAMES", "DaskSession", "Executor"]
 
 #: store stage -> pipeline stage, in data-flow order
 STAGE_NAMES = {"case": "draft", "transcript": "rollout", "judgment": "judge"}

@@ -27,7 +27,7 @@ import threading
 import time
 from pathlib import Path
 
-__all__ = ["Lease", "live_leases", "REFRESH", "TTL"]
+__all__ = ["REFRESH", "TTL", "Lease", "live_leases"]
 
 FOLDER = "leases"
 REFRESH = 60.0

@@ -67,7 +67,7 @@ from .errors import InputError, StoreError
 from .lease import FOLDER as LEASES
 from .lease import live_leases
 
-__all__ = ["Store", "CorruptEntryWarning", "default_store_path", "check_store_path", "scrub", "MAX_ENTRY_BYTES"]
+__all__ = ["MAX_ENTRY_BYTES", "CorruptEntryWarning", "Store", "check_store_path", "default_store_path", "scrub"]
 
 ENV_VAR = "MULTIVERSE_STORE"
 REDACTED = "[redacted]"

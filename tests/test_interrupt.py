@@ -29,8 +29,8 @@ from multiverse.spec import load_spec
 from multiverse.store import Store
 
 sys.path.insert(0, str(Path(__file__).parent))
-from audit_server import audit_responder, fake_spec_document  # noqa: E402
-from fakeserver import FakeServer  # noqa: E402
+from audit_server import audit_responder, fake_spec_document
+from fakeserver import FakeServer
 
 REPO = Path(__file__).resolve().parents[1]
 JOBS = 2
