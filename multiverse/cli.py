@@ -330,8 +330,13 @@ def cmd_demo(args) -> int:
 
     from .spec import load_spec
 
+    from .store import default_store_path
+
     with as_file(files("multiverse.examples") / "demo.yaml") as path:
         spec = load_spec(path)
+    # The spec lives inside the package: "beside the spec" would be site-packages, so the
+    # demo's store follows the rule for a spec without a file of its own.
+    args.store = default_store_path(None, args.store)
     print("multiverse demo: a SIMULATED audit (built-in offline world; no model is called over the network)")
     result = _run_and_say(spec, args, args.out)
     from .report import write_report

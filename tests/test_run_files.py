@@ -180,3 +180,25 @@ def test_demo_help_says_where_its_store_is():
     text = demo.format_help()
     assert "./.multiverse/store" in " ".join(text.split())
     assert ".store" not in text.replace(".multiverse/store", "")
+
+
+def test_the_demo_stores_in_the_current_directory_not_beside_its_packaged_spec(tmp_path, monkeypatch):
+    import multiverse.cli as cli_module
+
+    seen = {}
+
+    def capture(spec, args, out):
+        seen["store"], seen["spec"] = args.store, spec.path
+        raise SystemExit(0)
+
+    monkeypatch.delenv("MULTIVERSE_STORE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli_module, "_run_and_say", capture)
+    with pytest.raises(SystemExit):
+        cli_module.main(["demo", "--quiet"])
+    assert seen["store"] == Path(".multiverse") / "store"
+    assert Path(seen["spec"]).parent != tmp_path  # the spec is the packaged one
+    monkeypatch.setenv("MULTIVERSE_STORE", str(tmp_path / "shared"))
+    with pytest.raises(SystemExit):
+        cli_module.main(["demo", "--quiet"])
+    assert seen["store"] == tmp_path / "shared"
