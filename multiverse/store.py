@@ -20,28 +20,19 @@ the stage reads). Why it is built this way:
   Where hard links are unsupported (some FUSE, SMB or FAT mounts) the store
   falls back to a rename: still atomic, but on POSIX two racing writers may
   both report success, the later one's record being the one kept.
-- **A bad entry is a miss, never a crash.** Entries are opened without
-  following symlinks and without blocking, and read only if they are regular
-  files under :data:`MAX_ENTRY_BYTES`. An entry that is not (a folder, a
-  symlink, a FIFO, a device, a huge file), that does not parse (a disk fault,
-  a hand edit) or whose record has the wrong shape for its stage (``shapes``,
-  see ``multiverse.records``) is moved into ``<root>/quarantine/<stage>/``
-  with a :class:`CorruptEntryWarning` and counted; ``get()`` answers ``None``
-  so the work is redone.
+- **A bad entry is a miss, never a crash.** Only regular files under
+  :data:`MAX_ENTRY_BYTES` are read, opened without following symlinks or
+  blocking. Anything else (a folder, symlink, FIFO, device, huge file), a
+  file that does not parse, or a record of the wrong shape for its stage
+  (``multiverse.records``) is moved into ``<root>/quarantine/<stage>/`` with
+  a :class:`CorruptEntryWarning` and counted; ``get()`` answers ``None``.
 - **A store that vanishes is an error.** Once a store has been opened (a run
   opens it before its first call), a missing root is never silently
   recreated: :class:`~multiverse.errors.StoreError`.
 - **No credentials.** Records are scrubbed before they touch the disk: any
   string holding the value of a secret-looking environment variable becomes
   ``"[redacted]"`` and credential-named dict keys are dropped.
-
-- **Claims, so concurrent runs do not pay twice.** Before computing a unit a
-  run may ``claim`` it: an exclusive-create ``<key>.claim`` file naming the
-  host, process and time. Another run that finds a live claim waits for the
-  entry instead of calling the model. A claim whose process is gone (same
-  host) or that is older than its lease is stale and may be taken over, so a
-  killed run never blocks anyone for long. Claims are an economy, not a
-  lock: correctness still rests on write-once entries.
+- **Claims, so concurrent runs do not pay twice** (``multiverse.claims``).
 
 Provenance is written by the stages; the store only adds ``stored_at``.
 """
@@ -53,7 +44,6 @@ import json
 import os
 import re
 import secrets
-import socket
 import stat
 import threading
 import time
@@ -63,13 +53,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError, StoreError
+from .errors import StoreError
 from .lease import FOLDER as LEASES
-from .lease import live_leases
+from .storepath import check_store_path, default_store_path
 
 __all__ = ["MAX_ENTRY_BYTES", "CorruptEntryWarning", "Store", "check_store_path", "default_store_path", "scrub"]
 
-ENV_VAR = "MULTIVERSE_STORE"
 REDACTED = "[redacted]"
 
 # Stage names and keys become path components: restricting them to this
@@ -105,56 +94,6 @@ _NO_LINK_ERRNOS |= {getattr(errno, n) for n in ("ENOTSUP", "EOPNOTSUPP") if hasa
 
 class CorruptEntryWarning(RuntimeWarning):
     """An entry was unusable (not a regular file, too large, not JSON, wrong shape) and was quarantined."""
-
-
-def default_store_path(spec_path: str | Path | None, explicit: str | Path | None = None) -> Path:
-    """The one rule for where a store is: ``explicit`` (the caller's choice), else
-    ``$MULTIVERSE_STORE``, else ``.multiverse/store`` beside the spec file, else
-    (no spec file, e.g. the built-in demo) ``.multiverse/store`` in the current directory."""
-    if explicit is not None and str(explicit).strip():
-        return Path(explicit).expanduser()
-    env = os.environ.get(ENV_VAR, "").strip()
-    if env:
-        return Path(env).expanduser()
-    base = Path(spec_path).parent if spec_path is not None else Path(".")
-    return base / ".multiverse" / "store"
-
-
-def check_store_path(path: str | Path, *, out: str | Path | None = None) -> Path:
-    """Check, before anything is paid, that a store can be used at ``path``; return it.
-
-    Raises one-line ``InputError`` when ``path`` (or the folder it would be
-    created in) is not a writable directory, or when the store and the run
-    directory ``out`` would contain each other (a run directory is shared,
-    copied and deleted as a unit; a store is kept across runs).
-    """
-    path = Path(path).expanduser()
-    where = f"store {path}"
-    existing = path
-    while not existing.exists() and not existing.is_symlink() and existing != existing.parent:
-        existing = existing.parent
-    if existing.is_symlink() and not existing.exists():
-        raise InputError(f"{where}: {existing} is a dangling symlink; expected a directory")
-    if not existing.is_dir():
-        what = "is a file" if existing.is_file() else "is not a directory"
-        raise InputError(f"{where}: {existing} {what}; expected a directory")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise InputError(f"{where}: {existing} is not writable; expected a directory you can write to")
-    if existing == path:
-        for name in (QUARANTINE, LEASES, *(e.name for e in _scan(path) if e.is_dir())):
-            sub = path / name
-            if sub.is_dir() and not os.access(sub, os.W_OK | os.X_OK):
-                raise InputError(f"{where}: {sub} is not writable; expected a store you can write to")
-    if out is not None:
-        store, run = _absolute(path), _absolute(Path(out))
-        if store == run or store.is_relative_to(run) or run.is_relative_to(store):
-            raise InputError(f"{where}: the run directory {out} and the store would contain each other; "
-                             "expected them apart (a run directory is shared and replaced, a store is kept)")
-    return path
-
-
-def _absolute(path: Path) -> Path:
-    return Path(os.path.realpath(path.expanduser()))
 
 
 def _check_name(kind: str, name: str) -> str:
@@ -281,7 +220,7 @@ class Store:
         stage_dir = os.path.join(self.root, _check_name("stage", stage))
         return (name[: -len(_SUFFIX)]
                 for shard in _sorted_dirs(stage_dir)
-                for name in sorted(_entry_names(shard)))
+                for name in sorted(e.name for e in _scan(shard) if _kind(e.name) == "entry"))
 
     def _read(self, stage: str, path: str) -> dict | None:
         try:
@@ -428,164 +367,46 @@ class Store:
         os.replace(tmp, final)  # atomic; a racing writer may overwrite (see docstring)
         return True
 
-    # -- maintenance -----------------------------------------------------
-
     # -- claims ----------------------------------------------------------
 
     def _claim_path(self, stage: str, key: str) -> str:
         return self._path(stage, key)[: -len(_SUFFIX)] + _CLAIM_SUFFIX
 
     def claim(self, stage: str, key: str, *, lease: float = CLAIM_LEASE) -> bool:
-        """Claim ``(stage, key)`` for this process. False if someone else holds a live claim.
+        """Claim ``(stage, key)`` for this process; False if someone else holds a live claim
+        (see ``multiverse.claims``)."""
+        from .claims import claim
 
-        A stale claim (its process is gone, or it is older than ``lease``) is
-        taken over. Two processes taking over the same stale claim at the same
-        moment may both proceed: the entry is still written once.
-        """
-        path = self._claim_path(stage, key)
-        self._make_dirs(os.path.dirname(path))
-        # The claim appears with its content in one step (a temp file hard-linked
-        # into place), so nobody ever reads a half-written claim as stale.
-        tmp = os.path.join(os.path.dirname(path), f".{key}.{os.getpid()}.{secrets.token_hex(4)}{_TMP_SUFFIX}")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(f"{socket.gethostname()} {os.getpid()} {time.time():.3f}\n")
-        try:
-            for _ in range(2):
-                try:
-                    os.link(tmp, path)
-                    return True
-                except FileExistsError:
-                    if self._claim_is_live(path, lease):
-                        return False
-                    _unlink_quietly(path)  # stale: take it over (one of several takers wins the link)
-                except OSError as exc:
-                    if exc.errno not in _NO_LINK_ERRNOS:
-                        raise
-                    return True  # no hard links here: claims are only an economy, compute anyway
-            return False
-        finally:
-            _unlink_quietly(tmp)
+        self._make_dirs(os.path.dirname(self._claim_path(stage, key)))
+        return claim(self._claim_path(stage, key), key, lease)
 
     def claimed(self, stage: str, key: str, *, lease: float = CLAIM_LEASE) -> bool:
         """Whether someone holds a live claim on ``(stage, key)``."""
-        return self._claim_is_live(self._claim_path(stage, key), lease)
+        from .claims import is_live
+
+        return is_live(self._claim_path(stage, key), lease)
 
     def release(self, stage: str, key: str) -> None:
         """Drop this process's claim (after storing the entry, or giving up)."""
-        path = self._claim_path(stage, key)
-        holder = _claim_holder(path)
-        if holder is not None and holder[:2] == (socket.gethostname(), os.getpid()):
-            _unlink_quietly(path)
+        from .claims import release
 
-    @staticmethod
-    def _claim_is_live(path: str, lease: float) -> bool:
-        holder = _claim_holder(path)
-        if holder is None:
-            return False
-        host, pid, since = holder
-        if time.time() - since > lease:
-            return False
-        if host == socket.gethostname() and pid != os.getpid():
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return False
-            except PermissionError:
-                pass  # alive, someone else's
-        return True
+        release(self._claim_path(stage, key))
 
     def stats(self) -> dict:
-        """Entries and bytes per stage and in total, plus stray temp and quarantined files.
+        """Entries and bytes per stage and in total, plus stray temp and quarantined files
+        (see ``multiverse.storegc.stats``)."""
+        from .storegc import stats
 
-        ``{"root", "stages": {stage: {"entries", "bytes"}}, "entries", "bytes",
-        "temp_files", "corrupt_files"}`` (``corrupt_files``: quarantined entries)
-        """
-        report: dict[str, Any] = {"root": str(self.root), "stages": {}, "entries": 0,
-                                  "bytes": 0, "temp_files": 0, "corrupt_files": len(self._quarantined())}
-        for stage in self._stages():
-            entries = size = 0
-            for shard in _sorted_dirs(os.path.join(self.root, stage)):
-                for entry in _scan(shard):
-                    kind = _kind(entry.name)
-                    if kind == "entry" and entry.is_file(follow_symlinks=False):
-                        entries += 1
-                        size += entry.stat(follow_symlinks=False).st_size
-                    elif kind == "temp":
-                        report["temp_files"] += 1
-                    elif kind == "corrupt":
-                        report["corrupt_files"] += 1
-            report["stages"][stage] = {"entries": entries, "bytes": size}
-            report["entries"] += entries
-            report["bytes"] += size
-        return report
+        return stats(self)
 
     def gc(self, keep: Mapping[str, set[str]] | None = None, *, dry_run: bool = False,
            temp_age: float = 3600.0, fresh: float = 3600.0) -> dict:
-        """Remove entries not in ``keep``, quarantined files and stale temp files.
+        """Remove entries not in ``keep``, quarantined files and stale temp files; never an
+        entry written in the last ``fresh`` seconds or since a live run started
+        (see ``multiverse.storegc.gc``)."""
+        from .storegc import gc
 
-        ``keep`` maps a stage to the keys still referenced. Stages it does not
-        name are left alone (pass an empty set to empty a stage); ``None``
-        removes no entry at all. Temp files younger than ``temp_age`` seconds
-        may belong to a writer still running, so they are kept. With
-        ``dry_run`` nothing is deleted and the counts say what would be.
-
-        Whatever ``keep`` says, an entry is kept when it was written less than
-        ``fresh`` seconds ago, or since the oldest live run on this store
-        started (see ``multiverse.lease``): a live run reads back what it has
-        just computed, and a run of another spec may be computing right now.
-
-        Returns ``{"dry_run", "stages": {stage: {"kept", "removed", "bytes"}},
-        "removed", "bytes", "temp_files", "corrupt_files", "kept_recent",
-        "live_runs"}`` (``bytes`` freed).
-        """
-        if keep is not None:
-            for stage in keep:
-                _check_name("stage", stage)
-        now = time.time()
-        live = live_leases(self.root, remove_stale=not dry_run)
-        # A minute of slack for clocks of other hosts writing to a shared store.
-        protect_since = min([now - fresh, *(lease["started"] - 60.0 for lease in live)])
-        report: dict[str, Any] = {"dry_run": dry_run, "stages": {}, "removed": 0, "bytes": 0,
-                                  "temp_files": 0, "corrupt_files": 0, "kept_recent": 0, "live_runs": len(live)}
-        cutoff = now - temp_age
-        for stage in self._stages():
-            wanted = None if keep is None else keep.get(stage)
-            counts = {"kept": 0, "removed": 0, "bytes": 0}
-            for shard in _sorted_dirs(os.path.join(self.root, stage)):
-                for entry in _scan(shard):
-                    kind = _kind(entry.name)
-                    try:
-                        if kind == "entry":
-                            if wanted is None or entry.name[: -len(_SUFFIX)] in wanted:
-                                counts["kept"] += 1
-                                continue
-                            st = entry.stat(follow_symlinks=False)
-                            if st.st_mtime >= protect_since:
-                                counts["kept"] += 1
-                                report["kept_recent"] += 1
-                                continue
-                            size = st.st_size
-                            _remove(entry.path, dry_run)
-                            counts["removed"] += 1
-                            counts["bytes"] += size
-                        elif kind in ("temp", "claim") and entry.stat(follow_symlinks=False).st_mtime < cutoff:
-                            _remove(entry.path, dry_run)
-                            report["temp_files"] += 1
-                        elif kind == "corrupt":
-                            _remove(entry.path, dry_run)
-                            report["corrupt_files"] += 1
-                    except FileNotFoundError:
-                        continue  # another gc or a writer got there first
-            report["stages"][stage] = counts
-            report["removed"] += counts["removed"]
-            report["bytes"] += counts["bytes"]
-        for path in self._quarantined():
-            try:
-                _remove_any(path, dry_run)
-                report["corrupt_files"] += 1
-            except FileNotFoundError:
-                continue
-        return report
+        return gc(self, keep, dry_run=dry_run, temp_age=temp_age, fresh=fresh)
 
     def _stages(self) -> list[str]:
         return [entry.name for entry in _scan(self.root)
@@ -623,19 +444,6 @@ def _kind(name: str) -> str | None:
     return None
 
 
-def _claim_holder(path: str) -> tuple[str, int, float] | None:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            host, pid, since = fh.read().split()
-        return host, int(pid), float(since)
-    except (OSError, ValueError):
-        return None
-
-
-def _entry_names(shard: str) -> Iterator[str]:
-    return (e.name for e in _scan(shard) if _kind(e.name) == "entry")
-
-
 def _identity(st: os.stat_result) -> tuple[int, int]:
     return (st.st_dev, st.st_ino)
 
@@ -659,30 +467,11 @@ def _read_capped(fd: int, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _remove_any(path: str, dry_run: bool) -> None:
-    """Remove a quarantined file, symlink or folder (never what a symlink points to)."""
-    if dry_run:
-        os.lstat(path)
-    elif os.path.isdir(path) and not os.path.islink(path):
-        import shutil
-
-        shutil.rmtree(path)
-    else:
-        os.unlink(path)
-
-
 def _same_file(a: str, b: str) -> bool:
     try:
         return os.path.samefile(a, b)
     except OSError:
         return False
-
-
-def _remove(path: str, dry_run: bool) -> None:
-    if dry_run:
-        os.stat(path)  # still there? (raises FileNotFoundError like unlink would)
-    else:
-        os.unlink(path)
 
 
 def _write_synced(path: str, payload: bytes) -> None:
