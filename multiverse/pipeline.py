@@ -50,7 +50,8 @@ def default_run_dir(spec: Spec) -> Path:
 def _store(spec: Spec, store: Store | str | os.PathLike | None) -> Store:
     """The run's store, by the one rule (``store.default_store_path``); records are checked on read."""
     root = store.root if isinstance(store, Store) else default_store_path(spec.path, store)
-    return Store(root, shapes=SHAPES)
+    # Absolute, so the manifest's record of it still finds it from another directory.
+    return Store(os.path.abspath(root), shapes=SHAPES)
 
 
 def _require_rubric(spec: Spec) -> None:

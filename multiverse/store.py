@@ -178,8 +178,8 @@ class Store:
 
     def _check_root(self) -> None:
         if self._opened and not os.path.isdir(self.root):
-            raise StoreError(f"store {self.root}: it was removed while in use; "
-                             "expected it to stay for the whole run (its results are lost: rerun)")
+            raise StoreError(f"store {self.root}: it was deleted while in use; "
+                             "expected it to stay for the whole run (rerun to recompute what was lost)")
 
     def __repr__(self) -> str:
         return f"Store({str(self.root)!r})"

@@ -287,7 +287,7 @@ def test_a_vanished_store_is_not_silently_recreated(tmp_path):
     store = Store(tmp_path / "store").open()
     store.put("case", "aa11", {"status": "ok", "case": {}})
     shutil.rmtree(store.root)
-    with pytest.raises(StoreError, match="removed while in use"):
+    with pytest.raises(StoreError, match="deleted while in use"):
         store.put("case", "bb22", {"status": "ok", "case": {}})
     with pytest.raises(StoreError):
         store.get_many("case", ["aa11"])

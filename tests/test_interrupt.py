@@ -246,3 +246,40 @@ def test_a_retry_backoff_ends_when_a_stop_is_asked_for(tmp_path):
             timer.cancel()
         assert time.monotonic() - started < 10  # not the 30 s the server asked to wait
         assert server.counts["total"] == 1  # no retry was sent after the stop
+
+
+# -- Dask: stop submitting, cancel what is queued ------------------------------------------------
+
+DASK_STARTED: list[str] = []
+
+
+def slow_remote(stage, unit, upstream, root, jobs):
+    DASK_STARTED.append(unit.key)
+    time.sleep(0.2)
+    return unit.key, None
+
+
+def test_dask_stops_submitting_and_cancels_queued_units(tmp_path):
+    from types import SimpleNamespace
+
+    distributed = pytest.importorskip("distributed")
+    DASK_STARTED.clear()
+    units = [SimpleNamespace(key=f"k{i:04d}") for i in range(300)]
+    store = Store(tmp_path / "store").open()
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as dask_client:
+        executor = Executor(store, None, jobs=2, progress=False, attempt=_attempt, remote=slow_remote,
+                            backend="dask", dask_client=dask_client)
+        timer = threading.Timer(1.0, interrupt.request)
+        timer.start()
+        try:
+            with interrupt.stopping_on_signals(), pytest.raises(RunInterrupted, match="cancelled"):
+                executor.run("case", units)
+        finally:
+            timer.cancel()
+        time.sleep(0.5)  # the two running when the stop came may finish
+        started = len(DASK_STARTED)
+        time.sleep(1.0)
+        assert len(DASK_STARTED) == started  # nothing queued started after the stop
+    assert 0 < started < 40, started
+    assert len(executor.computed["case"]) <= started
