@@ -604,11 +604,9 @@ def _store_of(args) -> Path:
 
 
 def cmd_store(args) -> int:
-    from .store import Store
+    from .store import Store, check_store_path
 
-    store = Store(_store_of(args))
-    if store.root.exists() and not store.root.is_dir():
-        raise InputError(f"store {store.root}: is not a directory; expected a store directory")
+    store = Store(check_store_path(_store_of(args), write=args.store_command == "gc"))
     if args.store_command == "stats":
         result = store.stats()
     else:

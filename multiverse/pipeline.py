@@ -72,6 +72,7 @@ def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None) -> dict[
     universes = expand(spec)
     work = build_work(spec, universes)
     st = _store(spec, store)
+    check_store_path(st.root, write=False)
     # Existence is enough to plan: a stat per unit, not a read and a parse.
     stored_cases = {k for k, c in work.cases.items() if c.given is not None or st.has("case", k)}
     stored_transcripts = {k for k in work.transcripts if st.has("transcript", k)}

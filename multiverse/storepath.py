@@ -33,16 +33,22 @@ def default_store_path(spec_path: str | Path | None, explicit: str | Path | None
     return base / ".multiverse" / "store"
 
 
-def check_store_path(path: str | Path, *, out: str | Path | None = None) -> Path:
+def check_store_path(path: str | Path, *, out: str | Path | None = None, write: bool = True) -> Path:
     """Check, before anything is paid, that a store can be used at ``path``; return it.
 
     Raises one-line ``InputError`` when ``path`` (or the folder it would be
     created in) is not a writable directory, or when the store and the run
     directory ``out`` would contain each other (a run directory is shared,
-    copied and deleted as a unit; a store is kept across runs).
+    copied and deleted as a unit; a store is kept across runs). With
+    ``write=False`` (plan, stats) only a path that exists but is not a
+    directory is refused: a store not made yet is just empty.
     """
     path = Path(path).expanduser()
     where = f"store {path}"
+    if not write:
+        if os.path.lexists(path) and not path.is_dir():
+            raise InputError(f"{where}: is not a directory; expected a store directory")
+        return path
     existing = path
     while not existing.exists() and not existing.is_symlink() and existing != existing.parent:
         existing = existing.parent

@@ -144,10 +144,11 @@ def test_store_stats_of_a_spec_shows_what_its_run_stored(tmp_path):
     assert json.loads(gc.stdout)["stages"]["transcript"]["kept"] > 0
 
 
-def test_the_environment_store_is_used_by_run_and_by_stats(tmp_path):
+def test_the_environment_store_is_used_by_run_and_by_stats(tmp_path, monkeypatch):
     (tmp_path / "x.yaml").write_text(yaml.safe_dump(tiny_spec_document(name="x"), sort_keys=False))
     env = {"MULTIVERSE_STORE": str(tmp_path / "shared")}
-    assert cli(["run", "x.yaml", "--quiet"], tmp_path, env).returncode == 0
+    monkeypatch.setenv("MULTIVERSE_STORE", env["MULTIVERSE_STORE"])
+    run(load_spec(tmp_path / "x.yaml"), out=tmp_path / "runs" / "x", progress=False)
     assert not (tmp_path / ".multiverse").exists()
     stats = cli(["store", "stats", "x.yaml", "--json"], tmp_path, env)
     assert json.loads(stats.stdout)["entries"] == entries_in(tmp_path / "shared") > 0
@@ -202,3 +203,15 @@ def test_the_demo_stores_in_the_current_directory_not_beside_its_packaged_spec(t
     with pytest.raises(SystemExit):
         cli_module.main(["demo", "--quiet"])
     assert seen["store"] == tmp_path / "shared"
+
+
+def test_plan_refuses_a_store_that_is_a_file_but_not_one_not_made_yet(tmp_path, write_spec):
+    from multiverse.errors import InputError
+    from multiverse.pipeline import plan
+
+    spec = load_spec(write_spec(tiny_spec_document()))
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(InputError, match="afile: is not a directory"):
+        plan(spec, store=tmp_path / "afile")
+    assert plan(spec, store=tmp_path / "later")["stages"]["judge"]["stored"] == 0
+    assert not (tmp_path / "later").exists()
