@@ -80,7 +80,7 @@ def sleep(seconds: float) -> None:
         if left <= 0:
             return
         _STOP.wait(min(left, 0.5))
-    raise RunInterrupted("stopped while waiting to retry")
+    raise RunInterrupted("stopped while waiting (for a retry or for another run's unit)")
 
 
 @contextmanager

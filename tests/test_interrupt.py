@@ -283,3 +283,26 @@ def test_dask_stops_submitting_and_cancels_queued_units(tmp_path):
         assert len(DASK_STARTED) == started  # nothing queued started after the stop
     assert 0 < started < 40, started
     assert len(executor.computed["case"]) <= started
+
+
+def test_a_stop_while_waiting_for_another_runs_claim_ends_the_wait(tmp_path):
+    import socket
+    from types import SimpleNamespace
+
+    store = Store(tmp_path / "store").open()
+    unit = SimpleNamespace(key="ab12cd")
+    claim = store.root / "case" / "ab" / "ab12cd.claim"
+    claim.parent.mkdir(parents=True)
+    # A live claim of another process on this host (our parent is alive).
+    claim.write_text(f"{socket.gethostname()} {os.getppid()} {time.time():.3f}\n")
+    executor = Executor(store, None, jobs=1, progress=False, attempt=_attempt)
+    timer = threading.Timer(0.5, interrupt.request)
+    timer.start()
+    started = time.monotonic()
+    try:
+        with interrupt.stopping_on_signals(), pytest.raises(RunInterrupted, match="waiting"):
+            executor.run("case", [unit])
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 3
+    assert claim.exists()  # someone else's claim is left alone
