@@ -104,7 +104,7 @@ def test_first_signal_stops_new_calls_keeps_finished_ones_and_exits_130(tmp_path
 
 def test_sigterm_mid_rollout_starts_no_next_turn_and_a_rerun_resumes(tmp_path):
     with FakeServer(responder=audit_responder, latency=0.2) as server:
-        spec_path = write_spec(tmp_path / "turns.yaml", server.url, name="turns", cases_per_cell=2)
+        spec_path = write_spec(tmp_path / "turns.yaml", server.url, name="turns", cases_per_cell=1)
         spec = load_spec(spec_path)
         drafts = plan(spec, store=tmp_path / "store")["stages"]["draft"]["calls"]
         child = start_cli(tmp_path, spec_path)
