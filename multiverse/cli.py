@@ -621,7 +621,10 @@ def cmd_store(args) -> int:
     if args.json:
         _print_json(result)
         return 0
-    if args.store_command == "stats":
+    if args.store_command == "stats" and not store.root.exists():
+        print(f"{store.root}: no store here yet (a run keeps its store beside its spec: "
+              "multiverse store stats SPEC, or RUN_DIR)")
+    elif args.store_command == "stats":
         print(f"{store.root}: {result['entries']} entries, {result['bytes'] / 1e6:.1f} MB")
         for stage, s in result["stages"].items():
             print(f"  {stage}: {s['entries']} entries, {s['bytes'] / 1e6:.1f} MB")
@@ -663,7 +666,16 @@ COMMANDS = {
 }
 
 
+def _one_line_warning(message, category, filename, lineno, line=None) -> str:
+    # A warning (say, a bad store entry moved to quarantine) is one line for the user,
+    # not a source location and a quoted line of multiverse's code.
+    return f"warning: {message}\n"
+
+
 def main(argv: list[str] | None = None) -> int:
+    import warnings
+
+    warnings.formatwarning = _one_line_warning
     parser = build_parser()
     args = parser.parse_args(argv)
     if not args.command:

@@ -375,3 +375,23 @@ def test_a_killed_runs_lease_stops_protecting_once_its_process_is_gone(tmp_path)
     assert live_leases(store) == []
     Store(store).gc(None)
     assert list((store / "leases").iterdir()) == []
+
+
+def test_the_cli_reports_each_quarantined_entry_in_one_line_and_stats_counts_them(tmp_path, write_spec):
+    spec_path = write_spec(tiny_spec_document())
+    store = tmp_path / "store"
+    run(load_spec(spec_path), store=store, out=tmp_path / "first", progress=False)
+    bad = sorted(store.glob("transcript/*/*.json"))[0]
+    bad.write_text("{}")
+    child = cli(["run", spec_path, "--store", store, "--out", tmp_path / "again", "--quiet"], tmp_path)
+    stdout, stderr = child.communicate(timeout=180)
+    assert child.returncode == 0, stderr
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("warning: ") and bad.name in lines[0], stderr
+    assert "status: expected a string" in lines[0]
+    stats = cli(["store", "stats", "--store", store], tmp_path)
+    out, _ = stats.communicate(timeout=60)
+    assert "quarantined: 1 bad entries" in out
+    manifest = json.loads((tmp_path / "again" / "manifest.json").read_text())
+    assert manifest["statuses"]["rollout_failed"] == json.loads((tmp_path / "first" / "manifest.json").read_text())[
+        "statuses"]["rollout_failed"]
