@@ -329,7 +329,6 @@ def cmd_demo(args) -> int:
     from importlib.resources import as_file, files
 
     from .spec import load_spec
-
     from .store import default_store_path
 
     with as_file(files("multiverse.examples") / "demo.yaml") as path:

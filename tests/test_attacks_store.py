@@ -381,10 +381,10 @@ def test_the_cli_reports_each_quarantined_entry_in_one_line_and_stats_counts_the
     spec_path = write_spec(tiny_spec_document())
     store = tmp_path / "store"
     run(load_spec(spec_path), store=store, out=tmp_path / "first", progress=False)
-    bad = sorted(store.glob("transcript/*/*.json"))[0]
+    bad = min(store.glob("transcript/*/*.json"))
     bad.write_text("{}")
     child = cli(["run", spec_path, "--store", store, "--out", tmp_path / "again", "--quiet"], tmp_path)
-    stdout, stderr = child.communicate(timeout=180)
+    _, stderr = child.communicate(timeout=180)
     assert child.returncode == 0, stderr
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("warning: ") and bad.name in lines[0], stderr
