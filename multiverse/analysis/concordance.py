@@ -1,0 +1,214 @@
+"""Concordance of the universes' rankings: Kendall's tau-b per pair of universes and Kendall's W.
+
+Imported results are often unbalanced: not every system is rated in every
+universe. Concordance is then measured where it is defined:
+
+- Kendall's tau-b of two universes uses the systems *both* rated (their count
+  is reported); a pair with fewer than two shared systems, or with every shared
+  system tied in one of the universes, has no tau (NaN) and is counted apart;
+- Kendall's W (Kendall & Babington Smith 1939) needs every universe to rank
+  the same systems, so it is computed on the largest complete block: a set of
+  systems and every universe that rates all of them. The candidate system
+  sets are each universe's rated set and the intersections of two such sets;
+  the block with the most universe x system cells wins (ties: more systems).
+
+Universes are grouped by their set of rated systems ("pattern"), so the mean
+tau over all pairs of universes costs O(patterns x universes x system pairs),
+never a universes x universes matrix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["kendall_tau_b", "kendall_w", "tau_summary", "largest_complete_block"]
+
+
+def min_ranks(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Competition ranks (1 = highest rate) and tie-group sizes along the last axis.
+
+    NaN rates get NaN ranks and are not counted against anyone.
+    """
+    higher = (matrix[..., None, :] > matrix[..., :, None]).sum(-1)
+    tied = (matrix[..., None, :] == matrix[..., :, None]).sum(-1)
+    absent = np.isnan(matrix)
+    ranks = np.where(absent, np.nan, higher + 1.0)
+    return ranks, np.where(absent, 0, tied)
+
+
+def pair_signs(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per universe, sign(r_i - r_j) over all system pairs i < j (0 where either is unrated), and
+    whether both systems of the pair are rated.
+
+    Kendall's tau-b of two universes over their shared systems is the dot
+    product of their sign vectors over the square root of the product of their
+    untied-pair counts, each counted over the pairs the other universe rates.
+    """
+    i, j = np.triu_indices(matrix.shape[1], 1)
+    rated = ~np.isnan(matrix)
+    both = rated[:, i] & rated[:, j]
+    signs = np.where(both, np.sign(np.nan_to_num(matrix[:, i] - matrix[:, j])), 0.0)
+    return signs, both.astype(float)
+
+
+def _tau(dots, untied_a, untied_b):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.clip(dots / np.sqrt(untied_a * untied_b), -1.0, 1.0)
+
+
+def tau_between(signs: np.ndarray, both: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Tau-b of universe pairs (first[k], second[k]) over the systems both rate (NaN when undefined)."""
+    untied = np.abs(signs)
+    shared = both[first] * both[second]
+    dots = (signs[first] * signs[second]).sum(1)
+    return _tau(dots, (untied[first] * shared).sum(1), (untied[second] * shared).sum(1))
+
+
+def kendall_tau_b(first: Sequence[float], second: Sequence[float]) -> float:
+    """Kendall's tau-b between two rate vectors over the systems both rate (NaN when undefined)."""
+    signs, both = pair_signs(np.vstack([np.asarray(first, float), np.asarray(second, float)]))
+    return float(tau_between(signs, both, np.array([0]), np.array([1]))[0])
+
+
+def kendall_w(matrix: np.ndarray | Sequence[Sequence[float]]) -> dict[str, float]:
+    """Kendall's coefficient of concordance W of universes (rows) ranking systems (columns).
+
+    Values are rates (or any scores): each row is ranked with average ranks for
+    ties and W uses the tie correction
+    ``W = 12 S / (m^2 (n^3 - n) - m sum_u sum_groups (t^3 - t))``,
+    with m rows, n columns and S the sum of squared deviations of the column
+    rank sums from their mean. Returns {"w", "chi2", "df", "p_value", "universes",
+    "systems"}; chi2 = m (n - 1) W on n - 1 degrees of freedom. W is NaN when
+    every row is fully tied or the matrix is smaller than 2 x 2.
+    """
+    # scipy.special, not scipy.stats: the latter takes a second to import.
+    from scipy.special import chdtrc
+
+    values = np.asarray(matrix, dtype=float).reshape(len(matrix), -1) if len(matrix) else np.empty((0, 0))
+    m, n = values.shape
+    if m == 0 or n == 0:
+        return {"w": float("nan"), "chi2": float("nan"), "df": max(n - 1, 0), "p_value": float("nan"),
+                "universes": m, "systems": n}
+    ranks, tied = min_ranks(values)
+    average = ranks + (tied - 1) / 2.0
+    sums = average.sum(0)
+    spread = ((sums - m * (n + 1) / 2.0) ** 2).sum()
+    tie_term = (tied**2 - 1).sum()  # each member of a tie group of size t adds t^2 - 1: t^3 - t per group
+    denominator = m**2 * (n**3 - n) - m * tie_term
+    w = 12.0 * spread / denominator if denominator > 0 else float("nan")
+    statistic = m * (n - 1) * w
+    p_value = float(chdtrc(n - 1, statistic)) if n > 1 and np.isfinite(w) else float("nan")
+    return {"w": float(w), "chi2": float(statistic), "df": n - 1, "p_value": p_value,
+            "universes": m, "systems": n}
+
+
+def largest_complete_block(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row and column indices of the largest all-rated block (see the module docstring).
+
+    Returns empty arrays when no block has at least two rows and two columns.
+    """
+    rated = ~np.isnan(matrix)
+    patterns = np.unique(rated, axis=0)
+    candidates = {tuple(p) for p in patterns}
+    if len(patterns) <= 200:  # pairwise intersections: at most 20,000 candidate sets
+        for a in range(len(patterns)):
+            for b in range(a + 1, len(patterns)):
+                candidates.add(tuple(patterns[a] & patterns[b]))
+    best, best_key = (np.empty(0, int), np.empty(0, int)), (0, 0)
+    for candidate in candidates:
+        columns = np.flatnonzero(candidate)
+        if len(columns) < 2:
+            continue
+        rows = np.flatnonzero(rated[:, columns].all(1))
+        key = (len(rows) * len(columns), len(columns))
+        if len(rows) >= 2 and key > best_key:
+            best, best_key = (rows, columns), key
+    return best
+
+
+def _pattern_sums(signs, both, groups, n_groups):
+    """Sum over all universe pairs of tau, and the number of pairs where it is defined."""
+    untied = np.abs(signs)
+    masks = np.vstack([both[groups == g][0] for g in range(n_groups)])
+    total, defined = 0.0, 0
+    # Per universe u and pattern h: u's signs over the pairs h rates, scaled by its untied count there.
+    weights, valid = [], []
+    for h in range(n_groups):
+        counts = untied @ masks[h]
+        ok = counts > 0
+        weights.append(np.where(ok[:, None], signs * masks[h] / np.sqrt(np.where(ok, counts, 1.0))[:, None], 0.0))
+        valid.append(ok)
+    for g in range(n_groups):
+        in_g = groups == g
+        for h in range(g, n_groups):
+            in_h = groups == h
+            a = weights[h][in_g]   # universes of g, over the pairs h rates
+            b = weights[g][in_h]   # universes of h, over the pairs g rates
+            if g == h:
+                s = a.sum(0)
+                total += ((s @ s) - (a * a).sum()) / 2.0
+                k = int(valid[h][in_g].sum())
+                defined += k * (k - 1) // 2
+            else:
+                total += float(a.sum(0) @ b.sum(0))
+                defined += int(valid[h][in_g].sum()) * int(valid[g][in_h].sum())
+    return total, defined
+
+
+def tau_summary(matrix: np.ndarray, codes: np.ndarray, axes: list[str], universes: list,
+                max_matrix: int) -> dict[str, Any]:
+    """Mean tau over all universe pairs, per axis over pairs that differ only in that axis, and
+    (for at most ``max_matrix`` universes) the full tau matrix with the shared-system counts."""
+    signs, both = pair_signs(matrix)
+    groups, _ = pd.factorize(pd.Series([r.tobytes() for r in (~np.isnan(matrix))]))
+    total, defined = _pattern_sums(signs, both, groups, int(groups.max()) + 1 if len(groups) else 0)
+    n_universes = len(universes)
+    all_pairs = n_universes * (n_universes - 1) // 2
+    by_axis = []
+    for index, axis in enumerate(axes):
+        first, second = axis_pairs(codes, index)
+        taus = tau_between(signs, both, first, second)
+        taus = taus[~np.isnan(taus)]
+        by_axis.append({"axis": axis, "mean": float(taus.mean()) if taus.size else float("nan"),
+                        "min": float(taus.min()) if taus.size else float("nan"), "n_pairs": int(taus.size)})
+    rated = ~np.isnan(matrix)
+    summary: dict[str, Any] = {
+        "mean": float(total / defined) if defined else float("nan"),
+        "n_pairs": int(defined),
+        "n_pairs_undefined": int(all_pairs - defined),
+        "by_axis": by_axis, "universes": None, "matrix": None, "n_systems": None,
+    }
+    if n_universes <= max_matrix:
+        everyone = np.arange(n_universes)
+        first, second = np.repeat(everyone, n_universes), np.tile(everyone, n_universes)
+        summary["universes"] = list(universes)
+        summary["matrix"] = tau_between(signs, both, first, second).reshape(n_universes, n_universes).tolist()
+        summary["n_systems"] = (rated.astype(int) @ rated.T.astype(int)).tolist()
+    return summary
+
+
+def axis_pairs(codes: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """Index pairs of universes whose option codes differ only at ``axis``."""
+    others = np.delete(codes, axis, axis=1)
+    if others.shape[1]:
+        flat = np.ravel_multi_index(others.T, others.max(0) + 1)
+    else:
+        flat = np.zeros(len(codes), dtype=int)
+    context = pd.factorize(flat)[0]
+    order = np.argsort(context, kind="stable")
+    sizes = np.bincount(context)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    firsts, seconds = [], []
+    for size in np.unique(sizes[sizes > 1]):
+        groups = starts[sizes == size][:, None] + np.arange(size)
+        members = order[groups]
+        a, b = np.triu_indices(size, 1)
+        firsts.append(members[:, a].ravel())
+        seconds.append(members[:, b].ravel())
+    if not firsts:
+        return np.empty(0, int), np.empty(0, int)
+    return np.concatenate(firsts), np.concatenate(seconds)
