@@ -474,18 +474,44 @@ def cmd_ranking(args) -> int:
     if args.json:
         _print_json(result)
         return 0
-    print(f"{result['universes']} universes; P(rank 1) per system:")
-    for system, p in sorted(result["p_top"].items(), key=lambda kv: -kv[1]):
-        print(f"  {system}: {p:.2f}")
-    tau = result["kendall_tau"]
-    print(f"Kendall's tau-b between universes: mean {_f(tau['mean'])}; Kendall's W {_f(result['kendall_w']['w'])}")
-    for row in tau.get("by_axis", []):
-        print(f"  changing {row['axis']}: mean tau {_f(row['mean'])} (min {_f(row['min'])})")
-    print(f"{len(result['flips'])} universes have a different top system than the primary")
-    for flip in result["flips"][:10]:
-        changes = ", ".join(f"{a}={o}" for a, o in flip["changes"].items())
-        print(f"  top {', '.join(flip['top'])} when {changes}")
+    _print_ranking(result)
     return 0
+
+
+def _interval(pair) -> str:
+    return f"[{_f(pair[0], 2)}, {_f(pair[1], 2)}]" if pair else ""
+
+
+def _print_ranking(result: dict) -> None:
+    unc = result.get("uncertainty") or {}
+    print(f"{result['universes']} universes; primary {result['primary']} (top: {', '.join(map(str, result['primary_top']))})")
+    level = f"{unc['level']:.0%} case-bootstrap interval, {unc['resamples']} resamples" if unc else "no bootstrap"
+    print(f"P(rank 1) over all universes [{level}] and coverage (share of universes rating the system):")
+    for system, p in sorted(result["p_top"].items(), key=lambda kv: -kv[1]):
+        print(f"  {system}: {p:.2f} {_interval(unc.get('p_top', {}).get(system))}  coverage {result['coverage'][system]:.2f}")
+    for row in unc.get("adjacent", []):
+        said = (f"{row['a']} ranks above {row['b']}" if row["separable"] and row["low"] > 0.5 else
+                f"{row['b']} ranks above {row['a']}" if row["separable"] else
+                f"{row['a']} and {row['b']} are not separable")
+        print(f"  {said}: P({row['a']} above {row['b']}) = {_f(row['p_above'], 2)} {_interval([row['low'], row['high']])}")
+    pairwise = result["pairwise"]
+    print(f"Paired tests in the primary universe, {pairwise['adjustment']}-adjusted over {pairwise['family']}:")
+    for q in pairwise["pairs"]:
+        print(f"  {q['a']} - {q['b']}: {_f(q['difference'])} on {q['n_cases']} cases, p = {_f(q['p'], 4)}, Holm p = {_f(q['p_holm'], 4)}")
+    tau, w = result["kendall_tau"], result["kendall_w"]
+    print(f"Kendall's tau-b between universes: mean {_f(tau['mean'])} over {tau['n_pairs']} pairs; "
+          f"Kendall's W {_f(w['w'])} ({w['universes']} universes x {w['systems']} systems, p = {_f(w['p_value'], 4)})")
+    for row in tau.get("by_axis", []):
+        print(f"  changing {row['axis']}: mean tau {_f(row['mean'])} (min {_f(row['min'])}, {row['n_pairs']} pairs)")
+    print(f"{len(result['flips'])} universes have a different top system than the primary "
+          "(each with the smallest change from the primary that gives that top):")
+    for flip in result["flips"]:
+        changes = ", ".join(f"{a}={o}" for a, o in flip["changes"].items())
+        via = "" if flip["via_universe"] == flip["universe_id"] else f", as in {flip['via_universe']}"
+        print(f"  {flip['universe_id']}: top {', '.join(map(str, flip['top']))} when {changes} "
+              f"({flip['n_axes_differ']} of the axes differ{via})")
+    for note in result.get("notes", []):
+        print(f"note: {note}")
 
 
 def cmd_variance(args) -> int:

@@ -139,7 +139,7 @@ def _sign_flip_p(d: np.ndarray, flips: int, rng: np.random.Generator) -> float:
     if d.size <= 16:
         signs = np.array(list(itertools.product((1.0, -1.0), repeat=d.size)))
         return float((np.abs(signs @ d) >= observed - 1e-12).mean())
-    signs = rng.choice(np.array([1.0, -1.0]), size=(flips, d.size))
+    signs = rng.integers(0, 2, size=(flips, d.size)) * 2.0 - 1.0
     return float((1 + (np.abs(signs @ d) >= observed - 1e-12).sum()) / (flips + 1))
 
 
