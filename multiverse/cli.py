@@ -444,9 +444,16 @@ def cmd_agreement(args) -> int:
         return 0
     print(f"agreement across {axis} ({', '.join(map(str, result['options']))}) on {result['n_units']} units, paired on {result['paired_on']}")
     rows = [["a", "b", "n", "percent", "kappa", "AC1", "bias"]]
-    rows += [[p["a"], p["b"], p["n"], _f(p["percent"]), _f(p["cohen_kappa"]), _f(p["gwet_ac1"]), _f(p["bias"])] for p in result["pairs"]]
+    for p in result["pairs"]:
+        # A kappa on a handful of units reads like a finding; the mark says it is not one.
+        mark = "!" if p.get("small_sample") or p.get("degenerate") else ""
+        rows.append([p["a"], p["b"], f"{p['n']}{mark}", _f(p["percent"]), _f(p["cohen_kappa"]) + mark,
+                     _f(p["gwet_ac1"]) + mark, _f(p["bias"])])
     _print_table(rows)
-    print(f"Krippendorff's alpha: {_f(result['krippendorff_alpha'])}")
+    if any(p.get("small_sample") or p.get("degenerate") for p in result["pairs"]):
+        print("! too few paired units (or a one-cell table) to read kappa and AC1: see the notes")
+    small = 0 < result["n_units"] < 30
+    print(f"Krippendorff's alpha: {_f(result['krippendorff_alpha'])}{'!' if small else ''}")
     for note in result.get("notes", []):
         print(f"note: {note}")
     return 0
