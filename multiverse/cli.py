@@ -542,11 +542,33 @@ def cmd_variance(args) -> int:
     if args.json:
         _print_json(result)
         return 0
-    rows = [["axis", "main effect", "x system", "total"]]
-    rows += [[r["axis"], _f(r["main"]), _f(r["interaction"]), _f(r["total"])] for r in result["by_axis"]]
+    noise = result.get("noise")
+    aliased = {a for group in result.get("aliasing", {}).get("aliased", []) for a in group}
+    rows = [["axis", "main effect", "x system", "total"] + (["beyond noise", f"{noise['level']:.0%} interval"] if noise else [])]
+    for r in result["by_axis"]:
+        mark = "!" if r["axis"] in aliased else ""  # an aliased axis's 0% is not "no effect"
+        row = [r["axis"] + mark, _f(r["main"]), _f(r["interaction"]), _f(r["total"])]
+        if noise:
+            row += [_f(r.get("beyond_noise")), _interval([r.get("low"), r.get("high")])]
+        rows.append(row)
+    residual = next((t for t in result["terms"] if t["term"] == "Residual"), None)
+    if residual is not None:
+        few = "!" if residual["df"] < 10 else ""
+        rows.append([f"Residual ({residual['df']:.0f} df){few}", "", "", _f(residual["share"])]
+                    + ([_f(residual.get("beyond_noise")), _interval([residual.get("low"), residual.get("high")])] if noise else []))
     _print_table(rows)
+    if aliased:
+        print("! aliased with another axis: the grid cannot separate their effects (see the notes)")
+    if noise:
+        print(f"noise floor: {noise['noise_floor']:.1%} of the variance in rates is what resampling the cases alone "
+              f"produces ({noise['method']}, {noise['resamples']} resamples); 'beyond noise' subtracts each term's part")
+    for group in result.get("aliased_groups", []):
+        print(f"aliased {' + '.join(group['axes'])}: together {_f(group['total'])} "
+              f"(main {_f(group['main'])}, x system {_f(group['interaction'])})")
     for line in result["summary"]:
         print(line)
+    for note in result.get("notes", []):
+        print(f"note: {note}")
     return 0
 
 
