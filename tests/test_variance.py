@@ -11,7 +11,11 @@ import pytest
 from statsmodels.formula.api import ols
 from statsmodels.stats.anova import anova_lm
 
-from multiverse.analysis.variance import variance, variance_by_axis, variance_decomposition
+from multiverse.analysis.variance import (
+    variance,
+    variance_by_axis,
+    variance_decomposition,
+)
 
 # Balanced 2 x 2 x 2 grid: axes A and B, systems s0 and s1, coded -1/+1.
 # rate = 0.5 + 0.10 A + 0.05 B + 0.15 S + 0.02 A*S + 0.01 A*B.
@@ -251,7 +255,7 @@ def test_projection_sums_equal_anova_lm_on_an_unbalanced_grid():
     rows = [{"A": f"a{a}", "B": f"b{b}", "system": f"s{s}", "rate": rng.random()}
             for a, b, s in itertools.product(range(3), range(2), range(3)) if rng.random() > 0.2]
     rates = pd.DataFrame(rows)
-    frame, varying, names, terms = _design(rates, ["A", "B"])
+    frame, _, _, terms = _design(rates, ["A", "B"])
     y = rates["rate"].to_numpy()
     sums = projection_sums(frame, terms)(np.column_stack([y - y.mean(), y]))
     table = anova_lm(ols("rate ~ C(A) + C(B) + C(system) + C(A):C(system) + C(B):C(system)", data=rates).fit(), typ=2)

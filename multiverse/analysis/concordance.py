@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["kendall_tau_b", "kendall_w", "tau_summary", "largest_complete_block"]
+__all__ = ["kendall_tau_b", "kendall_w", "largest_complete_block", "tau_summary"]
 
 
 def min_ranks(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -158,7 +158,7 @@ def pairwise_tests(
     for a, b in itertools.combinations(systems, 2):
         first, second = by_system.get(a), by_system.get(b)
         shared = first.index.intersection(second.index) if first is not None and second is not None else []
-        entry = {"a": a, "b": b, "n_cases": int(len(shared)), "rate_a": float("nan"),
+        entry = {"a": a, "b": b, "n_cases": len(shared), "rate_a": float("nan"),
                  "rate_b": float("nan"), "difference": float("nan"), "p": float("nan"), "p_holm": float("nan")}
         if len(shared):
             x, y = first.loc[shared].to_numpy(float), second.loc[shared].to_numpy(float)

@@ -62,15 +62,15 @@ from multiverse.analysis.rates import included_verdicts, system_rates
 from multiverse.errors import InputError
 
 __all__ = [
+    "bootstrap_ranks",
     "included_verdicts",
-    "system_rates",
-    "universe_ranks",
-    "rank_distribution",
     "kendall_tau_b",
     "kendall_w",
-    "bootstrap_ranks",
     "order_universes",
+    "rank_distribution",
     "ranking",
+    "system_rates",
+    "universe_ranks",
 ]
 
 Ties = Literal["split", "count"]
@@ -357,7 +357,7 @@ def _adjacent(primary_rates: np.ndarray, systems: list, above: np.ndarray,
     """Neighbours in the primary's order (unrated systems last), with P(a above b) and its interval."""
     order = np.argsort(np.nan_to_num(-primary_rates, nan=np.inf), kind="stable")
     out = []
-    for i, j in zip(order[:-1], order[1:]):
+    for i, j in itertools.pairwise(order):
         a, b = systems[i], systems[j]
         low, high = intervals[a][b]
         separable = bool(np.isfinite(low) and np.isfinite(high) and (low > 0.5 or high < 0.5))

@@ -39,7 +39,7 @@ import pandas as pd
 from multiverse.analysis.rates import system_rates
 from multiverse.errors import InputError
 
-__all__ = ["variance_decomposition", "variance_by_axis", "variance_summary", "variance", "aliasing"]
+__all__ = ["aliasing", "variance", "variance_by_axis", "variance_decomposition", "variance_summary"]
 
 _COLUMNS = ["term", "kind", "axis", "sum_sq", "df", "share"]
 
@@ -114,7 +114,7 @@ def _decompose(rates: pd.DataFrame, axes: list[str]) -> tuple[pd.DataFrame, list
     return out, notes
 
 
-def _balanced_sums(frame: pd.DataFrame, columns: list[str], terms: list["_Term"]):
+def _balanced_sums(frame: pd.DataFrame, columns: list[str], terms: list[_Term]):
     """Exact type-II sums of squares from cell means, when the grid is a full factorial.
 
     With every combination of axis options x system present exactly once, the
@@ -132,28 +132,19 @@ def _balanced_sums(frame: pd.DataFrame, columns: list[str], terms: list["_Term"]
     flat = np.ravel_multi_index([codes[c] for c in factors], [sizes[c] for c in factors])
     if np.bincount(flat, minlength=len(frame)).max() != 1:
         return None
-    y = frame["y"].to_numpy(dtype=float)
-    grand = y.mean()
+    from multiverse.analysis.variance_noise import balanced_sums
 
-    def effect(code: np.ndarray, k: int) -> np.ndarray:
-        return np.bincount(code, weights=y, minlength=k) / np.bincount(code, minlength=k)
-
-    rows, used_ss, used_df = [], 0.0, 0
-    for term in terms:
+    sums = balanced_sums(frame, list(columns), terms, frame["y"].to_numpy(dtype=float)[:, None])[:, 0]
+    rows, used_df = [], 0
+    for term, ss in zip(terms, sums):
         if term.kind == "interaction":
             a = term.formula.split(":")[0][2:-1]  # "C(x0):C(s)" -> "x0"
-            ka, ks = sizes[a], sizes["s"]
-            cell = effect(codes[a] * ks + codes["s"], ka * ks).reshape(ka, ks)
-            centred = cell - effect(codes[a], ka)[:, None] - effect(codes["s"], ks)[None, :] + grand
-            ss, df = float((centred**2).sum() * len(y) / (ka * ks)), (ka - 1) * (ks - 1)
+            df = (sizes[a] - 1) * (sizes["s"] - 1)
         else:
-            column = "s" if term.kind == "system" else term.formula[2:-1]
-            k = sizes[column]
-            ss, df = float(((effect(codes[column], k) - grand) ** 2).sum() * len(y) / k), k - 1
-        rows.append((term.name, term.kind, term.axis, ss, float(df)))
-        used_ss, used_df = used_ss + ss, used_df + df
-    total = float(((y - grand) ** 2).sum())
-    return rows, (max(total - used_ss, 0.0), float(len(y) - 1 - used_df))
+            df = sizes["s" if term.kind == "system" else term.formula[2:-1]] - 1
+        rows.append((term.name, term.kind, term.axis, float(ss), float(df)))
+        used_df += df
+    return rows, (float(sums[-1]), float(len(frame) - 1 - used_df))
 
 
 @dataclass(frozen=True)
@@ -163,7 +154,7 @@ class _Term:
     axis: str | None
     formula: str
 
-    def contains(self, other: "_Term") -> bool:
+    def contains(self, other: _Term) -> bool:
         """Whether this term is a higher-order term containing ``other`` (type-II marginality)."""
         mine, theirs = set(self.formula.split(":")), set(other.formula.split(":"))
         return self is not other and theirs < mine
@@ -307,7 +298,11 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
     its share minus that, and [low, high] the interval of ``beyond_noise``.
     """
     from multiverse.analysis.rates import included_verdicts
-    from multiverse.analysis.variance_noise import balanced_sums, noise_summary, projection_sums
+    from multiverse.analysis.variance_noise import (
+        balanced_sums,
+        noise_summary,
+        projection_sums,
+    )
 
     axes = list(axes)
     rates = system_rates(verdicts, axes=axes)

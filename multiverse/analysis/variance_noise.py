@@ -26,7 +26,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-__all__ = ["balanced_sums", "projection_sums", "noise_summary"]
+__all__ = ["balanced_sums", "noise_summary", "projection_sums"]
 
 
 def balanced_sums(frame: pd.DataFrame, columns: list[str], terms: list, y: np.ndarray) -> np.ndarray:
@@ -134,7 +134,7 @@ def noise_summary(
         inner = sums
         rows = list(combos.values())
 
-        def sums(y):  # noqa: F811 - the same sums, with the combined rows appended
+        def sums(y):  # the same sums, with the combined rows appended
             out = inner(y)
             return np.vstack([out, *[out[r].sum(0, keepdims=True) for r in rows]])
 
