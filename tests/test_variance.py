@@ -326,3 +326,16 @@ def test_cli_prints_every_note_and_marks_few_residual_df(tmp_path, capsys):
     assert "need not add up to 1 (here they add up to" in text
     assert "Residual (0 df)!" in text
     assert "judge!" in text and "evidence!" in text
+
+
+def test_variance_figure_marks_each_terms_noise_floor():
+    from multiverse.plots.variance import plot_variance
+
+    result = variance(_noisy_world(np.random.default_rng(2), 0.8), axes=["A", "B"], resamples=50)
+    terms = pd.DataFrame(result["terms"])
+    ax = plot_variance(terms)
+    ticks = ax.collections[0].get_offsets()
+    order = terms.sort_values("share", kind="stable")
+    np.testing.assert_allclose(ticks[:, 0], order["noise"].to_numpy())
+    assert "expected share from sampling noise alone" in [t.get_text() for t in ax.get_legend().get_texts()]
+    assert not plot_variance(variance_decomposition(balanced_rates(), axes=["A", "B"])).collections
