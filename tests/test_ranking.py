@@ -547,3 +547,15 @@ def test_cli_prints_every_flip_note_and_the_separability_in_words(tmp_path, caps
         assert f"note: {note}" in text
     assert "separable" in text or "ranks above" in text
     assert "Holm" in text
+
+
+def test_rank_distribution_figure_shows_where_unrated_universes_went():
+    from multiverse.plots.ranking import plot_rank_distribution
+
+    ranks = universe_ranks(system_rates(_unbalanced(seed=1), axes=["judge"]))
+    ax = plot_rank_distribution(rank_distribution(ranks))
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert labels[-1] == "not rated"
+    values = ax.images[0].get_array()
+    np.testing.assert_allclose(np.nansum(values, axis=1), 1.0)
+    ax.figure.savefig(io.BytesIO(), format="png")
