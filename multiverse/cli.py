@@ -497,20 +497,24 @@ def _print_ranking(result: dict) -> None:
     for system, p in sorted(result["p_top"].items(), key=lambda kv: -kv[1]):
         print(f"  {system}: {p:.2f} {_interval(unc.get('p_top', {}).get(system))}  coverage {result['coverage'][system]:.2f}")
     for row in unc.get("adjacent", []):
+        if row["p_above"] is None or row["p_above"] != row["p_above"]:  # NaN: no universe rates both
+            print(f"  {row['a']} and {row['b']} are never rated in the same universe: they cannot be compared")
+            continue
         said = (f"{row['a']} ranks above {row['b']}" if row["separable"] and row["low"] > 0.5 else
                 f"{row['b']} ranks above {row['a']}" if row["separable"] else
                 f"{row['a']} and {row['b']} are not separable")
         print(f"  {said}: P({row['a']} above {row['b']}) = {_f(row['p_above'], 2)} {_interval([row['low'], row['high']])}")
     pairwise = result["pairwise"]
-    print(f"Paired tests in the primary universe, {pairwise['adjustment']}-adjusted over {pairwise['family']}:")
-    for q in pairwise["pairs"]:
-        print(f"  {q['a']} - {q['b']}: {_f(q['difference'])} on {q['n_cases']} cases, p = {_f(q['p'], 4)}, Holm p = {_f(q['p_holm'], 4)}")
+    if pairwise["pairs"]:
+        print(f"Paired tests in the primary universe, {pairwise['adjustment']}-adjusted over {pairwise['family']}:")
+        for q in pairwise["pairs"]:
+            print(f"  {q['a']} - {q['b']}: {_f(q['difference'])} on {q['n_cases']} cases, p = {_f(q['p'], 4)}, Holm p = {_f(q['p_holm'], 4)}")
     tau, w = result["kendall_tau"], result["kendall_w"]
     print(f"Kendall's tau-b between universes: mean {_f(tau['mean'])} over {tau['n_pairs']} pairs; "
           f"Kendall's W {_f(w['w'])} ({w['universes']} universes x {w['systems']} systems, p = {_f(w['p_value'], 4)})")
     for row in tau.get("by_axis", []):
         print(f"  changing {row['axis']}: mean tau {_f(row['mean'])} (min {_f(row['min'])}, {row['n_pairs']} pairs)")
-    print(f"{len(result['flips'])} universes have a different top system than the primary "
+    print(f"{len(result['flips'])} universe(s) have a different top system than the primary "
           "(each with the smallest change from the primary that gives that top):")
     for flip in result["flips"]:
         changes = ", ".join(f"{a}={o}" for a, o in flip["changes"].items())

@@ -559,3 +559,16 @@ def test_rank_distribution_figure_shows_where_unrated_universes_went():
     values = ax.images[0].get_array()
     np.testing.assert_allclose(np.nansum(values, axis=1), 1.0)
     ax.figure.savefig(io.BytesIO(), format="png")
+
+
+def test_cli_says_when_neighbours_are_never_rated_together(tmp_path, capsys):
+    from multiverse.cli import main
+
+    rates = {("u1",): {"A": 0.9, "B": 0.5}, ("u2",): {"C": 0.8, "D": 0.6}}
+    verdicts = verdicts_from_rates(rates, ["variant"]).drop(columns=["universe_id", "status"])
+    path = tmp_path / "v.csv"
+    verdicts.to_csv(path, index=False)
+    assert main(["ranking", str(path), "--boot", "30"]) == 0
+    text = capsys.readouterr().out
+    assert "B and C are never rated in the same universe" in text
+    assert "n/a [n/a" not in text

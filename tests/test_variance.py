@@ -339,3 +339,10 @@ def test_variance_figure_marks_each_terms_noise_floor():
     np.testing.assert_allclose(ticks[:, 0], order["noise"].to_numpy())
     assert "expected share from sampling noise alone" in [t.get_text() for t in ax.get_legend().get_texts()]
     assert not plot_variance(variance_decomposition(balanced_rates(), axes=["A", "B"])).collections
+
+
+def test_too_few_cases_for_the_noise_floor_are_noted():
+    cells = {(j, "e", s): 0.5 for j in ("j1", "j2") for s in "AB"}
+    result = variance(_verdicts(cells, cases=4), axes=["judge", "evidence"], resamples=20)
+    assert any("only 4 case(s)" in n for n in result["notes"])
+    assert not any("case(s)" in n for n in variance(_verdicts(cells, cases=12), axes=["judge"], resamples=20)["notes"])

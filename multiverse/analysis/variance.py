@@ -108,6 +108,8 @@ def _decompose(rates: pd.DataFrame, axes: list[str]) -> tuple[pd.DataFrame, list
         residual = (total, float(len(frame) - 1))
     rows.append(("Residual", "residual", None, *residual))
     out = pd.DataFrame(rows, columns=_COLUMNS[:-1])
+    # Refits and projections leave rounding dust (-1e-17) where a term adds nothing.
+    out.loc[out["sum_sq"].abs() <= 1e-12 * max(total, 1e-300), "sum_sq"] = 0.0
     # Object dtype so that "no axis" stays None (JSON null) rather than becoming NaN.
     out["axis"] = pd.Series([r[2] for r in rows], dtype=object)
     out["share"] = out["sum_sq"] / total if total > 0 else np.nan
@@ -326,6 +328,10 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
     for n in confounding["nested"]:
         notes.append(f"axis {n['axis']!r} is constant within each option of {n['within']}: its effect is "
                      "confounded with theirs")
+    n_cases = verdicts["case_id"].nunique() if "case_id" in verdicts.columns else 0
+    if resamples and n_cases < 10:
+        notes.append(f"only {n_cases} case(s): resampling so few cases underestimates the sampling noise, "
+                     "so the noise floor and the intervals are too optimistic")
     residual = decomposition.iloc[-1]
     if residual["df"] == 0:
         notes.append("the residual has no degrees of freedom (the model is saturated): it cannot estimate "
