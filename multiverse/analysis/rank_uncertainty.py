@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from multiverse.analysis.case_resampling import case_counts
 from multiverse.analysis.concordance import min_ranks
 from multiverse.analysis.rates import included_verdicts
 
@@ -53,30 +54,15 @@ def top_shares(matrix: np.ndarray, ties: str) -> np.ndarray:
     return np.where(top, 1.0 / np.maximum(tied, 1), 0.0)
 
 
-def _counts(included: pd.DataFrame, systems: list, universes: list):
-    """Per universe x system x case: labels n and compliant labels k, as sparse (U*S) x C matrices."""
-    from scipy.sparse import csr_matrix
-
-    u = pd.Index(universes).get_indexer(included["universe_id"])
-    s = pd.Index(systems).get_indexer(included["system"])
-    c, cases = pd.factorize(included["case_id"])
-    keep = (u >= 0) & (s >= 0)
-    rows, cols = (u * len(systems) + s)[keep], c[keep]
-    shape = (len(universes) * len(systems), len(cases))
-    n = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=shape)
-    k = csr_matrix((included["compliant"].to_numpy(float)[keep], (rows, cols)), shape=shape)
-    n.sum_duplicates()
-    k.sum_duplicates()
-    return n, k, len(cases)
-
-
 def joint_bootstrap(
-    verdicts: pd.DataFrame, *, axes: Sequence[str], universes: list, systems: list, primary: int,
+    included: pd.DataFrame, *, universes: list, systems: list, primary: int,
     resamples: int, seed: int = 0, ties: str = "split", level: float = 0.95,
 ) -> dict[str, Any]:
-    """Case bootstrap shared by every universe: intervals for P(top), P(A above B) and primary ranks."""
-    included = included_verdicts(verdicts, axes=axes)
-    n, k, n_cases = _counts(included, systems, universes)
+    """Case bootstrap shared by every universe: intervals for P(top), P(A above B) and primary ranks.
+
+    ``included`` is ``included_verdicts`` output.
+    """
+    counts = case_counts(included, universes, systems)
     rng = np.random.default_rng(seed)
     n_u, n_s = len(universes), len(systems)
     p_top, p_above, primary_rank = [], [], []
@@ -84,10 +70,7 @@ def joint_bootstrap(
     done = 0
     while done < resamples:
         size = min(chunk, resamples - done)
-        weights = rng.multinomial(n_cases, np.full(n_cases, 1.0 / n_cases), size=size).T.astype(float)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            rates = (k @ weights) / (n @ weights)  # (U*S) x size
-        rates = rates.T.reshape(size, n_u, n_s)
+        rates = counts.rates(counts.weights(rng, size)).T.reshape(size, n_u, n_s)
         p_top.append(top_shares(rates, ties).mean(1))
         rated = ~np.isnan(rates)
         both = (rated[..., :, None] & rated[..., None, :]).sum(1)
@@ -144,14 +127,15 @@ def _sign_flip_p(d: np.ndarray, flips: int, rng: np.random.Generator) -> float:
 
 
 def pairwise_tests(
-    verdicts: pd.DataFrame, *, axes: Sequence[str], universe, systems: list,
-    flips: int = 4000, seed: int = 0,
+    included: pd.DataFrame, *, universe, systems: list, flips: int = 4000, seed: int = 0,
 ) -> dict[str, Any]:
-    """Paired tests of rate(A) = rate(B) in one universe, with Holm-adjusted p-values over all pairs."""
+    """Paired tests of rate(A) = rate(B) in one universe, with Holm-adjusted p-values over all pairs.
+
+    ``included`` is ``included_verdicts`` output.
+    """
     from statsmodels.stats.multitest import multipletests
 
-    included = included_verdicts(verdicts, axes=axes)
-    rows = included[included["universe_id"] == universe]
+    rows = included[(included["universe_id"] == universe).to_numpy()]
     by_system = {s: _case_means(g) for s, g in rows.groupby("system", sort=False, observed=True)}
     rng = np.random.default_rng(seed)
     pairs = []

@@ -269,7 +269,8 @@ def ranking(
     statistics are NaN.
     """
     axes = list(axes)
-    rates = system_rates(verdicts, axes=axes)
+    included = included_verdicts(verdicts, axes=axes)
+    rates = system_rates(included, axes=axes)
     if rates.empty:
         raise InputError("verdicts: column 'status': expected at least one row with status ok")
     matrix, universes, systems = _rate_matrix(rates)
@@ -319,14 +320,14 @@ def ranking(
                      "as fully tied")
 
     chosen = [universes[p]] if bootstrap_universes is None else list(bootstrap_universes)
-    boot = (bootstrap_ranks(verdicts, axes=axes, universes=chosen, resamples=bootstrap,
+    boot = (bootstrap_ranks(included, axes=axes, universes=chosen, resamples=bootstrap,
                             seed=seed, ties=ties) if bootstrap else pd.DataFrame())
     uncertainty = None
     if bootstrap:
-        uncertainty = joint_bootstrap(verdicts, axes=axes, universes=universes, systems=systems,
+        uncertainty = joint_bootstrap(included, universes=universes, systems=systems,
                                       primary=p, resamples=bootstrap, seed=seed, ties=ties)
         uncertainty["adjacent"] = _adjacent(matrix[p], systems, above, uncertainty["p_above"])
-    pairwise = pairwise_tests(verdicts, axes=axes, universe=universes[p], systems=systems, seed=seed)
+    pairwise = pairwise_tests(included, universe=universes[p], systems=systems, seed=seed)
     untested = [f"{q['a']} vs {q['b']}" for q in pairwise["pairs"] if not q["n_cases"]]
     if untested:
         notes.append(f"pairwise tests: no shared cases in the primary universe for {', '.join(untested)}")

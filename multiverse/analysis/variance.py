@@ -301,13 +301,14 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
     """
     from multiverse.analysis.rates import included_verdicts
     from multiverse.analysis.variance_noise import (
-        balanced_sums,
+        balanced_sums_function,
         noise_summary,
         projection_sums,
     )
 
     axes = list(axes)
-    rates = system_rates(verdicts, axes=axes)
+    included = included_verdicts(verdicts, axes=axes)
+    rates = system_rates(included, axes=axes)
     if rates.empty:
         raise InputError("verdicts: column 'status': expected at least one row with status ok")
     decomposition, model_notes = _decompose(rates, axes)
@@ -328,7 +329,7 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
     for n in confounding["nested"]:
         notes.append(f"axis {n['axis']!r} is constant within each option of {n['within']}: its effect is "
                      "confounded with theirs")
-    n_cases = verdicts["case_id"].nunique() if "case_id" in verdicts.columns else 0
+    n_cases = included["case_id"].nunique()
     if resamples and n_cases < 10:
         notes.append(f"only {n_cases} case(s): resampling so few cases underestimates the sampling noise, "
                      "so the noise floor and the intervals are too optimistic")
@@ -349,7 +350,7 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
                 group_terms.append(members)
                 group_keys.append((g, key))
     use_balanced = balanced and not confounding["aliased"] and terms
-    sums = ((lambda y: balanced_sums(frame, [names[a] for a in varying], terms, y)) if use_balanced
+    sums = (balanced_sums_function(frame, [names[a] for a in varying], terms) if use_balanced
             else projection_sums(frame, terms, group_terms) if terms else None)
     total = float(((frame["y"] - frame["y"].mean()) ** 2).sum())
     groups_out = [{"axes": group, "main": 0.0, "interaction": 0.0, "total": 0.0}
@@ -366,7 +367,7 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
         names_out = [t.name for t in terms] + [f"group {i}" for i in range(len(group_terms))] + ["Residual"]
         combos = {row.axis: [names_out.index(t) for t in (row.axis, f"{row.axis}:system") if t in names_out]
                   for row in by_axis.itertuples()}
-        noise = noise_summary(included_verdicts(verdicts, axes=axes), rates, names_out, sums,
+        noise = noise_summary(included, rates, names_out, sums,
                               resamples, seed, combos=combos)
         for row in terms_out:
             row.update(noise["terms"][row["term"]])

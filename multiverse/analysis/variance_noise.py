@@ -26,7 +26,9 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-__all__ = ["balanced_sums", "noise_summary", "projection_sums"]
+from multiverse.analysis.case_resampling import case_counts
+
+__all__ = ["balanced_sums", "balanced_sums_function", "noise_summary", "projection_sums"]
 
 
 def balanced_sums(frame: pd.DataFrame, columns: list[str], terms: list, y: np.ndarray) -> np.ndarray:
@@ -35,32 +37,55 @@ def balanced_sums(frame: pd.DataFrame, columns: list[str], terms: list, y: np.nd
     Exact on a full factorial with one rate per cell: the classical balanced
     formulas from cell means (see ``variance._balanced_sums``).
     """
+    return balanced_sums_function(frame, columns, terms)(y)
+
+
+def balanced_sums_function(frame: pd.DataFrame, columns: list[str], terms: list
+                           ) -> Callable[[np.ndarray], np.ndarray]:
+    """``balanced_sums`` with its group indicators built once, for many calls."""
     from scipy.sparse import csr_matrix
 
     n = len(frame)
-    grand = y.mean(0)
-
-    def means(code: np.ndarray, k: int) -> np.ndarray:
-        indicator = csr_matrix((np.ones(n), (code, np.arange(n))), shape=(k, n))
-        return (indicator @ y) / np.bincount(code, minlength=k)[:, None]
-
     codes = {c: frame[c].cat.codes.to_numpy() for c in [*columns, "s"] if c in frame}
     sizes = {c: len(frame[c].cat.categories) for c in codes}
-    out = []
+    groups: dict[tuple, tuple] = {}
+
+    def group(key: tuple, code: np.ndarray, k: int) -> tuple:
+        if key not in groups:
+            indicator = csr_matrix((np.ones(n), (code, np.arange(n))), shape=(k, n))
+            groups[key] = (indicator, np.bincount(code, minlength=k)[:, None])
+        return groups[key]
+
+    plan = []
     for term in terms:
         if term.kind == "interaction":
             a = term.formula.split(":")[0][2:-1]  # "C(x0):C(s)" -> "x0"
             ka, ks = sizes[a], sizes["s"]
-            cell = means(codes[a] * ks + codes["s"], ka * ks).reshape(ka, ks, -1)
-            centred = cell - means(codes[a], ka)[:, None, :] - means(codes["s"], ks)[None, :, :] + grand
-            out.append((centred**2).sum((0, 1)) * n / (ka * ks))
+            plan.append(("interaction", (group((a, "s"), codes[a] * ks + codes["s"], ka * ks),
+                                         group((a,), codes[a], ka), group(("s",), codes["s"], ks)), (ka, ks)))
         else:
             column = "s" if term.kind == "system" else term.formula[2:-1]
-            k = sizes[column]
-            out.append(((means(codes[column], k) - grand) ** 2).sum(0) * n / k)
-    total = ((y - grand) ** 2).sum(0)
-    out.append(np.maximum(total - np.sum(out, axis=0), 0.0))
-    return np.vstack(out)
+            plan.append(("main", group((column,), codes[column], sizes[column]), sizes[column]))
+
+    def means(g: tuple, y: np.ndarray) -> np.ndarray:
+        return (g[0] @ y) / g[1]
+
+    def sums(y: np.ndarray) -> np.ndarray:
+        grand = y.mean(0)
+        out = []
+        for kind, g, size in plan:
+            if kind == "interaction":
+                ka, ks = size
+                cell = means(g[0], y).reshape(ka, ks, -1)
+                centred = cell - means(g[1], y)[:, None, :] - means(g[2], y)[None, :, :] + grand
+                out.append((centred**2).sum((0, 1)) * n / (ka * ks))
+            else:
+                out.append(((means(g, y) - grand) ** 2).sum(0) * n / size)
+        total = ((y - grand) ** 2).sum(0)
+        out.append(np.maximum(total - np.sum(out, axis=0), 0.0))
+        return np.vstack(out)
+
+    return sums
 
 
 def projection_sums(frame: pd.DataFrame, terms: list, groups: list[list] | None = None
@@ -103,25 +128,6 @@ def projection_sums(frame: pd.DataFrame, terms: list, groups: list[list] | None 
     return sums
 
 
-def _resampled_rates(included: pd.DataFrame, rates: pd.DataFrame, resamples: int, seed: int) -> np.ndarray:
-    """N x B rates under a case bootstrap shared by every universe (rows as in ``rates``)."""
-    from scipy.sparse import csr_matrix
-
-    cells = pd.MultiIndex.from_frame(rates[["universe_id", "system"]].astype(str))
-    row = cells.get_indexer(pd.MultiIndex.from_frame(included[["universe_id", "system"]].astype(str)))
-    case, cases = pd.factorize(included["case_id"])
-    keep = row >= 0
-    shape = (len(rates), len(cases))
-    n = csr_matrix((np.ones(int(keep.sum())), (row[keep], case[keep])), shape=shape)
-    k = csr_matrix((included["compliant"].to_numpy(float)[keep], (row[keep], case[keep])), shape=shape)
-    rng = np.random.default_rng(seed)
-    weights = rng.multinomial(len(cases), np.full(len(cases), 1.0 / len(cases)), size=resamples).T
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = (k @ weights) / (n @ weights)
-    observed = rates["rate"].to_numpy(float)[:, None]
-    return np.where(np.isfinite(out), out, observed)
-
-
 def noise_summary(
     included: pd.DataFrame, rates: pd.DataFrame, names: list[str],
     sums: Callable[[np.ndarray], np.ndarray], resamples: int, seed: int, level: float = 0.95,
@@ -141,14 +147,20 @@ def noise_summary(
     y = rates["rate"].to_numpy(float)
     observed = sums((y - y.mean())[:, None])[:, 0]
     total = float(((y - y.mean()) ** 2).sum())
+    universes, systems = pd.unique(rates["universe_id"]).tolist(), pd.unique(rates["system"]).tolist()
+    counts = case_counts(included, universes, systems)
+    cell = (pd.Index(universes).get_indexer(rates["universe_id"]) * len(systems)
+            + pd.Index(systems).get_indexer(rates["system"]))
+    rng = np.random.default_rng(seed)
     noise_ss = np.zeros(len(observed))
     boot_ss = []
     noise_total = 0.0
-    chunk = max(1, min(resamples, 2_000_000 // max(len(y), 1)))
+    chunk = max(1, min(resamples, 8_000_000 // max(len(y), 1)))
     done = 0
     while done < resamples:
         size = min(chunk, resamples - done)
-        draw = _resampled_rates(included, rates, size, seed + done)
+        draw = counts.rates(counts.weights(rng, size))[cell]
+        draw = np.where(np.isfinite(draw), draw, y[:, None])
         deviation = draw - y[:, None]
         noise_ss += sums(deviation - deviation.mean(0)).sum(1)
         noise_total += float(((deviation - deviation.mean(0)) ** 2).sum())
