@@ -572,3 +572,17 @@ def test_cli_says_when_neighbours_are_never_rated_together(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "B and C are never rated in the same universe" in text
     assert "n/a [n/a" not in text
+
+
+def test_mean_tau_over_many_rated_patterns_is_estimated_from_sampled_pairs():
+    from multiverse.analysis.concordance import tau_summary
+
+    rng = np.random.default_rng(12)
+    matrix = rng.integers(0, 5, (1500, 6)).astype(float)
+    matrix[rng.random(matrix.shape) < 0.3] = np.nan  # dozens of rated patterns
+    codes = np.arange(1500)[:, None]
+    summary = tau_summary(matrix, codes, ["variant"], list(range(1500)), max_matrix=1500)
+    assert summary["sampled_pairs"] == 1_000_000
+    full = np.array(summary["matrix"], dtype=float)[np.triu_indices(1500, 1)]
+    assert summary["mean"] == pytest.approx(np.nanmean(full), abs=0.01)
+    assert summary["n_pairs"] == pytest.approx(np.sum(~np.isnan(full)), rel=0.01)

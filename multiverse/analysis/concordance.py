@@ -13,8 +13,10 @@ universe. Concordance is then measured where it is defined:
   the block with the most universe x system cells wins (ties: more systems).
 
 Universes are grouped by their set of rated systems ("pattern"), so the mean
-tau over all pairs of universes costs O(patterns x universes x system pairs),
-never a universes x universes matrix.
+tau over all pairs of universes costs O(patterns^2 x system pairs + patterns x
+universes x system pairs), never a universes x universes matrix. With more
+than 20 patterns and more than a million universe pairs, the mean is taken
+over a fixed random sample of a million pairs (``sampled_pairs`` says so).
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+# Universe pairs drawn for the mean tau when rated patterns are too many to group by.
+_SAMPLED_PAIRS = 1_000_000
 
 __all__ = ["kendall_tau_b", "kendall_w", "largest_complete_block", "tau_summary"]
 
@@ -131,31 +136,48 @@ def largest_complete_block(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _pattern_sums(signs, both, groups, n_groups):
-    """Sum over all universe pairs of tau, and the number of pairs where it is defined."""
+    """Sum over all universe pairs of tau, and the number of pairs where it is defined.
+
+    Per universe u and rated pattern h, u's signs over the pairs h rates,
+    scaled by u's untied count there, are w_u^h; tau(u, v) for u in pattern g
+    and v in h is w_u^h . w_v^g, so a block of pairs sums to a dot product of
+    two column sums.
+    """
     untied = np.abs(signs)
-    masks = np.vstack([both[groups == g][0] for g in range(n_groups)])
-    total, defined = 0.0, 0
-    # Per universe u and pattern h: u's signs over the pairs h rates, scaled by its untied count there.
-    weights, valid = [], []
-    for h in range(n_groups):
-        counts = untied @ masks[h]
+    masks = np.vstack([both[np.flatnonzero(groups == g)[0]] for g in range(n_groups)])
+    members = [np.flatnonzero(groups == g) for g in range(n_groups)]
+
+    def weights(rows: np.ndarray, h: int) -> tuple[np.ndarray, int]:
+        counts = untied[rows] @ masks[h]
         ok = counts > 0
-        weights.append(np.where(ok[:, None], signs * masks[h] / np.sqrt(np.where(ok, counts, 1.0))[:, None], 0.0))
-        valid.append(ok)
+        w = np.where(ok[:, None], signs[rows] * masks[h] / np.sqrt(np.where(ok, counts, 1.0))[:, None], 0.0)
+        return w.sum(0), (w * w).sum(), int(ok.sum())
+
+    total, defined = 0.0, 0
     for g in range(n_groups):
-        in_g = groups == g
         for h in range(g, n_groups):
-            in_h = groups == h
-            a = weights[h][in_g]   # universes of g, over the pairs h rates
-            b = weights[g][in_h]   # universes of h, over the pairs g rates
+            a_sum, a_sq, a_ok = weights(members[g], h)   # universes of g, over the pairs h rates
             if g == h:
-                s = a.sum(0)
-                total += ((s @ s) - (a * a).sum()) / 2.0
-                k = int(valid[h][in_g].sum())
-                defined += k * (k - 1) // 2
+                total += ((a_sum @ a_sum) - a_sq) / 2.0
+                defined += a_ok * (a_ok - 1) // 2
             else:
-                total += float(a.sum(0) @ b.sum(0))
-                defined += int(valid[h][in_g].sum()) * int(valid[g][in_h].sum())
+                b_sum, _, b_ok = weights(members[h], g)  # universes of h, over the pairs g rates
+                total += float(a_sum @ b_sum)
+                defined += a_ok * b_ok
+    return total, defined
+
+
+def _sampled_sums(signs, both, pairs: int, seed: int = 0):
+    """Sum of tau over ``pairs`` random universe pairs, and how many were defined."""
+    rng = np.random.default_rng(seed)
+    n = len(signs)
+    first = rng.integers(0, n, pairs)
+    second = (first + rng.integers(1, n, pairs)) % n  # never the same universe
+    total, defined = 0.0, 0
+    for start in range(0, pairs, 20_000):
+        taus = tau_between(signs, both, first[start:start + 20_000], second[start:start + 20_000])
+        total += float(np.nansum(taus))
+        defined += int((~np.isnan(taus)).sum())
     return total, defined
 
 
@@ -165,9 +187,16 @@ def tau_summary(matrix: np.ndarray, codes: np.ndarray, axes: list[str], universe
     (for at most ``max_matrix`` universes) the full tau matrix with the shared-system counts."""
     signs, both = pair_signs(matrix)
     groups, _ = pd.factorize(pd.Series([r.tobytes() for r in (~np.isnan(matrix))]))
-    total, defined = _pattern_sums(signs, both, groups, int(groups.max()) + 1 if len(groups) else 0)
+    n_groups = int(groups.max()) + 1 if len(groups) else 0
     n_universes = len(universes)
     all_pairs = n_universes * (n_universes - 1) // 2
+    # Pattern blocks cost patterns^2 x system pairs; past that, a fixed sample of pairs.
+    sampled = n_groups > 20 and all_pairs > _SAMPLED_PAIRS
+    if sampled:
+        total, defined = _sampled_sums(signs, both, _SAMPLED_PAIRS)
+        defined_share = defined / _SAMPLED_PAIRS
+    else:
+        total, defined = _pattern_sums(signs, both, groups, n_groups)
     by_axis = []
     for index, axis in enumerate(axes):
         first, second = axis_pairs(codes, index)
@@ -176,10 +205,14 @@ def tau_summary(matrix: np.ndarray, codes: np.ndarray, axes: list[str], universe
         by_axis.append({"axis": axis, "mean": float(taus.mean()) if taus.size else float("nan"),
                         "min": float(taus.min()) if taus.size else float("nan"), "n_pairs": int(taus.size)})
     rated = ~np.isnan(matrix)
+    if sampled:  # counts scaled from the sample to all pairs
+        defined = round(defined_share * all_pairs)
     summary: dict[str, Any] = {
-        "mean": float(total / defined) if defined else float("nan"),
+        "mean": float(total / (defined_share * _SAMPLED_PAIRS)) if sampled and defined
+        else float(total / defined) if defined else float("nan"),
         "n_pairs": int(defined),
         "n_pairs_undefined": int(all_pairs - defined),
+        "sampled_pairs": _SAMPLED_PAIRS if sampled else None,
         "by_axis": by_axis, "universes": None, "matrix": None, "n_systems": None,
     }
     if n_universes <= max_matrix:
