@@ -586,3 +586,24 @@ def test_mean_tau_over_many_rated_patterns_is_estimated_from_sampled_pairs():
     full = np.array(summary["matrix"], dtype=float)[np.triu_indices(1500, 1)]
     assert summary["mean"] == pytest.approx(np.nanmean(full), abs=0.01)
     assert summary["n_pairs"] == pytest.approx(np.sum(~np.isnan(full)), rel=0.01)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_largest_complete_block_is_the_largest(seed):
+    from multiverse.analysis.concordance import largest_complete_block
+
+    rng = np.random.default_rng(seed)
+    matrix = rng.random((9, 6))
+    matrix[rng.random(matrix.shape) < 0.35] = np.nan
+    rows, columns, exhaustive = largest_complete_block(matrix)
+    rated = ~np.isnan(matrix)
+    best = 0
+    for size in range(2, 7):  # brute force over every set of systems
+        for subset in itertools.combinations(range(6), size):
+            n_rows = int(rated[:, list(subset)].all(1).sum())
+            if n_rows >= 2:
+                best = max(best, n_rows * size)
+    assert exhaustive
+    assert len(rows) * len(columns) == best
+    if best:
+        assert rated[np.ix_(rows, columns)].all()

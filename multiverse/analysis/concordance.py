@@ -8,9 +8,9 @@ universe. Concordance is then measured where it is defined:
   system tied in one of the universes, has no tau (NaN) and is counted apart;
 - Kendall's W (Kendall & Babington Smith 1939) needs every universe to rank
   the same systems, so it is computed on the largest complete block: a set of
-  systems and every universe that rates all of them. The candidate system
-  sets are each universe's rated set and the intersections of two such sets;
-  the block with the most universe x system cells wins (ties: more systems).
+  systems and every universe that rates all of them, with the most universe x
+  system cells (ties: more systems). The search is exhaustive unless the
+  universes' rated sets have more than 20,000 distinct intersections.
 
 Universes are grouped by their set of rated systems ("pattern"), so the mean
 tau over all pairs of universes costs O(patterns^2 x system pairs + patterns x
@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+# Candidate system sets the complete-block search examines at most.
+_BLOCK_CANDIDATES = 20_000
 # Universe pairs drawn for the mean tau when rated patterns are too many to group by.
 _SAMPLED_PAIRS = 1_000_000
 
@@ -111,28 +113,38 @@ def kendall_w(matrix: np.ndarray | Sequence[Sequence[float]]) -> dict[str, float
             "universes": m, "systems": n}
 
 
-def largest_complete_block(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Row and column indices of the largest all-rated block (see the module docstring).
+def largest_complete_block(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Row and column indices of the largest all-rated block, and whether the search was exhaustive.
 
-    Returns empty arrays when no block has at least two rows and two columns.
+    The best block's systems are always an intersection of some universes'
+    rated sets (then every universe rating them all joins), so the search
+    closes the rated sets under intersection; past ``_BLOCK_CANDIDATES`` sets
+    it stops and returns the best found. Empty arrays when no block has at
+    least two rows and two columns.
     """
     rated = ~np.isnan(matrix)
-    patterns = np.unique(rated, axis=0)
-    candidates = {tuple(p) for p in patterns}
-    if len(patterns) <= 200:  # pairwise intersections: at most 20,000 candidate sets
-        for a in range(len(patterns)):
-            for b in range(a + 1, len(patterns)):
-                candidates.add(tuple(patterns[a] & patterns[b]))
-    best, best_key = (np.empty(0, int), np.empty(0, int)), (0, 0)
+    patterns, counts = np.unique(rated, axis=0, return_counts=True)
+    # Rated sets as bit masks: intersection is one '&'.
+    masks = [int("".join("1" if x else "0" for x in row[::-1]) or "0", 2) for row in patterns]
+    candidates, frontier = set(masks), set(masks)
+    while frontier and len(candidates) < _BLOCK_CANDIDATES:
+        fresh = {c & m for c in frontier for m in masks} - candidates
+        candidates |= fresh
+        frontier = fresh
+    exhaustive = not frontier
+    best, best_key = 0, (0, 0)
     for candidate in candidates:
-        columns = np.flatnonzero(candidate)
-        if len(columns) < 2:
+        width = candidate.bit_count()
+        if width < 2:
             continue
-        rows = np.flatnonzero(rated[:, columns].all(1))
-        key = (len(rows) * len(columns), len(columns))
-        if len(rows) >= 2 and key > best_key:
-            best, best_key = (rows, columns), key
-    return best
+        n_rows = sum(int(c) for m, c in zip(masks, counts) if m & candidate == candidate)
+        key = (n_rows * width, width)
+        if n_rows >= 2 and key > best_key:
+            best, best_key = candidate, key
+    if not best:
+        return np.empty(0, int), np.empty(0, int), exhaustive
+    columns = np.array([i for i in range(matrix.shape[1]) if best >> i & 1])
+    return np.flatnonzero(rated[:, columns].all(1)), columns, exhaustive
 
 
 def _pattern_sums(signs, both, groups, n_groups):

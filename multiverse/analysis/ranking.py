@@ -308,7 +308,7 @@ def ranking(
     if tau["sampled_pairs"]:
         notes.append(f"the universes rate too many different sets of systems to group: mean Kendall's tau is "
                      f"estimated from {tau['sampled_pairs']:,} random universe pairs")
-    rows, columns = largest_complete_block(matrix)
+    rows, columns, exhaustive = largest_complete_block(matrix)
     w = kendall_w(matrix[np.ix_(rows, columns)])
     w["block_systems"] = [systems[c] for c in columns]
     w["complete"] = bool(rated.all())
@@ -316,8 +316,9 @@ def ranking(
         notes.append("Kendall's W needs two universes that rate the same two or more systems; "
                      "no such block exists")
     elif not rated.all():
-        notes.append(f"Kendall's W uses the largest complete block: {len(rows)} of {len(universes)} "
-                     f"universes x {len(columns)} of {len(systems)} systems, all rated")
+        notes.append(f"Kendall's W uses the largest complete block"
+                     f"{'' if exhaustive else ' found (the search was cut short)'}: {len(rows)} of "
+                     f"{len(universes)} universes x {len(columns)} of {len(systems)} systems, all rated")
     if len(rows) and (pair_signs(matrix[np.ix_(rows, columns)])[0] == 0).all(1).any():
         notes.append("Kendall's W counts universes in which every system of its block has the same rate "
                      "as fully tied")
