@@ -505,9 +505,17 @@ def _print_ranking(result: dict) -> None:
                 f"{row['a']} and {row['b']} are not separable")
         print(f"  {said}: P({row['a']} above {row['b']}) = {_f(row['p_above'], 2)} {_interval([row['low'], row['high']])}")
     pairwise = result["pairwise"]
-    if pairwise["pairs"]:
+    pairs = pairwise["pairs"]
+    if pairs:
         print(f"Paired tests in the primary universe, {pairwise['adjustment']}-adjusted over {pairwise['family']}:")
-        for q in pairwise["pairs"]:
+        shown = pairs
+        if len(pairs) > 45:  # 10+ systems: the neighbours in the primary's order; the rest are in --json
+            neighbours = {frozenset((r["a"], r["b"])) for r in unc.get("adjacent", [])}
+            shown = [q for q in pairs if frozenset((q["a"], q["b"])) in neighbours]
+            held = sum(1 for q in pairs if q["p_holm"] is not None and q["p_holm"] < 0.05)
+            print(f"  {held} of {len(pairs)} pairs differ at Holm-adjusted p < 0.05; neighbours in the primary's "
+                  "order below, every pair in --json")
+        for q in shown:
             print(f"  {q['a']} - {q['b']}: {_f(q['difference'])} on {q['n_cases']} cases, p = {_f(q['p'], 4)}, Holm p = {_f(q['p_holm'], 4)}")
     tau, w = result["kendall_tau"], result["kendall_w"]
     print(f"Kendall's tau-b between universes: mean {_f(tau['mean'])} over {tau['n_pairs']} pairs; "

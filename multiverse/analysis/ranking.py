@@ -263,10 +263,10 @@ def ranking(
          "notes": [str, ...]}
 
     ``flips`` lists every universe whose set of top systems differs from the
-    primary's (see ``_flips``). ``uncertainty.adjacent`` takes the systems in
-    the primary's order and says, for each neighbour pair, whether the
-    interval of P(a above b) excludes 1/2 (``separable``). Undefined
-    statistics are NaN.
+    primary's (see ``_flips``). ``uncertainty.adjacent`` takes the systems
+    rated in the primary universe, in its order, and says for each neighbour
+    pair whether the interval of P(a above b) excludes 1/2 (``separable``).
+    ``pairwise`` tests the pairs of those systems. Undefined statistics are NaN.
     """
     axes = list(axes)
     included = included_verdicts(verdicts, axes=axes)
@@ -331,10 +331,15 @@ def ranking(
         uncertainty = joint_bootstrap(included, universes=universes, systems=systems,
                                       primary=p, resamples=bootstrap, seed=seed, ties=ties)
         uncertainty["adjacent"] = _adjacent(matrix[p], systems, above, uncertainty["p_above"])
-    pairwise = pairwise_tests(included, universe=universes[p], systems=systems, seed=seed)
+    in_primary = [systems[i] for i in np.flatnonzero(rated[p])]
+    pairwise = pairwise_tests(included, universe=universes[p], systems=in_primary, seed=seed)
+    if len(in_primary) < len(systems):
+        notes.append(f"pairwise tests and neighbour comparisons cover the {len(in_primary)} systems rated in the "
+                     f"primary universe; {len(systems) - len(in_primary)} others are not rated there")
     untested = [f"{q['a']} vs {q['b']}" for q in pairwise["pairs"] if not q["n_cases"]]
     if untested:
-        notes.append(f"pairwise tests: no shared cases in the primary universe for {', '.join(untested)}")
+        notes.append(f"pairwise tests: no shared cases in the primary universe for {len(untested)} pair(s): "
+                     f"{', '.join(untested[:10])}{' ...' if len(untested) > 10 else ''}")
     return {
         "universes": len(universes),
         "primary": universes[p],
@@ -359,8 +364,9 @@ def ranking(
 
 def _adjacent(primary_rates: np.ndarray, systems: list, above: np.ndarray,
               intervals: dict) -> list[dict[str, Any]]:
-    """Neighbours in the primary's order (unrated systems last), with P(a above b) and its interval."""
+    """Neighbours in the primary's order (systems it rates only), with P(a above b) and its interval."""
     order = np.argsort(np.nan_to_num(-primary_rates, nan=np.inf), kind="stable")
+    order = order[~np.isnan(primary_rates[order])]
     out = []
     for i, j in itertools.pairwise(order):
         a, b = systems[i], systems[j]
