@@ -497,9 +497,6 @@ def _print_ranking(result: dict) -> None:
     for system, p in sorted(result["p_top"].items(), key=lambda kv: -kv[1]):
         print(f"  {system}: {p:.2f} {_interval(unc.get('p_top', {}).get(system))}  coverage {result['coverage'][system]:.2f}")
     for row in unc.get("adjacent", []):
-        if row["p_above"] is None or row["p_above"] != row["p_above"]:  # NaN: no universe rates both
-            print(f"  {row['a']} and {row['b']} are never rated in the same universe: they cannot be compared")
-            continue
         said = (f"{row['a']} ranks above {row['b']}" if row["separable"] and row["low"] > 0.5 else
                 f"{row['b']} ranks above {row['a']}" if row["separable"] else
                 f"{row['a']} and {row['b']} are not separable")
