@@ -346,3 +346,11 @@ def test_too_few_cases_for_the_noise_floor_are_noted():
     result = variance(_verdicts(cells, cases=4), axes=["judge", "evidence"], resamples=20)
     assert any("only 4 case(s)" in n for n in result["notes"])
     assert not any("case(s)" in n for n in variance(_verdicts(cells, cases=12), axes=["judge"], resamples=20)["notes"])
+
+
+def test_summary_says_which_axes_are_beyond_noise():
+    rng = np.random.default_rng(1)
+    result = variance(_noisy_world(rng, 1.2), axes=["A", "B"], resamples=100)
+    lines = {line.split(":")[0]: line for line in result["summary"]}
+    assert "Beyond sampling noise" in lines["A"] and "not distinguishable from noise" not in lines["A"]
+    assert "not distinguishable from noise" in lines["B"]

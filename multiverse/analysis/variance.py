@@ -226,7 +226,8 @@ def variance_by_axis(decomposition: pd.DataFrame) -> pd.DataFrame:
 
 
 def variance_summary(decomposition: pd.DataFrame, *, negligible: float = 0.01,
-                     confounding: dict | None = None, groups: dict | None = None) -> list[str]:
+                     confounding: dict | None = None, groups: dict | None = None,
+                     noise: dict | None = None) -> list[str]:
     """Plain-language lines: which axes shift all rates and which re-rank systems.
 
     An axis whose interaction with ``system`` has the larger share mostly
@@ -235,6 +236,9 @@ def variance_summary(decomposition: pd.DataFrame, *, negligible: float = 0.01,
     matter little, unless ``confounding`` (``aliasing`` output) says the grid
     cannot separate them; ``groups`` maps an aliased group's key (its axes
     joined by " + ") to its joint {"main", "interaction", "total"} shares.
+    ``noise`` maps an axis to its {"beyond_noise", "low", "high"}: each line
+    then says how much is beyond sampling noise, and an axis whose interval
+    reaches 0 is said to be indistinguishable from noise.
     """
     if decomposition["share"].isna().all():
         return ["Every rate is the same: there is no variance to explain."]
@@ -249,28 +253,38 @@ def variance_summary(decomposition: pd.DataFrame, *, negligible: float = 0.01,
                     f"re-ranking {joint['interaction']:.1%})") if joint else ""
         lines.append(f"{' and '.join(group)} change together in this grid (aliased): their effects "
                      f"cannot be separated, and each alone shows 0%{together}.")
+    noise = noise or {}
+
+    def beyond(axis: str) -> str:
+        n = noise.get(axis)
+        if not n:
+            return ""
+        said = ": not distinguishable from noise" if n["low"] <= 0 else ""
+        return f" Beyond sampling noise: {n['beyond_noise']:.1%} [{n['low']:.1%}, {n['high']:.1%}]{said}."
+
     for row in variance_by_axis(decomposition).itertuples():
         if row.axis in aliased:
             continue
         if row.axis in nested:
             lines.append(f"{row.axis}: {row.total:.1%} of the variance in rates, but {row.axis} is constant "
-                         f"within each option of {nested[row.axis]}: its effect cannot be told from theirs.")
+                         f"within each option of {nested[row.axis]}: its effect cannot be told from theirs." + beyond(row.axis))
         elif row.total < negligible:
-            lines.append(f"{row.axis}: {row.total:.1%} of the variance in rates; it matters little.")
+            lines.append(f"{row.axis}: {row.total:.1%} of the variance in rates; it matters little." + beyond(row.axis))
         elif row.interaction > row.main:
             lines.append(
                 f"{row.axis}: {row.total:.1%} of the variance in rates, mostly by re-ranking systems "
-                f"({row.axis} x system {row.interaction:.1%}; shift of all rates {row.main:.1%})."
+                f"({row.axis} x system {row.interaction:.1%}; shift of all rates {row.main:.1%})." + beyond(row.axis)
             )
         else:
             lines.append(
                 f"{row.axis}: {row.total:.1%} of the variance in rates, mostly by shifting every "
                 f"system's rate together (main effect {row.main:.1%}; {row.axis} x system "
-                f"{row.interaction:.1%})."
+                f"{row.interaction:.1%})." + beyond(row.axis)
             )
     share = decomposition.set_index("term")["share"]
     if "system" in share.index:
-        lines.append(f"system: {share['system']:.1%} of the variance lies between the systems themselves.")
+        lines.append(f"system: {share['system']:.1%} of the variance lies between the systems themselves."
+                     + beyond("system"))
     lines.append(f"Residual: {share['Residual']:.1%} "
                  "(interactions among axes, higher-order terms and sampling noise).")
     return lines
@@ -385,6 +399,9 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
         "aliased_groups": groups_out,
         "noise": noise,
         "summary": variance_summary(decomposition, confounding=confounding,
-                                    groups={" + ".join(g["axes"]): g for g in groups_out}),
+                                    groups={" + ".join(g["axes"]): g for g in groups_out},
+                                    noise={**{r["axis"]: r for r in by_axis_rows if "low" in r},
+                                           **{r["term"]: r for r in terms_out
+                                              if r["term"] == "system" and "low" in r}}),
         "notes": notes,
     }
