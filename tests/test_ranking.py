@@ -608,3 +608,10 @@ def test_largest_complete_block_is_the_largest(seed):
     assert len(rows) * len(columns) == best
     if best:
         assert rated[np.ix_(rows, columns)].all()
+
+
+def test_a_missing_primary_is_said_not_silently_assumed(hand):
+    stand_in = ranking(hand, axes=["variant"], bootstrap=0)
+    assert any("no primary universe was named" in n and "(u1)" in n for n in stand_in["notes"])
+    named = ranking(hand, axes=["variant"], primary="u1", bootstrap=0)
+    assert not any("no primary" in n for n in named["notes"])

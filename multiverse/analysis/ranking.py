@@ -278,6 +278,8 @@ def ranking(
     codes, option_names = _option_codes(rates, axes, universes)
     if primary is None:
         p = 0
+        notes.append(f"no primary universe was named: the first universe in the table ({universes[0]}) stands "
+                     "in for it, so flips, neighbour comparisons and paired tests are relative to it")
     elif primary in universes:
         p = universes.index(primary)
     else:
