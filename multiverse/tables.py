@@ -30,6 +30,7 @@ __all__ = [
     "RunTables",
     "atomic_write",
     "write_table",
+    "csv_safe",
     "write_json",
     "read_table",
     "load_run",
@@ -77,7 +78,55 @@ def write_table(frame: pd.DataFrame, directory: str | os.PathLike, name: str) ->
     """Write ``frame`` as ``<name>.parquet`` and ``<name>.csv``, each atomically."""
     directory = Path(directory)
     atomic_write(directory / f"{name}.parquet", lambda tmp: frame.to_parquet(tmp, index=False))
-    atomic_write(directory / f"{name}.csv", lambda tmp: frame.to_csv(tmp, index=False))
+    atomic_write(directory / f"{name}.csv", lambda tmp: csv_safe(frame).to_csv(tmp, index=False))
+
+
+# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_QUOTE = "'"
+
+
+def csv_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every text cell that a spreadsheet would run as a formula made inert.
+
+    OWASP's rule: such a cell (starting with = + - @, tab or CR) gets a leading
+    single quote. A cell that already starts with a quote gets one more, so
+    ``read_table`` can take exactly one off and give back the original text.
+    Numbers are left alone (-0.5 is a number, not a formula); parquet keeps the
+    text as it is.
+    """
+    out = None
+    for column in frame.columns:
+        series = frame[column]
+        if not _is_text(series):
+            continue
+        try:
+            first = series.str[:1]
+        except AttributeError:  # an object column without any text
+            continue
+        risky = first.isin(_FORMULA_START + (_QUOTE,)).fillna(False).astype(bool)
+        if risky.any():
+            out = frame.copy() if out is None else out
+            out[column] = series.where(~risky, _QUOTE + series.astype(object).where(risky, "").astype(str))
+    return frame if out is None else out
+
+
+def _is_text(series: pd.Series) -> bool:
+    return series.dtype == object or pd.api.types.is_string_dtype(series.dtype)
+
+
+def _csv_restore(frame: pd.DataFrame) -> pd.DataFrame:
+    for column in frame.columns:
+        series = frame[column]
+        if not _is_text(series):
+            continue
+        try:
+            quoted = series.str.startswith(_QUOTE).fillna(False).astype(bool)
+        except AttributeError:
+            continue
+        if quoted.any():
+            frame[column] = series.where(~quoted, series.str[1:])
+    return frame
 
 
 def write_json(document: Any, path: str | os.PathLike) -> None:
@@ -96,7 +145,7 @@ def read_table(path: str | os.PathLike) -> pd.DataFrame:
             return pd.read_parquet(path)
         if path.suffix in (".csv", ".tsv"):
             frame = pd.read_csv(path, sep="\t" if path.suffix == ".tsv" else ",", keep_default_na=True)
-            return _restore_dtypes(frame)
+            return _restore_dtypes(_csv_restore(frame))
     except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
         raise InputError(f"{path}: cannot be read as a table ({str(exc).splitlines()[0]})") from None
     raise InputError(f"{path}: expected a .parquet or .csv table")
