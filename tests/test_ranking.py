@@ -106,7 +106,11 @@ def test_rank_distribution_split_and_count(hand):
 
 
 def test_ranking_summary_hand_worked(hand):
-    result = ranking(hand, axes=["variant"], bootstrap=0)
+    # Without a declared primary none is assumed (issue 12, item 7): no flips are reported.
+    undeclared = ranking(hand, axes=["variant"], bootstrap=0)
+    assert undeclared["primary"] is None and undeclared["flips"] == []
+    assert any("no primary universe is declared" in note for note in undeclared["notes"])
+    result = ranking(hand, axes=["variant"], primary="u1", bootstrap=0)
     assert result["systems"] == ["A", "B", "C"]
     assert result["primary"] == "u1"
     assert result["p_top"] == pytest.approx({"A": 1 / 3, "B": 1 / 6, "C": 1 / 2})
@@ -206,7 +210,7 @@ def test_flips_report_the_smallest_set_of_changes():
             rates[combo] = {"A": 0.6, "B": 0.8, "C": 0.5}  # only both changes together give B
         else:
             rates[combo] = {"A": 0.8, "B": 0.6, "C": 0.5}
-    result = ranking(verdicts_from_rates(rates, axes), axes=axes, bootstrap=0)
+    result = ranking(verdicts_from_rates(rates, axes), axes=axes, primary="j1/strict/single", bootstrap=0)
     assert result["primary"] == "j1/strict/single"
     flips = {f["universe_id"]: f for f in result["flips"]}
     assert set(flips) == {"j1/strict/multi", "j1/lenient/multi", "j2/strict/multi",
@@ -303,7 +307,7 @@ def test_results_are_json_ready_with_numeric_options():
     verdicts = verdicts_from_rates(rates, ["temperature"])
     verdicts["temperature"] = verdicts["temperature"].astype(int)
     verdicts["system"] = verdicts["system"].map({"A": 1, "B": 2})
-    result = ranking(verdicts, axes=["temperature"], bootstrap=20)
+    result = ranking(verdicts, axes=["temperature"], primary="0", bootstrap=20)
     text = json.dumps(result)
     # temperature 1 ties A and B (a different set of top systems), temperature 2 puts A on top.
     assert [f["changes"] for f in json.loads(text)["flips"]] == [{"temperature": 1}, {"temperature": 2}]

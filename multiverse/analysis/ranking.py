@@ -385,7 +385,8 @@ def ranking(
     """How stable the ranking of systems is across universes.
 
     Takes a verdicts table and the axis names. ``primary`` is the universe the
-    audit reports (default: the first universe in the table). Bootstrap rank
+    audit reports; None means none is declared (then no flips and, by default,
+    no bootstrap are computed: nothing is compared with a stand-in). Bootstrap rank
     intervals (``bootstrap`` resamples of cases, 0 to skip) are computed for
     ``bootstrap_universes`` (default: the primary only). The full Kendall tau
     matrix is included only when there are at most ``max_matrix`` universes.
@@ -421,8 +422,11 @@ def ranking(
     matrix, universes, systems = _rate_matrix(rates)
     notes: list[str] = []
     codes, option_names = _option_codes(rates, axes, universes)
-    if primary is None:
-        p = 0
+    if primary is None and len(universes) == 1:
+        p = 0  # a single universe is the audit as given: there is nothing to choose
+    elif primary is None:
+        p = None
+        notes.append("no primary universe is declared, so top flips and rank intervals against it are not reported")
     elif primary in universes:
         p = universes.index(primary)
     else:
@@ -445,12 +449,12 @@ def ranking(
     if (_pair_signs(concordant)[1] == 0).any():
         notes.append("Kendall's tau is undefined for universes in which every system has the same rate")
 
-    chosen = [universes[p]] if bootstrap_universes is None else list(bootstrap_universes)
+    chosen = ([universes[p]] if p is not None else []) if bootstrap_universes is None else list(bootstrap_universes)
     boot = (bootstrap_ranks(verdicts, axes=axes, universes=chosen, resamples=bootstrap,
-                            seed=seed, ties=ties) if bootstrap else pd.DataFrame())
+                            seed=seed, ties=ties) if bootstrap and chosen else pd.DataFrame())
     return {
         "universes": len(universes),
-        "primary": universes[p],
+        "primary": universes[p] if p is not None else None,
         "ties": ties,
         "systems": list(systems),
         "p_top": {s: float(shares[i, 0]) for i, s in enumerate(systems)},
@@ -459,7 +463,7 @@ def ranking(
                     for i, a in enumerate(systems)},
         "kendall_tau": tau,
         "kendall_w": kendall_w(concordant),
-        "flips": _flips(matrix, codes, axes, universes, systems, p, option_names),
+        "flips": _flips(matrix, codes, axes, universes, systems, p, option_names) if p is not None else [],
         "bootstrap": boot.to_dict(orient="records"),
         "notes": notes,
     }
