@@ -426,6 +426,12 @@ def _print_json(document) -> None:
 def _save(figure, path: Path) -> None:
     if path.suffix.lower() not in (".png", ".svg", ".pdf"):
         raise InputError(f"--figure {path}: expected a .png, .svg or .pdf file name")
+    from .places import check_output_file
+
+    try:
+        check_output_file(path)
+    except InputError as exc:
+        raise InputError(f"--figure {exc}") from None
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=150, bbox_inches="tight")
 
@@ -654,7 +660,7 @@ _FLAGS = {
     "the system column": "--system", "the item column": "--item", "the label column": "--label",
     "an axis column": "an --axis column", "the positive value": "--positive", "the negative values": "--negative",
 }
-_FLAG_PREFIXES = {"primary: ": "--primary: ", "ci: ": "--ci: "}
+_FLAG_PREFIXES = {"primary: ": "--primary: ", "ci: ": "--ci: ", "axis ": "--axis ", "axes: ": "--axis: "}
 
 
 def _flag_names(message: str) -> str:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -140,12 +141,16 @@ def _check_parents(out: Path, where: str) -> None:
 
 
 def _check_writable(path: Path, where: str) -> None:
-    # The nearest existing ancestor decides whether the folder can be made and written.
+    # The nearest existing folder decides whether the output can be made and written. os.access
+    # says yes to root even on /proc or a read-only mount, so a hidden file is made and removed.
     probe = _resolved(path)
-    while not probe.exists() and probe != probe.parent:
+    while not probe.is_dir() and probe != probe.parent:
         probe = probe.parent
-    if not os.access(probe, os.W_OK | (os.X_OK if probe.is_dir() else 0)):
-        raise PlaceError(f"{where}: {probe} is not writable; expected a writable location")
+    try:
+        with tempfile.TemporaryFile(prefix=".multiverse-probe-", dir=probe):
+            pass
+    except OSError as exc:
+        raise PlaceError(f"{where}: {probe} is not writable ({exc.strerror or exc}); expected a writable location") from None
 
 
 def _resolved(path: Path) -> Path:

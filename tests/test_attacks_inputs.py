@@ -588,3 +588,45 @@ def test_library_place_checks_raise_input_errors_without_flag_names(tmp_path):
         from multiverse.spec import load_spec
 
         load_spec(tmp_path / "missing.yaml")
+
+
+def test_a_spec_the_os_refuses_to_open_is_one_line(tmp_path, capsys, monkeypatch):
+    # Root reads any file, so the refusal is simulated where the file is opened.
+    import multiverse.bounds
+
+    spec = write_spec(tmp_path)
+    real_open = os.open
+
+    def refuse(path, *args, **kwargs):
+        if Path(path) == spec:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(multiverse.bounds.os, "open", refuse)
+    code, _, err = run_cli(["validate", spec], capsys)
+    refused(code, err, "spec.yaml", "cannot be read (Permission denied)")
+
+
+def test_assert_axis_errors_name_the_flag_on_the_command_line_only(tmp_path, capsys):
+    from multiverse.importers import import_assert
+
+    runs = [ASSERT_SUITE / "run_a", ASSERT_SUITE / "run_b"]
+    code, _, err = run_cli(["import", "assert", *runs, "--axis", f"judge={runs[0]}:gpt", "--out", tmp_path / "o"], capsys)
+    refused(code, err, "--axis judge", "no option")
+    with pytest.raises(InputError) as info:
+        import_assert(runs, tmp_path / "o", axes=[f"judge={runs[0]}:gpt"])
+    assert "--" not in str(info.value)
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc, a place even root cannot create files in")
+def test_read_only_places_are_refused_before_anything_runs(tmp_path, capsys, no_paid_calls):
+    spec = write_spec(tmp_path / "specs")
+    code, _, err = run_cli(["run", spec, "--out", "/proc/multiverse-run", "--store", tmp_path / "store"], capsys)
+    refused(code, err, "output folder", "not writable")
+    assert no_paid_calls == []
+    table = tmp_path / "verdicts.csv"
+    table.write_text("system,case_id,compliant,judge\nA,c1,True,j\n")
+    code, _, err = run_cli(["report", table, "--out", "/proc/report.html"], capsys)
+    refused(code, err, "output file", "not writable")
+    code, _, err = run_cli(["ranking", table, "--boot", "0", "--figure", "/proc/rank.png"], capsys)
+    refused(code, err, "--figure", "not writable")

@@ -363,7 +363,7 @@ def test_import_assert_explicit_axes(tmp_path):
 
     with pytest.raises(InputError, match="have the same options and target 'target-x'"):
         import_assert(runs, tmp_path / "bad", axes=specs[:3])
-    with pytest.raises(InputError, match=r"--axis judge: .*run_c: no option"):
+    with pytest.raises(InputError, match=r"^axis judge: .*run_c: no option"):
         import_assert(runs, tmp_path / "bad", axes={"judge": {runs[0]: "s", runs[1]: "l"}})
     with pytest.raises(InputError, match="expected name=run_dir:option"):
         import_assert(runs, tmp_path / "bad", axes=["judge"])

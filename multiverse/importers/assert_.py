@@ -178,14 +178,14 @@ def _run_axes(runs: list[AssertRun], axes) -> tuple[list[dict[str, str]], list[s
         for run_dir, option in assignments.items():
             index = by_path.get(Path(run_dir).resolve())
             if index is None:
-                raise InputError(f"--axis {axis}: {run_dir}: not one of the imported run directories")
+                raise InputError(f"axis {axis}: {run_dir}: not one of the imported run directories")
             if axis in options[index]:
-                raise InputError(f"--axis {axis}: {run_dir}: given two options")
+                raise InputError(f"axis {axis}: {run_dir}: given two options")
             options[index][axis] = option
         for index, run in enumerate(runs):
             if axis not in options[index]:
                 raise InputError(
-                    f"--axis {axis}: {run.path}: no option; expected name=run_dir:option for every run"
+                    f"axis {axis}: {run.path}: no option; expected name=run_dir:option for every run"
                 )
     return options, list(explicit)
 
@@ -198,10 +198,10 @@ def _parse_axes(axes) -> dict[str, dict[str, str]]:
         name, _, rest = str(spec).partition("=")
         run_dir, _, option = rest.rpartition(":")
         if not name.strip() or not run_dir or not option.strip():
-            raise InputError(f"--axis {spec}: expected name=run_dir:option")
+            raise InputError(f"axis {spec}: expected name=run_dir:option")
         parsed.setdefault(name.strip(), {})
         if run_dir in parsed[name.strip()]:
-            raise InputError(f"--axis {name.strip()}: {run_dir}: given two options")
+            raise InputError(f"axis {name.strip()}: {run_dir}: given two options")
         parsed[name.strip()][run_dir] = option.strip()
     return parsed
 
@@ -239,7 +239,7 @@ def _separate_collisions(runs, run_options, axis_names, *, explicit: bool, warni
                 other = seen[key]
                 if explicit:
                     raise InputError(
-                        f"--axis: {other.path} and {run.path} have the same options and target {target!r}; "
+                        f"axes: {other.path} and {run.path} have the same options and target {target!r}; "
                         "expected an axis that tells them apart"
                     )
                 axis_names.append("run")
@@ -256,11 +256,11 @@ def _separate_collisions(runs, run_options, axis_names, *, explicit: bool, warni
 def _check_names(axis_names: list[str], factors: list[str], runs: list[AssertRun]) -> None:
     for name in axis_names:
         if axis_names.count(name) > 1:
-            raise InputError(f"--axis {name}: axis named twice (scoring is an axis when several rules are imported)")
+            raise InputError(f"axis {name}: axis named twice (scoring is an axis when several rules are imported)")
         if name in _CORE:
-            raise InputError(f"--axis {name}: axis name is reserved for the verdicts table; choose another")
+            raise InputError(f"axis {name}: axis name is reserved for the verdicts table; choose another")
         if name in factors:
-            raise InputError(f"--axis {name}: axis name is also a design factor of the test set; choose another")
+            raise InputError(f"axis {name}: axis name is also a design factor of the test set; choose another")
     for name in factors:
         if name in _CORE:
             raise InputError(f"{runs[0].path}: dimensions.{name}: design factor name is reserved for the verdicts table")
