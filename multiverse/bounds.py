@@ -26,6 +26,7 @@ __all__ = [
     "CAPS",
     "MAX_FILE_BYTES",
     "MAX_NAME_LENGTH",
+    "MAX_OPTIONS",
     "MAX_UNIVERSES",
     "MAX_VERDICT_ROWS",
     "check_sizes",
@@ -41,6 +42,8 @@ MAX_FILE_BYTES = 5 * 1024 * 1024
 MAX_NAME_LENGTH = 100
 #: Universes one spec may expand into (after ``sample``); larger grids must be sampled.
 MAX_UNIVERSES = 100_000
+#: Options over all axes: each is resolved on its own at validate (milliseconds apiece).
+MAX_OPTIONS = 2_000
 #: universes x systems x cases x replicates: the rows of the verdicts table.
 MAX_VERDICT_ROWS = 20_000_000
 

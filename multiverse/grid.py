@@ -21,7 +21,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .bounds import MAX_UNIVERSES, transcripts_per_universe, universes_problem
+from .bounds import (
+    MAX_OPTIONS,
+    MAX_UNIVERSES,
+    transcripts_per_universe,
+    universes_problem,
+)
 from .errors import SpecError
 from .keys import digest
 from .schema import Problems
@@ -118,6 +123,10 @@ def _strip_axes(document: Mapping[str, Any]) -> dict:
 def check_axes(spec: Spec, problems: Problems) -> None:
     """Validate axes, exclusions, sampling and the primary against ``spec``."""
     document = spec.document or {}
+    n_options = sum(len(options) for options in spec.axes.values())
+    if n_options > MAX_OPTIONS:
+        problems.add("axes", f"the axes have {n_options:,} options in all; expected at most {MAX_OPTIONS:,}")
+        return
     for axis, options in spec.axes.items():
         if not options:
             problems.add(f"axes.{axis}", "expected at least one option (an axis with no options empties the grid)")

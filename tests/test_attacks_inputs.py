@@ -18,8 +18,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-
 from conftest import tiny_spec_document
+
 from multiverse.cli import main
 from multiverse.errors import InputError, SpecError
 
@@ -84,7 +84,7 @@ def test_an_unsafe_spec_name_is_refused_at_validate(tmp_path, capsys, name):
 @pytest.mark.parametrize("name", ["demo", "my audit-2.v1", "A_b"])
 def test_a_safe_spec_name_validates(tmp_path, capsys, name):
     write_spec(tmp_path, name=name)
-    code, out, err = run_cli(["validate", tmp_path / "spec.yaml"], capsys)
+    code, _out, err = run_cli(["validate", tmp_path / "spec.yaml"], capsys)
     assert code == 0, err
 
 
@@ -630,3 +630,16 @@ def test_read_only_places_are_refused_before_anything_runs(tmp_path, capsys, no_
     refused(code, err, "output file", "not writable")
     code, _, err = run_cli(["ranking", table, "--boot", "0", "--figure", "/proc/rank.png"], capsys)
     refused(code, err, "--figure", "not writable")
+
+
+def test_an_axis_with_too_many_options_is_refused_before_resolving_them(tmp_path, capsys, monkeypatch):
+    import multiverse.grid
+
+    resolved = []
+    real = multiverse.grid.resolve_document
+    monkeypatch.setattr(multiverse.grid, "resolve_document", lambda *a, **k: resolved.append(1) or real(*a, **k))
+    axes = {"t": {f"o{j}": {"systems.atlas.params.temperature": j} for j in range(2_001)}}
+    write_spec(tmp_path, axes=axes, sample={"n": 5})
+    code, _, err = run_cli(["validate", tmp_path / "spec.yaml"], capsys)
+    refused(code, err, "axes", "2,001 options", "at most")
+    assert resolved == []  # resolving thousands of options one by one would take minutes
