@@ -266,7 +266,8 @@ def cmd_validate(args) -> int:
 
     spec = load_spec(args.spec)
     universes = expand(spec)
-    print(f"{args.spec}: ok: {len(universes)} universes over {len(spec.axes)} axes, {len(spec.systems)} systems")
+    note = "" if any(u.is_primary for u in universes) else "; no primary universe declared"
+    print(f"{args.spec}: ok: {len(universes)} universes over {len(spec.axes)} axes, {len(spec.systems)} systems{note}")
     return 0
 
 

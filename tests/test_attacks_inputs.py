@@ -643,3 +643,16 @@ def test_an_axis_with_too_many_options_is_refused_before_resolving_them(tmp_path
     code, _, err = run_cli(["validate", tmp_path / "spec.yaml"], capsys)
     refused(code, err, "axes", "2,001 options", "at most")
     assert resolved == []  # resolving thousands of options one by one would take minutes
+
+
+def test_the_ranking_figure_marks_no_stand_in_primary():
+    from multiverse.analysis.ranking import system_rates
+    from multiverse.plots.ranking import ranking_figure
+
+    rows = [{"universe_id": u, "judge": u, "system": s, "case_id": f"c{i}", "status": "ok",
+             "compliant": (i + len(s) + len(u)) % 3 == 0} for u in ("j1", "j2", "j3") for s in ("A", "B") for i in range(6)]
+    rates = system_rates(pd.DataFrame(rows), axes=["judge"])
+    undeclared = ranking_figure(rates, axes=["judge"]).subfigs[0].axes[0]
+    declared = ranking_figure(rates, axes=["judge"], primary="j2").subfigs[0].axes[0]
+    assert len(declared.lines) > len(undeclared.lines)  # the primary's guide line and group separators
+    assert "primary" in declared.get_xlabel() and "primary" not in undeclared.get_xlabel()

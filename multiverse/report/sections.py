@@ -128,9 +128,11 @@ def _ranking(run: _Run) -> str:
         return '<p class="note">Ranking needs at least two systems.</p>'
     result = ranking(run.verdicts, axes=run.axes, primary=run.primary, bootstrap=_RANK_BOOTSTRAP)
     figure = ranking_figure(run.system_rates, axes=run.axes, primary=run.primary)
+    order = ("The primary universe comes first (black line), then the universes ordered by how many axes differ "
+             "from it (numbers on top)." if run.primary is not None else
+             "No primary universe is declared, so none is marked.")
     caption = (
-        "Top: each system's rank (1 = highest compliance rate) in every universe. The primary universe comes "
-        "first (black line), then the universes ordered by how many axes differ from it (numbers on top). Lines "
+        f"Top: each system's rank (1 = highest compliance rate) in every universe. {order} Lines "
         "that cross mark universes where the ranking changes. Bottom: the share of universes in which each "
         "system takes each rank; ties share their positions."
     )
