@@ -284,10 +284,12 @@ def cmd_expand(args) -> int:
     elif args.format == "csv":
         import csv
 
+        from .csvsafe import safe_cell
+
         writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow(["id", "label", *axes, "primary"])
+        writer.writerow([safe_cell(c) for c in ["id", "label", *axes, "primary"]])
         for u in universes:
-            writer.writerow([u.id, u.label, *(u.options[a] for a in axes), u.is_primary])
+            writer.writerow([safe_cell(c) for c in [u.id, u.label, *(u.options[a] for a in axes), u.is_primary]])
     else:
         rows = [["id", *axes, ""]] + [[u.id, *(u.options[a] for a in axes), "primary" if u.is_primary else ""] for u in universes]
         _print_table(rows)

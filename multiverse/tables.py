@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from .csvsafe import FORMULA_START, QUOTE
 from .errors import InputError
 
 __all__ = [
@@ -81,19 +82,11 @@ def write_table(frame: pd.DataFrame, directory: str | os.PathLike, name: str) ->
     atomic_write(directory / f"{name}.csv", lambda tmp: csv_safe(frame).to_csv(tmp, index=False))
 
 
-# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-_QUOTE = "'"
-
-
 def csv_safe(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with every text cell that a spreadsheet would run as a formula made inert.
+    """``frame`` with every text cell a spreadsheet would run made inert (see ``multiverse.csvsafe``).
 
-    OWASP's rule: such a cell (starting with = + - @, tab or CR) gets a leading
-    single quote. A cell that already starts with a quote gets one more, so
-    ``read_table`` can take exactly one off and give back the original text.
-    Numbers are left alone (-0.5 is a number, not a formula); parquet keeps the
-    text as it is.
+    Vectorised, as tables reach millions of rows; ``read_table`` undoes it.
+    Parquet keeps the text as it is.
     """
     out = None
     for column in frame.columns:
@@ -104,10 +97,10 @@ def csv_safe(frame: pd.DataFrame) -> pd.DataFrame:
             first = series.str[:1]
         except AttributeError:  # an object column without any text
             continue
-        risky = first.isin(_FORMULA_START + (_QUOTE,)).fillna(False).astype(bool)
+        risky = first.isin((*FORMULA_START, QUOTE)).fillna(False).astype(bool)
         if risky.any():
             out = frame.copy() if out is None else out
-            out[column] = series.where(~risky, _QUOTE + series.astype(object).where(risky, "").astype(str))
+            out[column] = series.where(~risky, QUOTE + series.astype(object).where(risky, "").astype(str))
     return frame if out is None else out
 
 
@@ -121,7 +114,7 @@ def _csv_restore(frame: pd.DataFrame) -> pd.DataFrame:
         if not _is_text(series):
             continue
         try:
-            quoted = series.str.startswith(_QUOTE).fillna(False).astype(bool)
+            quoted = series.str.startswith(QUOTE).fillna(False).astype(bool)
         except AttributeError:
             continue
         if quoted.any():

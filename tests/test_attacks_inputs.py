@@ -656,3 +656,16 @@ def test_the_ranking_figure_marks_no_stand_in_primary():
     declared = ranking_figure(rates, axes=["judge"], primary="j2").subfigs[0].axes[0]
     assert len(declared.lines) > len(undeclared.lines)  # the primary's guide line and group separators
     assert "primary" in declared.get_xlabel() and "primary" not in undeclared.get_xlabel()
+
+
+def test_expand_csv_is_formula_safe(tmp_path, capsys):
+    import csv
+    import io
+
+    axes = {"=cmd": {"-1": {"judge.model": "sim/judge-a"}, "@x": {"judge.model": "sim/judge-b"}}}
+    write_spec(tmp_path, axes=axes, primary={"=cmd": "@x"})
+    code, out, err = run_cli(["expand", tmp_path / "spec.yaml", "--format", "csv"], capsys)
+    assert code == 0, err
+    rows = list(csv.reader(io.StringIO(out)))
+    assert rows[0][2] == "'=cmd" and {r[2] for r in rows[1:]} == {"'-1", "'@x"}
+    assert all(not cell.startswith(("=", "+", "-", "@")) for row in rows for cell in row)
