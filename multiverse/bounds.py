@@ -32,6 +32,7 @@ __all__ = [
     "check_sizes",
     "name_problem",
     "read_regular_file",
+    "regular_file_problem",
     "transcripts_per_universe",
     "universes_problem",
 ]
@@ -90,6 +91,25 @@ def read_regular_file(path: Path, fail: Callable[[str], Exception], *, limit: in
     if len(data) > limit:
         raise fail(f"file is larger than {limit // 2**20} MB; expected a {what} under that size")
     return data
+
+
+def regular_file_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a data file (missing, a folder, a FIFO, a device), or None.
+
+    Tables have no size cap (they reach millions of rows), but a FIFO would
+    block the reader and a device never ends, so both are refused up front.
+    """
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return "file not found"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if stat.S_ISDIR(info.st_mode):
+        return "expected a file, got a directory"
+    if not stat.S_ISREG(info.st_mode):
+        return f"expected a regular file, got a {_kind(info.st_mode)}"
+    return None
 
 
 def _kind(mode: int) -> str:

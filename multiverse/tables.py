@@ -130,9 +130,12 @@ def write_json(document: Any, path: str | os.PathLike) -> None:
 
 def read_table(path: str | os.PathLike) -> pd.DataFrame:
     """Read a ``.parquet`` or ``.csv`` table; bad files raise ``InputError``."""
+    from .bounds import regular_file_problem
+
     path = Path(path)
-    if not path.exists():
-        raise InputError(f"{path}: file not found")
+    problem = regular_file_problem(path)
+    if problem:
+        raise InputError(f"{path}: {problem}")
     try:
         if path.suffix == ".parquet":
             return pd.read_parquet(path)

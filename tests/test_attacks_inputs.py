@@ -669,3 +669,19 @@ def test_expand_csv_is_formula_safe(tmp_path, capsys):
     rows = list(csv.reader(io.StringIO(out)))
     assert rows[0][2] == "'=cmd" and {r[2] for r in rows[1:]} == {"'-1", "'@x"}
     assert all(not cell.startswith(("=", "+", "-", "@")) for row in rows for cell in row)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero"])
+def test_tables_that_are_not_regular_files_are_refused_without_blocking(tmp_path, capsys, kind):
+    target = tmp_path / "verdicts.csv"
+    if kind == "fifo":
+        os.mkfifo(target)
+    else:
+        target.symlink_to("/dev/zero")
+    started = time.perf_counter()
+    code, _, err = run_cli(["ranking", target, "--boot", "0"], capsys)
+    refused(code, err, "verdicts.csv", "regular file")
+    code, _, err = run_cli(["import", "table", target, "--system", "s", "--item", "i", "--label", "l",
+                            "--out", tmp_path / "o"], capsys)
+    refused(code, err, "verdicts.csv", "regular file")
+    assert time.perf_counter() - started < 20 and not (tmp_path / "o").exists()

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from multiverse.bounds import regular_file_problem
 from multiverse.errors import InputError
 from multiverse.importers.directory import (
     ImportResult,
@@ -55,8 +56,9 @@ def read_label_table(path: str | os.PathLike) -> pd.DataFrame:
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".parquet", ".pq"):
         raise InputError(f"{path}: expected a .csv or .parquet file")
-    if not path.is_file():
-        raise InputError(f"{path}: file not found")
+    problem = regular_file_problem(path)
+    if problem:
+        raise InputError(f"{path}: {problem}")
     try:
         if suffix == ".csv":
             # Labels, items and option names are read as written ("007" stays "007").
