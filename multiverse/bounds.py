@@ -48,6 +48,8 @@ MAX_OPTIONS = 2_000
 #: universes x systems x cases x replicates: the rows of the verdicts table.
 MAX_VERDICT_ROWS = 20_000_000
 
+MAX_SEED = 2**63
+
 #: Per-field caps: (YAML path, cap, why).
 CAPS = {
     "design.cases_per_cell": 10_000,
@@ -159,6 +161,12 @@ def check_sizes(spec: Spec, problems: Problems) -> None:
         if allocation.cases > CAPS["design.allocation.cases"]:
             problems.add(f"design.allocation.{i}.cases", f"expected at most {CAPS['design.allocation.cases']:,}, got {allocation.cases:,}")
             over = True
+    # Seeds reach numpy (which refuses negatives) and providers' 64-bit seed fields: a bad one
+    # would crash the scoring after every call was paid.
+    seeds = {"rollout.seed": spec.rollout.seed, **({"sample.seed": spec.sample.seed} if spec.sample else {})}
+    for path, seed in seeds.items():
+        if not 0 <= seed < MAX_SEED:
+            problems.add(path, f"expected a whole number from 0 to 2**63 - 1, got {seed}")
     if not over:
         _check_total(spec, problems)
 

@@ -685,3 +685,13 @@ def test_tables_that_are_not_regular_files_are_refused_without_blocking(tmp_path
                             "--out", tmp_path / "o"], capsys)
     refused(code, err, "verdicts.csv", "regular file")
     assert time.perf_counter() - started < 20 and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(("where", "seed"), [("rollout.seed", -1), ("rollout.seed", 2**70), ("sample.seed", -5)])
+def test_seeds_numpy_or_a_provider_would_refuse_are_refused_at_validate(tmp_path, capsys, where, seed):
+    document = tiny_spec_document(sample={"n": 1, "seed": 0})
+    section, field_name = where.split(".")
+    document.setdefault(section, {})[field_name] = seed
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(document))
+    code, _, err = run_cli(["validate", tmp_path / "spec.yaml"], capsys)
+    refused(code, err, where, "0 to 2**63 - 1")
