@@ -367,7 +367,12 @@ def _check_run_places(spec, args, out: Path) -> None:
     from .places import check_output_dir
     from .store import default_store_path
 
-    inputs = [p for p in (spec.path, spec.base_dir / spec.design.cases if spec.design.cases else None) if p]
+    from .places import RUN_FILES
+
+    # The rubric's file name is gone once it is inlined: every file beside the spec that a run
+    # would write over counts as an input.
+    beside = [spec.base_dir / name for name in RUN_FILES if (spec.base_dir / name).is_file()]
+    inputs = [p for p in (spec.path, spec.base_dir / spec.design.cases if spec.design.cases else None, *beside) if p]
     store = args.store or default_store_path(spec.path)
     check_output_dir(out, kind="run", inputs=inputs, store=store, force=args.force)
 

@@ -695,3 +695,13 @@ def test_seeds_numpy_or_a_provider_would_refuse_are_refused_at_validate(tmp_path
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(document))
     code, _, err = run_cli(["validate", tmp_path / "spec.yaml"], capsys)
     refused(code, err, where, "0 to 2**63 - 1")
+
+
+def test_run_out_in_the_spec_folder_never_overwrites_a_rubric_even_with_force(tmp_path, capsys, no_paid_calls):
+    rubric = tiny_spec_document()["rubric"]
+    (tmp_path / "verdicts.csv").write_text(yaml.safe_dump(rubric))  # an odd but legal rubric file name
+    spec = write_spec(tmp_path, file="audit.yaml", rubric="verdicts.csv")
+    before = (tmp_path / "verdicts.csv").read_text()
+    code, _, err = run_cli(["run", spec, "--out", tmp_path, "--force"], capsys)
+    refused(code, err, "output folder", "verdicts.csv", "overwrite")
+    assert no_paid_calls == [] and (tmp_path / "verdicts.csv").read_text() == before
