@@ -658,8 +658,12 @@ def cmd_import(args) -> int:
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     v = result.verdicts
-    print(f"imported {len(v)} verdicts: {v['universe_id'].nunique()} universes x {v['system'].nunique()} systems "
-          f"(axes: {', '.join(result.axes) or 'none'}) into {result.out_dir}")
+    missing = int((v["reason"] == "missing label").sum()) if "reason" in v.columns else 0
+    excluded = f" ({missing} with a missing label, excluded)" if missing else ""
+    primary = result.manifest.get("primary")
+    print(f"imported {len(v)} verdicts{excluded}: {v['universe_id'].nunique()} universes x {v['system'].nunique()} systems "
+          f"(axes: {', '.join(result.axes) or 'none'}) into {result.out_dir}; "
+          f"primary: {primary if primary else 'none declared'}")
     return 0
 
 

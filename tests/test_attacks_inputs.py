@@ -396,9 +396,12 @@ def test_a_value_both_positive_and_negative_or_negative_alone_is_refused(tmp_pat
 @pytest.mark.parametrize("missing", ["", "   ", "NaN", "nan", "NA", "null", "None"])
 def test_missing_labels_are_excluded_and_counted_never_non_compliant(tmp_path, capsys, missing):
     text = f"model,item,label\nA,i1,pass\nA,i2,{missing}\nA,i3,fail\nB,i1,pass\n"
-    code, _, err, out = _import(tmp_path, text, "--positive", "pass", "--negative", "fail", capsys=capsys)
+    code, stdout, err, out = _import(tmp_path, text, "--positive", "pass", "--negative", "fail", capsys=capsys)
     assert code == 0, err
     assert "1 rows have a missing label" in err
+    assert "imported 4 verdicts (1 with a missing label, excluded)" in stdout
+    # One universe (no axes) is the audit as given: its own primary.
+    assert f"primary: {json.loads((out / 'manifest.json').read_text())['universes'][0]}" in stdout
     verdicts = pd.read_parquet(out / "verdicts.parquet").set_index(["system", "case_id"])
     assert verdicts.loc[("A", "i2"), "status"] == "excluded"
     assert verdicts.loc[("A", "i2"), "reason"] == "missing label"
