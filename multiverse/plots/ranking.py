@@ -178,7 +178,9 @@ def ranking_figure(
     if not many and axes:
         ranks["universe"] = ranks[list(axes)].astype(str).agg(" / ".join, axis=1)
         labels = "universe"
-    plot_rank_bump(ranks, order=order["universe_id"], group="distance", label=labels,
-                   highlight=order["universe_id"].iloc[0], ax=top.add_subplot())
+    # Without a declared primary no universe is marked or used as the reference the groups count from.
+    declared = primary is not None
+    plot_rank_bump(ranks, order=order["universe_id"], group="distance" if declared else None, label=labels,
+                   highlight=order["universe_id"].iloc[0] if declared else None, ax=top.add_subplot())
     plot_rank_distribution(rank_distribution(ranks, ties=ties), ax=bottom.add_subplot())
     return figure
