@@ -275,8 +275,10 @@ def test_import_directory(tmp_path, rng):
     page = path.read_text(encoding="utf-8")
     assert path == imported.out_dir / "report.html"
     assert "imported (table)" in page and "Transcripts are unavailable" in page
-    assert "No primary universe is declared" in page
-    assert len(_images(page)) >= 6
+    # No universe stands in for an undeclared primary (issue 12, item 7).
+    assert "No primary (pre-registered) universe is declared" in page and "stands in" not in page
+    # Without a primary there is no primary-only factor figure; the rest are drawn.
+    assert len(_images(page)) >= 5
     assert _problems(page) == []
 
 

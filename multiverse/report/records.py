@@ -80,8 +80,9 @@ def _drilldown(run: _Run) -> str:
     cells = list(dict.fromkeys(zip(picked["universe_id"], picked["system"])))
     total = v.groupby(["universe_id", "system"], sort=False).ngroups
     if total > len(cells):
-        intro += (f'<p class="note">Shown: {len(cells)} of {total} universe × system combinations (the primary '
-                  "universe first); the rest are in the verdicts and criteria tables.</p>")
+        first = " (the primary universe first)" if run.primary is not None else ""
+        intro += (f'<p class="note">Shown: {len(cells)} of {total} universe × system combinations{first}; '
+                  "the rest are in the verdicts and criteria tables.</p>")
     counted = v[v["status"] == "ok"] if "status" in v.columns else v
     n_bad = counted["compliant"].eq(False).fillna(False).groupby([counted["universe_id"], counted["system"]]).agg(
         ["sum", "size"])

@@ -33,7 +33,7 @@ class _Run:
     factors: list[str]
     systems: list[str]
     universes: pd.DataFrame  # universe_id, label, axis columns, in report order (primary first)
-    primary: str
+    primary: str | None  # None: the source declares no primary universe, and none stands in for it
     primary_declared: bool
     store: Any
     store_note: str
@@ -74,9 +74,13 @@ class _Run:
 
     @property
     def top_two(self) -> tuple[str, str] | None:
-        """The two systems with the highest rates in the primary universe."""
-        at_primary = self.curve[self.curve["universe_id"] == self.primary]
-        names = list(at_primary.sort_values("rate", ascending=False, kind="stable")["system"])
+        """The two systems with the highest rates in the primary universe (without one: the highest median rates)."""
+        if self.primary is None:
+            medians = self.curve.groupby("system", sort=False)["rate"].median().dropna()
+            names = list(medians.sort_values(ascending=False, kind="stable").index)
+        else:
+            at_primary = self.curve[self.curve["universe_id"] == self.primary]
+            names = list(at_primary.sort_values("rate", ascending=False, kind="stable")["system"])
         return (names[0], names[1]) if len(names) >= 2 else None
 
     @property
@@ -135,8 +139,7 @@ def _prepare(tables: RunTables, store: Any, threshold: float) -> _Run:
     ]
     primary = tables.primary if tables.primary in set(first["universe_id"]) else None
     declared = primary is not None
-    primary = primary or str(first["universe_id"].iloc[0])
-    order = [primary] + [u for u in first["universe_id"] if u != primary]
+    order = ([primary] if primary else []) + [u for u in first["universe_id"] if u != primary]
     universes = first.set_index("universe_id").loc[order].reset_index()
     store_obj, note = _open_store(tables, store)
     return _Run(tables, verdicts, axes, factors, systems, universes, primary, declared, store_obj, note, threshold)

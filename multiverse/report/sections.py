@@ -19,9 +19,15 @@ __all__ = ["_primary_rates", "_curves", "_difference", "_ranking", "_variance", 
            "_universes"]
 
 _RANK_BOOTSTRAP = 1000
+# No universe is silently treated as pre-registered: sections about the primary say why they are empty.
+_NO_PRIMARY = ('<p class="note">No primary (pre-registered) universe is declared in this source, so no universe '
+               "is singled out: declare one (the primary of an import, or <code>primary:</code> in the spec) to see "
+               "its rates here and to compare the other universes with it.</p>")
 
 
 def _primary_rates(run: _Run) -> str:
+    if run.primary is None:
+        return _NO_PRIMARY
     rates = run.rates
     rows = rates[(rates["universe_id"] == run.primary) & (rates["subgroup"] == "all")]
     rows = rows.sort_values("rate", ascending=False, kind="stable")
@@ -34,8 +40,7 @@ def _primary_rates(run: _Run) -> str:
         excluded = 0 if status is None else int(status.get((r.system, "excluded"), 0))
         table_rows.append([r.system, int(r.n), int(r.n_compliant), float(r.rate), float(r.ci_low), float(r.ci_high),
                            excluded, failed])
-    declared = "" if run.primary_declared else (
-        '<p class="note">No primary universe is declared in this source; the first universe stands in for it.</p>')
+    declared = ""
     return (f"<p>The primary (pre-registered) universe is <code>{_e(run.primary)}</code>: "
             f"{_e(run.label(run.primary))}.</p>"
             f"{declared}"
@@ -103,8 +108,9 @@ def _difference(run: _Run) -> str:
     frame = difference_curve(run.matrix, axes=run.axes, a=a, b=b, primary=run.primary)
     figure = plot_difference_curve(frame, axes=run.axes, null_band=run.difference_test.band)
     share = float((frame["difference"] > 0).mean())
+    chosen = "in the primary universe" if run.primary is not None else "by median rate over the universes (no primary is declared)"
     caption = (
-        f"The two systems with the highest rates in the primary universe, {_e(a)} and {_e(b)}. Each dot is "
+        f"The two systems with the highest rates {chosen}, {_e(a)} and {_e(b)}. Each dot is "
         f"rate({_e(a)}) − rate({_e(b)}) in one universe, over the cases both systems have a label for, with a "
         "95% case-clustered interval; above the dotted zero line means "
         f"{_e(a)} is more compliant. The grey band is where the curve would lie if the two systems were equally "
@@ -122,9 +128,11 @@ def _ranking(run: _Run) -> str:
         return '<p class="note">Ranking needs at least two systems.</p>'
     result = ranking(run.verdicts, axes=run.axes, primary=run.primary, bootstrap=_RANK_BOOTSTRAP)
     figure = ranking_figure(run.system_rates, axes=run.axes, primary=run.primary)
+    order = ("The primary universe comes first (black line), then the universes ordered by how many axes differ "
+             "from it (numbers on top)." if run.primary is not None else
+             "No primary universe is declared, so none is marked.")
     caption = (
-        "Top: each system's rank (1 = highest compliance rate) in every universe. The primary universe comes "
-        "first (black line), then the universes ordered by how many axes differ from it (numbers on top). Lines "
+        f"Top: each system's rank (1 = highest compliance rate) in every universe. {order} Lines "
         "that cross mark universes where the ranking changes. Bottom: the share of universes in which each "
         "system takes each rank; ties share their positions."
     )
@@ -147,7 +155,9 @@ def _ranking(run: _Run) -> str:
                 "changes the order).</p>" + _table(["axis", "mean tau", "min tau", "pairs"], by_axis))
     flips = result["flips"]
     out += "<h3>Top flips</h3>"
-    if not flips:
+    if run.primary is None:
+        out += _NO_PRIMARY
+    elif not flips:
         out += "<p>The top system is the same in every universe.</p>"
     else:
         rows = [[f["universe_id"], ", ".join(map(str, f["top"])),
@@ -224,8 +234,12 @@ def _factors(run: _Run) -> str:
     from ..plots.factors import plot_factor_rates
 
     rates = run.rates
-    rows = rates[(rates["universe_id"] == run.primary) & (rates["subgroup"] != "all")]
-    rows = rows[rows["n"] > 0]
+    rows = rates[(rates["subgroup"] != "all") & (rates["n"] > 0)]
+    if rows.empty:
+        return '<p class="note">This source has no design-factor rates.</p>'
+    if run.primary is None:
+        return _NO_PRIMARY
+    rows = rows[rows["universe_id"] == run.primary]
     if rows.empty:
         return '<p class="note">This source has no design-factor rates.</p>'
     split = rows["subgroup"].str.split("=", n=1, expand=True)
@@ -253,6 +267,7 @@ def _universes(run: _Run) -> str:
         rates = [float(wide.at[uid, s]) if uid in wide.index and pd.notna(wide.at[uid, s]) else None for s in systems]
         rows.append([uid + (" (primary)" if uid == run.primary else "")] + [u[a] for a in run.axes] + rates)
         classes.append("primary" if uid == run.primary else "")
-    return (f"<p>{len(rows)} universes; the primary comes first. Rates are per system (share compliant of "
+    first = "the primary comes first" if run.primary is not None else "no primary is declared"
+    return (f"<p>{len(rows)} universes; {first}. Rates are per system (share compliant of "
             "included transcripts).</p>"
             + _table(["universe", *run.axes, *[f"rate: {s}" for s in systems]], rows, row_classes=classes))
