@@ -130,6 +130,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("report", "write one self-contained HTML report of a run, an import, or a verdicts table")
     p.add_argument("source", type=Path, metavar="RUN_DIR_OR_TABLE")
     p.add_argument("--out", type=Path, help="the HTML file (default: RUN_DIR/report.html)")
+    nulls = p.add_mutually_exclusive_group()
+    nulls.add_argument("--threshold", type=_open_rate, metavar="T",
+                       help="test every system's rate against T in every universe (default: against its own rate "
+                            "in the primary universe)")
+    nulls.add_argument("--no-tests", action="store_true",
+                       help="leave out the joint tests: no grey bands, no p-values (faster)")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
     p = command("power", "detectable differences at the spec's planned cases, or cases needed for a difference")
     p.add_argument("spec", type=Path)
@@ -169,6 +176,16 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--json", action="store_true")
 
     return parser
+
+
+def _open_rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a rate strictly between 0 and 1, got {text!r}") from None
+    if not 0 < value < 1:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"expected a rate strictly between 0 and 1, got {text!r}")
+    return value
 
 
 def _positive_int(text: str) -> int:
@@ -235,7 +252,8 @@ def cmd_expand(args) -> int:
         for u in universes:
             writer.writerow([u.id, u.label, *(u.options[a] for a in axes), u.is_primary])
     else:
-        rows = [["id", *axes, ""]] + [[u.id, *(u.options[a] for a in axes), "primary" if u.is_primary else ""] for u in universes]
+        rows = [["id", *axes, "primary"]] + [[u.id, *(u.options[a] for a in axes), "yes" if u.is_primary else ""]
+                                             for u in universes]
         _print_table(rows)
         print(f"\n{len(universes)} universes")
     return 0
@@ -380,16 +398,20 @@ def cmd_curve(args) -> int:
     if args.figure:
         from .plots.curve import plot_curve, plot_curves, plot_difference_curve
 
-        shown = args.axis or t.axes
+        from .option_order import declared_options
+
+        shown = [a for a in t.axes if a in set(args.axis)] if args.axis else t.axes
+        options = declared_options(t)
         if args.diff:
             diff = difference_curve(matrix, axes=t.axes, a=args.diff[0], b=args.diff[1], primary=t.primary)
-            figure = plot_difference_curve(diff, axes=shown, null_band=tests[-1].band)
+            figure = plot_difference_curve(diff, axes=shown, null_band=tests[-1].band, options=options)
         else:
             bands = {test.systems[0]: test.band for test in tests if test.kind == "rate"}
             if len(systems) == 1:
-                figure = plot_curve(curve, axes=shown, null_band=bands.get(systems[0]), reference=args.threshold)
+                figure = plot_curve(curve, axes=shown, null_band=bands.get(systems[0]), reference=args.threshold,
+                                    options=options)
             else:
-                figure = plot_curves(curve, axes=shown, null_bands=bands, reference=args.threshold)
+                figure = plot_curves(curve, axes=shown, null_bands=bands, reference=args.threshold, options=options)
         _save(figure, args.figure)
     if args.json:
         _print_json(summary)
@@ -520,7 +542,8 @@ def cmd_variance(args) -> int:
 def cmd_report(args) -> int:
     from .report import write_report
 
-    path = write_report(args.source, args.out)
+    path = write_report(args.source, args.out, threshold=args.threshold, tests=not args.no_tests,
+                        progress=False if args.quiet else None)
     print(f"report: {path}")
     return 0
 
