@@ -182,7 +182,15 @@ def test_run_supplied_names_are_drawn_literally():
     rates = pd.DataFrame([{"factor": "$f$", "level": lvl, "system": s, "rate": 0.5, "ci_low": 0.4, "ci_high": 0.6}
                           for lvl in NASTY[:2] for s in NASTY])
     pairs = pd.DataFrame([{"a": NASTY[0], "b": NASTY[1], "cohen_kappa": 0.5, "gwet_ac1": 0.6}])
+    from multiverse.analysis.rates import system_rates
+    from multiverse.analysis.variance import variance
+    from multiverse.plots.ranking import ranking_figure
+    from multiverse.plots.variance import plot_variance
+
+    terms = pd.DataFrame(variance(v, axes=list(axes))["terms"])
     figures = [plot_curves(curve, axes=list(axes)),
+               ranking_figure(system_rates(v, axes=list(axes)), axes=list(axes)),
+               plot_variance(terms).figure,
                plot_difference_curve(difference_curve(v, axes=list(axes), a=NASTY[1], b=NASTY[2]), axes=list(axes)),
                plot_factor_rates(rates),
                agreement_figure(pairs, axis_name=NASTY[2])]

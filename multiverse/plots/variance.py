@@ -13,6 +13,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from multiverse.plots.literal import literal
+
 __all__ = ["plot_variance"]
 
 _STYLE = {
@@ -45,7 +47,7 @@ def plot_variance(
         ax.barh(y, value, color=colour, hatch=hatch, edgecolor="white" if not hatch else "#8a4a1a",
                 linewidth=0.6, height=0.7)
         ax.text(value + 0.005, y, f"{value:.1%}", va="center", fontsize=8)
-    ax.set_yticks(list(positions), labels=[str(t).replace(":", " x ") for t in rows[term]], fontsize=9)
+    ax.set_yticks(list(positions), labels=[literal(t).replace(":", " x ") for t in rows[term]], fontsize=9)
     top = float(rows[share].max()) if len(rows) else 1.0
     ax.set_xlim(0, min(1.0, top * 1.18 + 0.02))
     ax.xaxis.set_major_formatter(lambda x, _: f"{x:.0%}")

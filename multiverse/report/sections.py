@@ -145,8 +145,7 @@ def _ranking(run: _Run) -> str:
     if len(run.systems_ok) < 2:
         return '<p class="note">Ranking needs at least two systems.</p>'
     result = ranking(run.verdicts, axes=run.axes, primary=run.primary, bootstrap=_RANK_BOOTSTRAP)
-    figure = ranking_figure(_literal_names(run.system_rates, ["system", *run.axes]), axes=run.axes,
-                            primary=run.primary)
+    figure = ranking_figure(run.system_rates, axes=run.axes, primary=run.primary)
     caption = (
         "Top: each system's rank (1 = highest compliance rate) in every universe. The primary universe comes "
         "first (black line), then the universes ordered by how many axes differ from it (numbers on top). Lines "
@@ -216,7 +215,7 @@ def _variance(run: _Run) -> str:
     if run.universes.shape[0] < 2 or not run.axes:
         return '<p class="note">A variance decomposition needs at least two universes.</p>'
     result = variance(run.verdicts, axes=run.axes)
-    ax = plot_variance(_literal_names(pd.DataFrame(result["terms"]), ["term"]))
+    ax = plot_variance(pd.DataFrame(result["terms"]))
     caption = (
         "Each bar is one term's share of the variance in the universe × system rates (type-II ANOVA). Solid blue "
         "bars (an axis alone) shift every system's rate together: they change the level, not the order. Hatched "
@@ -272,14 +271,6 @@ def _agreement(run: _Run) -> str:
         return ('<p class="note">No axis of this source changes the judge (no <code>judge</code> axis and no axis '
                 "whose options patch judge fields), so there is no judge agreement to show.</p>")
     return "".join(parts)
-
-
-def _literal_names(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
-    """``frame`` with the given text columns made literal for matplotlib (figures drawn outside this package)."""
-    from ..plots.literal import literal
-
-    present = [c for c in columns if c in frame.columns]
-    return frame.assign(**{c: frame[c].map(literal) for c in present})
 
 
 def _factors(run: _Run) -> str:
