@@ -345,7 +345,7 @@ def cmd_demo(args) -> int:
     result = _run_and_say(spec, args, args.out)
     from .report import write_report
 
-    report = write_report(result.out_dir, result.out_dir / "report.html")
+    report = write_report(result.out_dir, result.out_dir / "report.html", progress=False if args.quiet else None)
     print(f"report:  {report}")
     return 0
 

@@ -429,6 +429,7 @@ def test_every_top_flip_is_listed_with_its_universe(tmp_path, rng, monkeypatch):
         result = real(*args, **kwargs)
         for flip in result["flips"]:
             flip["margin_of_flip"] = 0.125
+            flip["also_flips"] = [{"axis": "judge", "option": "j9"}, {"axis": "scoring", "option": "z"}]
         seen.update(result)
         return result
 
@@ -444,6 +445,7 @@ def test_every_top_flip_is_listed_with_its_universe(tmp_path, rng, monkeypatch):
     for flip in flips:
         assert html.escape(str(flip["universe_id"])) in body
     assert "margin of flip" in section and "0.125" in section  # a field the report does not know is shown
+    assert "axis=judge, option=j9; axis=scoring, option=z" in section
     assert "more rows not shown" not in section
 
 

@@ -180,9 +180,10 @@ _FLIP_FIELDS = {"universe_id": "universe", "top": "top system(s)", "changes": "s
 
 def _flip_cell(value) -> str:
     if isinstance(value, dict):
-        return ", ".join(f"{k}={v}" for k, v in value.items())
+        return ", ".join(f"{k}={_flip_cell(v)}" for k, v in value.items())
     if isinstance(value, (list, tuple)):
-        return ", ".join(map(str, value))
+        return "; ".join(_flip_cell(v) for v in value) if any(isinstance(v, dict) for v in value) \
+            else ", ".join(_flip_cell(v) for v in value)
     return _fmt(value)
 
 
