@@ -120,8 +120,8 @@ def _draw_curve(
 ) -> None:
     """Band, reference line, points (or line) with intervals, and the primary.
 
-    ``compact`` (small multiples) shortens the primary's label to fit a
-    narrow panel.
+    ``compact`` (small multiples) puts the primary's label on two lines, to
+    fit a narrow panel.
     """
     x = frame["rank"].to_numpy()
     y = frame[columns.value].to_numpy()
