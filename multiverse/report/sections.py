@@ -221,7 +221,8 @@ def _variance(run: _Run) -> str:
         "Each bar is one term's share of the variance in the universe × system rates (type-II ANOVA). Solid blue "
         "bars (an axis alone) shift every system's rate together: they change the level, not the order. Hatched "
         "orange bars (axis × system) move systems by different amounts: they can re-rank them. The residual holds "
-        "interactions among axes and noise."
+        "interactions among axes and noise. A black tick, where drawn, is the share that sampling noise alone "
+        "would give a term: a bar that barely passes its tick is not distinguishable from noise."
     )
     return (_figure(ax.figure, "Share of the variance in rates explained by each axis, system and interaction", caption)
             + "<p>In plain words:</p>" + _list(result["summary"]) + _notes(result["notes"]))
