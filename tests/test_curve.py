@@ -110,7 +110,7 @@ def expected_curve(verdicts: pd.DataFrame, axes: list[str], primary=None) -> pd.
         ms_b, ms_w = ss_b / df_b, ss_w / df_w
         return np.clip((ms_b - ms_w) / (ms_b + (spread / df_b - 1) * ms_w), 0, 1)
 
-    terms, size = {}, {}
+    terms, size, cases = {}, {}, {}
     for key, part in ok.groupby(["universe_id", "system"]):
         y = part["compliant"].astype(float)
         by_case = y.groupby(part["case_id"])
@@ -118,10 +118,12 @@ def expected_curve(verdicts: pd.DataFrame, axes: list[str], primary=None) -> pd.
         big_n, c = len(y), len(m_c)
         terms[key] = np.array([(m_c * (p_c - y.mean()) ** 2).sum(), (m_c * p_c * (1 - p_c)).sum(),
                                c - 1, big_n - c, big_n - (m_c**2).sum() / big_n])
-        size[key] = (m_c**2).sum() / big_n
+        size[key], cases[key] = (m_c**2).sum() / big_n, c
     varies = [key for key, t in terms.items() if t[0] + t[1] > 0]
     pooled = icc(*sum(terms[key] for key in varies))
-    deff = {key: 1 + (size[key] - 1) * (icc(*t) if key in varies else pooled)
+    # Korn & Graubard: a variance estimated from C cases gets (t_{C-1} / z)^2.
+    deff = {key: (1 + (size[key] - 1) * (icc(*t) if key in varies else pooled))
+            * (stats.t.ppf(0.975, cases[key] - 1) / stats.norm.ppf(0.975)) ** 2
             for key, t in terms.items()}
     n_eff = frame["n"] / [deff[(u, s)] for u, s in zip(frame["universe_id"], frame["system"])]
     low, high = proportion_confint(frame["rate"] * n_eff, n_eff, alpha=0.05, method="wilson")

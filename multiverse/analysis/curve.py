@@ -517,7 +517,12 @@ def curve_summary(curve: pd.DataFrame, *, tests: Sequence[JointTest] = ()) -> di
                             "min_universe": id, "max_universe": id,
                             "primary": {"universe_id", "rate", "ci_low", "ci_high",
                                         "rank", "percentile"} | null}},
-         "tests": [JointTest.to_dict() + {"primary_effect": float | null}]}
+         "tests": [JointTest.to_dict() + {"primary_effect": float | null}],
+         "multiplicity": {"method": "holm", "family": str, "n_p_values": int} | null,
+         "ci": str (method, or "per universe")}
+
+    Each test statistic carries ``p`` and ``p_holm``, Holm-adjusted over every
+    p-value of the summary (the family ``multiplicity`` names).
     """
     for column in ("universe_id", "system", "rate", "rank", "is_primary"):
         if column not in curve.columns:
@@ -544,6 +549,9 @@ def curve_summary(curve: pd.DataFrame, *, tests: Sequence[JointTest] = ()) -> di
         effect = test.effects.loc[test.effects["universe_id"] == primary, "effect"]
         entry["primary_effect"] = _num(float(effect.iloc[0])) if len(effect) else None
         out_tests.append(entry)
+    from multiverse.analysis.multiplicity import adjust_tests
+
+    multiplicity = adjust_tests(out_tests)
     return {
         "schema_version": SCHEMA_VERSION,
         "level": _num(curve.attrs.get("level")),
@@ -552,5 +560,6 @@ def curve_summary(curve: pd.DataFrame, *, tests: Sequence[JointTest] = ()) -> di
         "n_universes": int(curve["universe_id"].nunique()),
         "systems": systems,
         "tests": out_tests,
+        "multiplicity": multiplicity,
     }
 

@@ -10,8 +10,10 @@ compliant ones, in (targets x cases) sparse matrices.
     ``n_eff = n / deff``, with the design effect of clustered sampling
     ``deff = 1 + (m - 1) * icc``: ``m = sum m_c^2 / sum m_c`` is the size-weighted
     mean number of labels per case and ``icc`` the intra-case correlation (the
-    one-way ANOVA estimator over cases, clipped to [0, 1]). With one label per
-    case ``deff = 1`` and this is exactly statsmodels' Wilson interval.
+    one-way ANOVA estimator over cases, clipped to [0, 1]), times Korn &
+    Graubard's (1998) ``(t_{C-1} / z)^2`` for a variance estimated from C
+    cases. With one label per case ``deff = 1`` and this is exactly
+    statsmodels' Wilson interval.
     Ignoring the clustering (coverage 0.87-0.89 at 3 replicates and icc 0.3)
     is what this corrects.
 ``bootstrap``
@@ -31,7 +33,7 @@ variation).
 from __future__ import annotations
 
 import numpy as np
-from scipy import sparse
+from scipy import sparse, stats
 from statsmodels.stats.proportion import proportion_confint
 
 # Bootstrap work is done a block of targets at a time, to bound memory (floats per block).
@@ -79,14 +81,24 @@ def icc_from_terms(terms: np.ndarray) -> np.ndarray:
     return np.where(estimable, np.clip(icc, 0.0, 1.0), np.nan)
 
 
-def design_effect(n_tc, icc: np.ndarray) -> np.ndarray:
-    """Kish's design effect ``1 + (m - 1) icc`` per target, ``m = sum m_c^2 / sum m_c``."""
+def design_effect(n_tc, icc: np.ndarray, level: float) -> np.ndarray:
+    """Kish's design effect ``1 + (m - 1) icc`` per target, ``m = sum m_c^2 / sum m_c``.
+
+    Where cases hold more than one label, the variance behind it is estimated
+    from C cases, so it is scaled by ``(t_{C-1} / z)^2`` too (Korn & Graubard
+    1998): a few cases widen the interval instead of trusting a noisy ICC.
+    With one label per case the design effect is exactly 1.
+    """
     n = _csr(n_tc)
     total = np.asarray(n.sum(axis=1)).ravel()
     square = np.asarray(n.multiply(n).sum(axis=1)).ravel()
+    cases = np.asarray((n > 0).sum(axis=1), dtype=float).ravel()
     with np.errstate(divide="ignore", invalid="ignore"):
         m = np.where(total > 0, square / total, 1.0)
-    return 1.0 + (m - 1.0) * np.nan_to_num(np.asarray(icc, float), nan=0.0)
+    deff = 1.0 + (m - 1.0) * np.nan_to_num(np.asarray(icc, float), nan=0.0)
+    z = stats.norm.ppf(0.5 + level / 2)
+    t = stats.t.ppf(0.5 + level / 2, np.maximum(cases - 1.0, 1.0))
+    return np.where(m > 1.0, deff * (t / z) ** 2, deff)
 
 
 def wilson(rate: np.ndarray, n_eff: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
@@ -169,10 +181,11 @@ def rate_intervals(n_tc, k_tc, methods, levels, n_boot: int, seed) -> tuple[np.n
     terms = anova_terms(n_tc, k_tc)
     own = icc_from_terms(terms)
     pooled = icc_from_terms(terms[np.isfinite(own)].sum(axis=0))[0] if np.isfinite(own).any() else np.nan
-    n_eff = total / design_effect(n_tc, np.where(np.isfinite(own), own, pooled))
+    icc = np.where(np.isfinite(own), own, pooled)
     low, high = np.full(len(rate), np.nan), np.full(len(rate), np.nan)
     for level in sorted(set(levels.tolist())):
         rows = levels == level
+        n_eff = total / design_effect(n_tc, icc, level)
         w_low, w_high = wilson(rate[rows], n_eff[rows], level)
         low[rows], high[rows] = w_low, w_high
         boot = np.flatnonzero(rows & (methods == "bootstrap"))

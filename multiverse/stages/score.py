@@ -412,7 +412,7 @@ def _rates(frame, axes, factors, estimator, ci, level, n_boot, seed) -> pd.DataF
         else:
             rate, n_eff = _cell_balanced(target, n_targets, cells, included, compliant)
         if case is not None:
-            deff, group_icc = _design_effect(target, n_targets, case, included, compliant, group[first], group_icc)
+            deff, group_icc = _design_effect(target, n_targets, case, included, compliant, group[first], group_icc, level)
             n_eff = n_eff / deff
         low, high = _wilson(rate, n_eff, level)
         if ci == "bootstrap":
@@ -482,7 +482,7 @@ def _bootstrap(case_id, target, n_targets, cells, included, compliant, level, n_
     return cluster_bootstrap(case, n_cases, target, n_targets, cells, included, compliant, level, n_boot, seed)
 
 
-def _design_effect(target, n_targets, case, included, compliant, group_of_target, group_icc):
+def _design_effect(target, n_targets, case, included, compliant, group_of_target, group_icc, level):
     """Kish's design effect of each target's case clusters, and the per-group ICC.
 
     The ICC is estimated on the first call (the ``all`` targets, one per
@@ -501,4 +501,4 @@ def _design_effect(target, n_targets, case, included, compliant, group_of_target
         pooled = icc_from_terms(terms[np.isfinite(own)].sum(axis=0))[0] if np.isfinite(own).any() else np.nan
         group_icc = np.full(int(group_of_target.max()) + 1 if len(group_of_target) else 0, np.nan)
         group_icc[group_of_target] = np.where(np.isfinite(own), own, pooled)
-    return design_effect(n_tc, group_icc[group_of_target]), group_icc
+    return design_effect(n_tc, group_icc[group_of_target], level), group_icc
