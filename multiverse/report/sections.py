@@ -59,11 +59,12 @@ def _curves(run: _Run) -> str:
     figure = plot_curves(curve, axes=run.axes, null_bands={s: t.band for s, t in tests.items()},
                          reference=run.threshold, col_wrap=n if n <= 3 else 2 if n == 4 else 3)
     caption = (
-        "One panel per system. Each dot is one universe's compliance rate with its 95% Wilson interval, sorted "
+        f"One panel per system. Each dot is one universe's compliance rate with its {_interval_name(run.curve)}, sorted "
         "from lowest to highest; the red diamond is the primary universe. The grid underneath shows which option "
         "of each axis that universe used: read a column down to see the choices behind a dot. The grey band is "
-        f"where the curve would lie if the system's rate were {run.threshold:g} in every universe (centred case "
-        "bootstrap, 95%); a curve well outside the band is inconsistent with that null as a whole. The table "
+        f"where the curve would lie if the system's rate were {run.threshold:g} in every universe (95% of "
+        "curves drawn from a null with that rate and the cases' own correlation); a curve well outside the band "
+        "is inconsistent with that null as a whole. The table "
         "below gives the joint tests' p-values. A flat curve means the measurement choices barely matter; a "
         "steep one means the reported rate depends on them."
     )
@@ -73,23 +74,40 @@ def _curves(run: _Run) -> str:
 
 
 def _joint_table(tests) -> str:
+    from ..analysis.multiplicity import adjust_tests
+
+    summaries = [test.to_dict() for test in tests]
+    family = adjust_tests(summaries)
+
+    def p(entry) -> str:
+        return f"{entry['p']:.3f} (Holm {entry['p_holm']:.3f})"
+
     rows = []
-    for test in tests:
-        summary = test.to_dict()
+    for summary in summaries:
         stats = summary["statistics"]
         rows.append([
             summary["null"], summary["n_universes"],
-            float(stats["median_effect"]["observed"]), float(stats["median_effect"]["p"]),
-            f"{int(stats['n_significant']['observed'])}/{summary['n_universes']}", float(stats["n_significant"]["p"]),
-            float(stats["stouffer_z"]["observed"]), float(stats["stouffer_z"]["p"]),
+            float(stats["median_effect"]["observed"]), p(stats["median_effect"]),
+            f"{int(stats['n_significant']['observed'])}/{summary['n_universes']}", p(stats["n_significant"]),
+            float(stats["stouffer_z"]["observed"]), p(stats["stouffer_z"]),
             f"{summary['resampling']}, {summary['boot']} draws, {summary['n_cases']} cases",
         ])
+    adjusted = (f" Holm-adjusted p-values (Holm 1979) are given beside the raw ones: {_e(family['family'])}."
+                if family else "")
     return (_table(["null hypothesis", "universes", "median effect", "p", "significant (dominant direction)", "p",
-                    "mean z", "p", "resampling"], rows)
-            + '<p class="howto">Each row tests one null across all universes at once, resampling cases so that the '
-              "dependence between universes is kept (Simonsohn, Simmons &amp; Nelson 2020). Effect = rate − "
+                    "mean z", "p", "null"], rows)
+            + '<p class="howto">Each row tests one null across all universes at once, keeping the dependence '
+              "between universes that share cases (Simonsohn, Simmons &amp; Nelson 2020). Effect = rate − "
               "threshold, or the difference between two systems. Small p: the curve as a whole is unlikely under "
-              "the null.</p>")
+              f"the null.{adjusted}</p>")
+
+
+def _interval_name(curve: pd.DataFrame) -> str:
+    """How the curve's intervals were computed, in words for a caption."""
+    level = curve.attrs.get("level")
+    method = {"wilson": "Wilson interval", "bootstrap": "case-bootstrap interval"}.get(
+        curve.attrs.get("ci"), "interval (method set per universe)")
+    return f"{level * 100:g}% {method}" if level is not None else method
 
 
 def _difference(run: _Run) -> str:
