@@ -24,9 +24,11 @@ per observed (universe, case) cell, with the observed cell sizes.
 intra-case correlations (moment estimators on residuals standardised within
 each universe, so universes may differ in rate; summed over cases with the
 factor C / (C - 1) that undoes centring on estimated rates) are converted to
-the latent scale at the pooled observed rate (tetrachoric, via Owen's T).
-Under the null the pooled rate estimates t, so the label correlations the
-null reproduces are the ones the data show. With a few dozen cases these
+the latent scale at t (tetrachoric, via Owen's T), so the null's labels
+have exactly the label-scale correlations the data show. (Converting at the
+observed rate instead would narrow the null exactly when the data sit above t,
+since the same latent correlation gives rarer events a weaker label
+correlation.) With a few dozen cases these
 estimates are noisy (standard error about 0.07 at 36 cases), and plugging in
 the point estimate makes the null too narrow about as often as too wide,
 which on balance rejects too often (like using z where t is due). So each
@@ -88,7 +90,7 @@ class LatentNull:
         sizes = n_uc[u_idx, c_idx].astype(np.int64)
         weights = rng.multinomial(n_c, np.full(n_c, 1.0 / n_c), size=replicates).astype(float)
         rho_b, rho_w, _ = _correlations(n_uc, self.k_uc, weights)
-        rate = self.pooled_rate if self.pooled_rate is not None else threshold
+        rate = threshold
         lam_b = _label_to_latent(rho_b, rate)
         lam_w = np.maximum(_label_to_latent(rho_w, rate), lam_b)[:, None]
         lam_b = lam_b[:, None]
