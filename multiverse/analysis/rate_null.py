@@ -21,9 +21,10 @@ two labels of a case in different universes have latent correlation
 per observed (universe, case) cell, with the observed cell sizes.
 
 ``lam_b`` and ``lam_w`` are estimated from the data: the label-scale
-intra-case correlations (moment estimators on residuals standardised within
-each universe, so universes may differ in rate; summed over cases with the
-factor C / (C - 1) that undoes centring on estimated rates) are converted to
+intra-case correlations (moment estimators: residuals about each universe's
+own rate, so universes may differ in rate, cross-products summed over cases
+with the factor C / (C - 1) that undoes centring on estimated rates, divided
+by the summed binomial variances of the same pairs) are converted to
 the latent scale at t (tetrachoric, via Owen's T), so the null's labels
 have exactly the label-scale correlations the data show. (Converting at the
 observed rate instead would narrow the null exactly when the data sit above t,
@@ -137,17 +138,19 @@ def _correlations(n: np.ndarray, k: np.ndarray, weights: np.ndarray) -> tuple[np
         rate = np.where(n_w > 0, k_w / n_w, 0.0)
     var = rate * (1.0 - rate)
     varies = var > 0
-    s = np.sqrt(np.where(varies, var, 1.0))[:, :, None]
+    sd = np.sqrt(var)[:, :, None]
     r = rate[:, :, None]
-    mask = varies[:, :, None]
-    resid = np.where(mask, (k - r * n) / s, 0.0)  # a cell's summed standardised residuals
-    own = np.where(mask, (k * (1.0 - r) ** 2 + (n - k) * r**2) / s**2, 0.0)
-    n_m = np.where(mask, n, 0.0)
+    # Ratios of sums (covariances summed over cells over variances summed over
+    # the same pairs), not sums of per-universe ratios: with rare events a
+    # universe's estimated variance is noisy, and dividing by it biases low.
+    resid = k - r * n  # a cell's summed residuals; 0 where a universe has no variation
+    own = k * (1.0 - r) ** 2 + (n - k) * r**2
     n_cases = int((n.sum(axis=0) > 0).sum())
     scale = n_cases / (n_cases - 1.0) if n_cases > 1 else 1.0
     sq = (resid**2).sum(axis=1)  # draws x cases
-    pairs_w = (weights * (n_m * (n_m - 1.0)).sum(axis=1)).sum(axis=1)
-    pairs_b = (weights * (n_m.sum(axis=1) ** 2 - (n_m**2).sum(axis=1))).sum(axis=1)
+    pairs_w = (weights * (var[:, :, None] * n * (n - 1.0)).sum(axis=1)).sum(axis=1)
+    spread = n * sd
+    pairs_b = (weights * (spread.sum(axis=1) ** 2 - (spread**2).sum(axis=1))).sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         rho_w = (scale * (weights * sq).sum(axis=1) - (weights * own.sum(axis=1)).sum(axis=1)) / pairs_w
         cross = (weights * (resid.sum(axis=1) ** 2 - sq)).sum(axis=1)
