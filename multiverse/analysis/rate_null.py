@@ -77,17 +77,22 @@ class LatentNull:
 
     def draw_rates(self, threshold: float, replicates: int, rng: np.random.Generator) -> np.ndarray:
         """``replicates`` null rate curves, (replicates x universes), with the data's cell sizes."""
-        n_u, n_c = self.n_uc.shape
-        step = max(1, _BLOCK_CELLS // max(n_u * n_c, 1))
+        n_u = self.n_uc.shape[0]
+        u_idx, c_idx = np.nonzero(self.n_uc)
+        to_universe = sparse.csr_matrix(
+            (np.ones(len(u_idx)), (u_idx, np.arange(len(u_idx)))), shape=(n_u, len(u_idx))
+        )
+        cells = (u_idx, c_idx, to_universe)
+        step = max(1, _BLOCK_CELLS // max(len(u_idx), 1))
         return np.concatenate(
-            [self._draw(threshold, min(step, replicates - start), rng)
+            [self._draw(threshold, min(step, replicates - start), rng, cells)
              for start in range(0, replicates, step)]
         ) if replicates else np.empty((0, n_u))
 
-    def _draw(self, threshold: float, replicates: int, rng: np.random.Generator) -> np.ndarray:
+    def _draw(self, threshold: float, replicates: int, rng: np.random.Generator, cells) -> np.ndarray:
         n_uc = self.n_uc
-        n_u, n_c = n_uc.shape
-        u_idx, c_idx = np.nonzero(n_uc)
+        n_c = n_uc.shape[1]
+        u_idx, c_idx, to_universe = cells
         sizes = n_uc[u_idx, c_idx].astype(np.int64)
         weights = rng.multinomial(n_c, np.full(n_c, 1.0 / n_c), size=replicates).astype(float)
         rho_b, rho_w, _ = _correlations(n_uc, self.k_uc, weights)
@@ -97,17 +102,19 @@ class LatentNull:
         lam_b = lam_b[:, None]
         a = special.ndtri(threshold)
         case = rng.standard_normal((replicates, n_c))[:, c_idx]
-        cell = rng.standard_normal((replicates, len(u_idx)))
-        shared = np.sqrt(lam_b) * case + np.sqrt(np.maximum(lam_w - lam_b, 0.0)) * cell
-        with np.errstate(divide="ignore", invalid="ignore"):
-            p = special.ndtr((a - shared) / np.sqrt(1.0 - lam_w))
-        # Where replicates of a case in a universe are identical (lam_w = 1).
-        p = np.where(lam_w < _ONE, p, (shared < a).astype(float))
-        # One label per cell (no replicates) is the common case: a uniform draw is faster.
-        k = rng.random(p.shape) < p if (sizes == 1).all() else rng.binomial(sizes[None, :], p)
-        to_universe = sparse.csr_matrix(
-            (np.ones(len(u_idx)), (u_idx, np.arange(len(u_idx)))), shape=(n_u, len(u_idx))
-        )
+        if (sizes == 1).all():
+            # One label per cell (the common case): the universe-case and the
+            # label terms merge into one normal, so draw the label directly.
+            noise = rng.standard_normal((replicates, len(u_idx)))
+            k = np.sqrt(lam_b) * case + np.sqrt(1.0 - lam_b) * noise < a
+        else:
+            cell = rng.standard_normal((replicates, len(u_idx)))
+            shared = np.sqrt(lam_b) * case + np.sqrt(np.maximum(lam_w - lam_b, 0.0)) * cell
+            with np.errstate(divide="ignore", invalid="ignore"):
+                p = special.ndtr((a - shared) / np.sqrt(1.0 - lam_w))
+            # Where replicates of a case in a universe are identical (lam_w = 1).
+            p = np.where(lam_w < _ONE, p, (shared < a).astype(float))
+            k = rng.binomial(sizes[None, :], p)
         return np.asarray(to_universe @ k.T.astype(float)).T / n_uc.sum(axis=1)[None, :]
 
 
@@ -130,40 +137,45 @@ def _correlations(n: np.ndarray, k: np.ndarray, weights: np.ndarray) -> tuple[np
     """Label-scale intra-case correlations (between, within) and the pooled rate.
 
     ``n``, ``k`` are (universes x cases); ``weights`` (draws x cases) count
-    each case (all ones: the data as observed). Returns arrays over draws.
+    each case (all ones: the data as observed), and each draw re-estimates
+    the universes' rates. Every per-case sum over universes is expanded into
+    matrix products of the (draws x universes) rates with fixed (universes x
+    cases) arrays, so no (draws x universes x cases) array is formed.
+    Returns arrays over draws.
     """
-    w = weights[:, None, :]
-    n_w, k_w = (w * n).sum(axis=2), (w * k).sum(axis=2)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rate = np.where(n_w > 0, k_w / n_w, 0.0)
+    n_w, k_w = weights @ n.T, weights @ k.T
+    rate = np.divide(k_w, n_w, out=np.zeros_like(n_w), where=n_w > 0)
     var = rate * (1.0 - rate)
+    sd = np.sqrt(var)
     varies = var > 0
-    sd = np.sqrt(var)[:, :, None]
-    r = rate[:, :, None]
     # Ratios of sums (covariances summed over cells over variances summed over
     # the same pairs), not sums of per-universe ratios: with rare events a
     # universe's estimated variance is noisy, and dividing by it biases low.
-    resid = k - r * n  # a cell's summed residuals; 0 where a universe has no variation
-    own = k * (1.0 - r) ** 2 + (n - k) * r**2
+    # Per draw and case, with resid = k - rate * n summed over universes:
+    square = (k * k).sum(axis=0) - 2 * rate @ (k * n) + (rate**2) @ (n * n)
+    total = k.sum(axis=0) - rate @ n  # sum over universes of resid
+    own = k.sum(axis=0) - 2 * rate @ k + (rate**2) @ n  # sum of squared label residuals
+    pairs_w = var @ (n * (n - 1.0))
+    spread = sd @ n
+    pairs_b = spread**2 - var @ (n * n)
     n_cases = int((n.sum(axis=0) > 0).sum())
     scale = n_cases / (n_cases - 1.0) if n_cases > 1 else 1.0
-    sq = (resid**2).sum(axis=1)  # draws x cases
-    pairs_w = (weights * (var[:, :, None] * n * (n - 1.0)).sum(axis=1)).sum(axis=1)
-    spread = n * sd
-    pairs_b = (weights * (spread.sum(axis=1) ** 2 - (spread**2).sum(axis=1))).sum(axis=1)
+
+    def weighted(x: np.ndarray) -> np.ndarray:
+        return (weights * x).sum(axis=1)
+
     with np.errstate(divide="ignore", invalid="ignore"):
-        rho_w = (scale * (weights * sq).sum(axis=1) - (weights * own.sum(axis=1)).sum(axis=1)) / pairs_w
-        cross = (weights * (resid.sum(axis=1) ** 2 - sq)).sum(axis=1)
-        rho_b = scale * cross / pairs_b
+        rho_w = (scale * weighted(square) - weighted(own)) / weighted(pairs_w)
+        rho_b = scale * weighted(total**2 - square) / weighted(pairs_b)
     # No pair of that kind (one replicate, or one universe): not estimable.
-    rho_w = np.where(pairs_w > 0, rho_w, np.nan)
-    rho_b = np.where(pairs_b > 0, rho_b, np.nan)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        pooled = (k_w * varies).sum(axis=1) / (n_w * varies).sum(axis=1)
+    rho_w = np.where(weighted(pairs_w) > 0, rho_w, np.nan)
+    rho_b = np.where(weighted(pairs_b) > 0, rho_b, np.nan)
     rho_b = np.where(np.isnan(rho_b), np.where(np.isnan(rho_w), 0.0, rho_w), rho_b)
     rho_w = np.where(np.isnan(rho_w), rho_b, rho_w)
     none = ~varies.any(axis=1)
     rho_b, rho_w = np.where(none, 1.0, rho_b), np.where(none, 1.0, rho_w)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pooled = (k_w * varies).sum(axis=1) / (n_w * varies).sum(axis=1)
     return np.clip(rho_b, 0.0, 1.0), np.clip(rho_w, 0.0, 1.0), pooled
 
 
