@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .errors import InputError, MultiverseError, SpecError
 
-__all__ = ["main", "build_parser"]
+__all__ = ["build_parser", "main"]
 
 EPILOG = """\
 typical use:
@@ -86,6 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
     _run_flags(p)
     p.add_argument("spec", type=Path)
     p.add_argument("--out", type=Path, help="run directory (default: runs/<spec name>)")
+    p.add_argument("--force", action="store_true",
+                   help="write into an --out folder that holds other files or an import (inputs and the store are never overwritten)")
     p.add_argument("--backend", choices=("local", "dask"), default="local",
                    help="where model calls run: this process (default) or a Dask cluster")
     p.add_argument("--scheduler", metavar="ADDRESS",
@@ -96,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         "run the built-in demo end to end on the simulated world (offline, no keys) and write its report",
     )
     p.add_argument("--out", type=Path, default=Path("runs/demo"), help="run directory (default: runs/demo)")
+    p.add_argument("--force", action="store_true", help="write into an --out folder that holds other files or an import")
     _run_flags(p)
 
     analysis_help = {
@@ -120,22 +123,30 @@ def build_parser() -> argparse.ArgumentParser:
             }[name])
         if name == "curve":
             p.add_argument("--system", action="append", help="only these systems (repeatable)")
-            p.add_argument("--threshold", type=float, help="joint test of each system's rate against this rate")
+            p.add_argument("--threshold", type=_rate, help="joint test of each system's rate against this rate (between 0 and 1)")
             p.add_argument("--diff", nargs=2, metavar=("A", "B"), help="the curve of rate(A) - rate(B), with the sign-flip joint test")
-            p.add_argument("--boot", type=_positive_int, default=1000, help="resamples for the joint null (default: 1000)")
-            p.add_argument("--seed", type=int, default=0, help="random seed of the resampling (default: 0)")
+            p.add_argument("--boot", type=_count(1, MAX_BOOT), default=1000, help=f"resamples for the joint null, 1 to {MAX_BOOT:,} (default: 1000)")
+            p.add_argument("--seed", type=_count(0), default=0, help="random seed of the resampling, >= 0 (default: 0)")
         if name == "ranking":
-            p.add_argument("--boot", type=int, default=1000, help="bootstrap resamples for rank intervals in the primary universe (0 to skip)")
+            p.add_argument("--boot", type=_count(0, MAX_BOOT), default=1000,
+                           help=f"bootstrap resamples for rank intervals in the primary universe, up to {MAX_BOOT:,} (0 to skip)")
 
     p = command("report", "write one self-contained HTML report of a run, an import, or a verdicts table")
     p.add_argument("source", type=Path, metavar="RUN_DIR_OR_TABLE")
     p.add_argument("--out", type=Path, help="the HTML file (default: RUN_DIR/report.html)")
+    nulls = p.add_mutually_exclusive_group()
+    nulls.add_argument("--threshold", type=_rate, metavar="T",
+                       help="test every system's rate against T in every universe (default: against its own rate "
+                            "in the primary universe)")
+    nulls.add_argument("--no-tests", action="store_true",
+                       help="leave out the joint tests: no grey bands, no p-values (faster)")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
     p = command("power", "detectable differences at the spec's planned cases, or cases needed for a difference")
     p.add_argument("spec", type=Path)
-    p.add_argument("--baseline", type=float, default=0.8, help="expected compliance rate (default: 0.8)")
-    p.add_argument("--alpha", type=float, default=0.05)
-    p.add_argument("--power", type=float, default=0.8)
+    p.add_argument("--baseline", type=_rate, default=0.8, help="expected compliance rate, between 0 and 1 (default: 0.8)")
+    p.add_argument("--alpha", type=_rate, default=0.05, help="significance level, between 0 and 1 (default: 0.05)")
+    p.add_argument("--power", type=_rate, default=0.8, help="power, between 0 and 1 (default: 0.8)")
     p.add_argument("--json", action="store_true")
 
     p = command("import", "import results produced elsewhere as a multiverse run directory")
@@ -147,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--out", type=Path, required=True, help="the import directory to write")
     q.add_argument("--axis", action="append", metavar="NAME=RUN_DIR:OPTION", help="name a run's option on an axis (repeatable)")
     q.add_argument("--scoring", action="append", metavar="RULE", help="scoring rule(s) to apply; several make a scoring axis")
+    _import_flags(q)
     q = imports.add_parser("table", help="any per-item label table (CSV or parquet)",
                            description="Import a per-item label table: one row per system x item (x axis options).", formatter_class=_formatter)
     q.add_argument("file", type=Path)
@@ -155,7 +167,10 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--label", required=True, metavar="COL", help="column with the label: boolean, 0/1, or a category")
     q.add_argument("--axis", action="append", default=[], metavar="COL", help="column holding an axis option (repeatable)")
     q.add_argument("--positive", metavar="VALUE", help="the label value that means compliant (for category labels)")
+    q.add_argument("--negative", nargs="+", metavar="VALUE",
+                   help="with --positive: the label value(s) that mean non-compliant; any other value is refused")
     q.add_argument("--out", type=Path, required=True, help="the import directory to write")
+    _import_flags(q)
 
     p = command("store", "inspect or clean the store")
     stores = p.add_subparsers(dest="store_command", metavar="ACTION", parser_class=_Parser, required=True)
@@ -171,29 +186,74 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _positive_int(text: str) -> int:
+MAX_BOOT = 100_000
+MAX_JOBS = 1024
+
+
+def _count(minimum: int, maximum: int | None = None):
+    """An argparse type: a whole number in [minimum, maximum]; argparse names the flag in the error."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum or (maximum is not None and value > maximum):
+            top = f" and <= {maximum:,}" if maximum is not None else ""
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}{top}, got {value}")
+        return value
+
+    return parse
+
+
+def _finite(text: str) -> float:
+    import math
+
     try:
-        value = int(text)
+        value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {value}")
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def _rate(text: str) -> float:
+    value = _finite(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number strictly between 0 and 1, got {text!r}")
     return value
 
 
 def _budget(text: str) -> float:
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an amount in USD, got {text!r}") from None
+        value = _finite(text)
+    except argparse.ArgumentTypeError:
+        # nan would compare false against every spend and silently switch the cap off.
+        raise argparse.ArgumentTypeError(f"expected a finite amount in USD, got {text!r}") from None
     if value < 0:
-        raise argparse.ArgumentTypeError("expected a budget >= 0")
+        raise argparse.ArgumentTypeError(f"expected a budget >= 0, got {text!r}")
     return value
+
+
+def _primary_option(text: str) -> tuple[str, str]:
+    axis, sep, option = text.partition("=")
+    if not sep or not axis.strip() or not option.strip():
+        raise argparse.ArgumentTypeError(f"expected AXIS=OPTION, got {text!r}")
+    return axis.strip(), option.strip()
+
+
+def _import_flags(q: argparse.ArgumentParser) -> None:
+    q.add_argument("--primary", nargs="+", type=_primary_option, metavar="AXIS=OPTION",
+                   help="the pre-registered universe, one option per axis (default: none is primary)")
+    q.add_argument("--ci", default="wilson", metavar="METHOD",
+                   help="confidence interval method of the rates: wilson (default) or bootstrap (clustered by case)")
+    q.add_argument("--force", action="store_true", help="write into an --out folder that holds other files or a run")
 
 
 def _run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", type=Path, help="store directory (default: $MULTIVERSE_STORE or .multiverse/store beside the spec)")
-    p.add_argument("--jobs", type=_positive_int, default=8, help="concurrent model calls per provider (default: 8)")
+    p.add_argument("--jobs", type=_count(1, MAX_JOBS), default=8, help=f"concurrent model calls per provider, 1 to {MAX_JOBS} (default: 8)")
     p.add_argument("--budget", type=_budget, help="stop scheduling calls before spending more than this many USD")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
@@ -213,7 +273,8 @@ def cmd_validate(args) -> int:
 
     spec = load_spec(args.spec)
     universes = expand(spec)
-    print(f"{args.spec}: ok: {len(universes)} universes over {len(spec.axes)} axes, {len(spec.systems)} systems")
+    note = "" if any(u.is_primary for u in universes) else "; no primary universe declared"
+    print(f"{args.spec}: ok: {len(universes)} universes over {len(spec.axes)} axes, {len(spec.systems)} systems{note}")
     return 0
 
 
@@ -230,12 +291,15 @@ def cmd_expand(args) -> int:
     elif args.format == "csv":
         import csv
 
+        from .csvsafe import safe_cell
+
         writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow(["id", "label", *axes, "primary"])
+        writer.writerow([safe_cell(c) for c in ["id", "label", *axes, "primary"]])
         for u in universes:
-            writer.writerow([u.id, u.label, *(u.options[a] for a in axes), u.is_primary])
+            writer.writerow([safe_cell(c) for c in [u.id, u.label, *(u.options[a] for a in axes), u.is_primary]])
     else:
-        rows = [["id", *axes, ""]] + [[u.id, *(u.options[a] for a in axes), "primary" if u.is_primary else ""] for u in universes]
+        rows = [["id", *axes, "primary"]] + [[u.id, *(u.options[a] for a in axes), "yes" if u.is_primary else ""]
+                                             for u in universes]
         _print_table(rows)
         print(f"\n{len(universes)} universes")
     return 0
@@ -306,11 +370,27 @@ def _run_and_say(spec, args, out):
     return result
 
 
+def _check_run_places(spec, args, out: Path) -> None:
+    """The run folder, checked before the first model call (the store is checked by the store itself)."""
+    from .places import RUN_FILES, check_output_dir
+    from .store import default_store_path
+
+    # The rubric's file name is gone once it is inlined: every file beside the spec that a run
+    # would write over counts as an input.
+    beside = [spec.base_dir / name for name in RUN_FILES if (spec.base_dir / name).is_file()]
+    inputs = [p for p in (spec.path, spec.base_dir / spec.design.cases if spec.design.cases else None, *beside) if p]
+    store = args.store or default_store_path(spec.path)
+    check_output_dir(out, kind="run", inputs=inputs, store=store, force=args.force)
+
+
 def cmd_run(args) -> int:
+    from .pipeline import default_run_dir
     from .spec import load_spec
 
     spec = load_spec(args.spec)
-    _run_and_say(spec, args, args.out)
+    out = args.out or default_run_dir(spec)
+    _check_run_places(spec, args, out)
+    _run_and_say(spec, args, out)
     return 0
 
 
@@ -323,11 +403,15 @@ def cmd_demo(args) -> int:
         spec = load_spec(path)
     if args.store is None:
         args.store = args.out / ".store"
+    _check_run_places(spec, args, args.out)
+    from .places import check_output_file
+
+    check_output_file(args.out / "report.html")
     print("multiverse demo: a SIMULATED audit (built-in offline world; no model is called over the network)")
     result = _run_and_say(spec, args, args.out)
     from .report import write_report
 
-    report = write_report(result.out_dir, result.out_dir / "report.html")
+    report = write_report(result.out_dir, result.out_dir / "report.html", progress=False if args.quiet else None)
     print(f"report:  {report}")
     return 0
 
@@ -356,6 +440,12 @@ def _print_json(document) -> None:
 def _save(figure, path: Path) -> None:
     if path.suffix.lower() not in (".png", ".svg", ".pdf"):
         raise InputError(f"--figure {path}: expected a .png, .svg or .pdf file name")
+    from .places import check_output_file
+
+    try:
+        check_output_file(path)
+    except InputError as exc:
+        raise InputError(f"--figure {exc}") from None
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=150, bbox_inches="tight")
 
@@ -383,16 +473,20 @@ def cmd_curve(args) -> int:
     if args.figure:
         from .plots.curve import plot_curve, plot_curves, plot_difference_curve
 
-        shown = args.axis or t.axes
+        from .option_order import declared_options
+
+        shown = [a for a in t.axes if a in set(args.axis)] if args.axis else t.axes
+        options = declared_options(t)
         if args.diff:
             diff = difference_curve(matrix, axes=t.axes, a=args.diff[0], b=args.diff[1], primary=t.primary)
-            figure = plot_difference_curve(diff, axes=shown, null_band=tests[-1].band)
+            figure = plot_difference_curve(diff, axes=shown, null_band=tests[-1].band, options=options)
         else:
             bands = {test.systems[0]: test.band for test in tests if test.kind == "rate"}
             if len(systems) == 1:
-                figure = plot_curve(curve, axes=shown, null_band=bands.get(systems[0]), reference=args.threshold)
+                figure = plot_curve(curve, axes=shown, null_band=bands.get(systems[0]), reference=args.threshold,
+                                    options=options)
             else:
-                figure = plot_curves(curve, axes=shown, null_bands=bands, reference=args.threshold)
+                figure = plot_curves(curve, axes=shown, null_bands=bands, reference=args.threshold, options=options)
         _save(figure, args.figure)
     if args.json:
         _print_json(summary)
@@ -498,7 +592,11 @@ def _interval(pair) -> str:
 
 def _print_ranking(result: dict) -> None:
     unc = result.get("uncertainty") or {}
-    print(f"{result['universes']} universes; primary {result['primary']} (top: {', '.join(map(str, result['primary_top']))})")
+    if result["primary"] is None:
+        print(f"{result['universes']} universes; no primary universe is declared")
+    else:
+        print(f"{result['universes']} universes; primary {result['primary']} "
+              f"(top: {', '.join(map(str, result['primary_top']))})")
     level = f"{unc['level']:.0%} case-bootstrap interval, {unc['resamples']} resamples" if unc else "no bootstrap"
     print(f"P(rank 1) over all universes [{level}] and coverage (share of universes rating the system):")
     for system, p in sorted(result["p_top"].items(), key=lambda kv: -kv[1]):
@@ -526,8 +624,11 @@ def _print_ranking(result: dict) -> None:
           f"Kendall's W {_f(w['w'])} ({w['universes']} universes x {w['systems']} systems, p = {_f(w['p_value'], 4)})")
     for row in tau.get("by_axis", []):
         print(f"  changing {row['axis']}: mean tau {_f(row['mean'])} (min {_f(row['min'])}, {row['n_pairs']} pairs)")
-    print(f"{len(result['flips'])} universe(s) have a different top system than the primary "
-          "(each with the smallest change from the primary that gives that top):")
+    if result["primary"] is None:
+        print("no primary universe is declared: top flips are not reported")
+    else:
+        print(f"{len(result['flips'])} universe(s) have a different top system than the primary "
+              "(each with the smallest change from the primary that gives that top):")
     for flip in result["flips"]:
         changes = ", ".join(f"{a}={o}" for a, o in flip["changes"].items())
         via = "" if flip["via_universe"] == flip["universe_id"] else f", as in {flip['via_universe']}"
@@ -589,9 +690,14 @@ def cmd_variance(args) -> int:
 
 
 def cmd_report(args) -> int:
+    from .places import TABLE_FILES, check_output_file
     from .report import write_report
 
-    path = write_report(args.source, args.out)
+    source = Path(args.source)
+    inputs = [source] + ([source / name for name in (*TABLE_FILES, "manifest.json")] if source.is_dir() else [])
+    check_output_file(args.out or (source if source.is_dir() else source.parent) / "report.html", inputs=inputs)
+    path = write_report(args.source, args.out, threshold=args.threshold, tests=not args.no_tests,
+                        progress=False if args.quiet else None)
     print(f"report: {path}")
     return 0
 
@@ -621,17 +727,47 @@ def cmd_power(args) -> int:
 def cmd_import(args) -> int:
     from .importers import import_assert, import_table
 
-    if args.source_kind == "assert":
-        result = import_assert(args.run_dirs, args.out, axes=args.axis or None, scoring=args.scoring or "all_applicable")
-    else:
-        result = import_table(args.file, system=args.system, item=args.item, label=args.label, axes=args.axis,
-                              positive=args.positive, out_dir=args.out)
+    common = {"primary": dict(args.primary) if args.primary else None, "ci": args.ci, "force": args.force}
+    if args.primary and len(dict(args.primary)) < len(args.primary):
+        raise InputError(f"--primary: an axis is given twice ({' '.join(f'{a}={o}' for a, o in args.primary)})")
+    try:
+        if args.source_kind == "assert":
+            result = import_assert(args.run_dirs, args.out, axes=args.axis or None, scoring=args.scoring or "all_applicable",
+                                   **common)
+        else:
+            result = import_table(args.file, system=args.system, item=args.item, label=args.label, axes=args.axis,
+                                  positive=args.positive, negative=args.negative, out_dir=args.out, **common)
+    except InputError as exc:
+        translated = InputError(_flag_names(str(exc)))
+        translated.forceable = getattr(exc, "forceable", False)
+        raise translated from None
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     v = result.verdicts
-    print(f"imported {len(v)} verdicts: {v['universe_id'].nunique()} universes x {v['system'].nunique()} systems "
-          f"(axes: {', '.join(result.axes) or 'none'}) into {result.out_dir}")
+    missing = int((v["reason"] == "missing label").sum()) if "reason" in v.columns else 0
+    excluded = f" ({missing} with a missing label, excluded)" if missing else ""
+    primary = result.manifest.get("primary")
+    print(f"imported {len(v)} verdicts{excluded}: {v['universe_id'].nunique()} universes x {v['system'].nunique()} systems "
+          f"(axes: {', '.join(result.axes) or 'none'}) into {result.out_dir}; "
+          f"primary: {primary if primary else 'none declared'}")
     return 0
+
+
+# Library messages name roles ("the label column", "primary: "); the command line names the flags.
+_FLAGS = {
+    "the system column": "--system", "the item column": "--item", "the label column": "--label",
+    "an axis column": "an --axis column", "the positive value": "--positive", "the negative values": "--negative",
+}
+_FLAG_PREFIXES = {"primary: ": "--primary: ", "ci: ": "--ci: ", "axis ": "--axis ", "axes: ": "--axis: "}
+
+
+def _flag_names(message: str) -> str:
+    for role, flag in _FLAGS.items():
+        message = message.replace(role, flag)
+    for role, flag in _FLAG_PREFIXES.items():
+        if message.startswith(role):
+            message = flag + message[len(role):]
+    return message
 
 
 def cmd_store(args) -> int:
@@ -703,7 +839,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {line}", file=sys.stderr)
         return 2
     except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        message = str(exc)
+        if getattr(exc, "forceable", False):
+            message += "; pass --force to write there anyway"
+        print(f"error: {_one_line(message)}", file=sys.stderr)
         return 2
     except MultiverseError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -715,6 +854,16 @@ def main(argv: list[str] | None = None) -> int:
         # `multiverse expand ... | head` closes stdout early: not an error.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except (OSError, RecursionError, MemoryError) as exc:
+        # The file system or the machine refused (a full disk, a folder that vanished): one line, never a traceback.
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        detail = getattr(exc, "strerror", None) or type(exc).__name__
+        print(f"error: {where}{_one_line(str(detail))}", file=sys.stderr)
+        return 1
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -106,7 +106,11 @@ def test_rank_distribution_split_and_count(hand):
 
 
 def test_ranking_summary_hand_worked(hand):
-    result = ranking(hand, axes=["variant"], bootstrap=0)
+    # Without a declared primary none is assumed (issue 12, item 7): no flips are reported.
+    undeclared = ranking(hand, axes=["variant"], bootstrap=0)
+    assert undeclared["primary"] is None and undeclared["flips"] == []
+    assert any("no primary universe is declared" in note for note in undeclared["notes"])
+    result = ranking(hand, axes=["variant"], primary="u1", bootstrap=0)
     assert result["systems"] == ["A", "B", "C"]
     assert result["primary"] == "u1"
     assert result["p_top"] == pytest.approx({"A": 1 / 3, "B": 1 / 6, "C": 1 / 2})
@@ -206,7 +210,7 @@ def test_flips_report_the_smallest_set_of_changes():
             rates[combo] = {"A": 0.6, "B": 0.8, "C": 0.5}  # only both changes together give B
         else:
             rates[combo] = {"A": 0.8, "B": 0.6, "C": 0.5}
-    result = ranking(verdicts_from_rates(rates, axes), axes=axes, bootstrap=0)
+    result = ranking(verdicts_from_rates(rates, axes), axes=axes, primary="j1/strict/single", bootstrap=0)
     assert result["primary"] == "j1/strict/single"
     flips = {f["universe_id"]: f for f in result["flips"]}
     assert set(flips) == {"j1/strict/multi", "j1/lenient/multi", "j2/strict/multi",
@@ -303,7 +307,7 @@ def test_results_are_json_ready_with_numeric_options():
     verdicts = verdicts_from_rates(rates, ["temperature"])
     verdicts["temperature"] = verdicts["temperature"].astype(int)
     verdicts["system"] = verdicts["system"].map({"A": 1, "B": 2})
-    result = ranking(verdicts, axes=["temperature"], bootstrap=20)
+    result = ranking(verdicts, axes=["temperature"], primary="0", bootstrap=20)
     text = json.dumps(result)
     # temperature 1 ties A and B (a different set of top systems), temperature 2 puts A on top.
     assert [f["changes"] for f in json.loads(text)["flips"]] == [{"temperature": 1}, {"temperature": 2}]
@@ -427,7 +431,7 @@ def test_every_flip_names_a_true_and_smallest_change(seed):
     axes = ["a", "b", "c"]
     combos = list(itertools.product(["a0", "a1", "a2"], ["b0", "b1"], ["c0", "c1", "c2"]))
     rates = {c: {s: rng.integers(0, 4) / 3 for s in "XYZ"} for c in combos}
-    result = ranking(verdicts_from_rates(rates, axes, cases=3), axes=axes, bootstrap=0)
+    result = ranking(verdicts_from_rates(rates, axes, cases=3), axes=axes, primary="/".join(combos[0]), bootstrap=0)
 
     def top(combo):
         best = max(rates[combo].values())
@@ -455,6 +459,11 @@ def test_every_flip_names_a_true_and_smallest_change(seed):
 # --------------------------------------------------------------------------- uncertainty
 
 
+def _first_universe(verdicts: pd.DataFrame) -> str:
+    """The id the analyses give the first judge's universe of a bare table (declared primary in tests)."""
+    return str(system_rates(included_verdicts(verdicts, axes=["judge"]), axes=["judge"])["universe_id"].iloc[0])
+
+
 def _two_systems(rng, cases: int, p_a: float, p_b: float, universes: int = 3) -> pd.DataFrame:
     """Two systems answering the same cases in several universes; case difficulty is shared."""
     difficulty = rng.normal(0, 1, cases)
@@ -470,12 +479,14 @@ def _two_systems(rng, cases: int, p_a: float, p_b: float, universes: int = 3) ->
 
 def test_identical_systems_are_not_separable_and_a_clear_winner_is():
     rng = np.random.default_rng(2)
-    twins = ranking(_two_systems(rng, 40, 0.6, 0.6), axes=["judge"], bootstrap=300, seed=1)
+    table = _two_systems(rng, 40, 0.6, 0.6)
+    twins = ranking(table, axes=["judge"], primary=_first_universe(table), bootstrap=300, seed=1)
     pair = twins["uncertainty"]["adjacent"][0]
     assert not pair["separable"] and pair["low"] < 0.5 < pair["high"]
     low, high = twins["uncertainty"]["p_top"]["A"]
     assert low < 0.5 < high
-    clear = ranking(_two_systems(rng, 40, 0.95, 0.3), axes=["judge"], bootstrap=300, seed=1)
+    table = _two_systems(rng, 40, 0.95, 0.3)
+    clear = ranking(table, axes=["judge"], primary=_first_universe(table), bootstrap=300, seed=1)
     pair = clear["uncertainty"]["adjacent"][0]
     assert (pair["a"], pair["b"], pair["separable"]) == ("A", "B", True) and pair["low"] > 0.5
     assert clear["uncertainty"]["p_top"]["A"][0] > 0.9
@@ -484,8 +495,9 @@ def test_identical_systems_are_not_separable_and_a_clear_winner_is():
 
 def test_p_above_intervals_cover_one_half_under_the_null():
     rng = np.random.default_rng(4)
-    covered = [ranking(_two_systems(rng, 30, 0.7, 0.7), axes=["judge"], bootstrap=150, seed=s)
-               ["uncertainty"]["adjacent"][0]["separable"] is False for s in range(30)]
+    tables = [_two_systems(rng, 30, 0.7, 0.7) for _ in range(30)]
+    covered = [ranking(t, axes=["judge"], primary=_first_universe(t), bootstrap=150, seed=s)
+               ["uncertainty"]["adjacent"][0]["separable"] is False for s, t in enumerate(tables)]
     assert np.mean(covered) >= 0.85
 
 
@@ -535,8 +547,14 @@ def test_cli_prints_every_flip_note_and_the_separability_in_words(tmp_path, caps
     path = tmp_path / "verdicts.csv"
     verdicts.to_csv(path, index=False)
     assert main(["ranking", str(path), "--boot", "50"]) == 0
+    assert "no primary universe is declared: top flips are not reported" in capsys.readouterr().out
+    imported = tmp_path / "imported"
+    assert main(["import", "table", str(path), "--system", "system", "--item", "case_id", "--label", "compliant",
+                 "--axis", "a", "--axis", "b", "--primary", "a=a0", "b=b0", "--out", str(imported)]) == 0
+    capsys.readouterr()
+    assert main(["ranking", str(imported), "--boot", "50"]) == 0
     text = capsys.readouterr().out
-    assert main(["ranking", str(path), "--boot", "50", "--json"]) == 0
+    assert main(["ranking", str(imported), "--boot", "50", "--json"]) == 0
     import json
 
     result = json.loads(capsys.readouterr().out)
@@ -568,7 +586,10 @@ def test_cli_compares_only_systems_the_primary_rates(tmp_path, capsys):
     verdicts = verdicts_from_rates(rates, ["variant"]).drop(columns=["universe_id", "status"])
     path = tmp_path / "v.csv"
     verdicts.to_csv(path, index=False)
-    assert main(["ranking", str(path), "--boot", "30"]) == 0
+    assert main(["import", "table", str(path), "--system", "system", "--item", "case_id", "--label", "compliant",
+                 "--axis", "variant", "--primary", "variant=u1", "--out", str(tmp_path / "imported")]) == 0
+    capsys.readouterr()
+    assert main(["ranking", str(tmp_path / "imported"), "--boot", "30"]) == 0
     text = capsys.readouterr().out
     assert "A ranks above B" in text or "A and B are not separable" in text
     assert "B and C" not in text and "n/a [n/a" not in text
@@ -611,7 +632,8 @@ def test_largest_complete_block_is_the_largest(seed):
 
 
 def test_a_missing_primary_is_said_not_silently_assumed(hand):
-    stand_in = ranking(hand, axes=["variant"], bootstrap=0)
-    assert any("no primary universe was named" in n and "(u1)" in n for n in stand_in["notes"])
+    undeclared = ranking(hand, axes=["variant"], bootstrap=0)
+    assert undeclared["primary"] is None and undeclared["primary_top"] == [] and undeclared["flips"] == []
+    assert any("no primary universe is declared" in n for n in undeclared["notes"])
     named = ranking(hand, axes=["variant"], primary="u1", bootstrap=0)
     assert not any("no primary" in n for n in named["notes"])

@@ -226,11 +226,11 @@ def ranking(
     """How stable the ranking of systems is across universes, and how sure it is.
 
     Takes a verdicts table and the axis names. ``primary`` is the universe the
-    audit reports (default: the first universe in the table). ``bootstrap``
-    case resamples (0 to skip) give rank intervals in ``bootstrap_universes``
-    (default: the primary only) and the joint intervals of ``uncertainty``.
-    The full Kendall tau matrix is included only when there are at most
-    ``max_matrix`` universes.
+    audit reports; None means none is declared (then no flips and, by default,
+    no bootstrap are computed: nothing is compared with a stand-in). Bootstrap rank
+    intervals (``bootstrap`` resamples of cases, 0 to skip) are computed for
+    ``bootstrap_universes`` (default: the primary only). The full Kendall tau
+    matrix is included only when there are at most ``max_matrix`` universes.
 
     Returns a JSON-ready dict::
 
@@ -276,10 +276,11 @@ def ranking(
     matrix, universes, systems = _rate_matrix(rates)
     notes: list[str] = []
     codes, option_names = _option_codes(rates, axes, universes)
-    if primary is None:
-        p = 0
-        notes.append(f"no primary universe was named: the first universe in the table ({universes[0]}) stands "
-                     "in for it, so flips, neighbour comparisons and paired tests are relative to it")
+    if primary is None and len(universes) == 1:
+        p = 0  # a single universe is the audit as given: there is nothing to choose
+    elif primary is None:
+        p = None
+        notes.append("no primary universe is declared, so top flips and rank intervals against it are not reported")
     elif primary in universes:
         p = universes.index(primary)
     else:
@@ -325,29 +326,32 @@ def ranking(
         notes.append("Kendall's W counts universes in which every system of its block has the same rate "
                      "as fully tied")
 
-    chosen = [universes[p]] if bootstrap_universes is None else list(bootstrap_universes)
+    chosen = ([universes[p]] if p is not None else []) if bootstrap_universes is None else list(bootstrap_universes)
     boot = (bootstrap_ranks(included, axes=axes, universes=chosen, resamples=bootstrap,
-                            seed=seed, ties=ties) if bootstrap else pd.DataFrame())
+                            seed=seed, ties=ties) if bootstrap and chosen else pd.DataFrame())
     uncertainty = None
     if bootstrap:
         uncertainty = joint_bootstrap(included, universes=universes, systems=systems,
                                       primary=p, resamples=bootstrap, seed=seed, ties=ties)
-        uncertainty["adjacent"] = _adjacent(matrix[p], systems, above, uncertainty["p_above"])
-    in_primary = [systems[i] for i in np.flatnonzero(rated[p])]
-    pairwise = pairwise_tests(included, universe=universes[p], systems=in_primary, seed=seed)
-    if len(in_primary) < len(systems):
-        notes.append(f"pairwise tests and neighbour comparisons cover the {len(in_primary)} systems rated in the "
-                     f"primary universe; {len(systems) - len(in_primary)} others are not rated there")
-    untested = [f"{q['a']} vs {q['b']}" for q in pairwise["pairs"] if not q["n_cases"]]
-    if untested:
-        notes.append(f"pairwise tests: no shared cases in the primary universe for {len(untested)} pair(s): "
-                     f"{', '.join(untested[:10])}{' ...' if len(untested) > 10 else ''}")
+        uncertainty["adjacent"] = _adjacent(matrix[p], systems, above, uncertainty["p_above"]) if p is not None else []
+    pairwise: dict[str, Any] = {"universe": None, "family": "none: no primary universe is declared",
+                                "adjustment": "holm", "method": None, "pairs": []}
+    if p is not None:
+        in_primary = [systems[i] for i in np.flatnonzero(rated[p])]
+        pairwise = pairwise_tests(included, universe=universes[p], systems=in_primary, seed=seed)
+        if len(in_primary) < len(systems):
+            notes.append(f"pairwise tests and neighbour comparisons cover the {len(in_primary)} systems rated in "
+                         f"the primary universe; {len(systems) - len(in_primary)} others are not rated there")
+        untested = [f"{q['a']} vs {q['b']}" for q in pairwise["pairs"] if not q["n_cases"]]
+        if untested:
+            notes.append(f"pairwise tests: no shared cases in the primary universe for {len(untested)} pair(s): "
+                         f"{', '.join(untested[:10])}{' ...' if len(untested) > 10 else ''}")
     return {
         "universes": len(universes),
-        "primary": universes[p],
+        "primary": universes[p] if p is not None else None,
         "ties": ties,
         "systems": list(systems),
-        "primary_top": [systems[s] for s in sorted(_top_sets(matrix[[p]])[0])],
+        "primary_top": [systems[s] for s in sorted(_top_sets(matrix[[p]])[0])] if p is not None else [],
         "p_top": {s: float(shares[i, 0]) for i, s in enumerate(systems)},
         "p_top_when_rated": {s: float(top_when_rated[i]) for i, s in enumerate(systems)},
         "coverage": {s: float(coverage[i]) for i, s in enumerate(systems)},
@@ -356,7 +360,7 @@ def ranking(
                     for i, a in enumerate(systems)},
         "kendall_tau": tau,
         "kendall_w": w,
-        "flips": _flips(matrix, codes, axes, universes, systems, p, option_names),
+        "flips": _flips(matrix, codes, axes, universes, systems, p, option_names) if p is not None else [],
         "bootstrap": boot.to_dict(orient="records"),
         "uncertainty": uncertainty,
         "pairwise": pairwise,
