@@ -467,12 +467,15 @@ def _save(figure, path: Path) -> None:
 def cmd_curve(args) -> int:
     from .analysis.curve import case_matrix, curve_summary, difference_curve, spec_curve
     from .analysis.inference import joint_difference_test, joint_rate_test
+    from .analysis.rates import run_ci_settings
     from .tables import load_run
 
     t = load_run(args.source)
     _check_axes(t, args.axis)
     matrix = case_matrix(t.verdicts, axes=t.axes)
-    curve = spec_curve(matrix, axes=t.axes, system=args.system or None, primary=t.primary)
+    ci, n_boot = run_ci_settings(t)  # the interval the spec asked for, per universe
+    curve = spec_curve(matrix, axes=t.axes, system=args.system or None, primary=t.primary,
+                       ci=ci if ci is not None else "wilson", n_boot=n_boot)
     systems = list(dict.fromkeys(curve["system"]))
     tests = []
     if args.threshold is not None:
@@ -507,10 +510,14 @@ def cmd_curve(args) -> int:
         where = s.get("primary") or {}
         primary = f"; primary {where['rate']:.3f} at percentile {where['percentile']:.0f}" if where.get("rate") is not None else ""
         print(f"  {system}: rate {s['rate']['min']:.3f} .. {s['rate']['median']:.3f} .. {s['rate']['max']:.3f} (min .. median .. max){primary}")
+    print(f"  intervals: {summary['ci']}" + (f", level {summary['level']:g}" if summary["level"] is not None else ""))
     for test in summary["tests"]:
         st = test["statistics"]
-        print(f"  joint test ({test['kind']}, {test['null']}): p = {st['median_effect']['p']:.3f} (median effect), "
-              f"{st['n_significant']['p']:.3f} (count significant), {st['stouffer_z']['p']:.3f} (Stouffer Z)")
+        shown = [f"{label} {st[name]['p']:.3f} (Holm {st[name]['p_holm']:.3f})" for name, label in
+                 (("median_effect", "median effect"), ("n_significant", "count significant"), ("stouffer_z", "Stouffer Z"))]
+        print(f"  joint test ({test['kind']}, {test['null']}): p = {'; '.join(shown)}")
+    if summary["multiplicity"]:
+        print(f"  adjusted p: {summary['multiplicity']['family']}")
     if args.figure:
         print(f"figure: {args.figure}")
     return 0

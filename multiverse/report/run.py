@@ -72,8 +72,13 @@ class _Run:
     @property
     def curve(self) -> pd.DataFrame:
         from ..analysis.curve import spec_curve
+        from ..analysis.rates import run_ci_settings
 
-        return self.memo("curve", lambda: spec_curve(self.matrix, axes=self.axes, primary=self.primary))
+        def compute():
+            ci, n_boot = run_ci_settings(self.tables)  # the interval the spec asked for
+            return spec_curve(self.matrix, axes=self.axes, primary=self.primary,
+                              ci=ci if ci is not None else "wilson", n_boot=n_boot)
+        return self.memo("curve", compute)
 
     @property
     def top_two(self) -> tuple[str, str] | None:

@@ -64,7 +64,7 @@ def _curves(run: _Run) -> str:
                          null_bands={s: t.band for s, t in tests.items()}, reference=run.threshold,
                          col_wrap=n if n <= 3 else 2 if n == 4 else 3, options=run.options)
     caption = (
-        "One panel per system. Each dot is one universe's compliance rate with its 95% Wilson interval, sorted "
+        f"One panel per system. Each dot is one universe's compliance rate with its {_interval_name(run.curve)}, sorted "
         "from lowest to highest; the red diamond is the primary universe, and its label gives its rate, its "
         "interval and its position counted from the lowest rate. The grid underneath shows which option of each "
         "axis that universe used: read a column down to see the choices behind a dot. "
@@ -89,33 +89,50 @@ def _band_sentence(run: _Run) -> str:
         null = "every universe had the system's rate in the primary universe"
     else:
         null = f"the system's rate were {run.threshold:g} in every universe"
-    return (f"The grey band is where the curve would lie if {null} and only the sampling of cases moved it (a "
-            "joint centred case bootstrap, one resampling shared by all universes, 95%). Where the curve leaves "
+    return (f"The grey band is where the curve would lie if {null} and only the sampling of cases moved it (95% "
+            "of curves drawn from a null with that rate and the cases' own correlation, shared by all universes). Where the curve leaves "
             "the band, the measurement choices, not chance, are moving the rate; the joint tests below give the "
             "p-values.")
 
 
 def _joint_table(tests) -> str:
+    from ..analysis.multiplicity import adjust_tests
+
+    summaries = [test.to_dict() for test, _ in tests]
+    family = adjust_tests(summaries)
+
+    def p(entry) -> str:
+        return f"{entry['p']:.3f} (Holm {entry['p_holm']:.3f})"
+
     rows = []
-    for test, at_primary in tests:
-        summary = test.to_dict()
+    for (test, at_primary), summary in zip(tests, summaries):
         stats = summary["statistics"]
         null = summary["null"]
         if at_primary:
             null = f"rate({test.systems[0]}) = {test.threshold:.3f} (its primary rate) in every universe"
         rows.append([
             null, summary["n_universes"],
-            float(stats["median_effect"]["observed"]), float(stats["median_effect"]["p"]),
-            f"{int(stats['n_significant']['observed'])}/{summary['n_universes']}", float(stats["n_significant"]["p"]),
-            float(stats["stouffer_z"]["observed"]), float(stats["stouffer_z"]["p"]),
+            float(stats["median_effect"]["observed"]), p(stats["median_effect"]),
+            f"{int(stats['n_significant']['observed'])}/{summary['n_universes']}", p(stats["n_significant"]),
+            float(stats["stouffer_z"]["observed"]), p(stats["stouffer_z"]),
             f"{summary['resampling']}, {summary['boot']} draws, {summary['n_cases']} cases",
         ])
+    adjusted = (f" Holm-adjusted p-values (Holm 1979) are given beside the raw ones: {_e(family['family'])}."
+                if family else "")
     return (_table(["null hypothesis", "universes", "median effect", "p", "significant (dominant direction)", "p",
-                    "mean z", "p", "resampling"], rows)
-            + '<p class="howto">Each row tests one null across all universes at once, resampling cases so that the '
-              "dependence between universes is kept (Simonsohn, Simmons &amp; Nelson 2020). Effect = rate − "
+                    "mean z", "p", "null"], rows)
+            + '<p class="howto">Each row tests one null across all universes at once, keeping the dependence '
+              "between universes that share cases (Simonsohn, Simmons &amp; Nelson 2020). Effect = rate − "
               "threshold, or the difference between two systems. Small p: the curve as a whole is unlikely under "
-              "the null.</p>")
+              f"the null.{adjusted}</p>")
+
+
+def _interval_name(curve: pd.DataFrame) -> str:
+    """How the curve's intervals were computed, in words for a caption."""
+    level = curve.attrs.get("level")
+    method = {"wilson": "Wilson interval", "bootstrap": "case-bootstrap interval"}.get(
+        curve.attrs.get("ci"), "interval (method set per universe)")
+    return f"{level * 100:g}% {method}" if level is not None else method
 
 
 def _difference(run: _Run) -> str:
