@@ -135,6 +135,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("report", "write one self-contained HTML report of a run, an import, or a verdicts table")
     p.add_argument("source", type=Path, metavar="RUN_DIR_OR_TABLE")
     p.add_argument("--out", type=Path, help="the HTML file (default: RUN_DIR/report.html)")
+    nulls = p.add_mutually_exclusive_group()
+    nulls.add_argument("--threshold", type=_rate, metavar="T",
+                       help="test every system's rate against T in every universe (default: against its own rate "
+                            "in the primary universe)")
+    nulls.add_argument("--no-tests", action="store_true",
+                       help="leave out the joint tests: no grey bands, no p-values (faster)")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
     p = command("power", "detectable differences at the spec's planned cases, or cases needed for a difference")
     p.add_argument("spec", type=Path)
@@ -302,7 +309,8 @@ def cmd_expand(args) -> int:
         for u in universes:
             writer.writerow([safe_cell(c) for c in [u.id, u.label, *(u.options[a] for a in axes), u.is_primary]])
     else:
-        rows = [["id", *axes, ""]] + [[u.id, *(u.options[a] for a in axes), "primary" if u.is_primary else ""] for u in universes]
+        rows = [["id", *axes, "primary"]] + [[u.id, *(u.options[a] for a in axes), "yes" if u.is_primary else ""]
+                                             for u in universes]
         _print_table(rows)
         print(f"\n{len(universes)} universes")
     return 0
@@ -416,7 +424,7 @@ def cmd_demo(args) -> int:
     result = _run_and_say(spec, args, args.out)
     from .report import write_report
 
-    report = write_report(result.out_dir, result.out_dir / "report.html")
+    report = write_report(result.out_dir, result.out_dir / "report.html", progress=False if args.quiet else None)
     print(f"report:  {report}")
     return 0
 
@@ -452,18 +460,22 @@ def _save(figure, path: Path) -> None:
         check_output_file(path)
     except InputError as exc:
         raise InputError(f"--figure {exc}") from None
+    path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, lambda tmp: figure.savefig(tmp, format=path.suffix.lower()[1:], dpi=150, bbox_inches="tight"))
 
 
 def cmd_curve(args) -> int:
     from .analysis.curve import case_matrix, curve_summary, difference_curve, spec_curve
     from .analysis.inference import joint_difference_test, joint_rate_test
+    from .analysis.rates import run_ci_settings
     from .tables import load_run
 
     t = load_run(args.source)
     _check_axes(t, args.axis)
     matrix = case_matrix(t.verdicts, axes=t.axes)
-    curve = spec_curve(matrix, axes=t.axes, system=args.system or None, primary=t.primary)
+    ci, n_boot = run_ci_settings(t)  # the interval the spec asked for, per universe
+    curve = spec_curve(matrix, axes=t.axes, system=args.system or None, primary=t.primary,
+                       ci=ci if ci is not None else "wilson", n_boot=n_boot)
     systems = list(dict.fromkeys(curve["system"]))
     tests = []
     if args.threshold is not None:
@@ -475,16 +487,20 @@ def cmd_curve(args) -> int:
     if args.figure:
         from .plots.curve import plot_curve, plot_curves, plot_difference_curve
 
-        shown = args.axis or t.axes
+        from .option_order import declared_options
+
+        shown = [a for a in t.axes if a in set(args.axis)] if args.axis else t.axes
+        options = declared_options(t)
         if args.diff:
             diff = difference_curve(matrix, axes=t.axes, a=args.diff[0], b=args.diff[1], primary=t.primary)
-            figure = plot_difference_curve(diff, axes=shown, null_band=tests[-1].band)
+            figure = plot_difference_curve(diff, axes=shown, null_band=tests[-1].band, options=options)
         else:
             bands = {test.systems[0]: test.band for test in tests if test.kind == "rate"}
             if len(systems) == 1:
-                figure = plot_curve(curve, axes=shown, null_band=bands.get(systems[0]), reference=args.threshold)
+                figure = plot_curve(curve, axes=shown, null_band=bands.get(systems[0]), reference=args.threshold,
+                                    options=options)
             else:
-                figure = plot_curves(curve, axes=shown, null_bands=bands, reference=args.threshold)
+                figure = plot_curves(curve, axes=shown, null_bands=bands, reference=args.threshold, options=options)
         _save(figure, args.figure)
     if args.json:
         _print_json(summary)
@@ -494,10 +510,14 @@ def cmd_curve(args) -> int:
         where = s.get("primary") or {}
         primary = f"; primary {where['rate']:.3f} at percentile {where['percentile']:.0f}" if where.get("rate") is not None else ""
         print(f"  {system}: rate {s['rate']['min']:.3f} .. {s['rate']['median']:.3f} .. {s['rate']['max']:.3f} (min .. median .. max){primary}")
+    print(f"  intervals: {summary['ci']}" + (f", level {summary['level']:g}" if summary["level"] is not None else ""))
     for test in summary["tests"]:
         st = test["statistics"]
-        print(f"  joint test ({test['kind']}, {test['null']}): p = {st['median_effect']['p']:.3f} (median effect), "
-              f"{st['n_significant']['p']:.3f} (count significant), {st['stouffer_z']['p']:.3f} (Stouffer Z)")
+        shown = [f"{label} {st[name]['p']:.3f} (Holm {st[name]['p_holm']:.3f})" for name, label in
+                 (("median_effect", "median effect"), ("n_significant", "count significant"), ("stouffer_z", "Stouffer Z"))]
+        print(f"  joint test ({test['kind']}, {test['null']}): p = {'; '.join(shown)}")
+    if summary["multiplicity"]:
+        print(f"  adjusted p: {summary['multiplicity']['family']}")
     if args.figure:
         print(f"figure: {args.figure}")
     return 0
@@ -690,7 +710,8 @@ def cmd_report(args) -> int:
     source = Path(args.source)
     inputs = [source] + ([source / name for name in (*TABLE_FILES, "manifest.json")] if source.is_dir() else [])
     check_output_file(args.out or (source if source.is_dir() else source.parent) / "report.html", inputs=inputs)
-    path = write_report(args.source, args.out)
+    path = write_report(args.source, args.out, threshold=args.threshold, tests=not args.no_tests,
+                        progress=False if args.quiet else None)
     print(f"report: {path}")
     return 0
 
