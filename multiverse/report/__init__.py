@@ -228,13 +228,7 @@ def write_report(source: str | os.PathLike, out_html: str | os.PathLike | None =
     tables = load_run(source)
     page = build_report_html(tables, store=store, threshold=threshold, tests=tests, progress=progress)
     out = Path(out_html) if out_html is not None else (source if source.is_dir() else source.parent) / "report.html"
-    # Written beside the target and renamed into place, so a reader never sees half a page; plain
-    # open() (not mkstemp) keeps the user's umask, as a report is meant to be shared.
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    try:
-        partial.write_text(page, encoding="utf-8")
-        os.replace(partial, out)
-    finally:
-        partial.unlink(missing_ok=True)
+    from ..atomicfile import atomic_write_text
+
+    atomic_write_text(out, page)  # a reader never sees half a page; the umask decides who may read it
     return out
