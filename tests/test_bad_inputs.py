@@ -312,7 +312,7 @@ def test_validate_rejects_a_50_mb_file(huge_inputs, workdir, spec, names):
     assert (huge_inputs / names).stat().st_size > 50 * 10**6
     before = snapshot(huge_inputs)
     done = cli(["validate", huge_inputs / spec], workdir)
-    check_bad_exit(done, Bad(spec, ((f"{names}: file is 5", "MB; expected a spec under 5 MB"),), names=names), workdir)
+    check_bad_exit(done, Bad(spec, ((f"{names}: file is 5", "MB; expected a YAML file under 5 MB"),), names=names), workdir)
     assert snapshot(huge_inputs) == before
 
 
@@ -336,7 +336,7 @@ class BadTable:
 
 TABLE_CASES = [
     BadTable("missing_columns.csv", (), ("missing_columns.csv: label: ", "not found")),
-    BadTable("label_not_binary.csv", (), ("label_not_binary.csv: label: ", "binary", "--positive")),
+    BadTable("label_not_binary.csv", (), ("label_not_binary.csv: label: ", "binary", "positive")),
     BadTable("positive_not_a_label.csv", ("--positive", "passed"), ("positive_not_a_label.csv: label: ", "'passed'"),
              {"positive": "passed"}),
     BadTable("duplicate_rows.csv", (), ("duplicate_rows.csv: ", "duplicate", "judge_a", "q1")),
