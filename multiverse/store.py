@@ -54,6 +54,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .answers import storable
+from .credentials import redact_all
+
 __all__ = ["Store", "CorruptEntryWarning", "default_store_path", "scrub"]
 
 ENV_VAR = "MULTIVERSE_STORE"
@@ -241,7 +244,9 @@ class Store:
             raise TypeError(f"store: {stage}/{key}: expected a dict record, got {kind}")
         if os.path.exists(final):  # the cheap answer on a resumed run
             return False
-        clean = scrub(record)
+        # The last sweep before the disk: credential values redacted and text
+        # made UTF-8-safe here too, whatever stage or tool function composed the record.
+        clean = scrub(redact_all(storable(record)))
         clean.setdefault("stored_at", datetime.now(timezone.utc).isoformat(timespec="seconds"))
         payload = json.dumps(clean, ensure_ascii=False, indent=2).encode("utf-8")
 
