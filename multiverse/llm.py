@@ -185,6 +185,14 @@ def _message(response: Any, config: ModelConfig) -> Any:
     return choices[0].message
 
 
+def _text(message: Any) -> str:
+    """The answer's text; a provider's non-string content (parts, numbers) as JSON, never guessed at."""
+    content = getattr(message, "content", None)
+    if content is None or isinstance(content, str):
+        return content or ""
+    return json.dumps(content, default=str, ensure_ascii=False)
+
+
 def _tool_calls(message: Any) -> list[dict]:
     """[{id, name, arguments}]: arguments as a dict when the model sent a JSON
     object, else exactly the text it sent (the rollout answers that with an error)."""
@@ -425,7 +433,7 @@ class ModelClient:
             request = self._request(config, messages, seed=seed, schema=schema, schema_name=schema_name, tools=tools)
             response, attempts, cost = self._call_with_retries(config, request, repair=False)
             message = _message(response, config)
-            text = message.content or ""
+            text = _text(message)
             tool_calls = _tool_calls(message)
             usage = self._usage(response)
             parsed = None
@@ -440,7 +448,7 @@ class ModelClient:
                     attempts, cost = attempts + more, cost + more_cost
                     for name, count in self._usage(response).items():
                         usage[name] += count
-                    text = _message(response, config).content or ""
+                    text = _text(_message(response, config))
                     try:
                         parsed = parse_json_answer(text, schema)
                     except ValueError as again:

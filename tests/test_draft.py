@@ -14,6 +14,7 @@ from multiverse.store import Store
 
 from conftest import tiny_spec_document
 
+
 def test_draft_writes_editable_cases_that_run_uses_and_an_edit_recomputes_only_its_case(write_spec, tmp_path, counting_client):
     path = write_spec(tiny_spec_document(rollout={"setting": "single_turn"}))
     written = draft(load_spec(path), store=tmp_path / "store", client=counting_client)
