@@ -31,8 +31,9 @@ hit requests that ask for JSON (a ``response_format``): a free-text answer that
 "ignores the schema" is just another answer, which no client could tell apart.
 With ``echo_key`` a 401 quotes the key it was sent, as some providers do.
 With ``echo_headers`` every answer quotes every request header it received
-(``Authorization`` included): in the text of ``ok`` answers and tool-call
-arguments, in the message of every error, and in an ``X-Echo-Headers``
+(``Authorization`` included): in the text of ``ok`` answers (and in every
+string of an answer that is JSON, so a judge's rationale or a drafted case
+carries it too), in tool-call arguments, in the message of every error, and in an ``X-Echo-Headers``
 response header, the way a careless proxy or a prompt-injected model would.
 
 A responder may return ``bytes``: they become the answer's content verbatim,
@@ -236,6 +237,7 @@ class FakeServer:
             request has no ``response_format``.
         echo_key: ``auth`` answers quote the Authorization header they received.
         echo_headers: every answer and error quotes all request headers (see module docstring).
+        error_prefix: text every error message starts with (to move what follows it).
     """
 
     def __init__(
@@ -257,6 +259,7 @@ class FakeServer:
         content_faults_need_schema: bool = False,
         echo_key: bool = False,
         echo_headers: bool = False,
+        error_prefix: str = "",
     ):
         unknown = set(faults or {}) - set(OUTCOMES) | set(script) - set(OUTCOMES)
         if unknown:
@@ -275,6 +278,7 @@ class FakeServer:
         self.content_faults_need_schema = content_faults_need_schema
         self.echo_key = echo_key
         self.echo_headers = echo_headers
+        self.error_prefix = error_prefix
         self._rng = random.Random(seed)
         self._script = list(script)
         self._lock = threading.Lock()
@@ -374,6 +378,8 @@ class FakeServer:
     def _respond(self, handler: _Handler, body: dict, outcome: str) -> None:
         if self.echo_headers:
             handler = _EchoingHandler(handler)
+        if self.error_prefix:
+            handler = _PrefixingHandler(handler, self.error_prefix)
         kind = (body.get("response_format") or {}).get("type", "text")
         if kind not in self.response_formats:
             detail = f"response_format.type: Input should be {' or '.join(map(repr, self.response_formats))}"
@@ -480,7 +486,7 @@ class _EchoingHandler:
         for choice in payload.get("choices", []) if isinstance(payload, dict) else []:
             message = choice.get("message") or {}
             if isinstance(message.get("content"), str):
-                message["content"] += f" [request headers: {self._quoted}]"
+                message["content"] = self._echo_content(message["content"])
             for call in message.get("tool_calls") or []:
                 arguments = json.loads(call["function"]["arguments"] or "{}")
                 if isinstance(arguments, dict):
@@ -488,10 +494,42 @@ class _EchoingHandler:
                     call["function"]["arguments"] = json.dumps(arguments)
         self._send_bytes(status, json.dumps(payload).encode(), headers)
 
+    def _echo_content(self, content: str) -> str:
+        try:
+            decoded = json.loads(content)
+        except ValueError:
+            return f"{content} [request headers: {self._quoted}]"
+
+        def echo(value: Any) -> Any:
+            if isinstance(value, str):
+                return f"{value} [request headers: {self._quoted}]"
+            if isinstance(value, dict):
+                return {k: echo(v) for k, v in value.items()}
+            if isinstance(value, list):
+                return [echo(v) for v in value]
+            return value
+
+        return json.dumps(echo(decoded))
+
     def _send_bytes(self, status: int, data: bytes, headers: Mapping[str, str] | None = None) -> None:
         # Header values must be latin-1 on the wire; a key is ASCII.
         echoed = {**(headers or {}), "X-Echo-Headers": self._quoted.encode("latin-1", "replace").decode("latin-1")}
         self._handler._send_bytes(status, data, echoed)
+
+
+class _PrefixingHandler:
+    """Wraps a handler so that every error message starts with a given text."""
+
+    def __init__(self, handler: Any, prefix: str):
+        self._handler, self._prefix = handler, prefix
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._handler, name)
+
+    def _send_json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
+        if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
+            payload = {**payload, "error": {**payload["error"], "message": self._prefix + payload["error"].get("message", "")}}
+        self._handler._send_json(status, payload, headers)
 
 
 def _main() -> None:
