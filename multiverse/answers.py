@@ -3,7 +3,8 @@
 ``storable_text`` is what every string a model (or a tool function) returns
 goes through before anything keeps it: lone surrogates and NUL bytes become
 U+FFFD, so the text always encodes as UTF-8, and an answer longer than
-``MAX_ANSWER_CHARS`` is cut with a marker saying how long it was.
+``MAX_ANSWER_CHARS`` is cut to that length, ending with a marker that says
+how long it was.
 
 
 A stage that asks a model for JSON (a rubric draft, a case, a judgment) gets
@@ -38,15 +39,20 @@ _FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```$", re.DOTALL)
 
 
 def storable_text(text: str, limit: int = MAX_ANSWER_CHARS) -> str:
-    """``text`` that encodes as UTF-8 and is at most ``limit`` characters plus a marker.
+    """``text`` that encodes as UTF-8 and is at most ``limit`` characters long.
 
     Lone surrogates (which UTF-8 cannot encode) and NUL (which many readers
-    take for the end of a string) become U+FFFD, the replacement character.
+    take for the end of a string) become U+FFFD, the replacement character. A
+    longer text keeps its beginning and ends with a marker that says how much
+    was kept of how much; the result is within ``limit``, so cutting again
+    changes nothing.
     """
     if not isinstance(text, str):
         return text
     if len(text) > limit:
-        text = f"{text[:limit]}\n[multiverse: answer cut at {limit} of {len(text)} characters]"
+        marker = f"\n[multiverse: answer cut: kept {limit:,} of {len(text):,} characters]"
+        kept = max(limit - len(marker), 0)
+        text = text[:kept] + f"\n[multiverse: answer cut: kept {kept:,} of {len(text):,} characters]"[: limit - kept]
     return _UNSTORABLE.sub("\ufffd", text)
 
 
