@@ -26,6 +26,7 @@ import os
 import re
 import threading
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -73,8 +74,10 @@ PROVIDER_KEY_VARIABLES = (
 _SECRET_WORD = re.compile(r".*(KEY|TOKEN)|AUTH|CREDENTIALS?|.*(SECRET|PASSWORD|PASSWD).*")
 
 
+@lru_cache(maxsize=4096)
 def _secret_name(name: str) -> bool:
-    return any(_SECRET_WORD.fullmatch(word) for word in name.upper().split("_"))
+    # Cached: every model call reads the environment again (a key set mid-run counts).
+    return name in PROVIDER_KEY_VARIABLES or any(_SECRET_WORD.fullmatch(word) for word in name.upper().split("_"))
 
 _lock = threading.Lock()
 _registered: set[str] = set()
@@ -91,7 +94,7 @@ def secret_values() -> tuple[str, ...]:
     another is replaced whole). Read from the environment at each call."""
     found = set()
     for name, value in os.environ.items():
-        if len(value) >= MIN_SECRET_LENGTH and (name in PROVIDER_KEY_VARIABLES or _secret_name(name)):
+        if len(value) >= MIN_SECRET_LENGTH and _secret_name(name):
             found.add(value)
     with _lock:
         found |= _registered
