@@ -310,12 +310,14 @@ def _classify(exc: BaseException) -> _Failure:
 
 
 def _one_line(exc: BaseException, secrets: Iterable[str]) -> str:
-    # Redact before cutting: a key cut in half would no longer match.
+    from multiverse.outcomes import short_reason
+
+    # Redact before cutting: a key cut in half would no longer match. Cut at a word, and marked.
     text = " ".join(str(exc).split())
     for secret in secrets:
         if secret and len(secret) >= 6:
             text = text.replace(secret, credentials.REDACTED)
-    return storable_text(credentials.redact(text))[:200]
+    return short_reason(storable_text(credentials.redact(text)), 300)
 
 
 # -- the client -----------------------------------------------------------------

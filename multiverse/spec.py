@@ -625,6 +625,27 @@ def _check_models(spec: Spec, problems: Problems) -> None:
     _check_model(spec.rollout.user.model, "rollout.user.model", problems)
     _check_model(spec.design.generator.model, "design.generator.model", problems)
     _check_model(spec.rollout.tool_simulator.model, "rollout.tool_simulator.model", problems)
+    _check_offline_names(spec, problems)
+
+
+def _check_offline_names(spec: Spec, problems: Problems) -> None:
+    """Names the model layer can check without a call (sim/ models against the world), for the roles this spec uses."""
+    from .model_names import check
+
+    world = spec.world
+    if world is not None and world.endswith((".yaml", ".yml")):
+        world = str(spec.base_dir / world)
+    roles = [(f"systems.{i}", s, "system") for i, s in enumerate(spec.systems)] + [("judge", spec.judge, "judge")]
+    if spec.rollout.setting == "multi_turn":
+        roles.append(("rollout.user", spec.rollout.user, "user"))
+    if spec.cases is None and spec.design.cases is None:
+        roles.append(("design.generator", spec.design.generator, "generator"))
+    if spec.design.tools or any(s.tools for s in spec.systems):
+        roles.append(("rollout.tool_simulator", spec.rollout.tool_simulator, "tool_simulator"))
+    for where, section, role in roles:
+        persona = getattr(section, "persona", None) if role == "user" else None
+        for field_name, problem in check(section.model, role, api_base=section.api_base or world, persona=persona):
+            problems.add(f"{where}.{field_name}", problem)
 
 
 def _check_model(model: str, path: str, problems: Problems) -> None:
