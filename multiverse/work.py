@@ -38,6 +38,7 @@ from .keys import digest
 from .spec import ModelConfig, Spec, to_yaml_dict
 from .stages.draft import case_counts
 from .stages.prompts import TEMPLATE_VERSION
+from .toolcode import resolve_references
 
 __all__ = ["CaseUnit", "TranscriptUnit", "JudgeCall", "Row", "Work", "build_work", "world_uri"]
 
@@ -224,7 +225,7 @@ def _rollout_inputs(u: Spec, system, tools_possible: bool) -> tuple[str, dict]:
         "persona": user.persona,
         "instructions": user.instructions,
         "tool_simulator": _resolve(simulator.model_config, u) if tools_possible else None,
-        "tool_functions": dict(simulator.functions),
+        "tool_functions": resolve_references(simulator.functions, u.base_dir),
     }
     return digest(payload), configs
 

@@ -285,7 +285,7 @@ def test_plan_counts_what_is_already_stored(tmp_path):
     for key in transcripts:
         store.put("transcript", key, {"status": "ok", "turns": []})
     for key in judgments:
-        store.put("judgment", key, {"status": "ok", "criteria": []})  # a well-formed (empty) record: plan reads status
+        store.put("judgment", key, {"status": "ok", "criteria": []})
     stages = plan(spec, store=store)["stages"]
     per_transcript = {k: (1 if t.setting == "single_turn" else 2 * t.max_turns) for k, t in work.transcripts.items()}
     assert stages["rollout"]["stored"] == 5
