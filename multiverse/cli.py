@@ -364,10 +364,8 @@ def _run_and_say(spec, args, out):
 
 def _check_run_places(spec, args, out: Path) -> None:
     """The run folder, checked before the first model call (the store is checked by the store itself)."""
-    from .places import check_output_dir
+    from .places import RUN_FILES, check_output_dir
     from .store import default_store_path
-
-    from .places import RUN_FILES
 
     # The rubric's file name is gone once it is inlined: every file beside the spec that a run
     # would write over counts as an input.
@@ -528,9 +526,16 @@ def cmd_agreement(args) -> int:
         return 0
     print(f"agreement across {axis} ({', '.join(map(str, result['options']))}) on {result['n_units']} units, paired on {result['paired_on']}")
     rows = [["a", "b", "n", "percent", "kappa", "AC1", "bias"]]
-    rows += [[p["a"], p["b"], p["n"], _f(p["percent"]), _f(p["cohen_kappa"]), _f(p["gwet_ac1"]), _f(p["bias"])] for p in result["pairs"]]
+    for p in result["pairs"]:
+        # A kappa on a handful of units reads like a finding; the mark says it is not one.
+        mark = "!" if p.get("small_sample") or p.get("degenerate") else ""
+        rows.append([p["a"], p["b"], f"{p['n']}{mark}", _f(p["percent"]), _f(p["cohen_kappa"]) + mark,
+                     _f(p["gwet_ac1"]) + mark, _f(p["bias"])])
     _print_table(rows)
-    print(f"Krippendorff's alpha: {_f(result['krippendorff_alpha'])}")
+    if any(p.get("small_sample") or p.get("degenerate") for p in result["pairs"]):
+        print("! too few paired units (or a one-cell table) to read kappa and AC1: see the notes")
+    small = 0 < result["n_units"] < 30
+    print(f"Krippendorff's alpha: {_f(result['krippendorff_alpha'])}{'!' if small else ''}")
     for note in result.get("notes", []):
         print(f"note: {note}")
     return 0
@@ -558,21 +563,59 @@ def cmd_ranking(args) -> int:
     if args.json:
         _print_json(result)
         return 0
-    print(f"{result['universes']} universes; P(rank 1) per system:")
-    for system, p in sorted(result["p_top"].items(), key=lambda kv: -kv[1]):
-        print(f"  {system}: {p:.2f}")
-    tau = result["kendall_tau"]
-    print(f"Kendall's tau-b between universes: mean {_f(tau['mean'])}; Kendall's W {_f(result['kendall_w']['w'])}")
-    for row in tau.get("by_axis", []):
-        print(f"  changing {row['axis']}: mean tau {_f(row['mean'])} (min {_f(row['min'])})")
-    if result["primary"] is None:
-        print("no primary universe is declared: top flips are not reported")
-    else:
-        print(f"{len(result['flips'])} universes have a different top system than the primary")
-    for flip in result["flips"][:10]:
-        changes = ", ".join(f"{a}={o}" for a, o in flip["changes"].items())
-        print(f"  top {', '.join(flip['top'])} when {changes}")
+    _print_ranking(result)
     return 0
+
+
+def _interval(pair) -> str:
+    return f"[{_f(pair[0], 2)}, {_f(pair[1], 2)}]" if pair else ""
+
+
+def _print_ranking(result: dict) -> None:
+    unc = result.get("uncertainty") or {}
+    if result["primary"] is None:
+        print(f"{result['universes']} universes; no primary universe is declared")
+    else:
+        print(f"{result['universes']} universes; primary {result['primary']} (top: {', '.join(map(str, result['primary_top']))})")
+    level = f"{unc['level']:.0%} case-bootstrap interval, {unc['resamples']} resamples" if unc else "no bootstrap"
+    print(f"P(rank 1) over all universes [{level}] and coverage (share of universes rating the system):")
+    for system, p in sorted(result["p_top"].items(), key=lambda kv: -kv[1]):
+        print(f"  {system}: {p:.2f} {_interval(unc.get('p_top', {}).get(system))}  coverage {result['coverage'][system]:.2f}")
+    for row in unc.get("adjacent", []):
+        said = (f"{row['a']} ranks above {row['b']}" if row["separable"] and row["low"] > 0.5 else
+                f"{row['b']} ranks above {row['a']}" if row["separable"] else
+                f"{row['a']} and {row['b']} are not separable")
+        print(f"  {said}: P({row['a']} above {row['b']}) = {_f(row['p_above'], 2)} {_interval([row['low'], row['high']])}")
+    pairwise = result["pairwise"]
+    pairs = pairwise["pairs"]
+    if pairs:
+        print(f"Paired tests in the primary universe, {pairwise['adjustment']}-adjusted over {pairwise['family']}:")
+        shown = pairs
+        if len(pairs) > 45:  # 10+ systems: the neighbours in the primary's order; the rest are in --json
+            neighbours = {frozenset((r["a"], r["b"])) for r in unc.get("adjacent", [])}
+            shown = [q for q in pairs if frozenset((q["a"], q["b"])) in neighbours]
+            held = sum(1 for q in pairs if q["p_holm"] is not None and q["p_holm"] < 0.05)
+            print(f"  {held} of {len(pairs)} pairs differ at Holm-adjusted p < 0.05; neighbours in the primary's "
+                  "order below, every pair in --json")
+        for q in shown:
+            print(f"  {q['a']} - {q['b']}: {_f(q['difference'])} on {q['n_cases']} cases, p = {_f(q['p'], 4)}, Holm p = {_f(q['p_holm'], 4)}")
+    tau, w = result["kendall_tau"], result["kendall_w"]
+    print(f"Kendall's tau-b between universes: mean {_f(tau['mean'])} over {tau['n_pairs']} pairs; "
+          f"Kendall's W {_f(w['w'])} ({w['universes']} universes x {w['systems']} systems, p = {_f(w['p_value'], 4)})")
+    for row in tau.get("by_axis", []):
+        print(f"  changing {row['axis']}: mean tau {_f(row['mean'])} (min {_f(row['min'])}, {row['n_pairs']} pairs)")
+    if result["primary"] is None:
+        print("top flips: not reported (no primary universe is declared)")
+    else:
+        print(f"{len(result['flips'])} universe(s) have a different top system than the primary "
+              "(each with the smallest change from the primary that gives that top):")
+    for flip in result["flips"]:
+        changes = ", ".join(f"{a}={o}" for a, o in flip["changes"].items())
+        via = "" if flip["via_universe"] == flip["universe_id"] else f", as in {flip['via_universe']}"
+        print(f"  {flip['universe_id']}: top {', '.join(map(str, flip['top']))} when {changes} "
+              f"({flip['n_axes_differ']} of the axes differ{via})")
+    for note in result.get("notes", []):
+        print(f"note: {note}")
 
 
 def cmd_variance(args) -> int:
@@ -596,11 +639,33 @@ def cmd_variance(args) -> int:
     if args.json:
         _print_json(result)
         return 0
-    rows = [["axis", "main effect", "x system", "total"]]
-    rows += [[r["axis"], _f(r["main"]), _f(r["interaction"]), _f(r["total"])] for r in result["by_axis"]]
+    noise = result.get("noise")
+    aliased = {a for group in result.get("aliasing", {}).get("aliased", []) for a in group}
+    rows = [["axis", "main effect", "x system", "total"] + (["beyond noise", f"{noise['level']:.0%} interval"] if noise else [])]
+    for r in result["by_axis"]:
+        mark = "!" if r["axis"] in aliased else ""  # an aliased axis's 0% is not "no effect"
+        row = [r["axis"] + mark, _f(r["main"]), _f(r["interaction"]), _f(r["total"])]
+        if noise:
+            row += [_f(r.get("beyond_noise")), _interval([r.get("low"), r.get("high")])]
+        rows.append(row)
+    residual = next((t for t in result["terms"] if t["term"] == "Residual"), None)
+    if residual is not None:
+        few = "!" if residual["df"] < 10 else ""
+        rows.append([f"Residual ({residual['df']:.0f} df){few}", "", "", _f(residual["share"])]
+                    + ([_f(residual.get("beyond_noise")), _interval([residual.get("low"), residual.get("high")])] if noise else []))
     _print_table(rows)
+    if aliased:
+        print("! aliased with another axis: the grid cannot separate their effects (see the notes)")
+    if noise:
+        print(f"noise floor: {noise['noise_floor']:.1%} of the variance in rates is what resampling the cases alone "
+              f"produces ({noise['method']}, {noise['resamples']} resamples); 'beyond noise' subtracts each term's part")
+    for group in result.get("aliased_groups", []):
+        print(f"aliased {' + '.join(group['axes'])}: together {_f(group['total'])} "
+              f"(main {_f(group['main'])}, x system {_f(group['interaction'])})")
     for line in result["summary"]:
         print(line)
+    for note in result.get("notes", []):
+        print(f"note: {note}")
     return 0
 
 

@@ -276,7 +276,7 @@ def test_import_directory(tmp_path, rng):
     assert path == imported.out_dir / "report.html"
     assert "imported (table)" in page and "Transcripts are unavailable" in page
     # No universe stands in for an undeclared primary (issue 12, item 7).
-    assert "No primary (pre-registered) universe is declared" in page and "stands in" not in page
+    assert "No primary (pre-registered) universe is declared" in page and "the first universe stands in" not in page
     # Without a primary there is no primary-only factor figure; the rest are drawn.
     assert len(_images(page)) >= 5
     assert _problems(page) == []

@@ -15,9 +15,13 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import PercentFormatter
 
-from multiverse.analysis.ranking import order_universes, rank_distribution, universe_ranks
+from multiverse.analysis.ranking import (
+    order_universes,
+    rank_distribution,
+    universe_ranks,
+)
 
-__all__ = ["plot_rank_distribution", "plot_rank_bump", "ranking_figure"]
+__all__ = ["plot_rank_bump", "plot_rank_distribution", "ranking_figure"]
 
 
 def _new_axes(width: float, height: float) -> Axes:
@@ -36,6 +40,9 @@ def plot_rank_distribution(
     """Heatmap of the share of universes in which each system (row) takes each rank (column).
 
     Systems are ordered by expected rank (best first) unless ``order`` is given.
+    When shares are of all universes and some systems are not rated in every
+    universe (``rank_distribution`` of an unbalanced table), a last column
+    "not rated" holds the rest, so every row sums to 1.
     Cells are annotated in percent; empty cells stay blank.
     """
     wide = distribution.pivot_table(index=system, columns=rank, values=value, aggfunc="sum", sort=True)
@@ -43,6 +50,9 @@ def plot_rank_distribution(
         expected = (wide.fillna(0.0) * wide.columns.to_numpy()).sum(axis=1) / wide.fillna(0.0).sum(axis=1)
         order = expected.sort_values(kind="stable").index
     wide = wide.loc[list(order)]
+    unrated = 1.0 - wide.fillna(0.0).sum(axis=1)
+    if (unrated > 1e-9).any():  # unbalanced: shares are of all universes, so say where the rest went
+        wide["not rated"] = unrated.clip(lower=0.0)
     n_systems, n_ranks = wide.shape
     if ax is None:
         ax = _new_axes(max(4.0, 0.75 * n_ranks + 2.6), max(2.6, 0.45 * n_systems + 1.4))
