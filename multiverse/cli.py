@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .errors import InputError, MultiverseError, SpecError
 
-__all__ = ["main", "build_parser"]
+__all__ = ["build_parser", "main"]
 
 EPILOG = """\
 typical use:
@@ -68,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         "show per stage how many model calls a run needs, how many are stored, and the estimated cost",
     )
     p.add_argument("spec", type=Path)
-    p.add_argument("--store", type=Path, help="store directory (default: $MULTIVERSE_STORE or .multiverse/store beside the spec)")
+    p.add_argument("--store", type=Path, help=_STORE_HELP)
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
     command("schema", "print the JSON Schema of spec files (for editor completion and validation)")
@@ -79,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("spec", type=Path)
     p.add_argument("--rubric", action="store_true", help="also draft a rubric from the concept (written to <spec>.rubric.yaml)")
-    p.add_argument("--store", type=Path, help="store directory")
+    p.add_argument("--store", type=Path, help=_STORE_HELP)
     p.add_argument("--force", action="store_true", help="overwrite existing draft files")
 
     p = command("run", "run every universe of a spec (only what is not stored yet) and write the run directory")
@@ -99,7 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", type=Path, default=Path("runs/demo"), help="run directory (default: runs/demo)")
     p.add_argument("--force", action="store_true", help="write into an --out folder that holds other files or an import")
-    _run_flags(p)
+    _run_flags(p, store_help="store directory (default: $MULTIVERSE_STORE, else ./.multiverse/store: "
+                             "the demo's spec is built in, so its store is in the current directory)")
 
     analysis_help = {
         "curve": "specification curve per system (or of a difference of two systems) with joint inference",
@@ -134,6 +135,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("report", "write one self-contained HTML report of a run, an import, or a verdicts table")
     p.add_argument("source", type=Path, metavar="RUN_DIR_OR_TABLE")
     p.add_argument("--out", type=Path, help="the HTML file (default: RUN_DIR/report.html)")
+    nulls = p.add_mutually_exclusive_group()
+    nulls.add_argument("--threshold", type=_rate, metavar="T",
+                       help="test every system's rate against T in every universe (default: against its own rate "
+                            "in the primary universe)")
+    nulls.add_argument("--no-tests", action="store_true",
+                       help="leave out the joint tests: no grey bands, no p-values (faster)")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
     p = command("power", "detectable differences at the spec's planned cases, or cases needed for a difference")
     p.add_argument("spec", type=Path)
@@ -167,12 +175,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("store", "inspect or clean the store")
     stores = p.add_subparsers(dest="store_command", metavar="ACTION", parser_class=_Parser, required=True)
-    q = stores.add_parser("stats", help="entries and bytes per stage", formatter_class=_formatter)
-    q.add_argument("--store", type=Path, help="store directory (default: $MULTIVERSE_STORE or ./.multiverse/store)")
+    q = stores.add_parser("stats", help="entries and bytes per stage", formatter_class=_formatter,
+                          description="Entries and bytes per stage of the store a spec or run directory uses.")
+    q.add_argument("where", type=Path, nargs="?", metavar="SPEC_OR_RUN_DIR",
+                   help="find the store of this spec (or of the run directory's manifest)")
+    q.add_argument("--store", type=Path, help="store directory (default: $MULTIVERSE_STORE, else .multiverse/store "
+                   "beside SPEC, else ./.multiverse/store)")
     q.add_argument("--json", action="store_true")
-    q = stores.add_parser("gc", help="remove entries that the given specs no longer reference", formatter_class=_formatter)
+    q = stores.add_parser("gc", help="remove entries that the given specs no longer reference", formatter_class=_formatter,
+                          description="Remove entries no given spec references. Entries written in the last hour or "
+                          "since a live run on the store started are always kept.")
     q.add_argument("specs", type=Path, nargs="+", metavar="SPEC", help="every spec whose work should be kept")
-    q.add_argument("--store", type=Path)
+    q.add_argument("--store", type=Path, help="store directory (default: $MULTIVERSE_STORE, else .multiverse/store "
+                   "beside the specs)")
     q.add_argument("--dry-run", action="store_true", help="only say what would be removed")
     q.add_argument("--json", action="store_true")
 
@@ -244,8 +259,11 @@ def _import_flags(q: argparse.ArgumentParser) -> None:
     q.add_argument("--force", action="store_true", help="write into an --out folder that holds other files or a run")
 
 
-def _run_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", type=Path, help="store directory (default: $MULTIVERSE_STORE or .multiverse/store beside the spec)")
+_STORE_HELP = "store directory (default: $MULTIVERSE_STORE, else .multiverse/store beside the spec)"
+
+
+def _run_flags(p: argparse.ArgumentParser, store_help: str = _STORE_HELP) -> None:
+    p.add_argument("--store", type=Path, help=store_help)
     p.add_argument("--jobs", type=_count(1, MAX_JOBS), default=8, help=f"concurrent model calls per provider, 1 to {MAX_JOBS} (default: 8)")
     p.add_argument("--budget", type=_budget, help="stop scheduling calls before spending more than this many USD")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -291,7 +309,8 @@ def cmd_expand(args) -> int:
         for u in universes:
             writer.writerow([safe_cell(c) for c in [u.id, u.label, *(u.options[a] for a in axes), u.is_primary]])
     else:
-        rows = [["id", *axes, ""]] + [[u.id, *(u.options[a] for a in axes), "primary" if u.is_primary else ""] for u in universes]
+        rows = [["id", *axes, "primary"]] + [[u.id, *(u.options[a] for a in axes), "yes" if u.is_primary else ""]
+                                             for u in universes]
         _print_table(rows)
         print(f"\n{len(universes)} universes")
     return 0
@@ -371,7 +390,7 @@ def _check_run_places(spec, args, out: Path) -> None:
     # would write over counts as an input.
     beside = [spec.base_dir / name for name in RUN_FILES if (spec.base_dir / name).is_file()]
     inputs = [p for p in (spec.path, spec.base_dir / spec.design.cases if spec.design.cases else None, *beside) if p]
-    store = args.store or default_store_path(spec.path)
+    store = default_store_path(spec.path, args.store)
     check_output_dir(out, kind="run", inputs=inputs, store=store, force=args.force)
 
 
@@ -390,11 +409,13 @@ def cmd_demo(args) -> int:
     from importlib.resources import as_file, files
 
     from .spec import load_spec
+    from .store import default_store_path
 
     with as_file(files("multiverse.examples") / "demo.yaml") as path:
         spec = load_spec(path)
-    if args.store is None:
-        args.store = args.out / ".store"
+    # The spec lives inside the package: "beside the spec" would be site-packages, so the
+    # demo's store follows the rule for a spec without a file of its own.
+    args.store = default_store_path(None, args.store)
     _check_run_places(spec, args, args.out)
     from .places import check_output_file
 
@@ -403,7 +424,7 @@ def cmd_demo(args) -> int:
     result = _run_and_say(spec, args, args.out)
     from .report import write_report
 
-    report = write_report(result.out_dir, result.out_dir / "report.html")
+    report = write_report(result.out_dir, result.out_dir / "report.html", progress=False if args.quiet else None)
     print(f"report:  {report}")
     return 0
 
@@ -432,6 +453,7 @@ def _print_json(document) -> None:
 def _save(figure, path: Path) -> None:
     if path.suffix.lower() not in (".png", ".svg", ".pdf"):
         raise InputError(f"--figure {path}: expected a .png, .svg or .pdf file name")
+    from .atomicfile import atomic_write
     from .places import check_output_file
 
     try:
@@ -439,18 +461,21 @@ def _save(figure, path: Path) -> None:
     except InputError as exc:
         raise InputError(f"--figure {exc}") from None
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=150, bbox_inches="tight")
+    atomic_write(path, lambda tmp: figure.savefig(tmp, format=path.suffix.lower()[1:], dpi=150, bbox_inches="tight"))
 
 
 def cmd_curve(args) -> int:
     from .analysis.curve import case_matrix, curve_summary, difference_curve, spec_curve
     from .analysis.inference import joint_difference_test, joint_rate_test
+    from .analysis.rates import run_ci_settings
     from .tables import load_run
 
     t = load_run(args.source)
     _check_axes(t, args.axis)
     matrix = case_matrix(t.verdicts, axes=t.axes)
-    curve = spec_curve(matrix, axes=t.axes, system=args.system or None, primary=t.primary)
+    ci, n_boot = run_ci_settings(t)  # the interval the spec asked for, per universe
+    curve = spec_curve(matrix, axes=t.axes, system=args.system or None, primary=t.primary,
+                       ci=ci if ci is not None else "wilson", n_boot=n_boot)
     systems = list(dict.fromkeys(curve["system"]))
     tests = []
     if args.threshold is not None:
@@ -462,16 +487,20 @@ def cmd_curve(args) -> int:
     if args.figure:
         from .plots.curve import plot_curve, plot_curves, plot_difference_curve
 
-        shown = args.axis or t.axes
+        from .option_order import declared_options
+
+        shown = [a for a in t.axes if a in set(args.axis)] if args.axis else t.axes
+        options = declared_options(t)
         if args.diff:
             diff = difference_curve(matrix, axes=t.axes, a=args.diff[0], b=args.diff[1], primary=t.primary)
-            figure = plot_difference_curve(diff, axes=shown, null_band=tests[-1].band)
+            figure = plot_difference_curve(diff, axes=shown, null_band=tests[-1].band, options=options)
         else:
             bands = {test.systems[0]: test.band for test in tests if test.kind == "rate"}
             if len(systems) == 1:
-                figure = plot_curve(curve, axes=shown, null_band=bands.get(systems[0]), reference=args.threshold)
+                figure = plot_curve(curve, axes=shown, null_band=bands.get(systems[0]), reference=args.threshold,
+                                    options=options)
             else:
-                figure = plot_curves(curve, axes=shown, null_bands=bands, reference=args.threshold)
+                figure = plot_curves(curve, axes=shown, null_bands=bands, reference=args.threshold, options=options)
         _save(figure, args.figure)
     if args.json:
         _print_json(summary)
@@ -481,10 +510,14 @@ def cmd_curve(args) -> int:
         where = s.get("primary") or {}
         primary = f"; primary {where['rate']:.3f} at percentile {where['percentile']:.0f}" if where.get("rate") is not None else ""
         print(f"  {system}: rate {s['rate']['min']:.3f} .. {s['rate']['median']:.3f} .. {s['rate']['max']:.3f} (min .. median .. max){primary}")
+    print(f"  intervals: {summary['ci']}" + (f", level {summary['level']:g}" if summary["level"] is not None else ""))
     for test in summary["tests"]:
         st = test["statistics"]
-        print(f"  joint test ({test['kind']}, {test['null']}): p = {st['median_effect']['p']:.3f} (median effect), "
-              f"{st['n_significant']['p']:.3f} (count significant), {st['stouffer_z']['p']:.3f} (Stouffer Z)")
+        shown = [f"{label} {st[name]['p']:.3f} (Holm {st[name]['p_holm']:.3f})" for name, label in
+                 (("median_effect", "median effect"), ("n_significant", "count significant"), ("stouffer_z", "Stouffer Z"))]
+        print(f"  joint test ({test['kind']}, {test['null']}): p = {'; '.join(shown)}")
+    if summary["multiplicity"]:
+        print(f"  adjusted p: {summary['multiplicity']['family']}")
     if args.figure:
         print(f"figure: {args.figure}")
     return 0
@@ -576,7 +609,8 @@ def _print_ranking(result: dict) -> None:
     if result["primary"] is None:
         print(f"{result['universes']} universes; no primary universe is declared")
     else:
-        print(f"{result['universes']} universes; primary {result['primary']} (top: {', '.join(map(str, result['primary_top']))})")
+        print(f"{result['universes']} universes; primary {result['primary']} "
+              f"(top: {', '.join(map(str, result['primary_top']))})")
     level = f"{unc['level']:.0%} case-bootstrap interval, {unc['resamples']} resamples" if unc else "no bootstrap"
     print(f"P(rank 1) over all universes [{level}] and coverage (share of universes rating the system):")
     for system, p in sorted(result["p_top"].items(), key=lambda kv: -kv[1]):
@@ -605,7 +639,7 @@ def _print_ranking(result: dict) -> None:
     for row in tau.get("by_axis", []):
         print(f"  changing {row['axis']}: mean tau {_f(row['mean'])} (min {_f(row['min'])}, {row['n_pairs']} pairs)")
     if result["primary"] is None:
-        print("top flips: not reported (no primary universe is declared)")
+        print("no primary universe is declared: top flips are not reported")
     else:
         print(f"{len(result['flips'])} universe(s) have a different top system than the primary "
               "(each with the smallest change from the primary that gives that top):")
@@ -676,7 +710,8 @@ def cmd_report(args) -> int:
     source = Path(args.source)
     inputs = [source] + ([source / name for name in (*TABLE_FILES, "manifest.json")] if source.is_dir() else [])
     check_output_file(args.out or (source if source.is_dir() else source.parent) / "report.html", inputs=inputs)
-    path = write_report(args.source, args.out)
+    path = write_report(args.source, args.out, threshold=args.threshold, tests=not args.no_tests,
+                        progress=False if args.quiet else None)
     print(f"report: {path}")
     return 0
 
@@ -749,10 +784,35 @@ def _flag_names(message: str) -> str:
     return message
 
 
-def cmd_store(args) -> int:
-    from .store import Store, default_store_path
+def _store_of(args) -> Path:
+    """The store ``store stats|gc`` acts on, by the same rule as ``run``."""
+    from .store import default_store_path
 
-    store = Store(args.store or default_store_path(None))
+    if args.store is not None:
+        return default_store_path(None, args.store)
+    places = args.specs if args.store_command == "gc" else [args.where] if args.where is not None else []
+    found = set()
+    for place in places:
+        manifest = place / "manifest.json"
+        if place.is_dir() and manifest.is_file():
+            try:
+                found.add(Path(json.loads(manifest.read_text(encoding="utf-8"))["store"]))
+            except (OSError, ValueError, KeyError, TypeError):
+                raise InputError(f"{manifest}: store: expected the path of the run's store") from None
+        elif not place.is_file():
+            raise InputError(f"{place}: expected a spec file or a run directory with a manifest.json")
+        else:
+            found.add(default_store_path(place))
+    if len(found) > 1:
+        raise InputError(f"these specs keep their stores in different places ({', '.join(sorted(map(str, found)))}); "
+                         "expected one store: pass --store")
+    return found.pop() if found else default_store_path(None)
+
+
+def cmd_store(args) -> int:
+    from .store import Store, check_store_path
+
+    store = Store(check_store_path(_store_of(args), write=args.store_command == "gc"))
     if args.store_command == "stats":
         result = store.stats()
     else:
@@ -767,13 +827,20 @@ def cmd_store(args) -> int:
     if args.json:
         _print_json(result)
         return 0
-    if args.store_command == "stats":
+    if args.store_command == "stats" and not store.root.exists():
+        print(f"{store.root}: no store here yet (a run keeps its store beside its spec: "
+              "multiverse store stats SPEC, or RUN_DIR)")
+    elif args.store_command == "stats":
         print(f"{store.root}: {result['entries']} entries, {result['bytes'] / 1e6:.1f} MB")
         for stage, s in result["stages"].items():
             print(f"  {stage}: {s['entries']} entries, {s['bytes'] / 1e6:.1f} MB")
+        if result["corrupt_files"]:
+            print(f"  quarantined: {result['corrupt_files']} bad entries (in {store.root / 'quarantine'})")
     else:
         verb = "would remove" if args.dry_run else "removed"
-        print(f"{verb} {result['removed']} entries ({result['bytes'] / 1e6:.1f} MB) and {result['temp_files']} temp files")
+        print(f"{verb} {result['removed']} entries ({result['bytes'] / 1e6:.1f} MB), {result['temp_files']} temp files "
+              f"and {result['corrupt_files']} quarantined files; kept {result['kept_recent']} recent entries "
+              f"({result['live_runs']} live runs)")
     return 0
 
 
@@ -805,7 +872,16 @@ COMMANDS = {
 }
 
 
+def _one_line_warning(message, category, filename, lineno, line=None) -> str:
+    # A warning (say, a bad store entry moved to quarantine) is one line for the user,
+    # not a source location and a quoted line of multiverse's code.
+    return f"warning: {message}\n"
+
+
 def main(argv: list[str] | None = None) -> int:
+    import warnings
+
+    warnings.formatwarning = _one_line_warning
     parser = build_parser()
     args = parser.parse_args(argv)
     if not args.command:
@@ -826,8 +902,18 @@ def main(argv: list[str] | None = None) -> int:
     except MultiverseError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("interrupted; finished work is kept in the store, re-run to resume", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        # RunInterrupted (first signal, after the grace) says what was abandoned; a bare
+        # KeyboardInterrupt is the second signal, which stops at once.
+        how = str(exc) or "stopped at once"
+        print(f"interrupted: {how}; finished units are kept in the store, rerun to resume", file=sys.stderr)
+        if argv is None:
+            # The process's own command: leave now. Calls in flight are abandoned (their
+            # claims are released), and the interpreter would otherwise wait for
+            # litellm's logging threads to drain before exiting.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(130)
         return 130
     except BrokenPipeError:
         # `multiverse expand ... | head` closes stdout early: not an error.

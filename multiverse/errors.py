@@ -5,6 +5,7 @@
     MultiverseError            anything multiverse raises on purpose (CLI exit 1)
      ├── SpecError             a spec, rubric or cases file is malformed (CLI exit 2)
      ├── InputError            a table, flag or import directory is malformed (CLI exit 2)
+     ├── StoreError            the store vanished or lost entries during a run (CLI exit 1)
      └── ModelError            a model call failed after its retries (recorded, never a label)
           └── BudgetExceeded   the next call would pass the run's budget cap
 
@@ -13,7 +14,7 @@ Messages are one line: ``<file>: <YAML path or column>: <what was expected>``.
 
 from __future__ import annotations
 
-__all__ = ["MultiverseError", "SpecError", "InputError", "ModelError", "BudgetExceeded"]
+__all__ = ["MultiverseError", "SpecError", "InputError", "StoreError", "ModelError", "BudgetExceeded"]
 
 
 class MultiverseError(Exception):
@@ -33,6 +34,10 @@ class SpecError(MultiverseError):
 
 class InputError(MultiverseError):
     """A results table, command-line flag or import directory is unusable."""
+
+
+class StoreError(MultiverseError):
+    """The store was removed, or lost entries this run wrote, while the run used it."""
 
 
 class ModelError(MultiverseError):

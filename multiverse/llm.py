@@ -42,6 +42,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import urlparse
 
+from multiverse import interrupt
 from multiverse.answers import parse_json_answer, repair_messages
 from multiverse.errors import BudgetExceeded, ModelError
 from multiverse.spec import ModelConfig  # model, params, api_base, api_key_env
@@ -534,6 +535,7 @@ class ModelClient:
         attempt = 0
         while True:
             attempt += 1
+            interrupt.check()  # after Ctrl-C no request starts, not even a retry
             estimate = self._reserve(config, request)
             started = time.monotonic()
             try:
@@ -558,7 +560,7 @@ class ModelClient:
                     ) from None
                 with self._lock:
                     self._stats.retries += 1
-                time.sleep(self._backoff(attempt, failure.retry_after))
+                interrupt.sleep(self._backoff(attempt, failure.retry_after))
                 continue
             seconds = time.monotonic() - started
             usage = self._usage(response)

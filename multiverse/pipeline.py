@@ -16,7 +16,6 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,20 +23,24 @@ from typing import Any
 
 import pandas as pd
 
-from . import __version__
+from . import __version__, interrupt
+from .atomicfile import atomic_write_text
 from .errors import BudgetExceeded, InputError, ModelError
+from .executor import STAGE_NAMES, DaskSession, Executor
 from .grid import Universe, axis_stages, expand
 from .keys import digest
+from .lease import Lease
 from .pricing import estimate_cost
+from .records import SHAPES
 from .spec import Spec, to_yaml_dict
-from .store import Store, default_store_path
+from .store import Store, check_store_path, default_store_path
 from .tables import SCHEMA_VERSION, write_json, write_table
 from .work import Work, build_work
 
 __all__ = ["plan", "run", "RunResult", "default_run_dir", "STAGE_OF_STORE"]
 
 #: store stage -> pipeline stage, in data-flow order
-STAGE_OF_STORE = {"case": "draft", "transcript": "rollout", "judgment": "judge"}
+STAGE_OF_STORE = STAGE_NAMES
 
 
 def default_run_dir(spec: Spec) -> Path:
@@ -45,9 +48,10 @@ def default_run_dir(spec: Spec) -> Path:
 
 
 def _store(spec: Spec, store: Store | str | os.PathLike | None) -> Store:
-    if isinstance(store, Store):
-        return store
-    return Store(Path(store) if store is not None else default_store_path(spec.path))
+    """The run's store, by the one rule (``store.default_store_path``); records are checked on read."""
+    root = store.root if isinstance(store, Store) else default_store_path(spec.path, store)
+    # Absolute, so the manifest's record of it still finds it from another directory.
+    return Store(os.path.abspath(root), shapes=SHAPES)
 
 
 def _require_rubric(spec: Spec) -> None:
@@ -68,6 +72,7 @@ def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None) -> dict[
     universes = expand(spec)
     work = build_work(spec, universes)
     st = _store(spec, store)
+    check_store_path(st.root, write=False)
     # Existence is enough to plan: a stat per unit, not a read and a parse.
     stored_cases = {k for k, c in work.cases.items() if c.given is not None or st.has("case", k)}
     stored_transcripts = {k for k in work.transcripts if st.has("transcript", k)}
@@ -183,103 +188,13 @@ def _attempt(stage: str, unit, upstream, client, budget_hit: threading.Event) ->
         return None, f"{exc.reason}: {exc}"[:500]
 
 
-_CLAIMED = "claimed by another run"
-_ELSEWHERE = "computed by another run"
-
-
-class _Executor:
-    """Runs one stage's units; each result is stored the moment it exists.
-
-    Locally, each unit is claimed in the store before it is computed: when
-    another run on the same store holds the claim, this run waits for that
-    entry instead of paying for the same call twice.
-
-    ``local`` uses a thread pool in this process; ``dask`` sends each unit to a
-    Dask cluster whose workers share the store directory and store what they
-    compute themselves, so a worker that dies loses only its call in flight.
-    """
-
-    def __init__(self, store: Store, client, *, jobs: int, progress: bool, backend: str = "local", dask_client=None):
-        self.store, self.client, self.jobs, self.progress = store, client, max(1, jobs), progress
-        self.backend, self.dask_client = backend, dask_client
-        self.failures: dict[str, dict[str, str]] = defaultdict(dict)
-        self.computed: dict[str, set[str]] = defaultdict(set)
-        self.budget_hit = threading.Event()
-
-    def run(self, stage: str, units: list, upstream: Callable[[Any], Any] = lambda unit: None) -> None:
-        if not units:
-            return
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(units), desc=f"{STAGE_OF_STORE[stage]:>8}", unit="unit", disable=not self.progress, file=sys.stderr)
-        try:
-            for key, failure in self._results(stage, units, upstream):
-                if failure is None:
-                    self.computed[stage].add(key)
-                elif failure is not _ELSEWHERE:
-                    self.failures[stage][key] = failure
-                bar.update(1)
-        finally:
-            bar.close()
-
-    def _results(self, stage, units, upstream):
-        if self.backend == "dask":
-            from distributed import as_completed as dask_completed
-
-            root = str(self.store.root)
-            futures = [
-                self.dask_client.submit(_dask_unit, stage, unit, upstream(unit), root, self.jobs, pure=False)
-                for unit in units
-            ]
-            for future in dask_completed(futures):
-                yield future.result()
-            return
-
-        def one(unit):
-            if not self.store.claim(stage, unit.key):
-                return unit, _CLAIMED
-            try:
-                if self.store.has(stage, unit.key):  # stored between our look-up and our claim
-                    return unit, _ELSEWHERE
-                record, failure = _attempt(stage, unit, upstream(unit), self.client, self.budget_hit)
-                if record is not None:
-                    self.store.put(stage, unit.key, record)
-                return unit, failure
-            finally:
-                self.store.release(stage, unit.key)
-
-        pending = list(units)
-        while pending:
-            waiting = []
-            with ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix=f"mv-{stage}") as pool:
-                for future in as_completed([pool.submit(one, u) for u in pending]):
-                    unit, failure = future.result()
-                    if failure is _CLAIMED:
-                        waiting.append(unit)
-                    else:
-                        yield unit.key, failure
-            # Another run is computing these: wait for its entries rather than pay twice.
-            pending = []
-            while waiting:
-                time.sleep(0.2)
-                still = []
-                for unit in waiting:
-                    if self.store.has(stage, unit.key):
-                        yield unit.key, _ELSEWHERE
-                    elif self.store.claimed(stage, unit.key):
-                        still.append(unit)
-                    else:
-                        pending.append(unit)  # it gave up or died: compute it ourselves
-                waiting = still
-
-
 _WORKER_CLIENTS: dict[int, Any] = {}
 _WORKER_LOCK = threading.Lock()
 
 
 def _dask_unit(stage: str, unit, upstream, store_root: str, jobs: int) -> tuple[str, str | None]:
     """One unit on a Dask worker: skip it if another worker already stored it."""
-    store = Store(store_root)
+    store = Store(store_root, existing=True)  # opened by the run: never recreated if it vanishes
     if store.has(stage, unit.key):
         return unit.key, None
     with _WORKER_LOCK:
@@ -324,26 +239,29 @@ def run(
     universes = expand(spec)
     work = build_work(spec, universes)
     st = _store(spec, store)
+    out_dir = Path(out) if out is not None else default_run_dir(spec)
+    check_store_path(st.root, out=out_dir if write else None)
     if client is None:
         from .llm import ModelClient
 
         client = ModelClient(jobs=jobs, budget=budget)
     if progress is None:
         progress = sys.stderr.isatty()
-    with _DaskSession(backend, scheduler, jobs) as dask_client:
-        executor = _Executor(st, client, jobs=jobs, progress=progress, backend=backend, dask_client=dask_client)
-        stored, records = _run_stages(work, st, client, executor)
+    with interrupt.stopping_on_signals(), Lease(st.open().root) as lease, DaskSession(backend, scheduler, jobs) as dask_client:
+        executor = Executor(st, client, jobs=jobs, progress=progress, attempt=_attempt, remote=_dask_unit,
+                            backend=backend, dask_client=dask_client)
+        stored, records = _run_stages(work, st, client, executor, lease)
+        interrupt.check("after the last call, before the tables were written")
     failures = executor.failures
     verdicts, criteria = _assemble(spec, work, records["case"], records["transcript"], records["judgment"], failures)
     rates = _rates(spec, universes, verdicts)
     manifest = _manifest(spec, universes, work, records, executor, stored, verdicts, started, st)
-    out_dir = Path(out) if out is not None else default_run_dir(spec)
     if write:
         write_run(out_dir, spec, verdicts, criteria, rates, manifest, records["transcript"])
     return RunResult(out_dir if write else None, verdicts, criteria, rates, manifest, universes)
 
 
-def _run_stages(work: Work, st: Store, client, executor: _Executor) -> tuple[dict[str, int], dict[str, dict]]:
+def _run_stages(work: Work, st: Store, client, executor: Executor, lease: Lease | None = None) -> tuple[dict[str, int], dict[str, dict]]:
     """Draft, rollout, judge: each computes only what the store lacks.
 
     Returns the units found already stored per store stage, and every record
@@ -372,6 +290,7 @@ def _run_stages(work: Work, st: Store, client, executor: _Executor) -> tuple[dic
         executor.run(name, units, upstream)
         # What this run, a worker or a concurrent run stored for these units.
         records[name].update(st.get_many(name, [u.key for u in units]))
+        _check_kept(st, lease, name, executor.computed.get(name, set()) - set(records[name]))
 
     stage("case", missing_cases)
     for key, case in work.cases.items():
@@ -386,38 +305,17 @@ def _run_stages(work: Work, st: Store, client, executor: _Executor) -> tuple[dic
     return stored, records
 
 
-class _DaskSession:
-    """A Dask client for the run (None for the local backend); closes what it opened."""
+def _check_kept(st: Store, lease: Lease | None, stage: str, lost: set) -> None:
+    """Stop with one clear error if the store lost what this run wrote: tables built
+    now would report those units as failed when they were not."""
+    from .errors import StoreError
 
-    def __init__(self, backend: str, scheduler: Any, jobs: int):
-        self.backend, self.scheduler, self.jobs = backend, scheduler, jobs
-        self.client = self.cluster = None
-
-    def __enter__(self):
-        if self.backend != "dask":
-            return None
-        try:
-            from distributed import Client, LocalCluster
-        except ImportError:
-            raise InputError("--backend dask: dask.distributed is not installed; pip install 'multiverse[dask]'") from None
-        if self.scheduler is not None and not isinstance(self.scheduler, str):
-            return self.scheduler  # the caller's own distributed.Client
-        if self.scheduler is None:
-            self.cluster = LocalCluster(n_workers=2, threads_per_worker=self.jobs, processes=True, dashboard_address=None)
-            self.client = Client(self.cluster)
-        else:
-            try:
-                self.client = Client(self.scheduler, timeout="20s")
-            except (OSError, TimeoutError) as exc:
-                raise InputError(f"--scheduler: cannot reach a Dask scheduler at {self.scheduler} ({exc})") from None
-        return self.client
-
-    def __exit__(self, *exc):
-        if self.client is not None:
-            self.client.close()
-        if self.cluster is not None:
-            self.cluster.close()
-        return False
+    if lease is not None and not lease.held():
+        raise StoreError(f"store {st.root}: it was deleted or emptied while this run used it; "
+                         "expected it to stay for the whole run (rerun to recompute what was lost)")
+    if lost:
+        raise StoreError(f"store {st.root}: {len(lost)} {stage} entries this run wrote have disappeared "
+                         "(deleted while the run was live?); rerun to recompute them")
 
 
 def _check_credentials(client, configs: Iterable) -> None:
@@ -634,8 +532,6 @@ def write_run(out_dir: Path, spec: Spec, verdicts, criteria, rates, manifest, tr
 
     import yaml
 
-    from .tables import atomic_write
-
     out_dir.mkdir(parents=True, exist_ok=True)
     old_manifest = out_dir / "manifest.json"
     if old_manifest.exists():
@@ -646,12 +542,12 @@ def write_run(out_dir: Path, spec: Spec, verdicts, criteria, rates, manifest, tr
                         "stop_reason": r.get("stop_reason"), "turns": r.get("turns", [])}, ensure_ascii=False)
             for k, r in sorted(transcripts.items())
         ]
-        atomic_write(out_dir / "transcripts.jsonl", lambda tmp: Path(tmp).write_text("\n".join(lines) + "\n", encoding="utf-8"))
+        atomic_write_text(out_dir / "transcripts.jsonl", "\n".join(lines) + "\n")
     write_table(verdicts, out_dir, "verdicts")
     write_table(criteria, out_dir, "criteria")
     write_table(rates, out_dir, "rates")
     text = "# The resolved spec of this run (rubric inlined).\n" + yaml.safe_dump(dict(spec.document or {}), sort_keys=False, allow_unicode=True)
-    atomic_write(out_dir / "spec.yaml", lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    atomic_write_text(out_dir / "spec.yaml", text)
     write_json(manifest, out_dir / "manifest.json")
 
 
@@ -676,6 +572,7 @@ def draft(
     from .stages.draft import draft_rubric, write_drafts
 
     st = _store(spec, store)
+    check_store_path(st.root)
     if client is None:
         from .llm import ModelClient
 
@@ -699,8 +596,9 @@ def draft(
     have = st.get_many("case", [u.key for u in units])
     pending = [u for u in units if u.key not in have]
     _check_credentials(client, [u.generator for u in pending])
-    executor = _Executor(st, client, jobs=jobs, progress=progress)
-    executor.run("case", pending)
+    executor = Executor(st, client, jobs=jobs, progress=progress, attempt=_attempt)
+    with interrupt.stopping_on_signals(), Lease(st.open().root):
+        executor.run("case", pending)
     records = st.get_many("case", [u.key for u in units])
     if executor.failures.get("case"):
         reasons = sorted(set(executor.failures["case"].values()))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from .atomicfile import atomic_write, atomic_write_text
 from .csvsafe import FORMULA_START, QUOTE
 from .errors import InputError
 
@@ -58,21 +58,6 @@ CORE_COLUMNS = frozenset(
     + ["estimator", "label", "is_primary", "item", "label_value", "sample"]
 )
 STATUSES = ("ok", "excluded", "rollout_failed", "judge_failed")
-
-
-def atomic_write(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def write_table(frame: pd.DataFrame, directory: str | os.PathLike, name: str) -> None:
@@ -124,8 +109,7 @@ def _csv_restore(frame: pd.DataFrame) -> pd.DataFrame:
 
 def write_json(document: Any, path: str | os.PathLike) -> None:
     """Write a JSON document atomically."""
-    text = json.dumps(document, indent=2, sort_keys=False, default=str)
-    atomic_write(Path(path), lambda tmp: Path(tmp).write_text(text + "\n", encoding="utf-8"))
+    atomic_write_text(path, json.dumps(document, indent=2, sort_keys=False, default=str) + "\n")
 
 
 def read_table(path: str | os.PathLike) -> pd.DataFrame:

@@ -152,11 +152,11 @@ def test_expand_csv(cwd, demo_universes):
 def test_expand_table_is_the_default(cwd, demo_universes):
     out = ok(cli(["expand", DEMO], cwd))
     lines = out.splitlines()
-    assert lines[0].split()[:1 + len(AXES)] == ["id", *AXES]
+    assert lines[0].split() == ["id", *AXES, "primary"]  # every column is labelled
     assert lines[-1] == "24 universes"
     body = [line for line in lines[2:] if line.strip() and not line.endswith(" universes")]
     assert [line.split()[0] for line in body] == [u.id for u in demo_universes]
-    assert body[0].endswith("primary") and sum(line.endswith("primary") for line in body) == 1
+    assert body[0].endswith("yes") and sum(line.endswith("yes") for line in body) == 1
 
 
 # -- plan ---------------------------------------------------------------------------------

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import itertools
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -460,6 +459,11 @@ def test_every_flip_names_a_true_and_smallest_change(seed):
 # --------------------------------------------------------------------------- uncertainty
 
 
+def _first_universe(verdicts: pd.DataFrame) -> str:
+    """The id the analyses give the first judge's universe of a bare table (declared primary in tests)."""
+    return str(system_rates(included_verdicts(verdicts, axes=["judge"]), axes=["judge"])["universe_id"].iloc[0])
+
+
 def _two_systems(rng, cases: int, p_a: float, p_b: float, universes: int = 3) -> pd.DataFrame:
     """Two systems answering the same cases in several universes; case difficulty is shared."""
     difficulty = rng.normal(0, 1, cases)
@@ -473,21 +477,16 @@ def _two_systems(rng, cases: int, p_a: float, p_b: float, universes: int = 3) ->
     return pd.DataFrame(rows)
 
 
-def _ranked_in_first(verdicts: pd.DataFrame, **kwargs) -> dict:
-    """ranking() with the table's first universe declared primary (none is assumed)."""
-    from multiverse.tables import universe_ids
-
-    return ranking(verdicts, axes=["judge"], primary=universe_ids(verdicts, ["judge"]).iloc[0], **kwargs)
-
-
 def test_identical_systems_are_not_separable_and_a_clear_winner_is():
     rng = np.random.default_rng(2)
-    twins = _ranked_in_first(_two_systems(rng, 40, 0.6, 0.6), bootstrap=300, seed=1)
+    table = _two_systems(rng, 40, 0.6, 0.6)
+    twins = ranking(table, axes=["judge"], primary=_first_universe(table), bootstrap=300, seed=1)
     pair = twins["uncertainty"]["adjacent"][0]
     assert not pair["separable"] and pair["low"] < 0.5 < pair["high"]
     low, high = twins["uncertainty"]["p_top"]["A"]
     assert low < 0.5 < high
-    clear = _ranked_in_first(_two_systems(rng, 40, 0.95, 0.3), bootstrap=300, seed=1)
+    table = _two_systems(rng, 40, 0.95, 0.3)
+    clear = ranking(table, axes=["judge"], primary=_first_universe(table), bootstrap=300, seed=1)
     pair = clear["uncertainty"]["adjacent"][0]
     assert (pair["a"], pair["b"], pair["separable"]) == ("A", "B", True) and pair["low"] > 0.5
     assert clear["uncertainty"]["p_top"]["A"][0] > 0.9
@@ -496,8 +495,9 @@ def test_identical_systems_are_not_separable_and_a_clear_winner_is():
 
 def test_p_above_intervals_cover_one_half_under_the_null():
     rng = np.random.default_rng(4)
-    covered = [_ranked_in_first(_two_systems(rng, 30, 0.7, 0.7), bootstrap=150, seed=s)
-               ["uncertainty"]["adjacent"][0]["separable"] is False for s in range(30)]
+    tables = [_two_systems(rng, 30, 0.7, 0.7) for _ in range(30)]
+    covered = [ranking(t, axes=["judge"], primary=_first_universe(t), bootstrap=150, seed=s)
+               ["uncertainty"]["adjacent"][0]["separable"] is False for s, t in enumerate(tables)]
     assert np.mean(covered) >= 0.85
 
 
@@ -535,16 +535,6 @@ def test_pairwise_test_holds_its_level_with_replicates_under_the_null():
     assert np.mean(rejections) <= 0.065
 
 
-def _import_with_primary(tmp_path, verdicts: pd.DataFrame, axes: list[str], primary: dict) -> Path:
-    """An import folder of ``verdicts`` whose primary universe is declared (flips need one)."""
-    from multiverse.importers import import_table
-
-    table = tmp_path / "labels.csv"
-    verdicts.to_csv(table, index=False)
-    return import_table(table, system="system", item="case_id", label="compliant", axes=axes, primary=primary,
-                        out_dir=tmp_path / "imported").out_dir
-
-
 def test_cli_prints_every_flip_note_and_the_separability_in_words(tmp_path, capsys):
     from multiverse.cli import main
 
@@ -554,10 +544,17 @@ def test_cli_prints_every_flip_note_and_the_separability_in_words(tmp_path, caps
              for c in itertools.product([f"a{i}" for i in range(6)], [f"b{i}" for i in range(4)])}
     rates[("a5", "b3")].pop("Z")  # unbalanced: a note must be printed
     verdicts = verdicts_from_rates(rates, axes, cases=4).drop(columns=["universe_id", "status"])
-    path = _import_with_primary(tmp_path, verdicts, axes, {"a": "a0", "b": "b0"})
+    path = tmp_path / "verdicts.csv"
+    verdicts.to_csv(path, index=False)
     assert main(["ranking", str(path), "--boot", "50"]) == 0
+    assert "no primary universe is declared: top flips are not reported" in capsys.readouterr().out
+    imported = tmp_path / "imported"
+    assert main(["import", "table", str(path), "--system", "system", "--item", "case_id", "--label", "compliant",
+                 "--axis", "a", "--axis", "b", "--primary", "a=a0", "b=b0", "--out", str(imported)]) == 0
+    capsys.readouterr()
+    assert main(["ranking", str(imported), "--boot", "50"]) == 0
     text = capsys.readouterr().out
-    assert main(["ranking", str(path), "--boot", "50", "--json"]) == 0
+    assert main(["ranking", str(imported), "--boot", "50", "--json"]) == 0
     import json
 
     result = json.loads(capsys.readouterr().out)
@@ -587,8 +584,12 @@ def test_cli_compares_only_systems_the_primary_rates(tmp_path, capsys):
 
     rates = {("u1",): {"A": 0.9, "B": 0.5}, ("u2",): {"C": 0.8, "D": 0.6}}
     verdicts = verdicts_from_rates(rates, ["variant"]).drop(columns=["universe_id", "status"])
-    path = _import_with_primary(tmp_path, verdicts, ["variant"], {"variant": "u1"})
-    assert main(["ranking", str(path), "--boot", "30"]) == 0
+    path = tmp_path / "v.csv"
+    verdicts.to_csv(path, index=False)
+    assert main(["import", "table", str(path), "--system", "system", "--item", "case_id", "--label", "compliant",
+                 "--axis", "variant", "--primary", "variant=u1", "--out", str(tmp_path / "imported")]) == 0
+    capsys.readouterr()
+    assert main(["ranking", str(tmp_path / "imported"), "--boot", "30"]) == 0
     text = capsys.readouterr().out
     assert "A ranks above B" in text or "A and B are not separable" in text
     assert "B and C" not in text and "n/a [n/a" not in text
@@ -631,11 +632,8 @@ def test_largest_complete_block_is_the_largest(seed):
 
 
 def test_a_missing_primary_is_said_not_silently_assumed(hand):
-    # No universe stands in for an undeclared primary (issue 12, item 7), and a note says so.
-    undeclared = ranking(hand, axes=["variant"], bootstrap=50)
-    assert any("no primary universe is declared and none stands in" in n for n in undeclared["notes"])
+    undeclared = ranking(hand, axes=["variant"], bootstrap=0)
     assert undeclared["primary"] is None and undeclared["primary_top"] == [] and undeclared["flips"] == []
-    assert undeclared["pairwise"]["pairs"] == [] and undeclared["bootstrap"] == []
-    assert undeclared["uncertainty"]["p_top"] and undeclared["uncertainty"]["primary_rank"] == {}
+    assert any("no primary universe is declared" in n for n in undeclared["notes"])
     named = ranking(hand, axes=["variant"], primary="u1", bootstrap=0)
     assert not any("no primary" in n for n in named["notes"])

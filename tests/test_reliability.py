@@ -118,7 +118,7 @@ def check_store(root: Path) -> dict[str, set[str]]:
     file of an interrupted write (removed here by ``Store.gc``). Returns keys per stage."""
     entries: dict[str, list[str]] = defaultdict(list)
     temps = []
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and p.relative_to(root).parts[0] != "leases"):
         stage, shard, name = path.relative_to(root).parts  # nothing at any other depth
         if name.startswith(".") and name.endswith(".tmp"):
             temps.append(path)
@@ -136,6 +136,8 @@ def check_store(root: Path) -> dict[str, set[str]]:
     report = store.gc(keep=None, temp_age=0)
     assert report["temp_files"] == len(temps) and report["removed"] == 0 and report["corrupt_files"] == 0
     assert not [p for p in root.rglob("*.tmp")]
+    # A finished run removes its lease; gc removes those of killed runs.
+    assert not list(root.glob("leases/*"))
     return {stage: set(keys) for stage, keys in entries.items()}
 
 

@@ -55,7 +55,7 @@ def top_shares(matrix: np.ndarray, ties: str) -> np.ndarray:
 
 
 def joint_bootstrap(
-    included: pd.DataFrame, *, universes: list, systems: list, primary: int,
+    included: pd.DataFrame, *, universes: list, systems: list, primary: int | None,
     resamples: int, seed: int = 0, ties: str = "split", level: float = 0.95,
 ) -> dict[str, Any]:
     """Case bootstrap shared by every universe: intervals for P(top), P(A above B) and primary ranks.
@@ -78,7 +78,8 @@ def joint_bootstrap(
             rates[..., :, None] == rates[..., None, :]).sum(1)
         with np.errstate(invalid="ignore", divide="ignore"):
             p_above.append(wins / both)
-        primary_rank.append(min_ranks(rates[:, primary, :])[0])
+        if primary is not None:
+            primary_rank.append(min_ranks(rates[:, primary, :])[0])
         done += size
     tail = (1.0 - level) / 2.0
 
@@ -94,12 +95,12 @@ def joint_bootstrap(
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: a pair never rated together
         top_iv = interval(np.concatenate(p_top))
         above_iv = interval(np.concatenate(p_above))
-        rank_iv = interval(np.concatenate(primary_rank))
+        rank_iv = interval(np.concatenate(primary_rank)) if primary_rank else None
     return {
         "method": "case bootstrap: cases resampled with replacement, the same draw in every universe",
         "resamples": int(resamples), "level": level,
         "p_top": {s: top_iv[i].tolist() for i, s in enumerate(systems)},
-        "primary_rank": {s: rank_iv[i].tolist() for i, s in enumerate(systems)},
+        "primary_rank": ({s: rank_iv[i].tolist() for i, s in enumerate(systems)} if rank_iv is not None else {}),
         "p_above": {a: {b: above_iv[i, j].tolist() for j, b in enumerate(systems) if j != i}
                     for i, a in enumerate(systems)},
     }

@@ -226,13 +226,11 @@ def ranking(
     """How stable the ranking of systems is across universes, and how sure it is.
 
     Takes a verdicts table and the axis names. ``primary`` is the universe the
-    audit reports; None means none is declared, and then none stands in for it:
-    flips, the primary's top, its rank intervals, neighbour comparisons and the
-    paired tests in it are not computed (a note says so). ``bootstrap`` case
-    resamples (0 to skip) give rank intervals in ``bootstrap_universes``
-    (default: the primary only) and the joint intervals of ``uncertainty``.
-    The full Kendall tau matrix is included only when there are at most
-    ``max_matrix`` universes.
+    audit reports; None means none is declared (then no flips and, by default,
+    no bootstrap are computed: nothing is compared with a stand-in). Bootstrap rank
+    intervals (``bootstrap`` resamples of cases, 0 to skip) are computed for
+    ``bootstrap_universes`` (default: the primary only). The full Kendall tau
+    matrix is included only when there are at most ``max_matrix`` universes.
 
     Returns a JSON-ready dict::
 
@@ -282,8 +280,7 @@ def ranking(
         p = 0  # a single universe is the audit as given: there is nothing to choose
     elif primary is None:
         p = None
-        notes.append("no primary universe is declared and none stands in for it: flips, the primary's top, its "
-                     "rank intervals, neighbour comparisons and paired tests are not reported")
+        notes.append("no primary universe is declared, so top flips and rank intervals against it are not reported")
     elif primary in universes:
         p = universes.index(primary)
     else:
@@ -334,27 +331,21 @@ def ranking(
                             seed=seed, ties=ties) if bootstrap and chosen else pd.DataFrame())
     uncertainty = None
     if bootstrap:
-        # P(top) and P(A above B) intervals need no primary; the primary-rank part is dropped without one.
         uncertainty = joint_bootstrap(included, universes=universes, systems=systems,
-                                      primary=p if p is not None else 0, resamples=bootstrap, seed=seed, ties=ties)
-        if p is None:
-            uncertainty["primary_rank"] = {}
-            uncertainty["adjacent"] = []
-        else:
-            uncertainty["adjacent"] = _adjacent(matrix[p], systems, above, uncertainty["p_above"])
+                                      primary=p, resamples=bootstrap, seed=seed, ties=ties)
+        uncertainty["adjacent"] = _adjacent(matrix[p], systems, above, uncertainty["p_above"]) if p is not None else []
+    pairwise: dict[str, Any] = {"universe": None, "family": "none: no primary universe is declared",
+                                "adjustment": "holm", "method": None, "pairs": []}
     if p is not None:
         in_primary = [systems[i] for i in np.flatnonzero(rated[p])]
         pairwise = pairwise_tests(included, universe=universes[p], systems=in_primary, seed=seed)
         if len(in_primary) < len(systems):
-            notes.append(f"pairwise tests and neighbour comparisons cover the {len(in_primary)} systems rated in the "
-                         f"primary universe; {len(systems) - len(in_primary)} others are not rated there")
+            notes.append(f"pairwise tests and neighbour comparisons cover the {len(in_primary)} systems rated in "
+                         f"the primary universe; {len(systems) - len(in_primary)} others are not rated there")
         untested = [f"{q['a']} vs {q['b']}" for q in pairwise["pairs"] if not q["n_cases"]]
         if untested:
             notes.append(f"pairwise tests: no shared cases in the primary universe for {len(untested)} pair(s): "
                          f"{', '.join(untested[:10])}{' ...' if len(untested) > 10 else ''}")
-    else:
-        pairwise = {"universe": None, "family": "none: no primary universe is declared", "adjustment": "Holm",
-                    "pairs": []}
     return {
         "universes": len(universes),
         "primary": universes[p] if p is not None else None,

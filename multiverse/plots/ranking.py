@@ -20,6 +20,7 @@ from multiverse.analysis.ranking import (
     rank_distribution,
     universe_ranks,
 )
+from multiverse.plots.literal import literal
 
 __all__ = ["plot_rank_bump", "plot_rank_distribution", "ranking_figure"]
 
@@ -59,7 +60,7 @@ def plot_rank_distribution(
     values = wide.to_numpy(dtype=float)
     image = ax.imshow(values, cmap="Blues", vmin=0.0, vmax=1.0, aspect="auto")
     ax.set_xticks(range(n_ranks), labels=[str(r) for r in wide.columns])
-    ax.set_yticks(range(n_systems), labels=[str(s) for s in wide.index])
+    ax.set_yticks(range(n_systems), labels=[literal(s) for s in wide.index])
     ax.set_xlabel("rank (1 = highest rate)")
     ax.tick_params(length=0)
     for i in range(n_systems):
@@ -99,7 +100,7 @@ def plot_rank_bump(
     """
     order = list(dict.fromkeys(ranks[universe])) if order is None else list(order)
     names = ranks.drop_duplicates(universe).set_index(universe)[label] if label else pd.Series(dtype=object)
-    tick_labels = [str(names.get(u, u)) for u in order]
+    tick_labels = [literal(names.get(u, u)) for u in order]
     position = pd.Series(np.arange(len(order)), index=order)
     systems = list(dict.fromkeys(ranks[system]))
     n_ranks = int(ranks[rank].max())
@@ -119,12 +120,12 @@ def plot_rank_bump(
         xs = x[keep][order_x]
         ys = rows[rank].to_numpy(dtype=float)[keep][order_x] + nudge[index]
         if len(order) > 150:
-            ax.step(xs, ys, where="mid", color=colours[index], linewidth=1.2, label=str(name))
+            ax.step(xs, ys, where="mid", color=colours[index], linewidth=1.2, label=literal(name))
         elif many:
             # Small markers keep swaps between neighbouring universes legible.
-            ax.plot(xs, ys, color=colours[index], linewidth=1.0, marker="o", markersize=2.5, label=str(name))
+            ax.plot(xs, ys, color=colours[index], linewidth=1.0, marker="o", markersize=2.5, label=literal(name))
         else:
-            ax.plot(xs, ys, color=colours[index], linewidth=1.8, marker="o", markersize=5, label=str(name))
+            ax.plot(xs, ys, color=colours[index], linewidth=1.8, marker="o", markersize=5, label=literal(name))
     if group is not None:
         labels = ranks.drop_duplicates(universe).set_index(universe)[group].reindex(order).to_numpy()
         starts = [0] + [i for i in range(1, len(labels)) if labels[i] != labels[i - 1]]
@@ -137,7 +138,7 @@ def plot_rank_bump(
         for start, end in sorted(spans, key=lambda span: span[0] - span[1]):
             centre = (start + end - 1) / 2
             if all(abs(centre - other) >= gap for other in placed):
-                ax.text(centre, 1.01, str(labels[start]), ha="center", va="bottom", fontsize=8,
+                ax.text(centre, 1.01, literal(labels[start]), ha="center", va="bottom", fontsize=8,
                         color="#555555", clip_on=False, transform=ax.get_xaxis_transform())
                 placed.append(centre)
     if highlight is not None and highlight in position.index:
@@ -156,7 +157,7 @@ def plot_rank_bump(
         ax.set_xlabel(f"universes{grouped}")
         ax.set_xticks(range(len(order)), labels=tick_labels, rotation=60, ha="right",
                       fontsize=7 if len(order) > 15 else 8)
-    ax.legend(title=system, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=9)
+    ax.legend(title=literal(system), loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=9)
     ax.set_title("Rank of each system across universes", fontsize=11, pad=16 if group is not None else 6)
     return ax
 

@@ -14,6 +14,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from multiverse.plots.literal import literal
+
 __all__ = ["plot_variance"]
 
 _STYLE = {
@@ -52,7 +54,7 @@ def plot_variance(
     if noisy:
         ax.scatter(rows["noise"].to_numpy(float), list(positions), marker="|", s=160, color="black",
                    linewidths=1.6, zorder=3, label="sampling-noise floor")
-    ax.set_yticks(list(positions), labels=[str(t).replace(":", " x ") for t in rows[term]], fontsize=9)
+    ax.set_yticks(list(positions), labels=[literal(t).replace(":", " x ") for t in rows[term]], fontsize=9)
     top = float(max(rows[share].max(), rows["noise"].max() if noisy else 0.0)) if len(rows) else 1.0
     ax.set_xlim(0, min(1.0, top * 1.18 + 0.02))
     ax.xaxis.set_major_formatter(lambda x, _: f"{x:.0%}")
