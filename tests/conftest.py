@@ -168,3 +168,24 @@ class CountingClient:
 @pytest.fixture
 def counting_client():
     return CountingClient(jobs=4)
+
+
+def modified_wilson(successes, n, level: float = 0.95):
+    """Reference: Brown, Cai & DasGupta's (2001) modified Wilson interval, written
+    from statsmodels' Wilson and scipy's chi-square as the paper states it: for
+    1 or 2 successes (or failures) when n <= 50, and up to 3 when n <= 100, the
+    bound on that side is the exact Poisson one, chi2_{2x}(alpha/2) / (2n), when wider."""
+    from scipy.stats import chi2
+    from statsmodels.stats.proportion import proportion_confint
+
+    x, n = np.asarray(successes, float), np.asarray(n, float)
+    low, high = proportion_confint(x, n, alpha=1 - level, method="wilson")
+    low, high = np.array(low, float), np.array(high, float)
+    tail = (1 - level) / 2
+    for i in range(len(x)):
+        edge = 2 if n[i] <= 50 else 3 if n[i] <= 100 else 0
+        if 0 < x[i] <= edge + 1e-9:
+            low[i] = min(low[i], chi2.ppf(tail, 2 * x[i]) / (2 * n[i]))
+        if 0 < n[i] - x[i] <= edge + 1e-9:
+            high[i] = max(high[i], 1 - chi2.ppf(tail, 2 * (n[i] - x[i])) / (2 * n[i]))
+    return np.clip(low, 0, 1), np.clip(high, 0, 1)
