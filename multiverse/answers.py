@@ -27,12 +27,15 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["parse_json_answer", "repair_messages", "storable_text", "storable", "MAX_ANSWER_CHARS"]
+__all__ = ["parse_json_answer", "repair_messages", "storable_text", "storable", "too_deep", "MAX_ANSWER_CHARS", "MAX_DEPTH"]
 
 #: The longest answer kept whole (about 250k tokens: more than any model's output
 #: limit). A hostile or broken server's 10 MB answer would otherwise be stored,
 #: re-sent with every later turn and pasted into every judge prompt.
 MAX_ANSWER_CHARS = 1_000_000
+#: Deeper JSON from a model is refused: every reader of it (validation,
+#: redaction, the store) walks it recursively, and ~900 levels exhaust the stack.
+MAX_DEPTH = 64
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 _FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```$", re.DOTALL)
@@ -65,6 +68,18 @@ def storable(obj: Any, limit: int = MAX_ANSWER_CHARS) -> Any:
     if isinstance(obj, (list, tuple)):
         return [storable(v, limit) for v in obj]
     return obj
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether dicts and lists nest more than ``limit`` levels (checked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (Mapping, list, tuple)):
+            if depth > limit:
+                return True
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, Mapping) else item))
+    return False
 
 
 def _decode(text: str) -> Any:
@@ -115,6 +130,8 @@ def parse_json_answer(text: str, schema: Mapping[str, Any]) -> Any:
         value = _decode(text)
     except RecursionError:  # absurdly nested JSON
         raise ValueError("the answer nests too deeply") from None
+    if too_deep(value):
+        raise ValueError(f"the answer nests more than {MAX_DEPTH} levels deep")
     validator = _validator(json.dumps(schema, sort_keys=True))
     if validator is not None:
         error = next(iter(validator.iter_errors(value)), None)

@@ -47,12 +47,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from multiverse import credentials
-from multiverse.answers import (
-    parse_json_answer,
-    repair_messages,
-    storable,
-    storable_text,
-)
+from multiverse.answers import parse_json_answer, repair_messages, storable, storable_text, too_deep
 from multiverse.errors import BudgetExceeded, ModelError
 from multiverse.spec import ModelConfig  # model, params, api_base, api_key_env
 
@@ -201,14 +196,14 @@ def _tool_calls(message: Any) -> list[dict]:
         function = getattr(call, "function", None)
         raw = getattr(function, "arguments", None)
         arguments: Any = raw if isinstance(raw, str) else json.dumps(raw, default=str)
-        if isinstance(raw, dict):
+        if isinstance(raw, dict) and not too_deep(raw):
             arguments = raw
         elif isinstance(raw, str):
             try:
                 decoded = json.loads(raw) if raw.strip() else {}
             except (ValueError, RecursionError):
                 decoded = None  # keep what the model said; never guess the arguments it meant
-            if isinstance(decoded, dict):
+            if isinstance(decoded, dict) and not too_deep(decoded):
                 arguments = decoded
         calls.append({"id": str(getattr(call, "id", None) or f"call_{i}"),
                       "name": str(getattr(function, "name", None) or ""), "arguments": arguments})

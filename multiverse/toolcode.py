@@ -36,7 +36,7 @@ from typing import Any
 __all__ = ["ToolCodeError", "check_reference", "resolve_references", "load_function", "MAX_TOOL_FILE_BYTES"]
 
 MAX_TOOL_FILE_BYTES = 1024 * 1024
-_REFERENCE = re.compile(r"(?P<file>[^:\\]+\.py):(?P<name>[A-Za-z][A-Za-z0-9_]*)")
+_REFERENCE = re.compile(r"(?P<file>[^:\\\x00-\x1f]+\.py):(?P<name>[A-Za-z][A-Za-z0-9_]*)")
 _FORM = "expected 'file.py:function' naming a function defined in a Python file beside the spec or in a folder under it"
 
 

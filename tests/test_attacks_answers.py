@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 
 import pandas as pd
+import pytest
 import yaml
 from audit_server import RUBRIC, audit_responder, audit_role
 from conftest import tiny_spec_document
@@ -163,3 +164,17 @@ def test_storable_text_keeps_ordinary_text_and_bounds_the_rest():
     assert storable_text(cut, limit=100) == cut  # cutting again (the store's sweep) changes nothing
     for text in ("\ud800", "x\udfff" * 3, "\x00" * 5, "é" * 20):
         storable_text(text).encode("utf-8")  # never UnicodeEncodeError
+
+
+def test_a_judge_answer_nested_past_the_limit_is_unparseable_never_a_crash():
+    from multiverse.errors import ModelError
+    from multiverse.spec import ModelConfig
+
+    schema = {"type": "object", "properties": {"criteria": {"type": "object"}}, "required": ["criteria"]}
+    for depth in (70, 900):
+        deep = '{"criteria": ' * depth + "{}" + "}" * depth
+        with FakeServer(responder=lambda body, deep=deep: deep) as server:
+            with pytest.raises(ModelError) as raised:
+                _client().complete(ModelConfig("openai/fake", {}, server.url), [{"role": "user", "content": "judge"}], schema=schema)
+            assert server.counts["total"] == 2  # the answer and one repair request, then a recorded failure
+        assert raised.value.reason == "unparseable" and "nests" in str(raised.value)

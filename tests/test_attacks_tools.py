@@ -116,11 +116,13 @@ REFUSED = [
     ("nothere.py:lookup", "not found beside the spec"),
     ("tools.txt:lookup", "expected 'file.py:function'"),
     (":lookup", "expected 'file.py:function'"),
+    ("tools.py\x00.py:lookup", "expected 'file.py:function'"),  # a NUL byte in the path
+    ("C:\\tools.py:lookup", "expected 'file.py:function'"),
     ("", "expected 'file.py:function'"),
 ]
 
 
-@pytest.mark.parametrize("reference, expected", REFUSED, ids=[r or "empty" for r, _ in REFUSED])
+@pytest.mark.parametrize("reference, expected", REFUSED, ids=[repr(r) for r, _ in REFUSED])
 def test_validate_refuses_any_callable_but_a_function_defined_beside_the_spec(tmp_path, capsys, reference, expected):
     path = _tool_spec(tmp_path, {"lookup": reference})
     code, lines = _validate(path, capsys)
@@ -337,6 +339,26 @@ def test_over_http_only_the_offered_tool_with_json_arguments_reaches_code(tmp_pa
     # Item 9: the declared tool reached the server in every system request.
     system_bodies = [b for b in bodies if not any("TASK:" in str(m.get("content")) for m in b["messages"])]
     assert system_bodies and all(b.get("tools") == [WEATHER] for b in system_bodies)
+
+
+def test_a_flood_of_calls_and_absurdly_nested_arguments_run_nothing_extra(tmp_path):
+    from multiverse.stages.rollout import MAX_TOOL_CALLS
+
+    deep = '{"a": ' * 900 + "1" + "}" * 900  # parses, but nests past what any reader of it should walk
+    calls = [("get_weather", deep)] + [("get_weather", json.dumps({"city": f"city {i}"})) for i in range(50)]
+    with FakeServer(responder=_answer_with_calls(calls)) as server:
+        path = _http_tool_spec(tmp_path, server.url, {"get_weather": "tools.py:lookup"})
+        result = run(load_spec(path), store=tmp_path / "store", client=ModelClient(jobs=2), out=tmp_path / "run", progress=False)
+    records = [Store(tmp_path / "store").get("transcript", k) for k in result.verdicts.transcript_key.unique()]
+    assert records and all(r is not None and r["status"] == "ok" for r in records)
+    for record in records:
+        results = [json.loads(m["content"]) for m in record["turns"] if m["role"] == "tool"]
+        assert len(results) == len(calls)
+        assert "not a JSON object" in results[0]["error"]
+        assert all(r.get("rows") == 3 for r in results[1:MAX_TOOL_CALLS])
+        assert all("not run" in r["error"] for r in results[MAX_TOOL_CALLS:])
+    logged = (tmp_path / "calls.jsonl").read_text().splitlines()
+    assert len(logged) == (MAX_TOOL_CALLS - 1) * len(records)
 
 
 def test_declared_tools_are_sent_to_an_openai_compatible_server_with_the_case_tools(tmp_path):

@@ -32,10 +32,13 @@ from ..spec import ModelConfig
 from ..toolcode import ToolCodeError, load_function
 from .prompts import END_MARKER, tool_messages, user_messages
 
-__all__ = ["RolloutJob", "run_rollout", "UserFailure", "USER_ATTEMPTS", "MAX_TOOL_ROUNDS"]
+__all__ = ["RolloutJob", "run_rollout", "UserFailure", "USER_ATTEMPTS", "MAX_TOOL_ROUNDS", "MAX_TOOL_CALLS"]
 
 USER_ATTEMPTS = 3
 MAX_TOOL_ROUNDS = 3
+# Calls answered per system turn; the rest get an error result, so a model that
+# emits a thousand calls at once costs no more than a few simulator calls.
+MAX_TOOL_CALLS = 8
 
 
 class UserFailure(Exception):
@@ -156,8 +159,11 @@ def _target_turn(client, job: RolloutJob, head: list, conversation: list, tools:
         conversation.append(message)
         if not calls:
             return
-        for call in message["tool_calls"]:
-            result = _run_tool(client, job, call, offered, conversation, meta)
+        for index, call in enumerate(message["tool_calls"]):
+            if index < MAX_TOOL_CALLS:
+                result = _run_tool(client, job, call, offered, conversation, meta)
+            else:
+                result = _tool_error(f"more than {MAX_TOOL_CALLS} tool calls in one turn; this one was not run")
             conversation.append({"role": "tool", "tool_call_id": call["id"], "name": call["name"], "content": result})
     # The system kept calling tools; its last message stands as its answer.
 
