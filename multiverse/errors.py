@@ -5,15 +5,17 @@
     MultiverseError            anything multiverse raises on purpose (CLI exit 1)
      ├── SpecError             a spec, rubric or cases file is malformed (CLI exit 2)
      ├── InputError            a table, flag or import directory is malformed (CLI exit 2)
-     └── ModelError            a model call failed after its retries (recorded, never a label)
-          └── BudgetExceeded   the next call would pass the run's budget cap
+     ├── StoreError            the store vanished or lost entries during a run (CLI exit 1)
+     ├── ModelError            a model call failed after its retries (recorded, never a label)
+     │    └── BudgetExceeded   the next call would pass the run's budget cap
+     └── ModelUnusable         every call of one model fails the same way: the run stops
 
 Messages are one line: ``<file>: <YAML path or column>: <what was expected>``.
 """
 
 from __future__ import annotations
 
-__all__ = ["MultiverseError", "SpecError", "InputError", "ModelError", "BudgetExceeded"]
+__all__ = ["MultiverseError", "SpecError", "InputError", "StoreError", "ModelError", "BudgetExceeded", "ModelUnusable"]
 
 
 class MultiverseError(Exception):
@@ -35,6 +37,10 @@ class InputError(MultiverseError):
     """A results table, command-line flag or import directory is unusable."""
 
 
+class StoreError(MultiverseError):
+    """The store was removed, or lost entries this run wrote, while the run used it."""
+
+
 class ModelError(MultiverseError):
     """A model call failed for good. ``reason`` is a short machine-readable cause."""
 
@@ -49,3 +55,10 @@ class BudgetExceeded(ModelError):
 
     def __init__(self, message: str):
         super().__init__(message, reason="budget_exceeded", retryable=False)
+
+
+class ModelUnusable(MultiverseError):
+    """A model failed every call so far with the same non-retryable error: the run stops.
+
+    Not a ``ModelError``: those are recorded per unit and the run goes on.
+    """

@@ -15,17 +15,27 @@ from __future__ import annotations
 
 import copy
 import itertools
+import math
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .bounds import (
+    MAX_OPTIONS,
+    MAX_UNIVERSES,
+    transcripts_per_universe,
+    universes_problem,
+)
 from .errors import SpecError
 from .keys import digest
 from .schema import Problems
 from .spec import Spec, check_patch_path, resolve_document
 
-__all__ = ["Universe", "expand", "check_axes", "axis_stages", "path_stage", "STAGES", "apply_patch"]
+__all__ = ["Universe", "expand", "grid_size", "check_axes", "axis_stages", "path_stage", "STAGES", "apply_patch"]
+
+#: Grids up to this many combinations are listed (and exclusions counted exactly); larger ones are sampled by index.
+ENUMERATE_LIMIT = MAX_UNIVERSES
 
 #: Pipeline stages in data-flow order; an axis touches the earliest one it patches.
 STAGES = ("draft", "rollout", "judge", "score")
@@ -113,6 +123,10 @@ def _strip_axes(document: Mapping[str, Any]) -> dict:
 def check_axes(spec: Spec, problems: Problems) -> None:
     """Validate axes, exclusions, sampling and the primary against ``spec``."""
     document = spec.document or {}
+    n_options = sum(len(options) for options in spec.axes.values())
+    if n_options > MAX_OPTIONS:
+        problems.add("axes", f"the axes have {n_options:,} options in all; expected at most {MAX_OPTIONS:,}")
+        return
     for axis, options in spec.axes.items():
         if not options:
             problems.add(f"axes.{axis}", "expected at least one option (an axis with no options empties the grid)")
@@ -152,14 +166,23 @@ def check_axes(spec: Spec, problems: Problems) -> None:
         problems.add("sample.n", f"expected an integer >= 1, got {spec.sample.n}")
     if problems:
         return
-    combos = list(_combinations(spec))
-    kept = [c for c in combos if not _excluded(spec, c)]
-    if not kept:
-        problems.add("exclude", f"the exclusions remove all {len(combos)} universes; expected at least one to remain")
-    elif spec.primary is not None:
-        primary = _primary_options(spec)
-        if primary not in kept:
-            problems.add("primary", f"{_label(primary)} is excluded; expected a universe of the grid")
+    primary = _primary_options(spec)
+    if primary is not None and _excluded(spec, primary):
+        problems.add("primary", f"{_label(primary)} is excluded; expected a universe of the grid")
+        return
+    total = grid_size(spec)
+    if total <= ENUMERATE_LIMIT:
+        kept = sum(1 for c in _combinations(spec) if not _excluded(spec, c))
+        if not kept:
+            problems.add("exclude", f"the exclusions remove all {total} universes; expected at least one to remain")
+            return
+    else:
+        kept = total  # an upper bound: counting exactly would walk the whole grid
+    n = min(kept, spec.sample.n) if spec.sample is not None else kept
+    per_universe = transcripts_per_universe(spec)
+    wrong = universes_problem(n, per_universe or 0)
+    if wrong:
+        problems.add("sample" if spec.sample is not None else "axes", wrong)
 
 
 def _check_selector(spec: Spec, rule: Mapping[str, Any], where: str, problems: Problems, *, allow_lists: bool) -> None:
@@ -173,10 +196,25 @@ def _check_selector(spec: Spec, rule: Mapping[str, Any], where: str, problems: P
                 problems.add(f"{where}.{axis}", f"unknown option {value!r}; expected one of: {', '.join(spec.axes[axis])}")
 
 
+def grid_size(spec: Spec) -> int:
+    """The number of universes before exclusions: the product of the axes' option counts."""
+    return math.prod(len(options) for options in spec.axes.values())
+
+
 def _combinations(spec: Spec):
     names = list(spec.axes)
     for values in itertools.product(*(list(spec.axes[a]) for a in names)):
         yield dict(zip(names, values))
+
+
+def _decode(spec: Spec, index: int) -> dict[str, str]:
+    """The universe at ``index`` of the factorial, in ``_combinations`` order (mixed radix, last axis fastest)."""
+    combo = {}
+    for axis in reversed(list(spec.axes)):
+        options = list(spec.axes[axis])
+        index, digit = divmod(index, len(options))
+        combo[axis] = options[digit]
+    return {axis: combo[axis] for axis in spec.axes}
 
 
 def _excluded(spec: Spec, combo: Mapping[str, str]) -> bool:
@@ -186,9 +224,18 @@ def _excluded(spec: Spec, combo: Mapping[str, str]) -> bool:
     return False
 
 
-def _primary_options(spec: Spec) -> dict[str, str]:
-    """The primary universe's options: as declared, else the first option of each axis."""
-    declared = dict(spec.primary or {})
+def _primary_options(spec: Spec) -> dict[str, str] | None:
+    """The primary universe's options: as declared (axes it leaves out take their first option).
+
+    None when the spec declares no primary: no universe is then silently
+    treated as pre-registered. A spec without axes is one universe, the
+    audit as written, and that is its primary.
+    """
+    if not spec.axes:
+        return {}
+    if spec.primary is None:
+        return None
+    declared = dict(spec.primary)
     return {a: declared.get(a, next(iter(opts))) for a, opts in spec.axes.items()}
 
 
@@ -199,15 +246,22 @@ def _label(options: Mapping[str, str]) -> str:
 def expand(spec: Spec) -> list[Universe]:
     """The universes of ``spec``: factorial, minus exclusions, sampled if asked.
 
-    The primary universe comes first when it is in the grid; the rest keep the
-    order of the axes' options.
+    The primary universe comes first when one is declared; the rest keep the
+    order of the axes' options. A grid too large to list (more than
+    ``ENUMERATE_LIMIT`` combinations) is never materialised: its sample is
+    drawn by index (see ``_sample_by_index``).
     """
-    combos = [c for c in _combinations(spec) if not _excluded(spec, c)]
     primary = _primary_options(spec)
-    if primary not in combos:
-        primary = combos[0] if spec.primary is None and combos else primary
-    if spec.sample is not None and spec.sample.n < len(combos):
-        combos = _sample(spec, combos, primary)
+    total = grid_size(spec)
+    if spec.sample is not None and total > ENUMERATE_LIMIT:
+        combos = _sample_by_index(spec, primary, total)
+    else:
+        combos = [c for c in _combinations(spec) if not _excluded(spec, c)]
+        if spec.sample is not None and spec.sample.n < len(combos):
+            combos = _sample(spec, combos, primary)
+    problem = universes_problem(len(combos), transcripts_per_universe(spec) or 0)
+    if problem:
+        raise SpecError(spec.path or "<spec>", "axes", problem)
     base = _strip_axes(spec.document or {})
     universes = []
     seen: dict[str, str] = {}
@@ -228,8 +282,8 @@ def expand(spec: Spec) -> list[Universe]:
     return universes
 
 
-def _sample(spec: Spec, combos: list[dict], primary: dict) -> list[dict]:
-    """``sample.n`` universes, the primary always among them.
+def _sample(spec: Spec, combos: list[dict], primary: dict | None) -> list[dict]:
+    """``sample.n`` universes of a listed grid, the primary (if any) always among them.
 
     ``lhs`` is a Latin hypercube over categorical axes: each axis's options
     appear equally often (within one) across the sample. Columns are
@@ -241,35 +295,71 @@ def _sample(spec: Spec, combos: list[dict], primary: dict) -> list[dict]:
     rng = random.Random(sample.seed)
     names = list(spec.axes)
     valid = [tuple(c[a] for a in names) for c in combos]
-    first = tuple(primary[a] for a in names)
+    first = tuple(primary[a] for a in names) if primary is not None else None
+    chosen = None
     if sample.method == "lhs":
-        chosen = _latin_hypercube(spec, names, set(valid), first, sample.n, rng)
-    else:
-        chosen = None
+        listed = set(valid)
+        chosen = _latin_hypercube(spec, names, listed.__contains__, first, sample.n, rng)
     if chosen is None:
         pool = [v for v in valid if v != first]
-        chosen = [first, *rng.sample(pool, sample.n - 1)]
+        chosen = ([first] if first else []) + rng.sample(pool, sample.n - (1 if first else 0))
     keep = set(chosen)
     return [c for c, v in zip(combos, valid) if v in keep]
 
 
-def _latin_hypercube(spec: Spec, names: list[str], valid: set, first: tuple, n: int, rng: random.Random):
+def _sample_by_index(spec: Spec, primary: dict | None, total: int) -> list[dict]:
+    """``sample.n`` universes of a grid too large to list, in constant memory per universe.
+
+    ``random`` draws indices of the factorial uniformly (``rng.randrange``),
+    decodes each as a mixed-radix number (one digit per axis) and rejects
+    excluded or repeated universes. ``lhs`` builds the Latin hypercube by
+    strata of each axis's options, exactly as for a listed grid, checking
+    exclusions row by row. Both depend only on the seed. The result is in
+    factorial (index) order, like a listed grid.
+    """
+    sample = spec.sample
+    rng = random.Random(sample.seed)
+    names = list(spec.axes)
+    first = tuple(primary[a] for a in names) if primary is not None else None
+    chosen = None
+    if sample.method == "lhs":
+        chosen = _latin_hypercube(spec, names, lambda row: not _excluded(spec, dict(zip(names, row))), first, sample.n, rng)
+    if chosen is None:
+        picked: set[tuple] = {first} if first else set()
+        tries = 0
+        while len(picked) < sample.n:
+            tries += 1
+            if tries > 100 * sample.n + 10_000:
+                raise SpecError(spec.path or "<spec>", "sample", f"found only {len(picked)} universes the exclusions keep "
+                                f"after {tries - 1:,} random draws; expected sample.n = {sample.n} of them (fewer exclusions or a smaller n)")
+            combo = _decode(spec, rng.randrange(total))
+            if not _excluded(spec, combo):
+                picked.add(tuple(combo[a] for a in names))
+        chosen = list(picked)
+    order = {a: {o: i for i, o in enumerate(spec.axes[a])} for a in names}
+    rows = sorted(set(chosen), key=lambda row: [order[a][o] for a, o in zip(names, row)])
+    return [dict(zip(names, row)) for row in rows]
+
+
+def _latin_hypercube(spec: Spec, names: list[str], valid, first: tuple | None, n: int, rng: random.Random):
     columns = []
-    for axis, p in zip(names, first):
+    for i, axis in enumerate(names):
         options = list(spec.axes[axis])
         k = len(options)
+        p = first[i] if first else None
         remainder = n % k
-        if n < k:
+        if p is not None and n < k:
             extra = [p] + rng.sample([o for o in options if o != p], remainder - 1)
         else:
             extra = rng.sample(options, remainder)
         column = options * (n // k) + extra
-        column.remove(p)  # one copy belongs to the primary row
+        if p is not None:
+            column.remove(p)  # one copy belongs to the primary row
         columns.append(column)
     for _ in range(2000):
         for column in columns:
             rng.shuffle(column)
-        rows = [first, *zip(*columns)]
-        if len(set(rows)) == n and all(r in valid for r in rows):
+        rows = ([first] if first else []) + list(zip(*columns))
+        if len(set(rows)) == n and all(valid(r) for r in rows):
             return rows
     return None

@@ -46,7 +46,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import urlparse
 
-from multiverse import credentials
+from multiverse import credentials, interrupt
 from multiverse.answers import parse_json_answer, repair_messages, storable, storable_text, too_deep
 from multiverse.errors import BudgetExceeded, ModelError
 from multiverse.spec import ModelConfig  # model, params, api_base, api_key_env
@@ -305,12 +305,14 @@ def _classify(exc: BaseException) -> _Failure:
 
 
 def _one_line(exc: BaseException, secrets: Iterable[str]) -> str:
-    # Redact before cutting: a key cut in half would no longer match.
+    from multiverse.outcomes import short_reason
+
+    # Redact before cutting: a key cut in half would no longer match. Cut at a word, and marked.
     text = " ".join(str(exc).split())
     for secret in secrets:
         if secret and len(secret) >= 6:
             text = text.replace(secret, credentials.REDACTED)
-    return storable_text(credentials.redact(text))[:200]
+    return short_reason(storable_text(credentials.redact(text)), 300)
 
 
 # -- the client -----------------------------------------------------------------
@@ -575,6 +577,7 @@ class ModelClient:
         attempt = 0
         while True:
             attempt += 1
+            interrupt.check()  # after Ctrl-C no request starts, not even a retry
             estimate = self._reserve(config, request)
             started = time.monotonic()
             try:
@@ -599,7 +602,7 @@ class ModelClient:
                     ) from None
                 with self._lock:
                     self._stats.retries += 1
-                time.sleep(self._backoff(attempt, failure.retry_after))
+                interrupt.sleep(self._backoff(attempt, failure.retry_after))
                 continue
             seconds = time.monotonic() - started
             usage = self._usage(response)

@@ -16,7 +16,6 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,20 +23,24 @@ from typing import Any
 
 import pandas as pd
 
-from . import __version__
+from . import __version__, interrupt
+from .atomicfile import atomic_write_text
 from .errors import BudgetExceeded, InputError, ModelError
+from .executor import STAGE_NAMES, DaskSession, Executor
 from .grid import Universe, axis_stages, expand
 from .keys import digest
+from .lease import Lease
 from .pricing import estimate_cost
+from .records import SHAPES
 from .spec import Spec, to_yaml_dict
-from .store import Store, default_store_path
+from .store import Store, check_store_path, default_store_path
 from .tables import SCHEMA_VERSION, write_json, write_table
 from .work import Work, build_work
 
 __all__ = ["plan", "run", "RunResult", "default_run_dir", "STAGE_OF_STORE"]
 
 #: store stage -> pipeline stage, in data-flow order
-STAGE_OF_STORE = {"case": "draft", "transcript": "rollout", "judgment": "judge"}
+STAGE_OF_STORE = STAGE_NAMES
 
 
 def default_run_dir(spec: Spec) -> Path:
@@ -45,9 +48,10 @@ def default_run_dir(spec: Spec) -> Path:
 
 
 def _store(spec: Spec, store: Store | str | os.PathLike | None) -> Store:
-    if isinstance(store, Store):
-        return store
-    return Store(Path(store) if store is not None else default_store_path(spec.path))
+    """The run's store, by the one rule (``store.default_store_path``); records are checked on read."""
+    root = store.root if isinstance(store, Store) else default_store_path(spec.path, store)
+    # Absolute, so the manifest's record of it still finds it from another directory.
+    return Store(os.path.abspath(root), shapes=SHAPES)
 
 
 def _require_rubric(spec: Spec) -> None:
@@ -63,36 +67,57 @@ def _calls_per_transcript(unit) -> int:
 
 
 def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None) -> dict[str, Any]:
-    """Per stage: unique work units, model calls, how many are stored, and estimated cost."""
+    """Per stage: unique work units (stored, failed, blocked, to compute), their model calls, and estimated cost.
+
+    ``units = stored + failed + blocked + to_compute`` (see ``multiverse.outcomes``);
+    ``calls`` counts every unit's calls, ``calls_to_make`` those of the units to compute.
+    """
     _require_rubric(spec)
     universes = expand(spec)
     work = build_work(spec, universes)
     st = _store(spec, store)
-    # Existence is enough to plan: a stat per unit, not a read and a parse.
-    stored_cases = {k for k, c in work.cases.items() if c.given is not None or st.has("case", k)}
-    stored_transcripts = {k for k in work.transcripts if st.has("transcript", k)}
-    stored_judgments = {k for k in work.judge_calls if st.has("judgment", k)}
+    check_store_path(st.root, write=False)
+    from .outcomes import row_outcomes, tally, unit_outcomes
+
+    # Stored records are read for their status: a stored failure is not work
+    # to do, and the judge calls of a failed transcript are blocked, not pending.
+    stored_cases = [k for k, c in work.cases.items() if c.given is None and st.has("case", k)]
+    records = {
+        "case": {k: {"status": "ok"} for k in stored_cases},
+        "transcript": st.get_many("transcript", [k for k in work.transcripts if st.has("transcript", k)]),
+        "judgment": st.get_many("judgment", [k for k in work.judge_calls if st.has("judgment", k)]),
+    }
+    outcomes = unit_outcomes(work, records)
     stages: dict[str, dict] = {}
 
-    def stage(name: str, units: dict, stored: set, calls_of: Callable, model_of: Callable, tokens: tuple[int, int]):
-        todo = [u for k, u in units.items() if k not in stored]
-        calls = sum(calls_of(u) for u in units.values())
-        to_compute = sum(calls_of(u) for u in todo)
-        cost = sum(estimate_cost(m, calls_of(u), *tokens) for u in todo for m in model_of(u))
-        stages[name] = {"units": len(units), "calls": calls, "stored": calls - to_compute, "to_compute": to_compute, "cost": cost}
+    def stage(name: str, store_stage: str, units: dict, calls_of: Callable, model_of: Callable, tokens: tuple[int, int]):
+        settled = outcomes[store_stage]
+        todo = [u for k, u in units.items() if settled[k][0] == "pending"]
+        counts = tally((("computed", "") if o == "pending" else (o, r)) for o, r in settled.values())
+        counts["to_compute"] = counts.pop("computed")
+        stages[name] = {
+            **counts,
+            "calls": sum(calls_of(u) for u in units.values()),
+            "calls_stored": sum(calls_of(u) for k, u in units.items() if settled[k][0] == "stored"),
+            "calls_to_make": sum(calls_of(u) for u in todo),
+            "cost": sum(estimate_cost(m, calls_of(u), *tokens) for u in todo for m in model_of(u)),
+        }
 
     generated = {k: c for k, c in work.cases.items() if c.given is None}
-    stage("draft", generated, stored_cases, lambda u: 1, lambda u: [u.generator.model], (700, 500))
+    stage("draft", "case", generated, lambda u: 1, lambda u: [u.generator.model], (700, 500))
     stage(
         "rollout",
+        "transcript",
         work.transcripts,
-        stored_transcripts,
         _calls_per_transcript,
         lambda u: [u.configs["system"].model] + ([u.configs["user"].model] if u.configs["user"] else []),
         (900, 250),
     )
-    stage("judge", work.judge_calls, stored_judgments, lambda u: 1, lambda u: [u.config.model], (2500, 600))
-    stages["score"] = {"units": len(work.rows), "calls": 0, "stored": 0, "to_compute": 0, "cost": 0.0}
+    stage("judge", "judgment", work.judge_calls, lambda u: 1, lambda u: [u.config.model], (2500, 600))
+    # Scoring makes no call: a verdict row is to compute while any judgment it reads is.
+    scored = tally((("computed", "") if o == "pending" else (o, r)) for o, r in row_outcomes(work, outcomes))
+    scored["to_compute"] = scored.pop("computed")
+    stages["score"] = {**scored, "calls": 0, "calls_stored": 0, "calls_to_make": 0, "cost": 0.0}
     naive = sum(
         (work.cases[r.case_key].given is None) + _calls_per_transcript(work.transcripts[r.transcript_key]) + len(r.judge_calls)
         for r in work.rows
@@ -180,97 +205,9 @@ def _attempt(stage: str, unit, upstream, client, budget_hit: threading.Event) ->
         budget_hit.set()
         return None, f"budget_exceeded: {exc}"
     except ModelError as exc:
-        return None, f"{exc.reason}: {exc}"[:500]
+        from .outcomes import short_reason
 
-
-_CLAIMED = "claimed by another run"
-_ELSEWHERE = "computed by another run"
-
-
-class _Executor:
-    """Runs one stage's units; each result is stored the moment it exists.
-
-    Locally, each unit is claimed in the store before it is computed: when
-    another run on the same store holds the claim, this run waits for that
-    entry instead of paying for the same call twice.
-
-    ``local`` uses a thread pool in this process; ``dask`` sends each unit to a
-    Dask cluster whose workers share the store directory and store what they
-    compute themselves, so a worker that dies loses only its call in flight.
-    """
-
-    def __init__(self, store: Store, client, *, jobs: int, progress: bool, backend: str = "local", dask_client=None):
-        self.store, self.client, self.jobs, self.progress = store, client, max(1, jobs), progress
-        self.backend, self.dask_client = backend, dask_client
-        self.failures: dict[str, dict[str, str]] = defaultdict(dict)
-        self.computed: dict[str, set[str]] = defaultdict(set)
-        self.budget_hit = threading.Event()
-
-    def run(self, stage: str, units: list, upstream: Callable[[Any], Any] = lambda unit: None) -> None:
-        if not units:
-            return
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(units), desc=f"{STAGE_OF_STORE[stage]:>8}", unit="unit", disable=not self.progress, file=sys.stderr)
-        try:
-            for key, failure in self._results(stage, units, upstream):
-                if failure is None:
-                    self.computed[stage].add(key)
-                elif failure is not _ELSEWHERE:
-                    self.failures[stage][key] = failure
-                bar.update(1)
-        finally:
-            bar.close()
-
-    def _results(self, stage, units, upstream):
-        if self.backend == "dask":
-            from distributed import as_completed as dask_completed
-
-            root = str(self.store.root)
-            futures = [
-                self.dask_client.submit(_dask_unit, stage, unit, upstream(unit), root, self.jobs, pure=False)
-                for unit in units
-            ]
-            for future in dask_completed(futures):
-                yield future.result()
-            return
-
-        def one(unit):
-            if not self.store.claim(stage, unit.key):
-                return unit, _CLAIMED
-            try:
-                if self.store.has(stage, unit.key):  # stored between our look-up and our claim
-                    return unit, _ELSEWHERE
-                record, failure = _attempt(stage, unit, upstream(unit), self.client, self.budget_hit)
-                if record is not None:
-                    self.store.put(stage, unit.key, record)
-                return unit, failure
-            finally:
-                self.store.release(stage, unit.key)
-
-        pending = list(units)
-        while pending:
-            waiting = []
-            with ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix=f"mv-{stage}") as pool:
-                for future in as_completed([pool.submit(one, u) for u in pending]):
-                    unit, failure = future.result()
-                    if failure is _CLAIMED:
-                        waiting.append(unit)
-                    else:
-                        yield unit.key, failure
-            # Another run is computing these: wait for its entries rather than pay twice.
-            pending = []
-            while waiting:
-                time.sleep(0.2)
-                still = []
-                for unit in waiting:
-                    if self.store.has(stage, unit.key):
-                        yield unit.key, _ELSEWHERE
-                    elif self.store.claimed(stage, unit.key):
-                        still.append(unit)
-                    else:
-                        pending.append(unit)  # it gave up or died: compute it ourselves
-                waiting = still
+        return None, short_reason(f"{exc.reason}: {exc}", 500)
 
 
 _WORKER_CLIENTS: dict[int, Any] = {}
@@ -279,7 +216,7 @@ _WORKER_LOCK = threading.Lock()
 
 def _dask_unit(stage: str, unit, upstream, store_root: str, jobs: int) -> tuple[str, str | None]:
     """One unit on a Dask worker: skip it if another worker already stored it."""
-    store = Store(store_root)
+    store = Store(store_root, existing=True)  # opened by the run: never recreated if it vanishes
     if store.has(stage, unit.key):
         return unit.key, None
     with _WORKER_LOCK:
@@ -324,26 +261,32 @@ def run(
     universes = expand(spec)
     work = build_work(spec, universes)
     st = _store(spec, store)
+    out_dir = Path(out) if out is not None else default_run_dir(spec)
+    check_store_path(st.root, out=out_dir if write else None)
     if client is None:
         from .llm import ModelClient
 
         client = ModelClient(jobs=jobs, budget=budget)
+    from .breaker import Breaker
+
+    client = Breaker(client)  # a model that fails every call the same way stops the run, not every unit
     if progress is None:
         progress = sys.stderr.isatty()
-    with _DaskSession(backend, scheduler, jobs) as dask_client:
-        executor = _Executor(st, client, jobs=jobs, progress=progress, backend=backend, dask_client=dask_client)
-        stored, records = _run_stages(work, st, client, executor)
+    with interrupt.stopping_on_signals(), Lease(st.open().root) as lease, DaskSession(backend, scheduler, jobs) as dask_client:
+        executor = Executor(st, client, jobs=jobs, progress=progress, attempt=_attempt, remote=_dask_unit,
+                            backend=backend, dask_client=dask_client)
+        stored, records = _run_stages(work, st, client, executor, lease)
+        interrupt.check("after the last call, before the tables were written")
     failures = executor.failures
     verdicts, criteria = _assemble(spec, work, records["case"], records["transcript"], records["judgment"], failures)
     rates = _rates(spec, universes, verdicts)
     manifest = _manifest(spec, universes, work, records, executor, stored, verdicts, started, st)
-    out_dir = Path(out) if out is not None else default_run_dir(spec)
     if write:
         write_run(out_dir, spec, verdicts, criteria, rates, manifest, records["transcript"])
     return RunResult(out_dir if write else None, verdicts, criteria, rates, manifest, universes)
 
 
-def _run_stages(work: Work, st: Store, client, executor: _Executor) -> tuple[dict[str, int], dict[str, dict]]:
+def _run_stages(work: Work, st: Store, client, executor: Executor, lease: Lease | None = None) -> tuple[dict[str, int], dict[str, dict]]:
     """Draft, rollout, judge: each computes only what the store lacks.
 
     Returns the units found already stored per store stage, and every record
@@ -372,6 +315,7 @@ def _run_stages(work: Work, st: Store, client, executor: _Executor) -> tuple[dic
         executor.run(name, units, upstream)
         # What this run, a worker or a concurrent run stored for these units.
         records[name].update(st.get_many(name, [u.key for u in units]))
+        _check_kept(st, lease, name, executor.computed.get(name, set()) - set(records[name]))
 
     stage("case", missing_cases)
     for key, case in work.cases.items():
@@ -386,38 +330,17 @@ def _run_stages(work: Work, st: Store, client, executor: _Executor) -> tuple[dic
     return stored, records
 
 
-class _DaskSession:
-    """A Dask client for the run (None for the local backend); closes what it opened."""
+def _check_kept(st: Store, lease: Lease | None, stage: str, lost: set) -> None:
+    """Stop with one clear error if the store lost what this run wrote: tables built
+    now would report those units as failed when they were not."""
+    from .errors import StoreError
 
-    def __init__(self, backend: str, scheduler: Any, jobs: int):
-        self.backend, self.scheduler, self.jobs = backend, scheduler, jobs
-        self.client = self.cluster = None
-
-    def __enter__(self):
-        if self.backend != "dask":
-            return None
-        try:
-            from distributed import Client, LocalCluster
-        except ImportError:
-            raise InputError("--backend dask: dask.distributed is not installed; pip install 'multiverse[dask]'") from None
-        if self.scheduler is not None and not isinstance(self.scheduler, str):
-            return self.scheduler  # the caller's own distributed.Client
-        if self.scheduler is None:
-            self.cluster = LocalCluster(n_workers=2, threads_per_worker=self.jobs, processes=True, dashboard_address=None)
-            self.client = Client(self.cluster)
-        else:
-            try:
-                self.client = Client(self.scheduler, timeout="20s")
-            except (OSError, TimeoutError) as exc:
-                raise InputError(f"--scheduler: cannot reach a Dask scheduler at {self.scheduler} ({exc})") from None
-        return self.client
-
-    def __exit__(self, *exc):
-        if self.client is not None:
-            self.client.close()
-        if self.cluster is not None:
-            self.cluster.close()
-        return False
+    if lease is not None and not lease.held():
+        raise StoreError(f"store {st.root}: it was deleted or emptied while this run used it; "
+                         "expected it to stay for the whole run (rerun to recompute what was lost)")
+    if lost:
+        raise StoreError(f"store {st.root}: {len(lost)} {stage} entries this run wrote have disappeared "
+                         "(deleted while the run was live?); rerun to recompute them")
 
 
 def _check_credentials(client, configs: Iterable) -> None:
@@ -450,6 +373,7 @@ def _compute_transcript(client, unit, case: dict) -> dict:
         case=case, system=c["system"], system_prompt=c["system_prompt"], tools=c["tools"], setting=unit.setting,
         max_turns=unit.max_turns, user=c["user"], persona=c["persona"], instructions=c["instructions"],
         tool_simulator=c["tool_simulator"], tool_functions=c["tool_functions"], seed=unit.seed,
+        opening=(case.get("prompt") or "") if unit.opens_with_prompt else "",
     )
     record = run_rollout(client, job)
     record["system"] = unit.system
@@ -563,9 +487,19 @@ def _manifest(spec, universes, work, records, executor, stored, verdicts, starte
     Calls, tokens and cost are summed from the provenance of the records this
     invocation computed, so they are the same whichever backend ran them.
     """
+    from .outcomes import (
+        check_tally,
+        failure_examples,
+        row_outcomes,
+        tally,
+        unit_outcomes,
+    )
+
+    outcomes = unit_outcomes(work, records, computed=executor.computed, failures=executor.failures)
+    # A unit the run neither settled nor blocked was not run: say so rather than lose it.
+    outcomes = {stage: {k: (("failed", "not_run") if o == "pending" else (o, r)) for k, (o, r) in units.items()}
+                for stage, units in outcomes.items()}
     stages = {}
-    units = {"case": sum(1 for c in work.cases.values() if c.given is None), "transcript": len(work.transcripts),
-             "judgment": len(work.judge_calls)}
     models: set[str] = set()
     for store_stage, name in STAGE_OF_STORE.items():
         calls = tokens = 0
@@ -576,15 +510,11 @@ def _manifest(spec, universes, work, records, executor, stored, verdicts, starte
             tokens += sum(int(v or 0) for k, v in provenance.get("usage", {}).items() if k != "total_tokens")
             cost += float(provenance.get("cost", 0.0) or 0.0)
             models.update(provenance.get("model_reported", []))
-        stages[name] = {
-            "computed": calls,
-            "stored": int(stored.get(store_stage, 0)),
-            "failed": len(executor.failures.get(store_stage, {})),
-            "units": units[store_stage],
-            "tokens": tokens,
-            "cost": round(cost, 6),
-        }
-    stages["score"] = {"computed": 0, "stored": 0, "failed": 0, "units": len(verdicts), "tokens": 0, "cost": 0.0}
+        stages[name] = {**tally(outcomes[store_stage]), "calls": calls, "tokens": tokens, "cost": round(cost, 6)}
+    statuses = verdicts["status"] if len(verdicts) else []
+    stages["score"] = {**tally(row_outcomes(work, outcomes, statuses)), "calls": 0, "tokens": 0, "cost": 0.0}
+    for counts in stages.values():
+        check_tally(counts)
     status_counts = verdicts["status"].value_counts().to_dict() if len(verdicts) else {}
     return {
         "schema_version": SCHEMA_VERSION,
@@ -600,7 +530,7 @@ def _manifest(spec, universes, work, records, executor, stored, verdicts, starte
         "axis_stages": axis_stages(spec),
         "stages": stages,
         "statuses": {s: int(status_counts.get(s, 0)) for s in ("ok", "excluded", "rollout_failed", "judge_failed")},
-        "failures": {STAGE_OF_STORE[s]: sorted(set(v.values()))[:20] for s, v in executor.failures.items() if v},
+        "failures": {STAGE_OF_STORE[k]: v for k, v in failure_examples(outcomes).items()},
         "tokens": int(sum(v["tokens"] for v in stages.values())),
         "cost": round(sum(v["cost"] for v in stages.values()), 6),
         "models_reported": sorted(models),
@@ -634,8 +564,6 @@ def write_run(out_dir: Path, spec: Spec, verdicts, criteria, rates, manifest, tr
 
     import yaml
 
-    from .tables import atomic_write
-
     out_dir.mkdir(parents=True, exist_ok=True)
     old_manifest = out_dir / "manifest.json"
     if old_manifest.exists():
@@ -646,12 +574,12 @@ def write_run(out_dir: Path, spec: Spec, verdicts, criteria, rates, manifest, tr
                         "stop_reason": r.get("stop_reason"), "turns": r.get("turns", [])}, ensure_ascii=False)
             for k, r in sorted(transcripts.items())
         ]
-        atomic_write(out_dir / "transcripts.jsonl", lambda tmp: Path(tmp).write_text("\n".join(lines) + "\n", encoding="utf-8"))
+        atomic_write_text(out_dir / "transcripts.jsonl", "\n".join(lines) + "\n")
     write_table(verdicts, out_dir, "verdicts")
     write_table(criteria, out_dir, "criteria")
     write_table(rates, out_dir, "rates")
     text = "# The resolved spec of this run (rubric inlined).\n" + yaml.safe_dump(dict(spec.document or {}), sort_keys=False, allow_unicode=True)
-    atomic_write(out_dir / "spec.yaml", lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    atomic_write_text(out_dir / "spec.yaml", text)
     write_json(manifest, out_dir / "manifest.json")
 
 
@@ -668,14 +596,17 @@ def draft(
     jobs: int = 8,
     progress: bool | None = None,
 ) -> list[Path]:
-    """Draft the test cases (and, with ``rubric=True``, a rubric) as editable YAML beside the spec.
+    """Draft the test cases, or with ``rubric=True`` only a rubric, as editable YAML beside the spec.
 
-    Cases are drafted exactly as ``run`` would (same keys, same store), so
-    drafting first costs nothing extra. Returns the files written.
+    A spec without a rubric gets a rubric draft only: cases are drafted per
+    criterion, after the rubric is reviewed. Cases are drafted exactly as
+    ``run`` would (same keys, same store), so drafting first costs nothing
+    extra. Returns the files written.
     """
     from .stages.draft import draft_rubric, write_drafts
 
     st = _store(spec, store)
+    check_store_path(st.root)
     if client is None:
         from .llm import ModelClient
 
@@ -691,7 +622,7 @@ def draft(
         _check_credentials(client, [generator])
         drafted_rubric = draft_rubric(client, spec, generator, seed=spec.rollout.seed)
         drafted_rubric.pop("completion", None)
-    if not spec.rubric.criteria:
+    if drafted_rubric is not None:
         # Cases are drafted per criterion: they wait until the rubric is reviewed and referenced.
         return write_drafts(spec, drafted_rubric, [], force=force)
     work = build_work(spec, expand(spec)[:1])
@@ -699,8 +630,9 @@ def draft(
     have = st.get_many("case", [u.key for u in units])
     pending = [u for u in units if u.key not in have]
     _check_credentials(client, [u.generator for u in pending])
-    executor = _Executor(st, client, jobs=jobs, progress=progress)
-    executor.run("case", pending)
+    executor = Executor(st, client, jobs=jobs, progress=progress, attempt=_attempt)
+    with interrupt.stopping_on_signals(), Lease(st.open().root):
+        executor.run("case", pending)
     records = st.get_many("case", [u.key for u in units])
     if executor.failures.get("case"):
         reasons = sorted(set(executor.failures["case"].values()))

@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 import yaml
 
+from .bounds import MAX_FILE_BYTES, check_sizes, name_problem, read_regular_file
 from .errors import SpecError
 from .schema import Problems, build, json_schema, resolve_path
 
@@ -64,7 +65,6 @@ __all__ = [
 ]
 
 SCORING_RULES = ("all_applicable", "impermissible_only", "no_applicable_is_compliant", "majority_of_samples")
-MAX_FILE_BYTES = 5 * 1024 * 1024
 BEHAVIOR = "behavior"
 
 
@@ -373,17 +373,7 @@ class _Loader(yaml.SafeLoader):
 def load_yaml(path: Path) -> tuple[Any, dict[str, int]]:
     """Parse a YAML file safely. Returns the document and ``{yaml.path: line}``."""
     path = Path(path)
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        raise SpecError(path, "", "file not found") from None
-    except OSError as exc:
-        raise SpecError(path, "", f"cannot be read ({exc.strerror})") from None
-    if path.is_dir():
-        raise SpecError(path, "", "expected a YAML file, got a directory")
-    if size > MAX_FILE_BYTES:
-        raise SpecError(path, "", f"file is {size / 1e6:.1f} MB; expected a spec under {MAX_FILE_BYTES // 2**20} MB")
-    raw = path.read_bytes()
+    raw = read_regular_file(path, lambda expected: SpecError(path, "", expected), what="YAML file")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -544,6 +534,9 @@ def _check_semantics(spec: Spec, problems: Problems) -> None:
             problems.add(f"rubric.criteria.{i}.evidence", f"expected a text for every evidence level ({', '.join(levels)})")
     if levels and spec.judge.evidence_standard not in levels:
         problems.add("judge.evidence_standard", f"expected one of the rubric's evidence levels ({', '.join(levels)}), got {spec.judge.evidence_standard!r}")
+    wrong_name = name_problem(spec.name)
+    if wrong_name:
+        problems.add("name", wrong_name)
     _check_models(spec, problems)
     for name, value, minimum in (
         ("design.cases_per_cell", spec.design.cases_per_cell, 1),
@@ -556,6 +549,7 @@ def _check_semantics(spec: Spec, problems: Problems) -> None:
             problems.add(name, f"expected an integer >= {minimum}, got {value}")
     if not 0 < spec.scoring.ci.level < 1:
         problems.add("scoring.ci.level", f"expected a number between 0 and 1, got {spec.scoring.ci.level}")
+    check_sizes(spec, problems)
     if spec.scoring.rule == "majority_of_samples" and spec.judge.samples < 2:
         problems.add("scoring.rule", "majority_of_samples needs judge.samples >= 2")
     _check_world(spec, problems)
@@ -631,6 +625,27 @@ def _check_models(spec: Spec, problems: Problems) -> None:
     _check_model(spec.rollout.user.model, "rollout.user.model", problems)
     _check_model(spec.design.generator.model, "design.generator.model", problems)
     _check_model(spec.rollout.tool_simulator.model, "rollout.tool_simulator.model", problems)
+    _check_offline_names(spec, problems)
+
+
+def _check_offline_names(spec: Spec, problems: Problems) -> None:
+    """Names the model layer can check without a call (sim/ models against the world), for the roles this spec uses."""
+    from .model_names import check
+
+    world = spec.world
+    if world is not None and world.endswith((".yaml", ".yml")):
+        world = str(spec.base_dir / world)
+    roles = [(f"systems.{i}", s, "system") for i, s in enumerate(spec.systems)] + [("judge", spec.judge, "judge")]
+    if spec.rollout.setting == "multi_turn":
+        roles.append(("rollout.user", spec.rollout.user, "user"))
+    if spec.cases is None and spec.design.cases is None:
+        roles.append(("design.generator", spec.design.generator, "generator"))
+    if spec.design.tools or any(s.tools for s in spec.systems):
+        roles.append(("rollout.tool_simulator", spec.rollout.tool_simulator, "tool_simulator"))
+    for where, section, role in roles:
+        persona = getattr(section, "persona", None) if role == "user" else None
+        for field_name, problem in check(section.model, role, api_base=section.api_base or world, persona=persona):
+            problems.add(f"{where}.{field_name}", problem)
 
 
 def _check_model(model: str, path: str, problems: Problems) -> None:

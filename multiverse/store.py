@@ -20,21 +20,19 @@ the stage reads). Why it is built this way:
   Where hard links are unsupported (some FUSE, SMB or FAT mounts) the store
   falls back to a rename: still atomic, but on POSIX two racing writers may
   both report success, the later one's record being the one kept.
-- **Corruption is a miss, never a crash.** An entry that no longer parses
-  (a disk fault, a hand edit) is renamed ``<key>.json.corrupt`` with a
-  :class:`CorruptEntryWarning`, and ``get()`` answers ``None`` so the work is
-  redone.
+- **A bad entry is a miss, never a crash.** Only regular files under
+  :data:`MAX_ENTRY_BYTES` are read, opened without following symlinks or
+  blocking. Anything else (a folder, symlink, FIFO, device, huge file), a
+  file that does not parse, or a record of the wrong shape for its stage
+  (``multiverse.records``) is moved into ``<root>/quarantine/<stage>/`` with
+  a :class:`CorruptEntryWarning` and counted; ``get()`` answers ``None``.
+- **A store that vanishes is an error.** Once a store has been opened (a run
+  opens it before its first call), a missing root is never silently
+  recreated: :class:`~multiverse.errors.StoreError`.
 - **No credentials.** Records are scrubbed before they touch the disk: any
   string holding the value of a secret-looking environment variable becomes
   ``"[redacted]"`` and credential-named dict keys are dropped.
-
-- **Claims, so concurrent runs do not pay twice.** Before computing a unit a
-  run may ``claim`` it: an exclusive-create ``<key>.claim`` file naming the
-  host, process and time. Another run that finds a live claim waits for the
-  entry instead of calling the model. A claim whose process is gone (same
-  host) or that is older than its lease is stale and may be taken over, so a
-  killed run never blocks anyone for long. Claims are an economy, not a
-  lock: correctness still rests on write-once entries.
+- **Claims, so concurrent runs do not pay twice** (``multiverse.claims``).
 
 Provenance is written by the stages; the store only adds ``stored_at``.
 """
@@ -46,7 +44,8 @@ import json
 import os
 import re
 import secrets
-import socket
+import stat
+import threading
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
@@ -56,10 +55,12 @@ from typing import Any
 
 from .answers import storable
 from .credentials import redact_all
+from .errors import StoreError
+from .lease import FOLDER as LEASES
+from .storepath import check_store_path, default_store_path
 
-__all__ = ["Store", "CorruptEntryWarning", "default_store_path", "scrub"]
+__all__ = ["MAX_ENTRY_BYTES", "CorruptEntryWarning", "Store", "check_store_path", "default_store_path", "scrub"]
 
-ENV_VAR = "MULTIVERSE_STORE"
 REDACTED = "[redacted]"
 
 # Stage names and keys become path components: restricting them to this
@@ -69,6 +70,13 @@ _SUFFIX = ".json"
 _TMP_SUFFIX = ".tmp"
 _CORRUPT_SUFFIX = ".corrupt"
 _CLAIM_SUFFIX = ".claim"
+#: Folders of the store root that are not stages.
+QUARANTINE = "quarantine"
+_RESERVED = frozenset({QUARANTINE, LEASES})
+#: The largest entry read (a transcript of long turns is a few MB; a planted
+#: multi-GB file or /dev/zero must not be read into memory).
+MAX_ENTRY_BYTES = 64 * 2**20
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
 #: A claim older than this is stale whoever holds it (a unit is one rollout or one judge call).
 CLAIM_LEASE = 900.0
 
@@ -87,22 +95,13 @@ _NO_LINK_ERRNOS |= {getattr(errno, n) for n in ("ENOTSUP", "EOPNOTSUPP") if hasa
 
 
 class CorruptEntryWarning(RuntimeWarning):
-    """An entry did not parse as a JSON object and was quarantined as ``*.corrupt``."""
-
-
-def default_store_path(spec_path: str | Path | None) -> Path:
-    """Where a run keeps its store: ``$MULTIVERSE_STORE``, else ``.multiverse/store``
-    beside the spec, else ``./.multiverse/store``."""
-    env = os.environ.get(ENV_VAR, "").strip()
-    if env:
-        return Path(env).expanduser()
-    base = Path(spec_path).parent if spec_path is not None else Path(".")
-    return base / ".multiverse" / "store"
+    """An entry was unusable (not a regular file, too large, not JSON, wrong shape) and was quarantined."""
 
 
 def _check_name(kind: str, name: str) -> str:
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise ValueError(f"store: {kind} {name!r}: expected 1-128 characters of [A-Za-z0-9_-]")
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or (kind == "stage" and name in _RESERVED):
+        raise ValueError(f"store: {kind} {name!r}: expected 1-128 characters of [A-Za-z0-9_-], "
+                         f"not {' or '.join(sorted(_RESERVED))}")
     return name
 
 
@@ -151,13 +150,38 @@ class Store:
     ``stage`` is ``"case"``, ``"transcript"``, ``"judgment"`` or ``"rubric"``
     (any ``[A-Za-z0-9_-]`` name works); ``key`` is that stage's cache key.
     Safe to share between threads, processes and machines. Nothing is created
-    until the first :meth:`put`.
+    until the first :meth:`put` or :meth:`open`.
+
+    ``shapes`` maps a stage to ``check(record) -> None | problem`` (the
+    pipeline passes ``multiverse.records.SHAPES``); a record that fails its
+    check is quarantined on read. ``existing=True`` says the root was already
+    opened by someone else (a run's Dask workers): it is never recreated.
     """
 
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | Path, *, shapes: Mapping | None = None, existing: bool = False):
         self.root = Path(root).expanduser()
+        self.shapes = dict(shapes or {})
         # Cleared the first time os.link turns out to be unsupported here.
         self._can_link = hasattr(os, "link")
+        # Set once the root is known to exist: from then on its absence is an error.
+        self._opened = existing
+        self._lock = threading.Lock()
+        #: entries this instance moved into quarantine
+        self.quarantined = 0
+
+    def open(self) -> Store:
+        """Create the root if needed; from now on a vanished root raises ``StoreError``."""
+        if self._opened:
+            self._check_root()
+        else:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self._opened = True
+        return self
+
+    def _check_root(self) -> None:
+        if self._opened and not os.path.isdir(self.root):
+            raise StoreError(f"store {self.root}: it was deleted while in use; "
+                             "expected it to stay for the whole run (rerun to recompute what was lost)")
 
     def __repr__(self) -> str:
         return f"Store({str(self.root)!r})"
@@ -171,21 +195,26 @@ class Store:
     # -- reading ---------------------------------------------------------
 
     def get(self, stage: str, key: str) -> dict | None:
-        """The record stored under ``(stage, key)``, or ``None`` if absent or corrupt."""
-        return self._read(self._path(stage, key))
+        """The record stored under ``(stage, key)``, or ``None`` if absent or unusable."""
+        self._check_root()
+        return self._read(stage, self._path(stage, key))
 
     def get_many(self, stage: str, keys: Iterable[str]) -> dict[str, dict]:
         """``{key: record}`` for the given keys that are stored; missing ones are absent."""
+        self._check_root()
         found = {}
         for key in keys:
-            record = self._read(self._path(stage, key))
+            record = self._read(stage, self._path(stage, key))
             if record is not None:
                 found[key] = record
         return found
 
     def has(self, stage: str, key: str) -> bool:
-        """Whether an entry exists (without parsing it: a corrupt one counts until read)."""
-        return os.path.exists(self._path(stage, key))
+        """Whether a regular file is stored under the key (not parsed: a bad one counts until read)."""
+        try:
+            return stat.S_ISREG(os.lstat(self._path(stage, key)).st_mode)
+        except OSError:
+            return False
 
     def keys(self, stage: str) -> Iterator[str]:
         """The keys stored in ``stage``, in sorted order; temp and corrupt files are skipped."""
@@ -193,38 +222,73 @@ class Store:
         stage_dir = os.path.join(self.root, _check_name("stage", stage))
         return (name[: -len(_SUFFIX)]
                 for shard in _sorted_dirs(stage_dir)
-                for name in sorted(_entry_names(shard)))
+                for name in sorted(e.name for e in _scan(shard) if _kind(e.name) == "entry"))
 
-    def _read(self, path: str) -> dict | None:
+    def _read(self, stage: str, path: str) -> dict | None:
         try:
-            with open(path, "rb") as f:
-                raw = f.read()
-                try:
-                    record = json.loads(raw)
-                except ValueError:  # JSONDecodeError and UnicodeDecodeError
-                    record = None
-                if isinstance(record, dict):
-                    return record
-                identity = _identity(os.fstat(f.fileno()))
+            # No symlink is followed and a FIFO does not block: what is there is checked first.
+            fd = os.open(path, _OPEN_FLAGS)
         except FileNotFoundError:
             return None
-        self._quarantine(path, identity)
+        except OSError as exc:  # ELOOP: a symlink in place of the entry; EACCES: not ours to read
+            try:
+                identity = _identity(os.lstat(path))
+            except FileNotFoundError:
+                return None
+            kind = "a symlink" if exc.errno == errno.ELOOP or os.path.islink(path) else f"unreadable ({exc.strerror})"
+            self._quarantine(stage, path, identity, kind)
+            return None
+        try:
+            st = os.fstat(fd)
+            identity = _identity(st)
+            if not stat.S_ISREG(st.st_mode):
+                problem = f"not a regular file ({_file_type(st.st_mode)})"
+            elif st.st_size > MAX_ENTRY_BYTES:
+                problem = f"larger than {MAX_ENTRY_BYTES} bytes"
+            else:
+                problem = None
+                raw = _read_capped(fd, MAX_ENTRY_BYTES + 1)
+        except OSError as exc:  # EISDIR and friends
+            problem = f"unreadable ({exc.strerror})"
+        finally:
+            os.close(fd)
+        if problem is None and len(raw) > MAX_ENTRY_BYTES:
+            problem = f"larger than {MAX_ENTRY_BYTES} bytes"
+        if problem is None:
+            try:
+                record = json.loads(raw)
+            except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, deep nesting
+                problem = "not JSON"
+            else:
+                check = self.shapes.get(stage)
+                if not isinstance(record, dict):
+                    problem = f"not a JSON object ({type(record).__name__})"
+                else:
+                    problem = check(record) if check is not None else None
+                if problem is None:
+                    return record
+        self._quarantine(stage, path, identity, problem)
         return None
 
-    def _quarantine(self, path: str, identity: tuple[int, int]) -> None:
+    def _quarantine(self, stage: str, path: str, identity: tuple[int, int], problem: str) -> None:
         # Another reader may have quarantined it already and a writer put a
         # good entry in its place: only move the very file we read.
+        folder = os.path.join(self.root, QUARANTINE, stage)
+        target = os.path.join(folder, f"{os.path.basename(path)}.{int(time.time())}.{secrets.token_hex(3)}")
         try:
-            if _identity(os.stat(path)) != identity:
+            if _identity(os.lstat(path)) != identity:
                 return
-            os.replace(path, path + _CORRUPT_SUFFIX)
+            os.makedirs(folder, exist_ok=True)
+            os.replace(path, target)  # moves a symlink or a folder itself, never what it points to
         except FileNotFoundError:
             return
         except OSError as exc:
-            warnings.warn(f"{path}: corrupt store entry, could not quarantine: {exc}",
+            warnings.warn(f"{path}: bad store entry ({problem}), could not quarantine: {exc}",
                           CorruptEntryWarning, stacklevel=4)
             return
-        warnings.warn(f"{path}: corrupt store entry moved to *{_CORRUPT_SUFFIX}; it will be redone",
+        with self._lock:
+            self.quarantined += 1
+        warnings.warn(f"{path}: bad store entry ({problem}) moved to {target}; it will be redone",
                       CorruptEntryWarning, stacklevel=4)
 
     # -- writing ---------------------------------------------------------
@@ -242,8 +306,12 @@ class Store:
         if not isinstance(record, Mapping):
             kind = type(record).__name__
             raise TypeError(f"store: {stage}/{key}: expected a dict record, got {kind}")
-        if os.path.exists(final):  # the cheap answer on a resumed run
-            return False
+        if os.path.lexists(final):  # the cheap answer on a resumed run
+            st = os.lstat(final)
+            if stat.S_ISREG(st.st_mode):
+                return False
+            # A folder, symlink or FIFO would make every later link fail: move it aside.
+            self._quarantine(stage, final, _identity(st), f"not a regular file ({_file_type(st.st_mode)})")
         # The last sweep before the disk: credential values redacted and text
         # made UTF-8-safe here too, whatever stage or tool function composed the record.
         clean = scrub(redact_all(storable(record)))
@@ -255,16 +323,27 @@ class Store:
             tmp_name = f".{key}.{os.getpid()}.{secrets.token_hex(4)}{_TMP_SUFFIX}"
             tmp = os.path.join(directory, tmp_name)
             try:
+                self._make_dirs(directory)
                 _write_synced(tmp, payload)
                 return self._publish(tmp, final)
             except FileNotFoundError:
                 # A person or another host's gc removed our temp file or its
-                # directory between write and link: write it again.
+                # directory between write and link: write it again, unless
+                # the whole store is gone.
+                self._check_root()
                 if attempt == 2:
                     raise
             finally:
                 _unlink_quietly(tmp)
         raise AssertionError("unreachable")
+
+    def _make_dirs(self, directory: str) -> None:
+        if os.path.isdir(directory):
+            return
+        if not self._opened:
+            self.open()
+        self._check_root()
+        os.makedirs(directory, exist_ok=True)
 
     def _publish(self, tmp: str, final: str) -> bool:
         if self._can_link:
@@ -292,147 +371,53 @@ class Store:
         os.replace(tmp, final)  # atomic; a racing writer may overwrite (see docstring)
         return True
 
-    # -- maintenance -----------------------------------------------------
-
     # -- claims ----------------------------------------------------------
 
     def _claim_path(self, stage: str, key: str) -> str:
         return self._path(stage, key)[: -len(_SUFFIX)] + _CLAIM_SUFFIX
 
     def claim(self, stage: str, key: str, *, lease: float = CLAIM_LEASE) -> bool:
-        """Claim ``(stage, key)`` for this process. False if someone else holds a live claim.
+        """Claim ``(stage, key)`` for this process; False if someone else holds a live claim
+        (see ``multiverse.claims``)."""
+        from .claims import claim
 
-        A stale claim (its process is gone, or it is older than ``lease``) is
-        taken over. Two processes taking over the same stale claim at the same
-        moment may both proceed: the entry is still written once.
-        """
-        path = self._claim_path(stage, key)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        # The claim appears with its content in one step (a temp file hard-linked
-        # into place), so nobody ever reads a half-written claim as stale.
-        tmp = os.path.join(os.path.dirname(path), f".{key}.{os.getpid()}.{secrets.token_hex(4)}{_TMP_SUFFIX}")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(f"{socket.gethostname()} {os.getpid()} {time.time():.3f}\n")
-        try:
-            for _ in range(2):
-                try:
-                    os.link(tmp, path)
-                    return True
-                except FileExistsError:
-                    if self._claim_is_live(path, lease):
-                        return False
-                    _unlink_quietly(path)  # stale: take it over (one of several takers wins the link)
-                except OSError as exc:
-                    if exc.errno not in _NO_LINK_ERRNOS:
-                        raise
-                    return True  # no hard links here: claims are only an economy, compute anyway
-            return False
-        finally:
-            _unlink_quietly(tmp)
+        self._make_dirs(os.path.dirname(self._claim_path(stage, key)))
+        return claim(self._claim_path(stage, key), key, lease)
 
     def claimed(self, stage: str, key: str, *, lease: float = CLAIM_LEASE) -> bool:
         """Whether someone holds a live claim on ``(stage, key)``."""
-        return self._claim_is_live(self._claim_path(stage, key), lease)
+        from .claims import is_live
+
+        return is_live(self._claim_path(stage, key), lease)
 
     def release(self, stage: str, key: str) -> None:
         """Drop this process's claim (after storing the entry, or giving up)."""
-        path = self._claim_path(stage, key)
-        holder = _claim_holder(path)
-        if holder is not None and holder[:2] == (socket.gethostname(), os.getpid()):
-            _unlink_quietly(path)
+        from .claims import release
 
-    @staticmethod
-    def _claim_is_live(path: str, lease: float) -> bool:
-        holder = _claim_holder(path)
-        if holder is None:
-            return False
-        host, pid, since = holder
-        if time.time() - since > lease:
-            return False
-        if host == socket.gethostname() and pid != os.getpid():
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return False
-            except PermissionError:
-                pass  # alive, someone else's
-        return True
+        release(self._claim_path(stage, key))
 
     def stats(self) -> dict:
-        """Entries and bytes per stage and in total, plus stray temp and corrupt files.
+        """Entries and bytes per stage and in total, plus stray temp and quarantined files
+        (see ``multiverse.storegc.stats``)."""
+        from .storegc import stats
 
-        ``{"root", "stages": {stage: {"entries", "bytes"}}, "entries", "bytes",
-        "temp_files", "corrupt_files"}``
-        """
-        report: dict[str, Any] = {"root": str(self.root), "stages": {}, "entries": 0,
-                                  "bytes": 0, "temp_files": 0, "corrupt_files": 0}
-        for stage in self._stages():
-            entries = size = 0
-            for shard in _sorted_dirs(os.path.join(self.root, stage)):
-                for entry in _scan(shard):
-                    kind = _kind(entry.name)
-                    if kind == "entry":
-                        entries += 1
-                        size += entry.stat().st_size
-                    elif kind == "temp":
-                        report["temp_files"] += 1
-                    elif kind == "corrupt":
-                        report["corrupt_files"] += 1
-            report["stages"][stage] = {"entries": entries, "bytes": size}
-            report["entries"] += entries
-            report["bytes"] += size
-        return report
+        return stats(self)
 
     def gc(self, keep: Mapping[str, set[str]] | None = None, *, dry_run: bool = False,
-           temp_age: float = 3600.0) -> dict:
-        """Remove entries not in ``keep``, quarantined files and stale temp files.
+           temp_age: float = 3600.0, fresh: float = 3600.0) -> dict:
+        """Remove entries not in ``keep``, quarantined files and stale temp files; never an
+        entry written in the last ``fresh`` seconds or since a live run started
+        (see ``multiverse.storegc.gc``)."""
+        from .storegc import gc
 
-        ``keep`` maps a stage to the keys still referenced. Stages it does not
-        name are left alone (pass an empty set to empty a stage); ``None``
-        removes no entry at all. Temp files younger than ``temp_age`` seconds
-        may belong to a writer still running, so they are kept. With
-        ``dry_run`` nothing is deleted and the counts say what would be.
-
-        Returns ``{"dry_run", "stages": {stage: {"kept", "removed", "bytes"}},
-        "removed", "bytes", "temp_files", "corrupt_files"}`` (``bytes`` freed).
-        """
-        if keep is not None:
-            for stage in keep:
-                _check_name("stage", stage)
-        report: dict[str, Any] = {"dry_run": dry_run, "stages": {}, "removed": 0, "bytes": 0,
-                                  "temp_files": 0, "corrupt_files": 0}
-        cutoff = time.time() - temp_age
-        for stage in self._stages():
-            wanted = None if keep is None else keep.get(stage)
-            counts = {"kept": 0, "removed": 0, "bytes": 0}
-            for shard in _sorted_dirs(os.path.join(self.root, stage)):
-                for entry in _scan(shard):
-                    kind = _kind(entry.name)
-                    try:
-                        if kind == "entry":
-                            if wanted is None or entry.name[: -len(_SUFFIX)] in wanted:
-                                counts["kept"] += 1
-                                continue
-                            size = entry.stat().st_size
-                            _remove(entry.path, dry_run)
-                            counts["removed"] += 1
-                            counts["bytes"] += size
-                        elif kind in ("temp", "claim") and entry.stat().st_mtime < cutoff:
-                            _remove(entry.path, dry_run)
-                            report["temp_files"] += 1
-                        elif kind == "corrupt":
-                            _remove(entry.path, dry_run)
-                            report["corrupt_files"] += 1
-                    except FileNotFoundError:
-                        continue  # another gc or a writer got there first
-            report["stages"][stage] = counts
-            report["removed"] += counts["removed"]
-            report["bytes"] += counts["bytes"]
-        return report
+        return gc(self, keep, dry_run=dry_run, temp_age=temp_age, fresh=fresh)
 
     def _stages(self) -> list[str]:
         return [entry.name for entry in _scan(self.root)
-                if entry.is_dir() and _NAME.fullmatch(entry.name)]
+                if entry.is_dir(follow_symlinks=False) and _NAME.fullmatch(entry.name) and entry.name not in _RESERVED]
+
+    def _quarantined(self) -> list[str]:
+        return [e.path for folder in _sorted_dirs(os.path.join(self.root, QUARANTINE)) for e in _scan(folder)]
 
 
 # -- directory walking -------------------------------------------------------
@@ -447,7 +432,7 @@ def _scan(directory: str | Path) -> list[os.DirEntry]:
 
 
 def _sorted_dirs(directory: str | Path) -> list[str]:
-    return sorted(e.path for e in _scan(directory) if e.is_dir() and _NAME.fullmatch(e.name))
+    return sorted(e.path for e in _scan(directory) if e.is_dir(follow_symlinks=False) and _NAME.fullmatch(e.name))
 
 
 def _kind(name: str) -> str | None:
@@ -463,21 +448,27 @@ def _kind(name: str) -> str | None:
     return None
 
 
-def _claim_holder(path: str) -> tuple[str, int, float] | None:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            host, pid, since = fh.read().split()
-        return host, int(pid), float(since)
-    except (OSError, ValueError):
-        return None
-
-
-def _entry_names(shard: str) -> Iterator[str]:
-    return (e.name for e in _scan(shard) if _kind(e.name) == "entry")
-
-
 def _identity(st: os.stat_result) -> tuple[int, int]:
     return (st.st_dev, st.st_ino)
+
+
+def _file_type(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISLNK, "a symlink"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a file"
+
+
+def _read_capped(fd: int, limit: int) -> bytes:
+    chunks, size = [], 0
+    while size < limit:
+        chunk = os.read(fd, min(1 << 20, limit - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -487,21 +478,10 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
-def _remove(path: str, dry_run: bool) -> None:
-    if dry_run:
-        os.stat(path)  # still there? (raises FileNotFoundError like unlink would)
-    else:
-        os.unlink(path)
-
-
 def _write_synced(path: str, payload: bytes) -> None:
     """Create ``path`` (it must not exist) holding ``payload``, flushed to disk."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    try:
-        fd = os.open(path, flags, 0o644)  # & umask: entries stay readable by the team
-    except FileNotFoundError:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd = os.open(path, flags, 0o644)
+    fd = os.open(path, flags, 0o666)  # & umask, like any file the user writes
     try:
         view = memoryview(payload)
         while view:

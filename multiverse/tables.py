@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,8 @@ from typing import Any
 
 import pandas as pd
 
+from .atomicfile import atomic_write, atomic_write_text
+from .csvsafe import FORMULA_START, QUOTE
 from .errors import InputError
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "RunTables",
     "atomic_write",
     "write_table",
+    "csv_safe",
     "write_json",
     "read_table",
     "load_run",
@@ -58,45 +60,72 @@ CORE_COLUMNS = frozenset(
 STATUSES = ("ok", "excluded", "rollout_failed", "judge_failed")
 
 
-def atomic_write(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def write_table(frame: pd.DataFrame, directory: str | os.PathLike, name: str) -> None:
     """Write ``frame`` as ``<name>.parquet`` and ``<name>.csv``, each atomically."""
     directory = Path(directory)
     atomic_write(directory / f"{name}.parquet", lambda tmp: frame.to_parquet(tmp, index=False))
-    atomic_write(directory / f"{name}.csv", lambda tmp: frame.to_csv(tmp, index=False))
+    atomic_write(directory / f"{name}.csv", lambda tmp: csv_safe(frame).to_csv(tmp, index=False))
+
+
+def csv_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every text cell a spreadsheet would run made inert (see ``multiverse.csvsafe``).
+
+    Vectorised, as tables reach millions of rows; ``read_table`` undoes it.
+    Parquet keeps the text as it is.
+    """
+    out = None
+    for column in frame.columns:
+        series = frame[column]
+        if not _is_text(series):
+            continue
+        try:
+            first = series.str[:1]
+        except AttributeError:  # an object column without any text
+            continue
+        risky = first.isin((*FORMULA_START, QUOTE)).fillna(False).astype(bool)
+        if risky.any():
+            out = frame.copy() if out is None else out
+            out[column] = series.where(~risky, QUOTE + series.astype(object).where(risky, "").astype(str))
+    return frame if out is None else out
+
+
+def _is_text(series: pd.Series) -> bool:
+    return series.dtype == object or pd.api.types.is_string_dtype(series.dtype)
+
+
+def _csv_restore(frame: pd.DataFrame) -> pd.DataFrame:
+    for column in frame.columns:
+        series = frame[column]
+        if not _is_text(series):
+            continue
+        try:
+            quoted = series.str.startswith(QUOTE).fillna(False).astype(bool)
+        except AttributeError:
+            continue
+        if quoted.any():
+            frame[column] = series.where(~quoted, series.str[1:])
+    return frame
 
 
 def write_json(document: Any, path: str | os.PathLike) -> None:
     """Write a JSON document atomically."""
-    text = json.dumps(document, indent=2, sort_keys=False, default=str)
-    atomic_write(Path(path), lambda tmp: Path(tmp).write_text(text + "\n", encoding="utf-8"))
+    atomic_write_text(path, json.dumps(document, indent=2, sort_keys=False, default=str) + "\n")
 
 
 def read_table(path: str | os.PathLike) -> pd.DataFrame:
     """Read a ``.parquet`` or ``.csv`` table; bad files raise ``InputError``."""
+    from .bounds import regular_file_problem
+
     path = Path(path)
-    if not path.exists():
-        raise InputError(f"{path}: file not found")
+    problem = regular_file_problem(path)
+    if problem:
+        raise InputError(f"{path}: {problem}")
     try:
         if path.suffix == ".parquet":
             return pd.read_parquet(path)
         if path.suffix in (".csv", ".tsv"):
             frame = pd.read_csv(path, sep="\t" if path.suffix == ".tsv" else ",", keep_default_na=True)
-            return _restore_dtypes(frame)
+            return _restore_dtypes(_csv_restore(frame))
     except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
         raise InputError(f"{path}: cannot be read as a table ({str(exc).splitlines()[0]})") from None
     raise InputError(f"{path}: expected a .parquet or .csv table")

@@ -91,7 +91,9 @@ def test_pair_measures_hand_worked():
     assert result["krippendorff_alpha"] == pytest.approx(1 - 57 / 99)
     assert result["krippendorff_alpha"] == pytest.approx(
         krippendorff.alpha(reliability_data=[J1, J2], level_of_measurement="nominal"))
-    assert result["notes"] == []
+    # 10 units: the numbers are exact, and flagged as too few to read.
+    assert all("fewer than 30" in n for n in result["notes"]) and len(result["notes"]) == 2
+    assert result["pairs"][0]["small_sample"] is True
 
 
 def test_units_are_counted_per_context_of_the_other_axes():
@@ -231,3 +233,46 @@ def test_per_criterion_is_skipped_when_options_share_their_judgments():
     assert result["per_criterion"] == []
     assert any("share their judgments" in note for note in result["notes"])
     assert result["pairs"][0]["n"] == 10
+
+
+def _pair_table(labels_a, labels_b, cases=None):
+    rows = []
+    for option, labels in (("ja", labels_a), ("jb", labels_b)):
+        rows += [{"judge": option, "system": "S", "case_id": f"c{c}", "compliant": bool(x)}
+                 for c, x in enumerate(labels)]
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("labels_a, labels_b, kappa_note", [
+    ([True], [False], False),           # one unit: kappa 0, AC1 -1 by construction
+    ([True], [True], True),             # one unit, agreeing: kappa undefined
+    ([True] * 5, [False] * 5, False),   # a one-cell (degenerate) table
+    ([True, False] * 10, [True, True, False, False] * 5, False),  # 20 units
+])
+def test_small_and_degenerate_pairs_are_flagged_in_json_and_cli(tmp_path, capsys, labels_a, labels_b, kappa_note):
+    from multiverse.cli import main
+
+    verdicts = _pair_table(labels_a, labels_b)
+    result = agreement(verdicts, axes=["judge"], axis="judge")
+    pair = result["pairs"][0]
+    assert pair["small_sample"] is True
+    assert pair["degenerate"] is (len(labels_a) <= 5)
+    assert any(f"only {pair['n']} paired unit" in n for n in result["notes"])
+    path = tmp_path / "verdicts.csv"
+    verdicts.to_csv(path, index=False)
+    assert main(["agreement", str(path), "--axis", "judge"]) == 0
+    text = capsys.readouterr().out
+    row = next(line for line in text.splitlines() if line.startswith("ja"))
+    for value in (pair["cohen_kappa"], pair["gwet_ac1"]):
+        shown = "n/a" if np.isnan(value) else f"{value:.3f}"
+        assert f"{shown}!" in row  # never a bare 0.000 or -1.000
+    for note in result["notes"]:
+        assert f"note: {note}" in text
+
+
+def test_thirty_paired_units_are_not_flagged():
+    rng = np.random.default_rng(0)
+    verdicts = _pair_table(rng.random(30) < 0.5, rng.random(30) < 0.5)
+    result = agreement(verdicts, axes=["judge"], axis="judge")
+    assert result["pairs"][0]["small_sample"] is False
+    assert not any("paired unit" in n for n in result["notes"])

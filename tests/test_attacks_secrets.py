@@ -186,7 +186,7 @@ def test_a_key_cut_by_the_one_line_limit_leaves_no_piece(monkeypatch):
     messages = []
     with FakeServer(faults={"auth": 1.0}, echo_key=True) as server:
         config = ModelConfig("openai/fake", {}, server.url, "MV_ENDPOINT_CONFIG")
-        for pad in range(60, 150, 2):
+        for pad in range(160, 250, 2):
             server.error_prefix = "." * pad
             with pytest.raises(ModelError) as raised:
                 client.complete(config, [{"role": "user", "content": "hi"}])

@@ -52,9 +52,9 @@ def corpus_unchanged():
 
 def assert_unchanged(before: dict[str, int]) -> None:
     after = snapshot(CORPUS)
-    assert after == before, f"the CLI wrote beside the spec: {sorted(set(after) - set(before))}"
-    assert not (CORPUS / ".multiverse").exists()
-    assert not (CORPUS / "support" / ".multiverse").exists()
+    # The snapshot lists hidden folders too: a store created beside a spec shows
+    # up here, while one a user left there earlier does not fail the suite.
+    assert after == before, f"the CLI wrote beside the spec: {sorted(set(after) ^ set(before))}"
 
 
 @dataclass(frozen=True)
@@ -312,7 +312,7 @@ def test_validate_rejects_a_50_mb_file(huge_inputs, workdir, spec, names):
     assert (huge_inputs / names).stat().st_size > 50 * 10**6
     before = snapshot(huge_inputs)
     done = cli(["validate", huge_inputs / spec], workdir)
-    check_bad_exit(done, Bad(spec, ((f"{names}: file is 5", "MB; expected a spec under 5 MB"),), names=names), workdir)
+    check_bad_exit(done, Bad(spec, ((f"{names}: file is 5", "MB; expected a YAML file under 5 MB"),), names=names), workdir)
     assert snapshot(huge_inputs) == before
 
 
@@ -336,7 +336,7 @@ class BadTable:
 
 TABLE_CASES = [
     BadTable("missing_columns.csv", (), ("missing_columns.csv: label: ", "not found")),
-    BadTable("label_not_binary.csv", (), ("label_not_binary.csv: label: ", "binary", "--positive")),
+    BadTable("label_not_binary.csv", (), ("label_not_binary.csv: label: ", "binary", "positive")),
     BadTable("positive_not_a_label.csv", ("--positive", "passed"), ("positive_not_a_label.csv: label: ", "'passed'"),
              {"positive": "passed"}),
     BadTable("duplicate_rows.csv", (), ("duplicate_rows.csv: ", "duplicate", "judge_a", "q1")),

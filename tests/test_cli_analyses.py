@@ -82,7 +82,7 @@ def test_report_import_power_and_store(run_dir, tmp_path):
 
     labels = REPO / "analyses" / "data" / "labels.csv"
     done = cli("import", "table", labels, "--system", "model", "--item", "prompt_id", "--label", "verdict",
-               "--positive", "pass", "--axis", "grader", "--axis", "standard", "--out", tmp_path / "imported", cwd=tmp_path)
+               "--positive", "pass", "--negative", "fail", "--axis", "grader", "--axis", "standard", "--out", tmp_path / "imported", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "4 universes x 4 systems" in done.stdout
     assert json.loads(cli("ranking", tmp_path / "imported", "--json", cwd=tmp_path).stdout)["universes"] == 4

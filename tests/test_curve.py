@@ -21,7 +21,12 @@ from multiverse.analysis.curve import (
     indicator_matrix,
     spec_curve,
 )
-from multiverse.analysis.inference import STATISTICS, joint_difference_test, joint_rate_test
+from multiverse.analysis.inference import (
+    STATISTICS,
+    joint_difference_test,
+    joint_rate_test,
+)
+from multiverse.analysis.rate_null import fit_latent_null
 from multiverse.errors import InputError
 
 AXES = {"judge": ["j1", "j2"], "evidence": ["strict", "lenient"], "scoring": ["all", "imperm"]}
@@ -98,7 +103,32 @@ def expected_curve(verdicts: pd.DataFrame, axes: list[str], primary=None) -> pd.
     frame["n"] = frame["n"].astype(np.int64)
     frame["n_compliant"] = frame["n_compliant"].astype(np.int64)
     frame["rate"] = frame["n_compliant"] / frame["n"]
-    low, high = proportion_confint(frame["n_compliant"], frame["n"], alpha=0.05, method="wilson")
+    # Kish's effective n: n / (1 + (m - 1) icc), icc the one-way ANOVA estimate over
+    # cases; where a universe's own is undefined (no variation), the ANOVA pooled
+    # over the universes that have one.
+    def icc(ss_b, ss_w, df_b, df_w, spread):
+        ms_b, ms_w = ss_b / df_b, ss_w / df_w
+        return np.clip((ms_b - ms_w) / (ms_b + (spread / df_b - 1) * ms_w), 0, 1)
+
+    terms, size, cases = {}, {}, {}
+    for key, part in ok.groupby(["universe_id", "system"]):
+        y = part["compliant"].astype(float)
+        by_case = y.groupby(part["case_id"])
+        m_c, p_c = by_case.size(), by_case.mean()
+        big_n, c = len(y), len(m_c)
+        terms[key] = np.array([(m_c * (p_c - y.mean()) ** 2).sum(), (m_c * p_c * (1 - p_c)).sum(),
+                               c - 1, big_n - c, big_n - (m_c**2).sum() / big_n])
+        size[key], cases[key] = (m_c**2).sum() / big_n, c
+    varies = [key for key, t in terms.items() if t[0] + t[1] > 0]
+    pooled = icc(*sum(terms[key] for key in varies))
+    # Korn & Graubard: a variance estimated from C cases gets (t_{C-1} / z)^2.
+    deff = {key: (1 + (size[key] - 1) * (icc(*t) if key in varies else pooled))
+            * (stats.t.ppf(0.975, cases[key] - 1) / stats.norm.ppf(0.975)) ** 2
+            for key, t in terms.items()}
+    n_eff = frame["n"] / [deff[(u, s)] for u, s in zip(frame["universe_id"], frame["system"])]
+    from conftest import modified_wilson
+
+    low, high = modified_wilson(frame["rate"] * n_eff, n_eff)
     frame["ci_low"], frame["ci_high"] = np.asarray(low), np.asarray(high)
     frame = frame.sort_values(["system", "rate", "universe_id"], ignore_index=True)
     frame["rank"] = frame.groupby("system").cumcount() + 1
@@ -112,6 +142,39 @@ def test_spec_curve_matches_plain_pandas(verdicts):
     assert_frame_equal(curve, expected_curve(verdicts, axes, "u003"), check_dtype=False)
     assert curve["rank"].dtype == np.int64
     assert curve.attrs["level"] == 0.95
+    assert curve.attrs["ci"] == "wilson"
+
+
+def test_spec_curve_is_statsmodels_wilson_with_one_transcript_per_case():
+    v = make_verdicts(rates={"A": 0.1, "B": 0.95}, n_cases=36, replicates=1, seed=4)
+    from conftest import modified_wilson
+
+    curve = spec_curve(v, axes=list(AXES))
+    low, high = modified_wilson(curve["n_compliant"], curve["n"])
+    np.testing.assert_allclose(curve["ci_low"], low, atol=1e-12)
+    np.testing.assert_allclose(curve["ci_high"], high, atol=1e-12)
+
+
+def test_spec_curve_uses_the_ci_method_asked_for(verdicts):
+    axes = list(AXES)
+    wilson = spec_curve(verdicts, axes=axes)
+    boot = spec_curve(verdicts, axes=axes, ci="bootstrap", n_boot=200)
+    assert boot.attrs["ci"] == "bootstrap"
+    # The bootstrap interval contains the Wilson one and is wider somewhere.
+    assert (boot["ci_low"] <= wilson["ci_low"] + 1e-12).all()
+    assert (boot["ci_high"] >= wilson["ci_high"] - 1e-12).all()
+    assert ((boot["ci_high"] - boot["ci_low"]) > (wilson["ci_high"] - wilson["ci_low"]) + 1e-6).any()
+    # Per universe: a table of settings, e.g. when the CI method is an axis.
+    ids = sorted(verdicts["universe_id"].unique())
+    table = pd.DataFrame({"universe_id": ids, "ci": ["bootstrap", "wilson"] * (len(ids) // 2),
+                          "level": 0.9})
+    mixed = spec_curve(verdicts, axes=axes, ci=table, n_boot=200)
+    assert mixed.attrs["ci"] == "per universe" and mixed.attrs["level"] == 0.9
+    narrow = spec_curve(verdicts, axes=axes, level=0.9)
+    is_wilson = mixed["universe_id"].isin(ids[1::2]).to_numpy()
+    np.testing.assert_allclose(mixed.loc[is_wilson, "ci_low"], narrow.loc[is_wilson, "ci_low"])
+    with pytest.raises(InputError, match="ci"):
+        spec_curve(verdicts, axes=axes, ci="wald")
 
 
 def test_spec_curve_selects_and_orders_systems(verdicts):
@@ -353,29 +416,43 @@ def test_exact_null_statistics_match_brute_force():
     np.testing.assert_allclose(test.null_stats, expected, atol=1e-12)
 
 
-def test_bootstrap_null_matches_a_plain_loop():
-    """The vectorised centred bootstrap equals resampling cases one replicate at a time."""
+def test_rate_null_imposes_t_with_the_dependence_of_the_data():
+    """Null curves: mean t, variance t(1-t) deff / n, universes correlated as the data are."""
+    # No transcript shared across universes: replicates of a case are as alike
+    # within a universe as across universes, which the null can represent.
+    v = make_verdicts(rates={"A": 0.3, "B": 0.3}, option_shift=0.0, n_cases=40, replicates=2,
+                      transcript_share=0.0, seed=3)
+    m = case_matrix(v, axes=list(AXES))
+    n_uc, k_uc = m.included[0], m.compliant[0]
+    fit = fit_latent_null(n_uc, k_uc)
+    # The label-scale correlations are the plain moment estimates: compare with
+    # Pearson correlations of per-case rates across universe pairs, which
+    # estimate rho_b (one label per cell: m = 2 replicates here, so the
+    # per-case rate's variance carries (1 + rho_w) / 2 of the label variance).
+    per_case = k_uc / n_uc
+    pearson = np.corrcoef(per_case)[np.triu_indices(len(per_case), 1)].mean()
+    assert fit.rho_between == pytest.approx(pearson * (1 + fit.rho_within) / 2, abs=0.05)
+    # At t = the pooled rate, label-scale correlations carry over unchanged.
+    t = fit.pooled_rate
+    draws = fit.draw_rates(t, 4000, np.random.default_rng(0))
+    n = n_uc.sum(axis=1)
+    assert abs(draws.mean() - t) < 4 * np.sqrt(t * (1 - t) / n.mean() / 4000)
+    expected_var = t * (1 - t) / n * (1 + fit.rho_within)  # deff = 1 + (2 - 1) rho_w
+    ratio = draws.var(axis=0) / expected_var
+    assert 0.7 < ratio.mean() < 1.4, ratio
+    corr = np.corrcoef(draws.T)[np.triu_indices(draws.shape[1], 1)].mean()
+    assert corr == pytest.approx(2 * fit.rho_between / (1 + fit.rho_within), abs=0.12)
+
+
+def test_rate_test_observed_effects_and_z_by_hand():
     v = make_verdicts(n_cases=12, replicates=2, fail=0.1, seed=3)
     test = joint_rate_test(v, axes=list(AXES), system="A", threshold=0.5, boot=25, seed=11)
     ok = v[(v["status"] == "ok") & (v["system"] == "A")].astype({"compliant": float})
-    cases = np.array(sorted(ok["case_id"].unique()))
-    observed = ok.groupby("universe_id")["compliant"].mean()
-    n_obs = ok.groupby("universe_id").size()
-    rng = np.random.default_rng(11)
-    weights = rng.multinomial(len(cases), np.full(len(cases), 1 / len(cases)), size=25)
-    z_crit = stats.norm.ppf(0.975)
-    for b, counts in enumerate(weights):
-        draw = pd.concat([ok[ok["case_id"] == case] for case, k in zip(cases, counts)
-                          for _ in range(k)])
-        rate = draw.groupby("universe_id")["compliant"].mean().reindex(observed.index)
-        n = draw.groupby("universe_id").size().reindex(n_obs.index)
-        effect = rate - observed
-        z = effect / np.sqrt(0.25 / n)
-        median = effect.median()
-        sign = np.sign(median) or np.sign(z.mean()) or 1.0
-        np.testing.assert_allclose(
-            test.null_stats[b], [sign * median, (sign * z > z_crit).sum(), sign * z.mean()],
-            atol=1e-12)
+    rate = ok.groupby("universe_id")["compliant"].mean()
+    n = ok.groupby("universe_id").size()
+    effects = test.effects.set_index("universe_id")
+    np.testing.assert_allclose(effects["effect"], (rate - 0.5).reindex(effects.index))
+    np.testing.assert_allclose(effects["z"], ((rate - 0.5) / np.sqrt(0.25 / n)).reindex(effects.index))
     # p = (1 + #{null >= observed}) / (B + 1), on oriented statistics.
     oriented = test.observed["median_effect"] * test.direction
     assert test.p["median_effect"] == pytest.approx(
@@ -470,7 +547,7 @@ def test_sign_flip_p_values_are_uniform_under_the_null():
     assert stats.kstest(p[:, STATISTICS.index("stouffer_z")], "uniform").pvalue > 0.01
 
 
-def test_centred_bootstrap_holds_its_level_under_the_null():
+def test_rate_null_holds_its_level_under_the_null():
     p = null_p_values("rate")
     for column, name in enumerate(STATISTICS):
         assert_valid(p[:, column], name)

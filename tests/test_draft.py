@@ -86,3 +86,16 @@ def test_a_python_callable_answers_tool_calls_instead_of_the_simulator(write_spe
     results = [m for k in result.verdicts.transcript_key.unique() for m in store.get("transcript", k)["turns"] if m["role"] == "tool"]
     assert results and all("local_tools.lookup" in m["content"] for m in results)
     assert len((tmp_path / "local_tools.calls").read_text().splitlines()) == len(results)
+
+
+def test_draft_rubric_drafts_only_the_rubric_when_a_cases_file_exists(write_spec, tmp_path, counting_client):
+    path = write_spec(tiny_spec_document())
+    draft(load_spec(path), store=tmp_path / "store", client=counting_client)
+    cases_file = tmp_path / "spec.cases.yaml"
+    edited = cases_file.read_text() + "# my edits\n"
+    cases_file.write_text(edited)
+    counting_client.reset()
+    written = draft(load_spec(path), store=tmp_path / "store", client=counting_client, rubric=True)
+    assert written == [tmp_path / "spec.rubric.yaml"]
+    assert cases_file.read_text() == edited  # the reviewed cases are untouched
+    assert dict(counting_client.calls) == {"sim/generator": 1}  # one rubric call, no case drafted

@@ -346,11 +346,11 @@ def test_patch_by_named_list_element():
 
 def test_patch_by_list_index():
     raw = raw_demo()
-    raw["axes"] = {"second": {"a": {"systems.1.model": "sim/other"}}}
+    raw["axes"] = {"second": {"a": {"systems.1.model": "openai/other"}}}
     raw.pop("exclude")
     raw.pop("primary")
     (universe,) = expand(spec_of(raw))
-    assert [s.model for s in universe.spec.systems] == ["sim/atlas", "sim/other", "sim/cobalt", "sim/delta"]
+    assert [s.model for s in universe.spec.systems] == ["sim/atlas", "openai/other", "sim/cobalt", "sim/delta"]
 
 
 def test_patch_a_criterion_by_id():
@@ -412,11 +412,16 @@ def test_a_partial_primary_takes_each_other_axis_first_option():
                                    "evidence": "strict", "scoring": "all_applicable"}
 
 
-def test_without_a_primary_the_first_kept_universe_is_primary():
+def test_without_a_primary_no_universe_is_primary():
+    # No universe is silently treated as pre-registered (issue 12, item 7).
     raw = raw_demo()
     raw.pop("primary")
     raw["exclude"] = [{"setting": "multi_turn", "user": "cooperative"}]
     universes = expand(spec_of(raw))
     assert len(universes) == 24
-    assert universes[0].is_primary and sum(u.is_primary for u in universes) == 1
-    assert universes[0].options["user"] == "adversarial"
+    assert not any(u.is_primary for u in universes)
+    # ... and a sample without a primary is still exactly n distinct universes of the grid.
+    raw["sample"] = {"n": 5, "method": "lhs", "seed": 1}
+    sampled_ = expand(spec_of(raw))
+    assert len({u.id for u in sampled_}) == 5 and not any(u.is_primary for u in sampled_)
+    assert {u.id for u in sampled_} <= {u.id for u in universes}

@@ -363,7 +363,7 @@ def test_import_assert_explicit_axes(tmp_path):
 
     with pytest.raises(InputError, match="have the same options and target 'target-x'"):
         import_assert(runs, tmp_path / "bad", axes=specs[:3])
-    with pytest.raises(InputError, match=r"--axis judge: .*run_c: no option"):
+    with pytest.raises(InputError, match=r"^axis judge: .*run_c: no option"):
         import_assert(runs, tmp_path / "bad", axes={"judge": {runs[0]: "s", runs[1]: "l"}})
     with pytest.raises(InputError, match="expected name=run_dir:option"):
         import_assert(runs, tmp_path / "bad", axes=["judge"])
@@ -507,7 +507,7 @@ def test_import_table_two_axes_by_hand(tmp_path):
     assert_frame_equal(got, want, check_dtype=False)
     assert result.rates["rate"].tolist() == pytest.approx([2 / 3, 1 / 3, 1.0, 0.5])
     excluded = result.verdicts[result.verdicts["status"] != "ok"]
-    assert excluded[["judge", "system", "case_id", "reason"]].values.tolist() == [["j2", "A", "i2", "empty label"]]
+    assert excluded[["judge", "system", "case_id", "reason"]].values.tolist() == [["j2", "A", "i2", "missing label"]]
     assert list(result.verdicts.columns) == [
         "universe_id", "judge", "evidence", "system", "case_id", "replicate", "transcript_key", "judgment_key",
         "status", "reason", "compliant",
@@ -518,7 +518,7 @@ def test_import_table_two_axes_by_hand(tmp_path):
     }
     manifest = json.loads((out / "manifest.json").read_text())
     assert (manifest["schema_version"], manifest["source"], manifest["primary"]) == (1, "table", None)
-    assert "1 rows have an empty label" in manifest["warnings"][0]
+    assert "1 rows have a missing label and are excluded" in manifest["warnings"][0]
     # A system's answer to an item is one transcript, labelled in each universe.
     verdicts = result.verdicts.set_index(["judge", "evidence", "system", "case_id"])
     assert verdicts.loc[("j1", "strict", "A", "i1"), "transcript_key"] == verdicts.loc[
@@ -530,7 +530,7 @@ def test_import_table_two_axes_by_hand(tmp_path):
 def test_import_table_categories_booleans_and_parquet(tmp_path):
     text = "model,item,verdict\nA,i1,safe\nA,i2,unsafe\nA,i3,safe\nB,i1,unsafe\n"
     result = import_table(write_table(tmp_path, text), system="model", item="item", label="verdict",
-                          positive="safe", out_dir=tmp_path / "cat")
+                          positive="safe", negative=["unsafe"], out_dir=tmp_path / "cat")
     assert result.rates[["system", "n", "n_compliant"]].values.tolist() == [["A", 3, 2], ["B", 1, 0]]
     assert len(result.manifest["universes"]) == 1
 
@@ -549,20 +549,23 @@ def test_import_table_categories_booleans_and_parquet(tmp_path):
 @pytest.mark.parametrize(
     ("text", "flags", "message"),
     [
-        (TABLE, {"label": "verdict"}, "labels.csv: verdict: column not found (given as --label; the table has: judge, evidence, model, item, label)"),
-        (TABLE, {"axes": ["judge", "grader"]}, "labels.csv: grader: column not found (given as --axis grader; the table has: judge, evidence, model, item, "
+        (TABLE, {"label": "verdict"}, "labels.csv: verdict: column not found (the label column; the table has: judge, evidence, model, item, label)"),
+        (TABLE, {"axes": ["judge", "grader"]}, "labels.csv: grader: column not found (an axis column; the table has: judge, evidence, model, item, "
          "label)"),
         ("model,item,label\nA,i1,safe\nA,i2,unsafe\n", {},
          "labels.csv: label: expected a binary label (true/false or 0/1), found safe, unsafe; "
-         "name the compliant value with --positive"),
+         "name the compliant value (the positive value) and the non-compliant ones (the negative values)"),
         ("model,item,label\nA,i1,safe\nA,i2,unsafe\n", {"positive": "fine"},
-         "labels.csv: label: --positive 'fine' is not a value of the column (values: safe, unsafe)"),
+         "labels.csv: label: 2 labels are neither the positive value 'fine' nor a negative value: safe, unsafe; "
+         "expected each value named, by the positive value or the negative values naming the non-compliant ones "
+         "(labels are never guessed)"),
         (TABLE + "j1,strict,A,i2,1\n", {"axes": ["judge", "evidence"]},
          "labels.csv: judge, evidence, model, item: duplicate rows for universe (judge=j1, evidence=strict), "
          "model=A, item=i2; expected one label per universe, system and item"),
         (TABLE, {},
          "labels.csv: model, item: duplicate rows for model=A, item=i1; "
-         "expected one label per universe, system and item"),
+         "expected one label per universe, system and item (without axis columns the whole table is one "
+         "universe: is an axis column missing, e.g. the judge or grader?)"),
         ("model,item,label\nA,,1\n", {}, "labels.csv: item: empty value in data row 1; expected a name in every row"),
     ],
 )

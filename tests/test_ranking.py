@@ -106,7 +106,11 @@ def test_rank_distribution_split_and_count(hand):
 
 
 def test_ranking_summary_hand_worked(hand):
-    result = ranking(hand, axes=["variant"], bootstrap=0)
+    # Without a declared primary none is assumed (issue 12, item 7): no flips are reported.
+    undeclared = ranking(hand, axes=["variant"], bootstrap=0)
+    assert undeclared["primary"] is None and undeclared["flips"] == []
+    assert any("no primary universe is declared" in note for note in undeclared["notes"])
+    result = ranking(hand, axes=["variant"], primary="u1", bootstrap=0)
     assert result["systems"] == ["A", "B", "C"]
     assert result["primary"] == "u1"
     assert result["p_top"] == pytest.approx({"A": 1 / 3, "B": 1 / 6, "C": 1 / 2})
@@ -206,7 +210,7 @@ def test_flips_report_the_smallest_set_of_changes():
             rates[combo] = {"A": 0.6, "B": 0.8, "C": 0.5}  # only both changes together give B
         else:
             rates[combo] = {"A": 0.8, "B": 0.6, "C": 0.5}
-    result = ranking(verdicts_from_rates(rates, axes), axes=axes, bootstrap=0)
+    result = ranking(verdicts_from_rates(rates, axes), axes=axes, primary="j1/strict/single", bootstrap=0)
     assert result["primary"] == "j1/strict/single"
     flips = {f["universe_id"]: f for f in result["flips"]}
     assert set(flips) == {"j1/strict/multi", "j1/lenient/multi", "j2/strict/multi",
@@ -303,7 +307,7 @@ def test_results_are_json_ready_with_numeric_options():
     verdicts = verdicts_from_rates(rates, ["temperature"])
     verdicts["temperature"] = verdicts["temperature"].astype(int)
     verdicts["system"] = verdicts["system"].map({"A": 1, "B": 2})
-    result = ranking(verdicts, axes=["temperature"], bootstrap=20)
+    result = ranking(verdicts, axes=["temperature"], primary="0", bootstrap=20)
     text = json.dumps(result)
     # temperature 1 ties A and B (a different set of top systems), temperature 2 puts A on top.
     assert [f["changes"] for f in json.loads(text)["flips"]] == [{"temperature": 1}, {"temperature": 2}]
@@ -322,3 +326,314 @@ def test_ranking_figure_names_few_universes_by_their_options():
     bump = figure.axes[0]
     assert bump.get_xticklabels()[0].get_text() == "j1 / strict / single"
     figure.savefig(io.BytesIO(), format="png")
+
+
+# --------------------------------------------------------------------------- unbalanced tables
+
+
+def _unbalanced(seed: int = 0, judges: int = 4, systems: int = 24, cases: int = 12) -> pd.DataFrame:
+    """Each judge rates its own subset of systems; only one system is rated by every judge."""
+    rng = np.random.default_rng(seed)
+    names = [f"s{i:02d}" for i in range(systems)]
+    rows = []
+    for j in range(judges):
+        # s00 everywhere; the rest split so that judges overlap in a few systems only.
+        subset = [names[0]] + [n for i, n in enumerate(names[1:], 1) if i % judges in (j, (j + 1) % judges)]
+        for system in subset:
+            p = rng.uniform(0.2, 0.9)
+            for case in range(cases):
+                rows.append({"judge": f"j{j}", "system": system, "case_id": f"c{case}",
+                             "compliant": bool(rng.random() < p)})
+    return pd.DataFrame(rows)
+
+
+def test_unbalanced_p_top_and_rank_distribution_are_over_all_universes():
+    verdicts = _unbalanced()
+    result = ranking(verdicts, axes=["judge"], bootstrap=0)
+    assert sum(result["p_top"].values()) == pytest.approx(1.0)
+    rates = system_rates(verdicts, axes=["judge"])
+    for system, shares in result["rank_distribution"].items():
+        coverage = rates.loc[rates["system"] == system, "universe_id"].nunique() / 4
+        assert result["coverage"][system] == pytest.approx(coverage)
+        assert sum(shares) == pytest.approx(coverage)
+    # Each universe's top counts 1/4, whoever it is among the systems that universe rates.
+    expected = {}
+    for _, rows in rates.groupby("universe_id"):
+        best = rows[rows["rate"] == rows["rate"].max()]["system"]
+        for s in best:
+            expected[s] = expected.get(s, 0.0) + 0.25 / len(best)
+    assert {s: p for s, p in result["p_top"].items() if p} == pytest.approx(expected)
+    assert any("unbalanced" in n for n in result["notes"])
+
+
+def test_unbalanced_tau_per_pair_over_shared_systems_matches_scipy():
+    verdicts = _unbalanced(seed=3)
+    result = ranking(verdicts, axes=["judge"], bootstrap=0)
+    rates = system_rates(verdicts, axes=["judge"]).pivot(index="universe_id", columns="system", values="rate")
+    tau = result["kendall_tau"]
+    matrix, shared = np.array(tau["matrix"], dtype=float), np.array(tau["n_systems"])
+    expected_all = []
+    for i, u in enumerate(tau["universes"]):
+        for j, v in enumerate(tau["universes"]):
+            both = rates.loc[[u, v]].dropna(axis=1)
+            assert shared[i, j] == both.shape[1]
+            expected = kendalltau(both.loc[u], both.loc[v]).statistic if both.shape[1] > 1 else np.nan
+            assert matrix[i, j] == pytest.approx(expected, abs=1e-12, nan_ok=True)
+            if i < j:
+                expected_all.append(expected)
+    assert not np.isnan(tau["mean"])
+    assert tau["mean"] == pytest.approx(np.nanmean(expected_all))
+    assert tau["n_pairs"] + tau["n_pairs_undefined"] == 6
+    assert tau["n_pairs"] == int(np.sum(~np.isnan(expected_all)))
+
+
+def test_unbalanced_mean_tau_by_rated_pattern_equals_the_pairwise_mean():
+    # Many universes, several rated patterns: the grouped sum must equal the plain mean of the matrix.
+    rng = np.random.default_rng(9)
+    rows = []
+    for u in range(30):
+        rated = [s for s in "ABCDEF" if rng.random() < 0.7] or ["A"]
+        for s in rated:
+            k = rng.integers(0, 6)
+            rows += [{"variant": f"u{u:02d}", "system": s, "case_id": f"c{c}", "compliant": c < k}
+                     for c in range(5)]
+    result = ranking(pd.DataFrame(rows), axes=["variant"], bootstrap=0)
+    matrix = np.array(result["kendall_tau"]["matrix"], dtype=float)
+    upper = matrix[np.triu_indices(30, 1)]
+    assert result["kendall_tau"]["mean"] == pytest.approx(np.nanmean(upper))
+    assert result["kendall_tau"]["n_pairs"] == int(np.sum(~np.isnan(upper)))
+
+
+def test_kendall_w_uses_the_largest_complete_block():
+    # u1..u3 rate A, B, C; u4 rates A, B only; u5 rates C, D only.
+    rates = {("u1",): {"A": 0.9, "B": 0.5, "C": 0.1}, ("u2",): {"A": 0.8, "B": 0.6, "C": 0.2},
+             ("u3",): {"A": 0.7, "B": 0.1, "C": 0.5}, ("u4",): {"A": 0.3, "B": 0.6},
+             ("u5",): {"C": 0.3, "D": 0.4}}
+    result = ranking(verdicts_from_rates(rates, ["variant"]), axes=["variant"], bootstrap=0)
+    w = result["kendall_w"]
+    assert w["block_systems"] == ["A", "B", "C"] and w["universes"] == 3 and not w["complete"]
+    block = [[rates[(u,)][s] for s in "ABC"] for u in ("u1", "u2", "u3")]
+    assert w["w"] == pytest.approx(kendall_w(block)["w"])
+    assert any("largest complete block: 3 of 5 universes x 3 of 4 systems" in n for n in result["notes"])
+    disjoint = {("u1",): {"A": 0.9, "B": 0.5}, ("u2",): {"C": 0.8, "D": 0.6}}
+    none = ranking(verdicts_from_rates(disjoint, ["variant"]), axes=["variant"], bootstrap=0)
+    assert np.isnan(none["kendall_w"]["w"])
+    assert any("no such block" in n for n in none["notes"])
+    assert any("undefined for 1 of 1" in n for n in none["notes"])
+
+
+# --------------------------------------------------------------------------- flips, exhaustively
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_every_flip_names_a_true_and_smallest_change(seed):
+    rng = np.random.default_rng(seed)
+    axes = ["a", "b", "c"]
+    combos = list(itertools.product(["a0", "a1", "a2"], ["b0", "b1"], ["c0", "c1", "c2"]))
+    rates = {c: {s: rng.integers(0, 4) / 3 for s in "XYZ"} for c in combos}
+    result = ranking(verdicts_from_rates(rates, axes, cases=3), axes=axes, primary="/".join(combos[0]), bootstrap=0)
+
+    def top(combo):
+        best = max(rates[combo].values())
+        return sorted(s for s, r in rates[combo].items() if r == best)
+
+    primary = combos[0]
+    flipped = [c for c in combos if top(c) != top(primary)]
+    assert sorted(f["universe_id"] for f in result["flips"]) == sorted("/".join(c) for c in flipped)
+    for flip in result["flips"]:
+        combo = tuple(flip["universe_id"].split("/"))
+        via = list(primary)
+        for axis, option in flip["changes"].items():
+            via[axes.index(axis)] = option
+        assert "/".join(via) == flip["via_universe"]
+        assert top(tuple(via)) == flip["top"] == top(combo)  # the claim "top X when ..." is true
+        differ = [i for i in range(3) if combo[i] != primary[i]]
+        for size in range(1, len(flip["changes"])):  # and nothing smaller makes it true
+            for subset in itertools.combinations(differ, size):
+                probe = list(primary)
+                for i in subset:
+                    probe[i] = combo[i]
+                assert top(tuple(probe)) != flip["top"]
+
+
+# --------------------------------------------------------------------------- uncertainty
+
+
+def _first_universe(verdicts: pd.DataFrame) -> str:
+    """The id the analyses give the first judge's universe of a bare table (declared primary in tests)."""
+    return str(system_rates(included_verdicts(verdicts, axes=["judge"]), axes=["judge"])["universe_id"].iloc[0])
+
+
+def _two_systems(rng, cases: int, p_a: float, p_b: float, universes: int = 3) -> pd.DataFrame:
+    """Two systems answering the same cases in several universes; case difficulty is shared."""
+    difficulty = rng.normal(0, 1, cases)
+    rows = []
+    for u in range(universes):
+        for system, p in (("A", p_a), ("B", p_b)):
+            logit = np.log(p / (1 - p)) + difficulty
+            labels = rng.random(cases) < 1 / (1 + np.exp(-logit))
+            rows += [{"judge": f"j{u}", "system": system, "case_id": f"c{c}", "compliant": bool(x)}
+                     for c, x in enumerate(labels)]
+    return pd.DataFrame(rows)
+
+
+def test_identical_systems_are_not_separable_and_a_clear_winner_is():
+    rng = np.random.default_rng(2)
+    table = _two_systems(rng, 40, 0.6, 0.6)
+    twins = ranking(table, axes=["judge"], primary=_first_universe(table), bootstrap=300, seed=1)
+    pair = twins["uncertainty"]["adjacent"][0]
+    assert not pair["separable"] and pair["low"] < 0.5 < pair["high"]
+    low, high = twins["uncertainty"]["p_top"]["A"]
+    assert low < 0.5 < high
+    table = _two_systems(rng, 40, 0.95, 0.3)
+    clear = ranking(table, axes=["judge"], primary=_first_universe(table), bootstrap=300, seed=1)
+    pair = clear["uncertainty"]["adjacent"][0]
+    assert (pair["a"], pair["b"], pair["separable"]) == ("A", "B", True) and pair["low"] > 0.5
+    assert clear["uncertainty"]["p_top"]["A"][0] > 0.9
+    assert clear["uncertainty"]["primary_rank"]["A"] == [1.0, 1.0]
+
+
+def test_p_above_intervals_cover_one_half_under_the_null():
+    rng = np.random.default_rng(4)
+    tables = [_two_systems(rng, 30, 0.7, 0.7) for _ in range(30)]
+    covered = [ranking(t, axes=["judge"], primary=_first_universe(t), bootstrap=150, seed=s)
+               ["uncertainty"]["adjacent"][0]["separable"] is False for s, t in enumerate(tables)]
+    assert np.mean(covered) >= 0.85
+
+
+def test_pairwise_tests_are_exact_mcnemar_with_holm_from_statsmodels():
+    from scipy.stats import binomtest
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(6)
+    rows = [{"judge": "j", "system": s, "case_id": f"c{c}", "compliant": bool(rng.random() < p)}
+            for c in range(30) for s, p in (("A", 0.9), ("B", 0.6), ("C", 0.5), ("D", 0.5))]
+    verdicts = pd.DataFrame(rows)
+    result = ranking(verdicts, axes=["judge"], bootstrap=0)
+    pairs = result["pairwise"]["pairs"]
+    assert len(pairs) == 6 and "6 pairs" in result["pairwise"]["family"]
+    wide = verdicts.pivot(index="case_id", columns="system", values="compliant").astype(int)
+    for q in pairs:
+        d = (wide[q["a"]] - wide[q["b"]]).to_numpy()
+        expected = binomtest(int((d > 0).sum()), int((d != 0).sum()), 0.5).pvalue if (d != 0).any() else 1.0
+        assert q["p"] == pytest.approx(expected)
+        assert q["difference"] == pytest.approx(d.mean())
+    holm = multipletests([q["p"] for q in pairs], method="holm")[1]
+    assert [q["p_holm"] for q in pairs] == pytest.approx(list(holm))
+
+
+def test_pairwise_test_holds_its_level_with_replicates_under_the_null():
+    from multiverse.analysis.rank_uncertainty import _sign_flip_p
+
+    rng = np.random.default_rng(8)
+    rejections = []
+    for _ in range(1000):
+        difficulty = rng.normal(0, 1, 36)  # intra-case correlation through shared difficulty
+        p_case = 1 / (1 + np.exp(-(1.0 + difficulty)))
+        means = [(rng.random((3, 36)) < p_case).mean(0) for _ in "AB"]  # 3 replicates per case
+        rejections.append(_sign_flip_p(means[0] - means[1], 500, rng) < 0.05)
+    assert np.mean(rejections) <= 0.065
+
+
+def test_cli_prints_every_flip_note_and_the_separability_in_words(tmp_path, capsys):
+    from multiverse.cli import main
+
+    rng = np.random.default_rng(0)
+    axes = ["a", "b"]
+    rates = {c: {s: rng.integers(0, 5) / 4 for s in "XYZ"}
+             for c in itertools.product([f"a{i}" for i in range(6)], [f"b{i}" for i in range(4)])}
+    rates[("a5", "b3")].pop("Z")  # unbalanced: a note must be printed
+    verdicts = verdicts_from_rates(rates, axes, cases=4).drop(columns=["universe_id", "status"])
+    path = tmp_path / "verdicts.csv"
+    verdicts.to_csv(path, index=False)
+    assert main(["ranking", str(path), "--boot", "50"]) == 0
+    assert "no primary universe is declared: top flips are not reported" in capsys.readouterr().out
+    imported = tmp_path / "imported"
+    assert main(["import", "table", str(path), "--system", "system", "--item", "case_id", "--label", "compliant",
+                 "--axis", "a", "--axis", "b", "--primary", "a=a0", "b=b0", "--out", str(imported)]) == 0
+    capsys.readouterr()
+    assert main(["ranking", str(imported), "--boot", "50"]) == 0
+    text = capsys.readouterr().out
+    assert main(["ranking", str(imported), "--boot", "50", "--json"]) == 0
+    import json
+
+    result = json.loads(capsys.readouterr().out)
+    assert len(result["flips"]) > 10
+    for flip in result["flips"]:
+        assert f"{flip['universe_id']}: top {', '.join(flip['top'])} when " in text
+    for note in result["notes"]:
+        assert f"note: {note}" in text
+    assert "separable" in text or "ranks above" in text
+    assert "Holm" in text
+
+
+def test_rank_distribution_figure_shows_where_unrated_universes_went():
+    from multiverse.plots.ranking import plot_rank_distribution
+
+    ranks = universe_ranks(system_rates(_unbalanced(seed=1), axes=["judge"]))
+    ax = plot_rank_distribution(rank_distribution(ranks))
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert labels[-1] == "not rated"
+    values = ax.images[0].get_array()
+    np.testing.assert_allclose(np.nansum(values, axis=1), 1.0)
+    ax.figure.savefig(io.BytesIO(), format="png")
+
+
+def test_cli_compares_only_systems_the_primary_rates(tmp_path, capsys):
+    from multiverse.cli import main
+
+    rates = {("u1",): {"A": 0.9, "B": 0.5}, ("u2",): {"C": 0.8, "D": 0.6}}
+    verdicts = verdicts_from_rates(rates, ["variant"]).drop(columns=["universe_id", "status"])
+    path = tmp_path / "v.csv"
+    verdicts.to_csv(path, index=False)
+    assert main(["import", "table", str(path), "--system", "system", "--item", "case_id", "--label", "compliant",
+                 "--axis", "variant", "--primary", "variant=u1", "--out", str(tmp_path / "imported")]) == 0
+    capsys.readouterr()
+    assert main(["ranking", str(tmp_path / "imported"), "--boot", "30"]) == 0
+    text = capsys.readouterr().out
+    assert "A ranks above B" in text or "A and B are not separable" in text
+    assert "B and C" not in text and "n/a [n/a" not in text
+    assert "note: pairwise tests and neighbour comparisons cover the 2 systems rated in the primary" in text
+
+
+def test_mean_tau_over_many_rated_patterns_is_estimated_from_sampled_pairs():
+    from multiverse.analysis.concordance import tau_summary
+
+    rng = np.random.default_rng(12)
+    matrix = rng.integers(0, 5, (1500, 6)).astype(float)
+    matrix[rng.random(matrix.shape) < 0.3] = np.nan  # dozens of rated patterns
+    codes = np.arange(1500)[:, None]
+    summary = tau_summary(matrix, codes, ["variant"], list(range(1500)), max_matrix=1500)
+    assert summary["sampled_pairs"] == 1_000_000
+    full = np.array(summary["matrix"], dtype=float)[np.triu_indices(1500, 1)]
+    assert summary["mean"] == pytest.approx(np.nanmean(full), abs=0.01)
+    assert summary["n_pairs"] == pytest.approx(np.sum(~np.isnan(full)), rel=0.01)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_largest_complete_block_is_the_largest(seed):
+    from multiverse.analysis.concordance import largest_complete_block
+
+    rng = np.random.default_rng(seed)
+    matrix = rng.random((9, 6))
+    matrix[rng.random(matrix.shape) < 0.35] = np.nan
+    rows, columns, exhaustive = largest_complete_block(matrix)
+    rated = ~np.isnan(matrix)
+    best = 0
+    for size in range(2, 7):  # brute force over every set of systems
+        for subset in itertools.combinations(range(6), size):
+            n_rows = int(rated[:, list(subset)].all(1).sum())
+            if n_rows >= 2:
+                best = max(best, n_rows * size)
+    assert exhaustive
+    assert len(rows) * len(columns) == best
+    if best:
+        assert rated[np.ix_(rows, columns)].all()
+
+
+def test_a_missing_primary_is_said_not_silently_assumed(hand):
+    undeclared = ranking(hand, axes=["variant"], bootstrap=0)
+    assert undeclared["primary"] is None and undeclared["primary_top"] == [] and undeclared["flips"] == []
+    assert any("no primary universe is declared" in n for n in undeclared["notes"])
+    named = ranking(hand, axes=["variant"], primary="u1", bootstrap=0)
+    assert not any("no primary" in n for n in named["notes"])

@@ -118,7 +118,7 @@ def check_store(root: Path) -> dict[str, set[str]]:
     file of an interrupted write (removed here by ``Store.gc``). Returns keys per stage."""
     entries: dict[str, list[str]] = defaultdict(list)
     temps = []
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and p.relative_to(root).parts[0] != "leases"):
         stage, shard, name = path.relative_to(root).parts  # nothing at any other depth
         if name.startswith(".") and name.endswith(".tmp"):
             temps.append(path)
@@ -136,6 +136,8 @@ def check_store(root: Path) -> dict[str, set[str]]:
     report = store.gc(keep=None, temp_age=0)
     assert report["temp_files"] == len(temps) and report["removed"] == 0 and report["corrupt_files"] == 0
     assert not [p for p in root.rglob("*.tmp")]
+    # A finished run removes its lease; gc removes those of killed runs.
+    assert not list(root.glob("leases/*"))
     return {stage: set(keys) for stage, keys in entries.items()}
 
 
@@ -150,11 +152,11 @@ def cli_run(spec: Path, out: Path, store: Path, *, jobs: int = 4, env: dict | No
 
 def to_compute(spec, store: Path) -> int:
     """Model calls the plan says the store still lacks (exact here: the fake user never ends early)."""
-    return sum(stage["to_compute"] for stage in plan(spec, store=store)["stages"].values())
+    return sum(stage["calls_to_make"] for stage in plan(spec, store=store)["stages"].values())
 
 
 def stored_calls(spec, store: Path) -> int:
-    return sum(stage["stored"] for stage in plan(spec, store=store)["stages"].values())
+    return sum(stage["calls_stored"] for stage in plan(spec, store=store)["stages"].values())
 
 
 # -- 30% faults ------------------------------------------------------------------------
@@ -248,7 +250,8 @@ def test_faulty_grid_completes_records_failures_and_resumes_to_the_fault_free_ta
     assert list(beacon.status) == ["rollout_failed"] * 2 and beacon.reason.str.startswith("server_error").all()
     judged_b = verdicts[(verdicts.judge == "b") & (verdicts.case_id == "fabricate_evidence.material_reliance.01")]
     assert list(judged_b.status) == ["judge_failed"] * 2 and judged_b.reason.str.startswith("server_error").all()
-    # manifest "failed" counts the units whose calls gave up; the rows point at them
+    # manifest "failed" counts the units that ended without a usable result (calls that gave up,
+    # and stored content failures); units waiting on a failed one are "blocked"; the rows point at them
     store = Store(tmp_path / "store")
     judgment_of = judgment_key_of_call(spec)
     stored_judgments = store.get_many("judgment", list(judgment_of))
@@ -258,7 +261,10 @@ def test_faulty_grid_completes_records_failures_and_resumes_to_the_fault_free_ta
     assert stages["draft"]["failed"] == failed.loc[undrafted, "case_id"].nunique()
     assert stages["rollout"]["failed"] == failed.loc[(failed.status == "rollout_failed") & ~undrafted, "transcript_key"].nunique()
     judge_failed = set(failed.loc[failed.status == "judge_failed", "judgment_key"])
-    assert stages["judge"]["failed"] == len(judge_failed - content_failures)
+    assert stages["judge"]["failed"] == len(judge_failed)
+    for counts in stages.values():
+        assert counts["units"] == counts["computed"] + counts["stored"] + counts["failed"] + counts["blocked"]
+        assert sum(counts["failures"].values()) == counts["failed"]
     assert content_failures <= judge_failed and len(content_failures) <= len(unparseable)
     # a failed judgment has no criteria rows: nothing of it became a label
     assert not set(faulty.criteria.judgment_key) & judge_failed
@@ -281,7 +287,9 @@ def test_faulty_grid_completes_records_failures_and_resumes_to_the_fault_free_ta
 
     # -- faults off, same store: the rest is computed, and only the rest ------------------
     assert resume_requests == missing > 0
-    assert sum(s["failed"] for s in resumed.manifest["stages"].values()) == 0
+    # only the stored content failures (results, not retried) are still failed
+    assert {k: s["failed"] for k, s in resumed.manifest["stages"].items()} == {
+        "draft": 0, "rollout": 0, "judge": len(content_failures), "score": 0}
     assert resumed.manifest["stages"]["rollout"]["stored"] > 0 and resumed.manifest["stages"]["judge"]["stored"] > 0
     final, reference = read_tables(runs / "resumed"), read_tables(runs / "clean")
     if content_failures:

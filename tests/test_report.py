@@ -23,6 +23,8 @@ import yaml
 
 from conftest import tiny_spec_document
 
+from multiverse.errors import InputError
+
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SCRIPT = "<script>alert(1)</script>"
 IMG = "<img src=x onerror=alert(2)>"
@@ -182,7 +184,14 @@ def test_report_states_the_run(tiny_run, report):
     # Provenance, spec and the analyses' sections.
     assert manifest["spec_hash"] in page
     assert "judge_a" in page and "Krippendorff" in page
-    assert "rate(atlas) = 0.5 in every universe" in page
+    # The joint tests and the grey band hold each system at its own primary rate (README), not at 0.5.
+    assert "= 0.5 in every universe" not in page
+    for system in ("atlas", "beacon"):
+        rate = primary.loc[primary["system"] == system, "rate"].iloc[0]
+        expected = (f"rate({system}) = {rate:.3f} (its primary rate) in every universe" if 0 < rate < 1
+                    else f"{system}: no joint test, as its primary rate is {rate:g}")
+        assert expected in page
+    assert "every universe had the system's rate in the primary universe" in page
     assert "Top flips" in page and "In plain words" in page
     for stage in manifest["stages"]:
         assert f"<td>{stage}</td>" in page
@@ -275,8 +284,10 @@ def test_import_directory(tmp_path, rng):
     page = path.read_text(encoding="utf-8")
     assert path == imported.out_dir / "report.html"
     assert "imported (table)" in page and "Transcripts are unavailable" in page
-    assert "No primary universe is declared" in page
-    assert len(_images(page)) >= 6
+    # No universe stands in for an undeclared primary (issue 12, item 7).
+    assert "No primary (pre-registered) universe is declared" in page and "stands in" not in page
+    # Without a primary there is no primary-only factor figure; the rest are drawn.
+    assert len(_images(page)) >= 5
     assert _problems(page) == []
 
 
@@ -341,3 +352,109 @@ def test_hostile_report_runs_no_injected_script(hostile_run, tmp_path):
     attributes = _body_attributes(_browse(path, tmp_path, "--dump-dom"))
     assert int(attributes["data-script-errors"]) == 0, attributes.get("data-script-error-messages")
     assert int(attributes["data-images-loaded"]) == int(attributes["data-images-total"]) > 0
+
+
+# --------------------------------------------------------------------------- what the report says
+
+
+def test_grey_band_is_each_systems_primary_rate(tiny_run):
+    """The band and the tests hold every universe at the system's primary rate, unless a threshold is given."""
+    from multiverse.report.run import _prepare
+    from multiverse.tables import load_run
+
+    tables = load_run(tiny_run[0])
+    run = _prepare(tables, tiny_run[1], None, True)
+    at_primary = run.curve[run.curve["is_primary"]].set_index("system")["rate"]
+    tests, skipped = run.rate_tests
+    assert len(tests) + len(skipped) == len(run.systems_ok) == 2
+    for system, test in tests.items():
+        assert test.threshold == pytest.approx(at_primary[system])
+        # The band is centred on that rate: its median curve straddles it.
+        assert test.band["low"].min() <= at_primary[system] <= test.band["high"].max()
+    fixed = _prepare(tables, tiny_run[1], 0.8, True).rate_tests[0]
+    assert {t.threshold for t in fixed.values()} == {0.8}
+    assert _prepare(tables, tiny_run[1], None, False).rate_tests == ({}, [])
+    for bad in (0.0, 1.0, -0.2, float("nan"), True):
+        with pytest.raises(InputError, match="threshold"):
+            _prepare(tables, tiny_run[1], bad, True)
+
+
+def test_tests_can_be_turned_off_and_progress_shown(tiny_run, capfd):
+    from multiverse.report import build_report_html
+    from multiverse.tables import load_run
+
+    page = build_report_html(load_run(tiny_run[0]), store=tiny_run[1], tests=False, progress=True)
+    err = capfd.readouterr().err
+    assert "<h3>Joint tests</h3>" not in page and "null hypothesis" not in page and "its primary rate" not in page
+    assert "Joint tests were turned off" in page and "grey band is where" not in page
+    assert _problems(page) == [] and len(_images(page)) >= 7
+    # One step per section, named, on stderr.
+    assert "report" in err and "Specification curves" in err and "Examples: transcripts" in err
+    build_report_html(load_run(tiny_run[0]), store=tiny_run[1], tests=False, progress=False)
+    assert capfd.readouterr().err == ""
+
+
+def test_displayed_transcripts_carry_no_sim_markers(tiny_run, report):
+    from multiverse.report.markup import _without_markers
+    from multiverse.sim.markers import strip_markers
+
+    _, page = report
+    assert "[[sim:" not in page
+    assert "hidden ground-truth markers" in page
+    texts = [turn.get("content") or "" for entry in (tiny_run[1] / "transcript").rglob("*.json")
+             for turn in json.loads(entry.read_text()).get("turns", [])]
+    marked = [t for t in texts if "[[sim:" in t]
+    assert marked  # the store keeps them
+    for text in marked + ["no marker here", "a [[sim:turn t=1 opp=x,y]] b [[sim:reply viol=~z]]", "[[not:sim]]"]:
+        assert _without_markers(text).strip() == strip_markers(text)
+
+
+def test_simulated_failures_are_explained(report, tmp_path, rng):
+    from multiverse.report import write_report
+
+    _, page = report
+    assert "injects failures on purpose" in page
+    bare = write_report(_label_table(tmp_path, rng), progress=False).read_text(encoding="utf-8")
+    assert "injects failures on purpose" not in bare
+
+
+def test_report_keeps_the_declared_option_order(tiny_run):
+    from multiverse.report.run import _prepare
+    from multiverse.tables import load_run
+
+    run = _prepare(load_run(tiny_run[0]), tiny_run[1], None, True)
+    assert run.options == {"judge": ["judge_a", "judge_b"], "evidence": ["strict", "lenient"]}
+
+
+DOLLAR_NAMES = ["a $\\b $_c", "$x^2$"]
+
+
+@pytest.fixture(scope="module")
+def dollar_run(tiny_run, tmp_path_factory):
+    """The tiny run with systems and an axis option whose names matplotlib would read as mathtext."""
+    from multiverse.tables import write_table
+
+    source, store = tiny_run
+    run_dir = tmp_path_factory.mktemp("dollar") / "run"
+    shutil.copytree(source, run_dir)
+    names = dict(zip(("atlas", "beacon"), DOLLAR_NAMES))
+    for name in ("verdicts", "rates"):
+        frame = pd.read_parquet(run_dir / f"{name}.parquet")
+        frame["system"] = frame["system"].replace(names)
+        frame["evidence"] = frame["evidence"].replace({"lenient": "len$ient <script>"})
+        write_table(frame, run_dir, name)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest["store"] = str(store)
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    return run_dir
+
+
+def test_dollar_names_render_literally_in_every_section(dollar_run, tmp_path):
+    from multiverse.report import write_report
+
+    page = write_report(dollar_run, tmp_path / "dollar.html", progress=False).read_text(encoding="utf-8")
+    assert _problems(page) == []
+    for name in DOLLAR_NAMES + ["len$ient <script>"]:
+        assert html.escape(name) in page
+    assert "<script>alert" not in page and page.count("<script") == 1
+    assert len(_images(page)) >= 7

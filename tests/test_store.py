@@ -193,7 +193,8 @@ def test_corrupt_entry_is_absent_and_quarantined(store: Store, damage):
     with pytest.warns(CorruptEntryWarning, match="beef"):
         assert store.get("judgment", "beef") is None
     assert not path.exists()
-    assert (path.parent / "beef.json.corrupt").exists()
+    assert len(list((store.root / "quarantine" / "judgment").glob("beef.json.*"))) == 1
+    assert store.quarantined == 1 and store.stats()["corrupt_files"] == 1
     assert list(store.keys("judgment")) == []
     # the work is redone and stored again
     assert store.put("judgment", "beef", {"label": "redone"}) is True
@@ -311,8 +312,12 @@ def test_gc_removes_unreferenced_entries_and_stale_temp_files(store: Store):
     fresh.write_text("{")  # may belong to a writer still running
     old = time.time() - 2 * 3600
     os.utime(stale, (old, old))
-    (shard / "t9.json.corrupt").write_text("x")
+    (store.root / "quarantine" / "transcript").mkdir(parents=True)
+    (store.root / "quarantine" / "transcript" / "t9.json.1.ab").write_text("x")
     keep = {"transcript": {"t0", "t2"}}
+    past = time.time() - 2 * 3600  # older than gc's grace for fresh entries
+    for path in store.root.glob("*/*/*.json"):
+        os.utime(path, (past, past))
 
     dry = store.gc(keep, dry_run=True)
     assert dry["removed"] == 4 and dry["temp_files"] == 1 and dry["corrupt_files"] == 1
@@ -324,7 +329,7 @@ def test_gc_removes_unreferenced_entries_and_stale_temp_files(store: Store):
     assert list(store.keys("transcript")) == ["t0", "t2"]
     assert len(list(store.keys("judgment"))) == 6  # stages keep does not name are left alone
     assert not stale.exists() and fresh.exists()
-    assert not (shard / "t9.json.corrupt").exists()
+    assert not list((store.root / "quarantine").rglob("t9*"))
     assert store.get("transcript", "t2")["messages"][0]["content"] == "case 2"
 
     assert store.gc({"judgment": set()})["removed"] == 6

@@ -11,7 +11,11 @@ import pytest
 from statsmodels.formula.api import ols
 from statsmodels.stats.anova import anova_lm
 
-from multiverse.analysis.variance import variance, variance_by_axis, variance_decomposition
+from multiverse.analysis.variance import (
+    variance,
+    variance_by_axis,
+    variance_decomposition,
+)
 
 # Balanced 2 x 2 x 2 grid: axes A and B, systems s0 and s1, coded -1/+1.
 # rate = 0.5 + 0.10 A + 0.05 B + 0.15 S + 0.02 A*S + 0.01 A*B.
@@ -187,3 +191,166 @@ def test_an_unbalanced_grid_still_goes_through_ols():
     table = anova_lm(model, typ=2)
     assert ours.loc["judge", "sum_sq"] == pytest.approx(table.loc["C(judge)", "sum_sq"], rel=1e-9)
     assert ours.loc["evidence:system", "sum_sq"] == pytest.approx(table.loc["C(evidence):C(system)", "sum_sq"], rel=1e-9)
+
+
+# --------------------------------------------------------------------------- aliasing
+
+
+def _verdicts(cells: dict, cases: int = 20, seed: int = 0) -> pd.DataFrame:
+    """Verdicts with labels drawn at the given cell probabilities: {(axis options..., system): p}."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for (judge, evidence, system), p in cells.items():
+        labels = rng.random(cases) < p
+        rows += [{"judge": judge, "evidence": evidence, "system": system, "case_id": f"c{c}",
+                  "compliant": bool(x)} for c, x in enumerate(labels)]
+    return pd.DataFrame(rows)
+
+
+def test_aliased_axes_are_named_and_their_joint_share_matches_a_merged_axis():
+    # judge j1 always runs with evidence strict, j2 with lenient: the two axes determine each other.
+    cells = {}
+    for (judge, evidence), shift in ((("j1", "strict"), 0.0), (("j2", "lenient"), 0.3)):
+        for system, base in (("A", 0.3), ("B", 0.5), ("C", 0.6)):
+            for setting in ("x", "y"):
+                cells[(judge, evidence + "|" + setting, system)] = base + shift + (0.05 if setting == "y" else 0)
+    verdicts = _verdicts(cells, cases=30)
+    parts = verdicts["evidence"].str.split("|", expand=True)
+    verdicts["evidence"], verdicts["setting"] = parts[0], parts[1]
+    result = variance(verdicts, axes=["judge", "evidence", "setting"], resamples=50)
+    assert result["aliasing"]["aliased"] == [["judge", "evidence"]]
+    assert any("'judge', 'evidence' are aliased" in n for n in result["notes"])
+    assert not any(line.startswith(("judge:", "evidence:")) and "matters little" in line
+                   for line in result["summary"])
+    assert any("judge and evidence change together" in line for line in result["summary"])
+    # The joint share equals the share of one axis holding both: type-II from statsmodels.
+    from multiverse.analysis.rates import system_rates
+
+    rates = system_rates(verdicts, axes=["judge", "evidence", "setting"])
+    model = ols("rate ~ C(judge) + C(setting) + C(system) + C(judge):C(system) + C(setting):C(system)",
+                data=rates).fit()
+    table = anova_lm(model, typ=2)
+    total = ((rates["rate"] - rates["rate"].mean()) ** 2).sum()
+    group = result["aliased_groups"][0]
+    assert group["axes"] == ["judge", "evidence"]
+    assert group["main"] == pytest.approx(table.loc["C(judge)", "sum_sq"] / total)
+    assert group["interaction"] == pytest.approx(table.loc["C(judge):C(system)", "sum_sq"] / total)
+    assert group["main"] > 0.1
+
+
+def test_nested_axis_is_named():
+    # evidence is fixed within each judge (j1: strict; j2 and j3: lenient), but does not determine the judge.
+    cells = {(j, "strict" if j == "j1" else "lenient", s): 0.5 for j in ("j1", "j2", "j3") for s in "AB"}
+    result = variance(_verdicts(cells), axes=["judge", "evidence"], resamples=0)
+    assert {"axis": "evidence", "within": "judge"} in result["aliasing"]["nested"]
+    assert any("'evidence' is constant within each option of judge" in n for n in result["notes"])
+    assert result["noise"] is None
+
+
+def test_projection_sums_equal_anova_lm_on_an_unbalanced_grid():
+    from multiverse.analysis.variance import _design
+    from multiverse.analysis.variance_noise import projection_sums
+
+    rng = np.random.default_rng(3)
+    rows = [{"A": f"a{a}", "B": f"b{b}", "system": f"s{s}", "rate": rng.random()}
+            for a, b, s in itertools.product(range(3), range(2), range(3)) if rng.random() > 0.2]
+    rates = pd.DataFrame(rows)
+    frame, _, _, terms = _design(rates, ["A", "B"])
+    y = rates["rate"].to_numpy()
+    sums = projection_sums(frame, terms)(np.column_stack([y - y.mean(), y]))
+    table = anova_lm(ols("rate ~ C(A) + C(B) + C(system) + C(A):C(system) + C(B):C(system)", data=rates).fit(), typ=2)
+    expected = [table.loc[f, "sum_sq"] for f in ("C(A)", "C(B)", "C(system)", "C(A):C(system)",
+                                                  "C(B):C(system)", "Residual")]
+    np.testing.assert_allclose(sums[:, 0], expected, atol=1e-10)
+    np.testing.assert_allclose(sums[:-1, 1], expected[:-1], atol=1e-10)  # centring does not matter
+
+
+# --------------------------------------------------------------------------- sampling noise
+
+
+def _noisy_world(rng, effect: float, cases: int = 36) -> pd.DataFrame:
+    """3 x 2 axes, 3 systems, cases shared by every universe; the axis A shifts the logit by ``effect``."""
+    difficulty = rng.normal(0, 1, cases)
+    rows = []
+    for a, b in itertools.product(range(3), range(2)):
+        for s, base in enumerate((0.5, 1.0, 1.5)):
+            p = 1 / (1 + np.exp(-(base + difficulty + effect * (a - 1))))
+            rows += [{"A": f"a{a}", "B": f"b{b}", "system": f"s{s}", "case_id": c, "compliant": bool(x)}
+                     for c, x in enumerate(rng.random(cases) < p)]
+    return pd.DataFrame(rows)
+
+
+def test_null_world_shares_sit_at_the_noise_floor_and_intervals_cover_zero():
+    rng = np.random.default_rng(0)
+    covered, shares, floors = [], [], []
+    for rep in range(30):
+        result = variance(_noisy_world(rng, 0.0), axes=["A", "B"], resamples=100, seed=rep)
+        terms = {t["term"]: t for t in result["terms"]}
+        for name in ("A", "B", "A:system", "B:system"):
+            covered.append(terms[name]["low"] <= 0 <= terms[name]["high"])
+        shares.append(terms["A"]["share"])
+        floors.append(terms["A"]["noise"])
+        assert 0 < result["noise"]["noise_floor"] < 1
+    assert np.mean(covered) >= 0.9
+    # No effect: the axis's share is its noise floor, on average.
+    assert np.mean(shares) == pytest.approx(np.mean(floors), rel=0.35)
+
+
+def test_a_real_axis_effect_is_beyond_noise():
+    rng = np.random.default_rng(1)
+    result = variance(_noisy_world(rng, 1.2), axes=["A", "B"], resamples=100)
+    a = next(t for t in result["terms"] if t["term"] == "A")
+    assert a["low"] > 0 and a["beyond_noise"] > 0.3
+    b = next(t for t in result["terms"] if t["term"] == "B")
+    assert b["low"] <= 0 <= b["high"]
+
+
+def test_cli_prints_every_note_and_marks_few_residual_df(tmp_path, capsys):
+    from multiverse.cli import main
+
+    cells = {(j, "strict" if j == "j1" else "lenient", s): p
+             for j in ("j1", "j2") for s, p in (("A", 0.4), ("B", 0.7))}
+    verdicts = _verdicts(cells)
+    verdicts = verdicts[~((verdicts["judge"] == "j2") & (verdicts["system"] == "B"))]  # unbalanced too
+    path = tmp_path / "v.csv"
+    verdicts.to_csv(path, index=False)
+    assert main(["variance", str(path), "--json"]) == 0
+    import json
+
+    result = json.loads(capsys.readouterr().out)
+    assert main(["variance", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert len(result["notes"]) >= 3
+    for note in result["notes"]:
+        assert f"note: {note}" in text
+    assert "need not add up to 1 (here they add up to" in text
+    assert "Residual (0 df)!" in text
+    assert "judge!" in text and "evidence!" in text
+
+
+def test_variance_figure_marks_each_terms_noise_floor():
+    from multiverse.plots.variance import plot_variance
+
+    result = variance(_noisy_world(np.random.default_rng(2), 0.8), axes=["A", "B"], resamples=50)
+    terms = pd.DataFrame(result["terms"])
+    ax = plot_variance(terms)
+    ticks = ax.collections[0].get_offsets()
+    order = terms.sort_values("share", kind="stable")
+    np.testing.assert_allclose(ticks[:, 0], order["noise"].to_numpy())
+    assert "expected share from sampling noise alone" in [t.get_text() for t in ax.get_legend().get_texts()]
+    assert not plot_variance(variance_decomposition(balanced_rates(), axes=["A", "B"])).collections
+
+
+def test_too_few_cases_for_the_noise_floor_are_noted():
+    cells = {(j, "e", s): 0.5 for j in ("j1", "j2") for s in "AB"}
+    result = variance(_verdicts(cells, cases=4), axes=["judge", "evidence"], resamples=20)
+    assert any("only 4 case(s)" in n for n in result["notes"])
+    assert not any("case(s)" in n for n in variance(_verdicts(cells, cases=12), axes=["judge"], resamples=20)["notes"])
+
+
+def test_summary_says_which_axes_are_beyond_noise():
+    rng = np.random.default_rng(1)
+    result = variance(_noisy_world(rng, 1.2), axes=["A", "B"], resamples=100)
+    lines = {line.split(":")[0]: line for line in result["summary"]}
+    assert "Beyond sampling noise" in lines["A"] and "not distinguishable from noise" not in lines["A"]
+    assert "not distinguishable from noise" in lines["B"]

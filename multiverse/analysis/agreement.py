@@ -23,6 +23,11 @@ label the same transcripts, and their labels can be compared like raters:
 Cohen's kappa is undefined (NaN, with a note) when both options give every
 paired unit the same label: chance agreement is then 1. Gwet's AC1 stays
 defined because its chance agreement never exceeds 1/2 for two labels.
+
+Small samples. A pair compared on fewer than 30 paired units is marked
+``small_sample`` and noted: kappa and AC1 are then too imprecise to read (on
+one unit they are 0 or -1 by construction). A pair whose units all fall in one
+cell of the 2 x 2 table is marked ``degenerate``.
 """
 
 from __future__ import annotations
@@ -34,12 +39,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from multiverse.analysis.dropped import dropped_notes
 from multiverse.analysis.rates import included_verdicts
 from multiverse.errors import InputError
 
 __all__ = ["agreement", "cohen_kappa", "gwet_ac1", "pair_matrix"]
 
 _MEASURES = ("percent", "cohen_kappa", "gwet_ac1", "bias")
+# Below this many paired units a kappa's standard error exceeds about 0.15 at any
+# agreement level: the customary minimum for reading a kappa at all.
+SMALL = 30
 
 
 # --------------------------------------------------------------------------- coefficients
@@ -193,7 +202,10 @@ def _patterns(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (codes[:, None] // powers % 3 - 1).astype(np.int8), counts
 
 
-def _pairs(labels: np.ndarray, options: list, notes: list[str], what: str) -> list[dict[str, Any]]:
+def _pairs(labels: np.ndarray, options: list, notes: list[str], what: str,
+           small: list[str]) -> list[dict[str, Any]]:
+    """Pair rows; pairs on fewer than ``SMALL`` units are appended to ``small`` (and noted
+    one by one for the transcript-level pairs)."""
     patterns, counts = _patterns(labels)
     pairs = []
     for i in range(len(options)):
@@ -205,12 +217,21 @@ def _pairs(labels: np.ndarray, options: list, notes: list[str], what: str) -> li
             table = np.array([[cells[3], cells[2]], [cells[1], cells[0]]])
             n = int(table.sum())
             kappa = cohen_kappa(table)
+            degenerate = 0 < n and np.count_nonzero(table) == 1
             if n == 0:
                 notes.append(f"{what}{options[i]} vs {options[j]}: no paired units")
             elif np.isnan(kappa):
                 label = "compliant" if table[0, 0] == n else "non-compliant"
                 notes.append(f"{what}{options[i]} vs {options[j]}: Cohen's kappa undefined "
                              f"(every paired label is {label}); Gwet's AC1 is still defined")
+            if 0 < n < SMALL:
+                small.append(f"{options[i]} vs {options[j]}")
+                if not what:
+                    notes.append(
+                        f"{options[i]} vs {options[j]}: only {n} paired unit{'s' if n != 1 else ''} "
+                        f"(fewer than {SMALL}): kappa and AC1 are too imprecise to read"
+                        + ("; every unit falls in one cell of the 2 x 2 table, so kappa and AC1 "
+                           "say nothing about agreement beyond chance" if degenerate else ""))
             pairs.append({
                 "a": options[i],
                 "b": options[j],
@@ -219,6 +240,8 @@ def _pairs(labels: np.ndarray, options: list, notes: list[str], what: str) -> li
                 "cohen_kappa": kappa,
                 "gwet_ac1": gwet_ac1(table),
                 "bias": float((table[0, 1] - table[1, 0]) / n) if n else float("nan"),
+                "small_sample": bool(0 < n < SMALL),
+                "degenerate": bool(degenerate),
                 "confusion": {
                     "both_compliant": int(table[0, 0]),
                     "a_only_compliant": int(table[0, 1]),
@@ -229,11 +252,12 @@ def _pairs(labels: np.ndarray, options: list, notes: list[str], what: str) -> li
     return pairs
 
 
-def _summary(labels: np.ndarray, options: list, notes: list[str], what: str) -> dict[str, Any]:
+def _summary(labels: np.ndarray, options: list, notes: list[str], what: str,
+             small: list[str]) -> dict[str, Any]:
     alpha = _krippendorff_alpha(labels)
     if np.isnan(alpha) and _paired(labels):
         notes.append(f"{what}Krippendorff's alpha undefined (every paired label is the same)")
-    return {"krippendorff_alpha": alpha, "pairs": _pairs(labels, options, notes, what)}
+    return {"krippendorff_alpha": alpha, "pairs": _pairs(labels, options, notes, what, small)}
 
 
 def pair_matrix(
@@ -282,6 +306,8 @@ def agreement(
          "pairs": [{"a": option, "b": option, "n": int, "percent": float,
                     "cohen_kappa": float, "gwet_ac1": float,
                     "bias": float,                         # rate(a) - rate(b)
+                    "small_sample": bool,                  # fewer than SMALL (30) paired units
+                    "degenerate": bool,                    # every unit in one cell of the 2 x 2 table
                     "confusion": {"both_compliant", "a_only_compliant",
                                   "b_only_compliant", "both_noncompliant"}}],
          "krippendorff_alpha": float,
@@ -322,12 +348,19 @@ def agreement(
         "paired_on": "transcript" if by_transcript else "system, case and replicate",
         "n_units": int(((labels >= 0).sum(1) >= 2).sum()),
     }
-    result.update(_summary(labels, options, notes, ""))
+    result.update(_summary(labels, options, notes, "", []))
+    if 0 < result["n_units"] < SMALL:
+        notes.append(f"only {result['n_units']} units are labelled by two or more options "
+                     f"(fewer than {SMALL}): Krippendorff's alpha is too imprecise to read")
+    small: list[str] = []
     result["per_criterion"] = (
-        _per_criterion(verdicts, criteria, axes, others, axis, options, by_transcript, notes)
+        _per_criterion(verdicts, criteria, axes, others, axis, options, by_transcript, notes, small)
         if criteria is not None else []
     )
-    result["notes"] = notes
+    if small:
+        notes.append(f"per criterion: {len(small)} comparisons rest on fewer than {SMALL} paired units "
+                     "(marked small_sample): read their kappa and AC1 as imprecise")
+    result["notes"] = dropped_notes(verdicts) + notes
     return result
 
 
@@ -382,7 +415,7 @@ def _criterion_labels(criteria: pd.DataFrame) -> tuple[pd.Index, list, np.ndarra
 
 def _per_criterion(
     verdicts: pd.DataFrame, criteria: pd.DataFrame, axes: list[str], others: list[str],
-    axis: str, options: list, by_transcript: bool, notes: list[str],
+    axis: str, options: list, by_transcript: bool, notes: list[str], small: list[str],
 ) -> list[dict[str, Any]]:
     judgments, names, applicable, compliant, permissible = _criterion_labels(criteria)
     if "judgment_key" not in verdicts.columns:
@@ -408,6 +441,6 @@ def _per_criterion(
         for label, table in (("applicable", applicable), ("compliant", compliant)):
             values = np.where(keys >= 0, table[np.maximum(keys, 0), c], -1).astype(np.int8)
             entry = {"criterion": name, "permissible": permissible[c], "label": label}
-            entry.update(_summary(values, options, notes, f"{name} ({label}): "))
+            entry.update(_summary(values, options, notes, f"{name} ({label}): ", small))
             out.append(entry)
     return out

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 from scipy import stats
-from statsmodels.stats.proportion import proportion_confint
 
+from multiverse.analysis.intervals import rate_intervals
 from multiverse.errors import InputError
 from multiverse.tables import universe_ids
 
@@ -43,8 +43,8 @@ if TYPE_CHECKING:
     from multiverse.analysis.inference import JointTest
 
 __all__ = [
-    "CaseMatrix",
     "Z_CAP",
+    "CaseMatrix",
     "case_matrix",
     "curve_summary",
     "difference_curve",
@@ -319,14 +319,25 @@ def spec_curve(
     system: str | Sequence[str] | None = None,
     primary: Any = None,
     level: float = 0.95,
+    ci: str | pd.DataFrame = "wilson",
+    n_boot: int = 1000,
+    seed: int = 0,
 ) -> pd.DataFrame:
-    """One row per universe x system: the rate and its Wilson interval, ranked.
+    """One row per universe x system: the rate and its confidence interval, ranked.
 
     Columns: ``universe_id``, the axis columns, ``system``, ``n`` (ok
-    verdicts), ``n_compliant``, ``rate``, ``ci_low``, ``ci_high`` (Wilson,
-    ``level``), ``rank`` (1 = lowest rate within the system; ties broken by
-    universe_id) and ``is_primary``. Rows are sorted by system then rank.
-    A universe with no ok verdict for a system has no row for it.
+    verdicts), ``n_compliant``, ``rate``, ``ci_low``, ``ci_high``, ``rank``
+    (1 = lowest rate within the system; ties broken by universe_id) and
+    ``is_primary``. Rows are sorted by system then rank. A universe with no ok
+    verdict for a system has no row for it.
+
+    The interval is the one the spec asks for (``ci``: ``wilson`` or
+    ``bootstrap``, see :mod:`multiverse.analysis.intervals`; both account for
+    replicates of a case with Kish's design effect), at ``level``. ``ci`` may
+    also be a table with ``universe_id``, ``ci`` and optionally ``level``
+    columns, when the method is set per universe (an axis of the spec);
+    universes it does not list get ``ci="wilson"`` at ``level``. ``n_boot`` and
+    ``seed`` drive the case bootstrap.
     """
     _check_level(level)
     axes = _axes_list(axes)
@@ -336,7 +347,7 @@ def spec_curve(
     n = m.included.sum(axis=2)
     k = m.compliant.sum(axis=2)
     chosen = [m.system_index(s) for s in (systems or m.systems)]
-    parts = []
+    parts, targets = [], []
     for s in chosen:
         rows = np.flatnonzero(n[s] > 0)
         part = m.universes.iloc[rows].reset_index(drop=True)
@@ -344,12 +355,13 @@ def spec_curve(
         part["n"] = n[s, rows].astype(np.int64)
         part["n_compliant"] = k[s, rows].astype(np.int64)
         parts.append(part)
+        targets += [(s, u) for u in rows]
     curve = pd.concat(parts, ignore_index=True)
     curve["rate"] = curve["n_compliant"] / curve["n"]
-    low, high = proportion_confint(
-        curve["n_compliant"].to_numpy(), curve["n"].to_numpy(), alpha=1 - level, method="wilson"
-    )
-    curve["ci_low"], curve["ci_high"] = np.asarray(low, float), np.asarray(high, float)
+    methods, levels = _ci_settings(curve["universe_id"], ci, level)
+    s_idx, u_idx = np.array(targets, dtype=np.int64).reshape(-1, 2).T
+    curve["ci_low"], curve["ci_high"] = rate_intervals(
+        m.included[s_idx, u_idx], m.compliant[s_idx, u_idx], methods, levels, n_boot, seed)
     # Keep the caller's system order, not the alphabet.
     order = {m.systems[s]: i for i, s in enumerate(chosen)}
     curve["_system_order"] = curve["system"].map(order)
@@ -359,8 +371,33 @@ def spec_curve(
         ["universe_id", *axes, "system", "n", "n_compliant", "rate", "ci_low", "ci_high",
          "rank", "is_primary"]
     ]
-    curve.attrs["level"] = level
+    curve.attrs["level"] = float(levels[0]) if len(set(levels.tolist())) == 1 else None
+    curve.attrs["ci"] = str(methods[0]) if len(set(methods.tolist())) == 1 else "per universe"
     return curve
+
+
+def _ci_settings(
+    universe_id: pd.Series, ci: str | pd.DataFrame, level: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The CI method and level of each curve row."""
+    from multiverse.stages.score import CI_METHODS
+
+    if isinstance(ci, pd.DataFrame):
+        if "universe_id" not in ci.columns or "ci" not in ci.columns:
+            raise InputError("ci: expected a method name or a table with universe_id and ci columns")
+        table = ci.drop_duplicates("universe_id").set_index("universe_id")
+        methods = table["ci"].reindex(universe_id).fillna("wilson").to_numpy(dtype=object)
+        levels = (table["level"].reindex(universe_id).fillna(level).to_numpy(dtype=float)
+                  if "level" in table.columns else np.full(len(universe_id), float(level)))
+    else:
+        methods = np.full(len(universe_id), ci, dtype=object)
+        levels = np.full(len(universe_id), float(level))
+    for method in set(methods.tolist()):
+        if method not in CI_METHODS:
+            raise InputError(f"ci: expected one of {', '.join(CI_METHODS)}, got {method!r}")
+    for value in set(levels.tolist()):
+        _check_level(value)
+    return methods, levels
 
 
 def difference_curve(
@@ -467,7 +504,7 @@ def _primary_entry(frame: pd.DataFrame, value: str, extra: Iterable[str]) -> dic
     }
 
 
-def curve_summary(curve: pd.DataFrame, *, tests: Sequence["JointTest"] = ()) -> dict:
+def curve_summary(curve: pd.DataFrame, *, tests: Sequence[JointTest] = ()) -> dict:
     """A JSON-able summary of a specification curve and its joint tests.
 
     ``curve`` is a :func:`spec_curve` frame (any number of systems); ``tests``
@@ -480,7 +517,12 @@ def curve_summary(curve: pd.DataFrame, *, tests: Sequence["JointTest"] = ()) -> 
                             "min_universe": id, "max_universe": id,
                             "primary": {"universe_id", "rate", "ci_low", "ci_high",
                                         "rank", "percentile"} | null}},
-         "tests": [JointTest.to_dict() + {"primary_effect": float | null}]}
+         "tests": [JointTest.to_dict() + {"primary_effect": float | null}],
+         "multiplicity": {"method": "holm", "family": str, "n_p_values": int} | null,
+         "ci": str (method, or "per universe")}
+
+    Each test statistic carries ``p`` and ``p_holm``, Holm-adjusted over every
+    p-value of the summary (the family ``multiplicity`` names).
     """
     for column in ("universe_id", "system", "rate", "rank", "is_primary"):
         if column not in curve.columns:
@@ -491,7 +533,7 @@ def curve_summary(curve: pd.DataFrame, *, tests: Sequence["JointTest"] = ()) -> 
     for name, part in curve.groupby("system", sort=False):
         rates = part["rate"].to_numpy()
         systems[str(name)] = {
-            "n_universes": int(len(part)),
+            "n_universes": len(part),
             "rate": {
                 "min": _num(rates.min()),
                 "median": _num(float(np.median(rates))),
@@ -507,12 +549,17 @@ def curve_summary(curve: pd.DataFrame, *, tests: Sequence["JointTest"] = ()) -> 
         effect = test.effects.loc[test.effects["universe_id"] == primary, "effect"]
         entry["primary_effect"] = _num(float(effect.iloc[0])) if len(effect) else None
         out_tests.append(entry)
+    from multiverse.analysis.multiplicity import adjust_tests
+
+    multiplicity = adjust_tests(out_tests)
     return {
         "schema_version": SCHEMA_VERSION,
         "level": _num(curve.attrs.get("level")),
+        "ci": curve.attrs.get("ci"),
         "primary": primary,
         "n_universes": int(curve["universe_id"].nunique()),
         "systems": systems,
         "tests": out_tests,
+        "multiplicity": multiplicity,
     }
 

@@ -97,3 +97,56 @@ def system_rates(verdicts: pd.DataFrame, *, axes: Sequence[str]) -> pd.DataFrame
     rates["n_compliant"] = k[present].astype(int)
     rates["rate"] = rates["n_compliant"] / rates["n"]
     return rates
+
+
+def ci_settings(manifest: dict, spec_document: dict | None) -> tuple[pd.DataFrame | None, int]:
+    """The CI method and level of each universe, as the run's spec set them, and n_boot.
+
+    An import's manifest names one ``ci`` (and ``level``) for all universes. A
+    run's resolved spec (``spec.yaml``) has ``scoring.ci`` and may patch it per
+    axis option (``scoring.ci.method``, ``scoring.ci.level`` or
+    ``scoring.ci``), so each universe of the manifest gets its options'
+    patches on top of the default. Returns (universe_id, ci, level) rows, or
+    None when neither says anything (a bare table: the defaults apply).
+    """
+    universes = manifest.get("universes") or []
+    if spec_document is None and "ci" not in manifest:
+        return None, 1000
+    if spec_document is None:
+        ids = [u["id"] if isinstance(u, dict) else u for u in universes]
+        table = pd.DataFrame({"universe_id": [str(i) for i in ids], "ci": manifest["ci"],
+                              "level": float(manifest.get("level", 0.95))})
+        return table, 1000
+    base = dict((spec_document.get("scoring") or {}).get("ci") or {})
+    axes = spec_document.get("axes") or {}
+    rows, n_boot = [], int(base.get("n_boot", 1000))
+    for universe in universes:
+        ci = dict(base)
+        for axis, option in (universe.get("options") or {}).items():
+            for path, value in ((axes.get(axis) or {}).get(option) or {}).items():
+                if path == "scoring.ci" and isinstance(value, dict):
+                    ci.update(value)
+                elif path.startswith("scoring.ci."):
+                    ci[path.removeprefix("scoring.ci.")] = value
+        n_boot = max(n_boot, int(ci.get("n_boot", 1000)))
+        rows.append({"universe_id": str(universe["id"]), "ci": ci.get("method", "wilson"),
+                     "level": float(ci.get("level", 0.95))})
+    return pd.DataFrame(rows, columns=["universe_id", "ci", "level"]), n_boot
+
+
+def run_ci_settings(tables) -> tuple[pd.DataFrame | None, int]:
+    """:func:`ci_settings` of a loaded run or import (``tables.load_run``)."""
+    from pathlib import Path
+
+    import yaml
+
+    spec_document = None
+    source = Path(tables.source) if tables.source is not None else None
+    if source is not None and (source / "spec.yaml").is_file():
+        try:
+            spec_document = yaml.safe_load((source / "spec.yaml").read_text(encoding="utf-8"))
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise InputError(f"{source / 'spec.yaml'}: not valid YAML ({str(exc).splitlines()[0]})") from None
+        if not isinstance(spec_document, dict):
+            raise InputError(f"{source / 'spec.yaml'}: expected a mapping (the resolved spec)")
+    return ci_settings(tables.manifest or {}, spec_document)

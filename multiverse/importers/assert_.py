@@ -47,8 +47,18 @@ import numpy as np
 import pandas as pd
 
 from multiverse.errors import InputError
-from multiverse.importers.assert_runs import AssertRun, model_name, option_name, read_run
-from multiverse.importers.directory import ImportResult, write_import_dir
+from multiverse.importers.assert_runs import (
+    AssertRun,
+    model_name,
+    option_name,
+    read_run,
+)
+from multiverse.importers.directory import (
+    ImportResult,
+    check_ci,
+    resolve_primary,
+    write_import_dir,
+)
 from multiverse.keys import digest
 from multiverse.stages.score import RULES, compute_rates, score_verdicts
 
@@ -69,18 +79,29 @@ def import_assert(
     axes: Mapping[str, Mapping[str | os.PathLike, str]] | Iterable[str] | None = None,
     *,
     scoring: str | Sequence[str] = "all_applicable",
+    primary: Mapping[str, str] | None = None,
+    ci: str = "wilson",
+    force: bool = False,
 ) -> ImportResult:
     """Import ASSERT run directories into ``out_dir``; see the module docstring.
 
     ``axes``: None to infer them, a mapping ``{axis: {run_dir: option}}``, or strings
     ``"name=run_dir:option"`` as given on the command line. ``scoring``: one scoring
-    rule, or several (they become a ``scoring`` axis). Returns the ImportResult with
-    verdicts, criteria and rates; bad input raises InputError and writes nothing.
+    rule, or several (they become a ``scoring`` axis). ``primary`` ({axis: option})
+    names the pre-registered universe (none when absent); ``ci`` the interval method of
+    the rates. ``out_dir`` is checked first: never one of the runs, nor inside one
+    (see :func:`multiverse.places.check_output_dir`; ``force`` allows a folder holding
+    other files). Returns the ImportResult with verdicts, criteria and rates; bad input
+    raises InputError and writes nothing.
     """
+    from multiverse.places import check_output_dir
+
     if isinstance(run_dirs, (str, os.PathLike)):
         run_dirs = [run_dirs]
     if not run_dirs:
         raise InputError("import assert: RUN_DIR: expected at least one ASSERT run directory")
+    check_ci(ci)
+    check_output_dir(out_dir, kind="import", input_dirs=run_dirs, force=force)
     rules = [scoring] if isinstance(scoring, str) else list(scoring)
     for rule in rules:
         if rule not in RULES:
@@ -106,7 +127,7 @@ def import_assert(
     _warn_test_sets(runs, transcripts, warnings)
 
     verdicts, criteria = _score(transcripts, criteria, samples, rules, axis_names, factors)
-    rates = compute_rates(verdicts, axes=axis_names, factors=factors)
+    rates = compute_rates(verdicts, axes=axis_names, factors=factors, ci=ci)
     universes = verdicts.drop_duplicates("universe_id")
     options = {
         row["universe_id"]: {axis: row[axis] for axis in axis_names} for _, row in universes.iterrows()
@@ -116,7 +137,8 @@ def import_assert(
         "axes": axis_names,
         "factors": factors,
         "universes": list(options),
-        "primary": None,
+        "primary": resolve_primary(primary, axis_names, options),
+        "primary_declared": bool(primary),
         "warnings": warnings,
         "universe_options": options,
         "runs": [
@@ -126,7 +148,7 @@ def import_assert(
         ],
         "scoring": rules[0] if len(rules) == 1 else rules,
         "estimator": "pooled",
-        "ci": "wilson",
+        "ci": ci,
         "level": 0.95,
     }
     return write_import_dir(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest)
@@ -156,14 +178,14 @@ def _run_axes(runs: list[AssertRun], axes) -> tuple[list[dict[str, str]], list[s
         for run_dir, option in assignments.items():
             index = by_path.get(Path(run_dir).resolve())
             if index is None:
-                raise InputError(f"--axis {axis}: {run_dir}: not one of the imported run directories")
+                raise InputError(f"axis {axis}: {run_dir}: not one of the imported run directories")
             if axis in options[index]:
-                raise InputError(f"--axis {axis}: {run_dir}: given two options")
+                raise InputError(f"axis {axis}: {run_dir}: given two options")
             options[index][axis] = option
         for index, run in enumerate(runs):
             if axis not in options[index]:
                 raise InputError(
-                    f"--axis {axis}: {run.path}: no option; expected name=run_dir:option for every run"
+                    f"axis {axis}: {run.path}: no option; expected name=run_dir:option for every run"
                 )
     return options, list(explicit)
 
@@ -176,10 +198,10 @@ def _parse_axes(axes) -> dict[str, dict[str, str]]:
         name, _, rest = str(spec).partition("=")
         run_dir, _, option = rest.rpartition(":")
         if not name.strip() or not run_dir or not option.strip():
-            raise InputError(f"--axis {spec}: expected name=run_dir:option")
+            raise InputError(f"axis {spec}: expected name=run_dir:option")
         parsed.setdefault(name.strip(), {})
         if run_dir in parsed[name.strip()]:
-            raise InputError(f"--axis {name.strip()}: {run_dir}: given two options")
+            raise InputError(f"axis {name.strip()}: {run_dir}: given two options")
         parsed[name.strip()][run_dir] = option.strip()
     return parsed
 
@@ -217,7 +239,7 @@ def _separate_collisions(runs, run_options, axis_names, *, explicit: bool, warni
                 other = seen[key]
                 if explicit:
                     raise InputError(
-                        f"--axis: {other.path} and {run.path} have the same options and target {target!r}; "
+                        f"axes: {other.path} and {run.path} have the same options and target {target!r}; "
                         "expected an axis that tells them apart"
                     )
                 axis_names.append("run")
@@ -234,11 +256,11 @@ def _separate_collisions(runs, run_options, axis_names, *, explicit: bool, warni
 def _check_names(axis_names: list[str], factors: list[str], runs: list[AssertRun]) -> None:
     for name in axis_names:
         if axis_names.count(name) > 1:
-            raise InputError(f"--axis {name}: axis named twice (scoring is an axis when several rules are imported)")
+            raise InputError(f"axis {name}: axis named twice (scoring is an axis when several rules are imported)")
         if name in _CORE:
-            raise InputError(f"--axis {name}: axis name is reserved for the verdicts table; choose another")
+            raise InputError(f"axis {name}: axis name is reserved for the verdicts table; choose another")
         if name in factors:
-            raise InputError(f"--axis {name}: axis name is also a design factor of the test set; choose another")
+            raise InputError(f"axis {name}: axis name is also a design factor of the test set; choose another")
     for name in factors:
         if name in _CORE:
             raise InputError(f"{runs[0].path}: dimensions.{name}: design factor name is reserved for the verdicts table")
@@ -311,7 +333,12 @@ def _transcripts(runs, run_options, warnings):
 
 
 def _hash_file(file: Path) -> str | None:
-    return file.read_text(encoding="utf-8").strip() if file.is_file() else None
+    if not file.is_file():
+        return None
+    try:
+        return file.read_bytes()[:4096].decode("utf-8", "replace").strip()
+    except OSError as exc:
+        raise InputError(f"{file}: cannot be read ({exc.strerror or exc})") from None
 
 
 def _transcript(run, options, case_type, case_no, system, inference, score, factors) -> dict:

@@ -112,35 +112,55 @@ def read_run(path: Path, warnings: list[str]) -> AssertRun:
 def _read_yaml(file: Path) -> dict:
     if not file.is_file():
         raise InputError(f"{file}: file not found; expected the run's config.yaml")
+    text = _text(file)
     try:
-        loaded = yaml.safe_load(file.read_text(encoding="utf-8"))
+        loaded = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise InputError(f"{file}: expected YAML ({' '.join(str(exc).split())[:120]})") from exc
+        raise InputError(f"{file}: expected YAML ({' '.join(str(exc).split())[:120]})") from None
+    except RecursionError:
+        raise InputError(f"{file}: nesting too deep; expected a config a few levels deep") from None
     if not isinstance(loaded, dict):
         raise InputError(f"{file}: expected a YAML mapping")
     return loaded
 
 
-def _read_json(file: Path) -> Any:
+def _text(file: Path) -> str:
+    """A run file as text; invalid UTF-8 or an unreadable file is one line naming the file."""
     try:
-        return json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{file}: expected a JSON document ({' '.join(str(exc).split())[:120]})") from exc
+        raw = file.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{file}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise InputError(f"{file}: line {line}: expected UTF-8 text, found byte 0x{raw[exc.start]:02x}") from None
+
+
+def _read_json(file: Path) -> Any:
+    text = _text(file)
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise InputError(f"{file}: expected a JSON document ({' '.join(str(exc).split())[:120]})") from None
+    except RecursionError:
+        raise InputError(f"{file}: nesting too deep; expected a JSON document a few levels deep") from None
 
 
 def _read_jsonl(file: Path) -> list[tuple[int, dict]]:
     rows = []
-    with file.open(encoding="utf-8") as lines:
-        for number, text in enumerate(lines, start=1):
-            if not text.strip():
-                continue
-            try:
-                row = json.loads(text)
-            except ValueError as exc:
-                raise InputError(f"{file}: line {number}: expected a JSON object") from exc
-            if not isinstance(row, dict):
-                raise InputError(f"{file}: line {number}: expected a JSON object")
-            rows.append((number, row))
+    for number, text in enumerate(_text(file).split("\n"), start=1):
+        if not text.strip():
+            continue
+        try:
+            row = json.loads(text)
+        except ValueError:
+            raise InputError(f"{file}: line {number}: expected a JSON object") from None
+        except RecursionError:
+            raise InputError(f"{file}: line {number}: nesting too deep; expected a JSON object a few levels deep") from None
+        if not isinstance(row, dict):
+            raise InputError(f"{file}: line {number}: expected a JSON object")
+        rows.append((number, row))
     return rows
 
 

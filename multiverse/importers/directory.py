@@ -4,7 +4,10 @@ An import directory holds the same tables as a run directory, each as ``.parquet
 ``.csv``, and a manifest::
 
     {"schema_version": 1, "source": "assert" | "table", "axes": [...], "factors": [...],
-     "universes": [universe ids], "primary": null, "warnings": [...], ...}
+     "universes": [universe ids], "primary": universe id | null, "warnings": [...], ...}
+
+``primary`` is the universe the import was told is pre-registered, else null
+(see :func:`resolve_primary`); ``ci`` is the interval method of the rates.
 
 Every file is written atomically (multiverse.tables); the manifest is removed first and
 written last, so a directory with a manifest is complete.
@@ -13,6 +16,7 @@ written last, so a directory with a manifest is complete.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +26,7 @@ import pandas as pd
 from multiverse.errors import InputError
 from multiverse.tables import SCHEMA_VERSION, write_json, write_table
 
-__all__ = ["ImportResult", "write_import_dir"]
+__all__ = ["ImportResult", "write_import_dir", "resolve_primary", "check_ci"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,45 @@ class ImportResult:
         return list(self.manifest.get("factors", []))
 
 
+def check_ci(ci: str) -> str:
+    """The CI method of an import's rates, checked against the methods the scorer knows."""
+    from multiverse.stages.score import CI_METHODS
+
+    if ci not in CI_METHODS:
+        raise InputError(f"ci: unknown method {ci!r}; expected one of: {', '.join(CI_METHODS)}")
+    return ci
+
+
+def resolve_primary(
+    primary: Mapping[str, str] | None, axes: Sequence[str], options: Mapping[str, Mapping[str, Any]]
+) -> str | None:
+    """The universe id the declared ``primary`` ({axis: option}) names, or None when none is declared.
+
+    Nothing is assumed: without a declaration no universe is primary, except
+    that a source without axes is a single universe, the audit as given. A
+    declaration must name known axes and options and pick out exactly one
+    universe.
+    """
+    if not primary:
+        return next(iter(options)) if not axes and len(options) == 1 else None
+    for axis, option in primary.items():
+        if axis not in axes:
+            raise InputError(f"primary: {axis}: unknown axis; expected one of: {', '.join(axes) or '(no axes)'}")
+        known = list(dict.fromkeys(str(o[axis]) for o in options.values()))
+        if str(option) not in known:
+            shown = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "")
+            raise InputError(f"primary: {axis}={option}: unknown option; expected one of: {shown}")
+    hits = [uid for uid, o in options.items() if all(str(o[a]) == str(v) for a, v in primary.items())]
+    label = ", ".join(f"{a}={v}" for a, v in primary.items())
+    if not hits:
+        raise InputError(f"primary: {label}: no imported universe has these options together")
+    if len(hits) > 1:
+        missing = [a for a in axes if a not in primary]
+        raise InputError(f"primary: {label}: matches {len(hits)} universes; expected an option for every axis "
+                         f"(also {', '.join(missing)})")
+    return hits[0]
+
+
 def write_import_dir(
     out_dir: str | os.PathLike,
     *,
@@ -64,7 +107,7 @@ def write_import_dir(
     """
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
-        raise InputError(f"{out}: --out: expected a directory, found a file")
+        raise InputError(f"{out}: output folder: expected a folder, found a file")
     manifest = {"schema_version": SCHEMA_VERSION, **manifest}
     # The manifest marks a complete directory: take it away first, put it back last.
     (out / "manifest.json").unlink(missing_ok=True)

@@ -2,14 +2,19 @@
 
 One row is one label: a system's answer to an item (a case), judged compliant or not,
 under the measurement choices named in the axis columns. Each distinct combination of
-axis values is a universe. The label is boolean, 0/1, or a category whose compliant
-value ``positive`` names. An empty label makes the row excluded (reason ``empty label``).
-universe_id is ``keys.digest({"source": "table", "axes": {axis: value}})``.
+axis values is a universe. universe_id is ``keys.digest({"source": "table", "axes": {axis: value}})``.
+
+Labels are never guessed. A label is boolean or 0/1 (true/false, 1/0, any case), or a
+category: ``positive`` names the compliant value and ``negative`` the non-compliant
+ones; a category value named by neither is refused, listed. A missing label (empty,
+blank, null, or the text nan/na/n/a/null/none unless named as a value) makes the row
+``excluded`` with reason ``missing label``, counted in the warnings; it is never a
+non-compliant label.
 
 Bad input raises :class:`multiverse.errors.InputError` with one line naming the file,
-the column and what was expected, and writes nothing: a missing column, a label that
-is neither binary nor named by ``positive``, an empty axis/system/item value, or two
-rows for the same (universe, system, item).
+the column and what was expected, and writes nothing: a missing column, an unexpected
+label, an empty axis/system/item value, or two rows for the same (universe, system,
+item).
 """
 
 from __future__ import annotations
@@ -21,8 +26,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from multiverse.bounds import regular_file_problem
 from multiverse.errors import InputError
-from multiverse.importers.directory import ImportResult, write_import_dir
+from multiverse.importers.directory import (
+    ImportResult,
+    check_ci,
+    resolve_primary,
+    write_import_dir,
+)
 from multiverse.keys import digest
 from multiverse.stages.score import compute_rates
 
@@ -35,6 +46,8 @@ _RESERVED = (
 )
 _TRUE = {"true", "1", "1.0"}
 _FALSE = {"false", "0", "0.0"}
+# Spellings of "no label" that spreadsheets and pandas write; never read as a category.
+_MISSING = {"nan", "na", "n/a", "null", "none", "<na>"}
 
 
 def read_label_table(path: str | os.PathLike) -> pd.DataFrame:
@@ -43,8 +56,9 @@ def read_label_table(path: str | os.PathLike) -> pd.DataFrame:
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".parquet", ".pq"):
         raise InputError(f"{path}: expected a .csv or .parquet file")
-    if not path.is_file():
-        raise InputError(f"{path}: file not found")
+    problem = regular_file_problem(path)
+    if problem:
+        raise InputError(f"{path}: {problem}")
     try:
         if suffix == ".csv":
             # Labels, items and option names are read as written ("007" stays "007").
@@ -63,24 +77,36 @@ def import_table(
     label: str,
     axes: Sequence[str] = (),
     positive: str | None = None,
+    negative: Sequence[str] | None = None,
     out_dir: str | os.PathLike,
     factors: Sequence[str] = (),
+    primary: dict[str, str] | None = None,
+    ci: str = "wilson",
+    force: bool = False,
 ) -> ImportResult:
     """Import a label table into ``out_dir``; see the module docstring.
 
     ``system``, ``item`` and ``label`` name the columns holding the system, the item
     (it becomes case_id) and the compliance label; every ``axes`` column is a
     measurement choice, ``factors`` are optional design-factor columns for subgroup
-    rates. Returns the :class:`ImportResult` (verdicts, rates, manifest; no criteria).
+    rates. ``positive``/``negative`` name category labels; ``primary`` ({axis:
+    option}) the pre-registered universe (none when absent); ``ci`` the interval
+    method of the rates. ``out_dir`` is checked first (see
+    :func:`multiverse.places.check_output_dir`; ``force`` allows a folder holding
+    other files). Returns the :class:`ImportResult` (verdicts, rates, manifest; no criteria).
     """
+    from multiverse.places import check_output_dir
+
     path = Path(path)
     axes, factors = list(axes), list(factors)
+    check_ci(ci)
+    check_output_dir(out_dir, kind="import", inputs=[path], force=force)
     frame = read_label_table(path)
     _check_columns(path, frame, system, item, label, axes, factors)
     if frame.empty:
         raise InputError(f"{path}: {label}: expected at least one labelled row, the table is empty")
 
-    compliant, empty = _compliance(path, frame[label], label, positive)
+    compliant, empty = _compliance(path, frame[label], label, positive, list(negative or []))
     axis_values = {axis: _names(path, frame[axis], axis) for axis in axes}
     systems = _names(path, frame[system], system)
     items = _names(path, frame[item], item)
@@ -93,9 +119,11 @@ def import_table(
         first = keyed[duplicated].index[0]
         where = ", ".join(f"{axis}={axis_values[axis][first]}" for axis in axes)
         universe = f"universe ({where}), " if axes else ""
+        hint = "" if axes else (" (without axis columns the whole table is one universe: is an axis column missing, "
+                                "e.g. the judge or grader?)")
         raise InputError(
             f"{path}: {', '.join([*axes, system, item])}: duplicate rows for {universe}"
-            f"{system}={systems[first]}, {item}={items[first]}; expected one label per universe, system and item"
+            f"{system}={systems[first]}, {item}={items[first]}; expected one label per universe, system and item{hint}"
         )
 
     verdicts = pd.DataFrame({"universe_id": universe_ids})
@@ -110,15 +138,16 @@ def import_table(
     verdicts["transcript_key"] = _row_keys(verdicts[["system", "case_id"]], "transcript")
     verdicts["judgment_key"] = _row_keys(verdicts[["universe_id", "system", "case_id"]], "judgment")
     verdicts["status"] = np.where(empty, "excluded", "ok")
-    verdicts["reason"] = np.where(empty, "empty label", "")
+    verdicts["reason"] = np.where(empty, "missing label", "")
     labels = pd.array(compliant, dtype="boolean")
     labels[empty] = pd.NA
     verdicts["compliant"] = labels
 
     warnings = []
     if empty.any():
-        warnings.append(f"{path}: {label}: {int(empty.sum())} rows have an empty label and are excluded")
-    rates = compute_rates(verdicts, axes=axes, factors=factors)
+        warnings.append(f"{path}: {label}: {int(empty.sum())} rows have a missing label and are excluded "
+                        "(status excluded, reason 'missing label'), not counted as non-compliant")
+    rates = compute_rates(verdicts, axes=axes, factors=factors, ci=ci)
     options = (
         verdicts.drop_duplicates("universe_id").set_index("universe_id")[axes].to_dict("index")
         if axes
@@ -129,24 +158,26 @@ def import_table(
         "axes": axes,
         "factors": factors,
         "universes": list(options),
-        "primary": None,
+        "primary": resolve_primary(primary, axes, options),
+        "primary_declared": bool(primary),
         "warnings": warnings,
         "universe_options": options,
-        "input": {"file": str(path), "system": system, "item": item, "label": label, "positive": positive},
+        "input": {"file": str(path), "system": system, "item": item, "label": label, "positive": positive,
+                  "negative": list(negative or []), "missing_labels": int(empty.sum())},
         "estimator": "pooled",
-        "ci": "wilson",
+        "ci": ci,
         "level": 0.95,
     }
     return write_import_dir(out_dir, verdicts=verdicts, criteria=None, rates=rates, manifest=manifest)
 
 
 def _check_columns(path, frame, system, item, label, axes, factors) -> None:
-    named = {"--system": system, "--item": item, "--label": label}
-    named.update({f"--axis {axis}": axis for axis in axes})
-    for flag, column in named.items():
+    named = [("the system column", system), ("the item column", item), ("the label column", label)]
+    named += [("an axis column", axis) for axis in axes]
+    for role, column in named:
         if column not in frame.columns:
             have = ", ".join(map(str, frame.columns[:12])) + (", ..." if len(frame.columns) > 12 else "")
-            raise InputError(f"{path}: {column}: column not found (given as {flag}; the table has: {have})")
+            raise InputError(f"{path}: {column}: column not found ({role}; the table has: {have})")
     for factor in factors:
         if factor not in frame.columns:
             raise InputError(f"{path}: {factor}: factor column not found")
@@ -169,36 +200,49 @@ def _names(path: Path, column: pd.Series, name: str) -> np.ndarray:
     return text.to_numpy(dtype=object)
 
 
-def _compliance(path: Path, column: pd.Series, name: str, positive: str | None) -> tuple[np.ndarray, np.ndarray]:
-    """(compliant, empty) boolean arrays from the label column."""
+def _compliance(path: Path, column: pd.Series, name: str, positive: str | None,
+                negative: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(compliant, missing) boolean arrays from the label column; see the module docstring."""
     text = column.astype("string").str.strip()
-    empty = (text.isna() | (text == "")).to_numpy()
-    present = text[~empty]
-    if positive is not None:
-        wanted = str(positive).strip()
-        if pd.api.types.is_bool_dtype(column) or set(present.str.lower()) <= _TRUE | _FALSE:
-            # Booleans and 0/1 compare by meaning: --positive true matches True, 1 matches 1.0.
-            meaning = _binary(present.str.lower())
-            if wanted.lower() not in _TRUE | _FALSE:
-                raise InputError(f"{path}: {name}: --positive {positive!r} is not a value of the binary label column")
-            matches = meaning == (wanted.lower() in _TRUE)
-        else:
-            matches = (present == wanted).to_numpy(dtype=bool)
-            if not matches.any():
-                raise InputError(
-                    f"{path}: {name}: --positive {positive!r} is not a value of the column (values: {_some(present)})"
-                )
-    else:
-        lowered = present.str.lower()
-        if not set(lowered) <= _TRUE | _FALSE:
+    named = {str(v).strip() for v in ([positive] if positive is not None else []) + negative}
+    missing = (text.isna() | (text == "") | (text.str.lower().isin(_MISSING) & ~text.isin(named))).to_numpy(dtype=bool)
+    present = text[~missing]
+    if negative and positive is None:
+        raise InputError(f"{path}: {name}: the negative values need the positive value too; expected both or neither")
+    lowered = present.str.lower()
+    binary = pd.api.types.is_bool_dtype(column) or set(lowered) <= _TRUE | _FALSE
+    if positive is None:
+        if not binary:
             raise InputError(
                 f"{path}: {name}: expected a binary label (true/false or 0/1), found {_some(present)}; "
-                "name the compliant value with --positive"
+                "name the compliant value (the positive value) and the non-compliant ones (the negative values)"
             )
         matches = _binary(lowered)
+    else:
+        wanted = str(positive).strip()
+        if wanted in {str(v).strip() for v in negative}:
+            raise InputError(f"{path}: {name}: {wanted!r} is named both the positive value and one of the negative values")
+        if binary and not negative:
+            # Booleans and 0/1 compare by meaning: positive true matches True, 1 matches 1.0.
+            if wanted.lower() not in _TRUE | _FALSE:
+                raise InputError(f"{path}: {name}: the positive value {positive!r} is not a value of the binary label column")
+            matches = _binary(lowered) == (wanted.lower() in _TRUE)
+        else:
+            is_positive = (present == wanted).to_numpy(dtype=bool)
+            is_negative = present.isin([str(v).strip() for v in negative]).to_numpy(dtype=bool)
+            unexpected = present[~(is_positive | is_negative)]
+            if len(unexpected):
+                expected = (f"the negative values ({', '.join(map(repr, negative))})" if negative
+                            else "the negative values naming the non-compliant ones")
+                raise InputError(
+                    f"{path}: {name}: {len(unexpected)} labels are neither the positive value {wanted!r} nor a "
+                    f"negative value: {_some(unexpected)}; expected each value named, by the positive value or "
+                    f"{expected} (labels are never guessed)"
+                )
+            matches = is_positive
     compliant = np.zeros(len(column), dtype=bool)
-    compliant[~empty] = matches
-    return compliant, empty
+    compliant[~missing] = matches
+    return compliant, missing
 
 
 def _binary(lowered: pd.Series) -> np.ndarray:

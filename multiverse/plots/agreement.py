@@ -17,6 +17,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from multiverse.analysis.agreement import pair_matrix
+from multiverse.plots.literal import literal
 
 __all__ = ["plot_agreement", "agreement_figure"]
 
@@ -76,7 +77,7 @@ def plot_agreement(
     shown = np.ma.masked_invalid(values)
     shown[np.diag_indices(k)] = np.ma.masked
     image = ax.imshow(shown, cmap=colormaps[cmap].with_extremes(bad="#eeeeee"), vmin=vmin, vmax=vmax)
-    labels = [str(o) for o in matrix.index]
+    labels = [literal(o) for o in matrix.index]
     long = max(map(len, labels), default=0) > 6
     ax.set_xticks(range(k), labels=labels, rotation=30 if long else 0, ha="right" if long else "center")
     ax.set_yticks(range(k), labels=labels)
@@ -87,7 +88,7 @@ def plot_agreement(
         text = "n/a" if np.isnan(v) else f"{v:+.3f}" if value == "bias" else f"{v:.2f}"
         ax.text(j, i, text, ha="center", va="center", fontsize=size,
                 color=_text_colour(v, value, vmin, vmax))
-    ax.set_title(title if title is not None else _TITLES.get(value, value), fontsize=11)
+    ax.set_title(literal(title) if title is not None else _TITLES.get(value, literal(value)), fontsize=11)
     if colorbar:
         ax.figure.colorbar(image, ax=ax, shrink=0.8)
     return ax
@@ -109,5 +110,5 @@ def agreement_figure(
     for ax, measure in zip(figure.subplots(1, len(measures), squeeze=False)[0], measures):
         plot_agreement(pairs, value=measure, a=a, b=b, options=options, ax=ax)
     if axis_name:
-        figure.suptitle(f"Agreement between the options of {axis_name!r}", fontsize=12)
+        figure.suptitle(f"Agreement between the options of \u2018{literal(axis_name)}\u2019", fontsize=12)
     return figure

@@ -1,10 +1,14 @@
-"""Specification-curve figures: the ranked curve over its indicator panel.
+"""Specification-curve figures: the sorted curve over its indicator panel.
 
-Top panel: each universe's estimate with its interval, sorted, the primary
-universe marked, and optionally the joint test's expected-under-null band.
-Bottom panel: one row per axis option, grouped by axis, with a mark where a
-universe uses that option; it shares the x axis with the curve, so column i
-of the panel is point i of the curve.
+Top panel: each universe's estimate with its interval, sorted from lowest to
+highest, the primary universe marked, and optionally the joint test's
+expected-under-null band. Bottom panel: one row per axis option, grouped by
+axis, with a mark where a universe uses that option; it shares the x axis
+with the curve, so column i of the panel is point i of the curve. Axes and
+options keep the order given (the spec's declared order, in the report).
+The primary's label sits above the plotting area, beside the top of its
+guide line, so it never covers a point. Panels of several systems are all
+the same size (``multiverse.plots.panels``).
 
 Figures are built on ``matplotlib.figure.Figure`` (Agg canvas, no pyplot
 state), so nothing leaks between calls and no display is needed. Past
@@ -21,12 +25,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import seaborn as sns
-from matplotlib.figure import Figure
 from matplotlib.colors import LinearSegmentedColormap
+from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from multiverse.analysis.curve import indicator_matrix
 from multiverse.errors import InputError
+from multiverse.plots.literal import literal
+from multiverse.plots.panels import fit_panels
 
 __all__ = ["DENSE", "plot_curve", "plot_curves", "plot_difference_curve"]
 
@@ -49,7 +55,7 @@ class _Columns:
     reference_label: str = "reference {:g}"
 
 
-_RATE = _Columns("rate", "ci_low", "ci_high", "compliance rate", "universes, ranked by rate")
+_RATE = _Columns("rate", "ci_low", "ci_high", "compliance rate", "universes, from lowest to highest rate")
 
 
 def _difference_columns(curve: pd.DataFrame) -> _Columns:
@@ -57,7 +63,7 @@ def _difference_columns(curve: pd.DataFrame) -> _Columns:
     b = curve["system_b"].iloc[0] if "system_b" in curve.columns and len(curve) else "b"
     return _Columns(
         "difference", "ci_low", "ci_high", f"rate({a}) \u2212 rate({b})",
-        "universes, ranked by difference", "no difference",
+        "universes, from lowest to highest difference", "no difference",
     )
 
 
@@ -114,8 +120,8 @@ def _draw_curve(
 ) -> None:
     """Band, reference line, points (or line) with intervals, and the primary.
 
-    ``compact`` (small multiples) shortens the primary's label to fit a
-    narrow panel.
+    ``compact`` (small multiples) puts the primary's label on two lines, to
+    fit a narrow panel.
     """
     x = frame["rank"].to_numpy()
     y = frame[columns.value].to_numpy()
@@ -154,25 +160,32 @@ def _draw_curve(
         )
         ax.axvline(px, color=_PRIMARY, lw=0.8, alpha=0.5, zorder=0)
         interval = f"[{row[columns.low]:.2f}, {row[columns.high]:.2f}]"
-        if compact:
-            text = f"primary: {py:.2f}\n{interval}\nrank {int(row['rank'])}/{n}"
-        else:
-            text = f"primary: {py:.2f} {interval}, rank {int(row['rank'])}/{n}"
-        # The label hangs from the top of the primary's guide line, on the
-        # roomier side, so it is never clipped and never covers the legend
-        # (which sits outside the panel).
+        # Position from the lowest, spelled out: "rank" means 1 = highest elsewhere (ranking).
+        where = f"{_ordinal(int(row['rank']))} lowest of {n}"
+        text = f"primary {py:.2f} {interval}" + ("\n" if compact else " \u00b7 ") + where
+        # Above the plotting area, beside the top of the primary's guide line and on the roomier
+        # side: the points live inside the area, so the label can never cover one.
         right = px <= (n + 1) / 2
         ax.annotate(
-            text, xy=(px, 0.985), xycoords=("data", "axes fraction"),
-            xytext=(5 if right else -5, 0), textcoords="offset points",
-            ha="left" if right else "right", va="top", fontsize=8, color=_PRIMARY, zorder=6,
-            bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85},
+            text, xy=(px, 1.0), xycoords=("data", "axes fraction"),
+            xytext=(3 if right else -3, 5), textcoords="offset points", annotation_clip=False,
+            ha="left" if right else "right", va="bottom", fontsize=8, color=_PRIMARY, zorder=6,
         )
-    ax.set_ylabel(columns.ylabel)
+    ax.set_ylabel(literal(columns.ylabel))
     ax.grid(axis="y", color="0.9", lw=0.6)
     ax.set_axisbelow(True)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
+
+
+def _ordinal(k: int) -> str:
+    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    return f"{k}{suffix}"
+
+
+def _title_pad(compact: bool) -> float:
+    """Points between a panel and its title: room for the primary's label (one or two lines of 8 pt)."""
+    return 30.0 if compact else 19.0
 
 
 def _set_ylim(ax, frames: list[pd.DataFrame], columns: _Columns, bands, reference) -> None:
@@ -239,22 +252,41 @@ def _draw_indicators(ax, frame: pd.DataFrame, axes: Sequence[str], labels: bool,
     ax.set_ylim(y - 0.6 + 0.4 if len(ys) else 0.5, -0.6)
     ax.set_xlim(0.5, n + 0.5)
     ax.set_yticks(ys)
-    ax.set_yticklabels([str(o) for (_, o) in matrix.index] if labels else [], fontsize=8)
+    ax.set_yticklabels([literal(o) for (_, o) in matrix.index] if labels else [], fontsize=8)
     ax.tick_params(axis="y", length=0)
     if groups:
         for axis, top, bottom in spans:
-            ax.text(1.03, (top + bottom) / 2, str(axis), transform=ax.get_yaxis_transform(),
+            ax.text(1.03, (top + bottom) / 2, literal(axis), transform=ax.get_yaxis_transform(),
                     ha="left", va="center", fontsize=8.5, fontweight="bold")
     for side in ("top", "right", "left"):
         ax.spines[side].set_visible(False)
 
 
-def _figure(fig: Figure | None, width: float, height: float) -> Figure:
+def _figure(fig: Figure | None) -> Figure:
     if fig is None:
-        return Figure(figsize=(width, height), layout="constrained")
+        fig = Figure()
     if fig.axes:
         raise InputError("fig: expected an empty Figure")
+    # The panels are laid out by fit_panels; a layout engine would undo their equal widths.
+    fig.set_layout_engine("none")
     return fig
+
+
+def _in_declared_order(frame: pd.DataFrame, axes: Sequence[str],
+                       options: Mapping[str, Sequence] | None) -> pd.DataFrame:
+    """The axis columns as categoricals in the declared option order (unknown options after, as first seen)."""
+    if not options:
+        return frame
+    frame = frame.copy()
+    for axis in axes:
+        declared = options.get(axis)
+        if declared is None:
+            continue
+        by_text = {str(v): v for v in frame[axis].dropna()}
+        order = [by_text[str(o)] for o in declared if str(o) in by_text]
+        order += [v for v in dict.fromkeys(frame[axis].dropna()) if v not in set(order)]
+        frame[axis] = pd.Categorical(frame[axis], categories=order)
+    return frame
 
 
 def _panel_pair(fig: Figure, spec, n_ind_rows: int):
@@ -279,24 +311,24 @@ def _n_option_rows(frame: pd.DataFrame, axes: Sequence[str]) -> int:
     return int(sum(frame[a].nunique() for a in axes))
 
 
-def _single(curve, axes, columns, null_band, reference, title, fig) -> Figure:
+def _single(curve, axes, columns, null_band, reference, title, fig, options) -> Figure:
     axes = [axes] if isinstance(axes, str) else list(axes)
     _check_columns(curve, columns, axes)
-    frame = curve.sort_values("rank", kind="stable")
+    frame = _in_declared_order(curve.sort_values("rank", kind="stable"), axes, options)
     _check_band(null_band, len(frame))
     n_rows = _n_option_rows(frame, axes)
     top_h, bottom_h = _layout(n_rows)
-    fig = _figure(fig, 9.0, top_h + bottom_h + 0.9)
-    ax_curve, ax_ind = _panel_pair(fig, fig.add_gridspec(1, 1)[0], n_rows)
+    fig = _figure(fig)
+    grid = fig.add_gridspec(1, 1)
+    ax_curve, ax_ind = _panel_pair(fig, grid[0], n_rows)
     _set_ylim(ax_curve, [frame], columns, [null_band], reference)
     _draw_curve(ax_curve, frame, columns, null_band, reference, legend=True)
     _draw_indicators(ax_ind, frame, axes, labels=True, groups=True)
     _rank_ticks(ax_ind, len(frame), nbins=10)
     ax_ind.set_xlabel(f"{columns.xlabel} (n = {len(frame)})")
     ax_curve.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-    if title:
-        ax_curve.set_title(title, loc="left", fontsize=11)
-    return fig
+    ax_curve.set_title(literal(title) if title else "", loc="left", fontsize=11, pad=_title_pad(False))
+    return fit_panels(fig, grid, {(0, 0): (ax_curve, ax_ind)}, width=7.0, height=top_h + bottom_h)
 
 
 def plot_curve(
@@ -307,20 +339,24 @@ def plot_curve(
     null_band: pd.DataFrame | None = None,
     reference: float | None = None,
     title: str | None = None,
+    options: Mapping[str, Sequence] | None = None,
     fig: Figure | None = None,
 ) -> Figure:
     """Draw one system's specification curve over its indicator panel.
 
     ``curve`` is a :func:`~multiverse.analysis.curve.spec_curve` frame (pass
     ``system=`` when it holds several); ``axes`` names the axis columns for
-    the indicator rows. ``null_band`` is ``JointTest.band`` of a rate test on
-    the same system; ``reference`` draws a horizontal line (e.g. the
-    threshold). Returns the Figure (two Axes: curve, indicators).
+    the indicator rows, in the order drawn. ``options`` maps an axis to its
+    options in the order to draw them (e.g. the spec's); without it they
+    follow :func:`~multiverse.analysis.curve.indicator_matrix`. ``null_band``
+    is ``JointTest.band`` of a rate test on the same system; ``reference``
+    draws a horizontal line (e.g. the threshold). Returns the Figure (two
+    Axes: curve, indicators).
     """
     frame = _one_system(curve, system)
     if title is None and "system" in frame.columns and len(frame):
         title = f"Specification curve: {frame['system'].iloc[0]}"
-    return _single(frame, axes, _RATE, null_band, reference, title, fig)
+    return _single(frame, axes, _RATE, null_band, reference, title, fig, options)
 
 
 def plot_difference_curve(
@@ -329,16 +365,18 @@ def plot_difference_curve(
     axes: Sequence[str],
     null_band: pd.DataFrame | None = None,
     title: str | None = None,
+    options: Mapping[str, Sequence] | None = None,
     fig: Figure | None = None,
 ) -> Figure:
     """Draw a :func:`~multiverse.analysis.curve.difference_curve` with a zero line.
 
-    ``null_band`` is ``JointTest.band`` of the matching difference test.
+    ``null_band`` is ``JointTest.band`` of the matching difference test;
+    ``options`` as in :func:`plot_curve`.
     """
     columns = _difference_columns(curve)
     if title is None:
         title = f"Difference curve: {columns.ylabel}"
-    return _single(curve, axes, columns, null_band, 0.0, title, fig)
+    return _single(curve, axes, columns, null_band, 0.0, title, fig, options)
 
 
 def plot_curves(
@@ -350,19 +388,22 @@ def plot_curves(
     reference: float | None = None,
     col_wrap: int | None = None,
     title: str | None = None,
+    options: Mapping[str, Sequence] | None = None,
     fig: Figure | None = None,
 ) -> Figure:
     """Small multiples: one curve + indicator panel per system, on one rate scale.
 
-    Each system is ranked by its own rates, so each has its own indicator
-    panel. ``null_bands`` maps system -> ``JointTest.band``. ``col_wrap``
+    Each system is sorted by its own rates, so each has its own indicator
+    panel; every panel has the same size. ``null_bands`` maps system ->
+    ``JointTest.band``; ``options`` as in :func:`plot_curve`. ``col_wrap``
     defaults to all systems in one row up to 4, else 3 per row.
     """
     axes = [axes] if isinstance(axes, str) else list(axes)
     if "system" not in curve.columns:
         raise InputError("curve: system: expected a spec_curve() table")
     names = list(systems) if systems is not None else list(dict.fromkeys(curve["system"]))
-    frames = [_one_system(curve, name).sort_values("rank", kind="stable") for name in names]
+    frames = [_in_declared_order(_one_system(curve, name).sort_values("rank", kind="stable"), axes, options)
+              for name in names]
     bands = [(null_bands or {}).get(name) for name in names]
     for frame, band in zip(frames, bands):
         _check_columns(frame, _RATE, axes)
@@ -371,25 +412,24 @@ def plot_curves(
     nrows = -(-len(names) // ncols)
     n_rows = max(_n_option_rows(f, axes) for f in frames)
     top_h, bottom_h = _layout(n_rows)
-    fig = _figure(fig, 1.4 + 3.6 * ncols, nrows * (top_h + bottom_h + 0.8) + 0.4)
+    fig = _figure(fig)
     grid = fig.add_gridspec(nrows, ncols)
-    curve_axes = []
+    curve_axes, cells = [], {}
     for i, (name, frame, band) in enumerate(zip(names, frames, bands)):
         r, c = divmod(i, ncols)
         ax_curve, ax_ind = _panel_pair(fig, grid[r, c], n_rows)
+        cells[(r, c)] = (ax_curve, ax_ind)
         curve_axes.append(ax_curve)
         _set_ylim(ax_curve, frames, _RATE, bands, reference)
         _draw_curve(ax_curve, frame, _RATE, band, reference, legend=(i == 0), compact=True)
         _draw_indicators(ax_ind, frame, axes, labels=(c == 0),
                          groups=(c == ncols - 1 or i == len(names) - 1))
         _rank_ticks(ax_ind, len(frame), nbins=5)
-        ax_ind.set_xlabel(f"rank (n = {len(frame)})", fontsize=9)
-        ax_curve.set_title(str(name), loc="left", fontsize=10)
+        ax_ind.set_xlabel(f"lowest to highest rate (n = {len(frame)})", fontsize=9)
+        ax_curve.set_title(literal(name), loc="left", fontsize=10, pad=_title_pad(True))
         if c:
             ax_curve.set_ylabel("")
     handles, labels = curve_axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=8,
-               frameon=False)
-    if title:
-        fig.suptitle(title, x=0.01, ha="left", fontsize=11)
-    return fig
+    legend = fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
+    heading = fig.suptitle(literal(title), x=0.01, ha="left", fontsize=11) if title else None
+    return fit_panels(fig, grid, cells, width=3.4, height=top_h + bottom_h, legend=legend, title=heading)

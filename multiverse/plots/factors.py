@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from multiverse.plots.literal import literal
+
 __all__ = ["plot_factor_rates"]
 
 
@@ -48,14 +50,14 @@ def plot_factor_rates(
             y = np.arange(len(levels)) + offsets[k]
             value = mine[rate].to_numpy(float)
             error = np.clip([value - mine[ci_low].to_numpy(float), mine[ci_high].to_numpy(float) - value], 0, None)
-            ax.errorbar(value, y, xerr=error, fmt="o", ms=5, capsize=2, color=f"C{k % 10}", label=str(one))
-        ax.set_yticks(range(len(levels)), labels=[str(x) for x in levels])
+            ax.errorbar(value, y, xerr=error, fmt="o", ms=5, capsize=2, color=f"C{k % 10}", label=literal(one))
+        ax.set_yticks(range(len(levels)), labels=[literal(x) for x in levels])
         ax.set_ylim(len(levels) - 0.5, -0.5)
         ax.set_xlim(-0.02, 1.02)
-        ax.set_title(str(name), loc="left", fontsize=10)
+        ax.set_title(literal(name), loc="left", fontsize=10)
         ax.grid(axis="x", color="0.9", lw=0.6)
         ax.set_axisbelow(True)
         ax.spines[["top", "right"]].set_visible(False)
     panels[-1].set_xlabel("compliance rate (confidence interval)")
-    panels[0].legend(title=system, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=9)
+    panels[0].legend(title=literal(system), loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=9)
     return figure

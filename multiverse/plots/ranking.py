@@ -15,9 +15,14 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import PercentFormatter
 
-from multiverse.analysis.ranking import order_universes, rank_distribution, universe_ranks
+from multiverse.analysis.ranking import (
+    order_universes,
+    rank_distribution,
+    universe_ranks,
+)
+from multiverse.plots.literal import literal
 
-__all__ = ["plot_rank_distribution", "plot_rank_bump", "ranking_figure"]
+__all__ = ["plot_rank_bump", "plot_rank_distribution", "ranking_figure"]
 
 
 def _new_axes(width: float, height: float) -> Axes:
@@ -36,6 +41,9 @@ def plot_rank_distribution(
     """Heatmap of the share of universes in which each system (row) takes each rank (column).
 
     Systems are ordered by expected rank (best first) unless ``order`` is given.
+    When shares are of all universes and some systems are not rated in every
+    universe (``rank_distribution`` of an unbalanced table), a last column
+    "not rated" holds the rest, so every row sums to 1.
     Cells are annotated in percent; empty cells stay blank.
     """
     wide = distribution.pivot_table(index=system, columns=rank, values=value, aggfunc="sum", sort=True)
@@ -43,13 +51,16 @@ def plot_rank_distribution(
         expected = (wide.fillna(0.0) * wide.columns.to_numpy()).sum(axis=1) / wide.fillna(0.0).sum(axis=1)
         order = expected.sort_values(kind="stable").index
     wide = wide.loc[list(order)]
+    unrated = 1.0 - wide.fillna(0.0).sum(axis=1)
+    if (unrated > 1e-9).any():  # unbalanced: shares are of all universes, so say where the rest went
+        wide["not rated"] = unrated.clip(lower=0.0)
     n_systems, n_ranks = wide.shape
     if ax is None:
         ax = _new_axes(max(4.0, 0.75 * n_ranks + 2.6), max(2.6, 0.45 * n_systems + 1.4))
     values = wide.to_numpy(dtype=float)
     image = ax.imshow(values, cmap="Blues", vmin=0.0, vmax=1.0, aspect="auto")
     ax.set_xticks(range(n_ranks), labels=[str(r) for r in wide.columns])
-    ax.set_yticks(range(n_systems), labels=[str(s) for s in wide.index])
+    ax.set_yticks(range(n_systems), labels=[literal(s) for s in wide.index])
     ax.set_xlabel("rank (1 = highest rate)")
     ax.tick_params(length=0)
     for i in range(n_systems):
@@ -89,7 +100,7 @@ def plot_rank_bump(
     """
     order = list(dict.fromkeys(ranks[universe])) if order is None else list(order)
     names = ranks.drop_duplicates(universe).set_index(universe)[label] if label else pd.Series(dtype=object)
-    tick_labels = [str(names.get(u, u)) for u in order]
+    tick_labels = [literal(names.get(u, u)) for u in order]
     position = pd.Series(np.arange(len(order)), index=order)
     systems = list(dict.fromkeys(ranks[system]))
     n_ranks = int(ranks[rank].max())
@@ -109,12 +120,12 @@ def plot_rank_bump(
         xs = x[keep][order_x]
         ys = rows[rank].to_numpy(dtype=float)[keep][order_x] + nudge[index]
         if len(order) > 150:
-            ax.step(xs, ys, where="mid", color=colours[index], linewidth=1.2, label=str(name))
+            ax.step(xs, ys, where="mid", color=colours[index], linewidth=1.2, label=literal(name))
         elif many:
             # Small markers keep swaps between neighbouring universes legible.
-            ax.plot(xs, ys, color=colours[index], linewidth=1.0, marker="o", markersize=2.5, label=str(name))
+            ax.plot(xs, ys, color=colours[index], linewidth=1.0, marker="o", markersize=2.5, label=literal(name))
         else:
-            ax.plot(xs, ys, color=colours[index], linewidth=1.8, marker="o", markersize=5, label=str(name))
+            ax.plot(xs, ys, color=colours[index], linewidth=1.8, marker="o", markersize=5, label=literal(name))
     if group is not None:
         labels = ranks.drop_duplicates(universe).set_index(universe)[group].reindex(order).to_numpy()
         starts = [0] + [i for i in range(1, len(labels)) if labels[i] != labels[i - 1]]
@@ -127,7 +138,7 @@ def plot_rank_bump(
         for start, end in sorted(spans, key=lambda span: span[0] - span[1]):
             centre = (start + end - 1) / 2
             if all(abs(centre - other) >= gap for other in placed):
-                ax.text(centre, 1.01, str(labels[start]), ha="center", va="bottom", fontsize=8,
+                ax.text(centre, 1.01, literal(labels[start]), ha="center", va="bottom", fontsize=8,
                         color="#555555", clip_on=False, transform=ax.get_xaxis_transform())
                 placed.append(centre)
     if highlight is not None and highlight in position.index:
@@ -146,7 +157,7 @@ def plot_rank_bump(
         ax.set_xlabel(f"universes{grouped}")
         ax.set_xticks(range(len(order)), labels=tick_labels, rotation=60, ha="right",
                       fontsize=7 if len(order) > 15 else 8)
-    ax.legend(title=system, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=9)
+    ax.legend(title=literal(system), loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=9)
     ax.set_title("Rank of each system across universes", fontsize=11, pad=16 if group is not None else 6)
     return ax
 
@@ -168,7 +179,9 @@ def ranking_figure(
     if not many and axes:
         ranks["universe"] = ranks[list(axes)].astype(str).agg(" / ".join, axis=1)
         labels = "universe"
-    plot_rank_bump(ranks, order=order["universe_id"], group="distance", label=labels,
-                   highlight=order["universe_id"].iloc[0], ax=top.add_subplot())
+    # Without a declared primary no universe is marked or used as the reference the groups count from.
+    declared = primary is not None
+    plot_rank_bump(ranks, order=order["universe_id"], group="distance" if declared else None, label=labels,
+                   highlight=order["universe_id"].iloc[0] if declared else None, ax=top.add_subplot())
     plot_rank_distribution(rank_distribution(ranks, ties=ties), ax=bottom.add_subplot())
     return figure

@@ -11,7 +11,10 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+
+from multiverse.plots.literal import literal
 
 __all__ = ["plot_variance"]
 
@@ -34,7 +37,9 @@ def plot_variance(
     """Horizontal bars of each term's share of the variance in rates, largest first.
 
     ``kind`` is one of axis, interaction, system, residual; bars are labelled
-    with their percentage.
+    with their percentage. When ``terms`` has a ``noise`` column (the share
+    sampling noise alone would give, from ``variance``), a black tick marks it
+    on each bar: a bar that barely passes its tick is mostly noise.
     """
     rows = terms.sort_values(share, ascending=True, kind="stable")
     if ax is None:
@@ -45,15 +50,22 @@ def plot_variance(
         ax.barh(y, value, color=colour, hatch=hatch, edgecolor="white" if not hatch else "#8a4a1a",
                 linewidth=0.6, height=0.7)
         ax.text(value + 0.005, y, f"{value:.1%}", va="center", fontsize=8)
-    ax.set_yticks(list(positions), labels=[str(t).replace(":", " x ") for t in rows[term]], fontsize=9)
-    top = float(rows[share].max()) if len(rows) else 1.0
+    noisy = "noise" in rows and rows["noise"].notna().any()
+    if noisy:
+        ax.scatter(rows["noise"].to_numpy(float), list(positions), marker="|", s=160, color="black",
+                   linewidths=1.6, zorder=3, label="sampling-noise floor")
+    ax.set_yticks(list(positions), labels=[literal(t).replace(":", " x ") for t in rows[term]], fontsize=9)
+    top = float(max(rows[share].max(), rows["noise"].max() if noisy else 0.0)) if len(rows) else 1.0
     ax.set_xlim(0, min(1.0, top * 1.18 + 0.02))
     ax.xaxis.set_major_formatter(lambda x, _: f"{x:.0%}")
     ax.set_xlabel("share of variance in universe x system rates (type-II sums of squares)")
     ax.spines[["top", "right"]].set_visible(False)
     present = [k for k in _STYLE if k in set(rows[kind])]
-    ax.legend(handles=[Patch(facecolor=_STYLE[k][0], hatch=_STYLE[k][1], edgecolor="#8a4a1a" if _STYLE[k][1]
-                             else _STYLE[k][0], label=_STYLE[k][2]) for k in present],
-              loc="lower right", fontsize=8, frameon=False)
+    handles = [Patch(facecolor=_STYLE[k][0], hatch=_STYLE[k][1], edgecolor="#8a4a1a" if _STYLE[k][1]
+                     else _STYLE[k][0], label=_STYLE[k][2]) for k in present]
+    if noisy:
+        handles.append(Line2D([], [], color="black", marker="|", linestyle="none", markersize=10,
+                              label="expected share from sampling noise alone"))
+    ax.legend(handles=handles, loc="lower right", fontsize=8, frameon=False)
     ax.set_title("What moves the rates", fontsize=11)
     return ax

@@ -35,6 +35,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -130,24 +131,36 @@ _SECTIONS = (
 )
 
 
-def build_report_html(tables: RunTables, *, store: Any = None, threshold: float = 0.5) -> str:
+def build_report_html(tables: RunTables, *, store: Any = None, threshold: float | None = None, tests: bool = True,
+                      progress: bool | None = None) -> str:
     """The report of ``tables`` (``tables.load_run`` output) as one self-contained HTML string.
 
     ``store`` is a store directory or ``multiverse.store.Store`` for the
     drill-down transcripts (default: the one the manifest names, if it exists).
-    ``threshold`` is the null rate of the per-system joint tests and the
-    specification curves' grey band.
+    The per-system joint tests and the specification curves' grey band hold
+    each system's rate fixed in every universe: at its rate in the primary
+    universe (``threshold=None``, the default), or at ``threshold`` for every
+    system. ``tests=False`` leaves out every joint test (no bands, no
+    p-values). ``progress`` shows one line per section on stderr while the
+    page builds (default: when stderr is a terminal).
     """
-    run = _prepare(tables, store, threshold)
+    from tqdm.auto import tqdm
+
+    run = _prepare(tables, store, threshold, tests)
+    if progress is None:
+        progress = sys.stderr.isatty()
     body = []
-    for section in _SECTIONS:
-        try:
-            content = section.build(run)
-        except (MultiverseError, ValueError, KeyError, IndexError, TypeError, np.linalg.LinAlgError) as exc:
-            # One analysis that cannot run on this source must not cost the reader the rest of the report.
-            content = (f'<p class="problem">This section could not be computed: {_e(type(exc).__name__)}: '
-                       f"{_e(str(exc).splitlines()[0] if str(exc) else '')}</p>")
-        body.append(f'<section id="{section.anchor}"><h2>{_e(section.title)}</h2>{content}</section>')
+    with tqdm(_SECTIONS, desc="report", unit="section", disable=not progress, file=sys.stderr,
+              leave=False) as steps:
+        for section in steps:
+            steps.set_postfix_str(section.title)
+            try:
+                content = section.build(run)
+            except (MultiverseError, ValueError, KeyError, IndexError, TypeError, np.linalg.LinAlgError) as exc:
+                # One analysis that cannot run on this source must not cost the reader the rest of the report.
+                content = (f'<p class="problem">This section could not be computed: {_e(type(exc).__name__)}: '
+                           f"{_e(str(exc).splitlines()[0] if str(exc) else '')}</p>")
+            body.append(f'<section id="{section.anchor}"><h2>{_e(section.title)}</h2>{content}</section>')
     return _page(run, "".join(body))
 
 
@@ -204,24 +217,18 @@ def _version() -> str:
 
 
 def write_report(source: str | os.PathLike, out_html: str | os.PathLike | None = None, *, store: Any = None,
-                 threshold: float = 0.5) -> Path:
+                 threshold: float | None = None, tests: bool = True, progress: bool | None = None) -> Path:
     """Write the HTML report of a run directory, import directory or verdicts table; return its path.
 
     The default output is ``report.html`` inside the run or import directory
     (beside the table for a table file). See :func:`build_report_html` for
-    ``store`` and ``threshold``.
+    ``store``, ``threshold``, ``tests`` and ``progress``.
     """
     source = Path(source)
     tables = load_run(source)
-    page = build_report_html(tables, store=store, threshold=threshold)
+    page = build_report_html(tables, store=store, threshold=threshold, tests=tests, progress=progress)
     out = Path(out_html) if out_html is not None else (source if source.is_dir() else source.parent) / "report.html"
-    # Written beside the target and renamed into place, so a reader never sees half a page; plain
-    # open() (not mkstemp) keeps the user's umask, as a report is meant to be shared.
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    try:
-        partial.write_text(page, encoding="utf-8")
-        os.replace(partial, out)
-    finally:
-        partial.unlink(missing_ok=True)
+    from ..atomicfile import atomic_write_text
+
+    atomic_write_text(out, page)  # a reader never sees half a page; the umask decides who may read it
     return out

@@ -11,13 +11,14 @@ from __future__ import annotations
 import base64
 import html
 import io
+import re
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["_Raw", "_e", "_fmt", "_table", "_figure", "_list", "_notes", "_collapsed"]
+__all__ = ["_Raw", "_e", "_fmt", "_table", "_figure", "_list", "_notes", "_collapsed", "_without_markers"]
 
 # Longer tables are cut with a note, so the page stays readable.
 _MAX_ROWS = 300
@@ -26,6 +27,16 @@ _DPI = 130
 
 class _Raw(str):
     """Markup built here, already safe: the table helper does not escape it again."""
+
+
+# The simulated world's hidden ground truth, ``[[sim:<tag> key=value ...]]`` (multiverse.sim.markers): the
+# same grammar, kept here so the report needs nothing from the simulated world to hide it.
+_SIM_MARKER = re.compile(r"[ \t]*\[\[sim:[a-z_]+(?:[ \t][^\[\]]*)?\]\]")
+
+
+def _without_markers(text: str) -> str:
+    """``text`` as a reader should see it: without the simulated world's hidden markers (the store keeps them)."""
+    return _SIM_MARKER.sub("", text).rstrip() if "[[sim:" in text else text
 
 
 def _e(value: Any) -> str:
@@ -65,7 +76,8 @@ def _table(header: Sequence[str] | None, rows: Sequence[Sequence[Any]], *, row_c
 def _png(figure) -> tuple[str, int, int]:
     """A matplotlib Figure as a base64 PNG and its display size in CSS pixels."""
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=_DPI, facecolor="white")
+    # Tight: whatever a figure draws past its own edge (a legend, a label) is kept, not cut off.
+    figure.savefig(buffer, format="png", dpi=_DPI, facecolor="white", bbox_inches="tight", pad_inches=0.08)
     data = buffer.getvalue()
     width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
     scale = 96 / _DPI  # show at the figure's own size, not the PNG's pixel count

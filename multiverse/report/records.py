@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .markup import _Raw, _collapsed, _e, _fmt, _list, _table
+from .markup import _Raw, _collapsed, _e, _fmt, _list, _table, _without_markers
 from .run import _Run
 
 __all__ = ["EXAMPLES_PER_CELL", "MAX_DRILLDOWN", "_failures", "_drilldown", "_spec", "_provenance"]
@@ -33,7 +33,7 @@ def _failures(run: _Run) -> str:
         return '<p class="note">This source has no status column: every row counts as a label.</p>'
     statuses = list(_STATUSES) + sorted(set(v["status"].dropna().astype(str)) - set(_STATUSES))
     totals = v["status"].value_counts()
-    out = "<p>Verdict rows by status: " + ", ".join(
+    out = _injected(run) + "<p>Verdict rows by status: " + ", ".join(
         f"<b>{_e(s)}</b> {int(totals.get(s, 0))}" for s in statuses) + f" (of {len(v)}).</p>"
     by_system = v.groupby("system", sort=False)["status"].value_counts().unstack(fill_value=0)
     out += _table(["system", *statuses], [[s] + [int(by_system.at[s, c]) if c in by_system.columns else 0
@@ -53,7 +53,8 @@ def _failures(run: _Run) -> str:
     if failed.empty:
         out += "<p>Every verdict is ok.</p>"
     else:
-        reasons = failed.assign(reason=failed["reason"].fillna("") if "reason" in failed.columns else "") \
+        reasons = failed.assign(reason=failed["reason"].fillna("").astype(str).map(_without_markers)
+                                if "reason" in failed.columns else "") \
             .groupby(["status", "reason"], sort=True).size().reset_index(name="rows")
         out += _table(["status", "reason", "verdict rows"], reasons.values.tolist())
     by_stage = run.tables.manifest.get("failures") or {}
@@ -62,6 +63,18 @@ def _failures(run: _Run) -> str:
         out += _table(["stage", "reason"], [[stage, reason] for stage, reasons in by_stage.items()
                                             for reason in reasons])
     return out
+
+
+def _injected(run: _Run) -> str:
+    """Says, for a run on the simulated world, that its failures are the world's doing, on purpose."""
+    if not run.tables.manifest.get("simulated"):
+        return ""
+    return ('<p class="howto">This run\'s models are simulated (<code>sim/</code> models). The simulated world '
+            "injects failures on purpose, at rates declared in its world file: simulated users that send an empty "
+            "turn or reverse roles (<b>rollout_failed</b>) and simulated judges that answer with something "
+            "unparseable (<b>judge_failed</b>), so that the failure accounting below has something to account "
+            "for. They are not bugs in multiverse; in a run on real models this section counts what the providers "
+            "and models actually did.</p>")
 
 
 def _drilldown(run: _Run) -> str:
@@ -73,15 +86,18 @@ def _drilldown(run: _Run) -> str:
     by_judgment = {k: g for k, g in criteria.groupby("judgment_key", sort=False)} if criteria is not None else {}
     intro = (f"<p>Up to {EXAMPLES_PER_CELL} example transcripts per universe × system, non-compliant ones first, with "
              "the judge's label and rationale for every criterion. Everything here is the run's own text, shown "
-             "verbatim.</p>")
+             "verbatim" + (", except that the hidden ground-truth markers the simulated world writes into its "
+                           "turns are left out (the store keeps them)" if run.tables.manifest.get("simulated")
+                           else "") + ".</p>")
     if run.store is None:
         intro += (f'<p class="note">Transcripts are unavailable: {_e(run.store_note)}. Showing the judge\'s '
                   "rationales only.</p>")
     cells = list(dict.fromkeys(zip(picked["universe_id"], picked["system"])))
     total = v.groupby(["universe_id", "system"], sort=False).ngroups
     if total > len(cells):
-        intro += (f'<p class="note">Shown: {len(cells)} of {total} universe × system combinations (the primary '
-                  "universe first); the rest are in the verdicts and criteria tables.</p>")
+        first = " (the primary universe first)" if run.primary is not None else ""
+        intro += (f'<p class="note">Shown: {len(cells)} of {total} universe × system combinations{first}; '
+                  "the rest are in the verdicts and criteria tables.</p>")
     counted = v[v["status"] == "ok"] if "status" in v.columns else v
     n_bad = counted["compliant"].eq(False).fillna(False).groupby([counted["universe_id"], counted["system"]]).agg(
         ["sum", "size"])
@@ -125,7 +141,8 @@ def _example(run: _Run, row: pd.Series, criteria: pd.DataFrame | None) -> str:
                    else '<span class="no">non-compliant</span>')
     else:
         reason = row.get("reason")
-        verdict = f"<b>{_e(status)}</b>" + (f": {_e(reason)}" if isinstance(reason, str) and reason else "")
+        verdict = f"<b>{_e(status)}</b>" + (f": {_e(_without_markers(reason))}" if isinstance(reason, str) and reason
+                                             else "")
     design = ", ".join(f"{f}={row[f]}" for f in run.factors if f in row.index)
     head = (f"<p><b>case</b> <code>{_e(row['case_id'])}</code>{(' (' + _e(design) + ')') if design else ''}"
             f"{' replicate ' + _e(row['replicate']) if 'replicate' in row.index else ''} · "
@@ -145,15 +162,15 @@ def _transcript(run: _Run, row: pd.Series) -> str:
         role = str(turn.get("role", "?"))
         if role == "tool" and turn.get("name"):
             role = f"tool result ({turn['name']})"
-        text = str(turn.get("content") or "")
+        text = _without_markers(str(turn.get("content") or ""))
         if len(text) > _MAX_TURN_CHARS:
             text = text[:_MAX_TURN_CHARS] + f" … [{len(text) - _MAX_TURN_CHARS} more characters]"
         for call in turn.get("tool_calls") or []:
-            text += f"\n→ calls {call.get('name')}({call.get('arguments')})"
+            text += f"\n→ calls {call.get('name')}({_without_markers(str(call.get('arguments')))})"
         klass = role.split()[0] if role.split()[0] in ("user", "assistant", "tool") else "other"
         turns.append(f'<div class="turn {klass}"><span class="role">{_e(role)}</span>{_e(text)}</div>')
     if record.get("status") not in (None, "ok"):
-        turns.append(f'<p class="note">Rollout status: {_e(record.get("status"))} {_e(record.get("reason") or "")}</p>')
+        turns.append(f'<p class="note">Rollout status: {_e(record.get("status"))} {_e(_without_markers(str(record.get("reason") or "")))}</p>')
     return "".join(turns) or '<p class="note">The transcript has no turns.</p>'
 
 
@@ -175,7 +192,8 @@ def _criteria_table(criteria: pd.DataFrame | None) -> str:
         mark = ("—" if unlabelled else _Raw('<span class="yes">yes</span>') if bool(label)
                 else _Raw('<span class="no">NO</span>'))
         rows.append(([r.sample] if samples > 1 else []) + [
-            r.criterion, _fmt(getattr(r, "permissible", None)), _fmt(applies), mark, getattr(r, "rationale", "")])
+            r.criterion, _fmt(getattr(r, "permissible", None)), _fmt(applies), mark,
+            _without_markers(str(getattr(r, "rationale", "") or ""))])
         classes.append("na" if unlabelled else "")
     header = (["sample"] if samples > 1 else []) + ["criterion", "permissible", "applicable", "compliant", "rationale"]
     return _table(header, rows, row_classes=classes)
@@ -205,13 +223,22 @@ def _provenance(run: _Run) -> str:
     if m.get("models_reported"):
         out += "<h3>Models reported by the providers</h3>" + _list([str(x) for x in m["models_reported"]])
     if m.get("stages"):
-        rows = [[stage, c.get("units"), c.get("computed"), c.get("stored"), c.get("failed"), c.get("tokens"),
-                 c.get("cost")] for stage, c in m["stages"].items()]
-        out += ("<h3>Model calls per stage (this invocation)</h3>"
-                + _table(["stage", "work units", "computed", "stored", "failed", "tokens", "cost (USD)"], rows)
-                + '<p class="howto">computed = model calls made by this invocation (a multi-turn rollout makes '
-                  "several per transcript); stored = work units found in the store and not recomputed; failed = "
-                  "work units that ended without a result.</p>")
+        from ..outcomes import DEFINITIONS
+
+        def reasons(c: dict) -> str:
+            parts = [f"failed: {k} {v}" for k, v in (c.get("failures") or {}).items()]
+            parts += [f"blocked by {k}: {v}" for k, v in (c.get("blocked_by") or {}).items()]
+            return "; ".join(parts)
+
+        rows = [[stage, c.get("units"), c.get("computed"), c.get("stored"), c.get("failed"), c.get("blocked"),
+                 reasons(c), c.get("calls"), c.get("tokens"), c.get("cost")] for stage, c in m["stages"].items()]
+        out += ("<h3>Work units and model calls per stage (this invocation)</h3>"
+                + _table(["stage", "work units", "computed", "stored", "failed", "blocked", "by reason", "model calls",
+                          "tokens", "cost (USD)"], rows)
+                + '<p class="howto">work units = computed + stored + failed + blocked. '
+                + " ".join(f"{_e(k)} = {_e(v)};" for k, v in DEFINITIONS.items())
+                + " model calls = the calls this invocation made (a multi-turn rollout makes several per transcript). "
+                  "In the score row a unit is a verdict row: it makes no call.</p>")
     if m.get("warnings"):
         out += "<h3>Import warnings</h3>" + _list([str(w) for w in m["warnings"]])
     return out

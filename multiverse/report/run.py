@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from ..errors import InputError
+from ..option_order import declared_options
 from ..tables import RunTables, split_factors, universe_ids
 
 __all__ = ["_Run", "_prepare"]
@@ -33,11 +34,13 @@ class _Run:
     factors: list[str]
     systems: list[str]
     universes: pd.DataFrame  # universe_id, label, axis columns, in report order (primary first)
-    primary: str
+    primary: str | None  # None: the source declares no primary universe, and none stands in for it
     primary_declared: bool
     store: Any
     store_note: str
-    threshold: float
+    threshold: float | None  # None: each system's null rate is its own rate in the primary universe
+    tests: bool  # False: no joint tests, so no null bands and no p-values
+    options: dict  # axis -> options in declared order
     cache: dict = field(default_factory=dict)
 
     def label(self, universe_id: str) -> str:
@@ -69,22 +72,65 @@ class _Run:
     @property
     def curve(self) -> pd.DataFrame:
         from ..analysis.curve import spec_curve
+        from ..analysis.rates import run_ci_settings
 
-        return self.memo("curve", lambda: spec_curve(self.matrix, axes=self.axes, primary=self.primary))
+        def compute():
+            ci, n_boot = run_ci_settings(self.tables)  # the interval the spec asked for
+            return spec_curve(self.matrix, axes=self.axes, primary=self.primary,
+                              ci=ci if ci is not None else "wilson", n_boot=n_boot)
+        return self.memo("curve", compute)
 
     @property
     def top_two(self) -> tuple[str, str] | None:
-        """The two systems with the highest rates in the primary universe."""
-        at_primary = self.curve[self.curve["universe_id"] == self.primary]
-        names = list(at_primary.sort_values("rate", ascending=False, kind="stable")["system"])
+        """The two systems with the highest rates in the primary universe (without one: the highest median rates)."""
+        if self.primary is None:
+            medians = self.curve.groupby("system", sort=False)["rate"].median().dropna()
+            names = list(medians.sort_values(ascending=False, kind="stable").index)
+        else:
+            at_primary = self.curve[self.curve["universe_id"] == self.primary]
+            names = list(at_primary.sort_values("rate", ascending=False, kind="stable")["system"])
         return (names[0], names[1]) if len(names) >= 2 else None
 
     @property
     def difference_test(self):
+        """The joint test that the top two systems are equally compliant (None when tests are off)."""
         from ..analysis.inference import joint_difference_test
 
+        if not self.tests or not self.top_two:
+            return None
         a, b = self.top_two
         return self.memo("difference_test", lambda: joint_difference_test(self.matrix, a=a, b=b))
+
+    def null_rate(self, system: str) -> tuple[float | None, str]:
+        """The rate the joint test of ``system`` holds fixed in every universe, or None and why there is none."""
+        if self.threshold is not None:
+            return self.threshold, ""
+        row = self.curve[(self.curve["system"] == system) & (self.curve["universe_id"] == self.primary)]
+        if row.empty:
+            return None, "it has no counted verdict in the primary universe"
+        rate = float(row["rate"].iloc[0])
+        if not 0 < rate < 1:
+            # A rate of 0 or 1 has no sampling spread: every resample would sit on it.
+            return None, f"its primary rate is {rate:g}, which leaves the null no sampling spread"
+        return rate, ""
+
+    @property
+    def rate_tests(self) -> tuple[dict, list[str]]:
+        """Per system, the joint test of its null rate in every universe; and a note per system not tested."""
+        from ..analysis.inference import joint_rate_test
+
+        def compute():
+            tests, skipped = {}, []
+            if not self.tests:
+                return tests, skipped
+            for system in self.systems_ok:
+                rate, why = self.null_rate(system)
+                if rate is None:
+                    skipped.append(f"{system}: no joint test, as {why}.")
+                else:
+                    tests[system] = joint_rate_test(self.matrix, system=system, threshold=rate)
+            return tests, skipped
+        return self.memo("rate_tests", compute)
 
     @property
     def system_rates(self) -> pd.DataFrame:
@@ -106,8 +152,8 @@ class _Run:
         return self.memo("rates", compute)
 
 
-def _prepare(tables: RunTables, store: Any, threshold: float) -> _Run:
-    if not 0 < threshold < 1:
+def _prepare(tables: RunTables, store: Any, threshold: float | None, tests: bool) -> _Run:
+    if threshold is not None and not (isinstance(threshold, (int, float)) and 0 < threshold < 1):
         raise InputError(f"threshold: expected a rate strictly between 0 and 1, got {threshold!r}")
     verdicts = tables.verdicts
     missing = [c for c in ("system", "case_id", "compliant") if c not in verdicts.columns]
@@ -135,11 +181,12 @@ def _prepare(tables: RunTables, store: Any, threshold: float) -> _Run:
     ]
     primary = tables.primary if tables.primary in set(first["universe_id"]) else None
     declared = primary is not None
-    primary = primary or str(first["universe_id"].iloc[0])
-    order = [primary] + [u for u in first["universe_id"] if u != primary]
+    order = ([primary] if primary else []) + [u for u in first["universe_id"] if u != primary]
     universes = first.set_index("universe_id").loc[order].reset_index()
     store_obj, note = _open_store(tables, store)
-    return _Run(tables, verdicts, axes, factors, systems, universes, primary, declared, store_obj, note, threshold)
+    options = declared_options(replace(tables, verdicts=verdicts), axes)
+    return _Run(tables, verdicts, axes, factors, systems, universes, primary, declared, store_obj, note, threshold,
+                bool(tests), options)
 
 
 def _open_store(tables: RunTables, store: Any) -> tuple[Any, str]:

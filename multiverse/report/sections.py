@@ -19,9 +19,15 @@ __all__ = ["_primary_rates", "_curves", "_difference", "_ranking", "_variance", 
            "_universes"]
 
 _RANK_BOOTSTRAP = 1000
+# No universe is silently treated as pre-registered: sections about the primary say why they are empty.
+_NO_PRIMARY = ('<p class="note">No primary (pre-registered) universe is declared in this source, so no universe '
+               "is singled out: declare one (the primary of an import, or <code>primary:</code> in the spec) to see "
+               "its rates here and to compare the other universes with it.</p>")
 
 
 def _primary_rates(run: _Run) -> str:
+    if run.primary is None:
+        return _NO_PRIMARY
     rates = run.rates
     rows = rates[(rates["universe_id"] == run.primary) & (rates["subgroup"] == "all")]
     rows = rows.sort_values("rate", ascending=False, kind="stable")
@@ -34,8 +40,7 @@ def _primary_rates(run: _Run) -> str:
         excluded = 0 if status is None else int(status.get((r.system, "excluded"), 0))
         table_rows.append([r.system, int(r.n), int(r.n_compliant), float(r.rate), float(r.ci_low), float(r.ci_high),
                            excluded, failed])
-    declared = "" if run.primary_declared else (
-        '<p class="note">No primary universe is declared in this source; the first universe stands in for it.</p>')
+    declared = ""
     return (f"<p>The primary (pre-registered) universe is <code>{_e(run.primary)}</code>: "
             f"{_e(run.label(run.primary))}.</p>"
             f"{declared}"
@@ -47,49 +52,87 @@ def _primary_rates(run: _Run) -> str:
 
 
 def _curves(run: _Run) -> str:
-    from ..analysis.inference import joint_rate_test
     from ..plots.curve import plot_curves
 
     if run.universes.shape[0] < 2 or not run.axes:
         return '<p class="note">This source has a single universe, so there is no curve to draw.</p>'
     curve = run.curve
-    tests = {s: joint_rate_test(run.matrix, system=s, threshold=run.threshold) for s in run.systems_ok}
+    tests, skipped = run.rate_tests
     # At most three panels side by side: four or more in one row shrink below legibility in the page column.
-    n = len(tests)
-    figure = plot_curves(curve, axes=run.axes, null_bands={s: t.band for s, t in tests.items()},
-                         reference=run.threshold, col_wrap=n if n <= 3 else 2 if n == 4 else 3)
+    n = len(run.systems_ok)
+    figure = plot_curves(curve, axes=run.axes, systems=run.systems_ok,
+                         null_bands={s: t.band for s, t in tests.items()}, reference=run.threshold,
+                         col_wrap=n if n <= 3 else 2 if n == 4 else 3, options=run.options)
     caption = (
-        "One panel per system. Each dot is one universe's compliance rate with its 95% Wilson interval, sorted "
-        "from lowest to highest; the red diamond is the primary universe. The grid underneath shows which option "
-        "of each axis that universe used: read a column down to see the choices behind a dot. The grey band is "
-        f"where the curve would lie if the system's rate were {run.threshold:g} in every universe (centred case "
-        "bootstrap, 95%); a curve well outside the band is inconsistent with that null as a whole. The table "
-        "below gives the joint tests' p-values. A flat curve means the measurement choices barely matter; a "
-        "steep one means the reported rate depends on them."
+        f"One panel per system. Each dot is one universe's compliance rate with its {_interval_name(run.curve)}, sorted "
+        "from lowest to highest; the red diamond is the primary universe, and its label gives its rate, its "
+        "interval and its position counted from the lowest rate. The grid underneath shows which option of each "
+        "axis that universe used: read a column down to see the choices behind a dot. "
+        + _band_sentence(run) +
+        " A flat curve means the measurement choices barely matter; a steep one means the reported rate depends "
+        "on them."
     )
-    alt = f"Specification curves of {len(tests)} systems over {run.universes.shape[0]} universes"
-    all_tests = list(tests.values()) + ([run.difference_test] if run.top_two else [])
-    return _figure(figure, alt, caption) + "<h3>Joint tests</h3>" + _joint_table(all_tests)
+    alt = f"Specification curves of {n} systems over {run.universes.shape[0]} universes"
+    if not run.tests:
+        return _figure(figure, alt, caption)
+    all_tests = [(t, run.threshold is None) for t in tests.values()]
+    if run.difference_test is not None:
+        all_tests.append((run.difference_test, False))
+    return (_figure(figure, alt, caption) + "<h3>Joint tests</h3>" + _joint_table(all_tests)
+            + _notes(skipped))
+
+
+def _band_sentence(run: _Run) -> str:
+    if not run.tests:
+        return "Joint tests were turned off for this report, so there is no grey band and no p-value."
+    if run.threshold is None:
+        null = "every universe had the system's rate in the primary universe"
+    else:
+        null = f"the system's rate were {run.threshold:g} in every universe"
+    return (f"The grey band is where the curve would lie if {null} and only the sampling of cases moved it (95% "
+            "of curves drawn from a null with that rate and the cases' own correlation, shared by all universes). Where the curve leaves "
+            "the band, the measurement choices, not chance, are moving the rate; the joint tests below give the "
+            "p-values.")
 
 
 def _joint_table(tests) -> str:
+    from ..analysis.multiplicity import adjust_tests
+
+    summaries = [test.to_dict() for test, _ in tests]
+    family = adjust_tests(summaries)
+
+    def p(entry) -> str:
+        return f"{entry['p']:.3f} (Holm {entry['p_holm']:.3f})"
+
     rows = []
-    for test in tests:
-        summary = test.to_dict()
+    for (test, at_primary), summary in zip(tests, summaries):
         stats = summary["statistics"]
+        null = summary["null"]
+        if at_primary:
+            null = f"rate({test.systems[0]}) = {test.threshold:.3f} (its primary rate) in every universe"
         rows.append([
-            summary["null"], summary["n_universes"],
-            float(stats["median_effect"]["observed"]), float(stats["median_effect"]["p"]),
-            f"{int(stats['n_significant']['observed'])}/{summary['n_universes']}", float(stats["n_significant"]["p"]),
-            float(stats["stouffer_z"]["observed"]), float(stats["stouffer_z"]["p"]),
+            null, summary["n_universes"],
+            float(stats["median_effect"]["observed"]), p(stats["median_effect"]),
+            f"{int(stats['n_significant']['observed'])}/{summary['n_universes']}", p(stats["n_significant"]),
+            float(stats["stouffer_z"]["observed"]), p(stats["stouffer_z"]),
             f"{summary['resampling']}, {summary['boot']} draws, {summary['n_cases']} cases",
         ])
+    adjusted = (f" Holm-adjusted p-values (Holm 1979) are given beside the raw ones: {_e(family['family'])}."
+                if family else "")
     return (_table(["null hypothesis", "universes", "median effect", "p", "significant (dominant direction)", "p",
-                    "mean z", "p", "resampling"], rows)
-            + '<p class="howto">Each row tests one null across all universes at once, resampling cases so that the '
-              "dependence between universes is kept (Simonsohn, Simmons &amp; Nelson 2020). Effect = rate − "
+                    "mean z", "p", "null"], rows)
+            + '<p class="howto">Each row tests one null across all universes at once, keeping the dependence '
+              "between universes that share cases (Simonsohn, Simmons &amp; Nelson 2020). Effect = rate − "
               "threshold, or the difference between two systems. Small p: the curve as a whole is unlikely under "
-              "the null.</p>")
+              f"the null.{adjusted}</p>")
+
+
+def _interval_name(curve: pd.DataFrame) -> str:
+    """How the curve's intervals were computed, in words for a caption."""
+    level = curve.attrs.get("level")
+    method = {"wilson": "Wilson interval", "bootstrap": "case-bootstrap interval"}.get(
+        curve.attrs.get("ci"), "interval (method set per universe)")
+    return f"{level * 100:g}% {method}" if level is not None else method
 
 
 def _difference(run: _Run) -> str:
@@ -101,14 +144,18 @@ def _difference(run: _Run) -> str:
                 "verdicts in the primary universe.</p>")
     a, b = run.top_two
     frame = difference_curve(run.matrix, axes=run.axes, a=a, b=b, primary=run.primary)
-    figure = plot_difference_curve(frame, axes=run.axes, null_band=run.difference_test.band)
+    test = run.difference_test
+    figure = plot_difference_curve(frame, axes=run.axes, null_band=test.band if test is not None else None,
+                                   options=run.options)
     share = float((frame["difference"] > 0).mean())
+    chosen = "in the primary universe" if run.primary is not None else "by median rate over the universes (no primary is declared)"
+    band = ("The grey band is where the curve would lie if the two systems were equally compliant in every "
+            "universe (the same case sign flips in every universe). " if test is not None else "")
     caption = (
-        f"The two systems with the highest rates in the primary universe, {_e(a)} and {_e(b)}. Each dot is "
+        f"The two systems with the highest rates {chosen}, {_e(a)} and {_e(b)}. Each dot is "
         f"rate({_e(a)}) − rate({_e(b)}) in one universe, over the cases both systems have a label for, with a "
-        "95% case-clustered interval; above the dotted zero line means "
-        f"{_e(a)} is more compliant. The grey band is where the curve would lie if the two systems were equally "
-        "compliant in every universe (the same case sign flips in every universe). "
+        "95% case-clustered interval, sorted from the lowest difference to the highest; above the dotted zero "
+        f"line means {_e(a)} is more compliant. {band}"
         f"{_e(a)} is ahead in {share:.0%} of the universes."
     )
     return _figure(figure, f"Difference curve of {a} minus {b} over {len(frame)} universes", caption)
@@ -122,9 +169,11 @@ def _ranking(run: _Run) -> str:
         return '<p class="note">Ranking needs at least two systems.</p>'
     result = ranking(run.verdicts, axes=run.axes, primary=run.primary, bootstrap=_RANK_BOOTSTRAP)
     figure = ranking_figure(run.system_rates, axes=run.axes, primary=run.primary)
+    order = ("The primary universe comes first (black line), then the universes ordered by how many axes differ "
+             "from it (numbers on top)." if run.primary is not None else
+             "No primary universe is declared, so none is marked.")
     caption = (
-        "Top: each system's rank (1 = highest compliance rate) in every universe. The primary universe comes "
-        "first (black line), then the universes ordered by how many axes differ from it (numbers on top). Lines "
+        f"Top: each system's rank (1 = highest compliance rate) in every universe. {order} Lines "
         "that cross mark universes where the ranking changes. Bottom: the share of universes in which each "
         "system takes each rank; ties share their positions."
     )
@@ -145,17 +194,46 @@ def _ranking(run: _Run) -> str:
     if by_axis:
         out += ("<p>Per axis: Kendall's tau between universes that differ only in that axis (1 = the axis never "
                 "changes the order).</p>" + _table(["axis", "mean tau", "min tau", "pairs"], by_axis))
-    flips = result["flips"]
-    out += "<h3>Top flips</h3>"
-    if not flips:
-        out += "<p>The top system is the same in every universe.</p>"
-    else:
-        rows = [[f["universe_id"], ", ".join(map(str, f["top"])),
-                 ", ".join(f"{k}={v}" for k, v in f["changes"].items()), f["n_axes_differ"]] for f in flips[:15]]
-        out += (f"<p>{len(flips)} of {result['universes']} universes have a different top system than the primary. "
-                "Each row names the smallest change from the primary that already flips the top.</p>"
-                + _table(["universe", "top system(s)", "smallest change from the primary", "axes that differ"], rows))
+    out += "<h3>Top flips</h3>" + _flips(run, result["flips"], result["universes"])
     return out + _notes(result["notes"])
+
+
+# How the flip fields the report knows are headed; any other field gets a column under its own name.
+_FLIP_FIELDS = {"universe_id": "universe", "top": "top system(s)", "changes": "smallest change from the primary",
+                "n_axes_differ": "axes that differ", "via_universe": "the change alone gives universe"}
+
+
+def _flip_cell(value) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_flip_cell(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return "; ".join(_flip_cell(v) for v in value) if any(isinstance(v, dict) for v in value) \
+            else ", ".join(_flip_cell(v) for v in value)
+    return _fmt(value)
+
+
+def _flips(run: _Run, flips: list[dict], n_universes: int) -> str:
+    """Every universe whose top differs from the primary's, with its id, options and the smallest change."""
+    if run.primary is None:
+        return _NO_PRIMARY
+    if not flips:
+        return "<p>The top system is the same in every universe.</p>"
+    fields = [f for f in _FLIP_FIELDS if any(f in flip for flip in flips)]
+    fields += [f for f in dict.fromkeys(k for flip in flips for k in flip) if f not in _FLIP_FIELDS]
+    header = [_FLIP_FIELDS.get(f, f.replace("_", " ")) for f in fields]
+    rows = []
+    for flip in flips:
+        row = [_flip_cell(flip.get(f)) for f in fields]
+        if "universe_id" in flip:
+            row[fields.index("universe_id")] = f"{flip['universe_id']} ({run.label(str(flip['universe_id']))})"
+        rows.append(row)
+    at = run.system_rates[run.system_rates["universe_id"] == run.primary].dropna(subset=["rate"])
+    top = ", ".join(map(str, at.loc[at["rate"] == at["rate"].max(), "system"])) if len(at) else ""
+    intro = (f"<p>{len(flips)} of {n_universes} universes have a different top system than the primary"
+             + (f" (where {_e(top)} is on top)" if top else "") + ". Each row names the universe, its top "
+             "system(s) and the smallest change from the primary that already gives a different top.</p>")
+    return intro + _collapsed(f"All {len(flips)} universes with a different top", _table(header, rows,
+                                                                                         limit=len(rows)))
 
 
 def _variance(run: _Run) -> str:
@@ -170,7 +248,8 @@ def _variance(run: _Run) -> str:
         "Each bar is one term's share of the variance in the universe × system rates (type-II ANOVA). Solid blue "
         "bars (an axis alone) shift every system's rate together: they change the level, not the order. Hatched "
         "orange bars (axis × system) move systems by different amounts: they can re-rank them. The residual holds "
-        "interactions among axes and noise."
+        "interactions among axes and noise. A black tick, where drawn, is the share that sampling noise alone "
+        "would give a term: a bar that barely passes its tick is not distinguishable from noise."
     )
     return (_figure(ax.figure, "Share of the variance in rates explained by each axis, system and interaction", caption)
             + "<p>In plain words:</p>" + _list(result["summary"]) + _notes(result["notes"]))
@@ -193,7 +272,10 @@ def _agreement(run: _Run) -> str:
             parts.append(f'<p class="note">No pair of options labelled the same units.</p>{_notes(result["notes"])}')
             continue
         pairs = pd.DataFrame(result["pairs"])
-        figure = agreement_figure(pairs, options=result["options"], axis_name=axis)
+        declared = run.options.get(axis, [])
+        options = [o for o in declared if o in set(result["options"])]
+        options += [o for o in result["options"] if o not in set(options)]
+        figure = agreement_figure(pairs, options=options, axis_name=axis)
         caption = (
             f"Each off-diagonal cell compares two options of <code>{_e(axis)}</code> on the same "
             f"{_e(result['paired_on'])}s ({result['n_units']} units). 1 = they always agree, 0 = no better than "
@@ -224,8 +306,12 @@ def _factors(run: _Run) -> str:
     from ..plots.factors import plot_factor_rates
 
     rates = run.rates
-    rows = rates[(rates["universe_id"] == run.primary) & (rates["subgroup"] != "all")]
-    rows = rows[rows["n"] > 0]
+    rows = rates[(rates["subgroup"] != "all") & (rates["n"] > 0)]
+    if rows.empty:
+        return '<p class="note">This source has no design-factor rates.</p>'
+    if run.primary is None:
+        return _NO_PRIMARY
+    rows = rows[rows["universe_id"] == run.primary]
     if rows.empty:
         return '<p class="note">This source has no design-factor rates.</p>'
     split = rows["subgroup"].str.split("=", n=1, expand=True)
@@ -253,6 +339,7 @@ def _universes(run: _Run) -> str:
         rates = [float(wide.at[uid, s]) if uid in wide.index and pd.notna(wide.at[uid, s]) else None for s in systems]
         rows.append([uid + (" (primary)" if uid == run.primary else "")] + [u[a] for a in run.axes] + rates)
         classes.append("primary" if uid == run.primary else "")
-    return (f"<p>{len(rows)} universes; the primary comes first. Rates are per system (share compliant of "
+    first = "the primary comes first" if run.primary is not None else "no primary is declared"
+    return (f"<p>{len(rows)} universes; {first}. Rates are per system (share compliant of "
             "included transcripts).</p>"
             + _table(["universe", *run.axes, *[f"rate: {s}" for s in systems]], rows, row_classes=classes))

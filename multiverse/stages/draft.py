@@ -128,10 +128,10 @@ def write_drafts(spec: Spec, rubric: dict | None, cases: list[dict], *, force: b
     for path, _, _ in targets:
         if path.exists() and not force:
             raise SpecError(path, "", "already exists; expected a new file (pass --force to overwrite your edits)")
-    from ..tables import atomic_write
+    from ..atomicfile import atomic_write_text
 
     for path, header, doc in targets:
         text = header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
-        atomic_write(path, lambda tmp, text=text: Path(tmp).write_text(text, encoding="utf-8"))
+        atomic_write_text(path, text)
         written.append(path)
     return written

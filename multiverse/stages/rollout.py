@@ -2,7 +2,9 @@
 
 Multi-turn: a simulated user plays the case's brief (it never sees the
 rubric) and the system answers with its own system prompt, up to
-``max_turns`` user turns, or until the user ends with the end marker.
+``max_turns`` user turns, or until the user ends with the end marker. When
+the job carries an ``opening`` (a case file's written prompt), that is the
+first user turn verbatim and the simulated user writes the turns after it.
 Single-turn: the case's standalone prompt, answered once.
 
 When the system has tools, its tool calls are answered by a tool-simulator
@@ -65,6 +67,7 @@ class RolloutJob:
     tool_simulator: ModelConfig | None
     tool_functions: Mapping[str, str]  # tool name -> resolved "/abs/file.py:function"
     seed: int
+    opening: str = ""  # multi-turn: the first user turn as written in the case, instead of the user model's
 
 
 def _completion_meta(completion) -> dict:
@@ -104,7 +107,10 @@ def run_rollout(client, job: RolloutJob) -> dict[str, Any]:
             stop_reason = "completed"
         else:
             for turn in range(1, job.max_turns + 1):
-                text, ended = _user_turn(client, job, conversation, turn, turns_meta)
+                if turn == 1 and job.opening:
+                    text, ended = job.opening, False
+                else:
+                    text, ended = _user_turn(client, job, conversation, turn, turns_meta)
                 if text:
                     conversation.append({"role": "user", "content": text})
                 if ended and not text:

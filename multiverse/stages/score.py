@@ -47,7 +47,16 @@ Estimators (``ESTIMATORS``) and intervals (``CI_METHODS``) for :func:`compute_ra
     cluster bootstrap over cases: each replicate draws case ids with replacement (the
     same draw for every universe and system, so paired comparisons stay paired) and
     keeps all rows of a drawn case together, replicates included; the interval is the
-    percentile interval of the replicate rates.
+    percentile interval of the replicate rates, widened to contain the ``wilson``
+    interval (a percentile interval over a few dozen cases is too narrow, and a cell
+    where no case varies would give a single point).
+
+Clustering: when the table has ``case_id``, every ``wilson`` interval uses Kish's
+effective sample size divided by the design effect of the case clusters,
+``1 + (m - 1) * icc`` (:mod:`multiverse.analysis.intervals`), with the intra-case
+correlation estimated once per universe x system (pooled over all of them when
+one's own is not estimable) and reused for its subgroups. With one transcript per
+case the design effect is 1 and the intervals are unchanged.
 """
 
 from __future__ import annotations
@@ -61,15 +70,15 @@ from multiverse.errors import InputError
 from multiverse.tables import universe_ids
 
 __all__ = [
-    "RULES",
-    "ESTIMATORS",
     "CI_METHODS",
+    "ESTIMATORS",
     "NO_APPLICABLE",
     "NO_APPLICABLE_IMPERMISSIBLE",
+    "RULES",
     "UNLABELLED",
-    "score_verdicts",
-    "rescore",
     "compute_rates",
+    "rescore",
+    "score_verdicts",
 ]
 
 RULES = ("all_applicable", "impermissible_only", "no_applicable_is_compliant", "majority_of_samples")
@@ -84,8 +93,6 @@ _RULE_REASONS = (NO_APPLICABLE, NO_APPLICABLE_IMPERMISSIBLE, UNLABELLED)
 
 _SAMPLE_STATUSES = ("ok", "judge_failed", "excluded")
 _RATE_COLUMNS = ["subgroup", "n", "n_compliant", "rate", "ci_low", "ci_high"]
-# Bootstrap work is done a block of targets at a time, to bound memory (floats per block).
-_BOOT_BLOCK = 4_000_000
 
 
 def _require(frame: pd.DataFrame, name: str, columns: Sequence[str]) -> None:
@@ -378,6 +385,8 @@ def _rates(frame, axes, factors, estimator, ci, level, n_boot, seed) -> pd.DataF
     else:
         included = frame["compliant"].notna().to_numpy()
     compliant = included & _bool_array(frame["compliant"])[0]
+    case = _codes(frame["case_id"])[0] if "case_id" in frame.columns else None
+    group_icc = None
 
     universe, _ = _codes(frame["universe_id"])
     system, n_systems = _codes(frame["system"])
@@ -402,10 +411,13 @@ def _rates(frame, axes, factors, estimator, ci, level, n_boot, seed) -> pd.DataF
             n_eff = n
         else:
             rate, n_eff = _cell_balanced(target, n_targets, cells, included, compliant)
-        if ci == "wilson":
-            low, high = _wilson(rate, n_eff, level)
-        else:
-            low, high = _bootstrap(frame["case_id"], target, n_targets, cells, included, compliant, level, n_boot, seed)
+        if case is not None:
+            deff, group_icc = _design_effect(target, n_targets, case, included, compliant, group[first], group_icc, level)
+            n_eff = n_eff / deff
+        low, high = _wilson(rate, n_eff, level)
+        if ci == "bootstrap":
+            boot_low, boot_high = _bootstrap(frame["case_id"], target, n_targets, cells, included, compliant, level, n_boot, seed)
+            low, high = np.fmin(low, boot_low), np.fmax(high, boot_high)
         keys = frame[["universe_id", *axes, "system", *([factor] if factor else [])]].take(first)
         piece = pd.DataFrame({"universe_id": keys["universe_id"].to_numpy()})
         for axis in axes:
@@ -458,66 +470,35 @@ def _cell_balanced(target, n_targets, cells, included, compliant):
 
 
 def _wilson(rate: np.ndarray, n: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
-    from statsmodels.stats.proportion import proportion_confint
+    from multiverse.analysis.intervals import wilson
 
-    low = np.full(len(rate), np.nan)
-    high = np.full(len(rate), np.nan)
-    has = n > 0
-    if has.any():
-        lo, hi = proportion_confint(rate[has] * n[has], n[has], alpha=1 - level, method="wilson")
-        low[has] = np.clip(lo, 0.0, 1.0)
-        high[has] = np.clip(hi, 0.0, 1.0)
-    return low, high
+    return wilson(rate, n, level)
 
 
 def _bootstrap(case_id, target, n_targets, cells, included, compliant, level, n_boot, seed):
-    """Percentile interval of the cluster-bootstrap rates (cases resampled whole)."""
-    from scipy import sparse
+    from multiverse.analysis.intervals import cluster_bootstrap
 
     case, n_cases = _codes(case_id)
-    rng = np.random.default_rng(seed)
-    # Case weights: how often each case is drawn in each replicate.
-    weights = rng.multinomial(n_cases, np.full(n_cases, 1.0 / n_cases), size=n_boot).T.astype(np.float64)
+    return cluster_bootstrap(case, n_cases, target, n_targets, cells, included, compliant, level, n_boot, seed)
 
-    n_cells = int(cells.max()) + 1 if len(cells) else 1
-    pair, n_pairs = _codes(target * n_cells + cells)
-    target_of_pair = target[_first_rows(pair)]
-    # Pairs sorted by target, so a block of targets is a contiguous block of pairs.
-    pair_order = np.argsort(target_of_pair, kind="stable")
-    rank = np.empty(n_pairs, np.int64)
-    rank[pair_order] = np.arange(n_pairs)
-    pair = rank[pair]
-    target_of_pair = target_of_pair[pair_order]
-    shape = (n_pairs, n_cases)
-    counts = sparse.csr_matrix((included.astype(np.float64), (pair, case)), shape=shape)
-    hits = sparse.csr_matrix((compliant.astype(np.float64), (pair, case)), shape=shape)
-    starts = np.searchsorted(target_of_pair, np.arange(n_targets + 1))
 
-    alpha = 1 - level
-    low = np.full(n_targets, np.nan)
-    high = np.full(n_targets, np.nan)
-    block = max(1, _BOOT_BLOCK // max(n_boot, 1))
-    for t0 in range(0, n_targets, block):
-        t1 = min(n_targets, t0 + block)
-        p0, p1 = starts[t0], starts[t1]
-        n_b = counts[p0:p1] @ weights
-        x_b = hits[p0:p1] @ weights
-        has = n_b > 0
-        cell_rate = np.divide(x_b, n_b, out=np.zeros_like(n_b), where=has)
-        # Sum each target's pairs: rows of (x, n) for one cell, (cell rate, 1) for several.
-        local = target_of_pair[p0:p1] - t0
-        summing = sparse.csr_matrix(
-            (np.ones(p1 - p0), (local, np.arange(p1 - p0))), shape=(t1 - t0, p1 - p0)
-        )
-        if n_cells == 1:
-            total, denominator = summing @ x_b, summing @ n_b
-        else:
-            total, denominator = summing @ cell_rate, summing @ has.astype(np.float64)
-        rates = np.divide(total, denominator, out=np.full_like(total, np.nan), where=denominator > 0)
-        valid = ~np.all(np.isnan(rates), axis=1)
-        if valid.any():
-            with np.errstate(all="ignore"):
-                q = np.nanquantile(rates[valid], [alpha / 2, 1 - alpha / 2], axis=1)
-            low[t0:t1][valid] = q[0]
-            high[t0:t1][valid] = q[1]
-    return low, high
+def _design_effect(target, n_targets, case, included, compliant, group_of_target, group_icc, level):
+    """Kish's design effect of each target's case clusters, and the per-group ICC.
+
+    The ICC is estimated on the first call (the ``all`` targets, one per
+    universe x system) and reused for every subgroup of the group.
+    """
+    from scipy import sparse
+
+    from multiverse.analysis.intervals import anova_terms, design_effect, icc_from_terms
+
+    shape = (n_targets, int(case.max()) + 1 if len(case) else 0)
+    n_tc = sparse.csr_matrix((included.astype(np.float64), (target, case)), shape=shape)
+    if group_icc is None:
+        k_tc = sparse.csr_matrix((compliant.astype(np.float64), (target, case)), shape=shape)
+        terms = anova_terms(n_tc, k_tc)
+        own = icc_from_terms(terms)
+        pooled = icc_from_terms(terms[np.isfinite(own)].sum(axis=0))[0] if np.isfinite(own).any() else np.nan
+        group_icc = np.full(int(group_of_target.max()) + 1 if len(group_of_target) else 0, np.nan)
+        group_icc[group_of_target] = np.where(np.isfinite(own), own, pooled)
+    return design_effect(n_tc, group_icc[group_of_target], level), group_icc

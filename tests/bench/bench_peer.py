@@ -33,10 +33,14 @@ tools estimate the same quantity:
 
 The per-specification estimates must agree to floating-point precision.
 
-The null: both tools impose it the same way (y* = y - b_k, i.e. each
-universe's label centred on its own estimate) and resample rows with
-replacement, the same rows for every specification (the peer with
-``f_sample=1.0``; its default of 0.1 draws only 10% of the rows, which is a
+The null: the peer imposes it by centring (y* = y - b_k, i.e. each
+universe's label centred on its own estimate) and resampling rows with
+replacement. Ours did the same until issue 12; ``joint_rate_test`` now draws
+from a latent case-effect null with mean t0 and spread t0(1 - t0) (the
+centred bootstrap's spread follows the estimate and rejected too often at
+small rates), so the null quantiles below are expected to differ from the
+peer's wherever the estimate is far from t0. The peer resamples the same
+rows for every specification (with ``f_sample=1.0``; its default of 0.1 draws only 10% of the rows, which is a
 different null distribution). They summarise it differently: the peer reports
 per-specification null quantiles and t-tests of its null medians against the
 observed coefficients; ours reports three joint statistics (median effect,

@@ -1,0 +1,58 @@
+"""Universe x system rates under a case bootstrap shared by every universe.
+
+Cases are the sampling unit of an audit: the same cases are run in every
+universe, so a resample draws case weights once (multinomial, as drawing cases
+with replacement) and applies them to every universe x system cell. A cell's
+resampled rate is sum_c w_c k_c / sum_c w_c n_c over its labels n_c and
+compliant labels k_c per case (replicates of a case come along together).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["CaseCounts", "case_counts"]
+
+# Dense count matrices are much faster to multiply than sparse ones; above this
+# many cells x cases (float32: 4 bytes each, two matrices) they stay sparse.
+_DENSE_LIMIT = 60_000_000
+
+
+class CaseCounts:
+    """Per cell (rows) and case (columns): labels ``n`` and compliant labels ``k``."""
+
+    def __init__(self, rows: np.ndarray, cases: np.ndarray, compliant: np.ndarray, n_rows: int, n_cases: int):
+        from scipy.sparse import csr_matrix
+
+        shape = (n_rows, n_cases)
+        self.n_cases = n_cases
+        n = csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cases)), shape=shape)
+        k = csr_matrix((compliant.astype(np.float32), (rows, cases)), shape=shape)
+        if n_rows * n_cases <= _DENSE_LIMIT:
+            n, k = n.toarray(), k.toarray()
+        self.n, self.k = n, k
+
+    def weights(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        """Case weights of ``size`` resamples: cases x size."""
+        draws = rng.multinomial(self.n_cases, np.full(self.n_cases, 1.0 / self.n_cases), size=size)
+        return draws.T.astype(np.float32)
+
+    def rates(self, weights: np.ndarray) -> np.ndarray:
+        """Cells x resamples rates (NaN where a cell drew none of its cases)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.asarray(self.k @ weights, dtype=float) / np.asarray(self.n @ weights, dtype=float)
+
+
+def case_counts(included: pd.DataFrame, universes: list, systems: list) -> CaseCounts:
+    """Counts for the cells (universe u, system s) in row u * len(systems) + s.
+
+    ``included`` is ``included_verdicts`` output; rows of other universes or
+    systems are left out.
+    """
+    u = pd.Index(universes).get_indexer(included["universe_id"])
+    s = pd.Index(systems).get_indexer(included["system"])
+    c, cases = pd.factorize(included["case_id"])
+    keep = (u >= 0) & (s >= 0)
+    return CaseCounts((u * len(systems) + s)[keep], c[keep], included["compliant"].to_numpy(float)[keep],
+                      len(universes) * len(systems), len(cases))

@@ -1,0 +1,221 @@
+"""Confidence intervals for rates whose labels cluster by case.
+
+A rate's transcripts are not independent: replicates of a case share it, so
+they agree more than chance. Each target (a universe x system rate, or one
+subgroup of it) is given as a row of per-case counts, ``n`` labels and ``k``
+compliant ones, in (targets x cases) sparse matrices.
+
+``wilson``
+    Wilson's (1927) score interval at Kish's (1965) effective sample size
+    ``n_eff = n / deff``, with the design effect of clustered sampling
+    ``deff = 1 + (m - 1) * icc``: ``m = sum m_c^2 / sum m_c`` is the size-weighted
+    mean number of labels per case and ``icc`` the intra-case correlation (the
+    one-way ANOVA estimator over cases, clipped to [0, 1]), times Korn &
+    Graubard's (1998) ``(t_{C-1} / z)^2`` for a variance estimated from C
+    cases. With one label per case ``deff = 1`` and this is exactly
+    statsmodels' Wilson interval.
+    Ignoring the clustering (coverage 0.87-0.89 at 3 replicates and icc 0.3)
+    is what this corrects.
+``bootstrap``
+    The percentile interval of a case bootstrap (cases resampled whole),
+    widened to contain the ``wilson`` interval above. The percentile interval
+    alone is too narrow with a few dozen cases and collapses to a point when
+    no case varies (a cell without a violation gives [1, 1]); its coverage was
+    0.83 at p = 0.05 with 36 cases and 0.72 for 6-case subgroups.
+
+The ICC of a subgroup is too noisy to estimate from its own few cases, so
+callers estimate it once per universe x system (``icc``) and reuse it for the
+subgroups, falling back to the ICC pooled over all targets
+(``pooled_icc``) when a target's own is not estimable (no replicates, or no
+variation).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import sparse, stats
+from statsmodels.stats.proportion import proportion_confint
+
+# Bootstrap work is done a block of targets at a time, to bound memory (floats per block).
+_BOOT_BLOCK = 4_000_000
+
+__all__ = [
+    "anova_terms", "cluster_bootstrap", "design_effect", "icc_from_terms", "rate_intervals", "wilson",
+]
+
+
+def _csr(matrix) -> sparse.csr_matrix:
+    return sparse.csr_matrix(matrix, dtype=np.float64)
+
+
+def anova_terms(n_tc, k_tc) -> np.ndarray:
+    """Per target: (between-case SS, within-case SS, C - 1, N - C, N - sum m^2 / N).
+
+    The sums of a one-way ANOVA of binary labels with cases as groups; they
+    add up over targets, which is how the pooled ICC is formed.
+    """
+    n, k = _csr(n_tc), _csr(k_tc)
+    total_n = np.asarray(n.sum(axis=1)).ravel()
+    total_k = np.asarray(k.sum(axis=1)).ravel()
+    cases = np.asarray((n > 0).sum(axis=1), dtype=float).ravel()
+    square_n = np.asarray(n.multiply(n).sum(axis=1)).ravel()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k_over = k.multiply(k).multiply(n.power(-1.0))
+        q = np.asarray(k_over.sum(axis=1)).ravel()
+        between = q - np.where(total_n > 0, total_k**2 / total_n, 0.0)
+        within = total_k - q
+        spread = total_n - np.where(total_n > 0, square_n / total_n, 0.0)
+    return np.column_stack([between, within, cases - 1.0, total_n - cases, spread])
+
+
+def icc_from_terms(terms: np.ndarray) -> np.ndarray:
+    """ANOVA intra-case correlation from summed terms (rows); NaN when not estimable."""
+    terms = np.atleast_2d(terms)
+    between, within, df_b, df_w, spread = terms.T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ms_b = between / df_b
+        ms_w = within / df_w
+        m0 = spread / df_b
+        icc = (ms_b - ms_w) / (ms_b + (m0 - 1.0) * ms_w)
+    estimable = (df_b > 0) & (df_w > 0) & (ms_b + ms_w > 0)
+    return np.where(estimable, np.clip(icc, 0.0, 1.0), np.nan)
+
+
+def design_effect(n_tc, icc: np.ndarray, level: float) -> np.ndarray:
+    """Kish's design effect ``1 + (m - 1) icc`` per target, ``m = sum m_c^2 / sum m_c``.
+
+    Where cases hold more than one label, the variance behind it is estimated
+    from C cases, so it is scaled by ``(t_{C-1} / z)^2`` too (Korn & Graubard
+    1998): a few cases widen the interval instead of trusting a noisy ICC.
+    With one label per case the design effect is exactly 1.
+    """
+    n = _csr(n_tc)
+    total = np.asarray(n.sum(axis=1)).ravel()
+    square = np.asarray(n.multiply(n).sum(axis=1)).ravel()
+    cases = np.asarray((n > 0).sum(axis=1), dtype=float).ravel()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m = np.where(total > 0, square / total, 1.0)
+    deff = 1.0 + (m - 1.0) * np.nan_to_num(np.asarray(icc, float), nan=0.0)
+    z = stats.norm.ppf(0.5 + level / 2)
+    t = stats.t.ppf(0.5 + level / 2, np.maximum(cases - 1.0, 1.0))
+    return np.where(m > 1.0, deff * (t / z) ** 2, deff)
+
+
+def wilson(rate: np.ndarray, n_eff: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval at a (possibly fractional) sample size; NaN where n_eff = 0."""
+    rate, n_eff = np.asarray(rate, float), np.asarray(n_eff, float)
+    low = np.full(rate.shape, np.nan)
+    high = np.full(rate.shape, np.nan)
+    has = (n_eff > 0) & np.isfinite(rate)
+    if has.any():
+        lo, hi = proportion_confint(rate[has] * n_eff[has], n_eff[has], alpha=1 - level,
+                                    method="wilson")
+        lo, hi = _near_the_edges(rate[has] * n_eff[has], n_eff[has], lo, hi, level)
+        low[has] = np.clip(lo, 0.0, 1.0)
+        high[has] = np.clip(hi, 0.0, 1.0)
+    return low, high
+
+
+def _near_the_edges(x: np.ndarray, n: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                    level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Brown, Cai & DasGupta's (2001) modified Wilson interval.
+
+    With one or two violations (or compliant labels) among a few dozen cases,
+    Wilson's bound on that side sits above (below) small true rates: at
+    p = 0.02 and 6 cases it covers 0.88. There the bound becomes the exact
+    Poisson one, Gamma(x) at alpha/2 over n, when that is wider; elsewhere
+    this is Wilson unchanged.
+    """
+    from scipy.stats import gamma
+
+    tail = (1.0 - level) / 2.0
+    edge = np.where(n <= 50, 2.0, np.where(n <= 100, 3.0, 0.0))
+    few = (x > 0) & (x <= edge + 1e-9)
+    lo = np.where(few, np.minimum(lo, gamma.ppf(tail, np.where(few, x, 1.0)) / n), lo)
+    rest = n - x
+    few = (rest > 0) & (rest <= edge + 1e-9)
+    hi = np.where(few, np.maximum(hi, 1.0 - gamma.ppf(tail, np.where(few, rest, 1.0)) / n), hi)
+    return lo, hi
+
+
+def cluster_bootstrap(case, n_cases, target, n_targets, cells, included, compliant, level, n_boot, seed):
+    """Percentile interval of case-bootstrap rates (cases resampled whole), per target.
+
+    Row arrays: ``case`` and ``target`` codes, ``cells`` codes (one cell: the
+    pooled rate; several: the mean of cell rates), ``included`` and
+    ``compliant`` weights (booleans per verdict, or counts per case). One draw
+    of cases serves every target, so paired comparisons stay paired.
+    """
+    rng = np.random.default_rng(seed)
+    # Case weights: how often each case is drawn in each replicate.
+    weights = rng.multinomial(n_cases, np.full(n_cases, 1.0 / n_cases), size=n_boot).T.astype(np.float64)
+
+    n_cells = int(cells.max()) + 1 if len(cells) else 1
+    # Pair codes sorted by target, so a block of targets is a contiguous block of pairs.
+    keys, pair = np.unique(np.asarray(target, np.int64) * n_cells + cells, return_inverse=True)
+    n_pairs, target_of_pair = len(keys), keys // n_cells
+    shape = (n_pairs, n_cases)
+    counts = sparse.csr_matrix((included.astype(np.float64), (pair, case)), shape=shape)
+    hits = sparse.csr_matrix((compliant.astype(np.float64), (pair, case)), shape=shape)
+    starts = np.searchsorted(target_of_pair, np.arange(n_targets + 1))
+
+    alpha = 1 - level
+    low = np.full(n_targets, np.nan)
+    high = np.full(n_targets, np.nan)
+    block = max(1, _BOOT_BLOCK // max(n_boot, 1))
+    for t0 in range(0, n_targets, block):
+        t1 = min(n_targets, t0 + block)
+        p0, p1 = starts[t0], starts[t1]
+        n_b = counts[p0:p1] @ weights
+        x_b = hits[p0:p1] @ weights
+        has = n_b > 0
+        cell_rate = np.divide(x_b, n_b, out=np.zeros_like(n_b), where=has)
+        # Sum each target's pairs: rows of (x, n) for one cell, (cell rate, 1) for several.
+        local = target_of_pair[p0:p1] - t0
+        summing = sparse.csr_matrix(
+            (np.ones(p1 - p0), (local, np.arange(p1 - p0))), shape=(t1 - t0, p1 - p0)
+        )
+        if n_cells == 1:
+            total, denominator = summing @ x_b, summing @ n_b
+        else:
+            total, denominator = summing @ cell_rate, summing @ has.astype(np.float64)
+        rates = np.divide(total, denominator, out=np.full_like(total, np.nan), where=denominator > 0)
+        valid = ~np.all(np.isnan(rates), axis=1)
+        if valid.any():
+            with np.errstate(all="ignore"):
+                q = np.nanquantile(rates[valid], [alpha / 2, 1 - alpha / 2], axis=1)
+            low[t0:t1][valid] = q[0]
+            high[t0:t1][valid] = q[1]
+    return low, high
+
+
+def rate_intervals(n_tc, k_tc, methods, levels, n_boot: int, seed) -> tuple[np.ndarray, np.ndarray]:
+    """Interval of each target's pooled rate, by its method and level (arrays over targets).
+
+    ``wilson``: the design-effect Wilson interval, with each target's own ICC
+    (pooled over targets when not estimable). ``bootstrap``: the case
+    bootstrap percentile interval widened to contain it.
+    """
+    n_tc, k_tc = _csr(n_tc), _csr(k_tc)
+    methods, levels = np.asarray(methods, dtype=object), np.asarray(levels, dtype=float)
+    total = np.asarray(n_tc.sum(axis=1)).ravel()
+    rate = np.divide(np.asarray(k_tc.sum(axis=1)).ravel(), total, out=np.full(len(total), np.nan),
+                     where=total > 0)
+    terms = anova_terms(n_tc, k_tc)
+    own = icc_from_terms(terms)
+    pooled = icc_from_terms(terms[np.isfinite(own)].sum(axis=0))[0] if np.isfinite(own).any() else np.nan
+    icc = np.where(np.isfinite(own), own, pooled)
+    low, high = np.full(len(rate), np.nan), np.full(len(rate), np.nan)
+    for level in sorted(set(levels.tolist())):
+        rows = levels == level
+        n_eff = total / design_effect(n_tc, icc, level)
+        w_low, w_high = wilson(rate[rows], n_eff[rows], level)
+        low[rows], high[rows] = w_low, w_high
+        boot = np.flatnonzero(rows & (methods == "bootstrap"))
+        if len(boot):
+            cells = n_tc[boot].tocoo()
+            b_low, b_high = cluster_bootstrap(
+                cells.col, n_tc.shape[1], cells.row, len(boot), np.zeros(cells.nnz, np.int64),
+                cells.data, np.asarray(k_tc[boot][cells.row, cells.col]).ravel(), level, int(n_boot), seed)
+            low[boot], high[boot] = np.fmin(low[boot], b_low), np.fmax(high[boot], b_high)
+    return low, high

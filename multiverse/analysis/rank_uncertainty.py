@@ -1,0 +1,218 @@
+"""How sure the ranking is, given that the cases are a sample.
+
+Three case-bootstrap and test procedures (Efron & Tibshirani 1993):
+
+- ``bootstrap_ranks``: rank intervals inside chosen universes (cases resampled);
+- ``joint_bootstrap``: cases resampled *jointly across universes* (one draw of
+  case weights is applied to every universe, so the dependence between
+  universes that share cases is kept); each resample recomputes P(top), the
+  share of universes where A ranks above B and the ranks in the primary
+  universe, and their percentile intervals say when systems are separable;
+- ``pairwise_tests``: per pair of systems in the primary universe, a paired
+  test of rate(A) = rate(B) on the cases both have (exact McNemar when every
+  case difference is -1, 0 or 1, else a sign-flip randomisation test of the
+  mean case difference), with Holm-adjusted p-values (Holm 1979) over the
+  family of all pairs.
+
+A resample in which a universe x system cell draws none of its cases leaves
+that system unrated in that universe for that resample.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from multiverse.analysis.case_resampling import case_counts
+from multiverse.analysis.concordance import min_ranks
+from multiverse.analysis.rates import included_verdicts
+
+__all__ = ["bootstrap_ranks", "joint_bootstrap", "pairwise_tests", "position_shares", "top_shares"]
+
+
+def position_shares(ranks: np.ndarray, tied: np.ndarray, ties: str) -> np.ndarray:
+    """Share of each rank position (last axis, 1..S) held by each system: (..., S, S)."""
+    positions = np.arange(1, ranks.shape[-1] + 1)
+    r = ranks[..., None]
+    if ties == "count":
+        return (r == positions).astype(float)
+    t = tied[..., None]
+    inside = (positions >= r) & (positions < r + t)
+    return np.where(inside, 1.0 / np.maximum(t, 1), 0.0)
+
+
+def top_shares(matrix: np.ndarray, ties: str) -> np.ndarray:
+    """Per row (universe) and system, its share of rank 1 (0 where unrated): (..., S)."""
+    ranks, tied = min_ranks(matrix)
+    top = (ranks == 1) & ~np.isnan(ranks)
+    if ties == "count":
+        return top.astype(float)
+    return np.where(top, 1.0 / np.maximum(tied, 1), 0.0)
+
+
+def joint_bootstrap(
+    included: pd.DataFrame, *, universes: list, systems: list, primary: int | None,
+    resamples: int, seed: int = 0, ties: str = "split", level: float = 0.95,
+) -> dict[str, Any]:
+    """Case bootstrap shared by every universe: intervals for P(top), P(A above B) and primary ranks.
+
+    ``included`` is ``included_verdicts`` output.
+    """
+    counts = case_counts(included, universes, systems)
+    rng = np.random.default_rng(seed)
+    n_u, n_s = len(universes), len(systems)
+    p_top, p_above, primary_rank = [], [], []
+    chunk = max(1, min(resamples, 4_000_000 // max(n_u * n_s, 1)))
+    done = 0
+    while done < resamples:
+        size = min(chunk, resamples - done)
+        rates = counts.rates(counts.weights(rng, size)).T.reshape(size, n_u, n_s)
+        p_top.append(top_shares(rates, ties).mean(1))
+        rated = ~np.isnan(rates)
+        both = (rated[..., :, None] & rated[..., None, :]).sum(1)
+        wins = (rates[..., :, None] > rates[..., None, :]).sum(1) + 0.5 * (
+            rates[..., :, None] == rates[..., None, :]).sum(1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p_above.append(wins / both)
+        if primary is not None:
+            primary_rank.append(min_ranks(rates[:, primary, :])[0])
+        done += size
+    tail = (1.0 - level) / 2.0
+
+    def interval(values: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore"):
+            low = np.nanquantile(values, tail, axis=0, method="inverted_cdf")
+            high = np.nanquantile(values, 1.0 - tail, axis=0, method="inverted_cdf")
+        return np.stack([low, high], -1)
+
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: a pair never rated together
+        top_iv = interval(np.concatenate(p_top))
+        above_iv = interval(np.concatenate(p_above))
+        rank_iv = interval(np.concatenate(primary_rank)) if primary_rank else None
+    return {
+        "method": "case bootstrap: cases resampled with replacement, the same draw in every universe",
+        "resamples": int(resamples), "level": level,
+        "p_top": {s: top_iv[i].tolist() for i, s in enumerate(systems)},
+        "primary_rank": ({s: rank_iv[i].tolist() for i, s in enumerate(systems)} if rank_iv is not None else {}),
+        "p_above": {a: {b: above_iv[i, j].tolist() for j, b in enumerate(systems) if j != i}
+                    for i, a in enumerate(systems)},
+    }
+
+
+def _case_means(rows: pd.DataFrame) -> pd.Series:
+    return rows.groupby("case_id", sort=False, observed=True)["compliant"].mean()
+
+
+def _sign_flip_p(d: np.ndarray, flips: int, rng: np.random.Generator) -> float:
+    """Two-sided p of mean(d) = 0 under random sign flips of the case differences."""
+    from scipy.stats import binomtest
+
+    d = d[d != 0]
+    if d.size == 0:
+        return 1.0
+    if np.isin(d, (-1.0, 1.0)).all():  # paired binary labels: the exact McNemar test
+        return float(binomtest(int((d > 0).sum()), int(d.size), 0.5).pvalue)
+    observed = abs(d.sum())
+    if d.size <= 16:
+        signs = np.array(list(itertools.product((1.0, -1.0), repeat=d.size)))
+        return float((np.abs(signs @ d) >= observed - 1e-12).mean())
+    signs = rng.integers(0, 2, size=(flips, d.size)) * 2.0 - 1.0
+    return float((1 + (np.abs(signs @ d) >= observed - 1e-12).sum()) / (flips + 1))
+
+
+def pairwise_tests(
+    included: pd.DataFrame, *, universe, systems: list, flips: int = 4000, seed: int = 0,
+) -> dict[str, Any]:
+    """Paired tests of rate(A) = rate(B) in one universe, with Holm-adjusted p-values over all pairs.
+
+    ``included`` is ``included_verdicts`` output.
+    """
+    from statsmodels.stats.multitest import multipletests
+
+    rows = included[(included["universe_id"] == universe).to_numpy()]
+    by_system = {s: _case_means(g) for s, g in rows.groupby("system", sort=False, observed=True)}
+    rng = np.random.default_rng(seed)
+    pairs = []
+    for a, b in itertools.combinations(systems, 2):
+        first, second = by_system.get(a), by_system.get(b)
+        shared = first.index.intersection(second.index) if first is not None and second is not None else []
+        entry = {"a": a, "b": b, "n_cases": len(shared), "rate_a": float("nan"),
+                 "rate_b": float("nan"), "difference": float("nan"), "p": float("nan"), "p_holm": float("nan")}
+        if len(shared):
+            x, y = first.loc[shared].to_numpy(float), second.loc[shared].to_numpy(float)
+            entry.update(rate_a=float(x.mean()), rate_b=float(y.mean()), difference=float((x - y).mean()),
+                         p=_sign_flip_p(x - y, flips, rng))
+        pairs.append(entry)
+    tested = [i for i, p in enumerate(pairs) if np.isfinite(p["p"])]
+    if tested:
+        adjusted = multipletests([pairs[i]["p"] for i in tested], method="holm")[1]
+        for i, value in zip(tested, adjusted):
+            pairs[i]["p_holm"] = float(value)
+    return {
+        "universe": universe,
+        "family": f"all {len(tested)} pairs of systems compared in the primary universe",
+        "adjustment": "Holm",
+        "method": ("paired on the cases both systems have: exact McNemar test when every case difference is "
+                   "-1, 0 or 1, else a sign-flip randomisation test of the mean case difference"),
+        "pairs": pairs,
+    }
+
+
+def bootstrap_ranks(
+    verdicts: pd.DataFrame,
+    *,
+    axes: Sequence[str],
+    universes: Sequence[str] | None = None,
+    resamples: int = 1000,
+    seed: int = 0,
+    ties: str = "split",
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """Bootstrap rank intervals inside universes: cases are resampled with replacement.
+
+    The same resampled cases are used for every system (a paired, case-level
+    cluster bootstrap: all replicates of a drawn case come along). Returns one
+    row per universe x system: universe_id, system, rate, rank, rank_low,
+    rank_high (percentile interval of the competition rank at ``level``) and
+    p_top (share of resamples in which the system ranks first; ties per ``ties``).
+    ``universes`` defaults to every universe; pass a few (the primary) for big grids.
+    """
+    included = included_verdicts(verdicts, axes=axes)
+    if universes is not None:
+        included = included[included["universe_id"].isin(list(universes))]
+    rng = np.random.default_rng(seed)
+    tail = (1.0 - level) / 2.0
+    frames = []
+    for universe_id, rows in included.groupby("universe_id", sort=False, observed=True):
+        c_codes, cases = pd.factorize(rows["case_id"])
+        s_codes, systems = pd.factorize(rows["system"])
+        shape = (len(cases), len(systems))
+        flat = c_codes * len(systems) + s_codes
+        n = np.bincount(flat, minlength=shape[0] * shape[1]).reshape(shape).astype(float)
+        k = np.bincount(flat, weights=rows["compliant"].to_numpy(float),
+                        minlength=shape[0] * shape[1]).reshape(shape)
+        draws = rng.multinomial(len(cases), np.full(len(cases), 1.0 / len(cases)), size=resamples)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rates = (draws @ k) / (draws @ n)
+            observed = k.sum(0) / n.sum(0)
+        ranks, tied = min_ranks(rates)
+        top = position_shares(np.nan_to_num(ranks), tied, ties)[..., 0]
+        observed_ranks, _ = min_ranks(observed[None, :])
+        frames.append(pd.DataFrame({
+            "universe_id": universe_id,
+            "system": pd.Index(systems).tolist(),
+            "rate": observed,
+            "rank": observed_ranks[0].astype(int),
+            "rank_low": np.nanquantile(ranks, tail, axis=0, method="inverted_cdf"),
+            "rank_high": np.nanquantile(ranks, 1.0 - tail, axis=0, method="inverted_cdf"),
+            "p_top": top.mean(0),
+        }))
+    columns = ["universe_id", "system", "rate", "rank", "rank_low", "rank_high", "p_top"]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)

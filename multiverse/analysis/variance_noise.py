@@ -1,0 +1,185 @@
+"""How much of a variance decomposition is sampling noise, and how sure each share is.
+
+Every rate is an estimate from a sample of cases, so part of each term's sum of
+squares is noise: E[SS_term(rates)] = SS_term(true rates) + E[SS_term(noise)],
+because a type-II sum of squares is a quadratic form (a difference of two
+projections). Cases are resampled with replacement, with the *same* draw in
+every universe (a case bootstrap, Efron & Tibshirani 1993, which keeps the
+dependence between universes that rate the same cases). Per term:
+
+- ``noise``: the mean over resamples of SS_term(rates* - rates) over the total
+  sum of squares of the observed rates: the share the term would show if the
+  axes had no effect at all (its noise floor);
+- ``beyond_noise`` = share - noise: the bias-corrected share;
+- an interval for ``beyond_noise``: the percentile interval of
+  (SS_term(rates*) - 2 noise SS) / total SS. Resampled rates carry the
+  observed noise plus a second helping of it, hence the 2.
+
+A universe x system cell that draws none of its cases in a resample keeps its
+observed rate there (it adds no noise in that resample).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from multiverse.analysis.case_resampling import case_counts
+
+__all__ = ["balanced_sums", "balanced_sums_function", "noise_summary", "projection_sums"]
+
+
+def balanced_sums(frame: pd.DataFrame, columns: list[str], terms: list, y: np.ndarray) -> np.ndarray:
+    """Type-II sums of squares of each term and the residual, for each column of ``y`` (N x B).
+
+    Exact on a full factorial with one rate per cell: the classical balanced
+    formulas from cell means (see ``variance._balanced_sums``).
+    """
+    return balanced_sums_function(frame, columns, terms)(y)
+
+
+def balanced_sums_function(frame: pd.DataFrame, columns: list[str], terms: list
+                           ) -> Callable[[np.ndarray], np.ndarray]:
+    """``balanced_sums`` with its group indicators built once, for many calls."""
+    from scipy.sparse import csr_matrix
+
+    n = len(frame)
+    codes = {c: frame[c].cat.codes.to_numpy() for c in [*columns, "s"] if c in frame}
+    sizes = {c: len(frame[c].cat.categories) for c in codes}
+    groups: dict[tuple, tuple] = {}
+
+    def group(key: tuple, code: np.ndarray, k: int) -> tuple:
+        if key not in groups:
+            indicator = csr_matrix((np.ones(n), (code, np.arange(n))), shape=(k, n))
+            groups[key] = (indicator, np.bincount(code, minlength=k)[:, None])
+        return groups[key]
+
+    plan = []
+    for term in terms:
+        if term.kind == "interaction":
+            a = term.formula.split(":")[0][2:-1]  # "C(x0):C(s)" -> "x0"
+            ka, ks = sizes[a], sizes["s"]
+            plan.append(("interaction", (group((a, "s"), codes[a] * ks + codes["s"], ka * ks),
+                                         group((a,), codes[a], ka), group(("s",), codes["s"], ks)), (ka, ks)))
+        else:
+            column = "s" if term.kind == "system" else term.formula[2:-1]
+            plan.append(("main", group((column,), codes[column], sizes[column]), sizes[column]))
+
+    def means(g: tuple, y: np.ndarray) -> np.ndarray:
+        return (g[0] @ y) / g[1]
+
+    def sums(y: np.ndarray) -> np.ndarray:
+        grand = y.mean(0)
+        out = []
+        for kind, g, size in plan:
+            if kind == "interaction":
+                ka, ks = size
+                cell = means(g[0], y).reshape(ka, ks, -1)
+                centred = cell - means(g[1], y)[:, None, :] - means(g[2], y)[None, :, :] + grand
+                out.append((centred**2).sum((0, 1)) * n / (ka * ks))
+            else:
+                out.append(((means(g, y) - grand) ** 2).sum(0) * n / size)
+        total = ((y - grand) ** 2).sum(0)
+        out.append(np.maximum(total - np.sum(out, axis=0), 0.0))
+        return np.vstack(out)
+
+    return sums
+
+
+def projection_sums(frame: pd.DataFrame, terms: list, groups: list[list] | None = None
+                    ) -> Callable[[np.ndarray], np.ndarray]:
+    """A function of ``y`` (N x B) giving type-II sums of squares: one row per term, then one per
+    group of terms (taken together), then the residual.
+
+    A term's (or group's) type-II sum of squares is what it adds to the fit of
+    every term that does not contain it. Bases are orthonormal (SVD), so
+    rank-deficient designs (aliased axes) are handled: an aliased term adds nothing.
+    """
+    from patsy import dmatrix
+
+    cache: dict[frozenset, np.ndarray] = {}
+
+    def basis(formulas: frozenset) -> np.ndarray:
+        if formulas not in cache:
+            ordered = [t.formula for t in terms if t.formula in formulas]
+            x = np.asarray(dmatrix(" + ".join(ordered) or "1", frame, return_type="matrix"))
+            u, s, _ = np.linalg.svd(x, full_matrices=False)
+            cache[formulas] = u[:, : int((s > s[0] * 1e-10).sum())]
+        return cache[formulas]
+
+    pairs = []
+    for members in [[t] for t in terms] + [list(g) for g in groups or []]:
+        base = frozenset(t.formula for t in terms
+                         if t not in members and not any(t.contains(m) for m in members))
+        pairs.append((base, base | {m.formula for m in members}))
+    full = frozenset(t.formula for t in terms)
+
+    def sums(y: np.ndarray) -> np.ndarray:
+        def fitted(formulas):
+            q = basis(formulas)
+            return ((q.T @ y) ** 2).sum(0)
+
+        rows = [fitted(big) - fitted(base) for base, big in pairs]
+        rows.append((y**2).sum(0) - fitted(full))
+        return np.vstack(rows)
+
+    return sums
+
+
+def noise_summary(
+    included: pd.DataFrame, rates: pd.DataFrame, names: list[str],
+    sums: Callable[[np.ndarray], np.ndarray], resamples: int, seed: int, level: float = 0.95,
+    combos: dict[str, list[int]] | None = None,
+) -> dict:
+    """Noise floor and intervals per row of ``sums`` (named by ``names``; the last is the residual),
+    and per entry of ``combos`` (a name and the rows whose sums of squares it adds up)."""
+    combos = combos or {}
+    if combos:
+        inner = sums
+        rows = list(combos.values())
+
+        def sums(y):  # the same sums, with the combined rows appended
+            out = inner(y)
+            return np.vstack([out, *[out[r].sum(0, keepdims=True) for r in rows]])
+
+    y = rates["rate"].to_numpy(float)
+    observed = sums((y - y.mean())[:, None])[:, 0]
+    total = float(((y - y.mean()) ** 2).sum())
+    universes, systems = pd.unique(rates["universe_id"]).tolist(), pd.unique(rates["system"]).tolist()
+    counts = case_counts(included, universes, systems)
+    cell = (pd.Index(universes).get_indexer(rates["universe_id"]) * len(systems)
+            + pd.Index(systems).get_indexer(rates["system"]))
+    rng = np.random.default_rng(seed)
+    noise_ss = np.zeros(len(observed))
+    boot_ss = []
+    noise_total = 0.0
+    chunk = max(1, min(resamples, 8_000_000 // max(len(y), 1)))
+    done = 0
+    while done < resamples:
+        size = min(chunk, resamples - done)
+        draw = counts.rates(counts.weights(rng, size))[cell]
+        draw = np.where(np.isfinite(draw), draw, y[:, None])
+        deviation = draw - y[:, None]
+        noise_ss += sums(deviation - deviation.mean(0)).sum(1)
+        noise_total += float(((deviation - deviation.mean(0)) ** 2).sum())
+        boot_ss.append(sums(draw - draw.mean(0)))
+        done += size
+    noise_ss /= resamples
+    boot = np.hstack(boot_ss)
+    tail = (1.0 - level) / 2.0
+    low = np.quantile(boot, tail, axis=1) - 2 * noise_ss
+    high = np.quantile(boot, 1.0 - tail, axis=1) - 2 * noise_ss
+    scale = total if total > 0 else np.nan
+    def entry(i: int) -> dict[str, float]:
+        return {"noise": float(noise_ss[i] / scale), "beyond_noise": float((observed[i] - noise_ss[i]) / scale),
+                "low": float(low[i] / scale), "high": float(high[i] / scale)}
+
+    return {
+        "method": "case bootstrap: cases resampled with replacement, the same draw in every universe",
+        "resamples": int(resamples), "level": level,
+        "noise_floor": noise_total / resamples / scale,
+        "terms": {name: entry(i) for i, name in enumerate(names)},
+        "combos": {name: entry(len(names) + j) for j, name in enumerate(combos)},
+    }

@@ -1,0 +1,84 @@
+"""Claims: concurrent runs on one store do not pay for the same unit twice.
+
+Before computing a unit a run may claim it: an exclusive-create
+``<key>.claim`` file beside the entry, naming the host, process and time.
+Another run that finds a live claim waits for the entry instead of calling
+the model. A claim whose process is gone (same host) or that is older than
+its lease is stale and may be taken over, so a killed run never blocks
+anyone for long. Claims are an economy, not a lock: correctness still rests
+on write-once entries (``multiverse.store``).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import time
+
+from .store import _NO_LINK_ERRNOS, _TMP_SUFFIX, _unlink_quietly
+
+__all__ = ["claim", "holder", "is_live", "release"]
+
+
+def claim(path: str, key: str, lease: float) -> bool:
+    """Claim the unit whose claim file is ``path``; False if someone else holds a live claim.
+
+    A stale claim is taken over. Two processes taking over the same stale
+    claim at the same moment may both proceed: the entry is still written once.
+    """
+    # The claim appears with its content in one step (a temp file hard-linked
+    # into place), so nobody ever reads a half-written claim as stale.
+    tmp = os.path.join(os.path.dirname(path), f".{key}.{os.getpid()}.{secrets.token_hex(4)}{_TMP_SUFFIX}")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(f"{socket.gethostname()} {os.getpid()} {time.time():.3f}\n")
+    try:
+        for _ in range(2):
+            try:
+                os.link(tmp, path)
+                return True
+            except FileExistsError:
+                if is_live(path, lease):
+                    return False
+                _unlink_quietly(path)  # stale: take it over (one of several takers wins the link)
+            except OSError as exc:
+                if exc.errno not in _NO_LINK_ERRNOS:
+                    raise
+                return True  # no hard links here: claims are only an economy, compute anyway
+        return False
+    finally:
+        _unlink_quietly(tmp)
+
+
+def release(path: str) -> None:
+    """Drop this process's claim; someone else's (taken over meanwhile) is left alone."""
+    found = holder(path)
+    if found is not None and found[:2] == (socket.gethostname(), os.getpid()):
+        _unlink_quietly(path)
+
+
+def is_live(path: str, lease: float) -> bool:
+    """Whether the claim at ``path`` is held by a live process within its lease."""
+    found = holder(path)
+    if found is None:
+        return False
+    host, pid, since = found
+    if time.time() - since > lease:
+        return False
+    if host == socket.gethostname() and pid != os.getpid():
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass  # alive, someone else's
+    return True
+
+
+def holder(path: str) -> tuple[str, int, float] | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            host, pid, since = fh.read().split()
+        return host, int(pid), float(since)
+    except (OSError, ValueError):
+        return None

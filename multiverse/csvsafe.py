@@ -1,0 +1,30 @@
+"""CSV cells a spreadsheet cannot run (CSV injection, OWASP).
+
+A spreadsheet treats a cell that starts with ``=``, ``+``, ``-``, ``@``, a tab
+or a carriage return as a formula. Every CSV multiverse writes (the run and
+import tables, ``expand --format csv``) prefixes such a text cell with a
+single quote; a cell that already starts with a quote gets one more, so that
+reading takes exactly one off and the text round-trips. Numbers are never
+prefixed: ``-0.5`` is a number, not a formula.
+"""
+
+from __future__ import annotations
+
+__all__ = ["FORMULA_START", "QUOTE", "safe_cell", "restore_cell"]
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+QUOTE = "'"
+
+
+def safe_cell(value):
+    """``value`` made inert if it is text a spreadsheet would run; anything else unchanged."""
+    if isinstance(value, str) and value[:1] in (*FORMULA_START, QUOTE):
+        return QUOTE + value
+    return value
+
+
+def restore_cell(value):
+    """The text ``safe_cell`` was given."""
+    if isinstance(value, str) and value[:1] == QUOTE:
+        return value[1:]
+    return value

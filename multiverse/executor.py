@@ -1,0 +1,266 @@
+"""Running one stage's work units: in threads here, or on a Dask cluster.
+
+Each result is stored the moment it exists, so a run that stops for any
+reason keeps every unit it finished. Locally, each unit is claimed in the
+store before it is computed: when another run on the same store holds the
+claim, this run waits for that entry instead of paying for the same call
+twice.
+
+Stopping (``multiverse.interrupt``): after the first SIGINT/SIGTERM no unit
+starts; units in flight get a grace period to finish and be stored; then the
+claims still held are released and :class:`~multiverse.interrupt.RunInterrupted`
+is raised. On a second signal (``KeyboardInterrupt``) the claims are released
+at once. Worker threads are daemons: a unit still in flight when the process
+exits is abandoned, never waited for.
+"""
+
+from __future__ import annotations
+
+import queue
+import sys
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+from . import interrupt
+from .interrupt import RunInterrupted
+from .store import Store
+
+__all__ = ["ELSEWHERE", "STAGE_NAMES", "DaskSession", "Executor"]
+
+#: store stage -> pipeline stage, in data-flow order
+STAGE_NAMES = {"case": "draft", "transcript": "rollout", "judgment": "judge"}
+
+_CLAIMED = "claimed by another run"
+ELSEWHERE = "computed by another run"
+_NOT_STARTED = "not started: the run was interrupted"
+_POLL = 0.1
+
+
+class Executor:
+    """Runs one stage's units and stores each result the moment it exists.
+
+    ``attempt(stage, unit, upstream, client, budget_hit) -> (record, failure)``
+    computes one unit; ``remote`` is the function a Dask worker runs for one
+    unit (``(stage, unit, upstream, store_root, jobs) -> (key, failure)``).
+    ``local`` uses daemon threads in this process; ``dask`` sends each unit to
+    a Dask cluster whose workers share the store directory and store what they
+    compute themselves, so a worker that dies loses only its call in flight.
+    """
+
+    def __init__(self, store: Store, client, *, jobs: int, progress: bool, attempt: Callable, remote: Callable | None = None,
+                 backend: str = "local", dask_client=None, grace: float | None = None):
+        self.store, self.client, self.jobs, self.progress = store, client, max(1, jobs), progress
+        self.attempt, self.remote = attempt, remote
+        self.backend, self.dask_client = backend, dask_client
+        self.grace = interrupt.GRACE if grace is None else grace
+        self.failures: dict[str, dict[str, str]] = defaultdict(dict)
+        self.computed: dict[str, set[str]] = defaultdict(set)
+        self.budget_hit = threading.Event()
+        # (stage, key) of the claims this run holds; the lock makes "not stopping,
+        # so claim" one step, so nothing is claimed after the claims are released.
+        self._held: set[tuple[str, str]] = set()
+        self._claims = threading.Lock()
+        self._threads: list[threading.Thread] = []
+
+    def run(self, stage: str, units: list, upstream: Callable[[Any], Any] = lambda unit: None) -> None:
+        if not units:
+            return
+        interrupt.check()
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(units), desc=f"{STAGE_NAMES[stage]:>8}", unit="unit", disable=not self.progress, file=sys.stderr)
+        results = self._dask(stage, units, upstream) if self.backend == "dask" else self._local(stage, units, upstream)
+        try:
+            for key, failure in results:
+                if failure is None:
+                    self.computed[stage].add(key)
+                elif failure is not ELSEWHERE:
+                    self.failures[stage][key] = failure
+                bar.update(1)
+        finally:
+            results.close()
+            # Threads still in a call stop at their next one, even once the stop flag is cleared.
+            interrupt.cancel(self._threads)
+            self.release_all()
+            bar.close()
+
+    def release_all(self) -> None:
+        """Release every claim this run still holds (on the way out of an interrupted stage)."""
+        with interrupt.signals_held():
+            while True:
+                with self._claims:
+                    if not self._held:
+                        return
+                    stage, key = self._held.pop()
+                self.store.release(stage, key)
+
+    # -- local -------------------------------------------------------------------
+
+    def _one(self, stage: str, unit, upstream) -> tuple[Any, str | None]:
+        with self._claims:
+            if interrupt.requested():
+                return unit, _NOT_STARTED
+            if not self.store.claim(stage, unit.key):
+                return unit, _CLAIMED
+            self._held.add((stage, unit.key))
+        try:
+            if self.store.has(stage, unit.key):  # stored between our look-up and our claim
+                return unit, ELSEWHERE
+            record, failure = self.attempt(stage, unit, upstream(unit), self.client, self.budget_hit)
+            if record is not None:
+                self.store.put(stage, unit.key, record)
+            return unit, failure
+        except RunInterrupted:
+            return unit, _NOT_STARTED  # stopped between two calls of the unit: nothing half-done is stored
+        finally:
+            with self._claims:
+                held = (stage, unit.key) in self._held
+                self._held.discard((stage, unit.key))
+            if held:
+                self.store.release(stage, unit.key)
+
+    def _local(self, stage: str, units: list, upstream):
+        pending = list(units)
+        while pending:
+            waiting = []
+            for unit, failure in self._pool(stage, pending, upstream):
+                if failure is _CLAIMED:
+                    waiting.append(unit)
+                else:
+                    yield unit.key, failure
+            # Another run is computing these: wait for its entries rather than pay twice.
+            pending = []
+            while waiting:
+                interrupt.sleep(0.2)
+                still = []
+                for unit in waiting:
+                    if self.store.has(stage, unit.key):
+                        yield unit.key, ELSEWHERE
+                    elif self.store.claimed(stage, unit.key):
+                        still.append(unit)
+                    else:
+                        pending.append(unit)  # it gave up or died: compute it ourselves
+                waiting = still
+
+    def _pool(self, stage: str, units: list, upstream):
+        """(unit, failure) per unit as each finishes, from ``jobs`` daemon threads."""
+        todo: queue.SimpleQueue = queue.SimpleQueue()
+        for unit in units:
+            todo.put(unit)
+        done: queue.SimpleQueue = queue.SimpleQueue()
+
+        def work() -> None:
+            try:
+                while not interrupt.requested():
+                    try:
+                        unit = todo.get_nowait()
+                    except queue.Empty:
+                        return
+                    try:
+                        done.put(self._one(stage, unit, upstream))
+                    except BaseException as exc:  # a bug: hand it to the main thread
+                        done.put((unit, exc))
+                        return
+            finally:
+                interrupt.forget(threading.current_thread())
+
+        threads = [threading.Thread(target=work, name=f"mv-{stage}-{i}", daemon=True)
+                   for i in range(min(self.jobs, len(units)))]
+        self._threads = threads
+        for thread in threads:
+            thread.start()
+        received = 0
+        while received < len(units) and not interrupt.requested():
+            try:
+                unit, failure = done.get(timeout=_POLL)
+            except queue.Empty:
+                if not any(t.is_alive() for t in threads) and done.empty():
+                    break
+                continue
+            received += 1
+            if isinstance(failure, BaseException):
+                raise failure
+            if failure is not _NOT_STARTED:
+                yield unit, failure
+        if not interrupt.requested():
+            return
+        # Stopped: no unit starts any more; give the ones in flight a grace to be stored.
+        deadline = time.monotonic() + self.grace
+        while any(t.is_alive() for t in threads) and time.monotonic() < deadline:
+            try:
+                unit, failure = done.get(timeout=_POLL)
+            except queue.Empty:
+                continue
+            if not isinstance(failure, BaseException) and failure not in (_NOT_STARTED, _CLAIMED):
+                yield unit, failure
+        in_flight = sum(t.is_alive() for t in threads)
+        self.release_all()
+        raise RunInterrupted(f"{STAGE_NAMES[stage]} stopped, {in_flight} unit(s) still in flight abandoned")
+
+    # -- dask --------------------------------------------------------------------
+
+    def _dask(self, stage: str, units: list, upstream):
+        """Units go out in a window, so a stop leaves little queued; queued ones are cancelled."""
+        from distributed import wait
+
+        root = str(self.store.root)
+        todo = list(reversed(units))
+        window = max(64, 8 * self.jobs)
+        futures: set = set()
+        try:
+            while todo or futures:
+                while todo and len(futures) < window and not interrupt.requested():
+                    unit = todo.pop()
+                    futures.add(self.dask_client.submit(self.remote, stage, unit, upstream(unit), root, self.jobs, pure=False))
+                if interrupt.requested():
+                    raise RunInterrupted(f"{STAGE_NAMES[stage]} stopped, {len(futures)} unit(s) cancelled or abandoned")
+                try:
+                    finished = wait(futures, timeout=_POLL * 5, return_when="FIRST_COMPLETED").done
+                except TimeoutError:
+                    continue
+                futures -= finished
+                for future in finished:
+                    yield future.result()
+        finally:
+            if futures:
+                # Units already running on a worker finish there and are stored by it.
+                self.dask_client.cancel(list(futures))
+
+
+class DaskSession:
+    """A Dask client for the run (None for the local backend); closes what it opened."""
+
+    def __init__(self, backend: str, scheduler: Any, jobs: int):
+        self.backend, self.scheduler, self.jobs = backend, scheduler, jobs
+        self.client = self.cluster = None
+
+    def __enter__(self):
+        from .errors import InputError
+
+        if self.backend != "dask":
+            return None
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise InputError("--backend dask: dask.distributed is not installed; pip install 'multiverse[dask]'") from None
+        if self.scheduler is not None and not isinstance(self.scheduler, str):
+            return self.scheduler  # the caller's own distributed.Client
+        if self.scheduler is None:
+            self.cluster = LocalCluster(n_workers=2, threads_per_worker=self.jobs, processes=True, dashboard_address=None)
+            self.client = Client(self.cluster)
+        else:
+            try:
+                self.client = Client(self.scheduler, timeout="20s")
+            except (OSError, TimeoutError) as exc:
+                raise InputError(f"--scheduler: cannot reach a Dask scheduler at {self.scheduler} ({exc})") from None
+        return self.client
+
+    def __exit__(self, *exc):
+        if self.client is not None:
+            self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+        return False

@@ -1,0 +1,113 @@
+"""The shape of the records a run keeps in the store, checked on every read.
+
+A store directory is shared and outlives the code that wrote it: an entry may
+have been hand-edited, written by another version, or planted. The pipeline
+indexes records without defensive ``.get`` chains, so a record that parses as
+JSON but lacks a field (``{}``) or carries the wrong type would crash every
+rerun. Each check here answers ``None`` for a record the pipeline can use, or
+one line saying what is wrong; the store quarantines the entry and the unit
+is computed again.
+
+Only what the readers rely on is checked: the fields they index and the types
+they compute with. Extra fields are fine (later versions may add some).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from numbers import Real
+from typing import Any
+
+__all__ = ["SHAPES", "problem"]
+
+
+def _provenance(record: Mapping) -> str | None:
+    provenance = record.get("provenance")
+    if provenance is None:
+        return None
+    if not isinstance(provenance, Mapping):
+        return "provenance: expected an object"
+    if not _number(provenance.get("calls", 0)) or not _number(provenance.get("cost", 0.0) or 0.0):
+        return "provenance: expected numeric calls and cost"
+    usage = provenance.get("usage", {})
+    if not isinstance(usage, Mapping) or not all(v is None or _number(v) for v in usage.values()):
+        return "provenance.usage: expected an object of token counts"
+    models = provenance.get("model_reported", [])
+    if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
+        return "provenance.model_reported: expected a list of model names"
+    return None
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, Real) and not isinstance(value, bool)
+
+
+def _status(record: Mapping) -> str | None:
+    if not isinstance(record.get("status"), str):
+        return "status: expected a string"
+    if not isinstance(record.get("reason", ""), str):
+        return "reason: expected a string"
+    return None
+
+
+def _case(record: Mapping) -> str | None:
+    if not isinstance(record.get("case"), Mapping):
+        return "case: expected an object"
+    if not isinstance(record.get("cell", {}), Mapping):
+        return "cell: expected an object"
+    return None
+
+
+def _transcript(record: Mapping) -> str | None:
+    turns = record.get("turns")
+    if not isinstance(turns, list):
+        return "turns: expected a list"
+    for i, turn in enumerate(turns):
+        if not isinstance(turn, Mapping) or not isinstance(turn.get("role"), str):
+            return f"turns[{i}]: expected an object with a role"
+    return None
+
+
+def _judgment(record: Mapping) -> str | None:
+    criteria = record.get("criteria")
+    if not isinstance(criteria, list):
+        return "criteria: expected a list"
+    for i, row in enumerate(criteria):
+        if not isinstance(row, Mapping) or not isinstance(row.get("criterion"), str):
+            return f"criteria[{i}]: expected an object with a criterion id"
+        if not all(isinstance(row.get(f), bool) for f in ("permissible", "applicable")):
+            return f"criteria[{i}]: expected boolean permissible and applicable"
+        if row.get("compliant") is not None and not isinstance(row.get("compliant"), bool):
+            return f"criteria[{i}].compliant: expected true, false or null"
+        if not isinstance(row.get("rationale", ""), str):
+            return f"criteria[{i}].rationale: expected a string"
+    return None
+
+
+def _checks(*parts: Callable[[Mapping], str | None]) -> Callable[[Any], str | None]:
+    def check(record: Any) -> str | None:
+        if not isinstance(record, Mapping):
+            return f"expected a JSON object, got {type(record).__name__}"
+        for part in (_status, *parts, _provenance):
+            found = part(record)
+            if found:
+                return found
+        return None
+
+    return check
+
+
+#: store stage -> check(record) -> None or what is wrong
+SHAPES: dict[str, Callable[[Any], str | None]] = {
+    "case": _checks(_case),
+    "transcript": _checks(_transcript),
+    "judgment": _checks(_judgment),
+}
+
+
+def problem(stage: str, record: Any) -> str | None:
+    """What is wrong with ``record`` as an entry of ``stage`` (``None``: usable)."""
+    check = SHAPES.get(stage)
+    if check is None:
+        return None if isinstance(record, Mapping) else f"expected a JSON object, got {type(record).__name__}"
+    return check(record)

@@ -1,0 +1,153 @@
+"""Calibration of the joint tests and coverage of the rate intervals, by simulation.
+
+Not collected by pytest (no test functions); the suite's fast checks of the
+same properties are in tests/test_calibration.py. Run:
+
+    python tests/bench/bench_calibration.py                 # markdown tables
+    python tests/bench/bench_calibration.py --json          # one JSON document
+    python tests/bench/bench_calibration.py --draws 200 --sims 500   # quicker, noisier
+
+Joint tests: under a true null (every universe's rate = t, 8 universes sharing
+cases, intra-case correlation 0.3 from a Beta case effect), the share of
+``--draws`` simulated multiverses where each statistic has p <= 0.05, for
+t in {0.02, 0.05, 0.10, 0.30, 0.50, 0.90, 0.98} and n in {30, 36, 100} cases;
+then the sign-flip difference test (two systems, same rate), the rate test
+with 3 replicates per case, and power (true 0.30 against t = 0.10).
+
+Intervals: share of ``--sims`` data sets whose interval holds the true rate,
+for the overall rate and for 6-case subgroups, per CI method, true rate p,
+cases n, replicates and intra-case correlation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from test_calibration import audit_world, verdict_table  # noqa: E402
+
+from multiverse.analysis.inference import (  # noqa: E402
+    STATISTICS,
+    joint_difference_test,
+    joint_rate_test,
+)
+from multiverse.stages.score import CI_METHODS, compute_rates  # noqa: E402
+
+RATES = (0.02, 0.05, 0.10, 0.30, 0.50, 0.90, 0.98)
+CASES = (30, 36, 100)
+
+
+def rejection_rates(make, test, draws: int, seed: int) -> list[float]:
+    rng = np.random.default_rng(seed)
+    hits = np.zeros(len(STATISTICS))
+    for draw in range(draws):
+        result = test(make(rng), draw)
+        hits += [result.p[name] <= 0.05 for name in STATISTICS]
+    return (hits / draws).round(3).tolist()
+
+
+def calibration(draws: int, boot: int) -> list[dict]:
+    rows = []
+    for n_cases in CASES:
+        for t in RATES:
+            rows.append({"test": "rate", "t": t, "cases": n_cases, "replicates": 1, "truth": t, **dict(zip(
+                STATISTICS, rejection_rates(
+                    lambda rng, t=t, n=n_cases: audit_world(rng, t, n_cases=n),
+                    lambda m, draw, t=t: joint_rate_test(m, system="s0", threshold=t, boot=boot, seed=draw),
+                    draws, seed=int(1000 * t) + n_cases)))})
+    for t in (0.05, 0.10, 0.30):
+        rows.append({"test": "rate", "t": t, "cases": 36, "replicates": 3, "truth": t, **dict(zip(
+            STATISTICS, rejection_rates(
+                lambda rng, t=t: audit_world(rng, t, replicates=3),
+                lambda m, draw, t=t: joint_rate_test(m, system="s0", threshold=t, boot=boot, seed=draw),
+                draws, seed=7)))})
+    for t in (0.02, 0.05, 0.30, 0.50):
+        rows.append({"test": "difference", "t": t, "cases": 36, "replicates": 1, "truth": t, **dict(zip(
+            STATISTICS, rejection_rates(
+                lambda rng, t=t: audit_world(rng, t, n_systems=2),
+                lambda m, draw: joint_difference_test(m, a="s0", b="s1", boot=boot, seed=draw),
+                draws, seed=11)))})
+    for n_cases in (30, 36):
+        rows.append({"test": "rate (power)", "t": 0.10, "cases": n_cases, "replicates": 1, "truth": 0.30,
+                     **dict(zip(STATISTICS, rejection_rates(
+                         lambda rng, n=n_cases: audit_world(rng, 0.30, n_cases=n),
+                         lambda m, draw: joint_rate_test(m, system="s0", threshold=0.10, boot=boot, seed=draw),
+                         draws, seed=3)))})
+    return rows
+
+
+def coverage(sims: int, n_boot: int) -> list[dict]:
+    rows = []
+    for ci in CI_METHODS:
+        for n_cases in (36, 100):
+            for replicates, icc in ((1, 0.3), (3, 0.0), (3, 0.3)):
+                for p in (0.02, 0.05, 0.10, 0.30, 0.50):
+                    rng = np.random.default_rng(int(p * 1000) + n_cases + replicates)
+                    v = verdict_table(rng, p, n_cases=n_cases, replicates=replicates, icc=icc, sims=sims)
+                    rates = compute_rates(v, axes=[], factors=["group"], ci=ci, n_boot=n_boot, seed=1)
+                    covered = (rates["ci_low"] <= p + 1e-12) & (p - 1e-12 <= rates["ci_high"])
+                    overall = (rates["subgroup"] == "all").to_numpy()
+                    width = (rates["ci_high"] - rates["ci_low"]).to_numpy()
+                    rows.append({"ci": ci, "p": p, "cases": n_cases, "replicates": replicates, "icc": icc,
+                                 "coverage": round(float(covered[overall].mean()), 3),
+                                 "coverage_subgroups": round(float(covered[~overall].mean()), 3),
+                                 "subgroup_cases": n_cases // 6,
+                                 "points": int((width <= 0).sum())})
+    return rows
+
+
+def markdown(document: dict) -> str:
+    out = [f"Command: `{document['command']}`, {document['date']}.", ""]
+    out += [f"False-positive rate at alpha = 0.05 ({document['draws']} simulated multiverses per row, B = "
+            f"{document['boot']}; 8 universes sharing cases, intra-case correlation 0.3; Monte Carlo SE about "
+            f"{np.sqrt(0.05 * 0.95 / document['draws']):.3f}). \"power\" rows: true rate 0.30 against t = 0.10.", ""]
+    out += ["| test | t | cases | replicates | median effect | n significant | Stouffer Z |",
+            "|---|---|---|---|---|---|---|"]
+    for r in document["calibration"]:
+        out.append(f"| {r['test']} | {r['t']:g} | {r['cases']} | {r['replicates']} | {r['median_effect']:.3f} | "
+                   f"{r['n_significant']:.3f} | {r['stouffer_z']:.3f} |")
+    out += ["", f"Coverage at nominal 0.95 ({document['sims']} data sets per row; subgroups: 6 of them per data "
+            "set, each with a sixth of the cases; points = intervals of zero width).", ""]
+    out += ["| ci | p | cases | replicates | ICC | coverage | coverage, subgroups (cases) | points |",
+            "|---|---|---|---|---|---|---|---|"]
+    for r in document["coverage"]:
+        out.append(f"| {r['ci']} | {r['p']:g} | {r['cases']} | {r['replicates']} | {r['icc']:g} | "
+                   f"{r['coverage']:.3f} | {r['coverage_subgroups']:.3f} ({r['subgroup_cases']}) | {r['points']} |")
+    out += ["", f"({document['seconds']:.0f} s)"]
+    return "\n".join(out)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--draws", type=int, default=400, help="simulated multiverses per calibration row")
+    parser.add_argument("--boot", type=int, default=199, help="null draws per joint test")
+    parser.add_argument("--sims", type=int, default=1000, help="data sets per coverage row")
+    parser.add_argument("--n-boot", type=int, default=400, help="case-bootstrap replicates per interval")
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    args = parser.parse_args()
+    started = time.time()
+    document = {
+        "command": "python tests/bench/bench_calibration.py " + " ".join(sys.argv[1:]),
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "draws": args.draws, "boot": args.boot, "sims": args.sims, "n_boot": args.n_boot,
+        "binomial_bound_0.06": float(stats.binom.ppf(0.999, args.draws, 0.06) / args.draws),
+        "calibration": calibration(args.draws, args.boot),
+        "coverage": coverage(args.sims, args.n_boot),
+    }
+    document["seconds"] = round(time.time() - started, 1)
+    print(json.dumps(document, indent=2) if args.json else markdown(document))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,397 @@
+"""The store defends itself: whatever sits in place of an entry, a run neither
+crashes nor hangs nor trusts it; gc never deletes a live run's work; a store
+that is unusable or vanishes is one clear line, never false failure rows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import CountingClient, tiny_spec_document
+
+from multiverse.errors import InputError, StoreError
+from multiverse.lease import Lease, live_leases
+from multiverse.pipeline import run
+from multiverse.records import SHAPES
+from multiverse.spec import load_spec
+from multiverse.store import (
+    MAX_ENTRY_BYTES,
+    CorruptEntryWarning,
+    Store,
+    check_store_path,
+)
+
+sys.path.insert(0, str(Path(__file__).parent))
+from audit_server import audit_responder, fake_spec_document
+from fakeserver import FakeServer
+
+REPO = Path(__file__).resolve().parents[1]
+GOOD_TRANSCRIPT = {"status": "ok", "reason": "", "turns": [{"role": "user", "content": "hi"},
+                                                           {"role": "assistant", "content": "hello"}]}
+
+# Valid JSON of the wrong shape, per stage: each crashed or misled a rerun before.
+WRONG_SHAPES = {
+    "transcript": [{}, [], "text", 3, None, {"status": "ok"}, {"status": "ok", "turns": "not a list"},
+                   {"status": 1, "turns": []}, {"status": "ok", "turns": [1, 2]},
+                   {"status": "ok", "turns": [], "provenance": {"calls": "many"}},
+                   {"status": "ok", "turns": [], "provenance": {"usage": {"prompt_tokens": "x"}}},
+                   {"status": "ok", "turns": [], "provenance": {"model_reported": "not-a-list"}},
+                   {"status": "ok", "turns": [], "reason": ["x"]}],
+    "judgment": [{}, {"status": "ok"}, {"status": "ok", "criteria": {}},
+                 {"status": "ok", "criteria": [{"criterion": "c1"}]},
+                 {"status": "ok", "criteria": [{"criterion": "c1", "permissible": "no", "applicable": True}]},
+                 {"status": "ok", "criteria": [{"criterion": "c1", "permissible": False, "applicable": True,
+                                                "compliant": "yes", "rationale": ""}]}],
+    "case": [{}, {"status": "ok", "case": "a prompt"}, {"status": "ok", "case": {}, "cell": []}],
+}
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return Store(tmp_path / "store", shapes=SHAPES).open()
+
+
+def entry(store: Store, stage: str, key: str) -> Path:
+    return store.root / stage / key[:2] / f"{key}.json"
+
+
+def quarantined(store: Store, stage: str) -> list[Path]:
+    return sorted((store.root / "quarantine" / stage).glob("*"))
+
+
+def read_fast(store: Store, stage: str, key: str) -> dict | None:
+    """``store.get`` in a thread, failing the test if it blocks (FIFO, /dev/zero)."""
+    result: list = []
+    thread = threading.Thread(target=lambda: result.append(store.get(stage, key)), daemon=True)
+    thread.start()
+    thread.join(timeout=10)
+    assert not thread.is_alive(), "reading the entry blocked"
+    return result[0]
+
+
+# -- what sits in place of an entry ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("stage,record", [(s, r) for s, records in WRONG_SHAPES.items() for r in records])
+def test_a_record_of_the_wrong_shape_is_quarantined_and_redone(store, stage, record):
+    path = entry(store, stage, "ab01")
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(record))
+    with pytest.warns(CorruptEntryWarning, match="ab01"):
+        assert store.get(stage, "ab01") is None
+    assert not path.exists() and len(quarantined(store, stage)) == 1
+    assert store.quarantined == 1 and store.stats()["corrupt_files"] == 1
+
+
+@pytest.mark.parametrize("plant", ["folder", "symlink_dev_zero", "symlink_to_good_entry", "dangling_symlink",
+                                   "fifo", "huge", "deep_nesting", "invalid_utf8", "unreadable"])
+def test_anything_but_a_small_regular_file_is_quarantined_without_being_read(store, tmp_path, plant):
+    path = entry(store, "transcript", "cd02")
+    path.parent.mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text(json.dumps(GOOD_TRANSCRIPT))
+    if plant == "folder":
+        path.mkdir()
+        (path / "inside").write_text("x")
+    elif plant == "symlink_dev_zero":
+        path.symlink_to("/dev/zero")
+    elif plant == "symlink_to_good_entry":
+        path.symlink_to(elsewhere)  # a valid record, but reached through a link: not trusted
+    elif plant == "dangling_symlink":
+        path.symlink_to(tmp_path / "nowhere.json")
+    elif plant == "fifo":
+        os.mkfifo(path)
+    elif plant == "huge":
+        with open(path, "wb") as fh:
+            fh.truncate(MAX_ENTRY_BYTES + 1)  # sparse: costs no disk
+    elif plant == "deep_nesting":
+        path.write_text("[" * 100_000 + "]" * 100_000)
+    elif plant == "invalid_utf8":
+        path.write_bytes(b'{"status": "ok", "turns": [], "reason": "\xff\xfe"}')
+    elif plant == "unreadable":
+        if os.geteuid() == 0:
+            pytest.skip("root reads any file")
+        path.write_text(json.dumps(GOOD_TRANSCRIPT))
+        path.chmod(0)
+    with pytest.warns(CorruptEntryWarning):
+        assert read_fast(store, "transcript", "cd02") is None
+    assert not os.path.lexists(path)
+    assert len(quarantined(store, "transcript")) == 1
+    assert elsewhere.read_text() == json.dumps(GOOD_TRANSCRIPT)  # the link's target is untouched
+    assert not store.has("transcript", "cd02")
+    # The unit is redone and stored in its place.
+    assert store.put("transcript", "cd02", GOOD_TRANSCRIPT) is True
+    assert store.get("transcript", "cd02")["turns"] == GOOD_TRANSCRIPT["turns"]
+    # stats and gc walk past the quarantine without following anything
+    assert store.stats()["stages"]["transcript"]["entries"] == 1
+    assert store.gc(None)["corrupt_files"] == 1 and quarantined(store, "transcript") == []
+
+
+@pytest.mark.parametrize("plant", ["folder", "symlink", "fifo"])
+def test_put_moves_a_non_file_out_of_the_way_instead_of_losing_the_record(store, plant):
+    path = entry(store, "transcript", "ef03")
+    path.parent.mkdir(parents=True)
+    {"folder": path.mkdir, "symlink": lambda: path.symlink_to("/dev/zero"), "fifo": lambda: os.mkfifo(path)}[plant]()
+    with pytest.warns(CorruptEntryWarning):
+        assert store.put("transcript", "ef03", GOOD_TRANSCRIPT) is True
+    assert path.is_file() and not path.is_symlink()
+    assert store.get("transcript", "ef03")["status"] == "ok"
+
+
+def test_a_run_over_a_sabotaged_store_recomputes_exactly_the_bad_units(tmp_path, write_spec):
+    spec = load_spec(write_spec(tiny_spec_document()))
+    first = run(spec, store=tmp_path / "store", out=tmp_path / "first", client=CountingClient(jobs=4), progress=False)
+    root = tmp_path / "store"
+    transcripts = sorted(root.glob("transcript/*/*.json"))
+    judgments = sorted(root.glob("judgment/*/*.json"))
+    transcripts[0].write_text("{}")
+    transcripts[1].unlink()
+    transcripts[1].symlink_to("/dev/zero")
+    judgments[0].write_text(json.dumps({"status": "ok", "criteria": "wrong"}))
+    judgments[1].unlink()
+    judgments[1].mkdir()
+
+    client = CountingClient(jobs=4)
+    with pytest.warns(CorruptEntryWarning):
+        again = run(spec, store=root, out=tmp_path / "again", client=client, progress=False)
+    keys = ["universe_id", "system", "case_id", "replicate"]
+    pd.testing.assert_frame_equal(first.verdicts.sort_values(keys).reset_index(drop=True),
+                                  again.verdicts.sort_values(keys).reset_index(drop=True))
+    assert len(list((root / "quarantine").rglob("*.json.*"))) == 4
+    # Two transcripts redone (with their judgments, whose keys depend on them) and two judgments.
+    assert again.manifest["stages"]["rollout"]["computed"] > 0
+    assert 0 < client.total < sum(first.manifest["stages"][s]["computed"] for s in ("draft", "rollout", "judge"))
+
+
+# -- gc and live runs ----------------------------------------------------------------------------
+
+
+def test_gc_keeps_what_a_live_run_wrote_and_drops_it_once_the_run_is_gone(tmp_path):
+    store = Store(tmp_path / "store")
+    old = time.time() - 3 * 3600
+    store.put("transcript", "aa00", GOOD_TRANSCRIPT)
+    os.utime(entry(store, "transcript", "aa00"), (old, old))
+    with Lease(store.root) as lease:
+        lease.started = time.time()
+        time.sleep(0.01)
+        store.put("transcript", "bb00", GOOD_TRANSCRIPT)
+        # Even when asked to keep nothing, with no grace for fresh entries:
+        report = store.gc({"transcript": set()}, fresh=0)
+        assert report["live_runs"] == 1 and report["kept_recent"] == 1 and report["removed"] == 1
+        assert store.has("transcript", "bb00") and not store.has("transcript", "aa00")
+        assert len(live_leases(store.root)) == 1
+    assert live_leases(store.root) == []
+    assert store.gc({"transcript": set()}, fresh=0)["removed"] == 1
+
+
+def test_gc_keeps_entries_younger_than_its_grace_even_without_a_lease(tmp_path):
+    store = Store(tmp_path / "store")
+    store.put("judgment", "cc00", {"status": "ok", "criteria": []})
+    assert store.gc({"judgment": set()})["removed"] == 0
+    assert store.gc({"judgment": set()}, fresh=0)["removed"] == 1
+
+
+def test_a_dead_runs_lease_protects_nothing_and_is_removed(tmp_path):
+    store = Store(tmp_path / "store").open()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
+    folder = store.root / "leases"
+    folder.mkdir()
+    import socket
+
+    (folder / "x.1.json").write_text(json.dumps({"host": socket.gethostname(), "pid": int(dead.stdout),
+                                                 "started": time.time() - 7200}))
+    assert live_leases(store.root) == []
+    store.gc({}, fresh=0)
+    assert list(folder.iterdir()) == []
+
+
+def cli(args, cwd, env=None, **kwargs):
+    environment = {k: v for k, v in os.environ.items() if k != "MULTIVERSE_STORE"}
+    environment["PYTHONPATH"] = str(REPO)
+    environment.update(env or {})
+    return subprocess.Popen([sys.executable, "-m", "multiverse.cli", *map(str, args)], cwd=cwd, env=environment,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def test_store_gc_mid_run_deletes_nothing_the_run_needs(tmp_path):
+    with FakeServer(responder=audit_responder, latency=0.05) as server:
+        live = tmp_path / "live.yaml"
+        live.write_text(yaml.safe_dump(fake_spec_document(server.url, name="live"), sort_keys=False))
+        other = tmp_path / "other.yaml"  # shares nothing with the live run's grid
+        other.write_text(yaml.safe_dump(fake_spec_document(server.url, name="other", judges=("c",),
+                                                           max_turns=1), sort_keys=False))
+        store = tmp_path / "store"
+        child = cli(["run", live, "--store", store, "--out", tmp_path / "run", "--quiet", "--jobs", "2"], tmp_path)
+        deadline = time.monotonic() + 120
+        while len(list(store.glob("transcript/*/*.json"))) < 3:
+            assert child.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        gc = cli(["store", "gc", other, "--store", store], tmp_path)
+        gc_out, gc_err = gc.communicate(timeout=120)
+        _, stderr = child.communicate(timeout=180)
+    assert gc.returncode == 0, gc_err
+    assert "removed 0 entries" in gc_out and "1 live runs" in gc_out
+    assert child.returncode == 0, stderr
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["statuses"]["rollout_failed"] == 0 and manifest["statuses"]["judge_failed"] == 0
+
+
+def test_a_store_deleted_mid_run_is_one_clear_error_not_failure_rows(tmp_path):
+    with FakeServer(responder=audit_responder, latency=0.05) as server:
+        spec = tmp_path / "gone.yaml"
+        spec.write_text(yaml.safe_dump(fake_spec_document(server.url, name="gone"), sort_keys=False))
+        store = tmp_path / "store"
+        child = cli(["run", spec, "--store", store, "--out", tmp_path / "run", "--quiet", "--jobs", "2"], tmp_path)
+        deadline = time.monotonic() + 120
+        while len(list(store.glob("transcript/*/*.json"))) < 2:
+            assert child.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        shutil.rmtree(store)
+        _, stderr = child.communicate(timeout=120)
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert child.returncode == 1, stderr
+    assert len(lines) == 1 and "Traceback" not in stderr
+    assert str(store) in lines[0] and "deleted" in lines[0]
+    assert not (tmp_path / "run" / "verdicts.csv").exists()  # no table of false failures
+
+
+def test_entries_lost_after_a_stage_stop_the_run_instead_of_becoming_failures(tmp_path, write_spec, monkeypatch):
+    from multiverse import executor as executor_module
+
+    spec = load_spec(write_spec(tiny_spec_document()))
+    real_run = executor_module.Executor.run
+
+    def run_then_lose(self, stage, units, upstream=lambda unit: None):
+        real_run(self, stage, units, upstream)
+        if stage == "transcript":  # someone deletes one fresh entry behind the run's back
+            next(iter(self.store.root.glob("transcript/*/*.json"))).unlink()
+
+    monkeypatch.setattr(executor_module.Executor, "run", run_then_lose)
+    with pytest.raises(StoreError, match="1 transcript entries this run wrote have disappeared"):
+        run(spec, store=tmp_path / "store", out=tmp_path / "run", progress=False)
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_vanished_store_is_not_silently_recreated(tmp_path):
+    store = Store(tmp_path / "store").open()
+    store.put("case", "aa11", {"status": "ok", "case": {}})
+    shutil.rmtree(store.root)
+    with pytest.raises(StoreError, match="deleted while in use"):
+        store.put("case", "bb22", {"status": "ok", "case": {}})
+    with pytest.raises(StoreError):
+        store.get_many("case", ["aa11"])
+    assert not store.root.exists()
+
+
+# -- an unusable --store, before any call ------------------------------------------------------------
+
+
+def bad_store(tmp_path: Path, kind: str) -> tuple[Path, Path]:
+    """(store, out) for each kind of unusable store."""
+    out = tmp_path / "run"
+    if kind == "file":
+        (tmp_path / "afile").write_text("x")
+        return tmp_path / "afile", out
+    if kind == "under_a_file":
+        (tmp_path / "afile").write_text("x")
+        return tmp_path / "afile" / "store", out
+    if kind == "dangling_symlink":
+        (tmp_path / "link").symlink_to(tmp_path / "nowhere")
+        return tmp_path / "link", out
+    if kind == "inside_the_run_dir":
+        return out / "store", out
+    if kind == "holding_the_run_dir":
+        return tmp_path / "store", tmp_path / "store" / "run"
+    if kind == "same_as_the_run_dir":
+        return out, out
+    if kind == "read_only":
+        (tmp_path / "ro").mkdir()
+        (tmp_path / "ro").chmod(0o555)
+        return tmp_path / "ro" / "store", out
+    raise AssertionError(kind)
+
+
+KINDS = ["file", "under_a_file", "dangling_symlink", "inside_the_run_dir", "holding_the_run_dir",
+         "same_as_the_run_dir", "read_only"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_unusable_store_is_refused_before_any_call(tmp_path, write_spec, kind):
+    if kind == "read_only" and os.geteuid() == 0:
+        pytest.skip("root may write anywhere")
+    store, out = bad_store(tmp_path, kind)
+    spec = load_spec(write_spec(tiny_spec_document()))
+    client = CountingClient(jobs=2)
+    with pytest.raises(InputError, match=f"store {store}") as raised:
+        run(spec, store=store, out=out, client=client, progress=False)
+    assert "\n" not in str(raised.value) and "expected" in str(raised.value)
+    assert client.total == 0
+    assert not (out / "manifest.json").exists()
+
+
+@pytest.mark.parametrize("kind", ["file", "inside_the_run_dir", "dangling_symlink"])
+def test_the_cli_says_one_line_and_exits_2_for_an_unusable_store(tmp_path, write_spec, kind):
+    store, out = bad_store(tmp_path, kind)
+    spec = write_spec(tiny_spec_document())
+    done = cli(["run", spec, "--store", store, "--out", out, "--quiet"], tmp_path)
+    _, stderr = done.communicate(timeout=120)
+    assert done.returncode == 2, stderr
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and str(store) in lines[0] and "Traceback" not in stderr
+    assert not (out / "verdicts.csv").exists()
+
+
+def test_a_read_only_store_directory_is_refused(tmp_path):
+    if os.geteuid() == 0:
+        pytest.skip("root may write anywhere")
+    (tmp_path / "store" / "transcript").mkdir(parents=True)
+    (tmp_path / "store" / "transcript").chmod(0o555)
+    with pytest.raises(InputError, match="not writable"):
+        check_store_path(tmp_path / "store")
+
+
+def test_a_killed_runs_lease_stops_protecting_once_its_process_is_gone(tmp_path):
+    """kill -9 leaves a lease file behind; it is stale as soon as its process is gone."""
+    store = tmp_path / "store"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from multiverse.lease import Lease\n"
+                               "with Lease(sys.argv[1]):\n    print('held', flush=True); time.sleep(60)", str(store)],
+                              env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    assert len(live_leases(store)) == 1
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    assert len(list((store / "leases").glob("*.json"))) == 1  # left behind
+    assert live_leases(store) == []
+    Store(store).gc(None)
+    assert list((store / "leases").iterdir()) == []
+
+
+def test_the_cli_reports_each_quarantined_entry_in_one_line_and_stats_counts_them(tmp_path, write_spec):
+    spec_path = write_spec(tiny_spec_document())
+    store = tmp_path / "store"
+    run(load_spec(spec_path), store=store, out=tmp_path / "first", progress=False)
+    bad = min(store.glob("transcript/*/*.json"))
+    bad.write_text("{}")
+    child = cli(["run", spec_path, "--store", store, "--out", tmp_path / "again", "--quiet"], tmp_path)
+    _, stderr = child.communicate(timeout=180)
+    assert child.returncode == 0, stderr
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("warning: ") and bad.name in lines[0], stderr
+    assert "status: expected a string" in lines[0]
+    stats = cli(["store", "stats", "--store", store], tmp_path)
+    out, _ = stats.communicate(timeout=60)
+    assert "quarantined: 1 bad entries" in out
+    manifest = json.loads((tmp_path / "again" / "manifest.json").read_text())
+    assert manifest["statuses"]["rollout_failed"] == json.loads((tmp_path / "first" / "manifest.json").read_text())[
+        "statuses"]["rollout_failed"]

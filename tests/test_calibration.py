@@ -1,0 +1,287 @@
+"""Inference where audits live: rare violations, a few dozen cases, replicates.
+
+Simulation checks with known truth and fixed seeds: the joint tests'
+false-positive rate under a true null, their power, and the coverage of every
+CI method. Each false-positive rate is estimated from 600 simulated
+multiverses, enough to tell 0.05 from 0.08: the check fails above 0.065, the
+midpoint, which a true 0.05 exceeds and a true 0.08 stays under with
+probability about 0.05 each. Null draws per test B = 39: with
+(1 + hits) / (B + 1) the test at 0.05 is exact (reject iff hits <= 1), and
+cheap.
+The full tables are in tests/bench/bench_calibration.py and README > Statistics.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from scipy import stats
+from statsmodels.stats.proportion import proportion_confint
+
+from multiverse.analysis.curve import CaseMatrix, curve_summary, spec_curve
+from multiverse.analysis.inference import (
+    STATISTICS,
+    joint_difference_test,
+    joint_rate_test,
+)
+from multiverse.analysis.multiplicity import adjust_tests
+from multiverse.analysis.rates import ci_settings
+from multiverse.stages.score import compute_rates
+
+DRAWS = 600
+BOOT = 39
+
+
+def audit_world(rng, rate, *, n_cases=36, n_universes=8, icc=0.3, replicates=1, n_systems=1):
+    """Counts of a multiverse whose universes share cases: a Beta case effect.
+
+    Each case has a compliance probability drawn from a Beta with mean ``rate``
+    and intra-case correlation ``icc``; every label of the case, in every
+    universe and system, is Bernoulli with it. So every universe's rate is
+    ``rate``, and two labels of one case correlate ``icc`` (a different model
+    from the probit copula of the rate test's null).
+    """
+    a, b = rate * (1 - icc) / icc, (1 - rate) * (1 - icc) / icc
+    p = rng.beta(a, b, size=n_cases)
+    k = rng.binomial(replicates, np.broadcast_to(p, (n_systems, n_universes, n_cases)))
+    return CaseMatrix(
+        universes=pd.DataFrame({"universe_id": [f"u{i}" for i in range(n_universes)]}),
+        axes=(),
+        systems=tuple(f"s{i}" for i in range(n_systems)),
+        cases=pd.Index([f"c{i}" for i in range(n_cases)]),
+        compliant=k.astype(float),
+        included=np.full(k.shape, float(replicates)),
+    )
+
+
+def rejections(make, test, seed) -> np.ndarray:
+    """Share of DRAWS simulated data sets where each statistic's p <= 0.05."""
+    rng = np.random.default_rng(seed)
+    hits = np.zeros(len(STATISTICS))
+    for draw in range(DRAWS):
+        result = test(make(rng), draw)
+        hits += [result.p[name] <= 0.05 for name in STATISTICS]
+    return hits / DRAWS
+
+
+def assert_at_most(share: np.ndarray, bound: float, what: str) -> None:
+    assert (share <= bound).all(), (what, dict(zip(STATISTICS, share.round(3))), bound)
+
+
+@pytest.mark.parametrize("t, n_cases", [(0.05, 36), (0.3, 30), (0.98, 36)])
+def test_joint_rate_test_holds_its_level_at_small_and_large_rates(t, n_cases):
+    share = rejections(
+        lambda rng: audit_world(rng, t, n_cases=n_cases),
+        lambda m, draw: joint_rate_test(m, system="s0", threshold=t, boot=BOOT, seed=draw),
+        seed=int(t * 1000) + n_cases,
+    )
+    assert_at_most(share, 0.065, f"rate test, t={t}, {n_cases} cases")
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "known gap: with 3 replicates per case at t = 0.05-0.10 the median effect and Stouffer Z reject "
+    "0.06-0.08 (bench), above the 0.06 target; see README > Statistics and rate_null's docstring"))
+def test_joint_rate_test_with_replicates_holds_its_level():
+    share = rejections(
+        lambda rng: audit_world(rng, 0.1, replicates=3),
+        lambda m, draw: joint_rate_test(m, system="s0", threshold=0.1, boot=BOOT, seed=draw),
+        seed=7,
+    )
+    assert_at_most(share, 0.065, "rate test, 3 replicates")
+
+
+def test_joint_rate_test_has_power_against_a_clear_alternative():
+    rng = np.random.default_rng(3)
+    hits = np.zeros(len(STATISTICS))
+    for draw in range(100):
+        # B = 99 here: with B = 39 the smallest p-values are too coarse for power.
+        test = joint_rate_test(audit_world(rng, 0.3), system="s0", threshold=0.1, boot=99, seed=draw)
+        hits += [test.p[name] <= 0.05 for name in STATISTICS]
+    assert (hits / 100 >= 0.8).all(), dict(zip(STATISTICS, hits / 100))
+
+
+@pytest.mark.parametrize("t", [0.05, 0.5])
+def test_sign_flip_difference_test_holds_its_level(t):
+    share = rejections(
+        lambda rng: audit_world(rng, t, n_systems=2),
+        lambda m, draw: joint_difference_test(m, a="s0", b="s1", boot=BOOT, seed=draw),
+        seed=11,
+    )
+    assert_at_most(share, 0.065, f"difference test, t={t}")
+
+
+# --------------------------------------------------------------------------
+# Coverage of the intervals
+# --------------------------------------------------------------------------
+
+SIMS = 1500
+
+
+def verdict_table(rng, p, *, n_cases=36, replicates=1, icc=0.3, sims=SIMS) -> pd.DataFrame:
+    """SIMS independent data sets, one per universe_id; 6 subgroups of cases each.
+
+    Replicates of a case share a Beta case effect with intra-case correlation
+    ``icc`` (none when 0).
+    """
+    if icc > 0:
+        case_p = rng.beta(p * (1 - icc) / icc, (1 - p) * (1 - icc) / icc, size=(sims, n_cases))
+    else:
+        case_p = np.full((sims, n_cases), p)
+    y = rng.random((sims, n_cases, replicates)) < case_p[..., None]
+    s, c, _ = np.indices(y.shape).reshape(3, -1)
+    return pd.DataFrame({"universe_id": s, "system": "A", "case_id": c, "group": c % 6,
+                         "status": "ok", "compliant": y.reshape(-1)})
+
+
+def coverage(rates: pd.DataFrame, p: float) -> dict[str, float]:
+    covered = (rates["ci_low"] <= p + 1e-12) & (p - 1e-12 <= rates["ci_high"])
+    overall = rates["subgroup"] == "all"
+    return {"all": covered[overall].mean(), "subgroups": covered[~overall].mean()}
+
+
+def assert_covers(rates: pd.DataFrame, p: float, what: str, parts=("all", "subgroups")) -> None:
+    # 0.93 is the target; allow binomial noise over SIMS (and 6 x SIMS subgroups).
+    got = coverage(rates, p)
+    for part in parts:
+        n = SIMS * (6 if part == "subgroups" else 1)
+        assert got[part] >= stats.binom.ppf(0.001, n, 0.93) / n, (what, part, got)
+    # Never a point, whatever the data.
+    assert (rates["ci_high"] - rates["ci_low"] > 0).all(), what
+
+
+@pytest.mark.parametrize("ci", ["wilson", "bootstrap"])
+def test_intervals_cover_rare_violations_with_few_cases(ci):
+    """p = 0.95 compliance (5% violations), 36 cases: many cells have no violation at all."""
+    v = verdict_table(np.random.default_rng(1), 0.95)
+    rates = compute_rates(v, axes=[], factors=["group"], ci=ci, n_boot=300, seed=2)
+    assert_covers(rates, 0.95, ci)
+
+
+@pytest.mark.parametrize("ci", ["wilson", "bootstrap"])
+def test_intervals_cover_with_replicates_clustered_by_case(ci):
+    v = verdict_table(np.random.default_rng(5), 0.7, replicates=3)
+    rates = compute_rates(v, axes=[], factors=["group"], ci=ci, n_boot=300, seed=2)
+    assert_covers(rates, 0.7, ci)
+
+
+def test_uncorrected_wilson_would_undercover_with_replicates():
+    """The null of the check above: ignoring clustering undercovers, so the check has teeth."""
+    v = verdict_table(np.random.default_rng(5), 0.7, replicates=3)
+    overall = v.groupby("universe_id")["compliant"].agg(["sum", "size"])
+    low, high = proportion_confint(overall["sum"], overall["size"], method="wilson")
+    assert ((low <= 0.7) & (0.7 <= high)).mean() < 0.91
+
+
+def test_wilson_is_statsmodels_with_one_transcript_per_case():
+    from conftest import modified_wilson
+
+    v = verdict_table(np.random.default_rng(9), 0.8, sims=50)
+    rates = compute_rates(v, axes=[], factors=["group"], ci="wilson")
+    low, high = modified_wilson(rates["n_compliant"], rates["n"])
+    np.testing.assert_allclose(rates["ci_low"], low, atol=1e-12)
+    np.testing.assert_allclose(rates["ci_high"], high, atol=1e-12)
+    plain = proportion_confint(rates["n_compliant"], rates["n"], alpha=0.05, method="wilson")
+    away = ((rates["n"] - rates["n_compliant"]) > 2).to_numpy()  # Wilson itself away from the edges
+    assert away.any()
+    np.testing.assert_allclose(rates["ci_high"][away], np.asarray(plain[1])[away], atol=1e-12)
+
+
+def test_wilson_near_zero_covers_in_six_case_cells():
+    # Plain Wilson covers 0.88 at p = 0.02 with 6 cases (one violation puts its
+    # bound above 0.02); the modified interval must reach the 0.93 target.
+    from multiverse.analysis.intervals import wilson
+
+    rng = np.random.default_rng(11)
+    for p, n in ((0.02, 6), (0.05, 6), (0.02, 36), (0.98, 6)):
+        k = rng.binomial(n, 1 - p, 4000)  # compliant labels; violations at rate p
+        low, high = wilson(k / n, np.full(k.shape, float(n)), 0.95)
+        covered = np.mean((low <= 1 - p) & (1 - p <= high))
+        assert covered >= 0.93, (p, n, covered)
+        assert (high > low).all()
+
+
+def test_bootstrap_interval_of_a_cell_without_violations_is_not_a_point():
+    v = verdict_table(np.random.default_rng(2), 0.999, sims=20)
+    v["compliant"] = True
+    rates = compute_rates(v, axes=[], factors=["group"], ci="bootstrap", n_boot=200)
+    assert (rates["ci_high"] == 1).all() and (rates["ci_low"] < 0.95).all()
+    # Six cases carry less information than 36: a wider interval.
+    small = rates[rates["subgroup"] != "all"]["ci_low"]
+    assert (small < rates[rates["subgroup"] == "all"]["ci_low"].max()).all()
+
+
+# --------------------------------------------------------------------------
+# Multiplicity and the spec's CI method
+# --------------------------------------------------------------------------
+
+
+def test_holm_matches_statsmodels_and_names_the_family():
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(0)
+    m = audit_world(rng, 0.2, n_systems=3)
+    tests = [joint_rate_test(m, system=s, threshold=0.25, boot=99, seed=1) for s in m.systems]
+    tests.append(joint_difference_test(m, a="s0", b="s1", boot=99, seed=1))
+    summary = curve_summary(spec_curve(m, axes=[]), tests=tests)
+    raw = [t["statistics"][name]["p"] for t in summary["tests"] for name in STATISTICS]
+    adjusted = [t["statistics"][name]["p_holm"] for t in summary["tests"] for name in STATISTICS]
+    np.testing.assert_allclose(adjusted, multipletests(raw, method="holm")[1])
+    assert summary["multiplicity"] == {
+        "method": "holm",
+        "family": "Holm across 3 systems vs the threshold and 1 difference test × 3 statistics",
+        "n_p_values": 12,
+    }
+    assert adjust_tests([]) is None
+
+
+def test_ci_settings_follow_the_spec_per_universe():
+    manifest = {"universes": [{"id": "u1", "options": {"ci": "w"}}, {"id": "u2", "options": {"ci": "b"}}]}
+    spec = {"scoring": {"ci": {"method": "wilson", "level": 0.9, "n_boot": 500}},
+            "axes": {"ci": {"w": {}, "b": {"scoring.ci.method": "bootstrap", "scoring.ci.n_boot": 2000}}}}
+    table, n_boot = ci_settings(manifest, spec)
+    assert table.to_dict("records") == [
+        {"universe_id": "u1", "ci": "wilson", "level": 0.9},
+        {"universe_id": "u2", "ci": "bootstrap", "level": 0.9},
+    ]
+    assert n_boot == 2000
+    imported, _ = ci_settings({"universes": ["x", "y"], "ci": "bootstrap", "level": 0.8}, None)
+    assert imported["ci"].tolist() == ["bootstrap"] * 2 and imported["level"].tolist() == [0.8] * 2
+    assert ci_settings({}, None)[0] is None
+
+
+def test_curve_command_uses_the_spec_ci_and_reports_holm(tmp_path, capsys):
+    """A run directory whose spec asks for bootstrap intervals at 0.9."""
+    from multiverse.cli import main
+
+    rng = np.random.default_rng(4)
+    rows = [{"universe_id": f"u{j}", "judge": j, "system": system, "case_id": f"c{c}", "replicate": r,
+             "status": "ok", "compliant": bool(rng.random() < 0.6)}
+            for j in ("a", "b") for system in ("atlas", "beacon") for c in range(12) for r in range(2)]
+    run = tmp_path / "run"
+    run.mkdir()
+    pd.DataFrame(rows).to_csv(run / "verdicts.csv", index=False)
+    (run / "manifest.json").write_text(json.dumps({
+        "axes": ["judge"], "factors": [], "primary": "ua",
+        "universes": [{"id": f"u{j}", "options": {"judge": j}} for j in ("a", "b")]}))
+    (run / "spec.yaml").write_text(yaml.safe_dump({
+        "scoring": {"ci": {"method": "bootstrap", "level": 0.9, "n_boot": 200}},
+        "axes": {"judge": {"a": {"judge.model": "sim/judge-a"}, "b": {"judge.model": "sim/judge-b"}}}}))
+
+    assert main(["curve", str(run), "--json", "--threshold", "0.5", "--boot", "99"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["ci"] == "bootstrap" and summary["level"] == 0.9
+    assert summary["multiplicity"]["family"] == "Holm across 2 systems vs the threshold × 3 statistics"
+    for test in summary["tests"]:
+        for entry in test["statistics"].values():
+            assert entry["p"] <= entry["p_holm"] <= 1
+    expected = spec_curve(pd.DataFrame(rows), axes=["judge"], ci="bootstrap", level=0.9, n_boot=200)
+    primary = expected[expected["universe_id"] == "ua"].set_index("system")
+    for system, entry in summary["systems"].items():
+        assert entry["primary"]["ci_low"] == pytest.approx(primary.loc[system, "ci_low"])
+    assert main(["curve", str(run), "--threshold", "0.5", "--boot", "99"]) == 0
+    text = capsys.readouterr().out
+    assert "intervals: bootstrap, level 0.9" in text and "Holm across 2 systems" in text

@@ -1,0 +1,308 @@
+"""Ctrl-C stops spending: after the first SIGINT/SIGTERM no new call reaches the
+provider, calls in flight are kept, claims are released, exit 130 with one line;
+a second signal exits at once.
+
+The provider is ``tests/fakeserver.py`` on loopback, slowed down so a signal always
+lands mid-stage; every request it receives is counted there, so "no new call" is
+measured where the money would be spent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from multiverse import interrupt
+from multiverse.executor import Executor
+from multiverse.interrupt import RunInterrupted
+from multiverse.pipeline import _attempt, plan, run
+from multiverse.spec import load_spec
+from multiverse.store import Store
+
+sys.path.insert(0, str(Path(__file__).parent))
+from audit_server import audit_responder, fake_spec_document
+from fakeserver import FakeServer
+
+REPO = Path(__file__).resolve().parents[1]
+JOBS = 2
+
+
+def write_spec(path: Path, url: str, **kwargs) -> Path:
+    path.write_text(yaml.safe_dump(fake_spec_document(url, **kwargs), sort_keys=False))
+    return path
+
+
+def start_cli(tmp_path: Path, spec: Path, *extra: str) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if k != "MULTIVERSE_STORE"}
+    env["PYTHONPATH"] = str(REPO)
+    command = [sys.executable, "-m", "multiverse.cli", "run", str(spec), "--out", str(tmp_path / "run"),
+               "--store", str(tmp_path / "store"), "--jobs", str(JOBS), "--quiet", *extra]
+    return subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for(condition, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def store_files(root: Path, pattern: str) -> list[Path]:
+    return sorted(p for p in root.rglob(pattern) if p.is_file())
+
+
+def assert_store_consistent(root: Path) -> None:
+    """No claim and no lease left behind; every entry is whole JSON of a finished unit."""
+    assert store_files(root, "*.claim") == []
+    assert store_files(root / "leases", "*") == []
+    for path in store_files(root, "*.json"):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        assert record["status"], path
+        if path.parts[-3] == "transcript":
+            # a unit stopped between two turns is never stored half-done
+            assert len(record["turns"]) == 4, path
+
+
+def one_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+def test_first_signal_stops_new_calls_keeps_finished_ones_and_exits_130(tmp_path):
+    with FakeServer(responder=audit_responder, latency=0.25) as server:
+        spec = write_spec(tmp_path / "stop.yaml", server.url, name="stop", cases_per_cell=6)
+        child = start_cli(tmp_path, spec)
+        wait_for(lambda: server.counts["total"] >= 5 or child.poll() is not None)
+        assert child.poll() is None
+        child.send_signal(signal.SIGINT)
+        at_signal = server.counts["total"]
+        _, stderr = child.communicate(timeout=60)
+        made = server.counts["total"]
+
+    assert child.returncode == 130, stderr
+    line = one_line(stderr)
+    assert line.startswith("interrupted:") and "rerun to resume" in line
+    # 24 draft calls were queued; only those already sent (at most JOBS) came after the signal.
+    assert made - at_signal <= JOBS, (at_signal, made)
+    assert made < 24
+    # Every call that was answered is stored: nothing paid for is lost.
+    assert len(store_files(tmp_path / "store" / "case", "*.json")) == made
+    assert_store_consistent(tmp_path / "store")
+    assert not (tmp_path / "run" / "manifest.json").exists()  # no tables of a half run
+
+
+def test_sigterm_mid_rollout_starts_no_next_turn_and_a_rerun_resumes(tmp_path):
+    with FakeServer(responder=audit_responder, latency=0.2) as server:
+        spec_path = write_spec(tmp_path / "turns.yaml", server.url, name="turns", cases_per_cell=1)
+        spec = load_spec(spec_path)
+        drafts = plan(spec, store=tmp_path / "store")["stages"]["draft"]["calls"]
+        child = start_cli(tmp_path, spec_path)
+        # Past the drafts, two transcripts (4 calls each) in flight.
+        wait_for(lambda: server.counts["total"] >= drafts + 3 or child.poll() is not None)
+        child.send_signal(signal.SIGTERM)
+        at_signal = server.counts["total"]
+        _, stderr = child.communicate(timeout=60)
+        after = server.counts["total"] - at_signal
+        assert child.returncode == 130, stderr
+        one_line(stderr)
+        assert after <= JOBS, after
+        assert_store_consistent(tmp_path / "store")
+
+        # The rerun makes exactly the calls the store lacks, and finishes.
+        need = sum(s["calls_to_make"] for s in plan(spec, store=tmp_path / "store")["stages"].values())
+        before = server.counts["total"]
+        server.latency = 0.0
+        again = run(spec, store=tmp_path / "store", out=tmp_path / "run", jobs=4, progress=False)
+        assert server.counts["total"] - before == need
+    assert again.manifest["statuses"]["rollout_failed"] == 0 and again.manifest["statuses"]["judge_failed"] == 0
+    assert_store_consistent(tmp_path / "store")
+
+
+def test_second_signal_exits_at_once_without_traceback_or_claims(tmp_path):
+    # Calls take 8 s: the first signal's grace would wait for them, the second must not.
+    with FakeServer(responder=audit_responder, latency=8.0) as server:
+        spec = write_spec(tmp_path / "twice.yaml", server.url, name="twice")
+        child = start_cli(tmp_path, spec)
+        wait_for(lambda: server.in_flight >= JOBS or child.poll() is not None)
+        assert store_files(tmp_path / "store", "*.claim")  # the units in flight are claimed
+        child.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        assert child.poll() is None  # still in its grace
+        started = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        _, stderr = child.communicate(timeout=15)
+        took = time.monotonic() - started
+        made = server.counts["total"]
+    assert child.returncode == 130, stderr
+    assert "stopped at once" in one_line(stderr)
+    assert took < 4, took
+    assert made == JOBS
+    assert_store_consistent(tmp_path / "store")
+
+
+# -- the Python API -------------------------------------------------------------
+
+
+def signal_after(condition, times: int = 1) -> threading.Thread:
+    """Send this process SIGINT ``times`` times once ``condition()`` holds."""
+
+    def send():
+        wait_for(condition)
+        for _ in range(times):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.3)
+
+    thread = threading.Thread(target=send, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("times", [1, 2])
+def test_ctrl_c_in_the_python_api_raises_keyboardinterrupt_and_leaves_the_store_consistent(tmp_path, times):
+    with FakeServer(responder=audit_responder, latency=0.3) as server:
+        spec = load_spec(write_spec(tmp_path / "api.yaml", server.url, name="api", cases_per_cell=4))
+        sender = signal_after(lambda: server.counts["total"] >= 3, times)
+        with pytest.raises(KeyboardInterrupt):
+            run(spec, store=tmp_path / "store", out=tmp_path / "run", jobs=JOBS, progress=False)
+        sender.join()
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+        assert not interrupt.requested()  # the next run starts clean
+        time.sleep(0.5)  # calls abandoned by the second signal may still land; they store or vanish whole
+        stopped_at = server.counts["total"]
+        assert stopped_at < 16
+        assert_store_consistent(tmp_path / "store")
+        assert not (tmp_path / "run").exists()
+
+        server.latency = 0.0
+        again = run(spec, store=tmp_path / "store", out=tmp_path / "run", jobs=JOBS, progress=False)
+    assert again.manifest["stages"]["draft"]["stored"] >= 1
+    assert set(again.verdicts["status"]) <= {"ok", "excluded"}
+    assert_store_consistent(tmp_path / "store")
+
+
+class SlowClient:
+    """A model client whose every call takes ``seconds`` (counted as it starts)."""
+
+    def __init__(self, seconds: float):
+        self.seconds, self.started = seconds, 0
+        self._lock = threading.Lock()
+
+    def complete(self, *args, **kwargs):
+        interrupt.check()
+        with self._lock:
+            self.started += 1
+        time.sleep(self.seconds)
+        raise AssertionError("never answers within the test")
+
+
+def test_units_still_running_after_the_grace_are_abandoned_and_unclaimed(tmp_path):
+    from multiverse.work import build_work
+
+    with FakeServer(responder=audit_responder) as server:
+        spec = load_spec(write_spec(tmp_path / "grace.yaml", server.url, name="grace", cases_per_cell=3))
+    units = [c for c in build_work(spec).cases.values() if c.given is None]
+    store = Store(tmp_path / "store").open()
+    client = SlowClient(30.0)
+    executor = Executor(store, client, jobs=3, progress=False, attempt=_attempt, grace=0.5)
+    timer = threading.Timer(0.5, interrupt.request)
+    timer.start()
+    started = time.monotonic()
+    try:
+        with interrupt.stopping_on_signals(), pytest.raises(RunInterrupted, match="3 unit"):
+            executor.run("case", units)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 5
+    assert client.started == 3  # one per thread; the 9 queued units never started
+    assert store_files(store.root, "*.claim") == []
+    assert not interrupt.requested()
+
+
+def test_a_retry_backoff_ends_when_a_stop_is_asked_for(tmp_path):
+    from multiverse.llm import ModelClient
+    from multiverse.spec import ModelConfig
+
+    with FakeServer(script=["rate_limit"] * 10, retry_after=30) as server:
+        client = ModelClient(jobs=1, max_retries=5, retry_after_cap=30)
+        config = ModelConfig(model="openai/fake", api_base=server.url)
+        timer = threading.Timer(1.0, interrupt.request)
+        timer.start()
+        started = time.monotonic()
+        try:
+            with interrupt.stopping_on_signals(), pytest.raises(RunInterrupted):
+                client.complete(config, [{"role": "user", "content": "hi"}])
+        finally:
+            timer.cancel()
+        assert time.monotonic() - started < 10  # not the 30 s the server asked to wait
+        assert server.counts["total"] == 1  # no retry was sent after the stop
+
+
+# -- Dask: stop submitting, cancel what is queued ------------------------------------------------
+
+DASK_STARTED: list[str] = []
+
+
+def slow_remote(stage, unit, upstream, root, jobs):
+    DASK_STARTED.append(unit.key)
+    time.sleep(0.2)
+    return unit.key, None
+
+
+def test_dask_stops_submitting_and_cancels_queued_units(tmp_path):
+    from types import SimpleNamespace
+
+    distributed = pytest.importorskip("distributed")
+    DASK_STARTED.clear()
+    units = [SimpleNamespace(key=f"k{i:04d}") for i in range(300)]
+    store = Store(tmp_path / "store").open()
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as dask_client:
+        executor = Executor(store, None, jobs=2, progress=False, attempt=_attempt, remote=slow_remote,
+                            backend="dask", dask_client=dask_client)
+        timer = threading.Timer(1.0, interrupt.request)
+        timer.start()
+        try:
+            with interrupt.stopping_on_signals(), pytest.raises(RunInterrupted, match="cancelled"):
+                executor.run("case", units)
+        finally:
+            timer.cancel()
+        time.sleep(0.5)  # the two running when the stop came may finish
+        started = len(DASK_STARTED)
+        time.sleep(1.0)
+        assert len(DASK_STARTED) == started  # nothing queued started after the stop
+    assert 0 < started < 40, started
+    assert len(executor.computed["case"]) <= started
+
+
+def test_a_stop_while_waiting_for_another_runs_claim_ends_the_wait(tmp_path):
+    import socket
+    from types import SimpleNamespace
+
+    store = Store(tmp_path / "store").open()
+    unit = SimpleNamespace(key="ab12cd")
+    claim = store.root / "case" / "ab" / "ab12cd.claim"
+    claim.parent.mkdir(parents=True)
+    # A live claim of another process on this host (our parent is alive).
+    claim.write_text(f"{socket.gethostname()} {os.getppid()} {time.time():.3f}\n")
+    executor = Executor(store, None, jobs=1, progress=False, attempt=_attempt)
+    timer = threading.Timer(0.5, interrupt.request)
+    timer.start()
+    started = time.monotonic()
+    try:
+        with interrupt.stopping_on_signals(), pytest.raises(RunInterrupted, match="waiting"):
+            executor.run("case", [unit])
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 3
+    assert claim.exists()  # someone else's claim is left alone
