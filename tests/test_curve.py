@@ -343,7 +343,7 @@ def test_curve_summary_is_json(verdicts):
         {"min": rates.min(), "median": rates.median(), "max": rates.max()})
     primary = curve[(curve["system"] == "A") & curve["is_primary"]].iloc[0]
     assert a["primary"]["rate"] == pytest.approx(primary["rate"])
-    assert a["primary"]["rank"] == primary["rank"]
+    assert a["primary"]["position"] == primary["rank"] and "rank" not in a["primary"]
     assert a["primary"]["percentile"] == pytest.approx(
         stats.percentileofscore(rates, primary["rate"], kind="mean"))
     rate_test, diff_test = summary["tests"]
