@@ -643,11 +643,10 @@ def _print_ranking(result: dict) -> None:
     print(f"P(rank 1) over all universes [{level}] and coverage (share of universes rating the system):")
     for system, p in sorted(result["p_top"].items(), key=lambda kv: -kv[1]):
         print(f"  {system}: {p:.2f} {_interval(unc.get('p_top', {}).get(system))}  coverage {result['coverage'][system]:.2f}")
-    for row in unc.get("adjacent", []):
-        said = (f"{row['a']} ranks above {row['b']}" if row["separable"] and row["low"] > 0.5 else
-                f"{row['b']} ranks above {row['a']}" if row["separable"] else
-                f"{row['a']} and {row['b']} are not separable")
-        print(f"  {said}: P({row['a']} above {row['b']}) = {_f(row['p_above'], 2)} {_interval([row['low'], row['high']])}")
+    from .analysis.rank_uncertainty import separability
+
+    for sentence in separability(unc.get("adjacent", [])):
+        print(f"  {sentence}")
     pairwise = result["pairwise"]
     pairs = pairwise["pairs"]
     if pairs:
