@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
         "draft the rubric (when the spec has none usable) and the test cases, as editable YAML beside the spec",
     )
     p.add_argument("spec", type=Path)
-    p.add_argument("--rubric", action="store_true", help="also draft a rubric from the concept (written to <spec>.rubric.yaml)")
+    p.add_argument("--rubric", action="store_true", help="draft only a rubric from the concept (written to <spec>.rubric.yaml)")
     p.add_argument("--store", type=Path, help=_STORE_HELP)
     p.add_argument("--force", action="store_true", help="overwrite existing draft files")
 
@@ -331,10 +331,17 @@ def cmd_plan(args) -> int:
     rows += [[a, s, ", ".join(spec.axes[a])] for a, s in result["axis_stages"].items()]
     _print_table(rows)
     print()
-    rows = [["stage", "unique work", "model calls", "stored", "to compute", "est. cost (USD)"]]
+    rows = [["stage", "unique work", "stored", "failed", "blocked", "to compute", "calls to make", "est. cost (USD)"]]
     for name, stage in result["stages"].items():
-        rows.append([name, stage["units"], stage["calls"], stage["stored"], stage["to_compute"], f"{stage['cost']:.4f}"])
+        rows.append([name, stage["units"], stage["stored"], stage["failed"], stage["blocked"], stage["to_compute"],
+                     stage["calls_to_make"], f"{stage['cost']:.4f}"])
     _print_table(rows)
+    print("unique work = stored + failed + blocked + to compute (work units; failed ones are stored results, "
+          "blocked ones wait on a failed unit and are never run)")
+    for name, stage in result["stages"].items():
+        for what, reasons in (("failed", stage.get("failures")), ("blocked", stage.get("blocked_by"))):
+            if reasons:
+                print(f"  {name} {what}: {', '.join(f'{k} {v}' for k, v in reasons.items())}")
     if result.get("notes"):
         print()
         for note in result["notes"]:
@@ -370,15 +377,31 @@ def _run_and_say(spec, args, out):
     )
     m = result.manifest
     print(f"{len(m['universes'])} universes x {len(spec.systems)} systems in {m['seconds']:.1f} s")
+    print("  work units per stage (units = computed + stored + failed + blocked):")
     for stage, counts in m["stages"].items():
         if stage != "score":
-            print(f"  {stage:<8} {counts['computed']:>6} calls made, {counts['stored']:>6} units reused, {counts['failed']:>4} failed")
+            print(f"  {stage:<8} {_outcome_line(counts)}; {counts['calls']} model calls made")
     statuses = ", ".join(f"{v} {k}" for k, v in m["statuses"].items() if v)
-    print(f"  verdicts: {statuses}")
+    print(f"  verdicts: {sum(m['statuses'].values())} ({statuses})")
     if m["cost"]:
         print(f"  cost: ${m['cost']:.4f}, {m['tokens']} tokens")
-    print(f"results: {result.out_dir}/ (verdicts, criteria, rates as .parquet and .csv; manifest.json)")
+    print(f"results: {result.out_dir}/ (verdicts, criteria, rates as .parquet and .csv; transcripts.jsonl; manifest.json)")
     return result
+
+
+def _outcome_line(counts: dict) -> str:
+    """``12 units: 8 computed, 2 stored, 1 failed (not_found 1), 1 blocked (rollout_failed 1)``."""
+
+    def by_reason(reasons: dict) -> str:
+        # Most frequent first (the manifest orders them); the rest counted, all listed in the manifest.
+        shown = [f"{k} {v}" for k, v in list(reasons.items())[:3]]
+        if len(reasons) > 3:
+            shown.append(f"{len(reasons) - 3} other reasons {sum(list(reasons.values())[3:])}")
+        return f" ({', '.join(shown)})" if reasons else ""
+
+    return (f"{counts['units']} units: {counts['computed']} computed, {counts['stored']} stored, "
+            f"{counts['failed']} failed{by_reason(counts.get('failures', {}))}, "
+            f"{counts['blocked']} blocked{by_reason(counts.get('blocked_by', {}))}")
 
 
 def _check_run_places(spec, args, out: Path) -> None:
@@ -484,6 +507,9 @@ def cmd_curve(args) -> int:
         a, b = args.diff
         tests.append(joint_difference_test(matrix, a=a, b=b, boot=args.boot, seed=args.seed))
     summary = curve_summary(curve, tests=tests)
+    from .analysis.dropped import dropped_notes
+
+    summary["notes"] = dropped_notes(t.verdicts) + summary.get("notes", [])
     if args.figure:
         from .plots.curve import plot_curve, plot_curves, plot_difference_curve
 
@@ -518,6 +544,8 @@ def cmd_curve(args) -> int:
         print(f"  joint test ({test['kind']}, {test['null']}): p = {'; '.join(shown)}")
     if summary["multiplicity"]:
         print(f"  adjusted p: {summary['multiplicity']['family']}")
+    for note in summary["notes"]:
+        print(f"note: {note}")
     if args.figure:
         print(f"figure: {args.figure}")
     return 0
@@ -615,11 +643,10 @@ def _print_ranking(result: dict) -> None:
     print(f"P(rank 1) over all universes [{level}] and coverage (share of universes rating the system):")
     for system, p in sorted(result["p_top"].items(), key=lambda kv: -kv[1]):
         print(f"  {system}: {p:.2f} {_interval(unc.get('p_top', {}).get(system))}  coverage {result['coverage'][system]:.2f}")
-    for row in unc.get("adjacent", []):
-        said = (f"{row['a']} ranks above {row['b']}" if row["separable"] and row["low"] > 0.5 else
-                f"{row['b']} ranks above {row['a']}" if row["separable"] else
-                f"{row['a']} and {row['b']} are not separable")
-        print(f"  {said}: P({row['a']} above {row['b']}) = {_f(row['p_above'], 2)} {_interval([row['low'], row['high']])}")
+    from .analysis.rank_uncertainty import separability
+
+    for sentence in separability(unc.get("adjacent", [])):
+        print(f"  {sentence}")
     pairwise = result["pairwise"]
     pairs = pairwise["pairs"]
     if pairs:
@@ -731,7 +758,10 @@ def cmd_power(args) -> int:
         return 0
     print(f"{cases} cases per system per universe; baseline rate {args.baseline}, alpha {args.alpha}, power {args.power}")
     for c in result["comparisons"]:
-        print(f"  {c['scope']} ({c['n_per_group']} per group): detectable difference {c['detectable_difference']:.3f}")
+        if c["detectable_difference"] is None:
+            print(f"  {c['scope']} ({c['n_per_group']} per group): {c['note']}")
+        else:
+            print(f"  {c['scope']} ({c['n_per_group']} per group): detectable difference {c['detectable_difference']:.3f}")
     for c in result["cases_needed"]:
         print(f"  to detect {c['difference']:.2f}: {c['n_per_group']} cases per group")
     print(f"assumption: {result['assumption']}")

@@ -6,15 +6,16 @@
      ├── SpecError             a spec, rubric or cases file is malformed (CLI exit 2)
      ├── InputError            a table, flag or import directory is malformed (CLI exit 2)
      ├── StoreError            the store vanished or lost entries during a run (CLI exit 1)
-     └── ModelError            a model call failed after its retries (recorded, never a label)
-          └── BudgetExceeded   the next call would pass the run's budget cap
+     ├── ModelError            a model call failed after its retries (recorded, never a label)
+     │    └── BudgetExceeded   the next call would pass the run's budget cap
+     └── ModelUnusable         every call of one model fails the same way: the run stops
 
 Messages are one line: ``<file>: <YAML path or column>: <what was expected>``.
 """
 
 from __future__ import annotations
 
-__all__ = ["MultiverseError", "SpecError", "InputError", "StoreError", "ModelError", "BudgetExceeded"]
+__all__ = ["MultiverseError", "SpecError", "InputError", "StoreError", "ModelError", "BudgetExceeded", "ModelUnusable"]
 
 
 class MultiverseError(Exception):
@@ -54,3 +55,10 @@ class BudgetExceeded(ModelError):
 
     def __init__(self, message: str):
         super().__init__(message, reason="budget_exceeded", retryable=False)
+
+
+class ModelUnusable(MultiverseError):
+    """A model failed every call so far with the same non-retryable error: the run stops.
+
+    Not a ``ModelError``: those are recorded per unit and the run goes on.
+    """

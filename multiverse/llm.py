@@ -13,7 +13,11 @@ adds what an audit needs on top of it:
   (:mod:`multiverse.answers`), with exactly one repair request; an answer that
   still does not parse raises ``ModelError(reason="unparseable")``, which the
   stages record as ``judge_failed`` rather than turning it into a label;
-- usage, cost (``0.0`` for models litellm has no price for) and a budget cap.
+- usage, cost (``0.0`` for models litellm has no price for) and a budget cap;
+- the boundary every outside string crosses: answer text, tool calls, the
+  reported model and error messages leave ``complete`` made storable
+  (:func:`multiverse.answers.storable_text`) and with every credential value
+  redacted (:mod:`multiverse.credentials`), whatever a server echoes.
 
 Errors (see :mod:`multiverse.errors`)::
 
@@ -36,14 +40,14 @@ import random
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 from urllib.parse import urlparse
 
-from multiverse import interrupt
-from multiverse.answers import parse_json_answer, repair_messages
+from multiverse import credentials, interrupt
+from multiverse.answers import parse_json_answer, repair_messages, storable, storable_text, too_deep
 from multiverse.errors import BudgetExceeded, ModelError
 from multiverse.spec import ModelConfig  # model, params, api_base, api_key_env
 
@@ -176,18 +180,43 @@ def _message(response: Any, config: ModelConfig) -> Any:
     return choices[0].message
 
 
+def _text(message: Any) -> str:
+    """The answer's text; a provider's non-string content (parts, numbers) as JSON, never guessed at."""
+    content = getattr(message, "content", None)
+    if content is None or isinstance(content, str):
+        return content or ""
+    return json.dumps(content, default=str, ensure_ascii=False)
+
+
 def _tool_calls(message: Any) -> list[dict]:
+    """[{id, name, arguments}]: arguments as a dict when the model sent a JSON
+    object, else exactly the text it sent (the rollout answers that with an error)."""
     calls = []
-    for call in getattr(message, "tool_calls", None) or []:
-        function = call.function
-        raw = function.arguments
-        try:
-            arguments = json.loads(raw) if isinstance(raw, str) else dict(raw or {})
-        except ValueError:
-            # Keep what the model said; never guess the arguments it meant.
-            arguments = {"_unparsed": raw}
-        calls.append({"id": call.id, "name": function.name, "arguments": arguments})
+    for i, call in enumerate(getattr(message, "tool_calls", None) or []):
+        function = getattr(call, "function", None)
+        raw = getattr(function, "arguments", None)
+        arguments: Any = raw if isinstance(raw, str) else json.dumps(raw, default=str)
+        if isinstance(raw, dict) and not too_deep(raw):
+            arguments = raw
+        elif isinstance(raw, str):
+            try:
+                decoded = json.loads(raw) if raw.strip() else {}
+            except (ValueError, RecursionError):
+                decoded = None  # keep what the model said; never guess the arguments it meant
+            if isinstance(decoded, dict) and not too_deep(decoded):
+                arguments = decoded
+        calls.append({"id": str(getattr(call, "id", None) or f"call_{i}"),
+                      "name": str(getattr(function, "name", None) or ""), "arguments": arguments})
     return calls
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready copy of spec data (read-only mappings, tuples) for a request body."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 
 
 # -- failures -----------------------------------------------------------------
@@ -276,11 +305,14 @@ def _classify(exc: BaseException) -> _Failure:
 
 
 def _one_line(exc: BaseException, secrets: Iterable[str]) -> str:
-    text = " ".join(str(exc).split())[:200]
+    from multiverse.outcomes import short_reason
+
+    # Redact before cutting: a key cut in half would no longer match. Cut at a word, and marked.
+    text = " ".join(str(exc).split())
     for secret in secrets:
         if secret and len(secret) >= 6:
-            text = text.replace(secret, "***")
-    return text
+            text = text.replace(secret, credentials.REDACTED)
+    return short_reason(storable_text(credentials.redact(text)), 300)
 
 
 # -- the client -----------------------------------------------------------------
@@ -398,7 +430,7 @@ class ModelClient:
             request = self._request(config, messages, seed=seed, schema=schema, schema_name=schema_name, tools=tools)
             response, attempts, cost = self._call_with_retries(config, request, repair=False)
             message = _message(response, config)
-            text = message.content or ""
+            text = _text(message)
             tool_calls = _tool_calls(message)
             usage = self._usage(response)
             parsed = None
@@ -413,7 +445,7 @@ class ModelClient:
                     attempts, cost = attempts + more, cost + more_cost
                     for name, count in self._usage(response).items():
                         usage[name] += count
-                    text = _message(response, config).content or ""
+                    text = _text(_message(response, config))
                     try:
                         parsed = parse_json_answer(text, schema)
                     except ValueError as again:
@@ -421,17 +453,21 @@ class ModelClient:
                             f"{config.model}: unparseable answer after a repair request: {again}",
                             reason="unparseable",
                         ) from None
-        except ModelError:
+        except ModelError as exc:
             with self._lock:
                 self._stats.failures += 1
+            # A message may quote the answer or the server: it leaves as any answer does.
+            exc.args = (storable_text(credentials.redact(str(exc))),)
             raise
         with self._lock:
             self._stats.completions += 1
+        secrets = credentials.secret_values()
         return Completion(
-            text=text,
-            parsed=parsed,
-            tool_calls=tool_calls,
-            model_reported=str(getattr(response, "model", None) or config.model),
+            # Redacted before cut: a key cut in half would no longer match.
+            text=storable_text(credentials.redact(text, secrets)),
+            parsed=storable(credentials.redact_all(parsed, secrets)),
+            tool_calls=storable(credentials.redact_all(tool_calls, secrets)),
+            model_reported=storable_text(credentials.redact(str(getattr(response, "model", None) or config.model), secrets)),
             usage=usage,
             cost=cost,
             seconds=time.monotonic() - started,
@@ -442,7 +478,9 @@ class ModelClient:
 
     def _missing_credentials(self, config: ModelConfig) -> list[str]:
         if config.api_key_env:
-            return [] if os.environ.get(config.api_key_env) else [config.api_key_env]
+            value = os.environ.get(config.api_key_env)
+            credentials.register(value)
+            return [] if value else [config.api_key_env]
         if provider_of(config.model) in KEYLESS or is_loopback(config.api_base):
             return []
         result = _litellm().validate_environment(model=config.model, api_base=config.api_base)
@@ -456,6 +494,8 @@ class ModelClient:
                     f"{config.model}: missing credentials: set {config.api_key_env} in the environment",
                     reason="missing_credentials",
                 )
+            # Whatever the variable's name, its value is now a credential in use.
+            credentials.register(value)
             return value
         if is_loopback(config.api_base) and provider_of(config.model) not in KEYLESS:
             # A local server needs no key; never send a real provider key from
@@ -481,7 +521,9 @@ class ModelClient:
         if seed is not None:
             request["seed"] = seed
         if tools:
-            request["tools"] = tools
+            # Spec tools are read-only mappings, which litellm's request
+            # builders do not take for dicts: send plain JSON.
+            request["tools"] = _plain(tools)
         mode = self._schema_mode(config) if schema is not None else None
         if mode == "json_schema":
             request["response_format"] = {

@@ -67,37 +67,57 @@ def _calls_per_transcript(unit) -> int:
 
 
 def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None) -> dict[str, Any]:
-    """Per stage: unique work units, model calls, how many are stored, and estimated cost."""
+    """Per stage: unique work units (stored, failed, blocked, to compute), their model calls, and estimated cost.
+
+    ``units = stored + failed + blocked + to_compute`` (see ``multiverse.outcomes``);
+    ``calls`` counts every unit's calls, ``calls_to_make`` those of the units to compute.
+    """
     _require_rubric(spec)
     universes = expand(spec)
     work = build_work(spec, universes)
     st = _store(spec, store)
     check_store_path(st.root, write=False)
-    # Existence is enough to plan: a stat per unit, not a read and a parse.
-    stored_cases = {k for k, c in work.cases.items() if c.given is not None or st.has("case", k)}
-    stored_transcripts = {k for k in work.transcripts if st.has("transcript", k)}
-    stored_judgments = {k for k in work.judge_calls if st.has("judgment", k)}
+    from .outcomes import row_outcomes, tally, unit_outcomes
+
+    # Stored records are read for their status: a stored failure is not work
+    # to do, and the judge calls of a failed transcript are blocked, not pending.
+    stored_cases = [k for k, c in work.cases.items() if c.given is None and st.has("case", k)]
+    records = {
+        "case": {k: {"status": "ok"} for k in stored_cases},
+        "transcript": st.get_many("transcript", [k for k in work.transcripts if st.has("transcript", k)]),
+        "judgment": st.get_many("judgment", [k for k in work.judge_calls if st.has("judgment", k)]),
+    }
+    outcomes = unit_outcomes(work, records)
     stages: dict[str, dict] = {}
 
-    def stage(name: str, units: dict, stored: set, calls_of: Callable, model_of: Callable, tokens: tuple[int, int]):
-        todo = [u for k, u in units.items() if k not in stored]
-        calls = sum(calls_of(u) for u in units.values())
-        to_compute = sum(calls_of(u) for u in todo)
-        cost = sum(estimate_cost(m, calls_of(u), *tokens) for u in todo for m in model_of(u))
-        stages[name] = {"units": len(units), "calls": calls, "stored": calls - to_compute, "to_compute": to_compute, "cost": cost}
+    def stage(name: str, store_stage: str, units: dict, calls_of: Callable, model_of: Callable, tokens: tuple[int, int]):
+        settled = outcomes[store_stage]
+        todo = [u for k, u in units.items() if settled[k][0] == "pending"]
+        counts = tally((("computed", "") if o == "pending" else (o, r)) for o, r in settled.values())
+        counts["to_compute"] = counts.pop("computed")
+        stages[name] = {
+            **counts,
+            "calls": sum(calls_of(u) for u in units.values()),
+            "calls_stored": sum(calls_of(u) for k, u in units.items() if settled[k][0] == "stored"),
+            "calls_to_make": sum(calls_of(u) for u in todo),
+            "cost": sum(estimate_cost(m, calls_of(u), *tokens) for u in todo for m in model_of(u)),
+        }
 
     generated = {k: c for k, c in work.cases.items() if c.given is None}
-    stage("draft", generated, stored_cases, lambda u: 1, lambda u: [u.generator.model], (700, 500))
+    stage("draft", "case", generated, lambda u: 1, lambda u: [u.generator.model], (700, 500))
     stage(
         "rollout",
+        "transcript",
         work.transcripts,
-        stored_transcripts,
         _calls_per_transcript,
         lambda u: [u.configs["system"].model] + ([u.configs["user"].model] if u.configs["user"] else []),
         (900, 250),
     )
-    stage("judge", work.judge_calls, stored_judgments, lambda u: 1, lambda u: [u.config.model], (2500, 600))
-    stages["score"] = {"units": len(work.rows), "calls": 0, "stored": 0, "to_compute": 0, "cost": 0.0}
+    stage("judge", "judgment", work.judge_calls, lambda u: 1, lambda u: [u.config.model], (2500, 600))
+    # Scoring makes no call: a verdict row is to compute while any judgment it reads is.
+    scored = tally((("computed", "") if o == "pending" else (o, r)) for o, r in row_outcomes(work, outcomes))
+    scored["to_compute"] = scored.pop("computed")
+    stages["score"] = {**scored, "calls": 0, "calls_stored": 0, "calls_to_make": 0, "cost": 0.0}
     naive = sum(
         (work.cases[r.case_key].given is None) + _calls_per_transcript(work.transcripts[r.transcript_key]) + len(r.judge_calls)
         for r in work.rows
@@ -185,7 +205,9 @@ def _attempt(stage: str, unit, upstream, client, budget_hit: threading.Event) ->
         budget_hit.set()
         return None, f"budget_exceeded: {exc}"
     except ModelError as exc:
-        return None, f"{exc.reason}: {exc}"[:500]
+        from .outcomes import short_reason
+
+        return None, short_reason(f"{exc.reason}: {exc}", 500)
 
 
 _WORKER_CLIENTS: dict[int, Any] = {}
@@ -245,6 +267,9 @@ def run(
         from .llm import ModelClient
 
         client = ModelClient(jobs=jobs, budget=budget)
+    from .breaker import Breaker
+
+    client = Breaker(client)  # a model that fails every call the same way stops the run, not every unit
     if progress is None:
         progress = sys.stderr.isatty()
     with interrupt.stopping_on_signals(), Lease(st.open().root) as lease, DaskSession(backend, scheduler, jobs) as dask_client:
@@ -348,6 +373,7 @@ def _compute_transcript(client, unit, case: dict) -> dict:
         case=case, system=c["system"], system_prompt=c["system_prompt"], tools=c["tools"], setting=unit.setting,
         max_turns=unit.max_turns, user=c["user"], persona=c["persona"], instructions=c["instructions"],
         tool_simulator=c["tool_simulator"], tool_functions=c["tool_functions"], seed=unit.seed,
+        opening=(case.get("prompt") or "") if unit.opens_with_prompt else "",
     )
     record = run_rollout(client, job)
     record["system"] = unit.system
@@ -461,9 +487,19 @@ def _manifest(spec, universes, work, records, executor, stored, verdicts, starte
     Calls, tokens and cost are summed from the provenance of the records this
     invocation computed, so they are the same whichever backend ran them.
     """
+    from .outcomes import (
+        check_tally,
+        failure_examples,
+        row_outcomes,
+        tally,
+        unit_outcomes,
+    )
+
+    outcomes = unit_outcomes(work, records, computed=executor.computed, failures=executor.failures)
+    # A unit the run neither settled nor blocked was not run: say so rather than lose it.
+    outcomes = {stage: {k: (("failed", "not_run") if o == "pending" else (o, r)) for k, (o, r) in units.items()}
+                for stage, units in outcomes.items()}
     stages = {}
-    units = {"case": sum(1 for c in work.cases.values() if c.given is None), "transcript": len(work.transcripts),
-             "judgment": len(work.judge_calls)}
     models: set[str] = set()
     for store_stage, name in STAGE_OF_STORE.items():
         calls = tokens = 0
@@ -474,15 +510,11 @@ def _manifest(spec, universes, work, records, executor, stored, verdicts, starte
             tokens += sum(int(v or 0) for k, v in provenance.get("usage", {}).items() if k != "total_tokens")
             cost += float(provenance.get("cost", 0.0) or 0.0)
             models.update(provenance.get("model_reported", []))
-        stages[name] = {
-            "computed": calls,
-            "stored": int(stored.get(store_stage, 0)),
-            "failed": len(executor.failures.get(store_stage, {})),
-            "units": units[store_stage],
-            "tokens": tokens,
-            "cost": round(cost, 6),
-        }
-    stages["score"] = {"computed": 0, "stored": 0, "failed": 0, "units": len(verdicts), "tokens": 0, "cost": 0.0}
+        stages[name] = {**tally(outcomes[store_stage]), "calls": calls, "tokens": tokens, "cost": round(cost, 6)}
+    statuses = verdicts["status"] if len(verdicts) else []
+    stages["score"] = {**tally(row_outcomes(work, outcomes, statuses)), "calls": 0, "tokens": 0, "cost": 0.0}
+    for counts in stages.values():
+        check_tally(counts)
     status_counts = verdicts["status"].value_counts().to_dict() if len(verdicts) else {}
     return {
         "schema_version": SCHEMA_VERSION,
@@ -498,7 +530,7 @@ def _manifest(spec, universes, work, records, executor, stored, verdicts, starte
         "axis_stages": axis_stages(spec),
         "stages": stages,
         "statuses": {s: int(status_counts.get(s, 0)) for s in ("ok", "excluded", "rollout_failed", "judge_failed")},
-        "failures": {STAGE_OF_STORE[s]: sorted(set(v.values()))[:20] for s, v in executor.failures.items() if v},
+        "failures": {STAGE_OF_STORE[k]: v for k, v in failure_examples(outcomes).items()},
         "tokens": int(sum(v["tokens"] for v in stages.values())),
         "cost": round(sum(v["cost"] for v in stages.values()), 6),
         "models_reported": sorted(models),
@@ -564,10 +596,12 @@ def draft(
     jobs: int = 8,
     progress: bool | None = None,
 ) -> list[Path]:
-    """Draft the test cases (and, with ``rubric=True``, a rubric) as editable YAML beside the spec.
+    """Draft the test cases, or with ``rubric=True`` only a rubric, as editable YAML beside the spec.
 
-    Cases are drafted exactly as ``run`` would (same keys, same store), so
-    drafting first costs nothing extra. Returns the files written.
+    A spec without a rubric gets a rubric draft only: cases are drafted per
+    criterion, after the rubric is reviewed. Cases are drafted exactly as
+    ``run`` would (same keys, same store), so drafting first costs nothing
+    extra. Returns the files written.
     """
     from .stages.draft import draft_rubric, write_drafts
 
@@ -588,7 +622,7 @@ def draft(
         _check_credentials(client, [generator])
         drafted_rubric = draft_rubric(client, spec, generator, seed=spec.rollout.seed)
         drafted_rubric.pop("completion", None)
-    if not spec.rubric.criteria:
+    if drafted_rubric is not None:
         # Cases are drafted per criterion: they wait until the rubric is reviewed and referenced.
         return write_drafts(spec, drafted_rubric, [], force=force)
     work = build_work(spec, expand(spec)[:1])

@@ -222,14 +222,15 @@ class SimulatedUser(_Model):
 
 @dataclass(frozen=True)
 class ToolSimulator(_Model):
-    """Answers a system's tool calls: a model, or a Python callable ``module:function``."""
+    """Answers a system's tool calls: a model, or a Python function ``file.py:function`` beside the spec."""
 
     model: str = "sim/tools"
     params: Mapping[str, Any] = field(default_factory=dict)
     api_base: str | None = None
     api_key_env: str | None = None
     functions: Mapping[str, str] = field(
-        default_factory=dict, metadata=_doc("tool name -> 'module:callable' answering it instead of the model")
+        default_factory=dict,
+        metadata=_doc("tool name -> 'file.py:function' (a file beside the spec or under its folder) answering it instead of the model"),
     )
 
 
@@ -553,6 +554,7 @@ def _check_semantics(spec: Spec, problems: Problems) -> None:
         problems.add("scoring.rule", "majority_of_samples needs judge.samples >= 2")
     _check_world(spec, problems)
     _check_key_envs(spec, problems)
+    _check_tools(spec, problems)
     if has_rubric:
         _check_design(spec, problems)
 
@@ -578,16 +580,40 @@ def _check_world(spec: Spec, problems: Problems) -> None:
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _check_key_envs(spec: Spec, problems: Problems) -> None:
-    sections = [(f"systems.{i}", s) for i, s in enumerate(spec.systems)] + [
+def _model_sections(spec: Spec) -> list[tuple[str, Any]]:
+    return [(f"systems.{i}", s) for i, s in enumerate(spec.systems)] + [
         ("judge", spec.judge), ("rollout.user", spec.rollout.user), ("design.generator", spec.design.generator),
         ("rollout.tool_simulator", spec.rollout.tool_simulator),
     ]
-    for where, section in sections:
+
+
+def _check_key_envs(spec: Spec, problems: Problems) -> None:
+    from .credentials import check_spec_sections
+
+    for where, section in _model_sections(spec):
         name = section.api_key_env
         if name is not None and not _ENV_NAME.fullmatch(name):
             # Never echo the value: it may be a pasted key.
             problems.add(f"{where}.api_key_env", "expected the NAME of an environment variable (e.g. OPENAI_API_KEY), not a key or other text")
+    check_spec_sections(_model_sections(spec), problems)
+
+
+# OpenAI's rule for a function name; a tool call is matched to the tools offered by it.
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def _check_tools(spec: Spec, problems: Problems) -> None:
+    from .toolcode import check_reference
+
+    for i, system in enumerate(spec.systems):
+        for j, tool in enumerate(system.tools):
+            function = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
+            if not isinstance(function.get("name"), str) or not _TOOL_NAME.fullmatch(function["name"]):
+                problems.add(f"systems.{i}.tools.{j}", "expected an OpenAI function tool {type: function, function: {name, description, parameters}} whose name is 1-64 of [A-Za-z0-9_-]")
+    for tool, reference in spec.rollout.tool_simulator.functions.items():
+        problem = check_reference(reference, spec.base_dir)
+        if problem is not None:
+            problems.add(f"rollout.tool_simulator.functions.{tool}", problem)
 
 
 def _check_models(spec: Spec, problems: Problems) -> None:
@@ -599,6 +625,27 @@ def _check_models(spec: Spec, problems: Problems) -> None:
     _check_model(spec.rollout.user.model, "rollout.user.model", problems)
     _check_model(spec.design.generator.model, "design.generator.model", problems)
     _check_model(spec.rollout.tool_simulator.model, "rollout.tool_simulator.model", problems)
+    _check_offline_names(spec, problems)
+
+
+def _check_offline_names(spec: Spec, problems: Problems) -> None:
+    """Names the model layer can check without a call (sim/ models against the world), for the roles this spec uses."""
+    from .model_names import check
+
+    world = spec.world
+    if world is not None and world.endswith((".yaml", ".yml")):
+        world = str(spec.base_dir / world)
+    roles = [(f"systems.{i}", s, "system") for i, s in enumerate(spec.systems)] + [("judge", spec.judge, "judge")]
+    if spec.rollout.setting == "multi_turn":
+        roles.append(("rollout.user", spec.rollout.user, "user"))
+    if spec.cases is None and spec.design.cases is None:
+        roles.append(("design.generator", spec.design.generator, "generator"))
+    if spec.design.tools or any(s.tools for s in spec.systems):
+        roles.append(("rollout.tool_simulator", spec.rollout.tool_simulator, "tool_simulator"))
+    for where, section, role in roles:
+        persona = getattr(section, "persona", None) if role == "user" else None
+        for field_name, problem in check(section.model, role, api_base=section.api_base or world, persona=persona):
+            problems.add(f"{where}.{field_name}", problem)
 
 
 def _check_model(model: str, path: str, problems: Problems) -> None:

@@ -53,6 +53,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .answers import storable
+from .credentials import redact_all
 from .errors import StoreError
 from .lease import FOLDER as LEASES
 from .storepath import check_store_path, default_store_path
@@ -310,7 +312,9 @@ class Store:
                 return False
             # A folder, symlink or FIFO would make every later link fail: move it aside.
             self._quarantine(stage, final, _identity(st), f"not a regular file ({_file_type(st.st_mode)})")
-        clean = scrub(record)
+        # The last sweep before the disk: credential values redacted and text
+        # made UTF-8-safe here too, whatever stage or tool function composed the record.
+        clean = scrub(redact_all(storable(record)))
         clean.setdefault("stored_at", datetime.now(timezone.utc).isoformat(timespec="seconds"))
         payload = json.dumps(clean, ensure_ascii=False, indent=2).encode("utf-8")
 

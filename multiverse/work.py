@@ -5,7 +5,8 @@ work units, each named by a key that hashes exactly what that unit reads
 (``multiverse.keys``):
 
 - case key = H(design cell, case index, generator config, rubric key, template version)
-- transcript key = H(case key, system config, simulated-user config, setting, max turns, replicate/seed, template version)
+- transcript key = H(case key, system config, simulated-user config, setting, max turns, replicate/seed, template version,
+  and whether a case file's prompt opens the conversation)
 - judgment key = H(transcript key, judge config, rubric text, evidence-standard text, template version)
 
 The parts of a key that a whole universe shares (system, user, judge, rubric
@@ -37,6 +38,7 @@ from .keys import digest
 from .spec import ModelConfig, Spec, to_yaml_dict
 from .stages.draft import case_counts
 from .stages.prompts import TEMPLATE_VERSION
+from .toolcode import resolve_references
 
 __all__ = ["CaseUnit", "TranscriptUnit", "JudgeCall", "Row", "Work", "build_work", "world_uri"]
 
@@ -68,6 +70,7 @@ class TranscriptUnit:
     max_turns: int
     configs: Mapping[str, Any] = field(compare=False)  # system/user/tool ModelConfigs and texts
     seed: int = 0
+    opens_with_prompt: bool = False  # multi-turn: the case's written prompt is the first user turn
 
 
 @dataclass(frozen=True)
@@ -222,7 +225,7 @@ def _rollout_inputs(u: Spec, system, tools_possible: bool) -> tuple[str, dict]:
         "persona": user.persona,
         "instructions": user.instructions,
         "tool_simulator": _resolve(simulator.model_config, u) if tools_possible else None,
-        "tool_functions": dict(simulator.functions),
+        "tool_functions": resolve_references(simulator.functions, u.base_dir),
     }
     return digest(payload), configs
 
@@ -232,11 +235,15 @@ def _transcript(u: Spec, system, case: CaseUnit, replicate: int, work: Work, mem
     if (system.name, tools_possible) not in memo:
         memo[(system.name, tools_possible)] = _rollout_inputs(u, system, tools_possible)
     shared, configs = memo[(system.name, tools_possible)]
-    key = digest({"case": case.key, "rollout": shared, "replicate": replicate})
+    # A case file's prompt is the exact first message a person wrote: a
+    # multi-turn rollout opens with it (generated cases' prompts are their
+    # single-turn form, so the simulated user opens those from the brief).
+    opens = u.rollout.setting == "multi_turn" and bool(case.given and case.given.get("prompt"))
+    key = digest({"case": case.key, "rollout": shared, "replicate": replicate, **({"opening": "case prompt"} if opens else {})})
     if key not in work.transcripts:
         work.transcripts[key] = TranscriptUnit(
             key, case.key, system.name, replicate, u.rollout.setting, u.rollout.max_turns, configs,
-            seed=_seed(u.rollout.seed, replicate, case.key),
+            seed=_seed(u.rollout.seed, replicate, case.key), opens_with_prompt=opens,
         )
     return key
 

@@ -17,6 +17,51 @@ REPO = Path(__file__).resolve().parents[1]
 SPECS = REPO / "specs"
 
 
+# Folders the tests never look into: version control, caches, the venv, and
+# the llama.cpp log that .ci/run appends to while the suite runs.
+_NOT_WATCHED = {".git", "__pycache__", ".pytest_cache", ".ruff_cache", ".mypy_cache", ".venv", ".ci-llama.log"}
+# Source and prose are what a developer edits while the suite runs; what a
+# test could leave behind (stores, run folders, drafts, reports, figures) is not.
+_EDITED_BY_HAND = (".py", ".md")
+
+
+def repo_snapshot(root: Path = REPO) -> dict[str, tuple[int, int]]:
+    """Every file under ``root`` (ignored folders such as runs/ and specs/.multiverse/ included) -> (size, mtime)."""
+    out = {}
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in _NOT_WATCHED and not d.endswith(".egg-info")]
+        for name in files:
+            if name in _NOT_WATCHED or name.endswith(_EDITED_BY_HAND):
+                continue
+            path = Path(folder) / name
+            try:
+                stat = path.lstat()
+            except OSError:  # removed while we walked
+                continue
+            out[str(path.relative_to(root))] = (stat.st_size, stat.st_mtime_ns)
+    return out
+
+
+def snapshot_changes(before: dict, after: dict) -> list[str]:
+    created = sorted(set(after) - set(before))
+    removed = sorted(set(before) - set(after))
+    changed = sorted(k for k in set(before) & set(after) if before[k] != after[k])
+    return [f"created {p}" for p in created] + [f"removed {p}" for p in removed] + [f"changed {p}" for p in changed]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _repository_untouched():
+    """Tests work in temporary folders and stores: the checkout is the same after each module.
+
+    Whatever the user made by following README (runs/, specs/.multiverse/)
+    may be there or not; the suite neither needs it nor changes it.
+    """
+    before = repo_snapshot()
+    yield
+    changes = snapshot_changes(before, repo_snapshot())
+    assert not changes, "this module's tests wrote into the repository: " + "; ".join(changes[:20])
+
+
 @pytest.fixture(autouse=True)
 def _close_figures():
     yield
@@ -54,6 +99,27 @@ def tiny_spec_document(**overrides) -> dict:
         "axes": {"judge": {"judge_a": {"judge.model": "sim/judge-a"}}},
     }
     document.update(overrides)
+    return document
+
+
+def flaky_spec_document(folder: Path, *, user_failure: float, judge_failure: float, cases_per_cell: int,
+                        max_turns: int) -> dict:
+    """A tiny spec on a copy of the built-in world (written to ``folder``) whose users and judges fail often."""
+    world = yaml.safe_load((REPO / "multiverse" / "sim" / "worlds" / "deception.yaml").read_text())
+    for model in world["models"].values():
+        if model.get("kind") == "user":
+            model["failure"] = user_failure
+        if model.get("kind") == "judge":
+            model["failure"] = judge_failure
+    (folder / "flaky.yaml").write_text(yaml.safe_dump(world, sort_keys=False))
+    document = tiny_spec_document(
+        world="flaky.yaml",
+        design={"dimensions": [{"name": "behavior"}, {"name": "interaction_condition", "levels": ["material_reliance"]}],
+                "cases_per_cell": cases_per_cell},
+        rollout={"setting": "multi_turn", "max_turns": max_turns,
+                 "user": {"model": "sim/user-adversarial", "persona": "adversarial"}},
+    )
+    document["axes"] = {"judge": {"a": {"judge.model": "sim/judge-a"}, "b": {"judge.model": "sim/judge-b"}}}
     return document
 
 
@@ -102,3 +168,24 @@ class CountingClient:
 @pytest.fixture
 def counting_client():
     return CountingClient(jobs=4)
+
+
+def modified_wilson(successes, n, level: float = 0.95):
+    """Reference: Brown, Cai & DasGupta's (2001) modified Wilson interval, written
+    from statsmodels' Wilson and scipy's chi-square as the paper states it: for
+    1 or 2 successes (or failures) when n <= 50, and up to 3 when n <= 100, the
+    bound on that side is the exact Poisson one, chi2_{2x}(alpha/2) / (2n), when wider."""
+    from scipy.stats import chi2
+    from statsmodels.stats.proportion import proportion_confint
+
+    x, n = np.asarray(successes, float), np.asarray(n, float)
+    low, high = proportion_confint(x, n, alpha=1 - level, method="wilson")
+    low, high = np.array(low, float), np.array(high, float)
+    tail = (1 - level) / 2
+    for i in range(len(x)):
+        edge = 2 if n[i] <= 50 else 3 if n[i] <= 100 else 0
+        if 0 < x[i] <= edge + 1e-9:
+            low[i] = min(low[i], chi2.ppf(tail, 2 * x[i]) / (2 * n[i]))
+        if 0 < n[i] - x[i] <= edge + 1e-9:
+            high[i] = max(high[i], 1 - chi2.ppf(tail, 2 * (n[i] - x[i])) / (2 * n[i]))
+    return np.clip(low, 0, 1), np.clip(high, 0, 1)

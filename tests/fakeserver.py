@@ -30,6 +30,15 @@ content (a persistent outage of one request, say), before any draw. With
 hit requests that ask for JSON (a ``response_format``): a free-text answer that
 "ignores the schema" is just another answer, which no client could tell apart.
 With ``echo_key`` a 401 quotes the key it was sent, as some providers do.
+With ``echo_headers`` every answer quotes every request header it received
+(``Authorization`` included): in the text of ``ok`` answers (and in every
+string of an answer that is JSON, so a judge's rationale or a drafted case
+carries it too), in tool-call arguments, in the message of every error, and in an ``X-Echo-Headers``
+response header, the way a careless proxy or a prompt-injected model would.
+
+A responder may return ``bytes``: they become the answer's content verbatim,
+inside the JSON string, so a test can send what no JSON encoder would (invalid
+UTF-8, a lone surrogate escape, NUL bytes, 10 MB).
 
 Usage::
 
@@ -73,7 +82,8 @@ OUTCOMES = (
     "auth",
 )
 
-Responder = Callable[[dict], "str | dict"]
+Responder = Callable[[dict], "str | dict | bytes"]
+_RAW = "\u0000raw-content\u0000"  # stands for a bytes answer until the body is encoded
 
 
 def schema_instance(schema: Mapping[str, Any], root: Mapping[str, Any] | None = None) -> Any:
@@ -226,6 +236,8 @@ class FakeServer:
         content_faults_need_schema: serve ``off_schema``/``prose`` draws as ``ok`` when the
             request has no ``response_format``.
         echo_key: ``auth`` answers quote the Authorization header they received.
+        echo_headers: every answer and error quotes all request headers (see module docstring).
+        error_prefix: text every error message starts with (to move what follows it).
     """
 
     def __init__(
@@ -246,6 +258,8 @@ class FakeServer:
         fault_for: Callable[[dict], str | None] | None = None,
         content_faults_need_schema: bool = False,
         echo_key: bool = False,
+        echo_headers: bool = False,
+        error_prefix: str = "",
     ):
         unknown = set(faults or {}) - set(OUTCOMES) | set(script) - set(OUTCOMES)
         if unknown:
@@ -263,6 +277,8 @@ class FakeServer:
         self.fault_for = fault_for
         self.content_faults_need_schema = content_faults_need_schema
         self.echo_key = echo_key
+        self.echo_headers = echo_headers
+        self.error_prefix = error_prefix
         self._rng = random.Random(seed)
         self._script = list(script)
         self._lock = threading.Lock()
@@ -360,6 +376,10 @@ class FakeServer:
                 self.in_flight -= 1
 
     def _respond(self, handler: _Handler, body: dict, outcome: str) -> None:
+        if self.echo_headers:
+            handler = _EchoingHandler(handler)
+        if self.error_prefix:
+            handler = _PrefixingHandler(handler, self.error_prefix)
         kind = (body.get("response_format") or {}).get("type", "text")
         if kind not in self.response_formats:
             detail = f"response_format.type: Input should be {' or '.join(map(repr, self.response_formats))}"
@@ -393,7 +413,12 @@ class FakeServer:
                 message = {"role": "assistant", "content": "I think the answer is probably yes."}
             else:
                 message = self._answer(body)
-            handler._send_json(200, self._completion(body, message))
+            raw = message.get("content") if isinstance(message.get("content"), bytes) else None
+            if raw is None:
+                handler._send_json(200, self._completion(body, message))
+            else:
+                encoded = json.dumps(self._completion(body, {**message, "content": _RAW})).encode()
+                handler._send_bytes(200, encoded.replace(json.dumps(_RAW).encode(), b'"' + raw + b'"'))
 
     def _answer(self, body: dict) -> dict:
         """The assistant message of a normal (``ok``) answer."""
@@ -441,6 +466,70 @@ class FakeServer:
                 "total_tokens": prompt_tokens + completion_tokens,
             },
         }
+
+
+class _EchoingHandler:
+    """Wraps a handler so that everything it sends quotes the request's headers."""
+
+    def __init__(self, handler: _Handler):
+        self._handler = handler
+        self._quoted = "; ".join(f"{k}: {v}" for k, v in handler.headers.items())
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._handler, name)
+
+    def _send_json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
+        payload = json.loads(json.dumps(payload))
+        error = payload.get("error") if isinstance(payload, dict) else None
+        if isinstance(error, dict):
+            error["message"] = f"{error.get('message', '')} (request headers: {self._quoted})"
+        for choice in payload.get("choices", []) if isinstance(payload, dict) else []:
+            message = choice.get("message") or {}
+            if isinstance(message.get("content"), str):
+                message["content"] = self._echo_content(message["content"])
+            for call in message.get("tool_calls") or []:
+                arguments = json.loads(call["function"]["arguments"] or "{}")
+                if isinstance(arguments, dict):
+                    arguments["echo"] = self._quoted
+                    call["function"]["arguments"] = json.dumps(arguments)
+        self._send_bytes(status, json.dumps(payload).encode(), headers)
+
+    def _echo_content(self, content: str) -> str:
+        try:
+            decoded = json.loads(content)
+        except ValueError:
+            return f"{content} [request headers: {self._quoted}]"
+
+        def echo(value: Any) -> Any:
+            if isinstance(value, str):
+                return f"{value} [request headers: {self._quoted}]"
+            if isinstance(value, dict):
+                return {k: echo(v) for k, v in value.items()}
+            if isinstance(value, list):
+                return [echo(v) for v in value]
+            return value
+
+        return json.dumps(echo(decoded))
+
+    def _send_bytes(self, status: int, data: bytes, headers: Mapping[str, str] | None = None) -> None:
+        # Header values must be latin-1 on the wire; a key is ASCII.
+        echoed = {**(headers or {}), "X-Echo-Headers": self._quoted.encode("latin-1", "replace").decode("latin-1")}
+        self._handler._send_bytes(status, data, echoed)
+
+
+class _PrefixingHandler:
+    """Wraps a handler so that every error message starts with a given text."""
+
+    def __init__(self, handler: Any, prefix: str):
+        self._handler, self._prefix = handler, prefix
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._handler, name)
+
+    def _send_json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
+        if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
+            payload = {**payload, "error": {**payload["error"], "message": self._prefix + payload["error"].get("message", "")}}
+        self._handler._send_json(status, payload, headers)
 
 
 def _main() -> None:

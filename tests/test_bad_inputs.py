@@ -52,9 +52,9 @@ def corpus_unchanged():
 
 def assert_unchanged(before: dict[str, int]) -> None:
     after = snapshot(CORPUS)
-    assert after == before, f"the CLI wrote beside the spec: {sorted(set(after) - set(before))}"
-    assert not (CORPUS / ".multiverse").exists()
-    assert not (CORPUS / "support" / ".multiverse").exists()
+    # The snapshot lists hidden folders too: a store created beside a spec shows
+    # up here, while one a user left there earlier does not fail the suite.
+    assert after == before, f"the CLI wrote beside the spec: {sorted(set(after) ^ set(before))}"
 
 
 @dataclass(frozen=True)

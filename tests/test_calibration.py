@@ -177,11 +177,31 @@ def test_uncorrected_wilson_would_undercover_with_replicates():
 
 
 def test_wilson_is_statsmodels_with_one_transcript_per_case():
+    from conftest import modified_wilson
+
     v = verdict_table(np.random.default_rng(9), 0.8, sims=50)
     rates = compute_rates(v, axes=[], factors=["group"], ci="wilson")
-    low, high = proportion_confint(rates["n_compliant"], rates["n"], alpha=0.05, method="wilson")
+    low, high = modified_wilson(rates["n_compliant"], rates["n"])
     np.testing.assert_allclose(rates["ci_low"], low, atol=1e-12)
     np.testing.assert_allclose(rates["ci_high"], high, atol=1e-12)
+    plain = proportion_confint(rates["n_compliant"], rates["n"], alpha=0.05, method="wilson")
+    away = ((rates["n"] - rates["n_compliant"]) > 2).to_numpy()  # Wilson itself away from the edges
+    assert away.any()
+    np.testing.assert_allclose(rates["ci_high"][away], np.asarray(plain[1])[away], atol=1e-12)
+
+
+def test_wilson_near_zero_covers_in_six_case_cells():
+    # Plain Wilson covers 0.88 at p = 0.02 with 6 cases (one violation puts its
+    # bound above 0.02); the modified interval must reach the 0.93 target.
+    from multiverse.analysis.intervals import wilson
+
+    rng = np.random.default_rng(11)
+    for p, n in ((0.02, 6), (0.05, 6), (0.02, 36), (0.98, 6)):
+        k = rng.binomial(n, 1 - p, 4000)  # compliant labels; violations at rate p
+        low, high = wilson(k / n, np.full(k.shape, float(n)), 0.95)
+        covered = np.mean((low <= 1 - p) & (1 - p <= high))
+        assert covered >= 0.93, (p, n, covered)
+        assert (high > low).all()
 
 
 def test_bootstrap_interval_of_a_cell_without_violations_is_not_a_point():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 
 import yaml
 
@@ -70,19 +72,30 @@ def test_draft_rubric_from_the_concept_records_discarded_alternatives(write_spec
 
 
 def test_a_python_callable_answers_tool_calls_instead_of_the_simulator(write_spec, tmp_path, counting_client):
-    import local_tools
-
-    local_tools.CALLS.clear()
+    shutil.copy(Path(__file__).with_name("local_tools.py"), tmp_path / "local_tools.py")
     names = [t["name"] for t in load_world("deception").tools]
     document = tiny_spec_document(
         design={"dimensions": [{"name": "behavior", "levels": ["fabricate_evidence"]},
                                {"name": "interaction_condition", "levels": ["material_reliance"]}],
                 "cases_per_cell": 8, "tools": True},
     )
-    document["rollout"]["tool_simulator"] = {"functions": {name: "local_tools:lookup" for name in names}}
+    document["rollout"]["tool_simulator"] = {"functions": {name: "local_tools.py:lookup" for name in names}}
     result = run(load_spec(write_spec(document)), store=tmp_path / "store", client=counting_client, out=tmp_path / "r", progress=False)
     assert counting_client.calls["sim/tools"] == 0
     store = Store(tmp_path / "store")
     results = [m for k in result.verdicts.transcript_key.unique() for m in store.get("transcript", k)["turns"] if m["role"] == "tool"]
     assert results and all("local_tools.lookup" in m["content"] for m in results)
-    assert len(local_tools.CALLS) == len(results)
+    assert len((tmp_path / "local_tools.calls").read_text().splitlines()) == len(results)
+
+
+def test_draft_rubric_drafts_only_the_rubric_when_a_cases_file_exists(write_spec, tmp_path, counting_client):
+    path = write_spec(tiny_spec_document())
+    draft(load_spec(path), store=tmp_path / "store", client=counting_client)
+    cases_file = tmp_path / "spec.cases.yaml"
+    edited = cases_file.read_text() + "# my edits\n"
+    cases_file.write_text(edited)
+    counting_client.reset()
+    written = draft(load_spec(path), store=tmp_path / "store", client=counting_client, rubric=True)
+    assert written == [tmp_path / "spec.rubric.yaml"]
+    assert cases_file.read_text() == edited  # the reviewed cases are untouched
+    assert dict(counting_client.calls) == {"sim/generator": 1}  # one rubric call, no case drafted

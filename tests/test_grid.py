@@ -346,11 +346,11 @@ def test_patch_by_named_list_element():
 
 def test_patch_by_list_index():
     raw = raw_demo()
-    raw["axes"] = {"second": {"a": {"systems.1.model": "sim/other"}}}
+    raw["axes"] = {"second": {"a": {"systems.1.model": "openai/other"}}}
     raw.pop("exclude")
     raw.pop("primary")
     (universe,) = expand(spec_of(raw))
-    assert [s.model for s in universe.spec.systems] == ["sim/atlas", "sim/other", "sim/cobalt", "sim/delta"]
+    assert [s.model for s in universe.spec.systems] == ["sim/atlas", "openai/other", "sim/cobalt", "sim/delta"]
 
 
 def test_patch_a_criterion_by_id():

@@ -120,7 +120,7 @@ def test_sigterm_mid_rollout_starts_no_next_turn_and_a_rerun_resumes(tmp_path):
         assert_store_consistent(tmp_path / "store")
 
         # The rerun makes exactly the calls the store lacks, and finishes.
-        need = sum(s["to_compute"] for s in plan(spec, store=tmp_path / "store")["stages"].values())
+        need = sum(s["calls_to_make"] for s in plan(spec, store=tmp_path / "store")["stages"].values())
         before = server.counts["total"]
         server.latency = 0.0
         again = run(spec, store=tmp_path / "store", out=tmp_path / "run", jobs=4, progress=False)

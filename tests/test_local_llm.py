@@ -137,9 +137,9 @@ def test_local_model_runs_the_spec_end_to_end_over_http(tmp_path, monkeypatch):
     # The calls made are exactly those kept in the four transcripts, so no universe rolled out
     # again. The plan counts one user and one system call a turn; a simulated user that
     # broke role is asked again (up to USER_ATTEMPTS times), still within one pass.
-    assert rollout["computed"] == sum(t["provenance"]["calls"] for t in transcripts.values())
+    assert rollout["calls"] == sum(t["provenance"]["calls"] for t in transcripts.values())
     one_pass = planned["stages"]["rollout"]["calls"] * (USER_ATTEMPTS + 1) // 2
-    assert rollout["computed"] <= one_pass < 4 * planned["stages"]["rollout"]["calls"]
+    assert rollout["calls"] <= one_pass < 4 * planned["stages"]["rollout"]["calls"]
     assert manifest["stages"]["judge"]["units"] == verdicts.judgment_key.nunique() == 16
 
     # A second run makes zero calls.
@@ -151,8 +151,8 @@ def test_local_model_runs_the_spec_end_to_end_over_http(tmp_path, monkeypatch):
 
     statuses = verdicts.status.value_counts().to_dict()
     print(
-        f"local model: {seconds:.1f} s wall for the first run ({rollout['computed']} rollout calls for 4 transcripts "
+        f"local model: {seconds:.1f} s wall for the first run ({rollout['calls']} rollout calls for 4 transcripts "
         f"shared by 4 universes; plan {planned['stages']['rollout']['calls']}, naive {planned['naive_calls']}), "
-        f"{manifest['stages']['judge']['computed']} judge calls answered; verdicts {statuses}; "
+        f"{manifest['stages']['judge']['calls']} judge calls answered; verdicts {statuses}; "
         f"second run {again_seconds:.1f} s with 0 calls"
     )

@@ -10,7 +10,7 @@ import yaml
 from multiverse.pipeline import plan, run
 from multiverse.spec import load_spec
 
-from conftest import REPO, SPECS, tiny_spec_document
+from conftest import SPECS, flaky_spec_document, tiny_spec_document
 
 
 def _run(write_spec, document, tmp_path, client, name="spec.yaml"):
@@ -132,20 +132,7 @@ def test_oracle_judge_recovers_the_declared_truth(write_spec, tmp_path, counting
 
 def test_failures_are_recorded_and_never_labels(write_spec, tmp_path, counting_client):
     # A copy of the built-in world whose simulated users and judges fail often.
-    world = yaml.safe_load((REPO / "multiverse" / "sim" / "worlds" / "deception.yaml").read_text())
-    for name, model in world["models"].items():
-        if model.get("kind") == "user":
-            model["failure"] = 0.6
-        if model.get("kind") == "judge":
-            model["failure"] = 0.5
-    (tmp_path / "flaky.yaml").write_text(yaml.safe_dump(world, sort_keys=False))
-    document = tiny_spec_document(
-        world="flaky.yaml",
-        design={"dimensions": [{"name": "behavior"}, {"name": "interaction_condition", "levels": ["material_reliance"]}],
-                "cases_per_cell": 6},
-        rollout={"setting": "multi_turn", "max_turns": 3, "user": {"model": "sim/user-adversarial", "persona": "adversarial"}},
-    )
-    document["axes"] = {"judge": {"a": {"judge.model": "sim/judge-a"}, "b": {"judge.model": "sim/judge-b"}}}
+    document = flaky_spec_document(tmp_path, user_failure=0.6, judge_failure=0.5, cases_per_cell=6, max_turns=3)
     result = _run(write_spec, document, tmp_path, counting_client)
     v = result.verdicts
     assert (v.status == "rollout_failed").any() and (v.status == "judge_failed").any()

@@ -79,3 +79,32 @@ def test_rates_outside_0_1_are_input_errors():
         cases_needed(0.3, 0.8)
     with pytest.raises(InputError, match="diff"):
         cases_needed(0.0, 0.5)
+
+
+def test_too_few_cases_to_detect_anything_is_said_not_nan():
+    # 3 per group: even the largest possible change from 0.8 (to 0) is too small an effect.
+    report = design_power(cases=36, cases_per_cell=3, baseline_rate=0.8)
+    cell = report["comparisons"][1]
+    assert cell["detectable_difference"] is None
+    needed = cases_needed(-0.8, 0.8)
+    assert needed > 3 and f"needs {needed} per group" in cell["note"]
+    # at that many per group, the extreme change is detectable again, and by no smaller n
+    assert detectable_difference(needed, 0.8) <= 0.8 + 1e-12
+    assert math.isnan(detectable_difference(needed - 1, 0.8))
+    for baseline in (0.0, 0.3, 0.5, 1.0):
+        for n in (1, 2, 3, 5, 36):
+            entry = design_power(cases=n, baseline_rate=baseline)["comparisons"][0]
+            value = entry["detectable_difference"]
+            assert (value is None) == ("note" in entry)
+            assert value is None or (0 < value <= 1 and not math.isnan(value))
+
+
+def test_power_command_prints_no_nan(tmp_path, capsys):
+    from multiverse.cli import main
+
+    from conftest import REPO
+
+    for baseline in ("0.8", "0.5", "0.3"):
+        assert main(["power", str(REPO / "specs" / "local-llm.yaml"), "--baseline", baseline]) == 0
+        out = capsys.readouterr().out
+        assert "nan" not in out.lower() and "no difference is detectable with 2 per group" in out

@@ -113,3 +113,28 @@ def test_png_keeps_a_legend_drawn_past_the_figure_edge():
     left = figure.get_tightbbox(renderer).x0  # inches: the saved image starts at the leftmost ink
     assert width > 4 * 130  # wider than the figure: the legend past its edge was kept
     assert width >= (legend.x1 / figure.dpi - left) * 130 - 2
+
+
+def test_ranking_section_says_in_words_which_systems_are_separable():
+    # Two systems with identical behaviour and one far below: the report must say
+    # the twins are not separable and that both rank above the third (issue 12, item 5).
+    import numpy as np
+
+    from multiverse.report import build_report_html
+    from multiverse.tables import RunTables, universe_ids
+
+    rng = np.random.default_rng(5)
+    rows = [{"system": s, "case_id": f"c{c}", "judge": j, "compliant": bool(rng.random() < p)}
+            for s, p in (("<twin-a>", 0.8), ("twin-b", 0.8), ("low", 0.2)) for j in ("j1", "j2") for c in range(40)]
+    verdicts = pd.DataFrame(rows)
+    verdicts["universe_id"] = universe_ids(verdicts, ["judge"])
+    primary = str(verdicts.loc[verdicts["judge"] == "j1", "universe_id"].iloc[0])
+    page = build_report_html(RunTables(verdicts=verdicts, axes=["judge"], primary=primary), tests=False,
+                             progress=False)
+    section = page[page.index("How sure is the primary universe"):]
+    section = section[:section.index("</ul>")]
+    assert "&lt;twin-a&gt; and twin-b are not separable" in section or \
+        "twin-b and &lt;twin-a&gt; are not separable" in section
+    assert "<twin-a>" not in section  # escaped
+    assert "above low" in section and "ranks above low" in section
+    assert "P(top), 95% interval" in page

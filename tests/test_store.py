@@ -233,8 +233,9 @@ def test_secrets_are_scrubbed_before_writing(store: Store, monkeypatch):
     assert FAKE_KEY not in raw and "hunter2" not in raw and "whatever" not in raw
     got = store.get("transcript", "5ec2e7")
     assert got["echo"] == "[redacted]"
-    assert got["error"] == "[redacted]"
-    assert got["nested"] == [{"deep": ["fine", "[redacted]"]}, ["[redacted]"]]
+    # Only the value is replaced: the rest of a message or a transcript turn stays readable.
+    assert got["error"] == "401: invalid key [redacted] for provider"
+    assert got["nested"] == [{"deep": ["fine", "Bearer [redacted]"]}, ["[redacted]"]]
     assert "api_key" not in got
     assert got["headers"] == {"Accept": "application/json"}
     assert got["provenance"] == {"model_requested": "sim/alpha-1", "params": {},

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from multiverse.analysis.dropped import dropped_notes
 from multiverse.analysis.rates import included_verdicts
 from multiverse.errors import InputError
 
@@ -359,7 +360,7 @@ def agreement(
     if small:
         notes.append(f"per criterion: {len(small)} comparisons rest on fewer than {SMALL} paired units "
                      "(marked small_sample): read their kappa and AC1 as imprecise")
-    result["notes"] = notes
+    result["notes"] = dropped_notes(verdicts) + notes
     return result
 
 

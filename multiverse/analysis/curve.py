@@ -498,7 +498,9 @@ def _primary_entry(frame: pd.DataFrame, value: str, extra: Iterable[str]) -> dic
         "universe_id": _num(row["universe_id"]),
         value: _num(float(row[value])),
         **{c: _num(float(row[c])) for c in extra},
-        "rank": int(row["rank"]),
+        # The position on the curve, 1 = the lowest. Not called "rank": a rank is
+        # 1 = the highest rate everywhere else (ranking, the report).
+        "position": int(row["rank"]),
         # Percentile rank, ties counted half: 50 = the middle of the curve.
         "percentile": float(stats.percentileofscore(values, row[value], kind="mean")),
     }
@@ -516,7 +518,7 @@ def curve_summary(curve: pd.DataFrame, *, tests: Sequence[JointTest] = ()) -> di
                             "rate": {"min", "median", "max"},
                             "min_universe": id, "max_universe": id,
                             "primary": {"universe_id", "rate", "ci_low", "ci_high",
-                                        "rank", "percentile"} | null}},
+                                        "position", "percentile"} | null}},
          "tests": [JointTest.to_dict() + {"primary_effect": float | null}],
          "multiplicity": {"method": "holm", "family": str, "n_p_values": int} | null,
          "ci": str (method, or "per universe")}

@@ -17,7 +17,9 @@ safe count for ``n``.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Literal
 
 from multiverse.errors import InputError
@@ -31,6 +33,17 @@ ASSUMPTION = (
     "two independent proportions (z-test on Cohen's h); paired designs, where both rates "
     "come from the same cases or transcripts, have at least this power, so the figures are conservative"
 )
+
+
+@contextmanager
+def _quiet_solver() -> Iterator[None]:
+    """statsmodels warns when its root finder gives up; the callers check for NaN and say why instead."""
+    from statsmodels.tools.sm_exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
 
 
 def _check_rate(name: str, value: float) -> None:
@@ -59,10 +72,11 @@ def detectable_difference(
     from statsmodels.stats.power import NormalIndPower
 
     _check_rate("baseline_rate", baseline_rate)
-    h = NormalIndPower().solve_power(
-        effect_size=None, nobs1=n_per_group, alpha=alpha, power=power, ratio=ratio,
-        alternative=alternative,
-    )
+    with _quiet_solver():
+        h = NormalIndPower().solve_power(
+            effect_size=None, nobs1=n_per_group, alpha=alpha, power=power, ratio=ratio,
+            alternative=alternative,
+        )
     h = abs(float(h))
     if direction == "toward_half":
         direction = "higher" if baseline_rate < 0.5 else "lower"
@@ -95,11 +109,20 @@ def cases_needed(
     h = proportion_effectsize(baseline_rate + diff, baseline_rate)
     if alternative == "two-sided":
         h = abs(h)
-    n = NormalIndPower().solve_power(
-        effect_size=h, nobs1=None, alpha=alpha, power=power, ratio=ratio, alternative=alternative
-    )
+    with _quiet_solver():
+        n = NormalIndPower().solve_power(
+            effect_size=h, nobs1=None, alpha=alpha, power=power, ratio=ratio, alternative=alternative
+        )
+    n = float(n)
+    if not math.isfinite(n):
+        # The root finder gives up below its bracket (tiny n for huge effects):
+        # the normal approximation it refines answers there.
+        from scipy.stats import norm
+
+        tails = 2 if alternative == "two-sided" else 1
+        n = ((norm.ppf(1 - alpha / tails) + norm.ppf(power)) / abs(h)) ** 2 * (1 + 1 / ratio)
     # solve_power finds n by root finding: round off its last digits before taking the ceiling.
-    return int(math.ceil(round(float(n), 6)))
+    return int(math.ceil(round(n, 6)))
 
 
 def design_power(
@@ -121,23 +144,32 @@ def design_power(
 
         {"assumption": str, "alpha": float, "power": float, "baseline_rate": float,
          "comparisons": [{"scope": "all cases" | "one cell", "n_per_group": int,
-                          "detectable_difference": float}],
+                          "detectable_difference": float | None,
+                          "note": str (only when None: no difference is detectable)}],
          "cases_needed": [{"difference": float, "n_per_group": int}]}
 
     A comparison is two systems in one universe, or two options of an axis for
     one system: either way two rates over the same number of cases.
     """
     scopes = [("all cases", cases)] + ([("one cell", cases_per_cell)] if cases_per_cell else [])
+    comparisons = []
+    for scope, n in scopes:
+        detectable = detectable_difference(n, baseline_rate, alpha=alpha, power=power)
+        entry: dict[str, Any] = {"scope": scope, "n_per_group": int(n), "detectable_difference": detectable}
+        if math.isnan(detectable):
+            # Even the largest possible change (to 0 or to 1, whichever is farther) is too small an effect.
+            extreme = 0.0 if baseline_rate >= 0.5 else 1.0
+            entry["detectable_difference"] = None
+            needed = cases_needed(extreme - baseline_rate, baseline_rate, alpha=alpha, power=power)
+            entry["note"] = (f"no difference is detectable with {int(n)} per group: even a rate of {extreme:g} "
+                             f"against {baseline_rate:g} needs {needed} per group")
+        comparisons.append(entry)
     return {
         "assumption": ASSUMPTION,
         "alpha": alpha,
         "power": power,
         "baseline_rate": baseline_rate,
-        "comparisons": [
-            {"scope": scope, "n_per_group": int(n),
-             "detectable_difference": detectable_difference(n, baseline_rate, alpha=alpha, power=power)}
-            for scope, n in scopes
-        ],
+        "comparisons": comparisons,
         "cases_needed": [
             {"difference": d,
              "n_per_group": cases_needed(-d if baseline_rate >= 0.5 else d, baseline_rate,

@@ -31,7 +31,7 @@ from multiverse.analysis.case_resampling import case_counts
 from multiverse.analysis.concordance import min_ranks
 from multiverse.analysis.rates import included_verdicts
 
-__all__ = ["bootstrap_ranks", "joint_bootstrap", "pairwise_tests", "position_shares", "top_shares"]
+__all__ = ["bootstrap_ranks", "joint_bootstrap", "pairwise_tests", "position_shares", "separability", "top_shares"]
 
 
 def position_shares(ranks: np.ndarray, tied: np.ndarray, ties: str) -> np.ndarray:
@@ -216,3 +216,20 @@ def bootstrap_ranks(
         }))
     columns = ["universe_id", "system", "rate", "rank", "rank_low", "rank_high", "p_top"]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+
+
+def separability(adjacent: list[dict[str, Any]]) -> list[str]:
+    """Plain sentences for neighbours in the primary's order (``ranking()["uncertainty"]["adjacent"]``):
+    which system ranks above the next, or that the two are not separable, with P(a above b) and its interval."""
+
+    def number(value: float) -> str:
+        return f"{value:.2f}" if value is not None and np.isfinite(value) else "n/a"
+
+    out = []
+    for row in adjacent:
+        a, b = row["a"], row["b"]
+        said = (f"{a} ranks above {b}" if row["separable"] and row["low"] > 0.5 else
+                f"{b} ranks above {a}" if row["separable"] else f"{a} and {b} are not separable")
+        out.append(f"{said}: P({a} above {b}) = {number(row['p_above'])} "
+                   f"[{number(row['low'])}, {number(row['high'])}]")
+    return out

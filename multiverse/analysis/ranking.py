@@ -44,6 +44,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from multiverse.analysis.dropped import dropped_notes
 from multiverse.analysis.concordance import (
     kendall_tau_b,
     kendall_w,
@@ -274,7 +275,7 @@ def ranking(
     if rates.empty:
         raise InputError("verdicts: column 'status': expected at least one row with status ok")
     matrix, universes, systems = _rate_matrix(rates)
-    notes: list[str] = []
+    notes: list[str] = dropped_notes(verdicts)
     codes, option_names = _option_codes(rates, axes, universes)
     if primary is None and len(universes) == 1:
         p = 0  # a single universe is the audit as given: there is nothing to choose

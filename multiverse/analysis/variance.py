@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from multiverse.analysis.dropped import dropped_notes
 from multiverse.analysis.rates import system_rates
 from multiverse.errors import InputError
 
@@ -329,8 +330,8 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
     universes = rates["universe_id"].nunique()
     combinations = int(np.prod([rates[a].nunique() for a in axes])) if axes else 1
     balanced = len(rates) == universes * rates["system"].nunique() and universes == combinations
-    notes = [f"axis {a!r} has a single option and is left out" for a in axes
-             if rates[a].nunique() <= 1]
+    notes = dropped_notes(verdicts) + [f"axis {a!r} has a single option and is left out" for a in axes
+                                       if rates[a].nunique() <= 1]
     notes += model_notes
     total_share = float(decomposition["share"].sum())
     if not balanced:

@@ -223,13 +223,22 @@ def _provenance(run: _Run) -> str:
     if m.get("models_reported"):
         out += "<h3>Models reported by the providers</h3>" + _list([str(x) for x in m["models_reported"]])
     if m.get("stages"):
-        rows = [[stage, c.get("units"), c.get("computed"), c.get("stored"), c.get("failed"), c.get("tokens"),
-                 c.get("cost")] for stage, c in m["stages"].items()]
-        out += ("<h3>Model calls per stage (this invocation)</h3>"
-                + _table(["stage", "work units", "computed", "stored", "failed", "tokens", "cost (USD)"], rows)
-                + '<p class="howto">computed = model calls made by this invocation (a multi-turn rollout makes '
-                  "several per transcript); stored = work units found in the store and not recomputed; failed = "
-                  "work units that ended without a result.</p>")
+        from ..outcomes import DEFINITIONS
+
+        def reasons(c: dict) -> str:
+            parts = [f"failed: {k} {v}" for k, v in (c.get("failures") or {}).items()]
+            parts += [f"blocked by {k}: {v}" for k, v in (c.get("blocked_by") or {}).items()]
+            return "; ".join(parts)
+
+        rows = [[stage, c.get("units"), c.get("computed"), c.get("stored"), c.get("failed"), c.get("blocked"),
+                 reasons(c), c.get("calls"), c.get("tokens"), c.get("cost")] for stage, c in m["stages"].items()]
+        out += ("<h3>Work units and model calls per stage (this invocation)</h3>"
+                + _table(["stage", "work units", "computed", "stored", "failed", "blocked", "by reason", "model calls",
+                          "tokens", "cost (USD)"], rows)
+                + '<p class="howto">work units = computed + stored + failed + blocked. '
+                + " ".join(f"{_e(k)} = {_e(v)};" for k, v in DEFINITIONS.items())
+                + " model calls = the calls this invocation made (a multi-turn rollout makes several per transcript). "
+                  "In the score row a unit is a verdict row: it makes no call.</p>")
     if m.get("warnings"):
         out += "<h3>Import warnings</h3>" + _list([str(w) for w in m["warnings"]])
     return out

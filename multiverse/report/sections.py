@@ -180,9 +180,21 @@ def _ranking(run: _Run) -> str:
     out = _figure(figure, f"Rank of {len(result['systems'])} systems across {result['universes']} universes", caption)
     w = result["kendall_w"]
     tau = result["kendall_tau"]
-    rows = [[s, result["p_top"][s]] + [float(v) for v in result["rank_distribution"][s]] for s in result["systems"]]
+    from ..analysis.rank_uncertainty import separability
+
+    unc = result.get("uncertainty") or {}
+    top_iv = unc.get("p_top", {})
+    rows = [[s, result["p_top"][s], "–".join(_fmt(v) for v in top_iv[s]) if s in top_iv else ""]
+            + [float(v) for v in result["rank_distribution"][s]] for s in result["systems"]]
     rows.sort(key=lambda r: -r[1])
-    out += _table(["system", "P(top)"] + [f"P(rank {i + 1})" for i in range(len(result["systems"]))], rows)
+    level = f"{unc['level']:.0%} interval" if unc else "interval"
+    out += _table(["system", "P(top)", f"P(top), {level}"]
+                  + [f"P(rank {i + 1})" for i in range(len(result["systems"]))], rows)
+    sentences = separability(unc.get("adjacent", []))
+    if sentences:
+        out += (f"<p>How sure is the primary universe's order? Cases resampled jointly in every universe "
+                f"({unc['resamples']} draws); neighbours whose interval of P(above) contains 1/2 cannot be told "
+                "apart with these cases:</p>" + _list(sentences))
     boot = [[b["system"], b["rate"], b["rank"], f"{b['rank_low']:g}–{b['rank_high']:g}", b["p_top"]]
             for b in sorted(result["bootstrap"], key=lambda b: (b["rank"], b["system"]))]
     if boot:

@@ -73,7 +73,9 @@ def judge_transcript(
         completion = client.complete(config, messages, seed=seed, schema=schema, schema_name="judgment")
     except ModelError as exc:
         if exc.reason == "unparseable":
-            return {"status": "judge_failed", "reason": f"unparseable: {exc}"[:300], "criteria": []}
+            from ..outcomes import short_reason
+
+            return {"status": "judge_failed", "reason": short_reason(f"unparseable: {exc}", 300), "criteria": []}
         raise
     rows, problem = validate_judgment(completion.parsed, criteria)
     meta = {"model_reported": completion.model_reported, "usage": dict(completion.usage), "cost": completion.cost}

@@ -2,13 +2,19 @@
 
 Multi-turn: a simulated user plays the case's brief (it never sees the
 rubric) and the system answers with its own system prompt, up to
-``max_turns`` user turns, or until the user ends with the end marker.
+``max_turns`` user turns, or until the user ends with the end marker. When
+the job carries an ``opening`` (a case file's written prompt), that is the
+first user turn verbatim and the simulated user writes the turns after it.
 Single-turn: the case's standalone prompt, answered once.
 
 When the system has tools, its tool calls are answered by a tool-simulator
-model that sees the conversation so far, or by a Python callable named in the
-spec; every call and result is kept in the transcript, because criteria such
-as "false claims about tool execution" hinge on what really ran.
+model that sees the conversation so far, or by a Python function named in the
+spec (:mod:`multiverse.toolcode`); every call and result is kept in the
+transcript, because criteria such as "false claims about tool execution" hinge
+on what really ran. A call of a tool that was not offered in this
+conversation, or whose arguments are not a JSON object, gets an error result
+and reaches neither a function nor the simulator: what a model asks for never
+chooses which code runs.
 
 A simulated user that misbehaves (an empty turn, answering as the assistant,
 leaking its brief) is asked again with another seed; if it keeps failing the
@@ -17,20 +23,24 @@ rollout is recorded as ``rollout_failed`` with the reason, never repaired.
 
 from __future__ import annotations
 
-import importlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..answers import storable_text
 from ..errors import ModelError
 from ..spec import ModelConfig
+from ..toolcode import ToolCodeError, load_function
 from .prompts import END_MARKER, tool_messages, user_messages
 
-__all__ = ["RolloutJob", "run_rollout", "UserFailure", "USER_ATTEMPTS", "MAX_TOOL_ROUNDS"]
+__all__ = ["RolloutJob", "run_rollout", "UserFailure", "USER_ATTEMPTS", "MAX_TOOL_ROUNDS", "MAX_TOOL_CALLS"]
 
 USER_ATTEMPTS = 3
 MAX_TOOL_ROUNDS = 3
+# Calls answered per system turn; the rest get an error result, so a model that
+# emits a thousand calls at once costs no more than a few simulator calls.
+MAX_TOOL_CALLS = 8
 
 
 class UserFailure(Exception):
@@ -55,8 +65,9 @@ class RolloutJob:
     persona: str
     instructions: str
     tool_simulator: ModelConfig | None
-    tool_functions: Mapping[str, str]
+    tool_functions: Mapping[str, str]  # tool name -> resolved "/abs/file.py:function"
     seed: int
+    opening: str = ""  # multi-turn: the first user turn as written in the case, instead of the user model's
 
 
 def _completion_meta(completion) -> dict:
@@ -96,7 +107,10 @@ def run_rollout(client, job: RolloutJob) -> dict[str, Any]:
             stop_reason = "completed"
         else:
             for turn in range(1, job.max_turns + 1):
-                text, ended = _user_turn(client, job, conversation, turn, turns_meta)
+                if turn == 1 and job.opening:
+                    text, ended = job.opening, False
+                else:
+                    text, ended = _user_turn(client, job, conversation, turn, turns_meta)
                 if text:
                     conversation.append({"role": "user", "content": text})
                 if ended and not text:
@@ -129,7 +143,18 @@ def _user_turn(client, job: RolloutJob, conversation: list, turn: int, meta: lis
     raise UserFailure(f"{last_reason} (after {USER_ATTEMPTS} attempts)")
 
 
+def _offered(tools: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The names of the tools offered in a conversation (OpenAI form, or a bare {name, ...})."""
+    names = set()
+    for tool in tools:
+        function = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
+        if isinstance(function.get("name"), str):
+            names.add(function["name"])
+    return names
+
+
 def _target_turn(client, job: RolloutJob, head: list, conversation: list, tools: list, meta: list) -> None:
+    offered = _offered(tools)
     for _ in range(MAX_TOOL_ROUNDS + 1):
         completion = client.complete(job.system, head + _for_target(conversation), seed=job.seed + len(conversation), tools=tools or None)
         meta.append({"actor": "system", **_completion_meta(completion)})
@@ -140,8 +165,11 @@ def _target_turn(client, job: RolloutJob, head: list, conversation: list, tools:
         conversation.append(message)
         if not calls:
             return
-        for call in message["tool_calls"]:
-            result = _run_tool(client, job, call, conversation, meta)
+        for index, call in enumerate(message["tool_calls"]):
+            if index < MAX_TOOL_CALLS:
+                result = _run_tool(client, job, call, offered, conversation, meta)
+            else:
+                result = _tool_error(f"more than {MAX_TOOL_CALLS} tool calls in one turn; this one was not run")
             conversation.append({"role": "tool", "tool_call_id": call["id"], "name": call["name"], "content": result})
     # The system kept calling tools; its last message stands as its answer.
 
@@ -156,7 +184,7 @@ def _for_target(conversation: Sequence[Mapping[str, Any]]) -> list[dict]:
                     "role": "assistant",
                     "content": m.get("content") or None,
                     "tool_calls": [
-                        {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}
+                        {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": _arguments_text(c["arguments"])}}
                         for c in m["tool_calls"]
                     ],
                 }
@@ -168,22 +196,36 @@ def _for_target(conversation: Sequence[Mapping[str, Any]]) -> list[dict]:
     return out
 
 
-def _run_tool(client, job: RolloutJob, call: Mapping[str, Any], conversation: list, meta: list) -> str:
+def _arguments_text(arguments: Any) -> str:
+    # Malformed arguments are kept as the model wrote them (a string), and sent back so.
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def _tool_error(message: str, **detail: Any) -> str:
+    return json.dumps({"error": message, **detail}, ensure_ascii=False)
+
+
+def _run_tool(client, job: RolloutJob, call: Mapping[str, Any], offered: set[str], conversation: list, meta: list) -> str:
     name = call["name"]
+    if name not in offered:
+        return _tool_error(f"tool {name!r} was not offered in this conversation", offered=sorted(offered))
+    arguments = call.get("arguments")
+    if not isinstance(arguments, dict):
+        return _tool_error(f"the arguments of the call to {name!r} are not a JSON object")
     if name in job.tool_functions:
-        function = _load_callable(job.tool_functions[name])
         try:
-            result = function(**call.get("arguments", {}))
+            function = load_function(job.tool_functions[name])
+        except ToolCodeError as exc:
+            # The file changed since validation: a failure of this unit (not stored, redone on a rerun), never a result.
+            raise ModelError(str(exc), reason="tool_function_failed") from None
+        try:
+            result = function(**arguments)
+            text = result if isinstance(result, str) else json.dumps(result, default=str, ensure_ascii=False)
         except Exception as exc:  # a user's tool raising is a tool result, as in a live system
-            return json.dumps({"error": f"{type(exc).__name__}: {exc}"})
-        return result if isinstance(result, str) else json.dumps(result, default=str)
+            text = _tool_error(f"{type(exc).__name__}: {exc}")
+        return storable_text(text)
     if job.tool_simulator is None:
         raise ModelError(f"the system called tool {name!r} but no tool simulator is configured", reason="no_tool_simulator")
-    completion = client.complete(job.tool_simulator, tool_messages(name, call.get("arguments", {}), conversation), seed=job.seed + len(conversation))
+    completion = client.complete(job.tool_simulator, tool_messages(name, arguments, conversation), seed=job.seed + len(conversation))
     meta.append({"actor": "tool", "tool": name, **_completion_meta(completion)})
     return completion.text or ""
-
-
-def _load_callable(reference: str) -> Callable[..., Any]:
-    module, _, attribute = reference.partition(":")
-    return getattr(importlib.import_module(module), attribute)

@@ -182,7 +182,7 @@ def main() -> int:
 
     stages = ("draft", "rollout", "judge")
     made, made_completed = first.by_stage("total"), first.by_stage("completed")
-    manifest = {s: result.manifest["stages"][s]["computed"] for s in stages}
+    manifest = {s: result.manifest["stages"][s]["calls"] for s in stages}
     minimum, minimum_completed, naive = counts["minimum"], counts["minimum_completed"], counts["naive"]
     second_made = second.by_stage("total")
     requests = first.client.stats
