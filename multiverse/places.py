@@ -108,11 +108,11 @@ def _check_existing(out: Path, where: str, kind: str, written: tuple[str, ...], 
     if force:
         return
     if found is not None and found != kind:
-        raise PlaceError(f"{where}: is an existing {found} folder; expected a new folder or an earlier {kind}",
+        raise PlaceError(f"{where}: is an existing {found} folder; expected a new folder or an earlier {kind} folder",
                          forceable=True)
     if found is None and any(name not in written for name in names):
         shown = ", ".join(sorted(n for n in names if n not in written)[:5])
-        raise PlaceError(f"{where}: is not empty and is not a {kind} folder (it holds {shown}); "
+        raise PlaceError(f"{where}: is not empty and is not {_article(kind)} {kind} folder (it holds {shown}); "
                          "expected a new or empty folder", forceable=True)
 
 
@@ -158,3 +158,8 @@ def _resolved(path: Path) -> Path:
         return path.resolve()
     except (OSError, RuntimeError):
         return Path(os.path.abspath(path))
+
+
+def _article(word: str) -> str:
+    # "an import folder", "a run folder": the kind is shown to users in one line.
+    return "an" if word[:1].lower() in "aeiou" else "a"
