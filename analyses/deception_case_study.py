@@ -133,12 +133,13 @@ def _curves(tables, axes, primary, threshold, label, path):
         # so the band is what sampling noise alone would make of the curve.
         t = threshold if threshold is not None else float(np.clip(at_primary.get(system, 0.5), 0.01, 0.99))
         tests[system] = joint_rate_test(matrix, system=system, threshold=t)
-    figure = plot_curves(curve, axes=axes, null_bands={s: t.band for s, t in tests.items()},
-                         reference=threshold)
     null = (f"rate = {threshold:g} in every universe" if threshold is not None
             else "every universe has the primary universe's rate")
-    _save(figure, path, label,
-          f"Specification curves: compliance rate of each system in every universe (grey band: {null})")
+    # The title goes in through plot_curves, whose layout keeps it clear of the primary's labels.
+    title = f"Specification curves: compliance rate of each system in every universe (grey band: {null})"
+    figure = plot_curves(curve, axes=axes, null_bands={s: t.band for s, t in tests.items()},
+                         reference=threshold, title=f"{title}\n{label}")
+    figure.savefig(path, dpi=_DPI)
     return curve_summary(curve, tests=list(tests.values()))
 
 
