@@ -131,7 +131,7 @@ def test_ranking_section_says_in_words_which_systems_are_separable():
     primary = str(verdicts.loc[verdicts["judge"] == "j1", "universe_id"].iloc[0])
     page = build_report_html(RunTables(verdicts=verdicts, axes=["judge"], primary=primary), tests=False,
                              progress=False)
-    section = page[page.index("How sure is the primary universe"):]
+    section = page[page.index("Can neighbours in the primary universe"):]
     section = section[:section.index("</ul>")]
     assert "&lt;twin-a&gt; and twin-b are not separable" in section or \
         "twin-b and &lt;twin-a&gt; are not separable" in section

@@ -192,9 +192,10 @@ def _ranking(run: _Run) -> str:
                   + [f"P(rank {i + 1})" for i in range(len(result["systems"]))], rows)
     sentences = separability(unc.get("adjacent", []))
     if sentences:
-        out += (f"<p>How sure is the primary universe's order? Cases resampled jointly in every universe "
-                f"({unc['resamples']} draws); neighbours whose interval of P(above) contains 1/2 cannot be told "
-                "apart with these cases:</p>" + _list(sentences))
+        out += ("<p>Can neighbours in the primary universe's order be told apart across the multiverse? "
+                "P(a above b) is the share of universes in which a ranks above b; its interval comes from "
+                f"resampling cases jointly in every universe ({unc['resamples']} draws). Where the interval "
+                "contains 1/2, these cases cannot separate the two systems:</p>" + _list(sentences))
     boot = [[b["system"], b["rate"], b["rank"], f"{b['rank_low']:g}–{b['rank_high']:g}", b["p_top"]]
             for b in sorted(result["bootstrap"], key=lambda b: (b["rank"], b["system"]))]
     if boot:
