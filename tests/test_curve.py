@@ -12,7 +12,6 @@ import pandas as pd
 import pytest
 from pandas.testing import assert_frame_equal
 from scipy import stats
-from statsmodels.stats.proportion import proportion_confint
 
 from multiverse.analysis.curve import (
     case_matrix,
