@@ -43,6 +43,7 @@ from multiverse.analysis.inference import joint_rate_test
 from multiverse.analysis.ranking import ranking, system_rates, universe_ranks
 from multiverse.analysis.variance import variance
 from multiverse.errors import MultiverseError
+from multiverse.option_order import declared_options
 from multiverse.plots.agreement import agreement_figure
 from multiverse.plots.curve import plot_curves
 from multiverse.plots.ranking import ranking_figure
@@ -81,20 +82,6 @@ def _save(figure: Figure, path: Path, label: str, title: str) -> None:
 
 
 # --------------------------------------------------------------------------- universes
-
-
-def _option_order(tables: RunTables, axes: list[str]) -> dict[str, list[str]]:
-    """Each axis's options in the spec's order (from the manifest), else in table order."""
-    order: dict[str, list[str]] = {a: [] for a in axes}
-    for entry in tables.manifest.get("universes", []):
-        for axis, option in (entry.get("options") or {}).items():
-            if axis in order and str(option) not in order[axis]:
-                order[axis].append(str(option))
-    for axis in axes:
-        for option in tables.verdicts[axis].astype(str).drop_duplicates():
-            if option not in order[axis]:
-                order[axis].append(option)
-    return order
 
 
 def _neighbours(universes: pd.DataFrame, axes: list[str], primary: str,
@@ -138,7 +125,7 @@ def _curves(tables, axes, primary, threshold, label, path):
     # The title goes in through plot_curves, whose layout keeps it clear of the primary's labels.
     title = f"Specification curves: compliance rate of each system in every universe (grey band: {null})"
     figure = plot_curves(curve, axes=axes, null_bands={s: t.band for s, t in tests.items()},
-                         reference=threshold, title=f"{title}\n{label}")
+                         reference=threshold, title=f"{title}\n{label}", options=declared_options(tables, axes))
     figure.savefig(path, dpi=_DPI)
     return curve_summary(curve, tests=list(tests.values()))
 
@@ -185,7 +172,8 @@ def _conditions(tables, axes, primary, label, path):
     rows["universe_id"] = rows["universe_id"].astype(str)
     rows["condition"] = rows["subgroup"].str.slice(len(prefix))
     universes = rows.drop_duplicates("universe_id")[["universe_id", *axes]].astype(str)
-    panels = _neighbours(universes, axes, primary, _option_order(tables, axes))
+    order = {axis: [str(o) for o in options] for axis, options in declared_options(tables, axes).items()}
+    panels = _neighbours(universes, axes, primary, order)
     conditions = list(dict.fromkeys(rows["condition"]))
     systems = list(dict.fromkeys(rows["system"]))
     ncols = min(3, len(panels))
