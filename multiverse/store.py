@@ -29,9 +29,9 @@ the stage reads). Why it is built this way:
 - **A store that vanishes is an error.** Once a store has been opened (a run
   opens it before its first call), a missing root is never silently
   recreated: :class:`~multiverse.errors.StoreError`.
-- **No credentials.** Records are scrubbed before they touch the disk: any
-  string holding the value of a secret-looking environment variable becomes
-  ``"[redacted]"`` and credential-named dict keys are dropped.
+- **No credentials.** Records are scrubbed before they touch the disk: the
+  value of every credential in use (``multiverse.credentials``) becomes
+  ``[redacted]`` wherever it appears, and credential-named dict keys are dropped.
 - **Claims, so concurrent runs do not pay twice** (``multiverse.claims``).
 
 Provenance is written by the stages; the store only adds ``stored_at``.
@@ -61,7 +61,6 @@ from .storepath import check_store_path, default_store_path
 
 __all__ = ["MAX_ENTRY_BYTES", "CorruptEntryWarning", "Store", "check_store_path", "default_store_path", "scrub"]
 
-REDACTED = "[redacted]"
 
 # Stage names and keys become path components: restricting them to this
 # alphabet (no dot, no separator) is what keeps every entry inside the root.
@@ -86,8 +85,6 @@ CLAIM_LEASE = 900.0
 _CREDENTIAL_KEYS = frozenset(
     {"api_key", "apikey", "api-key", "x-api-key", "authorization", "proxy-authorization"}
 )
-_SECRET_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET")  # _API_KEY ends with _KEY
-_MIN_SECRET_LEN = 8  # shorter values ("1", "true") would redact ordinary text
 
 # Hard links are unsupported on these errnos; anything else is a real error.
 _NO_LINK_ERRNOS = {errno.EPERM, errno.ENOSYS, errno.EXDEV, errno.EMLINK}
@@ -105,43 +102,24 @@ def _check_name(kind: str, name: str) -> str:
     return name
 
 
-def _secret_values() -> list[str]:
-    """Values of environment variables whose names look like credentials."""
-    found = []
-    for name, value in os.environ.items():
-        upper = name.upper()
-        if len(value) >= _MIN_SECRET_LEN and (
-            upper.endswith(_SECRET_SUFFIXES) or "PASSWORD" in upper
-        ):
-            found.append(value)
-    return found
-
-
 def scrub(record: Any, secret_values: Iterable[str] | None = None) -> Any:
     """A copy of ``record`` with credentials removed.
 
-    Any string equal to or containing a secret value becomes ``"[redacted]"``
-    (the whole string, so no part of a key survives even where two secret
-    values overlap), and dict keys named like credentials (``api_key``,
-    ``Authorization``, ...) are dropped. ``secret_values`` defaults to the
-    values of secret-looking environment variables, read at each call.
+    The value of every credential in use is replaced by ``[redacted]`` wherever
+    it appears (:func:`multiverse.credentials.redact_all`; ``secret_values``
+    overrides which values), and dict keys named like credentials
+    (``api_key``, ``Authorization``, ...) are dropped with their values.
     """
-    values = tuple(_secret_values() if secret_values is None else secret_values)
 
-    def clean(obj: Any) -> Any:
-        if isinstance(obj, str):
-            return REDACTED if any(v in obj for v in values) else obj
+    def drop_keys(obj: Any) -> Any:
         if isinstance(obj, Mapping):
-            return {
-                clean(k) if isinstance(k, str) else k: clean(v)
-                for k, v in obj.items()
-                if not (isinstance(k, str) and k.lower() in _CREDENTIAL_KEYS)
-            }
+            return {k: drop_keys(v) for k, v in obj.items()
+                    if not (isinstance(k, str) and k.lower() in _CREDENTIAL_KEYS)}
         if isinstance(obj, (list, tuple)):
-            return [clean(v) for v in obj]
+            return [drop_keys(v) for v in obj]
         return obj
 
-    return clean(record)
+    return redact_all(drop_keys(record), secret_values)
 
 
 class Store:
@@ -314,7 +292,7 @@ class Store:
             self._quarantine(stage, final, _identity(st), f"not a regular file ({_file_type(st.st_mode)})")
         # The last sweep before the disk: credential values redacted and text
         # made UTF-8-safe here too, whatever stage or tool function composed the record.
-        clean = scrub(redact_all(storable(record)))
+        clean = scrub(storable(record))
         clean.setdefault("stored_at", datetime.now(timezone.utc).isoformat(timespec="seconds"))
         payload = json.dumps(clean, ensure_ascii=False, indent=2).encode("utf-8")
 
