@@ -308,11 +308,10 @@ def _one_line(exc: BaseException, secrets: Iterable[str]) -> str:
     from multiverse.outcomes import short_reason
 
     # Redact before cutting: a key cut in half would no longer match. Cut at a word, and marked.
-    text = " ".join(str(exc).split())
-    for secret in secrets:
-        if secret and len(secret) >= 6:
-            text = text.replace(secret, credentials.REDACTED)
-    return short_reason(storable_text(credentials.redact(text)), 300)
+    # This call's own keys join every credential in use (shorter ones too: they are known keys, not guesses).
+    values = sorted({*(s for s in secrets if s and len(s) >= 6), *credentials.secret_values()}, key=len, reverse=True)
+    text = credentials.redact(" ".join(str(exc).split()), values)
+    return short_reason(storable_text(text), 300)
 
 
 # -- the client -----------------------------------------------------------------
