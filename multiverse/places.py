@@ -30,7 +30,8 @@ from pathlib import Path
 
 from .errors import InputError
 
-__all__ = ["IMPORT_FILES", "RUN_FILES", "TABLE_FILES", "PlaceError", "check_output_dir", "check_output_file", "folder_kind"]
+__all__ = ["IMPORT_FILES", "RUN_FILES", "TABLE_FILES", "PlaceError", "check_output_dir", "check_output_file", "check_writable",
+           "folder_kind"]
 
 TABLE_FILES = tuple(f"{name}.{ext}" for name in ("verdicts", "criteria", "rates") for ext in ("parquet", "csv"))
 RUN_FILES = (*TABLE_FILES, "manifest.json", "spec.yaml", "transcripts.jsonl", "report.html")
@@ -93,7 +94,7 @@ def check_output_dir(
             raise PlaceError(f"{where}: is inside the store {store}; expected a folder outside it")
     if out.is_dir():
         _check_existing(out, where, kind, written, force)
-    _check_writable(out, where)
+    check_writable(out, where)
     return out
 
 
@@ -128,7 +129,7 @@ def check_output_file(out: str | os.PathLike, *, inputs: Iterable[str | os.PathL
     for path in inputs:
         if Path(path).exists() and _resolved(Path(path)) == _resolved(out):
             raise PlaceError(f"{where}: is the input {path}; expected another file name")
-    _check_writable(out.parent if not out.exists() else out, where)
+    check_writable(out.parent if not out.exists() else out, where)
     return out
 
 
@@ -140,7 +141,7 @@ def _check_parents(out: Path, where: str) -> None:
             return
 
 
-def _check_writable(path: Path, where: str) -> None:
+def check_writable(path: Path, where: str) -> None:
     # The nearest existing folder decides whether the output can be made and written. os.access
     # says yes to root even on /proc or a read-only mount, so a hidden file is made and removed.
     probe = _resolved(path)

@@ -59,9 +59,9 @@ def check_store_path(path: str | Path, *, out: str | Path | None = None, write: 
         raise InputError(f"{where}: {existing} {what}; expected a directory")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise InputError(f"{where}: {existing} is not writable; expected a directory you can write to")
-    from .places import _check_writable
+    from .places import check_writable
 
-    _check_writable(existing, where)  # a probe file: os.access says yes to root on a read-only mount
+    check_writable(existing, where)  # a probe file: os.access says yes to root on a read-only mount
     if existing == path:
         # Stages, quarantine and leases: a run writes into each of them.
         for sub in (Path(e.path) for e in os.scandir(path) if e.is_dir(follow_symlinks=False)):
