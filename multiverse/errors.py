@@ -34,7 +34,16 @@ class SpecError(MultiverseError):
 
 
 class InputError(MultiverseError):
-    """A results table, command-line flag or import directory is unusable."""
+    """A results table, argument or import directory is unusable.
+
+    ``param`` names the Python parameter at fault (``backend``, ``budget``...)
+    when there is one. The library words its messages in parameter names and
+    never in command-line flags; the CLI maps ``param`` to its own flag.
+    """
+
+    def __init__(self, message: str, *, param: str | None = None):
+        super().__init__(message)
+        self.param = param
 
 
 class StoreError(MultiverseError):
