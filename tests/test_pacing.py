@@ -153,6 +153,11 @@ def test_adaptive_lane_meets_the_429_and_time_targets():
 def test_a_rate_limited_provider_does_not_stall_another():
     with RateLimitedServer(per_second=4, latency=0.05) as strict, RateLimitedServer(latency=0.05) as open_:
         warm(strict, open_)
+        # The open provider's 100 calls alone, then beside 16 calls to a provider that
+        # allows 4 requests/s (about 4 s of 429s and pauses): they must take about as long.
+        started = time.monotonic()
+        run_all([(Pacer({}, default_concurrency=64), "openai/b", open_.url, 0)] * 100)
+        alone = time.monotonic() - started
         pacer = Pacer({}, default_concurrency=64)
         jobs = [(pacer, "openai/a", strict.url, 0)] * 16 + [(pacer, "openai/b", open_.url, 0)] * 100
         started = time.monotonic()
@@ -162,7 +167,9 @@ def test_a_rate_limited_provider_does_not_stall_another():
     assert set(open_.statuses()) == {200}
     assert 429 in strict.statuses()  # the strict lane was paced by its 429s...
     assert strict_seconds >= 16 / 4 - 1.5
-    assert open_seconds <= 2.0  # ...while the other lane's 100 calls went at once
+    # ...while the other lane's calls went as fast as alone (the strict lane's own
+    # 16 calls share the process's CPU, hence the slack).
+    assert open_seconds <= 1.5 * alone + 0.5 < strict_seconds, (alone, open_seconds, strict_seconds)
 
 
 def test_retry_after_pauses_only_that_lane_and_clean_answers_recover():
