@@ -179,33 +179,44 @@ def timed_procs(url: str, jobs: int, calls: int, procs: int) -> tuple[float, flo
     return wall, cpu
 
 
-def measure(modes: list[str], latency: float, calls: int, jobs_levels: list[int], procs: int) -> dict:
+def measure(modes: list[str], latency: float, calls: int, jobs_levels: list[int], procs: int, passthrough: list[str]) -> dict:
+    """Each mode in a fresh client process: litellm's logging backlog and clients from
+    one mode must not slow the next (they did: the loop after two thread modes ran 20x slower)."""
     server = ServerProcess(latency=latency)
     out: dict = {}
     try:
         for mode in modes:
-            out[mode] = {}
-            for jobs in jobs_levels:
-                if mode == "procs":
-                    wall, cpu = timed_procs(server.url, jobs, calls, procs)
-                elif mode == "loop":
-                    wall, cpu = asyncio.run(_gather(server.url, jobs, calls))
-                else:
-                    function, close = caller(mode, server.url, jobs)
-                    server.stats()  # restart the in-flight peak
-                    wall, cpu = timed_pool(function, jobs, calls)
-                    close()
-                ideal = calls * latency / jobs
-                row = {"efficiency": round(ideal / wall, 3), "client_cpu_ms_per_call": round(cpu / calls * 1000, 2),
-                       "calls": calls, "wall_s": round(wall, 2), "ideal_s": round(ideal, 2),
-                       "peak_in_flight": server.stats()["max_in_flight"]}
-                out[mode][str(jobs)] = row
-                print(f"  {mode:8s} {jobs:5d} {calls:6d} {wall:8.2f} {ideal:8.2f} {row['efficiency']:7.0%}"
-                      f" {row['client_cpu_ms_per_call']:8.2f} {row['peak_in_flight']:6d}   load {os.getloadavg()[0]:.1f}",
-                      file=sys.stderr, flush=True)
+            argv = [sys.executable, __file__, "--child-mode", mode, "--url", server.url, "--latency", str(latency),
+                    "--calls", str(calls), "--procs", str(procs), "--jobs", *map(str, jobs_levels), *passthrough]
+            proc = subprocess.run(argv, check=False, stdout=subprocess.PIPE, text=True)
+            if proc.returncode != 0:
+                out[mode] = {"error": f"exit {proc.returncode}"}
+                continue
+            out[mode] = json.loads(proc.stdout)
     finally:
         server.close()
     return out
+
+
+def run_mode(mode: str, url: str, latency: float, calls: int, jobs_levels: list[int], procs: int) -> dict:
+    rows = {}
+    for jobs in jobs_levels:
+        if mode == "procs":
+            wall, cpu = timed_procs(url, jobs, calls, procs)
+        elif mode == "loop":
+            wall, cpu = asyncio.run(_gather(url, jobs, calls))
+        else:
+            function, close = caller(mode, url, jobs)
+            wall, cpu = timed_pool(function, jobs, calls)
+            close()
+        ideal = calls * latency / jobs
+        row = {"efficiency": round(ideal / wall, 3), "client_cpu_ms_per_call": round(cpu / calls * 1000, 2),
+               "calls": calls, "wall_s": round(wall, 2), "ideal_s": round(ideal, 2),
+               "load_average": round(os.getloadavg()[0], 1)}
+        rows[str(jobs)] = row
+        print(f"  {mode:8s} {jobs:5d} {calls:6d} {wall:8.2f} {ideal:8.2f} {row['efficiency']:7.0%}"
+              f" {row['client_cpu_ms_per_call']:8.2f}   load {row['load_average']:.1f}", file=sys.stderr, flush=True)
+    return rows
 
 
 # -- where a call's CPU goes -----------------------------------------------------------
@@ -274,6 +285,8 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="also profile serial calls by layer")
     parser.add_argument("--profile-calls", type=int, default=200)
     parser.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    parser.add_argument("--child-mode", choices=MODES, help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--priced", action="store_true", help="give the fake model a (zero) price in litellm's map")
     parser.add_argument("--switch-interval", type=float, default=None,
                         help="sys.setswitchinterval for the client (Python's default is 0.005 s)")
@@ -285,6 +298,12 @@ def main() -> None:
         # search through its fallback name patterns (what an unpriced model costs).
         _litellm().register_model({MODEL: {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0,
                                            "litellm_provider": "openai", "mode": "chat"}})
+    if args.child_mode:
+        _litellm()
+        print(json.dumps(run_mode(args.child_mode, args.url, args.latency, args.calls, args.jobs, args.procs)))
+        return
+    passthrough = (["--priced"] if args.priced else []) + (
+        ["--switch-interval", str(args.switch_interval)] if args.switch_interval is not None else [])
 
     command = " ".join(["python", "tests/bench/bench_concurrency.py", *sys.argv[1:]])
     started = time.perf_counter()
@@ -296,12 +315,15 @@ def main() -> None:
         "load_average_at_start": round(os.getloadavg()[0], 2), "litellm_import_s": round(time.perf_counter() - started, 2),
     }
     print("\n".join(f"{k}: {v}" for k, v in header.items()), file=sys.stderr)
-    print(f"\n  {'mode':8s} {'jobs':>5s} {'calls':>6s} {'wall s':>8s} {'ideal s':>8s} {'eff.':>7s} {'CPU ms':>8s} "
-          f"{'peak':>6s}", file=sys.stderr)
-    by_mode = measure(args.modes, args.latency, args.calls, args.jobs, args.procs)
+    print(f"\n  {'mode':8s} {'jobs':>5s} {'calls':>6s} {'wall s':>8s} {'ideal s':>8s} {'eff.':>7s} {'CPU ms':>8s}",
+          file=sys.stderr)
+    by_mode = measure(args.modes, args.latency, args.calls, args.jobs, args.procs, passthrough)
     best = {}
     for jobs in map(str, args.jobs):
-        mode = max(by_mode, key=lambda m: by_mode[m][jobs]["efficiency"])
+        measured = [m for m in by_mode if jobs in by_mode[m]]
+        if not measured:
+            continue
+        mode = max(measured, key=lambda m: by_mode[m][jobs]["efficiency"])
         best[jobs] = {**by_mode[mode][jobs], "mode": mode}
     document = {"latency": args.latency, "jobs": best, "modes": by_mode, **header,
                 "load_average_at_end": round(os.getloadavg()[0], 2)}
