@@ -45,7 +45,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 from urllib.parse import urlsplit
 
 from . import interrupt
@@ -80,7 +80,7 @@ class Limit:
     def of(cls, value: Any, prefix: str) -> Limit:
         """A :class:`Limit` from anything with ``rpm``/``tpm``/``max_concurrency``
         attributes or keys (the spec's ``RateLimit``, a dict)."""
-        fields = {}
+        fields: dict[str, Any] = {}
         for name in ("rpm", "tpm", "max_concurrency"):
             raw = value.get(name) if isinstance(value, Mapping) else getattr(value, name, None)
             if raw is None:
@@ -124,7 +124,7 @@ class Slot:
         self.started = self.waited = 0.0
         self.full = False
 
-    def __enter__(self) -> Slot:
+    def __enter__(self) -> Self:
         self._lane.acquire(self)
         return self
 
@@ -398,11 +398,11 @@ def estimate_wall_seconds(calls_by_model: Mapping[str, int], tokens_by_model: Ma
         calls[name] = calls.get(name, 0) + n
         tokens[name] = tokens.get(name, 0) + tokens_by_model.get(model, 0)
     lanes = {}
-    for name, n in calls.items():
+    for name, count in calls.items():
         limit = declared.get(name, Limit())
-        bounds = {"concurrency": n * seconds_per_call / min(jobs, limit.max_concurrency or jobs)}
+        bounds = {"concurrency": count * seconds_per_call / min(jobs, limit.max_concurrency or jobs)}
         if limit.rpm:
-            bounds["rpm"] = n / limit.rpm * PERIOD
+            bounds["rpm"] = count / limit.rpm * PERIOD
         if limit.tpm:
             bounds["tpm"] = tokens[name] / limit.tpm * PERIOD
         binding = max(bounds, key=bounds.__getitem__)

@@ -23,7 +23,7 @@ import threading
 import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Self
 
 __all__ = ["Arrival", "RateLimitedServer"]
 
@@ -84,7 +84,7 @@ class RateLimitedServer:
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}/v1"
 
-    def __enter__(self) -> RateLimitedServer:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
