@@ -132,7 +132,13 @@ def caller(mode: str, url: str, jobs: int):
         from multiverse.llm import ModelClient, ModelConfig
 
         client, config = ModelClient(jobs=jobs), ModelConfig(MODEL, {}, api_base=url)
-        return (lambda: client.complete(config, MESSAGES)), (lambda: None)
+
+        def report() -> None:
+            stats = client.stats
+            print(f"  (ModelClient: {stats['calls']} requests, {stats['retries']} retries, "
+                  f"failures by reason {stats['failures_by_reason']})", file=sys.stderr)
+
+        return (lambda: client.complete(config, MESSAGES)), report
     lean(litellm)
     if mode == "threads":
         import openai
