@@ -8,6 +8,8 @@ jobs, over the wall time) and the client's CPU per call (every client process,
 logging threads included):
 
 - ``client``: ``ModelClient.complete`` from ``jobs`` threads (what a run does today);
+- ``client-shared``: the same with one ``openai.OpenAI`` client passed to every call
+  (``client`` in the model's params, which litellm takes);
 - ``threads``: ``litellm.completion`` from ``jobs`` threads, litellm's logging and
   callbacks off (:func:`lean`) and one shared ``openai.OpenAI`` client;
 - ``loop``: ``litellm.acompletion`` on one event loop, ``jobs`` at a time (lean, one
@@ -52,7 +54,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 MESSAGES = [{"role": "user", "content": "Is the cited source real? Answer briefly."}]
 MODEL = "openai/fake"
-MODES = ("client", "threads", "loop", "procs")
+MODES = ("client", "client-shared", "threads", "loop", "procs")
 
 
 class ServerProcess:
@@ -128,10 +130,17 @@ async def _gather(url: str, jobs: int, calls: int, go=None) -> tuple[float, floa
 def caller(mode: str, url: str, jobs: int):
     """(function making one call, closer) for a mode that runs in this process."""
     litellm = _litellm()
-    if mode == "client":
+    if mode in ("client", "client-shared"):
         from multiverse.llm import ModelClient, ModelConfig
 
-        client, config = ModelClient(jobs=jobs), ModelConfig(MODEL, {}, api_base=url)
+        params = {}
+        if mode == "client-shared":
+            import openai
+
+            # litellm passes a request's `client` through: one openai client for every call,
+            # instead of litellm's per-call look-up in its client cache.
+            params["client"] = openai.OpenAI(base_url=url, api_key="sk-local", max_retries=0)
+        client, config = ModelClient(jobs=jobs), ModelConfig(MODEL, params, api_base=url)
 
         def report() -> None:
             stats = client.stats
@@ -286,13 +295,15 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.1, help="server latency per request, seconds")
     parser.add_argument("--calls", type=int, default=2000, help="calls per mode and jobs level")
     parser.add_argument("--jobs", type=int, nargs="+", default=[32, 64])
-    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=["client", "threads", "loop", "procs"])
     parser.add_argument("--procs", type=int, default=2, help="worker processes of the procs mode")
     parser.add_argument("--profile", action="store_true", help="also profile serial calls by layer")
     parser.add_argument("--profile-calls", type=int, default=200)
     parser.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     parser.add_argument("--child-mode", choices=MODES, help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
+    parser.add_argument("--session", action="store_true",
+                        help="give litellm one httpx client sized for the jobs (litellm.client_session)")
     parser.add_argument("--priced", action="store_true", help="give the fake model a (zero) price in litellm's map")
     parser.add_argument("--switch-interval", type=float, default=None,
                         help="sys.setswitchinterval for the client (Python's default is 0.005 s)")
@@ -304,11 +315,17 @@ def main() -> None:
         # search through its fallback name patterns (what an unpriced model costs).
         _litellm().register_model({MODEL: {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0,
                                            "litellm_provider": "openai", "mode": "chat"}})
+    if args.session:
+        import httpx
+
+        # litellm's own sync client is a bare httpx.Client: at most 100 connections, 20 kept alive.
+        _litellm().client_session = httpx.Client(follow_redirects=True, limits=httpx.Limits(
+            max_connections=max(args.jobs) * 2, max_keepalive_connections=max(args.jobs) * 2))
     if args.child_mode:
         _litellm()
         print(json.dumps(run_mode(args.child_mode, args.url, args.latency, args.calls, args.jobs, args.procs)))
         return
-    passthrough = (["--priced"] if args.priced else []) + (
+    passthrough = (["--priced"] if args.priced else []) + (["--session"] if args.session else []) + (
         ["--switch-interval", str(args.switch_interval)] if args.switch_interval is not None else [])
 
     command = " ".join(["python", "tests/bench/bench_concurrency.py", *sys.argv[1:]])
