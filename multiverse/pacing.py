@@ -134,7 +134,10 @@ class Slot:
     def report(self, status: int | None, *, retry_after: float | None = None, tokens_used: int | None = None) -> None:
         """How the call went: ``status`` the HTTP status (``None``: no answer, as when
         the connection failed), ``retry_after`` in seconds, ``tokens_used`` the
-        prompt + completion tokens the answer reported."""
+        prompt + completion tokens the answer reported.
+
+        After a 429 or 503, retry through a new slot without a backoff sleep of
+        your own: the slot waits out the lane's pause and its lowered rate."""
         if not self._reported:
             self._reported = True
             self._lane.report(self, status, retry_after, tokens_used)
