@@ -305,6 +305,17 @@ class _Lane:
         self.rate = max(_MIN_RATE, through * DECREASE)
         self.step = max(self.step if self.limit.rpm else 0.0, STEP * through, 2 * _MIN_RATE)
 
+    def wait_seconds(self, tokens: int) -> float:
+        """Seconds before a call could start here: 0 now, ``inf`` while every slot is taken."""
+        with self.cond:
+            if self.in_flight >= max(1, int(self.window)):
+                return math.inf
+            now = time.monotonic()
+            at = max(now, self.paused_until, self.last_start + 1 / self.rate, self.next_start)
+            if self.token_rate is not None:
+                at = max(at, self.paid_until, self.next_token, self._token_room(now, max(0, int(tokens))))
+            return at - now
+
     def snapshot(self) -> dict:
         with self.cond:
             return {
@@ -366,6 +377,13 @@ class Pacer:
                 if lane is None:
                     lane = self._lanes[name] = _Lane(name, self.limits.get(name, Limit()), self.jobs)
         return Slot(lane, est_tokens)
+
+    def wait_seconds(self, model: str, api_base: str | None = None, est_tokens: int = 0) -> float:
+        """Seconds before a call to ``model`` could start (0: now; ``inf``: every slot of its
+        lane is taken), without waiting: lets an executor whose threads serve several
+        providers start another provider's unit instead of parking a thread in a full lane."""
+        lane = self._lanes.get(self.lane(model, api_base))
+        return 0.0 if lane is None else lane.wait_seconds(est_tokens)
 
     def snapshot(self) -> dict[str, dict]:
         """Per lane: the rate (rpm) and concurrency in force, calls in flight,
