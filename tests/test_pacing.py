@@ -112,7 +112,7 @@ def test_declared_tpm_follows_the_tokens_answers_report():
 def test_declared_limits_do_not_block_each_other():
     with RateLimitedServer(latency=0.05) as slow, RateLimitedServer(latency=0.05) as fast:
         warm(slow, fast)
-        pacer = Pacer({"openai/slow": {"rpm": 60}, "openai/fast": {"rpm": 2400, "max_concurrency": 8}},
+        pacer = Pacer({"openai/slow": {"rpm": 30}, "openai/fast": {"rpm": 2400, "max_concurrency": 8}},
                       default_concurrency=64)
         jobs = [(pacer, "openai/slow-model", slow.url, 0)] * 4 + [(pacer, "openai/fast-model", fast.url, 0)] * 60
         started = time.monotonic()
@@ -121,9 +121,10 @@ def test_declared_limits_do_not_block_each_other():
     slow_seconds = max(done[i] for i in range(4)) - started
     assert fast.max_in_flight <= 8
     assert_spaced([a.at for a in fast.log], 60 / 2400)
-    assert_spaced([a.at for a in slow.log], 1.0)
-    assert slow_seconds >= 3 - JITTER
-    assert fast_seconds <= 59 / 40 + 1.0  # 40 calls/s, never waiting for the 1/s lane
+    assert_spaced([a.at for a in slow.log], 2.0)
+    assert slow_seconds >= 6 - JITTER
+    # 40 calls/s: 1.5 s, plus slack for a loaded machine's CPU; waiting on the slow lane would take 6 s.
+    assert fast_seconds <= 59 / 40 + 2.0
 
 
 # -- unknown limits: AIMD ----------------------------------------------------------------
