@@ -325,3 +325,156 @@ def test_schema_command_prints_the_schema_as_json(tmp_path):
     assert schema["additionalProperties"] is False
     assert {"name", "concept", "systems"} <= set(schema["required"])
     assert list(tmp_path.iterdir()) == []
+
+
+def test_schema_is_pydantic_s_schema_of_the_spec_models():
+    from multiverse.spec import Spec as SpecModel
+
+    schema = spec_schema()
+    generated = SpecModel.model_json_schema()
+    # One description: every field of the models is in the schema, with the models' own definitions.
+    assert set(schema["properties"]) == set(SpecModel.model_fields)
+    assert schema["$defs"] == generated["$defs"]
+    assert {k: v for k, v in schema["properties"].items() if k != "rubric"} == {
+        k: v for k, v in generated["properties"].items() if k != "rubric"
+    }
+    # The field docs come from Field(description=...).
+    assert "pre-registered" in schema["properties"]["primary"]["description"]
+    rate = schema["$defs"]["RateLimit"]
+    assert rate["additionalProperties"] is False
+    assert rate["properties"]["rpm"]["anyOf"][0] == {"exclusiveMinimum": 0, "type": "integer"}
+
+
+def test_schema_checks_rate_limits(demo, validator):
+    document = json.loads(json.dumps(demo.document))
+    document["rate_limits"] = {"openai/": {"rpm": 500, "tpm": 200_000}, "anthropic/claude-haiku": {"max_concurrency": 4}}
+    assert list(validator.iter_errors(document)) == []
+    for bad in ({"rpm": 0}, {"rpd": 1}, {"rpm": "500"}, "fast"):
+        document["rate_limits"] = {"openai/": bad}
+        assert list(validator.iter_errors(document)), bad
+
+
+# -- rate limits -----------------------------------------------------------------
+
+
+def test_rate_limits_are_typed_config_and_change_no_universe(demo):
+    from multiverse.config import RateLimit, rate_limit_for
+
+    raw = _raw_demo()
+    raw["rubric"] = _raw_rubric()
+    raw["rate_limits"] = {
+        "openai/": {"rpm": 500, "tpm": 200_000},
+        "openai/gpt-4o": {"max_concurrency": 2},
+        "anthropic/claude-haiku": {"max_concurrency": 4},
+    }
+    spec = parse_spec(raw, path=DEMO)
+    assert spec.rate_limits["openai/"] == RateLimit(rpm=500, tpm=200_000)
+    assert spec.rate_limits["anthropic/claude-haiku"].max_concurrency == 4
+    assert spec.rate_limits["anthropic/claude-haiku"].rpm is None
+    # Pacing is not a measurement choice.
+    assert spec.measurement() == demo.measurement()
+    assert _ids(spec) == _ids(demo)
+    # The longest prefix paces a model; none matches a model no prefix names.
+    assert rate_limit_for("openai/gpt-4o-mini", spec.rate_limits) == ("openai/gpt-4o", RateLimit(max_concurrency=2))
+    assert rate_limit_for("openai/o3", spec.rate_limits)[0] == "openai/"
+    assert rate_limit_for("sim/atlas", spec.rate_limits) is None
+    with pytest.raises(TypeError):
+        spec.rate_limits["sim/"] = RateLimit(rpm=1)  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    "limits, where, expected",
+    [
+        ({"openai/": {"tpm": -5}}, "rate_limits.openai/.tpm", "expected an integer > 0, got -5"),
+        ({"openai/": {"rpm": True}}, "rate_limits.openai/.rpm", "expected an integer, got a boolean"),
+        ({"openai/": {"rpm": 1.5}}, "rate_limits.openai/.rpm", "expected an integer, got the number 1.5"),
+        ({"openai/": None}, "rate_limits.openai/", "expected a mapping, got null"),
+        ({"openai/": {"rpm": None}}, "rate_limits.openai/", "expected at least one of rpm, tpm, max_concurrency"),
+        ({"/gpt": {"rpm": 1}}, "rate_limits./gpt", "expected a model-string prefix"),
+        ({"": {"rpm": 1}}, "rate_limits.", "expected a model-string prefix"),
+    ],
+)
+def test_rate_limits_problems_are_one_line_each(limits, where, expected, tmp_path):
+    raw = _raw_demo()
+    raw["rubric"] = _raw_rubric()
+    raw["rate_limits"] = limits
+    with pytest.raises(SpecError) as info:
+        parse_spec(raw, path=tmp_path / "limits.yaml")
+    assert info.value.problems == [f"{tmp_path / 'limits.yaml'}: {where}: {info.value.expected}"]
+    assert expected in info.value.expected
+
+
+def test_an_axis_cannot_patch_rate_limits(tmp_path):
+    raw = _raw_demo()
+    raw["rubric"] = _raw_rubric()
+    raw["rate_limits"] = {"openai/": {"rpm": 10}}
+    raw["axes"]["pace"] = {"slow": {"rate_limits.openai/.rpm": 1}, "fast": {"rate_limits.openai/.rpm": 100}}
+    with pytest.raises(SpecError) as info:
+        parse_spec(raw, path=tmp_path / "pace.yaml")
+    assert any("axes.pace.slow.rate_limits" in p and "not a measurement choice" in p for p in info.value.problems)
+
+
+# -- the spec's place in the data flow ---------------------------------------------
+
+
+def test_importing_the_spec_imports_nothing_downstream():
+    code = (
+        "import sys, multiverse.spec, multiverse.config\n"
+        "bad = sorted(m for m in sys.modules if m in ('multiverse.grid', 'litellm') or m.startswith(('multiverse.sim', "
+        "'multiverse.pipeline', 'multiverse.stages', 'multiverse.llm', 'multiverse.work')))\n"
+        "print(','.join(bad))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""
+
+
+def test_the_shared_config_does_not_import_the_spec():
+    code = "import sys, multiverse.config\nprint('multiverse.spec' in sys.modules, 'multiverse._spec.models' in sys.modules)\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False"]
+
+
+def test_world_checks_go_through_the_model_layer_registry(monkeypatch, tmp_path):
+    from multiverse import model_names
+
+    seen = []
+
+    def checker(world, base_dir):
+        seen.append((world, base_dir))
+        return None if world == "known" else f"no world {world!r} in the registry's provider"
+
+    monkeypatch.setitem(model_names._world_checkers, model_names.WORLD_PROVIDER, checker)
+    raw = _raw_demo()
+    raw["rubric"] = _raw_rubric()
+    raw["world"] = "elsewhere"
+    with pytest.raises(SpecError) as info:
+        parse_spec(raw, path=tmp_path / "w.yaml")
+    assert info.value.path == "world" and info.value.expected == "no world 'elsewhere' in the registry's provider"
+    assert seen == [("elsewhere", tmp_path)]
+
+
+def test_sections_give_the_model_layer_its_config(demo, monkeypatch):
+    from multiverse.config import ModelConfig
+
+    monkeypatch.setenv("MV_TEST_PORT", "8123")
+    raw = _raw_demo()
+    raw["rubric"] = _raw_rubric()
+    raw["judge"]["api_base"] = "http://127.0.0.1:${MV_TEST_PORT:-9}/v1"
+    raw["judge"]["params"] = {"temperature": 0}
+    spec = parse_spec(raw, path=DEMO)
+    config = spec.judge.to_model_config()
+    assert config == ModelConfig("sim/judge-a", {"temperature": 0}, "http://127.0.0.1:8123/v1", None)
+    # The universe keeps the unexpanded text.
+    assert spec.judge.api_base == "http://127.0.0.1:${MV_TEST_PORT:-9}/v1"
+
+
+def test_a_spec_pickles_with_its_origin(demo):
+    import pickle
+
+    again = pickle.loads(pickle.dumps(demo))
+    assert again == demo
+    assert again.path == demo.path and again.document == demo.document
+    with pytest.raises(AttributeError):
+        del again.name
