@@ -134,6 +134,7 @@ def _sample(spec: Spec, combos: list[dict], primary: dict | None) -> list[dict]:
     to random (balance is then approximate).
     """
     sample = spec.sample
+    assert sample is not None  # called only when the spec asks for a sample
     rng = random.Random(sample.seed)
     names = list(spec.axes)
     valid = [tuple(c[a] for a in names) for c in combos]
@@ -160,6 +161,7 @@ def _sample_by_index(spec: Spec, primary: dict | None, total: int) -> list[dict]
     factorial (index) order, like a listed grid.
     """
     sample = spec.sample
+    assert sample is not None  # called only when the spec asks for a sample
     rng = random.Random(sample.seed)
     names = list(spec.axes)
     first = tuple(primary[a] for a in names) if primary is not None else None

@@ -51,7 +51,14 @@ from ._spec.models import (
     ToolSimulator,
     design_levels,
 )
-from ._spec.parse import load_cases, load_spec, parse_spec, resolve_document, spec_schema, to_yaml_dict
+from ._spec.parse import (
+    load_cases,
+    load_spec,
+    parse_spec,
+    resolve_document,
+    spec_schema,
+    to_yaml_dict,
+)
 from .bounds import MAX_FILE_BYTES
 from .config import SCORING_RULES, ModelConfig, RateLimit, expand_env
 

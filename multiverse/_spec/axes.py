@@ -13,7 +13,12 @@ import math
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from ..bounds import MAX_OPTIONS, MAX_UNIVERSES, transcripts_per_universe, universes_problem
+from ..bounds import (
+    MAX_OPTIONS,
+    MAX_UNIVERSES,
+    transcripts_per_universe,
+    universes_problem,
+)
 from ..errors import SpecError
 from ..keys import digest
 from .models import Spec

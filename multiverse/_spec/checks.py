@@ -88,13 +88,14 @@ _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 def _check_tools(spec: Spec, problems: Problems) -> None:
     for i, system in enumerate(spec.systems):
         for j, tool in enumerate(system.tools):
-            function = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
+            wrapped = tool.get("function")
+            function: Mapping[str, Any] = wrapped if isinstance(wrapped, Mapping) else tool
             if not isinstance(function.get("name"), str) or not _TOOL_NAME.fullmatch(function["name"]):
                 problems.add(f"systems.{i}.tools.{j}", "expected an OpenAI function tool {type: function, function: {name, description, parameters}} whose name is 1-64 of [A-Za-z0-9_-]")
-    for tool, reference in spec.rollout.tool_simulator.functions.items():
+    for name, reference in spec.rollout.tool_simulator.functions.items():
         problem = check_reference(reference, spec.base_dir)
         if problem is not None:
-            problems.add(f"rollout.tool_simulator.functions.{tool}", problem)
+            problems.add(f"rollout.tool_simulator.functions.{name}", problem)
 
 
 # A prefix names a provider and optionally the start of its model names: openai/, openai/gpt-4o.
@@ -125,7 +126,8 @@ def _check_offline_names(spec: Spec, problems: Problems) -> None:
     world = spec.world
     if world is not None and world.endswith((".yaml", ".yml")):
         world = str(spec.base_dir / world)
-    roles = [(f"systems.{i}", s, "system") for i, s in enumerate(spec.systems)] + [("judge", spec.judge, "judge")]
+    roles: list[tuple[str, Any, str]] = [(f"systems.{i}", s, "system") for i, s in enumerate(spec.systems)]
+    roles.append(("judge", spec.judge, "judge"))
     if spec.rollout.setting == "multi_turn":
         roles.append(("rollout.user", spec.rollout.user, "user"))
     if spec.cases is None and spec.design.cases is None:

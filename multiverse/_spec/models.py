@@ -9,7 +9,16 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, Strict
 
-from ..config import CIMethod, Estimator, Frozen, FrozenMap, ModelConfig, RateLimit, ScoringRule, expand_env
+from ..config import (
+    CIMethod,
+    Estimator,
+    Frozen,
+    FrozenMap,
+    ModelConfig,
+    RateLimit,
+    ScoringRule,
+    expand_env,
+)
 
 __all__ = [
     "BEHAVIOR",

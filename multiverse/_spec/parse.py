@@ -110,7 +110,7 @@ def _raise(file: Any, problems: Problems) -> None:
         messages = [f"{file}: {problems.where(p)}: {e}" for p, e in problems.items]
         first_path, first = problems.items[0]
         error = SpecError(file, problems.where(first_path), first)
-        error.problems = messages
+        error.problems = messages  # type: ignore[attr-defined]  # SpecError's optional list of every problem
         raise error
 
 
