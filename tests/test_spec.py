@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 import subprocess
 import sys
@@ -478,3 +479,55 @@ def test_a_spec_pickles_with_its_origin(demo):
     assert again.path == demo.path and again.document == demo.document
     with pytest.raises(AttributeError):
         del again.name
+
+
+# -- any malformed value: a SpecError, one line per problem -----------------------
+
+_ODD_VALUES = [None, 0, -1, 1.5, True, "x", "", [], {}, [1], {"a": 1}, {1: 2}, b"x", {"x"}, 10**30, float("nan")]
+
+
+def _paths(node, prefix=()):
+    if prefix:
+        yield prefix
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _paths(v, (*prefix, i))
+
+
+def test_any_odd_value_anywhere_is_a_one_line_spec_error_or_a_spec(tmp_path):
+    import copy
+    import datetime
+    import random
+
+    base = _raw_demo()
+    base["rubric"] = _raw_rubric()
+    base["rate_limits"] = {"openai/": {"rpm": 5}}
+    base["sample"] = {"n": 3, "method": "lhs"}
+    paths = list(_paths(base))
+    values = [*_ODD_VALUES, datetime.date(2020, 1, 1)]
+    rng = random.Random(0)
+    file = tmp_path / "odd.yaml"
+    outcomes = collections.Counter()
+    for _ in range(300):
+        document = copy.deepcopy(base)
+        path = rng.choice(paths)
+        node = document
+        for key in path[:-1]:
+            node = node[key]
+        if isinstance(node, dict) and rng.random() < 0.2:
+            node[rng.choice([1, "zz", None])] = rng.choice(values)  # an odd key
+        else:
+            node[path[-1]] = rng.choice(values)
+        try:
+            parse_spec(document, path=file)
+            outcomes["spec"] += 1
+        except SpecError as error:
+            outcomes["error"] += 1
+            problems = getattr(error, "problems", None) or [str(error)]
+            assert str(error) == problems[0]
+            for line in problems:
+                assert "\n" not in line and line.startswith(f"{file}: "), line
+    assert outcomes["error"] > 200  # the mutations are mostly wrong, and each one was refused cleanly
