@@ -23,7 +23,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 __all__ = [
     "ModelConfig",
     "RateLimit",
-    "rate_limit_for",
     "Frozen",
     "FrozenMap",
     "expand_env",
@@ -127,14 +126,3 @@ class RateLimit(Frozen):
             raise ValueError("expected at least one of rpm, tpm, max_concurrency")
         return self
 
-
-def rate_limit_for(model: str, limits: Mapping[str, RateLimit]) -> tuple[str, RateLimit] | None:
-    """The ``(prefix, limit)`` that paces ``model``: the longest prefix of it in ``limits``, or None.
-
-    The longest wins so that ``openai/gpt-4o`` can be paced apart from the rest of ``openai/``.
-    """
-    matching = [prefix for prefix in limits if model.startswith(prefix)]
-    if not matching:
-        return None
-    prefix = max(matching, key=len)
-    return prefix, limits[prefix]
