@@ -335,7 +335,9 @@ def test_schema_is_pydantic_s_schema_of_the_spec_models():
     generated = SpecModel.model_json_schema()
     # One description: every field of the models is in the schema, with the models' own definitions.
     assert set(schema["properties"]) == set(SpecModel.model_fields)
-    assert schema["$defs"] == generated["$defs"]
+    assert schema["$defs"].keys() == generated["$defs"].keys()
+    for name, definition in generated["$defs"].items():
+        assert schema["$defs"][name]["properties"].keys() == definition["properties"].keys(), name
     assert {k: v for k, v in schema["properties"].items() if k != "rubric"} == {
         k: v for k, v in generated["properties"].items() if k != "rubric"
     }
@@ -344,6 +346,32 @@ def test_schema_is_pydantic_s_schema_of_the_spec_models():
     rate = schema["$defs"]["RateLimit"]
     assert rate["additionalProperties"] is False
     assert rate["properties"]["rpm"]["anyOf"][0] == {"exclusiveMinimum": 0, "type": "integer"}
+
+
+@pytest.mark.parametrize(
+    "path, bad, good",
+    [
+        (("rollout", "max_turns"), 0, 1),
+        (("rollout", "max_turns"), 101, 100),
+        (("design", "cases_per_cell"), 10_001, 10_000),
+        (("scoring", "ci", "level"), 1, 0.99),
+        (("scoring", "ci", "n_boot"), 9, 10),
+    ],
+)
+def test_schema_carries_the_ranges_the_checks_enforce(demo, validator, path, bad, good, tmp_path):
+    for value, valid in ((bad, False), (good, True)):
+        document = json.loads(json.dumps(demo.document))
+        node = document
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+        node[path[-1]] = value
+        assert (list(validator.iter_errors(document)) == []) is valid, (path, value)
+        # ... and the loader agrees with the schema.
+        if valid:
+            parse_spec(document, path=DEMO)
+        else:
+            with pytest.raises(SpecError, match=".".join(path)):
+                parse_spec(document, path=DEMO)
 
 
 def test_schema_checks_rate_limits(demo, validator):

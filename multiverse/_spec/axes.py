@@ -21,6 +21,7 @@ from ..bounds import (
 )
 from ..errors import SpecError
 from ..keys import digest
+from .checks import MINIMA
 from .models import Spec
 from .problems import Problems, resolve_path
 
@@ -161,8 +162,8 @@ def check_axes(spec: Spec, problems: Problems, resolve: Callable[[dict], Spec]) 
             problems.add(f"exclude.{i}", "expected at least one axis: option pair")
     if spec.primary is not None:
         _check_selector(spec, spec.primary, "primary", problems, allow_lists=False)
-    if spec.sample is not None and spec.sample.n < 1:
-        problems.add("sample.n", f"expected an integer >= 1, got {spec.sample.n}")
+    if spec.sample is not None and spec.sample.n < MINIMA["sample.n"]:
+        problems.add("sample.n", f"expected an integer >= {MINIMA['sample.n']}, got {spec.sample.n}")
     if problems:
         return
     _check_grid(spec, problems)

@@ -17,7 +17,18 @@ from ..toolcode import check_reference
 from .models import BEHAVIOR, Spec, design_levels
 from .problems import Problems
 
-__all__ = ["check_semantics"]
+__all__ = ["MINIMA", "check_semantics"]
+
+#: The smallest value of each numeric field (YAML path); the caps are ``bounds.CAPS``.
+MINIMA = {
+    "design.cases_per_cell": 1,
+    "design.allocation.cases": 0,
+    "rollout.max_turns": 1,
+    "rollout.replicates": 1,
+    "judge.samples": 1,
+    "scoring.ci.n_boot": 10,
+    "sample.n": 1,
+}
 
 
 def check_semantics(spec: Spec, problems: Problems, *, has_rubric: bool) -> None:
@@ -37,15 +48,15 @@ def check_semantics(spec: Spec, problems: Problems, *, has_rubric: bool) -> None
     if wrong_name:
         problems.add("name", wrong_name)
     _check_models(spec, problems)
-    for name, value, minimum in (
-        ("design.cases_per_cell", spec.design.cases_per_cell, 1),
-        ("rollout.max_turns", spec.rollout.max_turns, 1),
-        ("rollout.replicates", spec.rollout.replicates, 1),
-        ("judge.samples", spec.judge.samples, 1),
-        ("scoring.ci.n_boot", spec.scoring.ci.n_boot, 10),
+    for name, value in (
+        ("design.cases_per_cell", spec.design.cases_per_cell),
+        ("rollout.max_turns", spec.rollout.max_turns),
+        ("rollout.replicates", spec.rollout.replicates),
+        ("judge.samples", spec.judge.samples),
+        ("scoring.ci.n_boot", spec.scoring.ci.n_boot),
     ):
-        if value < minimum:
-            problems.add(name, f"expected an integer >= {minimum}, got {value}")
+        if value < MINIMA[name]:
+            problems.add(name, f"expected an integer >= {MINIMA[name]}, got {value}")
     if not 0 < spec.scoring.ci.level < 1:
         problems.add("scoring.ci.level", f"expected a number between 0 and 1, got {spec.scoring.ci.level}")
     check_sizes(spec, problems)
@@ -171,5 +182,5 @@ def _check_design(spec: Spec, problems: Problems) -> None:
                 problems.add(f"design.allocation.{i}.cell.{factor}", f"unknown dimension; expected one of: {', '.join(names)}")
             elif level not in design_levels(spec, factor):
                 problems.add(f"design.allocation.{i}.cell.{factor}", f"unknown level {level!r}; expected one of: {', '.join(design_levels(spec, factor))}")
-        if a.cases < 0:
-            problems.add(f"design.allocation.{i}.cases", "expected an integer >= 0")
+        if a.cases < MINIMA["design.allocation.cases"]:
+            problems.add(f"design.allocation.{i}.cases", f"expected an integer >= {MINIMA['design.allocation.cases']}")

@@ -14,9 +14,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from ..bounds import CAPS
 from ..errors import SpecError
 from .axes import check_axes
-from .checks import check_semantics
+from .checks import MINIMA, check_semantics
 from .loading import load_yaml
 from .models import Case, CasesFile, Rubric, Spec, design_levels, to_plain
 from .problems import Problems, add_validation_errors
@@ -129,4 +130,29 @@ def spec_schema() -> dict:
         "anyOf": [{k: v for k, v in rubric.items() if k not in ("description", "default")}, {"type": "string"}, {"type": "null"}],
         "description": rubric.get("description", ""),
     }
+    # The ranges the checks enforce, so an editor flags them too.
+    for path, minimum in MINIMA.items():
+        _schema_at(schema, path)["minimum"] = minimum
+    for path, cap in CAPS.items():
+        _schema_at(schema, path)["maximum"] = cap
+    _schema_at(schema, "scoring.ci.level").update(exclusiveMinimum=0, exclusiveMaximum=1)
     return schema
+
+
+def _schema_at(schema: dict, dotted: str) -> dict:
+    """The schema of the field at ``dotted`` (through ``$ref``, optional values and list items)."""
+    node = schema
+    for part in dotted.split("."):
+        node = _resolved(schema, node)
+        node = node["items"] if node.get("type") == "array" else node
+        node = _resolved(schema, node)["properties"][part]
+    node = _resolved(schema, node)
+    return node
+
+
+def _resolved(schema: dict, node: dict) -> dict:
+    if "anyOf" in node:  # X | None: the X
+        node = next(n for n in node["anyOf"] if n.get("type") != "null")
+    if "$ref" in node:
+        node = schema["$defs"][node["$ref"].rsplit("/", 1)[-1]]
+    return node
