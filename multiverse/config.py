@@ -16,7 +16,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -26,22 +26,7 @@ __all__ = [
     "Frozen",
     "FrozenMap",
     "expand_env",
-    "ScoringRule",
-    "Estimator",
-    "CIMethod",
-    "SCORING_RULES",
-    "ESTIMATORS",
-    "CI_METHODS",
 ]
-
-# The choices the spec offers for scoring, each named once: the spec's types
-# and every consumer's checks read these.
-ScoringRule = Literal["all_applicable", "impermissible_only", "no_applicable_is_compliant", "majority_of_samples"]
-Estimator = Literal["pooled", "cell_balanced"]
-CIMethod = Literal["wilson", "bootstrap"]
-SCORING_RULES: tuple[str, ...] = get_args(ScoringRule)
-ESTIMATORS: tuple[str, ...] = get_args(Estimator)
-CI_METHODS: tuple[str, ...] = get_args(CIMethod)
 
 
 @dataclass(frozen=True)

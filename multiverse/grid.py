@@ -31,11 +31,9 @@ from .bounds import transcripts_per_universe, universes_problem
 from .errors import SpecError
 from .keys import digest
 from .spec import Spec, apply_patch, resolve_document
+from .vocabulary import STAGES
 
 __all__ = ["Universe", "expand", "grid_size", "axis_stages", "path_stage", "STAGES", "apply_patch", "ENUMERATE_LIMIT"]
-
-#: Pipeline stages in data-flow order; an axis touches the earliest one it patches.
-STAGES = ("draft", "rollout", "judge", "score")
 
 
 @dataclass(frozen=True)

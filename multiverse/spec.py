@@ -60,7 +60,8 @@ from ._spec.parse import (
     to_yaml_dict,
 )
 from .bounds import MAX_FILE_BYTES
-from .config import SCORING_RULES, ModelConfig, RateLimit, expand_env
+from .config import ModelConfig, RateLimit, expand_env
+from .vocabulary import SCORING_RULES
 
 __all__ = [
     "ModelConfig",

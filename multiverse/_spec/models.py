@@ -9,16 +9,8 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, Strict
 
-from ..config import (
-    CIMethod,
-    Estimator,
-    Frozen,
-    FrozenMap,
-    ModelConfig,
-    RateLimit,
-    ScoringRule,
-    expand_env,
-)
+from ..config import Frozen, FrozenMap, ModelConfig, RateLimit, expand_env
+from ..vocabulary import BEHAVIOR, CIMethod, Estimator, ScoringRule
 
 __all__ = [
     "BEHAVIOR",
@@ -45,9 +37,6 @@ __all__ = [
     "design_levels",
     "to_plain",
 ]
-
-#: The design dimension whose levels are rubric criteria.
-BEHAVIOR = "behavior"
 
 T = TypeVar("T")
 # YAML gives lists; a spec keeps tuples so that it cannot change under a running audit.
