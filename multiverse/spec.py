@@ -61,7 +61,6 @@ from ._spec.parse import (
 )
 from .bounds import MAX_FILE_BYTES
 from .config import ModelConfig, RateLimit, expand_env
-from .vocabulary import SCORING_RULES
 
 __all__ = [
     "ModelConfig",
@@ -95,6 +94,5 @@ __all__ = [
     "expand_env",
     "to_yaml_dict",
     "spec_schema",
-    "SCORING_RULES",
     "MAX_FILE_BYTES",
 ]
