@@ -21,10 +21,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
-    "ModelConfig",
-    "RateLimit",
     "Frozen",
     "FrozenMap",
+    "ModelConfig",
+    "RateLimit",
     "expand_env",
 ]
 

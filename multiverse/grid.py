@@ -33,7 +33,7 @@ from .keys import digest
 from .spec import Spec, apply_patch, resolve_document
 from .vocabulary import STAGES
 
-__all__ = ["Universe", "expand", "grid_size", "axis_stages", "path_stage", "STAGES", "apply_patch", "ENUMERATE_LIMIT"]
+__all__ = ["ENUMERATE_LIMIT", "STAGES", "Universe", "apply_patch", "axis_stages", "expand", "grid_size", "path_stage"]
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import yaml
 from ..bounds import read_regular_file
 from ..errors import SpecError
 
-__all__ = ["load_yaml", "MAX_NODES"]
+__all__ = ["MAX_NODES", "load_yaml"]
 
 
 class _Loader(yaml.SafeLoader):

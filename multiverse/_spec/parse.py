@@ -22,7 +22,7 @@ from .loading import load_yaml
 from .models import Case, CasesFile, Rubric, Spec, design_levels, to_plain
 from .problems import Problems, add_validation_errors
 
-__all__ = ["load_spec", "parse_spec", "resolve_document", "load_cases", "spec_schema", "to_yaml_dict"]
+__all__ = ["load_cases", "load_spec", "parse_spec", "resolve_document", "spec_schema", "to_yaml_dict"]
 
 M = TypeVar("M", bound=BaseModel)
 
