@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..errors import SpecError
 from .loader import builtin_worlds, load_world
+from .world import User
 
 __all__ = ["check_name", "check_world"]
 
@@ -53,10 +54,8 @@ def check_name(name: str, role: str, api_base: str | None, persona: str | None) 
         what = "an unknown model" if model is None else f"a {model.kind}, not a {' or '.join(kinds)}"
         listed = ", ".join(f"sim/{n}" for n in fitting) or "(none declared)"
         return [("model", f"sim/{name} is {what} in world '{world.name}'; expected one of: {listed}")]
-    # Only users have personas; a model of another kind has none to offer.
-    personas = getattr(model, "personas", {})
-    if role == "user" and persona and persona not in personas:
-        listed = ", ".join(sorted(personas)) or "(none declared)"
+    if role == "user" and persona and isinstance(model, User) and persona not in model.personas:
+        listed = ", ".join(sorted(model.personas)) or "(none declared)"
         problem = f"unknown persona {persona!r} for sim/{name} in world '{world.name}'; expected one of: {listed}, or no persona"
         return [("persona", problem)]
     return []
