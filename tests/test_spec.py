@@ -386,6 +386,31 @@ def test_schema_checks_rate_limits(demo, validator):
 # -- rate limits -----------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    "edit, where, expected",
+    [
+        (lambda d: d["rollout"].__setitem__("setting", None), "rollout.setting",
+         "expected one of 'single_turn', 'multi_turn', got null"),
+        (lambda d: d["scoring"].__setitem__("rule", 3), "scoring.rule", "got 3"),
+        (lambda d: d["scoring"]["ci"].__setitem__("level", True), "scoring.ci.level", "expected a number, got a boolean"),
+        (lambda d: d["systems"][0].__setitem__("params", [1]), "systems.0.params", "expected a mapping, got a list"),
+        (lambda d: d["systems"][0].__setitem__("params", {7: 1}), "systems.0.params.7", "expected string keys"),
+        (lambda d: d.__setitem__("sample", 5), "sample", "expected a mapping, got the number 5"),
+        (lambda d: d.__setitem__("world", ["x"]), "world", "expected a string, got a list"),
+        (lambda d: d["design"].__setitem__("dimensions", [{"name": "behavior", "levels": "a"}]),
+         "design.dimensions.0.levels", "expected a list of strings, got the string 'a'"),
+    ],
+)
+def test_type_problems_are_worded_in_yaml_terms(edit, where, expected, tmp_path):
+    raw = _raw_demo()
+    raw["rubric"] = _raw_rubric()
+    edit(raw)
+    with pytest.raises(SpecError) as info:
+        parse_spec(raw, path=tmp_path / "t.yaml")
+    assert info.value.path == where
+    assert expected in info.value.expected, info.value.expected
+
+
 def test_rate_limits_are_typed_config_and_change_no_universe(demo):
     from multiverse.config import RateLimit
 

@@ -150,7 +150,7 @@ def _expected(e: Any, hint: Any, parent: Any) -> str:
         sign = ">" if kind == "greater_than" else ">="
         return f"expected {describe(_optional(hint)[1])} {sign} {bound}, got {raw!r}"
     if kind == "literal_error":
-        return f"expected {describe(_optional(hint)[1])}, got {raw!r}"
+        return f"expected {describe(_optional(hint)[1])}, got {'null' if raw is None else repr(raw)}"
     if kind == "value_error":
         return str(e["ctx"]["error"])
     # A null where null is allowed is never an error, so "or null" would only mislead.
