@@ -581,3 +581,14 @@ def test_any_odd_value_anywhere_is_a_one_line_spec_error_or_a_spec(tmp_path):
             for line in problems:
                 assert "\n" not in line and line.startswith(f"{file}: "), line
     assert outcomes["error"] > 200  # the mutations are mostly wrong, and each one was refused cleanly
+
+
+def test_a_misspelt_key_is_reported_before_the_missing_one_it_explains(tmp_path):
+    raw = _raw_demo()
+    raw["rubric"] = _raw_rubric()
+    raw["systems"][0]["modle"] = raw["systems"][0].pop("model")
+    raw["rollout"]["max_turns"] = "three"
+    with pytest.raises(SpecError) as info:
+        parse_spec(raw, path=tmp_path / "typo.yaml")
+    assert [p.split(": ")[1] for p in info.value.problems] == ["systems.0.modle", "systems.0.model", "rollout.max_turns"]
+    assert info.value.path == "systems.0.modle"

@@ -125,7 +125,7 @@ def _child(hint: Any, part: str | int) -> Any:
 
 def add_validation_errors(root: type[BaseModel], error: ValidationError, problems: Problems) -> None:
     """Add one problem per pydantic error of validating a ``root`` document."""
-    for e in error.errors(include_url=False):
+    for e in _unknown_keys_first(error.errors(include_url=False)):
         loc = list(e["loc"])
         if loc[-1:] == ["[key]"]:
             problems.add(".".join(map(str, loc[:-1])), "expected string keys")
@@ -135,6 +135,22 @@ def add_validation_errors(root: type[BaseModel], error: ValidationError, problem
             parent, hint = hint, _child(hint, part)
         path = ".".join(map(str, loc))
         problems.add(path, _expected(e, hint, parent))
+
+
+def _unknown_keys_first(errors: list) -> list:
+    """Each section's unknown keys before its other problems (pydantic lists them last).
+
+    A misspelt key usually explains the "missing" problem next to it, so it comes first.
+    """
+    out: list = []
+    for e in errors:
+        if e["type"] == "extra_forbidden":
+            section = e["loc"][:-1]
+            first = next((i for i, o in enumerate(out) if o["loc"][: len(section)] == section), len(out))
+            out.insert(first, e)
+        else:
+            out.append(e)
+    return out
 
 
 def _expected(e: Any, hint: Any, parent: Any) -> str:
