@@ -40,7 +40,7 @@ from .stages.draft import case_counts
 from .stages.prompts import TEMPLATE_VERSION
 from .toolcode import resolve_references
 
-__all__ = ["CaseUnit", "TranscriptUnit", "JudgeCall", "Row", "Work", "build_work", "world_uri"]
+__all__ = ["CaseUnit", "TranscriptUnit", "JudgeCall", "Row", "Work", "build_work", "resolve_config", "world_uri"]
 
 BUILTIN_WORLD = "deception"
 
@@ -135,7 +135,8 @@ def _world_digest(uri: str) -> str:
     return _world_digest_at(str(path), mtime)
 
 
-def _resolve(config: ModelConfig, spec: Spec) -> ModelConfig:
+def resolve_config(config: ModelConfig, spec: Spec) -> ModelConfig:
+    """``config`` with a sim/ model pointed at the spec's world (other models unchanged)."""
     if config.model.startswith("sim/") and config.api_base is None:
         return replace(config, api_base=world_uri(spec))
     return config
@@ -190,7 +191,7 @@ def _cases_of(u: Spec, work: Work) -> list[CaseUnit]:
             unit = work.cases.setdefault(key, CaseUnit(key, case.id, dict(case.cell), 0, None, content, 0, u))
             out.append(unit)
         return out
-    generator = _resolve(u.design.generator.model_config, u)
+    generator = resolve_config(u.design.generator.model_config, u)
     rubric = _rubric_key(u)
     for cell, count in case_counts(u):
         for index in range(count):
@@ -209,22 +210,22 @@ def _rollout_inputs(u: Spec, system, tools_possible: bool) -> tuple[str, dict]:
     user = u.rollout.user
     simulator = u.rollout.tool_simulator
     payload = {
-        "system": {**_model_key(_resolve(system.model_config, u)), "system_prompt": system.system_prompt, "tools": list(system.tools)},
-        "user": {**_model_key(_resolve(user.model_config, u)), "persona": user.persona, "instructions": user.instructions} if multi else None,
+        "system": {**_model_key(resolve_config(system.model_config, u)), "system_prompt": system.system_prompt, "tools": list(system.tools)},
+        "user": {**_model_key(resolve_config(user.model_config, u)), "persona": user.persona, "instructions": user.instructions} if multi else None,
         "setting": u.rollout.setting,
         "max_turns": u.rollout.max_turns if multi else None,
         "seed": u.rollout.seed,
-        "tool_simulator": {**_model_key(_resolve(simulator.model_config, u)), "functions": dict(simulator.functions)} if tools_possible else None,
+        "tool_simulator": {**_model_key(resolve_config(simulator.model_config, u)), "functions": dict(simulator.functions)} if tools_possible else None,
         "template": TEMPLATE_VERSION,
     }
     configs = {
-        "system": _resolve(system.model_config, u),
+        "system": resolve_config(system.model_config, u),
         "system_prompt": system.system_prompt,
         "tools": tuple(system.tools),
-        "user": _resolve(user.model_config, u) if multi else None,
+        "user": resolve_config(user.model_config, u) if multi else None,
         "persona": user.persona,
         "instructions": user.instructions,
-        "tool_simulator": _resolve(simulator.model_config, u) if tools_possible else None,
+        "tool_simulator": resolve_config(simulator.model_config, u) if tools_possible else None,
         "tool_functions": resolve_references(simulator.functions, u.base_dir),
     }
     return digest(payload), configs
@@ -250,7 +251,7 @@ def _transcript(u: Spec, system, case: CaseUnit, replicate: int, work: Work, mem
 
 def _judge_inputs(u: Spec) -> tuple[ModelConfig, dict]:
     """What every judgment of a universe shares: the judge, the rubric text and the evidence texts."""
-    judge = _resolve(u.judge.model_config, u)
+    judge = resolve_config(u.judge.model_config, u)
     level = u.judge.evidence_standard
     rubric_text = [
         {"id": c.id, "name": c.name, "definition": c.definition, "permissible": c.permissible} for c in u.rubric.criteria

@@ -50,7 +50,7 @@ def test_dask_run_matches_a_local_run(write_spec, tmp_path, cluster):
 
 
 def test_a_unit_already_stored_by_another_worker_is_not_recomputed(write_spec, tmp_path, cluster):
-    from multiverse.pipeline import _dask_unit
+    from multiverse.compute import dask_unit as _dask_unit
     from multiverse.work import build_work
 
     spec = _spec(write_spec)

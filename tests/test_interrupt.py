@@ -24,7 +24,8 @@ import yaml
 from multiverse import interrupt
 from multiverse.executor import Executor
 from multiverse.interrupt import RunInterrupted
-from multiverse.pipeline import _attempt, plan, run
+from multiverse.compute import attempt as _attempt
+from multiverse.pipeline import plan, run
 from multiverse.spec import load_spec
 from multiverse.store import Store
 

@@ -380,7 +380,7 @@ def _ci_settings(
     universe_id: pd.Series, ci: str | pd.DataFrame, level: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """The CI method and level of each curve row."""
-    from multiverse.stages.score import CI_METHODS
+    from multiverse.analysis.rates import CI_METHODS
 
     if isinstance(ci, pd.DataFrame):
         if "universe_id" not in ci.columns or "ci" not in ci.columns:

@@ -60,7 +60,8 @@ from multiverse.importers.directory import (
     write_import_dir,
 )
 from multiverse.keys import digest
-from multiverse.stages.score import RULES, compute_rates, score_verdicts
+from multiverse.analysis.rates import compute_rates
+from multiverse.stages.score import RULES, score_verdicts
 
 __all__ = ["import_assert", "INFERRED_AXES"]
 

@@ -54,7 +54,7 @@ class ImportResult:
 
 def check_ci(ci: str) -> str:
     """The CI method of an import's rates, checked against the methods the scorer knows."""
-    from multiverse.stages.score import CI_METHODS
+    from multiverse.analysis.rates import CI_METHODS
 
     if ci not in CI_METHODS:
         raise InputError(f"ci: unknown method {ci!r}; expected one of: {', '.join(CI_METHODS)}")

@@ -127,7 +127,7 @@ def write_drafts(spec: Spec, rubric: dict | None, cases: list[dict], *, force: b
         targets.append((base / f"{stem}.cases.yaml", header, {"cases": cases}))
     for path, _, _ in targets:
         if path.exists() and not force:
-            raise SpecError(path, "", "already exists; expected a new file (pass --force to overwrite your edits)")
+            raise SpecError(path, "", "already exists; expected a new file (force=True overwrites it and your edits)")
     from ..atomicfile import atomic_write_text
 
     for path, header, doc in targets:
