@@ -57,9 +57,9 @@ def dask_unit(stage: str, unit: Any, upstream: Any, store_root: str, jobs: int) 
         return unit.key, None
     with _WORKER_LOCK:
         if jobs not in _WORKER_CLIENTS:
-            from .llm import ModelClient
+            from .llm import LiteLLMClient
 
-            _WORKER_CLIENTS[jobs] = ModelClient(jobs=jobs)
+            _WORKER_CLIENTS[jobs] = LiteLLMClient(jobs=jobs)
     record, failure = attempt(stage, unit, upstream, _WORKER_CLIENTS[jobs], threading.Event())
     if record is not None:
         store.put(stage, unit.key, record)

@@ -164,8 +164,8 @@ def run(
 ) -> RunResult:
     """Run every universe of ``spec`` and write the run directory.
 
-    ``client`` defaults to a ``multiverse.llm.ModelClient``; pass your own
-    (anything with ``complete``) to count or intercept calls. ``progress=None``
+    ``client`` defaults to a ``multiverse.llm.LiteLLMClient``; pass your own
+    (any ``multiverse.client.ModelClient``) to count or intercept calls. ``progress=None``
     shows bars only on a terminal. ``backend="dask"`` sends the draft, rollout
     and judge units to the Dask scheduler at ``scheduler`` (an address, a
     ``distributed.Client``, or None for a local cluster); every worker must
@@ -184,9 +184,9 @@ def run(
     out_dir = Path(out) if out is not None else default_run_dir(spec)
     check_store_path(st.root, out=out_dir if write else None)
     if client is None:
-        from .llm import ModelClient
+        from .llm import LiteLLMClient
 
-        client = ModelClient(jobs=jobs, budget=budget)
+        client = LiteLLMClient(jobs=jobs, budget=budget)
     from .breaker import Breaker
 
     client = Breaker(client)  # a model that fails every call the same way stops the run, not every unit
@@ -291,9 +291,9 @@ def draft(
     st = _store(spec, store)
     check_store_path(st.root)
     if client is None:
-        from .llm import ModelClient
+        from .llm import LiteLLMClient
 
-        client = ModelClient(jobs=jobs)
+        client = LiteLLMClient(jobs=jobs)
     if progress is None:
         progress = sys.stderr.isatty()
     generator = resolve_config(spec.design.generator.model_config, spec)
