@@ -746,7 +746,7 @@ def cmd_report(args) -> int:
 def cmd_power(args) -> int:
     from .analysis.power import design_power
     from .spec import load_spec
-    from .stages.draft import case_counts
+    from .design import case_counts
 
     spec = load_spec(args.spec)
     counts = [n for _, n in case_counts(spec)] if spec.cases is None else [len(spec.cases)]

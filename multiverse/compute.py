@@ -14,14 +14,20 @@ import threading
 import time
 from typing import Any
 
+from .client import ModelClient
 from .errors import BudgetExceeded, ModelError
 from .provenance import call_of, provenance
+from .records import CaseRecord, JudgmentRecord, TranscriptRecord, Turn
 from .store import Store
+from .work import CaseUnit, JudgeCall, TranscriptUnit
+
+#: a computed record of any stage
+Record = CaseRecord | TranscriptRecord | JudgmentRecord
 
 __all__ = ["compute", "attempt", "dask_unit"]
 
 
-def compute(stage: str, unit: Any, upstream: Any, client: Any) -> dict:
+def compute(stage: str, unit: Any, upstream: Any, client: ModelClient) -> Record:
     """One work unit's record. ``upstream`` is the case (rollout) or the turns (judge)."""
     if stage == "case":
         return _case(client, unit)
@@ -30,7 +36,8 @@ def compute(stage: str, unit: Any, upstream: Any, client: Any) -> dict:
     return _judgment(client, unit, upstream)
 
 
-def attempt(stage: str, unit: Any, upstream: Any, client: Any, budget_hit: threading.Event) -> tuple[dict | None, str | None]:
+def attempt(stage: str, unit: Any, upstream: Any, client: ModelClient,
+            budget_hit: threading.Event) -> tuple[Record | None, str | None]:
     """(record, None) or (None, failure reason). Transport failures are reasons, never records."""
     if budget_hit.is_set():
         return None, "budget_exceeded: not started, the run's budget cap was reached"
@@ -66,21 +73,22 @@ def dask_unit(stage: str, unit: Any, upstream: Any, store_root: str, jobs: int) 
     return unit.key, failure
 
 
-def _case(client: Any, unit: Any) -> dict:
+def _case(client: ModelClient, unit: CaseUnit) -> CaseRecord:
     from .stages.draft import draft_case
 
     started = time.time()
-    drafted = draft_case(client, unit.spec, unit.generator, unit.cell, unit.index, seed=unit.seed)
+    assert unit.generator is not None  # only generated cases are computed
+    case, completion = draft_case(client, unit.spec, unit.generator, unit.cell, unit.index, seed=unit.seed)
     return {
         "status": "ok",
         "case_id": unit.case_id,
         "cell": dict(unit.cell),
-        "case": drafted["case"],
-        "provenance": provenance(unit.generator, started, [call_of(drafted["completion"])]),
+        "case": case,
+        "provenance": provenance(unit.generator, started, [call_of(completion)]),
     }
 
 
-def _transcript(client: Any, unit: Any, case: dict) -> dict:
+def _transcript(client: ModelClient, unit: TranscriptUnit, case: dict[str, Any]) -> TranscriptRecord:
     from .stages.rollout import RolloutJob, run_rollout
 
     started = time.time()
@@ -91,18 +99,18 @@ def _transcript(client: Any, unit: Any, case: dict) -> dict:
         tool_simulator=c["tool_simulator"], tool_functions=c["tool_functions"], seed=unit.seed,
         opening=(case.get("prompt") or "") if unit.opens_with_prompt else "",
     )
-    record = run_rollout(client, job)
+    record, calls = run_rollout(client, job)
     record["system"] = unit.system
-    record["provenance"] = provenance(c["system"], started, record.pop("calls", []))
+    record["provenance"] = provenance(c["system"], started, calls)
     return record
 
 
-def _judgment(client: Any, unit: Any, turns: list) -> dict:
+def _judgment(client: ModelClient, unit: JudgeCall, turns: list[Turn]) -> JudgmentRecord:
     from .stages.judge import judge_transcript
 
     started = time.time()
-    record = judge_transcript(client, unit.config, unit.spec.rubric.criteria, unit.evidence_standard, turns, seed=unit.seed)
-    call = record.pop("call", None)
+    record, call = judge_transcript(client, unit.config, unit.spec.rubric.criteria, unit.evidence_standard, turns,
+                                    seed=unit.seed)
     record["sample"] = unit.sample
     # An answer that stayed unparseable was still a paid call (usage unknown): count it.
     record["provenance"] = provenance(unit.config, started, [call or {"model_reported": None, "usage": {}, "cost": 0.0}])

@@ -20,12 +20,13 @@ from typing import Any
 import pandas as pd
 
 from . import interrupt
+from .client import CredentialCheck, ModelClient
 from .errors import InputError, ModelError, SpecError, StoreError
 from .executor import DaskSession, Executor
 from .grid import Universe, axis_stages, expand
 from .lease import Lease
 from .pricing import estimate_cost
-from .records import SHAPES
+from .records import SHAPES, Records
 from .runfolder import assemble, run_manifest, run_rates, write_run_folder
 from .spec import Spec
 from .store import Store, check_store_path, default_store_path
@@ -206,15 +207,15 @@ def run(
     return run_result(out_dir if write else None, verdicts, criteria, rates, manifest, universes)
 
 
-def _run_stages(work: Work, st: Store, client, executor: Executor, lease: Lease | None = None) -> dict[str, dict]:
+def _run_stages(work: Work, st: Store, client: ModelClient, executor: Executor, lease: Lease | None = None) -> Records:
     """Draft, rollout, judge: each computes only what the store lacks.
 
-    Returns every record the work needs, per store stage (each read from the store once). Credentials for every
-    model any missing unit needs are checked before the first call, so a
-    missing key never strands a half-paid run.
+    Returns every record the work needs, per store stage (each read from the
+    store once). Credentials for every model any missing unit needs are
+    checked before the first call, so a missing key never strands a half-paid run.
     """
     generated = [k for k, c in work.cases.items() if c.given is None]
-    records = {
+    records: Records = {
         "case": st.get_many("case", generated),
         "transcript": st.get_many("transcript", list(work.transcripts)),
         "judgment": st.get_many("judgment", list(work.judge_calls)),
@@ -259,11 +260,10 @@ def _check_kept(st: Store, lease: Lease | None, stage: str, lost: set) -> None:
                          "(deleted while the run was live?); rerun to recompute them")
 
 
-def _check_credentials(client, configs: Iterable) -> None:
-    check = getattr(client, "check_credentials", None)
+def _check_credentials(client: ModelClient, configs: Iterable) -> None:
     configs = [c for c in configs if c is not None]
-    if check and configs:
-        check({(c.model, c.api_base, c.api_key_env): c for c in configs}.values())
+    if isinstance(client, CredentialCheck) and configs:
+        client.check_credentials({(c.model, c.api_base, c.api_key_env): c for c in configs}.values())
 
 
 # -- drafting ---------------------------------------------------------------

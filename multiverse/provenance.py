@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from . import __version__
+from .records import Call, Provenance
 
 __all__ = ["versions", "provenance", "call_of"]
 
@@ -34,12 +35,12 @@ def versions() -> dict[str, str]:
     return out
 
 
-def call_of(completion: Any) -> dict:
+def call_of(completion: Any) -> Call:
     """One call's entry (model reported, usage, cost) from a completion."""
     return {"model_reported": completion.model_reported, "usage": dict(completion.usage), "cost": completion.cost}
 
 
-def provenance(config: Any, started: float, calls: Iterable[Mapping] = ()) -> dict:
+def provenance(config: Any, started: float, calls: Iterable[Mapping[str, Any]] = ()) -> Provenance:
     """The provenance of a record made by ``calls`` to the model ``config`` since ``started`` (epoch seconds)."""
     calls = list(calls)
     usage: dict[str, int] = defaultdict(int)

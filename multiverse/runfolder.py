@@ -28,6 +28,7 @@ from .executor import STAGE_NAMES
 from .grid import Universe, axis_stages
 from .keys import digest
 from .provenance import versions
+from .records import Records
 from .spec import Spec, to_yaml_dict
 from .tables import CRITERIA_COLUMNS, SCHEMA_VERSION, STATUSES, write_json, write_table
 from .work import Row, Work
@@ -37,7 +38,7 @@ __all__ = ["assemble", "run_rates", "run_manifest", "write_run_folder"]
 _OPTIONAL_FILES = ("criteria.parquet", "criteria.csv", "transcripts.jsonl", "spec.yaml")
 
 
-def assemble(spec: Spec, work: Work, records: Mapping[str, Mapping[str, dict]],
+def assemble(spec: Spec, work: Work, records: Records,
              failures: Mapping[str, Mapping[str, str]]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The verdicts and criteria tables of ``work`` from its stored ``records`` (no model calls).
 
@@ -122,7 +123,7 @@ def run_rates(spec: Spec, universes: list[Universe], verdicts: pd.DataFrame) -> 
                          seed=spec.rollout.seed)
 
 
-def run_manifest(spec: Spec, universes: list[Universe], work: Work, records: Mapping[str, Mapping[str, dict]], *,
+def run_manifest(spec: Spec, universes: list[Universe], work: Work, records: Records, *,
                  computed: Mapping[str, Iterable[str]], failures: Mapping[str, Mapping[str, str]],
                  verdicts: pd.DataFrame, started: float, store_root: str | os.PathLike) -> dict:
     """The run's record: what was asked, what was computed now, what was reused, what failed.

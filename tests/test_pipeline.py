@@ -167,7 +167,7 @@ def test_tools_are_offered_called_answered_and_recorded(write_spec, tmp_path, co
     assert calls, "with tools offered, some system turn must call one"
     assert len(results) == sum(len(m["tool_calls"]) for m in calls)
     assert counting_client.calls["sim/tools"] == len(results)
-    from multiverse.stages.prompts import render_transcript
+    from multiverse.prompts import render_transcript
 
     rendered = render_transcript(next(t["turns"] for t in transcripts if any(m["role"] == "tool" for m in t["turns"])))
     assert "TOOL CALL" in rendered and "TOOL RESULT:" in rendered
