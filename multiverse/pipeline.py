@@ -23,16 +23,15 @@ from . import interrupt
 from .client import CredentialCheck, ModelClient
 from .errors import InputError, ModelError, SpecError, StoreError
 from .executor import DaskSession, Executor
-from .grid import Universe, axis_stages, expand
+from .grid import Universe, expand
 from .lease import Lease
-from .pricing import estimate_cost
 from .records import SHAPES, Records
 from .runfolder import assemble, run_manifest, run_rates, write_run_folder
 from .spec import Spec
 from .store import Store, check_store_path, default_store_path
 from .work import Work, build_work, resolve_config
 
-__all__ = ["plan", "run", "draft", "RunResult", "run_result", "default_run_dir", "referenced_keys"]
+__all__ = ["RunResult", "default_run_dir", "draft", "plan", "run", "run_result"]
 
 
 def default_run_dir(spec: Spec) -> Path:
@@ -52,81 +51,19 @@ def _require_rubric(spec: Spec) -> None:
                         "file (draft one: multiverse.draft(spec, rubric=True))")
 
 
-def _calls_per_transcript(unit) -> int:
-    # A user and a system call per turn, before retries, tool calls and early ends.
-    return 1 if unit.setting == "single_turn" else 2 * unit.max_turns
-
-
 def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None) -> dict[str, Any]:
     """Per stage: unique work units (stored, failed, blocked, to compute), their model calls, and estimated cost.
 
-    ``units = stored + failed + blocked + to_compute`` (see ``multiverse.outcomes``);
-    ``calls`` counts every unit's calls, ``calls_to_make`` those of the units to compute.
+    Nothing is called and nothing is written (``multiverse.forecast``).
     """
+    from .forecast import forecast
+
     _require_rubric(spec)
     universes = expand(spec)
     work = build_work(spec, universes)
     st = _store(spec, store)
     check_store_path(st.root, write=False)
-    from .outcomes import row_outcomes, tally, unit_outcomes
-
-    # Stored records are read for their status: a stored failure is not work
-    # to do, and the judge calls of a failed transcript are blocked, not pending.
-    stored_cases = [k for k, c in work.cases.items() if c.given is None and st.has("case", k)]
-    records = {
-        "case": {k: {"status": "ok"} for k in stored_cases},
-        "transcript": st.get_many("transcript", [k for k in work.transcripts if st.has("transcript", k)]),
-        "judgment": st.get_many("judgment", [k for k in work.judge_calls if st.has("judgment", k)]),
-    }
-    outcomes = unit_outcomes(work, records)
-    stages: dict[str, dict] = {}
-
-    def stage(name: str, store_stage: str, units: dict, calls_of: Callable, model_of: Callable, tokens: tuple[int, int]):
-        settled = outcomes[store_stage]
-        todo = [u for k, u in units.items() if settled[k][0] == "pending"]
-        counts = tally((("computed", "") if o == "pending" else (o, r)) for o, r in settled.values())
-        counts["to_compute"] = counts.pop("computed")
-        stages[name] = {
-            **counts,
-            "calls": sum(calls_of(u) for u in units.values()),
-            "calls_stored": sum(calls_of(u) for k, u in units.items() if settled[k][0] == "stored"),
-            "calls_to_make": sum(calls_of(u) for u in todo),
-            "cost": sum(estimate_cost(m, calls_of(u), *tokens) for u in todo for m in model_of(u)),
-        }
-
-    generated = {k: c for k, c in work.cases.items() if c.given is None}
-    stage("draft", "case", generated, lambda u: 1, lambda u: [u.generator.model], (700, 500))
-    stage(
-        "rollout",
-        "transcript",
-        work.transcripts,
-        _calls_per_transcript,
-        lambda u: [u.configs["system"].model] + ([u.configs["user"].model] if u.configs["user"] else []),
-        (900, 250),
-    )
-    stage("judge", "judgment", work.judge_calls, lambda u: 1, lambda u: [u.config.model], (2500, 600))
-    # Scoring makes no call: a verdict row is to compute while any judgment it reads is.
-    scored = tally((("computed", "") if o == "pending" else (o, r)) for o, r in row_outcomes(work, outcomes))
-    scored["to_compute"] = scored.pop("computed")
-    stages["score"] = {**scored, "calls": 0, "calls_stored": 0, "calls_to_make": 0, "cost": 0.0}
-    naive = sum(
-        (work.cases[r.case_key].given is None) + _calls_per_transcript(work.transcripts[r.transcript_key]) + len(r.judge_calls)
-        for r in work.rows
-    )
-    notes = [
-        f"running each universe on its own would take about {naive} model calls; sharing needs "
-        f"{sum(s['calls'] for s in stages.values())}",
-        "rollout calls assume every turn is used: early ends save calls, simulated-user retries and tool calls add some; "
-        "costs use litellm's price list with rough token estimates, and are 0 for sim/ and local models",
-    ]
-    return {
-        "spec": spec.name,
-        "universes": [u.id for u in universes],
-        "axis_stages": axis_stages(spec),
-        "stages": stages,
-        "naive_calls": naive,
-        "notes": notes,
-    }
+    return forecast(spec, universes, work, st)
 
 
 # -- running ----------------------------------------------------------------
@@ -322,13 +259,3 @@ def draft(
         for u in units
     ]
     return write_drafts(spec, drafted_rubric, cases, force=force)
-
-
-def referenced_keys(spec: Spec) -> dict[str, set[str]]:
-    """Every store key a spec's grid uses, per store stage (what ``store gc`` keeps)."""
-    work = build_work(spec, expand(spec))
-    return {
-        "case": {k for k, c in work.cases.items() if c.given is None},
-        "transcript": set(work.transcripts),
-        "judgment": set(work.judge_calls),
-    }

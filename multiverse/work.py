@@ -46,7 +46,7 @@ from .prompts import template_digests
 from .spec import ModelConfig, Spec, to_yaml_dict
 from .toolcode import resolve_references
 
-__all__ = ["CaseUnit", "TranscriptUnit", "JudgeCall", "Row", "Work", "build_work", "resolve_config", "world_uri"]
+__all__ = ["CaseUnit", "TranscriptUnit", "JudgeCall", "Row", "Work", "build_work", "referenced_keys", "resolve_config", "world_uri"]
 
 BUILTIN_WORLD = "deception"
 
@@ -306,3 +306,13 @@ def _judgment(u: Spec, transcript_key: str, work: Work, inputs: tuple[ModelConfi
         calls.append(key)
     shared.judgments[memo] = (judgment_key, tuple(calls))
     return shared.judgments[memo]
+
+
+def referenced_keys(spec: Spec) -> dict[str, set[str]]:
+    """Every store key a spec's grid uses, per store stage (what ``store gc`` keeps)."""
+    work = build_work(spec)
+    return {
+        "case": {k for k, c in work.cases.items() if c.given is None},
+        "transcript": set(work.transcripts),
+        "judgment": set(work.judge_calls),
+    }
