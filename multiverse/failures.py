@@ -102,7 +102,8 @@ def classify(exc: BaseException) -> Failure:
         return Failure("rate_limited", True, retry_after(exc))
     # Walk the cause chain for the transport's own error: litellm reports a
     # dropped connection as a 500 InternalServerError caused by httpx.ReadError.
-    chain, seen = exc, set()
+    chain: BaseException | None = exc
+    seen: set[int] = set()
     while chain is not None and id(chain) not in seen:
         seen.add(id(chain))
         name, module = type(chain).__name__, type(chain).__module__.split(".")[0]

@@ -81,7 +81,7 @@ RUBRIC_SCHEMA = _object(
 def case_schema(tools: bool) -> dict:
     """A drafted case. With ``tools``, also a system prompt and tool definitions,
     whose parameters come as a JSON-schema string (strict mode allows no free-form objects)."""
-    fields = {"title": _STRING, "brief": _STRING, "prompt": _STRING}
+    fields: dict[str, Any] = {"title": _STRING, "brief": _STRING, "prompt": _STRING}
     if tools:
         fields["system_prompt"] = _STRING
         fields["tools"] = {

@@ -140,7 +140,9 @@ def run_manifest(spec: Spec, universes: list[Universe], work: Work, records: Rec
         unit_outcomes,
     )
 
-    outcomes = unit_outcomes(work, records, computed=computed, failures=failures)
+    # Read by stage name: a TypedDict is indexed by literal keys only.
+    by_stage: Mapping[str, Mapping[str, Mapping[str, Any]]] = records  # type: ignore[assignment]
+    outcomes = unit_outcomes(work, by_stage, computed=computed, failures=failures)
     # A unit the run neither settled nor blocked was not run: say so rather than lose it.
     outcomes = {stage: {k: (("failed", "not_run") if o == "pending" else (o, r)) for k, (o, r) in units.items()}
                 for stage, units in outcomes.items()}
@@ -150,7 +152,7 @@ def run_manifest(spec: Spec, universes: list[Universe], work: Work, records: Rec
         calls = tokens = 0
         cost = 0.0
         for key in computed.get(store_stage, ()):
-            provenance = records[store_stage].get(key, {}).get("provenance", {})
+            provenance = by_stage[store_stage].get(key, {}).get("provenance", {})
             calls += int(provenance.get("calls", 0))
             tokens += sum(int(v or 0) for k, v in provenance.get("usage", {}).items() if k != "total_tokens")
             cost += float(provenance.get("cost", 0.0) or 0.0)
