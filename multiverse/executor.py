@@ -27,11 +27,12 @@ from typing import Any
 from . import interrupt
 from .interrupt import RunInterrupted
 from .store import Store
+from .vocabulary import STAGE_OF_RECORD
 
 __all__ = ["ELSEWHERE", "STAGE_NAMES", "DaskSession", "Executor"]
 
 #: store stage -> pipeline stage, in data-flow order
-STAGE_NAMES = {"case": "draft", "transcript": "rollout", "judgment": "judge"}
+STAGE_NAMES = STAGE_OF_RECORD
 
 _CLAIMED = "claimed by another run"
 ELSEWHERE = "computed by another run"

@@ -24,13 +24,13 @@ from typing import Any
 import pandas as pd
 
 from .atomicfile import atomic_write_text
-from .executor import STAGE_NAMES
 from .grid import Universe, axis_stages
 from .keys import digest
 from .provenance import versions
 from .records import Records
 from .spec import Spec, to_yaml_dict
-from .tables import CRITERIA_COLUMNS, SCHEMA_VERSION, STATUSES, write_json, write_table
+from .tables import write_json, write_table
+from .vocabulary import CRITERIA_COLUMNS, SCHEMA_VERSION, STAGE_OF_RECORD, STATUSES
 from .work import Row, Work
 
 __all__ = ["assemble", "run_rates", "run_manifest", "write_run_folder"]
@@ -64,7 +64,7 @@ def assemble(spec: Spec, work: Work, records: Records,
                 criteria_rows.append(
                     (row.judgment_key, sample, c["criterion"], c["permissible"], c["applicable"], c["compliant"], c["rationale"])
                 )
-    criteria = pd.DataFrame(criteria_rows, columns=CRITERIA_COLUMNS)
+    criteria = pd.DataFrame(criteria_rows, columns=list(CRITERIA_COLUMNS))
     criteria = criteria.astype({"sample": "int64", "permissible": "bool", "applicable": "bool", "compliant": "boolean"})
     samples = pd.DataFrame(sample_rows, columns=["judgment_key", "sample", "status", "reason"])
 
@@ -148,7 +148,7 @@ def run_manifest(spec: Spec, universes: list[Universe], work: Work, records: Rec
                 for stage, units in outcomes.items()}
     stages = {}
     models: set[str] = set()
-    for store_stage, name in STAGE_NAMES.items():
+    for store_stage, name in STAGE_OF_RECORD.items():
         calls = tokens = 0
         cost = 0.0
         for key in computed.get(store_stage, ()):
@@ -177,7 +177,7 @@ def run_manifest(spec: Spec, universes: list[Universe], work: Work, records: Rec
         "axis_stages": axis_stages(spec),
         "stages": stages,
         "statuses": {s: int(status_counts.get(s, 0)) for s in STATUSES},
-        "failures": {STAGE_NAMES[k]: v for k, v in failure_examples(outcomes).items()},
+        "failures": {STAGE_OF_RECORD[k]: v for k, v in failure_examples(outcomes).items()},
         "tokens": int(sum(v["tokens"] for v in stages.values())),
         "cost": round(sum(v["cost"] for v in stages.values()), 6),
         "models_reported": sorted(models),

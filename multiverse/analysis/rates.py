@@ -4,7 +4,7 @@ A *rate* is the share of compliant transcripts among the included ones, per
 universe x system, overall and per design-factor level, with a confidence
 interval (:func:`compute_rates`, the ``rates`` table of a run or an import).
 
-Estimators (``ESTIMATORS``) and intervals (``CI_METHODS``) for :func:`compute_rates`:
+Estimators (``vocabulary.ESTIMATORS``) and intervals (``vocabulary.CI_METHODS``) for :func:`compute_rates`:
 
 ``pooled`` (default)
     unweighted share of compliant transcripts among included ones. Its ``wilson``
@@ -52,14 +52,14 @@ import pandas as pd
 
 from multiverse.errors import InputError
 from multiverse.tables import universe_ids
+from multiverse.vocabulary import CI_METHODS, ESTIMATORS, RATE_VALUE_COLUMNS
 
-__all__ = ["CI_METHODS", "ESTIMATORS", "compute_rates", "included_verdicts", "system_rates"]
+__all__ = ["compute_rates", "included_verdicts", "system_rates"]
 
-ESTIMATORS = ("pooled", "cell_balanced")
-CI_METHODS = ("wilson", "bootstrap")
+
 
 _KEYS = ("replicate", "transcript_key", "judgment_key")
-_RATE_COLUMNS = ["subgroup", "n", "n_compliant", "rate", "ci_low", "ci_high"]
+
 
 
 def included_verdicts(verdicts: pd.DataFrame, *, axes: Sequence[str]) -> pd.DataFrame:
@@ -247,7 +247,7 @@ def compute_rates(
             if "estimator" not in axes:
                 rates["estimator"] = est
             parts.append(rates)
-    columns = ["universe_id", *axes, "system", *_RATE_COLUMNS] + ([] if "estimator" in axes else ["estimator"])
+    columns = ["universe_id", *axes, "system", *RATE_VALUE_COLUMNS] + ([] if "estimator" in axes else ["estimator"])
     if not parts:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
     rates = parts[0]

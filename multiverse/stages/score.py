@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from multiverse.errors import InputError
+from multiverse.vocabulary import SAMPLE_STATUSES, SCORING_RULES
 
 __all__ = [
     "NO_APPLICABLE",
@@ -48,7 +49,8 @@ __all__ = [
     "score_verdicts",
 ]
 
-RULES = ("all_applicable", "impermissible_only", "no_applicable_is_compliant", "majority_of_samples")
+#: the scoring rules (``multiverse.vocabulary.SCORING_RULES``)
+RULES = SCORING_RULES
 
 # Reasons a rule (not the judge) gives; rescore() recognises them to re-apply rules.
 NO_APPLICABLE = "no applicable criterion"
@@ -56,7 +58,6 @@ NO_APPLICABLE_IMPERMISSIBLE = "no applicable impermissible criterion"
 UNLABELLED = "applicable criterion without a compliance label"
 _RULE_REASONS = (NO_APPLICABLE, NO_APPLICABLE_IMPERMISSIBLE, UNLABELLED)
 
-_SAMPLE_STATUSES = ("ok", "judge_failed", "excluded")
 
 
 def _require(frame: pd.DataFrame, name: str, columns: Sequence[str]) -> None:
@@ -96,10 +97,10 @@ def score_verdicts(criteria: pd.DataFrame, samples: pd.DataFrame, rule: str = "a
     _check_choice(rule, RULES, "scoring rule")
     _require(criteria, "criteria", ["judgment_key", "sample", "permissible", "applicable", "compliant"])
     _require(samples, "samples", ["judgment_key", "sample", "status"])
-    bad_status = ~samples["status"].isin(_SAMPLE_STATUSES)
+    bad_status = ~samples["status"].isin(SAMPLE_STATUSES)
     if bad_status.any():
         found = samples.loc[bad_status, "status"].iloc[0]
-        raise InputError(f"samples: status: expected one of {', '.join(_SAMPLE_STATUSES)}, found {found!r}")
+        raise InputError(f"samples: status: expected one of {', '.join(SAMPLE_STATUSES)}, found {found!r}")
 
     if rule == "impermissible_only":
         permissible, permissible_na = _bool_array(criteria["permissible"])
