@@ -171,3 +171,29 @@ def test_tools_are_offered_called_answered_and_recorded(write_spec, tmp_path, co
 
     rendered = render_transcript(next(t["turns"] for t in transcripts if any(m["role"] == "tool" for m in t["turns"])))
     assert "TOOL CALL" in rendered and "TOOL RESULT:" in rendered
+
+
+def test_stored_records_carry_the_fields_their_types_declare(write_spec, tmp_path, counting_client):
+    from typing import get_type_hints
+
+    from multiverse.records import CaseRecord, CriterionLabel, JudgmentRecord, Provenance, TranscriptRecord, Turn
+    from multiverse.store import Store
+
+    document = tiny_spec_document(design={"dimensions": [{"name": "behavior"},
+                                                         {"name": "interaction_condition", "levels": ["material_reliance"]}],
+                                          "cases_per_cell": 1, "tools": True})
+    _run(write_spec, document, tmp_path, counting_client)
+    store = Store(tmp_path / "store")
+    for stage, kind in (("case", CaseRecord), ("transcript", TranscriptRecord), ("judgment", JudgmentRecord)):
+        declared = set(get_type_hints(kind))
+        keys = list(store.keys(stage))
+        assert keys, stage
+        for record in store.get_many(stage, keys).values():
+            # What the engine wrote is what the type declares (the store adds when it stored it).
+            assert set(record) - {"stored_at"} <= declared, (stage, set(record) - declared)
+            assert kind.__required_keys__ <= set(record), stage
+            assert set(record["provenance"]) == set(get_type_hints(Provenance)), stage
+            for turn in record.get("turns", []):
+                assert set(turn) <= set(get_type_hints(Turn)), set(turn)
+            for label in record.get("criteria", []):
+                assert set(label) == set(get_type_hints(CriterionLabel)), set(label)
