@@ -13,7 +13,7 @@ strands a half-paid run.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -49,7 +49,7 @@ class ModelClient(Protocol):
     def complete(
         self,
         config: ModelConfig,
-        messages: Sequence[Mapping[str, Any]],
+        messages: list[dict],
         *,
         seed: int | None = None,
         schema: dict | None = None,

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import interrupt
+from .client import ModelClient
 from .interrupt import RunInterrupted
 from .store import Store
 from .vocabulary import STAGE_OF_RECORD
@@ -52,7 +53,7 @@ class Executor:
     compute themselves, so a worker that dies loses only its call in flight.
     """
 
-    def __init__(self, store: Store, client, *, jobs: int, progress: bool, attempt: Callable | None = None,
+    def __init__(self, store: Store, client: ModelClient, *, jobs: int, progress: bool, attempt: Callable | None = None,
                  remote: Callable | None = None, backend: str = "local", dask_client=None, grace: float | None = None):
         from . import compute
 

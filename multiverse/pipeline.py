@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -25,7 +25,7 @@ from .errors import InputError, ModelError, SpecError, StoreError
 from .executor import DaskSession, Executor
 from .grid import Universe, expand
 from .lease import Lease
-from .records import SHAPES, Records
+from .records import SHAPES, CaseRecord, JudgmentRecord, Records, TranscriptRecord
 from .runfolder import assemble, run_manifest, run_rates, write_run_folder
 from .spec import Spec
 from .store import Store, check_store_path, default_store_path
@@ -40,7 +40,7 @@ def default_run_dir(spec: Spec) -> Path:
 
 def _store(spec: Spec, store: Store | str | os.PathLike | None) -> Store:
     """The run's store, by the one rule (``store.default_store_path``); records are checked on read."""
-    root = store.root if isinstance(store, Store) else default_store_path(spec.path, store)
+    root = store.root if isinstance(store, Store) else default_store_path(spec.path, None if store is None else os.fspath(store))
     # Absolute, so the manifest's record of it still finds it from another directory.
     return Store(os.path.abspath(root), shapes=SHAPES)
 
@@ -94,7 +94,7 @@ def run(
     store: Store | str | os.PathLike | None = None,
     jobs: int = 8,
     budget: float | None = None,
-    client: Any = None,
+    client: ModelClient | None = None,
     progress: bool | None = None,
     write: bool = True,
     backend: str = "local",
@@ -121,13 +121,9 @@ def run(
     st = _store(spec, store)
     out_dir = Path(out) if out is not None else default_run_dir(spec)
     check_store_path(st.root, out=out_dir if write else None)
-    if client is None:
-        from .llm import LiteLLMClient
-
-        client = LiteLLMClient(jobs=jobs, budget=budget)
     from .breaker import Breaker
 
-    client = Breaker(client)  # a model that fails every call the same way stops the run, not every unit
+    client = Breaker(_default_client(client, jobs, budget))  # a model that fails every call the same way stops the run, not every unit
     if progress is None:
         progress = sys.stderr.isatty()
     with interrupt.stopping_on_signals(), Lease(st.open().root) as lease, DaskSession(backend, scheduler, jobs) as dask_client:
@@ -152,10 +148,11 @@ def _run_stages(work: Work, st: Store, client: ModelClient, executor: Executor, 
     checked before the first call, so a missing key never strands a half-paid run.
     """
     generated = [k for k, c in work.cases.items() if c.given is None]
+    # The store checks every record's shape on read (records.SHAPES): these are the typed records.
     records: Records = {
-        "case": st.get_many("case", generated),
-        "transcript": st.get_many("transcript", list(work.transcripts)),
-        "judgment": st.get_many("judgment", list(work.judge_calls)),
+        "case": cast("dict[str, CaseRecord]", st.get_many("case", generated)),
+        "transcript": cast("dict[str, TranscriptRecord]", st.get_many("transcript", list(work.transcripts))),
+        "judgment": cast("dict[str, JudgmentRecord]", st.get_many("judgment", list(work.judge_calls))),
     }
     missing_cases = [work.cases[k] for k in generated if k not in records["case"]]
     missing_transcripts = [t for k, t in work.transcripts.items() if k not in records["transcript"]]
@@ -167,22 +164,23 @@ def _run_stages(work: Work, st: Store, client: ModelClient, executor: Executor, 
         + [j.config for j in missing_judgments],
     )
 
-    def stage(name: str, units: list, upstream: Callable[[Any], Any] = lambda unit: None) -> None:
+    def stage(name: str, found: dict, units: list, upstream: Callable[[Any], Any] = lambda unit: None) -> None:
         executor.run(name, units, upstream)
         # What this run, a worker or a concurrent run stored for these units.
-        records[name].update(st.get_many(name, [u.key for u in units]))
-        _check_kept(st, lease, name, executor.computed.get(name, set()) - set(records[name]))
+        found.update(st.get_many(name, [u.key for u in units]))
+        _check_kept(st, lease, name, executor.computed.get(name, set()) - set(found))
 
-    stage("case", missing_cases)
+    stage("case", records["case"], missing_cases)
     for key, case in work.cases.items():
         if case.given is not None:
             records["case"][key] = {"status": "ok", "case": dict(case.given)}
     cases = records["case"]
-    stage("transcript", [t for t in missing_transcripts if t.case_key in cases],
+    stage("transcript", records["transcript"], [t for t in missing_transcripts if t.case_key in cases],
           lambda unit: dict(cases[unit.case_key]["case"]))
     transcripts = records["transcript"]
-    stage("judgment", [j for j in missing_judgments if transcripts.get(j.transcript_key, {}).get("status") == "ok"],
-          lambda unit: transcripts[unit.transcript_key]["turns"])
+    rolled_out = [j for j in missing_judgments
+                  if j.transcript_key in transcripts and transcripts[j.transcript_key]["status"] == "ok"]
+    stage("judgment", records["judgment"], rolled_out, lambda unit: transcripts[unit.transcript_key]["turns"])
     return records
 
 
@@ -195,6 +193,14 @@ def _check_kept(st: Store, lease: Lease | None, stage: str, lost: set) -> None:
     if lost:
         raise StoreError(f"store {st.root}: {len(lost)} {stage} entries this run wrote have disappeared "
                          "(deleted while the run was live?); rerun to recompute them")
+
+
+def _default_client(client: ModelClient | None, jobs: int, budget: float | None = None) -> ModelClient:
+    if client is not None:
+        return client
+    from .llm import LiteLLMClient
+
+    return LiteLLMClient(jobs=jobs, budget=budget)
 
 
 def _check_credentials(client: ModelClient, configs: Iterable) -> None:
@@ -212,7 +218,7 @@ def draft(
     store: Store | str | os.PathLike | None = None,
     rubric: bool = False,
     force: bool = False,
-    client: Any = None,
+    client: ModelClient | None = None,
     jobs: int = 8,
     progress: bool | None = None,
 ) -> list[Path]:
@@ -227,10 +233,7 @@ def draft(
 
     st = _store(spec, store)
     check_store_path(st.root)
-    if client is None:
-        from .llm import LiteLLMClient
-
-        client = LiteLLMClient(jobs=jobs)
+    client = _default_client(client, jobs)
     if progress is None:
         progress = sys.stderr.isatty()
     generator = resolve_config(spec.design.generator.model_config, spec)
