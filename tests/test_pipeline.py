@@ -197,3 +197,21 @@ def test_stored_records_carry_the_fields_their_types_declare(write_spec, tmp_pat
                 assert set(turn) <= set(get_type_hints(Turn)), set(turn)
             for label in record.get("criteria", []):
                 assert set(label) == set(get_type_hints(CriterionLabel)), set(label)
+
+
+def test_bad_run_arguments_name_the_parameter_not_a_flag(write_spec, tmp_path, counting_client):
+    import pytest
+
+    from multiverse.errors import InputError, SpecError
+
+    spec = load_spec(write_spec(tiny_spec_document()))
+    for kwargs, param in (({"backend": "cloud"}, "backend"), ({"backend": "dask", "budget": 1.0}, "budget")):
+        with pytest.raises(InputError) as refused:
+            run(spec, store=tmp_path / "store", client=counting_client, out=tmp_path / "run", progress=False, **kwargs)
+        assert refused.value.param == param and "--" not in str(refused.value)
+    document = tiny_spec_document()
+    del document["rubric"]
+    with pytest.raises(SpecError) as refused:
+        run(load_spec(write_spec(document, "bare.yaml")), store=tmp_path / "store", client=counting_client)
+    assert "multiverse.draft" in str(refused.value) and "--" not in str(refused.value)
+    assert counting_client.total == 0 and not (tmp_path / "store").exists()
