@@ -369,7 +369,7 @@ class LiteLLMClient:
 
         retrying = Retrying(
             retry=retry_if_exception_type(_Retry),
-            # A reformatted request does not count against max_retries, as it is the same request.
+            # A request reformatted for this server goes again at once, never stopped on; it is still an attempt.
             stop=lambda state: not _last(state).reformatted and state.attempt_number > self.max_retries,
             wait=self._wait,
             sleep=interrupt.sleep,  # a stop ends the wait at once; interrupt.check() stops the next attempt

@@ -125,6 +125,7 @@ def test_server_that_rejects_json_schema_gets_json_object_with_the_schema():
     assert formats == ["json_schema", "json_object", "json_object"]  # learnt once per server
     assert first.parsed == second.parsed == schema_instance(JUDGMENT_SCHEMA)
     assert (first.attempts, second.attempts) == (2, 1)
+    assert client.stats["retries"] == 0  # the same request in the form the server takes is not a retry
 
 
 @pytest.mark.local_llm
