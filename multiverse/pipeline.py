@@ -1,10 +1,13 @@
-"""The engine: plan and run a spec's universes, then assemble the tables.
+"""Orchestration: plan, run and draft a spec's universes.
 
 ``run`` walks the unique work units (``multiverse.work``) stage by stage —
-draft, rollout, judge — computing only what the store lacks, then scores
-every universe from stored judgments and writes the run directory. ``plan``
-answers, before anything runs, how many calls each stage needs, how many are
-already stored, and roughly what the rest will cost.
+draft, rollout, judge — computing only what the store lacks (the executor,
+``multiverse.executor``, runs each stage's units; ``multiverse.compute``
+makes one unit's record), then scores every universe from stored judgments
+and writes the run folder (``multiverse.runfolder``). ``plan`` answers,
+before anything runs, how many calls each stage needs, how many are already
+stored, and roughly what the rest will cost (``multiverse.forecast``).
+``draft`` writes a rubric or the test cases as editable YAML.
 """
 
 from __future__ import annotations
