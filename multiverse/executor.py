@@ -30,10 +30,8 @@ from .interrupt import RunInterrupted
 from .store import Store
 from .vocabulary import STAGE_OF_RECORD
 
-__all__ = ["ELSEWHERE", "STAGE_NAMES", "DaskSession", "Executor"]
+__all__ = ["ELSEWHERE", "DaskSession", "Executor"]
 
-#: store stage -> pipeline stage, in data-flow order
-STAGE_NAMES = STAGE_OF_RECORD
 
 _CLAIMED = "claimed by another run"
 ELSEWHERE = "computed by another run"
@@ -77,7 +75,7 @@ class Executor:
         interrupt.check()
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(units), desc=f"{STAGE_NAMES[stage]:>8}", unit="unit", disable=not self.progress, file=sys.stderr)
+        bar = tqdm(total=len(units), desc=f"{STAGE_OF_RECORD[stage]:>8}", unit="unit", disable=not self.progress, file=sys.stderr)
         results = self._dask(stage, units, upstream) if self.backend == "dask" else self._local(stage, units, upstream)
         try:
             for key, failure in results:
@@ -204,7 +202,7 @@ class Executor:
                 yield unit, failure
         in_flight = sum(t.is_alive() for t in threads)
         self.release_all()
-        raise RunInterrupted(f"{STAGE_NAMES[stage]} stopped, {in_flight} unit(s) still in flight abandoned")
+        raise RunInterrupted(f"{STAGE_OF_RECORD[stage]} stopped, {in_flight} unit(s) still in flight abandoned")
 
     # -- dask --------------------------------------------------------------------
 
@@ -222,7 +220,7 @@ class Executor:
                     unit = todo.pop()
                     futures.add(self.dask_client.submit(self.remote, stage, unit, upstream(unit), root, self.jobs, pure=False))
                 if interrupt.requested():
-                    raise RunInterrupted(f"{STAGE_NAMES[stage]} stopped, {len(futures)} unit(s) cancelled or abandoned")
+                    raise RunInterrupted(f"{STAGE_OF_RECORD[stage]} stopped, {len(futures)} unit(s) cancelled or abandoned")
                 try:
                     finished = wait(futures, timeout=_POLL * 5, return_when="FIRST_COMPLETED").done
                 except TimeoutError:
