@@ -215,16 +215,16 @@ def _cases_of(u: Spec, work: Work, shared: _Shared) -> list[CaseUnit]:
     inputs = digest({"generator": _model_key(generator), "rubric": _rubric_key(u), "tools": u.design.tools,
                      "templates": shared.templates["case"]})
     counts = case_counts(u)
-    memo = ("drafted", inputs, digest(counts))
-    if memo not in shared.cases:
+    drafted = ("drafted", inputs, digest(counts))
+    if drafted not in shared.cases:
         out = []
         for cell, count in counts:
             for index in range(count):
                 key = digest({"cell": cell, "index": index, "inputs": inputs})
                 case_id = ".".join([*cell.values(), f"{index + 1:02d}"])
                 out.append(work.cases.setdefault(key, CaseUnit(key, case_id, cell, index, generator, None, _seed(key), u)))
-        shared.cases[memo] = out
-    return shared.cases[memo]
+        shared.cases[drafted] = out
+    return shared.cases[drafted]
 
 
 def _rollout_inputs(u: Spec, system, tools_possible: bool, templates: str) -> tuple[str, dict]:

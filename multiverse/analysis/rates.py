@@ -332,11 +332,11 @@ def _rates(frame, axes, factors, estimator, ci, level, n_boot, seed) -> pd.DataF
     cells = _cell_codes(frame, factors) if estimator == "cell_balanced" else np.zeros(len(frame), np.int64)
 
     # Targets: one per (group, subgroup). "all" first, then each factor's levels.
-    target_sets = [(group, None, None)]
+    target_sets: list[tuple[np.ndarray, str | None, np.ndarray | None]] = [(group, None, None)]
     for factor in factors:
-        levels, n_levels = _codes(frame[factor])
-        target, _ = _codes(group * n_levels + levels)
-        target_sets.append((target, factor, levels))
+        factor_levels, n_levels = _codes(frame[factor])
+        target, _ = _codes(group * n_levels + factor_levels)
+        target_sets.append((target, factor, factor_levels))
 
     pieces = []
     for spec, (target, factor, levels) in enumerate(target_sets):

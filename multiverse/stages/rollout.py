@@ -132,6 +132,7 @@ def run_rollout(client: ModelClient, job: RolloutJob) -> tuple[TranscriptRecord,
 
 def _user_turn(client: ModelClient, job: RolloutJob, conversation: list, turn: int, meta: list) -> tuple[str, bool]:
     brief = job.case.get("brief") or job.case.get("prompt") or ""
+    assert job.user is not None  # multi-turn jobs carry their simulated user
     last_reason = "empty_user_turn"
     for attempt in range(USER_ATTEMPTS):
         messages = user_messages(brief, job.persona, job.instructions, conversation, turn=turn, max_turns=job.max_turns)
@@ -150,7 +151,8 @@ def _offered(tools: Sequence[Mapping[str, Any]]) -> set[str]:
     """The names of the tools offered in a conversation (OpenAI form, or a bare {name, ...})."""
     names = set()
     for tool in tools:
-        function = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
+        inner = tool.get("function")
+        function: Mapping[str, Any] = inner if isinstance(inner, Mapping) else tool
         if isinstance(function.get("name"), str):
             names.add(function["name"])
     return names
