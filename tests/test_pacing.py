@@ -15,10 +15,12 @@ import pytest
 from ratelimited_server import RateLimitedServer
 
 from multiverse import interrupt
+from multiverse.config import RateLimit
 from multiverse.errors import InputError
+from multiverse.failures import retry_after as _retry_after
 from multiverse.interrupt import RunInterrupted
-from multiverse.llm import _litellm, _retry_after
 from multiverse.pacing import Limit, Pacer, estimate_wall_seconds, lane_of
+from multiverse.providers import load_litellm as _litellm
 
 MESSAGES = [{"role": "user", "content": "Is the cited source real?"}]
 JITTER = 0.03  # seconds a request may take from the client's start to the server's log
@@ -264,11 +266,10 @@ def test_bad_limits_name_the_parameter(bad):
     assert caught.value.param == "limits" and "openai/" in str(caught.value)
 
 
-def test_limits_read_from_attributes_or_keys():
-    class RateLimit:
-        rpm, tpm, max_concurrency = 500, None, 4
-
-    assert Limit.of(RateLimit(), "p") == Limit.of({"rpm": 500, "max_concurrency": 4}, "p") == Limit(500.0, None, 4)
+def test_limits_read_from_the_spec_rate_limit_or_a_mapping():
+    declared = RateLimit(rpm=500, max_concurrency=4)  # what spec.rate_limits holds
+    assert Limit.of(declared, "p") == Limit.of({"rpm": 500, "max_concurrency": 4}, "p") == Limit(500.0, None, 4)
+    assert Pacer({"openai/": declared}).limits["openai/"].max_concurrency == 4
 
 
 def test_wall_estimate_names_what_binds():

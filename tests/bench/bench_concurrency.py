@@ -93,9 +93,9 @@ def lean(litellm) -> None:
 
 
 def _litellm():
-    from multiverse.llm import _litellm as load
+    from multiverse.providers import load_litellm
 
-    return load()
+    return load_litellm()
 
 
 def _request(url: str, client=None) -> dict:
@@ -131,7 +131,8 @@ def caller(mode: str, url: str, jobs: int):
     """(function making one call, closer) for a mode that runs in this process."""
     litellm = _litellm()
     if mode in ("client", "client-shared"):
-        from multiverse.llm import ModelClient, ModelConfig
+        from multiverse.llm import LiteLLMClient as ModelClient
+        from multiverse.llm import ModelConfig
 
         params = {}
         if mode == "client-shared":
@@ -255,7 +256,8 @@ def profile(url: str, calls: int) -> dict:
     """CPU of one serial ``ModelClient.complete`` call by layer (cProfile, thread CPU
     time; the profiler itself inflates the total about 3x, the shares much less)."""
     _litellm()
-    from multiverse.llm import ModelClient, ModelConfig
+    from multiverse.llm import LiteLLMClient as ModelClient
+    from multiverse.llm import ModelConfig
 
     client, config = ModelClient(jobs=1), ModelConfig(MODEL, {}, api_base=url)
     for _ in range(20):
