@@ -82,16 +82,16 @@ def test_joint_rate_test_holds_its_level_at_small_and_large_rates(t, n_cases):
     assert_at_most(share, 0.065, f"rate test, t={t}, {n_cases} cases")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known gap: with 3 replicates per case at t = 0.05-0.10 the median effect and Stouffer Z reject "
-    "0.06-0.08 (bench), above the 0.06 target; see README > Statistics and rate_null's docstring"))
-def test_joint_rate_test_with_replicates_holds_its_level():
+@pytest.mark.parametrize("t", [0.05, 0.1])
+def test_joint_rate_test_with_replicates_holds_its_level(t):
+    # With replicates, few events also look weakly clustered: a null built on
+    # the point estimate alone rejected 0.06-0.08 here.
     share = rejections(
-        lambda rng: audit_world(rng, 0.1, replicates=3),
-        lambda m, draw: joint_rate_test(m, system="s0", threshold=0.1, boot=BOOT, seed=draw),
+        lambda rng: audit_world(rng, t, replicates=3),
+        lambda m, draw: joint_rate_test(m, system="s0", threshold=t, boot=BOOT, seed=draw),
         seed=7,
     )
-    assert_at_most(share, 0.065, "rate test, 3 replicates")
+    assert_at_most(share, 0.065, f"rate test, 3 replicates, t={t}")
 
 
 def test_joint_rate_test_has_power_against_a_clear_alternative():
