@@ -164,7 +164,7 @@ class LatentNull:
         return k.sum(axis=2)
 
 
-def _label_to_latent(rho: np.ndarray, rate: float) -> np.ndarray:
+def _label_to_latent(rho: np.ndarray | float, rate: float) -> np.ndarray:
     """Latent correlations whose dichotomies at ``rate`` have label correlations ``rho``.
 
     Inverts P(X < a, Y < a) = rate^2 + rho rate (1 - rate), which increases
@@ -176,7 +176,7 @@ def _label_to_latent(rho: np.ndarray, rate: float) -> np.ndarray:
     grid = np.linspace(0.0, 1.0, 801)
     both = rate - 2.0 * special.owens_t(a, np.sqrt((1.0 - grid) / (1.0 + grid)))
     label = (both - rate * rate) / (rate * (1.0 - rate))
-    return np.interp(rho, label, grid)
+    return np.asarray(np.interp(rho, label, grid))
 
 
 def _dependence(n: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -225,8 +225,8 @@ def fit_latent_null(n_uc: np.ndarray, k_uc: np.ndarray) -> LatentNull:
     n_u = n_uc.shape[0]
     probe = np.unique(np.linspace(0, n_u - 1, min(n_u, _PROBE)).round().astype(int))
     rho_b, rho_w, _ = (float(x) for x in _dependence(n_uc[probe], k_uc[probe]))
-    pooled = float(_dependence(n_uc, k_uc)[2])
-    pooled = pooled if np.isfinite(pooled) else None
+    value = float(_dependence(n_uc, k_uc)[2])
+    pooled = value if np.isfinite(value) else None
     at = pooled if pooled is not None else 0.5
     return LatentNull(
         rho_between=rho_b,
