@@ -38,7 +38,8 @@ follow this very probit model). So each null replicate uses the estimate
 refitted on a case bootstrap of the data (Efron & Tibshirani 1993),
 reflected upwards about the estimate: ``lam + |lam* - lam|``. The null is
 never less clustered than estimated, and is more so by as much as the
-estimate is uncertain, which is where it errs (rare events, few cases). Two
+estimate is uncertain, which is where it errs (rare events, few cases): a
+guard on the nuisance parameter in the spirit of Berger & Boos (1994). Two
 other remedies were tried and dropped: taking the larger of this estimate and
 the one restricted to t left the count statistic with almost no power (all
 universes move together in such a null: 0.54 for 0.30 against 0.10 with
