@@ -67,6 +67,7 @@ far below the estimates' own error); replicated cells draw binomials.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from scipy import special
@@ -102,13 +103,14 @@ class LatentNull:
     k_uc: np.ndarray
     probe: np.ndarray
 
-    @property
+    @cached_property
     def one_label(self) -> bool:
         return bool(self.n_uc.max() <= 1)
 
-    @property
-    def full(self) -> bool:
-        return bool(self.n_uc.min() >= 1)
+    @cached_property
+    def cells(self) -> np.ndarray | None:
+        """Where a label can fall (None: everywhere), computed once for every block."""
+        return None if self.n_uc.min() >= 1 else self.n_uc.astype(bool)
 
     def draw_rates(self, threshold: float, replicates: int, rng: np.random.Generator) -> np.ndarray:
         """``replicates`` null rate curves, (replicates x universes), with the data's cell sizes."""
@@ -150,8 +152,8 @@ class LatentNull:
             steps = np.rint(np.where(flip, 1.0 - p, p) * _STEPS).astype(np.uint16)
             labels = rng.integers(0, _STEPS, size=(size, *n_uc.shape), dtype=np.uint16) < steps
             labels ^= flip
-            if not self.full:
-                labels &= n_uc.astype(bool)
+            if self.cells is not None:
+                labels &= self.cells
             # Summing in the narrowest type that holds the case count is several times faster.
             narrow = np.uint8 if n_uc.shape[1] < 256 else np.uint16 if n_uc.shape[1] < 65536 else np.int64
             return labels.view(np.uint8).sum(axis=2, dtype=narrow).astype(np.int64)
