@@ -49,7 +49,7 @@ from urllib.parse import urlparse
 from multiverse import credentials, interrupt
 from multiverse.answers import parse_json_answer, repair_messages, storable, storable_text, too_deep
 from multiverse.errors import BudgetExceeded, ModelError
-from multiverse.spec import ModelConfig  # model, params, api_base, api_key_env
+from multiverse.config import ModelConfig  # model, params, api_base, api_key_env
 
 __all__ = ["ModelConfig", "Completion", "ModelClient", "parse_json_answer", "provider_of", "is_loopback"]
 

@@ -613,7 +613,7 @@ def draft(
         client = ModelClient(jobs=jobs)
     if progress is None:
         progress = sys.stderr.isatty()
-    generator = spec.design.generator.model_config
+    generator = spec.design.generator.to_model_config()
     from .work import _resolve
 
     generator = _resolve(generator, spec)

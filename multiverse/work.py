@@ -190,7 +190,7 @@ def _cases_of(u: Spec, work: Work) -> list[CaseUnit]:
             unit = work.cases.setdefault(key, CaseUnit(key, case.id, dict(case.cell), 0, None, content, 0, u))
             out.append(unit)
         return out
-    generator = _resolve(u.design.generator.model_config, u)
+    generator = _resolve(u.design.generator.to_model_config(), u)
     rubric = _rubric_key(u)
     for cell, count in case_counts(u):
         for index in range(count):
@@ -209,22 +209,22 @@ def _rollout_inputs(u: Spec, system, tools_possible: bool) -> tuple[str, dict]:
     user = u.rollout.user
     simulator = u.rollout.tool_simulator
     payload = {
-        "system": {**_model_key(_resolve(system.model_config, u)), "system_prompt": system.system_prompt, "tools": list(system.tools)},
-        "user": {**_model_key(_resolve(user.model_config, u)), "persona": user.persona, "instructions": user.instructions} if multi else None,
+        "system": {**_model_key(_resolve(system.to_model_config(), u)), "system_prompt": system.system_prompt, "tools": list(system.tools)},
+        "user": {**_model_key(_resolve(user.to_model_config(), u)), "persona": user.persona, "instructions": user.instructions} if multi else None,
         "setting": u.rollout.setting,
         "max_turns": u.rollout.max_turns if multi else None,
         "seed": u.rollout.seed,
-        "tool_simulator": {**_model_key(_resolve(simulator.model_config, u)), "functions": dict(simulator.functions)} if tools_possible else None,
+        "tool_simulator": {**_model_key(_resolve(simulator.to_model_config(), u)), "functions": dict(simulator.functions)} if tools_possible else None,
         "template": TEMPLATE_VERSION,
     }
     configs = {
-        "system": _resolve(system.model_config, u),
+        "system": _resolve(system.to_model_config(), u),
         "system_prompt": system.system_prompt,
         "tools": tuple(system.tools),
-        "user": _resolve(user.model_config, u) if multi else None,
+        "user": _resolve(user.to_model_config(), u) if multi else None,
         "persona": user.persona,
         "instructions": user.instructions,
-        "tool_simulator": _resolve(simulator.model_config, u) if tools_possible else None,
+        "tool_simulator": _resolve(simulator.to_model_config(), u) if tools_possible else None,
         "tool_functions": resolve_references(simulator.functions, u.base_dir),
     }
     return digest(payload), configs
@@ -250,7 +250,7 @@ def _transcript(u: Spec, system, case: CaseUnit, replicate: int, work: Work, mem
 
 def _judge_inputs(u: Spec) -> tuple[ModelConfig, dict]:
     """What every judgment of a universe shares: the judge, the rubric text and the evidence texts."""
-    judge = _resolve(u.judge.model_config, u)
+    judge = _resolve(u.judge.to_model_config(), u)
     level = u.judge.evidence_standard
     rubric_text = [
         {"id": c.id, "name": c.name, "definition": c.definition, "permissible": c.permissible} for c in u.rubric.criteria
