@@ -25,9 +25,9 @@ compliant ones, in (targets x cases) sparse matrices.
 
 The ICC of a subgroup is too noisy to estimate from its own few cases, so
 callers estimate it once per universe x system (``icc``) and reuse it for the
-subgroups, falling back to the ICC pooled over all targets
-(``pooled_icc``) when a target's own is not estimable (no replicates, or no
-variation).
+subgroups, falling back to the ICC pooled over all targets when a target's
+own is not estimable (no replicates, no variation, or fewer than 5 labels of
+the rarer kind), and to 1, the widest, when no target's is.
 """
 
 from __future__ import annotations
