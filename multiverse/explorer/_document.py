@@ -75,17 +75,16 @@ def explorer_document(
         verdicts = verdicts.assign(universe_id=universe_ids(verdicts, axes).to_numpy())
     verdicts = verdicts.assign(universe_id=verdicts["universe_id"].astype(str), system=verdicts["system"].astype(str),
                                case_id=verdicts["case_id"].astype(str))
-    universe_order = list(dict.fromkeys(verdicts["universe_id"]))
+    universe_order = _unique(verdicts["universe_id"])
     if primary is not None and str(primary) in universe_order:
         primary = str(primary)
         universe_order = [primary] + [u for u in universe_order if u != primary]
     else:
         primary = None
-    systems = list(dict.fromkeys(verdicts["system"]))
-    cases = list(dict.fromkeys(verdicts["case_id"]))
+    systems = _unique(verdicts["system"])
+    cases = _unique(verdicts["case_id"])
     u_index = {u: i for i, u in enumerate(universe_order)}
     s_index = {s: i for i, s in enumerate(systems)}
-    c_index = {c: i for i, c in enumerate(cases)}
 
     first = verdicts.drop_duplicates("universe_id").set_index("universe_id").loc[universe_order]
     axis_entries, axis_codes = [], []
@@ -110,7 +109,7 @@ def explorer_document(
 
     curve = _rates(verdicts, rates, axes, ci_method, level)
     curve = curve[curve["universe_id"].isin(u_index) & curve["system"].isin(s_index)]
-    rows, texts = _case_rows(verdicts, criteria, transcripts, u_index, s_index, c_index)
+    rows, texts = _case_rows(verdicts, criteria, transcripts, universe_order, systems, cases)
     return {
         "format": FORMAT,
         "title": str(title),
@@ -122,8 +121,8 @@ def explorer_document(
         "universes": {"id": universe_order, "label": universe_labels, "options": axis_codes},
         "cases": {"id": cases, "factors": factor_entries},
         "rates": {
-            "universe": curve["universe_id"].map(u_index).astype(int).tolist(),
-            "system": curve["system"].map(s_index).astype(int).tolist(),
+            "universe": _codes(curve["universe_id"], universe_order),
+            "system": _codes(curve["system"], systems),
             "n": curve["n"].astype(int).tolist(),
             "k": curve["n_compliant"].astype(int).tolist(),
             "rate": _numbers(curve["rate"]),
@@ -147,8 +146,18 @@ def _rates(verdicts: pd.DataFrame, rates: pd.DataFrame | None, axes: list[str], 
     return spec_curve(verdicts, axes=axes, ci=ci_method, level=level)
 
 
-def _case_rows(verdicts: pd.DataFrame, criteria: pd.DataFrame | None, transcripts: Any, u_index: dict,
-               s_index: dict, c_index: dict) -> tuple[dict, dict]:
+def _unique(series: pd.Series) -> list[str]:
+    """Distinct values in order of first appearance (fast on millions of rows, unlike a dict)."""
+    return [str(x) for x in pd.unique(series.to_numpy(dtype=object))]
+
+
+def _codes(series: pd.Series, values: list[str]) -> list[int]:
+    """Each row's index in ``values`` (-1: not there)."""
+    return pd.Categorical(series.to_numpy(dtype=object), categories=values).codes.astype(int).tolist()
+
+
+def _case_rows(verdicts: pd.DataFrame, criteria: pd.DataFrame | None, transcripts: Any, universes: list[str],
+               systems: list[str], cases: list[str]) -> tuple[dict, dict]:
     """The verdict rows as columns, and the transcripts and criterion rows they refer to."""
     v = verdicts
     status = v["status"].astype(str) if "status" in v.columns else pd.Series("ok", index=v.index)
@@ -156,24 +165,22 @@ def _case_rows(verdicts: pd.DataFrame, criteria: pd.DataFrame | None, transcript
     named = np.select([status.eq("ok") & label.eq(True).fillna(False),
                        status.eq("ok") & label.eq(False).fillna(False), status.eq("ok")],
                       ["compliant", "non-compliant", "unlabelled"], default=status.to_numpy(dtype=object))
-    statuses = list(dict.fromkeys(named.tolist()))
-    verdict_names = list(VERDICTS) + sorted(set(statuses) - set(VERDICTS))
-    verdict_code = pd.Series(named).map({n: i for i, n in enumerate(verdict_names)}).to_numpy()
-    reason_text = (v["reason"].fillna("").astype(str).map(strip_markers) if "reason" in v.columns
-                   else pd.Series("", index=v.index))
-    reason_code, reasons = pd.factorize(pd.concat([pd.Series([""]), reason_text], ignore_index=True))
+    verdict_names = list(VERDICTS) + sorted(set(pd.unique(named)) - set(VERDICTS))
+    reason_text = v["reason"].fillna("").astype(str) if "reason" in v.columns else pd.Series("", index=v.index)
+    reason_code, reasons = pd.factorize(np.concatenate([[""], reason_text.to_numpy(dtype=object)]))
+    reasons = [strip_markers(str(r)) if "[[sim:" in str(r) else str(r) for r in reasons]
     t_code, t_keys = _keys(v, "transcript_key")
     j_code, j_keys = _keys(v, "judgment_key")
     replicate = v["replicate"] if "replicate" in v.columns else None
     rows = {
-        "universe": v["universe_id"].map(u_index).to_numpy(dtype=np.int64).tolist(),
-        "system": v["system"].map(s_index).to_numpy(dtype=np.int64).tolist(),
-        "case": v["case_id"].map(c_index).to_numpy(dtype=np.int64).tolist(),
+        "universe": _codes(v["universe_id"], universes),
+        "system": _codes(v["system"], systems),
+        "case": _codes(v["case_id"], cases),
         "replicate": (pd.to_numeric(replicate, errors="coerce").fillna(0).astype(int).tolist()
                       if replicate is not None and pd.to_numeric(replicate, errors="coerce").fillna(0).any() else None),
-        "verdict": verdict_code.astype(int).tolist(),
+        "verdict": _codes(pd.Series(named), verdict_names),
         "reason": reason_code[1:].astype(int).tolist(),
-        "reasons": [str(r) for r in reasons],
+        "reasons": reasons,
         "transcript": t_code,
         "judgment": j_code,
         "_names": verdict_names,

@@ -233,24 +233,24 @@
           sv('text', { x: x(pi) + 3, y: top + 10 }, 'primary'));
     }
     points = SYS.map(function () { return []; });
+    // every system's whiskers first, then every point on top, so no whisker hides a point
+    var whiskers = sv('g'), dots = sv('g');
     shown.forEach(function (s) {
       var g = sv('g', { 'data-system': SYS[s] }), d = '';
-      var dots = [];
       order.forEach(function (u, i) {
         var k = rateRow(s, u);
         if (k < 0) { points[s].push(null); return; }
         if (D.rates.low[k] !== null) d += 'M' + x(i).toFixed(1) + ' ' + y(D.rates.low[k]).toFixed(1) + 'V' + y(D.rates.high[k]).toFixed(1);
-        var c = sv('circle', { 'class': 'pt', cx: x(i).toFixed(1), cy: y(D.rates.rate[k]).toFixed(1), r: r.toFixed(1),
-                               fill: colour(s), tabindex: '-1', role: 'button', 'data-universe': U.id[u],
+        var c = sv('circle', { 'class': u === S.universe ? 'pt sel' : 'pt', cx: x(i).toFixed(1), cy: y(D.rates.rate[k]).toFixed(1),
+                               r: r.toFixed(1), fill: colour(s), tabindex: '-1', role: 'button', 'data-universe': U.id[u],
                                'data-system': SYS[s], 'data-i': String(i), 'data-s': String(s),
                                'aria-label': SYS[s] + ', ' + U.label[u] + ': ' + pct(D.rates.rate[k]) });
-        if (u === S.universe) c.setAttribute('class', 'pt sel');
-        points[s].push(c); dots.push(c);
+        points[s].push(c); g.appendChild(c);
       });
-      g.appendChild(sv('path', { 'class': 'ci', d: d, stroke: colour(s) }));
-      dots.forEach(function (c) { g.appendChild(c); });
-      svg.appendChild(g);
+      whiskers.appendChild(sv('path', { 'class': 'ci', d: d, stroke: colour(s), 'data-system': SYS[s] }));
+      dots.appendChild(g);
     });
+    add(svg, whiskers, dots);
     // roving tabindex: one point is in the tab order, the arrow keys move between the rest
     var first = S.focus && points[S.focus[0]] && points[S.focus[0]][S.focus[1]];
     if (!first) { var s0 = shown.length ? shown[0] : -1; first = s0 >= 0 ? points[s0].filter(Boolean)[0] : null; }
