@@ -208,13 +208,17 @@
   function drawCurve() {
     order = visibleUniverses();
     var shown = SYS.map(function (_, s) { return s; }).filter(function (s) { return !S.hidden[s]; });
-    var W = 960, L = 150, R = 12, top = 10, H = 260, rowH = 13;
+    var longest = 0;
+    A.forEach(function (ax) { ax.options.forEach(function (o) { longest = Math.max(longest, ax.name.length + o.length + 2); }); });
+    var W = 960, L = Math.max(90, Math.min(280, 6.2 * longest + 14)), R = 12, top = 10, H = 260, rowH = 13;
     var rowsN = A.reduce(function (n, ax) { return n + ax.options.length; }, 0);
     var indTop = top + H + 28, nTop = indTop + rowsN * rowH + A.length * 4 + 10, nH = 44;
     var svg = sv('svg', { 'class': 'chart', viewBox: '0 0 ' + W + ' ' + (nTop + nH + 22), role: 'group',
                           'aria-label': 'specification curve: one point per universe and system' });
     var n = order.length, step = (W - L - R) / Math.max(n, 1), r = Math.max(1.6, Math.min(4.5, step / 2.2));
-    function x(i) { return L + step * (i + 0.5); }
+    // systems side by side within a universe's slot when there is room, so their points do not hide each other
+    var dodge = step > 4 * r * Math.max(shown.length, 1) ? 2 * r : step > 3 * r ? r * 0.6 : 0;
+    function x(i, s) { var at = s === undefined ? 0 : shown.indexOf(s) - (shown.length - 1) / 2; return L + step * (i + 0.5) + dodge * at; }
     function y(v) { return top + H * (1 - v); }
     [0, 0.25, 0.5, 0.75, 1].forEach(function (v) {
       add(svg, sv('line', { 'class': 'grid', x1: L, x2: W - R, y1: y(v), y2: y(v) }),
@@ -240,8 +244,8 @@
       order.forEach(function (u, i) {
         var k = rateRow(s, u);
         if (k < 0) { points[s].push(null); return; }
-        if (D.rates.low[k] !== null) d += 'M' + x(i).toFixed(1) + ' ' + y(D.rates.low[k]).toFixed(1) + 'V' + y(D.rates.high[k]).toFixed(1);
-        var c = sv('circle', { 'class': u === S.universe ? 'pt sel' : 'pt', cx: x(i).toFixed(1), cy: y(D.rates.rate[k]).toFixed(1),
+        if (D.rates.low[k] !== null) d += 'M' + x(i, s).toFixed(1) + ' ' + y(D.rates.low[k]).toFixed(1) + 'V' + y(D.rates.high[k]).toFixed(1);
+        var c = sv('circle', { 'class': u === S.universe ? 'pt sel' : 'pt', cx: x(i, s).toFixed(1), cy: y(D.rates.rate[k]).toFixed(1),
                                r: r.toFixed(1), fill: colour(s), tabindex: '-1', role: 'button', 'data-universe': U.id[u],
                                'data-system': SYS[s], 'data-i': String(i), 'data-s': String(s),
                                'aria-label': SYS[s] + ', ' + U.label[u] + ': ' + pct(D.rates.rate[k]) });
@@ -362,7 +366,7 @@
       for (var s in r) { counts[s][r[s] - 1]++; rates[s].push(D.rates.rate[rateRow(+s, u)]); }
     });
     // rank chart: share of the selected universes in which each system takes each rank
-    var cw = 46, ch = 24, L = 110, svg = sv('svg', { 'class': 'chart', id: 'rank-chart', viewBox: '0 0 ' + (L + cw * NS + 10) + ' ' + (ch * NS + 34),
+    var cw = 64, ch = 30, L = 120, svg = sv('svg', { 'class': 'chart', id: 'rank-chart', viewBox: '0 0 ' + (L + cw * NS + 10) + ' ' + (ch * NS + 34),
                                              width: String(L + cw * NS + 10), height: String(ch * NS + 34),
                                              role: 'img', 'aria-label': 'share of selected universes in which each system takes each rank' });
     for (var r = 0; r < NS; r++) svg.appendChild(sv('text', { x: L + cw * r + cw / 2, y: 12, 'text-anchor': 'middle' }, 'rank ' + (r + 1)));
@@ -511,7 +515,10 @@
       var verdicts = {};
       groups[j].forEach(function (r) { verdicts[D.verdicts[R.verdict[r]]] = (verdicts[D.verdicts[R.verdict[r]]] || 0) + 1; });
       col.appendChild(el('p', { 'class': 'note' }, 'verdicts: ' + Object.keys(verdicts).map(function (k) { return k + ' ×' + verdicts[k]; }).join(', ')));
-      var C = T.criteria, crit = j >= 0 ? (CX[j] || []) : [];
+      var C = T.criteria, crit = j >= 0 ? (CX[j] || []).slice() : [];
+      // what decided the verdict first: breached criteria, then met ones, then those that did not apply
+      var weight = function (k) { return C.compliant[k] === 0 ? 0 : C.applicable[k] ? 1 : 2; };
+      crit.sort(function (p, q) { return C.sample[p] - C.sample[q] || weight(p) - weight(q) || p - q; });
       if (!crit.length) col.appendChild(el('p', { 'class': 'note' }, 'No criterion-level judgment for this row.'));
       crit.forEach(function (k) {
         var f = function (x) { return x === null ? '—' : x ? 'yes' : 'no'; };
