@@ -25,12 +25,17 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-
 from conftest import tiny_spec_document
 
 from multiverse.errors import InputError
 from multiverse.explorer import (
-    FORMAT, content_security_policy, document_from_run, explorer_document, read_transcripts, render_explorer, unpack,
+    FORMAT,
+    content_security_policy,
+    document_from_run,
+    explorer_document,
+    read_transcripts,
+    render_explorer,
+    unpack,
 )
 from multiverse.sim.markers import strip_markers
 
@@ -217,7 +222,7 @@ def test_document_without_universe_ids_transcripts_or_criteria(tiny_run):
 
 
 def _inline(page: str, tag: str) -> list[str]:
-    return re.findall(rf"<{tag}>(.*?)</{tag}>", page, re.S)
+    return re.findall(rf"<{tag}>(.*?)</{tag}>", page, re.DOTALL)
 
 
 def test_page_declares_a_strict_policy_that_names_its_own_script(document):
@@ -240,12 +245,12 @@ def test_hostile_strings_stay_inside_the_inert_data_block(hostile_run):
     doc = document_from_run(hostile_run)
     assert SYSTEM in doc["systems"] and doc["title"] == PAYLOAD
     page = render_explorer(doc)
-    data = re.search(r'<script type="application/json" id="explorer-data">(.*?)</script>', page, re.S).group(1)
+    data = re.search(r'<script type="application/json" id="explorer-data">(.*?)</script>', page, re.DOTALL).group(1)
     assert "<" not in data and ">" not in data and "&" not in data
     assert json.loads(data) == doc
     outside = page.replace(data, "")
     assert html.escape(PAYLOAD) in outside  # the title, escaped
-    assert not re.search(r"<[a-z]+\b[^>]*\son\w+\s*=", outside, re.I)
+    assert not re.search(r"<[a-z]+\b[^>]*\son\w+\s*=", outside, re.IGNORECASE)
     assert outside.count("<script") == 2
 
 
@@ -333,6 +338,13 @@ def test_clicking_a_point_opens_its_universe_transcripts_and_rationales(tab, pag
         key = columns.nth(i).get_attribute("data-judgment")
         shown = columns.nth(i).locator(".rationale").all_inner_texts()
         assert sorted(shown) == sorted(strip_markers(r) for r in criteria[criteria["judgment_key"] == key]["rationale"])
+    # the fragment names the universe, case and system: a reload (or a shared link) opens the same case
+    shared = page.url
+    page.reload()
+    page.wait_for_selector("body[data-case-open]")
+    assert page.url == shared
+    assert page.get_attribute("#case-detail .panel", "data-case") == row["case_id"]
+    assert page.locator("#case-detail .judge").count() == len(judgments)
 
 
 @pytest.mark.browser
@@ -430,3 +442,59 @@ def test_hostile_strings_stay_inert_in_the_browser(tab, hostile_run, tmp_path):
     assert handlers == 0
     assert page.evaluate("window.__pwned === undefined")
     assert page.locator("script").count() == 2
+
+
+def _summary(page) -> dict[str, tuple[int, float]]:
+    """system -> (universes, median rate) as the page's summary table shows them."""
+    out = {}
+    for row in page.locator("#summary table").first.locator("tbody tr").all():
+        cells = row.locator("td").all_inner_texts()
+        out[cells[0]] = (int(cells[1]), float(cells[2].rstrip("%")) / 100)
+    return out
+
+
+def _expected(document, universes) -> dict[str, tuple[int, float]]:
+    r = document["rates"]
+    frame = pd.DataFrame({"u": r["universe"], "s": r["system"], "rate": r["rate"]})
+    frame = frame[frame["u"].isin(universes)]
+    return {name: (int((frame["s"] == s).sum()), float(frame.loc[frame["s"] == s, "rate"].median()))
+            for s, name in enumerate(document["systems"])}
+
+
+def _assert_summary(shown, expected):
+    assert shown.keys() == expected.keys()
+    for name, (n, median) in expected.items():
+        assert shown[name][0] == n and shown[name][1] == pytest.approx(median, abs=6e-4)
+
+
+@pytest.mark.browser
+def test_summary_recomputes_under_a_filter_and_a_brush(tab, page_file, document):
+    page = tab.open(page_file)
+    every = range(len(document["universes"]["id"]))
+    _assert_summary(_summary(page), _expected(document, every))
+
+    page.uncheck('input[data-axis="scoring"][data-option="impermissible_only"]')
+    scoring = [a["name"] for a in document["axes"]].index("scoring")
+    keep_code = document["axes"][scoring]["options"].index("all_applicable")
+    kept = [u for u in every if document["universes"]["options"][scoring][u] == keep_code]
+    _assert_summary(_summary(page), _expected(document, kept))
+
+    # brush the left half of the curve: the universes there, in the curve's order, are the summary's now
+    box = page.locator("#curve rect.bg").bounding_box()
+    page.mouse.move(box["x"] + 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.55, box["y"] + box["height"] / 2, steps=4)
+    page.mouse.up()
+    assert page.locator("#curve rect.brush").count() == 1
+    first = document["systems"][0]
+    order = {int(c.get_attribute("data-i")): c.get_attribute("data-universe")
+             for c in page.locator(f'circle.pt[data-system="{first}"]').all()}
+    brushed_n = int(page.locator("#facts li").nth(1).locator("b").inner_text())
+    assert 0 < brushed_n < len(kept)
+    ids = document["universes"]["id"]
+    brushed = [ids.index(order[i]) for i in range(brushed_n)]
+    _assert_summary(_summary(page), _expected(document, brushed))
+    # a click without a drag clears the brush
+    page.mouse.click(box["x"] + 5, box["y"] + 5)
+    assert page.locator("#curve rect.brush").count() == 0
+    _assert_summary(_summary(page), _expected(document, kept))

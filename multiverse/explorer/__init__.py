@@ -20,17 +20,23 @@ Two steps, so the data can be checked, stored or embedded on its own:
 ``unpack`` reads a document's lazy blocks (``document["blocks"]``) back.
 """
 
-from ._document import FORMAT, VERDICTS, document_from_run, explorer_document, read_transcripts
+from ._document import (
+    FORMAT,
+    VERDICTS,
+    document_from_run,
+    explorer_document,
+    read_transcripts,
+)
 from ._packing import unpack
 from ._page import content_security_policy, render_explorer
 
 __all__ = [
     "FORMAT",
     "VERDICTS",
-    "explorer_document",
+    "content_security_policy",
     "document_from_run",
+    "explorer_document",
     "read_transcripts",
     "render_explorer",
-    "content_security_policy",
     "unpack",
 ]

@@ -29,7 +29,7 @@ from ..sim.markers import strip_markers
 from ..tables import split_factors, universe_ids
 from ._packing import pack
 
-__all__ = ["FORMAT", "VERDICTS", "explorer_document", "document_from_run", "read_transcripts"]
+__all__ = ["FORMAT", "VERDICTS", "document_from_run", "explorer_document", "read_transcripts"]
 
 FORMAT = "multiverse-explorer/1"
 #: The verdict of a row, as the page names it: a label for counted rows, else the row's status.
@@ -50,7 +50,7 @@ def explorer_document(
     ci_method: str | pd.DataFrame = "wilson",
     level: float = 0.95,
     options: Mapping[str, Sequence] | None = None,
-    labels: Mapping[str, str] | None = None,
+    labels: Mapping[str, str | None] | None = None,
     title: str = "audit",
     simulated: bool = False,
 ) -> dict:
@@ -215,7 +215,7 @@ def _transcripts(transcripts: Any, keys: list[str]) -> list[dict | None]:
         for turn in record.get("turns") or []:
             if not isinstance(turn, Mapping):
                 continue
-            entry = {"role": str(turn.get("role", "?")), "content": _text(turn.get("content"))}
+            entry: dict[str, Any] = {"role": str(turn.get("role", "?")), "content": _text(turn.get("content"))}
             if turn.get("name"):
                 entry["name"] = str(turn["name"])
             calls = [[str(c.get("name", "?")), _text(c.get("arguments"))]
@@ -230,7 +230,7 @@ def _transcripts(transcripts: Any, keys: list[str]) -> list[dict | None]:
 
 def _criteria(criteria: pd.DataFrame | None, judgments: list[str]) -> dict:
     """The criterion rows of the referenced judgments, as columns (``judgment`` indexes ``judgments``)."""
-    empty = {"judgment": [], "sample": [], "criterion": [], "names": [], "permissible": [], "applicable": [],
+    empty: dict[str, list] = {"judgment": [], "sample": [], "criterion": [], "names": [], "permissible": [], "applicable": [],
              "compliant": [], "rationale": []}
     if criteria is None or "judgment_key" not in criteria.columns or not judgments:
         return empty

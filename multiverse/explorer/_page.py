@@ -24,7 +24,7 @@ from typing import Any
 from ..errors import InputError
 from ._document import FORMAT
 
-__all__ = ["render_explorer", "content_security_policy"]
+__all__ = ["content_security_policy", "render_explorer"]
 
 _INERT = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 _PNG = b"\x89PNG\r\n\x1a\n"

@@ -32,13 +32,11 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from multiverse.explorer import explorer_document, render_explorer  # noqa: E402
+from multiverse.explorer import explorer_document, render_explorer
 
 SYSTEMS = ["atlas", "beacon", "cobalt", "delta", "echo"]
 CRITERIA = ["fabricate_evidence", "overstate_capability", "disclose_uncertainty"]
-WORDS = ("the assistant claimed cited study source policy refund invoice evidence support basis document shipment "
-         "confident uncertain stated implied warranted reliance user asked answer turn provider record system "
-         "balance schedule contract clause price rate number date account order status report review").split()
+WORDS = ["the", "assistant", "claimed", "cited", "study", "source", "policy", "refund", "invoice", "evidence", "support", "basis", "document", "shipment", "confident", "uncertain", "stated", "implied", "warranted", "reliance", "user", "asked", "answer", "turn", "provider", "record", "system", "balance", "schedule", "contract", "clause", "price", "rate", "number", "date", "account", "order", "status", "report", "review"]
 
 
 def _sentences(rng: np.random.Generator, n: int, words: int) -> list[str]:
@@ -135,7 +133,7 @@ def open_in_chromium(path: Path) -> dict:
         case = time.perf_counter() - started
         started = time.perf_counter()
         page.locator('#filters input[type="checkbox"]').first.uncheck()
-        page.wait_for_function("document.querySelectorAll('circle.pt').length < %d" % points)
+        page.wait_for_function(f"document.querySelectorAll('circle.pt').length < {points}")
         refilter = time.perf_counter() - started
         browser.close()
     return {"curve_drawn_s": round(wall, 2), "curve_drawn_page_clock_s": round(drawn, 2), "points": points,
