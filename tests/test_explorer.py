@@ -359,6 +359,10 @@ def test_a_filter_changes_the_curve_and_the_fragment_restores_it(tab, page_file,
     assert 0 < page.locator("circle.pt").count() == keep < total
     assert page.get_attribute("body", "data-selected") == str(len(document["universes"]["id"]) // 2)
     assert "x=judge%3Djudge_b" in page.url
+    # leaving out every option of an axis leaves an empty curve, not a broken page
+    page.uncheck('input[data-axis="judge"][data-option="judge_a"]')
+    assert page.locator("circle.pt").count() == 0 and page.get_attribute("body", "data-selected") == "0"
+    page.check('input[data-axis="judge"][data-option="judge_a"]')
     shared = page.url[page.url.index("#"):]
 
     again = _Page(browser)
@@ -405,6 +409,16 @@ def test_compare_two_universes_puts_disagreements_first(tab, page_file, tiny_run
     assert page.get_attribute("#cmp-count", "data-disagree") == str(differ) and differ > 0
     marks = page.locator("#cmp-out tbody tr td:last-child").all_inner_texts()
     assert marks == ["differs"] * differ + ["same"] * (len(pairs) - differ)
+
+    # two systems in one universe, case by case
+    s1, s2 = document["systems"]
+    page.goto(page_file.resolve().as_uri() + f"#u={b}&cmp=s&a={s1}&b={s2}")
+    page.wait_for_selector('body[data-compare^="s "]')
+    cases = v[v["universe_id"] == b].pivot_table(index="case_id", columns="system", values="verdict", aggfunc="first")
+    differ = int((cases[s1] != cases[s2]).sum())
+    assert page.get_attribute("#cmp-count", "data-disagree") == str(differ)
+    marks = page.locator("#cmp-out tbody tr td:last-child").all_inner_texts()
+    assert marks == ["differs"] * differ + ["same"] * (len(cases) - differ)
 
 
 @pytest.mark.browser

@@ -426,8 +426,8 @@
       return { cells: [name, k >= 0 ? D.rates.n[k] : 0, k >= 0 ? D.rates.k[k] : 0, k >= 0 ? pct(D.rates.rate[k]) : '—',
                        k >= 0 ? pct(D.rates.low[k]) + ' – ' + pct(D.rates.high[k]) : '—', q >= 0 ? pct(D.rates.rate[q]) : '—'] };
     })));
-    var cmpBtn = el('button', { type: 'button', id: 'compare-primary' }, 'compare with the primary universe');
-    cmpBtn.addEventListener('click', function () { S.cmp = { kind: 'u', a: u, b: p !== null ? p : (u + 1) % NU }; drawCompare(); writeFragment(); });
+    var cmpBtn = el('button', { type: 'button', id: 'compare-primary' }, p !== null && p !== u ? 'compare with the primary universe' : 'compare with the next universe');
+    cmpBtn.addEventListener('click', function () { S.cmp = { kind: 'u', a: u, b: p !== null && p !== u ? p : (u + 1) % NU }; drawCompare(); writeFragment(); });
     if (NU > 1) universeBox.appendChild(cmpBtn);
     var cases = el('div', { id: 'cases' }, 'Loading the cases…');
     var detail = el('div', { id: 'case-detail' });
