@@ -218,6 +218,29 @@ def test_document_without_universe_ids_transcripts_or_criteria(tiny_run):
         explorer_document(bare.drop(columns=["compliant"]), axes=tables.axes)
 
 
+def test_long_text_is_cut_and_the_document_is_reproducible(tiny_run, document, tmp_path):
+    from multiverse.explorer._document import MAX_TEXT_CHARS
+    from multiverse.tables import load_run
+
+    assert document_from_run(tiny_run) == document  # same run, same bytes: blocks are packed without a timestamp
+    tables = load_run(tiny_run)
+    records = read_transcripts(tiny_run)
+    key = tables.verdicts["transcript_key"].iloc[0]
+    records[key]["turns"][0]["content"] = "x" * (MAX_TEXT_CHARS + 1234)
+    records[key]["turns"][0]["tool_calls"] = [{"name": "lookup", "arguments": {"id": 7}}]
+    doc = explorer_document(tables.verdicts, tables.criteria, tables.rates, records, axes=tables.axes)
+    texts = unpack(doc["blocks"]["texts"])
+    turn = texts["transcripts"][0]["turns"][0]
+    assert turn["content"] == "x" * MAX_TEXT_CHARS + " … [1234 more characters]"
+    assert turn["calls"] == [["lookup", '{"id": 7}']]
+
+    broken = tmp_path / "transcripts.jsonl"
+    broken.write_text('{"key": "a", "turns": []}\n{not json\n')
+    with pytest.raises(InputError, match="line 2"):
+        read_transcripts(broken)
+    assert read_transcripts(tmp_path / "absent") == {}
+
+
 # --------------------------------------------------------------------------- the page as text
 
 
