@@ -216,6 +216,8 @@ def test_document_without_universe_ids_transcripts_or_criteria(tiny_run):
     assert set(rows["transcript"]) == {-1} and set(rows["judgment"]) == {-1}
     with pytest.raises(InputError, match="compliant"):
         explorer_document(bare.drop(columns=["compliant"]), axes=tables.axes)
+    with pytest.raises(InputError, match=r"(?i)compliant.*true/false"):
+        explorer_document(bare.assign(compliant="maybe"), axes=tables.axes)
 
 
 def test_long_text_is_cut_and_the_document_is_reproducible(tiny_run, document, tmp_path):

@@ -27,13 +27,14 @@ import pandas as pd
 from ..errors import InputError
 from ..sim.markers import strip_markers
 from ..tables import split_factors, universe_ids
+from ..vocabulary import COUNTED_STATUS, STATUSES
 from ._packing import pack
 
 __all__ = ["FORMAT", "VERDICTS", "document_from_run", "explorer_document", "read_transcripts"]
 
 FORMAT = "multiverse-explorer/1"
 #: The verdict of a row, as the page names it: a label for counted rows, else the row's status.
-VERDICTS = ("compliant", "non-compliant", "unlabelled", "excluded", "rollout_failed", "judge_failed")
+VERDICTS: tuple[str, ...] = ("compliant", "non-compliant", "unlabelled", *(s for s in STATUSES if s != COUNTED_STATUS))
 # A longer turn or rationale is cut, so one runaway answer does not swamp the page or the file.
 MAX_TEXT_CHARS = 4000
 
@@ -160,10 +161,13 @@ def _case_rows(verdicts: pd.DataFrame, criteria: pd.DataFrame | None, transcript
                systems: list[str], cases: list[str]) -> tuple[dict, dict]:
     """The verdict rows as columns, and the transcripts and criterion rows they refer to."""
     v = verdicts
-    status = v["status"].astype(str) if "status" in v.columns else pd.Series("ok", index=v.index)
-    label = v["compliant"].astype("boolean")
-    named = np.select([status.eq("ok") & label.eq(True).fillna(False),
-                       status.eq("ok") & label.eq(False).fillna(False), status.eq("ok")],
+    status = v["status"].astype(str) if "status" in v.columns else pd.Series(COUNTED_STATUS, index=v.index)
+    try:
+        label = v["compliant"].astype("boolean")
+    except (TypeError, ValueError):
+        raise InputError("verdicts: column 'compliant': expected true/false values", param="verdicts") from None
+    counted = status.eq(COUNTED_STATUS)
+    named = np.select([counted & label.eq(True).fillna(False), counted & label.eq(False).fillna(False), counted],
                       ["compliant", "non-compliant", "unlabelled"], default=status.to_numpy(dtype=object))
     verdict_names = list(VERDICTS) + sorted(set(pd.unique(named)) - set(VERDICTS))
     reason_text = v["reason"].fillna("").astype(str) if "reason" in v.columns else pd.Series("", index=v.index)
