@@ -537,3 +537,18 @@ def test_summary_recomputes_under_a_filter_and_a_brush(tab, page_file, document)
     page.mouse.click(box["x"] + 5, box["y"] + 5)
     assert page.locator("#curve rect.brush").count() == 0
     _assert_summary(_summary(page), _expected(document, kept))
+
+
+def test_a_run_without_transcripts_jsonl_reads_them_from_its_store(tiny_run, document, tmp_path):
+    """An older run folder (no transcripts.jsonl) still shows its transcripts, from the store its manifest names."""
+    older = tmp_path / "older"
+    shutil.copytree(tiny_run, older)
+    (older / "transcripts.jsonl").unlink()
+    assert unpack(document_from_run(older)["blocks"]["texts"]) == unpack(document["blocks"]["texts"])
+    manifest = json.loads((older / "manifest.json").read_text())
+    store = manifest.pop("store")
+    (older / "manifest.json").write_text(json.dumps(manifest))
+    assert set(map(str, unpack(document_from_run(older)["blocks"]["texts"])["transcripts"])) == {"None"}
+    assert unpack(document_from_run(older, store=store)["blocks"]["texts"]) == unpack(document["blocks"]["texts"])
+    with pytest.raises(InputError, match="store"):
+        document_from_run(older, store=tmp_path / "nowhere")

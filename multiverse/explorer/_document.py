@@ -307,8 +307,14 @@ def read_transcripts(path: str | os.PathLike) -> dict[str, dict]:
     return out
 
 
-def document_from_run(source: str | os.PathLike) -> dict:
-    """``explorer_document`` of a run directory, import directory or bare verdicts table (``tables.load_run``)."""
+def document_from_run(source: str | os.PathLike, *, store: Any = None) -> dict:
+    """``explorer_document`` of a run directory, import directory or bare verdicts table (``tables.load_run``).
+
+    Transcripts come from the run folder's ``transcripts.jsonl``; a folder
+    without one (an older run) reads them from ``store`` (a directory or a
+    ``multiverse.store.Store``), by default the store its manifest names, when
+    that is here.
+    """
     from ..analysis.rates import run_ci_settings
     from ..option_order import declared_options
     from ..tables import load_run
@@ -319,10 +325,38 @@ def document_from_run(source: str | os.PathLike) -> dict:
     labels = {str(u["id"]): u.get("label") for u in manifest.get("universes") or []
               if isinstance(u, dict) and "id" in u}
     source_path = Path(source)
+    transcripts = read_transcripts(source_path) if source_path.is_dir() else {}
+    if not transcripts:
+        transcripts = _from_store(tables, store)
     return explorer_document(
-        tables.verdicts, tables.criteria, tables.rates,
-        read_transcripts(source_path) if source_path.is_dir() else None,
+        tables.verdicts, tables.criteria, tables.rates, transcripts,
         axes=tables.axes, factors=tables.factors, primary=tables.primary,
         ci_method=ci if ci is not None else "wilson", options=declared_options(tables),
         labels=labels, title=str(manifest.get("spec") or source_path.name), simulated=bool(manifest.get("simulated")),
     )
+
+
+def _from_store(tables: Any, store: Any) -> dict[str, dict]:
+    """The transcripts the verdicts name, read from the store ({} when there is none here)."""
+    import re
+
+    from ..store import Store
+
+    if store is None:
+        recorded = (tables.manifest or {}).get("store")
+        candidates = [Path(recorded)] if recorded else []
+        if recorded and not Path(recorded).is_absolute() and tables.source is not None:
+            candidates.append(Path(tables.source) / recorded)
+        store = next((c for c in candidates if c.is_dir()), None)
+        if store is None:
+            return {}
+    if not isinstance(store, Store):
+        if not Path(store).is_dir():
+            raise InputError(f"store: {store}: expected the store directory that holds the run's transcripts",
+                             param="store")
+        store = Store(store, existing=True)
+    if "transcript_key" not in tables.verdicts.columns:
+        return {}
+    # Only names a store can hold: a table may carry anything in this column.
+    keys = [k for k in _unique(tables.verdicts["transcript_key"].dropna()) if re.fullmatch(r"[A-Za-z0-9_-]{1,128}", k)]
+    return store.get_many("transcript", keys)
