@@ -552,3 +552,28 @@ def test_a_run_without_transcripts_jsonl_reads_them_from_its_store(tiny_run, doc
     assert unpack(document_from_run(older, store=store)["blocks"]["texts"]) == unpack(document["blocks"]["texts"])
     with pytest.raises(InputError, match="store"):
         document_from_run(older, store=tmp_path / "nowhere")
+
+
+@pytest.mark.browser
+def test_a_bare_table_without_primary_transcripts_or_rationales_still_explores(tab, tiny_run, tmp_path):
+    from multiverse.tables import load_run
+
+    tables = load_run(tiny_run)
+    bare = tables.verdicts.drop(columns=["universe_id", "transcript_key", "judgment_key"])
+    doc = explorer_document(bare, axes=tables.axes, factors=tables.factors, title="bare")
+    path = tmp_path / "bare.html"
+    path.write_text(render_explorer(doc), encoding="utf-8")
+    page = tab.open(path)
+    assert page.locator("line.primary").count() == 0
+    # hiding a system takes its points off the curve
+    total = page.locator("circle.pt").count()
+    hidden = doc["systems"][0]
+    page.uncheck(f'input[data-system="{hidden}"]')
+    assert page.locator("circle.pt").count() == total - doc["rates"]["system"].count(0)
+    assert page.locator(f'circle.pt[data-system="{hidden}"]').count() == 0
+    page.locator("circle.pt").first.click()
+    page.wait_for_selector("body[data-universe-open]")
+    page.locator("#cases button.v").first.click()
+    page.wait_for_selector("body[data-case-open]")
+    assert "not in this report" in page.inner_text("#case-detail")
+    assert "No criterion-level judgment" in page.inner_text("#case-detail")
