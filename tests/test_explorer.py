@@ -451,7 +451,8 @@ def test_print_shows_the_static_figures_in_place_of_the_charts(tab, page_file):
     page = tab.open(page_file)
     assert not page.is_visible(".print-figures img")
     page.emulate_media(media="print")
-    assert page.is_visible(".print-figures img") and not page.is_visible("#app")
+    assert page.is_visible(".print-figures img") and not page.is_visible("#curve") and not page.is_visible("#filters")
+    assert page.is_visible("#summary table")
     assert page.evaluate("document.querySelector('.print-figures img').naturalWidth") > 0
 
 
@@ -577,3 +578,6 @@ def test_a_bare_table_without_primary_transcripts_or_rationales_still_explores(t
     page.wait_for_selector("body[data-case-open]")
     assert "not in this report" in page.inner_text("#case-detail")
     assert "No criterion-level judgment" in page.inner_text("#case-detail")
+    # without static figures, print keeps the drawn curve and the open case (verdicts included)
+    page.emulate_media(media="print")
+    assert page.is_visible("#curve svg") and page.is_visible("#cases button.v") and not page.is_visible("#filters")

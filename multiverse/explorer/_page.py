@@ -50,7 +50,8 @@ def render_explorer(document: Mapping[str, Any], *, static_figures: Mapping[str,
 
     ``static_figures`` maps a caption to a PNG (e.g. the seaborn figures of
     ``multiverse figure``): they are embedded as ``data:`` images and shown
-    only when the page is printed, in place of the interactive charts.
+    only when the page is printed, in place of the interactive charts (the
+    summary and an open universe still print).
     """
     if not isinstance(document, Mapping) or document.get("format") != FORMAT:
         raise InputError(f"document: expected an explorer document ({FORMAT}), as explorer_document returns",
@@ -77,8 +78,7 @@ def render_explorer(document: Mapping[str, Any], *, static_figures: Mapping[str,
         f'<header><p class="note">multiverse explorer</p><h1>{_e(title)}</h1>{banner}</header>'
         '<noscript><p class="banner">The explorer needs JavaScript; the printed page shows the static figures.</p>'
         "</noscript>"
-        '<div id="app" aria-live="polite"></div>'
-        f"{print_part}</main>"
+        f'{print_part}<div id="app" aria-live="polite"></div></main>'
         f'<script type="application/json" id="explorer-data">{data}</script>'
         f"<script>{_asset('explorer.js')}</script></body></html>\n"
     )
