@@ -41,6 +41,7 @@ from multiverse.sim.markers import strip_markers
 
 PAYLOAD = '</script><img src=x onerror="window.__pwned=1"><svg onload="window.__pwned=2">'
 SYSTEM = '<img src=x onerror="alert(1)">beacon'
+RESERVED_IDS = ("__proto__", "hasOwnProperty", "constructor")
 
 
 # --------------------------------------------------------------------------- fixtures
@@ -85,12 +86,17 @@ def hostile_run(tiny_run, tmp_path_factory):
     verdicts = pd.read_parquet(run_dir / "verdicts.parquet")
     verdicts["reason"] = verdicts["reason"].where(verdicts["reason"] == "", PAYLOAD)
     verdicts["case_id"] = verdicts["case_id"] + PAYLOAD
+    verdicts.loc[verdicts.index[-1], "status"] = "constructor"
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    # ids that name an object's own machinery in JavaScript
+    others = [u for u in dict.fromkeys(verdicts["universe_id"]) if u != manifest["primary"]]
+    renamed = dict(zip(others, RESERVED_IDS))
     for name in ("verdicts", "rates"):
         table = verdicts if name == "verdicts" else pd.read_parquet(run_dir / "rates.parquet")
         table["system"] = table["system"].replace("beacon", SYSTEM)
         table["judge"] = table["judge"].replace("judge_b", PAYLOAD)
+        table["universe_id"] = table["universe_id"].replace(renamed)
         write_table(table, run_dir, name)
-    manifest = json.loads((run_dir / "manifest.json").read_text())
     manifest["spec"] = PAYLOAD
     (run_dir / "manifest.json").write_text(json.dumps(manifest))
     return run_dir
@@ -482,6 +488,10 @@ def test_hostile_strings_stay_inert_in_the_browser(tab, hostile_run, tmp_path):
     assert handlers == 0
     assert page.evaluate("window.__pwned === undefined")
     assert page.locator("script").count() == 2
+    for reserved in RESERVED_IDS:
+        page.goto(path.resolve().as_uri() + f"#u={reserved}")
+        page.wait_for_selector(f'body[data-universe-open="{reserved}"]')
+        assert page.locator(f'circle.pt[data-universe="{reserved}"]').count() == len(doc["systems"])
 
 
 def _summary(page) -> dict[str, tuple[int, float]]:

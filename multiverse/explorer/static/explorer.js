@@ -18,7 +18,9 @@
   var RI = new Int32Array(NU * NS).fill(-1);
   D.rates.universe.forEach(function (u, i) { RI[D.rates.system[i] * NU + u] = i; });
   function rateRow(s, u) { return RI[s * NU + u]; }
-  var uById = {}; U.id.forEach(function (id, i) { uById[id] = i; });
+  // no prototype: a universe id from a table may be any string, "__proto__" or "hasOwnProperty" included
+  var uById = Object.create(null); U.id.forEach(function (id, i) { uById[id] = i; });
+  function universeOf(id) { return id !== null && id in uById ? uById[id] : null; }
 
   var S = { exclude: A.map(function () { return {}; }), sort: 0, hidden: {}, universe: null, kase: null, ksys: null,
             cmp: null, brush: null, focus: null };
@@ -142,12 +144,12 @@
     });
     S.sort = Math.max(0, SYS.indexOf(p.get('sort')));
     S.hidden = {}; p.getAll('hide').forEach(function (n) { var s = SYS.indexOf(n); if (s >= 0) S.hidden[s] = true; });
-    var u = p.get('u'); S.universe = u !== null && uById.hasOwnProperty(u) ? uById[u] : null;
+    S.universe = universeOf(p.get('u'));
     var c = D.cases.id.indexOf(p.get('case')), ks = SYS.indexOf(p.get('sys'));
     S.kase = S.universe !== null && c >= 0 && ks >= 0 ? c : null; S.ksys = S.kase !== null ? ks : null;
     var kind = p.get('cmp'), a2 = p.get('a'), b2 = p.get('b');
     S.cmp = null;
-    if (kind === 'u' && uById.hasOwnProperty(a2) && uById.hasOwnProperty(b2)) S.cmp = { kind: 'u', a: uById[a2], b: uById[b2] };
+    if (kind === 'u' && universeOf(a2) !== null && universeOf(b2) !== null) S.cmp = { kind: 'u', a: universeOf(a2), b: universeOf(b2) };
     if (kind === 's' && SYS.indexOf(a2) >= 0 && SYS.indexOf(b2) >= 0 && S.universe !== null)
       S.cmp = { kind: 's', a: SYS.indexOf(a2), b: SYS.indexOf(b2) };
   }
@@ -512,7 +514,7 @@
       col.appendChild(el('p', null, j === R.judgment[i] ? 'This universe\'s judgment' : 'Also used by ' + us.length + ' universe(s)'));
       var other = us.filter(function (x) { return x !== u; })[0];
       if (j !== R.judgment[i] && other !== undefined) col.appendChild(el('p', { 'class': 'note' }, 'e.g. ' + U.id[other] + ': ' + (optionDiff(other, u).join(', ') || 'same options')));
-      var verdicts = {};
+      var verdicts = Object.create(null);
       groups[j].forEach(function (r) { verdicts[D.verdicts[R.verdict[r]]] = (verdicts[D.verdicts[R.verdict[r]]] || 0) + 1; });
       col.appendChild(el('p', { 'class': 'note' }, 'verdicts: ' + Object.keys(verdicts).map(function (k) { return k + ' ×' + verdicts[k]; }).join(', ')));
       var C = T.criteria, crit = j >= 0 ? (CX[j] || []).slice() : [];
