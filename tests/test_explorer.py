@@ -16,6 +16,7 @@ import hashlib
 import html
 import io
 import json
+import os
 import re
 import shutil
 from collections import Counter
@@ -299,6 +300,8 @@ def test_render_refuses_what_is_not_a_document_or_a_png(document):
 def browser():
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if not chromium:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not on PATH; CI installs it (.ci/run) for the explorer's browser tests")
         pytest.skip("chromium is not on PATH (CI installs it in .ci/run)")
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as p:
