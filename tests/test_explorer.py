@@ -514,6 +514,25 @@ def _expected(document, universes) -> dict[str, tuple[int, float]]:
             for s, name in enumerate(document["systems"])}
 
 
+def _rank_shares(page) -> dict[tuple[str, int], float]:
+    return {(r.get_attribute("data-system"), int(r.get_attribute("data-rank"))): float(r.get_attribute("data-share"))
+            for r in page.locator("#rank-chart rect").all()}
+
+
+def _expected_ranks(document, universes) -> dict[tuple[str, int], float]:
+    """Share of the universes in which each system takes each rank (1 = highest rate; ties share the better rank)."""
+    r = document["rates"]
+    frame = pd.DataFrame({"u": r["universe"], "s": r["system"], "rate": r["rate"]})
+    frame = frame[frame["u"].isin(universes)]
+    frame["rank"] = frame.groupby("u")["rate"].rank(ascending=False, method="min").astype(int)
+    out = {}
+    for s, name in enumerate(document["systems"]):
+        mine = frame[frame["s"] == s]
+        for rank in range(1, len(document["systems"]) + 1):
+            out[(name, rank)] = float((mine["rank"] == rank).mean()) if len(mine) else 0.0
+    return out
+
+
 def _assert_summary(shown, expected):
     assert shown.keys() == expected.keys()
     for name, (n, median) in expected.items():
@@ -531,6 +550,9 @@ def test_summary_recomputes_under_a_filter_and_a_brush(tab, page_file, document)
     keep_code = document["axes"][scoring]["options"].index("all_applicable")
     kept = [u for u in every if document["universes"]["options"][scoring][u] == keep_code]
     _assert_summary(_summary(page), _expected(document, kept))
+    shares = _rank_shares(page)
+    assert shares.keys() == _expected_ranks(document, kept).keys()
+    assert all(shares[k] == pytest.approx(v, abs=1e-4) for k, v in _expected_ranks(document, kept).items())
 
     # brush the left half of the curve: the universes there, in the curve's order, are the summary's now
     box = page.locator("#curve rect.bg").bounding_box()

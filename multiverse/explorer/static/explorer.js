@@ -378,7 +378,8 @@
       counts[s].forEach(function (c, r) {
         var share = total ? c / total : 0;
         add(svg, sv('rect', { x: L + cw * r + 1, y: 20 + ch * s + 1, width: cw - 2, height: ch - 2, fill: colour(s),
-                              'fill-opacity': (0.06 + 0.94 * share).toFixed(3), 'data-system': name, 'data-rank': String(r + 1) }),
+                              'fill-opacity': (0.06 + 0.94 * share).toFixed(3), 'data-system': name, 'data-rank': String(r + 1),
+                              'data-share': share.toFixed(4) }),
             sv('text', { x: L + cw * r + cw / 2, y: 20 + ch * s + ch / 2 + 4, 'text-anchor': 'middle' }, total ? Math.round(100 * share) + '%' : ''));
       });
     });
