@@ -5,9 +5,13 @@ judgment goes through :meth:`LiteLLMClient.complete` (the
 :class:`~multiverse.client.ModelClient` the engine uses by default), which
 calls litellm and adds what an audit needs on top of it:
 
-- a concurrency limit per provider (model prefix + ``api_base``) of ``jobs``;
-- retries (tenacity) with exponential backoff and full jitter on rate limits
-  (honouring Retry-After), server errors, dropped connections and timeouts,
+- pacing per provider lane (:mod:`multiverse.pacing`): the spec's declared
+  ``rate_limits`` are never exceeded, and a provider with none declared is
+  paced from its own answers (a 429 or 503 pauses its lane until Retry-After
+  and lowers its concurrency and rate; clean answers raise them again);
+- retries (tenacity) with exponential backoff and full jitter on server
+  errors, dropped connections and timeouts; a retry after a 429 or 503 waits
+  in its lane instead (the pause, then the lowered rate),
   while bad requests and missing credentials fail at once
   (:mod:`multiverse.failures` classifies); a stop (``multiverse.interrupt``)
   ends a wait at once and no request starts after it;
@@ -37,6 +41,7 @@ imported on the first call that needs it.
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import threading
@@ -60,7 +65,8 @@ from multiverse.answers import (
 from multiverse.budget import Budget
 from multiverse.client import Completion
 from multiverse.errors import ModelError
-from multiverse.failures import Failure, classify, is_model_failure, one_line
+from multiverse.failures import Failure, classify, is_model_failure, one_line, retry_after
+from multiverse.pacing import Pacer
 from multiverse.providers import (
     KEYLESS,
     LOCAL_API_KEY,
@@ -72,7 +78,13 @@ from multiverse.providers import (
 )
 from multiverse.config import ModelConfig  # model, params, api_base, api_key_env
 
-__all__ = ["Completion", "LiteLLMClient", "ModelConfig", "is_loopback", "parse_json_answer", "provider_of"]
+__all__ = ["DEFAULT_COMPLETION_TOKENS", "Completion", "LiteLLMClient", "ModelConfig", "is_loopback", "parse_json_answer",
+           "provider_of"]
+
+#: completion tokens a request without ``max_tokens`` is assumed to use, for its lane's tokens-per-minute
+DEFAULT_COMPLETION_TOKENS = 600
+#: answers that mean "too fast": the lane waits them out, so the retry needs no backoff of its own
+_CONGESTION = frozenset({429, 503})
 
 
 @dataclass
@@ -91,9 +103,10 @@ class _Stats:
 class _Retry(Exception):
     """A failed attempt that a later one may cure, or that is sent again at once in the form the server takes."""
 
-    def __init__(self, failure: Failure, exc: BaseException, *, reformatted: bool = False):
+    def __init__(self, failure: Failure, exc: BaseException, *, reformatted: bool = False, paced: bool = False):
         super().__init__(failure.reason)
         self.failure, self.exc, self.reformatted = failure, exc, reformatted
+        self.paced = paced  # a 429/503: the lane already waits out the pause before the next attempt
 
 
 def _plain(value: Any) -> Any:
@@ -109,7 +122,11 @@ class LiteLLMClient:
     """Calls models through litellm for every stage of an audit. Thread-safe.
 
     Args:
-        jobs: requests in flight at once per provider (model prefix + api_base).
+        jobs: requests in flight at once per provider lane (model prefix + api_base)
+            with no ``max_concurrency`` declared.
+        rate_limits: model-string prefix -> declared limits (``rpm``, ``tpm``,
+            ``max_concurrency``), as the spec's ``rate_limits``; never exceeded.
+            Other providers are paced from their answers (:mod:`multiverse.pacing`).
         budget: USD cap for the run; ``None`` for no cap.
         timeout: seconds per request, passed to litellm.
         max_retries: retries after the first attempt for retryable failures.
@@ -124,6 +141,7 @@ class LiteLLMClient:
         self,
         *,
         jobs: int = 8,
+        rate_limits: Mapping[str, Any] | None = None,
         budget: float | None = None,
         timeout: float = 120,
         max_retries: int = 5,
@@ -145,7 +163,9 @@ class LiteLLMClient:
         self.retry_after_cap = retry_after_cap
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
-        self._semaphores: dict[tuple[str, str | None], threading.BoundedSemaphore] = {}
+        self.rate_limits = dict(rate_limits or {})
+        #: the run's lanes; an executor reads it to start units whose lane has room
+        self.pacer = Pacer(self.rate_limits, default_concurrency=jobs, provider=lambda model: provider_key(model, None)[0])
         self._schema_modes: dict[tuple[str, str | None], str | None] = {}
         self._stats = _Stats()
         self._budget = Budget(budget)
@@ -348,12 +368,16 @@ class LiteLLMClient:
         request["response_format"] = {"type": "json_object", "schema": response_format["json_schema"]["schema"]}
         return True
 
-    def _semaphore(self, config: ModelConfig) -> threading.BoundedSemaphore:
-        key = provider_key(config.model, config.api_base)
-        with self._lock:
-            if key not in self._semaphores:
-                self._semaphores[key] = threading.BoundedSemaphore(self.jobs)
-            return self._semaphores[key]
+    @staticmethod
+    def estimate_tokens(request: Mapping[str, Any]) -> int:
+        """Tokens a request may use, for its lane's ``tpm``: about four characters a
+        prompt token, plus the completion's cap (or :data:`DEFAULT_COMPLETION_TOKENS`)."""
+        chars = sum(len(str(m.get("content") or "")) for m in request.get("messages") or ())
+        if request.get("tools"):
+            chars += len(str(request["tools"]))
+        cap = request.get("max_completion_tokens") or request.get("max_tokens")
+        completion = cap if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else DEFAULT_COMPLETION_TOKENS
+        return math.ceil(chars / 4) + completion
 
     # -- the retry policy ----------------------------------------------------------
 
@@ -386,25 +410,31 @@ class LiteLLMClient:
                  secrets: list[str]) -> tuple[Any, float]:
         """One request: (response, cost), or ``_Retry`` / ``ModelError`` for a failed one."""
         interrupt.check()  # after Ctrl-C no request starts, not even a retry
-        reserved = self._budget.reserve(config.model, request)
-        started = time.monotonic()
-        try:
-            with self._semaphore(config):
+        # The slot waits (interruptibly) for the lane: a pause after a 429, the declared rpm/tpm, a free place.
+        with self.pacer.slot(config.model, config.api_base, self.estimate_tokens(request)) as slot:
+            reserved = self._budget.reserve(config.model, request)
+            started = time.monotonic()
+            try:
                 response = load_litellm().completion(**request)
-        except Exception as exc:
-            seconds = time.monotonic() - started
-            self._budget.settle(reserved, 0.0)
-            if not is_model_failure(exc):
-                raise  # a bug in the request we built, not a failure of the model
-            failure = classify(exc)
-            self._record(config, attempt, repair, ok=False, reason=failure.reason, seconds=seconds, usage={}, cost=0.0)
-            if self._downgrade_schema(config, request, exc):
-                raise _Retry(failure, exc, reformatted=True) from None
-            if failure.retryable:
-                raise _Retry(failure, exc) from None
-            raise _gave_up(config, failure, exc, attempt, secrets) from None
+            except Exception as exc:
+                seconds = time.monotonic() - started
+                self._budget.settle(reserved, 0.0)
+                status = getattr(exc, "status_code", None)
+                status = status if isinstance(status, int) and not isinstance(status, bool) else None
+                wait = retry_after(exc)
+                slot.report(status, retry_after=None if wait is None else min(wait, self.retry_after_cap))
+                if not is_model_failure(exc):
+                    raise  # a bug in the request we built, not a failure of the model
+                failure = classify(exc)
+                self._record(config, attempt, repair, ok=False, reason=failure.reason, seconds=seconds, usage={}, cost=0.0)
+                if self._downgrade_schema(config, request, exc):
+                    raise _Retry(failure, exc, reformatted=True) from None
+                if failure.retryable:
+                    raise _Retry(failure, exc, paced=status in _CONGESTION) from None
+                raise _gave_up(config, failure, exc, attempt, secrets) from None
+            usage = self._usage(response)
+            slot.report(200, tokens_used=usage["prompt_tokens"] + usage["completion_tokens"] or None)
         seconds = time.monotonic() - started
-        usage = self._usage(response)
         cost = self._cost(response)
         self._budget.settle(reserved, cost)
         self._record(config, attempt, repair, ok=True, reason="", seconds=seconds, usage=usage, cost=cost)
@@ -412,7 +442,9 @@ class LiteLLMClient:
 
     def _wait(self, state: RetryCallState) -> float:
         last = _last(state)
-        return 0.0 if last.reformatted else self._backoff(state.attempt_number, last.failure.retry_after)
+        if last.reformatted or last.paced:
+            return 0.0  # sent again at once, or after the lane's pause and at its lowered rate
+        return self._backoff(state.attempt_number, last.failure.retry_after)
 
     def _count_retry(self, state: RetryCallState) -> None:
         if not _last(state).reformatted:

@@ -126,7 +126,7 @@ def run(
     check_store_path(st.root, out=out_dir if write else None)
     from .breaker import Breaker
 
-    client = Breaker(_default_client(client, jobs, budget))  # a model that fails every call the same way stops the run, not every unit
+    client = Breaker(_default_client(client, jobs, budget, spec.rate_limits))  # a model that fails every call the same way stops the run, not every unit
     if progress is None:
         progress = sys.stderr.isatty()
     with interrupt.stopping_on_signals(), Lease(st.open().root) as lease, DaskSession(backend, scheduler, jobs) as dask_client:
@@ -198,12 +198,18 @@ def _check_kept(st: Store, lease: Lease | None, stage: str, lost: set) -> None:
                          "(deleted while the run was live?); rerun to recompute them")
 
 
-def _default_client(client: ModelClient | None, jobs: int, budget: float | None = None) -> ModelClient:
-    if client is not None:
-        return client
+def _default_client(client: ModelClient | None, jobs: int, budget: float | None = None,
+                    rate_limits: Any = None) -> ModelClient:
+    """The caller's client, or a ``LiteLLMClient`` pacing calls by the spec's ``rate_limits``."""
     from .llm import LiteLLMClient
 
-    return LiteLLMClient(jobs=jobs, budget=budget)
+    if client is not None:
+        if rate_limits and isinstance(client, LiteLLMClient) and not client.rate_limits:
+            # Its lanes would not know the declared limits, which the run promises never to exceed.
+            raise InputError("client: the spec declares rate_limits but this LiteLLMClient was built without them; "
+                             "pass LiteLLMClient(rate_limits=spec.rate_limits, ...)", param="client")
+        return client
+    return LiteLLMClient(jobs=jobs, budget=budget, rate_limits=rate_limits)
 
 
 def _check_credentials(client: ModelClient, configs: Iterable) -> None:
@@ -236,7 +242,7 @@ def draft(
 
     st = _store(spec, store)
     check_store_path(st.root)
-    client = _default_client(client, jobs)
+    client = _default_client(client, jobs, rate_limits=spec.rate_limits)
     if progress is None:
         progress = sys.stderr.isatty()
     generator = resolve_config(spec.design.generator.to_model_config(), spec)
