@@ -10,6 +10,7 @@ the slow lane.
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -56,7 +57,7 @@ def test_two_providers_in_a_run_keep_their_limits_and_do_not_wait_for_each_other
         done = subprocess.run(
             [sys.executable, "-m", "multiverse.cli", "run", str(spec), "--out", str(tmp_path / "run"),
              "--store", str(tmp_path / "store"), "--jobs", "16", "--quiet"],
-            cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+            check=False, cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
         )
         assert done.returncode == 0, done.stderr[-2000:]
         fast_log, slow_log = list(fast.log), list(slow.log)
@@ -68,7 +69,7 @@ def test_two_providers_in_a_run_keep_their_limits_and_do_not_wait_for_each_other
     # tens of ms (the first one to a host also waits for litellm to build its HTTP client), so at
     # the server no window holds more than its share of rpm plus that one late request.
     assert all(j - i <= (starts[j] - starts[i]) * RPM / 60 + 1 for i in range(len(starts)) for j in range(i, len(starts)))
-    gaps = sorted(b - a for a, b in zip(starts, starts[1:]))
+    gaps = sorted(b - a for a, b in itertools.pairwise(starts))
     assert gaps[len(gaps) // 2] >= 60 / RPM - JITTER
     assert slow_peak <= 2
     assert starts[-1] - starts[0] >= 47 * 60 / RPM - JITTER
