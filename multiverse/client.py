@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from .spec import ModelConfig
+    from .config import ModelConfig
 
 __all__ = ["Completion", "CredentialCheck", "ModelClient"]
 

@@ -70,7 +70,7 @@ from multiverse.providers import (
     provider_key,
     provider_of,
 )
-from multiverse.spec import ModelConfig  # model, params, api_base, api_key_env
+from multiverse.config import ModelConfig  # model, params, api_base, api_key_env
 
 __all__ = ["Completion", "LiteLLMClient", "ModelConfig", "is_loopback", "parse_json_answer", "provider_of"]
 

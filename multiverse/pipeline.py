@@ -239,7 +239,7 @@ def draft(
     client = _default_client(client, jobs)
     if progress is None:
         progress = sys.stderr.isatty()
-    generator = resolve_config(spec.design.generator.model_config, spec)
+    generator = resolve_config(spec.design.generator.to_model_config(), spec)
     drafted_rubric = None
     if rubric or not spec.rubric.criteria:
         _check_credentials(client, [generator])

@@ -211,7 +211,7 @@ def _cases_of(u: Spec, work: Work, shared: _Shared) -> list[CaseUnit]:
                 out.append(work.cases.setdefault(key, CaseUnit(key, case.id, dict(case.cell), 0, None, content, 0, u)))
             shared.cases[memo] = out
         return shared.cases[memo]
-    generator = resolve_config(u.design.generator.model_config, u)
+    generator = resolve_config(u.design.generator.to_model_config(), u)
     inputs = digest({"generator": _model_key(generator), "rubric": _rubric_key(u), "tools": u.design.tools,
                      "templates": shared.templates["case"]})
     counts = case_counts(u)
@@ -233,22 +233,22 @@ def _rollout_inputs(u: Spec, system, tools_possible: bool, templates: str) -> tu
     user = u.rollout.user
     simulator = u.rollout.tool_simulator
     payload = {
-        "system": {**_model_key(resolve_config(system.model_config, u)), "system_prompt": system.system_prompt, "tools": list(system.tools)},
-        "user": {**_model_key(resolve_config(user.model_config, u)), "persona": user.persona, "instructions": user.instructions} if multi else None,
+        "system": {**_model_key(resolve_config(system.to_model_config(), u)), "system_prompt": system.system_prompt, "tools": list(system.tools)},
+        "user": {**_model_key(resolve_config(user.to_model_config(), u)), "persona": user.persona, "instructions": user.instructions} if multi else None,
         "setting": u.rollout.setting,
         "max_turns": u.rollout.max_turns if multi else None,
         "seed": u.rollout.seed,
-        "tool_simulator": {**_model_key(resolve_config(simulator.model_config, u)), "functions": dict(simulator.functions)} if tools_possible else None,
+        "tool_simulator": {**_model_key(resolve_config(simulator.to_model_config(), u)), "functions": dict(simulator.functions)} if tools_possible else None,
         "templates": templates,
     }
     configs = {
-        "system": resolve_config(system.model_config, u),
+        "system": resolve_config(system.to_model_config(), u),
         "system_prompt": system.system_prompt,
         "tools": tuple(system.tools),
-        "user": resolve_config(user.model_config, u) if multi else None,
+        "user": resolve_config(user.to_model_config(), u) if multi else None,
         "persona": user.persona,
         "instructions": user.instructions,
-        "tool_simulator": resolve_config(simulator.model_config, u) if tools_possible else None,
+        "tool_simulator": resolve_config(simulator.to_model_config(), u) if tools_possible else None,
         "tool_functions": resolve_references(simulator.functions, u.base_dir),
     }
     return digest(payload), configs
@@ -279,7 +279,7 @@ def _transcript(u: Spec, system, case: CaseUnit, replicate: int, work: Work, mem
 
 def _judge_inputs(u: Spec, shared: _Shared) -> tuple[ModelConfig, dict]:
     """What every judgment of a universe shares: the judge, the rubric text and the evidence texts."""
-    judge = resolve_config(u.judge.model_config, u)
+    judge = resolve_config(u.judge.to_model_config(), u)
     level = u.judge.evidence_standard
     rubric_text = [
         {"id": c.id, "name": c.name, "definition": c.definition, "permissible": c.permissible} for c in u.rubric.criteria
