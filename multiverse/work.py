@@ -43,7 +43,8 @@ from .design import case_counts
 from .grid import Universe, expand
 from .keys import digest
 from .prompts import template_digests
-from .spec import ModelConfig, Spec, to_yaml_dict
+from .config import ModelConfig
+from .spec import Spec, to_yaml_dict
 from .toolcode import resolve_references
 
 __all__ = ["CaseUnit", "JudgeCall", "Row", "TranscriptUnit", "Work", "build_work", "referenced_keys", "resolve_config", "world_uri"]
