@@ -14,7 +14,8 @@ import pytest
 from pandas.testing import assert_frame_equal
 
 from multiverse.errors import InputError
-from multiverse.importers import ImportResult, import_assert, import_table
+from multiverse.importers import import_assert, import_table
+from multiverse.results import Results
 from multiverse.keys import digest
 from multiverse.tables import load_run, read_table
 
@@ -197,7 +198,7 @@ ROLLOUT = "no transcript in inference_set.jsonl (the rollout errored)"
 
 def test_import_assert_verdicts_by_hand(tmp_path):
     result = import_assert(three_runs(tmp_path), tmp_path / "out")
-    assert isinstance(result, ImportResult)
+    assert isinstance(result, Results)
     assert result.axes == ["judge", "user"]
     assert result.factors == ["behavior", "interaction_condition", "setting"]
     a, b, c = universe("judge-1", "tester-1"), universe("judge-2", "tester-1"), universe("judge-1", "tester-2")
@@ -448,7 +449,7 @@ def test_import_assert_bad_input_writes_nothing(tmp_path):
     (run / "manifest.json").unlink()
     with pytest.raises(InputError, match=r"artifacts.json: artifacts.systematize.path: expected the taxonomy"):
         import_assert([run], out)
-    with pytest.raises(InputError, match="RUN_DIR: expected an ASSERT run directory"):
+    with pytest.raises(InputError, match="expected an ASSERT run directory"):
         import_assert([tmp_path / "nowhere"], out)
     with pytest.raises(InputError, match="scoring: unknown rule"):
         import_assert([run], out, scoring="strictest")

@@ -49,7 +49,7 @@ class AssertRun:
 def read_run(path: Path, warnings: list[str]) -> AssertRun:
     """Read and check one ASSERT run directory; notes for the manifest go to ``warnings``."""
     if not path.is_dir():
-        raise InputError(f"{path}: RUN_DIR: expected an ASSERT run directory")
+        raise InputError(f"{path}: expected an ASSERT run directory", param="run_dirs")
     config = _read_yaml(path / "config.yaml")
     suite = path.parent
     refs = _artifact_refs(path)

@@ -29,7 +29,6 @@ import pandas as pd
 from multiverse.bounds import regular_file_problem
 from multiverse.errors import InputError
 from multiverse.importers.directory import (
-    ImportResult,
     check_ci,
     resolve_primary,
     write_import_dir,
@@ -83,7 +82,7 @@ def import_table(
     primary: dict[str, str] | None = None,
     ci: str = "wilson",
     force: bool = False,
-) -> ImportResult:
+) -> Results:
     """Import a label table into ``out_dir``; see the module docstring.
 
     ``system``, ``item`` and ``label`` name the columns holding the system, the item
@@ -93,7 +92,7 @@ def import_table(
     option}) the pre-registered universe (none when absent); ``ci`` the interval
     method of the rates. ``out_dir`` is checked first (see
     :func:`multiverse.places.check_output_dir`; ``force`` allows a folder holding
-    other files). Returns the :class:`ImportResult` (verdicts, rates, manifest; no criteria).
+    other files). Returns the :class:`Results` (verdicts, rates, manifest; no criteria).
     """
     from multiverse.places import check_output_dir
 
@@ -172,12 +171,13 @@ def import_table(
 
 
 def _check_columns(path, frame, system, item, label, axes, factors) -> None:
-    named = [("the system column", system), ("the item column", item), ("the label column", label)]
-    named += [("an axis column", axis) for axis in axes]
-    for role, column in named:
+    named = [("the system column", system, "system"), ("the item column", item, "item"),
+             ("the label column", label, "label")]
+    named += [("an axis column", axis, "axes") for axis in axes]
+    for role, column, param in named:
         if column not in frame.columns:
             have = ", ".join(map(str, frame.columns[:12])) + (", ..." if len(frame.columns) > 12 else "")
-            raise InputError(f"{path}: {column}: column not found ({role}; the table has: {have})")
+            raise InputError(f"{path}: {column}: column not found ({role}; the table has: {have})", param=param)
     for factor in factors:
         if factor not in frame.columns:
             raise InputError(f"{path}: {factor}: factor column not found")
@@ -208,7 +208,8 @@ def _compliance(path: Path, column: pd.Series, name: str, positive: str | None,
     missing = (text.isna() | (text == "") | (text.str.lower().isin(_MISSING) & ~text.isin(named))).to_numpy(dtype=bool)
     present = text[~missing]
     if negative and positive is None:
-        raise InputError(f"{path}: {name}: the negative values need the positive value too; expected both or neither")
+        raise InputError(f"{path}: {name}: the negative values need the positive value too; expected both or neither",
+                         param="negative")
     lowered = present.str.lower()
     binary = pd.api.types.is_bool_dtype(column) or set(lowered) <= _TRUE | _FALSE
     if positive is None:
@@ -221,11 +222,13 @@ def _compliance(path: Path, column: pd.Series, name: str, positive: str | None,
     else:
         wanted = str(positive).strip()
         if wanted in {str(v).strip() for v in negative}:
-            raise InputError(f"{path}: {name}: {wanted!r} is named both the positive value and one of the negative values")
+            raise InputError(f"{path}: {name}: {wanted!r} is named both the positive value and one of the negative values",
+                             param="positive")
         if binary and not negative:
             # Booleans and 0/1 compare by meaning: positive true matches True, 1 matches 1.0.
             if wanted.lower() not in _TRUE | _FALSE:
-                raise InputError(f"{path}: {name}: the positive value {positive!r} is not a value of the binary label column")
+                raise InputError(f"{path}: {name}: the positive value {positive!r} is not a value of the binary label column",
+                                 param="positive")
             matches = _binary(lowered) == (wanted.lower() in _TRUE)
         else:
             is_positive = (present == wanted).to_numpy(dtype=bool)
@@ -237,7 +240,7 @@ def _compliance(path: Path, column: pd.Series, name: str, positive: str | None,
                 raise InputError(
                     f"{path}: {name}: {len(unexpected)} labels are neither the positive value {wanted!r} nor a "
                     f"negative value: {_some(unexpected)}; expected each value named, by the positive value or "
-                    f"{expected} (labels are never guessed)"
+                    f"{expected} (labels are never guessed)", param="positive" if not negative else "negative"
                 )
             matches = is_positive
     compliant = np.zeros(len(column), dtype=bool)
