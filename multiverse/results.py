@@ -349,6 +349,7 @@ class Results:
         banner = "<p><b>SIMULATED</b>: from the built-in simulated world, not real models.</p>" if self.simulated else ""
         primary = self.primary
         return (f"<div><p><b>multiverse results: {_escape(self.name)}</b></p>{banner}<p>{_escape(facts)}</p>"
+                f"<p>systems: {_escape(', '.join(self.systems))}</p>"
                 f"<p>axes: {_escape(', '.join(self.axes) or 'none')}; design factors: "
                 f"{_escape(', '.join(self.factors) or 'none')}; primary: {_escape(primary or 'none declared')}</p>"
                 f"{self.universes.head(20).to_html(index=False)}</div>")
