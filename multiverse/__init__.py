@@ -59,9 +59,9 @@ def __getattr__(name: str) -> _Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'multiverse' has no attribute {name!r}")
-    value = getattr(_import_module(module), name)
-    globals()[name] = value  # the next lookup is a plain attribute
-    return value
+    # Looked up on every access, not cached here: the defining module stays the one place to
+    # replace a name (tests swap the engine's run for a counter).
+    return getattr(_import_module(module), name)
 
 
 def __dir__() -> list[str]:

@@ -17,6 +17,7 @@ reported as one line per problem on stderr with no traceback.
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 from ..errors import InputError, MultiverseError, SpecError
@@ -48,6 +49,8 @@ FLAGS = {
     "baseline_rate": "--baseline", "alpha": "--alpha", "power": "--power", "run_dirs": "ASSERT_RUN_DIR",
 }
 
+_BACKTICKED = re.compile(r"`([a-z_]+)`")
+
 COMMANDS = {
     "validate": cmd_validate,
     "expand": cmd_expand,
@@ -70,11 +73,16 @@ COMMANDS = {
 def flag_message(message: str, param: str | None) -> str:
     """``message`` of an error about ``param``, in the command line's words.
 
-    A message that starts with the parameter's name (``backend: expected
-    local or dask``) starts with its flag instead (``--backend: ...``); any
-    other message is prefixed with the flag. Without a known ``param`` the
-    message is returned as it is.
+    Parameters the message names in backticks (the library writes "`negative`
+    needs `positive` too") become their flags, and the message is otherwise
+    left alone. Else a message that starts with the parameter's name
+    (``backend: expected local or dask``) starts with its flag instead
+    (``--backend: ...``), and any other message is prefixed with the flag.
+    Without a known ``param`` the message is returned as it is.
     """
+    named = [n for n in _BACKTICKED.findall(message) if n in FLAGS]
+    if named:
+        return _BACKTICKED.sub(lambda m: FLAGS.get(m.group(1), m.group(0)), message)
     flag = FLAGS.get(param or "")
     if flag is None:
         return message

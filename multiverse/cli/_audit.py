@@ -165,8 +165,8 @@ def cmd_run(args) -> int:
 def cmd_demo(args) -> int:
     from importlib.resources import as_file, files
 
+    from .. import load_spec
     from ..store import default_store_path
-    from .spec import load_spec
 
     with as_file(files("multiverse.examples") / "demo.yaml") as path:
         spec = load_spec(path)

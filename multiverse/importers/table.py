@@ -118,11 +118,12 @@ def import_table(
         first = keyed[duplicated].index[0]
         where = ", ".join(f"{axis}={axis_values[axis][first]}" for axis in axes)
         universe = f"universe ({where}), " if axes else ""
-        hint = "" if axes else (" (without axis columns the whole table is one universe: is an axis column missing, "
+        hint = "" if axes else (" (without axis columns the whole table is one universe: is a column missing from `axes`, "
                                 "e.g. the judge or grader?)")
         raise InputError(
             f"{path}: {', '.join([*axes, system, item])}: duplicate rows for {universe}"
-            f"{system}={systems[first]}, {item}={items[first]}; expected one label per universe, system and item{hint}"
+            f"{system}={systems[first]}, {item}={items[first]}; expected one label per universe, system and item{hint}",
+            param="axes" if hint else None,
         )
 
     verdicts = pd.DataFrame({"universe_id": universe_ids})
@@ -171,9 +172,10 @@ def import_table(
 
 
 def _check_columns(path, frame, system, item, label, axes, factors) -> None:
-    named = [("the system column", system, "system"), ("the item column", item, "item"),
-             ("the label column", label, "label")]
-    named += [("an axis column", axis, "axes") for axis in axes]
+    # Each role names its parameter in backticks, which the command line shows as the flag.
+    named = [("the `system` column", system, "system"), ("the `item` column", item, "item"),
+             ("the `label` column", label, "label")]
+    named += [("an `axes` column", axis, "axes") for axis in axes]
     for role, column, param in named:
         if column not in frame.columns:
             have = ", ".join(map(str, frame.columns[:12])) + (", ..." if len(frame.columns) > 12 else "")
@@ -208,7 +210,7 @@ def _compliance(path: Path, column: pd.Series, name: str, positive: str | None,
     missing = (text.isna() | (text == "") | (text.str.lower().isin(_MISSING) & ~text.isin(named))).to_numpy(dtype=bool)
     present = text[~missing]
     if negative and positive is None:
-        raise InputError(f"{path}: {name}: the negative values need the positive value too; expected both or neither",
+        raise InputError(f"{path}: {name}: `negative` needs `positive` too; expected both or neither",
                          param="negative")
     lowered = present.str.lower()
     binary = pd.api.types.is_bool_dtype(column) or set(lowered) <= _TRUE | _FALSE
@@ -216,18 +218,18 @@ def _compliance(path: Path, column: pd.Series, name: str, positive: str | None,
         if not binary:
             raise InputError(
                 f"{path}: {name}: expected a binary label (true/false or 0/1), found {_some(present)}; "
-                "name the compliant value (the positive value) and the non-compliant ones (the negative values)"
+                "name the compliant value (`positive`) and the non-compliant ones (`negative`)", param="positive"
             )
         matches = _binary(lowered)
     else:
         wanted = str(positive).strip()
         if wanted in {str(v).strip() for v in negative}:
-            raise InputError(f"{path}: {name}: {wanted!r} is named both the positive value and one of the negative values",
+            raise InputError(f"{path}: {name}: {wanted!r} is named both by `positive` and by `negative`",
                              param="positive")
         if binary and not negative:
             # Booleans and 0/1 compare by meaning: positive true matches True, 1 matches 1.0.
             if wanted.lower() not in _TRUE | _FALSE:
-                raise InputError(f"{path}: {name}: the positive value {positive!r} is not a value of the binary label column",
+                raise InputError(f"{path}: {name}: `positive` {positive!r} is not a value of the binary label column",
                                  param="positive")
             matches = _binary(lowered) == (wanted.lower() in _TRUE)
         else:
@@ -235,11 +237,11 @@ def _compliance(path: Path, column: pd.Series, name: str, positive: str | None,
             is_negative = present.isin([str(v).strip() for v in negative]).to_numpy(dtype=bool)
             unexpected = present[~(is_positive | is_negative)]
             if len(unexpected):
-                expected = (f"the negative values ({', '.join(map(repr, negative))})" if negative
-                            else "the negative values naming the non-compliant ones")
+                expected = (f"`negative` ({', '.join(map(repr, negative))})" if negative
+                            else "`negative` naming the non-compliant ones")
                 raise InputError(
-                    f"{path}: {name}: {len(unexpected)} labels are neither the positive value {wanted!r} nor a "
-                    f"negative value: {_some(unexpected)}; expected each value named, by the positive value or "
+                    f"{path}: {name}: {len(unexpected)} labels are neither `positive` {wanted!r} nor in "
+                    f"`negative`: {_some(unexpected)}; expected each value named, by `positive` or "
                     f"{expected} (labels are never guessed)", param="positive" if not negative else "negative"
                 )
             matches = is_positive
