@@ -25,7 +25,15 @@ import os as _os
 from importlib import import_module as _import_module
 from typing import Any as _Any
 
-from .errors import BudgetExceeded, InputError, ModelError, ModelUnusable, MultiverseError, SpecError, StoreError
+from .errors import (
+    BudgetExceeded,
+    InputError,
+    ModelError,
+    ModelUnusable,
+    MultiverseError,
+    SpecError,
+    StoreError,
+)
 
 # litellm fetches a remote price map at import unless told not to; importing
 # multiverse must never touch the network.

@@ -15,8 +15,8 @@ from pandas.testing import assert_frame_equal
 
 from multiverse.errors import InputError
 from multiverse.importers import import_assert, import_table
-from multiverse.results import Results
 from multiverse.keys import digest
+from multiverse.results import Results
 from multiverse.tables import load_run, read_table
 
 # ----------------------------------------------------------------------------- ASSERT runs

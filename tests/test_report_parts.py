@@ -51,10 +51,10 @@ def test_every_top_flip_is_listed_with_its_universe(tmp_path, rng, monkeypatch):
 
     # The package exports the function `ranking`, which shadows the module's name as an attribute.
     ranking_module = import_module("multiverse.analysis.ranking")
+    import dataclasses
+
     from multiverse.report import build_report_html
     from multiverse.tables import load_run
-
-    import dataclasses
 
     tables = load_run(_flip_table(tmp_path, rng))
     first = tables.verdicts.iloc[0]

@@ -64,9 +64,9 @@ def test_numeric_ids_become_text_and_an_unknown_primary_is_none(rng):
     r = mv.Results(verdicts=v, axes=["judge", "prompt"], primary="u9")
     assert r.primary is None and pd.api.types.is_string_dtype(r.verdicts["universe_id"])
     assert set(r.verdicts["universe_id"]) == {"0", "1", "2", "3", "4", "5"}
-    assert list(r.universes["universe_id"])[0] == "0"  # no primary: the verdicts' order
+    assert r.universes["universe_id"].iloc[0] == "0"  # no primary: the verdicts' order
     moved = dataclasses.replace(r, primary=5)
-    assert moved.primary == "5" and list(moved.universes["universe_id"])[0] == "5"
+    assert moved.primary == "5" and moved.universes["universe_id"].iloc[0] == "5"
 
 
 def test_missing_columns_are_refused_in_parameter_words(rng):

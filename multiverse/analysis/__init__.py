@@ -21,14 +21,33 @@ on).
 # of their modules, and only an import in this file makes the function win over the module.
 from .agreement import agreement, cohen_kappa, gwet_ac1, pair_matrix
 from .concordance import kendall_tau_b, kendall_w
-from .curve import CaseMatrix, case_matrix, curve_summary, difference_curve, indicator_matrix, spec_curve
+from .curve import (
+    CaseMatrix,
+    case_matrix,
+    curve_summary,
+    difference_curve,
+    indicator_matrix,
+    spec_curve,
+)
 from .inference import JointTest, joint_difference_test, joint_rate_test
 from .multiplicity import adjust_tests
-from .power import cases_needed, design_power, detectable_difference, planned_cases, spec_power
+from .power import (
+    cases_needed,
+    design_power,
+    detectable_difference,
+    planned_cases,
+    spec_power,
+)
 from .rank_uncertainty import bootstrap_ranks
 from .ranking import order_universes, rank_distribution, ranking, universe_ranks
 from .rates import included_verdicts, system_rates
-from .variance import aliasing, variance, variance_by_axis, variance_decomposition, variance_summary
+from .variance import (
+    aliasing,
+    variance,
+    variance_by_axis,
+    variance_decomposition,
+    variance_summary,
+)
 
 __all__ = [
     "case_matrix", "spec_curve", "difference_curve", "indicator_matrix", "curve_summary", "CaseMatrix",

@@ -84,7 +84,7 @@ def flag_message(message: str, param: str | None) -> str:
     if named:
         return _BACKTICKED.sub(lambda m: FLAGS.get(m.group(1), m.group(0)), message)
     flag = FLAGS.get(param or "")
-    if flag is None:
+    if param is None or flag is None:
         return message
     for name in dict.fromkeys((param, flag.lstrip("-"))):
         if message.startswith(name) and message[len(name):len(name) + 1] in (" ", ":"):
@@ -146,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except (OSError, RecursionError, MemoryError) as exc:
         # The file system or the machine refused (a full disk, a folder that vanished): one line, never a traceback.
-        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        filename = getattr(exc, "filename", None)
+        where = f"{filename}: " if filename else ""
         detail = getattr(exc, "strerror", None) or type(exc).__name__
         print(f"error: {where}{_one_line(str(detail))}", file=sys.stderr)
         return 1

@@ -59,6 +59,7 @@ from multiverse.importers.directory import (
     write_import_dir,
 )
 from multiverse.keys import digest
+from multiverse.results import Results
 from multiverse.stages.score import compute_rates, score_verdicts
 from multiverse.vocabulary import SCORING_RULES
 
@@ -480,7 +481,8 @@ def _score(transcripts, criteria_rows, sample_rows, rules, axis_names, factors):
             row["transcript_key"] = record["transcript_key"]
             row["judgment_key"] = record["judgment_key"]
             if "_status" in record:
-                row["status"], row["reason"], row["compliant"] = *record["_status"], pd.NA
+                status, reason = record["_status"]
+                row["status"], row["reason"], row["compliant"] = status, reason, pd.NA
             else:
                 verdict = scored.loc[record["judgment_key"]]
                 row["status"], row["reason"], row["compliant"] = verdict["status"], verdict["reason"], verdict["compliant"]

@@ -86,12 +86,11 @@ def read_run(path: Path, warnings: list[str]) -> AssertRun:
     inference_file = path / "inference_set.jsonl"
     if inference_file.is_file():
         for line, row in _read_jsonl(inference_file):
-            key = (
+            inference[(
                 _field(inference_file, line, row, "type"),
                 _field(inference_file, line, row, "test_case_id"),
                 str(row.get("target") or ""),
-            )
-            inference[key] = row
+            )] = row
     else:
         warnings.append(f"{path}: no inference_set.jsonl; rollout failures cannot be told apart")
     scores_file = path / "scores.jsonl"

@@ -34,6 +34,7 @@ from multiverse.importers.directory import (
     write_import_dir,
 )
 from multiverse.keys import digest
+from multiverse.results import Results
 from multiverse.stages.score import compute_rates
 
 __all__ = ["import_table", "read_label_table"]

@@ -48,9 +48,25 @@ import numpy as np
 from ..errors import MultiverseError
 from ..results import Results
 from .markup import _e
-from .records import EXAMPLES_PER_CELL, MAX_DRILLDOWN, _drilldown, _failures, _provenance, _spec
+from .records import (
+    EXAMPLES_PER_CELL,
+    MAX_DRILLDOWN,
+    _drilldown,
+    _failures,
+    _provenance,
+    _spec,
+)
 from .run import _prepare, _Run
-from .sections import _agreement, _curves, _difference, _factors, _primary_rates, _ranking, _universes, _variance
+from .sections import (
+    _agreement,
+    _curves,
+    _difference,
+    _factors,
+    _primary_rates,
+    _ranking,
+    _universes,
+    _variance,
+)
 
 __all__ = ["write_report", "write_results_report", "build_report_html", "EXAMPLES_PER_CELL", "MAX_DRILLDOWN"]
 
