@@ -133,8 +133,11 @@ class Results:
         columns = set(self.verdicts.columns)
         axes = [a for a in self.axes if a in columns]
         factors = [f for f in self.factors if f in columns]
-        # Tables built by hand may still list a design factor (e.g. behavior) among the axes.
-        axes, more = split_factors(self.verdicts, axes)
+        more: list[str] = []
+        if not self.manifest:
+            # Tables built by hand may still list a design factor (e.g. behavior) among the axes; a run's
+            # or an import's manifest already tells them apart (and the check costs a pass over every row).
+            axes, more = split_factors(self.verdicts, axes)
         self.axes, self.factors = axes, factors + more
         v = self.verdicts
         if "universe_id" not in columns:

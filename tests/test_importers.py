@@ -550,15 +550,15 @@ def test_import_table_categories_booleans_and_parquet(tmp_path):
 @pytest.mark.parametrize(
     ("text", "flags", "message"),
     [
-        (TABLE, {"label": "verdict"}, "labels.csv: verdict: column not found (the label column; the table has: judge, evidence, model, item, label)"),
-        (TABLE, {"axes": ["judge", "grader"]}, "labels.csv: grader: column not found (an axis column; the table has: judge, evidence, model, item, "
+        (TABLE, {"label": "verdict"}, "labels.csv: verdict: column not found (the `label` column; the table has: judge, evidence, model, item, label)"),
+        (TABLE, {"axes": ["judge", "grader"]}, "labels.csv: grader: column not found (an `axes` column; the table has: judge, evidence, model, item, "
          "label)"),
         ("model,item,label\nA,i1,safe\nA,i2,unsafe\n", {},
          "labels.csv: label: expected a binary label (true/false or 0/1), found safe, unsafe; "
-         "name the compliant value (the positive value) and the non-compliant ones (the negative values)"),
+         "name the compliant value (`positive`) and the non-compliant ones (`negative`)"),
         ("model,item,label\nA,i1,safe\nA,i2,unsafe\n", {"positive": "fine"},
-         "labels.csv: label: 2 labels are neither the positive value 'fine' nor a negative value: safe, unsafe; "
-         "expected each value named, by the positive value or the negative values naming the non-compliant ones "
+         "labels.csv: label: 2 labels are neither `positive` 'fine' nor in `negative`: safe, unsafe; "
+         "expected each value named, by `positive` or `negative` naming the non-compliant ones "
          "(labels are never guessed)"),
         (TABLE + "j1,strict,A,i2,1\n", {"axes": ["judge", "evidence"]},
          "labels.csv: judge, evidence, model, item: duplicate rows for universe (judge=j1, evidence=strict), "
@@ -566,7 +566,7 @@ def test_import_table_categories_booleans_and_parquet(tmp_path):
         (TABLE, {},
          "labels.csv: model, item: duplicate rows for model=A, item=i1; "
          "expected one label per universe, system and item (without axis columns the whole table is one "
-         "universe: is an axis column missing, e.g. the judge or grader?)"),
+         "universe: is a column missing from `axes`, e.g. the judge or grader?)"),
         ("model,item,label\nA,,1\n", {}, "labels.csv: item: empty value in data row 1; expected a name in every row"),
     ],
 )
