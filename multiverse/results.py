@@ -298,43 +298,43 @@ class Results:
         test that ``a`` and ``b`` are equally compliant. ``boot`` and
         ``seed`` set the tests' resampling.
         """
-        from .analysis import _results_api
+        from . import _results_analyses
 
         key = ("curve", None if systems is None else tuple(systems), threshold, tuple(diff) if diff else None,
                boot, seed)
-        return self._memo(key, lambda: _results_api.curve(self, systems=systems, threshold=threshold, diff=diff,
+        return self._memo(key, lambda: _results_analyses.curve(self, systems=systems, threshold=threshold, diff=diff,
                                                         boot=boot, seed=seed))
 
     def agreement(self, axis: str | None = None) -> Analysis:
         """Agreement between the options of ``axis`` (default: the judge axis) on the same units."""
-        from .analysis import _results_api
+        from . import _results_analyses
 
         axis = axis or self.judge_axis()
         self.check_axes([axis])
-        return self._memo(("agreement", axis), lambda: _results_api.agreement(self, axis))
+        return self._memo(("agreement", axis), lambda: _results_analyses.agreement(self, axis))
 
     def ranking(self, *, axes: Sequence[str] | None = None, boot: int = 1000) -> Analysis:
         """How stable the ranking of systems is across universes; ``axes`` limits the per-axis summary."""
-        from .analysis import _results_api
+        from . import _results_analyses
 
         axes = self.check_axes(axes)
         key = ("ranking", None if axes is None else tuple(axes), boot)
-        return self._memo(key, lambda: _results_api.ranking(self, axes, boot))
+        return self._memo(key, lambda: _results_analyses.ranking(self, axes, boot))
 
     def variance(self, *, axes: Sequence[str] | None = None) -> Analysis:
         """The share of rate variance due to each axis; ``axes`` limits what is reported (not the model)."""
-        from .analysis import _results_api
+        from . import _results_analyses
 
         axes = self.check_axes(axes)
         return self._memo(("variance", None if axes is None else tuple(axes)),
-                          lambda: _results_api.variance(self, axes))
+                          lambda: _results_analyses.variance(self, axes))
 
     def power(self, *, baseline_rate: float = 0.8, alpha: float = 0.05, power: float = 0.8) -> Analysis:
         """Detectable differences at this run's cases per system and universe (``analysis.power``)."""
-        from .analysis import _results_api
+        from . import _results_analyses
 
         return self._memo(("power", baseline_rate, alpha, power),
-                          lambda: _results_api.power(self, baseline_rate, alpha, power))
+                          lambda: _results_analyses.power(self, baseline_rate, alpha, power))
 
     def report(self, path: str | os.PathLike | None = None, *, store: Any = None, threshold: float | None = None,
                tests: bool = True, progress: bool | None = None) -> Path:

@@ -97,3 +97,57 @@ def test_importing_multiverse_and_reading_results_never_imports_litellm():
 def test_the_analyses_never_import_matplotlib_or_litellm():
     out = _fresh("import sys, multiverse.analysis\nprint('matplotlib' in sys.modules, 'litellm' in sys.modules)")
     assert out == ["False", "False"]
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module ``path`` imports, relative imports resolved, at any depth of the file."""
+    import ast
+
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package if node.level else ""
+            module = ".".join(p for p in (base, node.module or "") if p)
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _modules(folder: str) -> list[Path]:
+    return sorted((ROOT / folder).rglob("*.py"))
+
+
+@pytest.mark.parametrize(("folder", "forbidden"), [
+    # Analyses read tables: they never draw, call a model or reach back into the engine.
+    ("multiverse/analysis", ("matplotlib", "litellm", "multiverse.stages", "multiverse.pipeline", "multiverse.llm",
+                             "multiverse.plots", "multiverse.report", "multiverse.cli")),
+    # The report reads Results; rates and verdicts come from the analyses, not the scorer.
+    ("multiverse/report", ("multiverse.stages", "multiverse.pipeline", "multiverse.llm", "multiverse.cli")),
+    ("multiverse/importers", ("multiverse.cli", "multiverse.report", "multiverse.pipeline")),
+    ("multiverse/plots", ("multiverse.cli", "multiverse.report", "multiverse.stages", "litellm")),
+])
+def test_data_flows_one_way(folder, forbidden):
+    for path in _modules(folder):
+        bad = sorted(m for m in _imports(path) if m.startswith(forbidden))
+        assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
+
+
+def test_the_case_matrix_sits_below_both_the_curve_and_the_joint_tests():
+    inference = _imports(ROOT / "multiverse/analysis/inference.py")
+    case_matrix = _imports(ROOT / "multiverse/analysis/case_matrix.py")
+    assert not any(m.startswith("multiverse.analysis.curve") for m in inference)
+    assert not any(m.startswith(("multiverse.analysis.curve", "multiverse.analysis.inference")) for m in case_matrix)
+
+
+def test_the_library_never_names_a_command_line_flag():
+    import re
+
+    flag = re.compile(r"""InputError\(\s*f?["'][^"']*--[a-z]""")
+    paths = [ROOT / "multiverse/results.py", ROOT / "multiverse/_results_analyses.py"]
+    for folder in ("multiverse/analysis", "multiverse/report", "multiverse/importers"):
+        paths += _modules(folder)
+    for path in paths:
+        assert not flag.search(path.read_text(encoding="utf-8")), f"{path.relative_to(ROOT)} names a flag in an error"

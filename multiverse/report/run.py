@@ -113,7 +113,7 @@ class _Run:
 
     def null_rate(self, system: str) -> tuple[float | None, str]:
         """The rate the joint test of ``system`` holds fixed in every universe, or None and why there is none."""
-        from ..analysis._results_api import primary_null
+        from .._results_analyses import primary_null
 
         if self.threshold is not None:
             return self.threshold, ""

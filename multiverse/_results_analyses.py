@@ -1,9 +1,10 @@
 """The analyses of a :class:`multiverse.results.Results`, chained the one way every caller uses.
 
 Each function takes the results (and the caller's choices), runs the
-analysis functions of this package in order and returns an
+functions of :mod:`multiverse.analysis` in order and returns an
 :class:`~multiverse.results.Analysis`: the JSON-able document, its main table
-as a tidy frame, and how to draw it. ``Results`` caches what they return.
+as a tidy frame, and how to draw it with :mod:`multiverse.plots` (imported
+only when a figure is asked for). ``Results`` caches what they return.
 """
 
 from __future__ import annotations
