@@ -151,6 +151,12 @@ class Results:
         if self.source is not None:
             self.source = Path(self.source)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        # A changed table, axis list or primary makes every cached analysis stale.
+        if name != "_cache" and "_cache" in self.__dict__:
+            self._cache.clear()
+
     # -- who is who -----------------------------------------------------------
 
     @property

@@ -96,6 +96,12 @@ def test_analyses_are_cached_per_choice(results):
     assert results.curve(threshold=0.6, boot=99) is not first
     assert results.variance() is results.variance()
     assert results.variance(axes=["judge"]) is not results.variance()
+    # Whatever an analysis depends on may change; nothing stale is handed out after.
+    ranked = results.ranking(boot=0)
+    results.primary = "u3"
+    again = results.ranking(boot=0)
+    assert again is not ranked and again["primary"] == "u3" and ranked["primary"] == "u0"
+    assert results.universes["universe_id"].iloc[0] == "u3"
 
 
 def test_a_primary_null_skips_systems_with_no_spread_and_says_so(rng):
