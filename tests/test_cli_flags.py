@@ -23,6 +23,10 @@ from multiverse.errors import InputError, SpecError
     ("t.csv: label: `negative` needs `positive` too", "negative", "t.csv: label: --negative needs --positive too"),
     ("t.csv: x: column not found (an `axes` column)", "axes", "t.csv: x: column not found (an --axis column)"),
     ("`k` is `positive`", None, "`k` is --positive"),
+    # A switch in keyword form, as draft words its refusal to overwrite.
+    ("a.rubric.yaml: already exists; expected a new file (force=True overwrites it)", None,
+     "a.rubric.yaml: already exists; expected a new file (--force overwrites it)"),
+    ("reinforce=True stays", None, "reinforce=True stays"),
     # A word that merely starts like the parameter is not the parameter.
     ("axisymmetric: no", "axis", "--axis: axisymmetric: no"),
     ("verdicts: compliant: expected column(s)", None, "verdicts: compliant: expected column(s)"),
@@ -75,10 +79,9 @@ def test_main_translates_input_and_spec_errors_and_offers_force(capsys, tmp_path
     forceable.forceable = True
     err = _refused(capsys, ["variance", str(tmp_path)], forceable)
     assert err == "error: --out: runs/x: holds other files; pass --force to write there anyway"
-    spec_error = SpecError("spec.rubric.yaml", "", "already exists; expected a new file (pass force=True to overwrite)")
-    spec_error.param = "force"
+    spec_error = SpecError("spec.rubric.yaml", "", "already exists; expected a new file (force=True overwrites it)")
     err = _refused(capsys, ["variance", str(tmp_path)], spec_error)
-    assert err.startswith("error: --force: spec.rubric.yaml: already exists")
+    assert err == "error: spec.rubric.yaml: already exists; expected a new file (--force overwrites it)"
 
 
 def test_an_unknown_axis_is_refused_with_the_flag(capsys, tmp_path, rng):

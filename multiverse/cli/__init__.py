@@ -50,6 +50,9 @@ FLAGS = {
 }
 
 _BACKTICKED = re.compile(r"`([a-z_]+)`")
+# A keyword argument switched on in the library's words (``force=True``) is a switch on the command line.
+_SWITCHES = ("force", "rubric")
+_SWITCHED_ON = re.compile(rf"\b({'|'.join(_SWITCHES)})=True\b")
 
 COMMANDS = {
     "validate": cmd_validate,
@@ -74,12 +77,15 @@ def flag_message(message: str, param: str | None) -> str:
     """``message`` of an error about ``param``, in the command line's words.
 
     Parameters the message names in backticks (the library writes "`negative`
-    needs `positive` too") become their flags, and the message is otherwise
-    left alone. Else a message that starts with the parameter's name
+    needs `positive` too") become their flags, as does a switch written as a
+    keyword argument ("force=True overwrites it" reads "--force overwrites
+    it"), and the message is otherwise left alone. Else a message that starts with the parameter's name
     (``backend: expected local or dask``) starts with its flag instead
     (``--backend: ...``), and any other message is prefixed with the flag.
     Without a known ``param`` the message is returned as it is.
     """
+    if _SWITCHED_ON.search(message):
+        return _SWITCHED_ON.sub(lambda m: FLAGS[m.group(1)], message)
     named = [n for n in _BACKTICKED.findall(message) if n in FLAGS]
     if named:
         return _BACKTICKED.sub(lambda m: FLAGS.get(m.group(1), m.group(0)), message)

@@ -179,9 +179,7 @@ def cmd_demo(args) -> int:
     check_output_file(args.out / "report.html")
     print("multiverse demo: a SIMULATED audit (built-in offline world; no model is called over the network)")
     result = _run_and_say(spec, args, args.out)
-    from .. import load_run
-
-    report = load_run(result.out_dir).report(result.out_dir / "report.html", progress=False if args.quiet else None)
+    report = result.report(result.out_dir / "report.html", progress=False if args.quiet else None)
     print(f"report:  {report}")
     return 0
 

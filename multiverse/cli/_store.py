@@ -43,7 +43,7 @@ def cmd_store(args) -> int:
     if args.store_command == "stats":
         result = store.stats()
     else:
-        from ..pipeline import referenced_keys
+        from ..work import referenced_keys
         from ..spec import load_spec
 
         keep: dict[str, set[str]] = {}

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from multiverse.analysis.rates import compute_rates
 from multiverse.bounds import regular_file_problem
 from multiverse.errors import InputError
 from multiverse.importers.directory import (
@@ -35,7 +36,6 @@ from multiverse.importers.directory import (
 )
 from multiverse.keys import digest
 from multiverse.results import Results
-from multiverse.stages.score import compute_rates
 
 __all__ = ["import_table", "read_label_table"]
 
