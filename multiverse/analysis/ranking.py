@@ -313,7 +313,7 @@ def ranking(
         notes.append(f"the universes rate too many different sets of systems to group: mean Kendall's tau is "
                      f"estimated from {tau['sampled_pairs']:,} random universe pairs")
     rows, columns, exhaustive = largest_complete_block(matrix)
-    w = kendall_w(matrix[np.ix_(rows, columns)])
+    w: dict[str, Any] = dict(kendall_w(matrix[np.ix_(rows, columns)]))
     w["block_systems"] = [systems[c] for c in columns]
     w["complete"] = bool(rated.all())
     if not len(rows):
