@@ -56,10 +56,24 @@ _LAZY = {
 }
 
 __all__ = [
-    "load_spec", "expand", "plan", "run", "draft", "load_run", "import_table", "import_assert",
-    "Results", "Analysis",
-    "MultiverseError", "SpecError", "InputError", "StoreError", "ModelError", "BudgetExceeded", "ModelUnusable",
+    "Analysis",
+    "BudgetExceeded",
+    "InputError",
+    "ModelError",
+    "ModelUnusable",
+    "MultiverseError",
+    "Results",
+    "SpecError",
+    "StoreError",
     "__version__",
+    "draft",
+    "expand",
+    "import_assert",
+    "import_table",
+    "load_run",
+    "load_spec",
+    "plan",
+    "run",
 ]
 
 

@@ -19,7 +19,7 @@ from multiverse.errors import InputError
 if TYPE_CHECKING:
     from multiverse.results import Analysis, CurveAnalysis, Results
 
-__all__ = ["curve", "agreement", "ranking", "variance", "power"]
+__all__ = ["agreement", "curve", "power", "ranking", "variance"]
 
 
 def curve(results: Results, *, systems: Sequence[str] | None, threshold: float | str | None,

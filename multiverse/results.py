@@ -31,7 +31,7 @@ import pandas as pd
 from .errors import InputError
 from .tables import split_factors, universe_ids
 
-__all__ = ["Results", "Analysis", "CurveAnalysis", "json_safe"]
+__all__ = ["Analysis", "CurveAnalysis", "Results", "json_safe"]
 
 _REQUIRED = ("system", "case_id", "compliant")
 

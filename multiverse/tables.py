@@ -36,14 +36,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "atomic_write",
-    "write_table",
     "csv_safe",
-    "write_json",
-    "read_table",
-    "load_run",
     "infer_axes",
+    "load_run",
+    "read_table",
     "split_factors",
     "universe_ids",
+    "write_json",
+    "write_table",
 ]
 
 

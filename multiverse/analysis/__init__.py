@@ -3,7 +3,7 @@
 - specification curves: :func:`case_matrix`, :func:`spec_curve`, :func:`difference_curve`,
   :func:`indicator_matrix`, :func:`curve_summary`;
 - joint tests over a curve: :func:`joint_rate_test`, :func:`joint_difference_test` (:class:`JointTest`);
-- rates: :func:`included_verdicts`, :func:`system_rates`;
+- rates: :func:`compute_rates` (the rates table), :func:`included_verdicts`, :func:`system_rates`;
 - judge agreement: :func:`agreement`, :func:`cohen_kappa`, :func:`gwet_ac1`, :func:`pair_matrix`;
 - ranking stability: :func:`ranking`, :func:`universe_ranks`, :func:`rank_distribution`,
   :func:`order_universes`, :func:`bootstrap_ranks`, :func:`kendall_tau_b`, :func:`kendall_w`;
@@ -40,7 +40,7 @@ from .power import (
 )
 from .rank_uncertainty import bootstrap_ranks
 from .ranking import order_universes, rank_distribution, ranking, universe_ranks
-from .rates import included_verdicts, system_rates
+from .rates import compute_rates, included_verdicts, system_rates
 from .variance import (
     aliasing,
     variance,
@@ -50,13 +50,38 @@ from .variance import (
 )
 
 __all__ = [
-    "case_matrix", "spec_curve", "difference_curve", "indicator_matrix", "curve_summary", "CaseMatrix",
-    "joint_rate_test", "joint_difference_test", "JointTest",
-    "included_verdicts", "system_rates",
-    "agreement", "cohen_kappa", "gwet_ac1", "pair_matrix",
-    "ranking", "universe_ranks", "rank_distribution", "order_universes", "bootstrap_ranks",
-    "kendall_tau_b", "kendall_w",
-    "variance", "variance_decomposition", "variance_by_axis", "variance_summary", "aliasing",
-    "design_power", "detectable_difference", "cases_needed", "planned_cases", "spec_power",
+    "CaseMatrix",
+    "JointTest",
     "adjust_tests",
+    "agreement",
+    "aliasing",
+    "bootstrap_ranks",
+    "case_matrix",
+    "cases_needed",
+    "cohen_kappa",
+    "compute_rates",
+    "curve_summary",
+    "design_power",
+    "detectable_difference",
+    "difference_curve",
+    "gwet_ac1",
+    "included_verdicts",
+    "indicator_matrix",
+    "joint_difference_test",
+    "joint_rate_test",
+    "kendall_tau_b",
+    "kendall_w",
+    "order_universes",
+    "pair_matrix",
+    "planned_cases",
+    "rank_distribution",
+    "ranking",
+    "spec_curve",
+    "spec_power",
+    "system_rates",
+    "universe_ranks",
+    "variance",
+    "variance_by_axis",
+    "variance_decomposition",
+    "variance_summary",
 ]

@@ -27,7 +27,7 @@ from multiverse.errors import InputError
 if TYPE_CHECKING:
     from multiverse.spec import Spec
 
-__all__ = ["detectable_difference", "cases_needed", "design_power", "planned_cases", "spec_power"]
+__all__ = ["cases_needed", "design_power", "detectable_difference", "planned_cases", "spec_power"]
 
 Alternative = Literal["two-sided", "larger", "smaller"]
 Direction = Literal["toward_half", "lower", "higher"]
@@ -125,7 +125,7 @@ def cases_needed(
         tails = 2 if alternative == "two-sided" else 1
         n = ((norm.ppf(1 - alpha / tails) + norm.ppf(power)) / abs(h)) ** 2 * (1 + 1 / ratio)
     # solve_power finds n by root finding: round off its last digits before taking the ceiling.
-    return int(math.ceil(round(n, 6)))
+    return math.ceil(round(n, 6))
 
 
 def design_power(

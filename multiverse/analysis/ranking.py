@@ -44,7 +44,6 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from multiverse.analysis.dropped import dropped_notes
 from multiverse.analysis.concordance import (
     kendall_tau_b,
     kendall_w,
@@ -53,6 +52,7 @@ from multiverse.analysis.concordance import (
     pair_signs,
     tau_summary,
 )
+from multiverse.analysis.dropped import dropped_notes
 from multiverse.analysis.rank_uncertainty import (
     bootstrap_ranks,
     joint_bootstrap,

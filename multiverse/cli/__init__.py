@@ -37,7 +37,7 @@ from ._output import save_figure as _save  # noqa: F401  (kept importable: tests
 from ._parser import build_parser
 from ._store import cmd_store
 
-__all__ = ["build_parser", "main", "FLAGS", "flag_message"]
+__all__ = ["FLAGS", "build_parser", "flag_message", "main"]
 
 #: The library's parameter names and the flags (or arguments) that set them.
 FLAGS = {

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ._output import interval, number, print_json, print_table, save_figure
 
-__all__ = ["cmd_curve", "cmd_agreement", "cmd_ranking", "cmd_variance", "cmd_report"]
+__all__ = ["cmd_agreement", "cmd_curve", "cmd_ranking", "cmd_report", "cmd_variance"]
 
 
 def _figure(analysis, args, **options) -> None:

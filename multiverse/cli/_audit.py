@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ._output import print_json, print_table
 
-__all__ = ["cmd_validate", "cmd_expand", "cmd_plan", "cmd_schema", "cmd_draft", "cmd_run", "cmd_demo", "cmd_power"]
+__all__ = ["cmd_demo", "cmd_draft", "cmd_expand", "cmd_plan", "cmd_power", "cmd_run", "cmd_schema", "cmd_validate"]
 
 
 def cmd_validate(args) -> int:

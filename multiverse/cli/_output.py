@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import InputError
 
-__all__ = ["print_table", "print_json", "save_figure", "number", "interval"]
+__all__ = ["interval", "number", "print_json", "print_table", "save_figure"]
 
 
 def print_table(rows: list[list]) -> None:

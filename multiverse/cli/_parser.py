@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-__all__ = ["build_parser", "MAX_BOOT", "MAX_JOBS"]
+__all__ = ["MAX_BOOT", "MAX_JOBS", "build_parser"]
 
 EPILOG = """\
 typical use:

@@ -43,8 +43,8 @@ def cmd_store(args) -> int:
     if args.store_command == "stats":
         result = store.stats()
     else:
-        from ..work import referenced_keys
         from ..spec import load_spec
+        from ..work import referenced_keys
 
         keep: dict[str, set[str]] = {}
         for path in args.specs:

@@ -64,7 +64,7 @@ from multiverse.results import Results
 from multiverse.stages.score import score_verdicts
 from multiverse.vocabulary import SCORING_RULES
 
-__all__ = ["import_assert", "INFERRED_AXES"]
+__all__ = ["INFERRED_AXES", "import_assert"]
 
 INFERRED_AXES = ("judge", "judge_temperature", "judge_n", "user", "max_turns")
 _SETTING = {"prompt": "single_turn", "scenario": "multi_turn"}

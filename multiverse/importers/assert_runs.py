@@ -18,7 +18,7 @@ import yaml
 
 from multiverse.errors import InputError
 
-__all__ = ["AssertRun", "read_run", "option_name", "model_name"]
+__all__ = ["AssertRun", "model_name", "option_name", "read_run"]
 
 
 @dataclass

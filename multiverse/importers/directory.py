@@ -27,7 +27,7 @@ from multiverse.results import Results
 from multiverse.tables import write_json, write_table
 from multiverse.vocabulary import CI_METHODS, SCHEMA_VERSION
 
-__all__ = ["write_import_dir", "resolve_primary", "check_ci"]
+__all__ = ["check_ci", "resolve_primary", "write_import_dir"]
 
 
 def check_ci(ci: str) -> str:

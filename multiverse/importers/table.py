@@ -64,7 +64,7 @@ def read_label_table(path: str | os.PathLike) -> pd.DataFrame:
             # Labels, items and option names are read as written ("007" stays "007").
             return pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
         return pd.read_parquet(path)
-    except Exception as exc:  # noqa: BLE001 - any reader failure is a bad input file
+    except Exception as exc:
         detail = " ".join(str(exc).split())[:200]
         raise InputError(f"{path}: cannot read as {suffix.lstrip('.')}: {detail}") from exc
 

@@ -68,7 +68,7 @@ from .sections import (
     _variance,
 )
 
-__all__ = ["write_report", "write_results_report", "build_report_html", "EXAMPLES_PER_CELL", "MAX_DRILLDOWN"]
+__all__ = ["EXAMPLES_PER_CELL", "MAX_DRILLDOWN", "build_report_html", "write_report", "write_results_report"]
 
 # Counts script errors (not failed images: those show up as images not loaded)
 # and publishes what a headless browser needs to judge the page.

@@ -15,8 +15,16 @@ import pandas as pd
 from .markup import _collapsed, _e, _figure, _fmt, _list, _notes, _table
 from .run import _Run
 
-__all__ = ["_primary_rates", "_curves", "_difference", "_ranking", "_variance", "_agreement", "_factors",
-           "_universes"]
+__all__ = [
+    "_agreement",
+    "_curves",
+    "_difference",
+    "_factors",
+    "_primary_rates",
+    "_ranking",
+    "_universes",
+    "_variance",
+]
 
 _RANK_BOOTSTRAP = 1000
 # No universe is silently treated as pre-registered: sections about the primary say why they are empty.
