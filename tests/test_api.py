@@ -151,3 +151,12 @@ def test_the_library_never_names_a_command_line_flag():
         paths += _modules(folder)
     for path in paths:
         assert not flag.search(path.read_text(encoding="utf-8")), f"{path.relative_to(ROOT)} names a flag in an error"
+
+
+def test_every_subpackage_is_installed():
+    """pyproject lists packages by name: a new subpackage missing there is absent from every install."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "multiverse").rglob("__init__.py")}
+    assert found <= listed, sorted(found - listed)
