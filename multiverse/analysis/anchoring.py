@@ -1,0 +1,424 @@
+"""Human-anchored rates: a few human labels correct every judge (prediction-powered inference).
+
+A team labels a uniform random sample of transcripts by hand. In each
+universe x system, the judge's verdicts on *all* its transcripts and the
+humans' labels on the sample combine into PPI++ (Angelopoulos, Duchi & Zrnic
+2023, arXiv:2311.01453; PPI: Angelopoulos et al., Science 2023) with the
+power-tuned lambda::
+
+    rate = lambda * mean(f over the unlabelled) + mean(Y - lambda * f over the labelled)
+    var  = lambda^2 * var(f_unlabelled) / N + var(Y - lambda * f_labelled) / n
+
+``Y`` is the human label (1 = compliant), ``f`` the judge's verdict, ``n``
+the labelled and ``N`` the unlabelled transcripts. The estimate targets the
+human-level rate whatever the judge's bias; a judge that agrees with people
+only shrinks the interval. The computation is ppi-python's
+``ppi_mean_pointestimate``/``ppi_mean_ci`` (lambda tuned, clipped to [0, 1]),
+reimplemented here because that package pulls in numba and scikit-learn;
+``tests/test_anchoring.py`` checks equality to 1e-9. The labelled and
+unlabelled sets are disjoint, as PPI assumes: the unlabelled set is every
+judged transcript of the cell that nobody labelled.
+
+Where ppi-python returns NaN or divides by zero we take lambda = 0: a judge
+constant over the cell (every lambda then gives the same estimate and
+interval), and a cell labelled in full (N = 0, where PPI is the humans-only
+mean). ``calibrate`` clips the rate and its interval to [0, 1], which can
+only raise coverage.
+
+Only ``ok`` verdicts carry a judge label, so in each universe the estimate
+is the human rate among the transcripts its judge rated; labelled transcripts
+that universe excluded or failed are left out of it, and a note counts them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ..errors import InputError
+from .intervals import wilson
+
+__all__ = [
+    "MIN_LABELS",
+    "PPIEstimate",
+    "Calibration",
+    "ppi_mean",
+    "ppi_mean_batch",
+    "transcript_keys",
+    "rollout_configurations",
+    "read_labels",
+    "calibrate",
+    "calibration_document",
+    "anchored_width",
+    "human_power",
+]
+
+#: Fewer human labels than this for a system (in one rollout configuration) are refused.
+MIN_LABELS = 10
+
+
+class PPIEstimate(NamedTuple):
+    rate: float
+    ci_low: float
+    ci_high: float
+    lam: float
+
+
+class Calibration(NamedTuple):
+    """What ``calibrate`` returns: per universe x system rates, per universe judge accuracy, notes."""
+
+    rates: pd.DataFrame
+    judges: pd.DataFrame
+    notes: list[str]
+
+
+def ppi_mean_batch(labels: np.ndarray, predictions: np.ndarray, unlabelled: np.ndarray,
+                   alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """PPI++ means of many problems at once: arrays of shape (problems, n) and (problems, N).
+
+    Returns (rate, ci_low, ci_high, lam), each of shape (problems,).
+    """
+    y = np.asarray(labels, float)
+    f = np.asarray(predictions, float)
+    u = np.asarray(unlabelled, float)
+    n, big_n = y.shape[-1], u.shape[-1]
+    if n < 1:
+        raise InputError("ppi: expected at least one labelled transcript", param="human")
+    # lambda* = Cov(Y, f) / ((1 + n/N) Var(f)): ppi-python's _calc_lam_glm for a mean, with its
+    # 1/n covariance over the labelled set and ddof=1 variance over labelled + unlabelled predictions.
+    cov = ((y - y.mean(-1, keepdims=True)) * (f - f.mean(-1, keepdims=True))).mean(-1)
+    var_f = np.var(np.concatenate([f, u], axis=-1), axis=-1, ddof=1) if n + big_n > 1 else np.zeros(y.shape[:-1])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lam = cov / ((1.0 + n / big_n) * var_f) if big_n > 0 else np.zeros(y.shape[:-1])
+    lam = np.clip(np.where(np.isfinite(lam), lam, 0.0), 0.0, 1.0)
+    lam_ = lam[..., None]
+    unlabelled_mean = (lam_ * u).mean(-1) if big_n else np.zeros(y.shape[:-1])
+    rate = unlabelled_mean + (y - lam_ * f).mean(-1)
+    imputed_var = (lam * u.std(-1)) ** 2 / big_n if big_n else np.zeros(y.shape[:-1])
+    rectifier_var = (y - lam_ * f).std(-1) ** 2 / n
+    half = stats.norm.ppf(1 - alpha / 2) * np.sqrt(imputed_var + rectifier_var)
+    return rate, rate - half, rate + half, lam
+
+
+def ppi_mean(labels: Sequence[float], predictions: Sequence[float], unlabelled: Sequence[float],
+             alpha: float = 0.05) -> PPIEstimate:
+    """PPI++ estimate of a mean and its two-sided (1 - alpha) interval, lambda power-tuned.
+
+    ``labels``: human labels of the labelled transcripts; ``predictions``: the
+    judge on those same transcripts; ``unlabelled``: the judge on the rest.
+    """
+    y, f = np.asarray(labels, float), np.asarray(predictions, float)
+    if y.shape != f.shape or y.ndim != 1:
+        raise InputError("ppi: labels and predictions must be 1-d and of the same length", param="predictions")
+    rate, low, high, lam = ppi_mean_batch(y[None], f[None], np.asarray(unlabelled, float).reshape(1, -1), alpha)
+    return PPIEstimate(float(rate[0]), float(low[0]), float(high[0]), float(lam[0]))
+
+
+# -- matching labels to a run ---------------------------------------------------------------------------
+
+
+def transcript_keys(verdicts: pd.DataFrame) -> pd.Series:
+    """One key per verdict row naming its transcript: ``transcript_key``, or system/case/replicate for tables without one."""
+    replicate = verdicts["replicate"].astype(str) if "replicate" in verdicts.columns else "0"
+    fallback = verdicts["system"].astype(str) + "\x1f" + verdicts["case_id"].astype(str) + "\x1f" + replicate
+    if "transcript_key" not in verdicts.columns:
+        return fallback
+    key = verdicts["transcript_key"]
+    return key.astype(object).where(key.notna() & key.astype(str).ne(""), fallback).astype(str)
+
+
+def rollout_configurations(verdicts: pd.DataFrame) -> pd.Series:
+    """A rollout-configuration id per universe: universes that share one set of transcripts share an id.
+
+    Judge, evidence and scoring axes leave the transcripts alone, so their
+    universes fall together; a rollout axis (setting, user...) splits them.
+    Indexed by universe id, ids numbered 0, 1, ... in order of first appearance.
+    """
+    keys = transcript_keys(verdicts)
+    sets = keys.groupby(verdicts["universe_id"].astype(str), sort=False).agg(lambda s: hash(tuple(sorted(set(s)))))
+    codes = {h: i for i, h in enumerate(dict.fromkeys(sets.to_list()))}
+    return sets.map(codes).rename("rollout")
+
+
+_TRUE = {"1", "1.0", "true", "yes", "compliant"}
+_FALSE = {"0", "0.0", "false", "no", "non-compliant", "noncompliant"}
+
+
+def read_labels(path: Any) -> pd.DataFrame:
+    """Read a human-label file (CSV or parquet) with ``system``, ``case_id``, ``compliant``; InputError otherwise."""
+    from ..tables import read_table
+
+    frame = read_table(path)
+    missing = [c for c in ("system", "case_id", "compliant") if c not in frame.columns]
+    if missing:
+        raise InputError(f"{path}: missing column(s) {', '.join(missing)}; expected system, case_id, "
+                         "(replicate or transcript_key,) compliant", param="human")
+    return frame
+
+
+def _binary(human: pd.DataFrame, source: str) -> tuple[pd.Series, int]:
+    """The labels as 0/1 floats, rows without a label dropped; refuses anything not binary."""
+    raw = human["compliant"]
+    blank = raw.isna() | raw.astype(str).str.strip().eq("")
+    text = raw[~blank].astype(str).str.strip().str.lower()
+    value = pd.Series(np.nan, index=text.index)
+    value[text.isin(_TRUE)] = 1.0
+    value[text.isin(_FALSE)] = 0.0
+    bad = value.isna()
+    if bad.any():
+        row = bad.idxmax()
+        more = f", and {int(bad.sum()) - 1} more rows" if bad.sum() > 1 else ""
+        raise InputError(f"{source}: compliant: expected 0/1 or true/false, got '{raw[row]}' "
+                         f"(row {int(np.flatnonzero(human.index == row)[0]) + 2}{more})", param="human")
+    return value, int(blank.sum())
+
+
+def _match(verdicts: pd.DataFrame, human: pd.DataFrame, source: str) -> pd.Series:
+    """Each labelled row's transcript key; refuses labels for transcripts not in the run, or ambiguous ones.
+
+    ``human``'s index is the row's position in its file (messages count file rows from 2, after the header).
+    """
+    transcripts = verdicts.assign(_key=transcript_keys(verdicts)).drop_duplicates("_key")
+    if "transcript_key" in human.columns and human["transcript_key"].notna().all():
+        keys = human["transcript_key"].astype(str)
+        known = transcripts.set_index("_key")
+        unknown = ~keys.isin(known.index)
+        if not unknown.any():
+            wrong = known.loc[keys, "system"].astype(str).to_numpy() != human["system"].astype(str).to_numpy()
+            if wrong.any():
+                i = int(np.argmax(wrong))
+                raise InputError(f"{source}: row {human.index[i] + 2}: transcript_key {keys.iloc[i]} belongs to system "
+                                 f"{known.at[keys.iloc[i], 'system']}, not {human['system'].iloc[i]}", param="human")
+            return keys
+        i = int(np.argmax(unknown.to_numpy()))
+        raise InputError(f"{source}: row {human.index[i] + 2}: transcript_key {keys.iloc[i]!r} is not a transcript of the run "
+                         f"({int(unknown.sum())} such rows)", param="human")
+    on = ["system", "case_id"] + (["replicate"] if "replicate" in human.columns and "replicate" in verdicts.columns else [])
+    left = human[on].astype(str).reset_index(drop=True)
+    right = transcripts[on + ["_key"]].astype(str)
+    merged = left.reset_index().merge(right, on=on, how="left")
+    count = merged.groupby("index")["_key"].count()
+    if (count == 0).any():
+        i = int(count.index[count.eq(0).to_numpy()][0])
+        where = ", ".join(f"{c}={left.at[i, c]}" for c in on)
+        raise InputError(f"{source}: row {human.index[i] + 2}: {where} is not a transcript of the run "
+                         f"({int(count.eq(0).sum())} such rows)", param="human")
+    if (count > 1).any():
+        i = int(count.index[count.gt(1).to_numpy()][0])
+        where = ", ".join(f"{c}={left.at[i, c]}" for c in on)
+        raise InputError(f"{source}: row {human.index[i] + 2}: {where} names {int(count[i])} transcripts of the run; "
+                         "add a transcript_key column (the labelling sheet has one)", param="human")
+    return pd.Series(merged.sort_values("index")["_key"].to_numpy(), index=human.index)
+
+
+def _labels(verdicts: pd.DataFrame, human: pd.DataFrame, source: str, notes: list[str]) -> pd.Series:
+    """Human labels (0/1) indexed by transcript key, checked against the run."""
+    human = human.reset_index(drop=True)  # row numbers in messages are file rows
+    value, blanks = _binary(human, source)
+    if blanks:
+        notes.append(f"{blanks} rows of {source} have no label yet and were left out; the labelled rows must "
+                     "still be a uniform random sample (label them all, or in the sheet's order)")
+    rows = human.loc[value.index]
+    keys = _match(verdicts, rows, source)
+    duplicated = keys.duplicated(keep=False)
+    if duplicated.any():
+        first = keys[duplicated].iloc[0]
+        raise InputError(f"{source}: transcript {first} is labelled {int(keys.eq(first).sum())} times; "
+                         "expected one label per transcript", param="human")
+    return pd.Series(value.to_numpy(), index=keys.to_numpy())
+
+
+# -- calibration -----------------------------------------------------------------------------------------
+
+
+def calibrate(verdicts: pd.DataFrame, human: pd.DataFrame, axes: Sequence[str], factors: Sequence[str] = (),
+              alpha: float = 0.05, *, source: str = "human labels") -> Calibration:
+    """Anchor every universe x system rate to the human labels in ``human``.
+
+    ``human`` has ``system``, ``case_id``, ``compliant`` (0/1 or true/false;
+    blank = not labelled yet) and, when those two do not name one transcript,
+    ``replicate`` or ``transcript_key``. ``source`` names it in messages.
+    Refuses (InputError) labels for transcripts not in the run, fewer than
+    ``MIN_LABELS`` labels for a system in some rollout configuration, and
+    labels that are not binary.
+
+    ``rates``: universe_id, axes, system, n, n_human, judge_rate, rate, ci_low,
+    ci_high, human_rate, human_ci_low, human_ci_high (PPI++ rate and interval;
+    the humans-only rate with its Wilson interval). ``judges``: universe_id,
+    axes, n_human, sensitivity, sensitivity_ci, specificity, specificity_ci:
+    how often the universe's judge calls a violation that people call one, and
+    compliance that people call compliance (Wilson intervals, pooled over
+    systems), intervals as (low, high) or None.
+    """
+    if not 0.0 < alpha < 1.0 or not math.isfinite(alpha):
+        raise InputError(f"alpha: expected a number between 0 and 1, got {alpha}", param="alpha")
+    del factors  # design factors vary inside a universe: the anchored rate is over all of them
+    notes: list[str] = []
+    axes = [a for a in axes if a in verdicts.columns]
+    v = verdicts.assign(_key=transcript_keys(verdicts), universe_id=verdicts["universe_id"].astype(str))
+    labels = _labels(v, human, source, notes)
+    rollout = rollout_configurations(v)
+    v["_rollout"] = v["universe_id"].map(rollout)
+    first = v.drop_duplicates("_key")
+    labelled_first = first[first["_key"].isin(labels.index)]
+    counts = labelled_first.groupby(["_rollout", "system"]).size()
+    systems = first.groupby(["_rollout", "system"]).size().index
+    for cell in systems:
+        if counts.get(cell, 0) < MIN_LABELS:
+            universe = rollout.index[rollout.eq(cell[0])][0]
+            raise InputError(f"{source}: system {cell[1]}: {int(counts.get(cell, 0))} labels for the transcripts of "
+                             f"universe {universe} (and those sharing its transcripts); expected at least {MIN_LABELS}",
+                             param="human")
+
+    status_ok = v["status"].eq("ok") if "status" in v.columns else pd.Series(True, index=v.index)
+    judged = v[status_ok & v["compliant"].notna()]
+    judged = judged.assign(_f=judged["compliant"].astype(float), _y=judged["_key"].map(labels))
+    dropped = v[~status_ok & v["_key"].isin(labels.index)]
+    if len(dropped):
+        notes.append(f"{len(dropped)} labelled (universe, transcript) pairs have no ok verdict (excluded or failed) and "
+                     "are left out of those universes' anchored rates, which are over the transcripts the judge rated")
+
+    level = 1 - alpha
+    rows: list[dict] = []
+    options = v.drop_duplicates("universe_id").set_index("universe_id")[axes]
+    for (universe, system), cell in judged.groupby(["universe_id", "system"], sort=False):
+        labelled = cell["_y"].notna().to_numpy()
+        y, f = cell["_y"].to_numpy()[labelled], cell["_f"].to_numpy()
+        row = {"universe_id": universe, **options.loc[universe].to_dict(), "system": system, "n": len(cell),
+               "n_human": int(labelled.sum()), "judge_rate": float(f.mean())}
+        if labelled.sum() < 2:
+            notes.append(f"universe {universe}, system {system}: {int(labelled.sum())} labelled transcripts with an ok "
+                         "verdict; no anchored rate")
+            row.update(rate=None, ci_low=None, ci_high=None, human_rate=None, human_ci_low=None, human_ci_high=None)
+        else:
+            est = ppi_mean(y, f[labelled], f[~labelled], alpha)
+            lo, hi = wilson(np.array([y.mean()]), np.array([float(len(y))]), level)
+            row.update(rate=_unit(est.rate), ci_low=_unit(est.ci_low), ci_high=_unit(est.ci_high),
+                       human_rate=float(y.mean()), human_ci_low=float(lo[0]), human_ci_high=float(hi[0]))
+        rows.append(row)
+    rate_columns = ["universe_id", *axes, "system", "n", "n_human", "judge_rate", "rate", "ci_low", "ci_high",
+                    "human_rate", "human_ci_low", "human_ci_high"]
+    rates = pd.DataFrame(rows, columns=rate_columns)
+
+    judge_rows = []
+    for universe, cell in judged[judged["_y"].notna()].groupby("universe_id", sort=False):
+        y, f = cell["_y"].to_numpy(), cell["_f"].to_numpy()
+        violations, compliant = y == 0, y == 1
+        sens, sens_ci = _share(f[violations] == 0, level)
+        spec, spec_ci = _share(f[compliant] == 1, level)
+        judge_rows.append({"universe_id": universe, **options.loc[universe].to_dict(), "n_human": len(y),
+                           "sensitivity": sens, "sensitivity_ci": sens_ci,
+                           "specificity": spec, "specificity_ci": spec_ci})
+        if not violations.any():
+            notes.append(f"universe {universe}: people found no violation among its labelled transcripts; "
+                         "sensitivity is undefined")
+    judges = pd.DataFrame(judge_rows, columns=["universe_id", *axes, "n_human", "sensitivity", "sensitivity_ci",
+                                               "specificity", "specificity_ci"])
+    return Calibration(rates, judges, notes)
+
+
+def _unit(x: float) -> float:
+    return float(min(1.0, max(0.0, x)))
+
+
+def _share(hits: np.ndarray, level: float) -> tuple[float | None, tuple[float, float] | None]:
+    if len(hits) == 0:
+        return None, None
+    lo, hi = wilson(np.array([hits.mean()]), np.array([float(len(hits))]), level)
+    return float(hits.mean()), (float(lo[0]), float(hi[0]))
+
+
+def calibration_document(calibration: Calibration, alpha: float) -> dict[str, Any]:
+    """The JSON document of ``multiverse calibrate --json``: alpha, rates, judges, notes (undefined = null)."""
+
+    def records(frame: pd.DataFrame) -> list[dict]:
+        out = []
+        for record in frame.astype(object).to_dict("records"):
+            out.append({k: (list(x) if isinstance(x, tuple) else _plain(x)) for k, x in record.items()})
+        return out
+
+    return {"alpha": alpha, "rates": records(calibration.rates), "judges": records(calibration.judges),
+            "notes": list(calibration.notes)}
+
+
+def _plain(x: Any) -> Any:
+    if x is None or x is pd.NA:
+        return None
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return None if not math.isfinite(float(x)) else float(x)
+    return x
+
+
+# -- planning the labelling budget -----------------------------------------------------------------------
+
+
+def anchored_width(labels: Any, transcripts: Any, rate: Any, sensitivity: Any, specificity: Any,
+                   alpha: float = 0.05) -> dict[str, np.ndarray]:
+    """Expected interval widths with ``labels`` human labels among ``transcripts`` per universe x system.
+
+    From the PPI++ variance at the optimal lambda (derivation in README ›
+    Human anchoring): with Y the human label, f the judge's, rho their
+    correlation, n labelled and N = transcripts - n unlabelled,
+
+        var(PPI++) = var(Y) / n * (1 - rho^2 * N / (n + N)),
+
+    and for a judge of sensitivity se (violations caught) and specificity sp
+    (compliance confirmed) at human rate p (compliant share), with
+    r = p*sp + (1-p)*(1-se) its rate, rho^2 = p(1-p)(se+sp-1)^2 / (r(1-r)).
+    Widths are the normal intervals' 2 z sqrt(var); ``effective_labels`` is
+    how many labels alone would give the anchored width. Arguments broadcast.
+    """
+    n = np.asarray(labels, float)
+    total = np.asarray(transcripts, float)
+    p, se, sp = (np.asarray(x, float) for x in (rate, sensitivity, specificity))
+    for name, x in (("rate", p), ("sensitivity", se), ("specificity", sp)):
+        if np.any(~np.isfinite(x)) or np.any((x < 0) | (x > 1)):
+            raise InputError(f"{name}: expected a number between 0 and 1", param=name)
+    if np.any(n < 1) or np.any(total < n):
+        raise InputError("labels: expected at least 1 and at most the transcripts", param="labels")
+    r = p * sp + (1 - p) * (1 - se)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho2 = np.where(r * (1 - r) > 0, p * (1 - p) * (se + sp - 1) ** 2 / (r * (1 - r)), 0.0)
+    unlabelled = total - n
+    shrink = 1 - rho2 * unlabelled / np.maximum(n + unlabelled, 1)
+    z = stats.norm.ppf(1 - alpha / 2)
+    human = 2 * z * np.sqrt(p * (1 - p) / n)
+    anchored = human * np.sqrt(shrink)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        effective = np.where(shrink > 0, n / shrink, np.inf)
+    return {"human_width": human, "anchored_width": anchored, "ratio": np.sqrt(shrink),
+            "correlation": np.sqrt(rho2), "effective_labels": effective}
+
+
+def human_power(*, labels: int, transcripts: int, baseline_rate: float,
+                agreement: Sequence[tuple[float, float]] = ((0.7, 0.7), (0.8, 0.8), (0.9, 0.9), (0.95, 0.95)),
+                alpha: float = 0.05) -> dict[str, Any]:
+    """The ``multiverse power SPEC --human N`` report: anchored vs humans-only widths per judge quality.
+
+    ``labels`` per system (N), ``transcripts`` a system has in one universe
+    (cases x replicates), ``agreement`` the (sensitivity, specificity) pairs to
+    plan for (e.g. the judges' from an earlier ``calibrate``). JSON-ready::
+
+        {"labels", "transcripts", "baseline_rate", "alpha", "assumption",
+         "judges": [{"sensitivity", "specificity", "correlation", "human_width",
+                     "anchored_width", "ratio", "effective_labels"}]}
+    """
+    if labels > transcripts:
+        raise InputError(f"labels: {labels} labels per system but only {transcripts} transcripts per system",
+                         param="labels")
+    rows = []
+    for se, sp in agreement:
+        w = anchored_width(labels, transcripts, baseline_rate, se, sp, alpha)
+        rows.append({"sensitivity": se, "specificity": sp,
+                     **{k: _plain(float(x)) for k, x in w.items()}})
+    return {"labels": labels, "transcripts": transcripts, "baseline_rate": baseline_rate, "alpha": alpha,
+            "assumption": "labels are a uniform random sample of each system's transcripts and people are the ground "
+                          "truth; widths are the normal approximation at the PPI++ optimal lambda, transcripts independent",
+            "judges": rows}
