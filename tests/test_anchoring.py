@@ -63,7 +63,7 @@ def test_coverage_with_a_biased_judge():
     y = (rng.random((reps, n)) < p).astype(float)
     f = _judge(y, 0.85, 0.8, rng)
     u = _judge((rng.random((reps, big_n)) < p).astype(float), 0.85, 0.8, rng)
-    rate, low, high, _ = ppi_mean_batch(y, f, u, 0.05)
+    _rate, low, high, _ = ppi_mean_batch(y, f, u, 0.05)
     coverage = np.mean((low <= p) & (p <= high))
     assert coverage >= 0.93
     raw = np.concatenate([f, u], axis=1).mean(1)

@@ -45,17 +45,17 @@ from .intervals import wilson
 
 __all__ = [
     "MIN_LABELS",
-    "PPIEstimate",
     "Calibration",
-    "ppi_mean",
-    "ppi_mean_batch",
-    "transcript_keys",
-    "rollout_configurations",
-    "read_labels",
+    "PPIEstimate",
+    "anchored_width",
     "calibrate",
     "calibration_document",
-    "anchored_width",
     "human_power",
+    "ppi_mean",
+    "ppi_mean_batch",
+    "read_labels",
+    "rollout_configurations",
+    "transcript_keys",
 ]
 
 #: Fewer human labels than this for a system (in one rollout configuration) are refused.
