@@ -151,9 +151,21 @@ _FALSE = {"0", "0.0", "false", "no", "non-compliant", "noncompliant"}
 
 def read_labels(path: Any) -> pd.DataFrame:
     """Read a human-label file (CSV or parquet) with ``system``, ``case_id``, ``compliant``; InputError otherwise."""
+    from pathlib import Path
+
+    from ..bounds import regular_file_problem
+    from ..csvsafe import restore_cell
     from ..tables import read_table
 
-    frame = read_table(path)
+    path = Path(path)
+    if path.suffix.lower() == ".csv" and not regular_file_problem(path):
+        # As text: the table reader would turn yes/no or 1/0 into booleans its own way, or into blanks.
+        try:
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False).map(restore_cell)
+        except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+            raise InputError(f"{path}: cannot be read as a table ({str(exc).splitlines()[0]})", param="human") from None
+    else:
+        frame = read_table(path)
     missing = [c for c in ("system", "case_id", "compliant") if c not in frame.columns]
     if missing:
         raise InputError(f"{path}: missing column(s) {', '.join(missing)}; expected system, case_id, "
