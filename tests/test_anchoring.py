@@ -236,3 +236,40 @@ def test_alpha_is_checked(rng):
     with pytest.raises(InputError, match="alpha") as caught:
         calibrate(verdicts, _sheet(verdicts, truth, 10, rng), ["judge", "user"], alpha=1.5)
     assert caught.value.param == "alpha"
+
+
+# -- downstream views ------------------------------------------------------------------------------------
+
+
+def test_anchored_curve_draws_beside_the_raw_one(rng):
+    from multiverse.analysis.anchored_views import anchored_curve
+    from multiverse.plots.curve import plot_curve
+
+    verdicts, truth = _world(rng, cases=60)
+    calibration = calibrate(verdicts, _sheet(verdicts, truth, 20, rng), ["judge", "user"])
+    curve = anchored_curve(calibration, ["judge", "user"], primary="lenient-coop")
+    raw = anchored_curve(calibration, ["judge", "user"], primary="lenient-coop", raw=True)
+    assert len(curve) == len(raw) == 8 and curve["is_primary"].sum() == 2
+    for frame in (curve, raw):
+        for _, part in frame.groupby("system"):
+            assert part["rank"].tolist() == list(range(1, len(part) + 1))
+            assert part["rate"].is_monotonic_increasing
+    assert (curve["n"] == 20).all() and (raw["n"] == 60).all()
+    assert set(curve["rate"]) == set(calibration.rates["rate"]) and set(raw["rate"]) == set(calibration.rates["judge_rate"])
+    fig = plot_curve(curve, axes=["judge", "user"], system="atlas")
+    assert len(fig.axes) == 2
+
+
+def test_ranking_change_reports_flipped_tops():
+    from multiverse.analysis.anchored_views import ranking_change
+
+    rates = pd.DataFrame({
+        "universe_id": ["u1", "u1", "u2", "u2"], "system": ["a", "b", "a", "b"],
+        "judge_rate": [0.9, 0.5, 0.6, 0.7], "rate": [0.8, 0.6, 0.8, 0.5],
+        "ci_low": [0.7, 0.5, 0.65, 0.4], "ci_high": [0.9, 0.68, 0.95, 0.6],
+    })
+    change = ranking_change(rates, primary="u2")
+    first, second = change["universes"]
+    assert first["same_top"] and first["anchored_top_separable"]
+    assert not second["same_top"] and second["judge_order"] == ["b", "a"] and second["anchored_order"] == ["a", "b"]
+    assert change["same_top"] == 0.5 and change["primary"] == second
