@@ -273,3 +273,22 @@ def test_ranking_change_reports_flipped_tops():
     assert first["same_top"] and first["anchored_top_separable"]
     assert not second["same_top"] and second["judge_order"] == ["b", "a"] and second["anchored_order"] == ["a", "b"]
     assert change["same_top"] == 0.5 and change["primary"] == second
+
+
+def test_calibration_figure_draws_every_universe_and_names_verbatim(rng, tmp_path):
+    from multiverse.plots.anchoring import plot_calibration
+
+    verdicts, truth = _world(rng, cases=40)
+    verdicts["system"] = verdicts["system"].replace({"beacon": "$x^2$ {beacon}"})
+    human = _sheet(verdicts, truth, 15, rng)
+    calibration = calibrate(verdicts, human, ["judge", "user"])
+    raw = (verdicts.assign(rate=verdicts.compliant.astype(float)).groupby(["universe_id", "system"], as_index=False)
+           .rate.mean().assign(subgroup="all", ci_low=lambda f: f.rate - 0.05, ci_high=lambda f: f.rate + 0.05))
+    for kwargs in ({}, {"raw": raw, "primary": "harsh-adv"}):
+        fig = plot_calibration(calibration, ["judge", "user"], **kwargs)
+        panels = [ax for ax in fig.axes if ax.get_title()]
+        assert [ax.get_title() for ax in panels] == ["atlas", r"\$x^2\$ {beacon}"]
+        ticks = [t.get_text() for t in panels[0].get_yticklabels()]
+        assert len(ticks) == 4 and ("★ harsh · adv" in ticks) == bool(kwargs)
+        fig.savefig(tmp_path / "calibration.png")
+        assert (tmp_path / "calibration.png").stat().st_size > 10_000

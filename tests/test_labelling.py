@@ -229,3 +229,25 @@ def test_import_page_shows_the_table_not_the_verdicts(tmp_path, rng, browser):
     assert read_labels(out)["compliant"].tolist()[:2] == ["0", ""]
     context.close()
     assert problems == []
+
+
+def test_label_run_on_a_folder_and_on_a_bare_table(tmp_path, rng):
+    from multiverse.labelling import label_run
+
+    folder, _ = _run_folder(tmp_path, rng)
+    csv, html, notes = label_run(folder, 12, tmp_path / "sheets" / "SHEET.csv", seed=5)
+    assert html.exists() and notes == [] and len(read_labels(csv)) == 48
+    assert "Only a quote that contradicts the reference." in html.read_text()
+
+    # A bare table (no transcript_key, no run files): the sheet matches on system, case and replicate.
+    table = pd.DataFrame({"grader": np.repeat(["A", "B"], 30), "system": np.tile(np.repeat(["s1", "s2"], 15), 2),
+                          "case_id": np.tile([f"q{i}" for i in range(15)], 4),
+                          "compliant": rng.random(60) < 0.6})
+    table.to_csv(tmp_path / "labels.csv", index=False)
+    csv, html, notes = label_run(tmp_path / "labels.csv", 20, tmp_path / "bare.csv")
+    assert any("only 15 transcripts" in n for n in notes)
+    sheet = read_labels(csv)
+    assert len(sheet) == 30 and (sheet["transcript_key"] == "").all()
+    sheet["compliant"] = np.where(rng.random(30) < 0.5, "yes", "no")
+    rates, judges, _ = calibrate(load_run(tmp_path / "labels.csv").verdicts, sheet, ["grader"])
+    assert len(rates) == 4 and (rates["n_human"] == 15).all() and len(judges) == 2

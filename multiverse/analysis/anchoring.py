@@ -196,7 +196,8 @@ def _match(verdicts: pd.DataFrame, human: pd.DataFrame, source: str) -> pd.Serie
     ``human``'s index is the row's position in its file (messages count file rows from 2, after the header).
     """
     transcripts = verdicts.assign(_key=transcript_keys(verdicts)).drop_duplicates("_key")
-    if "transcript_key" in human.columns and human["transcript_key"].notna().all():
+    given = human["transcript_key"] if "transcript_key" in human.columns else None
+    if given is not None and (given.notna() & given.astype(str).str.strip().ne("")).all():
         keys = human["transcript_key"].astype(str)
         known = transcripts.set_index("_key")
         unknown = ~keys.isin(known.index)

@@ -15,8 +15,10 @@ filled CSV, which ``multiverse.analysis.anchoring.calibrate`` reads.
 
 from __future__ import annotations
 
+from ._label import label_run
 from ._run_files import run_criteria, run_transcripts
 from ._sample import SHEET_COLUMNS, draw_sample
 from ._sheet import write_sheet
 
-__all__ = ["SHEET_COLUMNS", "draw_sample", "run_criteria", "run_transcripts", "write_sheet"]
+__all__ = ["SHEET_COLUMNS", "draw_sample", "label_run", "run_criteria", "run_transcripts", "write_sheet"]
+

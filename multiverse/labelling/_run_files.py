@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
 
-__all__ = ["run_criteria", "run_transcripts"]
+__all__ = ["criterion_record", "run_criteria", "run_transcripts"]
 
 
 def run_criteria(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
@@ -31,15 +32,16 @@ def run_criteria(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
         raise InputError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
     rubric = document.get("rubric") if isinstance(document, dict) else None
     criteria = rubric.get("criteria") if isinstance(rubric, dict) else None
-    out = []
-    for c in criteria if isinstance(criteria, list) else []:
-        if not isinstance(c, dict):
-            continue
-        evidence = c.get("evidence") if isinstance(c.get("evidence"), dict) else {}
-        out.append({"id": str(c.get("id", "")), "name": str(c.get("name") or c.get("id") or ""),
-                    "permissible": bool(c.get("permissible", False)), "definition": str(c.get("definition") or ""),
-                    "evidence": {str(k): str(v) for k, v in evidence.items()}})
-    return out
+    return [criterion_record(c) for c in (criteria if isinstance(criteria, list) else []) if isinstance(c, Mapping)]
+
+
+def criterion_record(c: Mapping[str, Any]) -> dict[str, Any]:
+    """A criterion as the page shows it: id, name, permissible, definition, evidence {standard: text}."""
+    evidence = c.get("evidence")
+    texts = evidence if isinstance(evidence, Mapping) else {}
+    return {"id": str(c.get("id", "")), "name": str(c.get("name") or c.get("id") or ""),
+            "permissible": bool(c.get("permissible", False)), "definition": str(c.get("definition") or ""),
+            "evidence": {str(k): str(v) for k, v in texts.items()}}
 
 
 def run_transcripts(run_dir: str | os.PathLike) -> dict[str, dict[str, Any]] | None:

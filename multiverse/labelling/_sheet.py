@@ -27,6 +27,7 @@ from ..errors import InputError
 from ..keys import digest
 from ..tables import CORE_COLUMNS, csv_safe
 from ._page import SCRIPT, STYLE, TEMPLATE
+from ._run_files import criterion_record
 from ._sample import SHEET_COLUMNS
 
 __all__ = ["write_sheet"]
@@ -79,7 +80,7 @@ def _page(sheet: pd.DataFrame, factors: list[str], criteria: Sequence[Mapping[st
         "id": digest([r["cells"].get("transcript_key") or [r["cells"]["system"], r["cells"]["case_id"]] for r in rows]),
         "columns": list(sheet.columns),
         "factors": factors,
-        "criteria": [_criterion(c) for c in criteria],
+        "criteria": [criterion_record(c) for c in criteria],
         "rows": rows,
         "export_name": f"{stem}-filled.csv",
     }
@@ -100,13 +101,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, float) and math.isnan(value):
         return None
     return value if isinstance(value, (str, int, float, bool)) or value is None else str(value)
-
-
-def _criterion(c: Mapping[str, Any]) -> dict[str, Any]:
-    evidence = c.get("evidence") if isinstance(c.get("evidence"), Mapping) else {}
-    return {"id": str(c.get("id", "")), "name": str(c.get("name") or c.get("id") or ""),
-            "permissible": bool(c.get("permissible", False)), "definition": str(c.get("definition") or ""),
-            "evidence": {str(k): str(v) for k, v in evidence.items()}}
 
 
 def _clean(text: Any) -> str:
