@@ -15,6 +15,7 @@ from multiverse.analysis.anchoring import (
     calibrate,
     calibration_document,
     human_power,
+    ppi_binary,
     ppi_mean,
     ppi_mean_batch,
     read_labels,
@@ -45,6 +46,10 @@ def test_equals_ppi_python(seed, n, big_n, alpha):
     assert ours.ci_low == pytest.approx(low, abs=1e-9)
     assert ours.ci_high == pytest.approx(high, abs=1e-9)
     assert 0.0 <= ours.lam <= 1.0
+    # the same from per-cell sums, as calibrate computes it
+    rate, lo, hi = ppi_binary(*(np.array([x], float) for x in (n, y.sum(), f.sum(), (y * f).sum(), big_n, u.sum())),
+                              alpha)
+    assert (rate[0], lo[0], hi[0]) == pytest.approx((point, low, high), abs=1e-9)
 
 
 def test_degenerate_judges_fall_back_to_the_humans_only_mean():

@@ -51,6 +51,7 @@ __all__ = [
     "calibrate",
     "calibration_document",
     "human_power",
+    "ppi_binary",
     "ppi_mean",
     "ppi_mean_batch",
     "read_labels",
@@ -297,53 +298,82 @@ def calibrate(verdicts: pd.DataFrame, human: pd.DataFrame, axes: Sequence[str], 
                      "are left out of those universes' anchored rates, which are over the transcripts the judge rated")
 
     level = 1 - alpha
-    rows: list[dict] = []
     options = v.drop_duplicates("universe_id").set_index("universe_id")[axes]
-    for (universe, system), cell in judged.groupby(["universe_id", "system"], sort=False):
-        labelled = cell["_y"].notna().to_numpy()
-        y, f = cell["_y"].to_numpy()[labelled], cell["_f"].to_numpy()
-        row = {"universe_id": universe, **options.loc[universe].to_dict(), "system": system, "n": len(cell),
-               "n_human": int(labelled.sum()), "judge_rate": float(f.mean())}
-        if labelled.sum() < 2:
-            notes.append(f"universe {universe}, system {system}: {int(labelled.sum())} labelled transcripts with an ok "
-                         "verdict; no anchored rate")
-            row.update(rate=None, ci_low=None, ci_high=None, human_rate=None, human_ci_low=None, human_ci_high=None)
-        else:
-            est = ppi_mean(y, f[labelled], f[~labelled], alpha)
-            lo, hi = wilson(np.array([y.mean()]), np.array([float(len(y))]), level)
-            row.update(rate=_unit(est.rate), ci_low=_unit(est.ci_low), ci_high=_unit(est.ci_high),
-                       human_rate=float(y.mean()), human_ci_low=float(lo[0]), human_ci_high=float(hi[0]))
-        rows.append(row)
-    rate_columns = ["universe_id", *axes, "system", "n", "n_human", "judge_rate", "rate", "ci_low", "ci_high",
-                    "human_rate", "human_ci_low", "human_ci_high"]
-    rates = pd.DataFrame(rows, columns=rate_columns)
+    labelled = judged["_y"].notna()
+    y = judged["_y"].fillna(0.0)
+    f = judged["_f"]
+    sums = pd.DataFrame({
+        "universe_id": judged["universe_id"], "system": judged["system"], "n": 1, "n_human": labelled.astype(int),
+        "sy": y, "sf": f, "sfl": f * labelled, "syf": y * f,
+    }).groupby(["universe_id", "system"], sort=False).sum().reset_index()
+    n_l = sums["n_human"].to_numpy(float)
+    rate, low, high = ppi_binary(n_l, sums["sy"].to_numpy(float), sums["sfl"].to_numpy(float),
+                                 sums["syf"].to_numpy(float), sums["n"].to_numpy(float) - n_l,
+                                 (sums["sf"] - sums["sfl"]).to_numpy(float), alpha)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        human_rate = sums["sy"].to_numpy(float) / n_l
+    human_low, human_high = wilson(human_rate, n_l, level)
+    enough = n_l >= 2
+    for universe, system, count in sums.loc[~enough, ["universe_id", "system", "n_human"]].itertuples(index=False):
+        notes.append(f"universe {universe}, system {system}: {int(count)} labelled transcripts with an ok verdict; "
+                     "no anchored rate")
+    rates = pd.concat([sums[["universe_id"]], options.loc[sums["universe_id"]].reset_index(drop=True),
+                       sums[["system", "n", "n_human"]]], axis=1)
+    rates["judge_rate"] = sums["sf"] / sums["n"]
+    for column, values in (("rate", rate), ("ci_low", low), ("ci_high", high), ("human_rate", human_rate),
+                           ("human_ci_low", human_low), ("human_ci_high", human_high)):
+        values = np.clip(values, 0.0, 1.0) if column in ("rate", "ci_low", "ci_high") else values
+        rates[column] = np.where(enough, values, np.nan)
 
-    judge_rows = []
-    for universe, cell in judged[judged["_y"].notna()].groupby("universe_id", sort=False):
-        y, f = cell["_y"].to_numpy(), cell["_f"].to_numpy()
-        violations, compliant = y == 0, y == 1
-        sens, sens_ci = _share(f[violations] == 0, level)
-        spec, spec_ci = _share(f[compliant] == 1, level)
-        judge_rows.append({"universe_id": universe, **options.loc[universe].to_dict(), "n_human": len(y),
-                           "sensitivity": sens, "sensitivity_ci": sens_ci,
-                           "specificity": spec, "specificity_ci": spec_ci})
-        if not violations.any():
-            notes.append(f"universe {universe}: people found no violation among its labelled transcripts; "
-                         "sensitivity is undefined")
-    judges = pd.DataFrame(judge_rows, columns=["universe_id", *axes, "n_human", "sensitivity", "sensitivity_ci",
-                                               "specificity", "specificity_ci"])
+    # Sensitivity: violations people found that the judge flags too; specificity: compliance it confirms.
+    people = judged[labelled]
+    agree = pd.DataFrame({
+        "universe_id": people["universe_id"], "n_human": 1,
+        "violations": people["_y"].eq(0).astype(int), "caught": (people["_y"].eq(0) & people["_f"].eq(0)).astype(int),
+        "compliant": people["_y"].eq(1).astype(int), "confirmed": (people["_y"].eq(1) & people["_f"].eq(1)).astype(int),
+    }).groupby("universe_id", sort=False).sum().reset_index()
+    judges = pd.concat([agree[["universe_id"]], options.loc[agree["universe_id"]].reset_index(drop=True),
+                        agree[["n_human"]]], axis=1)
+    for name, hits, total in (("sensitivity", "caught", "violations"), ("specificity", "confirmed", "compliant")):
+        share, interval = _shares(agree[hits].to_numpy(float), agree[total].to_numpy(float), level)
+        judges[name], judges[f"{name}_ci"] = share, interval
+    for universe in agree.loc[agree["violations"].eq(0), "universe_id"]:
+        notes.append(f"universe {universe}: people found no violation among its labelled transcripts; "
+                     "sensitivity is undefined")
     return Calibration(rates, judges, notes)
 
 
-def _unit(x: float) -> float:
-    return float(min(1.0, max(0.0, x)))
+def ppi_binary(n: np.ndarray, sum_y: np.ndarray, sum_f: np.ndarray, sum_yf: np.ndarray, big_n: np.ndarray,
+               sum_f_unlabelled: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``ppi_mean_batch`` for 0/1 labels and verdicts, from per-cell sums (any number of cells at once).
+
+    ``n`` labelled transcripts with label sum ``sum_y``, verdict sum ``sum_f``
+    and ``sum_yf``; ``big_n`` unlabelled ones with verdict sum
+    ``sum_f_unlabelled``. With 0/1 data every moment PPI++ needs is a sum, so
+    a run of thousands of universes needs no loop. Returns (rate, low, high).
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean_y, mean_f = sum_y / n, sum_f / n
+        cov = sum_yf / n - mean_y * mean_f
+        total, sum_all = n + big_n, sum_f + sum_f_unlabelled
+        var_f = np.where(total > 1, (sum_all - sum_all**2 / total) / (total - 1), 0.0)
+        lam = np.where(big_n > 0, cov / ((1.0 + n / big_n) * var_f), 0.0)
+        lam = np.clip(np.where(np.isfinite(lam), lam, 0.0), 0.0, 1.0)
+        mean_u = np.where(big_n > 0, sum_f_unlabelled / big_n, 0.0)
+        rate = lam * mean_u + mean_y - lam * mean_f
+        imputed = np.where(big_n > 0, lam**2 * mean_u * (1 - mean_u) / big_n, 0.0)
+        residual = mean_y - lam * mean_f
+        rectifier = np.maximum(mean_y - 2 * lam * sum_yf / n + lam**2 * mean_f - residual**2, 0.0) / n
+    half = stats.norm.ppf(1 - alpha / 2) * np.sqrt(imputed + rectifier)
+    return rate, rate - half, rate + half
 
 
-def _share(hits: np.ndarray, level: float) -> tuple[float | None, tuple[float, float] | None]:
-    if len(hits) == 0:
-        return None, None
-    lo, hi = wilson(np.array([hits.mean()]), np.array([float(len(hits))]), level)
-    return float(hits.mean()), (float(lo[0]), float(hi[0]))
+def _shares(hits: np.ndarray, total: np.ndarray, level: float) -> tuple[list, list]:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = hits / total
+    low, high = wilson(share, total, level)
+    return ([float(x) if t > 0 else None for x, t in zip(share, total)],
+            [(float(lo), float(hi)) if t > 0 else None for lo, hi, t in zip(low, high, total)])
 
 
 def calibration_document(calibration: Calibration, alpha: float) -> dict[str, Any]:
