@@ -41,6 +41,7 @@ import pandas as pd
 from scipy import stats
 
 from ..errors import InputError
+from ..vocabulary import COUNTED_STATUS
 from .intervals import wilson
 
 __all__ = [
@@ -289,7 +290,7 @@ def calibrate(verdicts: pd.DataFrame, human: pd.DataFrame, axes: Sequence[str], 
                              f"universe {universe} (and those sharing its transcripts); expected at least {MIN_LABELS}",
                              param="human")
 
-    status_ok = v["status"].eq("ok") if "status" in v.columns else pd.Series(True, index=v.index)
+    status_ok = v["status"].eq(COUNTED_STATUS) if "status" in v.columns else pd.Series(True, index=v.index)
     judged = v[status_ok & v["compliant"].notna()]
     judged = judged.assign(_f=judged["compliant"].astype(float), _y=judged["_key"].map(labels))
     dropped = v[~status_ok & v["_key"].isin(labels.index)]

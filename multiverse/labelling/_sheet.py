@@ -25,7 +25,8 @@ import pandas as pd
 from ..atomicfile import atomic_write, atomic_write_text
 from ..errors import InputError
 from ..keys import digest
-from ..tables import CORE_COLUMNS, csv_safe
+from ..tables import csv_safe
+from ..vocabulary import CORE_COLUMNS
 from ._page import SCRIPT, STYLE, TEMPLATE
 from ._run_files import criterion_record
 from ._sample import SHEET_COLUMNS
