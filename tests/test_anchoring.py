@@ -183,6 +183,10 @@ def test_rollout_configurations_follow_shared_transcripts(rng):
     verdicts, _ = _world(rng, cases=12)
     groups = rollout_configurations(verdicts)
     assert groups["lenient-coop"] == groups["harsh-coop"] != groups["lenient-adv"] == groups["harsh-adv"]
+    # a grader that skipped items still shares the rest: same configuration
+    skipped = verdicts.drop(verdicts.index[(verdicts.universe_id == "harsh-coop") & (verdicts.case_id == "c003")])
+    again = rollout_configurations(skipped)
+    assert again["harsh-coop"] == again["lenient-coop"] and again.nunique() == 2
 
 
 def test_labels_without_transcript_key_match_on_case_when_unambiguous(rng):

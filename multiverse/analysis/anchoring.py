@@ -135,16 +135,25 @@ def transcript_keys(verdicts: pd.DataFrame) -> pd.Series:
 
 
 def rollout_configurations(verdicts: pd.DataFrame) -> pd.Series:
-    """A rollout-configuration id per universe: universes that share one set of transcripts share an id.
+    """A rollout-configuration id per universe: universes linked by shared transcripts share an id.
 
     Judge, evidence and scoring axes leave the transcripts alone, so their
     universes fall together; a rollout axis (setting, user...) splits them.
-    Indexed by universe id, ids numbered 0, 1, ... in order of first appearance.
+    Universes that share only some transcripts (an import where one grader
+    skipped items) still fall together: the groups are the connected
+    components of universes and the transcripts they hold. Indexed by
+    universe id, ids numbered 0, 1, ... in order of first appearance.
     """
-    keys = transcript_keys(verdicts)
-    sets = keys.groupby(verdicts["universe_id"].astype(str), sort=False).agg(lambda s: hash(tuple(sorted(set(s)))))
-    codes = {h: i for i, h in enumerate(dict.fromkeys(sets.to_list()))}
-    return sets.map(codes).rename("rollout")
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    u_codes, universes = pd.factorize(verdicts["universe_id"].astype(str))
+    k_codes, keys = pd.factorize(transcript_keys(verdicts))
+    size = len(universes) + len(keys)
+    graph = coo_matrix((np.ones(len(u_codes)), (u_codes, len(universes) + k_codes)), shape=(size, size))
+    _, component = connected_components(graph, directed=False)
+    first = pd.factorize(component[: len(universes)])[0]  # renumbered in order of first appearance
+    return pd.Series(first, index=pd.Index(universes, name="universe_id"), name="rollout")
 
 
 _TRUE = {"1", "1.0", "true", "yes", "compliant"}
