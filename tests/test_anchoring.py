@@ -240,6 +240,17 @@ def test_blank_labels_are_left_out_with_a_note(rng, tmp_path):
         read_labels(tmp_path / "bad.csv")
 
 
+def test_tables_without_universe_ids_get_the_derived_ones(rng):
+    verdicts, truth = _world(rng, cases=20)
+    human = _sheet(verdicts, truth, 10, rng)
+    with_ids = calibrate(verdicts, human, ["judge", "user"]).rates
+    derived = calibrate(verdicts.drop(columns="universe_id"), human, ["judge", "user"]).rates
+    assert derived["universe_id"].nunique() == 4 and not set(derived["universe_id"]) & set(with_ids["universe_id"])
+    assert derived.drop(columns="universe_id").equals(with_ids.drop(columns="universe_id"))
+    with pytest.raises(InputError, match="verdicts: missing column.*compliant"):
+        calibrate(verdicts.drop(columns="compliant"), human, ["judge", "user"])
+
+
 def test_alpha_is_checked(rng):
     verdicts, truth = _world(rng, cases=12)
     with pytest.raises(InputError, match="alpha") as caught:

@@ -156,6 +156,17 @@ def rollout_configurations(verdicts: pd.DataFrame) -> pd.Series:
     return pd.Series(first, index=pd.Index(universes, name="universe_id"), name="rollout")
 
 
+def _with_universes(verdicts: pd.DataFrame, axes: Sequence[str]) -> pd.DataFrame:
+    """``verdicts`` with a transcript key per row and universe ids (derived from the axes when absent)."""
+    from ..tables import universe_ids
+
+    missing = [c for c in ("system", "case_id", "compliant") if c not in verdicts.columns]
+    if missing:
+        raise InputError(f"verdicts: missing column(s) {', '.join(missing)}; expected a verdicts table",
+                         param="verdicts")
+    return verdicts.assign(_key=transcript_keys(verdicts), universe_id=universe_ids(verdicts, list(axes)))
+
+
 _TRUE = {"1", "1.0", "true", "yes", "compliant"}
 _FALSE = {"0", "0.0", "false", "no", "non-compliant", "noncompliant"}
 
@@ -284,7 +295,7 @@ def calibrate(verdicts: pd.DataFrame, human: pd.DataFrame, axes: Sequence[str], 
     del factors  # design factors vary inside a universe: the anchored rate is over all of them
     notes: list[str] = []
     axes = [a for a in axes if a in verdicts.columns]
-    v = verdicts.assign(_key=transcript_keys(verdicts), universe_id=verdicts["universe_id"].astype(str))
+    v = _with_universes(verdicts, axes)
     labels = _labels(v, human, source, notes)
     rollout = rollout_configurations(v)
     v["_rollout"] = v["universe_id"].map(rollout)

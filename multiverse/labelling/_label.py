@@ -24,7 +24,7 @@ def label_run(run_dir: str | os.PathLike, n: int, out_csv: str | os.PathLike, *,
     tables = load_run(run_dir)
     folder = Path(run_dir).is_dir()
     transcripts = run_transcripts(run_dir) if folder else None
-    sample = draw_sample(tables.verdicts, transcripts, n, seed, tables.factors)
+    sample = draw_sample(tables.verdicts, transcripts, n, seed, tables.factors, tables.axes)
     criteria = run_criteria(run_dir) if folder else []
     csv_path, html_path = write_sheet(sample, criteria, transcripts, out_csv, verdicts=tables.verdicts, axes=tables.axes)
     return csv_path, html_path, list(sample.attrs.get("notes", []))

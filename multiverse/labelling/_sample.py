@@ -16,6 +16,7 @@ import pandas as pd
 
 from ..analysis.anchoring import rollout_configurations, transcript_keys
 from ..errors import InputError
+from ..tables import universe_ids
 
 __all__ = ["SHEET_COLUMNS", "draw_sample"]
 
@@ -24,7 +25,7 @@ SHEET_COLUMNS = ["system", "case_id", "replicate", "transcript_key", "compliant"
 
 
 def draw_sample(verdicts: pd.DataFrame, transcripts: Mapping[str, Any] | None, n: int, seed: int = 0,
-                factors: Sequence[str] = ()) -> pd.DataFrame:
+                factors: Sequence[str] = (), axes: Sequence[str] = ()) -> pd.DataFrame:
     """``n`` transcripts per system from each distinct rollout configuration, uniformly at random.
 
     Only transcripts that exist are drawn: not a failed rollout, and, when
@@ -32,10 +33,11 @@ def draw_sample(verdicts: pd.DataFrame, transcripts: Mapping[str, Any] | None, n
     has fewer, all of them are taken and ``attrs["notes"]`` says so. Rows come
     in random order (so labellers do not meet one system in a block), with
     ``SHEET_COLUMNS`` and the ``factors``; ``compliant`` and ``note`` are empty.
+    ``axes`` derive universe ids for a table without a ``universe_id`` column.
     """
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise InputError(f"n: expected a whole number of transcripts per system, at least 1, got {n!r}", param="n")
-    v = verdicts.assign(_key=transcript_keys(verdicts), universe_id=verdicts["universe_id"].astype(str))
+    v = verdicts.assign(_key=transcript_keys(verdicts), universe_id=universe_ids(verdicts, list(axes)))
     v["_rollout"] = v["universe_id"].map(rollout_configurations(v))
     if "status" in v.columns:
         failed = v.loc[v["status"].eq("rollout_failed"), "_key"]
