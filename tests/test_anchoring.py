@@ -11,16 +11,15 @@ from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 
 from multiverse.analysis.anchoring import (
     MIN_LABELS,
-    anchored_width,
     calibrate,
     calibration_document,
-    human_power,
     ppi_binary,
     ppi_mean,
     ppi_mean_batch,
     read_labels,
     rollout_configurations,
 )
+from multiverse.analysis.label_budget import anchored_width, human_power
 from multiverse.errors import InputError
 
 
