@@ -278,6 +278,20 @@ def test_anchored_curve_draws_beside_the_raw_one(rng):
     fig = plot_curve(curve, axes=["judge", "user"], system="atlas")
     assert len(fig.axes) == 2
 
+    from multiverse.analysis.anchored_views import paired_curves
+    from multiverse.analysis.curve import spec_curve
+    from multiverse.plots.curve import plot_curves
+
+    judge_curve = spec_curve(verdicts, axes=["judge", "user"])
+    paired = paired_curves(judge_curve, curve)
+    assert list(dict.fromkeys(paired["system"])) == ["atlas · judge alone", "atlas · anchored to people",
+                                                      "beacon · judge alone", "beacon · anchored to people"]
+    left = paired[paired["system"] == "atlas · judge alone"]
+    assert left["rank"].tolist() == [1, 2, 3, 4] and left["rate"].is_monotonic_increasing
+    assert (left["ci_low"] < left["rate"]).all()  # the judge's own intervals
+    fig = plot_curves(paired, axes=["judge", "user"], col_wrap=2)
+    assert sum(1 for ax in fig.axes if ax.get_title(loc="left")) == 4
+
 
 def test_ranking_change_reports_flipped_tops():
     from multiverse.analysis.anchored_views import ranking_change

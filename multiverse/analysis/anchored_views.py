@@ -16,7 +16,7 @@ import pandas as pd
 
 from .anchoring import Calibration
 
-__all__ = ["anchored_curve", "ranking_change"]
+__all__ = ["anchored_curve", "paired_curves", "ranking_change"]
 
 
 def anchored_curve(calibration: Calibration | pd.DataFrame, axes: Sequence[str], *, primary: Any = None,
@@ -47,6 +47,25 @@ def anchored_curve(calibration: Calibration | pd.DataFrame, axes: Sequence[str],
                  "is_primary"]].reset_index(drop=True)
     out.attrs["ci"] = "none (judge rates)" if raw else "ppi++"
     return out
+
+
+def paired_curves(judge_curve: pd.DataFrame, anchored: pd.DataFrame) -> pd.DataFrame:
+    """One frame for ``plot_curves(..., col_wrap=2)``: each system's judge-raw curve, then its anchored curve.
+
+    ``judge_curve`` is ``spec_curve`` on the verdicts (with the judges' own
+    intervals), ``anchored`` is ``anchored_curve``; the judge curve keeps the
+    universes that have an anchored rate, so both panels of a system list the
+    same universes. Systems are renamed ``<system> · judge alone`` and
+    ``<system> · anchored to people``, in pairs.
+    """
+    keep = judge_curve.merge(anchored[["universe_id", "system"]], on=["universe_id", "system"])
+    parts = []
+    for system in dict.fromkeys(anchored["system"]):
+        judge = keep[keep["system"] == system].sort_values(["rate", "universe_id"], kind="stable")
+        judge = judge.assign(rank=range(1, len(judge) + 1), system=f"{system} · judge alone")
+        parts += [judge, anchored[anchored["system"] == system].assign(system=f"{system} · anchored to people")]
+    columns = list(anchored.columns)
+    return pd.concat([p[columns] for p in parts], ignore_index=True)
 
 
 def ranking_change(calibration: Calibration | pd.DataFrame, *, primary: Any = None) -> dict[str, Any]:
