@@ -26,6 +26,7 @@ import socket
 import threading
 import time
 from pathlib import Path
+from typing import Literal
 
 __all__ = ["REFRESH", "TTL", "Lease", "live_leases"]
 
@@ -56,7 +57,7 @@ class Lease:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> Literal[False]:
         self._stop.set()
         try:
             self.path.unlink()

@@ -29,7 +29,7 @@ from multiverse.sim import (
     transcript_truth,
 )
 from multiverse.sim.markers import find_task
-from multiverse.stages.prompts import RUBRIC_SCHEMA, case_schema, judgment_schema
+from multiverse.prompts import RUBRIC_SCHEMA, case_schema, judgment_schema
 
 END = "[END]"
 WORLD = load_world("deception")

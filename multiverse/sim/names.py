@@ -1,4 +1,4 @@
-"""Offline checks of ``sim/`` model names and personas against the world, for ``validate``.
+"""Offline checks of a spec's ``world:`` and its ``sim/`` model names and personas, for ``validate``.
 
 Registered with :mod:`multiverse.model_names` when this package is imported,
 so the spec never imports the simulated world to check a name.
@@ -6,10 +6,30 @@ so the spec never imports the simulated world to check a name.
 
 from __future__ import annotations
 
-from ..errors import SpecError
-from .loader import load_world
+from pathlib import Path
 
-__all__ = ["check_name"]
+from ..errors import SpecError
+from .loader import builtin_worlds, load_world
+from .world import User
+
+__all__ = ["check_name", "check_world"]
+
+
+def check_world(world: str, base_dir: Path) -> str | None:
+    """What is wrong with a spec's ``world:`` (a built-in name or a YAML file beside the spec), or None."""
+    builtin = ", ".join(builtin_worlds())
+    if world.endswith((".yaml", ".yml")):
+        path = base_dir / world
+        if not path.is_file():
+            return f"world file {world!r} not found next to the spec; expected a YAML file or one of the built-in worlds ({builtin})"
+        try:
+            load_world(path)
+        except SpecError as exc:
+            return f"{exc}"
+        return None
+    if world not in builtin_worlds():
+        return f"unknown built-in world {world!r}; expected one of: {builtin}, or a path to a .yaml world file"
+    return None
 
 # Which kinds of world model can play each role of a spec (see respond._TASKS).
 _KINDS = {
@@ -34,7 +54,7 @@ def check_name(name: str, role: str, api_base: str | None, persona: str | None) 
         what = "an unknown model" if model is None else f"a {model.kind}, not a {' or '.join(kinds)}"
         listed = ", ".join(f"sim/{n}" for n in fitting) or "(none declared)"
         return [("model", f"sim/{name} is {what} in world '{world.name}'; expected one of: {listed}")]
-    if role == "user" and persona and persona not in model.personas:
+    if role == "user" and persona and isinstance(model, User) and persona not in model.personas:
         listed = ", ".join(sorted(model.personas)) or "(none declared)"
         problem = f"unknown persona {persona!r} for sim/{name} in world '{world.name}'; expected one of: {listed}, or no persona"
         return [("persona", problem)]
