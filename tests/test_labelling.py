@@ -251,3 +251,20 @@ def test_label_run_on_a_folder_and_on_a_bare_table(tmp_path, rng):
     sheet["compliant"] = np.where(rng.random(30) < 0.5, "yes", "no")
     rates, judges, _ = calibrate(load_run(tmp_path / "labels.csv").verdicts, sheet, ["grader"])
     assert len(rates) == 4 and (rates["n_human"] == 15).all() and len(judges) == 2
+
+
+def test_label_run_reads_a_real_run_folder(tmp_path, write_spec):
+    """The sheet reads what `run` writes: transcripts.jsonl (markers hidden) and the rubric in spec.yaml."""
+    from conftest import tiny_spec_document
+
+    from multiverse.labelling import label_run
+    from multiverse.pipeline import run
+    from multiverse.spec import load_spec
+
+    run(load_spec(write_spec(tiny_spec_document())), out=tmp_path / "run", store=tmp_path / "store", progress=False)
+    csv, html, _ = label_run(tmp_path / "run", 3, tmp_path / "SHEET.csv", seed=2)
+    sheet = read_labels(csv)
+    assert len(sheet) == 6 and set(sheet["system"]) == {"atlas", "beacon"}
+    page = html.read_text()
+    assert page.count('"role": "assistant"') >= 6 and "not in the run folder" not in page
+    assert "[[sim:" not in page and "fabricate_evidence" in page and '"evidence": {"' in page
