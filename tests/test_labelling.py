@@ -135,6 +135,7 @@ def browser():
 
 def _open(browser, html, problems):
     context = browser.new_context(accept_downloads=True)
+    context.set_default_timeout(90_000)  # the test machine's two cores are shared; slowness is not a failure here
     page = context.new_page()
     page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
     page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
@@ -146,6 +147,8 @@ def _open(browser, html, problems):
 
 @pytest.mark.browser
 def test_label_reload_export_and_calibrate_in_chromium(tmp_path, rng, browser):
+    from playwright.sync_api import expect
+
     folder, truth = _run_folder(tmp_path, rng)
     tables = load_run(folder)
     sample = draw_sample(tables.verdicts, run_transcripts(folder), 10, seed=0, factors=tables.factors)
@@ -160,7 +163,7 @@ def test_label_reload_export_and_calibrate_in_chromium(tmp_path, rng, browser):
     assert HOSTILE_SYSTEM in text and HOSTILE_TURN in text and HOSTILE_CRITERION in text
     assert "Only a quote that contradicts the reference." in text  # the rubric's evidence texts are shown
     assert "[[sim:" not in text and RATIONALE not in text
-    assert page.locator("#progress").inner_text() == "0 of 40 labelled"
+    expect(page.locator("#progress")).to_have_text("0 of 40 labelled")
 
     # Label three, one with a note a spreadsheet would run, then reload: the browser keeps them.
     page.locator("#row-0 input[value='1']").check()
@@ -169,7 +172,7 @@ def test_label_reload_export_and_calibrate_in_chromium(tmp_path, rng, browser):
     page.locator("#row-2 input[value='0']").check()
     page.locator("#row-2 button").click()  # cleared again
     page.reload()
-    assert page.locator("#progress").inner_text() == "2 of 40 labelled"
+    expect(page.locator("#progress")).to_have_text("2 of 40 labelled")
     assert page.locator("#row-0 input[value='1']").is_checked() and page.locator("#row-1 input[value='0']").is_checked()
     assert not page.locator("#row-2 input[value='0']").is_checked()
     assert page.locator("#row-1 textarea").input_value().startswith("=HYPERLINK")
