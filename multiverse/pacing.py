@@ -401,10 +401,11 @@ class WallEstimate:
     lanes: dict[str, tuple[float, str]]  # lane -> (seconds, "rpm" | "tpm" | "concurrency")
 
 
-def estimate_wall_seconds(calls_by_model: Mapping[str, int], tokens_by_model: Mapping[str, int],
+def estimate_wall_seconds(calls_by_model: Mapping[Any, int], tokens_by_model: Mapping[Any, int],
                           limits: Mapping[str, Any] | None, jobs: int, *, seconds_per_call: float = 5.0,
                           provider: Callable[[str], str] = _provider) -> WallEstimate:
-    """How long the calls take at least: each lane needs ``calls / rpm`` minutes,
+    """How long the calls take at least (calls and tokens keyed by model string, or by
+    ``(model, api_base)`` to split lanes by host as a run does): each lane needs ``calls / rpm`` minutes,
     ``tokens / tpm`` minutes and ``calls * seconds_per_call / concurrency``; lanes
     run side by side, sharing the ``jobs`` threads."""
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
@@ -414,10 +415,11 @@ def estimate_wall_seconds(calls_by_model: Mapping[str, int], tokens_by_model: Ma
     declared = {str(p): Limit.of(v, str(p)) for p, v in (limits or {}).items()}
     calls: dict[str, float] = {}
     tokens: dict[str, float] = {}
-    for model, n in calls_by_model.items():
-        name = lane_of(model, None, declared, provider)
+    for key, n in calls_by_model.items():
+        model, api_base = key if isinstance(key, tuple) else (key, None)  # (model, api_base): lanes as a run has them
+        name = lane_of(model, api_base, declared, provider)
         calls[name] = calls.get(name, 0) + n
-        tokens[name] = tokens.get(name, 0) + tokens_by_model.get(model, 0)
+        tokens[name] = tokens.get(name, 0) + tokens_by_model.get(key, 0)
     lanes = {}
     for name, count in calls.items():
         limit = declared.get(name, Limit())

@@ -54,8 +54,9 @@ def _require_rubric(spec: Spec) -> None:
                         "file (draft one: multiverse.draft(spec, rubric=True))")
 
 
-def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None) -> dict[str, Any]:
-    """Per stage: unique work units (stored, failed, blocked, to compute), their model calls, and estimated cost.
+def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None, jobs: int = 8) -> dict[str, Any]:
+    """Per stage: unique work units (stored, failed, blocked, to compute), their model calls, and estimated cost;
+    ``wall``: at least how long the calls take at ``jobs`` under the spec's ``rate_limits``.
 
     Nothing is called and nothing is written (``multiverse.forecast``).
     """
@@ -66,7 +67,7 @@ def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None) -> dict[
     work = build_work(spec, universes)
     st = _store(spec, store)
     check_store_path(st.root, write=False)
-    return forecast(spec, universes, work, st)
+    return forecast(spec, universes, work, st, jobs=jobs)
 
 
 # -- running ----------------------------------------------------------------

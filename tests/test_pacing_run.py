@@ -1,4 +1,5 @@
-"""Pacing wired into a real run: ``multiverse run --jobs 16`` against two providers.
+"""Pacing wired into a real run: ``multiverse run --jobs 16`` against two providers,
+and ``plan``'s wall-time estimate from the spec's ``rate_limits``.
 
 Two loopback OpenAI-compatible servers (tests/ratelimited_server.py) play two
 providers under audit; the simulated world plays the case generator, the
@@ -16,15 +17,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from ratelimited_server import RateLimitedServer
+
+from multiverse import load_spec, plan
 
 REPO = Path(__file__).resolve().parents[1]
 RPM = 480  # 8 calls a second: 48 transcripts take at least 5.9 s
 JITTER = 0.03  # seconds a request may take from the client's pacer to the server's log
 
 
-def two_provider_spec(path: Path, fast_url: str, slow_url: str) -> Path:
+def two_provider_spec(path: Path, fast_url: str, slow_url: str, **rollout) -> Path:
     document = {
         "name": "two-providers",
         "world": "deception",
@@ -42,7 +46,7 @@ def two_provider_spec(path: Path, fast_url: str, slow_url: str) -> Path:
             {"name": "slow", "model": "openai/slow", "api_base": slow_url, "system_prompt": "You are Slow."},
             {"name": "fast", "model": "openai/fast", "api_base": fast_url, "system_prompt": "You are Fast."},
         ],
-        "rollout": {"setting": "single_turn", "user": {"model": "sim/user-cooperative"}, "seed": 7},
+        "rollout": {"setting": "single_turn", "user": {"model": "sim/user-cooperative"}, "seed": 7, **rollout},
         "judge": {"model": "sim/judge-a"},
         "rate_limits": {"openai/slow": {"rpm": RPM, "max_concurrency": 2}},
     }
@@ -79,3 +83,28 @@ def test_two_providers_in_a_run_keep_their_limits_and_do_not_wait_for_each_other
     print(f"fast provider done {fast_end - starts[0]:.2f} s after the slow one's first call; slow took "
           f"{starts[-1] - starts[0]:.2f} s")
     assert fast_end - starts[0] < 0.5 * (starts[-1] - starts[0])
+
+
+@pytest.mark.parametrize(("setting", "jobs"), [("single_turn", 8), ("single_turn", 2), ("multi_turn", 8)])
+def test_plan_estimates_wall_time_from_the_declared_limits(tmp_path, setting, jobs):
+    spec_path = two_provider_spec(tmp_path / "two.yaml", "http://127.0.0.1:9/v1", "http://127.0.0.1:10/v1",
+                                  setting=setting, max_turns=3)
+    result = plan(load_spec(spec_path), store=tmp_path / "store", jobs=jobs)
+    # Worked out by hand: 48 cases per system; sim/ generator, user and judge take no time.
+    per_system = 48 * (3 if setting == "multi_turn" else 1)
+    slow = {"concurrency": per_system * 5.0 / 2, "rpm": per_system / RPM * 60}  # max_concurrency 2
+    fast = per_system * 5.0 / jobs
+    shared = 2 * per_system * 5.0 / jobs  # every provider's calls share the jobs threads
+    wall = result["wall"]
+    assert wall["jobs"] == jobs and wall["seconds_per_call"] == 5.0
+    assert wall["lanes"]["openai/slow"] == {"seconds": max(slow.values()), "bound": max(slow, key=slow.get)}
+    assert wall["lanes"]["openai@127.0.0.1:9"] == {"seconds": fast, "bound": "concurrency"}
+    assert wall["seconds"] == max(shared, max(slow.values()), fast)
+    assert set(wall["lanes"]) == {"openai/slow", "openai@127.0.0.1:9"}  # no sim/ lane
+    env = {k: v for k, v in os.environ.items() if k != "MULTIVERSE_STORE"}
+    shown = subprocess.run([sys.executable, "-m", "multiverse.cli", "plan", str(spec_path), "--store",
+                            str(tmp_path / "store"), "--jobs", str(jobs)],
+                           check=True, cwd=REPO, env=env, capture_output=True, text=True).stdout
+    why = "openai/slow's concurrency" if max(slow.values()) >= shared else f"the {jobs} jobs all providers share"
+    assert f"wall time at least {round(wall['seconds'] / 60) if wall['seconds'] >= 90 else round(wall['seconds'])}" in shown
+    assert why in shown
