@@ -5,13 +5,10 @@ judgment goes through :meth:`LiteLLMClient.complete` (the
 :class:`~multiverse.client.ModelClient` the engine uses by default), which
 calls litellm and adds what an audit needs on top of it:
 
-- pacing per provider lane (:mod:`multiverse.pacing`): the spec's declared
-  ``rate_limits`` are never exceeded, and a provider with none declared is
-  paced from its own answers (a 429 or 503 pauses its lane until Retry-After
-  and lowers its concurrency and rate; clean answers raise them again);
-- retries (tenacity) with exponential backoff and full jitter on server
-  errors, dropped connections and timeouts; a retry after a 429 or 503 waits
-  in its lane instead (the pause, then the lowered rate),
+- pacing per provider lane (:mod:`multiverse.pacing`): declared ``rate_limits``
+  are never exceeded; other providers are paced from their 429s and 503s;
+- retries (tenacity) with exponential backoff and full jitter on server errors,
+  dropped connections and timeouts (after a 429/503, the lane's pause instead),
   while bad requests and missing credentials fail at once
   (:mod:`multiverse.failures` classifies); a stop (``multiverse.interrupt``)
   ends a wait at once and no request starts after it;
@@ -41,7 +38,6 @@ imported on the first call that needs it.
 
 from __future__ import annotations
 
-import math
 import os
 import random
 import threading
@@ -64,25 +60,15 @@ from multiverse.answers import (
 )
 from multiverse.budget import Budget
 from multiverse.client import Completion
+from multiverse.connections import Connections
 from multiverse.config import ModelConfig  # model, params, api_base, api_key_env
 from multiverse.errors import ModelError
 from multiverse.failures import Failure, classify, is_model_failure, one_line, retry_after
-from multiverse.pacing import Pacer
-from multiverse.providers import (
-    KEYLESS,
-    LOCAL_API_KEY,
-    OPENAI_COMPATIBLE,
-    is_loopback,
-    load_litellm,
-    provider_key,
-    provider_of,
-)
+from multiverse.pacing import Pacer, request_tokens
+from multiverse.providers import KEYLESS, LOCAL_API_KEY, OPENAI_COMPATIBLE, is_loopback, load_litellm, provider_key, provider_of
 
-__all__ = ["DEFAULT_COMPLETION_TOKENS", "Completion", "LiteLLMClient", "ModelConfig", "is_loopback", "parse_json_answer",
-           "provider_of"]
+__all__ = ["Completion", "LiteLLMClient", "ModelConfig", "is_loopback", "parse_json_answer", "provider_of"]
 
-#: completion tokens a request without ``max_tokens`` is assumed to use, for its lane's tokens-per-minute
-DEFAULT_COMPLETION_TOKENS = 600
 #: answers that mean "too fast": the lane waits them out, so the retry needs no backoff of its own
 _CONGESTION = frozenset({429, 503})
 
@@ -105,8 +91,8 @@ class _Retry(Exception):
 
     def __init__(self, failure: Failure, exc: BaseException, *, reformatted: bool = False, paced: bool = False):
         super().__init__(failure.reason)
-        self.failure, self.exc, self.reformatted = failure, exc, reformatted
-        self.paced = paced  # a 429/503: the lane already waits out the pause before the next attempt
+        # paced: a 429/503, whose lane waits out the pause before the next attempt
+        self.failure, self.exc, self.reformatted, self.paced = failure, exc, reformatted, paced
 
 
 def _plain(value: Any) -> Any:
@@ -166,6 +152,7 @@ class LiteLLMClient:
         self.rate_limits = dict(rate_limits or {})
         #: the run's lanes; an executor reads it to start units whose lane has room
         self.pacer = Pacer(self.rate_limits, default_concurrency=jobs, provider=lambda model: provider_key(model, None)[0])
+        self._connections = Connections(jobs)
         self._schema_modes: dict[tuple[str, str | None], str | None] = {}
         self._stats = _Stats()
         self._budget = Budget(budget)
@@ -323,6 +310,8 @@ class LiteLLMClient:
         api_key = self._api_key(config)
         if api_key is not None:
             request["api_key"] = api_key
+            if config.api_base and provider_of(config.model) == "openai":  # litellm's own client per call is slow
+                request.setdefault("client", self._connections.client(config.api_base, api_key))
         if seed is not None:
             request["seed"] = seed
         if tools:
@@ -368,17 +357,6 @@ class LiteLLMClient:
         request["response_format"] = {"type": "json_object", "schema": response_format["json_schema"]["schema"]}
         return True
 
-    @staticmethod
-    def estimate_tokens(request: Mapping[str, Any]) -> int:
-        """Tokens a request may use, for its lane's ``tpm``: about four characters a
-        prompt token, plus the completion's cap (or :data:`DEFAULT_COMPLETION_TOKENS`)."""
-        chars = sum(len(str(m.get("content") or "")) for m in request.get("messages") or ())
-        if request.get("tools"):
-            chars += len(str(request["tools"]))
-        cap = request.get("max_completion_tokens") or request.get("max_tokens")
-        completion = cap if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else DEFAULT_COMPLETION_TOKENS
-        return math.ceil(chars / 4) + completion
-
     # -- the retry policy ----------------------------------------------------------
 
     def _call_with_retries(self, config: ModelConfig, request: dict, *, repair: bool) -> tuple[Any, int, float]:
@@ -411,7 +389,7 @@ class LiteLLMClient:
         """One request: (response, cost), or ``_Retry`` / ``ModelError`` for a failed one."""
         interrupt.check()  # after Ctrl-C no request starts, not even a retry
         # The slot waits (interruptibly) for the lane: a pause after a 429, the declared rpm/tpm, a free place.
-        with self.pacer.slot(config.model, config.api_base, self.estimate_tokens(request)) as slot:
+        with self.pacer.slot(config.model, config.api_base, request_tokens(request)) as slot:
             reserved = self._budget.reserve(config.model, request)
             started = time.monotonic()
             try:
@@ -419,9 +397,8 @@ class LiteLLMClient:
             except Exception as exc:
                 seconds = time.monotonic() - started
                 self._budget.settle(reserved, 0.0)
-                status = getattr(exc, "status_code", None)
+                status, wait = getattr(exc, "status_code", None), retry_after(exc)
                 status = status if isinstance(status, int) and not isinstance(status, bool) else None
-                wait = retry_after(exc)
                 slot.report(status, retry_after=None if wait is None else min(wait, self.retry_after_cap))
                 if not is_model_failure(exc):
                     raise  # a bug in the request we built, not a failure of the model

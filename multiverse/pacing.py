@@ -49,10 +49,11 @@ from typing import Any, Self
 from urllib.parse import urlsplit
 
 from . import interrupt
+from .budget import DEFAULT_COMPLETION_TOKENS
 from .errors import InputError
 
-__all__ = ["DECREASE", "INITIAL_CONCURRENCY", "STEP", "Limit", "Pacer", "Slot", "WallEstimate",
-           "estimate_wall_seconds", "lane_of"]
+__all__ = ["DECREASE", "INITIAL_CONCURRENCY", "STEP", "Limit", "Pacer", "Slot",
+           "WallEstimate", "estimate_wall_seconds", "lane_of", "request_tokens"]
 
 PERIOD = 60.0  # rpm and tpm are per minute
 #: multiplicative decrease on a 429/503
@@ -108,6 +109,18 @@ def lane_of(model: str, api_base: str | None, prefixes, provider: Callable[[str]
     host = urlsplit(api_base).netloc.rsplit("@", 1)[-1] if api_base else ""  # never a user:password@
     name = provider(model) or model
     return f"{name}@{host}" if host else name
+
+
+def request_tokens(request: Mapping[str, Any]) -> int:
+    """Tokens a chat request (litellm's keyword arguments) may use, for its slot: about
+    four characters a prompt token, plus the completion's cap (or the budget's default, :data:`multiverse.budget.DEFAULT_COMPLETION_TOKENS`).
+    Answers report the real count (:meth:`Slot.report`), which corrects the lane's minute."""
+    chars = sum(len(str(m.get("content") or "")) for m in request.get("messages") or ())
+    if request.get("tools"):
+        chars += len(str(request["tools"]))
+    cap = request.get("max_completion_tokens") or request.get("max_tokens")
+    completion = cap if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else DEFAULT_COMPLETION_TOKENS
+    return math.ceil(chars / 4) + completion
 
 
 class Slot:
