@@ -110,6 +110,10 @@ def run(
     if backend == "dask" and budget is not None:
         raise InputError("budget: not supported with backend='dask' (each worker has its own client); "
                          "run locally to cap spending", param="budget")
+    if backend == "dask" and spec.rate_limits:
+        # Each worker paces only its own calls: together they would exceed the declared limits.
+        raise InputError("backend: 'dask' does not keep the spec's rate_limits (each worker paces its own calls); "
+                         "run locally, or remove rate_limits", param="backend")
     universes = expand(spec)
     work = build_work(spec, universes)
     st = _store(spec, store)
