@@ -12,30 +12,30 @@ Importing this package does not import litellm; :func:`register` does.
 
 from __future__ import annotations
 
-from .respond import SimReply, respond
-from .truth import Expectation, TranscriptTruth, expected_overall, expected_rate, judge_rates, transcript_truth
+from .. import model_names
 from .loader import builtin_worlds, load_world, world_ref
 from .names import check_name
+from .respond import SimReply, respond
+from .truth import Expectation, TranscriptTruth, expected_overall, expected_rate, judge_rates, transcript_truth
 from .world import World
-from .. import model_names
 
 # The model layer asks this registry, not this package, whether a sim/ name exists.
 model_names.register("sim", check_name)
 
 __all__ = [
+    "Expectation",
+    "SimReply",
+    "TranscriptTruth",
+    "World",
+    "builtin_worlds",
+    "expected_overall",
+    "expected_rate",
+    "judge_rates",
+    "load_world",
     "register",
     "respond",
-    "SimReply",
-    "World",
-    "load_world",
-    "builtin_worlds",
-    "world_ref",
     "transcript_truth",
-    "TranscriptTruth",
-    "expected_rate",
-    "expected_overall",
-    "Expectation",
-    "judge_rates",
+    "world_ref",
 ]
 
 

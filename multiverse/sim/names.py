@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..errors import SpecError
 from .loader import load_world
+from .world import User
 
 __all__ = ["check_name"]
 
@@ -34,7 +35,7 @@ def check_name(name: str, role: str, api_base: str | None, persona: str | None) 
         what = "an unknown model" if model is None else f"a {model.kind}, not a {' or '.join(kinds)}"
         listed = ", ".join(f"sim/{n}" for n in fitting) or "(none declared)"
         return [("model", f"sim/{name} is {what} in world '{world.name}'; expected one of: {listed}")]
-    if role == "user" and persona and persona not in model.personas:
+    if role == "user" and persona and isinstance(model, User) and persona not in model.personas:
         listed = ", ".join(sorted(model.personas)) or "(none declared)"
         problem = f"unknown persona {persona!r} for sim/{name} in world '{world.name}'; expected one of: {listed}, or no persona"
         return [("persona", problem)]
