@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import stat
-import time
 import tracemalloc
 from pathlib import Path
 
@@ -108,9 +107,8 @@ def test_huge_sizes_are_refused_by_validate_quickly(tmp_path, capsys, path, valu
         node[last] = value
         where = path
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(document))
-    started = time.perf_counter()
+    # How quickly: tests/bench/bench_quick_paths.py.
     code, _, err = run_cli(["validate", tmp_path / "spec.yaml"], capsys)
-    assert time.perf_counter() - started < 10
     refused(code, err, where, "expected at most")
 
 
@@ -137,13 +135,12 @@ def test_a_sample_of_a_billion_universes_never_lists_the_grid(tmp_path):
                                exclude=[{"a0": "o1", "a1": "o1"}], sample={"n": 10, "method": method, "seed": 4})
         spec = load_spec(spec_path)
         tracemalloc.start()
-        started = time.perf_counter()
         universes = expand(spec)
-        seconds = time.perf_counter() - started
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-        # Listing 10^9 universes would take hours and gigabytes; the sample takes a few resolves.
-        assert seconds < 10 and peak < 50 * 2**20, (seconds, peak)
+        # Listing 10^9 universes would take gigabytes; the sample takes a few resolves
+        # (and a fraction of a second: tests/bench/bench_quick_paths.py).
+        assert peak < 50 * 2**20, peak
         assert len({u.id for u in universes}) == 10
         assert universes[0].is_primary and dict(universes[0].options) == primary
         assert not any(u.options["a0"] == "o1" and u.options["a1"] == "o1" for u in universes)
@@ -158,9 +155,7 @@ def test_a_sample_of_a_billion_universes_never_lists_the_grid(tmp_path):
 
 def test_a_huge_grid_without_a_sample_is_refused_by_validate(tmp_path, capsys):
     write_spec(tmp_path, axes=_huge_grid())
-    started = time.perf_counter()
     code, _, err = run_cli(["validate", tmp_path / "spec.yaml"], capsys)
-    assert time.perf_counter() - started < 20
     refused(code, err, "universes", "sample")
 
 
@@ -190,9 +185,7 @@ def test_special_input_files_are_refused_without_blocking(tmp_path, capsys, kind
         document["design"]["cases"] = target.name
         spec = tmp_path / "spec.yaml"
         spec.write_text(yaml.safe_dump(document))
-    started = time.perf_counter()
     code, _, err = run_cli(["validate", spec], capsys)
-    assert time.perf_counter() - started < 20
     refused(code, err, f"{target.name}")
 
 
@@ -452,7 +445,7 @@ def test_formula_cells_are_inert_in_every_csv_and_round_trip(tmp_path, capsys):
         with open(out / name, newline="") as fh:
             for row in csv.reader(fh):
                 for cell in row:
-                    assert not cell[:1] in ("=", "+", "-", "@", "\t", "\r") or _is_number(cell), (name, cell)
+                    assert cell[:1] not in ("=", "+", "-", "@", "\t", "\r") or _is_number(cell), (name, cell)
     # Parquet keeps the text; a folder read back from CSV alone gives the same text.
     parquet = pd.read_parquet(out / "verdicts.parquet")
     assert "=HYPERLINK(\"http://x\",\"y\")" in set(parquet["system"])
@@ -681,13 +674,13 @@ def test_tables_that_are_not_regular_files_are_refused_without_blocking(tmp_path
         os.mkfifo(target)
     else:
         target.symlink_to("/dev/zero")
-    started = time.perf_counter()
+    # A FIFO or /dev/zero that were opened would block or fill memory: reaching the asserts is the test.
     code, _, err = run_cli(["ranking", target, "--boot", "0"], capsys)
     refused(code, err, "verdicts.csv", "regular file")
     code, _, err = run_cli(["import", "table", target, "--system", "s", "--item", "i", "--label", "l",
                             "--out", tmp_path / "o"], capsys)
     refused(code, err, "verdicts.csv", "regular file")
-    assert time.perf_counter() - started < 20 and not (tmp_path / "o").exists()
+    assert not (tmp_path / "o").exists()
 
 
 @pytest.mark.parametrize(("where", "seed"), [("rollout.seed", -1), ("rollout.seed", 2**70), ("sample.seed", -5)])
