@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 
@@ -74,6 +75,19 @@ def _close_figures():
 @pytest.fixture
 def rng():
     return np.random.default_rng(20261130)
+
+
+@pytest.fixture
+def verdicts() -> pd.DataFrame:
+    """A synthetic verdicts table: 8 universes (judge x evidence x scoring) x 3 systems x 30 cases x 2 replicates.
+
+    Drawn from synthetic.latent_verdicts, so universes share cases and
+    transcripts as real ones do; 5% of rows failed (status judge_failed,
+    compliant missing). A fresh copy per test: tests may edit it.
+    """
+    from synthetic import latent_verdicts
+
+    return latent_verdicts(rates={"A": 0.55, "B": 0.7, "C": 0.8}, replicates=2, fail=0.05)
 
 
 def tiny_spec_document(**overrides) -> dict:
