@@ -41,6 +41,10 @@ class CliResult:
     stdout: str
     stderr: str
 
+    def __iter__(self) -> Iterator[object]:
+        """Unpacks as ``code, stdout, stderr``."""
+        return iter((self.returncode, self.stdout, self.stderr))
+
     def ok(self) -> str:
         """Assert the command succeeded without a traceback; return its stdout."""
         assert "Traceback" not in self.stdout + self.stderr, self.stderr
@@ -87,6 +91,10 @@ def _environment(changes: Mapping[str, str | None] | None) -> Iterator[None]:
         os.environ.update(saved)
 
 
+def _print_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    (file or sys.stderr).write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
 def run_cli(argv: Sequence[object], *, cwd: Path | str | None = None,
             env: Mapping[str, str | None] | None = None) -> CliResult:
     """``multiverse <argv>`` in this process, from ``cwd``, with ``env`` changes; argv items are str()-ed."""
@@ -99,8 +107,10 @@ def run_cli(argv: Sequence[object], *, cwd: Path | str | None = None,
     try:
         with _environment(env), warnings.catch_warnings(), \
                 contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            # A fresh filter list: a warning the command gives is shown on every run, not once per process.
+            # As in a process of its own: every warning the command gives is printed to its
+            # stderr (not once per process, and not into pytest's warning log).
             warnings.simplefilter("default")
+            warnings.showwarning = _print_warning
             if cwd is not None:
                 os.chdir(cwd)
             try:

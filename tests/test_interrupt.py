@@ -30,6 +30,7 @@ from multiverse.store import Store
 
 sys.path.insert(0, str(Path(__file__).parent))
 from audit_server import audit_responder, fake_spec_document
+from cli_runner import start_cli
 from fakeserver import FakeServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -41,12 +42,10 @@ def write_spec(path: Path, url: str, **kwargs) -> Path:
     return path
 
 
-def start_cli(tmp_path: Path, spec: Path, *extra: str) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if k != "MULTIVERSE_STORE"}
-    env["PYTHONPATH"] = str(REPO)
-    command = [sys.executable, "-m", "multiverse.cli", "run", str(spec), "--out", str(tmp_path / "run"),
-               "--store", str(tmp_path / "store"), "--jobs", str(JOBS), "--quiet", *extra]
-    return subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def start_run(tmp_path: Path, spec: Path, *extra: str) -> subprocess.Popen:
+    """``multiverse run`` as a process of its own: these tests send it signals."""
+    return start_cli(["run", spec, "--out", tmp_path / "run", "--store", tmp_path / "store", "--jobs", JOBS,
+                      "--quiet", *extra], cwd=tmp_path)
 
 
 def wait_for(condition, timeout: float = 60.0) -> None:
@@ -82,7 +81,7 @@ def one_line(stderr: str) -> str:
 def test_first_signal_stops_new_calls_keeps_finished_ones_and_exits_130(tmp_path):
     with FakeServer(responder=audit_responder, latency=0.25) as server:
         spec = write_spec(tmp_path / "stop.yaml", server.url, name="stop", cases_per_cell=6)
-        child = start_cli(tmp_path, spec)
+        child = start_run(tmp_path, spec)
         wait_for(lambda: server.counts["total"] >= 5 or child.poll() is not None)
         assert child.poll() is None
         child.send_signal(signal.SIGINT)
@@ -107,7 +106,7 @@ def test_sigterm_mid_rollout_starts_no_next_turn_and_a_rerun_resumes(tmp_path):
         spec_path = write_spec(tmp_path / "turns.yaml", server.url, name="turns", cases_per_cell=1)
         spec = load_spec(spec_path)
         drafts = plan(spec, store=tmp_path / "store")["stages"]["draft"]["calls"]
-        child = start_cli(tmp_path, spec_path)
+        child = start_run(tmp_path, spec_path)
         # Past the drafts, two transcripts (4 calls each) in flight.
         wait_for(lambda: server.counts["total"] >= drafts + 3 or child.poll() is not None)
         child.send_signal(signal.SIGTERM)
@@ -133,7 +132,7 @@ def test_second_signal_exits_at_once_without_traceback_or_claims(tmp_path):
     # Calls take 8 s: the first signal's grace would wait for them, the second must not.
     with FakeServer(responder=audit_responder, latency=8.0) as server:
         spec = write_spec(tmp_path / "twice.yaml", server.url, name="twice")
-        child = start_cli(tmp_path, spec)
+        child = start_run(tmp_path, spec)
         wait_for(lambda: server.in_flight >= JOBS or child.poll() is not None)
         assert store_files(tmp_path / "store", "*.claim")  # the units in flight are claimed
         child.send_signal(signal.SIGINT)
