@@ -47,11 +47,11 @@ def _flip_table(tmp_path, rng, n_options=3) -> Path:
 
 
 def test_every_top_flip_is_listed_with_its_universe(tmp_path, rng, monkeypatch):
+    import dataclasses
+
     import multiverse.analysis.ranking as ranking_module
     from multiverse.report import build_report_html
     from multiverse.tables import load_run
-
-    import dataclasses
 
     tables = load_run(_flip_table(tmp_path, rng))
     first = tables.verdicts.iloc[0]

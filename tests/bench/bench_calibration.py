@@ -34,14 +34,14 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from test_calibration import audit_world, verdict_table  # noqa: E402
+from test_calibration import audit_world, verdict_table
 
-from multiverse.analysis.inference import (  # noqa: E402
+from multiverse.analysis.inference import (
     STATISTICS,
     joint_difference_test,
     joint_rate_test,
 )
-from multiverse.stages.score import CI_METHODS, compute_rates  # noqa: E402
+from multiverse.stages.score import CI_METHODS, compute_rates
 
 RATES = (0.02, 0.05, 0.10, 0.30, 0.50, 0.90, 0.98)
 CASES = (30, 36, 100)

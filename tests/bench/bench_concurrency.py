@@ -106,10 +106,10 @@ def speedup(latency: float, calls: int, jobs_levels: list[int], serial_calls: in
             client = ModelClient(jobs=jobs)
             config = ModelConfig("openai/fake", {}, api_base=server.url)
             with ThreadPoolExecutor(jobs) as pool:
-                list(pool.map(lambda _: client.complete(config, MESSAGES), range(2 * jobs)))  # warm the pool
+                list(pool.map(lambda _, client=client, config=config: client.complete(config, MESSAGES), range(2 * jobs)))  # warm the pool
                 server.stats()  # restart the in-flight peak
                 wall, cpu = time.perf_counter(), time.process_time()
-                list(pool.map(lambda _: client.complete(config, MESSAGES), range(n)))
+                list(pool.map(lambda _, client=client, config=config: client.complete(config, MESSAGES), range(n)))
                 wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
             ideal = n * latency / jobs
             rows.append(

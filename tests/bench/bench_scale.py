@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import gc
+import itertools
 import json
 import os
 import pickle
@@ -147,7 +148,7 @@ def synthetic_verdicts(n_universes: int, *, systems: int = 5, cases: int = 120, 
 
     universe_ids = [f"{(k * 0x9E3779B97F4A7C15) % 2**64:016x}" for k in range(n_universes)]
     columns = {"universe_id": pd.Categorical.from_codes(u, universe_ids)}
-    for i, (name, _, k) in enumerate(axes):
+    for _i, (name, _, k) in enumerate(axes):
         columns[name] = pd.Categorical.from_codes(option[name], [f"{name}_{j}" for j in range(k)])
     columns["system"] = pd.Categorical.from_codes(s, [f"system_{j}" for j in range(systems)])
     behavior = np.arange(cases) % len(BEHAVIORS)
@@ -304,11 +305,11 @@ def child(args) -> None:
 
 def _step_imports(name: str) -> None:
     # Import the modules before the clock starts: import time is not analysis time.
-    import multiverse.analysis.agreement  # noqa: F401
-    import multiverse.analysis.curve  # noqa: F401
-    import multiverse.analysis.inference  # noqa: F401
-    import multiverse.analysis.ranking  # noqa: F401
-    import multiverse.analysis.variance  # noqa: F401
+    import multiverse.analysis.agreement
+    import multiverse.analysis.curve
+    import multiverse.analysis.inference
+    import multiverse.analysis.ranking
+    import multiverse.analysis.variance
     import multiverse.stages.score  # noqa: F401
 
 
@@ -395,7 +396,7 @@ def main() -> int:
     sizes = sorted(results)
     if len(sizes) > 1:
         print("\ngrowth (time ratio / peak-memory ratio between consecutive sizes; rows grow 10x):")
-        for small, big in zip(sizes, sizes[1:]):
+        for small, big in itertools.pairwise(sizes):
             line = []
             for step in args.steps:
                 a, b = results[small]["steps"].get(step, {}), results[big]["steps"].get(step, {})
