@@ -22,12 +22,17 @@ from .atomicfile import atomic_write, atomic_write_text
 from .csvsafe import FORMULA_START, QUOTE
 from .errors import InputError
 
+# The columns are vocabulary (defined once there); the names stay importable from here for old callers.
+from .vocabulary import (  # noqa: F401
+    CORE_COLUMNS,
+    CRITERIA_COLUMNS,
+    RATE_COLUMNS,
+    SCHEMA_VERSION,
+    STATUSES,
+    VERDICT_COLUMNS,
+)
+
 __all__ = [
-    "SCHEMA_VERSION",
-    "VERDICT_COLUMNS",
-    "CRITERIA_COLUMNS",
-    "RATE_COLUMNS",
-    "CORE_COLUMNS",
     "RunTables",
     "atomic_write",
     "write_table",
@@ -39,25 +44,6 @@ __all__ = [
     "split_factors",
     "universe_ids",
 ]
-
-SCHEMA_VERSION = 1
-
-#: verdicts: one row per universe x system x case x replicate. Axis and design-factor
-#: columns sit between ``universe_id`` and ``system``.
-VERDICT_COLUMNS = [
-    "universe_id", "system", "case_id", "replicate", "transcript_key", "judgment_key",
-    "status", "reason", "compliant",
-]
-#: criteria: one row per judgment x judge sample x criterion.
-CRITERIA_COLUMNS = ["judgment_key", "sample", "criterion", "permissible", "applicable", "compliant", "rationale"]
-#: rates: one row per universe x system x subgroup.
-RATE_COLUMNS = ["universe_id", "system", "subgroup", "n", "n_compliant", "rate", "ci_low", "ci_high"]
-
-CORE_COLUMNS = frozenset(
-    VERDICT_COLUMNS + CRITERIA_COLUMNS + RATE_COLUMNS
-    + ["estimator", "label", "is_primary", "item", "label_value", "sample"]
-)
-STATUSES = ("ok", "excluded", "rollout_failed", "judge_failed")
 
 
 def write_table(frame: pd.DataFrame, directory: str | os.PathLike, name: str) -> None:

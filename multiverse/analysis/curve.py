@@ -38,6 +38,7 @@ from scipy import stats
 from multiverse.analysis.intervals import rate_intervals
 from multiverse.errors import InputError
 from multiverse.tables import universe_ids
+from multiverse.vocabulary import CI_METHODS
 
 if TYPE_CHECKING:
     from multiverse.analysis.inference import JointTest
@@ -380,8 +381,6 @@ def _ci_settings(
     universe_id: pd.Series, ci: str | pd.DataFrame, level: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """The CI method and level of each curve row."""
-    from multiverse.stages.score import CI_METHODS
-
     if isinstance(ci, pd.DataFrame):
         if "universe_id" not in ci.columns or "ci" not in ci.columns:
             raise InputError("ci: expected a method name or a table with universe_id and ci columns")

@@ -60,7 +60,8 @@ from multiverse.importers.directory import (
     write_import_dir,
 )
 from multiverse.keys import digest
-from multiverse.stages.score import RULES, compute_rates, score_verdicts
+from multiverse.stages.score import compute_rates, score_verdicts
+from multiverse.vocabulary import SCORING_RULES
 
 __all__ = ["import_assert", "INFERRED_AXES"]
 
@@ -104,8 +105,8 @@ def import_assert(
     check_output_dir(out_dir, kind="import", input_dirs=run_dirs, force=force)
     rules = [scoring] if isinstance(scoring, str) else list(scoring)
     for rule in rules:
-        if rule not in RULES:
-            raise InputError(f"import assert: scoring: unknown rule {rule!r}; known: {', '.join(RULES)}")
+        if rule not in SCORING_RULES:
+            raise InputError(f"import assert: scoring: unknown rule {rule!r}; known: {', '.join(SCORING_RULES)}")
     warnings: list[str] = []
     runs = [read_run(Path(path), warnings) for path in run_dirs]
     _check_distinct(runs)

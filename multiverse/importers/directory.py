@@ -24,7 +24,8 @@ from typing import Any
 import pandas as pd
 
 from multiverse.errors import InputError
-from multiverse.tables import SCHEMA_VERSION, write_json, write_table
+from multiverse.tables import write_json, write_table
+from multiverse.vocabulary import CI_METHODS, SCHEMA_VERSION
 
 __all__ = ["ImportResult", "write_import_dir", "resolve_primary", "check_ci"]
 
@@ -54,8 +55,6 @@ class ImportResult:
 
 def check_ci(ci: str) -> str:
     """The CI method of an import's rates, checked against the methods the scorer knows."""
-    from multiverse.stages.score import CI_METHODS
-
     if ci not in CI_METHODS:
         raise InputError(f"ci: unknown method {ci!r}; expected one of: {', '.join(CI_METHODS)}")
     return ci

@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .markup import _Raw, _collapsed, _e, _fmt, _list, _table, _without_markers
+from ..vocabulary import STATUSES
+from .markup import _collapsed, _e, _fmt, _list, _Raw, _table, _without_markers
 from .run import _Run
 
 __all__ = ["EXAMPLES_PER_CELL", "MAX_DRILLDOWN", "_failures", "_drilldown", "_spec", "_provenance"]
@@ -24,14 +25,13 @@ EXAMPLES_PER_CELL = 3
 MAX_DRILLDOWN = 60
 # A longer turn is cut, so one runaway answer does not swamp the page.
 _MAX_TURN_CHARS = 4000
-_STATUSES = ("ok", "excluded", "rollout_failed", "judge_failed")
 
 
 def _failures(run: _Run) -> str:
     v = run.verdicts
     if "status" not in v.columns:
         return '<p class="note">This source has no status column: every row counts as a label.</p>'
-    statuses = list(_STATUSES) + sorted(set(v["status"].dropna().astype(str)) - set(_STATUSES))
+    statuses = list(STATUSES) + sorted(set(v["status"].dropna().astype(str)) - set(STATUSES))
     totals = v["status"].value_counts()
     out = _injected(run) + "<p>Verdict rows by status: " + ", ".join(
         f"<b>{_e(s)}</b> {int(totals.get(s, 0))}" for s in statuses) + f" (of {len(v)}).</p>"

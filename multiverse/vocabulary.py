@@ -1,0 +1,87 @@
+"""The audit's vocabulary: every named choice and every table column, defined once.
+
+Each choice is a ``Literal`` type (for annotations and pydantic models) and a
+tuple of its values derived from that type (for checks and messages), so the
+two can never disagree. Everything else imports from here; nothing here
+imports from the rest of multiverse, so any module may depend on it.
+
+- :data:`SCORING_RULES`: how a judgment's criteria become one verdict;
+- :data:`ESTIMATORS`: how verdicts become a rate (pooled or cell-balanced);
+- :data:`CI_METHODS`: the interval around a rate;
+- :data:`STATUSES`: what became of a verdict row (only ``ok`` counts);
+- :data:`SAMPLE_STATUSES`: what became of one judge sample;
+- :data:`STAGES`: the pipeline's stages in data-flow order, and
+  :data:`STAGE_OF_RECORD` the stage that writes each kind of stored record;
+- :data:`VERDICT_COLUMNS`, :data:`CRITERIA_COLUMNS`, :data:`RATE_COLUMNS`:
+  the documented columns of the results tables (``SCHEMA_VERSION``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+__all__ = [
+    "ScoringRule", "SCORING_RULES",
+    "Estimator", "ESTIMATORS",
+    "CIMethod", "CI_METHODS",
+    "Status", "STATUSES", "COUNTED_STATUS",
+    "SampleStatus", "SAMPLE_STATUSES",
+    "Stage", "STAGES", "RecordKind", "RECORD_KINDS", "STAGE_OF_RECORD",
+    "BEHAVIOR",
+    "SCHEMA_VERSION", "VERDICT_COLUMNS", "CRITERIA_COLUMNS", "RATE_COLUMNS", "RATE_VALUE_COLUMNS", "CORE_COLUMNS",
+]
+
+ScoringRule = Literal["all_applicable", "impermissible_only", "no_applicable_is_compliant", "majority_of_samples"]
+SCORING_RULES: tuple[str, ...] = get_args(ScoringRule)
+
+Estimator = Literal["pooled", "cell_balanced"]
+ESTIMATORS: tuple[str, ...] = get_args(Estimator)
+
+CIMethod = Literal["wilson", "bootstrap"]
+CI_METHODS: tuple[str, ...] = get_args(CIMethod)
+
+#: A verdict row's status, in the order tables and reports list them.
+Status = Literal["ok", "excluded", "rollout_failed", "judge_failed"]
+STATUSES: tuple[str, ...] = get_args(Status)
+#: The one status whose verdicts count towards a rate.
+COUNTED_STATUS: Status = "ok"
+
+#: The status of one judge sample before the samples of a judgment are combined.
+SampleStatus = Literal["ok", "judge_failed", "excluded"]
+SAMPLE_STATUSES: tuple[str, ...] = get_args(SampleStatus)
+
+#: The pipeline's stages, in data-flow order; an axis "touches" the first stage it changes.
+Stage = Literal["draft", "rollout", "judge", "score"]
+STAGES: tuple[str, ...] = get_args(Stage)
+
+#: The kinds of record the store holds, in data-flow order, and the stage that writes each.
+RecordKind = Literal["case", "transcript", "judgment"]
+RECORD_KINDS: tuple[str, ...] = get_args(RecordKind)
+STAGE_OF_RECORD: dict[str, str] = dict(zip(RECORD_KINDS, STAGES[:3]))
+
+#: The design factor the rubric's behaviors fill by default (a column of the verdicts table).
+BEHAVIOR = "behavior"
+
+#: Version of the run/import directory layout (tables and manifest).
+SCHEMA_VERSION = 1
+
+#: verdicts: one row per universe x system x case x replicate. Axis and design-factor
+#: columns sit between ``universe_id`` and ``system``.
+VERDICT_COLUMNS: tuple[str, ...] = (
+    "universe_id", "system", "case_id", "replicate", "transcript_key", "judgment_key",
+    "status", "reason", "compliant",
+)
+#: criteria: one row per judgment x judge sample x criterion.
+CRITERIA_COLUMNS: tuple[str, ...] = (
+    "judgment_key", "sample", "criterion", "permissible", "applicable", "compliant", "rationale",
+)
+#: The columns a rate row carries after its universe, axis and system columns.
+RATE_VALUE_COLUMNS: tuple[str, ...] = ("subgroup", "n", "n_compliant", "rate", "ci_low", "ci_high")
+#: rates: one row per universe x system x subgroup (axis columns after ``universe_id``,
+#: ``estimator`` last).
+RATE_COLUMNS: tuple[str, ...] = ("universe_id", "system", *RATE_VALUE_COLUMNS)
+
+#: Columns that are never an axis when a bare table's axes are inferred.
+CORE_COLUMNS: frozenset[str] = frozenset(
+    (*VERDICT_COLUMNS, *CRITERIA_COLUMNS, *RATE_COLUMNS, "estimator", "label", "is_primary", "item", "label_value")
+)
