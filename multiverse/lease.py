@@ -56,13 +56,12 @@ class Lease:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> None:
         self._stop.set()
         try:
             self.path.unlink()
         except FileNotFoundError:
             pass
-        return False
 
     def held(self) -> bool:
         """Whether the lease file is still there (it is gone if the store was deleted)."""

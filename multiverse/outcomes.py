@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 __all__ = ["DEFINITIONS", "OUTCOMES", "check_tally", "failure_examples", "reason_class", "row_outcomes", "short_reason",
            "tally", "unit_outcomes"]
@@ -88,7 +89,7 @@ def tally(outcomes: Mapping[str, tuple[str, str]] | Iterable[tuple[str, str]]) -
         raise ValueError(f"unknown outcome(s) {sorted(unknown)}; expected one of {OUTCOMES}")
     failures = Counter(reason_class(reason) for outcome, reason in items if outcome == "failed")
     blocked_by = Counter(reason_class(reason) for outcome, reason in items if outcome == "blocked")
-    out = {"units": len(items), **{o: int(counts.get(o, 0)) for o in OUTCOMES}}
+    out: dict[str, Any] = {"units": len(items), **{o: int(counts.get(o, 0)) for o in OUTCOMES}}
     out["failures"] = dict(sorted(failures.items(), key=lambda kv: (-kv[1], kv[0])))
     out["blocked_by"] = dict(sorted(blocked_by.items(), key=lambda kv: (-kv[1], kv[0])))
     return out
@@ -152,9 +153,9 @@ def row_outcomes(work, outcomes: Mapping[str, Mapping[str, tuple[str, str]]],
     to compute), else ``stored``. ``statuses``, after a run, are the verdicts'
     own statuses, so these counts match the verdicts table exactly.
     """
-    statuses = list(statuses) if statuses is not None else [None] * len(work.rows)
+    listed: list[str | None] = list(statuses) if statuses is not None else [None] * len(work.rows)
     out = []
-    for row, status in zip(work.rows, statuses):
+    for row, status in zip(work.rows, listed):
         transcript = outcomes["transcript"][row.transcript_key][0]
         calls = [outcomes["judgment"][k][0] for k in row.judge_calls]
         if status in ("rollout_failed", "judge_failed"):
