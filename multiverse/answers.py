@@ -15,6 +15,11 @@ schema; anything else raises ``ValueError`` with a short reason, never a guess.
 model client (``multiverse.llm``) makes before it gives up with
 ``ModelError(reason="unparseable")``.
 
+``answer_message``, ``answer_text`` and ``answer_tool_calls`` read a chat
+response (OpenAI's shape, as litellm returns it) without guessing: content
+that is not a string is kept as JSON, tool-call arguments that are not a
+JSON object are kept as the text the model sent.
+
 Importing this module imports neither litellm nor jsonschema; jsonschema is
 imported on the first validation.
 """
@@ -27,7 +32,8 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["MAX_ANSWER_CHARS", "MAX_DEPTH", "parse_json_answer", "repair_messages", "storable", "storable_text", "too_deep"]
+__all__ = ["MAX_ANSWER_CHARS", "MAX_DEPTH", "answer_message", "answer_text", "answer_tool_calls", "parse_json_answer",
+           "repair_messages", "storable", "storable_text", "too_deep"]
 
 #: The longest answer kept whole (about 250k tokens: more than any model's output
 #: limit). A hostile or broken server's 10 MB answer would otherwise be stored,
@@ -163,3 +169,43 @@ def repair_messages(messages: list[dict], text: str, problem: str, schema: Mappi
         if task:
             plea = f"{plea}\n{task}"
     return [*messages, {"role": "assistant", "content": text}, {"role": "user", "content": plea}]
+
+
+def answer_message(response: Any, model: str) -> Any:
+    """The first choice's message of a chat response; ``ModelError(empty_response)`` when there is none."""
+    from .errors import ModelError
+
+    choices = getattr(response, "choices", None)
+    if not choices:
+        raise ModelError(f"{model}: the answer has no choices", reason="empty_response")
+    return choices[0].message
+
+
+def answer_text(message: Any) -> str:
+    """The answer's text; a provider's non-string content (parts, numbers) as JSON, never guessed at."""
+    content = getattr(message, "content", None)
+    if content is None or isinstance(content, str):
+        return content or ""
+    return json.dumps(content, default=str, ensure_ascii=False)
+
+
+def answer_tool_calls(message: Any) -> list[dict]:
+    """[{id, name, arguments}]: arguments as a dict when the model sent a JSON
+    object, else exactly the text it sent (the rollout answers that with an error)."""
+    calls = []
+    for i, call in enumerate(getattr(message, "tool_calls", None) or []):
+        function = getattr(call, "function", None)
+        raw = getattr(function, "arguments", None)
+        arguments: Any = raw if isinstance(raw, str) else json.dumps(raw, default=str)
+        if isinstance(raw, dict) and not too_deep(raw):
+            arguments = raw
+        elif isinstance(raw, str):
+            try:
+                decoded = json.loads(raw) if raw.strip() else {}
+            except (ValueError, RecursionError):
+                decoded = None  # keep what the model said; never guess the arguments it meant
+            if isinstance(decoded, dict) and not too_deep(decoded):
+                arguments = decoded
+        calls.append({"id": str(getattr(call, "id", None) or f"call_{i}"),
+                      "name": str(getattr(function, "name", None) or ""), "arguments": arguments})
+    return calls

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .schema import Problems
-    from .spec import Spec
+    from ._spec.models import Spec
+    from ._spec.problems import Problems
 
 __all__ = [
     "CAPS",
@@ -182,7 +182,8 @@ def _check_total(spec: Spec, problems: Problems) -> None:
 
 def transcripts_per_universe(spec: Spec) -> int | None:
     """An upper bound of cases x replicates x systems; None when the cells alone pass the cap."""
-    from .spec import design_levels
+    # Imported here: table importers use these bounds and need not load the spec's models.
+    from ._spec.models import design_levels
 
     # Cells multiply: ten dimensions of ten levels are 10^10 cells. Stop counting past the cap.
     cells = 1

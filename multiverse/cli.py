@@ -745,8 +745,8 @@ def cmd_report(args) -> int:
 
 def cmd_power(args) -> int:
     from .analysis.power import design_power
+    from .design import case_counts
     from .spec import load_spec
-    from .stages.draft import case_counts
 
     spec = load_spec(args.spec)
     counts = [n for _, n in case_counts(spec)] if spec.cases is None else [len(spec.cases)]
@@ -846,8 +846,8 @@ def cmd_store(args) -> int:
     if args.store_command == "stats":
         result = store.stats()
     else:
-        from .pipeline import referenced_keys
         from .spec import load_spec
+        from .work import referenced_keys
 
         keep: dict[str, set[str]] = {}
         for path in args.specs:

@@ -25,13 +25,13 @@ from collections.abc import Callable
 from typing import Any
 
 from . import interrupt
+from .client import ModelClient
 from .interrupt import RunInterrupted
 from .store import Store
+from .vocabulary import STAGE_OF_RECORD
 
-__all__ = ["ELSEWHERE", "STAGE_NAMES", "DaskSession", "Executor"]
+__all__ = ["ELSEWHERE", "DaskSession", "Executor"]
 
-#: store stage -> pipeline stage, in data-flow order
-STAGE_NAMES = {"case": "draft", "transcript": "rollout", "judgment": "judge"}
 
 _CLAIMED = "claimed by another run"
 ELSEWHERE = "computed by another run"
@@ -43,17 +43,21 @@ class Executor:
     """Runs one stage's units and stores each result the moment it exists.
 
     ``attempt(stage, unit, upstream, client, budget_hit) -> (record, failure)``
-    computes one unit; ``remote`` is the function a Dask worker runs for one
-    unit (``(stage, unit, upstream, store_root, jobs) -> (key, failure)``).
+    computes one unit (default :func:`multiverse.compute.attempt`); ``remote``
+    is the function a Dask worker runs for one unit (``(stage, unit, upstream,
+    store_root, jobs) -> (key, failure)``, default :func:`multiverse.compute.dask_unit`).
     ``local`` uses daemon threads in this process; ``dask`` sends each unit to
     a Dask cluster whose workers share the store directory and store what they
     compute themselves, so a worker that dies loses only its call in flight.
     """
 
-    def __init__(self, store: Store, client, *, jobs: int, progress: bool, attempt: Callable, remote: Callable | None = None,
-                 backend: str = "local", dask_client=None, grace: float | None = None):
+    def __init__(self, store: Store, client: ModelClient, *, jobs: int, progress: bool, attempt: Callable | None = None,
+                 remote: Callable | None = None, backend: str = "local", dask_client=None, grace: float | None = None):
+        from . import compute
+
         self.store, self.client, self.jobs, self.progress = store, client, max(1, jobs), progress
-        self.attempt, self.remote = attempt, remote
+        self.attempt = compute.attempt if attempt is None else attempt
+        self.remote = compute.dask_unit if remote is None else remote
         self.backend, self.dask_client = backend, dask_client
         self.grace = interrupt.GRACE if grace is None else grace
         self.failures: dict[str, dict[str, str]] = defaultdict(dict)
@@ -71,7 +75,7 @@ class Executor:
         interrupt.check()
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(units), desc=f"{STAGE_NAMES[stage]:>8}", unit="unit", disable=not self.progress, file=sys.stderr)
+        bar = tqdm(total=len(units), desc=f"{STAGE_OF_RECORD[stage]:>8}", unit="unit", disable=not self.progress, file=sys.stderr)
         results = self._dask(stage, units, upstream) if self.backend == "dask" else self._local(stage, units, upstream)
         try:
             for key, failure in results:
@@ -198,7 +202,7 @@ class Executor:
                 yield unit, failure
         in_flight = sum(t.is_alive() for t in threads)
         self.release_all()
-        raise RunInterrupted(f"{STAGE_NAMES[stage]} stopped, {in_flight} unit(s) still in flight abandoned")
+        raise RunInterrupted(f"{STAGE_OF_RECORD[stage]} stopped, {in_flight} unit(s) still in flight abandoned")
 
     # -- dask --------------------------------------------------------------------
 
@@ -216,7 +220,7 @@ class Executor:
                     unit = todo.pop()
                     futures.add(self.dask_client.submit(self.remote, stage, unit, upstream(unit), root, self.jobs, pure=False))
                 if interrupt.requested():
-                    raise RunInterrupted(f"{STAGE_NAMES[stage]} stopped, {len(futures)} unit(s) cancelled or abandoned")
+                    raise RunInterrupted(f"{STAGE_OF_RECORD[stage]} stopped, {len(futures)} unit(s) cancelled or abandoned")
                 try:
                     finished = wait(futures, timeout=_POLL * 5, return_when="FIRST_COMPLETED").done
                 except TimeoutError:
@@ -245,7 +249,8 @@ class DaskSession:
         try:
             from distributed import Client, LocalCluster
         except ImportError:
-            raise InputError("--backend dask: dask.distributed is not installed; pip install 'multiverse[dask]'") from None
+            raise InputError("backend='dask': dask.distributed is not installed; pip install 'multiverse[dask]'",
+                             param="backend") from None
         if self.scheduler is not None and not isinstance(self.scheduler, str):
             return self.scheduler  # the caller's own distributed.Client
         if self.scheduler is None:
@@ -255,7 +260,8 @@ class DaskSession:
             try:
                 self.client = Client(self.scheduler, timeout="20s")
             except (OSError, TimeoutError) as exc:
-                raise InputError(f"--scheduler: cannot reach a Dask scheduler at {self.scheduler} ({exc})") from None
+                raise InputError(f"scheduler: cannot reach a Dask scheduler at {self.scheduler} ({exc})",
+                                 param="scheduler") from None
         return self.client
 
     def __exit__(self, *exc):

@@ -16,6 +16,9 @@ __all__ = ["canonical_json", "digest"]
 
 
 def _plain(obj: Any) -> Any:
+    # Scalars first: they are most of what a key holds, and the dataclass test is slow.
+    if obj is None or isinstance(obj, (str, bool, int)):
+        return obj
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, Mapping):

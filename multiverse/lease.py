@@ -26,6 +26,7 @@ import socket
 import threading
 import time
 from pathlib import Path
+from typing import Literal
 
 __all__ = ["REFRESH", "TTL", "Lease", "live_leases"]
 
@@ -56,12 +57,13 @@ class Lease:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc) -> Literal[False]:
         self._stop.set()
         try:
             self.path.unlink()
         except FileNotFoundError:
             pass
+        return False
 
     def held(self) -> bool:
         """Whether the lease file is still there (it is gone if the store was deleted)."""

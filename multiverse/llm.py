@@ -1,19 +1,23 @@
-"""The model client: the one place where multiverse calls a model.
+"""The litellm model client: the one place where multiverse calls a model.
 
 Every case draft, rollout turn, simulated user turn, tool simulation and
-judgment goes through :meth:`ModelClient.complete`, which calls litellm and
-adds what an audit needs on top of it:
+judgment goes through :meth:`LiteLLMClient.complete` (the
+:class:`~multiverse.client.ModelClient` the engine uses by default), which
+calls litellm and adds what an audit needs on top of it:
 
 - a concurrency limit per provider (model prefix + ``api_base``) of ``jobs``;
-- retries with exponential backoff and full jitter on rate limits (honouring
-  Retry-After), server errors, dropped connections and timeouts, while bad
-  requests and missing credentials fail at once;
+- retries (tenacity) with exponential backoff and full jitter on rate limits
+  (honouring Retry-After), server errors, dropped connections and timeouts,
+  while bad requests and missing credentials fail at once
+  (:mod:`multiverse.failures` classifies); a stop (``multiverse.interrupt``)
+  ends a wait at once and no request starts after it;
 - structured output: the JSON-schema ``response_format`` where the provider
   supports it, and always a parse + validation of the answer
   (:mod:`multiverse.answers`), with exactly one repair request; an answer that
   still does not parse raises ``ModelError(reason="unparseable")``, which the
   stages record as ``judge_failed`` rather than turning it into a label;
-- usage, cost (``0.0`` for models litellm has no price for) and a budget cap;
+- usage, cost (``0.0`` for models litellm has no price for) and a budget cap
+  (:mod:`multiverse.budget`);
 - the boundary every outside string crosses: answer text, tool calls, the
   reported model and error messages leave ``complete`` made storable
   (:func:`multiverse.answers.storable_text`) and with every credential value
@@ -33,75 +37,42 @@ imported on the first call that needs it.
 
 from __future__ import annotations
 
-import json
-import logging
 import os
 import random
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
-from urllib.parse import urlparse
+
+from tenacity import RetryCallState, Retrying, retry_if_exception_type
 
 from multiverse import credentials, interrupt
-from multiverse.answers import parse_json_answer, repair_messages, storable, storable_text, too_deep
-from multiverse.errors import BudgetExceeded, ModelError
-from multiverse.spec import ModelConfig  # model, params, api_base, api_key_env
-
-__all__ = ["ModelConfig", "Completion", "ModelClient", "parse_json_answer", "provider_of", "is_loopback"]
-
-# Completion tokens assumed for the budget estimate when params set no max_tokens.
-DEFAULT_COMPLETION_TOKENS = 1024
-# Providers that speak the OpenAI chat API when pointed at an api_base
-# (llama.cpp, vLLM, LM Studio): they accept a json_schema response_format.
-OPENAI_COMPATIBLE = frozenset({"openai", "hosted_vllm", "llamafile", "lm_studio", "openai_like"})
-# Providers that never need a key: the simulated audit world.
-KEYLESS = frozenset({"sim"})
-LOCAL_API_KEY = "sk-local"
-_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
-# Transport exceptions that mean the network failed, not the model (their
-# *Timeout* siblings mean a timeout). Named, so that classifying a failure
-# imports nothing.
-_TRANSPORTS = frozenset({"httpx", "httpcore", "aiohttp"})
-_NETWORK_ERRORS = frozenset(
-    {
-        "ConnectError",
-        "ReadError",
-        "WriteError",
-        "CloseError",
-        "NetworkError",
-        "RemoteProtocolError",
-        "ProxyError",
-        "ClientConnectionError",
-        "ClientConnectorError",
-        "ClientOSError",
-        "ServerDisconnectedError",
-    }
+from multiverse.answers import (
+    answer_message,
+    answer_text,
+    answer_tool_calls,
+    parse_json_answer,
+    repair_messages,
+    storable,
+    storable_text,
 )
+from multiverse.budget import Budget
+from multiverse.client import Completion
+from multiverse.errors import ModelError
+from multiverse.failures import Failure, classify, is_model_failure, one_line
+from multiverse.providers import (
+    KEYLESS,
+    LOCAL_API_KEY,
+    OPENAI_COMPATIBLE,
+    is_loopback,
+    load_litellm,
+    provider_key,
+    provider_of,
+)
+from multiverse.config import ModelConfig  # model, params, api_base, api_key_env
 
-
-@dataclass
-class Completion:
-    """One model answer, with what the store keeps as its provenance."""
-
-    text: str
-    parsed: Any | None  # JSON-decoded when a response schema was requested
-    tool_calls: list[dict]  # OpenAI-style [{id, name, arguments(dict)}]
-    model_reported: str
-    usage: dict  # prompt_tokens, completion_tokens
-    cost: float
-    seconds: float
-    attempts: int
-
-
-@dataclass
-class _Failure:
-    reason: str
-    retryable: bool
-    retry_after: float | None = None
+__all__ = ["Completion", "LiteLLMClient", "ModelConfig", "is_loopback", "parse_json_answer", "provider_of"]
 
 
 @dataclass
@@ -117,97 +88,12 @@ class _Stats:
     by_reason: dict = field(default_factory=dict)  # failed attempts per reason
 
 
-def provider_of(model: str) -> str:
-    """The provider prefix of a litellm model string (``"openai/gemma"`` -> ``"openai"``)."""
-    return model.split("/", 1)[0] if "/" in model else ""
+class _Retry(Exception):
+    """A failed attempt that a later one may cure, or that is sent again at once in the form the server takes."""
 
-
-def is_loopback(api_base: str | None) -> bool:
-    """True when ``api_base`` points at this machine (a local server needs no key)."""
-    if not api_base:
-        return False
-    host = urlparse(api_base).hostname or ""
-    return host in _LOOPBACK or host.startswith("127.")
-
-
-@lru_cache(maxsize=256)
-def _bare_provider(model: str) -> str:
-    """litellm's provider for a model string without a prefix ("gpt-4o" -> "openai")."""
-    try:
-        return str(_litellm().get_llm_provider(model)[1])
-    except Exception:  # unknown to litellm: the call itself will say so
-        return model
-
-
-# -- litellm, imported once and lazily ---------------------------------------
-
-_litellm_lock = threading.Lock()
-_litellm_module: Any = None
-
-
-def _litellm() -> Any:
-    global _litellm_module
-    if _litellm_module is None:
-        with _litellm_lock:
-            if _litellm_module is None:
-                # litellm fetches a remote price map at import unless told not to.
-                os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-                import litellm
-
-                litellm.suppress_debug_info = True
-                litellm.set_verbose = False
-                # A param a provider does not take (seed, response_format) is
-                # dropped rather than failing the call: the spec stays portable.
-                litellm.drop_params = True
-                for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
-                    logging.getLogger(name).setLevel(logging.ERROR)
-                # The simulated world is a litellm custom provider: register it
-                # so sim/ models take the same code path as any other model.
-                from .sim import register
-
-                register()
-                _litellm_module = litellm
-    return _litellm_module
-
-
-# -- the answer's message and tool calls --------------------------------------
-
-
-def _message(response: Any, config: ModelConfig) -> Any:
-    choices = getattr(response, "choices", None)
-    if not choices:
-        raise ModelError(f"{config.model}: the answer has no choices", reason="empty_response")
-    return choices[0].message
-
-
-def _text(message: Any) -> str:
-    """The answer's text; a provider's non-string content (parts, numbers) as JSON, never guessed at."""
-    content = getattr(message, "content", None)
-    if content is None or isinstance(content, str):
-        return content or ""
-    return json.dumps(content, default=str, ensure_ascii=False)
-
-
-def _tool_calls(message: Any) -> list[dict]:
-    """[{id, name, arguments}]: arguments as a dict when the model sent a JSON
-    object, else exactly the text it sent (the rollout answers that with an error)."""
-    calls = []
-    for i, call in enumerate(getattr(message, "tool_calls", None) or []):
-        function = getattr(call, "function", None)
-        raw = getattr(function, "arguments", None)
-        arguments: Any = raw if isinstance(raw, str) else json.dumps(raw, default=str)
-        if isinstance(raw, dict) and not too_deep(raw):
-            arguments = raw
-        elif isinstance(raw, str):
-            try:
-                decoded = json.loads(raw) if raw.strip() else {}
-            except (ValueError, RecursionError):
-                decoded = None  # keep what the model said; never guess the arguments it meant
-            if isinstance(decoded, dict) and not too_deep(decoded):
-                arguments = decoded
-        calls.append({"id": str(getattr(call, "id", None) or f"call_{i}"),
-                      "name": str(getattr(function, "name", None) or ""), "arguments": arguments})
-    return calls
+    def __init__(self, failure: Failure, exc: BaseException, *, reformatted: bool = False):
+        super().__init__(failure.reason)
+        self.failure, self.exc, self.reformatted = failure, exc, reformatted
 
 
 def _plain(value: Any) -> Any:
@@ -219,105 +105,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-# -- failures -----------------------------------------------------------------
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    """Seconds the provider asked us to wait (Retry-After / retry-after-ms), if any."""
-    response = getattr(exc, "response", None)
-    for headers in (
-        getattr(exc, "litellm_response_headers", None),
-        getattr(exc, "headers", None),
-        getattr(response, "headers", None),
-    ):
-        if not headers:
-            continue
-        try:
-            millis = headers.get("retry-after-ms")
-            if millis is not None:
-                return max(float(millis) / 1000, 0.0)
-            value = headers.get("retry-after") or headers.get("Retry-After")
-        except (AttributeError, ValueError, TypeError):
-            continue
-        if value is None:
-            continue
-        try:
-            return max(float(value), 0.0)
-        except ValueError:
-            from email.utils import parsedate_to_datetime
-
-            try:
-                return max(parsedate_to_datetime(value).timestamp() - time.time(), 0.0)
-            except (TypeError, ValueError):
-                continue
-    return None
-
-
-def _is_model_failure(exc: BaseException) -> bool:
-    """True for what litellm raises about a model call (it maps provider and
-    network errors to openai-style exceptions); False for programming errors."""
-    import openai
-
-    return isinstance(exc, (openai.OpenAIError, OSError))
-
-
-def _classify(exc: BaseException) -> _Failure:
-    """Map a litellm / openai / httpx exception to a short reason and whether to retry."""
-    litellm = _litellm()
-    import openai
-
-    if isinstance(exc, litellm.RateLimitError):
-        return _Failure("rate_limited", True, _retry_after(exc))
-    # Walk the cause chain for the transport's own error: litellm reports a
-    # dropped connection as a 500 InternalServerError caused by httpx.ReadError.
-    chain, seen = exc, set()
-    while chain is not None and id(chain) not in seen:
-        seen.add(id(chain))
-        name, module = type(chain).__name__, type(chain).__module__.split(".")[0]
-        if isinstance(chain, (litellm.Timeout, openai.APITimeoutError, TimeoutError)) or (
-            module in _TRANSPORTS and "Timeout" in name
-        ):
-            return _Failure("timeout", True)
-        if isinstance(chain, (ConnectionError, socket.gaierror)) or (module in _TRANSPORTS and name in _NETWORK_ERRORS):
-            return _Failure("connection", True)
-        chain = chain.__cause__ or chain.__context__
-    if isinstance(exc, litellm.APIConnectionError):
-        # litellm also wraps any exception a provider raised (a custom
-        # provider's bug, say) as APIConnectionError; with no transport error
-        # underneath, retrying would only repeat it.
-        return _Failure("provider_error", False)
-    if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)):
-        return _Failure("auth", False)
-    if isinstance(exc, litellm.NotFoundError):
-        return _Failure("not_found", False)
-    if isinstance(exc, (litellm.BadRequestError, litellm.UnprocessableEntityError)):
-        return _Failure("bad_request", False)
-    status = getattr(exc, "status_code", None)
-    if status == 429:
-        return _Failure("rate_limited", True, _retry_after(exc))
-    if status == 408:
-        return _Failure("timeout", True)
-    if isinstance(status, int) and status >= 500:
-        return _Failure("server_error", True, _retry_after(exc))
-    if isinstance(status, int) and 400 <= status < 500:
-        return _Failure("bad_request", False)
-    return _Failure("error", False)
-
-
-def _one_line(exc: BaseException, secrets: Iterable[str]) -> str:
-    from multiverse.outcomes import short_reason
-
-    # Redact before cutting: a key cut in half would no longer match. Cut at a word, and marked.
-    # This call's own keys join every credential in use (shorter ones too: they are known keys, not guesses).
-    values = sorted({*(s for s in secrets if s and len(s) >= 6), *credentials.secret_values()}, key=len, reverse=True)
-    text = credentials.redact(" ".join(str(exc).split()), values)
-    return short_reason(storable_text(text), 300)
-
-
-# -- the client -----------------------------------------------------------------
-
-
-class ModelClient:
+class LiteLLMClient:
     """Calls models through litellm for every stage of an audit. Thread-safe.
 
     Args:
@@ -360,8 +148,7 @@ class ModelClient:
         self._semaphores: dict[tuple[str, str | None], threading.BoundedSemaphore] = {}
         self._schema_modes: dict[tuple[str, str | None], str | None] = {}
         self._stats = _Stats()
-        self._spent = 0.0
-        self._in_flight_estimate = 0.0
+        self._budget = Budget(budget)
 
     # -- public ----------------------------------------------------------------
 
@@ -386,8 +173,7 @@ class ModelClient:
     @property
     def spent(self) -> float:
         """USD spent so far (the sum of the costs of answered requests)."""
-        with self._lock:
-            return self._spent
+        return self._budget.spent
 
     def check_credentials(self, configs: Iterable[ModelConfig]) -> None:
         """Check, before any model is called, that every provider the configs
@@ -428,9 +214,9 @@ class ModelClient:
         try:
             request = self._request(config, messages, seed=seed, schema=schema, schema_name=schema_name, tools=tools)
             response, attempts, cost = self._call_with_retries(config, request, repair=False)
-            message = _message(response, config)
-            text = _text(message)
-            tool_calls = _tool_calls(message)
+            message = answer_message(response, config.model)
+            text = answer_text(message)
+            tool_calls = answer_tool_calls(message)
             usage = self._usage(response)
             parsed = None
             if schema is not None and not tool_calls:
@@ -444,7 +230,7 @@ class ModelClient:
                     attempts, cost = attempts + more, cost + more_cost
                     for name, count in self._usage(response).items():
                         usage[name] += count
-                    text = _text(_message(response, config))
+                    text = answer_text(answer_message(response, config.model))
                     try:
                         parsed = parse_json_answer(text, schema)
                     except ValueError as again:
@@ -482,7 +268,7 @@ class ModelClient:
             return [] if value else [config.api_key_env]
         if provider_of(config.model) in KEYLESS or is_loopback(config.api_base):
             return []
-        result = _litellm().validate_environment(model=config.model, api_base=config.api_base)
+        result = load_litellm().validate_environment(model=config.model, api_base=config.api_base)
         return list(result.get("missing_keys") or [])
 
     def _api_key(self, config: ModelConfig) -> str | None:
@@ -542,7 +328,7 @@ class ModelClient:
                 mode: str | None = "json_schema"  # llama.cpp's llama-server, vLLM, LM Studio
             else:
                 try:
-                    supported = bool(_litellm().supports_response_schema(model=config.model))
+                    supported = bool(load_litellm().supports_response_schema(model=config.model))
                 except Exception:  # litellm says "does not raise"; be sure
                     supported = False
                 mode = "json_schema" if supported else None
@@ -563,61 +349,85 @@ class ModelClient:
         return True
 
     def _semaphore(self, config: ModelConfig) -> threading.BoundedSemaphore:
-        key = (provider_of(config.model) or _bare_provider(config.model), config.api_base)
+        key = provider_key(config.model, config.api_base)
         with self._lock:
             if key not in self._semaphores:
                 self._semaphores[key] = threading.BoundedSemaphore(self.jobs)
             return self._semaphores[key]
 
+    # -- the retry policy ----------------------------------------------------------
+
     def _call_with_retries(self, config: ModelConfig, request: dict, *, repair: bool) -> tuple[Any, int, float]:
         """(response, attempts, cost) of one request, retried per the policy."""
-        litellm = _litellm()
         secrets = [str(request.get("api_key") or "")]
-        attempt = 0
-        while True:
-            attempt += 1
-            interrupt.check()  # after Ctrl-C no request starts, not even a retry
-            estimate = self._reserve(config, request)
-            started = time.monotonic()
-            try:
-                with self._semaphore(config):
-                    response = litellm.completion(**request)
-            except Exception as exc:
-                seconds = time.monotonic() - started
-                self._release(estimate, 0.0)
-                if not _is_model_failure(exc):
-                    raise  # a bug in the request we built, not a failure of the model
-                failure = _classify(exc)
-                self._record(config, attempt, repair, ok=False, reason=failure.reason, seconds=seconds, usage={}, cost=0.0)
-                if self._downgrade_schema(config, request, exc):
-                    continue  # the same request in the form this server takes, at once
-                if not failure.retryable or attempt > self.max_retries:
-                    detail = _one_line(exc, secrets)
-                    tries = f" after {attempt} attempts" if attempt > 1 else ""
-                    raise ModelError(
-                        f"{config.model}: {failure.reason}{tries}: {detail}",
-                        reason=failure.reason,
-                        retryable=failure.retryable,
-                    ) from None
-                with self._lock:
-                    self._stats.retries += 1
-                interrupt.sleep(self._backoff(attempt, failure.retry_after))
-                continue
+        attempts = 0
+
+        def attempt() -> tuple[Any, float]:
+            nonlocal attempts
+            attempts += 1
+            return self._attempt(config, request, repair=repair, attempt=attempts, secrets=secrets)
+
+        retrying = Retrying(
+            retry=retry_if_exception_type(_Retry),
+            # A request reformatted for this server goes again at once, never stopped on; it is still an attempt.
+            stop=lambda state: not _last(state).reformatted and state.attempt_number > self.max_retries,
+            wait=self._wait,
+            sleep=interrupt.sleep,  # a stop ends the wait at once; interrupt.check() stops the next attempt
+            before_sleep=self._count_retry,
+            reraise=True,
+        )
+        try:
+            response, cost = retrying(attempt)
+        except _Retry as last:
+            raise _gave_up(config, last.failure, last.exc, attempts, secrets) from None
+        return response, attempts, cost
+
+    def _attempt(self, config: ModelConfig, request: dict, *, repair: bool, attempt: int,
+                 secrets: list[str]) -> tuple[Any, float]:
+        """One request: (response, cost), or ``_Retry`` / ``ModelError`` for a failed one."""
+        interrupt.check()  # after Ctrl-C no request starts, not even a retry
+        reserved = self._budget.reserve(config.model, request)
+        started = time.monotonic()
+        try:
+            with self._semaphore(config):
+                response = load_litellm().completion(**request)
+        except Exception as exc:
             seconds = time.monotonic() - started
-            usage = self._usage(response)
-            cost = self._cost(response)
-            self._release(estimate, cost)
-            self._record(config, attempt, repair, ok=True, reason="", seconds=seconds, usage=usage, cost=cost)
-            return response, attempt, cost
+            self._budget.settle(reserved, 0.0)
+            if not is_model_failure(exc):
+                raise  # a bug in the request we built, not a failure of the model
+            failure = classify(exc)
+            self._record(config, attempt, repair, ok=False, reason=failure.reason, seconds=seconds, usage={}, cost=0.0)
+            if self._downgrade_schema(config, request, exc):
+                raise _Retry(failure, exc, reformatted=True) from None
+            if failure.retryable:
+                raise _Retry(failure, exc) from None
+            raise _gave_up(config, failure, exc, attempt, secrets) from None
+        seconds = time.monotonic() - started
+        usage = self._usage(response)
+        cost = self._cost(response)
+        self._budget.settle(reserved, cost)
+        self._record(config, attempt, repair, ok=True, reason="", seconds=seconds, usage=usage, cost=cost)
+        return response, cost
+
+    def _wait(self, state: RetryCallState) -> float:
+        last = _last(state)
+        return 0.0 if last.reformatted else self._backoff(state.attempt_number, last.failure.retry_after)
+
+    def _count_retry(self, state: RetryCallState) -> None:
+        if not _last(state).reformatted:
+            with self._lock:
+                self._stats.retries += 1
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        # Full jitter from the client's own RNG, so ``seed`` makes the waits reproducible.
         delay = self._rng.uniform(0, min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1)))
         if retry_after is not None:
             # Never come back earlier than the provider asked, within reason.
             delay = min(max(delay, retry_after), self.retry_after_cap)
         return delay
 
-    # -- usage, cost, budget ---------------------------------------------------------
+    # -- usage and cost --------------------------------------------------------------
 
     @staticmethod
     def _usage(response: Any) -> dict:
@@ -635,42 +445,9 @@ class ModelClient:
         if "response_cost" in hidden:
             return float(hidden["response_cost"] or 0.0)  # None: litellm has no price
         try:
-            return float(_litellm().completion_cost(completion_response=response) or 0.0)
+            return float(load_litellm().completion_cost(completion_response=response) or 0.0)
         except Exception:  # no price for local and simulated models: they cost nothing
             return 0.0
-
-    def _estimate(self, request: dict) -> float:
-        """USD a request may cost: prompt ~ 4 characters a token, completion = max_tokens."""
-        chars = len(json.dumps(request["messages"], default=str))
-        chars += len(json.dumps(request.get("tools") or [], default=str))
-        chars += len(json.dumps(request.get("response_format") or {}, default=str))
-        completion = request.get("max_tokens") or request.get("max_completion_tokens") or DEFAULT_COMPLETION_TOKENS
-        try:
-            prompt_cost, completion_cost = _litellm().cost_per_token(
-                model=request["model"], prompt_tokens=chars // 4 + 1, completion_tokens=int(completion)
-            )
-        except Exception:  # unpriced model
-            return 0.0
-        return float(prompt_cost) + float(completion_cost)
-
-    def _reserve(self, config: ModelConfig, request: dict) -> float:
-        if self.budget is None:
-            return 0.0
-        estimate = self._estimate(request)
-        with self._lock:
-            committed = self._spent + self._in_flight_estimate
-            if committed + estimate > self.budget:
-                raise BudgetExceeded(
-                    f"{config.model}: budget {self.budget:.4f} USD: spent {self._spent:.4f} + in flight "
-                    f"{self._in_flight_estimate:.4f} + next request ~{estimate:.4f} would exceed it"
-                )
-            self._in_flight_estimate += estimate
-        return estimate
-
-    def _release(self, estimate: float, cost: float) -> None:
-        with self._lock:
-            self._in_flight_estimate = max(self._in_flight_estimate - estimate, 0.0)
-            self._spent += cost
 
     def _record(self, config, attempt, repair, *, ok, reason, seconds, usage, cost) -> None:
         with self._lock:
@@ -694,3 +471,15 @@ class ModelClient:
                     "repair": repair,
                 }
             )
+
+
+def _last(state: RetryCallState) -> _Retry:
+    exc = state.outcome.exception() if state.outcome is not None else None
+    assert isinstance(exc, _Retry)  # tenacity asks only about attempts it retries
+    return exc
+
+
+def _gave_up(config: ModelConfig, failure: Failure, exc: BaseException, attempts: int, secrets: list[str]) -> ModelError:
+    tries = f" after {attempts} attempts" if attempts > 1 else ""
+    return ModelError(f"{config.model}: {failure.reason}{tries}: {one_line(exc, secrets)}", reason=failure.reason,
+                      retryable=failure.retryable)

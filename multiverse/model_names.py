@@ -14,6 +14,11 @@ A checker is ``check(name, role, api_base, persona) -> [(field, problem)]``:
 ``user`` only); ``field`` is ``"model"`` or ``"persona"``. A checker that
 cannot decide (its world does not load, say) returns nothing: other checks
 report that.
+
+The spec's ``world:`` (where ``sim/`` models live) is checked the same way:
+the provider that serves worlds registers a world checker
+``check(world, base_dir) -> problem or None`` with :func:`register_world`, and
+the spec asks :func:`check_world`, so the spec never imports the simulator.
 """
 
 from __future__ import annotations
@@ -21,15 +26,22 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
-__all__ = ["ROLES", "check", "register"]
+__all__ = ["ROLES", "WORLD_PROVIDER", "check", "check_world", "register", "register_world"]
 
 #: role in the spec -> what the role needs of a model
 ROLES = ("system", "judge", "user", "generator", "tool_simulator")
 
 Checker = Callable[[str, str, "str | None", "str | None"], list[tuple[str, str]]]
 
+WorldChecker = Callable[[str, Path], "str | None"]
+
+#: The provider whose models live in the spec's ``world:``.
+WORLD_PROVIDER = "sim"
+
 _checkers: dict[str, Checker] = {}
+_world_checkers: dict[str, WorldChecker] = {}
 _lock = threading.Lock()
 # Providers whose package registers a checker when imported, named so that
 # checking a spec imports a provider's package only when the spec names it.
@@ -40,6 +52,23 @@ def register(provider: str, checker: Checker) -> None:
     """Declare that ``provider``'s model names can be checked offline by ``checker``."""
     with _lock:
         _checkers[provider] = checker
+
+
+def register_world(provider: str, checker: WorldChecker) -> None:
+    """Declare that ``provider`` serves the spec's ``world:`` and ``checker`` says what is wrong with one."""
+    with _lock:
+        _world_checkers[provider] = checker
+
+
+def check_world(world: str, base_dir: Path) -> str | None:
+    """What is wrong with a spec's ``world:`` (a built-in name or a YAML path relative to ``base_dir``), or None."""
+    checker = _world_checkers.get(WORLD_PROVIDER)
+    if checker is None:
+        importlib.import_module(_REGISTERED_ON_IMPORT[WORLD_PROVIDER])
+        checker = _world_checkers.get(WORLD_PROVIDER)
+    if checker is None:  # pragma: no cover - the provider's package registers on import
+        raise RuntimeError(f"the {WORLD_PROVIDER!r} provider registered no world checker")
+    return checker(world, Path(base_dir))
 
 
 def check(model: str, role: str, *, api_base: str | None = None, persona: str | None = None) -> list[tuple[str, str]]:

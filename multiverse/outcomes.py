@@ -153,9 +153,9 @@ def row_outcomes(work, outcomes: Mapping[str, Mapping[str, tuple[str, str]]],
     to compute), else ``stored``. ``statuses``, after a run, are the verdicts'
     own statuses, so these counts match the verdicts table exactly.
     """
-    listed: list[str | None] = list(statuses) if statuses is not None else [None] * len(work.rows)
+    row_statuses: list[str | None] = list(statuses) if statuses is not None else [None] * len(work.rows)
     out = []
-    for row, status in zip(work.rows, listed):
+    for row, status in zip(work.rows, row_statuses):
         transcript = outcomes["transcript"][row.transcript_key][0]
         calls = [outcomes["judgment"][k][0] for k in row.judge_calls]
         if status in ("rollout_failed", "judge_failed"):

@@ -1,4 +1,10 @@
-"""The shape of the records a run keeps in the store, checked on every read.
+"""The records a run keeps in the store: their types, and their shape checked on every read.
+
+A record is plain JSON (what the store writes); the ``TypedDict`` classes
+here name its fields for the code that builds and reads it: a
+:class:`CaseRecord` (a drafted case), a :class:`TranscriptRecord` (one
+rollout) and a :class:`JudgmentRecord` (one judge sample), each with its
+:class:`Provenance` (``multiverse.provenance``).
 
 A store directory is shared and outlives the code that wrote it: an entry may
 have been hand-edited, written by another version, or planted. The pipeline
@@ -16,9 +22,100 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from numbers import Real
-from typing import Any
+from typing import Any, TypedDict
 
-__all__ = ["SHAPES", "problem"]
+__all__ = ["SHAPES", "Call", "CaseRecord", "CriterionLabel", "JudgmentRecord", "Provenance", "Records",
+           "TranscriptRecord", "Turn", "problem"]
+
+
+class Call(TypedDict):
+    """One model call as provenance counts it."""
+
+    model_reported: str | None
+    usage: dict[str, int]
+    cost: float
+
+
+class Provenance(TypedDict):
+    """How a record was made: the model asked for and those that answered, usage, cost, calls, time, versions."""
+
+    model_requested: str | None
+    model_reported: list[str]
+    params: dict[str, Any]
+    usage: dict[str, int]
+    cost: float
+    calls: int
+    started: str
+    seconds: float
+    versions: dict[str, str]
+
+
+class _Case(TypedDict):
+    status: str
+    case: dict[str, Any]  # title, brief, prompt, system_prompt, tools
+
+
+class CaseRecord(_Case, total=False):
+    """A drafted test case (a case from a cases file is never stored)."""
+
+    case_id: str
+    cell: dict[str, str]
+    provenance: Provenance
+
+
+class Turn(TypedDict, total=False):
+    """One message of a transcript: user, assistant (maybe with tool calls) or tool."""
+
+    role: str
+    content: str | None
+    tool_calls: list[dict[str, Any]]  # [{id, name, arguments}]
+    tool_call_id: str
+    name: str
+
+
+class _Transcript(TypedDict):
+    status: str  # ok | rollout_failed
+    reason: str
+    turns: list[Turn]
+
+
+class TranscriptRecord(_Transcript, total=False):
+    """One rollout of one case on one system."""
+
+    stop_reason: str  # completed | user_ended | max_turns
+    system: str
+    provenance: Provenance
+
+
+class CriterionLabel(TypedDict):
+    """One criterion's labels in a judgment."""
+
+    criterion: str
+    permissible: bool
+    applicable: bool
+    compliant: bool | None
+    rationale: str
+
+
+class _Judgment(TypedDict):
+    status: str  # ok | judge_failed
+    reason: str
+    criteria: list[CriterionLabel]
+
+
+class JudgmentRecord(_Judgment, total=False):
+    """One judge sample's labels of one transcript."""
+
+    sample: int
+    provenance: Provenance
+
+
+class Records(TypedDict):
+    """Every record a run reads, per store stage, by key."""
+
+    case: dict[str, CaseRecord]
+    transcript: dict[str, TranscriptRecord]
+    judgment: dict[str, JudgmentRecord]
 
 
 def _provenance(record: Mapping) -> str | None:

@@ -271,7 +271,7 @@ class Store:
 
     # -- writing ---------------------------------------------------------
 
-    def put(self, stage: str, key: str, record: dict) -> bool:
+    def put(self, stage: str, key: str, record: Mapping[str, Any]) -> bool:
         """Store ``record`` under ``(stage, key)`` unless an entry exists.
 
         Returns ``True`` if this call wrote the entry, ``False`` if one was

@@ -4,15 +4,21 @@ The engine (``multiverse.pipeline``) first turns a spec's universes into the set
 work units, each named by a key that hashes exactly what that unit reads
 (``multiverse.keys``):
 
-- case key = H(design cell, case index, generator config, rubric key, template version)
-- transcript key = H(case key, system config, simulated-user config, setting, max turns, replicate/seed, template version,
-  and whether a case file's prompt opens the conversation)
-- judgment key = H(transcript key, judge config, rubric text, evidence-standard text, template version)
+- case key = H(design cell, case index, H(generator config, rubric key, tools, case templates));
+  a case from a cases file: H(its content)
+- transcript key = H(case key, H(system config, simulated-user config, setting, max turns, seed, rollout
+  templates), replicate, and whether a case file's prompt opens the conversation)
+- judgment key = H(transcript key, H(judge config, rubric text, evidence-standard text, judge templates))
 
-The parts of a key that a whole universe shares (system, user, judge, rubric
-texts) are digested once per universe and the digest goes into each unit's
+The templates part is the digest of the prompt templates the stage renders
+with (``multiverse.prompts.template_digests``): editing a prompt recomputes
+what it made, and nothing else, with no version to bump.
+
+The parts of a key that a whole universe shares (generator, system, user,
+judge, rubric texts) are digested once and the digest goes into each unit's
 key: the same inputs, hashed in two steps, because grids reach tens of
-thousands of rows.
+thousands of rows. Universes that share those parts share the digests, the
+unit lists and the keys, which are worked out once.
 
 Universes that differ only in judge fields share every transcript; universes
 that differ only in scoring share every judgment; anything already in the
@@ -33,14 +39,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .design import case_counts
 from .grid import Universe, expand
 from .keys import digest
-from .spec import ModelConfig, Spec, to_yaml_dict
-from .stages.draft import case_counts
-from .stages.prompts import TEMPLATE_VERSION
+from .prompts import template_digests
+from .config import ModelConfig
+from .spec import Spec, to_yaml_dict
 from .toolcode import resolve_references
 
-__all__ = ["CaseUnit", "TranscriptUnit", "JudgeCall", "Row", "Work", "build_work", "world_uri"]
+__all__ = ["CaseUnit", "TranscriptUnit", "JudgeCall", "Row", "Work", "build_work", "referenced_keys", "resolve_config", "world_uri"]
 
 BUILTIN_WORLD = "deception"
 
@@ -108,6 +115,16 @@ class Work:
     rows: list[Row] = field(default_factory=list)
 
 
+@dataclass
+class _Shared:
+    """What universes share while their units are derived: template digests and memoised keys."""
+
+    templates: dict[str, str]
+    cases: dict[tuple, list[CaseUnit]] = field(default_factory=dict)
+    transcript_keys: dict[tuple, str] = field(default_factory=dict)
+    judgments: dict[tuple, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+
+
 def world_uri(spec: Spec) -> str:
     """Where sim/ models find their world: ``sim://<builtin>`` or ``sim:///abs/path.yaml``."""
     world = spec.world or BUILTIN_WORLD
@@ -135,7 +152,8 @@ def _world_digest(uri: str) -> str:
     return _world_digest_at(str(path), mtime)
 
 
-def _resolve(config: ModelConfig, spec: Spec) -> ModelConfig:
+def resolve_config(config: ModelConfig, spec: Spec) -> ModelConfig:
+    """``config`` with a sim/ model pointed at the spec's world (other models unchanged)."""
     if config.model.startswith("sim/") and config.api_base is None:
         return replace(config, api_base=world_uri(spec))
     return config
@@ -167,79 +185,91 @@ def build_work(spec: Spec, universes: list[Universe] | None = None) -> Work:
     """Derive the unique cases, transcripts and judge calls of ``universes``."""
     universes = expand(spec) if universes is None else universes
     work = Work(universes)
+    shared = _Shared(template_digests())
     for universe in universes:
         u = universe.spec
-        cases = _cases_of(u, work)
-        judge_inputs = _judge_inputs(u)
+        cases = _cases_of(u, work, shared)
+        judge_inputs = _judge_inputs(u, shared)
         rollout_memo: dict = {}
         for system in u.systems:
             for case in cases:
                 for replicate in range(u.rollout.replicates):
-                    tkey = _transcript(u, system, case, replicate, work, rollout_memo)
-                    jkey, calls = _judgment(u, tkey, work, judge_inputs)
+                    tkey = _transcript(u, system, case, replicate, work, rollout_memo, shared)
+                    jkey, calls = _judgment(u, tkey, work, judge_inputs, shared)
                     work.rows.append(Row(universe, system.name, case.key, case.case_id, case.cell, replicate, tkey, jkey, calls))
     return work
 
 
-def _cases_of(u: Spec, work: Work) -> list[CaseUnit]:
-    out = []
+def _cases_of(u: Spec, work: Work, shared: _Shared) -> list[CaseUnit]:
     if u.cases is not None:
-        for case in u.cases:
-            content = to_yaml_dict(case)
-            key = digest({"case": content, "template": TEMPLATE_VERSION})
-            unit = work.cases.setdefault(key, CaseUnit(key, case.id, dict(case.cell), 0, None, content, 0, u))
-            out.append(unit)
-        return out
-    generator = _resolve(u.design.generator.model_config, u)
-    rubric = _rubric_key(u)
-    for cell, count in case_counts(u):
-        for index in range(count):
-            key = digest(
-                {"cell": cell, "index": index, "generator": _model_key(generator), "rubric": rubric,
-                 "tools": u.design.tools, "template": TEMPLATE_VERSION}
-            )
-            case_id = ".".join([*cell.values(), f"{index + 1:02d}"])
-            out.append(work.cases.setdefault(key, CaseUnit(key, case_id, cell, index, generator, None, _seed(key), u)))
-    return out
+        # A case from a file is its content: no template made it.
+        contents = [(case, to_yaml_dict(case)) for case in u.cases]
+        memo = ("given", digest([content for _, content in contents]))
+        if memo not in shared.cases:
+            out = []
+            for case, content in contents:
+                key = digest({"case": content})
+                out.append(work.cases.setdefault(key, CaseUnit(key, case.id, dict(case.cell), 0, None, content, 0, u)))
+            shared.cases[memo] = out
+        return shared.cases[memo]
+    generator = resolve_config(u.design.generator.to_model_config(), u)
+    inputs = digest({"generator": _model_key(generator), "rubric": _rubric_key(u), "tools": u.design.tools,
+                     "templates": shared.templates["case"]})
+    counts = case_counts(u)
+    drafted = ("drafted", inputs, digest(counts))
+    if drafted not in shared.cases:
+        out = []
+        for cell, count in counts:
+            for index in range(count):
+                key = digest({"cell": cell, "index": index, "inputs": inputs})
+                case_id = ".".join([*cell.values(), f"{index + 1:02d}"])
+                out.append(work.cases.setdefault(key, CaseUnit(key, case_id, cell, index, generator, None, _seed(key), u)))
+        shared.cases[drafted] = out
+    return shared.cases[drafted]
 
 
-def _rollout_inputs(u: Spec, system, tools_possible: bool) -> tuple[str, dict]:
+def _rollout_inputs(u: Spec, system, tools_possible: bool, templates: str) -> tuple[str, dict]:
     """What every transcript of one system in one universe shares, digested once."""
     multi = u.rollout.setting == "multi_turn"
     user = u.rollout.user
     simulator = u.rollout.tool_simulator
     payload = {
-        "system": {**_model_key(_resolve(system.model_config, u)), "system_prompt": system.system_prompt, "tools": list(system.tools)},
-        "user": {**_model_key(_resolve(user.model_config, u)), "persona": user.persona, "instructions": user.instructions} if multi else None,
+        "system": {**_model_key(resolve_config(system.to_model_config(), u)), "system_prompt": system.system_prompt, "tools": list(system.tools)},
+        "user": {**_model_key(resolve_config(user.to_model_config(), u)), "persona": user.persona, "instructions": user.instructions} if multi else None,
         "setting": u.rollout.setting,
         "max_turns": u.rollout.max_turns if multi else None,
         "seed": u.rollout.seed,
-        "tool_simulator": {**_model_key(_resolve(simulator.model_config, u)), "functions": dict(simulator.functions)} if tools_possible else None,
-        "template": TEMPLATE_VERSION,
+        "tool_simulator": {**_model_key(resolve_config(simulator.to_model_config(), u)), "functions": dict(simulator.functions)} if tools_possible else None,
+        "templates": templates,
     }
     configs = {
-        "system": _resolve(system.model_config, u),
+        "system": resolve_config(system.to_model_config(), u),
         "system_prompt": system.system_prompt,
         "tools": tuple(system.tools),
-        "user": _resolve(user.model_config, u) if multi else None,
+        "user": resolve_config(user.to_model_config(), u) if multi else None,
         "persona": user.persona,
         "instructions": user.instructions,
-        "tool_simulator": _resolve(simulator.model_config, u) if tools_possible else None,
+        "tool_simulator": resolve_config(simulator.to_model_config(), u) if tools_possible else None,
         "tool_functions": resolve_references(simulator.functions, u.base_dir),
     }
     return digest(payload), configs
 
 
-def _transcript(u: Spec, system, case: CaseUnit, replicate: int, work: Work, memo: dict) -> str:
+def _transcript(u: Spec, system, case: CaseUnit, replicate: int, work: Work, memo: dict, shared: _Shared) -> str:
     tools_possible = bool(system.tools) or u.design.tools or bool(case.given and case.given.get("tools"))
     if (system.name, tools_possible) not in memo:
-        memo[(system.name, tools_possible)] = _rollout_inputs(u, system, tools_possible)
-    shared, configs = memo[(system.name, tools_possible)]
+        memo[(system.name, tools_possible)] = _rollout_inputs(u, system, tools_possible, shared.templates["transcript"])
+    inputs, configs = memo[(system.name, tools_possible)]
     # A case file's prompt is the exact first message a person wrote: a
     # multi-turn rollout opens with it (generated cases' prompts are their
     # single-turn form, so the simulated user opens those from the brief).
     opens = u.rollout.setting == "multi_turn" and bool(case.given and case.given.get("prompt"))
-    key = digest({"case": case.key, "rollout": shared, "replicate": replicate, **({"opening": "case prompt"} if opens else {})})
+    parts = (case.key, inputs, replicate, opens)
+    key = shared.transcript_keys.get(parts)
+    if key is None:
+        key = digest({"case": case.key, "rollout": inputs, "replicate": replicate,
+                      **({"opening": "case prompt"} if opens else {})})
+        shared.transcript_keys[parts] = key
     if key not in work.transcripts:
         work.transcripts[key] = TranscriptUnit(
             key, case.key, system.name, replicate, u.rollout.setting, u.rollout.max_turns, configs,
@@ -248,22 +278,26 @@ def _transcript(u: Spec, system, case: CaseUnit, replicate: int, work: Work, mem
     return key
 
 
-def _judge_inputs(u: Spec) -> tuple[ModelConfig, dict]:
+def _judge_inputs(u: Spec, shared: _Shared) -> tuple[ModelConfig, dict]:
     """What every judgment of a universe shares: the judge, the rubric text and the evidence texts."""
-    judge = _resolve(u.judge.model_config, u)
+    judge = resolve_config(u.judge.to_model_config(), u)
     level = u.judge.evidence_standard
     rubric_text = [
         {"id": c.id, "name": c.name, "definition": c.definition, "permissible": c.permissible} for c in u.rubric.criteria
     ]
     evidence_text = {c.id: c.evidence.get(level, "") for c in u.rubric.criteria}
     return judge, {"judge_inputs": digest({"judge": _model_key(judge), "rubric": rubric_text, "evidence": evidence_text,
-                                           "level": level, "template": TEMPLATE_VERSION})}
+                                           "level": level, "templates": shared.templates["judgment"]})}
 
 
-def _judgment(u: Spec, transcript_key: str, work: Work, inputs: tuple[ModelConfig, dict]) -> tuple[str, tuple[str, ...]]:
-    judge, shared = inputs
+def _judgment(u: Spec, transcript_key: str, work: Work, inputs: tuple[ModelConfig, dict],
+              shared: _Shared) -> tuple[str, tuple[str, ...]]:
+    judge, judge_inputs = inputs
+    memo = (transcript_key, judge_inputs["judge_inputs"], u.judge.samples)
+    if memo in shared.judgments:
+        return shared.judgments[memo]
     level = u.judge.evidence_standard
-    common = {"transcript": transcript_key, **shared}
+    common = {"transcript": transcript_key, **judge_inputs}
     judgment_key = digest({**common, "samples": u.judge.samples})
     calls = []
     for sample in range(u.judge.samples):
@@ -271,4 +305,15 @@ def _judgment(u: Spec, transcript_key: str, work: Work, inputs: tuple[ModelConfi
         if key not in work.judge_calls:
             work.judge_calls[key] = JudgeCall(key, transcript_key, sample, judge, level, _seed(key), u)
         calls.append(key)
-    return judgment_key, tuple(calls)
+    shared.judgments[memo] = (judgment_key, tuple(calls))
+    return shared.judgments[memo]
+
+
+def referenced_keys(spec: Spec) -> dict[str, set[str]]:
+    """Every store key a spec's grid uses, per store stage (what ``store gc`` keeps)."""
+    work = build_work(spec)
+    return {
+        "case": {k for k, c in work.cases.items() if c.given is None},
+        "transcript": set(work.transcripts),
+        "judgment": set(work.judge_calls),
+    }

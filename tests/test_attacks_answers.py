@@ -24,7 +24,7 @@ from conftest import tiny_spec_document
 from fakeserver import FakeServer
 
 from multiverse.answers import MAX_ANSWER_CHARS, storable_text
-from multiverse.llm import ModelClient
+from multiverse.llm import LiteLLMClient as ModelClient
 from multiverse.pipeline import run
 from multiverse.spec import load_spec
 

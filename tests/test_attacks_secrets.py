@@ -26,7 +26,7 @@ from fakeserver import FakeServer
 from multiverse import credentials
 from multiverse.cli import main
 from multiverse.errors import ModelError
-from multiverse.llm import ModelClient
+from multiverse.llm import LiteLLMClient as ModelClient
 from multiverse.report import write_report
 from multiverse.spec import ModelConfig
 

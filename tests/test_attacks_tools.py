@@ -24,7 +24,7 @@ from conftest import tiny_spec_document
 from fakeserver import FakeServer
 
 from multiverse.cli import main
-from multiverse.llm import ModelClient
+from multiverse.llm import LiteLLMClient as ModelClient
 from multiverse.pipeline import run
 from multiverse.spec import load_spec
 from multiverse.store import Store

@@ -168,6 +168,17 @@ CASES = [
     B("majority_one_sample.yaml", "majority_one_sample.yaml: scoring.rule (line 8): majority_of_samples needs judge.samples >= 2"),
     # A spec without a rubric (to be drafted) still gets its numbers checked.
     B("no_rubric_max_turns_zero.yaml", "no_rubric_max_turns_zero.yaml: rollout.max_turns (line 5): expected an integer >= 1, got 0"),
+    # -- rate_limits: pacing per model prefix, positive integers, at least one
+    B("rate_limits_zero.yaml", "rate_limits_zero.yaml: rate_limits.openai/.rpm (line 14): expected an integer > 0, got 0"),
+    B("rate_limits_empty.yaml",
+      "rate_limits_empty.yaml: rate_limits.anthropic/claude-haiku (line 14): expected at least one of rpm, tpm, max_concurrency"),
+    B("rate_limits_unknown_key.yaml",
+      "rate_limits_unknown_key.yaml: rate_limits.openai/.rpd (line 14): unknown key; expected one of: max_concurrency, rpm, tpm"),
+    B("rate_limits_bad_prefix.yaml",
+      ("rate_limits_bad_prefix.yaml: rate_limits.openai gpt (line 14): expected a model-string prefix", "without spaces")),
+    B("rate_limits_string.yaml",
+      "rate_limits_string.yaml: rate_limits.openai/gemma.max_concurrency (line 14): expected an integer, got the string 'four'"),
+    B("rate_limits_not_a_mapping.yaml", "rate_limits_not_a_mapping.yaml: rate_limits (line 13): expected a mapping, got a list"),
     # -- the simulated world must exist before anything runs
     B("world_file_missing.yaml", ("world_file_missing.yaml: world (line 7): ", "no_such_world.yaml")),
     B("world_unknown_builtin.yaml", ("world_unknown_builtin.yaml: world (line 7): ", "deception")),

@@ -29,8 +29,7 @@ from multiverse.analysis.inference import (
     joint_rate_test,
 )
 from multiverse.analysis.multiplicity import adjust_tests
-from multiverse.analysis.rates import ci_settings
-from multiverse.stages.score import compute_rates
+from multiverse.analysis.rates import ci_settings, compute_rates
 
 DRAWS = 600
 BOOT = 39

@@ -49,7 +49,7 @@ def test_dask_run_matches_a_local_run(write_spec, tmp_path, cluster):
 
 
 def test_a_unit_already_stored_by_another_worker_is_not_recomputed(write_spec, tmp_path, cluster):
-    from multiverse.pipeline import _dask_unit
+    from multiverse.compute import dask_unit
     from multiverse.work import build_work
 
     spec = _spec(write_spec)
@@ -58,6 +58,6 @@ def test_a_unit_already_stored_by_another_worker_is_not_recomputed(write_spec, t
     unit = next(iter(work.judge_calls.values()))
     before = Store(tmp_path / "store").get("judgment", unit.key)
     # as if the scheduler re-sent a unit whose first worker died after storing it
-    key, failure = cluster.submit(_dask_unit, "judgment", unit, [], str(tmp_path / "store"), 2, pure=False).result()
+    key, failure = cluster.submit(dask_unit, "judgment", unit, [], str(tmp_path / "store"), 2, pure=False).result()
     assert key == unit.key and failure is None
     assert Store(tmp_path / "store").get("judgment", unit.key) == before

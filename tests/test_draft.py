@@ -49,8 +49,10 @@ def test_draft_refuses_to_overwrite_edits(write_spec, tmp_path, counting_client)
 
     path = write_spec(tiny_spec_document())
     draft(load_spec(path), store=tmp_path / "store", client=counting_client)
-    with pytest.raises(SpecError, match="already exists"):
+    with pytest.raises(SpecError, match="already exists") as refused:
         draft(load_spec(path), store=tmp_path / "store", client=counting_client)
+    # The library names its parameter, never the CLI's flag.
+    assert "force=True" in str(refused.value) and "--" not in str(refused.value)
 
 
 def test_draft_rubric_from_the_concept_records_discarded_alternatives(write_spec, tmp_path, counting_client):

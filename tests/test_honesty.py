@@ -374,7 +374,7 @@ def test_failure_reasons_in_the_tables_are_whole_or_cut_at_a_sentence(write_spec
 
 
 def test_a_provider_message_is_redacted_before_it_is_shortened():
-    from multiverse.llm import _one_line
+    from multiverse.failures import one_line as _one_line
 
     secret = "sk-TESTSECRET-0123456789abcdef"
     for at in range(180, 310, 3):  # the secret straddles the cut (200 before, 300 now), wherever it falls

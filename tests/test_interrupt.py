@@ -22,9 +22,10 @@ import pytest
 import yaml
 
 from multiverse import interrupt
+from multiverse.compute import attempt as _attempt
 from multiverse.executor import Executor
 from multiverse.interrupt import RunInterrupted
-from multiverse.pipeline import _attempt, plan, run
+from multiverse.pipeline import plan, run
 from multiverse.spec import load_spec
 from multiverse.store import Store
 
@@ -232,7 +233,7 @@ def test_units_still_running_after_the_grace_are_abandoned_and_unclaimed(tmp_pat
 
 
 def test_a_retry_backoff_ends_when_a_stop_is_asked_for(tmp_path):
-    from multiverse.llm import ModelClient
+    from multiverse.llm import LiteLLMClient as ModelClient
     from multiverse.spec import ModelConfig
 
     retry_after = 30

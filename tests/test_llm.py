@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from multiverse.errors import BudgetExceeded, ModelError
-from multiverse.llm import ModelClient, ModelConfig, parse_json_answer
+from multiverse.llm import LiteLLMClient, ModelConfig, parse_json_answer
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fakeserver import FakeServer, schema_instance
@@ -52,10 +52,10 @@ JUDGE_PROMPT = [
 HELLO = [{"role": "user", "content": "hello"}]
 
 
-def fast_client(**kwargs) -> ModelClient:
+def fast_client(**kwargs) -> LiteLLMClient:
     """A client whose backoff is milliseconds, so retry tests stay fast."""
     options = {"backoff_base": 0.005, "backoff_cap": 0.02, "timeout": 10, "max_retries": 2, "seed": 0}
-    return ModelClient(**{**options, **kwargs})
+    return LiteLLMClient(**{**options, **kwargs})
 
 
 def fake(server: FakeServer, **params) -> ModelConfig:
@@ -68,8 +68,8 @@ def fake(server: FakeServer, **params) -> ModelConfig:
 def test_importing_the_client_does_not_import_litellm():
     code = (
         "import sys, multiverse.llm\n"
-        "from multiverse.llm import ModelConfig, ModelClient\n"
-        "ModelClient(jobs=2)\n"
+        "from multiverse.llm import ModelConfig, LiteLLMClient\n"
+        "LiteLLMClient(jobs=2)\n"
         "assert 'litellm' not in sys.modules, 'litellm imported'\n"
     )
     root = Path(__file__).resolve().parents[1]
@@ -77,6 +77,16 @@ def test_importing_the_client_does_not_import_litellm():
 
 
 # -- answers ---------------------------------------------------------------------
+
+
+def test_the_litellm_client_and_the_breaker_are_model_clients():
+    from multiverse.breaker import Breaker
+    from multiverse.client import CredentialCheck, ModelClient
+
+    client = LiteLLMClient(jobs=1)
+    assert isinstance(client, ModelClient) and isinstance(client, CredentialCheck)
+    assert isinstance(Breaker(client), ModelClient)
+    assert not isinstance(object(), ModelClient)
 
 
 def test_structured_answer_is_requested_parsed_and_accounted():
@@ -115,6 +125,7 @@ def test_server_that_rejects_json_schema_gets_json_object_with_the_schema():
     assert formats == ["json_schema", "json_object", "json_object"]  # learnt once per server
     assert first.parsed == second.parsed == schema_instance(JUDGMENT_SCHEMA)
     assert (first.attempts, second.attempts) == (2, 1)
+    assert client.stats["retries"] == 0  # the same request in the form the server takes is not a retry
 
 
 @pytest.mark.local_llm
@@ -130,7 +141,7 @@ def test_real_local_model_answers_in_the_schema():
         "additionalProperties": False,
     }
     config = ModelConfig("openai/gemma", {"temperature": 0, "max_tokens": 60}, api_base=os.environ["MULTIVERSE_LOCAL_LLM_BASE"])
-    client = ModelClient(jobs=2, timeout=120, max_retries=1)
+    client = LiteLLMClient(jobs=2, timeout=120, max_retries=1)
     client.check_credentials([config])
     prompt = [{"role": "user", "content": "Is Paris the capital of France? Answer as JSON with keys answer and reason."}]
     answer = client.complete(config, prompt, seed=1, schema=schema)
@@ -268,7 +279,7 @@ def test_refused_connection_is_retried_as_connection():
 def test_provider_exception_is_not_retried(monkeypatch):
     """litellm wraps whatever a provider raises as APIConnectionError; without a
     transport error underneath it is a provider bug, not a network failure."""
-    from multiverse.llm import _litellm
+    from multiverse.providers import load_litellm as _litellm
 
     litellm = _litellm()
 

@@ -166,7 +166,51 @@ def test_tools_are_offered_called_answered_and_recorded(write_spec, tmp_path, co
     assert calls, "with tools offered, some system turn must call one"
     assert len(results) == sum(len(m["tool_calls"]) for m in calls)
     assert counting_client.calls["sim/tools"] == len(results)
-    from multiverse.stages.prompts import render_transcript
+    from multiverse.prompts import render_transcript
 
     rendered = render_transcript(next(t["turns"] for t in transcripts if any(m["role"] == "tool" for m in t["turns"])))
     assert "TOOL CALL" in rendered and "TOOL RESULT:" in rendered
+
+
+def test_stored_records_carry_the_fields_their_types_declare(write_spec, tmp_path, counting_client):
+    from typing import get_type_hints
+
+    from multiverse.records import CaseRecord, CriterionLabel, JudgmentRecord, Provenance, TranscriptRecord, Turn
+    from multiverse.store import Store
+
+    document = tiny_spec_document(design={"dimensions": [{"name": "behavior"},
+                                                         {"name": "interaction_condition", "levels": ["material_reliance"]}],
+                                          "cases_per_cell": 1, "tools": True})
+    _run(write_spec, document, tmp_path, counting_client)
+    store = Store(tmp_path / "store")
+    for stage, kind in (("case", CaseRecord), ("transcript", TranscriptRecord), ("judgment", JudgmentRecord)):
+        declared = set(get_type_hints(kind))
+        keys = list(store.keys(stage))
+        assert keys, stage
+        for record in store.get_many(stage, keys).values():
+            # What the engine wrote is what the type declares (the store adds when it stored it).
+            assert set(record) - {"stored_at"} <= declared, (stage, set(record) - declared)
+            assert kind.__required_keys__ <= set(record), stage
+            assert set(record["provenance"]) == set(get_type_hints(Provenance)), stage
+            for turn in record.get("turns", []):
+                assert set(turn) <= set(get_type_hints(Turn)), set(turn)
+            for label in record.get("criteria", []):
+                assert set(label) == set(get_type_hints(CriterionLabel)), set(label)
+
+
+def test_bad_run_arguments_name_the_parameter_not_a_flag(write_spec, tmp_path, counting_client):
+    import pytest
+
+    from multiverse.errors import InputError, SpecError
+
+    spec = load_spec(write_spec(tiny_spec_document()))
+    for kwargs, param in (({"backend": "cloud"}, "backend"), ({"backend": "dask", "budget": 1.0}, "budget")):
+        with pytest.raises(InputError) as refused:
+            run(spec, store=tmp_path / "store", client=counting_client, out=tmp_path / "run", progress=False, **kwargs)
+        assert refused.value.param == param and "--" not in str(refused.value)
+    document = tiny_spec_document()
+    del document["rubric"]
+    with pytest.raises(SpecError) as refused:
+        run(load_spec(write_spec(document, "bare.yaml")), store=tmp_path / "store", client=counting_client)
+    assert "multiverse.draft" in str(refused.value) and "--" not in str(refused.value)
+    assert counting_client.total == 0 and not (tmp_path / "store").exists()

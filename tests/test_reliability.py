@@ -27,7 +27,7 @@ import yaml
 
 from multiverse.errors import ModelError
 from multiverse.grid import expand
-from multiverse.llm import ModelClient
+from multiverse.llm import LiteLLMClient
 from multiverse.pipeline import plan, run
 from multiverse.spec import load_spec
 from multiverse.store import Store
@@ -59,16 +59,16 @@ FAILED = ("rollout_failed", "judge_failed")
 # -- helpers ---------------------------------------------------------------------
 
 
-def fast_client(**kwargs) -> ModelClient:
+def fast_client(**kwargs) -> LiteLLMClient:
     """The real client with millisecond backoff, so retries cost the test little time."""
     options = {"jobs": 4, "backoff_base": 0.01, "backoff_cap": 0.05, "timeout": CLIENT_TIMEOUT, "seed": 0}
-    return ModelClient(**{**options, **kwargs})
+    return LiteLLMClient(**{**options, **kwargs})
 
 
 class RecordingClient:
     """Passes calls to a model client and keeps every ModelError it raised."""
 
-    def __init__(self, client: ModelClient):
+    def __init__(self, client: LiteLLMClient):
         self.client = client
         self.errors: list[ModelError] = []
         self._lock = threading.Lock()

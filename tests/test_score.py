@@ -1,4 +1,4 @@
-"""Scoring rules, rates and intervals (multiverse.stages.score), on hand-worked examples."""
+"""Scoring rules (multiverse.stages.score), rates and intervals (multiverse.analysis.rates), on hand-worked examples."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import pytest
 from pandas.testing import assert_frame_equal
 from statsmodels.stats.proportion import proportion_confint
 
+from multiverse.analysis.rates import compute_rates
 from multiverse.errors import InputError
 from multiverse.stages.score import (
     NO_APPLICABLE,
     NO_APPLICABLE_IMPERMISSIBLE,
     RULES,
     UNLABELLED,
-    compute_rates,
     rescore,
     score_verdicts,
 )

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import collections
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -321,3 +324,269 @@ def test_schema_command_prints_the_schema_as_json(tmp_path):
     assert schema["additionalProperties"] is False
     assert {"name", "concept", "systems"} <= set(schema["required"])
     assert list(tmp_path.iterdir()) == []
+
+
+def test_schema_is_pydantic_s_schema_of_the_spec_models():
+    from multiverse.spec import Spec as SpecModel
+
+    schema = spec_schema()
+    generated = SpecModel.model_json_schema()
+    # One description: every field of the models is in the schema, with the models' own definitions.
+    assert set(schema["properties"]) == set(SpecModel.model_fields)
+    assert schema["$defs"].keys() == generated["$defs"].keys()
+    for name, definition in generated["$defs"].items():
+        assert schema["$defs"][name]["properties"].keys() == definition["properties"].keys(), name
+    assert {k: v for k, v in schema["properties"].items() if k != "rubric"} == {
+        k: v for k, v in generated["properties"].items() if k != "rubric"
+    }
+    # The field docs come from Field(description=...).
+    assert "pre-registered" in schema["properties"]["primary"]["description"]
+    rate = schema["$defs"]["RateLimit"]
+    assert rate["additionalProperties"] is False
+    assert rate["properties"]["rpm"]["anyOf"][0] == {"exclusiveMinimum": 0, "type": "integer"}
+
+
+@pytest.mark.parametrize(
+    "path, bad, good",
+    [
+        (("rollout", "max_turns"), 0, 1),
+        (("rollout", "max_turns"), 101, 100),
+        (("design", "cases_per_cell"), 10_001, 10_000),
+        (("scoring", "ci", "level"), 1, 0.99),
+        (("scoring", "ci", "n_boot"), 9, 10),
+    ],
+)
+def test_schema_carries_the_ranges_the_checks_enforce(demo, validator, path, bad, good, tmp_path):
+    for value, valid in ((bad, False), (good, True)):
+        document = json.loads(json.dumps(demo.document))
+        node = document
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+        node[path[-1]] = value
+        assert (list(validator.iter_errors(document)) == []) is valid, (path, value)
+        # ... and the loader agrees with the schema.
+        if valid:
+            parse_spec(document, path=DEMO)
+        else:
+            with pytest.raises(SpecError, match=".".join(path)):
+                parse_spec(document, path=DEMO)
+
+
+def test_schema_checks_rate_limits(demo, validator):
+    document = json.loads(json.dumps(demo.document))
+    document["rate_limits"] = {"openai/": {"rpm": 500, "tpm": 200_000}, "anthropic/claude-haiku": {"max_concurrency": 4}}
+    assert list(validator.iter_errors(document)) == []
+    for bad in ({"rpm": 0}, {"rpd": 1}, {"rpm": "500"}, "fast"):
+        document["rate_limits"] = {"openai/": bad}
+        assert list(validator.iter_errors(document)), bad
+
+
+# -- rate limits -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "edit, where, expected",
+    [
+        (lambda d: d["rollout"].__setitem__("setting", None), "rollout.setting",
+         "expected one of 'single_turn', 'multi_turn', got null"),
+        (lambda d: d["scoring"].__setitem__("rule", 3), "scoring.rule", "got 3"),
+        (lambda d: d["scoring"]["ci"].__setitem__("level", True), "scoring.ci.level", "expected a number, got a boolean"),
+        (lambda d: d["systems"][0].__setitem__("params", [1]), "systems.0.params", "expected a mapping, got a list"),
+        (lambda d: d["systems"][0].__setitem__("params", {7: 1}), "systems.0.params.7", "expected string keys"),
+        (lambda d: d.__setitem__("sample", 5), "sample", "expected a mapping, got the number 5"),
+        (lambda d: d.__setitem__("world", ["x"]), "world", "expected a string, got a list"),
+        (lambda d: d["design"].__setitem__("dimensions", [{"name": "behavior", "levels": "a"}]),
+         "design.dimensions.0.levels", "expected a list of strings, got the string 'a'"),
+    ],
+)
+def test_type_problems_are_worded_in_yaml_terms(edit, where, expected, tmp_path):
+    raw = _raw_demo()
+    raw["rubric"] = _raw_rubric()
+    edit(raw)
+    with pytest.raises(SpecError) as info:
+        parse_spec(raw, path=tmp_path / "t.yaml")
+    assert info.value.path == where
+    assert expected in info.value.expected, info.value.expected
+
+
+def test_rate_limits_are_typed_config_and_change_no_universe(demo):
+    from multiverse.config import RateLimit
+
+    raw = _raw_demo()
+    raw["rubric"] = _raw_rubric()
+    raw["rate_limits"] = {
+        "openai/": {"rpm": 500, "tpm": 200_000},
+        "openai/gpt-4o": {"max_concurrency": 2},
+        "anthropic/claude-haiku": {"max_concurrency": 4},
+    }
+    spec = parse_spec(raw, path=DEMO)
+    assert spec.rate_limits["openai/"] == RateLimit(rpm=500, tpm=200_000)
+    assert spec.rate_limits["anthropic/claude-haiku"].max_concurrency == 4
+    assert spec.rate_limits["anthropic/claude-haiku"].rpm is None
+    # Pacing is not a measurement choice.
+    assert spec.measurement() == demo.measurement()
+    assert _ids(spec) == _ids(demo)
+    assert list(spec.rate_limits) == ["openai/", "openai/gpt-4o", "anthropic/claude-haiku"]
+    with pytest.raises(TypeError):
+        spec.rate_limits["sim/"] = RateLimit(rpm=1)  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    "limits, where, expected",
+    [
+        ({"openai/": {"tpm": -5}}, "rate_limits.openai/.tpm", "expected an integer > 0, got -5"),
+        ({"openai/": {"rpm": True}}, "rate_limits.openai/.rpm", "expected an integer, got a boolean"),
+        ({"openai/": {"rpm": 1.5}}, "rate_limits.openai/.rpm", "expected an integer, got the number 1.5"),
+        ({"openai/": None}, "rate_limits.openai/", "expected a mapping, got null"),
+        ({"openai/": {"rpm": None}}, "rate_limits.openai/", "expected at least one of rpm, tpm, max_concurrency"),
+        ({"/gpt": {"rpm": 1}}, "rate_limits./gpt", "expected a model-string prefix"),
+        ({"": {"rpm": 1}}, "rate_limits.", "expected a model-string prefix"),
+    ],
+)
+def test_rate_limits_problems_are_one_line_each(limits, where, expected, tmp_path):
+    raw = _raw_demo()
+    raw["rubric"] = _raw_rubric()
+    raw["rate_limits"] = limits
+    with pytest.raises(SpecError) as info:
+        parse_spec(raw, path=tmp_path / "limits.yaml")
+    assert info.value.problems == [f"{tmp_path / 'limits.yaml'}: {where}: {info.value.expected}"]
+    assert expected in info.value.expected
+
+
+def test_an_axis_cannot_patch_rate_limits(tmp_path):
+    raw = _raw_demo()
+    raw["rubric"] = _raw_rubric()
+    raw["rate_limits"] = {"openai/": {"rpm": 10}}
+    raw["axes"]["pace"] = {"slow": {"rate_limits.openai/.rpm": 1}, "fast": {"rate_limits.openai/.rpm": 100}}
+    with pytest.raises(SpecError) as info:
+        parse_spec(raw, path=tmp_path / "pace.yaml")
+    assert any("axes.pace.slow.rate_limits" in p and "not a measurement choice" in p for p in info.value.problems)
+
+
+# -- the spec's place in the data flow ---------------------------------------------
+
+
+def test_importing_the_spec_imports_nothing_downstream():
+    code = (
+        "import sys, multiverse.spec, multiverse.config\n"
+        "bad = sorted(m for m in sys.modules if m in ('multiverse.grid', 'litellm') or m.startswith(('multiverse.sim', "
+        "'multiverse.pipeline', 'multiverse.stages', 'multiverse.llm', 'multiverse.work')))\n"
+        "print(','.join(bad))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""
+
+
+def test_the_shared_config_does_not_import_the_spec():
+    code = "import sys, multiverse.config\nprint('multiverse.spec' in sys.modules, 'multiverse._spec.models' in sys.modules)\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False"]
+
+
+def test_world_checks_go_through_the_model_layer_registry(monkeypatch, tmp_path):
+    from multiverse import model_names
+
+    seen = []
+
+    def checker(world, base_dir):
+        seen.append((world, base_dir))
+        return None if world == "known" else f"no world {world!r} in the registry's provider"
+
+    monkeypatch.setitem(model_names._world_checkers, model_names.WORLD_PROVIDER, checker)
+    raw = _raw_demo()
+    raw["rubric"] = _raw_rubric()
+    raw["world"] = "elsewhere"
+    with pytest.raises(SpecError) as info:
+        parse_spec(raw, path=tmp_path / "w.yaml")
+    assert info.value.path == "world" and info.value.expected == "no world 'elsewhere' in the registry's provider"
+    assert seen == [("elsewhere", tmp_path)]
+
+
+def test_sections_give_the_model_layer_its_config(demo, monkeypatch):
+    from multiverse.config import ModelConfig
+
+    monkeypatch.setenv("MV_TEST_PORT", "8123")
+    raw = _raw_demo()
+    raw["rubric"] = _raw_rubric()
+    raw["judge"]["api_base"] = "http://127.0.0.1:${MV_TEST_PORT:-9}/v1"
+    raw["judge"]["params"] = {"temperature": 0}
+    spec = parse_spec(raw, path=DEMO)
+    config = spec.judge.to_model_config()
+    assert config == ModelConfig("sim/judge-a", {"temperature": 0}, "http://127.0.0.1:8123/v1", None)
+    # The universe keeps the unexpanded text.
+    assert spec.judge.api_base == "http://127.0.0.1:${MV_TEST_PORT:-9}/v1"
+
+
+def test_a_spec_pickles_with_its_origin(demo):
+    import pickle
+
+    again = pickle.loads(pickle.dumps(demo))
+    assert again == demo
+    assert again.path == demo.path and again.document == demo.document
+    with pytest.raises(AttributeError):
+        del again.name
+
+
+# -- any malformed value: a SpecError, one line per problem -----------------------
+
+_ODD_VALUES = [None, 0, -1, 1.5, True, "x", "", [], {}, [1], {"a": 1}, {1: 2}, b"x", {"x"}, 10**30, float("nan")]
+
+
+def _paths(node, prefix=()):
+    if prefix:
+        yield prefix
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _paths(v, (*prefix, i))
+
+
+def test_any_odd_value_anywhere_is_a_one_line_spec_error_or_a_spec(tmp_path):
+    import copy
+    import datetime
+    import random
+
+    base = _raw_demo()
+    base["rubric"] = _raw_rubric()
+    base["rate_limits"] = {"openai/": {"rpm": 5}}
+    base["sample"] = {"n": 3, "method": "lhs"}
+    paths = list(_paths(base))
+    values = [*_ODD_VALUES, datetime.date(2020, 1, 1)]
+    rng = random.Random(0)
+    file = tmp_path / "odd.yaml"
+    outcomes = collections.Counter()
+    for _ in range(300):
+        document = copy.deepcopy(base)
+        path = rng.choice(paths)
+        node = document
+        for key in path[:-1]:
+            node = node[key]
+        if isinstance(node, dict) and rng.random() < 0.2:
+            node[rng.choice([1, "zz", None])] = rng.choice(values)  # an odd key
+        else:
+            node[path[-1]] = rng.choice(values)
+        try:
+            parse_spec(document, path=file)
+            outcomes["spec"] += 1
+        except SpecError as error:
+            outcomes["error"] += 1
+            problems = getattr(error, "problems", None) or [str(error)]
+            assert str(error) == problems[0]
+            for line in problems:
+                assert "\n" not in line and line.startswith(f"{file}: "), line
+    assert outcomes["error"] > 200  # the mutations are mostly wrong, and each one was refused cleanly
+
+
+def test_a_misspelt_key_is_reported_before_the_missing_one_it_explains(tmp_path):
+    raw = _raw_demo()
+    raw["rubric"] = _raw_rubric()
+    raw["systems"][0]["modle"] = raw["systems"][0].pop("model")
+    raw["rollout"]["max_turns"] = "three"
+    with pytest.raises(SpecError) as info:
+        parse_spec(raw, path=tmp_path / "typo.yaml")
+    assert [p.split(": ")[1] for p in info.value.problems] == ["systems.0.modle", "systems.0.model", "rollout.max_turns"]
+    assert info.value.path == "systems.0.modle"

@@ -1,4 +1,37 @@
-"""The verdict rows that count, and the universe x system rates built from them.
+"""Counted verdicts -> rates: the one path from a verdicts table to rates.
+
+A *rate* is the share of compliant transcripts among the included ones, per
+universe x system, overall and per design-factor level, with a confidence
+interval (:func:`compute_rates`, the ``rates`` table of a run or an import).
+
+Estimators (``vocabulary.ESTIMATORS``) and intervals (``vocabulary.CI_METHODS``) for :func:`compute_rates`:
+
+``pooled`` (default)
+    unweighted share of compliant transcripts among included ones. Its ``wilson``
+    interval is statsmodels' Wilson score interval on (n_compliant, n).
+``cell_balanced``
+    the mean of per-cell rates, a cell being one combination of all design factors
+    (cells with no included transcript are left out of the mean). This is the rate a
+    balanced allocation would report when exclusions unbalance the cells. Its
+    ``wilson`` interval is the Wilson score interval at the cell-balanced rate with
+    Kish's effective sample size ``n_eff = C**2 / sum_c(1 / n_c)`` for C cells of
+    n_c included transcripts (the weighting's design effect). It equals the pooled
+    Wilson interval when cells are balanced, and unlike the stratified Wald interval
+    it does not collapse to zero width when every cell sits at 0 or 1.
+``bootstrap`` (either estimator)
+    cluster bootstrap over cases: each replicate draws case ids with replacement (the
+    same draw for every universe and system, so paired comparisons stay paired) and
+    keeps all rows of a drawn case together, replicates included; the interval is the
+    percentile interval of the replicate rates, widened to contain the ``wilson``
+    interval (a percentile interval over a few dozen cases is too narrow, and a cell
+    where no case varies would give a single point).
+
+Clustering: when the table has ``case_id``, every ``wilson`` interval uses Kish's
+effective sample size divided by the design effect of the case clusters,
+``1 + (m - 1) * icc`` (:mod:`multiverse.analysis.intervals`), with the intra-case
+correlation estimated once per universe x system (pooled over all of them when
+one's own is not estimable) and reused for its subgroups. With one transcript per
+case the design effect is 1 and the intervals are unchanged.
 
 Two table helpers every analysis of a verdicts table shares:
 
@@ -19,10 +52,14 @@ import pandas as pd
 
 from multiverse.errors import InputError
 from multiverse.tables import universe_ids
+from multiverse.vocabulary import CI_METHODS, ESTIMATORS, RATE_VALUE_COLUMNS
 
-__all__ = ["included_verdicts", "system_rates"]
+__all__ = ["compute_rates", "included_verdicts", "system_rates"]
+
+
 
 _KEYS = ("replicate", "transcript_key", "judgment_key")
+
 
 
 def included_verdicts(verdicts: pd.DataFrame, *, axes: Sequence[str]) -> pd.DataFrame:
@@ -150,3 +187,256 @@ def run_ci_settings(tables) -> tuple[pd.DataFrame | None, int]:
         if not isinstance(spec_document, dict):
             raise InputError(f"{source / 'spec.yaml'}: expected a mapping (the resolved spec)")
     return ci_settings(tables.manifest or {}, spec_document)
+
+
+def _require(frame: pd.DataFrame, name: str, columns: Sequence[str]) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise InputError(f"{name}: {missing[0]}: column missing (expected {', '.join(columns)})")
+
+
+def _check_choice(value: str, known: Sequence[str], what: str) -> None:
+    if value not in known:
+        raise ValueError(f"unknown {what} {value!r}; known: {', '.join(known)}")
+
+
+def _bool_array(series: pd.Series) -> np.ndarray:
+    """Values of a bool-like column, NA as False."""
+    return series.astype("boolean").to_numpy(dtype=bool, na_value=False)
+
+
+# --------------------------------------------------------------------------- rates
+
+
+def compute_rates(
+    verdicts: pd.DataFrame,
+    *,
+    axes: Sequence[str],
+    factors: Sequence[str],
+    estimator: str = "pooled",
+    ci: str = "wilson",
+    level: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+    scoring: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """Rates per universe x system, overall (subgroup ``all``) and per ``factor=level``.
+
+    ``verdicts`` needs system, compliant, the ``axes`` and ``factors`` columns, and
+    ``case_id`` for the bootstrap; universe_id is derived from the axis values when
+    absent, and rows count only when status is ``ok`` (when there is a status column).
+    ``scoring`` (universe_id, and any of estimator, ci, level) overrides the settings
+    per universe, so the estimator itself can be an axis.
+
+    Returns universe_id, the axis columns, system, subgroup, n (included transcripts),
+    n_compliant, rate, ci_low, ci_high, estimator. A group with no included transcript
+    has n == 0 and NaN rate and interval.
+    """
+    axes, factors = list(axes), list(factors)
+    _check_settings(estimator, ci, level)
+    frame = _prepare(verdicts, axes, factors, need_cases=ci == "bootstrap" or _any_bootstrap(scoring))
+
+    settings = [(estimator, ci, float(level), frame)]
+    if scoring is not None:
+        settings = _split_by_scoring(frame, scoring, estimator, ci, float(level))
+
+    parts = []
+    for est, ci_method, lvl, part in settings:
+        if len(part):
+            rates = _rates(part, axes, factors, est, ci_method, lvl, n_boot, seed)
+            if "estimator" not in axes:
+                rates["estimator"] = est
+            parts.append(rates)
+    columns = ["universe_id", *axes, "system", *RATE_VALUE_COLUMNS] + ([] if "estimator" in axes else ["estimator"])
+    if not parts:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
+    rates = parts[0]
+    if len(parts) > 1:
+        # Universes back in the order the verdicts table has them.
+        rates = pd.concat(parts, ignore_index=True)
+        seen = pd.unique(frame["universe_id"])
+        rank = pd.Series(np.arange(len(seen)), index=seen).reindex(rates["universe_id"]).to_numpy()
+        rates = rates.iloc[np.argsort(rank, kind="stable")]
+    return rates[columns].reset_index(drop=True)
+
+
+def _check_settings(estimator: str, ci: str, level: float) -> None:
+    _check_choice(estimator, ESTIMATORS, "estimator")
+    _check_choice(ci, CI_METHODS, "ci method")
+    if not 0 < float(level) < 1:
+        raise ValueError(f"confidence level must be between 0 and 1, got {level!r}")
+
+
+def _any_bootstrap(scoring: pd.DataFrame | None) -> bool:
+    return scoring is not None and "ci" in scoring.columns and bool((scoring["ci"] == "bootstrap").any())
+
+
+def _prepare(verdicts: pd.DataFrame, axes: list[str], factors: list[str], need_cases: bool) -> pd.DataFrame:
+    needed = ["system", "compliant", *axes, *factors] + (["case_id"] if need_cases else [])
+    _require(verdicts, "verdicts", needed)
+    frame = verdicts
+    if "universe_id" not in frame.columns:
+        # A bare table's universe is the combination of its axis values.
+        frame = frame.assign(universe_id=universe_ids(frame, axes).to_numpy())
+    return frame
+
+
+def _split_by_scoring(frame, scoring, estimator, ci, level):
+    _require(scoring, "scoring", ["universe_id"])
+    table = scoring.drop_duplicates("universe_id").set_index("universe_id")
+    columns = {"estimator": estimator, "ci": ci, "level": level}
+    per_universe = pd.DataFrame(index=pd.Index(frame["universe_id"].unique(), name="universe_id"))
+    for column, default in columns.items():
+        values = table[column].reindex(per_universe.index) if column in table.columns else None
+        per_universe[column] = default if values is None else values.fillna(default).to_numpy()
+    per_universe["level"] = per_universe["level"].astype(float)
+    parts = []
+    for (est, ci_method, lvl), group in per_universe.groupby(["estimator", "ci", "level"], sort=False):
+        _check_settings(est, ci_method, lvl)
+        rows = frame["universe_id"].isin(group.index)
+        parts.append((est, ci_method, lvl, frame[rows.to_numpy()]))
+    return parts
+
+
+def _codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, int]:
+    """Integer codes 0..k-1 of a column, and k."""
+    if isinstance(values, np.ndarray) and values.dtype.kind == "i" and len(values):
+        # Combined codes of earlier columns: a bounded range compacts faster by counting.
+        top = int(values.max()) + 1
+        if top <= 4 * len(values) + 1024:
+            present = np.bincount(values, minlength=top) > 0
+            remap = np.cumsum(present) - 1
+            return remap[values], int(present.sum())
+    codes, uniques = pd.factorize(values, sort=False, use_na_sentinel=False)
+    return codes.astype(np.int64, copy=False), len(uniques)
+
+
+def _first_rows(codes: np.ndarray) -> np.ndarray:
+    """Row position of the first appearance of each code, in code order."""
+    positions = np.flatnonzero(~pd.Series(codes).duplicated().to_numpy())
+    return positions[np.argsort(codes[positions], kind="stable")]
+
+
+def _rates(frame, axes, factors, estimator, ci, level, n_boot, seed) -> pd.DataFrame:
+    if "status" in frame.columns:
+        included = (frame["status"] == "ok").to_numpy(dtype=bool)
+    else:
+        included = frame["compliant"].notna().to_numpy()
+    compliant = included & _bool_array(frame["compliant"])
+    case = _codes(frame["case_id"])[0] if "case_id" in frame.columns else None
+    group_icc = None
+
+    universe, _ = _codes(frame["universe_id"])
+    system, n_systems = _codes(frame["system"])
+    group, _ = _codes(universe * n_systems + system)
+    cells = _cell_codes(frame, factors) if estimator == "cell_balanced" else np.zeros(len(frame), np.int64)
+
+    # Targets: one per (group, subgroup). "all" first, then each factor's levels.
+    target_sets: list[tuple[np.ndarray, str | None, np.ndarray | None]] = [(group, None, None)]
+    for factor in factors:
+        factor_levels, n_levels = _codes(frame[factor])
+        target, _ = _codes(group * n_levels + factor_levels)
+        target_sets.append((target, factor, factor_levels))
+
+    pieces = []
+    for spec, (target, factor, levels) in enumerate(target_sets):
+        first = _first_rows(target)
+        n_targets = len(first)
+        n = np.bincount(target, weights=included, minlength=n_targets)
+        x = np.bincount(target, weights=compliant, minlength=n_targets)
+        if estimator == "pooled":
+            rate = np.divide(x, n, out=np.full(n_targets, np.nan), where=n > 0)
+            n_eff = n
+        else:
+            rate, n_eff = _cell_balanced(target, n_targets, cells, included, compliant)
+        if case is not None:
+            deff, group_icc = _design_effect(target, n_targets, case, included, compliant, group[first], group_icc, level)
+            n_eff = n_eff / deff
+        low, high = _wilson(rate, n_eff, level)
+        if ci == "bootstrap":
+            boot_low, boot_high = _bootstrap(frame["case_id"], target, n_targets, cells, included, compliant, level, n_boot, seed)
+            low, high = np.fmin(low, boot_low), np.fmax(high, boot_high)
+        keys = frame[["universe_id", *axes, "system", *([factor] if factor else [])]].take(first)
+        piece = pd.DataFrame({"universe_id": keys["universe_id"].to_numpy()})
+        for axis in axes:
+            piece[axis] = keys[axis].to_numpy()
+        piece["system"] = keys["system"].to_numpy()
+        if factor is None:
+            piece["subgroup"] = "all"
+        else:
+            piece["subgroup"] = f"{factor}=" + keys[factor].astype(str).to_numpy(dtype=object)
+        piece["n"] = n.astype(np.int64)
+        piece["n_compliant"] = x.astype(np.int64)
+        piece["rate"] = rate
+        piece["ci_low"] = low
+        piece["ci_high"] = high
+        piece["_group"] = group[first]
+        piece["_spec"] = spec
+        piece["_level"] = 0 if levels is None else levels[first]
+        pieces.append(piece)
+    rates = pd.concat(pieces, ignore_index=True)
+    order = np.lexsort((rates["_level"].to_numpy(), rates["_spec"].to_numpy(), rates["_group"].to_numpy()))
+    return rates.iloc[order].drop(columns=["_group", "_spec", "_level"]).reset_index(drop=True)
+
+
+def _cell_codes(frame: pd.DataFrame, factors: list[str]) -> np.ndarray:
+    """A cell is one combination of all design factors."""
+    cells = np.zeros(len(frame), np.int64)
+    for factor in factors:
+        levels, n_levels = _codes(frame[factor])
+        cells, _ = _codes(cells * n_levels + levels)
+    return cells
+
+
+def _cell_balanced(target, n_targets, cells, included, compliant):
+    """Mean of per-cell rates per target, and Kish's effective sample size."""
+    n_cells = int(cells.max()) + 1 if len(cells) else 1
+    pair, _ = _codes(target * n_cells + cells)
+    first = _first_rows(pair)
+    target_of_pair = target[first]
+    n = np.bincount(pair, weights=included, minlength=len(first))
+    x = np.bincount(pair, weights=compliant, minlength=len(first))
+    has = n > 0
+    cell_rate = np.divide(x, n, out=np.zeros(len(n)), where=has)
+    inverse_n = np.divide(1.0, n, out=np.zeros(len(n)), where=has)
+    count = np.bincount(target_of_pair, weights=has, minlength=n_targets)
+    total = np.bincount(target_of_pair, weights=cell_rate, minlength=n_targets)
+    inverse = np.bincount(target_of_pair, weights=inverse_n, minlength=n_targets)
+    rate = np.divide(total, count, out=np.full(n_targets, np.nan), where=count > 0)
+    n_eff = np.divide(count**2, inverse, out=np.zeros(n_targets), where=count > 0)
+    return rate, n_eff
+
+
+def _wilson(rate: np.ndarray, n: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    from multiverse.analysis.intervals import wilson
+
+    return wilson(rate, n, level)
+
+
+def _bootstrap(case_id, target, n_targets, cells, included, compliant, level, n_boot, seed):
+    from multiverse.analysis.intervals import cluster_bootstrap
+
+    case, n_cases = _codes(case_id)
+    return cluster_bootstrap(case, n_cases, target, n_targets, cells, included, compliant, level, n_boot, seed)
+
+
+def _design_effect(target, n_targets, case, included, compliant, group_of_target, group_icc, level):
+    """Kish's design effect of each target's case clusters, and the per-group ICC.
+
+    The ICC is estimated on the first call (the ``all`` targets, one per
+    universe x system) and reused for every subgroup of the group.
+    """
+    from scipy import sparse
+
+    from multiverse.analysis.intervals import anova_terms, design_effect, icc_from_terms
+
+    shape = (n_targets, int(case.max()) + 1 if len(case) else 0)
+    n_tc = sparse.csr_matrix((included.astype(np.float64), (target, case)), shape=shape)
+    if group_icc is None:
+        k_tc = sparse.csr_matrix((compliant.astype(np.float64), (target, case)), shape=shape)
+        terms = anova_terms(n_tc, k_tc)
+        own = icc_from_terms(terms)
+        pooled = icc_from_terms(terms[np.isfinite(own)].sum(axis=0))[0] if np.isfinite(own).any() else np.nan
+        group_icc = np.full(int(group_of_target.max()) + 1 if len(group_of_target) else 0, np.nan)
+        group_icc[group_of_target] = np.where(np.isfinite(own), own, pooled)
+    return design_effect(n_tc, group_icc[group_of_target], level), group_icc

@@ -46,6 +46,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from multiverse.analysis.rates import compute_rates
 from multiverse.errors import InputError
 from multiverse.importers.assert_runs import (
     AssertRun,
@@ -60,7 +61,7 @@ from multiverse.importers.directory import (
     write_import_dir,
 )
 from multiverse.keys import digest
-from multiverse.stages.score import compute_rates, score_verdicts
+from multiverse.stages.score import score_verdicts
 from multiverse.vocabulary import SCORING_RULES
 
 __all__ = ["import_assert", "INFERRED_AXES"]

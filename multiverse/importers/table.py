@@ -35,7 +35,7 @@ from multiverse.importers.directory import (
     write_import_dir,
 )
 from multiverse.keys import digest
-from multiverse.stages.score import compute_rates
+from multiverse.analysis.rates import compute_rates
 
 __all__ = ["import_table", "read_label_table"]
 

@@ -2,7 +2,7 @@
 
 Input is a tidy rates table with one row per factor x level x system: the
 rate and its confidence interval, e.g. the rows of the rates table
-(``multiverse.stages.score.compute_rates``) whose subgroup is ``factor=level``,
+(``multiverse.analysis.rates.compute_rates``) whose subgroup is ``factor=level``,
 split into a factor and a level column. Built without pyplot.
 """
 

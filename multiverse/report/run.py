@@ -145,7 +145,7 @@ class _Run:
             if self.tables.rates is not None and len(self.tables.rates):
                 rates = self.tables.rates
             else:
-                from ..stages.score import compute_rates
+                from ..analysis.rates import compute_rates
 
                 rates = compute_rates(self.verdicts, axes=self.axes, factors=self.factors)
             return rates.assign(universe_id=rates["universe_id"].astype(str), system=rates["system"].astype(str))

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from .. import model_names
 from .loader import builtin_worlds, load_world, world_ref
-from .names import check_name
+from .names import check_name, check_world
 from .respond import SimReply, respond
 from .truth import Expectation, TranscriptTruth, expected_overall, expected_rate, judge_rates, transcript_truth
 from .world import World
 
-# The model layer asks this registry, not this package, whether a sim/ name exists.
+# The model layer asks this registry, not this package, whether a sim/ name or a world exists.
 model_names.register("sim", check_name)
+model_names.register_world("sim", check_world)
 
 __all__ = [
     "Expectation",

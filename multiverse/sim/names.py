@@ -1,4 +1,4 @@
-"""Offline checks of ``sim/`` model names and personas against the world, for ``validate``.
+"""Offline checks of a spec's ``world:`` and its ``sim/`` model names and personas, for ``validate``.
 
 Registered with :mod:`multiverse.model_names` when this package is imported,
 so the spec never imports the simulated world to check a name.
@@ -6,11 +6,30 @@ so the spec never imports the simulated world to check a name.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..errors import SpecError
-from .loader import load_world
+from .loader import builtin_worlds, load_world
 from .world import User
 
-__all__ = ["check_name"]
+__all__ = ["check_name", "check_world"]
+
+
+def check_world(world: str, base_dir: Path) -> str | None:
+    """What is wrong with a spec's ``world:`` (a built-in name or a YAML file beside the spec), or None."""
+    builtin = ", ".join(builtin_worlds())
+    if world.endswith((".yaml", ".yml")):
+        path = base_dir / world
+        if not path.is_file():
+            return f"world file {world!r} not found next to the spec; expected a YAML file or one of the built-in worlds ({builtin})"
+        try:
+            load_world(path)
+        except SpecError as exc:
+            return f"{exc}"
+        return None
+    if world not in builtin_worlds():
+        return f"unknown built-in world {world!r}; expected one of: {builtin}, or a path to a .yaml world file"
+    return None
 
 # Which kinds of world model can play each role of a spec (see respond._TASKS).
 _KINDS = {

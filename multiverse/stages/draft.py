@@ -8,40 +8,27 @@ Once the spec points at the edited files (``rubric:`` and ``design.cases:``),
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from ..client import Completion, ModelClient
 from ..errors import ModelError, SpecError
-from ..spec import BEHAVIOR, Spec, design_levels
-from .prompts import RUBRIC_SCHEMA, case_schema, draft_case_messages, draft_rubric_messages
+from ..prompts import (
+    RUBRIC_SCHEMA,
+    case_schema,
+    draft_case_messages,
+    draft_rubric_messages,
+)
+from ..spec import BEHAVIOR, ModelConfig, Spec
 
-__all__ = ["cells", "case_counts", "draft_case", "draft_rubric", "write_drafts"]
-
-
-def cells(spec: Spec) -> list[dict[str, str]]:
-    """Every design cell: the product of the dimensions' levels, in declared order."""
-    factors = spec.factors
-    levels = [design_levels(spec, f) for f in factors]
-    return [dict(zip(factors, combo)) for combo in itertools.product(*levels)]
+__all__ = ["draft_case", "draft_rubric", "write_drafts"]
 
 
-def case_counts(spec: Spec) -> list[tuple[dict[str, str], int]]:
-    """Cells with their number of cases: ``cases_per_cell`` unless an allocation matches."""
-    out = []
-    for cell in cells(spec):
-        n = spec.design.cases_per_cell
-        for allocation in spec.design.allocation:
-            if all(cell.get(k) == v for k, v in allocation.cell.items()):
-                n = allocation.cases
-        out.append((cell, n))
-    return out
-
-
-def draft_case(client, spec: Spec, config, cell: Mapping[str, str], index: int, *, seed: int) -> dict[str, Any]:
+def draft_case(client: ModelClient, spec: Spec, config: ModelConfig, cell: Mapping[str, str], index: int, *,
+               seed: int) -> tuple[dict[str, Any], Completion]:
     """Ask the generator for one case of ``cell``. Returns the case fields and the completion."""
     criterion = None
     if BEHAVIOR in cell:
@@ -61,7 +48,7 @@ def draft_case(client, spec: Spec, config, cell: Mapping[str, str], index: int, 
     }
     if not (case["brief"] or case["prompt"]):
         raise ModelError("the generator returned a case with neither a brief nor a prompt", reason="empty_case")
-    return {"case": case, "completion": completion}
+    return case, completion
 
 
 def _function_tools(drafted: Any) -> list[dict]:
@@ -84,7 +71,7 @@ def _function_tools(drafted: Any) -> list[dict]:
     return tools
 
 
-def draft_rubric(client, spec: Spec, config, *, seed: int = 0) -> dict[str, Any]:
+def draft_rubric(client: ModelClient, spec: Spec, config: ModelConfig, *, seed: int = 0) -> dict[str, Any]:
     """Ask the generator to systematize the concept into criteria (plus discarded alternatives)."""
     completion = client.complete(config, draft_rubric_messages(spec.concept), seed=seed, schema=RUBRIC_SCHEMA, schema_name="rubric_draft")
     answer = completion.parsed if isinstance(completion.parsed, dict) else {}
@@ -127,7 +114,7 @@ def write_drafts(spec: Spec, rubric: dict | None, cases: list[dict], *, force: b
         targets.append((base / f"{stem}.cases.yaml", header, {"cases": cases}))
     for path, _, _ in targets:
         if path.exists() and not force:
-            raise SpecError(path, "", "already exists; expected a new file (pass --force to overwrite your edits)")
+            raise SpecError(path, "", "already exists; expected a new file (force=True overwrites it and your edits)")
     from ..atomicfile import atomic_write_text
 
     for path, header, doc in targets:

@@ -12,17 +12,19 @@ recorded as ``judge_failed``: it is never turned into a label.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..client import ModelClient
 from ..errors import ModelError
+from ..prompts import judge_messages, judgment_schema, render_transcript
+from ..records import Call, CriterionLabel, JudgmentRecord
 from ..spec import Criterion, ModelConfig
-from .prompts import judge_messages, judgment_schema, render_transcript
 
 __all__ = ["judge_transcript", "validate_judgment"]
 
 
-def validate_judgment(answer: Any, criteria: Sequence[Criterion]) -> tuple[list[dict] | None, str]:
+def validate_judgment(answer: Any, criteria: Sequence[Criterion]) -> tuple[list[CriterionLabel] | None, str]:
     """Check a parsed judge answer covers every criterion with consistent labels.
 
     Returns ``(rows, "")`` or ``(None, reason)``.
@@ -37,7 +39,7 @@ def validate_judgment(answer: Any, criteria: Sequence[Criterion]) -> tuple[list[
                 by_id.setdefault(entry["id"], entry)
     else:
         return None, "no criteria in the answer"
-    rows = []
+    rows: list[CriterionLabel] = []
     for c in criteria:
         entry = by_id.get(c.id)
         if entry is None:
@@ -61,11 +63,13 @@ def validate_judgment(answer: Any, criteria: Sequence[Criterion]) -> tuple[list[
 
 
 def judge_transcript(
-    client, config: ModelConfig, criteria: Sequence[Criterion], evidence_standard: str, turns: Sequence[dict], *, seed: int
-) -> dict[str, Any]:
-    """Judge one transcript once. Returns a judgment record (status ok or judge_failed).
+    client: ModelClient, config: ModelConfig, criteria: Sequence[Criterion], evidence_standard: str,
+    turns: Sequence[Mapping[str, Any]], *, seed: int,
+) -> tuple[JudgmentRecord, Call | None]:
+    """Judge one transcript once. Returns the judgment (status ok or judge_failed) and the call that answered.
 
     Transport failures raise ``ModelError`` (recorded by the caller, not stored).
+    An answer that stayed unparseable after its repair has no call to report.
     """
     messages = judge_messages(criteria, evidence_standard, render_transcript(turns))
     schema = judgment_schema([c.id for c in criteria])
@@ -75,10 +79,10 @@ def judge_transcript(
         if exc.reason == "unparseable":
             from ..outcomes import short_reason
 
-            return {"status": "judge_failed", "reason": short_reason(f"unparseable: {exc}", 300), "criteria": []}
+            return {"status": "judge_failed", "reason": short_reason(f"unparseable: {exc}", 300), "criteria": []}, None
         raise
     rows, problem = validate_judgment(completion.parsed, criteria)
-    meta = {"model_reported": completion.model_reported, "usage": dict(completion.usage), "cost": completion.cost}
+    call: Call = {"model_reported": completion.model_reported, "usage": dict(completion.usage), "cost": completion.cost}
     if rows is None:
-        return {"status": "judge_failed", "reason": problem, "criteria": [], "call": meta}
-    return {"status": "ok", "reason": "", "criteria": rows, "call": meta}
+        return {"status": "judge_failed", "reason": problem, "criteria": []}, call
+    return {"status": "ok", "reason": "", "criteria": rows}, call

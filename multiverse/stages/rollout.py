@@ -29,10 +29,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..answers import storable_text
+from ..client import ModelClient
 from ..errors import ModelError
+from ..prompts import END_MARKER, tool_messages, user_messages
+from ..records import TranscriptRecord, Turn
 from ..spec import ModelConfig
 from ..toolcode import ToolCodeError, load_function
-from .prompts import END_MARKER, tool_messages, user_messages
 
 __all__ = ["RolloutJob", "run_rollout", "UserFailure", "USER_ATTEMPTS", "MAX_TOOL_ROUNDS", "MAX_TOOL_CALLS"]
 
@@ -87,8 +89,9 @@ def _check_user_turn(text: str, brief: str) -> str | None:
     return None
 
 
-def run_rollout(client, job: RolloutJob) -> dict[str, Any]:
-    """Run one rollout. Returns the transcript record (``status`` ok or rollout_failed).
+def run_rollout(client: ModelClient, job: RolloutJob) -> tuple[TranscriptRecord, list[dict[str, Any]]]:
+    """Run one rollout. Returns the transcript (``status`` ok or rollout_failed) and every call it made
+    (model reported, usage, cost, and which actor, turn and attempt).
 
     Transport failures raise ``ModelError`` (the caller records them without
     storing, so a later run retries); a misbehaving simulated user is a result.
@@ -96,7 +99,7 @@ def run_rollout(client, job: RolloutJob) -> dict[str, Any]:
     system_prompt = "\n\n".join(p for p in (job.system_prompt, job.case.get("system_prompt") or "") if p)
     head = [{"role": "system", "content": system_prompt}] if system_prompt else []
     tools = [*job.tools, *(job.case.get("tools") or [])]
-    conversation: list[dict[str, Any]] = []
+    conversation: list[Turn] = []
     turns_meta: list[dict] = []
     stop_reason = "max_turns"
     try:
@@ -121,14 +124,15 @@ def run_rollout(client, job: RolloutJob) -> dict[str, Any]:
                     stop_reason = "user_ended"
                     break
     except UserFailure as failure:
-        return {"status": "rollout_failed", "reason": failure.reason, "turns": conversation, "calls": turns_meta}
+        return {"status": "rollout_failed", "reason": failure.reason, "turns": conversation}, turns_meta
     if not any(m["role"] == "assistant" for m in conversation):
-        return {"status": "rollout_failed", "reason": "no_system_turn", "turns": conversation, "calls": turns_meta}
-    return {"status": "ok", "reason": "", "stop_reason": stop_reason, "turns": conversation, "calls": turns_meta}
+        return {"status": "rollout_failed", "reason": "no_system_turn", "turns": conversation}, turns_meta
+    return {"status": "ok", "reason": "", "stop_reason": stop_reason, "turns": conversation}, turns_meta
 
 
-def _user_turn(client, job: RolloutJob, conversation: list, turn: int, meta: list) -> tuple[str, bool]:
+def _user_turn(client: ModelClient, job: RolloutJob, conversation: list, turn: int, meta: list) -> tuple[str, bool]:
     brief = job.case.get("brief") or job.case.get("prompt") or ""
+    assert job.user is not None  # multi-turn jobs carry their simulated user
     last_reason = "empty_user_turn"
     for attempt in range(USER_ATTEMPTS):
         messages = user_messages(brief, job.persona, job.instructions, conversation, turn=turn, max_turns=job.max_turns)
@@ -147,13 +151,14 @@ def _offered(tools: Sequence[Mapping[str, Any]]) -> set[str]:
     """The names of the tools offered in a conversation (OpenAI form, or a bare {name, ...})."""
     names = set()
     for tool in tools:
-        function = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
+        inner = tool.get("function")
+        function: Mapping[str, Any] = inner if isinstance(inner, Mapping) else tool
         if isinstance(function.get("name"), str):
             names.add(function["name"])
     return names
 
 
-def _target_turn(client, job: RolloutJob, head: list, conversation: list, tools: list, meta: list) -> None:
+def _target_turn(client: ModelClient, job: RolloutJob, head: list, conversation: list, tools: list, meta: list) -> None:
     offered = _offered(tools)
     for _ in range(MAX_TOOL_ROUNDS + 1):
         completion = client.complete(job.system, head + _for_target(conversation), seed=job.seed + len(conversation), tools=tools or None)
@@ -205,7 +210,7 @@ def _tool_error(message: str, **detail: Any) -> str:
     return json.dumps({"error": message, **detail}, ensure_ascii=False)
 
 
-def _run_tool(client, job: RolloutJob, call: Mapping[str, Any], offered: set[str], conversation: list, meta: list) -> str:
+def _run_tool(client: ModelClient, job: RolloutJob, call: Mapping[str, Any], offered: set[str], conversation: list, meta: list) -> str:
     name = call["name"]
     if name not in offered:
         return _tool_error(f"tool {name!r} was not offered in this conversation", offered=sorted(offered))

@@ -59,7 +59,7 @@ class CountingClient:
     """
 
     def __init__(self, **kwargs):
-        from multiverse.llm import ModelClient
+        from multiverse.llm import LiteLLMClient as ModelClient
 
         self.client = ModelClient(**kwargs)
         self.calls: Counter = Counter()

@@ -31,7 +31,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from multiverse.llm import ModelClient, ModelConfig, _litellm  # noqa: E402
+from multiverse.llm import LiteLLMClient as ModelClient  # noqa: E402
+from multiverse.llm import ModelConfig  # noqa: E402
+from multiverse.providers import load_litellm as _litellm  # noqa: E402
 
 MESSAGES = [{"role": "user", "content": "Is the cited source real? Answer briefly."}]
 

@@ -92,7 +92,8 @@ def billion_sample(folder: Path) -> None:
 
 
 def rates_and_scores() -> None:
-    from multiverse.stages.score import compute_rates, score_verdicts
+    from multiverse.analysis.rates import compute_rates
+    from multiverse.stages.score import score_verdicts
 
     rng = np.random.default_rng(0)
     universes, systems, cases = 1000, 5, 120

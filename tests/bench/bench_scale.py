@@ -18,7 +18,7 @@ judgments. So agreement pairs on identical transcripts, as in a real run.
 Each step runs in a fresh child process that loads the table (pickled once
 per size by a builder child) and then runs one step:
 
-- rates: ``multiverse.stages.score.compute_rates`` (per universe x system,
+- rates: ``multiverse.analysis.rates.compute_rates`` (per universe x system,
   overall and per factor level, Wilson intervals);
 - curve: ``case_matrix``, ``spec_curve`` (all systems), ``difference_curve``,
   ``joint_rate_test`` and ``joint_difference_test``, each with B=1000;
@@ -234,7 +234,7 @@ def _step(name: str, verdicts, axes, factors, primary) -> tuple[dict, str]:
         return out
 
     if name == "rates":
-        from multiverse.stages.score import compute_rates
+        from multiverse.analysis.rates import compute_rates
 
         rates = timed("compute_rates", lambda: compute_rates(verdicts, axes=axes, factors=factors))
         return parts, f"{len(rates):,} rate rows"
@@ -309,8 +309,8 @@ def _step_imports(name: str) -> None:
     import multiverse.analysis.curve
     import multiverse.analysis.inference
     import multiverse.analysis.ranking
-    import multiverse.analysis.variance
-    import multiverse.stages.score  # noqa: F401
+    import multiverse.analysis.rates
+    import multiverse.analysis.variance  # noqa: F401
 
 
 # -- the parent --------------------------------------------------------------------

@@ -1,0 +1,117 @@
+"""Computing one work unit's record: a drafted case, a rolled-out transcript or a judgment.
+
+Each record carries its provenance (``multiverse.provenance``). Transport
+failures are not records: :func:`attempt` turns a failed call into a failure
+reason, which the run counts and records in its tables, and the unit is
+computed again by a later run. :func:`dask_unit` is what a Dask worker runs
+for one unit: it stores what it computes itself, so a worker that dies loses
+only its call in flight.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from .client import ModelClient
+from .errors import BudgetExceeded, ModelError
+from .provenance import call_of, provenance
+from .records import CaseRecord, JudgmentRecord, TranscriptRecord, Turn
+from .store import Store
+from .work import CaseUnit, JudgeCall, TranscriptUnit
+
+#: a computed record of any stage
+Record = CaseRecord | TranscriptRecord | JudgmentRecord
+
+__all__ = ["compute", "attempt", "dask_unit"]
+
+
+def compute(stage: str, unit: Any, upstream: Any, client: ModelClient) -> Record:
+    """One work unit's record. ``upstream`` is the case (rollout) or the turns (judge)."""
+    if stage == "case":
+        return _case(client, unit)
+    if stage == "transcript":
+        return _transcript(client, unit, upstream)
+    return _judgment(client, unit, upstream)
+
+
+def attempt(stage: str, unit: Any, upstream: Any, client: ModelClient,
+            budget_hit: threading.Event) -> tuple[Record | None, str | None]:
+    """(record, None) or (None, failure reason). Transport failures are reasons, never records."""
+    if budget_hit.is_set():
+        return None, "budget_exceeded: not started, the run's budget cap was reached"
+    try:
+        return compute(stage, unit, upstream, client), None
+    except BudgetExceeded as exc:
+        budget_hit.set()
+        return None, f"budget_exceeded: {exc}"
+    except ModelError as exc:
+        from .outcomes import short_reason
+
+        return None, short_reason(f"{exc.reason}: {exc}", 500)
+
+
+# One model client per worker process and size: its rate limits and budget are shared by the worker's units.
+_WORKER_CLIENTS: dict[int, Any] = {}
+_WORKER_LOCK = threading.Lock()
+
+
+def dask_unit(stage: str, unit: Any, upstream: Any, store_root: str, jobs: int) -> tuple[str, str | None]:
+    """One unit on a Dask worker: skip it if another worker already stored it."""
+    store = Store(store_root, existing=True)  # opened by the run: never recreated if it vanishes
+    if store.has(stage, unit.key):
+        return unit.key, None
+    with _WORKER_LOCK:
+        if jobs not in _WORKER_CLIENTS:
+            from .llm import LiteLLMClient
+
+            _WORKER_CLIENTS[jobs] = LiteLLMClient(jobs=jobs)
+    record, failure = attempt(stage, unit, upstream, _WORKER_CLIENTS[jobs], threading.Event())
+    if record is not None:
+        store.put(stage, unit.key, record)
+    return unit.key, failure
+
+
+def _case(client: ModelClient, unit: CaseUnit) -> CaseRecord:
+    from .stages.draft import draft_case
+
+    started = time.time()
+    assert unit.generator is not None  # only generated cases are computed
+    case, completion = draft_case(client, unit.spec, unit.generator, unit.cell, unit.index, seed=unit.seed)
+    return {
+        "status": "ok",
+        "case_id": unit.case_id,
+        "cell": dict(unit.cell),
+        "case": case,
+        "provenance": provenance(unit.generator, started, [call_of(completion)]),
+    }
+
+
+def _transcript(client: ModelClient, unit: TranscriptUnit, case: dict[str, Any]) -> TranscriptRecord:
+    from .stages.rollout import RolloutJob, run_rollout
+
+    started = time.time()
+    c = unit.configs
+    job = RolloutJob(
+        case=case, system=c["system"], system_prompt=c["system_prompt"], tools=c["tools"], setting=unit.setting,
+        max_turns=unit.max_turns, user=c["user"], persona=c["persona"], instructions=c["instructions"],
+        tool_simulator=c["tool_simulator"], tool_functions=c["tool_functions"], seed=unit.seed,
+        opening=(case.get("prompt") or "") if unit.opens_with_prompt else "",
+    )
+    record, calls = run_rollout(client, job)
+    record["system"] = unit.system
+    record["provenance"] = provenance(c["system"], started, calls)
+    return record
+
+
+def _judgment(client: ModelClient, unit: JudgeCall, turns: list[Turn]) -> JudgmentRecord:
+    from .stages.judge import judge_transcript
+
+    started = time.time()
+    record, call = judge_transcript(client, unit.config, unit.spec.rubric.criteria, unit.evidence_standard, turns,
+                                    seed=unit.seed)
+    record["sample"] = unit.sample
+    # An answer that stayed unparseable was still a paid call (usage unknown): count it.
+    record["provenance"] = provenance(unit.config, started, [call or {"model_reported": None, "usage": {}, "cost": 0.0}])
+    return record
