@@ -44,13 +44,13 @@ def expected_curve(verdicts: pd.DataFrame, axes: list[str], primary=None) -> pd.
     frame["n_compliant"] = frame["n_compliant"].astype(np.int64)
     frame["rate"] = frame["n_compliant"] / frame["n"]
     # Kish's effective n: n / (1 + (m - 1) icc), icc the one-way ANOVA estimate over
-    # cases; where a universe's own is undefined (no variation), the ANOVA pooled
-    # over the universes that have one.
+    # cases; where a universe's own is undefined (no variation, or fewer than 5
+    # labels of the rarer kind), the ANOVA pooled over the universes that have one.
     def icc(ss_b, ss_w, df_b, df_w, spread):
         ms_b, ms_w = ss_b / df_b, ss_w / df_w
         return np.clip((ms_b - ms_w) / (ms_b + (spread / df_b - 1) * ms_w), 0, 1)
 
-    terms, size, cases = {}, {}, {}
+    terms, size, cases, rarer = {}, {}, {}, {}
     for key, part in ok.groupby(["universe_id", "system"]):
         y = part["compliant"].astype(float)
         by_case = y.groupby(part["case_id"])
@@ -59,7 +59,8 @@ def expected_curve(verdicts: pd.DataFrame, axes: list[str], primary=None) -> pd.
         terms[key] = np.array([(m_c * (p_c - y.mean()) ** 2).sum(), (m_c * p_c * (1 - p_c)).sum(),
                                c - 1, big_n - c, big_n - (m_c**2).sum() / big_n])
         size[key], cases[key] = (m_c**2).sum() / big_n, c
-    varies = [key for key, t in terms.items() if t[0] + t[1] > 0]
+        rarer[key] = min(y.sum(), big_n - y.sum())
+    varies = [key for key, t in terms.items() if t[0] + t[1] > 0 and rarer[key] >= 5]
     pooled = icc(*sum(terms[key] for key in varies))
     # Korn & Graubard: a variance estimated from C cases gets (t_{C-1} / z)^2.
     deff = {key: (1 + (size[key] - 1) * (icc(*t) if key in varies else pooled))

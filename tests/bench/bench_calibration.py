@@ -11,8 +11,9 @@ Joint tests: under a true null (every universe's rate = t, 8 universes sharing
 cases, intra-case correlation 0.3 from a Beta case effect), the share of
 ``--draws`` simulated multiverses where each statistic has p <= 0.05, for
 t in {0.02, 0.05, 0.10, 0.30, 0.50, 0.90, 0.98} and n in {30, 36, 100} cases;
-then the sign-flip difference test (two systems, same rate), the rate test
-with 3 replicates per case, and power (true 0.30 against t = 0.10).
+then the rate test with 3 replicates per case at every t, the sign-flip
+difference test (two systems, same rate), and power (true 0.30 against
+t = 0.10, with and without replicates).
 
 Intervals: share of ``--sims`` data sets whose interval holds the true rate,
 for the overall rate and for 6-case subgroups, per CI method, true rate p,
@@ -66,7 +67,7 @@ def calibration(draws: int, boot: int) -> list[dict]:
                     lambda rng, t=t, n=n_cases: audit_world(rng, t, n_cases=n),
                     lambda m, draw, t=t: joint_rate_test(m, system="s0", threshold=t, boot=boot, seed=draw),
                     draws, seed=int(1000 * t) + n_cases)))})
-    for t in (0.05, 0.10, 0.30):
+    for t in RATES:
         rows.append({"test": "rate", "t": t, "cases": 36, "replicates": 3, "truth": t, **dict(zip(
             STATISTICS, rejection_rates(
                 lambda rng, t=t: audit_world(rng, t, replicates=3),
@@ -78,10 +79,10 @@ def calibration(draws: int, boot: int) -> list[dict]:
                 lambda rng, t=t: audit_world(rng, t, n_systems=2),
                 lambda m, draw: joint_difference_test(m, a="s0", b="s1", boot=boot, seed=draw),
                 draws, seed=11)))})
-    for n_cases in (30, 36):
-        rows.append({"test": "rate (power)", "t": 0.10, "cases": n_cases, "replicates": 1, "truth": 0.30,
+    for n_cases, replicates in ((30, 1), (36, 1), (36, 3)):
+        rows.append({"test": "rate (power)", "t": 0.10, "cases": n_cases, "replicates": replicates, "truth": 0.30,
                      **dict(zip(STATISTICS, rejection_rates(
-                         lambda rng, n=n_cases: audit_world(rng, 0.30, n_cases=n),
+                         lambda rng, n=n_cases, r=replicates: audit_world(rng, 0.30, n_cases=n, replicates=r),
                          lambda m, draw: joint_rate_test(m, system="s0", threshold=0.10, boot=boot, seed=draw),
                          draws, seed=3)))})
     return rows
@@ -109,16 +110,17 @@ def coverage(sims: int, n_boot: int) -> list[dict]:
 
 def markdown(document: dict) -> str:
     out = [f"Command: `{document['command']}`, {document['date']}.", ""]
-    out += [f"False-positive rate at alpha = 0.05 ({document['draws']} simulated multiverses per row, B = "
-            f"{document['boot']}; 8 universes sharing cases, intra-case correlation 0.3; Monte Carlo SE about "
-            f"{np.sqrt(0.05 * 0.95 / document['draws']):.3f}). \"power\" rows: true rate 0.30 against t = 0.10.", ""]
+    out += [(f"False-positive rate at alpha = 0.05 ({document['draws']} simulated multiverses per row, B = "
+             f"{document['boot']}; 8 universes sharing cases, intra-case correlation 0.3; Monte Carlo SE about "
+             f"{np.sqrt(0.05 * 0.95 / document['draws']):.3f}). \"power\" rows: true rate 0.30 against t = 0.10."),
+            ""]
     out += ["| test | t | cases | replicates | median effect | n significant | Stouffer Z |",
             "|---|---|---|---|---|---|---|"]
     for r in document["calibration"]:
         out.append(f"| {r['test']} | {r['t']:g} | {r['cases']} | {r['replicates']} | {r['median_effect']:.3f} | "
                    f"{r['n_significant']:.3f} | {r['stouffer_z']:.3f} |")
-    out += ["", f"Coverage at nominal 0.95 ({document['sims']} data sets per row; subgroups: 6 of them per data "
-            "set, each with a sixth of the cases; points = intervals of zero width).", ""]
+    out += ["", (f"Coverage at nominal 0.95 ({document['sims']} data sets per row; subgroups: 6 of them per data "
+                 "set, each with a sixth of the cases; points = intervals of zero width)."), ""]
     out += ["| ci | p | cases | replicates | ICC | coverage | coverage, subgroups (cases) | points |",
             "|---|---|---|---|---|---|---|---|"]
     for r in document["coverage"]:
