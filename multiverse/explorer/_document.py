@@ -1,0 +1,362 @@
+"""The explorer's data document: a run's tables as compact, JSON-able columns.
+
+What the page needs at once (universes, their options, the rates per universe
+x system with CIs and n, the cases) is plain columns of small integers and
+numbers, with every repeated string stored once in a list and referred to by
+index. What it needs only when a reader opens a universe (the verdict rows,
+transcripts and criterion-level rationales) sits in two lazy blocks (see
+``_packing``): at 1,000 universes x 5 systems x 120 cases that keeps the page
+small and quick to open.
+
+Text is carried as it is (the page escapes it on the way out), except the
+simulated world's hidden ground-truth markers, which no reader should see.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from ..sim.markers import strip_markers
+from ..tables import split_factors, universe_ids
+from ..vocabulary import COUNTED_STATUS, STATUSES
+from ._packing import pack
+
+__all__ = ["FORMAT", "VERDICTS", "document_from_run", "explorer_document", "read_transcripts"]
+
+FORMAT = "multiverse-explorer/1"
+#: The verdict of a row, as the page names it: a label for counted rows, else the row's status.
+VERDICTS: tuple[str, ...] = ("compliant", "non-compliant", "unlabelled", *(s for s in STATUSES if s != COUNTED_STATUS))
+# A longer turn or rationale is cut, so one runaway answer does not swamp the page or the file.
+MAX_TEXT_CHARS = 4000
+
+
+def explorer_document(
+    verdicts: pd.DataFrame,
+    criteria: pd.DataFrame | None = None,
+    rates: pd.DataFrame | None = None,
+    transcripts: Mapping[str, Mapping] | Iterable[Mapping] | None = None,
+    *,
+    axes: Sequence[str],
+    factors: Sequence[str] = (),
+    primary: str | None = None,
+    ci_method: str | pd.DataFrame = "wilson",
+    level: float = 0.95,
+    options: Mapping[str, Sequence] | None = None,
+    labels: Mapping[str, str | None] | None = None,
+    title: str = "audit",
+    simulated: bool = False,
+) -> dict:
+    """The data document the explorer page draws (``render_explorer``), from a run's tables.
+
+    ``verdicts``, ``criteria`` and ``rates`` are the run folder's tables
+    (``tables.load_run``); ``transcripts`` maps a transcript key to its record
+    (``transcripts.jsonl``: ``turns``, ``status``, ``reason``), or is an
+    iterable of records with a ``key``. ``rates`` supplies each universe x
+    system's rate and CI (its ``subgroup == "all"`` rows); without it they are
+    computed with ``analysis.curve.spec_curve`` at ``ci_method`` and ``level``
+    (``ci_method`` may be a per-universe table, as ``spec_curve`` takes).
+    ``options`` gives each axis's options in declared order, ``labels`` a
+    label per universe id. ``primary`` is the primary universe's id, or None.
+    """
+    missing = [c for c in ("system", "case_id", "compliant") if c not in verdicts.columns]
+    if missing:
+        raise InputError(f"verdicts: {', '.join(missing)}: expected column(s) to be present", param="verdicts")
+    axes, extra = split_factors(verdicts, [a for a in axes if a in verdicts.columns])
+    factors = [f for f in (*factors, *extra) if f in verdicts.columns]
+    if "universe_id" not in verdicts.columns:
+        verdicts = verdicts.assign(universe_id=universe_ids(verdicts, axes).to_numpy())
+    verdicts = verdicts.assign(universe_id=verdicts["universe_id"].astype(str), system=verdicts["system"].astype(str),
+                               case_id=verdicts["case_id"].astype(str))
+    universe_order = _unique(verdicts["universe_id"])
+    if primary is not None and str(primary) in universe_order:
+        primary = str(primary)
+        universe_order = [primary] + [u for u in universe_order if u != primary]
+    else:
+        primary = None
+    systems = _unique(verdicts["system"])
+    cases = _unique(verdicts["case_id"])
+    u_index = {u: i for i, u in enumerate(universe_order)}
+    s_index = {s: i for i, s in enumerate(systems)}
+
+    first = verdicts.drop_duplicates("universe_id").set_index("universe_id").loc[universe_order]
+    axis_entries, axis_codes = [], []
+    for axis in axes:
+        seen = [str(v) for v in dict.fromkeys(first[axis].astype(str))]
+        declared = [str(o) for o in (options or {}).get(axis, [])]
+        names = [o for o in declared if o in seen] + [o for o in seen if o not in declared]
+        axis_entries.append({"name": str(axis), "options": names})
+        lookup = {o: i for i, o in enumerate(names)}
+        axis_codes.append([lookup[str(v)] for v in first[axis]])
+    labels = dict(labels or {})
+    universe_labels = [
+        str(labels.get(u) or (" · ".join(f"{a}={first.at[u, a]}" for a in axes) if axes else u)) for u in universe_order]
+
+    case_first = verdicts.drop_duplicates("case_id").set_index("case_id").loc[cases]
+    factor_entries = []
+    for factor in factors:
+        levels = list(dict.fromkeys(case_first[factor].astype(str)))
+        lookup = {v: i for i, v in enumerate(levels)}
+        factor_entries.append({"name": str(factor), "levels": levels,
+                               "codes": [lookup[v] for v in case_first[factor].astype(str)]})
+
+    curve = _rates(verdicts, rates, axes, ci_method, level)
+    curve = curve[curve["universe_id"].isin(u_index) & curve["system"].isin(s_index)]
+    rows, texts = _case_rows(verdicts, criteria, transcripts, universe_order, systems, cases)
+    return {
+        "format": FORMAT,
+        "title": str(title),
+        "simulated": bool(simulated),
+        "ci": _ci_label(ci_method, level),
+        "axes": axis_entries,
+        "systems": systems,
+        "primary": u_index[primary] if primary is not None else None,
+        "universes": {"id": universe_order, "label": universe_labels, "options": axis_codes},
+        "cases": {"id": cases, "factors": factor_entries},
+        "rates": {
+            "universe": _codes(curve["universe_id"], universe_order),
+            "system": _codes(curve["system"], systems),
+            "n": curve["n"].astype(int).tolist(),
+            "k": curve["n_compliant"].astype(int).tolist(),
+            "rate": _numbers(curve["rate"]),
+            "low": _numbers(curve["ci_low"]),
+            "high": _numbers(curve["ci_high"]),
+        },
+        "verdicts": rows.pop("_names"),
+        "blocks": {"rows": pack(rows), "texts": pack(texts)},
+    }
+
+
+def _rates(verdicts: pd.DataFrame, rates: pd.DataFrame | None, axes: list[str], ci_method: Any,
+           level: float) -> pd.DataFrame:
+    """universe_id, system, n, n_compliant, rate, ci_low, ci_high: the run's own, else computed as the curve does."""
+    needed = {"universe_id", "system", "n", "n_compliant", "rate", "ci_low", "ci_high"}
+    if rates is not None and needed <= set(rates.columns):
+        table = rates[rates["subgroup"].astype(str) == "all"] if "subgroup" in rates.columns else rates
+        return table.assign(universe_id=table["universe_id"].astype(str), system=table["system"].astype(str))
+    from ..analysis.curve import spec_curve
+
+    return spec_curve(verdicts, axes=axes, ci=ci_method, level=level)
+
+
+def _unique(series: pd.Series) -> list[str]:
+    """Distinct values in order of first appearance (fast on millions of rows, unlike a dict)."""
+    return [str(x) for x in pd.unique(series.to_numpy(dtype=object))]
+
+
+def _codes(series: pd.Series, values: list[str]) -> list[int]:
+    """Each row's index in ``values`` (-1: not there)."""
+    return pd.Categorical(series.to_numpy(dtype=object), categories=values).codes.astype(int).tolist()
+
+
+def _case_rows(verdicts: pd.DataFrame, criteria: pd.DataFrame | None, transcripts: Any, universes: list[str],
+               systems: list[str], cases: list[str]) -> tuple[dict, dict]:
+    """The verdict rows as columns, and the transcripts and criterion rows they refer to."""
+    v = verdicts
+    status = v["status"].astype(str) if "status" in v.columns else pd.Series(COUNTED_STATUS, index=v.index)
+    try:
+        label = v["compliant"].astype("boolean")
+    except (TypeError, ValueError):
+        raise InputError("verdicts: column 'compliant': expected true/false values", param="verdicts") from None
+    counted = status.eq(COUNTED_STATUS)
+    named = np.select([counted & label.eq(True).fillna(False), counted & label.eq(False).fillna(False), counted],
+                      ["compliant", "non-compliant", "unlabelled"], default=status.to_numpy(dtype=object))
+    verdict_names = list(VERDICTS) + sorted(set(pd.unique(named)) - set(VERDICTS))
+    reason_text = v["reason"].fillna("").astype(str) if "reason" in v.columns else pd.Series("", index=v.index)
+    reason_code, reasons = pd.factorize(np.concatenate([[""], reason_text.to_numpy(dtype=object)]))
+    reasons = [strip_markers(str(r)) if "[[sim:" in str(r) else str(r) for r in reasons]
+    t_code, t_keys = _keys(v, "transcript_key")
+    j_code, j_keys = _keys(v, "judgment_key")
+    replicate = v["replicate"] if "replicate" in v.columns else None
+    rows = {
+        "universe": _codes(v["universe_id"], universes),
+        "system": _codes(v["system"], systems),
+        "case": _codes(v["case_id"], cases),
+        "replicate": (pd.to_numeric(replicate, errors="coerce").fillna(0).astype(int).tolist()
+                      if replicate is not None and pd.to_numeric(replicate, errors="coerce").fillna(0).any() else None),
+        "verdict": _codes(pd.Series(named), verdict_names),
+        "reason": reason_code[1:].astype(int).tolist(),
+        "reasons": reasons,
+        "transcript": t_code,
+        "judgment": j_code,
+        "_names": verdict_names,
+    }
+    texts = {"transcripts": _transcripts(transcripts, t_keys), "judgments": j_keys,
+             "criteria": _criteria(criteria, j_keys)}
+    return rows, texts
+
+
+def _keys(v: pd.DataFrame, column: str) -> tuple[list[int], list[str]]:
+    """Per row, the index of its key in the list of distinct keys (-1: none)."""
+    if column not in v.columns:
+        return [-1] * len(v), []
+    keys = v[column].where(v[column].notna() & v[column].astype(str).ne(""))
+    code, unique = pd.factorize(keys.astype(object))
+    return code.astype(int).tolist(), [str(k) for k in unique]
+
+
+def _transcripts(transcripts: Any, keys: list[str]) -> list[dict | None]:
+    """One entry per referenced key, in ``keys`` order: turns, status, reason (None: not available)."""
+    if transcripts is None:
+        return [None] * len(keys)
+    if not isinstance(transcripts, Mapping):
+        transcripts = {str(r.get("key")): r for r in transcripts if isinstance(r, Mapping)}
+    out: list[dict | None] = []
+    for key in keys:
+        record = transcripts.get(key)
+        if not isinstance(record, Mapping):
+            out.append(None)
+            continue
+        turns = []
+        for turn in record.get("turns") or []:
+            if not isinstance(turn, Mapping):
+                continue
+            entry: dict[str, Any] = {"role": str(turn.get("role", "?")), "content": _text(turn.get("content"))}
+            if turn.get("name"):
+                entry["name"] = str(turn["name"])
+            calls = [[str(c.get("name", "?")), _text(c.get("arguments"))]
+                     for c in turn.get("tool_calls") or [] if isinstance(c, Mapping)]
+            if calls:
+                entry["calls"] = calls
+            turns.append(entry)
+        out.append({"status": str(record.get("status") or "ok"), "reason": _text(record.get("reason")),
+                    "turns": turns})
+    return out
+
+
+def _criteria(criteria: pd.DataFrame | None, judgments: list[str]) -> dict:
+    """The criterion rows of the referenced judgments, as columns (``judgment`` indexes ``judgments``)."""
+    empty: dict[str, list] = {"judgment": [], "sample": [], "criterion": [], "names": [], "permissible": [], "applicable": [],
+             "compliant": [], "rationale": []}
+    if criteria is None or "judgment_key" not in criteria.columns or not judgments:
+        return empty
+    index = {k: i for i, k in enumerate(judgments)}
+    c = criteria[criteria["judgment_key"].astype(str).isin(index)]
+    if c.empty:
+        return empty
+    code, names = pd.factorize(c["criterion"].astype(str)) if "criterion" in c.columns else (np.zeros(len(c), int), ["?"])
+    return {
+        "judgment": c["judgment_key"].astype(str).map(index).astype(int).tolist(),
+        "sample": pd.to_numeric(c["sample"], errors="coerce").fillna(0).astype(int).tolist()
+        if "sample" in c.columns else [0] * len(c),
+        "criterion": code.astype(int).tolist(),
+        "names": [str(n) for n in names],
+        "permissible": _flags(c, "permissible"),
+        "applicable": _flags(c, "applicable"),
+        "compliant": _flags(c, "compliant"),
+        "rationale": [_text(r) for r in c["rationale"]] if "rationale" in c.columns else [""] * len(c),
+    }
+
+
+def _flags(frame: pd.DataFrame, column: str) -> list[int | None]:
+    if column not in frame.columns:
+        return [None] * len(frame)
+    return [None if pd.isna(x) else int(bool(x)) for x in frame[column].astype("boolean")]
+
+
+def _text(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = strip_markers(text) if "[[sim:" in text else text
+    if len(text) > MAX_TEXT_CHARS:
+        text = text[:MAX_TEXT_CHARS] + f" … [{len(text) - MAX_TEXT_CHARS} more characters]"
+    return text
+
+
+def _numbers(series: pd.Series) -> list[float | None]:
+    return [None if not np.isfinite(x) else round(float(x), 4) for x in series.to_numpy(dtype=float)]
+
+
+def _ci_label(ci_method: Any, level: float) -> str:
+    if isinstance(ci_method, pd.DataFrame):
+        methods = set(ci_method["ci"].astype(str)) if "ci" in ci_method.columns else set()
+        levels = set(ci_method["level"].astype(float)) if "level" in ci_method.columns else {level}
+        if len(methods) == 1 and len(levels) == 1:
+            return f"{methods.pop()} {levels.pop():.0%}"
+        return "per universe"
+    return f"{ci_method} {level:.0%}"
+
+
+def read_transcripts(path: str | os.PathLike) -> dict[str, dict]:
+    """A run folder's ``transcripts.jsonl`` as key -> record ({} when the folder has none)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "transcripts.jsonl"
+    if not path.is_file():
+        return {}
+    out = {}
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                raise InputError(f"{path}: line {number}: expected one JSON object per line") from None
+            if isinstance(record, dict) and "key" in record:
+                out[str(record["key"])] = record
+    return out
+
+
+def document_from_run(source: str | os.PathLike, *, store: Any = None) -> dict:
+    """``explorer_document`` of a run directory, import directory or bare verdicts table (``tables.load_run``).
+
+    Transcripts come from the run folder's ``transcripts.jsonl``; a folder
+    without one (an older run) reads them from ``store`` (a directory or a
+    ``multiverse.store.Store``), by default the store its manifest names, when
+    that is here.
+    """
+    from ..analysis.rates import run_ci_settings
+    from ..option_order import declared_options
+    from ..tables import load_run
+
+    tables = load_run(source)
+    manifest = tables.manifest or {}
+    ci, _ = run_ci_settings(tables)
+    labels = {str(u["id"]): u.get("label") for u in manifest.get("universes") or []
+              if isinstance(u, dict) and "id" in u}
+    source_path = Path(source)
+    transcripts = read_transcripts(source_path) if source_path.is_dir() else {}
+    if not transcripts:
+        transcripts = _from_store(tables, store)
+    return explorer_document(
+        tables.verdicts, tables.criteria, tables.rates, transcripts,
+        axes=tables.axes, factors=tables.factors, primary=tables.primary,
+        ci_method=ci if ci is not None else "wilson", options=declared_options(tables),
+        labels=labels, title=str(manifest.get("spec") or source_path.name), simulated=bool(manifest.get("simulated")),
+    )
+
+
+def _from_store(tables: Any, store: Any) -> dict[str, dict]:
+    """The transcripts the verdicts name, read from the store ({} when there is none here)."""
+    import re
+
+    from ..store import Store
+
+    if store is None:
+        recorded = (tables.manifest or {}).get("store")
+        candidates = [Path(recorded)] if recorded else []
+        if recorded and not Path(recorded).is_absolute() and tables.source is not None:
+            candidates.append(Path(tables.source) / recorded)
+        store = next((c for c in candidates if c.is_dir()), None)
+        if store is None:
+            return {}
+    if not isinstance(store, Store):
+        if not Path(store).is_dir():
+            raise InputError(f"store: {store}: expected the store directory that holds the run's transcripts",
+                             param="store")
+        store = Store(store, existing=True)
+    if "transcript_key" not in tables.verdicts.columns:
+        return {}
+    # Only names a store can hold: a table may carry anything in this column.
+    keys = [k for k in _unique(tables.verdicts["transcript_key"].dropna()) if re.fullmatch(r"[A-Za-z0-9_-]{1,128}", k)]
+    return store.get_many("transcript", keys)
