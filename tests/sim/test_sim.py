@@ -174,7 +174,7 @@ def cases():
 
 def test_importing_sim_does_not_import_litellm():
     code = "import sys, multiverse.sim; assert 'litellm' not in sys.modules, 'litellm imported'"
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2])
 
 
 def test_builtin_world_declares_the_rubric_design_and_models():
