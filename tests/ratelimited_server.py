@@ -1,0 +1,139 @@
+"""A rate-limited OpenAI-compatible chat server on loopback, for the pacing tests.
+
+It answers ``POST /v1/chat/completions`` the way a hosted provider with a
+requests-per-second limit does: a request that arrives when ``per_second``
+requests were already accepted in the last ``window`` seconds gets a 429 at
+once (no latency, as providers answer it), with ``Retry-After`` (whole
+seconds, rounded up) and ``retry-after-ms`` (as OpenAI sends both) saying when
+the window has room again. Accepted requests are answered after ``latency``
+seconds. Every arrival is logged (``log``: monotonic time, status, model), and
+the peak of accepted requests in flight is kept, so a test measures the limits
+at the server, where a provider measures them.
+
+``per_second=None`` accepts everything (the test then checks the log against
+the limits the client declared). ``usage_tokens`` fixes the tokens each
+answer reports, so a test can make the client's estimate wrong on purpose.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, NamedTuple, Self
+
+__all__ = ["Arrival", "RateLimitedServer"]
+
+
+class Arrival(NamedTuple):
+    at: float  # time.monotonic() when the request body was read
+    status: int
+    model: str
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # else the body waits for the client's delayed ACK
+    server: _HTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        self.server.owner._serve(self, body)
+
+    def send(self, status: int, payload: dict, headers: dict | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 256
+    owner: RateLimitedServer
+
+
+class RateLimitedServer:
+    """See the module docstring. Use as a context manager; ``url`` is the ``api_base``."""
+
+    def __init__(self, *, per_second: float | None = None, window: float = 1.0, latency: float = 0.05,
+                 usage_tokens: int | None = None):
+        self.per_second, self.window, self.latency = per_second, window, latency
+        self.usage_tokens = usage_tokens
+        self.log: list[Arrival] = []
+        self.in_flight = self.max_in_flight = 0
+        self._accepted: deque[float] = deque()
+        self._lock = threading.Lock()
+        self._httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd.owner = self
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="ratelimited-server", daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def reset(self) -> None:
+        """Forget the log and the accepted requests (after a warm-up call)."""
+        with self._lock:
+            self.log.clear()
+            self._accepted.clear()
+            self.max_in_flight = self.in_flight
+
+    def statuses(self) -> list[int]:
+        with self._lock:
+            return [a.status for a in self.log]
+
+    def _serve(self, handler: _Handler, body: dict) -> None:
+        model = str(body.get("model", ""))
+        with self._lock:
+            now = time.monotonic()
+            while self._accepted and self._accepted[0] <= now - self.window:
+                self._accepted.popleft()
+            if self.per_second is not None and len(self._accepted) >= self.per_second * self.window:
+                wait = self._accepted[0] + self.window - now
+                self.log.append(Arrival(now, 429, model))
+                limited = True
+            else:
+                self._accepted.append(now)
+                self.log.append(Arrival(now, 200, model))
+                self.in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self.in_flight)
+                limited = False
+        if limited:
+            error = {"error": {"message": "rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}
+            handler.send(429, error, {"Retry-After": str(max(1, math.ceil(wait))),
+                                      "retry-after-ms": str(max(1, round(wait * 1000)))})
+            return
+        try:
+            time.sleep(self.latency)
+            prompt = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
+            total = self.usage_tokens if self.usage_tokens is not None else prompt + 2
+            handler.send(200, {
+                "id": "chatcmpl-ratelimited", "object": "chat.completion", "created": int(time.time()), "model": model,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok ok"}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": total - 2, "completion_tokens": 2, "total_tokens": total},
+            })
+        finally:
+            with self._lock:
+                self.in_flight -= 1
