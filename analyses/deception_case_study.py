@@ -20,15 +20,16 @@ Figures (PNG, written to ``--figures``, default ``figures/``):
 - ``deception_conditions.png``: rates by interaction condition in the primary
   universe and in the universes one axis away from it.
 
-The script only composes library functions (``multiverse.tables``,
-``multiverse.analysis``, ``multiverse.plots``); the one figure drawn here,
-rates by condition across universes, is specific to this case study. A run
+The script reads the run with ``multiverse.load_run`` and takes every
+analysis and figure from the returned ``Results``; the one figure drawn
+here, rates by condition across universes, is specific to this case study. A run
 on ``sim/`` models is labelled SIMULATED on every figure.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -37,18 +38,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from multiverse.analysis.agreement import agreement
-from multiverse.analysis.curve import case_matrix, curve_summary, spec_curve
-from multiverse.analysis.inference import joint_rate_test
-from multiverse.analysis.ranking import ranking, system_rates, universe_ranks
-from multiverse.analysis.variance import variance
-from multiverse.errors import MultiverseError
-from multiverse.option_order import declared_options
-from multiverse.plots.agreement import agreement_figure
-from multiverse.plots.curve import plot_curves
-from multiverse.plots.ranking import ranking_figure
-from multiverse.plots.variance import plot_variance
-from multiverse.tables import RunTables, load_run
+import multiverse as mv
+from multiverse.analysis import universe_ranks
 
 __all__ = ["FIGURES", "main", "write_figures"]
 
@@ -68,7 +59,7 @@ _DPI = 130
 # --------------------------------------------------------------------------- labelling
 
 
-def _label(tables: RunTables) -> str:
+def _label(tables: mv.Results) -> str:
     """The provenance line every figure carries."""
     name = tables.manifest.get("spec") or (tables.source.name if tables.source else "run")
     if tables.manifest.get("simulated"):
@@ -109,60 +100,48 @@ def _neighbours(universes: pd.DataFrame, axes: list[str], primary: str,
 # --------------------------------------------------------------------------- figures
 
 
-def _curves(tables, axes, primary, threshold, label, path):
+def _curves(tables, threshold, label, path):
     """Specification curves with joint-test null bands; returns the curve summary."""
-    matrix = case_matrix(tables.verdicts, axes=axes)
-    curve = spec_curve(matrix, axes=axes, primary=primary)
-    at_primary = curve[curve["is_primary"]].set_index("system")["rate"]
-    tests = {}
-    for system in matrix.systems:
-        # The default null: the system's primary rate holds in every universe,
-        # so the band is what sampling noise alone would make of the curve.
-        t = threshold if threshold is not None else float(np.clip(at_primary.get(system, 0.5), 0.01, 0.99))
-        tests[system] = joint_rate_test(matrix, system=system, threshold=t)
+    # The default null: each system's primary rate holds in every universe,
+    # so the band is what sampling noise alone would make of the curve.
+    curves = tables.curve(threshold=threshold if threshold is not None else "primary")
     null = (f"rate = {threshold:g} in every universe" if threshold is not None
             else "every universe has the primary universe's rate")
-    # The title goes in through plot_curves, whose layout keeps it clear of the primary's labels.
+    # The title goes in through the figure, whose layout keeps it clear of the primary's labels.
     title = f"Specification curves: compliance rate of each system in every universe (grey band: {null})"
-    figure = plot_curves(curve, axes=axes, null_bands={s: t.band for s, t in tests.items()},
-                         reference=threshold, title=f"{title}\n{label}", options=declared_options(tables, axes))
-    figure.savefig(path, dpi=_DPI)
-    return curve_summary(curve, tests=list(tests.values()))
+    curves.figure(title=f"{title}\n{label}").savefig(path, dpi=_DPI)
+    return curves.document
 
 
-def _agreement(tables, axes, label, path):
-    stages = tables.manifest.get("axis_stages") or {}
-    judged = [a for a in axes if a == "judge"] + [a for a in axes if a != "judge" and stages.get(a) == "judge"]
-    if not judged:
+def _agreement(tables, label, path):
+    try:
+        axis = tables.judge_axis()
+    except mv.InputError:  # no judge axis: nothing to compare
         return None
-    result = agreement(tables.verdicts, axes=axes, axis=judged[0], criteria=tables.criteria)
+    result = tables.agreement(axis)
     # Bias next to kappa and AC1: two judges can agree often and still move every rate.
-    figure = agreement_figure(pd.DataFrame(result["pairs"]), options=result["options"],
-                              measures=("cohen_kappa", "gwet_ac1", "bias"))
+    figure = result.figure(measures=("cohen_kappa", "gwet_ac1", "bias"))
     _save(figure, path, label,
-          f"Agreement between the options of {judged[0]!r} on the same {result['paired_on']}s "
+          f"Agreement between the options of {axis!r} on the same {result['paired_on']}s "
           f"({result['n_units']} units)")
-    return result
+    return result.document
 
 
-def _ranking(tables, axes, primary, label, path):
-    rates = system_rates(tables.verdicts, axes=axes)
-    figure = ranking_figure(rates, axes=axes, primary=primary)
-    _save(figure, path, label, "Rank stability: the systems' ranks across universes")
-    result = ranking(tables.verdicts, axes=axes, primary=primary, bootstrap=0)
-    return rates, result
+def _ranking(tables, label, path):
+    result = tables.ranking(boot=0)
+    _save(result.figure(), path, label, "Rank stability: the systems' ranks across universes")
+    return tables.system_rates(), result.document
 
 
-def _variance(tables, axes, label, path):
-    result = variance(tables.verdicts, axes=axes)
-    ax = plot_variance(pd.DataFrame(result["terms"]))
-    _save(ax.figure, path, label, "Variance decomposition of the universe x system rates")
-    return result
+def _variance(tables, label, path):
+    result = tables.variance()
+    _save(result.figure(), path, label, "Variance decomposition of the universe x system rates")
+    return result.document
 
 
-def _conditions(tables, axes, primary, label, path):
+def _conditions(tables, label, path):
     """Rates by interaction condition: the primary and its one-axis neighbours, one panel each."""
-    rates = tables.rates
+    rates, axes, primary = tables.rates, tables.axes, tables.primary
     if rates is None or CONDITION not in tables.factors:
         return None
     prefix = f"{CONDITION}="
@@ -172,7 +151,7 @@ def _conditions(tables, axes, primary, label, path):
     rows["universe_id"] = rows["universe_id"].astype(str)
     rows["condition"] = rows["subgroup"].str.slice(len(prefix))
     universes = rows.drop_duplicates("universe_id")[["universe_id", *axes]].astype(str)
-    order = {axis: [str(o) for o in options] for axis, options in declared_options(tables, axes).items()}
+    order = {axis: [str(o) for o in options] for axis, options in tables.options.items()}
     panels = _neighbours(universes, axes, primary, order)
     conditions = list(dict.fromkeys(rows["condition"]))
     systems = list(dict.fromkeys(rows["system"]))
@@ -215,7 +194,8 @@ def _conditions(tables, axes, primary, label, path):
 # --------------------------------------------------------------------------- summary
 
 
-def _summary(tables, axes, curves, rates, ranked, decomposition) -> list[str]:
+def _summary(tables, curves, rates, ranked, decomposition) -> list[str]:
+    axes = tables.axes
     n_universes = rates["universe_id"].nunique()
     systems = ranked["systems"]
     lines = [f"{_label(tables)}: {n_universes} universes x {len(systems)} systems, axes {', '.join(axes)}"]
@@ -260,21 +240,21 @@ def _summary(tables, axes, curves, rates, ranked, decomposition) -> list[str]:
 def write_figures(run_dir: str | os.PathLike, figures: str | os.PathLike = "figures", *,
                   threshold: float | None = None) -> list[str]:
     """Write every figure of the case study from ``run_dir`` into ``figures``; return the summary lines."""
-    tables = load_run(run_dir)
-    axes = [a for a in tables.axes if a in tables.verdicts.columns]
-    if not axes:
-        raise MultiverseError(f"{run_dir}: expected a run with at least one axis")
-    primary = str(tables.primary) if tables.primary else str(tables.verdicts["universe_id"].iloc[0])
+    tables = mv.load_run(run_dir)
+    if not tables.axes:
+        raise mv.MultiverseError(f"{run_dir}: expected a run with at least one axis")
+    if tables.primary is None:  # every figure compares with a primary: without one, the first universe stands in
+        tables = dataclasses.replace(tables, primary=str(tables.verdicts["universe_id"].iloc[0]))
     out = Path(figures)
     out.mkdir(parents=True, exist_ok=True)
     label = _label(tables)
     names = dict(zip(("curves", "agreement", "ranking", "variance", "conditions"), FIGURES))
-    curves = _curves(tables, axes, primary, threshold, label, out / names["curves"])
-    judged = _agreement(tables, axes, label, out / names["agreement"])
-    rates, ranked = _ranking(tables, axes, primary, label, out / names["ranking"])
-    decomposition = _variance(tables, axes, label, out / names["variance"])
-    panels = _conditions(tables, axes, primary, label, out / names["conditions"])
-    lines = _summary(tables, axes, curves, rates, ranked, decomposition)
+    curves = _curves(tables, threshold, label, out / names["curves"])
+    judged = _agreement(tables, label, out / names["agreement"])
+    rates, ranked = _ranking(tables, label, out / names["ranking"])
+    decomposition = _variance(tables, label, out / names["variance"])
+    panels = _conditions(tables, label, out / names["conditions"])
+    lines = _summary(tables, curves, rates, ranked, decomposition)
     if judged is not None:
         kappas = ", ".join(f"{p['a']}/{p['b']} {p['cohen_kappa']:.2f}" for p in judged["pairs"])
         lines.append(f"Judge agreement (Cohen's kappa): {kappas}; Krippendorff's alpha "
@@ -295,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for line in write_figures(args.run_dir, args.figures, threshold=args.threshold):
             print(line)
-    except MultiverseError as exc:
+    except mv.MultiverseError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

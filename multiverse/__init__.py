@@ -1,9 +1,90 @@
-"""multiverse: run generative-AI audits as a multiverse of measurement choices."""
+"""multiverse: run generative-AI audits as a multiverse of measurement choices.
+
+The public API, in the order data flows::
+
+    import multiverse as mv
+
+    spec = mv.load_spec("specs/demo.yaml")    # a checked, immutable spec
+    mv.expand(spec)                          # its universes
+    mv.plan(spec)                            # calls and cost, before anything runs
+    results = mv.run(spec)                   # run every universe -> Results
+    results = mv.load_run("runs/demo")       # or read a run, an import or a verdicts table
+    results.curve().frame                    # analyses: curve, agreement, ranking, variance, power
+    results.report("report.html")
+
+``mv.import_table`` and ``mv.import_assert`` turn results produced elsewhere
+into an import directory and return its :class:`Results` too. Errors are
+the classes of :mod:`multiverse.errors`. The analyses and figures are in
+:mod:`multiverse.analysis` and :mod:`multiverse.plots`.
+
+Names are imported on first use, so ``import multiverse`` stays light: only
+the functions that call models import litellm.
+"""
 
 import os as _os
+from importlib import import_module as _import_module
+from typing import Any as _Any
+
+from .errors import (
+    BudgetExceeded,
+    InputError,
+    ModelError,
+    ModelUnusable,
+    MultiverseError,
+    SpecError,
+    StoreError,
+)
 
 # litellm fetches a remote price map at import unless told not to; importing
 # multiverse must never touch the network.
 _os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 __version__ = "0.1.0"
+
+# public name -> the module that defines it
+_LAZY = {
+    "load_spec": "multiverse.spec",
+    "expand": "multiverse.grid",
+    "plan": "multiverse.pipeline",
+    "run": "multiverse.pipeline",
+    "draft": "multiverse.pipeline",
+    "load_run": "multiverse.tables",
+    "import_table": "multiverse.importers",
+    "import_assert": "multiverse.importers",
+    "Results": "multiverse.results",
+    "Analysis": "multiverse.results",
+}
+
+__all__ = [
+    "Analysis",
+    "BudgetExceeded",
+    "InputError",
+    "ModelError",
+    "ModelUnusable",
+    "MultiverseError",
+    "Results",
+    "SpecError",
+    "StoreError",
+    "__version__",
+    "draft",
+    "expand",
+    "import_assert",
+    "import_table",
+    "load_run",
+    "load_spec",
+    "plan",
+    "run",
+]
+
+
+def __getattr__(name: str) -> _Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'multiverse' has no attribute {name!r}")
+    # Looked up on every access, not cached here: the defining module stays the one place to
+    # replace a name (tests swap the engine's run for a counter).
+    return getattr(_import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

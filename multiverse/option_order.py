@@ -11,16 +11,17 @@ declared ones, in order of first appearance.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from .tables import RunTables
+if TYPE_CHECKING:
+    from .results import Results
 
 __all__ = ["declared_options"]
 
 
-def _from_spec(tables: RunTables) -> dict[str, list]:
+def _from_spec(tables: Results) -> dict[str, list]:
     source = tables.source
     path = source / "spec.yaml" if source is not None and source.is_dir() else None
     if path is None or not path.is_file():
@@ -37,7 +38,7 @@ def _from_spec(tables: RunTables) -> dict[str, list]:
     return {str(axis): list(options) for axis, options in axes.items() if isinstance(options, dict)}
 
 
-def _from_manifest(tables: RunTables) -> dict[str, list]:
+def _from_manifest(tables: Results) -> dict[str, list]:
     order: dict[str, dict] = {}
     for universe in tables.manifest.get("universes") or []:
         options = universe.get("options") if isinstance(universe, dict) else None
@@ -47,7 +48,7 @@ def _from_manifest(tables: RunTables) -> dict[str, list]:
     return {axis: list(options) for axis, options in order.items()}
 
 
-def declared_options(tables: RunTables, axes: list[str] | None = None) -> dict[str, list[Any]]:
+def declared_options(tables: Results, axes: list[str] | None = None) -> dict[str, list[Any]]:
     """Each axis's options in declared order, as the values found in the verdicts table.
 
     ``axes`` defaults to ``tables.axes``. Every option present in the verdicts

@@ -16,7 +16,6 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -26,15 +25,16 @@ from . import interrupt
 from .client import CredentialCheck, ModelClient
 from .errors import InputError, ModelError, SpecError, StoreError
 from .executor import DaskSession, Executor
-from .grid import Universe, expand
+from .grid import expand
 from .lease import Lease
 from .records import SHAPES, CaseRecord, JudgmentRecord, Records, TranscriptRecord
+from .results import Results
 from .runfolder import assemble, run_manifest, run_rates, write_run_folder
 from .spec import Spec
 from .store import Store, check_store_path, default_store_path
 from .work import Work, build_work, resolve_config
 
-__all__ = ["RunResult", "default_run_dir", "draft", "plan", "run", "run_result"]
+__all__ = ["default_run_dir", "draft", "plan", "run", "run_result"]
 
 
 def default_run_dir(spec: Spec) -> Path:
@@ -72,22 +72,12 @@ def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None) -> dict[
 # -- running ----------------------------------------------------------------
 
 
-@dataclass
-class RunResult:
-    """What ``run`` produced: the tables, the manifest and where they were written."""
-
-    out_dir: Path | None
-    verdicts: pd.DataFrame
-    criteria: pd.DataFrame
-    rates: pd.DataFrame
-    manifest: dict
-    universes: list[Universe] = field(default_factory=list)
-
-
 def run_result(out_dir: Path | None, verdicts: pd.DataFrame, criteria: pd.DataFrame, rates: pd.DataFrame,
-               manifest: dict, universes: list[Universe]) -> RunResult:
+               manifest: dict) -> Results:
     """The value ``run`` returns: built here only, so the results type changes in one place."""
-    return RunResult(out_dir, verdicts, criteria, rates, manifest, universes)
+    return Results(verdicts=verdicts, criteria=criteria, rates=rates, axes=list(manifest.get("axes", [])),
+                   factors=list(manifest.get("factors", [])), manifest=manifest, primary=manifest.get("primary"),
+                   source=out_dir)
 
 
 def run(
@@ -102,7 +92,7 @@ def run(
     write: bool = True,
     backend: str = "local",
     scheduler: str | Any | None = None,
-) -> RunResult:
+) -> Results:
     """Run every universe of ``spec`` and write the run directory.
 
     ``client`` defaults to a ``multiverse.llm.LiteLLMClient``; pass your own
@@ -140,7 +130,7 @@ def run(
     if write:
         write_run_folder(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
                          spec_document=spec.document or {}, transcripts=records["transcript"])
-    return run_result(out_dir if write else None, verdicts, criteria, rates, manifest, universes)
+    return run_result(out_dir if write else None, verdicts, criteria, rates, manifest)
 
 
 def _run_stages(work: Work, st: Store, client: ModelClient, executor: Executor, lease: Lease | None = None) -> Records:

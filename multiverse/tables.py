@@ -12,9 +12,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -32,17 +31,19 @@ from .vocabulary import (  # noqa: F401
     VERDICT_COLUMNS,
 )
 
+if TYPE_CHECKING:
+    from .results import Results
+
 __all__ = [
-    "RunTables",
     "atomic_write",
-    "write_table",
     "csv_safe",
-    "write_json",
-    "read_table",
-    "load_run",
     "infer_axes",
+    "load_run",
+    "read_table",
     "split_factors",
     "universe_ids",
+    "write_json",
+    "write_table",
 ]
 
 
@@ -128,20 +129,6 @@ def _restore_dtypes(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-@dataclass
-class RunTables:
-    """The tables of one run or import, and which of their columns are axes."""
-
-    verdicts: pd.DataFrame
-    criteria: pd.DataFrame | None = None
-    rates: pd.DataFrame | None = None
-    axes: list[str] = field(default_factory=list)
-    factors: list[str] = field(default_factory=list)
-    manifest: dict = field(default_factory=dict)
-    primary: str | None = None
-    source: Path | None = None
-
-
 def infer_axes(frame: pd.DataFrame, factors: Iterable[str] = ()) -> list[str]:
     """Columns of a bare table that are neither core columns nor design factors."""
     skip = CORE_COLUMNS | set(factors)
@@ -183,8 +170,8 @@ def universe_ids(frame: pd.DataFrame, axes: list[str]) -> pd.Series:
     return pd.Series(ids[codes], index=frame.index, dtype=object)
 
 
-def load_run(path: str | os.PathLike) -> RunTables:
-    """Read a run directory, an import directory, or a bare verdicts table file.
+def load_run(path: str | os.PathLike) -> Results:
+    """Read a run directory, an import directory, or a bare verdicts table file, as :class:`Results`.
 
     A bare table's axes are its non-core columns; when it has a
     ``universe_id``, those that vary inside a universe are design factors.
@@ -204,10 +191,14 @@ def load_run(path: str | os.PathLike) -> RunTables:
     axes, factors = split_factors(frame, infer_axes(frame))
     frame = frame.copy()
     frame["universe_id"] = universe_ids(frame, axes)
-    return RunTables(verdicts=frame, axes=axes, factors=factors, source=path)
+    from .results import Results  # results builds on this module's readers
+
+    return Results(verdicts=frame, axes=axes, factors=factors, source=path)
 
 
-def _load_dir(path: Path) -> RunTables:
+def _load_dir(path: Path) -> Results:
+    from .results import Results
+
     manifest_path = path / "manifest.json"
     if not manifest_path.exists():
         raise InputError(f"{path}: not a run or import directory (no manifest.json); run `multiverse run` or `multiverse import` first")
@@ -225,7 +216,7 @@ def _load_dir(path: Path) -> RunTables:
             raise InputError(f"{path}: missing {name}.parquet (and {name}.csv)")
         return None
 
-    return RunTables(
+    return Results(
         verdicts=table("verdicts", True),
         criteria=table("criteria", False),
         rates=table("rates", False),

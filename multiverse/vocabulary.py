@@ -21,14 +21,29 @@ from __future__ import annotations
 from typing import Literal, get_args
 
 __all__ = [
-    "ScoringRule", "SCORING_RULES",
-    "Estimator", "ESTIMATORS",
-    "CIMethod", "CI_METHODS",
-    "Status", "STATUSES", "COUNTED_STATUS",
-    "SampleStatus", "SAMPLE_STATUSES",
-    "Stage", "STAGES", "RecordKind", "RECORD_KINDS", "STAGE_OF_RECORD",
     "BEHAVIOR",
-    "SCHEMA_VERSION", "VERDICT_COLUMNS", "CRITERIA_COLUMNS", "RATE_COLUMNS", "RATE_VALUE_COLUMNS", "CORE_COLUMNS",
+    "CI_METHODS",
+    "CORE_COLUMNS",
+    "COUNTED_STATUS",
+    "CRITERIA_COLUMNS",
+    "ESTIMATORS",
+    "RATE_COLUMNS",
+    "RATE_VALUE_COLUMNS",
+    "RECORD_KINDS",
+    "SAMPLE_STATUSES",
+    "SCHEMA_VERSION",
+    "SCORING_RULES",
+    "STAGES",
+    "STAGE_OF_RECORD",
+    "STATUSES",
+    "VERDICT_COLUMNS",
+    "CIMethod",
+    "Estimator",
+    "RecordKind",
+    "SampleStatus",
+    "ScoringRule",
+    "Stage",
+    "Status",
 ]
 
 ScoringRule = Literal["all_applicable", "impermissible_only", "no_applicable_is_compliant", "majority_of_samples"]

@@ -185,7 +185,7 @@ def test_the_demo_stores_in_the_current_directory_not_beside_its_packaged_spec(t
 
     monkeypatch.delenv("MULTIVERSE_STORE", raising=False)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(cli_module, "_run_and_say", capture)
+    monkeypatch.setattr(cli_module._audit, "_run_and_say", capture)
     with pytest.raises(SystemExit):
         cli_module.main(["demo", "--quiet"])
     assert seen["store"] == Path(".multiverse") / "store"

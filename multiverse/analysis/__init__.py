@@ -1,0 +1,87 @@
+"""The analyses: pure functions of the verdicts (and criteria) tables; none draws or calls a model.
+
+- specification curves: :func:`case_matrix`, :func:`spec_curve`, :func:`difference_curve`,
+  :func:`indicator_matrix`, :func:`curve_summary`;
+- joint tests over a curve: :func:`joint_rate_test`, :func:`joint_difference_test` (:class:`JointTest`);
+- rates: :func:`compute_rates` (the rates table), :func:`included_verdicts`, :func:`system_rates`;
+- judge agreement: :func:`agreement`, :func:`cohen_kappa`, :func:`gwet_ac1`, :func:`pair_matrix`;
+- ranking stability: :func:`ranking`, :func:`universe_ranks`, :func:`rank_distribution`,
+  :func:`order_universes`, :func:`bootstrap_ranks`, :func:`kendall_tau_b`, :func:`kendall_w`;
+- variance decomposition: :func:`variance`, :func:`variance_decomposition`, :func:`variance_by_axis`,
+  :func:`variance_summary`, :func:`aliasing`;
+- design power: :func:`design_power`, :func:`detectable_difference`, :func:`cases_needed`,
+  :func:`planned_cases`, :func:`spec_power`;
+- multiplicity: :func:`adjust_tests`.
+
+``multiverse.Results`` chains them for one run (``results.curve()`` and so
+on).
+"""
+
+# Imported here, not on first use: ``agreement``, ``ranking`` and ``variance`` are also the names
+# of their modules, and only an import in this file makes the function win over the module.
+from .agreement import agreement, cohen_kappa, gwet_ac1, pair_matrix
+from .concordance import kendall_tau_b, kendall_w
+from .curve import (
+    CaseMatrix,
+    case_matrix,
+    curve_summary,
+    difference_curve,
+    indicator_matrix,
+    spec_curve,
+)
+from .inference import JointTest, joint_difference_test, joint_rate_test
+from .multiplicity import adjust_tests
+from .power import (
+    cases_needed,
+    design_power,
+    detectable_difference,
+    planned_cases,
+    spec_power,
+)
+from .rank_uncertainty import bootstrap_ranks
+from .ranking import order_universes, rank_distribution, ranking, universe_ranks
+from .rates import compute_rates, included_verdicts, system_rates
+from .variance import (
+    aliasing,
+    variance,
+    variance_by_axis,
+    variance_decomposition,
+    variance_summary,
+)
+
+__all__ = [
+    "CaseMatrix",
+    "JointTest",
+    "adjust_tests",
+    "agreement",
+    "aliasing",
+    "bootstrap_ranks",
+    "case_matrix",
+    "cases_needed",
+    "cohen_kappa",
+    "compute_rates",
+    "curve_summary",
+    "design_power",
+    "detectable_difference",
+    "difference_curve",
+    "gwet_ac1",
+    "included_verdicts",
+    "indicator_matrix",
+    "joint_difference_test",
+    "joint_rate_test",
+    "kendall_tau_b",
+    "kendall_w",
+    "order_universes",
+    "pair_matrix",
+    "planned_cases",
+    "rank_distribution",
+    "ranking",
+    "spec_curve",
+    "spec_power",
+    "system_rates",
+    "universe_ranks",
+    "variance",
+    "variance_by_axis",
+    "variance_decomposition",
+    "variance_summary",
+]

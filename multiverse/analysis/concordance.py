@@ -159,7 +159,7 @@ def _pattern_sums(signs, both, groups, n_groups):
     masks = np.vstack([both[np.flatnonzero(groups == g)[0]] for g in range(n_groups)])
     members = [np.flatnonzero(groups == g) for g in range(n_groups)]
 
-    def weights(rows: np.ndarray, h: int) -> tuple[np.ndarray, int]:
+    def weights(rows: np.ndarray, h: int) -> tuple[np.ndarray, float, int]:
         counts = untied[rows] @ masks[h]
         ok = counts > 0
         w = np.where(ok[:, None], signs[rows] * masks[h] / np.sqrt(np.where(ok, counts, 1.0))[:, None], 0.0)

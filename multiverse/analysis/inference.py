@@ -57,7 +57,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from multiverse.analysis.curve import (
+from multiverse.analysis.case_matrix import (
     CaseMatrix,
     _as_matrix,
     _axes_list,

@@ -20,11 +20,14 @@ import math
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from multiverse.errors import InputError
 
-__all__ = ["detectable_difference", "cases_needed", "design_power"]
+if TYPE_CHECKING:
+    from multiverse.spec import Spec
+
+__all__ = ["cases_needed", "design_power", "detectable_difference", "planned_cases", "spec_power"]
 
 Alternative = Literal["two-sided", "larger", "smaller"]
 Direction = Literal["toward_half", "lower", "higher"]
@@ -122,7 +125,7 @@ def cases_needed(
         tails = 2 if alternative == "two-sided" else 1
         n = ((norm.ppf(1 - alpha / tails) + norm.ppf(power)) / abs(h)) ** 2 * (1 + 1 / ratio)
     # solve_power finds n by root finding: round off its last digits before taking the ceiling.
-    return int(math.ceil(round(n, 6)))
+    return math.ceil(round(n, 6))
 
 
 def design_power(
@@ -178,3 +181,23 @@ def design_power(
             if 0.0 <= (baseline_rate - d if baseline_rate >= 0.5 else baseline_rate + d) <= 1.0
         ],
     }
+
+
+def planned_cases(spec: Spec) -> tuple[int, int | None]:
+    """(transcripts per system per universe, cases in the smallest design cell or None) a spec plans.
+
+    Fixed test cases count as given; drafted ones are the design's cells (with
+    their allocations) times the replicates. The per-cell count is only known
+    for drafted cases.
+    """
+    from multiverse.design import case_counts
+
+    counts = [n for _, n in case_counts(spec)] if spec.cases is None else [len(spec.cases)]
+    per_cell = min(counts) if spec.cases is None and counts else None
+    return sum(counts) * spec.rollout.replicates, per_cell
+
+
+def spec_power(spec: Spec, *, baseline_rate: float = 0.8, alpha: float = 0.05, power: float = 0.8) -> dict[str, Any]:
+    """:func:`design_power` at the cases ``spec`` plans (:func:`planned_cases`), before anything runs."""
+    cases, per_cell = planned_cases(spec)
+    return design_power(cases=cases, cases_per_cell=per_cell, baseline_rate=baseline_rate, alpha=alpha, power=power)

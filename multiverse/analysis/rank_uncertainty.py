@@ -145,7 +145,7 @@ def pairwise_tests(
         shared = first.index.intersection(second.index) if first is not None and second is not None else []
         entry = {"a": a, "b": b, "n_cases": len(shared), "rate_a": float("nan"),
                  "rate_b": float("nan"), "difference": float("nan"), "p": float("nan"), "p_holm": float("nan")}
-        if len(shared):
+        if first is not None and second is not None and len(shared):
             x, y = first.loc[shared].to_numpy(float), second.loc[shared].to_numpy(float)
             entry.update(rate_a=float(x.mean()), rate_b=float(y.mean()), difference=float((x - y).mean()),
                          p=_sign_flip_p(x - y, flips, rng))

@@ -44,7 +44,6 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from multiverse.analysis.dropped import dropped_notes
 from multiverse.analysis.concordance import (
     kendall_tau_b,
     kendall_w,
@@ -53,6 +52,7 @@ from multiverse.analysis.concordance import (
     pair_signs,
     tau_summary,
 )
+from multiverse.analysis.dropped import dropped_notes
 from multiverse.analysis.rank_uncertainty import (
     bootstrap_ranks,
     joint_bootstrap,
@@ -313,7 +313,7 @@ def ranking(
         notes.append(f"the universes rate too many different sets of systems to group: mean Kendall's tau is "
                      f"estimated from {tau['sampled_pairs']:,} random universe pairs")
     rows, columns, exhaustive = largest_complete_block(matrix)
-    w = kendall_w(matrix[np.ix_(rows, columns)])
+    w: dict[str, Any] = dict(kendall_w(matrix[np.ix_(rows, columns)]))
     w["block_systems"] = [systems[c] for c in columns]
     w["complete"] = bool(rated.all())
     if not len(rows):

@@ -370,7 +370,7 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
     total = float(((frame["y"] - frame["y"].mean()) ** 2).sum())
     groups_out = [{"axes": group, "main": 0.0, "interaction": 0.0, "total": 0.0}
                   for group in confounding["aliased"]]
-    if group_terms and total > 0:
+    if group_terms and total > 0 and sums is not None:
         joint = sums((frame["y"] - frame["y"].mean()).to_numpy()[:, None])[len(terms):-1, 0] / total
         for (g, key), value in zip(group_keys, joint):
             groups_out[g][key] = float(value)

@@ -22,6 +22,7 @@ observed rate there (it adds no noise in that resample).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -56,7 +57,7 @@ def balanced_sums_function(frame: pd.DataFrame, columns: list[str], terms: list
             groups[key] = (indicator, np.bincount(code, minlength=k)[:, None])
         return groups[key]
 
-    plan = []
+    plan: list[tuple[str, Any, Any]] = []
     for term in terms:
         if term.kind == "interaction":
             a = term.formula.split(":")[0][2:-1]  # "C(x0):C(s)" -> "x0"

@@ -4,12 +4,11 @@
 - :func:`import_table` reads a generic label table (each axis combination a universe).
 
 Both write verdicts, criteria (where available) and rates as .parquet and .csv plus a
-manifest.json, and return an :class:`ImportResult`. Bad input raises
+manifest.json, and return the :class:`multiverse.results.Results` of the import directory. Bad input raises
 :class:`multiverse.errors.InputError` with a one-line message and writes nothing.
 """
 
 from multiverse.importers.assert_ import import_assert
-from multiverse.importers.directory import ImportResult
 from multiverse.importers.table import import_table
 
-__all__ = ["ImportResult", "import_assert", "import_table"]
+__all__ = ["import_assert", "import_table"]

@@ -55,16 +55,16 @@ from multiverse.importers.assert_runs import (
     read_run,
 )
 from multiverse.importers.directory import (
-    ImportResult,
     check_ci,
     resolve_primary,
     write_import_dir,
 )
 from multiverse.keys import digest
+from multiverse.results import Results
 from multiverse.stages.score import score_verdicts
 from multiverse.vocabulary import SCORING_RULES
 
-__all__ = ["import_assert", "INFERRED_AXES"]
+__all__ = ["INFERRED_AXES", "import_assert"]
 
 INFERRED_AXES = ("judge", "judge_temperature", "judge_n", "user", "max_turns")
 _SETTING = {"prompt": "single_turn", "scenario": "multi_turn"}
@@ -84,7 +84,7 @@ def import_assert(
     primary: Mapping[str, str] | None = None,
     ci: str = "wilson",
     force: bool = False,
-) -> ImportResult:
+) -> Results:
     """Import ASSERT run directories into ``out_dir``; see the module docstring.
 
     ``axes``: None to infer them, a mapping ``{axis: {run_dir: option}}``, or strings
@@ -93,7 +93,7 @@ def import_assert(
     names the pre-registered universe (none when absent); ``ci`` the interval method of
     the rates. ``out_dir`` is checked first: never one of the runs, nor inside one
     (see :func:`multiverse.places.check_output_dir`; ``force`` allows a folder holding
-    other files). Returns the ImportResult with verdicts, criteria and rates; bad input
+    other files). Returns the Results with verdicts, criteria and rates; bad input
     raises InputError and writes nothing.
     """
     from multiverse.places import check_output_dir
@@ -101,13 +101,13 @@ def import_assert(
     if isinstance(run_dirs, (str, os.PathLike)):
         run_dirs = [run_dirs]
     if not run_dirs:
-        raise InputError("import assert: RUN_DIR: expected at least one ASSERT run directory")
+        raise InputError("run_dirs: expected at least one ASSERT run directory", param="run_dirs")
     check_ci(ci)
     check_output_dir(out_dir, kind="import", input_dirs=run_dirs, force=force)
     rules = [scoring] if isinstance(scoring, str) else list(scoring)
     for rule in rules:
         if rule not in SCORING_RULES:
-            raise InputError(f"import assert: scoring: unknown rule {rule!r}; known: {', '.join(SCORING_RULES)}")
+            raise InputError(f"scoring: unknown rule {rule!r}; expected one of: {', '.join(SCORING_RULES)}", param="scoring")
     warnings: list[str] = []
     runs = [read_run(Path(path), warnings) for path in run_dirs]
     _check_distinct(runs)
@@ -161,7 +161,7 @@ def _check_distinct(runs: list[AssertRun]) -> None:
     for run in runs:
         resolved = run.path.resolve()
         if resolved in seen:
-            raise InputError(f"{run.path}: RUN_DIR: given twice")
+            raise InputError(f"{run.path}: run directory given twice", param="run_dirs")
         seen[resolved] = run.path
 
 
@@ -180,14 +180,14 @@ def _run_axes(runs: list[AssertRun], axes) -> tuple[list[dict[str, str]], list[s
         for run_dir, option in assignments.items():
             index = by_path.get(Path(run_dir).resolve())
             if index is None:
-                raise InputError(f"axis {axis}: {run_dir}: not one of the imported run directories")
+                raise InputError(f"axis {axis}: {run_dir}: not one of the imported run directories", param="axes")
             if axis in options[index]:
-                raise InputError(f"axis {axis}: {run_dir}: given two options")
+                raise InputError(f"axis {axis}: {run_dir}: given two options", param="axes")
             options[index][axis] = option
         for index, run in enumerate(runs):
             if axis not in options[index]:
                 raise InputError(
-                    f"axis {axis}: {run.path}: no option; expected name=run_dir:option for every run"
+                    f"axis {axis}: {run.path}: no option; expected name=run_dir:option for every run", param="axes"
                 )
     return options, list(explicit)
 
@@ -200,10 +200,10 @@ def _parse_axes(axes) -> dict[str, dict[str, str]]:
         name, _, rest = str(spec).partition("=")
         run_dir, _, option = rest.rpartition(":")
         if not name.strip() or not run_dir or not option.strip():
-            raise InputError(f"axis {spec}: expected name=run_dir:option")
+            raise InputError(f"axis {spec}: expected name=run_dir:option", param="axes")
         parsed.setdefault(name.strip(), {})
         if run_dir in parsed[name.strip()]:
-            raise InputError(f"axis {name.strip()}: {run_dir}: given two options")
+            raise InputError(f"axis {name.strip()}: {run_dir}: given two options", param="axes")
         parsed[name.strip()][run_dir] = option.strip()
     return parsed
 
@@ -242,7 +242,7 @@ def _separate_collisions(runs, run_options, axis_names, *, explicit: bool, warni
                 if explicit:
                     raise InputError(
                         f"axes: {other.path} and {run.path} have the same options and target {target!r}; "
-                        "expected an axis that tells them apart"
+                        "expected an axis that tells them apart", param="axes"
                     )
                 axis_names.append("run")
                 for each, each_options in zip(runs, run_options):
@@ -258,11 +258,11 @@ def _separate_collisions(runs, run_options, axis_names, *, explicit: bool, warni
 def _check_names(axis_names: list[str], factors: list[str], runs: list[AssertRun]) -> None:
     for name in axis_names:
         if axis_names.count(name) > 1:
-            raise InputError(f"axis {name}: axis named twice (scoring is an axis when several rules are imported)")
+            raise InputError(f"axis {name}: axis named twice (scoring is an axis when several rules are imported)", param="axes")
         if name in _CORE:
-            raise InputError(f"axis {name}: axis name is reserved for the verdicts table; choose another")
+            raise InputError(f"axis {name}: axis name is reserved for the verdicts table; choose another", param="axes")
         if name in factors:
-            raise InputError(f"axis {name}: axis name is also a design factor of the test set; choose another")
+            raise InputError(f"axis {name}: axis name is also a design factor of the test set; choose another", param="axes")
     for name in factors:
         if name in _CORE:
             raise InputError(f"{runs[0].path}: dimensions.{name}: design factor name is reserved for the verdicts table")
@@ -482,7 +482,8 @@ def _score(transcripts, criteria_rows, sample_rows, rules, axis_names, factors):
             row["transcript_key"] = record["transcript_key"]
             row["judgment_key"] = record["judgment_key"]
             if "_status" in record:
-                row["status"], row["reason"], row["compliant"] = *record["_status"], pd.NA
+                status, reason = record["_status"]
+                row["status"], row["reason"], row["compliant"] = status, reason, pd.NA
             else:
                 verdict = scored.loc[record["judgment_key"]]
                 row["status"], row["reason"], row["compliant"] = verdict["status"], verdict["reason"], verdict["compliant"]

@@ -18,7 +18,7 @@ import yaml
 
 from multiverse.errors import InputError
 
-__all__ = ["AssertRun", "read_run", "option_name", "model_name"]
+__all__ = ["AssertRun", "model_name", "option_name", "read_run"]
 
 
 @dataclass
@@ -49,7 +49,7 @@ class AssertRun:
 def read_run(path: Path, warnings: list[str]) -> AssertRun:
     """Read and check one ASSERT run directory; notes for the manifest go to ``warnings``."""
     if not path.is_dir():
-        raise InputError(f"{path}: RUN_DIR: expected an ASSERT run directory")
+        raise InputError(f"{path}: expected an ASSERT run directory", param="run_dirs")
     config = _read_yaml(path / "config.yaml")
     suite = path.parent
     refs = _artifact_refs(path)
@@ -86,12 +86,11 @@ def read_run(path: Path, warnings: list[str]) -> AssertRun:
     inference_file = path / "inference_set.jsonl"
     if inference_file.is_file():
         for line, row in _read_jsonl(inference_file):
-            key = (
+            inference[(
                 _field(inference_file, line, row, "type"),
                 _field(inference_file, line, row, "test_case_id"),
                 str(row.get("target") or ""),
-            )
-            inference[key] = row
+            )] = row
     else:
         warnings.append(f"{path}: no inference_set.jsonl; rollout failures cannot be told apart")
     scores_file = path / "scores.jsonl"

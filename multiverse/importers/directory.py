@@ -17,46 +17,23 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from multiverse.errors import InputError
+from multiverse.results import Results
 from multiverse.tables import write_json, write_table
 from multiverse.vocabulary import CI_METHODS, SCHEMA_VERSION
 
-__all__ = ["ImportResult", "write_import_dir", "resolve_primary", "check_ci"]
-
-
-@dataclass(frozen=True)
-class ImportResult:
-    """What an importer wrote: the directory, its tables and its manifest."""
-
-    out_dir: Path
-    verdicts: pd.DataFrame
-    criteria: pd.DataFrame | None
-    rates: pd.DataFrame
-    manifest: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def warnings(self) -> list[str]:
-        return list(self.manifest.get("warnings", []))
-
-    @property
-    def axes(self) -> list[str]:
-        return list(self.manifest.get("axes", []))
-
-    @property
-    def factors(self) -> list[str]:
-        return list(self.manifest.get("factors", []))
+__all__ = ["check_ci", "resolve_primary", "write_import_dir"]
 
 
 def check_ci(ci: str) -> str:
     """The CI method of an import's rates, checked against the methods the scorer knows."""
     if ci not in CI_METHODS:
-        raise InputError(f"ci: unknown method {ci!r}; expected one of: {', '.join(CI_METHODS)}")
+        raise InputError(f"ci: unknown method {ci!r}; expected one of: {', '.join(CI_METHODS)}", param="ci")
     return ci
 
 
@@ -74,19 +51,19 @@ def resolve_primary(
         return next(iter(options)) if not axes and len(options) == 1 else None
     for axis, option in primary.items():
         if axis not in axes:
-            raise InputError(f"primary: {axis}: unknown axis; expected one of: {', '.join(axes) or '(no axes)'}")
+            raise InputError(f"primary: {axis}: unknown axis; expected one of: {', '.join(axes) or '(no axes)'}", param="primary")
         known = list(dict.fromkeys(str(o[axis]) for o in options.values()))
         if str(option) not in known:
             shown = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "")
-            raise InputError(f"primary: {axis}={option}: unknown option; expected one of: {shown}")
+            raise InputError(f"primary: {axis}={option}: unknown option; expected one of: {shown}", param="primary")
     hits = [uid for uid, o in options.items() if all(str(o[a]) == str(v) for a, v in primary.items())]
     label = ", ".join(f"{a}={v}" for a, v in primary.items())
     if not hits:
-        raise InputError(f"primary: {label}: no imported universe has these options together")
+        raise InputError(f"primary: {label}: no imported universe has these options together", param="primary")
     if len(hits) > 1:
         missing = [a for a in axes if a not in primary]
         raise InputError(f"primary: {label}: matches {len(hits)} universes; expected an option for every axis "
-                         f"(also {', '.join(missing)})")
+                         f"(also {', '.join(missing)})", param="primary")
     return hits[0]
 
 
@@ -97,7 +74,7 @@ def write_import_dir(
     criteria: pd.DataFrame | None,
     rates: pd.DataFrame,
     manifest: dict[str, Any],
-) -> ImportResult:
+) -> Results:
     """Write the tables and manifest into ``out_dir`` (created if needed), each file atomically.
 
     Callers validate everything before calling this, so bad input writes nothing. A
@@ -118,4 +95,6 @@ def write_import_dir(
             (out / f"criteria{suffix}").unlink(missing_ok=True)
     write_table(rates, out, "rates")
     write_json(manifest, out / "manifest.json")
-    return ImportResult(out_dir=out, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest)
+    return Results(verdicts=verdicts, criteria=criteria, rates=rates, axes=list(manifest.get("axes", [])),
+                   factors=list(manifest.get("factors", [])), manifest=manifest, primary=manifest.get("primary"),
+                   source=out)

@@ -26,16 +26,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from multiverse.analysis.rates import compute_rates
 from multiverse.bounds import regular_file_problem
 from multiverse.errors import InputError
 from multiverse.importers.directory import (
-    ImportResult,
     check_ci,
     resolve_primary,
     write_import_dir,
 )
 from multiverse.keys import digest
-from multiverse.analysis.rates import compute_rates
+from multiverse.results import Results
 
 __all__ = ["import_table", "read_label_table"]
 
@@ -64,7 +64,7 @@ def read_label_table(path: str | os.PathLike) -> pd.DataFrame:
             # Labels, items and option names are read as written ("007" stays "007").
             return pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
         return pd.read_parquet(path)
-    except Exception as exc:  # noqa: BLE001 - any reader failure is a bad input file
+    except Exception as exc:
         detail = " ".join(str(exc).split())[:200]
         raise InputError(f"{path}: cannot read as {suffix.lstrip('.')}: {detail}") from exc
 
@@ -83,7 +83,7 @@ def import_table(
     primary: dict[str, str] | None = None,
     ci: str = "wilson",
     force: bool = False,
-) -> ImportResult:
+) -> Results:
     """Import a label table into ``out_dir``; see the module docstring.
 
     ``system``, ``item`` and ``label`` name the columns holding the system, the item
@@ -93,7 +93,7 @@ def import_table(
     option}) the pre-registered universe (none when absent); ``ci`` the interval
     method of the rates. ``out_dir`` is checked first (see
     :func:`multiverse.places.check_output_dir`; ``force`` allows a folder holding
-    other files). Returns the :class:`ImportResult` (verdicts, rates, manifest; no criteria).
+    other files). Returns the :class:`Results` (verdicts, rates, manifest; no criteria).
     """
     from multiverse.places import check_output_dir
 
@@ -119,11 +119,12 @@ def import_table(
         first = keyed[duplicated].index[0]
         where = ", ".join(f"{axis}={axis_values[axis][first]}" for axis in axes)
         universe = f"universe ({where}), " if axes else ""
-        hint = "" if axes else (" (without axis columns the whole table is one universe: is an axis column missing, "
+        hint = "" if axes else (" (without axis columns the whole table is one universe: is a column missing from `axes`, "
                                 "e.g. the judge or grader?)")
         raise InputError(
             f"{path}: {', '.join([*axes, system, item])}: duplicate rows for {universe}"
-            f"{system}={systems[first]}, {item}={items[first]}; expected one label per universe, system and item{hint}"
+            f"{system}={systems[first]}, {item}={items[first]}; expected one label per universe, system and item{hint}",
+            param="axes" if hint else None,
         )
 
     verdicts = pd.DataFrame({"universe_id": universe_ids})
@@ -172,12 +173,14 @@ def import_table(
 
 
 def _check_columns(path, frame, system, item, label, axes, factors) -> None:
-    named = [("the system column", system), ("the item column", item), ("the label column", label)]
-    named += [("an axis column", axis) for axis in axes]
-    for role, column in named:
+    # Each role names its parameter in backticks, which the command line shows as the flag.
+    named = [("the `system` column", system, "system"), ("the `item` column", item, "item"),
+             ("the `label` column", label, "label")]
+    named += [("an `axes` column", axis, "axes") for axis in axes]
+    for role, column, param in named:
         if column not in frame.columns:
             have = ", ".join(map(str, frame.columns[:12])) + (", ..." if len(frame.columns) > 12 else "")
-            raise InputError(f"{path}: {column}: column not found ({role}; the table has: {have})")
+            raise InputError(f"{path}: {column}: column not found ({role}; the table has: {have})", param=param)
     for factor in factors:
         if factor not in frame.columns:
             raise InputError(f"{path}: {factor}: factor column not found")
@@ -208,36 +211,39 @@ def _compliance(path: Path, column: pd.Series, name: str, positive: str | None,
     missing = (text.isna() | (text == "") | (text.str.lower().isin(_MISSING) & ~text.isin(named))).to_numpy(dtype=bool)
     present = text[~missing]
     if negative and positive is None:
-        raise InputError(f"{path}: {name}: the negative values need the positive value too; expected both or neither")
+        raise InputError(f"{path}: {name}: `negative` needs `positive` too; expected both or neither",
+                         param="negative")
     lowered = present.str.lower()
     binary = pd.api.types.is_bool_dtype(column) or set(lowered) <= _TRUE | _FALSE
     if positive is None:
         if not binary:
             raise InputError(
                 f"{path}: {name}: expected a binary label (true/false or 0/1), found {_some(present)}; "
-                "name the compliant value (the positive value) and the non-compliant ones (the negative values)"
+                "name the compliant value (`positive`) and the non-compliant ones (`negative`)", param="positive"
             )
         matches = _binary(lowered)
     else:
         wanted = str(positive).strip()
         if wanted in {str(v).strip() for v in negative}:
-            raise InputError(f"{path}: {name}: {wanted!r} is named both the positive value and one of the negative values")
+            raise InputError(f"{path}: {name}: {wanted!r} is named both by `positive` and by `negative`",
+                             param="positive")
         if binary and not negative:
             # Booleans and 0/1 compare by meaning: positive true matches True, 1 matches 1.0.
             if wanted.lower() not in _TRUE | _FALSE:
-                raise InputError(f"{path}: {name}: the positive value {positive!r} is not a value of the binary label column")
+                raise InputError(f"{path}: {name}: `positive` {positive!r} is not a value of the binary label column",
+                                 param="positive")
             matches = _binary(lowered) == (wanted.lower() in _TRUE)
         else:
             is_positive = (present == wanted).to_numpy(dtype=bool)
             is_negative = present.isin([str(v).strip() for v in negative]).to_numpy(dtype=bool)
             unexpected = present[~(is_positive | is_negative)]
             if len(unexpected):
-                expected = (f"the negative values ({', '.join(map(repr, negative))})" if negative
-                            else "the negative values naming the non-compliant ones")
+                expected = (f"`negative` ({', '.join(map(repr, negative))})" if negative
+                            else "`negative` naming the non-compliant ones")
                 raise InputError(
-                    f"{path}: {name}: {len(unexpected)} labels are neither the positive value {wanted!r} nor a "
-                    f"negative value: {_some(unexpected)}; expected each value named, by the positive value or "
-                    f"{expected} (labels are never guessed)"
+                    f"{path}: {name}: {len(unexpected)} labels are neither `positive` {wanted!r} nor in "
+                    f"`negative`: {_some(unexpected)}; expected each value named, by `positive` or "
+                    f"{expected} (labels are never guessed)", param="positive" if not negative else "negative"
                 )
             matches = is_positive
     compliant = np.zeros(len(column), dtype=bool)

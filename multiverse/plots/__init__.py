@@ -1,0 +1,35 @@
+"""The figures: each takes the tidy table an analysis returns and gives back a matplotlib object.
+
+- :func:`plot_curve`, :func:`plot_curves`, :func:`plot_difference_curve`: specification curves;
+- :func:`agreement_figure`, :func:`plot_agreement`: agreement heatmaps between an axis's options;
+- :func:`ranking_figure`, :func:`plot_rank_bump`, :func:`plot_rank_distribution`: ranks across universes;
+- :func:`plot_variance`: the variance decomposition;
+- :func:`plot_factor_rates`: rates by design factor.
+
+Only this package imports matplotlib; names are imported on first use.
+"""
+
+from importlib import import_module as _import_module
+from typing import Any as _Any
+
+_MODULES = {
+    "curve": ("plot_curve", "plot_curves", "plot_difference_curve"),
+    "agreement": ("agreement_figure", "plot_agreement"),
+    "ranking": ("ranking_figure", "plot_rank_bump", "plot_rank_distribution"),
+    "variance": ("plot_variance",),
+    "factors": ("plot_factor_rates",),
+}
+_HOME = {name: module for module, names in _MODULES.items() for name in names}
+
+__all__ = [name for names in _MODULES.values() for name in names]
+
+
+def __getattr__(name: str) -> _Any:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module 'multiverse.plots' has no attribute {name!r}")
+    return getattr(_import_module(f"multiverse.plots.{module}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

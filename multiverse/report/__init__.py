@@ -1,12 +1,13 @@
 """The report: one self-contained HTML file with every figure and table of a run.
 
 ``write_report(source)`` reads a run directory, an import directory or a bare
-verdicts table (``tables.load_run``), runs the analyses (specification curves
+verdicts table (``multiverse.load_run``), and ``Results.report(path)`` does
+the same for results already loaded; the report runs the analyses (specification curves
 with joint tests, ranking stability, variance decomposition, judge agreement,
 rates by design factor) and writes a single HTML file: figures are inline PNGs
 (``data:`` URIs), styles and the one small script are inline, and nothing is
 fetched from anywhere, so the file opens offline and can be mailed as is.
-``build_report_html(tables)`` returns the same page as a string, for notebooks.
+``build_report_html(results)`` returns the same page as a string, for notebooks.
 
 Everything that comes from the run (transcripts, rationales, reasons, the
 spec, system, axis and option names) is HTML-escaped on the way in; a
@@ -22,7 +23,7 @@ The package, one module per part of the page:
 
 - ``__init__``: the page itself (head, header, table of contents, footer) and
   the list of sections;
-- ``run``: the run, prepared once for every section (``_Run``);
+- ``run``: the results with the report's own choices (``_Run``);
 - ``sections``: the analysis sections (rates, curves, ranking, variance,
   agreement, design factors, universes);
 - ``records``: the run's own records (failures, example transcripts and
@@ -45,13 +46,29 @@ from typing import Any
 import numpy as np
 
 from ..errors import MultiverseError
-from ..tables import RunTables, load_run
+from ..results import Results
 from .markup import _e
-from .records import EXAMPLES_PER_CELL, MAX_DRILLDOWN, _drilldown, _failures, _provenance, _spec
+from .records import (
+    EXAMPLES_PER_CELL,
+    MAX_DRILLDOWN,
+    _drilldown,
+    _failures,
+    _provenance,
+    _spec,
+)
 from .run import _prepare, _Run
-from .sections import _agreement, _curves, _difference, _factors, _primary_rates, _ranking, _universes, _variance
+from .sections import (
+    _agreement,
+    _curves,
+    _difference,
+    _factors,
+    _primary_rates,
+    _ranking,
+    _universes,
+    _variance,
+)
 
-__all__ = ["write_report", "build_report_html", "EXAMPLES_PER_CELL", "MAX_DRILLDOWN"]
+__all__ = ["EXAMPLES_PER_CELL", "MAX_DRILLDOWN", "build_report_html", "write_report", "write_results_report"]
 
 # Counts script errors (not failed images: those show up as images not loaded)
 # and publishes what a headless browser needs to judge the page.
@@ -131,9 +148,9 @@ _SECTIONS = (
 )
 
 
-def build_report_html(tables: RunTables, *, store: Any = None, threshold: float | None = None, tests: bool = True,
+def build_report_html(tables: Results, *, store: Any = None, threshold: float | None = None, tests: bool = True,
                       progress: bool | None = None) -> str:
-    """The report of ``tables`` (``tables.load_run`` output) as one self-contained HTML string.
+    """The report of ``tables`` (a :class:`~multiverse.results.Results`) as one self-contained HTML string.
 
     ``store`` is a store directory or ``multiverse.store.Store`` for the
     drill-down transcripts (default: the one the manifest names, if it exists).
@@ -224,11 +241,29 @@ def write_report(source: str | os.PathLike, out_html: str | os.PathLike | None =
     (beside the table for a table file). See :func:`build_report_html` for
     ``store``, ``threshold``, ``tests`` and ``progress``.
     """
-    source = Path(source)
-    tables = load_run(source)
-    page = build_report_html(tables, store=store, threshold=threshold, tests=tests, progress=progress)
-    out = Path(out_html) if out_html is not None else (source if source.is_dir() else source.parent) / "report.html"
-    from ..atomicfile import atomic_write_text
+    from ..tables import load_run
 
+    return write_results_report(load_run(source), out_html, store=store, threshold=threshold, tests=tests,
+                                progress=progress)
+
+
+def write_results_report(results: Results, out_html: str | os.PathLike | None = None, *, store: Any = None,
+                         threshold: float | None = None, tests: bool = True, progress: bool | None = None) -> Path:
+    """Write the HTML report of ``results``; return its path (``Results.report`` calls this).
+
+    The default output is ``report.html`` in the results' directory (beside
+    the table for a table file; in the current directory for results that
+    were never written). The output may not be one of the run's own files.
+    """
+    from ..atomicfile import atomic_write_text
+    from ..places import TABLE_FILES, check_output_file
+
+    source = results.source
+    folder = source if source is not None and source.is_dir() else source.parent if source is not None else Path()
+    out = Path(out_html) if out_html is not None else folder / "report.html"
+    inputs = [] if source is None else [source] + (
+        [source / name for name in (*TABLE_FILES, "manifest.json")] if source.is_dir() else [])
+    check_output_file(out, inputs=inputs)  # before the analyses: a bad place costs nothing
+    page = build_report_html(results, store=store, threshold=threshold, tests=tests, progress=progress)
     atomic_write_text(out, page)  # a reader never sees half a page; the umask decides who may read it
     return out

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["_Raw", "_e", "_fmt", "_table", "_figure", "_list", "_notes", "_collapsed", "_without_markers"]
+__all__ = ["_Raw", "_collapsed", "_e", "_figure", "_fmt", "_list", "_notes", "_table", "_without_markers"]
 
 # Longer tables are cut with a note, so the page stays readable.
 _MAX_ROWS = 300

@@ -17,7 +17,7 @@ from ..vocabulary import STATUSES
 from .markup import _collapsed, _e, _fmt, _list, _Raw, _table, _without_markers
 from .run import _Run
 
-__all__ = ["EXAMPLES_PER_CELL", "MAX_DRILLDOWN", "_failures", "_drilldown", "_spec", "_provenance"]
+__all__ = ["EXAMPLES_PER_CELL", "MAX_DRILLDOWN", "_drilldown", "_failures", "_provenance", "_spec"]
 
 #: Example transcripts shown per universe x system in the drill-down.
 EXAMPLES_PER_CELL = 3

@@ -1,47 +1,69 @@
-"""The run as the report sees it, prepared once: tables, axes, systems, universes, store.
+"""The run as the report sees it: the results, plus the report's own choices (store, null rates, tests).
 
-``_prepare`` checks the verdicts table, tells axes from design factors, orders
-the universes (primary first) and opens the store that holds the transcripts.
-The resulting ``_Run`` is what every section takes; the analyses that several
-sections share (the case matrix, the specification curve, the rates) are
-computed on first use and kept.
+``_prepare`` checks the report's options and opens the store that holds the
+transcripts. Everything about the run itself (axes, factors, systems, the
+ordered universes, the analyses and their caches) comes from the one
+:class:`multiverse.results.Results`; ``_Run`` only adds which systems have a
+counted verdict, the null rate each joint test holds fixed, and the top two
+systems.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from ..errors import InputError
-from ..option_order import declared_options
-from ..tables import RunTables, split_factors, universe_ids
+from ..results import Results
 
 __all__ = ["_Run", "_prepare"]
 
 
 @dataclass
 class _Run:
-    """What every section needs: the tables, who is who, and the analyses' shared inputs."""
+    """What every section needs: the results, the store, and the report's null and test choices."""
 
-    tables: RunTables
-    verdicts: pd.DataFrame
-    axes: list[str]
-    factors: list[str]
-    systems: list[str]
-    universes: pd.DataFrame  # universe_id, label, axis columns, in report order (primary first)
-    primary: str | None  # None: the source declares no primary universe, and none stands in for it
-    primary_declared: bool
+    tables: Results
     store: Any
     store_note: str
     threshold: float | None  # None: each system's null rate is its own rate in the primary universe
     tests: bool  # False: no joint tests, so no null bands and no p-values
-    options: dict  # axis -> options in declared order
     cache: dict = field(default_factory=dict)
+
+    @property
+    def verdicts(self) -> pd.DataFrame:
+        return self.tables.verdicts
+
+    @property
+    def axes(self) -> list[str]:
+        return self.tables.axes
+
+    @property
+    def factors(self) -> list[str]:
+        return self.tables.factors
+
+    @property
+    def systems(self) -> list[str]:
+        return self.tables.systems
+
+    @property
+    def universes(self) -> pd.DataFrame:
+        """universe_id, label and the axis columns, in report order (primary first)."""
+        return self.tables.universes
+
+    @property
+    def primary(self) -> str | None:
+        """None: the source declares no primary universe, and none stands in for it."""
+        return self.tables.primary
+
+    @property
+    def options(self) -> dict:
+        return self.tables.options
 
     def label(self, universe_id: str) -> str:
         if "labels" not in self.cache:
@@ -55,9 +77,7 @@ class _Run:
 
     @property
     def matrix(self):
-        from ..analysis.curve import case_matrix
-
-        return self.memo("matrix", lambda: case_matrix(self.verdicts, axes=self.axes, systems=self.systems_ok))
+        return self.tables.case_matrix()
 
     @property
     def systems_ok(self) -> list[str]:
@@ -71,14 +91,7 @@ class _Run:
 
     @property
     def curve(self) -> pd.DataFrame:
-        from ..analysis.curve import spec_curve
-        from ..analysis.rates import run_ci_settings
-
-        def compute():
-            ci, n_boot = run_ci_settings(self.tables)  # the interval the spec asked for
-            return spec_curve(self.matrix, axes=self.axes, primary=self.primary,
-                              ci=ci if ci is not None else "wilson", n_boot=n_boot)
-        return self.memo("curve", compute)
+        return self.tables.curve_frame(self.systems_ok)
 
     @property
     def top_two(self) -> tuple[str, str] | None:
@@ -94,31 +107,21 @@ class _Run:
     @property
     def difference_test(self):
         """The joint test that the top two systems are equally compliant (None when tests are off)."""
-        from ..analysis.inference import joint_difference_test
-
         if not self.tests or not self.top_two:
             return None
-        a, b = self.top_two
-        return self.memo("difference_test", lambda: joint_difference_test(self.matrix, a=a, b=b))
+        return self.tables.difference_test(*self.top_two)
 
     def null_rate(self, system: str) -> tuple[float | None, str]:
         """The rate the joint test of ``system`` holds fixed in every universe, or None and why there is none."""
+        from .._results_analyses import primary_null
+
         if self.threshold is not None:
             return self.threshold, ""
-        row = self.curve[(self.curve["system"] == system) & (self.curve["universe_id"] == self.primary)]
-        if row.empty:
-            return None, "it has no counted verdict in the primary universe"
-        rate = float(row["rate"].iloc[0])
-        if not 0 < rate < 1:
-            # A rate of 0 or 1 has no sampling spread: every resample would sit on it.
-            return None, f"its primary rate is {rate:g}, which leaves the null no sampling spread"
-        return rate, ""
+        return primary_null(self.curve, system, self.primary)
 
     @property
     def rate_tests(self) -> tuple[dict, list[str]]:
         """Per system, the joint test of its null rate in every universe; and a note per system not tested."""
-        from ..analysis.inference import joint_rate_test
-
         def compute():
             tests, skipped = {}, []
             if not self.tests:
@@ -128,68 +131,28 @@ class _Run:
                 if rate is None:
                     skipped.append(f"{system}: no joint test, as {why}.")
                 else:
-                    tests[system] = joint_rate_test(self.matrix, system=system, threshold=rate)
+                    tests[system] = self.tables.rate_test(system, rate)
             return tests, skipped
         return self.memo("rate_tests", compute)
 
     @property
     def system_rates(self) -> pd.DataFrame:
-        from ..analysis.rates import system_rates
-
-        return self.memo("system_rates", lambda: system_rates(self.verdicts, axes=self.axes))
+        return self.tables.system_rates()
 
     @property
     def rates(self) -> pd.DataFrame:
         """The rates table (overall and per factor level); computed when the source has none."""
-        def compute():
-            if self.tables.rates is not None and len(self.tables.rates):
-                rates = self.tables.rates
-            else:
-                from ..analysis.rates import compute_rates
-
-                rates = compute_rates(self.verdicts, axes=self.axes, factors=self.factors)
-            return rates.assign(universe_id=rates["universe_id"].astype(str), system=rates["system"].astype(str))
-        return self.memo("rates", compute)
+        return self.tables.rate_table()
 
 
-def _prepare(tables: RunTables, store: Any, threshold: float | None, tests: bool) -> _Run:
+def _prepare(results: Results, store: Any, threshold: float | None, tests: bool) -> _Run:
     if threshold is not None and not (isinstance(threshold, (int, float)) and 0 < threshold < 1):
-        raise InputError(f"threshold: expected a rate strictly between 0 and 1, got {threshold!r}")
-    verdicts = tables.verdicts
-    missing = [c for c in ("system", "case_id", "compliant") if c not in verdicts.columns]
-    if missing:
-        raise InputError(f"verdicts: {', '.join(missing)}: expected column(s) to be present")
-    axes = [a for a in tables.axes if a in verdicts.columns]
-    factors = [f for f in tables.factors if f in verdicts.columns]
-    # Tables built by hand may still list a design factor (e.g. behavior) among the axes.
-    axes, more_factors = split_factors(verdicts, axes)
-    factors += more_factors
-    if "universe_id" not in verdicts.columns:
-        verdicts = verdicts.assign(universe_id=universe_ids(verdicts, axes).to_numpy())
-    # Ids and system names as text, so a table that stored them as numbers reads the same everywhere.
-    verdicts = verdicts.assign(universe_id=verdicts["universe_id"].astype(str), system=verdicts["system"].astype(str))
-    systems = [str(s) for s in dict.fromkeys(verdicts["system"])]
-
-    first = verdicts.drop_duplicates("universe_id")[["universe_id", *axes]].reset_index(drop=True)
-    labels = {}
-    for entry in tables.manifest.get("universes", []):
-        if isinstance(entry, dict) and "id" in entry:
-            labels[str(entry["id"])] = entry.get("label")
-    first["label"] = [
-        labels.get(u) or (" · ".join(f"{a}={row[a]}" for a in axes) if axes else u)
-        for u, (_, row) in zip(first["universe_id"], first.iterrows())
-    ]
-    primary = tables.primary if tables.primary in set(first["universe_id"]) else None
-    declared = primary is not None
-    order = ([primary] if primary else []) + [u for u in first["universe_id"] if u != primary]
-    universes = first.set_index("universe_id").loc[order].reset_index()
-    store_obj, note = _open_store(tables, store)
-    options = declared_options(replace(tables, verdicts=verdicts), axes)
-    return _Run(tables, verdicts, axes, factors, systems, universes, primary, declared, store_obj, note, threshold,
-                bool(tests), options)
+        raise InputError(f"threshold: expected a rate strictly between 0 and 1, got {threshold!r}", param="threshold")
+    store_obj, note = _open_store(results, store)
+    return _Run(results, store_obj, note, threshold, bool(tests))
 
 
-def _open_store(tables: RunTables, store: Any) -> tuple[Any, str]:
+def _open_store(results: Results, store: Any) -> tuple[Any, str]:
     from ..store import Store
 
     if store is not None and not isinstance(store, (str, os.PathLike)):
@@ -197,11 +160,11 @@ def _open_store(tables: RunTables, store: Any) -> tuple[Any, str]:
     candidates = []
     if store is not None:
         candidates.append(Path(store))
-    elif tables.manifest.get("store"):
-        recorded = Path(tables.manifest["store"])
+    elif results.manifest.get("store"):
+        recorded = Path(results.manifest["store"])
         candidates.append(recorded)
-        if not recorded.is_absolute() and tables.source is not None:
-            candidates.append(tables.source / recorded)
+        if not recorded.is_absolute() and results.source is not None:
+            candidates.append(results.source / recorded)
     for root in candidates:
         if root.is_dir():
             return Store(root), ""

@@ -15,8 +15,16 @@ import pandas as pd
 from .markup import _collapsed, _e, _figure, _fmt, _list, _notes, _table
 from .run import _Run
 
-__all__ = ["_primary_rates", "_curves", "_difference", "_ranking", "_variance", "_agreement", "_factors",
-           "_universes"]
+__all__ = [
+    "_agreement",
+    "_curves",
+    "_difference",
+    "_factors",
+    "_primary_rates",
+    "_ranking",
+    "_universes",
+    "_variance",
+]
 
 _RANK_BOOTSTRAP = 1000
 # No universe is silently treated as pre-registered: sections about the primary say why they are empty.
@@ -162,13 +170,11 @@ def _difference(run: _Run) -> str:
 
 
 def _ranking(run: _Run) -> str:
-    from ..analysis.ranking import ranking
-    from ..plots.ranking import ranking_figure
-
     if len(run.systems_ok) < 2:
         return '<p class="note">Ranking needs at least two systems.</p>'
-    result = ranking(run.verdicts, axes=run.axes, primary=run.primary, bootstrap=_RANK_BOOTSTRAP)
-    figure = ranking_figure(run.system_rates, axes=run.axes, primary=run.primary)
+    analysis = run.tables.ranking(boot=_RANK_BOOTSTRAP)
+    result = analysis.document
+    figure = analysis.figure()
     order = ("The primary universe comes first (black line), then the universes ordered by how many axes differ "
              "from it (numbers on top)." if run.primary is not None else
              "No primary universe is declared, so none is marked.")
@@ -250,13 +256,10 @@ def _flips(run: _Run, flips: list[dict], n_universes: int) -> str:
 
 
 def _variance(run: _Run) -> str:
-    from ..analysis.variance import variance
-    from ..plots.variance import plot_variance
-
     if run.universes.shape[0] < 2 or not run.axes:
         return '<p class="note">A variance decomposition needs at least two universes.</p>'
-    result = variance(run.verdicts, axes=run.axes)
-    ax = plot_variance(pd.DataFrame(result["terms"]))
+    analysis = run.tables.variance()
+    result = analysis.document
     caption = (
         "Each bar is one term's share of the variance in the universe × system rates (type-II ANOVA). Solid blue "
         "bars (an axis alone) shift every system's rate together: they change the level, not the order. Hatched "
@@ -264,7 +267,7 @@ def _variance(run: _Run) -> str:
         "interactions among axes and noise. A black tick, where drawn, is the share that sampling noise alone "
         "would give a term: a bar that barely passes its tick is not distinguishable from noise."
     )
-    return (_figure(ax.figure, "Share of the variance in rates explained by each axis, system and interaction", caption)
+    return (_figure(analysis.figure(), "Share of the variance in rates explained by each axis, system and interaction", caption)
             + "<p>In plain words:</p>" + _list(result["summary"]) + _notes(result["notes"]))
 
 
@@ -274,12 +277,11 @@ def _judge_axes(run: _Run) -> list[str]:
 
 
 def _agreement(run: _Run) -> str:
-    from ..analysis.agreement import agreement
     from ..plots.agreement import agreement_figure
 
     parts = []
     for axis in _judge_axes(run):
-        result = agreement(run.verdicts, axes=run.axes, axis=axis, criteria=run.tables.criteria)
+        result = run.tables.agreement(axis).document
         parts.append(f"<h3>Axis <code>{_e(axis)}</code></h3>")
         if not result["pairs"]:
             parts.append(f'<p class="note">No pair of options labelled the same units.</p>{_notes(result["notes"])}')

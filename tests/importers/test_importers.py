@@ -14,8 +14,9 @@ import pytest
 from pandas.testing import assert_frame_equal
 
 from multiverse.errors import InputError
-from multiverse.importers import ImportResult, import_assert, import_table
+from multiverse.importers import import_assert, import_table
 from multiverse.keys import digest
+from multiverse.results import Results
 from multiverse.tables import load_run, read_table
 
 # ----------------------------------------------------------------------------- ASSERT runs
@@ -197,7 +198,7 @@ ROLLOUT = "no transcript in inference_set.jsonl (the rollout errored)"
 
 def test_import_assert_verdicts_by_hand(tmp_path):
     result = import_assert(three_runs(tmp_path), tmp_path / "out")
-    assert isinstance(result, ImportResult)
+    assert isinstance(result, Results)
     assert result.axes == ["judge", "user"]
     assert result.factors == ["behavior", "interaction_condition", "setting"]
     a, b, c = universe("judge-1", "tester-1"), universe("judge-2", "tester-1"), universe("judge-1", "tester-2")
@@ -448,7 +449,7 @@ def test_import_assert_bad_input_writes_nothing(tmp_path):
     (run / "manifest.json").unlink()
     with pytest.raises(InputError, match=r"artifacts.json: artifacts.systematize.path: expected the taxonomy"):
         import_assert([run], out)
-    with pytest.raises(InputError, match="RUN_DIR: expected an ASSERT run directory"):
+    with pytest.raises(InputError, match="expected an ASSERT run directory"):
         import_assert([tmp_path / "nowhere"], out)
     with pytest.raises(InputError, match="scoring: unknown rule"):
         import_assert([run], out, scoring="strictest")
@@ -549,15 +550,15 @@ def test_import_table_categories_booleans_and_parquet(tmp_path):
 @pytest.mark.parametrize(
     ("text", "flags", "message"),
     [
-        (TABLE, {"label": "verdict"}, "labels.csv: verdict: column not found (the label column; the table has: judge, evidence, model, item, label)"),
-        (TABLE, {"axes": ["judge", "grader"]}, "labels.csv: grader: column not found (an axis column; the table has: judge, evidence, model, item, "
+        (TABLE, {"label": "verdict"}, "labels.csv: verdict: column not found (the `label` column; the table has: judge, evidence, model, item, label)"),
+        (TABLE, {"axes": ["judge", "grader"]}, "labels.csv: grader: column not found (an `axes` column; the table has: judge, evidence, model, item, "
          "label)"),
         ("model,item,label\nA,i1,safe\nA,i2,unsafe\n", {},
          "labels.csv: label: expected a binary label (true/false or 0/1), found safe, unsafe; "
-         "name the compliant value (the positive value) and the non-compliant ones (the negative values)"),
+         "name the compliant value (`positive`) and the non-compliant ones (`negative`)"),
         ("model,item,label\nA,i1,safe\nA,i2,unsafe\n", {"positive": "fine"},
-         "labels.csv: label: 2 labels are neither the positive value 'fine' nor a negative value: safe, unsafe; "
-         "expected each value named, by the positive value or the negative values naming the non-compliant ones "
+         "labels.csv: label: 2 labels are neither `positive` 'fine' nor in `negative`: safe, unsafe; "
+         "expected each value named, by `positive` or `negative` naming the non-compliant ones "
          "(labels are never guessed)"),
         (TABLE + "j1,strict,A,i2,1\n", {"axes": ["judge", "evidence"]},
          "labels.csv: judge, evidence, model, item: duplicate rows for universe (judge=j1, evidence=strict), "
@@ -565,7 +566,7 @@ def test_import_table_categories_booleans_and_parquet(tmp_path):
         (TABLE, {},
          "labels.csv: model, item: duplicate rows for model=A, item=i1; "
          "expected one label per universe, system and item (without axis columns the whole table is one "
-         "universe: is an axis column missing, e.g. the judge or grader?)"),
+         "universe: is a column missing from `axes`, e.g. the judge or grader?)"),
         ("model,item,label\nA,,1\n", {}, "labels.csv: item: empty value in data row 1; expected a name in every row"),
     ],
 )

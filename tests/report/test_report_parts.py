@@ -19,7 +19,7 @@ def _problems(page: str) -> list[str]:
 
 def test_primary_rate_of_zero_or_one_is_said_not_tested():
     from multiverse.report import build_report_html
-    from multiverse.tables import RunTables
+    from multiverse.results import Results
 
     rows = [{"system": s, "case_id": f"c{c}", "judge": j, "compliant": (s == "always") or (c + k) % 3 > 0}
             for s in ("always", "sometimes") for k, j in enumerate(("j1", "j2", "j3")) for c in range(12)]
@@ -28,7 +28,7 @@ def test_primary_rate_of_zero_or_one_is_said_not_tested():
     verdicts = pd.DataFrame(rows)
     verdicts["universe_id"] = universe_ids(verdicts, ["judge"])
     primary = str(verdicts.loc[verdicts["judge"] == "j1", "universe_id"].iloc[0])
-    page = build_report_html(RunTables(verdicts=verdicts, axes=["judge"], primary=primary), progress=False)
+    page = build_report_html(Results(verdicts=verdicts, axes=["judge"], primary=primary), progress=False)
     assert "always: no joint test, as its primary rate is 1" in page
     assert "(its primary rate) in every universe" in page  # the other system is tested
     assert _problems(page) == []
@@ -47,9 +47,12 @@ def _flip_table(tmp_path, rng, n_options=3) -> Path:
 
 
 def test_every_top_flip_is_listed_with_its_universe(tmp_path, rng, monkeypatch):
+    from importlib import import_module
+
+    # The package exports the function `ranking`, which shadows the module's name as an attribute.
+    ranking_module = import_module("multiverse.analysis.ranking")
     import dataclasses
 
-    import multiverse.analysis.ranking as ranking_module
     from multiverse.report import build_report_html
     from multiverse.tables import load_run
 
@@ -121,7 +124,8 @@ def test_ranking_section_says_in_words_which_systems_are_separable():
     import numpy as np
 
     from multiverse.report import build_report_html
-    from multiverse.tables import RunTables, universe_ids
+    from multiverse.results import Results
+    from multiverse.tables import universe_ids
 
     rng = np.random.default_rng(5)
     rows = [{"system": s, "case_id": f"c{c}", "judge": j, "compliant": bool(rng.random() < p)}
@@ -129,7 +133,7 @@ def test_ranking_section_says_in_words_which_systems_are_separable():
     verdicts = pd.DataFrame(rows)
     verdicts["universe_id"] = universe_ids(verdicts, ["judge"])
     primary = str(verdicts.loc[verdicts["judge"] == "j1", "universe_id"].iloc[0])
-    page = build_report_html(RunTables(verdicts=verdicts, axes=["judge"], primary=primary), tests=False,
+    page = build_report_html(Results(verdicts=verdicts, axes=["judge"], primary=primary), tests=False,
                              progress=False)
     section = page[page.index("Can neighbours in the primary universe"):]
     section = section[:section.index("</ul>")]

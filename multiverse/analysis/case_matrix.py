@@ -1,0 +1,265 @@
+"""The universe x case matrix every curve and joint test is computed from, and paired differences.
+
+:func:`case_matrix` counts the ``ok`` verdicts per system x universe x case
+once (:class:`CaseMatrix`); the specification curves
+(:mod:`multiverse.analysis.curve`) and the joint tests
+(:mod:`multiverse.analysis.inference`) both take it, so neither depends on
+the other.
+
+Difference of two systems, paired by case. In each universe only cases that
+both systems have an ok verdict for count. ``d_c`` is case c's contribution to
+``rate(a) - rate(b)`` (``k_ac / n_a - k_bc / n_b``, so ``D = sum_c d_c`` is the
+difference), ``w_c`` the case's share of the universe's paired transcripts,
+and ``se^2 = C/(C-1) * sum_c (d_c - D w_c)^2``: the linearised
+(case-clustered) variance of a difference of ratio estimators, exact in form
+when both systems have the same number of transcripts per case. ``z = D / se``;
+|z| is capped at ``Z_CAP`` so a perfectly separated universe (se = 0) stays
+finite (the cap is monotone, so joint tests built on z stay valid).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from multiverse.errors import InputError
+from multiverse.tables import universe_ids
+
+__all__ = ["Z_CAP", "CaseMatrix", "case_matrix"]
+
+#: Per-universe |z| of a difference is capped here (see the module docstring).
+Z_CAP = 50.0
+
+
+# --------------------------------------------------------------------------
+# The universe x case matrix
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class CaseMatrix:
+    """Counts of ``ok`` verdicts per system x universe x case.
+
+    ``compliant[s, u, c]`` is the number of compliant verdicts and
+    ``included[s, u, c]`` the number of ok verdicts (transcripts, summed over
+    replicates) of system ``systems[s]`` on case ``cases[c]`` in universe
+    ``universes.universe_id[u]``. ``universes`` holds ``universe_id`` and the
+    axis columns, one row per universe in array order.
+    """
+
+    universes: pd.DataFrame
+    axes: tuple[str, ...]
+    systems: tuple[str, ...]
+    cases: pd.Index
+    compliant: np.ndarray
+    included: np.ndarray
+
+    def system_index(self, system: str) -> int:
+        """Position of ``system`` in the arrays; InputError if it has no ok verdicts."""
+        try:
+            return self.systems.index(system)
+        except ValueError:
+            known = ", ".join(map(str, self.systems)) or "none"
+            raise InputError(
+                f"verdicts: system: expected one of {known}, got {system!r}"
+            ) from None
+
+    def universe_index(self, universe_id: Any) -> int:
+        """Row of ``universe_id``; InputError if no ok verdict belongs to it."""
+        hits = np.flatnonzero(self.universes["universe_id"].to_numpy() == universe_id)
+        if len(hits) == 0:
+            raise InputError(
+                f"verdicts: universe_id: expected the primary universe {universe_id!r} "
+                "to have ok verdicts"
+            )
+        return int(hits[0])
+
+
+_REQUIRED = ("system", "case_id", "compliant")
+
+
+def _derived_universe_ids(ok: pd.DataFrame, axes: Sequence[str]) -> np.ndarray:
+    """The ids ``tables.universe_ids`` gives, so every analysis names universes alike."""
+    return universe_ids(ok, list(axes)).to_numpy(dtype=object)
+
+
+def _ok_verdicts(
+    verdicts: pd.DataFrame, axes: Sequence[str]
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """The rows that count (status ok when present, a compliant label) and their labels."""
+    if not isinstance(verdicts, pd.DataFrame):
+        raise InputError("verdicts: expected a pandas DataFrame or a CaseMatrix")
+    missing = [c for c in (*_REQUIRED, *axes) if c not in verdicts.columns]
+    if missing:
+        raise InputError(f"verdicts: {', '.join(missing)}: expected column(s) to be present")
+    keep = verdicts["compliant"].notna().to_numpy(dtype=bool, copy=True)
+    if "status" in verdicts.columns:
+        keep &= (verdicts["status"] == "ok").fillna(False).to_numpy(dtype=bool)
+    columns = [c for c in ("universe_id", *axes, *_REQUIRED) if c in verdicts.columns]
+    # Copy-on-write: selecting columns of a table with no failed rows is free,
+    # which matters at tens of millions of verdicts.
+    ok = verdicts[columns] if keep.all() else verdicts.loc[keep, columns]
+    labels = ok["compliant"]
+    if pd.api.types.is_bool_dtype(labels.dtype):
+        compliant = labels.to_numpy(dtype=bool)
+    else:
+        try:
+            numeric = labels.to_numpy(dtype=float)
+        except (TypeError, ValueError):
+            numeric = np.array([np.nan])
+        if not np.isin(numeric, (0.0, 1.0)).all():
+            raise InputError("verdicts: compliant: expected booleans (True/False or 1/0)")
+        compliant = numeric == 1.0
+    if "universe_id" not in ok.columns:
+        ok = ok.assign(universe_id=_derived_universe_ids(ok, axes))
+    elif ok["universe_id"].isna().any():
+        raise InputError("verdicts: universe_id: expected no missing values")
+    return ok, compliant
+
+
+def case_matrix(
+    verdicts: pd.DataFrame,
+    *,
+    axes: Sequence[str],
+    systems: Sequence[str] | None = None,
+) -> CaseMatrix:
+    """Build the system x universe x case count arrays from a verdicts table.
+
+    ``verdicts`` needs ``system``, ``case_id``, ``compliant`` and the ``axes``
+    columns; ``status`` and ``universe_id`` are optional (only ``ok`` rows
+    count; a missing ``universe_id`` is derived from the axis options).
+    ``systems`` restricts and orders the systems (default: all, sorted).
+    """
+    axes = _axes_list(axes)
+    ok, compliant = _ok_verdicts(verdicts, axes)
+    if systems is not None:
+        systems = [systems] if isinstance(systems, str) else list(systems)
+        absent = sorted(set(systems) - set(ok["system"].unique()), key=str)
+        if absent:
+            raise InputError(
+                f"verdicts: system: expected ok verdicts for {', '.join(map(str, absent))}"
+            )
+        chosen = ok["system"].isin(systems).to_numpy()
+        ok, compliant = ok[chosen], compliant[chosen]
+    if ok.empty:
+        raise InputError("verdicts: status: expected at least one ok verdict with a compliant label")
+    u_codes, u_ids = pd.factorize(ok["universe_id"], sort=True)
+    first = np.unique(u_codes, return_index=True)[1]
+    universes = ok.iloc[first][["universe_id", *axes]].reset_index(drop=True)
+    for axis in axes:
+        # One option per axis per universe: every row must carry the option
+        # of its universe's first row.
+        a_codes = pd.factorize(ok[axis])[0]
+        if (a_codes != a_codes[first][u_codes]).any():
+            raise InputError(f"verdicts: {axis}: expected one option per universe_id")
+    c_codes, c_ids = pd.factorize(ok["case_id"], sort=True)
+    if systems is None:
+        s_codes, s_ids = pd.factorize(ok["system"], sort=True)
+        system_names = tuple(s_ids)
+    else:
+        system_names = tuple(systems)
+        s_codes = pd.Index(system_names).get_indexer(ok["system"])
+    n_s, n_u, n_c = len(system_names), len(u_ids), len(c_ids)
+    flat = (s_codes.astype(np.int64) * n_u + u_codes) * n_c + c_codes
+    del u_codes, c_codes, s_codes
+    size = n_s * n_u * n_c
+    included = np.bincount(flat, minlength=size).astype(float)
+    n_compliant = np.bincount(flat[compliant], minlength=size).astype(float)
+    return CaseMatrix(
+        universes=universes,
+        axes=tuple(axes),
+        systems=system_names,
+        cases=pd.Index(c_ids, name="case_id"),
+        compliant=n_compliant.reshape(n_s, n_u, n_c),
+        included=included.reshape(n_s, n_u, n_c),
+    )
+
+
+def _axes_list(axes: Sequence[str] | str | None) -> list[str]:
+    if axes is None:
+        return []
+    return [axes] if isinstance(axes, str) else list(axes)
+
+
+def _as_matrix(
+    verdicts: pd.DataFrame | CaseMatrix, axes: Sequence[str], systems: Sequence[str] | None
+) -> CaseMatrix:
+    if isinstance(verdicts, CaseMatrix):
+        return verdicts
+    return case_matrix(verdicts, axes=axes, systems=systems)
+
+
+# --------------------------------------------------------------------------
+# Paired differences
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class _Paired:
+    """Case contributions to rate(a) - rate(b) over paired cases, per universe."""
+
+    rows: np.ndarray  # universe rows kept (>= 1 paired case)
+    contribution: np.ndarray  # d, (universes, cases), sums to the difference
+    weight: np.ndarray  # w, (universes, cases), sums to 1
+    n_cases: np.ndarray
+    n_a: np.ndarray
+    n_b: np.ndarray
+    rate_a: np.ndarray
+    rate_b: np.ndarray
+
+
+def _paired(m: CaseMatrix, a: str, b: str) -> _Paired:
+    if a == b:
+        raise InputError(f"verdicts: system: expected two different systems, got {a!r} twice")
+    ia, ib = m.system_index(a), m.system_index(b)
+    both = (m.included[ia] > 0) & (m.included[ib] > 0)
+    rows = np.flatnonzero(both.any(axis=1))
+    both = both[rows]
+    na_c = np.where(both, m.included[ia][rows], 0.0)
+    nb_c = np.where(both, m.included[ib][rows], 0.0)
+    ka_c = np.where(both, m.compliant[ia][rows], 0.0)
+    kb_c = np.where(both, m.compliant[ib][rows], 0.0)
+    n_a, n_b = na_c.sum(axis=1), nb_c.sum(axis=1)
+    contribution = ka_c / n_a[:, None] - kb_c / n_b[:, None]
+    weight = (na_c + nb_c) / (n_a + n_b)[:, None]
+    return _Paired(
+        rows=rows,
+        contribution=contribution,
+        weight=weight,
+        n_cases=both.sum(axis=1),
+        n_a=n_a,
+        n_b=n_b,
+        rate_a=ka_c.sum(axis=1) / n_a,
+        rate_b=kb_c.sum(axis=1) / n_b,
+    )
+
+
+def _paired_z(
+    diff: np.ndarray, q_dw: np.ndarray, q_dd: np.ndarray, q_ww: np.ndarray, n_cases: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(z, se) from D = sum d, q_dw = sum d w, q_dd = sum d^2, q_ww = sum w^2.
+
+    ``sum (d - D w)^2`` is expanded so that, under sign flips, only ``D`` and
+    ``q_dw`` change and both are matrix products.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where(n_cases > 1, n_cases / (n_cases - 1.0), np.nan)
+        var = factor * np.maximum(q_dd - 2.0 * diff * q_dw + diff**2 * q_ww, 0.0)
+        se = np.sqrt(var)
+        z = diff / se
+    z = np.where(np.isnan(z), 0.0, z)
+    return np.clip(z, -Z_CAP, Z_CAP), se
+
+
+def _num(x: Any) -> float | int | None:
+    if x is None:
+        return None
+    x = x.item() if isinstance(x, np.generic) else x
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x

@@ -1,0 +1,185 @@
+"""The commands that analyse a run, an import or a verdicts table: curve, agreement, ranking, variance, report.
+
+Each loads the source with ``multiverse.load_run``, asks the
+:class:`~multiverse.results.Results` for the analysis, and prints it: the
+document as JSON with ``--json``, else a short text summary; ``--figure``
+writes the analysis's figure.
+"""
+
+from __future__ import annotations
+
+from ._output import interval, number, print_json, print_table, save_figure
+
+__all__ = ["cmd_agreement", "cmd_curve", "cmd_ranking", "cmd_report", "cmd_variance"]
+
+
+def _figure(analysis, args, **options) -> None:
+    if args.figure:
+        save_figure(analysis.figure(**options), args.figure)
+
+
+def cmd_curve(args) -> int:
+    from .. import load_run
+
+    results = load_run(args.source)
+    results.check_axes(args.axis)
+    analysis = results.curve(systems=args.system, threshold=args.threshold, diff=tuple(args.diff) if args.diff else None,
+                             boot=args.boot, seed=args.seed)
+    _figure(analysis, args, axes=args.axis)
+    summary = analysis.document
+    if args.json:
+        print_json(summary)
+        return 0
+    print(f"{summary['n_universes']} universes")
+    for system, s in summary["systems"].items():
+        where = s.get("primary") or {}
+        primary = f"; primary {where['rate']:.3f} at percentile {where['percentile']:.0f}" if where.get("rate") is not None else ""
+        print(f"  {system}: rate {s['rate']['min']:.3f} .. {s['rate']['median']:.3f} .. {s['rate']['max']:.3f} (min .. median .. max){primary}")
+    print(f"  intervals: {summary['ci']}" + (f", level {summary['level']:g}" if summary["level"] is not None else ""))
+    for test in summary["tests"]:
+        st = test["statistics"]
+        shown = [f"{label} {st[name]['p']:.3f} (Holm {st[name]['p_holm']:.3f})" for name, label in
+                 (("median_effect", "median effect"), ("n_significant", "count significant"), ("stouffer_z", "Stouffer Z"))]
+        print(f"  joint test ({test['kind']}, {test['null']}): p = {'; '.join(shown)}")
+    if summary["multiplicity"]:
+        print(f"  adjusted p: {summary['multiplicity']['family']}")
+    for note in summary["notes"]:
+        print(f"note: {note}")
+    if args.figure:
+        print(f"figure: {args.figure}")
+    return 0
+
+
+def cmd_agreement(args) -> int:
+    from .. import load_run
+
+    results = load_run(args.source)
+    axis = args.axis or results.judge_axis()
+    analysis = results.agreement(axis)
+    _figure(analysis, args)
+    result = analysis.document
+    if args.json:
+        print_json(result)
+        return 0
+    print(f"agreement across {axis} ({', '.join(map(str, result['options']))}) on {result['n_units']} units, paired on {result['paired_on']}")
+    rows = [["a", "b", "n", "percent", "kappa", "AC1", "bias"]]
+    for p in result["pairs"]:
+        # A kappa on a handful of units reads like a finding; the mark says it is not one.
+        mark = "!" if p.get("small_sample") or p.get("degenerate") else ""
+        rows.append([p["a"], p["b"], f"{p['n']}{mark}", number(p["percent"]), number(p["cohen_kappa"]) + mark,
+                     number(p["gwet_ac1"]) + mark, number(p["bias"])])
+    print_table(rows)
+    if any(p.get("small_sample") or p.get("degenerate") for p in result["pairs"]):
+        print("! too few paired units (or a one-cell table) to read kappa and AC1: see the notes")
+    small = 0 < result["n_units"] < 30
+    print(f"Krippendorff's alpha: {number(result['krippendorff_alpha'])}{'!' if small else ''}")
+    for note in result.get("notes", []):
+        print(f"note: {note}")
+    return 0
+
+
+def cmd_ranking(args) -> int:
+    from .. import load_run
+
+    analysis = load_run(args.source).ranking(axes=args.axis, boot=args.boot)
+    _figure(analysis, args)
+    if args.json:
+        print_json(analysis.document)
+        return 0
+    _print_ranking(analysis.document)
+    return 0
+
+
+def _print_ranking(result: dict) -> None:
+    unc = result.get("uncertainty") or {}
+    if result["primary"] is None:
+        print(f"{result['universes']} universes; no primary universe is declared")
+    else:
+        print(f"{result['universes']} universes; primary {result['primary']} "
+              f"(top: {', '.join(map(str, result['primary_top']))})")
+    level = f"{unc['level']:.0%} case-bootstrap interval, {unc['resamples']} resamples" if unc else "no bootstrap"
+    print(f"P(rank 1) over all universes [{level}] and coverage (share of universes rating the system):")
+    for system, p in sorted(result["p_top"].items(), key=lambda kv: -kv[1]):
+        print(f"  {system}: {p:.2f} {interval(unc.get('p_top', {}).get(system))}  coverage {result['coverage'][system]:.2f}")
+    from ..analysis.rank_uncertainty import separability
+
+    for sentence in separability(unc.get("adjacent", [])):
+        print(f"  {sentence}")
+    pairwise = result["pairwise"]
+    pairs = pairwise["pairs"]
+    if pairs:
+        print(f"Paired tests in the primary universe, {pairwise['adjustment']}-adjusted over {pairwise['family']}:")
+        shown = pairs
+        if len(pairs) > 45:  # 10+ systems: the neighbours in the primary's order; the rest are in --json
+            neighbours = {frozenset((r["a"], r["b"])) for r in unc.get("adjacent", [])}
+            shown = [q for q in pairs if frozenset((q["a"], q["b"])) in neighbours]
+            held = sum(1 for q in pairs if q["p_holm"] is not None and q["p_holm"] < 0.05)
+            print(f"  {held} of {len(pairs)} pairs differ at Holm-adjusted p < 0.05; neighbours in the primary's "
+                  "order below, every pair in --json")
+        for q in shown:
+            print(f"  {q['a']} - {q['b']}: {number(q['difference'])} on {q['n_cases']} cases, p = {number(q['p'], 4)}, Holm p = {number(q['p_holm'], 4)}")
+    tau, w = result["kendall_tau"], result["kendall_w"]
+    print(f"Kendall's tau-b between universes: mean {number(tau['mean'])} over {tau['n_pairs']} pairs; "
+          f"Kendall's W {number(w['w'])} ({w['universes']} universes x {w['systems']} systems, p = {number(w['p_value'], 4)})")
+    for row in tau.get("by_axis", []):
+        print(f"  changing {row['axis']}: mean tau {number(row['mean'])} (min {number(row['min'])}, {row['n_pairs']} pairs)")
+    if result["primary"] is None:
+        print("no primary universe is declared: top flips are not reported")
+    else:
+        print(f"{len(result['flips'])} universe(s) have a different top system than the primary "
+              "(each with the smallest change from the primary that gives that top):")
+    for flip in result["flips"]:
+        changes = ", ".join(f"{a}={o}" for a, o in flip["changes"].items())
+        via = "" if flip["via_universe"] == flip["universe_id"] else f", as in {flip['via_universe']}"
+        print(f"  {flip['universe_id']}: top {', '.join(map(str, flip['top']))} when {changes} "
+              f"({flip['n_axes_differ']} of the axes differ{via})")
+    for note in result.get("notes", []):
+        print(f"note: {note}")
+
+
+def cmd_variance(args) -> int:
+    from .. import load_run
+
+    analysis = load_run(args.source).variance(axes=args.axis)
+    _figure(analysis, args)
+    result = analysis.document
+    if args.json:
+        print_json(result)
+        return 0
+    noise = result.get("noise")
+    aliased = {a for group in result.get("aliasing", {}).get("aliased", []) for a in group}
+    rows = [["axis", "main effect", "x system", "total"] + (["beyond noise", f"{noise['level']:.0%} interval"] if noise else [])]
+    for r in result["by_axis"]:
+        mark = "!" if r["axis"] in aliased else ""  # an aliased axis's 0% is not "no effect"
+        row = [r["axis"] + mark, number(r["main"]), number(r["interaction"]), number(r["total"])]
+        if noise:
+            row += [number(r.get("beyond_noise")), interval([r.get("low"), r.get("high")])]
+        rows.append(row)
+    residual = next((t for t in result["terms"] if t["term"] == "Residual"), None)
+    if residual is not None:
+        few = "!" if residual["df"] < 10 else ""
+        rows.append([f"Residual ({residual['df']:.0f} df){few}", "", "", number(residual["share"])]
+                    + ([number(residual.get("beyond_noise")), interval([residual.get("low"), residual.get("high")])] if noise else []))
+    print_table(rows)
+    if aliased:
+        print("! aliased with another axis: the grid cannot separate their effects (see the notes)")
+    if noise:
+        print(f"noise floor: {noise['noise_floor']:.1%} of the variance in rates is what resampling the cases alone "
+              f"produces ({noise['method']}, {noise['resamples']} resamples); 'beyond noise' subtracts each term's part")
+    for group in result.get("aliased_groups", []):
+        print(f"aliased {' + '.join(group['axes'])}: together {number(group['total'])} "
+              f"(main {number(group['main'])}, x system {number(group['interaction'])})")
+    for line in result["summary"]:
+        print(line)
+    for note in result.get("notes", []):
+        print(f"note: {note}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from .. import load_run
+
+    path = load_run(args.source).report(args.out, threshold=args.threshold, tests=not args.no_tests,
+                                        progress=False if args.quiet else None)
+    print(f"report: {path}")
+    return 0

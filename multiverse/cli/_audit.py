@@ -1,0 +1,205 @@
+"""The commands that read a spec: validate, expand, plan, schema, draft, run, demo and power.
+
+Each parses nothing itself (``_parser`` did), calls the public API
+(``multiverse.load_spec``, ``expand``, ``plan``, ``draft``, ``run``) and
+prints what it returned.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ._output import print_json, print_table
+
+__all__ = ["cmd_demo", "cmd_draft", "cmd_expand", "cmd_plan", "cmd_power", "cmd_run", "cmd_schema", "cmd_validate"]
+
+
+def cmd_validate(args) -> int:
+    from .. import expand, load_spec
+
+    spec = load_spec(args.spec)
+    universes = expand(spec)
+    note = "" if any(u.is_primary for u in universes) else "; no primary universe declared"
+    print(f"{args.spec}: ok: {len(universes)} universes over {len(spec.axes)} axes, {len(spec.systems)} systems{note}")
+    return 0
+
+
+def cmd_expand(args) -> int:
+    from .. import expand, load_spec
+
+    spec = load_spec(args.spec)
+    universes = expand(spec)
+    axes = list(spec.axes)
+    if args.format == "json":
+        doc = [{"id": u.id, "label": u.label, "axes": dict(u.options), "primary": u.is_primary} for u in universes]
+        print(json.dumps(doc, indent=2))
+    elif args.format == "csv":
+        import csv
+
+        from ..csvsafe import safe_cell
+
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow([safe_cell(c) for c in ["id", "label", *axes, "primary"]])
+        for u in universes:
+            writer.writerow([safe_cell(c) for c in [u.id, u.label, *(u.options[a] for a in axes), u.is_primary]])
+    else:
+        rows = [["id", *axes, "primary"]] + [[u.id, *(u.options[a] for a in axes), "yes" if u.is_primary else ""]
+                                             for u in universes]
+        print_table(rows)
+        print(f"\n{len(universes)} universes")
+    return 0
+
+
+def cmd_plan(args) -> int:
+    from .. import load_spec, plan
+
+    spec = load_spec(args.spec)
+
+    result = plan(spec, store=args.store)
+    if args.json:
+        print_json(result)
+        return 0
+    print(f"{len(result['universes'])} universes, {len(spec.systems)} systems")
+    rows = [["axis", "stage it touches", "options"]]
+    rows += [[a, s, ", ".join(spec.axes[a])] for a, s in result["axis_stages"].items()]
+    print_table(rows)
+    print()
+    rows = [["stage", "unique work", "stored", "failed", "blocked", "to compute", "calls to make", "est. cost (USD)"]]
+    for name, stage in result["stages"].items():
+        rows.append([name, stage["units"], stage["stored"], stage["failed"], stage["blocked"], stage["to_compute"],
+                     stage["calls_to_make"], f"{stage['cost']:.4f}"])
+    print_table(rows)
+    print("unique work = stored + failed + blocked + to compute (work units; failed ones are stored results, "
+          "blocked ones wait on a failed unit and are never run)")
+    for name, stage in result["stages"].items():
+        for what, reasons in (("failed", stage.get("failures")), ("blocked", stage.get("blocked_by"))):
+            if reasons:
+                print(f"  {name} {what}: {', '.join(f'{k} {v}' for k, v in reasons.items())}")
+    if result.get("notes"):
+        print()
+        for note in result["notes"]:
+            print(f"note: {note}")
+    return 0
+
+
+def cmd_schema(args) -> int:
+    from ..spec import spec_schema
+
+    print(json.dumps(spec_schema(), indent=2))
+    return 0
+
+
+def cmd_draft(args) -> int:
+    from .. import draft, load_spec
+
+    spec = load_spec(args.spec)
+
+    written = draft(spec, store=args.store, rubric=args.rubric, force=args.force, progress=None)
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
+def _run_and_say(spec, args, out):
+    from .. import run
+
+    result = run(
+        spec, out=out, store=args.store, jobs=args.jobs, budget=args.budget, progress=False if args.quiet else None,
+        backend=getattr(args, "backend", "local"), scheduler=getattr(args, "scheduler", None),
+    )
+    m = result.manifest
+    print(f"{len(m['universes'])} universes x {len(spec.systems)} systems in {m['seconds']:.1f} s")
+    print("  work units per stage (units = computed + stored + failed + blocked):")
+    for stage, counts in m["stages"].items():
+        if stage != "score":
+            print(f"  {stage:<8} {_outcome_line(counts)}; {counts['calls']} model calls made")
+    statuses = ", ".join(f"{v} {k}" for k, v in m["statuses"].items() if v)
+    print(f"  verdicts: {sum(m['statuses'].values())} ({statuses})")
+    if m["cost"]:
+        print(f"  cost: ${m['cost']:.4f}, {m['tokens']} tokens")
+    print(f"results: {result.out_dir}/ (verdicts, criteria, rates as .parquet and .csv; transcripts.jsonl; manifest.json)")
+    return result
+
+
+def _outcome_line(counts: dict) -> str:
+    """``12 units: 8 computed, 2 stored, 1 failed (not_found 1), 1 blocked (rollout_failed 1)``."""
+
+    def by_reason(reasons: dict) -> str:
+        # Most frequent first (the manifest orders them); the rest counted, all listed in the manifest.
+        shown = [f"{k} {v}" for k, v in list(reasons.items())[:3]]
+        if len(reasons) > 3:
+            shown.append(f"{len(reasons) - 3} other reasons {sum(list(reasons.values())[3:])}")
+        return f" ({', '.join(shown)})" if reasons else ""
+
+    return (f"{counts['units']} units: {counts['computed']} computed, {counts['stored']} stored, "
+            f"{counts['failed']} failed{by_reason(counts.get('failures', {}))}, "
+            f"{counts['blocked']} blocked{by_reason(counts.get('blocked_by', {}))}")
+
+
+def _check_run_places(spec, args, out: Path) -> None:
+    """The run folder, checked before the first model call (the store is checked by the store itself)."""
+    from ..places import RUN_FILES, check_output_dir
+    from ..store import default_store_path
+
+    # The rubric's file name is gone once it is inlined: every file beside the spec that a run
+    # would write over counts as an input.
+    beside = [spec.base_dir / name for name in RUN_FILES if (spec.base_dir / name).is_file()]
+    inputs = [p for p in (spec.path, spec.base_dir / spec.design.cases if spec.design.cases else None, *beside) if p]
+    store = default_store_path(spec.path, args.store)
+    check_output_dir(out, kind="run", inputs=inputs, store=store, force=args.force)
+
+
+def cmd_run(args) -> int:
+    from .. import load_spec
+    from ..pipeline import default_run_dir
+
+    spec = load_spec(args.spec)
+    out = args.out or default_run_dir(spec)
+    _check_run_places(spec, args, out)
+    _run_and_say(spec, args, out)
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from importlib.resources import as_file, files
+
+    from .. import load_spec
+    from ..store import default_store_path
+
+    with as_file(files("multiverse.examples") / "demo.yaml") as path:
+        spec = load_spec(path)
+    # The spec lives inside the package: "beside the spec" would be site-packages, so the
+    # demo's store follows the rule for a spec without a file of its own.
+    args.store = default_store_path(None, args.store)
+    _check_run_places(spec, args, args.out)
+    from ..places import check_output_file
+
+    check_output_file(args.out / "report.html")
+    print("multiverse demo: a SIMULATED audit (built-in offline world; no model is called over the network)")
+    result = _run_and_say(spec, args, args.out)
+    report = result.report(result.out_dir / "report.html", progress=False if args.quiet else None)
+    print(f"report:  {report}")
+    return 0
+
+
+def cmd_power(args) -> int:
+    from .. import load_spec
+    from ..analysis.power import spec_power
+
+    result = spec_power(load_spec(args.spec), baseline_rate=args.baseline, alpha=args.alpha, power=args.power)
+    cases = result["comparisons"][0]["n_per_group"]
+    if args.json:
+        print_json(result)
+        return 0
+    print(f"{cases} cases per system per universe; baseline rate {args.baseline}, alpha {args.alpha}, power {args.power}")
+    for c in result["comparisons"]:
+        if c["detectable_difference"] is None:
+            print(f"  {c['scope']} ({c['n_per_group']} per group): {c['note']}")
+        else:
+            print(f"  {c['scope']} ({c['n_per_group']} per group): detectable difference {c['detectable_difference']:.3f}")
+    for c in result["cases_needed"]:
+        print(f"  to detect {c['difference']:.2f}: {c['n_per_group']} cases per group")
+    print(f"assumption: {result['assumption']}")
+    return 0

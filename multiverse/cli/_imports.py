@@ -1,0 +1,38 @@
+"""``multiverse import assert|table``: results produced elsewhere, as an import directory.
+
+Calls ``multiverse.import_assert`` or ``multiverse.import_table`` and says
+what the returned :class:`~multiverse.results.Results` holds.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..errors import InputError
+
+__all__ = ["cmd_import"]
+
+
+def cmd_import(args) -> int:
+    from .. import import_assert, import_table
+
+    if args.primary and len(dict(args.primary)) < len(args.primary):
+        raise InputError(f"primary: an axis is given twice ({' '.join(f'{a}={o}' for a, o in args.primary)})",
+                         param="primary")
+    common = {"primary": dict(args.primary) if args.primary else None, "ci": args.ci, "force": args.force}
+    if args.source_kind == "assert":
+        result = import_assert(args.run_dirs, args.out, axes=args.axis or None, scoring=args.scoring or "all_applicable",
+                               **common)
+    else:
+        result = import_table(args.file, system=args.system, item=args.item, label=args.label, axes=args.axis,
+                              positive=args.positive, negative=args.negative, out_dir=args.out, **common)
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    v = result.verdicts
+    missing = int((v["reason"] == "missing label").sum()) if "reason" in v.columns else 0
+    excluded = f" ({missing} with a missing label, excluded)" if missing else ""
+    primary = result.manifest.get("primary")
+    print(f"imported {len(v)} verdicts{excluded}: {v['universe_id'].nunique()} universes x {v['system'].nunique()} systems "
+          f"(axes: {', '.join(result.axes) or 'none'}) into {result.out_dir}; "
+          f"primary: {primary if primary else 'none declared'}")
+    return 0

@@ -1,0 +1,266 @@
+"""The command line's flags: one subcommand per API entry point, each flag checked as it is parsed.
+
+Flag values that are numbers are checked by argparse types (``_count``,
+``_rate``, ``_budget``), so a bad value is refused with argparse's one line
+before any command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+__all__ = ["MAX_BOOT", "MAX_JOBS", "build_parser"]
+
+EPILOG = """\
+typical use:
+  multiverse validate specs/demo.yaml     check a spec, one line per problem
+  multiverse plan specs/demo.yaml         what a run will cost, before it runs
+  multiverse run specs/demo.yaml          run every universe, write runs/demo/
+  multiverse report runs/demo             one HTML file with every figure
+  multiverse demo                         all of the above, offline, simulated
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits 2 with a one-line message on bad flags."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _formatter(prog: str) -> argparse.HelpFormatter:
+    return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="multiverse",
+        description="Run generative-AI audits as a multiverse of measurement choices, and show which "
+        "reported rates and rankings survive them.",
+        epilog=EPILOG,
+        formatter_class=_formatter,
+    )
+    parser.add_argument("--version", action="version", version=f"multiverse {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    def command(name: str, help: str, description: str | None = None) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help, description=description or help, formatter_class=_formatter)
+
+    p = command("validate", "check a spec and print one line per problem (exit 2 if any)")
+    p.add_argument("spec", type=Path, help="the spec YAML file")
+
+    p = command("expand", "list the universes a spec's axes expand into")
+    p.add_argument("spec", type=Path)
+    p.add_argument("--format", choices=("table", "json", "csv"), default="table", help="output format (default: table)")
+
+    p = command(
+        "plan",
+        "show per stage how many model calls a run needs, how many are stored, and the estimated cost",
+    )
+    p.add_argument("spec", type=Path)
+    p.add_argument("--store", type=Path, help=_STORE_HELP)
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
+    command("schema", "print the JSON Schema of spec files (for editor completion and validation)")
+
+    p = command(
+        "draft",
+        "draft the rubric (when the spec has none usable) and the test cases, as editable YAML beside the spec",
+    )
+    p.add_argument("spec", type=Path)
+    p.add_argument("--rubric", action="store_true", help="draft only a rubric from the concept (written to <spec>.rubric.yaml)")
+    p.add_argument("--store", type=Path, help=_STORE_HELP)
+    p.add_argument("--force", action="store_true", help="overwrite existing draft files")
+
+    p = command("run", "run every universe of a spec (only what is not stored yet) and write the run directory")
+    _run_flags(p)
+    p.add_argument("spec", type=Path)
+    p.add_argument("--out", type=Path, help="run directory (default: runs/<spec name>)")
+    p.add_argument("--force", action="store_true",
+                   help="write into an --out folder that holds other files or an import (inputs and the store are never overwritten)")
+    p.add_argument("--backend", choices=("local", "dask"), default="local",
+                   help="where model calls run: this process (default) or a Dask cluster")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 (default with --backend dask: a local cluster)")
+
+    p = command(
+        "demo",
+        "run the built-in demo end to end on the simulated world (offline, no keys) and write its report",
+    )
+    p.add_argument("--out", type=Path, default=Path("runs/demo"), help="run directory (default: runs/demo)")
+    p.add_argument("--force", action="store_true", help="write into an --out folder that holds other files or an import")
+    _run_flags(p, store_help="store directory (default: $MULTIVERSE_STORE, else ./.multiverse/store: "
+                             "the demo's spec is built in, so its store is in the current directory)")
+
+    analysis_help = {
+        "curve": "specification curve per system (or of a difference of two systems) with joint inference",
+        "agreement": "agreement between the options of an axis (default: judge) on identical transcripts",
+        "ranking": "how stable the ranking of systems is across universes",
+        "variance": "share of rate variance explained by each axis, by system and by their interactions",
+    }
+    for name, text in analysis_help.items():
+        p = command(name, text)
+        p.add_argument("source", type=Path, metavar="RUN_DIR_OR_TABLE",
+                       help="a run or import directory, or a verdicts table (.parquet/.csv)")
+        p.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
+        p.add_argument("--figure", type=Path, metavar="FILE", help="write the figure (.png, .svg or .pdf by extension)")
+        if name == "agreement":
+            p.add_argument("--axis", help="the axis whose options are compared (default: judge, else the first judge-stage axis)")
+        else:
+            p.add_argument("--axis", action="append", help={
+                "curve": "only show these axes in the indicator panel (repeatable)",
+                "ranking": "only report these axes in the per-axis Kendall's tau summary (repeatable)",
+                "variance": "only report these axes (repeatable); the decomposition still uses every axis",
+            }[name])
+        if name == "curve":
+            p.add_argument("--system", action="append", help="only these systems (repeatable)")
+            p.add_argument("--threshold", type=_rate, help="joint test of each system's rate against this rate (between 0 and 1)")
+            p.add_argument("--diff", nargs=2, metavar=("A", "B"), help="the curve of rate(A) - rate(B), with the sign-flip joint test")
+            p.add_argument("--boot", type=_count(1, MAX_BOOT), default=1000, help=f"resamples for the joint null, 1 to {MAX_BOOT:,} (default: 1000)")
+            p.add_argument("--seed", type=_count(0), default=0, help="random seed of the resampling, >= 0 (default: 0)")
+        if name == "ranking":
+            p.add_argument("--boot", type=_count(0, MAX_BOOT), default=1000,
+                           help=f"bootstrap resamples for rank intervals in the primary universe, up to {MAX_BOOT:,} (0 to skip)")
+
+    p = command("report", "write one self-contained HTML report of a run, an import, or a verdicts table")
+    p.add_argument("source", type=Path, metavar="RUN_DIR_OR_TABLE")
+    p.add_argument("--out", type=Path, help="the HTML file (default: RUN_DIR/report.html)")
+    nulls = p.add_mutually_exclusive_group()
+    nulls.add_argument("--threshold", type=_rate, metavar="T",
+                       help="test every system's rate against T in every universe (default: against its own rate "
+                            "in the primary universe)")
+    nulls.add_argument("--no-tests", action="store_true",
+                       help="leave out the joint tests: no grey bands, no p-values (faster)")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+    p = command("power", "detectable differences at the spec's planned cases, or cases needed for a difference")
+    p.add_argument("spec", type=Path)
+    p.add_argument("--baseline", type=_rate, default=0.8, help="expected compliance rate, between 0 and 1 (default: 0.8)")
+    p.add_argument("--alpha", type=_rate, default=0.05, help="significance level, between 0 and 1 (default: 0.05)")
+    p.add_argument("--power", type=_rate, default=0.8, help="power, between 0 and 1 (default: 0.8)")
+    p.add_argument("--json", action="store_true")
+
+    p = command("import", "import results produced elsewhere as a multiverse run directory")
+    imports = p.add_subparsers(dest="source_kind", metavar="KIND", parser_class=_Parser, required=True)
+    q = imports.add_parser("assert", help="ASSERT run directories: each run becomes a universe",
+                           description="Import ASSERT run directories. Axes are inferred from the config.yaml fields that "
+                           "differ between runs, or given with --axis name=run_dir:option.", formatter_class=_formatter)
+    q.add_argument("run_dirs", type=Path, nargs="+", metavar="ASSERT_RUN_DIR")
+    q.add_argument("--out", type=Path, required=True, help="the import directory to write")
+    q.add_argument("--axis", action="append", metavar="NAME=RUN_DIR:OPTION", help="name a run's option on an axis (repeatable)")
+    q.add_argument("--scoring", action="append", metavar="RULE", help="scoring rule(s) to apply; several make a scoring axis")
+    _import_flags(q)
+    q = imports.add_parser("table", help="any per-item label table (CSV or parquet)",
+                           description="Import a per-item label table: one row per system x item (x axis options).", formatter_class=_formatter)
+    q.add_argument("file", type=Path)
+    q.add_argument("--system", required=True, metavar="COL", help="column naming the system")
+    q.add_argument("--item", required=True, metavar="COL", help="column naming the item (case)")
+    q.add_argument("--label", required=True, metavar="COL", help="column with the label: boolean, 0/1, or a category")
+    q.add_argument("--axis", action="append", default=[], metavar="COL", help="column holding an axis option (repeatable)")
+    q.add_argument("--positive", metavar="VALUE", help="the label value that means compliant (for category labels)")
+    q.add_argument("--negative", nargs="+", metavar="VALUE",
+                   help="with --positive: the label value(s) that mean non-compliant; any other value is refused")
+    q.add_argument("--out", type=Path, required=True, help="the import directory to write")
+    _import_flags(q)
+
+    p = command("store", "inspect or clean the store")
+    stores = p.add_subparsers(dest="store_command", metavar="ACTION", parser_class=_Parser, required=True)
+    q = stores.add_parser("stats", help="entries and bytes per stage", formatter_class=_formatter,
+                          description="Entries and bytes per stage of the store a spec or run directory uses.")
+    q.add_argument("where", type=Path, nargs="?", metavar="SPEC_OR_RUN_DIR",
+                   help="find the store of this spec (or of the run directory's manifest)")
+    q.add_argument("--store", type=Path, help="store directory (default: $MULTIVERSE_STORE, else .multiverse/store "
+                   "beside SPEC, else ./.multiverse/store)")
+    q.add_argument("--json", action="store_true")
+    q = stores.add_parser("gc", help="remove entries that the given specs no longer reference", formatter_class=_formatter,
+                          description="Remove entries no given spec references. Entries written in the last hour or "
+                          "since a live run on the store started are always kept.")
+    q.add_argument("specs", type=Path, nargs="+", metavar="SPEC", help="every spec whose work should be kept")
+    q.add_argument("--store", type=Path, help="store directory (default: $MULTIVERSE_STORE, else .multiverse/store "
+                   "beside the specs)")
+    q.add_argument("--dry-run", action="store_true", help="only say what would be removed")
+    q.add_argument("--json", action="store_true")
+
+    return parser
+
+
+MAX_BOOT = 100_000
+MAX_JOBS = 1024
+
+
+def _count(minimum: int, maximum: int | None = None):
+    """An argparse type: a whole number in [minimum, maximum]; argparse names the flag in the error."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum or (maximum is not None and value > maximum):
+            top = f" and <= {maximum:,}" if maximum is not None else ""
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}{top}, got {value}")
+        return value
+
+    return parse
+
+
+def _finite(text: str) -> float:
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def _rate(text: str) -> float:
+    value = _finite(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number strictly between 0 and 1, got {text!r}")
+    return value
+
+
+def _budget(text: str) -> float:
+    try:
+        value = _finite(text)
+    except argparse.ArgumentTypeError:
+        # nan would compare false against every spend and silently switch the cap off.
+        raise argparse.ArgumentTypeError(f"expected a finite amount in USD, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a budget >= 0, got {text!r}")
+    return value
+
+
+def _primary_option(text: str) -> tuple[str, str]:
+    axis, sep, option = text.partition("=")
+    if not sep or not axis.strip() or not option.strip():
+        raise argparse.ArgumentTypeError(f"expected AXIS=OPTION, got {text!r}")
+    return axis.strip(), option.strip()
+
+
+def _import_flags(q: argparse.ArgumentParser) -> None:
+    q.add_argument("--primary", nargs="+", type=_primary_option, metavar="AXIS=OPTION",
+                   help="the pre-registered universe, one option per axis (default: none is primary)")
+    q.add_argument("--ci", default="wilson", metavar="METHOD",
+                   help="confidence interval method of the rates: wilson (default) or bootstrap (clustered by case)")
+    q.add_argument("--force", action="store_true", help="write into an --out folder that holds other files or a run")
+
+
+_STORE_HELP = "store directory (default: $MULTIVERSE_STORE, else .multiverse/store beside the spec)"
+
+
+def _run_flags(p: argparse.ArgumentParser, store_help: str = _STORE_HELP) -> None:
+    p.add_argument("--store", type=Path, help=store_help)
+    p.add_argument("--jobs", type=_count(1, MAX_JOBS), default=8, help=f"concurrent model calls per provider, 1 to {MAX_JOBS} (default: 8)")
+    p.add_argument("--budget", type=_budget, help="stop scheduling calls before spending more than this many USD")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__

@@ -1,0 +1,71 @@
+"""``multiverse store stats|gc``: inspect the store a spec or run uses, and remove what no spec needs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..errors import InputError
+from ._output import print_json
+
+__all__ = ["cmd_store"]
+
+
+def _store_of(args) -> Path:
+    """The store ``store stats|gc`` acts on, by the same rule as ``run``."""
+    from ..store import default_store_path
+
+    if args.store is not None:
+        return default_store_path(None, args.store)
+    places = args.specs if args.store_command == "gc" else [args.where] if args.where is not None else []
+    found = set()
+    for place in places:
+        manifest = place / "manifest.json"
+        if place.is_dir() and manifest.is_file():
+            try:
+                found.add(Path(json.loads(manifest.read_text(encoding="utf-8"))["store"]))
+            except (OSError, ValueError, KeyError, TypeError):
+                raise InputError(f"{manifest}: store: expected the path of the run's store") from None
+        elif not place.is_file():
+            raise InputError(f"{place}: expected a spec file or a run directory with a manifest.json")
+        else:
+            found.add(default_store_path(place))
+    if len(found) > 1:
+        raise InputError(f"these specs keep their stores in different places ({', '.join(sorted(map(str, found)))}); "
+                         "expected one store: pass --store")
+    return found.pop() if found else default_store_path(None)
+
+
+def cmd_store(args) -> int:
+    from ..store import Store, check_store_path
+
+    store = Store(check_store_path(_store_of(args), write=args.store_command == "gc"))
+    if args.store_command == "stats":
+        result = store.stats()
+    else:
+        from ..spec import load_spec
+        from ..work import referenced_keys
+
+        keep: dict[str, set[str]] = {}
+        for path in args.specs:
+            for stage, keys in referenced_keys(load_spec(path)).items():
+                keep.setdefault(stage, set()).update(keys)
+        result = store.gc(keep, dry_run=args.dry_run)
+    if args.json:
+        print_json(result)
+        return 0
+    if args.store_command == "stats" and not store.root.exists():
+        print(f"{store.root}: no store here yet (a run keeps its store beside its spec: "
+              "multiverse store stats SPEC, or RUN_DIR)")
+    elif args.store_command == "stats":
+        print(f"{store.root}: {result['entries']} entries, {result['bytes'] / 1e6:.1f} MB")
+        for stage, s in result["stages"].items():
+            print(f"  {stage}: {s['entries']} entries, {s['bytes'] / 1e6:.1f} MB")
+        if result["corrupt_files"]:
+            print(f"  quarantined: {result['corrupt_files']} bad entries (in {store.root / 'quarantine'})")
+    else:
+        verb = "would remove" if args.dry_run else "removed"
+        print(f"{verb} {result['removed']} entries ({result['bytes'] / 1e6:.1f} MB), {result['temp_files']} temp files "
+              f"and {result['corrupt_files']} quarantined files; kept {result['kept_recent']} recent entries "
+              f"({result['live_runs']} live runs)")
+    return 0

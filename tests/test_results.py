@@ -1,0 +1,197 @@
+"""Results: the one object that carries a run's tables and computes its analyses, checked against the functions."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from pandas.testing import assert_frame_equal
+
+import multiverse as mv
+from multiverse.analysis import (
+    agreement,
+    case_matrix,
+    curve_summary,
+    design_power,
+    joint_rate_test,
+    ranking,
+    spec_curve,
+    variance,
+)
+from multiverse.analysis.dropped import dropped_notes
+from multiverse.results import json_safe
+
+SYSTEMS = ["atlas", "beacon", "<b>cobalt</b>"]
+JUDGES = ["j1", "j2"]
+PROMPTS = ["plain", "strict", "terse"]
+
+
+def verdicts(rng: np.random.Generator, *, cases: int = 30, perfect: str | None = None) -> pd.DataFrame:
+    """Every universe (judge x prompt) x system x case; ``behavior`` varies inside a universe."""
+    rows = []
+    for u, (judge, prompt) in enumerate((j, p) for j in JUDGES for p in PROMPTS):
+        for s, system in enumerate(SYSTEMS):
+            for case in range(cases):
+                p = 1.0 if system == perfect else 0.45 + 0.15 * s + 0.05 * (prompt == "strict")
+                status = "rollout_failed" if (u, s, case) == (1, 0, 3) else "ok"
+                rows.append({"universe_id": f"u{u}", "judge": judge, "prompt": prompt, "system": system,
+                             "case_id": f"c{case}", "behavior": ["lie", "omit"][case % 2], "status": status,
+                             "compliant": None if status != "ok" else bool(rng.random() < p)})
+    frame = pd.DataFrame(rows)
+    frame["compliant"] = frame["compliant"].astype("boolean")
+    return frame
+
+
+@pytest.fixture
+def results(rng) -> mv.Results:
+    return mv.Results(verdicts=verdicts(rng), axes=["judge", "prompt", "behavior"], primary="u0")
+
+
+def test_axes_factors_primary_and_universes_are_worked_out_once(results):
+    assert results.axes == ["judge", "prompt"]  # behavior varies inside a universe: a design factor
+    assert results.factors == ["behavior"]
+    assert results.systems == SYSTEMS
+    assert list(results.universes["universe_id"]) == ["u0", "u1", "u2", "u3", "u4", "u5"]
+    assert results.universes["label"].iloc[1] == "judge=j1 · prompt=strict"
+
+
+def test_numeric_ids_become_text_and_an_unknown_primary_is_none(rng):
+    v = verdicts(rng, cases=4)
+    v["universe_id"] = v["universe_id"].str[1:].astype(int)
+    r = mv.Results(verdicts=v, axes=["judge", "prompt"], primary="u9")
+    assert r.primary is None and pd.api.types.is_string_dtype(r.verdicts["universe_id"])
+    assert set(r.verdicts["universe_id"]) == {"0", "1", "2", "3", "4", "5"}
+    assert r.universes["universe_id"].iloc[0] == "0"  # no primary: the verdicts' order
+    moved = dataclasses.replace(r, primary=5)
+    assert moved.primary == "5" and moved.universes["universe_id"].iloc[0] == "5"
+
+
+def test_missing_columns_are_refused_in_parameter_words(rng):
+    with pytest.raises(mv.InputError, match="verdicts: compliant") as info:
+        mv.Results(verdicts=verdicts(rng, cases=2).drop(columns="compliant"))
+    assert "--" not in str(info.value)
+
+
+def test_curve_is_the_functions_chained(results):
+    got = results.curve(threshold=0.5, boot=99, seed=3)
+    matrix = case_matrix(results.verdicts, axes=results.axes)
+    frame = spec_curve(matrix, axes=results.axes, primary="u0")
+    assert_frame_equal(got.frame, frame)
+    tests = [joint_rate_test(matrix, system=s, threshold=0.5, boot=99, seed=3)
+             for s in dict.fromkeys(frame["system"])]
+    expected = curve_summary(frame, tests=tests)
+    expected["notes"] = dropped_notes(results.verdicts) + expected.get("notes", [])
+    assert got.to_dict() == json_safe(expected)
+    assert got.document["tests"] == expected["tests"] and got.document["notes"] == expected["notes"]
+    assert [t.systems[0] for t in got.tests] == list(dict.fromkeys(frame["system"]))
+    assert got["n_universes"] == 6
+
+
+def test_analyses_are_cached_per_choice(results):
+    first = results.curve(threshold=0.5, boot=99)
+    assert results.curve(threshold=0.5, boot=99) is first
+    assert results.curve(threshold=0.6, boot=99) is not first
+    assert results.variance() is results.variance()
+    assert results.variance(axes=["judge"]) is not results.variance()
+    # Whatever an analysis depends on may change; nothing stale is handed out after.
+    ranked = results.ranking(boot=0)
+    results.primary = "u3"
+    again = results.ranking(boot=0)
+    assert again is not ranked and again["primary"] == "u3" and ranked["primary"] == "u0"
+    assert results.universes["universe_id"].iloc[0] == "u3"
+
+
+def test_a_primary_null_skips_systems_with_no_spread_and_says_so(rng):
+    r = mv.Results(verdicts=verdicts(rng, perfect="beacon"), axes=["judge", "prompt"], primary="u0")
+    got = r.curve(threshold="primary", boot=99)
+    assert sorted(t.systems[0] for t in got.tests) == ["<b>cobalt</b>", "atlas"]
+    at_primary = got.frame[got.frame["is_primary"]].set_index("system")["rate"]
+    for test in got.tests:
+        assert test.threshold == pytest.approx(at_primary[test.systems[0]])
+    assert any(n.startswith("beacon: no joint test") and "primary rate is 1" in n for n in got.notes)
+    with pytest.raises(mv.InputError) as info:
+        r.curve(threshold=1.5)
+    assert info.value.param == "threshold"
+
+
+def test_variance_and_ranking_narrow_what_is_reported_not_the_model(results):
+    full = results.variance()
+    assert full.document == variance(results.verdicts, axes=results.axes)
+    narrow = results.variance(axes=["judge"])
+    assert [r["axis"] for r in narrow["by_axis"]] == ["judge"]
+    assert {r.get("axis") for r in narrow["terms"]} <= {"judge", None, ""}
+    assert not any(line.startswith("prompt:") for line in narrow["summary"])
+    # The same model: the judge's share does not change when prompt is hidden.
+    assert narrow["by_axis"][0] == next(r for r in full["by_axis"] if r["axis"] == "judge")
+    assert_frame_equal(narrow.frame, pd.DataFrame(narrow["terms"]))
+
+    rank = results.ranking(axes=["prompt"], boot=0)
+    plain = ranking(results.verdicts, axes=results.axes, primary="u0", bootstrap=0)
+    assert [r["axis"] for r in rank["kendall_tau"]["by_axis"]] == ["prompt"]
+    assert rank["p_top"] == plain["p_top"]
+    assert dict(zip(rank.frame["system"], rank.frame["p_top"])) == plain["p_top"]
+
+
+def test_agreement_defaults_to_the_judge_axis_and_checks_the_axis(results):
+    got = results.agreement()
+    assert got.document == agreement(results.verdicts, axes=results.axes, axis="judge")
+    assert results.agreement("judge") is got
+    assert_frame_equal(got.frame, pd.DataFrame(got["pairs"]))
+    with pytest.raises(mv.InputError) as info:
+        results.agreement("grader")
+    assert info.value.param == "axis" and "grader" in str(info.value) and "--" not in str(info.value)
+    no_judge = mv.Results(verdicts=results.verdicts.drop(columns="judge"), axes=["prompt"])
+    with pytest.raises(mv.InputError, match="no judge axis") as info:
+        no_judge.agreement()
+    assert info.value.param == "axis"
+
+
+def test_power_counts_the_cases_each_system_answered(results):
+    got = results.power(baseline_rate=0.7)
+    # Every universe x system has 30 cases, the rollout failure included (a planned case),
+    # and each behavior cell 15.
+    assert got.document == design_power(cases=30, cases_per_cell=15, baseline_rate=0.7)
+    assert list(got.frame["n_per_group"]) == [30, 15]
+
+
+def test_analysis_documents_are_json_safe_and_figures_draw(results):
+    got = results.variance()
+    got.document["notes"].append(float("nan"))
+    assert got.to_dict()["notes"][-1] is None
+    figure = results.ranking(boot=0).figure()
+    assert figure.axes  # a drawn figure
+    assert results.curve(threshold=0.5, boot=99).figure(axes=["judge"]).axes
+
+
+def test_notebook_view_escapes_what_came_from_the_run(results):
+    page = results._repr_html_()
+    assert "&lt;b&gt;cobalt&lt;/b&gt;" in page
+    assert "judge, prompt" in page and "behavior" in page and "u0" in page
+    assert "<b>cobalt</b>" not in page
+    html = results.curve(threshold=0.5, boot=99)._repr_html_()
+    assert "<b>cobalt</b>" not in html and "&lt;b&gt;cobalt&lt;/b&gt;" in html
+    assert "SIMULATED" not in page
+    assert "SIMULATED" in dataclasses.replace(results, manifest={"simulated": True})._repr_html_()
+
+
+def test_load_run_and_the_importers_return_results_and_report_beside_them(tmp_path, rng):
+    table = tmp_path / "labels.csv"
+    v = verdicts(rng, cases=6)
+    v[v["status"] == "ok"][["judge", "prompt", "system", "case_id", "compliant"]].to_csv(table, index=False)
+    imported = mv.import_table(table, system="system", item="case_id", label="compliant", axes=["judge", "prompt"],
+                               out_dir=tmp_path / "imp", primary={"judge": "j1", "prompt": "plain"})
+    assert isinstance(imported, mv.Results) and imported.out_dir == tmp_path / "imp"
+    loaded = mv.load_run(tmp_path / "imp")
+    assert isinstance(loaded, mv.Results)
+    assert loaded.axes == imported.axes == ["judge", "prompt"]
+    assert loaded.primary == imported.primary is not None
+    path = loaded.report(progress=False, tests=False)
+    assert path == tmp_path / "imp" / "report.html" and path.read_text().startswith("<!DOCTYPE html>")
+    with pytest.raises(mv.InputError, match="is the input"):
+        loaded.report(tmp_path / "imp" / "verdicts.csv", progress=False)
+    in_memory = mv.Results(verdicts=v, axes=["judge", "prompt"])
+    assert in_memory.out_dir is None
+    assert not math.isnan(in_memory.system_rates()["rate"].mean())
