@@ -17,7 +17,7 @@ from multiverse.cli import build_parser
 from multiverse.grid import expand
 from multiverse.spec import load_spec
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "specs" / "demo.yaml"
 AXES = ["setting", "user", "judge", "evidence", "scoring"]
 
