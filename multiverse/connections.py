@@ -7,7 +7,8 @@ with ``tests/bench/bench_concurrency.py``, one client for all calls made 256
 jobs at 1 s latency 8x faster. So the model client passes litellm, per
 request (litellm's ``client=``), the ``openai.OpenAI`` of its endpoint: one per
 (``api_base``, key), with ``max_retries=0`` (the run retries, paced) and room
-for ``2 * jobs`` connections, ``jobs`` of them kept alive.
+for ``2 * jobs`` connections, ``jobs`` of them kept alive (openai's
+``DefaultHttpxClient`` otherwise: its timeout, redirects).
 
 Clients are found by a digest of the key, never by the key itself, and the
 key lives only inside its openai client (which never prints it).
@@ -39,12 +40,15 @@ class Connections:
         with self._lock:
             found = self._clients.get(key)
             if found is None:
-                import httpx
+                import importlib
+
                 import openai
 
-                limits = httpx.Limits(max_connections=2 * self.jobs, max_keepalive_connections=self.jobs)
+                # The HTTP library openai's own client is built on (httpx, or httpx2 since openai 3), for its Limits.
+                http = importlib.import_module(openai.DefaultHttpxClient.__mro__[1].__module__.split(".")[0])
+                limits = http.Limits(max_connections=2 * self.jobs, max_keepalive_connections=self.jobs)
                 found = self._clients[key] = openai.OpenAI(
-                    base_url=api_base, api_key=api_key, max_retries=0, http_client=httpx.Client(limits=limits)
+                    base_url=api_base, api_key=api_key, max_retries=0, http_client=openai.DefaultHttpxClient(limits=limits)
                 )
             return found
 

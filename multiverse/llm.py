@@ -60,17 +60,22 @@ from multiverse.answers import (
 )
 from multiverse.budget import Budget
 from multiverse.client import Completion
-from multiverse.connections import Connections
 from multiverse.config import ModelConfig  # model, params, api_base, api_key_env
+from multiverse.connections import Connections
 from multiverse.errors import ModelError
 from multiverse.failures import Failure, classify, is_model_failure, one_line, retry_after
 from multiverse.pacing import Pacer, request_tokens
-from multiverse.providers import KEYLESS, LOCAL_API_KEY, OPENAI_COMPATIBLE, is_loopback, load_litellm, provider_key, provider_of
+from multiverse.providers import (
+    KEYLESS,
+    LOCAL_API_KEY,
+    OPENAI_COMPATIBLE,
+    is_loopback,
+    load_litellm,
+    provider_key,
+    provider_of,
+)
 
 __all__ = ["Completion", "LiteLLMClient", "ModelConfig", "is_loopback", "parse_json_answer", "provider_of"]
-
-#: answers that mean "too fast": the lane waits them out, so the retry needs no backoff of its own
-_CONGESTION = frozenset({429, 503})
 
 
 @dataclass
@@ -407,7 +412,7 @@ class LiteLLMClient:
                 if self._downgrade_schema(config, request, exc):
                     raise _Retry(failure, exc, reformatted=True) from None
                 if failure.retryable:
-                    raise _Retry(failure, exc, paced=status in _CONGESTION) from None
+                    raise _Retry(failure, exc, paced=status in (429, 503)) from None  # "too fast": the lane waits
                 raise _gave_up(config, failure, exc, attempt, secrets) from None
             usage = self._usage(response)
             slot.report(200, tokens_used=usage["prompt_tokens"] + usage["completion_tokens"] or None)

@@ -19,6 +19,8 @@ def test_one_client_per_endpoint_and_key_found_by_digest_not_by_key():
     assert pool.client("http://127.0.0.1:2/v1", KEY) is not first
     assert first.max_retries == 0 and str(first.base_url).startswith("http://127.0.0.1:1/v1")
     assert KEY not in repr(pool._clients) and KEY not in repr(first)
+    pooled = first._client._transport._pool  # the sizes asked for reached the connection pool
+    assert (pooled._max_connections, pooled._max_keepalive_connections) == (16, 8)
     pool.close()
     assert pool.client("http://127.0.0.1:1/v1", KEY) is not first
 
