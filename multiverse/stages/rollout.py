@@ -33,7 +33,7 @@ from ..client import ModelClient
 from ..errors import ModelError
 from ..prompts import END_MARKER, tool_messages, user_messages
 from ..records import TranscriptRecord, Turn
-from ..spec import ModelConfig
+from ..config import ModelConfig
 from ..toolcode import ToolCodeError, load_function
 
 __all__ = ["MAX_TOOL_CALLS", "MAX_TOOL_ROUNDS", "USER_ATTEMPTS", "RolloutJob", "UserFailure", "run_rollout"]
