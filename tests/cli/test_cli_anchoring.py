@@ -9,26 +9,17 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from cli_runner import run_cli
 from conftest import tiny_spec_document
 from PIL import Image
 
 import multiverse as mv
-from multiverse.cli import main
 from multiverse.tables import write_json, write_table
 
 CASES = 60
 # The world: atlas is compliant on 80% of transcripts, beacon on 55%. Judge "fair" agrees with people on 90% of
 # them; judge "kind" calls every beacon transcript compliant, which puts beacon on top of its ranking.
 TRUE_RATE = {"atlas": 0.8, "beacon": 0.55}
-
-
-def run_cli(argv, capsys) -> tuple[int, str, str]:
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exc:  # argparse refuses flags by exiting
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def refused(code: int, out: str, err: str, *fragments: str) -> str:
@@ -88,13 +79,13 @@ def _filled(sheet: Path, truth: dict, out: Path, *, rows: slice = slice(None)) -
 def labels(world, tmp_path_factory) -> Path:
     run, truth = world
     root = tmp_path_factory.mktemp("labels")
-    assert main(["label", str(run), "--n", "30", "--seed", "3", "--out", str(root / "SHEET.csv")]) == 0
+    run_cli(["label", run, "--n", "30", "--seed", "3", "--out", root / "SHEET.csv"]).ok()
     return _filled(root / "SHEET.csv", truth, root / "filled.csv")
 
 
-def test_label_writes_the_sheet_and_its_page(world, tmp_path, capsys):
+def test_label_writes_the_sheet_and_its_page(world, tmp_path):
     run, _ = world
-    code, out, err = run_cli(["label", run, "--n", "12", "--seed", "7", "--out", tmp_path / "s" / "SHEET.csv"], capsys)
+    code, out, err = run_cli(["label", run, "--n", "12", "--seed", "7", "--out", tmp_path / "s" / "SHEET.csv"])
     assert code == 0, err
     sheet = pd.read_csv(tmp_path / "s" / "SHEET.csv", dtype=str, keep_default_na=False)
     assert len(sheet) == 24 and sheet.groupby("system").size().tolist() == [12, 12]
@@ -103,36 +94,36 @@ def test_label_writes_the_sheet_and_its_page(world, tmp_path, capsys):
     assert "Says only what it knows." in page
     assert f"sheet: {tmp_path / 's' / 'SHEET.csv'} (24 transcripts to label)" in out
     # The same seed draws the same sample; another seed another one.
-    run_cli(["label", run, "--n", "12", "--seed", "7", "--out", tmp_path / "again.csv"], capsys)
-    run_cli(["label", run, "--n", "12", "--seed", "8", "--out", tmp_path / "other.csv"], capsys)
+    run_cli(["label", run, "--n", "12", "--seed", "7", "--out", tmp_path / "again.csv"])
+    run_cli(["label", run, "--n", "12", "--seed", "8", "--out", tmp_path / "other.csv"])
     keys = {name: set(pd.read_csv(tmp_path / name)["transcript_key"]) for name in ("s/SHEET.csv", "again.csv", "other.csv")}
     assert keys["s/SHEET.csv"] == keys["again.csv"] != keys["other.csv"]
 
 
-def test_label_refuses_bad_places_and_counts_before_writing(world, tmp_path, capsys):
+def test_label_refuses_bad_places_and_counts_before_writing(world, tmp_path):
     run, _ = world
     before = sorted(p.name for p in run.iterdir())
     verdicts = (run / "verdicts.csv").read_bytes()
-    line = refused(*run_cli(["label", run, "--n", "5", "--out", run / "verdicts.csv"], capsys), "verdicts.csv",
+    line = refused(*run_cli(["label", run, "--n", "5", "--out", run / "verdicts.csv"]), "verdicts.csv",
                    "is the input")
     assert line.startswith("error: ")
     assert (run / "verdicts.csv").read_bytes() == verdicts and sorted(p.name for p in run.iterdir()) == before
-    refused(*run_cli(["label", run, "--n", "5", "--out", tmp_path / "sheet.txt"], capsys), "--out", ".csv")
+    refused(*run_cli(["label", run, "--n", "5", "--out", tmp_path / "sheet.txt"]), "--out", ".csv")
     (tmp_path / "dir.csv").mkdir()
-    refused(*run_cli(["label", run, "--n", "5", "--out", tmp_path / "dir.csv"], capsys), "is a folder")
+    refused(*run_cli(["label", run, "--n", "5", "--out", tmp_path / "dir.csv"]), "is a folder")
     (tmp_path / "taken").write_text("a file")
-    refused(*run_cli(["label", run, "--n", "5", "--out", tmp_path / "taken" / "s.csv"], capsys), "is a file")
+    refused(*run_cli(["label", run, "--n", "5", "--out", tmp_path / "taken" / "s.csv"]), "is a file")
     for bad in ("0", "-3", "two"):
-        code, out, err = run_cli(["label", run, "--n", bad, "--out", tmp_path / "s.csv"], capsys)
+        code, out, err = run_cli(["label", run, "--n", bad, "--out", tmp_path / "s.csv"])
         refused(code, out, err, "--n")
-    refused(*run_cli(["label", tmp_path / "missing", "--n", "5", "--out", tmp_path / "s.csv"], capsys), "missing")
+    refused(*run_cli(["label", tmp_path / "missing", "--n", "5", "--out", tmp_path / "s.csv"]), "missing")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dir.csv", "taken"]
 
 
-def test_calibrate_prints_the_table_and_json_in_the_issues_shape(world, labels, tmp_path, capsys):
+def test_calibrate_prints_the_table_and_json_in_the_issues_shape(world, labels, tmp_path):
     run, _ = world
     figure = tmp_path / "calibration.png"
-    code, out, err = run_cli(["calibrate", run, "--human", labels, "--json", "--figure", figure], capsys)
+    code, out, err = run_cli(["calibrate", run, "--human", labels, "--json", "--figure", figure])
     assert code == 0, err
     document = json.loads(out)
     assert set(document) == {"alpha", "rates", "judges", "notes"} and document["alpha"] == 0.05
@@ -157,7 +148,7 @@ def test_calibrate_prints_the_table_and_json_in_the_issues_shape(world, labels, 
     with Image.open(figure) as image:
         assert image.format == "PNG" and image.size[0] > 600
 
-    code, out, err = run_cli(["calibrate", run, "--human", labels, "--alpha", "0.1"], capsys)
+    code, out, err = run_cli(["calibrate", run, "--human", labels, "--alpha", "0.1"])
     assert code == 0, err
     assert "rates anchored to" in out and "90% intervals" in out and "sensitivity" in out
     assert out.count("judge=fair") == 3 and "* judge=fair" in out  # two rates and one judge row; the primary starred
@@ -177,31 +168,31 @@ def _labels_with(labels: Path, tmp_path: Path, change) -> Path:
     (lambda f: f.drop(columns="compliant"), ("missing column(s) compliant",)),
     (lambda f: pd.concat([f, f.iloc[[0]]]), ("labelled 2 times",)),
 ])
-def test_calibrate_refuses_bad_labels_with_one_line(world, labels, tmp_path, capsys, change, fragments):
+def test_calibrate_refuses_bad_labels_with_one_line(world, labels, tmp_path, change, fragments):
     run, _ = world
     bad = _labels_with(labels, tmp_path, change)
     figure = tmp_path / "never.png"
     for command in (["calibrate", run, "--human", bad, "--figure", figure],
                     ["curve", run, "--human", bad, "--figure", figure, "--boot", "50"],
                     ["ranking", run, "--human", bad, "--boot", "0"]):
-        refused(*run_cli(command, capsys), str(bad), *fragments)
+        refused(*run_cli(command), str(bad), *fragments)
     assert not figure.exists()
 
 
-def test_calibrate_refuses_bad_flags(world, labels, tmp_path, capsys):
+def test_calibrate_refuses_bad_flags(world, labels, tmp_path):
     run, _ = world
-    refused(*run_cli(["calibrate", run, "--human", tmp_path / "none.csv"], capsys), "none.csv")
+    refused(*run_cli(["calibrate", run, "--human", tmp_path / "none.csv"]), "none.csv")
     for alpha in ("0", "1", "nan", "x"):
-        refused(*run_cli(["calibrate", run, "--human", labels, "--alpha", alpha], capsys), "--alpha")
-    refused(*run_cli(["calibrate", run], capsys), "--human")
-    refused(*run_cli(["calibrate", run, "--human", labels, "--figure", tmp_path / "f.gif"], capsys), ".png")
+        refused(*run_cli(["calibrate", run, "--human", labels, "--alpha", alpha]), "--alpha")
+    refused(*run_cli(["calibrate", run]), "--human")
+    refused(*run_cli(["calibrate", run, "--human", labels, "--figure", tmp_path / "f.gif"]), ".png")
     assert not (tmp_path / "f.gif").exists()
 
 
-def test_curve_with_human_draws_both_curves_and_adds_the_anchored_summary(world, labels, tmp_path, capsys):
+def test_curve_with_human_draws_both_curves_and_adds_the_anchored_summary(world, labels, tmp_path):
     run, _ = world
     figure = tmp_path / "curve.png"
-    code, out, err = run_cli(["curve", run, "--human", labels, "--json", "--boot", "50", "--figure", figure], capsys)
+    code, out, err = run_cli(["curve", run, "--human", labels, "--json", "--boot", "50", "--figure", figure])
     assert code == 0, err
     document = json.loads(out)
     anchored = document["anchored"]
@@ -213,15 +204,15 @@ def test_curve_with_human_draws_both_curves_and_adds_the_anchored_summary(world,
         mv.load_run(run).calibrate(labels).frame.query("judge == 'fair' and system == 'atlas'")["rate"].iloc[0])
     with Image.open(figure) as image:  # two columns (judge alone, anchored) of two systems
         assert image.format == "PNG" and image.size[1] > image.size[0] * 0.8
-    code, out, err = run_cli(["curve", run, "--human", labels, "--boot", "50"], capsys)
+    code, out, err = run_cli(["curve", run, "--human", labels, "--boot", "50"])
     assert code == 0, err
     assert "anchored to people (PPI++, 95% intervals), 2 universes:" in out and "primary 1.000 ->" not in out
     assert "  beacon: judge " in out
 
 
-def test_ranking_with_human_says_where_the_ranking_does_not_survive(world, labels, capsys):
+def test_ranking_with_human_says_where_the_ranking_does_not_survive(world, labels):
     run, _ = world
-    code, out, err = run_cli(["ranking", run, "--human", labels, "--boot", "0", "--json"], capsys)
+    code, out, err = run_cli(["ranking", run, "--human", labels, "--boot", "0", "--json"])
     assert code == 0, err
     anchored = json.loads(out)["anchored"]
     by_universe = {e["universe_id"]: e for e in anchored["universes"]}
@@ -230,7 +221,7 @@ def test_ranking_with_human_says_where_the_ranking_does_not_survive(world, label
     assert by_universe["u-kind"]["anchored_order"] == ["atlas", "beacon"] and not by_universe["u-kind"]["same_top"]
     assert by_universe["u-fair"]["same_top"] and anchored["same_top"] == 0.5
     assert anchored["primary"]["universe_id"] == "u-fair"
-    code, out, err = run_cli(["ranking", run, "--human", labels, "--boot", "0"], capsys)
+    code, out, err = run_cli(["ranking", run, "--human", labels, "--boot", "0"])
     assert code == 0, err
     assert "anchored to people: the top system survives in 1 of 2 universes" in out
     assert "u-kind: top beacon by the judge, atlas anchored" in out
@@ -252,22 +243,22 @@ def test_results_calibrate_reads_an_edited_file_again_and_takes_a_frame(world, l
     assert results.calibrate(path, alpha=0.2).frame["ci_high"].lt(second.frame["ci_high"]).all()
 
 
-def test_power_with_human_adds_the_label_budget(tmp_path, capsys):
+def test_power_with_human_adds_the_label_budget(tmp_path):
     document = tiny_spec_document()
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump(document))
-    code, out, err = run_cli(["power", spec, "--json"], capsys)
+    code, out, err = run_cli(["power", spec, "--json"])
     assert code == 0, err
     assert "human" not in json.loads(out)
     transcripts = json.loads(out)["comparisons"][0]["n_per_group"]
-    code, out, err = run_cli(["power", spec, "--human", "3", "--json"], capsys)
+    code, out, err = run_cli(["power", spec, "--human", "3", "--json"])
     assert code == 0, err
     human = json.loads(out)["human"]
     assert human["labels"] == 3 and human["transcripts"] == transcripts and human["baseline_rate"] == 0.8
     widths = [j["anchored_width"] for j in human["judges"]]
     assert widths == sorted(widths, reverse=True) and all(w <= j["human_width"] for w, j in zip(widths, human["judges"]))
-    code, out, err = run_cli(["power", spec, "--human", "3"], capsys)
+    code, out, err = run_cli(["power", spec, "--human", "3"])
     assert code == 0, err
     assert f"with 3 human labels per system (of {transcripts} transcripts)" in out and "anchored" in out
-    refused(*run_cli(["power", spec, "--human", str(transcripts + 1)], capsys), "--human", f"{transcripts + 1} labels")
-    refused(*run_cli(["power", spec, "--human", "0"], capsys), "--human")
+    refused(*run_cli(["power", spec, "--human", str(transcripts + 1)]), "--human", f"{transcripts + 1} labels")
+    refused(*run_cli(["power", spec, "--human", "0"]), "--human")
