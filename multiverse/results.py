@@ -383,11 +383,16 @@ class Results:
         return _results_anchoring.anchored_ranking(self, self.calibrate(human, alpha=alpha))
 
     def report(self, path: str | os.PathLike | None = None, *, store: Any = None, threshold: float | None = None,
-               tests: bool = True, progress: bool | None = None) -> Path:
-        """Write the self-contained HTML report; return its path (default: ``report.html`` beside the source)."""
+               tests: bool = True, progress: bool | None = None, human: Any = None) -> Path:
+        """Write the self-contained HTML report; return its path (default: ``report.html`` beside the source).
+
+        ``human``: human labels, as :meth:`calibrate` takes them; the report then
+        has the section "Anchored to people".
+        """
         from .report import write_results_report
 
-        return write_results_report(self, path, store=store, threshold=threshold, tests=tests, progress=progress)
+        return write_results_report(self, path, store=store, threshold=threshold, tests=tests, progress=progress,
+                                    human=human)
 
     # -- notebooks --------------------------------------------------------------------
 

@@ -48,7 +48,7 @@ FLAGS = {
     "out": "--out", "out_dir": "--out", "store": "--store", "backend": "--backend", "budget": "--budget",
     "scheduler": "--scheduler", "jobs": "--jobs", "force": "--force", "rubric": "--rubric",
     "baseline_rate": "--baseline", "alpha": "--alpha", "power": "--power", "run_dirs": "ASSERT_RUN_DIR",
-    "human": "--human", "labels": "--human", "n": "--n", "verdicts": "RUN_DIR",
+    "human": "--human", "labels": "--human", "n": "--n", "verdicts": "RUN_DIR_OR_TABLE",
 }
 
 _BACKTICKED = re.compile(r"`([a-z_]+)`")

@@ -196,6 +196,6 @@ def cmd_report(args) -> int:
     from .. import load_run
 
     path = load_run(args.source).report(args.out, threshold=args.threshold, tests=not args.no_tests,
-                                        progress=False if args.quiet else None)
+                                        progress=False if args.quiet else None, human=args.human)
     print(f"report: {path}")
     return 0

@@ -47,6 +47,9 @@ import numpy as np
 
 from ..errors import MultiverseError
 from ..results import Results
+from .anchoring import ANCHOR as ANCHORED
+from .anchoring import TITLE as ANCHORED_TITLE
+from .anchoring import _anchored
 from .markup import _e
 from .records import (
     EXAMPLES_PER_CELL,
@@ -148,8 +151,16 @@ _SECTIONS = (
 )
 
 
+def _sections(run: _Run) -> tuple[_Section, ...]:
+    """The sections of this page: with human labels, "Anchored to people" follows the ranking."""
+    if run.human is None:
+        return _SECTIONS
+    at = next(i for i, s in enumerate(_SECTIONS) if s.anchor == "ranking") + 1
+    return (*_SECTIONS[:at], _Section(ANCHORED, ANCHORED_TITLE, _anchored), *_SECTIONS[at:])
+
+
 def build_report_html(tables: Results, *, store: Any = None, threshold: float | None = None, tests: bool = True,
-                      progress: bool | None = None) -> str:
+                      progress: bool | None = None, human: Any = None) -> str:
     """The report of ``tables`` (a :class:`~multiverse.results.Results`) as one self-contained HTML string.
 
     ``store`` is a store directory or ``multiverse.store.Store`` for the
@@ -159,15 +170,17 @@ def build_report_html(tables: Results, *, store: Any = None, threshold: float | 
     universe (``threshold=None``, the default), or at ``threshold`` for every
     system. ``tests=False`` leaves out every joint test (no bands, no
     p-values). ``progress`` shows one line per section on stderr while the
-    page builds (default: when stderr is a terminal).
+    page builds (default: when stderr is a terminal). ``human``: human labels
+    (a file or a table, as ``Results.calibrate`` takes them) add the section
+    "Anchored to people".
     """
     from tqdm.auto import tqdm
 
-    run = _prepare(tables, store, threshold, tests)
+    run = _prepare(tables, store, threshold, tests, human)
     if progress is None:
         progress = sys.stderr.isatty()
     body = []
-    with tqdm(_SECTIONS, desc="report", unit="section", disable=not progress, file=sys.stderr,
+    with tqdm(_sections(run), desc="report", unit="section", disable=not progress, file=sys.stderr,
               leave=False) as steps:
         for section in steps:
             steps.set_postfix_str(section.title)
@@ -197,7 +210,7 @@ def _page(run: _Run, sections: str) -> str:
         subtitle.append(f"run created {_when(m['created'])}")
     if m.get("source"):
         subtitle.append(f"imported ({m['source']})")
-    toc = "".join(f'<li><a href="#{s.anchor}">{_e(s.title)}</a></li>' for s in _SECTIONS)
+    toc = "".join(f'<li><a href="#{s.anchor}">{_e(s.title)}</a></li>' for s in _sections(run))
     digest = base64.b64encode(hashlib.sha256(_SCRIPT.encode()).digest()).decode()
     policy = (f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{digest}'; "
               "base-uri 'none'; form-action 'none'")
@@ -234,21 +247,23 @@ def _version() -> str:
 
 
 def write_report(source: str | os.PathLike, out_html: str | os.PathLike | None = None, *, store: Any = None,
-                 threshold: float | None = None, tests: bool = True, progress: bool | None = None) -> Path:
+                 threshold: float | None = None, tests: bool = True, progress: bool | None = None,
+                 human: Any = None) -> Path:
     """Write the HTML report of a run directory, import directory or verdicts table; return its path.
 
     The default output is ``report.html`` inside the run or import directory
     (beside the table for a table file). See :func:`build_report_html` for
-    ``store``, ``threshold``, ``tests`` and ``progress``.
+    ``store``, ``threshold``, ``tests``, ``progress`` and ``human``.
     """
     from ..tables import load_run
 
     return write_results_report(load_run(source), out_html, store=store, threshold=threshold, tests=tests,
-                                progress=progress)
+                                progress=progress, human=human)
 
 
 def write_results_report(results: Results, out_html: str | os.PathLike | None = None, *, store: Any = None,
-                         threshold: float | None = None, tests: bool = True, progress: bool | None = None) -> Path:
+                         threshold: float | None = None, tests: bool = True, progress: bool | None = None,
+                 human: Any = None) -> Path:
     """Write the HTML report of ``results``; return its path (``Results.report`` calls this).
 
     The default output is ``report.html`` in the results' directory (beside
@@ -263,7 +278,9 @@ def write_results_report(results: Results, out_html: str | os.PathLike | None = 
     out = Path(out_html) if out_html is not None else folder / "report.html"
     inputs = [] if source is None else [source] + (
         [source / name for name in (*TABLE_FILES, "manifest.json")] if source.is_dir() else [])
+    if isinstance(human, (str, os.PathLike)):
+        inputs.append(human)
     check_output_file(out, inputs=inputs)  # before the analyses: a bad place costs nothing
-    page = build_report_html(results, store=store, threshold=threshold, tests=tests, progress=progress)
+    page = build_report_html(results, store=store, threshold=threshold, tests=tests, progress=progress, human=human)
     atomic_write_text(out, page)  # a reader never sees half a page; the umask decides who may read it
     return out

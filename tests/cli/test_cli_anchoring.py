@@ -262,3 +262,32 @@ def test_power_with_human_adds_the_label_budget(tmp_path):
     assert f"with 3 human labels per system (of {transcripts} transcripts)" in out and "anchored" in out
     refused(*run_cli(["power", spec, "--human", str(transcripts + 1)]), "--human", f"{transcripts + 1} labels")
     refused(*run_cli(["power", spec, "--human", "0"]), "--human")
+
+
+def test_report_with_human_adds_the_section_anchored_to_people(world, labels, tmp_path):
+    run, _ = world
+    out = tmp_path / "report.html"
+    run_cli(["report", run, "--human", labels, "--out", out, "--no-tests", "--quiet"]).ok()
+    page = out.read_text(encoding="utf-8")
+    section = page.split('<section id="anchored">')[1].split("</section>")[0]
+    assert "<h2>Anchored to people</h2>" in section and 'href="#anchored"' in page
+    assert "Each judge against the people" in section and "The corrected curve" in section
+    assert section.count("data:image/png;base64,") == 1
+    assert "The top system stays on top after anchoring in 1 of 2 universes" in section
+    assert "could not be computed" not in section
+    # The kind judge's universe, whose top flips, is listed first.
+    rows = section.split("Does the ranking survive?")[1].split("<tbody>")[1].split("</tr>")
+    assert "judge=kind" in rows[0] and "<td>no</td>" in rows[0] and "(primary)" in rows[1]
+
+    plain = tmp_path / "plain.html"
+    run_cli(["report", run, "--out", plain, "--no-tests", "--quiet"]).ok()
+    assert 'id="anchored"' not in plain.read_text(encoding="utf-8")
+
+
+def test_report_refuses_bad_labels_before_writing(world, labels, tmp_path):
+    run, _ = world
+    bad = _labels_with(labels, tmp_path, lambda f: f.assign(compliant=f["compliant"].where(f.index != 0, "2")))
+    out = tmp_path / "report.html"
+    refused(*run_cli(["report", run, "--human", bad, "--out", out, "--no-tests", "--quiet"]), str(bad), "'2'")
+    refused(*run_cli(["report", run, "--human", labels, "--out", labels, "--no-tests", "--quiet"]), "is the input")
+    assert not out.exists() and pd.read_csv(labels)["compliant"].notna().all()
