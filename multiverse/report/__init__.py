@@ -279,7 +279,7 @@ def write_results_report(results: Results, out_html: str | os.PathLike | None = 
     inputs = [] if source is None else [source] + (
         [source / name for name in (*TABLE_FILES, "manifest.json")] if source.is_dir() else [])
     if isinstance(human, (str, os.PathLike)):
-        inputs.append(human)
+        inputs.append(Path(human))
     check_output_file(out, inputs=inputs)  # before the analyses: a bad place costs nothing
     page = build_report_html(results, store=store, threshold=threshold, tests=tests, progress=progress, human=human)
     atomic_write_text(out, page)  # a reader never sees half a page; the umask decides who may read it
