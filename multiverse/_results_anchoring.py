@@ -60,19 +60,22 @@ def calibrate(results: Results, human: Any, alpha: float) -> CalibrationAnalysis
     return CalibrationAnalysis("calibrate", document, calibration.rates, draw, calibration=calibration)
 
 
-def anchored_curve(results: Results, calibration: CalibrationAnalysis) -> Analysis:
+def anchored_curve(results: Results, calibration: CalibrationAnalysis, systems: list[str] | None = None) -> Analysis:
     """The specification curve of the anchored rates, with the judge-raw curve of the same cells to draw beside it.
 
     The document summarises each system's rates over universes, judge alone
     and anchored: ``{"alpha", "n_universes", "systems": {system: {"judge_rate":
     {min, median, max}, "rate": {min, median, max}, "primary": {judge_rate,
-    rate, ci_low, ci_high} or None}}, "notes"}``.
+    rate, ci_low, ci_high} or None}}, "notes"}``. ``systems`` keeps only those.
     """
     from multiverse.analysis.anchored_views import anchored_curve as compute
     from multiverse.results import Analysis
 
     frame = compute(calibration.calibration, results.axes, primary=results.primary)
     rates = calibration.frame[calibration.frame["rate"].notna()]
+    if systems is not None:
+        frame = frame[frame["system"].isin(systems)].reset_index(drop=True)
+        rates = rates[rates["system"].isin(systems)]
     systems = {}
     for system, cell in rates.groupby("system", sort=False):
         primary = cell[cell["universe_id"] == results.primary]

@@ -370,11 +370,14 @@ class Results:
             return _results_anchoring.calibrate(self, human, alpha)
         return self._memo(("calibrate", key, alpha), lambda: _results_anchoring.calibrate(self, human, alpha))
 
-    def anchored_curve(self, human: str | os.PathLike | pd.DataFrame, *, alpha: float = 0.05) -> Analysis:
-        """The specification curve of the human-anchored rates; its figure draws it beside the judge-raw curve."""
+    def anchored_curve(self, human: str | os.PathLike | pd.DataFrame, *, alpha: float = 0.05,
+                       systems: Sequence[str] | None = None) -> Analysis:
+        """The specification curve of the human-anchored rates (of ``systems``, default all); its figure draws it
+        beside the judge-raw curve."""
         from . import _results_anchoring
 
-        return _results_anchoring.anchored_curve(self, self.calibrate(human, alpha=alpha))
+        return _results_anchoring.anchored_curve(self, self.calibrate(human, alpha=alpha),
+                                                 None if systems is None else list(systems))
 
     def anchored_ranking(self, human: str | os.PathLike | pd.DataFrame, *, alpha: float = 0.05) -> Analysis:
         """Per universe, whether the ranking of systems survives anchoring the rates to human labels."""

@@ -29,10 +29,11 @@ def cmd_curve(args) -> int:
 
     results = load_run(args.source)
     results.check_axes(args.axis)
-    # The labels are checked before the joint tests' resampling, so a bad file costs nothing.
-    anchored = results.anchored_curve(args.human) if args.human else None
+    if args.human:
+        results.calibrate(args.human)  # checks the labels before the joint tests' resampling
     analysis = results.curve(systems=args.system, threshold=args.threshold, diff=tuple(args.diff) if args.diff else None,
                              boot=args.boot, seed=args.seed)
+    anchored = results.anchored_curve(args.human, systems=args.system) if args.human else None
     _figure(anchored or analysis, args, axes=args.axis)
     summary = analysis.document
     if args.json:

@@ -208,6 +208,8 @@ def test_curve_with_human_draws_both_curves_and_adds_the_anchored_summary(world,
     assert code == 0, err
     assert "anchored to people (PPI++, 95% intervals), 2 universes:" in out and "primary 1.000 ->" not in out
     assert "  beacon: judge " in out
+    one = json.loads(run_cli(["curve", run, "--human", labels, "--system", "atlas", "--json", "--boot", "50"]).ok())
+    assert set(one["systems"]) == set(one["anchored"]["systems"]) == {"atlas"}
 
 
 def test_ranking_with_human_says_where_the_ranking_does_not_survive(world, labels):
@@ -291,3 +293,24 @@ def test_report_refuses_bad_labels_before_writing(world, labels, tmp_path):
     refused(*run_cli(["report", run, "--human", bad, "--out", out, "--no-tests", "--quiet"]), str(bad), "'2'")
     refused(*run_cli(["report", run, "--human", labels, "--out", labels, "--no-tests", "--quiet"]), "is the input")
     assert not out.exists() and pd.read_csv(labels)["compliant"].notna().all()
+
+
+def test_label_and_calibrate_an_import(world, tmp_path):
+    """An import has no transcripts to show, but the sheet still names each labelled row, and calibrate reads it."""
+    run, truth = world
+    table = pd.read_csv(run / "verdicts.csv")
+    table = table[["judge", "system", "case_id", "compliant"]].assign(truth=table["transcript_key"].map(truth))
+    table[["judge", "system", "case_id", "compliant"]].to_csv(tmp_path / "grades.csv", index=False)
+    run_cli(["import", "table", tmp_path / "grades.csv", "--system", "system", "--item", "case_id", "--label",
+             "compliant", "--axis", "judge", "--out", tmp_path / "imported"]).ok()
+    run_cli(["label", tmp_path / "imported", "--n", "15", "--out", tmp_path / "sheet.csv"]).ok()
+    sheet = pd.read_csv(tmp_path / "sheet.csv", dtype=str, keep_default_na=False)
+    imported = pd.read_csv(tmp_path / "imported" / "verdicts.csv", dtype=str)
+    assert len(sheet) == 30 and set(sheet["transcript_key"]) <= set(imported["transcript_key"])
+    assert (tmp_path / "sheet.html").stat().st_size > 1000
+    people = table.drop_duplicates(["system", "case_id"]).set_index(["system", "case_id"])["truth"]
+    sheet["compliant"] = [int(people[(s, c)]) for s, c in zip(sheet["system"], sheet["case_id"])]
+    sheet.to_csv(tmp_path / "filled.csv", index=False)
+    document = json.loads(run_cli(["calibrate", tmp_path / "imported", "--human", tmp_path / "filled.csv",
+                                   "--json"]).ok())
+    assert len(document["rates"]) == 4 and {r["n_human"] for r in document["rates"]} == {15}
