@@ -76,17 +76,17 @@ def anchored_curve(results: Results, calibration: CalibrationAnalysis, systems: 
     if systems is not None:
         frame = frame[frame["system"].isin(systems)].reset_index(drop=True)
         rates = rates[rates["system"].isin(systems)]
-    systems = {}
+    summary: dict[str, dict] = {}
     for system, cell in rates.groupby("system", sort=False):
         primary = cell[cell["universe_id"] == results.primary]
-        systems[str(system)] = {
+        summary[str(system)] = {
             "judge_rate": _spread(cell["judge_rate"]),
             "rate": _spread(cell["rate"]),
             "primary": None if primary.empty else {k: float(primary[k].iloc[0])
                                                    for k in ("judge_rate", "rate", "ci_low", "ci_high")},
         }
     document = {"alpha": calibration["alpha"], "n_universes": int(rates["universe_id"].nunique()),
-                "systems": systems, "notes": calibration.notes}
+                "systems": summary, "notes": calibration.notes}
 
     def draw(*, axes: list[str] | None = None, title: str | None = None) -> Any:
         from multiverse.analysis.anchored_views import paired_curves
