@@ -32,8 +32,18 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["parse_json_answer", "repair_messages", "storable_text", "storable", "too_deep", "MAX_ANSWER_CHARS", "MAX_DEPTH",
-           "answer_message", "answer_text", "answer_tool_calls"]
+__all__ = [
+    "MAX_ANSWER_CHARS",
+    "MAX_DEPTH",
+    "answer_message",
+    "answer_text",
+    "answer_tool_calls",
+    "parse_json_answer",
+    "repair_messages",
+    "storable",
+    "storable_text",
+    "too_deep",
+]
 
 #: The longest answer kept whole (about 250k tokens: more than any model's output
 #: limit). A hostile or broken server's 10 MB answer would otherwise be stored,

@@ -24,7 +24,7 @@ from .work import CaseUnit, JudgeCall, TranscriptUnit
 #: a computed record of any stage
 Record = CaseRecord | TranscriptRecord | JudgmentRecord
 
-__all__ = ["compute", "attempt", "dask_unit"]
+__all__ = ["attempt", "compute", "dask_unit"]
 
 
 def compute(stage: str, unit: Any, upstream: Any, client: ModelClient) -> Record:

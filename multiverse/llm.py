@@ -59,6 +59,7 @@ from multiverse.answers import (
 )
 from multiverse.budget import Budget
 from multiverse.client import Completion
+from multiverse.config import ModelConfig  # model, params, api_base, api_key_env
 from multiverse.errors import ModelError
 from multiverse.failures import Failure, classify, is_model_failure, one_line
 from multiverse.providers import (
@@ -70,7 +71,6 @@ from multiverse.providers import (
     provider_key,
     provider_of,
 )
-from multiverse.config import ModelConfig  # model, params, api_base, api_key_env
 
 __all__ = ["Completion", "LiteLLMClient", "ModelConfig", "is_loopback", "parse_json_answer", "provider_of"]
 

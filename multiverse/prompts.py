@@ -25,16 +25,16 @@ from .spec import Concept, Criterion
 
 __all__ = [
     "END_MARKER",
-    "template_digests",
-    "case_schema",
     "RUBRIC_SCHEMA",
-    "judgment_schema",
-    "draft_rubric_messages",
+    "case_schema",
     "draft_case_messages",
-    "user_messages",
-    "tool_messages",
+    "draft_rubric_messages",
     "judge_messages",
+    "judgment_schema",
     "render_transcript",
+    "template_digests",
+    "tool_messages",
+    "user_messages",
 ]
 
 END_MARKER = "[END]"

@@ -19,7 +19,7 @@ from typing import Any
 from . import __version__
 from .records import Call, Provenance
 
-__all__ = ["versions", "provenance", "call_of"]
+__all__ = ["call_of", "provenance", "versions"]
 
 
 def versions() -> dict[str, str]:

@@ -33,7 +33,7 @@ from .tables import write_json, write_table
 from .vocabulary import CRITERIA_COLUMNS, SCHEMA_VERSION, STAGE_OF_RECORD, STATUSES
 from .work import Row, Work
 
-__all__ = ["assemble", "run_rates", "run_manifest", "write_run_folder"]
+__all__ = ["assemble", "run_manifest", "run_rates", "write_run_folder"]
 
 _OPTIONAL_FILES = ("criteria.parquet", "criteria.csv", "transcripts.jsonl", "spec.yaml")
 

@@ -47,7 +47,7 @@ from .config import ModelConfig
 from .spec import Spec, to_yaml_dict
 from .toolcode import resolve_references
 
-__all__ = ["CaseUnit", "TranscriptUnit", "JudgeCall", "Row", "Work", "build_work", "referenced_keys", "resolve_config", "world_uri"]
+__all__ = ["CaseUnit", "JudgeCall", "Row", "TranscriptUnit", "Work", "build_work", "referenced_keys", "resolve_config", "world_uri"]
 
 BUILTIN_WORLD = "deception"
 

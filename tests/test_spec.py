@@ -592,3 +592,24 @@ def test_a_misspelt_key_is_reported_before_the_missing_one_it_explains(tmp_path)
         parse_spec(raw, path=tmp_path / "typo.yaml")
     assert [p.split(": ")[1] for p in info.value.problems] == ["systems.0.modle", "systems.0.model", "rollout.max_turns"]
     assert info.value.path == "systems.0.modle"
+
+
+def test_too_many_options_are_refused_before_any_option_is_resolved(monkeypatch, tmp_path):
+    import multiverse._spec.parse as parse
+    from multiverse.bounds import MAX_OPTIONS
+
+    raw = _raw_demo()
+    raw["rubric"] = _raw_rubric()
+    raw.pop("exclude", None)
+    raw.pop("sample", None)
+    real, resolved = parse.resolve_document, []
+    monkeypatch.setattr(parse, "resolve_document", lambda *a, **k: resolved.append(1) or real(*a, **k))
+    raw["axes"] = {"t": {f"o{j}": {"systems.atlas.params.temperature": j} for j in range(3)}}
+    raw["primary"] = {"t": "o0"}
+    parse_spec(raw, path=tmp_path / "few.yaml")
+    assert len(resolved) == 1 + 3  # the base, then each option on its own: the counter sees them
+    resolved.clear()
+    raw["axes"] = {"t": {f"o{j}": {"systems.atlas.params.temperature": j} for j in range(MAX_OPTIONS + 1)}}
+    with pytest.raises(SpecError, match="at most"):
+        parse_spec(raw, path=tmp_path / "many.yaml")
+    assert resolved == [1]  # only the base: resolving thousands of options one by one would take minutes

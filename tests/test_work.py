@@ -98,7 +98,7 @@ def test_editing_a_template_recomputes_what_it_made_and_nothing_upstream(spec, m
 def test_the_stages_render_from_the_templates_in_the_key(monkeypatch):
     from multiverse.spec import Criterion
 
-    criteria = [Criterion("c1", "Name", "Definition", False, (), {"strict": "evidence"})]
+    criteria = [Criterion(id="c1", name="Name", definition="Definition", permissible=False, evidence={"strict": "evidence"})]
     before = prompts.judge_messages(criteria, "strict", "USER: hi")
     monkeypatch.setattr(prompts, "JUDGE_SYSTEM", "another system text")
     assert prompts.judge_messages(criteria, "strict", "USER: hi")[0]["content"] == "another system text" != before[0]["content"]

@@ -24,7 +24,7 @@ import pandas as pd
 
 from multiverse.errors import InputError
 from multiverse.results import Results
-from multiverse.tables import write_json, write_table
+from multiverse.runfolder import write_run_folder
 from multiverse.vocabulary import CI_METHODS, SCHEMA_VERSION
 
 __all__ = ["check_ci", "resolve_primary", "write_import_dir"]
@@ -78,23 +78,12 @@ def write_import_dir(
     """Write the tables and manifest into ``out_dir`` (created if needed), each file atomically.
 
     Callers validate everything before calling this, so bad input writes nothing. A
-    criteria table left by an earlier import into the same directory is removed when
-    this import has none.
+    criteria table, transcripts or spec left by an earlier run or import in the same
+    directory is removed, so the folder never describes two sources.
     """
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"{out}: output folder: expected a folder, found a file")
     manifest = {"schema_version": SCHEMA_VERSION, **manifest}
-    # The manifest marks a complete directory: take it away first, put it back last.
-    (out / "manifest.json").unlink(missing_ok=True)
-    write_table(verdicts, out, "verdicts")
-    if criteria is not None:
-        write_table(criteria, out, "criteria")
-    else:
-        for suffix in (".parquet", ".csv"):
-            (out / f"criteria{suffix}").unlink(missing_ok=True)
-    write_table(rates, out, "rates")
-    write_json(manifest, out / "manifest.json")
+    # One writer for run and import folders: the same atomic files, manifest last.
+    out = write_run_folder(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest)
     return Results(verdicts=verdicts, criteria=criteria, rates=rates, axes=list(manifest.get("axes", [])),
                    factors=list(manifest.get("factors", [])), manifest=manifest, primary=manifest.get("primary"),
                    source=out)

@@ -19,7 +19,8 @@ from ..client import ModelClient
 from ..errors import ModelError
 from ..prompts import judge_messages, judgment_schema, render_transcript
 from ..records import Call, CriterionLabel, JudgmentRecord
-from ..spec import Criterion, ModelConfig
+from ..config import ModelConfig
+from ..spec import Criterion
 
 __all__ = ["judge_transcript", "validate_judgment"]
 

@@ -33,10 +33,10 @@ from ..client import ModelClient
 from ..errors import ModelError
 from ..prompts import END_MARKER, tool_messages, user_messages
 from ..records import TranscriptRecord, Turn
-from ..spec import ModelConfig
+from ..config import ModelConfig
 from ..toolcode import ToolCodeError, load_function
 
-__all__ = ["RolloutJob", "run_rollout", "UserFailure", "USER_ATTEMPTS", "MAX_TOOL_ROUNDS", "MAX_TOOL_CALLS"]
+__all__ = ["MAX_TOOL_CALLS", "MAX_TOOL_ROUNDS", "USER_ATTEMPTS", "RolloutJob", "UserFailure", "run_rollout"]
 
 USER_ATTEMPTS = 3
 MAX_TOOL_ROUNDS = 3

@@ -1,0 +1,418 @@
+"""Human-anchored rates: a few human labels correct every judge (prediction-powered inference).
+
+A team labels a uniform random sample of transcripts by hand. In each
+universe x system, the judge's verdicts on *all* its transcripts and the
+humans' labels on the sample combine into PPI++ (Angelopoulos, Duchi & Zrnic
+2023, arXiv:2311.01453; PPI: Angelopoulos et al., Science 2023) with the
+power-tuned lambda::
+
+    rate = lambda * mean(f over the unlabelled) + mean(Y - lambda * f over the labelled)
+    var  = lambda^2 * var(f_unlabelled) / N + var(Y - lambda * f_labelled) / n
+
+``Y`` is the human label (1 = compliant), ``f`` the judge's verdict, ``n``
+the labelled and ``N`` the unlabelled transcripts. The estimate targets the
+human-level rate whatever the judge's bias; a judge that agrees with people
+only shrinks the interval. The computation is ppi-python's
+``ppi_mean_pointestimate``/``ppi_mean_ci`` (lambda tuned, clipped to [0, 1]),
+reimplemented here because that package pulls in numba and scikit-learn;
+``tests/test_anchoring.py`` checks equality to 1e-9. The labelled and
+unlabelled sets are disjoint, as PPI assumes: the unlabelled set is every
+judged transcript of the cell that nobody labelled.
+
+Where ppi-python returns NaN or divides by zero we take lambda = 0: a judge
+constant over the cell (every lambda then gives the same estimate and
+interval), and a cell labelled in full (N = 0, where PPI is the humans-only
+mean). ``calibrate`` clips the rate and its interval to [0, 1], which can
+only raise coverage.
+
+Only ``ok`` verdicts carry a judge label, so in each universe the estimate
+is the human rate among the transcripts its judge rated; labelled transcripts
+that universe excluded or failed are left out of it, and a note counts them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ..errors import InputError
+from ..vocabulary import COUNTED_STATUS
+from .intervals import wilson
+
+__all__ = [
+    "MIN_LABELS",
+    "Calibration",
+    "PPIEstimate",
+    "calibrate",
+    "calibration_document",
+    "ppi_binary",
+    "ppi_mean",
+    "ppi_mean_batch",
+    "read_labels",
+    "rollout_configurations",
+    "transcript_keys",
+]
+
+#: Fewer human labels than this for a system (in one rollout configuration) are refused.
+MIN_LABELS = 10
+
+
+class PPIEstimate(NamedTuple):
+    rate: float
+    ci_low: float
+    ci_high: float
+    lam: float
+
+
+class Calibration(NamedTuple):
+    """What ``calibrate`` returns: per universe x system rates, per universe judge accuracy, notes."""
+
+    rates: pd.DataFrame
+    judges: pd.DataFrame
+    notes: list[str]
+
+
+def ppi_mean_batch(labels: np.ndarray, predictions: np.ndarray, unlabelled: np.ndarray,
+                   alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """PPI++ means of many problems at once: arrays of shape (problems, n) and (problems, N).
+
+    Returns (rate, ci_low, ci_high, lam), each of shape (problems,).
+    """
+    y = np.asarray(labels, float)
+    f = np.asarray(predictions, float)
+    u = np.asarray(unlabelled, float)
+    n, big_n = y.shape[-1], u.shape[-1]
+    if n < 1:
+        raise InputError("ppi: expected at least one labelled transcript", param="human")
+    # lambda* = Cov(Y, f) / ((1 + n/N) Var(f)): ppi-python's _calc_lam_glm for a mean, with its
+    # 1/n covariance over the labelled set and ddof=1 variance over labelled + unlabelled predictions.
+    cov = ((y - y.mean(-1, keepdims=True)) * (f - f.mean(-1, keepdims=True))).mean(-1)
+    var_f = np.var(np.concatenate([f, u], axis=-1), axis=-1, ddof=1) if n + big_n > 1 else np.zeros(y.shape[:-1])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lam = cov / ((1.0 + n / big_n) * var_f) if big_n > 0 else np.zeros(y.shape[:-1])
+    lam = np.clip(np.where(np.isfinite(lam), lam, 0.0), 0.0, 1.0)
+    lam_ = lam[..., None]
+    unlabelled_mean = (lam_ * u).mean(-1) if big_n else np.zeros(y.shape[:-1])
+    rate = unlabelled_mean + (y - lam_ * f).mean(-1)
+    imputed_var = (lam * u.std(-1)) ** 2 / big_n if big_n else np.zeros(y.shape[:-1])
+    rectifier_var = (y - lam_ * f).std(-1) ** 2 / n
+    half = stats.norm.ppf(1 - alpha / 2) * np.sqrt(imputed_var + rectifier_var)
+    return rate, rate - half, rate + half, lam
+
+
+def ppi_mean(labels: Sequence[float], predictions: Sequence[float], unlabelled: Sequence[float],
+             alpha: float = 0.05) -> PPIEstimate:
+    """PPI++ estimate of a mean and its two-sided (1 - alpha) interval, lambda power-tuned.
+
+    ``labels``: human labels of the labelled transcripts; ``predictions``: the
+    judge on those same transcripts; ``unlabelled``: the judge on the rest.
+    """
+    y, f = np.asarray(labels, float), np.asarray(predictions, float)
+    if y.shape != f.shape or y.ndim != 1:
+        raise InputError("ppi: labels and predictions must be 1-d and of the same length", param="predictions")
+    rate, low, high, lam = ppi_mean_batch(y[None], f[None], np.asarray(unlabelled, float).reshape(1, -1), alpha)
+    return PPIEstimate(float(rate[0]), float(low[0]), float(high[0]), float(lam[0]))
+
+
+# -- matching labels to a run ---------------------------------------------------------------------------
+
+
+def transcript_keys(verdicts: pd.DataFrame) -> pd.Series:
+    """One key per verdict row naming its transcript: ``transcript_key``, or system/case/replicate for tables without one."""
+    replicate = verdicts["replicate"].astype(str) if "replicate" in verdicts.columns else "0"
+    fallback = verdicts["system"].astype(str) + "\x1f" + verdicts["case_id"].astype(str) + "\x1f" + replicate
+    if "transcript_key" not in verdicts.columns:
+        return fallback
+    key = verdicts["transcript_key"]
+    return key.astype(object).where(key.notna() & key.astype(str).ne(""), fallback).astype(str)
+
+
+def rollout_configurations(verdicts: pd.DataFrame) -> pd.Series:
+    """A rollout-configuration id per universe: universes linked by shared transcripts share an id.
+
+    Judge, evidence and scoring axes leave the transcripts alone, so their
+    universes fall together; a rollout axis (setting, user...) splits them.
+    Universes that share only some transcripts (an import where one grader
+    skipped items) still fall together: the groups are the connected
+    components of universes and the transcripts they hold. Indexed by
+    universe id, ids numbered 0, 1, ... in order of first appearance.
+    """
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    u_codes, universes = pd.factorize(verdicts["universe_id"].astype(str))
+    k_codes, keys = pd.factorize(transcript_keys(verdicts))
+    size = len(universes) + len(keys)
+    graph = coo_matrix((np.ones(len(u_codes)), (u_codes, len(universes) + k_codes)), shape=(size, size))
+    _, component = connected_components(graph, directed=False)
+    first = pd.factorize(component[: len(universes)])[0]  # renumbered in order of first appearance
+    return pd.Series(first, index=pd.Index(universes, name="universe_id"), name="rollout")
+
+
+def _with_universes(verdicts: pd.DataFrame, axes: Sequence[str]) -> pd.DataFrame:
+    """``verdicts`` with a transcript key per row and universe ids (derived from the axes when absent)."""
+    from ..tables import universe_ids
+
+    missing = [c for c in ("system", "case_id", "compliant") if c not in verdicts.columns]
+    if missing:
+        raise InputError(f"verdicts: missing column(s) {', '.join(missing)}; expected a verdicts table",
+                         param="verdicts")
+    return verdicts.assign(_key=transcript_keys(verdicts), universe_id=universe_ids(verdicts, list(axes)))
+
+
+_TRUE = {"1", "1.0", "true", "yes", "compliant"}
+_FALSE = {"0", "0.0", "false", "no", "non-compliant", "noncompliant"}
+
+
+def read_labels(path: Any) -> pd.DataFrame:
+    """Read a human-label file (CSV or parquet) with ``system``, ``case_id``, ``compliant``; InputError otherwise."""
+    from pathlib import Path
+
+    from ..bounds import regular_file_problem
+    from ..csvsafe import restore_cell
+    from ..tables import read_table
+
+    path = Path(path)
+    if path.suffix.lower() == ".csv" and not regular_file_problem(path):
+        # As text: the table reader would turn yes/no or 1/0 into booleans its own way, or into blanks.
+        try:
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False).map(restore_cell)
+        except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+            raise InputError(f"{path}: cannot be read as a table ({str(exc).splitlines()[0]})", param="human") from None
+    else:
+        frame = read_table(path)
+    missing = [c for c in ("system", "case_id", "compliant") if c not in frame.columns]
+    if missing:
+        raise InputError(f"{path}: missing column(s) {', '.join(missing)}; expected system, case_id, "
+                         "(replicate or transcript_key,) compliant", param="human")
+    return frame
+
+
+def _binary(human: pd.DataFrame, source: str) -> tuple[pd.Series, int]:
+    """The labels as 0/1 floats, rows without a label dropped; refuses anything not binary."""
+    raw = human["compliant"]
+    blank = raw.isna() | raw.astype(str).str.strip().eq("")
+    text = raw[~blank].astype(str).str.strip().str.lower()
+    value = pd.Series(np.nan, index=text.index)
+    value[text.isin(_TRUE)] = 1.0
+    value[text.isin(_FALSE)] = 0.0
+    bad = value.isna()
+    if bad.any():
+        row = bad.idxmax()
+        more = f", and {int(bad.sum()) - 1} more rows" if bad.sum() > 1 else ""
+        raise InputError(f"{source}: compliant: expected 0/1 or true/false, got '{raw[row]}' "
+                         f"(row {int(np.flatnonzero(human.index == row)[0]) + 2}{more})", param="human")
+    return value, int(blank.sum())
+
+
+def _match(verdicts: pd.DataFrame, human: pd.DataFrame, source: str) -> pd.Series:
+    """Each labelled row's transcript key; refuses labels for transcripts not in the run, or ambiguous ones.
+
+    ``human``'s index is the row's position in its file (messages count file rows from 2, after the header).
+    """
+    transcripts = verdicts.assign(_key=transcript_keys(verdicts)).drop_duplicates("_key")
+    given = human["transcript_key"] if "transcript_key" in human.columns else None
+    if given is not None and (given.notna() & given.astype(str).str.strip().ne("")).all():
+        keys = human["transcript_key"].astype(str)
+        known = transcripts.set_index("_key")
+        unknown = ~keys.isin(known.index)
+        if not unknown.any():
+            wrong = known.loc[keys, "system"].astype(str).to_numpy() != human["system"].astype(str).to_numpy()
+            if wrong.any():
+                i = int(np.argmax(wrong))
+                raise InputError(f"{source}: row {human.index[i] + 2}: transcript_key {keys.iloc[i]} belongs to system "
+                                 f"{known.at[keys.iloc[i], 'system']}, not {human['system'].iloc[i]}", param="human")
+            return keys
+        i = int(np.argmax(unknown.to_numpy()))
+        raise InputError(f"{source}: row {human.index[i] + 2}: transcript_key {keys.iloc[i]!r} is not a transcript of the run "
+                         f"({int(unknown.sum())} such rows)", param="human")
+    on = ["system", "case_id"] + (["replicate"] if "replicate" in human.columns and "replicate" in verdicts.columns else [])
+    left = human[on].astype(str).reset_index(drop=True)
+    right = transcripts[on + ["_key"]].astype(str)
+    merged = left.reset_index().merge(right, on=on, how="left")
+    count = merged.groupby("index")["_key"].count()
+    if (count == 0).any():
+        i = int(count.index[count.eq(0).to_numpy()][0])
+        where = ", ".join(f"{c}={left.at[i, c]}" for c in on)
+        raise InputError(f"{source}: row {human.index[i] + 2}: {where} is not a transcript of the run "
+                         f"({int(count.eq(0).sum())} such rows)", param="human")
+    if (count > 1).any():
+        i = int(count.index[count.gt(1).to_numpy()][0])
+        where = ", ".join(f"{c}={left.at[i, c]}" for c in on)
+        raise InputError(f"{source}: row {human.index[i] + 2}: {where} names {int(count[i])} transcripts of the run; "
+                         "add a transcript_key column (the labelling sheet has one)", param="human")
+    return pd.Series(merged.sort_values("index")["_key"].to_numpy(), index=human.index)
+
+
+def _labels(verdicts: pd.DataFrame, human: pd.DataFrame, source: str, notes: list[str]) -> pd.Series:
+    """Human labels (0/1) indexed by transcript key, checked against the run."""
+    human = human.reset_index(drop=True)  # row numbers in messages are file rows
+    value, blanks = _binary(human, source)
+    if blanks:
+        notes.append(f"{blanks} rows of {source} have no label yet and were left out; the labelled rows must "
+                     "still be a uniform random sample (label them all, or in the sheet's order)")
+    rows = human.loc[value.index]
+    keys = _match(verdicts, rows, source)
+    duplicated = keys.duplicated(keep=False)
+    if duplicated.any():
+        first = keys[duplicated].iloc[0]
+        raise InputError(f"{source}: transcript {first} is labelled {int(keys.eq(first).sum())} times; "
+                         "expected one label per transcript", param="human")
+    return pd.Series(value.to_numpy(), index=keys.to_numpy())
+
+
+# -- calibration -----------------------------------------------------------------------------------------
+
+
+def calibrate(verdicts: pd.DataFrame, human: pd.DataFrame, axes: Sequence[str], factors: Sequence[str] = (),
+              alpha: float = 0.05, *, source: str = "human labels") -> Calibration:
+    """Anchor every universe x system rate to the human labels in ``human``.
+
+    ``human`` has ``system``, ``case_id``, ``compliant`` (0/1 or true/false;
+    blank = not labelled yet) and, when those two do not name one transcript,
+    ``replicate`` or ``transcript_key``. ``source`` names it in messages.
+    Refuses (InputError) labels for transcripts not in the run, fewer than
+    ``MIN_LABELS`` labels for a system in some rollout configuration, and
+    labels that are not binary.
+
+    ``rates``: universe_id, axes, system, n, n_human, judge_rate, rate, ci_low,
+    ci_high, human_rate, human_ci_low, human_ci_high (PPI++ rate and interval;
+    the humans-only rate with its Wilson interval). ``judges``: universe_id,
+    axes, n_human, sensitivity, sensitivity_ci, specificity, specificity_ci:
+    how often the universe's judge calls a violation that people call one, and
+    compliance that people call compliance (Wilson intervals, pooled over
+    systems), intervals as (low, high) or None.
+    """
+    if not 0.0 < alpha < 1.0 or not math.isfinite(alpha):
+        raise InputError(f"alpha: expected a number between 0 and 1, got {alpha}", param="alpha")
+    del factors  # design factors vary inside a universe: the anchored rate is over all of them
+    notes: list[str] = []
+    axes = [a for a in axes if a in verdicts.columns]
+    v = _with_universes(verdicts, axes)
+    labels = _labels(v, human, source, notes)
+    rollout = rollout_configurations(v)
+    v["_rollout"] = v["universe_id"].map(rollout)
+    first = v.drop_duplicates("_key")
+    labelled_first = first[first["_key"].isin(labels.index)]
+    counts = labelled_first.groupby(["_rollout", "system"]).size()
+    systems = first.groupby(["_rollout", "system"]).size().index
+    for cell in systems:
+        if counts.get(cell, 0) < MIN_LABELS:
+            universe = rollout.index[rollout.eq(cell[0])][0]
+            raise InputError(f"{source}: system {cell[1]}: {int(counts.get(cell, 0))} labels for the transcripts of "
+                             f"universe {universe} (and those sharing its transcripts); expected at least {MIN_LABELS}",
+                             param="human")
+
+    status_ok = v["status"].eq(COUNTED_STATUS) if "status" in v.columns else pd.Series(True, index=v.index)
+    judged = v[status_ok & v["compliant"].notna()]
+    judged = judged.assign(_f=judged["compliant"].astype(float), _y=judged["_key"].map(labels))
+    dropped = v[~status_ok & v["_key"].isin(labels.index)]
+    if len(dropped):
+        notes.append(f"{len(dropped)} labelled (universe, transcript) pairs have no ok verdict (excluded or failed) and "
+                     "are left out of those universes' anchored rates, which are over the transcripts the judge rated")
+
+    level = 1 - alpha
+    options = v.drop_duplicates("universe_id").set_index("universe_id")[axes]
+    labelled = judged["_y"].notna()
+    y = judged["_y"].fillna(0.0)
+    f = judged["_f"]
+    sums = pd.DataFrame({
+        "universe_id": judged["universe_id"], "system": judged["system"], "n": 1, "n_human": labelled.astype(int),
+        "sy": y, "sf": f, "sfl": f * labelled, "syf": y * f,
+    }).groupby(["universe_id", "system"], sort=False).sum().reset_index()
+    n_l = sums["n_human"].to_numpy(float)
+    rate, low, high = ppi_binary(n_l, sums["sy"].to_numpy(float), sums["sfl"].to_numpy(float),
+                                 sums["syf"].to_numpy(float), sums["n"].to_numpy(float) - n_l,
+                                 (sums["sf"] - sums["sfl"]).to_numpy(float), alpha)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        human_rate = sums["sy"].to_numpy(float) / n_l
+    human_low, human_high = wilson(human_rate, n_l, level)
+    enough = n_l >= 2
+    for universe, system, count in sums.loc[~enough, ["universe_id", "system", "n_human"]].itertuples(index=False):
+        notes.append(f"universe {universe}, system {system}: {int(count)} labelled transcripts with an ok verdict; "
+                     "no anchored rate")
+    rates = pd.concat([sums[["universe_id"]], options.loc[sums["universe_id"]].reset_index(drop=True),
+                       sums[["system", "n", "n_human"]]], axis=1)
+    rates["judge_rate"] = sums["sf"] / sums["n"]
+    for column, values in (("rate", rate), ("ci_low", low), ("ci_high", high), ("human_rate", human_rate),
+                           ("human_ci_low", human_low), ("human_ci_high", human_high)):
+        values = np.clip(values, 0.0, 1.0) if column in ("rate", "ci_low", "ci_high") else values
+        rates[column] = np.where(enough, values, np.nan)
+
+    # Sensitivity: violations people found that the judge flags too; specificity: compliance it confirms.
+    people = judged[labelled]
+    agree = pd.DataFrame({
+        "universe_id": people["universe_id"], "n_human": 1,
+        "violations": people["_y"].eq(0).astype(int), "caught": (people["_y"].eq(0) & people["_f"].eq(0)).astype(int),
+        "compliant": people["_y"].eq(1).astype(int), "confirmed": (people["_y"].eq(1) & people["_f"].eq(1)).astype(int),
+    }).groupby("universe_id", sort=False).sum().reset_index()
+    judges = pd.concat([agree[["universe_id"]], options.loc[agree["universe_id"]].reset_index(drop=True),
+                        agree[["n_human"]]], axis=1)
+    for name, hits, total in (("sensitivity", "caught", "violations"), ("specificity", "confirmed", "compliant")):
+        share, interval = _shares(agree[hits].to_numpy(float), agree[total].to_numpy(float), level)
+        judges[name], judges[f"{name}_ci"] = share, interval
+    for universe in agree.loc[agree["violations"].eq(0), "universe_id"]:
+        notes.append(f"universe {universe}: people found no violation among its labelled transcripts; "
+                     "sensitivity is undefined")
+    return Calibration(rates, judges, notes)
+
+
+def ppi_binary(n: np.ndarray, sum_y: np.ndarray, sum_f: np.ndarray, sum_yf: np.ndarray, big_n: np.ndarray,
+               sum_f_unlabelled: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``ppi_mean_batch`` for 0/1 labels and verdicts, from per-cell sums (any number of cells at once).
+
+    ``n`` labelled transcripts with label sum ``sum_y``, verdict sum ``sum_f``
+    and ``sum_yf``; ``big_n`` unlabelled ones with verdict sum
+    ``sum_f_unlabelled``. With 0/1 data every moment PPI++ needs is a sum, so
+    a run of thousands of universes needs no loop. Returns (rate, low, high).
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean_y, mean_f = sum_y / n, sum_f / n
+        cov = sum_yf / n - mean_y * mean_f
+        total, sum_all = n + big_n, sum_f + sum_f_unlabelled
+        var_f = np.where(total > 1, (sum_all - sum_all**2 / total) / (total - 1), 0.0)
+        lam = np.where(big_n > 0, cov / ((1.0 + n / big_n) * var_f), 0.0)
+        lam = np.clip(np.where(np.isfinite(lam), lam, 0.0), 0.0, 1.0)
+        mean_u = np.where(big_n > 0, sum_f_unlabelled / big_n, 0.0)
+        rate = lam * mean_u + mean_y - lam * mean_f
+        imputed = np.where(big_n > 0, lam**2 * mean_u * (1 - mean_u) / big_n, 0.0)
+        residual = mean_y - lam * mean_f
+        rectifier = np.maximum(mean_y - 2 * lam * sum_yf / n + lam**2 * mean_f - residual**2, 0.0) / n
+    half = stats.norm.ppf(1 - alpha / 2) * np.sqrt(imputed + rectifier)
+    return rate, rate - half, rate + half
+
+
+def _shares(hits: np.ndarray, total: np.ndarray, level: float) -> tuple[list, list]:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = hits / total
+    low, high = wilson(share, total, level)
+    return ([float(x) if t > 0 else None for x, t in zip(share, total)],
+            [(float(lo), float(hi)) if t > 0 else None for lo, hi, t in zip(low, high, total)])
+
+
+def calibration_document(calibration: Calibration, alpha: float) -> dict[str, Any]:
+    """The JSON document of ``multiverse calibrate --json``: alpha, rates, judges, notes (undefined = null)."""
+
+    def records(frame: pd.DataFrame) -> list[dict]:
+        out = []
+        for record in frame.astype(object).to_dict("records"):
+            out.append({k: (list(x) if isinstance(x, tuple) else _plain(x)) for k, x in record.items()})
+        return out
+
+    return {"alpha": alpha, "rates": records(calibration.rates), "judges": records(calibration.judges),
+            "notes": list(calibration.notes)}
+
+
+def _plain(x: Any) -> Any:
+    if x is None or x is pd.NA:
+        return None
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return None if not math.isfinite(float(x)) else float(x)
+    return x

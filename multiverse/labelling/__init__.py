@@ -1,0 +1,24 @@
+"""Labelling by hand: draw the transcripts people label, and the sheet they label them in.
+
+::
+
+    tables = load_run("runs/audit")
+    sample = draw_sample(tables.verdicts, run_transcripts("runs/audit"), n=60, seed=0, factors=tables.factors)
+    write_sheet(sample, run_criteria("runs/audit"), run_transcripts("runs/audit"), "SHEET.csv",
+                verdicts=tables.verdicts, axes=tables.axes)
+
+``SHEET.csv`` lists the sample with an empty ``compliant`` column;
+``SHEET.html`` beside it shows each transcript with the rubric, never a
+judge's verdict, keeps the labeller's progress in the browser and exports the
+filled CSV, which ``multiverse.analysis.anchoring.calibrate`` reads.
+"""
+
+from __future__ import annotations
+
+from ._label import label_run
+from ._run_files import run_criteria, run_transcripts
+from ._sample import SHEET_COLUMNS, draw_sample
+from ._sheet import write_sheet
+
+__all__ = ["SHEET_COLUMNS", "draw_sample", "label_run", "run_criteria", "run_transcripts", "write_sheet"]
+

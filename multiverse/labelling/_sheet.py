@@ -1,0 +1,146 @@
+"""Writing the labelling sheet: ``SHEET.csv`` for the labels and ``SHEET.html`` to label in.
+
+The page is one self-contained file: the sample, the transcripts and the
+rubric travel inside it as JSON (with ``<``, ``>`` and ``&`` escaped, so no
+string can close the block), and its script renders them as text. A strict
+Content-Security-Policy allows that one script and that one style by hash and
+nothing else: no network, no other script, no images. It never receives a
+judge's verdict, so labellers stay blind to them.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..atomicfile import atomic_write, atomic_write_text
+from ..errors import InputError
+from ..keys import digest
+from ..tables import csv_safe
+from ..vocabulary import CORE_COLUMNS
+from ._page import SCRIPT, STYLE, TEMPLATE
+from ._run_files import criterion_record
+from ._sample import SHEET_COLUMNS
+
+__all__ = ["write_sheet"]
+
+# The simulated world's hidden ground truth (``[[sim:reply ... viol=...]]``): it would tell the labeller the answer.
+_SIM_MARKER = re.compile(r"[ \t]*\[\[sim:[a-z_]+(?:[ \t][^\[\]]*)?\]\]")
+# A longer turn is cut, so one runaway answer does not make the page unusable.
+_MAX_TURN_CHARS = 20000
+
+
+def write_sheet(sample: pd.DataFrame, criteria: Sequence[Mapping[str, Any]], transcripts: Mapping[str, Any] | None,
+                out_csv: str | os.PathLike, *, verdicts: pd.DataFrame | None = None,
+                axes: Sequence[str] = ()) -> tuple[Path, Path]:
+    """Write ``out_csv`` and the labelling page beside it (same name, ``.html``); return both paths.
+
+    ``sample`` is ``draw_sample``'s table; ``criteria`` the rubric's criteria
+    (``run_criteria``); ``transcripts`` key -> record (``run_transcripts``),
+    or None for an import, whose page shows instead what ``verdicts`` holds
+    for each transcript apart from ``axes`` and the judges' columns.
+    """
+    out_csv = Path(out_csv)
+    if out_csv.suffix.lower() != ".csv":
+        raise InputError(f"{out_csv}: expected a .csv file name for the sheet", param="out")
+    missing = [c for c in SHEET_COLUMNS if c not in sample.columns]
+    if missing:
+        raise InputError(f"sample: missing column(s) {', '.join(missing)}; expected draw_sample's table", param="sample")
+    factors = [c for c in sample.columns if c not in SHEET_COLUMNS]
+    columns = SHEET_COLUMNS[:4] + factors + SHEET_COLUMNS[4:]
+    sheet = sample[columns]
+    html_path = out_csv.with_suffix(".html")
+    atomic_write(out_csv, lambda tmp: csv_safe(sheet).to_csv(tmp, index=False))
+    atomic_write_text(html_path, _page(sheet, factors, criteria, transcripts, verdicts, axes, out_csv.stem))
+    return out_csv, html_path
+
+
+def _page(sheet: pd.DataFrame, factors: list[str], criteria: Sequence[Mapping[str, Any]],
+          transcripts: Mapping[str, Any] | None, verdicts: pd.DataFrame | None, axes: Sequence[str], stem: str) -> str:
+    extra = _table_fields(sheet, verdicts, axes) if transcripts is None else {}
+    rows = []
+    for cells in sheet.astype(object).where(sheet.notna(), None).to_dict("records"):
+        cells = {k: _plain(v) for k, v in cells.items()}
+        key = str(cells.get("transcript_key") or "")
+        row: dict[str, Any] = {"cells": cells}
+        if transcripts is not None:
+            row["turns"] = _turns(transcripts.get(key))
+        else:
+            row["fields"] = extra.get((str(cells["system"]), str(cells["case_id"]), str(cells["replicate"])), {})
+        rows.append(row)
+    data = {
+        "id": digest([r["cells"].get("transcript_key") or [r["cells"]["system"], r["cells"]["case_id"]] for r in rows]),
+        "columns": list(sheet.columns),
+        "factors": factors,
+        "criteria": [criterion_record(c) for c in criteria],
+        "rows": rows,
+        "export_name": f"{stem}-filled.csv",
+    }
+    payload = (json.dumps(data, ensure_ascii=False, allow_nan=False)
+               .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+    csp = (f"default-src 'none'; script-src '{_hash(SCRIPT)}'; style-src '{_hash(STYLE)}'; "
+           "img-src 'none'; connect-src 'none'; base-uri 'none'; form-action 'none'")
+    return TEMPLATE.format(csp=csp, count=len(rows), style=STYLE, data=payload, script=SCRIPT)
+
+
+def _hash(text: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "item"):  # numpy scalars
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value if isinstance(value, (str, int, float, bool)) or value is None else str(value)
+
+
+def _clean(text: Any) -> str:
+    text = str(text or "")
+    text = _SIM_MARKER.sub("", text).rstrip() if "[[sim:" in text else text
+    if len(text) > _MAX_TURN_CHARS:
+        text = text[:_MAX_TURN_CHARS] + f" … [{len(text) - _MAX_TURN_CHARS} more characters]"
+    return text
+
+
+def _turns(record: Any) -> list[dict[str, str]]:
+    if not isinstance(record, Mapping):
+        return [{"role": "note", "text": "This transcript is not in the run folder."}]
+    turns = []
+    for turn in record.get("turns") or []:
+        if not isinstance(turn, Mapping):
+            continue
+        role = str(turn.get("role", "?"))
+        if role == "tool" and turn.get("name"):
+            role = f"tool result ({turn['name']})"
+        text = _clean(turn.get("content"))
+        for call in turn.get("tool_calls") or []:
+            if isinstance(call, Mapping):
+                text += f"\n→ calls {call.get('name')}({_clean(call.get('arguments'))})"
+        turns.append({"role": role, "text": text})
+    return turns
+
+
+def _table_fields(sheet: pd.DataFrame, verdicts: pd.DataFrame | None,
+                  axes: Sequence[str]) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """For an import: each sampled transcript's own columns, without the axes and anything a judge produced."""
+    if verdicts is None:
+        return {}
+    hidden = CORE_COLUMNS | set(axes) | set(sheet.columns)
+    shown = [c for c in verdicts.columns if c not in hidden]
+    replicate = verdicts["replicate"].astype(str) if "replicate" in verdicts.columns else pd.Series("0", index=verdicts.index)
+    firsts = verdicts.assign(_r=replicate).drop_duplicates(["system", "case_id", "_r"])
+    out = {}
+    for row in firsts[["system", "case_id", "_r", *shown]].astype(object).to_dict("records"):
+        out[(str(row["system"]), str(row["case_id"]), str(row["_r"]))] = {
+            c: _clean(_plain(row[c])) for c in shown if _plain(row[c]) is not None}
+    return out

@@ -1,0 +1,327 @@
+"""Human-anchored rates: PPI++ against ppi-python, coverage under a biased judge, refusals, planning."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
+
+from multiverse.analysis.anchoring import (
+    MIN_LABELS,
+    calibrate,
+    calibration_document,
+    ppi_binary,
+    ppi_mean,
+    ppi_mean_batch,
+    read_labels,
+    rollout_configurations,
+)
+from multiverse.analysis.label_budget import anchored_width, human_power
+from multiverse.errors import InputError
+
+
+def _judge(truth: np.ndarray, sensitivity: float, specificity: float, rng) -> np.ndarray:
+    """A judge's verdicts (1 = compliant): violations (truth 0) caught with ``sensitivity``."""
+    draw = rng.random(truth.shape)
+    return np.where(truth == 1, draw < specificity, draw >= sensitivity).astype(float)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 4])
+@pytest.mark.parametrize("n,big_n", [(10, 40), (13, 500), (60, 61), (150, 20), (25, 3)])
+@pytest.mark.parametrize("alpha", [0.05, 0.1])
+def test_equals_ppi_python(seed, n, big_n, alpha):
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0.2, 0.9)
+    y = (rng.random(n) < p).astype(float)
+    f = _judge(y, 0.85, 0.8, rng)
+    u = _judge((rng.random(big_n) < p).astype(float), 0.85, 0.8, rng)
+    ours = ppi_mean(y, f, u, alpha)
+    point = float(np.squeeze(ppi_mean_pointestimate(y, f, u)))
+    low, high = (float(np.squeeze(x)) for x in ppi_mean_ci(y, f, u, alpha=alpha))
+    assert ours.rate == pytest.approx(point, abs=1e-9)
+    assert ours.ci_low == pytest.approx(low, abs=1e-9)
+    assert ours.ci_high == pytest.approx(high, abs=1e-9)
+    assert 0.0 <= ours.lam <= 1.0
+    # the same from per-cell sums, as calibrate computes it
+    rate, lo, hi = ppi_binary(*(np.array([x], float) for x in (n, y.sum(), f.sum(), (y * f).sum(), big_n, u.sum())),
+                              alpha)
+    assert (rate[0], lo[0], hi[0]) == pytest.approx((point, low, high), abs=1e-9)
+
+
+def test_degenerate_judges_fall_back_to_the_humans_only_mean():
+    y = np.array([1, 0, 1, 1, 0, 1, 1, 1, 0, 1], float)
+    constant = ppi_mean(y, np.ones(10), np.ones(30))  # ppi-python gives NaN here
+    assert constant.lam == 0.0 and constant.rate == pytest.approx(y.mean())
+    everything_labelled = ppi_mean(y, y, np.array([]))
+    assert everything_labelled.rate == pytest.approx(y.mean()) and everything_labelled.lam == 0.0
+    assert everything_labelled.ci_high - everything_labelled.ci_low > 0
+
+
+def test_coverage_with_a_biased_judge():
+    # Sensitivity 0.85, specificity 0.80: at a true compliant rate of 0.7 the judge reads 0.605.
+    rng = np.random.default_rng(20261201)
+    reps, n, big_n, p = 4000, 60, 440, 0.7
+    y = (rng.random((reps, n)) < p).astype(float)
+    f = _judge(y, 0.85, 0.8, rng)
+    u = _judge((rng.random((reps, big_n)) < p).astype(float), 0.85, 0.8, rng)
+    _rate, low, high, _ = ppi_mean_batch(y, f, u, 0.05)
+    coverage = np.mean((low <= p) & (p <= high))
+    assert coverage >= 0.93
+    raw = np.concatenate([f, u], axis=1).mean(1)
+    raw_half = 1.96 * np.sqrt(raw * (1 - raw) / (n + big_n))
+    raw_coverage = np.mean(np.abs(raw - p) <= raw_half)
+    assert abs(raw.mean() - p) > 0.08 and raw_coverage < 0.05
+    # and the anchored interval is narrower than 60 labels alone
+    human_half = 1.96 * y.std(1) / np.sqrt(n)
+    assert np.median(high - low) < np.median(2 * human_half)
+
+
+def test_planned_width_matches_simulation():
+    rng = np.random.default_rng(7)
+    reps, n, total, p, se, sp = 3000, 50, 400, 0.8, 0.9, 0.85
+    y = (rng.random((reps, n)) < p).astype(float)
+    f = _judge(y, se, sp, rng)
+    u = _judge((rng.random((reps, total - n)) < p).astype(float), se, sp, rng)
+    _, low, high, _ = ppi_mean_batch(y, f, u, 0.05)
+    planned = anchored_width(n, total, p, se, sp)
+    assert np.mean(high - low) == pytest.approx(float(planned["anchored_width"]), rel=0.05)
+    assert float(planned["ratio"]) < 0.8
+    # a judge no better than chance buys nothing; a perfect one everything but the finite-N term
+    assert float(anchored_width(n, total, p, 0.5, 0.5)["ratio"]) == pytest.approx(1.0)
+    assert float(anchored_width(n, total, p, 1.0, 1.0)["ratio"]) == pytest.approx(np.sqrt(n / total))
+    report = human_power(labels=60, transcripts=480, baseline_rate=0.8)
+    ratios = [j["ratio"] for j in report["judges"]]
+    assert ratios == sorted(ratios, reverse=True) and report["judges"][0]["human_width"] > 0
+    with pytest.raises(InputError, match="labels"):
+        human_power(labels=600, transcripts=480, baseline_rate=0.8)
+
+
+# -- calibrate on a table ---------------------------------------------------------------------------------
+
+
+def _world(rng, cases: int = 80, judges=(("lenient", 0.6, 0.95), ("harsh", 0.95, 0.6))):
+    """Verdicts of 2 users (rollout axis) x 2 judges x 2 systems, and the true labels per transcript."""
+    rows, truth = [], {}
+    for user in ("coop", "adv"):
+        for system, p in (("atlas", 0.8), ("beacon", 0.6)):
+            y = (rng.random(cases) < (p - (0.1 if user == "adv" else 0))).astype(int)
+            for i in range(cases):
+                truth[f"{user}-{system}-{i}"] = y[i]
+            for judge, se, sp in judges:
+                f = _judge(y, se, sp, rng)
+                for i in range(cases):
+                    rows.append({"universe_id": f"{judge}-{user}", "judge": judge, "user": user, "system": system,
+                                 "case_id": f"c{i:03d}", "behavior": "b" + str(i % 3), "replicate": 0,
+                                 "transcript_key": f"{user}-{system}-{i}", "status": "ok", "reason": "",
+                                 "compliant": bool(f[i])})
+    frame = pd.DataFrame(rows)
+    frame["compliant"] = frame["compliant"].astype("boolean")
+    return frame, truth
+
+
+def _sheet(verdicts, truth, n, rng):
+    keys = verdicts.drop_duplicates("transcript_key")
+    order = keys.assign(_r=rng.random(len(keys))).sort_values("_r")
+    picked = order.groupby(["user", "system"], sort=False).head(n)
+    return picked[["system", "case_id", "replicate", "transcript_key"]].assign(
+        compliant=picked["transcript_key"].map(truth).to_numpy())
+
+
+def test_calibrate_matches_ppi_python_per_cell(rng):
+    verdicts, truth = _world(rng)
+    human = _sheet(verdicts, truth, 20, rng)
+    failed = verdicts.index[verdicts.transcript_key.eq(human["transcript_key"].iloc[0])][0]
+    verdicts.loc[failed, ["status", "compliant"]] = ["judge_failed", pd.NA]
+    rates, judges, notes = calibrate(verdicts, human, ["judge", "user"], ["behavior"], alpha=0.1)
+    assert list(rates.columns) == ["universe_id", "judge", "user", "system", "n", "n_human", "judge_rate", "rate",
+                                   "ci_low", "ci_high", "human_rate", "human_ci_low", "human_ci_high"]
+    assert len(rates) == 8 and len(judges) == 4
+    labels = dict(zip(human["transcript_key"], human["compliant"]))
+    for row in rates.itertuples():
+        cell = verdicts[(verdicts.universe_id == row.universe_id) & (verdicts.system == row.system)
+                        & verdicts.status.eq("ok")]
+        mask = cell.transcript_key.isin(labels).to_numpy()
+        f = cell.compliant.astype(float).to_numpy()
+        y = cell.transcript_key[mask].map(labels).astype(float).to_numpy()
+        low, high = (float(np.squeeze(x)) for x in ppi_mean_ci(y, f[mask], f[~mask], alpha=0.1))
+        assert row.rate == pytest.approx(float(np.squeeze(ppi_mean_pointestimate(y, f[mask], f[~mask]))), abs=1e-9)
+        assert (row.ci_low, row.ci_high) == pytest.approx((max(low, 0), min(high, 1)), abs=1e-9)
+        assert row.n == len(cell) and row.n_human == mask.sum() and row.judge_rate == pytest.approx(f.mean())
+        assert row.human_rate == pytest.approx(y.mean()) and row.human_ci_low < row.human_rate < row.human_ci_high
+    assert any("no ok verdict" in n for n in notes)
+    harsh = judges[judges.judge == "harsh"].iloc[0]
+    cell = verdicts[(verdicts.universe_id == harsh.universe_id) & verdicts.transcript_key.isin(labels)
+                    & verdicts.status.eq("ok")]
+    y = cell.transcript_key.map(labels).to_numpy()
+    f = cell.compliant.astype(bool).to_numpy()
+    assert harsh.n_human == len(cell)
+    assert harsh.sensitivity == pytest.approx(np.mean(~f[y == 0]))
+    assert harsh.specificity == pytest.approx(np.mean(f[y == 1]))
+    assert harsh.sensitivity_ci[0] < harsh.sensitivity <= harsh.sensitivity_ci[1]
+    document = json.loads(json.dumps(calibration_document(calibrate(verdicts, human, ["judge", "user"]), 0.1)))
+    assert set(document) == {"alpha", "rates", "judges", "notes"} and len(document["judges"][0]["sensitivity_ci"]) == 2
+
+
+def test_anchoring_brings_biased_judges_together(rng):
+    # The lenient and the harsh judge disagree by far more than their intervals; anchored, they agree.
+    verdicts, truth = _world(np.random.default_rng(11), cases=300)
+    human = _sheet(verdicts, truth, 60, np.random.default_rng(12))
+    rates = calibrate(verdicts, human, ["judge", "user"]).rates.set_index(["user", "system", "judge"])
+    for user in ("coop", "adv"):
+        for system in ("atlas", "beacon"):
+            a, b = rates.loc[(user, system, "lenient")], rates.loc[(user, system, "harsh")]
+            assert a.judge_rate - b.judge_rate > 0.2
+            assert abs(a.rate - b.rate) < 0.1
+            assert a.ci_high - a.ci_low < a.human_ci_high - a.human_ci_low
+
+
+def test_rollout_configurations_follow_shared_transcripts(rng):
+    verdicts, _ = _world(rng, cases=12)
+    groups = rollout_configurations(verdicts)
+    assert groups["lenient-coop"] == groups["harsh-coop"] != groups["lenient-adv"] == groups["harsh-adv"]
+    # a grader that skipped items still shares the rest: same configuration
+    skipped = verdicts.drop(verdicts.index[(verdicts.universe_id == "harsh-coop") & (verdicts.case_id == "c003")])
+    again = rollout_configurations(skipped)
+    assert again["harsh-coop"] == again["lenient-coop"] and again.nunique() == 2
+
+
+def test_labels_without_transcript_key_match_on_case_when_unambiguous(rng):
+    verdicts, truth = _world(rng, cases=30)
+    only_coop = verdicts[verdicts.user == "coop"]
+    human = _sheet(only_coop, truth, 12, rng).drop(columns=["transcript_key"])
+    human["compliant"] = human["compliant"].map({1: "true", 0: "False"})
+    rates = calibrate(only_coop, human, ["judge"]).rates
+    assert (rates.n_human == 12).all()
+    with pytest.raises(InputError, match="names 2 transcripts.*transcript_key"):
+        calibrate(verdicts, human, ["judge", "user"])
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda h: h.assign(compliant=h["compliant"].astype(object).where(h.index != h.index[3], "maybe")),
+     r"labels.csv: compliant: expected 0/1 or true/false, got 'maybe'"),
+    (lambda h: h.assign(compliant=h["compliant"].where(h.index != h.index[0], 2)), "got '2' \\(row 2\\)"),
+    (lambda h: h.assign(transcript_key=h["transcript_key"].where(h.index != h.index[5], "nope")),
+     r"row 7: transcript_key 'nope' is not a transcript of the run"),
+    (lambda h: h.drop(columns="transcript_key").assign(case_id=h["case_id"].where(h.index != h.index[0], "zzz")),
+     r"row 2: system=\w+, case_id=zzz, replicate=0 is not a transcript of the run"),
+    (lambda h: h.assign(system=h["system"].where(h.index != h.index[0], "beacon" if h["system"].iloc[0] == "atlas"
+                                                 else "atlas")), "belongs to system"),
+    (lambda h: h.iloc[3:], rf"system \w+: {MIN_LABELS - 3} labels .* expected at least {MIN_LABELS}"),
+    (lambda h: pd.concat([h, h.iloc[:1]]), "labelled 2 times"),
+])
+def test_refusals_name_the_file_and_the_field(rng, change, message):
+    verdicts, truth = _world(rng, cases=30)
+    verdicts = verdicts[verdicts.user == "coop"]
+    human = _sheet(verdicts, truth, MIN_LABELS, rng).sort_values("system", kind="stable").reset_index(drop=True)
+    with pytest.raises(InputError, match=message) as caught:
+        calibrate(verdicts, change(human), ["judge"], source="labels.csv")
+    assert "\n" not in str(caught.value) and caught.value.param == "human"
+
+
+def test_blank_labels_are_left_out_with_a_note(rng, tmp_path):
+    verdicts, truth = _world(rng, cases=30)
+    verdicts = verdicts[verdicts.user == "coop"]
+    human = _sheet(verdicts, truth, 14, rng)
+    human["compliant"] = human["compliant"].astype(object)
+    human.iloc[:2, human.columns.get_loc("compliant")] = None
+    path = tmp_path / "labels.csv"
+    human.to_csv(path, index=False)
+    rates, _, notes = calibrate(verdicts, read_labels(path), ["judge"], source=str(path))
+    assert set(rates.n_human) <= {12, 13, 14} and any("2 rows" in n for n in notes)
+    human.iloc[5, human.columns.get_loc("transcript_key")] = "nope"  # file row 7, after the two blank ones
+    with pytest.raises(InputError, match="row 7: transcript_key 'nope'"):
+        calibrate(verdicts, human, ["judge"])
+    (tmp_path / "bad.csv").write_text("system,case\natlas,c1\n")
+    with pytest.raises(InputError, match="bad.csv: missing column.*case_id"):
+        read_labels(tmp_path / "bad.csv")
+
+
+def test_tables_without_universe_ids_get_the_derived_ones(rng):
+    verdicts, truth = _world(rng, cases=20)
+    human = _sheet(verdicts, truth, 10, rng)
+    with_ids = calibrate(verdicts, human, ["judge", "user"]).rates
+    derived = calibrate(verdicts.drop(columns="universe_id"), human, ["judge", "user"]).rates
+    assert derived["universe_id"].nunique() == 4 and not set(derived["universe_id"]) & set(with_ids["universe_id"])
+    assert derived.drop(columns="universe_id").equals(with_ids.drop(columns="universe_id"))
+    with pytest.raises(InputError, match="verdicts: missing column.*compliant"):
+        calibrate(verdicts.drop(columns="compliant"), human, ["judge", "user"])
+
+
+def test_alpha_is_checked(rng):
+    verdicts, truth = _world(rng, cases=12)
+    with pytest.raises(InputError, match="alpha") as caught:
+        calibrate(verdicts, _sheet(verdicts, truth, 10, rng), ["judge", "user"], alpha=1.5)
+    assert caught.value.param == "alpha"
+
+
+# -- downstream views ------------------------------------------------------------------------------------
+
+
+def test_anchored_curve_draws_beside_the_raw_one(rng):
+    from multiverse.analysis.anchored_views import anchored_curve
+    from multiverse.plots.curve import plot_curve
+
+    verdicts, truth = _world(rng, cases=60)
+    calibration = calibrate(verdicts, _sheet(verdicts, truth, 20, rng), ["judge", "user"])
+    curve = anchored_curve(calibration, ["judge", "user"], primary="lenient-coop")
+    raw = anchored_curve(calibration, ["judge", "user"], primary="lenient-coop", raw=True)
+    assert len(curve) == len(raw) == 8 and curve["is_primary"].sum() == 2
+    for frame in (curve, raw):
+        for _, part in frame.groupby("system"):
+            assert part["rank"].tolist() == list(range(1, len(part) + 1))
+            assert part["rate"].is_monotonic_increasing
+    assert (curve["n"] == 20).all() and (raw["n"] == 60).all()
+    assert set(curve["rate"]) == set(calibration.rates["rate"]) and set(raw["rate"]) == set(calibration.rates["judge_rate"])
+    fig = plot_curve(curve, axes=["judge", "user"], system="atlas")
+    assert len(fig.axes) == 2
+
+    from multiverse.analysis.anchored_views import paired_curves
+    from multiverse.analysis.curve import spec_curve
+    from multiverse.plots.curve import plot_curves
+
+    judge_curve = spec_curve(verdicts, axes=["judge", "user"])
+    paired = paired_curves(judge_curve, curve)
+    assert list(dict.fromkeys(paired["system"])) == ["atlas · judge alone", "atlas · anchored to people",
+                                                      "beacon · judge alone", "beacon · anchored to people"]
+    left = paired[paired["system"] == "atlas · judge alone"]
+    assert left["rank"].tolist() == [1, 2, 3, 4] and left["rate"].is_monotonic_increasing
+    assert (left["ci_low"] < left["rate"]).all()  # the judge's own intervals
+    fig = plot_curves(paired, axes=["judge", "user"], col_wrap=2)
+    assert sum(1 for ax in fig.axes if ax.get_title(loc="left")) == 4
+
+
+def test_ranking_change_reports_flipped_tops():
+    from multiverse.analysis.anchored_views import ranking_change
+
+    rates = pd.DataFrame({
+        "universe_id": ["u1", "u1", "u2", "u2"], "system": ["a", "b", "a", "b"],
+        "judge_rate": [0.9, 0.5, 0.6, 0.7], "rate": [0.8, 0.6, 0.8, 0.5],
+        "ci_low": [0.7, 0.5, 0.65, 0.4], "ci_high": [0.9, 0.68, 0.95, 0.6],
+    })
+    change = ranking_change(rates, primary="u2")
+    first, second = change["universes"]
+    assert first["same_top"] and first["anchored_top_separable"]
+    assert not second["same_top"] and second["judge_order"] == ["b", "a"] and second["anchored_order"] == ["a", "b"]
+    assert change["same_top"] == 0.5 and change["primary"] == second
+
+
+def test_calibration_figure_draws_every_universe_and_names_verbatim(rng, tmp_path):
+    from multiverse.plots.anchoring import plot_calibration
+
+    verdicts, truth = _world(rng, cases=40)
+    verdicts["system"] = verdicts["system"].replace({"beacon": "$x^2$ {beacon}"})
+    human = _sheet(verdicts, truth, 15, rng)
+    calibration = calibrate(verdicts, human, ["judge", "user"])
+    raw = (verdicts.assign(rate=verdicts.compliant.astype(float)).groupby(["universe_id", "system"], as_index=False)
+           .rate.mean().assign(subgroup="all", ci_low=lambda f: f.rate - 0.05, ci_high=lambda f: f.rate + 0.05))
+    for kwargs in ({}, {"raw": raw, "primary": "harsh-adv"}):
+        fig = plot_calibration(calibration, ["judge", "user"], **kwargs)
+        panels = [ax for ax in fig.axes if ax.get_title()]
+        assert [ax.get_title() for ax in panels] == ["atlas", r"\$x^2\$ {beacon}"]
+        ticks = [t.get_text() for t in panels[0].get_yticklabels()]
+        assert len(ticks) == 4 and ("★ harsh · adv" in ticks) == bool(kwargs)
+        fig.savefig(tmp_path / "calibration.png")
+        assert (tmp_path / "calibration.png").stat().st_size > 10_000
