@@ -208,3 +208,27 @@ def test_results_report_of_a_run_and_an_import_is_the_explorer(run_result, impor
     assert len(texts["criteria"]["rationale"]) == len(run_result.criteria)
     texts = unpack(_document((tmp_path / "import.html").read_text(encoding="utf-8"))["blocks"]["texts"])
     assert all(t is None for t in texts["transcripts"]) and not texts["criteria"]["rationale"]
+
+
+@pytest.mark.browser
+def test_a_run_where_every_verdict_failed_still_gets_its_explorer_and_says_why(tab, tmp_path):
+    from multiverse.report import build_report_html
+    from multiverse.results import Results
+
+    verdicts = pd.DataFrame([{"system": s, "case_id": f"c{c}", "judge": j, "compliant": None, "status": "rollout_failed",
+                              "reason": "auth: invalid api key"}
+                             for s in ("atlas", "beacon") for j in ("j1", "j2") for c in range(3)])
+    page_text = build_report_html(Results(verdicts=verdicts, axes=["judge"]), tests=False, progress=False)
+    assert re.search(r'class="problem">The specification curve could not be computed: InputError: ', page_text)
+    document = _document(page_text)
+    assert len(document["universes"]["id"]) == 2 and document["rates"]["universe"] == []
+    assert "Failure accounting" in page_text
+    path = tmp_path / "failed.html"
+    path.write_text(page_text, encoding="utf-8")
+    page = tab(path)
+    assert page.locator("circle.pt").count() == 0
+    # the universes are still there to open, with every case's failure
+    page.goto(path.resolve().as_uri() + f"#u={document['universes']['id'][0]}")
+    page.wait_for_selector("body[data-universe-open]")
+    assert page.locator("#cases button.v").count() == 2 * 3
+    assert "rollout_failed" in page.inner_text("#cases")

@@ -317,13 +317,13 @@ def document_from_run(source: str | os.PathLike, *, store: Any = None) -> dict:
     return document_from_results(load_run(source), store=store)
 
 
-def document_from_results(results: Any, *, store: Any = None) -> dict:
+def document_from_results(results: Any, *, store: Any = None, rates: pd.DataFrame | None = None) -> dict:
     """``explorer_document`` of a :class:`~multiverse.results.Results` (a run, an import or a table).
 
     Transcripts come from the run folder's ``transcripts.jsonl``; a folder
     without one (an older run) reads them from ``store`` (a directory or a
     ``multiverse.store.Store``), by default the store its manifest names, when
-    that is here.
+    that is here. ``rates`` replaces the results' own rates table.
     """
     from ..analysis.rates import run_ci_settings
     from ..option_order import declared_options
@@ -338,7 +338,7 @@ def document_from_results(results: Any, *, store: Any = None) -> dict:
     if not transcripts:
         transcripts = _from_store(tables, store)
     return explorer_document(
-        tables.verdicts, tables.criteria, tables.rates, transcripts,
+        tables.verdicts, tables.criteria, tables.rates if rates is None else rates, transcripts,
         axes=tables.axes, factors=tables.factors, primary=tables.primary,
         ci_method=ci if ci is not None else "wilson", options=declared_options(tables),
         labels=labels, title=str(manifest.get("spec") or (source_path.name if source_path is not None else "audit")),

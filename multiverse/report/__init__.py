@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ..errors import MultiverseError
 from ..results import Results
@@ -74,6 +75,10 @@ from .sections import (
 )
 
 __all__ = ["EXAMPLES_PER_CELL", "MAX_DRILLDOWN", "build_report_html", "write_report", "write_results_report"]
+
+# What an analysis raises when it cannot run on a source (rather than a bug, which should surface).
+_SECTION_ERRORS = (MultiverseError, ValueError, KeyError, IndexError, TypeError, np.linalg.LinAlgError)
+
 
 @dataclass(frozen=True)
 class _Section:
@@ -125,10 +130,9 @@ def build_report_html(tables: Results, *, store: Any = None, threshold: float | 
             steps.set_postfix_str(section.title)
             try:
                 content = section.build(run)
-            except (MultiverseError, ValueError, KeyError, IndexError, TypeError, np.linalg.LinAlgError) as exc:
+            except _SECTION_ERRORS as exc:
                 # One analysis that cannot run on this source must not cost the reader the rest of the report.
-                content = (f'<p class="problem">This section could not be computed: {_e(type(exc).__name__)}: '
-                           f"{_e(str(exc).splitlines()[0] if str(exc) else '')}</p>")
+                content = _problem("This section could not be computed", exc)
             body.append(f'<section id="{section.anchor}"><h2>{_e(section.title)}</h2>{content}</section>')
     return _page(run, "".join(body))
 
@@ -159,7 +163,24 @@ def _page(run: _Run, sections: str) -> str:
         f'<footer><p class="note">Written by multiverse {_e(_version())} on {_e(time.strftime("%Y-%m-%d %H:%M"))}.</p>'
         "</footer>"
     )
-    return render_explorer(document_from_results(run.tables, store=run.store), details=details)
+    try:
+        document = document_from_results(run.tables, store=run.store)
+    except _SECTION_ERRORS as exc:
+        # No rate could be computed (say, every verdict failed): the explorer still lists the universes and
+        # cases with their failures, over an empty curve, and says why, like any section that cannot run.
+        document = document_from_results(run.tables, store=run.store, rates=_NO_RATES)
+        details = _problem("The specification curve could not be computed", exc) + details
+    return render_explorer(document, details=details)
+
+
+_NO_RATES = pd.DataFrame({c: pd.Series(dtype=t) for c, t in (
+    ("universe_id", str), ("system", str), ("n", int), ("n_compliant", int), ("rate", float), ("ci_low", float),
+    ("ci_high", float))})
+
+
+def _problem(what: str, exc: Exception) -> str:
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    return f'<p class="problem">{_e(what)}: {_e(type(exc).__name__)}: {_e(first)}</p>'
 
 
 def _when(stamp: Any) -> str:
