@@ -344,7 +344,12 @@ class Results:
 
     def report(self, path: str | os.PathLike | None = None, *, store: Any = None, threshold: float | None = None,
                tests: bool = True, progress: bool | None = None) -> Path:
-        """Write the self-contained HTML report; return its path (default: ``report.html`` beside the source)."""
+        """Write the self-contained HTML report; return its path (default: ``report.html`` beside the source).
+
+        The page is the explorer (the interactive curve, universes, transcripts
+        and the judges' rationales) with every analysis under it as static
+        figures and tables (``multiverse.report``).
+        """
         from .report import write_results_report
 
         return write_results_report(self, path, store=store, threshold=threshold, tests=tests, progress=progress)
