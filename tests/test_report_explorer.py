@@ -153,6 +153,9 @@ def test_cli_report_of_a_run_opens_a_points_transcripts_and_rationales(run_resul
         key = columns.nth(i).get_attribute("data-judgment")
         shown = columns.nth(i).locator(".rationale").all_inner_texts()
         assert sorted(shown) == sorted(strip_markers(r) for r in criteria[criteria["judgment_key"] == key]["rationale"])
+    # printed, the static figures under the explorer stand in for its charts; the open universe still prints
+    page.emulate_media(media="print")
+    assert not page.is_visible("#curve") and page.is_visible("#details img") and page.is_visible("#universe h2")
 
 
 @pytest.mark.browser
