@@ -31,14 +31,14 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 __all__ = [
+    "MIN_SECRET_LENGTH",
     "PROVIDER_KEY_VARIABLES",
     "REDACTED",
-    "MIN_SECRET_LENGTH",
-    "register",
-    "secret_values",
+    "check_spec_sections",
     "redact",
     "redact_all",
-    "check_spec_sections",
+    "register",
+    "secret_values",
 ]
 
 REDACTED = "[redacted]"

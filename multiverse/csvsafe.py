@@ -10,7 +10,7 @@ prefixed: ``-0.5`` is a number, not a formula.
 
 from __future__ import annotations
 
-__all__ = ["FORMULA_START", "QUOTE", "safe_cell", "restore_cell"]
+__all__ = ["FORMULA_START", "QUOTE", "restore_cell", "safe_cell"]
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 QUOTE = "'"

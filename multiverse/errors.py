@@ -15,7 +15,7 @@ Messages are one line: ``<file>: <YAML path or column>: <what was expected>``.
 
 from __future__ import annotations
 
-__all__ = ["MultiverseError", "SpecError", "InputError", "StoreError", "ModelError", "BudgetExceeded", "ModelUnusable"]
+__all__ = ["BudgetExceeded", "InputError", "ModelError", "ModelUnusable", "MultiverseError", "SpecError", "StoreError"]
 
 
 class MultiverseError(Exception):

@@ -239,7 +239,8 @@ class DaskSession:
 
     def __init__(self, backend: str, scheduler: Any, jobs: int):
         self.backend, self.scheduler, self.jobs = backend, scheduler, jobs
-        self.client = self.cluster = None
+        self.client: Any = None
+        self.cluster: Any = None
 
     def __enter__(self):
         from .errors import InputError

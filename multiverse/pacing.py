@@ -212,7 +212,7 @@ class _Lane:
                 # A pause or a cut while we slept voids the reservation; a late wake-up
                 # must still keep the spacing and the minute's tokens.
                 if (self.epoch == epoch and now >= self.paused_until and now >= self.last_start + 1 / self.rate
-                        and (self.token_rate is None or now >= self.paid_until and self._token_room(now, tokens) <= now)):
+                        and (self.token_rate is None or (now >= self.paid_until and self._token_room(now, tokens) <= now))):
                     self._begin(slot, now, tokens)
                     return
 

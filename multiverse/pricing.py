@@ -12,7 +12,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-__all__ = ["price_per_token", "estimate_cost"]
+__all__ = ["estimate_cost", "price_per_token"]
 
 
 @functools.lru_cache(maxsize=1)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,10 +36,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "atomic_write",
+    "check_choice",
     "csv_safe",
     "infer_axes",
     "load_run",
     "read_table",
+    "require_columns",
     "split_factors",
     "universe_ids",
     "write_json",
@@ -226,3 +228,16 @@ def _load_dir(path: Path) -> Results:
         primary=manifest.get("primary"),
         source=path,
     )
+
+
+def require_columns(frame: pd.DataFrame, name: str, columns: Sequence[str]) -> None:
+    """Refuse ``frame`` (called ``name`` in the message) unless it has every one of ``columns``."""
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise InputError(f"{name}: {missing[0]}: column missing (expected {', '.join(columns)})")
+
+
+def check_choice(value: str, known: Sequence[str], what: str) -> None:
+    """Refuse a programming slip: a rule, estimator or method name outside the vocabulary."""
+    if value not in known:
+        raise ValueError(f"unknown {what} {value!r}; known: {', '.join(known)}")

@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ToolCodeError", "check_reference", "resolve_references", "load_function", "MAX_TOOL_FILE_BYTES"]
+__all__ = ["MAX_TOOL_FILE_BYTES", "ToolCodeError", "check_reference", "load_function", "resolve_references"]
 
 MAX_TOOL_FILE_BYTES = 1024 * 1024
 _REFERENCE = re.compile(r"(?P<file>[^:\\\x00-\x1f]+\.py):(?P<name>[A-Za-z][A-Za-z0-9_]*)")
@@ -74,7 +74,7 @@ def _file_of(reference: Any, base_dir: Path) -> tuple[Path, str]:
 
 def _bindings(tree: ast.Module, name: str) -> list[ast.AST]:
     """Top-level statements that bind ``name`` (def, class, assignment, import, ...)."""
-    found = []
+    found: list[ast.AST] = []
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             if node.name == name:  # another def's body binds its own locals, not the module's

@@ -39,11 +39,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .config import ModelConfig
 from .design import case_counts
 from .grid import Universe, expand
 from .keys import digest
 from .prompts import template_digests
-from .config import ModelConfig
 from .spec import Spec, to_yaml_dict
 from .toolcode import resolve_references
 

@@ -27,13 +27,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 __all__ = [
+    "JUDGE_TEMPERATURES",
+    "RUBRIC",
     "audit_responder",
     "audit_role",
-    "task_of",
-    "scenario_of",
     "fake_spec_document",
-    "RUBRIC",
-    "JUDGE_TEMPERATURES",
+    "scenario_of",
+    "task_of",
 ]
 
 _SCENARIO = re.compile(r"\[scenario ([A-Za-z0-9_.#-]+)\]")

@@ -1,13 +1,17 @@
-"""Shared fixtures: a seeded RNG, figures closed after each test, tiny specs."""
+"""Shared fixtures: a seeded RNG, figures closed after each test, tiny specs, a synthetic
+verdicts table and one tiny simulated run per session."""
 
 from __future__ import annotations
 
 import os
 import threading
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 
@@ -76,6 +80,19 @@ def rng():
     return np.random.default_rng(20261130)
 
 
+@pytest.fixture
+def verdicts() -> pd.DataFrame:
+    """A synthetic verdicts table: 8 universes (judge x evidence x scoring) x 3 systems x 30 cases x 2 replicates.
+
+    Drawn from synthetic.latent_verdicts, so universes share cases and
+    transcripts as real ones do; 5% of rows failed (status judge_failed,
+    compliant missing). A fresh copy per test: tests may edit it.
+    """
+    from synthetic import latent_verdicts
+
+    return latent_verdicts(rates={"A": 0.55, "B": 0.7, "C": 0.8}, replicates=2, fail=0.05)
+
+
 def tiny_spec_document(**overrides) -> dict:
     """A small spec on the simulated world: 2 systems, 2 behaviours x 1 condition x 2 cases."""
     rubric = yaml.safe_load((SPECS / "deception-rubric.yaml").read_text())
@@ -118,6 +135,56 @@ def explorer_block_texts(page: str) -> list[str]:
         return []
     blocks = json.loads(found.group(1)).get("blocks", {})
     return [json.dumps(unpack(block), ensure_ascii=False) for block in blocks.values()]
+
+
+def sim_run_document() -> dict:
+    """The spec of the session's run: the tiny spec with 3 cases per cell and judge x evidence axes (4 universes)."""
+    return tiny_spec_document(
+        design={
+            "dimensions": [{"name": "behavior"}, {"name": "interaction_condition", "levels": ["material_reliance"]}],
+            "cases_per_cell": 3,
+        },
+        axes={
+            "judge": {"judge_a": {"judge.model": "sim/judge-a"}, "judge_b": {"judge.model": "sim/judge-b"}},
+            "evidence": {"strict": {"judge.evidence_standard": "strict"},
+                         "lenient": {"judge.evidence_standard": "lenient"}},
+        },
+        primary={"judge": "judge_a", "evidence": "strict"},
+    )
+
+
+@dataclass(frozen=True)
+class SimRun:
+    """A finished run of the simulated world: its spec file, run folder and store."""
+
+    spec: Path
+    out: Path
+    store: Path
+
+
+def _files(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.fixture(scope="session")
+def sim_run(tmp_path_factory) -> Iterator[SimRun]:
+    """One tiny run (``sim_run_document``), made once per session by ``multiverse run``.
+
+    Tests that need a run folder read this one. It is shared, so a test that
+    writes into it (a report beside the tables, an edited table) works on a
+    copy (``shutil.copytree(sim_run.out, ...)``); the session ends with an
+    error if anything in the spec's folder changed.
+    """
+    from cli_runner import run_cli
+
+    root = tmp_path_factory.mktemp("sim_run")
+    spec = root / "tiny.yaml"
+    spec.write_text(yaml.safe_dump(sim_run_document(), sort_keys=False))
+    run_cli(["run", spec, "--out", root / "run", "--store", root / "store", "--quiet"], cwd=root).ok()
+    before = _files(root)
+    yield SimRun(spec=spec, out=root / "run", store=root / "store")
+    changed = snapshot_changes(before, _files(root))
+    assert not changed, "a test wrote into the shared sim_run (copy it first): " + "; ".join(changed[:20])
 
 
 def flaky_spec_document(folder: Path, *, user_failure: float, judge_failure: float, cases_per_cell: int,

@@ -66,7 +66,7 @@ from collections.abc import Callable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["FakeServer", "OUTCOMES", "schema_instance"]
+__all__ = ["OUTCOMES", "FakeServer", "schema_instance"]
 
 OUTCOMES = (
     "ok",
@@ -149,10 +149,10 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     server: _Server
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         pass  # the test output stays clean
 
-    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+    def do_GET(self) -> None:
         if self.path.rstrip("/") in ("/v1/stats", "/stats"):
             # For a server running in another process (the benchmark).
             self._send_json(200, self.server.fake.snapshot(reset=True))
@@ -161,7 +161,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send_json(404, {"error": {"message": "not found", "type": "not_found"}})
 
-    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+    def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
         if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):

@@ -11,13 +11,13 @@ import json
 import os
 import shutil
 import stat
-import time
 import tracemalloc
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
+from cli_runner import run_cli
 from conftest import tiny_spec_document
 
 from multiverse.cli import main
@@ -25,15 +25,6 @@ from multiverse.errors import InputError, SpecError
 
 REPO = Path(__file__).resolve().parents[1]
 ASSERT_SUITE = REPO / "analyses" / "data" / "assert" / "deception"
-
-
-def run_cli(argv, capsys) -> tuple[int, str, str]:
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exc:  # argparse refuses flags by exiting
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def refused(code: int, err: str, *fragments: str) -> str:
@@ -74,17 +65,17 @@ def no_paid_calls(monkeypatch):
 
 @pytest.mark.parametrize("name", ["../../x", "a/b", "a\\b", "..", ".", "", "-rf", "a\x00b", "bell\x07", "x" * 101,
                                   " padded", ".hidden", "/abs", "tab\there"])
-def test_an_unsafe_spec_name_is_refused_at_validate(tmp_path, capsys, name):
+def test_an_unsafe_spec_name_is_refused_at_validate(tmp_path, name):
     write_spec(tmp_path, name=name)
-    code, _, err = run_cli(["validate", tmp_path / "spec.yaml"], capsys)
+    code, _, err = run_cli(["validate", tmp_path / "spec.yaml"])
     refused(code, err, "spec.yaml: name", "expected")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["spec.yaml"]
 
 
 @pytest.mark.parametrize("name", ["demo", "my audit-2.v1", "A_b"])
-def test_a_safe_spec_name_validates(tmp_path, capsys, name):
+def test_a_safe_spec_name_validates(tmp_path, name):
     write_spec(tmp_path, name=name)
-    code, _out, err = run_cli(["validate", tmp_path / "spec.yaml"], capsys)
+    code, _out, err = run_cli(["validate", tmp_path / "spec.yaml"])
     assert code == 0, err
 
 
@@ -95,7 +86,7 @@ def test_a_safe_spec_name_validates(tmp_path, capsys, name):
     ("design.cases_per_cell", 10**9), ("rollout.replicates", 10**9), ("judge.samples", 10**6),
     ("scoring.ci.n_boot", 10**9), ("rollout.max_turns", 10**12), ("design.allocation", 10**9),
 ])
-def test_huge_sizes_are_refused_by_validate_quickly(tmp_path, capsys, path, value):
+def test_huge_sizes_are_refused_by_validate_quickly(tmp_path, path, value):
     document = tiny_spec_document()
     if path == "design.allocation":
         document["design"]["allocation"] = [{"cell": {"behavior": "fabricate_evidence"}, "cases": value}]
@@ -108,16 +99,15 @@ def test_huge_sizes_are_refused_by_validate_quickly(tmp_path, capsys, path, valu
         node[last] = value
         where = path
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(document))
-    started = time.perf_counter()
-    code, _, err = run_cli(["validate", tmp_path / "spec.yaml"], capsys)
-    assert time.perf_counter() - started < 10
+    # How quickly: tests/bench/bench_quick_paths.py.
+    code, _, err = run_cli(["validate", tmp_path / "spec.yaml"])
     refused(code, err, where, "expected at most")
 
 
-def test_a_design_with_astronomically_many_cells_is_refused(tmp_path, capsys):
+def test_a_design_with_astronomically_many_cells_is_refused(tmp_path):
     dimensions = [{"name": "behavior"}] + [{"name": f"d{i}", "levels": [f"l{j}" for j in range(10)]} for i in range(9)]
     write_spec(tmp_path, design={"dimensions": dimensions, "cases_per_cell": 1})
-    code, _, err = run_cli(["validate", tmp_path / "spec.yaml"], capsys)
+    code, _, err = run_cli(["validate", tmp_path / "spec.yaml"])
     refused(code, err, "design.dimensions", "cells")
 
 
@@ -137,13 +127,12 @@ def test_a_sample_of_a_billion_universes_never_lists_the_grid(tmp_path):
                                exclude=[{"a0": "o1", "a1": "o1"}], sample={"n": 10, "method": method, "seed": 4})
         spec = load_spec(spec_path)
         tracemalloc.start()
-        started = time.perf_counter()
         universes = expand(spec)
-        seconds = time.perf_counter() - started
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-        # Listing 10^9 universes would take hours and gigabytes; the sample takes a few resolves.
-        assert seconds < 10 and peak < 50 * 2**20, (seconds, peak)
+        # Listing 10^9 universes would take gigabytes; the sample takes a few resolves
+        # (and a fraction of a second: tests/bench/bench_quick_paths.py).
+        assert peak < 50 * 2**20, peak
         assert len({u.id for u in universes}) == 10
         assert universes[0].is_primary and dict(universes[0].options) == primary
         assert not any(u.options["a0"] == "o1" and u.options["a1"] == "o1" for u in universes)
@@ -156,11 +145,9 @@ def test_a_sample_of_a_billion_universes_never_lists_the_grid(tmp_path):
         assert len({u.options[axis] for u in lhs}) == 10
 
 
-def test_a_huge_grid_without_a_sample_is_refused_by_validate(tmp_path, capsys):
+def test_a_huge_grid_without_a_sample_is_refused_by_validate(tmp_path):
     write_spec(tmp_path, axes=_huge_grid())
-    started = time.perf_counter()
-    code, _, err = run_cli(["validate", tmp_path / "spec.yaml"], capsys)
-    assert time.perf_counter() - started < 20
+    code, _, err = run_cli(["validate", tmp_path / "spec.yaml"])
     refused(code, err, "universes", "sample")
 
 
@@ -169,7 +156,7 @@ def test_a_huge_grid_without_a_sample_is_refused_by_validate(tmp_path, capsys):
 
 @pytest.mark.parametrize("kind", ["fifo", "dev_zero", "directory", "invalid_utf8", "deep_nesting"])
 @pytest.mark.parametrize("role", ["spec", "rubric", "cases"])
-def test_special_input_files_are_refused_without_blocking(tmp_path, capsys, kind, role):
+def test_special_input_files_are_refused_without_blocking(tmp_path, kind, role):
     target = tmp_path / f"{role}-input.yaml"
     if kind == "fifo":
         os.mkfifo(target)
@@ -190,19 +177,17 @@ def test_special_input_files_are_refused_without_blocking(tmp_path, capsys, kind
         document["design"]["cases"] = target.name
         spec = tmp_path / "spec.yaml"
         spec.write_text(yaml.safe_dump(document))
-    started = time.perf_counter()
-    code, _, err = run_cli(["validate", spec], capsys)
-    assert time.perf_counter() - started < 20
+    code, _, err = run_cli(["validate", spec])
     refused(code, err, f"{target.name}")
 
 
-def test_an_unreadable_spec_is_one_line(tmp_path, capsys):
+def test_an_unreadable_spec_is_one_line(tmp_path):
     spec = write_spec(tmp_path)
     spec.chmod(0)
     try:
         if os.access(spec, os.R_OK):
             pytest.skip("running as a user who can read any file (root)")
-        code, _, err = run_cli(["validate", spec], capsys)
+        code, _, err = run_cli(["validate", spec])
         refused(code, err, "spec.yaml", "cannot be read")
     finally:
         spec.chmod(stat.S_IRUSR | stat.S_IWUSR)
@@ -232,10 +217,10 @@ def test_an_unreadable_spec_is_one_line(tmp_path, capsys):
     (["import", "table", "t.csv", "--system", "s", "--item", "i", "--label", "l", "--out", "o", "--primary", "judge"],
      "--primary"),
 ])
-def test_numeric_and_shaped_flags_are_checked_and_named(tmp_path, capsys, no_paid_calls, argv, flag):
+def test_numeric_and_shaped_flags_are_checked_and_named(tmp_path, no_paid_calls, argv, flag):
     spec = write_spec(tmp_path)
     argv = [str(spec) if a == "SPEC" else str(tmp_path) if a == "SRC" else a for a in argv]
-    code, _, err = run_cli(argv, capsys)
+    code, _, err = run_cli(argv)
     refused(code, err, flag)
     assert no_paid_calls == []
 
@@ -243,16 +228,16 @@ def test_numeric_and_shaped_flags_are_checked_and_named(tmp_path, capsys, no_pai
 # -- output places: checked before any paid call -------------------------------------------
 
 
-def test_run_out_holding_the_spec_it_would_overwrite_is_refused(tmp_path, capsys, no_paid_calls):
+def test_run_out_holding_the_spec_it_would_overwrite_is_refused(tmp_path, no_paid_calls):
     spec = write_spec(tmp_path)
     before = spec.read_bytes()
-    code, _, err = run_cli(["run", spec, "--out", tmp_path, "--force"], capsys)
+    code, _, err = run_cli(["run", spec, "--out", tmp_path, "--force"])
     refused(code, err, "output folder", "spec.yaml", "overwrite")
     assert no_paid_calls == [] and spec.read_bytes() == before
 
 
 @pytest.mark.parametrize("kind", ["import", "unrelated"])
-def test_run_out_of_another_kind_needs_force(tmp_path, capsys, no_paid_calls, kind):
+def test_run_out_of_another_kind_needs_force(tmp_path, no_paid_calls, kind):
     spec = write_spec(tmp_path / "specs")
     out = tmp_path / "out"
     out.mkdir()
@@ -260,7 +245,7 @@ def test_run_out_of_another_kind_needs_force(tmp_path, capsys, no_paid_calls, ki
         (out / "manifest.json").write_text(json.dumps({"source": "table", "axes": []}))
     else:
         (out / "thesis.docx").write_text("not ours")
-    code, _, err = run_cli(["run", spec, "--out", out, "--store", tmp_path / "store"], capsys)
+    code, _, err = run_cli(["run", spec, "--out", out, "--store", tmp_path / "store"])
     refused(code, err, "output folder", "--force")
     assert no_paid_calls == []
     with pytest.raises(SystemExit) as reached:
@@ -280,24 +265,24 @@ def test_an_earlier_run_folder_is_rewritten_without_force(tmp_path, no_paid_call
 
 
 @pytest.mark.parametrize("where", ["file", "under_a_file", "in_store", "is_store"])
-def test_run_out_that_is_a_file_or_in_the_store_is_refused_even_with_force(tmp_path, capsys, no_paid_calls, where):
+def test_run_out_that_is_a_file_or_in_the_store_is_refused_even_with_force(tmp_path, no_paid_calls, where):
     spec = write_spec(tmp_path / "specs")
     store = tmp_path / "store"
     store.mkdir()
     (tmp_path / "plain").write_text("a file")
     out = {"file": tmp_path / "plain", "under_a_file": tmp_path / "plain" / "run",
            "in_store": store / "runs" / "x", "is_store": store}[where]
-    code, _, err = run_cli(["run", spec, "--out", out, "--store", store, "--force"], capsys)
+    code, _, err = run_cli(["run", spec, "--out", out, "--store", store, "--force"])
     refused(code, err, "output folder")
     assert no_paid_calls == []
     assert (tmp_path / "plain").read_text() == "a file" and list(store.iterdir()) == []
 
 
-def test_the_default_run_folder_is_checked_too(tmp_path, capsys, no_paid_calls, monkeypatch):
+def test_the_default_run_folder_is_checked_too(tmp_path, no_paid_calls, monkeypatch):
     spec = write_spec(tmp_path / "specs")
     monkeypatch.chdir(tmp_path)
     (tmp_path / "runs").write_text("a file where the runs folder goes")
-    code, _, err = run_cli(["run", spec, "--store", tmp_path / "store"], capsys)
+    code, _, err = run_cli(["run", spec, "--store", tmp_path / "store"])
     refused(code, err, "output folder", "runs")
     assert no_paid_calls == []
 
@@ -305,41 +290,41 @@ def test_the_default_run_folder_is_checked_too(tmp_path, capsys, no_paid_calls, 
 LABELS = "model,item,label\nA,i1,1\nA,i2,0\nB,i1,1\nB,i2,1\n"
 
 
-def test_import_table_into_its_own_folder_is_refused(tmp_path, capsys, monkeypatch):
+def test_import_table_into_its_own_folder_is_refused(tmp_path, monkeypatch):
     table = tmp_path / "verdicts.csv"
     table.write_text(LABELS)
     monkeypatch.chdir(tmp_path)
     code, _, err = run_cli(["import", "table", "verdicts.csv", "--system", "model", "--item", "item", "--label", "label",
-                            "--out", ".", "--force"], capsys)
+                            "--out", ".", "--force"])
     refused(code, err, "output folder", "verdicts.csv")
     assert table.read_text() == LABELS and sorted(p.name for p in tmp_path.iterdir()) == ["verdicts.csv"]
 
 
-def test_import_assert_into_a_run_folder_it_reads_is_refused(tmp_path, capsys):
+def test_import_assert_into_a_run_folder_it_reads_is_refused(tmp_path):
     suite = tmp_path / "suite"
     shutil.copytree(ASSERT_SUITE, suite)
     before = sorted(p.name for p in (suite / "run_a").iterdir())
     for out in (suite / "run_a", suite / "run_a" / "imported"):
-        code, _, err = run_cli(["import", "assert", suite / "run_a", suite / "run_b", "--out", out, "--force"], capsys)
+        code, _, err = run_cli(["import", "assert", suite / "run_a", suite / "run_b", "--out", out, "--force"])
         refused(code, err, "output folder", "input folder")
     assert sorted(p.name for p in (suite / "run_a").iterdir()) == before
 
 
-def test_import_into_a_run_folder_needs_force(tmp_path, capsys):
+def test_import_into_a_run_folder_needs_force(tmp_path):
     table = tmp_path / "labels.csv"
     table.write_text(LABELS)
     out = tmp_path / "run"
     out.mkdir()
     (out / "manifest.json").write_text(json.dumps({"spec": "x"}))
     argv = ["import", "table", table, "--system", "model", "--item", "item", "--label", "label", "--out", out]
-    code, _, err = run_cli(argv, capsys)
+    code, _, err = run_cli(argv)
     refused(code, err, "existing run folder", "--force")
-    code, _, err = run_cli([*argv, "--force"], capsys)
+    code, _, err = run_cli([*argv, "--force"])
     assert code == 0, err
 
 
 @pytest.mark.parametrize("where", ["directory", "under_a_file", "the_input_table"])
-def test_report_out_is_checked_before_anything_is_built(tmp_path, capsys, where, monkeypatch):
+def test_report_out_is_checked_before_anything_is_built(tmp_path, where, monkeypatch):
     import multiverse.report
 
     built = []
@@ -350,7 +335,7 @@ def test_report_out_is_checked_before_anything_is_built(tmp_path, capsys, where,
     (tmp_path / "folder").mkdir()
     out = {"directory": tmp_path / "folder", "under_a_file": tmp_path / "plain" / "r.html",
            "the_input_table": table}[where]
-    code, _, err = run_cli(["report", table, "--out", out], capsys)
+    code, _, err = run_cli(["report", table, "--out", out])
     refused(code, err, "output file")
     assert built == [] and table.read_text().startswith("system,")
 
@@ -358,45 +343,43 @@ def test_report_out_is_checked_before_anything_is_built(tmp_path, capsys, where,
 # -- labels are never guessed ----------------------------------------------------------------
 
 
-def _import(tmp_path, text, *flags, capsys):
+def _import(tmp_path, text, *flags):
     table = tmp_path / "labels.csv"
     table.write_text(text)
     out = tmp_path / "out"
     code, stdout, err = run_cli(["import", "table", table, "--system", "model", "--item", "item", "--label", "label",
-                                 *flags, "--out", out], capsys)
+                                 *flags, "--out", out])
     return code, stdout, err, out
 
 
 CATEGORIES = "model,item,label\nA,i1,yes\nA,i2,no\nA,i3,maybe\nB,i1,yes\nB,i2,No \n"
 
 
-def test_values_other_than_the_positive_one_are_refused_unless_named_negative(tmp_path, capsys):
-    code, _, err, out = _import(tmp_path, CATEGORIES, "--positive", "yes", capsys=capsys)
+def test_values_other_than_the_positive_one_are_refused_unless_named_negative(tmp_path):
+    code, _, err, out = _import(tmp_path, CATEGORIES, "--positive", "yes")
     line = refused(code, err, "label", "--positive", "no", "maybe", "--negative")
     assert "guess" in line and not out.exists()
-    code, _, err, out = _import(tmp_path, CATEGORIES, "--positive", "yes", "--negative", "no", capsys=capsys)
+    code, _, err, out = _import(tmp_path, CATEGORIES, "--positive", "yes", "--negative", "no")
     refused(code, err, "maybe")  # still not named
     assert not out.exists()
-    code, _, err, out = _import(tmp_path, CATEGORIES, "--positive", "yes", "--negative", "no", "maybe", "No",
-                                capsys=capsys)
+    code, _, err, out = _import(tmp_path, CATEGORIES, "--positive", "yes", "--negative", "no", "maybe", "No")
     assert code == 0, err
     rates = pd.read_parquet(out / "rates.parquet").set_index("system")
     assert rates.loc["A", "n"] == 3 and rates.loc["A", "n_compliant"] == 1
     assert rates.loc["B", "n"] == 2 and rates.loc["B", "n_compliant"] == 1
 
 
-def test_a_value_both_positive_and_negative_or_negative_alone_is_refused(tmp_path, capsys):
-    code, _, err, _ = _import(tmp_path, CATEGORIES, "--positive", "yes", "--negative", "yes", "no", "maybe", "No",
-                              capsys=capsys)
+def test_a_value_both_positive_and_negative_or_negative_alone_is_refused(tmp_path):
+    code, _, err, _ = _import(tmp_path, CATEGORIES, "--positive", "yes", "--negative", "yes", "no", "maybe", "No")
     refused(code, err, "'yes'", "--positive", "--negative")
-    code, _, err, _ = _import(tmp_path, CATEGORIES, "--negative", "no", capsys=capsys)
+    code, _, err, _ = _import(tmp_path, CATEGORIES, "--negative", "no")
     refused(code, err, "--negative", "--positive")
 
 
 @pytest.mark.parametrize("missing", ["", "   ", "NaN", "nan", "NA", "null", "None"])
-def test_missing_labels_are_excluded_and_counted_never_non_compliant(tmp_path, capsys, missing):
+def test_missing_labels_are_excluded_and_counted_never_non_compliant(tmp_path, missing):
     text = f"model,item,label\nA,i1,pass\nA,i2,{missing}\nA,i3,fail\nB,i1,pass\n"
-    code, stdout, err, out = _import(tmp_path, text, "--positive", "pass", "--negative", "fail", capsys=capsys)
+    code, stdout, err, out = _import(tmp_path, text, "--positive", "pass", "--negative", "fail")
     assert code == 0, err
     assert "1 rows have a missing label" in err
     assert "imported 4 verdicts (1 with a missing label, excluded)" in stdout
@@ -412,26 +395,26 @@ def test_missing_labels_are_excluded_and_counted_never_non_compliant(tmp_path, c
     assert manifest["input"]["missing_labels"] == 1
 
 
-def test_missing_labels_on_a_binary_column_are_excluded_too(tmp_path, capsys):
-    code, _, err, out = _import(tmp_path, "model,item,label\nA,i1,TRUE\nA,i2,\nA,i3,0\nB,i1,False\n", capsys=capsys)
+def test_missing_labels_on_a_binary_column_are_excluded_too(tmp_path):
+    code, _, err, out = _import(tmp_path, "model,item,label\nA,i1,TRUE\nA,i2,\nA,i3,0\nB,i1,False\n")
     assert code == 0, err
     rates = pd.read_parquet(out / "rates.parquet").set_index("system")
     assert (rates.loc["A", "n"], rates.loc["A", "n_compliant"]) == (2, 1)
     assert (rates.loc["B", "n"], rates.loc["B", "n_compliant"]) == (1, 0)
 
 
-def test_a_value_named_none_is_a_label_when_named(tmp_path, capsys):
+def test_a_value_named_none_is_a_label_when_named(tmp_path):
     # "none" as a real category (e.g. "no violation") counts when the user names it.
     text = "model,item,label\nA,i1,none\nA,i2,some\n"
-    code, _, err, out = _import(tmp_path, text, "--positive", "none", "--negative", "some", capsys=capsys)
+    code, _, err, out = _import(tmp_path, text, "--positive", "none", "--negative", "some")
     assert code == 0, err
     rates = pd.read_parquet(out / "rates.parquet")
     assert rates[rates["subgroup"] == "all"][["n", "n_compliant"]].values.tolist() == [[2, 1]]
 
 
-def test_duplicate_rows_without_axis_hint_at_the_axis_flag(tmp_path, capsys):
+def test_duplicate_rows_without_axis_hint_at_the_axis_flag(tmp_path):
     text = "model,item,grader,label\nA,i1,g1,1\nA,i1,g2,0\n"
-    code, _, err, out = _import(tmp_path, text, capsys=capsys)
+    code, _, err, out = _import(tmp_path, text)
     refused(code, err, "duplicate rows", "--axis")
     assert not out.exists()
 
@@ -439,12 +422,12 @@ def test_duplicate_rows_without_axis_hint_at_the_axis_flag(tmp_path, capsys):
 # -- CSV cells that a spreadsheet would run ---------------------------------------------------
 
 
-def test_formula_cells_are_inert_in_every_csv_and_round_trip(tmp_path, capsys):
+def test_formula_cells_are_inert_in_every_csv_and_round_trip(tmp_path):
     from multiverse.tables import load_run
 
     text = ('model,item,grader,label\n"=HYPERLINK(""http://x"",""y"")",+1,@sum,1\n'
             "-2+3,\tcase,'quoted,0\nsafe,i2,g,1\n")
-    code, _, err, out = _import(tmp_path, text, "--axis", "grader", capsys=capsys)
+    code, _, err, out = _import(tmp_path, text, "--axis", "grader")
     assert code == 0, err
     for name in ("verdicts.csv", "rates.csv"):
         import csv
@@ -452,7 +435,7 @@ def test_formula_cells_are_inert_in_every_csv_and_round_trip(tmp_path, capsys):
         with open(out / name, newline="") as fh:
             for row in csv.reader(fh):
                 for cell in row:
-                    assert not cell[:1] in ("=", "+", "-", "@", "\t", "\r") or _is_number(cell), (name, cell)
+                    assert cell[:1] not in ("=", "+", "-", "@", "\t", "\r") or _is_number(cell), (name, cell)
     # Parquet keeps the text; a folder read back from CSV alone gives the same text.
     parquet = pd.read_parquet(out / "verdicts.parquet")
     assert "=HYPERLINK(\"http://x\",\"y\")" in set(parquet["system"])
@@ -480,26 +463,26 @@ GRADED = "model,item,grader,standard,label\n" + "".join(
     for m in ("A", "B") for i in range(6) for g in ("g1", "g2") for s in ("strict", "lenient"))
 
 
-def test_without_primary_no_universe_is_primary_anywhere(tmp_path, capsys):
+def test_without_primary_no_universe_is_primary_anywhere(tmp_path):
     from multiverse.report import build_report_html
     from multiverse.tables import load_run
 
-    code, _, err, out = _import(tmp_path, GRADED, "--axis", "grader", "--axis", "standard", capsys=capsys)
+    code, _, err, out = _import(tmp_path, GRADED, "--axis", "grader", "--axis", "standard")
     assert code == 0, err
     tables = load_run(out)
     assert tables.primary is None
     page = build_report_html(tables)
     assert "stands in" not in page
     assert "No primary (pre-registered) universe is declared" in page
-    code, stdout, err = run_cli(["ranking", out, "--boot", "0"], capsys)
+    code, stdout, err = run_cli(["ranking", out, "--boot", "0"])
     assert code == 0 and "no primary universe is declared" in stdout
 
 
-def test_primary_names_one_imported_universe(tmp_path, capsys):
+def test_primary_names_one_imported_universe(tmp_path):
     from multiverse.tables import load_run
 
     code, _, err, out = _import(tmp_path, GRADED, "--axis", "grader", "--axis", "standard",
-                                "--primary", "grader=g2", "standard=lenient", capsys=capsys)
+                                "--primary", "grader=g2", "standard=lenient")
     assert code == 0, err
     tables = load_run(out)
     options = tables.manifest["universe_options"][tables.primary]
@@ -512,41 +495,39 @@ def test_primary_names_one_imported_universe(tmp_path, capsys):
     (["grader=g9", "standard=strict"], ("--primary", "g9", "unknown option", "g1")),
     (["grader=g1"], ("--primary", "matches 2 universes", "standard")),
 ])
-def test_a_bad_primary_is_one_line(tmp_path, capsys, primary, fragments):
-    code, _, err, out = _import(tmp_path, GRADED, "--axis", "grader", "--axis", "standard", "--primary", *primary,
-                                capsys=capsys)
+def test_a_bad_primary_is_one_line(tmp_path, primary, fragments):
+    code, _, err, out = _import(tmp_path, GRADED, "--axis", "grader", "--axis", "standard", "--primary", *primary)
     refused(code, err, *fragments)
     assert not out.exists()
 
 
-def test_ci_method_is_validated_and_used(tmp_path, capsys):
-    code, _, err, out = _import(tmp_path, GRADED, "--axis", "grader", "--ci", "jackknife", capsys=capsys)
+def test_ci_method_is_validated_and_used(tmp_path):
+    code, _, err, out = _import(tmp_path, GRADED, "--axis", "grader", "--ci", "jackknife")
     refused(code, err, "--ci", "jackknife", "wilson", "bootstrap")
     assert not out.exists()
-    code, _, err, out = _import(tmp_path, GRADED, "--axis", "grader", "--axis", "standard", "--ci", "bootstrap",
-                                capsys=capsys)
+    code, _, err, out = _import(tmp_path, GRADED, "--axis", "grader", "--axis", "standard", "--ci", "bootstrap")
     assert code == 0, err
     assert json.loads((out / "manifest.json").read_text())["ci"] == "bootstrap"
     boot = pd.read_parquet(out / "rates.parquet")
     shutil.rmtree(out)
-    _import(tmp_path, GRADED, "--axis", "grader", "--axis", "standard", capsys=capsys)
+    _import(tmp_path, GRADED, "--axis", "grader", "--axis", "standard")
     wilson = pd.read_parquet(out / "rates.parquet")
     assert (boot["rate"].to_numpy() == wilson["rate"].to_numpy()).all()
     assert not (boot["ci_low"].to_numpy() == wilson["ci_low"].to_numpy()).all()
 
 
-def test_assert_import_takes_primary_and_validates_it(tmp_path, capsys):
+def test_assert_import_takes_primary_and_validates_it(tmp_path):
     out = tmp_path / "imported"
     runs = [ASSERT_SUITE / r for r in ("run_a", "run_b", "run_c")]
-    code, _, err = run_cli(["import", "assert", *runs, "--out", out, "--primary", "judge=nowhere"], capsys)
+    code, _, err = run_cli(["import", "assert", *runs, "--out", out, "--primary", "judge=nowhere"])
     refused(code, err, "--primary", "judge=nowhere", "unknown option")
-    code, _, err = run_cli(["import", "assert", *runs, "--out", out], capsys)
+    code, _, err = run_cli(["import", "assert", *runs, "--out", out])
     assert code == 0, err
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["primary"] is None
     first = next(iter(manifest["universe_options"].values()))
     code, _, err = run_cli(["import", "assert", *runs, "--out", out, "--primary",
-                            *(f"{a}={o}" for a, o in first.items())], capsys)
+                            *(f"{a}={o}" for a, o in first.items())])
     assert code == 0, err
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["universe_options"][manifest["primary"]] == first
@@ -563,11 +544,11 @@ def test_assert_import_takes_primary_and_validates_it(tmp_path, capsys):
     ("config.yaml", b"[" * 50_000 + b"]" * 50_000 + b"\n"),
     ("inference_set.jsonl", b"\xc3\x28\n"),
 ])
-def test_broken_assert_files_are_one_line(tmp_path, capsys, file, content):
+def test_broken_assert_files_are_one_line(tmp_path, file, content):
     suite = tmp_path / "suite"
     shutil.copytree(ASSERT_SUITE, suite)
     (suite / "run_a" / file).write_bytes(content)
-    code, _, err = run_cli(["import", "assert", suite / "run_a", suite / "run_b", "--out", tmp_path / "out"], capsys)
+    code, _, err = run_cli(["import", "assert", suite / "run_a", suite / "run_b", "--out", tmp_path / "out"])
     refused(code, err, file)
     assert not (tmp_path / "out").exists()
 
@@ -593,7 +574,7 @@ def test_library_place_checks_raise_input_errors_without_flag_names(tmp_path):
         load_spec(tmp_path / "missing.yaml")
 
 
-def test_a_spec_the_os_refuses_to_open_is_one_line(tmp_path, capsys, monkeypatch):
+def test_a_spec_the_os_refuses_to_open_is_one_line(tmp_path, monkeypatch):
     # Root reads any file, so the refusal is simulated where the file is opened.
     import multiverse.bounds
 
@@ -606,15 +587,15 @@ def test_a_spec_the_os_refuses_to_open_is_one_line(tmp_path, capsys, monkeypatch
         return real_open(path, *args, **kwargs)
 
     monkeypatch.setattr(multiverse.bounds.os, "open", refuse)
-    code, _, err = run_cli(["validate", spec], capsys)
+    code, _, err = run_cli(["validate", spec])
     refused(code, err, "spec.yaml", "cannot be read (Permission denied)")
 
 
-def test_assert_axis_errors_name_the_flag_on_the_command_line_only(tmp_path, capsys):
+def test_assert_axis_errors_name_the_flag_on_the_command_line_only(tmp_path):
     from multiverse.importers import import_assert
 
     runs = [ASSERT_SUITE / "run_a", ASSERT_SUITE / "run_b"]
-    code, _, err = run_cli(["import", "assert", *runs, "--axis", f"judge={runs[0]}:gpt", "--out", tmp_path / "o"], capsys)
+    code, _, err = run_cli(["import", "assert", *runs, "--axis", f"judge={runs[0]}:gpt", "--out", tmp_path / "o"])
     refused(code, err, "--axis judge", "no option")
     with pytest.raises(InputError) as info:
         import_assert(runs, tmp_path / "o", axes=[f"judge={runs[0]}:gpt"])
@@ -622,20 +603,20 @@ def test_assert_axis_errors_name_the_flag_on_the_command_line_only(tmp_path, cap
 
 
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc, a place even root cannot create files in")
-def test_read_only_places_are_refused_before_anything_runs(tmp_path, capsys, no_paid_calls):
+def test_read_only_places_are_refused_before_anything_runs(tmp_path, no_paid_calls):
     spec = write_spec(tmp_path / "specs")
-    code, _, err = run_cli(["run", spec, "--out", "/proc/multiverse-run", "--store", tmp_path / "store"], capsys)
+    code, _, err = run_cli(["run", spec, "--out", "/proc/multiverse-run", "--store", tmp_path / "store"])
     refused(code, err, "output folder", "not writable")
     assert no_paid_calls == []
     table = tmp_path / "verdicts.csv"
     table.write_text("system,case_id,compliant,judge\nA,c1,True,j\n")
-    code, _, err = run_cli(["report", table, "--out", "/proc/report.html"], capsys)
+    code, _, err = run_cli(["report", table, "--out", "/proc/report.html"])
     refused(code, err, "output file", "not writable")
-    code, _, err = run_cli(["ranking", table, "--boot", "0", "--figure", "/proc/rank.png"], capsys)
+    code, _, err = run_cli(["ranking", table, "--boot", "0", "--figure", "/proc/rank.png"])
     refused(code, err, "--figure", "not writable")
 
 
-def test_an_axis_with_too_many_options_is_refused_before_resolving_them(tmp_path, capsys, monkeypatch):
+def test_an_axis_with_too_many_options_is_refused_before_resolving_them(tmp_path, monkeypatch):
     import multiverse._spec.parse as parse
 
     resolved = []
@@ -643,7 +624,7 @@ def test_an_axis_with_too_many_options_is_refused_before_resolving_them(tmp_path
     monkeypatch.setattr(parse, "resolve_document", lambda *a, **k: resolved.append(1) or real(*a, **k))
     axes = {"t": {f"o{j}": {"systems.atlas.params.temperature": j} for j in range(2_001)}}
     write_spec(tmp_path, axes=axes, sample={"n": 5})
-    code, _, err = run_cli(["validate", tmp_path / "spec.yaml"], capsys)
+    code, _, err = run_cli(["validate", tmp_path / "spec.yaml"])
     refused(code, err, "axes", "2,001 options", "at most")
     assert len(resolved) == 1  # the base spec only: resolving thousands of options one by one would take minutes
 
@@ -661,13 +642,13 @@ def test_the_ranking_figure_marks_no_stand_in_primary():
     assert "primary" in declared.get_xlabel() and "primary" not in undeclared.get_xlabel()
 
 
-def test_expand_csv_is_formula_safe(tmp_path, capsys):
+def test_expand_csv_is_formula_safe(tmp_path):
     import csv
     import io
 
     axes = {"=cmd": {"-1": {"judge.model": "sim/judge-a"}, "@x": {"judge.model": "sim/judge-b"}}}
     write_spec(tmp_path, axes=axes, primary={"=cmd": "@x"})
-    code, out, err = run_cli(["expand", tmp_path / "spec.yaml", "--format", "csv"], capsys)
+    code, out, err = run_cli(["expand", tmp_path / "spec.yaml", "--format", "csv"])
     assert code == 0, err
     rows = list(csv.reader(io.StringIO(out)))
     assert rows[0][2] == "'=cmd" and {r[2] for r in rows[1:]} == {"'-1", "'@x"}
@@ -675,36 +656,36 @@ def test_expand_csv_is_formula_safe(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("kind", ["fifo", "dev_zero"])
-def test_tables_that_are_not_regular_files_are_refused_without_blocking(tmp_path, capsys, kind):
+def test_tables_that_are_not_regular_files_are_refused_without_blocking(tmp_path, kind):
     target = tmp_path / "verdicts.csv"
     if kind == "fifo":
         os.mkfifo(target)
     else:
         target.symlink_to("/dev/zero")
-    started = time.perf_counter()
-    code, _, err = run_cli(["ranking", target, "--boot", "0"], capsys)
+    # A FIFO or /dev/zero that were opened would block or fill memory: reaching the asserts is the test.
+    code, _, err = run_cli(["ranking", target, "--boot", "0"])
     refused(code, err, "verdicts.csv", "regular file")
     code, _, err = run_cli(["import", "table", target, "--system", "s", "--item", "i", "--label", "l",
-                            "--out", tmp_path / "o"], capsys)
+                            "--out", tmp_path / "o"])
     refused(code, err, "verdicts.csv", "regular file")
-    assert time.perf_counter() - started < 20 and not (tmp_path / "o").exists()
+    assert not (tmp_path / "o").exists()
 
 
 @pytest.mark.parametrize(("where", "seed"), [("rollout.seed", -1), ("rollout.seed", 2**70), ("sample.seed", -5)])
-def test_seeds_numpy_or_a_provider_would_refuse_are_refused_at_validate(tmp_path, capsys, where, seed):
+def test_seeds_numpy_or_a_provider_would_refuse_are_refused_at_validate(tmp_path, where, seed):
     document = tiny_spec_document(sample={"n": 1, "seed": 0})
     section, field_name = where.split(".")
     document.setdefault(section, {})[field_name] = seed
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(document))
-    code, _, err = run_cli(["validate", tmp_path / "spec.yaml"], capsys)
+    code, _, err = run_cli(["validate", tmp_path / "spec.yaml"])
     refused(code, err, where, "0 to 2**63 - 1")
 
 
-def test_run_out_in_the_spec_folder_never_overwrites_a_rubric_even_with_force(tmp_path, capsys, no_paid_calls):
+def test_run_out_in_the_spec_folder_never_overwrites_a_rubric_even_with_force(tmp_path, no_paid_calls):
     rubric = tiny_spec_document()["rubric"]
     (tmp_path / "verdicts.csv").write_text(yaml.safe_dump(rubric))  # an odd but legal rubric file name
     spec = write_spec(tmp_path, file="audit.yaml", rubric="verdicts.csv")
     before = (tmp_path / "verdicts.csv").read_text()
-    code, _, err = run_cli(["run", spec, "--out", tmp_path, "--force"], capsys)
+    code, _, err = run_cli(["run", spec, "--out", tmp_path, "--force"])
     refused(code, err, "output folder", "verdicts.csv", "overwrite")
     assert no_paid_calls == [] and (tmp_path / "verdicts.csv").read_text() == before

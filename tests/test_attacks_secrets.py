@@ -13,14 +13,13 @@ for every canary, raw and (parquet) decoded. None may appear.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 from audit_server import RUBRIC, audit_responder, audit_role, scenario_of
+from cli_runner import spawn_cli
 from conftest import explorer_block_texts, tiny_spec_document
 from fakeserver import FakeServer
 
@@ -48,17 +47,6 @@ PRESENT = {
     "HF_TOKEN": "hf_CANARY-huggingface-4a2c",
 }
 CANARIES = {**IN_USE, **PRESENT}
-
-
-def _environment() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "MULTIVERSE_STORE"}
-    env.update(CANARIES)
-    return env
-
-
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "multiverse.cli", *args], cwd=cwd, env=_environment(),
-                          capture_output=True, text=True, timeout=300, check=False)
 
 
 def _authorization(headers: dict) -> str | None:
@@ -136,7 +124,7 @@ def test_canary_keys_echoed_by_a_server_reach_no_file_and_no_output(tmp_path):
             FakeServer(responder=audit_responder) as plain:
         spec = _grid(tmp_path, echo, plain)
         run_dir, store, report = tmp_path / "run", tmp_path / "store", tmp_path / "report" / "canary.html"
-        done = [_cli("run", str(spec), "--out", str(run_dir), "--store", str(store), "--quiet", cwd=tmp_path)]
+        done = [spawn_cli(["run", spec, "--out", run_dir, "--store", store, "--quiet"], cwd=tmp_path, env=CANARIES)]
         sent = {_authorization(h) for h in echo.headers}
         sent_plain = {_authorization(h) for h in plain.headers}
         echo_counts = dict(echo.counts)

@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from cli_runner import run_cli, start_cli
 from conftest import CountingClient, tiny_spec_document
 
 from multiverse.errors import InputError, StoreError
@@ -216,14 +217,6 @@ def test_a_dead_runs_lease_protects_nothing_and_is_removed(tmp_path):
     assert list(folder.iterdir()) == []
 
 
-def cli(args, cwd, env=None, **kwargs):
-    environment = {k: v for k, v in os.environ.items() if k != "MULTIVERSE_STORE"}
-    environment["PYTHONPATH"] = str(REPO)
-    environment.update(env or {})
-    return subprocess.Popen([sys.executable, "-m", "multiverse.cli", *map(str, args)], cwd=cwd, env=environment,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
-
-
 def test_store_gc_mid_run_deletes_nothing_the_run_needs(tmp_path):
     with FakeServer(responder=audit_responder, latency=0.05) as server:
         live = tmp_path / "live.yaml"
@@ -232,12 +225,12 @@ def test_store_gc_mid_run_deletes_nothing_the_run_needs(tmp_path):
         other.write_text(yaml.safe_dump(fake_spec_document(server.url, name="other", judges=("c",),
                                                            max_turns=1), sort_keys=False))
         store = tmp_path / "store"
-        child = cli(["run", live, "--store", store, "--out", tmp_path / "run", "--quiet", "--jobs", "2"], tmp_path)
+        child = start_cli(["run", live, "--store", store, "--out", tmp_path / "run", "--quiet", "--jobs", "2"], cwd=tmp_path)
         deadline = time.monotonic() + 120
         while len(list(store.glob("transcript/*/*.json"))) < 3:
             assert child.poll() is None and time.monotonic() < deadline
             time.sleep(0.02)
-        gc = cli(["store", "gc", other, "--store", store], tmp_path)
+        gc = start_cli(["store", "gc", other, "--store", store], cwd=tmp_path)
         gc_out, gc_err = gc.communicate(timeout=120)
         _, stderr = child.communicate(timeout=180)
     assert gc.returncode == 0, gc_err
@@ -252,7 +245,7 @@ def test_a_store_deleted_mid_run_is_one_clear_error_not_failure_rows(tmp_path):
         spec = tmp_path / "gone.yaml"
         spec.write_text(yaml.safe_dump(fake_spec_document(server.url, name="gone"), sort_keys=False))
         store = tmp_path / "store"
-        child = cli(["run", spec, "--store", store, "--out", tmp_path / "run", "--quiet", "--jobs", "2"], tmp_path)
+        child = start_cli(["run", spec, "--store", store, "--out", tmp_path / "run", "--quiet", "--jobs", "2"], cwd=tmp_path)
         deadline = time.monotonic() + 120
         while len(list(store.glob("transcript/*/*.json"))) < 2:
             assert child.poll() is None and time.monotonic() < deadline
@@ -344,8 +337,8 @@ def test_an_unusable_store_is_refused_before_any_call(tmp_path, write_spec, kind
 def test_the_cli_says_one_line_and_exits_2_for_an_unusable_store(tmp_path, write_spec, kind):
     store, out = bad_store(tmp_path, kind)
     spec = write_spec(tiny_spec_document())
-    done = cli(["run", spec, "--store", store, "--out", out, "--quiet"], tmp_path)
-    _, stderr = done.communicate(timeout=120)
+    done = run_cli(["run", spec, "--store", store, "--out", out, "--quiet"], cwd=tmp_path)
+    stderr = done.stderr
     assert done.returncode == 2, stderr
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and str(store) in lines[0] and "Traceback" not in stderr
@@ -383,15 +376,13 @@ def test_the_cli_reports_each_quarantined_entry_in_one_line_and_stats_counts_the
     run(load_spec(spec_path), store=store, out=tmp_path / "first", progress=False)
     bad = min(store.glob("transcript/*/*.json"))
     bad.write_text("{}")
-    child = cli(["run", spec_path, "--store", store, "--out", tmp_path / "again", "--quiet"], tmp_path)
-    _, stderr = child.communicate(timeout=180)
-    assert child.returncode == 0, stderr
+    again = run_cli(["run", spec_path, "--store", store, "--out", tmp_path / "again", "--quiet"], cwd=tmp_path)
+    stderr = again.stderr
+    assert again.returncode == 0, stderr
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("warning: ") and bad.name in lines[0], stderr
     assert "status: expected a string" in lines[0]
-    stats = cli(["store", "stats", "--store", store], tmp_path)
-    out, _ = stats.communicate(timeout=60)
-    assert "quarantined: 1 bad entries" in out
+    assert "quarantined: 1 bad entries" in run_cli(["store", "stats", "--store", store], cwd=tmp_path).ok()
     manifest = json.loads((tmp_path / "again" / "manifest.json").read_text())
     assert manifest["statuses"]["rollout_failed"] == json.loads((tmp_path / "first" / "manifest.json").read_text())[
         "statuses"]["rollout_failed"]

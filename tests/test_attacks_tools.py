@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from cli_runner import spawn_cli
 from conftest import tiny_spec_document
 from fakeserver import FakeServer
 
@@ -178,10 +177,9 @@ def test_the_real_cli_refuses_a_shell_callable_in_one_line_before_any_call(tmp_p
     path = _tool_spec(tmp_path, {"lookup": "subprocess:getoutput"}, design={
         "dimensions": [{"name": "behavior"}, {"name": "interaction_condition", "levels": ["material_reliance"]}],
         "cases_per_cell": 1, "tools": True})
-    env = {k: v for k, v in os.environ.items() if k != "MULTIVERSE_STORE"}
-    for command in (["validate", str(path)], ["run", str(path), "--out", str(tmp_path / "run"), "--store", str(tmp_path / "store")]):
-        done = subprocess.run([sys.executable, "-m", "multiverse.cli", *command], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=120)
+    # Processes of their own: a tool module imported by mistake would leave its mark in this one.
+    for command in (["validate", path], ["run", path, "--out", tmp_path / "run", "--store", tmp_path / "store"]):
+        done = spawn_cli(command, cwd=tmp_path, timeout=120)
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         assert done.returncode == 2 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
     assert not (tmp_path / "store").exists() and not (tmp_path / "run").exists()

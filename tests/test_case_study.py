@@ -20,9 +20,9 @@ from PIL import Image
 
 from multiverse.grid import expand
 from multiverse.pipeline import plan, run
-from multiverse.work import build_work
 from multiverse.pricing import price_per_token
 from multiverse.spec import load_spec
+from multiverse.work import build_work
 
 REPO = Path(__file__).resolve().parents[1]
 SPECS = REPO / "specs"

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from conftest import tiny_spec_document
 
 from multiverse.pipeline import run
 from multiverse.spec import load_spec
 from multiverse.store import Store
-
-from conftest import tiny_spec_document
 
 distributed = pytest.importorskip("distributed")
 

@@ -22,15 +22,16 @@ import pytest
 import yaml
 
 from multiverse import interrupt
+from multiverse.compute import attempt as _attempt
 from multiverse.executor import Executor
 from multiverse.interrupt import RunInterrupted
-from multiverse.compute import attempt as _attempt
 from multiverse.pipeline import plan, run
 from multiverse.spec import load_spec
 from multiverse.store import Store
 
 sys.path.insert(0, str(Path(__file__).parent))
 from audit_server import audit_responder, fake_spec_document
+from cli_runner import start_cli
 from fakeserver import FakeServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,12 +43,10 @@ def write_spec(path: Path, url: str, **kwargs) -> Path:
     return path
 
 
-def start_cli(tmp_path: Path, spec: Path, *extra: str) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if k != "MULTIVERSE_STORE"}
-    env["PYTHONPATH"] = str(REPO)
-    command = [sys.executable, "-m", "multiverse.cli", "run", str(spec), "--out", str(tmp_path / "run"),
-               "--store", str(tmp_path / "store"), "--jobs", str(JOBS), "--quiet", *extra]
-    return subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def start_run(tmp_path: Path, spec: Path, *extra: str) -> subprocess.Popen:
+    """``multiverse run`` as a process of its own: these tests send it signals."""
+    return start_cli(["run", spec, "--out", tmp_path / "run", "--store", tmp_path / "store", "--jobs", JOBS,
+                      "--quiet", *extra], cwd=tmp_path)
 
 
 def wait_for(condition, timeout: float = 60.0) -> None:
@@ -83,7 +82,7 @@ def one_line(stderr: str) -> str:
 def test_first_signal_stops_new_calls_keeps_finished_ones_and_exits_130(tmp_path):
     with FakeServer(responder=audit_responder, latency=0.25) as server:
         spec = write_spec(tmp_path / "stop.yaml", server.url, name="stop", cases_per_cell=6)
-        child = start_cli(tmp_path, spec)
+        child = start_run(tmp_path, spec)
         wait_for(lambda: server.counts["total"] >= 5 or child.poll() is not None)
         assert child.poll() is None
         child.send_signal(signal.SIGINT)
@@ -108,7 +107,7 @@ def test_sigterm_mid_rollout_starts_no_next_turn_and_a_rerun_resumes(tmp_path):
         spec_path = write_spec(tmp_path / "turns.yaml", server.url, name="turns", cases_per_cell=1)
         spec = load_spec(spec_path)
         drafts = plan(spec, store=tmp_path / "store")["stages"]["draft"]["calls"]
-        child = start_cli(tmp_path, spec_path)
+        child = start_run(tmp_path, spec_path)
         # Past the drafts, two transcripts (4 calls each) in flight.
         wait_for(lambda: server.counts["total"] >= drafts + 3 or child.poll() is not None)
         child.send_signal(signal.SIGTERM)
@@ -132,9 +131,10 @@ def test_sigterm_mid_rollout_starts_no_next_turn_and_a_rerun_resumes(tmp_path):
 
 def test_second_signal_exits_at_once_without_traceback_or_claims(tmp_path):
     # Calls take 8 s: the first signal's grace would wait for them, the second must not.
-    with FakeServer(responder=audit_responder, latency=8.0) as server:
+    latency = 8.0
+    with FakeServer(responder=audit_responder, latency=latency) as server:
         spec = write_spec(tmp_path / "twice.yaml", server.url, name="twice")
-        child = start_cli(tmp_path, spec)
+        child = start_run(tmp_path, spec)
         wait_for(lambda: server.in_flight >= JOBS or child.poll() is not None)
         assert store_files(tmp_path / "store", "*.claim")  # the units in flight are claimed
         child.send_signal(signal.SIGINT)
@@ -147,7 +147,8 @@ def test_second_signal_exits_at_once_without_traceback_or_claims(tmp_path):
         made = server.counts["total"]
     assert child.returncode == 130, stderr
     assert "stopped at once" in one_line(stderr)
-    assert took < 4, took
+    # Not a speed target: less than one call's latency means the calls in flight were not waited for.
+    assert took < latency, took
     assert made == JOBS
     assert_store_consistent(tmp_path / "store")
 
@@ -214,7 +215,8 @@ def test_units_still_running_after_the_grace_are_abandoned_and_unclaimed(tmp_pat
         spec = load_spec(write_spec(tmp_path / "grace.yaml", server.url, name="grace", cases_per_cell=3))
     units = [c for c in build_work(spec).cases.values() if c.given is None]
     store = Store(tmp_path / "store").open()
-    client = SlowClient(30.0)
+    slow = 30.0
+    client = SlowClient(slow)
     executor = Executor(store, client, jobs=3, progress=False, attempt=_attempt, grace=0.5)
     timer = threading.Timer(0.5, interrupt.request)
     timer.start()
@@ -224,7 +226,7 @@ def test_units_still_running_after_the_grace_are_abandoned_and_unclaimed(tmp_pat
             executor.run("case", units)
     finally:
         timer.cancel()
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < slow  # the grace ended the wait, not the calls
     assert client.started == 3  # one per thread; the 9 queued units never started
     assert store_files(store.root, "*.claim") == []
     assert not interrupt.requested()
@@ -234,7 +236,8 @@ def test_a_retry_backoff_ends_when_a_stop_is_asked_for(tmp_path):
     from multiverse.llm import LiteLLMClient as ModelClient
     from multiverse.spec import ModelConfig
 
-    with FakeServer(script=["rate_limit"] * 10, retry_after=30) as server:
+    retry_after = 30
+    with FakeServer(script=["rate_limit"] * 10, retry_after=retry_after) as server:
         client = ModelClient(jobs=1, max_retries=5, retry_after_cap=30)
         config = ModelConfig(model="openai/fake", api_base=server.url)
         timer = threading.Timer(1.0, interrupt.request)
@@ -245,7 +248,7 @@ def test_a_retry_backoff_ends_when_a_stop_is_asked_for(tmp_path):
                 client.complete(config, [{"role": "user", "content": "hi"}])
         finally:
             timer.cancel()
-        assert time.monotonic() - started < 10  # not the 30 s the server asked to wait
+        assert time.monotonic() - started < retry_after  # the stop ended the wait the server asked for
         assert server.counts["total"] == 1  # no retry was sent after the stop
 
 
@@ -299,11 +302,11 @@ def test_a_stop_while_waiting_for_another_runs_claim_ends_the_wait(tmp_path):
     executor = Executor(store, None, jobs=1, progress=False, attempt=_attempt)
     timer = threading.Timer(0.5, interrupt.request)
     timer.start()
-    started = time.monotonic()
     try:
+        # The other run's claim lives as long as our parent: only the stop can end this
+        # wait, and the error says that it did.
         with interrupt.stopping_on_signals(), pytest.raises(RunInterrupted, match="waiting"):
             executor.run("case", [unit])
     finally:
         timer.cancel()
-    assert time.monotonic() - started < 3
     assert claim.exists()  # someone else's claim is left alone

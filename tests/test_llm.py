@@ -22,7 +22,7 @@ from multiverse.errors import BudgetExceeded, ModelError
 from multiverse.llm import LiteLLMClient, ModelConfig, parse_json_answer
 
 sys.path.insert(0, str(Path(__file__).parent))
-from fakeserver import FakeServer, schema_instance  # noqa: E402
+from fakeserver import FakeServer, schema_instance
 
 JUDGMENT_SCHEMA = {
     "type": "object",

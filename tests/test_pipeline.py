@@ -6,11 +6,10 @@ import copy
 
 import pandas as pd
 import yaml
+from conftest import SPECS, flaky_spec_document, tiny_spec_document
 
 from multiverse.pipeline import plan, run
 from multiverse.spec import load_spec
-
-from conftest import SPECS, flaky_spec_document, tiny_spec_document
 
 
 def _run(write_spec, document, tmp_path, client, name="spec.yaml"):

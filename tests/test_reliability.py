@@ -34,8 +34,8 @@ from multiverse.store import Store
 from multiverse.work import build_work
 
 sys.path.insert(0, str(Path(__file__).parent))
-from audit_server import JUDGE_TEMPERATURES, audit_responder, audit_role, fake_spec_document, scenario_of  # noqa: E402
-from fakeserver import FakeServer  # noqa: E402
+from audit_server import JUDGE_TEMPERATURES, audit_responder, audit_role, fake_spec_document, scenario_of
+from fakeserver import FakeServer
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -359,7 +359,7 @@ def test_killed_runs_resume_without_redoing_stored_calls(tmp_path):
                 kills += 1
                 attempts.append(("killed", server.counts["total"] - before, need))
                 continue
-            stdout, stderr = child.communicate(timeout=180)
+            _stdout, stderr = child.communicate(timeout=180)
             assert child.returncode == 0, stderr
             attempts.append(("finished", server.counts["total"] - before, need))
             break

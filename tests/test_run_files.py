@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from cli_runner import run_cli
 from conftest import tiny_spec_document
 
 from multiverse.atomicfile import atomic_write, atomic_write_text
@@ -113,14 +112,6 @@ def test_the_rule_explicit_then_environment_then_beside_the_spec(tmp_path, monke
     assert default_store_path(spec, tmp_path / "mine") == tmp_path / "mine"
 
 
-def cli(args, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    environment = {k: v for k, v in os.environ.items() if k != "MULTIVERSE_STORE"}
-    environment["PYTHONPATH"] = str(REPO)
-    environment.update(env or {})
-    return subprocess.run([sys.executable, "-m", "multiverse.cli", *map(str, args)], cwd=cwd, env=environment,
-                          capture_output=True, text=True, timeout=180, check=False)
-
-
 def entries_in(root: Path) -> int:
     return len(list(root.glob("*/*/*.json"))) - len(list(root.glob("quarantine/*/*")))
 
@@ -129,17 +120,17 @@ def test_store_stats_of_a_spec_shows_what_its_run_stored(tmp_path):
     specs = tmp_path / "specs"
     specs.mkdir()
     (specs / "x.yaml").write_text(yaml.safe_dump(tiny_spec_document(name="x"), sort_keys=False))
-    done = cli(["run", "specs/x.yaml", "--quiet"], tmp_path)
+    done = run_cli(["run", "specs/x.yaml", "--quiet"], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     stored = entries_in(specs / ".multiverse" / "store")
     assert stored > 0
     for where in (["specs/x.yaml"], ["x.yaml"], ["runs/x"]):
         cwd = specs if where == ["x.yaml"] else tmp_path
-        stats = cli(["store", "stats", *where, "--json"], cwd)
+        stats = run_cli(["store", "stats", *where, "--json"], cwd=cwd)
         assert stats.returncode == 0, stats.stderr
         assert json.loads(stats.stdout)["entries"] == stored, where
     # gc of that spec finds the same store and keeps all of it
-    gc = cli(["store", "gc", "specs/x.yaml", "--json"], tmp_path)
+    gc = run_cli(["store", "gc", "specs/x.yaml", "--json"], cwd=tmp_path)
     assert gc.returncode == 0 and json.loads(gc.stdout)["removed"] == 0
     assert json.loads(gc.stdout)["stages"]["transcript"]["kept"] > 0
 
@@ -150,7 +141,7 @@ def test_the_environment_store_is_used_by_run_and_by_stats(tmp_path, monkeypatch
     monkeypatch.setenv("MULTIVERSE_STORE", env["MULTIVERSE_STORE"])
     run(load_spec(tmp_path / "x.yaml"), out=tmp_path / "runs" / "x", progress=False)
     assert not (tmp_path / ".multiverse").exists()
-    stats = cli(["store", "stats", "x.yaml", "--json"], tmp_path, env)
+    stats = run_cli(["store", "stats", "x.yaml", "--json"], cwd=tmp_path, env=env)
     assert json.loads(stats.stdout)["entries"] == entries_in(tmp_path / "shared") > 0
 
 
@@ -167,7 +158,7 @@ def test_store_commands_refuse_what_cannot_name_a_store(tmp_path):
     (tmp_path / "afile").write_text("x")
     cases.append((["store", "stats", "--store", "afile"], "afile"))
     for args, mention in cases:
-        done = cli(args, tmp_path)
+        done = run_cli(args, cwd=tmp_path)
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         assert done.returncode == 2, (args, done.stderr)
         assert len(lines) == 1 and mention in lines[0] and "Traceback" not in done.stderr, (args, done.stderr)

@@ -10,8 +10,6 @@ in what the CLI printed, and no provider key may be sent to a local server.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -19,9 +17,10 @@ import pandas as pd
 import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
-from audit_server import audit_responder, fake_spec_document  # noqa: E402
-from conftest import explorer_block_texts, tiny_spec_document  # noqa: E402
-from fakeserver import FakeServer  # noqa: E402
+from audit_server import audit_responder, fake_spec_document
+from cli_runner import spawn_cli
+from conftest import explorer_block_texts, tiny_spec_document
+from fakeserver import FakeServer
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -39,21 +38,6 @@ SECRETS = {
     "AWS_SECRET_ACCESS_KEY": "TESTSECRET-aws-f1c6a09d5e",
     "MV_FAKE_KEY": "sk-TESTSECRET-named-key-7d21c0",  # the one a spec names (api_key_env)
 }
-
-
-def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "multiverse.cli", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
-
-
-def _environment(**changes: str | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "MULTIVERSE_STORE"}
-    for name, value in changes.items():
-        if value is None:
-            env.pop(name, None)
-        else:
-            env[name] = value
-    return env
 
 
 def _files(*roots: Path) -> list[Path]:
@@ -88,7 +72,8 @@ def test_no_key_reaches_the_run_directory_the_store_or_the_report(tmp_path, monk
         spec = tmp_path / "secrets.yaml"
         spec.write_text(yaml.safe_dump(document, sort_keys=False))
         run_dir, store = tmp_path / "run", tmp_path / "store"
-        done = _cli("run", str(spec), "--out", str(run_dir), "--store", str(store), "--quiet", env=_environment(**SECRETS))
+        # A process of its own: the keys are in the environment it starts with, as a user's would be.
+        done = spawn_cli(["run", spec, "--out", run_dir, "--store", store, "--quiet"], cwd=REPO, env=SECRETS)
         assert done.returncode == 0, done.stderr
         sent = [h.get("Authorization", h.get("authorization", "")) for h in server.headers]
         sent_keyed = [h.get("Authorization", h.get("authorization", "")) for h in keyed.headers]
@@ -131,8 +116,8 @@ def test_missing_provider_key_fails_before_the_first_call(tmp_path):
         spec = tmp_path / "hosted.yaml"
         spec.write_text(yaml.safe_dump(document, sort_keys=False))
         store = tmp_path / "store"
-        env = _environment(ANTHROPIC_API_KEY=None, ANTHROPIC_AUTH_TOKEN=None)
-        done = _cli("run", str(spec), "--out", str(tmp_path / "run"), "--store", str(store), "--quiet", env=env)
+        done = spawn_cli(["run", spec, "--out", tmp_path / "run", "--store", store, "--quiet"], cwd=REPO,
+                         env={"ANTHROPIC_API_KEY": None, "ANTHROPIC_AUTH_TOKEN": None})
         calls = server.counts["total"]
 
     lines = [line for line in done.stderr.splitlines() if line.strip()]

@@ -11,6 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+from cli_runner import run_cli
 
 from multiverse.errors import SpecError
 from multiverse.grid import expand
@@ -314,10 +315,7 @@ def test_schema_rejects_wrong_types_and_missing_keys(demo, validator):
 
 
 def test_schema_command_prints_the_schema_as_json(tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-m", "multiverse.cli", "schema"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=60,
-    )
+    done = run_cli(["schema"], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     schema = json.loads(done.stdout)

@@ -97,6 +97,8 @@ def ranking_change(calibration: Calibration | pd.DataFrame, *, primary: Any = No
             "same_order": judge["system"].tolist() == anchored["system"].tolist(),
             "anchored_top_separable": bool(top["ci_low"] > second["ci_high"]),
         })
-    share = (lambda key: float(np.mean([e[key] for e in entries])) if entries else None)
+    def share(key: str) -> float | None:
+        return float(np.mean([e[key] for e in entries])) if entries else None
+
     return {"universes": entries, "same_top": share("same_top"), "same_order": share("same_order"),
             "primary": next((e for e in entries if e["universe_id"] == primary), None)}

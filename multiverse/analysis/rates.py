@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 
 from multiverse.errors import InputError
-from multiverse.tables import universe_ids
+from multiverse.tables import check_choice, require_columns, universe_ids
 from multiverse.vocabulary import CI_METHODS, ESTIMATORS, RATE_VALUE_COLUMNS
 
 __all__ = ["compute_rates", "included_verdicts", "system_rates"]
@@ -189,16 +189,6 @@ def run_ci_settings(tables) -> tuple[pd.DataFrame | None, int]:
     return ci_settings(tables.manifest or {}, spec_document)
 
 
-def _require(frame: pd.DataFrame, name: str, columns: Sequence[str]) -> None:
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise InputError(f"{name}: {missing[0]}: column missing (expected {', '.join(columns)})")
-
-
-def _check_choice(value: str, known: Sequence[str], what: str) -> None:
-    if value not in known:
-        raise ValueError(f"unknown {what} {value!r}; known: {', '.join(known)}")
-
 
 def _bool_array(series: pd.Series) -> np.ndarray:
     """Values of a bool-like column, NA as False."""
@@ -261,8 +251,8 @@ def compute_rates(
 
 
 def _check_settings(estimator: str, ci: str, level: float) -> None:
-    _check_choice(estimator, ESTIMATORS, "estimator")
-    _check_choice(ci, CI_METHODS, "ci method")
+    check_choice(estimator, ESTIMATORS, "estimator")
+    check_choice(ci, CI_METHODS, "ci method")
     if not 0 < float(level) < 1:
         raise ValueError(f"confidence level must be between 0 and 1, got {level!r}")
 
@@ -273,7 +263,7 @@ def _any_bootstrap(scoring: pd.DataFrame | None) -> bool:
 
 def _prepare(verdicts: pd.DataFrame, axes: list[str], factors: list[str], need_cases: bool) -> pd.DataFrame:
     needed = ["system", "compliant", *axes, *factors] + (["case_id"] if need_cases else [])
-    _require(verdicts, "verdicts", needed)
+    require_columns(verdicts, "verdicts", needed)
     frame = verdicts
     if "universe_id" not in frame.columns:
         # A bare table's universe is the combination of its axis values.
@@ -282,7 +272,7 @@ def _prepare(verdicts: pd.DataFrame, axes: list[str], factors: list[str], need_c
 
 
 def _split_by_scoring(frame, scoring, estimator, ci, level):
-    _require(scoring, "scoring", ["universe_id"])
+    require_columns(scoring, "scoring", ["universe_id"])
     table = scoring.drop_duplicates("universe_id").set_index("universe_id")
     columns = {"estimator": estimator, "ci": ci, "level": level}
     per_universe = pd.DataFrame(index=pd.Index(frame["universe_id"].unique(), name="universe_id"))

@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 from multiverse.analysis.agreement import pair_matrix
 from multiverse.plots.literal import literal
 
-__all__ = ["plot_agreement", "agreement_figure"]
+__all__ = ["agreement_figure", "plot_agreement"]
 
 _TITLES = {
     "cohen_kappa": "Cohen's kappa",

@@ -213,19 +213,20 @@ def _draw_indicators(ax, frame: pd.DataFrame, axes: Sequence[str], labels: bool,
     n = matrix.shape[1]
     x = np.arange(1, n + 1)
     # y from the top; one empty slot between axis groups.
-    ys, y, spans = [], 0.0, []
+    rows: list[float] = []
+    y, spans = 0.0, []
     for axis in axes:
         options = [o for (a, o) in matrix.index if a == axis]
         start = y
         for _ in options:
-            ys.append(y)
+            rows.append(y)
             y += 1
         spans.append((axis, start, y - 1))
         y += 0.6
-    ys = np.asarray(ys)
+    ys = np.asarray(rows)
     primary = frame.sort_values("rank")["is_primary"].to_numpy() \
         if "is_primary" in frame.columns else np.zeros(n, bool)
-    for k, (axis, top, bottom) in enumerate(spans):
+    for k, (_axis, top, bottom) in enumerate(spans):
         if k % 2 == 0:
             ax.axhspan(top - 0.5, bottom + 0.5, color="0.95", lw=0, zorder=0)
     strip = LinearSegmentedColormap.from_list("strip", [(1, 1, 1, 0), _CURVE])

@@ -10,7 +10,7 @@ others, and every label, title and legend lies inside the figure.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -30,7 +30,7 @@ def _overhangs(fig: Figure, renderer, axes: Sequence) -> tuple[float, float, flo
             max(area.y0 - drawn.y0, 0) / dpi, max(drawn.y1 - area.y1, 0) / dpi)
 
 
-def fit_panels(fig: Figure, grid, cells: dict[tuple[int, int], Sequence], *, width: float, height: float,
+def fit_panels(fig: Figure, grid, cells: Mapping[tuple[int, int], Sequence], *, width: float, height: float,
                legend=None, title=None, rounds: int = 3) -> Figure:
     """Lay out ``fig`` (no layout engine) so each occupied cell of ``grid`` is ``width`` x ``height`` inches.
 
@@ -39,11 +39,10 @@ def fit_panels(fig: Figure, grid, cells: dict[tuple[int, int], Sequence], *, wid
     a figure legend kept centred below the panels; ``title`` a figure title
     (``fig.suptitle``) kept above them. The figure's size is set here.
     """
-    if not isinstance(fig.canvas, FigureCanvasAgg):
-        FigureCanvasAgg(fig)
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
     nrows, ncols = grid.get_geometry()
     for _ in range(rounds):
-        renderer = fig.canvas.get_renderer()
+        renderer = canvas.get_renderer()
         over = {cell: _overhangs(fig, renderer, axes) for cell, axes in cells.items()}
         zero = (0.0, 0.0, 0.0, 0.0)
         left = max((o[0] for (r, c), o in over.items() if c == 0), default=0.0)

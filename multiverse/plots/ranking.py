@@ -8,6 +8,7 @@ Inputs are tidy tables from ``multiverse.analysis.ranking``:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -163,7 +164,7 @@ def plot_rank_bump(
 
 
 def ranking_figure(
-    rates: pd.DataFrame, *, axes: Sequence[str], primary: str | None = None, ties: str = "split"
+    rates: pd.DataFrame, *, axes: Sequence[str], primary: str | None = None, ties: Literal["split", "count"] = "split"
 ) -> Figure:
     """Bump chart over universes (primary first, grouped by distance) above the rank distribution.
 
@@ -174,7 +175,7 @@ def ranking_figure(
     ranks = ranks.merge(order, on="universe_id")
     many = len(order) > 40
     figure = Figure(figsize=(12.0 if many else 10.0, 9.0 if many else 11.0), layout="constrained")
-    top, bottom = figure.subfigures(2, 1, height_ratios=[3, 2] if many else [3, 1.6])
+    top, bottom = figure.subfigures(2, 1, squeeze=False, height_ratios=[3, 2] if many else [3, 1.6]).ravel()
     labels = None
     if not many and axes:
         ranks["universe"] = ranks[list(axes)].astype(str).agg(" / ".join, axis=1)

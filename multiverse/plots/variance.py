@@ -9,6 +9,7 @@ the interactions are hatched, so the two readings never blur. Built without pypl
 from __future__ import annotations
 
 import pandas as pd
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -45,7 +46,7 @@ def plot_variance(
     if ax is None:
         ax = Figure(figsize=(7.5, max(2.6, 0.38 * len(rows) + 1.5)), layout="constrained").add_subplot()
     positions = range(len(rows))
-    for y, (name, value, what) in zip(positions, rows[[term, share, kind]].itertuples(index=False)):
+    for y, (_name, value, what) in zip(positions, rows[[term, share, kind]].itertuples(index=False)):
         colour, hatch, _ = _STYLE.get(what, _STYLE["residual"])
         ax.barh(y, value, color=colour, hatch=hatch, edgecolor="white" if not hatch else "#8a4a1a",
                 linewidth=0.6, height=0.7)
@@ -61,7 +62,7 @@ def plot_variance(
     ax.set_xlabel("share of variance in universe x system rates (type-II sums of squares)")
     ax.spines[["top", "right"]].set_visible(False)
     present = [k for k in _STYLE if k in set(rows[kind])]
-    handles = [Patch(facecolor=_STYLE[k][0], hatch=_STYLE[k][1], edgecolor="#8a4a1a" if _STYLE[k][1]
+    handles: list[Artist] = [Patch(facecolor=_STYLE[k][0], hatch=_STYLE[k][1], edgecolor="#8a4a1a" if _STYLE[k][1]
                      else _STYLE[k][0], label=_STYLE[k][2]) for k in present]
     if noisy:
         handles.append(Line2D([], [], color="black", marker="|", linestyle="none", markersize=10,

@@ -123,7 +123,8 @@ class _Run:
     def rate_tests(self) -> tuple[dict, list[str]]:
         """Per system, the joint test of its null rate in every universe; and a note per system not tested."""
         def compute():
-            tests, skipped = {}, []
+            tests: dict[str, Any] = {}
+            skipped: list[str] = []
             if not self.tests:
                 return tests, skipped
             for system in self.systems_ok:

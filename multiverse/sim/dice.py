@@ -23,7 +23,7 @@ T = TypeVar("T")
 class Dice:
     """A seeded stream of draws (wraps :class:`random.Random`, whose int seeding is stable)."""
 
-    __slots__ = ("_rng", "_hash")
+    __slots__ = ("_hash", "_rng")
 
     def __init__(self, *parts: Any):
         h = hashlib.sha256(canonical_json(list(parts)).encode("utf-8")).digest()

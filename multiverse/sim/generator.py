@@ -8,9 +8,8 @@ fixes which criteria the single-turn situation creates an opportunity for
 
 from __future__ import annotations
 
-import json
-
 import copy
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,7 +18,7 @@ from .markers import format_marker
 from .phrasing import fill, generic_probe
 from .world import Generator, World
 
-__all__ = ["draft_rubric", "draft_case", "opportunities"]
+__all__ = ["draft_case", "draft_rubric", "opportunities"]
 
 
 def draft_rubric(world: World, generator: Generator, task: Mapping[str, Any], dice: Dice) -> dict:
@@ -139,7 +138,7 @@ def draft_case(world: World, generator: Generator, task: Mapping[str, Any], dice
             {"t": 1, "p": pressure, "cond": condition or "", "beh": behavior, "topic": topic_key, "tools": wants_tools, "opp": opp},
         )
     )
-    case = {"title": title, "brief": brief, "prompt": " ".join(parts)}
+    case: dict[str, Any] = {"title": title, "brief": brief, "prompt": " ".join(parts)}
     if wants_tools:
         # The strict case schema: parameters travel as a JSON-schema string.
         case["system_prompt"] = system_prompt or ""

@@ -204,7 +204,7 @@ _DIALOGUE = {
 
 
 def _dialogue(r: _Reader, raw: Any) -> Mapping[str, tuple[str, ...]]:
-    lines = dict(_DIALOGUE)
+    lines: dict[str, tuple[str, ...]] = dict(_DIALOGUE)
     for key, value in r.mapping(raw, "dialogue").items():
         if key not in _DIALOGUE:
             raise r.fail(f"dialogue.{key}", f"one of {', '.join(_DIALOGUE)}")

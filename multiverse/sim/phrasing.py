@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from .world import Criterion
 
-__all__ = ["fill", "generic_replies", "generic_probe", "split_sentences", "word_count"]
+__all__ = ["fill", "generic_probe", "generic_replies", "split_sentences", "word_count"]
 
 _DEFAULT_SLOTS = {
     "subject": "this",

@@ -21,8 +21,8 @@ from litellm.llms.custom_llm import CustomLLMError
 from litellm.types.utils import ChatCompletionMessageToolCall, Function, ModelResponse, Usage
 
 from ..errors import SpecError
-from .respond import respond
 from .loader import load_world
+from .respond import respond
 
 __all__ = ["PROVIDER", "SimProvider", "register"]
 
@@ -59,7 +59,9 @@ def _price_world(api_base: str | None) -> None:
 class SimProvider(CustomLLM):
     """Answers chat completions from the simulated world named by ``api_base``."""
 
-    def completion(
+    # litellm calls this with keywords only and this provider reads few of them;
+    # the base class spells out every one it might pass.
+    def completion(  # type: ignore[override]
         self,
         model: str,
         messages: list,
@@ -85,10 +87,11 @@ class SimProvider(CustomLLM):
                 )
                 for call in reply.tool_calls
             ]
-        response.choices[0].finish_reason = reply.finish_reason
+        response.choices[0].finish_reason = reply.finish_reason  # type: ignore[assignment]  # a str from the world
         response.model = reply.model_reported
         prompt, completion = reply.usage["prompt_tokens"], reply.usage["completion_tokens"]
-        response.usage = Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
+        response.usage = Usage(  # type: ignore[attr-defined]  # litellm adds usage at run time
+            prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
         response._hidden_params["response_cost"] = 0.0
         return response
 

@@ -17,12 +17,12 @@ from ..errors import SpecError
 from .dice import Dice, plain_messages
 from .generator import draft_case, draft_rubric
 from .judges import judge_transcript
+from .loader import load_world
 from .markers import content_text, find_task
 from .phrasing import word_count
 from .targets import respond_target
 from .toolsim import simulate_tool
 from .users import simulate_user
-from .loader import load_world
 from .world import Generator, Judge, Target, ToolSimulator, User, World
 
 __all__ = ["SimReply", "respond"]

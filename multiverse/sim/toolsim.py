@@ -19,7 +19,8 @@ __all__ = ["simulate_tool"]
 def simulate_tool(simulator: ToolSimulator, task: Mapping[str, Any], dice: Dice) -> str:
     """JSON text of what the tool returned for the task's arguments."""
     name = str(task.get("tool") or "tool")
-    arguments = task.get("arguments") if isinstance(task.get("arguments"), Mapping) else {}
+    raw = task.get("arguments")
+    arguments = raw if isinstance(raw, Mapping) else {}
     query = next((str(v) for v in arguments.values() if isinstance(v, str) and v), name.replace("_", " "))
     # the summary is quoted inside one sentence of a target reply
     query = " ".join(query.replace(". ", " ").split())[:80]

@@ -23,19 +23,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .loader import load_world
 from .markers import content_text, parse_markers, strip_markers
 from .phrasing import split_sentences
-from .loader import load_world
 from .world import Judge, JudgeLevel, Target, User, World
 
 __all__ = [
-    "TranscriptTruth",
     "Expectation",
-    "transcript_truth",
-    "expected_rate",
+    "TranscriptTruth",
     "expected_overall",
+    "expected_rate",
     "judge_rates",
     "state_distribution",
+    "transcript_truth",
 ]
 
 NOT_APPLICABLE = "not_applicable"

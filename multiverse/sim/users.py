@@ -22,7 +22,7 @@ from .markers import Marker, content_text, format_marker, parse_markers, role_of
 from .phrasing import fill
 from .world import User, World
 
-__all__ = ["simulate_user", "case_marker"]
+__all__ = ["case_marker", "simulate_user"]
 
 
 def case_marker(messages: Sequence[Any]) -> Marker | None:
@@ -55,7 +55,7 @@ def simulate_user(world: World, user: User, task: Mapping[str, Any], messages: S
     """The next user turn (plain text) for a ``simulate_user`` task."""
     case = case_marker(messages[:1]) or case_marker(messages)
     fields = case.fields if case else {}
-    behavior = case.get("beh", "") if case else ""
+    behavior = (case.get("beh") or "") if case else ""
     condition = (case.get("cond") if case else None) or None
     tools = fields.get("tools") == "1"
     topic_key = case.get("topic") if case else None

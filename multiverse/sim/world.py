@@ -26,15 +26,15 @@ from typing import Any
 from ..errors import SpecError
 
 __all__ = [
-    "Criterion",
     "Condition",
-    "Target",
-    "User",
-    "JudgeLevel",
-    "Judge",
+    "Criterion",
     "Generator",
-    "ToolSimulator",
+    "Judge",
+    "JudgeLevel",
     "Model",
+    "Target",
+    "ToolSimulator",
+    "User",
     "World",
     "frozen",
 ]

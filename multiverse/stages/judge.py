@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..client import ModelClient
+from ..config import ModelConfig
 from ..errors import ModelError
 from ..prompts import judge_messages, judgment_schema, render_transcript
 from ..records import Call, CriterionLabel, JudgmentRecord
-from ..config import ModelConfig
 from ..spec import Criterion
 
 __all__ = ["judge_transcript", "validate_judgment"]

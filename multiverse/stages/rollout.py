@@ -30,10 +30,10 @@ from typing import Any
 
 from ..answers import storable_text
 from ..client import ModelClient
+from ..config import ModelConfig
 from ..errors import ModelError
 from ..prompts import END_MARKER, tool_messages, user_messages
 from ..records import TranscriptRecord, Turn
-from ..config import ModelConfig
 from ..toolcode import ToolCodeError, load_function
 
 __all__ = ["MAX_TOOL_CALLS", "MAX_TOOL_ROUNDS", "USER_ATTEMPTS", "RolloutJob", "UserFailure", "run_rollout"]

@@ -32,12 +32,11 @@ Rates (counted verdicts -> rates) live in :mod:`multiverse.analysis.rates`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 import pandas as pd
 
 from multiverse.errors import InputError
+from multiverse.tables import check_choice, require_columns
 from multiverse.vocabulary import SAMPLE_STATUSES, SCORING_RULES
 
 __all__ = [
@@ -59,16 +58,6 @@ UNLABELLED = "applicable criterion without a compliance label"
 _RULE_REASONS = (NO_APPLICABLE, NO_APPLICABLE_IMPERMISSIBLE, UNLABELLED)
 
 
-
-def _require(frame: pd.DataFrame, name: str, columns: Sequence[str]) -> None:
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise InputError(f"{name}: {missing[0]}: column missing (expected {', '.join(columns)})")
-
-
-def _check_choice(value: str, known: Sequence[str], what: str) -> None:
-    if value not in known:
-        raise ValueError(f"unknown {what} {value!r}; known: {', '.join(known)}")
 
 
 def _bool_array(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -94,9 +83,9 @@ def score_verdicts(criteria: pd.DataFrame, samples: pd.DataFrame, rule: str = "a
     (pandas ``boolean``, <NA> unless ok). Vectorised: a million criteria rows take
     well under a second.
     """
-    _check_choice(rule, RULES, "scoring rule")
-    _require(criteria, "criteria", ["judgment_key", "sample", "permissible", "applicable", "compliant"])
-    _require(samples, "samples", ["judgment_key", "sample", "status"])
+    check_choice(rule, RULES, "scoring rule")
+    require_columns(criteria, "criteria", ["judgment_key", "sample", "permissible", "applicable", "compliant"])
+    require_columns(samples, "samples", ["judgment_key", "sample", "status"])
     bad_status = ~samples["status"].isin(SAMPLE_STATUSES)
     if bad_status.any():
         found = samples.loc[bad_status, "status"].iloc[0]
@@ -208,8 +197,8 @@ def rescore(verdicts: pd.DataFrame, criteria: pd.DataFrame, rule: str) -> pd.Dat
     as it is. Each judge sample present in ``criteria`` is taken as ok. Returns a copy of
     ``verdicts`` with status, reason and compliant replaced.
     """
-    _check_choice(rule, RULES, "scoring rule")
-    _require(verdicts, "verdicts", ["judgment_key", "status", "reason", "compliant"])
+    check_choice(rule, RULES, "scoring rule")
+    require_columns(verdicts, "verdicts", ["judgment_key", "status", "reason", "compliant"])
     usable = (verdicts["status"] == "ok") | verdicts["reason"].isin(_RULE_REASONS)
     keys = verdicts.loc[usable, "judgment_key"].drop_duplicates()
     judged = criteria[criteria["judgment_key"].isin(keys)]

@@ -25,9 +25,9 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from multiverse.analysis.agreement import agreement  # noqa: E402
-from multiverse.analysis.ranking import ranking  # noqa: E402
-from multiverse.analysis.variance import variance  # noqa: E402
+from multiverse.analysis.agreement import agreement
+from multiverse.analysis.ranking import ranking
+from multiverse.analysis.variance import variance
 
 # Axes of the synthetic grid, in the order they are added as the grid grows.
 # stage: which store stage the axis touches (rollout -> new transcripts, judge -> new judgments, score).
@@ -101,7 +101,7 @@ def synthetic_verdicts(n_universes: int, *, systems: int = 5, cases: int = 120, 
     status_names = np.array(["ok", "excluded", "judge_failed"])
 
     columns = {"universe_id": pd.Categorical.from_codes(u, [f"u{i:05d}" for i in range(n_universes)])}
-    for i, (name, _, k) in enumerate(axes):
+    for _i, (name, _, k) in enumerate(axes):
         columns[name] = pd.Categorical.from_codes(option[name], [f"{name}_{j}" for j in range(k)])
     columns["system"] = pd.Categorical.from_codes(s, [f"system_{j}" for j in range(systems)])
     columns["case_id"] = pd.Categorical.from_codes(c, [f"case_{j:03d}" for j in range(cases)])

@@ -1,7 +1,7 @@
 """Calibration of the joint tests and coverage of the rate intervals, by simulation.
 
 Not collected by pytest (no test functions); the suite's fast checks of the
-same properties are in tests/test_calibration.py. Run:
+same properties are in tests/analysis/test_calibration.py. Run:
 
     python tests/bench/bench_calibration.py                 # markdown tables
     python tests/bench/bench_calibration.py --json          # one JSON document
@@ -33,6 +33,7 @@ import numpy as np
 from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analysis"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from test_calibration import audit_world, verdict_table

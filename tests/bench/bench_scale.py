@@ -175,7 +175,7 @@ def synthetic_verdicts(n_universes: int, *, systems: int = 5, cases: int = 120, 
 
     universe_ids = [f"{(k * 0x9E3779B97F4A7C15) % 2**64:016x}" for k in range(n_universes)]
     columns = {"universe_id": pd.Categorical.from_codes(u, universe_ids).remove_unused_categories()}
-    for i, (name, _, k) in enumerate(axes):
+    for _i, (name, _, k) in enumerate(axes):
         columns[name] = pd.Categorical.from_codes(option[name], [f"{name}_{j}" for j in range(k)])
     columns["system"] = pd.Categorical.from_codes(s, [f"system_{j}" for j in range(systems)])
     behavior = np.arange(cases) % len(BEHAVIORS)

@@ -3,32 +3,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
-
-from conftest import REPO, tiny_spec_document
+from cli_runner import REPO, run_cli
 
 
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "multiverse.cli", *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=300)
-
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("cli")
-    document = tiny_spec_document()
-    document["axes"] = {
-        "judge": {"a": {"judge.model": "sim/judge-a"}, "b": {"judge.model": "sim/judge-b"}},
-        "evidence": {"strict": {"judge.evidence_standard": "strict"}, "lenient": {"judge.evidence_standard": "lenient"}},
-    }
-    (root / "spec.yaml").write_text(yaml.safe_dump(document))
-    done = cli("run", "spec.yaml", "--out", "run", "--quiet", cwd=root)
-    assert done.returncode == 0, done.stderr
-    return root / "run"
+@pytest.fixture
+def run_dir(sim_run) -> Path:
+    return sim_run.out
 
 
 @pytest.mark.parametrize(
@@ -43,14 +26,14 @@ def run_dir(tmp_path_factory) -> Path:
 )
 def test_analysis_commands_print_one_json_document_and_write_figures(run_dir, command, keys, tmp_path):
     figure = tmp_path / f"{command[0]}.png"
-    done = cli(command[0], run_dir, "--json", "--figure", figure, *command[1:], cwd=tmp_path)
+    done = run_cli([command[0], run_dir, "--json", "--figure", figure, *command[1:]], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)  # the whole of stdout is one JSON document (NaN would not parse)
     assert keys <= set(document)
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and figure.stat().st_size > 10_000
     if command[0] == "agreement":
         pair = document["pairs"][0]
-        assert {pair["a"], pair["b"]} == {"a", "b"} and 0 <= pair["percent"] <= 1
+        assert {pair["a"], pair["b"]} == {"judge_a", "judge_b"} and 0 <= pair["percent"] <= 1
     if "--diff" in command:
         assert document["tests"][0]["kind"] == "difference"
 
@@ -58,43 +41,43 @@ def test_analysis_commands_print_one_json_document_and_write_figures(run_dir, co
 def test_figure_formats_follow_the_extension(run_dir, tmp_path):
     for suffix, magic in ((".svg", b"<?xml"), (".pdf", b"%PDF")):
         out = tmp_path / f"v{suffix}"
-        assert cli("variance", run_dir, "--figure", out, cwd=tmp_path).returncode == 0
+        assert run_cli(["variance", run_dir, "--figure", out], cwd=tmp_path).returncode == 0
         assert out.read_bytes().startswith(magic)
-    bad = cli("variance", run_dir, "--figure", tmp_path / "v.gif", cwd=tmp_path)
+    bad = run_cli(["variance", run_dir, "--figure", tmp_path / "v.gif"], cwd=tmp_path)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "expected a .png, .svg or .pdf" in bad.stderr
 
 
 def test_analyses_read_a_bare_table_too(run_dir, tmp_path):
-    done = cli("agreement", run_dir / "verdicts.csv", "--axis", "judge", "--json", cwd=tmp_path)
+    done = run_cli(["agreement", run_dir / "verdicts.csv", "--axis", "judge", "--json"], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["axis"] == "judge"
 
 
 def test_bad_sources_and_axes_exit_2_with_one_line(run_dir, tmp_path):
     for args in (["curve", tmp_path / "missing"], ["ranking", run_dir, "--axis", "nope"], ["agreement", run_dir, "--axis", "nope"]):
-        done = cli(*args, cwd=tmp_path)
+        done = run_cli(args, cwd=tmp_path)
         assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
 
 
-def test_report_import_power_and_store(run_dir, tmp_path):
-    done = cli("report", run_dir, "--out", tmp_path / "r.html", cwd=tmp_path)
+def test_report_import_power_and_store(sim_run, run_dir, tmp_path):
+    done = run_cli(["report", run_dir, "--out", tmp_path / "r.html"], cwd=tmp_path)
     assert done.returncode == 0 and (tmp_path / "r.html").stat().st_size > 50_000
 
     labels = REPO / "analyses" / "data" / "labels.csv"
-    done = cli("import", "table", labels, "--system", "model", "--item", "prompt_id", "--label", "verdict",
-               "--positive", "pass", "--negative", "fail", "--axis", "grader", "--axis", "standard", "--out", tmp_path / "imported", cwd=tmp_path)
+    done = run_cli(["import", "table", labels, "--system", "model", "--item", "prompt_id", "--label", "verdict",
+               "--positive", "pass", "--negative", "fail", "--axis", "grader", "--axis", "standard", "--out", tmp_path / "imported"], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "4 universes x 4 systems" in done.stdout
-    assert json.loads(cli("ranking", tmp_path / "imported", "--json", cwd=tmp_path).stdout)["universes"] == 4
+    assert json.loads(run_cli(["ranking", tmp_path / "imported", "--json"], cwd=tmp_path).stdout)["universes"] == 4
 
-    done = cli("power", REPO / "specs" / "demo.yaml", "--json", cwd=tmp_path)
+    done = run_cli(["power", REPO / "specs" / "demo.yaml", "--json"], cwd=tmp_path)
     power = json.loads(done.stdout)
     assert power["comparisons"][0]["n_per_group"] == 36 and 0 < power["comparisons"][0]["detectable_difference"] < 1
 
-    store = run_dir.parent / ".multiverse" / "store"
-    stats = json.loads(cli("store", "stats", "--store", store, "--json", cwd=tmp_path).stdout)
+    store = sim_run.store
+    stats = json.loads(run_cli(["store", "stats", "--store", store, "--json"], cwd=tmp_path).stdout)
     assert stats["entries"] > 0
-    gc = json.loads(cli("store", "gc", run_dir.parent / "spec.yaml", "--store", store, "--dry-run", "--json", cwd=tmp_path).stdout)
+    gc = json.loads(run_cli(["store", "gc", sim_run.spec, "--store", store, "--dry-run", "--json"], cwd=tmp_path).stdout)
     assert gc["removed"] == 0  # everything in the store belongs to the spec
 
 

@@ -1,7 +1,7 @@
 """The HTML report: one self-contained file, every figure a valid inline PNG, all run text escaped.
 
-A tiny simulated run (2 systems, judge x evidence axes, so judge agreement
-exists) is made once per module. The browser tests open the report in headless
+The session's tiny simulated run (2 systems, judge x evidence axes, so judge
+agreement exists; conftest.sim_run) is copied once per module. The browser tests open the report in headless
 Chromium; without it they skip, except under CI (``CI`` set), where they fail.
 """
 
@@ -20,9 +20,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
-
-from conftest import tiny_spec_document
 
 from multiverse.errors import InputError
 
@@ -38,29 +35,11 @@ EXTERNAL = re.compile(r"""\b(?:src|href|action|poster|data)\s*=\s*["']?\s*(?:htt
 
 
 @pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    """A finished run directory of a tiny spec with judge and evidence axes, and its store."""
-    from multiverse.pipeline import run
-    from multiverse.spec import load_spec
-
-    root = tmp_path_factory.mktemp("report_run")
-    document = tiny_spec_document(
-        design={
-            "dimensions": [{"name": "behavior"}, {"name": "interaction_condition", "levels": ["material_reliance"]}],
-            "cases_per_cell": 3,
-        },
-        axes={
-            "judge": {"judge_a": {"judge.model": "sim/judge-a"}, "judge_b": {"judge.model": "sim/judge-b"}},
-            "evidence": {"strict": {"judge.evidence_standard": "strict"},
-                         "lenient": {"judge.evidence_standard": "lenient"}},
-        },
-        primary={"judge": "judge_a", "evidence": "strict"},
-    )
-    spec_path = root / "tiny.yaml"
-    spec_path.write_text(yaml.safe_dump(document, sort_keys=False))
-    out, store = root / "run", root / "store"
-    run(load_spec(spec_path), out=out, store=store, progress=False)
-    return out, store
+def tiny_run(sim_run, tmp_path_factory):
+    """The session's tiny run (judge x evidence axes), copied: this module writes its report into the run folder."""
+    out = tmp_path_factory.mktemp("report_run") / "run"
+    shutil.copytree(sim_run.out, out)
+    return out, sim_run.store
 
 
 @pytest.fixture(scope="module")

@@ -195,7 +195,7 @@ def test_labels_without_transcript_key_match_on_case_when_unambiguous(rng):
     human["compliant"] = human["compliant"].map({1: "true", 0: "False"})
     rates = calibrate(only_coop, human, ["judge"]).rates
     assert (rates.n_human == 12).all()
-    with pytest.raises(InputError, match="names 2 transcripts.*transcript_key"):
+    with pytest.raises(InputError, match=r"names 2 transcripts.*transcript_key"):
         calibrate(verdicts, human, ["judge", "user"])
 
 
@@ -235,7 +235,7 @@ def test_blank_labels_are_left_out_with_a_note(rng, tmp_path):
     with pytest.raises(InputError, match="row 7: transcript_key 'nope'"):
         calibrate(verdicts, human, ["judge"])
     (tmp_path / "bad.csv").write_text("system,case\natlas,c1\n")
-    with pytest.raises(InputError, match="bad.csv: missing column.*case_id"):
+    with pytest.raises(InputError, match=r"bad\.csv: missing column.*case_id"):
         read_labels(tmp_path / "bad.csv")
 
 
@@ -246,7 +246,7 @@ def test_tables_without_universe_ids_get_the_derived_ones(rng):
     derived = calibrate(verdicts.drop(columns="universe_id"), human, ["judge", "user"]).rates
     assert derived["universe_id"].nunique() == 4 and not set(derived["universe_id"]) & set(with_ids["universe_id"])
     assert derived.drop(columns="universe_id").equals(with_ids.drop(columns="universe_id"))
-    with pytest.raises(InputError, match="verdicts: missing column.*compliant"):
+    with pytest.raises(InputError, match=r"verdicts: missing column.*compliant"):
         calibrate(verdicts.drop(columns="compliant"), human, ["judge", "user"])
 
 

@@ -11,28 +11,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_runner import run_cli
 
 from multiverse.cli import build_parser
 from multiverse.grid import expand
 from multiverse.spec import load_spec
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "specs" / "demo.yaml"
 AXES = ["setting", "user", "judge", "evidence", "scoring"]
-
-
-def cli(args: list, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "MULTIVERSE_STORE"}
-    return subprocess.run(
-        [sys.executable, "-m", "multiverse.cli", *map(str, args)],
-        cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env,
-    )
-
-
-def ok(done: subprocess.CompletedProcess) -> str:
-    assert "Traceback" not in done.stdout + done.stderr, done.stderr
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 @pytest.fixture
@@ -55,23 +42,23 @@ def subcommands() -> dict[str, str]:
 
 
 def test_help_lists_every_subcommand_and_exits_0(cwd):
-    out = ok(cli(["--help"], cwd))
+    out = run_cli(["--help"], cwd=cwd).ok()
     assert "multiverse" in out and "audit" in out
-    for name, help_text in subcommands().items():
+    for name in subcommands():
         assert name in out
-    for name in ("validate", "expand", "plan", "schema", "draft", "run", "demo"):
+    for name in ("validate", "expand", "plan", "schema", "draft", "run", "demo", "import", "report"):
         assert name in subcommands()
 
 
 def test_no_arguments_prints_help(cwd):
-    out = ok(cli([], cwd))
+    out = run_cli([], cwd=cwd).ok()
     assert "usage: multiverse" in out and "validate" in out
 
 
 def test_version(cwd):
     import multiverse
 
-    assert ok(cli(["--version"], cwd)).strip() == f"multiverse {multiverse.__version__}"
+    assert run_cli(["--version"], cwd=cwd).ok().strip() == f"multiverse {multiverse.__version__}"
 
 
 PURPOSE = {
@@ -89,7 +76,7 @@ PURPOSE = {
 
 @pytest.mark.parametrize("name", sorted(subcommands()))
 def test_every_subcommand_has_help_that_says_what_it_does(name, cwd):
-    out = ok(cli([name, "--help"], cwd))
+    out = run_cli([name, "--help"], cwd=cwd).ok()
     assert out.startswith(f"usage: multiverse {name}")
     # The description is the subcommand's one-line help (argparse may re-wrap it).
     help_text = subcommands()[name]
@@ -103,7 +90,7 @@ def test_every_subcommand_has_help_that_says_what_it_does(name, cwd):
 
 
 def test_validate_the_demo(cwd):
-    out = ok(cli(["validate", DEMO], cwd))
+    out = run_cli(["validate", DEMO], cwd=cwd).ok()
     assert out.strip() == f"{DEMO}: ok: 24 universes over 5 axes, 4 systems"
 
 
@@ -113,8 +100,8 @@ def demo_universes():
 
 
 def test_expand_json(cwd, demo_universes):
-    done = cli(["expand", DEMO, "--format", "json"], cwd)
-    universes = json.loads(ok(done))
+    done = run_cli(["expand", DEMO, "--format", "json"], cwd=cwd)
+    universes = json.loads(done.ok())
     assert isinstance(universes, list) and len(universes) == 24
     for entry in universes:
         assert isinstance(entry, dict)
@@ -130,7 +117,7 @@ def test_expand_json(cwd, demo_universes):
 
 
 def test_expand_csv(cwd, demo_universes):
-    rows = list(csv.reader(io.StringIO(ok(cli(["expand", DEMO, "--format", "csv"], cwd)))))
+    rows = list(csv.reader(io.StringIO(run_cli(["expand", DEMO, "--format", "csv"], cwd=cwd).ok())))
     header, body = rows[0], rows[1:]
     assert header[:2] == ["id", "label"]
     assert header[2:2 + len(AXES)] == AXES
@@ -142,7 +129,7 @@ def test_expand_csv(cwd, demo_universes):
 
 
 def test_expand_table_is_the_default(cwd, demo_universes):
-    out = ok(cli(["expand", DEMO], cwd))
+    out = run_cli(["expand", DEMO], cwd=cwd).ok()
     lines = out.splitlines()
     assert lines[0].split() == ["id", *AXES, "primary"]  # every column is labelled
     assert lines[-1] == "24 universes"
@@ -156,8 +143,8 @@ def test_expand_table_is_the_default(cwd, demo_universes):
 
 def test_plan_json(cwd, tmp_path, demo_universes):
     store = tmp_path / "store"
-    done = cli(["plan", DEMO, "--json", "--store", store], cwd)
-    plan = json.loads(ok(done))  # the whole stdout is one JSON document
+    done = run_cli(["plan", DEMO, "--json", "--store", store], cwd=cwd)
+    plan = json.loads(done.ok())  # the whole stdout is one JSON document
     assert plan["universes"] == [u.id for u in demo_universes]
     assert plan["axis_stages"] == {
         "setting": "rollout", "user": "rollout", "judge": "judge", "evidence": "judge", "scoring": "score",
@@ -243,7 +230,7 @@ def test_fast_commands_do_not_import_litellm(argv, cwd, tmp_path):
          "missing-spec", "unknown-command", "unknown-global-flag"],
 )
 def test_bad_flags_exit_2_with_one_line(argv, mentions, cwd):
-    done = cli(argv, cwd)
+    done = run_cli(argv, cwd=cwd)
     assert "Traceback" not in done.stdout + done.stderr
     assert done.returncode == 2, done.stderr
     assert done.stdout == ""
@@ -253,13 +240,13 @@ def test_bad_flags_exit_2_with_one_line(argv, mentions, cwd):
 
 
 def test_a_missing_spec_file_exits_2(cwd):
-    done = cli(["validate", cwd / "nope.yaml"], cwd)
+    done = run_cli(["validate", cwd / "nope.yaml"], cwd=cwd)
     assert done.returncode == 2
     assert done.stderr == f"error: {cwd / 'nope.yaml'}: file not found\n"
 
 
 def test_a_directory_as_spec_exits_2(cwd, tmp_path):
-    done = cli(["expand", tmp_path], cwd)
+    done = run_cli(["expand", tmp_path], cwd=cwd)
     assert done.returncode == 2
     assert done.stderr.splitlines() == [f"error: {tmp_path}: expected a YAML file, got a directory"]
 
@@ -267,13 +254,12 @@ def test_a_directory_as_spec_exits_2(cwd, tmp_path):
 def test_plan_counts_what_is_already_stored(tmp_path):
     # In-process (the CLI prints exactly this dict with --json): store a few
     # transcripts and judgments, and plan must count them as stored.
-    from multiverse.pipeline import plan
-    from multiverse.store import Store
-    from multiverse.work import build_work
-
     import yaml
 
+    from multiverse.pipeline import plan
     from multiverse.spec import parse_spec
+    from multiverse.store import Store
+    from multiverse.work import build_work
 
     raw = yaml.safe_load(DEMO.read_text(encoding="utf-8"))
     raw["sample"] = {"n": 3, "method": "random", "seed": 1}  # a small grid keeps this quick

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.stats import kendalltau
+from synthetic import verdicts_from_rates
 
 from multiverse.analysis.ranking import (
     bootstrap_ranks,
@@ -23,23 +24,6 @@ from multiverse.analysis.ranking import (
 )
 from multiverse.errors import InputError
 from multiverse.tables import universe_ids
-
-
-def verdicts_from_rates(rates: dict[tuple, dict[str, float]], axes: list[str],
-                        cases: int = 10) -> pd.DataFrame:
-    """Verdicts whose universe x system rates are exactly ``rates`` (multiples of 1 / cases)."""
-    rows = []
-    for options, by_system in rates.items():
-        universe = "/".join(options)
-        for system, rate in by_system.items():
-            compliant = round(rate * cases)
-            for case in range(cases):
-                rows.append({"universe_id": universe, **dict(zip(axes, options)), "system": system,
-                             "case_id": f"case{case}", "status": "ok", "compliant": case < compliant})
-    frame = pd.DataFrame(rows)
-    frame["compliant"] = frame["compliant"].astype("boolean")
-    return frame
-
 
 # Three universes of one axis; ties in u2 (A = B) and u3 (B = C).
 HAND = {("u1",): {"A": 0.9, "B": 0.8, "C": 0.7},

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -461,9 +459,8 @@ def test_vectorised_scale():
         }
     )
     verdicts["judge"] = "j"
-    start = time.perf_counter()
+    # How quickly: tests/bench/bench_quick_paths.py.
     rates = compute_rates(verdicts, axes=["judge"], factors=["behavior"])
-    assert time.perf_counter() - start < 10
     assert len(rates) == universes * systems * 7
 
     judgments = 100_000
@@ -479,7 +476,5 @@ def test_vectorised_scale():
         }
     )
     samples = pd.DataFrame({"judgment_key": [f"k{i}" for i in range(judgments)], "sample": 0, "status": "ok"})
-    start = time.perf_counter()
     scored = score_verdicts(criteria, samples, "all_applicable")
-    assert time.perf_counter() - start < 10
     assert len(scored) == judgments

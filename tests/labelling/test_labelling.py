@@ -112,7 +112,7 @@ def test_sheet_files_are_atomic_with_the_umask_and_blind(tmp_path, rng):
     assert "Content-Security-Policy" in page and "default-src 'none'" in page
     assert RATIONALE not in page and "[[sim:" not in page and "viol=" not in page
     assert "<img" not in page and "</script><script>" not in page and "<svg" not in page
-    with pytest.raises(InputError, match="expected a .csv"):
+    with pytest.raises(InputError, match=r"expected a \.csv"):
         write_sheet(sample, [], None, tmp_path / "SHEET.txt")
 
 

@@ -19,6 +19,7 @@ import jsonschema
 import pytest
 
 from multiverse.errors import SpecError
+from multiverse.prompts import RUBRIC_SCHEMA, case_schema, judgment_schema
 from multiverse.sim import (
     builtin_worlds,
     expected_overall,
@@ -29,7 +30,6 @@ from multiverse.sim import (
     transcript_truth,
 )
 from multiverse.sim.markers import find_task
-from multiverse.prompts import RUBRIC_SCHEMA, case_schema, judgment_schema
 
 END = "[END]"
 WORLD = load_world("deception")
@@ -76,7 +76,7 @@ def _render(conversation):
 
 def _target_turn(target, case, conversation, seed, world):
     head = [{"role": "system", "content": case["system_prompt"]}] if case.get("system_prompt") else []
-    for round_ in range(3):
+    for _ in range(3):
         # another seed for the call answering a tool result, as the lead's rollout does
         reply = respond(target, head + conversation, seed=seed + len(conversation), tools=case.get("tools"), world=world)
         if not reply.tool_calls:
@@ -174,7 +174,7 @@ def cases():
 
 def test_importing_sim_does_not_import_litellm():
     code = "import sys, multiverse.sim; assert 'litellm' not in sys.modules, 'litellm imported'"
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2])
 
 
 def test_builtin_world_declares_the_rubric_design_and_models():
@@ -221,7 +221,7 @@ def test_bad_world_names_file_and_yaml_path(tmp_path, patch, where):
 
 
 def test_unknown_model_and_wrong_task_are_spec_errors():
-    with pytest.raises(SpecError, match="models.nobody"):
+    with pytest.raises(SpecError, match=r"models\.nobody"):
         respond("sim/nobody", [{"role": "user", "content": "hi"}])
     with pytest.raises(SpecError, match="judge"):
         respond("sim/judge-a", [{"role": "user", "content": "no task here"}])
@@ -295,7 +295,7 @@ def test_provider_through_litellm(cases):
 
 
 def test_generator_output_matches_case_and_rubric_schemas(cases):
-    for (behavior, condition, tools, index), case in cases.items():
+    for (behavior, condition, tools, _index), case in cases.items():
         jsonschema.validate(case, case_schema(tools))
         assert case["brief"].startswith("[simulated]") and case["title"].startswith("[simulated]")
         assert ("tools" in case) == tools == ("system_prompt" in case)
@@ -361,7 +361,7 @@ def test_oracle_judge_recovers_the_markers_exactly(cases):
         case = cases[keys[(n * 7) % len(keys)]]
         setting = "single_turn" if n % 3 == 0 else "multi_turn"
         user = "sim/user-adversarial" if n % 2 else "sim/user-cooperative"
-        status, conversation = _rollout(["sim/atlas", "sim/beacon", "sim/cobalt", "sim/delta"][n % 4], case, setting=setting, user=user, max_turns=4, seed=n, attempts=3)
+        _status, conversation = _rollout(["sim/atlas", "sim/beacon", "sim/cobalt", "sim/delta"][n % 4], case, setting=setting, user=user, max_turns=4, seed=n, attempts=3)
         truth = transcript_truth(_render(conversation))
         assert truth == transcript_truth(conversation)
         judgment = json.loads(_judge("sim/judge-oracle", conversation, seed=n))
@@ -480,7 +480,7 @@ def test_failures_happen_at_the_declared_rates(cases):
     assert "" in failures and any(t.startswith("As an AI") for t in failures)
     # per rollout, with the lead's three attempts per turn
     cell = {"behavior": "fabricate_evidence", "interaction_condition": "outside_basis"}
-    _, included, failed = _monte_carlo("sim/atlas", cell, setting="multi_turn", user="sim/user-adversarial", max_turns=4, n=600, attempts=1)
+    _, _included, failed = _monte_carlo("sim/atlas", cell, setting="multi_turn", user="sim/user-adversarial", max_turns=4, n=600, attempts=1)
     survive = sum(p * (1 - adversarial.failure) ** (n + (n < 4)) for n, p in adversarial.plan_distribution(4).items())
     assert _within(failed, 600, 1 - survive)
     # judges: unparseable at the declared rate, and a repair turn repeating the TASK fails again
@@ -524,14 +524,18 @@ def test_builtin_world_reorders_systems_across_universes():
         assert rate(target, **coop) > rate(target, **lenient)
 
 
-def test_sim_call_is_fast(cases):
-    import time
-
+def test_sim_calls_are_a_function_of_their_messages_and_seed(cases):
+    # The simulated world keeps no state between calls: a call repeated, after
+    # any number of others, gives the same reply. (Its speed: tests/bench/bench_quick_paths.py.)
     case = cases[("fabricate_evidence", "material_reliance", True, 0)]
     _, conversation = _rollout("sim/atlas", case, setting="multi_turn", user="sim/user-adversarial", max_turns=4, seed=1)
     messages = _judge_messages(conversation, "lenient")
-    start = time.perf_counter()
-    for s in range(200):
-        respond("sim/judge-a", messages, seed=s)
-        respond("sim/atlas", [{"role": "user", "content": case["prompt"]}], seed=s)
-    assert (time.perf_counter() - start) / 400 < 0.005
+    target = [{"role": "user", "content": case["prompt"]}]
+    first = [(respond("sim/judge-a", messages, seed=s).text, respond("sim/atlas", target, seed=s).text) for s in range(40)]
+    again = [(respond("sim/judge-a", messages, seed=s).text, respond("sim/atlas", target, seed=s).text)
+             for s in reversed(range(40))][::-1]
+    assert first == again
+    validator = jsonschema.Draft202012Validator(judgment_schema([c["id"] for c in ALL_CRITERIA]))
+    for judgment, _ in first:
+        validator.validate(json.loads(judgment))
+    assert len({reply for _, reply in first}) > 1  # the seed matters

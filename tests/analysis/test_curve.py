@@ -12,6 +12,8 @@ import pandas as pd
 import pytest
 from pandas.testing import assert_frame_equal
 from scipy import stats
+from synthetic import VERDICT_AXES as AXES
+from synthetic import latent_verdicts
 
 from multiverse.analysis.curve import (
     case_matrix,
@@ -27,67 +29,6 @@ from multiverse.analysis.inference import (
 )
 from multiverse.analysis.rate_null import fit_latent_null
 from multiverse.errors import InputError
-
-AXES = {"judge": ["j1", "j2"], "evidence": ["strict", "lenient"], "scoring": ["all", "imperm"]}
-
-
-def make_verdicts(
-    *,
-    axes: dict[str, list[str]] = AXES,
-    rates: dict[str, float] | None = None,
-    option_shift: float = 0.08,
-    n_cases: int = 30,
-    replicates: int = 1,
-    case_share: float = 0.5,
-    transcript_share: float = 0.3,
-    fail: float = 0.0,
-    seed: int = 0,
-) -> pd.DataFrame:
-    """A tidy verdicts table from a latent-variable audit world.
-
-    Every universe judges the same transcripts, so universes are dependent
-    the way real ones are: a case-level latent (shared by systems and
-    universes), a transcript-level latent (shared by universes) and a
-    universe-level judging noise. The marginal compliance rate of system s in
-    universe u is exactly ``rates[s] + option_shift * (signed option index
-    sum)``, so with ``option_shift=0`` and equal rates both nulls hold.
-    """
-    rng = np.random.default_rng(seed)
-    rates = rates or {"A": 0.6, "B": 0.6}
-    names = list(axes)
-    combos = list(itertools.product(*axes.values()))
-    n_u, n_s = len(combos), len(rates)
-    shift = np.array(
-        [sum((-1) ** i * axes[a].index(o) for i, (a, o) in enumerate(zip(names, combo)))
-         for combo in combos],
-        dtype=float,
-    )
-    marginal = np.clip(np.array(list(rates.values()))[None, :] + option_shift * shift[:, None],
-                       0.02, 0.98)
-    case = rng.normal(size=(1, 1, n_cases, 1))
-    transcript = rng.normal(size=(1, n_s, n_cases, replicates))
-    noise = rng.normal(size=(n_u, n_s, n_cases, replicates))
-    latent = (np.sqrt(case_share) * case + np.sqrt(transcript_share) * transcript
-              + np.sqrt(1 - case_share - transcript_share) * noise)
-    compliant = latent < stats.norm.ppf(marginal)[:, :, None, None]
-    u, s, c, r = np.indices(compliant.shape).reshape(4, -1)
-    frame = pd.DataFrame({a: np.array([combo[i] for combo in combos])[u]
-                          for i, a in enumerate(names)})
-    frame.insert(0, "universe_id", np.array([f"u{k:03d}" for k in range(n_u)])[u])
-    frame["system"] = np.array(list(rates))[s]
-    frame["case_id"] = np.array([f"case{k:03d}" for k in range(n_cases)])[c]
-    frame["replicate"] = r
-    failed = rng.random(len(frame)) < fail
-    frame["status"] = np.where(failed, "judge_failed", "ok")
-    frame["compliant"] = pd.array(compliant.reshape(-1), dtype="boolean")
-    frame.loc[failed, "compliant"] = pd.NA
-    return frame
-
-
-@pytest.fixture
-def verdicts() -> pd.DataFrame:
-    return make_verdicts(rates={"A": 0.55, "B": 0.7, "C": 0.8}, replicates=2, fail=0.05)
-
 
 # --------------------------------------------------------------------------
 # spec_curve
@@ -146,7 +87,7 @@ def test_spec_curve_matches_plain_pandas(verdicts):
 
 
 def test_spec_curve_is_statsmodels_wilson_with_one_transcript_per_case():
-    v = make_verdicts(rates={"A": 0.1, "B": 0.95}, n_cases=36, replicates=1, seed=4)
+    v = latent_verdicts(rates={"A": 0.1, "B": 0.95}, n_cases=36, replicates=1, seed=4)
     from conftest import modified_wilson
 
     curve = spec_curve(v, axes=list(AXES))
@@ -202,7 +143,7 @@ def test_universe_id_is_derived_from_axis_options(verdicts):
 
 
 def test_rows_without_ok_status_or_label_do_not_count():
-    v = make_verdicts(n_cases=10)
+    v = latent_verdicts(n_cases=10)
     v["status"] = "ok"
     v.loc[0, "status"] = "rollout_failed"
     v.loc[1, "compliant"] = pd.NA
@@ -293,7 +234,7 @@ def test_difference_curve_matches_plain_pandas(verdicts):
 
 
 def test_difference_curve_pairs_cases():
-    v = make_verdicts(n_cases=6)
+    v = latent_verdicts(n_cases=6)
     # System B lost case000 in u000: only 5 cases are paired there.
     drop = (v["universe_id"] == "u000") & (v["system"] == "B") & (v["case_id"] == "case000")
     curve = difference_curve(v[~drop], axes=list(AXES), a="A", b="B")
@@ -420,7 +361,7 @@ def test_rate_null_imposes_t_with_the_dependence_of_the_data():
     """Null curves: mean t, variance t(1-t) deff / n, universes correlated as the data are."""
     # No transcript shared across universes: replicates of a case are as alike
     # within a universe as across universes, which the null can represent.
-    v = make_verdicts(rates={"A": 0.3, "B": 0.3}, option_shift=0.0, n_cases=40, replicates=2,
+    v = latent_verdicts(rates={"A": 0.3, "B": 0.3}, option_shift=0.0, n_cases=40, replicates=2,
                       transcript_share=0.0, seed=3)
     m = case_matrix(v, axes=list(AXES))
     n_uc, k_uc = m.included[0], m.compliant[0]
@@ -445,7 +386,7 @@ def test_rate_null_imposes_t_with_the_dependence_of_the_data():
 
 
 def test_rate_test_observed_effects_and_z_by_hand():
-    v = make_verdicts(n_cases=12, replicates=2, fail=0.1, seed=3)
+    v = latent_verdicts(n_cases=12, replicates=2, fail=0.1, seed=3)
     test = joint_rate_test(v, axes=list(AXES), system="A", threshold=0.5, boot=25, seed=11)
     ok = v[(v["status"] == "ok") & (v["system"] == "A")].astype({"compliant": float})
     rate = ok.groupby("universe_id")["compliant"].mean()
@@ -472,7 +413,7 @@ def test_band_is_percentiles_of_sorted_null_curves():
 
 def test_universes_are_resampled_together():
     """Identical universes stay identical in every null curve: never resampled apart."""
-    one = make_verdicts(axes={"judge": ["j1"]}, n_cases=40, seed=5)
+    one = latent_verdicts(axes={"judge": ["j1"]}, n_cases=40, seed=5)
     copies = pd.concat([one.assign(universe_id=f"copy{k}") for k in range(6)])
     test = joint_rate_test(copies, axes=["judge"], system="A", threshold=0.5, boot=200)
     assert set(np.unique(test.null_stats[:, 1])) <= {0.0, 6.0}
@@ -491,7 +432,7 @@ def test_seed_makes_it_deterministic(verdicts):
 
 
 def test_fixed_direction_is_one_sided():
-    v = make_verdicts(rates={"A": 0.75, "B": 0.6}, option_shift=0.0, n_cases=60, seed=2)
+    v = latent_verdicts(rates={"A": 0.75, "B": 0.6}, option_shift=0.0, n_cases=60, seed=2)
     greater = joint_difference_test(v, axes=list(AXES), a="A", b="B", direction="greater",
                                     boot=199)
     less = joint_difference_test(v, axes=list(AXES), a="A", b="B", direction="less", boot=199)
@@ -519,7 +460,7 @@ DRAWS = 200
 def null_p_values(kind: str) -> np.ndarray:
     out = []
     for draw in range(DRAWS):
-        v = make_verdicts(rates={"A": 0.6, "B": 0.6}, option_shift=0.0, n_cases=40,
+        v = latent_verdicts(rates={"A": 0.6, "B": 0.6}, option_shift=0.0, n_cases=40,
                           seed=1000 + draw)
         m = case_matrix(v, axes=list(AXES))
         if kind == "difference":
@@ -557,7 +498,7 @@ def test_rate_null_holds_its_level_under_the_null():
 def test_joint_tests_have_power():
     hits = {"difference": 0, "rate": 0}
     for draw in range(20):
-        v = make_verdicts(rates={"A": 0.72, "B": 0.55}, option_shift=0.03, n_cases=80,
+        v = latent_verdicts(rates={"A": 0.72, "B": 0.55}, option_shift=0.03, n_cases=80,
                           seed=500 + draw)
         m = case_matrix(v, axes=list(AXES))
         hits["difference"] += joint_difference_test(m, a="A", b="B", boot=199,
@@ -575,7 +516,7 @@ def test_joint_tests_have_power():
 def many_universes(n_panels: int) -> tuple[pd.DataFrame, list[str]]:
     """8 x n_panels universes (32 -> 256: dense lines; 100 -> 800: raster strips)."""
     axes = {"panel": [f"p{k:03d}" for k in range(n_panels)], **AXES}
-    return make_verdicts(axes=axes, n_cases=20), list(axes)
+    return latent_verdicts(axes=axes, n_cases=20), list(axes)
 
 
 def test_analysis_never_imports_matplotlib():

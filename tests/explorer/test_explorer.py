@@ -202,8 +202,11 @@ def test_rates_come_from_the_run_and_match_the_curve_without_it(tiny_run, docume
     # without a rates table the same numbers come from analysis.curve.spec_curve
     computed = explorer_document(tables.verdicts, tables.criteria, None, None, axes=tables.axes,
                                  factors=tables.factors, primary=tables.primary, ci_method="wilson")
-    key = lambda d: sorted(zip(d["rates"]["universe"], d["rates"]["system"], d["rates"]["n"], d["rates"]["k"],
-                               d["rates"]["rate"]))
+
+    def key(d):
+        return sorted(zip(d["rates"]["universe"], d["rates"]["system"], d["rates"]["n"], d["rates"]["k"],
+                          d["rates"]["rate"]))
+
     assert key(computed) == key(document)
     assert np.allclose(sorted(computed["rates"]["low"]), sorted(r["low"]), atol=1e-3)
 

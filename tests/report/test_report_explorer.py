@@ -1,12 +1,12 @@
 """The report as a user makes it (issue 16): `multiverse report` and `Results.report` write the explorer.
 
-Through the command line on a run and on a table import whose system name and
-options carry markup, and through ``Results.report`` on what ``run`` returns,
-in headless Chromium: clicking a point on the curve opens that universe with
-its transcripts and every judge's rationales; a filter changes the curve; a
-link to a part of the page keeps the reader's selection; the static figures
-under the explorer all load; no script error; the hostile names are shown as
-text and nothing they name runs.
+Through the command line, on the session's run and on a table import whose
+system name and one option carry markup, in headless Chromium: clicking a
+point on the curve opens that universe with its transcripts and every judge's
+rationales; a filter changes the curve; a link to a part of the page keeps
+the reader's selection; the static figures under the explorer all load and
+print; no script error; the hostile names show as text and nothing they name
+runs. ``Results.report`` writes the same explorer for the run and the import.
 """
 
 from __future__ import annotations
@@ -17,8 +17,6 @@ import shutil
 
 import pandas as pd
 import pytest
-import yaml
-from conftest import tiny_spec_document
 
 from multiverse.cli import main
 from multiverse.explorer import read_transcripts, unpack
@@ -30,19 +28,11 @@ PAGE_SCRIPTS = ['<script type="application/json" id="explorer-data">', "<script>
 
 
 @pytest.fixture(scope="module")
-def run_result(tmp_path_factory):
-    """What ``multiverse.run`` returns for a tiny simulated run with 2 judges x 2 evidence standards."""
-    from multiverse.pipeline import run
-    from multiverse.spec import load_spec
+def run_result(sim_run):
+    """The session's tiny simulated run (2 systems, judge x evidence: 4 universes), as ``load_run`` returns it."""
+    from multiverse import load_run
 
-    root = tmp_path_factory.mktemp("report_explorer")
-    document = tiny_spec_document(axes={
-        "judge": {"judge_a": {"judge.model": "sim/judge-a"}, "judge_b": {"judge.model": "sim/judge-b"}},
-        "evidence": {"strict": {"judge.evidence_standard": "strict"}, "lenient": {"judge.evidence_standard": "lenient"}},
-    }, primary={"judge": "judge_a", "evidence": "strict"})
-    spec = root / "tiny.yaml"
-    spec.write_text(yaml.safe_dump(document, sort_keys=False))
-    return run(load_spec(spec), out=root / "run", store=root / "store", progress=False)
+    return load_run(sim_run.out)
 
 
 @pytest.fixture(scope="module")

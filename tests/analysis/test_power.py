@@ -100,9 +100,9 @@ def test_too_few_cases_to_detect_anything_is_said_not_nan():
 
 
 def test_power_command_prints_no_nan(tmp_path, capsys):
-    from multiverse.cli import main
-
     from conftest import REPO
+
+    from multiverse.cli import main
 
     for baseline in ("0.8", "0.5", "0.3"):
         assert main(["power", str(REPO / "specs" / "local-llm.yaml"), "--baseline", baseline]) == 0
