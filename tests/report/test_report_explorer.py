@@ -143,6 +143,9 @@ def test_cli_report_of_a_run_opens_a_points_transcripts_and_rationales(run_resul
         key = columns.nth(i).get_attribute("data-judgment")
         shown = columns.nth(i).locator(".rationale").all_inner_texts()
         assert sorted(shown) == sorted(strip_markers(r) for r in criteria[criteria["judgment_key"] == key]["rationale"])
+    # the explorer finds its parts by id: no section under it may take one of theirs
+    ids = page.evaluate("[...document.querySelectorAll('[id]')].map(e => e.id)")
+    assert len(ids) == len(set(ids)) and {"curve", "universe", "details", "curves"} <= set(ids)
     # printed, the static figures under the explorer stand in for its charts; the open universe still prints
     page.emulate_media(media="print")
     assert not page.is_visible("#curve") and page.is_visible("#details img") and page.is_visible("#universe h2")
