@@ -114,20 +114,34 @@ def read_table(path: str | os.PathLike) -> pd.DataFrame:
             return pd.read_parquet(path)
         if path.suffix in (".csv", ".tsv"):
             frame = pd.read_csv(path, sep="\t" if path.suffix == ".tsv" else ",", keep_default_na=True)
-            return _restore_dtypes(_csv_restore(frame))
+            return _restore_dtypes(_csv_restore(frame), path.stem)
     except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
         raise InputError(f"{path}: cannot be read as a table ({str(exc).splitlines()[0]})") from None
     raise InputError(f"{path}: expected a .parquet or .csv table")
 
 
-def _restore_dtypes(frame: pd.DataFrame) -> pd.DataFrame:
-    # CSV loses the nullable boolean: bring back True/False/<NA>.
+# Text columns a run writes as '' when there is nothing to say, never as
+# missing: CSV cannot tell the two apart, so an empty cell reads back as ''.
+_EMPTY_NOT_MISSING = ("reason", "rationale")
+
+
+# Boolean columns that may be missing (a verdict that failed has none), so
+# their parquet copy is a nullable boolean even when every value is there.
+_NULLABLE_BOOLEANS = {"verdicts": ("compliant",)}
+
+
+def _restore_dtypes(frame: pd.DataFrame, table: str = "") -> pd.DataFrame:
+    # CSV loses the booleans: bring back the dtypes the parquet copy has.
     for column in ("compliant", "applicable", "permissible"):
-        if column in frame.columns and frame[column].dtype == object:
-            mapped = frame[column].map({"True": True, "False": False, True: True, False: False})
-            frame[column] = mapped.astype("boolean")
-        elif column in frame.columns and frame[column].dtype == bool:
-            frame[column] = frame[column].astype("boolean")
+        if column not in frame.columns:
+            continue
+        if frame[column].dtype == object:
+            frame[column] = frame[column].map({"True": True, "False": False, True: True, False: False})
+        nullable = column in _NULLABLE_BOOLEANS.get(table, ()) or frame[column].isna().any()
+        frame[column] = frame[column].astype("boolean" if nullable else bool)
+    for column in _EMPTY_NOT_MISSING:
+        if column in frame.columns and (_is_text(frame[column]) or frame[column].isna().all()):
+            frame[column] = frame[column].astype(object).fillna("").astype(str)
     return frame
 
 

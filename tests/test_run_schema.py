@@ -144,10 +144,7 @@ def test_a_changed_layout_is_caught(sim_run, tmp_path):
 
 # What the CSV copy loses today (tables.read_table; for the integrator, issue 14): an empty
 # verdicts.reason comes back missing, and criteria's flags come back as nullable booleans.
-_CSV_DIFFERS = {
-    "verdicts": "an empty reason in verdicts.csv is read back as missing, not ''",
-    "criteria": "criteria.csv's permissible/applicable are read back as boolean, parquet's as bool",
-}
+_CSV_DIFFERS: dict[str, str] = {}
 PER_TABLE = [pytest.param(name, marks=pytest.mark.xfail(reason=_CSV_DIFFERS[name], strict=True))
              if name in _CSV_DIFFERS else name for name in TABLES]
 
