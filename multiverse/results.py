@@ -389,8 +389,10 @@ class Results:
                tests: bool = True, progress: bool | None = None, human: Any = None) -> Path:
         """Write the self-contained HTML report; return its path (default: ``report.html`` beside the source).
 
-        ``human``: human labels, as :meth:`calibrate` takes them; the report then
-        has the section "Anchored to people".
+        The page is the explorer (the interactive curve, universes, transcripts
+        and the judges' rationales) with every analysis under it as static
+        figures and tables (``multiverse.report``). ``human``: human labels, as
+        :meth:`calibrate` takes them; the page then has the section "Anchored to people".
         """
         from .report import write_results_report
 

@@ -17,7 +17,7 @@ typical use:
   multiverse validate specs/demo.yaml     check a spec, one line per problem
   multiverse plan specs/demo.yaml         what a run will cost, before it runs
   multiverse run specs/demo.yaml          run every universe, write runs/demo/
-  multiverse report runs/demo             one HTML file with every figure
+  multiverse report runs/demo             one HTML file: the explorer, then every figure
   multiverse demo                         all of the above, offline, simulated
 """
 
@@ -128,7 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
                 "ranking": "human labels (see calibrate): also say whether each universe's ranking survives anchoring",
             }[name])
 
-    p = command("report", "write one self-contained HTML report of a run, an import, or a verdicts table")
+    p = command("report", "write one self-contained HTML report of a run, an import, or a verdicts table: "
+                "the interactive explorer (curve, universes, transcripts, judges' reasons), then every figure")
     p.add_argument("source", type=Path, metavar="RUN_DIR_OR_TABLE")
     p.add_argument("--out", type=Path, help="the HTML file (default: RUN_DIR/report.html)")
     nulls = p.add_mutually_exclusive_group()
