@@ -148,6 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=_count(0), default=0, help="random seed of the sample, >= 0 (default: 0)")
     p.add_argument("--out", type=Path, required=True, metavar="SHEET.csv",
                    help="the sheet to write; the labelling page goes beside it (SHEET.html)")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing sheet (it may hold labels someone typed in: they would be lost)")
 
     p = command("calibrate", "anchor every universe x system rate to human labels (PPI++), and each judge's accuracy")
     p.add_argument("source", type=Path, metavar="RUN_DIR_OR_TABLE", help="a run or import directory, or a verdicts table")

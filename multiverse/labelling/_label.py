@@ -14,18 +14,22 @@ __all__ = ["label_run"]
 
 
 def label_run(run_dir: str | os.PathLike, n: int, out_csv: str | os.PathLike, *,
-              seed: int = 0) -> tuple[Path, Path, list[str]]:
+              seed: int = 0, force: bool = False) -> tuple[Path, Path, list[str]]:
     """Load ``run_dir``, draw ``n`` transcripts per system and rollout configuration, write the sheet and page.
 
     Returns (csv path, html path, notes). A bare table file has no
     transcripts or rubric: its page shows what the table has. Both output
     files are checked before the run is read: a ``.csv`` name, a writable
-    place, and neither of them one of the run's own files.
+    place, and neither of them one of the run's own files. An existing sheet
+    is replaced only with ``force=True``: people may have typed labels into it.
     """
     from ..tables import load_run
 
     out_csv = Path(out_csv)
     _check_places(Path(run_dir), out_csv)
+    if out_csv.exists() and not force:
+        raise InputError(f"{out_csv}: a sheet is already there and may hold labels; expected a new file "
+                         "(force=True replaces it)", param="force")
     tables = load_run(run_dir)
     folder = Path(run_dir).is_dir()
     transcripts = run_transcripts(run_dir) if folder else None

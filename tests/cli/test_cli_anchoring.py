@@ -100,6 +100,19 @@ def test_label_writes_the_sheet_and_its_page(world, tmp_path):
     assert keys["s/SHEET.csv"] == keys["again.csv"] != keys["other.csv"]
 
 
+def test_label_keeps_a_sheet_someone_may_have_filled_in(world, tmp_path):
+    run, _ = world
+    sheet = tmp_path / "SHEET.csv"
+    assert run_cli(["label", run, "--n", "3", "--out", sheet]).returncode == 0
+    filled = sheet.read_text(encoding="utf-8").replace(",\n", ",1\n")  # labels typed in by hand
+    sheet.write_text(filled, encoding="utf-8")
+    page = (tmp_path / "SHEET.html").read_bytes()
+    refused(*run_cli(["label", run, "--n", "3", "--seed", "9", "--out", sheet]), "already there", "--force")
+    assert sheet.read_text(encoding="utf-8") == filled and (tmp_path / "SHEET.html").read_bytes() == page
+    assert run_cli(["label", run, "--n", "3", "--seed", "9", "--out", sheet, "--force"]).returncode == 0
+    assert sheet.read_text(encoding="utf-8") != filled
+
+
 def test_label_refuses_bad_places_and_counts_before_writing(world, tmp_path):
     run, _ = world
     before = sorted(p.name for p in run.iterdir())
