@@ -31,7 +31,7 @@ import pandas as pd
 from .errors import InputError
 from .tables import split_factors, universe_ids
 
-__all__ = ["Analysis", "CurveAnalysis", "Results", "json_safe"]
+__all__ = ["Analysis", "CalibrationAnalysis", "CurveAnalysis", "Results", "json_safe"]
 
 _REQUIRED = ("system", "case_id", "compliant")
 
@@ -95,6 +95,17 @@ class CurveAnalysis(Analysis):
     """A specification curve: ``frame`` is the curve, ``tests`` its joint tests (``JointTest``)."""
 
     tests: tuple = ()
+
+
+@dataclass(frozen=True, eq=False)
+class CalibrationAnalysis(Analysis):
+    """Rates anchored to human labels: ``frame`` has the rates, ``judges`` each universe's judge against people."""
+
+    calibration: Any = None  # ``multiverse.analysis.anchoring.Calibration``
+
+    @property
+    def judges(self) -> pd.DataFrame:
+        return self.calibration.judges
 
 
 def _escape(text: Any) -> str:
@@ -342,12 +353,51 @@ class Results:
         return self._memo(("power", baseline_rate, alpha, power),
                           lambda: _results_analyses.power(self, baseline_rate, alpha, power))
 
+    def calibrate(self, human: str | os.PathLike | pd.DataFrame, *, alpha: float = 0.05) -> CalibrationAnalysis:
+        """Every universe x system rate anchored to human labels (PPI++), and each judge's accuracy against them.
+
+        ``human``: a CSV or parquet file (or a DataFrame) with ``system``,
+        ``case_id``, ``compliant`` (0/1, true/false; blank = not labelled yet)
+        and, where those do not name one transcript, ``replicate`` or
+        ``transcript_key`` (the labelling sheet has them all). ``frame`` is
+        one row per universe x system; ``judges`` one per universe; the
+        figure puts judge, anchored and humans-only rates side by side.
+        """
+        from . import _results_anchoring
+
+        key = _results_anchoring.human_key(human)
+        if key is None:
+            return _results_anchoring.calibrate(self, human, alpha)
+        return self._memo(("calibrate", key, alpha), lambda: _results_anchoring.calibrate(self, human, alpha))
+
+    def anchored_curve(self, human: str | os.PathLike | pd.DataFrame, *, alpha: float = 0.05,
+                       systems: Sequence[str] | None = None) -> Analysis:
+        """The specification curve of the human-anchored rates (of ``systems``, default all); its figure draws it
+        beside the judge-raw curve."""
+        from . import _results_anchoring
+
+        return _results_anchoring.anchored_curve(self, self.calibrate(human, alpha=alpha),
+                                                 None if systems is None else list(systems))
+
+    def anchored_ranking(self, human: str | os.PathLike | pd.DataFrame, *, alpha: float = 0.05) -> Analysis:
+        """Per universe, whether the ranking of systems survives anchoring the rates to human labels."""
+        from . import _results_anchoring
+
+        return _results_anchoring.anchored_ranking(self, self.calibrate(human, alpha=alpha))
+
     def report(self, path: str | os.PathLike | None = None, *, store: Any = None, threshold: float | None = None,
-               tests: bool = True, progress: bool | None = None) -> Path:
-        """Write the self-contained HTML report; return its path (default: ``report.html`` beside the source)."""
+               tests: bool = True, progress: bool | None = None, human: Any = None) -> Path:
+        """Write the self-contained HTML report; return its path (default: ``report.html`` beside the source).
+
+        The page is the explorer (the interactive curve, universes, transcripts
+        and the judges' rationales) with every analysis under it as static
+        figures and tables (``multiverse.report``). ``human``: human labels, as
+        :meth:`calibrate` takes them; the page then has the section "Anchored to people".
+        """
         from .report import write_results_report
 
-        return write_results_report(self, path, store=store, threshold=threshold, tests=tests, progress=progress)
+        return write_results_report(self, path, store=store, threshold=threshold, tests=tests, progress=progress,
+                                    human=human)
 
     # -- notebooks --------------------------------------------------------------------
 

@@ -119,6 +119,24 @@ def tiny_spec_document(**overrides) -> dict:
     return document
 
 
+def explorer_block_texts(page: str) -> list[str]:
+    """The text of an explorer page's compressed blocks (transcripts, rationales, reasons), for searching.
+
+    A search of the file's bytes cannot see inside them, so a test that looks
+    for a string in a report must look here too.
+    """
+    import json
+    import re
+
+    from multiverse.explorer import unpack
+
+    found = re.search(r'<script type="application/json" id="explorer-data">(.*?)</script>', page, re.S)
+    if not found:
+        return []
+    blocks = json.loads(found.group(1)).get("blocks", {})
+    return [json.dumps(unpack(block), ensure_ascii=False) for block in blocks.values()]
+
+
 def sim_run_document() -> dict:
     """The spec of the session's run: the tiny spec with 3 cases per cell and judge x evidence axes (4 universes)."""
     return tiny_spec_document(

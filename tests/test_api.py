@@ -32,11 +32,14 @@ ANALYSIS = [
     "variance", "variance_decomposition", "variance_by_axis", "variance_summary", "aliasing",
     "design_power", "detectable_difference", "cases_needed", "planned_cases", "spec_power",
     "adjust_tests",
+    "read_labels", "calibrate", "Calibration", "calibration_document", "ppi_mean",
+    "anchored_curve", "paired_curves", "ranking_change", "anchored_width", "human_power",
 ]
 
 PLOTS = [
     "plot_curve", "plot_curves", "plot_difference_curve", "agreement_figure", "plot_agreement",
     "ranking_figure", "plot_rank_bump", "plot_rank_distribution", "plot_variance", "plot_factor_rates",
+    "plot_calibration",
 ]
 
 

@@ -20,7 +20,7 @@ import pytest
 import yaml
 from audit_server import RUBRIC, audit_responder, audit_role, scenario_of
 from cli_runner import spawn_cli
-from conftest import tiny_spec_document
+from conftest import explorer_block_texts, tiny_spec_document
 from fakeserver import FakeServer
 
 from multiverse import credentials
@@ -58,6 +58,8 @@ def _texts(path: Path) -> list[str]:
     texts = [raw.decode("utf-8", "replace"), raw.decode("latin-1")]
     if path.suffix == ".parquet":  # compressed pages: search the decoded cells too
         texts.append(pd.read_parquet(path).to_csv(index=False))
+    if path.suffix == ".html":  # the explorer's compressed blocks: search what they hold too
+        texts.extend(explorer_block_texts(texts[0]))
     return texts
 
 

@@ -19,7 +19,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).parent))
 from audit_server import audit_responder, fake_spec_document
 from cli_runner import spawn_cli
-from conftest import tiny_spec_document
+from conftest import explorer_block_texts, tiny_spec_document
 from fakeserver import FakeServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,6 +50,8 @@ def _leaks(path: Path) -> list[str]:
     texts = [raw.decode("utf-8", "replace")]
     if path.suffix == ".parquet":  # compressed pages: look at the decoded cells too
         texts.append(pd.read_parquet(path).to_csv(index=False))
+    if path.suffix == ".html":  # the explorer's compressed blocks: look at what they hold too
+        texts.extend(explorer_block_texts(texts[0]))
     return [name for name, value in SECRETS.items() if any(value in text for text in texts)]
 
 

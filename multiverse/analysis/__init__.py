@@ -11,7 +11,10 @@
   :func:`variance_summary`, :func:`aliasing`;
 - design power: :func:`design_power`, :func:`detectable_difference`, :func:`cases_needed`,
   :func:`planned_cases`, :func:`spec_power`;
-- multiplicity: :func:`adjust_tests`.
+- multiplicity: :func:`adjust_tests`;
+- human anchoring: :func:`read_labels`, :func:`calibrate` (:class:`Calibration`), :func:`calibration_document`,
+  :func:`ppi_mean`, :func:`anchored_curve`, :func:`paired_curves`, :func:`ranking_change`;
+  label budgets: :func:`anchored_width`, :func:`human_power`.
 
 ``multiverse.Results`` chains them for one run (``results.curve()`` and so
 on).
@@ -20,6 +23,14 @@ on).
 # Imported here, not on first use: ``agreement``, ``ranking`` and ``variance`` are also the names
 # of their modules, and only an import in this file makes the function win over the module.
 from .agreement import agreement, cohen_kappa, gwet_ac1, pair_matrix
+from .anchored_views import anchored_curve, paired_curves, ranking_change
+from .anchoring import (
+    Calibration,
+    calibrate,
+    calibration_document,
+    ppi_mean,
+    read_labels,
+)
 from .concordance import kendall_tau_b, kendall_w
 from .curve import (
     CaseMatrix,
@@ -30,6 +41,7 @@ from .curve import (
     spec_curve,
 )
 from .inference import JointTest, joint_difference_test, joint_rate_test
+from .label_budget import anchored_width, human_power
 from .multiplicity import adjust_tests
 from .power import (
     cases_needed,
@@ -50,12 +62,17 @@ from .variance import (
 )
 
 __all__ = [
+    "Calibration",
     "CaseMatrix",
     "JointTest",
     "adjust_tests",
     "agreement",
     "aliasing",
+    "anchored_curve",
+    "anchored_width",
     "bootstrap_ranks",
+    "calibrate",
+    "calibration_document",
     "case_matrix",
     "cases_needed",
     "cohen_kappa",
@@ -65,6 +82,7 @@ __all__ = [
     "detectable_difference",
     "difference_curve",
     "gwet_ac1",
+    "human_power",
     "included_verdicts",
     "indicator_matrix",
     "joint_difference_test",
@@ -73,9 +91,13 @@ __all__ = [
     "kendall_w",
     "order_universes",
     "pair_matrix",
+    "paired_curves",
     "planned_cases",
+    "ppi_mean",
     "rank_distribution",
     "ranking",
+    "ranking_change",
+    "read_labels",
     "spec_curve",
     "spec_power",
     "system_rates",

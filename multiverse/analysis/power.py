@@ -197,7 +197,18 @@ def planned_cases(spec: Spec) -> tuple[int, int | None]:
     return sum(counts) * spec.rollout.replicates, per_cell
 
 
-def spec_power(spec: Spec, *, baseline_rate: float = 0.8, alpha: float = 0.05, power: float = 0.8) -> dict[str, Any]:
-    """:func:`design_power` at the cases ``spec`` plans (:func:`planned_cases`), before anything runs."""
+def spec_power(spec: Spec, *, baseline_rate: float = 0.8, alpha: float = 0.05, power: float = 0.8,
+               human: int | None = None) -> dict[str, Any]:
+    """:func:`design_power` at the cases ``spec`` plans (:func:`planned_cases`), before anything runs.
+
+    ``human``: plan that many human labels per system too; the document then
+    has a ``human`` key (``analysis.label_budget.human_power`` at the planned
+    transcripts per system per universe).
+    """
     cases, per_cell = planned_cases(spec)
-    return design_power(cases=cases, cases_per_cell=per_cell, baseline_rate=baseline_rate, alpha=alpha, power=power)
+    document = design_power(cases=cases, cases_per_cell=per_cell, baseline_rate=baseline_rate, alpha=alpha, power=power)
+    if human is not None:
+        from .label_budget import human_power
+
+        document["human"] = human_power(labels=human, transcripts=cases, baseline_rate=baseline_rate, alpha=alpha)
+    return document

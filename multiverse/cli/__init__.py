@@ -22,6 +22,7 @@ import sys
 
 from ..errors import InputError, MultiverseError, SpecError
 from ._analyses import cmd_agreement, cmd_curve, cmd_ranking, cmd_report, cmd_variance
+from ._anchoring import cmd_calibrate, cmd_label
 from ._audit import (
     cmd_demo,
     cmd_draft,
@@ -47,6 +48,7 @@ FLAGS = {
     "out": "--out", "out_dir": "--out", "store": "--store", "backend": "--backend", "budget": "--budget",
     "scheduler": "--scheduler", "jobs": "--jobs", "force": "--force", "rubric": "--rubric",
     "baseline_rate": "--baseline", "alpha": "--alpha", "power": "--power", "run_dirs": "ASSERT_RUN_DIR",
+    "human": "--human", "labels": "--human", "n": "--n", "verdicts": "RUN_DIR_OR_TABLE",
 }
 
 _BACKTICKED = re.compile(r"`([a-z_]+)`")
@@ -68,6 +70,8 @@ COMMANDS = {
     "variance": cmd_variance,
     "report": cmd_report,
     "power": cmd_power,
+    "label": cmd_label,
+    "calibrate": cmd_calibrate,
     "import": cmd_import,
     "store": cmd_store,
 }

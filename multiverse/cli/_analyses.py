@@ -1,5 +1,10 @@
 """The commands that analyse a run, an import or a verdicts table: curve, agreement, ranking, variance, report.
 
+With ``--human FILE``, ``curve`` and ``ranking`` add the human-anchored view
+(``Results.anchored_curve``, ``Results.anchored_ranking``) under the key
+``anchored`` of their JSON and after their text; the curve's figure is then
+the judge-raw and the anchored curves side by side.
+
 Each loads the source with ``multiverse.load_run``, asks the
 :class:`~multiverse.results.Results` for the analysis, and prints it: the
 document as JSON with ``--json``, else a short text summary; ``--figure``
@@ -8,6 +13,7 @@ writes the analysis's figure.
 
 from __future__ import annotations
 
+from ._anchoring import print_anchored_curve, print_anchored_ranking
 from ._output import interval, number, print_json, print_table, save_figure
 
 __all__ = ["cmd_agreement", "cmd_curve", "cmd_ranking", "cmd_report", "cmd_variance"]
@@ -23,12 +29,15 @@ def cmd_curve(args) -> int:
 
     results = load_run(args.source)
     results.check_axes(args.axis)
+    if args.human:
+        results.calibrate(args.human)  # checks the labels before the joint tests' resampling
     analysis = results.curve(systems=args.system, threshold=args.threshold, diff=tuple(args.diff) if args.diff else None,
                              boot=args.boot, seed=args.seed)
-    _figure(analysis, args, axes=args.axis)
+    anchored = results.anchored_curve(args.human, systems=args.system) if args.human else None
+    _figure(anchored or analysis, args, axes=args.axis)
     summary = analysis.document
     if args.json:
-        print_json(summary)
+        print_json({**summary, "anchored": anchored.document} if anchored else summary)
         return 0
     print(f"{summary['n_universes']} universes")
     for system, s in summary["systems"].items():
@@ -43,7 +52,9 @@ def cmd_curve(args) -> int:
         print(f"  joint test ({test['kind']}, {test['null']}): p = {'; '.join(shown)}")
     if summary["multiplicity"]:
         print(f"  adjusted p: {summary['multiplicity']['family']}")
-    for note in summary["notes"]:
+    if anchored:
+        print_anchored_curve(anchored.document)
+    for note in summary["notes"] + (anchored.notes if anchored else []):
         print(f"note: {note}")
     if args.figure:
         print(f"figure: {args.figure}")
@@ -81,12 +92,18 @@ def cmd_agreement(args) -> int:
 def cmd_ranking(args) -> int:
     from .. import load_run
 
-    analysis = load_run(args.source).ranking(axes=args.axis, boot=args.boot)
+    results = load_run(args.source)
+    anchored = results.anchored_ranking(args.human) if args.human else None
+    analysis = results.ranking(axes=args.axis, boot=args.boot)
     _figure(analysis, args)
     if args.json:
-        print_json(analysis.document)
+        print_json({**analysis.document, "anchored": anchored.document} if anchored else analysis.document)
         return 0
     _print_ranking(analysis.document)
+    if anchored:
+        print_anchored_ranking(anchored.document)
+        for note in anchored.notes:
+            print(f"note: {note}")
     return 0
 
 
@@ -180,6 +197,6 @@ def cmd_report(args) -> int:
     from .. import load_run
 
     path = load_run(args.source).report(args.out, threshold=args.threshold, tests=not args.no_tests,
-                                        progress=False if args.quiet else None)
+                                        progress=False if args.quiet else None, human=args.human)
     print(f"report: {path}")
     return 0

@@ -188,7 +188,8 @@ def cmd_power(args) -> int:
     from .. import load_spec
     from ..analysis.power import spec_power
 
-    result = spec_power(load_spec(args.spec), baseline_rate=args.baseline, alpha=args.alpha, power=args.power)
+    result = spec_power(load_spec(args.spec), baseline_rate=args.baseline, alpha=args.alpha, power=args.power,
+                        human=args.human)
     cases = result["comparisons"][0]["n_per_group"]
     if args.json:
         print_json(result)
@@ -202,4 +203,18 @@ def cmd_power(args) -> int:
     for c in result["cases_needed"]:
         print(f"  to detect {c['difference']:.2f}: {c['n_per_group']} cases per group")
     print(f"assumption: {result['assumption']}")
+    if result.get("human"):
+        _print_human_power(result["human"])
     return 0
+
+
+def _print_human_power(human: dict) -> None:
+    print(f"with {human['labels']} human labels per system (of {human['transcripts']} transcripts), "
+          f"{1 - human['alpha']:.0%} interval widths at a human rate of {human['baseline_rate']}:")
+    rows = [["judge (sensitivity, specificity)", "correlation", "humans only", "anchored", "as good as labels alone"]]
+    for j in human["judges"]:
+        effective = "all" if j["effective_labels"] is None else f"{j['effective_labels']:.0f}"
+        rows.append([f"{j['sensitivity']:.2f}, {j['specificity']:.2f}", f"{j['correlation']:.2f}",
+                     f"{j['human_width']:.3f}", f"{j['anchored_width']:.3f}", effective])
+    print_table(rows)
+    print(f"assumption: {human['assumption']}")

@@ -17,7 +17,7 @@ typical use:
   multiverse validate specs/demo.yaml     check a spec, one line per problem
   multiverse plan specs/demo.yaml         what a run will cost, before it runs
   multiverse run specs/demo.yaml          run every universe, write runs/demo/
-  multiverse report runs/demo             one HTML file with every figure
+  multiverse report runs/demo             one HTML file: the explorer, then every figure
   multiverse demo                         all of the above, offline, simulated
 """
 
@@ -124,8 +124,14 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "ranking":
             p.add_argument("--boot", type=_count(0, MAX_BOOT), default=1000,
                            help=f"bootstrap resamples for rank intervals in the primary universe, up to {MAX_BOOT:,} (0 to skip)")
+        if name in ("curve", "ranking"):
+            p.add_argument("--human", type=Path, metavar="FILE", help={
+                "curve": "human labels (see calibrate): draw the judge-raw and the human-anchored curves side by side",
+                "ranking": "human labels (see calibrate): also say whether each universe's ranking survives anchoring",
+            }[name])
 
-    p = command("report", "write one self-contained HTML report of a run, an import, or a verdicts table")
+    p = command("report", "write one self-contained HTML report of a run, an import, or a verdicts table: "
+                "the interactive explorer (curve, universes, transcripts, judges' reasons), then every figure")
     p.add_argument("source", type=Path, metavar="RUN_DIR_OR_TABLE")
     p.add_argument("--out", type=Path, help="the HTML file (default: RUN_DIR/report.html)")
     nulls = p.add_mutually_exclusive_group()
@@ -134,13 +140,34 @@ def build_parser() -> argparse.ArgumentParser:
                             "in the primary universe)")
     nulls.add_argument("--no-tests", action="store_true",
                        help="leave out the joint tests: no grey bands, no p-values (faster)")
+    p.add_argument("--human", type=Path, metavar="FILE",
+                   help="human labels (see calibrate): add the section \"Anchored to people\"")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+    p = command("label", "draw a uniform random sample of transcripts to label by hand: SHEET.csv and a blind SHEET.html")
+    p.add_argument("source", type=Path, metavar="RUN_DIR_OR_TABLE", help="a run or import directory, or a verdicts table")
+    p.add_argument("--n", type=_count(1), required=True, help="transcripts per system from each rollout configuration")
+    p.add_argument("--seed", type=_count(0), default=0, help="random seed of the sample, >= 0 (default: 0)")
+    p.add_argument("--out", type=Path, required=True, metavar="SHEET.csv",
+                   help="the sheet to write; the labelling page goes beside it (SHEET.html)")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing sheet (it may hold labels someone typed in: they would be lost)")
+
+    p = command("calibrate", "anchor every universe x system rate to human labels (PPI++), and each judge's accuracy")
+    p.add_argument("source", type=Path, metavar="RUN_DIR_OR_TABLE", help="a run or import directory, or a verdicts table")
+    p.add_argument("--human", type=Path, required=True, metavar="FILE",
+                   help="the labels: CSV or parquet with system, case_id, compliant (and replicate or transcript_key)")
+    p.add_argument("--alpha", type=_rate, default=0.05, help="1 - the intervals' level, between 0 and 1 (default: 0.05)")
+    p.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
+    p.add_argument("--figure", type=Path, metavar="FILE", help="write the figure (.png, .svg or .pdf by extension)")
 
     p = command("power", "detectable differences at the spec's planned cases, or cases needed for a difference")
     p.add_argument("spec", type=Path)
     p.add_argument("--baseline", type=_rate, default=0.8, help="expected compliance rate, between 0 and 1 (default: 0.8)")
     p.add_argument("--alpha", type=_rate, default=0.05, help="significance level, between 0 and 1 (default: 0.05)")
     p.add_argument("--power", type=_rate, default=0.8, help="power, between 0 and 1 (default: 0.8)")
+    p.add_argument("--human", type=_count(1), metavar="N",
+                   help="also: how much narrower human-anchored intervals get with N labels per system")
     p.add_argument("--json", action="store_true")
 
     p = command("import", "import results produced elsewhere as a multiverse run directory")

@@ -13,7 +13,8 @@ Two steps, so the data can be checked, stored or embedded on its own:
 
 - ``explorer_document(verdicts, criteria, rates, transcripts, axes=...)``
   builds the plain, JSON-able data document from a run's tables
-  (``document_from_run(path)`` reads them from a run folder first);
+  (``document_from_run(path)`` reads them from a run folder first,
+  ``document_from_results(results)`` from loaded results);
 - ``render_explorer(document, static_figures=...)`` writes the page: plain
   SVG and one small script, inline, under a strict Content-Security-Policy.
 
@@ -23,6 +24,7 @@ Two steps, so the data can be checked, stored or embedded on its own:
 from ._document import (
     FORMAT,
     VERDICTS,
+    document_from_results,
     document_from_run,
     explorer_document,
     read_transcripts,
@@ -34,6 +36,7 @@ __all__ = [
     "FORMAT",
     "VERDICTS",
     "content_security_policy",
+    "document_from_results",
     "document_from_run",
     "explorer_document",
     "read_transcripts",

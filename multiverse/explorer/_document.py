@@ -30,7 +30,7 @@ from ..tables import split_factors, universe_ids
 from ..vocabulary import COUNTED_STATUS, STATUSES
 from ._packing import pack
 
-__all__ = ["FORMAT", "VERDICTS", "document_from_run", "explorer_document", "read_transcripts"]
+__all__ = ["FORMAT", "VERDICTS", "document_from_results", "document_from_run", "explorer_document", "read_transcripts"]
 
 FORMAT = "multiverse-explorer/1"
 #: The verdict of a row, as the page names it: a label for counted rows, else the row's status.
@@ -310,29 +310,39 @@ def read_transcripts(path: str | os.PathLike) -> dict[str, dict]:
 def document_from_run(source: str | os.PathLike, *, store: Any = None) -> dict:
     """``explorer_document`` of a run directory, import directory or bare verdicts table (``tables.load_run``).
 
+    See :func:`document_from_results` for where transcripts come from.
+    """
+    from ..tables import load_run
+
+    return document_from_results(load_run(source), store=store)
+
+
+def document_from_results(results: Any, *, store: Any = None, rates: pd.DataFrame | None = None) -> dict:
+    """``explorer_document`` of a :class:`~multiverse.results.Results` (a run, an import or a table).
+
     Transcripts come from the run folder's ``transcripts.jsonl``; a folder
     without one (an older run) reads them from ``store`` (a directory or a
     ``multiverse.store.Store``), by default the store its manifest names, when
-    that is here.
+    that is here. ``rates`` replaces the results' own rates table.
     """
     from ..analysis.rates import run_ci_settings
     from ..option_order import declared_options
-    from ..tables import load_run
 
-    tables = load_run(source)
+    tables = results
     manifest = tables.manifest or {}
     ci, _ = run_ci_settings(tables)
     labels = {str(u["id"]): u.get("label") for u in manifest.get("universes") or []
               if isinstance(u, dict) and "id" in u}
-    source_path = Path(source)
-    transcripts = read_transcripts(source_path) if source_path.is_dir() else {}
+    source_path = Path(tables.source) if tables.source is not None else None
+    transcripts = read_transcripts(source_path) if source_path is not None and source_path.is_dir() else {}
     if not transcripts:
         transcripts = _from_store(tables, store)
     return explorer_document(
-        tables.verdicts, tables.criteria, tables.rates, transcripts,
+        tables.verdicts, tables.criteria, tables.rates if rates is None else rates, transcripts,
         axes=tables.axes, factors=tables.factors, primary=tables.primary,
         ci_method=ci if ci is not None else "wilson", options=declared_options(tables),
-        labels=labels, title=str(manifest.get("spec") or source_path.name), simulated=bool(manifest.get("simulated")),
+        labels=labels, title=str(manifest.get("spec") or (source_path.name if source_path is not None else "audit")),
+        simulated=bool(manifest.get("simulated")),
     )
 
 

@@ -45,13 +45,21 @@ def content_security_policy() -> str:
             "img-src data:; base-uri 'none'; form-action 'none'")
 
 
-def render_explorer(document: Mapping[str, Any], *, static_figures: Mapping[str, bytes] | None = None) -> str:
+def render_explorer(document: Mapping[str, Any], *, static_figures: Mapping[str, bytes] | None = None,
+                    details: str | None = None) -> str:
     """The explorer of ``document`` (``explorer_document``) as one self-contained HTML page.
 
     ``static_figures`` maps a caption to a PNG (e.g. the seaborn figures of
     ``multiverse figure``): they are embedded as ``data:`` images and shown
     only when the page is printed, in place of the interactive charts (the
     summary and an open universe still print).
+
+    ``details`` is markup placed under the explorer, shown on screen and in
+    print (the report puts every analysis there, figures included, so the
+    printed page falls back to them in place of the interactive charts). It is
+    taken as written, so it must come from this package's own builders with
+    every run string escaped; the page's policy blocks any script or inline
+    style in it all the same.
     """
     if not isinstance(document, Mapping) or document.get("format") != FORMAT:
         raise InputError(f"document: expected an explorer document ({FORMAT}), as explorer_document returns",
@@ -65,8 +73,9 @@ def render_explorer(document: Mapping[str, Any], *, static_figures: Mapping[str,
     data = json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False).translate(_INERT)
     title = str(document.get("title") or "audit")
     banner = ('<p class="banner" role="alert">SIMULATED: every transcript, label and rate here comes from '
-              "multiverse's built-in simulated world, not from real models.</p>") if document.get("simulated") else ""
+              "multiverse's built-in simulated world, not from real models. Use it to learn the tool, not to judge any system.</p>") if document.get("simulated") else ""
     print_part = (f'<section class="print-figures"><h2>Figures</h2>{"".join(figures)}</section>' if figures else "")
+    after = f'<div id="details">{details}</div>' if details else ""
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f'<meta http-equiv="Content-Security-Policy" content="{_e(content_security_policy())}">'
@@ -74,11 +83,11 @@ def render_explorer(document: Mapping[str, Any], *, static_figures: Mapping[str,
         '<meta name="referrer" content="no-referrer">'
         f"<title>{'[SIMULATED] ' if document.get('simulated') else ''}multiverse explorer: {_e(title)}</title>"
         f"<style>{_asset('explorer.css')}</style></head>"
-        f'<body class="{"has-print-figures" if figures else ""}"><main>'
+        f'<body class="{"has-print-figures" if figures or details else ""}"><main>'
         f'<header><p class="note">multiverse explorer</p><h1>{_e(title)}</h1>{banner}</header>'
         '<noscript><p class="banner">The explorer needs JavaScript; the printed page shows the static figures.</p>'
         "</noscript>"
-        f'{print_part}<div id="app" aria-live="polite"></div></main>'
+        f'{print_part}<div id="app" aria-live="polite"></div>{after}</main>'
         f'<script type="application/json" id="explorer-data">{data}</script>'
         f"<script>{_asset('explorer.js')}</script></body></html>\n"
     )

@@ -4,7 +4,8 @@
 - :func:`agreement_figure`, :func:`plot_agreement`: agreement heatmaps between an axis's options;
 - :func:`ranking_figure`, :func:`plot_rank_bump`, :func:`plot_rank_distribution`: ranks across universes;
 - :func:`plot_variance`: the variance decomposition;
-- :func:`plot_factor_rates`: rates by design factor.
+- :func:`plot_factor_rates`: rates by design factor;
+- :func:`plot_calibration`: judge, human-anchored and humans-only rates per universe.
 
 Only this package imports matplotlib; names are imported on first use.
 """
@@ -18,6 +19,7 @@ _MODULES = {
     "ranking": ("ranking_figure", "plot_rank_bump", "plot_rank_distribution"),
     "variance": ("plot_variance",),
     "factors": ("plot_factor_rates",),
+    "anchoring": ("plot_calibration",),
 }
 _HOME = {name: module for module, names in _MODULES.items() for name in names}
 

@@ -34,6 +34,7 @@ class _Run:
     threshold: float | None  # None: each system's null rate is its own rate in the primary universe
     tests: bool  # False: no joint tests, so no null bands and no p-values
     cache: dict = field(default_factory=dict)
+    human: Any = None  # human labels (a file or a table): adds the section "Anchored to people"
 
     @property
     def verdicts(self) -> pd.DataFrame:
@@ -146,11 +147,15 @@ class _Run:
         return self.tables.rate_table()
 
 
-def _prepare(results: Results, store: Any, threshold: float | None, tests: bool) -> _Run:
+def _prepare(results: Results, store: Any, threshold: float | None, tests: bool, human: Any = None) -> _Run:
     if threshold is not None and not (isinstance(threshold, (int, float)) and 0 < threshold < 1):
         raise InputError(f"threshold: expected a rate strictly between 0 and 1, got {threshold!r}", param="threshold")
+    if human is not None:
+        # Bad labels are refused before any section runs (the section would only say it could not be
+        # computed); the calibration is cached on the results for the section.
+        results.calibrate(human)
     store_obj, note = _open_store(results, store)
-    return _Run(results, store_obj, note, threshold, bool(tests))
+    return _Run(results, store_obj, note, threshold, bool(tests), human=human)
 
 
 def _open_store(results: Results, store: Any) -> tuple[Any, str]:

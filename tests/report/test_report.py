@@ -8,6 +8,7 @@ Chromium; without it they skip, except under CI (``CI`` set), where they fail.
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import io
 import json
@@ -96,6 +97,14 @@ def _images(page: str) -> list[tuple[str, str]]:
     return found
 
 
+# The explorer's inert data block and its one script: no other script element may appear.
+OWN_SCRIPTS = ['<script type="application/json" id="explorer-data">', "<script>"]
+
+
+def _script_tags(page: str) -> list[str]:
+    return re.findall(r"<script\b[^>]*>", page, re.I)
+
+
 def _problems(page: str) -> list[str]:
     return re.findall(r'class="problem">(.*?)</p>', page)
 
@@ -112,9 +121,17 @@ def test_report_is_one_offline_file(tiny_run, report):
     assert "<link" not in page and "@import" not in page and "url(" not in page
     assert not re.search(r"<script\b[^>]*\bsrc=", page)
     assert not re.search(r"<iframe|<object|<embed", page)
-    # The charset must be declared within the first 1024 bytes, after the error-recording script.
+    # The charset must be declared within the first 1024 bytes, before anything from the run.
     head = page.encode()[:1024]
-    assert b'<meta charset="utf-8">' in head and head.index(b"<script>") < head.index(b"<meta charset")
+    assert b'<meta charset="utf-8">' in head and head.index(b"<meta charset") < head.index(b"<title>")
+    # The page is the explorer: its data in one inert JSON block, one script of its own, allowed by hash.
+    assert _script_tags(page) == OWN_SCRIPTS
+    policy = html.unescape(re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', page).group(1))
+    assert "default-src 'none'" in policy and "unsafe" not in policy
+    script = re.findall(r"<script>(.*?)</script>", page, re.S)[0]
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in policy
+    assert 'id="app"' in page and 'id="details"' in page and page.index('id="app"') < page.index('id="details"')
     assert _problems(page) == []
 
 
@@ -203,7 +220,7 @@ def test_run_text_is_escaped(hostile_run, tmp_path):
     assert html.escape(IMG) in page  # in a transcript turn and in a failure reason
     assert html.escape(SPEC_PAYLOAD) in page
     assert html.escape(SYSTEM) in page
-    assert page.count("<script") == 1  # the page's own
+    assert _script_tags(page) == OWN_SCRIPTS  # the page's own: its data block and its script
     assert not re.search(r"<[a-z]+\b[^>]*\sonerror\s*=", page, re.I)
     assert page.count("</pre>") == page.count("<pre>")
     assert _problems(page) == []
@@ -435,5 +452,5 @@ def test_dollar_names_render_literally_in_every_section(dollar_run, tmp_path):
     assert _problems(page) == []
     for name in DOLLAR_NAMES + ["len$ient <script>"]:
         assert html.escape(name) in page
-    assert "<script>alert" not in page and page.count("<script") == 1
+    assert "<script>alert" not in page and _script_tags(page) == OWN_SCRIPTS
     assert len(_images(page)) >= 7

@@ -3,9 +3,21 @@
    attribute name; nothing is ever parsed as markup, and the page's CSP allows no other script. */
 (function () {
   'use strict';
-  var errors = 0;
-  window.addEventListener('error', function () { errors++; document.body.setAttribute('data-script-errors', String(errors)); });
-  window.addEventListener('unhandledrejection', function () { errors++; document.body.setAttribute('data-script-errors', String(errors)); });
+  var errors = 0, messages = [];
+  function failed(message) {
+    errors++; messages.push(String(message));
+    document.body.setAttribute('data-script-errors', String(errors));
+    document.body.setAttribute('data-script-error-messages', messages.join(' | '));
+  }
+  window.addEventListener('error', function (e) { failed(e.message || e.type); });
+  window.addEventListener('unhandledrejection', function (e) { failed(e.reason || e.type); });
+  // A headless browser judges the page by these: every static figure decoded, no script error.
+  window.addEventListener('load', function () {
+    var im = document.images, ok = 0;
+    for (var i = 0; i < im.length; i++) if (im[i].complete && im[i].naturalWidth > 0) ok++;
+    document.body.setAttribute('data-images-total', String(im.length));
+    document.body.setAttribute('data-images-loaded', String(ok));
+  });
 
   var D = JSON.parse(document.getElementById('explorer-data').textContent);
   var SVG = 'http://www.w3.org/2000/svg';
@@ -601,7 +613,12 @@
     if (S.universe !== null) openUniverse(S.universe, false);
     else { clear(universeBox); add(universeBox, el('h2', null, 'Universe'), el('p', { 'class': 'note' }, 'Click a point on the curve to see its universe: options, rates, cases, transcripts and the judges\' reasons.')); }
   }
-  window.addEventListener('hashchange', restore);
+  window.addEventListener('hashchange', function () {
+    // A link to a part of the page (#curves) is not a view to restore: keep the reader's selection.
+    var h = location.hash.slice(1);
+    if (h && h.indexOf('=') < 0 && document.getElementById(h)) return;
+    restore();
+  });
   restore();
   document.body.setAttribute('data-script-errors', String(errors));
   document.body.setAttribute('data-curve-drawn', performance.now().toFixed(0));
