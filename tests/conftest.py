@@ -4,6 +4,7 @@ verdicts table and one tiny simulated run per session."""
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -274,3 +275,25 @@ def modified_wilson(successes, n, level: float = 0.95):
         if 0 < n[i] - x[i] <= edge + 1e-9:
             high[i] = max(high[i], 1 - chi2.ppf(tail, 2 * (n[i] - x[i])) / (2 * n[i]))
     return np.clip(low, 0, 1), np.clip(high, 0, 1)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless system Chromium through Playwright, one per test module.
+
+    Missing Chromium skips on a developer's machine and fails under CI, which
+    installs it (.ci/run): the browser tests are how the pages are checked.
+    """
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not on PATH; CI installs it (.ci/run) for the browser tests")
+        pytest.skip("chromium is not on PATH (CI installs it in .ci/run)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=chromium, headless=True,
+                                     args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        try:
+            yield launched
+        finally:
+            launched.close()

@@ -16,7 +16,6 @@ import hashlib
 import html
 import io
 import json
-import os
 import re
 import shutil
 from collections import Counter
@@ -299,19 +298,6 @@ def test_render_refuses_what_is_not_a_document_or_a_png(document):
 # --------------------------------------------------------------------------- in Chromium
 
 
-@pytest.fixture(scope="module")
-def browser():
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not chromium:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not on PATH; CI installs it (.ci/run) for the explorer's browser tests")
-        pytest.skip("chromium is not on PATH (CI installs it in .ci/run)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=chromium, headless=True,
-                                     args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        yield launched
-        launched.close()
 
 
 class _Page:

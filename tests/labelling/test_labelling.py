@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 
 import numpy as np
@@ -116,21 +115,8 @@ def test_sheet_files_are_atomic_with_the_umask_and_blind(tmp_path, rng):
         write_sheet(sample, [], None, tmp_path / "SHEET.txt")
 
 
-chromium = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-@pytest.fixture
-def browser():
-    playwright = pytest.importorskip("playwright.sync_api")
-    if not chromium:
-        pytest.skip("no Chromium on this machine")
-    with playwright.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=chromium, headless=True,
-                                     args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 def _open(browser, html, problems):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 
 import pandas as pd
 import pytest
@@ -66,21 +65,6 @@ def _document(page: str) -> dict:
 # --------------------------------------------------------------------------- the browser
 
 
-@pytest.fixture(scope="module")
-def browser():
-    import os
-
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not chromium:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not on PATH; CI installs it (.ci/run) for the explorer's browser tests")
-        pytest.skip("chromium is not on PATH (CI installs it in .ci/run)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=chromium, headless=True,
-                                     args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        yield launched
-        launched.close()
 
 
 @pytest.fixture
