@@ -1,4 +1,4 @@
-"""Running one stage's work units: in threads here, or on a Dask cluster.
+"""Running one stage's work units: in threads here, in worker processes, or on a Dask cluster.
 
 Each result is stored the moment it exists, so a run that stops for any
 reason keeps every unit it finished. Locally, each unit is claimed in the
@@ -27,6 +27,7 @@ from typing import Any
 from . import interrupt
 from .client import ModelClient
 from .interrupt import RunInterrupted
+from .processes import NOT_STARTED, usable_cores
 from .store import Store
 from .vocabulary import STAGE_OF_RECORD
 
@@ -35,7 +36,7 @@ __all__ = ["ELSEWHERE", "DaskSession", "Executor"]
 
 _CLAIMED = "claimed by another run"
 ELSEWHERE = "computed by another run"
-_NOT_STARTED = "not started: the run was interrupted"
+_NOT_STARTED = NOT_STARTED
 _POLL = 0.1
 
 
@@ -46,19 +47,22 @@ class Executor:
     computes one unit (default :func:`multiverse.compute.attempt`); ``remote``
     is the function a Dask worker runs for one unit (``(stage, unit, upstream,
     store_root, jobs) -> (key, failure)``, default :func:`multiverse.compute.dask_unit`).
-    ``local`` uses daemon threads in this process; ``dask`` sends each unit to
+    ``local`` uses daemon threads in this process; ``processes`` hands each unit,
+    claimed here, to a :class:`~multiverse.processes.WorkerPool` (``workers``),
+    whose processes compute and store it; ``dask`` sends each unit to
     a Dask cluster whose workers share the store directory and store what they
     compute themselves, so a worker that dies loses only its call in flight.
     """
 
     def __init__(self, store: Store, client: ModelClient, *, jobs: int, progress: bool, attempt: Callable | None = None,
-                 remote: Callable | None = None, backend: str = "local", dask_client=None, grace: float | None = None):
+                 remote: Callable | None = None, backend: str = "local", dask_client=None, grace: float | None = None,
+                 workers: Any = None):
         from . import compute
 
         self.store, self.client, self.jobs, self.progress = store, client, max(1, jobs), progress
         self.attempt = compute.attempt if attempt is None else attempt
         self.remote = compute.dask_unit if remote is None else remote
-        self.backend, self.dask_client = backend, dask_client
+        self.backend, self.dask_client, self.workers = backend, dask_client, workers
         self.grace = interrupt.GRACE if grace is None else grace
         self.failures: dict[str, dict[str, str]] = defaultdict(dict)
         self.computed: dict[str, set[str]] = defaultdict(set)
@@ -76,7 +80,10 @@ class Executor:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(units), desc=f"{STAGE_OF_RECORD[stage]:>8}", unit="unit", disable=not self.progress, file=sys.stderr)
-        results = self._dask(stage, units, upstream) if self.backend == "dask" else self._local(stage, units, upstream)
+        if self.backend == "dask":
+            results = self._dask(stage, units, upstream)
+        else:
+            results = self._local(stage, units, upstream, self._handed_out if self.backend == "processes" else self._pool)
         try:
             for key, failure in results:
                 if failure is None:
@@ -120,17 +127,13 @@ class Executor:
         except RunInterrupted:
             return unit, _NOT_STARTED  # stopped between two calls of the unit: nothing half-done is stored
         finally:
-            with self._claims:
-                held = (stage, unit.key) in self._held
-                self._held.discard((stage, unit.key))
-            if held:
-                self.store.release(stage, unit.key)
+            self._release(stage, unit.key)
 
-    def _local(self, stage: str, units: list, upstream):
+    def _local(self, stage: str, units: list, upstream, pool: Callable):
         pending = list(units)
         while pending:
             waiting = []
-            for unit, failure in self._pool(stage, pending, upstream):
+            for unit, failure in pool(stage, pending, upstream):
                 if failure is _CLAIMED:
                     waiting.append(unit)
                 else:
@@ -204,6 +207,55 @@ class Executor:
         self.release_all()
         raise RunInterrupted(f"{STAGE_OF_RECORD[stage]} stopped, {in_flight} unit(s) still in flight abandoned")
 
+    # -- worker processes ------------------------------------------------------------
+
+    def _handed_out(self, stage: str, units: list, upstream):
+        """(unit, failure) per unit as each finishes in the worker pool; each unit is
+        claimed here before it is handed out and released when it is reported."""
+        pool = self.workers
+        todo = list(reversed(units))
+        sent: dict[int, Any] = {}
+        while (todo or sent) and not interrupt.requested():
+            while todo and len(sent) < pool.window:
+                unit = todo.pop()
+                with self._claims:
+                    if interrupt.requested():
+                        todo.append(unit)
+                        break
+                    if not self.store.claim(stage, unit.key):
+                        yield unit, _CLAIMED
+                        continue
+                    self._held.add((stage, unit.key))
+                if self.store.has(stage, unit.key):  # stored between our look-up and our claim
+                    self._release(stage, unit.key)
+                    yield unit, ELSEWHERE
+                    continue
+                sent[pool.submit(stage, unit, upstream(unit))] = unit
+            yield from self._reported(stage, pool, sent)
+        if not interrupt.requested():
+            return
+        # Stopped: no worker starts a unit any more; give the ones in flight a grace to be stored.
+        pool.stop()
+        deadline = time.monotonic() + self.grace
+        while sent and time.monotonic() < deadline:
+            yield from self._reported(stage, pool, sent)
+        self.release_all()
+        raise RunInterrupted(f"{STAGE_OF_RECORD[stage]} stopped, {len(sent)} unit(s) still in flight abandoned")
+
+    def _reported(self, stage: str, pool, sent: dict):
+        for ticket, failure in pool.finished(timeout=_POLL):
+            unit = sent.pop(ticket)
+            self._release(stage, unit.key)
+            if failure != _NOT_STARTED:
+                yield unit, failure
+
+    def _release(self, stage: str, key: str) -> None:
+        with self._claims:
+            held = (stage, key) in self._held
+            self._held.discard((stage, key))
+        if held:
+            self.store.release(stage, key)
+
     # -- dask --------------------------------------------------------------------
 
     def _dask(self, stage: str, units: list, upstream):
@@ -255,7 +307,10 @@ class DaskSession:
         if self.scheduler is not None and not isinstance(self.scheduler, str):
             return self.scheduler  # the caller's own distributed.Client
         if self.scheduler is None:
-            self.cluster = LocalCluster(n_workers=2, threads_per_worker=self.jobs, processes=True, dashboard_address=None)
+            # One worker per core and the jobs split among them: --jobs is the run's concurrent calls.
+            workers = min(usable_cores(), max(1, self.jobs))
+            self.cluster = LocalCluster(n_workers=workers, threads_per_worker=max(1, self.jobs // workers),
+                                        processes=True, dashboard_address=None)
             self.client = Client(self.cluster)
         else:
             try:

@@ -12,6 +12,7 @@ stored, and roughly what the rest will cost (``multiverse.forecast``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -97,15 +98,22 @@ def run(
 
     ``client`` defaults to a ``multiverse.llm.LiteLLMClient``; pass your own
     (any ``multiverse.client.ModelClient``) to count or intercept calls. ``progress=None``
-    shows bars only on a terminal. ``backend="dask"`` sends the draft, rollout
-    and judge units to the Dask scheduler at ``scheduler`` (an address, a
-    ``distributed.Client``, or None for a local cluster); every worker must
-    see the store directory.
+    shows bars only on a terminal. ``backend="processes"`` computes the draft,
+    rollout and judge units in worker processes on this machine, one per core
+    with ``jobs`` split among them (``multiverse.processes``): for many
+    concurrent calls, as litellm needs about 5 ms of CPU per call; ``budget``
+    is split evenly among the workers. ``backend="dask"`` sends the units to
+    the Dask scheduler at ``scheduler`` (an address, a ``distributed.Client``,
+    or None for a local cluster of one worker per core); every worker must see
+    the store directory.
     """
     started = time.time()
     _require_rubric(spec)
-    if backend not in ("local", "dask"):
-        raise InputError(f"backend: expected local or dask, got {backend!r}", param="backend")
+    if backend not in ("local", "processes", "dask"):
+        raise InputError(f"backend: expected local, processes or dask, got {backend!r}", param="backend")
+    if backend == "processes" and client is not None:
+        raise InputError("client: a client of your own works only with backend='local' (each worker process "
+                         "makes its own LiteLLMClient)", param="client")
     if backend == "dask" and budget is not None:
         raise InputError("budget: not supported with backend='dask' (each worker has its own client); "
                          "run locally to cap spending", param="budget")
@@ -119,8 +127,10 @@ def run(
     client = Breaker(_default_client(client, jobs, budget))  # a model that fails every call the same way stops the run, not every unit
     if progress is None:
         progress = sys.stderr.isatty()
-    with interrupt.stopping_on_signals(), Lease(st.open().root) as lease, DaskSession(backend, scheduler, jobs) as dask_client:
-        executor = Executor(st, client, jobs=jobs, progress=progress, backend=backend, dask_client=dask_client)
+    with (interrupt.stopping_on_signals(), Lease(st.open().root) as lease,
+          DaskSession(backend, scheduler, jobs) as dask_client, _worker_pool(backend, st, jobs, budget) as workers):
+        executor = Executor(st, client, jobs=jobs, progress=progress, backend=backend, dask_client=dask_client,
+                            workers=workers)
         records = _run_stages(work, st, client, executor, lease)
         interrupt.check("after the last call, before the tables were written")
     verdicts, criteria = assemble(spec, work, records, executor.failures)
@@ -131,6 +141,15 @@ def run(
         write_run_folder(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
                          spec_document=spec.document or {}, transcripts=records["transcript"])
     return run_result(out_dir if write else None, verdicts, criteria, rates, manifest)
+
+
+def _worker_pool(backend: str, st: Store, jobs: int, budget: float | None) -> Any:
+    """The run's worker processes (``backend="processes"``), or nothing to enter."""
+    if backend != "processes":
+        return contextlib.nullcontext()
+    from .processes import WorkerPool
+
+    return WorkerPool(str(st.root), jobs, budget=budget)
 
 
 def _run_stages(work: Work, st: Store, client: ModelClient, executor: Executor, lease: Lease | None = None) -> Records:

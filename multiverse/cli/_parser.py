@@ -79,8 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, help="run directory (default: runs/<spec name>)")
     p.add_argument("--force", action="store_true",
                    help="write into an --out folder that holds other files or an import (inputs and the store are never overwritten)")
-    p.add_argument("--backend", choices=("local", "dask"), default="local",
-                   help="where model calls run: this process (default) or a Dask cluster")
+    p.add_argument("--backend", choices=("local", "processes", "dask"), default="local",
+                   help="where model calls run: this process (default), one worker process per core "
+                        "(for many concurrent calls: --jobs 32 and up), or a Dask cluster")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 (default with --backend dask: a local cluster)")
 
