@@ -213,19 +213,29 @@ class Executor:
         """(unit, failure) per unit as each finishes in the worker pool; each unit is
         claimed here before it is handed out and released when it is reported."""
         pool = self.workers
+        try:
+            yield from self._hand_out(stage, units, upstream, pool)
+        except BaseException:  # a bug, a lost worker, or the run's consumer stopped: start nothing more
+            pool.stop()
+            raise
+
+    def _hand_out(self, stage: str, units: list, upstream, pool):
         todo = list(reversed(units))
         sent: dict[int, Any] = {}
         while (todo or sent) and not interrupt.requested():
             while todo and len(sent) < pool.window:
                 unit = todo.pop()
                 with self._claims:
-                    if interrupt.requested():
-                        todo.append(unit)
-                        break
-                    if not self.store.claim(stage, unit.key):
-                        yield unit, _CLAIMED
-                        continue
-                    self._held.add((stage, unit.key))
+                    stopping = interrupt.requested()
+                    claimed = not stopping and self.store.claim(stage, unit.key)
+                    if claimed:
+                        self._held.add((stage, unit.key))
+                if stopping:
+                    todo.append(unit)
+                    break
+                if not claimed:
+                    yield unit, _CLAIMED
+                    continue
                 if self.store.has(stage, unit.key):  # stored between our look-up and our claim
                     self._release(stage, unit.key)
                     yield unit, ELSEWHERE
