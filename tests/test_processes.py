@@ -60,6 +60,8 @@ def _children() -> list[int]:
 
 
 def test_a_process_run_gives_a_threaded_runs_tables_and_pays_each_unit_once(tmp_path):
+    from multiverse.work import build_work
+
     with FakeServer(responder=audit_responder, latency=0.02) as server:
         spec = _spec(tmp_path, server.url, "same", cases_per_cell=2)
         threaded = run(spec, store=tmp_path / "threads", out=tmp_path / "t", jobs=4, progress=False)
@@ -67,12 +69,24 @@ def test_a_process_run_gives_a_threaded_runs_tables_and_pays_each_unit_once(tmp_
         need = sum(s["calls_to_make"] for s in plan(spec, store=tmp_path / "procs")["stages"].values())
         procs = run(spec, store=tmp_path / "procs", out=tmp_path / "p", jobs=4, progress=False, backend="processes")
         made_procs = server.counts["total"] - made_threaded
+        assert _children() == []  # every worker ended and was reaped
+        assert all(s["calls_to_make"] == 0 for s in plan(spec, store=tmp_path / "procs")["stages"].values())
+
+        # Another run lost half the rollouts and every judgment: only those are computed again.
+        work, store = build_work(spec), Store(tmp_path / "procs")
+        redo = list(work.transcripts)[::2]
+        for stage, keys in (("transcript", redo), ("judgment", list(work.judge_calls))):
+            for key in keys:
+                (store.root / stage / key[:2] / f"{key}.json").unlink()
+        need_again = sum(s["calls_to_make"] for s in plan(spec, store=tmp_path / "procs")["stages"].values())
+        before = server.counts["total"]
         again = run(spec, store=tmp_path / "procs", out=tmp_path / "p2", jobs=4, progress=False, backend="processes")
-        assert server.counts["total"] - made_threaded == made_procs  # the second run made no call
+        assert server.counts["total"] - before == need_again > 0
     keys = ["universe_id", "system", "case_id", "replicate"]
-    pd.testing.assert_frame_equal(_sorted(threaded.verdicts, keys), _sorted(procs.verdicts, keys))
-    pd.testing.assert_frame_equal(_sorted(threaded.criteria, ["judgment_key", "sample", "criterion"]),
-                                  _sorted(procs.criteria, ["judgment_key", "sample", "criterion"]))
+    ckeys = ["judgment_key", "sample", "criterion"]
+    for result in (procs, again):
+        pd.testing.assert_frame_equal(_sorted(threaded.verdicts, keys), _sorted(result.verdicts, keys))
+        pd.testing.assert_frame_equal(_sorted(threaded.criteria, ckeys), _sorted(result.criteria, ckeys))
     assert set(procs.verdicts.status) == {"ok"}
     # Each unit once: the calls the plan said were missing, as many as the threaded run made.
     assert made_procs == made_threaded == need
@@ -80,34 +94,10 @@ def test_a_process_run_gives_a_threaded_runs_tables_and_pays_each_unit_once(tmp_
         computed = procs.manifest["stages"][stage]["computed"]
         assert computed == threaded.manifest["stages"][stage]["computed"] > 0
         assert sum(1 for _ in Store(tmp_path / "procs").keys(store_stage)) == computed
-        assert again.manifest["stages"][stage]["computed"] == 0
+    assert again.manifest["stages"]["draft"]["computed"] == 0
+    assert again.manifest["stages"]["rollout"]["computed"] == len(redo)
+    assert again.manifest["stages"]["judge"]["computed"] == len(work.judge_calls)
     assert_store_consistent(tmp_path / "procs")
-    assert _children() == []  # every worker ended and was reaped
-
-
-def test_units_another_run_stored_are_not_computed_again(tmp_path):
-    with FakeServer(responder=audit_responder) as server:
-        spec = _spec(tmp_path, server.url, "half", cases_per_cell=2)
-        from multiverse.work import build_work
-
-        work = build_work(spec)
-        # Another run stored the drafts and half the rollouts.
-        run(spec, store=tmp_path / "store", out=tmp_path / "first", jobs=2, progress=False)
-        store = Store(tmp_path / "store")
-        redo = list(work.transcripts)[::2]
-        for key in redo:
-            (store.root / "transcript" / key[:2] / f"{key}.json").unlink()
-        for key in work.judge_calls:
-            (store.root / "judgment" / key[:2] / f"{key}.json").unlink()
-        need = sum(s["calls_to_make"] for s in plan(spec, store=tmp_path / "store")["stages"].values())
-        before = server.counts["total"]
-        result = run(spec, store=tmp_path / "store", out=tmp_path / "second", jobs=4, progress=False,
-                     backend="processes")
-        assert server.counts["total"] - before == need
-    assert result.manifest["stages"]["draft"]["computed"] == 0
-    assert result.manifest["stages"]["rollout"]["computed"] == len(redo)
-    assert result.manifest["stages"]["judge"]["computed"] == len(work.judge_calls)
-    assert set(result.verdicts.status) == {"ok"}
 
 
 def test_first_signal_stops_new_calls_and_keeps_what_workers_stored(tmp_path):
@@ -157,11 +147,11 @@ def test_second_signal_ends_the_workers_at_once(tmp_path):
     assert_store_consistent(tmp_path / "store")
 
 
-@pytest.mark.parametrize("times", [1, 2])
-def test_ctrl_c_in_the_python_api_ends_every_worker(tmp_path, times):
+def test_two_ctrl_c_in_the_python_api_end_every_worker(tmp_path):
+    """The CLI tests above take the grace path; here the second signal cuts it short."""
     with FakeServer(responder=audit_responder, latency=0.3) as server:
         spec = _spec(tmp_path, server.url, "api", cases_per_cell=4)
-        sender = signal_after(lambda: server.counts["total"] >= 3, times)
+        sender = signal_after(lambda: server.counts["total"] >= 3, 2)
         with pytest.raises(KeyboardInterrupt):
             run(spec, store=tmp_path / "store", out=tmp_path / "run", jobs=JOBS, progress=False, backend="processes")
         sender.join()
@@ -182,7 +172,7 @@ def test_a_worker_that_dies_stops_the_run_with_one_error_and_no_claims(tmp_path)
         from multiverse.work import build_work
 
         units = [c for c in build_work(spec).cases.values() if c.given is None]
-        with WorkerPool(str(store.root), 4) as pool, interrupt.stopping_on_signals():
+        with WorkerPool(str(store.root), 4, workers=1) as pool, interrupt.stopping_on_signals():
             executor = Executor(store, None, jobs=4, progress=False, backend="processes", workers=pool)
             def kill_one():
                 wait_for(lambda: server.in_flight >= 2)
@@ -245,7 +235,7 @@ def test_an_unguarded_script_is_not_run_again_by_the_workers(tmp_path):
             "import multiverse\n"
             f"open({str(marker)!r}, 'a').write('x')\n"
             f"multiverse.run(multiverse.load_spec({str(spec)!r}), store={str(tmp_path / 'store')!r}, "
-            f"out={str(tmp_path / 'run')!r}, jobs=2, progress=False, backend='processes')\n"
+            f"out={str(tmp_path / 'run')!r}, jobs=1, progress=False, backend='processes')\n"
         )
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
         done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
