@@ -26,10 +26,13 @@ free up, so each worker sees about its share of every provider's calls.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import json
 import os
 import pickle
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -96,11 +99,13 @@ class WorkerPool:
     unit raised in a worker (a bug, or ``ModelUnusable``) is raised again here.
     ``stop`` makes every worker start nothing more.
 
-    Workers are plain ``python -c`` children talking over two pipes each, not
-    ``multiprocessing`` processes: those re-import the caller's ``__main__``
-    script in every child (running an unguarded script's calls again). They
-    run in their own session, so a Ctrl-C at the terminal reaches only the
-    run's process, and they exit the moment its end of their pipe closes.
+    Workers are not ``multiprocessing`` processes, which re-import the
+    caller's ``__main__`` script in every child (running an unguarded script's
+    calls again). One ``python -c`` child imports litellm (about 4 s of CPU)
+    and then forks the workers, still single-threaded, so the import is paid
+    once; each worker talks to the run over two pipes of its own. They run in
+    their own session (a Ctrl-C at the terminal reaches only the run's
+    process) and exit the moment the run's end of their pipe closes.
     """
 
     def __init__(self, store_root: str, jobs: int, *, workers: int | None = None, budget: float | None = None,
@@ -113,7 +118,9 @@ class WorkerPool:
         limits = split_limits(rate_limits, self.workers)
         self._setup = [(store_root, self.threads[i], {"budget": budgets[i], **({"rate_limits": limits[i]} if rate_limits else {})})
                        for i in range(self.workers)]
-        self._processes: list[subprocess.Popen] = []
+        self._zygote: subprocess.Popen | None = None
+        #: each worker's process id, once it has said hello
+        self.pids: list[int | None] = [None] * self.workers
         self._inboxes: list[Connection] = []
         self._outboxes: list[Connection] = []
         self._busy = [0] * self.workers
@@ -123,8 +130,7 @@ class WorkerPool:
 
     def __enter__(self) -> WorkerPool:
         try:
-            for setup in self._setup:
-                self._start(setup)
+            self._start()
         except BaseException:
             self.close()
             raise
@@ -133,21 +139,22 @@ class WorkerPool:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _start(self, setup: tuple) -> None:
-        to_child, child_in = os.pipe()[::-1]
-        child_out, from_child = os.pipe()[::-1]
+    def _start(self) -> None:
+        ends: list[int] = []  # the workers' ends of their pipes, passed to the zygote
         try:
-            process = subprocess.Popen([sys.executable, "-c", _BOOT, str(child_in), str(child_out)],
-                                       pass_fds=(child_in, child_out), stdin=subprocess.DEVNULL, start_new_session=True)
+            for _ in range(self.workers):
+                child_in, to_child = os.pipe()
+                from_child, child_out = os.pipe()
+                ends += [child_in, child_out]
+                self._inboxes.append(Connection(to_child, readable=False))
+                self._outboxes.append(Connection(from_child, writable=False))
+            self._zygote = subprocess.Popen([sys.executable, "-c", _BOOT, json.dumps(sys.path), *map(str, ends)], pass_fds=ends,
+                                            stdin=subprocess.DEVNULL, start_new_session=True)
         finally:
-            os.close(child_in)
-            os.close(child_out)
-        self._processes.append(process)
-        inbox, outbox = Connection(to_child, readable=False), Connection(from_child, writable=False)
-        self._inboxes.append(inbox)
-        self._outboxes.append(outbox)
-        inbox.send(list(sys.path))
-        inbox.send(setup)
+            for end in ends:
+                os.close(end)
+        for inbox, setup in zip(self._inboxes, self._setup, strict=True):
+            inbox.send(setup)
 
     def submit(self, stage: str, unit: Any, upstream: Any) -> int:
         worker = min(range(self.workers), key=lambda i: self._busy[i] / self.threads[i])
@@ -172,6 +179,9 @@ class WorkerPool:
                     ticket, status, payload = outbox.recv()
                 except (EOFError, OSError):
                     self._lost(worker)
+                if status == _HELLO:
+                    self.pids[worker] = payload
+                    continue
                 self._busy[worker] -= 1
                 del self._holder[ticket]
                 if status == _RAISED:
@@ -183,15 +193,17 @@ class WorkerPool:
         for worker in range(len(self._inboxes)):
             self._send(worker, None, quiet=True)
             self._inboxes[worker].close()
-        for process in self._processes:
-            try:
-                process.wait(0.5 if self._stopped else 10)
+        if self._zygote is not None:
+            try:  # the zygote leaves once every worker has
+                self._zygote.wait(0.5 if self._stopped else 10)
             except subprocess.TimeoutExpired:
-                process.kill()  # a call still in flight is abandoned, as a threaded run's is
-                process.wait()
+                # The workers are its process group: a call still in flight is abandoned, as a threaded run's is.
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self._zygote.pid, signal.SIGKILL)
+                self._zygote.wait()
         for outbox in self._outboxes:
             outbox.close()
-        self._processes, self._inboxes, self._outboxes = [], [], []
+        self._zygote, self._inboxes, self._outboxes = None, [], []
 
     def _send(self, worker: int, message: Any, *, quiet: bool = False) -> None:
         try:
@@ -201,9 +213,8 @@ class WorkerPool:
                 self._lost(worker)
 
     def _lost(self, worker: int) -> NoReturn:
-        code = self._processes[worker].poll()
-        raise WorkerLost(f"worker process {worker} ended (exit code {code}) with {self._busy[worker]} unit(s) "
-                         "in flight; those are not stored: rerun to compute them")
+        raise WorkerLost(f"worker process {worker} ended with {self._busy[worker]} unit(s) in flight; "
+                         "those are not stored: rerun to compute them")
 
 
 class WorkerLost(MultiverseError):
@@ -212,11 +223,40 @@ class WorkerLost(MultiverseError):
 
 # -- in the worker ---------------------------------------------------------------
 
-# Reads the parent's sys.path first, so the child imports the same multiverse.
-_BOOT = ("import sys; from multiprocessing.connection import Connection; "
-         "inbox = Connection(int(sys.argv[1]), writable=False); sys.path[:] = inbox.recv(); "
-         "from multiverse.processes import _serve; _serve(inbox, Connection(int(sys.argv[2]), readable=False))")
+# Takes the run's sys.path, so the zygote imports the same multiverse.
+_BOOT = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+         "from multiverse.processes import _zygote; _zygote([int(fd) for fd in sys.argv[2:]])")
 _STOP = "stop"
+_HELLO = "hello"
+
+
+def _zygote(ends: list[int]) -> None:
+    """Import what every worker needs, then fork one worker per pair of pipe ends."""
+    from .breaker import Breaker  # noqa: F401 - imported once here, shared by every fork
+    from .compute import attempt  # noqa: F401
+    from .llm import LiteLLMClient  # noqa: F401
+    from .providers import load_litellm
+
+    load_litellm()
+    pairs = [ends[i:i + 2] for i in range(0, len(ends), 2)]
+    children = []
+    for mine in pairs:
+        pid = os.fork()  # single-threaded here: nothing is copied half-locked
+        if pid == 0:
+            code = 1
+            try:
+                for end in ends:
+                    if end not in mine:
+                        os.close(end)  # so the run sees EOF the moment a worker dies
+                _serve(Connection(mine[0], writable=False), Connection(mine[1], readable=False))
+                code = 0
+            finally:
+                os._exit(code)
+        children.append(pid)
+    for end in ends:
+        os.close(end)
+    for pid in children:
+        os.waitpid(pid, 0)
 
 
 def _serve(inbox: Connection, outbox: Connection) -> None:
@@ -227,6 +267,7 @@ def _serve(inbox: Connection, outbox: Connection) -> None:
     from .store import Store
 
     store_root, threads, options = inbox.recv()
+    outbox.send((None, _HELLO, os.getpid()))
     store = Store(store_root, existing=True)  # opened by the run: never recreated if it vanishes
     client = Breaker(LiteLLMClient(jobs=threads, **options))
     budget_hit, stop, sending = threading.Event(), threading.Event(), threading.Lock()

@@ -175,8 +175,8 @@ def test_a_worker_that_dies_stops_the_run_with_one_error_and_no_claims(tmp_path)
         with WorkerPool(str(store.root), 4, workers=1) as pool, interrupt.stopping_on_signals():
             executor = Executor(store, None, jobs=4, progress=False, backend="processes", workers=pool)
             def kill_one():
-                wait_for(lambda: server.in_flight >= 2)
-                os.kill(pool._processes[0].pid, signal.SIGKILL)
+                wait_for(lambda: server.in_flight >= 2 and pool.pids[0] is not None)
+                os.kill(pool.pids[0], signal.SIGKILL)
 
             threading.Thread(target=kill_one, daemon=True).start()
             with pytest.raises(WorkerLost, match="worker process 0 ended"):
