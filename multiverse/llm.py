@@ -5,9 +5,10 @@ judgment goes through :meth:`LiteLLMClient.complete` (the
 :class:`~multiverse.client.ModelClient` the engine uses by default), which
 calls litellm and adds what an audit needs on top of it:
 
-- a concurrency limit per provider (model prefix + ``api_base``) of ``jobs``;
-- retries (tenacity) with exponential backoff and full jitter on rate limits
-  (honouring Retry-After), server errors, dropped connections and timeouts,
+- pacing per provider lane (:mod:`multiverse.pacing`): declared ``rate_limits``
+  are never exceeded; other providers are paced from their 429s and 503s;
+- retries (tenacity) with exponential backoff and full jitter on server errors,
+  dropped connections and timeouts (after a 429/503, the lane's pause instead),
   while bad requests and missing credentials fail at once
   (:mod:`multiverse.failures` classifies); a stop (``multiverse.interrupt``)
   ends a wait at once and no request starts after it;
@@ -60,8 +61,10 @@ from multiverse.answers import (
 from multiverse.budget import Budget
 from multiverse.client import Completion
 from multiverse.config import ModelConfig  # model, params, api_base, api_key_env
+from multiverse.connections import Connections
 from multiverse.errors import ModelError
-from multiverse.failures import Failure, classify, is_model_failure, one_line
+from multiverse.failures import Failure, classify, is_model_failure, one_line, retry_after
+from multiverse.pacing import Pacer, request_tokens
 from multiverse.providers import (
     KEYLESS,
     LOCAL_API_KEY,
@@ -91,9 +94,10 @@ class _Stats:
 class _Retry(Exception):
     """A failed attempt that a later one may cure, or that is sent again at once in the form the server takes."""
 
-    def __init__(self, failure: Failure, exc: BaseException, *, reformatted: bool = False):
+    def __init__(self, failure: Failure, exc: BaseException, *, reformatted: bool = False, paced: bool = False):
         super().__init__(failure.reason)
-        self.failure, self.exc, self.reformatted = failure, exc, reformatted
+        # paced: a 429/503, whose lane waits out the pause before the next attempt
+        self.failure, self.exc, self.reformatted, self.paced = failure, exc, reformatted, paced
 
 
 def _plain(value: Any) -> Any:
@@ -109,7 +113,11 @@ class LiteLLMClient:
     """Calls models through litellm for every stage of an audit. Thread-safe.
 
     Args:
-        jobs: requests in flight at once per provider (model prefix + api_base).
+        jobs: requests in flight at once per provider lane (model prefix + api_base)
+            with no ``max_concurrency`` declared.
+        rate_limits: model-string prefix -> declared limits (``rpm``, ``tpm``,
+            ``max_concurrency``), as the spec's ``rate_limits``; never exceeded.
+            Other providers are paced from their answers (:mod:`multiverse.pacing`).
         budget: USD cap for the run; ``None`` for no cap.
         timeout: seconds per request, passed to litellm.
         max_retries: retries after the first attempt for retryable failures.
@@ -124,6 +132,7 @@ class LiteLLMClient:
         self,
         *,
         jobs: int = 8,
+        rate_limits: Mapping[str, Any] | None = None,
         budget: float | None = None,
         timeout: float = 120,
         max_retries: int = 5,
@@ -145,7 +154,10 @@ class LiteLLMClient:
         self.retry_after_cap = retry_after_cap
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
-        self._semaphores: dict[tuple[str, str | None], threading.BoundedSemaphore] = {}
+        self.rate_limits = dict(rate_limits or {})
+        #: the run's lanes; an executor reads it to start units whose lane has room
+        self.pacer = Pacer(self.rate_limits, default_concurrency=jobs, provider=lambda model: provider_key(model, None)[0])
+        self._connections = Connections(jobs)
         self._schema_modes: dict[tuple[str, str | None], str | None] = {}
         self._stats = _Stats()
         self._budget = Budget(budget)
@@ -303,6 +315,8 @@ class LiteLLMClient:
         api_key = self._api_key(config)
         if api_key is not None:
             request["api_key"] = api_key
+            if config.api_base and provider_of(config.model) == "openai":  # litellm's own client per call is slow
+                request.setdefault("client", self._connections.client(config.api_base, api_key))
         if seed is not None:
             request["seed"] = seed
         if tools:
@@ -348,13 +362,6 @@ class LiteLLMClient:
         request["response_format"] = {"type": "json_object", "schema": response_format["json_schema"]["schema"]}
         return True
 
-    def _semaphore(self, config: ModelConfig) -> threading.BoundedSemaphore:
-        key = provider_key(config.model, config.api_base)
-        with self._lock:
-            if key not in self._semaphores:
-                self._semaphores[key] = threading.BoundedSemaphore(self.jobs)
-            return self._semaphores[key]
-
     # -- the retry policy ----------------------------------------------------------
 
     def _call_with_retries(self, config: ModelConfig, request: dict, *, repair: bool) -> tuple[Any, int, float]:
@@ -386,25 +393,30 @@ class LiteLLMClient:
                  secrets: list[str]) -> tuple[Any, float]:
         """One request: (response, cost), or ``_Retry`` / ``ModelError`` for a failed one."""
         interrupt.check()  # after Ctrl-C no request starts, not even a retry
-        reserved = self._budget.reserve(config.model, request)
-        started = time.monotonic()
-        try:
-            with self._semaphore(config):
+        # The slot waits (interruptibly) for the lane: a pause after a 429, the declared rpm/tpm, a free place.
+        with self.pacer.slot(config.model, config.api_base, request_tokens(request)) as slot:
+            reserved = self._budget.reserve(config.model, request)
+            started = time.monotonic()
+            try:
                 response = load_litellm().completion(**request)
-        except Exception as exc:
-            seconds = time.monotonic() - started
-            self._budget.settle(reserved, 0.0)
-            if not is_model_failure(exc):
-                raise  # a bug in the request we built, not a failure of the model
-            failure = classify(exc)
-            self._record(config, attempt, repair, ok=False, reason=failure.reason, seconds=seconds, usage={}, cost=0.0)
-            if self._downgrade_schema(config, request, exc):
-                raise _Retry(failure, exc, reformatted=True) from None
-            if failure.retryable:
-                raise _Retry(failure, exc) from None
-            raise _gave_up(config, failure, exc, attempt, secrets) from None
+            except Exception as exc:
+                seconds = time.monotonic() - started
+                self._budget.settle(reserved, 0.0)
+                status, wait = getattr(exc, "status_code", None), retry_after(exc)
+                status = status if isinstance(status, int) and not isinstance(status, bool) else None
+                slot.report(status, retry_after=None if wait is None else min(wait, self.retry_after_cap))
+                if not is_model_failure(exc):
+                    raise  # a bug in the request we built, not a failure of the model
+                failure = classify(exc)
+                self._record(config, attempt, repair, ok=False, reason=failure.reason, seconds=seconds, usage={}, cost=0.0)
+                if self._downgrade_schema(config, request, exc):
+                    raise _Retry(failure, exc, reformatted=True) from None
+                if failure.retryable:
+                    raise _Retry(failure, exc, paced=status in (429, 503)) from None  # "too fast": the lane waits
+                raise _gave_up(config, failure, exc, attempt, secrets) from None
+            usage = self._usage(response)
+            slot.report(200, tokens_used=usage["prompt_tokens"] + usage["completion_tokens"] or None)
         seconds = time.monotonic() - started
-        usage = self._usage(response)
         cost = self._cost(response)
         self._budget.settle(reserved, cost)
         self._record(config, attempt, repair, ok=True, reason="", seconds=seconds, usage=usage, cost=cost)
@@ -412,7 +424,9 @@ class LiteLLMClient:
 
     def _wait(self, state: RetryCallState) -> float:
         last = _last(state)
-        return 0.0 if last.reformatted else self._backoff(state.attempt_number, last.failure.retry_after)
+        if last.reformatted or last.paced:
+            return 0.0  # sent again at once, or after the lane's pause and at its lowered rate
+        return self._backoff(state.attempt_number, last.failure.retry_after)
 
     def _count_retry(self, state: RetryCallState) -> None:
         if not _last(state).reformatted:

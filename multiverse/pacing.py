@@ -49,10 +49,11 @@ from typing import Any, Self
 from urllib.parse import urlsplit
 
 from . import interrupt
+from .budget import DEFAULT_COMPLETION_TOKENS
 from .errors import InputError
 
-__all__ = ["DECREASE", "INITIAL_CONCURRENCY", "STEP", "Limit", "Pacer", "Slot", "WallEstimate",
-           "estimate_wall_seconds", "lane_of"]
+__all__ = ["DECREASE", "INITIAL_CONCURRENCY", "STEP", "Limit", "Pacer", "Slot",
+           "WallEstimate", "estimate_wall_seconds", "lane_of", "request_tokens"]
 
 PERIOD = 60.0  # rpm and tpm are per minute
 #: multiplicative decrease on a 429/503
@@ -108,6 +109,18 @@ def lane_of(model: str, api_base: str | None, prefixes, provider: Callable[[str]
     host = urlsplit(api_base).netloc.rsplit("@", 1)[-1] if api_base else ""  # never a user:password@
     name = provider(model) or model
     return f"{name}@{host}" if host else name
+
+
+def request_tokens(request: Mapping[str, Any]) -> int:
+    """Tokens a chat request (litellm's keyword arguments) may use, for its slot: about
+    four characters a prompt token, plus the completion's cap (or the budget's default, :data:`multiverse.budget.DEFAULT_COMPLETION_TOKENS`).
+    Answers report the real count (:meth:`Slot.report`), which corrects the lane's minute."""
+    chars = sum(len(str(m.get("content") or "")) for m in request.get("messages") or ())
+    if request.get("tools"):
+        chars += len(str(request["tools"]))
+    cap = request.get("max_completion_tokens") or request.get("max_tokens")
+    completion = cap if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else DEFAULT_COMPLETION_TOKENS
+    return math.ceil(chars / 4) + completion
 
 
 class Slot:
@@ -401,10 +414,11 @@ class WallEstimate:
     lanes: dict[str, tuple[float, str]]  # lane -> (seconds, "rpm" | "tpm" | "concurrency")
 
 
-def estimate_wall_seconds(calls_by_model: Mapping[str, int], tokens_by_model: Mapping[str, int],
+def estimate_wall_seconds(calls_by_model: Mapping[Any, int], tokens_by_model: Mapping[Any, int],
                           limits: Mapping[str, Any] | None, jobs: int, *, seconds_per_call: float = 5.0,
                           provider: Callable[[str], str] = _provider) -> WallEstimate:
-    """How long the calls take at least: each lane needs ``calls / rpm`` minutes,
+    """How long the calls take at least (calls and tokens keyed by model string, or by
+    ``(model, api_base)`` to split lanes by host as a run does): each lane needs ``calls / rpm`` minutes,
     ``tokens / tpm`` minutes and ``calls * seconds_per_call / concurrency``; lanes
     run side by side, sharing the ``jobs`` threads."""
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
@@ -414,10 +428,11 @@ def estimate_wall_seconds(calls_by_model: Mapping[str, int], tokens_by_model: Ma
     declared = {str(p): Limit.of(v, str(p)) for p, v in (limits or {}).items()}
     calls: dict[str, float] = {}
     tokens: dict[str, float] = {}
-    for model, n in calls_by_model.items():
-        name = lane_of(model, None, declared, provider)
+    for key, n in calls_by_model.items():
+        model, api_base = key if isinstance(key, tuple) else (key, None)  # (model, api_base): lanes as a run has them
+        name = lane_of(model, api_base, declared, provider)
         calls[name] = calls.get(name, 0) + n
-        tokens[name] = tokens.get(name, 0) + tokens_by_model.get(model, 0)
+        tokens[name] = tokens.get(name, 0) + tokens_by_model.get(key, 0)
     lanes = {}
     for name, count in calls.items():
         limit = declared.get(name, Limit())

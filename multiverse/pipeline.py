@@ -54,8 +54,9 @@ def _require_rubric(spec: Spec) -> None:
                         "file (draft one: multiverse.draft(spec, rubric=True))")
 
 
-def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None) -> dict[str, Any]:
-    """Per stage: unique work units (stored, failed, blocked, to compute), their model calls, and estimated cost.
+def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None, jobs: int = 8) -> dict[str, Any]:
+    """Per stage: unique work units (stored, failed, blocked, to compute), their model calls, and estimated cost;
+    ``wall``: at least how long the calls take at ``jobs`` under the spec's ``rate_limits``.
 
     Nothing is called and nothing is written (``multiverse.forecast``).
     """
@@ -66,7 +67,7 @@ def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None) -> dict[
     work = build_work(spec, universes)
     st = _store(spec, store)
     check_store_path(st.root, write=False)
-    return forecast(spec, universes, work, st)
+    return forecast(spec, universes, work, st, jobs=jobs)
 
 
 # -- running ----------------------------------------------------------------
@@ -109,6 +110,10 @@ def run(
     if backend == "dask" and budget is not None:
         raise InputError("budget: not supported with backend='dask' (each worker has its own client); "
                          "run locally to cap spending", param="budget")
+    if backend == "dask" and spec.rate_limits:
+        # Each worker paces only its own calls: together they would exceed the declared limits.
+        raise InputError("backend: 'dask' does not keep the spec's rate_limits (each worker paces its own calls); "
+                         "run locally, or remove rate_limits", param="backend")
     universes = expand(spec)
     work = build_work(spec, universes)
     st = _store(spec, store)
@@ -116,7 +121,7 @@ def run(
     check_store_path(st.root, out=out_dir if write else None)
     from .breaker import Breaker
 
-    client = Breaker(_default_client(client, jobs, budget))  # a model that fails every call the same way stops the run, not every unit
+    client = Breaker(_default_client(client, jobs, budget, spec.rate_limits))  # a model that fails every call the same way stops the run, not every unit
     if progress is None:
         progress = sys.stderr.isatty()
     with interrupt.stopping_on_signals(), Lease(st.open().root) as lease, DaskSession(backend, scheduler, jobs) as dask_client:
@@ -188,12 +193,18 @@ def _check_kept(st: Store, lease: Lease | None, stage: str, lost: set) -> None:
                          "(deleted while the run was live?); rerun to recompute them")
 
 
-def _default_client(client: ModelClient | None, jobs: int, budget: float | None = None) -> ModelClient:
-    if client is not None:
-        return client
+def _default_client(client: ModelClient | None, jobs: int, budget: float | None = None,
+                    rate_limits: Any = None) -> ModelClient:
+    """The caller's client, or a ``LiteLLMClient`` pacing calls by the spec's ``rate_limits``."""
     from .llm import LiteLLMClient
 
-    return LiteLLMClient(jobs=jobs, budget=budget)
+    if client is not None:
+        if rate_limits and isinstance(client, LiteLLMClient) and not client.rate_limits:
+            # Its lanes would not know the declared limits, which the run promises never to exceed.
+            raise InputError("client: the spec declares rate_limits but this LiteLLMClient was built without them; "
+                             "pass LiteLLMClient(rate_limits=spec.rate_limits, ...)", param="client")
+        return client
+    return LiteLLMClient(jobs=jobs, budget=budget, rate_limits=rate_limits)
 
 
 def _check_credentials(client: ModelClient, configs: Iterable) -> None:
@@ -226,7 +237,7 @@ def draft(
 
     st = _store(spec, store)
     check_store_path(st.root)
-    client = _default_client(client, jobs)
+    client = _default_client(client, jobs, rate_limits=spec.rate_limits)
     if progress is None:
         progress = sys.stderr.isatty()
     generator = resolve_config(spec.design.generator.to_model_config(), spec)

@@ -60,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("spec", type=Path)
     p.add_argument("--store", type=Path, help=_STORE_HELP)
+    p.add_argument("--jobs", type=_count(1, MAX_JOBS), default=8,
+                   help="the run's --jobs, for the wall-time estimate (default: 8)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
     command("schema", "print the JSON Schema of spec files (for editor completion and validation)")
