@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command(
         "plan",
-        "show per stage how many model calls a run needs, how many are stored, and the estimated cost",
+        "show per stage how many model calls a run needs, how many are stored, the estimated cost, and the wall time the rate limits and --jobs allow",
     )
     p.add_argument("spec", type=Path)
     p.add_argument("--store", type=Path, help=_STORE_HELP)
