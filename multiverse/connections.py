@@ -12,12 +12,17 @@ for ``2 * jobs`` connections, ``jobs`` of them kept alive (openai's
 
 Clients are found by a digest of the key, never by the key itself, and the
 key lives only inside its openai client (which never prints it).
+
+The pools are the run's: ``multiverse.run`` closes them when it ends (through
+``LiteLLMClient.close``), and a pool dropped unclosed is closed when it is
+garbage-collected, so no socket is left for the interpreter to warn about.
 """
 
 from __future__ import annotations
 
 import hashlib
 import threading
+import weakref
 from typing import Any
 
 __all__ = ["Connections"]
@@ -30,6 +35,8 @@ class Connections:
         self.jobs = jobs
         self._clients: dict[tuple[str, str], Any] = {}
         self._lock = threading.Lock()
+        # Holds the clients, not self: closes them when this pool is collected (or at exit).
+        self._finalizer = weakref.finalize(self, _close_all, self._clients)
 
     def client(self, api_base: str, api_key: str) -> Any:
         """The openai client for ``api_base`` with ``api_key`` (built on first use)."""
@@ -55,6 +62,12 @@ class Connections:
     def close(self) -> None:
         """Close every pool (a client used after this builds new ones)."""
         with self._lock:
-            clients, self._clients = list(self._clients.values()), {}
-        for client in clients:
-            client.close()
+            clients = dict(self._clients)
+            self._clients.clear()
+        _close_all(clients)
+
+
+def _close_all(clients: dict) -> None:
+    for client in list(clients.values()):
+        client.close()
+    clients.clear()

@@ -59,21 +59,14 @@ from multiverse.answers import (
     storable_text,
 )
 from multiverse.budget import Budget
+from multiverse.chat_request import ChatRequests
 from multiverse.client import Completion
 from multiverse.config import ModelConfig  # model, params, api_base, api_key_env
 from multiverse.connections import Connections
 from multiverse.errors import ModelError
 from multiverse.failures import Failure, classify, is_model_failure, one_line, retry_after
 from multiverse.pacing import Pacer, request_tokens
-from multiverse.providers import (
-    KEYLESS,
-    LOCAL_API_KEY,
-    OPENAI_COMPATIBLE,
-    is_loopback,
-    load_litellm,
-    provider_key,
-    provider_of,
-)
+from multiverse.providers import KEYLESS, LOCAL_API_KEY, is_loopback, load_litellm, provider_key, provider_of
 
 __all__ = ["Completion", "LiteLLMClient", "ModelConfig", "is_loopback", "parse_json_answer", "provider_of"]
 
@@ -98,15 +91,6 @@ class _Retry(Exception):
         super().__init__(failure.reason)
         # paced: a 429/503, whose lane waits out the pause before the next attempt
         self.failure, self.exc, self.reformatted, self.paced = failure, exc, reformatted, paced
-
-
-def _plain(value: Any) -> Any:
-    """JSON-ready copy of spec data (read-only mappings, tuples) for a request body."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
 
 
 class LiteLLMClient:
@@ -158,7 +142,7 @@ class LiteLLMClient:
         #: the run's lanes; an executor reads it to start units whose lane has room
         self.pacer = Pacer(self.rate_limits, default_concurrency=jobs, provider=lambda model: provider_key(model, None)[0])
         self._connections = Connections(jobs)
-        self._schema_modes: dict[tuple[str, str | None], str | None] = {}
+        self._requests = ChatRequests(timeout=timeout, connections=self._connections)
         self._stats = _Stats()
         self._budget = Budget(budget)
 
@@ -181,6 +165,17 @@ class LiteLLMClient:
                 "cost": s.cost,
                 "failures_by_reason": dict(s.by_reason),
             }
+
+    def close(self) -> None:
+        """Close the HTTP connections this client holds open (a run does, when it ends).
+        The client stays usable: a later call opens new ones."""
+        self._connections.close()
+
+    def __enter__(self) -> LiteLLMClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def spent(self) -> float:
@@ -303,64 +298,8 @@ class LiteLLMClient:
     # -- one request ---------------------------------------------------------------
 
     def _request(self, config, messages, *, seed, schema, schema_name, tools) -> dict:
-        params = dict(config.params)
-        request: dict[str, Any] = {**params, "model": config.model, "messages": list(messages)}
-        request["timeout"] = params.get("timeout", self.timeout)
-        # We retry ourselves (with Retry-After and jitter): litellm and the
-        # openai SDK underneath must not retry too.
-        request["num_retries"] = 0
-        request["max_retries"] = 0
-        if config.api_base:
-            request["api_base"] = config.api_base
-        api_key = self._api_key(config)
-        if api_key is not None:
-            request["api_key"] = api_key
-            if config.api_base and provider_of(config.model) == "openai":  # litellm's own client per call is slow
-                request.setdefault("client", self._connections.client(config.api_base, api_key))
-        if seed is not None:
-            request["seed"] = seed
-        if tools:
-            # Spec tools are read-only mappings, which litellm's request
-            # builders do not take for dicts: send plain JSON.
-            request["tools"] = _plain(tools)
-        mode = self._schema_mode(config) if schema is not None else None
-        if mode == "json_schema":
-            request["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": schema_name, "schema": schema, "strict": True},
-            }
-        elif mode == "json_object":
-            request["response_format"] = {"type": "json_object", "schema": schema}
-        return request
-
-    def _schema_mode(self, config: ModelConfig) -> str | None:
-        """How to ask ``config`` for schema-shaped JSON: "json_schema" (OpenAI's
-        response_format), "json_object" + schema (llama-cpp-python's), or None."""
-        key = (config.model, config.api_base)
-        if key not in self._schema_modes:
-            if config.api_base and provider_of(config.model) in OPENAI_COMPATIBLE:
-                mode: str | None = "json_schema"  # llama.cpp's llama-server, vLLM, LM Studio
-            else:
-                try:
-                    supported = bool(load_litellm().supports_response_schema(model=config.model))
-                except Exception:  # litellm says "does not raise"; be sure
-                    supported = False
-                mode = "json_schema" if supported else None
-            self._schema_modes[key] = mode
-        return self._schema_modes[key]
-
-    def _downgrade_schema(self, config: ModelConfig, request: dict, exc: BaseException) -> bool:
-        """Switch an OpenAI-compatible server that rejects the json_schema
-        response_format (llama-cpp-python takes only "text" | "json_object")
-        to ``{"type": "json_object", "schema": ...}``. True if switched."""
-        response_format = request.get("response_format") or {}
-        if response_format.get("type") != "json_schema" or "response_format" not in str(exc):
-            return False
-        if not (config.api_base and provider_of(config.model) in OPENAI_COMPATIBLE):
-            return False
-        self._schema_modes[(config.model, config.api_base)] = "json_object"
-        request["response_format"] = {"type": "json_object", "schema": response_format["json_schema"]["schema"]}
-        return True
+        return self._requests.build(config, messages, api_key=self._api_key(config), seed=seed, schema=schema,
+                                    schema_name=schema_name, tools=tools)
 
     # -- the retry policy ----------------------------------------------------------
 
@@ -393,26 +332,28 @@ class LiteLLMClient:
                  secrets: list[str]) -> tuple[Any, float]:
         """One request: (response, cost), or ``_Retry`` / ``ModelError`` for a failed one."""
         interrupt.check()  # after Ctrl-C no request starts, not even a retry
+        litellm = load_litellm()  # imported before the slot: seconds of import are no call in flight
         # The slot waits (interruptibly) for the lane: a pause after a 429, the declared rpm/tpm, a free place.
         with self.pacer.slot(config.model, config.api_base, request_tokens(request)) as slot:
             reserved = self._budget.reserve(config.model, request)
             started = time.monotonic()
             try:
-                response = load_litellm().completion(**request)
+                response = litellm.completion(**request)
             except Exception as exc:
                 seconds = time.monotonic() - started
                 self._budget.settle(reserved, 0.0)
                 status, wait = getattr(exc, "status_code", None), retry_after(exc)
                 status = status if isinstance(status, int) and not isinstance(status, bool) else None
-                slot.report(status, retry_after=None if wait is None else min(wait, self.retry_after_cap))
+                # paced: the lane paused or slowed down, so the retry waits there, not in a backoff
+                paced = slot.report(status, retry_after=None if wait is None else min(wait, self.retry_after_cap))
                 if not is_model_failure(exc):
                     raise  # a bug in the request we built, not a failure of the model
                 failure = classify(exc)
                 self._record(config, attempt, repair, ok=False, reason=failure.reason, seconds=seconds, usage={}, cost=0.0)
-                if self._downgrade_schema(config, request, exc):
+                if self._requests.downgrade_schema(config, request, exc):
                     raise _Retry(failure, exc, reformatted=True) from None
                 if failure.retryable:
-                    raise _Retry(failure, exc, paced=status in (429, 503)) from None  # "too fast": the lane waits
+                    raise _Retry(failure, exc, paced=paced) from None
                 raise _gave_up(config, failure, exc, attempt, secrets) from None
             usage = self._usage(response)
             slot.report(200, tokens_used=usage["prompt_tokens"] + usage["completion_tokens"] or None)

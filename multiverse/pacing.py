@@ -7,14 +7,20 @@ in that prefix's lane, under its ``rpm``, ``tpm`` and ``max_concurrency``. Any
 other model runs in a lane of its provider (litellm's ``provider/`` prefix)
 and ``api_base`` host, whose limits are learned (AIMD, as TCP does):
 
-- a 429 or 503 pauses the lane until its Retry-After and cuts its concurrency
-  and its request rate to :data:`DECREASE` of what got through, once per round:
-  answers to requests sent before a cut do not cut again;
+- a 429 or 503 pauses the lane until its Retry-After (at most :data:`MAX_PAUSE`);
+- when a good share (:data:`LIMITED`) of the last second's answers are 429/503,
+  the provider is holding us back: the lane's concurrency is cut to
+  :data:`DECREASE` of what was in flight, once per round (answers to requests
+  sent before a cut do not cut again), and, when they are 429s, its request
+  rate to :data:`DECREASE` of what got through that second, at most once a
+  second. Isolated 429/503s (a flaky server) are answered by the pause alone:
+  cut on each of them, the cuts would compound far below what the server takes;
 - clean answers raise them again by a constant step (concurrency: one per
   round trip; rate: :data:`STEP` of the rate at the last cut, per second), but
   only while that limit is what holds calls back. A lane with no limit known
   starts at :data:`INITIAL_CONCURRENCY` calls and doubles per round trip up to
-  ``jobs`` (slow start), so a strict provider sees a handful of 429s, not ``jobs``.
+  ``jobs`` (slow start, ended by the first 429/503), so a strict provider sees
+  a handful of 429s, not ``jobs``.
 
 Declared limits are ceilings: a declared lane adapts below them the same way
 when the provider disagrees, and never above them.
@@ -52,7 +58,7 @@ from . import interrupt
 from .budget import DEFAULT_COMPLETION_TOKENS
 from .errors import InputError
 
-__all__ = ["DECREASE", "INITIAL_CONCURRENCY", "STEP", "Limit", "Pacer", "Slot",
+__all__ = ["DECREASE", "INITIAL_CONCURRENCY", "LIMITED", "MAX_PAUSE", "STEP", "Limit", "Pacer", "Slot",
            "WallEstimate", "estimate_wall_seconds", "lane_of", "request_tokens"]
 
 PERIOD = 60.0  # rpm and tpm are per minute
@@ -64,8 +70,12 @@ STEP = 0.1
 INITIAL_CONCURRENCY = 4
 _MIN_RATE = 1 / PERIOD  # a learned rate never drops below one call a minute
 _WINDOW = 1.0  # seconds over which the clean answers' rate is measured
+#: the share of a second's answers that are 429/503 (of at least _EVIDENCE answers) that shows a provider limiting us
+LIMITED = 0.2
+_EVIDENCE = 5
 _POLL = 0.1  # how often a thread waiting for a free slot looks at the stop flag
-_MAX_PAUSE = 600.0  # the longest Retry-After honoured
+#: the longest Retry-After honoured, in seconds
+MAX_PAUSE = 600.0
 _CONGESTION = frozenset({429, 503})
 
 
@@ -144,16 +154,20 @@ class Slot:
     def __exit__(self, *exc: object) -> None:
         self._lane.release(self)
 
-    def report(self, status: int | None, *, retry_after: float | None = None, tokens_used: int | None = None) -> None:
+    def report(self, status: int | None, *, retry_after: float | None = None, tokens_used: int | None = None) -> bool:
         """How the call went: ``status`` the HTTP status (``None``: no answer, as when
         the connection failed), ``retry_after`` in seconds, ``tokens_used`` the
         prompt + completion tokens the answer reported.
 
-        After a 429 or 503, retry through a new slot without a backoff sleep of
-        your own: the slot waits out the lane's pause and its lowered rate."""
-        if not self._reported:
-            self._reported = True
-            self._lane.report(self, status, retry_after, tokens_used)
+        Returns True when the answer paused or slowed the lane (a 429/503 with a
+        Retry-After, or one of many): then retry through a new slot without a
+        backoff sleep of your own, the slot waits out the pause and the lowered
+        rate. An isolated 429/503 without Retry-After returns False: back off as
+        for any other failure."""
+        if self._reported:
+            return False
+        self._reported = True
+        return self._lane.report(self, status, retry_after, tokens_used)
 
 
 class _Lane:
@@ -175,11 +189,12 @@ class _Lane:
         self.token_sum = 0
         self.paused_until = 0.0
         self.epoch = 0  # bumped by each pause and cut: reservations made before are made again
-        self.cut_at = -math.inf
+        self.cut_at = self.rate_cut_at = -math.inf
         self.held_at = -math.inf  # the last time the rate made a call wait
-        self.born = time.monotonic()
+        self.first_start = math.inf  # the lane's first call: its rate is measured from there
         self.clean: deque[float] = deque()  # times of clean answers in the last _WINDOW
-        self.starts: deque[float] = deque()  # times of starts in the last _WINDOW
+        self.congested: deque[float] = deque()  # times of 429/503 answers in the last _WINDOW
+        self.too_many: deque[float] = deque()  # times of 429 answers in the last _WINDOW
         self.congestion = 0
 
     # -- waiting for a start ---------------------------------------------------------
@@ -251,9 +266,7 @@ class _Lane:
             self.tokens.append(slot._entry)
             self.token_sum += tokens
             self.paid_until = max(self.paid_until, now) + tokens / self.token_rate
-        self.starts.append(now)
-        while self.starts[0] <= now - _WINDOW:
-            self.starts.popleft()
+        self.first_start = min(self.first_start, now)
 
     # -- answers -----------------------------------------------------------------------
 
@@ -267,7 +280,7 @@ class _Lane:
             self.in_flight -= 1
             self.cond.notify()
 
-    def report(self, slot: Slot, status: int | None, retry_after: float | None, tokens_used: int | None) -> None:
+    def report(self, slot: Slot, status: int | None, retry_after: float | None, tokens_used: int | None) -> bool:
         with self.cond:
             now = time.monotonic()
             if tokens_used is not None and slot._entry is not None and self.token_rate is not None:
@@ -276,11 +289,13 @@ class _Lane:
                 if self.tokens and slot._entry[0] >= self.tokens[0][0]:  # not yet out of the minute
                     self.token_sum += extra
                 self.paid_until += extra / self.token_rate
+            held = False
             if status in _CONGESTION:
-                self._congested(slot, now, retry_after)
+                held = self._congested(slot, now, status, retry_after)
             elif status is not None and 200 <= status < 300:
                 self._clean(slot, now)
             self.cond.notify_all()
+            return held
 
     def _clean(self, slot: Slot, now: float) -> None:
         self.clean.append(now)
@@ -293,30 +308,45 @@ class _Lane:
         if self.step and now - self.held_at < _WINDOW:
             self.rate = min(self.ceiling, self.rate + self.step / self.rate)
 
-    def _congested(self, slot: Slot, now: float, retry_after: float | None) -> None:
-        if retry_after is not None and retry_after > 0:
-            self.paused_until = max(self.paused_until, now + min(float(retry_after), _MAX_PAUSE))
+    def _congested(self, slot: Slot, now: float, status: int, retry_after: float | None) -> bool:
+        """True if the lane now holds the next call back (a pause, or a cut this round)."""
+        self.congested.append(now)
+        if status == 429:
+            self.too_many.append(now)
+        for times in (self.clean, self.congested, self.too_many):
+            while times and times[0] <= now - _WINDOW:
+                times.popleft()
+        paused = retry_after is not None and retry_after > 0
+        if paused:
+            self.paused_until = max(self.paused_until, now + min(float(retry_after), MAX_PAUSE))
             self.epoch += 1
             self.next_start = self.next_token = 0.0
         if slot.started < self.cut_at:
-            return  # sent before the last cut: the cut already answered this round
+            return True  # sent before the last cut: the cut already answered this round
+        # A provider holding us back answers a good share of a window's requests 429/503.
+        # Isolated ones (a flaky server) are answered by the pause alone: cut once a round
+        # trip on each of them, concurrency and rate would compound down to a call at a
+        # time, a call a minute, far below what the server takes. The first one ends a slow start.
+        answers = len(self.clean) + len(self.congested)
+        limited = answers >= _EVIDENCE and len(self.congested) >= LIMITED * answers
+        if not (limited or self.learning):
+            return paused
         self.cut_at, self.learning = now, False
         self.congestion += 1
         self.epoch += 1
         self.next_start = self.next_token = 0.0
         self.window = max(1.0, min(self.window, self.in_flight) * DECREASE)
-        # What got through in the last second is the best measure of the provider's rate.
-        while self.clean and self.clean[0] <= now - _WINDOW:
-            self.clean.popleft()
-        while self.starts and self.starts[0] <= now - _WINDOW:
-            self.starts.popleft()
-        seconds = max(min(_WINDOW, now - self.born), _WINDOW / 4)
-        measured = len(self.clean or self.starts) / seconds
-        through = min(self.rate, measured) if measured > 0 else self.rate
-        if math.isinf(through):
-            through = INITIAL_CONCURRENCY / _WINDOW
+        # The rate is cut to what got through over a window, so at most once a window, and only
+        # for 429s ("too many requests"); a 503 says the server is overloaded, which fewer
+        # calls at once answers.
+        if len(self.too_many) < LIMITED * answers or not self.clean or now - self.rate_cut_at < _WINDOW:
+            return True
+        seconds = max(min(_WINDOW, now - self.first_start), _WINDOW / 4)
+        through = min(self.rate, len(self.clean) / seconds)
+        self.rate_cut_at = now
         self.rate = max(_MIN_RATE, through * DECREASE)
         self.step = max(self.step if self.limit.rpm else 0.0, STEP * through, 2 * _MIN_RATE)
+        return True
 
     def wait_seconds(self, tokens: int) -> float:
         """Seconds before a call could start here: 0 now, ``inf`` while every slot is taken."""

@@ -124,10 +124,14 @@ def run(
     client = Breaker(_default_client(client, jobs, budget, spec.rate_limits))  # a model that fails every call the same way stops the run, not every unit
     if progress is None:
         progress = sys.stderr.isatty()
-    with interrupt.stopping_on_signals(), Lease(st.open().root) as lease, DaskSession(backend, scheduler, jobs) as dask_client:
-        executor = Executor(st, client, jobs=jobs, progress=progress, backend=backend, dask_client=dask_client)
-        records = _run_stages(work, st, client, executor, lease)
-        interrupt.check("after the last call, before the tables were written")
+    try:
+        with interrupt.stopping_on_signals(), Lease(st.open().root) as lease, \
+                DaskSession(backend, scheduler, jobs) as dask_client:
+            executor = Executor(st, client, jobs=jobs, progress=progress, backend=backend, dask_client=dask_client)
+            records = _run_stages(work, st, client, executor, lease)
+            interrupt.check("after the last call, before the tables were written")
+    finally:
+        _close(client)  # the run's HTTP connections end with it (a LiteLLMClient stays usable)
     verdicts, criteria = assemble(spec, work, records, executor.failures)
     rates = run_rates(spec, universes, verdicts)
     manifest = run_manifest(spec, universes, work, records, computed=executor.computed, failures=executor.failures,
@@ -207,6 +211,12 @@ def _default_client(client: ModelClient | None, jobs: int, budget: float | None 
     return LiteLLMClient(jobs=jobs, budget=budget, rate_limits=rate_limits)
 
 
+def _close(client: Any) -> None:
+    close = getattr(client, "close", None)
+    if callable(close):
+        close()
+
+
 def _check_credentials(client: ModelClient, configs: Iterable) -> None:
     configs = [c for c in configs if c is not None]
     if isinstance(client, CredentialCheck) and configs:
@@ -244,7 +254,10 @@ def draft(
     drafted_rubric = None
     if rubric or not spec.rubric.criteria:
         _check_credentials(client, [generator])
-        drafted_rubric = draft_rubric(client, spec, generator, seed=spec.rollout.seed)
+        try:
+            drafted_rubric = draft_rubric(client, spec, generator, seed=spec.rollout.seed)
+        finally:
+            _close(client)
         drafted_rubric.pop("completion", None)
     if drafted_rubric is not None:
         # Cases are drafted per criterion: they wait until the rubric is reviewed and referenced.
@@ -255,8 +268,11 @@ def draft(
     pending = [u for u in units if u.key not in have]
     _check_credentials(client, [u.generator for u in pending])
     executor = Executor(st, client, jobs=jobs, progress=progress)
-    with interrupt.stopping_on_signals(), Lease(st.open().root):
-        executor.run("case", pending)
+    try:
+        with interrupt.stopping_on_signals(), Lease(st.open().root):
+            executor.run("case", pending)
+    finally:
+        _close(client)
     records = st.get_many("case", [u.key for u in units])
     if executor.failures.get("case"):
         reasons = sorted(set(executor.failures["case"].values()))
