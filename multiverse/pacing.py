@@ -18,9 +18,9 @@ and ``api_base`` host, whose limits are learned (AIMD, as TCP does):
 - clean answers raise them again by a constant step (concurrency: one per
   round trip; rate: :data:`STEP` of the rate at the last cut, per second), but
   only while that limit is what holds calls back. A lane with no limit known
-  starts at :data:`INITIAL_CONCURRENCY` calls and doubles per round trip up to
-  ``jobs`` (slow start, ended by the first 429/503), so a strict provider sees
-  a handful of 429s, not ``jobs``.
+  starts at ``jobs`` calls in flight, no rate limit: no slow start, which would
+  cost a provider with seconds of latency several round trips of a run (a
+  strict provider answers the first burst 429, and is cut from there).
 
 Declared limits are ceilings: a declared lane adapts below them the same way
 when the provider disagrees, and never above them.
@@ -58,7 +58,7 @@ from . import interrupt
 from .budget import DEFAULT_COMPLETION_TOKENS
 from .errors import InputError
 
-__all__ = ["DECREASE", "INITIAL_CONCURRENCY", "LIMITED", "MAX_PAUSE", "STEP", "Limit", "Pacer", "Slot",
+__all__ = ["DECREASE", "LIMITED", "MAX_PAUSE", "STEP", "Limit", "Pacer", "Slot",
            "WallEstimate", "estimate_wall_seconds", "lane_of", "request_tokens"]
 
 PERIOD = 60.0  # rpm and tpm are per minute
@@ -66,8 +66,6 @@ PERIOD = 60.0  # rpm and tpm are per minute
 DECREASE = 0.7
 #: additive increase of the rate per second, as a share of the rate at the last cut
 STEP = 0.1
-#: calls in flight a lane with unknown limits starts at
-INITIAL_CONCURRENCY = 4
 _MIN_RATE = 1 / PERIOD  # a learned rate never drops below one call a minute
 _WINDOW = 1.0  # seconds over which the clean answers' rate is measured
 #: the share of a second's answers that are 429/503 (of at least _EVIDENCE answers) that shows a provider limiting us
@@ -175,8 +173,7 @@ class _Lane:
         self.name, self.limit = name, limit
         self.cond = threading.Condition()
         self.cap = limit.max_concurrency or jobs
-        self.learning = limit.max_concurrency is None  # slow start until the first 429/503
-        self.window = float(self.cap if not self.learning else min(self.cap, INITIAL_CONCURRENCY))
+        self.window = float(self.cap)
         self.ceiling = limit.rpm / PERIOD if limit.rpm else math.inf  # requests per second
         self.rate = self.ceiling
         self.step = STEP * self.ceiling if limit.rpm else 0.0
@@ -190,6 +187,7 @@ class _Lane:
         self.paused_until = 0.0
         self.epoch = 0  # bumped by each pause and cut: reservations made before are made again
         self.cut_at = self.rate_cut_at = -math.inf
+        self.measured_over = _WINDOW  # seconds the rate in force was measured over
         self.held_at = -math.inf  # the last time the rate made a call wait
         self.first_start = math.inf  # the lane's first call: its rate is measured from there
         self.clean: deque[float] = deque()  # times of clean answers in the last _WINDOW
@@ -301,9 +299,7 @@ class _Lane:
         self.clean.append(now)
         while self.clean[0] <= now - _WINDOW:
             self.clean.popleft()
-        if self.learning:
-            self.window = min(self.cap, self.window + 1)
-        elif slot.full:
+        if slot.full:
             self.window = min(self.cap, self.window + 1 / self.window)
         if self.step and now - self.held_at < _WINDOW:
             self.rate = min(self.ceiling, self.rate + self.step / self.rate)
@@ -326,24 +322,26 @@ class _Lane:
         # A provider holding us back answers a good share of a window's requests 429/503.
         # Isolated ones (a flaky server) are answered by the pause alone: cut once a round
         # trip on each of them, concurrency and rate would compound down to a call at a
-        # time, a call a minute, far below what the server takes. The first one ends a slow start.
+        # time, a call a minute, far below what the server takes.
         answers = len(self.clean) + len(self.congested)
         limited = answers >= _EVIDENCE and len(self.congested) >= LIMITED * answers
-        if not (limited or self.learning):
+        if not limited:
             return paused
-        self.cut_at, self.learning = now, False
+        self.cut_at = now
         self.congestion += 1
         self.epoch += 1
         self.next_start = self.next_token = 0.0
         self.window = max(1.0, min(self.window, self.in_flight) * DECREASE)
-        # The rate is cut to what got through over a window, so at most once a window, and only
+        # The rate is cut to what got through over a window (the lane's age, in its first
+        # second), so at most once per such window, and only
         # for 429s ("too many requests"); a 503 says the server is overloaded, which fewer
-        # calls at once answers.
-        if len(self.too_many) < LIMITED * answers or not self.clean or now - self.rate_cut_at < _WINDOW:
+        # calls at once answers. A handful of clean answers is no measure of a rate.
+        if (len(self.too_many) < LIMITED * answers or len(self.clean) < _EVIDENCE
+                or now - self.rate_cut_at < self.measured_over):
             return True
         seconds = max(min(_WINDOW, now - self.first_start), _WINDOW / 4)
         through = min(self.rate, len(self.clean) / seconds)
-        self.rate_cut_at = now
+        self.rate_cut_at, self.measured_over = now, seconds
         self.rate = max(_MIN_RATE, through * DECREASE)
         self.step = max(self.step if self.limit.rpm else 0.0, STEP * through, 2 * _MIN_RATE)
         return True
