@@ -197,6 +197,7 @@ class Executor:
                 continue
             received += 1
             if isinstance(failure, BaseException):
+                self._settle(threads)
                 raise failure
             if failure is not _NOT_STARTED:
                 yield unit, failure
@@ -214,6 +215,17 @@ class Executor:
         in_flight = sum(t.is_alive() for t in threads)
         self.release_all()
         raise RunInterrupted(f"{STAGE_OF_RECORD[stage]} stopped, {in_flight} unit(s) still in flight abandoned")
+
+    def _settle(self, threads: list[threading.Thread]) -> None:
+        """A worker's error (a lost store, a bug) ends the stage: the other threads stop at their
+        next call, and the calls in flight get the grace to end. A daemon thread abandoned
+        mid-call may hold an import lock (litellm imports lazily) when the process exits, and
+        a finalizer that imports then waits for it forever: the one-line error never exits."""
+        interrupt.cancel(threads)
+        deadline = time.monotonic() + self.grace
+        for thread in threads:
+            if thread is not threading.current_thread():
+                thread.join(max(0.0, deadline - time.monotonic()))
 
     # -- dask --------------------------------------------------------------------
 
