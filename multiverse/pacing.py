@@ -312,8 +312,9 @@ class _Lane:
         for times in (self.clean, self.congested, self.too_many):
             while times and times[0] <= now - _WINDOW:
                 times.popleft()
-        paused = retry_after is not None and retry_after > 0
-        if paused:
+        paused = False
+        if retry_after is not None and retry_after > 0:
+            paused = True
             self.paused_until = max(self.paused_until, now + min(float(retry_after), MAX_PAUSE))
             self.epoch += 1
             self.next_start = self.next_token = 0.0

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import warnings
+
 from fakeserver import FakeServer
 
 from multiverse.connections import Connections
@@ -36,3 +39,41 @@ def test_calls_to_an_openai_compatible_server_share_its_client():
         assert len(client._connections._clients) == 1
         assert "client" not in client._request(ModelConfig("sim/judge-a", {}), [], seed=None, schema=None,
                                                schema_name="answer", tools=None)
+
+
+def _no_resource_warnings(action) -> list:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        action()
+        gc.collect()
+    return [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+
+
+def test_a_closed_client_leaves_no_socket_open_and_stays_usable():
+    with FakeServer() as server:
+        config = ModelConfig("openai/fake", {}, api_base=server.url)
+
+        def use_then_close():
+            with LiteLLMClient(jobs=2, max_retries=0) as client:
+                assert client.complete(config, [{"role": "user", "content": "a"}]).text == "echo: a"
+                client.close()
+                assert client._connections._clients == {}
+                # Still usable: a later call opens a new pool (closed again when the block ends).
+                assert client.complete(config, [{"role": "user", "content": "b"}]).text == "echo: b"
+                assert len(client._connections._clients) == 1
+
+        assert _no_resource_warnings(use_then_close) == []
+
+
+def test_a_client_dropped_unclosed_closes_its_pool_when_collected():
+    # A test, a notebook or a wrapper that never closes its client must not leave sockets for the
+    # interpreter to warn about (in-process CLI runs print every warning into their stderr).
+    with FakeServer() as server:
+        config = ModelConfig("openai/fake", {}, api_base=server.url)
+
+        def use_and_drop():
+            client = LiteLLMClient(jobs=2, max_retries=0)
+            client.complete(config, [{"role": "user", "content": "hello"}])
+            del client
+
+        assert _no_resource_warnings(use_and_drop) == []
