@@ -6,6 +6,11 @@ store before it is computed: when another run on the same store holds the
 claim, this run waits for that entry instead of paying for the same call
 twice.
 
+The threads serve every provider of a stage. When the client paces calls per
+provider lane (its ``pacer``, :mod:`multiverse.pacing`), a free thread takes
+a unit whose lanes can start a call now, so the threads do not all park in
+one provider's full or slow lane while another provider's units wait.
+
 Stopping (``multiverse.interrupt``): after the first SIGINT/SIGTERM no unit
 starts; units in flight get a grace period to finish and be stored; then the
 claims still held are released and :class:`~multiverse.interrupt.RunInterrupted`
@@ -20,7 +25,7 @@ import queue
 import sys
 import threading
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable
 from typing import Any
 
@@ -38,6 +43,8 @@ _CLAIMED = "claimed by another run"
 ELSEWHERE = "computed by another run"
 _NOT_STARTED = NOT_STARTED
 _POLL = 0.1
+#: tokens a unit's next call is assumed to use when asking its lane for room
+_EST_TOKENS = 1000
 
 
 class Executor:
@@ -72,6 +79,7 @@ class Executor:
         self._held: set[tuple[str, str]] = set()
         self._claims = threading.Lock()
         self._threads: list[threading.Thread] = []
+        self.pacer = getattr(client, "pacer", None)  # any client may pace its calls by lanes
 
     def run(self, stage: str, units: list, upstream: Callable[[Any], Any] = lambda unit: None) -> None:
         if not units:
@@ -154,23 +162,26 @@ class Executor:
 
     def _pool(self, stage: str, units: list, upstream):
         """(unit, failure) per unit as each finishes, from ``jobs`` daemon threads."""
-        todo: queue.SimpleQueue = queue.SimpleQueue()
-        for unit in units:
-            todo.put(unit)
+        todo = _LaneQueue(units, self.pacer)
         done: queue.SimpleQueue = queue.SimpleQueue()
 
         def work() -> None:
             try:
                 while not interrupt.requested():
                     try:
-                        unit = todo.get_nowait()
+                        group, unit = todo.take()
                     except queue.Empty:
                         return
+                    if unit is None:  # no lane has room yet: look again soon, ready to stop
+                        time.sleep(min(group, _POLL))
+                        continue
                     try:
                         done.put(self._one(stage, unit, upstream))
                     except BaseException as exc:  # a bug: hand it to the main thread
                         done.put((unit, exc))
                         return
+                    finally:
+                        todo.finished(group)
             finally:
                 interrupt.forget(threading.current_thread())
 
@@ -189,6 +200,7 @@ class Executor:
                 continue
             received += 1
             if isinstance(failure, BaseException):
+                self._settle(threads)
                 raise failure
             if failure is not _NOT_STARTED:
                 yield unit, failure
@@ -206,6 +218,17 @@ class Executor:
         in_flight = sum(t.is_alive() for t in threads)
         self.release_all()
         raise RunInterrupted(f"{STAGE_OF_RECORD[stage]} stopped, {in_flight} unit(s) still in flight abandoned")
+
+    def _settle(self, threads: list[threading.Thread]) -> None:
+        """A worker's error (a lost store, a bug) ends the stage: the other threads stop at their
+        next call, and the calls in flight get the grace to end. A daemon thread abandoned
+        mid-call may hold an import lock (litellm imports lazily) when the process exits, and
+        a finalizer that imports then waits for it forever: the one-line error never exits."""
+        interrupt.cancel(threads)
+        deadline = time.monotonic() + self.grace
+        for thread in threads:
+            if thread is not threading.current_thread():
+                thread.join(max(0.0, deadline - time.monotonic()))
 
     # -- worker processes ------------------------------------------------------------
 
@@ -266,6 +289,7 @@ class Executor:
         if held:
             self.store.release(stage, key)
 
+
     # -- dask --------------------------------------------------------------------
 
     def _dask(self, stage: str, units: list, upstream):
@@ -294,6 +318,59 @@ class Executor:
             if futures:
                 # Units already running on a worker finish there and are stored by it.
                 self.dask_client.cancel(list(futures))
+
+
+class _LaneQueue:
+    """A stage's units grouped by the lanes of the models they call, handed to the
+    threads so that each takes a unit whose lanes can start a call now.
+
+    With one group left, or no pacer, it is a plain FIFO: a thread waiting in
+    the only lane with work holds back nothing else. With several, a thread
+    takes a ready group's unit (the group with the fewest threads busy, so the
+    groups share the threads at the start, before the lanes have state), else
+    the one that is ready within ``_POLL``, else it is told how long to wait.
+    """
+
+    def __init__(self, units: list, pacer: Any):
+        self._pacer = pacer
+        self._lock = threading.Lock()
+        self._groups: dict[tuple, deque] = {}
+        for unit in units:
+            self._groups.setdefault(self._lanes(unit), deque()).append(unit)
+        self._busy: dict[tuple, int] = defaultdict(int)
+
+    def _lanes(self, unit: Any) -> tuple:
+        if self._pacer is None:
+            return ()
+        return tuple(sorted({self._pacer.lane(c.model, c.api_base): (c.model, c.api_base)
+                             for c in getattr(unit, "models", ())}.items()))
+
+    def _wait(self, group: tuple) -> float:
+        return max((self._pacer.wait_seconds(model, base, _EST_TOKENS) for _, (model, base) in group), default=0.0)
+
+    def take(self) -> tuple[Any, Any]:
+        """``(group, unit)``, or ``(seconds, None)`` when no unit can start within ``_POLL``;
+        raises ``queue.Empty`` when every unit has been taken."""
+        with self._lock:
+            live = [g for g, q in self._groups.items() if q]
+            if not live:
+                raise queue.Empty
+            group = live[0]
+            if len(live) > 1:
+                waits = {g: self._wait(g) for g in live}
+                ready = [g for g in live if waits[g] <= 0]
+                if ready:
+                    group = min(ready, key=self._busy.__getitem__)
+                else:
+                    group = min(live, key=waits.__getitem__)
+                    if waits[group] > _POLL:
+                        return waits[group], None
+            self._busy[group] += 1
+            return group, self._groups[group].popleft()
+
+    def finished(self, group: tuple) -> None:
+        with self._lock:
+            self._busy[group] -= 1
 
 
 class DaskSession:

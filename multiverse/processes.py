@@ -310,6 +310,9 @@ def _serve(inbox: Connection, outbox: Connection) -> None:
         tasks.put(None)
     for thread in pool:
         thread.join()
+    close = getattr(client, "close", None)
+    if callable(close):
+        close()  # the worker's HTTP connections end with it
     outbox.close()
 
 

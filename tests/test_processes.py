@@ -241,3 +241,33 @@ def test_an_unguarded_script_is_not_run_again_by_the_workers(tmp_path):
         done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert marker.read_text() == "x"
+
+
+def test_declared_limits_hold_at_the_server_across_worker_processes(tmp_path):
+    rpm, concurrency, window = 1200, 3, 2.0
+    arrivals: list[float] = []
+    lock = threading.Lock()
+
+    def responder(body):
+        with lock:
+            arrivals.append(time.monotonic())
+        return audit_responder(body)
+
+    with FakeServer(responder=responder, latency=0.05) as server:
+        document = fake_spec_document(server.url, name="paced", cases_per_cell=2)
+        document["rate_limits"] = {"openai/": {"rpm": rpm, "max_concurrency": concurrency}}
+        path = tmp_path / "paced.yaml"
+        path.write_text(yaml.safe_dump(document, sort_keys=False))
+        spec = load_spec(path)
+        assert worker_count(8, spec.rate_limits, cores=2) == 2  # so the limits are really split
+        result = run(spec, store=tmp_path / "store", out=tmp_path / "run", jobs=8, progress=False, backend="processes")
+        peak = server.max_in_flight
+    assert set(result.verdicts.status) == {"ok"}
+    assert peak <= concurrency
+    # Each worker spaces its starts 60 / (rpm / 2) apart: any window holds at most the
+    # declared rate's share plus one start per worker (a lone process: plus one).
+    arrivals.sort()
+    for i, start in enumerate(arrivals):
+        inside = sum(1 for t in arrivals[i:] if t - start <= window)
+        assert inside <= rpm / 60 * window + 2, (inside, start - arrivals[0])
+    assert (arrivals[-1] - arrivals[0]) >= (len(arrivals) - 2) / (rpm / 60) - 1e-6

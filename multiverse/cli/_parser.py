@@ -56,10 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command(
         "plan",
-        "show per stage how many model calls a run needs, how many are stored, and the estimated cost",
+        "show per stage how many model calls a run needs, how many are stored, the estimated cost, and the wall time the rate limits and --jobs allow",
     )
     p.add_argument("spec", type=Path)
     p.add_argument("--store", type=Path, help=_STORE_HELP)
+    p.add_argument("--jobs", type=_count(1, MAX_JOBS), default=8,
+                   help="the run's --jobs, for the wall-time estimate (default: 8)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
     command("schema", "print the JSON Schema of spec files (for editor completion and validation)")
