@@ -15,13 +15,17 @@ units in flight). They ignore SIGINT: the run's process decides when to stop,
 sets the pool's stop flag (no worker starts another unit), waits the grace
 for the units in flight and then ends the workers.
 
-Shared caps are split evenly across the workers, so together they never
-exceed them: the ``budget`` (a worker stops at its share; the run may end
-below the total) and each declared ``rate_limits`` entry (``rpm`` and
-``tpm`` divided, ``max_concurrency`` divided with at least one call per
-worker, which is why a pool never has more workers than the smallest
-declared ``max_concurrency``). Units are handed out one at a time as threads
-free up, so each worker sees about its share of every provider's calls.
+Shared caps are split evenly across the workers, because a worker's client
+paces only its own calls: the ``budget`` (a worker stops at its share; the
+run may end below the total) and each declared ``rate_limits`` entry
+(``rpm`` and ``tpm`` divided; ``max_concurrency`` in whole shares that add
+up to it, at least one per worker, which is why a pool never has more
+workers than the smallest declared ``max_concurrency``). Each worker spaces
+its starts ``60 / (rpm / workers)`` apart, so a window of any length holds
+at most the declared share plus one start per worker (one process: plus
+one). Units are handed out as threads free up, so each worker sees about its
+share of every provider's calls; undeclared providers are paced from their
+answers by each worker on its own.
 """
 
 from __future__ import annotations
