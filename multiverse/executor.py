@@ -69,6 +69,8 @@ class Executor:
         self.store, self.client, self.jobs, self.progress = store, client, max(1, jobs), progress
         self.attempt = compute.attempt if attempt is None else attempt
         self.remote = compute.dask_unit if remote is None else remote
+        if backend == "processes" and workers is None:
+            raise ValueError("backend='processes' needs its WorkerPool (workers=)")
         self.backend, self.dask_client, self.workers = backend, dask_client, workers
         self.grace = interrupt.GRACE if grace is None else grace
         self.failures: dict[str, dict[str, str]] = defaultdict(dict)
