@@ -58,10 +58,15 @@ _WORKER_LOCK = threading.Lock()
 
 
 def dask_unit(stage: str, unit: Any, upstream: Any, store_root: str, jobs: int) -> tuple[str, str | None]:
-    """One unit on a Dask worker: skip it if another worker already stored it."""
+    """One unit on a Dask worker: skip it if another worker already stored it.
+
+    The worker's client allows as many calls at once as the worker has threads
+    (``jobs`` off a worker): a thread runs one unit, and a unit one call at a time.
+    """
     store = Store(store_root, existing=True)  # opened by the run: never recreated if it vanishes
     if store.has(stage, unit.key):
         return unit.key, None
+    jobs = _worker_threads(jobs)
     with _WORKER_LOCK:
         if jobs not in _WORKER_CLIENTS:
             from .llm import LiteLLMClient
@@ -71,6 +76,15 @@ def dask_unit(stage: str, unit: Any, upstream: Any, store_root: str, jobs: int) 
     if record is not None:
         store.put(stage, unit.key, record)
     return unit.key, failure
+
+
+def _worker_threads(default: int) -> int:
+    try:
+        from distributed import get_worker
+
+        return max(1, int(get_worker().state.nthreads))
+    except (ImportError, ValueError, AttributeError):  # not on a Dask worker
+        return default
 
 
 def _case(client: ModelClient, unit: CaseUnit) -> CaseRecord:

@@ -5,9 +5,10 @@ judgment goes through :meth:`LiteLLMClient.complete` (the
 :class:`~multiverse.client.ModelClient` the engine uses by default), which
 calls litellm and adds what an audit needs on top of it:
 
-- a concurrency limit per provider (model prefix + ``api_base``) of ``jobs``;
-- retries (tenacity) with exponential backoff and full jitter on rate limits
-  (honouring Retry-After), server errors, dropped connections and timeouts,
+- pacing per provider lane (:mod:`multiverse.pacing`): declared ``rate_limits``
+  are never exceeded; other providers are paced from their 429s and 503s;
+- retries (tenacity) with exponential backoff and full jitter on server errors,
+  dropped connections and timeouts (after a 429/503, the lane's pause instead),
   while bad requests and missing credentials fail at once
   (:mod:`multiverse.failures` classifies); a stop (``multiverse.interrupt``)
   ends a wait at once and no request starts after it;
@@ -58,19 +59,14 @@ from multiverse.answers import (
     storable_text,
 )
 from multiverse.budget import Budget
+from multiverse.chat_request import ChatRequests
 from multiverse.client import Completion
 from multiverse.config import ModelConfig  # model, params, api_base, api_key_env
+from multiverse.connections import Connections
 from multiverse.errors import ModelError
-from multiverse.failures import Failure, classify, is_model_failure, one_line
-from multiverse.providers import (
-    KEYLESS,
-    LOCAL_API_KEY,
-    OPENAI_COMPATIBLE,
-    is_loopback,
-    load_litellm,
-    provider_key,
-    provider_of,
-)
+from multiverse.failures import Failure, classify, is_model_failure, one_line, retry_after
+from multiverse.pacing import Pacer, request_tokens
+from multiverse.providers import KEYLESS, LOCAL_API_KEY, is_loopback, load_litellm, provider_key, provider_of
 
 __all__ = ["Completion", "LiteLLMClient", "ModelConfig", "is_loopback", "parse_json_answer", "provider_of"]
 
@@ -91,25 +87,21 @@ class _Stats:
 class _Retry(Exception):
     """A failed attempt that a later one may cure, or that is sent again at once in the form the server takes."""
 
-    def __init__(self, failure: Failure, exc: BaseException, *, reformatted: bool = False):
+    def __init__(self, failure: Failure, exc: BaseException, *, reformatted: bool = False, paced: bool = False):
         super().__init__(failure.reason)
-        self.failure, self.exc, self.reformatted = failure, exc, reformatted
-
-
-def _plain(value: Any) -> Any:
-    """JSON-ready copy of spec data (read-only mappings, tuples) for a request body."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
+        # paced: a 429/503, whose lane waits out the pause before the next attempt
+        self.failure, self.exc, self.reformatted, self.paced = failure, exc, reformatted, paced
 
 
 class LiteLLMClient:
     """Calls models through litellm for every stage of an audit. Thread-safe.
 
     Args:
-        jobs: requests in flight at once per provider (model prefix + api_base).
+        jobs: requests in flight at once per provider lane (model prefix + api_base)
+            with no ``max_concurrency`` declared.
+        rate_limits: model-string prefix -> declared limits (``rpm``, ``tpm``,
+            ``max_concurrency``), as the spec's ``rate_limits``; never exceeded.
+            Other providers are paced from their answers (:mod:`multiverse.pacing`).
         budget: USD cap for the run; ``None`` for no cap.
         timeout: seconds per request, passed to litellm.
         max_retries: retries after the first attempt for retryable failures.
@@ -124,6 +116,7 @@ class LiteLLMClient:
         self,
         *,
         jobs: int = 8,
+        rate_limits: Mapping[str, Any] | None = None,
         budget: float | None = None,
         timeout: float = 120,
         max_retries: int = 5,
@@ -145,8 +138,11 @@ class LiteLLMClient:
         self.retry_after_cap = retry_after_cap
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
-        self._semaphores: dict[tuple[str, str | None], threading.BoundedSemaphore] = {}
-        self._schema_modes: dict[tuple[str, str | None], str | None] = {}
+        self.rate_limits = dict(rate_limits or {})
+        #: the run's lanes; an executor reads it to start units whose lane has room
+        self.pacer = Pacer(self.rate_limits, default_concurrency=jobs, provider=lambda model: provider_key(model, None)[0])
+        self._connections = Connections(jobs)
+        self._requests = ChatRequests(timeout=timeout, connections=self._connections)
         self._stats = _Stats()
         self._budget = Budget(budget)
 
@@ -169,6 +165,17 @@ class LiteLLMClient:
                 "cost": s.cost,
                 "failures_by_reason": dict(s.by_reason),
             }
+
+    def close(self) -> None:
+        """Close the HTTP connections this client holds open (a run does, when it ends).
+        The client stays usable: a later call opens new ones."""
+        self._connections.close()
+
+    def __enter__(self) -> LiteLLMClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def spent(self) -> float:
@@ -291,69 +298,8 @@ class LiteLLMClient:
     # -- one request ---------------------------------------------------------------
 
     def _request(self, config, messages, *, seed, schema, schema_name, tools) -> dict:
-        params = dict(config.params)
-        request: dict[str, Any] = {**params, "model": config.model, "messages": list(messages)}
-        request["timeout"] = params.get("timeout", self.timeout)
-        # We retry ourselves (with Retry-After and jitter): litellm and the
-        # openai SDK underneath must not retry too.
-        request["num_retries"] = 0
-        request["max_retries"] = 0
-        if config.api_base:
-            request["api_base"] = config.api_base
-        api_key = self._api_key(config)
-        if api_key is not None:
-            request["api_key"] = api_key
-        if seed is not None:
-            request["seed"] = seed
-        if tools:
-            # Spec tools are read-only mappings, which litellm's request
-            # builders do not take for dicts: send plain JSON.
-            request["tools"] = _plain(tools)
-        mode = self._schema_mode(config) if schema is not None else None
-        if mode == "json_schema":
-            request["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": schema_name, "schema": schema, "strict": True},
-            }
-        elif mode == "json_object":
-            request["response_format"] = {"type": "json_object", "schema": schema}
-        return request
-
-    def _schema_mode(self, config: ModelConfig) -> str | None:
-        """How to ask ``config`` for schema-shaped JSON: "json_schema" (OpenAI's
-        response_format), "json_object" + schema (llama-cpp-python's), or None."""
-        key = (config.model, config.api_base)
-        if key not in self._schema_modes:
-            if config.api_base and provider_of(config.model) in OPENAI_COMPATIBLE:
-                mode: str | None = "json_schema"  # llama.cpp's llama-server, vLLM, LM Studio
-            else:
-                try:
-                    supported = bool(load_litellm().supports_response_schema(model=config.model))
-                except Exception:  # litellm says "does not raise"; be sure
-                    supported = False
-                mode = "json_schema" if supported else None
-            self._schema_modes[key] = mode
-        return self._schema_modes[key]
-
-    def _downgrade_schema(self, config: ModelConfig, request: dict, exc: BaseException) -> bool:
-        """Switch an OpenAI-compatible server that rejects the json_schema
-        response_format (llama-cpp-python takes only "text" | "json_object")
-        to ``{"type": "json_object", "schema": ...}``. True if switched."""
-        response_format = request.get("response_format") or {}
-        if response_format.get("type") != "json_schema" or "response_format" not in str(exc):
-            return False
-        if not (config.api_base and provider_of(config.model) in OPENAI_COMPATIBLE):
-            return False
-        self._schema_modes[(config.model, config.api_base)] = "json_object"
-        request["response_format"] = {"type": "json_object", "schema": response_format["json_schema"]["schema"]}
-        return True
-
-    def _semaphore(self, config: ModelConfig) -> threading.BoundedSemaphore:
-        key = provider_key(config.model, config.api_base)
-        with self._lock:
-            if key not in self._semaphores:
-                self._semaphores[key] = threading.BoundedSemaphore(self.jobs)
-            return self._semaphores[key]
+        return self._requests.build(config, messages, api_key=self._api_key(config), seed=seed, schema=schema,
+                                    schema_name=schema_name, tools=tools)
 
     # -- the retry policy ----------------------------------------------------------
 
@@ -386,25 +332,32 @@ class LiteLLMClient:
                  secrets: list[str]) -> tuple[Any, float]:
         """One request: (response, cost), or ``_Retry`` / ``ModelError`` for a failed one."""
         interrupt.check()  # after Ctrl-C no request starts, not even a retry
-        reserved = self._budget.reserve(config.model, request)
-        started = time.monotonic()
-        try:
-            with self._semaphore(config):
-                response = load_litellm().completion(**request)
-        except Exception as exc:
-            seconds = time.monotonic() - started
-            self._budget.settle(reserved, 0.0)
-            if not is_model_failure(exc):
-                raise  # a bug in the request we built, not a failure of the model
-            failure = classify(exc)
-            self._record(config, attempt, repair, ok=False, reason=failure.reason, seconds=seconds, usage={}, cost=0.0)
-            if self._downgrade_schema(config, request, exc):
-                raise _Retry(failure, exc, reformatted=True) from None
-            if failure.retryable:
-                raise _Retry(failure, exc) from None
-            raise _gave_up(config, failure, exc, attempt, secrets) from None
+        litellm = load_litellm()  # imported before the slot: seconds of import are no call in flight
+        # The slot waits (interruptibly) for the lane: a pause after a 429, the declared rpm/tpm, a free place.
+        with self.pacer.slot(config.model, config.api_base, request_tokens(request)) as slot:
+            reserved = self._budget.reserve(config.model, request)
+            started = time.monotonic()
+            try:
+                response = litellm.completion(**request)
+            except Exception as exc:
+                seconds = time.monotonic() - started
+                self._budget.settle(reserved, 0.0)
+                status, wait = getattr(exc, "status_code", None), retry_after(exc)
+                status = status if isinstance(status, int) and not isinstance(status, bool) else None
+                # paced: the lane paused or slowed down, so the retry waits there, not in a backoff
+                paced = slot.report(status, retry_after=None if wait is None else min(wait, self.retry_after_cap))
+                if not is_model_failure(exc):
+                    raise  # a bug in the request we built, not a failure of the model
+                failure = classify(exc)
+                self._record(config, attempt, repair, ok=False, reason=failure.reason, seconds=seconds, usage={}, cost=0.0)
+                if self._requests.downgrade_schema(config, request, exc):
+                    raise _Retry(failure, exc, reformatted=True) from None
+                if failure.retryable:
+                    raise _Retry(failure, exc, paced=paced) from None
+                raise _gave_up(config, failure, exc, attempt, secrets) from None
+            usage = self._usage(response)
+            slot.report(200, tokens_used=usage["prompt_tokens"] + usage["completion_tokens"] or None)
         seconds = time.monotonic() - started
-        usage = self._usage(response)
         cost = self._cost(response)
         self._budget.settle(reserved, cost)
         self._record(config, attempt, repair, ok=True, reason="", seconds=seconds, usage=usage, cost=cost)
@@ -412,7 +365,9 @@ class LiteLLMClient:
 
     def _wait(self, state: RetryCallState) -> float:
         last = _last(state)
-        return 0.0 if last.reformatted else self._backoff(state.attempt_number, last.failure.retry_after)
+        if last.reformatted or last.paced:
+            return 0.0  # sent again at once, or after the lane's pause and at its lowered rate
+        return self._backoff(state.attempt_number, last.failure.retry_after)
 
     def _count_retry(self, state: RetryCallState) -> None:
         if not _last(state).reformatted:

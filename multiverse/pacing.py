@@ -7,14 +7,20 @@ in that prefix's lane, under its ``rpm``, ``tpm`` and ``max_concurrency``. Any
 other model runs in a lane of its provider (litellm's ``provider/`` prefix)
 and ``api_base`` host, whose limits are learned (AIMD, as TCP does):
 
-- a 429 or 503 pauses the lane until its Retry-After and cuts its concurrency
-  and its request rate to :data:`DECREASE` of what got through, once per round:
-  answers to requests sent before a cut do not cut again;
+- a 429 or 503 pauses the lane until its Retry-After (at most :data:`MAX_PAUSE`);
+- when a good share (:data:`LIMITED`) of the last second's answers are 429/503,
+  the provider is holding us back: the lane's concurrency is cut to
+  :data:`DECREASE` of what was in flight, once per round (answers to requests
+  sent before a cut do not cut again), and, when they are 429s, its request
+  rate to :data:`DECREASE` of what got through that second, at most once a
+  second. Isolated 429/503s (a flaky server) are answered by the pause alone:
+  cut on each of them, the cuts would compound far below what the server takes;
 - clean answers raise them again by a constant step (concurrency: one per
   round trip; rate: :data:`STEP` of the rate at the last cut, per second), but
   only while that limit is what holds calls back. A lane with no limit known
-  starts at :data:`INITIAL_CONCURRENCY` calls and doubles per round trip up to
-  ``jobs`` (slow start), so a strict provider sees a handful of 429s, not ``jobs``.
+  starts at ``jobs`` calls in flight, no rate limit: no slow start, which would
+  cost a provider with seconds of latency several round trips of a run (a
+  strict provider answers the first burst 429, and is cut from there).
 
 Declared limits are ceilings: a declared lane adapts below them the same way
 when the provider disagrees, and never above them.
@@ -49,22 +55,25 @@ from typing import Any, Self
 from urllib.parse import urlsplit
 
 from . import interrupt
+from .budget import DEFAULT_COMPLETION_TOKENS
 from .errors import InputError
 
-__all__ = ["DECREASE", "INITIAL_CONCURRENCY", "STEP", "Limit", "Pacer", "Slot", "WallEstimate",
-           "estimate_wall_seconds", "lane_of"]
+__all__ = ["DECREASE", "LIMITED", "MAX_PAUSE", "STEP", "Limit", "Pacer", "Slot",
+           "WallEstimate", "estimate_wall_seconds", "lane_of", "request_tokens"]
 
 PERIOD = 60.0  # rpm and tpm are per minute
 #: multiplicative decrease on a 429/503
 DECREASE = 0.7
 #: additive increase of the rate per second, as a share of the rate at the last cut
 STEP = 0.1
-#: calls in flight a lane with unknown limits starts at
-INITIAL_CONCURRENCY = 4
 _MIN_RATE = 1 / PERIOD  # a learned rate never drops below one call a minute
 _WINDOW = 1.0  # seconds over which the clean answers' rate is measured
+#: the share of a second's answers that are 429/503 (of at least _EVIDENCE answers) that shows a provider limiting us
+LIMITED = 0.2
+_EVIDENCE = 5
 _POLL = 0.1  # how often a thread waiting for a free slot looks at the stop flag
-_MAX_PAUSE = 600.0  # the longest Retry-After honoured
+#: the longest Retry-After honoured, in seconds
+MAX_PAUSE = 600.0
 _CONGESTION = frozenset({429, 503})
 
 
@@ -110,6 +119,18 @@ def lane_of(model: str, api_base: str | None, prefixes, provider: Callable[[str]
     return f"{name}@{host}" if host else name
 
 
+def request_tokens(request: Mapping[str, Any]) -> int:
+    """Tokens a chat request (litellm's keyword arguments) may use, for its slot: about
+    four characters a prompt token, plus the completion's cap (or the budget's default, :data:`multiverse.budget.DEFAULT_COMPLETION_TOKENS`).
+    Answers report the real count (:meth:`Slot.report`), which corrects the lane's minute."""
+    chars = sum(len(str(m.get("content") or "")) for m in request.get("messages") or ())
+    if request.get("tools"):
+        chars += len(str(request["tools"]))
+    cap = request.get("max_completion_tokens") or request.get("max_tokens")
+    completion = cap if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else DEFAULT_COMPLETION_TOKENS
+    return math.ceil(chars / 4) + completion
+
+
 class Slot:
     """One call's place in its lane. Use as a context manager; call :meth:`report`
     with the answer's HTTP status before leaving the block."""
@@ -131,16 +152,20 @@ class Slot:
     def __exit__(self, *exc: object) -> None:
         self._lane.release(self)
 
-    def report(self, status: int | None, *, retry_after: float | None = None, tokens_used: int | None = None) -> None:
+    def report(self, status: int | None, *, retry_after: float | None = None, tokens_used: int | None = None) -> bool:
         """How the call went: ``status`` the HTTP status (``None``: no answer, as when
         the connection failed), ``retry_after`` in seconds, ``tokens_used`` the
         prompt + completion tokens the answer reported.
 
-        After a 429 or 503, retry through a new slot without a backoff sleep of
-        your own: the slot waits out the lane's pause and its lowered rate."""
-        if not self._reported:
-            self._reported = True
-            self._lane.report(self, status, retry_after, tokens_used)
+        Returns True when the answer paused or slowed the lane (a 429/503 with a
+        Retry-After, or one of many): then retry through a new slot without a
+        backoff sleep of your own, the slot waits out the pause and the lowered
+        rate. An isolated 429/503 without Retry-After returns False: back off as
+        for any other failure."""
+        if self._reported:
+            return False
+        self._reported = True
+        return self._lane.report(self, status, retry_after, tokens_used)
 
 
 class _Lane:
@@ -148,8 +173,7 @@ class _Lane:
         self.name, self.limit = name, limit
         self.cond = threading.Condition()
         self.cap = limit.max_concurrency or jobs
-        self.learning = limit.max_concurrency is None  # slow start until the first 429/503
-        self.window = float(self.cap if not self.learning else min(self.cap, INITIAL_CONCURRENCY))
+        self.window = float(self.cap)
         self.ceiling = limit.rpm / PERIOD if limit.rpm else math.inf  # requests per second
         self.rate = self.ceiling
         self.step = STEP * self.ceiling if limit.rpm else 0.0
@@ -162,11 +186,13 @@ class _Lane:
         self.token_sum = 0
         self.paused_until = 0.0
         self.epoch = 0  # bumped by each pause and cut: reservations made before are made again
-        self.cut_at = -math.inf
+        self.cut_at = self.rate_cut_at = -math.inf
+        self.measured_over = _WINDOW  # seconds the rate in force was measured over
         self.held_at = -math.inf  # the last time the rate made a call wait
-        self.born = time.monotonic()
+        self.first_start = math.inf  # the lane's first call: its rate is measured from there
         self.clean: deque[float] = deque()  # times of clean answers in the last _WINDOW
-        self.starts: deque[float] = deque()  # times of starts in the last _WINDOW
+        self.congested: deque[float] = deque()  # times of 429/503 answers in the last _WINDOW
+        self.too_many: deque[float] = deque()  # times of 429 answers in the last _WINDOW
         self.congestion = 0
 
     # -- waiting for a start ---------------------------------------------------------
@@ -238,9 +264,7 @@ class _Lane:
             self.tokens.append(slot._entry)
             self.token_sum += tokens
             self.paid_until = max(self.paid_until, now) + tokens / self.token_rate
-        self.starts.append(now)
-        while self.starts[0] <= now - _WINDOW:
-            self.starts.popleft()
+        self.first_start = min(self.first_start, now)
 
     # -- answers -----------------------------------------------------------------------
 
@@ -254,7 +278,7 @@ class _Lane:
             self.in_flight -= 1
             self.cond.notify()
 
-    def report(self, slot: Slot, status: int | None, retry_after: float | None, tokens_used: int | None) -> None:
+    def report(self, slot: Slot, status: int | None, retry_after: float | None, tokens_used: int | None) -> bool:
         with self.cond:
             now = time.monotonic()
             if tokens_used is not None and slot._entry is not None and self.token_rate is not None:
@@ -263,47 +287,65 @@ class _Lane:
                 if self.tokens and slot._entry[0] >= self.tokens[0][0]:  # not yet out of the minute
                     self.token_sum += extra
                 self.paid_until += extra / self.token_rate
+            held = False
             if status in _CONGESTION:
-                self._congested(slot, now, retry_after)
+                held = self._congested(slot, now, status, retry_after)
             elif status is not None and 200 <= status < 300:
                 self._clean(slot, now)
             self.cond.notify_all()
+            return held
 
     def _clean(self, slot: Slot, now: float) -> None:
         self.clean.append(now)
         while self.clean[0] <= now - _WINDOW:
             self.clean.popleft()
-        if self.learning:
-            self.window = min(self.cap, self.window + 1)
-        elif slot.full:
+        if slot.full:
             self.window = min(self.cap, self.window + 1 / self.window)
         if self.step and now - self.held_at < _WINDOW:
             self.rate = min(self.ceiling, self.rate + self.step / self.rate)
 
-    def _congested(self, slot: Slot, now: float, retry_after: float | None) -> None:
+    def _congested(self, slot: Slot, now: float, status: int, retry_after: float | None) -> bool:
+        """True if the lane now holds the next call back (a pause, or a cut this round)."""
+        self.congested.append(now)
+        if status == 429:
+            self.too_many.append(now)
+        for times in (self.clean, self.congested, self.too_many):
+            while times and times[0] <= now - _WINDOW:
+                times.popleft()
+        paused = False
         if retry_after is not None and retry_after > 0:
-            self.paused_until = max(self.paused_until, now + min(float(retry_after), _MAX_PAUSE))
+            paused = True
+            self.paused_until = max(self.paused_until, now + min(float(retry_after), MAX_PAUSE))
             self.epoch += 1
             self.next_start = self.next_token = 0.0
         if slot.started < self.cut_at:
-            return  # sent before the last cut: the cut already answered this round
-        self.cut_at, self.learning = now, False
+            return True  # sent before the last cut: the cut already answered this round
+        # A provider holding us back answers a good share of a window's requests 429/503.
+        # Isolated ones (a flaky server) are answered by the pause alone: cut once a round
+        # trip on each of them, concurrency and rate would compound down to a call at a
+        # time, a call a minute, far below what the server takes.
+        answers = len(self.clean) + len(self.congested)
+        limited = answers >= _EVIDENCE and len(self.congested) >= LIMITED * answers
+        if not limited:
+            return paused
+        self.cut_at = now
         self.congestion += 1
         self.epoch += 1
         self.next_start = self.next_token = 0.0
         self.window = max(1.0, min(self.window, self.in_flight) * DECREASE)
-        # What got through in the last second is the best measure of the provider's rate.
-        while self.clean and self.clean[0] <= now - _WINDOW:
-            self.clean.popleft()
-        while self.starts and self.starts[0] <= now - _WINDOW:
-            self.starts.popleft()
-        seconds = max(min(_WINDOW, now - self.born), _WINDOW / 4)
-        measured = len(self.clean or self.starts) / seconds
-        through = min(self.rate, measured) if measured > 0 else self.rate
-        if math.isinf(through):
-            through = INITIAL_CONCURRENCY / _WINDOW
+        # The rate is cut to what got through over a window (the lane's age, in its first
+        # second), so at most once per such window, and only
+        # for 429s ("too many requests"); a 503 says the server is overloaded, which fewer
+        # calls at once answers. A handful of clean answers is no measure of a rate.
+        if (len(self.too_many) < LIMITED * answers or len(self.clean) < _EVIDENCE
+                or now - self.rate_cut_at < self.measured_over):
+            return True
+        seconds = max(min(_WINDOW, now - self.first_start), _WINDOW / 4)
+        through = min(self.rate, len(self.clean) / seconds)
+        self.rate_cut_at, self.measured_over = now, seconds
         self.rate = max(_MIN_RATE, through * DECREASE)
         self.step = max(self.step if self.limit.rpm else 0.0, STEP * through, 2 * _MIN_RATE)
+        return True
 
     def wait_seconds(self, tokens: int) -> float:
         """Seconds before a call could start here: 0 now, ``inf`` while every slot is taken."""
@@ -401,10 +443,11 @@ class WallEstimate:
     lanes: dict[str, tuple[float, str]]  # lane -> (seconds, "rpm" | "tpm" | "concurrency")
 
 
-def estimate_wall_seconds(calls_by_model: Mapping[str, int], tokens_by_model: Mapping[str, int],
+def estimate_wall_seconds(calls_by_model: Mapping[Any, int], tokens_by_model: Mapping[Any, int],
                           limits: Mapping[str, Any] | None, jobs: int, *, seconds_per_call: float = 5.0,
                           provider: Callable[[str], str] = _provider) -> WallEstimate:
-    """How long the calls take at least: each lane needs ``calls / rpm`` minutes,
+    """How long the calls take at least (calls and tokens keyed by model string, or by
+    ``(model, api_base)`` to split lanes by host as a run does): each lane needs ``calls / rpm`` minutes,
     ``tokens / tpm`` minutes and ``calls * seconds_per_call / concurrency``; lanes
     run side by side, sharing the ``jobs`` threads."""
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
@@ -414,10 +457,11 @@ def estimate_wall_seconds(calls_by_model: Mapping[str, int], tokens_by_model: Ma
     declared = {str(p): Limit.of(v, str(p)) for p, v in (limits or {}).items()}
     calls: dict[str, float] = {}
     tokens: dict[str, float] = {}
-    for model, n in calls_by_model.items():
-        name = lane_of(model, None, declared, provider)
+    for key, n in calls_by_model.items():
+        model, api_base = key if isinstance(key, tuple) else (key, None)  # (model, api_base): lanes as a run has them
+        name = lane_of(model, api_base, declared, provider)
         calls[name] = calls.get(name, 0) + n
-        tokens[name] = tokens.get(name, 0) + tokens_by_model.get(model, 0)
+        tokens[name] = tokens.get(name, 0) + tokens_by_model.get(key, 0)
     lanes = {}
     for name, count in calls.items():
         limit = declared.get(name, Limit())

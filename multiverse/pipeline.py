@@ -12,6 +12,7 @@ stored, and roughly what the rest will cost (``multiverse.forecast``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -54,8 +55,9 @@ def _require_rubric(spec: Spec) -> None:
                         "file (draft one: multiverse.draft(spec, rubric=True))")
 
 
-def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None) -> dict[str, Any]:
-    """Per stage: unique work units (stored, failed, blocked, to compute), their model calls, and estimated cost.
+def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None, jobs: int = 8) -> dict[str, Any]:
+    """Per stage: unique work units (stored, failed, blocked, to compute), their model calls, and estimated cost;
+    ``wall``: at least how long the calls take at ``jobs`` under the spec's ``rate_limits``.
 
     Nothing is called and nothing is written (``multiverse.forecast``).
     """
@@ -66,7 +68,7 @@ def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None) -> dict[
     work = build_work(spec, universes)
     st = _store(spec, store)
     check_store_path(st.root, write=False)
-    return forecast(spec, universes, work, st)
+    return forecast(spec, universes, work, st, jobs=jobs)
 
 
 # -- running ----------------------------------------------------------------
@@ -97,18 +99,29 @@ def run(
 
     ``client`` defaults to a ``multiverse.llm.LiteLLMClient``; pass your own
     (any ``multiverse.client.ModelClient``) to count or intercept calls. ``progress=None``
-    shows bars only on a terminal. ``backend="dask"`` sends the draft, rollout
-    and judge units to the Dask scheduler at ``scheduler`` (an address, a
-    ``distributed.Client``, or None for a local cluster); every worker must
-    see the store directory.
+    shows bars only on a terminal. ``backend="processes"`` computes the draft,
+    rollout and judge units in worker processes on this machine, one per core
+    with ``jobs`` split among them (``multiverse.processes``): for many
+    concurrent calls, as litellm needs about 5 ms of CPU per call; ``budget``
+    is split evenly among the workers. ``backend="dask"`` sends the units to
+    the Dask scheduler at ``scheduler`` (an address, a ``distributed.Client``,
+    or None for a local cluster of one worker per core); every worker must see
+    the store directory.
     """
     started = time.time()
     _require_rubric(spec)
-    if backend not in ("local", "dask"):
-        raise InputError(f"backend: expected local or dask, got {backend!r}", param="backend")
+    if backend not in ("local", "processes", "dask"):
+        raise InputError(f"backend: expected local, processes or dask, got {backend!r}", param="backend")
+    if backend == "processes" and client is not None:
+        raise InputError("client: a client of your own works only with backend='local' (each worker process "
+                         "makes its own LiteLLMClient)", param="client")
     if backend == "dask" and budget is not None:
         raise InputError("budget: not supported with backend='dask' (each worker has its own client); "
                          "run locally to cap spending", param="budget")
+    if backend == "dask" and spec.rate_limits:
+        # Each worker paces only its own calls: together they would exceed the declared limits.
+        raise InputError("backend: 'dask' does not keep the spec's rate_limits (each worker paces its own calls); "
+                         "run locally, or remove rate_limits", param="backend")
     universes = expand(spec)
     work = build_work(spec, universes)
     st = _store(spec, store)
@@ -116,13 +129,19 @@ def run(
     check_store_path(st.root, out=out_dir if write else None)
     from .breaker import Breaker
 
-    client = Breaker(_default_client(client, jobs, budget))  # a model that fails every call the same way stops the run, not every unit
+    client = Breaker(_default_client(client, jobs, budget, spec.rate_limits))  # a model that fails every call the same way stops the run, not every unit
     if progress is None:
         progress = sys.stderr.isatty()
-    with interrupt.stopping_on_signals(), Lease(st.open().root) as lease, DaskSession(backend, scheduler, jobs) as dask_client:
-        executor = Executor(st, client, jobs=jobs, progress=progress, backend=backend, dask_client=dask_client)
-        records = _run_stages(work, st, client, executor, lease)
-        interrupt.check("after the last call, before the tables were written")
+    try:
+        with (interrupt.stopping_on_signals(), Lease(st.open().root) as lease,
+              DaskSession(backend, scheduler, jobs) as dask_client,
+              _worker_pool(backend, st, jobs, budget, spec.rate_limits) as workers):
+            executor = Executor(st, client, jobs=jobs, progress=progress, backend=backend, dask_client=dask_client,
+                                workers=workers)
+            records = _run_stages(work, st, client, executor, lease)
+            interrupt.check("after the last call, before the tables were written")
+    finally:
+        _close(client)  # the run's HTTP connections end with it (a LiteLLMClient stays usable)
     verdicts, criteria = assemble(spec, work, records, executor.failures)
     rates = run_rates(spec, universes, verdicts)
     manifest = run_manifest(spec, universes, work, records, computed=executor.computed, failures=executor.failures,
@@ -131,6 +150,16 @@ def run(
         write_run_folder(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
                          spec_document=spec.document or {}, transcripts=records["transcript"])
     return run_result(out_dir if write else None, verdicts, criteria, rates, manifest)
+
+
+def _worker_pool(backend: str, st: Store, jobs: int, budget: float | None, rate_limits: Any) -> Any:
+    """The run's worker processes (``backend="processes"``), or nothing to enter. Each
+    worker paces its calls by its share of the ``rate_limits`` (``multiverse.processes``)."""
+    if backend != "processes":
+        return contextlib.nullcontext()
+    from .processes import WorkerPool
+
+    return WorkerPool(str(st.root), jobs, budget=budget, rate_limits=rate_limits)
 
 
 def _run_stages(work: Work, st: Store, client: ModelClient, executor: Executor, lease: Lease | None = None) -> Records:
@@ -188,12 +217,24 @@ def _check_kept(st: Store, lease: Lease | None, stage: str, lost: set) -> None:
                          "(deleted while the run was live?); rerun to recompute them")
 
 
-def _default_client(client: ModelClient | None, jobs: int, budget: float | None = None) -> ModelClient:
-    if client is not None:
-        return client
+def _default_client(client: ModelClient | None, jobs: int, budget: float | None = None,
+                    rate_limits: Any = None) -> ModelClient:
+    """The caller's client, or a ``LiteLLMClient`` pacing calls by the spec's ``rate_limits``."""
     from .llm import LiteLLMClient
 
-    return LiteLLMClient(jobs=jobs, budget=budget)
+    if client is not None:
+        if rate_limits and isinstance(client, LiteLLMClient) and not client.rate_limits:
+            # Its lanes would not know the declared limits, which the run promises never to exceed.
+            raise InputError("client: the spec declares rate_limits but this LiteLLMClient was built without them; "
+                             "pass LiteLLMClient(rate_limits=spec.rate_limits, ...)", param="client")
+        return client
+    return LiteLLMClient(jobs=jobs, budget=budget, rate_limits=rate_limits)
+
+
+def _close(client: Any) -> None:
+    close = getattr(client, "close", None)
+    if callable(close):
+        close()
 
 
 def _check_credentials(client: ModelClient, configs: Iterable) -> None:
@@ -226,14 +267,17 @@ def draft(
 
     st = _store(spec, store)
     check_store_path(st.root)
-    client = _default_client(client, jobs)
+    client = _default_client(client, jobs, rate_limits=spec.rate_limits)
     if progress is None:
         progress = sys.stderr.isatty()
     generator = resolve_config(spec.design.generator.to_model_config(), spec)
     drafted_rubric = None
     if rubric or not spec.rubric.criteria:
         _check_credentials(client, [generator])
-        drafted_rubric = draft_rubric(client, spec, generator, seed=spec.rollout.seed)
+        try:
+            drafted_rubric = draft_rubric(client, spec, generator, seed=spec.rollout.seed)
+        finally:
+            _close(client)
         drafted_rubric.pop("completion", None)
     if drafted_rubric is not None:
         # Cases are drafted per criterion: they wait until the rubric is reviewed and referenced.
@@ -244,8 +288,11 @@ def draft(
     pending = [u for u in units if u.key not in have]
     _check_credentials(client, [u.generator for u in pending])
     executor = Executor(st, client, jobs=jobs, progress=progress)
-    with interrupt.stopping_on_signals(), Lease(st.open().root):
-        executor.run("case", pending)
+    try:
+        with interrupt.stopping_on_signals(), Lease(st.open().root):
+            executor.run("case", pending)
+    finally:
+        _close(client)
     records = st.get_many("case", [u.key for u in units])
     if executor.failures.get("case"):
         reasons = sorted(set(executor.failures["case"].values()))

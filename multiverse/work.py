@@ -66,6 +66,11 @@ class CaseUnit:
     seed: int
     spec: Spec = field(repr=False, compare=False)
 
+    @property
+    def models(self) -> tuple[ModelConfig, ...]:
+        """The models this unit calls (an executor paces units by them)."""
+        return (self.generator,) if self.generator is not None and self.given is None else ()
+
 
 @dataclass(frozen=True)
 class TranscriptUnit:
@@ -79,6 +84,11 @@ class TranscriptUnit:
     seed: int = 0
     opens_with_prompt: bool = False  # multi-turn: the case's written prompt is the first user turn
 
+    @property
+    def models(self) -> tuple[ModelConfig, ...]:
+        """The models this unit calls: the system, the simulated user, the tool simulator."""
+        return tuple(c for c in (self.configs.get(k) for k in ("system", "user", "tool_simulator")) if c is not None)
+
 
 @dataclass(frozen=True)
 class JudgeCall:
@@ -89,6 +99,10 @@ class JudgeCall:
     evidence_standard: str
     seed: int
     spec: Spec = field(repr=False, compare=False)
+
+    @property
+    def models(self) -> tuple[ModelConfig, ...]:
+        return (self.config,)
 
 
 @dataclass(frozen=True)

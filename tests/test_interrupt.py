@@ -310,3 +310,36 @@ def test_a_stop_while_waiting_for_another_runs_claim_ends_the_wait(tmp_path):
     finally:
         timer.cancel()
     assert claim.exists()  # someone else's claim is left alone
+
+
+@pytest.mark.parametrize(("call_seconds", "grace"), [(0.6, 5.0), (30.0, 0.5)])
+def test_a_workers_error_surfaces_after_the_calls_in_flight_end_or_the_grace(tmp_path, call_seconds, grace):
+    """A lost store (any error a worker hands up) ends the stage; the threads still in a call
+    are not abandoned mid-call at once, which can leave an import lock held when the process
+    exits (a CLI that printed its one-line error then hung), but get the grace to end."""
+    from multiverse.work import build_work
+
+    with FakeServer(responder=audit_responder) as server:
+        spec = load_spec(write_spec(tmp_path / "lost.yaml", server.url, name="lost", cases_per_cell=3))
+    units = [c for c in build_work(spec).cases.values() if c.given is None][:3]
+    first = units[0].key
+    in_call = threading.Event()
+
+    def attempt(stage, unit, upstream, client, budget_hit):
+        if unit.key == first:
+            in_call.wait(5)  # the others are in their call
+            raise OSError("the store was deleted")
+        in_call.set()
+        interrupt.sleep(call_seconds)  # a call in flight; a cancelled thread's next call would stop
+        return None, "failed"
+
+    executor = Executor(Store(tmp_path / "store").open(), None, jobs=3, progress=False, attempt=attempt, grace=grace)
+    started = time.monotonic()
+    with pytest.raises(OSError, match="deleted"):
+        executor.run("case", units)
+    waited = time.monotonic() - started
+    alive = [t for t in executor._threads if t.is_alive()]
+    if call_seconds < grace:
+        assert waited >= call_seconds - 0.1 and not alive  # every call in flight ended first
+    else:
+        assert grace - 0.1 <= waited < grace + 2.0 and alive  # the grace bounds the wait

@@ -57,7 +57,7 @@ def cmd_plan(args) -> int:
 
     spec = load_spec(args.spec)
 
-    result = plan(spec, store=args.store)
+    result = plan(spec, store=args.store, jobs=args.jobs)
     if args.json:
         print_json(result)
         return 0

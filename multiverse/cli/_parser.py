@@ -56,10 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command(
         "plan",
-        "show per stage how many model calls a run needs, how many are stored, and the estimated cost",
+        "show per stage how many model calls a run needs, how many are stored, the estimated cost, and the wall time the rate limits and --jobs allow",
     )
     p.add_argument("spec", type=Path)
     p.add_argument("--store", type=Path, help=_STORE_HELP)
+    p.add_argument("--jobs", type=_count(1, MAX_JOBS), default=8,
+                   help="the run's --jobs, for the wall-time estimate (default: 8)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
     command("schema", "print the JSON Schema of spec files (for editor completion and validation)")
@@ -79,8 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, help="run directory (default: runs/<spec name>)")
     p.add_argument("--force", action="store_true",
                    help="write into an --out folder that holds other files or an import (inputs and the store are never overwritten)")
-    p.add_argument("--backend", choices=("local", "dask"), default="local",
-                   help="where model calls run: this process (default) or a Dask cluster")
+    p.add_argument("--backend", choices=("local", "processes", "dask"), default="local",
+                   help="where model calls run: this process (default), one worker process per core "
+                        "(for many concurrent calls: --jobs 32 and up), or a Dask cluster")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 (default with --backend dask: a local cluster)")
 

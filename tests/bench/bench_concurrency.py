@@ -17,7 +17,15 @@ logging threads included):
   threads (``asyncio.run_coroutine_threadsafe``) was measured too and was 2-3x
   slower than ``threads``: litellm builds each request in the loop's default
   executor threads anyway, and the hand-offs add GIL switches;
-- ``procs``: ``--procs`` worker processes, each running ``loop`` with its share of the jobs.
+- ``procs``: ``--procs`` worker processes, each running ``loop`` with its share of the jobs;
+- ``run``, ``run-procs``, ``run-dask``: a real ``multiverse.run`` of a small audit grid
+  (``--run-cases`` generated cases per cell: 4 cells x 2 systems, two judges, two
+  turns) with ``backend`` local, processes or dask, against the same server
+  playing every role (``tests/audit_server.py``). Calls are counted at the server;
+  the client CPU is the run's process and every worker process it started (reaped,
+  so their CPU is in its children's rusage). The wall time is the whole ``run()``:
+  expanding the grid, starting workers, every stage's tail (a stage starts when the
+  last unit of the one before has ended) and writing the tables.
 
 ``--profile`` adds where the CPU of one call goes (cProfile, thread CPU time,
 serial calls at the same latency), summed by layer: request building, cost
@@ -25,7 +33,7 @@ calculation, logging, the openai SDK, the HTTP transport, response parsing,
 our own code.
 
 Run:  python tests/bench/bench_concurrency.py [--latency 0.1] [--calls 2000] [--jobs 32 64]
-      [--modes client threads loop procs] [--profile] [--json]
+      [--modes client threads loop procs run run-procs] [--run-cases 64] [--profile] [--json]
 Not collected by pytest (no test functions).
 """
 
@@ -50,21 +58,22 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(1, str(ROOT / "tests"))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 MESSAGES = [{"role": "user", "content": "Is the cited source real? Answer briefly."}]
 MODEL = "openai/fake"
-MODES = ("client", "client-shared", "threads", "loop", "procs")
+RUN_BACKENDS = {"run": "local", "run-procs": "processes", "run-dask": "dask"}
+MODES = ("client", "client-shared", "threads", "loop", "procs", *RUN_BACKENDS)
 
 
 class ServerProcess:
     """tests/fakeserver.py in its own process; prints its URL on the first line."""
 
-    def __init__(self, latency: float):
-        self.proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "tests" / "fakeserver.py"), "--latency", str(latency)],
-            stdout=subprocess.PIPE, text=True,
-        )
+    def __init__(self, latency: float, audit: bool = False):
+        # audit: every role of a run answered by tests/audit_server.py's responder
+        command = [__file__, "--serve-audit"] if audit else [str(ROOT / "tests" / "fakeserver.py")]
+        self.proc = subprocess.Popen([sys.executable, *command, "--latency", str(latency)], stdout=subprocess.PIPE, text=True)
         self.url = self.proc.stdout.readline().strip()
 
     def stats(self) -> dict:
@@ -195,10 +204,61 @@ def timed_procs(url: str, jobs: int, calls: int, procs: int) -> tuple[float, flo
     return wall, cpu
 
 
+def serve_audit(latency: float) -> None:
+    from audit_server import audit_responder
+    from fakeserver import FakeServer
+
+    server = FakeServer(responder=audit_responder, latency=latency)
+    print(server.url, flush=True)
+    try:
+        server._httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server._httpd.server_close()
+
+
+def _cpu_with_children() -> float:
+    import resource
+
+    return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
+                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
+def timed_run(backend: str, url: str, jobs: int, cases: int) -> tuple[float, float, int]:
+    """(wall s, client CPU s, calls at the server) of one ``multiverse.run`` of the audit grid."""
+    import tempfile
+
+    import yaml
+    from audit_server import fake_spec_document
+
+    from multiverse.pipeline import run
+    from multiverse.spec import load_spec
+
+    with tempfile.TemporaryDirectory(prefix="bench-run-") as tmp:
+        path = Path(tmp) / "bench.yaml"
+        path.write_text(yaml.safe_dump(fake_spec_document(url, name=f"bench{jobs}", cases_per_cell=cases)))
+        spec = load_spec(path)
+        before = _server_stats(url)["counts"]  # the server's counts are cumulative
+        wall, cpu = time.perf_counter(), _cpu_with_children()
+        result = run(spec, store=Path(tmp) / "store", out=Path(tmp) / "run", jobs=jobs, progress=False, backend=backend)
+        wall, cpu = time.perf_counter() - wall, _cpu_with_children() - cpu
+        counts = {k: v - before.get(k, 0) for k, v in _server_stats(url)["counts"].items()}
+    statuses = result.manifest["statuses"]
+    if counts.get("ok", 0) != counts.get("total", 0) or statuses.get("rollout_failed") or statuses.get("judge_failed"):
+        raise SystemExit(f"the benchmark run was not clean: server {counts}, statuses {statuses}")
+    return wall, cpu, counts["total"]
+
+
+def _server_stats(url: str) -> dict:
+    with urllib.request.urlopen(f"{url}/stats") as response:
+        return json.load(response)
+
+
 def measure(modes: list[str], latency: float, calls: int, jobs_levels: list[int], procs: int, passthrough: list[str]) -> dict:
     """Each mode in a fresh client process: litellm's logging backlog and clients from
     one mode must not slow the next (they did: the loop after two thread modes ran 20x slower)."""
-    server = ServerProcess(latency=latency)
+    server = ServerProcess(latency=latency, audit=any(m in RUN_BACKENDS for m in modes))
     out: dict = {}
     try:
         for mode in modes:
@@ -214,10 +274,13 @@ def measure(modes: list[str], latency: float, calls: int, jobs_levels: list[int]
     return out
 
 
-def run_mode(mode: str, url: str, latency: float, calls: int, jobs_levels: list[int], procs: int) -> dict:
+def run_mode(mode: str, url: str, latency: float, calls: int, jobs_levels: list[int], procs: int,
+             run_cases: int = 64) -> dict:
     rows = {}
     for jobs in jobs_levels:
-        if mode == "procs":
+        if mode in RUN_BACKENDS:
+            wall, cpu, calls = timed_run(RUN_BACKENDS[mode], url, jobs, run_cases)
+        elif mode == "procs":
             wall, cpu = timed_procs(url, jobs, calls, procs)
         elif mode == "loop":
             wall, cpu = asyncio.run(_gather(url, jobs, calls))
@@ -230,7 +293,7 @@ def run_mode(mode: str, url: str, latency: float, calls: int, jobs_levels: list[
                "calls": calls, "wall_s": round(wall, 2), "ideal_s": round(ideal, 2),
                "load_average": round(os.getloadavg()[0], 1)}
         rows[str(jobs)] = row
-        print(f"  {mode:8s} {jobs:5d} {calls:6d} {wall:8.2f} {ideal:8.2f} {row['efficiency']:7.0%}"
+        print(f"  {mode:9s} {jobs:5d} {calls:6d} {wall:8.2f} {ideal:8.2f} {row['efficiency']:7.0%}"
               f" {row['client_cpu_ms_per_call']:8.2f}   load {row['load_average']:.1f}", file=sys.stderr, flush=True)
     return rows
 
@@ -299,6 +362,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, nargs="+", default=[32, 64])
     parser.add_argument("--modes", nargs="+", choices=MODES, default=["client", "threads", "loop", "procs"])
     parser.add_argument("--procs", type=int, default=2, help="worker processes of the procs mode")
+    parser.add_argument("--run-cases", type=int, default=64,
+                        help="generated cases per cell of the run modes' grid (64: about 3,300 calls)")
+    parser.add_argument("--serve-audit", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--profile", action="store_true", help="also profile serial calls by layer")
     parser.add_argument("--profile-calls", type=int, default=200)
     parser.add_argument("--json", action="store_true", help="print one JSON document on stdout")
@@ -310,6 +376,9 @@ def main() -> None:
     parser.add_argument("--switch-interval", type=float, default=None,
                         help="sys.setswitchinterval for the client (Python's default is 0.005 s)")
     args = parser.parse_args()
+    if args.serve_audit:
+        serve_audit(args.latency)
+        return
     if args.switch_interval is not None:
         sys.setswitchinterval(args.switch_interval)
     if args.priced:
@@ -325,9 +394,10 @@ def main() -> None:
             max_connections=max(args.jobs) * 2, max_keepalive_connections=max(args.jobs) * 2))
     if args.child_mode:
         _litellm()
-        print(json.dumps(run_mode(args.child_mode, args.url, args.latency, args.calls, args.jobs, args.procs)))
+        print(json.dumps(run_mode(args.child_mode, args.url, args.latency, args.calls, args.jobs, args.procs,
+                                  args.run_cases)))
         return
-    passthrough = (["--priced"] if args.priced else []) + (["--session"] if args.session else []) + (
+    passthrough = ["--run-cases", str(args.run_cases)] + (["--priced"] if args.priced else []) + (["--session"] if args.session else []) + (
         ["--switch-interval", str(args.switch_interval)] if args.switch_interval is not None else [])
 
     command = " ".join(["python", "tests/bench/bench_concurrency.py", *sys.argv[1:]])
@@ -340,7 +410,7 @@ def main() -> None:
         "load_average_at_start": round(os.getloadavg()[0], 2), "litellm_import_s": round(time.perf_counter() - started, 2),
     }
     print("\n".join(f"{k}: {v}" for k, v in header.items()), file=sys.stderr)
-    print(f"\n  {'mode':8s} {'jobs':>5s} {'calls':>6s} {'wall s':>8s} {'ideal s':>8s} {'eff.':>7s} {'CPU ms':>8s}",
+    print(f"\n  {'mode':9s} {'jobs':>5s} {'calls':>6s} {'wall s':>8s} {'ideal s':>8s} {'eff.':>7s} {'CPU ms':>8s}",
           file=sys.stderr)
     by_mode = measure(args.modes, args.latency, args.calls, args.jobs, args.procs, passthrough)
     best = {}

@@ -1,0 +1,175 @@
+"""Pacing wired into a real run: ``multiverse run --jobs 16`` against two providers,
+and ``plan``'s wall-time estimate from the spec's ``rate_limits``.
+
+Two loopback OpenAI-compatible servers (tests/ratelimited_server.py) play two
+providers under audit; the simulated world plays the case generator, the
+user and the judge. One provider has a tight declared limit. Measured at the
+servers: the declared limits hold, and the other provider's calls are done
+long before the slow one's, instead of queueing behind threads parked in
+the slow lane.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import json
+import os
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+import yaml
+from ratelimited_server import RateLimitedServer
+
+from multiverse import load_spec, plan, run
+
+REPO = Path(__file__).resolve().parents[1]
+RPM = 480  # 8 calls a second: 48 transcripts take at least 5.9 s
+USED_TOKENS = 100  # tokens each answer of the tokens provider reports
+TPM = 60 * 20 * USED_TOKENS  # at most 20 such answers a second
+JITTER = 0.03  # seconds a request may take from the client's pacer to the server's log
+
+
+def spec_document(systems: list[dict], rate_limits: dict, *, cases_per_cell: int = 4, **rollout) -> dict:
+    """A deception-world spec whose systems under audit are at loopback servers; the
+    simulated world plays the case generator, the user and the judge (no time, no lane)."""
+    return {
+        "name": "paced",
+        "world": "deception",
+        "concept": {"name": "conversational misrepresentation",
+                    "description": "Claims beyond what the conversation's reference basis warrants."},
+        "rubric": str(REPO / "specs" / "deception-rubric.yaml"),
+        "design": {
+            "dimensions": [{"name": "behavior"},
+                           {"name": "interaction_condition", "levels": ["material_reliance", "overclaim_pressure"]}],
+            "cases_per_cell": cases_per_cell,  # 6 behaviours x 2 conditions x 4 = 48 cases
+            "generator": {"model": "sim/generator"},
+        },
+        "systems": systems,
+        "rollout": {"setting": "single_turn", "user": {"model": "sim/user-cooperative"}, "seed": 7, **rollout},
+        "judge": {"model": "sim/judge-a"},
+        "rate_limits": rate_limits,
+    }
+
+
+def two_provider_spec(path: Path, fast_url: str, slow_url: str, tokens_url: str = "http://127.0.0.1:11/v1",
+                      **rollout) -> Path:
+    systems = [
+        # The slow provider first: a first-come executor would park every thread in its lane.
+        {"name": "slow", "model": "openai/slow", "api_base": slow_url, "system_prompt": "You are Slow."},
+        {"name": "fast", "model": "openai/fast", "api_base": fast_url, "system_prompt": "You are Fast."},
+        # Its estimate (prompt / 4 + max_tokens) is above the tokens its server reports, as a cap makes it.
+        {"name": "tokens", "model": "openai/tokens", "api_base": tokens_url, "system_prompt": "You are Tokens.",
+         "params": {"max_tokens": USED_TOKENS}},
+    ]
+    limits = {"openai/slow": {"rpm": RPM, "max_concurrency": 2}, "openai/tokens": {"tpm": TPM}}
+    path.write_text(yaml.safe_dump(spec_document(systems, limits, **rollout), sort_keys=False))
+    return path
+
+
+def test_providers_in_a_run_keep_their_limits_and_do_not_wait_for_each_other(tmp_path):
+    with RateLimitedServer(latency=0.1) as fast, RateLimitedServer(latency=0.1) as slow, \
+            RateLimitedServer(latency=0.1, usage_tokens=USED_TOKENS) as tokens:
+        spec = two_provider_spec(tmp_path / "two.yaml", fast.url, slow.url, tokens.url)
+        env = {k: v for k, v in os.environ.items() if k != "MULTIVERSE_STORE"}
+        # -W error::ResourceWarning: a socket the run left open would print "Exception ignored".
+        done = subprocess.run(
+            [sys.executable, "-W", "error::ResourceWarning", "-m", "multiverse.cli", "run", str(spec),
+             "--out", str(tmp_path / "run"), "--store", str(tmp_path / "store"), "--jobs", "16", "--quiet"],
+            check=False, cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        fast_log, slow_log, tokens_log = list(fast.log), list(slow.log), list(tokens.log)
+        slow_peak = slow.max_in_flight
+    assert "ResourceWarning" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr[-2000:]
+    assert len(fast_log) == len(slow_log) == len(tokens_log) == 48
+    assert {a.status for a in fast_log + slow_log + tokens_log} == {200}
+    # Declared limits, measured where a provider measures them.
+    starts = sorted(a.at for a in slow_log)
+    # Starts are paced 60/rpm apart at the client; a loaded client delays a request on its way by
+    # tens of ms (the first one to a host also waits for litellm to build its HTTP client), so at
+    # the server no window holds more than its share of rpm plus that one late request.
+    assert all(j - i <= (starts[j] - starts[i]) * RPM / 60 + 1 for i in range(len(starts)) for j in range(i, len(starts)))
+    gaps = sorted(b - a for a, b in itertools.pairwise(starts))
+    assert gaps[len(gaps) // 2] >= 60 / RPM - JITTER
+    assert slow_peak <= 2
+    assert starts[-1] - starts[0] >= 47 * 60 / RPM - JITTER
+    # tpm: the tokens answered for the requests that arrived in any window are at most the
+    # window's share of tpm, plus one request's (the first of a window may start at once).
+    at = sorted(a.at for a in tokens_log)
+    assert all((j - i) * USED_TOKENS <= (at[j] - at[i] + JITTER) * TPM / 60 + USED_TOKENS
+               for i in range(len(at)) for j in range(i, len(at)))
+    assert at[-1] - at[0] >= 47 * USED_TOKENS * 60 / TPM - JITTER
+    # The fast provider's calls do not wait for the slow ones': they are all in within
+    # the first half of the slow provider's, rather than trickling in beside them.
+    fast_end = max(a.at for a in fast_log)
+    print(f"fast provider done {fast_end - starts[0]:.2f} s after the slow one's first call; slow took "
+          f"{starts[-1] - starts[0]:.2f} s; tokens took {at[-1] - at[0]:.2f} s")
+    assert fast_end - starts[0] < 0.5 * (starts[-1] - starts[0])
+
+
+def test_an_adaptive_run_meets_the_429_and_time_targets(tmp_path):
+    """``run(spec, jobs=64)`` with the real client and nothing declared, against a provider
+    that answers 429 above 20 requests/s: at most 25% of requests 429, at most 1.6x the ideal."""
+    calls = 4 * 48  # four systems at one provider: one lane
+    with RateLimitedServer(per_second=20, latency=0.05) as server:
+        systems = [{"name": f"s{i}", "model": "openai/limited", "api_base": server.url,
+                    "system_prompt": f"You are assistant {i}."} for i in range(4)]
+        spec = tmp_path / "adaptive.yaml"
+        spec.write_text(yaml.safe_dump(spec_document(systems, {}), sort_keys=False))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ResourceWarning)
+            started = time.monotonic()
+            results = run(load_spec(spec), store=tmp_path / "store", out=tmp_path / "run", jobs=64, progress=False)
+            wall = time.monotonic() - started
+            gc.collect()  # a pool the run left open would warn here
+        log = list(server.log)
+    statuses = [a.status for a in log]
+    assert statuses.count(200) == calls and set(statuses) <= {200, 429}
+    assert "rollout_failed" not in set(results.verdicts.status)  # every call was answered, some after a 429
+    limited = statuses.count(429) / len(statuses)
+    span = max(a.at for a in log) - min(a.at for a in log)
+    ideal = calls / 20
+    print(f"adaptive run: {span:.1f} s at the server for {calls} calls (ideal {ideal:.1f} s, {span / ideal:.2f}x), "
+          f"{statuses.count(429)} of {len(statuses)} requests answered 429 ({limited:.0%}); run {wall:.1f} s")
+    assert limited <= 0.25
+    assert span <= 1.6 * ideal
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+
+
+@pytest.mark.parametrize(("setting", "jobs"), [("single_turn", 8), ("single_turn", 2), ("multi_turn", 8)])
+def test_plan_estimates_wall_time_from_the_declared_limits(tmp_path, setting, jobs):
+    spec_path = two_provider_spec(tmp_path / "two.yaml", "http://127.0.0.1:9/v1", "http://127.0.0.1:10/v1",
+                                  setting=setting, max_turns=3)
+    result = plan(load_spec(spec_path), store=tmp_path / "store", jobs=jobs)
+    # Worked out by hand: 48 cases per system; sim/ generator, user and judge take no time;
+    # plan counts 900 + 250 tokens a rollout call.
+    per_system = 48 * (3 if setting == "multi_turn" else 1)
+    slow = {"concurrency": per_system * 5.0 / 2, "rpm": per_system / RPM * 60}  # max_concurrency 2
+    fast = per_system * 5.0 / jobs
+    tokens = {"concurrency": per_system * 5.0 / jobs, "tpm": per_system * 1150 / TPM * 60}
+    shared = 3 * per_system * 5.0 / jobs  # every provider's calls share the jobs threads
+    wall = result["wall"]
+    assert wall["jobs"] == jobs and wall["seconds_per_call"] == 5.0
+    assert wall["lanes"]["openai/slow"] == {"seconds": max(slow.values()), "bound": max(slow, key=slow.get)}
+    assert wall["lanes"]["openai/tokens"] == {"seconds": max(tokens.values()), "bound": max(tokens, key=tokens.get)}
+    assert wall["lanes"]["openai@127.0.0.1:9"] == {"seconds": fast, "bound": "concurrency"}
+    assert wall["seconds"] == max(shared, max(slow.values()), max(tokens.values()), fast)
+    assert set(wall["lanes"]) == {"openai/slow", "openai/tokens", "openai@127.0.0.1:9"}  # no sim/ lane
+    env = {k: v for k, v in os.environ.items() if k != "MULTIVERSE_STORE"}
+    command = [sys.executable, "-m", "multiverse.cli", "plan", str(spec_path), "--store", str(tmp_path / "store"),
+               "--jobs", str(jobs)]
+    shown = subprocess.run(command, check=True, cwd=REPO, env=env, capture_output=True, text=True).stdout
+    lane, bound = max(((name, v["bound"]) for name, v in wall["lanes"].items()),
+                      key=lambda item: wall["lanes"][item[0]]["seconds"])
+    why = f"{lane}'s {bound}" if wall["lanes"][lane]["seconds"] >= wall["seconds"] else \
+        f"the {jobs} jobs all providers share"
+    assert f"wall time at least {round(wall['seconds'] / 60) if wall['seconds'] >= 90 else round(wall['seconds'])}" in shown
+    assert why in shown
+    as_json = json.loads(subprocess.run([*command, "--json"], check=True, cwd=REPO, env=env, capture_output=True,
+                                        text=True).stdout)
+    assert as_json["wall"] == wall

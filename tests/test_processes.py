@@ -1,0 +1,273 @@
+"""backend="processes": worker processes give a threaded run's tables, pay for each unit
+once, keep declared caps across workers, and stop cleanly on Ctrl-C.
+
+The provider is ``tests/fakeserver.py`` on loopback playing every role
+(``tests/audit_server.py``), reached through litellm from the worker processes;
+every request is counted at the server, where the money would be spent.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from multiverse import interrupt
+from multiverse.errors import InputError
+from multiverse.pipeline import plan, run
+from multiverse.processes import WorkerLost, WorkerPool, shares, split_limits, worker_count
+from multiverse.spec import load_spec
+from multiverse.store import Store
+
+sys.path.insert(0, str(Path(__file__).parent))
+from audit_server import audit_responder, fake_spec_document
+from fakeserver import FakeServer
+from test_interrupt import assert_store_consistent, one_line, signal_after, start_run, store_files, wait_for
+
+JOBS = 2
+
+
+def _spec(tmp_path: Path, url: str, name: str, **kwargs):
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(fake_spec_document(url, name=name, **kwargs), sort_keys=False))
+    return load_spec(path)
+
+
+def _sorted(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    return frame.sort_values(keys).reset_index(drop=True)
+
+
+def _children() -> list[int]:
+    """Live (not reaped) child processes of this process."""
+    me, found = str(os.getpid()), []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if stat.rsplit(")", 1)[1].split()[1] == me:
+                found.append(int(entry))
+    return found
+
+
+def test_a_process_run_gives_a_threaded_runs_tables_and_pays_each_unit_once(tmp_path):
+    from multiverse.work import build_work
+
+    with FakeServer(responder=audit_responder, latency=0.02) as server:
+        spec = _spec(tmp_path, server.url, "same", cases_per_cell=2)
+        threaded = run(spec, store=tmp_path / "threads", out=tmp_path / "t", jobs=4, progress=False)
+        made_threaded = server.counts["total"]
+        need = sum(s["calls_to_make"] for s in plan(spec, store=tmp_path / "procs")["stages"].values())
+        procs = run(spec, store=tmp_path / "procs", out=tmp_path / "p", jobs=4, progress=False, backend="processes")
+        made_procs = server.counts["total"] - made_threaded
+        assert _children() == []  # every worker ended and was reaped
+        assert all(s["calls_to_make"] == 0 for s in plan(spec, store=tmp_path / "procs")["stages"].values())
+
+        # Another run lost half the rollouts and every judgment: only those are computed again.
+        work, store = build_work(spec), Store(tmp_path / "procs")
+        redo = list(work.transcripts)[::2]
+        for stage, keys in (("transcript", redo), ("judgment", list(work.judge_calls))):
+            for key in keys:
+                (store.root / stage / key[:2] / f"{key}.json").unlink()
+        need_again = sum(s["calls_to_make"] for s in plan(spec, store=tmp_path / "procs")["stages"].values())
+        before = server.counts["total"]
+        again = run(spec, store=tmp_path / "procs", out=tmp_path / "p2", jobs=4, progress=False, backend="processes")
+        assert server.counts["total"] - before == need_again > 0
+    keys = ["universe_id", "system", "case_id", "replicate"]
+    ckeys = ["judgment_key", "sample", "criterion"]
+    for result in (procs, again):
+        pd.testing.assert_frame_equal(_sorted(threaded.verdicts, keys), _sorted(result.verdicts, keys))
+        pd.testing.assert_frame_equal(_sorted(threaded.criteria, ckeys), _sorted(result.criteria, ckeys))
+    assert set(procs.verdicts.status) == {"ok"}
+    # Each unit once: the calls the plan said were missing, as many as the threaded run made.
+    assert made_procs == made_threaded == need
+    for stage, store_stage in (("draft", "case"), ("rollout", "transcript"), ("judge", "judgment")):
+        computed = procs.manifest["stages"][stage]["computed"]
+        assert computed == threaded.manifest["stages"][stage]["computed"] > 0
+        assert sum(1 for _ in Store(tmp_path / "procs").keys(store_stage)) == computed
+    assert again.manifest["stages"]["draft"]["computed"] == 0
+    assert again.manifest["stages"]["rollout"]["computed"] == len(redo)
+    assert again.manifest["stages"]["judge"]["computed"] == len(work.judge_calls)
+    assert_store_consistent(tmp_path / "procs")
+
+
+def test_first_signal_stops_new_calls_and_keeps_what_workers_stored(tmp_path):
+    with FakeServer(responder=audit_responder, latency=0.25) as server:
+        spec = tmp_path / "stop.yaml"
+        spec.write_text(yaml.safe_dump(fake_spec_document(server.url, name="stop", cases_per_cell=6), sort_keys=False))
+        child = start_run(tmp_path, spec, "--backend", "processes")
+        wait_for(lambda: server.counts["total"] >= 5 or child.poll() is not None)
+        assert child.poll() is None
+        child.send_signal(signal.SIGINT)
+        at_signal = server.counts["total"]
+        _, stderr = child.communicate(timeout=60)
+        made = server.counts["total"]
+        time.sleep(1.0)
+        assert server.counts["total"] == made  # no worker outlived the run
+
+    assert child.returncode == 130, stderr
+    line = one_line(stderr)
+    assert line.startswith("interrupted:") and "rerun to resume" in line
+    assert made - at_signal <= JOBS, (at_signal, made)
+    assert made < 24
+    assert len(store_files(tmp_path / "store" / "case", "*.json")) == made
+    assert_store_consistent(tmp_path / "store")
+    assert not (tmp_path / "run" / "manifest.json").exists()
+
+
+def test_second_signal_ends_the_workers_at_once(tmp_path):
+    latency = 8.0
+    with FakeServer(responder=audit_responder, latency=latency) as server:
+        spec = tmp_path / "twice.yaml"
+        spec.write_text(yaml.safe_dump(fake_spec_document(server.url, name="twice"), sort_keys=False))
+        child = start_run(tmp_path, spec, "--backend", "processes")
+        wait_for(lambda: server.in_flight >= JOBS or child.poll() is not None)
+        assert store_files(tmp_path / "store", "*.claim")  # claimed by the run's process
+        child.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        assert child.poll() is None  # in its grace
+        started = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        _, stderr = child.communicate(timeout=15)
+        took = time.monotonic() - started
+        made = server.counts["total"]
+    assert child.returncode == 130, stderr
+    assert "stopped at once" in one_line(stderr)
+    assert took < latency, took
+    assert made == JOBS
+    assert_store_consistent(tmp_path / "store")
+
+
+def test_two_ctrl_c_in_the_python_api_end_every_worker(tmp_path):
+    """The CLI tests above take the grace path; here the second signal cuts it short."""
+    with FakeServer(responder=audit_responder, latency=0.3) as server:
+        spec = _spec(tmp_path, server.url, "api", cases_per_cell=4)
+        sender = signal_after(lambda: server.counts["total"] >= 3, 2)
+        with pytest.raises(KeyboardInterrupt):
+            run(spec, store=tmp_path / "store", out=tmp_path / "run", jobs=JOBS, progress=False, backend="processes")
+        sender.join()
+        assert _children() == []
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert not interrupt.requested()
+        stopped_at = server.counts["total"]
+        time.sleep(0.5)
+        assert server.counts["total"] == stopped_at
+        assert_store_consistent(tmp_path / "store")
+
+
+def test_a_worker_that_dies_stops_the_run_with_one_error_and_no_claims(tmp_path):
+    with FakeServer(responder=audit_responder, latency=1.0) as server:
+        spec = _spec(tmp_path, server.url, "dies", cases_per_cell=3)
+        store = Store(tmp_path / "store").open()
+        from multiverse.executor import Executor
+        from multiverse.work import build_work
+
+        units = [c for c in build_work(spec).cases.values() if c.given is None]
+        with WorkerPool(str(store.root), 4, workers=1) as pool, interrupt.stopping_on_signals():
+            executor = Executor(store, None, jobs=4, progress=False, backend="processes", workers=pool)
+            def kill_one():
+                wait_for(lambda: server.in_flight >= 2 and pool.pids[0] is not None)
+                os.kill(pool.pids[0], signal.SIGKILL)
+
+            threading.Thread(target=kill_one, daemon=True).start()
+            with pytest.raises(WorkerLost, match="worker process 0 ended"):
+                executor.run("case", units)
+        assert store_files(store.root, "*.claim") == []
+    assert _children() == []
+
+
+# -- shares of the run's caps ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3, 7])
+def test_split_limits_never_add_up_to_more_than_declared(workers):
+    declared = {"openai/": {"rpm": 500, "tpm": 90_000, "max_concurrency": 10},
+                "anthropic/claude-haiku": {"rpm": 7},
+                "openai/gemma": {"max_concurrency": 7}}
+    split = split_limits(declared, workers)
+    assert len(split) == workers
+    for prefix, limit in declared.items():
+        for field in ("rpm", "tpm"):
+            parts = [s[prefix][field] for s in split]
+            if field not in limit:
+                assert parts == [None] * workers
+            else:
+                assert sum(parts) <= limit[field] * (1 + 1e-12) and min(parts) > 0
+        if "max_concurrency" in limit:
+            parts = [s[prefix]["max_concurrency"] for s in split]
+            assert sum(parts) == limit["max_concurrency"] and max(parts) - min(parts) <= 1
+
+
+def test_a_pool_never_has_more_workers_than_a_declared_concurrency_or_the_jobs():
+    assert worker_count(64, cores=8) == 8
+    assert worker_count(3, cores=8) == 3
+    assert worker_count(64, {"openai/": {"max_concurrency": 2}, "x/": {"rpm": 5}}, cores=8) == 2
+    assert worker_count(64, {"openai/": {"max_concurrency": 1}}, cores=8) == 1
+    assert shares(7, 3) == [3, 2, 2] and sum(shares(64, 5)) == 64
+
+
+def test_a_client_of_ones_own_cannot_go_to_worker_processes(tmp_path):
+    with FakeServer(responder=audit_responder) as server:
+        spec = _spec(tmp_path, server.url, "own")
+        with pytest.raises(InputError) as caught:
+            run(spec, store=tmp_path / "store", out=tmp_path / "run", client=object(), backend="processes")
+        assert server.counts["total"] == 0
+    assert caught.value.param == "client"
+
+
+def test_an_unguarded_script_is_not_run_again_by_the_workers(tmp_path):
+    """multiprocessing's spawn re-imports the caller's __main__ in every child; our workers must not."""
+    with FakeServer(responder=audit_responder) as server:
+        spec = tmp_path / "script.yaml"
+        spec.write_text(yaml.safe_dump(fake_spec_document(server.url, name="script"), sort_keys=False))
+        marker = tmp_path / "ran"
+        script = tmp_path / "audit.py"
+        script.write_text(
+            "import multiverse\n"
+            f"open({str(marker)!r}, 'a').write('x')\n"
+            f"multiverse.run(multiverse.load_spec({str(spec)!r}), store={str(tmp_path / 'store')!r}, "
+            f"out={str(tmp_path / 'run')!r}, jobs=1, progress=False, backend='processes')\n"
+        )
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert marker.read_text() == "x"
+
+
+def test_declared_limits_hold_at_the_server_across_worker_processes(tmp_path):
+    rpm, concurrency, window = 1200, 3, 2.0
+    arrivals: list[float] = []
+    lock = threading.Lock()
+
+    def responder(body):
+        with lock:
+            arrivals.append(time.monotonic())
+        return audit_responder(body)
+
+    with FakeServer(responder=responder, latency=0.05) as server:
+        document = fake_spec_document(server.url, name="paced", cases_per_cell=2)
+        document["rate_limits"] = {"openai/": {"rpm": rpm, "max_concurrency": concurrency}}
+        path = tmp_path / "paced.yaml"
+        path.write_text(yaml.safe_dump(document, sort_keys=False))
+        spec = load_spec(path)
+        assert worker_count(8, spec.rate_limits, cores=2) == 2  # so the limits are really split
+        result = run(spec, store=tmp_path / "store", out=tmp_path / "run", jobs=8, progress=False, backend="processes")
+        peak = server.max_in_flight
+    assert set(result.verdicts.status) == {"ok"}
+    assert peak <= concurrency
+    # Each worker spaces its starts 60 / (rpm / 2) apart: any window holds at most the
+    # declared rate's share plus one start per worker (a lone process: plus one).
+    arrivals.sort()
+    for i, start in enumerate(arrivals):
+        inside = sum(1 for t in arrivals[i:] if t - start <= window)
+        assert inside <= rpm / 60 * window + 2, (inside, start - arrivals[0])
+    assert (arrivals[-1] - arrivals[0]) >= (len(arrivals) - 2) / (rpm / 60) - 1e-6
