@@ -29,6 +29,8 @@ def cmd_validate(args) -> int:
 def cmd_expand(args) -> int:
     from .. import expand, load_spec
 
+    if args.count:
+        return _print_count(args)
     spec = load_spec(args.spec)
     universes = expand(spec)
     axes = list(spec.axes)
@@ -49,6 +51,39 @@ def cmd_expand(args) -> int:
                                              for u in universes]
         print_table(rows)
         print(f"\n{len(universes)} universes")
+    return 0
+
+
+def _print_count(args) -> int:
+    """How many universes the spec's grid makes: counted, never listed, so it works on any size."""
+    from .. import load_spec
+    from ..bounds import MAX_UNIVERSES
+    from ..grid import count_grid
+
+    spec = load_spec(args.spec, cap_universes=False)
+    count = count_grid(spec)
+    n = spec.sample.n if spec.sample is not None else None
+    if n is not None:
+        universes: int | None = min(n, count.kept) if count.exact else n
+    else:
+        universes = count.kept if count.exact else None
+    doc = {"combinations": count.combinations, "kept": count.kept, "exact": count.exact,
+           "kept_low": count.low if not count.exact else count.kept, "kept_high": count.high if not count.exact else count.kept,
+           "sample": n, "universes": universes, "max_universes": MAX_UNIVERSES}
+    if args.format == "json":
+        print(json.dumps(doc, indent=2))
+        return 0
+    if args.format == "csv":
+        print(",".join(doc))
+        print(",".join("" if v is None else str(v).lower() if isinstance(v, bool) else str(v) for v in doc.values()))
+        return 0
+    if universes is not None and universes <= MAX_UNIVERSES:
+        how = f"a sample of {universes:,} universes" if n is not None and universes < count.kept else f"{universes:,} universes"
+    elif universes is not None:
+        how = f"more universes than a run may have (at most {MAX_UNIVERSES:,}): run a sample of the grid, sample: {{n: ...}}"
+    else:
+        how = "not countable exactly, so not listable: run a sample of the grid, sample: {n: ...}"
+    print(f"{count.describe()}; {how}")
     return 0
 
 

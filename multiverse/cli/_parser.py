@@ -53,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("expand", "list the universes a spec's axes expand into")
     p.add_argument("spec", type=Path)
     p.add_argument("--format", choices=("table", "json", "csv"), default="table", help="output format (default: table)")
+    p.add_argument("--count", action="store_true",
+                   help="only count the universes (after exclusions and sample), without listing them: works on grids of any size")
 
     p = command(
         "plan",
