@@ -22,6 +22,7 @@ from typing import Any, cast
 import pandas as pd
 
 from . import interrupt
+from .bounds import MAX_UNITS
 from .client import CredentialCheck, ModelClient
 from .errors import InputError, ModelError, SpecError, StoreError
 from .executor import DaskSession, Executor
@@ -57,15 +58,23 @@ def _require_rubric(spec: Spec) -> None:
 def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None) -> dict[str, Any]:
     """Per stage: unique work units (stored, failed, blocked, to compute), their model calls, and estimated cost.
 
-    Nothing is called and nothing is written (``multiverse.forecast``).
+    Nothing is called and nothing is written (``multiverse.forecast``). A
+    grid of more than ``bounds.MAX_UNITS`` units is counted from its stage
+    configurations without listing them or reading the store
+    (``multiverse.workcount``): stored, failed, blocked and to compute are
+    then ``None``.
     """
     from .forecast import forecast
+    from .workcount import count_work, counted_plan
 
     _require_rubric(spec)
     universes = expand(spec)
-    work = build_work(spec, universes)
     st = _store(spec, store)
     check_store_path(st.root, write=False)
+    count = count_work(universes)
+    if count.total > MAX_UNITS:
+        return counted_plan(spec, universes, count, cap=MAX_UNITS)
+    work = build_work(spec, universes)
     return forecast(spec, universes, work, st)
 
 
@@ -92,6 +101,7 @@ def run(
     write: bool = True,
     backend: str = "local",
     scheduler: str | Any | None = None,
+    max_units: int | None = MAX_UNITS,
 ) -> Results:
     """Run every universe of ``spec`` and write the run directory.
 
@@ -100,7 +110,10 @@ def run(
     shows bars only on a terminal. ``backend="dask"`` sends the draft, rollout
     and judge units to the Dask scheduler at ``scheduler`` (an address, a
     ``distributed.Client``, or None for a local cluster); every worker must
-    see the store directory.
+    see the store directory. A grid of more than ``max_units`` unique work
+    units (case drafts, transcripts and judge calls, counted without listing
+    them) is refused before anything is listed or called; ``max_units=None``
+    lifts the cap.
     """
     started = time.time()
     _require_rubric(spec)
@@ -109,7 +122,10 @@ def run(
     if backend == "dask" and budget is not None:
         raise InputError("budget: not supported with backend='dask' (each worker has its own client); "
                          "run locally to cap spending", param="budget")
+    if max_units is not None and (isinstance(max_units, bool) or not isinstance(max_units, int) or max_units < 1):
+        raise InputError(f"max_units: expected a whole number >= 1 or None, got {max_units!r}", param="max_units")
     universes = expand(spec)
+    _check_units(universes, max_units)
     work = build_work(spec, universes)
     st = _store(spec, store)
     out_dir = Path(out) if out is not None else default_run_dir(spec)
@@ -131,6 +147,18 @@ def run(
         write_run_folder(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
                          spec_document=spec.document or {}, transcripts=records["transcript"])
     return run_result(out_dir if write else None, verdicts, criteria, rates, manifest)
+
+
+def _check_units(universes: list, max_units: int | None) -> None:
+    """Refuse, before anything is listed or called, a grid of more work units than the cap."""
+    if max_units is None:
+        return
+    from .workcount import count_work
+
+    count = count_work(universes)
+    if count.total > max_units:
+        raise InputError(f"the grid needs {count.describe()}; expected at most `max_units` = {max_units:,} "
+                         "(each unit is a paid model call or more: raise `max_units` to run it anyway)", param="max_units")
 
 
 def _run_stages(work: Work, st: Store, client: ModelClient, executor: Executor, lease: Lease | None = None) -> Records:

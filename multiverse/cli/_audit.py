@@ -103,8 +103,10 @@ def cmd_plan(args) -> int:
     print()
     rows = [["stage", "unique work", "stored", "failed", "blocked", "to compute", "calls to make", "est. cost (USD)"]]
     for name, stage in result["stages"].items():
-        rows.append([name, stage["units"], stage["stored"], stage["failed"], stage["blocked"], stage["to_compute"],
-                     stage["calls_to_make"], f"{stage['cost']:.4f}"])
+        # None: a grid counted, not listed, whose store was not read (see the notes).
+        rows.append([name, *("?" if stage[k] is None else stage[k] for k in ("units", "stored", "failed", "blocked",
+                                                                              "to_compute", "calls_to_make")),
+                     f"{stage['cost']:.4f}"])
     print_table(rows)
     print("unique work = stored + failed + blocked + to compute (work units; failed ones are stored results, "
           "blocked ones wait on a failed unit and are never run)")
@@ -143,6 +145,7 @@ def _run_and_say(spec, args, out):
     result = run(
         spec, out=out, store=args.store, jobs=args.jobs, budget=args.budget, progress=False if args.quiet else None,
         backend=getattr(args, "backend", "local"), scheduler=getattr(args, "scheduler", None),
+        **({"max_units": args.max_units} if getattr(args, "max_units", None) is not None else {}),
     )
     m = result.manifest
     print(f"{len(m['universes'])} universes x {len(spec.systems)} systems in {m['seconds']:.1f} s")

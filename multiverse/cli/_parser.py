@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..bounds import MAX_UNITS
+
 __all__ = ["MAX_BOOT", "MAX_JOBS", "build_parser"]
 
 EPILOG = """\
@@ -83,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write into an --out folder that holds other files or an import (inputs and the store are never overwritten)")
     p.add_argument("--backend", choices=("local", "dask"), default="local",
                    help="where model calls run: this process (default) or a Dask cluster")
+    p.add_argument("--max-units", type=_count(1), metavar="N",
+                   help=f"refuse a grid of more than N unique work units (case drafts, transcripts, judge calls), "
+                        f"counted before anything runs (default: {MAX_UNITS:,})")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 (default with --backend dask: a local cluster)")
 
