@@ -127,6 +127,10 @@ def test_the_plan_of_many_units_is_counted_not_listed(tmp_path):
     assert stages["rollout"]["stored"] is None and any("not read" in n for n in result["notes"])
     # Listing them would build ~1.5 million units and 1.4 million rows (gigabytes, minutes).
     assert peak < 200 * 2**20 and seconds < 60, (peak, seconds)
+    printed = run_cli(["plan", tmp_path / "spec.yaml", "--store", tmp_path / "store"]).ok()
+    rollout = next(line.split() for line in printed.splitlines() if line.startswith("rollout"))
+    assert rollout[1] == str(stages["rollout"]["units"]) and rollout[2:7] == ["?"] * 5
+    assert "the store was not read" in printed
 
 
 def test_a_small_plan_reads_the_store_and_agrees_with_the_count(tmp_path):
