@@ -48,11 +48,12 @@ class GridCount:
 
     def describe(self) -> str:
         """``1,000,000 combinations, 990,000 kept`` or, estimated, ``about 990,000 kept (...)``."""
+        combinations = f"{self.combinations:,} combination{'s' if self.combinations != 1 else ''}"
         if self.exact:
             if self.kept == self.combinations:
-                return f"{self.combinations:,} combinations, no exclusions apply"
-            return f"{self.combinations:,} combinations, {self.combinations - self.kept:,} excluded, {self.kept:,} kept"
-        return (f"{self.combinations:,} combinations, about {self.kept:,} kept (an estimate from {self.draws:,} "
+                return f"{combinations}, no exclusions apply"
+            return f"{combinations}, {self.combinations - self.kept:,} excluded, {self.kept:,} kept"
+        return (f"{combinations}, about {self.kept:,} kept (an estimate from {self.draws:,} "
                 f"random draws, 95% interval {self.low:,} to {self.high:,}: the exclusion rules overlap too much "
                 "to count exactly)")
 
