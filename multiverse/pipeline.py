@@ -26,7 +26,7 @@ from .bounds import MAX_UNITS
 from .client import CredentialCheck, ModelClient
 from .errors import InputError, ModelError, SpecError, StoreError
 from .executor import DaskSession, Executor
-from .grid import expand
+from .grid import axis_stages, expand
 from .lease import Lease
 from .records import SHAPES, CaseRecord, JudgmentRecord, Records, TranscriptRecord
 from .results import Results
@@ -71,7 +71,7 @@ def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None) -> dict[
     universes = expand(spec)
     st = _store(spec, store)
     check_store_path(st.root, write=False)
-    count = count_work(universes)
+    count = count_work(universes, axis_stages(spec))
     if count.total > MAX_UNITS:
         return counted_plan(spec, universes, count, cap=MAX_UNITS)
     work = build_work(spec, universes)
@@ -125,7 +125,7 @@ def run(
     if max_units is not None and (isinstance(max_units, bool) or not isinstance(max_units, int) or max_units < 1):
         raise InputError(f"max_units: expected a whole number >= 1 or None, got {max_units!r}", param="max_units")
     universes = expand(spec)
-    _check_units(universes, max_units)
+    _check_units(spec, universes, max_units)
     work = build_work(spec, universes)
     st = _store(spec, store)
     out_dir = Path(out) if out is not None else default_run_dir(spec)
@@ -149,13 +149,13 @@ def run(
     return run_result(out_dir if write else None, verdicts, criteria, rates, manifest)
 
 
-def _check_units(universes: list, max_units: int | None) -> None:
+def _check_units(spec: Spec, universes: list, max_units: int | None) -> None:
     """Refuse, before anything is listed or called, a grid of more work units than the cap."""
     if max_units is None:
         return
     from .workcount import count_work
 
-    count = count_work(universes)
+    count = count_work(universes, axis_stages(spec))
     if count.total > max_units:
         raise InputError(f"the grid needs {count.describe()}; expected at most `max_units` = {max_units:,} "
                          "(each unit is a paid model call or more: raise `max_units` to run it anyway)", param="max_units")

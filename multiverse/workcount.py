@@ -21,7 +21,7 @@ with cases x replicates x universes; tests check the counts equal
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,8 +79,14 @@ def _union_volume(boxes: Iterable[tuple[int, ...]]) -> int:
     return total
 
 
-def count_work(universes: Iterable[Universe]) -> WorkCount:
-    """Unique work units, calls, estimated cost and verdict rows of ``universes``, from their stage configurations."""
+def count_work(universes: Iterable[Universe], stages: Mapping[str, str] | None = None) -> WorkCount:
+    """Unique work units, calls, estimated cost and verdict rows of ``universes``, from their stage configurations.
+
+    ``stages`` (``grid.axis_stages(spec)``) lets universes that differ only in
+    later stages reuse what earlier ones worked out: a universe's cases and
+    rollouts depend only on its draft and rollout axes, its judge calls only
+    on the axes before scoring.
+    """
     shared = _Shared(template_digests())
     drafted: dict[tuple, int] = {}  # (inputs, cell) -> most cases any universe drafts there
     draft_model: dict[str, str] = {}  # inputs -> generator model
@@ -88,30 +94,41 @@ def count_work(universes: Iterable[Universe]) -> WorkCount:
     judged: dict[tuple, set] = {}  # (block, rollout, judge) -> {(cases, replicates, samples)}
     rollout_calls: dict[str, tuple[int, list[str]]] = {}  # rollout -> (calls per transcript, models)
     judge_model: dict[str, str] = {}
+    upstream = [a for a, st in (stages or {}).items() if st in ("draft", "rollout")]
+    unscored = [a for a, st in (stages or {}).items() if st != "score"]
+    rollouts: dict[tuple, tuple] = {}  # upstream options -> a universe's rollout profile
+    done: dict[tuple, tuple[int, int]] = {}  # options before scoring -> (rows, naive calls) of a universe
     out = WorkCount()
     for universe in universes:
         u = universe.spec
-        blocks = _case_blocks(u, shared, drafted, draft_model)
+        before_scoring = tuple(universe.options.get(a) for a in unscored) if stages is not None else None
+        if before_scoring is not None and before_scoring in done:
+            # Its units are another universe's; only its verdict rows are its own.
+            out.rows += done[before_scoring][0]
+            out.naive_calls += done[before_scoring][1]
+            continue
+        key = tuple(universe.options.get(a) for a in upstream) if stages is not None else None
+        if key is None or key not in rollouts:
+            profile = _rollout_profile(u, shared, drafted, draft_model, rollout_calls)
+            if key is not None:
+                rollouts[key] = profile
+        else:
+            profile = rollouts[key]
+        entries, replicates, per_transcript = profile
         judge, judge_inputs = _judge_inputs(u, shared)
         jd = judge_inputs["judge_inputs"]
         judge_model[jd] = judge.model
-        replicates, samples = u.rollout.replicates, u.judge.samples
-        per_transcript = calls_per_transcript(u.rollout.setting, u.rollout.max_turns)
-        multi = u.rollout.setting == "multi_turn"
-        memo: dict[tuple, str] = {}
-        for system in u.systems:
-            for block, size, tools in blocks:
-                possible = bool(system.tools) or bool(u.design.tools) or tools
-                if (system.name, possible) not in memo:
-                    rd, configs = _rollout_inputs(u, system, possible, shared.templates["transcript"])
-                    memo[(system.name, possible)] = rd
-                    models = [configs["system"].model] + ([configs["user"].model] if multi else [])
-                    rollout_calls[rd] = (per_transcript, models)
-                rd = memo[(system.name, possible)]
-                transcripts.setdefault((block, rd), set()).add((size, replicates))
-                judged.setdefault((block, rd, jd), set()).add((size, replicates, samples))
-                out.rows += size * replicates
-                out.naive_calls += size * replicates * ((block[0] == "drafted") + per_transcript + samples)
+        samples = u.judge.samples
+        rows = naive = 0
+        for block, rd, size in entries:
+            transcripts.setdefault((block, rd), set()).add((size, replicates))
+            judged.setdefault((block, rd, jd), set()).add((size, replicates, samples))
+            rows += size * replicates
+            naive += size * replicates * ((block[0] == "drafted") + per_transcript + samples)
+        out.rows += rows
+        out.naive_calls += naive
+        if before_scoring is not None:
+            done[before_scoring] = (rows, naive)
     out.units["case"] = sum(drafted.values())
     out.calls["case"] = out.units["case"]
     out.cost["case"] = sum(estimate_cost(draft_model[inputs], n, *TOKENS["draft"]) for (inputs, _), n in drafted.items())
@@ -129,6 +146,25 @@ def count_work(universes: Iterable[Universe]) -> WorkCount:
         out.cost["judgment"] += estimate_cost(judge_model[jd], n, *TOKENS["judge"])
     out.calls["judgment"] = out.units["judgment"]
     return out
+
+
+def _rollout_profile(u: Any, shared: _Shared, drafted: dict, draft_model: dict, rollout_calls: dict) -> tuple:
+    """A universe's transcripts as ([(case block, rollout digest, cases)] per system, replicates, calls per transcript)."""
+    blocks = _case_blocks(u, shared, drafted, draft_model)
+    per_transcript = calls_per_transcript(u.rollout.setting, u.rollout.max_turns)
+    multi = u.rollout.setting == "multi_turn"
+    memo: dict[tuple, str] = {}
+    entries = []
+    for system in u.systems:
+        for block, size, tools in blocks:
+            possible = bool(system.tools) or bool(u.design.tools) or tools
+            if (system.name, possible) not in memo:
+                rd, configs = _rollout_inputs(u, system, possible, shared.templates["transcript"])
+                memo[(system.name, possible)] = rd
+                models = [configs["system"].model] + ([configs["user"].model] if multi else [])
+                rollout_calls[rd] = (per_transcript, models)
+            entries.append((block, memo[(system.name, possible)], size))
+    return entries, u.rollout.replicates, per_transcript
 
 
 def _case_blocks(u: Any, shared: _Shared, drafted: dict, draft_model: dict) -> list[tuple[tuple, int, bool]]:

@@ -41,7 +41,7 @@ __all__ = [
     "strip_axes",
 ]
 
-#: Grids up to this many combinations are listed (and exclusions counted exactly); larger ones are sampled by index.
+#: Grids up to this many combinations are listed; larger ones are sampled by index, or only their kept universes visited.
 ENUMERATE_LIMIT = MAX_UNIVERSES
 
 #: Top-level fields that are not measurement choices: an axis may not patch them.
