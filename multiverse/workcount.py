@@ -54,6 +54,13 @@ class WorkCount:
     cost: dict[str, float] = field(default_factory=dict)
     rows: int = 0
     naive_calls: int = 0
+    #: calls and rough tokens per (model, api_base), every unit's: what a run paces per provider
+    calls_by_endpoint: dict[tuple[str, str | None], int] = field(default_factory=dict)
+    tokens_by_endpoint: dict[tuple[str, str | None], int] = field(default_factory=dict)
+
+    def _add(self, endpoint: tuple[str, str | None], calls: int, tokens: tuple[int, int]) -> None:
+        self.calls_by_endpoint[endpoint] = self.calls_by_endpoint.get(endpoint, 0) + calls
+        self.tokens_by_endpoint[endpoint] = self.tokens_by_endpoint.get(endpoint, 0) + calls * sum(tokens)
 
     @property
     def total(self) -> int:
@@ -89,11 +96,11 @@ def count_work(universes: Iterable[Universe], stages: Mapping[str, str] | None =
     """
     shared = _Shared(template_digests())
     drafted: dict[tuple, int] = {}  # (inputs, cell) -> most cases any universe drafts there
-    draft_model: dict[str, str] = {}  # inputs -> generator model
+    draft_model: dict[str, tuple[str, str | None]] = {}  # inputs -> generator (model, api_base)
     transcripts: dict[tuple, set] = {}  # (block, rollout) -> {(cases, replicates)}
     judged: dict[tuple, set] = {}  # (block, rollout, judge) -> {(cases, replicates, samples)}
-    rollout_calls: dict[str, tuple[int, list[str]]] = {}  # rollout -> (calls per transcript, models)
-    judge_model: dict[str, str] = {}
+    rollout_calls: dict[str, tuple[int, dict, list]] = {}  # rollout -> (calls per transcript, {endpoint: its calls}, models)
+    judge_model: dict[str, tuple[str, str | None]] = {}
     upstream = [a for a, st in (stages or {}).items() if st in ("draft", "rollout")]
     unscored = [a for a, st in (stages or {}).items() if st != "score"]
     rollouts: dict[tuple, tuple] = {}  # upstream options -> a universe's rollout profile
@@ -117,7 +124,7 @@ def count_work(universes: Iterable[Universe], stages: Mapping[str, str] | None =
         entries, replicates, per_transcript = profile
         judge, judge_inputs = _judge_inputs(u, shared)
         jd = judge_inputs["judge_inputs"]
-        judge_model[jd] = judge.model
+        judge_model[jd] = (judge.model, judge.api_base)
         samples = u.judge.samples
         rows = naive = 0
         for block, rd, size in entries:
@@ -131,19 +138,25 @@ def count_work(universes: Iterable[Universe], stages: Mapping[str, str] | None =
             done[before_scoring] = (rows, naive)
     out.units["case"] = sum(drafted.values())
     out.calls["case"] = out.units["case"]
-    out.cost["case"] = sum(estimate_cost(draft_model[inputs], n, *TOKENS["draft"]) for (inputs, _), n in drafted.items())
+    out.cost["case"] = sum(estimate_cost(draft_model[inputs][0], n, *TOKENS["draft"]) for (inputs, _), n in drafted.items())
+    for (inputs, _), n in drafted.items():
+        out._add(draft_model[inputs], n, TOKENS["draft"])
     out.units["transcript"], out.calls["transcript"], out.cost["transcript"] = 0, 0, 0.0
     for (_, rd), boxes in transcripts.items():
         n = _union_volume(boxes)
-        per, models = rollout_calls[rd]
+        per, endpoints, models = rollout_calls[rd]
         out.units["transcript"] += n
         out.calls["transcript"] += n * per
+        # As forecast does: each model of the rollout is priced for all its calls.
         out.cost["transcript"] += sum(estimate_cost(m, n * per, *TOKENS["rollout"]) for m in models)
+        for endpoint, calls in endpoints.items():
+            out._add(endpoint, n * calls, TOKENS["rollout"])
     out.units["judgment"], out.cost["judgment"] = 0, 0.0
     for (_, _, jd), boxes in judged.items():
         n = _union_volume(boxes)
         out.units["judgment"] += n
-        out.cost["judgment"] += estimate_cost(judge_model[jd], n, *TOKENS["judge"])
+        out.cost["judgment"] += estimate_cost(judge_model[jd][0], n, *TOKENS["judge"])
+        out._add(judge_model[jd], n, TOKENS["judge"])
     out.calls["judgment"] = out.units["judgment"]
     return out
 
@@ -161,8 +174,14 @@ def _rollout_profile(u: Any, shared: _Shared, drafted: dict, draft_model: dict, 
             if (system.name, possible) not in memo:
                 rd, configs = _rollout_inputs(u, system, possible, shared.templates["transcript"])
                 memo[(system.name, possible)] = rd
+                # A user and a system call per turn; one system call in a single turn.
+                system_end = (configs["system"].model, configs["system"].api_base)
+                endpoints = {system_end: 1 if not multi else u.rollout.max_turns}
+                if multi:
+                    user_end = (configs["user"].model, configs["user"].api_base)
+                    endpoints[user_end] = endpoints.get(user_end, 0) + u.rollout.max_turns
                 models = [configs["system"].model] + ([configs["user"].model] if multi else [])
-                rollout_calls[rd] = (per_transcript, models)
+                rollout_calls[rd] = (per_transcript, endpoints, models)
             entries.append((block, memo[(system.name, possible)], size))
     return entries, u.rollout.replicates, per_transcript
 
@@ -179,7 +198,7 @@ def _case_blocks(u: Any, shared: _Shared, drafted: dict, draft_model: dict) -> l
     generator = resolve_config(u.design.generator.to_model_config(), u)
     inputs = digest({"generator": _model_key(generator), "rubric": _rubric_key(u), "tools": u.design.tools,
                      "templates": shared.templates["case"]})
-    draft_model[inputs] = generator.model
+    draft_model[inputs] = (generator.model, generator.api_base)
     blocks = []
     for cell, count in case_counts(u):
         cell_key = digest(cell)

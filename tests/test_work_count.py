@@ -50,6 +50,8 @@ def counted(spec) -> dict:
     shortcut = count_work(universes, axis_stages(spec))
     assert (shortcut.units, shortcut.calls, shortcut.cost, shortcut.rows, shortcut.naive_calls) == \
         (count.units, count.calls, count.cost, count.rows, count.naive_calls)
+    # Every call is some provider's.
+    assert sum(count.calls_by_endpoint.values()) == sum(count.calls.values())
     return {**count.units, "rows": count.rows}
 
 
@@ -189,3 +191,37 @@ def test_the_default_cap_is_documented():
 
     readme = (ROOT / "README.md").read_text()
     assert f"{MAX_UNITS:,}" in readme and "--max-units" in readme
+
+
+def test_counted_cost_and_calls_per_provider_equal_the_forecast_of_listed_units(tmp_path):
+    # Priced hosted models (never called: nothing runs), so the cost is not 0.
+    document = tiny_spec_document(axes={
+        "judge": {"mini": {"judge.model": "openai/gpt-4o-mini"}, "big": {"judge.model": "openai/gpt-4o"}},
+        "turns": {"two": {}, "three": {"rollout.max_turns": 3}},
+    })
+    document["design"]["generator"] = {"model": "openai/gpt-4o-mini"}
+    document["systems"][0]["model"] = "openai/gpt-4o-mini"
+    document["rollout"]["user"]["model"] = "openai/gpt-4o-mini"
+    spec = mv.load_spec(write(tmp_path, document))
+    universes = expand(spec)
+    count = count_work(universes, axis_stages(spec))
+    listed_plan = forecast(spec, universes, build_work(spec, universes), _store(spec, tmp_path / "store"))
+    for stage, key in (("draft", "case"), ("rollout", "transcript"), ("judge", "judgment")):
+        assert listed_plan["stages"][stage]["calls"] == count.calls[key]
+        assert count.cost[key] == pytest.approx(listed_plan["stages"][stage]["cost"], rel=1e-12)
+    assert sum(count.cost.values()) > 0
+    # The rollout's system (atlas, priced) and user share one endpoint: 2 x turns calls per transcript.
+    work = build_work(spec, universes)
+    per_endpoint: dict = {}
+    for t in work.transcripts.values():
+        for role, n in (("system", t.max_turns), ("user", t.max_turns)):
+            config = t.configs[role]
+            per_endpoint[(config.model, config.api_base)] = per_endpoint.get((config.model, config.api_base), 0) + n
+    for c in work.cases.values():
+        if c.generator is not None:
+            key = (c.generator.model, c.generator.api_base)
+            per_endpoint[key] = per_endpoint.get(key, 0) + 1
+    for j in work.judge_calls.values():
+        key = (j.config.model, j.config.api_base)
+        per_endpoint[key] = per_endpoint.get(key, 0) + 1
+    assert count.calls_by_endpoint == per_endpoint
