@@ -215,3 +215,24 @@ def test_expand_count_of_a_sample(tmp_path):
     doc = json.loads(run_cli(["expand", spec, "--count", "--format", "json"]).ok())
     assert (doc["kept"], doc["sample"], doc["universes"]) == (9 * 10**8, 40, 40)
     assert "a sample of 40 universes" in run_cli(["expand", spec, "--count"]).ok()
+
+
+def test_a_grid_too_entangled_to_count_is_estimated_and_labelled_everywhere(tmp_path, monkeypatch):
+    # Rules that overlap past the walk's width are simulated by a width of zero.
+    import multiverse._spec.counting as counting
+
+    monkeypatch.setattr(counting, "MAX_STATES", 0)
+    exclude = [{"a0": "o1", "a1": "o1"}, {"a2": ["o1", "o2"]}]
+    spec = write(tmp_path / "whole", axes=huge_axes(8), exclude=exclude)
+    code, _, err = run_cli(["validate", spec])
+    assert code == 2 and "about" in err and "estimate" in err and "run a sample" in err, err
+    doc = json.loads(run_cli(["expand", spec, "--count", "--format", "json"]).ok())
+    truth = 10**8 - 10**6 - 2 * 10**7 + 2 * 10**5
+    assert doc["exact"] is False and doc["universes"] is None
+    assert doc["kept_low"] <= truth <= doc["kept_high"] and doc["kept_low"] <= doc["kept"] <= doc["kept_high"]
+    assert "not countable exactly" in run_cli(["expand", spec, "--count"]).ok()
+    # A sample of it is still drawn (by index, rejecting excluded universes).
+    sampled = load_spec(write(tmp_path / "sampled", axes=huge_axes(8), exclude=exclude, sample={"n": 20, "seed": 3}))
+    universes = expand(sampled)
+    assert len({u.id for u in universes}) == 20
+    assert not any(u.options["a2"] in ("o1", "o2") for u in universes)

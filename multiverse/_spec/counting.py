@@ -156,13 +156,13 @@ def _matches(rule: Mapping[str, Any], combo: Mapping[str, str]) -> bool:
 
 
 def count_kept(axes: Mapping[str, Sequence[str]], rules: Sequence[Mapping[str, Any]], *,
-               max_states: int = MAX_STATES, draws: int = ESTIMATE_DRAWS) -> GridCount:
+               max_states: int | None = None, draws: int = ESTIMATE_DRAWS) -> GridCount:
     """Combinations of ``axes`` (axis -> options) that no rule of ``rules`` (axis -> option or options) drops."""
     total = math.prod(len(options) for options in axes.values())
     if not rules:
         return GridCount(total, total)
     try:
-        layers = _Walk(axes, rules, max_states).layers()
+        layers = _Walk(axes, rules, MAX_STATES if max_states is None else max_states).layers()
     except _TooWide:
         return _estimate(axes, rules, total, draws)
     return GridCount(total, sum(layers[-1].values()))
@@ -191,8 +191,8 @@ class KeptGrid:
     """
 
     def __init__(self, axes: Mapping[str, Sequence[str]], rules: Sequence[Mapping[str, Any]], *,
-                 max_states: int = MAX_STATES):
-        self._walk = _Walk(axes, rules, max_states)
+                 max_states: int | None = None):
+        self._walk = _Walk(axes, rules, MAX_STATES if max_states is None else max_states)
         try:
             self._ways = self._walk.completions()
         except _TooWide:
