@@ -161,11 +161,19 @@ def _huge(spec: Spec, primary: dict | None, count: GridCount) -> list[dict]:
     problem = universes_problem(count.kept, transcripts_per_universe(spec) or 0)
     if problem:
         raise SpecError(where, "axes", problem)
-    return _kept(spec).combinations()
+    kept = _kept(spec)
+    if kept is None:
+        raise SpecError(where, "axes", f"{count.describe()}, but the exclusion rules overlap too much to list them; "
+                        "expected a sample of the grid (sample: {n: ...})")
+    return kept.combinations()
 
 
-def _kept(spec: Spec) -> KeptGrid:
-    return KeptGrid({a: list(o) for a, o in spec.axes.items()}, list(spec.exclude))
+def _kept(spec: Spec) -> KeptGrid | None:
+    """The kept universes, walkable; None when the rules overlap too much to keep the whole walk."""
+    try:
+        return KeptGrid({a: list(o) for a, o in spec.axes.items()}, list(spec.exclude))
+    except ValueError:
+        return None
 
 
 def _sample_by_index(spec: Spec, primary: dict | None, count: GridCount) -> list[dict]:
@@ -189,8 +197,8 @@ def _sample_by_index(spec: Spec, primary: dict | None, count: GridCount) -> list
     chosen = None
     if sample.method == "lhs":
         chosen = _latin_hypercube(spec, names, lambda row: not excluded(spec, dict(zip(names, row))), first, sample.n, rng)
-    if chosen is None and count.exact and count.kept < SPARSE_SHARE * count.combinations:
-        kept = _kept(spec)
+    kept = _kept(spec) if chosen is None and count.exact and count.kept < SPARSE_SHARE * count.combinations else None
+    if kept is not None:
         ranked: set[tuple] = {first} if first else set()
         while len(ranked) < sample.n:  # sample.n < count.kept (else every kept universe is listed)
             combo = kept.at(rng.randrange(kept.count))

@@ -236,3 +236,15 @@ def test_a_grid_too_entangled_to_count_is_estimated_and_labelled_everywhere(tmp_
     universes = expand(sampled)
     assert len({u.id for u in universes}) == 20
     assert not any(u.options["a2"] in ("o1", "o2") for u in universes)
+
+
+def test_kept_universes_too_entangled_to_walk_are_refused_in_one_line_not_crashed(tmp_path, monkeypatch):
+    # Counting keeps one layer of the walk; listing keeps them all. A width of 1 lets the
+    # count through (each layer has one state) but not the listing (nine layers).
+    import multiverse._spec.counting as counting
+
+    monkeypatch.setattr(counting, "MAX_STATES", 1)
+    spec = write(tmp_path, axes=huge_axes(8), exclude=[not_first(f"a{i}") for i in range(6)])
+    doc = json.loads(run_cli(["expand", spec, "--count", "--format", "json"]).ok())
+    assert doc["exact"] is True and doc["kept"] == 100
+    run_cli(["expand", spec]).refused("overlap too much to list", "sample")

@@ -105,9 +105,10 @@ class _Walk:
             return None
         return nxt
 
-    def layers(self) -> list[dict[int, int]]:
-        """Per axis, each alive-rule set reached and how many partial universes reach it."""
+    def layers(self, keep: bool = True) -> list[dict[int, int]]:
+        """Per axis, each alive-rule set reached and how many partial universes reach it (``keep=False``: the last only)."""
         layers = [{self.all_rules: 1}]
+        stored = 1
         for i in range(len(self.order)):
             nxt: dict[int, int] = {}
             for alive, ways in layers[-1].items():
@@ -115,9 +116,14 @@ class _Walk:
                     state = self.step(i, alive, kill)
                     if state is not None:
                         nxt[state] = nxt.get(state, 0) + ways * len(options)
-            if len(nxt) > self.max_states:
+            stored += len(nxt)
+            # Kept layers add up over the axes: bound them all, not only the widest.
+            if len(nxt) > self.max_states or (keep and stored > 4 * self.max_states):
                 raise _TooWide
-            layers.append(nxt)
+            if keep:
+                layers.append(nxt)
+            else:
+                layers[-1] = nxt
         return layers
 
     def completions(self) -> list[dict[int, int]]:
@@ -162,7 +168,7 @@ def count_kept(axes: Mapping[str, Sequence[str]], rules: Sequence[Mapping[str, A
     if not rules:
         return GridCount(total, total)
     try:
-        layers = _Walk(axes, rules, MAX_STATES if max_states is None else max_states).layers()
+        layers = _Walk(axes, rules, MAX_STATES if max_states is None else max_states).layers(keep=False)
     except _TooWide:
         return _estimate(axes, rules, total, draws)
     return GridCount(total, sum(layers[-1].values()))
