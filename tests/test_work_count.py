@@ -225,3 +225,12 @@ def test_counted_cost_and_calls_per_provider_equal_the_forecast_of_listed_units(
         key = (j.config.model, j.config.api_base)
         per_endpoint[key] = per_endpoint.get(key, 0) + 1
     assert count.calls_by_endpoint == per_endpoint
+
+
+@pytest.mark.parametrize("bad", [0, -3, True, 2.5, "100"])
+def test_a_bad_max_units_is_refused_by_name_before_anything_runs(tmp_path, bad):
+    spec = mv.load_spec(ROOT / "specs" / "demo.yaml")
+    with pytest.raises(InputError) as refused:
+        mv.run(spec, out=tmp_path / "run", store=tmp_path / "store", client=NoCalls(), max_units=bad)
+    assert refused.value.param == "max_units" and "max_units" in str(refused.value)
+    assert not (tmp_path / "store").exists()
