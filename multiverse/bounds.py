@@ -27,6 +27,7 @@ __all__ = [
     "MAX_FILE_BYTES",
     "MAX_NAME_LENGTH",
     "MAX_OPTIONS",
+    "MAX_UNITS",
     "MAX_UNIVERSES",
     "MAX_VERDICT_ROWS",
     "check_sizes",
@@ -43,6 +44,9 @@ MAX_FILE_BYTES = 5 * 1024 * 1024
 MAX_NAME_LENGTH = 100
 #: Universes one spec may expand into (after ``sample``); larger grids must be sampled.
 MAX_UNIVERSES = 100_000
+#: Unique work units (case drafts + transcripts + judge calls) ``run`` lists before asking
+#: (``max_units``) and ``plan`` reads from the store: each is at least one paid call.
+MAX_UNITS = 1_000_000
 #: Options over all axes: each is resolved on its own at validate (milliseconds apiece).
 MAX_OPTIONS = 2_000
 #: universes x systems x cases x replicates: the rows of the verdicts table.

@@ -21,19 +21,28 @@ from typing import Any
 from ._spec.axes import (
     ENUMERATE_LIMIT,
     combinations,
+    count_grid,
     excluded,
     grid_size,
     label,
     primary_options,
     strip_axes,
 )
+from ._spec.counting import GridCount, KeptGrid, decode
 from .bounds import transcripts_per_universe, universes_problem
 from .errors import SpecError
 from .keys import digest
 from .spec import Spec, apply_patch, resolve_document
 from .vocabulary import STAGES
 
-__all__ = ["ENUMERATE_LIMIT", "STAGES", "Universe", "apply_patch", "axis_stages", "expand", "grid_size", "path_stage"]
+__all__ = [
+    "ENUMERATE_LIMIT", "STAGES", "GridCount", "Universe", "apply_patch", "axis_stages", "count_grid", "expand", "grid_size",
+    "path_stage",
+]
+
+#: Below this share of kept universes a huge grid's random sample is drawn by rank among the
+#: kept ones: drawing indices of the whole grid would mostly hit excluded universes.
+SPARSE_SHARE = 0.01
 
 
 @dataclass(frozen=True)
@@ -73,32 +82,24 @@ def axis_stages(spec: Spec) -> dict[str, str]:
     return out
 
 
-def _decode(spec: Spec, index: int) -> dict[str, str]:
-    """The universe at ``index`` of the factorial, in ``combinations`` order (mixed radix, last axis fastest)."""
-    combo = {}
-    for axis in reversed(list(spec.axes)):
-        options = list(spec.axes[axis])
-        index, digit = divmod(index, len(options))
-        combo[axis] = options[digit]
-    return {axis: combo[axis] for axis in spec.axes}
-
-
 def expand(spec: Spec) -> list[Universe]:
     """The universes of ``spec``: factorial, minus exclusions, sampled if asked.
 
     The primary universe comes first when one is declared; the rest keep the
     order of the axes' options. A grid too large to list (more than
     ``ENUMERATE_LIMIT`` combinations) is never materialised: its sample is
-    drawn by index (see ``_sample_by_index``).
+    drawn by index (see ``_sample_by_index``), and without a sample (or with
+    one at least as large as what the exclusions keep) only its kept
+    universes are visited (``_spec.counting``).
     """
     primary = primary_options(spec)
     total = grid_size(spec)
-    if spec.sample is not None and total > ENUMERATE_LIMIT:
-        combos = _sample_by_index(spec, primary, total)
-    else:
+    if total <= ENUMERATE_LIMIT:
         combos = [c for c in combinations(spec) if not excluded(spec, c)]
         if spec.sample is not None and spec.sample.n < len(combos):
             combos = _sample(spec, combos, primary)
+    else:
+        combos = _huge(spec, primary, count_grid(spec))
     problem = universes_problem(len(combos), transcripts_per_universe(spec) or 0)
     if problem:
         raise SpecError(spec.path or "<spec>", "axes", problem)
@@ -148,15 +149,45 @@ def _sample(spec: Spec, combos: list[dict], primary: dict | None) -> list[dict]:
     return [c for c, v in zip(combos, valid) if v in keep]
 
 
-def _sample_by_index(spec: Spec, primary: dict | None, total: int) -> list[dict]:
+def _huge(spec: Spec, primary: dict | None, count: GridCount) -> list[dict]:
+    """The combinations of a grid too large to list: sampled by index, or its kept universes when they are few."""
+    where = spec.path or "<spec>"
+    if spec.sample is not None and (not count.exact or count.kept > spec.sample.n):
+        return _sample_by_index(spec, primary, count)
+    if not count.exact:
+        raise SpecError(where, "axes", f"{count.describe()}; expected a grid that can be listed (run a sample of it: sample: {{n: ...}})")
+    # Refused before any universe is listed (validate says the same; a spec loaded with
+    # cap_universes=False reaches here).
+    problem = universes_problem(count.kept, transcripts_per_universe(spec) or 0)
+    if problem:
+        raise SpecError(where, "axes", problem)
+    kept = _kept(spec)
+    if kept is None:
+        raise SpecError(where, "axes", f"{count.describe()}, but the exclusion rules overlap too much to list them; "
+                        "expected a sample of the grid (sample: {n: ...})")
+    return kept.combinations()
+
+
+def _kept(spec: Spec) -> KeptGrid | None:
+    """The kept universes, walkable; None when the rules overlap too much to keep the whole walk."""
+    try:
+        return KeptGrid({a: list(o) for a, o in spec.axes.items()}, list(spec.exclude))
+    except ValueError:
+        return None
+
+
+def _sample_by_index(spec: Spec, primary: dict | None, count: GridCount) -> list[dict]:
     """``sample.n`` universes of a grid too large to list, in constant memory per universe.
 
     ``random`` draws indices of the factorial uniformly (``rng.randrange``),
     decodes each as a mixed-radix number (one digit per axis) and rejects
-    excluded or repeated universes. ``lhs`` builds the Latin hypercube by
-    strata of each axis's options, exactly as for a listed grid, checking
-    exclusions row by row. Both depend only on the seed. The result is in
-    factorial (index) order, like a listed grid.
+    excluded or repeated universes; when the exclusions keep less than
+    ``SPARSE_SHARE`` of the grid (counted exactly), it draws ranks among the
+    kept universes instead (``KeptGrid.at``), which is as uniform and never
+    runs out of tries. ``lhs`` builds the Latin hypercube by strata of each
+    axis's options, exactly as for a listed grid, checking exclusions row by
+    row. All depend only on the seed. The result is in factorial (index)
+    order, like a listed grid.
     """
     sample = spec.sample
     assert sample is not None  # called only when the spec asks for a sample
@@ -166,7 +197,16 @@ def _sample_by_index(spec: Spec, primary: dict | None, total: int) -> list[dict]
     chosen = None
     if sample.method == "lhs":
         chosen = _latin_hypercube(spec, names, lambda row: not excluded(spec, dict(zip(names, row))), first, sample.n, rng)
+    kept = _kept(spec) if chosen is None and count.exact and count.kept < SPARSE_SHARE * count.combinations else None
+    if kept is not None:
+        ranked: set[tuple] = {first} if first else set()
+        while len(ranked) < sample.n:  # sample.n < count.kept (else every kept universe is listed)
+            combo = kept.at(rng.randrange(kept.count))
+            ranked.add(tuple(combo[a] for a in names))
+        chosen = list(ranked)
     if chosen is None:
+        total = count.combinations
+        axes = {a: list(o) for a, o in spec.axes.items()}
         picked: set[tuple] = {first} if first else set()
         tries = 0
         while len(picked) < sample.n:
@@ -174,7 +214,7 @@ def _sample_by_index(spec: Spec, primary: dict | None, total: int) -> list[dict]
             if tries > 100 * sample.n + 10_000:
                 raise SpecError(spec.path or "<spec>", "sample", f"found only {len(picked)} universes the exclusions keep "
                                 f"after {tries - 1:,} random draws; expected sample.n = {sample.n} of them (fewer exclusions or a smaller n)")
-            combo = _decode(spec, rng.randrange(total))
+            combo = decode(axes, rng.randrange(total))
             if not excluded(spec, combo):
                 picked.add(tuple(combo[a] for a in names))
         chosen = list(picked)

@@ -23,10 +23,11 @@ from typing import Any, cast
 import pandas as pd
 
 from . import interrupt
+from .bounds import MAX_UNITS
 from .client import CredentialCheck, ModelClient
 from .errors import InputError, ModelError, SpecError, StoreError
 from .executor import DaskSession, Executor
-from .grid import expand
+from .grid import axis_stages, expand
 from .lease import Lease
 from .records import SHAPES, CaseRecord, JudgmentRecord, Records, TranscriptRecord
 from .results import Results
@@ -59,15 +60,23 @@ def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None, jobs: in
     """Per stage: unique work units (stored, failed, blocked, to compute), their model calls, and estimated cost;
     ``wall``: at least how long the calls take at ``jobs`` under the spec's ``rate_limits``.
 
-    Nothing is called and nothing is written (``multiverse.forecast``).
+    Nothing is called and nothing is written (``multiverse.forecast``). A
+    grid of more than ``bounds.MAX_UNITS`` units is counted from its stage
+    configurations without listing them or reading the store
+    (``multiverse.workcount``): stored, failed, blocked and to compute are
+    then ``None``.
     """
     from .forecast import forecast
+    from .workcount import count_work, counted_plan
 
     _require_rubric(spec)
     universes = expand(spec)
-    work = build_work(spec, universes)
     st = _store(spec, store)
     check_store_path(st.root, write=False)
+    count = count_work(universes, axis_stages(spec))
+    if count.total > MAX_UNITS:
+        return counted_plan(spec, universes, count, cap=MAX_UNITS)
+    work = build_work(spec, universes)
     return forecast(spec, universes, work, st, jobs=jobs)
 
 
@@ -94,6 +103,7 @@ def run(
     write: bool = True,
     backend: str = "local",
     scheduler: str | Any | None = None,
+    max_units: int | None = MAX_UNITS,
 ) -> Results:
     """Run every universe of ``spec`` and write the run directory.
 
@@ -106,7 +116,10 @@ def run(
     is split evenly among the workers. ``backend="dask"`` sends the units to
     the Dask scheduler at ``scheduler`` (an address, a ``distributed.Client``,
     or None for a local cluster of one worker per core); every worker must see
-    the store directory.
+    the store directory. A grid of more than ``max_units`` unique work
+    units (case drafts, transcripts and judge calls, counted without listing
+    them) is refused before anything is listed or called; ``max_units=None``
+    lifts the cap.
     """
     started = time.time()
     _require_rubric(spec)
@@ -122,7 +135,10 @@ def run(
         # Each worker paces only its own calls: together they would exceed the declared limits.
         raise InputError("backend: 'dask' does not keep the spec's rate_limits (each worker paces its own calls); "
                          "run locally, or remove rate_limits", param="backend")
+    if max_units is not None and (isinstance(max_units, bool) or not isinstance(max_units, int) or max_units < 1):
+        raise InputError(f"max_units: expected a whole number >= 1 or None, got {max_units!r}", param="max_units")
     universes = expand(spec)
+    _check_units(spec, universes, max_units)
     work = build_work(spec, universes)
     st = _store(spec, store)
     out_dir = Path(out) if out is not None else default_run_dir(spec)
@@ -160,6 +176,18 @@ def _worker_pool(backend: str, st: Store, jobs: int, budget: float | None, rate_
     from .processes import WorkerPool
 
     return WorkerPool(str(st.root), jobs, budget=budget, rate_limits=rate_limits)
+
+
+def _check_units(spec: Spec, universes: list, max_units: int | None) -> None:
+    """Refuse, before anything is listed or called, a grid of more work units than the cap."""
+    if max_units is None:
+        return
+    from .workcount import count_work
+
+    count = count_work(universes, axis_stages(spec))
+    if count.total > max_units:
+        raise InputError(f"the grid needs {count.describe()}; expected at most `max_units` = {max_units:,} "
+                         "(each unit is a paid model call or more: raise `max_units` to run it anyway)", param="max_units")
 
 
 def _run_stages(work: Work, st: Store, client: ModelClient, executor: Executor, lease: Lease | None = None) -> Records:

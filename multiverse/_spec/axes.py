@@ -22,6 +22,7 @@ from ..bounds import (
 from ..errors import SpecError
 from ..keys import digest
 from .checks import MINIMA
+from .counting import GridCount, count_kept
 from .models import Spec
 from .problems import Problems, resolve_path
 
@@ -32,6 +33,7 @@ __all__ = [
     "check_axes",
     "check_patch_path",
     "combinations",
+    "count_grid",
     "excluded",
     "grid_size",
     "label",
@@ -39,7 +41,7 @@ __all__ = [
     "strip_axes",
 ]
 
-#: Grids up to this many combinations are listed (and exclusions counted exactly); larger ones are sampled by index.
+#: Grids up to this many combinations are listed; larger ones are sampled by index, or only their kept universes visited.
 ENUMERATE_LIMIT = MAX_UNIVERSES
 
 #: Top-level fields that are not measurement choices: an axis may not patch them.
@@ -92,6 +94,11 @@ def grid_size(spec: Spec) -> int:
     return math.prod(len(options) for options in spec.axes.values())
 
 
+def count_grid(spec: Spec) -> GridCount:
+    """How many universes the exclusions keep, without listing the grid (``_spec.counting``)."""
+    return count_kept({a: list(options) for a, options in spec.axes.items()}, list(spec.exclude))
+
+
 def combinations(spec: Spec) -> Iterator[dict[str, str]]:
     """Every combination of one option per axis, the last axis fastest."""
     names = list(spec.axes)
@@ -127,12 +134,13 @@ def label(options: Mapping[str, str]) -> str:
     return " · ".join(f"{a}={o}" for a, o in options.items()) or "base"
 
 
-def check_axes(spec: Spec, problems: Problems, resolve: Callable[[dict], Spec]) -> None:
+def check_axes(spec: Spec, problems: Problems, resolve: Callable[[dict], Spec], *, cap: bool = True) -> None:
     """Validate axes, exclusions, sampling and the primary against ``spec``.
 
     ``resolve`` builds and checks the spec of a patched document (raising
     ``SpecError``): every option must make a valid spec that differs from its
-    axis's other options.
+    axis's other options. ``cap=False`` leaves out the cap on universes per
+    run (``expand --count`` counts a grid too large to run).
     """
     document = spec.document or {}
     n_options = sum(len(options) for options in spec.axes.values())
@@ -166,7 +174,7 @@ def check_axes(spec: Spec, problems: Problems, resolve: Callable[[dict], Spec]) 
         problems.add("sample.n", f"expected an integer >= {MINIMA['sample.n']}, got {spec.sample.n}")
     if problems:
         return
-    _check_grid(spec, problems)
+    _check_grid(spec, problems, cap=cap)
 
 
 def _check_options_differ(spec: Spec, problems: Problems, resolve: Callable[[dict], Spec]) -> None:
@@ -185,20 +193,21 @@ def _check_options_differ(spec: Spec, problems: Problems, resolve: Callable[[dic
             resolved.setdefault(key, option)
 
 
-def _check_grid(spec: Spec, problems: Problems) -> None:
+def _check_grid(spec: Spec, problems: Problems, *, cap: bool = True) -> None:
     primary = primary_options(spec)
     if primary is not None and excluded(spec, primary):
         problems.add("primary", f"{label(primary)} is excluded; expected a universe of the grid")
         return
-    total = grid_size(spec)
-    if total <= ENUMERATE_LIMIT:
-        kept = sum(1 for c in combinations(spec) if not excluded(spec, c))
-        if not kept:
-            problems.add("exclude", f"the exclusions remove all {total} universes; expected at least one to remain")
-            return
-    else:
-        kept = total  # an upper bound: counting exactly would walk the whole grid
-    n = min(kept, spec.sample.n) if spec.sample is not None else kept
+    count = count_grid(spec)
+    if count.exact and not count.kept:
+        problems.add("exclude", f"the exclusions remove all {count.combinations:,} universes; expected at least one to remain")
+        return
+    if not cap:
+        return
+    if spec.sample is None and not count.exact:
+        problems.add("axes", f"{count.describe()}; expected a grid that can be listed (run a sample of it: sample: {{n: ...}})")
+        return
+    n = min(count.kept, spec.sample.n) if spec.sample is not None else count.kept
     wrong = universes_problem(n, transcripts_per_universe(spec) or 0)
     if wrong:
         problems.add("sample" if spec.sample is not None else "axes", wrong)

@@ -27,18 +27,21 @@ __all__ = ["load_cases", "load_spec", "parse_spec", "resolve_document", "spec_sc
 M = TypeVar("M", bound=BaseModel)
 
 
-def load_spec(path: str | os.PathLike) -> Spec:
+def load_spec(path: str | os.PathLike, *, cap_universes: bool = True) -> Spec:
     """Load, resolve and validate a spec file.
 
     The rubric and cases may be paths relative to the spec. Raises ``SpecError``
     with every problem in ``.problems`` (the first one is the message).
+    ``cap_universes=False`` accepts a grid with more universes than a run may
+    have (``bounds.MAX_UNIVERSES``), to count it; ``expand`` still refuses to list it.
     """
     path = Path(path)
     document, lines = load_yaml(path)
-    return parse_spec(document, path=path, lines=lines)
+    return parse_spec(document, path=path, lines=lines, cap_universes=cap_universes)
 
 
-def parse_spec(document: Any, *, path: Path | None = None, lines: Mapping[str, int] | None = None) -> Spec:
+def parse_spec(document: Any, *, path: Path | None = None, lines: Mapping[str, int] | None = None,
+               cap_universes: bool = True) -> Spec:
     """Validate an already-parsed spec document (see ``load_spec``)."""
     file = path if path is not None else "<spec>"
     if not isinstance(document, dict):
@@ -51,7 +54,7 @@ def parse_spec(document: Any, *, path: Path | None = None, lines: Mapping[str, i
         document["rubric"] = rubric_doc
     spec = resolve_document(document, path=path, lines=lines)
     problems = Problems(lines)
-    check_axes(spec, problems, lambda patched: resolve_document(patched, path=path))
+    check_axes(spec, problems, lambda patched: resolve_document(patched, path=path), cap=cap_universes)
     _raise(file, problems)
     return spec
 

@@ -29,6 +29,8 @@ def cmd_validate(args) -> int:
 def cmd_expand(args) -> int:
     from .. import expand, load_spec
 
+    if args.count:
+        return _print_count(args)
     spec = load_spec(args.spec)
     universes = expand(spec)
     axes = list(spec.axes)
@@ -52,6 +54,39 @@ def cmd_expand(args) -> int:
     return 0
 
 
+def _print_count(args) -> int:
+    """How many universes the spec's grid makes: counted, never listed, so it works on any size."""
+    from .. import load_spec
+    from ..bounds import MAX_UNIVERSES
+    from ..grid import count_grid
+
+    spec = load_spec(args.spec, cap_universes=False)
+    count = count_grid(spec)
+    n = spec.sample.n if spec.sample is not None else None
+    if n is not None:
+        universes: int | None = min(n, count.kept) if count.exact else n
+    else:
+        universes = count.kept if count.exact else None
+    doc = {"combinations": count.combinations, "kept": count.kept, "exact": count.exact,
+           "kept_low": count.low if not count.exact else count.kept, "kept_high": count.high if not count.exact else count.kept,
+           "sample": n, "universes": universes, "max_universes": MAX_UNIVERSES}
+    if args.format == "json":
+        print(json.dumps(doc, indent=2))
+        return 0
+    if args.format == "csv":
+        print(",".join(doc))
+        print(",".join("" if v is None else str(v).lower() if isinstance(v, bool) else str(v) for v in doc.values()))
+        return 0
+    if universes is not None and universes <= MAX_UNIVERSES:
+        how = f"a sample of {universes:,} universes" if n is not None and universes < count.kept else f"{universes:,} universes"
+    elif universes is not None:
+        how = f"more universes than a run may have (at most {MAX_UNIVERSES:,}): run a sample of the grid, sample: {{n: ...}}"
+    else:
+        how = "not countable exactly, so not listable: run a sample of the grid, sample: {n: ...}"
+    print(f"{count.describe()}; {how}")
+    return 0
+
+
 def cmd_plan(args) -> int:
     from .. import load_spec, plan
 
@@ -68,8 +103,10 @@ def cmd_plan(args) -> int:
     print()
     rows = [["stage", "unique work", "stored", "failed", "blocked", "to compute", "calls to make", "est. cost (USD)"]]
     for name, stage in result["stages"].items():
-        rows.append([name, stage["units"], stage["stored"], stage["failed"], stage["blocked"], stage["to_compute"],
-                     stage["calls_to_make"], f"{stage['cost']:.4f}"])
+        # None: a grid counted, not listed, whose store was not read (see the notes).
+        rows.append([name, *("?" if stage[k] is None else stage[k] for k in ("units", "stored", "failed", "blocked",
+                                                                              "to_compute", "calls_to_make")),
+                     f"{stage['cost']:.4f}"])
     print_table(rows)
     print("unique work = stored + failed + blocked + to compute (work units; failed ones are stored results, "
           "blocked ones wait on a failed unit and are never run)")
@@ -108,6 +145,7 @@ def _run_and_say(spec, args, out):
     result = run(
         spec, out=out, store=args.store, jobs=args.jobs, budget=args.budget, progress=False if args.quiet else None,
         backend=getattr(args, "backend", "local"), scheduler=getattr(args, "scheduler", None),
+        **({"max_units": args.max_units} if getattr(args, "max_units", None) is not None else {}),
     )
     m = result.manifest
     print(f"{len(m['universes'])} universes x {len(spec.systems)} systems in {m['seconds']:.1f} s")

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..bounds import MAX_UNITS
+
 __all__ = ["MAX_BOOT", "MAX_JOBS", "build_parser"]
 
 EPILOG = """\
@@ -53,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("expand", "list the universes a spec's axes expand into")
     p.add_argument("spec", type=Path)
     p.add_argument("--format", choices=("table", "json", "csv"), default="table", help="output format (default: table)")
+    p.add_argument("--count", action="store_true",
+                   help="only count the universes (after exclusions and sample), without listing them: works on grids of any size")
 
     p = command(
         "plan",
@@ -84,6 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=("local", "processes", "dask"), default="local",
                    help="where model calls run: this process (default), one worker process per core "
                         "(for many concurrent calls: --jobs 32 and up), or a Dask cluster")
+    p.add_argument("--max-units", type=_count(1), metavar="N",
+                   help=f"refuse a grid of more than N unique work units (case drafts, transcripts, judge calls), "
+                        f"counted before anything runs (default: {MAX_UNITS:,})")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 (default with --backend dask: a local cluster)")
 

@@ -1,11 +1,12 @@
 """Benchmark against a peer: the ``specification_curve`` package (PyPI).
 
 Not collected by pytest (no test functions). Needs the peer, which is NOT a
-dependency of multiverse; install it only to run this benchmark:
+dependency of multiverse; install it only to run this benchmark, anywhere
+you like (``--peer-path`` puts that folder on ``sys.path`` for this script only):
 
-    pip install specification_curve
-    python tests/bench/bench_peer.py                      # peer 100 resamples, ours 1000
-    python tests/bench/bench_peer.py --peer-boot 200 --boot 2000 --peer-example-boot 1
+    pip install --target /tmp/peer specification_curve
+    python tests/bench/bench_peer.py --peer-path /tmp/peer              # both tools 100 resamples
+    python tests/bench/bench_peer.py --peer-path /tmp/peer --boot 200 --peer-example-boot 1
 
 Without the package it prints a message and exits 0.
 
@@ -51,9 +52,16 @@ null quantiles against ours, obtained from our ``joint_rate_test`` on each
 universe alone (a one-universe curve's null band is that universe's null
 distribution), judged against the Monte Carlo error of the quantiles.
 
-Time: the peer's ``fit`` + ``fit_null`` against ours: building the verdicts
-table from the rows + ``case_matrix`` + ``spec_curve`` + ``joint_rate_test``,
-with at least as many resamples for ours.
+Time, like for like: both tools go from the same rows to the same output,
+the per-specification estimates and per-specification null quantiles
+(2.5/50/97.5%), at the same number of resamples (``--boot``). The peer:
+``fit`` + ``fit_null(n_boot=B, f_sample=1.0)`` (its ``null_df``). Ours:
+building the verdicts table from the rows + ``case_matrix`` + ``spec_curve``
++ one ``joint_rate_test`` (B draws) per universe alone, whose one-row band
+is that universe's null quantiles (our public API has no per-specification
+null table; the joint test's band is of the sorted curve). Our joint test
+over all universes at once (the curve's own inference, a different output)
+is timed beside it, for scale only.
 """
 
 from __future__ import annotations
@@ -185,13 +193,21 @@ def part2(peer, data, peer_boot: int, boot: int, tolerance: float) -> dict:
           f"{len(OUTCOMES) * len(Z_CUTOFFS)} universes; case = one of the {len(data)} rows; "
           f"label 'compliant' = outcome > cutoff; null: rate = {T0} in every universe")
 
-    # Ours, timed from the peer's input (the DataFrame of rows) to the joint test.
+    axes = ["outcome", "cutoff"]
+    names = [f"{outcome}>{z:+g}sd" for outcome in OUTCOMES for z in Z_CUTOFFS]
+
+    # Ours, timed from the peer's input (the DataFrame of rows) to per-specification null quantiles.
     t = time.perf_counter()
     verdicts, labels = mapped_verdicts(data)
-    matrix = case_matrix(verdicts, axes=["outcome", "cutoff"])
-    curve = spec_curve(matrix, axes=["outcome", "cutoff"])
-    test = joint_rate_test(matrix, system="example", threshold=T0, boot=boot, seed=0)
+    matrix = case_matrix(verdicts, axes=axes)
+    curve = spec_curve(matrix, axes=axes)
+    bands = {name: joint_rate_test(verdicts[verdicts["universe_id"] == name], axes=axes, system="example",
+                                   threshold=T0, boot=boot, seed=1).band.iloc[0] for name in names}
     ours = time.perf_counter() - t
+    # For scale only: the curve's own joint test over every universe at once (a different output).
+    t = time.perf_counter()
+    test = joint_rate_test(matrix, system="example", threshold=T0, boot=boot, seed=0)
+    ours_joint = time.perf_counter() - t
 
     # The peer: label - t0 regressed on a constant column.
     frame = pd.DataFrame({name: flags.astype(float) - T0 for name, flags in labels.items()})
@@ -209,7 +225,6 @@ def part2(peer, data, peer_boot: int, boot: int, tolerance: float) -> dict:
     theirs = sc.df_r.set_index("y_endog")["Coefficient"]
     rate = curve.set_index("universe_id")["rate"]
     effect = test.effects.set_index("universe_id")["effect"]
-    names = list(labels)
     est = pd.DataFrame({
         "peer coefficient": theirs.reindex(names).to_numpy(),
         "ours rate - t0": rate.reindex(names).to_numpy() - T0,
@@ -226,9 +241,7 @@ def part2(peer, data, peer_boot: int, boot: int, tolerance: float) -> dict:
     peer_q.index = [sc.df_r.loc[i, "y_endog"] for i in peer_q.index]
     rows = []
     for name in names:
-        one = joint_rate_test(verdicts[verdicts["universe_id"] == name], axes=["outcome", "cutoff"],
-                              system="example", threshold=T0, boot=boot, seed=1)
-        band = one.band.iloc[0]
+        band = bands[name]
         p = rate[name]
         sd = np.sqrt(p * (1 - p) / len(data))  # the bootstrap sd of a rate
         rows.append({"universe": name, "sd": sd,
@@ -254,34 +267,39 @@ def part2(peer, data, peer_boot: int, boot: int, tolerance: float) -> dict:
     print("\njoint inference, as each tool reports it (different statistics: not compared):")
     print("peer (t-tests of its per-spec null medians, pingouin):")
     print("  " + sc.null_stats_summary.to_string().replace("\n", "\n  "))
-    print(f"ours (centred case bootstrap, B={boot}, joint over {test.n_universes} universes):")
+    print(f"ours (latent case-effect null, B={boot}, joint over {test.n_universes} universes):")
     for name in ("median_effect", "n_significant", "stouffer_z"):
         print(f"  {name:<14} observed {test.observed[name]:+.4g}   p = {test.p[name]:.4g}")
 
-    print(f"\ntime: peer fit {peer_fit:.3f} s + fit_null(n_boot={peer_boot}, f_sample=1.0) {peer_null:.2f} s "
-          f"= {peer_seconds:.2f} s; ours (table + case_matrix + spec_curve + joint_rate_test B={boot}) {ours:.3f} s")
-    per_peer, per_ours = peer_null / peer_boot, max(ours, 1e-9) / boot
-    print(f"ratio peer / ours: {peer_seconds / max(ours, 1e-9):,.0f}x overall; per null resample "
-          f"{per_peer * 1e3:.2f} ms vs {per_ours * 1e3:.4f} ms ({per_peer / per_ours:,.0f}x)")
+    print(f"\ntime, from the rows to per-specification estimates and null quantiles, {boot} resamples each:")
+    print(f"  peer: fit {peer_fit:.3f} s + fit_null(n_boot={peer_boot}, f_sample=1.0) {peer_null:.2f} s = {peer_seconds:.2f} s")
+    print(f"  ours: table + case_matrix + spec_curve + {len(names)} one-universe joint_rate_test(boot={boot}) = {ours:.3f} s")
+    print(f"  ratio peer / ours: {peer_seconds / max(ours, 1e-9):,.0f}x")
+    print(f"  (for scale, a different output: our joint test over all {len(names)} universes at once, boot={boot}: "
+          f"{ours_joint:.3f} s)")
     return {"estimate_diff": max(diff, diff_effect), "null_worst": worst,
-            "ratio": peer_seconds / max(ours, 1e-9), "boot_ok": boot >= peer_boot}
+            "ratio": peer_seconds / max(ours, 1e-9), "boot_ok": boot == peer_boot, "peer_seconds": peer_seconds,
+            "ours_seconds": ours, "ours_joint_seconds": ours_joint}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--peer-boot", type=int, default=100, help="peer null resamples on the mapped curve (default 100)")
-    parser.add_argument("--boot", type=int, default=1000, help="our null resamples (default 1000; at least --peer-boot)")
+    parser.add_argument("--boot", type=int, default=100, help="null resamples of both tools on the mapped curve (default 100)")
+    parser.add_argument("--peer-path", type=Path, help="a folder holding the peer (pip install --target DIR "
+                        "specification_curve), put on sys.path for this script only")
     parser.add_argument("--peer-example-boot", type=int, default=1,
                         help="peer null resamples on its own example, to time it (default 1; 0 skips; ~40 s each)")
     parser.add_argument("--tolerance", type=float, default=4.0,
                         help="allowed null-quantile gap in Monte Carlo standard errors (default 4)")
     args = parser.parse_args()
+    if args.peer_path:
+        sys.path.append(str(args.peer_path.resolve()))
     _header()
     try:
         peer, notes = _import_peer()
     except ImportError as exc:
         print(f"the peer package 'specification_curve' is not installed ({exc}); it is not a multiverse "
-              "dependency. To run this benchmark: pip install specification_curve")
+              "dependency. To run this benchmark: pip install --target /tmp/peer specification_curve, then --peer-path /tmp/peer")
         return 0
     import pandas as pd
     import statsmodels
@@ -291,15 +309,15 @@ def main() -> int:
     for line in ([note] if note else []) + notes:
         print(f"note: {line}")
     part1(peer, data, args.peer_example_boot)
-    result = part2(peer, data, args.peer_boot, args.boot, args.tolerance)
+    result = part2(peer, data, args.boot, args.boot, args.tolerance)
 
     print()
     targets = [
         ("per-specification estimates agree (|diff| <= 1e-9)", result["estimate_diff"] <= 1e-9,
          f"max |diff| {result['estimate_diff']:.1e}"),
-        ("null quantiles agree within the Monte Carlo tolerance", result["null_worst"] <= 1.0,
-         f"worst gap {result['null_worst']:.2f} of allowed"),
-        ("ours uses at least as many resamples", result["boot_ok"], f"ours {args.boot}, peer {args.peer_boot}"),
+        ("null quantiles agree within the Monte Carlo tolerance (not expected: the nulls differ by design since "
+         "issue 12, see the docstring)", result["null_worst"] <= 1.0, f"worst gap {result['null_worst']:.2f} of allowed"),
+        ("equal resamples", result["boot_ok"], f"{args.boot} each"),
         ("ours at least 10x faster", result["ratio"] >= 10, f"{result['ratio']:,.0f}x"),
     ]
     for name, ok, detail in targets:
