@@ -115,8 +115,11 @@ def run(
     out_dir = Path(out) if out is not None else default_run_dir(spec)
     check_store_path(st.root, out=out_dir if write else None)
     from .breaker import Breaker
+    from .requestcache import RequestCache
 
-    client = Breaker(_default_client(client, jobs, budget))  # a model that fails every call the same way stops the run, not every unit
+    # A model that fails every call the same way stops the run, not every unit; a request
+    # already answered (by this run, an earlier one or a concurrent one) is never sent again.
+    client = RequestCache(Breaker(_default_client(client, jobs, budget)), st)
     if progress is None:
         progress = sys.stderr.isatty()
     with interrupt.stopping_on_signals(), Lease(st.open().root) as lease, DaskSession(backend, scheduler, jobs) as dask_client:
@@ -222,11 +225,12 @@ def draft(
     ``run`` would (same keys, same store), so drafting first costs nothing
     extra. Returns the files written.
     """
+    from .requestcache import RequestCache
     from .stages.draft import draft_rubric, write_drafts
 
     st = _store(spec, store)
     check_store_path(st.root)
-    client = _default_client(client, jobs)
+    client = RequestCache(_default_client(client, jobs), st)
     if progress is None:
         progress = sys.stderr.isatty()
     generator = resolve_config(spec.design.generator.to_model_config(), spec)
