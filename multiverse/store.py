@@ -321,7 +321,15 @@ class Store:
         if not self._opened:
             self.open()
         self._check_root()
-        os.makedirs(directory, exist_ok=True)
+        # <stage>/<shard> one level at a time, never makedirs: a root removed meanwhile must stay removed.
+        for path in (os.path.dirname(directory), directory):
+            try:
+                os.mkdir(path)
+            except FileExistsError:
+                pass
+            except FileNotFoundError:
+                self._check_root()
+                raise
 
     def _publish(self, tmp: str, final: str) -> bool:
         if self._can_link:
