@@ -122,7 +122,8 @@ def run(
     client = RequestCache(Breaker(_default_client(client, jobs, budget)), st)
     if progress is None:
         progress = sys.stderr.isatty()
-    with interrupt.stopping_on_signals(), Lease(st.open().root) as lease, DaskSession(backend, scheduler, jobs) as dask_client:
+    with interrupt.stopping_on_signals(), Lease(st.open().root) as lease, client, \
+            DaskSession(backend, scheduler, jobs) as dask_client:
         executor = Executor(st, client, jobs=jobs, progress=progress, backend=backend, dask_client=dask_client)
         records = _run_stages(work, st, client, executor, lease)
         interrupt.check("after the last call, before the tables were written")
@@ -230,14 +231,16 @@ def draft(
 
     st = _store(spec, store)
     check_store_path(st.root)
-    client = RequestCache(_default_client(client, jobs), st)
+    model_client = _default_client(client, jobs)
+    # Cases are units of the run and share its request store; a rubric draft asked for again is asked anew.
+    client = RequestCache(model_client, st)
     if progress is None:
         progress = sys.stderr.isatty()
     generator = resolve_config(spec.design.generator.to_model_config(), spec)
     drafted_rubric = None
     if rubric or not spec.rubric.criteria:
         _check_credentials(client, [generator])
-        drafted_rubric = draft_rubric(client, spec, generator, seed=spec.rollout.seed)
+        drafted_rubric = draft_rubric(model_client, spec, generator, seed=spec.rollout.seed)
         drafted_rubric.pop("completion", None)
     if drafted_rubric is not None:
         # Cases are drafted per criterion: they wait until the rubric is reviewed and referenced.
@@ -248,7 +251,7 @@ def draft(
     pending = [u for u in units if u.key not in have]
     _check_credentials(client, [u.generator for u in pending])
     executor = Executor(st, client, jobs=jobs, progress=progress)
-    with interrupt.stopping_on_signals(), Lease(st.open().root):
+    with interrupt.stopping_on_signals(), Lease(st.open().root), client:
         executor.run("case", pending)
     records = st.get_many("case", [u.key for u in units])
     if executor.failures.get("case"):

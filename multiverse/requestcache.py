@@ -130,6 +130,9 @@ class RequestCache:
         self.store = store
         self._lock = threading.Lock()
         self._flights: dict[str, _Flight] = {}
+        # Keys whose store claim this instance holds; the lock makes "not stopping, so claim" one step.
+        self._held: set[str] = set()
+        self._claims = threading.Lock()
         self.sent = 0
         self.stored_answers = 0
         self.shared = 0
@@ -138,6 +141,22 @@ class RequestCache:
         if name == "client":  # not set yet (unpickling): no recursion
             raise AttributeError(name)
         return getattr(self.client, name)
+
+    def __enter__(self) -> RequestCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release_all()
+
+    def release_all(self) -> None:
+        """Release every claim still held (a run leaving on a signal: its threads may never get to it)."""
+        with interrupt.signals_held():
+            while True:
+                with self._claims:
+                    if not self._held:
+                        return
+                    key = self._held.pop()
+                self.store.release(STAGE, key)
 
     @property
     def reused(self) -> int:
@@ -183,7 +202,7 @@ class RequestCache:
         stored = self._stored(key)
         if stored is not None:
             return stored
-        while not self.store.claim(STAGE, key):
+        while not self._claim(key):
             # Another run is sending this very request: wait for its answer rather than pay twice.
             while self.store.claimed(STAGE, key) and not self.store.has(STAGE, key):
                 interrupt.sleep(_POLL)
@@ -205,7 +224,19 @@ class RequestCache:
                     completion = _answer(kept, paid=completion)
             return completion
         finally:
-            self.store.release(STAGE, key)
+            with self._claims:
+                held = key in self._held
+                self._held.discard(key)
+            if held:
+                self.store.release(STAGE, key)
+
+    def _claim(self, key: str) -> bool:
+        with self._claims:
+            interrupt.check()  # after a stop no request is claimed, let alone sent
+            if not self.store.claim(STAGE, key):
+                return False
+            self._held.add(key)
+            return True
 
     def _stored(self, key: str) -> Completion | None:
         record = self.store.get(STAGE, key)
