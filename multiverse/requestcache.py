@@ -216,7 +216,8 @@ class RequestCache:
             with self._lock:
                 self.sent += 1
             completion = self.client.complete(config, messages, **kwargs)
-            if not self.store.put(STAGE, key, _record(config, completion)):
+            # Not fsynced: an answer lost in a power cut is only asked again.
+            if not self.store.put(STAGE, key, _record(config, completion), durable=False):
                 # Another run stored this request first: every unit is served the one stored answer
                 # (this call was still sent and paid for).
                 kept = self.store.get(STAGE, key)

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from conftest import tiny_spec_document
 from fakeserver import FakeServer
-from transport import SimTransportLog
+from transport import SimTransportLog, Uncached
 
 import multiverse.requestcache as requestcache
 from multiverse import credentials
@@ -253,7 +253,7 @@ def runs(tmp_path_factory):
         out["again"] = log.summary(mark)
         mark = log.mark()
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(requestcache, "RequestCache", lambda client, store: client)
+            patch.setattr(requestcache, "RequestCache", Uncached)
             result = run(spec, store=root / "uncached", out=root / "run-uncached", progress=False, jobs=4)
         out["uncached"] = (result, log.summary(mark))
     return spec, root, out

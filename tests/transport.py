@@ -18,7 +18,26 @@ import threading
 from collections import Counter
 from typing import Any
 
-__all__ = ["SimTransportLog", "body_digest"]
+__all__ = ["SimTransportLog", "Uncached", "body_digest"]
+
+
+class Uncached:
+    """Stands in for ``multiverse.requestcache.RequestCache`` to run as before it: every call is sent."""
+
+    def __init__(self, client: Any, store: Any) -> None:
+        self.client = client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def complete(self, config: Any, messages: list, **kwargs: Any) -> Any:
+        return self.client.complete(config, messages, **kwargs)
 
 
 def body_digest(body: Any) -> str:
