@@ -411,6 +411,7 @@ def test_concurrent_runs_on_overlapping_grids_share_one_consistent_store(tmp_pat
         for name, child in children.items():
             assert child.returncode == 0, outputs[name][1]
         concurrent_requests = server.counts["total"]
+        concurrent_bodies = {body_key(b) for b in server.requests}
         for name, path in paths.items():
             run(load_spec(path), store=tmp_path / f"fresh-{name}", out=tmp_path / "fresh" / name,
                 client=fast_client(), progress=False)
@@ -423,9 +424,10 @@ def test_concurrent_runs_on_overlapping_grids_share_one_consistent_store(tmp_pat
     assert keys["case"] == set(work["ab"].cases)
     for name in paths:
         assert_same_tables(tmp_path / "shared" / name, tmp_path / "fresh" / name)
-    # Each unit is claimed in the store before it is computed, so the racing runs
-    # pay for the union of their grids, not for both grids.
+    # Each unit and each request is claimed in the store before it is computed or sent, so the
+    # racing runs pay for the union of their grids, not for both grids, and send no request twice.
     separate = sum(len(w.cases) + 4 * len(w.transcripts) + len(w.judge_calls) for w in work.values())
     union = len(work["ab"].cases) + 4 * len(work["ab"].transcripts) + len(keys["judgment"])
-    assert concurrent_requests == union < separate
+    assert concurrent_requests == len(concurrent_bodies) == len(list(Store(shared).keys("request")))
+    assert concurrent_requests <= union < separate
     print(f"\nconcurrent runs: {concurrent_requests} requests for two grids that need {separate} run apart")
