@@ -38,8 +38,9 @@ the same store is served that answer instead of sending the request again:
   entry. Entries are write-once: should two runs send the same request
   anyway (a stale claim taken over), every unit is served the one stored.
 
-No credential is written or hashed: the store scrubs every entry, and the key
-is computed from the scrubbed request.
+No credential is written or hashed: the store scrubs every entry, and the
+model's side of the key (endpoint, params) is scrubbed the same way before it
+is hashed.
 """
 
 from __future__ import annotations
@@ -94,17 +95,12 @@ def request_key(config: ModelConfig, messages: list[dict], *, seed: int | None =
                 schema_name: str = "answer", tools: list[dict] | None = None) -> str:
     """The key of one model call: a digest of everything sent that can change the answer (see module doc)."""
     params = {k: v for k, v in dict(config.params).items() if k not in _TRANSPORT_PARAMS}
-    payload = {
-        "model": config.model,
-        "endpoint": _endpoint(config),
-        "params": params,
-        "messages": messages,
-        "seed": seed,
-        "answer_schema": {"name": schema_name, "schema": schema} if schema is not None else None,
-        "tools": tools or None,
-    }
-    # Scrubbed like a stored record: no credential value or credential-named field is hashed.
-    return digest(scrub(payload), 32)
+    # The model's side scrubbed like a stored record: no credential-named field (a header, say) or
+    # credential value is hashed. The conversation is hashed as sent: the client has already redacted
+    # every answer in it, and scrubbing it again would cost more than the rest of the call's overhead.
+    where = scrub({"model": config.model, "endpoint": _endpoint(config), "params": params})
+    return digest({**where, "messages": messages, "seed": seed, "tools": tools or None,
+                   "answer_schema": {"name": schema_name, "schema": schema} if schema is not None else None}, 32)
 
 
 class _Flight:

@@ -21,7 +21,6 @@ from fakeserver import FakeServer
 from transport import SimTransportLog, Uncached
 
 import multiverse.requestcache as requestcache
-from multiverse import credentials
 from multiverse.client import Completion
 from multiverse.config import ModelConfig
 from multiverse.errors import ModelError
@@ -96,17 +95,19 @@ def test_a_sim_model_is_keyed_by_its_world_content_not_its_path(tmp_path):
 
 
 def test_no_credential_enters_the_key(monkeypatch):
-    """Userinfo and a key in the query never reach the digest: changing them does not change the key."""
-    monkeypatch.setenv("MV_REQUEST_CANARY", "CANARY-request-9f3e7a51")
-    credentials.register("CANARY-request-9f3e7a51")
+    """Userinfo, a key in the query, a credential header or param, a credential's value in a param:
+    none reaches the digest (changing them does not change the key)."""
+    monkeypatch.setenv("MV_REQUEST_TOKEN", "CANARY-request-9f3e7a51")
     seen: list[str] = []
     real = requestcache.digest
     monkeypatch.setattr(requestcache, "digest", lambda obj, n=16: seen.append(json.dumps(obj)) or real(obj, n))
-    keys = {request_key(ModelConfig(model="openai/x", api_base=f"https://{who}@api.example/v1?key={who}"),
-                        [{"role": "user", "content": "my key is CANARY-request-9f3e7a51"}], seed=1)
+    keys = {request_key(ModelConfig(model="openai/x", api_base=f"https://{who}@api.example:8443/v1?key={who}",
+                                    params={"extra_headers": {"Authorization": f"Bearer {who}"}, "api_key": who,
+                                            "user": "CANARY-request-9f3e7a51"}), HELLO, seed=1)
             for who in ("alice:CANARY-one-5521", "bob:CANARY-two-8812")}
     assert len(keys) == 1
     assert seen and not any("CANARY" in text for text in seen)
+    assert any("api.example:8443/v1" in text for text in seen)  # where it is served still counts
 
 
 # -- serving -------------------------------------------------------------------------

@@ -91,9 +91,9 @@ def _uncached_run(spec, tmp: Path, jobs: int, log: SimTransportLog) -> dict:
     requestcache.RequestCache = Uncached  # type: ignore[assignment,misc]
     try:
         mark = log.mark()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         run(spec, store=tmp / "uncached", out=tmp / "run-uncached", progress=False, jobs=jobs)
-        return {**log.summary(mark), "seconds": time.perf_counter() - t0}
+        return {**log.summary(mark), "seconds": time.perf_counter() - t0, "cpu": time.process_time() - c0}
     finally:
         requestcache.RequestCache = real  # type: ignore[misc]
 
@@ -118,27 +118,26 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-call-economy-") as tmp_name, SimTransportLog() as log:
         tmp = Path(tmp_name)
         store = Store(tmp / "store")
-        t0 = time.perf_counter()
+        uncached = _uncached_run(spec, tmp, args.jobs, log) if args.uncached else None
+        mark = log.mark()
+        t0, c0 = time.perf_counter(), time.process_time()
         result = run(spec, store=store, out=tmp / "run", progress=False, jobs=args.jobs)
-        first_seconds = time.perf_counter() - t0
-        first = log.summary()
-        by_model = dict(log.models)
+        first_seconds, first_cpu = time.perf_counter() - t0, time.process_time() - c0
+        first = log.summary(mark)
         mark = log.mark()
         t0 = time.perf_counter()
         run(spec, store=store, out=tmp / "run2", progress=False, jobs=args.jobs)
         second_seconds = time.perf_counter() - t0
         second = log.summary(mark)
-        uncached = _uncached_run(spec, tmp, args.jobs, log) if args.uncached else None
         naive = naive_count(spec, expand(spec), store)
         stored_requests = sum(1 for _ in store.keys("request"))
 
     manifest = {s: result.manifest["stages"][s]["calls"] for s in STAGES}
     print(f"grid: {len(expand(spec))} universes, {len(result.verdicts):,} verdict rows; "
           f"statuses {result.manifest['statuses']}")
-    print(f"first run {first_seconds:.1f} s, second run {second_seconds:.1f} s"
-          + (f", without the request cache {uncached['seconds']:.1f} s" if uncached else ""))
-    print("requests received by the simulated provider, per model: "
-          + ", ".join(f"{m} {n:,}" for m, n in sorted(by_model.items())))
+    print(f"first run {first_seconds:.1f} s ({first_cpu:.1f} s CPU), second run {second_seconds:.1f} s"
+          + (f"; without the request cache (run first, in its own store) {uncached['seconds']:.1f} s "
+             f"({uncached['cpu']:.1f} s CPU)" if uncached else "") + f"; load average now {os.getloadavg()[0]:.2f}")
     print()
     rows = [("first run", first), ("second run", second)]
     if uncached:
