@@ -4,7 +4,9 @@ Every stage asks a :class:`ModelClient` for a :class:`Completion`; nothing
 else about the client matters to them. ``multiverse.llm.LiteLLMClient`` is
 the client for every real and simulated model (``sim/`` models are a litellm
 provider, so they take the same path); ``multiverse.breaker.Breaker`` wraps
-any client; tests and benchmarks pass their own to count or intercept calls.
+any client, and so does ``multiverse.requestcache.RequestCache``, which a run
+puts outermost so that no request is sent twice; tests and benchmarks pass
+their own to count or intercept calls.
 
 A client may also offer ``check_credentials(configs)``, which the engine
 calls before the first model call of a run so that a missing key never

@@ -52,8 +52,8 @@ def attempt(stage: str, unit: Any, upstream: Any, client: ModelClient,
         return None, short_reason(f"{exc.reason}: {exc}", 500)
 
 
-# One model client per worker process and size: its rate limits and budget are shared by the worker's units.
-_WORKER_CLIENTS: dict[int, Any] = {}
+# One model client per worker process, size and store: its rate limits and budget are shared by the worker's units.
+_WORKER_CLIENTS: dict[tuple[int, str], Any] = {}
 _WORKER_LOCK = threading.Lock()
 
 
@@ -68,11 +68,14 @@ def dask_unit(stage: str, unit: Any, upstream: Any, store_root: str, jobs: int) 
         return unit.key, None
     jobs = _worker_threads(jobs)
     with _WORKER_LOCK:
-        if jobs not in _WORKER_CLIENTS:
+        if (jobs, store_root) not in _WORKER_CLIENTS:
             from .llm import LiteLLMClient
+            from .records import SHAPES
+            from .requestcache import RequestCache
 
-            _WORKER_CLIENTS[jobs] = LiteLLMClient(jobs=jobs)
-    record, failure = attempt(stage, unit, upstream, _WORKER_CLIENTS[jobs], threading.Event())
+            answers = Store(store_root, shapes=SHAPES, existing=True)
+            _WORKER_CLIENTS[jobs, store_root] = RequestCache(LiteLLMClient(jobs=jobs), answers)
+    record, failure = attempt(stage, unit, upstream, _WORKER_CLIENTS[jobs, store_root], threading.Event())
     if record is not None:
         store.put(stage, unit.key, record)
     return unit.key, failure
@@ -126,6 +129,5 @@ def _judgment(client: ModelClient, unit: JudgeCall, turns: list[Turn]) -> Judgme
     record, call = judge_transcript(client, unit.config, unit.spec.rubric.criteria, unit.evidence_standard, turns,
                                     seed=unit.seed)
     record["sample"] = unit.sample
-    # An answer that stayed unparseable was still a paid call (usage unknown): count it.
-    record["provenance"] = provenance(unit.config, started, [call or {"model_reported": None, "usage": {}, "cost": 0.0}])
+    record["provenance"] = provenance(unit.config, started, [call])
     return record

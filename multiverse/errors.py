@@ -51,12 +51,17 @@ class StoreError(MultiverseError):
 
 
 class ModelError(MultiverseError):
-    """A model call failed for good. ``reason`` is a short machine-readable cause."""
+    """A model call failed for good. ``reason`` is a short machine-readable cause.
+
+    ``requests`` is how many requests went over the wire for the call, when
+    the raiser knows (``None``: unknown; 0: none was sent for it).
+    """
 
     def __init__(self, message: str, *, reason: str = "error", retryable: bool = False):
         super().__init__(message)
         self.reason = reason
         self.retryable = retryable
+        self.requests: int | None = None
 
 
 class BudgetExceeded(ModelError):

@@ -241,10 +241,10 @@ class LiteLLMClient:
                     try:
                         parsed = parse_json_answer(text, schema)
                     except ValueError as again:
-                        raise ModelError(
-                            f"{config.model}: unparseable answer after a repair request: {again}",
-                            reason="unparseable",
-                        ) from None
+                        unparseable = ModelError(f"{config.model}: unparseable answer after a repair request: {again}",
+                                                 reason="unparseable")
+                        unparseable.requests = attempts  # paid for: the answer, the repair and their retries
+                        raise unparseable from None
         except ModelError as exc:
             with self._lock:
                 self._stats.failures += 1
@@ -436,5 +436,7 @@ def _last(state: RetryCallState) -> _Retry:
 
 def _gave_up(config: ModelConfig, failure: Failure, exc: BaseException, attempts: int, secrets: list[str]) -> ModelError:
     tries = f" after {attempts} attempts" if attempts > 1 else ""
-    return ModelError(f"{config.model}: {failure.reason}{tries}: {one_line(exc, secrets)}", reason=failure.reason,
-                      retryable=failure.retryable)
+    error = ModelError(f"{config.model}: {failure.reason}{tries}: {one_line(exc, secrets)}", reason=failure.reason,
+                       retryable=failure.retryable)
+    error.requests = attempts
+    return error

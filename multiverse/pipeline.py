@@ -144,12 +144,15 @@ def run(
     out_dir = Path(out) if out is not None else default_run_dir(spec)
     check_store_path(st.root, out=out_dir if write else None)
     from .breaker import Breaker
+    from .requestcache import RequestCache
 
-    client = Breaker(_default_client(client, jobs, budget, spec.rate_limits))  # a model that fails every call the same way stops the run, not every unit
+    # A model that fails every call the same way stops the run, not every unit; a request
+    # already answered (by this run, an earlier one or a concurrent one) is never sent again.
+    client = RequestCache(Breaker(_default_client(client, jobs, budget, spec.rate_limits)), st)
     if progress is None:
         progress = sys.stderr.isatty()
     try:
-        with (interrupt.stopping_on_signals(), Lease(st.open().root) as lease,
+        with (interrupt.stopping_on_signals(), Lease(st.open().root) as lease, client,
               DaskSession(backend, scheduler, jobs) as dask_client,
               _worker_pool(backend, st, jobs, budget, spec.rate_limits) as workers):
             executor = Executor(st, client, jobs=jobs, progress=progress, backend=backend, dask_client=dask_client,
@@ -291,11 +294,14 @@ def draft(
     ``run`` would (same keys, same store), so drafting first costs nothing
     extra. Returns the files written.
     """
+    from .requestcache import RequestCache
     from .stages.draft import draft_rubric, write_drafts
 
     st = _store(spec, store)
     check_store_path(st.root)
-    client = _default_client(client, jobs, rate_limits=spec.rate_limits)
+    model_client = _default_client(client, jobs, rate_limits=spec.rate_limits)
+    # Cases are units of the run and share its request store; a rubric draft asked for again is asked anew.
+    client = RequestCache(model_client, st)
     if progress is None:
         progress = sys.stderr.isatty()
     generator = resolve_config(spec.design.generator.to_model_config(), spec)
@@ -303,7 +309,7 @@ def draft(
     if rubric or not spec.rubric.criteria:
         _check_credentials(client, [generator])
         try:
-            drafted_rubric = draft_rubric(client, spec, generator, seed=spec.rollout.seed)
+            drafted_rubric = draft_rubric(model_client, spec, generator, seed=spec.rollout.seed)
         finally:
             _close(client)
         drafted_rubric.pop("completion", None)
@@ -317,7 +323,7 @@ def draft(
     _check_credentials(client, [u.generator for u in pending])
     executor = Executor(st, client, jobs=jobs, progress=progress)
     try:
-        with interrupt.stopping_on_signals(), Lease(st.open().root):
+        with interrupt.stopping_on_signals(), Lease(st.open().root), client:
             executor.run("case", pending)
     finally:
         _close(client)

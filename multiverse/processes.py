@@ -268,12 +268,16 @@ def _serve(inbox: Connection, outbox: Connection) -> None:
     from .breaker import Breaker
     from .compute import attempt
     from .llm import LiteLLMClient
+    from .records import SHAPES
+    from .requestcache import RequestCache
     from .store import Store
 
     store_root, threads, options = inbox.recv()
     outbox.send((None, _HELLO, os.getpid()))
     store = Store(store_root, existing=True)  # opened by the run: never recreated if it vanishes
-    client = Breaker(LiteLLMClient(jobs=threads, **options))
+    # The run's request cache, shared through the store: a request answered in any worker is not sent again.
+    client = RequestCache(Breaker(LiteLLMClient(jobs=threads, **options)),
+                          Store(store_root, shapes=SHAPES, existing=True))
     budget_hit, stop, sending = threading.Event(), threading.Event(), threading.Lock()
     tasks: queue.SimpleQueue = queue.SimpleQueue()
 
@@ -314,6 +318,7 @@ def _serve(inbox: Connection, outbox: Connection) -> None:
         tasks.put(None)
     for thread in pool:
         thread.join()
+    client.release_all()
     close = getattr(client, "close", None)
     if callable(close):
         close()  # the worker's HTTP connections end with it

@@ -44,12 +44,18 @@ def _versions() -> dict[str, str]:
 
 
 def call_of(completion: Any) -> Call:
-    """One call's entry (model reported, usage, cost) from a completion."""
-    return {"model_reported": completion.model_reported, "usage": dict(completion.usage), "cost": completion.cost}
+    """One call's entry (model reported, usage, cost, requests sent) from a completion."""
+    return {"model_reported": completion.model_reported, "usage": dict(completion.usage), "cost": completion.cost,
+            "requests": int(completion.attempts)}
 
 
 def provenance(config: Any, started: float, calls: Iterable[Mapping[str, Any]] = ()) -> Provenance:
-    """The provenance of a record made by ``calls`` to the model ``config`` since ``started`` (epoch seconds)."""
+    """The provenance of a record made by ``calls`` to the model ``config`` since ``started`` (epoch seconds).
+
+    ``calls`` counts what went over the wire (each call's ``requests``: its
+    retries and repair request included); ``reused`` the calls answered from
+    the request store without a request.
+    """
     calls = list(calls)
     usage: dict[str, int] = defaultdict(int)
     for call in calls:
@@ -61,8 +67,9 @@ def provenance(config: Any, started: float, calls: Iterable[Mapping[str, Any]] =
         "params": dict(config.params) if config else {},
         "usage": dict(usage),
         "cost": sum(c.get("cost") or 0.0 for c in calls),
-        "calls": len(calls),
+        "calls": sum(int(c.get("requests", 1)) for c in calls),
         "started": datetime.fromtimestamp(started, timezone.utc).isoformat(),
         "seconds": round(time.time() - started, 3),
         "versions": versions(),
+        "reused": sum(1 for c in calls if c.get("requests", 1) == 0),
     }

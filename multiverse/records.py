@@ -24,21 +24,21 @@ from collections.abc import Callable, Mapping
 from numbers import Real
 from typing import Any, TypedDict
 
-__all__ = ["SHAPES", "Call", "CaseRecord", "CriterionLabel", "JudgmentRecord", "Provenance", "Records",
-           "TranscriptRecord", "Turn", "problem"]
+__all__ = ["SHAPES", "Answer", "Call", "CaseRecord", "CriterionLabel", "JudgmentRecord", "Provenance", "Records",
+           "RequestRecord", "TranscriptRecord", "Turn", "problem"]
 
 
 class Call(TypedDict):
-    """One model call as provenance counts it."""
+    """One model call as provenance counts it: ``requests`` sent over the wire for it
+    (retries and repair requests included; 0 for an answer served from the store)."""
 
     model_reported: str | None
     usage: dict[str, int]
     cost: float
+    requests: int
 
 
-class Provenance(TypedDict):
-    """How a record was made: the model asked for and those that answered, usage, cost, calls, time, versions."""
-
+class _Provenance(TypedDict):
     model_requested: str | None
     model_reported: list[str]
     params: dict[str, Any]
@@ -48,6 +48,18 @@ class Provenance(TypedDict):
     started: str
     seconds: float
     versions: dict[str, str]
+
+
+class Provenance(_Provenance, total=False):
+    """How a record was made: the model asked for and those that answered, usage, cost, calls, time, versions.
+
+    ``calls`` counts the requests sent over the wire (retries and repair
+    requests included); ``reused`` the model calls answered from the request
+    store instead (``multiverse.requestcache``); records written before
+    ``reused`` existed lack it.
+    """
+
+    reused: int
 
 
 class _Case(TypedDict):
@@ -110,6 +122,24 @@ class JudgmentRecord(_Judgment, total=False):
     provenance: Provenance
 
 
+class Answer(TypedDict):
+    """A model's answer as the request store keeps it."""
+
+    text: str
+    parsed: Any
+    tool_calls: list[dict[str, Any]]
+    model_reported: str
+
+
+class RequestRecord(TypedDict):
+    """One model request's answer (``multiverse.requestcache``), served to every identical request."""
+
+    status: str  # ok: only answers are stored, never failures
+    reason: str
+    answer: Answer
+    provenance: dict[str, Any]  # model requested and reported, usage, cost, calls, seconds of the one request
+
+
 class Records(TypedDict):
     """Every record a run reads, per store stage, by key."""
 
@@ -124,8 +154,8 @@ def _provenance(record: Mapping) -> str | None:
         return None
     if not isinstance(provenance, Mapping):
         return "provenance: expected an object"
-    if not _number(provenance.get("calls", 0)) or not _number(provenance.get("cost", 0.0) or 0.0):
-        return "provenance: expected numeric calls and cost"
+    if not all(_number(provenance.get(f, 0) or 0) for f in ("calls", "cost", "reused")):
+        return "provenance: expected numeric calls, cost and reused"
     usage = provenance.get("usage", {})
     if not isinstance(usage, Mapping) or not all(v is None or _number(v) for v in usage.values()):
         return "provenance.usage: expected an object of token counts"
@@ -181,6 +211,18 @@ def _judgment(record: Mapping) -> str | None:
     return None
 
 
+def _request(record: Mapping) -> str | None:
+    answer = record.get("answer")
+    if not isinstance(answer, Mapping):
+        return "answer: expected an object"
+    if not isinstance(answer.get("text"), str) or not isinstance(answer.get("model_reported"), str):
+        return "answer: expected a text and a model_reported string"
+    calls = answer.get("tool_calls", [])
+    if not isinstance(calls, list) or not all(isinstance(c, Mapping) and isinstance(c.get("name"), str) for c in calls):
+        return "answer.tool_calls: expected a list of calls with a name"
+    return None
+
+
 def _checks(*parts: Callable[[Mapping], str | None]) -> Callable[[Any], str | None]:
     def check(record: Any) -> str | None:
         if not isinstance(record, Mapping):
@@ -199,6 +241,7 @@ SHAPES: dict[str, Callable[[Any], str | None]] = {
     "case": _checks(_case),
     "transcript": _checks(_transcript),
     "judgment": _checks(_judgment),
+    "request": _checks(_request),
 }
 
 

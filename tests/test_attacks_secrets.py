@@ -146,6 +146,9 @@ def test_canary_keys_echoed_by_a_server_reach_no_file_and_no_output(tmp_path):
     written = [p for root in (run_dir, store, report.parent) for p in root.rglob("*") if p.is_file()]
     assert len(written) > 20 and report.exists() and (run_dir / "transcripts.jsonl").exists()
     assert any(credentials.REDACTED in p.read_text(errors="replace") for p in written if p.suffix == ".json")
+    # The request store (every answer, kept by its request's key) is searched too, echoed keys and all.
+    requests = [p for p in written if p.parts[-3] == "request" and p.suffix == ".json"]
+    assert len(requests) > 10 and any(credentials.REDACTED in p.read_text() for p in requests)
     sources = {str(p): _texts(p) for p in written}
     sources.update({f"output of command {i}": [d.stdout + d.stderr] for i, d in enumerate(done)})
     leaks = _leaks(sources)

@@ -172,7 +172,11 @@ def test_a_run_over_a_sabotaged_store_recomputes_exactly_the_bad_units(tmp_path,
     assert len(list((root / "quarantine").rglob("*.json.*"))) == 4
     # Two transcripts redone (with their judgments, whose keys depend on them) and two judgments.
     assert again.manifest["stages"]["rollout"]["computed"] > 0
-    assert 0 < client.total < sum(first.manifest["stages"][s]["computed"] for s in ("draft", "rollout", "judge"))
+    # Every request the redone units make was answered before: served from the request store, none sent.
+    assert client.total == 0 and again.manifest["stages"]["rollout"]["calls"] == 0
+    redone = [r for r in Store(root).get_many("transcript", list(again.verdicts.transcript_key.unique())).values()
+              if r["provenance"]["calls"] == 0 and r["provenance"].get("reused")]
+    assert len(redone) == 2
 
 
 # -- gc and live runs ----------------------------------------------------------------------------
@@ -250,7 +254,8 @@ def test_a_store_deleted_mid_run_is_one_clear_error_not_failure_rows(tmp_path):
         while len(list(store.glob("transcript/*/*.json"))) < 2:
             assert child.poll() is None and time.monotonic() < deadline
             time.sleep(0.02)
-        shutil.rmtree(store)
+        while store.exists():  # the run writes on meanwhile: a pass may meet a file created after its listing
+            shutil.rmtree(store, ignore_errors=True)
         _, stderr = child.communicate(timeout=120)
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert child.returncode == 1, stderr

@@ -5,7 +5,7 @@ the chosen level, never the design cell the case was written for. For each
 criterion it says whether it applies and, if so, whether the transcript
 complies, with a rationale quoting it.
 
-An answer that cannot be parsed (after the client's one repair retry), leaves
+An answer that cannot be parsed (after the client's one repair request), leaves
 out a criterion, or labels an applicable criterion without a verdict, is
 recorded as ``judge_failed``: it is never turned into a label.
 """
@@ -19,10 +19,15 @@ from ..client import ModelClient
 from ..config import ModelConfig
 from ..errors import ModelError
 from ..prompts import judge_messages, judgment_schema, render_transcript
+from ..provenance import call_of
 from ..records import Call, CriterionLabel, JudgmentRecord
 from ..spec import Criterion
 
-__all__ = ["judge_transcript", "validate_judgment"]
+__all__ = ["UNPARSEABLE_REQUESTS", "judge_transcript", "validate_judgment"]
+
+#: The requests behind an answer that stayed unparseable, when the client does not say
+#: (``ModelError.requests``): the answer and the one repair request (``multiverse.llm``).
+UNPARSEABLE_REQUESTS = 2
 
 
 def validate_judgment(answer: Any, criteria: Sequence[Criterion]) -> tuple[list[CriterionLabel] | None, str]:
@@ -66,11 +71,12 @@ def validate_judgment(answer: Any, criteria: Sequence[Criterion]) -> tuple[list[
 def judge_transcript(
     client: ModelClient, config: ModelConfig, criteria: Sequence[Criterion], evidence_standard: str,
     turns: Sequence[Mapping[str, Any]], *, seed: int,
-) -> tuple[JudgmentRecord, Call | None]:
+) -> tuple[JudgmentRecord, Call]:
     """Judge one transcript once. Returns the judgment (status ok or judge_failed) and the call that answered.
 
     Transport failures raise ``ModelError`` (recorded by the caller, not stored).
-    An answer that stayed unparseable after its repair has no call to report.
+    An answer that stayed unparseable after its repair is a judge_failed record
+    whose call reports no answer, only the requests it took.
     """
     messages = judge_messages(criteria, evidence_standard, render_transcript(turns))
     schema = judgment_schema([c.id for c in criteria])
@@ -80,10 +86,13 @@ def judge_transcript(
         if exc.reason == "unparseable":
             from ..outcomes import short_reason
 
-            return {"status": "judge_failed", "reason": short_reason(f"unparseable: {exc}", 300), "criteria": []}, None
+            # Paid requests that returned nothing usable (usage unknown): still counted.
+            sent = UNPARSEABLE_REQUESTS if exc.requests is None else exc.requests
+            failed: Call = {"model_reported": None, "usage": {}, "cost": 0.0, "requests": sent}
+            return {"status": "judge_failed", "reason": short_reason(f"unparseable: {exc}", 300), "criteria": []}, failed
         raise
     rows, problem = validate_judgment(completion.parsed, criteria)
-    call: Call = {"model_reported": completion.model_reported, "usage": dict(completion.usage), "cost": completion.cost}
+    call = call_of(completion)
     if rows is None:
         return {"status": "judge_failed", "reason": problem, "criteria": []}, call
     return {"status": "ok", "reason": "", "criteria": rows}, call

@@ -33,6 +33,7 @@ from ..client import ModelClient
 from ..config import ModelConfig
 from ..errors import ModelError
 from ..prompts import END_MARKER, tool_messages, user_messages
+from ..provenance import call_of
 from ..records import TranscriptRecord, Turn
 from ..toolcode import ToolCodeError, load_function
 
@@ -73,7 +74,7 @@ class RolloutJob:
 
 
 def _completion_meta(completion) -> dict:
-    return {"model_reported": completion.model_reported, "usage": dict(completion.usage), "cost": completion.cost}
+    return dict(call_of(completion))
 
 
 def _check_user_turn(text: str, brief: str) -> str | None:

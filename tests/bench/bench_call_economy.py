@@ -1,26 +1,29 @@
-"""Benchmark: does a multiverse run make exactly the model calls it needs?
+"""Benchmark: does a multiverse run send each model request once, and no more?
 
 Not collected by pytest (no test functions). Run from the repository root:
 
     python tests/bench/bench_call_economy.py                      # specs/deception-sim.yaml, else specs/demo.yaml
-    python tests/bench/bench_call_economy.py --spec specs/demo.yaml
+    python tests/bench/bench_call_economy.py --spec specs/demo.yaml --uncached
 
-It runs the spec's whole grid twice in a fresh temporary store through
-``multiverse.pipeline.run`` with a client that counts every completed model
-call, and compares the first run's count with:
+Requests are counted where they arrive, not from the pipeline's own
+bookkeeping: the simulated provider's handler digests every request body
+litellm delivers to it (model, world, messages, seed, tools, response
+format, every other parameter; ``tests/transport.py``). It runs the spec's
+whole grid twice in a fresh temporary store through ``multiverse.pipeline.run``
+and reports:
 
-- the minimum: every unique unit computed once, i.e. unique generated cases
-  + for every unique transcript the calls it actually needed (from its stored
-  record's ``provenance.calls``: user turns, user retries, system turns and
-  tool calls) + unique (transcript, judge configuration, sample) judge calls
-  whose transcript rolled out ok (a failed rollout is never judged);
-- the naive count: every universe run on its own, sharing nothing with the
-  others (its own cases, its own transcripts at their actual cost, its own
-  judge calls), i.e. what a per-audit script would spend;
-- the second run's count, which must be 0: everything is stored.
-
-Unique units come from ``multiverse.work.build_work``, which derives the same
-cache keys the pipeline stores under.
+- requests sent, and unique request digests among them: the minimum, since an
+  answer can only be reused for the very same request; repeats (sent minus
+  unique) must be 0;
+- the second run's requests, which must be 0: everything is stored;
+- the run's own count (manifest ``calls``), which must equal the requests sent;
+- with ``--uncached``, the same grid once more in another fresh store with the
+  request cache taken out, as runs were before it: what repeats it sends;
+- the naive count: every universe run on its own, sharing no unit with the
+  others (its own cases, its own transcripts at the requests they took here,
+  its own judge calls), i.e. what a per-audit script would spend. This one is
+  derived from the work units and the stored records, as a point of
+  comparison; the minimum above is not.
 """
 
 from __future__ import annotations
@@ -31,7 +34,6 @@ import platform
 import shlex
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from datetime import datetime, timezone
@@ -39,109 +41,40 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
 
-from multiverse.pipeline import plan, run  # noqa: E402
+from transport import SimTransportLog, Uncached  # noqa: E402
+
+from multiverse.grid import expand  # noqa: E402
+from multiverse.pipeline import run  # noqa: E402
 from multiverse.spec import load_spec  # noqa: E402
 from multiverse.store import Store  # noqa: E402
 from multiverse.work import build_work  # noqa: E402
 
 DEFAULT_SPECS = ("specs/deception-sim.yaml", "specs/demo.yaml")
+STAGES = ("draft", "rollout", "judge")
 
 
-class CountingClient:
-    """The real model client, with every call counted per model (as tests/conftest.py).
-
-    ``calls`` counts the calls that returned an answer (conftest's count);
-    ``raised`` the calls that raised ModelError instead (e.g. a judge answer
-    still unparseable after the client's repair request: a call that was made
-    and paid for, but returned nothing). ``total`` is both: every model call
-    the pipeline asked for.
-    """
-
-    def __init__(self, **kwargs):
-        from multiverse.llm import LiteLLMClient as ModelClient
-
-        self.client = ModelClient(**kwargs)
-        self.calls: Counter = Counter()
-        self.raised: Counter = Counter()
-        self._lock = threading.Lock()
-
-    def check_credentials(self, configs):
-        return self.client.check_credentials(configs)
-
-    def complete(self, config, messages, **kwargs):
-        from multiverse.errors import ModelError
-
-        # The stage, from the answer schema the stages request (protocol in ARCH.md).
-        stage = {"case": "draft", "judgment": "judge"}.get(kwargs.get("schema_name") if kwargs.get("schema") else None, "rollout")
-        try:
-            completion = self.client.complete(config, messages, **kwargs)
-        except ModelError as exc:
-            with self._lock:
-                self.raised[(stage, config.model, getattr(exc, "reason", ""))] += 1
-            raise
-        with self._lock:
-            self.calls[(stage, config.model)] += 1
-        return completion
-
-    def by_stage(self, what: str = "total") -> Counter:
-        out: Counter = Counter()
-        for (stage, *_), n in self.calls.items():
-            out[stage] += n
-        if what == "total":
-            for (stage, *_), n in self.raised.items():
-                out[stage] += n
-        return out
-
-    @property
-    def completed(self) -> int:
-        return sum(self.calls.values())
-
-    @property
-    def total(self) -> int:
-        return self.completed + sum(self.raised.values())
+def _sent(record: dict | None) -> int:
+    """Requests a stored record's making sent, plus the answers it was served (as if nothing were shared)."""
+    provenance = (record or {}).get("provenance") or {}
+    return int(provenance.get("calls", 0)) + int(provenance.get("reused", 0))
 
 
-def _calls(record: dict | None) -> int:
-    return int(((record or {}).get("provenance") or {}).get("calls", 0))
-
-
-def count_units(spec, universes, store: Store) -> dict:
-    """Minimum and naive call counts from the unique units and the stored records."""
+def naive_count(spec, universes, store: Store) -> Counter:
+    """Every universe on its own: its units (within the universe), each at the requests it took."""
     work = build_work(spec, universes)
-    cases = [k for k, c in work.cases.items() if c.given is None]
     transcripts = store.get_many("transcript", list(work.transcripts))
     ok = {k for k, t in transcripts.items() if t.get("status") == "ok"}
-    judge_ok = [k for k, j in work.judge_calls.items() if j.transcript_key in ok]
-    judgments = store.get_many("judgment", judge_ok)
-    minimum = {
-        "draft": len(cases),
-        "rollout": sum(_calls(transcripts.get(k)) for k in work.transcripts),
-        "judge": len(judge_ok),
-    }
-    # Calls that returned an answer, per the stored records (a judge answer
-    # that stayed unparseable records 0 calls).
-    minimum_completed = {**minimum, "judge": sum(_calls(r) for r in judgments.values())}
-    # Per universe on its own: its unique units (within the universe), each at
-    # its actual cost; nothing shared with the other universes.
-    naive = Counter()
+    judgments = store.get_many("judgment", [k for k, j in work.judge_calls.items() if j.transcript_key in ok])
+    cases = store.get_many("case", [k for k, c in work.cases.items() if c.given is None])
+    naive: Counter = Counter()
     for universe in universes:
         alone = build_work(spec, [universe])
-        naive["draft"] += sum(1 for c in alone.cases.values() if c.given is None)
-        naive["rollout"] += sum(_calls(transcripts.get(k)) for k in alone.transcripts)
-        naive["judge"] += sum(1 for j in alone.judge_calls.values() if j.transcript_key in ok)
-    return {
-        "universes": len(universes),
-        "rows": len(work.rows),
-        "units": {"draft": len(cases), "rollout": len(work.transcripts), "judge": len(work.judge_calls)},
-        "transcripts_ok": len(ok),
-        "transcripts_stored": len(transcripts),
-        "judgments_stored": len(judgments),
-        "judge_failed_records": sum(1 for r in judgments.values() if r.get("status") != "ok"),
-        "minimum": minimum,
-        "minimum_completed": minimum_completed,
-        "naive": dict(naive),
-    }
+        naive["draft"] += sum(_sent(cases.get(k)) for k, c in alone.cases.items() if c.given is None)
+        naive["rollout"] += sum(_sent(transcripts.get(k)) for k in alone.transcripts)
+        naive["judge"] += sum(_sent(judgments.get(k)) for k in alone.judge_calls)
+    return naive
 
 
 def default_spec() -> Path:
@@ -151,11 +84,27 @@ def default_spec() -> Path:
     raise SystemExit("no spec found: pass --spec PATH")
 
 
+def _uncached_run(spec, tmp: Path, jobs: int, log: SimTransportLog) -> dict:
+    import multiverse.requestcache as requestcache
+
+    real = requestcache.RequestCache
+    requestcache.RequestCache = Uncached  # type: ignore[assignment,misc]
+    try:
+        mark = log.mark()
+        t0, c0 = time.perf_counter(), time.process_time()
+        run(spec, store=tmp / "uncached", out=tmp / "run-uncached", progress=False, jobs=jobs)
+        return {**log.summary(mark), "seconds": time.perf_counter() - t0, "cpu": time.process_time() - c0}
+    finally:
+        requestcache.RequestCache = real  # type: ignore[misc]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spec", type=Path, default=None,
                         help="spec to run (default: specs/deception-sim.yaml if present, else specs/demo.yaml)")
     parser.add_argument("--jobs", type=int, default=8, help="concurrent model calls (default 8)")
+    parser.add_argument("--uncached", action="store_true",
+                        help="also run the grid with the request cache taken out (as before it), to count its repeats")
     args = parser.parse_args()
     spec_path = (args.spec or default_spec()).resolve()
     spec = load_spec(spec_path)
@@ -166,70 +115,53 @@ def main() -> int:
     print(f"date: {datetime.now(timezone.utc).isoformat(timespec='seconds')}")
     print(f"spec: {spec_path}")
 
-    with tempfile.TemporaryDirectory(prefix="bench-call-economy-") as tmp:
-        store = Store(Path(tmp) / "store")
-        out = Path(tmp) / "run"
-        planned = plan(spec, store=store)
-        first = CountingClient(jobs=args.jobs)
+    with tempfile.TemporaryDirectory(prefix="bench-call-economy-") as tmp_name, SimTransportLog() as log:
+        tmp = Path(tmp_name)
+        store = Store(tmp / "store")
+        uncached = _uncached_run(spec, tmp, args.jobs, log) if args.uncached else None
+        mark = log.mark()
+        t0, c0 = time.perf_counter(), time.process_time()
+        result = run(spec, store=store, out=tmp / "run", progress=False, jobs=args.jobs)
+        first_seconds, first_cpu = time.perf_counter() - t0, time.process_time() - c0
+        first = log.summary(mark)
+        mark = log.mark()
         t0 = time.perf_counter()
-        result = run(spec, store=store, out=out, progress=False, client=first, jobs=args.jobs)
-        first_seconds = time.perf_counter() - t0
-        second = CountingClient(jobs=args.jobs)
-        t0 = time.perf_counter()
-        run(spec, store=store, out=out, progress=False, client=second, jobs=args.jobs)
+        run(spec, store=store, out=tmp / "run2", progress=False, jobs=args.jobs)
         second_seconds = time.perf_counter() - t0
-        counts = count_units(spec, result.universes, store)
+        second = log.summary(mark)
+        naive = naive_count(spec, expand(spec), store)
+        stored_requests = sum(1 for _ in store.keys("request"))
 
-    stages = ("draft", "rollout", "judge")
-    made, made_completed = first.by_stage("total"), first.by_stage("completed")
-    manifest = {s: result.manifest["stages"][s]["calls"] for s in stages}
-    minimum, minimum_completed, naive = counts["minimum"], counts["minimum_completed"], counts["naive"]
-    second_made = second.by_stage("total")
-    requests = first.client.stats
-    print(f"grid: {counts['universes']} universes, {counts['rows']:,} verdict rows; unique units: "
-          f"{counts['units']['draft']} cases to draft, {counts['units']['rollout']} transcripts "
-          f"({counts['transcripts_ok']} rolled out ok), {counts['units']['judge']} judge calls "
-          f"({counts['judgments_stored']} stored, {counts['judge_failed_records']} of them judge_failed)")
-    print(f"statuses: {result.manifest['statuses']}")
-    print(f"first run {first_seconds:.1f} s, second run {second_seconds:.1f} s")
+    manifest = {s: result.manifest["stages"][s]["calls"] for s in STAGES}
+    print(f"grid: {len(expand(spec))} universes, {len(result.verdicts):,} verdict rows; "
+          f"statuses {result.manifest['statuses']}")
+    print(f"first run {first_seconds:.1f} s ({first_cpu:.1f} s CPU), second run {second_seconds:.1f} s"
+          + (f"; without the request cache (run first, in its own store) {uncached['seconds']:.1f} s "
+             f"({uncached['cpu']:.1f} s CPU)" if uncached else "") + f"; load average now {os.getloadavg()[0]:.2f}")
     print()
-    print("made = model calls the first run asked for (answered + raised); minimum = each unique unit once,")
-    print("at the calls its stored record needed; naive = every universe run on its own, sharing nothing.")
-    print("answered = calls that returned an answer (tests/conftest.py's count); manifest = the run's own count;")
-    print("plan = multiverse.pipeline.plan's forecast before the run (its rollout figure assumes 2 calls per turn).")
-    header = ["stage", "made", "minimum", "naive", "2nd run", "answered", "min answered", "manifest", "plan"]
-    print(f"{header[0]:<9}" + "".join(f"{h:>13}" for h in header[1:]))
-    planned_calls = {s: planned["stages"][s]["calls"] for s in stages}
-    for s in stages:
-        row = [made[s], minimum[s], naive[s], second_made[s], made_completed[s], minimum_completed[s], manifest[s],
-               planned_calls[s]]
-        print(f"{s:<9}" + "".join(f"{v:>13,}" for v in row))
-    totals = [first.total, sum(minimum.values()), sum(naive.values()), second.total, first.completed,
-              sum(minimum_completed.values()), sum(manifest.values()), sum(planned_calls.values())]
-    print(f"{'total':<9}" + "".join(f"{v:>13,}" for v in totals))
-    print(f"requests sent by the client (incl. transport retries and JSON repair requests): {requests['calls']:,} "
-          f"(retries {requests.get('retries', 0)}, repairs {requests.get('repairs', 0)}, failures {requests.get('failures', 0)})")
-    if first.raised:
-        print("calls that raised instead of answering: "
-              + ", ".join(f"{stage}/{model} {reason}: {n}" for (stage, model, reason), n in sorted(first.raised.items())))
-    if first.completed != sum(manifest.values()) or first.raised:
-        print(f"note: the manifest counts {sum(manifest.values()):,} calls (answered only); the pipeline asked for "
-              f"{first.total:,} and the client sent {requests['calls']:,} requests")
-    total_made, total_min, total_naive = first.total, sum(minimum.values()), sum(naive.values())
-    if planned_calls["rollout"] < minimum["rollout"]:
-        print(f"note: plan forecast {planned_calls['rollout']:,} rollout calls and calls them an upper bound; the rollouts "
-              f"needed {minimum['rollout']:,} ({minimum['rollout'] - planned_calls['rollout']:+,}: simulated-user retries "
-              f"and tool calls). plan's naive forecast: {planned['naive_calls']:,}")
-    print(f"sharing saves {total_naive - total_made:,} of {total_naive:,} naive calls "
-          f"({(total_naive - total_made) / max(total_naive, 1):.1%}); naive / made = "
-          f"{total_naive / max(total_made, 1):.2f}x")
+    rows = [("first run", first), ("second run", second)]
+    if uncached:
+        rows.append(("without request cache", uncached))
+    print(f"{'':<24}{'sent':>10}{'unique':>10}{'repeats':>10}")
+    for name, counts in rows:
+        print(f"{name:<24}{counts['requests']:>10,}{counts['unique']:>10,}{counts['repeats']:>10,}")
+    print(f"the run's own count (manifest calls): {sum(manifest.values()):,} "
+          f"({', '.join(f'{s} {manifest[s]:,}' for s in STAGES)}); request entries stored: {stored_requests:,}")
+    total_naive = sum(naive.values())
+    print(f"naive (each universe on its own, from the units): {total_naive:,} "
+          f"({', '.join(f'{s} {naive[s]:,}' for s in STAGES)}); sharing saves "
+          f"{total_naive - first['requests']:,} ({(total_naive - first['requests']) / max(total_naive, 1):.1%}), "
+          f"naive / sent = {total_naive / max(first['requests'], 1):.2f}x")
     print()
     targets = [
-        ("calls made == minimum", total_made == total_min,
-         f"made {total_made:,}, minimum {total_min:,}, difference {total_made - total_min:+,}"
-         f" (answered only: {first.completed:,} vs {sum(minimum_completed.values()):,})"),
-        ("second run makes 0 calls", second.total == 0, f"second run made {second.total:,}"),
+        ("no request sent twice", first["repeats"] == 0, f"{first['repeats']:,} repeats in {first['requests']:,}"),
+        ("second run sends 0", second["requests"] == 0, f"second run sent {second['requests']:,}"),
+        ("the run counts what went over the wire", sum(manifest.values()) == first["requests"],
+         f"manifest {sum(manifest.values()):,}, transport {first['requests']:,}"),
     ]
+    if uncached:
+        targets.append(("the cache sends the same unique requests", uncached["unique"] == first["unique"],
+                        f"without it {uncached['unique']:,} unique of {uncached['requests']:,} sent"))
     for name, ok, detail in targets:
         print(f"{'PASS' if ok else 'MISS'}  {name}: {detail}")
     return 0
