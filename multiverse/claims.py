@@ -15,10 +15,11 @@ import os
 import secrets
 import socket
 import time
+from collections.abc import Collection, Iterable
 
 from .store import _NO_LINK_ERRNOS, _TMP_SUFFIX, _unlink_quietly
 
-__all__ = ["claim", "holder", "is_live", "release"]
+__all__ = ["claim", "holder", "is_live", "release", "release_of"]
 
 
 def claim(path: str, key: str, lease: float) -> bool:
@@ -55,6 +56,18 @@ def release(path: str) -> None:
     found = holder(path)
     if found is not None and found[:2] == (socket.gethostname(), os.getpid()):
         _unlink_quietly(path)
+
+
+def release_of(paths: Iterable[str], pids: Collection[int]) -> int:
+    """Drop the claims among ``paths`` held on this host by ``pids`` (ended processes of this
+    run, killed before they could release them); returns how many."""
+    here, dropped = socket.gethostname(), 0
+    for path in paths:
+        found = holder(path)
+        if found is not None and found[0] == here and found[1] in pids:
+            _unlink_quietly(path)
+            dropped += 1
+    return dropped
 
 
 def is_live(path: str, lease: float) -> bool:

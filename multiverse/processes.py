@@ -31,6 +31,7 @@ answers by each worker on its own.
 from __future__ import annotations
 
 import contextlib
+import glob
 import itertools
 import json
 import os
@@ -131,6 +132,9 @@ class WorkerPool:
         self._holder: dict[int, int] = {}
         self._tickets = itertools.count()
         self._stopped = False
+        self._root = store_root
+        #: a worker was killed or died: its request claims (``multiverse.requestcache``) are left to drop
+        self._abandoned = False
 
     def __enter__(self) -> WorkerPool:
         try:
@@ -205,9 +209,17 @@ class WorkerPool:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self._zygote.pid, signal.SIGKILL)
                 self._zygote.wait()
+                self._abandoned = True
         for outbox in self._outboxes:
             outbox.close()
         self._zygote, self._inboxes, self._outboxes = None, [], []
+        if self._abandoned:
+            from .claims import release_of
+            from .requestcache import STAGE
+
+            # Stale already (their holders are gone), but a run leaves no claim behind.
+            release_of(glob.glob(os.path.join(glob.escape(self._root), STAGE, "*", "*.claim")),
+                       {pid for pid in self.pids if pid is not None})
 
     def _send(self, worker: int, message: Any, *, quiet: bool = False) -> None:
         try:
@@ -217,6 +229,7 @@ class WorkerPool:
                 self._lost(worker)
 
     def _lost(self, worker: int) -> NoReturn:
+        self._abandoned = True
         raise WorkerLost(f"worker process {worker} ended with {self._busy[worker]} unit(s) in flight; "
                          "those are not stored: rerun to compute them")
 

@@ -9,6 +9,7 @@ every request is counted at the server, where the money would be spent.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -59,6 +60,10 @@ def _children() -> list[int]:
     return found
 
 
+def _answers(store: Store) -> int:
+    return len(list((store.root / "request").glob("*/*.json")))
+
+
 def test_a_process_run_gives_a_threaded_runs_tables_and_pays_each_unit_once(tmp_path):
     from multiverse.work import build_work
 
@@ -72,24 +77,35 @@ def test_a_process_run_gives_a_threaded_runs_tables_and_pays_each_unit_once(tmp_
         assert _children() == []  # every worker ended and was reaped
         assert all(s["calls_to_make"] == 0 for s in plan(spec, store=tmp_path / "procs")["stages"].values())
 
-        # Another run lost half the rollouts and every judgment: only those are computed again.
+        # The store lost half the rollouts and every judgment: the workers rebuild them from the
+        # request answers kept in the store, sending nothing...
         work, store = build_work(spec), Store(tmp_path / "procs")
         redo = list(work.transcripts)[::2]
-        for stage, keys in (("transcript", redo), ("judgment", list(work.judge_calls))):
-            for key in keys:
-                (store.root / stage / key[:2] / f"{key}.json").unlink()
-        need_again = sum(s["calls_to_make"] for s in plan(spec, store=tmp_path / "procs")["stages"].values())
+
+        def lose_units() -> None:
+            for stage, keys in (("transcript", redo), ("judgment", list(work.judge_calls))):
+                for key in keys:
+                    (store.root / stage / key[:2] / f"{key}.json").unlink()
+
+        lose_units()
         before = server.counts["total"]
+        rebuilt = run(spec, store=tmp_path / "procs", out=tmp_path / "p1", jobs=4, progress=False, backend="processes")
+        assert server.counts["total"] == before
+        # ...and when the answers are lost too, only those units are computed again.
+        lose_units()
+        shutil.rmtree(store.root / "request")
+        need_again = sum(s["calls_to_make"] for s in plan(spec, store=tmp_path / "procs")["stages"].values())
         again = run(spec, store=tmp_path / "procs", out=tmp_path / "p2", jobs=4, progress=False, backend="processes")
-        assert server.counts["total"] - before == need_again > 0
+        # At most the plan's calls (identical requests among them are sent once), each answer stored.
+        assert 0 < server.counts["total"] - before == _answers(store) <= need_again
     keys = ["universe_id", "system", "case_id", "replicate"]
     ckeys = ["judgment_key", "sample", "criterion"]
-    for result in (procs, again):
+    for result in (procs, rebuilt, again):
         pd.testing.assert_frame_equal(_sorted(threaded.verdicts, keys), _sorted(result.verdicts, keys))
         pd.testing.assert_frame_equal(_sorted(threaded.criteria, ckeys), _sorted(result.criteria, ckeys))
     assert set(procs.verdicts.status) == {"ok"}
-    # Each unit once: the calls the plan said were missing, as many as the threaded run made.
-    assert made_procs == made_threaded == need
+    # Each request once: as many as the threaded run made, one stored answer each, at most the plan's calls.
+    assert made_procs == made_threaded == _answers(Store(tmp_path / "threads")) <= need
     for stage, store_stage in (("draft", "case"), ("rollout", "transcript"), ("judge", "judgment")):
         computed = procs.manifest["stages"][stage]["computed"]
         assert computed == threaded.manifest["stages"][stage]["computed"] > 0
