@@ -141,10 +141,14 @@ def _codes(column: pd.Series) -> np.ndarray:
 
 
 def _factorize(column: pd.Series) -> tuple[np.ndarray, pd.Index]:
-    """pd.factorize, reusing a categorical column's codes (unused categories stay in the index)."""
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        return column.cat.codes.to_numpy(), pd.Index(column.cat.categories)
+    """pd.factorize: values in order of first appearance, as plain values whatever the column's dtype.
+
+    A categorical column is factorized through its codes (no hashing of its text), and the order
+    stays that of appearance, so a table gives the same result with text or categorical columns.
+    """
     codes, uniques = pd.factorize(column)
+    if isinstance(uniques, pd.CategoricalIndex):
+        uniques = pd.Index(uniques.categories.take(uniques.codes))
     return codes, pd.Index(uniques)
 
 
