@@ -160,6 +160,8 @@ def _read_parquet(path: Path, categories: bool) -> pd.DataFrame:
         columns[name] = column.to_pandas()
         del column
     frame = pd.DataFrame(columns, copy=False) if columns else pd.read_parquet(path)
+    # Arrow's allocator keeps freed pages for reuse; hand the decoding buffers back to the system.
+    pa.default_memory_pool().release_unused()
     return _as_categories(frame, skip=plain)
 
 
