@@ -289,16 +289,30 @@ def _split_by_scoring(frame, scoring, estimator, ci, level):
 
 
 def _codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, int]:
-    """Integer codes 0..k-1 of a column, and k."""
+    """Integer codes 0..k-1 of a column in order of first appearance, and k.
+
+    Codes are int32 while k allows (a row-length array of them is half the
+    memory of int64 at tens of millions of rows).
+    """
     if isinstance(values, np.ndarray) and values.dtype.kind == "i" and len(values):
         # Combined codes of earlier columns: a bounded range compacts faster by counting.
         top = int(values.max()) + 1
         if top <= 4 * len(values) + 1024:
             present = np.bincount(values, minlength=top) > 0
             remap = np.cumsum(present) - 1
-            return remap[values], int(present.sum())
+            return remap.astype(_index_type(top))[values], int(present.sum())
     codes, uniques = pd.factorize(values, sort=False, use_na_sentinel=False)
-    return codes.astype(np.int64, copy=False), len(uniques)
+    return codes.astype(_index_type(len(uniques)), copy=False), len(uniques)
+
+
+def _index_type(k: int) -> type:
+    return np.int32 if k < 2**31 - 1 else np.int64
+
+
+def _combine(a: np.ndarray, k: int, b: np.ndarray) -> np.ndarray:
+    """``a * k + b`` (codes of a pair), in int32 unless that could overflow."""
+    kind = _index_type((int(a.max(initial=0)) + 1) * k)
+    return a.astype(kind, copy=False) * kind(k) + b.astype(kind, copy=False)
 
 
 def _first_rows(codes: np.ndarray) -> np.ndarray:
@@ -318,22 +332,28 @@ def _rates(frame, axes, factors, estimator, ci, level, n_boot, seed) -> pd.DataF
 
     universe, _ = _codes(frame["universe_id"])
     system, n_systems = _codes(frame["system"])
-    group, _ = _codes(universe * n_systems + system)
-    cells = _cell_codes(frame, factors) if estimator == "cell_balanced" else np.zeros(len(frame), np.int64)
+    group, _ = _codes(_combine(universe, n_systems, system))
+    del universe, system
+    # One cell per target unless cells are balanced; the pooled Wilson path needs no cell codes at all.
+    if estimator == "cell_balanced":
+        cells = _cell_codes(frame, factors)
+    else:
+        cells = np.zeros(len(frame), np.int8) if ci == "bootstrap" else None
 
     # Targets: one per (group, subgroup). "all" first, then each factor's levels.
     target_sets: list[tuple[np.ndarray, str | None, np.ndarray | None]] = [(group, None, None)]
     for factor in factors:
         factor_levels, n_levels = _codes(frame[factor])
-        target, _ = _codes(group * n_levels + factor_levels)
+        target, _ = _codes(_combine(group, n_levels, factor_levels))
         target_sets.append((target, factor, factor_levels))
 
     pieces = []
     for spec, (target, factor, levels) in enumerate(target_sets):
         first = _first_rows(target)
         n_targets = len(first)
-        n = np.bincount(target, weights=included, minlength=n_targets)
-        x = np.bincount(target, weights=compliant, minlength=n_targets)
+        # Counts of the included (compliant) rows: bincount of the selected codes, not of float weights.
+        n = np.bincount(target[included], minlength=n_targets).astype(np.float64)
+        x = np.bincount(target[compliant], minlength=n_targets).astype(np.float64)
         if estimator == "pooled":
             rate = np.divide(x, n, out=np.full(n_targets, np.nan), where=n > 0)
             n_eff = n
@@ -371,17 +391,17 @@ def _rates(frame, axes, factors, estimator, ci, level, n_boot, seed) -> pd.DataF
 
 def _cell_codes(frame: pd.DataFrame, factors: list[str]) -> np.ndarray:
     """A cell is one combination of all design factors."""
-    cells = np.zeros(len(frame), np.int64)
+    cells = np.zeros(len(frame), np.int32)
     for factor in factors:
         levels, n_levels = _codes(frame[factor])
-        cells, _ = _codes(cells * n_levels + levels)
+        cells, _ = _codes(_combine(cells, n_levels, levels))
     return cells
 
 
 def _cell_balanced(target, n_targets, cells, included, compliant):
     """Mean of per-cell rates per target, and Kish's effective sample size."""
     n_cells = int(cells.max()) + 1 if len(cells) else 1
-    pair, _ = _codes(target * n_cells + cells)
+    pair, _ = _codes(_combine(target, n_cells, cells))
     first = _first_rows(pair)
     target_of_pair = target[first]
     n = np.bincount(pair, weights=included, minlength=len(first))
