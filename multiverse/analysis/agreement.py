@@ -327,7 +327,7 @@ def agreement(
     if axis not in axes:
         raise InputError(f"verdicts: column {axis!r}: expected one of the axes {axes}")
     others = [a for a in axes if a != axis]
-    included = included_verdicts(verdicts, axes=axes)
+    included = included_verdicts(verdicts, axes=axes, keys=("replicate", "transcript_key"))
     option_codes, options = pd.factorize(included[axis], use_na_sentinel=False)
     options = pd.Index(options).tolist()  # plain Python values, ready for JSON
     notes: list[str] = []

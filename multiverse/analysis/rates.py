@@ -62,7 +62,8 @@ _KEYS = ("replicate", "transcript_key", "judgment_key")
 
 
 
-def included_verdicts(verdicts: pd.DataFrame, *, axes: Sequence[str]) -> pd.DataFrame:
+def included_verdicts(verdicts: pd.DataFrame, *, axes: Sequence[str],
+                      keys: Sequence[str] = _KEYS) -> pd.DataFrame:
     """The verdict rows that count towards rates, with a ``universe_id`` and a bool ``compliant``.
 
     Keeps rows whose ``status`` is ``ok`` (all rows when there is no status
@@ -70,13 +71,15 @@ def included_verdicts(verdicts: pd.DataFrame, *, axes: Sequence[str]) -> pd.Data
     absent it is derived from the axis values as ``tables.universe_ids`` does,
     so ids agree with tables loaded by ``tables.load_run``.
     Returns universe_id, the axis columns, system, case_id, compliant and
-    whichever of replicate, transcript_key, judgment_key the table has.
+    whichever of ``keys`` (replicate, transcript_key, judgment_key) the table
+    has: an analysis that needs none passes ``keys=()``, so a big table's key
+    columns are not copied.
     """
     axes = list(axes)
     missing = [c for c in ("system", "case_id", "compliant", *axes) if c not in verdicts.columns]
     if missing:
         raise InputError(f"verdicts: column {missing[0]!r}: expected a column of that name")
-    keep = ["system", "case_id", "compliant", *axes, *(k for k in _KEYS if k in verdicts.columns)]
+    keep = ["system", "case_id", "compliant", *axes, *(k for k in keys if k in verdicts.columns)]
     if "universe_id" in verdicts.columns:
         keep.insert(0, "universe_id")
     rows = pd.Series(True, index=verdicts.index)

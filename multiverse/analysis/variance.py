@@ -350,7 +350,7 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
     )
 
     axes = list(axes)
-    included = included_verdicts(verdicts, axes=axes)
+    included = included_verdicts(verdicts, axes=axes, keys=())
     rates = system_rates(included, axes=axes)
     if rates.empty:
         raise InputError("verdicts: column 'status': expected at least one row with status ok")
