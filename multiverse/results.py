@@ -434,4 +434,4 @@ def _is_text(series: pd.Series) -> bool:
     dtype = series.dtype
     if isinstance(dtype, pd.CategoricalDtype):  # load_run's text columns
         dtype = dtype.categories.dtype
-    return dtype == object or pd.api.types.is_string_dtype(dtype)
+    return pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype)

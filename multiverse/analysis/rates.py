@@ -338,6 +338,7 @@ def _rates(frame, axes, factors, estimator, ci, level, n_boot, seed) -> pd.DataF
     group, _ = _codes(_combine(universe, n_systems, system))
     del universe, system
     # One cell per target unless cells are balanced; the pooled Wilson path needs no cell codes at all.
+    cells: np.ndarray | None
     if estimator == "cell_balanced":
         cells = _cell_codes(frame, factors)
     else:
