@@ -136,7 +136,7 @@ def _dense(codes: Iterable[np.ndarray]) -> np.ndarray:
 def _codes(column: pd.Series) -> np.ndarray:
     """Non-negative integer codes of a column; categorical columns need no hashing."""
     if isinstance(column.dtype, pd.CategoricalDtype):
-        return column.cat.codes.to_numpy().astype(np.int64) + 1  # 0 = missing
+        return np.add(column.cat.codes.to_numpy(), 1, dtype=np.int64)  # 0 = missing; one row-length array
     return pd.factorize(column, use_na_sentinel=False)[0]
 
 
