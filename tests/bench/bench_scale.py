@@ -40,7 +40,8 @@ per size and grid by a builder child) and then runs one step:
   primary universe;
 - variance: ``multiverse.analysis.variance.variance``.
 
-Time is the step's wall time (the table load is not counted), and the CPU
+Time is the step's wall time (the table load is not counted; ``--json`` gives it as
+``load_seconds``, and the resident set after loading as ``before_gb``), and the CPU
 time (user + system) the child spent in it: on a shared machine the wall time
 includes waiting for a core; system time is mostly page faults of fresh
 allocations. Memory is the
@@ -527,6 +528,8 @@ def _json_entry(r: dict) -> dict:
             steps[name] = {"error": step["error"]}
         else:
             steps[name] = {"seconds": round(step["seconds"], 3), "peak_gb": round(step["maxrss"] / 2**30, 3),
+                           "load_seconds": round(step["load"], 2),
+                           "before_gb": round(step["rss_before"] / 2**30, 3),
                            "cpu_seconds": round(step["user"] + step["system"], 2),
                            "parts": {k: round(v, 3) for k, v in step["parts"].items()}, "result": step["summary"]}
     built = r["built"]
