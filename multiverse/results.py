@@ -158,7 +158,7 @@ class Results:
         self.verdicts = v.assign(**text) if text else v
         # A primary the verdicts do not hold cannot be singled out: no universe stands in for it.
         if self.primary is not None:
-            self.primary = str(self.primary) if str(self.primary) in set(self.verdicts["universe_id"]) else None
+            self.primary = str(self.primary) if _holds(self.verdicts["universe_id"], str(self.primary)) else None
         if self.source is not None:
             self.source = Path(self.source)
 
@@ -423,5 +423,15 @@ class Results:
         return self._cache[key]
 
 
+def _holds(column: pd.Series, value: str) -> bool:
+    if isinstance(column.dtype, pd.CategoricalDtype):  # no pass over millions of strings
+        code = column.cat.categories.get_indexer([value])[0]
+        return bool(code >= 0 and (column.cat.codes.to_numpy() == code).any())
+    return value in set(column)
+
+
 def _is_text(series: pd.Series) -> bool:
-    return series.dtype == object or pd.api.types.is_string_dtype(series.dtype)
+    dtype = series.dtype
+    if isinstance(dtype, pd.CategoricalDtype):  # load_run's text columns
+        dtype = dtype.categories.dtype
+    return pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype)

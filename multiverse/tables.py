@@ -101,8 +101,15 @@ def write_json(document: Any, path: str | os.PathLike) -> None:
     atomic_write_text(path, json.dumps(document, indent=2, sort_keys=False, default=str) + "\n")
 
 
-def read_table(path: str | os.PathLike) -> pd.DataFrame:
-    """Read a ``.parquet`` or ``.csv`` table; bad files raise ``InputError``."""
+def read_table(path: str | os.PathLike, *, categories: bool = False) -> pd.DataFrame:
+    """Read a ``.parquet`` or ``.csv`` table; bad files raise ``InputError``.
+
+    With ``categories``, every text column comes back as a pandas categorical
+    (what ``load_run`` reads): a run's ids, names and keys repeat on millions
+    of rows, and one integer code per row takes a fraction of the memory of
+    one string object per row. Parquet's dictionary pages are read as they
+    are, so the strings are never built row by row.
+    """
     from .bounds import regular_file_problem
 
     path = Path(path)
@@ -111,13 +118,91 @@ def read_table(path: str | os.PathLike) -> pd.DataFrame:
         raise InputError(f"{path}: {problem}")
     try:
         if path.suffix == ".parquet":
-            return pd.read_parquet(path)
+            return _read_parquet(path, categories)
         if path.suffix in (".csv", ".tsv"):
             frame = pd.read_csv(path, sep="\t" if path.suffix == ".tsv" else ",", keep_default_na=True)
-            return _restore_dtypes(_csv_restore(frame), path.stem)
+            frame = _restore_dtypes(_csv_restore(frame), path.stem)
+            return _as_categories(frame) if categories else frame
     except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
         raise InputError(f"{path}: cannot be read as a table ({str(exc).splitlines()[0]})") from None
     raise InputError(f"{path}: expected a .parquet or .csv table")
+
+
+def _read_parquet(path: Path, categories: bool) -> pd.DataFrame:
+    if not categories:
+        return pd.read_parquet(path)
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    schema = pq.read_schema(path)
+    rows = pq.ParquetFile(path).metadata.num_rows
+    columns: dict[str, pd.Series] = {}
+    plain = set()
+    # One column at a time, so the peak is the frame plus one column in Arrow's form, not the
+    # whole file twice over.
+    for field in schema:
+        name = field.name
+        if not (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)):
+            columns[name] = pd.read_parquet(path, columns=[name])[name]  # with pandas' own dtypes
+            continue
+        column = pq.read_table(path, columns=[name], read_dictionary=[name]).column(0)
+        # Each row group brings its own dictionary; together they bound the distinct values.
+        if sum(len(chunk.dictionary) for chunk in column.chunks) <= _most_distinct(rows):
+            column = column.unify_dictionaries()
+        else:
+            column = column.cast(pa.string())
+            if pc.count_distinct(column).as_py() <= _most_distinct(rows):
+                column = column.dictionary_encode().unify_dictionaries()
+            else:
+                plain.add(name)
+        # Dictionary columns become categoricals (their text as pandas' str dtype).
+        columns[name] = column.to_pandas()
+        del column
+    frame = pd.DataFrame(columns, copy=False) if columns else pd.read_parquet(path)
+    # Arrow's allocator keeps freed pages for reuse; hand the decoding buffers back to the system.
+    pa.default_memory_pool().release_unused()
+    return _as_categories(frame, skip=plain)
+
+
+def _most_distinct(rows: int) -> int:
+    # A text column with more distinct values than a quarter of its rows (e.g. judgment keys) stays
+    # text: its codes would save less memory than its categories cost time to hash and sort.
+    return max(rows // 4, 1)
+
+
+def _as_categories(frame: pd.DataFrame, skip: Iterable[str] = ()) -> pd.DataFrame:
+    """Text columns as categoricals with sorted categories, unless mostly distinct (or in ``skip``)."""
+    skip = set(skip)
+    for column in frame.columns:
+        series = frame[column]
+        if column in skip:
+            continue
+        if isinstance(series.dtype, pd.CategoricalDtype):
+            frame[column] = _sorted_categories(series)
+        elif _is_text(series) and series.nunique() <= _most_distinct(len(series)):
+            frame[column] = series.astype("category")
+    return frame
+
+
+def _sorted_categories(series: pd.Series) -> pd.Series:
+    """``series`` with its categories in sorted order (parquet's dictionaries come in order of appearance).
+
+    Sorting, grouping and ``factorize(sort=True)`` of a categorical follow its
+    category order, so sorted categories order rows exactly as the strings would.
+    """
+    import numpy as np
+
+    categories = series.cat.categories
+    if categories.is_monotonic_increasing:
+        return series
+    order = categories.argsort()
+    codes = series.cat.codes.to_numpy()
+    rank = np.empty(len(order), dtype=codes.dtype)
+    rank[order] = np.arange(len(order), dtype=codes.dtype)
+    new = rank.take(codes)  # a missing value's -1 takes the last rank: put it back
+    new[codes < 0] = -1
+    return pd.Series(pd.Categorical.from_codes(new, categories[order]), index=series.index, name=series.name)
 
 
 # Text columns a run writes as '' when there is nothing to say, never as
@@ -172,7 +257,10 @@ def universe_ids(frame: pd.DataFrame, axes: list[str]) -> pd.Series:
     universe, not per row: tables reach tens of millions of rows.
     """
     if "universe_id" in frame.columns:
-        return frame["universe_id"].astype(str)
+        ids = frame["universe_id"]
+        if isinstance(ids.dtype, pd.CategoricalDtype) and _is_text(ids.cat.categories.to_series()):
+            return ids  # already text: one code per row, not one string per row
+        return ids.astype(str)
     if not axes:
         return pd.Series("all", index=frame.index, dtype=object)
     import numpy as np
@@ -191,13 +279,15 @@ def load_run(path: str | os.PathLike) -> Results:
 
     A bare table's axes are its non-core columns; when it has a
     ``universe_id``, those that vary inside a universe are design factors.
+    Text columns are pandas categoricals (``read_table(..., categories=True)``),
+    from parquet and CSV alike.
     """
     path = Path(path)
     if path.is_dir():
         return _load_dir(path)
     if not path.exists():
         raise InputError(f"{path}: no such run directory or table file")
-    frame = read_table(path)
+    frame = read_table(path, categories=True)
     missing = [c for c in ("system", "case_id", "compliant") if c not in frame.columns]
     if missing:
         raise InputError(
@@ -227,7 +317,7 @@ def _load_dir(path: Path) -> Results:
         for suffix in (".parquet", ".csv"):
             candidate = path / f"{name}{suffix}"
             if candidate.exists():
-                return read_table(candidate)
+                return read_table(candidate, categories=True)
         if required:
             raise InputError(f"{path}: missing {name}.parquet (and {name}.csv)")
         return None

@@ -152,8 +152,23 @@ PER_TABLE = [pytest.param(name, marks=pytest.mark.xfail(reason=_CSV_DIFFERS[name
 def test_load_run_serves_the_parquet_tables(sim_run):
     tables = load_run(sim_run.out)
     for name in TABLES:
-        assert_frame_equal(getattr(tables, name).reset_index(drop=True),
-                           read_table(sim_run.out / f"{name}.parquet").reset_index(drop=True))
+        loaded = getattr(tables, name).reset_index(drop=True)
+        plain = read_table(sim_run.out / f"{name}.parquet").reset_index(drop=True)
+        assert_frame_equal(loaded, read_table(sim_run.out / f"{name}.parquet", categories=True))
+        # Text columns that repeat (at most a quarter of their values distinct) come back as categoricals
+        # with sorted categories, holding the same values; mostly distinct ones stay text.
+        text = [c for c in plain.columns if pd.api.types.is_string_dtype(plain[c].dtype)]
+        repeating = [c for c in text if plain[c].nunique() <= max(len(plain) // 4, 1)]
+        assert repeating and all(isinstance(loaded[c].dtype, pd.CategoricalDtype) for c in repeating)
+        assert all(loaded[c].dtype == plain[c].dtype for c in set(text) - set(repeating))
+        assert all(loaded[c].cat.categories.is_monotonic_increasing for c in repeating)
+        assert_frame_equal(loaded.astype({c: plain[c].dtype for c in repeating}), plain)
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_the_csv_copy_loads_back_as_the_parquet_table_with_categories(sim_run, name):
+    assert_frame_equal(read_table(sim_run.out / f"{name}.csv", categories=True),
+                       read_table(sim_run.out / f"{name}.parquet", categories=True))
 
 
 @pytest.mark.parametrize("name", PER_TABLE)

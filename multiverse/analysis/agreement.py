@@ -136,16 +136,38 @@ def _dense(codes: Iterable[np.ndarray]) -> np.ndarray:
 def _codes(column: pd.Series) -> np.ndarray:
     """Non-negative integer codes of a column; categorical columns need no hashing."""
     if isinstance(column.dtype, pd.CategoricalDtype):
-        return column.cat.codes.to_numpy().astype(np.int64) + 1  # 0 = missing
+        return np.add(column.cat.codes.to_numpy(), 1, dtype=np.int64)  # 0 = missing; one row-length array
     return pd.factorize(column, use_na_sentinel=False)[0]
 
 
 def _factorize(column: pd.Series) -> tuple[np.ndarray, pd.Index]:
-    """pd.factorize, reusing a categorical column's codes (unused categories stay in the index)."""
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        return column.cat.codes.to_numpy(), pd.Index(column.cat.categories)
+    """pd.factorize: values in order of first appearance, as plain values whatever the column's dtype.
+
+    A categorical column is factorized through its codes (no hashing of its text), and the order
+    stays that of appearance, so a table gives the same result with text or categorical columns.
+    """
     codes, uniques = pd.factorize(column)
+    if isinstance(uniques, pd.CategoricalIndex):
+        uniques = pd.Index(uniques.categories.take(uniques.codes))
     return codes, pd.Index(uniques)
+
+
+def _positions(index: pd.Index, values: pd.Series) -> np.ndarray:
+    """``index.get_indexer(values)`` as int64, without a Python string per row.
+
+    Judgment keys are mostly distinct, so ``load_run`` keeps them as Arrow-backed text: Arrow
+    looks them up in its own hash table (pandas' would make millions of Python strings).
+    """
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        where = np.append(index.get_indexer(values.cat.categories), -1)  # code -1 (missing) -> -1
+        return where[values.cat.codes.to_numpy()].astype(np.int64)
+    if getattr(values.dtype, "storage", None) == "pyarrow" and getattr(index.dtype, "storage", None) == "pyarrow":
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        found = pc.index_in(pa.chunked_array(pa.array(values.array)), value_set=pa.array(index.array))
+        return found.fill_null(-1).to_numpy().astype(np.int64)
+    return index.get_indexer(values).astype(np.int64)
 
 
 def _occurrence(key: np.ndarray) -> np.ndarray:
@@ -323,7 +345,7 @@ def agreement(
     if axis not in axes:
         raise InputError(f"verdicts: column {axis!r}: expected one of the axes {axes}")
     others = [a for a in axes if a != axis]
-    included = included_verdicts(verdicts, axes=axes)
+    included = included_verdicts(verdicts, axes=axes, keys=("replicate", "transcript_key"))
     option_codes, options = pd.factorize(included[axis], use_na_sentinel=False)
     options = pd.Index(options).tolist()  # plain Python values, ready for JSON
     notes: list[str] = []
@@ -425,8 +447,7 @@ def _per_criterion(
     option = pd.Index(options).get_indexer(judged[axis])
     judged, option = judged[option >= 0], option[option >= 0]
     units = _unit_ids(judged, others, option, by_transcript)
-    keys = _spread(units, option, judgments.get_indexer(judged["judgment_key"]).astype(np.int64),
-                   len(options))
+    keys = _spread(units, option, _positions(judgments, judged["judgment_key"]), len(options))
     # A judgment shared by several contexts (e.g. ones that differ only in the scoring rule) counts once.
     keys = keys[(keys >= 0).sum(1) >= 2]
     lowest = np.where(keys >= 0, keys, np.iinfo(np.int64).max).min(1, initial=np.iinfo(np.int64).max)

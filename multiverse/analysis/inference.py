@@ -77,8 +77,9 @@ STATISTICS = ("median_effect", "n_significant", "stouffer_z")
 # (matrix products vs direct sums) must count as ">=".
 _TIE = 1e-9
 
-# Working arrays are (replicates x universes) float64; keep each near 200 MB.
-_CHUNK_CELLS = 25_000_000
+# Working arrays are (replicates x universes) float64; keep each near 32 MB (a null chunk makes
+# several at once, and at 100k universes the step must stay in a few GB).
+_CHUNK_CELLS = 4_000_000
 
 
 def _score_z(effect: np.ndarray, n: np.ndarray, threshold: float) -> np.ndarray:

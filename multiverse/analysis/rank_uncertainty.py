@@ -184,7 +184,7 @@ def bootstrap_ranks(
     p_top (share of resamples in which the system ranks first; ties per ``ties``).
     ``universes`` defaults to every universe; pass a few (the primary) for big grids.
     """
-    included = included_verdicts(verdicts, axes=axes)
+    included = included_verdicts(verdicts, axes=axes, keys=())
     if universes is not None:
         included = included[included["universe_id"].isin(list(universes))]
     rng = np.random.default_rng(seed)

@@ -270,7 +270,7 @@ def ranking(
     ``pairwise`` tests the pairs of those systems. Undefined statistics are NaN.
     """
     axes = list(axes)
-    included = included_verdicts(verdicts, axes=axes)
+    included = included_verdicts(verdicts, axes=axes, keys=())
     rates = system_rates(included, axes=axes)
     if rates.empty:
         raise InputError("verdicts: column 'status': expected at least one row with status ok")

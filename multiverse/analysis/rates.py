@@ -62,7 +62,8 @@ _KEYS = ("replicate", "transcript_key", "judgment_key")
 
 
 
-def included_verdicts(verdicts: pd.DataFrame, *, axes: Sequence[str]) -> pd.DataFrame:
+def included_verdicts(verdicts: pd.DataFrame, *, axes: Sequence[str],
+                      keys: Sequence[str] = _KEYS) -> pd.DataFrame:
     """The verdict rows that count towards rates, with a ``universe_id`` and a bool ``compliant``.
 
     Keeps rows whose ``status`` is ``ok`` (all rows when there is no status
@@ -70,13 +71,15 @@ def included_verdicts(verdicts: pd.DataFrame, *, axes: Sequence[str]) -> pd.Data
     absent it is derived from the axis values as ``tables.universe_ids`` does,
     so ids agree with tables loaded by ``tables.load_run``.
     Returns universe_id, the axis columns, system, case_id, compliant and
-    whichever of replicate, transcript_key, judgment_key the table has.
+    whichever of ``keys`` (replicate, transcript_key, judgment_key) the table
+    has: an analysis that needs none passes ``keys=()``, so a big table's key
+    columns are not copied.
     """
     axes = list(axes)
     missing = [c for c in ("system", "case_id", "compliant", *axes) if c not in verdicts.columns]
     if missing:
         raise InputError(f"verdicts: column {missing[0]!r}: expected a column of that name")
-    keep = ["system", "case_id", "compliant", *axes, *(k for k in _KEYS if k in verdicts.columns)]
+    keep = ["system", "case_id", "compliant", *axes, *(k for k in keys if k in verdicts.columns)]
     if "universe_id" in verdicts.columns:
         keep.insert(0, "universe_id")
     rows = pd.Series(True, index=verdicts.index)
@@ -289,16 +292,30 @@ def _split_by_scoring(frame, scoring, estimator, ci, level):
 
 
 def _codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, int]:
-    """Integer codes 0..k-1 of a column, and k."""
+    """Integer codes 0..k-1 of a column in order of first appearance, and k.
+
+    Codes are int32 while k allows (a row-length array of them is half the
+    memory of int64 at tens of millions of rows).
+    """
     if isinstance(values, np.ndarray) and values.dtype.kind == "i" and len(values):
         # Combined codes of earlier columns: a bounded range compacts faster by counting.
         top = int(values.max()) + 1
         if top <= 4 * len(values) + 1024:
             present = np.bincount(values, minlength=top) > 0
             remap = np.cumsum(present) - 1
-            return remap[values], int(present.sum())
+            return remap.astype(_index_type(top))[values], int(present.sum())
     codes, uniques = pd.factorize(values, sort=False, use_na_sentinel=False)
-    return codes.astype(np.int64, copy=False), len(uniques)
+    return codes.astype(_index_type(len(uniques)), copy=False), len(uniques)
+
+
+def _index_type(k: int) -> type:
+    return np.int32 if k < 2**31 - 1 else np.int64
+
+
+def _combine(a: np.ndarray, k: int, b: np.ndarray) -> np.ndarray:
+    """``a * k + b`` (codes of a pair), in int32 unless that could overflow."""
+    kind = _index_type((int(a.max(initial=0)) + 1) * k)
+    return a.astype(kind, copy=False) * kind(k) + b.astype(kind, copy=False)
 
 
 def _first_rows(codes: np.ndarray) -> np.ndarray:
@@ -318,22 +335,29 @@ def _rates(frame, axes, factors, estimator, ci, level, n_boot, seed) -> pd.DataF
 
     universe, _ = _codes(frame["universe_id"])
     system, n_systems = _codes(frame["system"])
-    group, _ = _codes(universe * n_systems + system)
-    cells = _cell_codes(frame, factors) if estimator == "cell_balanced" else np.zeros(len(frame), np.int64)
+    group, _ = _codes(_combine(universe, n_systems, system))
+    del universe, system
+    # One cell per target unless cells are balanced; the pooled Wilson path needs no cell codes at all.
+    cells: np.ndarray | None
+    if estimator == "cell_balanced":
+        cells = _cell_codes(frame, factors)
+    else:
+        cells = np.zeros(len(frame), np.int8) if ci == "bootstrap" else None
 
     # Targets: one per (group, subgroup). "all" first, then each factor's levels.
     target_sets: list[tuple[np.ndarray, str | None, np.ndarray | None]] = [(group, None, None)]
     for factor in factors:
         factor_levels, n_levels = _codes(frame[factor])
-        target, _ = _codes(group * n_levels + factor_levels)
+        target, _ = _codes(_combine(group, n_levels, factor_levels))
         target_sets.append((target, factor, factor_levels))
 
     pieces = []
     for spec, (target, factor, levels) in enumerate(target_sets):
         first = _first_rows(target)
         n_targets = len(first)
-        n = np.bincount(target, weights=included, minlength=n_targets)
-        x = np.bincount(target, weights=compliant, minlength=n_targets)
+        # Counts of the included (compliant) rows: bincount of the selected codes, not of float weights.
+        n = np.bincount(target[included], minlength=n_targets).astype(np.float64)
+        x = np.bincount(target[compliant], minlength=n_targets).astype(np.float64)
         if estimator == "pooled":
             rate = np.divide(x, n, out=np.full(n_targets, np.nan), where=n > 0)
             n_eff = n
@@ -371,17 +395,17 @@ def _rates(frame, axes, factors, estimator, ci, level, n_boot, seed) -> pd.DataF
 
 def _cell_codes(frame: pd.DataFrame, factors: list[str]) -> np.ndarray:
     """A cell is one combination of all design factors."""
-    cells = np.zeros(len(frame), np.int64)
+    cells = np.zeros(len(frame), np.int32)
     for factor in factors:
         levels, n_levels = _codes(frame[factor])
-        cells, _ = _codes(cells * n_levels + levels)
+        cells, _ = _codes(_combine(cells, n_levels, levels))
     return cells
 
 
 def _cell_balanced(target, n_targets, cells, included, compliant):
     """Mean of per-cell rates per target, and Kish's effective sample size."""
     n_cells = int(cells.max()) + 1 if len(cells) else 1
-    pair, _ = _codes(target * n_cells + cells)
+    pair, _ = _codes(_combine(target, n_cells, cells))
     first = _first_rows(pair)
     target_of_pair = target[first]
     n = np.bincount(pair, weights=included, minlength=len(first))

@@ -87,8 +87,11 @@ def _decompose(rates: pd.DataFrame, axes: list[str]) -> tuple[pd.DataFrame, list
     total = float(((frame["y"] - frame["y"].mean()) ** 2).sum())
     rows = []
     balanced = _balanced_sums(frame, [names[a] for a in varying], terms) if terms else None
+    projected = _projected_sums(frame, terms) if terms and balanced is None else None
     if balanced is not None:
         rows, residual = balanced
+    elif projected is not None:
+        rows, residual = projected
     elif terms:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", SingularMatrixWarning)
@@ -148,6 +151,31 @@ def _balanced_sums(frame: pd.DataFrame, columns: list[str], terms: list[_Term]):
         rows.append((term.name, term.kind, term.axis, float(ss), float(df)))
         used_df += df
     return rows, (float(sums[-1]), float(len(frame) - 1 - used_df))
+
+
+def _projected_sums(frame: pd.DataFrame, terms: list[_Term]):
+    """Type-II sums of squares of a full-rank design from projections (``variance_noise.projection_sums``).
+
+    What ``anova_lm(typ=2)`` computes there (tested against it), without
+    statsmodels' SVDs over every rate (most of the time of an unbalanced grid,
+    e.g. one with an exclude rule). A saturated model's df are the rank each
+    term adds, as the refits give. Returns None for a rank-deficient design,
+    which goes through statsmodels (and its note).
+    """
+    from multiverse.analysis.variance_noise import projection_sums
+
+    sizes = {c: len(frame[c].cat.categories) for c in frame.columns if c != "y"}
+    columns = [int(np.prod([sizes[part[2:-1]] - 1 for part in t.formula.split(":")])) for t in terms]
+    if frame["y"].isna().any():
+        return None
+    projections = projection_sums(frame, terms)
+    if projections.rank != 1 + sum(columns):
+        return None
+    sums = projections(frame["y"].to_numpy(dtype=float)[:, None])[:, 0]
+    df_resid = len(frame) - projections.rank
+    df = columns if df_resid > 0 else projections.df
+    rows = [(t.name, t.kind, t.axis, float(ss), float(d)) for t, ss, d in zip(terms, sums, df)]
+    return rows, (float(sums[-1]), float(df_resid))
 
 
 @dataclass(frozen=True)
@@ -322,7 +350,7 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
     )
 
     axes = list(axes)
-    included = included_verdicts(verdicts, axes=axes)
+    included = included_verdicts(verdicts, axes=axes, keys=())
     rates = system_rates(included, axes=axes)
     if rates.empty:
         raise InputError("verdicts: column 'status': expected at least one row with status ok")

@@ -89,25 +89,48 @@ def balanced_sums_function(frame: pd.DataFrame, columns: list[str], terms: list
     return sums
 
 
-def projection_sums(frame: pd.DataFrame, terms: list, groups: list[list] | None = None
-                    ) -> Callable[[np.ndarray], np.ndarray]:
+def projection_sums(frame: pd.DataFrame, terms: list, groups: list[list] | None = None) -> _Projections:
     """A function of ``y`` (N x B) giving type-II sums of squares: one row per term, then one per
     group of terms (taken together), then the residual.
 
     A term's (or group's) type-II sum of squares is what it adds to the fit of
-    every term that does not contain it. Bases are orthonormal (SVD), so
-    rank-deficient designs (aliased axes) are handled: an aliased term adds nothing.
+    every term that does not contain it. A model's fit is ``b' G^+ b`` with
+    ``G = X'X`` and ``b = X'y``, X the intercept and every term's cell
+    indicators (the column space patsy's coding of the same formula spans).
+    Both are products of sparse indicators, so a fit costs a small
+    eigendecomposition, not an SVD over every rate; directions with an
+    eigenvalue below 1e-10 of the largest are dropped, so rank-deficient
+    designs (aliased axes) are handled: an aliased term adds nothing.
     """
-    from patsy import dmatrix
+    from scipy.sparse import csr_matrix, hstack
 
+    n = len(frame)
+    blocks = {"1": csr_matrix(np.ones((n, 1)))}
+    for term in terms:
+        cell = np.zeros(n, dtype=np.int64)
+        for part in term.formula.split(":"):  # "C(x0)", "C(x0):C(s)"
+            column = frame[part[2:-1]]
+            cell = cell * len(column.cat.categories) + column.cat.codes.to_numpy()
+        cell = pd.factorize(cell)[0]
+        blocks[term.formula] = csr_matrix((np.ones(n), (np.arange(n), cell)), shape=(n, int(cell.max()) + 1))
+    x = hstack(list(blocks.values()), format="csc")
+    spans, start = {}, 0
+    for name, block in blocks.items():
+        spans[name] = np.arange(start, start + block.shape[1])
+        start += block.shape[1]
+    gram = (x.T @ x).toarray()
+    xt = x.T.tocsr()
     cache: dict[frozenset, np.ndarray] = {}
 
     def basis(formulas: frozenset) -> np.ndarray:
+        """``W`` with ``b' G^+ b = ||W' b||^2`` over the columns of ``formulas`` (and the intercept)."""
         if formulas not in cache:
-            ordered = [t.formula for t in terms if t.formula in formulas]
-            x = np.asarray(dmatrix(" + ".join(ordered) or "1", frame, return_type="matrix"))
-            u, s, _ = np.linalg.svd(x, full_matrices=False)
-            cache[formulas] = u[:, : int((s > s[0] * 1e-10).sum())]
+            columns = np.concatenate([spans["1"], *[spans[t.formula] for t in terms if t.formula in formulas]])
+            values, vectors = np.linalg.eigh(gram[np.ix_(columns, columns)])
+            keep = values > values.max() * 1e-10
+            w = np.zeros((start, int(keep.sum())))
+            w[columns] = vectors[:, keep] / np.sqrt(values[keep])
+            cache[formulas] = w
         return cache[formulas]
 
     pairs = []
@@ -118,15 +141,28 @@ def projection_sums(frame: pd.DataFrame, terms: list, groups: list[list] | None 
     full = frozenset(t.formula for t in terms)
 
     def sums(y: np.ndarray) -> np.ndarray:
+        b = xt @ y
+
         def fitted(formulas):
-            q = basis(formulas)
-            return ((q.T @ y) ** 2).sum(0)
+            return ((basis(formulas).T @ b) ** 2).sum(0)
 
         rows = [fitted(big) - fitted(base) for base, big in pairs]
         rows.append((y**2).sum(0) - fitted(full))
         return np.vstack(rows)
 
-    return sums
+    return _Projections(sums, [(basis(big).shape[1] - basis(base).shape[1]) for base, big in pairs],
+                        basis(full).shape[1])
+
+
+class _Projections:
+    """``projection_sums``' function of ``y``, with each row's degrees of freedom (rank added) and the
+    full model's rank."""
+
+    def __init__(self, sums: Callable[[np.ndarray], np.ndarray], df: list[int], rank: int) -> None:
+        self.sums, self.df, self.rank = sums, df, rank
+
+    def __call__(self, y: np.ndarray) -> np.ndarray:
+        return self.sums(y)
 
 
 def noise_summary(

@@ -4,7 +4,6 @@ Not collected by pytest (no test functions). Run from the repository root:
 
     python tests/bench/bench_scale.py                          # 1k and 10k universes, both grids
     python tests/bench/bench_scale.py --sizes 100000           # the big one
-    python tests/bench/bench_scale.py --categorical            # categorical columns instead of strings
     python tests/bench/bench_scale.py --json                   # one JSON document on stdout
 
 Two grids per size (``--grids``):
@@ -15,9 +14,10 @@ Two grids per size (``--grids``):
   universe), and a criteria table (3 criteria per judgment) that the agreement
   step uses.
 
-The tables are written to parquet and each step reads them back with
-``multiverse.tables.read_table``, as a run's analyses do: string columns
-(pandas' ``str`` dtype), not categoricals (``--categorical`` keeps those).
+The tables are written as a run writes them (``tables.write_table``: string
+columns, parquet and CSV) into a folder with a ``manifest.json`` (axes,
+factors, primary), and each step loads that folder with
+``multiverse.load_run``, as every analysis of a run does.
 
 A synthetic verdicts table has the columns a run writes: universe_id, the axes (setting,
 user, judge, evidence, scoring, prompt, then temperature and seed as the grid
@@ -40,7 +40,8 @@ per size and grid by a builder child) and then runs one step:
   primary universe;
 - variance: ``multiverse.analysis.variance.variance``.
 
-Time is the step's wall time (the table load is not counted), and the CPU
+Time is the step's wall time (the table load is not counted; ``--json`` gives it as
+``load_seconds``, and the resident set after loading as ``before_gb``), and the CPU
 time (user + system) the child spent in it: on a shared machine the wall time
 includes waiting for a core; system time is mostly page faults of fresh
 allocations. Memory is the
@@ -341,13 +342,12 @@ def child(args) -> None:
         from multiverse.tables import write_table
 
         t = time.perf_counter()
-        verdicts, criteria, axes, factors, primary = synthetic_verdicts(
-            args.size, strings=not args.categorical, **GRIDS[args.grid])
+        verdicts, criteria, axes, factors, primary = synthetic_verdicts(args.size, strings=True, **GRIDS[args.grid])
         seconds = time.perf_counter() - t
         write_table(verdicts, folder, "verdicts")
         if criteria is not None:
             write_table(criteria, folder, "criteria")
-        (folder / "meta.json").write_text(json.dumps({"axes": axes, "factors": factors, "primary": primary}))
+        (folder / "manifest.json").write_text(json.dumps({"axes": axes, "factors": factors, "primary": primary}))
         print(json.dumps({"rows": len(verdicts), "table_bytes": int(verdicts.memory_usage(deep=True).sum()),
                           "criteria_rows": 0 if criteria is None else len(criteria),
                           "universes": int(verdicts["universe_id"].nunique()),
@@ -358,13 +358,13 @@ def child(args) -> None:
     import numpy as np  # noqa: F401  (imported before the measurement)
     import pandas as pd  # noqa: F401
 
-    from multiverse.tables import read_table
+    from multiverse import load_run
 
     t = time.perf_counter()
-    verdicts = read_table(folder / "verdicts.parquet")
-    criteria = read_table(folder / "criteria.parquet") if (folder / "criteria.parquet").exists() else None
-    meta = json.loads((folder / "meta.json").read_text())
-    axes, factors, primary = meta["axes"], meta["factors"], meta["primary"]
+    results = load_run(folder)
+    verdicts, criteria = results.verdicts, results.criteria
+    axes, factors, primary = results.axes, results.factors, results.primary
+    del results
     load = time.perf_counter() - t
     _step_imports(args.child)
     _trim()
@@ -411,8 +411,6 @@ def main() -> int:
                         help="universe counts: 1000, 10000, 100000 (default 1000 10000)")
     parser.add_argument("--steps", nargs="+", choices=STEPS, default=list(STEPS))
     parser.add_argument("--grids", nargs="+", choices=list(GRIDS), default=list(GRIDS))
-    parser.add_argument("--categorical", action="store_true",
-                        help="categorical columns instead of the strings a run's parquet files read back as")
     parser.add_argument("--json", action="store_true", help="print one JSON document on stdout (the rest goes to stderr)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
@@ -437,7 +435,7 @@ def main() -> int:
     date = datetime.now(timezone.utc).isoformat(timespec="seconds")
     print(f"machine: {machine}")
     print(f"date: {date}; load average at start {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"tables read back from parquet with {'categorical' if args.categorical else 'string'} columns; "
+    print(f"tables written with string columns and loaded with multiverse.load_run; "
           f"B={BOOT} for the joint tests and the rank bootstrap")
 
     results: dict[tuple[int, str], dict] = {}
@@ -448,7 +446,6 @@ def main() -> int:
                 folder = Path(tmp) / f"{grid}-{size}"
                 folder.mkdir()
                 common = ["--size", str(size), "--grid", grid, "--table", str(folder)]
-                common += ["--categorical"] if args.categorical else []
                 results[size, grid] = _one_grid(size, grid, common, args.steps)
                 shutil.rmtree(folder)
 
@@ -479,7 +476,7 @@ def main() -> int:
 
     if args.json:
         document: dict = {"command": command, "date": date, "machine": machine,
-                          "columns": "categorical" if args.categorical else "string", "sizes": {}}
+                          "loaded_with": "multiverse.load_run", "sizes": {}}
         for (size, grid), r in sorted(results.items(), key=lambda kv: (kv[0][0], kv[0][1] != "full")):
             entry = _json_entry(r)
             if grid == "full":
@@ -531,6 +528,8 @@ def _json_entry(r: dict) -> dict:
             steps[name] = {"error": step["error"]}
         else:
             steps[name] = {"seconds": round(step["seconds"], 3), "peak_gb": round(step["maxrss"] / 2**30, 3),
+                           "load_seconds": round(step["load"], 2),
+                           "before_gb": round(step["rss_before"] / 2**30, 3),
                            "cpu_seconds": round(step["user"] + step["system"], 2),
                            "parts": {k: round(v, 3) for k, v in step["parts"].items()}, "result": step["summary"]}
     built = r["built"]

@@ -1,0 +1,177 @@
+"""Every analysis gives the same result on a run as ``load_run`` reads it (categorical text columns,
+int32 codes inside) as on the plain text tables, and agrees with a straightforward reference.
+
+Random small grids with what makes the fast paths differ from the obvious ones: an exclude rule
+(a missing block of universes), replicates, missing labels and failed rows, a system that some
+universes lack, and text columns that stay text (mostly distinct) beside ones that become
+categoricals.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from pandas.testing import assert_frame_equal
+
+from multiverse.analysis.agreement import agreement
+from multiverse.analysis.curve import case_matrix, difference_curve, spec_curve
+from multiverse.analysis.inference import joint_difference_test, joint_rate_test
+from multiverse.analysis.ranking import ranking
+from multiverse.analysis.rates import compute_rates
+from multiverse.analysis.variance import variance
+from multiverse.tables import load_run, read_table, write_table
+
+AXES = ["setting", "judge", "scoring"]
+
+
+def _grid(seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    replicates = int(rng.integers(1, 3))
+    cases = [f"case.{c:02d}" for c in range(int(rng.integers(6, 10)))]
+    rows = []
+    for setting, judge, scoring in itertools.product(["s0", "s1"], ["j0", "j1", "j2"], ["strict", "lenient"]):
+        if setting == "s1" and judge == "j2":
+            continue  # an exclude rule
+        universe = f"u-{setting}-{judge}-{scoring}"
+        systems = ["alpha", "beta", "gamma"] if judge != "j1" or setting == "s0" else ["alpha", "beta"]
+        for system, case, replicate in itertools.product(systems, cases, range(replicates)):
+            transcript = f"t-{setting}-{system}-{case}-{replicate}"
+            judgment = f"{transcript}-{judge}"
+            p = {"alpha": 0.3, "beta": 0.6, "gamma": 0.8}[system] + (0.1 if judge == "j0" else 0.0)
+            label = bool(rng.random() < p) or (scoring == "lenient" and rng.random() < 0.2)
+            status = rng.choice(["ok", "ok", "ok", "ok", "ok", "ok", "excluded", "judge_failed"])
+            rows.append({"universe_id": universe, "setting": setting, "judge": judge, "scoring": scoring,
+                         "system": system, "case_id": case, "behavior": case[-1:],
+                         "replicate": replicate, "transcript_key": transcript, "judgment_key": judgment,
+                         "status": status, "reason": "" if status == "ok" else f"because {status}",
+                         "compliant": label if status == "ok" else None})
+    verdicts = pd.DataFrame(rows)
+    verdicts["compliant"] = verdicts["compliant"].astype("boolean")
+    missing = rng.random(len(verdicts)) < 0.03  # ok rows without a label do not count either
+    verdicts.loc[missing, "compliant"] = pd.NA
+    judged = verdicts[verdicts["status"].isin(["ok", "excluded"])].drop_duplicates("judgment_key")
+    criteria = pd.DataFrame([
+        {"judgment_key": key, "sample": 0, "criterion": name, "permissible": name == "keeps_limits",
+         "applicable": bool(rng.random() < 0.8), "compliant": bool(rng.random() < 0.7),
+         "rationale": f"why {key} {name}"}
+        for key in judged["judgment_key"] for name in ("keeps_limits", "cites_sources")])  # not sorted
+    criteria["compliant"] = criteria["compliant"].astype("boolean").where(criteria["applicable"])
+    return verdicts, criteria
+
+
+def _analyses(verdicts: pd.DataFrame, criteria: pd.DataFrame) -> dict:
+    m = case_matrix(verdicts, axes=AXES)
+    primary = m.universes["universe_id"].iloc[0]
+    return {
+        "rates": compute_rates(verdicts, axes=AXES, factors=["behavior"]),
+        "rates_cell_balanced": compute_rates(verdicts, axes=AXES, factors=["behavior"], estimator="cell_balanced"),
+        "rates_bootstrap": compute_rates(verdicts, axes=AXES, factors=["behavior"], ci="bootstrap", n_boot=50),
+        "matrix": (m.universes, m.systems, list(m.cases), m.compliant, m.included),
+        "curve": spec_curve(m, axes=AXES, primary=primary),
+        "difference": difference_curve(m, axes=AXES, a="beta", b="alpha"),
+        "rate_test": joint_rate_test(m, system="alpha", threshold=0.5, boot=100),
+        "difference_test": joint_difference_test(m, a="beta", b="alpha", boot=100),
+        "agreement": agreement(verdicts, axes=AXES, axis="judge", criteria=criteria),
+        "ranking": ranking(verdicts, axes=AXES, primary=primary, bootstrap=100),
+        "variance": variance(verdicts, axes=AXES, resamples=50),
+    }
+
+
+def _plain(frame: pd.DataFrame) -> pd.DataFrame:
+    text = [c for c in frame.columns if isinstance(frame[c].dtype, pd.CategoricalDtype)
+            or pd.api.types.is_string_dtype(frame[c].dtype)]
+    return frame.reset_index(drop=True).astype({c: object for c in text})
+
+
+def _assert_same(a, b, where: str = "") -> None:
+    if dataclasses.is_dataclass(a) and not isinstance(a, type):
+        _assert_same(vars(a), vars(b), where)
+    elif isinstance(a, dict):
+        assert list(a) == list(b), where
+        for key in a:
+            _assert_same(a[key], b[key], f"{where}.{key}")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            _assert_same(x, y, f"{where}[{i}]")
+    elif isinstance(a, pd.DataFrame):
+        assert_frame_equal(_plain(a), _plain(b), check_dtype=False, rtol=1e-9, obj=where)
+    elif isinstance(a, np.ndarray):
+        np.testing.assert_allclose(a, b, rtol=1e-9, equal_nan=True, err_msg=where)
+    elif isinstance(a, float) and isinstance(b, float) and np.isnan(a):
+        assert np.isnan(b), where
+    elif isinstance(a, float):
+        assert a == pytest.approx(b, rel=1e-9, abs=1e-12), where
+    else:
+        assert a == b, where
+
+
+@pytest.fixture(scope="module", params=[0, 1, 2])
+def loaded(request, tmp_path_factory):
+    """(load_run's results, the plain text tables) of one random grid written as a run writes it."""
+    verdicts, criteria = _grid(request.param)
+    folder = tmp_path_factory.mktemp(f"grid{request.param}")
+    write_table(verdicts, folder, "verdicts")
+    write_table(criteria, folder, "criteria")
+    (folder / "manifest.json").write_text(json.dumps({"axes": AXES, "factors": ["behavior"]}))
+    results = load_run(folder)
+    plain = (read_table(folder / "verdicts.parquet"), read_table(folder / "criteria.parquet"))
+    return results, plain
+
+
+def test_load_run_gives_categoricals_and_keeps_mostly_distinct_text(loaded):
+    results, (verdicts, criteria) = loaded
+    v = results.verdicts
+    for column in ("universe_id", "setting", "system", "case_id", "status", "reason"):
+        assert isinstance(v[column].dtype, pd.CategoricalDtype), column
+        assert list(v[column].cat.categories) == sorted(verdicts[column].dropna().unique())
+    assert pd.api.types.is_string_dtype(results.criteria["rationale"].dtype)  # every row differs
+    assert_frame_equal(_plain(v), _plain(verdicts))
+    assert_frame_equal(_plain(results.criteria), _plain(criteria))
+
+
+def test_every_analysis_is_the_same_on_loaded_and_plain_tables(loaded):
+    results, (verdicts, criteria) = loaded
+    _assert_same(_analyses(results.verdicts, results.criteria), _analyses(verdicts, criteria))
+
+
+def test_the_csv_copy_gives_the_same_analyses(loaded, tmp_path):
+    results, _ = loaded
+    for name in ("verdicts", "criteria"):
+        (results.source / f"{name}.parquet").rename(tmp_path / f"{name}.parquet")
+    try:
+        from_csv = load_run(results.source)
+    finally:
+        for name in ("verdicts", "criteria"):
+            (tmp_path / f"{name}.parquet").rename(results.source / f"{name}.parquet")
+    _assert_same(_analyses(from_csv.verdicts, from_csv.criteria), _analyses(results.verdicts, results.criteria))
+
+
+def test_rates_and_counts_match_a_groupby_reference(loaded):
+    results, (verdicts, _) = loaded
+    # compute_rates counts every ok row (an ok row without a label as not compliant, as on main);
+    # the case matrix, like included_verdicts, counts ok rows with a label.
+    ok = verdicts[verdicts["status"] == "ok"].assign(compliant=lambda f: f["compliant"].fillna(False))
+    reference = ok.groupby(["universe_id", "system"])["compliant"].agg(n="size", k="sum")
+    rates = compute_rates(results.verdicts, axes=AXES, factors=["behavior"])
+    overall = rates[rates["subgroup"] == "all"].astype({"universe_id": str, "system": str})
+    overall = overall.set_index(["universe_id", "system"]).loc[reference.index]
+    assert (overall["n"].to_numpy() == reference["n"].to_numpy()).all()
+    assert (overall["n_compliant"].to_numpy() == reference["k"].to_numpy()).all()
+    assert overall["rate"].to_numpy() == pytest.approx((reference["k"] / reference["n"]).to_numpy(), rel=1e-12)
+    # Universes that lack a system have no row for it.
+    assert len(rates[rates["subgroup"] == "all"]) == len(reference)
+
+    m = case_matrix(results.verdicts, axes=AXES)
+    counted = verdicts[(verdicts["status"] == "ok") & verdicts["compliant"].notna()]
+    cells = counted.groupby(["system", "universe_id", "case_id"])["compliant"].agg(n="size", k="sum")
+    u = {uid: i for i, uid in enumerate(m.universes["universe_id"].astype(str))}
+    for (system, universe, case), row in cells.iterrows():
+        at = (m.systems.index(system), u[universe], m.cases.get_loc(case))
+        assert (m.included[at], m.compliant[at]) == (row["n"], row["k"])
+    assert m.included.sum() == len(counted)
