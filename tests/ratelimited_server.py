@@ -10,6 +10,11 @@ seconds. Every arrival is logged (``log``: monotonic time, status, model), and
 the peak of accepted requests in flight is kept, so a test measures the limits
 at the server, where a provider measures them.
 
+The server runs in a process of its own, so its clock is not held up by the
+client's threads: in the test's process, 64 threads building litellm requests
+would hold the GIL while a request waited to be stamped, and starts paced
+100 ms apart could show as two at once.
+
 ``per_second=None`` accepts everything (the test then checks the log against
 the limits the client declared). ``usage_tokens`` fixes the tokens each
 answer reports, so a test can make the client's estimate wrong on purpose.
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing
 import threading
 import time
 from collections import deque
@@ -61,11 +67,77 @@ class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 256
-    owner: RateLimitedServer
+    owner: _Server
 
 
 class RateLimitedServer:
-    """See the module docstring. Use as a context manager; ``url`` is the ``api_base``."""
+    """See the module docstring. Use as a context manager; ``url`` is the ``api_base``.
+
+    ``log``, ``max_in_flight``, ``statuses()`` and ``reset()`` ask the server's process.
+    """
+
+    def __init__(self, *, per_second: float | None = None, window: float = 1.0, latency: float = 0.05,
+                 usage_tokens: int | None = None):
+        self._options = {"per_second": per_second, "window": window, "latency": latency, "usage_tokens": usage_tokens}
+        context = multiprocessing.get_context("spawn")  # not fork: the test's process has threads
+        self._conn, child = context.Pipe()
+        self._process = context.Process(target=_serve_in_child, args=(child, self._options), daemon=True,
+                                        name="ratelimited-server")
+        self.url = ""
+        self._final: dict[str, Any] | None = None
+
+    def __enter__(self) -> Self:
+        self._process.start()
+        self.url = self._conn.recv()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # What the server saw stays readable after it stops.
+        final = {command: self._ask(command) for command in ("log", "max_in_flight")}
+        self._ask("stop")
+        self._final = final
+        self._process.join(timeout=10)
+        self._conn.close()
+
+    def _ask(self, command: str) -> Any:
+        if self._final is not None:
+            return self._final[command]
+        self._conn.send(command)
+        return self._conn.recv()
+
+    @property
+    def log(self) -> list[Arrival]:
+        return [Arrival(*a) for a in self._ask("log")]
+
+    @property
+    def max_in_flight(self) -> int:
+        return self._ask("max_in_flight")
+
+    def statuses(self) -> list[int]:
+        return [a.status for a in self.log]
+
+    def reset(self) -> None:
+        """Forget the log and the accepted requests (after a warm-up call)."""
+        self._ask("reset")
+
+
+def _serve_in_child(conn: Any, options: dict) -> None:
+    with _Server(**options) as server:
+        conn.send(server.url)
+        while (command := conn.recv()) != "stop":
+            if command == "log":
+                with server._lock:
+                    conn.send([tuple(a) for a in server.log])
+            elif command == "max_in_flight":
+                conn.send(server.max_in_flight)
+            elif command == "reset":
+                server.reset()
+                conn.send(None)
+        conn.send(None)
+
+
+class _Server:
+    """The server itself, in the process that serves."""
 
     def __init__(self, *, per_second: float | None = None, window: float = 1.0, latency: float = 0.05,
                  usage_tokens: int | None = None):
@@ -99,10 +171,6 @@ class RateLimitedServer:
             self.log.clear()
             self._accepted.clear()
             self.max_in_flight = self.in_flight
-
-    def statuses(self) -> list[int]:
-        with self._lock:
-            return [a.status for a in self.log]
 
     def _serve(self, handler: _Handler, body: dict) -> None:
         model = str(body.get("model", ""))
