@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import json
 import math
-import multiprocessing
+import subprocess
+import sys
 import threading
 import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, NamedTuple, Self
 
 __all__ = ["Arrival", "RateLimitedServer"]
@@ -79,31 +81,37 @@ class RateLimitedServer:
     def __init__(self, *, per_second: float | None = None, window: float = 1.0, latency: float = 0.05,
                  usage_tokens: int | None = None):
         self._options = {"per_second": per_second, "window": window, "latency": latency, "usage_tokens": usage_tokens}
-        context = multiprocessing.get_context("spawn")  # not fork: the test's process has threads
-        self._conn, child = context.Pipe()
-        self._process = context.Process(target=_serve_in_child, args=(child, self._options), daemon=True,
-                                        name="ratelimited-server")
-        self.url = ""
+        self._process: subprocess.Popen | None = None
         self._final: dict[str, Any] | None = None
+        self.url = ""
 
     def __enter__(self) -> Self:
-        self._process.start()
-        self.url = self._conn.recv()
+        here = str(Path(__file__).resolve().parent)
+        boot = f"import sys; sys.path.insert(0, {here!r}); from ratelimited_server import _serve_stdio; _serve_stdio()"
+        self._process = subprocess.Popen([sys.executable, "-c", boot], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         text=True, bufsize=1)
+        self.url = self._ask(json.dumps(self._options))
         return self
 
     def __exit__(self, *exc: object) -> None:
         # What the server saw stays readable after it stops.
         final = {command: self._ask(command) for command in ("log", "max_in_flight")}
-        self._ask("stop")
+        assert self._process is not None and self._process.stdin is not None
+        self._process.stdin.close()
+        self._process.wait(timeout=10)
+        if self._process.stdout is not None:
+            self._process.stdout.close()
         self._final = final
-        self._process.join(timeout=10)
-        self._conn.close()
 
     def _ask(self, command: str) -> Any:
         if self._final is not None:
             return self._final[command]
-        self._conn.send(command)
-        return self._conn.recv()
+        assert self._process is not None and self._process.stdin is not None and self._process.stdout is not None
+        self._process.stdin.write(command + "\n")
+        answer = self._process.stdout.readline()
+        if not answer:
+            raise RuntimeError(f"the rate-limited server's process ended (exit {self._process.poll()})")
+        return json.loads(answer)
 
     @property
     def log(self) -> list[Arrival]:
@@ -121,19 +129,21 @@ class RateLimitedServer:
         self._ask("reset")
 
 
-def _serve_in_child(conn: Any, options: dict) -> None:
-    with _Server(**options) as server:
-        conn.send(server.url)
-        while (command := conn.recv()) != "stop":
+def _serve_stdio() -> None:
+    """The server's process: options on the first line of stdin, then one command a line until stdin closes."""
+    with _Server(**json.loads(sys.stdin.readline())) as server:
+        print(json.dumps(server.url), flush=True)
+        for line in sys.stdin:
+            command = line.strip()
             if command == "log":
                 with server._lock:
-                    conn.send([tuple(a) for a in server.log])
+                    answer: Any = [list(a) for a in server.log]
             elif command == "max_in_flight":
-                conn.send(server.max_in_flight)
-            elif command == "reset":
+                answer = server.max_in_flight
+            else:
                 server.reset()
-                conn.send(None)
-        conn.send(None)
+                answer = None
+            print(json.dumps(answer), flush=True)
 
 
 class _Server:
