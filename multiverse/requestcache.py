@@ -269,6 +269,9 @@ def _not_sent(error: BaseException) -> BaseException:
     except Exception:  # an exception whose constructor copy cannot call: share the instance
         return error
     if isinstance(mine, ModelError):
+        # A copy may share the original's attributes (tblib, which Dask imports, registers a
+        # reducer that does): this call's count must not overwrite the call that was sent.
+        mine.__dict__ = dict(error.__dict__)
         mine.requests = 0
     return mine
 
