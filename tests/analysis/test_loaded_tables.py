@@ -175,3 +175,46 @@ def test_rates_and_counts_match_a_groupby_reference(loaded):
         at = (m.systems.index(system), u[universe], m.cases.get_loc(case))
         assert (m.included[at], m.compliant[at]) == (row["n"], row["k"])
     assert m.included.sum() == len(counted)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_many_row_groups_read_with_categories_as_the_csv_copy_and_the_plain_text(tmp_path, seed):
+    """A table of many row groups (each with its own dictionary) decides categorical or text by the
+    same exact rule (at most a quarter of the values distinct) as its CSV copy and a plain read, on
+    both sides of the boundary, with missing values, empty and non-ASCII text."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    rows = 400
+    words = np.array(["", "a", "Z", "é", "ab", "zz", "a b", "Ärger", "東京", "b"] + [f"w{i}" for i in range(90)])
+
+    def of(distinct: int) -> pd.Series:
+        values = words[rng.integers(0, distinct, rows)]  # most appear, not necessarily all
+        values[:distinct] = words[:distinct]
+        return pd.Series(rng.permutation(values), dtype=object)
+
+    frame = pd.DataFrame({
+        "repeating": of(30),  # row groups of 25 rows: their dictionaries sum to more than 100 values
+        "at_the_limit": of(100),  # exactly rows // 4 distinct: categorical
+        "one_over": pd.Series([f"v{i % 101}" for i in rng.permutation(rows)], dtype=object),  # 101: text
+        "distinct": pd.Series([f"key-{i:05d}" for i in rng.permutation(rows)], dtype=object),
+        "number": rng.integers(0, 3, rows),
+    })
+    frame.loc[rng.random(rows) < 0.05, "repeating"] = None
+    path = tmp_path / "table.parquet"
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path, row_group_size=25)
+    assert pq.ParquetFile(path).num_row_groups == rows // 25
+    frame.to_csv(tmp_path / "table.csv", index=False)
+
+    loaded = read_table(path, categories=True)
+    for column in ("repeating", "at_the_limit"):
+        assert isinstance(loaded[column].dtype, pd.CategoricalDtype), column
+        assert list(loaded[column].cat.categories) == sorted(frame[column].dropna().unique()), column
+    for column in ("one_over", "distinct"):
+        assert pd.api.types.is_string_dtype(loaded[column].dtype) and not isinstance(loaded[column].dtype, pd.CategoricalDtype)
+    assert_frame_equal(_plain(loaded), _plain(read_table(path)))
+    from_csv = read_table(tmp_path / "table.csv", categories=True)
+    assert [str(t) for t in from_csv.dtypes] == [str(t) for t in loaded.dtypes]
+    # The CSV cannot tell an empty cell from a missing one; compare what both can say.
+    assert_frame_equal(_plain(loaded).fillna(""), _plain(from_csv).fillna(""))
