@@ -218,3 +218,20 @@ def test_many_row_groups_read_with_categories_as_the_csv_copy_and_the_plain_text
     assert [str(t) for t in from_csv.dtypes] == [str(t) for t in loaded.dtypes]
     # The CSV cannot tell an empty cell from a missing one; compare what both can say.
     assert_frame_equal(_plain(loaded).fillna(""), _plain(from_csv).fillna(""))
+
+
+@pytest.mark.parametrize("block", [1, 7, 64])
+def test_rates_a_block_of_rows_at_a_time_equal_rates_at_once(monkeypatch, block):
+    """Counts and design effects summed over blocks of rows (and of targets) are the numbers of the
+    whole table, for every estimator and interval, with replicates (design effects above 1)."""
+    from multiverse.analysis import rates as rates_module
+
+    verdicts, _ = _grid(3)
+    verdicts = pd.concat([verdicts, verdicts.assign(replicate=verdicts["replicate"] + 2)], ignore_index=True)
+    verdicts = verdicts.sample(frac=1.0, random_state=0).reset_index(drop=True)  # targets' rows interleaved
+    settings = [{}, {"estimator": "cell_balanced"}, {"ci": "bootstrap", "n_boot": 50}]
+    whole = [compute_rates(verdicts, axes=AXES, factors=["behavior"], **s) for s in settings]
+    assert whole[0]["ci_low"].notna().sum() > len(whole[0]) // 2
+    monkeypatch.setattr(rates_module, "_BLOCK_ROWS", block)
+    for s, expected in zip(settings, whole):
+        assert_frame_equal(compute_rates(verdicts, axes=AXES, factors=["behavior"], **s), expected, check_exact=True)
