@@ -235,3 +235,21 @@ def test_rates_a_block_of_rows_at_a_time_equal_rates_at_once(monkeypatch, block)
     monkeypatch.setattr(rates_module, "_BLOCK_ROWS", block)
     for s, expected in zip(settings, whole):
         assert_frame_equal(compute_rates(verdicts, axes=AXES, factors=["behavior"], **s), expected, check_exact=True)
+
+
+def test_case_matrix_from_column_codes_equals_the_filtered_table(loaded):
+    """The case matrix built from the columns' codes (ok rows masked, counts per system) is the one
+    built by filtering the table to its ok rows and factorizing them (the path ``systems=`` takes)."""
+    results, (verdicts, _) = loaded
+    for table in (results.verdicts, verdicts):
+        table = table.copy()
+        table.loc[table.index[::11], "status"] = "judge_failed"  # rows that do not count
+        fast = case_matrix(table, axes=AXES)
+        systems = sorted(table["system"].astype(str).unique())
+        filtered = case_matrix(table, axes=AXES, systems=systems)
+        assert fast.systems == filtered.systems
+        assert list(fast.cases) == list(filtered.cases) and fast.cases.dtype == filtered.cases.dtype
+        assert_frame_equal(_plain(fast.universes), _plain(filtered.universes))
+        np.testing.assert_array_equal(fast.included, filtered.included)
+        np.testing.assert_array_equal(fast.compliant, filtered.compliant)
+        assert fast.included.sum() == ((table["status"] == "ok") & table["compliant"].notna()).sum()
