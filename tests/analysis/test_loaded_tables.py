@@ -253,3 +253,20 @@ def test_case_matrix_from_column_codes_equals_the_filtered_table(loaded):
         np.testing.assert_array_equal(fast.included, filtered.included)
         np.testing.assert_array_equal(fast.compliant, filtered.compliant)
         assert fast.included.sum() == ((table["status"] == "ok") & table["compliant"].notna()).sum()
+
+
+def test_dropped_notes_on_codes_say_what_the_grouping_says(loaded):
+    """Nothing dropped: no note; a universe x system, then a whole universe, with no ok verdict: the
+    same notes from the loaded (categorical) and the plain table."""
+    from multiverse.analysis.dropped import dropped_notes
+
+    results, (verdicts, _) = loaded
+    assert dropped_notes(results.verdicts) == dropped_notes(verdicts) == []
+    universe = verdicts["universe_id"].iloc[0]
+    for failed in (lambda t: (t["universe_id"] == universe) & (t["system"] == "beta"),
+                   lambda t: t["universe_id"] == universe):
+        notes = []
+        for table in (results.verdicts.copy(), verdicts.copy()):
+            table.loc[failed(table).to_numpy(), "status"] = "judge_failed"
+            notes.append(dropped_notes(table))
+        assert notes[0] == notes[1] and len(notes[0]) == 1 and universe in notes[0][0]
