@@ -49,12 +49,14 @@ def _all_have_ok(verdicts: pd.DataFrame, ok: np.ndarray) -> bool:
     universe, n_universes = _codes(verdicts["universe_id"])
     if (universe < 0).any():
         return False  # a missing universe id: the notes say what pandas makes of it
-    system, n_systems = _codes(verdicts["system"]) if "system" in verdicts.columns else (np.zeros(1, np.int8), 1)
+    system: np.ndarray = np.zeros(1, np.int8)
+    n_systems = 1
+    if "system" in verdicts.columns:
+        system, n_systems = _codes(verdicts["system"])
     if (system < 0).any():
         return False
     n_cells = n_universes * n_systems
-    kind = np.int32 if n_cells < 2**31 else np.int64
-    cell = universe.astype(kind) * kind(n_systems) + system
+    cell: np.ndarray = universe.astype(np.int32 if n_cells < 2**31 else np.int64) * n_systems + system
     present = np.zeros(n_cells, dtype=bool)
     present[cell] = True
     has_ok = np.zeros(n_cells, dtype=bool)

@@ -123,11 +123,15 @@ def system_rates(verdicts: pd.DataFrame, *, axes: Sequence[str]) -> pd.DataFrame
     needed = [c for c in ("universe_id", "status", "system", "case_id", "compliant", *axes)
               if c in verdicts.columns]
     included = included_verdicts(verdicts[list(dict.fromkeys(needed))], axes=axes)
-    universe, universes = pd.factorize(included["universe_id"])
-    system, systems = pd.factorize(included["system"])
-    cell = universe.astype(np.int64) * len(systems) + system
-    n = np.bincount(cell, minlength=len(universes) * len(systems))
-    k = np.bincount(cell, weights=included["compliant"].to_numpy(), minlength=len(n))
+    universe, n_universes = _codes(included["universe_id"])
+    system, n_systems = _codes(included["system"])
+    # The values in order of first appearance, with their dtype, as factorize's uniques.
+    universes = pd.Index(included["universe_id"].iloc[_first_rows(universe)])
+    systems = pd.Index(included["system"].iloc[_first_rows(system)])
+    cell = _combine(universe, n_systems, system)
+    del universe, system
+    n = _count(cell, np.ones(len(cell), dtype=bool), n_universes * n_systems)
+    k = _count(cell, included["compliant"].to_numpy(dtype=bool), len(n))
     present = pd.unique(cell)  # cells in order of first appearance, like groupby(sort=False)
     options = included.drop_duplicates("universe_id").set_index("universe_id")[axes]
     rates = pd.DataFrame({"universe_id": universes[present // len(systems)]})
@@ -305,6 +309,14 @@ def _codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, int]:
             present = np.bincount(values, minlength=top) > 0
             remap = np.cumsum(present) - 1
             return remap.astype(_index_type(top))[values], int(present.sum())
+    if isinstance(values, pd.Series) and isinstance(values.dtype, pd.CategoricalDtype):
+        # The categorical's own codes, relabelled in order of first appearance (a missing value, -1,
+        # is one more value): no int64 codes of the whole column, as factorize makes.
+        raw = values.cat.codes.to_numpy()
+        order = raw[np.flatnonzero(~pd.Series(raw).duplicated().to_numpy())]
+        relabel: np.ndarray = np.zeros(len(values.cat.categories) + 1, dtype=_index_type(len(order)))
+        relabel[order] = np.arange(len(order))
+        return relabel[raw], len(order)
     codes, uniques = pd.factorize(values, sort=False, use_na_sentinel=False)
     return codes.astype(_index_type(len(uniques)), copy=False), len(uniques)
 

@@ -270,3 +270,18 @@ def test_dropped_notes_on_codes_say_what_the_grouping_says(loaded):
             table.loc[failed(table).to_numpy(), "status"] = "judge_failed"
             notes.append(dropped_notes(table))
         assert notes[0] == notes[1] and len(notes[0]) == 1 and universe in notes[0][0]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_codes_of_a_categorical_are_factorize_codes(seed):
+    """rates' codes of a categorical (its own codes relabelled) are pd.factorize's codes of the values:
+    order of first appearance, a missing value one more value, unused categories ignored."""
+    from multiverse.analysis.rates import _codes
+
+    rng = np.random.default_rng(seed)
+    values = pd.Series(rng.choice(["d", "b", None, "a", "c"], size=500, p=[0.3, 0.3, 0.1, 0.2, 0.1]), dtype=object)
+    categorical = values.astype(pd.CategoricalDtype(["a", "b", "c", "d", "unused"]))
+    expected, uniques = pd.factorize(values, sort=False, use_na_sentinel=False)
+    codes, k = _codes(categorical)
+    assert k == len(uniques) and codes.dtype == np.int32
+    np.testing.assert_array_equal(codes, expected)
