@@ -386,14 +386,16 @@ def _rates(frame, axes, factors, estimator, ci, level, n_boot, seed) -> pd.DataF
             boot_low, boot_high = _bootstrap(frame["case_id"], target, n_targets, cells, included, compliant, level, n_boot, seed)
             low, high = np.fmin(low, boot_low), np.fmax(high, boot_high)
         keys = frame[["universe_id", *axes, "system", *([factor] if factor else [])]].take(first)
-        piece = pd.DataFrame({"universe_id": keys["universe_id"].to_numpy()})
+        # Key columns stay as they are (categoricals: codes) until the rows are in order; a Python
+        # string per rate row and key column cost GBs at 5M rate rows.
+        piece = pd.DataFrame({"universe_id": keys["universe_id"].array})
         for axis in axes:
-            piece[axis] = keys[axis].to_numpy()
-        piece["system"] = keys["system"].to_numpy()
+            piece[axis] = keys[axis].array
+        piece["system"] = keys["system"].array
         if factor is None:
             piece["subgroup"] = "all"
         else:
-            piece["subgroup"] = f"{factor}=" + keys[factor].astype(str).to_numpy(dtype=object)
+            piece["subgroup"] = (f"{factor}=" + keys[factor].astype(str)).array
         piece["n"] = n.astype(np.int64)
         piece["n_compliant"] = x.astype(np.int64)
         piece["rate"] = rate
@@ -405,8 +407,22 @@ def _rates(frame, axes, factors, estimator, ci, level, n_boot, seed) -> pd.DataF
         pieces.append(piece)
         del target, levels
     rates = pd.concat(pieces, ignore_index=True)
+    del pieces
     order = np.lexsort((rates["_level"].to_numpy(), rates["_spec"].to_numpy(), rates["_group"].to_numpy()))
-    return rates.iloc[order].drop(columns=["_group", "_spec", "_level"]).reset_index(drop=True)
+    rates = rates.iloc[order].drop(columns=["_group", "_spec", "_level"]).reset_index(drop=True)
+    for column in ["universe_id", *axes, "system"]:
+        rates[column] = _key_values(rates[column])
+    return rates
+
+
+def _key_values(column: pd.Series):
+    """What ``to_numpy()`` of a key column gives a frame, without a Python string per row for text."""
+    if not isinstance(column.dtype, pd.CategoricalDtype):
+        return column.to_numpy()
+    categories = column.cat.categories.dtype
+    if isinstance(categories, pd.StringDtype):
+        return column.astype(categories).array  # pandas' str dtype, as the object array is read
+    return column.to_numpy()
 
 
 # Rows taken at once where a row-length array would otherwise be copied whole (bincount casts its
