@@ -20,8 +20,8 @@ not read when the parquet is there) into a folder with a ``manifest.json``
 (axes, factors, primary), and each step loads that folder with
 ``multiverse.load_run``, as every analysis of a run does. ``scale_tables``
 describes the synthetic tables (their columns, keys and random structure) and
-builds them a block of universes at a time, so the builder stays under about
-1 GB at 100k universes.
+builds them a block of universes at a time, so the builder needs about 1 GB
+whatever the size (``--json`` gives its time and peak under ``build``).
 
 Each step runs in a fresh child process that loads the tables (written once
 per size and grid by a builder child) and then runs one step:
@@ -312,7 +312,8 @@ def _one_grid(size: int, grid: str, common: list[str], steps_wanted: list[str]) 
     criteria = f", criteria {built['criteria_rows']:,} rows" if built["criteria_rows"] else ""
     print(f"\n{size:,} universes, {grid} grid ({built['universes']:,} universes kept): {built['rows']:,} verdict rows, "
           f"{built['transcripts']:,} transcripts, {built['judgments']:,} judgments{criteria}; "
-          f"table {_gb(built['table_bytes']).strip()} in memory (built in {built['seconds']:.1f} s)")
+          f"table {_gb(built['table_bytes']).strip()} as Arrow text (built in {built['seconds']:.1f} s, "
+          f"builder peak {_gb(built['maxrss']).strip()})")
     print(f"  {'step':<34}{'seconds':>9}{'cpu user+sys':>14}{'child peak RSS':>16}{'step increment':>16}   result")
     steps = {}
     for step in steps_wanted:
@@ -350,7 +351,8 @@ def _json_entry(r: dict) -> dict:
                            "parts": {k: round(v, 3) for k, v in step["parts"].items()}, "result": step["summary"]}
     built = r["built"]
     return {"rows": built["rows"], "universes": built["universes"], "criteria_rows": built["criteria_rows"],
-            "seconds": round(r["total"], 2), "peak_gb": round(r["peak"] / 2**30, 3), "steps": steps}
+            "seconds": round(r["total"], 2), "peak_gb": round(r["peak"] / 2**30, 3), "steps": steps,
+            "build": {"seconds": round(built["seconds"], 2), "peak_gb": round(built["maxrss"] / 2**30, 3)}}
 
 
 if __name__ == "__main__":
