@@ -285,3 +285,20 @@ def test_codes_of_a_categorical_are_factorize_codes(seed):
     codes, k = _codes(categorical)
     assert k == len(uniques) and codes.dtype == np.int32
     np.testing.assert_array_equal(codes, expected)
+
+
+@pytest.mark.parametrize("cells", [1, 20, 1000])
+def test_curve_intervals_a_block_of_targets_at_a_time_equal_intervals_at_once(monkeypatch, cells):
+    """The curve's intervals (design-effect Wilson, and the bootstrap widening) taken over blocks of
+    target rows are those of the whole matrices, with replicates (design effects above 1)."""
+    from multiverse.analysis import intervals
+
+    verdicts, _ = _grid(4)
+    verdicts = pd.concat([verdicts, verdicts.assign(replicate=verdicts["replicate"] + 2)], ignore_index=True)
+    m = case_matrix(verdicts, axes=AXES)
+    settings = [{}, {"ci": "bootstrap", "n_boot": 50}, {"level": 0.8}]
+    whole = [spec_curve(m, axes=AXES, **s) for s in settings]
+    assert whole[0]["ci_low"].notna().all() and (whole[1]["ci_high"] - whole[1]["ci_low"]).gt(0).any()
+    monkeypatch.setattr(intervals, "_ROWS_CELLS", cells)
+    for s, expected in zip(settings, whole):
+        assert_frame_equal(spec_curve(m, axes=AXES, **s), expected, check_exact=True)
