@@ -210,7 +210,8 @@ def _case_matrix_from_codes(verdicts: pd.DataFrame, axes: list[str]) -> CaseMatr
     del masked
     first = first[keep[first]]
     first = first[np.argsort(u_codes[first], kind="stable")]
-    universes = verdicts.iloc[first][["universe_id", *axes]].reset_index(drop=True)
+    # Columns first: taking rows of every column copied the text ones whole (Arrow keeps the copy).
+    universes = verdicts[["universe_id", *axes]].iloc[first].reset_index(drop=True)
     for axis in axes:
         a_codes = _kept_codes(verdicts[axis], np.ones(len(verdicts), dtype=bool))[0]
         if ((a_codes != a_codes[first][u_codes]) & keep).any():
