@@ -104,14 +104,15 @@ def summarise(table: pd.DataFrame) -> str:
 def figure(table: pd.DataFrame, path: Path, labels: int) -> None:
     systems = list(dict.fromkeys(table["system"]))
     users = list(USERS)
-    universes = list(dict.fromkeys(table["judge"] + " · " + table["evidence"]))
+    # The axis columns are categoricals (as loaded): joined as text.
+    universes = list(dict.fromkeys(table["judge"].astype(str) + " · " + table["evidence"].astype(str)))
     fig, axes = plt.subplots(len(users), len(systems), figsize=(3.1 * len(systems), 1.0 + 0.42 * len(universes) * len(users)),
                              sharex=True, sharey=True, squeeze=False)
     for r, user in enumerate(users):
         for c, system in enumerate(systems):
             ax = axes[r][c]
             cell = table[(table["user"] == user) & (table["system"] == system)]
-            cell = cell.set_index(cell["judge"] + " · " + cell["evidence"])
+            cell = cell.set_index(cell["judge"].astype(str) + " · " + cell["evidence"].astype(str))
             truth = float(cell["truth"].iloc[0])
             ax.axvline(truth, color="black", lw=1, ls="--", zorder=0)
             human = cell.iloc[0]

@@ -14,12 +14,18 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+import threading
 import time
 from collections.abc import Collection, Iterable
+from typing import TYPE_CHECKING
 
+from . import interrupt
 from .store import _NO_LINK_ERRNOS, _TMP_SUFFIX, _unlink_quietly
 
-__all__ = ["claim", "holder", "is_live", "release", "release_of"]
+if TYPE_CHECKING:
+    from .store import Store
+
+__all__ = ["Held", "claim", "holder", "is_live", "release", "release_of"]
 
 
 def claim(path: str, key: str, lease: float) -> bool:
@@ -95,3 +101,47 @@ def holder(path: str) -> tuple[str, int, float] | None:
         return host, int(pid), float(since)
     except (OSError, ValueError):
         return None
+
+
+class Held:
+    """The claims a run holds in ``store``, so that leaving on a signal releases them all. Thread-safe.
+
+    A run's threads may never get to release their claims once it stops, so
+    the run releases what is left with :meth:`release_all` on its way out.
+    """
+
+    def __init__(self, store: Store):
+        self.store = store
+        self._held: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()
+
+    def take(self, stage: str, key: str) -> bool | None:
+        """Claim ``(stage, key)``: True if taken, False if someone holds it, None if the run is stopping.
+
+        "Not stopping, so claim" is one step: no claim is taken after ``release_all`` has begun.
+        """
+        with self._lock:
+            if interrupt.requested():
+                return None
+            if not self.store.claim(stage, key):
+                return False
+            self._held.add((stage, key))
+            return True
+
+    def release(self, stage: str, key: str) -> None:
+        """Release the claim, if this run still holds it."""
+        with self._lock:
+            held = (stage, key) in self._held
+            self._held.discard((stage, key))
+        if held:
+            self.store.release(stage, key)
+
+    def release_all(self) -> None:
+        """Release every claim still held (a run leaving on a signal)."""
+        with interrupt.signals_held():
+            while True:
+                with self._lock:
+                    if not self._held:
+                        return
+                    stage, key = self._held.pop()
+                self.store.release(stage, key)

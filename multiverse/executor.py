@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import interrupt
+from .claims import Held
 from .client import ModelClient
 from .interrupt import RunInterrupted
 from .processes import NOT_STARTED, usable_cores
@@ -78,8 +79,7 @@ class Executor:
         self.budget_hit = threading.Event()
         # (stage, key) of the claims this run holds; the lock makes "not stopping,
         # so claim" one step, so nothing is claimed after the claims are released.
-        self._held: set[tuple[str, str]] = set()
-        self._claims = threading.Lock()
+        self._held = Held(store)
         self._threads: list[threading.Thread] = []
         self.pacer = getattr(client, "pacer", None)  # any client may pace its calls by lanes
 
@@ -110,23 +110,14 @@ class Executor:
 
     def release_all(self) -> None:
         """Release every claim this run still holds (on the way out of an interrupted stage)."""
-        with interrupt.signals_held():
-            while True:
-                with self._claims:
-                    if not self._held:
-                        return
-                    stage, key = self._held.pop()
-                self.store.release(stage, key)
+        self._held.release_all()
 
     # -- local -------------------------------------------------------------------
 
     def _one(self, stage: str, unit, upstream) -> tuple[Any, str | None]:
-        with self._claims:
-            if interrupt.requested():
-                return unit, _NOT_STARTED
-            if not self.store.claim(stage, unit.key):
-                return unit, _CLAIMED
-            self._held.add((stage, unit.key))
+        taken = self._held.take(stage, unit.key)
+        if not taken:
+            return unit, (_NOT_STARTED if taken is None else _CLAIMED)
         try:
             if self.store.has(stage, unit.key):  # stored between our look-up and our claim
                 return unit, ELSEWHERE
@@ -250,11 +241,8 @@ class Executor:
         while (todo or sent) and not interrupt.requested():
             while todo and len(sent) < pool.window:
                 unit = todo.pop()
-                with self._claims:
-                    stopping = interrupt.requested()
-                    claimed = not stopping and self.store.claim(stage, unit.key)
-                    if claimed:
-                        self._held.add((stage, unit.key))
+                taken = self._held.take(stage, unit.key)
+                stopping, claimed = taken is None, bool(taken)
                 if stopping:
                     todo.append(unit)
                     break
@@ -285,11 +273,7 @@ class Executor:
                 yield unit, failure
 
     def _release(self, stage: str, key: str) -> None:
-        with self._claims:
-            held = (stage, key) in self._held
-            self._held.discard((stage, key))
-        if held:
-            self.store.release(stage, key)
+        self._held.release(stage, key)
 
 
     # -- dask --------------------------------------------------------------------

@@ -12,8 +12,8 @@ and ``api_base`` host, whose limits are learned (AIMD, as TCP does):
   the provider is holding us back: the lane's concurrency is cut to
   :data:`DECREASE` of what was in flight, once per round (answers to requests
   sent before a cut do not cut again), and, when they are 429s, its request
-  rate to :data:`DECREASE` of what got through that second, at most once a
-  second. Isolated 429/503s (a flaky server) are answered by the pause alone:
+  rate to :data:`DECREASE` of what got through that second while the lane was
+  not paused, at most once a second. Isolated 429/503s (a flaky server) are answered by the pause alone:
   cut on each of them, the cuts would compound far below what the server takes;
 - clean answers raise them again by a constant step (concurrency: one per
   round trip; rate: :data:`STEP` of the rate at the last cut, per second), but
@@ -184,7 +184,7 @@ class _Lane:
         self.last_start = -math.inf
         self.tokens: deque[list] = deque()  # [start, tokens] of the last PERIOD seconds
         self.token_sum = 0
-        self.paused_until = 0.0
+        self.paused_until = self.paused_from = 0.0
         self.epoch = 0  # bumped by each pause and cut: reservations made before are made again
         self.cut_at = self.rate_cut_at = -math.inf
         self.measured_over = _WINDOW  # seconds the rate in force was measured over
@@ -315,6 +315,8 @@ class _Lane:
         paused = False
         if retry_after is not None and retry_after > 0:
             paused = True
+            if now >= self.paused_until:
+                self.paused_from = now
             self.paused_until = max(self.paused_until, now + min(float(retry_after), MAX_PAUSE))
             self.epoch += 1
             self.next_start = self.next_token = 0.0
@@ -341,7 +343,10 @@ class _Lane:
                 or now - self.rate_cut_at < self.measured_over):
             return True
         seconds = max(min(_WINDOW, now - self.first_start), _WINDOW / 4)
-        through = min(self.rate, len(self.clean) / seconds)
+        # Time the lane sat paused sent nothing: counted in, it would cut the rate to a
+        # fraction of what the provider takes (a 1 s Retry-After in a 1 s window halves it).
+        idle = max(0.0, min(self.paused_until, now) - max(self.paused_from, now - seconds))
+        through = min(self.rate, len(self.clean) / max(seconds - idle, _WINDOW / 4))
         self.rate_cut_at, self.measured_over = now, seconds
         self.rate = max(_MIN_RATE, through * DECREASE)
         self.step = max(self.step if self.limit.rpm else 0.0, STEP * through, 2 * _MIN_RATE)

@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from . import interrupt
+from .claims import Held
 from .client import Completion, ModelClient
 from .errors import ModelError
 from .keys import digest
@@ -126,9 +127,7 @@ class RequestCache:
         self.store = store
         self._lock = threading.Lock()
         self._flights: dict[str, _Flight] = {}
-        # Keys whose store claim this instance holds; the lock makes "not stopping, so claim" one step.
-        self._held: set[str] = set()
-        self._claims = threading.Lock()
+        self._held = Held(store)  # the request claims this instance holds
         self.sent = 0
         self.stored_answers = 0
         self.shared = 0
@@ -146,13 +145,7 @@ class RequestCache:
 
     def release_all(self) -> None:
         """Release every claim still held (a run leaving on a signal: its threads may never get to it)."""
-        with interrupt.signals_held():
-            while True:
-                with self._claims:
-                    if not self._held:
-                        return
-                    key = self._held.pop()
-                self.store.release(STAGE, key)
+        self._held.release_all()
 
     @property
     def reused(self) -> int:
@@ -221,19 +214,13 @@ class RequestCache:
                     completion = _answer(kept, paid=completion)
             return completion
         finally:
-            with self._claims:
-                held = key in self._held
-                self._held.discard(key)
-            if held:
-                self.store.release(STAGE, key)
+            self._held.release(STAGE, key)
 
     def _claim(self, key: str) -> bool:
-        with self._claims:
+        taken = self._held.take(STAGE, key)
+        if taken is None:
             interrupt.check()  # after a stop no request is claimed, let alone sent
-            if not self.store.claim(STAGE, key):
-                return False
-            self._held.add(key)
-            return True
+        return bool(taken)
 
     def _stored(self, key: str) -> Completion | None:
         record = self.store.get(STAGE, key)
@@ -282,6 +269,9 @@ def _not_sent(error: BaseException) -> BaseException:
     except Exception:  # an exception whose constructor copy cannot call: share the instance
         return error
     if isinstance(mine, ModelError):
+        # A copy may share the original's attributes (tblib, which Dask imports, registers a
+        # reducer that does): this call's count must not overwrite the call that was sent.
+        mine.__dict__ = dict(error.__dict__)
         mine.requests = 0
     return mine
 

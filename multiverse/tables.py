@@ -409,11 +409,11 @@ def _load_dir(path: Path) -> Results:
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"{manifest_path}: not valid JSON ({exc})") from None
 
-    def table(name: str, required: bool) -> pd.DataFrame | None:
+    def table(name: str, required: bool, categories: bool = True) -> pd.DataFrame | None:
         for suffix in (".parquet", ".csv"):
             candidate = path / f"{name}{suffix}"
             if candidate.exists():
-                return read_table(candidate, categories=True)
+                return read_table(candidate, categories=categories)
         if required:
             raise InputError(f"{path}: missing {name}.parquet (and {name}.csv)")
         return None
@@ -421,7 +421,8 @@ def _load_dir(path: Path) -> Results:
     return Results(
         verdicts=table("verdicts", True),
         criteria=table("criteria", False),
-        rates=table("rates", False),
+        # Rows per universe, not per case: small, so plain text, as a fresh run's rates are.
+        rates=table("rates", False, categories=False),
         axes=list(manifest.get("axes", [])),
         factors=list(manifest.get("factors", [])),
         manifest=manifest,

@@ -540,7 +540,11 @@ def _main() -> None:
     parser.add_argument("--fault", action="append", default=[], metavar="KIND=P", help="e.g. rate_limit=0.1")
     args = parser.parse_args()
     faults = {kind: float(p) for kind, p in (f.split("=", 1) for f in args.fault)}
-    server = FakeServer(latency=args.latency, faults=faults, seed=args.seed, port=args.port)
+    serve_forever(FakeServer(latency=args.latency, faults=faults, seed=args.seed, port=args.port))
+
+
+def serve_forever(server: FakeServer) -> None:
+    """Print the server's URL, then serve in this process (its own, so a client's CPU is measured apart) until Ctrl-C."""
     print(server.url, flush=True)
     try:
         server._httpd.serve_forever()

@@ -10,6 +10,11 @@ seconds. Every arrival is logged (``log``: monotonic time, status, model), and
 the peak of accepted requests in flight is kept, so a test measures the limits
 at the server, where a provider measures them.
 
+The server runs in a process of its own, so its clock is not held up by the
+client's threads: in the test's process, 64 threads building litellm requests
+would hold the GIL while a request waited to be stamped, and starts paced
+100 ms apart could show as two at once.
+
 ``per_second=None`` accepts everything (the test then checks the log against
 the limits the client declared). ``usage_tokens`` fixes the tokens each
 answer reports, so a test can make the client's estimate wrong on purpose.
@@ -19,10 +24,13 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 import threading
 import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, NamedTuple, Self
 
 __all__ = ["Arrival", "RateLimitedServer"]
@@ -61,11 +69,85 @@ class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 256
-    owner: RateLimitedServer
+    owner: _Server
 
 
 class RateLimitedServer:
-    """See the module docstring. Use as a context manager; ``url`` is the ``api_base``."""
+    """See the module docstring. Use as a context manager; ``url`` is the ``api_base``.
+
+    ``log``, ``max_in_flight``, ``statuses()`` and ``reset()`` ask the server's process.
+    """
+
+    def __init__(self, *, per_second: float | None = None, window: float = 1.0, latency: float = 0.05,
+                 usage_tokens: int | None = None):
+        self._options = {"per_second": per_second, "window": window, "latency": latency, "usage_tokens": usage_tokens}
+        self._process: subprocess.Popen | None = None
+        self._final: dict[str, Any] | None = None
+        self.url = ""
+
+    def __enter__(self) -> Self:
+        here = str(Path(__file__).resolve().parent)
+        boot = f"import sys; sys.path.insert(0, {here!r}); from ratelimited_server import _serve_stdio; _serve_stdio()"
+        self._process = subprocess.Popen([sys.executable, "-c", boot], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         text=True, bufsize=1)
+        self.url = self._ask(json.dumps(self._options))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # What the server saw stays readable after it stops.
+        final = {command: self._ask(command) for command in ("log", "max_in_flight")}
+        assert self._process is not None and self._process.stdin is not None
+        self._process.stdin.close()
+        self._process.wait(timeout=10)
+        if self._process.stdout is not None:
+            self._process.stdout.close()
+        self._final = final
+
+    def _ask(self, command: str) -> Any:
+        if self._final is not None:
+            return self._final[command]
+        assert self._process is not None and self._process.stdin is not None and self._process.stdout is not None
+        self._process.stdin.write(command + "\n")
+        answer = self._process.stdout.readline()
+        if not answer:
+            raise RuntimeError(f"the rate-limited server's process ended (exit {self._process.poll()})")
+        return json.loads(answer)
+
+    @property
+    def log(self) -> list[Arrival]:
+        return [Arrival(*a) for a in self._ask("log")]
+
+    @property
+    def max_in_flight(self) -> int:
+        return self._ask("max_in_flight")
+
+    def statuses(self) -> list[int]:
+        return [a.status for a in self.log]
+
+    def reset(self) -> None:
+        """Forget the log and the accepted requests (after a warm-up call)."""
+        self._ask("reset")
+
+
+def _serve_stdio() -> None:
+    """The server's process: options on the first line of stdin, then one command a line until stdin closes."""
+    with _Server(**json.loads(sys.stdin.readline())) as server:
+        print(json.dumps(server.url), flush=True)
+        for line in sys.stdin:
+            command = line.strip()
+            if command == "log":
+                with server._lock:
+                    answer: Any = [list(a) for a in server.log]
+            elif command == "max_in_flight":
+                answer = server.max_in_flight
+            else:
+                server.reset()
+                answer = None
+            print(json.dumps(answer), flush=True)
+
+
+class _Server:
+    """The server itself, in the process that serves."""
 
     def __init__(self, *, per_second: float | None = None, window: float = 1.0, latency: float = 0.05,
                  usage_tokens: int | None = None):
@@ -99,10 +181,6 @@ class RateLimitedServer:
             self.log.clear()
             self._accepted.clear()
             self.max_in_flight = self.in_flight
-
-    def statuses(self) -> list[int]:
-        with self._lock:
-            return [a.status for a in self.log]
 
     def _serve(self, handler: _Handler, body: dict) -> None:
         model = str(body.get("model", ""))

@@ -132,12 +132,13 @@ def test_sigterm_mid_rollout_starts_no_next_turn_and_a_rerun_resumes(tmp_path):
     assert_store_consistent(tmp_path / "store")
 
 
-def test_second_signal_exits_at_once_without_traceback_or_claims(tmp_path):
+@pytest.mark.parametrize("backend", ["local", "processes"])
+def test_second_signal_exits_at_once_without_traceback_or_claims(tmp_path, backend):
     # Calls take 8 s: the first signal's grace would wait for them, the second must not.
     latency = 8.0
     with FakeServer(responder=audit_responder, latency=latency) as server:
         spec = write_spec(tmp_path / "twice.yaml", server.url, name="twice")
-        child = start_run(tmp_path, spec)
+        child = start_run(tmp_path, spec, "--backend", backend)
         wait_for(lambda: server.in_flight >= JOBS or child.poll() is not None)
         assert store_files(tmp_path / "store", "*.claim")  # the units in flight are claimed
         child.send_signal(signal.SIGINT)
@@ -345,4 +346,6 @@ def test_a_workers_error_surfaces_after_the_calls_in_flight_end_or_the_grace(tmp
     if call_seconds < grace:
         assert waited >= call_seconds - 0.1 and not alive  # every call in flight ended first
     else:
-        assert grace - 0.1 <= waited < grace + 2.0 and alive  # the grace bounds the wait
+        # The grace bounds the wait: far less than the calls in flight would have taken. (Whether
+        # their threads are still alive by now is a race: a cancelled thread's sleep ends early.)
+        assert grace - 0.1 <= waited < grace + 2.0 < call_seconds

@@ -160,6 +160,18 @@ def test_identical_calls_in_flight_at_once_are_sent_once(tmp_path):
     assert sum(r.cost for r in results) == 0.25 and cache.shared == 11
 
 
+def test_a_failure_shared_with_waiters_keeps_its_own_count_whatever_copies_exceptions(tmp_path, monkeypatch):
+    """tblib (imported by Dask) registers a reducer under which a copied exception shares
+    the original's attributes: a waiter's "sent nothing" must still not reach the sender's error."""
+    def rebuild(cls, args, attributes):
+        exc = cls.__new__(cls)
+        exc.args, exc.__dict__ = args, attributes  # as tblib's unpickle_exception_with_attrs does
+        return exc
+
+    monkeypatch.setattr(ModelError, "__reduce_ex__", lambda exc, protocol: (rebuild, (type(exc), exc.args, exc.__dict__)))
+    test_a_failure_in_flight_fails_its_waiters_without_a_request_and_is_not_kept(tmp_path)
+
+
 def test_a_failure_in_flight_fails_its_waiters_without_a_request_and_is_not_kept(tmp_path):
     client = Answering(delay=0.3, fail=1)
     cache = _cache(tmp_path, client)

@@ -149,11 +149,18 @@ PER_TABLE = [pytest.param(name, marks=pytest.mark.xfail(reason=_CSV_DIFFERS[name
              if name in _CSV_DIFFERS else name for name in TABLES]
 
 
+#: read as plain text by load_run: rows per universe, as a fresh run's rates are
+SMALL_TABLES = {"rates"}
+
+
 def test_load_run_serves_the_parquet_tables(sim_run):
     tables = load_run(sim_run.out)
     for name in TABLES:
         loaded = getattr(tables, name).reset_index(drop=True)
         plain = read_table(sim_run.out / f"{name}.parquet").reset_index(drop=True)
+        if name in SMALL_TABLES:
+            assert_frame_equal(loaded, plain)
+            continue
         assert_frame_equal(loaded, read_table(sim_run.out / f"{name}.parquet", categories=True))
         # Text columns that repeat (at most a quarter of their values distinct) come back as categoricals
         # with sorted categories, holding the same values; mostly distinct ones stay text.

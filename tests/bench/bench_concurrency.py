@@ -206,16 +206,9 @@ def timed_procs(url: str, jobs: int, calls: int, procs: int) -> tuple[float, flo
 
 def serve_audit(latency: float) -> None:
     from audit_server import audit_responder
-    from fakeserver import FakeServer
+    from fakeserver import FakeServer, serve_forever
 
-    server = FakeServer(responder=audit_responder, latency=latency)
-    print(server.url, flush=True)
-    try:
-        server._httpd.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server._httpd.server_close()
+    serve_forever(FakeServer(responder=audit_responder, latency=latency))
 
 
 def _cpu_with_children() -> float:
