@@ -9,6 +9,7 @@ or a bare verdicts table, so every analysis accepts any of them.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Iterable, Sequence
@@ -132,7 +133,6 @@ def _read_parquet(path: Path, categories: bool) -> pd.DataFrame:
     if not categories:
         return pd.read_parquet(path)
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     schema = pq.read_schema(path)
@@ -145,24 +145,120 @@ def _read_parquet(path: Path, categories: bool) -> pd.DataFrame:
         name = field.name
         if not (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)):
             columns[name] = pd.read_parquet(path, columns=[name])[name]  # with pandas' own dtypes
-            continue
-        column = pq.read_table(path, columns=[name], read_dictionary=[name]).column(0)
-        # Each row group brings its own dictionary; together they bound the distinct values.
-        if sum(len(chunk.dictionary) for chunk in column.chunks) <= _most_distinct(rows):
-            column = column.unify_dictionaries()
         else:
-            column = column.cast(pa.string())
-            if pc.count_distinct(column).as_py() <= _most_distinct(rows):
-                column = column.dictionary_encode().unify_dictionaries()
-            else:
+            column = _repeating_text(path, name, rows)
+            if column is None:
                 plain.add(name)
-        # Dictionary columns become categoricals (their text as pandas' str dtype).
-        columns[name] = column.to_pandas()
-        del column
+                # A row group at a time: decoding the whole column at once held it twice over.
+                file = pq.ParquetFile(path)
+                column = pa.chunked_array([chunk for group in range(file.num_row_groups)
+                                           for chunk in file.read_row_group(group, columns=[name]).column(0).chunks],
+                                          type=field.type)
+            # Dictionary columns become categoricals (their text as pandas' str dtype).
+            columns[name] = column.to_pandas()
+            del column
+        # Arrow's allocator keeps freed pages for reuse; hand the decoding buffers back to the system.
+        pa.default_memory_pool().release_unused()
     frame = pd.DataFrame(columns, copy=False) if columns else pd.read_parquet(path)
-    # Arrow's allocator keeps freed pages for reuse; hand the decoding buffers back to the system.
-    pa.default_memory_pool().release_unused()
     return _as_categories(frame, skip=plain)
+
+
+def _repeating_text(path: Path, name: str, rows: int) -> Any:
+    """The text column ``name`` dictionary-encoded, or None when more than ``_most_distinct(rows)`` values differ.
+
+    Each row group brings its own dictionary. When together they may hold too
+    many values, a lower bound of the distinct values comes first: the
+    distinct 64-bit hashes of the row groups' dictionaries (a collision only
+    lowers it), so a mostly distinct column (judgment keys: half as many values
+    as rows) is refused holding 8 bytes per dictionary value, where unifying or
+    counting its strings built a hash table of all of them (9 GB and minutes at
+    60M rows). Otherwise the row groups' dictionaries are unified, which counts
+    exactly.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    most = _most_distinct(rows)
+    file = pq.ParquetFile(path, read_dictionary=[name])
+    if file.num_row_groups == 0:
+        return pq.read_table(path, columns=[name], read_dictionary=[name]).column(0)
+
+    def dictionary_of(group: int) -> Any:
+        # Pages of one row group may come as several chunks: one array over one dictionary.
+        return file.read_row_group(group, columns=[name]).column(0).unify_dictionaries().combine_chunks()
+
+    kept: list | None = []  # the row groups, while their dictionaries together hold at most `most` values
+    entries, hashes = 0, []
+    for group in range(file.num_row_groups):
+        encoded = dictionary_of(group)
+        entries += len(encoded.dictionary)
+        hashes.append(_string_hashes(encoded.dictionary))
+        if kept is not None and entries <= most:
+            kept.append(encoded)
+        else:
+            kept = None
+        del encoded
+    if kept is None:
+        every = np.concatenate(hashes)
+        del hashes
+        every.sort()
+        distinct_at_least = 1 + int(np.count_nonzero(every[1:] != every[:-1]))
+        del every
+        if distinct_at_least > most:
+            return None
+        kept = [dictionary_of(group) for group in range(file.num_row_groups)]
+    column = pa.chunked_array(kept).unify_dictionaries()
+    del kept
+    dictionary = column.chunk(0).dictionary
+    if len(dictionary) > most:
+        return None
+    # Sorted here, a chunk at a time, so that _sorted_categories need not recode the whole column in pandas.
+    order = pc.sort_indices(dictionary)
+    rank = np.empty(len(order), dtype=np.int32)
+    rank[order.to_numpy()] = np.arange(len(order), dtype=np.int32)
+    ranks, dictionary = pa.array(rank), dictionary.take(order)
+    chunks = list(column.chunks)
+    del column
+    for i, chunk in enumerate(chunks):
+        chunks[i] = pa.DictionaryArray.from_arrays(ranks.take(chunk.indices), dictionary)
+    return pa.chunked_array(chunks)
+
+
+_HASH_BYTES = 1 << 23  # hash a dictionary in slices of about 8 MB of text (64 MB of 64-bit terms)
+
+
+def _string_hashes(values: Any) -> Any:
+    """A 64-bit hash of each string of an Arrow string array (equal strings, equal hashes)."""
+    import numpy as np
+    import pyarrow as pa
+
+    values = values.cast(pa.large_string())
+    n = len(values)
+    offsets = np.frombuffer(values.buffers()[1], dtype=np.int64, count=n + 1, offset=8 * values.offset)
+    data = values.buffers()[2]
+    data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.empty(0, np.uint8)
+    out = np.zeros(n, dtype=np.uint64)
+    powers = np.cumprod(np.full(int((offsets[1:] - offsets[:-1]).max(initial=0)) + 1, 0x100000001B3, dtype=np.uint64))
+    cuts = np.unique(np.append(np.searchsorted(offsets, np.arange(offsets[0], offsets[-1], _HASH_BYTES), "right") - 1, n))
+    for a, b in itertools.pairwise(cuts):
+        start, end = offsets[a:b], offsets[a + 1:b + 1]
+        lengths = end - start
+        some = lengths > 0
+        if not some.any():
+            continue
+        position = np.arange(end[-1] - start[0]) - np.repeat(start - start[0], lengths)
+        terms = (data[start[0]:end[-1]].astype(np.uint64) + np.uint64(1)) * powers[position]
+        out[a:b][some] = np.add.reduceat(terms, (start - start[0])[some])
+    # Mix in the length (so '' and a run of NULs differ) and spread the bits (splitmix64's finaliser).
+    out ^= (offsets[1:] - offsets[:-1]).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    out ^= out >> np.uint64(30)
+    out *= np.uint64(0xBF58476D1CE4E5B9)
+    out ^= out >> np.uint64(27)
+    out *= np.uint64(0x94D049BB133111EB)
+    out ^= out >> np.uint64(31)
+    return out
 
 
 def _most_distinct(rows: int) -> int:

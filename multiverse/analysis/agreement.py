@@ -345,7 +345,8 @@ def agreement(
     if axis not in axes:
         raise InputError(f"verdicts: column {axis!r}: expected one of the axes {axes}")
     others = [a for a in axes if a != axis]
-    included = included_verdicts(verdicts, axes=axes, keys=("replicate", "transcript_key"))
+    # The replicate is only read when the axis changes the transcripts: not copied (8 bytes a row) before.
+    included = included_verdicts(verdicts, axes=axes, keys=("transcript_key",))
     option_codes, options = pd.factorize(included[axis], use_na_sentinel=False)
     options = pd.Index(options).tolist()  # plain Python values, ready for JSON
     notes: list[str] = []
@@ -353,6 +354,8 @@ def agreement(
         notes.append(f"axis {axis!r} has fewer than two options with included verdicts")
 
     by_transcript = "transcript_key" in included.columns and included["transcript_key"].notna().all()
+    if not by_transcript and "replicate" in verdicts.columns:
+        included = included_verdicts(verdicts, axes=axes, keys=("replicate",))  # the same rows
     compliant = included["compliant"].to_numpy().astype(np.int8)
     units = _unit_ids(included, others, option_codes, by_transcript)
     labels = _spread(units, option_codes, compliant, len(options))
@@ -361,6 +364,8 @@ def agreement(
         # setting): compare the labels of the same system, case and replicate.
         by_transcript = False
         notes.append(f"axis {axis!r} changes the transcripts: paired on system, case and replicate")
+        if "replicate" in verdicts.columns:
+            included = included_verdicts(verdicts, axes=axes, keys=("replicate",))  # the same rows
         units = _unit_ids(included, others, option_codes, by_transcript)
         labels = _spread(units, option_codes, compliant, len(options))
 

@@ -27,10 +27,16 @@ class CaseCounts:
 
         shape = (n_rows, n_cases)
         self.n_cases = n_cases
-        n = csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cases)), shape=shape)
-        k = csr_matrix((compliant.astype(np.float32), (rows, cases)), shape=shape)
         if n_rows * n_cases <= _DENSE_LIMIT:
-            n, k = n.toarray(), k.toarray()
+            # Counted straight into the dense matrices: a sparse matrix of every row first held
+            # several copies of the row arrays (GBs at tens of millions of rows).
+            n = np.zeros(shape, dtype=np.float32)
+            k = np.zeros(shape, dtype=np.float32)
+            np.add.at(n, (rows, cases), np.float32(1.0))
+            np.add.at(k, (rows, cases), compliant.astype(np.float32))
+        else:
+            n = csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cases)), shape=shape)
+            k = csr_matrix((compliant.astype(np.float32), (rows, cases)), shape=shape)
         self.n, self.k = n, k
 
     def weights(self, rng: np.random.Generator, size: int) -> np.ndarray:
@@ -50,9 +56,21 @@ def case_counts(included: pd.DataFrame, universes: list, systems: list) -> CaseC
     ``included`` is ``included_verdicts`` output; rows of other universes or
     systems are left out.
     """
-    u = pd.Index(universes).get_indexer(included["universe_id"])
-    s = pd.Index(systems).get_indexer(included["system"])
+    n_cells = len(universes) * len(systems)
+    kind = np.int32 if n_cells < 2**31 else np.int64
+    u = _positions(pd.Index(universes), included["universe_id"], kind)
+    s = _positions(pd.Index(systems), included["system"], kind)
     c, cases = pd.factorize(included["case_id"])
+    c = c.astype(np.int32 if len(cases) < 2**31 else np.int64)
     keep = (u >= 0) & (s >= 0)
-    return CaseCounts((u * len(systems) + s)[keep], c[keep], included["compliant"].to_numpy(float)[keep],
-                      len(universes) * len(systems), len(cases))
+    cell = u * kind(len(systems)) + s
+    del u, s
+    return CaseCounts(cell[keep], c[keep], included["compliant"].to_numpy(bool)[keep], n_cells, len(cases))
+
+
+def _positions(index: pd.Index, column: pd.Series, kind: type) -> np.ndarray:
+    """``index.get_indexer(column)`` in ``kind``; a categorical column through its categories."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        where: np.ndarray = np.append(index.get_indexer(column.cat.categories), -1).astype(kind)  # code -1 (missing) -> -1
+        return where[column.cat.codes.to_numpy()]
+    return index.get_indexer(column).astype(kind)

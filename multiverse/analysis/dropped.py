@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
 import pandas as pd
 
 from multiverse.outcomes import reason_class
@@ -32,11 +33,46 @@ def _why(rows: pd.DataFrame) -> str:
     return ", ".join(f"{k} {v}" for k, v in counts.most_common(3)) + (", ..." if len(counts) > 3 else "")
 
 
+def _codes(column: pd.Series) -> tuple[np.ndarray, int]:
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return column.cat.codes.to_numpy(), len(column.cat.categories)
+    codes, values = pd.factorize(column)
+    return codes, len(values)
+
+
+def _all_have_ok(verdicts: pd.DataFrame, ok: np.ndarray) -> bool:
+    """Whether every universe x system pair (every universe, without systems) has an ok row.
+
+    Counted on the columns' codes: grouping a table of tens of millions of
+    rows by two columns made int64 codes of each and a str copy of the status.
+    """
+    universe, n_universes = _codes(verdicts["universe_id"])
+    if (universe < 0).any():
+        return False  # a missing universe id: the notes say what pandas makes of it
+    system: np.ndarray = np.zeros(1, np.int8)
+    n_systems = 1
+    if "system" in verdicts.columns:
+        system, n_systems = _codes(verdicts["system"])
+    if (system < 0).any():
+        return False
+    n_cells = n_universes * n_systems
+    cell: np.ndarray = universe.astype(np.int32 if n_cells < 2**31 else np.int64) * n_systems + system
+    present = np.zeros(n_cells, dtype=bool)
+    present[cell] = True
+    has_ok = np.zeros(n_cells, dtype=bool)
+    has_ok[cell[ok]] = True
+    return bool((has_ok == present).all())
+
+
 def dropped_notes(verdicts: pd.DataFrame) -> list[str]:
     """Notes on the universes, and universe x system pairs, that have no ok verdict (empty when none)."""
     if "status" not in verdicts.columns or "universe_id" not in verdicts.columns or verdicts.empty:
         return []
-    ok = verdicts["status"].astype(str) == "ok"
+    ok = (verdicts["status"] == "ok").fillna(False).astype(bool)
+    if _all_have_ok(verdicts, ok.to_numpy()):
+        return []
+    # Only the columns a note reads: a big table is not copied whole below.
+    verdicts = verdicts[[c for c in ("universe_id", "system", "status", "reason") if c in verdicts.columns]]
     notes = []
     by_universe = ok.groupby(verdicts["universe_id"], sort=False).any()
     gone = [u for u, has in by_universe.items() if not has]
@@ -46,7 +82,7 @@ def dropped_notes(verdicts: pd.DataFrame) -> list[str]:
                      f"{_ids(gone)} ({_why(rows)})")
     if "system" in verdicts.columns:
         kept = verdicts[~verdicts["universe_id"].isin(gone)]
-        pairs = (kept["status"].astype(str) == "ok").groupby([kept["system"], kept["universe_id"]], sort=False).any()
+        pairs = (kept["status"] == "ok").fillna(False).astype(bool).groupby([kept["system"], kept["universe_id"]], sort=False).any()
         for system, group in pairs[~pairs].groupby(level=0, sort=False):
             universes = list(group.index.get_level_values(1))
             rows = kept[(kept["system"] == system) & kept["universe_id"].isin(universes)]

@@ -38,6 +38,8 @@ from statsmodels.stats.proportion import proportion_confint
 
 # Bootstrap work is done a block of targets at a time, to bound memory (floats per block).
 _BOOT_BLOCK = 4_000_000
+# Cells (targets x cases) of one block of rows in rate_intervals: 4M, tens of MB as sparse float64.
+_ROWS_CELLS = 1 << 22
 # Fewest labels of the rarer kind an ICC is estimated from.
 _FEW_LABELS = 5
 
@@ -209,26 +211,35 @@ def rate_intervals(n_tc, k_tc, methods, levels, n_boot: int, seed) -> tuple[np.n
     (pooled over targets when not estimable). ``bootstrap``: the case
     bootstrap percentile interval widened to contain it.
     """
-    n_tc, k_tc = _csr(n_tc), _csr(k_tc)
     methods, levels = np.asarray(methods, dtype=object), np.asarray(levels, dtype=float)
-    total = np.asarray(n_tc.sum(axis=1)).ravel()
-    rate = np.divide(np.asarray(k_tc.sum(axis=1)).ravel(), total, out=np.full(len(total), np.nan),
-                     where=total > 0)
-    terms = anova_terms(n_tc, k_tc)
+    # Each target's numbers come from its own row, so the rows are taken a block at a time: the
+    # whole (targets x cases) matrices as sparse float64, and their products, were GBs at 500k targets.
+    n_targets, n_cases = n_tc.shape
+    step = max(1, _ROWS_CELLS // max(n_cases, 1))
+    blocks = [(a, min(a + step, n_targets)) for a in range(0, n_targets, step)]
+    total, compliant, parts = np.zeros(n_targets), np.zeros(n_targets), []
+    for a, b in blocks:
+        n, k = _csr(n_tc[a:b]), _csr(k_tc[a:b])
+        total[a:b] = np.asarray(n.sum(axis=1)).ravel()
+        compliant[a:b] = np.asarray(k.sum(axis=1)).ravel()
+        parts.append(anova_terms(n, k))
+    rate = np.divide(compliant, total, out=np.full(len(total), np.nan), where=total > 0)
+    terms = np.concatenate(parts) if parts else np.zeros((0, 6))
     own = icc_from_terms(terms)
     pooled = icc_from_terms(terms[np.isfinite(own)].sum(axis=0))[0] if np.isfinite(own).any() else np.nan
     icc = np.where(np.isfinite(own), own, pooled)
     low, high = np.full(len(rate), np.nan), np.full(len(rate), np.nan)
     for level in sorted(set(levels.tolist())):
         rows = levels == level
-        n_eff = total / design_effect(n_tc, icc, level)
+        deff = np.concatenate([design_effect(_csr(n_tc[a:b]), icc[a:b], level) for a, b in blocks] or [np.zeros(0)])
+        n_eff = total / deff
         w_low, w_high = wilson(rate[rows], n_eff[rows], level)
         low[rows], high[rows] = w_low, w_high
         boot = np.flatnonzero(rows & (methods == "bootstrap"))
         if len(boot):
-            cells = n_tc[boot].tocoo()
+            cells = _csr(n_tc[boot]).tocoo()
             b_low, b_high = cluster_bootstrap(
-                cells.col, n_tc.shape[1], cells.row, len(boot), np.zeros(cells.nnz, np.int64),
-                cells.data, np.asarray(k_tc[boot][cells.row, cells.col]).ravel(), level, int(n_boot), seed)
+                cells.col, n_cases, cells.row, len(boot), np.zeros(cells.nnz, np.int64),
+                cells.data, np.asarray(_csr(k_tc[boot])[cells.row, cells.col]).ravel(), level, int(n_boot), seed)
             low[boot], high[boot] = np.fmin(low[boot], b_low), np.fmax(high[boot], b_high)
     return low, high

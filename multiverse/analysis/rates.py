@@ -45,6 +45,7 @@ analysis counts in all of them.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -122,11 +123,15 @@ def system_rates(verdicts: pd.DataFrame, *, axes: Sequence[str]) -> pd.DataFrame
     needed = [c for c in ("universe_id", "status", "system", "case_id", "compliant", *axes)
               if c in verdicts.columns]
     included = included_verdicts(verdicts[list(dict.fromkeys(needed))], axes=axes)
-    universe, universes = pd.factorize(included["universe_id"])
-    system, systems = pd.factorize(included["system"])
-    cell = universe.astype(np.int64) * len(systems) + system
-    n = np.bincount(cell, minlength=len(universes) * len(systems))
-    k = np.bincount(cell, weights=included["compliant"].to_numpy(), minlength=len(n))
+    universe, n_universes = _codes(included["universe_id"])
+    system, n_systems = _codes(included["system"])
+    # The values in order of first appearance, with their dtype, as factorize's uniques.
+    universes = pd.Index(included["universe_id"].iloc[_first_rows(universe)])
+    systems = pd.Index(included["system"].iloc[_first_rows(system)])
+    cell = _combine(universe, n_systems, system)
+    del universe, system
+    n = _count(cell, np.ones(len(cell), dtype=bool), n_universes * n_systems)
+    k = _count(cell, included["compliant"].to_numpy(dtype=bool), len(n))
     present = pd.unique(cell)  # cells in order of first appearance, like groupby(sort=False)
     options = included.drop_duplicates("universe_id").set_index("universe_id")[axes]
     rates = pd.DataFrame({"universe_id": universes[present // len(systems)]})
@@ -304,6 +309,14 @@ def _codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, int]:
             present = np.bincount(values, minlength=top) > 0
             remap = np.cumsum(present) - 1
             return remap.astype(_index_type(top))[values], int(present.sum())
+    if isinstance(values, pd.Series) and isinstance(values.dtype, pd.CategoricalDtype):
+        # The categorical's own codes, relabelled in order of first appearance (a missing value, -1,
+        # is one more value): no int64 codes of the whole column, as factorize makes.
+        raw = values.cat.codes.to_numpy()
+        order = raw[np.flatnonzero(~pd.Series(raw).duplicated().to_numpy())]
+        relabel: np.ndarray = np.zeros(len(values.cat.categories) + 1, dtype=_index_type(len(order)))
+        relabel[order] = np.arange(len(order))
+        return relabel[raw], len(order)
     codes, uniques = pd.factorize(values, sort=False, use_na_sentinel=False)
     return codes.astype(_index_type(len(uniques)), copy=False), len(uniques)
 
@@ -344,20 +357,22 @@ def _rates(frame, axes, factors, estimator, ci, level, n_boot, seed) -> pd.DataF
     else:
         cells = np.zeros(len(frame), np.int8) if ci == "bootstrap" else None
 
-    # Targets: one per (group, subgroup). "all" first, then each factor's levels.
-    target_sets: list[tuple[np.ndarray, str | None, np.ndarray | None]] = [(group, None, None)]
-    for factor in factors:
-        factor_levels, n_levels = _codes(frame[factor])
-        target, _ = _codes(_combine(group, n_levels, factor_levels))
-        target_sets.append((target, factor, factor_levels))
+    def target_sets():
+        # Targets: one per (group, subgroup). "all" first, then each factor's levels, one factor's
+        # row-length codes at a time (at 60M rows each such array is 240 MB).
+        yield group, None, None
+        for factor in factors:
+            factor_levels, n_levels = _codes(frame[factor])
+            yield _codes(_combine(group, n_levels, factor_levels))[0], factor, factor_levels
+            del factor_levels
 
     pieces = []
-    for spec, (target, factor, levels) in enumerate(target_sets):
+    for spec, (target, factor, levels) in enumerate(target_sets()):
         first = _first_rows(target)
         n_targets = len(first)
         # Counts of the included (compliant) rows: bincount of the selected codes, not of float weights.
-        n = np.bincount(target[included], minlength=n_targets).astype(np.float64)
-        x = np.bincount(target[compliant], minlength=n_targets).astype(np.float64)
+        n = _count(target, included, n_targets).astype(np.float64)
+        x = _count(target, compliant, n_targets).astype(np.float64)
         if estimator == "pooled":
             rate = np.divide(x, n, out=np.full(n_targets, np.nan), where=n > 0)
             n_eff = n
@@ -371,14 +386,16 @@ def _rates(frame, axes, factors, estimator, ci, level, n_boot, seed) -> pd.DataF
             boot_low, boot_high = _bootstrap(frame["case_id"], target, n_targets, cells, included, compliant, level, n_boot, seed)
             low, high = np.fmin(low, boot_low), np.fmax(high, boot_high)
         keys = frame[["universe_id", *axes, "system", *([factor] if factor else [])]].take(first)
-        piece = pd.DataFrame({"universe_id": keys["universe_id"].to_numpy()})
+        # Key columns stay as they are (categoricals: codes) until the rows are in order; a Python
+        # string per rate row and key column cost GBs at 5M rate rows.
+        piece = pd.DataFrame({"universe_id": keys["universe_id"].array})
         for axis in axes:
-            piece[axis] = keys[axis].to_numpy()
-        piece["system"] = keys["system"].to_numpy()
+            piece[axis] = keys[axis].array
+        piece["system"] = keys["system"].array
         if factor is None:
             piece["subgroup"] = "all"
         else:
-            piece["subgroup"] = f"{factor}=" + keys[factor].astype(str).to_numpy(dtype=object)
+            piece["subgroup"] = (f"{factor}=" + keys[factor].astype(str)).array
         piece["n"] = n.astype(np.int64)
         piece["n_compliant"] = x.astype(np.int64)
         piece["rate"] = rate
@@ -388,9 +405,50 @@ def _rates(frame, axes, factors, estimator, ci, level, n_boot, seed) -> pd.DataF
         piece["_spec"] = spec
         piece["_level"] = 0 if levels is None else levels[first]
         pieces.append(piece)
+        del target, levels
     rates = pd.concat(pieces, ignore_index=True)
+    del pieces
     order = np.lexsort((rates["_level"].to_numpy(), rates["_spec"].to_numpy(), rates["_group"].to_numpy()))
-    return rates.iloc[order].drop(columns=["_group", "_spec", "_level"]).reset_index(drop=True)
+    rates = rates.iloc[order].drop(columns=["_group", "_spec", "_level"]).reset_index(drop=True)
+    for column in ["universe_id", *axes, "system"]:
+        rates[column] = _key_values(rates[column])
+    return rates
+
+
+def _key_values(column: pd.Series):
+    """What ``to_numpy()`` of a key column gives a frame, without a Python string per row for text."""
+    if not isinstance(column.dtype, pd.CategoricalDtype):
+        return column.to_numpy()
+    categories = column.cat.categories.dtype
+    if isinstance(categories, pd.StringDtype):
+        return column.astype(categories).array  # pandas' str dtype, as the object array is read
+    return column.to_numpy()
+
+
+# Rows taken at once where a row-length array would otherwise be copied whole (bincount casts its
+# codes to int64; a design effect's sparse matrices hold every row): 4M rows, tens of MB.
+_BLOCK_ROWS = 1 << 22
+
+
+def _count(codes: np.ndarray, selected: np.ndarray, n: int) -> np.ndarray:
+    """``np.bincount(codes[selected], minlength=n)``, a block of rows at a time."""
+    out = np.zeros(n, dtype=np.int64)
+    for start in range(0, len(codes), _BLOCK_ROWS):
+        block = slice(start, start + _BLOCK_ROWS)
+        out += np.bincount(codes[block][selected[block]], minlength=n)
+    return out
+
+
+def _target_blocks(target: np.ndarray, n_targets: int):
+    """(first target, last target + 1, rows or a slice of all) for ranges of target codes of about
+    ``_BLOCK_ROWS`` rows each (targets are about equally large)."""
+    n_blocks = max(1, -(-len(target) // _BLOCK_ROWS))
+    if n_blocks == 1:
+        yield 0, n_targets, slice(None)
+        return
+    bounds = np.linspace(0, n_targets, n_blocks + 1).round().astype(np.int64)
+    for lo, hi in itertools.pairwise(bounds):
+        yield int(lo), int(hi), np.flatnonzero((target >= lo) & (target < hi))
 
 
 def _cell_codes(frame: pd.DataFrame, factors: list[str]) -> np.ndarray:
@@ -444,13 +502,23 @@ def _design_effect(target, n_targets, case, included, compliant, group_of_target
 
     from multiverse.analysis.intervals import anova_terms, design_effect, icc_from_terms
 
-    shape = (n_targets, int(case.max()) + 1 if len(case) else 0)
-    n_tc = sparse.csr_matrix((included.astype(np.float64), (target, case)), shape=shape)
+    n_cases = int(case.max()) + 1 if len(case) else 0
+
+    def counts(weight: np.ndarray, rows, lo: int, hi: int):
+        # A (target x case) count matrix of one block of targets: the rows where ``weight`` holds.
+        picked = np.flatnonzero(weight[rows])
+        t, c = target[rows][picked] - lo, case[rows][picked]
+        return sparse.csr_matrix((np.ones(len(picked)), (t, c)), shape=(hi - lo, n_cases))
+
+    # Each target's sums are its own row of these matrices, so a block of targets at a time gives
+    # the same numbers as the whole matrices, which hold as many entries as the table has rows.
     if group_icc is None:
-        k_tc = sparse.csr_matrix((compliant.astype(np.float64), (target, case)), shape=shape)
-        terms = anova_terms(n_tc, k_tc)
+        terms = np.concatenate([anova_terms(counts(included, rows, lo, hi), counts(compliant, rows, lo, hi))
+                                for lo, hi, rows in _target_blocks(target, n_targets)] or [np.empty((0, 6))])
         own = icc_from_terms(terms)
         pooled = icc_from_terms(terms[np.isfinite(own)].sum(axis=0))[0] if np.isfinite(own).any() else np.nan
         group_icc = np.full(int(group_of_target.max()) + 1 if len(group_of_target) else 0, np.nan)
         group_icc[group_of_target] = np.where(np.isfinite(own), own, pooled)
-    return design_effect(n_tc, group_icc[group_of_target], level), group_icc
+    deff = np.concatenate([design_effect(counts(included, rows, lo, hi), group_icc[group_of_target[lo:hi]], level)
+                           for lo, hi, rows in _target_blocks(target, n_targets)] or [np.empty(0)])
+    return deff, group_icc

@@ -175,3 +175,130 @@ def test_rates_and_counts_match_a_groupby_reference(loaded):
         at = (m.systems.index(system), u[universe], m.cases.get_loc(case))
         assert (m.included[at], m.compliant[at]) == (row["n"], row["k"])
     assert m.included.sum() == len(counted)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_many_row_groups_read_with_categories_as_the_csv_copy_and_the_plain_text(tmp_path, seed):
+    """A table of many row groups (each with its own dictionary) decides categorical or text by the
+    same exact rule (at most a quarter of the values distinct) as its CSV copy and a plain read, on
+    both sides of the boundary, with missing values, empty and non-ASCII text."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    rows = 400
+    words = np.array(["", "a", "Z", "é", "ab", "zz", "a b", "Ärger", "東京", "b"] + [f"w{i}" for i in range(90)])
+
+    def of(distinct: int) -> pd.Series:
+        values = words[rng.integers(0, distinct, rows)]  # most appear, not necessarily all
+        values[:distinct] = words[:distinct]
+        return pd.Series(rng.permutation(values), dtype=object)
+
+    frame = pd.DataFrame({
+        "repeating": of(30),  # row groups of 25 rows: their dictionaries sum to more than 100 values
+        "at_the_limit": of(100),  # exactly rows // 4 distinct: categorical
+        "one_over": pd.Series([f"v{i % 101}" for i in rng.permutation(rows)], dtype=object),  # 101: text
+        "distinct": pd.Series([f"key-{i:05d}" for i in rng.permutation(rows)], dtype=object),
+        "number": rng.integers(0, 3, rows),
+    })
+    frame.loc[rng.random(rows) < 0.05, "repeating"] = None
+    path = tmp_path / "table.parquet"
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path, row_group_size=25)
+    assert pq.ParquetFile(path).num_row_groups == rows // 25
+    frame.to_csv(tmp_path / "table.csv", index=False)
+
+    loaded = read_table(path, categories=True)
+    for column in ("repeating", "at_the_limit"):
+        assert isinstance(loaded[column].dtype, pd.CategoricalDtype), column
+        assert list(loaded[column].cat.categories) == sorted(frame[column].dropna().unique()), column
+    for column in ("one_over", "distinct"):
+        assert pd.api.types.is_string_dtype(loaded[column].dtype) and not isinstance(loaded[column].dtype, pd.CategoricalDtype)
+    assert_frame_equal(_plain(loaded), _plain(read_table(path)))
+    from_csv = read_table(tmp_path / "table.csv", categories=True)
+    assert [str(t) for t in from_csv.dtypes] == [str(t) for t in loaded.dtypes]
+    # The CSV cannot tell an empty cell from a missing one; compare what both can say.
+    assert_frame_equal(_plain(loaded).fillna(""), _plain(from_csv).fillna(""))
+
+
+@pytest.mark.parametrize("block", [1, 7, 64])
+def test_rates_a_block_of_rows_at_a_time_equal_rates_at_once(monkeypatch, block):
+    """Counts and design effects summed over blocks of rows (and of targets) are the numbers of the
+    whole table, for every estimator and interval, with replicates (design effects above 1)."""
+    from multiverse.analysis import rates as rates_module
+
+    verdicts, _ = _grid(3)
+    verdicts = pd.concat([verdicts, verdicts.assign(replicate=verdicts["replicate"] + 2)], ignore_index=True)
+    verdicts = verdicts.sample(frac=1.0, random_state=0).reset_index(drop=True)  # targets' rows interleaved
+    settings = [{}, {"estimator": "cell_balanced"}, {"ci": "bootstrap", "n_boot": 50}]
+    whole = [compute_rates(verdicts, axes=AXES, factors=["behavior"], **s) for s in settings]
+    assert whole[0]["ci_low"].notna().sum() > len(whole[0]) // 2
+    monkeypatch.setattr(rates_module, "_BLOCK_ROWS", block)
+    for s, expected in zip(settings, whole):
+        assert_frame_equal(compute_rates(verdicts, axes=AXES, factors=["behavior"], **s), expected, check_exact=True)
+
+
+def test_case_matrix_from_column_codes_equals_the_filtered_table(loaded):
+    """The case matrix built from the columns' codes (ok rows masked, counts per system) is the one
+    built by filtering the table to its ok rows and factorizing them (the path ``systems=`` takes)."""
+    results, (verdicts, _) = loaded
+    for table in (results.verdicts, verdicts):
+        table = table.copy()
+        table.loc[table.index[::11], "status"] = "judge_failed"  # rows that do not count
+        fast = case_matrix(table, axes=AXES)
+        systems = sorted(table["system"].astype(str).unique())
+        filtered = case_matrix(table, axes=AXES, systems=systems)
+        assert fast.systems == filtered.systems
+        assert list(fast.cases) == list(filtered.cases) and fast.cases.dtype == filtered.cases.dtype
+        assert_frame_equal(_plain(fast.universes), _plain(filtered.universes))
+        np.testing.assert_array_equal(fast.included, filtered.included)
+        np.testing.assert_array_equal(fast.compliant, filtered.compliant)
+        assert fast.included.sum() == ((table["status"] == "ok") & table["compliant"].notna()).sum()
+
+
+def test_dropped_notes_on_codes_say_what_the_grouping_says(loaded):
+    """Nothing dropped: no note; a universe x system, then a whole universe, with no ok verdict: the
+    same notes from the loaded (categorical) and the plain table."""
+    from multiverse.analysis.dropped import dropped_notes
+
+    results, (verdicts, _) = loaded
+    assert dropped_notes(results.verdicts) == dropped_notes(verdicts) == []
+    universe = verdicts["universe_id"].iloc[0]
+    for failed in (lambda t: (t["universe_id"] == universe) & (t["system"] == "beta"),
+                   lambda t: t["universe_id"] == universe):
+        notes = []
+        for table in (results.verdicts.copy(), verdicts.copy()):
+            table.loc[failed(table).to_numpy(), "status"] = "judge_failed"
+            notes.append(dropped_notes(table))
+        assert notes[0] == notes[1] and len(notes[0]) == 1 and universe in notes[0][0]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_codes_of_a_categorical_are_factorize_codes(seed):
+    """rates' codes of a categorical (its own codes relabelled) are pd.factorize's codes of the values:
+    order of first appearance, a missing value one more value, unused categories ignored."""
+    from multiverse.analysis.rates import _codes
+
+    rng = np.random.default_rng(seed)
+    values = pd.Series(rng.choice(["d", "b", None, "a", "c"], size=500, p=[0.3, 0.3, 0.1, 0.2, 0.1]), dtype=object)
+    categorical = values.astype(pd.CategoricalDtype(["a", "b", "c", "d", "unused"]))
+    expected, uniques = pd.factorize(values, sort=False, use_na_sentinel=False)
+    codes, k = _codes(categorical)
+    assert k == len(uniques) and codes.dtype == np.int32
+    np.testing.assert_array_equal(codes, expected)
+
+
+@pytest.mark.parametrize("cells", [1, 20, 1000])
+def test_curve_intervals_a_block_of_targets_at_a_time_equal_intervals_at_once(monkeypatch, cells):
+    """The curve's intervals (design-effect Wilson, and the bootstrap widening) taken over blocks of
+    target rows are those of the whole matrices, with replicates (design effects above 1)."""
+    from multiverse.analysis import intervals
+
+    verdicts, _ = _grid(4)
+    verdicts = pd.concat([verdicts, verdicts.assign(replicate=verdicts["replicate"] + 2)], ignore_index=True)
+    m = case_matrix(verdicts, axes=AXES)
+    settings = [{}, {"ci": "bootstrap", "n_boot": 50}, {"level": 0.8}]
+    whole = [spec_curve(m, axes=AXES, **s) for s in settings]
+    assert whole[0]["ci_low"].notna().all() and (whole[1]["ci_high"] - whole[1]["ci_low"]).gt(0).any()
+    monkeypatch.setattr(intervals, "_ROWS_CELLS", cells)
+    for s, expected in zip(settings, whole):
+        assert_frame_equal(spec_curve(m, axes=AXES, **s), expected, check_exact=True)

@@ -14,18 +14,14 @@ Two grids per size (``--grids``):
   universe), and a criteria table (3 criteria per judgment) that the agreement
   step uses.
 
-The tables are written as a run writes them (``tables.write_table``: string
-columns, parquet and CSV) into a folder with a ``manifest.json`` (axes,
-factors, primary), and each step loads that folder with
-``multiverse.load_run``, as every analysis of a run does.
-
-A synthetic verdicts table has the columns a run writes: universe_id, the axes (setting,
-user, judge, evidence, scoring, prompt, then temperature and seed as the grid
-grows), system, case_id, two design factors (behavior, interaction_condition),
-replicate, transcript_key, judgment_key, status, reason, compliant. Keys
-follow the cache-key rules: a transcript depends on the system, the case and
-the rollout axes only; a judgment adds the judge axes; scoring shares
-judgments. So agreement pairs on identical transcripts, as in a real run.
+The tables are written as a run writes them to parquet (string columns, as
+``tables.write_table`` writes them; not its CSV copy, which ``load_run`` does
+not read when the parquet is there) into a folder with a ``manifest.json``
+(axes, factors, primary), and each step loads that folder with
+``multiverse.load_run``, as every analysis of a run does. ``scale_tables``
+describes the synthetic tables (their columns, keys and random structure) and
+builds them a block of universes at a time, so the builder needs about 1 GB
+whatever the size (``--json`` gives its time and peak under ``build``).
 
 Each step runs in a fresh child process that loads the tables (written once
 per size and grid by a builder child) and then runs one step:
@@ -72,180 +68,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from scale_tables import GRIDS, grid_axes, write_grid  # noqa: E402  (beside this file, not a package)
 
 STEPS = ("rates", "curve", "agreement", "ranking", "variance")
 BOOT = 1000
-
-# (axis, store stage it touches, options), added in order until the grid has N universes.
-AXES = [
-    ("setting", "rollout", 2),
-    ("user", "rollout", 5),
-    ("judge", "judge", 5),
-    ("evidence", "judge", 2),
-    ("scoring", "score", 2),
-    ("prompt", "rollout", 5),
-    ("temperature", "rollout", 10),
-    ("seed", "rollout", 10),
-]
-BEHAVIORS = ["fabricate_evidence", "overstate_capability", "false_tool_claim",
-             "inconsistent_commitment", "misattribute_source", "uncertain_as_settled"]
-CONDITIONS = ["material_reliance", "consistency_probe", "overclaim_pressure", "outside_basis"]
-FACTORS = ["behavior", "interaction_condition"]
-
-
-# -- the synthetic table -----------------------------------------------------------
-
-
-def grid_axes(n_universes: int) -> list[tuple[str, str, int]]:
-    axes, size = [], 1
-    for axis in AXES:
-        if size >= n_universes:
-            break
-        axes.append(axis)
-        size *= axis[2]
-    if size != n_universes:
-        raise SystemExit(f"--sizes: {n_universes}: expected one of 1000, 10000, 100000")
-    return axes
-
-
-def _combine(*codes):
-    import numpy as np
-    import pandas as pd
-
-    out = np.zeros(len(codes[0]), dtype=np.int64)
-    for c in codes:
-        out *= int(c.max()) + 1
-        out += c
-    return pd.factorize(out)[0].astype(np.int32)
-
-
-GRIDS = {"full": {"cases": 120, "replicates": 1, "exclude": False},
-         "exclusions": {"cases": 60, "replicates": 2, "exclude": True}}
-CRITERIA = ["cites_real_source", "states_own_limits", "keeps_commitments"]
-
-
-def synthetic_verdicts(n_universes: int, *, systems: int = 5, cases: int = 120, replicates: int = 1,
-                       exclude: bool = False, seed: int = 0, strings: bool = False):
-    """(verdicts, criteria or None, axes, factors, primary universe id) of a simulated grid.
-
-    With ``exclude``, universes with setting_1 and user_4 are left out (an exclude
-    rule) and a criteria table is made: one row per judgment x criterion.
-    """
-    import numpy as np
-    import pandas as pd
-
-    rng = np.random.default_rng(seed)
-    axes = grid_axes(n_universes)
-    sizes = [k for _, _, k in axes]
-    universe_codes = np.indices(sizes, dtype=np.int8).reshape(len(axes), -1).T  # U x A
-    kept = np.arange(n_universes, dtype=np.int32)
-    if exclude:
-        kept = kept[~((universe_codes[:, 0] == 1) & (universe_codes[:, 1] == 4))]
-    per_universe = systems * cases * replicates
-    n_rows = len(kept) * per_universe
-    # Row order as the pipeline writes it: universe, then system, then case, then replicate.
-    u = np.repeat(kept, per_universe)
-    s = np.tile(np.repeat(np.arange(systems, dtype=np.int8), cases * replicates), len(kept))
-    c = np.tile(np.repeat(np.arange(cases, dtype=np.int16), replicates), len(kept) * systems)
-    r = np.tile(np.arange(replicates, dtype=np.int8), len(kept) * systems * cases)
-    option = {name: universe_codes[u, i] for i, (name, _, _) in enumerate(axes)}
-
-    # A transcript depends on the system, the case, the replicate and the rollout axes.
-    transcript = _combine(*[option[n] for n, stage, _ in axes if stage == "rollout"], s, c, r)
-    case_difficulty = rng.normal(scale=0.8, size=cases)
-    base = np.linspace(0.4, 1.2, systems)
-    shift = 0.3 * option["setting"] - 0.08 * option["user"] + 0.15 * (option["user"] == 4) * (s - 2)
-    if "prompt" in option:
-        shift = shift + 0.05 * option["prompt"]
-    p_true = 1 / (1 + np.exp(-(base[s] + shift + case_difficulty[c])))
-    truth = rng.random(transcript.max() + 1)[transcript] < p_true
-    # A judgment adds the judge axes: a judge-specific error rate and a
-    # lenient judge on system 0.
-    judgment = _combine(transcript, *[option[n] for n, stage, _ in axes if stage == "judge"])
-    error = 0.06 + 0.03 * option["judge"] + 0.04 * option["evidence"]
-    flip = rng.random(judgment.max() + 1)[judgment] < error
-    lenient = (option["judge"] == 3) & (s == 0)
-    label = np.where(flip, ~truth, truth) | (lenient & (rng.random(n_rows) < 0.3))
-    forgiven = rng.random(judgment.max() + 1)[judgment] < 0.25  # impermissible_only forgives some
-    compliant = label | ((option["scoring"] == 1) & forgiven)
-    # ~1% of transcripts fail to roll out; ~2% of judgments fail, ~1% are excluded.
-    rollout_failed = rng.random(transcript.max() + 1)[transcript] < 0.01
-    draw = rng.random(judgment.max() + 1)[judgment]
-    status = np.where(rollout_failed, 3, np.where(draw < 0.02, 2, np.where(draw < 0.03, 1, 0))).astype(np.int8)
-    del draw, flip, forgiven, truth, p_true, shift, rollout_failed
-
-    universe_ids = [f"{(k * 0x9E3779B97F4A7C15) % 2**64:016x}" for k in range(n_universes)]
-    columns = {"universe_id": pd.Categorical.from_codes(u, universe_ids).remove_unused_categories()}
-    for _i, (name, _, k) in enumerate(axes):
-        columns[name] = pd.Categorical.from_codes(option[name], [f"{name}_{j}" for j in range(k)])
-    columns["system"] = pd.Categorical.from_codes(s, [f"system_{j}" for j in range(systems)])
-    behavior = np.arange(cases) % len(BEHAVIORS)
-    condition = (np.arange(cases) // len(BEHAVIORS)) % len(CONDITIONS)
-    case_names = [f"{BEHAVIORS[behavior[j]]}.{CONDITIONS[condition[j]]}.{j // 24 + 1:02d}" for j in range(cases)]
-    columns["case_id"] = pd.Categorical.from_codes(c, case_names)
-    columns["behavior"] = pd.Categorical.from_codes(behavior[c].astype(np.int8), BEHAVIORS)
-    columns["interaction_condition"] = pd.Categorical.from_codes(condition[c].astype(np.int8), CONDITIONS)
-    columns["replicate"] = r.astype(np.int64)
-    # Keys: 16 hex digits, as keys.digest writes them.
-    judgment_keys = [f"{(j * 0x94D049BB133111EB) % 2**64:016x}" for j in range(judgment.max() + 1)]
-    columns["transcript_key"] = pd.Categorical.from_codes(
-        transcript, [f"{(j * 0xBF58476D1CE4E5B9) % 2**64:016x}" for j in range(transcript.max() + 1)])
-    columns["judgment_key"] = pd.Categorical.from_codes(judgment, judgment_keys)
-    criteria = _criteria(rng, judgment, status, label, judgment_keys, strings) if exclude else None
-    del transcript, judgment, u, c, r, option, label
-    statuses = ["ok", "excluded", "judge_failed", "rollout_failed"]
-    columns["status"] = pd.Categorical.from_codes(status, statuses)
-    columns["reason"] = pd.Categorical.from_codes(
-        status, ["", "no applicable criterion", "criterion missing from the answer", "role_reversal (after 3 attempts)"])
-    flags = pd.array(compliant, dtype="boolean")
-    del compliant
-    flags[status != 0] = pd.NA
-    columns["compliant"] = flags
-    verdicts = pd.DataFrame(columns)
-    del columns
-    if strings:
-        verdicts = _as_strings(verdicts)
-    return verdicts, criteria, [name for name, _, _ in axes], list(FACTORS), universe_ids[int(kept[0])]
-
-
-def _criteria(rng, judgment, status, label, judgment_keys, strings: bool):
-    """One row per judgment x criterion: applicable unless the judgment was excluded,
-    compliant agreeing with the verdict's label on the first criterion."""
-    import numpy as np
-    import pandas as pd
-
-    n_judgments = len(judgment_keys)
-    first = np.full(n_judgments, -1, dtype=np.int64)
-    first[judgment[::-1]] = np.arange(len(judgment) - 1, -1, -1)  # a row of each judgment
-    j_status, j_label = status[first], label[first]
-    judged = np.flatnonzero(j_status <= 1)  # failed rollouts and judgments have no criteria
-    k = len(CRITERIA)
-    jj = np.repeat(judged, k)
-    criterion = np.tile(np.arange(k, dtype=np.int8), len(judged))
-    applicable = (j_status[jj] == 0) & ((criterion == 0) | (rng.random(len(jj)) < 0.7))
-    compliant = pd.array(np.where(criterion == 0, j_label[jj], rng.random(len(jj)) < 0.85), dtype="boolean")
-    compliant[~applicable] = pd.NA
-    frame = pd.DataFrame({
-        "judgment_key": pd.Categorical.from_codes(jj.astype(np.int32), judgment_keys),
-        "sample": np.zeros(len(jj), dtype=np.int64),
-        "criterion": pd.Categorical.from_codes(criterion, CRITERIA),
-        "permissible": criterion == 2,
-        "applicable": applicable,
-        "compliant": compliant,
-        "rationale": pd.Categorical.from_codes((jj % 5).astype(np.int8), [f"reason {i}" for i in range(5)]),
-    })
-    return _as_strings(frame) if strings else frame
-
-
-def _as_strings(frame):
-    import pandas as pd
-
-    # As a run writes them: plain text columns, which parquet reads back as pandas' str dtype.
-    for name in frame.columns:
-        if isinstance(frame[name].dtype, pd.CategoricalDtype):
-            frame[name] = frame[name].astype(str)
-    return frame
-
 
 # -- one step in a child process ----------------------------------------------------
 
@@ -339,21 +167,9 @@ def _step(name: str, verdicts, criteria, axes, factors, primary) -> tuple[dict, 
 def child(args) -> None:
     folder = Path(args.table)
     if args.child == "build":
-        from multiverse.tables import write_table
-
         t = time.perf_counter()
-        verdicts, criteria, axes, factors, primary = synthetic_verdicts(args.size, strings=True, **GRIDS[args.grid])
-        seconds = time.perf_counter() - t
-        write_table(verdicts, folder, "verdicts")
-        if criteria is not None:
-            write_table(criteria, folder, "criteria")
-        (folder / "manifest.json").write_text(json.dumps({"axes": axes, "factors": factors, "primary": primary}))
-        print(json.dumps({"rows": len(verdicts), "table_bytes": int(verdicts.memory_usage(deep=True).sum()),
-                          "criteria_rows": 0 if criteria is None else len(criteria),
-                          "universes": int(verdicts["universe_id"].nunique()),
-                          "seconds": seconds, "maxrss": _maxrss(),
-                          "transcripts": int(verdicts["transcript_key"].nunique()),
-                          "judgments": int(verdicts["judgment_key"].nunique())}))
+        built = write_grid(folder, args.size, grid=args.grid)
+        print(json.dumps({**built, "seconds": time.perf_counter() - t, "maxrss": _maxrss()}))
         return
     import numpy as np  # noqa: F401  (imported before the measurement)
     import pandas as pd  # noqa: F401
@@ -496,7 +312,8 @@ def _one_grid(size: int, grid: str, common: list[str], steps_wanted: list[str]) 
     criteria = f", criteria {built['criteria_rows']:,} rows" if built["criteria_rows"] else ""
     print(f"\n{size:,} universes, {grid} grid ({built['universes']:,} universes kept): {built['rows']:,} verdict rows, "
           f"{built['transcripts']:,} transcripts, {built['judgments']:,} judgments{criteria}; "
-          f"table {_gb(built['table_bytes']).strip()} in memory (built in {built['seconds']:.1f} s)")
+          f"table {_gb(built['table_bytes']).strip()} as Arrow text (built in {built['seconds']:.1f} s, "
+          f"builder peak {_gb(built['maxrss']).strip()})")
     print(f"  {'step':<34}{'seconds':>9}{'cpu user+sys':>14}{'child peak RSS':>16}{'step increment':>16}   result")
     steps = {}
     for step in steps_wanted:
@@ -534,7 +351,8 @@ def _json_entry(r: dict) -> dict:
                            "parts": {k: round(v, 3) for k, v in step["parts"].items()}, "result": step["summary"]}
     built = r["built"]
     return {"rows": built["rows"], "universes": built["universes"], "criteria_rows": built["criteria_rows"],
-            "seconds": round(r["total"], 2), "peak_gb": round(r["peak"] / 2**30, 3), "steps": steps}
+            "seconds": round(r["total"], 2), "peak_gb": round(r["peak"] / 2**30, 3), "steps": steps,
+            "build": {"seconds": round(built["seconds"], 2), "peak_gb": round(built["maxrss"] / 2**30, 3)}}
 
 
 if __name__ == "__main__":
