@@ -79,16 +79,19 @@ def one_line(stderr: str) -> str:
     return lines[0]
 
 
-def test_first_signal_stops_new_calls_keeps_finished_ones_and_exits_130(tmp_path):
+@pytest.mark.parametrize("backend", ["local", "processes"])
+def test_first_signal_stops_new_calls_keeps_finished_ones_and_exits_130(tmp_path, backend):
     with FakeServer(responder=audit_responder, latency=0.25) as server:
         spec = write_spec(tmp_path / "stop.yaml", server.url, name="stop", cases_per_cell=6)
-        child = start_run(tmp_path, spec)
+        child = start_run(tmp_path, spec, "--backend", backend)
         wait_for(lambda: server.counts["total"] >= 5 or child.poll() is not None)
         assert child.poll() is None
         child.send_signal(signal.SIGINT)
         at_signal = server.counts["total"]
         _, stderr = child.communicate(timeout=60)
         made = server.counts["total"]
+        time.sleep(1.0)
+        assert server.counts["total"] == made  # nothing the run started (a worker process, say) outlived it
 
     assert child.returncode == 130, stderr
     line = one_line(stderr)

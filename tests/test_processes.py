@@ -31,7 +31,7 @@ from multiverse.store import Store
 sys.path.insert(0, str(Path(__file__).parent))
 from audit_server import audit_responder, fake_spec_document
 from fakeserver import FakeServer
-from test_interrupt import assert_store_consistent, one_line, signal_after, start_run, store_files, wait_for
+from test_interrupt import assert_store_consistent, signal_after, store_files, wait_for
 
 JOBS = 2
 
@@ -121,30 +121,6 @@ def test_a_process_run_gives_a_threaded_runs_tables_and_pays_each_unit_once(tmp_
     assert again.manifest["stages"]["rollout"]["computed"] == len(redo)
     assert again.manifest["stages"]["judge"]["computed"] == len(work.judge_calls)
     assert_store_consistent(tmp_path / "procs")
-
-
-def test_first_signal_stops_new_calls_and_keeps_what_workers_stored(tmp_path):
-    with FakeServer(responder=audit_responder, latency=0.25) as server:
-        spec = tmp_path / "stop.yaml"
-        spec.write_text(yaml.safe_dump(fake_spec_document(server.url, name="stop", cases_per_cell=6), sort_keys=False))
-        child = start_run(tmp_path, spec, "--backend", "processes")
-        wait_for(lambda: server.counts["total"] >= 5 or child.poll() is not None)
-        assert child.poll() is None
-        child.send_signal(signal.SIGINT)
-        at_signal = server.counts["total"]
-        _, stderr = child.communicate(timeout=60)
-        made = server.counts["total"]
-        time.sleep(1.0)
-        assert server.counts["total"] == made  # no worker outlived the run
-
-    assert child.returncode == 130, stderr
-    line = one_line(stderr)
-    assert line.startswith("interrupted:") and "rerun to resume" in line
-    assert made - at_signal <= JOBS, (at_signal, made)
-    assert made < 24
-    assert len(store_files(tmp_path / "store" / "case", "*.json")) == made
-    assert_store_consistent(tmp_path / "store")
-    assert not (tmp_path / "run" / "manifest.json").exists()
 
 
 def test_two_ctrl_c_in_the_python_api_end_every_worker(tmp_path, no_child_left):

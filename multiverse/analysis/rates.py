@@ -45,7 +45,6 @@ analysis counts in all of them.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -54,6 +53,8 @@ import pandas as pd
 from multiverse.errors import InputError
 from multiverse.tables import check_choice, require_columns, universe_ids
 from multiverse.vocabulary import CI_METHODS, ESTIMATORS, RATE_VALUE_COLUMNS
+
+from ._codes import codes, combine, count, first_rows, target_blocks
 
 __all__ = ["compute_rates", "included_verdicts", "system_rates"]
 
@@ -123,15 +124,15 @@ def system_rates(verdicts: pd.DataFrame, *, axes: Sequence[str]) -> pd.DataFrame
     needed = [c for c in ("universe_id", "status", "system", "case_id", "compliant", *axes)
               if c in verdicts.columns]
     included = included_verdicts(verdicts[list(dict.fromkeys(needed))], axes=axes)
-    universe, n_universes = _codes(included["universe_id"])
-    system, n_systems = _codes(included["system"])
+    universe, n_universes = codes(included["universe_id"])
+    system, n_systems = codes(included["system"])
     # The values in order of first appearance, with their dtype, as factorize's uniques.
-    universes = pd.Index(included["universe_id"].iloc[_first_rows(universe)])
-    systems = pd.Index(included["system"].iloc[_first_rows(system)])
-    cell = _combine(universe, n_systems, system)
+    universes = pd.Index(included["universe_id"].iloc[first_rows(universe)])
+    systems = pd.Index(included["system"].iloc[first_rows(system)])
+    cell = combine(universe, n_systems, system)
     del universe, system
-    n = _count(cell, np.ones(len(cell), dtype=bool), n_universes * n_systems)
-    k = _count(cell, included["compliant"].to_numpy(dtype=bool), len(n))
+    n = count(cell, np.ones(len(cell), dtype=bool), n_universes * n_systems)
+    k = count(cell, included["compliant"].to_numpy(dtype=bool), len(n))
     present = pd.unique(cell)  # cells in order of first appearance, like groupby(sort=False)
     options = included.drop_duplicates("universe_id").set_index("universe_id")[axes]
     rates = pd.DataFrame({"universe_id": universes[present // len(systems)]})
@@ -296,59 +297,18 @@ def _split_by_scoring(frame, scoring, estimator, ci, level):
     return parts
 
 
-def _codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, int]:
-    """Integer codes 0..k-1 of a column in order of first appearance, and k.
-
-    Codes are int32 while k allows (a row-length array of them is half the
-    memory of int64 at tens of millions of rows).
-    """
-    if isinstance(values, np.ndarray) and values.dtype.kind == "i" and len(values):
-        # Combined codes of earlier columns: a bounded range compacts faster by counting.
-        top = int(values.max()) + 1
-        if top <= 4 * len(values) + 1024:
-            present = np.bincount(values, minlength=top) > 0
-            remap = np.cumsum(present) - 1
-            return remap.astype(_index_type(top))[values], int(present.sum())
-    if isinstance(values, pd.Series) and isinstance(values.dtype, pd.CategoricalDtype):
-        # The categorical's own codes, relabelled in order of first appearance (a missing value, -1,
-        # is one more value): no int64 codes of the whole column, as factorize makes.
-        raw = values.cat.codes.to_numpy()
-        order = raw[np.flatnonzero(~pd.Series(raw).duplicated().to_numpy())]
-        relabel: np.ndarray = np.zeros(len(values.cat.categories) + 1, dtype=_index_type(len(order)))
-        relabel[order] = np.arange(len(order))
-        return relabel[raw], len(order)
-    codes, uniques = pd.factorize(values, sort=False, use_na_sentinel=False)
-    return codes.astype(_index_type(len(uniques)), copy=False), len(uniques)
-
-
-def _index_type(k: int) -> type:
-    return np.int32 if k < 2**31 - 1 else np.int64
-
-
-def _combine(a: np.ndarray, k: int, b: np.ndarray) -> np.ndarray:
-    """``a * k + b`` (codes of a pair), in int32 unless that could overflow."""
-    kind = _index_type((int(a.max(initial=0)) + 1) * k)
-    return a.astype(kind, copy=False) * kind(k) + b.astype(kind, copy=False)
-
-
-def _first_rows(codes: np.ndarray) -> np.ndarray:
-    """Row position of the first appearance of each code, in code order."""
-    positions = np.flatnonzero(~pd.Series(codes).duplicated().to_numpy())
-    return positions[np.argsort(codes[positions], kind="stable")]
-
-
 def _rates(frame, axes, factors, estimator, ci, level, n_boot, seed) -> pd.DataFrame:
     if "status" in frame.columns:
         included = (frame["status"] == "ok").to_numpy(dtype=bool)
     else:
         included = frame["compliant"].notna().to_numpy()
     compliant = included & _bool_array(frame["compliant"])
-    case = _codes(frame["case_id"])[0] if "case_id" in frame.columns else None
+    case = codes(frame["case_id"])[0] if "case_id" in frame.columns else None
     group_icc = None
 
-    universe, _ = _codes(frame["universe_id"])
-    system, n_systems = _codes(frame["system"])
-    group, _ = _codes(_combine(universe, n_systems, system))
+    universe, _ = codes(frame["universe_id"])
+    system, n_systems = codes(frame["system"])
+    group, _ = codes(combine(universe, n_systems, system))
     del universe, system
     # One cell per target unless cells are balanced; the pooled Wilson path needs no cell codes at all.
     cells: np.ndarray | None
@@ -362,17 +322,17 @@ def _rates(frame, axes, factors, estimator, ci, level, n_boot, seed) -> pd.DataF
         # row-length codes at a time (at 60M rows each such array is 240 MB).
         yield group, None, None
         for factor in factors:
-            factor_levels, n_levels = _codes(frame[factor])
-            yield _codes(_combine(group, n_levels, factor_levels))[0], factor, factor_levels
+            factor_levels, n_levels = codes(frame[factor])
+            yield codes(combine(group, n_levels, factor_levels))[0], factor, factor_levels
             del factor_levels
 
     pieces = []
     for spec, (target, factor, levels) in enumerate(target_sets()):
-        first = _first_rows(target)
+        first = first_rows(target)
         n_targets = len(first)
         # Counts of the included (compliant) rows: bincount of the selected codes, not of float weights.
-        n = _count(target, included, n_targets).astype(np.float64)
-        x = _count(target, compliant, n_targets).astype(np.float64)
+        n = count(target, included, n_targets).astype(np.float64)
+        x = count(target, compliant, n_targets).astype(np.float64)
         if estimator == "pooled":
             rate = np.divide(x, n, out=np.full(n_targets, np.nan), where=n > 0)
             n_eff = n
@@ -425,57 +385,31 @@ def _key_values(column: pd.Series):
     return column.to_numpy()
 
 
-# Rows taken at once where a row-length array would otherwise be copied whole (bincount casts its
-# codes to int64; a design effect's sparse matrices hold every row): 4M rows, tens of MB.
-_BLOCK_ROWS = 1 << 22
-
-
-def _count(codes: np.ndarray, selected: np.ndarray, n: int) -> np.ndarray:
-    """``np.bincount(codes[selected], minlength=n)``, a block of rows at a time."""
-    out = np.zeros(n, dtype=np.int64)
-    for start in range(0, len(codes), _BLOCK_ROWS):
-        block = slice(start, start + _BLOCK_ROWS)
-        out += np.bincount(codes[block][selected[block]], minlength=n)
-    return out
-
-
-def _target_blocks(target: np.ndarray, n_targets: int):
-    """(first target, last target + 1, rows or a slice of all) for ranges of target codes of about
-    ``_BLOCK_ROWS`` rows each (targets are about equally large)."""
-    n_blocks = max(1, -(-len(target) // _BLOCK_ROWS))
-    if n_blocks == 1:
-        yield 0, n_targets, slice(None)
-        return
-    bounds = np.linspace(0, n_targets, n_blocks + 1).round().astype(np.int64)
-    for lo, hi in itertools.pairwise(bounds):
-        yield int(lo), int(hi), np.flatnonzero((target >= lo) & (target < hi))
-
-
 def _cell_codes(frame: pd.DataFrame, factors: list[str]) -> np.ndarray:
     """A cell is one combination of all design factors."""
     cells = np.zeros(len(frame), np.int32)
     for factor in factors:
-        levels, n_levels = _codes(frame[factor])
-        cells, _ = _codes(_combine(cells, n_levels, levels))
+        levels, n_levels = codes(frame[factor])
+        cells, _ = codes(combine(cells, n_levels, levels))
     return cells
 
 
 def _cell_balanced(target, n_targets, cells, included, compliant):
     """Mean of per-cell rates per target, and Kish's effective sample size."""
     n_cells = int(cells.max()) + 1 if len(cells) else 1
-    pair, _ = _codes(_combine(target, n_cells, cells))
-    first = _first_rows(pair)
+    pair, _ = codes(combine(target, n_cells, cells))
+    first = first_rows(pair)
     target_of_pair = target[first]
     n = np.bincount(pair, weights=included, minlength=len(first))
     x = np.bincount(pair, weights=compliant, minlength=len(first))
     has = n > 0
     cell_rate = np.divide(x, n, out=np.zeros(len(n)), where=has)
     inverse_n = np.divide(1.0, n, out=np.zeros(len(n)), where=has)
-    count = np.bincount(target_of_pair, weights=has, minlength=n_targets)
+    cells_seen = np.bincount(target_of_pair, weights=has, minlength=n_targets)
     total = np.bincount(target_of_pair, weights=cell_rate, minlength=n_targets)
     inverse = np.bincount(target_of_pair, weights=inverse_n, minlength=n_targets)
-    rate = np.divide(total, count, out=np.full(n_targets, np.nan), where=count > 0)
-    n_eff = np.divide(count**2, inverse, out=np.zeros(n_targets), where=count > 0)
+    rate = np.divide(total, cells_seen, out=np.full(n_targets, np.nan), where=cells_seen > 0)
+    n_eff = np.divide(cells_seen**2, inverse, out=np.zeros(n_targets), where=cells_seen > 0)
     return rate, n_eff
 
 
@@ -488,7 +422,7 @@ def _wilson(rate: np.ndarray, n: np.ndarray, level: float) -> tuple[np.ndarray, 
 def _bootstrap(case_id, target, n_targets, cells, included, compliant, level, n_boot, seed):
     from multiverse.analysis.intervals import cluster_bootstrap
 
-    case, n_cases = _codes(case_id)
+    case, n_cases = codes(case_id)
     return cluster_bootstrap(case, n_cases, target, n_targets, cells, included, compliant, level, n_boot, seed)
 
 
@@ -514,11 +448,11 @@ def _design_effect(target, n_targets, case, included, compliant, group_of_target
     # the same numbers as the whole matrices, which hold as many entries as the table has rows.
     if group_icc is None:
         terms = np.concatenate([anova_terms(counts(included, rows, lo, hi), counts(compliant, rows, lo, hi))
-                                for lo, hi, rows in _target_blocks(target, n_targets)] or [np.empty((0, 6))])
+                                for lo, hi, rows in target_blocks(target, n_targets)] or [np.empty((0, 6))])
         own = icc_from_terms(terms)
         pooled = icc_from_terms(terms[np.isfinite(own)].sum(axis=0))[0] if np.isfinite(own).any() else np.nan
         group_icc = np.full(int(group_of_target.max()) + 1 if len(group_of_target) else 0, np.nan)
         group_icc[group_of_target] = np.where(np.isfinite(own), own, pooled)
     deff = np.concatenate([design_effect(counts(included, rows, lo, hi), group_icc[group_of_target[lo:hi]], level)
-                           for lo, hi, rows in _target_blocks(target, n_targets)] or [np.empty(0)])
+                           for lo, hi, rows in target_blocks(target, n_targets)] or [np.empty(0)])
     return deff, group_icc

@@ -224,7 +224,7 @@ def test_many_row_groups_read_with_categories_as_the_csv_copy_and_the_plain_text
 def test_rates_a_block_of_rows_at_a_time_equal_rates_at_once(monkeypatch, block):
     """Counts and design effects summed over blocks of rows (and of targets) are the numbers of the
     whole table, for every estimator and interval, with replicates (design effects above 1)."""
-    from multiverse.analysis import rates as rates_module
+    from multiverse.analysis import _codes
 
     verdicts, _ = _grid(3)
     verdicts = pd.concat([verdicts, verdicts.assign(replicate=verdicts["replicate"] + 2)], ignore_index=True)
@@ -232,7 +232,7 @@ def test_rates_a_block_of_rows_at_a_time_equal_rates_at_once(monkeypatch, block)
     settings = [{}, {"estimator": "cell_balanced"}, {"ci": "bootstrap", "n_boot": 50}]
     whole = [compute_rates(verdicts, axes=AXES, factors=["behavior"], **s) for s in settings]
     assert whole[0]["ci_low"].notna().sum() > len(whole[0]) // 2
-    monkeypatch.setattr(rates_module, "_BLOCK_ROWS", block)
+    monkeypatch.setattr(_codes, "BLOCK_ROWS", block)
     for s, expected in zip(settings, whole):
         assert_frame_equal(compute_rates(verdicts, axes=AXES, factors=["behavior"], **s), expected, check_exact=True)
 
@@ -276,7 +276,7 @@ def test_dropped_notes_on_codes_say_what_the_grouping_says(loaded):
 def test_codes_of_a_categorical_are_factorize_codes(seed):
     """rates' codes of a categorical (its own codes relabelled) are pd.factorize's codes of the values:
     order of first appearance, a missing value one more value, unused categories ignored."""
-    from multiverse.analysis.rates import _codes
+    from multiverse.analysis._codes import codes as _codes
 
     rng = np.random.default_rng(seed)
     values = pd.Series(rng.choice(["d", "b", None, "a", "c"], size=500, p=[0.3, 0.3, 0.1, 0.2, 0.1]), dtype=object)

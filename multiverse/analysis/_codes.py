@@ -1,0 +1,83 @@
+"""Integer codes of key columns, and counting by them a block of rows at a time.
+
+The rates path groups tens of millions of verdict rows by universe, system
+and design cell. It does so on int32 codes (half the memory of pandas' int64
+factorize codes) and counts with ``np.bincount`` a block of rows at a time,
+so no row-length int64 array is ever made whole.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["BLOCK_ROWS", "codes", "combine", "count", "first_rows", "index_type", "target_blocks"]
+
+
+def codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, int]:
+    """Integer codes 0..k-1 of a column in order of first appearance, and k.
+
+    Codes are int32 while k allows (a row-length array of them is half the
+    memory of int64 at tens of millions of rows).
+    """
+    if isinstance(values, np.ndarray) and values.dtype.kind == "i" and len(values):
+        # Combined codes of earlier columns: a bounded range compacts faster by counting.
+        top = int(values.max()) + 1
+        if top <= 4 * len(values) + 1024:
+            present = np.bincount(values, minlength=top) > 0
+            remap = np.cumsum(present) - 1
+            return remap.astype(index_type(top))[values], int(present.sum())
+    if isinstance(values, pd.Series) and isinstance(values.dtype, pd.CategoricalDtype):
+        # The categorical's own codes, relabelled in order of first appearance (a missing value, -1,
+        # is one more value): no int64 codes of the whole column, as factorize makes.
+        raw = values.cat.codes.to_numpy()
+        order = raw[np.flatnonzero(~pd.Series(raw).duplicated().to_numpy())]
+        relabel: np.ndarray = np.zeros(len(values.cat.categories) + 1, dtype=index_type(len(order)))
+        relabel[order] = np.arange(len(order))
+        return relabel[raw], len(order)
+    found, uniques = pd.factorize(values, sort=False, use_na_sentinel=False)
+    return found.astype(index_type(len(uniques)), copy=False), len(uniques)
+
+
+def index_type(k: int) -> type:
+    return np.int32 if k < 2**31 - 1 else np.int64
+
+
+def combine(a: np.ndarray, k: int, b: np.ndarray) -> np.ndarray:
+    """``a * k + b`` (codes of a pair), in int32 unless that could overflow."""
+    kind = index_type((int(a.max(initial=0)) + 1) * k)
+    return a.astype(kind, copy=False) * kind(k) + b.astype(kind, copy=False)
+
+
+def first_rows(codes: np.ndarray) -> np.ndarray:
+    """Row position of the first appearance of each code, in code order."""
+    positions = np.flatnonzero(~pd.Series(codes).duplicated().to_numpy())
+    return positions[np.argsort(codes[positions], kind="stable")]
+
+
+# Rows taken at once where a row-length array would otherwise be copied whole (bincount casts its
+# codes to int64; a design effect's sparse matrices hold every row): 4M rows, tens of MB.
+BLOCK_ROWS = 1 << 22
+
+
+def count(codes: np.ndarray, selected: np.ndarray, n: int) -> np.ndarray:
+    """``np.bincount(codes[selected], minlength=n)``, a block of rows at a time."""
+    out = np.zeros(n, dtype=np.int64)
+    for start in range(0, len(codes), BLOCK_ROWS):
+        block = slice(start, start + BLOCK_ROWS)
+        out += np.bincount(codes[block][selected[block]], minlength=n)
+    return out
+
+
+def target_blocks(target: np.ndarray, n_targets: int):
+    """(first target, last target + 1, rows or a slice of all) for ranges of target codes of about
+    ``BLOCK_ROWS`` rows each (targets are about equally large)."""
+    n_blocks = max(1, -(-len(target) // BLOCK_ROWS))
+    if n_blocks == 1:
+        yield 0, n_targets, slice(None)
+        return
+    bounds = np.linspace(0, n_targets, n_blocks + 1).round().astype(np.int64)
+    for lo, hi in itertools.pairwise(bounds):
+        yield int(lo), int(hi), np.flatnonzero((target >= lo) & (target < hi))
