@@ -17,6 +17,7 @@ from ratelimited_server import RateLimitedServer
 
 from multiverse import interrupt
 from multiverse.config import RateLimit
+from multiverse.connections import Connections
 from multiverse.errors import InputError
 from multiverse.failures import retry_after as _retry_after
 from multiverse.interrupt import RunInterrupted
@@ -25,6 +26,11 @@ from multiverse.providers import load_litellm as _litellm
 
 MESSAGES = [{"role": "user", "content": "Is the cited source real?"}]
 JITTER = 0.05  # seconds a request may take from the client's start to the server's log (30 ms was seen exceeded at load 12)
+
+
+#: One connection pool per endpoint, passed to litellm as a run passes it (multiverse.connections):
+#: threads sharing litellm's own pool race on its sockets ("Bad file descriptor", litellm#19608).
+CONNECTIONS = Connections(jobs=64)
 
 
 def call(pacer: Pacer, model: str, url: str, tokens: int = 0) -> int:
@@ -36,7 +42,8 @@ def call(pacer: Pacer, model: str, url: str, tokens: int = 0) -> int:
         with pacer.slot(model, url, tokens) as slot:
             try:
                 response = litellm.completion(model=model, api_base=url, api_key="sk-local", messages=MESSAGES,
-                                              num_retries=0, max_retries=0, timeout=10)
+                                              num_retries=0, max_retries=0, timeout=10,
+                                              client=CONNECTIONS.client(url, "sk-local"))
             except litellm.RateLimitError as exc:
                 slot.report(429, retry_after=_retry_after(exc))
                 continue
@@ -49,7 +56,7 @@ def warm(*servers: RateLimitedServer) -> None:
     HTTP client (tens of ms), which would show at the server as two starts closer than paced."""
     for server in servers:
         _litellm().completion(model="openai/warm", api_base=server.url, api_key="sk-local", messages=MESSAGES,
-                              num_retries=0, max_retries=0, timeout=10)
+                              num_retries=0, max_retries=0, timeout=10, client=CONNECTIONS.client(server.url, "sk-local"))
         server.reset()
 
 
