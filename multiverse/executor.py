@@ -77,9 +77,7 @@ class Executor:
         self.failures: dict[str, dict[str, str]] = defaultdict(dict)
         self.computed: dict[str, set[str]] = defaultdict(set)
         self.budget_hit = threading.Event()
-        # (stage, key) of the claims this run holds; the lock makes "not stopping,
-        # so claim" one step, so nothing is claimed after the claims are released.
-        self._held = Held(store)
+        self._held = Held(store)  # the claims this run holds, released together on a stop
         self._threads: list[threading.Thread] = []
         self.pacer = getattr(client, "pacer", None)  # any client may pace its calls by lanes
 
