@@ -45,11 +45,13 @@ def draw_sample(verdicts: pd.DataFrame, transcripts: Mapping[str, Any] | None, n
         raise InputError(f"n: expected a whole number of transcripts per system, at least 1, got {n!r}", param="n")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InputError(f"seed: expected a whole number, at least 0, got {seed!r}", param="seed")
-    candidates, names = _candidates(verdicts, transcripts, axes)
+    candidates, v = _candidates(verdicts, transcripts, axes)
+    names: dict[int, str] = {}
     rng = np.random.default_rng(seed)
     picked, notes = [], []
     for (rollout, system), group in candidates.groupby(["_rollout", "system"], sort=True):
         if len(group) < n:
+            names = names or _rollout_names(v, [a for a in axes if a in v.columns])
             notes.append(f"system {system}{names[rollout]}: only {len(group)} transcripts, all drawn instead of {n}")
         picked.append(group.iloc[rng.choice(len(group), size=min(n, len(group)), replace=False)])
     sample = pd.concat(picked)
@@ -75,11 +77,11 @@ def draw_sample(verdicts: pd.DataFrame, transcripts: Mapping[str, Any] | None, n
 
 
 def _candidates(verdicts: pd.DataFrame, transcripts: Mapping[str, Any] | None,
-                axes: Sequence[str]) -> tuple[pd.DataFrame, dict[int, str]]:
-    """One row per transcript that can be drawn, in a fixed order, and each rollout configuration's name for notes."""
+                axes: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One row per transcript that can be drawn, in a fixed order; and every row with its rollout configuration."""
     v = verdicts.assign(_key=transcript_keys(verdicts), universe_id=universe_ids(verdicts, list(axes)))
     v["_rollout"] = v["universe_id"].map(rollout_configurations(v))
-    names = _rollout_names(v, [a for a in axes if a in v.columns])
+    every = v
     if "status" in v.columns:
         failed = v.loc[v["status"].eq("rollout_failed"), "_key"]
         v = v[~v["_key"].isin(set(failed))]
@@ -91,7 +93,7 @@ def _candidates(verdicts: pd.DataFrame, transcripts: Mapping[str, Any] | None,
     if candidates.empty:
         raise InputError("verdicts: no transcript to label (every rollout failed, or the table is empty)",
                          param="verdicts")
-    return candidates, names
+    return candidates, every
 
 
 def _rollout_names(v: pd.DataFrame, axes: Sequence[str]) -> dict[int, str]:
