@@ -65,10 +65,12 @@ def calibrate(results: Results, human: Any, alpha: float) -> CalibrationAnalysis
 
 def _check_sample(results: Results, labels: pd.DataFrame, source: str) -> list[str]:
     """A sheet that names its sample must be that sample of this run (``labelling.check_sheet``): drawn again here."""
-    from multiverse.labelling import check_sheet, run_transcripts
+    from multiverse.labelling import IDENTITY_COLUMNS, check_sheet, run_transcripts
 
     folder = results.source if results.source is not None and results.source.is_dir() else None
-    transcripts = run_transcripts(folder) if folder is not None else None
+    # The transcripts are read only to draw the sample again, for a file that names one.
+    named = any(c in labels.columns for c in IDENTITY_COLUMNS)
+    transcripts = run_transcripts(folder) if folder is not None and named else None
     return check_sheet(labels, results.verdicts, transcripts, factors=results.factors, axes=results.axes,
                        source=source)
 

@@ -121,7 +121,7 @@ ATTACKS = {
     "a row duplicated, the copy unlabelled": (lambda f, o, r: pd.concat([f, f.iloc[[4]].assign(compliant="")],
                                                                      ignore_index=True), ("twice",)),
     "a key edited to one not drawn": (_edit_cell("transcript_key", 2, "zz999"), ("row 4", "'zz999' was not drawn")),
-    "a key edited to another drawn row's": (_swap_key, ("row 2", "case_id", "transcript_key edited")),
+    "a key edited to another drawn row's": (_swap_key, ("row 2", "case_id", "was drawn with case_id", "the row edited")),
     "a system edited": (_edit_cell("system", 6, "beacon-2"), ("row 8", "system", "'beacon-2'")),
     "a label that is not binary": (_edit_cell("compliant", 1, "2"), ("compliant", "'2'", "row 3")),
     "a label as a formula": (_edit_cell("compliant", 5, "=1+0"), ("compliant", "row 7")),
