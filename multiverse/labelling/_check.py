@@ -45,6 +45,10 @@ def check_sheet(labels: pd.DataFrame, verdicts: pd.DataFrame, transcripts: Mappi
         missing = [c for c in IDENTITY_COLUMNS if c not in given]
         raise InputError(f"{source}: {missing[0]}: column missing; expected all of {', '.join(IDENTITY_COLUMNS)} "
                          "as the sheet was written", param="human")
+    for column in ("system", "case_id", "replicate", "transcript_key"):
+        if column not in labels.columns:  # the sheet has them all: without one its rows cannot be told apart
+            raise InputError(f"{source}: {column}: column missing; expected the sheet's columns with its sample's",
+                             param="human")
     rows = labels.reset_index(drop=True).astype(object).where(labels.reset_index(drop=True).notna(), "")
     rows = rows.astype(str).apply(lambda column: column.str.strip())
     rows = rows[rows.ne("").any(axis=1)]  # a spreadsheet's trailing empty rows say nothing

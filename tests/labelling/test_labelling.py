@@ -353,3 +353,12 @@ def test_label_run_reads_a_real_run_folder(tmp_path, write_spec):
     page = html.read_text()
     assert page.count('"role": "assistant"') >= 6 and "not in the run folder" not in page
     assert "[[sim:" not in page and "fabricate_evidence" in page and '"evidence": {"' in page
+    # What calibrate loads draws the same sample again: the sheet is that sample of this run.
+    from multiverse import load_run as load_results
+    from multiverse.labelling import check_sheet
+
+    results = load_results(tmp_path / "run")
+    assert check_sheet(sheet, results.verdicts, run_transcripts(tmp_path / "run"), factors=results.factors,
+                       axes=results.axes, source="s") == ["s: 0 of the 6 drawn transcripts are labelled"]
+    with pytest.raises(InputError, match="s: transcript_key: column missing"):
+        check_sheet(sheet.drop(columns="transcript_key"), results.verdicts, None, source="s")
