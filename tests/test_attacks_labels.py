@@ -107,6 +107,8 @@ ATTACKS = {
                                                        ignore_index=True), ("was not drawn",)),
     "another seed's rows under this identity": (lambda f, o, r: o.assign(**{c: f[c].iloc[0] for c in IDENTITY_COLUMNS}),
                                                 ("not drawn in this sample (seed 0)",)),
+    "this seed's rows under another seed's identity": (
+        lambda f, o, r: f.assign(**{c: o[c].iloc[0] for c in IDENTITY_COLUMNS}), ("not drawn in this sample (seed 1)",)),
     "the seed edited": (lambda f, o, r: f.assign(sample_seed="1"), ("sample_keys", "seed 1")),
     "n edited": (lambda f, o, r: f.assign(sample_n=str(N - 2)), ("sample_keys", f"n {N - 2}")),
     "the keys digest edited": (lambda f, o, r: f.assign(sample_keys="0123456789abcdef"), ("sample_keys",)),
