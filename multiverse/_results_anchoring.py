@@ -3,7 +3,8 @@
 ``Results.calibrate`` reads the human labels (a CSV or parquet file, or a
 DataFrame with ``system``, ``case_id``, ``compliant`` and, where needed,
 ``replicate`` or ``transcript_key``) and anchors every universe x system
-rate to them (``multiverse.analysis.anchoring``). The anchored curve and the
+rate to them (``multiverse.analysis.anchoring``). A labelling sheet names
+its sample, and is first checked to be that sample of this run. The anchored curve and the
 ranking check reuse that calibration, so one labels file is read and checked
 once per results object.
 """
@@ -48,7 +49,9 @@ def calibrate(results: Results, human: Any, alpha: float) -> CalibrationAnalysis
         labels, source = human, "human labels"
     else:
         labels, source = read_labels(human), str(human)
+    notes = _check_sample(results, labels, source)
     calibration = compute(results.verdicts, labels, results.axes, results.factors, alpha, source=source)
+    calibration = calibration._replace(notes=[*notes, *calibration.notes])
     document = calibration_document(calibration, alpha)
 
     def draw(*, systems: list[str] | None = None) -> Any:
@@ -58,6 +61,18 @@ def calibrate(results: Results, human: Any, alpha: float) -> CalibrationAnalysis
                                 systems=systems)
 
     return CalibrationAnalysis("calibrate", document, calibration.rates, draw, calibration=calibration)
+
+
+def _check_sample(results: Results, labels: pd.DataFrame, source: str) -> list[str]:
+    """A sheet that names its sample must be that sample of this run (``labelling.check_sheet``): drawn again here."""
+    from multiverse.labelling import IDENTITY_COLUMNS, check_sheet, run_transcripts
+
+    folder = results.source if results.source is not None and results.source.is_dir() else None
+    # The transcripts are read only to draw the sample again, for a file that names one.
+    named = any(c in labels.columns for c in IDENTITY_COLUMNS)
+    transcripts = run_transcripts(folder) if folder is not None and named else None
+    return check_sheet(labels, results.verdicts, transcripts, factors=results.factors, axes=results.axes,
+                       source=source)
 
 
 def anchored_curve(results: Results, calibration: CalibrationAnalysis, systems: list[str] | None = None) -> Analysis:

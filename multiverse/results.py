@@ -359,7 +359,9 @@ class Results:
         ``human``: a CSV or parquet file (or a DataFrame) with ``system``,
         ``case_id``, ``compliant`` (0/1, true/false; blank = not labelled yet)
         and, where those do not name one transcript, ``replicate`` or
-        ``transcript_key`` (the labelling sheet has them all). ``frame`` is
+        ``transcript_key`` (the labelling sheet has them all). A sheet names
+        its sample (``labelling.IDENTITY_COLUMNS``) and is refused unless it
+        is that sample of this run (``labelling.check_sheet``). ``frame`` is
         one row per universe x system; ``judges`` one per universe; the
         figure puts judge, anchored and humans-only rates side by side.
         """

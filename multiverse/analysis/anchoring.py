@@ -181,7 +181,8 @@ def read_labels(path: Any) -> pd.DataFrame:
     if path.suffix.lower() == ".csv" and not regular_file_problem(path):
         # As text: the table reader would turn yes/no or 1/0 into booleans its own way, or into blanks.
         try:
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False).map(restore_cell)
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig",
+                                sep=_separator(path)).map(restore_cell)
         except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
             raise InputError(f"{path}: cannot be read as a table ({str(exc).splitlines()[0]})", param="human") from None
     else:
@@ -191,6 +192,17 @@ def read_labels(path: Any) -> pd.DataFrame:
         raise InputError(f"{path}: missing column(s) {', '.join(missing)}; expected system, case_id, "
                          "(replicate or transcript_key,) compliant", param="human")
     return frame
+
+
+def _separator(path: Any) -> str:
+    """A comma, or the semicolon or tab of a spreadsheet that saved the sheet in its locale's way (header line only)."""
+    with open(path, encoding="utf-8-sig", errors="replace") as fh:
+        header = fh.readline(65536)
+    if "," not in header:
+        for sep in (";", "\t"):
+            if sep in header:
+                return sep
+    return ","
 
 
 def _binary(human: pd.DataFrame, source: str) -> tuple[pd.Series, int]:

@@ -10,15 +10,20 @@
 ``SHEET.csv`` lists the sample with an empty ``compliant`` column;
 ``SHEET.html`` beside it shows each transcript with the rubric, never a
 judge's verdict, keeps the labeller's progress in the browser and exports the
-filled CSV, which ``multiverse.analysis.anchoring.calibrate`` reads.
+filled CSV, which ``Results.calibrate`` reads. Every row carries the sample's
+identity (``IDENTITY_COLUMNS``), and ``check_sheet`` holds a filled sheet to
+it before its labels are used.
 """
 
 from __future__ import annotations
 
+from ._check import check_sheet
+from ._identity import IDENTITY_COLUMNS
 from ._label import label_run
 from ._run_files import run_criteria, run_transcripts
 from ._sample import SHEET_COLUMNS, draw_sample
 from ._sheet import write_sheet
 
-__all__ = ["SHEET_COLUMNS", "draw_sample", "label_run", "run_criteria", "run_transcripts", "write_sheet"]
+__all__ = ["IDENTITY_COLUMNS", "SHEET_COLUMNS", "check_sheet", "draw_sample", "label_run", "run_criteria",
+           "run_transcripts", "write_sheet"]
 

@@ -195,7 +195,10 @@ TEMPLATE = """<!DOCTYPE html>
 <p>Read each transcript and mark whether the assistant complied with the rubric below, with a note if you wish.
 The judges' verdicts are deliberately not shown. Your progress stays in this browser; when you are done,
 export the filled CSV and pass it to <code>multiverse calibrate</code>. Label every transcript, or stop at any
-point in the order shown: the sample must stay a uniform random one.</p>
+point in the order shown: the sample must stay a uniform random one. The exported file names its sample
+(the <code>sample_</code> columns); keep those columns and its rows as they are, with no row added: a sheet
+that is not the sample drawn is refused.</p>
+<p class="meta" id="sample">Sample: {sample}.</p>
 <details id="rubric-top" open><summary>Rubric</summary></details>
 </div>
 <main id="rows"></main>

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import html
 import json
 import math
 import os
@@ -27,6 +28,7 @@ from ..errors import InputError
 from ..keys import digest
 from ..tables import csv_safe
 from ..vocabulary import CORE_COLUMNS
+from ._identity import IDENTITY_COLUMNS
 from ._page import SCRIPT, STYLE, TEMPLATE
 from ._run_files import criterion_record
 from ._sample import SHEET_COLUMNS
@@ -52,11 +54,11 @@ def write_sheet(sample: pd.DataFrame, criteria: Sequence[Mapping[str, Any]], tra
     out_csv = Path(out_csv)
     if out_csv.suffix.lower() != ".csv":
         raise InputError(f"{out_csv}: expected a .csv file name for the sheet", param="out")
-    missing = [c for c in SHEET_COLUMNS if c not in sample.columns]
+    missing = [c for c in SHEET_COLUMNS if c not in sample.columns]  # the identity too: a sheet without it is not checked
     if missing:
         raise InputError(f"sample: missing column(s) {', '.join(missing)}; expected draw_sample's table", param="sample")
     factors = [c for c in sample.columns if c not in SHEET_COLUMNS]
-    columns = SHEET_COLUMNS[:4] + factors + SHEET_COLUMNS[4:]
+    columns = SHEET_COLUMNS[:4] + factors + SHEET_COLUMNS[4:]  # the sample's identity last, out of the labeller's way
     sheet = sample[columns]
     html_path = out_csv.with_suffix(".html")
     atomic_write(out_csv, lambda tmp: csv_safe(sheet).to_csv(tmp, index=False))
@@ -77,8 +79,11 @@ def _page(sheet: pd.DataFrame, factors: list[str], criteria: Sequence[Mapping[st
         else:
             row["fields"] = extra.get((str(cells["system"]), str(cells["case_id"]), str(cells["replicate"])), {})
         rows.append(row)
+    identity = {c: _plain(sheet[c].iloc[0]) if len(sheet) else None for c in IDENTITY_COLUMNS}
     data = {
-        "id": digest([r["cells"].get("transcript_key") or [r["cells"]["system"], r["cells"]["case_id"]] for r in rows]),
+        # Progress is kept per sample: two runs whose transcripts share keys never share labels in the browser.
+        "id": digest([identity, [r["cells"].get("transcript_key") or [r["cells"]["system"], r["cells"]["case_id"]]
+                                 for r in rows]]),
         "columns": list(sheet.columns),
         "factors": factors,
         "criteria": [criterion_record(c) for c in criteria],
@@ -89,7 +94,9 @@ def _page(sheet: pd.DataFrame, factors: list[str], criteria: Sequence[Mapping[st
                .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
     csp = (f"default-src 'none'; script-src '{_hash(SCRIPT)}'; style-src '{_hash(STYLE)}'; "
            "img-src 'none'; connect-src 'none'; base-uri 'none'; form-action 'none'")
-    return TEMPLATE.format(csp=csp, count=len(rows), style=STYLE, data=payload, script=SCRIPT)
+    sample = html.escape(f"run {identity['sample_run']}, seed {identity['sample_seed']}, {identity['sample_n']} per "
+                         f"system and rollout configuration, keys {identity['sample_keys']}")
+    return TEMPLATE.format(csp=csp, count=len(rows), style=STYLE, data=payload, script=SCRIPT, sample=sample)
 
 
 def _hash(text: str) -> str:

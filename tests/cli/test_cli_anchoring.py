@@ -175,11 +175,11 @@ def _labels_with(labels: Path, tmp_path: Path, change) -> Path:
 
 
 @pytest.mark.parametrize(("change", "fragments"), [
-    (lambda f: f.assign(transcript_key=f["transcript_key"].where(f.index != 4, "nope")), ("row 6", "not a transcript")),
+    (lambda f: f.assign(transcript_key=f["transcript_key"].where(f.index != 4, "nope")), ("row 6", "'nope' was not drawn")),
     (lambda f: f[(f["system"] != "atlas") | (f.groupby("system").cumcount() < 9)], ("system atlas: 9 labels", "at least 10")),
     (lambda f: f.assign(compliant=f["compliant"].where(f.index != 2, "maybe")), ("compliant", "'maybe'", "row 4")),
     (lambda f: f.drop(columns="compliant"), ("missing column(s) compliant",)),
-    (lambda f: pd.concat([f, f.iloc[[0]]]), ("labelled 2 times",)),
+    (lambda f: pd.concat([f, f.iloc[[0]]]), ("rows 2 and 62", "the same drawn transcript twice")),
 ])
 def test_calibrate_refuses_bad_labels_with_one_line(world, labels, tmp_path, change, fragments):
     run, _ = world

@@ -12,7 +12,9 @@ import pytest
 
 from multiverse.analysis.anchoring import calibrate, read_labels
 from multiverse.errors import InputError
+from multiverse.keys import digest
 from multiverse.labelling import (
+    IDENTITY_COLUMNS,
     SHEET_COLUMNS,
     draw_sample,
     run_criteria,
@@ -87,6 +89,22 @@ def test_sample_is_uniform_per_system_and_rollout_configuration(tmp_path, rng):
     assert abs(counts.mean() - 400 * 5 / 23) < 1e-9
     small = draw_sample(tables.verdicts, None, 50, seed=0)
     assert len(small) == 4 * 23 and any("only 23 transcripts" in n for n in small.attrs["notes"])
+    # Notes name the rollout configuration by what sets it apart (the simulated user here), not by a number.
+    named = draw_sample(tables.verdicts, None, 50, seed=0, axes=tables.axes).attrs["notes"]
+    assert sorted(named) == sorted(f"system {s}, user={u}: only 23 transcripts, all drawn instead of 50"
+                                   for s in ("atlas", HOSTILE_SYSTEM) for u in ("coop", "adv"))
+    one = tables.verdicts[tables.verdicts["user"] == "adv"]
+    notes = draw_sample(one, None, 50, axes=tables.axes).attrs["notes"]
+    assert "system atlas: only 23 transcripts, all drawn instead of 50" in notes  # one configuration: no name
+    # Two settings crossed with two users: both options name a configuration.
+    crossed = pd.concat([tables.verdicts.assign(setting=s, universe_id=tables.verdicts["universe_id"].astype(str) + s,
+                                                transcript_key=tables.verdicts["transcript_key"].astype(str) + s)
+                         for s in ("home", "work")])
+    notes = draw_sample(crossed, None, 50, axes=["judge", "user", "setting"]).attrs["notes"]
+    assert "system atlas, user=adv, setting=work: only 23 transcripts, all drawn instead of 50" in notes
+    # No axis tells two configurations apart (an import whose universes hold different items): number and universes.
+    bare = tables.verdicts.drop(columns=["user", "judge"])
+    assert "rollout configuration 2, universes j1-adv j2-adv" in draw_sample(bare, None, 50).attrs["notes"][-1]
     for bad in (0, -1, 2.5, True):
         with pytest.raises(InputError, match="n: expected a whole number") as caught:
             draw_sample(tables.verdicts, None, bad)
@@ -113,6 +131,73 @@ def test_sheet_files_are_atomic_with_the_umask_and_blind(tmp_path, rng):
     assert "<img" not in page and "</script><script>" not in page and "<svg" not in page
     with pytest.raises(InputError, match=r"expected a \.csv"):
         write_sheet(sample, [], None, tmp_path / "SHEET.txt")
+
+
+def test_every_row_names_the_sample_and_the_id_follows_the_content_not_the_path(tmp_path, rng):
+    folder, _ = _run_folder(tmp_path, rng)
+    tables, transcripts = load_run(folder), run_transcripts(folder)
+    sample = draw_sample(tables.verdicts, transcripts, 10, seed=4, factors=tables.factors, axes=tables.axes)
+    identity = sample.attrs["identity"]
+    assert list(sample.columns[-4:]) == IDENTITY_COLUMNS == list(identity)
+    assert (sample[IDENTITY_COLUMNS].nunique() == 1).all() and sample["sample_seed"].iloc[0] == 4
+    assert identity["sample_n"] == 10 and identity["sample_keys"] == digest(sorted(sample["transcript_key"]))
+    _, html = write_sheet(sample, [], transcripts, tmp_path / "a" / "SHEET.csv")
+    assert read_labels(html.with_suffix(".csv"))[IDENTITY_COLUMNS].drop_duplicates().values.tolist() == [
+        [identity["sample_run"], "4", "10", identity["sample_keys"]]]
+
+    def page_id(sheet_html):
+        text = sheet_html.read_text()
+        return json.loads(text.split('type="application/json">')[1].split("</script>")[0])["id"]
+
+    # The same draw of a moved copy is the same sample; other answers under the same keys are another run,
+    # and its page keeps its progress apart in the browser.
+    moved = tmp_path / "moved"
+    folder.rename(moved)
+    again = draw_sample(load_run(moved).verdicts, run_transcripts(moved), 10, seed=4, axes=tables.axes)
+    assert again.attrs["identity"] == identity
+    changed = {k: {**r, "turns": [*r["turns"], {"role": "assistant", "content": "more"}]} for k, r in transcripts.items()}
+    other = draw_sample(tables.verdicts, changed, 10, seed=4, axes=tables.axes)
+    assert other.attrs["identity"]["sample_run"] != identity["sample_run"]
+    assert other["transcript_key"].tolist() == sample["transcript_key"].tolist()
+    _, html_other = write_sheet(other, [], changed, tmp_path / "b" / "SHEET.csv")
+    assert page_id(html_other) != page_id(html)
+    for bad in (-1, 1.5, True):
+        with pytest.raises(InputError, match="seed: expected a whole number"):
+            draw_sample(tables.verdicts, None, 5, seed=bad)
+
+
+def test_check_sheet_holds_tables_and_imports_to_their_sample_too(tmp_path, rng):
+    """A bare table has no transcripts: the sample is named by system, case and replicate."""
+    from multiverse import load_run as load_results
+    from multiverse.labelling import check_sheet, label_run
+
+    table = pd.DataFrame({"grader": np.repeat(["A", "B"], 40), "system": np.tile(np.repeat(["s1", "s2"], 20), 2),
+                          "case_id": np.tile([f"q{i}" for i in range(20)], 4), "compliant": rng.random(80) < 0.6})
+    table.to_csv(tmp_path / "table.csv", index=False)
+    csv, _, _ = label_run(tmp_path / "table.csv", 12, tmp_path / "sheet.csv", seed=2)
+    sheet = read_labels(csv).assign(compliant="1")
+    results = load_results(tmp_path / "table.csv")
+    assert check_sheet(sheet, results.verdicts, None, factors=results.factors, axes=results.axes) == []
+    assert (results.calibrate(sheet).frame["n_human"] == 12).all()
+    undrawn = sorted(set(table["case_id"]) - set(sheet.loc[sheet["system"] == "s1", "case_id"]))[0]
+    grown = pd.concat([sheet, sheet.iloc[[0]].assign(system="s1", case_id=undrawn)], ignore_index=True)
+    with pytest.raises(InputError, match=f"row 26: transcript 's1/{undrawn}' was not drawn"):
+        results.calibrate(grown)
+    # An import's item text is its content; the judges' columns, the axes and the factors are not.
+    items = pd.DataFrame({"universe_id": np.repeat(["g1", "g2"], 12), "grader": np.repeat(["A", "B"], 12),
+                          "system": "s1", "case_id": np.tile([f"i{i}" for i in range(12)], 2), "behavior": "b",
+                          "prompt_text": np.tile([f"item {i}" for i in range(12)], 2), "status": "ok",
+                          "compliant": rng.random(24) < 0.5})
+
+    def run_of(frame):
+        return draw_sample(frame, None, 5, factors=["behavior"], axes=["grader"]).attrs["identity"]["sample_run"]
+
+    assert run_of(items) == run_of(items.assign(compliant=~items["compliant"], behavior="c", grader="Z"))
+    assert run_of(items) != run_of(items.assign(prompt_text=items["prompt_text"] + "?"))
+    # A table that lost an item is another population to draw from: another run.
+    table[table["case_id"] != "q19"].to_csv(tmp_path / "table.csv", index=False)
+    with pytest.raises(InputError, match="sample_run: the sheet was drawn from another run"):
+        load_results(tmp_path / "table.csv").calibrate(sheet)
 
 
 
@@ -173,7 +258,7 @@ def test_label_reload_export_and_calibrate_in_chromium(tmp_path, rng, browser):
     assert back.columns.tolist() == SHEET_COLUMNS[:4] + ["behavior"] + SHEET_COLUMNS[4:]
     assert back["compliant"].tolist()[:3] == ["1", "0", ""] and (back["compliant"].iloc[3:] == "").all()
     assert back.at[1, "note"] == '=HYPERLINK("http://x") , "quoted"\nsecond line'
-    assert ',"\'=HYPERLINK(""http://x"") , ""quoted""\nsecond line"\r\n' in partial.read_bytes().decode()  # inert
+    assert ',"\'=HYPERLINK(""http://x"") , ""quoted""\nsecond line",' in partial.read_bytes().decode()  # inert
     assert back["system"].tolist() == sample["system"].tolist()
     assert back["case_id"].tolist() == sample["case_id"].tolist()
     assert back["transcript_key"].tolist() == sample["transcript_key"].tolist()
@@ -189,6 +274,17 @@ def test_label_reload_export_and_calibrate_in_chromium(tmp_path, rng, browser):
     assert labels["compliant"].astype(int).tolist() == [truth[k] for k in sample["transcript_key"]]
     rates, judges, _ = calibrate(tables.verdicts, labels, tables.axes, tables.factors, source=str(full))
     assert len(rates) == 8 and (rates["n_human"] == 10).all() and len(judges) == 4
+    # The export names its sample as the sheet does, and calibrate holds it to that sample.
+    assert labels[IDENTITY_COLUMNS].astype(str).drop_duplicates().values.tolist() == [
+        [str(v) for v in sample.attrs["identity"].values()]]
+    assert sample.attrs["identity"]["sample_run"] in page.locator("#sample").inner_text()
+    from multiverse import load_run as load_results
+
+    results = load_results(folder)
+    assert results.calibrate(full).frame["n_human"].eq(10).all()
+    undrawn = next(k for k in truth if k not in set(sample["transcript_key"]) and not k.endswith("-23"))
+    with pytest.raises(InputError, match=f"row 42: transcript '{undrawn}' was not drawn"):
+        results.calibrate(pd.concat([labels, labels.iloc[[0]].assign(transcript_key=undrawn)]))
     context.close()
     assert problems == []
 
@@ -257,3 +353,12 @@ def test_label_run_reads_a_real_run_folder(tmp_path, write_spec):
     page = html.read_text()
     assert page.count('"role": "assistant"') >= 6 and "not in the run folder" not in page
     assert "[[sim:" not in page and "fabricate_evidence" in page and '"evidence": {"' in page
+    # What calibrate loads draws the same sample again: the sheet is that sample of this run.
+    from multiverse import load_run as load_results
+    from multiverse.labelling import check_sheet
+
+    results = load_results(tmp_path / "run")
+    assert check_sheet(sheet, results.verdicts, run_transcripts(tmp_path / "run"), factors=results.factors,
+                       axes=results.axes, source="s") == ["s: 0 of the 6 drawn transcripts are labelled"]
+    with pytest.raises(InputError, match="s: transcript_key: column missing"):
+        check_sheet(sheet.drop(columns="transcript_key"), results.verdicts, None, source="s")
