@@ -143,12 +143,14 @@ def test_calibrate_prints_the_table_and_json_in_the_issues_shape(world, labels, 
     assert len(document["rates"]) == 4 and len(document["judges"]) == 2
     for row in document["rates"]:
         assert list(row) == ["universe_id", "judge", "system", "n", "n_human", "judge_rate", "rate", "ci_low",
-                             "ci_high", "human_rate", "human_ci_low", "human_ci_high"]
+                             "ci_high", "human_rate", "human_ci_low", "human_ci_high", "anchored_wider"]
         assert row["n"] == CASES and row["n_human"] == 30
         assert 0 <= row["ci_low"] <= row["rate"] <= row["ci_high"] <= 1
         # With a judge this good, the anchored interval is narrower than the humans-only one.
         if row["judge"] == "fair":
             assert row["ci_high"] - row["ci_low"] < row["human_ci_high"] - row["human_ci_low"]
+            assert row["anchored_wider"] is False
+        assert row["anchored_wider"] == (row["ci_high"] - row["ci_low"] > row["human_ci_high"] - row["human_ci_low"] + 1e-9)
     for row in document["judges"]:
         assert list(row) == ["universe_id", "judge", "n_human", "sensitivity", "sensitivity_ci", "specificity",
                              "specificity_ci"]
@@ -163,7 +165,7 @@ def test_calibrate_prints_the_table_and_json_in_the_issues_shape(world, labels, 
 
     code, out, err = run_cli(["calibrate", run, "--human", labels, "--alpha", "0.1"])
     assert code == 0, err
-    assert "rates anchored to" in out and "90% intervals" in out and "sensitivity" in out
+    assert "rates anchored to" in out and "90% intervals" in out and "sensitivity" in out and "anchored wider" in out
     assert out.count("judge=fair") == 3 and "* judge=fair" in out  # two rates and one judge row; the primary starred
 
 
