@@ -193,3 +193,19 @@ def test_point_estimate_is_ppi_python_and_the_interval_close_to_its_where_its_re
         assert ours.rate == pytest.approx(float(np.squeeze(ppi_mean_pointestimate(y, f, u))), abs=1e-12)
         low, high = (float(np.squeeze(x)) for x in ppi_mean_ci(y, f, u, alpha=0.05))
         assert ours.ci_low == pytest.approx(low, abs=0.01) and ours.ci_high == pytest.approx(high, abs=0.01)
+
+
+def test_null_table_is_the_observed_one_raked_to_the_tested_margins():
+    # The closed form against iterative proportional fitting (Deming & Stephan), odds ratios from 3e-4 to 3e3.
+    from multiverse.analysis.ppi_interval import _null_cell
+
+    rng = np.random.default_rng(0)
+    theta, m = rng.uniform(0.001, 0.999, (2, 300))
+    omega = np.exp(rng.uniform(-8, 8, 300))
+    table = np.stack([np.stack([omega, np.ones(300)], -1), np.ones((300, 2))], 1)  # (300, Y, f)
+    for _ in range(400):
+        table[:, 0] *= (theta / table[:, 0].sum(-1))[:, None]
+        table[:, 1] *= ((1 - theta) / table[:, 1].sum(-1))[:, None]
+        table[:, :, 0] *= (m / table[:, :, 0].sum(-1))[:, None]
+        table[:, :, 1] *= ((1 - m) / table[:, :, 1].sum(-1))[:, None]
+    assert _null_cell(theta, m, omega) == pytest.approx(table[:, 0, 0], abs=1e-9)

@@ -182,17 +182,25 @@ def _coverage_markdown(document: dict) -> list[str]:
 
 
 def _anchored_markdown(document: dict) -> list[str]:
-    out = ["", (f"Anchored (PPI++) 95% intervals ({document['anchored_sims']} cells of 600 transcripts per row; "
-                "replicates 3 = 200 cases of 3 at intra-case correlation 0.3; process beta: Beta case effect, probit: "
-                "latent case effect with a fifth of the cases hard, where the judge guesses; width: median anchored "
-                "width over the humans-only Wilson width; wider: share of cells where the anchored interval is the "
-                "wider; points: intervals of zero width)."), ""]
-    out += ["| judge | p | labels | replicates | process | coverage | ppi-python normal | points (normal) | width | "
-            "wider |", "|---|---|---|---|---|---|---|---|---|---|"]
+    out = ["", (f"Anchored (PPI++) 95% intervals ({document['anchored_sims']} cells of 600 transcripts per row and "
+                "judge; judges good 0.95/0.95, biased 0.6/0.95, noisy 0.7/0.7 sensitivity/specificity; replicates 3 = "
+                "200 cases of 3 at intra-case correlation 0.3; process beta: Beta case effect, probit: latent case "
+                "effect with a fifth of the cases hard, where the judge guesses. Coverage per judge; ppi-python's "
+                "normal interval on the same data, its lowest coverage over the judges and its point intervals over "
+                "all three; width: the median anchored width over the humans-only Wilson width, per judge; wider: "
+                "the largest share, over the judges, of cells where the anchored interval is the wider)."), ""]
+    out += ["| replicates | process | labels | p | coverage (good, biased, noisy) | ppi-python normal | points "
+            "(anchored, normal) | width (good, biased, noisy) | wider |", "|---|---|---|---|---|---|---|---|---|"]
+    groups: dict[tuple, list[dict]] = {}
     for r in document["anchored"]:
-        out.append(f"| {r['judge']} | {r['p']:g} | {r['labels']} | {r['replicates']} | {r['process']} | "
-                   f"{r['coverage']:.3f} | {r['coverage_normal']:.3f} | {r['points']} ({r['points_normal']}) | "
-                   f"{r['width_ratio']:.2f} | {r['wider']:.2f} |")
+        groups.setdefault((r["replicates"], r["process"], r["labels"], r["p"]), []).append(r)
+    for (replicates, process, labels, p), rows in groups.items():
+        out.append(f"| {replicates} | {process} | {labels} | {p:g} | "
+                   + ", ".join(f"{r['coverage']:.3f}" for r in rows)
+                   + f" | {min(r['coverage_normal'] for r in rows):.3f} | {sum(r['points'] for r in rows)}, "
+                   + f"{sum(r['points_normal'] for r in rows)} | "
+                   + ", ".join(f"{r['width_ratio']:.2f}" for r in rows)
+                   + f" | {max(r['wider'] for r in rows):.2f} |")
     return out
 
 
