@@ -373,3 +373,31 @@ def test_calibrate_clusters_replicates_and_says_when_labels_alone_are_better(rng
     assert mixed.anchored_wider and bool(rates["anchored_wider"].sum()) and any("humans-only" in n for n in notes)
     document = json.loads(json.dumps(calibration_document(calibrate(verdicts, human, ["judge"]), 0.05)))
     assert {r["system"]: r["anchored_wider"] for r in document["rates"]}["mixed"] is True
+
+
+def test_calibrate_clusters_each_cell_on_its_own_transcripts():
+    # Two judges x two systems with replicates: each cell's interval is the one computed from that cell alone.
+    from multiverse.analysis.ppi_interval import design_effects, ppi_binary, ppi_lambda
+
+    rng = np.random.default_rng(9)
+    good, truth = _replicated_world(rng, cases=60, judge=(0.9, 0.9))
+    other = good.assign(universe_id="v", judge="k",
+                        compliant=pd.array(_judge(good["transcript_key"].map(truth).to_numpy(), 0.7, 0.95, rng) > 0,
+                                           dtype="boolean"))
+    verdicts = pd.concat([good, other], ignore_index=True)
+    picked = good.sample(frac=1, random_state=2).groupby("system").head(40)
+    human = picked[["system", "transcript_key", "case_id"]].assign(compliant=picked["transcript_key"].map(truth).to_numpy())
+    rates = calibrate(verdicts, human, ["judge"]).rates
+    assert len(rates) == 4
+    for row in rates.itertuples():
+        cell = verdicts[(verdicts.universe_id == row.universe_id) & (verdicts.system == row.system)]
+        labelled = cell.transcript_key.isin(human.transcript_key).to_numpy()
+        y = cell.transcript_key.map(truth).to_numpy(float) * labelled
+        f = cell.compliant.astype(float).to_numpy()
+        sums = tuple(np.array([x], float) for x in (labelled.sum(), y.sum(), (f * labelled).sum(), (y * f).sum(),
+                                                     (~labelled).sum(), (f * ~labelled).sum()))
+        deff = design_effects(np.zeros(len(cell), int), pd.factorize(cell.case_id)[0], labelled, y, f,
+                              ppi_lambda(*sums), sums[0], sums[4], sums[1], sums[2], sums[5])
+        _, low, high, _ = ppi_binary(*sums, 0.05, deff)
+        assert (row.ci_low, row.ci_high) == pytest.approx((low[0], high[0]), abs=1e-9), row
+        assert deff[0] >= 1.0 and row.ci_high > row.ci_low
