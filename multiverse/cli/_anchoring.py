@@ -79,6 +79,9 @@ def print_anchored_curve(document: dict) -> None:
         judge, anchored, where = s["judge_rate"], s["rate"], s["primary"]
         primary = (f"; primary {where['judge_rate']:.3f} -> {where['rate']:.3f} "
                    f"{interval([where['ci_low'], where['ci_high']])}") if where else ""
+        if where and where.get("anchored_wider"):
+            primary += (f" (the humans-only interval {interval([where['human_ci_low'], where['human_ci_high']])} "
+                        "is narrower: quote it)")
         print(f"  {system}: judge {judge['min']:.3f} .. {judge['median']:.3f} .. {judge['max']:.3f}, anchored "
               f"{anchored['min']:.3f} .. {anchored['median']:.3f} .. {anchored['max']:.3f} (min .. median .. max){primary}")
 
