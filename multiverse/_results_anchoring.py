@@ -81,7 +81,9 @@ def anchored_curve(results: Results, calibration: CalibrationAnalysis, systems: 
     The document summarises each system's rates over universes, judge alone
     and anchored: ``{"alpha", "n_universes", "systems": {system: {"judge_rate":
     {min, median, max}, "rate": {min, median, max}, "primary": {judge_rate,
-    rate, ci_low, ci_high} or None}}, "notes"}``. ``systems`` keeps only those.
+    rate, ci_low, ci_high, human_ci_low, human_ci_high, anchored_wider} or
+    None}}, "notes"}``: where ``anchored_wider``, the humans-only interval is
+    the narrower one to quote. ``systems`` keeps only those.
     """
     from multiverse.analysis.anchored_views import anchored_curve as compute
     from multiverse.results import Analysis
@@ -97,8 +99,10 @@ def anchored_curve(results: Results, calibration: CalibrationAnalysis, systems: 
         summary[str(system)] = {
             "judge_rate": _spread(cell["judge_rate"]),
             "rate": _spread(cell["rate"]),
-            "primary": None if primary.empty else {k: float(primary[k].iloc[0])
-                                                   for k in ("judge_rate", "rate", "ci_low", "ci_high")},
+            "primary": None if primary.empty else {
+                **{k: float(primary[k].iloc[0]) for k in ("judge_rate", "rate", "ci_low", "ci_high", "human_ci_low",
+                                                           "human_ci_high")},
+                "anchored_wider": bool(primary["anchored_wider"].iloc[0])},
         }
     document = {"alpha": calibration["alpha"], "n_universes": int(rates["universe_id"].nunique()),
                 "systems": summary, "notes": calibration.notes}

@@ -7,23 +7,23 @@ humans' labels on the sample combine into PPI++ (Angelopoulos, Duchi & Zrnic
 power-tuned lambda::
 
     rate = lambda * mean(f over the unlabelled) + mean(Y - lambda * f over the labelled)
-    var  = lambda^2 * var(f_unlabelled) / N + var(Y - lambda * f_labelled) / n
 
-``Y`` is the human label (1 = compliant), ``f`` the judge's verdict, ``n``
-the labelled and ``N`` the unlabelled transcripts. The estimate targets the
-human-level rate whatever the judge's bias; a judge that agrees with people
-only shrinks the interval. The computation is ppi-python's
-``ppi_mean_pointestimate``/``ppi_mean_ci`` (lambda tuned, clipped to [0, 1]),
-reimplemented here because that package pulls in numba and scikit-learn;
-``tests/test_anchoring.py`` checks equality to 1e-9. The labelled and
-unlabelled sets are disjoint, as PPI assumes: the unlabelled set is every
-judged transcript of the cell that nobody labelled.
+``Y`` is the human label (1 = compliant), ``f`` the judge's verdict. The
+estimate targets the human-level rate whatever the judge's bias. It is
+ppi-python's ``ppi_mean_pointestimate`` (lambda tuned, clipped to [0, 1]),
+reimplemented because that package pulls in numba and scikit-learn;
+``ppi_mean_batch`` is also its ``ppi_mean_ci``, and the tests check both to
+1e-9. That normal interval is not what ``calibrate`` reports: with a few
+dozen labels and rare violations it under-covers and can be a point, so the
+interval is the score interval of ``multiverse.analysis.ppi_interval``,
+clustered by case when cases have replicates. The labelled and unlabelled
+sets are disjoint, as PPI assumes: the unlabelled set is every judged
+transcript of the cell that nobody labelled.
 
 Where ppi-python returns NaN or divides by zero we take lambda = 0: a judge
-constant over the cell (every lambda then gives the same estimate and
-interval), and a cell labelled in full (N = 0, where PPI is the humans-only
-mean). ``calibrate`` clips the rate and its interval to [0, 1], which can
-only raise coverage.
+constant over the cell (every lambda then gives the same estimate), and a
+cell labelled in full (N = 0, where PPI is the humans-only mean).
+``calibrate`` clips the rate to [0, 1].
 
 Only ``ok`` verdicts carry a judge label, so in each universe the estimate
 is the human rate among the transcripts its judge rated; labelled transcripts
@@ -43,6 +43,7 @@ from scipy import stats
 from ..errors import InputError
 from ..vocabulary import COUNTED_STATUS
 from .intervals import wilson
+from .ppi_interval import design_effects, ppi_binary, ppi_lambda
 
 __all__ = [
     "MIN_LABELS",
@@ -79,9 +80,12 @@ class Calibration(NamedTuple):
 
 def ppi_mean_batch(labels: np.ndarray, predictions: np.ndarray, unlabelled: np.ndarray,
                    alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """PPI++ means of many problems at once: arrays of shape (problems, n) and (problems, N).
+    """ppi-python's PPI++ mean and its normal interval, for many problems at once: arrays (problems, n), (problems, N).
 
-    Returns (rate, ci_low, ci_high, lam), each of shape (problems,).
+    Returns (rate, ci_low, ci_high, lam), each of shape (problems,). Any
+    real-valued labels; the reference the anchored estimate is checked
+    against. For 0/1 labels ``ppi_mean`` gives the interval that holds with
+    few labels.
     """
     y = np.asarray(labels, float)
     f = np.asarray(predictions, float)
@@ -107,15 +111,26 @@ def ppi_mean_batch(labels: np.ndarray, predictions: np.ndarray, unlabelled: np.n
 
 def ppi_mean(labels: Sequence[float], predictions: Sequence[float], unlabelled: Sequence[float],
              alpha: float = 0.05) -> PPIEstimate:
-    """PPI++ estimate of a mean and its two-sided (1 - alpha) interval, lambda power-tuned.
+    """PPI++ estimate of a 0/1 rate and its two-sided (1 - alpha) score interval, lambda power-tuned.
 
-    ``labels``: human labels of the labelled transcripts; ``predictions``: the
-    judge on those same transcripts; ``unlabelled``: the judge on the rest.
+    ``labels``: human labels (0/1) of the labelled transcripts;
+    ``predictions``: the judge (0/1) on those same transcripts;
+    ``unlabelled``: the judge on the rest. Transcripts independent (for
+    replicates, ``calibrate`` clusters by case). The estimate is
+    ppi-python's; the interval is ``ppi_interval.score_interval``.
     """
     y, f = np.asarray(labels, float), np.asarray(predictions, float)
+    u = np.asarray(unlabelled, float).reshape(-1)
     if y.shape != f.shape or y.ndim != 1:
         raise InputError("ppi: labels and predictions must be 1-d and of the same length", param="predictions")
-    rate, low, high, lam = ppi_mean_batch(y[None], f[None], np.asarray(unlabelled, float).reshape(1, -1), alpha)
+    if len(y) < 1:
+        raise InputError("ppi: expected at least one labelled transcript", param="human")
+    for name, x in (("labels", y), ("predictions", f), ("unlabelled", u)):
+        if not np.isin(x, (0.0, 1.0)).all():
+            raise InputError(f"ppi: {name}: expected 0/1 values", param=name)
+    sums = (np.array([len(y)], float), np.array([y.sum()]), np.array([f.sum()]), np.array([(y * f).sum()]),
+            np.array([len(u)], float), np.array([u.sum()]))
+    rate, low, high, lam = ppi_binary(*sums, alpha)
     return PPIEstimate(float(rate[0]), float(low[0]), float(high[0]), float(lam[0]))
 
 
@@ -293,8 +308,10 @@ def calibrate(verdicts: pd.DataFrame, human: pd.DataFrame, axes: Sequence[str], 
     labels that are not binary.
 
     ``rates``: universe_id, axes, system, n, n_human, judge_rate, rate, ci_low,
-    ci_high, human_rate, human_ci_low, human_ci_high (PPI++ rate and interval;
-    the humans-only rate with its Wilson interval). ``judges``: universe_id,
+    ci_high, human_rate, human_ci_low, human_ci_high, anchored_wider (PPI++
+    rate and its score interval, clustered by case where cases have
+    replicates; the humans-only rate with its Wilson interval; whether the
+    anchored interval is the wider of the two, with a note counting those). ``judges``: universe_id,
     axes, n_human, sensitivity, sensitivity_ci, specificity, specificity_ci:
     how often the universe's judge calls a violation that people call one, and
     compliance that people call compliance (Wilson intervals, pooled over
@@ -338,9 +355,10 @@ def calibrate(verdicts: pd.DataFrame, human: pd.DataFrame, axes: Sequence[str], 
         "sy": y, "sf": f, "sfl": f * labelled, "syf": y * f,
     }).groupby(["universe_id", "system"], sort=False).sum().reset_index()
     n_l = sums["n_human"].to_numpy(float)
-    rate, low, high = ppi_binary(n_l, sums["sy"].to_numpy(float), sums["sfl"].to_numpy(float),
-                                 sums["syf"].to_numpy(float), sums["n"].to_numpy(float) - n_l,
-                                 (sums["sf"] - sums["sfl"]).to_numpy(float), alpha)
+    moments = (n_l, sums["sy"].to_numpy(float), sums["sfl"].to_numpy(float), sums["syf"].to_numpy(float),
+               sums["n"].to_numpy(float) - n_l, (sums["sf"] - sums["sfl"]).to_numpy(float))
+    deff = _design_effects(judged, labelled, sums, moments)
+    rate, low, high, _ = ppi_binary(*moments, alpha, deff)
     with np.errstate(divide="ignore", invalid="ignore"):
         human_rate = sums["sy"].to_numpy(float) / n_l
     human_low, human_high = wilson(human_rate, n_l, level)
@@ -355,6 +373,14 @@ def calibrate(verdicts: pd.DataFrame, human: pd.DataFrame, axes: Sequence[str], 
                            ("human_ci_low", human_low), ("human_ci_high", human_high)):
         values = np.clip(values, 0.0, 1.0) if column in ("rate", "ci_low", "ci_high") else values
         rates[column] = np.where(enough, values, np.nan)
+    # Where the judge adds less than its lambda's noise costs, the labels alone give the narrower interval.
+    rates["anchored_wider"] = enough & ((rates["ci_high"] - rates["ci_low"])
+                                        > (rates["human_ci_high"] - rates["human_ci_low"]) + 1e-12).to_numpy()
+    wider = int(rates["anchored_wider"].sum())
+    if wider:
+        notes.append(f"in {wider} of {int(enough.sum())} universe x system cells the anchored interval is wider than "
+                     "the humans-only one (anchored_wider): there the judge does not help, and the humans-only rate "
+                     "is the better one to quote")
 
     # Sensitivity: violations people found that the judge flags too; specificity: compliance it confirms.
     people = judged[labelled]
@@ -374,29 +400,16 @@ def calibrate(verdicts: pd.DataFrame, human: pd.DataFrame, axes: Sequence[str], 
     return Calibration(rates, judges, notes)
 
 
-def ppi_binary(n: np.ndarray, sum_y: np.ndarray, sum_f: np.ndarray, sum_yf: np.ndarray, big_n: np.ndarray,
-               sum_f_unlabelled: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``ppi_mean_batch`` for 0/1 labels and verdicts, from per-cell sums (any number of cells at once).
-
-    ``n`` labelled transcripts with label sum ``sum_y``, verdict sum ``sum_f``
-    and ``sum_yf``; ``big_n`` unlabelled ones with verdict sum
-    ``sum_f_unlabelled``. With 0/1 data every moment PPI++ needs is a sum, so
-    a run of thousands of universes needs no loop. Returns (rate, low, high).
-    """
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mean_y, mean_f = sum_y / n, sum_f / n
-        cov = sum_yf / n - mean_y * mean_f
-        total, sum_all = n + big_n, sum_f + sum_f_unlabelled
-        var_f = np.where(total > 1, (sum_all - sum_all**2 / total) / (total - 1), 0.0)
-        lam = np.where(big_n > 0, cov / ((1.0 + n / big_n) * var_f), 0.0)
-        lam = np.clip(np.where(np.isfinite(lam), lam, 0.0), 0.0, 1.0)
-        mean_u = np.where(big_n > 0, sum_f_unlabelled / big_n, 0.0)
-        rate = lam * mean_u + mean_y - lam * mean_f
-        imputed = np.where(big_n > 0, lam**2 * mean_u * (1 - mean_u) / big_n, 0.0)
-        residual = mean_y - lam * mean_f
-        rectifier = np.maximum(mean_y - 2 * lam * sum_yf / n + lam**2 * mean_f - residual**2, 0.0) / n
-    half = stats.norm.ppf(1 - alpha / 2) * np.sqrt(imputed + rectifier)
-    return rate, rate - half, rate + half
+def _design_effects(judged: pd.DataFrame, labelled: pd.Series, sums: pd.DataFrame, moments: tuple) -> np.ndarray:
+    """Each universe x system's design effect (``ppi_interval.design_effects``); 1 where no case has replicates."""
+    cell = judged.groupby(["universe_id", "system"], sort=False).ngroup().to_numpy()  # the order of ``sums``
+    case = pd.factorize(judged["case_id"].astype(str))[0]
+    if not pd.Series(cell * (int(case.max(initial=0)) + 1) + case).duplicated().any():
+        return np.ones(len(sums))
+    lam = ppi_lambda(*moments)
+    n, sum_y, sum_f, _, big_n, sum_fu = moments
+    return design_effects(cell, case, labelled.to_numpy(), judged["_y"].fillna(0.0).to_numpy(float),
+                          judged["_f"].to_numpy(float), lam, n, big_n, sum_y, sum_f, sum_fu)
 
 
 def _shares(hits: np.ndarray, total: np.ndarray, level: float) -> tuple[list, list]:

@@ -45,12 +45,13 @@ def cmd_calibrate(args) -> int:
     level = f"{1 - document['alpha']:.0%}"
     print(f"rates anchored to {args.human} (PPI++, {level} intervals):")
     rows = [["universe", "system", "n", "n_human", "judge", "anchored", f"{level} interval", "humans only",
-             f"{level} interval"]]
+             f"{level} interval", "anchored wider"]]
     labels = _universe_labels(results)
     for r in document["rates"]:
         rows.append([labels.get(r["universe_id"], r["universe_id"]), r["system"], r["n"], r["n_human"],
                      number(r["judge_rate"]), number(r["rate"]), interval([r["ci_low"], r["ci_high"]]),
-                     number(r["human_rate"]), interval([r["human_ci_low"], r["human_ci_high"]])])
+                     number(r["human_rate"]), interval([r["human_ci_low"], r["human_ci_high"]]),
+                     "yes" if r.get("anchored_wider") else ""])
     print_table(rows)
     print("judges against the human labels (pooled over systems):")
     rows = [["universe", "n_human", "sensitivity", f"{level} interval", "specificity", f"{level} interval"]]
@@ -78,6 +79,9 @@ def print_anchored_curve(document: dict) -> None:
         judge, anchored, where = s["judge_rate"], s["rate"], s["primary"]
         primary = (f"; primary {where['judge_rate']:.3f} -> {where['rate']:.3f} "
                    f"{interval([where['ci_low'], where['ci_high']])}") if where else ""
+        if where and where.get("anchored_wider"):
+            primary += (f" (the humans-only interval {interval([where['human_ci_low'], where['human_ci_high']])} "
+                        "is narrower: quote it)")
         print(f"  {system}: judge {judge['min']:.3f} .. {judge['median']:.3f} .. {judge['max']:.3f}, anchored "
               f"{anchored['min']:.3f} .. {anchored['median']:.3f} .. {anchored['max']:.3f} (min .. median .. max){primary}")
 

@@ -27,8 +27,11 @@ def _anchored(run: _Run) -> str:
     labelled = int(rates.groupby("system")["n_human"].max().sum()) if len(rates) else 0
     out = (f"<p>People labelled a uniform random sample of {labelled} transcripts ({_e(_source(human))}). Each universe x system rate below is "
            "anchored to their labels with prediction-powered inference (PPI++): the estimate targets the rate people "
-           "would give, whatever the judge's bias; a judge that agrees with people only narrows the interval. "
-           f"Intervals are {level}. What this assumes is in README › Human anchoring.</p>")
+           "would give, whatever the judge's bias; a judge that agrees with people narrows the interval. "
+           f"Intervals are {level} score intervals, clustered by case where cases have replicates. Where a judge "
+           "does not help (near chance, or too few labels to tell), the anchored interval can be wider than the "
+           "labels' own; the notes below count those cells, where the humans-only rate is the one to quote. "
+           "What this assumes is in README › Human anchoring.</p>")
     out += _judges(run, calibration, level)
     out += _curve(run, human, level)
     out += _ranking(run, human)

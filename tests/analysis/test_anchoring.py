@@ -38,17 +38,19 @@ def test_equals_ppi_python(seed, n, big_n, alpha):
     y = (rng.random(n) < p).astype(float)
     f = _judge(y, 0.85, 0.8, rng)
     u = _judge((rng.random(big_n) < p).astype(float), 0.85, 0.8, rng)
-    ours = ppi_mean(y, f, u, alpha)
     point = float(np.squeeze(ppi_mean_pointestimate(y, f, u)))
     low, high = (float(np.squeeze(x)) for x in ppi_mean_ci(y, f, u, alpha=alpha))
-    assert ours.rate == pytest.approx(point, abs=1e-9)
-    assert ours.ci_low == pytest.approx(low, abs=1e-9)
-    assert ours.ci_high == pytest.approx(high, abs=1e-9)
-    assert 0.0 <= ours.lam <= 1.0
-    # the same from per-cell sums, as calibrate computes it
-    rate, lo, hi = ppi_binary(*(np.array([x], float) for x in (n, y.sum(), f.sum(), (y * f).sum(), big_n, u.sum())),
-                              alpha)
+    # ppi_mean_batch is ppi-python's estimate and normal interval, for any labels
+    rate, lo, hi, lam = ppi_mean_batch(y[None], f[None], u[None], alpha)
     assert (rate[0], lo[0], hi[0]) == pytest.approx((point, low, high), abs=1e-9)
+    # the anchored estimate, from the arrays and from per-cell sums as calibrate computes it, is ppi-python's
+    # too; its interval is the score interval (tests/analysis/test_anchoring_interval.py), around it
+    ours = ppi_mean(y, f, u, alpha)
+    assert ours.rate == pytest.approx(point, abs=1e-9) and ours.lam == pytest.approx(lam[0], abs=1e-12)
+    assert 0.0 <= ours.lam <= 1.0 and ours.ci_low < min(max(point, 0), 1) < ours.ci_high
+    rate, lo, hi, _ = ppi_binary(*(np.array([x], float) for x in (n, y.sum(), f.sum(), (y * f).sum(), big_n, u.sum())),
+                                 alpha)
+    assert (rate[0], lo[0], hi[0]) == pytest.approx((ours.rate, ours.ci_low, ours.ci_high), abs=1e-12)
 
 
 def test_degenerate_judges_fall_back_to_the_humans_only_mean():
@@ -67,7 +69,8 @@ def test_coverage_with_a_biased_judge():
     y = (rng.random((reps, n)) < p).astype(float)
     f = _judge(y, 0.85, 0.8, rng)
     u = _judge((rng.random((reps, big_n)) < p).astype(float), 0.85, 0.8, rng)
-    _rate, low, high, _ = ppi_mean_batch(y, f, u, 0.05)
+    _rate, low, high, _ = ppi_binary(np.full(reps, n, float), y.sum(1), f.sum(1), (y * f).sum(1),
+                                     np.full(reps, big_n, float), u.sum(1), 0.05)
     coverage = np.mean((low <= p) & (p <= high))
     assert coverage >= 0.93
     raw = np.concatenate([f, u], axis=1).mean(1)
@@ -137,7 +140,8 @@ def test_calibrate_matches_ppi_python_per_cell(rng):
     verdicts.loc[failed, ["status", "compliant"]] = ["judge_failed", pd.NA]
     rates, judges, notes = calibrate(verdicts, human, ["judge", "user"], ["behavior"], alpha=0.1)
     assert list(rates.columns) == ["universe_id", "judge", "user", "system", "n", "n_human", "judge_rate", "rate",
-                                   "ci_low", "ci_high", "human_rate", "human_ci_low", "human_ci_high"]
+                                   "ci_low", "ci_high", "human_rate", "human_ci_low", "human_ci_high",
+                                   "anchored_wider"]
     assert len(rates) == 8 and len(judges) == 4
     labels = dict(zip(human["transcript_key"], human["compliant"]))
     for row in rates.itertuples():
@@ -146,9 +150,11 @@ def test_calibrate_matches_ppi_python_per_cell(rng):
         mask = cell.transcript_key.isin(labels).to_numpy()
         f = cell.compliant.astype(float).to_numpy()
         y = cell.transcript_key[mask].map(labels).astype(float).to_numpy()
-        low, high = (float(np.squeeze(x)) for x in ppi_mean_ci(y, f[mask], f[~mask], alpha=0.1))
         assert row.rate == pytest.approx(float(np.squeeze(ppi_mean_pointestimate(y, f[mask], f[~mask]))), abs=1e-9)
-        assert (row.ci_low, row.ci_high) == pytest.approx((max(low, 0), min(high, 1)), abs=1e-9)
+        # one transcript per case: the score interval of these transcripts, unclustered
+        alone = ppi_mean(y, f[mask], f[~mask], alpha=0.1)
+        assert (row.ci_low, row.ci_high) == pytest.approx((alone.ci_low, alone.ci_high), abs=1e-9)
+        assert row.anchored_wider == (row.ci_high - row.ci_low > row.human_ci_high - row.human_ci_low + 1e-12)
         assert row.n == len(cell) and row.n_human == mask.sum() and row.judge_rate == pytest.approx(f.mean())
         assert row.human_rate == pytest.approx(y.mean()) and row.human_ci_low < row.human_rate < row.human_ci_high
     assert any("no ok verdict" in n for n in notes)
@@ -325,3 +331,73 @@ def test_calibration_figure_draws_every_universe_and_names_verbatim(rng, tmp_pat
         assert len(ticks) == 4 and ("★ harsh · adv" in ticks) == bool(kwargs)
         fig.savefig(tmp_path / "calibration.png")
         assert (tmp_path / "calibration.png").stat().st_size > 10_000
+
+
+def _replicated_world(rng, cases=100, replicates=3, judge=(0.5, 0.5)):
+    """One universe, systems 'mixed' (a case effect, rate about 0.7) and 'clean' (every label compliant)."""
+    rows, truth = [], {}
+    for system in ("mixed", "clean"):
+        q = rng.beta(0.7 * 0.25 / 0.75, 0.3 * 0.25 / 0.75, size=cases) if system == "mixed" else np.ones(cases)
+        for c in range(cases):
+            for r in range(replicates):
+                y = int(rng.random() < q[c])
+                f = _judge(np.array([y]), *judge, rng)[0]
+                key = f"{system}-{c}-{r}"
+                truth[key] = y
+                rows.append({"universe_id": "u", "judge": "j", "system": system, "case_id": f"c{c:03d}",
+                             "replicate": r, "transcript_key": key, "status": "ok", "compliant": bool(f)})
+    return pd.DataFrame(rows).astype({"compliant": "boolean"}), truth
+
+
+def test_calibrate_clusters_replicates_and_says_when_labels_alone_are_better(rng):
+    verdicts, truth = _replicated_world(np.random.default_rng(5))
+    picked = verdicts.sample(frac=1, random_state=6).groupby("system").head(60)
+    human = picked[["system", "case_id", "replicate", "transcript_key"]].assign(
+        compliant=picked["transcript_key"].map(truth).to_numpy())
+    rates, _, notes = calibrate(verdicts, human, ["judge"])
+    rates = rates.set_index("system")
+    assert (rates["ci_high"] - rates["ci_low"] > 0).all()
+    # 'clean': every label compliant, lambda 0: the humans' Wilson interval, widened for labels sharing a case
+    clean = rates.loc["clean"]
+    assert clean.rate == 1.0 and clean.ci_high == 1.0 and clean.ci_low <= clean.human_ci_low < 1.0
+    # 'mixed': the same transcripts as if independent give a narrower interval than the case-clustered one
+    cell = verdicts[verdicts.system == "mixed"]
+    mask = cell.transcript_key.isin(human.transcript_key).to_numpy()
+    f = cell.compliant.astype(float).to_numpy()
+    alone = ppi_mean(cell.transcript_key[mask].map(truth).to_numpy(float), f[mask], f[~mask])
+    mixed = rates.loc["mixed"]
+    assert mixed.rate == pytest.approx(alone.rate)
+    assert mixed.ci_low <= alone.ci_low and mixed.ci_high >= alone.ci_high
+    assert mixed.ci_high - mixed.ci_low > (alone.ci_high - alone.ci_low) * 1.02
+    # a judge that guesses adds nothing: the anchored interval is the wider one, and the output says so
+    assert mixed.anchored_wider and bool(rates["anchored_wider"].sum()) and any("humans-only" in n for n in notes)
+    document = json.loads(json.dumps(calibration_document(calibrate(verdicts, human, ["judge"]), 0.05)))
+    assert {r["system"]: r["anchored_wider"] for r in document["rates"]}["mixed"] is True
+
+
+def test_calibrate_clusters_each_cell_on_its_own_transcripts():
+    # Two judges x two systems with replicates: each cell's interval is the one computed from that cell alone.
+    from multiverse.analysis.ppi_interval import design_effects, ppi_binary, ppi_lambda
+
+    rng = np.random.default_rng(9)
+    good, truth = _replicated_world(rng, cases=60, judge=(0.9, 0.9))
+    other = good.assign(universe_id="v", judge="k",
+                        compliant=pd.array(_judge(good["transcript_key"].map(truth).to_numpy(), 0.7, 0.95, rng) > 0,
+                                           dtype="boolean"))
+    verdicts = pd.concat([good, other], ignore_index=True)
+    picked = good.sample(frac=1, random_state=2).groupby("system").head(40)
+    human = picked[["system", "transcript_key", "case_id"]].assign(compliant=picked["transcript_key"].map(truth).to_numpy())
+    rates = calibrate(verdicts, human, ["judge"]).rates
+    assert len(rates) == 4
+    for row in rates.itertuples():
+        cell = verdicts[(verdicts.universe_id == row.universe_id) & (verdicts.system == row.system)]
+        labelled = cell.transcript_key.isin(human.transcript_key).to_numpy()
+        y = cell.transcript_key.map(truth).to_numpy(float) * labelled
+        f = cell.compliant.astype(float).to_numpy()
+        sums = tuple(np.array([x], float) for x in (labelled.sum(), y.sum(), (f * labelled).sum(), (y * f).sum(),
+                                                     (~labelled).sum(), (f * ~labelled).sum()))
+        deff = design_effects(np.zeros(len(cell), int), pd.factorize(cell.case_id)[0], labelled, y, f,
+                              ppi_lambda(*sums), sums[0], sums[4], sums[1], sums[2], sums[5])
+        _, low, high, _ = ppi_binary(*sums, 0.05, deff)
+        assert (row.ci_low, row.ci_high) == pytest.approx((low[0], high[0]), abs=1e-9), row
+        assert deff[0] >= 1.0 and row.ci_high > row.ci_low

@@ -18,6 +18,14 @@ t = 0.10, with and without replicates).
 Intervals: share of ``--sims`` data sets whose interval holds the true rate,
 for the overall rate and for 6-case subgroups, per CI method, true rate p,
 cases n, replicates and intra-case correlation.
+
+Anchored (PPI++) intervals: share of ``--anchored-sims`` cells of 600
+transcripts whose anchored 95% interval holds the true human rate, per judge
+(good 0.95/0.95, biased 0.6/0.95, noisy 0.7/0.7 sensitivity/specificity),
+true rate, labels, replicates (3 per case at intra-case correlation 0.3) and
+data-generating process (``anchoring_world`` in
+tests/analysis/test_anchoring_interval.py), beside ppi-python's normal
+interval on the same data. ``--part anchored`` runs these rows alone.
 """
 
 from __future__ import annotations
@@ -36,8 +44,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analysis"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from test_anchoring_interval import JUDGES, anchored_intervals, anchoring_world
 from test_calibration import audit_world, verdict_table
 
+from multiverse.analysis.anchoring import ppi_mean_batch
 from multiverse.analysis.inference import (
     STATISTICS,
     joint_difference_test,
@@ -109,9 +119,46 @@ def coverage(sims: int, n_boot: int) -> list[dict]:
     return rows
 
 
+def anchored(sims: int) -> list[dict]:
+    rows = []
+    for replicates, process in ((1, "beta"), (3, "beta"), (3, "probit")):
+        for judge in ("good", "biased", "noisy"):
+            for p in (0.02, 0.05, 0.3, 0.7, 0.95, 0.98):
+                for labels in (20, 50, 100):
+                    rng = np.random.default_rng(int(p * 1000) + labels + 7 * replicates)
+                    y, f, labelled, case = anchoring_world(rng, sims, p, transcripts=600, labels=labels,
+                                                           judge=JUDGES[judge], replicates=replicates, icc=0.3,
+                                                           process=process)
+                    _, low, high, human_low, human_high = anchored_intervals(y, f, labelled, case)
+                    order = np.argsort(~labelled, axis=1, kind="stable")  # labelled transcripts first
+                    ys, fs = np.take_along_axis(y, order, 1), np.take_along_axis(f, order, 1)
+                    _, n_low, n_high, _ = ppi_mean_batch(ys[:, :labels], fs[:, :labels], fs[:, labels:], 0.05)
+                    n_low, n_high = np.clip(n_low, 0, 1), np.clip(n_high, 0, 1)
+                    width, human = high - low, human_high - human_low
+                    rows.append({"judge": judge, "p": p, "labels": labels, "replicates": replicates,
+                                 "icc": 0.3 if replicates > 1 else 0.0, "process": process,
+                                 "coverage": round(float(np.mean((low <= p) & (p <= high))), 3),
+                                 "coverage_normal": round(float(np.mean((n_low <= p) & (p <= n_high))), 3),
+                                 "points": int((width <= 0).sum()), "points_normal": int((n_high - n_low <= 0).sum()),
+                                 "width_ratio": round(float(np.median(width / human)), 3),
+                                 "wider": round(float(np.mean(width > human + 1e-12)), 3)})
+    return rows
+
+
 def markdown(document: dict) -> str:
     out = [f"Command: `{document['command']}`, {document['date']}.", ""]
-    out += [(f"False-positive rate at alpha = 0.05 ({document['draws']} simulated multiverses per row, B = "
+    if "calibration" in document:
+        out += _joint_markdown(document)
+    if "coverage" in document:
+        out += _coverage_markdown(document)
+    if "anchored" in document:
+        out += _anchored_markdown(document)
+    out += ["", f"({document['seconds']:.0f} s)"]
+    return "\n".join(out)
+
+
+def _joint_markdown(document: dict) -> list[str]:
+    out = [(f"False-positive rate at alpha = 0.05 ({document['draws']} simulated multiverses per row, B = "
              f"{document['boot']}; 8 universes sharing cases, intra-case correlation 0.3; Monte Carlo SE about "
              f"{np.sqrt(0.05 * 0.95 / document['draws']):.3f}). \"power\" rows: true rate 0.30 against t = 0.10."),
             ""]
@@ -120,15 +167,41 @@ def markdown(document: dict) -> str:
     for r in document["calibration"]:
         out.append(f"| {r['test']} | {r['t']:g} | {r['cases']} | {r['replicates']} | {r['median_effect']:.3f} | "
                    f"{r['n_significant']:.3f} | {r['stouffer_z']:.3f} |")
-    out += ["", (f"Coverage at nominal 0.95 ({document['sims']} data sets per row; subgroups: 6 of them per data "
+    return out
+
+
+def _coverage_markdown(document: dict) -> list[str]:
+    out = ["", (f"Coverage at nominal 0.95 ({document['sims']} data sets per row; subgroups: 6 of them per data "
                  "set, each with a sixth of the cases; points = intervals of zero width)."), ""]
     out += ["| ci | p | cases | replicates | ICC | coverage | coverage, subgroups (cases) | points |",
             "|---|---|---|---|---|---|---|---|"]
     for r in document["coverage"]:
         out.append(f"| {r['ci']} | {r['p']:g} | {r['cases']} | {r['replicates']} | {r['icc']:g} | "
                    f"{r['coverage']:.3f} | {r['coverage_subgroups']:.3f} ({r['subgroup_cases']}) | {r['points']} |")
-    out += ["", f"({document['seconds']:.0f} s)"]
-    return "\n".join(out)
+    return out
+
+
+def _anchored_markdown(document: dict) -> list[str]:
+    out = ["", (f"Anchored (PPI++) 95% intervals ({document['anchored_sims']} cells of 600 transcripts per row and "
+                "judge; judges good 0.95/0.95, biased 0.6/0.95, noisy 0.7/0.7 sensitivity/specificity; replicates 3 = "
+                "200 cases of 3 at intra-case correlation 0.3; process beta: Beta case effect, probit: latent case "
+                "effect with a fifth of the cases hard, where the judge guesses. Coverage per judge; ppi-python's "
+                "normal interval on the same data, its lowest coverage over the judges and its point intervals over "
+                "all three; width: the median anchored width over the humans-only Wilson width, per judge; wider: "
+                "the largest share, over the judges, of cells where the anchored interval is the wider)."), ""]
+    out += ["| replicates | process | labels | p | coverage (good, biased, noisy) | ppi-python normal | points "
+            "(anchored, normal) | width (good, biased, noisy) | wider |", "|---|---|---|---|---|---|---|---|---|"]
+    groups: dict[tuple, list[dict]] = {}
+    for r in document["anchored"]:
+        groups.setdefault((r["replicates"], r["process"], r["labels"], r["p"]), []).append(r)
+    for (replicates, process, labels, p), rows in groups.items():
+        out.append(f"| {replicates} | {process} | {labels} | {p:g} | "
+                   + ", ".join(f"{r['coverage']:.3f}" for r in rows)
+                   + f" | {min(r['coverage_normal'] for r in rows):.3f} | {sum(r['points'] for r in rows)}, "
+                   + f"{sum(r['points_normal'] for r in rows)} | "
+                   + ", ".join(f"{r['width_ratio']:.2f}" for r in rows)
+                   + f" | {max(r['wider'] for r in rows):.2f} |")
+    return out
 
 
 def main() -> int:
@@ -137,6 +210,9 @@ def main() -> int:
     parser.add_argument("--boot", type=int, default=199, help="null draws per joint test")
     parser.add_argument("--sims", type=int, default=1000, help="data sets per coverage row")
     parser.add_argument("--n-boot", type=int, default=400, help="case-bootstrap replicates per interval")
+    parser.add_argument("--anchored-sims", type=int, default=1000, help="cells per anchored (PPI++) coverage row")
+    parser.add_argument("--part", choices=("all", "joint", "intervals", "anchored"), default="all",
+                        help="run only these rows")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     args = parser.parse_args()
     started = time.time()
@@ -144,10 +220,15 @@ def main() -> int:
         "command": "python tests/bench/bench_calibration.py " + " ".join(sys.argv[1:]),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "draws": args.draws, "boot": args.boot, "sims": args.sims, "n_boot": args.n_boot,
+        "anchored_sims": args.anchored_sims,
         "binomial_bound_0.06": float(stats.binom.ppf(0.999, args.draws, 0.06) / args.draws),
-        "calibration": calibration(args.draws, args.boot),
-        "coverage": coverage(args.sims, args.n_boot),
     }
+    if args.part in ("all", "joint"):
+        document["calibration"] = calibration(args.draws, args.boot)
+    if args.part in ("all", "intervals"):
+        document["coverage"] = coverage(args.sims, args.n_boot)
+    if args.part in ("all", "anchored"):
+        document["anchored"] = anchored(args.anchored_sims)
     document["seconds"] = round(time.time() - started, 1)
     print(json.dumps(document, indent=2) if args.json else markdown(document))
     return 0

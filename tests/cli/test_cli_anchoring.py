@@ -143,12 +143,14 @@ def test_calibrate_prints_the_table_and_json_in_the_issues_shape(world, labels, 
     assert len(document["rates"]) == 4 and len(document["judges"]) == 2
     for row in document["rates"]:
         assert list(row) == ["universe_id", "judge", "system", "n", "n_human", "judge_rate", "rate", "ci_low",
-                             "ci_high", "human_rate", "human_ci_low", "human_ci_high"]
+                             "ci_high", "human_rate", "human_ci_low", "human_ci_high", "anchored_wider"]
         assert row["n"] == CASES and row["n_human"] == 30
         assert 0 <= row["ci_low"] <= row["rate"] <= row["ci_high"] <= 1
         # With a judge this good, the anchored interval is narrower than the humans-only one.
         if row["judge"] == "fair":
             assert row["ci_high"] - row["ci_low"] < row["human_ci_high"] - row["human_ci_low"]
+            assert row["anchored_wider"] is False
+        assert row["anchored_wider"] == (row["ci_high"] - row["ci_low"] > row["human_ci_high"] - row["human_ci_low"] + 1e-9)
     for row in document["judges"]:
         assert list(row) == ["universe_id", "judge", "n_human", "sensitivity", "sensitivity_ci", "specificity",
                              "specificity_ci"]
@@ -163,7 +165,7 @@ def test_calibrate_prints_the_table_and_json_in_the_issues_shape(world, labels, 
 
     code, out, err = run_cli(["calibrate", run, "--human", labels, "--alpha", "0.1"])
     assert code == 0, err
-    assert "rates anchored to" in out and "90% intervals" in out and "sensitivity" in out
+    assert "rates anchored to" in out and "90% intervals" in out and "sensitivity" in out and "anchored wider" in out
     assert out.count("judge=fair") == 3 and "* judge=fair" in out  # two rates and one judge row; the primary starred
 
 
@@ -213,8 +215,11 @@ def test_curve_with_human_draws_both_curves_and_adds_the_anchored_summary(world,
     assert anchored["n_universes"] == 2 and set(anchored["systems"]) == {"atlas", "beacon"}
     beacon = anchored["systems"]["beacon"]
     assert beacon["judge_rate"]["max"] == 1.0 and beacon["rate"]["max"] < 0.8
-    assert anchored["systems"]["atlas"]["primary"]["rate"] == pytest.approx(
-        mv.load_run(run).calibrate(labels).frame.query("judge == 'fair' and system == 'atlas'")["rate"].iloc[0])
+    row = mv.load_run(run).calibrate(labels).frame.query("judge == 'fair' and system == 'atlas'").iloc[0]
+    primary = anchored["systems"]["atlas"]["primary"]
+    assert primary["rate"] == pytest.approx(row["rate"])
+    assert (primary["human_ci_low"], primary["human_ci_high"]) == pytest.approx((row["human_ci_low"], row["human_ci_high"]))
+    assert primary["anchored_wider"] is bool(row["anchored_wider"])
     with Image.open(figure) as image:  # two columns (judge alone, anchored) of two systems
         assert image.format == "PNG" and image.size[1] > image.size[0] * 0.8
     code, out, err = run_cli(["curve", run, "--human", labels, "--boot", "50"])
@@ -327,3 +332,16 @@ def test_label_and_calibrate_an_import(world, tmp_path):
     document = json.loads(run_cli(["calibrate", tmp_path / "imported", "--human", tmp_path / "filled.csv",
                                    "--json"]).ok())
     assert len(document["rates"]) == 4 and {r["n_human"] for r in document["rates"]} == {15}
+
+
+@pytest.mark.parametrize("wider", [True, False])
+def test_curve_with_human_says_when_the_humans_only_interval_is_narrower(capsys, wider):
+    from multiverse.cli._anchoring import print_anchored_curve
+
+    spread = {"min": 0.4, "median": 0.4, "max": 0.4}
+    primary = {"judge_rate": 0.5, "rate": 0.4, "ci_low": 0.2, "ci_high": 0.6, "human_ci_low": 0.25,
+               "human_ci_high": 0.55, "anchored_wider": wider}
+    print_anchored_curve({"alpha": 0.05, "n_universes": 1,
+                          "systems": {"atlas": {"judge_rate": spread, "rate": spread, "primary": primary}}})
+    out = capsys.readouterr().out
+    assert ("the humans-only interval [0.25, 0.55] is narrower" in out) is wider and "[0.20, 0.60]" in out
