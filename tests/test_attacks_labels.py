@@ -173,7 +173,8 @@ def test_partial_sheets_and_spreadsheet_exports_are_used_and_counted(drawn, tmp_
     root, _, sheets = drawn
     whole = json.loads(run_cli(["calibrate", root / "run", "--human", _save(sheets[0], tmp_path / "whole.csv"),
                                 "--json"]).ok())
-    assert whole["notes"] == [] and {r["n_human"] for r in whole["rates"]} == {N}
+    # The whole sample raises no note about the sheet (an interval note such as anchored_wider may stand).
+    assert not [n for n in whole["notes"] if "drawn" in n or "sample" in n] and {r["n_human"] for r in whole["rates"]} == {N}
     # Rows removed (two per system and user at most keeps 10): used, and the note says how many.
     frame = sheets[0]
     keep = frame.groupby(["system", frame["transcript_key"].str[0]]).cumcount() < N - 1
