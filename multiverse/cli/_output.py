@@ -8,13 +8,17 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..terminal import terminal_safe
 
 __all__ = ["interval", "number", "print_json", "print_table", "save_figure"]
 
 
 def print_table(rows: list[list]) -> None:
-    """The first row is the header, underlined; columns are padded to their widest cell."""
-    rows = [[str(c) for c in r] for r in rows]
+    """The first row is the header, underlined; columns are padded to their widest cell.
+
+    A cell is one line whatever it holds: a newline or a control in a name is shown as an escape.
+    """
+    rows = [[terminal_safe(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for j, row in enumerate(rows):
         print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
