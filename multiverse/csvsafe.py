@@ -2,7 +2,8 @@
 
 A spreadsheet treats a cell that starts with ``=``, ``+``, ``-``, ``@``, a tab
 or a carriage return as a formula. Every CSV multiverse writes (the run and
-import tables, ``expand --format csv``) prefixes such a text cell with a
+import tables, the labelling sheet, ``expand --format csv``) prefixes such a
+text cell, and such a column name (a header is a cell too), with a
 single quote; a cell that already starts with a quote gets one more, so that
 reading takes exactly one off and the text round-trips. Numbers are never
 prefixed: ``-0.5`` is a number, not a formula.
