@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from .atomicfile import atomic_write, atomic_write_text
-from .csvsafe import FORMULA_START, QUOTE, restore_cell, safe_cell
+from .csvsafe import FORMULA_START, LINE_END, QUOTE, restore_cell, safe_cell
 from .errors import InputError
 
 # The columns are vocabulary (defined once there); the names stay importable from here for old callers.
@@ -54,7 +54,7 @@ def write_table(frame: pd.DataFrame, directory: str | os.PathLike, name: str) ->
     """Write ``frame`` as ``<name>.parquet`` and ``<name>.csv``, each atomically."""
     directory = Path(directory)
     atomic_write(directory / f"{name}.parquet", lambda tmp: frame.to_parquet(tmp, index=False))
-    atomic_write(directory / f"{name}.csv", lambda tmp: csv_safe(frame).to_csv(tmp, index=False))
+    atomic_write(directory / f"{name}.csv", lambda tmp: csv_safe(frame).to_csv(tmp, index=False, lineterminator=LINE_END))
 
 
 def csv_safe(frame: pd.DataFrame) -> pd.DataFrame:
