@@ -388,3 +388,23 @@ def test_a_run_folder_copy_keeps_working_after_the_guards(tmp_path, sim_run):
         (copy / f"{table}.parquet").unlink(missing_ok=True)
     from_csv, from_parquet = load_run(copy), load_run(sim_run.out)
     assert list(from_csv.verdicts.columns) == list(from_parquet.verdicts.columns)
+
+
+def test_every_line_the_commands_print_goes_through_the_terminal_filter():
+    # The streams are filtered too; this keeps each datum on one line (a newline in a name cannot forge a line).
+    import re
+
+    cli = Path(__file__).resolve().parents[1] / "multiverse" / "cli"
+    bare = [f"{path.name}:{n}" for path in sorted(cli.glob("*.py")) if path.name not in ("_output.py", "__init__.py")
+            for n, line in enumerate(path.read_text().splitlines(), 1)
+            if re.search(r"(?<![\w.])print\(", line) and "json.dumps" not in line]
+    assert bare == [], bare
+
+
+def test_a_newline_in_a_name_cannot_forge_a_line(tmp_path):
+    out = _hostile_import(tmp_path, "sys\nerror: forged", "c1", "g1")
+    for argv in (["ranking", out], ["curve", out]):
+        result = run_cli(argv)
+        assert result.returncode == 0, result.stderr
+        assert not any(line.startswith("error: forged") for line in result.stdout.splitlines())
+        assert "sys\\nerror: forged" in result.stdout

@@ -10,7 +10,17 @@ from typing import Any
 from ..errors import InputError
 from ..terminal import terminal_safe
 
-__all__ = ["interval", "number", "print_json", "print_table", "save_figure"]
+__all__ = ["interval", "number", "print_json", "print_table", "save_figure", "say"]
+
+
+def say(*parts: Any, file: Any = None) -> None:
+    """Print one line of the command's output: each part with its controls and newlines shown as escapes.
+
+    Every line the commands print goes through here (or ``print_table`` and
+    ``print_json``), so a name holding a newline or an escape sequence cannot
+    forge a line, retitle the terminal or hide what came before.
+    """
+    print(*(terminal_safe(p) for p in parts), file=file)
 
 
 def print_table(rows: list[list]) -> None:
