@@ -22,7 +22,6 @@ exits is abandoned, never waited for.
 from __future__ import annotations
 
 import queue
-import sys
 import threading
 import time
 from collections import defaultdict, deque
@@ -87,7 +86,10 @@ class Executor:
         interrupt.check()
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(units), desc=f"{STAGE_OF_RECORD[stage]:>8}", unit="unit", disable=not self.progress, file=sys.stderr)
+        from .terminal import progress_stream
+
+        bar = tqdm(total=len(units), desc=f"{STAGE_OF_RECORD[stage]:>8}", unit="unit", disable=not self.progress,
+                   file=progress_stream())
         if self.backend == "dask":
             results = self._dask(stage, units, upstream)
         else:

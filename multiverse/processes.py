@@ -10,8 +10,13 @@ usable core, each with its own model client and a share of the run's
 The run's own process keeps the bookkeeping: it claims each unit in the store
 before handing it out and releases the claim when the worker reports back, so
 the store, claim and call-economy guarantees are those of a threaded run.
-Workers store what they compute themselves (a worker that dies loses only its
-units in flight). They ignore SIGINT: the run's process decides when to stop,
+Workers store what they compute themselves. A worker that dies (killed,
+out of memory) stops the run at once with :class:`WorkerLost`, one line
+naming its process id and the units it had in flight: those are not stored,
+everything finished is, so a rerun resumes. It is not replaced: a worker
+killed once (by the out-of-memory killer, say) would likely be killed again,
+and a run that goes on with fewer workers would hide it. A worker that dies
+after its last unit is noticed when the pool closes (it never said goodbye). They ignore SIGINT: the run's process decides when to stop,
 sets the pool's stop flag (no worker starts another unit), waits the grace
 for the units in flight and then ends the workers.
 
@@ -46,6 +51,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any, NoReturn
 
 from .errors import MultiverseError
+from .vocabulary import STAGE_OF_RECORD
 
 __all__ = ["NOT_STARTED", "WorkerPool", "shares", "split_limits", "usable_cores"]
 
@@ -130,6 +136,9 @@ class WorkerPool:
         self._outboxes: list[Connection] = []
         self._busy = [0] * self.workers
         self._holder: dict[int, int] = {}
+        #: what each ticket is, for the one line that names a lost worker's units
+        self._what: dict[int, str] = {}
+        self._gone: list[bool] = [False] * self.workers  # the worker said goodbye
         self._tickets = itertools.count()
         self._stopped = False
         self._root = store_root
@@ -145,7 +154,8 @@ class WorkerPool:
         return self
 
     def __exit__(self, *exc) -> None:
-        self.close()
+        # A worker found dead at the end stops the run too, unless the run is already stopping for a reason.
+        self.close(check=exc[0] is None)
 
     def _start(self) -> None:
         ends: list[int] = []  # the workers' ends of their pipes, passed to the zygote
@@ -170,6 +180,7 @@ class WorkerPool:
         self._send(worker, (ticket, stage, unit, upstream))
         self._busy[worker] += 1
         self._holder[ticket] = worker
+        self._what[ticket] = f"{STAGE_OF_RECORD.get(stage, stage)} unit {getattr(unit, 'key', '?')}"
         return ticket
 
     def stop(self) -> None:
@@ -190,14 +201,21 @@ class WorkerPool:
                 if status == _HELLO:
                     self.pids[worker] = payload
                     continue
+                if status == _BYE:
+                    self._gone[worker] = True
+                    continue
                 self._busy[worker] -= 1
                 del self._holder[ticket]
+                self._what.pop(ticket, None)
                 if status == _RAISED:
                     raise pickle.loads(payload)
                 yield ticket, (NOT_STARTED if status == _SKIPPED else payload)
 
-    def close(self) -> None:
-        """End the workers: at once if the run stopped, else once their threads leave."""
+    def close(self, *, check: bool = False) -> None:
+        """End the workers: at once if the run stopped, else once their threads leave.
+
+        ``check``: raise :class:`WorkerLost` if a worker had died without a word (after its last unit).
+        """
         for worker in range(len(self._inboxes)):
             self._send(worker, None, quiet=True)
             self._inboxes[worker].close()
@@ -210,9 +228,12 @@ class WorkerPool:
                     os.killpg(self._zygote.pid, signal.SIGKILL)
                 self._zygote.wait()
                 self._abandoned = True
+        dead = self._silent_workers() if check and not self._stopped and not self._abandoned else []
         for outbox in self._outboxes:
             outbox.close()
         self._zygote, self._inboxes, self._outboxes = None, [], []
+        if dead:
+            self._abandoned = True
         if self._abandoned:
             from .claims import release_of
             from .requestcache import STAGE
@@ -220,6 +241,22 @@ class WorkerPool:
             # Stale already (their holders are gone), but a run leaves no claim behind.
             release_of(glob.glob(os.path.join(glob.escape(self._root), STAGE, "*", "*.claim")),
                        {pid for pid in self.pids if pid is not None})
+        if dead:
+            raise WorkerLost(f"{self._who(dead[0])} died before the run ended (after its last unit; "
+                             "nothing is lost: every finished unit is in the store): rerun to resume")
+
+    def _silent_workers(self) -> list[int]:
+        """The workers that ended without saying goodbye: read what is left on their pipes."""
+        for worker, outbox in enumerate(self._outboxes):
+            with contextlib.suppress(EOFError, OSError):
+                while not self._gone[worker] and outbox.poll(1):
+                    if outbox.recv()[1] == _BYE:
+                        self._gone[worker] = True
+        return [w for w in range(len(self._outboxes)) if not self._gone[w]]
+
+    def _who(self, worker: int) -> str:
+        pid = self.pids[worker]
+        return f"worker process {pid if pid is not None else '(not started)'} (worker {worker} of {self.workers})"
 
     def _send(self, worker: int, message: Any, *, quiet: bool = False) -> None:
         try:
@@ -230,8 +267,11 @@ class WorkerPool:
 
     def _lost(self, worker: int) -> NoReturn:
         self._abandoned = True
-        raise WorkerLost(f"worker process {worker} ended with {self._busy[worker]} unit(s) in flight; "
-                         "those are not stored: rerun to compute them")
+        units = [self._what[t] for t, w in self._holder.items() if w == worker and t in self._what]
+        shown = ", ".join(units[:3]) + (f" and {len(units) - 3} more" if len(units) > 3 else "")
+        raise WorkerLost(f"{self._who(worker)} died with {len(units)} unit(s) in flight"
+                         f"{f' ({shown})' if units else ''}; those are not stored, every finished unit is: "
+                         "rerun to resume")
 
 
 class WorkerLost(MultiverseError):
@@ -245,6 +285,7 @@ _BOOT = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
          "from multiverse.processes import _zygote; _zygote([int(fd) for fd in sys.argv[2:]])")
 _STOP = "stop"
 _HELLO = "hello"
+_BYE = "bye"  # a worker's last message when it ends as told: a worker that ends without it died
 
 
 def _zygote(ends: list[int]) -> None:
@@ -335,6 +376,7 @@ def _serve(inbox: Connection, outbox: Connection) -> None:
     close = getattr(client, "close", None)
     if callable(close):
         close()  # the worker's HTTP connections end with it
+    send((None, _BYE, None))
     outbox.close()
 
 

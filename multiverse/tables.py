@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from .atomicfile import atomic_write, atomic_write_text
-from .csvsafe import FORMULA_START, QUOTE
+from .csvsafe import FORMULA_START, LINE_END, QUOTE, restore_cell, safe_cell
 from .errors import InputError
 
 # The columns are vocabulary (defined once there); the names stay importable from here for old callers.
@@ -54,16 +54,22 @@ def write_table(frame: pd.DataFrame, directory: str | os.PathLike, name: str) ->
     """Write ``frame`` as ``<name>.parquet`` and ``<name>.csv``, each atomically."""
     directory = Path(directory)
     atomic_write(directory / f"{name}.parquet", lambda tmp: frame.to_parquet(tmp, index=False))
-    atomic_write(directory / f"{name}.csv", lambda tmp: csv_safe(frame).to_csv(tmp, index=False))
+    atomic_write(directory / f"{name}.csv", lambda tmp: csv_safe(frame).to_csv(tmp, index=False, lineterminator=LINE_END))
 
 
 def csv_safe(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with every text cell a spreadsheet would run made inert (see ``multiverse.csvsafe``).
 
-    Vectorised, as tables reach millions of rows; ``read_table`` undoes it.
-    Parquet keeps the text as it is.
+    The column names too: a header is a cell a spreadsheet reads like any
+    other, and an axis named ``=HYPERLINK(...)`` is a column of verdicts and
+    rates. Vectorised, as tables reach millions of rows; ``read_table`` undoes
+    it. Parquet keeps the text as it is.
     """
     out = None
+    names = {c: safe_cell(c) for c in frame.columns if safe_cell(c) is not c}
+    if names:
+        out = frame.rename(columns=names)
+        frame = out
     for column in frame.columns:
         series = frame[column]
         if not _is_text(series):
@@ -84,6 +90,9 @@ def _is_text(series: pd.Series) -> bool:
 
 
 def _csv_restore(frame: pd.DataFrame) -> pd.DataFrame:
+    names = {c: restore_cell(c) for c in frame.columns if restore_cell(c) is not c}
+    if names:
+        frame = frame.rename(columns=names)
     for column in frame.columns:
         series = frame[column]
         if not _is_text(series):

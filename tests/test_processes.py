@@ -46,9 +46,9 @@ def _sorted(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return frame.sort_values(keys).reset_index(drop=True)
 
 
-def _children() -> set[int]:
-    """Live (not reaped) child processes of this process."""
-    me, found = str(os.getpid()), set()
+def _children(of: int | None = None) -> set[int]:
+    """Live (not reaped) child processes of this process (or of process ``of``)."""
+    me, found = str(os.getpid() if of is None else of), set()
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
@@ -155,9 +155,80 @@ def test_a_worker_that_dies_stops_the_run_with_one_error_and_no_claims(tmp_path,
                 os.kill(pool.pids[0], signal.SIGKILL)
 
             threading.Thread(target=kill_one, daemon=True).start()
-            with pytest.raises(WorkerLost, match="worker process 0 ended"):
+            with pytest.raises(WorkerLost) as lost:
                 executor.run("case", units)
+            pid = pool.pids[0]
+        message = str(lost.value)
+        assert f"worker process {pid} (worker 0 of 1) died with " in message, message
+        assert "draft unit " in message and "rerun to resume" in message and "\n" not in message
         assert store_files(store.root, "*.claim") == []
+
+
+def test_a_worker_that_dies_after_its_last_unit_is_noticed_when_the_pool_closes(tmp_path, no_child_left):
+    # Nothing is in flight, so no pipe read fails during the run: the missing goodbye gives it away.
+    store = Store(tmp_path / "store").open()
+    with pytest.raises(WorkerLost, match="died before the run ended") as lost, \
+            WorkerPool(str(store.root), 2, workers=2) as pool:
+        _wait_for_hellos(pool)
+        victim = pool.pids[1]
+        os.kill(victim, signal.SIGKILL)
+    assert f"worker process {victim} (worker 1 of 2)" in str(lost.value)
+
+
+def test_a_pool_that_ends_as_told_raises_nothing(tmp_path, no_child_left):
+    store = Store(tmp_path / "store").open()
+    with WorkerPool(str(store.root), 2, workers=2) as pool:
+        _wait_for_hellos(pool)
+        assert None not in pool.pids
+
+
+def _wait_for_hellos(pool: WorkerPool) -> None:
+    def said_hello() -> bool:
+        assert list(pool.finished(timeout=0.1)) == []  # no unit was handed out
+        return None not in pool.pids
+
+    wait_for(said_hello)
+
+
+def _workers_of(run: subprocess.Popen) -> set[int]:
+    """The run's worker processes: the children of its zygote, its one child."""
+    return {pid for zygote in _children(run.pid) for pid in _children(zygote)}
+
+
+def test_a_worker_killed_mid_run_stops_the_cli_with_one_line_and_a_rerun_resumes(tmp_path):
+    from cli_runner import spawn_cli, start_cli
+    from conftest import tiny_spec_document
+
+    document = tiny_spec_document()
+    document["design"]["cases_per_cell"] = 30  # long enough on the sim/ world to be killed mid-run
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(document, sort_keys=False))
+    argv = ["run", spec, "--backend", "processes", "--jobs", 4, "--store", tmp_path / "store", "--out", tmp_path / "run"]
+    run_process = start_cli(argv)
+    try:
+        wait_for(lambda: len(_workers_of(run_process)) == 2 or run_process.poll() is not None, timeout=120)
+        wait_for(lambda: any((tmp_path / "store").glob("transcript/*/*.json")) or run_process.poll() is not None,
+                 timeout=120)
+        victim = min(_workers_of(run_process))
+        os.kill(victim, signal.SIGKILL)
+        _out, err = run_process.communicate(timeout=120)
+    finally:
+        if run_process.poll() is None:
+            run_process.kill()
+            run_process.communicate()
+    assert run_process.returncode == 1, err
+    lines = err.replace("\r", "\n").strip().splitlines()
+    errors = [line for line in lines if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in err, err
+    assert f"worker process {victim} " in errors[0] and "rerun to resume" in errors[0], errors[0]
+    assert not (tmp_path / "run" / "manifest.json").exists()  # no run folder for a run that did not finish
+    assert store_files(tmp_path / "store", "*.claim") == []
+    # Nothing lost: the rerun finds what the first run stored and computes only the rest.
+    rerun = spawn_cli(argv, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    rollout = next(line for line in rerun.stdout.splitlines() if line.strip().startswith("rollout"))
+    stored = int(rollout.split(" stored")[0].rsplit(" ", 1)[1])
+    assert stored > 0, rollout
 
 
 # -- shares of the run's caps ---------------------------------------------------------

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..bounds import CAPS
 from ..errors import SpecError
+from ..names import both_spellings, nfc_document
 from .axes import check_axes
 from .checks import MINIMA, check_semantics
 from .loading import load_yaml
@@ -46,10 +47,11 @@ def parse_spec(document: Any, *, path: Path | None = None, lines: Mapping[str, i
     file = path if path is not None else "<spec>"
     if not isinstance(document, dict):
         raise SpecError(file, "", "expected a YAML mapping at the top level")
-    document = dict(document)
+    document = _one_spelling(dict(document), file)
     if isinstance(document.get("rubric"), str):
         rubric_file = (path.parent if path else Path.cwd()) / document["rubric"]
         rubric_doc, rubric_lines = load_yaml(rubric_file)
+        rubric_doc = _one_spelling(rubric_doc, rubric_file)
         _validate(Rubric, rubric_doc, rubric_file, rubric_lines)
         document["rubric"] = rubric_doc
     spec = resolve_document(document, path=path, lines=lines)
@@ -78,7 +80,7 @@ def resolve_document(document: dict, *, path: Path | None = None, lines: Mapping
 def load_cases(path: Path, spec: Spec) -> tuple[Case, ...]:
     """Load an (edited) cases file and check every case sits in a design cell."""
     document, lines = load_yaml(path)
-    built = _validate(CasesFile, document, path, lines)
+    built = _validate(CasesFile, _one_spelling(document, path), path, lines)
     problems = Problems(lines)
     factors = spec.factors
     seen = set()
@@ -96,6 +98,16 @@ def load_cases(path: Path, spec: Spec) -> tuple[Case, ...]:
             problems.add(f"cases.{i}", "expected a brief or a prompt")
     _raise(path, problems)
     return built.cases
+
+
+def _one_spelling(document: Any, file: Any) -> Any:
+    """``document`` with its names (every key and text) in NFC; SpecError on two spellings of one name."""
+    document, clash = nfc_document(document)
+    if clash:
+        where, pair = clash
+        raise SpecError(file, where, f"two spellings of one name, {both_spellings(pair)}, that look the same; "
+                        "expected each name once, in one spelling")
+    return document
 
 
 def _validate(model: type[M], document: Any, file: Any, lines: Mapping[str, int] | None, context: Any = None) -> M:

@@ -198,6 +198,7 @@ def read_labels(path: Any) -> pd.DataFrame:
         try:
             frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig",
                                 sep=_separator(path)).map(restore_cell)
+            frame = frame.rename(columns=restore_cell)  # the sheet's headers are guarded like its cells
         except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
             raise InputError(f"{path}: cannot be read as a table ({str(exc).splitlines()[0]})", param="human") from None
     else:

@@ -21,6 +21,7 @@ import re
 import sys
 
 from ..errors import InputError, MultiverseError, SpecError
+from ..terminal import TerminalStream, terminal_safe
 from ._analyses import cmd_agreement, cmd_curve, cmd_ranking, cmd_report, cmd_variance
 from ._anchoring import cmd_calibrate, cmd_label
 from ._audit import (
@@ -106,7 +107,7 @@ def flag_message(message: str, param: str | None) -> str:
 def _one_line_warning(message, category, filename, lineno, line=None) -> str:
     # A warning (say, a bad store entry moved to quarantine) is one line for the user,
     # not a source location and a quoted line of multiverse's code.
-    return f"warning: {message}\n"
+    return f"warning: {_one_line(str(message))}\n"
 
 
 def _refusal(exc: MultiverseError) -> str:
@@ -117,6 +118,18 @@ def _refusal(exc: MultiverseError) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; everything it prints, on stdout and stderr, goes through ``terminal_safe``."""
+    out, err = sys.stdout, sys.stderr
+    # The print boundary: a name or a message built from a file can hold escape sequences, and
+    # no print, warning or argparse message of the command can get past these two streams.
+    sys.stdout, sys.stderr = TerminalStream(out), TerminalStream(err)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _main(argv: list[str] | None) -> int:
     import warnings
 
     warnings.formatwarning = _one_line_warning
@@ -130,18 +143,18 @@ def main(argv: list[str] | None = None) -> int:
     except SpecError as exc:
         problems = getattr(exc, "problems", None)
         for line in problems or [_refusal(exc)]:
-            print(f"error: {line}", file=sys.stderr)
+            print(f"error: {_one_line(line)}", file=sys.stderr)
         return 2
     except InputError as exc:
         print(f"error: {_refusal(exc)}", file=sys.stderr)
         return 2
     except MultiverseError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_one_line(str(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as exc:
         # RunInterrupted (first signal, after the grace) says what was abandoned; a bare
         # KeyboardInterrupt is the second signal, which stops at once.
-        how = str(exc) or "stopped at once"
+        how = _one_line(str(exc)) or "stopped at once"
         print(f"interrupted: {how}; finished units are kept in the store, rerun to resume", file=sys.stderr)
         if argv is None:
             # The process's own command: leave now. Calls in flight are abandoned (their
@@ -158,11 +171,12 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, RecursionError, MemoryError) as exc:
         # The file system or the machine refused (a full disk, a folder that vanished): one line, never a traceback.
         filename = getattr(exc, "filename", None)
-        where = f"{filename}: " if filename else ""
+        where = f"{_one_line(str(filename))}: " if filename else ""
         detail = getattr(exc, "strerror", None) or type(exc).__name__
         print(f"error: {where}{_one_line(str(detail))}", file=sys.stderr)
         return 1
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    """``text`` as one line of the terminal: controls shown as escapes, then any run of whitespace one space."""
+    return " ".join(terminal_safe(text, newlines=True).split())

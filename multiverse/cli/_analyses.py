@@ -14,7 +14,7 @@ writes the analysis's figure.
 from __future__ import annotations
 
 from ._anchoring import print_anchored_curve, print_anchored_ranking
-from ._output import interval, number, print_json, print_table, save_figure
+from ._output import interval, number, print_json, print_table, save_figure, say
 
 __all__ = ["cmd_agreement", "cmd_curve", "cmd_ranking", "cmd_report", "cmd_variance"]
 
@@ -39,25 +39,25 @@ def cmd_curve(args) -> int:
     if args.json:
         print_json({**summary, "anchored": anchored.document} if anchored else summary)
         return 0
-    print(f"{summary['n_universes']} universes")
+    say(f"{summary['n_universes']} universes")
     for system, s in summary["systems"].items():
         where = s.get("primary") or {}
         primary = f"; primary {where['rate']:.3f} at percentile {where['percentile']:.0f}" if where.get("rate") is not None else ""
-        print(f"  {system}: rate {s['rate']['min']:.3f} .. {s['rate']['median']:.3f} .. {s['rate']['max']:.3f} (min .. median .. max){primary}")
-    print(f"  intervals: {summary['ci']}" + (f", level {summary['level']:g}" if summary["level"] is not None else ""))
+        say(f"  {system}: rate {s['rate']['min']:.3f} .. {s['rate']['median']:.3f} .. {s['rate']['max']:.3f} (min .. median .. max){primary}")
+    say(f"  intervals: {summary['ci']}" + (f", level {summary['level']:g}" if summary["level"] is not None else ""))
     for test in summary["tests"]:
         st = test["statistics"]
         shown = [f"{label} {st[name]['p']:.3f} (Holm {st[name]['p_holm']:.3f})" for name, label in
                  (("median_effect", "median effect"), ("n_significant", "count significant"), ("stouffer_z", "Stouffer Z"))]
-        print(f"  joint test ({test['kind']}, {test['null']}): p = {'; '.join(shown)}")
+        say(f"  joint test ({test['kind']}, {test['null']}): p = {'; '.join(shown)}")
     if summary["multiplicity"]:
-        print(f"  adjusted p: {summary['multiplicity']['family']}")
+        say(f"  adjusted p: {summary['multiplicity']['family']}")
     if anchored:
         print_anchored_curve(anchored.document)
     for note in summary["notes"] + (anchored.notes if anchored else []):
-        print(f"note: {note}")
+        say(f"note: {note}")
     if args.figure:
-        print(f"figure: {args.figure}")
+        say(f"figure: {args.figure}")
     return 0
 
 
@@ -72,7 +72,7 @@ def cmd_agreement(args) -> int:
     if args.json:
         print_json(result)
         return 0
-    print(f"agreement across {axis} ({', '.join(map(str, result['options']))}) on {result['n_units']} units, paired on {result['paired_on']}")
+    say(f"agreement across {axis} ({', '.join(map(str, result['options']))}) on {result['n_units']} units, paired on {result['paired_on']}")
     rows = [["a", "b", "n", "percent", "kappa", "AC1", "bias"]]
     for p in result["pairs"]:
         # A kappa on a handful of units reads like a finding; the mark says it is not one.
@@ -81,11 +81,11 @@ def cmd_agreement(args) -> int:
                      number(p["gwet_ac1"]) + mark, number(p["bias"])])
     print_table(rows)
     if any(p.get("small_sample") or p.get("degenerate") for p in result["pairs"]):
-        print("! too few paired units (or a one-cell table) to read kappa and AC1: see the notes")
+        say("! too few paired units (or a one-cell table) to read kappa and AC1: see the notes")
     small = 0 < result["n_units"] < 30
-    print(f"Krippendorff's alpha: {number(result['krippendorff_alpha'])}{'!' if small else ''}")
+    say(f"Krippendorff's alpha: {number(result['krippendorff_alpha'])}{'!' if small else ''}")
     for note in result.get("notes", []):
-        print(f"note: {note}")
+        say(f"note: {note}")
     return 0
 
 
@@ -103,55 +103,55 @@ def cmd_ranking(args) -> int:
     if anchored:
         print_anchored_ranking(anchored.document)
         for note in anchored.notes:
-            print(f"note: {note}")
+            say(f"note: {note}")
     return 0
 
 
 def _print_ranking(result: dict) -> None:
     unc = result.get("uncertainty") or {}
     if result["primary"] is None:
-        print(f"{result['universes']} universes; no primary universe is declared")
+        say(f"{result['universes']} universes; no primary universe is declared")
     else:
-        print(f"{result['universes']} universes; primary {result['primary']} "
+        say(f"{result['universes']} universes; primary {result['primary']} "
               f"(top: {', '.join(map(str, result['primary_top']))})")
     level = f"{unc['level']:.0%} case-bootstrap interval, {unc['resamples']} resamples" if unc else "no bootstrap"
-    print(f"P(rank 1) over all universes [{level}] and coverage (share of universes rating the system):")
+    say(f"P(rank 1) over all universes [{level}] and coverage (share of universes rating the system):")
     for system, p in sorted(result["p_top"].items(), key=lambda kv: -kv[1]):
-        print(f"  {system}: {p:.2f} {interval(unc.get('p_top', {}).get(system))}  coverage {result['coverage'][system]:.2f}")
+        say(f"  {system}: {p:.2f} {interval(unc.get('p_top', {}).get(system))}  coverage {result['coverage'][system]:.2f}")
     from ..analysis.rank_uncertainty import separability
 
     for sentence in separability(unc.get("adjacent", [])):
-        print(f"  {sentence}")
+        say(f"  {sentence}")
     pairwise = result["pairwise"]
     pairs = pairwise["pairs"]
     if pairs:
-        print(f"Paired tests in the primary universe, {pairwise['adjustment']}-adjusted over {pairwise['family']}:")
+        say(f"Paired tests in the primary universe, {pairwise['adjustment']}-adjusted over {pairwise['family']}:")
         shown = pairs
         if len(pairs) > 45:  # 10+ systems: the neighbours in the primary's order; the rest are in --json
             neighbours = {frozenset((r["a"], r["b"])) for r in unc.get("adjacent", [])}
             shown = [q for q in pairs if frozenset((q["a"], q["b"])) in neighbours]
             held = sum(1 for q in pairs if q["p_holm"] is not None and q["p_holm"] < 0.05)
-            print(f"  {held} of {len(pairs)} pairs differ at Holm-adjusted p < 0.05; neighbours in the primary's "
+            say(f"  {held} of {len(pairs)} pairs differ at Holm-adjusted p < 0.05; neighbours in the primary's "
                   "order below, every pair in --json")
         for q in shown:
-            print(f"  {q['a']} - {q['b']}: {number(q['difference'])} on {q['n_cases']} cases, p = {number(q['p'], 4)}, Holm p = {number(q['p_holm'], 4)}")
+            say(f"  {q['a']} - {q['b']}: {number(q['difference'])} on {q['n_cases']} cases, p = {number(q['p'], 4)}, Holm p = {number(q['p_holm'], 4)}")
     tau, w = result["kendall_tau"], result["kendall_w"]
-    print(f"Kendall's tau-b between universes: mean {number(tau['mean'])} over {tau['n_pairs']} pairs; "
+    say(f"Kendall's tau-b between universes: mean {number(tau['mean'])} over {tau['n_pairs']} pairs; "
           f"Kendall's W {number(w['w'])} ({w['universes']} universes x {w['systems']} systems, p = {number(w['p_value'], 4)})")
     for row in tau.get("by_axis", []):
-        print(f"  changing {row['axis']}: mean tau {number(row['mean'])} (min {number(row['min'])}, {row['n_pairs']} pairs)")
+        say(f"  changing {row['axis']}: mean tau {number(row['mean'])} (min {number(row['min'])}, {row['n_pairs']} pairs)")
     if result["primary"] is None:
-        print("no primary universe is declared: top flips are not reported")
+        say("no primary universe is declared: top flips are not reported")
     else:
-        print(f"{len(result['flips'])} universe(s) have a different top system than the primary "
+        say(f"{len(result['flips'])} universe(s) have a different top system than the primary "
               "(each with the smallest change from the primary that gives that top):")
     for flip in result["flips"]:
         changes = ", ".join(f"{a}={o}" for a, o in flip["changes"].items())
         via = "" if flip["via_universe"] == flip["universe_id"] else f", as in {flip['via_universe']}"
-        print(f"  {flip['universe_id']}: top {', '.join(map(str, flip['top']))} when {changes} "
+        say(f"  {flip['universe_id']}: top {', '.join(map(str, flip['top']))} when {changes} "
               f"({flip['n_axes_differ']} of the axes differ{via})")
     for note in result.get("notes", []):
-        print(f"note: {note}")
+        say(f"note: {note}")
 
 
 def cmd_variance(args) -> int:
@@ -179,17 +179,17 @@ def cmd_variance(args) -> int:
                     + ([number(residual.get("beyond_noise")), interval([residual.get("low"), residual.get("high")])] if noise else []))
     print_table(rows)
     if aliased:
-        print("! aliased with another axis: the grid cannot separate their effects (see the notes)")
+        say("! aliased with another axis: the grid cannot separate their effects (see the notes)")
     if noise:
-        print(f"noise floor: {noise['noise_floor']:.1%} of the variance in rates is what resampling the cases alone "
+        say(f"noise floor: {noise['noise_floor']:.1%} of the variance in rates is what resampling the cases alone "
               f"produces ({noise['method']}, {noise['resamples']} resamples); 'beyond noise' subtracts each term's part")
     for group in result.get("aliased_groups", []):
-        print(f"aliased {' + '.join(group['axes'])}: together {number(group['total'])} "
+        say(f"aliased {' + '.join(group['axes'])}: together {number(group['total'])} "
               f"(main {number(group['main'])}, x system {number(group['interaction'])})")
     for line in result["summary"]:
-        print(line)
+        say(line)
     for note in result.get("notes", []):
-        print(f"note: {note}")
+        say(f"note: {note}")
     return 0
 
 
@@ -198,5 +198,5 @@ def cmd_report(args) -> int:
 
     path = load_run(args.source).report(args.out, threshold=args.threshold, tests=not args.no_tests,
                                         progress=False if args.quiet else None, human=args.human)
-    print(f"report: {path}")
+    say(f"report: {path}")
     return 0

@@ -8,7 +8,7 @@ prints its document. ``curve``, ``ranking`` and ``report`` take the same
 
 from __future__ import annotations
 
-from ._output import interval, number, print_json, print_table, save_figure
+from ._output import interval, number, print_json, print_table, save_figure, say
 
 __all__ = ["cmd_calibrate", "cmd_label", "print_anchored_curve", "print_anchored_ranking"]
 
@@ -18,10 +18,10 @@ def cmd_label(args) -> int:
 
     csv_path, html_path, notes = label_run(args.source, args.n, args.out, seed=args.seed, force=args.force)
     rows = _count_rows(csv_path)
-    print(f"sheet: {csv_path} ({rows} transcripts to label)")
-    print(f"page:  {html_path} (open it in a browser, label, then export the filled CSV)")
+    say(f"sheet: {csv_path} ({rows} transcripts to label)")
+    say(f"page:  {html_path} (open it in a browser, label, then export the filled CSV)")
     for note in notes:
-        print(f"note: {note}")
+        say(f"note: {note}")
     return 0
 
 
@@ -43,7 +43,7 @@ def cmd_calibrate(args) -> int:
         print_json(document)
         return 0
     level = f"{1 - document['alpha']:.0%}"
-    print(f"rates anchored to {args.human} (PPI++, {level} intervals):")
+    say(f"rates anchored to {args.human} (PPI++, {level} intervals):")
     rows = [["universe", "system", "n", "n_human", "judge", "anchored", f"{level} interval", "humans only",
              f"{level} interval", "anchored wider"]]
     labels = _universe_labels(results)
@@ -53,16 +53,16 @@ def cmd_calibrate(args) -> int:
                      number(r["human_rate"]), interval([r["human_ci_low"], r["human_ci_high"]]),
                      "yes" if r.get("anchored_wider") else ""])
     print_table(rows)
-    print("judges against the human labels (pooled over systems):")
+    say("judges against the human labels (pooled over systems):")
     rows = [["universe", "n_human", "sensitivity", f"{level} interval", "specificity", f"{level} interval"]]
     for j in document["judges"]:
         rows.append([labels.get(j["universe_id"], j["universe_id"]), j["n_human"], number(j["sensitivity"]),
                      interval(j["sensitivity_ci"]), number(j["specificity"]), interval(j["specificity_ci"])])
     print_table(rows)
     for note in document["notes"]:
-        print(f"note: {note}")
+        say(f"note: {note}")
     if args.figure:
-        print(f"figure: {args.figure}")
+        say(f"figure: {args.figure}")
     return 0
 
 
@@ -74,7 +74,7 @@ def _universe_labels(results) -> dict[str, str]:
 
 def print_anchored_curve(document: dict) -> None:
     """The lines ``curve --human`` adds: each system's rates over universes, judge alone and anchored."""
-    print(f"anchored to people (PPI++, {1 - document['alpha']:.0%} intervals), {document['n_universes']} universes:")
+    say(f"anchored to people (PPI++, {1 - document['alpha']:.0%} intervals), {document['n_universes']} universes:")
     for system, s in document["systems"].items():
         judge, anchored, where = s["judge_rate"], s["rate"], s["primary"]
         primary = (f"; primary {where['judge_rate']:.3f} -> {where['rate']:.3f} "
@@ -82,7 +82,7 @@ def print_anchored_curve(document: dict) -> None:
         if where and where.get("anchored_wider"):
             primary += (f" (the humans-only interval {interval([where['human_ci_low'], where['human_ci_high']])} "
                         "is narrower: quote it)")
-        print(f"  {system}: judge {judge['min']:.3f} .. {judge['median']:.3f} .. {judge['max']:.3f}, anchored "
+        say(f"  {system}: judge {judge['min']:.3f} .. {judge['median']:.3f} .. {judge['max']:.3f}, anchored "
               f"{anchored['min']:.3f} .. {anchored['median']:.3f} .. {anchored['max']:.3f} (min .. median .. max){primary}")
 
 
@@ -90,17 +90,17 @@ def print_anchored_ranking(document: dict) -> None:
     """The lines ``ranking --human`` adds: whether each universe's ranking survives anchoring."""
     entries = document["universes"]
     if not entries:
-        print("anchored to people: no universe has two systems with an anchored rate; nothing to rank")
+        say("anchored to people: no universe has two systems with an anchored rate; nothing to rank")
         return
     same_top = sum(e["same_top"] for e in entries)
     same_order = sum(e["same_order"] for e in entries)
     separable = sum(e["anchored_top_separable"] for e in entries)
-    print(f"anchored to people: the top system survives in {same_top} of {len(entries)} universes, the whole order in "
+    say(f"anchored to people: the top system survives in {same_top} of {len(entries)} universes, the whole order in "
           f"{same_order}; the anchored top is separable from the runner-up in {separable}")
     primary = document["primary"]
     if primary is not None:
-        print(f"  primary {primary['universe_id']}: judge order {', '.join(primary['judge_order'])}; anchored order "
+        say(f"  primary {primary['universe_id']}: judge order {', '.join(primary['judge_order'])}; anchored order "
               f"{', '.join(primary['anchored_order'])}")
     for e in entries:
         if not e["same_top"] and e is not primary:
-            print(f"  {e['universe_id']}: top {e['judge_order'][0]} by the judge, {e['anchored_order'][0]} anchored")
+            say(f"  {e['universe_id']}: top {e['judge_order'][0]} by the judge, {e['anchored_order'][0]} anchored")

@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from ._output import print_json, print_table
+from ._output import print_json, print_table, say
 
 __all__ = ["cmd_demo", "cmd_draft", "cmd_expand", "cmd_plan", "cmd_power", "cmd_run", "cmd_schema", "cmd_validate"]
 
@@ -22,7 +22,7 @@ def cmd_validate(args) -> int:
     spec = load_spec(args.spec)
     universes = expand(spec)
     note = "" if any(u.is_primary for u in universes) else "; no primary universe declared"
-    print(f"{args.spec}: ok: {len(universes)} universes over {len(spec.axes)} axes, {len(spec.systems)} systems{note}")
+    say(f"{args.spec}: ok: {len(universes)} universes over {len(spec.axes)} axes, {len(spec.systems)} systems{note}")
     return 0
 
 
@@ -50,7 +50,8 @@ def cmd_expand(args) -> int:
         rows = [["id", *axes, "primary"]] + [[u.id, *(u.options[a] for a in axes), "yes" if u.is_primary else ""]
                                              for u in universes]
         print_table(rows)
-        print(f"\n{len(universes)} universes")
+        say()
+        say(f"{len(universes)} universes")
     return 0
 
 
@@ -74,8 +75,8 @@ def _print_count(args) -> int:
         print(json.dumps(doc, indent=2))
         return 0
     if args.format == "csv":
-        print(",".join(doc))
-        print(",".join("" if v is None else str(v).lower() if isinstance(v, bool) else str(v) for v in doc.values()))
+        say(",".join(doc))
+        say(",".join("" if v is None else str(v).lower() if isinstance(v, bool) else str(v) for v in doc.values()))
         return 0
     if universes is not None and universes <= MAX_UNIVERSES:
         how = f"a sample of {universes:,} universes" if n is not None and universes < count.kept else f"{universes:,} universes"
@@ -83,7 +84,7 @@ def _print_count(args) -> int:
         how = f"more universes than a run may have (at most {MAX_UNIVERSES:,}): run a sample of the grid, sample: {{n: ...}}"
     else:
         how = "not countable exactly, so not listable: run a sample of the grid, sample: {n: ...}"
-    print(f"{count.describe()}; {how}")
+    say(f"{count.describe()}; {how}")
     return 0
 
 
@@ -96,11 +97,11 @@ def cmd_plan(args) -> int:
     if args.json:
         print_json(result)
         return 0
-    print(f"{len(result['universes'])} universes, {len(spec.systems)} systems")
+    say(f"{len(result['universes'])} universes, {len(spec.systems)} systems")
     rows = [["axis", "stage it touches", "options"]]
     rows += [[a, s, ", ".join(spec.axes[a])] for a, s in result["axis_stages"].items()]
     print_table(rows)
-    print()
+    say()
     rows = [["stage", "unique work", "stored", "failed", "blocked", "to compute", "calls to make", "est. cost (USD)"]]
     for name, stage in result["stages"].items():
         # None: a grid counted, not listed, whose store was not read (see the notes).
@@ -108,16 +109,16 @@ def cmd_plan(args) -> int:
                                                                               "to_compute", "calls_to_make")),
                      f"{stage['cost']:.4f}"])
     print_table(rows)
-    print("unique work = stored + failed + blocked + to compute (work units; failed ones are stored results, "
+    say("unique work = stored + failed + blocked + to compute (work units; failed ones are stored results, "
           "blocked ones wait on a failed unit and are never run)")
     for name, stage in result["stages"].items():
         for what, reasons in (("failed", stage.get("failures")), ("blocked", stage.get("blocked_by"))):
             if reasons:
-                print(f"  {name} {what}: {', '.join(f'{k} {v}' for k, v in reasons.items())}")
+                say(f"  {name} {what}: {', '.join(f'{k} {v}' for k, v in reasons.items())}")
     if result.get("notes"):
-        print()
+        say()
         for note in result["notes"]:
-            print(f"note: {note}")
+            say(f"note: {note}")
     return 0
 
 
@@ -135,7 +136,7 @@ def cmd_draft(args) -> int:
 
     written = draft(spec, store=args.store, rubric=args.rubric, force=args.force, progress=None)
     for path in written:
-        print(f"wrote {path}")
+        say(f"wrote {path}")
     return 0
 
 
@@ -148,16 +149,16 @@ def _run_and_say(spec, args, out):
         **({"max_units": args.max_units} if getattr(args, "max_units", None) is not None else {}),
     )
     m = result.manifest
-    print(f"{len(m['universes'])} universes x {len(spec.systems)} systems in {m['seconds']:.1f} s")
-    print("  work units per stage (units = computed + stored + failed + blocked):")
+    say(f"{len(m['universes'])} universes x {len(spec.systems)} systems in {m['seconds']:.1f} s")
+    say("  work units per stage (units = computed + stored + failed + blocked):")
     for stage, counts in m["stages"].items():
         if stage != "score":
-            print(f"  {stage:<8} {_outcome_line(counts)}; {counts['calls']} model calls made")
+            say(f"  {stage:<8} {_outcome_line(counts)}; {counts['calls']} model calls made")
     statuses = ", ".join(f"{v} {k}" for k, v in m["statuses"].items() if v)
-    print(f"  verdicts: {sum(m['statuses'].values())} ({statuses})")
+    say(f"  verdicts: {sum(m['statuses'].values())} ({statuses})")
     if m["cost"]:
-        print(f"  cost: ${m['cost']:.4f}, {m['tokens']} tokens")
-    print(f"results: {result.out_dir}/ (verdicts, criteria, rates as .parquet and .csv; transcripts.jsonl; manifest.json)")
+        say(f"  cost: ${m['cost']:.4f}, {m['tokens']} tokens")
+    say(f"results: {result.out_dir}/ (verdicts, criteria, rates as .parquet and .csv; transcripts.jsonl; manifest.json)")
     return result
 
 
@@ -215,10 +216,10 @@ def cmd_demo(args) -> int:
     from ..places import check_output_file
 
     check_output_file(args.out / "report.html")
-    print("multiverse demo: a SIMULATED audit (built-in offline world; no model is called over the network)")
+    say("multiverse demo: a SIMULATED audit (built-in offline world; no model is called over the network)")
     result = _run_and_say(spec, args, args.out)
     report = result.report(result.out_dir / "report.html", progress=False if args.quiet else None)
-    print(f"report:  {report}")
+    say(f"report:  {report}")
     return 0
 
 
@@ -232,22 +233,22 @@ def cmd_power(args) -> int:
     if args.json:
         print_json(result)
         return 0
-    print(f"{cases} cases per system per universe; baseline rate {args.baseline}, alpha {args.alpha}, power {args.power}")
+    say(f"{cases} cases per system per universe; baseline rate {args.baseline}, alpha {args.alpha}, power {args.power}")
     for c in result["comparisons"]:
         if c["detectable_difference"] is None:
-            print(f"  {c['scope']} ({c['n_per_group']} per group): {c['note']}")
+            say(f"  {c['scope']} ({c['n_per_group']} per group): {c['note']}")
         else:
-            print(f"  {c['scope']} ({c['n_per_group']} per group): detectable difference {c['detectable_difference']:.3f}")
+            say(f"  {c['scope']} ({c['n_per_group']} per group): detectable difference {c['detectable_difference']:.3f}")
     for c in result["cases_needed"]:
-        print(f"  to detect {c['difference']:.2f}: {c['n_per_group']} cases per group")
-    print(f"assumption: {result['assumption']}")
+        say(f"  to detect {c['difference']:.2f}: {c['n_per_group']} cases per group")
+    say(f"assumption: {result['assumption']}")
     if result.get("human"):
         _print_human_power(result["human"])
     return 0
 
 
 def _print_human_power(human: dict) -> None:
-    print(f"with {human['labels']} human labels per system (of {human['transcripts']} transcripts), "
+    say(f"with {human['labels']} human labels per system (of {human['transcripts']} transcripts), "
           f"{1 - human['alpha']:.0%} interval widths at a human rate of {human['baseline_rate']}:")
     rows = [["judge (sensitivity, specificity)", "correlation", "humans only", "anchored", "as good as labels alone"]]
     for j in human["judges"]:
@@ -255,4 +256,4 @@ def _print_human_power(human: dict) -> None:
         rows.append([f"{j['sensitivity']:.2f}, {j['specificity']:.2f}", f"{j['correlation']:.2f}",
                      f"{j['human_width']:.3f}", f"{j['anchored_width']:.3f}", effective])
     print_table(rows)
-    print(f"assumption: {human['assumption']}")
+    say(f"assumption: {human['assumption']}")

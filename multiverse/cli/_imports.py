@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 
 from ..errors import InputError
+from ._output import say
 
 __all__ = ["cmd_import"]
 
@@ -27,12 +28,12 @@ def cmd_import(args) -> int:
         result = import_table(args.file, system=args.system, item=args.item, label=args.label, axes=args.axis,
                               positive=args.positive, negative=args.negative, out_dir=args.out, **common)
     for warning in result.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        say(f"warning: {warning}", file=sys.stderr)
     v = result.verdicts
     missing = int((v["reason"] == "missing label").sum()) if "reason" in v.columns else 0
     excluded = f" ({missing} with a missing label, excluded)" if missing else ""
     primary = result.manifest.get("primary")
-    print(f"imported {len(v)} verdicts{excluded}: {v['universe_id'].nunique()} universes x {v['system'].nunique()} systems "
+    say(f"imported {len(v)} verdicts{excluded}: {v['universe_id'].nunique()} universes x {v['system'].nunique()} systems "
           f"(axes: {', '.join(result.axes) or 'none'}) into {result.out_dir}; "
           f"primary: {primary if primary else 'none declared'}")
     return 0

@@ -8,13 +8,27 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..terminal import terminal_safe
 
-__all__ = ["interval", "number", "print_json", "print_table", "save_figure"]
+__all__ = ["interval", "number", "print_json", "print_table", "save_figure", "say"]
+
+
+def say(*parts: Any, file: Any = None) -> None:
+    """Print one line of the command's output: each part with its controls and newlines shown as escapes.
+
+    Every line the commands print goes through here (or ``print_table`` and
+    ``print_json``), so a name holding a newline or an escape sequence cannot
+    forge a line, retitle the terminal or hide what came before.
+    """
+    print(*(terminal_safe(p) for p in parts), file=file)
 
 
 def print_table(rows: list[list]) -> None:
-    """The first row is the header, underlined; columns are padded to their widest cell."""
-    rows = [[str(c) for c in r] for r in rows]
+    """The first row is the header, underlined; columns are padded to their widest cell.
+
+    A cell is one line whatever it holds: a newline or a control in a name is shown as an escape.
+    """
+    rows = [[terminal_safe(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for j, row in enumerate(rows):
         print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())

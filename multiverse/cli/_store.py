@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from ..errors import InputError
-from ._output import print_json
+from ._output import print_json, say
 
 __all__ = ["cmd_store"]
 
@@ -55,17 +55,17 @@ def cmd_store(args) -> int:
         print_json(result)
         return 0
     if args.store_command == "stats" and not store.root.exists():
-        print(f"{store.root}: no store here yet (a run keeps its store beside its spec: "
+        say(f"{store.root}: no store here yet (a run keeps its store beside its spec: "
               "multiverse store stats SPEC, or RUN_DIR)")
     elif args.store_command == "stats":
-        print(f"{store.root}: {result['entries']} entries, {result['bytes'] / 1e6:.1f} MB")
+        say(f"{store.root}: {result['entries']} entries, {result['bytes'] / 1e6:.1f} MB")
         for stage, s in result["stages"].items():
-            print(f"  {stage}: {s['entries']} entries, {s['bytes'] / 1e6:.1f} MB")
+            say(f"  {stage}: {s['entries']} entries, {s['bytes'] / 1e6:.1f} MB")
         if result["corrupt_files"]:
-            print(f"  quarantined: {result['corrupt_files']} bad entries (in {store.root / 'quarantine'})")
+            say(f"  quarantined: {result['corrupt_files']} bad entries (in {store.root / 'quarantine'})")
     else:
         verb = "would remove" if args.dry_run else "removed"
-        print(f"{verb} {result['removed']} entries ({result['bytes'] / 1e6:.1f} MB), {result['temp_files']} temp files "
+        say(f"{verb} {result['removed']} entries ({result['bytes'] / 1e6:.1f} MB), {result['temp_files']} temp files "
               f"and {result['corrupt_files']} quarantined files; kept {result['kept_recent']} recent entries "
               f"({result['live_runs']} live runs)")
     return 0

@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 
 from multiverse.errors import InputError
+from multiverse.names import both_spellings, look_alike
 from multiverse.results import Results
 from multiverse.runfolder import write_run_folder
 from multiverse.vocabulary import CI_METHODS, SCHEMA_VERSION
@@ -80,9 +81,29 @@ def write_import_dir(
     criteria table, transcripts or spec left by an earlier run or import in the same
     directory is removed, so the folder never describes two sources.
     """
+    _one_spelling_each(verdicts, criteria, list(manifest.get("axes", [])))
     manifest = {"schema_version": SCHEMA_VERSION, **manifest}
     # One writer for run and import folders: the same atomic files, manifest last.
     out = write_run_folder(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest)
     return Results(verdicts=verdicts, criteria=criteria, rates=rates, axes=list(manifest.get("axes", [])),
                    factors=list(manifest.get("factors", [])), manifest=manifest, primary=manifest.get("primary"),
                    source=out)
+
+
+def _one_spelling_each(verdicts: pd.DataFrame, criteria: pd.DataFrame | None, axes: list[str]) -> None:
+    """Refuse two spellings of one name (NFC and NFD ``café``) among systems, cases, options and criteria.
+
+    Whatever a source is read from, an import never shows two names no reader can tell apart.
+    """
+    columns = [(verdicts, c) for c in ("system", "case_id", *axes) if c in verdicts.columns]
+    if criteria is not None and "criterion_id" in criteria.columns:
+        columns.append((criteria, "criterion_id"))
+    pair = look_alike(axes)
+    if pair:
+        raise InputError(f"axes: two spellings of one name, {both_spellings(pair)}, that look the same; "
+                         "expected each name in one spelling", param="axes")
+    for frame, column in columns:
+        pair = look_alike(pd.unique(frame[column].dropna().astype(str)))
+        if pair:
+            raise InputError(f"{column}: two spellings of one name, {both_spellings(pair)}, that look the same; "
+                             "expected each name in one spelling")

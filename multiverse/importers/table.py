@@ -35,6 +35,7 @@ from multiverse.importers.directory import (
     write_import_dir,
 )
 from multiverse.keys import digest
+from multiverse.names import both_spellings, look_alike, nfc
 from multiverse.results import Results
 
 __all__ = ["import_table", "read_label_table"]
@@ -102,6 +103,12 @@ def import_table(
     check_ci(ci)
     check_output_dir(out_dir, kind="import", inputs=[path], force=force)
     frame = read_label_table(path)
+    # Column names and the names given for them compare in one spelling (NFC).
+    _one_spelling(path, "columns", [str(c) for c in frame.columns])
+    frame.columns = [nfc(str(c)) for c in frame.columns]
+    system, item, label = nfc(system), nfc(item), nfc(label)
+    primary = {nfc(a): nfc(o) for a, o in primary.items()} if primary else primary
+    axes, factors = [nfc(a) for a in axes], [nfc(f) for f in factors]
     _check_columns(path, frame, system, item, label, axes, factors)
     if frame.empty:
         raise InputError(f"{path}: {label}: expected at least one labelled row, the table is empty")
@@ -133,7 +140,9 @@ def import_table(
     verdicts["system"] = systems
     verdicts["case_id"] = items
     for factor in factors:
-        verdicts[factor] = frame[factor].fillna("").astype(str).to_numpy()
+        levels = frame[factor].fillna("").astype(str)
+        _one_spelling(path, factor, levels.unique())
+        verdicts[factor] = levels.map(nfc).to_numpy()
     verdicts["replicate"] = 0
     # A row's transcript is the system's answer to the item; each universe labels it.
     verdicts["transcript_key"] = _row_keys(verdicts[["system", "case_id"]], "transcript")
@@ -194,13 +203,23 @@ def _check_columns(path, frame, system, item, label, axes, factors) -> None:
 
 
 def _names(path: Path, column: pd.Series, name: str) -> np.ndarray:
-    """A column of names (systems, items, options) as strings; no empty values."""
+    """A column of names (systems, items, options) as strings in NFC; no empty values, no look-alikes."""
     text = column.astype("string").str.strip()
     empty = text.isna() | (text == "")
     if empty.any():
         row = int(np.flatnonzero(empty.to_numpy())[0])
         raise InputError(f"{path}: {name}: empty value in data row {row + 1}; expected a name in every row")
-    return text.to_numpy(dtype=object)
+    distinct = text.unique()
+    _one_spelling(path, name, distinct)
+    spelled = {value: nfc(value) for value in distinct if nfc(value) != value}
+    return (text.replace(spelled) if spelled else text).to_numpy(dtype=object)
+
+
+def _one_spelling(path: Path, name: str, names) -> None:
+    pair = look_alike(names)
+    if pair:
+        raise InputError(f"{path}: {name}: two spellings of one name, {both_spellings(pair)}, that look the same; "
+                         "expected each name in one spelling")
 
 
 def _compliance(path: Path, column: pd.Series, name: str, positive: str | None,

@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from ..atomicfile import atomic_write, atomic_write_text
+from ..csvsafe import LINE_END
 from ..errors import InputError
 from ..keys import digest
 from ..tables import csv_safe
@@ -61,7 +62,7 @@ def write_sheet(sample: pd.DataFrame, criteria: Sequence[Mapping[str, Any]], tra
     columns = SHEET_COLUMNS[:4] + factors + SHEET_COLUMNS[4:]  # the sample's identity last, out of the labeller's way
     sheet = sample[columns]
     html_path = out_csv.with_suffix(".html")
-    atomic_write(out_csv, lambda tmp: csv_safe(sheet).to_csv(tmp, index=False))
+    atomic_write(out_csv, lambda tmp: csv_safe(sheet).to_csv(tmp, index=False, lineterminator=LINE_END))
     atomic_write_text(html_path, _page(sheet, factors, criteria, transcripts, verdicts, axes, out_csv.stem))
     return out_csv, html_path
 

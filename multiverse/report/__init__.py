@@ -135,14 +135,16 @@ def build_report_html(tables: Results, *, store: Any = None, threshold: float | 
     """
     from tqdm.auto import tqdm
 
+    from ..terminal import progress_stream, terminal_safe
+
     run = _prepare(tables, store, threshold, tests, human)
     if progress is None:
         progress = sys.stderr.isatty()
     body = []
-    with tqdm(_sections(run), desc="report", unit="section", disable=not progress, file=sys.stderr,
+    with tqdm(_sections(run), desc="report", unit="section", disable=not progress, file=progress_stream(),
               leave=False) as steps:
         for section in steps:
-            steps.set_postfix_str(section.title)
+            steps.set_postfix_str(terminal_safe(section.title))
             try:
                 content = section.build(run)
             except _SECTION_ERRORS as exc:
