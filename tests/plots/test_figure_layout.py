@@ -240,8 +240,7 @@ def test_variance_value_labels_clear_the_bar_and_its_noise_tick():
     })
     ax = plot_variance(terms)
     fig = ax.figure
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
+    renderer = _drawn(fig)
     labels = {t.get_text(): t.get_window_extent(renderer) for t in ax.texts}
     ordered = terms.sort_values("share", kind="stable").reset_index(drop=True)
     tick_half = 1.6 / 2 * fig.dpi / 72  # the tick's line width, in pixels
