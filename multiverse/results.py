@@ -63,6 +63,8 @@ class Analysis:
     document: dict
     frame: pd.DataFrame
     draw: Callable[..., Any] | None = field(default=None, repr=False)
+    #: Drawn from a simulated run (``sim/`` models): every figure then carries the SIMULATED stamp.
+    simulated: bool = False
 
     @property
     def notes(self) -> list[str]:
@@ -79,10 +81,15 @@ class Analysis:
         return json_safe(self.document)
 
     def figure(self, **options: Any) -> Any:
-        """The analysis's figure (a matplotlib ``Figure``)."""
+        """The analysis's figure (a matplotlib ``Figure``), stamped SIMULATED when the run was."""
         if self.draw is None:
             raise InputError(f"{self.name}: this analysis has no figure")
-        return self.draw(**options)
+        figure = self.draw(**options)
+        if self.simulated:
+            from .plots.stamp import stamp_simulated
+
+            stamp_simulated(figure)
+        return figure
 
     def _repr_html_(self) -> str:
         notes = "".join(f"<li>{_escape(n)}</li>" for n in self.notes)

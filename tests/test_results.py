@@ -177,6 +177,17 @@ def test_notebook_view_escapes_what_came_from_the_run(results):
     assert "SIMULATED" in dataclasses.replace(results, manifest={"simulated": True})._repr_html_()
 
 
+def test_every_figure_of_a_simulated_run_says_so(results):
+    """The API's figures carry the SIMULATED stamp exactly when the run was simulated (one door: figure())."""
+    from multiverse.plots.stamp import is_stamped
+
+    for simulated in (False, True):
+        run = dataclasses.replace(results, manifest={"simulated": simulated})
+        figures = [run.curve(threshold=0.5, boot=99).figure(), run.curve(diff=("atlas", "beacon"), boot=99).figure(),
+                   run.agreement().figure(), run.ranking(boot=0).figure(), run.variance().figure()]
+        assert [is_stamped(f) for f in figures] == [simulated] * len(figures)
+
+
 def test_notebook_tables_say_when_they_show_only_part(results):
     """Every _repr_html_ that shows the head of a table says how much of it that is, and only then."""
     page = results._repr_html_()
