@@ -74,7 +74,8 @@ def _curves(run: _Run) -> str:
     caption = (
         f"One panel per system. Each dot is one universe's compliance rate with its {_interval_name(run.curve)}, sorted "
         "from lowest to highest; the red diamond is the primary universe, and its label gives its rate, its "
-        "interval and its position counted from the lowest rate. The grid underneath shows which option of each "
+        "interval and its position counted from the lowest rate (the range of positions it shares when other "
+        "universes have the same rate, e.g. 7th–24th lowest of 24). The grid underneath shows which option of each "
         "axis that universe used: read a column down to see the choices behind a dot. "
         + _band_sentence(run) +
         " A flat curve means the measurement choices barely matter; a steep one means the reported rate depends "
@@ -181,7 +182,8 @@ def _ranking(run: _Run) -> str:
     caption = (
         f"Top: each system's rank (1 = highest compliance rate) in every universe. {order} Lines "
         "that cross mark universes where the ranking changes. Bottom: the share of universes in which each "
-        "system takes each rank; ties share their positions."
+        "system takes each rank; ties share their positions (two systems tied for first get half a universe "
+        "each), as P(top) below and the page's \"ranked first\" do."
     )
     out = _figure(figure, f"Rank of {len(result['systems'])} systems across {result['universes']} universes", caption, simulated=run.tables.simulated)
     w = result["kendall_w"]
