@@ -64,7 +64,7 @@ def curve(results: Results, *, systems: Sequence[str] | None, threshold: float |
         return plot_curves(frame, axes=shown, null_bands=bands, reference=reference, options=results.options,
                            title=title)
 
-    return CurveAnalysis("curve", summary, frame, draw, tests=tuple(tests))
+    return CurveAnalysis("curve", summary, frame, draw, simulated=results.simulated, tests=tuple(tests))
 
 
 def primary_null(frame: pd.DataFrame, system: str, primary: str | None) -> tuple[float | None, str]:
@@ -91,7 +91,7 @@ def agreement(results: Results, axis: str) -> Analysis:
 
         return agreement_figure(pairs, options=document["options"], axis_name=axis, measures=measures)
 
-    return Analysis("agreement", document, pairs, draw)
+    return Analysis("agreement", document, pairs, draw, simulated=results.simulated)
 
 
 def ranking(results: Results, axes: list[str] | None, boot: int) -> Analysis:
@@ -110,7 +110,7 @@ def ranking(results: Results, axes: list[str] | None, boot: int) -> Analysis:
 
         return ranking_figure(results.system_rates(), axes=results.axes, primary=results.primary)
 
-    return Analysis("ranking", document, frame, draw)
+    return Analysis("ranking", document, frame, draw, simulated=results.simulated)
 
 
 def variance(results: Results, axes: list[str] | None) -> Analysis:
@@ -131,7 +131,7 @@ def variance(results: Results, axes: list[str] | None) -> Analysis:
 
         return plot_variance(terms).figure
 
-    return Analysis("variance", document, terms, draw)
+    return Analysis("variance", document, terms, draw, simulated=results.simulated)
 
 
 def power(results: Results, baseline_rate: float, alpha: float, power: float) -> Analysis:
@@ -150,4 +150,4 @@ def power(results: Results, baseline_rate: float, alpha: float, power: float) ->
         raise InputError("verdicts: expected at least one case per system and universe")
     document = design_power(cases=cases, cases_per_cell=per_cell, baseline_rate=baseline_rate, alpha=alpha,
                             power=power)
-    return Analysis("power", document, pd.DataFrame(document["comparisons"]))
+    return Analysis("power", document, pd.DataFrame(document["comparisons"]), simulated=results.simulated)

@@ -60,7 +60,8 @@ def calibrate(results: Results, human: Any, alpha: float) -> CalibrationAnalysis
         return plot_calibration(calibration, results.axes, raw=results.rate_table(), primary=results.primary,
                                 systems=systems)
 
-    return CalibrationAnalysis("calibrate", document, calibration.rates, draw, calibration=calibration)
+    return CalibrationAnalysis("calibrate", document, calibration.rates, draw, simulated=results.simulated,
+                               calibration=calibration)
 
 
 def _check_sample(results: Results, labels: pd.DataFrame, source: str) -> list[str]:
@@ -116,7 +117,7 @@ def anchored_curve(results: Results, calibration: CalibrationAnalysis, systems: 
         return plot_curves(paired, axes=shown, col_wrap=2, options=results.options,
                            title=title or "judge alone (left) and anchored to people (right), PPI++")
 
-    return Analysis("anchored curve", document, frame, draw)
+    return Analysis("anchored curve", document, frame, draw, simulated=results.simulated)
 
 
 def anchored_ranking(results: Results, calibration: CalibrationAnalysis) -> Analysis:
@@ -128,7 +129,7 @@ def anchored_ranking(results: Results, calibration: CalibrationAnalysis) -> Anal
                 "notes": calibration.notes}
     frame = pd.DataFrame(document["universes"], columns=["universe_id", "judge_order", "anchored_order", "same_top",
                                                          "same_order", "anchored_top_separable"])
-    return Analysis("anchored ranking", document, frame)
+    return Analysis("anchored ranking", document, frame, simulated=results.simulated)
 
 
 def _spread(values: pd.Series) -> dict[str, float]:

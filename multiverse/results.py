@@ -63,6 +63,8 @@ class Analysis:
     document: dict
     frame: pd.DataFrame
     draw: Callable[..., Any] | None = field(default=None, repr=False)
+    #: Drawn from a simulated run (``sim/`` models): every figure then carries the SIMULATED stamp.
+    simulated: bool = False
 
     @property
     def notes(self) -> list[str]:
@@ -79,14 +81,19 @@ class Analysis:
         return json_safe(self.document)
 
     def figure(self, **options: Any) -> Any:
-        """The analysis's figure (a matplotlib ``Figure``)."""
+        """The analysis's figure (a matplotlib ``Figure``), stamped SIMULATED when the run was."""
         if self.draw is None:
             raise InputError(f"{self.name}: this analysis has no figure")
-        return self.draw(**options)
+        figure = self.draw(**options)
+        if self.simulated:
+            from .plots.stamp import stamp_simulated
+
+            stamp_simulated(figure)
+        return figure
 
     def _repr_html_(self) -> str:
         notes = "".join(f"<li>{_escape(n)}</li>" for n in self.notes)
-        return (f"<p><b>{_escape(self.name)}</b></p>{self.frame.head(50).to_html(index=False)}"
+        return (f"<p><b>{_escape(self.name)}</b></p>{_head_html(self.frame, _SHOWN_ROWS, 'rows')}"
                 + (f"<ul>{notes}</ul>" if notes else ""))
 
 
@@ -106,6 +113,19 @@ class CalibrationAnalysis(Analysis):
     @property
     def judges(self) -> pd.DataFrame:
         return self.calibration.judges
+
+
+# A notebook shows this many rows of a table; the rest stay in ``.frame`` (and the note says how many).
+_SHOWN_ROWS = 50
+_SHOWN_UNIVERSES = 20
+
+
+def _head_html(frame: pd.DataFrame, limit: int, what: str) -> str:
+    """The first ``limit`` rows of ``frame`` as HTML, with a note when that is not all of them."""
+    table = frame.head(limit).to_html(index=False)
+    if len(frame) <= limit:
+        return table
+    return table + f"<p><i>showing {limit} of {len(frame)} {_escape(what)}</i></p>"
 
 
 def _escape(text: Any) -> str:
@@ -413,7 +433,7 @@ class Results:
                 f"<p>systems: {_escape(', '.join(self.systems))}</p>"
                 f"<p>axes: {_escape(', '.join(self.axes) or 'none')}; design factors: "
                 f"{_escape(', '.join(self.factors) or 'none')}; primary: {_escape(primary or 'none declared')}</p>"
-                f"{self.universes.head(20).to_html(index=False)}</div>")
+                f"{_head_html(self.universes, _SHOWN_UNIVERSES, 'universes')}</div>")
 
     def __repr__(self) -> str:
         return (f"Results({self.name!r}, universes={self.verdicts['universe_id'].nunique()}, "

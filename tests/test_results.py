@@ -177,6 +177,34 @@ def test_notebook_view_escapes_what_came_from_the_run(results):
     assert "SIMULATED" in dataclasses.replace(results, manifest={"simulated": True})._repr_html_()
 
 
+def test_every_figure_of_a_simulated_run_says_so(results):
+    """The API's figures carry the SIMULATED stamp exactly when the run was simulated (one door: figure())."""
+    from multiverse.plots.stamp import is_stamped
+
+    for simulated in (False, True):
+        run = dataclasses.replace(results, manifest={"simulated": simulated})
+        figures = [run.curve(threshold=0.5, boot=99).figure(), run.curve(diff=("atlas", "beacon"), boot=99).figure(),
+                   run.agreement().figure(), run.ranking(boot=0).figure(), run.variance().figure()]
+        assert [is_stamped(f) for f in figures] == [simulated] * len(figures)
+
+
+def test_notebook_tables_say_when_they_show_only_part(results):
+    """Every _repr_html_ that shows the head of a table says how much of it that is, and only then."""
+    page = results._repr_html_()
+    assert len(results.universes) <= 20 and "showing" not in page
+    assert "showing" not in results.curve(threshold=0.5, boot=99)._repr_html_()  # 18 rows: all of them
+    copies = [results.verdicts.assign(universe_id=results.verdicts["universe_id"].astype(str) + f"-{i}")
+              for i in range(6)]
+    many = mv.Results(pd.concat(copies, ignore_index=True), axes=results.axes)
+    curve = many.curve()
+    n = len(curve.frame)
+    assert n == 36 * 3
+    html = curve._repr_html_()
+    assert f"showing 50 of {n} rows" in html and html.count("<tr") == 50 + 1
+    assert "showing" not in dataclasses.replace(curve, frame=curve.frame.head(50))._repr_html_()
+    assert "showing 20 of 36 universes" in many._repr_html_()
+
+
 def test_load_run_and_the_importers_return_results_and_report_beside_them(tmp_path, rng):
     table = tmp_path / "labels.csv"
     v = verdicts(rng, cases=6)

@@ -24,7 +24,7 @@ def anchored_curve(calibration: Calibration | pd.DataFrame, axes: Sequence[str],
     """A ``spec_curve``-shaped frame of the anchored rates (or, with ``raw``, of the judges' own).
 
     Columns: universe_id, axes, system, n, n_compliant, rate, ci_low,
-    ci_high, rank (1 = lowest rate within the system), is_primary; ``n`` is
+    ci_high, position (1 = lowest rate within the system), is_primary; ``n`` is
     the human labels behind the anchored rate. ``raw=True`` gives the judge
     rates of the same cells (no interval: ``spec_curve`` on the verdicts has
     the judge's own), so both curves list the same universes. Cells without an
@@ -41,9 +41,9 @@ def anchored_curve(calibration: Calibration | pd.DataFrame, axes: Sequence[str],
     frame["n_compliant"] = (frame["rate"] * frame["n_used"]).round().astype(np.int64)
     frame = frame.drop(columns="n").rename(columns={"n_used": "n"})
     frame = frame.sort_values(["system", "rate", "universe_id"], kind="stable")
-    frame["rank"] = frame.groupby("system", sort=False).cumcount() + 1
+    frame["position"] = frame.groupby("system", sort=False).cumcount() + 1
     frame["is_primary"] = (frame["universe_id"] == primary) if primary is not None else False
-    out = frame[["universe_id", *axes, "system", "n", "n_compliant", "rate", "ci_low", "ci_high", "rank",
+    out = frame[["universe_id", *axes, "system", "n", "n_compliant", "rate", "ci_low", "ci_high", "position",
                  "is_primary"]].reset_index(drop=True)
     out.attrs["ci"] = "none (judge rates)" if raw else "ppi++"
     return out

@@ -1,4 +1,4 @@
-"""The specification curve of an audit: every universe's rate, ranked.
+"""The specification curve of an audit: every universe's rate, in order.
 
 A specification curve (Simonsohn, Simmons & Nelson 2020) sorts the universes
 of a multiverse by their estimate and shows, underneath, which option of each
@@ -52,7 +52,9 @@ __all__ = [
     "curve_summary",
     "difference_curve",
     "indicator_matrix",
+    "position_words",
     "spec_curve",
+    "tied_positions",
 ]
 
 SCHEMA_VERSION = 1
@@ -74,14 +76,38 @@ def _check_primary(m: CaseMatrix, primary: Any) -> None:
         m.universe_index(primary)
 
 
-def _rank(frame: pd.DataFrame, value: str, by: list[str]) -> pd.DataFrame:
-    """Sort by ``by`` groups then ``value`` (ties by universe_id); add rank 1..n."""
+def _place(frame: pd.DataFrame, value: str, by: list[str]) -> pd.DataFrame:
+    """Sort by ``by`` groups then ``value`` (ties by universe_id); add ``position`` 1..n (1 = lowest)."""
     frame = frame.sort_values([*by, value, "universe_id"], kind="stable", ignore_index=True)
     if by:
-        frame["rank"] = frame.groupby(by, sort=False).cumcount().to_numpy() + 1
+        frame["position"] = frame.groupby(by, sort=False).cumcount().to_numpy() + 1
     else:
-        frame["rank"] = np.arange(1, len(frame) + 1)
+        frame["position"] = np.arange(1, len(frame) + 1)
     return frame
+
+
+def tied_positions(values: np.ndarray, value: float) -> tuple[int, int]:
+    """The positions (1 = lowest) that universes with exactly ``value`` hold on a curve of ``values``.
+
+    Where several universes share a rate, the order among them is only the
+    universe ids'; the honest position is the range they share. The
+    percentile the summary reports is that range's midpoint (ties counted
+    half), so the two never disagree.
+    """
+    below = int(np.count_nonzero(values < value))
+    return below + 1, below + int(np.count_nonzero(values == value))
+
+
+def position_words(low: int, high: int, n: int) -> str:
+    """``13th lowest of 24``, or ``7th–24th lowest of 24 (18 tied)`` when universes share the rate."""
+    if high <= low:
+        return f"{_ordinal(low)} lowest of {n}"
+    return f"{_ordinal(low)}–{_ordinal(high)} lowest of {n} ({high - low + 1} tied)"
+
+
+def _ordinal(k: int) -> str:
+    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    return f"{k}{suffix}"
 
 
 def spec_curve(
@@ -95,12 +121,13 @@ def spec_curve(
     n_boot: int = 1000,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """One row per universe x system: the rate and its confidence interval, ranked.
+    """One row per universe x system: the rate and its confidence interval, in curve order.
 
     Columns: ``universe_id``, the axis columns, ``system``, ``n`` (ok
-    verdicts), ``n_compliant``, ``rate``, ``ci_low``, ``ci_high``, ``rank``
-    (1 = lowest rate within the system; ties broken by universe_id) and
-    ``is_primary``. Rows are sorted by system then rank. A universe with no ok
+    verdicts), ``n_compliant``, ``rate``, ``ci_low``, ``ci_high``, ``position``
+    (the place on the curve, 1 = lowest rate within the system; equal rates
+    in universe_id order, see :func:`tied_positions`) and ``is_primary``.
+    Rows are sorted by system then position. A universe with no ok
     verdict for a system has no row for it.
 
     The interval is the one the spec asks for (``ci``: ``wilson`` or
@@ -137,11 +164,11 @@ def spec_curve(
     # Keep the caller's system order, not the alphabet.
     order = {m.systems[s]: i for i, s in enumerate(chosen)}
     curve["_system_order"] = curve["system"].map(order)
-    curve = _rank(curve, "rate", ["_system_order"]).drop(columns="_system_order")
+    curve = _place(curve, "rate", ["_system_order"]).drop(columns="_system_order")
     curve["is_primary"] = (curve["universe_id"] == primary) if primary is not None else False
     curve = curve[
         ["universe_id", *axes, "system", "n", "n_compliant", "rate", "ci_low", "ci_high",
-         "rank", "is_primary"]
+         "position", "is_primary"]
     ]
     curve.attrs["level"] = float(levels[0]) if len(set(levels.tolist())) == 1 else None
     curve.attrs["ci"] = str(methods[0]) if len(set(methods.tolist())) == 1 else "per universe"
@@ -179,7 +206,7 @@ def difference_curve(
     primary: Any = None,
     level: float = 0.95,
 ) -> pd.DataFrame:
-    """One row per universe: ``rate(a) - rate(b)`` over paired cases, ranked.
+    """One row per universe: ``rate(a) - rate(b)`` over paired cases, in curve order.
 
     Paired means: in each universe only cases that both systems have at least
     one ok verdict for count, so ``rate_a``/``rate_b`` may differ slightly
@@ -191,7 +218,7 @@ def difference_curve(
 
     Columns: ``universe_id``, axis columns, ``system_a``, ``system_b``,
     ``n_cases``, ``n_a``, ``n_b``, ``rate_a``, ``rate_b``, ``difference``,
-    ``ci_low``, ``ci_high``, ``z``, ``rank``, ``is_primary``.
+    ``ci_low``, ``ci_high``, ``z``, ``position`` (1 = lowest difference), ``is_primary``.
     """
     _check_level(level)
     axes = _axes_list(axes)
@@ -217,7 +244,7 @@ def difference_curve(
         ci_high=diff + half,
         z=z,
     )
-    curve = _rank(curve, "difference", [])
+    curve = _place(curve, "difference", [])
     curve["is_primary"] = (curve["universe_id"] == primary) if primary is not None else False
     curve.attrs["level"] = level
     return curve
@@ -229,7 +256,7 @@ def indicator_matrix(curve: pd.DataFrame, axes: Sequence[str]) -> pd.DataFrame:
     Rows are a MultiIndex (``axis``, ``option``), grouped by axis in ``axes``
     order; options follow the categorical order when the column is
     categorical, else sorted by their text. Columns are the curve's
-    ``universe_id`` in curve order (by ``rank``). Values are booleans.
+    ``universe_id`` in curve order (by ``position``). Values are booleans.
     """
     axes = _axes_list(axes)
     if "system" in curve.columns and curve["system"].nunique() > 1:
@@ -239,7 +266,7 @@ def indicator_matrix(curve: pd.DataFrame, axes: Sequence[str]) -> pd.DataFrame:
     missing = [c for c in ("universe_id", *axes) if c not in curve.columns]
     if missing:
         raise InputError(f"curve: {', '.join(missing)}: expected column(s) to be present")
-    ordered = curve.sort_values("rank", kind="stable") if "rank" in curve.columns else curve
+    ordered = curve.sort_values("position", kind="stable") if "position" in curve.columns else curve
     rows, index = [], []
     for axis in axes:
         column = ordered[axis]
@@ -263,16 +290,20 @@ def _primary_entry(frame: pd.DataFrame, value: str, extra: Iterable[str]) -> dic
     if hit.empty:
         return None
     row = hit.iloc[0]
-    values = frame[value].to_numpy()
+    values = frame[value].to_numpy(dtype=float)
+    low, high = tied_positions(values, float(row[value]))
     return {
         "universe_id": _num(row["universe_id"]),
         value: _num(float(row[value])),
         **{c: _num(float(row[c])) for c in extra},
         # The position on the curve, 1 = the lowest. Not called "rank": a rank is
         # 1 = the highest rate everywhere else (ranking, the report).
-        "position": int(row["rank"]),
-        # Percentile rank, ties counted half: 50 = the middle of the curve.
-        "percentile": float(stats.percentileofscore(values, row[value], kind="mean")),
+        "position": int(row["position"]),
+        # The positions every universe with this same rate holds (equal when none shares it).
+        "position_low": low,
+        "position_high": high,
+        # The midpoint of that range as a percentile rank (ties counted half): 50 = the middle of the curve.
+        "percentile": 100.0 * ((low + high) / 2 - 0.5) / len(values),
     }
 
 
@@ -288,7 +319,8 @@ def curve_summary(curve: pd.DataFrame, *, tests: Sequence[JointTest] = ()) -> di
                             "rate": {"min", "median", "max"},
                             "min_universe": id, "max_universe": id,
                             "primary": {"universe_id", "rate", "ci_low", "ci_high",
-                                        "position", "percentile"} | null}},
+                                        "position", "position_low", "position_high",
+                                        "percentile"} | null}},
          "tests": [JointTest.to_dict() + {"primary_effect": float | null}],
          "multiplicity": {"method": "holm", "family": str, "n_p_values": int} | null,
          "ci": str (method, or "per universe")}
@@ -296,7 +328,7 @@ def curve_summary(curve: pd.DataFrame, *, tests: Sequence[JointTest] = ()) -> di
     Each test statistic carries ``p`` and ``p_holm``, Holm-adjusted over every
     p-value of the summary (the family ``multiplicity`` names).
     """
-    for column in ("universe_id", "system", "rate", "rank", "is_primary"):
+    for column in ("universe_id", "system", "rate", "position", "is_primary"):
         if column not in curve.columns:
             raise InputError(f"curve: {column}: expected a spec_curve() table")
     primary_ids = curve.loc[curve["is_primary"], "universe_id"].unique()

@@ -102,7 +102,7 @@ class JointTest:
     is of universes significant in the dominant ``direction`` (+1 or -1).
     ``effects`` has one row per universe: ``universe_id``, ``effect``
     (rate - threshold, or rate(a) - rate(b)) and ``z``. ``band`` has one row
-    per curve position (``rank`` 1 = lowest) with the ``low``, ``median`` and
+    per curve position (``position`` 1 = lowest) with the ``low``, ``median`` and
     ``high`` percentiles of the sorted null curves on the curve's own scale
     (rates for a rate test, differences for a difference test).
     ``null_stats`` is the (replicates x 3) array of null statistics, each
@@ -244,7 +244,7 @@ def _run(
     low, mid, high = np.percentile(sorted_curves, [tail, 50.0, 100.0 - tail], axis=0)
     band = pd.DataFrame(
         {
-            "rank": np.arange(1, n_u + 1),
+            "position": np.arange(1, n_u + 1),
             "low": low + band_offset,
             "median": mid + band_offset,
             "high": high + band_offset,

@@ -90,7 +90,13 @@ def _rate_matrix(rates: pd.DataFrame) -> tuple[np.ndarray, list, list]:
 
 
 def universe_ranks(rates: pd.DataFrame) -> pd.DataFrame:
-    """Add ``rank`` (competition rank, 1 = highest rate) and ``rank_avg`` (average rank) to a rates table."""
+    """Add ``rank`` (competition rank, 1 = highest rate), ``tied`` (how many systems share that rate in the
+    universe, 1 when none does) and ``rank_avg`` (average rank) to a rates table.
+
+    ``rank`` and ``tied`` are all ``ties="split"`` needs: the system holds
+    1/tied of each position rank .. rank + tied - 1 (the explorer sums these
+    over the universes a reader selects).
+    """
     matrix, universes, systems = _rate_matrix(rates)
     ranks, tied = min_ranks(matrix)
     average = ranks + (tied - 1) / 2.0
@@ -98,6 +104,7 @@ def universe_ranks(rates: pd.DataFrame) -> pd.DataFrame:
     s_codes = pd.Index(systems).get_indexer(rates["system"])
     out = rates.copy()
     out["rank"] = ranks[u_codes, s_codes].astype(int)
+    out["tied"] = tied[u_codes, s_codes].astype(int)
     out["rank_avg"] = average[u_codes, s_codes]
     return out
 

@@ -319,6 +319,18 @@ def variance_summary(decomposition: pd.DataFrame, *, negligible: float = 0.01,
     return lines
 
 
+def _clipping_notes(terms: list[dict], by_axis: list[dict]) -> list[str]:
+    """Say which intervals beyond noise went past 100% before clipping (and drop the working flag)."""
+    above = [f"term {str(r['term']).replace(':', ' x ')}" for r in terms if r.pop("clipped_above", False)]
+    above += [f"axis {r['axis']} (main effect and interaction together)" for r in by_axis
+              if r.pop("clipped_above", False)]
+    if not above:
+        return []
+    return [f"the interval beyond noise of {' and of '.join(above)} reached past 100% and is clipped to 100%: a "
+            "share cannot exceed it, but a resample of cases can spread the rates more than the observed ones "
+            "do (few cases or few universes make this likely)"]
+
+
 def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 200,
              seed: int = 0) -> dict[str, Any]:
     """Variance decomposition of the universe x system rates of a verdicts table.
@@ -329,9 +341,9 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
     Returns a JSON-ready dict::
 
         {"terms": [{"term", "kind", "axis", "sum_sq", "df", "share",
-                    "noise", "beyond_noise", "low", "high"}],   # the last four with resamples > 0
+                    "noise", "beyond_noise", "low", "high", "clipped"}],   # the last five with resamples > 0
          "by_axis": [{"axis", "main", "interaction", "total",
-                      "noise", "beyond_noise", "low", "high"}],
+                      "noise", "beyond_noise", "low", "high", "clipped"}],
          "balanced": bool,        # every universe x system rate present
          "aliasing": {"aliased": [[axis, ...]], "nested": [{"axis", "within"}]},
          "aliased_groups": [{"axes": [axis, ...], "main", "interaction", "total"}],
@@ -340,7 +352,9 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
          "notes": [str, ...]}
 
     ``noise`` is a term's expected share from sampling alone, ``beyond_noise``
-    its share minus that, and [low, high] the interval of ``beyond_noise``.
+    its share minus that, and [low, high] the interval of ``beyond_noise``;
+    all three are clipped to [0, 1] and ``clipped`` says where that changed
+    one (a note names the terms whose interval went past 100%).
     """
     from multiverse.analysis.rates import included_verdicts
     from multiverse.analysis.variance_noise import (
@@ -418,6 +432,7 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
         for row in by_axis_rows:
             row.update(noise["combos"][row["axis"]])
         noise = {k: v for k, v in noise.items() if k not in ("terms", "combos")}
+        notes += _clipping_notes(terms_out, by_axis_rows)
     else:
         by_axis_rows = by_axis.to_dict(orient="records")
     return {

@@ -15,6 +15,11 @@ dependence between universes that rate the same cases). Per term:
   (SS_term(rates*) - 2 noise SS) / total SS. Resampled rates carry the
   observed noise plus a second helping of it, hence the 2.
 
+Both the estimate and the interval are clipped to [0, 1], the range a share
+takes (``clipped`` says one of them was; ``clipped_above`` that the raw
+interval went past 100%, which a resample whose sums of squares exceed the
+observed total can do).
+
 A universe x system cell that draws none of its cases in a resample keeps its
 observed rate there (it adds no noise in that resample).
 """
@@ -209,9 +214,17 @@ def noise_summary(
     low = np.quantile(boot, tail, axis=1) - 2 * noise_ss
     high = np.quantile(boot, 1.0 - tail, axis=1) - 2 * noise_ss
     scale = total if total > 0 else np.nan
-    def entry(i: int) -> dict[str, float]:
-        return {"noise": float(noise_ss[i] / scale), "beyond_noise": float((observed[i] - noise_ss[i]) / scale),
-                "low": float(low[i] / scale), "high": float(high[i] / scale)}
+
+    def entry(i: int) -> dict[str, Any]:
+        raw = np.array([observed[i] - noise_ss[i], low[i], high[i]]) / scale
+        # A share lies in [0, 1], and so does the true share beyond noise. The estimate and its
+        # percentile interval need not: a resample's sums of squares can exceed the observed total
+        # (above 100%), and subtracting the noise can go below 0. Clipping to the range the quantity
+        # can take never drops a true value from the interval, so coverage is unchanged.
+        clipped = np.clip(raw, 0.0, 1.0)
+        return {"noise": float(noise_ss[i] / scale), "beyond_noise": float(clipped[0]),
+                "low": float(clipped[1]), "high": float(clipped[2]),
+                "clipped": bool(np.any(clipped != raw)), "clipped_above": bool(np.any(raw > 1.0))}
 
     return {
         "method": "case bootstrap: cases resampled with replacement, the same draw in every universe",

@@ -26,6 +26,7 @@ def _figure(analysis, args, **options) -> None:
 
 def cmd_curve(args) -> int:
     from .. import load_run
+    from ..analysis.curve import position_words
 
     results = load_run(args.source)
     results.check_axes(args.axis)
@@ -42,7 +43,9 @@ def cmd_curve(args) -> int:
     say(f"{summary['n_universes']} universes")
     for system, s in summary["systems"].items():
         where = s.get("primary") or {}
-        primary = f"; primary {where['rate']:.3f} at percentile {where['percentile']:.0f}" if where.get("rate") is not None else ""
+        primary = (f"; primary {where['rate']:.3f}, "
+                   f"{position_words(where['position_low'], where['position_high'], s['n_universes'])}, "
+                   f"percentile {where['percentile']:.0f}") if where.get("rate") is not None else ""
         say(f"  {system}: rate {s['rate']['min']:.3f} .. {s['rate']['median']:.3f} .. {s['rate']['max']:.3f} (min .. median .. max){primary}")
     say(f"  intervals: {summary['ci']}" + (f", level {summary['level']:g}" if summary["level"] is not None else ""))
     for test in summary["tests"]:

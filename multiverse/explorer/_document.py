@@ -110,6 +110,7 @@ def explorer_document(
 
     curve = _rates(verdicts, rates, axes, ci_method, level)
     curve = curve[curve["universe_id"].isin(u_index) & curve["system"].isin(s_index)]
+    curve = _ranked(curve)
     rows, texts = _case_rows(verdicts, criteria, transcripts, universe_order, systems, cases)
     return {
         "format": FORMAT,
@@ -129,6 +130,10 @@ def explorer_document(
             "rate": _numbers(curve["rate"]),
             "low": _numbers(curve["ci_low"]),
             "high": _numbers(curve["ci_high"]),
+            # The ranking analysis's own ranks (on the unrounded rates): the page's rank chart and "ranked
+            # first" split ties with them exactly as P(top) does.
+            "rank": curve["rank"].astype(int).tolist(),
+            "tied": curve["tied"].astype(int).tolist(),
         },
         "verdicts": rows.pop("_names"),
         "blocks": {"rows": pack(rows), "texts": pack(texts)},
@@ -145,6 +150,16 @@ def _rates(verdicts: pd.DataFrame, rates: pd.DataFrame | None, axes: list[str], 
     from ..analysis.curve import spec_curve
 
     return spec_curve(verdicts, axes=axes, ci=ci_method, level=level)
+
+
+def _ranked(curve: pd.DataFrame) -> pd.DataFrame:
+    """The rate rows with each system's rank in its universe and the size of its tie (``universe_ranks``)."""
+    from ..analysis.ranking import universe_ranks
+
+    usable = curve[np.isfinite(curve["rate"].to_numpy(dtype=float))]
+    ranked = universe_ranks(usable[["universe_id", "system", "rate"]]) if len(usable) else usable.assign(rank=0, tied=0)
+    keys = ["universe_id", "system"]
+    return curve.merge(ranked[[*keys, "rank", "tied"]], on=keys, how="left").fillna({"rank": 0, "tied": 0})
 
 
 def _unique(series: pd.Series) -> list[str]:

@@ -29,7 +29,7 @@ from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from multiverse.analysis.curve import indicator_matrix
+from multiverse.analysis.curve import indicator_matrix, position_words, tied_positions
 from multiverse.errors import InputError
 from multiverse.plots.literal import literal
 from multiverse.plots.panels import fit_panels
@@ -84,7 +84,7 @@ def _one_system(curve: pd.DataFrame, system: str | None) -> pd.DataFrame:
 
 
 def _check_columns(curve: pd.DataFrame, columns: _Columns, axes: Sequence[str]) -> None:
-    need = ["universe_id", "rank", columns.value, columns.low, columns.high, *axes]
+    need = ["universe_id", "position", columns.value, columns.low, columns.high, *axes]
     missing = [c for c in need if c not in curve.columns]
     if missing:
         raise InputError(f"curve: {', '.join(missing)}: expected column(s) to be present")
@@ -95,12 +95,12 @@ def _check_columns(curve: pd.DataFrame, columns: _Columns, axes: Sequence[str]) 
 def _check_band(band: pd.DataFrame | None, n: int) -> None:
     if band is None:
         return
-    missing = [c for c in ("rank", "low", "median", "high") if c not in band.columns]
+    missing = [c for c in ("position", "low", "median", "high") if c not in band.columns]
     if missing:
         raise InputError(f"null_band: {', '.join(missing)}: expected JointTest.band columns")
     if len(band) != n:
         raise InputError(
-            f"null_band: rank: expected {n} rows (one per universe of the curve), got {len(band)}"
+            f"null_band: position: expected {n} rows (one per universe of the curve), got {len(band)}"
         )
 
 
@@ -123,17 +123,17 @@ def _draw_curve(
     ``compact`` (small multiples) puts the primary's label on two lines, to
     fit a narrow panel.
     """
-    x = frame["rank"].to_numpy()
+    x = frame["position"].to_numpy()
     y = frame[columns.value].to_numpy()
     low, high = frame[columns.low].to_numpy(), frame[columns.high].to_numpy()
     n = len(frame)
     if band is not None:
-        b = band.sort_values("rank")
+        b = band.sort_values("position")
         ax.fill_between(
-            b["rank"], b["low"], b["high"], color=_BAND, alpha=0.28, lw=0, step="mid",
+            b["position"], b["low"], b["high"], color=_BAND, alpha=0.28, lw=0, step="mid",
             label="expected under the null", zorder=1,
         )
-        ax.plot(b["rank"], b["median"], color=_BAND, lw=1, ls="--", drawstyle="steps-mid",
+        ax.plot(b["position"], b["median"], color=_BAND, lw=1, ls="--", drawstyle="steps-mid",
                 zorder=1)
     if reference is not None:
         ax.axhline(reference, color="0.25", lw=0.8, ls=":", zorder=1,
@@ -150,7 +150,7 @@ def _draw_curve(
     primary = frame[frame["is_primary"]] if "is_primary" in frame.columns else frame.iloc[:0]
     if not primary.empty:
         row = primary.iloc[0]
-        px, py = float(row["rank"]), float(row[columns.value])
+        px, py = float(row["position"]), float(row[columns.value])
         ax.errorbar(
             # Clipped: a Wilson bound can sit a rounding error inside a rate of 0 or 1.
             [px], [py], yerr=np.clip([[py - row[columns.low]], [row[columns.high] - py]], 0, None),
@@ -161,7 +161,8 @@ def _draw_curve(
         ax.axvline(px, color=_PRIMARY, lw=0.8, alpha=0.5, zorder=0)
         interval = f"[{row[columns.low]:.2f}, {row[columns.high]:.2f}]"
         # Position from the lowest, spelled out: "rank" means 1 = highest elsewhere (ranking).
-        where = f"{_ordinal(int(row['rank']))} lowest of {n}"
+        # Universes that share the primary's value share its position: the label names the range.
+        where = position_words(*tied_positions(y.astype(float), py), n)
         text = f"primary {py:.2f} {interval}" + ("\n" if compact else " \u00b7 ") + where
         # Above the plotting area, beside the top of the primary's guide line and on the roomier
         # side: the points live inside the area, so the label can never cover one.
@@ -176,11 +177,6 @@ def _draw_curve(
     ax.set_axisbelow(True)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
-
-
-def _ordinal(k: int) -> str:
-    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
-    return f"{k}{suffix}"
 
 
 def _title_pad(compact: bool) -> float:
@@ -224,7 +220,7 @@ def _draw_indicators(ax, frame: pd.DataFrame, axes: Sequence[str], labels: bool,
         spans.append((axis, start, y - 1))
         y += 0.6
     ys = np.asarray(rows)
-    primary = frame.sort_values("rank")["is_primary"].to_numpy() \
+    primary = frame.sort_values("position")["is_primary"].to_numpy() \
         if "is_primary" in frame.columns else np.zeros(n, bool)
     for k, (_axis, top, bottom) in enumerate(spans):
         if k % 2 == 0:
@@ -299,8 +295,8 @@ def _panel_pair(fig: Figure, spec, n_ind_rows: int):
     return ax_curve, ax_ind
 
 
-def _rank_ticks(ax, n: int, nbins: int) -> None:
-    # A tick per universe while they fit; past that a few round ranks, never
+def _position_ticks(ax, n: int, nbins: int) -> None:
+    # A tick per universe while they fit; past that a few round positions, never
     # per-universe labels.
     if n <= 2 * nbins:
         ax.set_xticks(np.arange(1, n + 1))
@@ -315,7 +311,7 @@ def _n_option_rows(frame: pd.DataFrame, axes: Sequence[str]) -> int:
 def _single(curve, axes, columns, null_band, reference, title, fig, options) -> Figure:
     axes = [axes] if isinstance(axes, str) else list(axes)
     _check_columns(curve, columns, axes)
-    frame = _in_declared_order(curve.sort_values("rank", kind="stable"), axes, options)
+    frame = _in_declared_order(curve.sort_values("position", kind="stable"), axes, options)
     _check_band(null_band, len(frame))
     n_rows = _n_option_rows(frame, axes)
     top_h, bottom_h = _layout(n_rows)
@@ -325,7 +321,7 @@ def _single(curve, axes, columns, null_band, reference, title, fig, options) -> 
     _set_ylim(ax_curve, [frame], columns, [null_band], reference)
     _draw_curve(ax_curve, frame, columns, null_band, reference, legend=True)
     _draw_indicators(ax_ind, frame, axes, labels=True, groups=True)
-    _rank_ticks(ax_ind, len(frame), nbins=10)
+    _position_ticks(ax_ind, len(frame), nbins=10)
     ax_ind.set_xlabel(f"{columns.xlabel} (n = {len(frame)})")
     ax_curve.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     ax_curve.set_title(literal(title) if title else "", loc="left", fontsize=11, pad=_title_pad(False))
@@ -403,7 +399,7 @@ def plot_curves(
     if "system" not in curve.columns:
         raise InputError("curve: system: expected a spec_curve() table")
     names = list(systems) if systems is not None else list(dict.fromkeys(curve["system"]))
-    frames = [_in_declared_order(_one_system(curve, name).sort_values("rank", kind="stable"), axes, options)
+    frames = [_in_declared_order(_one_system(curve, name).sort_values("position", kind="stable"), axes, options)
               for name in names]
     bands = [(null_bands or {}).get(name) for name in names]
     for frame, band in zip(frames, bands):
@@ -425,7 +421,7 @@ def plot_curves(
         _draw_curve(ax_curve, frame, _RATE, band, reference, legend=(i == 0), compact=True)
         _draw_indicators(ax_ind, frame, axes, labels=(c == 0),
                          groups=(c == ncols - 1 or i == len(names) - 1))
-        _rank_ticks(ax_ind, len(frame), nbins=5)
+        _position_ticks(ax_ind, len(frame), nbins=5)
         ax_ind.set_xlabel(f"lowest to highest rate (n = {len(frame)})", fontsize=9)
         ax_curve.set_title(literal(name), loc="left", fontsize=10, pad=_title_pad(True))
         if c:

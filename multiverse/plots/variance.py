@@ -27,6 +27,10 @@ _STYLE = {
 }
 
 
+# Points between the end of a bar (or its noise tick) and its value label: half the tick's width and a gap.
+_LABEL_GAP = 6.0
+
+
 def plot_variance(
     terms: pd.DataFrame,
     *,
@@ -46,12 +50,16 @@ def plot_variance(
     if ax is None:
         ax = Figure(figsize=(7.5, max(2.6, 0.38 * len(rows) + 1.5)), layout="constrained").add_subplot()
     positions = range(len(rows))
-    for y, (_name, value, what) in zip(positions, rows[[term, share, kind]].itertuples(index=False)):
+    noisy = "noise" in rows and rows["noise"].notna().any()
+    floors = rows["noise"].fillna(0.0).to_numpy(float) if noisy else [0.0] * len(rows)
+    for y, (_name, value, what), floor in zip(positions, rows[[term, share, kind]].itertuples(index=False), floors):
         colour, hatch, _ = _STYLE.get(what, _STYLE["residual"])
         ax.barh(y, value, color=colour, hatch=hatch, edgecolor="white" if not hatch else "#8a4a1a",
                 linewidth=0.6, height=0.7)
-        ax.text(value + 0.005, y, f"{value:.1%}", va="center", fontsize=8)
-    noisy = "noise" in rows and rows["noise"].notna().any()
+        # Past the bar and past its noise tick (which may lie beyond a small bar), a few points clear of
+        # both at any scale, so the number never sits on the tick.
+        ax.annotate(f"{value:.1%}", xy=(max(value, floor), y), xytext=(_LABEL_GAP, 0), textcoords="offset points",
+                    va="center", fontsize=8)
     if noisy:
         ax.scatter(rows["noise"].to_numpy(float), list(positions), marker="|", s=160, color="black",
                    linewidths=1.6, zorder=3, label="sampling-noise floor")

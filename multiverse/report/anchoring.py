@@ -67,7 +67,7 @@ def _curve(run: _Run, human, level: str) -> str:
     rows = [[system, s["judge_rate"]["min"], s["judge_rate"]["max"], s["rate"]["min"], s["rate"]["max"]]
             for system, s in analysis.document["systems"].items()]
     return ("<h3>The corrected curve</h3>"
-            + _figure(figure, "Specification curves, judge alone and anchored to people", caption)
+            + _figure(figure, "Specification curves, judge alone and anchored to people", caption, simulated=run.tables.simulated)
             + _table(["system", "judge: lowest", "judge: highest", "anchored: lowest", "anchored: highest"], rows))
 
 

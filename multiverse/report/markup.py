@@ -84,7 +84,12 @@ def _png(figure) -> tuple[str, int, int]:
     return base64.b64encode(data).decode("ascii"), round(width * scale), round(height * scale)
 
 
-def _figure(figure, alt: str, caption: str) -> str:
+def _figure(figure, alt: str, caption: str, *, simulated: bool) -> str:
+    """The figure as an inline PNG with its caption; ``simulated`` (required: every caller decides) stamps it."""
+    if simulated:
+        from ..plots.stamp import stamp_simulated
+
+        stamp_simulated(figure)
     encoded, width, height = _png(figure)
     return (f'<figure><img src="data:image/png;base64,{encoded}" width="{width}" height="{height}" '
             f'alt="{_e(alt)}"><figcaption><b>How to read this.</b> {caption}</figcaption></figure>')

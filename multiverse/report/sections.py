@@ -74,7 +74,8 @@ def _curves(run: _Run) -> str:
     caption = (
         f"One panel per system. Each dot is one universe's compliance rate with its {_interval_name(run.curve)}, sorted "
         "from lowest to highest; the red diamond is the primary universe, and its label gives its rate, its "
-        "interval and its position counted from the lowest rate. The grid underneath shows which option of each "
+        "interval and its position counted from the lowest rate (the range of positions it shares when other "
+        "universes have the same rate, e.g. 7th–24th lowest of 24). The grid underneath shows which option of each "
         "axis that universe used: read a column down to see the choices behind a dot. "
         + _band_sentence(run) +
         " A flat curve means the measurement choices barely matter; a steep one means the reported rate depends "
@@ -82,11 +83,11 @@ def _curves(run: _Run) -> str:
     )
     alt = f"Specification curves of {n} systems over {run.universes.shape[0]} universes"
     if not run.tests:
-        return _figure(figure, alt, caption)
+        return _figure(figure, alt, caption, simulated=run.tables.simulated)
     all_tests = [(t, run.threshold is None) for t in tests.values()]
     if run.difference_test is not None:
         all_tests.append((run.difference_test, False))
-    return (_figure(figure, alt, caption) + "<h3>Joint tests</h3>" + _joint_table(all_tests)
+    return (_figure(figure, alt, caption, simulated=run.tables.simulated) + "<h3>Joint tests</h3>" + _joint_table(all_tests)
             + _notes(skipped))
 
 
@@ -166,7 +167,7 @@ def _difference(run: _Run) -> str:
         f"line means {_e(a)} is more compliant. {band}"
         f"{_e(a)} is ahead in {share:.0%} of the universes."
     )
-    return _figure(figure, f"Difference curve of {a} minus {b} over {len(frame)} universes", caption)
+    return _figure(figure, f"Difference curve of {a} minus {b} over {len(frame)} universes", caption, simulated=run.tables.simulated)
 
 
 def _ranking(run: _Run) -> str:
@@ -181,9 +182,10 @@ def _ranking(run: _Run) -> str:
     caption = (
         f"Top: each system's rank (1 = highest compliance rate) in every universe. {order} Lines "
         "that cross mark universes where the ranking changes. Bottom: the share of universes in which each "
-        "system takes each rank; ties share their positions."
+        "system takes each rank; ties share their positions (two systems tied for first get half a universe "
+        "each), as P(top) below and the page's \"ranked first\" do."
     )
-    out = _figure(figure, f"Rank of {len(result['systems'])} systems across {result['universes']} universes", caption)
+    out = _figure(figure, f"Rank of {len(result['systems'])} systems across {result['universes']} universes", caption, simulated=run.tables.simulated)
     w = result["kendall_w"]
     tau = result["kendall_tau"]
     from ..analysis.rank_uncertainty import separability
@@ -267,7 +269,7 @@ def _variance(run: _Run) -> str:
         "interactions among axes and noise. A black tick, where drawn, is the share that sampling noise alone "
         "would give a term: a bar that barely passes its tick is not distinguishable from noise."
     )
-    return (_figure(analysis.figure(), "Share of the variance in rates explained by each axis, system and interaction", caption)
+    return (_figure(analysis.figure(), "Share of the variance in rates explained by each axis, system and interaction", caption, simulated=run.tables.simulated)
             + "<p>In plain words:</p>" + _list(result["summary"]) + _notes(result["notes"]))
 
 
@@ -298,7 +300,7 @@ def _agreement(run: _Run) -> str:
             "Gwet's AC1 (right) does not. Read both, and the bias column below: a judge that agrees often but "
             "leans one way still moves the rates."
         )
-        parts.append(_figure(figure, f"Agreement heatmaps between the options of {axis}", caption))
+        parts.append(_figure(figure, f"Agreement heatmaps between the options of {axis}", caption, simulated=run.tables.simulated))
         rows = [[p["a"], p["b"], p["n"], p["percent"], p["cohen_kappa"], p["gwet_ac1"], p["bias"]]
                 for p in result["pairs"]]
         parts.append(_table(["option a", "option b", "paired units", "percent agreement", "Cohen's kappa",
@@ -341,7 +343,7 @@ def _factors(run: _Run) -> str:
     table = _table(["factor", "level", "system", "n", "compliant", "rate", "CI low", "CI high"],
                    [[r.factor, r.level, r.system, int(r.n), int(r.n_compliant), float(r.rate), float(r.ci_low),
                      float(r.ci_high)] for r in rows.itertuples(index=False)])
-    return (_figure(figure, "Compliance rates by design factor level for each system in the primary universe", caption)
+    return (_figure(figure, "Compliance rates by design factor level for each system in the primary universe", caption, simulated=run.tables.simulated)
             + _collapsed("The numbers", table))
 
 

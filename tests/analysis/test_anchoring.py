@@ -277,7 +277,7 @@ def test_anchored_curve_draws_beside_the_raw_one(rng):
     assert len(curve) == len(raw) == 8 and curve["is_primary"].sum() == 2
     for frame in (curve, raw):
         for _, part in frame.groupby("system"):
-            assert part["rank"].tolist() == list(range(1, len(part) + 1))
+            assert part["position"].tolist() == list(range(1, len(part) + 1))
             assert part["rate"].is_monotonic_increasing
     assert (curve["n"] == 20).all() and (raw["n"] == 60).all()
     assert set(curve["rate"]) == set(calibration.rates["rate"]) and set(raw["rate"]) == set(calibration.rates["judge_rate"])
@@ -293,7 +293,7 @@ def test_anchored_curve_draws_beside_the_raw_one(rng):
     assert list(dict.fromkeys(paired["system"])) == ["atlas · judge alone", "atlas · anchored to people",
                                                       "beacon · judge alone", "beacon · anchored to people"]
     left = paired[paired["system"] == "atlas · judge alone"]
-    assert left["rank"].tolist() == [1, 2, 3, 4] and left["rate"].is_monotonic_increasing
+    assert left["position"].tolist() == [1, 2, 3, 4] and left["rate"].is_monotonic_increasing
     assert (left["ci_low"] < left["rate"]).all()  # the judge's own intervals
     fig = plot_curves(paired, axes=["judge", "user"], col_wrap=2)
     assert sum(1 for ax in fig.axes if ax.get_title(loc="left")) == 4

@@ -72,7 +72,7 @@ def expected_curve(verdicts: pd.DataFrame, axes: list[str], primary=None) -> pd.
     low, high = modified_wilson(frame["rate"] * n_eff, n_eff)
     frame["ci_low"], frame["ci_high"] = np.asarray(low), np.asarray(high)
     frame = frame.sort_values(["system", "rate", "universe_id"], ignore_index=True)
-    frame["rank"] = frame.groupby("system").cumcount() + 1
+    frame["position"] = frame.groupby("system").cumcount() + 1
     frame["is_primary"] = frame["universe_id"] == primary
     return frame
 
@@ -81,7 +81,7 @@ def test_spec_curve_matches_plain_pandas(verdicts):
     axes = list(AXES)
     curve = spec_curve(verdicts, axes=axes, primary="u003")
     assert_frame_equal(curve, expected_curve(verdicts, axes, "u003"), check_dtype=False)
-    assert curve["rank"].dtype == np.int64
+    assert curve["position"].dtype == np.int64
     assert curve.attrs["level"] == 0.95
     assert curve.attrs["ci"] == "wilson"
 
@@ -229,7 +229,7 @@ def test_difference_curve_matches_plain_pandas(verdicts):
     np.testing.assert_allclose(got["ci_high"] - got["difference"], half)
     np.testing.assert_allclose(got["z"], expected["difference"] / expected["se"])
     assert curve["difference"].is_monotonic_increasing
-    assert curve["rank"].tolist() == list(range(1, 9))
+    assert curve["position"].tolist() == list(range(1, 9))
     assert curve.loc[curve["is_primary"], "universe_id"].tolist() == ["u001"]
 
 
@@ -256,7 +256,7 @@ def test_indicator_matrix(verdicts):
         ("judge", "j1"), ("judge", "j2"), ("evidence", "lenient"), ("evidence", "strict"),
         ("scoring", "all"), ("scoring", "imperm"),
     ]
-    assert list(matrix.columns) == curve.sort_values("rank")["universe_id"].tolist()
+    assert list(matrix.columns) == curve.sort_values("position")["universe_id"].tolist()
     assert matrix.dtypes.eq(bool).all()
     # Exactly one option per axis is on in every universe.
     assert (matrix.groupby(level="axis").sum() == 1).all().all()
@@ -284,9 +284,10 @@ def test_curve_summary_is_json(verdicts):
         {"min": rates.min(), "median": rates.median(), "max": rates.max()})
     primary = curve[(curve["system"] == "A") & curve["is_primary"]].iloc[0]
     assert a["primary"]["rate"] == pytest.approx(primary["rate"])
-    assert a["primary"]["position"] == primary["rank"] and "rank" not in a["primary"]
+    assert a["primary"]["position"] == primary["position"] and "rank" not in a["primary"]
     assert a["primary"]["percentile"] == pytest.approx(
         stats.percentileofscore(rates, primary["rate"], kind="mean"))
+    assert a["primary"]["position_low"] <= a["primary"]["position"] <= a["primary"]["position_high"]
     rate_test, diff_test = summary["tests"]
     assert rate_test["kind"] == "rate" and diff_test["kind"] == "difference"
     assert set(rate_test["statistics"]) == set(STATISTICS)
@@ -408,7 +409,7 @@ def test_band_is_percentiles_of_sorted_null_curves():
     expected = np.percentile(curves, [25, 50, 75], axis=0)
     np.testing.assert_allclose(test.band[["low", "median", "high"]].to_numpy().T, expected,
                                atol=1e-7)
-    assert test.band["rank"].tolist() == [1, 2, 3]
+    assert test.band["position"].tolist() == [1, 2, 3]
 
 
 def test_universes_are_resampled_together():
@@ -568,6 +569,51 @@ def test_plot_rejects_mismatched_input(verdicts):
     curve = spec_curve(verdicts, axes=list(AXES))
     with pytest.raises(InputError, match="system"):
         plot_curve(curve, axes=list(AXES))
-    band = pd.DataFrame({"rank": [1, 2], "low": [0, 0], "median": [0, 0], "high": [1, 1]})
+    band = pd.DataFrame({"position": [1, 2], "low": [0, 0], "median": [0, 0], "high": [1, 1]})
     with pytest.raises(InputError, match="null_band"):
         plot_curve(curve, axes=list(AXES), system="A", null_band=band)
+
+
+def _tied_curve(rates: list[float], primary: int) -> pd.DataFrame:
+    """A one-system curve frame with these rates (universe ids u00, u01, ...), the primary at ``primary``."""
+    ids = [f"u{i:02d}" for i in range(len(rates))]
+    frame = pd.DataFrame({"universe_id": ids, "system": "A", "rate": rates, "ci_low": 0.0, "ci_high": 1.0})
+    frame = frame.sort_values(["rate", "universe_id"], kind="stable", ignore_index=True)
+    frame["position"] = np.arange(1, len(frame) + 1)
+    frame["is_primary"] = frame["universe_id"] == ids[primary]
+    return frame
+
+
+def test_position_and_percentile_agree_under_ties():
+    """The issue's case: 24 universes, 18 of them at the primary's rate. The position drawn from the
+    universe ids (13) alone would contradict a mid-rank percentile of 62.5; the tied range does not."""
+    from multiverse.analysis.curve import position_words
+
+    rates = [0.5 + 0.01 * i for i in range(6)] + [0.95] * 18
+    # the primary is the 7th of the tied universes by id, so its drawn position is 13
+    frame = _tied_curve(rates, primary=12)
+    entry = curve_summary(frame)["systems"]["A"]["primary"]
+    assert entry["position"] == 13
+    assert (entry["position_low"], entry["position_high"]) == (7, 24)
+    assert entry["percentile"] == pytest.approx(62.5)
+    assert entry["percentile"] == pytest.approx(stats.percentileofscore(rates, 0.95, kind="mean"))
+    assert position_words(entry["position_low"], entry["position_high"], 24) == "7th–24th lowest of 24 (18 tied)"
+    assert position_words(21, 21, 24) == "21st lowest of 24"
+    assert position_words(12, 12, 112) == "12th lowest of 112"
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_every_universe_as_primary_gets_a_range_that_holds_its_position_and_percentile(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    rates = (rng.integers(0, 4, n) / 4).tolist()  # few distinct values: ties everywhere
+    for primary in range(n):
+        frame = _tied_curve(rates, primary)
+        entry = curve_summary(frame)["systems"]["A"]["primary"]
+        value = rates[primary]
+        low, high = entry["position_low"], entry["position_high"]
+        assert low <= entry["position"] <= high
+        assert high - low + 1 == rates.count(value)
+        assert low - 1 == sum(r < value for r in rates)
+        assert entry["percentile"] == pytest.approx(stats.percentileofscore(rates, value, kind="mean"))
+        assert entry["percentile"] == pytest.approx(100 * ((low + high) / 2 - 0.5) / n)

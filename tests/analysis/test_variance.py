@@ -305,6 +305,42 @@ def test_a_real_axis_effect_is_beyond_noise():
     assert b["low"] <= 0 <= b["high"]
 
 
+def _strong_axis_few_cases(seed: int) -> pd.DataFrame:
+    """Axis A moves every rate by 0.4 and only 12 cases back each rate: resamples often spread the rates more
+    than the observed ones, so the raw interval of A's share reaches past 100%."""
+    rng = np.random.default_rng(seed)
+    rows = [{"A": a, "B": b, "system": s, "case_id": c, "compliant": bool(rng.random() < p + shift)}
+            for a, p in (("a0", 0.3), ("a1", 0.7)) for b in ("b0", "b1") for s, shift in (("s0", 0), ("s1", 0.05))
+            for c in range(12)]
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_shares_beyond_noise_and_their_intervals_stay_within_0_and_100_percent(seed):
+    result = variance(_strong_axis_few_cases(seed), axes=["A", "B"], resamples=200, seed=seed)
+    rows = result["terms"] + result["by_axis"]
+    for row in rows:
+        assert 0.0 <= row["low"] <= row["high"] <= 1.0, row
+        assert 0.0 <= row["beyond_noise"] <= 1.0 and "clipped_above" not in row
+    a = next(t for t in result["terms"] if t["term"] == "A")
+    # A's share is most of the variance, on 12 cases: resampled rates spread wider than the observed ones
+    assert a["high"] == 1.0 and a["clipped"] and a["low"] > 0
+    note = next(n for n in result["notes"] if "reached past 100%" in n)
+    assert "term A" in note and "term B" not in note
+    assert "[" in result["summary"][0] and "100.0%]" in result["summary"][0]
+
+
+def test_an_interval_inside_0_and_100_percent_is_not_clipped_or_noted():
+    result = variance(_noisy_world(np.random.default_rng(1), 1.2), axes=["A", "B"], resamples=100)
+    a = next(t for t in result["terms"] if t["term"] == "A")
+    assert 0 < a["low"] < a["high"] < 1 and not a["clipped"]
+    assert not any("term A" in n for n in result["notes"])
+    # A with A x system is most of the variance: its interval is the one that reached 100% and says so
+    axis_a = next(r for r in result["by_axis"] if r["axis"] == "A")
+    assert axis_a["clipped"] == axis_a["high"] == 1.0
+    assert any("axis A (main effect and interaction together) reached past 100%" in n for n in result["notes"])
+
+
 def test_cli_prints_every_note_and_marks_few_residual_df(tmp_path, capsys):
     from multiverse.cli import main
 

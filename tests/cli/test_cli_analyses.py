@@ -90,3 +90,28 @@ def test_a_bare_table_tells_axes_from_design_factors(run_dir):
     assert {"judge", "evidence"} <= set(tables.axes) and "behavior" not in tables.axes
     assert "behavior" in tables.factors
     assert tables.verdicts["universe_id"].nunique() == 4
+
+
+def test_curve_text_names_the_positions_a_tied_primary_shares(tmp_path):
+    """Five of six universes at the primary's rate: the text says the range, and its percentile is the range's
+    midpoint (issue 25: "13th lowest of 24" beside percentile 62.5)."""
+    import itertools
+
+    import pandas as pd
+
+    import multiverse as mv
+
+    rows = [{"judge": j, "prompt": p, "system": "atlas", "case_id": f"c{c}",
+             "compliant": c < (2 if (j, p) == ("j2", "terse") else 6)}
+            for j, p in itertools.product(["j1", "j2"], ["plain", "strict", "terse"]) for c in range(8)]
+    table = tmp_path / "tied.csv"
+    pd.DataFrame(rows).to_csv(table, index=False)
+    mv.import_table(table, system="system", item="case_id", label="compliant", axes=["judge", "prompt"],
+                    out_dir=tmp_path / "imp", primary={"judge": "j1", "prompt": "strict"})
+    done = run_cli(["curve", tmp_path / "imp"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "2nd–6th lowest of 6 (5 tied), percentile 58" in done.stdout
+    summary = json.loads(run_cli(["curve", tmp_path / "imp", "--json"], cwd=tmp_path).stdout)
+    primary = summary["systems"]["atlas"]["primary"]
+    assert (primary["position_low"], primary["position_high"]) == (2, 6)
+    assert primary["percentile"] == pytest.approx(100 * (4 - 0.5) / 6)

@@ -509,17 +509,18 @@ def _rank_shares(page) -> dict[tuple[str, int], float]:
 
 
 def _expected_ranks(document, universes) -> dict[tuple[str, int], float]:
-    """Share of the universes in which each system takes each rank (1 = highest rate; ties share the better rank)."""
+    """Share of the selected universes in which each system takes each rank (1 = highest rate), a tie of t
+    systems sharing its t positions 1/t each: the ranking analysis's ``rank_distribution`` of those universes."""
+    from multiverse.analysis.ranking import rank_distribution
+
     r = document["rates"]
-    frame = pd.DataFrame({"u": r["universe"], "s": r["system"], "rate": r["rate"]})
+    ids = document["universes"]["id"]
+    frame = pd.DataFrame({"universe_id": [ids[u] for u in r["universe"]], "u": r["universe"],
+                          "system": [document["systems"][s] for s in r["system"]], "rate": r["rate"]})
     frame = frame[frame["u"].isin(universes)]
-    frame["rank"] = frame.groupby("u")["rate"].rank(ascending=False, method="min").astype(int)
-    out = {}
-    for s, name in enumerate(document["systems"]):
-        mine = frame[frame["s"] == s]
-        for rank in range(1, len(document["systems"]) + 1):
-            out[(name, rank)] = float((mine["rank"] == rank).mean()) if len(mine) else 0.0
-    return out
+    shares = rank_distribution(frame, ties="split").set_index(["system", "rank"])["share"]
+    return {(name, rank): float(shares.get((name, rank), 0.0))
+            for name in document["systems"] for rank in range(1, len(document["systems"]) + 1)}
 
 
 def _assert_summary(shown, expected):
@@ -605,3 +606,196 @@ def test_a_bare_table_without_primary_transcripts_or_rationales_still_explores(t
     # without static figures, print keeps the drawn curve and the open case (verdicts included)
     page.emulate_media(media="print")
     assert page.is_visible("#curve svg") and page.is_visible("#cases button.v") and not page.is_visible("#filters")
+
+
+# --------------------------------------------------------------------------- issue 25: ties, filters, layout
+
+
+def _tied_verdicts() -> pd.DataFrame:
+    """6 universes x 3 systems x 4 cases, rates chosen so that ties of two and of three systems occur (first
+    place included), with one system unrated in one universe."""
+    import itertools
+
+    rates = {  # universe -> compliant cases (of 4) per system
+        0: (4, 4, 2), 1: (3, 3, 3), 2: (1, 2, 2), 3: (4, 1, 4), 4: (0, 0, 0), 5: (2, 3, None)}
+    rows = []
+    for u, (a, b) in enumerate(itertools.product(["a0", "a1", "a2"], ["b0", "b1"])):
+        for s, k in enumerate(rates[u]):
+            if k is None:
+                continue
+            rows += [{"A": a, "B": b, "system": f"s{s}", "case_id": f"c{c}", "compliant": c < k} for c in range(4)]
+    return pd.DataFrame(rows)
+
+
+def _ranked_first(page) -> dict[str, float]:
+    out = {}
+    for row in page.locator("#summary table").first.locator("tbody tr").all():
+        cells = row.locator("td").all_inner_texts()
+        out[cells[0]] = float(cells[5].rstrip("%")) / 100
+    return out
+
+
+@pytest.mark.browser
+def test_ranked_first_and_the_rank_chart_split_ties_as_p_top_does(tab, tmp_path):
+    """One definition on the page: a tie shares its positions, so "ranked first" is the ranking analysis's P(top)
+    (summing to 100%), under a filter too."""
+    from multiverse.analysis.ranking import ranking
+
+    verdicts = _tied_verdicts()
+    doc = explorer_document(verdicts, axes=["A", "B"], title="ties")
+    path = tmp_path / "ties.html"
+    path.write_text(render_explorer(doc), encoding="utf-8")
+    page = tab.open(path)
+    expected = ranking(verdicts, axes=["A", "B"], bootstrap=0)["p_top"]
+    shown = _ranked_first(page)
+    assert shown == pytest.approx(expected, abs=6e-4) and sum(shown.values()) == pytest.approx(1.0, abs=2e-3)
+    every = range(len(doc["universes"]["id"]))
+    chart = _rank_shares(page)
+    assert chart == pytest.approx(_expected_ranks(doc, every), abs=1e-4)
+    # under a filter: the analysis of just the universes left
+    page.uncheck('input[data-axis="A"][data-option="a0"]')
+    kept = verdicts[verdicts["A"] != "a0"]
+    expected = ranking(kept, axes=["A", "B"], bootstrap=0)["p_top"]
+    assert _ranked_first(page) == pytest.approx(expected, abs=6e-4)
+    a = [ax["name"] for ax in doc["axes"]].index("A")
+    left = [u for u in every if doc["axes"][a]["options"][doc["universes"]["options"][a][u]] != "a0"]
+    assert _rank_shares(page) == pytest.approx(_expected_ranks(doc, left), abs=1e-4)
+
+
+def test_the_document_carries_the_ranking_analysis_ranks_not_rounded_ones():
+    """Two rates that differ past the fourth decimal are not a tie, though the page shows both rounded."""
+    from multiverse.analysis.ranking import universe_ranks
+
+    verdicts = _tied_verdicts()
+    doc = explorer_document(verdicts, axes=["A", "B"])
+    r = doc["rates"]
+    ids = doc["universes"]["id"]
+    frame = pd.DataFrame({"universe_id": [ids[u] for u in r["universe"]],
+                          "system": [doc["systems"][s] for s in r["system"]], "rate": r["rate"]})
+    expected = universe_ranks(frame)
+    assert r["rank"] == expected["rank"].tolist() and r["tied"] == expected["tied"].tolist()
+    assert max(r["tied"]) == 3
+    close = pd.DataFrame({"universe_id": ["u", "u"], "system": ["x", "y"], "case_id": ["c", "c"],
+                          "compliant": [True, True]})
+    rates = pd.DataFrame({"universe_id": ["u", "u"], "system": ["x", "y"], "n": [30000, 30000],
+                          "n_compliant": [10000, 10000], "rate": [1 / 3, 1 / 3 + 1e-6], "ci_low": 0.3,
+                          "ci_high": 0.4})
+    doc = explorer_document(close, rates=rates, axes=[])
+    assert doc["rates"]["rate"][0] == doc["rates"]["rate"][1]  # the same on screen
+    assert doc["rates"]["rank"] == [2, 1] and doc["rates"]["tied"] == [1, 1]  # not tied
+
+
+@pytest.mark.browser
+def test_a_filter_that_leaves_out_the_open_universe_closes_it(tab, page_file, document):
+    judge = [a["name"] for a in document["axes"]].index("judge")
+    b = document["axes"][judge]["options"].index("judge_b")
+    universe = next(u for i, u in enumerate(document["universes"]["id"]) if document["universes"]["options"][judge][i] == b)
+    case, system = document["cases"]["id"][0], document["systems"][0]
+    page = tab.open(page_file, f"#u={universe}&case={case}&sys={system}&cmp=s&a={document['systems'][0]}&b={document['systems'][1]}")
+    page.wait_for_selector("body[data-case-open]")
+    page.uncheck('input[data-axis="judge"][data-option="judge_b"]')
+    assert page.get_attribute("body", "data-universe-open") is None
+    assert page.get_attribute("body", "data-case-open") is None
+    assert universe not in page.inner_text("#universe h2") and "left out by the filter" in page.inner_text("#universe")
+    assert "u=" not in page.url and "case=" not in page.url and "cmp=s" not in page.url
+    assert page.locator("#cmp-out tr").count() == 0
+    # a universe the filter keeps stays open
+    kept = next(u for i, u in enumerate(document["universes"]["id"]) if document["universes"]["options"][judge][i] != b)
+    page.click(f'circle.pt[data-universe="{kept}"]' + f'[data-system="{system}"]')
+    page.wait_for_selector(f'body[data-universe-open="{kept}"]')
+    page.uncheck('input[data-axis="judge"][data-option="judge_a"]')
+    assert page.get_attribute("body", "data-universe-open") is None
+    page.check('input[data-axis="judge"][data-option="judge_a"]')
+    page.click(f'circle.pt[data-universe="{kept}"]' + f'[data-system="{system}"]')
+    page.check('input[data-axis="judge"][data-option="judge_b"]')
+    assert page.get_attribute("body", "data-universe-open") == kept
+    # a shared link that names an excluded universe opens none
+    page.goto(page_file.resolve().as_uri() + f"#x=judge%3Djudge_b&u={universe}")
+    page.wait_for_selector("body[data-curve-drawn]")
+    assert page.get_attribute("body", "data-universe-open") is None
+
+
+def _in_view(page, selector: str) -> bool:
+    return page.evaluate(f"""(() => {{ const r = document.querySelector({json.dumps(selector)}).getBoundingClientRect();
+        return r.top >= -1 && r.top < window.innerHeight; }})()""")
+
+
+@pytest.mark.browser
+def test_compare_scrolls_to_its_result(tab, page_file, document):
+    tab.page.set_viewport_size({"width": 1280, "height": 400})
+    page = tab.open(page_file)
+    page.locator("circle.pt").nth(2).click()
+    page.wait_for_selector("body[data-universe-open]")
+    assert not _in_view(page, "#compare")
+    page.click("#compare-primary")
+    page.wait_for_selector("body[data-compare]")
+    assert _in_view(page, "#cmp-count")
+    # from the top of the page the compare button brings its result into view too (clicked as a script
+    # would, so the browser does not scroll to the button first)
+    page.evaluate("window.scrollTo(0, 0); document.body.removeAttribute('data-compare')")
+    assert not _in_view(page, "#compare")
+    page.evaluate("document.querySelector('#cmp-go').click()")
+    page.wait_for_selector("body[data-compare]")
+    assert _in_view(page, "#cmp-count")
+    # a page opened on a link that names a comparison stays at the top, on the curve
+    page.goto("about:blank")
+    ids = document["universes"]["id"]
+    page.goto(page_file.resolve().as_uri() + f"#cmp=u&a={ids[0]}&b={ids[1]}")
+    page.wait_for_selector("body[data-compare]")
+    assert page.evaluate("window.scrollY") == 0
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", [1400, 1000])
+def test_every_judgment_card_is_fully_on_screen(tab, page_file, tiny_run, document, width):
+    from multiverse.tables import load_run
+
+    v = load_run(tiny_run).verdicts
+    row = v.sort_values(["universe_id", "case_id"]).iloc[0]
+    judgments = v.loc[v["transcript_key"] == row["transcript_key"], "judgment_key"].nunique()
+    assert judgments == 4
+    tab.page.set_viewport_size({"width": width, "height": 900})
+    page = tab.open(page_file, f"#u={row['universe_id']}&case={row['case_id']}&sys={row['system']}")
+    page.wait_for_selector("body[data-case-open]")
+    boxes = [c.bounding_box() for c in page.locator("#case-detail .judge").all()]
+    grid = page.locator("#case-detail .judges").bounding_box()
+    inner = page.evaluate("document.documentElement.clientWidth")
+    assert len(boxes) == 4
+    for box in boxes:
+        assert box["x"] >= grid["x"] - 0.5 and box["x"] + box["width"] <= grid["x"] + grid["width"] + 0.5
+        assert box["x"] + box["width"] <= inner and box["width"] >= 200
+    assert page.evaluate("(() => { const g = document.querySelector('#case-detail .judges'); "
+                         "return g.scrollWidth <= g.clientWidth; })()")
+    if width >= 1400:  # wide enough: all four side by side, in one row
+        assert len({round(b["y"]) for b in boxes}) == 1
+
+
+def _overlaps(a, b) -> bool:
+    return a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"] and a["y"] < b["y"] + b["height"] \
+        and b["y"] < a["y"] + a["height"]
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("where", ["left", "right"])
+def test_the_primary_label_never_sits_on_a_point_at_100_percent(tab, document, tmp_path, where):
+    doc = json.loads(json.dumps(document))
+    r = doc["rates"]
+    # every rate at 100%, the primary's lowest (left end of the curve) or highest by id order (right end)
+    primary = doc["primary"]
+    r["rate"] = [1.0] * len(r["rate"])
+    r["low"] = [0.8] * len(r["rate"])
+    r["high"] = [1.0] * len(r["rate"])
+    if where == "right":
+        r["rate"] = [0.999 if u == primary else 0.9 for u in r["universe"]]
+    path = tmp_path / f"full_{where}.html"
+    path.write_text(render_explorer(doc), encoding="utf-8")
+    page = tab.open(path)
+    label = page.locator("#curve text.primary-label")
+    assert label.count() == 1
+    box = label.bounding_box()
+    chart = page.locator("#curve svg").bounding_box()
+    assert chart["x"] <= box["x"] and box["x"] + box["width"] <= chart["x"] + chart["width"]
+    points = [c.bounding_box() for c in page.locator("circle.pt").all()]
+    assert points and not any(_overlaps(box, p) for p in points)
+    line = page.locator("#curve line.primary").bounding_box()
+    assert abs((line["x"]) - (box["x"] + box["width"] if where == "right" else box["x"])) < 6

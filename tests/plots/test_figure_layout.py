@@ -106,7 +106,7 @@ def test_small_multiples_have_panels_of_one_width(n_systems, col_wrap):
 
 
 def _points_px(ax, frame, value="rate") -> np.ndarray:
-    return ax.transData.transform(np.column_stack([frame["rank"], frame[value]]).astype(float))
+    return ax.transData.transform(np.column_stack([frame["position"], frame[value]]).astype(float))
 
 
 @pytest.mark.parametrize("n_universes_axes,primary_at", [
@@ -119,7 +119,7 @@ def test_primary_label_covers_no_point(n_universes_axes, primary_at):
 
     v = _verdicts(["atlas", "beacon"], axes=n_universes_axes, n_cases=40)
     curve = spec_curve(v, axes=list(n_universes_axes))
-    ordered = curve[curve["system"] == "atlas"].sort_values("rank")["universe_id"].tolist()
+    ordered = curve[curve["system"] == "atlas"].sort_values("position")["universe_id"].tolist()
     primary = {"first": ordered[0], "middle": ordered[len(ordered) // 2], "last": ordered[-1]}[primary_at]
     curve = spec_curve(v, axes=list(n_universes_axes), primary=primary)
     fig = plot_curves(curve, axes=list(n_universes_axes))
@@ -148,10 +148,32 @@ def test_primary_label_says_position_from_lowest_not_rank():
     fig = plot_curve(curve, axes=list(OPTIONS))
     text = next(t.get_text() for t in fig.axes[0].texts if t.get_text().startswith("primary"))
     assert "rank" not in text
-    position = int(row["rank"])
-    suffix = {1: "st", 2: "nd", 3: "rd"}.get(position % 10 if position not in (11, 12, 13) else 0, "th")
-    assert f"{position}{suffix} lowest of {len(curve)}" in text
+    rates = curve["rate"].to_numpy()
+    low, high = int((rates < row["rate"]).sum()) + 1, int((rates <= row["rate"]).sum())
+    assert low <= int(row["position"]) <= high
+
+    def ordinal(k):
+        return f"{k}" + {1: "st", 2: "nd", 3: "rd"}.get(k % 10 if k % 100 not in (11, 12, 13) else 0, "th")
+    expected = (f"{ordinal(low)} lowest of {len(curve)}" if low == high
+                else f"{ordinal(low)}–{ordinal(high)} lowest of {len(curve)} ({high - low + 1} tied)")
+    assert expected in text
     assert "lowest to highest" in fig.axes[1].get_xlabel()
+
+
+def test_a_primary_tied_with_other_universes_is_labelled_with_the_range_they_share():
+    from multiverse.plots.curve import plot_curve
+
+    v = _verdicts(["atlas"], n_cases=30)
+    curve = spec_curve(v, axes=list(OPTIONS), primary="u001")
+    primary = curve[curve["is_primary"]].iloc[0]
+    # every universe but one other at the primary's rate: the label must name the range they share
+    other = curve.loc[~curve["is_primary"], "universe_id"].iloc[0]
+    tied = curve.assign(rate=np.where(curve["universe_id"] == other, primary["rate"] + 0.1, primary["rate"]))
+    tied = tied.assign(ci_low=tied["rate"] * 0.9, ci_high=np.minimum(tied["rate"] * 1.1, 1.0))
+    fig = plot_curve(tied, axes=list(OPTIONS))
+    text = next(t.get_text() for t in fig.axes[0].texts if t.get_text().startswith("primary"))
+    n = len(curve)
+    assert f"1st–{n - 1}th lowest of {n} ({n - 1} tied)" in text
 
 
 def test_options_follow_the_declared_order():
@@ -204,3 +226,27 @@ def test_run_supplied_names_are_drawn_literally():
     drawn = "\n".join(shown)
     for name in NASTY[:4] + ["$f$", "b_\\axis", "p$q"]:
         assert name in drawn, name
+
+
+def test_variance_value_labels_clear_the_bar_and_its_noise_tick():
+    """A label sits past whichever ends later, its bar or its noise tick (a tick can lie beyond a small bar)."""
+    from multiverse.plots.variance import plot_variance
+
+    terms = pd.DataFrame({
+        "term": ["judge", "user", "judge:system", "system", "Residual"],
+        "kind": ["axis", "axis", "interaction", "system", "residual"],
+        "share": [0.194, 0.12, 0.002, 0.017, 0.055],
+        "noise": [0.001, 0.15, 0.004, 0.005, 0.017],
+    })
+    ax = plot_variance(terms)
+    fig = ax.figure
+    renderer = _drawn(fig)
+    labels = {t.get_text(): t.get_window_extent(renderer) for t in ax.texts}
+    ordered = terms.sort_values("share", kind="stable").reset_index(drop=True)
+    tick_half = 1.6 / 2 * fig.dpi / 72  # the tick's line width, in pixels
+    for y, row in ordered.iterrows():
+        box = labels[f"{row['share']:.1%}"]
+        bar_end = ax.transData.transform((row["share"], y))[0]
+        tick = ax.transData.transform((row["noise"], y))[0]
+        assert box.x0 > bar_end and box.x0 > tick + tick_half + 1, row["term"]
+        assert box.x1 <= ax.get_window_extent(renderer).x1 + 1  # inside the axes, not cut off

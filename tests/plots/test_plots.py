@@ -32,3 +32,28 @@ def test_factor_rates_draw_one_panel_per_factor_with_every_level_and_rate():
     assert drawn == sorted(round(float(r), 3) for r in _rates()["rate"])
     legend = panels[0].get_legend()
     assert [t.get_text() for t in legend.get_texts()] == ["atlas", "beacon"]
+
+
+def test_the_simulated_stamp_is_once_and_moves_nothing():
+    """Stamping twice stamps once; the stamp takes no part in the layout or a tight bounding box."""
+    import io
+
+    from matplotlib.figure import Figure
+
+    from multiverse.plots.stamp import STAMP, is_stamped, stamp_simulated
+
+    def png(figure) -> bytes:
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png", dpi=50, bbox_inches="tight")
+        return buffer.getvalue()
+
+    for size in ((6, 4), (12, 2.5), (3, 8)):
+        plain, stamped = (Figure(figsize=size, layout="constrained") for _ in range(2))
+        for figure in (plain, stamped):
+            figure.add_subplot().plot([0, 1], [0, 1])
+        assert stamp_simulated(stamp_simulated(stamped)) is stamped
+        assert is_stamped(stamped) and not is_stamped(plain)
+        assert [t.get_text() for t in stamped.texts] == [STAMP]
+        a, b = png(plain), png(stamped)
+        assert a[16:24] == b[16:24]  # the same width and height: nothing was pushed or grown
+        assert a != b  # and the stamp is drawn

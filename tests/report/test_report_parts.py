@@ -142,3 +142,29 @@ def test_ranking_section_says_in_words_which_systems_are_separable():
     assert "<twin-a>" not in section  # escaped
     assert "above low" in section and "ranks above low" in section
     assert "P(top), 95% interval" in page
+
+
+def test_every_figure_of_a_simulated_run_is_stamped_and_no_other_is(monkeypatch):
+    """The report's figures go through one door (markup._figure): a simulated run's all carry the stamp."""
+    from multiverse.plots.stamp import is_stamped
+    from multiverse.report import build_report_html, markup
+    from multiverse.results import Results
+    from multiverse.tables import universe_ids
+
+    rows = [{"system": s, "case_id": f"c{c}", "judge": j, "evidence": e, "behavior": ["lie", "omit"][c % 2],
+             "compliant": (c + k + len(s)) % 3 > 0}
+            for s in ("atlas", "beacon") for k, j in enumerate(("j1", "j2")) for e in ("strict", "lenient")
+            for c in range(12)]
+    verdicts = pd.DataFrame(rows)
+    verdicts["universe_id"] = universe_ids(verdicts, ["judge", "evidence"])
+    drawn: list = []
+    real = markup._png
+    monkeypatch.setattr(markup, "_png", lambda figure: (drawn.append(figure), real(figure))[1])
+    for simulated in (True, False):
+        drawn.clear()
+        results = Results(verdicts=verdicts, axes=["judge", "evidence"], factors=["behavior"],
+                          manifest={"simulated": simulated})
+        page = build_report_html(results, progress=False)
+        assert _problems(page) == []
+        assert len(drawn) >= 5  # curves, difference, ranking, variance, agreement, factors
+        assert [is_stamped(f) for f in drawn] == [simulated] * len(drawn)

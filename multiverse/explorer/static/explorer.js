@@ -214,7 +214,20 @@
   function toggle(a, o, off) {
     if (off) S.exclude[a][o] = true; else delete S.exclude[a][o];
     S.brush = null; S.focus = null;
-    buildControls(); update();
+    buildControls(); update(); closeExcluded();
+  }
+  function closeExcluded() {
+    // a universe the filter leaves out is no longer on the curve: its view (and a comparison inside it) goes too
+    if (S.universe === null || included(S.universe)) return;
+    var gone = U.id[S.universe];
+    S.universe = null; S.kase = null; S.ksys = null;
+    if (S.cmp && S.cmp.kind === 's') { S.cmp = null; drawCompare(); }
+    emptyUniverse('Universe ' + gone + ' is left out by the filter; click a point on the curve to open another.');
+    writeFragment();
+  }
+  function emptyUniverse(text) {
+    document.body.removeAttribute('data-universe-open'); document.body.removeAttribute('data-case-open');
+    clear(universeBox); add(universeBox, el('h2', null, 'Universe'), el('p', { 'class': 'note' }, text));
   }
 
   // ------------------------------------------------------------------ the specification curve
@@ -224,7 +237,8 @@
     var shown = SYS.map(function (_, s) { return s; }).filter(function (s) { return !S.hidden[s]; });
     var longest = 0;
     A.forEach(function (ax) { ax.options.forEach(function (o) { longest = Math.max(longest, ax.name.length + o.length + 2); }); });
-    var W = 960, L = Math.max(90, Math.min(280, 6.2 * longest + 14)), R = 12, top = 10, H = 260, rowH = 13;
+    // top: room above the plotting area for the primary's label, so it never sits on a point at 100%
+    var W = 960, L = Math.max(90, Math.min(280, 6.2 * longest + 14)), R = 12, top = 30, H = 260, rowH = 13;
     var rowsN = A.reduce(function (n, ax) { return n + ax.options.length; }, 0);
     var indTop = top + H + 28, nTop = indTop + rowsN * rowH + A.length * 4 + 10, nH = 44;
     var svg = sv('svg', { 'class': 'chart', viewBox: '0 0 ' + W + ' ' + (nTop + nH + 22), role: 'group',
@@ -238,7 +252,7 @@
       add(svg, sv('line', { 'class': 'grid', x1: L, x2: W - R, y1: y(v), y2: y(v) }),
           sv('text', { x: L - 6, y: y(v) + 4, 'text-anchor': 'end' }, pct(v).replace('.0', '')));
     });
-    add(svg, sv('text', { x: 4, y: top + 10 }, 'rate'), sv('line', { 'class': 'axis', x1: L, x2: W - R, y1: y(0), y2: y(0) }));
+    add(svg, sv('text', { x: 4, y: top + 4 }, 'rate'), sv('line', { 'class': 'axis', x1: L, x2: W - R, y1: y(0), y2: y(0) }));
     var bg = sv('rect', { 'class': 'bg', x: L, y: top, width: W - L - R, height: H });
     svg.appendChild(bg);
     if (S.brush) {
@@ -247,8 +261,10 @@
     }
     var pi = order.indexOf(D.primary);
     if (D.primary !== null && pi >= 0) {
-      add(svg, sv('line', { 'class': 'primary', x1: x(pi), x2: x(pi), y1: top, y2: nTop + nH }),
-          sv('text', { x: x(pi) + 3, y: top + 10 }, 'primary'));
+      var leftward = x(pi) > W - R - 60;  // near the right edge the label reads leftwards from the line
+      add(svg, sv('line', { 'class': 'primary', x1: x(pi), x2: x(pi), y1: top - 24, y2: nTop + nH }),
+          sv('text', { 'class': 'primary-label', x: x(pi) + (leftward ? -3 : 3), y: top - 12,
+                       'text-anchor': leftward ? 'end' : 'start' }, 'primary'));
     }
     points = SYS.map(function () { return []; });
     // every system's whiskers first, then every point on top, so no whisker hides a point
@@ -358,14 +374,14 @@
   }
 
   // ------------------------------------------------------------------ rank chart and summary numbers
-  function ranksOf(u) {  // system -> rank (1 = highest rate; ties share the better rank), only systems with a rate
-    var out = {};
+  // Ranks come with the document, from the ranking analysis (competition rank, 1 = highest rate, and the size
+  // of the tie): a tie of t systems shares its t positions, 1/t each, so shares sum to 1 like P(top).
+  function addPositions(counts, u) {
     for (var s = 0; s < NS; s++) {
       var k = rateRow(s, u); if (k < 0) continue;
-      var r = 1; for (var t = 0; t < NS; t++) { var j = rateRow(t, u); if (j >= 0 && D.rates.rate[j] > D.rates.rate[k]) r++; }
-      out[s] = r;
+      var r = D.rates.rank[k], t = D.rates.tied[k];
+      for (var q = r - 1; q < r - 1 + t && q < NS; q++) counts[s][q] += 1 / t;
     }
-    return out;
   }
   function drawSummary() {
     var sel = order, brushed = null;
@@ -376,16 +392,16 @@
     if (brushed) add(facts, add(el('li'), el('b', null, brushed.length), document.createTextNode(' brushed (summary and ranks below)')));
     var counts = SYS.map(function () { return new Array(NS).fill(0); }), rates = SYS.map(function () { return []; });
     base.forEach(function (u) {
-      var r = ranksOf(u);
-      for (var s in r) { counts[s][r[s] - 1]++; rates[s].push(D.rates.rate[rateRow(+s, u)]); }
+      addPositions(counts, u);
+      for (var s = 0; s < NS; s++) { var k = rateRow(s, u); if (k >= 0) rates[s].push(D.rates.rate[k]); }
     });
     // rank chart: share of the selected universes in which each system takes each rank
     var cw = 64, ch = 30, L = 120, svg = sv('svg', { 'class': 'chart', id: 'rank-chart', viewBox: '0 0 ' + (L + cw * NS + 10) + ' ' + (ch * NS + 34),
                                              width: String(L + cw * NS + 10), height: String(ch * NS + 34),
                                              role: 'img', 'aria-label': 'share of selected universes in which each system takes each rank' });
     for (var r = 0; r < NS; r++) svg.appendChild(sv('text', { x: L + cw * r + cw / 2, y: 12, 'text-anchor': 'middle' }, 'rank ' + (r + 1)));
+    var total = base.length;  // shares of every selected universe, as the ranking analysis's are of all of them
     SYS.forEach(function (name, s) {
-      var total = rates[s].length;
       svg.appendChild(sv('text', { x: L - 6, y: 20 + ch * s + ch / 2 + 4, 'text-anchor': 'end' }, name));
       counts[s].forEach(function (c, r) {
         var share = total ? c / total : 0;
@@ -399,9 +415,12 @@
     var rowsOut = SYS.map(function (name, s) {
       var v = rates[s], p = D.primary !== null ? rateRow(s, D.primary) : -1;
       return { cells: [name, v.length, pct(median(v)), v.length ? pct(Math.min.apply(null, v)) + ' – ' + pct(Math.max.apply(null, v)) : '—',
-                       p >= 0 ? pct(D.rates.rate[p]) : '—', v.length ? pct(counts[s][0] / v.length) : '—'] };
+                       p >= 0 ? pct(D.rates.rate[p]) : '—', total ? pct(counts[s][0] / total) : '—'] };
     });
     clear(summaryBox).appendChild(table(['system', 'universes', 'median rate', 'range', 'primary', 'ranked first'], rowsOut));
+    summaryBox.appendChild(el('p', { 'class': 'note' }, 'Ranked first and the rank chart are shares of the selected universes; ' +
+      'systems tied on a rate share the positions they tie for (two tied for first: half a universe each), as P(top) ' +
+      'in the ranking section does, so the shares ranked first add up to 100%.'));
     if (brushed && brushed.length) {  // which options the brushed range over-represents, as boba shows
       var lines = [];
       A.forEach(function (ax, a) {
@@ -442,7 +461,7 @@
                        k >= 0 ? pct(D.rates.low[k]) + ' – ' + pct(D.rates.high[k]) : '—', q >= 0 ? pct(D.rates.rate[q]) : '—'] };
     })));
     var cmpBtn = el('button', { type: 'button', id: 'compare-primary' }, p !== null && p !== u ? 'compare with the primary universe' : 'compare with the next universe');
-    cmpBtn.addEventListener('click', function () { S.cmp = { kind: 'u', a: u, b: p !== null && p !== u ? p : (u + 1) % NU }; drawCompare(); writeFragment(); });
+    cmpBtn.addEventListener('click', function () { S.cmp = { kind: 'u', a: u, b: p !== null && p !== u ? p : (u + 1) % NU }; drawCompare(true); writeFragment(); });
     if (NU > 1) universeBox.appendChild(cmpBtn);
     var cases = el('div', { id: 'cases' }, 'Loading the cases…');
     var detail = el('div', { id: 'case-detail' });
@@ -549,7 +568,7 @@
   }
 
   // ------------------------------------------------------------------ compare two universes or two systems
-  function drawCompare() {
+  function drawCompare(scroll) {
     clear(compareBox).appendChild(el('h2', null, 'Compare'));
     var kind = el('select', { id: 'cmp-kind', 'aria-label': 'compare what' });
     [['u', 'two universes'], ['s', 'two systems in the open universe']].forEach(function (o) { kind.appendChild(el('option', { value: o[0] }, o[1])); });
@@ -569,14 +588,16 @@
     var out = el('div', { id: 'cmp-out' });
     go.addEventListener('click', function () {
       if (kind.value === 's' && S.universe === null) { clear(out).appendChild(el('p', { 'class': 'note' }, 'Open a universe first.')); return; }
-      S.cmp = { kind: kind.value, a: +pickA.value, b: +pickB.value }; writeFragment(); runCompare(out);
+      S.cmp = { kind: kind.value, a: +pickA.value, b: +pickB.value }; writeFragment(); runCompare(out, true);
     });
     add(compareBox, add(el('div', { 'class': 'controls' }), kind, pickA, pickB, go), out);
-    if (S.cmp) runCompare(out);
+    if (S.cmp) runCompare(out, scroll);
   }
-  function runCompare(out) {
+  function runCompare(out, scroll) {
     var c = S.cmp;
     clear(out).appendChild(el('p', { 'class': 'note' }, 'Loading…'));
+    // the reader asked for it: bring the result into view (it sits under the universe, often off screen)
+    if (scroll) compareBox.scrollIntoView({ block: 'start' });
     return rows().then(function (R) {
       var pairs = [];  // [label, system, case, rows of A, rows of B]
       function byCase(u, s) { var m = {}; (IX.cell[u + ':' + s] || []).forEach(function (i) { (m[R.case[i]] = m[R.case[i]] || []).push(i); }); return m; }
@@ -601,6 +622,7 @@
       out.appendChild(table((c.kind === 'u' ? ['system'] : []).concat(['case', nameA, nameB, '']), list));
       if (pairs.length > MAX_COMPARE) out.appendChild(el('p', { 'class': 'note' }, 'Showing ' + MAX_COMPARE + ' of ' + pairs.length + ' rows.'));
       document.body.setAttribute('data-compare', c.kind + ' ' + nd);
+      if (scroll) compareBox.scrollIntoView({ block: 'start' });
     });
   }
 
@@ -610,8 +632,9 @@
   }
   function restore() {
     readFragment(); buildControls(); drawCurve(); drawSummary(); drawCompare();
+    if (S.universe !== null && !included(S.universe)) S.universe = null;  // a shared link can name both
     if (S.universe !== null) openUniverse(S.universe, false);
-    else { clear(universeBox); add(universeBox, el('h2', null, 'Universe'), el('p', { 'class': 'note' }, 'Click a point on the curve to see its universe: options, rates, cases, transcripts and the judges\' reasons.')); }
+    else emptyUniverse('Click a point on the curve to see its universe: options, rates, cases, transcripts and the judges\' reasons.');
   }
   window.addEventListener('hashchange', function () {
     // A link to a part of the page (#curves) is not a view to restore: keep the reader's selection.
