@@ -39,6 +39,7 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -308,7 +309,8 @@ def _quoted_curves(curves: dict, figure: Figure) -> dict:
     for ax in figure.axes:  # the primary's label, as each system's panel prints it
         for text in ax.texts:
             if text.get_text().startswith("primary ") and ax.get_title("left"):
-                labels[ax.get_title("left")] = " ".join(text.get_text().split("\n")[1:]) or text.get_text()
+                # "primary 0.64 [0.55, 0.73]" then the position, on a second line or after a middle dot
+                labels[ax.get_title("left")] = re.split(r"\n| \u00b7 ", text.get_text(), maxsplit=1)[-1]
     systems = curves["systems"].values()
     return {
         "rate_min": _span([s["rate"]["min"] for s in systems]),
