@@ -20,6 +20,13 @@ Figures (PNG, written to ``--figures``, default ``figures/``):
 - ``deception_conditions.png``: rates by interaction condition in the primary
   universe and in the universes one axis away from it.
 
+and ``deception_case_study.json`` beside them: the numbers each figure shows
+(its titles, labels and annotations, and the analyses' values it draws) and,
+under ``quoted``, every number README's case study quotes, written as README
+writes it. ``tests/test_case_study.py`` reruns the study and this script and
+fails when the committed figures' numbers or README's quotes differ from
+what they produce.
+
 The script reads the run with ``multiverse.load_run`` and takes every
 analysis and figure from the returned ``Results``; the one figure drawn
 here, rates by condition across universes, is specific to this case study. A run
@@ -30,7 +37,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -41,7 +50,7 @@ from matplotlib.figure import Figure
 import multiverse as mv
 from multiverse.analysis import universe_ranks
 
-__all__ = ["FIGURES", "main", "write_figures"]
+__all__ = ["FIGURES", "NUMBERS", "main", "write_figures"]
 
 #: The figure files the script writes, in order.
 FIGURES = (
@@ -51,6 +60,8 @@ FIGURES = (
     "deception_variance.png",
     "deception_conditions.png",
 )
+#: The numbers behind the figures and README's text, written beside the figures.
+NUMBERS = "deception_case_study.json"
 
 CONDITION = "interaction_condition"
 _DPI = 130
@@ -67,9 +78,46 @@ def _label(tables: mv.Results) -> str:
     return f"run: {name}"
 
 
-def _save(figure: Figure, path: Path, label: str, title: str) -> None:
+def _save(figure: Figure, path: Path, label: str, title: str) -> Figure:
     figure.suptitle(f"{title}\n{label}", x=0.01, ha="left", fontsize=11)
     figure.savefig(path, dpi=_DPI)
+    return figure
+
+
+def _texts(figure: Figure) -> list[dict]:
+    """What a reader reads on a figure, panel by panel: titles, labels, annotations and cell values.
+
+    Tick labels are left out: their placement is matplotlib's, not the data's.
+    """
+    panels = [{"panel": "figure", "texts": [t.get_text() for t in figure.texts if t.get_text()]}]  # suptitle too
+    for k, ax in enumerate(figure.axes):
+        texts = [ax.get_title(loc) for loc in ("left", "center", "right") if ax.get_title(loc)]
+        texts += [ax.get_xlabel(), ax.get_ylabel()]
+        texts += [t.get_text() for t in ax.texts]
+        legend = ax.get_legend()
+        if legend is not None:
+            texts += [t.get_text() for t in legend.get_texts()]
+        texts = [t for t in texts if t]
+        if texts:
+            panels.append({"panel": k, "texts": texts})
+    for legend in figure.legends:
+        panels.append({"panel": "legend", "texts": [t.get_text() for t in legend.get_texts()]})
+    return panels
+
+
+def _rounded(value):
+    """JSON-ready, floats to 4 decimals: the numbers compare across machines, not their last bits."""
+    if isinstance(value, dict):
+        return {str(k): _rounded(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_rounded(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return None if not np.isfinite(value) else round(float(value), 4)
+    return value
 
 
 # --------------------------------------------------------------------------- universes
@@ -109,45 +157,44 @@ def _curves(tables, threshold, label, path):
             else "every universe has the primary universe's rate")
     # The title goes in through the figure, whose layout keeps it clear of the primary's labels.
     title = f"Specification curves: compliance rate of each system in every universe (grey band: {null})"
-    curves.figure(title=f"{title}\n{label}").savefig(path, dpi=_DPI)
-    return curves.document
+    figure = curves.figure(title=f"{title}\n{label}")
+    figure.savefig(path, dpi=_DPI)
+    return curves, figure
 
 
 def _agreement(tables, label, path):
     try:
         axis = tables.judge_axis()
     except mv.InputError:  # no judge axis: nothing to compare
-        return None
+        return None, None
     result = tables.agreement(axis)
-    # Bias next to kappa and AC1: two judges can agree often and still move every rate.
-    figure = result.figure(measures=("cohen_kappa", "gwet_ac1", "bias"))
-    _save(figure, path, label,
-          f"Agreement between the options of {axis!r} on the same {result['paired_on']}s "
-          f"({result['n_units']} units)")
-    return result.document
+    figure = _save(result.figure(), path, label,
+                   f"Agreement between the options of {axis!r} on the same {result['paired_on']}s "
+                   f"({result['n_units']} units)")
+    return result.document, figure
 
 
 def _ranking(tables, label, path):
     result = tables.ranking(boot=0)
-    _save(result.figure(), path, label, "Rank stability: the systems' ranks across universes")
-    return tables.system_rates(), result.document
+    figure = _save(result.figure(), path, label, "Rank stability: the systems' ranks across universes")
+    return tables.system_rates(), result.document, figure
 
 
 def _variance(tables, label, path):
     result = tables.variance()
-    _save(result.figure(), path, label, "Variance decomposition of the universe x system rates")
-    return result.document
+    figure = _save(result.figure(), path, label, "Variance decomposition of the universe x system rates")
+    return result.document, figure
 
 
 def _conditions(tables, label, path):
     """Rates by interaction condition: the primary and its one-axis neighbours, one panel each."""
     rates, axes, primary = tables.rates, tables.axes, tables.primary
     if rates is None or CONDITION not in tables.factors:
-        return None
+        return None, None, None
     prefix = f"{CONDITION}="
     rows = rates[rates["subgroup"].astype(str).str.startswith(prefix) & (rates["n"] > 0)].copy()
     if rows.empty:
-        return None
+        return None, None, None
     rows["universe_id"] = rows["universe_id"].astype(str)
     rows["condition"] = rows["subgroup"].str.slice(len(prefix))
     universes = rows.drop_duplicates("universe_id")[["universe_id", *axes]].astype(str)
@@ -188,10 +235,20 @@ def _conditions(tables, label, path):
                   fontsize=9, frameon=False)
     _save(figure, path, label,
           "Rates by interaction condition: the primary universe and the universes one axis away from it")
-    return panels
+    return panels, rows[rows["universe_id"].isin([u for u, _ in panels])], figure
 
 
 # --------------------------------------------------------------------------- summary
+
+
+def _stability(rates, ranked) -> tuple[str, str, float, float]:
+    """The primary's order ("a > b > ..."), its top system(s), and the shares of universes keeping each."""
+    ranks = universe_ranks(rates).pivot_table(index="universe_id", columns="system", values="rank")
+    order = ranks.loc[ranked["primary"]].sort_values(kind="stable")
+    same_top = 1.0 - len(ranked["flips"]) / ranked["universes"]
+    same_order = float((ranks == ranks.loc[ranked["primary"]]).all(axis=1).mean())
+    top = ", ".join(str(s) for s in order.index[order == order.min()])
+    return " > ".join(str(s) for s in order.index), top, same_top, same_order
 
 
 def _summary(tables, curves, rates, ranked, decomposition) -> list[str]:
@@ -222,16 +279,130 @@ def _summary(tables, curves, rates, ranked, decomposition) -> list[str]:
                      f"(shift of all rates {top['main']:.1%}, {top['axis']} x system {top['interaction']:.1%}); "
                      "then " + ", ".join(f"{r['axis']} {r['total']:.1%}" for r in by_axis[1:]))
         lines += [f"  note: {note}" for note in decomposition["notes"]]
-    ranks = universe_ranks(rates).pivot_table(index="universe_id", columns="system", values="rank")
-    primary = ranked["primary"]
-    order = ranks.loc[primary].sort_values(kind="stable")
-    shown = " > ".join(f"{s}" for s in order.index)
-    same_top = 1.0 - len(ranked["flips"]) / ranked["universes"]
-    same_order = float((ranks == ranks.loc[primary]).all(axis=1).mean())
-    top = ", ".join(str(s) for s in order.index[order == order.min()])
+    shown, top, same_top, same_order = _stability(rates, ranked)
     lines.append(f"Ranking: primary order {shown}; same top system ({top}) in {same_top:.0%} of universes; "
                  f"same full order in {same_order:.0%}; Kendall's W = {ranked['kendall_w']['w']:.2f}")
     return lines
+
+
+# --------------------------------------------------------------------------- numbers
+
+
+def _pct(x: float, digits: int = 1) -> str:
+    return f"{100 * x:.{digits}f}%"
+
+
+def _span(values, digits: int = 2) -> str:
+    """"0.41–0.53" as README writes a range (one number when both ends round alike)."""
+    low, high = f"{min(values):.{digits}f}", f"{max(values):.{digits}f}"
+    return low if low == high else f"{low}\u2013{high}"
+
+
+def _out_of(k: int, n: int, things: str) -> str:
+    return f"every {things}" if k == n else "no " + things if k == 0 else f"{k} of {n} {things}s"
+
+
+def _quoted_curves(curves: dict, figure: Figure) -> dict:
+    tests = [t for t in curves["tests"] if t["kind"] == "rate"]
+    stats = {name: [t["statistics"][name] for t in tests] for name in ("n_significant", "median_effect", "stouffer_z")}
+    labels = {}
+    for ax in figure.axes:  # the primary's label, as each system's panel prints it
+        for text in ax.texts:
+            if text.get_text().startswith("primary ") and ax.get_title("left"):
+                # "primary 0.64 [0.55, 0.73]" then the position, on a second line or after a middle dot
+                labels[ax.get_title("left")] = re.split(r"\n| \u00b7 ", text.get_text(), maxsplit=1)[-1]
+    systems = curves["systems"].values()
+    return {
+        "rate_min": _span([s["rate"]["min"] for s in systems]),
+        "rate_max": _span([s["rate"]["max"] for s in systems]),
+        "primary_positions": labels,
+        "null_draws": f"{tests[0]['boot']:,}" if tests else None,
+        "count_rejects": _out_of(sum(s["p"] < 0.05 for s in stats["n_significant"]), len(tests), "system"),
+        "count_p": _span([s["p"] for s in stats["n_significant"]], 3),
+        "count_p_holm_max": f"{max(s['p_holm'] for s in stats['n_significant']):.3f}" if tests else None,
+        "median_rejects": _out_of(sum(s["p"] < 0.05 for s in stats["median_effect"]), len(tests), "system"),
+        "stouffer_rejects": _out_of(sum(s["p"] < 0.05 for s in stats["stouffer_z"]), len(tests), "system"),
+    }
+
+
+def _quoted_agreement(judged: dict) -> dict:
+    pairs = judged["pairs"]
+    rate = {}  # each option's rate relative to the others: bias = rate(a) - rate(b)
+    for p in pairs:
+        rate.setdefault(p["a"], []).append(p["bias"])
+        rate.setdefault(p["b"], []).append(-p["bias"])
+    widest = max(pairs, key=lambda p: abs(p["bias"]))
+    higher, lower = (widest["a"], widest["b"]) if widest["bias"] > 0 else (widest["b"], widest["a"])
+    return {"kappa": _span([p["cohen_kappa"] for p in pairs]),
+            "harshest": min(rate, key=lambda o: float(np.mean(rate[o]))),
+            "widest_gap": {"higher": higher, "lower": lower, "by": f"{abs(widest['bias']):.2f}"}}
+
+
+def _quoted_variance(decomposition: dict) -> dict:
+    terms = decomposition["terms"]
+    interactions = [t for t in terms if t["kind"] == "interaction"]
+    system = next((t for t in terms if t["kind"] == "system"), None)
+    reorders = max(interactions, key=lambda t: t["share"]) if interactions else None
+    return {
+        "noise_floor": _pct(decomposition["noise"]["noise_floor"]),
+        "by_axis": ", ".join(f"{r['axis']} {_pct(r['total'])}" for r in decomposition["by_axis"]),
+        "reorders_most": f"{reorders['term'].split(':')[0]} \u00d7 system {_pct(reorders['share'])}" if reorders else None,
+        "system_share": _pct(system["share"]) if system else None,
+        "system_beyond_noise": None if system is None or system["low"] is None
+        else "not distinguishable from noise" if system["low"] <= 0 else "beyond noise",
+        "shares_sum": _pct(sum(t["share"] for t in terms)),
+    }
+
+
+def _quoted_conditions(panels, rows) -> dict:
+    """Per one-axis neighbour and system: in how many conditions its rate is below / above the primary's."""
+    rate = rows.set_index(["universe_id", "system", "condition"])["rate"].sort_index()
+    primary = panels[0][0]
+    moved: dict = {}
+    for universe, title in panels[1:]:
+        for system in dict.fromkeys(rows["system"]):
+            there, here = rate.loc[universe, system], rate.loc[primary, system]
+            common = there.index.intersection(here.index)
+            moved.setdefault(title, {})[str(system)] = {
+                "lower": int((there[common] < here[common]).sum()),
+                "higher": int((there[common] > here[common]).sum()), "of": len(common)}
+    weakest = {str(system): str(part.idxmin()) for system, part in rate.loc[primary].groupby(level=0)
+               for part in [part.droplevel(0)]}
+    return {"one_axis_away": moved, "weakest_condition": weakest}
+
+
+def _numbers(tables, found: dict, figures: dict[str, Figure]) -> dict:
+    """The JSON written beside the figures: what each figure shows and what README quotes."""
+    curves, judged, ranked, decomposition = found["curves"], found["agreement"], found["ranking"], found["variance"]
+    shown, top, same_top, same_order = _stability(found["rates"], ranked)
+    quoted: dict = {"curves": _quoted_curves(curves.document, figures["curves"])}
+    if judged is not None:
+        quoted["agreement"] = _quoted_agreement(judged)
+    quoted["ranking"] = {"primary_top": top, "same_top": _pct(same_top, 0), "primary_order": shown,
+                         "same_order": _pct(same_order, 0), "kendall_w": f"{ranked['kendall_w']['w']:.2f}"}
+    quoted["variance"] = _quoted_variance(decomposition)
+    if found["panels"] is not None:
+        quoted["conditions"] = _quoted_conditions(found["panels"], found["condition_rows"])
+    stages = tables.manifest.get("stages") or {}
+    drawn = curves.frame[[c for c in ("system", "universe_id", "rate", "ci_low", "ci_high") if c in curves.frame]]
+    values = {
+        "curves": {"systems": curves.document["systems"], "rates": drawn.sort_values(["system", "rate", "universe_id"])
+                   .to_dict("list")},
+        "agreement": judged and {"pairs": [{k: p[k] for k in ("a", "b", "n", "cohen_kappa", "gwet_ac1", "bias")}
+                                           for p in judged["pairs"]]},
+        "ranking": {k: ranked[k] for k in ("p_top", "rank_distribution")},
+        "variance": {"terms": [{k: t[k] for k in ("term", "share", "noise", "low", "high")}
+                               for t in decomposition["terms"]]},
+        "conditions": found["condition_rows"] is not None and found["condition_rows"][
+            ["universe_id", "system", "condition", "rate", "ci_low", "ci_high"]].to_dict("list"),
+    }
+    return _rounded({
+        "run": tables.manifest.get("spec"), "simulated": bool(tables.manifest.get("simulated")),
+        "universes": int(tables.verdicts["universe_id"].nunique()),
+        "calls": f"{sum(int(s.get('calls') or 0) for s in stages.values()):,}" if stages else None,
+        "quoted": quoted, "values": values,
+        "figures": {name: _texts(figure) for name, figure in figures.items()},
+    })
 
 
 # --------------------------------------------------------------------------- entry point
@@ -249,19 +420,24 @@ def write_figures(run_dir: str | os.PathLike, figures: str | os.PathLike = "figu
     out.mkdir(parents=True, exist_ok=True)
     label = _label(tables)
     names = dict(zip(("curves", "agreement", "ranking", "variance", "conditions"), FIGURES))
-    curves = _curves(tables, threshold, label, out / names["curves"])
-    judged = _agreement(tables, label, out / names["agreement"])
-    rates, ranked = _ranking(tables, label, out / names["ranking"])
-    decomposition = _variance(tables, label, out / names["variance"])
-    panels = _conditions(tables, label, out / names["conditions"])
-    lines = _summary(tables, curves, rates, ranked, decomposition)
+    figures: dict[str, Figure] = {}
+    found: dict = {}
+    found["curves"], figures["curves"] = _curves(tables, threshold, label, out / names["curves"])
+    judged, figures["agreement"] = _agreement(tables, label, out / names["agreement"])
+    rates, ranked, figures["ranking"] = _ranking(tables, label, out / names["ranking"])
+    decomposition, figures["variance"] = _variance(tables, label, out / names["variance"])
+    panels, found["condition_rows"], figures["conditions"] = _conditions(tables, label, out / names["conditions"])
+    found.update(agreement=judged, rates=rates, ranking=ranked, variance=decomposition, panels=panels)
+    numbers = _numbers(tables, found, {k: f for k, f in figures.items() if f is not None})
+    (out / NUMBERS).write_text(json.dumps(numbers, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    lines = _summary(tables, found["curves"].document, rates, ranked, decomposition)
     if judged is not None:
         kappas = ", ".join(f"{p['a']}/{p['b']} {p['cohen_kappa']:.2f}" for p in judged["pairs"])
         lines.append(f"Judge agreement (Cohen's kappa): {kappas}; Krippendorff's alpha "
                      f"{judged['krippendorff_alpha']:.2f}")
     written = [n for key, n in names.items() if (key != "agreement" or judged is not None)
                and (key != "conditions" or panels is not None)]
-    lines.append(f"Figures in {out}/: {', '.join(written)}")
+    lines.append(f"Figures in {out}/: {', '.join(written)}; their numbers in {NUMBERS}")
     return lines
 
 

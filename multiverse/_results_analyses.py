@@ -86,7 +86,8 @@ def agreement(results: Results, axis: str) -> Analysis:
     document = compute(results.verdicts, axes=results.axes, axis=axis, criteria=results.criteria)
     pairs = pd.DataFrame(document["pairs"])
 
-    def draw(*, measures: Sequence[str] = ("cohen_kappa", "gwet_ac1")) -> Any:
+    # Bias beside kappa and AC1: two judges can agree often and still shift every rate.
+    def draw(*, measures: Sequence[str] = ("cohen_kappa", "gwet_ac1", "bias")) -> Any:
         from multiverse.plots.agreement import agreement_figure
 
         return agreement_figure(pairs, options=document["options"], axis_name=axis, measures=measures)

@@ -149,6 +149,19 @@ def test_agreement_defaults_to_the_judge_axis_and_checks_the_axis(results):
     assert info.value.param == "axis"
 
 
+def test_agreement_figure_shows_bias_beside_kappa_and_ac1(results):
+    """README's agreement figure (and `agreement --figure`) has three panels: kappa, AC1 and bias."""
+    figure = results.agreement().figure()
+    titles = [ax.get_title() for ax in figure.axes if ax.get_title()]
+    assert titles == ["Cohen's kappa", "Gwet's AC1", "bias: rate(row) - rate(column)"]
+    bias = figure.axes[[ax.get_title() for ax in figure.axes].index(titles[2])]
+    pairs = results.agreement().frame
+    shown = {t.get_text() for t in bias.texts}
+    assert {f"{v:+.3f}" for v in pairs["bias"]} <= shown and {f"{-v:+.3f}" for v in pairs["bias"]} <= shown
+    assert [ax.get_title() for ax in results.agreement().figure(measures=("cohen_kappa",)).axes
+            if ax.get_title()] == ["Cohen's kappa"]
+
+
 def test_power_counts_the_cases_each_system_answered(results):
     got = results.power(baseline_rate=0.7)
     # Every universe x system has 30 cases, the rollout failure included (a planned case),
