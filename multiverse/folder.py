@@ -192,18 +192,18 @@ def _spec(folder: str | os.PathLike) -> tuple[str, dict[str, Any]] | None:
 # -- transcripts.jsonl --------------------------------------------------------------------------
 
 
-def read_transcripts(folder: str | os.PathLike) -> dict[str, dict[str, Any]] | None:
-    """Every transcript of the folder's ``transcripts.jsonl`` by key, or None when it has none (an import).
+def read_transcripts(folder: str | os.PathLike, name: str = "transcripts.jsonl") -> dict[str, dict[str, Any]] | None:
+    """Every transcript of the folder's ``transcripts.jsonl`` (or ``name``) by key, or None when it has none.
 
     Each line is one JSON object checked against :class:`TranscriptRecord`.
     Lines are read one at a time, each under :data:`MAX_LINE_BYTES`, and the
     whole file under its cap.
     """
     out: dict[str, dict[str, Any]] = {}
-    lines = _lines(folder, "transcripts.jsonl")
+    lines = _lines(folder, name)
     if lines is None:
         return None
-    path = Path(folder) / "transcripts.jsonl"
+    path = Path(folder) / name
     for number, line in lines:
         if not line.strip():
             continue
@@ -218,14 +218,14 @@ def read_transcripts(folder: str | os.PathLike) -> dict[str, dict[str, Any]] | N
     return out
 
 
-def _lines(folder: str | os.PathLike, name: str) -> Iterator[tuple[int, str]] | None:
+def _lines(folder: str | os.PathLike, name: str, kind: str = "transcripts.jsonl") -> Iterator[tuple[int, str]] | None:
     target = folder_file(folder, name)
     if target is None:
         return None
     path = Path(folder) / name
     fail = _problem(path)
     # The same checks as every other file, without reading the whole file at once.
-    read_regular_file(target, fail, limit=CAPS[name], probe=True)
+    read_regular_file(target, fail, limit=CAPS[kind], probe=True)
 
     def lines() -> Iterator[tuple[int, str]]:
         fd = os.open(target, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
@@ -240,8 +240,8 @@ def _lines(folder: str | os.PathLike, name: str) -> Iterator[tuple[int, str]] | 
                 total += len(raw)
                 if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
                     raise fail(f"line {number}: longer than {MAX_LINE_BYTES // _MB} MB; expected one transcript per line")
-                if total > CAPS[name]:
-                    raise fail(f"larger than {CAPS[name] // 2**30} GB; expected a file under that size")
+                if total > CAPS[kind]:
+                    raise fail(f"larger than {CAPS[kind] // 2**30} GB; expected a file under that size")
                 try:
                     yield number, raw.decode("utf-8")
                 except UnicodeDecodeError as exc:

@@ -16,10 +16,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from .errors import InputError
-from .vocabulary import SCHEMA_VERSION
+from .vocabulary import CI_METHODS, SCHEMA_VERSION, VERDICT_COLUMNS
 
 __all__ = ["Manifest", "SpecDocument", "StageCounts", "TranscriptRecord", "UniverseEntry", "check_document"]
 
@@ -63,6 +72,26 @@ class StageCounts(_Document):
     cost: float = 0.0
 
 
+def _method(value: str) -> str:
+    if value not in CI_METHODS:
+        raise ValueError(f"expected one of {', '.join(CI_METHODS)}, got {value!r}")
+    return value
+
+
+def _level(value: float) -> float:
+    if not 0 < value < 1:
+        raise ValueError(f"expected a confidence level between 0 and 1, got {value}")
+    return value
+
+
+def _n_boot(value: int) -> int:
+    from .bounds import CAPS
+
+    if not 0 <= value <= CAPS["scoring.ci.n_boot"]:
+        raise ValueError(f"expected 0 to {CAPS['scoring.ci.n_boot']:,} resamples, got {value}")
+    return value
+
+
 def _bare_ids(value: Any) -> Any:
     # An import's manifest lists universes as ids; a run's as objects with an id.
     return [{"id": u} if isinstance(u, str) else u for u in value] if isinstance(value, list) else value
@@ -96,8 +125,8 @@ class Manifest(_Document):
     simulated: bool = False
     versions: dict[str, str] = Field(default_factory=dict)
     estimator: str | None = None
-    ci: str | None = None
-    level: float = 0.95
+    ci: Annotated[str, AfterValidator(_method)] | None = None
+    level: Annotated[float, AfterValidator(_level)] = 0.95
 
     @field_validator("schema_version")
     @classmethod
@@ -107,18 +136,28 @@ class Manifest(_Document):
                              f"got {value}")
         return value
 
-    @field_validator("level")
-    @classmethod
-    def _a_level(cls, value: float) -> float:
-        if not 0 < value < 1:
-            raise ValueError(f"expected a confidence level between 0 and 1, got {value}")
-        return value
+    @model_validator(mode="after")
+    def _column_names(self) -> Manifest:
+        # Axes and factors name columns of the verdicts table beside its own: a clash, or a name
+        # listed twice, would make the analyses group by one column twice.
+        seen: dict[str, str] = {}
+        for field in ("axes", "factors"):
+            for i, name in enumerate(getattr(self, field)):
+                if name in VERDICT_COLUMNS:
+                    raise ValueError(f"{field}.{i}: {name!r} is a column of every verdicts table; "
+                                     "expected an axis or factor name")
+                if name in seen:
+                    raise ValueError(f"{field}.{i}: {name!r} is listed twice (also in {seen[name]}); "
+                                     "expected each name once")
+                seen[name] = field
+        return self
 
 
 class _CI(_Document):
-    method: str = "wilson"
-    level: float = 0.95
-    n_boot: int = 1000
+    # The rates are recounted with these: the same bounds as a spec's scoring.ci at validate.
+    method: Annotated[str, AfterValidator(_method)] = "wilson"
+    level: Annotated[float, AfterValidator(_level)] = 0.95
+    n_boot: Annotated[int, AfterValidator(_n_boot)] = 1000
 
 
 class _Scoring(_Document):
@@ -156,6 +195,11 @@ def _patches(value: Any) -> Any:
                 if isinstance(setting, bool) or not isinstance(setting, (int, float) if wanted is float else wanted):
                     raise ValueError(f"{option}: {path}: expected {'text' if wanted is str else 'a number'}, "
                                      f"got {_kind(setting)}")
+                check: Any = {str: _method, float: _level, int: _n_boot}[wanted]
+                try:
+                    check(setting)
+                except ValueError as exc:
+                    raise ValueError(f"{option}: {path}: {exc}") from None
     return value
 
 
@@ -207,9 +251,11 @@ def check_document(model: type[BaseModel], document: Any, path: Path, whole: str
         model.model_validate(document)
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
-        field = ".".join(str(part) for part in error["loc"]) or "(the document)"
+        field = ".".join(str(part) for part in error["loc"])
         if error["type"] == "value_error":
             expected = str(error["msg"]).removeprefix("Value error, ")
+            if not field:  # a check across fields names its own field
+                raise InputError(f"{prefix}{expected}") from None
         else:
             wanted = _EXPECTED.get(error["type"])
             got = "" if error["type"] == "missing" else f", got {_kind(error.get('input'))}"

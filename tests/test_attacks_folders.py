@@ -243,8 +243,11 @@ MANIFEST_ATTACKS = [
     ("failures", {"judge": "boom"}, "failures.judge"), ("statuses", {"ok": "48"}, "statuses.ok"),
     ("axis_stages", {"judge": 1}, "axis_stages.judge"), ("models_reported", "sim", "models_reported"),
     ("warnings", "careful", "warnings"), ("schema_version", 99, "schema_version"), ("schema_version", "1", "schema_version"),
-    ("ci", 3, "ci"), ("level", 1.5, "level"), ("level", "high", "level"), ("universe_options", 5, "universe_options"),
+    ("ci", 3, "ci"), ("ci", "nope", "ci"), ("level", 1.5, "level"), ("level", "high", "level"), ("universe_options", 5, "universe_options"),
     ("seconds", "long", "seconds"),
+    # Names that would make the analyses group by one column twice.
+    ("axes", ["universe_id"], "axes.0"), ("axes", ["system"], "axes.0"), ("axes", ["judge", "judge"], "axes.1"),
+    ("factors", ["judge"], "factors.0"), ("factors", ["compliant"], "factors.0"),
 ]
 
 
@@ -291,6 +294,10 @@ SPEC_ATTACKS = [
     (lambda d: {**d, "rubric": {"criteria": [{"id": "c", "evidence": ["x"]}]}}, "rubric.criteria.0.evidence"),
     (lambda d: {**d, "scoring": {"ci": {"level": "high"}}}, "scoring.ci.level"),
     (lambda d: {**d, "scoring": 5}, "scoring"),
+    (lambda d: {**d, "scoring": {"ci": {"method": "nope"}}}, "scoring.ci.method"),
+    (lambda d: {**d, "scoring": {"ci": {"level": 5}}}, "scoring.ci.level"),
+    (lambda d: {**d, "scoring": {"ci": {"n_boot": 10**11}}}, "scoring.ci.n_boot"),  # would resample for hours
+    (lambda d: {**d, "axes": {"judge": {"judge_a": {"scoring.ci.method": "nope"}}}}, "scoring.ci.method"),
     (lambda d: {**d, "name": ["x"]}, "name"),
 ]
 

@@ -295,9 +295,9 @@ def read_transcripts(path: str | os.PathLike) -> dict[str, dict]:
     from ..folder import read_transcripts as read_folder_transcripts
 
     path = Path(path)
-    if not path.is_dir():  # the file itself: its folder is the boundary
-        path = path.parent
-    return read_folder_transcripts(path) or {}
+    if path.is_dir():
+        return read_folder_transcripts(path) or {}
+    return read_folder_transcripts(path.parent, path.name) or {}  # the file itself: its folder is the boundary
 
 
 def document_from_run(source: str | os.PathLike, *, store: Any = None) -> dict:
