@@ -68,11 +68,14 @@ CAPS = {
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\- ]*")
 
 
-def read_regular_file(path: Path, fail: Callable[[str], Exception], *, limit: int = MAX_FILE_BYTES, what: str = "file") -> bytes:
-    """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes.
+def read_regular_file(path: Path, fail: Callable[[str], Exception], *, limit: int = MAX_FILE_BYTES, what: str = "file",
+                      probe: bool = False) -> bytes:
+    """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes (``probe``: check only, b"").
 
     ``stat`` comes before ``open``: opening a FIFO blocks until a writer
-    appears, and ``/dev/zero`` never ends. ``fail(message)`` builds the
+    appears, and ``/dev/zero`` never ends. What was opened is checked again
+    (``fstat``), and read with a bounded read, so a file swapped for a FIFO or
+    a device in between is refused too. ``fail(message)`` builds the
     exception raised for a bad file.
     """
     try:
@@ -87,10 +90,15 @@ def read_regular_file(path: Path, fail: Callable[[str], Exception], *, limit: in
         raise fail(f"expected a regular {what}, got a {_kind(info.st_mode)}")
     if info.st_size > limit:
         raise fail(f"file is {info.st_size / 1e6:.1f} MB; expected a {what} under {limit // 2**20} MB")
+    if probe:
+        return b""
     try:
         # O_NONBLOCK: should the path have become a FIFO since the stat, open does not hang.
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         with os.fdopen(fd, "rb") as fh:
+            opened = os.fstat(fh.fileno()).st_mode
+            if not stat.S_ISREG(opened):
+                raise fail(f"expected a regular {what}, got a {_kind(opened)}")
             data = fh.read(limit + 1)
     except OSError as exc:
         raise fail(f"cannot be read ({exc.strerror or exc})") from None

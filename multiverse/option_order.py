@@ -22,20 +22,13 @@ __all__ = ["declared_options"]
 
 
 def _from_spec(tables: Results) -> dict[str, list]:
-    source = tables.source
-    path = source / "spec.yaml" if source is not None and source.is_dir() else None
-    if path is None or not path.is_file():
-        return {}
-    import yaml
+    from .folder import read_spec_document
 
-    try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return {}  # the order is a courtesy; the analyses never depend on it
-    axes = document.get("axes") if isinstance(document, dict) else None
-    if not isinstance(axes, dict):
-        return {}
-    return {str(axis): list(options) for axis, options in axes.items() if isinstance(options, dict)}
+    source = tables.source
+    # load_run checked the folder's spec.yaml; one that changed since is refused here, not trusted.
+    document = read_spec_document(source) if source is not None and source.is_dir() else None
+    axes = (document or {}).get("axes") or {}
+    return {str(axis): list(options) for axis, options in axes.items()}
 
 
 def _from_manifest(tables: Results) -> dict[str, list]:

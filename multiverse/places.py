@@ -22,18 +22,17 @@ not make a folder "unrelated".
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 from .errors import InputError
+from .folder import TABLE_FILES, read_manifest_document
 
 __all__ = ["IMPORT_FILES", "RUN_FILES", "TABLE_FILES", "PlaceError", "check_output_dir", "check_output_file", "check_writable",
            "folder_kind"]
 
-TABLE_FILES = tuple(f"{name}.{ext}" for name in ("verdicts", "criteria", "rates") for ext in ("parquet", "csv"))
 RUN_FILES = (*TABLE_FILES, "manifest.json", "spec.yaml", "transcripts.jsonl", "report.html")
 IMPORT_FILES = (*TABLE_FILES, "manifest.json", "report.html")
 
@@ -49,10 +48,10 @@ class PlaceError(InputError):
 def folder_kind(path: Path) -> str | None:
     """``"run"``, ``"import"``, or None when ``path`` holds no readable manifest."""
     try:
-        manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        manifest = read_manifest_document(path)
+    except InputError:  # a manifest that is not one (a FIFO, a list, a link outside): no folder of ours
         return None
-    if not isinstance(manifest, dict):
+    if manifest is None:
         return None
     return "import" if "source" in manifest else "run"
 

@@ -111,7 +111,7 @@ def write_json(document: Any, path: str | os.PathLike) -> None:
     atomic_write_text(path, json.dumps(document, indent=2, sort_keys=False, default=str) + "\n")
 
 
-def read_table(path: str | os.PathLike, *, categories: bool = False) -> pd.DataFrame:
+def read_table(path: str | os.PathLike, *, categories: bool = False, shown: str | os.PathLike | None = None) -> pd.DataFrame:
     """Read a ``.parquet`` or ``.csv`` table; bad files raise ``InputError``.
 
     With ``categories``, every text column comes back as a pandas categorical
@@ -123,19 +123,31 @@ def read_table(path: str | os.PathLike, *, categories: bool = False) -> pd.DataF
     from .bounds import regular_file_problem
 
     path = Path(path)
+    name = Path(shown) if shown is not None else path  # a folder's table is read at its checked target
     problem = regular_file_problem(path)
     if problem:
-        raise InputError(f"{path}: {problem}")
+        raise InputError(f"{name}: {problem}")
     try:
-        if path.suffix == ".parquet":
+        if name.suffix == ".parquet":
             return _read_parquet(path, categories)
-        if path.suffix in (".csv", ".tsv"):
-            frame = pd.read_csv(path, sep="\t" if path.suffix == ".tsv" else ",", keep_default_na=True)
-            frame = _restore_dtypes(_csv_restore(frame), path.stem)
+        if name.suffix in (".csv", ".tsv"):
+            frame = _read_csv(path, sep="\t" if name.suffix == ".tsv" else ",")
+            frame = _restore_dtypes(_csv_restore(frame), name.stem)
             return _as_categories(frame) if categories else frame
     except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
-        raise InputError(f"{path}: cannot be read as a table ({str(exc).splitlines()[0]})") from None
-    raise InputError(f"{path}: expected a .parquet or .csv table")
+        raise InputError(f"{name}: cannot be read as a table ({str(exc).splitlines()[0]})") from None
+    raise InputError(f"{name}: expected a .parquet or .csv table")
+
+
+def _read_csv(path: Path, sep: str) -> pd.DataFrame:
+    import stat
+
+    # Opened without blocking and checked again once open: a file swapped for a FIFO after the check never hangs.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise OSError("expected a regular file; it changed while it was read")
+        return pd.read_csv(handle, sep=sep, keep_default_na=True)
 
 
 def _read_parquet(path: Path, categories: bool) -> pd.DataFrame:
@@ -408,21 +420,20 @@ def load_run(path: str | os.PathLike) -> Results:
 
 
 def _load_dir(path: Path) -> Results:
+    from .folder import check_folder, read_manifest_document, table_path
     from .results import Results
 
-    manifest_path = path / "manifest.json"
-    if not manifest_path.exists():
+    # Every file through the folder's one reader: inside the folder, regular, capped, checked against its model.
+    manifest = read_manifest_document(path)
+    if manifest is None:
         raise InputError(f"{path}: not a run or import directory (no manifest.json); run `multiverse run` or `multiverse import` first")
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"{manifest_path}: not valid JSON ({exc})") from None
+    check_folder(path)
 
     def table(name: str, required: bool, categories: bool = True) -> pd.DataFrame | None:
         for suffix in (".parquet", ".csv"):
-            candidate = path / f"{name}{suffix}"
-            if candidate.exists():
-                return read_table(candidate, categories=categories)
+            candidate = table_path(path, f"{name}{suffix}")
+            if candidate is not None:
+                return read_table(candidate, categories=categories, shown=path / f"{name}{suffix}")
         if required:
             raise InputError(f"{path}: missing {name}.parquet (and {name}.csv)")
         return None

@@ -33,6 +33,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .bounds import read_regular_file
+
 __all__ = ["MAX_TOOL_FILE_BYTES", "ToolCodeError", "check_reference", "load_function", "resolve_references"]
 
 MAX_TOOL_FILE_BYTES = 1024 * 1024
@@ -92,11 +94,12 @@ def check_reference(reference: Any, base_dir: str | os.PathLike) -> str | None:
     """What is wrong with a tool reference (one clause, ``expected ...``), or None. Runs no code."""
     try:
         path, name = _file_of(reference, Path(base_dir))
-        source = path.read_bytes()
+        # Bounded and without blocking, as every file a spec names is read (multiverse.bounds).
+        source = read_regular_file(path, lambda expected: OSError(expected), limit=MAX_TOOL_FILE_BYTES)
     except ValueError as problem:
         return str(problem)
     except OSError as exc:
-        return f"{_FORM}; {reference!r} cannot be read ({exc.strerror})"
+        return f"{_FORM}; {reference!r} cannot be read ({exc.strerror or exc})"
     try:
         tree = ast.parse(source, filename=str(path))
     except (SyntaxError, ValueError) as exc:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .bounds import read_regular_file
 from .config import ModelConfig
 from .design import case_counts
 from .grid import Universe, expand
@@ -150,7 +151,9 @@ def world_uri(spec: Spec) -> str:
 @functools.lru_cache(maxsize=64)
 def _world_digest_at(path: str, mtime_ns: int) -> str:
     try:
-        return digest(Path(path).read_bytes().decode("utf-8", "replace"))
+        # A world file the spec names: a regular file under the spec files' cap, never a device or a FIFO.
+        data = read_regular_file(Path(path), lambda expected: OSError(expected))
+        return digest(data.decode("utf-8", "replace"))
     except OSError:
         return "missing"
 

@@ -15,7 +15,7 @@ import yaml
 from ..bounds import read_regular_file
 from ..errors import SpecError
 
-__all__ = ["MAX_NODES", "load_yaml"]
+__all__ = ["MAX_NODES", "load_yaml", "parse_yaml"]
 
 
 class _Loader(yaml.SafeLoader):
@@ -30,6 +30,11 @@ def load_yaml(path: Path) -> tuple[Any, dict[str, int]]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SpecError(path, "", f"expected UTF-8 text, found byte 0x{raw[exc.start]:02x} at offset {exc.start}") from None
+    return parse_yaml(text, path)
+
+
+def parse_yaml(text: str, path: Path) -> tuple[Any, dict[str, int]]:
+    """Parse YAML ``text`` read from ``path`` (named in errors) as :func:`load_yaml` does."""
     loader = _Loader(text)
     try:
         node = loader.get_single_node()

@@ -184,17 +184,10 @@ def run_ci_settings(tables) -> tuple[pd.DataFrame | None, int]:
     """:func:`ci_settings` of a loaded run or import (``tables.load_run``)."""
     from pathlib import Path
 
-    import yaml
+    from ..folder import read_spec_document
 
-    spec_document = None
     source = Path(tables.source) if tables.source is not None else None
-    if source is not None and (source / "spec.yaml").is_file():
-        try:
-            spec_document = yaml.safe_load((source / "spec.yaml").read_text(encoding="utf-8"))
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise InputError(f"{source / 'spec.yaml'}: not valid YAML ({str(exc).splitlines()[0]})") from None
-        if not isinstance(spec_document, dict):
-            raise InputError(f"{source / 'spec.yaml'}: expected a mapping (the resolved spec)")
+    spec_document = read_spec_document(source) if source is not None and source.is_dir() else None
     return ci_settings(tables.manifest or {}, spec_document)
 
 

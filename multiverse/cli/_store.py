@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..errors import InputError
+from ..folder import read_manifest
 from ._output import print_json, say
 
 __all__ = ["cmd_store"]
@@ -20,12 +20,11 @@ def _store_of(args) -> Path:
     places = args.specs if args.store_command == "gc" else [args.where] if args.where is not None else []
     found = set()
     for place in places:
-        manifest = place / "manifest.json"
-        if place.is_dir() and manifest.is_file():
-            try:
-                found.add(Path(json.loads(manifest.read_text(encoding="utf-8"))["store"]))
-            except (OSError, ValueError, KeyError, TypeError):
-                raise InputError(f"{manifest}: store: expected the path of the run's store") from None
+        manifest = read_manifest(place) if place.is_dir() else None
+        if manifest is not None:
+            if not manifest.store:
+                raise InputError(f"{place / 'manifest.json'}: store: expected the path of the run's store")
+            found.add(Path(manifest.store))
         elif not place.is_file():
             raise InputError(f"{place}: expected a spec file or a run directory with a manifest.json")
         else:

@@ -302,24 +302,17 @@ def _ci_label(ci_method: Any, level: float) -> str:
 
 
 def read_transcripts(path: str | os.PathLike) -> dict[str, dict]:
-    """A run folder's ``transcripts.jsonl`` as key -> record ({} when the folder has none)."""
+    """A run folder's ``transcripts.jsonl`` as key -> record ({} when the folder has none).
+
+    Read by the folder's one reader (``multiverse.folder``): a link out of the
+    folder, a FIFO or a line that is not a transcript is refused in one line.
+    """
+    from ..folder import read_transcripts as read_folder_transcripts
+
     path = Path(path)
     if path.is_dir():
-        path = path / "transcripts.jsonl"
-    if not path.is_file():
-        return {}
-    out = {}
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError:
-                raise InputError(f"{path}: line {number}: expected one JSON object per line") from None
-            if isinstance(record, dict) and "key" in record:
-                out[str(record["key"])] = record
-    return out
+        return read_folder_transcripts(path) or {}
+    return read_folder_transcripts(path.parent, path.name) or {}  # the file itself: its folder is the boundary
 
 
 def document_from_run(source: str | os.PathLike, *, store: Any = None) -> dict:

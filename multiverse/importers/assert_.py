@@ -335,12 +335,12 @@ def _transcripts(runs, run_options, warnings):
 
 
 def _hash_file(file: Path) -> str | None:
+    from multiverse.folder import read_folder_bytes
+
     if not file.is_file():
         return None
-    try:
-        return file.read_bytes()[:4096].decode("utf-8", "replace").strip()
-    except OSError as exc:
-        raise InputError(f"{file}: cannot be read ({exc.strerror or exc})") from None
+    data = read_folder_bytes(file.parent, file.name)  # inside the run, regular, under its cap
+    return None if data is None else data[:4096].decode("utf-8", "replace").strip()
 
 
 def _transcript(run, options, case_type, case_no, system, inference, score, factors) -> dict:

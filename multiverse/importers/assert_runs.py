@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from multiverse.errors import InputError
+from multiverse.folder import read_folder_bytes
 
 __all__ = ["AssertRun", "model_name", "option_name", "read_run"]
 
@@ -50,7 +51,7 @@ def read_run(path: Path, warnings: list[str]) -> AssertRun:
     """Read and check one ASSERT run directory; notes for the manifest go to ``warnings``."""
     if not path.is_dir():
         raise InputError(f"{path}: expected an ASSERT run directory", param="run_dirs")
-    config = _read_yaml(path / "config.yaml")
+    config = _read_yaml(path / "config.yaml", path.parent)
     suite = path.parent
     refs = _artifact_refs(path)
     taxonomy_file = _artifact_file(path, suite, refs, "systematize", "taxonomy.json")
@@ -59,7 +60,7 @@ def read_run(path: Path, warnings: list[str]) -> AssertRun:
             f"{path / 'artifacts.json'}: artifacts.systematize.path: expected the taxonomy version the run "
             "was judged with (the suite root may be newer)"
         )
-    taxonomy = _read_taxonomy(taxonomy_file)
+    taxonomy = _read_taxonomy(taxonomy_file, suite)
 
     test_ref = refs.get("test_set") or {}
     version = test_ref.get("version")
@@ -76,7 +77,7 @@ def read_run(path: Path, warnings: list[str]) -> AssertRun:
     test_file = _artifact_file(path, suite, refs, "test_set", "test_set.jsonl")
     if test_file is not None:
         cases = {}
-        for line, row in _read_jsonl(test_file):
+        for line, row in _read_jsonl(test_file, suite):
             key = (_field(test_file, line, row, "type"), _field(test_file, line, row, "test_case_id"))
             cases[key] = row
     elif test_ref:
@@ -85,7 +86,7 @@ def read_run(path: Path, warnings: list[str]) -> AssertRun:
     inference: dict[tuple[str, str, str], dict] = {}
     inference_file = path / "inference_set.jsonl"
     if inference_file.is_file():
-        for line, row in _read_jsonl(inference_file):
+        for line, row in _read_jsonl(inference_file, suite):
             inference[(
                 _field(inference_file, line, row, "type"),
                 _field(inference_file, line, row, "test_case_id"),
@@ -96,7 +97,7 @@ def read_run(path: Path, warnings: list[str]) -> AssertRun:
     scores_file = path / "scores.jsonl"
     if not scores_file.is_file():
         raise InputError(f"{scores_file}: file not found; expected the run's judged transcripts")
-    scores = _read_jsonl(scores_file)
+    scores = _read_jsonl(scores_file, suite)
     for line, row in scores:
         _field(scores_file, line, row, "type")
         _field(scores_file, line, row, "test_case_id")
@@ -108,10 +109,10 @@ def read_run(path: Path, warnings: list[str]) -> AssertRun:
     return run
 
 
-def _read_yaml(file: Path) -> dict:
+def _read_yaml(file: Path, suite: Path) -> dict:
     if not file.is_file():
         raise InputError(f"{file}: file not found; expected the run's config.yaml")
-    text = _text(file)
+    text = _text(file, suite)
     try:
         loaded = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -123,12 +124,15 @@ def _read_yaml(file: Path) -> dict:
     return loaded
 
 
-def _text(file: Path) -> str:
-    """A run file as text; invalid UTF-8 or an unreadable file is one line naming the file."""
-    try:
-        raw = file.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{file}: cannot be read ({exc.strerror or exc})") from None
+def _text(file: Path, suite: Path) -> str:
+    """A run file as text; invalid UTF-8 or an unreadable file is one line naming the file.
+
+    Read through the folder's one reader, with the suite (the run's parent
+    folder, which the run's artifact refs point into) as the boundary: a link
+    or a ref that leads outside it, a FIFO, a device or a file past the cap
+    is refused.
+    """
+    raw = read_suite_file(file, suite)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -136,8 +140,20 @@ def _text(file: Path) -> str:
         raise InputError(f"{file}: line {line}: expected UTF-8 text, found byte 0x{raw[exc.start]:02x}") from None
 
 
-def _read_json(file: Path) -> Any:
-    text = _text(file)
+def read_suite_file(file: Path, suite: Path, kind: str = "import file") -> bytes:
+    """The bytes of a file of an ASSERT run, with its ``suite`` folder as the boundary (``multiverse.folder``)."""
+    try:
+        name: Path = file.relative_to(suite)
+    except ValueError:  # an absolute ref: allowed when it resolves inside the suite
+        name = file
+    data = read_folder_bytes(suite, name, kind=kind)
+    if data is None:
+        raise InputError(f"{file}: file not found")
+    return data
+
+
+def _read_json(file: Path, suite: Path) -> Any:
+    text = _text(file, suite)
     try:
         return json.loads(text)
     except ValueError as exc:
@@ -146,9 +162,9 @@ def _read_json(file: Path) -> Any:
         raise InputError(f"{file}: nesting too deep; expected a JSON document a few levels deep") from None
 
 
-def _read_jsonl(file: Path) -> list[tuple[int, dict]]:
+def _read_jsonl(file: Path, suite: Path) -> list[tuple[int, dict]]:
     rows = []
-    for number, text in enumerate(_text(file).split("\n"), start=1):
+    for number, text in enumerate(_text(file, suite).split("\n"), start=1):
         if not text.strip():
             continue
         try:
@@ -175,7 +191,7 @@ def _artifact_refs(path: Path) -> dict[str, dict]:
     for name, key in (("artifacts.json", "artifacts"), ("manifest.json", "artifact_versions")):
         file = path / name
         if file.is_file():
-            document = _read_json(file)
+            document = _read_json(file, path.parent)
             refs = document.get(key) if isinstance(document, dict) else None
             if isinstance(refs, dict) and refs:
                 return {stage: ref for stage, ref in refs.items() if isinstance(ref, dict)}
@@ -203,8 +219,8 @@ def _artifact_file(run: Path, suite: Path, refs: dict, stage: str, filename: str
     return None
 
 
-def _read_taxonomy(file: Path) -> dict[str, bool]:
-    document = _read_json(file)
+def _read_taxonomy(file: Path, suite: Path) -> dict[str, bool]:
+    document = _read_json(file, suite)
     categories = document.get("behavior_categories") if isinstance(document, dict) else None
     if not isinstance(categories, list) or not categories:
         raise InputError(f"{file}: behavior_categories: expected a non-empty list of categories")

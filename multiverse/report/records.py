@@ -200,11 +200,13 @@ def _criteria_table(criteria: pd.DataFrame | None) -> str:
 
 
 def _spec(run: _Run) -> str:
+    from ..folder import read_spec_text
+
     source = run.tables.source
-    path = source / "spec.yaml" if source is not None and source.is_dir() else None
-    if path is None or not path.exists():
+    # Through the folder's reader: a spec.yaml that links outside the folder is never copied into the page.
+    text = read_spec_text(source) if source is not None and source.is_dir() else None
+    if text is None:
         return '<p class="note">This source has no spec.yaml (imported data or a bare table).</p>'
-    text = path.read_text(encoding="utf-8", errors="replace")
     return ("<p>The resolved spec of this run, as written to <code>spec.yaml</code>: the base spec, the axes and "
             "their options, exclusions and the primary universe.</p>" + f"<pre>{_e(text)}</pre>")
 

@@ -150,6 +150,11 @@ class _Run:
 def _prepare(results: Results, store: Any, threshold: float | None, tests: bool, human: Any = None) -> _Run:
     if threshold is not None and not (isinstance(threshold, (int, float)) and 0 < threshold < 1):
         raise InputError(f"threshold: expected a rate strictly between 0 and 1, got {threshold!r}", param="threshold")
+    if results.out_dir is not None:
+        from ..folder import read_transcripts
+
+        # The page shows the folder's transcripts: a line that is not one is refused before any section runs.
+        read_transcripts(results.out_dir)
     if human is not None:
         # Bad labels are refused before any section runs (the section would only say it could not be
         # computed); the calibration is cached on the results for the section.

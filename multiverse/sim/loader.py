@@ -15,8 +15,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..errors import SpecError
 from ..keys import digest
 from .world import (
@@ -92,10 +90,10 @@ def load_world(ref: World | str | os.PathLike | None = None) -> World:
 
 
 def _parse(path: Path) -> World:
-    try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except (OSError, yaml.YAMLError) as exc:
-        raise SpecError(path, "", f"a readable YAML world file ({type(exc).__name__})") from None
+    from .._spec.loading import load_yaml
+
+    # A file the spec names: regular, under the cap, aliases bounded (load_yaml), as the spec itself is read.
+    raw, _ = load_yaml(path)
     r = _Reader(path)
     r.mapping(raw, "")
     criteria = {cid: _criterion(r, cid, body) for cid, body in r.mapping(r.need(raw, "criteria", ""), "criteria").items()}
