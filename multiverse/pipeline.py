@@ -36,11 +36,28 @@ from .spec import Spec
 from .store import Store, check_store_path, default_store_path
 from .work import Work, build_work, resolve_config
 
-__all__ = ["default_run_dir", "draft", "plan", "run", "run_result"]
+__all__ = ["check_run_places", "default_run_dir", "draft", "plan", "run", "run_result"]
 
 
 def default_run_dir(spec: Spec) -> Path:
     return Path("runs") / spec.name
+
+
+def check_run_places(spec: Spec, out: str | os.PathLike, store: str | os.PathLike, *, force: bool = False) -> None:
+    """The run folder, checked before the first model call (the store checks its own path).
+
+    The one rule for every output folder (``multiverse.places``): an import
+    folder, a folder of unrelated files or another spec's run (the manifest's
+    ``spec`` is not this spec's name) is written only with ``force``; inputs
+    and the store never.
+    """
+    from .places import RUN_FILES, check_output_dir
+
+    # The rubric's file name is gone once it is inlined: every file beside the spec that a run
+    # would write over counts as an input.
+    beside = [spec.base_dir / name for name in RUN_FILES if (spec.base_dir / name).is_file()]
+    inputs = [p for p in (spec.path, spec.base_dir / spec.design.cases if spec.design.cases else None, *beside) if p]
+    check_output_dir(out, kind="run", inputs=inputs, store=store, force=force, spec_name=spec.name)
 
 
 def _store(spec: Spec, store: Store | str | os.PathLike | None) -> Store:
@@ -104,6 +121,7 @@ def run(
     backend: str = "local",
     scheduler: str | Any | None = None,
     max_units: int | None = MAX_UNITS,
+    force: bool = False,
 ) -> Results:
     """Run every universe of ``spec`` and write the run directory.
 
@@ -119,7 +137,10 @@ def run(
     the store directory. A grid of more than ``max_units`` unique work
     units (case drafts, transcripts and judge calls, counted without listing
     them) is refused before anything is listed or called; ``max_units=None``
-    lifts the cap.
+    lifts the cap. The folder ``out`` is checked before anything runs
+    (:func:`check_run_places`): an import folder, unrelated files or another
+    spec's run there is refused unless ``force``; the report of an earlier
+    run there is removed when the tables are written.
     """
     started = time.time()
     _require_rubric(spec)
@@ -143,6 +164,8 @@ def run(
     st = _store(spec, store)
     out_dir = Path(out) if out is not None else default_run_dir(spec)
     check_store_path(st.root, out=out_dir if write else None)
+    if write:
+        check_run_places(spec, out_dir, st.root, force=force)
     from .breaker import Breaker
     from .requestcache import RequestCache
 

@@ -144,7 +144,7 @@ def _run_and_say(spec, args, out):
 
     result = run(
         spec, out=out, store=args.store, jobs=args.jobs, budget=args.budget, progress=False if args.quiet else None,
-        backend=getattr(args, "backend", "local"), scheduler=getattr(args, "scheduler", None),
+        backend=getattr(args, "backend", "local"), scheduler=getattr(args, "scheduler", None), force=args.force,
         **({"max_units": args.max_units} if getattr(args, "max_units", None) is not None else {}),
     )
     m = result.manifest
@@ -178,15 +178,10 @@ def _outcome_line(counts: dict) -> str:
 
 def _check_run_places(spec, args, out: Path) -> None:
     """The run folder, checked before the first model call (the store is checked by the store itself)."""
-    from ..places import RUN_FILES, check_output_dir
+    from ..pipeline import check_run_places
     from ..store import default_store_path
 
-    # The rubric's file name is gone once it is inlined: every file beside the spec that a run
-    # would write over counts as an input.
-    beside = [spec.base_dir / name for name in RUN_FILES if (spec.base_dir / name).is_file()]
-    inputs = [p for p in (spec.path, spec.base_dir / spec.design.cases if spec.design.cases else None, *beside) if p]
-    store = default_store_path(spec.path, args.store)
-    check_output_dir(out, kind="run", inputs=inputs, store=store, force=args.force)
+    check_run_places(spec, out, default_store_path(spec.path, args.store), force=args.force)
 
 
 def cmd_run(args) -> int:

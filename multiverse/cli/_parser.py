@@ -84,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("spec", type=Path)
     p.add_argument("--out", type=Path, help="run directory (default: runs/<spec name>)")
     p.add_argument("--force", action="store_true",
-                   help="write into an --out folder that holds other files or an import (inputs and the store are never overwritten)")
+                   help="write into an --out folder that holds other files, an import or another spec's run "
+                        "(inputs and the store are never overwritten)")
     p.add_argument("--backend", choices=("local", "processes", "dask"), default="local",
                    help="where model calls run: this process (default), one worker process per core "
                         "(for many concurrent calls: --jobs 32 and up), or a Dask cluster")
@@ -99,7 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
         "run the built-in demo end to end on the simulated world (offline, no keys) and write its report",
     )
     p.add_argument("--out", type=Path, default=Path("runs/demo"), help="run directory (default: runs/demo)")
-    p.add_argument("--force", action="store_true", help="write into an --out folder that holds other files or an import")
+    p.add_argument("--force", action="store_true",
+                   help="write into an --out folder that holds other files, an import or another spec's run")
     _run_flags(p, store_help="store directory (default: $MULTIVERSE_STORE, else ./.multiverse/store: "
                              "the demo's spec is built in, so its store is in the current directory)")
 
