@@ -73,6 +73,17 @@ def _require_rubric(spec: Spec) -> None:
                         "file (draft one: multiverse.draft(spec, rubric=True))")
 
 
+def _warn_unknown_criteria(spec: Spec) -> None:
+    """Say in one line when sim/ models would rate criteria their world has no behaviour for."""
+    import warnings
+
+    from .sim.coverage import unknown_criteria_note
+
+    note = unknown_criteria_note(spec)
+    if note:
+        warnings.warn(note, stacklevel=3)
+
+
 def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None, jobs: int = 8) -> dict[str, Any]:
     """Per stage: unique work units (stored, failed, blocked, to compute), their model calls, and estimated cost;
     ``wall``: at least how long the calls take at ``jobs`` under the spec's ``rate_limits``.
@@ -144,6 +155,7 @@ def run(
     """
     started = time.time()
     _require_rubric(spec)
+    _warn_unknown_criteria(spec)
     if backend not in ("local", "processes", "dask"):
         raise InputError(f"backend: expected local, processes or dask, got {backend!r}", param="backend")
     if backend == "processes" and client is not None:
@@ -330,6 +342,13 @@ def draft(
     generator = resolve_config(spec.design.generator.to_model_config(), spec)
     drafted_rubric = None
     if rubric or not spec.rubric.criteria:
+        import warnings
+
+        from .sim.coverage import draft_note
+
+        note = draft_note(spec)
+        if note:
+            warnings.warn(note, stacklevel=2)
         _check_credentials(client, [generator])
         try:
             drafted_rubric = draft_rubric(model_client, spec, generator, seed=spec.rollout.seed)

@@ -23,6 +23,11 @@ def cmd_validate(args) -> int:
     universes = expand(spec)
     note = "" if any(u.is_primary for u in universes) else "; no primary universe declared"
     print(f"{args.spec}: ok: {len(universes)} universes over {len(spec.axes)} axes, {len(spec.systems)} systems{note}")
+    from ..sim.coverage import unknown_criteria_note
+
+    unknown = unknown_criteria_note(spec)
+    if unknown:
+        print(f"warning: {unknown}", file=sys.stderr)
     return 0
 
 
