@@ -158,3 +158,27 @@ def test_the_simulated_generator_says_it_drafts_its_worlds_criteria_not_the_conc
     assert "'deception'" in note and "'sycophancy'" in note and "real model" in note
     header = [row for row in (tmp_path / "spec.rubric.yaml").read_text().splitlines() if row.startswith("#")]
     assert f"# [simulated] {note}." in header
+
+
+def test_the_run_summary_says_the_simulated_worlds_failures_are_injected(tmp_path):
+    """A sim/ run's failures are the world's declared failure rates: the summary says so; an oracle judge in a world
+    without failures gets no such note."""
+    from cli_runner import run_cli
+
+    source = (Path(load_world("deception").source)).read_text(encoding="utf-8")
+    failing = source.replace("  judge-a:          # balanced\n", "  judge-a:          # balanced\n    failure: 0.6\n", 1)
+    assert failing != source
+    (tmp_path / "failing.yaml").write_text(failing.replace("    failure: 0.03\n", "", 1), encoding="utf-8")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(tiny_spec_document(world="failing.yaml"), sort_keys=False))
+    out = run_cli(["run", spec, "--out", tmp_path / "run", "--store", tmp_path / "store", "--quiet"]).ok()
+    assert "judge_failed" in out
+    [note] = [row for row in out.splitlines() if row.strip().startswith("note: the simulated world fails on purpose")]
+    assert "failure rates" in note
+
+    clean = tiny_spec_document(name="oracle", judge={"model": "sim/judge-oracle", "evidence_standard": "strict"},
+                               axes={"judge": {"oracle": {"judge.model": "sim/judge-oracle"}}},
+                               rollout={"setting": "single_turn"})
+    spec.write_text(yaml.safe_dump(clean, sort_keys=False))
+    out = run_cli(["run", spec, "--out", tmp_path / "oracle", "--store", tmp_path / "store", "--quiet"]).ok()
+    assert "failed" not in out.split("verdicts:", 1)[1] and "fails on purpose" not in out

@@ -160,6 +160,10 @@ def _run_and_say(spec, args, out):
             print(f"  {stage:<8} {_outcome_line(counts)}; {counts['calls']} model calls made")
     statuses = ", ".join(f"{v} {k}" for k, v in m["statuses"].items() if v)
     print(f"  verdicts: {sum(m['statuses'].values())} ({statuses})")
+    failed = sum(m["statuses"].get(s, 0) for s in ("rollout_failed", "judge_failed"))
+    if failed and m.get("simulated"):
+        print(f"  note: the simulated world fails on purpose (its users and judges have declared failure rates), "
+              f"so some of these {failed} failures are injected, not faults of the run")
     if m["cost"]:
         print(f"  cost: ${m['cost']:.4f}, {m['tokens']} tokens")
     print(f"results: {result.out_dir}/ (verdicts, criteria, rates as .parquet and .csv; transcripts.jsonl; manifest.json)")
