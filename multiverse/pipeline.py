@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -138,7 +137,8 @@ def run(
 
     ``client`` defaults to a ``multiverse.llm.LiteLLMClient``; pass your own
     (any ``multiverse.client.ModelClient``) to count or intercept calls. ``progress=None``
-    shows bars only on a terminal. ``backend="processes"`` computes the draft,
+    shows a bar per stage on a terminal and plain lines elsewhere
+    (``multiverse.progress``); ``False`` shows nothing. ``backend="processes"`` computes the draft,
     rollout and judge units in worker processes on this machine, one per core
     with ``jobs`` split among them (``multiverse.processes``): for many
     concurrent calls, as litellm needs about 5 ms of CPU per call; ``budget``
@@ -184,8 +184,6 @@ def run(
     # A model that fails every call the same way stops the run, not every unit; a request
     # already answered (by this run, an earlier one or a concurrent one) is never sent again.
     client = RequestCache(Breaker(_default_client(client, jobs, budget, spec.rate_limits)), st)
-    if progress is None:
-        progress = sys.stderr.isatty()
     try:
         with (interrupt.stopping_on_signals(), Lease(st.open().root) as lease, client,
               DaskSession(backend, scheduler, jobs) as dask_client,
@@ -337,8 +335,6 @@ def draft(
     model_client = _default_client(client, jobs, rate_limits=spec.rate_limits)
     # Cases are units of the run and share its request store; a rubric draft asked for again is asked anew.
     client = RequestCache(model_client, st)
-    if progress is None:
-        progress = sys.stderr.isatty()
     generator = resolve_config(spec.design.generator.to_model_config(), spec)
     drafted_rubric = None
     if rubric or not spec.rubric.criteria:
