@@ -61,7 +61,7 @@ class Executor:
     compute themselves, so a worker that dies loses only its call in flight.
     """
 
-    def __init__(self, store: Store, client: ModelClient, *, jobs: int, progress: bool, attempt: Callable | None = None,
+    def __init__(self, store: Store, client: ModelClient, *, jobs: int, progress: bool | None, attempt: Callable | None = None,
                  remote: Callable | None = None, backend: str = "local", dask_client=None, grace: float | None = None,
                  workers: Any = None):
         from . import compute
@@ -84,12 +84,9 @@ class Executor:
         if not units:
             return
         interrupt.check()
-        from tqdm.auto import tqdm
+        from .progress import Progress
 
-        from .terminal import progress_stream
-
-        bar = tqdm(total=len(units), desc=f"{STAGE_OF_RECORD[stage]:>8}", unit="unit", disable=not self.progress,
-                   file=progress_stream())
+        bar = Progress(len(units), STAGE_OF_RECORD[stage], enabled=self.progress)
         if self.backend == "dask":
             results = self._dask(stage, units, upstream)
         else:

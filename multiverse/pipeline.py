@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -36,11 +35,28 @@ from .spec import Spec
 from .store import Store, check_store_path, default_store_path
 from .work import Work, build_work, resolve_config
 
-__all__ = ["default_run_dir", "draft", "plan", "run", "run_result"]
+__all__ = ["check_run_places", "default_run_dir", "draft", "plan", "run", "run_result"]
 
 
 def default_run_dir(spec: Spec) -> Path:
     return Path("runs") / spec.name
+
+
+def check_run_places(spec: Spec, out: str | os.PathLike, store: str | os.PathLike, *, force: bool = False) -> None:
+    """The run folder, checked before the first model call (the store checks its own path).
+
+    The one rule for every output folder (``multiverse.places``): an import
+    folder, a folder of unrelated files or another spec's run (the manifest's
+    ``spec`` is not this spec's name) is written only with ``force``; inputs
+    and the store never.
+    """
+    from .places import RUN_FILES, check_output_dir
+
+    # The rubric's file name is gone once it is inlined: every file beside the spec that a run
+    # would write over counts as an input.
+    beside = [spec.base_dir / name for name in RUN_FILES if (spec.base_dir / name).is_file()]
+    inputs = [p for p in (spec.path, spec.base_dir / spec.design.cases if spec.design.cases else None, *beside) if p]
+    check_output_dir(out, kind="run", inputs=inputs, store=store, force=force, spec_name=spec.name)
 
 
 def _store(spec: Spec, store: Store | str | os.PathLike | None) -> Store:
@@ -54,6 +70,17 @@ def _require_rubric(spec: Spec) -> None:
     if not spec.rubric.criteria:
         raise SpecError(spec.path or "<spec>", "rubric", "the spec has no rubric; expected criteria inline or a rubric "
                         "file (draft one: multiverse.draft(spec, rubric=True))")
+
+
+def _warn_unknown_criteria(spec: Spec) -> None:
+    """Say in one line when sim/ models would rate criteria their world has no behaviour for."""
+    import warnings
+
+    from .sim.coverage import unknown_criteria_note
+
+    note = unknown_criteria_note(spec)
+    if note:
+        warnings.warn(note, stacklevel=3)
 
 
 def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None, jobs: int = 8) -> dict[str, Any]:
@@ -104,12 +131,14 @@ def run(
     backend: str = "local",
     scheduler: str | Any | None = None,
     max_units: int | None = MAX_UNITS,
+    force: bool = False,
 ) -> Results:
     """Run every universe of ``spec`` and write the run directory.
 
     ``client`` defaults to a ``multiverse.llm.LiteLLMClient``; pass your own
     (any ``multiverse.client.ModelClient``) to count or intercept calls. ``progress=None``
-    shows bars only on a terminal. ``backend="processes"`` computes the draft,
+    shows a bar per stage on a terminal and plain lines elsewhere
+    (``multiverse.progress``); ``False`` shows nothing. ``backend="processes"`` computes the draft,
     rollout and judge units in worker processes on this machine, one per core
     with ``jobs`` split among them (``multiverse.processes``): for many
     concurrent calls, as litellm needs about 5 ms of CPU per call; ``budget``
@@ -119,10 +148,14 @@ def run(
     the store directory. A grid of more than ``max_units`` unique work
     units (case drafts, transcripts and judge calls, counted without listing
     them) is refused before anything is listed or called; ``max_units=None``
-    lifts the cap.
+    lifts the cap. The folder ``out`` is checked before anything runs
+    (:func:`check_run_places`): an import folder, unrelated files or another
+    spec's run there is refused unless ``force``; the report of an earlier
+    run there is removed when the tables are written.
     """
     started = time.time()
     _require_rubric(spec)
+    _warn_unknown_criteria(spec)
     if backend not in ("local", "processes", "dask"):
         raise InputError(f"backend: expected local, processes or dask, got {backend!r}", param="backend")
     if backend == "processes" and client is not None:
@@ -143,14 +176,14 @@ def run(
     st = _store(spec, store)
     out_dir = Path(out) if out is not None else default_run_dir(spec)
     check_store_path(st.root, out=out_dir if write else None)
+    if write:
+        check_run_places(spec, out_dir, st.root, force=force)
     from .breaker import Breaker
     from .requestcache import RequestCache
 
     # A model that fails every call the same way stops the run, not every unit; a request
     # already answered (by this run, an earlier one or a concurrent one) is never sent again.
     client = RequestCache(Breaker(_default_client(client, jobs, budget, spec.rate_limits)), st)
-    if progress is None:
-        progress = sys.stderr.isatty()
     try:
         with (interrupt.stopping_on_signals(), Lease(st.open().root) as lease, client,
               DaskSession(backend, scheduler, jobs) as dask_client,
@@ -302,11 +335,16 @@ def draft(
     model_client = _default_client(client, jobs, rate_limits=spec.rate_limits)
     # Cases are units of the run and share its request store; a rubric draft asked for again is asked anew.
     client = RequestCache(model_client, st)
-    if progress is None:
-        progress = sys.stderr.isatty()
     generator = resolve_config(spec.design.generator.to_model_config(), spec)
     drafted_rubric = None
     if rubric or not spec.rubric.criteria:
+        import warnings
+
+        from .sim.coverage import draft_note
+
+        note = draft_note(spec)
+        if note:
+            warnings.warn(note, stacklevel=2)
         _check_credentials(client, [generator])
         try:
             drafted_rubric = draft_rubric(model_client, spec, generator, seed=spec.rollout.seed)

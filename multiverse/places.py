@@ -11,10 +11,14 @@ checked, so a bad place is one line with exit 2 and nothing half-written:
   folder being imported;
 - it is not the store, nor inside it;
 - if it exists, it is empty, or a run folder when writing a run, or an
-  import folder when writing an import. A folder of the other kind, or one
-  holding other files, needs ``force`` (the caller's explicit consent):
-  the files written are then the only ones replaced; the rest stay. Inputs,
-  the store and unwritable places are refused even with ``force``.
+  import folder when writing an import. A folder of the other kind, one
+  holding other files, or a run folder of another spec (its manifest names
+  another ``spec``, when the caller says whose run it writes) needs
+  ``force`` (the caller's explicit consent): the files written are then the
+  only ones replaced; the rest stay, except the files derived from the
+  tables (``DERIVED_FILES``: the report), which the writer removes so none
+  describes other tables. Inputs, the store and unwritable places are
+  refused even with ``force``.
 
 Names starting with ``.`` (temporary files, a store kept in the folder) do
 not make a folder "unrelated".
@@ -30,11 +34,13 @@ from pathlib import Path
 from .errors import InputError
 from .folder import TABLE_FILES, read_manifest_document
 
-__all__ = ["IMPORT_FILES", "RUN_FILES", "TABLE_FILES", "PlaceError", "check_output_dir", "check_output_file", "check_writable",
+__all__ = ["DERIVED_FILES", "IMPORT_FILES", "RUN_FILES", "TABLE_FILES", "PlaceError", "check_output_dir", "check_output_file", "check_writable",
            "folder_kind"]
 
-RUN_FILES = (*TABLE_FILES, "manifest.json", "spec.yaml", "transcripts.jsonl", "report.html")
-IMPORT_FILES = (*TABLE_FILES, "manifest.json", "report.html")
+# Made from a folder's tables after they are written: stale the moment the tables are rewritten.
+DERIVED_FILES = ("report.html",)
+RUN_FILES = (*TABLE_FILES, "manifest.json", "spec.yaml", "transcripts.jsonl", *DERIVED_FILES)
+IMPORT_FILES = (*TABLE_FILES, "manifest.json", *DERIVED_FILES)
 
 
 class PlaceError(InputError):
@@ -47,13 +53,18 @@ class PlaceError(InputError):
 
 def folder_kind(path: Path) -> str | None:
     """``"run"``, ``"import"``, or None when ``path`` holds no readable manifest."""
+    manifest = _manifest(path)
+    if manifest is None:
+        return None
+    return "import" if "source" in manifest else "run"
+
+
+def _manifest(path: Path) -> dict | None:
     try:
         manifest = read_manifest_document(path)
     except InputError:  # a manifest that is not one (a FIFO, a list, a link outside): no folder of ours
         return None
-    if manifest is None:
-        return None
-    return "import" if "source" in manifest else "run"
+    return manifest
 
 
 def check_output_dir(
@@ -64,12 +75,14 @@ def check_output_dir(
     input_dirs: Iterable[str | os.PathLike] = (),
     store: str | os.PathLike | None = None,
     force: bool = False,
+    spec_name: str | None = None,
 ) -> Path:
     """Check that a ``kind`` (``"run"`` or ``"import"``) folder may be written at ``out``.
 
     ``inputs`` are files the command reads, ``input_dirs`` folders it reads
-    (ASSERT runs): none may be written over or into. Returns ``out``; raises
-    ``InputError`` naming the folder and the problem.
+    (ASSERT runs): none may be written over or into. ``spec_name``: the spec
+    whose run is written; a run folder of another spec then needs ``force``.
+    Returns ``out``; raises ``InputError`` naming the folder and the problem.
     """
     out = Path(out)
     written = RUN_FILES if kind == "run" else IMPORT_FILES
@@ -92,12 +105,13 @@ def check_output_dir(
         if target == root or root in target.parents:
             raise PlaceError(f"{where}: is inside the store {store}; expected a folder outside it")
     if out.is_dir():
-        _check_existing(out, where, kind, written, force)
+        _check_existing(out, where, kind, written, force, spec_name)
     check_writable(out, where)
     return out
 
 
-def _check_existing(out: Path, where: str, kind: str, written: tuple[str, ...], force: bool) -> None:
+def _check_existing(out: Path, where: str, kind: str, written: tuple[str, ...], force: bool,
+                    spec_name: str | None) -> None:
     try:
         names = [p.name for p in out.iterdir() if not p.name.startswith(".")]
     except OSError as exc:
@@ -110,6 +124,12 @@ def _check_existing(out: Path, where: str, kind: str, written: tuple[str, ...], 
     if found is not None and found != kind:
         raise PlaceError(f"{where}: is an existing {found} folder; expected a new folder or an earlier {kind} folder",
                          forceable=True)
+    if found == "run" and spec_name is not None:
+        # The spec's name, not its digest: an edited spec rerun into its own folder is the usual workflow.
+        held = (_manifest(out) or {}).get("spec")
+        if held != spec_name:
+            raise PlaceError(f"{where}: holds the run of spec {held!r}; expected a new folder or an earlier run of "
+                             f"spec {spec_name!r}", forceable=True)
     if found is None and any(name not in written for name in names):
         shown = ", ".join(sorted(n for n in names if n not in written)[:5])
         raise PlaceError(f"{where}: is not empty and is not {_article(kind)} {kind} folder (it holds {shown}); "

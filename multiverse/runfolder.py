@@ -217,12 +217,14 @@ def write_run_folder(
     the folder can be read, reported and shared without the store.
     ``spec_document`` is written as ``spec.yaml``. A file of an earlier
     folder that this one has no counterpart for (criteria, transcripts, spec)
-    is removed, so what is left never describes another run. ``manifest``
-    gets ``schema_version`` when it has none. Returns the folder.
+    is removed, so what is left never describes another run, and so is every
+    file made from the earlier tables (``places.DERIVED_FILES``: the report),
+    before the first table is rewritten. ``manifest`` gets ``schema_version`` when it has none. Returns the folder.
     """
     import yaml
 
     from .errors import InputError
+    from .places import DERIVED_FILES
 
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
@@ -230,6 +232,8 @@ def write_run_folder(
     out.mkdir(parents=True, exist_ok=True)
     # The manifest marks a complete folder: take it away first, put it back last.
     (out / "manifest.json").unlink(missing_ok=True)
+    for name in DERIVED_FILES:
+        (out / name).unlink(missing_ok=True)
     given = {"criteria.parquet": criteria, "criteria.csv": criteria, "transcripts.jsonl": transcripts,
              "spec.yaml": spec_document}
     for name in _OPTIONAL_FILES:

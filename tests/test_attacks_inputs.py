@@ -264,6 +264,51 @@ def test_an_earlier_run_folder_is_rewritten_without_force(tmp_path, no_paid_call
     assert len(no_paid_calls) == 1
 
 
+@pytest.mark.parametrize("held", [{"spec": "someone-else"}, {"spec": None}, {"axes": []}])
+def test_run_out_holding_another_specs_run_needs_force(tmp_path, no_paid_calls, held):
+    # A run folder whose manifest names another spec (or none) is not this spec's to rewrite.
+    spec = write_spec(tmp_path / "specs")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "manifest.json").write_text(json.dumps(held))
+    (out / "report.html").write_text("<title>someone-else</title>")
+    code, _, err = run_cli(["run", spec, "--out", out, "--store", tmp_path / "store"])
+    line = refused(code, err, "output folder", "holds the run of spec", "'tiny'", "--force")
+    assert repr(held.get("spec")) in line
+    assert no_paid_calls == [] and (out / "report.html").read_text() == "<title>someone-else</title>"
+    with pytest.raises(SystemExit) as reached:
+        main(["run", str(spec), "--out", str(out), "--store", str(tmp_path / "store"), "--force"])
+    assert reached.value.code == 99 and no_paid_calls[0]["force"] is True
+
+
+def test_library_run_refuses_another_specs_folder_and_never_leaves_a_stale_report(tmp_path):
+    """The library keeps the rule too (no CLI in between): refused before anything is stored,
+    no flag named; a rerun of the same spec, or a forced one, leaves no report of earlier tables."""
+    from multiverse import load_spec, run
+    from multiverse.places import PlaceError
+
+    out, store = tmp_path / "out", tmp_path / "store"
+    first = load_spec(write_spec(tmp_path / "a"))
+    run(first, out=out, store=store, progress=False)
+    (out / "report.html").write_text("<title>tiny</title>")
+    run(first, out=out, store=store, progress=False)
+    assert not (out / "report.html").exists(), "a rerun left the report of the earlier tables"
+
+    (out / "report.html").write_text("<title>tiny</title>")
+    other = load_spec(write_spec(tmp_path / "b", name="other"))
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    stored = sorted(p.relative_to(store) for p in store.rglob("*") if p.is_file())
+    with pytest.raises(PlaceError) as info:
+        run(other, out=out, store=store, progress=False)
+    assert info.value.forceable and "--" not in str(info.value) and "'tiny'" in str(info.value)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert sorted(p.relative_to(store) for p in store.rglob("*") if p.is_file()) == stored, "it ran before refusing"
+
+    run(other, out=out, store=store, progress=False, force=True)
+    assert json.loads((out / "manifest.json").read_text())["spec"] == "other"
+    assert not (out / "report.html").exists()
+
+
 @pytest.mark.parametrize("where", ["file", "under_a_file", "in_store", "is_store"])
 def test_run_out_that_is_a_file_or_in_the_store_is_refused_even_with_force(tmp_path, no_paid_calls, where):
     spec = write_spec(tmp_path / "specs")

@@ -183,11 +183,58 @@ def test_rubric_file_path_is_relative_to_the_spec(tmp_path):
     (tmp_path / "specs").mkdir()
     path = tmp_path / "specs" / "s.yaml"
     path.write_text(yaml.safe_dump(raw), encoding="utf-8")
-    with pytest.raises(SpecError, match="file not found"):
+    with pytest.raises(SpecError, match="does not exist"):
         load_spec(path)
     raw["rubric"] = "../rubrics/r.yaml"
     path.write_text(yaml.safe_dump(raw), encoding="utf-8")
     assert len(load_spec(path).rubric.criteria) == 10
+
+
+@pytest.mark.parametrize("where", ["missing", "folder"])
+def test_an_unreadable_rubric_file_names_the_spec_field_that_named_it(tmp_path, where):
+    raw = _raw_demo()
+    raw["rubric"] = "rubrics/mine.yaml"
+    if where == "folder":
+        (tmp_path / "rubrics" / "mine.yaml").mkdir(parents=True)
+    path = tmp_path / "audit.yaml"
+    text = yaml.safe_dump(raw, sort_keys=False)
+    path.write_text(text, encoding="utf-8")
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if row.startswith("rubric:"))
+    line_out = run_cli(["validate", path]).refused(str(path), f"rubric (line {line})", str(tmp_path / "rubrics" / "mine.yaml"))
+    assert ("does not exist" if where == "missing" else "not a regular file") in line_out
+
+
+@pytest.mark.parametrize("edit", ["drop_level", "add_level", "duplicate_id"])
+def test_rubric_problems_are_reported_at_the_rubric_files_own_line(tmp_path, edit):
+    rubric = _raw_rubric()
+    criteria = rubric["criteria"]
+    if edit == "drop_level":
+        criteria[3]["evidence"].pop("lenient")
+    elif edit == "add_level":
+        criteria[2]["evidence"]["moderate"] = "somewhere between"
+    else:
+        criteria[4]["id"] = criteria[1]["id"]
+    rubric_text = yaml.safe_dump(rubric, sort_keys=False)
+    (tmp_path / "r.yaml").write_text(rubric_text, encoding="utf-8")
+    raw = _raw_demo()
+    raw["rubric"] = "r.yaml"
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+    with pytest.raises(SpecError) as info:
+        load_spec(tmp_path / "s.yaml")
+    assert info.value.file == str(tmp_path / "r.yaml")
+    # The line of that criterion's own key in the rubric file, not the spec's `rubric:` line.
+    _, lines = load_yaml(tmp_path / "r.yaml")
+    field, line = info.value.path.removesuffix(")").split(" (line ")
+    assert field.startswith("criteria") and lines[field] == int(line), info.value.path
+    if edit == "drop_level":
+        assert field == "criteria.3.evidence"
+    # Inline, the same problem is at the spec's own line for that criterion.
+    raw["rubric"] = rubric
+    text = yaml.safe_dump(raw, sort_keys=False)
+    (tmp_path / "inline.yaml").write_text(text, encoding="utf-8")
+    with pytest.raises(SpecError) as inline:
+        load_spec(tmp_path / "inline.yaml")
+    assert inline.value.file == str(tmp_path / "inline.yaml") and inline.value.path.startswith("rubric.criteria")
 
 
 def test_defaults_written_out_do_not_change_universe_ids(demo, tmp_path):

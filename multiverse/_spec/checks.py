@@ -14,10 +14,10 @@ from .. import model_names
 from ..bounds import check_sizes, name_problem
 from ..credentials import check_spec_sections
 from ..toolcode import check_reference
-from .models import BEHAVIOR, Spec, design_levels
+from .models import BEHAVIOR, Rubric, Spec, design_levels
 from .problems import Problems
 
-__all__ = ["MINIMA", "check_semantics"]
+__all__ = ["MINIMA", "check_rubric", "check_semantics"]
 
 #: The smallest value of each numeric field (YAML path); the caps are ``bounds.CAPS``.
 MINIMA = {
@@ -33,15 +33,9 @@ MINIMA = {
 
 def check_semantics(spec: Spec, problems: Problems, *, has_rubric: bool) -> None:
     """Add every rule ``spec`` breaks; ``has_rubric`` is False for a spec whose rubric is still to be drafted."""
-    ids = [c.id for c in spec.rubric.criteria]
-    if has_rubric and not ids:
-        problems.add("rubric.criteria", "expected at least one criterion")
-    _no_duplicates(ids, "rubric.criteria", "criterion id", problems)
+    check_rubric(spec.rubric, problems, at="rubric.", required=has_rubric)
     _no_duplicates([s.name for s in spec.systems], "systems", "system name", problems)
     levels = sorted({lvl for c in spec.rubric.criteria for lvl in c.evidence})
-    for i, c in enumerate(spec.rubric.criteria):
-        if levels and set(c.evidence) != set(levels):
-            problems.add(f"rubric.criteria.{i}.evidence", f"expected a text for every evidence level ({', '.join(levels)})")
     if levels and spec.judge.evidence_standard not in levels:
         problems.add("judge.evidence_standard", f"expected one of the rubric's evidence levels ({', '.join(levels)}), got {spec.judge.evidence_standard!r}")
     wrong_name = name_problem(spec.name)
@@ -154,6 +148,19 @@ def _check_offline_names(spec: Spec, problems: Problems) -> None:
 def _check_model(model: str, path: str, problems: Problems) -> None:
     if "/" not in model or model.startswith("/") or model.endswith("/") or any(c.isspace() for c in model):
         problems.add(path, f"expected a litellm model string 'provider/model' (e.g. openai/gpt-4o-mini, sim/atlas), got {model!r}")
+
+
+def check_rubric(rubric: Rubric, problems: Problems, *, at: str = "", required: bool = True) -> None:
+    """The rubric's own rules; ``at`` is where it sits (``"rubric."`` inline in a spec, ``""`` in a file
+    of its own, so a problem is reported at the rubric file's line)."""
+    ids = [c.id for c in rubric.criteria]
+    if required and not ids:
+        problems.add(f"{at}criteria", "expected at least one criterion")
+    _no_duplicates(ids, f"{at}criteria", "criterion id", problems)
+    levels = sorted({lvl for c in rubric.criteria for lvl in c.evidence})
+    for i, c in enumerate(rubric.criteria):
+        if levels and set(c.evidence) != set(levels):
+            problems.add(f"{at}criteria.{i}.evidence", f"expected a text for every evidence level ({', '.join(levels)})")
 
 
 def _no_duplicates(values: list[str], path: str, what: str, problems: Problems) -> None:

@@ -18,7 +18,7 @@ from ..bounds import CAPS
 from ..errors import SpecError
 from ..names import both_spellings, nfc_document
 from .axes import check_axes
-from .checks import MINIMA, check_semantics
+from .checks import MINIMA, check_rubric, check_semantics
 from .loading import load_yaml
 from .models import Case, CasesFile, Rubric, Spec, design_levels, to_plain
 from .problems import Problems, add_validation_errors
@@ -49,16 +49,33 @@ def parse_spec(document: Any, *, path: Path | None = None, lines: Mapping[str, i
         raise SpecError(file, "", "expected a YAML mapping at the top level")
     document = _one_spelling(dict(document), file)
     if isinstance(document.get("rubric"), str):
-        rubric_file = (path.parent if path else Path.cwd()) / document["rubric"]
-        rubric_doc, rubric_lines = load_yaml(rubric_file)
-        rubric_doc = _one_spelling(rubric_doc, rubric_file)
-        _validate(Rubric, rubric_doc, rubric_file, rubric_lines)
-        document["rubric"] = rubric_doc
+        document["rubric"] = _load_rubric_file(document["rubric"], path, lines)
     spec = resolve_document(document, path=path, lines=lines)
     problems = Problems(lines)
     check_axes(spec, problems, lambda patched: resolve_document(patched, path=path), cap=cap_universes)
     _raise(file, problems)
     return spec
+
+
+def _load_rubric_file(name: str, path: Path | None, lines: Mapping[str, int] | None) -> Any:
+    """The rubric file the spec's ``rubric:`` names, checked against its own lines.
+
+    A file that cannot be read is reported against the spec field that named
+    it; a problem inside the rubric, at the rubric file's own line.
+    """
+    rubric_file = (path.parent if path else Path.cwd()) / name
+    if not rubric_file.is_file():
+        found = "does not exist" if not rubric_file.exists() else "is not a regular file"
+        raise SpecError(path if path is not None else "<spec>", Problems(lines).where("rubric"),
+                        f"the rubric file {rubric_file} {found}; expected a rubric YAML file (paths are "
+                        "relative to the spec) or the criteria inline")
+    rubric_doc, rubric_lines = load_yaml(rubric_file)
+    rubric_doc = _one_spelling(rubric_doc, rubric_file)
+    rubric = _validate(Rubric, rubric_doc, rubric_file, rubric_lines)
+    problems = Problems(rubric_lines)
+    check_rubric(rubric, problems)
+    _raise(rubric_file, problems)
+    return rubric_doc
 
 
 def resolve_document(document: dict, *, path: Path | None = None, lines: Mapping[str, int] | None = None) -> Spec:

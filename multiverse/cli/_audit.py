@@ -23,6 +23,11 @@ def cmd_validate(args) -> int:
     universes = expand(spec)
     note = "" if any(u.is_primary for u in universes) else "; no primary universe declared"
     say(f"{args.spec}: ok: {len(universes)} universes over {len(spec.axes)} axes, {len(spec.systems)} systems{note}")
+    from ..sim.coverage import unknown_criteria_note
+
+    unknown = unknown_criteria_note(spec)
+    if unknown:
+        say(f"warning: {unknown}", file=sys.stderr)
     return 0
 
 
@@ -145,7 +150,7 @@ def _run_and_say(spec, args, out):
 
     result = run(
         spec, out=out, store=args.store, jobs=args.jobs, budget=args.budget, progress=False if args.quiet else None,
-        backend=getattr(args, "backend", "local"), scheduler=getattr(args, "scheduler", None),
+        backend=getattr(args, "backend", "local"), scheduler=getattr(args, "scheduler", None), force=args.force,
         **({"max_units": args.max_units} if getattr(args, "max_units", None) is not None else {}),
     )
     m = result.manifest
@@ -156,6 +161,10 @@ def _run_and_say(spec, args, out):
             say(f"  {stage:<8} {_outcome_line(counts)}; {counts['calls']} model calls made")
     statuses = ", ".join(f"{v} {k}" for k, v in m["statuses"].items() if v)
     say(f"  verdicts: {sum(m['statuses'].values())} ({statuses})")
+    failed = sum(m["statuses"].get(s, 0) for s in ("rollout_failed", "judge_failed"))
+    if failed and m.get("simulated"):
+        say(f"  note: the simulated world fails on purpose (its users and judges have declared failure rates), "
+              f"so some of these {failed} failures are injected, not faults of the run")
     if m["cost"]:
         say(f"  cost: ${m['cost']:.4f}, {m['tokens']} tokens")
     say(f"results: {result.out_dir}/ (verdicts, criteria, rates as .parquet and .csv; transcripts.jsonl; manifest.json)")
@@ -179,15 +188,10 @@ def _outcome_line(counts: dict) -> str:
 
 def _check_run_places(spec, args, out: Path) -> None:
     """The run folder, checked before the first model call (the store is checked by the store itself)."""
-    from ..places import RUN_FILES, check_output_dir
+    from ..pipeline import check_run_places
     from ..store import default_store_path
 
-    # The rubric's file name is gone once it is inlined: every file beside the spec that a run
-    # would write over counts as an input.
-    beside = [spec.base_dir / name for name in RUN_FILES if (spec.base_dir / name).is_file()]
-    inputs = [p for p in (spec.path, spec.base_dir / spec.design.cases if spec.design.cases else None, *beside) if p]
-    store = default_store_path(spec.path, args.store)
-    check_output_dir(out, kind="run", inputs=inputs, store=store, force=args.force)
+    check_run_places(spec, out, default_store_path(spec.path, args.store), force=args.force)
 
 
 def cmd_run(args) -> int:

@@ -84,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("spec", type=Path)
     p.add_argument("--out", type=Path, help="run directory (default: runs/<spec name>)")
     p.add_argument("--force", action="store_true",
-                   help="write into an --out folder that holds other files or an import (inputs and the store are never overwritten)")
+                   help="write into an --out folder that holds other files, an import or another spec's run "
+                        "(inputs and the store are never overwritten)")
     p.add_argument("--backend", choices=("local", "processes", "dask"), default="local",
                    help="where model calls run: this process (default), one worker process per core "
                         "(for many concurrent calls: --jobs 32 and up), or a Dask cluster")
@@ -99,7 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
         "run the built-in demo end to end on the simulated world (offline, no keys) and write its report",
     )
     p.add_argument("--out", type=Path, default=Path("runs/demo"), help="run directory (default: runs/demo)")
-    p.add_argument("--force", action="store_true", help="write into an --out folder that holds other files or an import")
+    p.add_argument("--force", action="store_true",
+                   help="write into an --out folder that holds other files, an import or another spec's run")
     _run_flags(p, store_help="store directory (default: $MULTIVERSE_STORE, else ./.multiverse/store: "
                              "the demo's spec is built in, so its store is in the current directory)")
 
@@ -125,7 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
             }[name])
         if name == "curve":
             p.add_argument("--system", action="append", help="only these systems (repeatable)")
-            p.add_argument("--threshold", type=_rate, help="joint test of each system's rate against this rate (between 0 and 1)")
+            p.add_argument("--threshold", type=_rate_or_primary, metavar="T|primary",
+                           help="joint test of each system's rate against this rate (between 0 and 1), "
+                                "or 'primary': against its own rate in the primary universe")
             p.add_argument("--diff", nargs=2, metavar=("A", "B"), help="the curve of rate(A) - rate(B), with the sign-flip joint test")
             p.add_argument("--boot", type=_count(1, MAX_BOOT), default=1000, help=f"resamples for the joint null, 1 to {MAX_BOOT:,} (default: 1000)")
             p.add_argument("--seed", type=_count(0), default=0, help="random seed of the resampling, >= 0 (default: 0)")
@@ -259,6 +263,11 @@ def _rate(text: str) -> float:
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"expected a number strictly between 0 and 1, got {text!r}")
     return value
+
+
+def _rate_or_primary(text: str) -> float | str:
+    # The API's threshold="primary": each system against its own primary rate.
+    return "primary" if text.strip().lower() == "primary" else _rate(text)
 
 
 def _budget(text: str) -> float:

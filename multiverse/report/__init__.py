@@ -43,7 +43,6 @@ The package, one module per part of the page:
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -128,29 +127,27 @@ def build_report_html(tables: Results, *, store: Any = None, threshold: float | 
     each system's rate fixed in every universe: at its rate in the primary
     universe (``threshold=None``, the default), or at ``threshold`` for every
     system. ``tests=False`` leaves out every joint test (no bands, no
-    p-values). ``progress`` shows one line per section on stderr while the
-    page builds (default: when stderr is a terminal). ``human``: human labels
+    p-values). ``progress`` shows the section being built on stderr while the
+    page builds (default: a bar on a terminal, one plain line per section elsewhere;
+    ``False``: nothing). ``human``: human labels
     (a file or a table, as ``Results.calibrate`` takes them) add the section
     "Anchored to people".
     """
-    from tqdm.auto import tqdm
-
-    from ..terminal import progress_stream, terminal_safe
+    from ..progress import Progress
 
     run = _prepare(tables, store, threshold, tests, human)
-    if progress is None:
-        progress = sys.stderr.isatty()
     body = []
-    with tqdm(_sections(run), desc="report", unit="section", disable=not progress, file=progress_stream(),
-              leave=False) as steps:
-        for section in steps:
-            steps.set_postfix_str(terminal_safe(section.title))
+    sections = _sections(run)
+    with Progress(len(sections), "report", unit="section", enabled=progress, leave=False) as steps:
+        for section in sections:
+            steps.label(section.title)
             try:
                 content = section.build(run)
             except _SECTION_ERRORS as exc:
                 # One analysis that cannot run on this source must not cost the reader the rest of the report.
                 content = _problem("This section could not be computed", exc)
             body.append(f'<section id="{section.anchor}"><h2>{_e(section.title)}</h2>{content}</section>')
+            steps.update()
     return _page(run, "".join(body))
 
 

@@ -100,9 +100,13 @@ def write_drafts(spec: Spec, rubric: dict | None, cases: list[dict], *, force: b
     targets = []
     if rubric is not None:
         doc = {"criteria": rubric["criteria"]}
+        from ..sim.coverage import draft_note
+
+        note = draft_note(spec)
         header = (
             f"# Rubric drafted by {spec.design.generator.model} for '{spec.concept.name}'.\n"
-            "# Edit freely, then point the spec at this file:  rubric: " + f"{stem}.rubric.yaml\n"
+            + (f"# [simulated] {note}.\n" if note else "")
+            + "# Edit freely, then point the spec at this file:  rubric: " + f"{stem}.rubric.yaml\n"
             + "".join(f"# discarded: {d.get('name')}: {d.get('reason')}\n" for d in rubric.get("discarded", []))
         )
         targets.append((base / f"{stem}.rubric.yaml", header, doc))

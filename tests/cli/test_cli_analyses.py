@@ -38,6 +38,20 @@ def test_analysis_commands_print_one_json_document_and_write_figures(run_dir, co
         assert document["tests"][0]["kind"] == "difference"
 
 
+def test_curve_threshold_primary_is_the_apis(run_dir, tmp_path):
+    """`--threshold primary` is the API's threshold="primary": each system against its own primary rate."""
+    from multiverse import load_run
+
+    done = run_cli(["curve", run_dir, "--json", "--threshold", "PRIMARY", "--boot", "100"], cwd=tmp_path)
+    document = json.loads(done.ok())
+    api = load_run(run_dir).curve(threshold="primary", boot=100).to_dict()
+    assert document["tests"] == json.loads(json.dumps(api["tests"])) and document["tests"]
+    rates = {s: v["primary"]["rate"] for s, v in document["systems"].items()}
+    assert {t["systems"][0]: t["threshold"] for t in document["tests"]} == pytest.approx(rates)
+    refused = run_cli(["curve", run_dir, "--threshold", "primar"], cwd=tmp_path)
+    refused.refused("--threshold", "primar")
+
+
 def test_figure_formats_follow_the_extension(run_dir, tmp_path):
     for suffix, magic in ((".svg", b"<?xml"), (".pdf", b"%PDF")):
         out = tmp_path / f"v{suffix}"
