@@ -10,7 +10,6 @@ end, so it is plain lines instead: one when a step starts, one every
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Any, TextIO
 
