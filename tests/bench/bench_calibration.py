@@ -13,7 +13,10 @@ cases, intra-case correlation 0.3 from a Beta case effect), the share of
 t in {0.02, 0.05, 0.10, 0.30, 0.50, 0.90, 0.98} and n in {30, 36, 100} cases;
 then the rate test with 3 replicates per case at every t, the sign-flip
 difference test (two systems, same rate), and power (true 0.30 against
-t = 0.10, with and without replicates).
+t = 0.10, with and without replicates). Then the hard cells: rare rates
+(t = 0.01, 0.02), few cases (20), replicates 1-5 and intra-case correlation
+0 to 0.6, and power at a rare rate (true 0.01 against t = 0.10, 36 cases).
+``--part joint`` runs only the joint-test rows, ``--part coverage`` only the intervals.
 
 Intervals: share of ``--sims`` data sets whose interval holds the true rate,
 for the overall rate and for 6-case subgroups, per CI method, true rate p,
@@ -86,6 +89,28 @@ def calibration(draws: int, boot: int) -> list[dict]:
                          lambda rng, n=n_cases, r=replicates: audit_world(rng, 0.30, n_cases=n, replicates=r),
                          lambda m, draw: joint_rate_test(m, system="s0", threshold=0.10, boot=boot, seed=draw),
                          draws, seed=3)))})
+    return rows + hard_cells(draws, boot)
+
+
+def hard_cells(draws: int, boot: int) -> list[dict]:
+    """Rare rates, few cases, replicates 1-5, ICC 0-0.6; power at a rare rate."""
+    rows = []
+    cells = [(t, n, r, icc) for t in (0.01, 0.02) for n in (20, 30) for r in (1, 3, 5) for icc in (0.3,)]
+    cells += [(t, 36, r, icc) for t in (0.02, 0.05) for r in (1, 3) for icc in (0.0, 0.6)]
+    cells += [(0.98, 20, 3, 0.3), (0.5, 20, 5, 0.6), (0.1, 20, 2, 0.3)]
+    for t, n_cases, replicates, icc in cells:
+        rows.append({"test": "rate", "t": t, "cases": n_cases, "replicates": replicates, "icc": icc, "truth": t,
+                     **dict(zip(STATISTICS, rejection_rates(
+                         lambda rng, t=t, n=n_cases, r=replicates, i=icc: audit_world(
+                             rng, t, n_cases=n, replicates=r, icc=i),
+                         lambda m, draw, t=t: joint_rate_test(m, system="s0", threshold=t, boot=boot, seed=draw),
+                         draws, seed=int(1000 * t) + 7 * n_cases + replicates)))})
+    for replicates in (1, 3):
+        rows.append({"test": "rate (power)", "t": 0.10, "cases": 36, "replicates": replicates, "icc": 0.3,
+                     "truth": 0.01, **dict(zip(STATISTICS, rejection_rates(
+                         lambda rng, r=replicates: audit_world(rng, 0.01, replicates=r),
+                         lambda m, draw: joint_rate_test(m, system="s0", threshold=0.10, boot=boot, seed=draw),
+                         draws, seed=5)))})
     return rows
 
 
@@ -115,11 +140,14 @@ def markdown(document: dict) -> str:
              f"{document['boot']}; 8 universes sharing cases, intra-case correlation 0.3; Monte Carlo SE about "
              f"{np.sqrt(0.05 * 0.95 / document['draws']):.3f}). \"power\" rows: true rate 0.30 against t = 0.10."),
             ""]
-    out += ["| test | t | cases | replicates | median effect | n significant | Stouffer Z |",
-            "|---|---|---|---|---|---|---|"]
+    out += ["| test | truth | t | cases | replicates | ICC | median effect | n significant | Stouffer Z |",
+            "|---|---|---|---|---|---|---|---|---|"]
     for r in document["calibration"]:
-        out.append(f"| {r['test']} | {r['t']:g} | {r['cases']} | {r['replicates']} | {r['median_effect']:.3f} | "
-                   f"{r['n_significant']:.3f} | {r['stouffer_z']:.3f} |")
+        out.append(f"| {r['test']} | {r['truth']:g} | {r['t']:g} | {r['cases']} | {r['replicates']} | "
+                   f"{r.get('icc', 0.3):g} | {r['median_effect']:.3f} | {r['n_significant']:.3f} | "
+                   f"{r['stouffer_z']:.3f} |")
+    if not document["coverage"]:
+        return "\n".join([*out, "", f"({document['seconds']:.0f} s)"])
     out += ["", (f"Coverage at nominal 0.95 ({document['sims']} data sets per row; subgroups: 6 of them per data "
                  "set, each with a sixth of the cases; points = intervals of zero width)."), ""]
     out += ["| ci | p | cases | replicates | ICC | coverage | coverage, subgroups (cases) | points |",
@@ -138,6 +166,8 @@ def main() -> int:
     parser.add_argument("--sims", type=int, default=1000, help="data sets per coverage row")
     parser.add_argument("--n-boot", type=int, default=400, help="case-bootstrap replicates per interval")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--part", choices=("all", "joint", "coverage"), default="all",
+                        help="only the joint tests' rows, or only the intervals'")
     args = parser.parse_args()
     started = time.time()
     document = {
@@ -145,8 +175,8 @@ def main() -> int:
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "draws": args.draws, "boot": args.boot, "sims": args.sims, "n_boot": args.n_boot,
         "binomial_bound_0.06": float(stats.binom.ppf(0.999, args.draws, 0.06) / args.draws),
-        "calibration": calibration(args.draws, args.boot),
-        "coverage": coverage(args.sims, args.n_boot),
+        "calibration": calibration(args.draws, args.boot) if args.part != "coverage" else [],
+        "coverage": coverage(args.sims, args.n_boot) if args.part != "joint" else [],
     }
     document["seconds"] = round(time.time() - started, 1)
     print(json.dumps(document, indent=2) if args.json else markdown(document))
