@@ -418,6 +418,10 @@ def agreement(
         _per_criterion(verdicts, criteria, axes, others, axis, options, by_transcript, notes, small)
         if criteria is not None else []
     )
+    if criteria is None:
+        # Imported results carry verdicts only: say why the section is empty instead of leaving it so.
+        notes.append("per-criterion agreement needs the judges' per-criterion labels (the criteria table), "
+                     "which these results do not have: only the verdict-level agreement is reported")
     if small:
         notes.append(f"per criterion: {len(small)} comparisons rest on fewer than {SMALL} paired units "
                      "(marked small_sample): read their kappa and AC1 as imprecise")

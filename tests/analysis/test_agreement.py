@@ -93,7 +93,8 @@ def test_pair_measures_hand_worked():
     assert result["krippendorff_alpha"] == pytest.approx(
         krippendorff.alpha(reliability_data=[J1, J2], level_of_measurement="nominal"))
     # 10 units: the numbers are exact, and flagged as too few to read.
-    assert all("fewer than 30" in n for n in result["notes"]) and len(result["notes"]) == 2
+    small = [n for n in result["notes"] if "per-criterion" not in n]
+    assert all("fewer than 30" in n for n in small) and len(small) == 2
     assert result["pairs"][0]["small_sample"] is True
 
 
@@ -300,3 +301,10 @@ def test_thirty_paired_units_are_not_flagged():
     result = agreement(verdicts, axes=["judge"], axis="judge")
     assert result["pairs"][0]["small_sample"] is False
     assert not any("paired unit" in n for n in result["notes"])
+
+
+def test_per_criterion_agreement_without_a_criteria_table_says_why_it_is_empty():
+    verdicts = judge_verdicts({"j1": J1, "j2": J2})
+    result = agreement(verdicts, axes=["judge"], axis="judge")
+    assert result["per_criterion"] == []
+    assert any("per-criterion agreement needs the judges' per-criterion labels" in n for n in result["notes"])
