@@ -5,7 +5,11 @@ not which transcripts exist. Universes that differ only in that axis therefore
 label the same transcripts, and their labels can be compared like raters:
 
 - a *unit* is one transcript inside one *context* (one combination of the
-  other axes' options). Labels are paired on the same ``transcript_key``; a
+  other axes' options), counted once per set of judgments: contexts that
+  differ only in an axis that leaves the judgments alone (the scoring rule,
+  say) repeat the same judgments, and counting them once per scoring
+  universe inflated n (the demo's 772 judged transcript pairs read as 1,515
+  units) and hid small samples. Labels are paired on the same ``transcript_key``; a
   table without transcript keys (an imported one), or an axis that changes the
   transcripts themselves, pairs on the same system, case and replicate instead
   (``paired_on`` says which). Rows repeated for one unit and option are paired
@@ -202,6 +206,27 @@ def _spread(unit: np.ndarray, option: np.ndarray, values: np.ndarray, k: int) ->
     return matrix
 
 
+def _one_per_judgment(labels: np.ndarray, units: np.ndarray, option: np.ndarray,
+                      judgment_key: pd.Series) -> tuple[np.ndarray, int, int]:
+    """Which units (rows of ``labels``) to keep so that each set of judgments counts once.
+
+    Contexts that differ only in an axis that does not change judgments (the
+    scoring rule, say) show the same judgments again: each is one comparison,
+    however many universes score it. A unit whose options' judgment keys
+    another unit already has is dropped (the first in table order is kept).
+    Returns the mask, how many units were dropped and in how many of those
+    the labels differed from the kept unit's (the scoring changed them).
+    """
+    key = _spread(units, option, pd.factorize(judgment_key)[0].astype(np.int64), labels.shape[1])
+    judged = (key >= 0).sum(1) >= 2
+    group = _dense(column + 1 for column in key.T)
+    _, first = np.unique(group, return_index=True)
+    representative = first[np.searchsorted(np.unique(group), group)]
+    keep = ~judged | (representative == np.arange(len(group)))
+    differ = int((labels[~keep] != labels[representative[~keep]]).any(1).sum())
+    return keep, int((~keep).sum()), differ
+
+
 def _paired(matrix: np.ndarray) -> bool:
     return bool(((matrix >= 0).sum(1) >= 2).any())
 
@@ -346,7 +371,7 @@ def agreement(
         raise InputError(f"verdicts: column {axis!r}: expected one of the axes {axes}")
     others = [a for a in axes if a != axis]
     # The replicate is only read when the axis changes the transcripts: not copied (8 bytes a row) before.
-    included = included_verdicts(verdicts, axes=axes, keys=("transcript_key",))
+    included = included_verdicts(verdicts, axes=axes, keys=("transcript_key", "judgment_key"))
     option_codes, options = pd.factorize(included[axis], use_na_sentinel=False)
     options = pd.Index(options).tolist()  # plain Python values, ready for JSON
     notes: list[str] = []
@@ -355,7 +380,7 @@ def agreement(
 
     by_transcript = "transcript_key" in included.columns and included["transcript_key"].notna().all()
     if not by_transcript and "replicate" in verdicts.columns:
-        included = included_verdicts(verdicts, axes=axes, keys=("replicate",))  # the same rows
+        included = included_verdicts(verdicts, axes=axes, keys=("replicate", "judgment_key"))  # the same rows
     compliant = included["compliant"].to_numpy().astype(np.int8)
     units = _unit_ids(included, others, option_codes, by_transcript)
     labels = _spread(units, option_codes, compliant, len(options))
@@ -365,9 +390,18 @@ def agreement(
         by_transcript = False
         notes.append(f"axis {axis!r} changes the transcripts: paired on system, case and replicate")
         if "replicate" in verdicts.columns:
-            included = included_verdicts(verdicts, axes=axes, keys=("replicate",))  # the same rows
+            included = included_verdicts(verdicts, axes=axes, keys=("replicate", "judgment_key"))  # the same rows
         units = _unit_ids(included, others, option_codes, by_transcript)
         labels = _spread(units, option_codes, compliant, len(options))
+    if "judgment_key" in included.columns and len(labels):
+        keep, merged, differ = _one_per_judgment(labels, units, option_codes, included["judgment_key"])
+        if merged:
+            labels = labels[keep]
+            notes.append(
+                f"{merged:,} units repeat judgments another unit has (contexts that differ only in an axis "
+                f"that does not change judgments, such as the scoring rule): each set of judgments counts once"
+                + (f"; in {differ:,} of them the other axes' scoring gave other labels, and the first "
+                   "context's labels are used" if differ else ""))
 
     result: dict[str, Any] = {
         "axis": axis,
@@ -384,6 +418,10 @@ def agreement(
         _per_criterion(verdicts, criteria, axes, others, axis, options, by_transcript, notes, small)
         if criteria is not None else []
     )
+    if criteria is None:
+        # Imported results carry verdicts only: say why the section is empty instead of leaving it so.
+        notes.append("per-criterion agreement needs the judges' per-criterion labels (the criteria table), "
+                     "which these results do not have: only the verdict-level agreement is reported")
     if small:
         notes.append(f"per criterion: {len(small)} comparisons rest on fewer than {SMALL} paired units "
                      "(marked small_sample): read their kappa and AC1 as imprecise")

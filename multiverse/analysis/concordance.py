@@ -6,6 +6,10 @@ universe. Concordance is then measured where it is defined:
 - Kendall's tau-b of two universes uses the systems *both* rated (their count
   is reported); a pair with fewer than two shared systems, or with every shared
   system tied in one of the universes, has no tau (NaN) and is counted apart;
+  a pair sharing only two systems has tau = +1 or -1 by construction (one pair
+  of systems, ordered alike or not), so the mean tau and its per-axis means
+  leave such pairs out and count them apart (``n_pairs_two_systems``), since
+  on an unbalanced import they pull the mean towards +-1;
 - Kendall's W (Kendall & Babington Smith 1939) needs every universe to rank
   the same systems, so it is computed on the largest complete block: a set of
   systems and every universe that rates all of them, with the most universe x
@@ -31,6 +35,8 @@ import pandas as pd
 _BLOCK_CANDIDATES = 20_000
 # Universe pairs drawn for the mean tau when rated patterns are too many to group by.
 _SAMPLED_PAIRS = 1_000_000
+# Fewest shared systems a pair's tau must rest on to enter a mean: with two it is +-1 by construction.
+MIN_SHARED = 3
 
 __all__ = ["kendall_tau_b", "kendall_w", "largest_complete_block", "tau_summary"]
 
@@ -147,8 +153,11 @@ def largest_complete_block(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     return np.flatnonzero(rated[:, columns].all(1)), columns, exhaustive
 
 
-def _pattern_sums(signs, both, groups, n_groups):
-    """Sum over all universe pairs of tau, and the number of pairs where it is defined.
+def _pattern_sums(signs, both, groups, n_groups, shared):
+    """Sum over universe pairs sharing at least MIN_SHARED systems of tau, the number of
+    them where it is defined, and the number of defined pairs left out for sharing fewer.
+
+    ``shared`` is the (patterns x patterns) count of systems two patterns both rate.
 
     Per universe u and rated pattern h, u's signs over the pairs h rates,
     scaled by u's untied count there, are w_u^h; tau(u, v) for u in pattern g
@@ -165,65 +174,83 @@ def _pattern_sums(signs, both, groups, n_groups):
         w = np.where(ok[:, None], signs[rows] * masks[h] / np.sqrt(np.where(ok, counts, 1.0))[:, None], 0.0)
         return w.sum(0), (w * w).sum(), int(ok.sum())
 
-    total, defined = 0.0, 0
+    total, defined, few = 0.0, 0, 0
     for g in range(n_groups):
         for h in range(g, n_groups):
             a_sum, a_sq, a_ok = weights(members[g], h)   # universes of g, over the pairs h rates
             if g == h:
-                total += ((a_sum @ a_sum) - a_sq) / 2.0
-                defined += a_ok * (a_ok - 1) // 2
+                block_total, block_defined = ((a_sum @ a_sum) - a_sq) / 2.0, a_ok * (a_ok - 1) // 2
             else:
                 b_sum, _, b_ok = weights(members[h], g)  # universes of h, over the pairs g rates
-                total += float(a_sum @ b_sum)
-                defined += a_ok * b_ok
-    return total, defined
+                block_total, block_defined = float(a_sum @ b_sum), a_ok * b_ok
+            if shared[g, h] >= MIN_SHARED:
+                total += block_total
+                defined += block_defined
+            else:
+                few += block_defined
+    return total, defined, few
 
 
-def _sampled_sums(signs, both, pairs: int, seed: int = 0):
-    """Sum of tau over ``pairs`` random universe pairs, and how many were defined."""
+def _sampled_sums(signs, both, rated, pairs: int, seed: int = 0):
+    """Sum of tau over ``pairs`` random universe pairs sharing at least MIN_SHARED systems, how
+    many of them were defined, and how many defined ones shared fewer."""
     rng = np.random.default_rng(seed)
     n = len(signs)
     first = rng.integers(0, n, pairs)
     second = (first + rng.integers(1, n, pairs)) % n  # never the same universe
-    total, defined = 0.0, 0
+    total, defined, few = 0.0, 0, 0
     for start in range(0, pairs, 20_000):
-        taus = tau_between(signs, both, first[start:start + 20_000], second[start:start + 20_000])
-        total += float(np.nansum(taus))
-        defined += int((~np.isnan(taus)).sum())
-    return total, defined
+        a, b = first[start:start + 20_000], second[start:start + 20_000]
+        taus, enough = _enough_shared(tau_between(signs, both, a, b), rated, a, b)
+        total += float(np.nansum(taus[enough]))
+        defined += int((~np.isnan(taus) & enough).sum())
+        few += int((~np.isnan(taus) & ~enough).sum())
+    return total, defined, few
+
+
+def _enough_shared(taus: np.ndarray, rated: np.ndarray, first: np.ndarray,
+                   second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The taus, and which of the pairs share at least MIN_SHARED rated systems."""
+    return taus, (rated[first] & rated[second]).sum(1) >= MIN_SHARED
 
 
 def tau_summary(matrix: np.ndarray, codes: np.ndarray, axes: list[str], universes: list,
                 max_matrix: int) -> dict[str, Any]:
-    """Mean tau over all universe pairs, per axis over pairs that differ only in that axis, and
-    (for at most ``max_matrix`` universes) the full tau matrix with the shared-system counts."""
+    """Mean tau over universe pairs sharing at least MIN_SHARED systems, per axis over such pairs
+    that differ only in that axis, and (for at most ``max_matrix`` universes) the full tau matrix
+    (every pair, however few systems it shares) with the shared-system counts."""
     signs, both = pair_signs(matrix)
-    groups, _ = pd.factorize(pd.Series([r.tobytes() for r in (~np.isnan(matrix))]))
+    rated = ~np.isnan(matrix)
+    groups, _ = pd.factorize(pd.Series([r.tobytes() for r in rated]))
     n_groups = int(groups.max()) + 1 if len(groups) else 0
     n_universes = len(universes)
     all_pairs = n_universes * (n_universes - 1) // 2
     # Pattern blocks cost patterns^2 x system pairs; past that, a fixed sample of pairs.
     sampled = n_groups > 20 and all_pairs > _SAMPLED_PAIRS
     if sampled:
-        total, defined = _sampled_sums(signs, both, _SAMPLED_PAIRS)
-        defined_share = defined / _SAMPLED_PAIRS
+        total, defined, few = _sampled_sums(signs, both, rated, _SAMPLED_PAIRS)
+        defined_share, few_share = defined / _SAMPLED_PAIRS, few / _SAMPLED_PAIRS
     else:
-        total, defined = _pattern_sums(signs, both, groups, n_groups)
+        pattern_rated = np.vstack([rated[np.flatnonzero(groups == g)[0]] for g in range(n_groups)]) \
+            if n_groups else np.zeros((0, matrix.shape[1]), bool)
+        shared = pattern_rated.astype(int) @ pattern_rated.T.astype(int)
+        total, defined, few = _pattern_sums(signs, both, groups, n_groups, shared)
     by_axis = []
     for index, axis in enumerate(axes):
         first, second = axis_pairs(codes, index)
-        taus = tau_between(signs, both, first, second)
-        taus = taus[~np.isnan(taus)]
-        by_axis.append({"axis": axis, "mean": float(taus.mean()) if taus.size else float("nan"),
-                        "min": float(taus.min()) if taus.size else float("nan"), "n_pairs": int(taus.size)})
-    rated = ~np.isnan(matrix)
+        taus, enough = _enough_shared(tau_between(signs, both, first, second), rated, first, second)
+        kept = taus[~np.isnan(taus) & enough]
+        by_axis.append({"axis": axis, "mean": float(kept.mean()) if kept.size else float("nan"),
+                        "min": float(kept.min()) if kept.size else float("nan"), "n_pairs": int(kept.size),
+                        "n_pairs_two_systems": int((~np.isnan(taus) & ~enough).sum())})
     if sampled:  # counts scaled from the sample to all pairs
-        defined = round(defined_share * all_pairs)
+        defined, few = round(defined_share * all_pairs), round(few_share * all_pairs)
     summary: dict[str, Any] = {
         "mean": float(total / (defined_share * _SAMPLED_PAIRS)) if sampled and defined
         else float(total / defined) if defined else float("nan"),
         "n_pairs": int(defined),
-        "n_pairs_undefined": int(all_pairs - defined),
+        "n_pairs_two_systems": int(few),
+        "n_pairs_undefined": int(all_pairs - defined - few),
         "sampled_pairs": _SAMPLED_PAIRS if sampled else None,
         "by_axis": by_axis, "universes": None, "matrix": None, "n_systems": None,
     }

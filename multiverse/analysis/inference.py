@@ -18,10 +18,18 @@ Two nulls:
     its spread follows the observed rate(1 - rate), not t(1 - t), and it has no
     spread at all in a universe without violations, so with rare violations
     and a few dozen cases it rejected two to three times too often.
-    Per-universe z is the score z of a proportion,
-    ``z = (rate - threshold) / sqrt(threshold * (1 - threshold) / n)``, so a
-    universe is significant exactly when its (unclustered) Wilson interval
-    excludes the threshold; null curves get the same z from their own rates.
+    Per-universe z is the score z of a proportion at Kish's effective sample
+    size, ``z = (rate - threshold) / sqrt(threshold * (1 - threshold) * deff / n)``
+    with the design effect of the curve's own Wilson intervals
+    (:func:`~multiverse.analysis.intervals.design_effect`: the universe's
+    intra-case ICC over its replicates, pooled over the universes where it is
+    not estimable; 1 with one label per case), so a universe is significant
+    exactly when its design-effect Wilson interval (before the exact bound
+    near the edges) excludes the threshold, and the count reads as
+    per-universe tests at ``alpha``. Without the design effect, 14% of
+    universes were "significant at 0.05" under a true null with 3 replicates
+    per case at ICC 0.3. Null curves get the same z from their own rates, at
+    the observed design effects.
 
 ``joint_difference_test`` -- systems ``a`` and ``b`` have the same rate.
     Case sign flip: per case, swap the two systems' labels, i.e. flip the sign
@@ -37,13 +45,19 @@ significant (two-sided per-universe level ``alpha``) in the dominant
 direction, and the mean of the per-universe z (the "Stouffer" mean z).
 Dominant direction: the sign of the curve's median effect (the sign of the
 mean z when the median is 0, else +). The paper orients by the observed
-dominant sign; we orient EVERY curve, observed and null, by its own dominant
-sign, which makes the test two-sided and calibrated. ``direction="greater"``
-or ``"less"`` fixes a pre-registered direction instead (one-sided).
+dominant sign, which alone is not two-sided. Orienting every null curve by
+its own dominant sign (as before) is two-sided but treats the two tails as
+mirror images, and a rate null near 0 is skewed: its short lower tail was
+out-weighed by the long upper one, and a curve of zeros against t = 0.10
+could not reject. So the two-sided p-value is twice the one-sided one in the
+observed dominant direction (capped at 1), a valid test whichever direction
+the data pick (each one-sided test is at level alpha / 2).
+``direction="greater"`` or ``"less"`` fixes a pre-registered direction
+instead (one-sided, not doubled).
 
 p-value per statistic: ``(1 + #{null >= observed}) / (B + 1)``; with exact
 enumeration ``#{null >= observed} / 2**cases`` (the identity flip is one of
-them).
+them); doubled for ``direction="dominant"``.
 """
 
 from __future__ import annotations
@@ -65,6 +79,7 @@ from multiverse.analysis.case_matrix import (
     _paired,
     _paired_z,
 )
+from multiverse.analysis.intervals import anova_terms, design_effect, icc_from_terms
 from multiverse.analysis.rate_null import LatentNull, fit_latent_null
 from multiverse.errors import InputError
 
@@ -77,9 +92,25 @@ STATISTICS = ("median_effect", "n_significant", "stouffer_z")
 # (matrix products vs direct sums) must count as ">=".
 _TIE = 1e-9
 
+# With no variation anywhere the null has nothing estimated (correlation 1: each case's labels
+# are all alike, Bernoulli(t)) and is cheap to draw, so this many draws at least, within
+# _FLAT_LABELS labels: the p-value of a curve of zeros against t = 0.10 with 36 cases is
+# 2 * 0.9**36 = 0.045, which (1 + hits) / (B + 1) at B = 199 reads as 0.055.
+_FLAT_DRAWS = 20_000
+_FLAT_LABELS = 200_000_000
+
 # Working arrays are (replicates x universes) float64; keep each near 32 MB (a null chunk makes
 # several at once, and at 100k universes the step must stay in a few GB).
 _CHUNK_CELLS = 4_000_000
+
+
+def _effective_n(n_uc: np.ndarray, k_uc: np.ndarray, level: float) -> np.ndarray:
+    """Per universe (rows), Kish's n / deff with the ICC the curve's Wilson intervals use."""
+    terms = anova_terms(n_uc, k_uc)
+    own = icc_from_terms(terms)
+    pooled = icc_from_terms(terms[np.isfinite(own)].sum(axis=0))[0] if np.isfinite(own).any() else np.nan
+    deff = design_effect(n_uc, np.where(np.isfinite(own), own, pooled), level)
+    return n_uc.sum(axis=1) / deff
 
 
 def _score_z(effect: np.ndarray, n: np.ndarray, threshold: float) -> np.ndarray:
@@ -105,9 +136,9 @@ class JointTest:
     per curve position (``position`` 1 = lowest) with the ``low``, ``median`` and
     ``high`` percentiles of the sorted null curves on the curve's own scale
     (rates for a rate test, differences for a difference test).
-    ``null_stats`` is the (replicates x 3) array of null statistics, each
-    null curve oriented by its own dominant direction (so the median and mean
-    z columns are >= 0 unless a direction was fixed).
+    ``null_stats`` is the (replicates x 3) array of null statistics, every
+    null curve oriented by ``direction`` (the observed dominant one unless a
+    direction was fixed).
     """
 
     kind: str
@@ -221,6 +252,10 @@ def _run(
     """Shared engine: null statistics chunk by chunk, p-values and the null band."""
     z_crit = stats.norm.ppf(1.0 - alpha / 2.0)
     sign, obs = _curve_statistics(observed_effect[None, :], observed_z[None, :], z_crit, direction)
+    # Two-sided: the one-sided test in the observed dominant direction, its p doubled.
+    doubled = not direction
+    if doubled:
+        direction = int(sign[0])
     n_rep, n_u = len(weights), len(observed_effect)
     chunk = max(1, min(n_rep, _CHUNK_CELLS // max(n_u, 1)))
     null = np.empty((n_rep, 3))
@@ -239,6 +274,8 @@ def _run(
     tol = np.array([_TIE, 0.0, _TIE])
     hits = (null >= obs[0] - tol).sum(axis=0)  # obs is oriented, like null
     p_values = hits / n_rep if exact else (1.0 + hits) / (n_rep + 1.0)
+    if doubled:
+        p_values = np.minimum(1.0, 2.0 * p_values)
     p = dict(zip(STATISTICS, p_values.tolist()))
     tail = 100.0 * (1.0 - band_level) / 2.0
     low, mid, high = np.percentile(sorted_curves, [tail, 50.0, 100.0 - tail], axis=0)
@@ -277,7 +314,8 @@ def joint_rate_test(
     """Joint test that ``system``'s rate equals ``threshold`` in every universe.
 
     ``boot`` draws from the latent case-effect null (see the module
-    docstring). ``verdicts`` is a verdicts table (then ``axes`` names its axis
+    docstring); more (up to 20,000) when no label varies, where the null is
+    fixed and cheap and the p-value's resolution would otherwise cost power. ``verdicts`` is a verdicts table (then ``axes`` names its axis
     columns) or a prebuilt :class:`CaseMatrix`. Deterministic for an int seed.
     """
     _check_common(boot, alpha, band_level)
@@ -288,9 +326,9 @@ def joint_rate_test(
     n_uc = m.included[s]
     rows = np.flatnonzero(n_uc.sum(axis=1) > 0)
     n_uc, k_uc = n_uc[rows], m.compliant[s][rows]
-    n = n_uc.sum(axis=1)
-    rate = k_uc.sum(axis=1) / n
+    rate = k_uc.sum(axis=1) / n_uc.sum(axis=1)
     effect = rate - threshold
+    n = _effective_n(n_uc, k_uc, 1.0 - alpha)
     z = _score_z(effect, n, threshold)
     # Only cases that some universe saw enter the null world.
     cases = np.flatnonzero(n_uc.sum(axis=0) > 0)
@@ -298,6 +336,9 @@ def joint_rate_test(
     n_cases = len(cases)
     model = fit_latent_null(n_uc, k_uc)
     rng = np.random.default_rng(seed)
+    draws = int(boot)
+    if model.pooled_rate is None:
+        draws = max(draws, min(_FLAT_DRAWS, _FLAT_LABELS // max(n_uc.size, 1)))
 
     def null_curves(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         null_effect = model.draw_rates(threshold, len(block), rng) - threshold
@@ -306,7 +347,7 @@ def joint_rate_test(
     sign, observed, p, null, band = _run(
         observed_effect=effect,
         observed_z=z,
-        weights=np.empty((int(boot), 0)),
+        weights=np.empty((draws, 0)),
         null_curves=null_curves,
         exact=False,
         alpha=alpha,
@@ -326,7 +367,7 @@ def joint_rate_test(
         ),
         band=band,
         null_stats=null,
-        boot=int(boot),
+        boot=draws,
         exact=False,
         alpha=alpha,
         band_level=band_level,

@@ -147,18 +147,29 @@ def design_power(
 
         {"assumption": str, "alpha": float, "power": float, "baseline_rate": float,
          "comparisons": [{"scope": "all cases" | "one cell", "n_per_group": int,
-                          "detectable_difference": float | None,
+                          "detectable_difference": float | None, "direction": "lower" | "higher",
+                          "detectable": {"lower": float | None, "higher": float | None},
                           "note": str (only when None: no difference is detectable)}],
-         "cases_needed": [{"difference": float, "n_per_group": int}]}
+         "cases_needed": [{"difference": float, "direction": "lower" | "higher", "n_per_group": int}]}
+
+    ``detectable_difference`` is the change toward 0.5 (the larger of the
+    two, since one effect size is a larger change in rate near 0.5), and
+    ``direction`` says which way that is; ``detectable`` gives both ways
+    (None where that way leaves [0, 1] before it is detectable).
 
     A comparison is two systems in one universe, or two options of an axis for
     one system: either way two rates over the same number of cases.
     """
     scopes = [("all cases", cases)] + ([("one cell", cases_per_cell)] if cases_per_cell else [])
     comparisons = []
+    toward = "lower" if baseline_rate >= 0.5 else "higher"
     for scope, n in scopes:
         detectable = detectable_difference(n, baseline_rate, alpha=alpha, power=power)
-        entry: dict[str, Any] = {"scope": scope, "n_per_group": int(n), "detectable_difference": detectable}
+        both = {way: detectable_difference(n, baseline_rate, alpha=alpha, power=power, direction=way)
+                for way in ("lower", "higher")}
+        entry: dict[str, Any] = {"scope": scope, "n_per_group": int(n), "detectable_difference": detectable,
+                                 "direction": toward,
+                                 "detectable": {way: None if math.isnan(d) else d for way, d in both.items()}}
         if math.isnan(detectable):
             # Even the largest possible change (to 0 or to 1, whichever is farther) is too small an effect.
             extreme = 0.0 if baseline_rate >= 0.5 else 1.0
@@ -174,7 +185,7 @@ def design_power(
         "baseline_rate": baseline_rate,
         "comparisons": comparisons,
         "cases_needed": [
-            {"difference": d,
+            {"difference": d, "direction": toward,
              "n_per_group": cases_needed(-d if baseline_rate >= 0.5 else d, baseline_rate,
                                          alpha=alpha, power=power)}
             for d in differences

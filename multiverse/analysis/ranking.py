@@ -250,7 +250,7 @@ def ranking(
          "coverage": {system: share},       # share of universes rating the system
          "rank_distribution": {system: [p_rank1, p_rank2, ...]},  # over all universes; sums to coverage
          "p_above": {a: {b: p}},            # over universes rating both; tie = 1/2
-         "kendall_tau": {"mean", "n_pairs", "n_pairs_undefined", "sampled_pairs": int | None,
+         "kendall_tau": {"mean", "n_pairs", "n_pairs_two_systems", "n_pairs_undefined", "sampled_pairs": int | None,
                          "by_axis": [{"axis", "mean", "min", "n_pairs"}],
                          "universes": [id] | None, "matrix": [[tau]] | None,
                          "n_systems": [[systems both rated]] | None},
@@ -316,6 +316,10 @@ def ranking(
         notes.append(f"Kendall's tau is undefined for {tau['n_pairs_undefined']} of "
                      f"{tau['n_pairs'] + tau['n_pairs_undefined']} universe pairs: fewer than two shared "
                      "systems, or every shared system tied in one of the two")
+    if tau["n_pairs_two_systems"]:
+        notes.append(f"mean Kendall's tau leaves out {tau['n_pairs_two_systems']:,} universe pairs that share "
+                     f"only two systems (tau is +1 or -1 by construction there); it is over the "
+                     f"{tau['n_pairs']:,} pairs sharing at least three")
     if tau["sampled_pairs"]:
         notes.append(f"the universes rate too many different sets of systems to group: mean Kendall's tau is "
                      f"estimated from {tau['sampled_pairs']:,} random universe pairs")

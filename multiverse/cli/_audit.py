@@ -242,9 +242,12 @@ def cmd_power(args) -> int:
         if c["detectable_difference"] is None:
             say(f"  {c['scope']} ({c['n_per_group']} per group): {c['note']}")
         else:
-            say(f"  {c['scope']} ({c['n_per_group']} per group): detectable difference {c['detectable_difference']:.3f}")
+            ways = "; ".join(f"{way} {d:.3f} (to {args.baseline - d if way == 'lower' else args.baseline + d:.3f})"
+                             if d is not None else f"{way}: none before the rate leaves [0, 1]"
+                             for way, d in c["detectable"].items())
+            say(f"  {c['scope']} ({c['n_per_group']} per group): detectable difference {ways}")
     for c in result["cases_needed"]:
-        say(f"  to detect {c['difference']:.2f}: {c['n_per_group']} cases per group")
+        say(f"  to detect {c['difference']:.2f} {c['direction']}: {c['n_per_group']} cases per group")
     say(f"assumption: {result['assumption']}")
     if result.get("human"):
         _print_human_power(result["human"])

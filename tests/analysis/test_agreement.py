@@ -9,6 +9,7 @@ import krippendorff
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import cohens_kappa
 
 from multiverse.analysis.agreement import agreement, cohen_kappa, gwet_ac1, pair_matrix
@@ -92,17 +93,40 @@ def test_pair_measures_hand_worked():
     assert result["krippendorff_alpha"] == pytest.approx(
         krippendorff.alpha(reliability_data=[J1, J2], level_of_measurement="nominal"))
     # 10 units: the numbers are exact, and flagged as too few to read.
-    assert all("fewer than 30" in n for n in result["notes"]) and len(result["notes"]) == 2
+    small = [n for n in result["notes"] if "per-criterion" not in n]
+    assert all("fewer than 30" in n for n in small) and len(small) == 2
     assert result["pairs"][0]["small_sample"] is True
 
 
 def test_units_are_counted_per_context_of_the_other_axes():
+    # An axis that changes the judgments (each context its own judgment keys): one unit per context.
+    verdicts = judge_verdicts({"j1": J1, "j2": J2}, contexts={"evidence": ["full", "summary"]})
+    verdicts["judgment_key"] = verdicts["judgment_key"] + "-" + verdicts["evidence"]
+    result = agreement(verdicts, axes=["judge", "evidence"], axis="judge")
+    (pair,) = result["pairs"]
+    assert pair["n"] == 20 and result["n_units"] == 20
+    assert pair["confusion"]["both_compliant"] == 8
+    assert pair["cohen_kappa"] == pytest.approx(0.4)
+
+
+def test_a_judgment_scored_in_several_universes_counts_once():
+    # Scoring contexts share the judges' judgments (same judgment keys): 10 comparisons, not 20,
+    # so the pair is still a small sample.
     verdicts = judge_verdicts({"j1": J1, "j2": J2}, contexts={"scoring": ["all", "impermissible"]})
     result = agreement(verdicts, axes=["judge", "scoring"], axis="judge")
     (pair,) = result["pairs"]
-    assert pair["n"] == 20
-    assert pair["confusion"]["both_compliant"] == 8
-    assert pair["cohen_kappa"] == pytest.approx(0.4)
+    assert pair["n"] == 10 and result["n_units"] == 10 and pair["small_sample"]
+    assert pair["confusion"]["both_compliant"] == 4
+    assert pair["cohen_kappa"] == pytest.approx(cohen_kappa_score(J1, J2))
+    assert any("10 units repeat judgments" in n and "counts once" in n for n in result["notes"])
+    # The scoring rule flips one verdict in the second context: still one comparison, said so.
+    flipped = verdicts.copy()
+    row = flipped.index[(flipped["scoring"] == "impermissible") & (flipped["judge"] == "j1")][0]
+    flipped.loc[row, "compliant"] = not flipped.loc[row, "compliant"]
+    again = agreement(flipped, axes=["judge", "scoring"], axis="judge")
+    assert again["pairs"][0]["n"] == 10
+    assert again["pairs"][0]["cohen_kappa"] == pytest.approx(cohen_kappa_score(J1, J2))
+    assert any("in 1 of them the other axes' scoring gave other labels" in n for n in again["notes"])
 
 
 def test_three_options_give_every_pair_and_alpha_matches_the_package():
@@ -132,6 +156,7 @@ def test_rows_that_do_not_count_are_left_out():
 
 def test_imported_table_pairs_on_system_case_and_replicate():
     full = judge_verdicts({"j1": J1, "j2": J2}, contexts={"evidence": ["strict", "lenient"]})
+    full["judgment_key"] = full["judgment_key"] + "-" + full["evidence"]  # evidence changes the judgments
     imported = full[["judge", "evidence", "system", "case_id", "compliant"]]
     with_keys = agreement(full, axes=["judge", "evidence"], axis="judge")
     without = agreement(imported, axes=["judge", "evidence"], axis="judge")
@@ -276,3 +301,10 @@ def test_thirty_paired_units_are_not_flagged():
     result = agreement(verdicts, axes=["judge"], axis="judge")
     assert result["pairs"][0]["small_sample"] is False
     assert not any("paired unit" in n for n in result["notes"])
+
+
+def test_per_criterion_agreement_without_a_criteria_table_says_why_it_is_empty():
+    verdicts = judge_verdicts({"j1": J1, "j2": J2})
+    result = agreement(verdicts, axes=["judge"], axis="judge")
+    assert result["per_criterion"] == []
+    assert any("per-criterion agreement needs the judges' per-criterion labels" in n for n in result["notes"])

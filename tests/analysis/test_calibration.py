@@ -44,8 +44,10 @@ def audit_world(rng, rate, *, n_cases=36, n_universes=8, icc=0.3, replicates=1, 
     ``rate``, and two labels of one case correlate ``icc`` (a different model
     from the probit copula of the rate test's null).
     """
-    a, b = rate * (1 - icc) / icc, (1 - rate) * (1 - icc) / icc
-    p = rng.beta(a, b, size=n_cases)
+    if icc > 0:
+        p = rng.beta(rate * (1 - icc) / icc, (1 - rate) * (1 - icc) / icc, size=n_cases)
+    else:  # no case effect: every label Bernoulli(rate)
+        p = np.full(n_cases, float(rate))
     k = rng.binomial(replicates, np.broadcast_to(p, (n_systems, n_universes, n_cases)))
     return CaseMatrix(
         universes=pd.DataFrame({"universe_id": [f"u{i}" for i in range(n_universes)]}),
@@ -103,6 +105,97 @@ def test_joint_rate_test_has_power_against_a_clear_alternative(replicates):
         test = joint_rate_test(m, system="s0", threshold=0.1, boot=99, seed=draw)
         hits += [test.p[name] <= 0.05 for name in STATISTICS]
     assert (hits / 100 >= 0.8).all(), dict(zip(STATISTICS, hits / 100))
+
+
+@pytest.mark.parametrize("t, n_cases, replicates", [(0.02, 30, 3), (0.02, 20, 5)])
+def test_joint_rate_test_holds_its_level_at_a_rare_boundary_with_replicates(t, n_cases, replicates):
+    # The hard cell of issue 24: Stouffer's Z rejected 0.065 at t = 0.02, 30 cases, 3 replicates.
+    share = rejections(
+        lambda rng: audit_world(rng, t, n_cases=n_cases, replicates=replicates),
+        lambda m, draw: joint_rate_test(m, system="s0", threshold=t, boot=BOOT, seed=draw),
+        seed=int(t * 1000) + n_cases + replicates,
+    )
+    assert_at_most(share, 0.065, f"rate test, t={t}, {n_cases} cases, {replicates} replicates")
+
+
+def test_joint_rate_test_has_power_at_a_rare_rate():
+    """True 0.01 against 0.10, 36 cases in 8 universes, ICC 0.3: power was 0.74 / 0.89 / 0.56.
+
+    A fifth of these data sets hold no compliant label at all, where the
+    null's correlation cannot be estimated and is 1; most others hold a few,
+    in one or two cases. 200 draws: a true power of 0.8 passes 0.74 with
+    probability about 0.98. B = 199: the two-sided p is twice the one-sided
+    one, so at B = 99 it is at most 0.05 only with at most one null draw past
+    the observed (power read 0.71 / 0.77 / 0.80 there).
+    """
+    rng = np.random.default_rng(21)
+    hits = np.zeros(len(STATISTICS))
+    for draw in range(200):
+        m = audit_world(rng, 0.01)
+        test = joint_rate_test(m, system="s0", threshold=0.1, boot=199, seed=draw)
+        hits += [test.p[name] <= 0.05 for name in STATISTICS]
+    assert (hits / 200 >= 0.74).all(), dict(zip(STATISTICS, hits / 200))
+
+
+def test_a_curve_of_zeros_is_tested_against_the_widest_null_with_enough_draws():
+    """No label varies: correlation 1, every universe one Binomial(36, t) / 36 rate.
+
+    Two-sided p = twice the lower tail, 2 * 0.9**36 = 0.045 for every
+    statistic; it takes more than B = 99 draws to resolve it below 0.05.
+    """
+    m = audit_world(np.random.default_rng(0), 0.01)
+    m.compliant[:] = 0.0
+    test = joint_rate_test(m, system="s0", threshold=0.1, boot=99, seed=3)
+    assert test.boot == 20_000 and test.null_model.lam_between == 1.0
+    exact = 2 * 0.9**36
+    for name in STATISTICS:
+        assert abs(test.p[name] - exact) < 4 * np.sqrt(exact * (1 - exact) / 20_000 * 4), (name, test.p)
+    # Against a rate the data sit near, the same curve is not a rejection.
+    assert min(joint_rate_test(m, system="s0", threshold=0.02, boot=99, seed=3).p.values()) > 0.5
+
+
+def test_count_of_significant_universes_is_calibrated_with_replicates():
+    """Under a true null with 3 replicates (ICC 0.3) about alpha of universes are significant.
+
+    Unclustered per-universe z-tests called 14% of them significant; the
+    count now uses the design effect of the curve's own intervals.
+    """
+    rng = np.random.default_rng(5)
+    shares, two_sided, naive = [], [], []
+    for draw in range(300):
+        m = audit_world(rng, 0.3, replicates=3)
+        test = joint_rate_test(m, system="s0", threshold=0.3, boot=1, seed=draw)
+        shares.append(test.observed["n_significant"] / test.n_universes)
+        two_sided.append(np.mean(np.abs(test.effects["z"]) > stats.norm.ppf(0.975)))
+        n = m.included[0].sum(axis=1)
+        z = (m.compliant[0].sum(axis=1) / n - 0.3) / np.sqrt(0.21 / n)
+        naive.append(np.mean(np.abs(z) > stats.norm.ppf(0.975)))
+    # Universes share cases, so 300 draws of 8 are about as good as a few hundred independent tests.
+    assert 0.02 < np.mean(two_sided) <= 0.065, np.mean(two_sided)
+    assert np.mean(naive) > 0.10, np.mean(naive)  # the check has teeth: ignoring the clustering over-counts
+    assert np.mean(shares) <= np.mean(two_sided)  # the count is of one side, the dominant one
+
+
+def test_pooled_variance_counts_universes_that_missed_a_rare_event():
+    """Five of 8 universes see a violation in one case, three do not: they disagree on it.
+
+    With each universe's own variance the three (variance 0) dropped out and
+    the between-universe correlation read 1, the widest null.
+    """
+    from multiverse.analysis.rate_null import fit_latent_null
+
+    n_uc = np.ones((8, 36))
+    k_uc = np.zeros((8, 36))
+    k_uc[:5, 0] = 1.0
+    fit = fit_latent_null(n_uc, k_uc)
+    # By hand: own-rate residuals 35/36 at the case and -1/36 elsewhere in the 5 universes, 0 in the 3;
+    # cross-products over the 20 ordered pairs of the 5, times C / (C - 1), over the pooled variance
+    # p(1 - p) (p = 5 / 288) times the 56 x 36 ordered pairs of labels of one case.
+    p = 5 / 288
+    cross = 20 * ((35 / 36) ** 2 + 35 / 36**2)
+    expected = 36 / 35 * cross / (p * (1 - p) * 56 * 36)
+    assert fit.rho_between == pytest.approx(expected)
+    assert 0.3 < fit.rho_between < 0.9 and fit.pooled_rate == pytest.approx(p)
 
 
 def probit_counts(rng, t, lam, *, n_universes=6, n_cases=400, missing=0.1):

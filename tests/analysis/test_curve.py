@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from pandas.testing import assert_frame_equal
 from scipy import stats
+from statsmodels.stats.proportion import proportion_confint
 from synthetic import VERDICT_AXES as AXES
 from synthetic import latent_verdicts
 
@@ -27,6 +28,7 @@ from multiverse.analysis.inference import (
     joint_difference_test,
     joint_rate_test,
 )
+from multiverse.analysis.intervals import anova_terms, design_effect, icc_from_terms
 from multiverse.analysis.rate_null import fit_latent_null
 from multiverse.errors import InputError
 
@@ -340,14 +342,15 @@ def brute_force_flip_stats(frame: pd.DataFrame, z_crit: float) -> np.ndarray:
     wide = frame.pivot_table(index=["universe_id", "case_id"], columns="system",
                              values="compliant", aggfunc="mean").astype(float)
     d = (wide["a"] - wide["b"]).unstack("case_id") / 4
-    out = []
-    for signs in itertools.product((1, -1), repeat=4):
+    out, sign = [], 0.0
+    for signs in itertools.product((1, -1), repeat=4):  # the first pattern is the observed data
         flipped = d * np.array(signs)
         diff = flipped.sum(axis=1)
         se = np.sqrt(4 / 3 * ((flipped.sub(diff / 4, axis=0)) ** 2).sum(axis=1))
         z = (diff / se).where(se > 0, 0.0)
         median = diff.median()
-        sign = np.sign(median) or np.sign(z.mean()) or 1.0
+        # Every null curve is oriented by the observed dominant direction.
+        sign = sign or np.sign(median) or np.sign(z.mean()) or 1.0
         out.append([sign * median, int((sign * z > z_crit).sum()), sign * z.mean()])
     return np.array(out)
 
@@ -394,11 +397,25 @@ def test_rate_test_observed_effects_and_z_by_hand():
     n = ok.groupby("universe_id").size()
     effects = test.effects.set_index("universe_id")
     np.testing.assert_allclose(effects["effect"], (rate - 0.5).reindex(effects.index))
-    np.testing.assert_allclose(effects["z"], ((rate - 0.5) / np.sqrt(0.25 / n)).reindex(effects.index))
-    # p = (1 + #{null >= observed}) / (B + 1), on oriented statistics.
+    # z at Kish's n / deff, the design effect of the curve's own Wilson intervals (2 replicates a case).
+    m = case_matrix(v, axes=list(AXES))
+    s = m.system_index("A")
+    terms = anova_terms(m.included[s], m.compliant[s])
+    own = icc_from_terms(terms)
+    icc = np.where(np.isfinite(own), own, icc_from_terms(terms[np.isfinite(own)].sum(axis=0))[0])
+    n_eff = pd.Series(m.included[s].sum(axis=1) / design_effect(m.included[s], icc, 0.95),
+                      index=m.universes["universe_id"])
+    assert (n_eff < n.reindex(n_eff.index)).all()
+    z = ((rate - 0.5) / np.sqrt(0.25 / n_eff)).reindex(effects.index)
+    np.testing.assert_allclose(effects["z"], z)
+    # Significant exactly when the plain Wilson interval at that n excludes t.
+    low, high = proportion_confint(rate.reindex(effects.index) * n_eff.reindex(effects.index),
+                                   n_eff.reindex(effects.index), method="wilson")
+    assert ((np.abs(z) > stats.norm.ppf(0.975)) == ((high < 0.5) | (low > 0.5))).all()
+    # Two-sided p = 2 (1 + #{null >= observed}) / (B + 1), null oriented by the observed direction.
     oriented = test.observed["median_effect"] * test.direction
     assert test.p["median_effect"] == pytest.approx(
-        (1 + (test.null_stats[:, 0] >= oriented - 1e-9).sum()) / 26)
+        min(1.0, 2 * (1 + (test.null_stats[:, 0] >= oriented - 1e-9).sum()) / 26))
 
 
 def test_band_is_percentiles_of_sorted_null_curves():

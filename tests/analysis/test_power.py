@@ -72,6 +72,30 @@ def test_design_power_report():
     assert needed[0.05] > needed[0.1] > needed[0.2]
 
 
+@pytest.mark.parametrize("baseline", [0.8, 0.3, 0.6])
+def test_design_power_reports_both_directions_and_says_which_is_which(baseline):
+    from statsmodels.stats.power import NormalIndPower
+    from statsmodels.stats.proportion import proportion_effectsize
+
+    report = design_power(cases=60, baseline_rate=baseline)
+    entry = report["comparisons"][0]
+    assert entry["direction"] == ("lower" if baseline >= 0.5 else "higher")
+    assert entry["detectable_difference"] == pytest.approx(entry["detectable"][entry["direction"]])
+    for way, d in entry["detectable"].items():
+        other = baseline - d if way == "lower" else baseline + d
+        # Each direction's rate is detected with the asked-for power (statsmodels, independently).
+        got = NormalIndPower().power(abs(proportion_effectsize(other, baseline)), nobs1=60, alpha=0.05)
+        assert got == pytest.approx(0.8, abs=1e-6), (way, d)
+    # One effect size is a larger change toward 0.5: the two directions differ.
+    assert entry["detectable"]["lower"] != pytest.approx(entry["detectable"]["higher"], abs=1e-3)
+    assert {row["direction"] for row in report["cases_needed"]} == {entry["direction"]}
+
+
+def test_design_power_says_when_one_direction_leaves_the_rates():
+    entry = design_power(cases=10, baseline_rate=0.98)["comparisons"][0]
+    assert entry["detectable"]["higher"] is None and entry["detectable"]["lower"] > 0.2
+
+
 def test_rates_outside_0_1_are_input_errors():
     with pytest.raises(InputError, match="baseline_rate"):
         detectable_difference(100, 1.2)

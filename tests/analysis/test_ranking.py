@@ -364,11 +364,17 @@ def test_unbalanced_tau_per_pair_over_shared_systems_matches_scipy():
             expected = kendalltau(both.loc[u], both.loc[v]).statistic if both.shape[1] > 1 else np.nan
             assert matrix[i, j] == pytest.approx(expected, abs=1e-12, nan_ok=True)
             if i < j:
-                expected_all.append(expected)
-    assert not np.isnan(tau["mean"])
-    assert tau["mean"] == pytest.approx(np.nanmean(expected_all))
-    assert tau["n_pairs"] + tau["n_pairs_undefined"] == 6
-    assert tau["n_pairs"] == int(np.sum(~np.isnan(expected_all)))
+                expected_all.append((expected, both.shape[1]))
+    taus, counts = np.array(expected_all).T
+    kept = ~np.isnan(taus) & (counts >= 3)
+    two = ~np.isnan(taus) & (counts == 2)
+    assert kept.any()
+    # The mean is over pairs sharing at least three systems: a two-system pair's tau is +-1.
+    assert np.abs(taus[two]).tolist() == [1.0] * int(two.sum())
+    assert tau["mean"] == pytest.approx(taus[kept].mean())
+    assert tau["n_pairs"] + tau["n_pairs_two_systems"] + tau["n_pairs_undefined"] == 6
+    assert (tau["n_pairs"], tau["n_pairs_two_systems"]) == (int(kept.sum()), int(two.sum()))
+    assert any("only two systems" in note for note in result["notes"]) == bool(two.any())
 
 
 def test_unbalanced_mean_tau_by_rated_pattern_equals_the_pairwise_mean():
@@ -383,9 +389,34 @@ def test_unbalanced_mean_tau_by_rated_pattern_equals_the_pairwise_mean():
                      for c in range(5)]
     result = ranking(pd.DataFrame(rows), axes=["variant"], bootstrap=0)
     matrix = np.array(result["kendall_tau"]["matrix"], dtype=float)
+    shared = np.array(result["kendall_tau"]["n_systems"])[np.triu_indices(30, 1)]
     upper = matrix[np.triu_indices(30, 1)]
-    assert result["kendall_tau"]["mean"] == pytest.approx(np.nanmean(upper))
-    assert result["kendall_tau"]["n_pairs"] == int(np.sum(~np.isnan(upper)))
+    kept = ~np.isnan(upper) & (shared >= 3)
+    assert (~np.isnan(upper) & (shared == 2)).any()
+    assert result["kendall_tau"]["mean"] == pytest.approx(upper[kept].mean())
+    assert result["kendall_tau"]["n_pairs"] == int(kept.sum())
+    assert result["kendall_tau"]["n_pairs_two_systems"] == int((~np.isnan(upper) & (shared == 2)).sum())
+
+
+def test_mean_tau_leaves_out_pairs_sharing_two_systems():
+    # u1..u3 rate A, B, C (two of them in reverse order); u4 and u5 share only A and B with them.
+    rates = {("u1",): {"A": 0.9, "B": 0.5, "C": 0.1}, ("u2",): {"A": 0.8, "B": 0.6, "C": 0.7},
+             ("u3",): {"A": 0.1, "B": 0.5, "C": 0.3}, ("u4",): {"A": 0.9, "B": 0.2, "D": 0.4},
+             ("u5",): {"A": 0.7, "B": 0.1, "E": 0.3}}
+    result = ranking(verdicts_from_rates(rates, ["variant"]), axes=["variant"], bootstrap=0)
+    tau = result["kendall_tau"]
+    vectors = {u: pd.Series(r) for (u,), r in rates.items()}
+    full = [kendalltau(vectors[a][list("ABC")], vectors[b][list("ABC")]).statistic
+            for a, b in (("u1", "u2"), ("u1", "u3"), ("u2", "u3"))]
+    # Every pair with u4 or u5 shares two systems (A, B): tau +-1 whatever the rates.
+    assert tau["mean"] == pytest.approx(np.mean(full))
+    assert (tau["n_pairs"], tau["n_pairs_two_systems"], tau["n_pairs_undefined"]) == (3, 7, 0)
+    everything = np.array(tau["matrix"], dtype=float)[np.triu_indices(5, 1)]
+    assert tau["mean"] != pytest.approx(np.mean(everything))  # the old mean, pulled towards +-1
+    assert any("leaves out 7 universe pairs that share only two systems" in n for n in result["notes"])
+    by_axis = tau["by_axis"][0]
+    assert (by_axis["n_pairs"], by_axis["n_pairs_two_systems"]) == (3, 7)
+    assert by_axis["mean"] == pytest.approx(np.mean(full))
 
 
 def test_kendall_w_uses_the_largest_complete_block():
@@ -590,8 +621,11 @@ def test_mean_tau_over_many_rated_patterns_is_estimated_from_sampled_pairs():
     summary = tau_summary(matrix, codes, ["variant"], list(range(1500)), max_matrix=1500)
     assert summary["sampled_pairs"] == 1_000_000
     full = np.array(summary["matrix"], dtype=float)[np.triu_indices(1500, 1)]
-    assert summary["mean"] == pytest.approx(np.nanmean(full), abs=0.01)
-    assert summary["n_pairs"] == pytest.approx(np.sum(~np.isnan(full)), rel=0.01)
+    shared = np.array(summary["n_systems"])[np.triu_indices(1500, 1)]
+    kept = ~np.isnan(full) & (shared >= 3)
+    assert summary["mean"] == pytest.approx(full[kept].mean(), abs=0.01)
+    assert summary["n_pairs"] == pytest.approx(kept.sum(), rel=0.01)
+    assert summary["n_pairs_two_systems"] == pytest.approx((~np.isnan(full) & (shared == 2)).sum(), rel=0.02)
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -13,7 +13,10 @@ cases, intra-case correlation 0.3 from a Beta case effect), the share of
 t in {0.02, 0.05, 0.10, 0.30, 0.50, 0.90, 0.98} and n in {30, 36, 100} cases;
 then the rate test with 3 replicates per case at every t, the sign-flip
 difference test (two systems, same rate), and power (true 0.30 against
-t = 0.10, with and without replicates).
+t = 0.10, with and without replicates). Then the hard cells: rare rates
+(t = 0.01, 0.02), few cases (20), replicates 1-5 and intra-case correlation
+0 to 0.6, and power at a rare rate (true 0.01 against t = 0.10, 36 cases).
+``--part joint`` runs only the joint-test rows, ``--part coverage`` only the intervals.
 
 Intervals: share of ``--sims`` data sets whose interval holds the true rate,
 for the overall rate and for 6-case subgroups, per CI method, true rate p,
@@ -96,6 +99,28 @@ def calibration(draws: int, boot: int) -> list[dict]:
                          lambda rng, n=n_cases, r=replicates: audit_world(rng, 0.30, n_cases=n, replicates=r),
                          lambda m, draw: joint_rate_test(m, system="s0", threshold=0.10, boot=boot, seed=draw),
                          draws, seed=3)))})
+    return rows + hard_cells(draws, boot)
+
+
+def hard_cells(draws: int, boot: int) -> list[dict]:
+    """Rare rates, few cases, replicates 1-5, ICC 0-0.6; power at a rare rate."""
+    rows = []
+    cells = [(t, n, r, icc) for t in (0.01, 0.02) for n in (20, 30) for r in (1, 3, 5) for icc in (0.3,)]
+    cells += [(t, 36, r, icc) for t in (0.02, 0.05) for r in (1, 3) for icc in (0.0, 0.6)]
+    cells += [(0.98, 20, 3, 0.3), (0.5, 20, 5, 0.6), (0.1, 20, 2, 0.3)]
+    for t, n_cases, replicates, icc in cells:
+        rows.append({"test": "rate", "t": t, "cases": n_cases, "replicates": replicates, "icc": icc, "truth": t,
+                     **dict(zip(STATISTICS, rejection_rates(
+                         lambda rng, t=t, n=n_cases, r=replicates, i=icc: audit_world(
+                             rng, t, n_cases=n, replicates=r, icc=i),
+                         lambda m, draw, t=t: joint_rate_test(m, system="s0", threshold=t, boot=boot, seed=draw),
+                         draws, seed=int(1000 * t) + 7 * n_cases + replicates)))})
+    for replicates in (1, 3):
+        rows.append({"test": "rate (power)", "t": 0.10, "cases": 36, "replicates": replicates, "icc": 0.3,
+                     "truth": 0.01, **dict(zip(STATISTICS, rejection_rates(
+                         lambda rng, r=replicates: audit_world(rng, 0.01, replicates=r),
+                         lambda m, draw: joint_rate_test(m, system="s0", threshold=0.10, boot=boot, seed=draw),
+                         draws, seed=5)))})
     return rows
 
 
@@ -162,11 +187,12 @@ def _joint_markdown(document: dict) -> list[str]:
              f"{document['boot']}; 8 universes sharing cases, intra-case correlation 0.3; Monte Carlo SE about "
              f"{np.sqrt(0.05 * 0.95 / document['draws']):.3f}). \"power\" rows: true rate 0.30 against t = 0.10."),
             ""]
-    out += ["| test | t | cases | replicates | median effect | n significant | Stouffer Z |",
-            "|---|---|---|---|---|---|---|"]
+    out += ["| test | truth | t | cases | replicates | ICC | median effect | n significant | Stouffer Z |",
+            "|---|---|---|---|---|---|---|---|---|"]
     for r in document["calibration"]:
-        out.append(f"| {r['test']} | {r['t']:g} | {r['cases']} | {r['replicates']} | {r['median_effect']:.3f} | "
-                   f"{r['n_significant']:.3f} | {r['stouffer_z']:.3f} |")
+        out.append(f"| {r['test']} | {r['truth']:g} | {r['t']:g} | {r['cases']} | {r['replicates']} | "
+                   f"{r.get('icc', 0.3):g} | {r['median_effect']:.3f} | {r['n_significant']:.3f} | "
+                   f"{r['stouffer_z']:.3f} |")
     return out
 
 
