@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,6 +46,7 @@ __all__ = [
     "read_spec_document",
     "read_spec_text",
     "read_transcripts",
+    "shown_transcripts",
     "table_path",
 ]
 
@@ -216,6 +218,49 @@ def read_transcripts(folder: str | os.PathLike, name: str = "transcripts.jsonl")
         check_document(TranscriptRecord, record, path, "a JSON object (one transcript)", where=f"line {number}")
         out[record["key"]] = record
     return out
+
+
+#: The keys a store can hold: a verdicts table may carry anything in its transcript_key column.
+_STORE_KEY = re.compile(r"[A-Za-z0-9_-]{1,128}")
+
+
+def shown_transcripts(source: str | os.PathLike | None, verdicts: Any, store: Any = None
+                      ) -> tuple[dict[str, dict[str, Any]] | None, str]:
+    """The transcripts a source's report and explorer show (key -> record), or None and why there are none.
+
+    The one rule for both: a run folder's own ``transcripts.jsonl`` first;
+    else the store the caller names (a directory or a
+    ``multiverse.store.Store``), read for the keys the verdicts name. Never
+    the store a folder's manifest names: a folder is untrusted input, and
+    that field could point at the reader's own store, whose transcripts
+    would then be copied into a page that gets shared.
+    """
+    folder = Path(source) if source is not None and Path(source).is_dir() else None
+    own = read_transcripts(folder) if folder is not None else None
+    if own:
+        return own, ""
+    if store is not None:
+        return _from_store(verdicts, store), ""
+    if folder is None:
+        return None, ("this source has no transcripts.jsonl (imported data or a bare table); "
+                      "give the store that holds its transcripts to show them")
+    return None, (f"{folder} has no transcripts.jsonl, or an empty one; give the store that holds the run's "
+                  "transcripts to show them (the store a folder's manifest names is never read: a folder is "
+                  "untrusted input)")
+
+
+def _from_store(verdicts: Any, store: Any) -> dict[str, dict[str, Any]]:
+    from .store import Store
+
+    if not isinstance(store, Store):
+        if not Path(store).is_dir():
+            raise InputError(f"store: {store}: expected the store directory that holds the run's transcripts",
+                             param="store")
+        store = Store(store, existing=True)
+    if "transcript_key" not in verdicts.columns:
+        return {}
+    keys = [k for k in map(str, verdicts["transcript_key"].dropna().unique()) if _STORE_KEY.fullmatch(k)]
+    return store.get_many("transcript", keys)
 
 
 def _lines(folder: str | os.PathLike, name: str, kind: str = "transcripts.jsonl") -> Iterator[tuple[int, str]] | None:

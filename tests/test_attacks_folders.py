@@ -18,8 +18,10 @@ from pathlib import Path
 import pytest
 import yaml
 from cli_runner import run_cli, spawn_cli
+from conftest import explorer_block_texts
 
 from multiverse.errors import InputError
+from multiverse.explorer import render_explorer
 from multiverse.folder import CAPS, folder_file, read_manifest, read_spec_document, read_transcripts
 from multiverse.tables import load_run
 
@@ -411,3 +413,85 @@ def test_a_world_file_named_by_a_spec_is_read_bounded(tmp_path, kind):
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "world.yaml" in lines[0] and "MemoryError" not in lines[0], done.stderr
+
+
+# -- the store a manifest names is never read ----------------------------------------------------
+
+
+def _own_store(sim_run, where: Path) -> Path:
+    """The reader's own store (a copy of the run's): every transcript the folder's verdicts name carries the secret."""
+    store = Path(shutil.copytree(sim_run.store, where))
+    for entry in (store / "transcript").rglob("*.json"):
+        record = json.loads(entry.read_text())
+        record["turns"][0]["content"] = f"{SECRET} " + record["turns"][0]["content"]
+        entry.write_text(json.dumps(record))
+    return store
+
+
+def _shown(page: str) -> str:
+    """The page's text and its compressed blocks' (where the explorer keeps the transcripts)."""
+    return page + "".join(explorer_block_texts(page))
+
+
+# What a hostile manifest's "store" names -> where the reader's store sits (under tmp_path) and the environment.
+STORE_POINTERS = {
+    "absolute": (lambda t: str(t / "mine"), "mine", {}),
+    "relative to the cwd": (lambda t: "stores/mine", "cwd/stores/mine", {}),
+    "climbing from the folder": (lambda t: "../mine", "mine", {}),
+    "climbing to the root": (lambda t: "../" * 40 + str(t / "mine").lstrip("/"), "mine", {}),
+    "the cwd's default store": (lambda t: ".multiverse/store", "cwd/.multiverse/store", {}),
+    "$MULTIVERSE_STORE": (lambda t: "$MULTIVERSE_STORE", "mine", {"MULTIVERSE_STORE": "mine"}),
+    "none, with $MULTIVERSE_STORE set": (lambda t: None, "mine", {"MULTIVERSE_STORE": "mine"}),
+    "home": (lambda t: "~/mine", "mine", {"HOME": ""}),
+}
+
+
+@pytest.mark.parametrize("pointer, jsonl", [(p, "absent") for p in STORE_POINTERS] + [("absolute", "empty")])
+def test_a_manifest_naming_the_readers_own_store_never_copies_its_transcripts(sim_run, run_dir, tmp_path,
+                                                                              monkeypatch, pointer, jsonl):
+    """Whatever store the manifest names (or the environment would default to), with no transcripts.jsonl to
+    show: the reader's own transcripts stay out of report.html, from the command line and from Python."""
+    from multiverse.explorer import document_from_run
+    from multiverse.report import write_report
+
+    value, where, env = STORE_POINTERS[pointer]
+    _own_store(sim_run, tmp_path / where)
+    env = {k: str(tmp_path / v) if k == "MULTIVERSE_STORE" else str(tmp_path) for k, v in env.items()}
+    (tmp_path / "cwd").mkdir(exist_ok=True)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest.pop("store")
+    if value(tmp_path) is not None:
+        manifest["store"] = value(tmp_path)
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    if jsonl == "absent":
+        (run_dir / "transcripts.jsonl").unlink()
+    else:
+        (run_dir / "transcripts.jsonl").write_text("")
+    run_cli(["report", run_dir, "--out", tmp_path / "cli.html", "--no-tests", "--quiet"], cwd=tmp_path / "cwd",
+            env=env).ok()
+    monkeypatch.chdir(tmp_path / "cwd")
+    for name, setting in env.items():
+        monkeypatch.setenv(name, setting)
+    for page in ((tmp_path / "cli.html").read_text(),
+                 write_report(run_dir, tmp_path / "api.html", tests=False, progress=False).read_text()):
+        assert SECRET not in _shown(page) and 'class="turn' not in page
+        assert "Transcripts are unavailable" in page and "give the store that holds the run" in page
+    assert SECRET not in json.dumps(document_from_run(run_dir)["blocks"]) + "".join(
+        explorer_block_texts(render_explorer(document_from_run(run_dir))))
+
+
+def test_a_run_shows_its_own_transcripts_and_a_store_given_is_read(sim_run, run_dir, tmp_path):
+    """The legitimate paths: a run's folder carries its transcripts; an older folder shows a store named for it."""
+    from multiverse.explorer import document_from_run
+
+    mine = _own_store(sim_run, tmp_path / "mine")
+    run_cli(["report", run_dir, "--out", tmp_path / "own.html", "--no-tests", "--quiet"]).ok()
+    own = (tmp_path / "own.html").read_text()
+    assert 'class="turn user"' in own and "Transcripts are unavailable" not in own and SECRET not in _shown(own)
+    (run_dir / "transcripts.jsonl").unlink()
+    run_cli(["report", run_dir, "--out", tmp_path / "given.html", "--store", mine, "--no-tests", "--quiet"]).ok()
+    given = (tmp_path / "given.html").read_text()
+    assert SECRET in _shown(given) and 'class="turn user"' in given  # so the test above would see a leak
+    assert SECRET in "".join(explorer_block_texts(render_explorer(document_from_run(run_dir, store=mine))))
+    run_cli(["report", run_dir, "--store", tmp_path / "nowhere"]).refused("--store", "nowhere")
+    assert not (run_dir / "report.html").exists()

@@ -199,7 +199,7 @@ def cmd_variance(args) -> int:
 def cmd_report(args) -> int:
     from .. import load_run
 
-    path = load_run(args.source).report(args.out, threshold=args.threshold, tests=not args.no_tests,
+    path = load_run(args.source).report(args.out, store=args.store, threshold=args.threshold, tests=not args.no_tests,
                                         progress=False if args.quiet else None, human=args.human)
     say(f"report: {path}")
     return 0

@@ -154,6 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="leave out the joint tests: no grey bands, no p-values (faster)")
     p.add_argument("--human", type=Path, metavar="FILE",
                    help="human labels (see calibrate): add the section \"Anchored to people\"")
+    p.add_argument("--store", type=Path, metavar="DIR",
+                   help="the store that holds the transcripts, for a source without transcripts.jsonl (never "
+                        "the store the folder's manifest names: a folder is untrusted)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
     p = command("label", "draw a uniform random sample of transcripts to label by hand: SHEET.csv and a blind SHEET.html")

@@ -325,15 +325,19 @@ def document_from_run(source: str | os.PathLike, *, store: Any = None) -> dict:
     return document_from_results(load_run(source), store=store)
 
 
-def document_from_results(results: Any, *, store: Any = None, rates: pd.DataFrame | None = None) -> dict:
+def document_from_results(results: Any, *, store: Any = None, rates: pd.DataFrame | None = None,
+                          transcripts: Mapping[str, Mapping] | None = None) -> dict:
     """``explorer_document`` of a :class:`~multiverse.results.Results` (a run, an import or a table).
 
     Transcripts come from the run folder's ``transcripts.jsonl``; a folder
-    without one (an older run) reads them from ``store`` (a directory or a
-    ``multiverse.store.Store``), by default the store its manifest names, when
-    that is here. ``rates`` replaces the results' own rates table.
+    without one (an older run) shows them only from a ``store`` the caller
+    names (a directory or a ``multiverse.store.Store``), never from the store
+    its manifest names (``multiverse.folder.shown_transcripts``).
+    ``transcripts``: the ones that rule already chose (the report's), so they
+    are not read twice. ``rates`` replaces the results' own rates table.
     """
     from ..analysis.rates import run_ci_settings
+    from ..folder import shown_transcripts
     from ..option_order import declared_options
 
     tables = results
@@ -342,9 +346,8 @@ def document_from_results(results: Any, *, store: Any = None, rates: pd.DataFram
     labels = {str(u["id"]): u.get("label") for u in manifest.get("universes") or []
               if isinstance(u, dict) and "id" in u}
     source_path = Path(tables.source) if tables.source is not None else None
-    transcripts = read_transcripts(source_path) if source_path is not None and source_path.is_dir() else {}
-    if not transcripts:
-        transcripts = _from_store(tables, store)
+    if transcripts is None:
+        transcripts = shown_transcripts(source_path, tables.verdicts, store)[0] or {}
     return explorer_document(
         tables.verdicts, tables.criteria, tables.rates if rates is None else rates, transcripts,
         axes=tables.axes, factors=tables.factors, primary=tables.primary,
@@ -352,29 +355,3 @@ def document_from_results(results: Any, *, store: Any = None, rates: pd.DataFram
         labels=labels, title=str(manifest.get("spec") or (source_path.name if source_path is not None else "audit")),
         simulated=bool(manifest.get("simulated")),
     )
-
-
-def _from_store(tables: Any, store: Any) -> dict[str, dict]:
-    """The transcripts the verdicts name, read from the store ({} when there is none here)."""
-    import re
-
-    from ..store import Store
-
-    if store is None:
-        recorded = (tables.manifest or {}).get("store")
-        candidates = [Path(recorded)] if recorded else []
-        if recorded and not Path(recorded).is_absolute() and tables.source is not None:
-            candidates.append(Path(tables.source) / recorded)
-        store = next((c for c in candidates if c.is_dir()), None)
-        if store is None:
-            return {}
-    if not isinstance(store, Store):
-        if not Path(store).is_dir():
-            raise InputError(f"store: {store}: expected the store directory that holds the run's transcripts",
-                             param="store")
-        store = Store(store, existing=True)
-    if "transcript_key" not in tables.verdicts.columns:
-        return {}
-    # Only names a store can hold: a table may carry anything in this column.
-    keys = [k for k in _unique(tables.verdicts["transcript_key"].dropna()) if re.fullmatch(r"[A-Za-z0-9_-]{1,128}", k)]
-    return store.get_many("transcript", keys)

@@ -121,8 +121,10 @@ def build_report_html(tables: Results, *, store: Any = None, threshold: float | 
                       progress: bool | None = None, human: Any = None) -> str:
     """The report of ``tables`` (a :class:`~multiverse.results.Results`) as one self-contained HTML string.
 
-    ``store`` is a store directory or ``multiverse.store.Store`` for the
-    drill-down transcripts (default: the one the manifest names, if it exists).
+    Transcripts come from the run folder's ``transcripts.jsonl``; else from
+    ``store`` (a store directory or ``multiverse.store.Store``) when the
+    caller names one; never from the store the manifest names (a folder is
+    untrusted input: ``multiverse.folder.shown_transcripts``).
     The per-system joint tests and the specification curves' grey band hold
     each system's rate fixed in every universe: at its rate in the primary
     universe (``threshold=None``, the default), or at ``threshold`` for every
@@ -178,11 +180,11 @@ def _page(run: _Run, sections: str) -> str:
         "</footer>"
     )
     try:
-        document = document_from_results(run.tables, store=run.store)
+        document = document_from_results(run.tables, transcripts=run.transcripts or {})
     except _SECTION_ERRORS as exc:
         # No rate could be computed (say, every verdict failed): the explorer still lists the universes and
         # cases with their failures, over an empty curve, and says why, like any section that cannot run.
-        document = document_from_results(run.tables, store=run.store, rates=_NO_RATES)
+        document = document_from_results(run.tables, rates=_NO_RATES, transcripts=run.transcripts or {})
         details = _problem("The specification curve could not be computed", exc) + details
     return render_explorer(document, details=details)
 

@@ -2,7 +2,8 @@
 
 The drill-down shows up to ``EXAMPLES_PER_CELL`` transcripts per universe x
 system (non-compliant ones first), each with its verdict and the judge's label
-and rationale for every criterion; transcripts come from the store, verbatim
+and rationale for every criterion; transcripts come from the run folder's
+transcripts.jsonl or a store the caller names, verbatim
 and escaped. The other sections count the verdict rows by status and list why
 rows failed, print the resolved spec, and list where, when and with what the
 run was made.
@@ -89,8 +90,8 @@ def _drilldown(run: _Run) -> str:
              "verbatim" + (", except that the hidden ground-truth markers the simulated world writes into its "
                            "turns are left out (the store keeps them)" if run.tables.manifest.get("simulated")
                            else "") + ".</p>")
-    if run.store is None:
-        intro += (f'<p class="note">Transcripts are unavailable: {_e(run.store_note)}. Showing the judge\'s '
+    if run.transcripts is None:
+        intro += (f'<p class="note">Transcripts are unavailable: {_e(run.transcripts_note)}. Showing the judge\'s '
                   "rationales only.</p>")
     cells = list(dict.fromkeys(zip(picked["universe_id"], picked["system"])))
     total = v.groupby(["universe_id", "system"], sort=False).ngroups
@@ -151,12 +152,12 @@ def _example(run: _Run, row: pd.Series, criteria: pd.DataFrame | None) -> str:
 
 
 def _transcript(run: _Run, row: pd.Series) -> str:
-    if run.store is None:
+    if run.transcripts is None:
         return ""
     key = row.get("transcript_key")
-    record = run.store.get("transcript", str(key)) if isinstance(key, str) and key else None
+    record = run.transcripts.get(key) if isinstance(key, str) and key else None
     if record is None:
-        return '<p class="note">This transcript is not in the store.</p>'
+        return '<p class="note">This transcript is not among the run\'s transcripts.</p>'
     turns = []
     for turn in record.get("turns") or []:
         role = str(turn.get("role", "?"))

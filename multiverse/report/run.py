@@ -1,7 +1,8 @@
-"""The run as the report sees it: the results, plus the report's own choices (store, null rates, tests).
+"""The run as the report sees it: the results, plus the report's own choices (transcripts, null rates, tests).
 
-``_prepare`` checks the report's options and opens the store that holds the
-transcripts. Everything about the run itself (axes, factors, systems, the
+``_prepare`` checks the report's options and reads the transcripts the page
+shows (``multiverse.folder.shown_transcripts``: the folder's own
+``transcripts.jsonl``, else a store the caller names). Everything about the run itself (axes, factors, systems, the
 ordered universes, the analyses and their caches) comes from the one
 :class:`multiverse.results.Results`; ``_Run`` only adds which systems have a
 counted verdict, the null rate each joint test holds fixed, and the top two
@@ -10,10 +11,8 @@ systems.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -26,11 +25,11 @@ __all__ = ["_Run", "_prepare"]
 
 @dataclass
 class _Run:
-    """What every section needs: the results, the store, and the report's null and test choices."""
+    """What every section needs: the results, the transcripts shown, and the report's null and test choices."""
 
     tables: Results
-    store: Any
-    store_note: str
+    transcripts: dict[str, dict] | None  # key -> record (``folder.shown_transcripts``); None: none to show
+    transcripts_note: str  # why there are none, when None
     threshold: float | None  # None: each system's null rate is its own rate in the primary universe
     tests: bool  # False: no joint tests, so no null bands and no p-values
     cache: dict = field(default_factory=dict)
@@ -150,35 +149,13 @@ class _Run:
 def _prepare(results: Results, store: Any, threshold: float | None, tests: bool, human: Any = None) -> _Run:
     if threshold is not None and not (isinstance(threshold, (int, float)) and 0 < threshold < 1):
         raise InputError(f"threshold: expected a rate strictly between 0 and 1, got {threshold!r}", param="threshold")
-    if results.out_dir is not None:
-        from ..folder import read_transcripts
+    # The one rule of which transcripts a page shows (never a store the manifest names). It reads the
+    # folder's transcripts.jsonl before any section runs, so a line that is not a transcript is refused first.
+    from ..folder import shown_transcripts
 
-        # The page shows the folder's transcripts: a line that is not one is refused before any section runs.
-        read_transcripts(results.out_dir)
+    transcripts, note = shown_transcripts(results.source, results.verdicts, store)
     if human is not None:
         # Bad labels are refused before any section runs (the section would only say it could not be
         # computed); the calibration is cached on the results for the section.
         results.calibrate(human)
-    store_obj, note = _open_store(results, store)
-    return _Run(results, store_obj, note, threshold, bool(tests), human=human)
-
-
-def _open_store(results: Results, store: Any) -> tuple[Any, str]:
-    from ..store import Store
-
-    if store is not None and not isinstance(store, (str, os.PathLike)):
-        return store, ""
-    candidates = []
-    if store is not None:
-        candidates.append(Path(store))
-    elif results.manifest.get("store"):
-        recorded = Path(results.manifest["store"])
-        candidates.append(recorded)
-        if not recorded.is_absolute() and results.source is not None:
-            candidates.append(results.source / recorded)
-    for root in candidates:
-        if root.is_dir():
-            return Store(root), ""
-    if candidates:
-        return None, f"the store ({candidates[0]}) is not available here"
-    return None, "this source has no store (imported data or a bare table)"
+    return _Run(results, transcripts, note, threshold, bool(tests), human=human)

@@ -38,6 +38,7 @@ from multiverse.explorer import (
     unpack,
 )
 from multiverse.sim.markers import strip_markers
+from multiverse.store import Store
 
 PAYLOAD = '</script><img src=x onerror="window.__pwned=1"><svg onload="window.__pwned=2">'
 SYSTEM = '<img src=x onerror="alert(1)">beacon'
@@ -565,17 +566,18 @@ def test_summary_recomputes_under_a_filter_and_a_brush(tab, page_file, document)
     _assert_summary(_summary(page), _expected(document, kept))
 
 
-def test_a_run_without_transcripts_jsonl_reads_them_from_its_store(tiny_run, document, tmp_path):
-    """An older run folder (no transcripts.jsonl) still shows its transcripts, from the store its manifest names."""
+def test_a_run_without_transcripts_jsonl_reads_them_only_from_a_store_given(tiny_run, document, tmp_path):
+    """An older run folder (no transcripts.jsonl) shows its transcripts from the store the caller names, and
+    never from the store its manifest names (a folder is untrusted: that field could be anyone's store)."""
     older = tmp_path / "older"
     shutil.copytree(tiny_run, older)
     (older / "transcripts.jsonl").unlink()
-    assert unpack(document_from_run(older)["blocks"]["texts"]) == unpack(document["blocks"]["texts"])
-    manifest = json.loads((older / "manifest.json").read_text())
-    store = manifest.pop("store")
-    (older / "manifest.json").write_text(json.dumps(manifest))
+    store = json.loads((older / "manifest.json").read_text())["store"]
+    assert Path(store).is_dir()  # the manifest names a store that is there, and it is still not read
     assert set(map(str, unpack(document_from_run(older)["blocks"]["texts"])["transcripts"])) == {"None"}
     assert unpack(document_from_run(older, store=store)["blocks"]["texts"]) == unpack(document["blocks"]["texts"])
+    assert unpack(document_from_run(older, store=Store(store))["blocks"]["texts"]) == unpack(
+        document["blocks"]["texts"])
     with pytest.raises(InputError, match="store"):
         document_from_run(older, store=tmp_path / "nowhere")
 

@@ -22,6 +22,7 @@ import pandas as pd
 import pytest
 
 from multiverse.errors import InputError
+from multiverse.folder import read_transcripts
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SCRIPT = "<script>alert(1)</script>"
@@ -56,15 +57,15 @@ def hostile_run(tiny_run, tmp_path_factory):
     """A copy of the tiny run whose transcripts, rationales, reasons, spec and a system name carry markup."""
     from multiverse.tables import write_table
 
-    source, store = tiny_run
+    source, _ = tiny_run
     root = tmp_path_factory.mktemp("hostile")
-    run_dir, store_dir = root / "run", root / "store"
+    run_dir = root / "run"
     shutil.copytree(source, run_dir)
-    shutil.copytree(store, store_dir)
-    for entry in (store_dir / "transcript").rglob("*.json"):
-        record = json.loads(entry.read_text())
+    lines = []
+    for record in read_transcripts(run_dir).values():
         record["turns"][0]["content"] = f"{SCRIPT} {IMG} " + record["turns"][0]["content"]
-        entry.write_text(json.dumps(record))
+        lines.append(json.dumps(record))
+    (run_dir / "transcripts.jsonl").write_text("\n".join(lines) + "\n")
 
     criteria = pd.read_parquet(run_dir / "criteria.parquet")
     criteria["rationale"] = f"{SCRIPT} " + criteria["rationale"]
@@ -81,9 +82,6 @@ def hostile_run(tiny_run, tmp_path_factory):
     write_table(rates, run_dir, "rates")
     spec = run_dir / "spec.yaml"
     spec.write_text(spec.read_text() + f"# {SPEC_PAYLOAD}\n")
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    manifest["store"] = str(store_dir)
-    (run_dir / "manifest.json").write_text(json.dumps(manifest))
     return run_dir
 
 
@@ -192,7 +190,7 @@ def test_report_states_the_run(tiny_run, report):
     for stage in manifest["stages"]:
         assert f"<td>{stage}</td>" in page
     assert "<pre># The resolved spec of this run" in page
-    # Drill-down: collapsible, with transcripts from the store and the judge's rationales.
+    # Drill-down: collapsible, with transcripts from transcripts.jsonl and the judge's rationales.
     assert page.count("<details") >= 4
     assert 'class="turn user"' in page and 'class="turn assistant"' in page
     assert "[simulated]" in page  # the sim's rationales
@@ -226,19 +224,33 @@ def test_run_text_is_escaped(hostile_run, tmp_path):
     assert _problems(page) == []
 
 
-def test_without_a_store_rationales_are_shown_alone(tiny_run, tmp_path):
+def test_without_transcripts_jsonl_or_a_store_given_rationales_are_shown_alone(tiny_run, tmp_path):
+    """An older run folder: its manifest names its store (which is here), yet only a store given is read."""
     from multiverse.report import write_report
 
     run_dir = tmp_path / "run"
     shutil.copytree(tiny_run[0], run_dir)
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    manifest["store"] = str(tmp_path / "gone")
-    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    (run_dir / "transcripts.jsonl").unlink()
+    assert Path(json.loads((run_dir / "manifest.json").read_text())["store"]).is_dir()
     page = write_report(run_dir).read_text(encoding="utf-8")
-    assert "Transcripts are unavailable" in page
+    assert "Transcripts are unavailable" in page and "give the store that holds the run" in page
     assert 'class="turn' not in page
     assert "[simulated]" in page
     assert _problems(page) == []
+    given = write_report(run_dir, tmp_path / "given.html", store=tiny_run[1]).read_text(encoding="utf-8")
+    assert "Transcripts are unavailable" not in given and 'class="turn user"' in given
+    assert _problems(given) == []
+
+
+def test_a_store_given_that_is_not_there_is_refused(tiny_run, tmp_path):
+    from multiverse.report import write_report
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(tiny_run[0], run_dir)
+    (run_dir / "transcripts.jsonl").unlink()
+    with pytest.raises(InputError, match="store"):
+        write_report(run_dir, tmp_path / "refused.html", store=tmp_path / "nowhere")
+    assert not (tmp_path / "refused.html").exists()
 
 
 def _label_table(tmp_path, rng) -> Path:
@@ -430,7 +442,7 @@ def dollar_run(tiny_run, tmp_path_factory):
     """The tiny run with systems and an axis option whose names matplotlib would read as mathtext."""
     from multiverse.tables import write_table
 
-    source, store = tiny_run
+    source, _ = tiny_run
     run_dir = tmp_path_factory.mktemp("dollar") / "run"
     shutil.copytree(source, run_dir)
     names = dict(zip(("atlas", "beacon"), DOLLAR_NAMES))
@@ -439,9 +451,6 @@ def dollar_run(tiny_run, tmp_path_factory):
         frame["system"] = frame["system"].replace(names)
         frame["evidence"] = frame["evidence"].replace({"lenient": "len$ient <script>"})
         write_table(frame, run_dir, name)
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    manifest["store"] = str(store)
-    (run_dir / "manifest.json").write_text(json.dumps(manifest))
     return run_dir
 
 
