@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from multiverse.analysis.agreement_context import context_columns, context_confounds
 from multiverse.analysis.dropped import dropped_notes
 from multiverse.analysis.rates import included_verdicts
 from multiverse.errors import InputError
@@ -338,12 +339,15 @@ def agreement(
     axes: Sequence[str],
     axis: str = "judge",
     criteria: pd.DataFrame | None = None,
+    factors: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Pairwise agreement between the options of ``axis`` on identical transcripts.
 
     Takes a verdicts table (rows with status other than ok are left out of the
     transcript-level comparison), the axis names, the axis to compare and,
-    optionally, the criteria table for per-criterion agreement.
+    optionally, the criteria table for per-criterion agreement and the design
+    ``factors`` (columns that are not axes) checked for a confound: options
+    whose rows for one unit differ in such a column (``agreement_context``).
 
     Returns a JSON-ready dict (undefined statistics are NaN, explained in ``notes``)::
 
@@ -358,6 +362,7 @@ def agreement(
                     "confusion": {"both_compliant", "a_only_compliant",
                                   "b_only_compliant", "both_noncompliant"}}],
          "krippendorff_alpha": float,
+         "confounded": [{"column": str, "share": float, "n_units": int}],  # factors differing in units
          "per_criterion": [{"criterion": str, "permissible": bool|None,
                             "label": "applicable" | "compliant",
                             "krippendorff_alpha": float, "pairs": [same as above]}],
@@ -371,7 +376,8 @@ def agreement(
         raise InputError(f"verdicts: column {axis!r}: expected one of the axes {axes}")
     others = [a for a in axes if a != axis]
     # The replicate is only read when the axis changes the transcripts: not copied (8 bytes a row) before.
-    included = included_verdicts(verdicts, axes=axes, keys=("transcript_key", "judgment_key"))
+    context = context_columns(verdicts, factors, axes)
+    included = included_verdicts(verdicts, axes=axes, keys=("transcript_key", "judgment_key", *context))
     option_codes, options = pd.factorize(included[axis], use_na_sentinel=False)
     options = pd.Index(options).tolist()  # plain Python values, ready for JSON
     notes: list[str] = []
@@ -380,7 +386,7 @@ def agreement(
 
     by_transcript = "transcript_key" in included.columns and included["transcript_key"].notna().all()
     if not by_transcript and "replicate" in verdicts.columns:
-        included = included_verdicts(verdicts, axes=axes, keys=("replicate", "judgment_key"))  # the same rows
+        included = included_verdicts(verdicts, axes=axes, keys=("replicate", "judgment_key", *context))  # same rows
     compliant = included["compliant"].to_numpy().astype(np.int8)
     units = _unit_ids(included, others, option_codes, by_transcript)
     labels = _spread(units, option_codes, compliant, len(options))
@@ -390,9 +396,10 @@ def agreement(
         by_transcript = False
         notes.append(f"axis {axis!r} changes the transcripts: paired on system, case and replicate")
         if "replicate" in verdicts.columns:
-            included = included_verdicts(verdicts, axes=axes, keys=("replicate", "judgment_key"))  # the same rows
+            included = included_verdicts(verdicts, axes=axes, keys=("replicate", "judgment_key", *context))  # same rows
         units = _unit_ids(included, others, option_codes, by_transcript)
         labels = _spread(units, option_codes, compliant, len(options))
+    keep = None
     if "judgment_key" in included.columns and len(labels):
         keep, merged, differ = _one_per_judgment(labels, units, option_codes, included["judgment_key"])
         if merged:
@@ -410,6 +417,9 @@ def agreement(
         "n_units": int(((labels >= 0).sum(1) >= 2).sum()),
     }
     result.update(_summary(labels, options, notes, "", []))
+    result["confounded"], confounds = context_confounds(included, context, units, option_codes, len(options),
+                                                        keep, axis)
+    notes.extend(confounds)
     if 0 < result["n_units"] < SMALL:
         notes.append(f"only {result['n_units']} units are labelled by two or more options "
                      f"(fewer than {SMALL}): Krippendorff's alpha is too imprecise to read")
