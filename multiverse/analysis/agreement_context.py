@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from multiverse.analysis.agreement_units import _spread
+
 __all__ = ["context_columns", "context_confounds"]
 
 
@@ -43,11 +45,9 @@ def context_confounds(rows: pd.DataFrame, columns: Sequence[str], units: np.ndar
     """
     out: list[dict[str, Any]] = []
     notes: list[str] = []
-    n_rows = int(units.max(initial=-1)) + 1
     for column in columns:
         codes = pd.factorize(rows[column], use_na_sentinel=False)[0].astype(np.int64)
-        values = np.full((n_rows, k), -1, dtype=np.int64)
-        values[units, option] = codes
+        values = _spread(units, option, codes, k)
         if keep is not None:
             values = values[keep]
         present = values >= 0
