@@ -19,7 +19,7 @@ def run_dir(sim_run) -> Path:
     [
         (["curve", "--threshold", "0.5", "--boot", "200"], {"n_universes", "systems", "tests", "primary"}),
         (["curve", "--diff", "atlas", "beacon", "--boot", "200"], {"tests"}),
-        (["agreement"], {"axis", "options", "pairs", "krippendorff_alpha", "per_criterion"}),
+        (["agreement"], {"axis", "options", "pairs", "krippendorff_alpha", "confounded", "per_criterion"}),
         (["ranking", "--boot", "100"], {"p_top", "p_above", "kendall_tau", "kendall_w", "flips"}),
         (["variance"], {"terms", "by_axis", "summary"}),
     ],
@@ -34,6 +34,7 @@ def test_analysis_commands_print_one_json_document_and_write_figures(run_dir, co
     if command[0] == "agreement":
         pair = document["pairs"][0]
         assert {pair["a"], pair["b"]} == {"judge_a", "judge_b"} and 0 <= pair["percent"] <= 1
+        assert document["confounded"] == []  # behavior is fixed by the case: the same inside every unit
     if "--diff" in command:
         assert document["tests"][0]["kind"] == "difference"
 
