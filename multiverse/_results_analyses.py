@@ -83,7 +83,9 @@ def agreement(results: Results, axis: str) -> Analysis:
     from multiverse.analysis.agreement import agreement as compute
     from multiverse.results import Analysis
 
-    document = compute(results.verdicts, axes=results.axes, axis=axis, criteria=results.criteria)
+    # The design factors too: options whose rows for one unit differ in one did not judge the same task.
+    document = compute(results.verdicts, axes=results.axes, axis=axis, criteria=results.criteria,
+                       factors=results.factors)
     pairs = pd.DataFrame(document["pairs"])
 
     # Bias beside kappa and AC1: two judges can agree often and still shift every rate.

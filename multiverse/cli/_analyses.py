@@ -87,6 +87,10 @@ def cmd_agreement(args) -> int:
         say("! too few paired units (or a one-cell table) to read kappa and AC1: see the notes")
     small = 0 < result["n_units"] < 30
     say(f"Krippendorff's alpha: {number(result['krippendorff_alpha'])}{'!' if small else ''}")
+    for confound in result.get("confounded", []):
+        # Shown apart from the notes: a confounded kappa is not agreement between the options at all.
+        say(f"! confounded with {confound['column']}: the options differ in it in {confound['share']:.0%} of "
+            f"paired units ({confound['n_units']}), so kappa and AC1 mix the two (see the notes)")
     for note in result.get("notes", []):
         say(f"note: {note}")
     return 0

@@ -26,7 +26,8 @@ def cmd_import(args) -> int:
                                **common)
     else:
         result = import_table(args.file, system=args.system, item=args.item, label=args.label, axes=args.axis,
-                              positive=args.positive, negative=args.negative, out_dir=args.out, **common)
+                              factors=args.factor, positive=args.positive, negative=args.negative, out_dir=args.out,
+                              **common)
     for warning in result.warnings:
         say(f"warning: {warning}", file=sys.stderr)
     v = result.verdicts

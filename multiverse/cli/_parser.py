@@ -202,6 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--item", required=True, metavar="COL", help="column naming the item (case)")
     q.add_argument("--label", required=True, metavar="COL", help="column with the label: boolean, 0/1, or a category")
     q.add_argument("--axis", action="append", default=[], metavar="COL", help="column holding an axis option (repeatable)")
+    q.add_argument("--factor", action="append", default=[], metavar="COL",
+                   help="column holding a design factor: rates per level, and a confound check of agreement (repeatable)")
     q.add_argument("--positive", metavar="VALUE", help="the label value that means compliant (for category labels)")
     q.add_argument("--negative", nargs="+", metavar="VALUE",
                    help="with --positive: the label value(s) that mean non-compliant; any other value is refused")

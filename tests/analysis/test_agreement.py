@@ -308,3 +308,69 @@ def test_per_criterion_agreement_without_a_criteria_table_says_why_it_is_empty()
     result = agreement(verdicts, axes=["judge"], axis="judge")
     assert result["per_criterion"] == []
     assert any("per-criterion agreement needs the judges' per-criterion labels" in n for n in result["notes"])
+
+
+# --------------------------------------------------------------------------- confounds
+
+
+def _references(share: float, *, axes: dict[str, list[str]] | None = None, seed: int = 3) -> pd.DataFrame:
+    """Two judges on the same system x case x replicate; on ``share`` of the cases j2 compared
+    against another reference output than j1 (pairwise judging), elsewhere against the same one."""
+    from synthetic import latent_verdicts
+
+    frame = latent_verdicts(axes=axes or {"judge": ["j1", "j2"]}, n_cases=80, replicates=2, seed=seed)
+    case = frame["case_id"].str[4:].astype(int)
+    other = (case < round(share * 80)) & (frame["judge"] == "j2")
+    frame["reference"] = np.where(other, "ref-" + frame["case_id"] + "-b", "ref-" + frame["case_id"])
+    return frame
+
+
+def _paired_labels(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    ok = frame[frame["status"] == "ok"]
+    wide = ok.pivot_table(index=["system", "case_id", "replicate"], columns="judge", values="compliant",
+                          aggfunc="first").dropna()
+    return wide["j1"].astype(int).to_numpy(), wide["j2"].astype(int).to_numpy()
+
+
+@pytest.mark.parametrize("share", [0.25, 1.0])
+def test_judges_that_compared_against_different_references_are_flagged(share):
+    frame = _references(share)
+    result = agreement(frame, axes=["judge"], factors=["reference"])
+    plain = agreement(frame, axes=["judge"])
+    paired = result["n_units"]
+    assert paired == 2 * 80 * 2  # two systems, 80 cases, two replicates
+    assert result["confounded"] == [{"column": "reference", "share": pytest.approx(share),
+                                     "n_units": round(share * paired)}]
+    note = next(n for n in result["notes"] if n.startswith("confound"))
+    assert "'reference'" in note and f"({share:.0%})" in note and "kappa" in note
+    # The flag changes no statistic: the same kappa, still sklearn's on the paired labels.
+    a, b = _paired_labels(frame)
+    for key in ("cohen_kappa", "gwet_ac1", "percent", "bias", "n"):
+        assert result["pairs"][0][key] == plain["pairs"][0][key]
+    assert result["pairs"][0]["cohen_kappa"] == pytest.approx(cohen_kappa_score(a, b), abs=1e-12)
+    assert plain["confounded"] == [] and not any(n.startswith("confound") for n in plain["notes"])
+
+
+def test_the_same_reference_or_a_factor_fixed_by_the_case_is_no_confound():
+    frame = _references(0.0)
+    frame["behavior"] = np.where(frame["case_id"] < "case040", "refuse", "comply")  # a case-level design factor
+    result = agreement(frame, axes=["judge"], factors=["reference", "behavior"])
+    assert result["confounded"] == [] and not any(n.startswith("confound") for n in result["notes"])
+    a, b = _paired_labels(frame)
+    assert result["pairs"][0]["cohen_kappa"] == pytest.approx(cohen_kappa_score(a, b), abs=1e-12)
+    # A factor that is an axis, or that the table lacks, is not a design column to check.
+    assert agreement(frame, axes=["judge"], factors=["judge", "absent"])["confounded"] == []
+
+
+def test_confound_share_counts_each_judgment_once_and_a_missing_value_as_a_value():
+    # A scoring axis repeats the judges' labels in two contexts: the share is over the units counted once.
+    frame = _references(0.5, axes={"judge": ["j1", "j2"], "scoring": ["all", "imperm"]})
+    frame["transcript_key"] = frame["system"] + frame["case_id"] + frame["replicate"].astype(str)
+    frame["judgment_key"] = frame["judge"] + frame["transcript_key"]
+    result = agreement(frame, axes=["judge", "scoring"], factors=["reference"])
+    assert result["n_units"] == 320
+    assert result["confounded"] == [{"column": "reference", "share": pytest.approx(0.5), "n_units": 160}]
+    # j2 recorded no reference on the cases where j1 did: not "the same reference".
+    frame = _references(0.0)
+    frame.loc[(frame["judge"] == "j2") & (frame["case_id"] == "case000"), "reference"] = None
+    assert agreement(frame, axes=["judge"], factors=["reference"])["confounded"][0]["n_units"] == 4

@@ -19,7 +19,7 @@ def run_dir(sim_run) -> Path:
     [
         (["curve", "--threshold", "0.5", "--boot", "200"], {"n_universes", "systems", "tests", "primary"}),
         (["curve", "--diff", "atlas", "beacon", "--boot", "200"], {"tests"}),
-        (["agreement"], {"axis", "options", "pairs", "krippendorff_alpha", "per_criterion"}),
+        (["agreement"], {"axis", "options", "pairs", "krippendorff_alpha", "confounded", "per_criterion"}),
         (["ranking", "--boot", "100"], {"p_top", "p_above", "kendall_tau", "kendall_w", "flips"}),
         (["variance"], {"terms", "by_axis", "summary"}),
     ],
@@ -34,6 +34,7 @@ def test_analysis_commands_print_one_json_document_and_write_figures(run_dir, co
     if command[0] == "agreement":
         pair = document["pairs"][0]
         assert {pair["a"], pair["b"]} == {"judge_a", "judge_b"} and 0 <= pair["percent"] <= 1
+        assert document["confounded"] == []  # behavior is fixed by the case: the same inside every unit
     if "--diff" in command:
         assert document["tests"][0]["kind"] == "difference"
 
@@ -129,3 +130,39 @@ def test_curve_text_names_the_positions_a_tied_primary_shares(tmp_path):
     primary = summary["systems"]["atlas"]["primary"]
     assert (primary["position_low"], primary["position_high"]) == (2, 6)
     assert primary["percentile"] == pytest.approx(100 * (4 - 0.5) / 6)
+
+
+def test_agreement_flags_graders_that_compared_against_different_references(tmp_path):
+    """Pairwise grading: grader-B compared half the items against another reference output than grader-A.
+    The import's design factor carries that, and agreement says the kappa mixes grader and reference."""
+    import numpy as np
+    import pandas as pd
+    from sklearn.metrics import cohen_kappa_score
+
+    rng = np.random.default_rng(7)
+    rows = []
+    for model in ("atlas", "beacon"):
+        for item in range(40):
+            truth = rng.random() < 0.6
+            for grader in ("grader-A", "grader-B"):
+                other = grader == "grader-B" and item % 2 == 0
+                label = truth if rng.random() < 0.8 else not truth
+                rows.append({"model": model, "item": f"q{item}", "grader": grader, "verdict": int(label),
+                             "reference": f"baseline-{item}" + ("-v2" if other else "")})
+    table = pd.DataFrame(rows)
+    same_reference = table.assign(reference=table["reference"].str.replace("-v2", "", regex=False))
+    for name, frame in (("mixed", table), ("same", same_reference)):
+        frame.to_csv(tmp_path / f"{name}.csv", index=False)
+        run_cli(["import", "table", tmp_path / f"{name}.csv", "--system", "model", "--item", "item", "--label",
+                 "verdict", "--axis", "grader", "--factor", "reference", "--out", tmp_path / name], cwd=tmp_path).ok()
+    document = json.loads(run_cli(["agreement", tmp_path / "mixed", "--json", "--axis", "grader"], cwd=tmp_path).ok())
+    assert document["n_units"] == 80
+    assert document["confounded"] == [{"column": "reference", "share": 0.5, "n_units": 40}]
+    assert any("'reference'" in n and "(50%)" in n for n in document["notes"])
+    wide = table.pivot_table(index=["model", "item"], columns="grader", values="verdict")
+    assert document["pairs"][0]["cohen_kappa"] == pytest.approx(cohen_kappa_score(wide["grader-A"], wide["grader-B"]))
+    text = run_cli(["agreement", tmp_path / "mixed", "--axis", "grader"], cwd=tmp_path).ok()
+    assert "! confounded with reference" in text and "50%" in text
+    same = json.loads(run_cli(["agreement", tmp_path / "same", "--json", "--axis", "grader"], cwd=tmp_path).ok())
+    assert same["confounded"] == [] and same["pairs"][0]["cohen_kappa"] == document["pairs"][0]["cohen_kappa"]
+    assert "confounded" not in run_cli(["agreement", tmp_path / "same", "--axis", "grader"], cwd=tmp_path).ok()
