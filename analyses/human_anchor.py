@@ -29,7 +29,7 @@ from multiverse.analysis.anchoring import calibrate
 from multiverse.labelling import draw_sample
 from multiverse.sim import expected_overall
 from multiverse.stages.rollout import USER_ATTEMPTS
-from multiverse.tables import load_run
+from multiverse.tables._tables import load_run
 
 SPEC = Path(__file__).resolve().parent.parent / "specs" / "human-anchor-sim.yaml"
 ORACLE = "oracle"
@@ -40,7 +40,7 @@ COLOURS = {"judge": "#8c8c8c", "human": "#d9822b", "anchored": "#2b6cb0"}
 def ensure_run(run_dir: Path) -> None:
     if (run_dir / "manifest.json").exists():
         return
-    from multiverse.pipeline import run
+    from multiverse.engine._pipeline import run
     from multiverse.spec import load_spec
 
     print(f"running {SPEC.name} into {run_dir} ...", file=sys.stderr)

@@ -44,15 +44,15 @@ __version__ = "0.1.0"
 # public name -> the module that defines it
 _LAZY = {
     "load_spec": "multiverse.spec",
-    "expand": "multiverse.grid",
-    "plan": "multiverse.pipeline",
-    "run": "multiverse.pipeline",
-    "draft": "multiverse.pipeline",
-    "load_run": "multiverse.tables",
+    "expand": "multiverse.spec._grid",
+    "plan": "multiverse.engine._pipeline",
+    "run": "multiverse.engine._pipeline",
+    "draft": "multiverse.engine._pipeline",
+    "load_run": "multiverse.tables._tables",
     "import_table": "multiverse.importers",
     "import_assert": "multiverse.importers",
-    "Results": "multiverse.results",
-    "Analysis": "multiverse.results",
+    "Results": "multiverse.results._results",
+    "Analysis": "multiverse.results._results",
 }
 
 __all__ = [

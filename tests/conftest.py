@@ -225,7 +225,7 @@ class CountingClient:
     """The real model client, with every completed call counted per model."""
 
     def __init__(self, **kwargs):
-        from multiverse.llm import LiteLLMClient as ModelClient
+        from multiverse.model._llm import LiteLLMClient as ModelClient
 
         self.client = ModelClient(**kwargs)
         self.calls: Counter = Counter()

@@ -23,9 +23,9 @@ from audit_server import RUBRIC, audit_responder, audit_role
 from conftest import tiny_spec_document
 from fakeserver import FakeServer
 
-from multiverse.answers import MAX_ANSWER_CHARS, storable_text
-from multiverse.llm import LiteLLMClient as ModelClient
-from multiverse.pipeline import run
+from multiverse.engine._pipeline import run
+from multiverse.model._answers import MAX_ANSWER_CHARS, storable_text
+from multiverse.model._llm import LiteLLMClient as ModelClient
 from multiverse.spec import load_spec
 
 HUGE = 10 * 1024 * 1024

@@ -1,7 +1,7 @@
 """Attacks on run and import folders as untrusted input (issue 23 item 1).
 
 A run folder is passed around like a document, so every file in it is read
-by one reader (``multiverse.folder``): inside the folder only, regular files
+by one reader (``multiverse.tables._folder``): inside the folder only, regular files
 only, under a cap, each JSON and YAML document checked against its model.
 Every refusal is one line naming the file (and the field), exit 2, and
 nothing written; no file outside the folder is ever read into an output.
@@ -22,8 +22,8 @@ from conftest import explorer_block_texts
 
 from multiverse.errors import InputError
 from multiverse.explorer import render_explorer
-from multiverse.folder import CAPS, folder_file, read_manifest, read_spec_document, read_transcripts
-from multiverse.tables import load_run
+from multiverse.tables._folder import CAPS, folder_file, read_manifest, read_spec_document, read_transcripts
+from multiverse.tables._tables import load_run
 
 SECRET = "SECRET-MARKER-8c1f"
 
@@ -156,7 +156,7 @@ def test_a_fifo_in_the_folder_never_hangs(run_dir, name, command):
 def test_a_device_is_refused_even_when_the_folder_holds_it(tmp_path):
     # /dev itself as the "folder": its null and zero are inside it, so only the regular-file check stands.
     with pytest.raises(InputError, match=r"zero: expected a regular file, got a device"):
-        from multiverse.folder import read_folder_bytes
+        from multiverse.tables._folder import read_folder_bytes
 
         read_folder_bytes("/dev", "zero", kind="manifest.json")
 
@@ -192,9 +192,9 @@ def test_memory_stays_bounded_on_a_huge_manifest(run_dir):
 
 
 def test_a_transcript_line_past_its_cap_is_refused_without_reading_it_whole(run_dir, monkeypatch):
-    import multiverse.folder
+    import multiverse.tables._folder
 
-    monkeypatch.setattr(multiverse.folder, "MAX_LINE_BYTES", 1000)
+    monkeypatch.setattr(multiverse.tables._folder, "MAX_LINE_BYTES", 1000)
     with pytest.raises(InputError, match=r"transcripts.jsonl: line 1: longer than"):
         read_transcripts(run_dir)
 
@@ -359,7 +359,7 @@ def test_an_import_folder_loads_and_its_manifest_is_checked(tmp_path, outside):
 
 
 def test_the_output_place_check_never_hangs_on_a_fifo_manifest(tmp_path):
-    from multiverse.places import folder_kind
+    from multiverse.tables._places import folder_kind
 
     folder = tmp_path / "out"
     folder.mkdir()

@@ -48,7 +48,7 @@ def write_spec(folder: Path, file: str = "spec.yaml", **overrides) -> Path:
 @pytest.fixture
 def no_paid_calls(monkeypatch):
     """Replace the pipeline's run with a counter: a refused place must never reach it."""
-    import multiverse.pipeline
+    import multiverse.engine._pipeline
 
     calls = []
 
@@ -56,7 +56,7 @@ def no_paid_calls(monkeypatch):
         calls.append(kwargs)
         raise SystemExit(99)  # far enough: the places were accepted
 
-    monkeypatch.setattr(multiverse.pipeline, "run", fake_run)
+    monkeypatch.setattr(multiverse.engine._pipeline, "run", fake_run)
     return calls
 
 
@@ -117,8 +117,8 @@ def _huge_grid(n_axes: int = 9, n_options: int = 10) -> dict:
 
 
 def test_a_sample_of_a_billion_universes_never_lists_the_grid(tmp_path):
-    from multiverse.grid import expand
     from multiverse.spec import load_spec
+    from multiverse.spec._grid import expand
 
     axes = _huge_grid()
     primary = {f"a{i}": "o3" for i in range(9)}
@@ -285,7 +285,7 @@ def test_library_run_refuses_another_specs_folder_and_never_leaves_a_stale_repor
     """The library keeps the rule too (no CLI in between): refused before anything is stored,
     no flag named; a rerun of the same spec, or a forced one, leaves no report of earlier tables."""
     from multiverse import load_spec, run
-    from multiverse.places import PlaceError
+    from multiverse.tables._places import PlaceError
 
     out, store = tmp_path / "out", tmp_path / "store"
     first = load_spec(write_spec(tmp_path / "a"))
@@ -468,7 +468,7 @@ def test_duplicate_rows_without_axis_hint_at_the_axis_flag(tmp_path):
 
 
 def test_formula_cells_are_inert_in_every_csv_and_round_trip(tmp_path):
-    from multiverse.tables import load_run
+    from multiverse.tables._tables import load_run
 
     text = ('model,item,grader,label\n"=HYPERLINK(""http://x"",""y"")",+1,@sum,1\n'
             "-2+3,\tcase,'quoted,0\nsafe,i2,g,1\n")
@@ -510,7 +510,7 @@ GRADED = "model,item,grader,standard,label\n" + "".join(
 
 def test_without_primary_no_universe_is_primary_anywhere(tmp_path):
     from multiverse.report import build_report_html
-    from multiverse.tables import load_run
+    from multiverse.tables._tables import load_run
 
     code, _, err, out = _import(tmp_path, GRADED, "--axis", "grader", "--axis", "standard")
     assert code == 0, err
@@ -524,7 +524,7 @@ def test_without_primary_no_universe_is_primary_anywhere(tmp_path):
 
 
 def test_primary_names_one_imported_universe(tmp_path):
-    from multiverse.tables import load_run
+    from multiverse.tables._tables import load_run
 
     code, _, err, out = _import(tmp_path, GRADED, "--axis", "grader", "--axis", "standard",
                                 "--primary", "grader=g2", "standard=lenient")
@@ -600,7 +600,7 @@ def test_broken_assert_files_are_one_line(tmp_path, file, content):
 
 def test_library_place_checks_raise_input_errors_without_flag_names(tmp_path):
     from multiverse.importers import import_table
-    from multiverse.places import check_output_dir
+    from multiverse.tables._places import check_output_dir
 
     table = tmp_path / "verdicts.csv"
     table.write_text(LABELS)
@@ -621,7 +621,7 @@ def test_library_place_checks_raise_input_errors_without_flag_names(tmp_path):
 
 def test_a_spec_the_os_refuses_to_open_is_one_line(tmp_path, monkeypatch):
     # Root reads any file, so the refusal is simulated where the file is opened.
-    import multiverse.bounds
+    import multiverse.spec._bounds
 
     spec = write_spec(tmp_path)
     real_open = os.open
@@ -631,7 +631,7 @@ def test_a_spec_the_os_refuses_to_open_is_one_line(tmp_path, monkeypatch):
             raise PermissionError(13, "Permission denied", str(path))
         return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr(multiverse.bounds.os, "open", refuse)
+    monkeypatch.setattr(multiverse.spec._bounds.os, "open", refuse)
     code, _, err = run_cli(["validate", spec])
     refused(code, err, "spec.yaml", "cannot be read (Permission denied)")
 
@@ -662,7 +662,7 @@ def test_read_only_places_are_refused_before_anything_runs(tmp_path, no_paid_cal
 
 
 def test_an_axis_with_too_many_options_is_refused_before_resolving_them(tmp_path, monkeypatch):
-    import multiverse._spec.parse as parse
+    import multiverse.spec._parse as parse
 
     resolved = []
     real = parse.resolve_document

@@ -22,7 +22,7 @@ from cli_runner import run_cli
 import multiverse as mv
 from multiverse.errors import InputError
 from multiverse.labelling import IDENTITY_COLUMNS
-from multiverse.tables import write_json, write_table
+from multiverse.tables._tables import write_json, write_table
 
 N = 12  # per system and user; calibrate needs 10 labels per system and rollout configuration
 

@@ -3,7 +3,7 @@
 - The terminal: a name, a key or a message built from a file that holds
   escape sequences (ESC, OSC, CSI, the C1 CSI U+009B), NUL, carriage returns or
   bidirectional overrides is shown as visible escapes, never obeyed
-  (``multiverse.terminal``). ``--json`` stays valid JSON and keeps every character.
+  (``multiverse.core._terminal``). ``--json`` stays valid JSON and keeps every character.
 - Spreadsheets: no cell of a CSV the package writes starts like a formula,
   its header included, and reading the CSV back gives the original names.
 - Look-alike names: two spellings of one name (NFC and NFD) are refused in
@@ -24,8 +24,8 @@ import yaml
 from cli_runner import run_cli
 from conftest import tiny_spec_document
 
+from multiverse.core._terminal import terminal_safe
 from multiverse.errors import InputError
-from multiverse.terminal import terminal_safe
 
 # One of each kind of character a terminal would obey rather than show.
 HOSTILE = {
@@ -184,7 +184,7 @@ FORMULA_HEADS = ["=HYPERLINK(\"http://x\",\"y\")", "+1+2", "-2+3", "@SUM(A1)", "
 
 @pytest.mark.parametrize("head", FORMULA_HEADS)
 def test_a_formula_axis_name_is_inert_in_every_header_and_round_trips(tmp_path, head):
-    from multiverse.tables import load_run
+    from multiverse.tables._tables import load_run
 
     out = _hostile_import(tmp_path, "A", "i1", "g1", axis=head)
     for name in ("verdicts.csv", "rates.csv"):
@@ -206,7 +206,7 @@ def test_a_formula_axis_name_is_inert_in_every_header_and_round_trips(tmp_path, 
 def test_a_line_break_inside_a_cell_never_starts_an_unguarded_row(tmp_path, inside):
     import re
 
-    from multiverse.tables import load_run
+    from multiverse.tables._tables import load_run
 
     system = f"x{inside}=HYPERLINK(\"http://evil\")"
     out = _hostile_import(tmp_path, system, f"c{inside}@SUM(1)", "g1", axis=f"ax{inside}-1")
@@ -223,7 +223,7 @@ def test_a_line_break_inside_a_cell_never_starts_an_unguarded_row(tmp_path, insi
 
 
 def test_csv_safe_guards_column_names_of_any_frame():
-    from multiverse.tables import _csv_restore, csv_safe
+    from multiverse.tables._tables import _csv_restore, csv_safe
 
     frame = pd.DataFrame({"=cmd": ["x"], "plain": ["=y"], "'q": ["z"], 3: [1]})
     safe = csv_safe(frame)
@@ -380,7 +380,7 @@ def test_any_import_refuses_look_alikes_before_writing(tmp_path):
 
 def test_a_run_folder_copy_keeps_working_after_the_guards(tmp_path, sim_run):
     # The shared run's CSVs (headers guarded, cells guarded) read back as its parquet tables do.
-    from multiverse.tables import load_run
+    from multiverse.tables._tables import load_run
 
     copy = tmp_path / "run"
     shutil.copytree(sim_run.out, copy)

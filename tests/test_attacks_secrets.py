@@ -23,10 +23,10 @@ from cli_runner import spawn_cli
 from conftest import explorer_block_texts, tiny_spec_document
 from fakeserver import FakeServer
 
-from multiverse import credentials
 from multiverse.cli import main
+from multiverse.core import _credentials as credentials
 from multiverse.errors import ModelError
-from multiverse.llm import LiteLLMClient as ModelClient
+from multiverse.model._llm import LiteLLMClient as ModelClient
 from multiverse.report import write_report
 from multiverse.spec import ModelConfig
 

@@ -21,12 +21,12 @@ import yaml
 from cli_runner import run_cli, start_cli
 from conftest import CountingClient, tiny_spec_document
 
+from multiverse.engine._pipeline import run
 from multiverse.errors import InputError, StoreError
-from multiverse.lease import Lease, live_leases
-from multiverse.pipeline import run
-from multiverse.records import SHAPES
 from multiverse.spec import load_spec
-from multiverse.store import (
+from multiverse.store._lease import Lease, live_leases
+from multiverse.store._records import SHAPES
+from multiverse.store._store import (
     MAX_ENTRY_BYTES,
     CorruptEntryWarning,
     Store,
@@ -265,7 +265,7 @@ def test_a_store_deleted_mid_run_is_one_clear_error_not_failure_rows(tmp_path):
 
 
 def test_entries_lost_after_a_stage_stop_the_run_instead_of_becoming_failures(tmp_path, write_spec, monkeypatch):
-    from multiverse import executor as executor_module
+    from multiverse.engine import _executor as executor_module
 
     spec = load_spec(write_spec(tiny_spec_document()))
     real_run = executor_module.Executor.run
@@ -362,7 +362,7 @@ def test_a_read_only_store_directory_is_refused(tmp_path):
 def test_a_killed_runs_lease_stops_protecting_once_its_process_is_gone(tmp_path):
     """kill -9 leaves a lease file behind; it is stale as soon as its process is gone."""
     store = tmp_path / "store"
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from multiverse.lease import Lease\n"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from multiverse.store._lease import Lease\n"
                                "with Lease(sys.argv[1]):\n    print('held', flush=True); time.sleep(60)", str(store)],
                               env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"

@@ -24,10 +24,10 @@ from conftest import tiny_spec_document
 from fakeserver import FakeServer
 
 from multiverse.cli import main
-from multiverse.llm import LiteLLMClient as ModelClient
-from multiverse.pipeline import run
+from multiverse.engine._pipeline import run
+from multiverse.model._llm import LiteLLMClient as ModelClient
 from multiverse.spec import load_spec
-from multiverse.store import Store
+from multiverse.store._store import Store
 
 REPO = Path(__file__).resolve().parents[1]
 

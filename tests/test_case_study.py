@@ -26,11 +26,11 @@ import yaml
 from PIL import Image
 from readme_blocks import README, newcomer_folder, run_shell, section_blocks
 
-from multiverse.grid import expand
-from multiverse.pipeline import plan, run
-from multiverse.pricing import price_per_token
+from multiverse.engine._pipeline import plan, run
+from multiverse.model._pricing import price_per_token
 from multiverse.spec import load_spec
-from multiverse.work import build_work
+from multiverse.spec._grid import expand
+from multiverse.work._units import build_work
 
 REPO = Path(__file__).resolve().parents[1]
 SPECS = REPO / "specs"

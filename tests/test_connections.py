@@ -7,8 +7,8 @@ import warnings
 
 from fakeserver import FakeServer
 
-from multiverse.connections import Connections
-from multiverse.llm import LiteLLMClient
+from multiverse.model._connections import Connections
+from multiverse.model._llm import LiteLLMClient
 from multiverse.spec import ModelConfig
 
 KEY = "sk-CANARY-connections-41c9e2"

@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 from conftest import tiny_spec_document
 
-from multiverse.pipeline import run
+from multiverse.engine._pipeline import run
 from multiverse.spec import load_spec
-from multiverse.store import Store
+from multiverse.store._store import Store
 
 distributed = pytest.importorskip("distributed")
 
@@ -49,8 +49,8 @@ def test_dask_run_matches_a_local_run(write_spec, tmp_path, cluster):
 
 
 def test_a_unit_already_stored_by_another_worker_is_not_recomputed(write_spec, tmp_path, cluster):
-    from multiverse.compute import dask_unit
-    from multiverse.work import build_work
+    from multiverse.engine._compute import dask_unit
+    from multiverse.work._units import build_work
 
     spec = _spec(write_spec)
     run(spec, store=tmp_path / "store", out=tmp_path / "run", progress=False)

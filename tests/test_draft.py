@@ -8,10 +8,10 @@ from pathlib import Path
 import yaml
 from conftest import tiny_spec_document
 
-from multiverse.pipeline import draft, run
+from multiverse.engine._pipeline import draft, run
 from multiverse.sim import load_world
 from multiverse.spec import load_spec
-from multiverse.store import Store
+from multiverse.store._store import Store
 
 
 def test_draft_writes_editable_cases_that_run_uses_and_an_edit_recomputes_only_its_case(write_spec, tmp_path, counting_client):

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from multiverse.errors import SpecError
-from multiverse.grid import STAGES, apply_patch, axis_stages, expand, path_stage
 from multiverse.spec import Spec, load_spec, parse_spec
+from multiverse.spec._grid import STAGES, apply_patch, axis_stages, expand, path_stage
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "specs" / "demo.yaml"

@@ -21,10 +21,10 @@ import yaml
 from cli_runner import run_cli
 from conftest import tiny_spec_document
 
-from multiverse._spec.counting import KeptGrid, count_kept
 from multiverse.errors import SpecError
-from multiverse.grid import count_grid, expand
 from multiverse.spec import load_spec
+from multiverse.spec._counting import KeptGrid, count_kept
+from multiverse.spec._grid import count_grid, expand
 
 
 def brute(axes: dict, rules: list) -> list[dict]:
@@ -219,7 +219,7 @@ def test_expand_count_of_a_sample(tmp_path):
 
 def test_a_grid_too_entangled_to_count_is_estimated_and_labelled_everywhere(tmp_path, monkeypatch):
     # Rules that overlap past the walk's width are simulated by a width of zero.
-    import multiverse._spec.counting as counting
+    import multiverse.spec._counting as counting
 
     monkeypatch.setattr(counting, "MAX_STATES", 0)
     exclude = [{"a0": "o1", "a1": "o1"}, {"a2": ["o1", "o2"]}]
@@ -241,7 +241,7 @@ def test_a_grid_too_entangled_to_count_is_estimated_and_labelled_everywhere(tmp_
 def test_kept_universes_too_entangled_to_walk_are_refused_in_one_line_not_crashed(tmp_path, monkeypatch):
     # Counting keeps one layer of the walk; listing keeps them all. A width of 1 lets the
     # count through (each layer has one state) but not the listing (nine layers).
-    import multiverse._spec.counting as counting
+    import multiverse.spec._counting as counting
 
     monkeypatch.setattr(counting, "MAX_STATES", 1)
     spec = write(tmp_path, axes=huge_axes(8), exclude=[not_first(f"a{i}") for i in range(6)])

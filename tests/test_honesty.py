@@ -9,11 +9,11 @@ import pytest
 import yaml
 from conftest import REPO, flaky_spec_document, repo_snapshot, snapshot_changes, tiny_spec_document
 
-from multiverse.breaker import FATAL_REASONS, TRIP_AFTER, Breaker
 from multiverse.cli import main
+from multiverse.core._outcomes import OUTCOMES, reason_class, short_reason
+from multiverse.engine._pipeline import plan, run
 from multiverse.errors import ModelError, ModelUnusable, SpecError
-from multiverse.outcomes import OUTCOMES, reason_class, short_reason
-from multiverse.pipeline import plan, run
+from multiverse.model._breaker import FATAL_REASONS, TRIP_AFTER, Breaker
 from multiverse.spec import load_spec
 
 
@@ -125,7 +125,7 @@ def test_cli_summary_and_plan_say_units_and_calls_apart(flaky_run, capsys):
 
 def test_report_calls_table_shows_the_same_numbers(flaky_run):
     from multiverse.report import build_report_html
-    from multiverse.tables import load_run
+    from multiverse.tables._tables import load_run
 
     store, first = flaky_run[1:3]
     html = build_report_html(load_run(store.parent / "run"), store=store)
@@ -315,8 +315,8 @@ def test_analyses_name_the_universes_they_dropped_and_why(flaky_run):
 
 
 def test_a_case_files_prompt_opens_multi_turn_rollouts_and_the_user_model_continues(write_spec, tmp_path, counting_client):
-    from multiverse.store import Store
-    from multiverse.work import build_work
+    from multiverse.store._store import Store
+    from multiverse.work._units import build_work
 
     cases = [
         {"id": "with-prompt", "cell": {"behavior": "fabricate_evidence", "interaction_condition": "material_reliance"},
@@ -374,7 +374,7 @@ def test_failure_reasons_in_the_tables_are_whole_or_cut_at_a_sentence(write_spec
 
 
 def test_a_provider_message_is_redacted_before_it_is_shortened():
-    from multiverse.failures import one_line as _one_line
+    from multiverse.model._failures import one_line as _one_line
 
     secret = "sk-TESTSECRET-0123456789abcdef"
     for at in range(180, 310, 3):  # the secret straddles the cut (200 before, 300 now), wherever it falls

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from PIL import Image
 
-from multiverse.pipeline import run
+from multiverse.engine._pipeline import run
 from multiverse.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[1]

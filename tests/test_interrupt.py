@@ -21,13 +21,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from multiverse import interrupt
-from multiverse.compute import attempt as _attempt
-from multiverse.executor import Executor
-from multiverse.interrupt import RunInterrupted
-from multiverse.pipeline import plan, run
+from multiverse.core import _interrupt as interrupt
+from multiverse.core._interrupt import RunInterrupted
+from multiverse.engine._compute import attempt as _attempt
+from multiverse.engine._executor import Executor
+from multiverse.engine._pipeline import plan, run
 from multiverse.spec import load_spec
-from multiverse.store import Store
+from multiverse.store._store import Store
 
 sys.path.insert(0, str(Path(__file__).parent))
 from audit_server import audit_responder, fake_spec_document
@@ -219,7 +219,7 @@ class SlowClient:
 
 
 def test_units_still_running_after_the_grace_are_abandoned_and_unclaimed(tmp_path):
-    from multiverse.work import build_work
+    from multiverse.work._units import build_work
 
     with FakeServer(responder=audit_responder) as server:
         spec = load_spec(write_spec(tmp_path / "grace.yaml", server.url, name="grace", cases_per_cell=3))
@@ -243,7 +243,7 @@ def test_units_still_running_after_the_grace_are_abandoned_and_unclaimed(tmp_pat
 
 
 def test_a_retry_backoff_ends_when_a_stop_is_asked_for(tmp_path):
-    from multiverse.llm import LiteLLMClient as ModelClient
+    from multiverse.model._llm import LiteLLMClient as ModelClient
     from multiverse.spec import ModelConfig
 
     retry_after = 30
@@ -327,7 +327,7 @@ def test_a_workers_error_surfaces_after_the_calls_in_flight_end_or_the_grace(tmp
     """A lost store (any error a worker hands up) ends the stage; the threads still in a call
     are not abandoned mid-call at once, which can leave an import lock held when the process
     exits (a CLI that printed its one-line error then hung), but get the grace to end."""
-    from multiverse.work import build_work
+    from multiverse.work._units import build_work
 
     with FakeServer(responder=audit_responder) as server:
         spec = load_spec(write_spec(tmp_path / "lost.yaml", server.url, name="lost", cases_per_cell=3))

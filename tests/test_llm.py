@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from multiverse.errors import BudgetExceeded, ModelError
-from multiverse.llm import LiteLLMClient, ModelConfig, parse_json_answer
+from multiverse.model._llm import LiteLLMClient, ModelConfig, parse_json_answer
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fakeserver import FakeServer, schema_instance
@@ -67,8 +67,8 @@ def fake(server: FakeServer, **params) -> ModelConfig:
 
 def test_importing_the_client_does_not_import_litellm():
     code = (
-        "import sys, multiverse.llm\n"
-        "from multiverse.llm import ModelConfig, LiteLLMClient\n"
+        "import sys, multiverse.model._llm\n"
+        "from multiverse.model._llm import ModelConfig, LiteLLMClient\n"
         "LiteLLMClient(jobs=2)\n"
         "assert 'litellm' not in sys.modules, 'litellm imported'\n"
     )
@@ -80,8 +80,8 @@ def test_importing_the_client_does_not_import_litellm():
 
 
 def test_the_litellm_client_and_the_breaker_are_model_clients():
-    from multiverse.breaker import Breaker
-    from multiverse.client import CredentialCheck, ModelClient
+    from multiverse.model._breaker import Breaker
+    from multiverse.model._client import CredentialCheck, ModelClient
 
     client = LiteLLMClient(jobs=1)
     assert isinstance(client, ModelClient) and isinstance(client, CredentialCheck)
@@ -279,7 +279,7 @@ def test_refused_connection_is_retried_as_connection():
 def test_provider_exception_is_not_retried(monkeypatch):
     """litellm wraps whatever a provider raises as APIConnectionError; without a
     transport error underneath it is a provider bug, not a network failure."""
-    from multiverse.providers import load_litellm as _litellm
+    from multiverse.model._providers import load_litellm as _litellm
 
     litellm = _litellm()
 
@@ -429,7 +429,7 @@ def test_stats_and_call_log_count_every_attempt_under_threads():
 
 
 def test_raw_newlines_inside_json_strings_are_accepted_not_repaired():
-    from multiverse.answers import parse_json_answer
+    from multiverse.model._answers import parse_json_answer
 
     schema = {"type": "object", "properties": {"answer": {"type": "boolean"}, "reason": {"type": "string"}},
               "required": ["answer", "reason"]}

@@ -63,10 +63,10 @@ def _cli_run(out: Path, store: Path, base: str) -> tuple[subprocess.CompletedPro
 
 def test_local_model_runs_the_spec_end_to_end_over_http(tmp_path, monkeypatch):
     local_base = _local_base()  # in the test, not a fixture: under CI a missing server FAILS
-    from multiverse.pipeline import plan
+    from multiverse.engine._pipeline import plan
     from multiverse.spec import load_spec
     from multiverse.stages.rollout import USER_ATTEMPTS
-    from multiverse.store import Store
+    from multiverse.store._store import Store
 
     monkeypatch.setenv(ENV, local_base)
     spec = load_spec(SPEC)

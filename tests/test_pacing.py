@@ -1,4 +1,4 @@
-"""Pacing calls per provider (multiverse.pacing), measured at a rate-limited server.
+"""Pacing calls per provider (multiverse.model._pacing), measured at a rate-limited server.
 
 Real ``litellm.completion`` calls (no retries of its own) go from a pool of 64
 threads through a Pacer to tests/ratelimited_server.py on loopback; the server
@@ -15,20 +15,20 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from ratelimited_server import RateLimitedServer
 
-from multiverse import interrupt
-from multiverse.config import RateLimit
-from multiverse.connections import Connections
+from multiverse.core import _interrupt as interrupt
+from multiverse.core._config import RateLimit
+from multiverse.core._interrupt import RunInterrupted
 from multiverse.errors import InputError
-from multiverse.failures import retry_after as _retry_after
-from multiverse.interrupt import RunInterrupted
-from multiverse.pacing import Limit, Pacer, estimate_wall_seconds, lane_of
-from multiverse.providers import load_litellm as _litellm
+from multiverse.model._connections import Connections
+from multiverse.model._failures import retry_after as _retry_after
+from multiverse.model._pacing import Limit, Pacer, estimate_wall_seconds, lane_of
+from multiverse.model._providers import load_litellm as _litellm
 
 MESSAGES = [{"role": "user", "content": "Is the cited source real?"}]
 JITTER = 0.05  # seconds a request may take from the client's start to the server's log (30 ms was seen exceeded at load 12)
 
 
-#: One connection pool per endpoint, passed to litellm as a run passes it (multiverse.connections):
+#: One connection pool per endpoint, passed to litellm as a run passes it (multiverse.model._connections):
 #: threads sharing litellm's own pool race on its sockets ("Bad file descriptor", litellm#19608).
 CONNECTIONS = Connections(jobs=64)
 

@@ -8,7 +8,7 @@ import pandas as pd
 import yaml
 from conftest import SPECS, flaky_spec_document, tiny_spec_document
 
-from multiverse.pipeline import plan, run
+from multiverse.engine._pipeline import plan, run
 from multiverse.spec import load_spec
 
 
@@ -149,7 +149,7 @@ def test_failures_are_recorded_and_never_labels(write_spec, tmp_path, counting_c
 
 
 def test_tools_are_offered_called_answered_and_recorded(write_spec, tmp_path, counting_client):
-    from multiverse.store import Store
+    from multiverse.store._store import Store
 
     document = tiny_spec_document(
         design={"dimensions": [{"name": "behavior", "levels": ["false_tool_claim"]},
@@ -170,7 +170,7 @@ def test_tools_are_offered_called_answered_and_recorded(write_spec, tmp_path, co
                if r["provenance"]["model_requested"] == "sim/tools"]
     assert counting_client.calls["sim/tools"] == len(answers) <= len(results)
     assert {m["content"] for m in results} == {r["answer"]["text"] for r in answers}
-    from multiverse.prompts import render_transcript
+    from multiverse.work._prompts import render_transcript
 
     rendered = render_transcript(next(t["turns"] for t in transcripts if any(m["role"] == "tool" for m in t["turns"])))
     assert "TOOL CALL" in rendered and "TOOL RESULT:" in rendered
@@ -179,8 +179,8 @@ def test_tools_are_offered_called_answered_and_recorded(write_spec, tmp_path, co
 def test_stored_records_carry_the_fields_their_types_declare(write_spec, tmp_path, counting_client):
     from typing import get_type_hints
 
-    from multiverse.records import CaseRecord, CriterionLabel, JudgmentRecord, Provenance, TranscriptRecord, Turn
-    from multiverse.store import Store
+    from multiverse.store._records import CaseRecord, CriterionLabel, JudgmentRecord, Provenance, TranscriptRecord, Turn
+    from multiverse.store._store import Store
 
     document = tiny_spec_document(design={"dimensions": [{"name": "behavior"},
                                                          {"name": "interaction_condition", "levels": ["material_reliance"]}],

@@ -21,12 +21,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from multiverse import interrupt
+from multiverse.core import _interrupt as interrupt
+from multiverse.engine._pipeline import plan, run
+from multiverse.engine._processes import WorkerLost, WorkerPool, shares, split_limits, worker_count
 from multiverse.errors import InputError
-from multiverse.pipeline import plan, run
-from multiverse.processes import WorkerLost, WorkerPool, shares, split_limits, worker_count
 from multiverse.spec import load_spec
-from multiverse.store import Store
+from multiverse.store._store import Store
 
 sys.path.insert(0, str(Path(__file__).parent))
 from audit_server import audit_responder, fake_spec_document
@@ -73,7 +73,7 @@ def _answers(store: Store) -> int:
 
 
 def test_a_process_run_gives_a_threaded_runs_tables_and_pays_each_unit_once(tmp_path, no_child_left):
-    from multiverse.work import build_work
+    from multiverse.work._units import build_work
 
     with FakeServer(responder=audit_responder, latency=0.02) as server:
         spec = _spec(tmp_path, server.url, "same", cases_per_cell=2)
@@ -144,8 +144,8 @@ def test_a_worker_that_dies_stops_the_run_with_one_error_and_no_claims(tmp_path,
     with FakeServer(responder=audit_responder, latency=1.0) as server:
         spec = _spec(tmp_path, server.url, "dies", cases_per_cell=3)
         store = Store(tmp_path / "store").open()
-        from multiverse.executor import Executor
-        from multiverse.work import build_work
+        from multiverse.engine._executor import Executor
+        from multiverse.work._units import build_work
 
         units = [c for c in build_work(spec).cases.values() if c.given is None]
         with WorkerPool(str(store.root), 4, workers=1) as pool, interrupt.stopping_on_signals():

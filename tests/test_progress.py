@@ -10,8 +10,8 @@ import yaml
 from cli_runner import run_cli
 from conftest import tiny_spec_document
 
-from multiverse import progress as progress_module
-from multiverse.progress import Progress
+from multiverse.core import _progress as progress_module
+from multiverse.core._progress import Progress
 
 
 class Terminal(io.StringIO):

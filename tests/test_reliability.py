@@ -25,13 +25,13 @@ import pandas as pd
 import pytest
 import yaml
 
+from multiverse.engine._pipeline import plan, run
 from multiverse.errors import ModelError
-from multiverse.grid import expand
-from multiverse.llm import LiteLLMClient
-from multiverse.pipeline import plan, run
+from multiverse.model._llm import LiteLLMClient
 from multiverse.spec import load_spec
-from multiverse.store import Store
-from multiverse.work import build_work
+from multiverse.spec._grid import expand
+from multiverse.store._store import Store
+from multiverse.work._units import build_work
 
 sys.path.insert(0, str(Path(__file__).parent))
 from audit_server import JUDGE_TEMPERATURES, audit_responder, audit_role, fake_spec_document, scenario_of

@@ -20,17 +20,17 @@ from conftest import tiny_spec_document
 from fakeserver import FakeServer
 from transport import SimTransportLog, Uncached
 
-import multiverse.requestcache as requestcache
-from multiverse.client import Completion
-from multiverse.config import ModelConfig
+import multiverse.model._requestcache as requestcache
+from multiverse.core._config import ModelConfig
+from multiverse.engine._pipeline import run
 from multiverse.errors import ModelError
-from multiverse.llm import LiteLLMClient
-from multiverse.pipeline import run
-from multiverse.records import SHAPES
-from multiverse.requestcache import STAGE, RequestCache, request_key
+from multiverse.model._client import Completion
+from multiverse.model._llm import LiteLLMClient
+from multiverse.model._requestcache import STAGE, RequestCache, request_key
 from multiverse.spec import load_spec
-from multiverse.store import CorruptEntryWarning, Store
-from multiverse.work import build_work, referenced_keys
+from multiverse.store._records import SHAPES
+from multiverse.store._store import CorruptEntryWarning, Store
+from multiverse.work._units import build_work, referenced_keys
 
 MODEL = ModelConfig(model="openai/any", params={"temperature": 0.7}, api_base="http://127.0.0.1:9/v1")
 HELLO = [{"role": "user", "content": "hello"}]

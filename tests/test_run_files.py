@@ -12,10 +12,10 @@ import yaml
 from cli_runner import run_cli
 from conftest import tiny_spec_document
 
-from multiverse.atomicfile import atomic_write, atomic_write_text
-from multiverse.pipeline import run
+from multiverse.core._atomicfile import atomic_write, atomic_write_text
+from multiverse.engine._pipeline import run
 from multiverse.spec import load_spec
-from multiverse.store import default_store_path
+from multiverse.store._store import default_store_path
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -197,8 +197,8 @@ def test_the_demo_stores_in_the_current_directory_not_beside_its_packaged_spec(t
 
 
 def test_plan_refuses_a_store_that_is_a_file_but_not_one_not_made_yet(tmp_path, write_spec):
+    from multiverse.engine._pipeline import plan
     from multiverse.errors import InputError
-    from multiverse.pipeline import plan
 
     spec = load_spec(write_spec(tiny_spec_document()))
     (tmp_path / "afile").write_text("x")

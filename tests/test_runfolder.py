@@ -1,4 +1,4 @@
-"""Writing a run folder (multiverse.runfolder.write_run_folder), the writer runs and imports share."""
+"""Writing a run folder (multiverse.engine._assemble.write_run_folder), the writer runs and imports share."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from multiverse.analysis.rates import compute_rates
+from multiverse.engine._assemble import write_run_folder
 from multiverse.errors import InputError
-from multiverse.runfolder import write_run_folder
-from multiverse.tables import SCHEMA_VERSION, load_run
+from multiverse.tables._tables import SCHEMA_VERSION, load_run
 
 
 def _tables():
@@ -57,7 +57,7 @@ def test_rewriting_as_an_import_removes_what_would_describe_the_old_run(tmp_path
 def test_a_failed_write_leaves_no_manifest_so_the_folder_reads_as_incomplete(tmp_path, monkeypatch):
     verdicts, criteria, rates, manifest = _tables()
     write_run_folder(tmp_path, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest)
-    import multiverse.runfolder as runfolder
+    import multiverse.engine._assemble as runfolder
 
     def broken(frame, out, name):
         raise OSError("disk full")

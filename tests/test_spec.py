@@ -14,7 +14,6 @@ import yaml
 from cli_runner import run_cli
 
 from multiverse.errors import SpecError
-from multiverse.grid import expand
 from multiverse.spec import (
     Spec,
     design_levels,
@@ -24,6 +23,7 @@ from multiverse.spec import (
     spec_schema,
     to_yaml_dict,
 )
+from multiverse.spec._grid import expand
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "specs" / "demo.yaml"
@@ -457,7 +457,7 @@ def test_type_problems_are_worded_in_yaml_terms(edit, where, expected, tmp_path)
 
 
 def test_rate_limits_are_typed_config_and_change_no_universe(demo):
-    from multiverse.config import RateLimit
+    from multiverse.core._config import RateLimit
 
     raw = _raw_demo()
     raw["rubric"] = _raw_rubric()
@@ -515,9 +515,9 @@ def test_an_axis_cannot_patch_rate_limits(tmp_path):
 
 def test_importing_the_spec_imports_nothing_downstream():
     code = (
-        "import sys, multiverse.spec, multiverse.config\n"
-        "bad = sorted(m for m in sys.modules if m in ('multiverse.grid', 'litellm') or m.startswith(('multiverse.sim', "
-        "'multiverse.pipeline', 'multiverse.stages', 'multiverse.llm', 'multiverse.work')))\n"
+        "import sys, multiverse.spec, multiverse.core._config\n"
+        "bad = sorted(m for m in sys.modules if m in ('multiverse.spec._grid', 'litellm') or m.startswith(('multiverse.sim', "
+        "'multiverse.engine._pipeline', 'multiverse.stages', 'multiverse.model._llm', 'multiverse.work._units')))\n"
         "print(','.join(bad))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -526,14 +526,14 @@ def test_importing_the_spec_imports_nothing_downstream():
 
 
 def test_the_shared_config_does_not_import_the_spec():
-    code = "import sys, multiverse.config\nprint('multiverse.spec' in sys.modules, 'multiverse._spec.models' in sys.modules)\n"
+    code = "import sys, multiverse.core._config\nprint('multiverse.spec' in sys.modules, 'multiverse.spec._models' in sys.modules)\n"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "False"]
 
 
 def test_world_checks_go_through_the_model_layer_registry(monkeypatch, tmp_path):
-    from multiverse import model_names
+    from multiverse.core import _model_names as model_names
 
     seen = []
 
@@ -552,7 +552,7 @@ def test_world_checks_go_through_the_model_layer_registry(monkeypatch, tmp_path)
 
 
 def test_sections_give_the_model_layer_its_config(demo, monkeypatch):
-    from multiverse.config import ModelConfig
+    from multiverse.core._config import ModelConfig
 
     monkeypatch.setenv("MV_TEST_PORT", "8123")
     raw = _raw_demo()
@@ -640,8 +640,8 @@ def test_a_misspelt_key_is_reported_before_the_missing_one_it_explains(tmp_path)
 
 
 def test_too_many_options_are_refused_before_any_option_is_resolved(monkeypatch, tmp_path):
-    import multiverse._spec.parse as parse
-    from multiverse.bounds import MAX_OPTIONS
+    import multiverse.spec._parse as parse
+    from multiverse.spec._bounds import MAX_OPTIONS
 
     raw = _raw_demo()
     raw["rubric"] = _raw_rubric()

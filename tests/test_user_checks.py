@@ -2,7 +2,7 @@
 
 import pytest
 
-from multiverse.places import PlaceError, check_output_dir
+from multiverse.tables._places import PlaceError, check_output_dir
 
 
 def test_non_empty_out_folder_message_reads_well(tmp_path):

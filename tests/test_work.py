@@ -1,4 +1,4 @@
-"""Work units and their keys (multiverse.work): templates in the keys, shared digests, no back-edge to the stages."""
+"""Work units and their keys (multiverse.work._units): templates in the keys, shared digests, no back-edge to the stages."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import sys
 import pytest
 from conftest import tiny_spec_document
 
-from multiverse import prompts
-from multiverse.grid import expand
 from multiverse.spec import load_spec
-from multiverse.work import build_work
+from multiverse.spec._grid import expand
+from multiverse.work import _prompts as prompts
+from multiverse.work._units import build_work
 
 #: Templates of prompts whose answers are never stored under a key: a rubric draft is written for people to edit.
 UNKEYED = {"DRAFT_RUBRIC_SYSTEM", "DRAFT_RUBRIC_USER", "RUBRIC_SCHEMA"}
@@ -36,7 +36,7 @@ def _perturbed(value):
 
 
 def _templates() -> list[str]:
-    """Every module-level template constant of multiverse.prompts (UPPER_CASE str, int or dict)."""
+    """Every module-level template constant of multiverse.work._prompts (UPPER_CASE str, int or dict)."""
     return [name for name, value in vars(prompts).items()
             if name.isupper() and isinstance(value, (str, int, dict)) and not isinstance(value, bool)]
 
@@ -147,7 +147,7 @@ def test_a_case_file_case_is_keyed_by_its_content_alone(write_spec, tmp_path):
 
 
 def test_work_units_do_not_import_the_stages():
-    code = ("import sys, multiverse.work, multiverse.pipeline; "
+    code = ("import sys, multiverse.work._units, multiverse.engine._pipeline; "
             "loaded = sorted(m for m in sys.modules if m.startswith('multiverse.stages')); "
             "assert not loaded, loaded")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}

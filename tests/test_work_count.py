@@ -22,12 +22,12 @@ from cli_runner import run_cli
 from conftest import tiny_spec_document
 
 import multiverse as mv
+from multiverse.engine._forecast import forecast
+from multiverse.engine._pipeline import _store
+from multiverse.engine._workcount import _union_volume, count_work
 from multiverse.errors import InputError
-from multiverse.forecast import forecast
-from multiverse.grid import axis_stages, expand
-from multiverse.pipeline import _store
-from multiverse.work import build_work
-from multiverse.workcount import _union_volume, count_work
+from multiverse.spec._grid import axis_stages, expand
+from multiverse.work._units import build_work
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -187,7 +187,7 @@ def test_the_cli_refuses_past_max_units_in_one_line_naming_the_flag(tmp_path):
 
 
 def test_the_default_cap_is_documented():
-    from multiverse.bounds import MAX_UNITS
+    from multiverse.spec._bounds import MAX_UNITS
 
     readme = (ROOT / "README.md").read_text()
     assert f"{MAX_UNITS:,}" in readme and "--max-units" in readme

@@ -22,7 +22,7 @@ __all__ = ["SimTransportLog", "Uncached", "body_digest"]
 
 
 class Uncached:
-    """Stands in for ``multiverse.requestcache.RequestCache`` to run as before it: every call is sent."""
+    """Stands in for ``multiverse.model._requestcache.RequestCache`` to run as before it: every call is sent."""
 
     def __init__(self, client: Any, store: Any) -> None:
         self.client = client

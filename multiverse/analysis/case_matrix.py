@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from multiverse.errors import InputError
-from multiverse.tables import universe_ids
+from multiverse.tables._tables import universe_ids
 
 __all__ = ["Z_CAP", "CaseMatrix", "case_matrix"]
 

@@ -37,8 +37,8 @@ from multiverse.analysis.case_matrix import (
     case_matrix,
 )
 from multiverse.analysis.intervals import rate_intervals
+from multiverse.core._vocabulary import CI_METHODS
 from multiverse.errors import InputError
-from multiverse.vocabulary import CI_METHODS
 
 if TYPE_CHECKING:
     from multiverse.analysis.inference import (

@@ -14,7 +14,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from multiverse.outcomes import reason_class
+from multiverse.core._outcomes import reason_class
 
 __all__ = ["dropped_notes"]
 

@@ -201,7 +201,7 @@ def planned_cases(spec: Spec) -> tuple[int, int | None]:
     their allocations) times the replicates. The per-cell count is only known
     for drafted cases.
     """
-    from multiverse.design import case_counts
+    from multiverse.spec._design import case_counts
 
     counts = [n for _, n in case_counts(spec)] if spec.cases is None else [len(spec.cases)]
     per_cell = min(counts) if spec.cases is None and counts else None

@@ -50,9 +50,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from multiverse.core._vocabulary import CI_METHODS, ESTIMATORS, RATE_VALUE_COLUMNS
 from multiverse.errors import InputError
-from multiverse.tables import check_choice, require_columns, universe_ids
-from multiverse.vocabulary import CI_METHODS, ESTIMATORS, RATE_VALUE_COLUMNS
+from multiverse.tables._tables import check_choice, require_columns, universe_ids
 
 from ._codes import codes, combine, count, first_rows, target_blocks
 
@@ -184,7 +184,7 @@ def run_ci_settings(tables) -> tuple[pd.DataFrame | None, int]:
     """:func:`ci_settings` of a loaded run or import (``tables.load_run``)."""
     from pathlib import Path
 
-    from ..folder import read_spec_document
+    from multiverse.tables._folder import read_spec_document
 
     source = Path(tables.source) if tables.source is not None else None
     spec_document = read_spec_document(source) if source is not None and source.is_dir() else None

@@ -20,8 +20,9 @@ import os
 import re
 import sys
 
+from multiverse.core._terminal import TerminalStream, terminal_safe
+
 from ..errors import InputError, MultiverseError, SpecError
-from ..terminal import TerminalStream, terminal_safe
 from ._analyses import cmd_agreement, cmd_curve, cmd_ranking, cmd_report, cmd_variance
 from ._anchoring import cmd_calibrate, cmd_label
 from ._audit import (

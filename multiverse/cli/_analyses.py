@@ -6,7 +6,7 @@ With ``--human FILE``, ``curve`` and ``ranking`` add the human-anchored view
 the judge-raw and the anchored curves side by side.
 
 Each loads the source with ``multiverse.load_run``, asks the
-:class:`~multiverse.results.Results` for the analysis, and prints it: the
+:class:`~multiverse.results._results.Results` for the analysis, and prints it: the
 document as JSON with ``--json``, else a short text summary; ``--figure``
 writes the analysis's figure.
 """

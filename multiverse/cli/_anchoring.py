@@ -1,7 +1,7 @@
 """The commands that anchor rates to people: label (draw the sample to label) and calibrate (use the labels).
 
 ``label`` calls ``multiverse.labelling.label_run``; ``calibrate`` asks the
-:class:`~multiverse.results.Results` for ``calibrate(human, alpha=...)`` and
+:class:`~multiverse.results._results.Results` for ``calibrate(human, alpha=...)`` and
 prints its document. ``curve``, ``ranking`` and ``report`` take the same
 ``--human FILE`` (``_analyses``); ``power --human N`` is in ``_audit``.
 """

@@ -45,7 +45,7 @@ def cmd_expand(args) -> int:
     elif args.format == "csv":
         import csv
 
-        from ..csvsafe import safe_cell
+        from multiverse.core._csvsafe import safe_cell
 
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow([safe_cell(c) for c in ["id", "label", *axes, "primary"]])
@@ -62,9 +62,10 @@ def cmd_expand(args) -> int:
 
 def _print_count(args) -> int:
     """How many universes the spec's grid makes: counted, never listed, so it works on any size."""
+    from multiverse.spec._bounds import MAX_UNIVERSES
+    from multiverse.spec._grid import count_grid
+
     from .. import load_spec
-    from ..bounds import MAX_UNIVERSES
-    from ..grid import count_grid
 
     spec = load_spec(args.spec, cap_universes=False)
     count = count_grid(spec)
@@ -188,15 +189,16 @@ def _outcome_line(counts: dict) -> str:
 
 def _check_run_places(spec, args, out: Path) -> None:
     """The run folder, checked before the first model call (the store is checked by the store itself)."""
-    from ..pipeline import check_run_places
-    from ..store import default_store_path
+    from multiverse.engine._pipeline import check_run_places
+    from multiverse.store._store import default_store_path
 
     check_run_places(spec, out, default_store_path(spec.path, args.store), force=args.force)
 
 
 def cmd_run(args) -> int:
+    from multiverse.engine._pipeline import default_run_dir
+
     from .. import load_spec
-    from ..pipeline import default_run_dir
 
     spec = load_spec(args.spec)
     out = args.out or default_run_dir(spec)
@@ -208,8 +210,9 @@ def cmd_run(args) -> int:
 def cmd_demo(args) -> int:
     from importlib.resources import as_file, files
 
+    from multiverse.store._store import default_store_path
+
     from .. import load_spec
-    from ..store import default_store_path
 
     with as_file(files("multiverse.examples") / "demo.yaml") as path:
         spec = load_spec(path)
@@ -217,7 +220,7 @@ def cmd_demo(args) -> int:
     # demo's store follows the rule for a spec without a file of its own.
     args.store = default_store_path(None, args.store)
     _check_run_places(spec, args, args.out)
-    from ..places import check_output_file
+    from multiverse.tables._places import check_output_file
 
     check_output_file(args.out / "report.html")
     say("multiverse demo: a SIMULATED audit (built-in offline world; no model is called over the network)")

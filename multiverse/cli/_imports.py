@@ -1,7 +1,7 @@
 """``multiverse import assert|table``: results produced elsewhere, as an import directory.
 
 Calls ``multiverse.import_assert`` or ``multiverse.import_table`` and says
-what the returned :class:`~multiverse.results.Results` holds.
+what the returned :class:`~multiverse.results._results.Results` holds.
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from multiverse.tables._folder import read_manifest
+
 from ..errors import InputError
-from ..folder import read_manifest
 from ._output import print_json, say
 
 __all__ = ["cmd_store"]
@@ -13,7 +14,7 @@ __all__ = ["cmd_store"]
 
 def _store_of(args) -> Path:
     """The store ``store stats|gc`` acts on, by the same rule as ``run``."""
-    from ..store import default_store_path
+    from multiverse.store._store import default_store_path
 
     if args.store is not None:
         return default_store_path(None, args.store)
@@ -36,14 +37,15 @@ def _store_of(args) -> Path:
 
 
 def cmd_store(args) -> int:
-    from ..store import Store, check_store_path
+    from multiverse.store._store import Store, check_store_path
 
     store = Store(check_store_path(_store_of(args), write=args.store_command == "gc"))
     if args.store_command == "stats":
         result = store.stats()
     else:
+        from multiverse.work._units import referenced_keys
+
         from ..spec import load_spec
-        from ..work import referenced_keys
 
         keep: dict[str, set[str]] = {}
         for path in args.specs:

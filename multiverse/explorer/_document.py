@@ -24,10 +24,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from multiverse.core._vocabulary import COUNTED_STATUS, STATUSES
+from multiverse.tables._tables import split_factors, universe_ids
+
 from ..errors import InputError
 from ..sim.markers import strip_markers
-from ..tables import split_factors, universe_ids
-from ..vocabulary import COUNTED_STATUS, STATUSES
 from ._packing import pack
 
 __all__ = ["FORMAT", "VERDICTS", "document_from_results", "document_from_run", "explorer_document", "read_transcripts"]
@@ -304,10 +305,10 @@ def _ci_label(ci_method: Any, level: float) -> str:
 def read_transcripts(path: str | os.PathLike) -> dict[str, dict]:
     """A run folder's ``transcripts.jsonl`` as key -> record ({} when the folder has none).
 
-    Read by the folder's one reader (``multiverse.folder``): a link out of the
+    Read by the folder's one reader (``multiverse.tables._folder``): a link out of the
     folder, a FIFO or a line that is not a transcript is refused in one line.
     """
-    from ..folder import read_transcripts as read_folder_transcripts
+    from multiverse.tables._folder import read_transcripts as read_folder_transcripts
 
     path = Path(path)
     if path.is_dir():
@@ -320,25 +321,26 @@ def document_from_run(source: str | os.PathLike, *, store: Any = None) -> dict:
 
     See :func:`document_from_results` for where transcripts come from.
     """
-    from ..tables import load_run
+    from multiverse.tables._tables import load_run
 
     return document_from_results(load_run(source), store=store)
 
 
 def document_from_results(results: Any, *, store: Any = None, rates: pd.DataFrame | None = None,
                           transcripts: Mapping[str, Mapping] | None = None) -> dict:
-    """``explorer_document`` of a :class:`~multiverse.results.Results` (a run, an import or a table).
+    """``explorer_document`` of a :class:`~multiverse.results._results.Results` (a run, an import or a table).
 
     Transcripts come from the run folder's ``transcripts.jsonl``; a folder
     without one (an older run) shows them only from a ``store`` the caller
-    names (a directory or a ``multiverse.store.Store``), never from the store
-    its manifest names (``multiverse.folder.shown_transcripts``).
+    names (a directory or a ``multiverse.store._store.Store``), never from the store
+    its manifest names (``multiverse.tables._folder.shown_transcripts``).
     ``transcripts``: the ones that rule already chose (the report's), so they
     are not read twice. ``rates`` replaces the results' own rates table.
     """
+    from multiverse.results._options import declared_options
+    from multiverse.tables._folder import shown_transcripts
+
     from ..analysis.rates import run_ci_settings
-    from ..folder import shown_transcripts
-    from ..option_order import declared_options
 
     tables = results
     manifest = tables.manifest or {}

@@ -4,7 +4,7 @@
 - :func:`import_table` reads a generic label table (each axis combination a universe).
 
 Both write verdicts, criteria (where available) and rates as .parquet and .csv plus a
-manifest.json, and return the :class:`multiverse.results.Results` of the import directory. Bad input raises
+manifest.json, and return the :class:`multiverse.results._results.Results` of the import directory. Bad input raises
 :class:`multiverse.errors.InputError` with a one-line message and writes nothing.
 """
 

@@ -47,6 +47,9 @@ import numpy as np
 import pandas as pd
 
 from multiverse.analysis.rates import compute_rates
+from multiverse.analysis.scoring import score_verdicts
+from multiverse.core._keys import digest
+from multiverse.core._vocabulary import SCORING_RULES
 from multiverse.errors import InputError
 from multiverse.importers.assert_runs import (
     AssertRun,
@@ -59,10 +62,7 @@ from multiverse.importers.directory import (
     resolve_primary,
     write_import_dir,
 )
-from multiverse.keys import digest
-from multiverse.results import Results
-from multiverse.stages.score import score_verdicts
-from multiverse.vocabulary import SCORING_RULES
+from multiverse.results._results import Results
 
 __all__ = ["INFERRED_AXES", "import_assert"]
 
@@ -92,11 +92,11 @@ def import_assert(
     rule, or several (they become a ``scoring`` axis). ``primary`` ({axis: option})
     names the pre-registered universe (none when absent); ``ci`` the interval method of
     the rates. ``out_dir`` is checked first: never one of the runs, nor inside one
-    (see :func:`multiverse.places.check_output_dir`; ``force`` allows a folder holding
+    (see :func:`multiverse.tables._places.check_output_dir`; ``force`` allows a folder holding
     other files). Returns the Results with verdicts, criteria and rates; bad input
     raises InputError and writes nothing.
     """
-    from multiverse.places import check_output_dir
+    from multiverse.tables._places import check_output_dir
 
     if isinstance(run_dirs, (str, os.PathLike)):
         run_dirs = [run_dirs]
@@ -335,7 +335,7 @@ def _transcripts(runs, run_options, warnings):
 
 
 def _hash_file(file: Path) -> str | None:
-    from multiverse.folder import read_folder_bytes
+    from multiverse.tables._folder import read_folder_bytes
 
     if not file.is_file():
         return None

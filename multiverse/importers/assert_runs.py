@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from multiverse.errors import InputError
-from multiverse.folder import read_folder_bytes
+from multiverse.tables._folder import read_folder_bytes
 
 __all__ = ["AssertRun", "model_name", "option_name", "read_run"]
 
@@ -141,7 +141,7 @@ def _text(file: Path, suite: Path) -> str:
 
 
 def read_suite_file(file: Path, suite: Path, kind: str = "import file") -> bytes:
-    """The bytes of a file of an ASSERT run, with its ``suite`` folder as the boundary (``multiverse.folder``)."""
+    """The bytes of a file of an ASSERT run, with its ``suite`` folder as the boundary (``multiverse.tables._folder``)."""
     try:
         name: Path = file.relative_to(suite)
     except ValueError:  # an absolute ref: allowed when it resolves inside the suite

@@ -9,7 +9,7 @@ An import directory holds the same tables as a run directory, each as ``.parquet
 ``primary`` is the universe the import was told is pre-registered, else null
 (see :func:`resolve_primary`); ``ci`` is the interval method of the rates.
 
-Every file is written atomically (multiverse.tables); the manifest is removed first and
+Every file is written atomically (multiverse.tables._tables); the manifest is removed first and
 written last, so a directory with a manifest is complete.
 """
 
@@ -21,11 +21,11 @@ from typing import Any
 
 import pandas as pd
 
+from multiverse.core._names import both_spellings, look_alike
+from multiverse.core._vocabulary import CI_METHODS, SCHEMA_VERSION
+from multiverse.engine._assemble import write_run_folder
 from multiverse.errors import InputError
-from multiverse.names import both_spellings, look_alike
-from multiverse.results import Results
-from multiverse.runfolder import write_run_folder
-from multiverse.vocabulary import CI_METHODS, SCHEMA_VERSION
+from multiverse.results._results import Results
 
 __all__ = ["check_ci", "resolve_primary", "write_import_dir"]
 

@@ -27,16 +27,16 @@ import numpy as np
 import pandas as pd
 
 from multiverse.analysis.rates import compute_rates
-from multiverse.bounds import regular_file_problem
+from multiverse.core._keys import digest
+from multiverse.core._names import both_spellings, look_alike, nfc
 from multiverse.errors import InputError
 from multiverse.importers.directory import (
     check_ci,
     resolve_primary,
     write_import_dir,
 )
-from multiverse.keys import digest
-from multiverse.names import both_spellings, look_alike, nfc
-from multiverse.results import Results
+from multiverse.results._results import Results
+from multiverse.spec._bounds import regular_file_problem
 
 __all__ = ["import_table", "read_label_table"]
 
@@ -93,10 +93,10 @@ def import_table(
     rates. ``positive``/``negative`` name category labels; ``primary`` ({axis:
     option}) the pre-registered universe (none when absent); ``ci`` the interval
     method of the rates. ``out_dir`` is checked first (see
-    :func:`multiverse.places.check_output_dir`; ``force`` allows a folder holding
+    :func:`multiverse.tables._places.check_output_dir`; ``force`` allows a folder holding
     other files). Returns the :class:`Results` (verdicts, rates, manifest; no criteria).
     """
-    from multiverse.places import check_output_dir
+    from multiverse.tables._places import check_output_dir
 
     path = Path(path)
     axes, factors = list(axes), list(factors)

@@ -16,8 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..keys import digest
-from ..vocabulary import CORE_COLUMNS
+from multiverse.core._keys import digest
+from multiverse.core._vocabulary import CORE_COLUMNS
 
 __all__ = ["IDENTITY_COLUMNS", "keys_digest", "run_id"]
 

@@ -23,7 +23,7 @@ def label_run(run_dir: str | os.PathLike, n: int, out_csv: str | os.PathLike, *,
     place, and neither of them one of the run's own files. An existing sheet
     is replaced only with ``force=True``: people may have typed labels into it.
     """
-    from ..tables import load_run
+    from multiverse.tables._tables import load_run
 
     out_csv = Path(out_csv)
     _check_places(Path(run_dir), out_csv)
@@ -40,7 +40,7 @@ def label_run(run_dir: str | os.PathLike, n: int, out_csv: str | os.PathLike, *,
 
 
 def _check_places(source: Path, out_csv: Path) -> None:
-    from ..places import RUN_FILES, check_output_file
+    from multiverse.tables._places import RUN_FILES, check_output_file
 
     if out_csv.suffix.lower() != ".csv":
         raise InputError(f"{out_csv}: expected a .csv file name for the sheet", param="out")

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 # The folder's one reader: inside the folder, regular files, capped, each document checked.
-from ..folder import read_spec_document, read_transcripts
+from multiverse.tables._folder import read_spec_document, read_transcripts
 
 __all__ = ["criterion_record", "run_criteria", "run_transcripts"]
 

@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from multiverse.tables._tables import universe_ids
+
 from ..analysis.anchoring import rollout_configurations, transcript_keys
 from ..errors import InputError
-from ..tables import universe_ids
 from ._identity import IDENTITY_COLUMNS, keys_digest, run_id
 
 __all__ = ["SHEET_COLUMNS", "draw_sample"]

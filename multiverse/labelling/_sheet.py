@@ -23,12 +23,13 @@ from typing import Any
 
 import pandas as pd
 
-from ..atomicfile import atomic_write, atomic_write_text
-from ..csvsafe import LINE_END
+from multiverse.core._atomicfile import atomic_write, atomic_write_text
+from multiverse.core._csvsafe import LINE_END
+from multiverse.core._keys import digest
+from multiverse.core._vocabulary import CORE_COLUMNS
+from multiverse.tables._tables import csv_safe
+
 from ..errors import InputError
-from ..keys import digest
-from ..tables import csv_safe
-from ..vocabulary import CORE_COLUMNS
 from ._identity import IDENTITY_COLUMNS
 from ._page import SCRIPT, STYLE, TEMPLATE
 from ._run_files import criterion_record

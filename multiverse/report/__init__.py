@@ -52,8 +52,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from multiverse.results._results import Results
+
 from ..errors import MultiverseError
-from ..results import Results
 from .anchoring import ANCHOR as ANCHORED
 from .anchoring import TITLE as ANCHORED_TITLE
 from .anchoring import _anchored
@@ -119,12 +120,12 @@ def _sections(run: _Run) -> tuple[_Section, ...]:
 
 def build_report_html(tables: Results, *, store: Any = None, threshold: float | None = None, tests: bool = True,
                       progress: bool | None = None, human: Any = None) -> str:
-    """The report of ``tables`` (a :class:`~multiverse.results.Results`) as one self-contained HTML string.
+    """The report of ``tables`` (a :class:`~multiverse.results._results.Results`) as one self-contained HTML string.
 
     Transcripts come from the run folder's ``transcripts.jsonl``; else from
-    ``store`` (a store directory or ``multiverse.store.Store``) when the
+    ``store`` (a store directory or ``multiverse.store._store.Store``) when the
     caller names one; never from the store the manifest names (a folder is
-    untrusted input: ``multiverse.folder.shown_transcripts``).
+    untrusted input: ``multiverse.tables._folder.shown_transcripts``).
     The per-system joint tests and the specification curves' grey band hold
     each system's rate fixed in every universe: at its rate in the primary
     universe (``threshold=None``, the default), or at ``threshold`` for every
@@ -135,7 +136,7 @@ def build_report_html(tables: Results, *, store: Any = None, threshold: float | 
     (a file or a table, as ``Results.calibrate`` takes them) add the section
     "Anchored to people".
     """
-    from ..progress import Progress
+    from multiverse.core._progress import Progress
 
     run = _prepare(tables, store, threshold, tests, human)
     body = []
@@ -223,7 +224,7 @@ def write_report(source: str | os.PathLike, out_html: str | os.PathLike | None =
     (beside the table for a table file). See :func:`build_report_html` for
     ``store``, ``threshold``, ``tests``, ``progress`` and ``human``.
     """
-    from ..tables import load_run
+    from multiverse.tables._tables import load_run
 
     return write_results_report(load_run(source), out_html, store=store, threshold=threshold, tests=tests,
                                 progress=progress, human=human)
@@ -238,8 +239,8 @@ def write_results_report(results: Results, out_html: str | os.PathLike | None = 
     the table for a table file; in the current directory for results that
     were never written). The output may not be one of the run's own files.
     """
-    from ..atomicfile import atomic_write_text
-    from ..places import TABLE_FILES, check_output_file
+    from multiverse.core._atomicfile import atomic_write_text
+    from multiverse.tables._places import TABLE_FILES, check_output_file
 
     source = results.source
     folder = source if source is not None and source.is_dir() else source.parent if source is not None else Path()

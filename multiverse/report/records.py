@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..vocabulary import STATUSES
+from multiverse.core._vocabulary import STATUSES
+
 from .markup import _collapsed, _e, _fmt, _list, _Raw, _table, _without_markers
 from .run import _Run
 
@@ -201,7 +202,7 @@ def _criteria_table(criteria: pd.DataFrame | None) -> str:
 
 
 def _spec(run: _Run) -> str:
-    from ..folder import read_spec_text
+    from multiverse.tables._folder import read_spec_text
 
     source = run.tables.source
     # Through the folder's reader: a spec.yaml that links outside the folder is never copied into the page.
@@ -226,7 +227,7 @@ def _provenance(run: _Run) -> str:
     if m.get("models_reported"):
         out += "<h3>Models reported by the providers</h3>" + _list([str(x) for x in m["models_reported"]])
     if m.get("stages"):
-        from ..outcomes import DEFINITIONS
+        from multiverse.core._outcomes import DEFINITIONS
 
         def reasons(c: dict) -> str:
             parts = [f"failed: {k} {v}" for k, v in (c.get("failures") or {}).items()]

@@ -1,10 +1,10 @@
 """The run as the report sees it: the results, plus the report's own choices (transcripts, null rates, tests).
 
 ``_prepare`` checks the report's options and reads the transcripts the page
-shows (``multiverse.folder.shown_transcripts``: the folder's own
+shows (``multiverse.tables._folder.shown_transcripts``: the folder's own
 ``transcripts.jsonl``, else a store the caller names). Everything about the run itself (axes, factors, systems, the
 ordered universes, the analyses and their caches) comes from the one
-:class:`multiverse.results.Results`; ``_Run`` only adds which systems have a
+:class:`multiverse.results._results.Results`; ``_Run`` only adds which systems have a
 counted verdict, the null rate each joint test holds fixed, and the top two
 systems.
 """
@@ -17,8 +17,9 @@ from typing import Any
 
 import pandas as pd
 
+from multiverse.results._results import Results
+
 from ..errors import InputError
-from ..results import Results
 
 __all__ = ["_Run", "_prepare"]
 
@@ -113,7 +114,7 @@ class _Run:
 
     def null_rate(self, system: str) -> tuple[float | None, str]:
         """The rate the joint test of ``system`` holds fixed in every universe, or None and why there is none."""
-        from .._results_analyses import primary_null
+        from multiverse.results._analyses import primary_null
 
         if self.threshold is not None:
             return self.threshold, ""
@@ -151,7 +152,7 @@ def _prepare(results: Results, store: Any, threshold: float | None, tests: bool,
         raise InputError(f"threshold: expected a rate strictly between 0 and 1, got {threshold!r}", param="threshold")
     # The one rule of which transcripts a page shows (never a store the manifest names). It reads the
     # folder's transcripts.jsonl before any section runs, so a line that is not a transcript is refused first.
-    from ..folder import shown_transcripts
+    from multiverse.tables._folder import shown_transcripts
 
     transcripts, note = shown_transcripts(results.source, results.verdicts, store)
     if human is not None:

@@ -12,7 +12,8 @@ Importing this package does not import litellm; :func:`register` does.
 
 from __future__ import annotations
 
-from .. import model_names
+from multiverse.core import _model_names as model_names
+
 from .loader import builtin_worlds, load_world, world_ref
 from .names import check_name, check_world
 from .respond import SimReply, respond

@@ -16,7 +16,8 @@ __all__ = ["draft_note", "unknown_criteria_note"]
 
 
 def _world(spec: Any) -> Any:
-    from ..work import world_uri
+    from multiverse.work._units import world_uri
+
     from .loader import load_world
 
     return load_world(world_uri(spec))

@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from multiverse.core._keys import digest
+
 from ..errors import SpecError
-from ..keys import digest
 from .world import (
     Condition,
     Criterion,
@@ -90,7 +91,7 @@ def load_world(ref: World | str | os.PathLike | None = None) -> World:
 
 
 def _parse(path: Path) -> World:
-    from .._spec.loading import load_yaml
+    from multiverse.spec._loading import load_yaml
 
     # A file the spec names: regular, under the cap, aliases bounded (load_yaml), as the spec itself is read.
     raw, _ = load_yaml(path)

@@ -15,18 +15,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..client import ModelClient
-from ..config import ModelConfig
+from multiverse.core._config import ModelConfig
+from multiverse.model._client import ModelClient
+from multiverse.store._provenance import call_of
+from multiverse.store._records import Call, CriterionLabel, JudgmentRecord
+from multiverse.work._prompts import judge_messages, judgment_schema, render_transcript
+
 from ..errors import ModelError
-from ..prompts import judge_messages, judgment_schema, render_transcript
-from ..provenance import call_of
-from ..records import Call, CriterionLabel, JudgmentRecord
 from ..spec import Criterion
 
 __all__ = ["UNPARSEABLE_REQUESTS", "judge_transcript", "validate_judgment"]
 
 #: The requests behind an answer that stayed unparseable, when the client does not say
-#: (``ModelError.requests``): the answer and the one repair request (``multiverse.llm``).
+#: (``ModelError.requests``): the answer and the one repair request (``multiverse.model._llm``).
 UNPARSEABLE_REQUESTS = 2
 
 
@@ -84,7 +85,7 @@ def judge_transcript(
         completion = client.complete(config, messages, seed=seed, schema=schema, schema_name="judgment")
     except ModelError as exc:
         if exc.reason == "unparseable":
-            from ..outcomes import short_reason
+            from multiverse.core._outcomes import short_reason
 
             # Paid requests that returned nothing usable (usage unknown): still counted.
             sent = UNPARSEABLE_REQUESTS if exc.requests is None else exc.requests

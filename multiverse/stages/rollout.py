@@ -9,7 +9,7 @@ Single-turn: the case's standalone prompt, answered once.
 
 When the system has tools, its tool calls are answered by a tool-simulator
 model that sees the conversation so far, or by a Python function named in the
-spec (:mod:`multiverse.toolcode`); every call and result is kept in the
+spec (:mod:`multiverse.spec._toolcode`); every call and result is kept in the
 transcript, because criteria such as "false claims about tool execution" hinge
 on what really ran. A call of a tool that was not offered in this
 conversation, or whose arguments are not a JSON object, gets an error result
@@ -28,14 +28,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..answers import storable_text
-from ..client import ModelClient
-from ..config import ModelConfig
+from multiverse.core._config import ModelConfig
+from multiverse.model._answers import storable_text
+from multiverse.model._client import ModelClient
+from multiverse.spec._toolcode import ToolCodeError, load_function
+from multiverse.store._provenance import call_of
+from multiverse.store._records import TranscriptRecord, Turn
+from multiverse.work._prompts import END_MARKER, tool_messages, user_messages
+
 from ..errors import ModelError
-from ..prompts import END_MARKER, tool_messages, user_messages
-from ..provenance import call_of
-from ..records import TranscriptRecord, Turn
-from ..toolcode import ToolCodeError, load_function
 
 __all__ = ["MAX_TOOL_CALLS", "MAX_TOOL_ROUNDS", "USER_ATTEMPTS", "RolloutJob", "UserFailure", "run_rollout"]
 

@@ -133,7 +133,7 @@ def test_universe_id_is_derived_from_axis_options(verdicts):
     bare = verdicts.drop(columns=["universe_id"])
     curve = spec_curve(bare, axes=list(AXES))
     # the same ids every analysis and load_run derive for a bare table
-    from multiverse.keys import digest
+    from multiverse.core._keys import digest
 
     assert digest({"judge": "j1", "evidence": "strict", "scoring": "all"}, 12) in set(curve["universe_id"])
     assert curve["universe_id"].nunique() == 8

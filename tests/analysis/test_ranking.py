@@ -23,7 +23,7 @@ from multiverse.analysis.ranking import (
     universe_ranks,
 )
 from multiverse.errors import InputError
-from multiverse.tables import universe_ids
+from multiverse.tables._tables import universe_ids
 
 # Three universes of one axis; ties in u2 (A = B) and u3 (B = C).
 HAND = {("u1",): {"A": 0.9, "B": 0.8, "C": 0.7},

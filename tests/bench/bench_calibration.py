@@ -57,7 +57,7 @@ from multiverse.analysis.inference import (
     joint_rate_test,
 )
 from multiverse.analysis.rates import compute_rates
-from multiverse.vocabulary import CI_METHODS
+from multiverse.core._vocabulary import CI_METHODS
 
 RATES = (0.02, 0.05, 0.10, 0.30, 0.50, 0.90, 0.98)
 CASES = (30, 36, 100)

@@ -9,7 +9,7 @@ Requests are counted where they arrive, not from the pipeline's own
 bookkeeping: the simulated provider's handler digests every request body
 litellm delivers to it (model, world, messages, seed, tools, response
 format, every other parameter; ``tests/transport.py``). It runs the spec's
-whole grid twice in a fresh temporary store through ``multiverse.pipeline.run``
+whole grid twice in a fresh temporary store through ``multiverse.engine._pipeline.run``
 and reports:
 
 - requests sent, and unique request digests among them: the minimum, since an
@@ -45,11 +45,11 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from transport import SimTransportLog, Uncached  # noqa: E402
 
-from multiverse.grid import expand  # noqa: E402
-from multiverse.pipeline import run  # noqa: E402
+from multiverse.engine._pipeline import run  # noqa: E402
 from multiverse.spec import load_spec  # noqa: E402
-from multiverse.store import Store  # noqa: E402
-from multiverse.work import build_work  # noqa: E402
+from multiverse.spec._grid import expand  # noqa: E402
+from multiverse.store._store import Store  # noqa: E402
+from multiverse.work._units import build_work  # noqa: E402
 
 DEFAULT_SPECS = ("specs/deception-sim.yaml", "specs/demo.yaml")
 STAGES = ("draft", "rollout", "judge")
@@ -85,7 +85,7 @@ def default_spec() -> Path:
 
 
 def _uncached_run(spec, tmp: Path, jobs: int, log: SimTransportLog) -> dict:
-    import multiverse.requestcache as requestcache
+    import multiverse.model._requestcache as requestcache
 
     real = requestcache.RequestCache
     requestcache.RequestCache = Uncached  # type: ignore[assignment,misc]

@@ -102,7 +102,7 @@ def lean(litellm) -> None:
 
 
 def _litellm():
-    from multiverse.providers import load_litellm
+    from multiverse.model._providers import load_litellm
 
     return load_litellm()
 
@@ -140,8 +140,8 @@ def caller(mode: str, url: str, jobs: int):
     """(function making one call, closer) for a mode that runs in this process."""
     litellm = _litellm()
     if mode in ("client", "client-shared"):
-        from multiverse.llm import LiteLLMClient as ModelClient
-        from multiverse.llm import ModelConfig
+        from multiverse.model._llm import LiteLLMClient as ModelClient
+        from multiverse.model._llm import ModelConfig
 
         params = {}
         if mode == "client-shared":
@@ -225,7 +225,7 @@ def timed_run(backend: str, url: str, jobs: int, cases: int) -> tuple[float, flo
     import yaml
     from audit_server import fake_spec_document
 
-    from multiverse.pipeline import run
+    from multiverse.engine._pipeline import run
     from multiverse.spec import load_spec
 
     with tempfile.TemporaryDirectory(prefix="bench-run-") as tmp:
@@ -312,8 +312,8 @@ def profile(url: str, calls: int) -> dict:
     """CPU of one serial ``ModelClient.complete`` call by layer (cProfile, thread CPU
     time; the profiler itself inflates the total about 3x, the shares much less)."""
     _litellm()
-    from multiverse.llm import LiteLLMClient as ModelClient
-    from multiverse.llm import ModelConfig
+    from multiverse.model._llm import LiteLLMClient as ModelClient
+    from multiverse.model._llm import ModelConfig
 
     client, config = ModelClient(jobs=1), ModelConfig(MODEL, {}, api_base=url)
     for _ in range(20):

@@ -79,8 +79,8 @@ def refusals(folder: Path) -> None:
 
 
 def billion_sample(folder: Path) -> None:
-    from multiverse.grid import expand
     from multiverse.spec import load_spec
+    from multiverse.spec._grid import expand
 
     for method in ("random", "lhs"):
         document = tiny_spec_document(axes=_huge_grid(), primary={f"a{i}": "o3" for i in range(9)},
@@ -93,7 +93,7 @@ def billion_sample(folder: Path) -> None:
 
 def rates_and_scores() -> None:
     from multiverse.analysis.rates import compute_rates
-    from multiverse.stages.score import score_verdicts
+    from multiverse.analysis.scoring import score_verdicts
 
     rng = np.random.default_rng(0)
     universes, systems, cases = 1000, 5, 120

@@ -5,7 +5,7 @@ Not collected by pytest (no test functions). Run from the repository root:
     python tests/bench/bench_work_units.py                          # specs/deception-sim.yaml
     python tests/bench/bench_work_units.py --spec specs/demo.yaml --repeat 5
 
-Loads the spec once, then times ``multiverse.work.build_work`` over the
+Loads the spec once, then times ``multiverse.work._units.build_work`` over the
 spec's whole grid (``expand`` is timed separately) and prints the seconds,
 the numbers of unique units and rows, and a digest of every key, so two
 versions of the code can be compared for both speed and keys.
@@ -24,9 +24,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from multiverse.grid import expand  # noqa: E402
 from multiverse.spec import load_spec  # noqa: E402
-from multiverse.work import build_work  # noqa: E402
+from multiverse.spec._grid import expand  # noqa: E402
+from multiverse.work._units import build_work  # noqa: E402
 
 
 def main() -> None:

@@ -14,8 +14,8 @@ import pytest
 from cli_runner import run_cli
 
 from multiverse.cli import build_parser
-from multiverse.grid import expand
 from multiverse.spec import load_spec
+from multiverse.spec._grid import expand
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "specs" / "demo.yaml"
@@ -256,10 +256,10 @@ def test_plan_counts_what_is_already_stored(tmp_path):
     # transcripts and judgments, and plan must count them as stored.
     import yaml
 
-    from multiverse.pipeline import plan
+    from multiverse.engine._pipeline import plan
     from multiverse.spec import parse_spec
-    from multiverse.store import Store
-    from multiverse.work import build_work
+    from multiverse.store._store import Store
+    from multiverse.work._units import build_work
 
     raw = yaml.safe_load(DEMO.read_text(encoding="utf-8"))
     raw["sample"] = {"n": 3, "method": "random", "seed": 1}  # a small grid keeps this quick

@@ -14,7 +14,7 @@ from conftest import tiny_spec_document
 from PIL import Image
 
 import multiverse as mv
-from multiverse.tables import write_json, write_table
+from multiverse.tables._tables import write_json, write_table
 
 CASES = 60
 # The world: atlas is compliant on 80% of transcripts, beacon on 55%. Judge "fair" agrees with people on 90% of

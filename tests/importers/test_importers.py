@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 from pandas.testing import assert_frame_equal
 
+from multiverse.core._keys import digest
 from multiverse.errors import InputError
 from multiverse.importers import import_assert, import_table
-from multiverse.keys import digest
-from multiverse.results import Results
-from multiverse.tables import load_run, read_table
+from multiverse.results._results import Results
+from multiverse.tables._tables import load_run, read_table
 
 # ----------------------------------------------------------------------------- ASSERT runs
 
@@ -631,7 +631,7 @@ def test_import_assert_turn_checkpoints_and_setting_axis(tmp_path):
 
 
 def test_imported_criteria_reapply_scoring_rules(tmp_path):
-    from multiverse.stages.score import rescore
+    from multiverse.analysis.scoring import rescore
 
     runs = three_runs(tmp_path)
     imported = import_assert(runs, tmp_path / "all")

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from multiverse.analysis.anchoring import calibrate, read_labels
+from multiverse.core._keys import digest
 from multiverse.errors import InputError
-from multiverse.keys import digest
 from multiverse.labelling import (
     IDENTITY_COLUMNS,
     SHEET_COLUMNS,
@@ -21,7 +21,7 @@ from multiverse.labelling import (
     run_transcripts,
     write_sheet,
 )
-from multiverse.tables import load_run, write_json, write_table
+from multiverse.tables._tables import load_run, write_json, write_table
 
 HOSTILE_SYSTEM = '<img src=x onerror="window.__pwned=1">'
 HOSTILE_CASE = "</script><script>window.__pwned=2</script>"
@@ -342,8 +342,8 @@ def test_label_run_reads_a_real_run_folder(tmp_path, write_spec):
     """The sheet reads what `run` writes: transcripts.jsonl (markers hidden) and the rubric in spec.yaml."""
     from conftest import tiny_spec_document
 
+    from multiverse.engine._pipeline import run
     from multiverse.labelling import label_run
-    from multiverse.pipeline import run
     from multiverse.spec import load_spec
 
     run(load_spec(write_spec(tiny_spec_document())), out=tmp_path / "run", store=tmp_path / "store", progress=False)

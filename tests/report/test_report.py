@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 
 from multiverse.errors import InputError
-from multiverse.folder import read_transcripts
+from multiverse.tables._folder import read_transcripts
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SCRIPT = "<script>alert(1)</script>"
@@ -55,7 +55,7 @@ def report(tiny_run):
 @pytest.fixture(scope="module")
 def hostile_run(tiny_run, tmp_path_factory):
     """A copy of the tiny run whose transcripts, rationales, reasons, spec and a system name carry markup."""
-    from multiverse.tables import write_table
+    from multiverse.tables._tables import write_table
 
     source, _ = tiny_run
     root = tmp_path_factory.mktemp("hostile")
@@ -155,7 +155,7 @@ def test_every_figure_is_a_valid_inline_png(report):
 
 
 def test_report_states_the_run(tiny_run, report):
-    from multiverse.tables import load_run
+    from multiverse.tables._tables import load_run
 
     _, page = report
     tables = load_run(tiny_run[0])
@@ -198,7 +198,7 @@ def test_report_states_the_run(tiny_run, report):
 
 def test_build_report_html_matches_the_file(tiny_run):
     from multiverse.report import build_report_html
-    from multiverse.tables import load_run
+    from multiverse.tables._tables import load_run
 
     page = build_report_html(load_run(tiny_run[0]), store=tiny_run[1], threshold=0.8)
     assert page.startswith("<!DOCTYPE html>") and _problems(page) == []
@@ -368,7 +368,7 @@ def test_hostile_report_runs_no_injected_script(hostile_run, tmp_path):
 def test_grey_band_is_each_systems_primary_rate(tiny_run):
     """The band and the tests hold every universe at the system's primary rate, unless a threshold is given."""
     from multiverse.report.run import _prepare
-    from multiverse.tables import load_run
+    from multiverse.tables._tables import load_run
 
     tables = load_run(tiny_run[0])
     run = _prepare(tables, tiny_run[1], None, True)
@@ -389,7 +389,7 @@ def test_grey_band_is_each_systems_primary_rate(tiny_run):
 
 def test_tests_can_be_turned_off_and_progress_shown(tiny_run, capfd):
     from multiverse.report import build_report_html
-    from multiverse.tables import load_run
+    from multiverse.tables._tables import load_run
 
     page = build_report_html(load_run(tiny_run[0]), store=tiny_run[1], tests=False, progress=True)
     err = capfd.readouterr().err
@@ -428,7 +428,7 @@ def test_simulated_failures_are_explained(report, tmp_path, rng):
 
 def test_report_keeps_the_declared_option_order(tiny_run):
     from multiverse.report.run import _prepare
-    from multiverse.tables import load_run
+    from multiverse.tables._tables import load_run
 
     run = _prepare(load_run(tiny_run[0]), tiny_run[1], None, True)
     assert run.options == {"judge": ["judge_a", "judge_b"], "evidence": ["strict", "lenient"]}
@@ -440,7 +440,7 @@ DOLLAR_NAMES = ["a $\\b $_c", "$x^2$"]
 @pytest.fixture(scope="module")
 def dollar_run(tiny_run, tmp_path_factory):
     """The tiny run with systems and an axis option whose names matplotlib would read as mathtext."""
-    from multiverse.tables import write_table
+    from multiverse.tables._tables import write_table
 
     source, _ = tiny_run
     run_dir = tmp_path_factory.mktemp("dollar") / "run"

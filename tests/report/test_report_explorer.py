@@ -193,7 +193,7 @@ def test_results_report_of_a_run_and_an_import_is_the_explorer(run_result, impor
 @pytest.mark.browser
 def test_a_run_where_every_verdict_failed_still_gets_its_explorer_and_says_why(tab, tmp_path):
     from multiverse.report import build_report_html
-    from multiverse.results import Results
+    from multiverse.results._results import Results
 
     verdicts = pd.DataFrame([{"system": s, "case_id": f"c{c}", "judge": j, "compliant": None, "status": "rollout_failed",
                               "reason": "auth: invalid api key"}

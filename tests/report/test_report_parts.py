@@ -19,11 +19,11 @@ def _problems(page: str) -> list[str]:
 
 def test_primary_rate_of_zero_or_one_is_said_not_tested():
     from multiverse.report import build_report_html
-    from multiverse.results import Results
+    from multiverse.results._results import Results
 
     rows = [{"system": s, "case_id": f"c{c}", "judge": j, "compliant": (s == "always") or (c + k) % 3 > 0}
             for s in ("always", "sometimes") for k, j in enumerate(("j1", "j2", "j3")) for c in range(12)]
-    from multiverse.tables import universe_ids
+    from multiverse.tables._tables import universe_ids
 
     verdicts = pd.DataFrame(rows)
     verdicts["universe_id"] = universe_ids(verdicts, ["judge"])
@@ -54,7 +54,7 @@ def test_every_top_flip_is_listed_with_its_universe(tmp_path, rng, monkeypatch):
     import dataclasses
 
     from multiverse.report import build_report_html
-    from multiverse.tables import load_run
+    from multiverse.tables._tables import load_run
 
     tables = load_run(_flip_table(tmp_path, rng))
     first = tables.verdicts.iloc[0]
@@ -88,7 +88,7 @@ def test_every_top_flip_is_listed_with_its_universe(tmp_path, rng, monkeypatch):
 
 def test_bare_table_options_keep_their_first_appearance(tmp_path):
     from multiverse.report.run import _prepare
-    from multiverse.tables import load_run
+    from multiverse.tables._tables import load_run
 
     table = tmp_path / "t.csv"
     rows = [{"system": s, "case_id": f"c{c}", "judge": j, "compliant": c % 2 == 0}
@@ -124,8 +124,8 @@ def test_ranking_section_says_in_words_which_systems_are_separable():
     import numpy as np
 
     from multiverse.report import build_report_html
-    from multiverse.results import Results
-    from multiverse.tables import universe_ids
+    from multiverse.results._results import Results
+    from multiverse.tables._tables import universe_ids
 
     rng = np.random.default_rng(5)
     rows = [{"system": s, "case_id": f"c{c}", "judge": j, "compliant": bool(rng.random() < p)}
@@ -148,8 +148,8 @@ def test_every_figure_of_a_simulated_run_is_stamped_and_no_other_is(monkeypatch)
     """The report's figures go through one door (markup._figure): a simulated run's all carry the stamp."""
     from multiverse.plots.stamp import is_stamped
     from multiverse.report import build_report_html, markup
-    from multiverse.results import Results
-    from multiverse.tables import universe_ids
+    from multiverse.results._results import Results
+    from multiverse.tables._tables import universe_ids
 
     rows = [{"system": s, "case_id": f"c{c}", "judge": j, "evidence": e, "behavior": ["lie", "omit"][c % 2],
              "compliant": (c + k + len(s)) % 3 > 0}

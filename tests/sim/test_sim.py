@@ -19,7 +19,6 @@ import jsonschema
 import pytest
 
 from multiverse.errors import SpecError
-from multiverse.prompts import RUBRIC_SCHEMA, case_schema, judgment_schema
 from multiverse.sim import (
     builtin_worlds,
     expected_overall,
@@ -30,6 +29,7 @@ from multiverse.sim import (
     transcript_truth,
 )
 from multiverse.sim.markers import find_task
+from multiverse.work._prompts import RUBRIC_SCHEMA, case_schema, judgment_schema
 
 END = "[END]"
 WORLD = load_world("deception")

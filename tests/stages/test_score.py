@@ -1,4 +1,4 @@
-"""Scoring rules (multiverse.stages.score), rates and intervals (multiverse.analysis.rates), on hand-worked examples."""
+"""Scoring rules (multiverse.analysis.scoring), rates and intervals (multiverse.analysis.rates), on hand-worked examples."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from pandas.testing import assert_frame_equal
 from statsmodels.stats.proportion import proportion_confint
 
 from multiverse.analysis.rates import compute_rates
-from multiverse.errors import InputError
-from multiverse.stages.score import (
+from multiverse.analysis.scoring import (
     NO_APPLICABLE,
     NO_APPLICABLE_IMPERMISSIBLE,
     RULES,
@@ -18,6 +17,7 @@ from multiverse.stages.score import (
     rescore,
     score_verdicts,
 )
+from multiverse.errors import InputError
 
 NA = pd.NA
 

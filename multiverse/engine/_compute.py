@@ -1,0 +1,133 @@
+"""Computing one work unit's record: a drafted case, a rolled-out transcript or a judgment.
+
+Each record carries its provenance (``multiverse.store._provenance``). Transport
+failures are not records: :func:`attempt` turns a failed call into a failure
+reason, which the run counts and records in its tables, and the unit is
+computed again by a later run. :func:`dask_unit` is what a Dask worker runs
+for one unit: it stores what it computes itself, so a worker that dies loses
+only its call in flight.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from multiverse.errors import BudgetExceeded, ModelError
+from multiverse.model._client import ModelClient
+from multiverse.store._provenance import call_of, provenance
+from multiverse.store._records import CaseRecord, JudgmentRecord, TranscriptRecord, Turn
+from multiverse.store._store import Store
+from multiverse.work._units import CaseUnit, JudgeCall, TranscriptUnit
+
+#: a computed record of any stage
+Record = CaseRecord | TranscriptRecord | JudgmentRecord
+
+__all__ = ["attempt", "compute", "dask_unit"]
+
+
+def compute(stage: str, unit: Any, upstream: Any, client: ModelClient) -> Record:
+    """One work unit's record. ``upstream`` is the case (rollout) or the turns (judge)."""
+    if stage == "case":
+        return _case(client, unit)
+    if stage == "transcript":
+        return _transcript(client, unit, upstream)
+    return _judgment(client, unit, upstream)
+
+
+def attempt(stage: str, unit: Any, upstream: Any, client: ModelClient,
+            budget_hit: threading.Event) -> tuple[Record | None, str | None]:
+    """(record, None) or (None, failure reason). Transport failures are reasons, never records."""
+    if budget_hit.is_set():
+        return None, "budget_exceeded: not started, the run's budget cap was reached"
+    try:
+        return compute(stage, unit, upstream, client), None
+    except BudgetExceeded as exc:
+        budget_hit.set()
+        return None, f"budget_exceeded: {exc}"
+    except ModelError as exc:
+        from multiverse.core._outcomes import short_reason
+
+        return None, short_reason(f"{exc.reason}: {exc}", 500)
+
+
+# One model client per worker process, size and store: its rate limits and budget are shared by the worker's units.
+_WORKER_CLIENTS: dict[tuple[int, str], Any] = {}
+_WORKER_LOCK = threading.Lock()
+
+
+def dask_unit(stage: str, unit: Any, upstream: Any, store_root: str, jobs: int) -> tuple[str, str | None]:
+    """One unit on a Dask worker: skip it if another worker already stored it.
+
+    The worker's client allows as many calls at once as the worker has threads
+    (``jobs`` off a worker): a thread runs one unit, and a unit one call at a time.
+    """
+    store = Store(store_root, existing=True)  # opened by the run: never recreated if it vanishes
+    if store.has(stage, unit.key):
+        return unit.key, None
+    jobs = _worker_threads(jobs)
+    with _WORKER_LOCK:
+        if (jobs, store_root) not in _WORKER_CLIENTS:
+            from multiverse.model._llm import LiteLLMClient
+            from multiverse.model._requestcache import RequestCache
+            from multiverse.store._records import SHAPES
+
+            answers = Store(store_root, shapes=SHAPES, existing=True)
+            _WORKER_CLIENTS[jobs, store_root] = RequestCache(LiteLLMClient(jobs=jobs), answers)
+    record, failure = attempt(stage, unit, upstream, _WORKER_CLIENTS[jobs, store_root], threading.Event())
+    if record is not None:
+        store.put(stage, unit.key, record)
+    return unit.key, failure
+
+
+def _worker_threads(default: int) -> int:
+    try:
+        from distributed import get_worker
+
+        return max(1, int(get_worker().state.nthreads))
+    except (ImportError, ValueError, AttributeError):  # not on a Dask worker
+        return default
+
+
+def _case(client: ModelClient, unit: CaseUnit) -> CaseRecord:
+    from multiverse.stages.draft import draft_case
+
+    started = time.time()
+    assert unit.generator is not None  # only generated cases are computed
+    case, completion = draft_case(client, unit.spec, unit.generator, unit.cell, unit.index, seed=unit.seed)
+    return {
+        "status": "ok",
+        "case_id": unit.case_id,
+        "cell": dict(unit.cell),
+        "case": case,
+        "provenance": provenance(unit.generator, started, [call_of(completion)]),
+    }
+
+
+def _transcript(client: ModelClient, unit: TranscriptUnit, case: dict[str, Any]) -> TranscriptRecord:
+    from multiverse.stages.rollout import RolloutJob, run_rollout
+
+    started = time.time()
+    c = unit.configs
+    job = RolloutJob(
+        case=case, system=c["system"], system_prompt=c["system_prompt"], tools=c["tools"], setting=unit.setting,
+        max_turns=unit.max_turns, user=c["user"], persona=c["persona"], instructions=c["instructions"],
+        tool_simulator=c["tool_simulator"], tool_functions=c["tool_functions"], seed=unit.seed,
+        opening=(case.get("prompt") or "") if unit.opens_with_prompt else "",
+    )
+    record, calls = run_rollout(client, job)
+    record["system"] = unit.system
+    record["provenance"] = provenance(c["system"], started, calls)
+    return record
+
+
+def _judgment(client: ModelClient, unit: JudgeCall, turns: list[Turn]) -> JudgmentRecord:
+    from multiverse.stages.judge import judge_transcript
+
+    started = time.time()
+    record, call = judge_transcript(client, unit.config, unit.spec.rubric.criteria, unit.evidence_standard, turns,
+                                    seed=unit.seed)
+    record["sample"] = unit.sample
+    record["provenance"] = provenance(unit.config, started, [call])
+    return record

@@ -1,0 +1,152 @@
+"""The forecast ``plan`` gives before anything runs: per stage, units and calls to make, and what they may cost.
+
+Units are counted by the one definition of outcomes (``multiverse.core._outcomes``):
+``units = stored + failed + blocked + to_compute``. Rollout calls assume every
+turn is used (early ends save calls, simulated-user retries and tool calls
+add some); costs use litellm's price list with rough token estimates per
+call, and are 0 for sim/ and local models. The wall time is a lower bound
+from the spec's ``rate_limits`` and ``jobs`` (:func:`multiverse.model._pacing.estimate_wall_seconds`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from multiverse.core._outcomes import row_outcomes, tally, unit_outcomes
+from multiverse.model._pacing import estimate_wall_seconds
+from multiverse.model._pricing import estimate_cost
+from multiverse.spec import Spec
+from multiverse.spec._grid import Universe, axis_stages
+from multiverse.store._store import Store
+from multiverse.work._units import TranscriptUnit, Work
+
+__all__ = ["forecast"]
+
+#: rough (prompt, completion) tokens per call of each stage, for the cost estimate
+TOKENS = {"draft": (700, 500), "rollout": (900, 250), "judge": (2500, 600)}
+#: seconds a hosted model takes to answer, for the wall-time estimate
+SECONDS_PER_CALL = 5.0
+#: simulated models answer in-process, in no time worth counting
+_INSTANT = "sim/"
+
+
+def _calls_per_transcript(unit: TranscriptUnit) -> int:
+    # A user and a system call per turn, before retries, tool calls and early ends.
+    return 1 if unit.setting == "single_turn" else 2 * unit.max_turns
+
+
+def _endpoint(config: Any) -> tuple[str, str | None]:
+    return config.model, config.api_base
+
+
+def _calls_by_endpoint(unit: TranscriptUnit) -> dict[tuple[str, str | None], int]:
+    system = _endpoint(unit.configs["system"])
+    if unit.setting == "single_turn":
+        return {system: 1}
+    calls = {system: unit.max_turns}
+    if unit.configs["user"] is not None:
+        user = _endpoint(unit.configs["user"])
+        calls[user] = calls.get(user, 0) + unit.max_turns
+    return calls
+
+
+def forecast(spec: Spec, universes: list[Universe], work: Work, st: Store, *, jobs: int = 8) -> dict[str, Any]:
+    """Per stage: unique work units (stored, failed, blocked, to compute), their model calls, and estimated cost;
+    and ``wall``: at least how long the calls to make take at ``jobs`` under the spec's ``rate_limits``.
+
+    ``calls`` counts every unit's calls, ``calls_to_make`` those of the units to compute.
+    """
+    # Stored records are read for their status: a stored failure is not work
+    # to do, and the judge calls of a failed transcript are blocked, not pending.
+    stored_cases = [k for k, c in work.cases.items() if c.given is None and st.has("case", k)]
+    records = {
+        "case": {k: {"status": "ok"} for k in stored_cases},
+        "transcript": st.get_many("transcript", [k for k in work.transcripts if st.has("transcript", k)]),
+        "judgment": st.get_many("judgment", [k for k in work.judge_calls if st.has("judgment", k)]),
+    }
+    outcomes = unit_outcomes(work, records)
+    stages: dict[str, dict] = {}
+    # per (model, api_base): the lanes a run paces
+    calls_by_model: dict[tuple[str, str | None], int] = {}
+    tokens_by_model: dict[tuple[str, str | None], int] = {}
+
+    def stage(name: str, store_stage: str, units: dict, calls_of: Callable, model_of: Callable, tokens: tuple[int, int],
+              split: Callable):
+        settled = outcomes[store_stage]
+        todo = [u for k, u in units.items() if settled[k][0] == "pending"]
+        for unit in todo:
+            for endpoint, n in split(unit).items():
+                if not endpoint[0].startswith(_INSTANT):
+                    calls_by_model[endpoint] = calls_by_model.get(endpoint, 0) + n
+                    tokens_by_model[endpoint] = tokens_by_model.get(endpoint, 0) + n * sum(tokens)
+        counts = tally((("computed", "") if o == "pending" else (o, r)) for o, r in settled.values())
+        counts["to_compute"] = counts.pop("computed")
+        stages[name] = {
+            **counts,
+            "calls": sum(calls_of(u) for u in units.values()),
+            "calls_stored": sum(calls_of(u) for k, u in units.items() if settled[k][0] == "stored"),
+            "calls_to_make": sum(calls_of(u) for u in todo),
+            "cost": sum(estimate_cost(m, calls_of(u), *tokens) for u in todo for m in model_of(u)),
+        }
+
+    generated = {k: c for k, c in work.cases.items() if c.given is None}
+    stage("draft", "case", generated, lambda u: 1, lambda u: [u.generator.model], TOKENS["draft"],
+          lambda u: {_endpoint(u.generator): 1})
+    stage(
+        "rollout",
+        "transcript",
+        work.transcripts,
+        _calls_per_transcript,
+        lambda u: [u.configs["system"].model] + ([u.configs["user"].model] if u.configs["user"] else []),
+        TOKENS["rollout"],
+        _calls_by_endpoint,
+    )
+    stage("judge", "judgment", work.judge_calls, lambda u: 1, lambda u: [u.config.model], TOKENS["judge"],
+          lambda u: {_endpoint(u.config): 1})
+    # Scoring makes no call: a verdict row is to compute while any judgment it reads is.
+    scored = tally((("computed", "") if o == "pending" else (o, r)) for o, r in row_outcomes(work, outcomes))
+    scored["to_compute"] = scored.pop("computed")
+    stages["score"] = {**scored, "calls": 0, "calls_stored": 0, "calls_to_make": 0, "cost": 0.0}
+    naive = sum(
+        (work.cases[r.case_key].given is None) + _calls_per_transcript(work.transcripts[r.transcript_key]) + len(r.judge_calls)
+        for r in work.rows
+    )
+    wall = estimate_wall_seconds(calls_by_model, tokens_by_model, spec.rate_limits, jobs,
+                                 seconds_per_call=SECONDS_PER_CALL)
+    notes = [
+        f"running each universe on its own would take about {naive} model calls; sharing needs "
+        f"{sum(s['calls'] for s in stages.values())}",
+        "rollout calls assume every turn is used: early ends save calls, simulated-user retries and tool calls add some; "
+        "costs use litellm's price list with rough token estimates, and are 0 for sim/ and local models",
+    ]
+    if calls_by_model:
+        lane, (seconds, bound) = max(wall.lanes.items(), key=lambda item: item[1][0])
+        why = f"{lane}'s {bound}" if seconds >= wall.seconds else f"the {jobs} jobs all providers share"
+        notes.append(f"wall time at least {_duration(wall.seconds)}, set by {why}, at {SECONDS_PER_CALL:g} s per call "
+                     "of a non-sim model and the spec's rate_limits")
+    return {
+        "spec": spec.name,
+        "universes": [u.id for u in universes],
+        "axis_stages": axis_stages(spec),
+        "stages": stages,
+        "naive_calls": naive,
+        "wall": {
+            "seconds": wall.seconds,
+            "jobs": jobs,
+            "seconds_per_call": SECONDS_PER_CALL,
+            # per provider lane: its seconds and what sets them (rpm, tpm or concurrency)
+            "lanes": {lane: {"seconds": seconds, "bound": bound} for lane, (seconds, bound) in wall.lanes.items()},
+        },
+        "notes": notes,
+    }
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+

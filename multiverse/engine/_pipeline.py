@@ -1,0 +1,376 @@
+"""Orchestration: plan, run and draft a spec's universes.
+
+``run`` walks the unique work units (``multiverse.work._units``) stage by stage —
+draft, rollout, judge — computing only what the store lacks (the executor,
+``multiverse.engine._executor``, runs each stage's units; ``multiverse.engine._compute``
+makes one unit's record), then scores every universe from stored judgments
+and writes the run folder (``multiverse.engine._assemble``). ``plan`` answers,
+before anything runs, how many calls each stage needs, how many are already
+stored, and roughly what the rest will cost (``multiverse.engine._forecast``).
+``draft`` writes a rubric or the test cases as editable YAML.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, cast
+
+import pandas as pd
+
+from multiverse.core import _interrupt as interrupt
+from multiverse.engine._assemble import assemble, run_manifest, run_rates, write_run_folder
+from multiverse.engine._executor import DaskSession, Executor
+from multiverse.errors import InputError, ModelError, SpecError, StoreError
+from multiverse.model._client import CredentialCheck, ModelClient
+from multiverse.results._results import Results
+from multiverse.spec import Spec
+from multiverse.spec._bounds import MAX_UNITS
+from multiverse.spec._grid import axis_stages, expand
+from multiverse.store._lease import Lease
+from multiverse.store._records import SHAPES, CaseRecord, JudgmentRecord, Records, TranscriptRecord
+from multiverse.store._store import Store, check_store_path, default_store_path
+from multiverse.work._units import Work, build_work, resolve_config
+
+__all__ = ["check_run_places", "default_run_dir", "draft", "plan", "run", "run_result"]
+
+
+def default_run_dir(spec: Spec) -> Path:
+    return Path("runs") / spec.name
+
+
+def check_run_places(spec: Spec, out: str | os.PathLike, store: str | os.PathLike, *, force: bool = False) -> None:
+    """The run folder, checked before the first model call (the store checks its own path).
+
+    The one rule for every output folder (``multiverse.tables._places``): an import
+    folder, a folder of unrelated files or another spec's run (the manifest's
+    ``spec`` is not this spec's name) is written only with ``force``; inputs
+    and the store never.
+    """
+    from multiverse.tables._places import RUN_FILES, check_output_dir
+
+    # The rubric's file name is gone once it is inlined: every file beside the spec that a run
+    # would write over counts as an input.
+    beside = [spec.base_dir / name for name in RUN_FILES if (spec.base_dir / name).is_file()]
+    inputs = [p for p in (spec.path, spec.base_dir / spec.design.cases if spec.design.cases else None, *beside) if p]
+    check_output_dir(out, kind="run", inputs=inputs, store=store, force=force, spec_name=spec.name)
+
+
+def _store(spec: Spec, store: Store | str | os.PathLike | None) -> Store:
+    """The run's store, by the one rule (``store.default_store_path``); records are checked on read."""
+    root = store.root if isinstance(store, Store) else default_store_path(spec.path, None if store is None else os.fspath(store))
+    # Absolute, so the manifest's record of it still finds it from another directory.
+    return Store(os.path.abspath(root), shapes=SHAPES)
+
+
+def _require_rubric(spec: Spec) -> None:
+    if not spec.rubric.criteria:
+        raise SpecError(spec.path or "<spec>", "rubric", "the spec has no rubric; expected criteria inline or a rubric "
+                        "file (draft one: multiverse.draft(spec, rubric=True))")
+
+
+def _warn_unknown_criteria(spec: Spec) -> None:
+    """Say in one line when sim/ models would rate criteria their world has no behaviour for."""
+    import warnings
+
+    from multiverse.sim.coverage import unknown_criteria_note
+
+    note = unknown_criteria_note(spec)
+    if note:
+        warnings.warn(note, stacklevel=3)
+
+
+def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None, jobs: int = 8) -> dict[str, Any]:
+    """Per stage: unique work units (stored, failed, blocked, to compute), their model calls, and estimated cost;
+    ``wall``: at least how long the calls take at ``jobs`` under the spec's ``rate_limits``.
+
+    Nothing is called and nothing is written (``multiverse.engine._forecast``). A
+    grid of more than ``bounds.MAX_UNITS`` units is counted from its stage
+    configurations without listing them or reading the store
+    (``multiverse.engine._workcount``): stored, failed, blocked and to compute are
+    then ``None``.
+    """
+    from multiverse.engine._forecast import forecast
+    from multiverse.engine._workcount import count_work, counted_plan
+
+    _require_rubric(spec)
+    universes = expand(spec)
+    st = _store(spec, store)
+    check_store_path(st.root, write=False)
+    count = count_work(universes, axis_stages(spec))
+    if count.total > MAX_UNITS:
+        return counted_plan(spec, universes, count, cap=MAX_UNITS)
+    work = build_work(spec, universes)
+    return forecast(spec, universes, work, st, jobs=jobs)
+
+
+# -- running ----------------------------------------------------------------
+
+
+def run_result(out_dir: Path | None, verdicts: pd.DataFrame, criteria: pd.DataFrame, rates: pd.DataFrame,
+               manifest: dict) -> Results:
+    """The value ``run`` returns: built here only, so the results type changes in one place."""
+    return Results(verdicts=verdicts, criteria=criteria, rates=rates, axes=list(manifest.get("axes", [])),
+                   factors=list(manifest.get("factors", [])), manifest=manifest, primary=manifest.get("primary"),
+                   source=out_dir)
+
+
+def run(
+    spec: Spec,
+    *,
+    out: str | os.PathLike | None = None,
+    store: Store | str | os.PathLike | None = None,
+    jobs: int = 8,
+    budget: float | None = None,
+    client: ModelClient | None = None,
+    progress: bool | None = None,
+    write: bool = True,
+    backend: str = "local",
+    scheduler: str | Any | None = None,
+    max_units: int | None = MAX_UNITS,
+    force: bool = False,
+) -> Results:
+    """Run every universe of ``spec`` and write the run directory.
+
+    ``client`` defaults to a ``multiverse.model._llm.LiteLLMClient``; pass your own
+    (any ``multiverse.model._client.ModelClient``) to count or intercept calls. ``progress=None``
+    shows a bar per stage on a terminal and plain lines elsewhere
+    (``multiverse.core._progress``); ``False`` shows nothing. ``backend="processes"`` computes the draft,
+    rollout and judge units in worker processes on this machine, one per core
+    with ``jobs`` split among them (``multiverse.engine._processes``): for many
+    concurrent calls, as litellm needs about 5 ms of CPU per call; ``budget``
+    is split evenly among the workers. ``backend="dask"`` sends the units to
+    the Dask scheduler at ``scheduler`` (an address, a ``distributed.Client``,
+    or None for a local cluster of one worker per core); every worker must see
+    the store directory. A grid of more than ``max_units`` unique work
+    units (case drafts, transcripts and judge calls, counted without listing
+    them) is refused before anything is listed or called; ``max_units=None``
+    lifts the cap. The folder ``out`` is checked before anything runs
+    (:func:`check_run_places`): an import folder, unrelated files or another
+    spec's run there is refused unless ``force``; the report of an earlier
+    run there is removed when the tables are written.
+    """
+    started = time.time()
+    _require_rubric(spec)
+    _warn_unknown_criteria(spec)
+    if backend not in ("local", "processes", "dask"):
+        raise InputError(f"backend: expected local, processes or dask, got {backend!r}", param="backend")
+    if backend == "processes" and client is not None:
+        raise InputError("client: a client of your own works only with backend='local' (each worker process "
+                         "makes its own LiteLLMClient)", param="client")
+    if backend == "dask" and budget is not None:
+        raise InputError("budget: not supported with backend='dask' (each worker has its own client); "
+                         "run locally to cap spending", param="budget")
+    if backend == "dask" and spec.rate_limits:
+        # Each worker paces only its own calls: together they would exceed the declared limits.
+        raise InputError("backend: 'dask' does not keep the spec's rate_limits (each worker paces its own calls); "
+                         "run locally, or remove rate_limits", param="backend")
+    if max_units is not None and (isinstance(max_units, bool) or not isinstance(max_units, int) or max_units < 1):
+        raise InputError(f"max_units: expected a whole number >= 1 or None, got {max_units!r}", param="max_units")
+    universes = expand(spec)
+    _check_units(spec, universes, max_units)
+    work = build_work(spec, universes)
+    st = _store(spec, store)
+    out_dir = Path(out) if out is not None else default_run_dir(spec)
+    check_store_path(st.root, out=out_dir if write else None)
+    if write:
+        check_run_places(spec, out_dir, st.root, force=force)
+    from multiverse.model._breaker import Breaker
+    from multiverse.model._requestcache import RequestCache
+
+    # A model that fails every call the same way stops the run, not every unit; a request
+    # already answered (by this run, an earlier one or a concurrent one) is never sent again.
+    client = RequestCache(Breaker(_default_client(client, jobs, budget, spec.rate_limits)), st)
+    try:
+        with (interrupt.stopping_on_signals(), Lease(st.open().root) as lease, client,
+              DaskSession(backend, scheduler, jobs) as dask_client,
+              _worker_pool(backend, st, jobs, budget, spec.rate_limits) as workers):
+            executor = Executor(st, client, jobs=jobs, progress=progress, backend=backend, dask_client=dask_client,
+                                workers=workers)
+            records = _run_stages(work, st, client, executor, lease)
+            interrupt.check("after the last call, before the tables were written")
+    finally:
+        _close(client)  # the run's HTTP connections end with it (a LiteLLMClient stays usable)
+    verdicts, criteria = assemble(spec, work, records, executor.failures)
+    rates = run_rates(spec, universes, verdicts)
+    manifest = run_manifest(spec, universes, work, records, computed=executor.computed, failures=executor.failures,
+                            verdicts=verdicts, started=started, store_root=st.root)
+    if write:
+        write_run_folder(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
+                         spec_document=spec.document or {}, transcripts=records["transcript"])
+    return run_result(out_dir if write else None, verdicts, criteria, rates, manifest)
+
+
+def _worker_pool(backend: str, st: Store, jobs: int, budget: float | None, rate_limits: Any) -> Any:
+    """The run's worker processes (``backend="processes"``), or nothing to enter. Each
+    worker paces its calls by its share of the ``rate_limits`` (``multiverse.engine._processes``)."""
+    if backend != "processes":
+        return contextlib.nullcontext()
+    from multiverse.engine._processes import WorkerPool
+
+    return WorkerPool(str(st.root), jobs, budget=budget, rate_limits=rate_limits)
+
+
+def _check_units(spec: Spec, universes: list, max_units: int | None) -> None:
+    """Refuse, before anything is listed or called, a grid of more work units than the cap."""
+    if max_units is None:
+        return
+    from multiverse.engine._workcount import count_work
+
+    count = count_work(universes, axis_stages(spec))
+    if count.total > max_units:
+        raise InputError(f"the grid needs {count.describe()}; expected at most `max_units` = {max_units:,} "
+                         "(each unit is a paid model call or more: raise `max_units` to run it anyway)", param="max_units")
+
+
+def _run_stages(work: Work, st: Store, client: ModelClient, executor: Executor, lease: Lease | None = None) -> Records:
+    """Draft, rollout, judge: each computes only what the store lacks.
+
+    Returns every record the work needs, per store stage (each read from the
+    store once). Credentials for every model any missing unit needs are
+    checked before the first call, so a missing key never strands a half-paid run.
+    """
+    generated = [k for k, c in work.cases.items() if c.given is None]
+    # The store checks every record's shape on read (records.SHAPES): these are the typed records.
+    records: Records = {
+        "case": cast("dict[str, CaseRecord]", st.get_many("case", generated)),
+        "transcript": cast("dict[str, TranscriptRecord]", st.get_many("transcript", list(work.transcripts))),
+        "judgment": cast("dict[str, JudgmentRecord]", st.get_many("judgment", list(work.judge_calls))),
+    }
+    missing_cases = [work.cases[k] for k in generated if k not in records["case"]]
+    missing_transcripts = [t for k, t in work.transcripts.items() if k not in records["transcript"]]
+    missing_judgments = [j for k, j in work.judge_calls.items() if k not in records["judgment"]]
+    _check_credentials(
+        client,
+        [c.generator for c in missing_cases]
+        + [c for t in missing_transcripts for c in (t.configs["system"], t.configs["user"], t.configs["tool_simulator"]) if c]
+        + [j.config for j in missing_judgments],
+    )
+
+    def stage(name: str, found: dict, units: list, upstream: Callable[[Any], Any] = lambda unit: None) -> None:
+        executor.run(name, units, upstream)
+        # What this run, a worker or a concurrent run stored for these units.
+        found.update(st.get_many(name, [u.key for u in units]))
+        _check_kept(st, lease, name, executor.computed.get(name, set()) - set(found))
+
+    stage("case", records["case"], missing_cases)
+    for key, case in work.cases.items():
+        if case.given is not None:
+            records["case"][key] = {"status": "ok", "case": dict(case.given)}
+    cases = records["case"]
+    stage("transcript", records["transcript"], [t for t in missing_transcripts if t.case_key in cases],
+          lambda unit: dict(cases[unit.case_key]["case"]))
+    transcripts = records["transcript"]
+    rolled_out = [j for j in missing_judgments
+                  if j.transcript_key in transcripts and transcripts[j.transcript_key]["status"] == "ok"]
+    stage("judgment", records["judgment"], rolled_out, lambda unit: transcripts[unit.transcript_key]["turns"])
+    return records
+
+
+def _check_kept(st: Store, lease: Lease | None, stage: str, lost: set) -> None:
+    """Stop with one clear error if the store lost what this run wrote: tables built
+    now would report those units as failed when they were not."""
+    if lease is not None and not lease.held():
+        raise StoreError(f"store {st.root}: it was deleted or emptied while this run used it; "
+                         "expected it to stay for the whole run (rerun to recompute what was lost)")
+    if lost:
+        raise StoreError(f"store {st.root}: {len(lost)} {stage} entries this run wrote have disappeared "
+                         "(deleted while the run was live?); rerun to recompute them")
+
+
+def _default_client(client: ModelClient | None, jobs: int, budget: float | None = None,
+                    rate_limits: Any = None) -> ModelClient:
+    """The caller's client, or a ``LiteLLMClient`` pacing calls by the spec's ``rate_limits``."""
+    from multiverse.model._llm import LiteLLMClient
+
+    if client is not None:
+        if rate_limits and isinstance(client, LiteLLMClient) and not client.rate_limits:
+            # Its lanes would not know the declared limits, which the run promises never to exceed.
+            raise InputError("client: the spec declares rate_limits but this LiteLLMClient was built without them; "
+                             "pass LiteLLMClient(rate_limits=spec.rate_limits, ...)", param="client")
+        return client
+    return LiteLLMClient(jobs=jobs, budget=budget, rate_limits=rate_limits)
+
+
+def _close(client: Any) -> None:
+    close = getattr(client, "close", None)
+    if callable(close):
+        close()
+
+
+def _check_credentials(client: ModelClient, configs: Iterable) -> None:
+    configs = [c for c in configs if c is not None]
+    if isinstance(client, CredentialCheck) and configs:
+        client.check_credentials({(c.model, c.api_base, c.api_key_env): c for c in configs}.values())
+
+
+# -- drafting ---------------------------------------------------------------
+
+
+def draft(
+    spec: Spec,
+    *,
+    store: Store | str | os.PathLike | None = None,
+    rubric: bool = False,
+    force: bool = False,
+    client: ModelClient | None = None,
+    jobs: int = 8,
+    progress: bool | None = None,
+) -> list[Path]:
+    """Draft the test cases, or with ``rubric=True`` only a rubric, as editable YAML beside the spec.
+
+    A spec without a rubric gets a rubric draft only: cases are drafted per
+    criterion, after the rubric is reviewed. Cases are drafted exactly as
+    ``run`` would (same keys, same store), so drafting first costs nothing
+    extra. Returns the files written.
+    """
+    from multiverse.model._requestcache import RequestCache
+    from multiverse.stages.draft import draft_rubric, write_drafts
+
+    st = _store(spec, store)
+    check_store_path(st.root)
+    model_client = _default_client(client, jobs, rate_limits=spec.rate_limits)
+    # Cases are units of the run and share its request store; a rubric draft asked for again is asked anew.
+    client = RequestCache(model_client, st)
+    generator = resolve_config(spec.design.generator.to_model_config(), spec)
+    drafted_rubric = None
+    if rubric or not spec.rubric.criteria:
+        import warnings
+
+        from multiverse.sim.coverage import draft_note
+
+        note = draft_note(spec)
+        if note:
+            warnings.warn(note, stacklevel=2)
+        _check_credentials(client, [generator])
+        try:
+            drafted_rubric = draft_rubric(model_client, spec, generator, seed=spec.rollout.seed)
+        finally:
+            _close(client)
+        drafted_rubric.pop("completion", None)
+    if drafted_rubric is not None:
+        # Cases are drafted per criterion: they wait until the rubric is reviewed and referenced.
+        return write_drafts(spec, drafted_rubric, [], force=force)
+    work = build_work(spec, expand(spec)[:1])
+    units = [c for c in work.cases.values() if c.given is None]
+    have = st.get_many("case", [u.key for u in units])
+    pending = [u for u in units if u.key not in have]
+    _check_credentials(client, [u.generator for u in pending])
+    executor = Executor(st, client, jobs=jobs, progress=progress)
+    try:
+        with interrupt.stopping_on_signals(), Lease(st.open().root), client:
+            executor.run("case", pending)
+    finally:
+        _close(client)
+    records = st.get_many("case", [u.key for u in units])
+    if executor.failures.get("case"):
+        reasons = sorted(set(executor.failures["case"].values()))
+        raise ModelError(f"{len(executor.failures['case'])} cases could not be drafted: {reasons[0]}", reason="draft_failed")
+    cases = [
+        {"id": u.case_id, "cell": dict(u.cell), **{k: v for k, v in records[u.key]["case"].items() if v is not None}}
+        for u in units
+    ]
+    return write_drafts(spec, drafted_rubric, cases, force=force)

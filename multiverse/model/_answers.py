@@ -1,0 +1,221 @@
+"""Model answers: text made safe to store, and structured answers turned into schema-valid JSON.
+
+``storable_text`` is what every string a model (or a tool function) returns
+goes through before anything keeps it: lone surrogates and NUL bytes become
+U+FFFD, so the text always encodes as UTF-8, and an answer longer than
+``MAX_ANSWER_CHARS`` is cut to that length, ending with a marker that says
+how long it was.
+
+
+A stage that asks a model for JSON (a rubric draft, a case, a judgment) gets
+back text. ``parse_json_answer`` finds the JSON in it (the whole text, a code
+fence, or the outermost ``{...}``) and validates it against the requested JSON
+schema; anything else raises ``ValueError`` with a short reason, never a guess.
+``repair_messages`` builds the conversation for the one repair request the
+model client (``multiverse.model._llm``) makes before it gives up with
+``ModelError(reason="unparseable")``.
+
+``answer_message``, ``answer_text`` and ``answer_tool_calls`` read a chat
+response (OpenAI's shape, as litellm returns it) without guessing: content
+that is not a string is kept as JSON, tool-call arguments that are not a
+JSON object are kept as the text the model sent.
+
+Importing this module imports neither litellm nor jsonschema; jsonschema is
+imported on the first validation.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+__all__ = [
+    "MAX_ANSWER_CHARS",
+    "MAX_DEPTH",
+    "answer_message",
+    "answer_text",
+    "answer_tool_calls",
+    "parse_json_answer",
+    "repair_messages",
+    "storable",
+    "storable_text",
+    "too_deep",
+]
+
+#: The longest answer kept whole (about 250k tokens: more than any model's output
+#: limit). A hostile or broken server's 10 MB answer would otherwise be stored,
+#: re-sent with every later turn and pasted into every judge prompt.
+MAX_ANSWER_CHARS = 1_000_000
+#: Deeper JSON from a model is refused: every reader of it (validation,
+#: redaction, the store) walks it recursively, and ~900 levels exhaust the stack.
+MAX_DEPTH = 64
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+_FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```$", re.DOTALL)
+
+
+def storable_text(text: str, limit: int = MAX_ANSWER_CHARS) -> str:
+    """``text`` that encodes as UTF-8 and is at most ``limit`` characters long.
+
+    Lone surrogates (which UTF-8 cannot encode) and NUL (which many readers
+    take for the end of a string) become U+FFFD, the replacement character. A
+    longer text keeps its beginning and ends with a marker that says how much
+    was kept of how much; the result is within ``limit``, so cutting again
+    changes nothing.
+    """
+    if not isinstance(text, str):
+        return text
+    if len(text) > limit:
+        marker = f"\n[multiverse: answer cut: kept {limit:,} of {len(text):,} characters]"
+        kept = max(limit - len(marker), 0)
+        text = text[:kept] + f"\n[multiverse: answer cut: kept {kept:,} of {len(text):,} characters]"[: limit - kept]
+    return _UNSTORABLE.sub("\ufffd", text)
+
+
+def storable(obj: Any, limit: int = MAX_ANSWER_CHARS) -> Any:
+    """``storable_text`` applied to every string of a JSON-like value (dict keys too)."""
+    if isinstance(obj, str):
+        return storable_text(obj, limit)
+    if isinstance(obj, Mapping):
+        return {storable(k, limit): storable(v, limit) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [storable(v, limit) for v in obj]
+    return obj
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether dicts and lists nest more than ``limit`` levels (checked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (Mapping, list, tuple)):
+            if depth > limit:
+                return True
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, Mapping) else item))
+    return False
+
+
+def _decode(text: str) -> Any:
+    """JSON in a model's text: whole, inside a code fence, or the outermost {...}."""
+    stripped = text.strip()
+    candidates = [stripped]
+    fenced = _FENCE.match(stripped)
+    if fenced:
+        candidates.append(fenced.group(1).strip())
+    start, end = stripped.find("{"), stripped.rfind("}")
+    if 0 <= start < end:
+        candidates.append(stripped[start : end + 1])
+    # strict=False accepts raw newlines inside strings, which small local models
+    # emit under grammar-constrained decoding; nothing is added or guessed.
+    decoder = json.JSONDecoder(strict=False)
+    for candidate in candidates:
+        try:
+            return decoder.decode(candidate)
+        except ValueError:
+            continue
+    if start >= 0:
+        # The first complete object, when prose with braces follows it.
+        try:
+            return decoder.raw_decode(stripped[start:])[0]
+        except ValueError:
+            pass
+    raise ValueError("no JSON object in the answer")
+
+
+@lru_cache(maxsize=64)
+def _validator(schema_json: str) -> Any:
+    try:
+        import jsonschema
+    except ImportError:  # a dependency, but the client must still work without it
+        return None
+    schema = json.loads(schema_json)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema)
+
+
+def parse_json_answer(text: str, schema: Mapping[str, Any]) -> Any:
+    """Decode a model's JSON answer and validate it against ``schema``.
+
+    Raises ``ValueError`` with a short reason when the text holds no JSON or
+    the JSON does not match the schema.
+    """
+    try:
+        value = _decode(text)
+    except RecursionError:  # absurdly nested JSON
+        raise ValueError("the answer nests too deeply") from None
+    if too_deep(value):
+        raise ValueError(f"the answer nests more than {MAX_DEPTH} levels deep")
+    validator = _validator(json.dumps(schema, sort_keys=True))
+    if validator is not None:
+        error = next(iter(validator.iter_errors(value)), None)
+        if error is not None:
+            where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+            raise ValueError(f"{where}: {' '.join(error.message.split())[:200]}")
+    elif isinstance(value, dict):
+        missing = [key for key in schema.get("required", []) if key not in value]
+        if missing:
+            raise ValueError(f"missing required keys {missing}")
+    elif schema.get("type") == "object":
+        raise ValueError("expected a JSON object")
+    return value
+
+
+def repair_messages(messages: list[dict], text: str, problem: str, schema: Mapping, name: str) -> list[dict]:
+    """The conversation for the one repair request: the bad answer, then a plea for JSON."""
+    plea = (
+        f"Your previous answer could not be used ({problem}). Reply with only a JSON object "
+        f"that matches the JSON schema '{name}' below: no prose, no code fence.\n"
+        f"{json.dumps(schema)}"
+    )
+    # The simulated world reads its instructions from the TASK line of the last
+    # user message; repeat it so a repair reaches the sim with the same task.
+    last_user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
+    content = last_user.get("content") if last_user else None
+    if isinstance(content, str):
+        task = next((line for line in content.splitlines() if line.startswith("TASK: ")), None)
+        if task:
+            plea = f"{plea}\n{task}"
+    return [*messages, {"role": "assistant", "content": text}, {"role": "user", "content": plea}]
+
+
+def answer_message(response: Any, model: str) -> Any:
+    """The first choice's message of a chat response; ``ModelError(empty_response)`` when there is none."""
+    from multiverse.errors import ModelError
+
+    choices = getattr(response, "choices", None)
+    if not choices:
+        raise ModelError(f"{model}: the answer has no choices", reason="empty_response")
+    return choices[0].message
+
+
+def answer_text(message: Any) -> str:
+    """The answer's text; a provider's non-string content (parts, numbers) as JSON, never guessed at."""
+    content = getattr(message, "content", None)
+    if content is None or isinstance(content, str):
+        return content or ""
+    return json.dumps(content, default=str, ensure_ascii=False)
+
+
+def answer_tool_calls(message: Any) -> list[dict]:
+    """[{id, name, arguments}]: arguments as a dict when the model sent a JSON
+    object, else exactly the text it sent (the rollout answers that with an error)."""
+    calls = []
+    for i, call in enumerate(getattr(message, "tool_calls", None) or []):
+        function = getattr(call, "function", None)
+        raw = getattr(function, "arguments", None)
+        arguments: Any = raw if isinstance(raw, str) else json.dumps(raw, default=str)
+        if isinstance(raw, dict) and not too_deep(raw):
+            arguments = raw
+        elif isinstance(raw, str):
+            try:
+                decoded = json.loads(raw) if raw.strip() else {}
+            except (ValueError, RecursionError):
+                decoded = None  # keep what the model said; never guess the arguments it meant
+            if isinstance(decoded, dict) and not too_deep(decoded):
+                arguments = decoded
+        calls.append({"id": str(getattr(call, "id", None) or f"call_{i}"),
+                      "name": str(getattr(function, "name", None) or ""), "arguments": arguments})
+    return calls

@@ -1,0 +1,156 @@
+"""The analyses of a :class:`multiverse.results._results.Results`, chained the one way every caller uses.
+
+Each function takes the results (and the caller's choices), runs the
+functions of :mod:`multiverse.analysis` in order and returns an
+:class:`~multiverse.results._results.Analysis`: the JSON-able document, its main table
+as a tidy frame, and how to draw it with :mod:`multiverse.plots` (imported
+only when a figure is asked for). ``Results`` caches what they return.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from multiverse.errors import InputError
+
+if TYPE_CHECKING:
+    from multiverse.results._results import Analysis, CurveAnalysis, Results
+
+__all__ = ["agreement", "curve", "power", "ranking", "variance"]
+
+
+def curve(results: Results, *, systems: Sequence[str] | None, threshold: float | str | None,
+          diff: tuple[str, str] | None, boot: int, seed: int) -> CurveAnalysis:
+    """Curve, joint tests, their summary and the notes on dropped rows, in that order."""
+    from multiverse.analysis.curve import curve_summary
+    from multiverse.analysis.dropped import dropped_notes
+    from multiverse.results._results import CurveAnalysis
+
+    frame = results.curve_frame(systems)
+    names = list(dict.fromkeys(frame["system"]))
+    tests, untested = [], []
+    if threshold == "primary":
+        for system in names:
+            rate, why = primary_null(frame, system, results.primary)
+            if rate is None:
+                untested.append(f"{system}: no joint test, as {why}.")
+            else:
+                tests.append(results.rate_test(system, rate, boot=boot, seed=seed))
+    elif threshold is not None:
+        if isinstance(threshold, str) or not 0 < threshold < 1:
+            raise InputError(f"threshold: expected a rate strictly between 0 and 1 or 'primary', got {threshold!r}",
+                             param="threshold")
+        tests += [results.rate_test(s, threshold, boot=boot, seed=seed) for s in names]
+    if diff:
+        tests.append(results.difference_test(diff[0], diff[1], boot=boot, seed=seed))
+    summary = curve_summary(frame, tests=tests)
+    summary["notes"] = dropped_notes(results.verdicts) + summary.get("notes", []) + untested
+
+    def draw(*, axes: Sequence[str] | None = None, title: str | None = None) -> Any:
+        from multiverse.plots.curve import plot_curve, plot_curves, plot_difference_curve
+
+        shown = [a for a in results.axes if a in set(axes)] if axes else results.axes
+        reference = threshold if isinstance(threshold, float) else None
+        if diff:
+            return plot_difference_curve(results.difference_curve(*diff), axes=shown, null_band=tests[-1].band, options=results.options,
+                                         title=title)
+        bands = {test.systems[0]: test.band for test in tests if test.kind == "rate"}
+        if len(names) == 1:
+            return plot_curve(frame, axes=shown, null_band=bands.get(names[0]), reference=reference,
+                              options=results.options, title=title)
+        return plot_curves(frame, axes=shown, null_bands=bands, reference=reference, options=results.options,
+                           title=title)
+
+    return CurveAnalysis("curve", summary, frame, draw, simulated=results.simulated, tests=tuple(tests))
+
+
+def primary_null(frame: pd.DataFrame, system: str, primary: str | None) -> tuple[float | None, str]:
+    """The rate a joint test of ``system`` holds fixed: its rate in the primary universe, or None and why not."""
+    row = frame[(frame["system"] == system) & (frame["universe_id"] == primary)]
+    if primary is None or row.empty:
+        return None, "it has no counted verdict in the primary universe"
+    rate = float(row["rate"].iloc[0])
+    if not 0 < rate < 1:
+        # A rate of 0 or 1 has no sampling spread: every resample would sit on it.
+        return None, f"its primary rate is {rate:g}, which leaves the null no sampling spread"
+    return rate, ""
+
+
+def agreement(results: Results, axis: str) -> Analysis:
+    from multiverse.analysis.agreement import agreement as compute
+    from multiverse.results._results import Analysis
+
+    # The design factors too: options whose rows for one unit differ in one did not judge the same task.
+    document = compute(results.verdicts, axes=results.axes, axis=axis, criteria=results.criteria,
+                       factors=results.factors)
+    pairs = pd.DataFrame(document["pairs"])
+
+    # Bias beside kappa and AC1: two judges can agree often and still shift every rate.
+    def draw(*, measures: Sequence[str] = ("cohen_kappa", "gwet_ac1", "bias")) -> Any:
+        from multiverse.plots.agreement import agreement_figure
+
+        return agreement_figure(pairs, options=document["options"], axis_name=axis, measures=measures)
+
+    return Analysis("agreement", document, pairs, draw, simulated=results.simulated)
+
+
+def ranking(results: Results, axes: list[str] | None, boot: int) -> Analysis:
+    from multiverse.analysis.ranking import ranking as compute
+    from multiverse.results._results import Analysis
+
+    document = compute(results.verdicts, axes=results.axes, primary=results.primary, bootstrap=boot)
+    if axes is not None:
+        tau = document["kendall_tau"]
+        tau["by_axis"] = [r for r in tau["by_axis"] if r["axis"] in axes]
+    frame = pd.DataFrame({"system": list(document["p_top"]), "p_top": list(document["p_top"].values())})
+    frame["coverage"] = frame["system"].map(document["coverage"])
+
+    def draw() -> Any:
+        from multiverse.plots.ranking import ranking_figure
+
+        return ranking_figure(results.system_rates(), axes=results.axes, primary=results.primary)
+
+    return Analysis("ranking", document, frame, draw, simulated=results.simulated)
+
+
+def variance(results: Results, axes: list[str] | None) -> Analysis:
+    from multiverse.analysis.variance import variance as compute
+    from multiverse.results._results import Analysis
+
+    document = compute(results.verdicts, axes=results.axes)
+    if axes is not None:
+        # The model keeps every axis; only what is reported is narrowed.
+        document["by_axis"] = [r for r in document["by_axis"] if r["axis"] in axes]
+        document["terms"] = [r for r in document["terms"] if r.get("axis") in (*axes, None, "")]
+        hidden = tuple(f"{a}:" for a in results.axes if a not in axes)
+        document["summary"] = [line for line in document["summary"] if not line.startswith(hidden)]
+    terms = pd.DataFrame(document["terms"])
+
+    def draw() -> Any:
+        from multiverse.plots.variance import plot_variance
+
+        return plot_variance(terms).figure
+
+    return Analysis("variance", document, terms, draw, simulated=results.simulated)
+
+
+def power(results: Results, baseline_rate: float, alpha: float, power: float) -> Analysis:
+    """Power at the cases each system answered per universe (the smallest count), and per design cell."""
+    from multiverse.analysis.power import design_power
+    from multiverse.results._results import Analysis
+
+    v = results.verdicts
+    per = v.groupby(["universe_id", "system"], sort=False, observed=True)["case_id"].nunique()
+    cases = int(per.min()) if len(per) else 0
+    per_cell = None
+    if results.factors:
+        cells = v.groupby(["universe_id", "system", *results.factors], sort=False, observed=True)["case_id"].nunique()
+        per_cell = int(cells.min()) if len(cells) else None
+    if cases < 1:
+        raise InputError("verdicts: expected at least one case per system and universe")
+    document = design_power(cases=cases, cases_per_cell=per_cell, baseline_rate=baseline_rate, alpha=alpha,
+                            power=power)
+    return Analysis("power", document, pd.DataFrame(document["comparisons"]), simulated=results.simulated)

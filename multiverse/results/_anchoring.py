@@ -1,0 +1,137 @@
+"""The human-anchored analyses of a :class:`multiverse.results._results.Results`: calibrate, and the curve and ranking after it.
+
+``Results.calibrate`` reads the human labels (a CSV or parquet file, or a
+DataFrame with ``system``, ``case_id``, ``compliant`` and, where needed,
+``replicate`` or ``transcript_key``) and anchors every universe x system
+rate to them (``multiverse.analysis.anchoring``). A labelling sheet names
+its sample, and is first checked to be that sample of this run. The anchored curve and the
+ranking check reuse that calibration, so one labels file is read and checked
+once per results object.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    from multiverse.results._results import Analysis, CalibrationAnalysis, Results
+
+__all__ = ["anchored_curve", "anchored_ranking", "calibrate", "human_key"]
+
+
+def human_key(human: Any) -> tuple | None:
+    """A cache key for a labels file (its path, size and modification time), or None for a table (not cached).
+
+    A file edited between two calls (more labels filled in) is read again.
+    """
+    if isinstance(human, (str, os.PathLike)):
+        path = Path(human)
+        try:
+            stat = path.stat()
+        except OSError:
+            return (str(path), None)
+        return (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    return None
+
+
+def calibrate(results: Results, human: Any, alpha: float) -> CalibrationAnalysis:
+    """PPI++ rates per universe x system, judge accuracy per universe, the notes, and the calibration figure."""
+    from multiverse.analysis.anchoring import calibrate as compute
+    from multiverse.analysis.anchoring import calibration_document, read_labels
+    from multiverse.results._results import CalibrationAnalysis
+
+    if isinstance(human, pd.DataFrame):
+        labels, source = human, "human labels"
+    else:
+        labels, source = read_labels(human), str(human)
+    notes = _check_sample(results, labels, source)
+    calibration = compute(results.verdicts, labels, results.axes, results.factors, alpha, source=source)
+    calibration = calibration._replace(notes=[*notes, *calibration.notes])
+    document = calibration_document(calibration, alpha)
+
+    def draw(*, systems: list[str] | None = None) -> Any:
+        from multiverse.plots.anchoring import plot_calibration
+
+        return plot_calibration(calibration, results.axes, raw=results.rate_table(), primary=results.primary,
+                                systems=systems)
+
+    return CalibrationAnalysis("calibrate", document, calibration.rates, draw, simulated=results.simulated,
+                               calibration=calibration)
+
+
+def _check_sample(results: Results, labels: pd.DataFrame, source: str) -> list[str]:
+    """A sheet that names its sample must be that sample of this run (``labelling.check_sheet``): drawn again here."""
+    from multiverse.labelling import IDENTITY_COLUMNS, check_sheet, run_transcripts
+
+    folder = results.source if results.source is not None and results.source.is_dir() else None
+    # The transcripts are read only to draw the sample again, for a file that names one.
+    named = any(c in labels.columns for c in IDENTITY_COLUMNS)
+    transcripts = run_transcripts(folder) if folder is not None and named else None
+    return check_sheet(labels, results.verdicts, transcripts, factors=results.factors, axes=results.axes,
+                       source=source)
+
+
+def anchored_curve(results: Results, calibration: CalibrationAnalysis, systems: list[str] | None = None) -> Analysis:
+    """The specification curve of the anchored rates, with the judge-raw curve of the same cells to draw beside it.
+
+    The document summarises each system's rates over universes, judge alone
+    and anchored: ``{"alpha", "n_universes", "systems": {system: {"judge_rate":
+    {min, median, max}, "rate": {min, median, max}, "primary": {judge_rate,
+    rate, ci_low, ci_high, human_ci_low, human_ci_high, anchored_wider} or
+    None}}, "notes"}``: where ``anchored_wider``, the humans-only interval is
+    the narrower one to quote. ``systems`` keeps only those.
+    """
+    from multiverse.analysis.anchored_views import anchored_curve as compute
+    from multiverse.results._results import Analysis
+
+    frame = compute(calibration.calibration, results.axes, primary=results.primary)
+    rates = calibration.frame[calibration.frame["rate"].notna()]
+    if systems is not None:
+        frame = frame[frame["system"].isin(systems)].reset_index(drop=True)
+        rates = rates[rates["system"].isin(systems)]
+    summary: dict[str, dict] = {}
+    for system, cell in rates.groupby("system", sort=False):
+        primary = cell[cell["universe_id"] == results.primary]
+        summary[str(system)] = {
+            "judge_rate": _spread(cell["judge_rate"]),
+            "rate": _spread(cell["rate"]),
+            "primary": None if primary.empty else {
+                **{k: float(primary[k].iloc[0]) for k in ("judge_rate", "rate", "ci_low", "ci_high", "human_ci_low",
+                                                           "human_ci_high")},
+                "anchored_wider": bool(primary["anchored_wider"].iloc[0])},
+        }
+    document = {"alpha": calibration["alpha"], "n_universes": int(rates["universe_id"].nunique()),
+                "systems": summary, "notes": calibration.notes}
+
+    def draw(*, axes: list[str] | None = None, title: str | None = None) -> Any:
+        from multiverse.analysis.anchored_views import paired_curves
+        from multiverse.plots.curve import plot_curves
+
+        shown = [a for a in results.axes if a in set(axes)] if axes else results.axes
+        paired = paired_curves(results.curve_frame(), frame)
+        return plot_curves(paired, axes=shown, col_wrap=2, options=results.options,
+                           title=title or "judge alone (left) and anchored to people (right), PPI++")
+
+    return Analysis("anchored curve", document, frame, draw, simulated=results.simulated)
+
+
+def anchored_ranking(results: Results, calibration: CalibrationAnalysis) -> Analysis:
+    """Whether each universe's ranking of systems survives anchoring (``analysis.anchored_views.ranking_change``)."""
+    from multiverse.analysis.anchored_views import ranking_change
+    from multiverse.results._results import Analysis
+
+    document = {"alpha": calibration["alpha"], **ranking_change(calibration.calibration, primary=results.primary),
+                "notes": calibration.notes}
+    frame = pd.DataFrame(document["universes"], columns=["universe_id", "judge_order", "anchored_order", "same_top",
+                                                         "same_order", "anchored_top_separable"])
+    return Analysis("anchored ranking", document, frame, simulated=results.simulated)
+
+
+def _spread(values: pd.Series) -> dict[str, float]:
+    x = values.to_numpy(float)
+    return {"min": float(np.min(x)), "median": float(np.median(x)), "max": float(np.max(x))}

@@ -1,0 +1,91 @@
+"""The measurement spec: one YAML file, loaded into frozen pydantic models.
+
+Every measurement choice of an audit is a field here, so that every reported
+rate is bound to a written spec and any choice can become an axis::
+
+    name: demo
+    concept:  {name, description, context}
+    rubric:   {criteria: [...]}  or  a path to a rubric YAML file
+    design:   {dimensions, cases_per_cell, allocation, generator, cases}
+    systems:  [{name, model, system_prompt, params, ...}]
+    rollout:  {setting, max_turns, user: {...}, replicates, seed, tool_simulator}
+    judge:    {model, params, evidence_standard, samples}
+    scoring:  {rule, estimator, ci: {method, level, n_boot}}
+    axes:     {axis: {option: {dotted.path: value}}}
+    exclude:  [{axis: option or [options]}]
+    sample:   {n, method, seed}
+    primary:  {axis: option}
+    rate_limits: {model prefix: {rpm, tpm, max_concurrency}}
+
+``load_spec(path)`` validates everything at once and raises a ``SpecError``
+whose ``problems`` lists one line per problem, ``file: yaml.path (line N):
+expected ...``. Loading is safe: YAML tags that would build Python objects
+are rejected. ``spec_schema()`` is the JSON Schema of the same models.
+
+The spec knows nothing downstream: the grid, the pipeline and the model
+layer import it, never the other way round.
+"""
+
+from __future__ import annotations
+
+from multiverse.core._config import ModelConfig, RateLimit, expand_env
+from multiverse.spec._axes import apply_patch, check_patch_path
+from multiverse.spec._bounds import MAX_FILE_BYTES
+from multiverse.spec._loading import load_yaml
+from multiverse.spec._models import (
+    BEHAVIOR,
+    CI,
+    Allocation,
+    Case,
+    Concept,
+    Criterion,
+    Design,
+    Dimension,
+    Generator,
+    Judge,
+    Rollout,
+    Rubric,
+    Sample,
+    Scoring,
+    SimulatedUser,
+    Spec,
+    System,
+    ToolSimulator,
+    design_levels,
+)
+from multiverse.spec._parse import load_cases, load_spec, parse_spec, resolve_document, spec_schema, to_yaml_dict
+
+__all__ = [
+    "BEHAVIOR",
+    "CI",
+    "MAX_FILE_BYTES",
+    "Allocation",
+    "Case",
+    "Concept",
+    "Criterion",
+    "Design",
+    "Dimension",
+    "Generator",
+    "Judge",
+    "ModelConfig",
+    "RateLimit",
+    "Rollout",
+    "Rubric",
+    "Sample",
+    "Scoring",
+    "SimulatedUser",
+    "Spec",
+    "System",
+    "ToolSimulator",
+    "apply_patch",
+    "check_patch_path",
+    "design_levels",
+    "expand_env",
+    "load_cases",
+    "load_spec",
+    "load_yaml",
+    "parse_spec",
+    "resolve_document",
+    "spec_schema",
+    "to_yaml_dict",
+]

@@ -1,0 +1,35 @@
+"""The audit's design: its cells and how many test cases each gets.
+
+A *cell* is one combination of the design factors' levels (behaviour,
+interaction condition, and any further dimensions), in declared order. Each
+cell gets ``design.cases_per_cell`` cases unless an ``allocation`` entry
+matching the cell says otherwise. The work units (``multiverse.work._units``), the
+draft stage and the CLI's summaries all count cases from here.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from multiverse.spec import Spec, design_levels
+
+__all__ = ["case_counts", "cells"]
+
+
+def cells(spec: Spec) -> list[dict[str, str]]:
+    """Every design cell: the product of the dimensions' levels, in declared order."""
+    factors = spec.factors
+    levels = [design_levels(spec, f) for f in factors]
+    return [dict(zip(factors, combo)) for combo in itertools.product(*levels)]
+
+
+def case_counts(spec: Spec) -> list[tuple[dict[str, str], int]]:
+    """Cells with their number of cases: ``cases_per_cell`` unless an allocation matches."""
+    out = []
+    for cell in cells(spec):
+        n = spec.design.cases_per_cell
+        for allocation in spec.design.allocation:
+            if all(cell.get(k) == v for k, v in allocation.cell.items()):
+                n = allocation.cases
+        out.append((cell, n))
+    return out

@@ -1,0 +1,110 @@
+"""Reading spec, rubric and cases files: safe YAML that remembers the line of every key.
+
+Loading is safe: YAML tags that would build Python objects are rejected, and
+an alias bomb is refused before it is expanded. Every mapping key and
+sequence item gets its line, so a problem found later names where it is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from multiverse.errors import SpecError
+from multiverse.spec._bounds import read_regular_file
+
+__all__ = ["MAX_NODES", "load_yaml", "parse_yaml"]
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that records the line of every mapping key and sequence item."""
+
+
+def load_yaml(path: Path) -> tuple[Any, dict[str, int]]:
+    """Parse a YAML file safely. Returns the document and ``{yaml.path: line}``."""
+    path = Path(path)
+    raw = read_regular_file(path, lambda expected: SpecError(path, "", expected), what="YAML file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(path, "", f"expected UTF-8 text, found byte 0x{raw[exc.start]:02x} at offset {exc.start}") from None
+    return parse_yaml(text, path)
+
+
+def parse_yaml(text: str, path: Path) -> tuple[Any, dict[str, int]]:
+    """Parse YAML ``text`` read from ``path`` (named in errors) as :func:`load_yaml` does."""
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            raise SpecError(path, "", "file is empty; expected a YAML mapping")
+        size = _expanded_size(node, {})
+        if size > MAX_NODES:
+            raise SpecError(path, "", f"expands to {size} values once aliases are resolved; expected at most {MAX_NODES}")
+        lines: dict[str, int] = {}
+        _record_lines(path, node, "", lines, set())
+        document = loader.construct_document(node)
+    except yaml.constructor.ConstructorError as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark else None
+        problem = str(exc.problem)
+        if "constructor" in problem:
+            tag = problem.split("'")[1] if "'" in problem else problem
+            expected = f"the tag {tag} is not allowed; specs are plain YAML (no Python objects)"
+        else:
+            expected = f"expected plain string keys ({problem})"
+        raise SpecError(path, f"(line {line})", expected) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"(line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SpecError(path, where, f"invalid YAML: {problem}") from None
+    except RecursionError:
+        raise SpecError(path, "", "nesting too deep; expected a spec a few levels deep") from None
+    finally:
+        loader.dispose()
+    return document, lines
+
+
+MAX_NODES = 200_000
+
+
+def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
+    """How many values the document holds once aliases are expanded (an alias bomb is huge)."""
+    known = memo.get(id(node))
+    if known is not None:
+        return known
+    memo[id(node)] = 1  # a recursive alias counts once
+    if isinstance(node, yaml.MappingNode):
+        total = 1 + sum(_expanded_size(k, memo) + _expanded_size(v, memo) for k, v in node.value)
+    elif isinstance(node, yaml.SequenceNode):
+        total = 1 + sum(_expanded_size(v, memo) for v in node.value)
+    else:
+        total = 1
+    memo[id(node)] = min(total, 10 * MAX_NODES)
+    return memo[id(node)]
+
+
+def _record_lines(file: Path, node: yaml.Node, path: str, lines: dict[str, int], seen: set[int]) -> None:
+    # Each node once: an aliased node keeps the line of its first appearance.
+    if id(node) in seen:
+        return
+    seen.add(id(node))
+    prefix = f"{path}." if path else ""
+    if isinstance(node, yaml.MappingNode):
+        first: dict[str, int] = {}
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                line = key.start_mark.line + 1
+                if key.value in first and key.value != "<<":
+                    raise SpecError(file, f"{prefix}{key.value} (line {line})", f"duplicate key (first at line {first[key.value]}); expected each key once")
+                first[key.value] = line
+                child = f"{prefix}{key.value}"
+                lines[child] = line
+                _record_lines(file, value, child, lines, seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, value in enumerate(node.value):
+            child = f"{prefix}{i}"
+            lines[child] = value.start_mark.line + 1
+            _record_lines(file, value, child, lines, seen)

@@ -1,0 +1,332 @@
+"""The spec's sections as frozen pydantic models: one description for
+validation, the JSON Schema and the Python objects downstream code reads."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, Strict
+
+from multiverse.core._config import Frozen, FrozenMap, ModelConfig, RateLimit, expand_env
+from multiverse.core._vocabulary import BEHAVIOR, CIMethod, Estimator, ScoringRule
+
+__all__ = [
+    "BEHAVIOR",
+    "CI",
+    "Allocation",
+    "Case",
+    "CasesFile",
+    "Concept",
+    "Criterion",
+    "Design",
+    "Dimension",
+    "Generator",
+    "Items",
+    "Judge",
+    "Map",
+    "Rollout",
+    "Rubric",
+    "Sample",
+    "Scoring",
+    "SimulatedUser",
+    "Spec",
+    "System",
+    "ToolSimulator",
+    "design_levels",
+    "to_plain",
+]
+
+T = TypeVar("T")
+# YAML gives lists; a spec keeps tuples so that it cannot change under a running audit.
+Items = Annotated[tuple[T, ...], Strict(False)]
+Map = Annotated[Mapping[str, T], AfterValidator(FrozenMap)]
+
+
+class _Model:
+    """Mixin for spec sections that name a model."""
+
+    model: str
+    params: Mapping[str, Any]
+    api_base: str | None
+    api_key_env: str | None
+
+    def to_model_config(self) -> ModelConfig:
+        """What the model layer calls: the model, its parameters, ``api_base`` with ``${VAR}`` expanded."""
+        return ModelConfig(self.model, dict(self.params), expand_env(self.api_base), self.api_key_env)
+
+
+class Concept(Frozen):
+    """The systematized concept under audit."""
+
+    name: str
+    description: str = ""
+    context: str = Field(default="", description="the application context")
+
+
+class Criterion(Frozen):
+    """One rubric criterion."""
+
+    id: str
+    name: str
+    definition: str
+    permissible: bool = Field(
+        description="true: allowed behaviour that should appear when called for; false: must never appear"
+    )
+    examples: Items[str] = ()
+    evidence: Map[str] = Field(
+        default_factory=FrozenMap, description="evidence standard text per level, e.g. strict, lenient"
+    )
+
+
+class Rubric(Frozen):
+    """The behaviour rubric: criteria with evidence standards."""
+
+    criteria: Items[Criterion]
+
+    def criterion(self, criterion_id: str) -> Criterion:
+        for c in self.criteria:
+            if c.id == criterion_id:
+                return c
+        raise KeyError(criterion_id)
+
+
+class Dimension(Frozen):
+    """A design dimension. The ``behavior`` dimension defaults to the impermissible criteria."""
+
+    name: str
+    levels: Items[str] = ()
+
+
+class Allocation(Frozen):
+    """Over-allocate cases to the cells matching ``cell`` (a partial cell)."""
+
+    cell: Map[str]
+    cases: int
+
+
+class Generator(Frozen, _Model):
+    """The model that drafts rubrics and test cases."""
+
+    model: str = "sim/generator"
+    params: Map[Any] = Field(default_factory=FrozenMap)
+    api_base: str | None = None
+    api_key_env: str | None = None
+
+
+class Case(Frozen):
+    """One concrete test case in one cell (from a cases file)."""
+
+    id: str
+    cell: Map[str]
+    title: str = ""
+    brief: str = Field(default="", description="the scenario brief the simulated user plays (multi-turn)")
+    prompt: str = Field(default="", description="the standalone prompt (single-turn)")
+    system_prompt: str | None = None
+    tools: Items[Map[Any]] | None = None
+
+
+class CasesFile(Frozen):
+    """A cases file: the concrete test cases of a design."""
+
+    cases: Items[Case]
+
+
+class Design(Frozen):
+    """The test design: dimensions x levels, cases per cell, and how cases are made."""
+
+    dimensions: Items[Dimension] = (Dimension(name=BEHAVIOR),)
+    cases_per_cell: int = 5
+    allocation: Items[Allocation] = ()
+    generator: Generator = Field(default_factory=Generator)
+    cases: str | None = Field(default=None, description="path to a cases YAML file; generated when absent")
+    tools: bool = Field(default=False, description="draft scenario-specific system prompts and tools")
+
+
+class System(Frozen, _Model):
+    """A GenAI system under audit."""
+
+    name: str
+    model: str
+    system_prompt: str = ""
+    params: Map[Any] = Field(default_factory=FrozenMap)
+    api_base: str | None = None
+    api_key_env: str | None = None
+    tools: Items[Map[Any]] = Field(default=(), description="OpenAI-style function schemas")
+
+
+class SimulatedUser(Frozen, _Model):
+    """The model that plays the brief's user role in multi-turn rollouts."""
+
+    model: str = "sim/user-cooperative"
+    params: Map[Any] = Field(default_factory=FrozenMap)
+    api_base: str | None = None
+    api_key_env: str | None = None
+    persona: str = ""
+    instructions: str = ""
+
+
+class ToolSimulator(Frozen, _Model):
+    """Answers a system's tool calls: a model, or a Python function ``file.py:function`` beside the spec."""
+
+    model: str = "sim/tools"
+    params: Map[Any] = Field(default_factory=FrozenMap)
+    api_base: str | None = None
+    api_key_env: str | None = None
+    functions: Map[str] = Field(
+        default_factory=FrozenMap,
+        description="tool name -> 'file.py:function' (a file beside the spec or under its folder) answering it instead of the model",
+    )
+
+
+class Rollout(Frozen):
+    """How cases become transcripts."""
+
+    setting: Literal["single_turn", "multi_turn"] = "multi_turn"
+    max_turns: int = 4
+    user: SimulatedUser = Field(default_factory=SimulatedUser)
+    tool_simulator: ToolSimulator = Field(default_factory=ToolSimulator)
+    replicates: int = 1
+    seed: int = 0
+
+
+class Judge(Frozen, _Model):
+    """The LLM judge that labels transcripts against the rubric."""
+
+    model: str = "sim/judge-a"
+    params: Map[Any] = Field(default_factory=FrozenMap)
+    api_base: str | None = None
+    api_key_env: str | None = None
+    evidence_standard: str = "strict"
+    samples: int = 1
+
+
+class CI(Frozen):
+    """How confidence intervals of rates are computed."""
+
+    method: CIMethod = "wilson"
+    level: float = 0.95
+    n_boot: int = 1000
+
+
+class Scoring(Frozen):
+    """How judgments become verdicts and verdicts become rates."""
+
+    rule: ScoringRule = "all_applicable"
+    estimator: Estimator = "pooled"
+    ci: CI = Field(default_factory=CI)
+
+
+class Sample(Frozen):
+    """Run a sample of a grid too big to run whole."""
+
+    n: int
+    method: Literal["random", "lhs"] = "random"
+    seed: int = 0
+
+
+def _absent_rubric(value: Any) -> Any:
+    # A spec may leave its rubric to be drafted; downstream code then sees no criteria.
+    return {"criteria": []} if value is None else value
+
+
+class Spec(Frozen):
+    """A measurement spec: the base audit plus the axes of the multiverse."""
+
+    name: str
+    concept: Concept
+    systems: Items[System]
+    rubric: Annotated[Rubric, BeforeValidator(_absent_rubric)] = Field(
+        default_factory=lambda: Rubric(criteria=()),
+        description="criteria inline, or a path to a rubric YAML file; `multiverse draft --rubric` drafts one",
+    )
+    design: Design = Field(default_factory=Design)
+    rollout: Rollout = Field(default_factory=Rollout)
+    judge: Judge = Field(default_factory=Judge)
+    scoring: Scoring = Field(default_factory=Scoring)
+    world: str | None = Field(default=None, description="simulated world for sim/ models: a built-in name or a YAML path")
+    axes: Map[Map[Map[Any]]] = Field(default_factory=FrozenMap, description="axis -> option -> {dotted.spec.path: value}")
+    exclude: Items[Map[Any]] = Field(default=(), description="each rule drops universes matching all its axis: option(s)")
+    sample: Sample | None = None
+    primary: Map[str] | None = Field(default=None, description="the pre-registered universe")
+    rate_limits: Map[RateLimit] = Field(
+        default_factory=FrozenMap,
+        description="model-string prefix (openai/, anthropic/claude-haiku) -> {rpm, tpm, max_concurrency}; "
+        "pacing only, not a measurement choice",
+    )
+
+    # Where the spec came from: not a measurement choice, so neither a field nor part of equality.
+    _path: Path | None = PrivateAttr(default=None)
+    _document: Mapping[str, Any] | None = PrivateAttr(default=None)
+    _cases: tuple[Case, ...] | None = PrivateAttr(default=None)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # The loader passes the spec's origin as the validation context, so it is
+        # bound while the spec is built, never written onto a finished one.
+        if isinstance(context, Mapping):
+            self._path = context.get("path")
+            self._document = context.get("document")
+            self._cases = context.get("cases")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Spec) and self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def path(self) -> Path | None:
+        """The spec file (files the spec names are found relative to it)."""
+        return self._path
+
+    @property
+    def document(self) -> Mapping[str, Any] | None:
+        """The validated YAML document with the rubric inlined: universes patch it."""
+        return self._document
+
+    @property
+    def cases(self) -> tuple[Case, ...] | None:
+        """The cases of ``design.cases``, loaded and checked; None when cases are generated."""
+        return self._cases
+
+    @property
+    def base_dir(self) -> Path:
+        return self.path.parent if self.path else Path.cwd()
+
+    @property
+    def factors(self) -> list[str]:
+        return [d.name for d in self.design.dimensions]
+
+    def measurement(self) -> dict:
+        """The resolved measurement choices: what a universe id hashes."""
+        out = to_plain(self)
+        for key in ("name", "axes", "exclude", "sample", "primary", "rate_limits"):
+            out.pop(key, None)
+        # Writing a default out explicitly is the same measurement choice.
+        for dimension in out["design"]["dimensions"]:
+            if dimension["name"] == BEHAVIOR and not dimension["levels"]:
+                dimension["levels"] = [c.id for c in self.rubric.criteria if not c.permissible]
+        return out
+
+
+def design_levels(spec: Spec, factor: str) -> tuple[str, ...]:
+    """The levels of a design dimension (behaviour defaults to impermissible criteria)."""
+    for d in spec.design.dimensions:
+        if d.name == factor:
+            if d.levels:
+                return d.levels
+            if factor == BEHAVIOR:
+                return tuple(c.id for c in spec.rubric.criteria if not c.permissible)
+            return ()
+    raise KeyError(factor)
+
+
+def to_plain(obj: Any) -> Any:
+    """A spec, section or value as plain data (YAML-ready), fields in declaration order."""
+    if isinstance(obj, Frozen):
+        return {name: to_plain(getattr(obj, name)) for name in type(obj).model_fields}
+    if isinstance(obj, Mapping):
+        return {k: to_plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_plain(v) for v in obj]
+    return obj

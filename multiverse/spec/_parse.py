@@ -1,0 +1,190 @@
+"""From a spec file to a checked ``Spec``: read, type, check, then the axes.
+
+Each step runs only once the one before found nothing wrong, and collects
+every problem it finds, so ``SpecError.problems`` lists them all, one line
+each, and the first is the message.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from multiverse.core._names import both_spellings, nfc_document
+from multiverse.errors import SpecError
+from multiverse.spec._axes import check_axes
+from multiverse.spec._bounds import CAPS
+from multiverse.spec._checks import MINIMA, check_rubric, check_semantics
+from multiverse.spec._loading import load_yaml
+from multiverse.spec._models import Case, CasesFile, Rubric, Spec, design_levels, to_plain
+from multiverse.spec._problems import Problems, add_validation_errors
+
+__all__ = ["load_cases", "load_spec", "parse_spec", "resolve_document", "spec_schema", "to_yaml_dict"]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def load_spec(path: str | os.PathLike, *, cap_universes: bool = True) -> Spec:
+    """Load, resolve and validate a spec file.
+
+    The rubric and cases may be paths relative to the spec. Raises ``SpecError``
+    with every problem in ``.problems`` (the first one is the message).
+    ``cap_universes=False`` accepts a grid with more universes than a run may
+    have (``bounds.MAX_UNIVERSES``), to count it; ``expand`` still refuses to list it.
+    """
+    path = Path(path)
+    document, lines = load_yaml(path)
+    return parse_spec(document, path=path, lines=lines, cap_universes=cap_universes)
+
+
+def parse_spec(document: Any, *, path: Path | None = None, lines: Mapping[str, int] | None = None,
+               cap_universes: bool = True) -> Spec:
+    """Validate an already-parsed spec document (see ``load_spec``)."""
+    file = path if path is not None else "<spec>"
+    if not isinstance(document, dict):
+        raise SpecError(file, "", "expected a YAML mapping at the top level")
+    document = _one_spelling(dict(document), file)
+    if isinstance(document.get("rubric"), str):
+        document["rubric"] = _load_rubric_file(document["rubric"], path, lines)
+    spec = resolve_document(document, path=path, lines=lines)
+    problems = Problems(lines)
+    check_axes(spec, problems, lambda patched: resolve_document(patched, path=path), cap=cap_universes)
+    _raise(file, problems)
+    return spec
+
+
+def _load_rubric_file(name: str, path: Path | None, lines: Mapping[str, int] | None) -> Any:
+    """The rubric file the spec's ``rubric:`` names, checked against its own lines.
+
+    A file that cannot be read is reported against the spec field that named
+    it; a problem inside the rubric, at the rubric file's own line.
+    """
+    rubric_file = (path.parent if path else Path.cwd()) / name
+    if not rubric_file.is_file():
+        found = "does not exist" if not rubric_file.exists() else "is not a regular file"
+        raise SpecError(path if path is not None else "<spec>", Problems(lines).where("rubric"),
+                        f"the rubric file {rubric_file} {found}; expected a rubric YAML file (paths are "
+                        "relative to the spec) or the criteria inline")
+    rubric_doc, rubric_lines = load_yaml(rubric_file)
+    rubric_doc = _one_spelling(rubric_doc, rubric_file)
+    rubric = _validate(Rubric, rubric_doc, rubric_file, rubric_lines)
+    problems = Problems(rubric_lines)
+    check_rubric(rubric, problems)
+    _raise(rubric_file, problems)
+    return rubric_doc
+
+
+def resolve_document(document: dict, *, path: Path | None = None, lines: Mapping[str, int] | None = None) -> Spec:
+    """Build and check a spec from a document whose rubric is inline (its axes are not checked)."""
+    file = path if path is not None else "<spec>"
+    # Files the spec names (world, cases) are found relative to it.
+    origin = {"path": path, "document": document}
+    spec = _validate(Spec, document, file, lines, context=origin)
+    problems = Problems(lines)
+    check_semantics(spec, problems, has_rubric=document.get("rubric") is not None)
+    _raise(file, problems)
+    if not spec.design.cases:
+        return spec
+    cases = load_cases(spec.base_dir / spec.design.cases, spec)
+    # The cases are part of what the spec is: bind them while building it, as the origin.
+    return Spec.model_validate(document, context={**origin, "cases": cases})
+
+
+def load_cases(path: Path, spec: Spec) -> tuple[Case, ...]:
+    """Load an (edited) cases file and check every case sits in a design cell."""
+    document, lines = load_yaml(path)
+    built = _validate(CasesFile, _one_spelling(document, path), path, lines)
+    problems = Problems(lines)
+    factors = spec.factors
+    seen = set()
+    for i, case in enumerate(built.cases):
+        if case.id in seen:
+            problems.add(f"cases.{i}.id", f"duplicate case id {case.id!r}")
+        seen.add(case.id)
+        if set(case.cell) != set(factors):
+            problems.add(f"cases.{i}.cell", f"expected exactly the design factors ({', '.join(factors)})")
+            continue
+        for factor, level in case.cell.items():
+            if level not in design_levels(spec, factor):
+                problems.add(f"cases.{i}.cell.{factor}", f"unknown level {level!r}; expected one of: {', '.join(design_levels(spec, factor))}")
+        if not (case.brief or case.prompt):
+            problems.add(f"cases.{i}", "expected a brief or a prompt")
+    _raise(path, problems)
+    return built.cases
+
+
+def _one_spelling(document: Any, file: Any) -> Any:
+    """``document`` with its names (every key and text) in NFC; SpecError on two spellings of one name."""
+    document, clash = nfc_document(document)
+    if clash:
+        where, pair = clash
+        raise SpecError(file, where, f"two spellings of one name, {both_spellings(pair)}, that look the same; "
+                        "expected each name once, in one spelling")
+    return document
+
+
+def _validate(model: type[M], document: Any, file: Any, lines: Mapping[str, int] | None, context: Any = None) -> M:
+    """``model`` built from ``document``, or a ``SpecError`` listing every type problem."""
+    try:
+        return model.model_validate(document, context=context)
+    except ValidationError as error:
+        problems = Problems(lines)
+        add_validation_errors(model, error, problems)
+        _raise(file, problems)
+        raise  # pragma: no cover - every pydantic error becomes a problem
+
+
+def _raise(file: Any, problems: Problems) -> None:
+    if problems:
+        messages = [f"{file}: {problems.where(p)}: {e}" for p, e in problems.items]
+        first_path, first = problems.items[0]
+        error = SpecError(file, problems.where(first_path), first)
+        error.problems = messages  # type: ignore[attr-defined]  # SpecError's optional list of every problem
+        raise error
+
+
+def to_yaml_dict(spec: Any) -> dict:
+    """The spec (or one of its sections) as plain data (YAML-ready); loading it back gives an equal spec."""
+    return to_plain(spec)
+
+
+def spec_schema() -> dict:
+    """JSON Schema (draft 2020-12) of the spec file, for editors, from the same models that validate it."""
+    schema = Spec.model_json_schema()
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema, "title": "multiverse measurement spec"}
+    # A rubric may live in its own file next to the spec, or be left to draft.
+    rubric = schema["properties"]["rubric"]
+    schema["properties"]["rubric"] = {
+        "anyOf": [{k: v for k, v in rubric.items() if k not in ("description", "default")}, {"type": "string"}, {"type": "null"}],
+        "description": rubric.get("description", ""),
+    }
+    # The ranges the checks enforce, so an editor flags them too.
+    for path, minimum in MINIMA.items():
+        _schema_at(schema, path)["minimum"] = minimum
+    for path, cap in CAPS.items():
+        _schema_at(schema, path)["maximum"] = cap
+    _schema_at(schema, "scoring.ci.level").update(exclusiveMinimum=0, exclusiveMaximum=1)
+    return schema
+
+
+def _schema_at(schema: dict, dotted: str) -> dict:
+    """The schema of the field at ``dotted`` (through ``$ref``, optional values and list items)."""
+    node = schema
+    for part in dotted.split("."):
+        node = _resolved(schema, node)
+        node = node["items"] if node.get("type") == "array" else node
+        node = _resolved(schema, node)["properties"][part]
+    node = _resolved(schema, node)
+    return node
+
+
+def _resolved(schema: dict, node: dict) -> dict:
+    if "anyOf" in node:  # X | None: the X
+        node = next(n for n in node["anyOf"] if n.get("type") != "null")
+    if "$ref" in node:
+        node = schema["$defs"][node["$ref"].rsplit("/", 1)[-1]]
+    return node

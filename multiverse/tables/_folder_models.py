@@ -1,0 +1,263 @@
+"""The documents of a run or import folder, as models: ``manifest.json``, ``spec.yaml``, ``transcripts.jsonl``.
+
+The models say what every reader of a folder may rely on: each field any code
+reads has its type here, checked strictly (``"axes": 5``, ``"stages": [1]``
+and ``"store": 12`` are refused, not coerced). Fields the models do not name
+are kept as they are (``extra="allow"``): writers add facts over time, and a
+folder written by any version that has loaded so far still loads.
+
+:class:`Manifest` is versioned by ``schema_version``
+(``multiverse.core._vocabulary.SCHEMA_VERSION``): a folder written by a newer
+layout than this package knows is refused rather than misread.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from multiverse.core._vocabulary import CI_METHODS, SCHEMA_VERSION, VERDICT_COLUMNS
+from multiverse.errors import InputError
+
+__all__ = ["Manifest", "SpecDocument", "StageCounts", "TranscriptRecord", "UniverseEntry", "check_document"]
+
+
+class _Document(BaseModel):
+    # strict: a string where a number belongs is wrong input, not something to coerce.
+    model_config = ConfigDict(extra="allow", strict=True)
+
+
+def _scalar(value: Any) -> Any:
+    if value is not None and not isinstance(value, (str, int, float, bool)):
+        raise ValueError(f"expected text, a number, true/false or null, got {_kind(value)}")
+    return value
+
+
+#: A table cell or option value: what a universe's options hold.
+Scalar = Annotated[Any, AfterValidator(_scalar)]
+
+
+class UniverseEntry(_Document):
+    """One universe of the manifest. An import lists bare ids: they read as entries with an id only."""
+
+    id: str
+    label: str | None = None
+    options: dict[str, Scalar] = Field(default_factory=dict)
+    primary: bool = False
+
+
+class StageCounts(_Document):
+    """What one stage did: work units by outcome, failures by class, and what the calls cost."""
+
+    units: int = 0
+    computed: int = 0
+    stored: int = 0
+    failed: int = 0
+    blocked: int = 0
+    failures: dict[str, int] = Field(default_factory=dict)
+    blocked_by: dict[str, int] = Field(default_factory=dict)
+    calls: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+
+
+def _method(value: str) -> str:
+    if value not in CI_METHODS:
+        raise ValueError(f"expected one of {', '.join(CI_METHODS)}, got {value!r}")
+    return value
+
+
+def _level(value: float) -> float:
+    if not 0 < value < 1:
+        raise ValueError(f"expected a confidence level between 0 and 1, got {value}")
+    return value
+
+
+def _n_boot(value: int) -> int:
+    from multiverse.spec._bounds import CAPS
+
+    if not 0 <= value <= CAPS["scoring.ci.n_boot"]:
+        raise ValueError(f"expected 0 to {CAPS['scoring.ci.n_boot']:,} resamples, got {value}")
+    return value
+
+
+def _bare_ids(value: Any) -> Any:
+    # An import's manifest lists universes as ids; a run's as objects with an id.
+    return [{"id": u} if isinstance(u, str) else u for u in value] if isinstance(value, list) else value
+
+
+class Manifest(_Document):
+    """A run's or an import's ``manifest.json``: what was asked, computed and found."""
+
+    schema_version: int = SCHEMA_VERSION
+    spec: str | None = None
+    spec_file: str | None = None
+    spec_hash: str | None = None
+    created: str | None = None
+    seconds: float | None = None
+    source: str | None = None  # an import's kind ("table", "assert"); a run has none
+    axes: list[str] = Field(default_factory=list)
+    factors: list[str] = Field(default_factory=list)
+    primary: str | None = None
+    primary_declared: bool = False
+    universes: Annotated[list[UniverseEntry], BeforeValidator(_bare_ids)] = Field(default_factory=list)
+    universe_options: dict[str, dict[str, Scalar]] = Field(default_factory=dict)
+    axis_stages: dict[str, str] = Field(default_factory=dict)
+    stages: dict[str, StageCounts] = Field(default_factory=dict)
+    statuses: dict[str, int] = Field(default_factory=dict)
+    failures: dict[str, list[str]] = Field(default_factory=dict)
+    warnings: list[str] = Field(default_factory=list)
+    tokens: int = 0
+    cost: float = 0.0
+    models_reported: list[str] = Field(default_factory=list)
+    store: str | None = None
+    simulated: bool = False
+    versions: dict[str, str] = Field(default_factory=dict)
+    estimator: str | None = None
+    ci: Annotated[str, AfterValidator(_method)] | None = None
+    level: Annotated[float, AfterValidator(_level)] = 0.95
+
+    @field_validator("schema_version")
+    @classmethod
+    def _known_layout(cls, value: int) -> int:
+        if not 1 <= value <= SCHEMA_VERSION:
+            raise ValueError(f"expected a layout version from 1 to {SCHEMA_VERSION} (this version of multiverse), "
+                             f"got {value}")
+        return value
+
+    @model_validator(mode="after")
+    def _column_names(self) -> Manifest:
+        # Axes and factors name columns of the verdicts table beside its own: a clash, or a name
+        # listed twice, would make the analyses group by one column twice.
+        seen: dict[str, str] = {}
+        for field in ("axes", "factors"):
+            for i, name in enumerate(getattr(self, field)):
+                if name in VERDICT_COLUMNS:
+                    raise ValueError(f"{field}.{i}: {name!r} is a column of every verdicts table; "
+                                     "expected an axis or factor name")
+                if name in seen:
+                    raise ValueError(f"{field}.{i}: {name!r} is listed twice (also in {seen[name]}); "
+                                     "expected each name once")
+                seen[name] = field
+        return self
+
+
+class _CI(_Document):
+    # The rates are recounted with these: the same bounds as a spec's scoring.ci at validate.
+    method: Annotated[str, AfterValidator(_method)] = "wilson"
+    level: Annotated[float, AfterValidator(_level)] = 0.95
+    n_boot: Annotated[int, AfterValidator(_n_boot)] = 1000
+
+
+class _Scoring(_Document):
+    ci: _CI | None = None
+
+
+class _Criterion(_Document):
+    id: str
+    name: str | None = None
+    permissible: bool = False
+    definition: str | None = None
+    evidence: dict[str, str] | None = None
+
+
+class _Rubric(_Document):
+    criteria: list[_Criterion] = Field(default_factory=list)
+
+
+_CI_PATCHES: dict[str, Any] = {"scoring.ci.method": str, "scoring.ci.level": float, "scoring.ci.n_boot": int}
+
+
+def _patches(value: Any) -> Any:
+    # Axis options patch the spec; the rates read the interval settings they patch.
+    for option, patch in (value or {}).items():
+        for path, setting in (patch or {}).items():
+            if path == "scoring.ci":
+                try:
+                    _CI.model_validate(setting)
+                except ValidationError as exc:
+                    first = exc.errors(include_url=False)[0]
+                    raise ValueError(f"{option}: scoring.ci: {'.'.join(map(str, first['loc']))}: "
+                                     f"{first['msg'].lower()}") from None
+            elif path in _CI_PATCHES:
+                wanted = _CI_PATCHES[path]
+                if isinstance(setting, bool) or not isinstance(setting, (int, float) if wanted is float else wanted):
+                    raise ValueError(f"{option}: {path}: expected {'text' if wanted is str else 'a number'}, "
+                                     f"got {_kind(setting)}")
+                check: Any = {str: _method, float: _level, int: _n_boot}[wanted]
+                try:
+                    check(setting)
+                except ValueError as exc:
+                    raise ValueError(f"{option}: {path}: {exc}") from None
+    return value
+
+
+class SpecDocument(_Document):
+    """A folder's ``spec.yaml``: the resolved spec the run used (the parts readers of a folder use)."""
+
+    name: str | None = None
+    axes: dict[str, Annotated[dict[str, dict[str, Any] | None], AfterValidator(_patches)]] = Field(default_factory=dict)
+    scoring: _Scoring | None = None
+    rubric: _Rubric | None = None
+    primary: dict[str, str] | None = None
+
+
+class TranscriptRecord(_Document):
+    """One line of ``transcripts.jsonl``: a transcript by its key."""
+
+    key: str
+    system: str | None = None
+    status: str | None = None
+    reason: str | None = None
+    stop_reason: str | None = None
+    turns: list[dict[str, Any]] = Field(default_factory=list)
+
+
+def _kind(value: Any) -> str:
+    names = {dict: "an object", list: "a list", str: "text", bool: "true/false", int: "a number", float: "a number"}
+    shown = repr(value)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    return "null" if value is None else f"{names.get(type(value), type(value).__name__)} ({shown})"
+
+
+_EXPECTED = {
+    "list_type": "a list", "dict_type": "an object (a mapping)", "string_type": "text", "int_type": "a whole number",
+    "float_type": "a number", "bool_type": "true or false", "missing": "this field (it is missing)",
+    "model_type": "an object (a mapping)", "int_from_float": "a whole number",
+}
+
+
+def check_document(model: type[BaseModel], document: Any, path: Path, whole: str, *, where: str | None = None) -> None:
+    """Refuse ``document`` unless ``model`` accepts it: one line naming ``path``, the field and what was expected.
+
+    ``whole`` says what the document as a whole should be; ``where`` (a line
+    of a JSON-lines file) goes before the field.
+    """
+    prefix = f"{path}: {where}: " if where else f"{path}: "
+    if not isinstance(document, dict):
+        raise InputError(f"{prefix}expected {whole}, got {_kind(document)}")
+    try:
+        model.model_validate(document)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        field = ".".join(str(part) for part in error["loc"])
+        if error["type"] == "value_error":
+            expected = str(error["msg"]).removeprefix("Value error, ")
+            if not field:  # a check across fields names its own field
+                raise InputError(f"{prefix}{expected}") from None
+        else:
+            wanted = _EXPECTED.get(error["type"])
+            got = "" if error["type"] == "missing" else f", got {_kind(error.get('input'))}"
+            expected = f"expected {wanted}{got}" if wanted else str(error["msg"])
+        raise InputError(f"{prefix}{field}: {expected}") from None
