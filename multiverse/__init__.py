@@ -10,7 +10,8 @@ The public API, in the order data flows::
     results = mv.run(spec)                   # run every universe -> Results
     results = mv.load_run("runs/demo")       # or read a run, an import or a verdicts table
     results.curve().frame                    # analyses: curve, agreement, ranking, variance, power
-    results.report("report.html")
+    mv.report(results, "report.html")     # the explorer and every analysis, one page
+    mv.label("runs/demo", 20, "SHEET.csv")  # a sheet for people to label a sample
 
 ``mv.import_table`` and ``mv.import_assert`` turn results produced elsewhere
 into an import directory and return its :class:`Results` too. Errors are
@@ -48,11 +49,13 @@ _LAZY = {
     "plan": "multiverse.engine._pipeline",
     "run": "multiverse.engine._pipeline",
     "draft": "multiverse.engine._pipeline",
-    "load_run": "multiverse.tables._tables",
+    "load_run": "multiverse.results",
+    "report": "multiverse._api",
+    "label": "multiverse._api",
     "import_table": "multiverse.importers",
     "import_assert": "multiverse.importers",
-    "Results": "multiverse.results._results",
-    "Analysis": "multiverse.results._results",
+    "Results": "multiverse.results",
+    "Analysis": "multiverse.results",
 }
 
 __all__ = [
@@ -70,9 +73,11 @@ __all__ = [
     "expand",
     "import_assert",
     "import_table",
+    "label",
     "load_run",
     "load_spec",
     "plan",
+    "report",
     "run",
 ]
 

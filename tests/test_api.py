@@ -59,9 +59,9 @@ def test_the_public_names_are_pinned_and_each_resolves(package, names):
 
 def test_the_facade_hands_out_the_real_objects():
     from multiverse.importers import import_table
+    from multiverse.results._load import load_run
     from multiverse.results._results import Results
     from multiverse.spec import load_spec
-    from multiverse.tables._tables import load_run
 
     assert mv.load_run is load_run and mv.Results is Results and mv.load_spec is load_spec
     assert mv.import_table is import_table
@@ -126,11 +126,11 @@ def _modules(folder: str) -> list[Path]:
 @pytest.mark.parametrize(("folder", "forbidden"), [
     # Analyses read tables: they never draw, call a model or reach back into the engine.
     ("multiverse/analysis", ("matplotlib", "litellm", "multiverse.stages", "multiverse.engine._pipeline", "multiverse.model._llm",
-                             "multiverse.plots", "multiverse.report", "multiverse.cli")),
+                             "multiverse.plots", "multiverse.reporting", "multiverse.cli")),
     # The report reads Results; rates and verdicts come from the analyses, not the scorer.
-    ("multiverse/report", ("multiverse.stages", "multiverse.engine._pipeline", "multiverse.model._llm", "multiverse.cli")),
-    ("multiverse/importers", ("multiverse.cli", "multiverse.report", "multiverse.engine._pipeline")),
-    ("multiverse/plots", ("multiverse.cli", "multiverse.report", "multiverse.stages", "litellm")),
+    ("multiverse/reporting", ("multiverse.stages", "multiverse.engine._pipeline", "multiverse.model._llm", "multiverse.cli")),
+    ("multiverse/importers", ("multiverse.cli", "multiverse.reporting", "multiverse.engine._pipeline")),
+    ("multiverse/plots", ("multiverse.cli", "multiverse.reporting", "multiverse.stages", "litellm")),
 ])
 def test_data_flows_one_way(folder, forbidden):
     for path in _modules(folder):
@@ -150,7 +150,7 @@ def test_the_library_never_names_a_command_line_flag():
 
     flag = re.compile(r"""InputError\(\s*f?["'][^"']*--[a-z]""")
     paths = [ROOT / "multiverse/results.py", ROOT / "multiverse/_results_analyses.py"]
-    for folder in ("multiverse/analysis", "multiverse/report", "multiverse/importers"):
+    for folder in ("multiverse/analysis", "multiverse/reporting", "multiverse/importers"):
         paths += _modules(folder)
     for path in paths:
         assert not flag.search(path.read_text(encoding="utf-8")), f"{path.relative_to(ROOT)} names a flag in an error"

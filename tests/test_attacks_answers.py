@@ -148,7 +148,7 @@ def test_hostile_answers_are_stored_safely_failures_are_recorded_and_a_rerun_rea
     criteria = pd.read_parquet(tmp_path / "run" / "criteria.parquet")
     assert criteria.rationale.str.contains("\ufffd").any()
     pd.read_csv(tmp_path / "run" / "criteria.csv")
-    from multiverse.report import write_report
+    from multiverse.reporting import write_report
 
     report = write_report(tmp_path / "run", tmp_path / "report.html", store=tmp_path / "store")
     assert "\ufffd" in report.read_bytes().decode("utf-8")

@@ -22,8 +22,8 @@ from conftest import explorer_block_texts
 
 from multiverse.errors import InputError
 from multiverse.explorer import render_explorer
+from multiverse.results._load import load_run
 from multiverse.tables._folder import CAPS, folder_file, read_manifest, read_spec_document, read_transcripts
-from multiverse.tables._tables import load_run
 
 SECRET = "SECRET-MARKER-8c1f"
 
@@ -452,7 +452,7 @@ def test_a_manifest_naming_the_readers_own_store_never_copies_its_transcripts(si
     """Whatever store the manifest names (or the environment would default to), with no transcripts.jsonl to
     show: the reader's own transcripts stay out of report.html, from the command line and from Python."""
     from multiverse.explorer import document_from_run
-    from multiverse.report import write_report
+    from multiverse.reporting import write_report
 
     value, where, env = STORE_POINTERS[pointer]
     _own_store(sim_run, tmp_path / where)

@@ -370,10 +370,10 @@ def test_import_into_a_run_folder_needs_force(tmp_path):
 
 @pytest.mark.parametrize("where", ["directory", "under_a_file", "the_input_table"])
 def test_report_out_is_checked_before_anything_is_built(tmp_path, where, monkeypatch):
-    import multiverse.report
+    import multiverse.reporting
 
     built = []
-    monkeypatch.setattr(multiverse.report, "write_report", lambda *a, **k: built.append(a))
+    monkeypatch.setattr(multiverse.reporting, "write_report", lambda *a, **k: built.append(a))
     table = tmp_path / "verdicts.csv"
     table.write_text("system,case_id,compliant,judge\nA,c1,True,j\n")
     (tmp_path / "plain").write_text("x")
@@ -468,7 +468,7 @@ def test_duplicate_rows_without_axis_hint_at_the_axis_flag(tmp_path):
 
 
 def test_formula_cells_are_inert_in_every_csv_and_round_trip(tmp_path):
-    from multiverse.tables._tables import load_run
+    from multiverse.results._load import load_run
 
     text = ('model,item,grader,label\n"=HYPERLINK(""http://x"",""y"")",+1,@sum,1\n'
             "-2+3,\tcase,'quoted,0\nsafe,i2,g,1\n")
@@ -509,8 +509,8 @@ GRADED = "model,item,grader,standard,label\n" + "".join(
 
 
 def test_without_primary_no_universe_is_primary_anywhere(tmp_path):
-    from multiverse.report import build_report_html
-    from multiverse.tables._tables import load_run
+    from multiverse.reporting import build_report_html
+    from multiverse.results._load import load_run
 
     code, _, err, out = _import(tmp_path, GRADED, "--axis", "grader", "--axis", "standard")
     assert code == 0, err
@@ -524,7 +524,7 @@ def test_without_primary_no_universe_is_primary_anywhere(tmp_path):
 
 
 def test_primary_names_one_imported_universe(tmp_path):
-    from multiverse.tables._tables import load_run
+    from multiverse.results._load import load_run
 
     code, _, err, out = _import(tmp_path, GRADED, "--axis", "grader", "--axis", "standard",
                                 "--primary", "grader=g2", "standard=lenient")

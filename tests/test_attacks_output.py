@@ -184,7 +184,7 @@ FORMULA_HEADS = ["=HYPERLINK(\"http://x\",\"y\")", "+1+2", "-2+3", "@SUM(A1)", "
 
 @pytest.mark.parametrize("head", FORMULA_HEADS)
 def test_a_formula_axis_name_is_inert_in_every_header_and_round_trips(tmp_path, head):
-    from multiverse.tables._tables import load_run
+    from multiverse.results._load import load_run
 
     out = _hostile_import(tmp_path, "A", "i1", "g1", axis=head)
     for name in ("verdicts.csv", "rates.csv"):
@@ -206,7 +206,7 @@ def test_a_formula_axis_name_is_inert_in_every_header_and_round_trips(tmp_path, 
 def test_a_line_break_inside_a_cell_never_starts_an_unguarded_row(tmp_path, inside):
     import re
 
-    from multiverse.tables._tables import load_run
+    from multiverse.results._load import load_run
 
     system = f"x{inside}=HYPERLINK(\"http://evil\")"
     out = _hostile_import(tmp_path, system, f"c{inside}@SUM(1)", "g1", axis=f"ax{inside}-1")
@@ -380,7 +380,7 @@ def test_any_import_refuses_look_alikes_before_writing(tmp_path):
 
 def test_a_run_folder_copy_keeps_working_after_the_guards(tmp_path, sim_run):
     # The shared run's CSVs (headers guarded, cells guarded) read back as its parquet tables do.
-    from multiverse.tables._tables import load_run
+    from multiverse.results._load import load_run
 
     copy = tmp_path / "run"
     shutil.copytree(sim_run.out, copy)

@@ -27,7 +27,7 @@ from multiverse.cli import main
 from multiverse.core import _credentials as credentials
 from multiverse.errors import ModelError
 from multiverse.model._llm import LiteLLMClient as ModelClient
-from multiverse.report import write_report
+from multiverse.reporting import write_report
 from multiverse.spec import ModelConfig
 
 REPO = Path(__file__).resolve().parents[1]

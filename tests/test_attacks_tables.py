@@ -17,7 +17,8 @@ import pytest
 from cli_runner import run_cli
 
 from multiverse.errors import InputError
-from multiverse.tables._tables import MAX_TABLE_ROWS, load_run, read_table
+from multiverse.results._load import load_run
+from multiverse.tables._tables import MAX_TABLE_ROWS, read_table
 
 pytestmark = pytest.mark.slow
 

@@ -124,8 +124,8 @@ def test_cli_summary_and_plan_say_units_and_calls_apart(flaky_run, capsys):
 
 
 def test_report_calls_table_shows_the_same_numbers(flaky_run):
-    from multiverse.report import build_report_html
-    from multiverse.tables._tables import load_run
+    from multiverse.reporting import build_report_html
+    from multiverse.results._load import load_run
 
     store, first = flaky_run[1:3]
     html = build_report_html(load_run(store.parent / "run"), store=store)

@@ -229,10 +229,10 @@ def test_load_run_and_the_importers_return_results_and_report_beside_them(tmp_pa
     assert isinstance(loaded, mv.Results)
     assert loaded.axes == imported.axes == ["judge", "prompt"]
     assert loaded.primary == imported.primary is not None
-    path = loaded.report(progress=False, tests=False)
+    path = mv.report(loaded, progress=False, tests=False)
     assert path == tmp_path / "imp" / "report.html" and path.read_text().startswith("<!DOCTYPE html>")
     with pytest.raises(mv.InputError, match="is the input"):
-        loaded.report(tmp_path / "imp" / "verdicts.csv", progress=False)
+        mv.report(loaded, tmp_path / "imp" / "verdicts.csv", progress=False)
     in_memory = mv.Results(verdicts=v, axes=["judge", "prompt"])
     assert in_memory.out_dir is None
     assert not math.isnan(in_memory.system_rates()["rate"].mean())

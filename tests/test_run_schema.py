@@ -30,7 +30,8 @@ import pyarrow.parquet as pq
 import pytest
 from pandas.testing import assert_frame_equal
 
-from multiverse.tables._tables import SCHEMA_VERSION, load_run, read_table, write_table
+from multiverse.results._load import load_run
+from multiverse.tables._tables import SCHEMA_VERSION, read_table, write_table
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "run_folder.json"
 TABLES = ("verdicts", "criteria", "rates")

@@ -11,7 +11,8 @@ import yaml
 from multiverse.analysis.rates import compute_rates
 from multiverse.engine._assemble import write_run_folder
 from multiverse.errors import InputError
-from multiverse.tables._tables import SCHEMA_VERSION, load_run
+from multiverse.results._load import load_run
+from multiverse.tables._tables import SCHEMA_VERSION
 
 
 def _tables():

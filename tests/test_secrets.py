@@ -92,7 +92,7 @@ def test_no_key_reaches_the_run_directory_the_store_or_the_report(tmp_path, monk
 
     report = None
     try:
-        from multiverse.report import write_report
+        from multiverse.reporting import write_report
     except ImportError:  # the report module is being built; the rest still holds
         pass
     else:

@@ -201,9 +201,9 @@ def cmd_variance(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from .. import load_run
+    from .. import report
 
-    path = load_run(args.source).report(args.out, store=args.store, threshold=args.threshold, tests=not args.no_tests,
-                                        progress=False if args.quiet else None, human=args.human)
+    path = report(args.source, args.out, store=args.store, threshold=args.threshold, tests=not args.no_tests,
+                  progress=False if args.quiet else None, human=args.human)
     say(f"report: {path}")
     return 0

@@ -14,9 +14,9 @@ __all__ = ["cmd_calibrate", "cmd_label", "print_anchored_curve", "print_anchored
 
 
 def cmd_label(args) -> int:
-    from ..labelling import label_run
+    from .. import label
 
-    csv_path, html_path, notes = label_run(args.source, args.n, args.out, seed=args.seed, force=args.force)
+    csv_path, html_path, notes = label(args.source, args.n, args.out, seed=args.seed, force=args.force)
     rows = _count_rows(csv_path)
     say(f"sheet: {csv_path} ({rows} transcripts to label)")
     say(f"page:  {html_path} (open it in a browser, label, then export the filled CSV)")

@@ -213,6 +213,7 @@ def cmd_demo(args) -> int:
     from multiverse.store._store import default_store_path
 
     from .. import load_spec
+    from .. import report as mv_report
 
     with as_file(files("multiverse.examples") / "demo.yaml") as path:
         spec = load_spec(path)
@@ -225,7 +226,7 @@ def cmd_demo(args) -> int:
     check_output_file(args.out / "report.html")
     say("multiverse demo: a SIMULATED audit (built-in offline world; no model is called over the network)")
     result = _run_and_say(spec, args, args.out)
-    report = result.report(result.out_dir / "report.html", progress=False if args.quiet else None)
+    report = mv_report(result, result.out_dir / "report.html", progress=False if args.quiet else None)
     say(f"report:  {report}")
     return 0
 

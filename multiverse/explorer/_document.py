@@ -321,7 +321,7 @@ def document_from_run(source: str | os.PathLike, *, store: Any = None) -> dict:
 
     See :func:`document_from_results` for where transcripts come from.
     """
-    from multiverse.tables._tables import load_run
+    from multiverse.results._load import load_run
 
     return document_from_results(load_run(source), store=store)
 

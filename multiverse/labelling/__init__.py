@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from ._check import check_sheet
 from ._identity import IDENTITY_COLUMNS
-from ._label import label_run
+from ._label import check_sheet_places, label_results
 from ._run_files import run_criteria, run_transcripts
 from ._sample import SHEET_COLUMNS, draw_sample
 from ._sheet import write_sheet
 
-__all__ = ["IDENTITY_COLUMNS", "SHEET_COLUMNS", "check_sheet", "draw_sample", "label_run", "run_criteria",
-           "run_transcripts", "write_sheet"]
+__all__ = ["IDENTITY_COLUMNS", "SHEET_COLUMNS", "check_sheet", "check_sheet_places", "draw_sample", "label_results",
+           "run_criteria", "run_transcripts", "write_sheet"]
 

@@ -9,7 +9,7 @@ computes each analysis on first use and keeps it::
     results = mv.load_run("runs/demo")
     results.curve().frame            # one row per universe x system
     results.agreement(axis="judge")  # judges compared on the same transcripts
-    results.report("report.html")
+    mv.report(results, "report.html")
 
 An analysis returns an :class:`Analysis`: its main table as a tidy
 ``frame``, the whole result as a JSON-able ``document`` (what
@@ -406,20 +406,6 @@ class Results:
         from multiverse.results import _anchoring as _results_anchoring
 
         return _results_anchoring.anchored_ranking(self, self.calibrate(human, alpha=alpha))
-
-    def report(self, path: str | os.PathLike | None = None, *, store: Any = None, threshold: float | None = None,
-               tests: bool = True, progress: bool | None = None, human: Any = None) -> Path:
-        """Write the self-contained HTML report; return its path (default: ``report.html`` beside the source).
-
-        The page is the explorer (the interactive curve, universes, transcripts
-        and the judges' rationales) with every analysis under it as static
-        figures and tables (``multiverse.report``). ``human``: human labels, as
-        :meth:`calibrate` takes them; the page then has the section "Anchored to people".
-        """
-        from multiverse.report import write_results_report
-
-        return write_results_report(self, path, store=store, threshold=threshold, tests=tests, progress=progress,
-                                    human=human)
 
     # -- notebooks --------------------------------------------------------------------
 

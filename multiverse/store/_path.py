@@ -59,7 +59,7 @@ def check_store_path(path: str | Path, *, out: str | Path | None = None, write: 
         raise InputError(f"{where}: {existing} {what}; expected a directory")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise InputError(f"{where}: {existing} is not writable; expected a directory you can write to")
-    from multiverse.tables._places import check_writable
+    from multiverse.core._writable import check_writable
 
     check_writable(existing, where)  # a probe file: os.access says yes to root on a read-only mount
     if existing == path:

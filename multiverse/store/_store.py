@@ -55,9 +55,9 @@ from typing import Any
 
 from multiverse.core._credentials import redact_all
 from multiverse.errors import StoreError
-from multiverse.model._answers import storable
 from multiverse.store._lease import FOLDER as LEASES
 from multiverse.store._path import check_store_path, default_store_path
+from multiverse.store._text import storable
 
 __all__ = ["MAX_ENTRY_BYTES", "CorruptEntryWarning", "Store", "check_store_path", "default_store_path", "scrub"]
 

@@ -27,10 +27,11 @@ not make a folder "unrelated".
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from multiverse.core._writable import PlaceError, check_writable
+from multiverse.core._writable import resolved as _resolved
 from multiverse.errors import InputError
 from multiverse.tables._folder import TABLE_FILES, read_manifest_document
 
@@ -41,14 +42,6 @@ __all__ = ["DERIVED_FILES", "IMPORT_FILES", "RUN_FILES", "TABLE_FILES", "PlaceEr
 DERIVED_FILES = ("report.html",)
 RUN_FILES = (*TABLE_FILES, "manifest.json", "spec.yaml", "transcripts.jsonl", *DERIVED_FILES)
 IMPORT_FILES = (*TABLE_FILES, "manifest.json", *DERIVED_FILES)
-
-
-class PlaceError(InputError):
-    """An output place that is refused. ``forceable``: writing there anyway is the caller's call."""
-
-    def __init__(self, message: str, *, forceable: bool = False):
-        super().__init__(message)
-        self.forceable = forceable
 
 
 def folder_kind(path: Path) -> str | None:
@@ -158,26 +151,6 @@ def _check_parents(out: Path, where: str) -> None:
             if not parent.is_dir():
                 raise PlaceError(f"{where}: {parent} is a file; expected a folder there")
             return
-
-
-def check_writable(path: Path, where: str) -> None:
-    # The nearest existing folder decides whether the output can be made and written. os.access
-    # says yes to root even on /proc or a read-only mount, so a hidden file is made and removed.
-    probe = _resolved(path)
-    while not probe.is_dir() and probe != probe.parent:
-        probe = probe.parent
-    try:
-        with tempfile.TemporaryFile(prefix=".multiverse-probe-", dir=probe):
-            pass
-    except OSError as exc:
-        raise PlaceError(f"{where}: {probe} is not writable ({exc.strerror or exc}); expected a writable location") from None
-
-
-def _resolved(path: Path) -> Path:
-    try:
-        return path.resolve()
-    except (OSError, RuntimeError):
-        return Path(os.path.abspath(path))
 
 
 def _article(word: str) -> str:

@@ -14,7 +14,7 @@ import json
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
@@ -22,20 +22,21 @@ from multiverse.core._atomicfile import atomic_write, atomic_write_text
 from multiverse.core._csvsafe import FORMULA_START, LINE_END, QUOTE, restore_cell, safe_cell
 
 # The columns are vocabulary (defined once there); the names stay importable from here for old callers.
-from multiverse.core._vocabulary import (
+from multiverse.core._vocabulary import (  # noqa: F401
     CORE_COLUMNS,
+    CRITERIA_COLUMNS,
+    RATE_COLUMNS,
+    SCHEMA_VERSION,
+    STATUSES,
+    VERDICT_COLUMNS,
 )
 from multiverse.errors import InputError
-
-if TYPE_CHECKING:
-    from multiverse.results._results import Results
 
 __all__ = [
     "atomic_write",
     "check_choice",
     "csv_safe",
     "infer_axes",
-    "load_run",
     "read_table",
     "require_columns",
     "split_factors",
@@ -393,66 +394,6 @@ def universe_ids(frame: pd.DataFrame, axes: list[str]) -> pd.Series:
     combos = frame.iloc[first][list(axes)].astype(str).itertuples(index=False)
     ids = np.array([digest(dict(zip(axes, row)), 12) for row in combos], dtype=object)
     return pd.Series(ids[codes], index=frame.index, dtype=object)
-
-
-def load_run(path: str | os.PathLike) -> Results:
-    """Read a run directory, an import directory, or a bare verdicts table file, as :class:`Results`.
-
-    A bare table's axes are its non-core columns; when it has a
-    ``universe_id``, those that vary inside a universe are design factors.
-    Text columns are pandas categoricals (``read_table(..., categories=True)``),
-    from parquet and CSV alike.
-    """
-    path = Path(path)
-    if path.is_dir():
-        return _load_dir(path)
-    if not path.exists():
-        raise InputError(f"{path}: no such run directory or table file")
-    frame = read_table(path, categories=True)
-    missing = [c for c in ("system", "case_id", "compliant") if c not in frame.columns]
-    if missing:
-        raise InputError(
-            f"{path}: missing column(s) {', '.join(missing)}; expected a verdicts table with system, case_id, "
-            "compliant and axis columns (use `multiverse import table` to map other column names)"
-        )
-    axes, factors = split_factors(frame, infer_axes(frame))
-    frame = frame.copy()
-    frame["universe_id"] = universe_ids(frame, axes)
-    from multiverse.results._results import Results  # results builds on this module's readers
-
-    return Results(verdicts=frame, axes=axes, factors=factors, source=path)
-
-
-def _load_dir(path: Path) -> Results:
-    from multiverse.results._results import Results
-    from multiverse.tables._folder import check_folder, read_manifest_document, table_path
-
-    # Every file through the folder's one reader: inside the folder, regular, capped, checked against its model.
-    manifest = read_manifest_document(path)
-    if manifest is None:
-        raise InputError(f"{path}: not a run or import directory (no manifest.json); run `multiverse run` or `multiverse import` first")
-    check_folder(path)
-
-    def table(name: str, required: bool, categories: bool = True) -> pd.DataFrame | None:
-        for suffix in (".parquet", ".csv"):
-            candidate = table_path(path, f"{name}{suffix}")
-            if candidate is not None:
-                return read_table(candidate, categories=categories, shown=path / f"{name}{suffix}")
-        if required:
-            raise InputError(f"{path}: missing {name}.parquet (and {name}.csv)")
-        return None
-
-    return Results(
-        verdicts=table("verdicts", True),
-        criteria=table("criteria", False),
-        # Rows per universe, not per case: small, so plain text, as a fresh run's rates are.
-        rates=table("rates", False, categories=False),
-        axes=list(manifest.get("axes", [])),
-        factors=list(manifest.get("factors", [])),
-        manifest=manifest,
-        primary=manifest.get("primary"),
-        source=path,
-    )
 
 
 def require_columns(frame: pd.DataFrame, name: str, columns: Sequence[str]) -> None:

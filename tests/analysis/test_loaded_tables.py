@@ -24,7 +24,8 @@ from multiverse.analysis.inference import joint_difference_test, joint_rate_test
 from multiverse.analysis.ranking import ranking
 from multiverse.analysis.rates import compute_rates
 from multiverse.analysis.variance import variance
-from multiverse.tables._tables import load_run, read_table, write_table
+from multiverse.results._load import load_run
+from multiverse.tables._tables import read_table, write_table
 
 AXES = ["setting", "judge", "scoring"]
 

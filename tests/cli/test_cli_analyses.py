@@ -97,7 +97,7 @@ def test_report_import_power_and_store(sim_run, run_dir, tmp_path):
 
 
 def test_a_bare_table_tells_axes_from_design_factors(run_dir):
-    from multiverse.tables._tables import load_run
+    from multiverse.results._load import load_run
 
     tables = load_run(run_dir / "verdicts.csv")
     # behavior varies inside each universe: a design factor. (interaction_condition has a

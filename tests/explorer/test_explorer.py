@@ -136,7 +136,7 @@ def _verdict_name(row) -> str:
 
 
 def test_document_round_trips_the_run(tiny_run, document):
-    from multiverse.tables._tables import load_run
+    from multiverse.results._load import load_run
 
     tables = load_run(tiny_run)
     v = tables.verdicts
@@ -188,7 +188,7 @@ def test_document_round_trips_the_run(tiny_run, document):
 
 
 def test_rates_come_from_the_run_and_match_the_curve_without_it(tiny_run, document):
-    from multiverse.tables._tables import load_run
+    from multiverse.results._load import load_run
 
     tables = load_run(tiny_run)
     r = document["rates"]
@@ -213,7 +213,8 @@ def test_rates_come_from_the_run_and_match_the_curve_without_it(tiny_run, docume
 
 def test_document_without_universe_ids_transcripts_or_criteria(tiny_run):
     """A bare table (an import): ids derived from the options, transcripts and rationales absent, not invented."""
-    from multiverse.tables._tables import load_run, universe_ids
+    from multiverse.results._load import load_run
+    from multiverse.tables._tables import universe_ids
 
     tables = load_run(tiny_run)
     bare = tables.verdicts.drop(columns=["universe_id", "transcript_key", "judgment_key"])
@@ -232,7 +233,7 @@ def test_document_without_universe_ids_transcripts_or_criteria(tiny_run):
 
 def test_long_text_is_cut_and_the_document_is_reproducible(tiny_run, document, tmp_path):
     from multiverse.explorer._document import MAX_TEXT_CHARS
-    from multiverse.tables._tables import load_run
+    from multiverse.results._load import load_run
 
     assert document_from_run(tiny_run) == document  # same run, same bytes: blocks are packed without a timestamp
     tables = load_run(tiny_run)
@@ -332,7 +333,7 @@ def tab(browser):
 
 @pytest.mark.browser
 def test_clicking_a_point_opens_its_universe_transcripts_and_rationales(tab, page_file, tiny_run, document):
-    from multiverse.tables._tables import load_run
+    from multiverse.results._load import load_run
 
     page = tab.open(page_file)
     universe = document["universes"]["id"][3]
@@ -421,7 +422,7 @@ def test_keyboard_moves_between_points_and_opens_a_universe(tab, page_file):
 
 @pytest.mark.browser
 def test_compare_two_universes_puts_disagreements_first(tab, page_file, tiny_run, document):
-    from multiverse.tables._tables import load_run
+    from multiverse.results._load import load_run
 
     a, b = document["universes"]["id"][0], document["universes"]["id"][-1]
     page = tab.open(page_file, f"#cmp=u&a={a}&b={b}")
@@ -584,7 +585,7 @@ def test_a_run_without_transcripts_jsonl_reads_them_only_from_a_store_given(tiny
 
 @pytest.mark.browser
 def test_a_bare_table_without_primary_transcripts_or_rationales_still_explores(tab, tiny_run, tmp_path):
-    from multiverse.tables._tables import load_run
+    from multiverse.results._load import load_run
 
     tables = load_run(tiny_run)
     bare = tables.verdicts.drop(columns=["universe_id", "transcript_key", "judgment_key"])
@@ -750,7 +751,7 @@ def test_compare_scrolls_to_its_result(tab, page_file, document):
 @pytest.mark.browser
 @pytest.mark.parametrize("width", [1400, 1000])
 def test_every_judgment_card_is_fully_on_screen(tab, page_file, tiny_run, document, width):
-    from multiverse.tables._tables import load_run
+    from multiverse.results._load import load_run
 
     v = load_run(tiny_run).verdicts
     row = v.sort_values(["universe_id", "case_id"]).iloc[0]

@@ -16,8 +16,9 @@ from pandas.testing import assert_frame_equal
 from multiverse.core._keys import digest
 from multiverse.errors import InputError
 from multiverse.importers import import_assert, import_table
+from multiverse.results._load import load_run
 from multiverse.results._results import Results
-from multiverse.tables._tables import load_run, read_table
+from multiverse.tables._tables import read_table
 
 # ----------------------------------------------------------------------------- ASSERT runs
 

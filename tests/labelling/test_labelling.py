@@ -21,7 +21,8 @@ from multiverse.labelling import (
     run_transcripts,
     write_sheet,
 )
-from multiverse.tables._tables import load_run, write_json, write_table
+from multiverse.results._load import load_run
+from multiverse.tables._tables import write_json, write_table
 
 HOSTILE_SYSTEM = '<img src=x onerror="window.__pwned=1">'
 HOSTILE_CASE = "</script><script>window.__pwned=2</script>"
@@ -168,8 +169,9 @@ def test_every_row_names_the_sample_and_the_id_follows_the_content_not_the_path(
 
 def test_check_sheet_holds_tables_and_imports_to_their_sample_too(tmp_path, rng):
     """A bare table has no transcripts: the sample is named by system, case and replicate."""
+    from multiverse import label as label_run
     from multiverse import load_run as load_results
-    from multiverse.labelling import check_sheet, label_run
+    from multiverse.labelling import check_sheet
 
     table = pd.DataFrame({"grader": np.repeat(["A", "B"], 40), "system": np.tile(np.repeat(["s1", "s2"], 20), 2),
                           "case_id": np.tile([f"q{i}" for i in range(20)], 4), "compliant": rng.random(80) < 0.6})
@@ -317,7 +319,7 @@ def test_import_page_shows_the_table_not_the_verdicts(tmp_path, rng, browser):
 
 
 def test_label_run_on_a_folder_and_on_a_bare_table(tmp_path, rng):
-    from multiverse.labelling import label_run
+    from multiverse import label as label_run
 
     folder, _ = _run_folder(tmp_path, rng)
     csv, html, notes = label_run(folder, 12, tmp_path / "sheets" / "SHEET.csv", seed=5)
@@ -342,8 +344,8 @@ def test_label_run_reads_a_real_run_folder(tmp_path, write_spec):
     """The sheet reads what `run` writes: transcripts.jsonl (markers hidden) and the rubric in spec.yaml."""
     from conftest import tiny_spec_document
 
+    from multiverse import label as label_run
     from multiverse.engine._pipeline import run
-    from multiverse.labelling import label_run
     from multiverse.spec import load_spec
 
     run(load_spec(write_spec(tiny_spec_document())), out=tmp_path / "run", store=tmp_path / "store", progress=False)

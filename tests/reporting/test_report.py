@@ -45,7 +45,7 @@ def tiny_run(sim_run, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def report(tiny_run):
-    from multiverse.report import write_report
+    from multiverse.reporting import write_report
 
     out, _ = tiny_run
     path = write_report(out)
@@ -155,7 +155,7 @@ def test_every_figure_is_a_valid_inline_png(report):
 
 
 def test_report_states_the_run(tiny_run, report):
-    from multiverse.tables._tables import load_run
+    from multiverse.results._load import load_run
 
     _, page = report
     tables = load_run(tiny_run[0])
@@ -197,8 +197,8 @@ def test_report_states_the_run(tiny_run, report):
 
 
 def test_build_report_html_matches_the_file(tiny_run):
-    from multiverse.report import build_report_html
-    from multiverse.tables._tables import load_run
+    from multiverse.reporting import build_report_html
+    from multiverse.results._load import load_run
 
     page = build_report_html(load_run(tiny_run[0]), store=tiny_run[1], threshold=0.8)
     assert page.startswith("<!DOCTYPE html>") and _problems(page) == []
@@ -209,7 +209,7 @@ def test_build_report_html_matches_the_file(tiny_run):
 
 
 def test_run_text_is_escaped(hostile_run, tmp_path):
-    from multiverse.report import write_report
+    from multiverse.reporting import write_report
 
     page = write_report(hostile_run, tmp_path / "hostile.html").read_text(encoding="utf-8")
     for payload in (SCRIPT, IMG, SPEC_PAYLOAD, SYSTEM):
@@ -226,7 +226,7 @@ def test_run_text_is_escaped(hostile_run, tmp_path):
 
 def test_without_transcripts_jsonl_or_a_store_given_rationales_are_shown_alone(tiny_run, tmp_path):
     """An older run folder: its manifest names its store (which is here), yet only a store given is read."""
-    from multiverse.report import write_report
+    from multiverse.reporting import write_report
 
     run_dir = tmp_path / "run"
     shutil.copytree(tiny_run[0], run_dir)
@@ -243,7 +243,7 @@ def test_without_transcripts_jsonl_or_a_store_given_rationales_are_shown_alone(t
 
 
 def test_a_store_given_that_is_not_there_is_refused(tiny_run, tmp_path):
-    from multiverse.report import write_report
+    from multiverse.reporting import write_report
 
     run_dir = tmp_path / "run"
     shutil.copytree(tiny_run[0], run_dir)
@@ -268,7 +268,7 @@ def _label_table(tmp_path, rng) -> Path:
 
 def test_bare_verdicts_table(tmp_path, rng):
     """A table from elsewhere: no manifest, spec, criteria, rates or store; still a full report."""
-    from multiverse.report import write_report
+    from multiverse.reporting import write_report
 
     table = _label_table(tmp_path, rng)
     pd.read_csv(table).drop(columns="behavior").to_csv(table, index=False)  # every other column is an axis
@@ -284,7 +284,7 @@ def test_bare_verdicts_table(tmp_path, rng):
 
 def test_import_directory(tmp_path, rng):
     from multiverse.importers.table import import_table
-    from multiverse.report import write_report
+    from multiverse.reporting import write_report
 
     imported = import_table(_label_table(tmp_path, rng), system="system", item="case_id", label="compliant",
                             axes=["judge"], factors=["behavior"], out_dir=tmp_path / "imported")
@@ -354,7 +354,7 @@ def test_report_renders_in_chromium(report, tmp_path):
 
 @pytest.mark.browser
 def test_hostile_report_runs_no_injected_script(hostile_run, tmp_path):
-    from multiverse.report import write_report
+    from multiverse.reporting import write_report
 
     path = write_report(hostile_run, tmp_path / "hostile.html")
     attributes = _body_attributes(_browse(path, tmp_path, "--dump-dom"))
@@ -367,8 +367,8 @@ def test_hostile_report_runs_no_injected_script(hostile_run, tmp_path):
 
 def test_grey_band_is_each_systems_primary_rate(tiny_run):
     """The band and the tests hold every universe at the system's primary rate, unless a threshold is given."""
-    from multiverse.report.run import _prepare
-    from multiverse.tables._tables import load_run
+    from multiverse.reporting.run import _prepare
+    from multiverse.results._load import load_run
 
     tables = load_run(tiny_run[0])
     run = _prepare(tables, tiny_run[1], None, True)
@@ -388,8 +388,8 @@ def test_grey_band_is_each_systems_primary_rate(tiny_run):
 
 
 def test_tests_can_be_turned_off_and_progress_shown(tiny_run, capfd):
-    from multiverse.report import build_report_html
-    from multiverse.tables._tables import load_run
+    from multiverse.reporting import build_report_html
+    from multiverse.results._load import load_run
 
     page = build_report_html(load_run(tiny_run[0]), store=tiny_run[1], tests=False, progress=True)
     err = capfd.readouterr().err
@@ -403,7 +403,7 @@ def test_tests_can_be_turned_off_and_progress_shown(tiny_run, capfd):
 
 
 def test_displayed_transcripts_carry_no_sim_markers(tiny_run, report):
-    from multiverse.report.markup import _without_markers
+    from multiverse.reporting.markup import _without_markers
     from multiverse.sim.markers import strip_markers
 
     _, page = report
@@ -418,7 +418,7 @@ def test_displayed_transcripts_carry_no_sim_markers(tiny_run, report):
 
 
 def test_simulated_failures_are_explained(report, tmp_path, rng):
-    from multiverse.report import write_report
+    from multiverse.reporting import write_report
 
     _, page = report
     assert "injects failures on purpose" in page
@@ -427,8 +427,8 @@ def test_simulated_failures_are_explained(report, tmp_path, rng):
 
 
 def test_report_keeps_the_declared_option_order(tiny_run):
-    from multiverse.report.run import _prepare
-    from multiverse.tables._tables import load_run
+    from multiverse.reporting.run import _prepare
+    from multiverse.results._load import load_run
 
     run = _prepare(load_run(tiny_run[0]), tiny_run[1], None, True)
     assert run.options == {"judge": ["judge_a", "judge_b"], "evidence": ["strict", "lenient"]}
@@ -455,7 +455,7 @@ def dollar_run(tiny_run, tmp_path_factory):
 
 
 def test_dollar_names_render_literally_in_every_section(dollar_run, tmp_path):
-    from multiverse.report import write_report
+    from multiverse.reporting import write_report
 
     page = write_report(dollar_run, tmp_path / "dollar.html", progress=False).read_text(encoding="utf-8")
     assert _problems(page) == []

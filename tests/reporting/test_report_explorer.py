@@ -17,6 +17,7 @@ import re
 import pandas as pd
 import pytest
 
+import multiverse as mv
 from multiverse.cli import main
 from multiverse.explorer import read_transcripts, unpack
 from multiverse.sim.markers import strip_markers
@@ -174,7 +175,7 @@ def test_results_report_of_a_run_and_an_import_is_the_explorer(run_result, impor
     from multiverse import load_run
 
     for results, name in ((run_result, "run"), (load_run(imported), "import")):
-        path = results.report(tmp_path / f"{name}.html", tests=False, progress=False)
+        path = mv.report(results, tmp_path / f"{name}.html", tests=False, progress=False)
         page = path.read_text(encoding="utf-8")
         document = _document(page)
         assert sorted(document["universes"]["id"]) == sorted(results.verdicts["universe_id"].astype(str).unique())
@@ -192,7 +193,7 @@ def test_results_report_of_a_run_and_an_import_is_the_explorer(run_result, impor
 
 @pytest.mark.browser
 def test_a_run_where_every_verdict_failed_still_gets_its_explorer_and_says_why(tab, tmp_path):
-    from multiverse.report import build_report_html
+    from multiverse.reporting import build_report_html
     from multiverse.results._results import Results
 
     verdicts = pd.DataFrame([{"system": s, "case_id": f"c{c}", "judge": j, "compliant": None, "status": "rollout_failed",

@@ -18,7 +18,7 @@ def _problems(page: str) -> list[str]:
 
 
 def test_primary_rate_of_zero_or_one_is_said_not_tested():
-    from multiverse.report import build_report_html
+    from multiverse.reporting import build_report_html
     from multiverse.results._results import Results
 
     rows = [{"system": s, "case_id": f"c{c}", "judge": j, "compliant": (s == "always") or (c + k) % 3 > 0}
@@ -53,8 +53,8 @@ def test_every_top_flip_is_listed_with_its_universe(tmp_path, rng, monkeypatch):
     ranking_module = import_module("multiverse.analysis.ranking")
     import dataclasses
 
-    from multiverse.report import build_report_html
-    from multiverse.tables._tables import load_run
+    from multiverse.reporting import build_report_html
+    from multiverse.results._load import load_run
 
     tables = load_run(_flip_table(tmp_path, rng))
     first = tables.verdicts.iloc[0]
@@ -87,8 +87,8 @@ def test_every_top_flip_is_listed_with_its_universe(tmp_path, rng, monkeypatch):
 
 
 def test_bare_table_options_keep_their_first_appearance(tmp_path):
-    from multiverse.report.run import _prepare
-    from multiverse.tables._tables import load_run
+    from multiverse.reporting.run import _prepare
+    from multiverse.results._load import load_run
 
     table = tmp_path / "t.csv"
     rows = [{"system": s, "case_id": f"c{c}", "judge": j, "compliant": c % 2 == 0}
@@ -102,7 +102,7 @@ def test_png_keeps_a_legend_drawn_past_the_figure_edge():
     from matplotlib.figure import Figure
     from PIL import Image
 
-    from multiverse.report.markup import _png
+    from multiverse.reporting.markup import _png
 
     figure = Figure(figsize=(4, 3))
     ax = figure.add_subplot()
@@ -123,7 +123,7 @@ def test_ranking_section_says_in_words_which_systems_are_separable():
     # the twins are not separable and that both rank above the third (issue 12, item 5).
     import numpy as np
 
-    from multiverse.report import build_report_html
+    from multiverse.reporting import build_report_html
     from multiverse.results._results import Results
     from multiverse.tables._tables import universe_ids
 
@@ -147,7 +147,7 @@ def test_ranking_section_says_in_words_which_systems_are_separable():
 def test_every_figure_of_a_simulated_run_is_stamped_and_no_other_is(monkeypatch):
     """The report's figures go through one door (markup._figure): a simulated run's all carry the stamp."""
     from multiverse.plots.stamp import is_stamped
-    from multiverse.report import build_report_html, markup
+    from multiverse.reporting import build_report_html, markup
     from multiverse.results._results import Results
     from multiverse.tables._tables import universe_ids
 

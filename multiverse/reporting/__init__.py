@@ -224,7 +224,7 @@ def write_report(source: str | os.PathLike, out_html: str | os.PathLike | None =
     (beside the table for a table file). See :func:`build_report_html` for
     ``store``, ``threshold``, ``tests``, ``progress`` and ``human``.
     """
-    from multiverse.tables._tables import load_run
+    from multiverse.results._load import load_run
 
     return write_results_report(load_run(source), out_html, store=store, threshold=threshold, tests=tests,
                                 progress=progress, human=human)

@@ -1,0 +1,53 @@
+"""The public functions that join rooms: a report or a labelling sheet of loaded results.
+
+They sit above the results, the report and the labelling, so none of those
+needs to know the others: ``Results`` holds tables and analyses, the report
+draws a page of them, and the labelling draws a sample of them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from multiverse.results import Results, load_run
+
+__all__ = ["label", "report"]
+
+
+def report(results: Results | str | os.PathLike, path: str | os.PathLike | None = None, *, store: Any = None,
+           threshold: float | None = None, tests: bool = True, progress: bool | None = None,
+           human: Any = None) -> Path:
+    """Write the self-contained HTML report of ``results``; return its path.
+
+    ``results`` is a :class:`Results` or the path of a run, an import or a
+    verdicts table. The default output is ``report.html`` beside the source.
+    The page is the explorer (the interactive curve, universes, transcripts
+    and the judges' rationales) with every analysis under it as static figures
+    and tables. ``store``: a store to show transcripts from (a folder's own
+    ``transcripts.jsonl`` otherwise); ``threshold``: the rate the joint tests
+    test against; ``tests=False`` skips the resampling tests; ``human``:
+    human labels, as :meth:`Results.calibrate` takes them, which add the
+    section "Anchored to people".
+    """
+    from multiverse.reporting import write_results_report
+
+    loaded = results if isinstance(results, Results) else load_run(results)
+    return write_results_report(loaded, path, store=store, threshold=threshold, tests=tests, progress=progress,
+                                human=human)
+
+
+def label(source: str | os.PathLike, n: int, out: str | os.PathLike, *, seed: int = 0,
+          force: bool = False) -> tuple[Path, Path, list[str]]:
+    """Draw ``n`` transcripts per system and rollout configuration for people to label.
+
+    Writes the sheet (``out``, a ``.csv``) and its page (the same name,
+    ``.html``) and returns (csv path, html path, notes). The sheet's name is
+    checked before the run is read; an existing sheet is replaced only with
+    ``force=True``, since people may have typed labels into it.
+    """
+    from multiverse.labelling import check_sheet_places, label_results
+
+    out_csv = check_sheet_places(source, out, force=force)
+    return label_results(load_run(source), n, out_csv, seed=seed)

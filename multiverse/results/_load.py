@@ -1,0 +1,74 @@
+"""Reading a run folder, an import folder or a bare verdicts table as :class:`Results`.
+
+It sits above both: the tables room reads and checks the files, the results
+room holds them; this is the one place that builds ``Results`` from a folder.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from multiverse.errors import InputError
+from multiverse.results._results import Results
+from multiverse.tables._folder import check_folder, read_manifest_document, table_path
+from multiverse.tables._tables import infer_axes, read_table, split_factors, universe_ids
+
+__all__ = ["load_run"]
+
+
+def load_run(path: str | os.PathLike) -> Results:
+    """Read a run directory, an import directory, or a bare verdicts table file, as :class:`Results`.
+
+    A bare table's axes are its non-core columns; when it has a
+    ``universe_id``, those that vary inside a universe are design factors.
+    Text columns are pandas categoricals (``read_table(..., categories=True)``),
+    from parquet and CSV alike.
+    """
+    path = Path(path)
+    if path.is_dir():
+        return _load_dir(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such run directory or table file")
+    frame = read_table(path, categories=True)
+    missing = [c for c in ("system", "case_id", "compliant") if c not in frame.columns]
+    if missing:
+        raise InputError(
+            f"{path}: missing column(s) {', '.join(missing)}; expected a verdicts table with system, case_id, "
+            "compliant and axis columns; a table with other column names is imported first, naming its columns"
+        )
+    axes, factors = split_factors(frame, infer_axes(frame))
+    frame = frame.copy()
+    frame["universe_id"] = universe_ids(frame, axes)
+    return Results(verdicts=frame, axes=axes, factors=factors, source=path)
+
+
+def _load_dir(path: Path) -> Results:
+    # Every file through the folder's one reader: inside the folder, regular, capped, checked against its model.
+    manifest = read_manifest_document(path)
+    if manifest is None:
+        raise InputError(f"{path}: not a run or import directory (no manifest.json); expected the folder a run or an import wrote")
+    check_folder(path)
+
+    def table(name: str, required: bool, categories: bool = True) -> pd.DataFrame | None:
+        for suffix in (".parquet", ".csv"):
+            candidate = table_path(path, f"{name}{suffix}")
+            if candidate is not None:
+                return read_table(candidate, categories=categories, shown=path / f"{name}{suffix}")
+        if required:
+            raise InputError(f"{path}: missing {name}.parquet (and {name}.csv)")
+        return None
+
+    return Results(
+        verdicts=table("verdicts", True),
+        criteria=table("criteria", False),
+        # Rows per universe, not per case: small, so plain text, as a fresh run's rates are.
+        rates=table("rates", False, categories=False),
+        axes=list(manifest.get("axes", [])),
+        factors=list(manifest.get("factors", [])),
+        manifest=manifest,
+        primary=manifest.get("primary"),
+        source=path,
+    )
