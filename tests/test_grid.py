@@ -192,12 +192,37 @@ def test_ids_do_not_depend_on_key_order_or_formatting(demo_universes, tmp_path):
     assert universes[0].id == demo_universes[0].id and universes[0].is_primary
 
 
-def test_ids_do_not_depend_on_axis_names(demo_universes):
+def test_a_universe_has_the_same_id_run_imported_or_read_bare(demo_universes, tmp_path):
+    """One rule (the digest of the options): a run's universes keep their ids through an import and a bare table."""
+    import pandas as pd
+
+    import multiverse as mv
+    from multiverse.core._keys import universe_id
+    from multiverse.tables._tables import universe_ids
+
+    assert all(u.id == universe_id(u.options) for u in demo_universes)
+    axes = list(demo_universes[0].options)
+    rows = [{**u.options, "system": "s", "item": f"c{i}", "label": "yes"}
+            for u in demo_universes for i in range(2)]
+    table = tmp_path / "labels.csv"
+    pd.DataFrame(rows).to_csv(table, index=False)
+    imported = mv.import_table(table, system="system", item="item", label="label", axes=axes, positive="yes",
+                               out_dir=tmp_path / "imported")
+    ids = {tuple(str(v) for v in row[axes]): row["universe_id"] for _, row in imported.verdicts.iterrows()}
+    assert ids == {tuple(u.options.values()): u.id for u in demo_universes}
+    bare = universe_ids(pd.DataFrame(rows), axes)
+    assert set(bare) == {u.id for u in demo_universes}
+
+
+def test_renaming_an_axis_renames_its_universes_but_not_their_measurement(demo_universes):
     raw = raw_demo()
     raw["axes"]["grader"] = raw["axes"].pop("judge")
     raw["primary"]["grader"] = raw["primary"].pop("judge")
     universes = expand(spec_of(raw))
-    assert {u.id for u in universes} == {u.id for u in demo_universes}
+    # Ids follow the options (so runs and imports of one design match); the measurements are the same.
+    assert {u.id for u in universes}.isdisjoint({u.id for u in demo_universes})
+    assert sorted(u.spec.measurement() == v.spec.measurement() for u, v in zip(universes, demo_universes)) \
+        and {str(u.spec.measurement()) for u in universes} == {str(u.spec.measurement()) for u in demo_universes}
 
 
 def test_ids_are_unique_even_when_two_options_resolve_alike():
@@ -214,11 +239,20 @@ def test_ids_are_unique_even_when_two_options_resolve_alike():
     assert len(ids) == len(set(ids)), f"{len(ids)} universes share {len(set(ids))} ids"
 
 
+def by_measurement(universes) -> dict[tuple, str]:
+    from multiverse.core._keys import digest
+
+    return {tuple(sorted(u.options.items())): digest(u.spec.measurement()) for u in universes}
+
+
 def test_changing_one_judge_option_changes_only_its_universes(demo_universes):
     raw = raw_demo()
     raw["axes"]["judge"]["judge_b"] = {"judge.model": "sim/judge-c"}
-    changed = by_options(expand(spec_of(raw)))
-    before = by_options(demo_universes)
+    universes = expand(spec_of(raw))
+    # Ids name the options, so they stay; what a universe measures changes for judge_b's alone.
+    assert by_options(universes) == by_options(demo_universes)
+    changed = by_measurement(universes)
+    before = by_measurement(demo_universes)
     assert changed.keys() == before.keys()
     for options, uid in before.items():
         if ("judge", "judge_b") in options:
@@ -239,12 +273,13 @@ def test_changing_one_judge_option_changes_only_its_universes(demo_universes):
         ),
     ],
 )
-def test_changing_a_base_value_changes_every_id(demo_universes, edit):
+def test_changing_a_base_value_changes_every_measurement_and_no_id(demo_universes, edit):
     raw = raw_demo()
     edit(raw)
-    changed = by_options(expand(spec_of(raw)))
-    before = by_options(demo_universes)
+    universes = expand(spec_of(raw))
+    changed, before = by_measurement(universes), by_measurement(demo_universes)
     assert all(changed[o] != before[o] for o in before)
+    assert by_options(universes) == by_options(demo_universes)
 
 
 def test_grid_only_fields_do_not_change_ids(demo_universes):
@@ -429,8 +464,9 @@ def test_without_a_primary_no_universe_is_primary():
 
 
 def test_universe_ids_are_stable_across_releases(demo_universes):
-    # Ids key the store: a change of how the spec is modelled must not move them
-    # (these were computed before the spec became pydantic models).
+    # Ids name universes in tables, reports and diffs of two runs: a change of how the spec
+    # or the tables are modelled must not move them (these follow the one rule, the digest
+    # of the options, since the rooms were drawn; before, a run's ids digested the measurement).
     ids = [u.id for u in demo_universes]
-    assert ids[:4] == ["68b96be446e0", "a9d993cb587f", "a2ecd5cff871", "e80ddab85427"]
-    assert hashlib.sha256("".join(ids).encode()).hexdigest()[:12] == "68c35a8bf532"
+    assert ids[:4] == ["a90a95bec1de", "921bdb07de7a", "35afce8da415", "511e4d72de2a"]
+    assert hashlib.sha256("".join(ids).encode()).hexdigest()[:12] == "7e11941c1563"

@@ -33,8 +33,8 @@ inference_set.jsonl (ASSERT leaves errored cases out) becomes rollout_failed, an
 transcript with no score row becomes judge_failed.
 
 case_id is ``<test-set version>@<input hash prefix>:<type>:<test_case_id>``, so cases
-join across runs only when they come from the same test set. universe_id is
-``keys.digest({"source": "assert", "axes": {axis: option}, "scoring": rule})``.
+join across runs only when they come from the same test set. universe_id follows
+the one rule, ``keys.universe_id({axis: option})`` (the scoring rule is an option when several are imported).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ import pandas as pd
 
 from multiverse.analysis.rates import compute_rates
 from multiverse.analysis.scoring import score_verdicts
-from multiverse.core._keys import digest
+from multiverse.core._keys import digest, universe_id
 from multiverse.core._vocabulary import SCORING_RULES
 from multiverse.errors import InputError
 from multiverse.importers.assert_runs import (
@@ -473,7 +473,7 @@ def _score(transcripts, criteria_rows, sample_rows, rules, axis_names, factors):
             if len(rules) > 1:
                 options["scoring"] = rule
             universe = {axis: options[axis] for axis in axis_names}
-            row = {"universe_id": digest({"source": "assert", "axes": universe, "scoring": rule}), **universe}
+            row = {"universe_id": universe_id(universe), **universe}
             row["system"] = record["system"]
             row["case_id"] = record["case_id"]
             for factor in factors:

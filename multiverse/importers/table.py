@@ -2,7 +2,7 @@
 
 One row is one label: a system's answer to an item (a case), judged compliant or not,
 under the measurement choices named in the axis columns. Each distinct combination of
-axis values is a universe. universe_id is ``keys.digest({"source": "table", "axes": {axis: value}})``.
+axis values is a universe. universe_id follows the one rule, ``keys.universe_id({axis: value})``.
 
 Labels are never guessed. A label is boolean or 0/1 (true/false, 1/0, any case), or a
 category: ``positive`` names the compliant value and ``negative`` the non-compliant
@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from multiverse.analysis.rates import compute_rates
-from multiverse.core._keys import digest
+from multiverse.core._keys import universe_id
 from multiverse.core._names import both_spellings, look_alike, nfc
 from multiverse.errors import InputError
 from multiverse.importers.directory import (
@@ -281,14 +281,11 @@ def _some(values: pd.Series) -> str:
 
 
 def _universe_ids(combos: pd.DataFrame, axes: list[str]) -> np.ndarray:
-    """Universe id = digest of the source and the universe's axis values."""
+    """Universe ids by the one rule (the digest of the axis values), one per distinct combination."""
     if not axes:
-        return np.full(len(combos), digest({"source": "table", "axes": {}}), dtype=object)
+        return np.full(len(combos), universe_id({}), dtype=object)
     distinct = combos.drop_duplicates()
-    ids = {
-        tuple(row): digest({"source": "table", "axes": dict(zip(axes, row))})
-        for row in distinct.itertuples(index=False)
-    }
+    ids = {tuple(row): universe_id(dict(zip(axes, row))) for row in distinct.itertuples(index=False)}
     return np.array([ids[tuple(row)] for row in combos.itertuples(index=False)], dtype=object)
 
 

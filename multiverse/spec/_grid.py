@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from multiverse.core._keys import digest
+from multiverse.core._keys import digest, universe_id
 from multiverse.core._vocabulary import STAGES
 from multiverse.errors import SpecError
 from multiverse.spec import Spec, apply_patch, resolve_document
@@ -111,14 +111,14 @@ def expand(spec: Spec) -> list[Universe]:
         for axis, option in combo.items():
             patch.update(spec.axes[axis][option])
         resolved = resolve_document(apply_patch(base, patch), path=spec.path)
-        uid = digest(resolved.measurement(), 12)
-        if uid in seen:
+        measurement = digest(resolved.measurement(), 12)
+        if measurement in seen:
             raise SpecError(
                 spec.path or "<spec>", "axes",
-                f"{label(combo)} resolves to the same measurement as {seen[uid]}; expected every option to change something",
+                f"{label(combo)} resolves to the same measurement as {seen[measurement]}; expected every option to change something",
             )
-        seen[uid] = label(combo)
-        universes.append(Universe(uid, label(combo), combo, resolved, is_primary=(combo == primary)))
+        seen[measurement] = label(combo)
+        universes.append(Universe(universe_id(combo), label(combo), combo, resolved, is_primary=(combo == primary)))
     universes.sort(key=lambda u: not u.is_primary)
     return universes
 

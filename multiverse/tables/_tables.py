@@ -387,12 +387,12 @@ def universe_ids(frame: pd.DataFrame, axes: list[str]) -> pd.Series:
         return pd.Series("all", index=frame.index, dtype=object)
     import numpy as np
 
-    from multiverse.core._keys import digest
+    from multiverse.core._keys import universe_id
 
     codes = frame.groupby(list(axes), sort=False, observed=True, dropna=False).ngroup().to_numpy()
     first = np.unique(codes, return_index=True)[1]  # ngroup codes are 0..G-1 in order of appearance
     combos = frame.iloc[first][list(axes)].astype(str).itertuples(index=False)
-    ids = np.array([digest(dict(zip(axes, row)), 12) for row in combos], dtype=object)
+    ids = np.array([universe_id(dict(zip(axes, row))) for row in combos], dtype=object)
     return pd.Series(ids[codes], index=frame.index, dtype=object)
 
 

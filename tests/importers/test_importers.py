@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from pandas.testing import assert_frame_equal
 
-from multiverse.core._keys import digest
+from multiverse.core._keys import digest, universe_id
 from multiverse.errors import InputError
 from multiverse.importers import import_assert, import_table
 from multiverse.results._load import load_run
@@ -187,7 +187,7 @@ def three_runs(tmp_path: Path) -> list[Path]:
 
 
 def universe(judge, user, rule="all_applicable", **extra):
-    return digest({"source": "assert", "axes": {"judge": judge, "user": user, **extra}, "scoring": rule})
+    return universe_id({"judge": judge, "user": user, **extra})
 
 
 def case_id(case):
@@ -485,7 +485,7 @@ def write_table(tmp_path: Path, text: str, name="labels.csv") -> Path:
 
 
 def table_universe(judge, evidence):
-    return digest({"source": "table", "axes": {"judge": judge, "evidence": evidence}})
+    return universe_id({"judge": judge, "evidence": evidence})
 
 
 def test_import_table_two_axes_by_hand(tmp_path):
