@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 PUBLIC = [
     "load_spec", "expand", "plan", "run", "draft", "load_run", "import_table", "import_assert",
-    "Results", "Analysis",
+    "report", "label", "Results", "Analysis",
     "MultiverseError", "SpecError", "InputError", "StoreError", "ModelError", "BudgetExceeded", "ModelUnusable",
     "__version__",
 ]
@@ -149,8 +149,9 @@ def test_the_library_never_names_a_command_line_flag():
     import re
 
     flag = re.compile(r"""InputError\(\s*f?["'][^"']*--[a-z]""")
-    paths = [ROOT / "multiverse/results.py", ROOT / "multiverse/_results_analyses.py"]
-    for folder in ("multiverse/analysis", "multiverse/reporting", "multiverse/importers"):
+    paths = []
+    for folder in ("multiverse/results", "multiverse/tables", "multiverse/analysis", "multiverse/reporting",
+                   "multiverse/importers"):
         paths += _modules(folder)
     for path in paths:
         assert not flag.search(path.read_text(encoding="utf-8")), f"{path.relative_to(ROOT)} names a flag in an error"

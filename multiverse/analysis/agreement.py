@@ -55,6 +55,7 @@ from multiverse.analysis.agreement_units import (
 )
 from multiverse.analysis.dropped import dropped_notes
 from multiverse.analysis.rates import included_verdicts
+from multiverse.core._vocabulary import COUNTED_STATUS
 from multiverse.errors import InputError
 
 __all__ = ["agreement", "cohen_kappa", "gwet_ac1", "pair_matrix"]
@@ -330,7 +331,8 @@ def _judged_rows(verdicts: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
                if c in verdicts.columns]
     rows = verdicts["judgment_key"].notna().to_numpy().copy()
     if "status" in verdicts.columns:
-        rows &= verdicts["status"].isin(["ok", "excluded"]).to_numpy(dtype=bool, na_value=False)
+        # Excluded verdicts were judged too (the rule found no criterion applicable): they are agreement data.
+        rows &= verdicts["status"].isin([COUNTED_STATUS, "excluded"]).to_numpy(dtype=bool, na_value=False)
     return verdicts.loc[rows, list(dict.fromkeys(columns))].reset_index(drop=True)
 
 

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from multiverse.core._vocabulary import counted_rows
 from multiverse.errors import InputError
 from multiverse.tables._tables import universe_ids
 
@@ -98,8 +99,7 @@ def _ok_verdicts(
     if missing:
         raise InputError(f"verdicts: {', '.join(missing)}: expected column(s) to be present")
     keep = verdicts["compliant"].notna().to_numpy(dtype=bool, copy=True)
-    if "status" in verdicts.columns:
-        keep &= (verdicts["status"] == "ok").fillna(False).to_numpy(dtype=bool)
+    keep &= counted_rows(verdicts)
     columns = [c for c in ("universe_id", *axes, *_REQUIRED) if c in verdicts.columns]
     # Copy-on-write: selecting columns of a table with no failed rows is free,
     # which matters at tens of millions of verdicts.
@@ -194,8 +194,7 @@ def _case_matrix_from_codes(verdicts: pd.DataFrame, axes: list[str]) -> CaseMatr
     """
     labels = verdicts["compliant"]
     keep = labels.notna().to_numpy(dtype=bool, copy=True)
-    if "status" in verdicts.columns:
-        keep &= (verdicts["status"] == "ok").fillna(False).to_numpy(dtype=bool)
+    keep &= counted_rows(verdicts)
     if not keep.any():
         raise InputError("verdicts: status: expected at least one ok verdict with a compliant label")
     if verdicts["universe_id"][keep].isna().any():

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from multiverse.core._outcomes import reason_class
+from multiverse.core._vocabulary import counted_rows
 
 __all__ = ["dropped_notes"]
 
@@ -68,7 +69,7 @@ def dropped_notes(verdicts: pd.DataFrame) -> list[str]:
     """Notes on the universes, and universe x system pairs, that have no ok verdict (empty when none)."""
     if "status" not in verdicts.columns or "universe_id" not in verdicts.columns or verdicts.empty:
         return []
-    ok = (verdicts["status"] == "ok").fillna(False).astype(bool)
+    ok = pd.Series(counted_rows(verdicts), index=verdicts.index)
     if _all_have_ok(verdicts, ok.to_numpy()):
         return []
     # Only the columns a note reads: a big table is not copied whole below.
@@ -82,7 +83,7 @@ def dropped_notes(verdicts: pd.DataFrame) -> list[str]:
                      f"{_ids(gone)} ({_why(rows)})")
     if "system" in verdicts.columns:
         kept = verdicts[~verdicts["universe_id"].isin(gone)]
-        pairs = (kept["status"] == "ok").fillna(False).astype(bool).groupby([kept["system"], kept["universe_id"]], sort=False).any()
+        pairs = pd.Series(counted_rows(kept), index=kept.index).groupby([kept["system"], kept["universe_id"]], sort=False).any()
         for system, group in pairs[~pairs].groupby(level=0, sort=False):
             universes = list(group.index.get_level_values(1))
             rows = kept[(kept["system"] == system) & kept["universe_id"].isin(universes)]

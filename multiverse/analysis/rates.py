@@ -50,7 +50,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from multiverse.core._vocabulary import CI_METHODS, ESTIMATORS, RATE_VALUE_COLUMNS
+from multiverse.core._vocabulary import CI_METHODS, ESTIMATORS, RATE_VALUE_COLUMNS, counted_rows
 from multiverse.errors import InputError
 from multiverse.tables._tables import check_choice, require_columns, universe_ids
 
@@ -85,8 +85,7 @@ def included_verdicts(verdicts: pd.DataFrame, *, axes: Sequence[str],
     if "universe_id" in verdicts.columns:
         keep.insert(0, "universe_id")
     rows = pd.Series(True, index=verdicts.index)
-    if "status" in verdicts.columns:
-        rows &= (verdicts["status"] == "ok").to_numpy(dtype=bool, na_value=False)
+    rows &= counted_rows(verdicts)
     compliant = verdicts["compliant"]
     rows &= compliant.notna().to_numpy()
     out = verdicts.loc[rows.to_numpy(), keep]
@@ -292,7 +291,7 @@ def _split_by_scoring(frame, scoring, estimator, ci, level):
 
 def _rates(frame, axes, factors, estimator, ci, level, n_boot, seed) -> pd.DataFrame:
     if "status" in frame.columns:
-        included = (frame["status"] == "ok").to_numpy(dtype=bool)
+        included = counted_rows(frame)
     else:
         included = frame["compliant"].notna().to_numpy()
     compliant = included & _bool_array(frame["compliant"])

@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from multiverse.core._vocabulary import SAMPLE_STATUSES, SCORING_RULES
+from multiverse.core._vocabulary import SAMPLE_STATUSES, SCORING_RULES, counted_rows
 from multiverse.errors import InputError
 from multiverse.tables._tables import check_choice, require_columns
 
@@ -199,7 +199,7 @@ def rescore(verdicts: pd.DataFrame, criteria: pd.DataFrame, rule: str) -> pd.Dat
     """
     check_choice(rule, RULES, "scoring rule")
     require_columns(verdicts, "verdicts", ["judgment_key", "status", "reason", "compliant"])
-    usable = (verdicts["status"] == "ok") | verdicts["reason"].isin(_RULE_REASONS)
+    usable = counted_rows(verdicts) | verdicts["reason"].isin(_RULE_REASONS).to_numpy(dtype=bool)
     keys = verdicts.loc[usable, "judgment_key"].drop_duplicates()
     judged = criteria[criteria["judgment_key"].isin(keys)]
     samples = judged[["judgment_key", "sample"]].drop_duplicates()
@@ -211,7 +211,7 @@ def rescore(verdicts: pd.DataFrame, criteria: pd.DataFrame, rule: str) -> pd.Dat
     scored = score_verdicts(judged, samples, rule).set_index("judgment_key")
 
     out = verdicts.copy()
-    rows = usable.to_numpy()
+    rows = usable
     looked_up = scored.reindex(out.loc[rows, "judgment_key"])
     out.loc[rows, "status"] = looked_up["status"].to_numpy()
     out.loc[rows, "reason"] = looked_up["reason"].to_numpy()

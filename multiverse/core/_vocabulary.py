@@ -18,7 +18,10 @@ imports from the rest of multiverse, so any module may depend on it.
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "BEHAVIOR",
@@ -44,6 +47,7 @@ __all__ = [
     "ScoringRule",
     "Stage",
     "Status",
+    "counted_rows",
 ]
 
 ScoringRule = Literal["all_applicable", "impermissible_only", "no_applicable_is_compliant", "majority_of_samples"]
@@ -60,6 +64,20 @@ Status = Literal["ok", "excluded", "rollout_failed", "judge_failed"]
 STATUSES: tuple[str, ...] = get_args(Status)
 #: The one status whose verdicts count towards a rate.
 COUNTED_STATUS: Status = "ok"
+
+
+def counted_rows(verdicts: Any) -> np.ndarray:
+    """Which rows of a verdicts table count towards a rate: status ``ok`` (every row where no status is kept).
+
+    The one place the rule is written. It works on any pandas frame without
+    importing pandas here (this module is imported by everything, the fast
+    commands too). A missing status (NA) does not count.
+    """
+    import numpy as np
+
+    if "status" not in verdicts.columns:
+        return np.ones(len(verdicts), dtype=bool)
+    return (verdicts["status"] == COUNTED_STATUS).to_numpy(dtype=bool, na_value=False)
 
 #: The status of one judge sample before the samples of a judgment are combined.
 SampleStatus = Literal["ok", "judge_failed", "excluded"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from multiverse.core._vocabulary import STATUSES
+from multiverse.core._vocabulary import STATUSES, counted_rows
 
 from .markup import _collapsed, _e, _fmt, _list, _Raw, _table, _without_markers
 from .run import _Run
@@ -100,7 +100,7 @@ def _drilldown(run: _Run) -> str:
         first = " (the primary universe first)" if run.primary is not None else ""
         intro += (f'<p class="note">Shown: {len(cells)} of {total} universe × system combinations{first}; '
                   "the rest are in the verdicts and criteria tables.</p>")
-    counted = v[v["status"] == "ok"] if "status" in v.columns else v
+    counted = v[counted_rows(v)]
     n_bad = counted["compliant"].eq(False).fillna(False).groupby([counted["universe_id"], counted["system"]]).agg(
         ["sum", "size"])
     parts = [intro]
