@@ -33,6 +33,7 @@ __all__ = [
     "RATE_COLUMNS",
     "RATE_VALUE_COLUMNS",
     "RECORD_KINDS",
+    "RESERVED_NAMES",
     "SAMPLE_STATUSES",
     "SCHEMA_VERSION",
     "SCORING_RULES",
@@ -113,6 +114,9 @@ RATE_VALUE_COLUMNS: tuple[str, ...] = ("subgroup", "n", "n_compliant", "rate", "
 #: rates: one row per universe x system x subgroup (axis columns after ``universe_id``,
 #: ``estimator`` last).
 RATE_COLUMNS: tuple[str, ...] = ("universe_id", "system", *RATE_VALUE_COLUMNS)
+
+#: Names an imported axis or design factor may not take: the verdicts and rates tables' own columns.
+RESERVED_NAMES: frozenset[str] = frozenset((*VERDICT_COLUMNS, *RATE_COLUMNS, "estimator"))
 
 #: Columns that are never an axis when a bare table's axes are inferred.
 CORE_COLUMNS: frozenset[str] = frozenset(

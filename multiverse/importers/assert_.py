@@ -49,7 +49,7 @@ import pandas as pd
 from multiverse.analysis.rates import compute_rates
 from multiverse.analysis.scoring import score_verdicts
 from multiverse.core._keys import digest, universe_id
-from multiverse.core._vocabulary import SCORING_RULES
+from multiverse.core._vocabulary import RESERVED_NAMES, SCORING_RULES
 from multiverse.errors import InputError
 from multiverse.importers.assert_runs import (
     AssertRun,
@@ -69,10 +69,6 @@ __all__ = ["INFERRED_AXES", "import_assert"]
 INFERRED_AXES = ("judge", "judge_temperature", "judge_n", "user", "max_turns")
 _SETTING = {"prompt": "single_turn", "scenario": "multi_turn"}
 _SKIPPED = ("scoring_skipped", "filter_skipped")
-_CORE = (
-    "universe_id", "system", "case_id", "replicate", "transcript_key", "judgment_key", "status",
-    "reason", "compliant", "subgroup", "n", "n_compliant", "rate", "ci_low", "ci_high", "estimator",
-)
 
 
 def import_assert(
@@ -259,12 +255,12 @@ def _check_names(axis_names: list[str], factors: list[str], runs: list[AssertRun
     for name in axis_names:
         if axis_names.count(name) > 1:
             raise InputError(f"axis {name}: axis named twice (scoring is an axis when several rules are imported)", param="axes")
-        if name in _CORE:
+        if name in RESERVED_NAMES:
             raise InputError(f"axis {name}: axis name is reserved for the verdicts table; choose another", param="axes")
         if name in factors:
             raise InputError(f"axis {name}: axis name is also a design factor of the test set; choose another", param="axes")
     for name in factors:
-        if name in _CORE:
+        if name in RESERVED_NAMES:
             raise InputError(f"{runs[0].path}: dimensions.{name}: design factor name is reserved for the verdicts table")
 
 

@@ -29,6 +29,7 @@ import pandas as pd
 from multiverse.analysis.rates import compute_rates
 from multiverse.core._keys import universe_id
 from multiverse.core._names import both_spellings, look_alike, nfc
+from multiverse.core._vocabulary import RESERVED_NAMES
 from multiverse.errors import InputError
 from multiverse.importers.directory import (
     check_ci,
@@ -41,10 +42,6 @@ from multiverse.spec._bounds import regular_file_problem
 __all__ = ["import_table", "read_label_table"]
 
 # Columns an import writes itself; an axis or factor column may not take these names.
-_RESERVED = (
-    "universe_id", "system", "case_id", "replicate", "transcript_key", "judgment_key", "status",
-    "reason", "compliant", "subgroup", "n", "n_compliant", "rate", "ci_low", "ci_high", "estimator",
-)
 _TRUE = {"true", "1", "1.0"}
 _FALSE = {"false", "0", "0.0"}
 # Spellings of "no label" that spreadsheets and pandas write; never read as a category.
@@ -198,7 +195,7 @@ def _check_columns(path, frame, system, item, label, axes, factors) -> None:
         if roles.count(column) > 1:
             raise InputError(f"{path}: {column}: column used twice; expected distinct system, item, label and axis columns")
     for column in [*axes, *factors]:
-        if column in _RESERVED:
+        if column in RESERVED_NAMES:
             raise InputError(f"{path}: {column}: axis column name is reserved for the verdicts table; rename the column")
 
 
