@@ -26,6 +26,7 @@ import os as _os
 from importlib import import_module as _import_module
 from typing import Any as _Any
 
+from .core._version import __version__
 from .errors import (
     BudgetExceeded,
     InputError,
@@ -40,7 +41,6 @@ from .errors import (
 # multiverse must never touch the network.
 _os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-__version__ = "0.1.0"
 
 # public name -> the module that defines it
 _LAZY = {

@@ -641,7 +641,7 @@ def test_a_misspelt_key_is_reported_before_the_missing_one_it_explains(tmp_path)
 
 def test_too_many_options_are_refused_before_any_option_is_resolved(monkeypatch, tmp_path):
     import multiverse.spec._parse as parse
-    from multiverse.spec._bounds import MAX_OPTIONS
+    from multiverse.core._bounds import MAX_OPTIONS
 
     raw = _raw_demo()
     raw["rubric"] = _raw_rubric()

@@ -189,8 +189,8 @@ def read_labels(path: Any) -> pd.DataFrame:
     """Read a human-label file (CSV or parquet) with ``system``, ``case_id``, ``compliant``; InputError otherwise."""
     from pathlib import Path
 
+    from multiverse.core._bounds import regular_file_problem
     from multiverse.core._csvsafe import restore_cell
-    from multiverse.spec._bounds import regular_file_problem
     from multiverse.tables._tables import read_table
 
     path = Path(path)

@@ -62,7 +62,7 @@ def cmd_expand(args) -> int:
 
 def _print_count(args) -> int:
     """How many universes the spec's grid makes: counted, never listed, so it works on any size."""
-    from multiverse.spec._bounds import MAX_UNIVERSES
+    from multiverse.core._bounds import MAX_UNIVERSES
     from multiverse.spec._grid import count_grid
 
     from .. import load_spec

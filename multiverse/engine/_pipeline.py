@@ -22,13 +22,13 @@ from typing import Any, cast
 import pandas as pd
 
 from multiverse.core import _interrupt as interrupt
+from multiverse.core._bounds import MAX_UNITS
 from multiverse.engine._assemble import assemble, run_manifest, run_rates, write_run_folder
 from multiverse.engine._executor import DaskSession, Executor
 from multiverse.errors import InputError, ModelError, SpecError, StoreError
 from multiverse.model._client import CredentialCheck, ModelClient
 from multiverse.results._results import Results
 from multiverse.spec import Spec
-from multiverse.spec._bounds import MAX_UNITS
 from multiverse.spec._grid import axis_stages, expand
 from multiverse.store._lease import Lease
 from multiverse.store._records import SHAPES, CaseRecord, JudgmentRecord, Records, TranscriptRecord

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from multiverse.analysis.rates import compute_rates
+from multiverse.core._bounds import regular_file_problem
 from multiverse.core._keys import universe_id
 from multiverse.core._names import both_spellings, look_alike, nfc
 from multiverse.core._vocabulary import RESERVED_NAMES
@@ -37,7 +38,6 @@ from multiverse.importers.directory import (
     write_import_dir,
 )
 from multiverse.results._results import Results
-from multiverse.spec._bounds import regular_file_problem
 
 __all__ = ["import_table", "read_label_table"]
 

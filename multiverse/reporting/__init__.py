@@ -210,7 +210,7 @@ def _when(stamp: Any) -> str:
 
 
 def _version() -> str:
-    from .. import __version__
+    from multiverse.core._version import __version__
 
     return __version__
 

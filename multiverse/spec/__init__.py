@@ -28,9 +28,9 @@ layer import it, never the other way round.
 
 from __future__ import annotations
 
+from multiverse.core._bounds import MAX_FILE_BYTES
 from multiverse.core._config import ModelConfig, RateLimit, expand_env
 from multiverse.spec._axes import apply_patch, check_patch_path
-from multiverse.spec._bounds import MAX_FILE_BYTES
 from multiverse.spec._loading import load_yaml
 from multiverse.spec._models import (
     BEHAVIOR,

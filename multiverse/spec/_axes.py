@@ -13,9 +13,10 @@ import math
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from multiverse.core._bounds import MAX_OPTIONS, MAX_UNIVERSES, universes_problem
 from multiverse.core._keys import digest
 from multiverse.errors import SpecError
-from multiverse.spec._bounds import MAX_OPTIONS, MAX_UNIVERSES, transcripts_per_universe, universes_problem
+from multiverse.spec._bounds import transcripts_per_universe
 from multiverse.spec._checks import MINIMA
 from multiverse.spec._counting import GridCount, count_kept
 from multiverse.spec._models import Spec

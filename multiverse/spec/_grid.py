@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from multiverse.core._bounds import universes_problem
 from multiverse.core._keys import digest, universe_id
 from multiverse.core._vocabulary import STAGES
 from multiverse.errors import SpecError
@@ -32,7 +33,7 @@ from multiverse.spec._axes import (
     primary_options,
     strip_axes,
 )
-from multiverse.spec._bounds import transcripts_per_universe, universes_problem
+from multiverse.spec._bounds import transcripts_per_universe
 from multiverse.spec._counting import GridCount, KeptGrid, decode
 
 __all__ = [

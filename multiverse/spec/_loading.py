@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
+from multiverse.core._bounds import read_regular_file
 from multiverse.errors import SpecError
-from multiverse.spec._bounds import read_regular_file
 
 __all__ = ["MAX_NODES", "load_yaml", "parse_yaml"]
 

@@ -14,10 +14,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from multiverse.core._bounds import CAPS
 from multiverse.core._names import both_spellings, nfc_document
 from multiverse.errors import SpecError
 from multiverse.spec._axes import check_axes
-from multiverse.spec._bounds import CAPS
 from multiverse.spec._checks import MINIMA, check_rubric, check_semantics
 from multiverse.spec._loading import load_yaml
 from multiverse.spec._models import Case, CasesFile, Rubric, Spec, design_levels, to_plain

@@ -30,8 +30,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from multiverse.core._bounds import read_regular_file
 from multiverse.errors import InputError
-from multiverse.spec._bounds import read_regular_file
 from multiverse.tables._folder_models import Manifest, SpecDocument, TranscriptRecord, check_document
 
 __all__ = [
@@ -111,7 +111,7 @@ def read_folder_bytes(folder: str | os.PathLike, name: str | os.PathLike, *, kin
 
 def table_path(folder: str | os.PathLike, name: str) -> Path | None:
     """The checked path of a table file ``name`` of ``folder`` (None when absent): inside it, regular, under the cap."""
-    from multiverse.spec._bounds import regular_file_problem
+    from multiverse.core._bounds import regular_file_problem
 
     target = folder_file(folder, name)
     if target is None:

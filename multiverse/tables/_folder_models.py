@@ -85,7 +85,7 @@ def _level(value: float) -> float:
 
 
 def _n_boot(value: int) -> int:
-    from multiverse.spec._bounds import CAPS
+    from multiverse.core._bounds import CAPS
 
     if not 0 <= value <= CAPS["scoring.ci.n_boot"]:
         raise ValueError(f"expected 0 to {CAPS['scoring.ci.n_boot']:,} resamples, got {value}")

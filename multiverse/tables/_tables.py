@@ -116,7 +116,7 @@ def read_table(path: str | os.PathLike, *, categories: bool = False, shown: str 
     one string object per row. Parquet's dictionary pages are read as they
     are, so the strings are never built row by row.
     """
-    from multiverse.spec._bounds import regular_file_problem
+    from multiverse.core._bounds import regular_file_problem
 
     path = Path(path)
     name = Path(shown) if shown is not None else path  # a folder's table is read at its checked target

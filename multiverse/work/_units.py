@@ -39,10 +39,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from multiverse.core._bounds import read_regular_file
 from multiverse.core._config import ModelConfig
 from multiverse.core._keys import digest
 from multiverse.spec import Spec, to_yaml_dict
-from multiverse.spec._bounds import read_regular_file
 from multiverse.spec._design import case_counts
 from multiverse.spec._grid import Universe, expand
 from multiverse.spec._toolcode import resolve_references
