@@ -1,1 +1,106 @@
-"""core"""
+"""Ground every room stands on: the vocabulary, content keys, files written whole, bounds, names, progress.
+
+Nothing here imports another room (only :mod:`multiverse.errors`), so any
+module may import it. Names are imported on first use: the configuration
+types need pydantic, which commands that only print help should not pay for.
+
+- the audit's vocabulary: statuses, rules, estimators, stages, table columns
+  (``STATUSES``, ``SCORING_RULES``, ``VERDICT_COLUMNS``, ..., and
+  ``counted_rows``, the one rule of which verdicts count);
+- content keys: ``digest``, ``canonical_json`` and ``universe_id``, the one
+  rule for a universe's id;
+- files: ``atomic_write``/``atomic_write_text`` (never half a file),
+  ``read_regular_file`` and the caps (``CAPS``, ``MAX_UNIVERSES``, ...),
+  ``check_writable``; spreadsheet-safe cells (``safe_cell``);
+- text for people: ``terminal_safe`` (no escape sequences reach a terminal),
+  ``nfc`` and look-alike names, ``Progress``, ``short_reason`` and outcome tallies;
+- ``ModelConfig`` and ``RateLimit``; the run's ``interrupt`` handling,
+  ``credentials`` (never written) and the ``model_names`` registry, as modules.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module as _import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from . import _credentials as credentials
+    from . import _interrupt as interrupt
+    from . import _model_names as model_names
+    from ._atomicfile import atomic_write, atomic_write_text
+    from ._bounds import (
+        CAPS,
+        MAX_FILE_BYTES,
+        MAX_OPTIONS,
+        MAX_UNITS,
+        MAX_UNIVERSES,
+        MAX_VERDICT_ROWS,
+        name_problem,
+        read_regular_file,
+        regular_file_problem,
+        universes_problem,
+    )
+    from ._config import Frozen, FrozenMap, ModelConfig, RateLimit, expand_env
+    from ._csvsafe import restore_cell, safe_cell
+    from ._interrupt import RunInterrupted
+    from ._keys import canonical_json, digest, universe_id
+    from ._names import both_spellings, look_alike, nfc, nfc_document
+    from ._outcomes import short_reason, tally
+    from ._progress import Progress
+    from ._terminal import TerminalStream, progress_stream, terminal_safe
+    from ._version import __version__
+    from ._vocabulary import (
+        CI_METHODS,
+        CORE_COLUMNS,
+        COUNTED_STATUS,
+        CRITERIA_COLUMNS,
+        ESTIMATORS,
+        RATE_COLUMNS,
+        RATE_VALUE_COLUMNS,
+        RESERVED_NAMES,
+        SCHEMA_VERSION,
+        SCORING_RULES,
+        STAGES,
+        STATUSES,
+        VERDICT_COLUMNS,
+        counted_rows,
+    )
+    from ._writable import PlaceError, check_writable
+
+# public name -> the private module that defines it (a module name maps to the module itself)
+_HOMES = {
+    "credentials": "_credentials", "interrupt": "_interrupt", "model_names": "_model_names",
+    **dict.fromkeys(("atomic_write", "atomic_write_text"), "_atomicfile"),
+    **dict.fromkeys(("CAPS", "MAX_FILE_BYTES", "MAX_OPTIONS", "MAX_UNITS", "MAX_UNIVERSES", "MAX_VERDICT_ROWS",
+                     "name_problem", "read_regular_file", "regular_file_problem", "universes_problem"), "_bounds"),
+    **dict.fromkeys(("Frozen", "FrozenMap", "ModelConfig", "RateLimit", "expand_env"), "_config"),
+    **dict.fromkeys(("restore_cell", "safe_cell"), "_csvsafe"),
+    "RunInterrupted": "_interrupt",
+    **dict.fromkeys(("canonical_json", "digest", "universe_id"), "_keys"),
+    **dict.fromkeys(("both_spellings", "look_alike", "nfc", "nfc_document"), "_names"),
+    **dict.fromkeys(("short_reason", "tally"), "_outcomes"),
+    "Progress": "_progress",
+    **dict.fromkeys(("TerminalStream", "progress_stream", "terminal_safe"), "_terminal"),
+    "__version__": "_version",
+    **dict.fromkeys(("CI_METHODS", "CORE_COLUMNS", "COUNTED_STATUS", "CRITERIA_COLUMNS", "ESTIMATORS", "RATE_COLUMNS",
+                     "RATE_VALUE_COLUMNS", "RESERVED_NAMES", "SCHEMA_VERSION", "SCORING_RULES", "STAGES", "STATUSES",
+                     "VERDICT_COLUMNS", "counted_rows"), "_vocabulary"),
+    **dict.fromkeys(("PlaceError", "check_writable"), "_writable"),
+}
+_MODULES = {"credentials", "interrupt", "model_names"}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'multiverse.core' has no attribute {name!r}")
+    module = _import_module(f"multiverse.core.{home}")
+    value = module if name in _MODULES else getattr(module, name)
+    globals()[name] = value  # looked up once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

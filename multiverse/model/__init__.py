@@ -1,1 +1,24 @@
-"""model"""
+"""The model client: every model call goes through litellm here, paced, retried, priced and never paid twice.
+
+- :class:`ModelClient` is the protocol the stages call and :class:`Completion`
+  what a call returns; :class:`LiteLLMClient` is the one implementation.
+- Pacing per provider (``estimate_wall_seconds`` for plans), a breaker that
+  stops a run on an unusable model, a budget, and prices before a call
+  (``estimate_cost``).
+- :class:`RequestCache`: one request over the wire per distinct model request,
+  shared across stages and runs through the store.
+
+Importing this room does not import litellm (that takes seconds):
+``load_litellm`` does, on the first call that needs it.
+"""
+
+from ._breaker import Breaker
+from ._client import Completion, CredentialCheck, ModelClient
+from ._llm import LiteLLMClient
+from ._pacing import estimate_wall_seconds
+from ._pricing import estimate_cost
+from ._providers import load_litellm
+from ._requestcache import STAGE, RequestCache
+
+__all__ = ["STAGE", "Breaker", "Completion", "CredentialCheck", "LiteLLMClient", "ModelClient", "RequestCache",
+           "estimate_cost", "estimate_wall_seconds", "load_litellm"]
