@@ -52,6 +52,7 @@ _LAZY = {
     "load_run": "multiverse.results",
     "report": "multiverse._api",
     "label": "multiverse._api",
+    "power": "multiverse._api",
     "import_table": "multiverse.importers",
     "import_assert": "multiverse.importers",
     "Results": "multiverse.results",
@@ -77,6 +78,7 @@ __all__ = [
     "load_run",
     "load_spec",
     "plan",
+    "power",
     "report",
     "run",
 ]

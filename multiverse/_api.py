@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from multiverse.results import Results, load_run
+from multiverse.spec import Spec
 
-__all__ = ["label", "report"]
+__all__ = ["label", "power", "report"]
 
 
 def report(results: Results | str | os.PathLike, path: str | os.PathLike | None = None, *, store: Any = None,
@@ -51,3 +52,23 @@ def label(source: str | os.PathLike, n: int, out: str | os.PathLike, *, seed: in
 
     out_csv = check_sheet_places(source, out, force=force)
     return label_results(load_run(source), n, out_csv, seed=seed)
+
+
+def power(spec: Spec, *, baseline_rate: float = 0.8, alpha: float = 0.05, power: float = 0.8,
+          human: int | None = None) -> dict[str, Any]:
+    """Design power at the cases ``spec`` plans, before anything runs.
+
+    The smallest difference between two rates the planned cases can detect,
+    and the cases a difference would need (``analysis.design_power`` at the
+    spec's transcripts per system and universe, and at its smallest design
+    cell). ``human``: plan that many human labels per system too; the
+    document then has a ``human`` key.
+    """
+    from multiverse.analysis import design_power, human_power
+    from multiverse.spec._design import planned_cases
+
+    cases, per_cell = planned_cases(spec)
+    document = design_power(cases=cases, cases_per_cell=per_cell, baseline_rate=baseline_rate, alpha=alpha, power=power)
+    if human is not None:
+        document["human"] = human_power(labels=human, transcripts=cases, baseline_rate=baseline_rate, alpha=alpha)
+    return document

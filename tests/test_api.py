@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 PUBLIC = [
     "load_spec", "expand", "plan", "run", "draft", "load_run", "import_table", "import_assert",
-    "report", "label", "Results", "Analysis",
+    "report", "label", "power", "Results", "Analysis",
     "MultiverseError", "SpecError", "InputError", "StoreError", "ModelError", "BudgetExceeded", "ModelUnusable",
     "__version__",
 ]
@@ -30,7 +30,7 @@ ANALYSIS = [
     "ranking", "universe_ranks", "rank_distribution", "order_universes", "bootstrap_ranks",
     "kendall_tau_b", "kendall_w",
     "variance", "variance_decomposition", "variance_by_axis", "variance_summary", "aliasing",
-    "design_power", "detectable_difference", "cases_needed", "planned_cases", "spec_power",
+    "design_power", "detectable_difference", "cases_needed",
     "adjust_tests",
     "read_labels", "calibrate", "Calibration", "calibration_document", "ppi_mean",
     "anchored_curve", "paired_curves", "ranking_change", "anchored_width", "human_power",

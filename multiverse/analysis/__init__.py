@@ -10,7 +10,7 @@
 - variance decomposition: :func:`variance`, :func:`variance_decomposition`, :func:`variance_by_axis`,
   :func:`variance_summary`, :func:`aliasing`;
 - design power: :func:`design_power`, :func:`detectable_difference`, :func:`cases_needed`,
-  :func:`planned_cases`, :func:`spec_power`;
+  (at a spec's planned cases: ``multiverse.power``);
 - multiplicity: :func:`adjust_tests`;
 - human anchoring: :func:`read_labels`, :func:`calibrate` (:class:`Calibration`), :func:`calibration_document`,
   :func:`ppi_mean`, :func:`anchored_curve`, :func:`paired_curves`, :func:`ranking_change`;
@@ -47,8 +47,6 @@ from .power import (
     cases_needed,
     design_power,
     detectable_difference,
-    planned_cases,
-    spec_power,
 )
 from .rank_uncertainty import bootstrap_ranks
 from .ranking import order_universes, rank_distribution, ranking, universe_ranks
@@ -92,14 +90,12 @@ __all__ = [
     "order_universes",
     "pair_matrix",
     "paired_curves",
-    "planned_cases",
     "ppi_mean",
     "rank_distribution",
     "ranking",
     "ranking_change",
     "read_labels",
     "spec_curve",
-    "spec_power",
     "system_rates",
     "universe_ranks",
     "variance",

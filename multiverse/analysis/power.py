@@ -20,14 +20,11 @@ import math
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from multiverse.errors import InputError
 
-if TYPE_CHECKING:
-    from multiverse.spec import Spec
-
-__all__ = ["cases_needed", "design_power", "detectable_difference", "planned_cases", "spec_power"]
+__all__ = ["cases_needed", "design_power", "detectable_difference"]
 
 Alternative = Literal["two-sided", "larger", "smaller"]
 Direction = Literal["toward_half", "lower", "higher"]
@@ -192,34 +189,3 @@ def design_power(
             if 0.0 <= (baseline_rate - d if baseline_rate >= 0.5 else baseline_rate + d) <= 1.0
         ],
     }
-
-
-def planned_cases(spec: Spec) -> tuple[int, int | None]:
-    """(transcripts per system per universe, cases in the smallest design cell or None) a spec plans.
-
-    Fixed test cases count as given; drafted ones are the design's cells (with
-    their allocations) times the replicates. The per-cell count is only known
-    for drafted cases.
-    """
-    from multiverse.spec._design import case_counts
-
-    counts = [n for _, n in case_counts(spec)] if spec.cases is None else [len(spec.cases)]
-    per_cell = min(counts) if spec.cases is None and counts else None
-    return sum(counts) * spec.rollout.replicates, per_cell
-
-
-def spec_power(spec: Spec, *, baseline_rate: float = 0.8, alpha: float = 0.05, power: float = 0.8,
-               human: int | None = None) -> dict[str, Any]:
-    """:func:`design_power` at the cases ``spec`` plans (:func:`planned_cases`), before anything runs.
-
-    ``human``: plan that many human labels per system too; the document then
-    has a ``human`` key (``analysis.label_budget.human_power`` at the planned
-    transcripts per system per universe).
-    """
-    cases, per_cell = planned_cases(spec)
-    document = design_power(cases=cases, cases_per_cell=per_cell, baseline_rate=baseline_rate, alpha=alpha, power=power)
-    if human is not None:
-        from .label_budget import human_power
-
-        document["human"] = human_power(labels=human, transcripts=cases, baseline_rate=baseline_rate, alpha=alpha)
-    return document

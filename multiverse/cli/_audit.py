@@ -232,10 +232,9 @@ def cmd_demo(args) -> int:
 
 
 def cmd_power(args) -> int:
-    from .. import load_spec
-    from ..analysis.power import spec_power
+    from .. import load_spec, power
 
-    result = spec_power(load_spec(args.spec), baseline_rate=args.baseline, alpha=args.alpha, power=args.power,
+    result = power(load_spec(args.spec), baseline_rate=args.baseline, alpha=args.alpha, power=args.power,
                         human=args.human)
     cases = result["comparisons"][0]["n_per_group"]
     if args.json:

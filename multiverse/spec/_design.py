@@ -13,7 +13,7 @@ import itertools
 
 from multiverse.spec import Spec, design_levels
 
-__all__ = ["case_counts", "cells"]
+__all__ = ["case_counts", "cells", "planned_cases"]
 
 
 def cells(spec: Spec) -> list[dict[str, str]]:
@@ -33,3 +33,15 @@ def case_counts(spec: Spec) -> list[tuple[dict[str, str], int]]:
                 n = allocation.cases
         out.append((cell, n))
     return out
+
+
+def planned_cases(spec: Spec) -> tuple[int, int | None]:
+    """(transcripts per system per universe, cases in the smallest design cell or None) a spec plans.
+
+    Fixed test cases count as given; drafted ones are the design's cells (with
+    their allocations) times the replicates. The per-cell count is only known
+    for drafted cases.
+    """
+    counts = [n for _, n in case_counts(spec)] if spec.cases is None else [len(spec.cases)]
+    per_cell = min(counts) if spec.cases is None and counts else None
+    return sum(counts) * spec.rollout.replicates, per_cell
