@@ -53,6 +53,8 @@ _LAZY = {
     "report": "multiverse._api",
     "label": "multiverse._api",
     "power": "multiverse._api",
+    "validate": "multiverse._api",
+    "count_universes": "multiverse._api",
     "import_table": "multiverse.importers",
     "import_assert": "multiverse.importers",
     "Results": "multiverse.results",
@@ -70,6 +72,7 @@ __all__ = [
     "SpecError",
     "StoreError",
     "__version__",
+    "count_universes",
     "draft",
     "expand",
     "import_assert",
@@ -81,6 +84,7 @@ __all__ = [
     "power",
     "report",
     "run",
+    "validate",
 ]
 
 

@@ -8,13 +8,16 @@ draws a page of them, and the labelling draws a sample of them.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from multiverse.results import Results, load_run
 from multiverse.spec import Spec
+from multiverse.spec._grid import Universe
+from multiverse.spec._size import UniverseCount
 
-__all__ = ["label", "power", "report"]
+__all__ = ["Validation", "count_universes", "label", "power", "report", "validate"]
 
 
 def report(results: Results | str | os.PathLike, path: str | os.PathLike | None = None, *, store: Any = None,
@@ -72,3 +75,40 @@ def power(spec: Spec, *, baseline_rate: float = 0.8, alpha: float = 0.05, power:
     if human is not None:
         document["human"] = human_power(labels=human, transcripts=cases, baseline_rate=baseline_rate, alpha=alpha)
     return document
+
+
+@dataclass(frozen=True)
+class Validation:
+    """A spec that loaded and expanded: its universes, and what a user should know before running it."""
+
+    spec: Spec
+    universes: list[Universe]
+    warnings: list[str]
+
+    @property
+    def primary(self) -> Universe | None:
+        return next((u for u in self.universes if u.is_primary), None)
+
+
+def validate(path: str | os.PathLike) -> Validation:
+    """Load, check and expand the spec at ``path``, before anything is planned or paid.
+
+    Raises ``SpecError`` with every problem (file, YAML path and line, what was
+    expected). ``warnings``: for instance, sim/ models asked to rate rubric
+    criteria their simulated world has no behaviour for.
+    """
+    from multiverse.sim.coverage import unknown_criteria_note
+    from multiverse.spec import load_spec
+    from multiverse.spec._grid import expand
+
+    spec = load_spec(path)
+    note = unknown_criteria_note(spec)
+    return Validation(spec, expand(spec), [note] if note else [])
+
+
+def count_universes(spec: Spec | str | os.PathLike) -> UniverseCount:
+    """How many universes the spec's grid makes, counted without listing them (any size, even past a run's cap)."""
+    from multiverse.spec import load_spec
+    from multiverse.spec._size import universe_count
+
+    return universe_count(spec if isinstance(spec, Spec) else load_spec(spec, cap_universes=False))

@@ -20,7 +20,7 @@ import os
 import re
 import sys
 
-from multiverse.core._terminal import TerminalStream, terminal_safe
+from multiverse.core import TerminalStream, terminal_safe
 
 from ..errors import InputError, MultiverseError, SpecError
 from ._analyses import cmd_agreement, cmd_curve, cmd_ranking, cmd_report, cmd_variance

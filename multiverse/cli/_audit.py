@@ -17,17 +17,14 @@ __all__ = ["cmd_demo", "cmd_draft", "cmd_expand", "cmd_plan", "cmd_power", "cmd_
 
 
 def cmd_validate(args) -> int:
-    from .. import expand, load_spec
+    from .. import validate
 
-    spec = load_spec(args.spec)
-    universes = expand(spec)
-    note = "" if any(u.is_primary for u in universes) else "; no primary universe declared"
-    say(f"{args.spec}: ok: {len(universes)} universes over {len(spec.axes)} axes, {len(spec.systems)} systems{note}")
-    from ..sim.coverage import unknown_criteria_note
-
-    unknown = unknown_criteria_note(spec)
-    if unknown:
-        say(f"warning: {unknown}", file=sys.stderr)
+    checked = validate(args.spec)
+    note = "" if checked.primary is not None else "; no primary universe declared"
+    say(f"{args.spec}: ok: {len(checked.universes)} universes over {len(checked.spec.axes)} axes, "
+        f"{len(checked.spec.systems)} systems{note}")
+    for warning in checked.warnings:
+        say(f"warning: {warning}", file=sys.stderr)
     return 0
 
 
@@ -45,7 +42,7 @@ def cmd_expand(args) -> int:
     elif args.format == "csv":
         import csv
 
-        from multiverse.core._csvsafe import safe_cell
+        from multiverse.core import safe_cell
 
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow([safe_cell(c) for c in ["id", "label", *axes, "primary"]])
@@ -62,21 +59,10 @@ def cmd_expand(args) -> int:
 
 def _print_count(args) -> int:
     """How many universes the spec's grid makes: counted, never listed, so it works on any size."""
-    from multiverse.core._bounds import MAX_UNIVERSES
-    from multiverse.spec._grid import count_grid
+    from .. import count_universes
 
-    from .. import load_spec
-
-    spec = load_spec(args.spec, cap_universes=False)
-    count = count_grid(spec)
-    n = spec.sample.n if spec.sample is not None else None
-    if n is not None:
-        universes: int | None = min(n, count.kept) if count.exact else n
-    else:
-        universes = count.kept if count.exact else None
-    doc = {"combinations": count.combinations, "kept": count.kept, "exact": count.exact,
-           "kept_low": count.low if not count.exact else count.kept, "kept_high": count.high if not count.exact else count.kept,
-           "sample": n, "universes": universes, "max_universes": MAX_UNIVERSES}
+    count = count_universes(args.spec)
+    doc = count.to_dict()
     if args.format == "json":
         print(json.dumps(doc, indent=2))
         return 0
@@ -84,13 +70,7 @@ def _print_count(args) -> int:
         say(",".join(doc))
         say(",".join("" if v is None else str(v).lower() if isinstance(v, bool) else str(v) for v in doc.values()))
         return 0
-    if universes is not None and universes <= MAX_UNIVERSES:
-        how = f"a sample of {universes:,} universes" if n is not None and universes < count.kept else f"{universes:,} universes"
-    elif universes is not None:
-        how = f"more universes than a run may have (at most {MAX_UNIVERSES:,}): run a sample of the grid, sample: {{n: ...}}"
-    else:
-        how = "not countable exactly, so not listable: run a sample of the grid, sample: {n: ...}"
-    say(f"{count.describe()}; {how}")
+    say(count.sentence())
     return 0
 
 
@@ -129,7 +109,7 @@ def cmd_plan(args) -> int:
 
 
 def cmd_schema(args) -> int:
-    from ..spec import spec_schema
+    from ..spec import spec_schema  # the facade of the spec room
 
     print(json.dumps(spec_schema(), indent=2))
     return 0

@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from multiverse.core._terminal import terminal_safe
+from multiverse.core import terminal_safe
 
 from ..errors import InputError
 
@@ -39,7 +39,7 @@ def print_table(rows: list[list]) -> None:
 
 def print_json(document: Any) -> None:
     """One JSON document, with null for undefined statistics (NaN)."""
-    from multiverse.results._results import json_safe
+    from multiverse.results import json_safe
 
     print(json.dumps(json_safe(document), indent=2, allow_nan=False))
 
@@ -56,7 +56,7 @@ def save_figure(figure: Any, path: Path) -> None:
     """Write ``figure`` to ``path`` (.png, .svg or .pdf by its extension), atomically."""
     if path.suffix.lower() not in (".png", ".svg", ".pdf"):
         raise InputError(f"--figure {path}: expected a .png, .svg or .pdf file name")
-    from multiverse.core._atomicfile import atomic_write
+    from multiverse.core import atomic_write
     from multiverse.tables._places import check_output_file
 
     try:
