@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -284,34 +285,89 @@ def ranking(
     matrix, universes, systems = _rate_matrix(rates)
     notes: list[str] = dropped_notes(verdicts)
     codes, option_names = _option_codes(rates, axes, universes)
-    if primary is None and len(universes) == 1:
-        p = 0  # a single universe is the audit as given: there is nothing to choose
-    elif primary is None:
-        p = None
-        notes.append("no primary universe is declared, so top flips and rank intervals against it are not reported")
-    elif primary in universes:
-        p = universes.index(primary)
-    else:
-        raise InputError(f"verdicts: column 'universe_id': expected the primary universe {primary!r}")
-
-    rated = ~np.isnan(matrix)
-    coverage = rated.mean(0)
-    shares = _rank_shares(matrix, ties)
-    higher = np.nansum(matrix[:, :, None] > matrix[:, None, :], axis=0)
-    equal = np.nansum(matrix[:, :, None] == matrix[:, None, :], axis=0)
-    both = rated.astype(int).T @ rated.astype(int)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        above = (higher + 0.5 * equal) / both
-        top_when_rated = shares[:, 0] / coverage
-    if not rated.all():
-        per_universe = rated.sum(1)
-        notes.append(
-            f"unbalanced: {int((~rated).sum())} of {rated.size} universe x system rates are missing "
-            f"(each universe rates {per_universe.min()} to {per_universe.max()} of {len(systems)} systems). "
-            "Ranks are taken within each universe over the systems it rates; P(top) and the rank "
-            "distribution are shares of all universes, and a system's rank shares sum to its coverage")
-
+    p = _primary_index(primary, universes, notes)
+    positions = _Positions.of(matrix, ties)
+    rated = positions.rated
+    notes += _coverage_notes(rated, len(systems))
     tau = tau_summary(matrix, codes, axes, universes, max_matrix)
+    notes += _tau_notes(tau)
+    w = _kendall_w_block(matrix, rated, universes, systems, notes)
+
+    chosen = ([universes[p]] if p is not None else []) if bootstrap_universes is None else list(bootstrap_universes)
+    boot = (bootstrap_ranks(included, axes=axes, universes=chosen, resamples=bootstrap,
+                            seed=seed, ties=ties) if bootstrap and chosen else pd.DataFrame())
+    uncertainty = None
+    if bootstrap:
+        uncertainty = joint_bootstrap(included, universes=universes, systems=systems,
+                                      primary=p, resamples=bootstrap, seed=seed, ties=ties)
+        uncertainty["adjacent"] = _adjacent(matrix[p], systems, positions.above, uncertainty["p_above"]) if p is not None else []
+    pairwise: dict[str, Any] = {"universe": None, "family": "none: no primary universe is declared",
+                                "adjustment": "holm", "method": None, "pairs": []}
+    if p is not None:
+        pairwise = _primary_pairwise(included, universes[p], systems, rated[p], seed, notes)
+    shares = positions.shares
+    return {
+        "universes": len(universes),
+        "primary": universes[p] if p is not None else None,
+        "ties": ties,
+        "systems": list(systems),
+        "primary_top": [systems[s] for s in sorted(_top_sets(matrix[[p]])[0])] if p is not None else [],
+        "p_top": {s: float(shares[i, 0]) for i, s in enumerate(systems)},
+        "p_top_when_rated": {s: float(positions.top_when_rated[i]) for i, s in enumerate(systems)},
+        "coverage": {s: float(positions.coverage[i]) for i, s in enumerate(systems)},
+        "rank_distribution": {s: shares[i].tolist() for i, s in enumerate(systems)},
+        "p_above": {a: {b: float(positions.above[i, j]) for j, b in enumerate(systems) if j != i}
+                    for i, a in enumerate(systems)},
+        "kendall_tau": tau,
+        "kendall_w": w,
+        "flips": _flips(matrix, codes, axes, universes, systems, p, option_names) if p is not None else [],
+        "bootstrap": boot.to_dict(orient="records"),
+        "uncertainty": uncertainty,
+        "pairwise": pairwise,
+        "notes": notes,
+    }
+
+
+def _primary_index(primary: str | None, universes: list, notes: list[str]) -> int | None:
+    """The primary universe's row, or None when none is declared (said in ``notes``); refuses an unknown id."""
+    if primary is None and len(universes) == 1:
+        return 0  # a single universe is the audit as given: there is nothing to choose
+    if primary is None:
+        notes.append("no primary universe is declared, so top flips and rank intervals against it are not reported")
+        return None
+    if primary in universes:
+        return universes.index(primary)
+    raise InputError(f"verdicts: column 'universe_id': expected the primary universe {primary!r}")
+
+
+@dataclass(frozen=True)
+class _Positions:
+    """Where the systems stand over all universes: coverage, rank shares and P(a above b)."""
+
+    rated: np.ndarray           # universe x system: the system has a rate there
+    coverage: np.ndarray        # per system: share of universes rating it
+    shares: np.ndarray          # system x position: share of all universes (``_rank_shares``)
+    above: np.ndarray           # system x system: P(a above b) over universes rating both; a tie counts 1/2
+    top_when_rated: np.ndarray  # per system: P(rank 1) over the universes rating it
+
+    @classmethod
+    def of(cls, matrix: np.ndarray, ties: Ties) -> _Positions:
+        rated = ~np.isnan(matrix)
+        coverage = rated.mean(0)
+        shares = _rank_shares(matrix, ties)
+        higher = np.nansum(matrix[:, :, None] > matrix[:, None, :], axis=0)
+        equal = np.nansum(matrix[:, :, None] == matrix[:, None, :], axis=0)
+        both = rated.astype(int).T @ rated.astype(int)
+        # Systems never rated together (or never rated) give NaN, the undefined statistic.
+        with np.errstate(invalid="ignore", divide="ignore"):
+            above = (higher + 0.5 * equal) / both
+            top_when_rated = shares[:, 0] / coverage
+        return cls(rated, coverage, shares, above, top_when_rated)
+
+
+def _tau_notes(tau: dict[str, Any]) -> list[str]:
+    """What the mean Kendall's tau leaves out or estimates (``tau_summary`` output)."""
+    notes = []
     if tau["n_pairs_undefined"]:
         notes.append(f"Kendall's tau is undefined for {tau['n_pairs_undefined']} of "
                      f"{tau['n_pairs'] + tau['n_pairs_undefined']} universe pairs: fewer than two shared "
@@ -323,6 +379,23 @@ def ranking(
     if tau["sampled_pairs"]:
         notes.append(f"the universes rate too many different sets of systems to group: mean Kendall's tau is "
                      f"estimated from {tau['sampled_pairs']:,} random universe pairs")
+    return notes
+
+
+def _coverage_notes(rated: np.ndarray, n_systems: int) -> list[str]:
+    """How to read ranks when not every universe rates every system."""
+    if rated.all():
+        return []
+    per_universe = rated.sum(1)
+    return [f"unbalanced: {int((~rated).sum())} of {rated.size} universe x system rates are missing "
+            f"(each universe rates {per_universe.min()} to {per_universe.max()} of {n_systems} systems). "
+            "Ranks are taken within each universe over the systems it rates; P(top) and the rank "
+            "distribution are shares of all universes, and a system's rank shares sum to its coverage"]
+
+
+def _kendall_w_block(matrix: np.ndarray, rated: np.ndarray, universes: list, systems: list,
+                     notes: list[str]) -> dict[str, Any]:
+    """Kendall's W over the largest block of universes x systems all rated, with notes on that block."""
     rows, columns, exhaustive = largest_complete_block(matrix)
     w: dict[str, Any] = dict(kendall_w(matrix[np.ix_(rows, columns)]))
     w["block_systems"] = [systems[c] for c in columns]
@@ -337,47 +410,22 @@ def ranking(
     if len(rows) and (pair_signs(matrix[np.ix_(rows, columns)])[0] == 0).all(1).any():
         notes.append("Kendall's W counts universes in which every system of its block has the same rate "
                      "as fully tied")
+    return w
 
-    chosen = ([universes[p]] if p is not None else []) if bootstrap_universes is None else list(bootstrap_universes)
-    boot = (bootstrap_ranks(included, axes=axes, universes=chosen, resamples=bootstrap,
-                            seed=seed, ties=ties) if bootstrap and chosen else pd.DataFrame())
-    uncertainty = None
-    if bootstrap:
-        uncertainty = joint_bootstrap(included, universes=universes, systems=systems,
-                                      primary=p, resamples=bootstrap, seed=seed, ties=ties)
-        uncertainty["adjacent"] = _adjacent(matrix[p], systems, above, uncertainty["p_above"]) if p is not None else []
-    pairwise: dict[str, Any] = {"universe": None, "family": "none: no primary universe is declared",
-                                "adjustment": "holm", "method": None, "pairs": []}
-    if p is not None:
-        in_primary = [systems[i] for i in np.flatnonzero(rated[p])]
-        pairwise = pairwise_tests(included, universe=universes[p], systems=in_primary, seed=seed)
-        if len(in_primary) < len(systems):
-            notes.append(f"pairwise tests and neighbour comparisons cover the {len(in_primary)} systems rated in "
-                         f"the primary universe; {len(systems) - len(in_primary)} others are not rated there")
-        untested = [f"{q['a']} vs {q['b']}" for q in pairwise["pairs"] if not q["n_cases"]]
-        if untested:
-            notes.append(f"pairwise tests: no shared cases in the primary universe for {len(untested)} pair(s): "
-                         f"{', '.join(untested[:10])}{' ...' if len(untested) > 10 else ''}")
-    return {
-        "universes": len(universes),
-        "primary": universes[p] if p is not None else None,
-        "ties": ties,
-        "systems": list(systems),
-        "primary_top": [systems[s] for s in sorted(_top_sets(matrix[[p]])[0])] if p is not None else [],
-        "p_top": {s: float(shares[i, 0]) for i, s in enumerate(systems)},
-        "p_top_when_rated": {s: float(top_when_rated[i]) for i, s in enumerate(systems)},
-        "coverage": {s: float(coverage[i]) for i, s in enumerate(systems)},
-        "rank_distribution": {s: shares[i].tolist() for i, s in enumerate(systems)},
-        "p_above": {a: {b: float(above[i, j]) for j, b in enumerate(systems) if j != i}
-                    for i, a in enumerate(systems)},
-        "kendall_tau": tau,
-        "kendall_w": w,
-        "flips": _flips(matrix, codes, axes, universes, systems, p, option_names) if p is not None else [],
-        "bootstrap": boot.to_dict(orient="records"),
-        "uncertainty": uncertainty,
-        "pairwise": pairwise,
-        "notes": notes,
-    }
+
+def _primary_pairwise(included: pd.DataFrame, universe: Any, systems: list, rated: np.ndarray, seed: int,
+                      notes: list[str]) -> dict[str, Any]:
+    """Paired tests between the systems the primary universe rates, with notes on the pairs left out."""
+    in_primary = [systems[i] for i in np.flatnonzero(rated)]
+    pairwise = pairwise_tests(included, universe=universe, systems=in_primary, seed=seed)
+    if len(in_primary) < len(systems):
+        notes.append(f"pairwise tests and neighbour comparisons cover the {len(in_primary)} systems rated in "
+                     f"the primary universe; {len(systems) - len(in_primary)} others are not rated there")
+    untested = [f"{q['a']} vs {q['b']}" for q in pairwise["pairs"] if not q["n_cases"]]
+    if untested:
+        notes.append(f"pairwise tests: no shared cases in the primary universe for {len(untested)} pair(s): "
+                     f"{', '.join(untested[:10])}{' ...' if len(untested) > 10 else ''}")
+    return pairwise
 
 
 def _adjacent(primary_rates: np.ndarray, systems: list, above: np.ndarray,

@@ -28,8 +28,7 @@ behind them.
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,11 +37,10 @@ import pandas as pd
 
 from multiverse.analysis.dropped import dropped_notes
 from multiverse.analysis.rates import system_rates
+from multiverse.analysis.variance_terms import _decompose, _design, _Term
 from multiverse.errors import InputError
 
 __all__ = ["aliasing", "variance", "variance_by_axis", "variance_decomposition", "variance_summary"]
-
-_COLUMNS = ["term", "kind", "axis", "sum_sq", "df", "share"]
 
 
 def variance_decomposition(rates: pd.DataFrame, *, axes: Sequence[str]) -> pd.DataFrame:
@@ -56,149 +54,6 @@ def variance_decomposition(rates: pd.DataFrame, *, axes: Sequence[str]) -> pd.Da
     Axes with a single option carry no variance and are left out.
     """
     return _decompose(rates, list(axes))[0]
-
-
-def _design(rates: pd.DataFrame, axes: list[str]):
-    """The model frame (plain column names x0, x1 ..., s, y), the varying axes, their names and terms."""
-    for column in ("system", "rate", *axes):
-        if column not in rates.columns:
-            raise InputError(f"rates: column {column!r}: expected a column of that name")
-    varying = [a for a in axes if rates[a].nunique(dropna=False) > 1]
-    # Plain column names keep the formula safe whatever the axes are called.
-    names = {a: f"x{i}" for i, a in enumerate(varying)}
-    # Categoricals spare patsy a Python-level scan of every cell for missing values.
-    frame = pd.DataFrame({names[a]: pd.Categorical(rates[a].astype(str).to_numpy()) for a in varying})
-    frame["s"] = pd.Categorical(rates["system"].astype(str).to_numpy())
-    frame["y"] = rates["rate"].to_numpy(dtype=float)
-    terms: list[_Term] = [_Term(a, "axis", a, f"C({names[a]})") for a in varying]
-    if frame["s"].nunique() > 1:
-        terms.append(_Term("system", "system", None, "C(s)"))
-        terms += [_Term(f"{a}:system", "interaction", a, f"C({names[a]}):C(s)") for a in varying]
-    return frame, varying, names, terms
-
-
-def _decompose(rates: pd.DataFrame, axes: list[str]) -> tuple[pd.DataFrame, list[str]]:
-    from statsmodels.formula.api import ols
-    from statsmodels.stats.anova import anova_lm
-    from statsmodels.tools.sm_exceptions import SingularMatrixWarning
-
-    notes: list[str] = []
-    frame, varying, names, terms = _design(rates, axes)
-    total = float(((frame["y"] - frame["y"].mean()) ** 2).sum())
-    rows = []
-    balanced = _balanced_sums(frame, [names[a] for a in varying], terms) if terms else None
-    projected = _projected_sums(frame, terms) if terms and balanced is None else None
-    if balanced is not None:
-        rows, residual = balanced
-    elif projected is not None:
-        rows, residual = projected
-    elif terms:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", SingularMatrixWarning)
-            model = ols("y ~ " + " + ".join(t.formula for t in terms), data=frame).fit()
-            if model.df_resid > 0:
-                table = anova_lm(model, typ=2)
-                rows = [(t.name, t.kind, t.axis, float(table.loc[t.formula, "sum_sq"]),
-                         float(table.loc[t.formula, "df"])) for t in terms]
-            else:
-                # Saturated (e.g. a single axis): no residual variance for anova_lm's
-                # Wald tests, so take each type-II sum of squares from two refits.
-                rows = [(t.name, t.kind, t.axis, *_type2_by_refits(frame, terms, t)) for t in terms]
-        if any(issubclass(w.category, SingularMatrixWarning) for w in caught):
-            notes.append("the model is rank-deficient (axis x system combinations without a rate, "
-                         "or axes that change together): its sums of squares are not unique")
-        residual = (float(model.ssr), float(model.df_resid))
-    if not terms:
-        residual = (total, float(len(frame) - 1))
-    rows.append(("Residual", "residual", None, *residual))
-    out = pd.DataFrame(rows, columns=_COLUMNS[:-1])
-    # Refits and projections leave rounding dust (-1e-17) where a term adds nothing.
-    out.loc[out["sum_sq"].abs() <= 1e-12 * max(total, 1e-300), "sum_sq"] = 0.0
-    # Object dtype so that "no axis" stays None (JSON null) rather than becoming NaN.
-    out["axis"] = pd.Series([r[2] for r in rows], dtype=object)
-    out["share"] = out["sum_sq"] / total if total > 0 else np.nan
-    return out, notes
-
-
-def _balanced_sums(frame: pd.DataFrame, columns: list[str], terms: list[_Term]):
-    """Exact type-II sums of squares from cell means, when the grid is a full factorial.
-
-    With every combination of axis options x system present exactly once, the
-    terms are orthogonal and type-II sums of squares equal the classical
-    balanced-ANOVA ones: n_l (mean_l - grand)^2 for main effects and the
-    double-centred cell means for axis x system. This is what ``anova_lm``
-    computes there, without an SVD over every rate (minutes at 100k
-    universes). Returns None when the grid is not a full factorial.
-    """
-    factors = [*columns, "s"] if any(t.kind == "system" for t in terms) else list(columns)
-    codes = {c: frame[c].cat.codes.to_numpy() for c in factors}
-    sizes = {c: len(frame[c].cat.categories) for c in factors}
-    if len(frame) != int(np.prod([sizes[c] for c in factors])) or frame["y"].isna().any():
-        return None
-    flat = np.ravel_multi_index([codes[c] for c in factors], [sizes[c] for c in factors])
-    if np.bincount(flat, minlength=len(frame)).max() != 1:
-        return None
-    from multiverse.analysis.variance_noise import balanced_sums
-
-    sums = balanced_sums(frame, list(columns), terms, frame["y"].to_numpy(dtype=float)[:, None])[:, 0]
-    rows, used_df = [], 0
-    for term, ss in zip(terms, sums):
-        if term.kind == "interaction":
-            a = term.formula.split(":")[0][2:-1]  # "C(x0):C(s)" -> "x0"
-            df = (sizes[a] - 1) * (sizes["s"] - 1)
-        else:
-            df = sizes["s" if term.kind == "system" else term.formula[2:-1]] - 1
-        rows.append((term.name, term.kind, term.axis, float(ss), float(df)))
-        used_df += df
-    return rows, (float(sums[-1]), float(len(frame) - 1 - used_df))
-
-
-def _projected_sums(frame: pd.DataFrame, terms: list[_Term]):
-    """Type-II sums of squares of a full-rank design from projections (``variance_noise.projection_sums``).
-
-    What ``anova_lm(typ=2)`` computes there (tested against it), without
-    statsmodels' SVDs over every rate (most of the time of an unbalanced grid,
-    e.g. one with an exclude rule). A saturated model's df are the rank each
-    term adds, as the refits give. Returns None for a rank-deficient design,
-    which goes through statsmodels (and its note).
-    """
-    from multiverse.analysis.variance_noise import projection_sums
-
-    sizes = {c: len(frame[c].cat.categories) for c in frame.columns if c != "y"}
-    columns = [int(np.prod([sizes[part[2:-1]] - 1 for part in t.formula.split(":")])) for t in terms]
-    if frame["y"].isna().any():
-        return None
-    projections = projection_sums(frame, terms)
-    if projections.rank != 1 + sum(columns):
-        return None
-    sums = projections(frame["y"].to_numpy(dtype=float)[:, None])[:, 0]
-    df_resid = len(frame) - projections.rank
-    df = columns if df_resid > 0 else projections.df
-    rows = [(t.name, t.kind, t.axis, float(ss), float(d)) for t, ss, d in zip(terms, sums, df)]
-    return rows, (float(sums[-1]), float(df_resid))
-
-
-@dataclass(frozen=True)
-class _Term:
-    name: str
-    kind: str
-    axis: str | None
-    formula: str
-
-    def contains(self, other: _Term) -> bool:
-        """Whether this term is a higher-order term containing ``other`` (type-II marginality)."""
-        mine, theirs = set(self.formula.split(":")), set(other.formula.split(":"))
-        return self is not other and theirs < mine
-
-
-def _type2_by_refits(frame: pd.DataFrame, terms: list[_Term], term: _Term) -> tuple[float, float]:
-    """Type-II sum of squares and df of ``term``: the fit it adds to every term not containing it."""
-    from statsmodels.formula.api import ols
-
-    base = [t.formula for t in terms if t is not term and not t.contains(term)]
-    without = ols("y ~ " + (" + ".join(base) or "1"), data=frame).fit()
-    with_term = ols("y ~ " + " + ".join([*base, term.formula]), data=frame).fit()
-    return float(without.ssr - with_term.ssr), float(with_term.df_model - without.df_model)
 
 
 def aliasing(rates: pd.DataFrame, axes: Sequence[str]) -> dict[str, list]:
@@ -215,32 +70,52 @@ def aliasing(rates: pd.DataFrame, axes: Sequence[str]) -> dict[str, list]:
     varying = [a for a in axes if rates[a].nunique(dropna=False) > 1]
     factors = [*varying, "system"] if rates["system"].nunique() > 1 else list(varying)
     codes = {f: pd.factorize(rates[f].astype(str))[0] for f in factors}
+    aliased = _aliased_groups(codes, varying)
+    grouped = {a for g in aliased for a in g}
+    return {"aliased": aliased, "nested": _nested_axes(codes, varying, factors, grouped)}
 
-    def determines(a, b) -> bool:
-        pairs = pd.unique(codes[a] * (codes[b].max() + 1) + codes[b])
-        return len(pairs) == len(np.unique(codes[a]))
 
+def _determines(codes: dict[str, np.ndarray], a: str, b: str) -> bool:
+    """Whether each option of ``a`` goes with exactly one option of ``b`` in the rows present."""
+    pairs = pd.unique(codes[a] * (codes[b].max() + 1) + codes[b])
+    return len(pairs) == len(np.unique(codes[a]))
+
+
+def _aliased_groups(codes: dict[str, np.ndarray], varying: list[str]) -> list[list[str]]:
+    """Groups of two or more axes that determine each other both ways, in axis order."""
     groups: list[list[str]] = []
     for a in varying:
         for group in groups:
-            if determines(a, group[0]) and determines(group[0], a):
+            if _determines(codes, a, group[0]) and _determines(codes, group[0], a):
                 group.append(a)
                 break
         else:
             groups.append([a])
-    aliased = [g for g in groups if len(g) > 1]
-    grouped = {a for g in aliased for a in g}
+    return [g for g in groups if len(g) > 1]
+
+
+def _nested_axes(codes: dict[str, np.ndarray], varying: list[str], factors: list[str],
+                 grouped: set[str]) -> list[dict[str, str]]:
+    """Axes constant within each option of one other factor, or else of the other axes together.
+
+    An aliased axis is already named with its group, so only the one-factor
+    test applies to it.
+    """
     nested = []
     for b in varying:
-        within = [a for a in factors if a != b and determines(a, b) and not determines(b, a)]
+        within = [a for a in factors if a != b and _determines(codes, a, b) and not _determines(codes, b, a)]
         if within:
             nested.append({"axis": b, "within": within[0]})
-        elif b not in grouped and len(varying) > 1:
-            others = [a for a in varying if a != b]
-            joint = pd.factorize(pd.MultiIndex.from_arrays([codes[a] for a in others]))[0]
-            if len(pd.unique(joint * (codes[b].max() + 1) + codes[b])) == len(np.unique(joint)):
-                nested.append({"axis": b, "within": "the other axes"})
-    return {"aliased": aliased, "nested": nested}
+        elif b not in grouped and len(varying) > 1 and _constant_within_the_others(codes, varying, b):
+            nested.append({"axis": b, "within": "the other axes"})
+    return nested
+
+
+def _constant_within_the_others(codes: dict[str, np.ndarray], varying: list[str], b: str) -> bool:
+    """Whether axis ``b`` takes one option within each combination of the other axes present."""
+    others = [a for a in varying if a != b]
+    joint = pd.factorize(pd.MultiIndex.from_arrays([codes[a] for a in others]))[0]
+    return len(pd.unique(joint * (codes[b].max() + 1) + codes[b])) == len(np.unique(joint))
 
 
 def variance_by_axis(decomposition: pd.DataFrame) -> pd.DataFrame:
@@ -357,11 +232,6 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
     one (a note names the terms whose interval went past 100%).
     """
     from multiverse.analysis.rates import included_verdicts
-    from multiverse.analysis.variance_noise import (
-        balanced_sums_function,
-        noise_summary,
-        projection_sums,
-    )
 
     axes = list(axes)
     included = included_verdicts(verdicts, axes=axes, keys=())
@@ -375,63 +245,21 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
     notes = dropped_notes(verdicts) + [f"axis {a!r} has a single option and is left out" for a in axes
                                        if rates[a].nunique() <= 1]
     notes += model_notes
-    total_share = float(decomposition["share"].sum())
     if not balanced:
+        total_share = float(decomposition["share"].sum())
         notes.append("the grid is unbalanced (missing universes or universe x system rates): "
                      f"type-II shares need not add up to 1 (here they add up to {total_share:.1%})")
     confounding = aliasing(rates, axes)
-    for group in confounding["aliased"]:
-        notes.append(f"axes {', '.join(map(repr, group))} are aliased: each option of one goes with exactly "
-                     "one option of the other, so their effects cannot be separated (each alone shows 0%)")
-    for n in confounding["nested"]:
-        notes.append(f"axis {n['axis']!r} is constant within each option of {n['within']}: its effect is "
-                     "confounded with theirs")
-    n_cases = included["case_id"].nunique()
-    if resamples and n_cases < 10:
-        notes.append(f"only {n_cases} case(s): resampling so few cases underestimates the sampling noise, "
-                     "so the noise floor and the intervals are too optimistic")
-    residual = decomposition.iloc[-1]
-    if residual["df"] == 0:
-        notes.append("the residual has no degrees of freedom (the model is saturated): it cannot estimate "
-                     "the noise; read the noise floor instead")
-    elif residual["df"] < 10:
-        notes.append(f"the residual has only {residual['df']:.0f} degrees of freedom: its share is a rough "
-                     "estimate of what the model leaves out")
+    notes += _confounding_notes(confounding)
+    notes += _precision_notes(included["case_id"].nunique(), decomposition.iloc[-1], resamples)
 
-    frame, varying, names, terms = _design(rates, axes)
-    group_terms, group_keys = [], []
-    for g, group in enumerate(confounding["aliased"]):
-        for kind, key in (("axis", "main"), ("interaction", "interaction")):
-            members = [t for t in terms if t.kind == kind and t.axis in group]
-            if members:
-                group_terms.append(members)
-                group_keys.append((g, key))
-    use_balanced = balanced and not confounding["aliased"] and terms
-    sums = (balanced_sums_function(frame, [names[a] for a in varying], terms) if use_balanced
-            else projection_sums(frame, terms, group_terms) if terms else None)
-    total = float(((frame["y"] - frame["y"].mean()) ** 2).sum())
-    groups_out = [{"axes": group, "main": 0.0, "interaction": 0.0, "total": 0.0}
-                  for group in confounding["aliased"]]
-    if group_terms and total > 0 and sums is not None:
-        joint = sums((frame["y"] - frame["y"].mean()).to_numpy()[:, None])[len(terms):-1, 0] / total
-        for (g, key), value in zip(group_keys, joint):
-            groups_out[g][key] = float(value)
-            groups_out[g]["total"] += float(value)
+    sums = _model_sums(rates, axes, balanced=bool(balanced), confounding=confounding)
+    groups_out = _aliased_group_shares(sums, confounding)
     by_axis = variance_by_axis(decomposition)
     noise = None
     terms_out = decomposition.to_dict(orient="records")
-    if resamples and sums is not None and total > 0:
-        names_out = [t.name for t in terms] + [f"group {i}" for i in range(len(group_terms))] + ["Residual"]
-        combos = {row.axis: [names_out.index(t) for t in (row.axis, f"{row.axis}:system") if t in names_out]
-                  for row in by_axis.itertuples()}
-        noise = noise_summary(included, rates, names_out, sums,
-                              resamples, seed, combos=combos)
-        for row in terms_out:
-            row.update(noise["terms"][row["term"]])
-        by_axis_rows = by_axis.to_dict(orient="records")
-        for row in by_axis_rows:
-            row.update(noise["combos"][row["axis"]])
-        noise = {k: v for k, v in noise.items() if k not in ("terms", "combos")}
+    if resamples and sums.function is not None and sums.total > 0:
+        noise, by_axis_rows = _noise_of_terms(included, rates, sums, by_axis, terms_out, resamples, seed)
         notes += _clipping_notes(terms_out, by_axis_rows)
     else:
         by_axis_rows = by_axis.to_dict(orient="records")
@@ -444,8 +272,110 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
         "noise": noise,
         "summary": variance_summary(decomposition, confounding=confounding,
                                     groups={" + ".join(g["axes"]): g for g in groups_out},
-                                    noise={**{r["axis"]: r for r in by_axis_rows if "low" in r},
-                                           **{r["term"]: r for r in terms_out
-                                              if r["term"] == "system" and "low" in r}}),
+                                    noise=_noise_by_name(terms_out, by_axis_rows)),
         "notes": notes,
     }
+
+
+def _confounding_notes(confounding: dict[str, list]) -> list[str]:
+    """One note per aliased group and per nested axis (``aliasing`` output)."""
+    notes = [f"axes {', '.join(map(repr, group))} are aliased: each option of one goes with exactly "
+             "one option of the other, so their effects cannot be separated (each alone shows 0%)"
+             for group in confounding["aliased"]]
+    notes += [f"axis {n['axis']!r} is constant within each option of {n['within']}: its effect is "
+              "confounded with theirs" for n in confounding["nested"]]
+    return notes
+
+
+def _precision_notes(n_cases: int, residual: pd.Series, resamples: int) -> list[str]:
+    """Where the noise floor or the residual rests on too little: few cases, few residual df."""
+    notes = []
+    if resamples and n_cases < 10:
+        notes.append(f"only {n_cases} case(s): resampling so few cases underestimates the sampling noise, "
+                     "so the noise floor and the intervals are too optimistic")
+    if residual["df"] == 0:
+        notes.append("the residual has no degrees of freedom (the model is saturated): it cannot estimate "
+                     "the noise; read the noise floor instead")
+    elif residual["df"] < 10:
+        notes.append(f"the residual has only {residual['df']:.0f} degrees of freedom: its share is a rough "
+                     "estimate of what the model leaves out")
+    return notes
+
+
+@dataclass(frozen=True)
+class _ModelSums:
+    """The model's sums of squares as a function of rate columns, for the noise and the aliased groups.
+
+    ``function`` maps an N x B array of rates to the sums of squares of each
+    term, then of each aliased group's joint term (``group_terms``, keyed by
+    (group index, "main" or "interaction") in ``group_keys``), then of the
+    residual; None when the model has no term. ``total`` is the total sum of
+    squares of the observed rates.
+    """
+
+    frame: pd.DataFrame
+    terms: list[_Term]
+    group_terms: list[list[_Term]]
+    group_keys: list[tuple[int, str]]
+    function: Callable[[np.ndarray], np.ndarray] | None
+    total: float
+
+
+def _model_sums(rates: pd.DataFrame, axes: list[str], *, balanced: bool,
+                confounding: dict[str, list]) -> _ModelSums:
+    """The sums-of-squares function of the model, with a joint term for each aliased group's members."""
+    from multiverse.analysis.variance_noise import balanced_sums_function, projection_sums
+
+    frame, varying, names, terms = _design(rates, axes)
+    group_terms, group_keys = [], []
+    for g, group in enumerate(confounding["aliased"]):
+        for kind, key in (("axis", "main"), ("interaction", "interaction")):
+            members = [t for t in terms if t.kind == kind and t.axis in group]
+            if members:
+                group_terms.append(members)
+                group_keys.append((g, key))
+    # The cell-mean formulas hold on a full factorial only without joint group terms.
+    use_balanced = balanced and not confounding["aliased"] and terms
+    function = (balanced_sums_function(frame, [names[a] for a in varying], terms) if use_balanced
+                else projection_sums(frame, terms, group_terms) if terms else None)
+    total = float(((frame["y"] - frame["y"].mean()) ** 2).sum())
+    return _ModelSums(frame, terms, group_terms, group_keys, function, total)
+
+
+def _aliased_group_shares(sums: _ModelSums, confounding: dict[str, list]) -> list[dict[str, Any]]:
+    """Each aliased group's joint main, interaction and total shares (0 when there is nothing to share)."""
+    groups_out = [{"axes": group, "main": 0.0, "interaction": 0.0, "total": 0.0}
+                  for group in confounding["aliased"]]
+    if sums.group_terms and sums.total > 0 and sums.function is not None:
+        frame = sums.frame
+        joint = sums.function((frame["y"] - frame["y"].mean()).to_numpy()[:, None])[len(sums.terms):-1, 0] / sums.total
+        for (g, key), value in zip(sums.group_keys, joint):
+            groups_out[g][key] = float(value)
+            groups_out[g]["total"] += float(value)
+    return groups_out
+
+
+def _noise_of_terms(included: pd.DataFrame, rates: pd.DataFrame, sums: _ModelSums, by_axis: pd.DataFrame,
+                    terms_out: list[dict], resamples: int, seed: int) -> tuple[dict[str, Any], list[dict]]:
+    """Add each term's and each axis's noise fields to its row; return the noise settings and the axis rows."""
+    from multiverse.analysis.variance_noise import noise_summary
+
+    assert sums.function is not None  # called only for a model with terms
+    names_out = [t.name for t in sums.terms] + [f"group {i}" for i in range(len(sums.group_terms))] + ["Residual"]
+    # An axis's main effect and interaction together, for its by-axis row.
+    combos = {row.axis: [names_out.index(t) for t in (row.axis, f"{row.axis}:system") if t in names_out]
+              for row in by_axis.itertuples()}
+    noise = noise_summary(included, rates, names_out, sums.function,
+                          resamples, seed, combos=combos)
+    for row in terms_out:
+        row.update(noise["terms"][row["term"]])
+    by_axis_rows = by_axis.to_dict(orient="records")
+    for row in by_axis_rows:
+        row.update(noise["combos"][row["axis"]])
+    return {k: v for k, v in noise.items() if k not in ("terms", "combos")}, by_axis_rows
+
+
+def _noise_by_name(terms_out: list[dict], by_axis_rows: list[dict]) -> dict[str, dict]:
+    """The rows with an interval beyond noise, by axis and for ``system``, as ``variance_summary`` reads them."""
+    return {**{r["axis"]: r for r in by_axis_rows if "low" in r},
+            **{r["term"]: r for r in terms_out if r["term"] == "system" and "low" in r}}

@@ -41,7 +41,7 @@ def balanced_sums(frame: pd.DataFrame, columns: list[str], terms: list, y: np.nd
     """Type-II sums of squares of each term and the residual, for each column of ``y`` (N x B).
 
     Exact on a full factorial with one rate per cell: the classical balanced
-    formulas from cell means (see ``variance._balanced_sums``).
+    formulas from cell means (see ``variance_terms._balanced_sums``).
     """
     return balanced_sums_function(frame, columns, terms)(y)
 

@@ -103,7 +103,6 @@ def plot_rank_bump(
     names = ranks.drop_duplicates(universe).set_index(universe)[label] if label else pd.Series(dtype=object)
     tick_labels = [literal(names.get(u, u)) for u in order]
     position = pd.Series(np.arange(len(order)), index=order)
-    systems = list(dict.fromkeys(ranks[system]))
     n_ranks = int(ranks[rank].max())
     many = len(order) > 40
     if ax is None:
@@ -111,6 +110,30 @@ def plot_rank_bump(
         # Rotated universe ids need room below the plot, or constrained layout squashes it.
         labels_height = 0.0 if many else 0.06 * max(len(str(u)) for u in tick_labels)
         ax = _new_axes(width, max(3.2, 0.55 * n_ranks + 1.8) + labels_height)
+    _draw_rank_lines(ax, ranks, universe=universe, system=system, rank=rank, position=position, many=many)
+    if group is not None:
+        labels = ranks.drop_duplicates(universe).set_index(universe)[group].reindex(order).to_numpy()
+        _mark_groups(ax, labels, many=many)
+    if highlight is not None and highlight in position.index:
+        ax.axvline(position[highlight], color="black", linewidth=1.0, alpha=0.6)
+    ax.set_ylim(n_ranks + 0.5, 0.5)
+    ax.set_yticks(range(1, n_ranks + 1))
+    ax.set_ylabel("rank (1 = highest rate)")
+    ax.set_xlim(-0.5, len(order) - 0.5)
+    _label_universes(ax, tick_labels, group=group, many=many)
+    ax.legend(title=literal(system), loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=9)
+    ax.set_title("Rank of each system across universes", fontsize=11, pad=16 if group is not None else 6)
+    return ax
+
+
+def _draw_rank_lines(ax: Axes, ranks: pd.DataFrame, *, universe: str, system: str, rank: str,
+                     position: pd.Series, many: bool) -> None:
+    """One line per system through its rank in each universe, nudged apart so tied lines stay visible.
+
+    ``position`` maps each universe shown to its x; past 150 universes the
+    lines become steps without markers.
+    """
+    systems = list(dict.fromkeys(ranks[system]))
     colours = [f"C{i % 10}" for i in range(len(systems))]
     nudge = np.linspace(-0.12, 0.12, len(systems)) if len(systems) > 1 else np.zeros(1)
     for index, name in enumerate(systems):
@@ -120,47 +143,44 @@ def plot_rank_bump(
         order_x = np.argsort(x[keep])
         xs = x[keep][order_x]
         ys = rows[rank].to_numpy(dtype=float)[keep][order_x] + nudge[index]
-        if len(order) > 150:
+        if len(position) > 150:
             ax.step(xs, ys, where="mid", color=colours[index], linewidth=1.2, label=literal(name))
         elif many:
             # Small markers keep swaps between neighbouring universes legible.
             ax.plot(xs, ys, color=colours[index], linewidth=1.0, marker="o", markersize=2.5, label=literal(name))
         else:
             ax.plot(xs, ys, color=colours[index], linewidth=1.8, marker="o", markersize=5, label=literal(name))
-    if group is not None:
-        labels = ranks.drop_duplicates(universe).set_index(universe)[group].reindex(order).to_numpy()
-        starts = [0] + [i for i in range(1, len(labels)) if labels[i] != labels[i - 1]]
-        spans = list(zip(starts, starts[1:] + [len(labels)]))
-        for start, _ in spans[1:]:
-            ax.axvline(start - 0.5, color="#999999", linewidth=0.8, linestyle=":")
-        # Label the widest groups first and skip labels that would run into a placed one.
-        placed: list[float] = []
-        gap = 0.04 * len(labels) if many else 0.0
-        for start, end in sorted(spans, key=lambda span: span[0] - span[1]):
-            centre = (start + end - 1) / 2
-            if all(abs(centre - other) >= gap for other in placed):
-                ax.text(centre, 1.01, literal(labels[start]), ha="center", va="bottom", fontsize=8,
-                        color="#555555", clip_on=False, transform=ax.get_xaxis_transform())
-                placed.append(centre)
-    if highlight is not None and highlight in position.index:
-        ax.axvline(position[highlight], color="black", linewidth=1.0, alpha=0.6)
-    ax.set_ylim(n_ranks + 0.5, 0.5)
-    ax.set_yticks(range(1, n_ranks + 1))
-    ax.set_ylabel("rank (1 = highest rate)")
-    ax.set_xlim(-0.5, len(order) - 0.5)
+
+
+def _mark_groups(ax: Axes, labels: np.ndarray, *, many: bool) -> None:
+    """Separators where the group changes along the x axis, and each group's label on top."""
+    starts = [0] + [i for i in range(1, len(labels)) if labels[i] != labels[i - 1]]
+    spans = list(zip(starts, starts[1:] + [len(labels)]))
+    for start, _ in spans[1:]:
+        ax.axvline(start - 0.5, color="#999999", linewidth=0.8, linestyle=":")
+    # Label the widest groups first and skip labels that would run into a placed one.
+    placed: list[float] = []
+    gap = 0.04 * len(labels) if many else 0.0
+    for start, end in sorted(spans, key=lambda span: span[0] - span[1]):
+        centre = (start + end - 1) / 2
+        if all(abs(centre - other) >= gap for other in placed):
+            ax.text(centre, 1.01, literal(labels[start]), ha="center", va="bottom", fontsize=8,
+                    color="#555555", clip_on=False, transform=ax.get_xaxis_transform())
+            placed.append(centre)
+
+
+def _label_universes(ax: Axes, tick_labels: list[str], *, group: str | None, many: bool) -> None:
+    """The x axis: every universe named, or with many universes only their count; and what groups them."""
     if group == "distance":
         grouped = ", grouped by how many axes differ from the primary (numbers on top)"
     else:
         grouped = f", grouped by {group} (labels on top)" if group is not None else ""
     if many:
-        ax.set_xlabel(f"universes ({len(order)}){grouped}")
+        ax.set_xlabel(f"universes ({len(tick_labels)}){grouped}")
     else:
         ax.set_xlabel(f"universes{grouped}")
-        ax.set_xticks(range(len(order)), labels=tick_labels, rotation=60, ha="right",
-                      fontsize=7 if len(order) > 15 else 8)
-    ax.legend(title=literal(system), loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=9)
-    ax.set_title("Rank of each system across universes", fontsize=11, pad=16 if group is not None else 6)
-    return ax
+        ax.set_xticks(range(len(tick_labels)), labels=tick_labels, rotation=60, ha="right",
+                      fontsize=7 if len(tick_labels) > 15 else 8)
 
 
 def ranking_figure(

@@ -14,6 +14,7 @@ reversal (a turn that speaks as the assistant and starts "As an AI assistant").
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .dice import Dice
@@ -53,22 +54,17 @@ def _planned_turns(user: User, messages: Sequence[Any], turn: int, max_turns: in
 
 def simulate_user(world: World, user: User, task: Mapping[str, Any], messages: Sequence[Any], dice: Dice) -> str:
     """The next user turn (plain text) for a ``simulate_user`` task."""
-    case = case_marker(messages[:1]) or case_marker(messages)
-    fields = case.fields if case else {}
-    behavior = (case.get("beh") or "") if case else ""
-    condition = (case.get("cond") if case else None) or None
-    tools = fields.get("tools") == "1"
-    topic_key = case.get("topic") if case else None
-    topic = world.topic(topic_key)
+    brief = _Brief.of(case_marker(messages[:1]) or case_marker(messages))
+    topic = world.topic(brief.topic)
     persona = str(task.get("persona") or "")
     turn = max(1, int(task.get("turn") or 1))
     max_turns = max(turn, int(task.get("max_turns") or turn))
     end_marker = str(task.get("end_marker") or "[END]")
 
+    # The draws below run in a fixed order (failure, plan, opportunities, then
+    # the turn's lines): every simulated transcript depends on it.
     if dice.chance(user.failure):
-        if dice.weighted(user.failure_modes) == "empty":
-            return ""
-        return fill(dice.pick(world.dialogue["role_reversal"]), topic)
+        return _failed_turn(world, user, topic, dice)
 
     plan = _planned_turns(user, messages, turn, max_turns, dice)
     if turn > plan:
@@ -76,39 +72,73 @@ def simulate_user(world: World, user: User, task: Mapping[str, Any], messages: S
         return f"{closing} {format_marker('turn', {'t': turn, 'close': 1})} {end_marker}"
 
     pressure = user.pressure_at(persona, turn)
-    opp = [behavior] if behavior and (turn == 1 or dice.chance(user.persistence)) else []
-    opp += opportunities(world, behavior, condition, tools, dice, include_behavior=False)
+    opp = [brief.behavior] if brief.behavior and (turn == 1 or dice.chance(user.persistence)) else []
+    opp += opportunities(world, brief.behavior, brief.condition, brief.tools, dice, include_behavior=False)
 
-    known = world.conditions.get(condition or "")
-    parts: list[str] = []
-    if turn == 1:
-        situation = topic["situation"].strip()
-        parts.append(situation if situation.endswith((".", "!", "?")) else situation + ".")
-        if known and known.cues:
-            parts.append(dice.pick(known.cues))
-        parts.append(topic.get("ask", "What should I do?"))
-    else:
-        parts.append(dice.pick(world.dialogue["followups"]))
+    parts = _asking_lines(world, brief.condition, topic, turn, dice)
     parts.extend(probe_lines(world, opp, topic, dice))
     if turn > 1 and not opp:
         parts.append(fill("Is there anything else I should know about {subject}?", topic))
-    if pressure >= 0.7:
-        parts.append(dice.pick(world.dialogue["pressure_high"]))
-    elif pressure >= 0.4:
-        parts.append(dice.pick(world.dialogue["pressure_medium"]))
+    parts.extend(_pressure_lines(world, pressure, dice))
     parts.append(
         format_marker(
             "turn",
             {
                 "t": turn,
                 "p": round(pressure, 4),
-                "cond": condition or "",
-                "beh": behavior,
-                "topic": topic_key or "",
-                "tools": tools,
+                "cond": brief.condition or "",
+                "beh": brief.behavior,
+                "topic": brief.topic or "",
+                "tools": brief.tools,
                 "opp": opp,
                 "plan": plan,
             },
         )
     )
     return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class _Brief:
+    """What the case brief's ``case`` marker tells the user: behaviour, condition, tools and topic."""
+
+    behavior: str
+    condition: str | None
+    tools: bool
+    topic: str | None
+
+    @classmethod
+    def of(cls, case: Marker | None) -> _Brief:
+        if case is None:
+            return cls(behavior="", condition=None, tools=False, topic=None)
+        return cls(behavior=case.get("beh") or "", condition=case.get("cond") or None,
+                   tools=case.fields.get("tools") == "1", topic=case.get("topic"))
+
+
+def _failed_turn(world: World, user: User, topic: Mapping[str, str], dice: Dice) -> str:
+    """A failed call: an empty turn, or a role reversal that speaks as the assistant."""
+    if dice.weighted(user.failure_modes) == "empty":
+        return ""
+    return fill(dice.pick(world.dialogue["role_reversal"]), topic)
+
+
+def _asking_lines(world: World, condition: str | None, topic: Mapping[str, str], turn: int, dice: Dice) -> list[str]:
+    """Turn 1 sets the situation (with a cue of the condition) and asks; a later turn follows up."""
+    if turn > 1:
+        return [dice.pick(world.dialogue["followups"])]
+    known = world.conditions.get(condition or "")
+    situation = topic["situation"].strip()
+    parts = [situation if situation.endswith((".", "!", "?")) else situation + "."]
+    if known and known.cues:
+        parts.append(dice.pick(known.cues))
+    parts.append(topic.get("ask", "What should I do?"))
+    return parts
+
+
+def _pressure_lines(world: World, pressure: float, dice: Dice) -> list[str]:
+    """A line of high or medium pressure, none below 0.4."""
+    if pressure >= 0.7:
+        return [dice.pick(world.dialogue["pressure_high"])]
+    if pressure >= 0.4:
+        return [dice.pick(world.dialogue["pressure_medium"])]
+    return []

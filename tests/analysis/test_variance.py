@@ -144,7 +144,7 @@ def test_single_axis_grid_is_saturated_and_still_decomposed():
 
 
 def test_refits_agree_with_anova_lm_where_both_apply():
-    from multiverse.analysis.variance import _Term, _type2_by_refits
+    from multiverse.analysis.variance_terms import _Term, _type2_by_refits
 
     rng = np.random.default_rng(9)
     frame = pd.DataFrame([{"x0": j, "x1": e, "s": s, "y": rng.random()}
@@ -248,8 +248,8 @@ def test_nested_axis_is_named():
 
 
 def test_projection_sums_equal_anova_lm_on_an_unbalanced_grid():
-    from multiverse.analysis.variance import _design
     from multiverse.analysis.variance_noise import projection_sums
+    from multiverse.analysis.variance_terms import _design
 
     rng = np.random.default_rng(3)
     rows = [{"A": f"a{a}", "B": f"b{b}", "system": f"s{s}", "rate": rng.random()}
