@@ -12,7 +12,6 @@ stored, and roughly what the rest will cost (``multiverse.engine._forecast``).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -23,7 +22,8 @@ import pandas as pd
 
 from multiverse.core import _interrupt as interrupt
 from multiverse.engine._assemble import assemble, run_manifest, run_rates, write_run_folder
-from multiverse.engine._executor import DaskSession, Executor
+from multiverse.engine._backend_threads import LocalThreads
+from multiverse.engine._executor import Executor, backend_class
 from multiverse.errors import InputError, ModelError, SpecError, StoreError
 from multiverse.model._client import CredentialCheck, ModelClient
 from multiverse.results._results import Results
@@ -156,18 +156,8 @@ def run(
     started = time.time()
     _require_rubric(spec)
     _warn_unknown_criteria(spec)
-    if backend not in ("local", "processes", "dask"):
-        raise InputError(f"backend: expected local, processes or dask, got {backend!r}", param="backend")
-    if backend == "processes" and client is not None:
-        raise InputError("client: a client of your own works only with backend='local' (each worker process "
-                         "makes its own LiteLLMClient)", param="client")
-    if backend == "dask" and budget is not None:
-        raise InputError("budget: not supported with backend='dask' (each worker has its own client); "
-                         "run locally to cap spending", param="budget")
-    if backend == "dask" and spec.rate_limits:
-        # Each worker paces only its own calls: together they would exceed the declared limits.
-        raise InputError("backend: 'dask' does not keep the spec's rate_limits (each worker paces its own calls); "
-                         "run locally, or remove rate_limits", param="backend")
+    # The one place the backend's name becomes its class; options it cannot keep are refused here.
+    backend_kind = backend_class(backend, client=client, budget=budget, rate_limits=spec.rate_limits)
     if max_units is not None and (isinstance(max_units, bool) or not isinstance(max_units, int) or max_units < 1):
         raise InputError(f"max_units: expected a whole number >= 1 or None, got {max_units!r}", param="max_units")
     universes = expand(spec)
@@ -186,10 +176,9 @@ def run(
     client = RequestCache(Breaker(_default_client(client, jobs, budget, spec.rate_limits)), st)
     try:
         with (interrupt.stopping_on_signals(), Lease(st.open().root) as lease, client,
-              DaskSession(backend, scheduler, jobs) as dask_client,
-              _worker_pool(backend, st, jobs, budget, spec.rate_limits) as workers):
-            executor = Executor(st, client, jobs=jobs, progress=progress, backend=backend, dask_client=dask_client,
-                                workers=workers)
+              backend_kind.for_run(store=st, client=client, jobs=jobs, budget=budget, rate_limits=spec.rate_limits,
+                                   scheduler=scheduler) as backend_here):
+            executor = Executor(st, backend_here, progress=progress)
             records = _run_stages(work, st, client, executor, lease)
             interrupt.check("after the last call, before the tables were written")
     finally:
@@ -202,16 +191,6 @@ def run(
         write_run_folder(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
                          spec_document=spec.document or {}, transcripts=records["transcript"])
     return run_result(out_dir if write else None, verdicts, criteria, rates, manifest)
-
-
-def _worker_pool(backend: str, st: Store, jobs: int, budget: float | None, rate_limits: Any) -> Any:
-    """The run's worker processes (``backend="processes"``), or nothing to enter. Each
-    worker paces its calls by its share of the ``rate_limits`` (``multiverse.engine._processes``)."""
-    if backend != "processes":
-        return contextlib.nullcontext()
-    from multiverse.engine._processes import WorkerPool
-
-    return WorkerPool(str(st.root), jobs, budget=budget, rate_limits=rate_limits)
 
 
 def _check_units(spec: Spec, universes: list, max_units: int | None) -> None:
@@ -359,7 +338,7 @@ def draft(
     have = st.get_many("case", [u.key for u in units])
     pending = [u for u in units if u.key not in have]
     _check_credentials(client, [u.generator for u in pending])
-    executor = Executor(st, client, jobs=jobs, progress=progress)
+    executor = Executor(st, LocalThreads(client, jobs=jobs), progress=progress)
     try:
         with interrupt.stopping_on_signals(), Lease(st.open().root), client:
             executor.run("case", pending)
