@@ -15,7 +15,7 @@ from typing import Any
 
 from multiverse.core._outcomes import row_outcomes, tally, unit_outcomes
 from multiverse.model._pacing import estimate_wall_seconds
-from multiverse.model._pricing import estimate_cost
+from multiverse.model._pricing import TOKENS, estimate_cost
 from multiverse.spec import Spec
 from multiverse.spec._grid import Universe, axis_stages
 from multiverse.store._store import Store
@@ -23,8 +23,6 @@ from multiverse.work._units import TranscriptUnit, Work
 
 __all__ = ["forecast"]
 
-#: rough (prompt, completion) tokens per call of each stage, for the cost estimate
-TOKENS = {"draft": (700, 500), "rollout": (900, 250), "judge": (2500, 600)}
 #: seconds a hosted model takes to answer, for the wall-time estimate
 SECONDS_PER_CALL = 5.0
 #: simulated models answer in-process, in no time worth counting

@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from multiverse.core._keys import digest
-from multiverse.engine._forecast import TOKENS
-from multiverse.model._pricing import estimate_cost
+from multiverse.model._pricing import TOKENS, estimate_cost
 from multiverse.spec import Spec, to_yaml_dict
 from multiverse.spec._design import case_counts
 from multiverse.spec._grid import Universe, axis_stages
