@@ -101,29 +101,28 @@ def cmd_plan(args) -> int:
 
     result = plan(spec, store=args.store, jobs=args.jobs)
     if args.json:
-        print_json(result)
+        print_json(result.as_dict())
         return 0
-    say(f"{len(result['universes'])} universes, {len(spec.systems)} systems")
+    say(f"{len(result.universes)} universes, {len(spec.systems)} systems")
     rows = [["axis", "stage it touches", "options"]]
-    rows += [[a, s, ", ".join(spec.axes[a])] for a, s in result["axis_stages"].items()]
+    rows += [[a, s, ", ".join(spec.axes[a])] for a, s in result.axis_stages.items()]
     print_table(rows)
     say()
     rows = [["stage", "unique work", "stored", "failed", "blocked", "to compute", "calls to make", "est. cost (USD)"]]
-    for name, stage in result["stages"].items():
+    for name, stage in result.stages.items():
         # None: a grid counted, not listed, whose store was not read (see the notes).
-        rows.append([name, *("?" if stage[k] is None else stage[k] for k in ("units", "stored", "failed", "blocked",
-                                                                              "to_compute", "calls_to_make")),
-                     f"{stage['cost']:.4f}"])
+        counts = (stage.units, stage.stored, stage.failed, stage.blocked, stage.to_compute, stage.calls_to_make)
+        rows.append([name, *("?" if n is None else n for n in counts), f"{stage.cost:.4f}"])
     print_table(rows)
     say("unique work = stored + failed + blocked + to compute (work units; failed ones are stored results, "
           "blocked ones wait on a failed unit and are never run)")
-    for name, stage in result["stages"].items():
-        for what, reasons in (("failed", stage.get("failures")), ("blocked", stage.get("blocked_by"))):
+    for name, stage in result.stages.items():
+        for what, reasons in (("failed", stage.failures), ("blocked", stage.blocked_by)):
             if reasons:
                 say(f"  {name} {what}: {', '.join(f'{k} {v}' for k, v in reasons.items())}")
-    if result.get("notes"):
+    if result.notes:
         say()
-        for note in result["notes"]:
+        for note in result.notes:
             say(f"note: {note}")
     return 0
 

@@ -24,6 +24,7 @@ from multiverse.core import _interrupt as interrupt
 from multiverse.engine._assemble import assemble, run_manifest, run_rates, write_run_folder
 from multiverse.engine._backend_threads import LocalThreads
 from multiverse.engine._executor import Executor, backend_class
+from multiverse.engine._plan import Plan
 from multiverse.errors import InputError, ModelError, SpecError, StoreError
 from multiverse.model._client import CredentialCheck, ModelClient
 from multiverse.results._results import Results
@@ -83,7 +84,7 @@ def _warn_unknown_criteria(spec: Spec) -> None:
         warnings.warn(note, stacklevel=3)
 
 
-def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None, jobs: int = 8) -> dict[str, Any]:
+def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None, jobs: int = 8) -> Plan:
     """Per stage: unique work units (stored, failed, blocked, to compute), their model calls, and estimated cost;
     ``wall``: at least how long the calls take at ``jobs`` under the spec's ``rate_limits``.
 
@@ -91,7 +92,8 @@ def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None, jobs: in
     grid of more than ``bounds.MAX_UNITS`` units is counted from its stage
     configurations without listing them or reading the store
     (``multiverse.engine._workcount``): stored, failed, blocked and to compute are
-    then ``None``.
+    then ``None``, and there is no ``wall``. The :class:`~multiverse.engine._plan.Plan`
+    reads as a dict too; ``as_dict()`` is its JSON document.
     """
     from multiverse.engine._forecast import forecast
     from multiverse.engine._workcount import count_work, counted_plan

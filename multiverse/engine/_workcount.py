@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from multiverse.core._keys import digest
+from multiverse.engine._plan import Plan, StagePlan, make_plan
 from multiverse.model._pricing import TOKENS, estimate_cost
 from multiverse.spec import Spec, to_yaml_dict
 from multiverse.spec._design import case_counts
@@ -206,24 +207,18 @@ def _case_blocks(u: Any, shared: _Shared, drafted: dict, draft_model: dict) -> l
     return blocks
 
 
-def counted_plan(spec: Spec, universes: list[Universe], count: WorkCount, *, cap: int) -> dict[str, Any]:
-    """``plan``'s document for a grid of more than ``cap`` work units: counted, the store not read.
+def counted_plan(spec: Spec, universes: list[Universe], count: WorkCount, *, cap: int) -> Plan:
+    """``plan``'s answer for a grid of more than ``cap`` work units: counted, the store not read.
 
     Stored, failed, blocked and to-compute are ``None`` (reading the store
-    unit by unit is what the cap avoids); ``cost`` is that of every unit.
+    unit by unit is what the cap avoids); ``cost`` is that of every unit; no
+    wall time is given.
     """
-    stages: dict[str, dict] = {}
     unknown = dict.fromkeys(("stored", "failed", "blocked", "to_compute", "calls_stored", "calls_to_make"))
-    for stage, name in PLAN_STAGES.items():
-        stages[name] = {"units": count.units[stage], **unknown, "calls": count.calls[stage], "cost": count.cost[stage]}
-    stages["score"] = {"units": count.rows, **unknown, "calls": 0, "cost": 0.0}
-    notes = [
-        f"the grid needs {count.describe()}, more than {cap:,}: they were counted, not listed, and the store was not "
-        "read, so stored, failed, blocked and to compute are not known and the cost is that of every unit",
-        f"running each universe on its own would take about {count.naive_calls} model calls; sharing needs "
-        f"{sum(count.calls.values())}",
-        "rollout calls assume every turn is used: early ends save calls, simulated-user retries and tool calls add some; "
-        "costs use litellm's price list with rough token estimates, and are 0 for sim/ and local models",
-    ]
-    return {"spec": spec.name, "universes": [u.id for u in universes], "axis_stages": axis_stages(spec),
-            "stages": stages, "naive_calls": count.naive_calls, "notes": notes}
+    stages = {name: StagePlan(units=count.units[stage], **unknown, calls=count.calls[stage], cost=count.cost[stage])
+              for stage, name in PLAN_STAGES.items()}
+    stages["score"] = StagePlan(units=count.rows, **unknown, calls=0, cost=0.0)
+    counted = (f"the grid needs {count.describe()}, more than {cap:,}: they were counted, not listed, and the store was "
+               "not read, so stored, failed, blocked and to compute are not known and the cost is that of every unit")
+    return make_plan(spec.name, [u.id for u in universes], axis_stages(spec), stages, naive_calls=count.naive_calls,
+                     counted=counted)
