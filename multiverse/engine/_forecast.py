@@ -15,12 +15,13 @@ from typing import Any
 
 from multiverse.core._outcomes import row_outcomes, tally, unit_outcomes
 from multiverse.engine._plan import LaneTime, Plan, StagePlan, WallTime, make_plan
+from multiverse.engine._workcount import calls_per_transcript
 from multiverse.model._pacing import estimate_wall_seconds
 from multiverse.model._pricing import TOKENS, estimate_cost
 from multiverse.spec import Spec
 from multiverse.spec._grid import Universe, axis_stages
 from multiverse.store._store import Store
-from multiverse.work._units import TranscriptUnit, Work
+from multiverse.work import TranscriptUnit, Work
 
 __all__ = ["forecast"]
 
@@ -31,8 +32,7 @@ _INSTANT = "sim/"
 
 
 def _calls_per_transcript(unit: TranscriptUnit) -> int:
-    # A user and a system call per turn, before retries, tool calls and early ends.
-    return 1 if unit.setting == "single_turn" else 2 * unit.max_turns
+    return calls_per_transcript(unit.setting, unit.max_turns)
 
 
 def _endpoint(config: Any) -> tuple[str, str | None]:
