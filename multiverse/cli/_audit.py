@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 from ._output import print_json, print_table, say
 
@@ -186,23 +185,11 @@ def _outcome_line(counts: dict) -> str:
             f"{counts['blocked']} blocked{by_reason(counts.get('blocked_by', {}))}")
 
 
-def _check_run_places(spec, args, out: Path) -> None:
-    """The run folder, checked before the first model call (the store is checked by the store itself)."""
-    from multiverse.engine._pipeline import check_run_places
-    from multiverse.store._store import default_store_path
-
-    check_run_places(spec, out, default_store_path(spec.path, args.store), force=args.force)
-
-
 def cmd_run(args) -> int:
-    from multiverse.engine._pipeline import default_run_dir
-
     from .. import load_spec
 
-    spec = load_spec(args.spec)
-    out = args.out or default_run_dir(spec)
-    _check_run_places(spec, args, out)
-    _run_and_say(spec, args, out)
+    # run checks its folder (--out, else runs/<spec name>) before anything else.
+    _run_and_say(load_spec(args.spec), args, args.out)
     return 0
 
 
@@ -219,7 +206,10 @@ def cmd_demo(args) -> int:
     # The spec lives inside the package: "beside the spec" would be site-packages, so the
     # demo's store follows the rule for a spec without a file of its own.
     args.store = default_store_path(None, args.store)
-    _check_run_places(spec, args, args.out)
+    # The run checks its folder too, but the demo's report file and first line come before it.
+    from multiverse.engine import check_run_places
+
+    check_run_places(spec, args.out, args.store, force=args.force)
     from multiverse.tables._places import check_output_file
 
     check_output_file(args.out / "report.html")

@@ -1,6 +1,6 @@
 """Orchestration: plan, run and draft a spec's universes.
 
-``run`` walks the unique work units (``multiverse.work._units``) stage by stage —
+``run`` walks the unique work units (``multiverse.work``) stage by stage —
 draft, rollout, judge — computing only what the store lacks (the executor,
 ``multiverse.engine._executor``, runs each stage's units; ``multiverse.engine._compute``
 makes one unit's record), then scores every universe from stored judgments
@@ -34,22 +34,26 @@ from multiverse.spec._grid import axis_stages, expand
 from multiverse.store._lease import Lease
 from multiverse.store._records import SHAPES, CaseRecord, JudgmentRecord, Records, TranscriptRecord
 from multiverse.store._store import Store, check_store_path, default_store_path
-from multiverse.work._units import Work, build_work, resolve_config
+from multiverse.work import Work, build_work, resolve_config
 
 __all__ = ["check_run_places", "default_run_dir", "draft", "plan", "run", "run_result"]
 
 
 def default_run_dir(spec: Spec) -> Path:
+    """Where a run of ``spec`` is written unless told: ``runs/<spec name>``."""
     return Path("runs") / spec.name
 
 
-def check_run_places(spec: Spec, out: str | os.PathLike, store: str | os.PathLike, *, force: bool = False) -> None:
+def check_run_places(spec: Spec, out: str | os.PathLike, store: Store | str | os.PathLike | None = None, *,
+                     force: bool = False) -> None:
     """The run folder, checked before the first model call (the store checks its own path).
 
     The one rule for every output folder (``multiverse.tables._places``): an import
     folder, a folder of unrelated files or another spec's run (the manifest's
     ``spec`` is not this spec's name) is written only with ``force``; inputs
-    and the store never.
+    and the store never. ``store``: the run's store, by the one rule when None.
+    ``run`` checks its folder itself; this is for a caller that checks more
+    places before it runs.
     """
     from multiverse.tables._places import RUN_FILES, check_output_dir
 
@@ -57,14 +61,18 @@ def check_run_places(spec: Spec, out: str | os.PathLike, store: str | os.PathLik
     # would write over counts as an input.
     beside = [spec.base_dir / name for name in RUN_FILES if (spec.base_dir / name).is_file()]
     inputs = [p for p in (spec.path, spec.base_dir / spec.design.cases if spec.design.cases else None, *beside) if p]
-    check_output_dir(out, kind="run", inputs=inputs, store=store, force=force, spec_name=spec.name)
+    check_output_dir(out, kind="run", inputs=inputs, store=_store_path(spec, store), force=force, spec_name=spec.name)
+
+
+def _store_path(spec: Spec, store: Store | str | os.PathLike | None) -> Path:
+    """Where the run's store is, by the one rule (``store.default_store_path``), as given."""
+    return store.root if isinstance(store, Store) else default_store_path(spec.path, None if store is None else os.fspath(store))
 
 
 def _store(spec: Spec, store: Store | str | os.PathLike | None) -> Store:
     """The run's store, by the one rule (``store.default_store_path``); records are checked on read."""
-    root = store.root if isinstance(store, Store) else default_store_path(spec.path, None if store is None else os.fspath(store))
     # Absolute, so the manifest's record of it still finds it from another directory.
-    return Store(os.path.abspath(root), shapes=SHAPES)
+    return Store(os.path.abspath(_store_path(spec, store)), shapes=SHAPES)
 
 
 def _require_rubric(spec: Spec) -> None:
@@ -150,12 +158,17 @@ def run(
     the store directory. A grid of more than ``max_units`` unique work
     units (case drafts, transcripts and judge calls, counted without listing
     them) is refused before anything is listed or called; ``max_units=None``
-    lifts the cap. The folder ``out`` is checked before anything runs
+    lifts the cap. The folder ``out`` (default :func:`default_run_dir`) is
+    checked first, before anything is worked out or called
     (:func:`check_run_places`): an import folder, unrelated files or another
     spec's run there is refused unless ``force``; the report of an earlier
     run there is removed when the tables are written.
     """
     started = time.time()
+    out_dir = Path(out) if out is not None else default_run_dir(spec)
+    if write:
+        # First of all: nothing is worked out, let alone paid for, for a folder the run may not write.
+        check_run_places(spec, out_dir, store, force=force)
     _require_rubric(spec)
     _warn_unknown_criteria(spec)
     # The one place the backend's name becomes its class; options it cannot keep are refused here.
@@ -166,10 +179,7 @@ def run(
     _check_units(spec, universes, max_units)
     work = build_work(spec, universes)
     st = _store(spec, store)
-    out_dir = Path(out) if out is not None else default_run_dir(spec)
     check_store_path(st.root, out=out_dir if write else None)
-    if write:
-        check_run_places(spec, out_dir, st.root, force=force)
     from multiverse.model._breaker import Breaker
     from multiverse.model._requestcache import RequestCache
 
