@@ -234,12 +234,7 @@ def _run_stages(work: Work, st: Store, client: ModelClient, executor: Executor, 
     missing_cases = [work.cases[k] for k in generated if k not in records["case"]]
     missing_transcripts = [t for k, t in work.transcripts.items() if k not in records["transcript"]]
     missing_judgments = [j for k, j in work.judge_calls.items() if k not in records["judgment"]]
-    _check_credentials(
-        client,
-        [c.generator for c in missing_cases]
-        + [c for t in missing_transcripts for c in (t.configs["system"], t.configs["user"], t.configs["tool_simulator"]) if c]
-        + [j.config for j in missing_judgments],
-    )
+    _check_credentials(client, _models_called(missing_cases, missing_transcripts, missing_judgments))
 
     def stage(name: str, found: dict, units: list, upstream: Callable[[Any], Any] = lambda unit: None) -> None:
         executor.run(name, units, upstream)
@@ -259,6 +254,13 @@ def _run_stages(work: Work, st: Store, client: ModelClient, executor: Executor, 
                   if j.transcript_key in transcripts and transcripts[j.transcript_key]["status"] == "ok"]
     stage("judgment", records["judgment"], rolled_out, lambda unit: transcripts[unit.transcript_key]["turns"])
     return records
+
+
+def _models_called(cases: list, transcripts: list, judgments: list) -> list:
+    """The models these units call: the generator, the system, simulated user and tool simulator, the judge."""
+    return ([c.generator for c in cases]
+            + [c for t in transcripts for c in (t.configs["system"], t.configs["user"], t.configs["tool_simulator"]) if c]
+            + [j.config for j in judgments])
 
 
 def _check_kept(st: Store, lease: Lease | None, stage: str, lost: set) -> None:
