@@ -38,6 +38,23 @@ def refused(code: int, err: str, *fragments: str) -> str:
     return lines[0]
 
 
+def test_library_run_checks_its_folder_before_anything_else(tmp_path):
+    """mv.run keeps the folder rule on its own, first: before its other refusals, any listing or the store."""
+    from multiverse import load_spec, run
+    from multiverse.tables._places import PlaceError
+
+    out, store = tmp_path / "out", tmp_path / "store"
+    out.mkdir()
+    (out / "thesis.docx").write_text("not ours")
+    spec = load_spec(write_spec(tmp_path / "specs"))
+    with pytest.raises(PlaceError) as info:
+        run(spec, out=out, store=store, progress=False, backend="nowhere", max_units=0)
+    assert info.value.forceable and "--" not in str(info.value) and "thesis.docx" in str(info.value)
+    assert not store.exists() and [p.name for p in out.iterdir()] == ["thesis.docx"]
+    with pytest.raises(InputError, match="backend"):  # the folder passes with force: the next refusal speaks
+        run(spec, out=out, store=store, progress=False, backend="nowhere", force=True)
+
+
 def write_spec(folder: Path, file: str = "spec.yaml", **overrides) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / file
@@ -47,16 +64,24 @@ def write_spec(folder: Path, file: str = "spec.yaml", **overrides) -> Path:
 
 @pytest.fixture
 def no_paid_calls(monkeypatch):
-    """Replace the pipeline's run with a counter: a refused place must never reach it."""
-    import multiverse.engine._pipeline
+    """Stop the run as it gets past its places (run checks them first): a refused place must never get there.
+    Each entry is what the places were checked with."""
+    import multiverse.engine._pipeline as pipeline
 
-    calls = []
+    calls: list[dict] = []
+    checked: dict = {}
+    check_run_places = pipeline.check_run_places
 
-    def fake_run(spec, **kwargs):
-        calls.append(kwargs)
+    def check(spec, out, store=None, *, force=False):
+        check_run_places(spec, out, store, force=force)
+        checked.update(out=out, store=store, force=force)
+
+    def past_the_places(spec):
+        calls.append(dict(checked))
         raise SystemExit(99)  # far enough: the places were accepted
 
-    monkeypatch.setattr(multiverse.engine._pipeline, "run", fake_run)
+    monkeypatch.setattr(pipeline, "check_run_places", check)
+    monkeypatch.setattr(pipeline, "_require_rubric", past_the_places)
     return calls
 
 

@@ -23,6 +23,8 @@ import yaml
 
 from multiverse.core import _interrupt as interrupt
 from multiverse.core._interrupt import RunInterrupted
+from multiverse.engine._backend_dask import Dask
+from multiverse.engine._backend_threads import LocalThreads
 from multiverse.engine._compute import attempt as _attempt
 from multiverse.engine._executor import Executor
 from multiverse.engine._pipeline import plan, run
@@ -227,7 +229,7 @@ def test_units_still_running_after_the_grace_are_abandoned_and_unclaimed(tmp_pat
     store = Store(tmp_path / "store").open()
     slow = 30.0
     client = SlowClient(slow)
-    executor = Executor(store, client, jobs=3, progress=False, attempt=_attempt, grace=0.5)
+    executor = Executor(store, LocalThreads(client, jobs=3, attempt=_attempt), progress=False, grace=0.5)
     timer = threading.Timer(0.5, interrupt.request)
     timer.start()
     started = time.monotonic()
@@ -282,8 +284,7 @@ def test_dask_stops_submitting_and_cancels_queued_units(tmp_path):
     store = Store(tmp_path / "store").open()
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster, \
             distributed.Client(cluster) as dask_client:
-        executor = Executor(store, None, jobs=2, progress=False, attempt=_attempt, remote=slow_remote,
-                            backend="dask", dask_client=dask_client)
+        executor = Executor(store, Dask(dask_client, jobs=2, remote=slow_remote), progress=False)
         timer = threading.Timer(1.0, interrupt.request)
         timer.start()
         try:
@@ -309,7 +310,7 @@ def test_a_stop_while_waiting_for_another_runs_claim_ends_the_wait(tmp_path):
     claim.parent.mkdir(parents=True)
     # A live claim of another process on this host (our parent is alive).
     claim.write_text(f"{socket.gethostname()} {os.getppid()} {time.time():.3f}\n")
-    executor = Executor(store, None, jobs=1, progress=False, attempt=_attempt)
+    executor = Executor(store, LocalThreads(None, jobs=1, attempt=_attempt), progress=False)
     timer = threading.Timer(0.5, interrupt.request)
     timer.start()
     try:
@@ -343,12 +344,13 @@ def test_a_workers_error_surfaces_after_the_calls_in_flight_end_or_the_grace(tmp
         time.sleep(call_seconds)  # a call in flight, which no stop ends (a cancelled thread's next one would not start)
         return None, "failed"
 
-    executor = Executor(Store(tmp_path / "store").open(), None, jobs=3, progress=False, attempt=attempt, grace=grace)
+    executor = Executor(Store(tmp_path / "store").open(), LocalThreads(None, jobs=3, attempt=attempt), progress=False,
+                        grace=grace)
     started = time.monotonic()
     with pytest.raises(OSError, match="deleted"):
         executor.run("case", units)
     waited = time.monotonic() - started
-    alive = [t for t in executor._threads if t.is_alive()]
+    alive = [t for t in executor.backend.threads if t.is_alive()]
     if call_seconds < grace:
         assert waited >= call_seconds - 0.1 and not alive  # every call in flight ended first
     else:

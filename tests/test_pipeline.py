@@ -218,3 +218,16 @@ def test_bad_run_arguments_name_the_parameter_not_a_flag(write_spec, tmp_path, c
         run(load_spec(write_spec(document, "bare.yaml")), store=tmp_path / "store", client=counting_client)
     assert "multiverse.draft" in str(refused.value) and "--" not in str(refused.value)
     assert counting_client.total == 0 and not (tmp_path / "store").exists()
+
+
+def test_the_engine_and_the_work_room_never_name_a_command_line_flag():
+    """Their refusals name Python parameters (force=True, `max_units`); the command turns those into flags."""
+    import re
+    from pathlib import Path
+
+    import multiverse
+
+    flag = re.compile(r"""(Error|Lost|Interrupted)\(\s*f?["'][^"']*--[a-z]""")
+    root = Path(multiverse.__file__).parent
+    for path in sorted([*(root / "engine").glob("*.py"), *(root / "work").glob("*.py")]):
+        assert not flag.search(path.read_text(encoding="utf-8")), f"{path.name} names a flag in an error"

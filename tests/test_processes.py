@@ -144,12 +144,13 @@ def test_a_worker_that_dies_stops_the_run_with_one_error_and_no_claims(tmp_path,
     with FakeServer(responder=audit_responder, latency=1.0) as server:
         spec = _spec(tmp_path, server.url, "dies", cases_per_cell=3)
         store = Store(tmp_path / "store").open()
+        from multiverse.engine._backend_processes import Processes
         from multiverse.engine._executor import Executor
         from multiverse.work._units import build_work
 
         units = [c for c in build_work(spec).cases.values() if c.given is None]
         with WorkerPool(str(store.root), 4, workers=1) as pool, interrupt.stopping_on_signals():
-            executor = Executor(store, None, jobs=4, progress=False, backend="processes", workers=pool)
+            executor = Executor(store, Processes(pool), progress=False)
             def kill_one():
                 wait_for(lambda: server.in_flight >= 2 and pool.pids[0] is not None)
                 os.kill(pool.pids[0], signal.SIGKILL)

@@ -153,3 +153,22 @@ def test_work_units_do_not_import_the_stages():
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
+
+
+
+def test_a_simulated_model_is_keyed_by_its_built_in_worlds_content(write_spec):
+    # The built-in world ships with the sim room: its content is in every sim/ key, so editing it recomputes.
+    from pathlib import Path
+
+    import multiverse
+    from multiverse.core._config import ModelConfig
+    from multiverse.core._keys import digest
+    from multiverse.work import case_inputs, template_digests
+    from multiverse.work._inputs import model_key
+
+    world = Path(multiverse.__file__).parent / "sim" / "worlds" / "deception.yaml"
+    key = model_key(ModelConfig(model="sim/user", api_base="sim://deception"))
+    assert key["world"] == digest(world.read_bytes().decode("utf-8", "replace"))
+    assert model_key(ModelConfig(model="sim/user"))["world"] == key["world"]  # the built-in world by default
+    generator, _ = case_inputs(load_spec(write_spec(tiny_spec_document())), template_digests())
+    assert generator.model.startswith("sim/") and model_key(generator)["world"] == key["world"]

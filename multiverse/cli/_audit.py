@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 from ._output import print_json, print_table, say
 
@@ -81,29 +80,28 @@ def cmd_plan(args) -> int:
 
     result = plan(spec, store=args.store, jobs=args.jobs)
     if args.json:
-        print_json(result)
+        print_json(result.as_dict())
         return 0
-    say(f"{len(result['universes'])} universes, {len(spec.systems)} systems")
+    say(f"{len(result.universes)} universes, {len(spec.systems)} systems")
     rows = [["axis", "stage it touches", "options"]]
-    rows += [[a, s, ", ".join(spec.axes[a])] for a, s in result["axis_stages"].items()]
+    rows += [[a, s, ", ".join(spec.axes[a])] for a, s in result.axis_stages.items()]
     print_table(rows)
     say()
     rows = [["stage", "unique work", "stored", "failed", "blocked", "to compute", "calls to make", "est. cost (USD)"]]
-    for name, stage in result["stages"].items():
+    for name, stage in result.stages.items():
         # None: a grid counted, not listed, whose store was not read (see the notes).
-        rows.append([name, *("?" if stage[k] is None else stage[k] for k in ("units", "stored", "failed", "blocked",
-                                                                              "to_compute", "calls_to_make")),
-                     f"{stage['cost']:.4f}"])
+        counts = (stage.units, stage.stored, stage.failed, stage.blocked, stage.to_compute, stage.calls_to_make)
+        rows.append([name, *("?" if n is None else n for n in counts), f"{stage.cost:.4f}"])
     print_table(rows)
     say("unique work = stored + failed + blocked + to compute (work units; failed ones are stored results, "
           "blocked ones wait on a failed unit and are never run)")
-    for name, stage in result["stages"].items():
-        for what, reasons in (("failed", stage.get("failures")), ("blocked", stage.get("blocked_by"))):
+    for name, stage in result.stages.items():
+        for what, reasons in (("failed", stage.failures), ("blocked", stage.blocked_by)):
             if reasons:
                 say(f"  {name} {what}: {', '.join(f'{k} {v}' for k, v in reasons.items())}")
-    if result.get("notes"):
+    if result.notes:
         say()
-        for note in result["notes"]:
+        for note in result.notes:
             say(f"note: {note}")
     return 0
 
@@ -167,23 +165,11 @@ def _outcome_line(counts: dict) -> str:
             f"{counts['blocked']} blocked{by_reason(counts.get('blocked_by', {}))}")
 
 
-def _check_run_places(spec, args, out: Path) -> None:
-    """The run folder, checked before the first model call (the store is checked by the store itself)."""
-    from multiverse.engine._pipeline import check_run_places
-    from multiverse.store._store import default_store_path
-
-    check_run_places(spec, out, default_store_path(spec.path, args.store), force=args.force)
-
-
 def cmd_run(args) -> int:
-    from multiverse.engine._pipeline import default_run_dir
-
     from .. import load_spec
 
-    spec = load_spec(args.spec)
-    out = args.out or default_run_dir(spec)
-    _check_run_places(spec, args, out)
-    _run_and_say(spec, args, out)
+    # run checks its folder (--out, else runs/<spec name>) before anything else.
+    _run_and_say(load_spec(args.spec), args, args.out)
     return 0
 
 
@@ -200,7 +186,10 @@ def cmd_demo(args) -> int:
     # The spec lives inside the package: "beside the spec" would be site-packages, so the
     # demo's store follows the rule for a spec without a file of its own.
     args.store = default_store_path(None, args.store)
-    _check_run_places(spec, args, args.out)
+    # The run checks its folder too, but the demo's report file and first line come before it.
+    from multiverse.engine import check_run_places
+
+    check_run_places(spec, args.out, args.store, force=args.force)
     from multiverse.tables._places import check_output_file
 
     check_output_file(args.out / "report.html")

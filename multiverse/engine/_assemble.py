@@ -31,7 +31,7 @@ from multiverse.spec._grid import Universe, axis_stages
 from multiverse.store._provenance import versions
 from multiverse.store._records import Records
 from multiverse.tables._tables import write_json, write_table
-from multiverse.work._units import Row, Work
+from multiverse.work import Row, Work
 
 __all__ = ["assemble", "run_manifest", "run_rates", "write_run_folder"]
 

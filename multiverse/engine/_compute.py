@@ -19,7 +19,7 @@ from multiverse.model._client import ModelClient
 from multiverse.store._provenance import call_of, provenance
 from multiverse.store._records import CaseRecord, JudgmentRecord, TranscriptRecord, Turn
 from multiverse.store._store import Store
-from multiverse.work._units import CaseUnit, JudgeCall, TranscriptUnit
+from multiverse.work import CaseUnit, JudgeCall, TranscriptUnit
 
 #: a computed record of any stage
 Record = CaseRecord | TranscriptRecord | JudgmentRecord

@@ -1,6 +1,6 @@
 """Orchestration: plan, run and draft a spec's universes.
 
-``run`` walks the unique work units (``multiverse.work._units``) stage by stage —
+``run`` walks the unique work units (``multiverse.work``) stage by stage —
 draft, rollout, judge — computing only what the store lacks (the executor,
 ``multiverse.engine._executor``, runs each stage's units; ``multiverse.engine._compute``
 makes one unit's record), then scores every universe from stored judgments
@@ -12,7 +12,6 @@ stored, and roughly what the rest will cost (``multiverse.engine._forecast``).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -24,7 +23,9 @@ import pandas as pd
 from multiverse.core import _interrupt as interrupt
 from multiverse.core._bounds import MAX_UNITS
 from multiverse.engine._assemble import assemble, run_manifest, run_rates, write_run_folder
-from multiverse.engine._executor import DaskSession, Executor
+from multiverse.engine._backend_threads import LocalThreads
+from multiverse.engine._executor import Executor, backend_class
+from multiverse.engine._plan import Plan
 from multiverse.errors import InputError, ModelError, SpecError, StoreError
 from multiverse.model._client import CredentialCheck, ModelClient
 from multiverse.results._results import Results
@@ -33,22 +34,26 @@ from multiverse.spec._grid import axis_stages, expand
 from multiverse.store._lease import Lease
 from multiverse.store._records import SHAPES, CaseRecord, JudgmentRecord, Records, TranscriptRecord
 from multiverse.store._store import Store, check_store_path, default_store_path
-from multiverse.work._units import Work, build_work, resolve_config
+from multiverse.work import Work, build_work, resolve_config
 
 __all__ = ["check_run_places", "default_run_dir", "draft", "plan", "run", "run_result"]
 
 
 def default_run_dir(spec: Spec) -> Path:
+    """Where a run of ``spec`` is written unless told: ``runs/<spec name>``."""
     return Path("runs") / spec.name
 
 
-def check_run_places(spec: Spec, out: str | os.PathLike, store: str | os.PathLike, *, force: bool = False) -> None:
+def check_run_places(spec: Spec, out: str | os.PathLike, store: Store | str | os.PathLike | None = None, *,
+                     force: bool = False) -> None:
     """The run folder, checked before the first model call (the store checks its own path).
 
     The one rule for every output folder (``multiverse.tables._places``): an import
     folder, a folder of unrelated files or another spec's run (the manifest's
     ``spec`` is not this spec's name) is written only with ``force``; inputs
-    and the store never.
+    and the store never. ``store``: the run's store, by the one rule when None.
+    ``run`` checks its folder itself; this is for a caller that checks more
+    places before it runs.
     """
     from multiverse.tables._places import RUN_FILES, check_output_dir
 
@@ -56,14 +61,18 @@ def check_run_places(spec: Spec, out: str | os.PathLike, store: str | os.PathLik
     # would write over counts as an input.
     beside = [spec.base_dir / name for name in RUN_FILES if (spec.base_dir / name).is_file()]
     inputs = [p for p in (spec.path, spec.base_dir / spec.design.cases if spec.design.cases else None, *beside) if p]
-    check_output_dir(out, kind="run", inputs=inputs, store=store, force=force, spec_name=spec.name)
+    check_output_dir(out, kind="run", inputs=inputs, store=_store_path(spec, store), force=force, spec_name=spec.name)
+
+
+def _store_path(spec: Spec, store: Store | str | os.PathLike | None) -> Path:
+    """Where the run's store is, by the one rule (``store.default_store_path``), as given."""
+    return store.root if isinstance(store, Store) else default_store_path(spec.path, None if store is None else os.fspath(store))
 
 
 def _store(spec: Spec, store: Store | str | os.PathLike | None) -> Store:
     """The run's store, by the one rule (``store.default_store_path``); records are checked on read."""
-    root = store.root if isinstance(store, Store) else default_store_path(spec.path, None if store is None else os.fspath(store))
     # Absolute, so the manifest's record of it still finds it from another directory.
-    return Store(os.path.abspath(root), shapes=SHAPES)
+    return Store(os.path.abspath(_store_path(spec, store)), shapes=SHAPES)
 
 
 def _require_rubric(spec: Spec) -> None:
@@ -83,7 +92,7 @@ def _warn_unknown_criteria(spec: Spec) -> None:
         warnings.warn(note, stacklevel=3)
 
 
-def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None, jobs: int = 8) -> dict[str, Any]:
+def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None, jobs: int = 8) -> Plan:
     """Per stage: unique work units (stored, failed, blocked, to compute), their model calls, and estimated cost;
     ``wall``: at least how long the calls take at ``jobs`` under the spec's ``rate_limits``.
 
@@ -91,7 +100,8 @@ def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None, jobs: in
     grid of more than ``bounds.MAX_UNITS`` units is counted from its stage
     configurations without listing them or reading the store
     (``multiverse.engine._workcount``): stored, failed, blocked and to compute are
-    then ``None``.
+    then ``None``, and there is no ``wall``. The :class:`~multiverse.engine._plan.Plan`
+    reads as a dict too; ``as_dict()`` is its JSON document.
     """
     from multiverse.engine._forecast import forecast
     from multiverse.engine._workcount import count_work, counted_plan
@@ -148,36 +158,28 @@ def run(
     the store directory. A grid of more than ``max_units`` unique work
     units (case drafts, transcripts and judge calls, counted without listing
     them) is refused before anything is listed or called; ``max_units=None``
-    lifts the cap. The folder ``out`` is checked before anything runs
+    lifts the cap. The folder ``out`` (default :func:`default_run_dir`) is
+    checked first, before anything is worked out or called
     (:func:`check_run_places`): an import folder, unrelated files or another
     spec's run there is refused unless ``force``; the report of an earlier
     run there is removed when the tables are written.
     """
     started = time.time()
+    out_dir = Path(out) if out is not None else default_run_dir(spec)
+    if write:
+        # First of all: nothing is worked out, let alone paid for, for a folder the run may not write.
+        check_run_places(spec, out_dir, store, force=force)
     _require_rubric(spec)
     _warn_unknown_criteria(spec)
-    if backend not in ("local", "processes", "dask"):
-        raise InputError(f"backend: expected local, processes or dask, got {backend!r}", param="backend")
-    if backend == "processes" and client is not None:
-        raise InputError("client: a client of your own works only with backend='local' (each worker process "
-                         "makes its own LiteLLMClient)", param="client")
-    if backend == "dask" and budget is not None:
-        raise InputError("budget: not supported with backend='dask' (each worker has its own client); "
-                         "run locally to cap spending", param="budget")
-    if backend == "dask" and spec.rate_limits:
-        # Each worker paces only its own calls: together they would exceed the declared limits.
-        raise InputError("backend: 'dask' does not keep the spec's rate_limits (each worker paces its own calls); "
-                         "run locally, or remove rate_limits", param="backend")
+    # The one place the backend's name becomes its class; options it cannot keep are refused here.
+    backend_kind = backend_class(backend, client=client, budget=budget, rate_limits=spec.rate_limits)
     if max_units is not None and (isinstance(max_units, bool) or not isinstance(max_units, int) or max_units < 1):
         raise InputError(f"max_units: expected a whole number >= 1 or None, got {max_units!r}", param="max_units")
     universes = expand(spec)
     _check_units(spec, universes, max_units)
     work = build_work(spec, universes)
     st = _store(spec, store)
-    out_dir = Path(out) if out is not None else default_run_dir(spec)
     check_store_path(st.root, out=out_dir if write else None)
-    if write:
-        check_run_places(spec, out_dir, st.root, force=force)
     from multiverse.model._breaker import Breaker
     from multiverse.model._requestcache import RequestCache
 
@@ -186,10 +188,9 @@ def run(
     client = RequestCache(Breaker(_default_client(client, jobs, budget, spec.rate_limits)), st)
     try:
         with (interrupt.stopping_on_signals(), Lease(st.open().root) as lease, client,
-              DaskSession(backend, scheduler, jobs) as dask_client,
-              _worker_pool(backend, st, jobs, budget, spec.rate_limits) as workers):
-            executor = Executor(st, client, jobs=jobs, progress=progress, backend=backend, dask_client=dask_client,
-                                workers=workers)
+              backend_kind.for_run(store=st, client=client, jobs=jobs, budget=budget, rate_limits=spec.rate_limits,
+                                   scheduler=scheduler) as backend_here):
+            executor = Executor(st, backend_here, progress=progress)
             records = _run_stages(work, st, client, executor, lease)
             interrupt.check("after the last call, before the tables were written")
     finally:
@@ -202,16 +203,6 @@ def run(
         write_run_folder(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
                          spec_document=spec.document or {}, transcripts=records["transcript"])
     return run_result(out_dir if write else None, verdicts, criteria, rates, manifest)
-
-
-def _worker_pool(backend: str, st: Store, jobs: int, budget: float | None, rate_limits: Any) -> Any:
-    """The run's worker processes (``backend="processes"``), or nothing to enter. Each
-    worker paces its calls by its share of the ``rate_limits`` (``multiverse.engine._processes``)."""
-    if backend != "processes":
-        return contextlib.nullcontext()
-    from multiverse.engine._processes import WorkerPool
-
-    return WorkerPool(str(st.root), jobs, budget=budget, rate_limits=rate_limits)
 
 
 def _check_units(spec: Spec, universes: list, max_units: int | None) -> None:
@@ -243,12 +234,7 @@ def _run_stages(work: Work, st: Store, client: ModelClient, executor: Executor, 
     missing_cases = [work.cases[k] for k in generated if k not in records["case"]]
     missing_transcripts = [t for k, t in work.transcripts.items() if k not in records["transcript"]]
     missing_judgments = [j for k, j in work.judge_calls.items() if k not in records["judgment"]]
-    _check_credentials(
-        client,
-        [c.generator for c in missing_cases]
-        + [c for t in missing_transcripts for c in (t.configs["system"], t.configs["user"], t.configs["tool_simulator"]) if c]
-        + [j.config for j in missing_judgments],
-    )
+    _check_credentials(client, _models_called(missing_cases, missing_transcripts, missing_judgments))
 
     def stage(name: str, found: dict, units: list, upstream: Callable[[Any], Any] = lambda unit: None) -> None:
         executor.run(name, units, upstream)
@@ -268,6 +254,13 @@ def _run_stages(work: Work, st: Store, client: ModelClient, executor: Executor, 
                   if j.transcript_key in transcripts and transcripts[j.transcript_key]["status"] == "ok"]
     stage("judgment", records["judgment"], rolled_out, lambda unit: transcripts[unit.transcript_key]["turns"])
     return records
+
+
+def _models_called(cases: list, transcripts: list, judgments: list) -> list:
+    """The models these units call: the generator, the system, simulated user and tool simulator, the judge."""
+    return ([c.generator for c in cases]
+            + [c for t in transcripts for c in (t.configs["system"], t.configs["user"], t.configs["tool_simulator"]) if c]
+            + [j.config for j in judgments])
 
 
 def _check_kept(st: Store, lease: Lease | None, stage: str, lost: set) -> None:
@@ -359,7 +352,7 @@ def draft(
     have = st.get_many("case", [u.key for u in units])
     pending = [u for u in units if u.key not in have]
     _check_credentials(client, [u.generator for u in pending])
-    executor = Executor(st, client, jobs=jobs, progress=progress)
+    executor = Executor(st, LocalThreads(client, jobs=jobs), progress=progress)
     try:
         with interrupt.stopping_on_signals(), Lease(st.open().root), client:
             executor.run("case", pending)

@@ -1,25 +1,20 @@
 """A run's spending cap: what was spent, what calls in flight may cost, and refusing the call that would pass it.
 
 A request's cost is known only once it is answered, so each request reserves
-an estimate before it is sent (prompt ~ 4 characters a token, completion =
-``max_tokens``, priced by litellm) and the reservation is exchanged for the
-real cost when it returns. A request whose estimate would take spent plus
+an estimate before it is sent (``multiverse.model._pricing.request_cost``) and
+the reservation is exchanged for the real cost when it returns. A request whose estimate would take spent plus
 reserved past the cap is refused with ``BudgetExceeded`` before it is sent.
 Unpriced models (local, simulated) cost nothing.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 
 from multiverse.errors import BudgetExceeded
-from multiverse.model._providers import load_litellm
+from multiverse.model._pricing import request_cost
 
-__all__ = ["DEFAULT_COMPLETION_TOKENS", "Budget"]
-
-# Completion tokens assumed for the estimate when params set no max_tokens.
-DEFAULT_COMPLETION_TOKENS = 1024
+__all__ = ["Budget"]
 
 
 class Budget:
@@ -40,7 +35,7 @@ class Budget:
         """Reserve what ``request`` may cost; raise ``BudgetExceeded`` if that passes the cap."""
         if self.cap is None:
             return 0.0
-        cost = estimate(request)
+        cost = request_cost(request)
         with self._lock:
             if self._spent + self._reserved + cost > self.cap:
                 raise BudgetExceeded(
@@ -56,17 +51,3 @@ class Budget:
             self._reserved = max(self._reserved - reserved, 0.0)
             self._spent += cost
 
-
-def estimate(request: dict) -> float:
-    """USD a request may cost: prompt ~ 4 characters a token, completion = max_tokens."""
-    chars = len(json.dumps(request["messages"], default=str))
-    chars += len(json.dumps(request.get("tools") or [], default=str))
-    chars += len(json.dumps(request.get("response_format") or {}, default=str))
-    completion = request.get("max_tokens") or request.get("max_completion_tokens") or DEFAULT_COMPLETION_TOKENS
-    try:
-        prompt_cost, completion_cost = load_litellm().cost_per_token(
-            model=request["model"], prompt_tokens=chars // 4 + 1, completion_tokens=int(completion)
-        )
-    except Exception:  # unpriced model
-        return 0.0
-    return float(prompt_cost) + float(completion_cost)

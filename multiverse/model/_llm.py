@@ -395,6 +395,9 @@ class LiteLLMClient:
 
     @staticmethod
     def _cost(response: Any) -> float:
+        # What a finished call cost, not an estimate (those live in multiverse.model._pricing):
+        # the answer carries its real token counts, and litellm prices them by every rule it
+        # knows (cached prompts, long-context tiers), which no guess made before the call can.
         # litellm already priced the response (completion_cost) while building
         # it; pricing it again costs ~0.3 ms of CPU a call, which matters at 32+ jobs.
         hidden = getattr(response, "_hidden_params", None) or {}

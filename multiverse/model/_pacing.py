@@ -56,7 +56,7 @@ from urllib.parse import urlsplit
 
 from multiverse.core import _interrupt as interrupt
 from multiverse.errors import InputError
-from multiverse.model._budget import DEFAULT_COMPLETION_TOKENS
+from multiverse.model._pricing import DEFAULT_COMPLETION_TOKENS
 
 __all__ = ["DECREASE", "LIMITED", "MAX_PAUSE", "STEP", "Limit", "Pacer", "Slot",
            "WallEstimate", "estimate_wall_seconds", "lane_of", "request_tokens"]
@@ -121,7 +121,7 @@ def lane_of(model: str, api_base: str | None, prefixes, provider: Callable[[str]
 
 def request_tokens(request: Mapping[str, Any]) -> int:
     """Tokens a chat request (litellm's keyword arguments) may use, for its slot: about
-    four characters a prompt token, plus the completion's cap (or the budget's default, :data:`multiverse.model._budget.DEFAULT_COMPLETION_TOKENS`).
+    four characters a prompt token, plus the completion's cap (or the budget's default, :data:`multiverse.model._pricing.DEFAULT_COMPLETION_TOKENS`).
     Answers report the real count (:meth:`Slot.report`), which corrects the lane's minute."""
     chars = sum(len(str(m.get("content") or "")) for m in request.get("messages") or ())
     if request.get("tools"):

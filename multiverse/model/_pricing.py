@@ -1,8 +1,20 @@
-"""Cost estimates for ``plan``, read from litellm's bundled price list.
+"""What a model call may cost before it is made: the one home of every estimate.
 
-``plan`` must start fast, and importing litellm takes seconds, so this reads
-the JSON price list that ships inside the litellm package directly instead of
-importing it. Simulated (``sim/``) and unknown models (local servers) are free.
+Two askers, two sources of prices, one rule (unpriced models, local servers
+and simulated ``sim/`` ones, are free):
+
+- ``plan`` prices the calls a grid needs with rough tokens per stage
+  (:data:`TOKENS`) from litellm's bundled price list, read here as JSON:
+  ``plan`` must start fast and never import litellm, which takes seconds
+  (:func:`price_per_token`, :func:`estimate_cost`);
+- the budget (``multiverse.model._budget``) prices one request as it is about
+  to be sent (:func:`request_cost`): prompt ~ 4 characters a token,
+  completion = ``max_tokens`` (or :data:`DEFAULT_COMPLETION_TOKENS`). It asks
+  litellm itself, already loaded by the client that sends the request, so a
+  price registered with litellm at run time counts too.
+
+The cost of a finished call is not estimated: litellm prices the answer's
+real token counts (``multiverse.model._llm``).
 """
 
 from __future__ import annotations
@@ -10,9 +22,16 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-__all__ = ["estimate_cost", "price_per_token"]
+__all__ = ["DEFAULT_COMPLETION_TOKENS", "TOKENS", "estimate_cost", "price_per_token", "request_cost"]
+
+#: rough (prompt, completion) tokens per call of each plan stage, for the cost estimate
+TOKENS = {"draft": (700, 500), "rollout": (900, 250), "judge": (2500, 600)}
+#: completion tokens assumed for a request whose params set no ``max_tokens``
+DEFAULT_COMPLETION_TOKENS = 1024
 
 
 @functools.lru_cache(maxsize=1)
@@ -44,3 +63,21 @@ def estimate_cost(model: str, calls: int, prompt_tokens: int, completion_tokens:
     """Rough USD cost of ``calls`` calls of the given size."""
     inp, out = price_per_token(model)
     return calls * (inp * prompt_tokens + out * completion_tokens)
+
+
+def request_cost(request: Mapping[str, Any]) -> float:
+    """USD a chat request (litellm's keyword arguments) may cost: prompt ~ 4 characters a token,
+    completion = max_tokens. Imports litellm: only a client about to send the request asks."""
+    from multiverse.model._providers import load_litellm
+
+    chars = len(json.dumps(request["messages"], default=str))
+    chars += len(json.dumps(request.get("tools") or [], default=str))
+    chars += len(json.dumps(request.get("response_format") or {}, default=str))
+    completion = request.get("max_tokens") or request.get("max_completion_tokens") or DEFAULT_COMPLETION_TOKENS
+    try:
+        prompt_cost, completion_cost = load_litellm().cost_per_token(
+            model=request["model"], prompt_tokens=chars // 4 + 1, completion_tokens=int(completion)
+        )
+    except Exception:  # unpriced model
+        return 0.0
+    return float(prompt_cost) + float(completion_cost)

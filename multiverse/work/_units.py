@@ -15,8 +15,8 @@ with (``multiverse.work._prompts.template_digests``): editing a prompt recompute
 what it made, and nothing else, with no version to bump.
 
 The parts of a key that a whole universe shares (generator, system, user,
-judge, rubric texts) are digested once and the digest goes into each unit's
-key: the same inputs, hashed in two steps, because grids reach tens of
+judge, rubric texts) are digested once (``multiverse.work._inputs``) and the
+digest goes into each unit's key: the same inputs, hashed in two steps, because grids reach tens of
 thousands of rows. Universes that share those parts share the digests, the
 unit lists and the keys, which are worked out once.
 
@@ -33,10 +33,8 @@ role, a judge answer that cannot be parsed) are results: they are stored.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 from multiverse.core._bounds import read_regular_file
@@ -45,12 +43,11 @@ from multiverse.core._keys import digest
 from multiverse.spec import Spec, to_yaml_dict
 from multiverse.spec._design import case_counts
 from multiverse.spec._grid import Universe, expand
-from multiverse.spec._toolcode import resolve_references
+from multiverse.work._inputs import case_inputs, judge_inputs, resolve_config, rollout_inputs, world_uri
 from multiverse.work._prompts import template_digests
 
-__all__ = ["CaseUnit", "JudgeCall", "Row", "TranscriptUnit", "Work", "build_work", "referenced_keys", "resolve_config", "world_uri"]
-
-BUILTIN_WORLD = "deception"
+__all__ = ["CaseUnit", "JudgeCall", "Row", "TranscriptUnit", "Work", "build_work", "referenced_keys", "resolve_config",
+           "world_uri"]
 
 
 # -- work units -------------------------------------------------------------
@@ -140,60 +137,6 @@ class _Shared:
     judgments: dict[tuple, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
 
 
-def world_uri(spec: Spec) -> str:
-    """Where sim/ models find their world: ``sim://<builtin>`` or ``sim:///abs/path.yaml``."""
-    world = spec.world or BUILTIN_WORLD
-    if world.endswith((".yaml", ".yml")):
-        return "sim://" + str((spec.base_dir / world).resolve())
-    return f"sim://{world}"
-
-
-@functools.lru_cache(maxsize=64)
-def _world_digest_at(path: str, mtime_ns: int) -> str:
-    try:
-        # A world file the spec names: a regular file under the spec files' cap, never a device or a FIFO.
-        data = read_regular_file(Path(path), lambda expected: OSError(expected))
-        return digest(data.decode("utf-8", "replace"))
-    except OSError:
-        return "missing"
-
-
-def _world_digest(uri: str) -> str:
-    """A digest of the world file's content (cached per file version: keys are built per row)."""
-    target = uri.removeprefix("sim://")
-    path = Path(target) if target.startswith("/") else Path(__file__).parent / "sim" / "worlds" / f"{target}.yaml"
-    try:
-        mtime = path.stat().st_mtime_ns
-    except OSError:
-        return "missing"
-    return _world_digest_at(str(path), mtime)
-
-
-def resolve_config(config: ModelConfig, spec: Spec) -> ModelConfig:
-    """``config`` with a sim/ model pointed at the spec's world (other models unchanged)."""
-    if config.model.startswith("sim/") and config.api_base is None:
-        return replace(config, api_base=world_uri(spec))
-    return config
-
-
-def _model_key(config: ModelConfig) -> dict:
-    out = {"model": config.model, "params": dict(config.params), "api_base": config.api_base}
-    if config.model.startswith("sim/"):
-        # A simulated model is its world's content, wherever the file lives:
-        # keys survive moving the project, and change when the world is edited.
-        out["api_base"] = None
-        out["world"] = _world_digest(config.api_base or f"sim://{BUILTIN_WORLD}")
-    return out
-
-
-def _rubric_key(spec: Spec) -> dict:
-    """What the test cases depend on: the concept and criteria, not the evidence texts."""
-    return {
-        "concept": to_yaml_dict(spec.concept),
-        "criteria": [{k: v for k, v in to_yaml_dict(c).items() if k != "evidence"} for c in spec.rubric.criteria],
-    }
-
-
 def _seed(*parts: Any) -> int:
     return int(digest(list(parts), 8), 16) % (2**31)
 
@@ -206,13 +149,13 @@ def build_work(spec: Spec, universes: list[Universe] | None = None) -> Work:
     for universe in universes:
         u = universe.spec
         cases = _cases_of(u, work, shared)
-        judge_inputs = _judge_inputs(u, shared)
+        judge = judge_inputs(u, shared.templates)
         rollout_memo: dict = {}
         for system in u.systems:
             for case in cases:
                 for replicate in range(u.rollout.replicates):
                     tkey = _transcript(u, system, case, replicate, work, rollout_memo, shared)
-                    jkey, calls = _judgment(u, tkey, work, judge_inputs, shared)
+                    jkey, calls = _judgment(u, tkey, work, judge, shared)
                     work.rows.append(Row(universe, system.name, case.key, case.case_id, case.cell, replicate, tkey, jkey, calls))
     return work
 
@@ -229,9 +172,7 @@ def _cases_of(u: Spec, work: Work, shared: _Shared) -> list[CaseUnit]:
                 out.append(work.cases.setdefault(key, CaseUnit(key, case.id, dict(case.cell), 0, None, content, 0, u)))
             shared.cases[memo] = out
         return shared.cases[memo]
-    generator = resolve_config(u.design.generator.to_model_config(), u)
-    inputs = digest({"generator": _model_key(generator), "rubric": _rubric_key(u), "tools": u.design.tools,
-                     "templates": shared.templates["case"]})
+    generator, inputs = case_inputs(u, shared.templates)
     counts = case_counts(u)
     drafted = ("drafted", inputs, digest(counts))
     if drafted not in shared.cases:
@@ -245,37 +186,10 @@ def _cases_of(u: Spec, work: Work, shared: _Shared) -> list[CaseUnit]:
     return shared.cases[drafted]
 
 
-def _rollout_inputs(u: Spec, system, tools_possible: bool, templates: str) -> tuple[str, dict]:
-    """What every transcript of one system in one universe shares, digested once."""
-    multi = u.rollout.setting == "multi_turn"
-    user = u.rollout.user
-    simulator = u.rollout.tool_simulator
-    payload = {
-        "system": {**_model_key(resolve_config(system.to_model_config(), u)), "system_prompt": system.system_prompt, "tools": list(system.tools)},
-        "user": {**_model_key(resolve_config(user.to_model_config(), u)), "persona": user.persona, "instructions": user.instructions} if multi else None,
-        "setting": u.rollout.setting,
-        "max_turns": u.rollout.max_turns if multi else None,
-        "seed": u.rollout.seed,
-        "tool_simulator": {**_model_key(resolve_config(simulator.to_model_config(), u)), "functions": dict(simulator.functions)} if tools_possible else None,
-        "templates": templates,
-    }
-    configs = {
-        "system": resolve_config(system.to_model_config(), u),
-        "system_prompt": system.system_prompt,
-        "tools": tuple(system.tools),
-        "user": resolve_config(user.to_model_config(), u) if multi else None,
-        "persona": user.persona,
-        "instructions": user.instructions,
-        "tool_simulator": resolve_config(simulator.to_model_config(), u) if tools_possible else None,
-        "tool_functions": resolve_references(simulator.functions, u.base_dir),
-    }
-    return digest(payload), configs
-
-
 def _transcript(u: Spec, system, case: CaseUnit, replicate: int, work: Work, memo: dict, shared: _Shared) -> str:
     tools_possible = bool(system.tools) or u.design.tools or bool(case.given and case.given.get("tools"))
     if (system.name, tools_possible) not in memo:
-        memo[(system.name, tools_possible)] = _rollout_inputs(u, system, tools_possible, shared.templates["transcript"])
+        memo[(system.name, tools_possible)] = rollout_inputs(u, system, tools_possible, shared.templates)
     inputs, configs = memo[(system.name, tools_possible)]
     # A case file's prompt is the exact first message a person wrote: a
     # multi-turn rollout opens with it (generated cases' prompts are their
@@ -295,32 +209,20 @@ def _transcript(u: Spec, system, case: CaseUnit, replicate: int, work: Work, mem
     return key
 
 
-def _judge_inputs(u: Spec, shared: _Shared) -> tuple[ModelConfig, dict]:
-    """What every judgment of a universe shares: the judge, the rubric text and the evidence texts."""
-    judge = resolve_config(u.judge.to_model_config(), u)
-    level = u.judge.evidence_standard
-    rubric_text = [
-        {"id": c.id, "name": c.name, "definition": c.definition, "permissible": c.permissible} for c in u.rubric.criteria
-    ]
-    evidence_text = {c.id: c.evidence.get(level, "") for c in u.rubric.criteria}
-    return judge, {"judge_inputs": digest({"judge": _model_key(judge), "rubric": rubric_text, "evidence": evidence_text,
-                                           "level": level, "templates": shared.templates["judgment"]})}
-
-
-def _judgment(u: Spec, transcript_key: str, work: Work, inputs: tuple[ModelConfig, dict],
+def _judgment(u: Spec, transcript_key: str, work: Work, judge: tuple[ModelConfig, str],
               shared: _Shared) -> tuple[str, tuple[str, ...]]:
-    judge, judge_inputs = inputs
-    memo = (transcript_key, judge_inputs["judge_inputs"], u.judge.samples)
+    config, inputs = judge
+    memo = (transcript_key, inputs, u.judge.samples)
     if memo in shared.judgments:
         return shared.judgments[memo]
     level = u.judge.evidence_standard
-    common = {"transcript": transcript_key, **judge_inputs}
+    common = {"transcript": transcript_key, "judge_inputs": inputs}
     judgment_key = digest({**common, "samples": u.judge.samples})
     calls = []
     for sample in range(u.judge.samples):
         key = digest({**common, "sample": sample})
         if key not in work.judge_calls:
-            work.judge_calls[key] = JudgeCall(key, transcript_key, sample, judge, level, _seed(key), u)
+            work.judge_calls[key] = JudgeCall(key, transcript_key, sample, config, level, _seed(key), u)
         calls.append(key)
     shared.judgments[memo] = (judgment_key, tuple(calls))
     return shared.judgments[memo]
