@@ -13,6 +13,8 @@ layout than this package knows is refused rather than misread.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -214,7 +216,11 @@ class SpecDocument(_Document):
 
 
 class TranscriptRecord(_Document):
-    """One line of ``transcripts.jsonl``: a transcript by its key."""
+    """One line of ``transcripts.jsonl``: a transcript by its key.
+
+    The run writes each line from this model (:meth:`from_stored`,
+    :meth:`line`) and the folder's reader checks each line against it.
+    """
 
     key: str
     system: str | None = None
@@ -222,6 +228,17 @@ class TranscriptRecord(_Document):
     reason: str | None = None
     stop_reason: str | None = None
     turns: list[dict[str, Any]] = Field(default_factory=list)
+
+    @classmethod
+    def from_stored(cls, key: str, record: Mapping[str, Any]) -> TranscriptRecord:
+        """The line of a transcript the store holds as ``record`` (its provenance stays in the store)."""
+        return cls(key=key, system=record.get("system"), status=record.get("status"),
+                   reason=record.get("reason", ""), stop_reason=record.get("stop_reason"),
+                   turns=record.get("turns", []))
+
+    def line(self) -> str:
+        """The record as one line of ``transcripts.jsonl`` (without its newline), fields in the model's order."""
+        return json.dumps(self.model_dump(), ensure_ascii=False)
 
 
 def _kind(value: Any) -> str:
