@@ -29,8 +29,7 @@ from multiverse.spec import Spec, to_yaml_dict
 from multiverse.spec._grid import Universe, axis_stages
 from multiverse.store._provenance import versions
 from multiverse.store._records import Records
-from multiverse.tables._folder_models import TranscriptRecord
-from multiverse.tables._tables import write_json, write_table
+from multiverse.tables import TranscriptRecord, write_json, write_table
 from multiverse.work._units import Row, Work
 
 __all__ = ["assemble", "run_manifest", "run_rates", "write_run_folder"]

@@ -19,17 +19,20 @@ import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from multiverse.core._vocabulary import COUNTED_STATUS, STATUSES
-from multiverse.tables._tables import split_factors, universe_ids
+from multiverse.tables import split_factors, universe_ids
 
 from ..errors import InputError
 from ..sim.markers import strip_markers
 from ._packing import pack
+
+if TYPE_CHECKING:
+    from multiverse.results._results import Results
 
 __all__ = ["FORMAT", "VERDICTS", "document_from_results", "document_from_run", "explorer_document", "read_transcripts"]
 
@@ -336,7 +339,7 @@ def read_transcripts(path: str | os.PathLike) -> dict[str, dict]:
     Read by the folder's one reader (``multiverse.tables._folder``): a link out of the
     folder, a FIFO or a line that is not a transcript is refused in one line.
     """
-    from multiverse.tables._folder import read_transcripts as read_folder_transcripts
+    from multiverse.tables import read_transcripts as read_folder_transcripts
 
     path = Path(path)
     if path.is_dir():
@@ -354,7 +357,7 @@ def document_from_run(source: str | os.PathLike, *, store: Any = None) -> dict:
     return document_from_results(load_run(source), store=store)
 
 
-def document_from_results(results: Any, *, store: Any = None, rates: pd.DataFrame | None = None,
+def document_from_results(results: Results, *, store: Any = None, rates: pd.DataFrame | None = None,
                           transcripts: Mapping[str, Mapping] | None = None) -> dict:
     """``explorer_document`` of a :class:`~multiverse.results._results.Results` (a run, an import or a table).
 
@@ -365,23 +368,14 @@ def document_from_results(results: Any, *, store: Any = None, rates: pd.DataFram
     ``transcripts``: the ones that rule already chose (the report's), so they
     are not read twice. ``rates`` replaces the results' own rates table.
     """
-    from multiverse.results._options import declared_options
-    from multiverse.tables._folder import shown_transcripts
+    from multiverse.tables import shown_transcripts
 
-    from ..analysis.rates import run_ci_settings
-
-    tables = results
-    manifest = tables.manifest or {}
-    ci, _ = run_ci_settings(tables)
-    labels = {str(u["id"]): u.get("label") for u in manifest.get("universes") or []
-              if isinstance(u, dict) and "id" in u}
-    source_path = Path(tables.source) if tables.source is not None else None
+    ci, _ = results.ci_settings()
     if transcripts is None:
-        transcripts = shown_transcripts(source_path, tables.verdicts, store)[0] or {}
+        transcripts = shown_transcripts(results.source, results.verdicts, store)[0] or {}
     return explorer_document(
-        tables.verdicts, tables.criteria, tables.rates if rates is None else rates, transcripts,
-        axes=tables.axes, factors=tables.factors, primary=tables.primary,
-        ci_method=ci if ci is not None else "wilson", options=declared_options(tables),
-        labels=labels, title=str(manifest.get("spec") or (source_path.name if source_path is not None else "audit")),
-        simulated=bool(manifest.get("simulated")),
+        results.verdicts, results.criteria, results.rates if rates is None else rates, transcripts,
+        axes=results.axes, factors=results.factors, primary=results.primary,
+        ci_method=ci if ci is not None else "wilson", options=results.options,
+        labels=results.universe_labels(), title=results.name, simulated=results.simulated,
     )
