@@ -72,8 +72,9 @@ _DPI = 130
 
 def _label(tables: mv.Results) -> str:
     """The provenance line every figure carries."""
-    name = tables.manifest.get("spec") or (tables.source.name if tables.source else "run")
-    if tables.manifest.get("simulated"):
+    spec = tables.manifest.spec if tables.manifest is not None else None
+    name = spec or (tables.source.name if tables.source else "run")
+    if tables.simulated:
         return f"SIMULATED world ({name}): illustrative numbers, not measurements of real models"
     return f"run: {name}"
 
@@ -383,7 +384,8 @@ def _numbers(tables, found: dict, figures: dict[str, Figure]) -> dict:
     quoted["variance"] = _quoted_variance(decomposition)
     if found["panels"] is not None:
         quoted["conditions"] = _quoted_conditions(found["panels"], found["condition_rows"])
-    stages = tables.manifest.get("stages") or {}
+    manifest = tables.manifest
+    stages = manifest.stages if manifest is not None else {}
     drawn = curves.frame[[c for c in ("system", "universe_id", "rate", "ci_low", "ci_high") if c in curves.frame]]
     values = {
         "curves": {"systems": curves.document["systems"], "rates": drawn.sort_values(["system", "rate", "universe_id"])
@@ -397,9 +399,9 @@ def _numbers(tables, found: dict, figures: dict[str, Figure]) -> dict:
             ["universe_id", "system", "condition", "rate", "ci_low", "ci_high"]].to_dict("list"),
     }
     return _rounded({
-        "run": tables.manifest.get("spec"), "simulated": bool(tables.manifest.get("simulated")),
+        "run": manifest.spec if manifest is not None else None, "simulated": tables.simulated,
         "universes": int(tables.verdicts["universe_id"].nunique()),
-        "calls": f"{sum(int(s.get('calls') or 0) for s in stages.values()):,}" if stages else None,
+        "calls": f"{sum(s.calls for s in stages.values()):,}" if stages else None,
         "quoted": quoted, "values": values,
         "figures": {name: _texts(figure) for name, figure in figures.items()},
     })

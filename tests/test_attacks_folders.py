@@ -23,7 +23,7 @@ from conftest import explorer_block_texts
 from multiverse.errors import InputError
 from multiverse.explorer import render_explorer
 from multiverse.results._load import load_run
-from multiverse.tables._folder import CAPS, folder_file, read_manifest, read_spec_document, read_transcripts
+from multiverse.tables._folder import CAPS, folder_file, read_manifest, read_spec, read_transcripts
 
 SECRET = "SECRET-MARKER-8c1f"
 
@@ -115,7 +115,7 @@ def test_a_link_inside_the_folder_to_a_file_inside_it_is_fine(run_dir):
         (run_dir / name).rename(run_dir / "kept" / name)
         (run_dir / name).symlink_to(Path("kept") / name)
     assert "universes" in run_cli(["curve", run_dir]).ok()
-    assert read_spec_document(run_dir)["name"] == "tiny"
+    assert read_spec(run_dir).document.name == "tiny"
     assert read_transcripts(run_dir)
 
 
@@ -277,7 +277,7 @@ def test_the_manifest_is_typed_and_old_shapes_load(run_dir):
     # Facts a later writer adds are kept, and a minimal manifest of an early layout still loads.
     document = json.loads((run_dir / "manifest.json").read_text())
     (run_dir / "manifest.json").write_text(json.dumps({**document, "a_later_fact": {"x": [1, 2]}}))
-    assert load_run(run_dir).manifest["a_later_fact"] == {"x": [1, 2]}
+    assert load_run(run_dir).manifest.model_extra["a_later_fact"] == {"x": [1, 2]}
     (run_dir / "manifest.json").write_text(json.dumps({"axes": document["axes"], "factors": document["factors"]}))
     assert len(load_run(run_dir).verdicts) == 48
 

@@ -555,9 +555,9 @@ def test_primary_names_one_imported_universe(tmp_path):
                                 "--primary", "grader=g2", "standard=lenient")
     assert code == 0, err
     tables = load_run(out)
-    options = tables.manifest["universe_options"][tables.primary]
+    options = tables.manifest.universe_options[tables.primary]
     assert options == {"grader": "g2", "standard": "lenient"}
-    assert tables.manifest["primary_declared"] is True
+    assert tables.manifest.primary_declared is True
 
 
 @pytest.mark.parametrize(("primary", "fragments"), [

@@ -171,9 +171,9 @@ def test_a_run_over_a_sabotaged_store_recomputes_exactly_the_bad_units(tmp_path,
                                   again.verdicts.sort_values(keys).reset_index(drop=True))
     assert len(list((root / "quarantine").rglob("*.json.*"))) == 4
     # Two transcripts redone (with their judgments, whose keys depend on them) and two judgments.
-    assert again.manifest["stages"]["rollout"]["computed"] > 0
+    assert again.manifest.stages["rollout"].computed > 0
     # Every request the redone units make was answered before: served from the request store, none sent.
-    assert client.total == 0 and again.manifest["stages"]["rollout"]["calls"] == 0
+    assert client.total == 0 and again.manifest.stages["rollout"].calls == 0
     redone = [r for r in Store(root).get_many("transcript", list(again.verdicts.transcript_key.unique())).values()
               if r["provenance"]["calls"] == 0 and r["provenance"].get("reused")]
     assert len(redone) == 2

@@ -117,9 +117,9 @@ def _reduced_spec(tmp_path: Path) -> Path:
 def test_reduced_simulated_study_and_analysis_script(tmp_path):
     spec = load_spec(_reduced_spec(tmp_path))
     result = run(spec, out=tmp_path / "run", store=tmp_path / "store", jobs=4, progress=False)
-    assert result.manifest["simulated"] is True
-    assert len(result.manifest["universes"]) == 3 * 2 * 2 * 3
-    assert result.manifest["stages"]["draft"]["units"] == 6 * 2 * 1
+    assert result.manifest.simulated is True
+    assert len(result.manifest.universes) == 3 * 2 * 2 * 3
+    assert result.manifest.stages["draft"].units == 6 * 2 * 1
 
     figures = tmp_path / "figures"
     done = subprocess.run(

@@ -40,12 +40,12 @@ def test_dask_run_matches_a_local_run(write_spec, tmp_path, cluster):
     pd.testing.assert_frame_equal(_sorted(local.criteria, ckeys), _sorted(remote.criteria, ckeys))
     # the same calls were made, each once: the manifests count identical work
     for stage in ("draft", "rollout", "judge"):
-        assert local.manifest["stages"][stage]["computed"] == remote.manifest["stages"][stage]["computed"]
+        assert local.manifest.stages[stage].computed == remote.manifest.stages[stage].computed
     # workers wrote the shared store themselves; a second dask run makes no call
     judged = remote.verdicts.loc[remote.verdicts.status != "rollout_failed", "judgment_key"].nunique()
     assert sum(1 for _ in Store(tmp_path / "dask-store").keys("judgment")) == judged  # one sample per judgment
     again = run(spec, store=tmp_path / "dask-store", out=tmp_path / "dask2", progress=False, backend="dask", scheduler=cluster)
-    assert all(s["computed"] == 0 for s in again.manifest["stages"].values())
+    assert all(s.computed == 0 for s in again.manifest.stages.values())
 
 
 def test_a_unit_already_stored_by_another_worker_is_not_recomputed(write_spec, tmp_path, cluster):

@@ -15,12 +15,13 @@ from multiverse.engine._pipeline import plan, run
 from multiverse.errors import ModelError, ModelUnusable, SpecError
 from multiverse.model._breaker import FATAL_REASONS, TRIP_AFTER, Breaker
 from multiverse.spec import load_spec
+from multiverse.tables import StageCounts
 
 
-def _adds_up(counts: dict) -> None:
-    assert counts["units"] == sum(counts[o] for o in OUTCOMES), counts
-    assert sum(counts["failures"].values()) == counts["failed"], counts
-    assert sum(counts["blocked_by"].values()) == counts["blocked"], counts
+def _adds_up(counts: StageCounts) -> None:
+    assert counts.units == sum(getattr(counts, o) for o in OUTCOMES), counts
+    assert sum(counts.failures.values()) == counts.failed, counts
+    assert sum(counts.blocked_by.values()) == counts.blocked, counts
 
 
 # -- the suite leaves the checkout alone ---------------------------------------------
@@ -59,36 +60,36 @@ def flaky_run(tmp_path_factory):
 
 def test_manifest_counts_add_up_and_match_the_verdicts(flaky_run):
     first = flaky_run[2]
-    v, stages = first.verdicts, first.manifest["stages"]
+    v, stages = first.verdicts, first.manifest.stages
     assert (v.status == "rollout_failed").any() and (v.status == "judge_failed").any()
     for counts in stages.values():
         _adds_up(counts)
     rollout_failed = v.loc[v.status == "rollout_failed", "transcript_key"].nunique()
-    assert stages["rollout"]["failed"] == rollout_failed > 0
-    assert stages["rollout"]["computed"] == v.transcript_key.nunique() - rollout_failed
+    assert stages["rollout"].failed == rollout_failed > 0
+    assert stages["rollout"].computed == v.transcript_key.nunique() - rollout_failed
     # each failed transcript blocks its judge calls, one per judge option here
-    assert stages["judge"]["blocked"] == 2 * rollout_failed
-    assert stages["judge"]["blocked_by"] == {"rollout_failed": 2 * rollout_failed}
-    assert stages["judge"]["failed"] == v.loc[v.status == "judge_failed", "judgment_key"].nunique() > 0
+    assert stages["judge"].blocked == 2 * rollout_failed
+    assert stages["judge"].blocked_by == {"rollout_failed": 2 * rollout_failed}
+    assert stages["judge"].failed == v.loc[v.status == "judge_failed", "judgment_key"].nunique() > 0
     # the score row is the verdicts table, by status
     statuses = v.status.value_counts().to_dict()
-    assert stages["score"]["units"] == len(v)
-    assert stages["score"]["blocked_by"] == {s: statuses[s] for s in ("rollout_failed", "judge_failed") if s in statuses}
+    assert stages["score"].units == len(v)
+    assert stages["score"].blocked_by == {s: statuses[s] for s in ("rollout_failed", "judge_failed") if s in statuses}
     # model calls are counted apart from units
-    assert stages["rollout"]["calls"] >= stages["rollout"]["computed"] + stages["rollout"]["failed"]
+    assert stages["rollout"].calls >= stages["rollout"].computed + stages["rollout"].failed
     # whole reasons, by class
-    assert set(stages["rollout"]["failures"]) <= {"role_reversal", "empty_user_turn", "brief_leaked", "no_system_turn"}
+    assert set(stages["rollout"].failures) <= {"role_reversal", "empty_user_turn", "brief_leaked", "no_system_turn"}
 
 
 def test_a_second_run_reuses_everything_and_still_counts_the_failures(flaky_run):
     first, again = flaky_run[2:]
-    for name, counts in again.manifest["stages"].items():
+    for name, counts in again.manifest.stages.items():
         _adds_up(counts)
-        assert counts["computed"] == 0, name
-        assert counts["calls"] == 0
-        before = first.manifest["stages"][name]
-        assert counts["failed"] == before["failed"] and counts["blocked"] == before["blocked"], name
-        assert counts["stored"] == before["computed"] + before["stored"], name
+        assert counts.computed == 0, name
+        assert counts.calls == 0
+        before = first.manifest.stages[name]
+        assert counts.failed == before.failed and counts.blocked == before.blocked, name
+        assert counts.stored == before.computed + before.stored, name
 
 
 def test_plan_after_a_finished_run_has_nothing_to_compute_and_shows_blocked_units(flaky_run):
@@ -97,9 +98,9 @@ def test_plan_after_a_finished_run_has_nothing_to_compute_and_shows_blocked_unit
     for name, counts in planned.items():
         assert counts["to_compute"] == 0 and counts["calls_to_make"] == 0, (name, counts)
         assert counts["units"] == counts["stored"] + counts["failed"] + counts["blocked"] + counts["to_compute"]
-        made = first.manifest["stages"][name]
-        assert (counts["failed"], counts["blocked"]) == (made["failed"], made["blocked"]), name
-        assert counts["failures"] == made["failures"] and counts["blocked_by"] == made["blocked_by"], name
+        made = first.manifest.stages[name]
+        assert (counts["failed"], counts["blocked"]) == (made.failed, made.blocked), name
+        assert counts["failures"] == made.failures and counts["blocked_by"] == made.blocked_by, name
 
 
 def test_cli_summary_and_plan_say_units_and_calls_apart(flaky_run, capsys):
@@ -110,15 +111,15 @@ def test_cli_summary_and_plan_say_units_and_calls_apart(flaky_run, capsys):
     at = next(i for i, line in enumerate(lines) if line.startswith("stage "))
     assert lines[at].split()[:6] == ["stage", "unique", "work", "stored", "failed", "blocked"]
     judge = next(line for line in lines[at:] if line.startswith("judge "))
-    counts = first.manifest["stages"]["judge"]
-    assert judge.split()[1:6] == [str(counts["units"]), str(counts["stored"] + counts["computed"]), str(counts["failed"]),
-                                  str(counts["blocked"]), "0"]
-    assert f"judge blocked: rollout_failed {counts['blocked']}" in out
+    counts = first.manifest.stages["judge"]
+    assert judge.split()[1:6] == [str(counts.units), str(counts.stored + counts.computed), str(counts.failed),
+                                  str(counts.blocked), "0"]
+    assert f"judge blocked: rollout_failed {counts.blocked}" in out
     assert main(["run", str(spec.path), "--store", str(store), "--out", str(store.parent / "cli"), "--quiet"]) == 0
     out = capsys.readouterr().out
-    rollout = first.manifest["stages"]["rollout"]
+    rollout = first.manifest.stages["rollout"]
     line = next(line for line in out.splitlines() if line.strip().startswith("rollout"))
-    assert f"{rollout['units']} units: 0 computed, {rollout['computed'] + rollout['stored']} stored, {rollout['failed']} failed (" in line
+    assert f"{rollout.units} units: 0 computed, {rollout.computed + rollout.stored} stored, {rollout.failed} failed (" in line
     assert line.endswith("0 model calls made")
     assert "reused" not in out and "transcripts.jsonl" in out
 
@@ -129,8 +130,8 @@ def test_report_calls_table_shows_the_same_numbers(flaky_run):
 
     store, first = flaky_run[1:3]
     html = build_report_html(load_run(store.parent / "run"), store=store)
-    judge = first.manifest["stages"]["judge"]
-    cells = "".join(f'<td class="num">{judge[k]}</td>' for k in ("units", "computed", "stored", "failed", "blocked"))
+    judge = first.manifest.stages["judge"]
+    cells = "".join(f'<td class="num">{getattr(judge, k)}</td>' for k in ("units", "computed", "stored", "failed", "blocked"))
     assert f"<td>judge</td>{cells}" in html.replace("\n", "")
     assert "work units = computed + stored + failed + blocked" in html
 
@@ -366,9 +367,9 @@ def test_failure_reasons_in_the_tables_are_whole_or_cut_at_a_sentence(write_spec
     spec = load_spec(write_spec(tiny_spec_document(rollout={"setting": "single_turn"}, axes={})))
     result = run(spec, store=tmp_path / "store", client=Failing(), out=tmp_path / "run", progress=False)
     full = " ".join(f"server_error: {long}".split())
-    reasons = list(result.manifest["failures"]["rollout"])
+    reasons = list(result.manifest.failures["rollout"])
     reasons += list(result.verdicts.loc[result.verdicts.status == "rollout_failed", "reason"])
-    assert reasons and result.manifest["stages"]["rollout"]["failures"] == {"server_error": 4}
+    assert reasons and result.manifest.stages["rollout"].failures == {"server_error": 4}
     for reason in reasons:
         assert reason.endswith(". …") and full.startswith(reason[:-2]), reason
 

@@ -133,7 +133,7 @@ def test_sigterm_mid_rollout_starts_no_next_turn_and_a_rerun_resumes(tmp_path):
         assert 0 < server.counts["total"] - before <= need - 3
         bodies = [json.dumps(body, sort_keys=True) for body in server.requests]
         assert len(set(bodies)) == len(bodies)  # across both runs, no request was sent twice
-    assert again.manifest["statuses"]["rollout_failed"] == 0 and again.manifest["statuses"]["judge_failed"] == 0
+    assert again.manifest.statuses["rollout_failed"] == 0 and again.manifest.statuses["judge_failed"] == 0
     assert_store_consistent(tmp_path / "store")
 
 
@@ -200,7 +200,7 @@ def test_ctrl_c_in_the_python_api_raises_keyboardinterrupt_and_leaves_the_store_
 
         server.latency = 0.0
         again = run(spec, store=tmp_path / "store", out=tmp_path / "run", jobs=JOBS, progress=False)
-    assert again.manifest["stages"]["draft"]["stored"] >= 1
+    assert again.manifest.stages["draft"].stored >= 1
     assert set(again.verdicts["status"]) <= {"ok", "excluded"}
     assert_store_consistent(tmp_path / "store")
 

@@ -53,7 +53,7 @@ def test_judge_evidence_and_scoring_axes_add_no_rollout_calls(write_spec, tmp_pa
     ok_transcripts = second.verdicts.loc[second.verdicts.status != "rollout_failed", "transcript_key"].nunique()
     # three new judge configurations (a/lenient, b/strict, b/lenient), one call each per transcript
     assert again["judge"] == 3 * ok_transcripts
-    assert second.manifest["stages"]["rollout"]["computed"] == 0
+    assert second.manifest.stages["rollout"].computed == 0
     assert set(first.verdicts.transcript_key) == set(second.verdicts.transcript_key)
 
 
@@ -74,7 +74,7 @@ def test_scoring_axis_adds_no_judge_calls_and_second_run_makes_none(write_spec, 
     counting_client.reset()
     rerun = _run(write_spec, scored, tmp_path, counting_client, "scored.yaml")
     assert counting_client.total == 0
-    assert all(s["computed"] == 0 for s in rerun.manifest["stages"].values())
+    assert all(s.computed == 0 for s in rerun.manifest.stages.values())
     pd.testing.assert_frame_equal(result.verdicts, rerun.verdicts)
 
 
@@ -140,7 +140,7 @@ def test_failures_are_recorded_and_never_labels(write_spec, tmp_path, counting_c
     assert (failed.reason.str.len() > 0).all()
     assert v.loc[v.status == "ok", "compliant"].notna().all()
     counts = v.status.value_counts().to_dict()
-    for status, n in result.manifest["statuses"].items():
+    for status, n in result.manifest.statuses.items():
         assert counts.get(status, 0) == n
     rates = result.rates[result.rates.subgroup == "all"]
     ok = v[v.status == "ok"].groupby(["universe_id", "system"]).size()

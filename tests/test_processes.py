@@ -114,12 +114,12 @@ def test_a_process_run_gives_a_threaded_runs_tables_and_pays_each_unit_once(tmp_
     # Each request once: as many as the threaded run made, one stored answer each, at most the plan's calls.
     assert made_procs == made_threaded == _answers(Store(tmp_path / "threads")) <= need
     for stage, store_stage in (("draft", "case"), ("rollout", "transcript"), ("judge", "judgment")):
-        computed = procs.manifest["stages"][stage]["computed"]
-        assert computed == threaded.manifest["stages"][stage]["computed"] > 0
+        computed = procs.manifest.stages[stage].computed
+        assert computed == threaded.manifest.stages[stage].computed > 0
         assert sum(1 for _ in Store(tmp_path / "procs").keys(store_stage)) == computed
-    assert again.manifest["stages"]["draft"]["computed"] == 0
-    assert again.manifest["stages"]["rollout"]["computed"] == len(redo)
-    assert again.manifest["stages"]["judge"]["computed"] == len(work.judge_calls)
+    assert again.manifest.stages["draft"].computed == 0
+    assert again.manifest.stages["rollout"].computed == len(redo)
+    assert again.manifest.stages["judge"].computed == len(work.judge_calls)
     assert_store_consistent(tmp_path / "procs")
 
 

@@ -243,7 +243,7 @@ def test_faulty_grid_completes_records_failures_and_resumes_to_the_fault_free_ta
     failed = verdicts[verdicts.status.isin(FAILED)]
     assert (failed.reason.str.len() > 0).all() and failed.compliant.isna().all()
     assert verdicts.loc[verdicts.status == "ok", "compliant"].notna().all()
-    assert manifest["statuses"] == {s: int((verdicts.status == s).sum()) for s in ("ok", "excluded", *FAILED)}
+    assert manifest.statuses == {s: int((verdicts.status == s).sum()) for s in ("ok", "excluded", *FAILED)}
     on_disk = pd.read_parquet(runs / "faulty" / "verdicts.parquet")
     assert on_disk.loc[on_disk.status.isin(FAILED), "compliant"].isna().all()
     # the outages: beacon in ROLLOUT_OUTAGE (both universes), judge b on JUDGE_OUTAGE (both systems)
@@ -257,9 +257,9 @@ def test_faulty_grid_completes_records_failures_and_resumes_to_the_fault_free_ta
     judgment_of = judgment_key_of_call(spec)
     stored_judgments = store.get_many("judgment", list(judgment_of))
     content_failures = {judgment_of[k] for k, r in stored_judgments.items() if r["status"] == "judge_failed"}
-    stages = manifest["stages"]
+    stages = manifest.stages
     undrafted = failed.reason.str.startswith("case not drafted")
-    assert stages["draft"]["failed"] == failed.loc[undrafted, "case_id"].nunique()
+    assert stages["draft"].failed == failed.loc[undrafted, "case_id"].nunique()
     assert stages["rollout"]["failed"] == failed.loc[(failed.status == "rollout_failed") & ~undrafted, "transcript_key"].nunique()
     judge_failed = set(failed.loc[failed.status == "judge_failed", "judgment_key"])
     assert stages["judge"]["failed"] == len(judge_failed)
@@ -294,9 +294,9 @@ def test_faulty_grid_completes_records_failures_and_resumes_to_the_fault_free_ta
                  for key, record in store.get_many(stage, set(store.keys(stage)) - keys).items())
     assert resume_requests + reused == missing > 0 and resume_requests > 0
     # only the stored content failures (results, not retried) are still failed
-    assert {k: s["failed"] for k, s in resumed.manifest["stages"].items()} == {
+    assert {k: s.failed for k, s in resumed.manifest.stages.items()} == {
         "draft": 0, "rollout": 0, "judge": len(content_failures), "score": 0}
-    assert resumed.manifest["stages"]["rollout"]["stored"] > 0 and resumed.manifest["stages"]["judge"]["stored"] > 0
+    assert resumed.manifest.stages["rollout"].stored > 0 and resumed.manifest.stages["judge"].stored > 0
     final, reference = read_tables(runs / "resumed"), read_tables(runs / "clean")
     if content_failures:
         # A judge answer still unparseable after its repair request is a stored result
@@ -313,12 +313,12 @@ def test_faulty_grid_completes_records_failures_and_resumes_to_the_fault_free_ta
         assert_same_tables(runs / "resumed", runs / "clean")
     check_store(tmp_path / "store")
 
-    failures = {s: v["failed"] for s, v in manifest["stages"].items() if s != "score"}
+    failures = {s: v.failed for s, v in manifest.stages.items() if s != "score"}
     print(
         f"\n30% faults: {served['total']} requests ({clean_requests} fault-free) in {faulty_seconds:.1f} s; served "
         + ", ".join(f"{k}={served[k]}" for k in FAULT_KINDS)
         + f"; client retries={stats['retries']}, repairs={stats['repairs']}, gave up after retries={len(gave_up)}, "
-        f"unparseable after repair={len(unparseable)}; failed units {failures}; verdict statuses {manifest['statuses']}; "
+        f"unparseable after repair={len(unparseable)}; failed units {failures}; verdict statuses {manifest.statuses}; "
         f"judgments stored as unparseable (kept as judge_failed on resume)={len(content_failures)}; "
         f"resume made {missing} calls"
     )

@@ -280,7 +280,7 @@ def test_a_grid_sends_no_request_twice_and_a_second_run_sends_none(runs):
     assert sent["repeats"] == 0 and sent["requests"] == sent["unique"] == before["unique"]
     assert out["again"]["requests"] == 0
     # The run's own count is what went over the wire.
-    assert sum(stage["calls"] for stage in result.manifest["stages"].values()) == sent["requests"]
+    assert sum(stage.calls for stage in result.manifest.stages.values()) == sent["requests"]
 
 
 def test_the_cache_changes_no_record_no_table_and_keeps_replicates_and_samples_distinct(runs):

@@ -45,7 +45,8 @@ analysis counts in all of them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -56,7 +57,10 @@ from multiverse.tables._tables import check_choice, require_columns, universe_id
 
 from ._codes import codes, combine, count, first_rows, target_blocks
 
-__all__ = ["compute_rates", "included_verdicts", "system_rates"]
+if TYPE_CHECKING:
+    from multiverse.tables import Manifest, SpecDocument
+
+__all__ = ["ci_settings", "compute_rates", "included_verdicts", "system_rates"]
 
 
 
@@ -144,7 +148,7 @@ def system_rates(verdicts: pd.DataFrame, *, axes: Sequence[str]) -> pd.DataFrame
     return rates
 
 
-def ci_settings(manifest: dict, spec_document: dict | None) -> tuple[pd.DataFrame | None, int]:
+def ci_settings(manifest: Manifest | None, spec: SpecDocument | None) -> tuple[pd.DataFrame | None, int]:
     """The CI method and level of each universe, as the run's spec set them, and n_boot.
 
     An import's manifest names one ``ci`` (and ``level``) for all universes. A
@@ -153,42 +157,34 @@ def ci_settings(manifest: dict, spec_document: dict | None) -> tuple[pd.DataFram
     ``scoring.ci``), so each universe of the manifest gets its options'
     patches on top of the default. Returns (universe_id, ci, level) rows, or
     None when neither says anything (a bare table: the defaults apply).
+    ``Results.ci_settings`` passes in the folder's documents: no file is read here.
     """
-    universes = manifest.get("universes") or []
-    if spec_document is None and "ci" not in manifest:
-        return None, 1000
-    if spec_document is None:
-        ids = [u["id"] if isinstance(u, dict) else u for u in universes]
-        table = pd.DataFrame({"universe_id": [str(i) for i in ids], "ci": manifest["ci"],
-                              "level": float(manifest.get("level", 0.95))})
+    universes = manifest.universes if manifest is not None else []
+    if spec is None:
+        if manifest is None or manifest.ci is None:
+            return None, 1000
+        table = pd.DataFrame({"universe_id": manifest.universe_ids, "ci": manifest.ci, "level": float(manifest.level)})
         return table, 1000
-    base = dict((spec_document.get("scoring") or {}).get("ci") or {})
-    axes = spec_document.get("axes") or {}
+    base = spec.scoring.ci.model_dump() if spec.scoring is not None and spec.scoring.ci is not None else {}
     rows, n_boot = [], int(base.get("n_boot", 1000))
     for universe in universes:
-        ci = dict(base)
-        for axis, option in (universe.get("options") or {}).items():
-            for path, value in ((axes.get(axis) or {}).get(option) or {}).items():
-                if path == "scoring.ci" and isinstance(value, dict):
-                    ci.update(value)
-                elif path.startswith("scoring.ci."):
-                    ci[path.removeprefix("scoring.ci.")] = value
+        ci = _patched_ci(base, universe.options, spec.axes)
         n_boot = max(n_boot, int(ci.get("n_boot", 1000)))
-        rows.append({"universe_id": str(universe["id"]), "ci": ci.get("method", "wilson"),
-                     "level": float(ci.get("level", 0.95))})
+        rows.append({"universe_id": universe.id, "ci": ci.get("method", "wilson"), "level": float(ci.get("level", 0.95))})
     return pd.DataFrame(rows, columns=["universe_id", "ci", "level"]), n_boot
 
 
-def run_ci_settings(tables) -> tuple[pd.DataFrame | None, int]:
-    """:func:`ci_settings` of a loaded run or import (``tables.load_run``)."""
-    from pathlib import Path
-
-    from multiverse.tables._folder import read_spec_document
-
-    source = Path(tables.source) if tables.source is not None else None
-    spec_document = read_spec_document(source) if source is not None and source.is_dir() else None
-    return ci_settings(tables.manifest or {}, spec_document)
-
+def _patched_ci(base: dict[str, Any], options: Mapping[str, Any],
+                axes: Mapping[str, Mapping[str, Mapping[str, Any] | None]]) -> dict[str, Any]:
+    """``scoring.ci`` of one universe: ``base`` with its options' patches of it on top."""
+    ci = dict(base)
+    for axis, option in options.items():
+        for path, value in ((axes.get(axis) or {}).get(option) or {}).items():
+            if path == "scoring.ci" and isinstance(value, dict):
+                ci.update(value)
+            elif path.startswith("scoring.ci."):
+                ci[path.removeprefix("scoring.ci.")] = value
+    return ci
 
 
 def _bool_array(series: pd.Series) -> np.ndarray:

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from ._output import print_json, print_table, say
+
+if TYPE_CHECKING:
+    from multiverse.tables import StageCounts
 
 __all__ = ["cmd_demo", "cmd_draft", "cmd_expand", "cmd_plan", "cmd_power", "cmd_run", "cmd_schema", "cmd_validate"]
 
@@ -133,24 +137,25 @@ def _run_and_say(spec, args, out):
         **({"max_units": args.max_units} if getattr(args, "max_units", None) is not None else {}),
     )
     m = result.manifest
-    say(f"{len(m['universes'])} universes x {len(spec.systems)} systems in {m['seconds']:.1f} s")
+    assert m is not None  # a run always has its manifest
+    say(f"{len(m.universes)} universes x {len(spec.systems)} systems in {m.seconds:.1f} s")
     say("  work units per stage (units = computed + stored + failed + blocked):")
-    for stage, counts in m["stages"].items():
+    for stage, counts in m.stages.items():
         if stage != "score":
-            say(f"  {stage:<8} {_outcome_line(counts)}; {counts['calls']} model calls made")
-    statuses = ", ".join(f"{v} {k}" for k, v in m["statuses"].items() if v)
-    say(f"  verdicts: {sum(m['statuses'].values())} ({statuses})")
-    failed = sum(m["statuses"].get(s, 0) for s in ("rollout_failed", "judge_failed"))
-    if failed and m.get("simulated"):
+            say(f"  {stage:<8} {_outcome_line(counts)}; {counts.calls} model calls made")
+    statuses = ", ".join(f"{v} {k}" for k, v in m.statuses.items() if v)
+    say(f"  verdicts: {sum(m.statuses.values())} ({statuses})")
+    failed = sum(m.statuses.get(s, 0) for s in ("rollout_failed", "judge_failed"))
+    if failed and m.simulated:
         say(f"  note: the simulated world fails on purpose (its users and judges have declared failure rates), "
               f"so some of these {failed} failures are injected, not faults of the run")
-    if m["cost"]:
-        say(f"  cost: ${m['cost']:.4f}, {m['tokens']} tokens")
+    if m.cost:
+        say(f"  cost: ${m.cost:.4f}, {m.tokens} tokens")
     say(f"results: {result.out_dir}/ (verdicts, criteria, rates as .parquet and .csv; transcripts.jsonl; manifest.json)")
     return result
 
 
-def _outcome_line(counts: dict) -> str:
+def _outcome_line(counts: StageCounts) -> str:
     """``12 units: 8 computed, 2 stored, 1 failed (not_found 1), 1 blocked (rollout_failed 1)``."""
 
     def by_reason(reasons: dict) -> str:
@@ -160,9 +165,9 @@ def _outcome_line(counts: dict) -> str:
             shown.append(f"{len(reasons) - 3} other reasons {sum(list(reasons.values())[3:])}")
         return f" ({', '.join(shown)})" if reasons else ""
 
-    return (f"{counts['units']} units: {counts['computed']} computed, {counts['stored']} stored, "
-            f"{counts['failed']} failed{by_reason(counts.get('failures', {}))}, "
-            f"{counts['blocked']} blocked{by_reason(counts.get('blocked_by', {}))}")
+    return (f"{counts.units} units: {counts.computed} computed, {counts.stored} stored, "
+            f"{counts.failed} failed{by_reason(counts.failures)}, "
+            f"{counts.blocked} blocked{by_reason(counts.blocked_by)}")
 
 
 def cmd_run(args) -> int:

@@ -33,7 +33,7 @@ def cmd_import(args) -> int:
     v = result.verdicts
     missing = int((v["reason"] == "missing label").sum()) if "reason" in v.columns else 0
     excluded = f" ({missing} with a missing label, excluded)" if missing else ""
-    primary = result.manifest.get("primary")
+    primary = result.manifest.primary if result.manifest is not None else None
     say(f"imported {len(v)} verdicts{excluded}: {v['universe_id'].nunique()} universes x {v['system'].nunique()} systems "
           f"(axes: {', '.join(result.axes) or 'none'}) into {result.out_dir}; "
           f"primary: {primary if primary else 'none declared'}")

@@ -13,7 +13,6 @@ manifest is complete.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Iterable, Mapping
@@ -30,7 +29,7 @@ from multiverse.spec import Spec, to_yaml_dict
 from multiverse.spec._grid import Universe, axis_stages
 from multiverse.store._provenance import versions
 from multiverse.store._records import Records
-from multiverse.tables._tables import write_json, write_table
+from multiverse.tables import TranscriptRecord, write_json, write_table
 from multiverse.work import Row, Work
 
 __all__ = ["assemble", "run_manifest", "run_rates", "write_run_folder"]
@@ -207,7 +206,7 @@ def write_run_folder(
     """Write a run (or import) folder, each file atomically; the manifest goes last.
 
     ``transcripts.jsonl`` holds every transcript the verdicts refer to (one
-    JSON object per line: key, system, status, reason, stop_reason, turns), so
+    JSON object per line, ``tables.TranscriptRecord``: key, system, status, reason, stop_reason, turns), so
     the folder can be read, reported and shared without the store.
     ``spec_document`` is written as ``spec.yaml``. A file of an earlier
     folder that this one has no counterpart for (criteria, transcripts, spec)
@@ -234,11 +233,8 @@ def write_run_folder(
         if given[name] is None:
             (out / name).unlink(missing_ok=True)
     if transcripts is not None:
-        lines = [
-            json.dumps({"key": k, "system": r.get("system"), "status": r.get("status"), "reason": r.get("reason", ""),
-                        "stop_reason": r.get("stop_reason"), "turns": r.get("turns", [])}, ensure_ascii=False)
-            for k, r in sorted(transcripts.items())
-        ]
+        # One model for the line the run writes and the line the folder's reader checks.
+        lines = [TranscriptRecord.from_stored(k, r).line() for k, r in sorted(transcripts.items())]
         atomic_write_text(out / "transcripts.jsonl", "\n".join(lines) + "\n")
     write_table(verdicts, out, "verdicts")
     if criteria is not None:

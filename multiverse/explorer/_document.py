@@ -19,17 +19,20 @@ import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from multiverse.core._vocabulary import COUNTED_STATUS, STATUSES
-from multiverse.tables._tables import split_factors, universe_ids
+from multiverse.tables import split_factors, universe_ids
 
 from ..errors import InputError
 from ..sim.markers import strip_markers
 from ._packing import pack
+
+if TYPE_CHECKING:
+    from multiverse.results._results import Results
 
 __all__ = ["FORMAT", "VERDICTS", "document_from_results", "document_from_run", "explorer_document", "read_transcripts"]
 
@@ -68,50 +71,14 @@ def explorer_document(
     ``options`` gives each axis's options in declared order, ``labels`` a
     label per universe id. ``primary`` is the primary universe's id, or None.
     """
-    missing = [c for c in ("system", "case_id", "compliant") if c not in verdicts.columns]
-    if missing:
-        raise InputError(f"verdicts: {', '.join(missing)}: expected column(s) to be present", param="verdicts")
-    axes, extra = split_factors(verdicts, [a for a in axes if a in verdicts.columns])
-    factors = [f for f in (*factors, *extra) if f in verdicts.columns]
-    if "universe_id" not in verdicts.columns:
-        verdicts = verdicts.assign(universe_id=universe_ids(verdicts, axes).to_numpy())
-    verdicts = verdicts.assign(universe_id=verdicts["universe_id"].astype(str), system=verdicts["system"].astype(str),
-                               case_id=verdicts["case_id"].astype(str))
-    universe_order = _unique(verdicts["universe_id"])
-    if primary is not None and str(primary) in universe_order:
-        primary = str(primary)
-        universe_order = [primary] + [u for u in universe_order if u != primary]
-    else:
-        primary = None
+    verdicts, axes, factors = _checked(verdicts, axes, factors)
+    universe_order, primary = _universe_order(verdicts, primary)
     systems = _unique(verdicts["system"])
     cases = _unique(verdicts["case_id"])
-    u_index = {u: i for i, u in enumerate(universe_order)}
-    s_index = {s: i for i, s in enumerate(systems)}
-
     first = verdicts.drop_duplicates("universe_id").set_index("universe_id").loc[universe_order]
-    axis_entries, axis_codes = [], []
-    for axis in axes:
-        seen = [str(v) for v in dict.fromkeys(first[axis].astype(str))]
-        declared = [str(o) for o in (options or {}).get(axis, [])]
-        names = [o for o in declared if o in seen] + [o for o in seen if o not in declared]
-        axis_entries.append({"name": str(axis), "options": names})
-        lookup = {o: i for i, o in enumerate(names)}
-        axis_codes.append([lookup[str(v)] for v in first[axis]])
-    labels = dict(labels or {})
-    universe_labels = [
-        str(labels.get(u) or (" · ".join(f"{a}={first.at[u, a]}" for a in axes) if axes else u)) for u in universe_order]
-
-    case_first = verdicts.drop_duplicates("case_id").set_index("case_id").loc[cases]
-    factor_entries = []
-    for factor in factors:
-        levels = list(dict.fromkeys(case_first[factor].astype(str)))
-        lookup = {v: i for i, v in enumerate(levels)}
-        factor_entries.append({"name": str(factor), "levels": levels,
-                               "codes": [lookup[v] for v in case_first[factor].astype(str)]})
-
+    axis_entries, axis_codes = _axis_options(first, axes, options or {})
     curve = _rates(verdicts, rates, axes, ci_method, level)
-    curve = curve[curve["universe_id"].isin(u_index) & curve["system"].isin(s_index)]
-    curve = _ranked(curve)
+    curve = _ranked(curve[curve["universe_id"].isin(universe_order) & curve["system"].isin(systems)])
     rows, texts = _case_rows(verdicts, criteria, transcripts, universe_order, systems, cases)
     return {
         "format": FORMAT,
@@ -120,24 +87,88 @@ def explorer_document(
         "ci": _ci_label(ci_method, level),
         "axes": axis_entries,
         "systems": systems,
-        "primary": u_index[primary] if primary is not None else None,
-        "universes": {"id": universe_order, "label": universe_labels, "options": axis_codes},
-        "cases": {"id": cases, "factors": factor_entries},
-        "rates": {
-            "universe": _codes(curve["universe_id"], universe_order),
-            "system": _codes(curve["system"], systems),
-            "n": curve["n"].astype(int).tolist(),
-            "k": curve["n_compliant"].astype(int).tolist(),
-            "rate": _numbers(curve["rate"]),
-            "low": _numbers(curve["ci_low"]),
-            "high": _numbers(curve["ci_high"]),
-            # The ranking analysis's own ranks (on the unrounded rates): the page's rank chart and "ranked
-            # first" split ties with them exactly as P(top) does.
-            "rank": curve["rank"].astype(int).tolist(),
-            "tied": curve["tied"].astype(int).tolist(),
-        },
+        "primary": universe_order.index(primary) if primary is not None else None,
+        "universes": {"id": universe_order, "label": _universe_labels(first, axes, universe_order, labels or {}),
+                      "options": axis_codes},
+        "cases": {"id": cases, "factors": _factor_levels(verdicts, factors, cases)},
+        "rates": _rate_columns(curve, universe_order, systems),
         "verdicts": rows.pop("_names"),
         "blocks": {"rows": pack(rows), "texts": pack(texts)},
+    }
+
+
+def _checked(verdicts: pd.DataFrame, axes: Sequence[str], factors: Sequence[str]
+             ) -> tuple[pd.DataFrame, list[str], list[str]]:
+    """The verdicts with text ids and a ``universe_id``, their axes, and their design factors (axes that vary
+    inside a universe among them)."""
+    missing = [c for c in ("system", "case_id", "compliant") if c not in verdicts.columns]
+    if missing:
+        raise InputError(f"verdicts: {', '.join(missing)}: expected column(s) to be present", param="verdicts")
+    found, extra = split_factors(verdicts, [a for a in axes if a in verdicts.columns])
+    found_factors = [f for f in (*factors, *extra) if f in verdicts.columns]
+    if "universe_id" not in verdicts.columns:
+        verdicts = verdicts.assign(universe_id=universe_ids(verdicts, found).to_numpy())
+    verdicts = verdicts.assign(universe_id=verdicts["universe_id"].astype(str), system=verdicts["system"].astype(str),
+                               case_id=verdicts["case_id"].astype(str))
+    return verdicts, found, found_factors
+
+
+def _universe_order(verdicts: pd.DataFrame, primary: str | None) -> tuple[list[str], str | None]:
+    """The universe ids in order of first appearance, the primary first; and the primary, when the verdicts hold it."""
+    order = _unique(verdicts["universe_id"])
+    if primary is None or str(primary) not in order:
+        return order, None
+    primary = str(primary)
+    return [primary] + [u for u in order if u != primary], primary
+
+
+def _axis_options(first: pd.DataFrame, axes: list[str], options: Mapping[str, Sequence]
+                  ) -> tuple[list[dict], list[list[int]]]:
+    """Each axis's options (declared ones in declared order, then the rest as found) and each universe's codes."""
+    entries, codes = [], []
+    for axis in axes:
+        seen = [str(v) for v in dict.fromkeys(first[axis].astype(str))]
+        declared = [str(o) for o in options.get(axis, [])]
+        names = [o for o in declared if o in seen] + [o for o in seen if o not in declared]
+        entries.append({"name": str(axis), "options": names})
+        lookup = {o: i for i, o in enumerate(names)}
+        codes.append([lookup[str(v)] for v in first[axis]])
+    return entries, codes
+
+
+def _universe_labels(first: pd.DataFrame, axes: list[str], universes: list[str],
+                     labels: Mapping[str, str | None]) -> list[str]:
+    """Each universe's label: the one given, else its options (axis=option · ...), else its id."""
+    return [str(labels.get(u) or (" · ".join(f"{a}={first.at[u, a]}" for a in axes) if axes else u))
+            for u in universes]
+
+
+def _factor_levels(verdicts: pd.DataFrame, factors: list[str], cases: list[str]) -> list[dict]:
+    """Each design factor's levels and each case's level (a factor is constant inside a case)."""
+    case_first = verdicts.drop_duplicates("case_id").set_index("case_id").loc[cases]
+    entries = []
+    for factor in factors:
+        levels = list(dict.fromkeys(case_first[factor].astype(str)))
+        lookup = {v: i for i, v in enumerate(levels)}
+        entries.append({"name": str(factor), "levels": levels,
+                        "codes": [lookup[v] for v in case_first[factor].astype(str)]})
+    return entries
+
+
+def _rate_columns(curve: pd.DataFrame, universes: list[str], systems: list[str]) -> dict[str, list]:
+    """The rates of every universe x system as columns, with the ranking analysis's ranks."""
+    return {
+        "universe": _codes(curve["universe_id"], universes),
+        "system": _codes(curve["system"], systems),
+        "n": curve["n"].astype(int).tolist(),
+        "k": curve["n_compliant"].astype(int).tolist(),
+        "rate": _numbers(curve["rate"]),
+        "low": _numbers(curve["ci_low"]),
+        "high": _numbers(curve["ci_high"]),
+        # The ranking analysis's own ranks (on the unrounded rates): the page's rank chart and "ranked
+        # first" split ties with them exactly as P(top) does.
+        "rank": curve["rank"].astype(int).tolist(),
+        "tied": curve["tied"].astype(int).tolist(),
     }
 
 
@@ -308,7 +339,7 @@ def read_transcripts(path: str | os.PathLike) -> dict[str, dict]:
     Read by the folder's one reader (``multiverse.tables._folder``): a link out of the
     folder, a FIFO or a line that is not a transcript is refused in one line.
     """
-    from multiverse.tables._folder import read_transcripts as read_folder_transcripts
+    from multiverse.tables import read_transcripts as read_folder_transcripts
 
     path = Path(path)
     if path.is_dir():
@@ -326,7 +357,7 @@ def document_from_run(source: str | os.PathLike, *, store: Any = None) -> dict:
     return document_from_results(load_run(source), store=store)
 
 
-def document_from_results(results: Any, *, store: Any = None, rates: pd.DataFrame | None = None,
+def document_from_results(results: Results, *, store: Any = None, rates: pd.DataFrame | None = None,
                           transcripts: Mapping[str, Mapping] | None = None) -> dict:
     """``explorer_document`` of a :class:`~multiverse.results._results.Results` (a run, an import or a table).
 
@@ -337,23 +368,14 @@ def document_from_results(results: Any, *, store: Any = None, rates: pd.DataFram
     ``transcripts``: the ones that rule already chose (the report's), so they
     are not read twice. ``rates`` replaces the results' own rates table.
     """
-    from multiverse.results._options import declared_options
-    from multiverse.tables._folder import shown_transcripts
+    from multiverse.tables import shown_transcripts
 
-    from ..analysis.rates import run_ci_settings
-
-    tables = results
-    manifest = tables.manifest or {}
-    ci, _ = run_ci_settings(tables)
-    labels = {str(u["id"]): u.get("label") for u in manifest.get("universes") or []
-              if isinstance(u, dict) and "id" in u}
-    source_path = Path(tables.source) if tables.source is not None else None
+    ci, _ = results.ci_settings()
     if transcripts is None:
-        transcripts = shown_transcripts(source_path, tables.verdicts, store)[0] or {}
+        transcripts = shown_transcripts(results.source, results.verdicts, store)[0] or {}
     return explorer_document(
-        tables.verdicts, tables.criteria, tables.rates if rates is None else rates, transcripts,
-        axes=tables.axes, factors=tables.factors, primary=tables.primary,
-        ci_method=ci if ci is not None else "wilson", options=declared_options(tables),
-        labels=labels, title=str(manifest.get("spec") or (source_path.name if source_path is not None else "audit")),
-        simulated=bool(manifest.get("simulated")),
+        results.verdicts, results.criteria, results.rates if rates is None else rates, transcripts,
+        axes=results.axes, factors=results.factors, primary=results.primary,
+        ci_method=ci if ci is not None else "wilson", options=results.options,
+        labels=results.universe_labels(), title=results.name, simulated=results.simulated,
     )

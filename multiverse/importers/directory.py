@@ -85,9 +85,7 @@ def write_import_dir(
     manifest = {"schema_version": SCHEMA_VERSION, **manifest}
     # One writer for run and import folders: the same atomic files, manifest last.
     out = write_run_folder(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest)
-    return Results(verdicts=verdicts, criteria=criteria, rates=rates, axes=list(manifest.get("axes", [])),
-                   factors=list(manifest.get("factors", [])), manifest=manifest, primary=manifest.get("primary"),
-                   source=out)
+    return Results.from_manifest(manifest, verdicts=verdicts, criteria=criteria, rates=rates, source=out)
 
 
 def _one_spelling_each(verdicts: pd.DataFrame, criteria: pd.DataFrame | None, axes: list[str]) -> None:

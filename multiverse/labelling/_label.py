@@ -9,8 +9,9 @@ from typing import Any, Protocol
 import pandas as pd
 
 from multiverse.errors import InputError
+from multiverse.tables import ResolvedSpec
 
-from ._run_files import run_criteria, run_transcripts
+from ._run_files import run_transcripts, spec_criteria
 from ._sample import draw_sample
 from ._sheet import write_sheet
 
@@ -24,6 +25,9 @@ class _Loaded(Protocol):
     axes: list[str]
     factors: list[str]
     source: Path | None
+
+    @property
+    def resolved_spec(self) -> ResolvedSpec | None: ...
 
 
 def check_sheet_places(source: str | os.PathLike, out_csv: str | os.PathLike, *, force: bool = False) -> Path:
@@ -56,7 +60,8 @@ def label_results(results: _Loaded, n: int, out_csv: str | os.PathLike, *, seed:
     folder = source is not None and Path(source).is_dir()
     transcripts = run_transcripts(source) if folder else None
     sample = draw_sample(results.verdicts, transcripts, n, seed, results.factors, results.axes)
-    criteria = run_criteria(source) if folder else []
+    spec = results.resolved_spec  # a run's, read once by its results; an import or a table has none
+    criteria = spec_criteria(spec.document if spec is not None else None)
     csv_path, html_path = write_sheet(sample, criteria, transcripts, Path(out_csv), verdicts=results.verdicts,
                                       axes=results.axes)
     return csv_path, html_path, list(sample.attrs.get("notes", []))

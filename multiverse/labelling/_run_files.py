@@ -13,16 +13,21 @@ from collections.abc import Mapping
 from typing import Any
 
 # The folder's one reader: inside the folder, regular files, capped, each document checked.
-from multiverse.tables._folder import read_spec_document, read_transcripts
+from multiverse.tables import SpecDocument, read_spec, read_transcripts
 
-__all__ = ["criterion_record", "run_criteria", "run_transcripts"]
+__all__ = ["criterion_record", "run_criteria", "run_transcripts", "spec_criteria"]
 
 
 def run_criteria(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
     """The rubric's criteria from ``spec.yaml``: id, name, permissible, definition, evidence {standard: text}."""
-    document = read_spec_document(run_dir) or {}
-    criteria = (document.get("rubric") or {}).get("criteria") or []
-    return [criterion_record(c) for c in criteria]
+    spec = read_spec(run_dir)
+    return spec_criteria(spec.document if spec is not None else None)
+
+
+def spec_criteria(spec: SpecDocument | None) -> list[dict[str, Any]]:
+    """The criteria of a run's resolved spec (``Results.resolved_spec``) as the sheet shows them; none without one."""
+    criteria = spec.rubric.criteria if spec is not None and spec.rubric is not None else []
+    return [criterion_record(c.model_dump()) for c in criteria]
 
 
 def criterion_record(c: Mapping[str, Any]) -> dict[str, Any]:

@@ -165,10 +165,10 @@ def _page(run: _Run, sections: str) -> str:
     if "transcript_key" in v.columns:
         facts.insert(3, ("transcripts", v["transcript_key"].nunique()))
     subtitle = []
-    if m.get("created"):
-        subtitle.append(f"run created {_when(m['created'])}")
-    if m.get("source"):
-        subtitle.append(f"imported ({m['source']})")
+    if m is not None and m.created:
+        subtitle.append(f"run created {_when(m.created)}")
+    if m is not None and m.source:
+        subtitle.append(f"imported ({m.source})")
     toc = "".join(f'<li><a href="#{s.anchor}">{_e(s.title)}</a></li>' for s in _sections(run))
     details = (
         '<header><h2 id="analyses">Every analysis</h2>'

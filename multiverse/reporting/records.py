@@ -11,10 +11,13 @@ run was made.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
 from multiverse.core._vocabulary import STATUSES, counted_rows
+from multiverse.tables import StageCounts
 
 from .markup import _collapsed, _e, _fmt, _list, _Raw, _table, _without_markers
 from .run import _Run
@@ -59,7 +62,7 @@ def _failures(run: _Run) -> str:
                                 if "reason" in failed.columns else "") \
             .groupby(["status", "reason"], sort=True).size().reset_index(name="rows")
         out += _table(["status", "reason", "verdict rows"], reasons.values.tolist())
-    by_stage = run.tables.manifest.get("failures") or {}
+    by_stage = run.tables.manifest.failures if run.tables.manifest is not None else {}
     if by_stage:
         out += "<p>Model-call failures recorded by the run, by stage (distinct reasons, at most 20 each):</p>"
         out += _table(["stage", "reason"], [[stage, reason] for stage, reasons in by_stage.items()
@@ -69,7 +72,7 @@ def _failures(run: _Run) -> str:
 
 def _injected(run: _Run) -> str:
     """Says, for a run on the simulated world, that its failures are the world's doing, on purpose."""
-    if not run.tables.manifest.get("simulated"):
+    if not run.tables.simulated:
         return ""
     return ('<p class="howto">This run\'s models are simulated (<code>sim/</code> models). The simulated world '
             "injects failures on purpose, at rates declared in its world file: simulated users that send an empty "
@@ -89,7 +92,7 @@ def _drilldown(run: _Run) -> str:
     intro = (f"<p>Up to {EXAMPLES_PER_CELL} example transcripts per universe × system, non-compliant ones first, with "
              "the judge's label and rationale for every criterion. Everything here is the run's own text, shown "
              "verbatim" + (", except that the hidden ground-truth markers the simulated world writes into its "
-                           "turns are left out (the store keeps them)" if run.tables.manifest.get("simulated")
+                           "turns are left out (the store keeps them)" if run.tables.simulated
                            else "") + ".</p>")
     if run.transcripts is None:
         intro += (f'<p class="note">Transcripts are unavailable: {_e(run.transcripts_note)}. Showing the judge\'s '
@@ -202,47 +205,51 @@ def _criteria_table(criteria: pd.DataFrame | None) -> str:
 
 
 def _spec(run: _Run) -> str:
-    from multiverse.tables._folder import read_spec_text
-
-    source = run.tables.source
-    # Through the folder's reader: a spec.yaml that links outside the folder is never copied into the page.
-    text = read_spec_text(source) if source is not None and source.is_dir() else None
-    if text is None:
+    # Read by the folder's reader: a spec.yaml that links outside the folder is never copied into the page.
+    spec = run.tables.resolved_spec
+    if spec is None:
         return '<p class="note">This source has no spec.yaml (imported data or a bare table).</p>'
     return ("<p>The resolved spec of this run, as written to <code>spec.yaml</code>: the base spec, the axes and "
-            "their options, exclusions and the primary universe.</p>" + f"<pre>{_e(text)}</pre>")
+            "their options, exclusions and the primary universe.</p>" + f"<pre>{_e(spec.text)}</pre>")
 
 
 def _provenance(run: _Run) -> str:
     m = run.tables.manifest
     facts = [["source", str(run.tables.source) if run.tables.source else "(in memory)"]]
+    if m is None:
+        return _table(None, facts)
     for key, label in (("spec", "spec"), ("spec_file", "spec file"), ("spec_hash", "spec hash"),
                        ("created", "run created"), ("seconds", "run seconds"), ("source", "imported from"),
                        ("store", "store"), ("tokens", "tokens"), ("cost", "cost (USD)"), ("simulated", "simulated")):
-        if key in m and m[key] is not None:
-            facts.append([label, f"{m[key]:.4f}" if key == "cost" else _fmt(m[key], 2)])
+        value = m.stated(key)  # what the manifest records; a field it leaves out is no fact of this run
+        if value is not None:
+            facts.append([label, f"{value:.4f}" if key == "cost" else _fmt(value, 2)])
     out = _table(None, facts)
-    if m.get("versions"):
-        out += "<h3>Package versions</h3>" + _table(["package", "version"], [[k, v] for k, v in m["versions"].items()])
-    if m.get("models_reported"):
-        out += "<h3>Models reported by the providers</h3>" + _list([str(x) for x in m["models_reported"]])
-    if m.get("stages"):
-        from multiverse.core._outcomes import DEFINITIONS
-
-        def reasons(c: dict) -> str:
-            parts = [f"failed: {k} {v}" for k, v in (c.get("failures") or {}).items()]
-            parts += [f"blocked by {k}: {v}" for k, v in (c.get("blocked_by") or {}).items()]
-            return "; ".join(parts)
-
-        rows = [[stage, c.get("units"), c.get("computed"), c.get("stored"), c.get("failed"), c.get("blocked"),
-                 reasons(c), c.get("calls"), c.get("tokens"), c.get("cost")] for stage, c in m["stages"].items()]
-        out += ("<h3>Work units and model calls per stage (this invocation)</h3>"
-                + _table(["stage", "work units", "computed", "stored", "failed", "blocked", "by reason", "model calls",
-                          "tokens", "cost (USD)"], rows)
-                + '<p class="howto">work units = computed + stored + failed + blocked. '
-                + " ".join(f"{_e(k)} = {_e(v)};" for k, v in DEFINITIONS.items())
-                + " model calls = the calls this invocation made (a multi-turn rollout makes several per transcript). "
-                  "In the score row a unit is a verdict row: it makes no call.</p>")
-    if m.get("warnings"):
-        out += "<h3>Import warnings</h3>" + _list([str(w) for w in m["warnings"]])
+    if m.versions:
+        out += "<h3>Package versions</h3>" + _table(["package", "version"], [[k, v] for k, v in m.versions.items()])
+    if m.models_reported:
+        out += "<h3>Models reported by the providers</h3>" + _list([str(x) for x in m.models_reported])
+    if m.stages:
+        out += _stage_counts(m.stages)
+    if m.warnings:
+        out += "<h3>Import warnings</h3>" + _list([str(w) for w in m.warnings])
     return out
+
+
+def _stage_counts(stages: Mapping[str, StageCounts]) -> str:
+    from multiverse.core._outcomes import DEFINITIONS
+
+    def reasons(c: StageCounts) -> str:
+        parts = [f"failed: {k} {v}" for k, v in c.failures.items()]
+        parts += [f"blocked by {k}: {v}" for k, v in c.blocked_by.items()]
+        return "; ".join(parts)
+
+    rows = [[stage, c.units, c.computed, c.stored, c.failed, c.blocked, reasons(c), c.calls, c.tokens, c.cost]
+            for stage, c in stages.items()]
+    return ("<h3>Work units and model calls per stage (this invocation)</h3>"
+            + _table(["stage", "work units", "computed", "stored", "failed", "blocked", "by reason", "model calls",
+                      "tokens", "cost (USD)"], rows)
+            + '<p class="howto">work units = computed + stored + failed + blocked. '
+            + " ".join(f"{_e(k)} = {_e(v)};" for k, v in DEFINITIONS.items())
+            + " model calls = the calls this invocation made (a multi-turn rollout makes several per transcript). "
+              "In the score row a unit is a verdict row: it makes no call.</p>")

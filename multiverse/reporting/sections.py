@@ -273,16 +273,11 @@ def _variance(run: _Run) -> str:
             + "<p>In plain words:</p>" + _list(result["summary"]) + _notes(result["notes"]))
 
 
-def _judge_axes(run: _Run) -> list[str]:
-    stages = run.tables.manifest.get("axis_stages") or {}
-    return [a for a in run.axes if a == "judge" or stages.get(a) == "judge"]
-
-
 def _agreement(run: _Run) -> str:
     from ..plots.agreement import agreement_figure
 
     parts = []
-    for axis in _judge_axes(run):
+    for axis in run.tables.judge_axes():
         result = run.tables.agreement(axis).document
         parts.append(f"<h3>Axis <code>{_e(axis)}</code></h3>")
         if not result["pairs"]:

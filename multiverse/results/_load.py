@@ -1,7 +1,8 @@
 """Reading a run folder, an import folder or a bare verdicts table as :class:`Results`.
 
 It sits above both: the tables room reads and checks the files, the results
-room holds them; this is the one place that builds ``Results`` from a folder.
+room holds them. A folder's results are built by ``Results.from_manifest``,
+as a run's and an import's are when they write one.
 """
 
 from __future__ import annotations
@@ -13,8 +14,15 @@ import pandas as pd
 
 from multiverse.errors import InputError
 from multiverse.results._results import Results
-from multiverse.tables._folder import check_folder, read_manifest_document, table_path
-from multiverse.tables._tables import infer_axes, read_table, split_factors, universe_ids
+from multiverse.tables import (
+    check_folder,
+    infer_axes,
+    read_manifest,
+    read_table,
+    split_factors,
+    table_path,
+    universe_ids,
+)
 
 __all__ = ["load_run"]
 
@@ -47,7 +55,7 @@ def load_run(path: str | os.PathLike) -> Results:
 
 def _load_dir(path: Path) -> Results:
     # Every file through the folder's one reader: inside the folder, regular, capped, checked against its model.
-    manifest = read_manifest_document(path)
+    manifest = read_manifest(path)
     if manifest is None:
         raise InputError(f"{path}: not a run or import directory (no manifest.json); expected the folder a run or an import wrote")
     check_folder(path)
@@ -61,14 +69,11 @@ def _load_dir(path: Path) -> Results:
             raise InputError(f"{path}: missing {name}.parquet (and {name}.csv)")
         return None
 
-    return Results(
+    return Results.from_manifest(
+        manifest,
         verdicts=table("verdicts", True),
         criteria=table("criteria", False),
         # Rows per universe, not per case: small, so plain text, as a fresh run's rates are.
         rates=table("rates", False, categories=False),
-        axes=list(manifest.get("axes", [])),
-        factors=list(manifest.get("factors", [])),
-        manifest=manifest,
-        primary=manifest.get("primary"),
         source=path,
     )

@@ -11,45 +11,37 @@ declared ones, in order of first appearance.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
-if TYPE_CHECKING:
-    from multiverse.results._results import Results
+from multiverse.tables import Manifest, SpecDocument
 
 __all__ = ["declared_options"]
 
 
-def _from_spec(tables: Results) -> dict[str, list]:
-    from multiverse.tables._folder import read_spec_document
-
-    source = tables.source
-    # load_run checked the folder's spec.yaml; one that changed since is refused here, not trusted.
-    document = read_spec_document(source) if source is not None and source.is_dir() else None
-    axes = (document or {}).get("axes") or {}
+def _from_spec(spec: SpecDocument | None) -> dict[str, list]:
+    axes = spec.axes if spec is not None else {}
     return {str(axis): list(options) for axis, options in axes.items()}
 
 
-def _from_manifest(tables: Results) -> dict[str, list]:
+def _from_manifest(manifest: Manifest | None) -> dict[str, list]:
     order: dict[str, dict] = {}
-    for universe in tables.manifest.get("universes") or []:
-        options = universe.get("options") if isinstance(universe, dict) else None
-        if isinstance(options, dict):
-            for axis, option in options.items():
-                order.setdefault(str(axis), {})[option] = None
+    for universe in manifest.universes if manifest is not None else []:
+        for axis, option in universe.options.items():
+            order.setdefault(str(axis), {})[option] = None
     return {axis: list(options) for axis, options in order.items()}
 
 
-def declared_options(tables: Results, axes: list[str] | None = None) -> dict[str, list[Any]]:
+def declared_options(verdicts: pd.DataFrame, axes: list[str], manifest: Manifest | None,
+                     spec: SpecDocument | None) -> dict[str, list[Any]]:
     """Each axis's options in declared order, as the values found in the verdicts table.
 
-    ``axes`` defaults to ``tables.axes``. Every option present in the verdicts
+    The order is ``spec``'s (a run's resolved spec), else ``manifest``'s
+    universes', else the verdicts' own. Every option present in the verdicts
     is listed exactly once; declared options that no verdict uses are left out.
     """
-    axes = list(tables.axes if axes is None else axes)
-    declared = _from_spec(tables) or _from_manifest(tables)
-    verdicts: pd.DataFrame = tables.verdicts
+    declared = _from_spec(spec) or _from_manifest(manifest)
     result = {}
     for axis in axes:
         if axis not in verdicts.columns:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ from typing import Any
 import pandas as pd
 
 from multiverse.errors import InputError
-from multiverse.tables._tables import split_factors, universe_ids
+from multiverse.tables import Manifest, ResolvedSpec, split_factors, universe_ids
 
 __all__ = ["Analysis", "CalibrationAnalysis", "CurveAnalysis", "Results", "json_safe"]
 
@@ -134,7 +134,7 @@ def _escape(text: Any) -> str:
     return html.escape(str(text))
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, init=False)
 class Results:
     """The tables of one run, import or verdicts table, and which of their columns are axes.
 
@@ -143,8 +143,12 @@ class Results:
     criterion; ``rates`` one per universe x system x subgroup. ``axes`` are
     the columns that are constant inside a universe, ``factors`` the design
     factors that vary inside one (e.g. behavior); ``primary`` is the
-    pre-registered universe's id, or None. ``source`` is the directory or
-    table file the results came from (or were written to).
+    pre-registered universe's id, or None. ``manifest`` is the run's or
+    import's :class:`~multiverse.tables.Manifest` (a mapping given here is
+    read as ``manifest.json`` holds it), or None for a bare table or tables
+    put together by hand. ``source`` is the directory or table file the
+    results came from (or were written to). :meth:`from_manifest` builds the
+    results of a run or import folder.
     """
 
     verdicts: pd.DataFrame
@@ -152,12 +156,36 @@ class Results:
     rates: pd.DataFrame | None = None
     axes: list[str] = field(default_factory=list)
     factors: list[str] = field(default_factory=list)
-    manifest: dict = field(default_factory=dict)
+    manifest: Manifest | None = None
     primary: str | None = None
     source: Path | None = None
     _cache: dict = field(default_factory=dict, init=False, repr=False)
 
-    def __post_init__(self) -> None:
+    def __init__(self, verdicts: pd.DataFrame, criteria: pd.DataFrame | None = None, rates: pd.DataFrame | None = None,
+                 axes: Sequence[str] = (), factors: Sequence[str] = (),
+                 manifest: Manifest | Mapping[str, Any] | None = None, primary: str | None = None,
+                 source: str | os.PathLike | None = None) -> None:
+        self._cache = {}
+        self.verdicts, self.criteria, self.rates = verdicts, criteria, rates
+        self.axes, self.factors = list(axes), list(factors)
+        # An empty mapping states nothing: the tables are then told apart as a bare table's are.
+        self.manifest = Manifest.from_document(manifest) if manifest else None
+        self.primary = primary
+        self.source = None if source is None else Path(source)
+        self._settle()
+
+    @classmethod
+    def from_manifest(cls, manifest: Manifest | Mapping[str, Any], *, verdicts: pd.DataFrame,
+                      criteria: pd.DataFrame | None = None, rates: pd.DataFrame | None = None,
+                      source: str | os.PathLike | None = None) -> Results:
+        """The results of a run or import folder (``source``; None: a run not written): axes, factors and
+        primary as its manifest lists them. ``load_run``, ``run`` and the importers build their results here."""
+        manifest = Manifest.from_document(manifest)
+        return cls(verdicts=verdicts, criteria=criteria, rates=rates, axes=manifest.axes, factors=manifest.factors,
+                   manifest=manifest, primary=manifest.primary, source=source)
+
+    def _settle(self) -> None:
+        # Check the verdicts and settle who is who: axes, factors, universe ids and the primary.
         missing = [c for c in _REQUIRED if c not in self.verdicts.columns]
         if missing:
             raise InputError(f"verdicts: {', '.join(missing)}: expected column(s) to be present")
@@ -165,7 +193,7 @@ class Results:
         axes = [a for a in self.axes if a in columns]
         factors = [f for f in self.factors if f in columns]
         more: list[str] = []
-        if not self.manifest:
+        if self.manifest is None:
             # Tables built by hand may still list a design factor (e.g. behavior) among the axes; a run's
             # or an import's manifest already tells them apart (and the check costs a pass over every row).
             axes, more = split_factors(self.verdicts, axes)
@@ -179,8 +207,6 @@ class Results:
         # A primary the verdicts do not hold cannot be singled out: no universe stands in for it.
         if self.primary is not None:
             self.primary = str(self.primary) if _holds(self.verdicts["universe_id"], str(self.primary)) else None
-        if self.source is not None:
-            self.source = Path(self.source)
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
@@ -198,15 +224,30 @@ class Results:
     @property
     def warnings(self) -> list[str]:
         """What an importer noticed and the user should know (from the manifest)."""
-        return list(self.manifest.get("warnings", []))
+        return list(self.manifest.warnings) if self.manifest is not None else []
 
     @property
     def name(self) -> str:
-        return str(self.manifest.get("spec") or (self.source.name if self.source is not None else "audit"))
+        spec = self.manifest.spec if self.manifest is not None else None
+        return str(spec or (self.source.name if self.source is not None else "audit"))
 
     @property
     def simulated(self) -> bool:
-        return bool(self.manifest.get("simulated"))
+        return self.manifest is not None and self.manifest.simulated
+
+    @property
+    def resolved_spec(self) -> ResolvedSpec | None:
+        """The resolved spec a run wrote to its folder (``spec.yaml``), or None (an import, a table, a run not written).
+
+        Read once, on first use, by the folder's one reader (``tables.read_spec``), which checks it again:
+        a spec.yaml that changed since ``load_run`` is refused, not trusted.
+        """
+        def read() -> ResolvedSpec | None:
+            from multiverse.tables import read_spec
+
+            folder = self.out_dir
+            return read_spec(folder) if folder is not None else None
+        return self._memo(("resolved_spec",), read)
 
     @property
     def systems(self) -> list[str]:
@@ -220,8 +261,7 @@ class Results:
 
     def _universes(self) -> pd.DataFrame:
         first = self.verdicts.drop_duplicates("universe_id")[["universe_id", *self.axes]].reset_index(drop=True)
-        labels = {str(u["id"]): u.get("label") for u in self.manifest.get("universes", [])
-                  if isinstance(u, dict) and "id" in u}
+        labels = self.universe_labels()
         first["label"] = [
             labels.get(u) or (" · ".join(f"{a}={row[a]}" for a in self.axes) if self.axes else u)
             for u, (_, row) in zip(first["universe_id"], first.iterrows())
@@ -230,21 +270,30 @@ class Results:
         order = ([primary] if primary else []) + [u for u in first["universe_id"] if u != primary]
         return first.set_index("universe_id").loc[order].reset_index()
 
+    def universe_labels(self) -> dict[str, str | None]:
+        """The label the manifest gives each universe id (None: none given; a bare table has none)."""
+        return {u.id: u.label for u in self.manifest.universes} if self.manifest is not None else {}
+
     @property
     def options(self) -> dict[str, list]:
         """Each axis's options in the order the spec (or the manifest) declared them."""
         from multiverse.results._options import declared_options
 
-        return self._memo(("options",), lambda: declared_options(self, self.axes))
+        def compute() -> dict[str, list]:
+            spec = self.resolved_spec
+            return declared_options(self.verdicts, self.axes, self.manifest, spec.document if spec else None)
+        return self._memo(("options",), compute)
+
+    def judge_axes(self) -> list[str]:
+        """Every axis whose options are judges: ``judge`` and each axis that changes the judge stage."""
+        stages = self.manifest.axis_stages if self.manifest is not None else {}
+        return [a for a in self.axes if a == "judge" or stages.get(a) == "judge"]
 
     def judge_axis(self) -> str:
         """The axis whose options are judges: ``judge``, else the first axis that changes the judge stage."""
-        if "judge" in self.axes:
-            return "judge"
-        stages = self.manifest.get("axis_stages", {})
-        for axis in self.axes:
-            if stages.get(axis) == "judge":
-                return axis
+        judges = self.judge_axes()
+        if judges:
+            return "judge" if "judge" in judges else judges[0]
         raise InputError(f"{self.source}: no judge axis; expected an axis naming one of: "
                          f"{', '.join(self.axes) or '(no axes)'}", param="axis")
 
@@ -269,10 +318,13 @@ class Results:
         return self._memo(("matrix", key), lambda: case_matrix(self.verdicts, axes=self.axes, systems=systems))
 
     def ci_settings(self) -> tuple[pd.DataFrame | None, int]:
-        """The interval each universe's rates use, as the spec asked (``analysis.rates.run_ci_settings``)."""
-        from multiverse.analysis.rates import run_ci_settings
+        """The interval each universe's rates use, as the spec asked (``analysis.rates.ci_settings``)."""
+        from multiverse.analysis.rates import ci_settings
 
-        return self._memo(("ci",), lambda: run_ci_settings(self))
+        def compute() -> tuple[pd.DataFrame | None, int]:
+            spec = self.resolved_spec
+            return ci_settings(self.manifest, spec.document if spec is not None else None)
+        return self._memo(("ci",), compute)
 
     def rate_table(self) -> pd.DataFrame:
         """The rates table (overall and per factor level); computed from the verdicts when the source has none."""

@@ -32,7 +32,7 @@ from typing import Any
 
 from multiverse.core._bounds import read_regular_file
 from multiverse.errors import InputError
-from multiverse.tables._folder_models import Manifest, SpecDocument, TranscriptRecord, check_document
+from multiverse.tables._folder_models import Manifest, ResolvedSpec, SpecDocument, TranscriptRecord, check_document
 
 __all__ = [
     "CAPS",
@@ -42,9 +42,7 @@ __all__ = [
     "folder_file",
     "read_folder_bytes",
     "read_manifest",
-    "read_manifest_document",
-    "read_spec_document",
-    "read_spec_text",
+    "read_spec",
     "read_transcripts",
     "shown_transcripts",
     "table_path",
@@ -139,12 +137,6 @@ def _text(folder: str | os.PathLike, name: str, data: bytes) -> str:
 
 def read_manifest(folder: str | os.PathLike) -> Manifest | None:
     """The folder's checked manifest, or None when it has none (not a run or import folder)."""
-    document = read_manifest_document(folder)
-    return None if document is None else Manifest.model_validate(document)
-
-
-def read_manifest_document(folder: str | os.PathLike) -> dict[str, Any] | None:
-    """The folder's manifest as the plain mapping it is, once it passed :class:`Manifest` (None: no manifest)."""
     data = read_folder_bytes(folder, "manifest.json")
     if data is None:
         return None
@@ -155,26 +147,14 @@ def read_manifest_document(folder: str | os.PathLike) -> dict[str, Any] | None:
         raise InputError(f"{path}: nesting too deep; expected the run's manifest (a few levels deep)") from None
     except ValueError as exc:
         raise InputError(f"{path}: not valid JSON ({exc})") from None
-    check_document(Manifest, document, path, "a JSON object (the run's manifest)")
-    return document
+    return check_document(Manifest, document, path, "a JSON object (the run's manifest)")
 
 
 # -- spec.yaml ----------------------------------------------------------------------------------
 
 
-def read_spec_text(folder: str | os.PathLike) -> str | None:
-    """The text of the folder's ``spec.yaml`` once it passed :class:`SpecDocument` (None: no spec.yaml)."""
-    found = _spec(folder)
-    return None if found is None else found[0]
-
-
-def read_spec_document(folder: str | os.PathLike) -> dict[str, Any] | None:
-    """The folder's resolved spec (``spec.yaml``) as a checked mapping, or None when there is none."""
-    found = _spec(folder)
-    return None if found is None else found[1]
-
-
-def _spec(folder: str | os.PathLike) -> tuple[str, dict[str, Any]] | None:
+def read_spec(folder: str | os.PathLike) -> ResolvedSpec | None:
+    """The folder's resolved spec (``spec.yaml``): its text and the checked document, or None when there is none."""
     from multiverse.errors import SpecError
     from multiverse.spec._loading import parse_yaml
 
@@ -187,8 +167,7 @@ def _spec(folder: str | os.PathLike) -> tuple[str, dict[str, Any]] | None:
         document, _ = parse_yaml(text, path)
     except SpecError as exc:  # this file came with a folder: an input problem, reported the same way
         raise InputError(str(exc)) from None
-    check_document(SpecDocument, document, path, "a YAML mapping (the run's resolved spec)")
-    return text, document
+    return ResolvedSpec(text, check_document(SpecDocument, document, path, "a YAML mapping (the run's resolved spec)"))
 
 
 # -- transcripts.jsonl --------------------------------------------------------------------------
@@ -306,7 +285,7 @@ def check_folder(folder: str | os.PathLike) -> None:
     (it is small); the tables and ``transcripts.jsonl`` are checked as files
     (inside the folder, regular, under their caps), their content when read.
     """
-    read_spec_document(folder)
+    read_spec(folder)
     for name in TABLE_FILES:
         table_path(folder, name)
     target = folder_file(folder, "transcripts.jsonl")

@@ -13,8 +13,11 @@ layout than this package knows is refused rather than misread.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated, Any
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -30,7 +33,10 @@ from pydantic import (
 from multiverse.core._vocabulary import CI_METHODS, SCHEMA_VERSION, VERDICT_COLUMNS
 from multiverse.errors import InputError
 
-__all__ = ["Manifest", "SpecDocument", "StageCounts", "TranscriptRecord", "UniverseEntry", "check_document"]
+__all__ = ["Manifest", "ResolvedSpec", "SpecDocument", "StageCounts", "TranscriptRecord", "UniverseEntry",
+           "check_document"]
+
+_Model = TypeVar("_Model", bound=BaseModel)
 
 
 class _Document(BaseModel):
@@ -128,6 +134,32 @@ class Manifest(_Document):
     ci: Annotated[str, AfterValidator(_method)] | None = None
     level: Annotated[float, AfterValidator(_level)] = 0.95
 
+    @classmethod
+    def from_document(cls, document: Manifest | Mapping[str, Any], *, shown: str | os.PathLike = "manifest") -> Manifest:
+        """The typed manifest of ``document`` as ``manifest.json`` holds it (a :class:`Manifest` is returned as is).
+
+        A writer's mapping may hold values JSON has no type for (a NumPy
+        number among an import's options): the writer writes those as text
+        (``tables._tables.write_json``), so they are read as text here too,
+        and results built from a mapping equal the folder loaded again. A
+        problem is one ``InputError`` line naming ``shown`` and the field.
+        """
+        if isinstance(document, Manifest):
+            return document
+        if not isinstance(document, Mapping):
+            return check_document(cls, document, shown, "a mapping (the run's manifest)")
+        as_written = json.loads(json.dumps(dict(document), default=str))
+        return check_document(cls, as_written, shown, "a mapping (the run's manifest)")
+
+    @property
+    def universe_ids(self) -> list[str]:
+        """The universes' ids, in the manifest's order."""
+        return [u.id for u in self.universes]
+
+    def stated(self, name: str) -> Any:
+        """Field ``name`` when the manifest states it, else None: a default fills a gap, it is no recorded fact."""
+        return getattr(self, name) if name in self.model_fields_set else None
+
     @field_validator("schema_version")
     @classmethod
     def _known_layout(cls, value: int) -> int:
@@ -213,8 +245,20 @@ class SpecDocument(_Document):
     primary: dict[str, str] | None = None
 
 
+@dataclass(frozen=True)
+class ResolvedSpec:
+    """A folder's ``spec.yaml``: the text as written (the report shows it verbatim) and the checked document."""
+
+    text: str
+    document: SpecDocument
+
+
 class TranscriptRecord(_Document):
-    """One line of ``transcripts.jsonl``: a transcript by its key."""
+    """One line of ``transcripts.jsonl``: a transcript by its key.
+
+    The run writes each line from this model (:meth:`from_stored`,
+    :meth:`line`) and the folder's reader checks each line against it.
+    """
 
     key: str
     system: str | None = None
@@ -222,6 +266,17 @@ class TranscriptRecord(_Document):
     reason: str | None = None
     stop_reason: str | None = None
     turns: list[dict[str, Any]] = Field(default_factory=list)
+
+    @classmethod
+    def from_stored(cls, key: str, record: Mapping[str, Any]) -> TranscriptRecord:
+        """The line of a transcript the store holds as ``record`` (its provenance stays in the store)."""
+        return cls(key=key, system=record.get("system"), status=record.get("status"),
+                   reason=record.get("reason", ""), stop_reason=record.get("stop_reason"),
+                   turns=record.get("turns", []))
+
+    def line(self) -> str:
+        """The record as one line of ``transcripts.jsonl`` (without its newline), fields in the model's order."""
+        return json.dumps(self.model_dump(), ensure_ascii=False)
 
 
 def _kind(value: Any) -> str:
@@ -238,8 +293,9 @@ _EXPECTED = {
 }
 
 
-def check_document(model: type[BaseModel], document: Any, path: Path, whole: str, *, where: str | None = None) -> None:
-    """Refuse ``document`` unless ``model`` accepts it: one line naming ``path``, the field and what was expected.
+def check_document(model: type[_Model], document: Any, path: str | os.PathLike, whole: str, *,
+                   where: str | None = None) -> _Model:
+    """``document`` as ``model``, or one ``InputError`` line naming ``path``, the field and what was expected.
 
     ``whole`` says what the document as a whole should be; ``where`` (a line
     of a JSON-lines file) goes before the field.
@@ -248,7 +304,7 @@ def check_document(model: type[BaseModel], document: Any, path: Path, whole: str
     if not isinstance(document, dict):
         raise InputError(f"{prefix}expected {whole}, got {_kind(document)}")
     try:
-        model.model_validate(document)
+        return model.model_validate(document)
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
         field = ".".join(str(part) for part in error["loc"])

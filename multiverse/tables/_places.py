@@ -33,7 +33,8 @@ from pathlib import Path
 from multiverse.core._writable import PlaceError, check_writable
 from multiverse.core._writable import resolved as _resolved
 from multiverse.errors import InputError
-from multiverse.tables._folder import TABLE_FILES, read_manifest_document
+from multiverse.tables._folder import TABLE_FILES, read_manifest
+from multiverse.tables._folder_models import Manifest
 
 __all__ = ["DERIVED_FILES", "IMPORT_FILES", "RUN_FILES", "TABLE_FILES", "PlaceError", "check_output_dir", "check_output_file", "check_writable",
            "folder_kind"]
@@ -49,12 +50,13 @@ def folder_kind(path: Path) -> str | None:
     manifest = _manifest(path)
     if manifest is None:
         return None
-    return "import" if "source" in manifest else "run"
+    # An import's manifest names its source; a run's has none (the field, not its value, tells them apart).
+    return "import" if "source" in manifest.model_fields_set else "run"
 
 
-def _manifest(path: Path) -> dict | None:
+def _manifest(path: Path) -> Manifest | None:
     try:
-        manifest = read_manifest_document(path)
+        manifest = read_manifest(path)
     except InputError:  # a manifest that is not one (a FIFO, a list, a link outside): no folder of ours
         return None
     return manifest
@@ -119,7 +121,8 @@ def _check_existing(out: Path, where: str, kind: str, written: tuple[str, ...], 
                          forceable=True)
     if found == "run" and spec_name is not None:
         # The spec's name, not its digest: an edited spec rerun into its own folder is the usual workflow.
-        held = (_manifest(out) or {}).get("spec")
+        manifest = _manifest(out)
+        held = manifest.spec if manifest is not None else None
         if held != spec_name:
             raise PlaceError(f"{where}: holds the run of spec {held!r}; expected a new folder or an earlier run of "
                              f"spec {spec_name!r}", forceable=True)

@@ -37,7 +37,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from multiverse.core._bounds import read_regular_file
 from multiverse.core._config import ModelConfig
 from multiverse.core._keys import digest
 from multiverse.spec import Spec, to_yaml_dict

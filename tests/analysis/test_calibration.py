@@ -30,6 +30,7 @@ from multiverse.analysis.inference import (
 )
 from multiverse.analysis.multiplicity import adjust_tests
 from multiverse.analysis.rates import ci_settings, compute_rates
+from multiverse.tables import Manifest, SpecDocument
 
 DRAWS = 600
 BOOT = 39
@@ -405,15 +406,16 @@ def test_ci_settings_follow_the_spec_per_universe():
     manifest = {"universes": [{"id": "u1", "options": {"ci": "w"}}, {"id": "u2", "options": {"ci": "b"}}]}
     spec = {"scoring": {"ci": {"method": "wilson", "level": 0.9, "n_boot": 500}},
             "axes": {"ci": {"w": {}, "b": {"scoring.ci.method": "bootstrap", "scoring.ci.n_boot": 2000}}}}
-    table, n_boot = ci_settings(manifest, spec)
+    table, n_boot = ci_settings(Manifest.model_validate(manifest), SpecDocument.model_validate(spec))
     assert table.to_dict("records") == [
         {"universe_id": "u1", "ci": "wilson", "level": 0.9},
         {"universe_id": "u2", "ci": "bootstrap", "level": 0.9},
     ]
     assert n_boot == 2000
-    imported, _ = ci_settings({"universes": ["x", "y"], "ci": "bootstrap", "level": 0.8}, None)
+    imported, _ = ci_settings(Manifest.model_validate({"universes": ["x", "y"], "ci": "bootstrap", "level": 0.8}), None)
     assert imported["ci"].tolist() == ["bootstrap"] * 2 and imported["level"].tolist() == [0.8] * 2
-    assert ci_settings({}, None)[0] is None
+    assert ci_settings(Manifest.model_validate({}), None)[0] is None
+    assert ci_settings(None, None)[0] is None
 
 
 def test_curve_command_uses_the_spec_ci_and_reports_holm(tmp_path, capsys):

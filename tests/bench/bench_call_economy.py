@@ -132,9 +132,9 @@ def main() -> int:
         naive = naive_count(spec, expand(spec), store)
         stored_requests = sum(1 for _ in store.keys("request"))
 
-    manifest = {s: result.manifest["stages"][s]["calls"] for s in STAGES}
+    manifest = {s: result.manifest.stages[s].calls for s in STAGES}
     print(f"grid: {len(expand(spec))} universes, {len(result.verdicts):,} verdict rows; "
-          f"statuses {result.manifest['statuses']}")
+          f"statuses {result.manifest.statuses}")
     print(f"first run {first_seconds:.1f} s ({first_cpu:.1f} s CPU), second run {second_seconds:.1f} s"
           + (f"; without the request cache (run first, in its own store) {uncached['seconds']:.1f} s "
              f"({uncached['cpu']:.1f} s CPU)" if uncached else "") + f"; load average now {os.getloadavg()[0]:.2f}")

@@ -237,7 +237,7 @@ def timed_run(backend: str, url: str, jobs: int, cases: int) -> tuple[float, flo
         result = run(spec, store=Path(tmp) / "store", out=Path(tmp) / "run", jobs=jobs, progress=False, backend=backend)
         wall, cpu = time.perf_counter() - wall, _cpu_with_children() - cpu
         counts = {k: v - before.get(k, 0) for k, v in _server_stats(url)["counts"].items()}
-    statuses = result.manifest["statuses"]
+    statuses = result.manifest.statuses
     if counts.get("ok", 0) != counts.get("total", 0) or statuses.get("rollout_failed") or statuses.get("judge_failed"):
         raise SystemExit(f"the benchmark run was not clean: server {counts}, statuses {statuses}")
     return wall, cpu, counts["total"]

@@ -203,7 +203,7 @@ def test_import_assert_verdicts_by_hand(tmp_path):
     assert result.axes == ["judge", "user"]
     assert result.factors == ["behavior", "interaction_condition", "setting"]
     a, b, c = universe("judge-1", "tester-1"), universe("judge-2", "tester-1"), universe("judge-1", "tester-2")
-    assert result.manifest["universes"] == [a, b, c]
+    assert result.manifest.universe_ids == [a, b, c]
 
     got = result.verdicts[["universe_id", "judge", "user", "system", "case_id", "status", "reason", "compliant"]]
     want = pd.DataFrame(
@@ -312,7 +312,7 @@ def test_import_assert_writes_the_import_directory(tmp_path):
     assert manifest["axes"] == ["judge", "user"]
     assert manifest["factors"] == ["behavior", "interaction_condition", "setting"]
     assert manifest["primary"] is None
-    assert manifest["universes"] == result.manifest["universes"]
+    assert manifest["universes"] == result.manifest.universe_ids
     assert manifest["warnings"] == []
     back = pd.read_parquet(out / "verdicts.parquet")
     assert_frame_equal(back, result.verdicts, check_dtype=False)
@@ -328,7 +328,7 @@ def test_import_assert_writes_the_import_directory(tmp_path):
     assert from_csv["compliant"].tolist() == result.verdicts["compliant"].tolist()
     # Stable: importing again gives the same universes, keys and verdicts.
     again = import_assert(three_runs(tmp_path / "again"), tmp_path / "out2")
-    assert again.manifest["universes"] == result.manifest["universes"]
+    assert again.manifest.universe_ids == result.manifest.universe_ids
     assert again.verdicts["judgment_key"].tolist() == result.verdicts["judgment_key"].tolist()
 
 
@@ -340,7 +340,7 @@ def test_import_assert_scoring_rules_become_an_axis(tmp_path):
     """
     result = import_assert(three_runs(tmp_path), tmp_path / "out", scoring=["all_applicable", "impermissible_only"])
     assert result.axes == ["judge", "user", "scoring"]
-    assert len(result.manifest["universes"]) == 6
+    assert len(result.manifest.universes) == 6
     verdicts = result.verdicts.set_index(["judge", "user", "scoring", "case_id"])
     imp = ("judge-1", "tester-1", "impermissible_only")
     assert verdicts.loc[(*imp, case_id(C2)), "status"] == "ok"
@@ -352,7 +352,7 @@ def test_import_assert_scoring_rules_become_an_axis(tmp_path):
     assert tuple(rates.loc[("judge-2", "tester-1", "impermissible_only", "all"), ["n", "n_compliant"]]) == (1, 0)
     assert tuple(rates.loc[("judge-1", "tester-2", "impermissible_only", "all"), ["n", "n_compliant"]]) == (4, 3)
     a_imp = universe("judge-1", "tester-1", "impermissible_only", scoring="impermissible_only")
-    assert a_imp in result.manifest["universes"]
+    assert a_imp in result.manifest.universe_ids
     # One criteria table serves every rule: judgments are shared across the scoring axis.
     assert len(result.criteria) == 27
 
@@ -364,7 +364,7 @@ def test_import_assert_explicit_axes(tmp_path):
     result = import_assert(runs, tmp_path / "out", axes=specs)
     assert result.axes == ["judge", "user"]
     assert set(result.verdicts["judge"]) == {"small", "large"}
-    assert result.manifest["universes"][0] == universe("small", "calm")
+    assert result.manifest.universe_ids[0] == universe("small", "calm")
 
     with pytest.raises(InputError, match="have the same options and target 'target-x'"):
         import_assert(runs, tmp_path / "bad", axes=specs[:3])
@@ -498,7 +498,7 @@ def test_import_table_two_axes_by_hand(tmp_path):
     assert result.criteria is None
     assert result.axes == ["judge", "evidence"] and result.factors == []
     ids = [table_universe("j1", "strict"), table_universe("j1", "lenient"), table_universe("j2", "strict")]
-    assert result.manifest["universes"] == ids
+    assert result.manifest.universe_ids == ids
     got = result.rates[["universe_id", "judge", "evidence", "system", "subgroup", "n", "n_compliant"]]
     want = pd.DataFrame(
         [
@@ -537,7 +537,7 @@ def test_import_table_categories_booleans_and_parquet(tmp_path):
     result = import_table(write_table(tmp_path, text), system="model", item="item", label="verdict",
                           positive="safe", negative=["unsafe"], out_dir=tmp_path / "cat")
     assert result.rates[["system", "n", "n_compliant"]].values.tolist() == [["A", 3, 2], ["B", 1, 0]]
-    assert len(result.manifest["universes"]) == 1
+    assert len(result.manifest.universes) == 1
 
     frame = pd.DataFrame({"model": ["A", "A", "B"], "item": ["i1", "i2", "i1"], "ok": [True, False, True],
                           "judge": ["x", "x", "x"]})

@@ -161,11 +161,11 @@ def test_report_states_the_run(tiny_run, report):
     tables = load_run(tiny_run[0])
     manifest = tables.manifest
     assert "<h1>tiny</h1>" in page
-    assert "SIMULATED" in page and manifest["simulated"] is True
+    assert "SIMULATED" in page and manifest.simulated is True
     assert f"<b>{tables.verdicts['universe_id'].nunique()}</b> universes" in page
     assert f"<b>{tables.verdicts['case_id'].nunique()}</b> cases" in page
     # The primary universe's rates and intervals, as the table prints them.
-    primary = tables.rates[(tables.rates["universe_id"] == manifest["primary"]) & (tables.rates["subgroup"] == "all")]
+    primary = tables.rates[(tables.rates["universe_id"] == manifest.primary) & (tables.rates["subgroup"] == "all")]
     assert len(primary) == 2
     for row in primary.itertuples():
         cells = [f"<td>{row.system}</td>", f'<td class="num">{row.n}</td>', f'<td class="num">{row.rate:.3f}</td>',
@@ -176,7 +176,7 @@ def test_report_states_the_run(tiny_run, report):
     for status in ("ok", "excluded", "rollout_failed", "judge_failed"):
         assert f"<b>{status}</b> {int(counts.get(status, 0))}" in page
     # Provenance, spec and the analyses' sections.
-    assert manifest["spec_hash"] in page
+    assert manifest.spec_hash in page
     assert "judge_a" in page and "Krippendorff" in page
     # The joint tests and the grey band hold each system at its own primary rate (README), not at 0.5.
     assert "= 0.5 in every universe" not in page
@@ -187,7 +187,7 @@ def test_report_states_the_run(tiny_run, report):
         assert expected in page
     assert "every universe had the system's rate in the primary universe" in page
     assert "Top flips" in page and "In plain words" in page
-    for stage in manifest["stages"]:
+    for stage in manifest.stages:
         assert f"<td>{stage}</td>" in page
     assert "<pre># The resolved spec of this run" in page
     # Drill-down: collapsible, with transcripts from transcripts.jsonl and the judge's rationales.
