@@ -92,7 +92,7 @@ def test_a_record_of_the_wrong_shape_is_quarantined_and_redone(store, stage, rec
     with pytest.warns(CorruptEntryWarning, match="ab01"):
         assert store.get(stage, "ab01") is None
     assert not path.exists() and len(quarantined(store, stage)) == 1
-    assert store.quarantined == 1 and store.stats()["corrupt_files"] == 1
+    assert store.quarantined == 1 and store.stats().corrupt_files == 1
 
 
 @pytest.mark.parametrize("plant", ["folder", "symlink_dev_zero", "symlink_to_good_entry", "dangling_symlink",
@@ -135,8 +135,8 @@ def test_anything_but_a_small_regular_file_is_quarantined_without_being_read(sto
     assert store.put("transcript", "cd02", GOOD_TRANSCRIPT) is True
     assert store.get("transcript", "cd02")["turns"] == GOOD_TRANSCRIPT["turns"]
     # stats and gc walk past the quarantine without following anything
-    assert store.stats()["stages"]["transcript"]["entries"] == 1
-    assert store.gc(None)["corrupt_files"] == 1 and quarantined(store, "transcript") == []
+    assert store.stats().stages["transcript"].entries == 1
+    assert store.gc(None).corrupt_files == 1 and quarantined(store, "transcript") == []
 
 
 @pytest.mark.parametrize("plant", ["folder", "symlink", "fifo"])
@@ -193,18 +193,18 @@ def test_gc_keeps_what_a_live_run_wrote_and_drops_it_once_the_run_is_gone(tmp_pa
         store.put("transcript", "bb00", GOOD_TRANSCRIPT)
         # Even when asked to keep nothing, with no grace for fresh entries:
         report = store.gc({"transcript": set()}, fresh=0)
-        assert report["live_runs"] == 1 and report["kept_recent"] == 1 and report["removed"] == 1
+        assert report.live_runs == 1 and report.kept_recent == 1 and report.removed == 1
         assert store.has("transcript", "bb00") and not store.has("transcript", "aa00")
         assert len(live_leases(store.root)) == 1
     assert live_leases(store.root) == []
-    assert store.gc({"transcript": set()}, fresh=0)["removed"] == 1
+    assert store.gc({"transcript": set()}, fresh=0).removed == 1
 
 
 def test_gc_keeps_entries_younger_than_its_grace_even_without_a_lease(tmp_path):
     store = Store(tmp_path / "store")
     store.put("judgment", "cc00", {"status": "ok", "criteria": []})
-    assert store.gc({"judgment": set()})["removed"] == 0
-    assert store.gc({"judgment": set()}, fresh=0)["removed"] == 1
+    assert store.gc({"judgment": set()}).removed == 0
+    assert store.gc({"judgment": set()}, fresh=0).removed == 1
 
 
 def test_a_dead_runs_lease_protects_nothing_and_is_removed(tmp_path):

@@ -37,11 +37,13 @@ def _store_of(args) -> Path:
 
 
 def cmd_store(args) -> int:
+    from multiverse.store._gc import GcReport, StoreStats
     from multiverse.store._store import Store, check_store_path
 
     store = Store(check_store_path(_store_of(args), write=args.store_command == "gc"))
+    result: StoreStats | GcReport
     if args.store_command == "stats":
-        result = store.stats()
+        result = stats = store.stats()
     else:
         from multiverse.work._units import referenced_keys
 
@@ -51,22 +53,22 @@ def cmd_store(args) -> int:
         for path in args.specs:
             for stage, keys in referenced_keys(load_spec(path)).items():
                 keep.setdefault(stage, set()).update(keys)
-        result = store.gc(keep, dry_run=args.dry_run)
+        result = report = store.gc(keep, dry_run=args.dry_run)
     if args.json:
-        print_json(result)
+        print_json(result.to_dict())
         return 0
     if args.store_command == "stats" and not store.root.exists():
         say(f"{store.root}: no store here yet (a run keeps its store beside its spec: "
               "multiverse store stats SPEC, or RUN_DIR)")
     elif args.store_command == "stats":
-        say(f"{store.root}: {result['entries']} entries, {result['bytes'] / 1e6:.1f} MB")
-        for stage, s in result["stages"].items():
-            say(f"  {stage}: {s['entries']} entries, {s['bytes'] / 1e6:.1f} MB")
-        if result["corrupt_files"]:
-            say(f"  quarantined: {result['corrupt_files']} bad entries (in {store.root / 'quarantine'})")
+        say(f"{store.root}: {stats.entries} entries, {stats.bytes / 1e6:.1f} MB")
+        for stage, s in stats.stages.items():
+            say(f"  {stage}: {s.entries} entries, {s.bytes / 1e6:.1f} MB")
+        if stats.corrupt_files:
+            say(f"  quarantined: {stats.corrupt_files} bad entries (in {store.root / 'quarantine'})")
     else:
         verb = "would remove" if args.dry_run else "removed"
-        say(f"{verb} {result['removed']} entries ({result['bytes'] / 1e6:.1f} MB), {result['temp_files']} temp files "
-              f"and {result['corrupt_files']} quarantined files; kept {result['kept_recent']} recent entries "
-              f"({result['live_runs']} live runs)")
+        say(f"{verb} {report.removed} entries ({report.bytes / 1e6:.1f} MB), {report.temp_files} temp files "
+            f"and {report.corrupt_files} quarantined files; kept {report.kept_recent} recent entries "
+            f"({report.live_runs} live runs)")
     return 0
