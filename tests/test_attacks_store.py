@@ -24,14 +24,7 @@ from conftest import CountingClient, tiny_spec_document
 from multiverse.engine._pipeline import run
 from multiverse.errors import InputError, StoreError
 from multiverse.spec import load_spec
-from multiverse.store._lease import Lease, live_leases
-from multiverse.store._records import SHAPES
-from multiverse.store._store import (
-    MAX_ENTRY_BYTES,
-    CorruptEntryWarning,
-    Store,
-    check_store_path,
-)
+from multiverse.store import MAX_ENTRY_BYTES, SHAPES, CorruptEntryWarning, Lease, Store, check_store_path, live_leases
 
 sys.path.insert(0, str(Path(__file__).parent))
 from audit_server import audit_responder, fake_spec_document
@@ -362,7 +355,7 @@ def test_a_read_only_store_directory_is_refused(tmp_path):
 def test_a_killed_runs_lease_stops_protecting_once_its_process_is_gone(tmp_path):
     """kill -9 leaves a lease file behind; it is stale as soon as its process is gone."""
     store = tmp_path / "store"
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from multiverse.store._lease import Lease\n"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from multiverse.store import Lease\n"
                                "with Lease(sys.argv[1]):\n    print('held', flush=True); time.sleep(60)", str(store)],
                               env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"

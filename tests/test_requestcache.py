@@ -28,9 +28,7 @@ from multiverse.model._client import Completion
 from multiverse.model._llm import LiteLLMClient
 from multiverse.model._requestcache import STAGE, RequestCache, request_key
 from multiverse.spec import load_spec
-from multiverse.store._gc import StageGc
-from multiverse.store._records import SHAPES
-from multiverse.store._store import CorruptEntryWarning, Store
+from multiverse.store import SHAPES, CorruptEntryWarning, StageGc, Store
 from multiverse.work._units import build_work, referenced_keys
 
 MODEL = ModelConfig(model="openai/any", params={"temperature": 0.7}, api_base="http://127.0.0.1:9/v1")

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from multiverse.store._gc import StageGc
-from multiverse.store._store import CorruptEntryWarning, Store, default_store_path
+from multiverse.store import CorruptEntryWarning, StageGc, Store, default_store_path
 
 FAKE_KEY = "sk-fake-0123456789abcdef"
 
@@ -364,7 +363,7 @@ def test_a_claim_is_exclusive_until_released(tmp_path):
     assert store.claim("judgment", "abc123")
     assert store.claimed("judgment", "abc123")
     # another live process cannot take it
-    code = f"from multiverse.store._store import Store; print(Store({str(tmp_path)!r}).claim('judgment', 'abc123'))"
+    code = f"from multiverse.store import Store; print(Store({str(tmp_path)!r}).claim('judgment', 'abc123'))"
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert other.stdout.strip() == "False"
     store.release("judgment", "abc123")
@@ -376,7 +375,7 @@ def test_a_dead_processs_claim_is_taken_over(tmp_path):
     import subprocess
     import sys
 
-    code = f"from multiverse.store._store import Store; Store({str(tmp_path)!r}).claim('transcript', 'k1')"
+    code = f"from multiverse.store import Store; Store({str(tmp_path)!r}).claim('transcript', 'k1')"
     subprocess.run([sys.executable, "-c", code], check=True)  # claims, then exits without releasing
     store = Store(tmp_path)
     assert not store.claimed("transcript", "k1")

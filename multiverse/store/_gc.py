@@ -7,7 +7,8 @@ run of another spec going on right now loses nothing, and its tables never
 show entries removed under it as failed units.
 
 Both walk the store's files by its root alone (``multiverse.store._files``), so
-``Store.stats`` and ``Store.gc`` are one-line delegations.
+``Store.stats`` and ``Store.gc`` are one-line delegations, and
+:func:`store_stats` and :func:`store_gc` serve a caller that has only a path.
 The answers are frozen dataclasses; ``to_dict()`` is the document
 ``multiverse store stats|gc --json`` prints.
 """
@@ -18,15 +19,16 @@ import dataclasses
 import os
 import shutil
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from multiverse.store._files import SUFFIX, check_name, name_kind, quarantined_files, scan, sorted_dirs, stage_names
 from multiverse.store._lease import live_leases
+from multiverse.store._path import check_store_path
 
-__all__ = ["GcReport", "StageGc", "StageStats", "StoreStats", "gc", "stats"]
+__all__ = ["GcReport", "StageGc", "StageStats", "StoreStats", "gc", "stats", "store_gc", "store_stats"]
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,7 @@ class GcReport:
 def stats(root: str | os.PathLike) -> StoreStats:
     """Entries and bytes per stage and in total, plus stray temp and quarantined files, of the store at ``root``.
 
-    A store not made yet holds nothing; ``root`` is not checked.
+    A store not made yet holds nothing; ``root`` is not checked (:func:`store_stats` checks it).
     """
     root = Path(root).expanduser()
     stages: dict[str, StageStats] = {}
@@ -132,7 +134,7 @@ def gc(root: str | os.PathLike, keep: Mapping[str, Collection[str]] | None = Non
     ``fresh`` seconds ago, or since the oldest live run on this store
     started (see ``multiverse.store._lease``): a live run reads back what it has
     just computed, and a run of another spec may be computing right now.
-    ``root`` is not checked.
+    ``root`` is not checked (:func:`store_gc` checks it).
     """
     root = Path(root).expanduser()
     if keep is not None:
@@ -183,6 +185,41 @@ def gc(root: str | os.PathLike, keep: Mapping[str, Collection[str]] | None = Non
     return GcReport(dry_run=dry_run, stages=stages, removed=sum(s.removed for s in stages.values()),
                     bytes=sum(s.bytes for s in stages.values()), temp_files=temp_files,
                     corrupt_files=corrupt_files, kept_recent=kept_recent, live_runs=len(live))
+
+
+# -- for a caller with a path --------------------------------------------------------------------
+
+
+def store_stats(path: str | os.PathLike) -> StoreStats:
+    """What the store at ``path`` holds (nothing, if it is not made yet).
+
+    ``InputError`` if ``path`` exists but is not a directory.
+    """
+    return stats(check_store_path(path, write=False))
+
+
+def store_gc(path: str | os.PathLike,
+             keep: Mapping[str, Collection[str]] | Iterable[Mapping[str, Collection[str]]] | None = None, *,
+             dry_run: bool = False, temp_age: float = 3600.0, fresh: float = 3600.0) -> GcReport:
+    """Remove from the store at ``path`` the entries ``keep`` does not name, its quarantined files and its
+    stale temp files (:func:`gc`).
+
+    ``keep``: the keys still referenced per stage, or several such mappings
+    (one per spec: what its grid references), merged; stages none of them
+    names are left alone, and ``None`` removes no entry. Entries written in
+    the last ``fresh`` seconds or since a live run on the store started are
+    always kept. The store is checked first (``InputError`` unless it is a
+    directory you can write to), then the mappings are read: a generator
+    that loads specs loads them only once the store is known to be usable.
+    """
+    root = check_store_path(path, write=True)
+    if keep is None or isinstance(keep, Mapping):
+        return gc(root, keep, dry_run=dry_run, temp_age=temp_age, fresh=fresh)
+    merged: dict[str, set[str]] = {}
+    for referenced in keep:
+        for stage, keys in referenced.items():
+            merged.setdefault(stage, set()).update(keys)
+    return gc(root, merged, dry_run=dry_run, temp_age=temp_age, fresh=fresh)
 
 
 def _remove_any(path: str, dry_run: bool) -> None:

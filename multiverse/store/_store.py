@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from multiverse.core._credentials import redact_all
-from multiverse.errors import StoreError
+from multiverse.errors import InputError, StoreError
 from multiverse.store import _claims, _gc
 from multiverse.store._files import (
     CLAIM_SUFFIX,
@@ -77,7 +77,7 @@ from multiverse.store._path import check_store_path, default_store_path
 from multiverse.store._text import storable
 
 __all__ = ["CLAIM_LEASE", "MAX_ENTRY_BYTES", "CorruptEntryWarning", "Store", "check_store_path", "default_store_path",
-           "scrub"]
+           "open_store", "scrub"]
 
 #: The largest entry read (a transcript of long turns is a few MB; a planted
 #: multi-GB file or /dev/zero must not be read into memory).
@@ -391,3 +391,17 @@ class Store:
         (``multiverse.store._gc.gc``)."""
         return _gc.gc(self.root, keep, dry_run=dry_run, temp_age=temp_age, fresh=fresh)
 
+
+def open_store(given: Store | str | os.PathLike) -> Store:
+    """The store a caller named for reading what it already holds: a :class:`Store` as it is, else the
+    existing directory ``given`` (``InputError`` otherwise; nothing is created).
+
+    No environment variable, no default and never a store a folder's manifest
+    names: the caller chose this store (a report shows transcripts from it).
+    """
+    if isinstance(given, Store):
+        return given
+    if not Path(given).is_dir():
+        raise InputError(f"store: {given}: expected the store directory that holds the run's transcripts",
+                         param="store")
+    return Store(given, existing=True)
