@@ -19,7 +19,7 @@ import time
 from collections.abc import Collection, Iterable
 from typing import Protocol
 
-from multiverse.core import _interrupt as interrupt
+from multiverse.core import interrupt
 from multiverse.store._files import NO_LINK_ERRNOS, TMP_SUFFIX, unlink_quietly
 
 __all__ = ["Claimant", "Held", "claim", "holder", "is_live", "release", "release_of"]

@@ -102,7 +102,7 @@ def check_store_path(path: str | os.PathLike, *, out: str | os.PathLike | None =
         raise InputError(f"{where}: {existing} {what}; expected a directory")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise InputError(f"{where}: {existing} is not writable; expected a directory you can write to")
-    from multiverse.core._writable import check_writable
+    from multiverse.core import check_writable
 
     check_writable(existing, where)  # a probe file: os.access says yes to root on a read-only mount
     if existing == path:

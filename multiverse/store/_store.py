@@ -52,7 +52,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from multiverse.core._credentials import redact_all
+from multiverse.core import credentials
 from multiverse.errors import InputError, StoreError
 from multiverse.store import _claims, _gc
 from multiverse.store._files import (
@@ -115,7 +115,7 @@ def scrub(record: Any, secret_values: Iterable[str] | None = None) -> Any:
             return [drop_keys(v) for v in obj]
         return obj
 
-    return redact_all(drop_keys(record), secret_values)
+    return credentials.redact_all(drop_keys(record), secret_values)
 
 
 class Store:
