@@ -24,14 +24,7 @@ from conftest import CountingClient, tiny_spec_document
 from multiverse.engine._pipeline import run
 from multiverse.errors import InputError, StoreError
 from multiverse.spec import load_spec
-from multiverse.store._lease import Lease, live_leases
-from multiverse.store._records import SHAPES
-from multiverse.store._store import (
-    MAX_ENTRY_BYTES,
-    CorruptEntryWarning,
-    Store,
-    check_store_path,
-)
+from multiverse.store import MAX_ENTRY_BYTES, SHAPES, CorruptEntryWarning, Lease, Store, check_store_path, live_leases
 
 sys.path.insert(0, str(Path(__file__).parent))
 from audit_server import audit_responder, fake_spec_document
@@ -92,7 +85,7 @@ def test_a_record_of_the_wrong_shape_is_quarantined_and_redone(store, stage, rec
     with pytest.warns(CorruptEntryWarning, match="ab01"):
         assert store.get(stage, "ab01") is None
     assert not path.exists() and len(quarantined(store, stage)) == 1
-    assert store.quarantined == 1 and store.stats()["corrupt_files"] == 1
+    assert store.quarantined == 1 and store.stats().corrupt_files == 1
 
 
 @pytest.mark.parametrize("plant", ["folder", "symlink_dev_zero", "symlink_to_good_entry", "dangling_symlink",
@@ -135,8 +128,8 @@ def test_anything_but_a_small_regular_file_is_quarantined_without_being_read(sto
     assert store.put("transcript", "cd02", GOOD_TRANSCRIPT) is True
     assert store.get("transcript", "cd02")["turns"] == GOOD_TRANSCRIPT["turns"]
     # stats and gc walk past the quarantine without following anything
-    assert store.stats()["stages"]["transcript"]["entries"] == 1
-    assert store.gc(None)["corrupt_files"] == 1 and quarantined(store, "transcript") == []
+    assert store.stats().stages["transcript"].entries == 1
+    assert store.gc(None).corrupt_files == 1 and quarantined(store, "transcript") == []
 
 
 @pytest.mark.parametrize("plant", ["folder", "symlink", "fifo"])
@@ -193,18 +186,18 @@ def test_gc_keeps_what_a_live_run_wrote_and_drops_it_once_the_run_is_gone(tmp_pa
         store.put("transcript", "bb00", GOOD_TRANSCRIPT)
         # Even when asked to keep nothing, with no grace for fresh entries:
         report = store.gc({"transcript": set()}, fresh=0)
-        assert report["live_runs"] == 1 and report["kept_recent"] == 1 and report["removed"] == 1
+        assert report.live_runs == 1 and report.kept_recent == 1 and report.removed == 1
         assert store.has("transcript", "bb00") and not store.has("transcript", "aa00")
         assert len(live_leases(store.root)) == 1
     assert live_leases(store.root) == []
-    assert store.gc({"transcript": set()}, fresh=0)["removed"] == 1
+    assert store.gc({"transcript": set()}, fresh=0).removed == 1
 
 
 def test_gc_keeps_entries_younger_than_its_grace_even_without_a_lease(tmp_path):
     store = Store(tmp_path / "store")
     store.put("judgment", "cc00", {"status": "ok", "criteria": []})
-    assert store.gc({"judgment": set()})["removed"] == 0
-    assert store.gc({"judgment": set()}, fresh=0)["removed"] == 1
+    assert store.gc({"judgment": set()}).removed == 0
+    assert store.gc({"judgment": set()}, fresh=0).removed == 1
 
 
 def test_a_dead_runs_lease_protects_nothing_and_is_removed(tmp_path):
@@ -362,7 +355,7 @@ def test_a_read_only_store_directory_is_refused(tmp_path):
 def test_a_killed_runs_lease_stops_protecting_once_its_process_is_gone(tmp_path):
     """kill -9 leaves a lease file behind; it is stale as soon as its process is gone."""
     store = tmp_path / "store"
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from multiverse.store._lease import Lease\n"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from multiverse.store import Lease\n"
                                "with Lease(sys.argv[1]):\n    print('held', flush=True); time.sleep(60)", str(store)],
                               env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"

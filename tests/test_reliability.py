@@ -134,7 +134,7 @@ def check_store(root: Path) -> dict[str, set[str]]:
         assert len(keys) == len(set(keys)), f"{stage}: a key stored twice"
         assert list(store.keys(stage)) == sorted(keys)
     report = store.gc(keep=None, temp_age=0)
-    assert report["temp_files"] == len(temps) and report["removed"] == 0 and report["corrupt_files"] == 0
+    assert report.temp_files == len(temps) and report.removed == 0 and report.corrupt_files == 0
     assert not [p for p in root.rglob("*.tmp")]
     # A finished run removes its lease; gc removes those of killed runs.
     assert not list(root.glob("leases/*"))

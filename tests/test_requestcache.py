@@ -28,8 +28,7 @@ from multiverse.model._client import Completion
 from multiverse.model._llm import LiteLLMClient
 from multiverse.model._requestcache import STAGE, RequestCache, request_key
 from multiverse.spec import load_spec
-from multiverse.store._records import SHAPES
-from multiverse.store._store import CorruptEntryWarning, Store
+from multiverse.store import SHAPES, CorruptEntryWarning, StageGc, Store
 from multiverse.work._units import build_work, referenced_keys
 
 MODEL = ModelConfig(model="openai/any", params={"temperature": 0.7}, api_base="http://127.0.0.1:9/v1")
@@ -309,4 +308,4 @@ def test_stored_requests_pass_the_shape_checks_and_gc_keeps_them(runs):
     assert len(keys) == out["cached"][1]["requests"]
     assert len(store.get_many(STAGE, keys)) == len(keys) and store.quarantined == 0
     report = store.gc(referenced_keys(spec), fresh=0)
-    assert report["stages"][STAGE] == {"kept": len(keys), "removed": 0, "bytes": 0}
+    assert report.stages[STAGE] == StageGc(kept=len(keys), removed=0, bytes=0)

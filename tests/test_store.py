@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from multiverse.store._store import CorruptEntryWarning, Store, default_store_path
+from multiverse.store import CorruptEntryWarning, StageGc, Store, default_store_path
 
 FAKE_KEY = "sk-fake-0123456789abcdef"
 
@@ -194,7 +194,7 @@ def test_corrupt_entry_is_absent_and_quarantined(store: Store, damage):
         assert store.get("judgment", "beef") is None
     assert not path.exists()
     assert len(list((store.root / "quarantine" / "judgment").glob("beef.json.*"))) == 1
-    assert store.quarantined == 1 and store.stats()["corrupt_files"] == 1
+    assert store.quarantined == 1 and store.stats().corrupt_files == 1
     assert list(store.keys("judgment")) == []
     # the work is redone and stored again
     assert store.put("judgment", "beef", {"label": "redone"}) is True
@@ -286,7 +286,7 @@ def test_non_json_record_fails_before_writing(store: Store):
 
 
 def test_stats_counts_entries_and_bytes(store: Store):
-    assert store.stats()["entries"] == 0  # no root yet
+    assert store.stats().entries == 0  # no root yet
     for i in range(5):
         store.put("transcript", f"t{i}", transcript(i))
     for i in range(3):
@@ -294,12 +294,12 @@ def test_stats_counts_entries_and_bytes(store: Store):
     (store.root / "judgment" / "j0" / ".j9.1.ab.tmp").write_text("{")
 
     stats = store.stats()
-    assert stats["stages"]["transcript"]["entries"] == 5
-    assert stats["stages"]["judgment"]["entries"] == 3
-    assert stats["entries"] == 8
+    assert stats.stages["transcript"].entries == 5
+    assert stats.stages["judgment"].entries == 3
+    assert stats.entries == 8
     sizes = sum(p.stat().st_size for p in files(store.root, "*.json"))
-    assert stats["bytes"] == sizes > 0
-    assert stats["temp_files"] == 1
+    assert stats.bytes == sizes > 0
+    assert stats.temp_files == 1
 
 
 def test_gc_removes_unreferenced_entries_and_stale_temp_files(store: Store):
@@ -320,26 +320,26 @@ def test_gc_removes_unreferenced_entries_and_stale_temp_files(store: Store):
         os.utime(path, (past, past))
 
     dry = store.gc(keep, dry_run=True)
-    assert dry["removed"] == 4 and dry["temp_files"] == 1 and dry["corrupt_files"] == 1
+    assert dry.removed == 4 and dry.temp_files == 1 and dry.corrupt_files == 1
     assert len(list(store.keys("transcript"))) == 6 and stale.exists()
 
     report = store.gc(keep)
-    assert report["stages"]["transcript"] == {"kept": 2, "removed": 4, "bytes": dry["bytes"]}
-    assert report["bytes"] > 0
+    assert report.stages["transcript"] == StageGc(kept=2, removed=4, bytes=dry.bytes)
+    assert report.bytes > 0
     assert list(store.keys("transcript")) == ["t0", "t2"]
     assert len(list(store.keys("judgment"))) == 6  # stages keep does not name are left alone
     assert not stale.exists() and fresh.exists()
     assert not list((store.root / "quarantine").rglob("t9*"))
     assert store.get("transcript", "t2")["messages"][0]["content"] == "case 2"
 
-    assert store.gc({"judgment": set()})["removed"] == 6
+    assert store.gc({"judgment": set()}).removed == 6
     assert list(store.keys("judgment")) == []
 
 
 def test_gc_without_keep_removes_no_entry(store: Store):
     store.put("case", "c1", {})
     report = store.gc()
-    assert report["removed"] == 0 and store.has("case", "c1")
+    assert report.removed == 0 and store.has("case", "c1")
 
 
 def test_default_store_path(tmp_path: Path, monkeypatch):
@@ -363,7 +363,7 @@ def test_a_claim_is_exclusive_until_released(tmp_path):
     assert store.claim("judgment", "abc123")
     assert store.claimed("judgment", "abc123")
     # another live process cannot take it
-    code = f"from multiverse.store._store import Store; print(Store({str(tmp_path)!r}).claim('judgment', 'abc123'))"
+    code = f"from multiverse.store import Store; print(Store({str(tmp_path)!r}).claim('judgment', 'abc123'))"
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert other.stdout.strip() == "False"
     store.release("judgment", "abc123")
@@ -375,7 +375,7 @@ def test_a_dead_processs_claim_is_taken_over(tmp_path):
     import subprocess
     import sys
 
-    code = f"from multiverse.store._store import Store; Store({str(tmp_path)!r}).claim('transcript', 'k1')"
+    code = f"from multiverse.store import Store; Store({str(tmp_path)!r}).claim('transcript', 'k1')"
     subprocess.run([sys.executable, "-c", code], check=True)  # claims, then exits without releasing
     store = Store(tmp_path)
     assert not store.claimed("transcript", "k1")

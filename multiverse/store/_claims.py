@@ -17,15 +17,21 @@ import socket
 import threading
 import time
 from collections.abc import Collection, Iterable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from multiverse.core import _interrupt as interrupt
-from multiverse.store._store import _NO_LINK_ERRNOS, _TMP_SUFFIX, _unlink_quietly
+from multiverse.core import interrupt
+from multiverse.store._files import NO_LINK_ERRNOS, TMP_SUFFIX, unlink_quietly
 
-if TYPE_CHECKING:
-    from multiverse.store._store import Store
+__all__ = ["Claimant", "Held", "claim", "holder", "is_live", "release", "release_of"]
 
-__all__ = ["Held", "claim", "holder", "is_live", "release", "release_of"]
+
+class Claimant(Protocol):
+    """What :class:`Held` claims units of: a store (``multiverse.store._store.Store``), named by what it does
+    so that this module need not import the store that imports it."""
+
+    def claim(self, stage: str, key: str) -> bool: ...
+
+    def release(self, stage: str, key: str) -> None: ...
 
 
 def claim(path: str, key: str, lease: float) -> bool:
@@ -36,7 +42,7 @@ def claim(path: str, key: str, lease: float) -> bool:
     """
     # The claim appears with its content in one step (a temp file hard-linked
     # into place), so nobody ever reads a half-written claim as stale.
-    tmp = os.path.join(os.path.dirname(path), f".{key}.{os.getpid()}.{secrets.token_hex(4)}{_TMP_SUFFIX}")
+    tmp = os.path.join(os.path.dirname(path), f".{key}.{os.getpid()}.{secrets.token_hex(4)}{TMP_SUFFIX}")
     with open(tmp, "w", encoding="utf-8") as fh:
         fh.write(f"{socket.gethostname()} {os.getpid()} {time.time():.3f}\n")
     try:
@@ -47,21 +53,21 @@ def claim(path: str, key: str, lease: float) -> bool:
             except FileExistsError:
                 if is_live(path, lease):
                     return False
-                _unlink_quietly(path)  # stale: take it over (one of several takers wins the link)
+                unlink_quietly(path)  # stale: take it over (one of several takers wins the link)
             except OSError as exc:
-                if exc.errno not in _NO_LINK_ERRNOS:
+                if exc.errno not in NO_LINK_ERRNOS:
                     raise
                 return True  # no hard links here: claims are only an economy, compute anyway
         return False
     finally:
-        _unlink_quietly(tmp)
+        unlink_quietly(tmp)
 
 
 def release(path: str) -> None:
     """Drop this process's claim; someone else's (taken over meanwhile) is left alone."""
     found = holder(path)
     if found is not None and found[:2] == (socket.gethostname(), os.getpid()):
-        _unlink_quietly(path)
+        unlink_quietly(path)
 
 
 def release_of(paths: Iterable[str], pids: Collection[int]) -> int:
@@ -71,7 +77,7 @@ def release_of(paths: Iterable[str], pids: Collection[int]) -> int:
     for path in paths:
         found = holder(path)
         if found is not None and found[0] == here and found[1] in pids:
-            _unlink_quietly(path)
+            unlink_quietly(path)
             dropped += 1
     return dropped
 
@@ -110,7 +116,7 @@ class Held:
     the run releases what is left with :meth:`release_all` on its way out.
     """
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Claimant):
         self.store = store
         self._held: set[tuple[str, str]] = set()
         self._lock = threading.Lock()

@@ -5,50 +5,124 @@ every entry written in the last ``fresh`` seconds, and every entry written
 since the oldest live run on the store started (``multiverse.store._lease``), so a
 run of another spec going on right now loses nothing, and its tables never
 show entries removed under it as failed units.
+
+Both walk the store's files by its root alone (``multiverse.store._files``), so
+``Store.stats`` and ``Store.gc`` are one-line delegations, and
+:func:`store_stats` and :func:`store_gc` serve a caller that has only a path.
+The answers are frozen dataclasses; ``to_dict()`` is the document
+``multiverse store stats|gc --json`` prints.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from multiverse.store._files import SUFFIX, check_name, name_kind, quarantined_files, scan, sorted_dirs, stage_names
 from multiverse.store._lease import live_leases
-from multiverse.store._store import _SUFFIX, Store, _check_name, _kind, _scan, _sorted_dirs
+from multiverse.store._path import check_store_path
 
-__all__ = ["gc", "stats"]
+__all__ = ["GcReport", "StageGc", "StageStats", "StoreStats", "gc", "stats", "store_gc", "store_stats"]
 
 
-def stats(store: Store) -> dict:
-    """Entries and bytes per stage and in total, plus stray temp and quarantined files.
+@dataclass(frozen=True)
+class StageStats:
+    """What one stage of a store holds: its entries and their bytes."""
 
-    ``{"root", "stages": {stage: {"entries", "bytes"}}, "entries", "bytes",
-    "temp_files", "corrupt_files"}`` (``corrupt_files``: quarantined entries)
+    entries: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    """What a store holds, per stage and in total, plus stray temp files and quarantined entries.
+
+    ``corrupt_files`` counts quarantined entries (and old-style ``.corrupt`` files).
+    Fields are in the order ``store stats --json`` prints them.
     """
-    report: dict[str, Any] = {"root": str(store.root), "stages": {}, "entries": 0,
-                              "bytes": 0, "temp_files": 0, "corrupt_files": len(store._quarantined())}
-    for stage in store._stages():
+
+    root: str
+    stages: dict[str, StageStats]
+    entries: int
+    bytes: int
+    temp_files: int
+    corrupt_files: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"root", "stages": {stage: {"entries", "bytes"}}, "entries", "bytes", "temp_files", "corrupt_files"}``."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class StageGc:
+    """What gc did to one stage: entries kept, entries removed and the bytes they freed."""
+
+    kept: int
+    removed: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class GcReport:
+    """What gc removed (or, with ``dry_run``, would remove), per stage and in total.
+
+    ``bytes``: freed by removed entries; ``temp_files``: stale temp files and
+    claims; ``corrupt_files``: quarantined entries; ``kept_recent``: entries
+    ``keep`` did not name that were kept as fresh or younger than a live run;
+    ``live_runs``: the runs holding a lease on the store. Fields are in the
+    order ``store gc --json`` prints them.
+    """
+
+    dry_run: bool
+    stages: dict[str, StageGc]
+    removed: int
+    bytes: int
+    temp_files: int
+    corrupt_files: int
+    kept_recent: int
+    live_runs: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"dry_run", "stages": {stage: {"kept", "removed", "bytes"}}, "removed", "bytes", "temp_files",
+        "corrupt_files", "kept_recent", "live_runs"}``."""
+        return dataclasses.asdict(self)
+
+
+def stats(root: str | os.PathLike) -> StoreStats:
+    """Entries and bytes per stage and in total, plus stray temp and quarantined files, of the store at ``root``.
+
+    A store not made yet holds nothing; ``root`` is not checked (:func:`store_stats` checks it).
+    """
+    root = Path(root).expanduser()
+    stages: dict[str, StageStats] = {}
+    temp_files, corrupt_files = 0, len(quarantined_files(root))
+    for stage in stage_names(root):
         entries = size = 0
-        for shard in _sorted_dirs(os.path.join(store.root, stage)):
-            for entry in _scan(shard):
-                kind = _kind(entry.name)
-                if kind == "entry" and entry.is_file(follow_symlinks=False):
+        for shard in sorted_dirs(os.path.join(root, stage)):
+            for entry in scan(shard):
+                found = name_kind(entry.name)
+                if found == "entry" and entry.is_file(follow_symlinks=False):
                     entries += 1
                     size += entry.stat(follow_symlinks=False).st_size
-                elif kind == "temp":
-                    report["temp_files"] += 1
-                elif kind == "corrupt":
-                    report["corrupt_files"] += 1
-        report["stages"][stage] = {"entries": entries, "bytes": size}
-        report["entries"] += entries
-        report["bytes"] += size
-    return report
+                elif found == "temp":
+                    temp_files += 1
+                elif found == "corrupt":
+                    corrupt_files += 1
+        stages[stage] = StageStats(entries=entries, bytes=size)
+    return StoreStats(root=str(root), stages=stages, entries=sum(s.entries for s in stages.values()),
+                      bytes=sum(s.bytes for s in stages.values()), temp_files=temp_files,
+                      corrupt_files=corrupt_files)
 
 
-def gc(store: Store, keep: Mapping[str, set[str]] | None = None, *, dry_run: bool = False,
-       temp_age: float = 3600.0, fresh: float = 3600.0) -> dict:
-    """Remove entries not in ``keep``, quarantined files and stale temp files.
+def gc(root: str | os.PathLike, keep: Mapping[str, Collection[str]] | None = None, *, dry_run: bool = False,
+       temp_age: float = 3600.0, fresh: float = 3600.0) -> GcReport:
+    """Remove entries not in ``keep``, quarantined files and stale temp files from the store at ``root``.
 
     ``keep`` maps a stage to the keys still referenced. Stages it does not
     name are left alone (pass an empty set to empty a stage); ``None``
@@ -60,59 +134,92 @@ def gc(store: Store, keep: Mapping[str, set[str]] | None = None, *, dry_run: boo
     ``fresh`` seconds ago, or since the oldest live run on this store
     started (see ``multiverse.store._lease``): a live run reads back what it has
     just computed, and a run of another spec may be computing right now.
-
-    Returns ``{"dry_run", "stages": {stage: {"kept", "removed", "bytes"}},
-    "removed", "bytes", "temp_files", "corrupt_files", "kept_recent",
-    "live_runs"}`` (``bytes`` freed).
+    ``root`` is not checked (:func:`store_gc` checks it).
     """
+    root = Path(root).expanduser()
     if keep is not None:
         for stage in keep:
-            _check_name("stage", stage)
+            check_name("stage", stage)
     now = time.time()
-    live = live_leases(store.root, remove_stale=not dry_run)
+    live = live_leases(root, remove_stale=not dry_run)
     # A minute of slack for clocks of other hosts writing to a shared store.
     protect_since = min([now - fresh, *(lease["started"] - 60.0 for lease in live)])
-    report: dict[str, Any] = {"dry_run": dry_run, "stages": {}, "removed": 0, "bytes": 0,
-                              "temp_files": 0, "corrupt_files": 0, "kept_recent": 0, "live_runs": len(live)}
     cutoff = now - temp_age
-    for stage in store._stages():
+    stages: dict[str, StageGc] = {}
+    temp_files = corrupt_files = kept_recent = 0
+    for stage in stage_names(root):
         wanted = None if keep is None else keep.get(stage)
-        counts = {"kept": 0, "removed": 0, "bytes": 0}
-        for shard in _sorted_dirs(os.path.join(store.root, stage)):
-            for entry in _scan(shard):
-                kind = _kind(entry.name)
+        kept = removed = freed = 0
+        for shard in sorted_dirs(os.path.join(root, stage)):
+            for entry in scan(shard):
+                found = name_kind(entry.name)
                 try:
-                    if kind == "entry":
-                        if wanted is None or entry.name[: -len(_SUFFIX)] in wanted:
-                            counts["kept"] += 1
+                    if found == "entry":
+                        if wanted is None or entry.name[: -len(SUFFIX)] in wanted:
+                            kept += 1
                             continue
                         st = entry.stat(follow_symlinks=False)
                         if st.st_mtime >= protect_since:
-                            counts["kept"] += 1
-                            report["kept_recent"] += 1
+                            kept += 1
+                            kept_recent += 1
                             continue
                         size = st.st_size
                         _remove(entry.path, dry_run)
-                        counts["removed"] += 1
-                        counts["bytes"] += size
-                    elif kind in ("temp", "claim") and entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                        removed += 1
+                        freed += size
+                    elif found in ("temp", "claim") and entry.stat(follow_symlinks=False).st_mtime < cutoff:
                         _remove(entry.path, dry_run)
-                        report["temp_files"] += 1
-                    elif kind == "corrupt":
+                        temp_files += 1
+                    elif found == "corrupt":
                         _remove(entry.path, dry_run)
-                        report["corrupt_files"] += 1
+                        corrupt_files += 1
                 except FileNotFoundError:
                     continue  # another gc or a writer got there first
-        report["stages"][stage] = counts
-        report["removed"] += counts["removed"]
-        report["bytes"] += counts["bytes"]
-    for path in store._quarantined():
+        stages[stage] = StageGc(kept=kept, removed=removed, bytes=freed)
+    for path in quarantined_files(root):
         try:
             _remove_any(path, dry_run)
-            report["corrupt_files"] += 1
+            corrupt_files += 1
         except FileNotFoundError:
             continue
-    return report
+    return GcReport(dry_run=dry_run, stages=stages, removed=sum(s.removed for s in stages.values()),
+                    bytes=sum(s.bytes for s in stages.values()), temp_files=temp_files,
+                    corrupt_files=corrupt_files, kept_recent=kept_recent, live_runs=len(live))
+
+
+# -- for a caller with a path --------------------------------------------------------------------
+
+
+def store_stats(path: str | os.PathLike) -> StoreStats:
+    """What the store at ``path`` holds (nothing, if it is not made yet).
+
+    ``InputError`` if ``path`` exists but is not a directory.
+    """
+    return stats(check_store_path(path, write=False))
+
+
+def store_gc(path: str | os.PathLike,
+             keep: Mapping[str, Collection[str]] | Iterable[Mapping[str, Collection[str]]] | None = None, *,
+             dry_run: bool = False, temp_age: float = 3600.0, fresh: float = 3600.0) -> GcReport:
+    """Remove from the store at ``path`` the entries ``keep`` does not name, its quarantined files and its
+    stale temp files (:func:`gc`).
+
+    ``keep``: the keys still referenced per stage, or several such mappings
+    (one per spec: what its grid references), merged; stages none of them
+    names are left alone, and ``None`` removes no entry. Entries written in
+    the last ``fresh`` seconds or since a live run on the store started are
+    always kept. The store is checked first (``InputError`` unless it is a
+    directory you can write to), then the mappings are read: a generator
+    that loads specs loads them only once the store is known to be usable.
+    """
+    root = check_store_path(path, write=True)
+    if keep is None or isinstance(keep, Mapping):
+        return gc(root, keep, dry_run=dry_run, temp_age=temp_age, fresh=fresh)
+    merged: dict[str, set[str]] = {}
+    for referenced in keep:
+        for stage, keys in referenced.items():
+            merged.setdefault(stage, set()).update(keys)
+    return gc(root, merged, dry_run=dry_run, temp_age=temp_age, fresh=fresh)
 
 
 def _remove_any(path: str, dry_run: bool) -> None:
@@ -120,8 +227,6 @@ def _remove_any(path: str, dry_run: bool) -> None:
     if dry_run:
         os.lstat(path)
     elif os.path.isdir(path) and not os.path.islink(path):
-        import shutil
-
         shutil.rmtree(path)
     else:
         os.unlink(path)

@@ -5,22 +5,25 @@
 own, like the built-in demo) ``.multiverse/store`` in the current directory.
 ``run``, ``plan``, ``draft``, the demo and ``store stats|gc`` all ask
 :func:`default_store_path`, so a store a run filled is the one the store
-commands show.
+commands show. :func:`store_of` is the same rule for commands given several
+specs, or a run folder (whose manifest records the store its run used).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Protocol
 
 from multiverse.errors import InputError
 
-__all__ = ["ENV_VAR", "check_store_path", "default_store_path"]
+__all__ = ["ENV_VAR", "RecordedStore", "check_store_path", "default_store_path", "store_of"]
 
 ENV_VAR = "MULTIVERSE_STORE"
 
 
-def default_store_path(spec_path: str | Path | None, explicit: str | Path | None = None) -> Path:
+def default_store_path(spec_path: str | os.PathLike | None, explicit: str | os.PathLike | None = None) -> Path:
     """The one rule for where a store is: ``explicit`` (the caller's choice), else
     ``$MULTIVERSE_STORE``, else ``.multiverse/store`` beside the spec file, else
     (no spec file, e.g. the built-in demo) ``.multiverse/store`` in the current directory."""
@@ -33,7 +36,47 @@ def default_store_path(spec_path: str | Path | None, explicit: str | Path | None
     return base / ".multiverse" / "store"
 
 
-def check_store_path(path: str | Path, *, out: str | Path | None = None, write: bool = True) -> Path:
+class RecordedStore(Protocol):
+    """A run folder's manifest, as far as :func:`store_of` reads it (the tables room's ``Manifest`` is one)."""
+
+    @property
+    def store(self) -> str | None: ...
+
+
+def store_of(places: Iterable[str | os.PathLike], given: str | os.PathLike | None = None, *,
+             manifest_of: Callable[[Path], RecordedStore | None] | None = None) -> Path:
+    """The one store that specs and run folders use: what ``store stats|gc`` act on.
+
+    ``given`` (the caller's ``--store``) wins. Else each place is a spec file,
+    whose store is :func:`default_store_path` of it, or, when ``manifest_of``
+    is given, a run folder, whose store is the one its manifest records
+    (``manifest_of(folder)`` reads it; None: no manifest, so not a run
+    folder). Every place must name the same store (``InputError`` otherwise);
+    no place at all: the default store. The store a folder's manifest names
+    is read only through ``manifest_of``: a caller that shows or copies what
+    a store holds from an untrusted folder passes none.
+    """
+    if given is not None:
+        return default_store_path(None, given)
+    found = set()
+    for place in map(Path, places):
+        manifest = manifest_of(place) if manifest_of is not None and place.is_dir() else None
+        if manifest is not None:
+            if not manifest.store:
+                raise InputError(f"{place / 'manifest.json'}: store: expected the path of the run's store")
+            found.add(Path(manifest.store))
+        elif not place.is_file():
+            what = "a spec file" if manifest_of is None else "a spec file or a run directory with a manifest.json"
+            raise InputError(f"{place}: expected {what}")
+        else:
+            found.add(default_store_path(place))
+    if len(found) > 1:
+        raise InputError(f"these specs keep their stores in different places ({', '.join(sorted(map(str, found)))}); "
+                         "expected one store: pass --store")
+    return found.pop() if found else default_store_path(None)
+
+
+def check_store_path(path: str | os.PathLike, *, out: str | os.PathLike | None = None, write: bool = True) -> Path:
     """Check, before anything is paid, that a store can be used at ``path``; return it.
 
     Raises one-line ``InputError`` when ``path`` (or the folder it would be
@@ -59,7 +102,7 @@ def check_store_path(path: str | Path, *, out: str | Path | None = None, write: 
         raise InputError(f"{where}: {existing} {what}; expected a directory")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise InputError(f"{where}: {existing} is not writable; expected a directory you can write to")
-    from multiverse.core._writable import check_writable
+    from multiverse.core import check_writable
 
     check_writable(existing, where)  # a probe file: os.access says yes to root on a read-only mount
     if existing == path:

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from multiverse.core._version import __version__
+from multiverse.core import __version__
 from multiverse.store._records import Call, Provenance
 
 __all__ = ["call_of", "provenance", "versions"]

@@ -42,36 +42,43 @@ from __future__ import annotations
 import errno
 import json
 import os
-import re
 import secrets
 import stat
 import threading
 import time
 import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from multiverse.core._credentials import redact_all
-from multiverse.errors import StoreError
-from multiverse.store._lease import FOLDER as LEASES
+from multiverse.core import credentials
+from multiverse.errors import InputError, StoreError
+from multiverse.store import _claims, _gc
+from multiverse.store._files import (
+    CLAIM_SUFFIX,
+    NO_LINK_ERRNOS,
+    QUARANTINE,
+    SUFFIX,
+    TMP_SUFFIX,
+    check_name,
+    file_type,
+    identity_of,
+    name_kind,
+    read_capped,
+    same_file,
+    scan,
+    sorted_dirs,
+    unlink_quietly,
+    write_synced,
+)
+from multiverse.store._gc import GcReport, StoreStats
 from multiverse.store._path import check_store_path, default_store_path
 from multiverse.store._text import storable
 
-__all__ = ["MAX_ENTRY_BYTES", "CorruptEntryWarning", "Store", "check_store_path", "default_store_path", "scrub"]
+__all__ = ["CLAIM_LEASE", "MAX_ENTRY_BYTES", "CorruptEntryWarning", "Store", "check_store_path", "default_store_path",
+           "open_store", "scrub"]
 
-
-# Stage names and keys become path components: restricting them to this
-# alphabet (no dot, no separator) is what keeps every entry inside the root.
-_NAME = re.compile(r"[A-Za-z0-9_-]{1,128}")
-_SUFFIX = ".json"
-_TMP_SUFFIX = ".tmp"
-_CORRUPT_SUFFIX = ".corrupt"
-_CLAIM_SUFFIX = ".claim"
-#: Folders of the store root that are not stages.
-QUARANTINE = "quarantine"
-_RESERVED = frozenset({QUARANTINE, LEASES})
 #: The largest entry read (a transcript of long turns is a few MB; a planted
 #: multi-GB file or /dev/zero must not be read into memory).
 MAX_ENTRY_BYTES = 64 * 2**20
@@ -86,20 +93,9 @@ _CREDENTIAL_KEYS = frozenset(
     {"api_key", "apikey", "api-key", "x-api-key", "authorization", "proxy-authorization"}
 )
 
-# Hard links are unsupported on these errnos; anything else is a real error.
-_NO_LINK_ERRNOS = {errno.EPERM, errno.ENOSYS, errno.EXDEV, errno.EMLINK}
-_NO_LINK_ERRNOS |= {getattr(errno, n) for n in ("ENOTSUP", "EOPNOTSUPP") if hasattr(errno, n)}
-
 
 class CorruptEntryWarning(RuntimeWarning):
     """An entry was unusable (not a regular file, too large, not JSON, wrong shape) and was quarantined."""
-
-
-def _check_name(kind: str, name: str) -> str:
-    if not isinstance(name, str) or not _NAME.fullmatch(name) or (kind == "stage" and name in _RESERVED):
-        raise ValueError(f"store: {kind} {name!r}: expected 1-128 characters of [A-Za-z0-9_-], "
-                         f"not {' or '.join(sorted(_RESERVED))}")
-    return name
 
 
 def scrub(record: Any, secret_values: Iterable[str] | None = None) -> Any:
@@ -119,7 +115,7 @@ def scrub(record: Any, secret_values: Iterable[str] | None = None) -> Any:
             return [drop_keys(v) for v in obj]
         return obj
 
-    return redact_all(drop_keys(record), secret_values)
+    return credentials.redact_all(drop_keys(record), secret_values)
 
 
 class Store:
@@ -136,7 +132,7 @@ class Store:
     opened by someone else (a run's Dask workers): it is never recreated.
     """
 
-    def __init__(self, root: str | Path, *, shapes: Mapping | None = None, existing: bool = False):
+    def __init__(self, root: str | os.PathLike, *, shapes: Mapping | None = None, existing: bool = False):
         self.root = Path(root).expanduser()
         self.shapes = dict(shapes or {})
         # Cleared the first time os.link turns out to be unsupported here.
@@ -166,9 +162,9 @@ class Store:
 
     def _path(self, stage: str, key: str) -> str:
         # Plain string joins: get_many builds 100k of these.
-        _check_name("stage", stage)
-        _check_name("key", key)
-        return os.path.join(self.root, stage, key[:2], key + _SUFFIX)
+        check_name("stage", stage)
+        check_name("key", key)
+        return os.path.join(self.root, stage, key[:2], key + SUFFIX)
 
     # -- reading ---------------------------------------------------------
 
@@ -197,10 +193,10 @@ class Store:
     def keys(self, stage: str) -> Iterator[str]:
         """The keys stored in ``stage``, in sorted order; temp and corrupt files are skipped."""
         # Not a generator itself, so that a bad stage name raises here.
-        stage_dir = os.path.join(self.root, _check_name("stage", stage))
-        return (name[: -len(_SUFFIX)]
-                for shard in _sorted_dirs(stage_dir)
-                for name in sorted(e.name for e in _scan(shard) if _kind(e.name) == "entry"))
+        stage_dir = os.path.join(self.root, check_name("stage", stage))
+        return (name[: -len(SUFFIX)]
+                for shard in sorted_dirs(stage_dir)
+                for name in sorted(e.name for e in scan(shard) if name_kind(e.name) == "entry"))
 
     def _read(self, stage: str, path: str) -> dict | None:
         try:
@@ -210,7 +206,7 @@ class Store:
             return None
         except OSError as exc:  # ELOOP: a symlink in place of the entry; EACCES: not ours to read
             try:
-                identity = _identity(os.lstat(path))
+                identity = identity_of(os.lstat(path))
             except FileNotFoundError:
                 return None
             kind = "a symlink" if exc.errno == errno.ELOOP or os.path.islink(path) else f"unreadable ({exc.strerror})"
@@ -218,14 +214,14 @@ class Store:
             return None
         try:
             st = os.fstat(fd)
-            identity = _identity(st)
+            identity = identity_of(st)
             if not stat.S_ISREG(st.st_mode):
-                problem = f"not a regular file ({_file_type(st.st_mode)})"
+                problem = f"not a regular file ({file_type(st.st_mode)})"
             elif st.st_size > MAX_ENTRY_BYTES:
                 problem = f"larger than {MAX_ENTRY_BYTES} bytes"
             else:
                 problem = None
-                raw = _read_capped(fd, MAX_ENTRY_BYTES + 1)
+                raw = read_capped(fd, MAX_ENTRY_BYTES + 1)
         except OSError as exc:  # EISDIR and friends
             problem = f"unreadable ({exc.strerror})"
         finally:
@@ -254,7 +250,7 @@ class Store:
         folder = os.path.join(self.root, QUARANTINE, stage)
         target = os.path.join(folder, f"{os.path.basename(path)}.{int(time.time())}.{secrets.token_hex(3)}")
         try:
-            if _identity(os.lstat(path)) != identity:
+            if identity_of(os.lstat(path)) != identity:
                 return
             os.makedirs(folder, exist_ok=True)
             os.replace(path, target)  # moves a symlink or a folder itself, never what it points to
@@ -294,7 +290,7 @@ class Store:
             if stat.S_ISREG(st.st_mode):
                 return False
             # A folder, symlink or FIFO would make every later link fail: move it aside.
-            self._quarantine(stage, final, _identity(st), f"not a regular file ({_file_type(st.st_mode)})")
+            self._quarantine(stage, final, identity_of(st), f"not a regular file ({file_type(st.st_mode)})")
         # The last sweep before the disk: credential values redacted and text
         # made UTF-8-safe here too, whatever stage or tool function composed the record.
         clean = scrub(storable(record))
@@ -303,11 +299,11 @@ class Store:
 
         directory = os.path.dirname(final)
         for attempt in range(3):
-            tmp_name = f".{key}.{os.getpid()}.{secrets.token_hex(4)}{_TMP_SUFFIX}"
+            tmp_name = f".{key}.{os.getpid()}.{secrets.token_hex(4)}{TMP_SUFFIX}"
             tmp = os.path.join(directory, tmp_name)
             try:
                 self._make_dirs(directory)
-                _write_synced(tmp, payload, sync=durable)
+                write_synced(tmp, payload, sync=durable)
                 return self._publish(tmp, final)
             except FileNotFoundError:
                 # A person or another host's gc removed our temp file or its
@@ -317,7 +313,7 @@ class Store:
                 if attempt == 2:
                     raise
             finally:
-                _unlink_quietly(tmp)
+                unlink_quietly(tmp)
         raise AssertionError("unreachable")
 
     def _make_dirs(self, directory: str) -> None:
@@ -344,11 +340,11 @@ class Store:
             except FileExistsError:
                 # Over NFS a retransmitted link can report EEXIST although the
                 # first attempt succeeded: then the entry is our own file.
-                return _same_file(tmp, final)
+                return same_file(tmp, final)
             except OSError as exc:
-                if _same_file(tmp, final):  # NFS: the reply was lost, the link was made
+                if same_file(tmp, final):  # NFS: the reply was lost, the link was made
                     return True
-                if exc.errno not in _NO_LINK_ERRNOS:
+                if exc.errno not in NO_LINK_ERRNOS:
                     raise
                 self._can_link = False
         if os.name == "nt":
@@ -365,130 +361,47 @@ class Store:
     # -- claims ----------------------------------------------------------
 
     def _claim_path(self, stage: str, key: str) -> str:
-        return self._path(stage, key)[: -len(_SUFFIX)] + _CLAIM_SUFFIX
+        return self._path(stage, key)[: -len(SUFFIX)] + CLAIM_SUFFIX
 
     def claim(self, stage: str, key: str, *, lease: float = CLAIM_LEASE) -> bool:
         """Claim ``(stage, key)`` for this process; False if someone else holds a live claim
         (see ``multiverse.store._claims``)."""
-        from multiverse.store._claims import claim
-
         self._make_dirs(os.path.dirname(self._claim_path(stage, key)))
-        return claim(self._claim_path(stage, key), key, lease)
+        return _claims.claim(self._claim_path(stage, key), key, lease)
 
     def claimed(self, stage: str, key: str, *, lease: float = CLAIM_LEASE) -> bool:
         """Whether someone holds a live claim on ``(stage, key)``."""
-        from multiverse.store._claims import is_live
-
-        return is_live(self._claim_path(stage, key), lease)
+        return _claims.is_live(self._claim_path(stage, key), lease)
 
     def release(self, stage: str, key: str) -> None:
         """Drop this process's claim (after storing the entry, or giving up)."""
-        from multiverse.store._claims import release
+        _claims.release(self._claim_path(stage, key))
 
-        release(self._claim_path(stage, key))
+    # -- keeping it tidy -------------------------------------------------
 
-    def stats(self) -> dict:
+    def stats(self) -> StoreStats:
         """Entries and bytes per stage and in total, plus stray temp and quarantined files
-        (see ``multiverse.store._gc.stats``)."""
-        from multiverse.store._gc import stats
+        (``multiverse.store._gc.stats``)."""
+        return _gc.stats(self.root)
 
-        return stats(self)
-
-    def gc(self, keep: Mapping[str, set[str]] | None = None, *, dry_run: bool = False,
-           temp_age: float = 3600.0, fresh: float = 3600.0) -> dict:
+    def gc(self, keep: Mapping[str, Collection[str]] | None = None, *, dry_run: bool = False,
+           temp_age: float = 3600.0, fresh: float = 3600.0) -> GcReport:
         """Remove entries not in ``keep``, quarantined files and stale temp files; never an
         entry written in the last ``fresh`` seconds or since a live run started
-        (see ``multiverse.store._gc.gc``)."""
-        from multiverse.store._gc import gc
-
-        return gc(self, keep, dry_run=dry_run, temp_age=temp_age, fresh=fresh)
-
-    def _stages(self) -> list[str]:
-        return [entry.name for entry in _scan(self.root)
-                if entry.is_dir(follow_symlinks=False) and _NAME.fullmatch(entry.name) and entry.name not in _RESERVED]
-
-    def _quarantined(self) -> list[str]:
-        return [e.path for folder in _sorted_dirs(os.path.join(self.root, QUARANTINE)) for e in _scan(folder)]
+        (``multiverse.store._gc.gc``)."""
+        return _gc.gc(self.root, keep, dry_run=dry_run, temp_age=temp_age, fresh=fresh)
 
 
-# -- directory walking -------------------------------------------------------
+def open_store(given: Store | str | os.PathLike) -> Store:
+    """The store a caller named for reading what it already holds: a :class:`Store` as it is, else the
+    existing directory ``given`` (``InputError`` otherwise; nothing is created).
 
-
-def _scan(directory: str | Path) -> list[os.DirEntry]:
-    try:
-        with os.scandir(directory) as it:
-            return list(it)
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-
-
-def _sorted_dirs(directory: str | Path) -> list[str]:
-    return sorted(e.path for e in _scan(directory) if e.is_dir(follow_symlinks=False) and _NAME.fullmatch(e.name))
-
-
-def _kind(name: str) -> str | None:
-    """``entry``, ``temp``, ``corrupt`` or ``None`` for a file in a shard directory."""
-    if name.endswith(_SUFFIX) and _NAME.fullmatch(name[: -len(_SUFFIX)]):
-        return "entry"
-    if name.startswith(".") and name.endswith(_TMP_SUFFIX):
-        return "temp"
-    if name.endswith(_CORRUPT_SUFFIX):
-        return "corrupt"
-    if name.endswith(_CLAIM_SUFFIX):
-        return "claim"
-    return None
-
-
-def _identity(st: os.stat_result) -> tuple[int, int]:
-    return (st.st_dev, st.st_ino)
-
-
-def _file_type(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISLNK, "a symlink"), (stat.S_ISFIFO, "a FIFO"),
-                       (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "not a file"
-
-
-def _read_capped(fd: int, limit: int) -> bytes:
-    chunks, size = [], 0
-    while size < limit:
-        chunk = os.read(fd, min(1 << 20, limit - size))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
-
-
-def _same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
-
-
-def _write_synced(path: str, payload: bytes, *, sync: bool = True) -> None:
-    """Create ``path`` (it must not exist) holding ``payload``, flushed to disk if ``sync``."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    fd = os.open(path, flags, 0o666)  # & umask, like any file the user writes
-    try:
-        view = memoryview(payload)
-        while view:
-            view = view[os.write(fd, view):]
-        # The data must be on disk before a name points at it, or a power cut
-        # could leave a complete-looking entry over empty blocks. The directory
-        # is not fsynced: losing a fresh link in a power cut only means the
-        # call is redone.
-        if sync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _unlink_quietly(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
+    No environment variable, no default and never a store a folder's manifest
+    names: the caller chose this store (a report shows transcripts from it).
+    """
+    if isinstance(given, Store):
+        return given
+    if not Path(given).is_dir():
+        raise InputError(f"store: {given}: expected the store directory that holds the run's transcripts",
+                         param="store")
+    return Store(given, existing=True)
