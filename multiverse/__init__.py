@@ -55,6 +55,8 @@ _LAZY = {
     "power": "multiverse._api",
     "validate": "multiverse._api",
     "count_universes": "multiverse._api",
+    "store_stats": "multiverse._api",
+    "store_gc": "multiverse._api",
     "import_table": "multiverse.importers",
     "import_assert": "multiverse.importers",
     "Results": "multiverse.results",
@@ -84,6 +86,8 @@ __all__ = [
     "power",
     "report",
     "run",
+    "store_gc",
+    "store_stats",
     "validate",
 ]
 

@@ -16,8 +16,9 @@ from multiverse.results import Results, load_run
 from multiverse.spec import Spec
 from multiverse.spec._grid import Universe
 from multiverse.spec._size import UniverseCount
+from multiverse.store import GcReport, StoreStats
 
-__all__ = ["Validation", "count_universes", "label", "power", "report", "validate"]
+__all__ = ["Validation", "count_universes", "label", "power", "report", "store_gc", "store_stats", "validate"]
 
 
 def report(results: Results | str | os.PathLike, path: str | os.PathLike | None = None, *, store: Any = None,
@@ -112,3 +113,34 @@ def count_universes(spec: Spec | str | os.PathLike) -> UniverseCount:
     from multiverse.spec._size import universe_count
 
     return universe_count(spec if isinstance(spec, Spec) else load_spec(spec, cap_universes=False))
+
+
+def store_stats(where: str | os.PathLike | None = None, *, store: str | os.PathLike | None = None) -> StoreStats:
+    """What the store holds, per stage: the store a spec (beside it) or a run folder (its manifest's) uses.
+
+    ``store`` names a store outright; with neither, the default store of a
+    spec without a file of its own.
+    """
+    from multiverse.store import store_of
+    from multiverse.store import store_stats as stats
+    from multiverse.tables import read_manifest
+
+    return stats(store_of([where] if where is not None else [], store, manifest_of=read_manifest))
+
+
+def store_gc(specs: list[str | os.PathLike], *, store: str | os.PathLike | None = None,
+             dry_run: bool = False) -> GcReport:
+    """Remove from the store every entry none of ``specs`` references (their rubric, cases, rollouts, judgments).
+
+    The store is the one those specs use (``store`` names it outright).
+    Recent entries and those of live runs are kept; ``dry_run`` counts what
+    would go without removing it.
+    """
+    from multiverse.spec import load_spec
+    from multiverse.store import store_gc as gc
+    from multiverse.store import store_of
+    from multiverse.tables import read_manifest
+    from multiverse.work import referenced_keys
+
+    root = store_of(list(specs), store, manifest_of=read_manifest)
+    return gc(root, (referenced_keys(load_spec(path)) for path in specs), dry_run=dry_run)

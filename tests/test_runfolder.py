@@ -1,4 +1,4 @@
-"""Writing a run folder (multiverse.engine._assemble.write_run_folder), the writer runs and imports share."""
+"""Writing a run folder (multiverse.tables.write_run_folder), the writer runs and imports share."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from multiverse.analysis.rates import compute_rates
-from multiverse.engine._assemble import write_run_folder
 from multiverse.errors import InputError
 from multiverse.results._load import load_run
+from multiverse.tables import write_run_folder
 from multiverse.tables._tables import SCHEMA_VERSION
 
 

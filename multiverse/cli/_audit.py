@@ -181,7 +181,7 @@ def cmd_run(args) -> int:
 def cmd_demo(args) -> int:
     from importlib.resources import as_file, files
 
-    from multiverse.store._store import default_store_path
+    from multiverse.store import default_store_path
 
     from .. import load_spec
     from .. import report as mv_report
@@ -195,7 +195,7 @@ def cmd_demo(args) -> int:
     from multiverse.engine import check_run_places
 
     check_run_places(spec, args.out, args.store, force=args.force)
-    from multiverse.tables._places import check_output_file
+    from multiverse.tables import check_output_file
 
     check_output_file(args.out / "report.html")
     say("multiverse demo: a SIMULATED audit (built-in offline world; no model is called over the network)")

@@ -57,7 +57,7 @@ def save_figure(figure: Any, path: Path) -> None:
     if path.suffix.lower() not in (".png", ".svg", ".pdf"):
         raise InputError(f"--figure {path}: expected a .png, .svg or .pdf file name")
     from multiverse.core import atomic_write
-    from multiverse.tables._places import check_output_file
+    from multiverse.tables import check_output_file
 
     try:
         check_output_file(path)

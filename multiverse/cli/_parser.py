@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from multiverse.core._bounds import MAX_UNITS
+from multiverse.core import MAX_UNITS
 
 __all__ = ["MAX_BOOT", "MAX_JOBS", "build_parser"]
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from multiverse.store import GcReport, StoreStats, store_gc, store_of, store_stats
-from multiverse.tables._folder import read_manifest
+from multiverse.store import GcReport, StoreStats
 
 from ._output import print_json, say
 
@@ -14,18 +13,13 @@ __all__ = ["cmd_store"]
 
 def cmd_store(args) -> int:
     # By the same rule as ``run``; a run folder's store is the one its manifest records.
-    places = args.specs if args.store_command == "gc" else [args.where] if args.where is not None else []
-    root = store_of(places, args.store, manifest_of=read_manifest)
+    from .. import store_gc, store_stats
+
     result: StoreStats | GcReport
     if args.store_command == "stats":
-        result = store_stats(root)
+        result = store_stats(args.where, store=args.store)
     else:
-        # Which keys a spec references is the grid's to say; the store only keeps them.
-        from multiverse.work._units import referenced_keys
-
-        from ..spec import load_spec
-
-        result = store_gc(root, (referenced_keys(load_spec(path)) for path in args.specs), dry_run=args.dry_run)
+        result = store_gc(args.specs, store=args.store, dry_run=args.dry_run)
     if args.json:
         print_json(result.to_dict())
     elif isinstance(result, StoreStats):

@@ -5,8 +5,8 @@ calling anything; :func:`run` computes what the store lacks on a backend
 (threads here, worker processes, or a Dask cluster) and writes the run
 folder, which it checks first (:func:`check_run_places`, in
 :func:`default_run_dir` unless told); :func:`draft` writes a rubric or the
-test cases as editable YAML. :func:`write_run_folder` is the one writer of a
-run folder's files, for importers too.
+test cases as editable YAML. The run folder itself is written by the tables
+room (``multiverse.tables.write_run_folder``), for importers too.
 
 Names are imported on first use: the worker processes of a run import
 engine modules, and need none of the pipeline's tables and results.
@@ -18,7 +18,6 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from multiverse.engine._assemble import write_run_folder
     from multiverse.engine._pipeline import check_run_places, default_run_dir, draft, plan, run
     from multiverse.engine._plan import LaneTime, Plan, StagePlan, WallTime
 
@@ -33,11 +32,9 @@ _LAZY = {
     "Plan": "multiverse.engine._plan",
     "StagePlan": "multiverse.engine._plan",
     "WallTime": "multiverse.engine._plan",
-    "write_run_folder": "multiverse.engine._assemble",
 }
 
-__all__ = ["LaneTime", "Plan", "StagePlan", "WallTime", "check_run_places", "default_run_dir", "draft", "plan", "run",
-           "write_run_folder"]
+__all__ = ["LaneTime", "Plan", "StagePlan", "WallTime", "check_run_places", "default_run_dir", "draft", "plan", "run"]
 
 
 def __getattr__(name: str) -> Any:

@@ -6,9 +6,7 @@ the resolved ``spec.yaml`` and ``manifest.json``. :func:`assemble` builds the
 verdicts and criteria tables from stored records without a model call;
 :func:`run_rates` counts the verdicts into rates (``multiverse.analysis.rates``);
 :func:`run_manifest` is the run's record of what was asked, computed, reused
-and failed; :func:`write_run_folder` writes any such folder (a run's or an
-import's): the manifest is removed first and written last, so a folder with a
-manifest is complete.
+and failed. The tables room writes the folder (``multiverse.tables.write_run_folder``).
 """
 
 from __future__ import annotations
@@ -17,24 +15,19 @@ import os
 import time
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from multiverse.core._atomicfile import atomic_write_text
 from multiverse.core._keys import digest
 from multiverse.core._vocabulary import CRITERIA_COLUMNS, SCHEMA_VERSION, STAGE_OF_RECORD, STATUSES
 from multiverse.spec import Spec, to_yaml_dict
 from multiverse.spec._grid import Universe, axis_stages
 from multiverse.store._provenance import versions
 from multiverse.store._records import Records
-from multiverse.tables import TranscriptRecord, write_json, write_table
 from multiverse.work import Row, Work
 
-__all__ = ["assemble", "run_manifest", "run_rates", "write_run_folder"]
-
-_OPTIONAL_FILES = ("criteria.parquet", "criteria.csv", "transcripts.jsonl", "spec.yaml")
+__all__ = ["assemble", "run_manifest", "run_rates"]
 
 
 def assemble(spec: Spec, work: Work, records: Records,
@@ -191,58 +184,3 @@ def _models(spec: Spec) -> Iterable[str]:
             for path, value in patch.items():
                 if path.endswith("model") and isinstance(value, str):
                     yield value
-
-
-def write_run_folder(
-    out_dir: str | os.PathLike,
-    *,
-    verdicts: pd.DataFrame,
-    criteria: pd.DataFrame | None,
-    rates: pd.DataFrame,
-    manifest: Mapping[str, Any],
-    spec_document: Mapping[str, Any] | None = None,
-    transcripts: Mapping[str, Mapping[str, Any]] | None = None,
-) -> Path:
-    """Write a run (or import) folder, each file atomically; the manifest goes last.
-
-    ``transcripts.jsonl`` holds every transcript the verdicts refer to (one
-    JSON object per line, ``tables.TranscriptRecord``: key, system, status, reason, stop_reason, turns), so
-    the folder can be read, reported and shared without the store.
-    ``spec_document`` is written as ``spec.yaml``. A file of an earlier
-    folder that this one has no counterpart for (criteria, transcripts, spec)
-    is removed, so what is left never describes another run, and so is every
-    file made from the earlier tables (``places.DERIVED_FILES``: the report),
-    before the first table is rewritten. ``manifest`` gets ``schema_version`` when it has none. Returns the folder.
-    """
-    import yaml
-
-    from multiverse.errors import InputError
-    from multiverse.tables._places import DERIVED_FILES
-
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"{out}: output folder: expected a folder, found a file")
-    out.mkdir(parents=True, exist_ok=True)
-    # The manifest marks a complete folder: take it away first, put it back last.
-    (out / "manifest.json").unlink(missing_ok=True)
-    for name in DERIVED_FILES:
-        (out / name).unlink(missing_ok=True)
-    given = {"criteria.parquet": criteria, "criteria.csv": criteria, "transcripts.jsonl": transcripts,
-             "spec.yaml": spec_document}
-    for name in _OPTIONAL_FILES:
-        if given[name] is None:
-            (out / name).unlink(missing_ok=True)
-    if transcripts is not None:
-        # One model for the line the run writes and the line the folder's reader checks.
-        lines = [TranscriptRecord.from_stored(k, r).line() for k, r in sorted(transcripts.items())]
-        atomic_write_text(out / "transcripts.jsonl", "\n".join(lines) + "\n")
-    write_table(verdicts, out, "verdicts")
-    if criteria is not None:
-        write_table(criteria, out, "criteria")
-    write_table(rates, out, "rates")
-    if spec_document is not None:
-        text = "# The resolved spec of this run (rubric inlined).\n" + yaml.safe_dump(
-            dict(spec_document), sort_keys=False, allow_unicode=True)
-        atomic_write_text(out / "spec.yaml", text)
-    write_json({"schema_version": SCHEMA_VERSION, **manifest}, out / "manifest.json")
-    return out

@@ -22,7 +22,7 @@ import pandas as pd
 
 from multiverse.core import _interrupt as interrupt
 from multiverse.core._bounds import MAX_UNITS
-from multiverse.engine._assemble import assemble, run_manifest, run_rates, write_run_folder
+from multiverse.engine._assemble import assemble, run_manifest, run_rates
 from multiverse.engine._backend_threads import LocalThreads
 from multiverse.engine._executor import Executor, backend_class
 from multiverse.engine._plan import Plan
@@ -34,6 +34,7 @@ from multiverse.spec._grid import axis_stages, expand
 from multiverse.store._lease import Lease
 from multiverse.store._records import SHAPES, CaseRecord, JudgmentRecord, Records, TranscriptRecord
 from multiverse.store._store import Store, check_store_path, default_store_path
+from multiverse.tables import write_run_folder
 from multiverse.work import Work, build_work, resolve_config
 
 __all__ = ["check_run_places", "default_run_dir", "draft", "plan", "run", "run_result"]

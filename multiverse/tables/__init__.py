@@ -13,7 +13,8 @@ Every file of a folder is read by one reader (``read_manifest``,
 which treats it as untrusted input: inside the folder, a regular file,
 under the cap of its kind, checked against its model (:class:`Manifest`,
 :class:`SpecDocument`, :class:`TranscriptRecord`). The tables themselves are
-read and written by ``read_table`` and ``write_table``; ``check_output_dir``
+read and written by ``read_table`` and ``write_table``, a whole folder
+written by ``write_run_folder`` (the manifest last); ``check_output_dir``
 and ``check_output_file`` say where output may go. Nothing here computes an
 analysis or calls a model.
 """
@@ -59,6 +60,7 @@ from multiverse.tables._tables import (
     write_json,
     write_table,
 )
+from multiverse.tables._writer import write_run_folder
 
 __all__ = [
     "CAPS",
@@ -91,5 +93,6 @@ __all__ = [
     "table_path",
     "universe_ids",
     "write_json",
+    "write_run_folder",
     "write_table",
 ]
