@@ -260,16 +260,16 @@ def test_faulty_grid_completes_records_failures_and_resumes_to_the_fault_free_ta
     stages = manifest.stages
     undrafted = failed.reason.str.startswith("case not drafted")
     assert stages["draft"].failed == failed.loc[undrafted, "case_id"].nunique()
-    assert stages["rollout"]["failed"] == failed.loc[(failed.status == "rollout_failed") & ~undrafted, "transcript_key"].nunique()
+    assert stages["rollout"].failed == failed.loc[(failed.status == "rollout_failed") & ~undrafted, "transcript_key"].nunique()
     judge_failed = set(failed.loc[failed.status == "judge_failed", "judgment_key"])
-    assert stages["judge"]["failed"] == len(judge_failed)
+    assert stages["judge"].failed == len(judge_failed)
     for counts in stages.values():
-        assert counts["units"] == counts["computed"] + counts["stored"] + counts["failed"] + counts["blocked"]
-        assert sum(counts["failures"].values()) == counts["failed"]
+        assert counts.units == counts.computed + counts.stored + counts.failed + counts.blocked
+        assert sum(counts.failures.values()) == counts.failed
     assert content_failures <= judge_failed and len(content_failures) <= len(unparseable)
     # a failed judgment has no criteria rows: nothing of it became a label
     assert not set(faulty.criteria.judgment_key) & judge_failed
-    assert sum(s["failed"] for s in stages.values()) > 0
+    assert sum(s.failed for s in stages.values()) > 0
 
     # -- rows ok in both runs agree exactly ----------------------------------------------
     both = clean.verdicts.merge(verdicts, on=VERDICT_KEYS, suffixes=("_clean", "_faulty"))
