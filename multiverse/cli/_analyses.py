@@ -7,14 +7,21 @@ the judge-raw and the anchored curves side by side.
 
 Each loads the source with ``multiverse.load_run``, asks the
 :class:`~multiverse.results._results.Results` for the analysis, and prints it: the
-document as JSON with ``--json``, else a short text summary; ``--figure``
-writes the analysis's figure.
+document as JSON with ``--json``, else a short text summary read from its
+typed view (``Analysis.typed``); ``--figure`` writes the analysis's figure.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._anchoring import print_anchored_curve, print_anchored_ranking
 from ._output import interval, number, print_json, print_table, save_figure, say
+
+if TYPE_CHECKING:
+    # The facade imports its names lazily, so its load_run reads as untyped: annotated here, the typed
+    # documents below are checked attribute by attribute.
+    from ..results import RankingDocument, Results
 
 __all__ = ["cmd_agreement", "cmd_curve", "cmd_ranking", "cmd_report", "cmd_variance"]
 
@@ -28,7 +35,7 @@ def cmd_curve(args) -> int:
     from .. import load_run
     from ..analysis.curve import position_words
 
-    results = load_run(args.source)
+    results: Results = load_run(args.source)
     results.check_axes(args.axis)
     if args.human:
         results.calibrate(args.human)  # checks the labels before the joint tests' resampling
@@ -36,28 +43,27 @@ def cmd_curve(args) -> int:
                              boot=args.boot, seed=args.seed)
     anchored = results.anchored_curve(args.human, systems=args.system) if args.human else None
     _figure(anchored or analysis, args, axes=args.axis)
-    summary = analysis.document
     if args.json:
-        print_json({**summary, "anchored": anchored.document} if anchored else summary)
+        print_json({**analysis.document, "anchored": anchored.document} if anchored else analysis.document)
         return 0
-    say(f"{summary['n_universes']} universes")
-    for system, s in summary["systems"].items():
-        where = s.get("primary") or {}
-        primary = (f"; primary {where['rate']:.3f}, "
-                   f"{position_words(where['position_low'], where['position_high'], s['n_universes'])}, "
-                   f"percentile {where['percentile']:.0f}") if where.get("rate") is not None else ""
-        say(f"  {system}: rate {s['rate']['min']:.3f} .. {s['rate']['median']:.3f} .. {s['rate']['max']:.3f} (min .. median .. max){primary}")
-    say(f"  intervals: {summary['ci']}" + (f", level {summary['level']:g}" if summary["level"] is not None else ""))
-    for test in summary["tests"]:
-        st = test["statistics"]
-        shown = [f"{label} {st[name]['p']:.3f} (Holm {st[name]['p_holm']:.3f})" for name, label in
+    summary = analysis.typed
+    say(f"{summary.n_universes} universes")
+    for system, s in summary.systems.items():
+        where = s.primary
+        primary = (f"; primary {where.rate:.3f}, {position_words(where.position_low, where.position_high, s.n_universes)}, "
+                   f"percentile {where.percentile:.0f}") if where is not None and where.rate is not None else ""
+        say(f"  {system}: rate {s.rate.min:.3f} .. {s.rate.median:.3f} .. {s.rate.max:.3f} (min .. median .. max){primary}")
+    say(f"  intervals: {summary.ci}" + (f", level {summary.level:g}" if summary.level is not None else ""))
+    for test in summary.tests:
+        st = test.statistics
+        shown = [f"{label} {st[name].p:.3f} (Holm {st[name].p_holm:.3f})" for name, label in
                  (("median_effect", "median effect"), ("n_significant", "count significant"), ("stouffer_z", "Stouffer Z"))]
-        say(f"  joint test ({test['kind']}, {test['null']}): p = {'; '.join(shown)}")
-    if summary["multiplicity"]:
-        say(f"  adjusted p: {summary['multiplicity']['family']}")
+        say(f"  joint test ({test.kind}, {test.null}): p = {'; '.join(shown)}")
+    if summary.multiplicity:
+        say(f"  adjusted p: {summary.multiplicity.family}")
     if anchored:
-        print_anchored_curve(anchored.document)
-    for note in summary["notes"] + (anchored.notes if anchored else []):
+        print_anchored_curve(anchored.typed)
+    for note in summary.notes + (anchored.notes if anchored else []):
         say(f"note: {note}")
     if args.figure:
         say(f"figure: {args.figure}")
@@ -67,31 +73,31 @@ def cmd_curve(args) -> int:
 def cmd_agreement(args) -> int:
     from .. import load_run
 
-    results = load_run(args.source)
+    results: Results = load_run(args.source)
     axis = args.axis or results.judge_axis()
     analysis = results.agreement(axis)
     _figure(analysis, args)
-    result = analysis.document
     if args.json:
-        print_json(result)
+        print_json(analysis.document)
         return 0
-    say(f"agreement across {axis} ({', '.join(map(str, result['options']))}) on {result['n_units']} units, paired on {result['paired_on']}")
-    rows = [["a", "b", "n", "percent", "kappa", "AC1", "bias"]]
-    for p in result["pairs"]:
+    result = analysis.typed
+    say(f"agreement across {axis} ({', '.join(map(str, result.options))}) on {result.n_units} units, paired on {result.paired_on}")
+    rows: list[list] = [["a", "b", "n", "percent", "kappa", "AC1", "bias"]]
+    for p in result.pairs:
         # A kappa on a handful of units reads like a finding; the mark says it is not one.
-        mark = "!" if p.get("small_sample") or p.get("degenerate") else ""
-        rows.append([p["a"], p["b"], f"{p['n']}{mark}", number(p["percent"]), number(p["cohen_kappa"]) + mark,
-                     number(p["gwet_ac1"]) + mark, number(p["bias"])])
+        mark = "!" if p.small_sample or p.degenerate else ""
+        rows.append([p.a, p.b, f"{p.n}{mark}", number(p.percent), number(p.cohen_kappa) + mark,
+                     number(p.gwet_ac1) + mark, number(p.bias)])
     print_table(rows)
-    if any(p.get("small_sample") or p.get("degenerate") for p in result["pairs"]):
+    if any(p.small_sample or p.degenerate for p in result.pairs):
         say("! too few paired units (or a one-cell table) to read kappa and AC1: see the notes")
-    small = 0 < result["n_units"] < 30
-    say(f"Krippendorff's alpha: {number(result['krippendorff_alpha'])}{'!' if small else ''}")
-    for confound in result.get("confounded", []):
+    small = 0 < result.n_units < 30
+    say(f"Krippendorff's alpha: {number(result.krippendorff_alpha)}{'!' if small else ''}")
+    for confound in result.confounded:
         # Shown apart from the notes: a confounded kappa is not agreement between the options at all.
-        say(f"! confounded with {confound['column']}: the options differ in it in {confound['share']:.0%} of "
-            f"paired units ({confound['n_units']}), so kappa and AC1 mix the two (see the notes)")
-    for note in result.get("notes", []):
+        say(f"! confounded with {confound.column}: the options differ in it in {confound.share:.0%} of "
+            f"paired units ({confound.n_units}), so kappa and AC1 mix the two (see the notes)")
+    for note in result.notes:
         say(f"note: {note}")
     return 0
 
@@ -99,103 +105,104 @@ def cmd_agreement(args) -> int:
 def cmd_ranking(args) -> int:
     from .. import load_run
 
-    results = load_run(args.source)
+    results: Results = load_run(args.source)
     anchored = results.anchored_ranking(args.human) if args.human else None
     analysis = results.ranking(axes=args.axis, boot=args.boot)
     _figure(analysis, args)
     if args.json:
         print_json({**analysis.document, "anchored": anchored.document} if anchored else analysis.document)
         return 0
-    _print_ranking(analysis.document)
+    _print_ranking(analysis.typed)
     if anchored:
-        print_anchored_ranking(anchored.document)
+        print_anchored_ranking(anchored.typed)
         for note in anchored.notes:
             say(f"note: {note}")
     return 0
 
 
-def _print_ranking(result: dict) -> None:
-    unc = result.get("uncertainty") or {}
-    if result["primary"] is None:
-        say(f"{result['universes']} universes; no primary universe is declared")
+def _print_ranking(result: RankingDocument) -> None:
+    unc = result.uncertainty
+    adjacent, intervals = (unc.adjacent, unc.p_top) if unc else ([], {})
+    if result.primary is None:
+        say(f"{result.universes} universes; no primary universe is declared")
     else:
-        say(f"{result['universes']} universes; primary {result['primary']} "
-              f"(top: {', '.join(map(str, result['primary_top']))})")
-    level = f"{unc['level']:.0%} case-bootstrap interval, {unc['resamples']} resamples" if unc else "no bootstrap"
+        say(f"{result.universes} universes; primary {result.primary} (top: {', '.join(map(str, result.primary_top))})")
+    level = f"{unc.level:.0%} case-bootstrap interval, {unc.resamples} resamples" if unc else "no bootstrap"
     say(f"P(rank 1) over all universes [{level}] and coverage (share of universes rating the system):")
-    for system, p in sorted(result["p_top"].items(), key=lambda kv: -kv[1]):
-        say(f"  {system}: {p:.2f} {interval(unc.get('p_top', {}).get(system))}  coverage {result['coverage'][system]:.2f}")
+    for system, p in sorted(result.p_top.items(), key=lambda kv: -kv[1]):
+        say(f"  {system}: {p:.2f} {interval(intervals.get(system))}  coverage {result.coverage[system]:.2f}")
     from ..analysis.rank_uncertainty import separability
 
-    for sentence in separability(unc.get("adjacent", [])):
+    for sentence in separability([row.model_dump() for row in adjacent]):
         say(f"  {sentence}")
-    pairwise = result["pairwise"]
-    pairs = pairwise["pairs"]
+    pairwise = result.pairwise
+    pairs = pairwise.pairs
     if pairs:
-        say(f"Paired tests in the primary universe, {pairwise['adjustment']}-adjusted over {pairwise['family']}:")
+        say(f"Paired tests in the primary universe, {pairwise.adjustment}-adjusted over {pairwise.family}:")
         shown = pairs
         if len(pairs) > 45:  # 10+ systems: the neighbours in the primary's order; the rest are in --json
-            neighbours = {frozenset((r["a"], r["b"])) for r in unc.get("adjacent", [])}
-            shown = [q for q in pairs if frozenset((q["a"], q["b"])) in neighbours]
-            held = sum(1 for q in pairs if q["p_holm"] is not None and q["p_holm"] < 0.05)
+            neighbours = {frozenset((r.a, r.b)) for r in adjacent}
+            shown = [q for q in pairs if frozenset((q.a, q.b)) in neighbours]
+            held = sum(1 for q in pairs if q.p_holm is not None and q.p_holm < 0.05)
             say(f"  {held} of {len(pairs)} pairs differ at Holm-adjusted p < 0.05; neighbours in the primary's "
                   "order below, every pair in --json")
         for q in shown:
-            say(f"  {q['a']} - {q['b']}: {number(q['difference'])} on {q['n_cases']} cases, p = {number(q['p'], 4)}, Holm p = {number(q['p_holm'], 4)}")
-    tau, w = result["kendall_tau"], result["kendall_w"]
-    say(f"Kendall's tau-b between universes: mean {number(tau['mean'])} over {tau['n_pairs']} pairs; "
-          f"Kendall's W {number(w['w'])} ({w['universes']} universes x {w['systems']} systems, p = {number(w['p_value'], 4)})")
-    for row in tau.get("by_axis", []):
-        say(f"  changing {row['axis']}: mean tau {number(row['mean'])} (min {number(row['min'])}, {row['n_pairs']} pairs)")
-    if result["primary"] is None:
+            say(f"  {q.a} - {q.b}: {number(q.difference)} on {q.n_cases} cases, p = {number(q.p, 4)}, Holm p = {number(q.p_holm, 4)}")
+    tau, w = result.kendall_tau, result.kendall_w
+    say(f"Kendall's tau-b between universes: mean {number(tau.mean)} over {tau.n_pairs} pairs; "
+          f"Kendall's W {number(w.w)} ({w.universes} universes x {w.systems} systems, p = {number(w.p_value, 4)})")
+    for row in tau.by_axis:
+        say(f"  changing {row.axis}: mean tau {number(row.mean)} (min {number(row.min)}, {row.n_pairs} pairs)")
+    if result.primary is None:
         say("no primary universe is declared: top flips are not reported")
     else:
-        say(f"{len(result['flips'])} universe(s) have a different top system than the primary "
+        say(f"{len(result.flips)} universe(s) have a different top system than the primary "
               "(each with the smallest change from the primary that gives that top):")
-    for flip in result["flips"]:
-        changes = ", ".join(f"{a}={o}" for a, o in flip["changes"].items())
-        via = "" if flip["via_universe"] == flip["universe_id"] else f", as in {flip['via_universe']}"
-        say(f"  {flip['universe_id']}: top {', '.join(map(str, flip['top']))} when {changes} "
-              f"({flip['n_axes_differ']} of the axes differ{via})")
-    for note in result.get("notes", []):
+    for flip in result.flips:
+        changes = ", ".join(f"{a}={o}" for a, o in flip.changes.items())
+        via = "" if flip.via_universe == flip.universe_id else f", as in {flip.via_universe}"
+        say(f"  {flip.universe_id}: top {', '.join(map(str, flip.top))} when {changes} "
+              f"({flip.n_axes_differ} of the axes differ{via})")
+    for note in result.notes:
         say(f"note: {note}")
 
 
 def cmd_variance(args) -> int:
     from .. import load_run
 
-    analysis = load_run(args.source).variance(axes=args.axis)
+    results: Results = load_run(args.source)
+    analysis = results.variance(axes=args.axis)
     _figure(analysis, args)
-    result = analysis.document
     if args.json:
-        print_json(result)
+        print_json(analysis.document)
         return 0
-    noise = result.get("noise")
-    aliased = {a for group in result.get("aliasing", {}).get("aliased", []) for a in group}
-    rows = [["axis", "main effect", "x system", "total"] + (["beyond noise", f"{noise['level']:.0%} interval"] if noise else [])]
-    for r in result["by_axis"]:
-        mark = "!" if r["axis"] in aliased else ""  # an aliased axis's 0% is not "no effect"
-        row = [r["axis"] + mark, number(r["main"]), number(r["interaction"]), number(r["total"])]
+    result = analysis.typed
+    noise = result.noise
+    aliased = {a for group in result.aliasing.aliased for a in group}
+    rows = [["axis", "main effect", "x system", "total"] + (["beyond noise", f"{noise.level:.0%} interval"] if noise else [])]
+    for r in result.by_axis:
+        mark = "!" if r.axis in aliased else ""  # an aliased axis's 0% is not "no effect"
+        row = [r.axis + mark, number(r.main), number(r.interaction), number(r.total)]
         if noise:
-            row += [number(r.get("beyond_noise")), interval([r.get("low"), r.get("high")])]
+            row += [number(r.beyond_noise), interval([r.low, r.high])]
         rows.append(row)
-    residual = next((t for t in result["terms"] if t["term"] == "Residual"), None)
+    residual = next((t for t in result.terms if t.term == "Residual"), None)
     if residual is not None:
-        few = "!" if residual["df"] < 10 else ""
-        rows.append([f"Residual ({residual['df']:.0f} df){few}", "", "", number(residual["share"])]
-                    + ([number(residual.get("beyond_noise")), interval([residual.get("low"), residual.get("high")])] if noise else []))
+        few = "!" if residual.df < 10 else ""
+        rows.append([f"Residual ({residual.df:.0f} df){few}", "", "", number(residual.share)]
+                    + ([number(residual.beyond_noise), interval([residual.low, residual.high])] if noise else []))
     print_table(rows)
     if aliased:
         say("! aliased with another axis: the grid cannot separate their effects (see the notes)")
     if noise:
-        say(f"noise floor: {noise['noise_floor']:.1%} of the variance in rates is what resampling the cases alone "
-              f"produces ({noise['method']}, {noise['resamples']} resamples); 'beyond noise' subtracts each term's part")
-    for group in result.get("aliased_groups", []):
-        say(f"aliased {' + '.join(group['axes'])}: together {number(group['total'])} "
-              f"(main {number(group['main'])}, x system {number(group['interaction'])})")
-    for line in result["summary"]:
+        say(f"noise floor: {noise.noise_floor:.1%} of the variance in rates is what resampling the cases alone "
+              f"produces ({noise.method}, {noise.resamples} resamples); 'beyond noise' subtracts each term's part")
+    for group in result.aliased_groups:
+        say(f"aliased {' + '.join(group.axes)}: together {number(group.total)} "
+              f"(main {number(group.main)}, x system {number(group.interaction)})")
+    for line in result.summary:
         say(line)
-    for note in result.get("notes", []):
+    for note in result.notes:
         say(f"note: {note}")
     return 0
 

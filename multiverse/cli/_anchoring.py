@@ -2,13 +2,19 @@
 
 ``label`` calls ``multiverse.labelling.label_run``; ``calibrate`` asks the
 :class:`~multiverse.results._results.Results` for ``calibrate(human, alpha=...)`` and
-prints its document. ``curve``, ``ranking`` and ``report`` take the same
-``--human FILE`` (``_analyses``); ``power --human N`` is in ``_audit``.
+prints its document (the text from its typed view, ``Analysis.typed``).
+``curve``, ``ranking`` and ``report`` take the same ``--human FILE``
+(``_analyses``); ``power --human N`` is in ``_audit``.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._output import interval, number, print_json, print_table, save_figure, say
+
+if TYPE_CHECKING:
+    from ..results import AnchoredCurveDocument, AnchoredRankingDocument, Results
 
 __all__ = ["cmd_calibrate", "cmd_label", "print_anchored_curve", "print_anchored_ranking"]
 
@@ -34,32 +40,32 @@ def _count_rows(path) -> int:
 def cmd_calibrate(args) -> int:
     from .. import load_run
 
-    results = load_run(args.source)
+    results: Results = load_run(args.source)  # annotated: the facade's lazy load_run reads as untyped
     analysis = results.calibrate(args.human, alpha=args.alpha)
     if args.figure:
         save_figure(analysis.figure(), args.figure)
-    document = analysis.document
     if args.json:
-        print_json(document)
+        print_json(analysis.document)
         return 0
-    level = f"{1 - document['alpha']:.0%}"
+    document = analysis.typed
+    level = f"{1 - document.alpha:.0%}"
     say(f"rates anchored to {args.human} (PPI++, {level} intervals):")
-    rows = [["universe", "system", "n", "n_human", "judge", "anchored", f"{level} interval", "humans only",
-             f"{level} interval", "anchored wider"]]
+    rows: list[list] = [["universe", "system", "n", "n_human", "judge", "anchored", f"{level} interval",
+                         "humans only", f"{level} interval", "anchored wider"]]
     labels = _universe_labels(results)
-    for r in document["rates"]:
-        rows.append([labels.get(r["universe_id"], r["universe_id"]), r["system"], r["n"], r["n_human"],
-                     number(r["judge_rate"]), number(r["rate"]), interval([r["ci_low"], r["ci_high"]]),
-                     number(r["human_rate"]), interval([r["human_ci_low"], r["human_ci_high"]]),
-                     "yes" if r.get("anchored_wider") else ""])
+    for r in document.rates:
+        rows.append([labels.get(r.universe_id, r.universe_id), r.system, r.n, r.n_human,
+                     number(r.judge_rate), number(r.rate), interval([r.ci_low, r.ci_high]),
+                     number(r.human_rate), interval([r.human_ci_low, r.human_ci_high]),
+                     "yes" if r.anchored_wider else ""])
     print_table(rows)
     say("judges against the human labels (pooled over systems):")
     rows = [["universe", "n_human", "sensitivity", f"{level} interval", "specificity", f"{level} interval"]]
-    for j in document["judges"]:
-        rows.append([labels.get(j["universe_id"], j["universe_id"]), j["n_human"], number(j["sensitivity"]),
-                     interval(j["sensitivity_ci"]), number(j["specificity"]), interval(j["specificity_ci"])])
+    for j in document.judges:
+        rows.append([labels.get(j.universe_id, j.universe_id), j.n_human, number(j.sensitivity),
+                     interval(j.sensitivity_ci), number(j.specificity), interval(j.specificity_ci)])
     print_table(rows)
-    for note in document["notes"]:
+    for note in document.notes:
         say(f"note: {note}")
     if args.figure:
         say(f"figure: {args.figure}")
@@ -72,35 +78,36 @@ def _universe_labels(results) -> dict[str, str]:
     return {u: star.get(u, "") + str(label) for u, label in zip(universes["universe_id"], universes["label"])}
 
 
-def print_anchored_curve(document: dict) -> None:
+def print_anchored_curve(document: AnchoredCurveDocument) -> None:
     """The lines ``curve --human`` adds: each system's rates over universes, judge alone and anchored."""
-    say(f"anchored to people (PPI++, {1 - document['alpha']:.0%} intervals), {document['n_universes']} universes:")
-    for system, s in document["systems"].items():
-        judge, anchored, where = s["judge_rate"], s["rate"], s["primary"]
-        primary = (f"; primary {where['judge_rate']:.3f} -> {where['rate']:.3f} "
-                   f"{interval([where['ci_low'], where['ci_high']])}") if where else ""
-        if where and where.get("anchored_wider"):
-            primary += (f" (the humans-only interval {interval([where['human_ci_low'], where['human_ci_high']])} "
+    say(f"anchored to people (PPI++, {1 - document.alpha:.0%} intervals), {document.n_universes} universes:")
+    for system, s in document.systems.items():
+        judge, anchored, where = s.judge_rate, s.rate, s.primary
+        primary = (f"; primary {where.judge_rate:.3f} -> {where.rate:.3f} "
+                   f"{interval([where.ci_low, where.ci_high])}") if where else ""
+        if where and where.anchored_wider:
+            primary += (f" (the humans-only interval {interval([where.human_ci_low, where.human_ci_high])} "
                         "is narrower: quote it)")
-        say(f"  {system}: judge {judge['min']:.3f} .. {judge['median']:.3f} .. {judge['max']:.3f}, anchored "
-              f"{anchored['min']:.3f} .. {anchored['median']:.3f} .. {anchored['max']:.3f} (min .. median .. max){primary}")
+        say(f"  {system}: judge {judge.min:.3f} .. {judge.median:.3f} .. {judge.max:.3f}, anchored "
+              f"{anchored.min:.3f} .. {anchored.median:.3f} .. {anchored.max:.3f} (min .. median .. max){primary}")
 
 
-def print_anchored_ranking(document: dict) -> None:
+def print_anchored_ranking(document: AnchoredRankingDocument) -> None:
     """The lines ``ranking --human`` adds: whether each universe's ranking survives anchoring."""
-    entries = document["universes"]
+    entries = document.universes
     if not entries:
         say("anchored to people: no universe has two systems with an anchored rate; nothing to rank")
         return
-    same_top = sum(e["same_top"] for e in entries)
-    same_order = sum(e["same_order"] for e in entries)
-    separable = sum(e["anchored_top_separable"] for e in entries)
+    same_top = sum(e.same_top for e in entries)
+    same_order = sum(e.same_order for e in entries)
+    separable = sum(e.anchored_top_separable for e in entries)
     say(f"anchored to people: the top system survives in {same_top} of {len(entries)} universes, the whole order in "
           f"{same_order}; the anchored top is separable from the runner-up in {separable}")
-    primary = document["primary"]
+    primary = document.primary
     if primary is not None:
-        say(f"  primary {primary['universe_id']}: judge order {', '.join(primary['judge_order'])}; anchored order "
-              f"{', '.join(primary['anchored_order'])}")
+        say(f"  primary {primary.universe_id}: judge order {', '.join(primary.judge_order)}; anchored order "
+              f"{', '.join(primary.anchored_order)}")
     for e in entries:
-        if not e["same_top"] and e is not primary:
-            say(f"  {e['universe_id']}: top {e['judge_order'][0]} by the judge, {e['anchored_order'][0]} anchored")
+        # The primary is its own entry of the universes (one per universe): it is said above, not as a flip here.
+        if not e.same_top and (primary is None or e.universe_id != primary.universe_id):
+            say(f"  {e.universe_id}: top {e.judge_order[0]} by the judge, {e.anchored_order[0]} anchored")

@@ -4,9 +4,18 @@
 from a run folder, an import folder or a bare verdicts table. Reading files
 is the tables room's job and drawing the plots room's: this room holds what
 they give and hands each analysis the inputs it shares with the others.
+An analysis's document is a dict (what ``--json`` prints) with a typed view,
+``Analysis.typed``: one model per analysis (``CurveDocument``, ...).
 """
 
+from ._anchoring_documents import AnchoredCurveDocument, AnchoredRankingDocument, CalibrationDocument
+from ._documents import AgreementDocument, CurveDocument, Document, PowerDocument, VarianceDocument
 from ._load import load_run
+from ._ranking_documents import RankingDocument
 from ._results import Analysis, CalibrationAnalysis, CurveAnalysis, Results, json_safe
 
-__all__ = ["Analysis", "CalibrationAnalysis", "CurveAnalysis", "Results", "json_safe", "load_run"]
+__all__ = [
+    "AgreementDocument", "Analysis", "AnchoredCurveDocument", "AnchoredRankingDocument", "CalibrationAnalysis",
+    "CalibrationDocument", "CurveAnalysis", "CurveDocument", "Document", "PowerDocument", "RankingDocument", "Results",
+    "VarianceDocument", "json_safe", "load_run",
+]

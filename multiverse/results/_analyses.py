@@ -17,6 +17,8 @@ import pandas as pd
 from multiverse.errors import InputError
 
 if TYPE_CHECKING:
+    from multiverse.results._documents import AgreementDocument, PowerDocument, VarianceDocument
+    from multiverse.results._ranking_documents import RankingDocument
     from multiverse.results._results import Analysis, CurveAnalysis, Results
 
 __all__ = ["agreement", "curve", "power", "ranking", "variance"]
@@ -79,8 +81,9 @@ def primary_null(frame: pd.DataFrame, system: str, primary: str | None) -> tuple
     return rate, ""
 
 
-def agreement(results: Results, axis: str) -> Analysis:
+def agreement(results: Results, axis: str) -> Analysis[AgreementDocument]:
     from multiverse.analysis.agreement import agreement as compute
+    from multiverse.results._documents import AgreementDocument
     from multiverse.results._results import Analysis
 
     # The design factors too: options whose rows for one unit differ in one did not judge the same task.
@@ -94,11 +97,12 @@ def agreement(results: Results, axis: str) -> Analysis:
 
         return agreement_figure(pairs, options=document["options"], axis_name=axis, measures=measures)
 
-    return Analysis("agreement", document, pairs, draw, simulated=results.simulated)
+    return Analysis("agreement", document, pairs, draw, simulated=results.simulated, schema=AgreementDocument)
 
 
-def ranking(results: Results, axes: list[str] | None, boot: int) -> Analysis:
+def ranking(results: Results, axes: list[str] | None, boot: int) -> Analysis[RankingDocument]:
     from multiverse.analysis.ranking import ranking as compute
+    from multiverse.results._ranking_documents import RankingDocument
     from multiverse.results._results import Analysis
 
     document = compute(results.verdicts, axes=results.axes, primary=results.primary, bootstrap=boot)
@@ -113,11 +117,12 @@ def ranking(results: Results, axes: list[str] | None, boot: int) -> Analysis:
 
         return ranking_figure(results.system_rates(), axes=results.axes, primary=results.primary)
 
-    return Analysis("ranking", document, frame, draw, simulated=results.simulated)
+    return Analysis("ranking", document, frame, draw, simulated=results.simulated, schema=RankingDocument)
 
 
-def variance(results: Results, axes: list[str] | None) -> Analysis:
+def variance(results: Results, axes: list[str] | None) -> Analysis[VarianceDocument]:
     from multiverse.analysis.variance import variance as compute
+    from multiverse.results._documents import VarianceDocument
     from multiverse.results._results import Analysis
 
     document = compute(results.verdicts, axes=results.axes)
@@ -134,12 +139,13 @@ def variance(results: Results, axes: list[str] | None) -> Analysis:
 
         return plot_variance(terms).figure
 
-    return Analysis("variance", document, terms, draw, simulated=results.simulated)
+    return Analysis("variance", document, terms, draw, simulated=results.simulated, schema=VarianceDocument)
 
 
-def power(results: Results, baseline_rate: float, alpha: float, power: float) -> Analysis:
+def power(results: Results, baseline_rate: float, alpha: float, power: float) -> Analysis[PowerDocument]:
     """Power at the cases each system answered per universe (the smallest count), and per design cell."""
     from multiverse.analysis.power import design_power
+    from multiverse.results._documents import PowerDocument
     from multiverse.results._results import Analysis
 
     v = results.verdicts
@@ -153,4 +159,5 @@ def power(results: Results, baseline_rate: float, alpha: float, power: float) ->
         raise InputError("verdicts: expected at least one case per system and universe")
     document = design_power(cases=cases, cases_per_cell=per_cell, baseline_rate=baseline_rate, alpha=alpha,
                             power=power)
-    return Analysis("power", document, pd.DataFrame(document["comparisons"]), simulated=results.simulated)
+    return Analysis("power", document, pd.DataFrame(document["comparisons"]), simulated=results.simulated,
+                    schema=PowerDocument)

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
+    from multiverse.results._anchoring_documents import AnchoredCurveDocument, AnchoredRankingDocument
     from multiverse.results._results import Analysis, CalibrationAnalysis, Results
 
 __all__ = ["anchored_curve", "anchored_ranking", "calibrate", "human_key"]
@@ -76,7 +77,8 @@ def _check_sample(results: Results, labels: pd.DataFrame, source: str) -> list[s
                        source=source)
 
 
-def anchored_curve(results: Results, calibration: CalibrationAnalysis, systems: list[str] | None = None) -> Analysis:
+def anchored_curve(results: Results, calibration: CalibrationAnalysis,
+                   systems: list[str] | None = None) -> Analysis[AnchoredCurveDocument]:
     """The specification curve of the anchored rates, with the judge-raw curve of the same cells to draw beside it.
 
     The document summarises each system's rates over universes, judge alone
@@ -87,6 +89,7 @@ def anchored_curve(results: Results, calibration: CalibrationAnalysis, systems: 
     the narrower one to quote. ``systems`` keeps only those.
     """
     from multiverse.analysis.anchored_views import anchored_curve as compute
+    from multiverse.results._anchoring_documents import AnchoredCurveDocument
     from multiverse.results._results import Analysis
 
     frame = compute(calibration.calibration, results.axes, primary=results.primary)
@@ -117,19 +120,21 @@ def anchored_curve(results: Results, calibration: CalibrationAnalysis, systems: 
         return plot_curves(paired, axes=shown, col_wrap=2, options=results.options,
                            title=title or "judge alone (left) and anchored to people (right), PPI++")
 
-    return Analysis("anchored curve", document, frame, draw, simulated=results.simulated)
+    return Analysis("anchored curve", document, frame, draw, simulated=results.simulated,
+                    schema=AnchoredCurveDocument)
 
 
-def anchored_ranking(results: Results, calibration: CalibrationAnalysis) -> Analysis:
+def anchored_ranking(results: Results, calibration: CalibrationAnalysis) -> Analysis[AnchoredRankingDocument]:
     """Whether each universe's ranking of systems survives anchoring (``analysis.anchored_views.ranking_change``)."""
     from multiverse.analysis.anchored_views import ranking_change
+    from multiverse.results._anchoring_documents import AnchoredRankingDocument
     from multiverse.results._results import Analysis
 
     document = {"alpha": calibration["alpha"], **ranking_change(calibration.calibration, primary=results.primary),
                 "notes": calibration.notes}
     frame = pd.DataFrame(document["universes"], columns=["universe_id", "judge_order", "anchored_order", "same_top",
                                                          "same_order", "anchored_top_separable"])
-    return Analysis("anchored ranking", document, frame, simulated=results.simulated)
+    return Analysis("anchored ranking", document, frame, simulated=results.simulated, schema=AnchoredRankingDocument)
 
 
 def _spread(values: pd.Series) -> dict[str, float]:

@@ -13,8 +13,9 @@ computes each analysis on first use and keeps it::
 
 An analysis returns an :class:`Analysis`: its main table as a tidy
 ``frame``, the whole result as a JSON-able ``document`` (what
-``multiverse <analysis> --json`` prints) and its ``notes``; ``figure()``
-draws it. Analyses never call a model.
+``multiverse <analysis> --json`` prints), the same document as a typed model
+(``typed``) and its ``notes``; ``figure()`` draws it. Analyses never call a
+model.
 """
 
 from __future__ import annotations
@@ -23,12 +24,17 @@ import math
 import os
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic
 
 import pandas as pd
+from typing_extensions import TypeVar
 
 from multiverse.errors import InputError
+from multiverse.results._anchoring_documents import AnchoredCurveDocument, AnchoredRankingDocument, CalibrationDocument
+from multiverse.results._documents import AgreementDocument, CurveDocument, Document, PowerDocument, VarianceDocument
+from multiverse.results._ranking_documents import RankingDocument
 from multiverse.tables import Manifest, ResolvedSpec, split_factors, universe_ids
 
 __all__ = ["Analysis", "CalibrationAnalysis", "CurveAnalysis", "Results", "json_safe"]
@@ -51,12 +57,18 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True, eq=False)
-class Analysis:
-    """One analysis of a run: the tidy ``frame``, the JSON-able ``document`` and how to draw it.
+#: The model of an analysis's document; a bare ``Analysis`` has the plain :class:`Document`.
+D = TypeVar("D", bound=Document, default=Document)
 
-    ``result["key"]`` reads the document, so code written against the
-    analysis functions' dicts keeps working.
+
+@dataclass(frozen=True, eq=False)
+class Analysis(Generic[D]):
+    """One analysis of a run: the tidy ``frame``, the JSON-able ``document``, its ``typed`` view and how to draw it.
+
+    ``document`` is the dict the analysis function returned, and stays what
+    ``--json`` prints and ``result["key"]`` reads, so code written against
+    those dicts keeps working. ``typed`` validates the same dict into
+    ``schema`` (``results._documents``) for attribute access.
     """
 
     name: str
@@ -65,6 +77,13 @@ class Analysis:
     draw: Callable[..., Any] | None = field(default=None, repr=False)
     #: Drawn from a simulated run (``sim/`` models): every figure then carries the SIMULATED stamp.
     simulated: bool = False
+    # The plain Document is the default only where D is (a bare Analysis); every analysis here passes its own.
+    schema: type[D] = field(default=Document, kw_only=True, repr=False)  # type: ignore[assignment]
+
+    @cached_property
+    def typed(self) -> D:
+        """The document as its typed model, validated once, on first use (``document`` is not read again)."""
+        return self.schema.model_validate(self.document)
 
     @property
     def notes(self) -> list[str]:
@@ -98,17 +117,19 @@ class Analysis:
 
 
 @dataclass(frozen=True, eq=False)
-class CurveAnalysis(Analysis):
+class CurveAnalysis(Analysis[CurveDocument]):
     """A specification curve: ``frame`` is the curve, ``tests`` its joint tests (``JointTest``)."""
 
     tests: tuple = ()
+    schema: type[CurveDocument] = field(default=CurveDocument, kw_only=True, repr=False)
 
 
 @dataclass(frozen=True, eq=False)
-class CalibrationAnalysis(Analysis):
+class CalibrationAnalysis(Analysis[CalibrationDocument]):
     """Rates anchored to human labels: ``frame`` has the rates, ``judges`` each universe's judge against people."""
 
     calibration: Any = None  # ``multiverse.analysis.anchoring.Calibration``
+    schema: type[CalibrationDocument] = field(default=CalibrationDocument, kw_only=True, repr=False)
 
     @property
     def judges(self) -> pd.DataFrame:
@@ -394,7 +415,7 @@ class Results:
         return self._memo(key, lambda: _results_analyses.curve(self, systems=systems, threshold=threshold, diff=diff,
                                                         boot=boot, seed=seed))
 
-    def agreement(self, axis: str | None = None) -> Analysis:
+    def agreement(self, axis: str | None = None) -> Analysis[AgreementDocument]:
         """Agreement between the options of ``axis`` (default: the judge axis) on the same units."""
         from multiverse.results import _analyses as _results_analyses
 
@@ -402,7 +423,7 @@ class Results:
         self.check_axes([axis])
         return self._memo(("agreement", axis), lambda: _results_analyses.agreement(self, axis))
 
-    def ranking(self, *, axes: Sequence[str] | None = None, boot: int = 1000) -> Analysis:
+    def ranking(self, *, axes: Sequence[str] | None = None, boot: int = 1000) -> Analysis[RankingDocument]:
         """How stable the ranking of systems is across universes; ``axes`` limits the per-axis summary."""
         from multiverse.results import _analyses as _results_analyses
 
@@ -410,7 +431,7 @@ class Results:
         key = ("ranking", None if axes is None else tuple(axes), boot)
         return self._memo(key, lambda: _results_analyses.ranking(self, axes, boot))
 
-    def variance(self, *, axes: Sequence[str] | None = None) -> Analysis:
+    def variance(self, *, axes: Sequence[str] | None = None) -> Analysis[VarianceDocument]:
         """The share of rate variance due to each axis; ``axes`` limits what is reported (not the model)."""
         from multiverse.results import _analyses as _results_analyses
 
@@ -418,7 +439,7 @@ class Results:
         return self._memo(("variance", None if axes is None else tuple(axes)),
                           lambda: _results_analyses.variance(self, axes))
 
-    def power(self, *, baseline_rate: float = 0.8, alpha: float = 0.05, power: float = 0.8) -> Analysis:
+    def power(self, *, baseline_rate: float = 0.8, alpha: float = 0.05, power: float = 0.8) -> Analysis[PowerDocument]:
         """Detectable differences at this run's cases per system and universe (``analysis.power``)."""
         from multiverse.results import _analyses as _results_analyses
 
@@ -445,7 +466,7 @@ class Results:
         return self._memo(("calibrate", key, alpha), lambda: _results_anchoring.calibrate(self, human, alpha))
 
     def anchored_curve(self, human: str | os.PathLike | pd.DataFrame, *, alpha: float = 0.05,
-                       systems: Sequence[str] | None = None) -> Analysis:
+                       systems: Sequence[str] | None = None) -> Analysis[AnchoredCurveDocument]:
         """The specification curve of the human-anchored rates (of ``systems``, default all); its figure draws it
         beside the judge-raw curve."""
         from multiverse.results import _anchoring as _results_anchoring
@@ -453,7 +474,8 @@ class Results:
         return _results_anchoring.anchored_curve(self, self.calibrate(human, alpha=alpha),
                                                  None if systems is None else list(systems))
 
-    def anchored_ranking(self, human: str | os.PathLike | pd.DataFrame, *, alpha: float = 0.05) -> Analysis:
+    def anchored_ranking(self, human: str | os.PathLike | pd.DataFrame, *,
+                         alpha: float = 0.05) -> Analysis[AnchoredRankingDocument]:
         """Per universe, whether the ranking of systems survives anchoring the rates to human labels."""
         from multiverse.results import _anchoring as _results_anchoring
 

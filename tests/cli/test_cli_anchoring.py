@@ -337,11 +337,13 @@ def test_label_and_calibrate_an_import(world, tmp_path):
 @pytest.mark.parametrize("wider", [True, False])
 def test_curve_with_human_says_when_the_humans_only_interval_is_narrower(capsys, wider):
     from multiverse.cli._anchoring import print_anchored_curve
+    from multiverse.results import AnchoredCurveDocument
 
     spread = {"min": 0.4, "median": 0.4, "max": 0.4}
     primary = {"judge_rate": 0.5, "rate": 0.4, "ci_low": 0.2, "ci_high": 0.6, "human_ci_low": 0.25,
                "human_ci_high": 0.55, "anchored_wider": wider}
-    print_anchored_curve({"alpha": 0.05, "n_universes": 1,
-                          "systems": {"atlas": {"judge_rate": spread, "rate": spread, "primary": primary}}})
+    print_anchored_curve(AnchoredCurveDocument.model_validate(
+        {"alpha": 0.05, "n_universes": 1, "systems": {"atlas": {"judge_rate": spread, "rate": spread, "primary": primary}},
+         "notes": []}))
     out = capsys.readouterr().out
     assert ("the humans-only interval [0.25, 0.55] is narrower" in out) is wider and "[0.20, 0.60]" in out

@@ -1,0 +1,104 @@
+"""The human-anchored documents as typed models: calibrate, and the curve and ranking after it.
+
+The dicts ``results._anchoring`` builds stay the documents (what
+``calibrate --json`` prints, and the ``anchored`` key of ``curve --human``
+and ``ranking --human``); these models are their typed views, on the terms
+of ``results._documents``.
+"""
+
+from __future__ import annotations
+
+from multiverse.results._documents import Document, Spread
+
+__all__ = [
+    "AnchoredCurveDocument", "AnchoredPrimary", "AnchoredRankingDocument", "AnchoredRate", "AnchoredSystem",
+    "AnchoredUniverse", "CalibrationDocument", "JudgeAccuracy",
+]
+
+
+class AnchoredRate(Document):
+    """One universe x system rate, judge alone, anchored (PPI++) and humans only. The axis columns are extra keys."""
+
+    universe_id: str
+    system: str
+    n: int
+    n_human: int
+    judge_rate: float | None
+    rate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    human_rate: float | None
+    human_ci_low: float | None
+    human_ci_high: float | None
+    anchored_wider: bool
+
+
+class JudgeAccuracy(Document):
+    """One universe's judge against the human labels, pooled over systems. The axis columns are extra keys."""
+
+    universe_id: str
+    n_human: int
+    sensitivity: float | None
+    sensitivity_ci: list[float | None] | None
+    specificity: float | None
+    specificity_ci: list[float | None] | None
+
+
+class CalibrationDocument(Document):
+    """``calibrate --json``: every rate anchored to people, and each judge against them."""
+
+    alpha: float
+    rates: list[AnchoredRate]
+    judges: list[JudgeAccuracy]
+    notes: list[str]
+
+
+class AnchoredPrimary(Document):
+    """A system in the primary universe, judge alone and anchored; where ``anchored_wider``, quote the humans-only interval."""
+
+    judge_rate: float | None
+    rate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    human_ci_low: float | None
+    human_ci_high: float | None
+    anchored_wider: bool
+
+
+class AnchoredSystem(Document):
+    """One system's rates over universes, judge alone and anchored."""
+
+    judge_rate: Spread
+    rate: Spread
+    primary: AnchoredPrimary | None
+
+
+class AnchoredCurveDocument(Document):
+    """``Results.anchored_curve``: the anchored rates summarised per system."""
+
+    alpha: float
+    n_universes: int
+    systems: dict[str, AnchoredSystem]
+    notes: list[str]
+
+
+class AnchoredUniverse(Document):
+    """One universe's ranking of systems by the judge and anchored, highest first."""
+
+    universe_id: str
+    judge_order: list[str]
+    anchored_order: list[str]
+    same_top: bool
+    same_order: bool
+    anchored_top_separable: bool
+
+
+class AnchoredRankingDocument(Document):
+    """``Results.anchored_ranking``: whether each universe's ranking survives anchoring."""
+
+    alpha: float
+    universes: list[AnchoredUniverse]
+    same_top: float | None  # the share of universes; None when none has two anchored rates
+    same_order: float | None
+    primary: AnchoredUniverse | None
+    notes: list[str]
