@@ -27,8 +27,8 @@ from multiverse.results import (
     PowerDocument,
     RankingDocument,
     VarianceDocument,
+    json_safe,
 )
-from multiverse.results._results import json_safe
 
 
 def holds_the_document(analysis: mv.Analysis, model: type[Document]) -> Document:

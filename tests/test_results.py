@@ -22,7 +22,7 @@ from multiverse.analysis import (
     variance,
 )
 from multiverse.analysis.dropped import dropped_notes
-from multiverse.results._results import json_safe
+from multiverse.results import json_safe
 
 SYSTEMS = ["atlas", "beacon", "<b>cobalt</b>"]
 JUDGES = ["j1", "j2"]

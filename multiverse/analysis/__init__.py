@@ -38,6 +38,7 @@ from .curve import (
     curve_summary,
     difference_curve,
     indicator_matrix,
+    position_words,
     spec_curve,
 )
 from .inference import JointTest, joint_difference_test, joint_rate_test
@@ -48,7 +49,7 @@ from .power import (
     design_power,
     detectable_difference,
 )
-from .rank_uncertainty import bootstrap_ranks
+from .rank_uncertainty import bootstrap_ranks, separability
 from .ranking import order_universes, rank_distribution, ranking, universe_ranks
 from .rates import compute_rates, included_verdicts, system_rates
 from .variance import (
@@ -90,11 +91,13 @@ __all__ = [
     "order_universes",
     "pair_matrix",
     "paired_curves",
+    "position_words",
     "ppi_mean",
     "rank_distribution",
     "ranking",
     "ranking_change",
     "read_labels",
+    "separability",
     "spec_curve",
     "system_rates",
     "universe_ranks",

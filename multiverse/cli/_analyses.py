@@ -32,8 +32,9 @@ def _figure(analysis, args, **options) -> None:
 
 
 def cmd_curve(args) -> int:
+    from multiverse.analysis import position_words
+
     from .. import load_run
-    from ..analysis.curve import position_words
 
     results: Results = load_run(args.source)
     results.check_axes(args.axis)
@@ -131,7 +132,7 @@ def _print_ranking(result: RankingDocument) -> None:
     say(f"P(rank 1) over all universes [{level}] and coverage (share of universes rating the system):")
     for system, p in sorted(result.p_top.items(), key=lambda kv: -kv[1]):
         say(f"  {system}: {p:.2f} {interval(intervals.get(system))}  coverage {result.coverage[system]:.2f}")
-    from ..analysis.rank_uncertainty import separability
+    from multiverse.analysis import separability
 
     for sentence in separability([row.model_dump() for row in adjacent]):
         say(f"  {sentence}")

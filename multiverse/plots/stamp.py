@@ -6,7 +6,7 @@ built-in simulated world (``sim/`` models) must never pass for measurements of
 real models, so such a figure says SIMULATED on itself, large, faint and
 diagonal: it stays readable, cannot be cropped away with a margin and does not
 move anything the figure lays out (it takes no part in the layout or in a
-tight bounding box). :meth:`multiverse.results._results.Analysis.figure` and the
+tight bounding box). :meth:`multiverse.results.Analysis.figure` and the
 report apply it; a script drawing its own figure of a simulated run calls
 :func:`stamp_simulated` too.
 """

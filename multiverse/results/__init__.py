@@ -8,11 +8,12 @@ An analysis's document is a dict (what ``--json`` prints) with a typed view,
 ``Analysis.typed``: one model per analysis (``CurveDocument``, ...).
 """
 
+from ._analysis import Analysis, CalibrationAnalysis, CurveAnalysis, json_safe
 from ._anchoring_documents import AnchoredCurveDocument, AnchoredRankingDocument, CalibrationDocument
 from ._documents import AgreementDocument, CurveDocument, Document, PowerDocument, VarianceDocument
 from ._load import load_run
 from ._ranking_documents import RankingDocument
-from ._results import Analysis, CalibrationAnalysis, CurveAnalysis, Results, json_safe
+from ._results import Results
 
 __all__ = [
     "AgreementDocument", "Analysis", "AnchoredCurveDocument", "AnchoredRankingDocument", "CalibrationAnalysis",

@@ -1,8 +1,8 @@
-"""The analyses of a :class:`multiverse.results._results.Results`, chained the one way every caller uses.
+"""The analyses of a :class:`multiverse.results.Results`, chained the one way every caller uses.
 
 Each function takes the results (and the caller's choices), runs the
 functions of :mod:`multiverse.analysis` in order and returns an
-:class:`~multiverse.results._results.Analysis`: the JSON-able document, its main table
+:class:`~multiverse.results.Analysis`: the JSON-able document, its main table
 as a tidy frame, and how to draw it with :mod:`multiverse.plots` (imported
 only when a figure is asked for). ``Results`` caches what they return.
 """
@@ -17,19 +17,19 @@ import pandas as pd
 from multiverse.errors import InputError
 
 if TYPE_CHECKING:
+    from multiverse.results._analysis import Analysis, CurveAnalysis, ResultsView
     from multiverse.results._documents import AgreementDocument, PowerDocument, VarianceDocument
     from multiverse.results._ranking_documents import RankingDocument
-    from multiverse.results._results import Analysis, CurveAnalysis, Results
 
 __all__ = ["agreement", "curve", "power", "ranking", "variance"]
 
 
-def curve(results: Results, *, systems: Sequence[str] | None, threshold: float | str | None,
+def curve(results: ResultsView, *, systems: Sequence[str] | None, threshold: float | str | None,
           diff: tuple[str, str] | None, boot: int, seed: int) -> CurveAnalysis:
     """Curve, joint tests, their summary and the notes on dropped rows, in that order."""
     from multiverse.analysis.curve import curve_summary
     from multiverse.analysis.dropped import dropped_notes
-    from multiverse.results._results import CurveAnalysis
+    from multiverse.results._analysis import CurveAnalysis
 
     frame = results.curve_frame(systems)
     names = list(dict.fromkeys(frame["system"]))
@@ -81,10 +81,10 @@ def primary_null(frame: pd.DataFrame, system: str, primary: str | None) -> tuple
     return rate, ""
 
 
-def agreement(results: Results, axis: str) -> Analysis[AgreementDocument]:
+def agreement(results: ResultsView, axis: str) -> Analysis[AgreementDocument]:
     from multiverse.analysis.agreement import agreement as compute
+    from multiverse.results._analysis import Analysis
     from multiverse.results._documents import AgreementDocument
-    from multiverse.results._results import Analysis
 
     # The design factors too: options whose rows for one unit differ in one did not judge the same task.
     document = compute(results.verdicts, axes=results.axes, axis=axis, criteria=results.criteria,
@@ -100,10 +100,10 @@ def agreement(results: Results, axis: str) -> Analysis[AgreementDocument]:
     return Analysis("agreement", document, pairs, draw, simulated=results.simulated, schema=AgreementDocument)
 
 
-def ranking(results: Results, axes: list[str] | None, boot: int) -> Analysis[RankingDocument]:
+def ranking(results: ResultsView, axes: list[str] | None, boot: int) -> Analysis[RankingDocument]:
     from multiverse.analysis.ranking import ranking as compute
+    from multiverse.results._analysis import Analysis
     from multiverse.results._ranking_documents import RankingDocument
-    from multiverse.results._results import Analysis
 
     document = compute(results.verdicts, axes=results.axes, primary=results.primary, bootstrap=boot)
     if axes is not None:
@@ -120,10 +120,10 @@ def ranking(results: Results, axes: list[str] | None, boot: int) -> Analysis[Ran
     return Analysis("ranking", document, frame, draw, simulated=results.simulated, schema=RankingDocument)
 
 
-def variance(results: Results, axes: list[str] | None) -> Analysis[VarianceDocument]:
+def variance(results: ResultsView, axes: list[str] | None) -> Analysis[VarianceDocument]:
     from multiverse.analysis.variance import variance as compute
+    from multiverse.results._analysis import Analysis
     from multiverse.results._documents import VarianceDocument
-    from multiverse.results._results import Analysis
 
     document = compute(results.verdicts, axes=results.axes)
     if axes is not None:
@@ -142,11 +142,11 @@ def variance(results: Results, axes: list[str] | None) -> Analysis[VarianceDocum
     return Analysis("variance", document, terms, draw, simulated=results.simulated, schema=VarianceDocument)
 
 
-def power(results: Results, baseline_rate: float, alpha: float, power: float) -> Analysis[PowerDocument]:
+def power(results: ResultsView, baseline_rate: float, alpha: float, power: float) -> Analysis[PowerDocument]:
     """Power at the cases each system answered per universe (the smallest count), and per design cell."""
     from multiverse.analysis.power import design_power
+    from multiverse.results._analysis import Analysis
     from multiverse.results._documents import PowerDocument
-    from multiverse.results._results import Analysis
 
     v = results.verdicts
     per = v.groupby(["universe_id", "system"], sort=False, observed=True)["case_id"].nunique()

@@ -1,4 +1,4 @@
-"""The human-anchored analyses of a :class:`multiverse.results._results.Results`: calibrate, and the curve and ranking after it.
+"""The human-anchored analyses of a :class:`multiverse.results.Results`: calibrate, and the curve and ranking after it.
 
 ``Results.calibrate`` reads the human labels (a CSV or parquet file, or a
 DataFrame with ``system``, ``case_id``, ``compliant`` and, where needed,
@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
+    from multiverse.results._analysis import Analysis, CalibrationAnalysis, ResultsView
     from multiverse.results._anchoring_documents import AnchoredCurveDocument, AnchoredRankingDocument
-    from multiverse.results._results import Analysis, CalibrationAnalysis, Results
 
 __all__ = ["anchored_curve", "anchored_ranking", "calibrate", "human_key"]
 
@@ -40,11 +40,11 @@ def human_key(human: Any) -> tuple | None:
     return None
 
 
-def calibrate(results: Results, human: Any, alpha: float) -> CalibrationAnalysis:
+def calibrate(results: ResultsView, human: Any, alpha: float) -> CalibrationAnalysis:
     """PPI++ rates per universe x system, judge accuracy per universe, the notes, and the calibration figure."""
     from multiverse.analysis.anchoring import calibrate as compute
     from multiverse.analysis.anchoring import calibration_document, read_labels
-    from multiverse.results._results import CalibrationAnalysis
+    from multiverse.results._analysis import CalibrationAnalysis
 
     if isinstance(human, pd.DataFrame):
         labels, source = human, "human labels"
@@ -65,7 +65,7 @@ def calibrate(results: Results, human: Any, alpha: float) -> CalibrationAnalysis
                                calibration=calibration)
 
 
-def _check_sample(results: Results, labels: pd.DataFrame, source: str) -> list[str]:
+def _check_sample(results: ResultsView, labels: pd.DataFrame, source: str) -> list[str]:
     """A sheet that names its sample must be that sample of this run (``labelling.check_sheet``): drawn again here."""
     from multiverse.labelling import IDENTITY_COLUMNS, check_sheet, run_transcripts
 
@@ -77,7 +77,7 @@ def _check_sample(results: Results, labels: pd.DataFrame, source: str) -> list[s
                        source=source)
 
 
-def anchored_curve(results: Results, calibration: CalibrationAnalysis,
+def anchored_curve(results: ResultsView, calibration: CalibrationAnalysis,
                    systems: list[str] | None = None) -> Analysis[AnchoredCurveDocument]:
     """The specification curve of the anchored rates, with the judge-raw curve of the same cells to draw beside it.
 
@@ -89,8 +89,8 @@ def anchored_curve(results: Results, calibration: CalibrationAnalysis,
     the narrower one to quote. ``systems`` keeps only those.
     """
     from multiverse.analysis.anchored_views import anchored_curve as compute
+    from multiverse.results._analysis import Analysis
     from multiverse.results._anchoring_documents import AnchoredCurveDocument
-    from multiverse.results._results import Analysis
 
     frame = compute(calibration.calibration, results.axes, primary=results.primary)
     rates = calibration.frame[calibration.frame["rate"].notna()]
@@ -124,11 +124,11 @@ def anchored_curve(results: Results, calibration: CalibrationAnalysis,
                     schema=AnchoredCurveDocument)
 
 
-def anchored_ranking(results: Results, calibration: CalibrationAnalysis) -> Analysis[AnchoredRankingDocument]:
+def anchored_ranking(results: ResultsView, calibration: CalibrationAnalysis) -> Analysis[AnchoredRankingDocument]:
     """Whether each universe's ranking of systems survives anchoring (``analysis.anchored_views.ranking_change``)."""
     from multiverse.analysis.anchored_views import ranking_change
+    from multiverse.results._analysis import Analysis
     from multiverse.results._anchoring_documents import AnchoredRankingDocument
-    from multiverse.results._results import Analysis
 
     document = {"alpha": calibration["alpha"], **ranking_change(calibration.calibration, primary=results.primary),
                 "notes": calibration.notes}

@@ -20,139 +20,31 @@ model.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
-from typing import Any, Generic
+from typing import Any
 
 import pandas as pd
-from typing_extensions import TypeVar
 
 from multiverse.errors import InputError
-from multiverse.results._anchoring_documents import AnchoredCurveDocument, AnchoredRankingDocument, CalibrationDocument
-from multiverse.results._documents import AgreementDocument, CurveDocument, Document, PowerDocument, VarianceDocument
+from multiverse.results._analysis import (
+    _SHOWN_UNIVERSES,
+    Analysis,
+    CalibrationAnalysis,
+    CurveAnalysis,
+    _escape,
+    _head_html,
+)
+from multiverse.results._anchoring_documents import AnchoredCurveDocument, AnchoredRankingDocument
+from multiverse.results._documents import AgreementDocument, PowerDocument, VarianceDocument
 from multiverse.results._ranking_documents import RankingDocument
 from multiverse.tables import Manifest, ResolvedSpec, split_factors, universe_ids
 
-__all__ = ["Analysis", "CalibrationAnalysis", "CurveAnalysis", "Results", "json_safe"]
+__all__ = ["Results"]
 
 _REQUIRED = ("system", "case_id", "compliant")
-
-
-def json_safe(value: Any) -> Any:
-    """``value`` with null for undefined statistics (NaN) and plain Python numbers, ready for ``json.dumps``."""
-    import numpy as np
-
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-#: The model of an analysis's document; a bare ``Analysis`` has the plain :class:`Document`.
-D = TypeVar("D", bound=Document, default=Document)
-
-
-@dataclass(frozen=True, eq=False)
-class Analysis(Generic[D]):
-    """One analysis of a run: the tidy ``frame``, the JSON-able ``document``, its ``typed`` view and how to draw it.
-
-    ``document`` is the dict the analysis function returned, and stays what
-    ``--json`` prints and ``result["key"]`` reads, so code written against
-    those dicts keeps working. ``typed`` validates the same dict into
-    ``schema`` (``results._documents``) for attribute access.
-    """
-
-    name: str
-    document: dict
-    frame: pd.DataFrame
-    draw: Callable[..., Any] | None = field(default=None, repr=False)
-    #: Drawn from a simulated run (``sim/`` models): every figure then carries the SIMULATED stamp.
-    simulated: bool = False
-    # The plain Document is the default only where D is (a bare Analysis); every analysis here passes its own.
-    schema: type[D] = field(default=Document, kw_only=True, repr=False)  # type: ignore[assignment]
-
-    @cached_property
-    def typed(self) -> D:
-        """The document as its typed model, validated once, on first use (``document`` is not read again)."""
-        return self.schema.model_validate(self.document)
-
-    @property
-    def notes(self) -> list[str]:
-        return list(self.document.get("notes", []))
-
-    def __getitem__(self, key: str) -> Any:
-        return self.document[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.document.get(key, default)
-
-    def to_dict(self) -> dict:
-        """The document with NaN as None and NumPy scalars as Python numbers."""
-        return json_safe(self.document)
-
-    def figure(self, **options: Any) -> Any:
-        """The analysis's figure (a matplotlib ``Figure``), stamped SIMULATED when the run was."""
-        if self.draw is None:
-            raise InputError(f"{self.name}: this analysis has no figure")
-        figure = self.draw(**options)
-        if self.simulated:
-            from multiverse.plots.stamp import stamp_simulated
-
-            stamp_simulated(figure)
-        return figure
-
-    def _repr_html_(self) -> str:
-        notes = "".join(f"<li>{_escape(n)}</li>" for n in self.notes)
-        return (f"<p><b>{_escape(self.name)}</b></p>{_head_html(self.frame, _SHOWN_ROWS, 'rows')}"
-                + (f"<ul>{notes}</ul>" if notes else ""))
-
-
-@dataclass(frozen=True, eq=False)
-class CurveAnalysis(Analysis[CurveDocument]):
-    """A specification curve: ``frame`` is the curve, ``tests`` its joint tests (``JointTest``)."""
-
-    tests: tuple = ()
-    schema: type[CurveDocument] = field(default=CurveDocument, kw_only=True, repr=False)
-
-
-@dataclass(frozen=True, eq=False)
-class CalibrationAnalysis(Analysis[CalibrationDocument]):
-    """Rates anchored to human labels: ``frame`` has the rates, ``judges`` each universe's judge against people."""
-
-    calibration: Any = None  # ``multiverse.analysis.anchoring.Calibration``
-    schema: type[CalibrationDocument] = field(default=CalibrationDocument, kw_only=True, repr=False)
-
-    @property
-    def judges(self) -> pd.DataFrame:
-        return self.calibration.judges
-
-
-# A notebook shows this many rows of a table; the rest stay in ``.frame`` (and the note says how many).
-_SHOWN_ROWS = 50
-_SHOWN_UNIVERSES = 20
-
-
-def _head_html(frame: pd.DataFrame, limit: int, what: str) -> str:
-    """The first ``limit`` rows of ``frame`` as HTML, with a note when that is not all of them."""
-    table = frame.head(limit).to_html(index=False)
-    if len(frame) <= limit:
-        return table
-    return table + f"<p><i>showing {limit} of {len(frame)} {_escape(what)}</i></p>"
-
-
-def _escape(text: Any) -> str:
-    import html
-
-    return html.escape(str(text))
 
 
 @dataclass(eq=False, init=False)
