@@ -14,10 +14,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Generic, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import pandas as pd
-from typing_extensions import TypeVar
 
 from multiverse.errors import InputError
 from multiverse.results._anchoring_documents import CalibrationDocument
@@ -71,7 +70,7 @@ def json_safe(value: Any) -> Any:
 
 
 #: The model of an analysis's document; a bare ``Analysis`` has the plain :class:`Document`.
-D = TypeVar("D", bound=Document, default=Document)
+D = TypeVar("D", bound=Document)
 
 
 @dataclass(frozen=True, eq=False)
