@@ -24,6 +24,7 @@ the functions that call models import litellm.
 
 import os as _os
 from importlib import import_module as _import_module
+from typing import TYPE_CHECKING
 from typing import Any as _Any
 
 from .core._version import __version__
@@ -36,6 +37,14 @@ from .errors import (
     SpecError,
     StoreError,
 )
+
+if TYPE_CHECKING:  # the names' real types for type checkers; at run time they are imported on first use
+    from ._api import count_universes, label, power, report, store_gc, store_stats, validate
+    from .engine import draft, plan, run
+    from .importers import import_assert, import_table
+    from .results import Analysis, Results, load_run
+    from .spec import load_spec
+    from .spec._grid import expand
 
 # litellm fetches a remote price map at import unless told not to; importing
 # multiverse must never touch the network.

@@ -95,7 +95,7 @@ def cmd_plan(args) -> int:
     for name, stage in result.stages.items():
         # None: a grid counted, not listed, whose store was not read (see the notes).
         counts = (stage.units, stage.stored, stage.failed, stage.blocked, stage.to_compute, stage.calls_to_make)
-        rows.append([name, *("?" if n is None else n for n in counts), f"{stage.cost:.4f}"])
+        rows.append([name, *("?" if n is None else str(n) for n in counts), f"{stage.cost:.4f}"])
     print_table(rows)
     say("unique work = stored + failed + blocked + to compute (work units; failed ones are stored results, "
           "blocked ones wait on a failed unit and are never run)")
