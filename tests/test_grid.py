@@ -197,7 +197,7 @@ def test_a_universe_has_the_same_id_run_imported_or_read_bare(demo_universes, tm
     import pandas as pd
 
     import multiverse as mv
-    from multiverse.core._keys import universe_id
+    from multiverse.core._universe import universe_id
     from multiverse.tables._tables import universe_ids
 
     assert all(u.id == universe_id(u.options) for u in demo_universes)

@@ -7,8 +7,8 @@ types need pydantic, which commands that only print help should not pay for.
 - the audit's vocabulary: statuses, rules, estimators, stages, table columns
   (``STATUSES``, ``SCORING_RULES``, ``VERDICT_COLUMNS``, ..., and
   ``counted_rows``, the one rule of which verdicts count);
-- content keys: ``digest``, ``canonical_json`` and ``universe_id``, the one
-  rule for a universe's id;
+- content keys: ``digest`` and ``canonical_json``; a universe's name:
+  ``universe_id`` and ``universe_label``, one rule each;
 - files: ``atomic_write``/``atomic_write_text`` (never half a file),
   ``read_regular_file`` and the caps (``CAPS``, ``MAX_UNIVERSES``, ...),
   ``check_writable``; spreadsheet-safe cells (``safe_cell``);
@@ -43,11 +43,12 @@ if TYPE_CHECKING:
     from ._config import Frozen, FrozenMap, ModelConfig, RateLimit, expand_env
     from ._csvsafe import restore_cell, safe_cell
     from ._interrupt import RunInterrupted
-    from ._keys import canonical_json, digest, universe_id
+    from ._keys import canonical_json, digest
     from ._names import both_spellings, look_alike, nfc, nfc_document
     from ._outcomes import short_reason, tally
     from ._progress import Progress
     from ._terminal import TerminalStream, progress_stream, terminal_safe
+    from ._universe import universe_id, universe_label
     from ._version import __version__
     from ._vocabulary import (
         CI_METHODS,
@@ -76,7 +77,8 @@ _HOMES = {
     **dict.fromkeys(("Frozen", "FrozenMap", "ModelConfig", "RateLimit", "expand_env"), "_config"),
     **dict.fromkeys(("restore_cell", "safe_cell"), "_csvsafe"),
     "RunInterrupted": "_interrupt",
-    **dict.fromkeys(("canonical_json", "digest", "universe_id"), "_keys"),
+    **dict.fromkeys(("canonical_json", "digest"), "_keys"),
+    **dict.fromkeys(("universe_id", "universe_label", "universe_label"), "_universe"),
     **dict.fromkeys(("both_spellings", "look_alike", "nfc", "nfc_document"), "_names"),
     **dict.fromkeys(("short_reason", "tally"), "_outcomes"),
     "Progress": "_progress",
@@ -141,7 +143,7 @@ __all__ = [
     "short_reason",
     "tally",
     "terminal_safe",
-    "universe_id",
+    "universe_id", "universe_label",
     "universes_problem",
 ]
 

@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["canonical_json", "digest", "universe_id"]
+__all__ = ["canonical_json", "digest"]
 
 
 def _plain(obj: Any) -> Any:
@@ -40,13 +40,3 @@ def digest(obj: Any, n: int = 16) -> str:
     """First ``n`` hex digits of the sha256 of ``canonical_json(obj)``."""
     return hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()[:n]
 
-
-def universe_id(options: Mapping[str, Any]) -> str:
-    """A universe's id: the digest of its options, ``{axis: option}``, each as text.
-
-    The one rule for every source (a run, a table import, an ASSERT import, a
-    bare table), so a universe has the same id wherever its verdicts came from,
-    and two runs of one design can be matched universe by universe. Options
-    are compared as text, as they appear in a table's columns.
-    """
-    return digest({str(axis): str(option) for axis, option in options.items()}, 12)

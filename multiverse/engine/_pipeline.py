@@ -123,10 +123,8 @@ def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None, jobs: in
 
 def run_result(out_dir: Path | None, verdicts: pd.DataFrame, criteria: pd.DataFrame, rates: pd.DataFrame,
                manifest: dict) -> Results:
-    """The value ``run`` returns: built here only, so the results type changes in one place."""
-    return Results(verdicts=verdicts, criteria=criteria, rates=rates, axes=list(manifest.get("axes", [])),
-                   factors=list(manifest.get("factors", [])), manifest=manifest, primary=manifest.get("primary"),
-                   source=out_dir)
+    """The value ``run`` returns, by the one constructor of a folder's results (``Results.from_manifest``)."""
+    return Results.from_manifest(manifest, verdicts=verdicts, criteria=criteria, rates=rates, source=out_dir)
 
 
 def run(

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from multiverse.core import universe_label
 from multiverse.core._vocabulary import COUNTED_STATUS, STATUSES
 from multiverse.tables import split_factors, universe_ids
 
@@ -138,9 +139,8 @@ def _axis_options(first: pd.DataFrame, axes: list[str], options: Mapping[str, Se
 
 def _universe_labels(first: pd.DataFrame, axes: list[str], universes: list[str],
                      labels: Mapping[str, str | None]) -> list[str]:
-    """Each universe's label: the one given, else its options (axis=option · ...), else its id."""
-    return [str(labels.get(u) or (" · ".join(f"{a}={first.at[u, a]}" for a in axes) if axes else u))
-            for u in universes]
+    """Each universe's label: the one given, else the one rule for its options (``core.universe_label``)."""
+    return [str(labels.get(u) or universe_label({a: first.at[u, a] for a in axes})) for u in universes]
 
 
 def _factor_levels(verdicts: pd.DataFrame, factors: list[str], cases: list[str]) -> list[dict]:

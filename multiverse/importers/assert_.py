@@ -48,7 +48,8 @@ import pandas as pd
 
 from multiverse.analysis.rates import compute_rates
 from multiverse.analysis.scoring import score_verdicts
-from multiverse.core._keys import digest, universe_id
+from multiverse.core._keys import digest
+from multiverse.core._universe import universe_id
 from multiverse.core._vocabulary import RESERVED_NAMES, SCORING_RULES
 from multiverse.errors import InputError
 from multiverse.importers.assert_runs import (

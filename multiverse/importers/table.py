@@ -28,8 +28,8 @@ import pandas as pd
 
 from multiverse.analysis.rates import compute_rates
 from multiverse.core._bounds import regular_file_problem
-from multiverse.core._keys import universe_id
 from multiverse.core._names import both_spellings, look_alike, nfc
+from multiverse.core._universe import universe_id
 from multiverse.core._vocabulary import RESERVED_NAMES
 from multiverse.errors import InputError
 from multiverse.importers.directory import (

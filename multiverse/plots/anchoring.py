@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from multiverse.analysis.anchoring import Calibration
+from multiverse.core import universe_label
 from multiverse.plots.literal import literal
 
 __all__ = ["plot_calibration"]
@@ -77,7 +78,7 @@ def _row_labels(rates: pd.DataFrame, axes: list[str], universes: list, primary: 
     options = rates.drop_duplicates("universe_id").set_index("universe_id")
     out = []
     for u in universes:
-        text = " · ".join(str(options.at[u, a]) for a in axes) if axes else str(u)
+        text = universe_label({a: options.at[u, a] for a in axes}, compact=True) if axes else str(u)
         out.append(("★ " if u == primary else "") + text)
     return out
 

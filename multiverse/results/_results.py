@@ -28,6 +28,7 @@ from typing import Any
 
 import pandas as pd
 
+from multiverse.core import universe_label
 from multiverse.errors import InputError
 from multiverse.results._analysis import (
     _SHOWN_UNIVERSES,
@@ -176,7 +177,7 @@ class Results:
         first = self.verdicts.drop_duplicates("universe_id")[["universe_id", *self.axes]].reset_index(drop=True)
         labels = self.universe_labels()
         first["label"] = [
-            labels.get(u) or (" · ".join(f"{a}={row[a]}" for a in self.axes) if self.axes else u)
+            labels.get(u) or universe_label({a: row[a] for a in self.axes})
             for u, (_, row) in zip(first["universe_id"], first.iterrows())
         ]
         primary = self.primary

@@ -15,6 +15,7 @@ from typing import Any
 
 from multiverse.core._bounds import MAX_OPTIONS, MAX_UNIVERSES, universes_problem
 from multiverse.core._keys import digest
+from multiverse.core._universe import universe_label
 from multiverse.errors import SpecError
 from multiverse.spec._bounds import transcripts_per_universe
 from multiverse.spec._checks import MINIMA
@@ -126,8 +127,8 @@ def primary_options(spec: Spec) -> dict[str, str] | None:
 
 
 def label(options: Mapping[str, str]) -> str:
-    """``axis=option · axis=option``, or ``base`` for the universe of a spec without axes."""
-    return " · ".join(f"{a}={o}" for a, o in options.items()) or "base"
+    """``axis=option · axis=option``, or ``base`` for the universe of a spec without axes (``core.universe_label``)."""
+    return universe_label(options)
 
 
 def check_axes(spec: Spec, problems: Problems, resolve: Callable[[dict], Spec], *, cap: bool = True) -> None:

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from multiverse.core._bounds import universes_problem
-from multiverse.core._keys import digest, universe_id
+from multiverse.core._keys import digest
+from multiverse.core._universe import universe_id
 from multiverse.core._vocabulary import STAGES
 from multiverse.errors import SpecError
 from multiverse.spec import Spec, apply_patch, resolve_document

@@ -387,7 +387,7 @@ def universe_ids(frame: pd.DataFrame, axes: list[str]) -> pd.Series:
         return pd.Series("all", index=frame.index, dtype=object)
     import numpy as np
 
-    from multiverse.core._keys import universe_id
+    from multiverse.core._universe import universe_id
 
     codes = frame.groupby(list(axes), sort=False, observed=True, dropna=False).ngroup().to_numpy()
     first = np.unique(codes, return_index=True)[1]  # ngroup codes are 0..G-1 in order of appearance

@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 from pandas.testing import assert_frame_equal
 
-from multiverse.core._keys import digest, universe_id
+from multiverse.core._keys import digest
+from multiverse.core._universe import universe_id
 from multiverse.errors import InputError
 from multiverse.importers import import_assert, import_table
 from multiverse.results._load import load_run
