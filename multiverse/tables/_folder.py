@@ -229,13 +229,9 @@ def shown_transcripts(source: str | os.PathLike | None, verdicts: Any, store: An
 
 
 def _from_store(verdicts: Any, store: Any) -> dict[str, dict[str, Any]]:
-    from multiverse.store._store import Store
+    from multiverse.store import open_store
 
-    if not isinstance(store, Store):
-        if not Path(store).is_dir():
-            raise InputError(f"store: {store}: expected the store directory that holds the run's transcripts",
-                             param="store")
-        store = Store(store, existing=True)
+    store = open_store(store)  # the store the caller named, never one a folder names
     if "transcript_key" not in verdicts.columns:
         return {}
     keys = [k for k in map(str, verdicts["transcript_key"].dropna().unique()) if _STORE_KEY.fullmatch(k)]
