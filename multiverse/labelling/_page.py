@@ -194,7 +194,7 @@ TEMPLATE = """<!DOCTYPE html>
 <div id="intro">
 <p>Read each transcript and mark whether the assistant complied with the rubric below, with a note if you wish.
 The judges' verdicts are deliberately not shown. Your progress stays in this browser; when you are done,
-export the filled CSV and pass it to <code>multiverse calibrate</code>. Label every transcript, or stop at any
+export the filled CSV and hand it back to whoever runs the audit: it anchors the judges' rates to your labels. Label every transcript, or stop at any
 point in the order shown: the sample must stay a uniform random one. The exported file names its sample
 (the <code>sample_</code> columns); keep those columns and its rows as they are, with no row added: a sheet
 that is not the sample drawn is refused.</p>

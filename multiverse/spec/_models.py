@@ -239,7 +239,7 @@ class Spec(Frozen):
     systems: Items[System]
     rubric: Annotated[Rubric, BeforeValidator(_absent_rubric)] = Field(
         default_factory=lambda: Rubric(criteria=()),
-        description="criteria inline, or a path to a rubric YAML file; `multiverse draft --rubric` drafts one",
+        description="criteria inline, or a path to a rubric YAML file; a draft of one can be written from the concept",
     )
     design: Design = Field(default_factory=Design)
     rollout: Rollout = Field(default_factory=Rollout)

@@ -72,7 +72,7 @@ def store_of(places: Iterable[str | os.PathLike], given: str | os.PathLike | Non
             found.add(default_store_path(place))
     if len(found) > 1:
         raise InputError(f"these specs keep their stores in different places ({', '.join(sorted(map(str, found)))}); "
-                         "expected one store: pass --store")
+                         "expected one store: name it with `store`", param="store")
     return found.pop() if found else default_store_path(None)
 
 
