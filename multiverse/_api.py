@@ -13,9 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from multiverse.results import Results, load_run
-from multiverse.spec import Spec
-from multiverse.spec._grid import Universe
-from multiverse.spec._size import UniverseCount
+from multiverse.spec import Spec, Universe, UniverseCount
 from multiverse.store import GcReport, StoreStats
 
 __all__ = ["Validation", "count_universes", "label", "power", "report", "store_gc", "store_stats", "validate"]
@@ -69,7 +67,7 @@ def power(spec: Spec, *, baseline_rate: float = 0.8, alpha: float = 0.05, power:
     document then has a ``human`` key.
     """
     from multiverse.analysis import design_power, human_power
-    from multiverse.spec._design import planned_cases
+    from multiverse.spec import planned_cases
 
     cases, per_cell = planned_cases(spec)
     document = design_power(cases=cases, cases_per_cell=per_cell, baseline_rate=baseline_rate, alpha=alpha, power=power)
@@ -99,8 +97,7 @@ def validate(path: str | os.PathLike) -> Validation:
     criteria their simulated world has no behaviour for.
     """
     from multiverse.sim.coverage import unknown_criteria_note
-    from multiverse.spec import load_spec
-    from multiverse.spec._grid import expand
+    from multiverse.spec import expand, load_spec
 
     spec = load_spec(path)
     note = unknown_criteria_note(spec)
@@ -109,8 +106,7 @@ def validate(path: str | os.PathLike) -> Validation:
 
 def count_universes(spec: Spec | str | os.PathLike) -> UniverseCount:
     """How many universes the spec's grid makes, counted without listing them (any size, even past a run's cap)."""
-    from multiverse.spec import load_spec
-    from multiverse.spec._size import universe_count
+    from multiverse.spec import load_spec, universe_count
 
     return universe_count(spec if isinstance(spec, Spec) else load_spec(spec, cap_universes=False))
 

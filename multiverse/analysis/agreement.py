@@ -55,7 +55,7 @@ from multiverse.analysis.agreement_units import (
 )
 from multiverse.analysis.dropped import dropped_notes
 from multiverse.analysis.rates import included_verdicts
-from multiverse.core._vocabulary import COUNTED_STATUS
+from multiverse.core import COUNTED_STATUS
 from multiverse.errors import InputError
 
 __all__ = ["agreement", "cohen_kappa", "gwet_ac1", "pair_matrix"]

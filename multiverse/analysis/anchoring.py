@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from multiverse.core._vocabulary import COUNTED_STATUS
+from multiverse.core import COUNTED_STATUS
 
 from ..errors import InputError
 from .intervals import wilson
@@ -172,7 +172,7 @@ def rollout_configurations(verdicts: pd.DataFrame) -> pd.Series:
 
 def _with_universes(verdicts: pd.DataFrame, axes: Sequence[str]) -> pd.DataFrame:
     """``verdicts`` with a transcript key per row and universe ids (derived from the axes when absent)."""
-    from multiverse.tables._tables import universe_ids
+    from multiverse.tables import universe_ids
 
     missing = [c for c in ("system", "case_id", "compliant") if c not in verdicts.columns]
     if missing:
@@ -189,9 +189,8 @@ def read_labels(path: Any) -> pd.DataFrame:
     """Read a human-label file (CSV or parquet) with ``system``, ``case_id``, ``compliant``; InputError otherwise."""
     from pathlib import Path
 
-    from multiverse.core._bounds import regular_file_problem
-    from multiverse.core._csvsafe import restore_cell
-    from multiverse.tables._tables import read_table
+    from multiverse.core import regular_file_problem, restore_cell
+    from multiverse.tables import read_table
 
     path = Path(path)
     if path.suffix.lower() == ".csv" and not regular_file_problem(path):

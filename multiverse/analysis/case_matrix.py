@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from multiverse.core._vocabulary import counted_rows
+from multiverse.core import counted_rows
 from multiverse.errors import InputError
-from multiverse.tables._tables import universe_ids
+from multiverse.tables import universe_ids
 
 __all__ = ["Z_CAP", "CaseMatrix", "case_matrix"]
 

@@ -37,7 +37,7 @@ from multiverse.analysis.case_matrix import (
     case_matrix,
 )
 from multiverse.analysis.intervals import rate_intervals
-from multiverse.core._vocabulary import CI_METHODS
+from multiverse.core import CI_METHODS
 from multiverse.errors import InputError
 
 if TYPE_CHECKING:

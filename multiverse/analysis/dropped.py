@@ -14,8 +14,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from multiverse.core._outcomes import reason_class
-from multiverse.core._vocabulary import counted_rows
+from multiverse.core import counted_rows, reason_class
 
 __all__ = ["dropped_notes"]
 

@@ -51,9 +51,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from multiverse.core._vocabulary import CI_METHODS, ESTIMATORS, RATE_VALUE_COLUMNS, counted_rows
+from multiverse.core import CI_METHODS, ESTIMATORS, RATE_VALUE_COLUMNS, counted_rows
 from multiverse.errors import InputError
-from multiverse.tables._tables import check_choice, require_columns, universe_ids
+from multiverse.tables import check_choice, require_columns, universe_ids
 
 from ._codes import codes, combine, count, first_rows, target_blocks
 

@@ -35,9 +35,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from multiverse.core._vocabulary import SAMPLE_STATUSES, SCORING_RULES, counted_rows
+from multiverse.core import SAMPLE_STATUSES, SCORING_RULES, counted_rows
 from multiverse.errors import InputError
-from multiverse.tables._tables import check_choice, require_columns
+from multiverse.tables import check_choice, require_columns
 
 __all__ = [
     "NO_APPLICABLE",

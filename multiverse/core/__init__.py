@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         CAPS,
         MAX_FILE_BYTES,
         MAX_OPTIONS,
+        MAX_SEED,
         MAX_UNITS,
         MAX_UNIVERSES,
         MAX_VERDICT_ROWS,
@@ -41,16 +42,27 @@ if TYPE_CHECKING:
         universes_problem,
     )
     from ._config import Frozen, FrozenMap, ModelConfig, RateLimit, expand_env
-    from ._csvsafe import restore_cell, safe_cell
+    from ._credentials import check_spec_sections
+    from ._csvsafe import FORMULA_START, LINE_END, QUOTE, restore_cell, safe_cell
     from ._interrupt import RunInterrupted
     from ._keys import canonical_json, digest
     from ._names import both_spellings, look_alike, nfc, nfc_document
-    from ._outcomes import short_reason, tally
+    from ._outcomes import (
+        DEFINITIONS,
+        check_tally,
+        failure_examples,
+        reason_class,
+        row_outcomes,
+        short_reason,
+        tally,
+        unit_outcomes,
+    )
     from ._progress import Progress
     from ._terminal import TerminalStream, progress_stream, terminal_safe
     from ._universe import universe_id, universe_label
     from ._version import __version__
     from ._vocabulary import (
+        BEHAVIOR,
         CI_METHODS,
         CORE_COLUMNS,
         COUNTED_STATUS,
@@ -59,58 +71,76 @@ if TYPE_CHECKING:
         RATE_COLUMNS,
         RATE_VALUE_COLUMNS,
         RESERVED_NAMES,
+        SAMPLE_STATUSES,
         SCHEMA_VERSION,
         SCORING_RULES,
+        STAGE_OF_RECORD,
         STAGES,
         STATUSES,
         VERDICT_COLUMNS,
+        CIMethod,
+        Estimator,
+        ScoringRule,
         counted_rows,
     )
-    from ._writable import PlaceError, check_writable
+    from ._writable import PlaceError, check_writable, resolved
 
 # public name -> the private module that defines it (a module name maps to the module itself)
 _HOMES = {
     "credentials": "_credentials", "interrupt": "_interrupt", "model_names": "_model_names",
     **dict.fromkeys(("atomic_write", "atomic_write_text"), "_atomicfile"),
-    **dict.fromkeys(("CAPS", "MAX_FILE_BYTES", "MAX_OPTIONS", "MAX_UNITS", "MAX_UNIVERSES", "MAX_VERDICT_ROWS",
+    **dict.fromkeys(("CAPS", "MAX_SEED", "MAX_FILE_BYTES", "MAX_OPTIONS", "MAX_UNITS", "MAX_UNIVERSES", "MAX_VERDICT_ROWS",
                      "name_problem", "read_regular_file", "regular_file_problem", "universes_problem"), "_bounds"),
     **dict.fromkeys(("Frozen", "FrozenMap", "ModelConfig", "RateLimit", "expand_env"), "_config"),
-    **dict.fromkeys(("restore_cell", "safe_cell"), "_csvsafe"),
+    **dict.fromkeys(("FORMULA_START", "LINE_END", "QUOTE", "restore_cell", "safe_cell"), "_csvsafe"),
+    "check_spec_sections": "_credentials",
     "RunInterrupted": "_interrupt",
     **dict.fromkeys(("canonical_json", "digest"), "_keys"),
     **dict.fromkeys(("universe_id", "universe_label", "universe_label"), "_universe"),
     **dict.fromkeys(("both_spellings", "look_alike", "nfc", "nfc_document"), "_names"),
-    **dict.fromkeys(("short_reason", "tally"), "_outcomes"),
+    **dict.fromkeys(("DEFINITIONS", "check_tally", "failure_examples", "reason_class", "row_outcomes", "short_reason",
+                     "tally", "unit_outcomes"), "_outcomes"),
     "Progress": "_progress",
     **dict.fromkeys(("TerminalStream", "progress_stream", "terminal_safe"), "_terminal"),
     "__version__": "_version",
     **dict.fromkeys(("CI_METHODS", "CORE_COLUMNS", "COUNTED_STATUS", "CRITERIA_COLUMNS", "ESTIMATORS", "RATE_COLUMNS",
                      "RATE_VALUE_COLUMNS", "RESERVED_NAMES", "SCHEMA_VERSION", "SCORING_RULES", "STAGES", "STATUSES",
-                     "VERDICT_COLUMNS", "counted_rows"), "_vocabulary"),
-    **dict.fromkeys(("PlaceError", "check_writable"), "_writable"),
+                     "VERDICT_COLUMNS", "counted_rows", "BEHAVIOR", "SAMPLE_STATUSES", "STAGE_OF_RECORD", "CIMethod",
+                     "Estimator", "ScoringRule"), "_vocabulary"),
+    **dict.fromkeys(("PlaceError", "check_writable", "resolved"), "_writable"),
 }
 _MODULES = {"credentials", "interrupt", "model_names"}
 
 __all__ = [
+    "BEHAVIOR",
     "CAPS",
     "CI_METHODS",
     "CORE_COLUMNS",
     "COUNTED_STATUS",
     "CRITERIA_COLUMNS",
+    "DEFINITIONS",
     "ESTIMATORS",
+    "FORMULA_START",
+    "LINE_END",
     "MAX_FILE_BYTES",
     "MAX_OPTIONS",
+    "MAX_SEED",
     "MAX_UNITS",
     "MAX_UNIVERSES",
     "MAX_VERDICT_ROWS",
+    "QUOTE",
     "RATE_COLUMNS",
     "RATE_VALUE_COLUMNS",
     "RESERVED_NAMES",
+    "SAMPLE_STATUSES",
     "SCHEMA_VERSION",
     "SCORING_RULES",
     "STAGES",
+    "STAGE_OF_RECORD",
     "STATUSES",
     "VERDICT_COLUMNS",
+    "CIMethod",
+    "Estimator",
     "Frozen",
     "FrozenMap",
     "ModelConfig",
@@ -118,17 +148,21 @@ __all__ = [
     "Progress",
     "RateLimit",
     "RunInterrupted",
+    "ScoringRule",
     "TerminalStream",
     "__version__",
     "atomic_write",
     "atomic_write_text",
     "both_spellings",
     "canonical_json",
+    "check_spec_sections",
+    "check_tally",
     "check_writable",
     "counted_rows",
     "credentials",
     "digest",
     "expand_env",
+    "failure_examples",
     "interrupt",
     "look_alike",
     "model_names",
@@ -137,13 +171,18 @@ __all__ = [
     "nfc_document",
     "progress_stream",
     "read_regular_file",
+    "reason_class",
     "regular_file_problem",
+    "resolved",
     "restore_cell",
+    "row_outcomes",
     "safe_cell",
     "short_reason",
     "tally",
     "terminal_safe",
-    "universe_id", "universe_label",
+    "unit_outcomes",
+    "universe_id",
+    "universe_label",
     "universes_problem",
 ]
 

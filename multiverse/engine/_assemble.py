@@ -19,12 +19,9 @@ from typing import Any
 
 import pandas as pd
 
-from multiverse.core._keys import digest
-from multiverse.core._vocabulary import CRITERIA_COLUMNS, SCHEMA_VERSION, STAGE_OF_RECORD, STATUSES
-from multiverse.spec import Spec, to_yaml_dict
-from multiverse.spec._grid import Universe, axis_stages
-from multiverse.store._provenance import versions
-from multiverse.store._records import Records
+from multiverse.core import CRITERIA_COLUMNS, SCHEMA_VERSION, STAGE_OF_RECORD, STATUSES, digest
+from multiverse.spec import Spec, Universe, axis_stages, to_yaml_dict
+from multiverse.store import Records, versions
 from multiverse.work import Row, Work
 
 __all__ = ["assemble", "run_manifest", "run_rates"]
@@ -124,7 +121,7 @@ def run_manifest(spec: Spec, universes: list[Universe], work: Work, records: Rec
     invocation computed (``computed``: store stage -> keys), so they are the
     same whichever backend ran them.
     """
-    from multiverse.core._outcomes import check_tally, failure_examples, row_outcomes, tally, unit_outcomes
+    from multiverse.core import check_tally, failure_examples, row_outcomes, tally, unit_outcomes
 
     # Read by stage name: a TypedDict is indexed by literal keys only.
     by_stage: Mapping[str, Mapping[str, Mapping[str, Any]]] = records  # type: ignore[assignment]

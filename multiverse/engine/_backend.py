@@ -22,8 +22,7 @@ from typing import Any, Protocol
 
 from multiverse.core import _interrupt as interrupt
 from multiverse.engine._processes import NOT_STARTED
-from multiverse.store._claims import Held
-from multiverse.store._store import Store
+from multiverse.store import Held, Store
 
 __all__ = ["CLAIMED", "ELSEWHERE", "NOT_STARTED", "POLL", "Backend", "Outcome", "StageRun", "wait_for_claimed"]
 

@@ -12,14 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Mapping
 from typing import Any
 
+from multiverse.core import STAGE_OF_RECORD, RunInterrupted
 from multiverse.core import _interrupt as interrupt
-from multiverse.core._interrupt import RunInterrupted
-from multiverse.core._vocabulary import STAGE_OF_RECORD
 from multiverse.engine._backend import POLL, Outcome, StageRun
 from multiverse.engine._processes import usable_cores
 from multiverse.errors import InputError
-from multiverse.model._client import ModelClient
-from multiverse.store._store import Store
+from multiverse.model import ModelClient
+from multiverse.store import Store
 
 __all__ = ["Dask"]
 

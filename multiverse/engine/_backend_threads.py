@@ -21,12 +21,11 @@ from collections import defaultdict, deque
 from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any
 
+from multiverse.core import STAGE_OF_RECORD, RunInterrupted
 from multiverse.core import _interrupt as interrupt
-from multiverse.core._interrupt import RunInterrupted
-from multiverse.core._vocabulary import STAGE_OF_RECORD
 from multiverse.engine._backend import CLAIMED, ELSEWHERE, NOT_STARTED, POLL, Outcome, StageRun, wait_for_claimed
-from multiverse.model._client import ModelClient
-from multiverse.store._store import Store
+from multiverse.model import ModelClient
+from multiverse.store import Store
 
 __all__ = ["LocalThreads"]
 

@@ -15,10 +15,8 @@ import time
 from typing import Any
 
 from multiverse.errors import BudgetExceeded, ModelError
-from multiverse.model._client import ModelClient
-from multiverse.store._provenance import call_of, provenance
-from multiverse.store._records import CaseRecord, JudgmentRecord, TranscriptRecord, Turn
-from multiverse.store._store import Store
+from multiverse.model import ModelClient
+from multiverse.store import CaseRecord, JudgmentRecord, Store, TranscriptRecord, Turn, call_of, provenance
 from multiverse.work import CaseUnit, JudgeCall, TranscriptUnit
 
 #: a computed record of any stage
@@ -47,7 +45,7 @@ def attempt(stage: str, unit: Any, upstream: Any, client: ModelClient,
         budget_hit.set()
         return None, f"budget_exceeded: {exc}"
     except ModelError as exc:
-        from multiverse.core._outcomes import short_reason
+        from multiverse.core import short_reason
 
         return None, short_reason(f"{exc.reason}: {exc}", 500)
 
@@ -69,9 +67,8 @@ def dask_unit(stage: str, unit: Any, upstream: Any, store_root: str, jobs: int) 
     jobs = _worker_threads(jobs)
     with _WORKER_LOCK:
         if (jobs, store_root) not in _WORKER_CLIENTS:
-            from multiverse.model._llm import LiteLLMClient
-            from multiverse.model._requestcache import RequestCache
-            from multiverse.store._records import SHAPES
+            from multiverse.model import LiteLLMClient, RequestCache
+            from multiverse.store import SHAPES
 
             answers = Store(store_root, shapes=SHAPES, existing=True)
             _WORKER_CLIENTS[jobs, store_root] = RequestCache(LiteLLMClient(jobs=jobs), answers)

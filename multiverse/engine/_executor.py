@@ -20,16 +20,15 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from multiverse.core import STAGE_OF_RECORD
 from multiverse.core import _interrupt as interrupt
-from multiverse.core._vocabulary import STAGE_OF_RECORD
 from multiverse.engine._backend import ELSEWHERE, Backend, StageRun
 from multiverse.engine._backend_dask import Dask
 from multiverse.engine._backend_processes import Processes
 from multiverse.engine._backend_threads import LocalThreads
 from multiverse.errors import InputError
-from multiverse.model._client import ModelClient
-from multiverse.store._claims import Held
-from multiverse.store._store import Store
+from multiverse.model import ModelClient
+from multiverse.store import Held, Store
 
 __all__ = ["BACKENDS", "ELSEWHERE", "Executor", "backend_class"]
 
@@ -68,7 +67,7 @@ class Executor:
         if not units:
             return
         interrupt.check()
-        from multiverse.core._progress import Progress
+        from multiverse.core import Progress
 
         bar = Progress(len(units), STAGE_OF_RECORD[stage], enabled=self.progress)
         results = self.backend.outcomes(StageRun(stage, units, upstream, self.store, self._held, self.grace))

@@ -13,14 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from multiverse.core._outcomes import row_outcomes, tally, unit_outcomes
+from multiverse.core import row_outcomes, tally, unit_outcomes
 from multiverse.engine._plan import LaneTime, Plan, StagePlan, WallTime, make_plan
 from multiverse.engine._workcount import calls_per_transcript
-from multiverse.model._pacing import estimate_wall_seconds
-from multiverse.model._pricing import TOKENS, estimate_cost
-from multiverse.spec import Spec
-from multiverse.spec._grid import Universe, axis_stages
-from multiverse.store._store import Store
+from multiverse.model import TOKENS, estimate_cost, estimate_wall_seconds
+from multiverse.spec import Spec, Universe, axis_stages
+from multiverse.store import Store
 from multiverse.work import TranscriptUnit, Work
 
 __all__ = ["forecast"]

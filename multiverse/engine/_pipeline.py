@@ -20,20 +20,27 @@ from typing import Any, cast
 
 import pandas as pd
 
+from multiverse.core import MAX_UNITS
 from multiverse.core import _interrupt as interrupt
-from multiverse.core._bounds import MAX_UNITS
 from multiverse.engine._assemble import assemble, run_manifest, run_rates
 from multiverse.engine._backend_threads import LocalThreads
 from multiverse.engine._executor import Executor, backend_class
 from multiverse.engine._plan import Plan
 from multiverse.errors import InputError, ModelError, SpecError, StoreError
-from multiverse.model._client import CredentialCheck, ModelClient
-from multiverse.results._results import Results
-from multiverse.spec import Spec
-from multiverse.spec._grid import axis_stages, expand
-from multiverse.store._lease import Lease
-from multiverse.store._records import SHAPES, CaseRecord, JudgmentRecord, Records, TranscriptRecord
-from multiverse.store._store import Store, check_store_path, default_store_path
+from multiverse.model import CredentialCheck, ModelClient
+from multiverse.results import Results
+from multiverse.spec import Spec, axis_stages, expand
+from multiverse.store import (
+    SHAPES,
+    CaseRecord,
+    JudgmentRecord,
+    Lease,
+    Records,
+    Store,
+    TranscriptRecord,
+    check_store_path,
+    default_store_path,
+)
 from multiverse.tables import write_run_folder
 from multiverse.work import Work, build_work, resolve_config
 
@@ -56,7 +63,7 @@ def check_run_places(spec: Spec, out: str | os.PathLike, store: Store | str | os
     ``run`` checks its folder itself; this is for a caller that checks more
     places before it runs.
     """
-    from multiverse.tables._places import RUN_FILES, check_output_dir
+    from multiverse.tables import RUN_FILES, check_output_dir
 
     # The rubric's file name is gone once it is inlined: every file beside the spec that a run
     # would write over counts as an input.
@@ -179,8 +186,7 @@ def run(
     work = build_work(spec, universes)
     st = _store(spec, store)
     check_store_path(st.root, out=out_dir if write else None)
-    from multiverse.model._breaker import Breaker
-    from multiverse.model._requestcache import RequestCache
+    from multiverse.model import Breaker, RequestCache
 
     # A model that fails every call the same way stops the run, not every unit; a request
     # already answered (by this run, an earlier one or a concurrent one) is never sent again.
@@ -276,7 +282,7 @@ def _check_kept(st: Store, lease: Lease | None, stage: str, lost: set) -> None:
 def _default_client(client: ModelClient | None, jobs: int, budget: float | None = None,
                     rate_limits: Any = None) -> ModelClient:
     """The caller's client, or a ``LiteLLMClient`` pacing calls by the spec's ``rate_limits``."""
-    from multiverse.model._llm import LiteLLMClient
+    from multiverse.model import LiteLLMClient
 
     if client is not None:
         if rate_limits and isinstance(client, LiteLLMClient) and not client.rate_limits:
@@ -319,7 +325,7 @@ def draft(
     ``run`` would (same keys, same store), so drafting first costs nothing
     extra. Returns the files written.
     """
-    from multiverse.model._requestcache import RequestCache
+    from multiverse.model import RequestCache
     from multiverse.stages.draft import draft_rubric, write_drafts
 
     st = _store(spec, store)

@@ -50,7 +50,7 @@ from collections.abc import Iterator, Mapping
 from multiprocessing.connection import Connection, wait
 from typing import Any, NoReturn
 
-from multiverse.core._vocabulary import STAGE_OF_RECORD
+from multiverse.core import STAGE_OF_RECORD
 from multiverse.errors import MultiverseError
 
 __all__ = ["NOT_STARTED", "WorkerPool", "shares", "split_limits", "usable_cores"]
@@ -235,8 +235,8 @@ class WorkerPool:
         if dead:
             self._abandoned = True
         if self._abandoned:
-            from multiverse.model._requestcache import STAGE
-            from multiverse.store._claims import release_of
+            from multiverse.model import STAGE
+            from multiverse.store import release_of
 
             # Stale already (their holders are gone), but a run leaves no claim behind.
             release_of(glob.glob(os.path.join(glob.escape(self._root), STAGE, "*", "*.claim")),
@@ -291,9 +291,11 @@ _BYE = "bye"  # a worker's last message when it ends as told: a worker that ends
 def _zygote(ends: list[int]) -> None:
     """Import what every worker needs, then fork one worker per pair of pipe ends."""
     from multiverse.engine._compute import attempt  # noqa: F401
-    from multiverse.model._breaker import Breaker  # noqa: F401 - imported once here, shared by every fork
-    from multiverse.model._llm import LiteLLMClient  # noqa: F401
-    from multiverse.model._providers import load_litellm
+    from multiverse.model import (
+        Breaker,  # noqa: F401 - imported once here, shared by every fork
+        LiteLLMClient,  # noqa: F401
+        load_litellm,
+    )
 
     load_litellm()
     pairs = [ends[i:i + 2] for i in range(0, len(ends), 2)]
@@ -320,11 +322,8 @@ def _zygote(ends: list[int]) -> None:
 def _serve(inbox: Connection, outbox: Connection) -> None:
     """A worker process: threads compute the units the run sends until it says no more."""
     from multiverse.engine._compute import attempt
-    from multiverse.model._breaker import Breaker
-    from multiverse.model._llm import LiteLLMClient
-    from multiverse.model._requestcache import RequestCache
-    from multiverse.store._records import SHAPES
-    from multiverse.store._store import Store
+    from multiverse.model import Breaker, LiteLLMClient, RequestCache
+    from multiverse.store import SHAPES, Store
 
     store_root, threads, options = inbox.recv()
     outbox.send((None, _HELLO, os.getpid()))

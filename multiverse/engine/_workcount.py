@@ -25,12 +25,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from multiverse.core._keys import digest
+from multiverse.core import digest
 from multiverse.engine._plan import Plan, StagePlan, make_plan
-from multiverse.model._pricing import TOKENS, estimate_cost
-from multiverse.spec import Spec, to_yaml_dict
-from multiverse.spec._design import case_counts
-from multiverse.spec._grid import Universe, axis_stages
+from multiverse.model import TOKENS, estimate_cost
+from multiverse.spec import Spec, Universe, axis_stages, case_counts, to_yaml_dict
 from multiverse.work import case_inputs, judge_inputs, rollout_inputs, template_digests
 
 __all__ = ["WorkCount", "calls_per_transcript", "count_work", "counted_plan"]

@@ -24,8 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from multiverse.core import universe_label
-from multiverse.core._vocabulary import COUNTED_STATUS, STATUSES
+from multiverse.core import COUNTED_STATUS, STATUSES, universe_label
 from multiverse.tables import split_factors, universe_ids
 
 from ..errors import InputError
@@ -33,7 +32,7 @@ from ..sim.markers import strip_markers
 from ._packing import pack
 
 if TYPE_CHECKING:
-    from multiverse.results._results import Results
+    from multiverse.results import Results
 
 __all__ = ["FORMAT", "VERDICTS", "document_from_results", "document_from_run", "explorer_document", "read_transcripts"]
 
@@ -352,7 +351,7 @@ def document_from_run(source: str | os.PathLike, *, store: Any = None) -> dict:
 
     See :func:`document_from_results` for where transcripts come from.
     """
-    from multiverse.results._load import load_run
+    from multiverse.results import load_run
 
     return document_from_results(load_run(source), store=store)
 

@@ -48,9 +48,7 @@ import pandas as pd
 
 from multiverse.analysis.rates import compute_rates
 from multiverse.analysis.scoring import score_verdicts
-from multiverse.core._keys import digest
-from multiverse.core._universe import universe_id
-from multiverse.core._vocabulary import RESERVED_NAMES, SCORING_RULES
+from multiverse.core import RESERVED_NAMES, SCORING_RULES, digest, universe_id
 from multiverse.errors import InputError
 from multiverse.importers.assert_runs import (
     AssertRun,
@@ -63,7 +61,7 @@ from multiverse.importers.directory import (
     resolve_primary,
     write_import_dir,
 )
-from multiverse.results._results import Results
+from multiverse.results import Results
 
 __all__ = ["INFERRED_AXES", "import_assert"]
 
@@ -93,7 +91,7 @@ def import_assert(
     other files). Returns the Results with verdicts, criteria and rates; bad input
     raises InputError and writes nothing.
     """
-    from multiverse.tables._places import check_output_dir
+    from multiverse.tables import check_output_dir
 
     if isinstance(run_dirs, (str, os.PathLike)):
         run_dirs = [run_dirs]
@@ -332,7 +330,7 @@ def _transcripts(runs, run_options, warnings):
 
 
 def _hash_file(file: Path) -> str | None:
-    from multiverse.tables._folder import read_folder_bytes
+    from multiverse.tables import read_folder_bytes
 
     if not file.is_file():
         return None

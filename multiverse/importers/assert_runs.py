@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from multiverse.errors import InputError
-from multiverse.tables._folder import read_folder_bytes
+from multiverse.tables import read_folder_bytes
 
 __all__ = ["AssertRun", "model_name", "option_name", "read_run"]
 

@@ -21,10 +21,9 @@ from typing import Any
 
 import pandas as pd
 
-from multiverse.core._names import both_spellings, look_alike
-from multiverse.core._vocabulary import CI_METHODS, SCHEMA_VERSION
+from multiverse.core import CI_METHODS, SCHEMA_VERSION, both_spellings, look_alike
 from multiverse.errors import InputError
-from multiverse.results._results import Results
+from multiverse.results import Results
 from multiverse.tables import write_run_folder
 
 __all__ = ["check_ci", "resolve_primary", "write_import_dir"]

@@ -27,17 +27,14 @@ import numpy as np
 import pandas as pd
 
 from multiverse.analysis.rates import compute_rates
-from multiverse.core._bounds import regular_file_problem
-from multiverse.core._names import both_spellings, look_alike, nfc
-from multiverse.core._universe import universe_id
-from multiverse.core._vocabulary import RESERVED_NAMES
+from multiverse.core import RESERVED_NAMES, both_spellings, look_alike, nfc, regular_file_problem, universe_id
 from multiverse.errors import InputError
 from multiverse.importers.directory import (
     check_ci,
     resolve_primary,
     write_import_dir,
 )
-from multiverse.results._results import Results
+from multiverse.results import Results
 
 __all__ = ["import_table", "read_label_table"]
 
@@ -93,7 +90,7 @@ def import_table(
     :func:`multiverse.tables._places.check_output_dir`; ``force`` allows a folder holding
     other files). Returns the :class:`Results` (verdicts, rates, manifest; no criteria).
     """
-    from multiverse.tables._places import check_output_dir
+    from multiverse.tables import check_output_dir
 
     path = Path(path)
     axes, factors = list(axes), list(factors)

@@ -16,8 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from multiverse.core._keys import digest
-from multiverse.core._vocabulary import CORE_COLUMNS
+from multiverse.core import CORE_COLUMNS, digest
 
 __all__ = ["IDENTITY_COLUMNS", "keys_digest", "run_id"]
 

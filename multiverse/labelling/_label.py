@@ -35,7 +35,7 @@ def check_sheet_places(source: str | os.PathLike, out_csv: str | os.PathLike, *,
 
     An existing sheet is replaced only with ``force=True``: people may have typed labels into it.
     """
-    from multiverse.tables._places import RUN_FILES, check_output_file
+    from multiverse.tables import RUN_FILES, check_output_file
 
     source, out_csv = Path(source), Path(out_csv)
     if out_csv.suffix.lower() != ".csv":

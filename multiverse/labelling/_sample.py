@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from multiverse.tables._tables import universe_ids
+from multiverse.tables import universe_ids
 
 from ..analysis.anchoring import rollout_configurations, transcript_keys
 from ..errors import InputError

@@ -23,11 +23,8 @@ from typing import Any
 
 import pandas as pd
 
-from multiverse.core._atomicfile import atomic_write, atomic_write_text
-from multiverse.core._csvsafe import LINE_END
-from multiverse.core._keys import digest
-from multiverse.core._vocabulary import CORE_COLUMNS
-from multiverse.tables._tables import csv_safe
+from multiverse.core import CORE_COLUMNS, LINE_END, atomic_write, atomic_write_text, digest
+from multiverse.tables import csv_safe
 
 from ..errors import InputError
 from ._identity import IDENTITY_COLUMNS

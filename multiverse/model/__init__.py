@@ -16,9 +16,9 @@ from ._breaker import Breaker
 from ._client import Completion, CredentialCheck, ModelClient
 from ._llm import LiteLLMClient
 from ._pacing import estimate_wall_seconds
-from ._pricing import estimate_cost
+from ._pricing import TOKENS, estimate_cost
 from ._providers import load_litellm
 from ._requestcache import STAGE, RequestCache
 
-__all__ = ["STAGE", "Breaker", "Completion", "CredentialCheck", "LiteLLMClient", "ModelClient", "RequestCache",
+__all__ = ["STAGE", "TOKENS", "Breaker", "Completion", "CredentialCheck", "LiteLLMClient", "ModelClient", "RequestCache",
            "estimate_cost", "estimate_wall_seconds", "load_litellm"]

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from multiverse.store._text import MAX_ANSWER_CHARS, MAX_DEPTH, storable, storable_text, too_deep
+from multiverse.store import MAX_ANSWER_CHARS, MAX_DEPTH, storable, storable_text, too_deep
 
 __all__ = [
     "MAX_ANSWER_CHARS",

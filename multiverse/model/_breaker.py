@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from multiverse.core._outcomes import short_reason
+from multiverse.core import short_reason
 from multiverse.errors import ModelError, ModelUnusable
 
 __all__ = ["FATAL_REASONS", "TRIP_AFTER", "Breaker"]

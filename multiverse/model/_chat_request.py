@@ -15,7 +15,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from multiverse.core._config import ModelConfig
+from multiverse.core import ModelConfig
 from multiverse.model._connections import Connections
 from multiverse.model._providers import OPENAI_COMPATIBLE, load_litellm, provider_of
 

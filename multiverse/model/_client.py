@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from multiverse.core._config import ModelConfig
+    from multiverse.core import ModelConfig
 
 __all__ = ["Completion", "CredentialCheck", "ModelClient"]
 

@@ -139,7 +139,7 @@ def classify(exc: BaseException) -> Failure:
 
 def one_line(exc: BaseException, secrets: Iterable[str]) -> str:
     """The failure's message as one storable line, credentials redacted, at most 300 characters."""
-    from multiverse.core._outcomes import short_reason
+    from multiverse.core import short_reason
 
     # Redact before cutting: a key cut in half would no longer match. Cut at a word, and marked.
     # This call's own keys join every credential in use (shorter ones too: they are known keys, not guesses).

@@ -52,15 +52,13 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from multiverse.core import _interrupt as interrupt
-from multiverse.core._keys import digest
+from multiverse.core import digest
 from multiverse.errors import ModelError
 from multiverse.model._client import Completion, ModelClient
-from multiverse.store._claims import Held
-from multiverse.store._records import RequestRecord
-from multiverse.store._store import Store, scrub
+from multiverse.store import Held, RequestRecord, Store, scrub
 
 if TYPE_CHECKING:
-    from multiverse.core._config import ModelConfig
+    from multiverse.core import ModelConfig
 
 __all__ = ["STAGE", "RequestCache", "request_key"]
 

@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from multiverse.results._results import Results
+from multiverse.results import Results
 
 from ..errors import MultiverseError
 from .anchoring import ANCHOR as ANCHORED
@@ -136,7 +136,7 @@ def build_report_html(tables: Results, *, store: Any = None, threshold: float | 
     (a file or a table, as ``Results.calibrate`` takes them) add the section
     "Anchored to people".
     """
-    from multiverse.core._progress import Progress
+    from multiverse.core import Progress
 
     run = _prepare(tables, store, threshold, tests, human)
     body = []
@@ -210,7 +210,7 @@ def _when(stamp: Any) -> str:
 
 
 def _version() -> str:
-    from multiverse.core._version import __version__
+    from multiverse.core import __version__
 
     return __version__
 
@@ -224,7 +224,7 @@ def write_report(source: str | os.PathLike, out_html: str | os.PathLike | None =
     (beside the table for a table file). See :func:`build_report_html` for
     ``store``, ``threshold``, ``tests``, ``progress`` and ``human``.
     """
-    from multiverse.results._load import load_run
+    from multiverse.results import load_run
 
     return write_results_report(load_run(source), out_html, store=store, threshold=threshold, tests=tests,
                                 progress=progress, human=human)
@@ -239,8 +239,8 @@ def write_results_report(results: Results, out_html: str | os.PathLike | None = 
     the table for a table file; in the current directory for results that
     were never written). The output may not be one of the run's own files.
     """
-    from multiverse.core._atomicfile import atomic_write_text
-    from multiverse.tables._places import TABLE_FILES, check_output_file
+    from multiverse.core import atomic_write_text
+    from multiverse.tables import TABLE_FILES, check_output_file
 
     source = results.source
     folder = source if source is not None and source.is_dir() else source.parent if source is not None else Path()

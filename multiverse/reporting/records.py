@@ -16,7 +16,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from multiverse.core._vocabulary import STATUSES, counted_rows
+from multiverse.core import STATUSES, counted_rows
 from multiverse.tables import StageCounts
 
 from .markup import _collapsed, _e, _fmt, _list, _Raw, _table, _without_markers
@@ -237,7 +237,7 @@ def _provenance(run: _Run) -> str:
 
 
 def _stage_counts(stages: Mapping[str, StageCounts]) -> str:
-    from multiverse.core._outcomes import DEFINITIONS
+    from multiverse.core import DEFINITIONS
 
     def reasons(c: StageCounts) -> str:
         parts = [f"failed: {k} {v}" for k, v in c.failures.items()]

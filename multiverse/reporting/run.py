@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from multiverse.results._results import Results
+from multiverse.results import Results
 
 from ..errors import InputError
 
@@ -114,7 +114,7 @@ class _Run:
 
     def null_rate(self, system: str) -> tuple[float | None, str]:
         """The rate the joint test of ``system`` holds fixed in every universe, or None and why there is none."""
-        from multiverse.results._analyses import primary_null
+        from multiverse.results import primary_null
 
         if self.threshold is not None:
             return self.threshold, ""
@@ -152,7 +152,7 @@ def _prepare(results: Results, store: Any, threshold: float | None, tests: bool,
         raise InputError(f"threshold: expected a rate strictly between 0 and 1, got {threshold!r}", param="threshold")
     # The one rule of which transcripts a page shows (never a store the manifest names). It reads the
     # folder's transcripts.jsonl before any section runs, so a line that is not a transcript is refused first.
-    from multiverse.tables._folder import shown_transcripts
+    from multiverse.tables import shown_transcripts
 
     transcripts, note = shown_transcripts(results.source, results.verdicts, store)
     if human is not None:

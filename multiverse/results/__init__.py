@@ -8,6 +8,7 @@ An analysis's document is a dict (what ``--json`` prints) with a typed view,
 ``Analysis.typed``: one model per analysis (``CurveDocument``, ...).
 """
 
+from ._analyses import primary_null
 from ._analysis import Analysis, CalibrationAnalysis, CurveAnalysis, json_safe
 from ._anchoring_documents import AnchoredCurveDocument, AnchoredRankingDocument, CalibrationDocument
 from ._documents import AgreementDocument, CurveDocument, Document, PowerDocument, VarianceDocument
@@ -18,5 +19,5 @@ from ._results import Results
 __all__ = [
     "AgreementDocument", "Analysis", "AnchoredCurveDocument", "AnchoredRankingDocument", "CalibrationAnalysis",
     "CalibrationDocument", "CurveAnalysis", "CurveDocument", "Document", "PowerDocument", "RankingDocument", "Results",
-    "VarianceDocument", "json_safe", "load_run",
+    "VarianceDocument", "json_safe", "load_run", "primary_null",
 ]

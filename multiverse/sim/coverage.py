@@ -16,7 +16,7 @@ __all__ = ["draft_note", "unknown_criteria_note"]
 
 
 def _world(spec: Any) -> Any:
-    from multiverse.work._units import world_uri
+    from multiverse.work import world_uri
 
     from .loader import load_world
 

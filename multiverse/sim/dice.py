@@ -13,7 +13,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from multiverse.core._keys import canonical_json
+from multiverse.core import canonical_json
 
 __all__ = ["Dice", "plain_messages"]
 

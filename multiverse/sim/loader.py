@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from multiverse.core._keys import digest
+from multiverse.core import digest
 
 from ..errors import SpecError
 from .world import (
@@ -91,7 +91,7 @@ def load_world(ref: World | str | os.PathLike | None = None) -> World:
 
 
 def _parse(path: Path) -> World:
-    from multiverse.spec._loading import load_yaml
+    from multiverse.spec import load_yaml
 
     # A file the spec names: regular, under the cap, aliases bounded (load_yaml), as the spec itself is read.
     raw, _ = load_yaml(path)

@@ -28,8 +28,7 @@ layer import it, never the other way round.
 
 from __future__ import annotations
 
-from multiverse.core._bounds import MAX_FILE_BYTES
-from multiverse.core._config import ModelConfig, RateLimit, expand_env
+from multiverse.core import MAX_FILE_BYTES, ModelConfig, RateLimit, expand_env
 from multiverse.spec._axes import apply_patch, check_patch_path
 from multiverse.spec._loading import load_yaml
 from multiverse.spec._models import (
@@ -76,16 +75,34 @@ __all__ = [
     "SimulatedUser",
     "Spec",
     "System",
+    "ToolCodeError",
     "ToolSimulator",
+    "Universe",
+    "UniverseCount",
     "apply_patch",
+    "axis_stages",
+    "case_counts",
     "check_patch_path",
+    "count_grid",
     "design_levels",
+    "expand",
     "expand_env",
     "load_cases",
+    "load_function",
     "load_spec",
     "load_yaml",
     "parse_spec",
+    "parse_yaml",
+    "planned_cases",
     "resolve_document",
+    "resolve_references",
     "spec_schema",
     "to_yaml_dict",
+    "universe_count",
 ]
+
+from multiverse.spec._design import case_counts, planned_cases
+from multiverse.spec._grid import Universe, axis_stages, count_grid, expand
+from multiverse.spec._loading import parse_yaml
+from multiverse.spec._size import UniverseCount, universe_count
+from multiverse.spec._toolcode import ToolCodeError, load_function, resolve_references

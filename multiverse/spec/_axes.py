@@ -13,9 +13,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from multiverse.core._bounds import MAX_OPTIONS, MAX_UNIVERSES, universes_problem
-from multiverse.core._keys import digest
-from multiverse.core._universe import universe_label
+from multiverse.core import MAX_OPTIONS, MAX_UNIVERSES, digest, universe_label, universes_problem
 from multiverse.errors import SpecError
 from multiverse.spec._bounds import transcripts_per_universe
 from multiverse.spec._checks import MINIMA

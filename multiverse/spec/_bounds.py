@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from multiverse.core._bounds import CAPS, MAX_SEED, MAX_VERDICT_ROWS, universes_problem
+from multiverse.core import CAPS, MAX_SEED, MAX_VERDICT_ROWS, universes_problem
 
 if TYPE_CHECKING:  # pragma: no cover
     from multiverse.spec._models import Spec

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 
-from multiverse.spec import Spec, design_levels
+from multiverse.spec._models import Spec, design_levels
 
 __all__ = ["case_counts", "cells", "planned_cases"]
 

@@ -18,14 +18,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from multiverse.core._bounds import universes_problem
-from multiverse.core._keys import digest
-from multiverse.core._universe import universe_id
-from multiverse.core._vocabulary import STAGES
+from multiverse.core import STAGES, digest, universe_id, universes_problem
 from multiverse.errors import SpecError
-from multiverse.spec import Spec, apply_patch, resolve_document
 from multiverse.spec._axes import (
     ENUMERATE_LIMIT,
+    apply_patch,
     combinations,
     count_grid,
     excluded,
@@ -36,6 +33,8 @@ from multiverse.spec._axes import (
 )
 from multiverse.spec._bounds import transcripts_per_universe
 from multiverse.spec._counting import GridCount, KeptGrid, decode
+from multiverse.spec._models import Spec
+from multiverse.spec._parse import resolve_document
 
 __all__ = [
     "ENUMERATE_LIMIT", "STAGES", "GridCount", "Universe", "apply_patch", "axis_stages", "count_grid", "expand", "grid_size",

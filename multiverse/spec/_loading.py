@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from multiverse.core._bounds import read_regular_file
+from multiverse.core import read_regular_file
 from multiverse.errors import SpecError
 
 __all__ = ["MAX_NODES", "load_yaml", "parse_yaml"]

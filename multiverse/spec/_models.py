@@ -9,8 +9,17 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, Strict
 
-from multiverse.core._config import Frozen, FrozenMap, ModelConfig, RateLimit, expand_env
-from multiverse.core._vocabulary import BEHAVIOR, CIMethod, Estimator, ScoringRule
+from multiverse.core import (
+    BEHAVIOR,
+    CIMethod,
+    Estimator,
+    Frozen,
+    FrozenMap,
+    ModelConfig,
+    RateLimit,
+    ScoringRule,
+    expand_env,
+)
 
 __all__ = [
     "BEHAVIOR",

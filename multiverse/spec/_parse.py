@@ -14,8 +14,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from multiverse.core._bounds import CAPS
-from multiverse.core._names import both_spellings, nfc_document
+from multiverse.core import CAPS, both_spellings, nfc_document
 from multiverse.errors import SpecError
 from multiverse.spec._axes import check_axes
 from multiverse.spec._checks import MINIMA, check_rubric, check_semantics

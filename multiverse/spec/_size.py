@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
-from multiverse.core._bounds import MAX_UNIVERSES
+from multiverse.core import MAX_UNIVERSES
 
 if TYPE_CHECKING:
-    from multiverse.spec import Spec
+    from multiverse.spec._models import Spec
 
 __all__ = ["UniverseCount", "universe_count"]
 

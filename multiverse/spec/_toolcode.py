@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from multiverse.core._bounds import read_regular_file
+from multiverse.core import read_regular_file
 
 __all__ = ["MAX_TOOL_FILE_BYTES", "ToolCodeError", "check_reference", "load_function", "resolve_references"]
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
-from multiverse.model._client import Completion, ModelClient
-from multiverse.work._prompts import RUBRIC_SCHEMA, case_schema, draft_case_messages, draft_rubric_messages
+from multiverse.model import Completion, ModelClient
+from multiverse.work import RUBRIC_SCHEMA, case_schema, draft_case_messages, draft_rubric_messages
 
 from ..errors import ModelError, SpecError
 from ..spec import BEHAVIOR, ModelConfig, Spec
@@ -115,7 +115,7 @@ def write_drafts(spec: Spec, rubric: dict | None, cases: list[dict], *, force: b
     for path, _, _ in targets:
         if path.exists() and not force:
             raise SpecError(path, "", "already exists; expected a new file (force=True overwrites it and your edits)")
-    from multiverse.core._atomicfile import atomic_write_text
+    from multiverse.core import atomic_write_text
 
     for path, header, doc in targets:
         text = header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)

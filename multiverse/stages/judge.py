@@ -15,11 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from multiverse.core._config import ModelConfig
-from multiverse.model._client import ModelClient
-from multiverse.store._provenance import call_of
-from multiverse.store._records import Call, CriterionLabel, JudgmentRecord
-from multiverse.work._prompts import judge_messages, judgment_schema, render_transcript
+from multiverse.core import ModelConfig
+from multiverse.model import ModelClient
+from multiverse.store import Call, CriterionLabel, JudgmentRecord, call_of
+from multiverse.work import judge_messages, judgment_schema, render_transcript
 
 from ..errors import ModelError
 from ..spec import Criterion
@@ -85,7 +84,7 @@ def judge_transcript(
         completion = client.complete(config, messages, seed=seed, schema=schema, schema_name="judgment")
     except ModelError as exc:
         if exc.reason == "unparseable":
-            from multiverse.core._outcomes import short_reason
+            from multiverse.core import short_reason
 
             # Paid requests that returned nothing usable (usage unknown): still counted.
             sent = UNPARSEABLE_REQUESTS if exc.requests is None else exc.requests

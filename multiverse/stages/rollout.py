@@ -28,13 +28,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from multiverse.core._config import ModelConfig
-from multiverse.model._answers import storable_text
-from multiverse.model._client import ModelClient
-from multiverse.spec._toolcode import ToolCodeError, load_function
-from multiverse.store._provenance import call_of
-from multiverse.store._records import TranscriptRecord, Turn
-from multiverse.work._prompts import END_MARKER, tool_messages, user_messages
+from multiverse.core import ModelConfig
+from multiverse.model import ModelClient
+from multiverse.spec import ToolCodeError, load_function
+from multiverse.store import TranscriptRecord, Turn, call_of, storable_text
+from multiverse.work import END_MARKER, tool_messages, user_messages
 
 from ..errors import ModelError
 

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from multiverse.core._bounds import read_regular_file
+from multiverse.core import read_regular_file
 from multiverse.errors import InputError
 from multiverse.tables._folder_models import Manifest, ResolvedSpec, SpecDocument, TranscriptRecord, check_document
 
@@ -109,7 +109,7 @@ def read_folder_bytes(folder: str | os.PathLike, name: str | os.PathLike, *, kin
 
 def table_path(folder: str | os.PathLike, name: str) -> Path | None:
     """The checked path of a table file ``name`` of ``folder`` (None when absent): inside it, regular, under the cap."""
-    from multiverse.core._bounds import regular_file_problem
+    from multiverse.core import regular_file_problem
 
     target = folder_file(folder, name)
     if target is None:
@@ -156,7 +156,7 @@ def read_manifest(folder: str | os.PathLike) -> Manifest | None:
 def read_spec(folder: str | os.PathLike) -> ResolvedSpec | None:
     """The folder's resolved spec (``spec.yaml``): its text and the checked document, or None when there is none."""
     from multiverse.errors import SpecError
-    from multiverse.spec._loading import parse_yaml
+    from multiverse.spec import parse_yaml
 
     data = read_folder_bytes(folder, "spec.yaml")
     if data is None:

@@ -30,7 +30,7 @@ from pydantic import (
     model_validator,
 )
 
-from multiverse.core._vocabulary import CI_METHODS, SCHEMA_VERSION, VERDICT_COLUMNS
+from multiverse.core import CI_METHODS, SCHEMA_VERSION, VERDICT_COLUMNS
 from multiverse.errors import InputError
 
 __all__ = ["Manifest", "ResolvedSpec", "SpecDocument", "StageCounts", "TranscriptRecord", "UniverseEntry",
@@ -91,7 +91,7 @@ def _level(value: float) -> float:
 
 
 def _n_boot(value: int) -> int:
-    from multiverse.core._bounds import CAPS
+    from multiverse.core import CAPS
 
     if not 0 <= value <= CAPS["scoring.ci.n_boot"]:
         raise ValueError(f"expected 0 to {CAPS['scoring.ci.n_boot']:,} resamples, got {value}")

@@ -30,8 +30,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from multiverse.core._writable import PlaceError, check_writable
-from multiverse.core._writable import resolved as _resolved
+from multiverse.core import PlaceError, check_writable
+from multiverse.core import resolved as _resolved
 from multiverse.errors import InputError
 from multiverse.tables._folder import TABLE_FILES, read_manifest
 from multiverse.tables._folder_models import Manifest

@@ -18,17 +18,16 @@ from typing import Any
 
 import pandas as pd
 
-from multiverse.core._atomicfile import atomic_write, atomic_write_text
-from multiverse.core._csvsafe import FORMULA_START, LINE_END, QUOTE, restore_cell, safe_cell
-
 # The columns are vocabulary (defined once there); the names stay importable from here for old callers.
-from multiverse.core._vocabulary import (  # noqa: F401
+from multiverse.core import (
     CORE_COLUMNS,
-    CRITERIA_COLUMNS,
-    RATE_COLUMNS,
-    SCHEMA_VERSION,
-    STATUSES,
-    VERDICT_COLUMNS,
+    FORMULA_START,
+    LINE_END,
+    QUOTE,
+    atomic_write,
+    atomic_write_text,
+    restore_cell,
+    safe_cell,
 )
 from multiverse.errors import InputError
 
@@ -116,7 +115,7 @@ def read_table(path: str | os.PathLike, *, categories: bool = False, shown: str 
     one string object per row. Parquet's dictionary pages are read as they
     are, so the strings are never built row by row.
     """
-    from multiverse.core._bounds import regular_file_problem
+    from multiverse.core import regular_file_problem
 
     path = Path(path)
     name = Path(shown) if shown is not None else path  # a folder's table is read at its checked target
@@ -387,7 +386,7 @@ def universe_ids(frame: pd.DataFrame, axes: list[str]) -> pd.Series:
         return pd.Series("all", index=frame.index, dtype=object)
     import numpy as np
 
-    from multiverse.core._universe import universe_id
+    from multiverse.core import universe_id
 
     codes = frame.groupby(list(axes), sort=False, observed=True, dropna=False).ngroup().to_numpy()
     first = np.unique(codes, return_index=True)[1]  # ngroup codes are 0..G-1 in order of appearance

@@ -13,8 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from multiverse.core._atomicfile import atomic_write_text
-from multiverse.core._vocabulary import SCHEMA_VERSION
+from multiverse.core import SCHEMA_VERSION, atomic_write_text
 from multiverse.errors import InputError
 from multiverse.tables._folder_models import TranscriptRecord
 from multiverse.tables._places import DERIVED_FILES

@@ -23,11 +23,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from multiverse.core._bounds import read_regular_file
-from multiverse.core._config import ModelConfig
-from multiverse.core._keys import digest
-from multiverse.spec import Spec, to_yaml_dict
-from multiverse.spec._toolcode import resolve_references
+from multiverse.core import ModelConfig, digest, read_regular_file
+from multiverse.spec import Spec, resolve_references, to_yaml_dict
 
 __all__ = ["BUILTIN_WORLD", "case_inputs", "judge_inputs", "model_key", "resolve_config", "rollout_inputs", "rubric_key",
            "world_uri"]

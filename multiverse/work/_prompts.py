@@ -293,7 +293,7 @@ def template_digests() -> dict[str, str]:
     Read at call time, so the digest always matches the templates the stages
     will render with.
     """
-    from multiverse.core._keys import digest
+    from multiverse.core import digest
 
     case = [TASK, DRAFT_CASE_SYSTEM, DRAFT_CASE_BEHAVIOUR, DRAFT_CASE_CELL_LINE, DRAFT_CASE_TOOLS, DRAFT_CASE_USER,
             case_schema(False), case_schema(True)]

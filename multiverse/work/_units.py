@@ -37,11 +37,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from multiverse.core._config import ModelConfig
-from multiverse.core._keys import digest
-from multiverse.spec import Spec, to_yaml_dict
-from multiverse.spec._design import case_counts
-from multiverse.spec._grid import Universe, expand
+from multiverse.core import ModelConfig, digest
+from multiverse.spec import Spec, Universe, case_counts, expand, to_yaml_dict
 from multiverse.work._inputs import case_inputs, judge_inputs, resolve_config, rollout_inputs, world_uri
 from multiverse.work._prompts import template_digests
 
