@@ -1,7 +1,7 @@
 """The report: the run's explorer page, with every figure and table of the run under it, in one HTML file.
 
 ``write_report(source)`` reads a run directory, an import directory or a bare
-verdicts table (``multiverse.load_run``), and ``Results.report(path)`` does
+verdicts table (``multiverse.load_run``), and ``multiverse.report(results, path)`` does
 the same for results already loaded. The page is the explorer
 (``multiverse.explorer``): the interactive specification curve, filters, the
 universe view with its cases, transcripts and the judges' rationales, and
@@ -233,7 +233,7 @@ def write_report(source: str | os.PathLike, out_html: str | os.PathLike | None =
 def write_results_report(results: Results, out_html: str | os.PathLike | None = None, *, store: Any = None,
                          threshold: float | None = None, tests: bool = True, progress: bool | None = None,
                  human: Any = None) -> Path:
-    """Write the HTML report of ``results``; return its path (``Results.report`` calls this).
+    """Write the HTML report of ``results``; return its path (``multiverse.report`` calls this).
 
     The default output is ``report.html`` in the results' directory (beside
     the table for a table file; in the current directory for results that
