@@ -4,10 +4,10 @@ The golden file maps each schema version to the layout of a run folder:
 every file, each table's columns with their Arrow types, the keys of the
 manifest and of each transcript line. The session's tiny run must match the
 layout recorded for the version its manifest states, and that version must be
-``multiverse.tables._tables.SCHEMA_VERSION``. So a change to what a run folder holds
+``multiverse.core.SCHEMA_VERSION``. So a change to what a run folder holds
 fails here until the version is bumped and the new layout recorded with it:
 
-    # after bumping SCHEMA_VERSION in multiverse/tables.py
+    # after bumping SCHEMA_VERSION in multiverse/core/_vocabulary.py
     MULTIVERSE_GOLDEN=record python -m pytest tests/test_run_schema.py
 
 Recording only adds the layout of a version that has none (the suite's
@@ -30,8 +30,9 @@ import pyarrow.parquet as pq
 import pytest
 from pandas.testing import assert_frame_equal
 
+from multiverse.core import SCHEMA_VERSION
 from multiverse.results._load import load_run
-from multiverse.tables._tables import SCHEMA_VERSION, read_table, write_table
+from multiverse.tables._tables import read_table, write_table
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "run_folder.json"
 TABLES = ("verdicts", "criteria", "rates")

@@ -9,10 +9,10 @@ import pytest
 import yaml
 
 from multiverse.analysis.rates import compute_rates
+from multiverse.core import SCHEMA_VERSION
 from multiverse.errors import InputError
 from multiverse.results._load import load_run
 from multiverse.tables import write_run_folder
-from multiverse.tables._tables import SCHEMA_VERSION
 
 
 def _tables():

@@ -18,7 +18,6 @@ from typing import Any
 
 import pandas as pd
 
-# The columns are vocabulary (defined once there); the names stay importable from here for old callers.
 from multiverse.core import (
     CORE_COLUMNS,
     FORMULA_START,
