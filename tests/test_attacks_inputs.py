@@ -646,7 +646,7 @@ def test_library_place_checks_raise_input_errors_without_flag_names(tmp_path):
 
 def test_a_spec_the_os_refuses_to_open_is_one_line(tmp_path, monkeypatch):
     # Root reads any file, so the refusal is simulated where the file is opened.
-    import multiverse.spec._bounds
+    import multiverse.core._bounds
 
     spec = write_spec(tmp_path)
     real_open = os.open
@@ -656,7 +656,7 @@ def test_a_spec_the_os_refuses_to_open_is_one_line(tmp_path, monkeypatch):
             raise PermissionError(13, "Permission denied", str(path))
         return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr(multiverse.spec._bounds.os, "open", refuse)
+    monkeypatch.setattr(multiverse.core._bounds.os, "open", refuse)
     code, _, err = run_cli(["validate", spec])
     refused(code, err, "spec.yaml", "cannot be read (Permission denied)")
 

@@ -20,6 +20,7 @@ from conftest import tiny_spec_document
 from fakeserver import FakeServer
 from transport import SimTransportLog, Uncached
 
+import multiverse.model
 import multiverse.model._requestcache as requestcache
 from multiverse.core._config import ModelConfig
 from multiverse.engine._pipeline import run
@@ -265,7 +266,8 @@ def runs(tmp_path_factory):
         out["again"] = log.summary(mark)
         mark = log.mark()
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(requestcache, "RequestCache", Uncached)
+            # The engine takes the cache from the model room's facade, where it is replaced.
+            patch.setattr(multiverse.model, "RequestCache", Uncached)
             result = run(spec, store=root / "uncached", out=root / "run-uncached", progress=False, jobs=4)
         out["uncached"] = (result, log.summary(mark))
     return spec, root, out

@@ -58,7 +58,7 @@ def test_rewriting_as_an_import_removes_what_would_describe_the_old_run(tmp_path
 def test_a_failed_write_leaves_no_manifest_so_the_folder_reads_as_incomplete(tmp_path, monkeypatch):
     verdicts, criteria, rates, manifest = _tables()
     write_run_folder(tmp_path, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest)
-    import multiverse.engine._assemble as runfolder
+    import multiverse.tables._writer as runfolder
 
     def broken(frame, out, name):
         raise OSError("disk full")
