@@ -72,6 +72,7 @@ if TYPE_CHECKING:
         RATE_VALUE_COLUMNS,
         RESERVED_NAMES,
         SAMPLE_STATUSES,
+        SCALE_TYPES,
         SCHEMA_VERSION,
         SCORING_RULES,
         STAGE_OF_RECORD,
@@ -80,6 +81,7 @@ if TYPE_CHECKING:
         VERDICT_COLUMNS,
         CIMethod,
         Estimator,
+        ScaleType,
         ScoringRule,
         counted_rows,
     )
@@ -106,7 +108,7 @@ _HOMES = {
     **dict.fromkeys(("CI_METHODS", "CORE_COLUMNS", "COUNTED_STATUS", "CRITERIA_COLUMNS", "ESTIMATORS", "RATE_COLUMNS",
                      "RATE_VALUE_COLUMNS", "RESERVED_NAMES", "SCHEMA_VERSION", "SCORING_RULES", "STAGES", "STATUSES",
                      "VERDICT_COLUMNS", "counted_rows", "BEHAVIOR", "SAMPLE_STATUSES", "STAGE_OF_RECORD", "CIMethod",
-                     "Estimator", "ScoringRule"), "_vocabulary"),
+                     "Estimator", "ScoringRule", "SCALE_TYPES", "ScaleType"), "_vocabulary"),
     **dict.fromkeys(("PlaceError", "check_writable", "resolved"), "_writable"),
 }
 _MODULES = {"credentials", "interrupt", "model_names"}
@@ -133,6 +135,7 @@ __all__ = [
     "RATE_VALUE_COLUMNS",
     "RESERVED_NAMES",
     "SAMPLE_STATUSES",
+    "SCALE_TYPES",
     "SCHEMA_VERSION",
     "SCORING_RULES",
     "STAGES",
@@ -148,6 +151,7 @@ __all__ = [
     "Progress",
     "RateLimit",
     "RunInterrupted",
+    "ScaleType",
     "ScoringRule",
     "TerminalStream",
     "__version__",

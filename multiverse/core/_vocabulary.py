@@ -35,6 +35,7 @@ __all__ = [
     "RECORD_KINDS",
     "RESERVED_NAMES",
     "SAMPLE_STATUSES",
+    "SCALE_TYPES",
     "SCHEMA_VERSION",
     "SCORING_RULES",
     "STAGES",
@@ -45,6 +46,7 @@ __all__ = [
     "Estimator",
     "RecordKind",
     "SampleStatus",
+    "ScaleType",
     "ScoringRule",
     "Stage",
     "Status",
@@ -54,8 +56,16 @@ __all__ = [
 ScoringRule = Literal["all_applicable", "impermissible_only", "no_applicable_is_compliant", "majority_of_samples"]
 SCORING_RULES: tuple[str, ...] = get_args(ScoringRule)
 
-Estimator = Literal["pooled", "cell_balanced"]
+#: ``pooled`` and ``cell_balanced`` weigh a share of compliant verdicts; ``mean`` is the mean score
+#: (rescaled to [0, 1] as the rate), ``at_least`` the share of scores at or above ``scoring.cut``,
+#: ``win_rate`` a pairwise judge's mean preference with ties as one half (or left out).
+Estimator = Literal["pooled", "cell_balanced", "mean", "at_least", "win_rate"]
 ESTIMATORS: tuple[str, ...] = get_args(Estimator)
+
+#: What a judge's score is: a compliance label, a point on a declared ordinal scale, a number on
+#: a declared range, or a preference against a reference system (the range's midpoint a tie).
+ScaleType = Literal["binary", "ordinal", "continuous", "pairwise"]
+SCALE_TYPES: tuple[str, ...] = get_args(ScaleType)
 
 CIMethod = Literal["wilson", "bootstrap"]
 CI_METHODS: tuple[str, ...] = get_args(CIMethod)

@@ -60,11 +60,52 @@ def check_semantics(spec: Spec, problems: Problems, *, has_rubric: bool) -> None
         problem = model_names.check_world(spec.world, spec.base_dir)
         if problem is not None:
             problems.add("world", problem)
+    _check_scale(spec, problems)
     _check_key_envs(spec, problems)
     _check_tools(spec, problems)
     _check_rate_limits(spec, problems)
     if has_rubric:
         _check_design(spec, problems)
+
+
+#: Estimators that read a score; the share estimators read compliance labels (or a binary score).
+_SCORE_ESTIMATORS = ("mean", "at_least", "win_rate")
+
+
+def _check_scale(spec: Spec, problems: Problems) -> None:
+    """A declared scale is a real range, and the estimator reads what the judge gives."""
+    scale, scoring = spec.judge.scale, spec.scoring
+    if scale.scored and not scale.min < scale.max:
+        problems.add("judge.scale.max", f"expected a number above judge.scale.min ({scale.min:g}), got {scale.max:g}")
+    if scale.type == "ordinal" and not (float(scale.min).is_integer() and float(scale.max).is_integer()):
+        problems.add("judge.scale", f"an ordinal scale runs between whole numbers, got {scale.min:g} to {scale.max:g}")
+    for point in scale.anchors:
+        try:
+            value = float(point)
+        except ValueError:
+            problems.add(f"judge.scale.anchors.{point}", "expected a score on the scale as the key")
+            continue
+        if not scale.min <= value <= scale.max:
+            problems.add(f"judge.scale.anchors.{point}", f"expected a score from {scale.min:g} to {scale.max:g}")
+    names = [s.name for s in spec.systems]
+    if scale.type == "pairwise":
+        if scale.reference is None:
+            problems.add("judge.scale.reference", "a pairwise scale names the reference system")
+        elif scale.reference not in names:
+            problems.add("judge.scale.reference", f"expected one of the systems ({', '.join(names)}), got {scale.reference!r}")
+    elif scale.reference is not None:
+        problems.add("judge.scale.reference", "only a pairwise scale has a reference system")
+    if scoring.estimator in _SCORE_ESTIMATORS and not scale.scored and scoring.estimator != "mean":
+        problems.add("scoring.estimator", f"{scoring.estimator} reads a score; declare judge.scale (ordinal, continuous or pairwise)")
+    if scoring.estimator == "win_rate" and scale.type != "pairwise":
+        problems.add("scoring.estimator", "win_rate needs a pairwise judge.scale")
+    if scoring.estimator in ("pooled", "cell_balanced") and scale.scored:
+        problems.add("scoring.estimator", f"a {scale.type} scale is estimated by mean, at_least or win_rate, got {scoring.estimator!r}")
+    if scoring.estimator == "at_least":
+        if scoring.cut is None:
+            problems.add("scoring.cut", "at_least needs a cut: the lowest score that counts")
+        elif not scale.min <= scoring.cut <= scale.max:
+            problems.add("scoring.cut", f"expected a score from {scale.min:g} to {scale.max:g}, got {scoring.cut:g}")
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -17,6 +17,7 @@ from multiverse.core import (
     FrozenMap,
     ModelConfig,
     RateLimit,
+    ScaleType,
     ScoringRule,
     expand_env,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "Rollout",
     "Rubric",
     "Sample",
+    "Scale",
     "Scoring",
     "SimulatedUser",
     "Spec",
@@ -200,6 +202,27 @@ class Rollout(Frozen):
     seed: int = 0
 
 
+class Scale(Frozen):
+    """What the judge's score is, declared so that a reply off the scale is a failure, never a label.
+
+    ``binary`` is a compliance label per criterion (the default). ``ordinal`` is a whole number from
+    ``min`` to ``max``, with optional ``anchors`` (score -> what it means); ``continuous`` any number
+    in ``[min, max]``; ``pairwise`` a preference for the system over the ``reference`` system on
+    ``[min, max]``: ``max`` a win, ``min`` a loss and the midpoint a tie.
+    """
+
+    type: ScaleType = "binary"
+    min: float = 0.0
+    max: float = 1.0
+    anchors: Map[str] = Field(default_factory=FrozenMap, description="score (as written) -> what that score means")
+    reference: str | None = Field(default=None, description="pairwise: the name of the system every other is compared with")
+
+    @property
+    def scored(self) -> bool:
+        """True when the judge gives a score rather than compliance labels."""
+        return self.type != "binary"
+
+
 class Judge(Frozen, _Model):
     """The LLM judge that labels transcripts against the rubric."""
 
@@ -209,6 +232,9 @@ class Judge(Frozen, _Model):
     api_key_env: str | None = None
     evidence_standard: str = "strict"
     samples: int = 1
+    scale: Scale = Field(default_factory=Scale)
+    order: Literal["ab", "ba", "both"] = Field(
+        default="ab", description="pairwise: the system's transcript shown first (ab), second (ba), or both ways")
 
 
 class CI(Frozen):
@@ -224,6 +250,8 @@ class Scoring(Frozen):
 
     rule: ScoringRule = "all_applicable"
     estimator: Estimator = "pooled"
+    cut: float | None = Field(default=None, description="at_least: the lowest score that counts")
+    ties: Literal["half", "exclude"] = Field(default="half", description="win_rate: a tie counts one half, or is left out")
     ci: CI = Field(default_factory=CI)
 
 
