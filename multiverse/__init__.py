@@ -12,6 +12,8 @@ The public API, in the order data flows::
     results.curve().frame                    # analyses: curve, agreement, ranking, variance, power
     mv.report(results, "report.html")     # the explorer and every analysis, one page
     mv.label("runs/demo", 20, "SHEET.csv")  # a sheet for people to label a sample
+    mv.check(results, "claims.yaml")         # pre-registered claims: held, failed or undecided
+    mv.diff("runs/last", "runs/demo")        # one run against another of the same design
 
 ``mv.import_table`` and ``mv.import_assert`` turn results produced elsewhere
 into an import directory and return its :class:`Results` too. Errors are
@@ -41,6 +43,7 @@ from .errors import (
 if TYPE_CHECKING:  # the names' real types for type checkers; at run time they are imported on first use
     from ._api import count_universes, label, power, report, store_gc, store_stats, validate
     from .engine import draft, plan, run
+    from .gate import check, diff
     from .importers import import_assert, import_table
     from .results import Analysis, Results, load_run
     from .spec import load_spec
@@ -68,6 +71,8 @@ _LAZY = {
     "store_gc": "multiverse._api",
     "import_table": "multiverse.importers",
     "import_assert": "multiverse.importers",
+    "check": "multiverse.gate",
+    "diff": "multiverse.gate",
     "Results": "multiverse.results",
     "Analysis": "multiverse.results",
 }
@@ -83,7 +88,9 @@ __all__ = [
     "SpecError",
     "StoreError",
     "__version__",
+    "check",
     "count_universes",
+    "diff",
     "draft",
     "expand",
     "import_assert",

@@ -35,6 +35,7 @@ from ._audit import (
     cmd_schema,
     cmd_validate,
 )
+from ._gate import cmd_check, cmd_diff
 from ._imports import cmd_import
 from ._output import save_figure as _save  # noqa: F401  (kept importable: tests save figures through it)
 from ._parser import build_parser
@@ -51,7 +52,7 @@ FLAGS = {
     "scheduler": "--scheduler", "jobs": "--jobs", "force": "--force", "rubric": "--rubric",
     "baseline_rate": "--baseline", "alpha": "--alpha", "power": "--power", "run_dirs": "ASSERT_RUN_DIR",
     "human": "--human", "labels": "--human", "n": "--n", "verdicts": "RUN_DIR_OR_TABLE",
-    "max_units": "--max-units",
+    "max_units": "--max-units", "claims": "--claims", "junit": "--junit", "candidate": "CANDIDATE",
 }
 
 _BACKTICKED = re.compile(r"`([a-z_]+)`")
@@ -77,6 +78,8 @@ COMMANDS = {
     "calibrate": cmd_calibrate,
     "import": cmd_import,
     "store": cmd_store,
+    "check": cmd_check,
+    "diff": cmd_diff,
 }
 
 

@@ -142,6 +142,26 @@ def build_parser() -> argparse.ArgumentParser:
                 "ranking": "human labels (see calibrate): also say whether each universe's ranking survives anchoring",
             }[name])
 
+    p = command("check", "decide a file of pre-registered claims on a run: held, failed or undecided "
+                "(exit 0 when every claim held, 1 when any failed or is undecided)")
+    p.add_argument("source", type=Path, metavar="RUN_DIR_OR_TABLE")
+    p.add_argument("--claims", type=Path, metavar="FILE", required=True, help="the claims YAML file")
+    p.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
+    p.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML, one test case per claim")
+    p.add_argument("--allow-undecided", action="store_true",
+                   help="exit 0 when no claim failed, even if some are undecided (reported as skipped)")
+    p.add_argument("--alpha", type=_rate, metavar="A", help="level of the decisions (default: the file's alpha, else 0.05)")
+
+    p = command("diff", "compare two runs or imports of the same design: per universe and system, "
+                "rate(candidate) - rate(baseline) on shared cases, and whether the candidate is worse")
+    p.add_argument("baseline", type=Path, metavar="BASE")
+    p.add_argument("candidate", type=Path, metavar="CANDIDATE")
+    p.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
+    p.add_argument("--figure", type=Path, metavar="FILE", help="write the difference curves (.png, .svg or .pdf)")
+    p.add_argument("--boot", type=_count(1, MAX_BOOT), default=1000,
+                   help=f"sign flips for the joint test, 1 to {MAX_BOOT:,} (default: 1000)")
+    p.add_argument("--seed", type=_count(0), default=0, help="random seed of the sign flips, >= 0 (default: 0)")
+
     p = command("report", "write one self-contained HTML report of a run, an import, or a verdicts table: "
                 "the interactive explorer (curve, universes, transcripts, judges' reasons), then every figure")
     p.add_argument("source", type=Path, metavar="RUN_DIR_OR_TABLE")

@@ -1,0 +1,158 @@
+"""One-sided tests of a pre-registered claim, per universe and across universes.
+
+A claim says that a quantity lies on one side of a bound in (a share of) the
+universes: a system's rate against a bound, the difference of two systems'
+rates against 0 or a margin, a system's rank against a place. Each universe
+gets two one-sided p-values: ``p_hold`` (small when the data show the claim
+holds there) and ``p_fail`` (small when they show it breaks there).
+
+Per universe (the curve's own inference, so replicates and paired cases are
+never counted as independent evidence):
+
+- a rate: the exact one-sided binomial p-value at Kish's effective sample
+  size (the design effect of the curve's Wilson intervals,
+  :func:`multiverse.analysis.inference._effective_n`), ``P(X >= x | n_eff, b)``
+  as a regularised incomplete beta function, so it is defined for a
+  non-integer ``n_eff`` and, for a mean of scores in [0, 1], conservative
+  (their variance is at most ``b (1 - b)``);
+- a difference: the paired, case-clustered ``(D + margin) / se`` of
+  :func:`multiverse.analysis.curve.difference_curve`, referred to Student's t
+  with ``cases - 1`` degrees of freedom;
+- a rank: a system holds rank <= r when it beats all but r - 1 of the other
+  m systems; its p-values combine the m pairwise difference tests by the
+  partial conjunction rule below.
+
+Across universes, the partial conjunction rule (Benjamini & Heller 2008,
+Bonferroni combination): the p-value that at least ``k`` of ``n`` one-sided
+nulls are false is ``(n - k + 1) * p_(k)``, ``p_(k)`` the k-th smallest. It is
+valid under any dependence between the tests, which universes sharing cases
+have. ``k = n`` is the intersection-union test (the largest p-value; a claim
+over every universe), ``k = 1`` Bonferroni.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+from multiverse.analysis.case_matrix import CaseMatrix, _paired, _paired_z
+from multiverse.analysis.inference import _effective_n
+from multiverse.errors import InputError
+
+__all__ = ["difference_tests", "holm", "needed", "partial_conjunction", "rank_tests", "rate_tests"]
+
+
+def needed(share: float, n: int) -> int:
+    """How many of ``n`` universes a share must cover: ``ceil(share * n)``, at least 1 (float noise rounded away)."""
+    return max(1, min(n, math.ceil(round(share * n, 9))))
+
+
+def partial_conjunction(p: Sequence[float] | np.ndarray, k: int) -> float:
+    """The p-value that at least ``k`` of the nulls behind ``p`` are false: ``(n - k + 1) * p_(k)``, capped at 1."""
+    values = np.sort(np.asarray(p, dtype=float))
+    n = len(values)
+    if not 1 <= k <= n:
+        raise InputError(f"k: expected 1 to {n}, got {k}")
+    return float(min(1.0, (n - k + 1) * values[k - 1]))
+
+
+def holm(p: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment of ``p`` (family-wise error under any dependence)."""
+    if len(p) <= 1:
+        return [float(v) for v in p]
+    return [float(v) for v in multipletests(np.asarray(p, dtype=float), method="holm")[1]]
+
+
+def _universe_ids(m: CaseMatrix, rows: np.ndarray) -> np.ndarray:
+    return m.universes["universe_id"].to_numpy()[rows]
+
+
+def rate_tests(m: CaseMatrix, *, system: str, bound: float, side: str, level: float = 0.95) -> pd.DataFrame:
+    """Per universe rating ``system``: ``universe_id``, ``estimate`` (the rate), ``n_eff``, ``p_hold``, ``p_fail``.
+
+    ``side="at_least"``: the claim is rate >= bound (held when rate > bound is shown);
+    ``"at_most"``: rate <= bound.
+    """
+    if side not in ("at_least", "at_most"):
+        raise InputError(f"side: expected at_least or at_most, got {side!r}")
+    if not 0 < bound < 1:
+        raise InputError(f"bound: expected a rate strictly between 0 and 1, got {bound!r}")
+    s = m.system_index(system)
+    n_uc = m.included[s]
+    rows = np.flatnonzero(n_uc.sum(axis=1) > 0)
+    n_uc, k_uc = n_uc[rows], m.compliant[s][rows]
+    rate = k_uc.sum(axis=1) / n_uc.sum(axis=1)
+    n_eff = _effective_n(n_uc, k_uc, level)
+    x = rate * n_eff
+    # P(X >= x) and P(X <= x) for X ~ Binomial(n_eff, bound), continuous in x and n_eff.
+    upper = np.where(x <= 0, 1.0, stats.beta.cdf(bound, np.maximum(x, 1e-12), n_eff - x + 1.0))
+    lower = np.where(x >= n_eff, 1.0, stats.beta.sf(bound, x + 1.0, np.maximum(n_eff - x, 1e-12)))
+    p_hold, p_fail = (upper, lower) if side == "at_least" else (lower, upper)
+    return pd.DataFrame({"universe_id": _universe_ids(m, rows), "estimate": rate, "n_eff": n_eff,
+                         "p_hold": p_hold, "p_fail": p_fail})
+
+
+def difference_tests(m: CaseMatrix, *, a: str, b: str, margin: float = 0.0) -> pd.DataFrame:
+    """Per universe rating both: the claim rate(a) - rate(b) > -margin, tested on the cases both have.
+
+    Columns: ``universe_id``, ``estimate`` (the difference), ``se``, ``n_cases``, ``z``
+    (``(difference + margin) / se``), ``p_hold``, ``p_fail``. A universe where the two
+    systems agree on every case has no spread: its difference is taken as measured
+    exactly (z 0 when it sits on the bound, else the curve's cap).
+    """
+    pair = _paired(m, a, b)
+    d, w = pair.contribution, pair.weight
+    diff = d.sum(axis=1)
+    _, se = _paired_z(diff, (d * w).sum(axis=1), (d * d).sum(axis=1), (w * w).sum(axis=1), pair.n_cases)
+    shifted = diff + margin
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = shifted / se
+    # Same capping as the curve's z: a universe without spread stays finite, on its own side.
+    z = np.where(np.isfinite(z), z, np.sign(np.where(np.abs(shifted) > 1e-12, shifted, 0.0)) * 50.0)
+    z = np.clip(z, -50.0, 50.0)
+    df = np.maximum(pair.n_cases - 1.0, 1.0)
+    return pd.DataFrame({"universe_id": _universe_ids(m, pair.rows), "estimate": diff, "se": se,
+                         "n_cases": pair.n_cases.astype(np.int64), "z": z,
+                         "p_hold": stats.t.sf(z, df), "p_fail": stats.t.cdf(z, df)})
+
+
+def rank_tests(m: CaseMatrix, *, system: str, rank: int) -> pd.DataFrame:
+    """Per universe rating ``system`` and another: the claim that ``system`` ranks ``rank`` or better (1 = top).
+
+    Columns: ``universe_id``, ``estimate`` (its competition rank by rate among the
+    systems rated there), ``p_hold`` (it beats at least m - rank + 1 of the m others)
+    and ``p_fail`` (at least ``rank`` others beat it), each a partial conjunction of
+    the pairwise difference tests.
+    """
+    others = [o for o in m.systems if o != system]
+    m.system_index(system)
+    if not 1 <= rank <= len(others):
+        raise InputError(f"rank: expected 1 to {len(others)} (a place some system could miss), got {rank!r}")
+    tests = [difference_tests(m, a=system, b=o).set_index("universe_id") for o in others]
+    universes = _universe_ids(m, np.arange(len(m.universes)))
+    hold = pd.DataFrame({o: t["p_hold"] for o, t in zip(others, tests)}).reindex(universes)
+    fail = pd.DataFrame({o: t["p_fail"] for o, t in zip(others, tests)}).reindex(universes)
+    n = m.included.sum(axis=2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rates = pd.DataFrame((m.compliant.sum(axis=2) / n).T, index=universes, columns=list(m.systems))
+    rows = []
+    for universe in universes:
+        p_h = hold.loc[universe].dropna().to_numpy()
+        p_f = fail.loc[universe].dropna().to_numpy()
+        if len(p_h) == 0:
+            continue  # the system, or every other, is not rated here
+        # Beating all but rank - 1 of the others rated here; beaten by rank of them.
+        k_hold = len(p_h) - rank + 1
+        row = rates.loc[universe].dropna()
+        rows.append({
+            "universe_id": universe,
+            "estimate": int((row > row[system]).sum()) + 1 if system in row else np.nan,
+            "p_hold": partial_conjunction(p_h, k_hold) if k_hold >= 1 else 0.0,
+            "p_fail": partial_conjunction(p_f, rank) if rank <= len(p_f) else 1.0,
+        })
+    return pd.DataFrame(rows, columns=["universe_id", "estimate", "p_hold", "p_fail"])

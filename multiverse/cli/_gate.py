@@ -1,0 +1,79 @@
+"""The release gate's commands: ``check`` (claims decided on a run, the exit code the gate) and ``diff``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ._output import number, print_json, print_table, save_figure, say
+
+if TYPE_CHECKING:
+    from ..gate import CheckResult, Diff
+
+__all__ = ["cmd_check", "cmd_diff"]
+
+
+def _estimate(low: float | None, high: float | None) -> str:
+    if low is None:
+        return "n/a"
+    return number(low) if high is None or abs(high - low) < 5e-4 else f"{number(low)} .. {number(high)}"
+
+
+def cmd_check(args) -> int:
+    from .. import check
+    from ..gate import write_junit
+    from ..tables import check_output_file
+
+    if args.junit is not None:
+        check_output_file(args.junit, inputs=[args.claims, args.source])  # before anything is read or computed
+    result: CheckResult = check(args.source, args.claims, alpha=args.alpha)
+    if args.junit is not None:
+        write_junit(result, args.junit, allow_undecided=args.allow_undecided)
+    passed = result.passed(allow_undecided=args.allow_undecided)
+    if args.json:
+        print_json({**result.to_dict(), "passed": passed})
+        return 0 if passed else 1
+    rows = [["claim", "status", "p", "estimate", "universes", "worst universe"]]
+    for o in result.outcomes:
+        worst = o.worst or {}
+        shown = "" if o.n_universes == 1 else f"{worst.get('label', '')} ({number(worst.get('estimate'))})"
+        rows.append([o.claim.id, o.status.upper(), f"{o.p:.3g}" if o.status != "failed" else f"{o.p_fail:.3g} (fail)",
+                     _estimate(o.estimate_low, o.estimate_high), f"{o.n_needed} of {o.n_universes}", shown])
+    print_table(rows)
+    counts = result.counts
+    say(f"{counts['held']} held, {counts['failed']} failed, {counts['undecided']} undecided "
+        f"(alpha {result.alpha:g}, Holm across the {len(result.outcomes)} claims)")
+    for o in result.outcomes:
+        say(f"  {o.claim.id}: {o.claim.statement}")
+        for note in o.notes:
+            say(f"    note: {note}")
+    for note in result.notes:
+        say(f"note: {note}")
+    if args.junit is not None:
+        say(f"junit: {args.junit}")
+    say("gate: " + ("passed" if passed else "not passed"))
+    return 0 if passed else 1
+
+
+def cmd_diff(args) -> int:
+    from .. import diff
+
+    result: Diff = diff(args.baseline, args.candidate, boot=args.boot, seed=args.seed)
+    if args.figure:
+        save_figure(result.figure(), args.figure)
+    if args.json:
+        print_json(result.to_dict())
+        return 0
+    say(f"candidate {result.candidate} against baseline {result.baseline}: rate(candidate) - rate(baseline), "
+        "paired on shared cases")
+    rows = [["system", "universes", "min", "median", "max", "CI below 0", "CI above 0", "p worse (Holm)"]]
+    for _, s in result.summary().iterrows():
+        rows.append([s["system"], str(s["universes"]), number(s["min"]), number(s["median"]), number(s["max"]),
+                     str(s["below_0"]), str(s["above_0"]), f"{s['p_worse']:.3g}" + ("  WORSE" if s["worse"] else "")])
+    print_table(rows)
+    if result.multiplicity:
+        say(f"  adjusted p: {result.multiplicity['family']}")
+    for note in result.notes:
+        say(f"note: {note}")
+    if args.figure:
+        say(f"figure: {args.figure}")
+    return 0

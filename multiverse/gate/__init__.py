@@ -1,0 +1,17 @@
+"""The release gate: pre-registered claims decided on a run, and one run compared with another.
+
+- :func:`check` decides a claims file on a run's results (held, failed or
+  undecided, each with its p-value, estimate range and worst universe);
+  :func:`read_claims` reads and checks a claims file by itself;
+  :func:`junit_xml` and :func:`write_junit` give the outcome as JUnit XML for any CI;
+- :func:`diff` compares two runs of the same design, universe by universe and
+  system by system, paired on the cases both have (:class:`Diff`).
+"""
+
+from multiverse.gate._claims_file import Claim, ClaimsFile, read_claims
+from multiverse.gate._decide import CheckResult, ClaimOutcome, check
+from multiverse.gate._diff import Diff, diff
+from multiverse.gate._junit import junit_xml, write_junit
+
+__all__ = ["CheckResult", "Claim", "ClaimOutcome", "ClaimsFile", "Diff", "check", "diff", "junit_xml", "read_claims",
+           "write_junit"]

@@ -1,0 +1,181 @@
+"""One run against another of the same design: per universe and system, how far the candidate moved.
+
+Universes are matched by their options (a universe's id is the digest of its
+options, so the ids of two runs of one design agree; an import is matched by
+the same options), systems by name and cases by ``case_id``. Per universe x
+system the difference ``rate(candidate) - rate(baseline)`` is taken on the
+cases both runs rated, paired and clustered by case
+(:func:`multiverse.analysis.difference_curve`), and per system the curve's
+sign-flip joint test asks whether the candidate is worse across the universes
+(:func:`multiverse.analysis.joint_difference_test`, one-sided), Holm across
+systems and statistics. Whatever is in only one run is counted in a note.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from multiverse.analysis import adjust_tests, case_matrix, difference_curve, joint_difference_test
+from multiverse.core import counted_rows
+from multiverse.errors import InputError
+from multiverse.results import Results, json_safe, load_run
+
+__all__ = ["Diff", "diff"]
+
+_CANDIDATE, _BASELINE = "candidate", "baseline"
+_COLUMNS = ["universe_id", "label", "system", "n_cases", "rate_baseline", "rate_candidate", "difference",
+            "ci_low", "ci_high", "z"]
+
+
+@dataclass(frozen=True, eq=False)
+class Diff:
+    """A comparison of two runs: ``frame`` (one row per universe x system), ``tests`` (one per system) and notes."""
+
+    baseline: str
+    candidate: str
+    frame: pd.DataFrame
+    tests: list[dict[str, Any]]
+    multiplicity: dict[str, Any] | None
+    alpha: float
+    mismatch: Mapping[str, int]
+    notes: list[str] = field(default_factory=list)
+    simulated: bool = False
+
+    @property
+    def worse(self) -> list[str]:
+        """The systems the joint test finds worse in the candidate (any statistic, Holm-adjusted, at alpha)."""
+        return [t["systems"][0] for t in self.tests if t["worse"]]
+
+    def summary(self) -> pd.DataFrame:
+        """Per system: universes compared, the range and median of the differences, universes whose interval
+        excludes 0 (either way), and the joint test's smallest Holm-adjusted p that the candidate is worse."""
+        rows = []
+        for test in self.tests:
+            system = test["systems"][0]
+            part = self.frame[self.frame["system"] == system]
+            rows.append({
+                "system": system, "universes": len(part), "min": part["difference"].min(),
+                "median": part["difference"].median(), "max": part["difference"].max(),
+                "below_0": int((part["ci_high"] < 0).sum()), "above_0": int((part["ci_low"] > 0).sum()),
+                "p_worse": test["p_worse"], "worse": test["worse"],
+            })
+        return pd.DataFrame(rows)
+
+    def to_dict(self) -> dict[str, Any]:
+        return json_safe({
+            "baseline": self.baseline, "candidate": self.candidate, "alpha": self.alpha,
+            "difference": "rate(candidate) - rate(baseline), paired on shared cases, interval clustered by case",
+            "systems": self.summary().to_dict(orient="records"), "tests": self.tests,
+            "multiplicity": self.multiplicity, "mismatch": dict(self.mismatch), "notes": self.notes,
+            "universes": self.frame.to_dict(orient="records"),
+        })
+
+    def figure(self, **options: Any) -> Any:
+        """The difference curves, one panel per system (:func:`multiverse.plots.plot_diff`)."""
+        from multiverse.plots import plot_diff
+        from multiverse.plots.stamp import stamp_simulated
+
+        figure = plot_diff(self.frame, tests=self.tests, **options)
+        return stamp_simulated(figure) if self.simulated else figure
+
+
+def _options_key(results: Results) -> dict[tuple, str]:
+    """Each universe's options (axis, option as text), sorted, mapped to its id."""
+    universes = results.universes
+    keys: dict[tuple, str] = {}
+    for _, row in universes.iterrows():
+        keys[tuple(sorted((a, str(row[a])) for a in results.axes))] = str(row["universe_id"])
+    return keys
+
+
+def _counted(results: Results) -> pd.DataFrame:
+    """The rows that count, every column kept (whatever a rate is made of travels with them)."""
+    v = results.verdicts
+    keep = counted_rows(v) & v["compliant"].notna().to_numpy()
+    return v.loc[keep].drop(columns=[c for c in results.axes if c in v.columns])
+
+
+def _mismatch(base: Results, cand: Results, b_keys: dict, c_keys: dict, b_rows: pd.DataFrame,
+              c_rows: pd.DataFrame) -> tuple[dict[str, int], list[str]]:
+    b_cases, c_cases = set(b_rows["case_id"].astype(str)), set(c_rows["case_id"].astype(str))
+    b_sys, c_sys = set(base.systems), set(cand.systems)
+    counts = {
+        "universes_only_in_baseline": len(set(b_keys) - set(c_keys)),
+        "universes_only_in_candidate": len(set(c_keys) - set(b_keys)),
+        "systems_only_in_baseline": len(b_sys - c_sys), "systems_only_in_candidate": len(c_sys - b_sys),
+        "cases_only_in_baseline": len(b_cases - c_cases), "cases_only_in_candidate": len(c_cases - b_cases),
+    }
+    notes = []
+    if set(base.axes) != set(cand.axes):
+        notes.append(f"the runs vary different axes (baseline: {', '.join(base.axes) or 'none'}; "
+                     f"candidate: {', '.join(cand.axes) or 'none'})")
+    for what in ("universes", "systems", "cases"):
+        only_b, only_c = counts[f"{what}_only_in_baseline"], counts[f"{what}_only_in_candidate"]
+        if only_b or only_c:
+            notes.append(f"{what} in one run only, left out of the comparison: {only_b} only in the baseline, "
+                         f"{only_c} only in the candidate")
+    return counts, notes
+
+
+def diff(baseline: Results | str | os.PathLike, candidate: Results | str | os.PathLike, *, alpha: float = 0.05,
+         boot: int = 1000, seed: int = 0) -> Diff:
+    """Compare ``candidate`` with ``baseline`` (two runs or imports of the same design)."""
+    if not 0 < alpha < 1:
+        raise InputError(f"alpha: expected a number in (0, 1), got {alpha!r}", param="alpha")
+    base = baseline if isinstance(baseline, Results) else load_run(baseline)
+    cand = candidate if isinstance(candidate, Results) else load_run(candidate)
+    b_keys, c_keys = _options_key(base), _options_key(cand)
+    shared = sorted(set(b_keys) & set(c_keys))
+    b_rows, c_rows = _counted(base), _counted(cand)
+    counts, notes = _mismatch(base, cand, b_keys, c_keys, b_rows, c_rows)
+    if not shared:
+        raise InputError("candidate: expected universes with the options of the baseline's; "
+                         f"none of its {len(c_keys)} matches the baseline's {len(b_keys)}", param="candidate")
+    # The baseline's universes renamed to the candidate's ids (equal when both runs name them by options).
+    rename = {b_keys[k]: c_keys[k] for k in shared}
+    b_rows = b_rows[b_rows["universe_id"].isin(rename)].assign(
+        universe_id=lambda f: f["universe_id"].map(rename))
+    c_rows = c_rows[c_rows["universe_id"].isin(set(rename.values()))]
+    cases = set(b_rows["case_id"].astype(str)) & set(c_rows["case_id"].astype(str))
+    systems = [s for s in cand.systems if s in set(base.systems)]
+    labels = cand.universes.set_index("universe_id")["label"]
+    frames, tests = [], []
+    for system in systems:
+        both = pd.concat([
+            b_rows[(b_rows["system"] == system) & b_rows["case_id"].astype(str).isin(cases)].assign(system=_BASELINE),
+            c_rows[(c_rows["system"] == system) & c_rows["case_id"].astype(str).isin(cases)].assign(system=_CANDIDATE),
+        ], ignore_index=True)
+        if both["system"].nunique() < 2:
+            notes.append(f"{system}: no case rated in both runs; not compared")
+            continue
+        both["case_id"] = both["case_id"].astype(str)
+        m = case_matrix(both, axes=[], systems=[_CANDIDATE, _BASELINE])
+        curve = difference_curve(m, axes=[], a=_CANDIDATE, b=_BASELINE)
+        frame = curve.rename(columns={"rate_a": "rate_candidate", "rate_b": "rate_baseline"})
+        frame["system"] = system
+        frame["label"] = frame["universe_id"].map(labels).fillna(frame["universe_id"])
+        frames.append(frame[_COLUMNS])
+        test = joint_difference_test(m, a=_CANDIDATE, b=_BASELINE, direction="less", boot=boot, seed=seed,
+                                     alpha=alpha).to_dict()
+        test["systems"] = [system]
+        test["null"] = f"rate({system}) is the same in both runs in every universe"
+        tests.append(test)
+    adjusted = adjust_tests(tests)
+    for test in tests:
+        test["p_worse"] = min(s["p_holm"] for s in test["statistics"].values())
+        test["worse"] = bool(test["p_worse"] <= alpha)
+    frame = (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=_COLUMNS))
+    frame = frame.sort_values(["system", "difference", "universe_id"], kind="stable", ignore_index=True)
+    if adjusted is not None:
+        adjusted = {**adjusted, "family": adjusted["family"].replace("difference tests", "systems' not-worse tests")}
+    return Diff(baseline=_shown(base), candidate=_shown(cand), frame=frame, tests=tests, multiplicity=adjusted,
+                alpha=alpha, mismatch=counts, notes=notes, simulated=base.simulated or cand.simulated)
+
+
+def _shown(results: Results) -> str:
+    return str(results.source) if results.source is not None else results.name
