@@ -21,7 +21,7 @@ __all__ = ["Validation", "count_universes", "label", "power", "report", "store_g
 
 def report(results: Results | str | os.PathLike, path: str | os.PathLike | None = None, *, store: Any = None,
            threshold: float | None = None, tests: bool = True, progress: bool | None = None,
-           human: Any = None) -> Path:
+           human: Any = None, baseline: Any = None) -> Path:
     """Write the self-contained HTML report of ``results``; return its path.
 
     ``results`` is a :class:`Results` or the path of a run, an import or a
@@ -32,13 +32,15 @@ def report(results: Results | str | os.PathLike, path: str | os.PathLike | None 
     ``transcripts.jsonl`` otherwise); ``threshold``: the rate the joint tests
     test against; ``tests=False`` skips the resampling tests; ``human``:
     human labels, as :meth:`Results.calibrate` takes them, which add the
-    section "Anchored to people".
+    section "Anchored to people"; ``baseline``: an earlier run of the same
+    design (a path or :class:`Results`), which adds the section "Compared
+    with the baseline" (what ``multiverse.gate.diff`` finds).
     """
     from multiverse.reporting import write_results_report
 
     loaded = results if isinstance(results, Results) else load_run(results)
     return write_results_report(loaded, path, store=store, threshold=threshold, tests=tests, progress=progress,
-                                human=human)
+                                human=human, baseline=baseline)
 
 
 def label(source: str | os.PathLike, n: int, out: str | os.PathLike, *, seed: int = 0,

@@ -40,8 +40,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "engine": GROUND | {"spec", "work", "store", "model", "sim", "stages", "tables", "analysis", "results"},
     "importers": GROUND | {"spec", "tables", "analysis", "results"},
     "explorer": GROUND | {"sim", "tables", "analysis", "results"},
-    "reporting": GROUND | {"store", "tables", "analysis", "plots", "results", "explorer"},
     "gate": GROUND | {"spec", "tables", "analysis", "plots", "results"},
+    "reporting": GROUND | {"store", "tables", "analysis", "plots", "results", "explorer", "gate"},
     "api": GROUND | {"spec", "work", "store", "sim", "engine", "tables", "analysis", "labelling", "results", "importers",
                      "reporting", "gate"},
 }

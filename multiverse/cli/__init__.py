@@ -52,7 +52,7 @@ FLAGS = {
     "scheduler": "--scheduler", "jobs": "--jobs", "force": "--force", "rubric": "--rubric",
     "baseline_rate": "--baseline", "alpha": "--alpha", "power": "--power", "run_dirs": "ASSERT_RUN_DIR",
     "human": "--human", "labels": "--human", "n": "--n", "verdicts": "RUN_DIR_OR_TABLE",
-    "max_units": "--max-units", "claims": "--claims", "junit": "--junit", "candidate": "CANDIDATE",
+    "max_units": "--max-units", "claims": "--claims", "junit": "--junit",
 }
 
 _BACKTICKED = re.compile(r"`([a-z_]+)`")

@@ -212,6 +212,6 @@ def cmd_report(args) -> int:
     from .. import report
 
     path = report(args.source, args.out, store=args.store, threshold=args.threshold, tests=not args.no_tests,
-                  progress=False if args.quiet else None, human=args.human)
+                  progress=False if args.quiet else None, human=args.human, baseline=args.baseline)
     say(f"report: {path}")
     return 0

@@ -174,6 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="leave out the joint tests: no grey bands, no p-values (faster)")
     p.add_argument("--human", type=Path, metavar="FILE",
                    help="human labels (see calibrate): add the section \"Anchored to people\"")
+    p.add_argument("--baseline", type=Path, metavar="BASE",
+                   help="an earlier run of the same design: add the section \"Compared with the baseline\" (as diff)")
     p.add_argument("--store", type=Path, metavar="DIR",
                    help="the store that holds the transcripts, for a source without transcripts.jsonl (never "
                         "the store the folder's manifest names: a folder is untrusted)")

@@ -134,8 +134,8 @@ def diff(baseline: Results | str | os.PathLike, candidate: Results | str | os.Pa
     b_rows, c_rows = _counted(base), _counted(cand)
     counts, notes = _mismatch(base, cand, b_keys, c_keys, b_rows, c_rows)
     if not shared:
-        raise InputError("candidate: expected universes with the options of the baseline's; "
-                         f"none of its {len(c_keys)} matches the baseline's {len(b_keys)}", param="candidate")
+        raise InputError(f"{_shown(cand)}: expected universes with the options of the baseline {_shown(base)}'s; "
+                         f"none of its {len(c_keys)} matches the baseline's {len(b_keys)}")
     # The baseline's universes renamed to the candidate's ids (equal when both runs name them by options).
     rename = {b_keys[k]: c_keys[k] for k in shared}
     b_rows = b_rows[b_rows["universe_id"].isin(rename)].assign(

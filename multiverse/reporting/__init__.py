@@ -35,6 +35,8 @@ The package, one module per part of the page:
   agreement, design factors, universes);
 - ``anchoring``: the section "Anchored to people", only when the report is
   given human labels (``human``);
+- ``comparison``: the section "Compared with the baseline", only when the
+  report is given a baseline run (``baseline``);
 - ``records``: the run's own records (failures, example transcripts and
   judgments, spec, provenance);
 - ``markup``: escaping and the small HTML builders the sections share.
@@ -58,6 +60,9 @@ from ..errors import MultiverseError
 from .anchoring import ANCHOR as ANCHORED
 from .anchoring import TITLE as ANCHORED_TITLE
 from .anchoring import _anchored
+from .comparison import ANCHOR as COMPARED
+from .comparison import TITLE as COMPARED_TITLE
+from .comparison import _comparison
 from .markup import _e
 from .records import (
     EXAMPLES_PER_CELL,
@@ -111,15 +116,20 @@ _SECTIONS = (
 
 
 def _sections(run: _Run) -> tuple[_Section, ...]:
-    """The sections of this page: with human labels, "Anchored to people" follows the ranking."""
-    if run.human is None:
-        return _SECTIONS
-    at = next(i for i, s in enumerate(_SECTIONS) if s.anchor == "ranking") + 1
-    return (*_SECTIONS[:at], _Section(ANCHORED, ANCHORED_TITLE, _anchored), *_SECTIONS[at:])
+    """The sections of this page: with human labels, "Anchored to people" follows the ranking; with a
+    baseline, "Compared with the baseline" follows the primary universe's rates."""
+    sections: tuple[_Section, ...] = _SECTIONS
+    if run.human is not None:
+        at = next(i for i, s in enumerate(sections) if s.anchor == "ranking") + 1
+        sections = (*sections[:at], _Section(ANCHORED, ANCHORED_TITLE, _anchored), *sections[at:])
+    if run.comparison is not None:
+        at = next(i for i, s in enumerate(sections) if s.anchor == "primary") + 1
+        sections = (*sections[:at], _Section(COMPARED, COMPARED_TITLE, _comparison), *sections[at:])
+    return sections
 
 
 def build_report_html(tables: Results, *, store: Any = None, threshold: float | None = None, tests: bool = True,
-                      progress: bool | None = None, human: Any = None) -> str:
+                      progress: bool | None = None, human: Any = None, baseline: Any = None) -> str:
     """The report of ``tables`` (a :class:`~multiverse.results._results.Results`) as one self-contained HTML string.
 
     Transcripts come from the run folder's ``transcripts.jsonl``; else from
@@ -134,11 +144,13 @@ def build_report_html(tables: Results, *, store: Any = None, threshold: float | 
     page builds (default: a bar on a terminal, one plain line per section elsewhere;
     ``False``: nothing). ``human``: human labels
     (a file or a table, as ``Results.calibrate`` takes them) add the section
-    "Anchored to people".
+    "Anchored to people". ``baseline``: an earlier run of the same design (its
+    path or :class:`Results`) adds the section "Compared with the baseline"
+    (``multiverse.gate.diff``).
     """
     from multiverse.core import Progress
 
-    run = _prepare(tables, store, threshold, tests, human)
+    run = _prepare(tables, store, threshold, tests, human, baseline)
     body = []
     sections = _sections(run)
     with Progress(len(sections), "report", unit="section", enabled=progress, leave=False) as steps:
@@ -217,22 +229,22 @@ def _version() -> str:
 
 def write_report(source: str | os.PathLike, out_html: str | os.PathLike | None = None, *, store: Any = None,
                  threshold: float | None = None, tests: bool = True, progress: bool | None = None,
-                 human: Any = None) -> Path:
+                 human: Any = None, baseline: Any = None) -> Path:
     """Write the HTML report of a run directory, import directory or verdicts table; return its path.
 
     The default output is ``report.html`` inside the run or import directory
     (beside the table for a table file). See :func:`build_report_html` for
-    ``store``, ``threshold``, ``tests``, ``progress`` and ``human``.
+    ``store``, ``threshold``, ``tests``, ``progress``, ``human`` and ``baseline``.
     """
     from multiverse.results import load_run
 
     return write_results_report(load_run(source), out_html, store=store, threshold=threshold, tests=tests,
-                                progress=progress, human=human)
+                                progress=progress, human=human, baseline=baseline)
 
 
 def write_results_report(results: Results, out_html: str | os.PathLike | None = None, *, store: Any = None,
                          threshold: float | None = None, tests: bool = True, progress: bool | None = None,
-                 human: Any = None) -> Path:
+                         human: Any = None, baseline: Any = None) -> Path:
     """Write the HTML report of ``results``; return its path (``multiverse.report`` calls this).
 
     The default output is ``report.html`` in the results' directory (beside
@@ -250,6 +262,7 @@ def write_results_report(results: Results, out_html: str | os.PathLike | None = 
     if isinstance(human, (str, os.PathLike)):
         inputs.append(Path(human))
     check_output_file(out, inputs=inputs)  # before the analyses: a bad place costs nothing
-    page = build_report_html(results, store=store, threshold=threshold, tests=tests, progress=progress, human=human)
+    page = build_report_html(results, store=store, threshold=threshold, tests=tests, progress=progress, human=human,
+                             baseline=baseline)
     atomic_write_text(out, page)  # a reader never sees half a page; the umask decides who may read it
     return out

@@ -35,6 +35,7 @@ class _Run:
     tests: bool  # False: no joint tests, so no null bands and no p-values
     cache: dict = field(default_factory=dict)
     human: Any = None  # human labels (a file or a table): adds the section "Anchored to people"
+    comparison: Any = None  # the run against a baseline (``gate.Diff``): adds the section "Compared with the baseline"
 
     @property
     def verdicts(self) -> pd.DataFrame:
@@ -147,7 +148,8 @@ class _Run:
         return self.tables.rate_table()
 
 
-def _prepare(results: Results, store: Any, threshold: float | None, tests: bool, human: Any = None) -> _Run:
+def _prepare(results: Results, store: Any, threshold: float | None, tests: bool, human: Any = None,
+             baseline: Any = None) -> _Run:
     if threshold is not None and not (isinstance(threshold, (int, float)) and 0 < threshold < 1):
         raise InputError(f"threshold: expected a rate strictly between 0 and 1, got {threshold!r}", param="threshold")
     # The one rule of which transcripts a page shows (never a store the manifest names). It reads the
@@ -159,4 +161,10 @@ def _prepare(results: Results, store: Any, threshold: float | None, tests: bool,
         # Bad labels are refused before any section runs (the section would only say it could not be
         # computed); the calibration is cached on the results for the section.
         results.calibrate(human)
-    return _Run(results, transcripts, note, threshold, bool(tests), human=human)
+    comparison = None
+    if baseline is not None:
+        # Compared first, like the labels: a baseline of another design is refused before any section runs.
+        from multiverse.gate import diff
+
+        comparison = diff(baseline, results)
+    return _Run(results, transcripts, note, threshold, bool(tests), human=human, comparison=comparison)
