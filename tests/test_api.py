@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 PUBLIC = [
     "load_spec", "expand", "plan", "run", "draft", "load_run", "import_table", "import_assert",
-    "report", "label", "power", "validate", "count_universes", "store_stats", "store_gc", "Results", "Analysis",
+    "report", "label", "power", "validate", "count_universes", "store_stats", "store_gc", "check", "diff",
+    "Results", "Analysis",
     "MultiverseError", "SpecError", "InputError", "StoreError", "ModelError", "BudgetExceeded", "ModelUnusable",
     "__version__",
 ]
@@ -33,6 +34,7 @@ ANALYSIS = [
     "variance", "variance_decomposition", "variance_by_axis", "variance_summary", "aliasing",
     "design_power", "detectable_difference", "cases_needed",
     "adjust_tests",
+    "rate_claim_tests", "difference_claim_tests", "rank_claim_tests", "partial_conjunction", "universes_needed", "holm",
     "read_labels", "calibrate", "Calibration", "calibration_document", "ppi_mean",
     "anchored_curve", "paired_curves", "ranking_change", "anchored_width", "human_power",
 ]
@@ -40,7 +42,7 @@ ANALYSIS = [
 PLOTS = [
     "plot_curve", "plot_curves", "plot_difference_curve", "agreement_figure", "plot_agreement",
     "ranking_figure", "plot_rank_bump", "plot_rank_distribution", "plot_variance", "plot_factor_rates",
-    "plot_calibration",
+    "plot_calibration", "plot_diff",
 ]
 
 

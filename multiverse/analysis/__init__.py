@@ -12,6 +12,8 @@
 - design power: :func:`design_power`, :func:`detectable_difference`, :func:`cases_needed`,
   (at a spec's planned cases: ``multiverse.power``);
 - multiplicity: :func:`adjust_tests`;
+- pre-registered claims: :func:`rate_claim_tests`, :func:`difference_claim_tests`, :func:`rank_claim_tests`
+  (one-sided tests per universe), :func:`partial_conjunction`, :func:`universes_needed`, :func:`holm`;
 - human anchoring: :func:`read_labels`, :func:`calibrate` (:class:`Calibration`), :func:`calibration_document`,
   :func:`ppi_mean`, :func:`anchored_curve`, :func:`paired_curves`, :func:`ranking_change`;
   label budgets: :func:`anchored_width`, :func:`human_power`.
@@ -30,6 +32,14 @@ from .anchoring import (
     calibration_document,
     ppi_mean,
     read_labels,
+)
+from .claim_tests import (
+    difference_claim_tests,
+    holm,
+    partial_conjunction,
+    rank_claim_tests,
+    rate_claim_tests,
+    universes_needed,
 )
 from .concordance import kendall_tau_b, kendall_w
 from .curve import (
@@ -79,8 +89,10 @@ __all__ = [
     "curve_summary",
     "design_power",
     "detectable_difference",
+    "difference_claim_tests",
     "difference_curve",
     "gwet_ac1",
+    "holm",
     "human_power",
     "included_verdicts",
     "indicator_matrix",
@@ -91,16 +103,20 @@ __all__ = [
     "order_universes",
     "pair_matrix",
     "paired_curves",
+    "partial_conjunction",
     "position_words",
     "ppi_mean",
+    "rank_claim_tests",
     "rank_distribution",
     "ranking",
     "ranking_change",
+    "rate_claim_tests",
     "read_labels",
     "separability",
     "spec_curve",
     "system_rates",
     "universe_ranks",
+    "universes_needed",
     "variance",
     "variance_by_axis",
     "variance_decomposition",

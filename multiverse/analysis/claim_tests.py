@@ -50,10 +50,10 @@ from multiverse.errors import InputError
 # Null z equal to the observed one up to float noise counts as a hit.
 _TIE = 1e-9
 
-__all__ = ["difference_tests", "holm", "needed", "partial_conjunction", "rank_tests", "rate_tests"]
+__all__ = ["difference_claim_tests", "holm", "partial_conjunction", "rank_claim_tests", "rate_claim_tests", "universes_needed"]
 
 
-def needed(share: float, n: int) -> int:
+def universes_needed(share: float, n: int) -> int:
     """How many of ``n`` universes a share must cover: ``ceil(share * n)``, at least 1 (float noise rounded away)."""
     return max(1, min(n, math.ceil(round(share * n, 9))))
 
@@ -78,7 +78,7 @@ def _universe_ids(m: CaseMatrix, rows: np.ndarray) -> np.ndarray:
     return m.universes["universe_id"].to_numpy()[rows]
 
 
-def rate_tests(m: CaseMatrix, *, system: str, bound: float, side: str, level: float = 0.95) -> pd.DataFrame:
+def rate_claim_tests(m: CaseMatrix, *, system: str, bound: float, side: str, level: float = 0.95) -> pd.DataFrame:
     """Per universe rating ``system``: ``universe_id``, ``estimate`` (the rate), ``n_eff``, ``p_hold``, ``p_fail``.
 
     ``side="at_least"``: the claim is rate >= bound (held when rate > bound is shown);
@@ -103,7 +103,7 @@ def rate_tests(m: CaseMatrix, *, system: str, bound: float, side: str, level: fl
                          "p_hold": p_hold, "p_fail": p_fail})
 
 
-def difference_tests(m: CaseMatrix, *, a: str, b: str, margin: float = 0.0) -> pd.DataFrame:
+def difference_claim_tests(m: CaseMatrix, *, a: str, b: str, margin: float = 0.0) -> pd.DataFrame:
     """Per universe rating both: the claim rate(a) - rate(b) > -margin, tested on the cases both have.
 
     Columns: ``universe_id``, ``estimate`` (the difference), ``se`` (paired, clustered
@@ -136,7 +136,7 @@ def difference_tests(m: CaseMatrix, *, a: str, b: str, margin: float = 0.0) -> p
                          "n_cases": pair.n_cases.astype(np.int64), "z": z, "p_hold": p_hold, "p_fail": p_fail})
 
 
-def rank_tests(m: CaseMatrix, *, system: str, rank: int) -> pd.DataFrame:
+def rank_claim_tests(m: CaseMatrix, *, system: str, rank: int) -> pd.DataFrame:
     """Per universe rating ``system`` and another: the claim that ``system`` ranks ``rank`` or better (1 = top).
 
     Columns: ``universe_id``, ``estimate`` (its competition rank by rate among the
@@ -148,7 +148,7 @@ def rank_tests(m: CaseMatrix, *, system: str, rank: int) -> pd.DataFrame:
     m.system_index(system)
     if not 1 <= rank <= len(others):
         raise InputError(f"rank: expected 1 to {len(others)} (a place some system could miss), got {rank!r}")
-    tests = [difference_tests(m, a=system, b=o).set_index("universe_id") for o in others]
+    tests = [difference_claim_tests(m, a=system, b=o).set_index("universe_id") for o in others]
     universes = _universe_ids(m, np.arange(len(m.universes)))
     hold = pd.DataFrame({o: t["p_hold"] for o, t in zip(others, tests)}).reindex(universes)
     fail = pd.DataFrame({o: t["p_fail"] for o, t in zip(others, tests)}).reindex(universes)

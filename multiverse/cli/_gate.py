@@ -12,10 +12,12 @@ if TYPE_CHECKING:
 __all__ = ["cmd_check", "cmd_diff"]
 
 
-def _estimate(low: float | None, high: float | None) -> str:
+def _estimate(low: float | None, high: float | None, kind: str) -> str:
     if low is None:
         return "n/a"
-    return number(low) if high is None or abs(high - low) < 5e-4 else f"{number(low)} .. {number(high)}"
+    # A rank is a place (1 = the highest rate), not a rate.
+    shown = (lambda v: f"rank {v:.0f}") if kind == "rank" else number
+    return shown(low) if high is None or abs(high - low) < 5e-4 else f"{shown(low)} .. {shown(high)}"
 
 
 def cmd_check(args) -> int:
@@ -37,7 +39,7 @@ def cmd_check(args) -> int:
         worst = o.worst or {}
         shown = "" if o.n_universes == 1 else f"{worst.get('label', '')} ({number(worst.get('estimate'))})"
         rows.append([o.claim.id, o.status.upper(), f"{o.p:.3g}" if o.status != "failed" else f"{o.p_fail:.3g} (fail)",
-                     _estimate(o.estimate_low, o.estimate_high), f"{o.n_needed} of {o.n_universes}", shown])
+                     _estimate(o.estimate_low, o.estimate_high, o.claim.kind), f"{o.n_needed} of {o.n_universes}", shown])
     print_table(rows)
     counts = result.counts
     say(f"{counts['held']} held, {counts['failed']} failed, {counts['undecided']} undecided "

@@ -19,7 +19,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from multiverse.analysis import claim_tests
+from multiverse.analysis import (
+    difference_claim_tests,
+    holm,
+    partial_conjunction,
+    rank_claim_tests,
+    rate_claim_tests,
+    universes_needed,
+)
 from multiverse.errors import InputError
 from multiverse.gate._claims_file import Claim, ClaimsFile, check_claims, parse_claims, read_claims
 from multiverse.results import Results, load_run
@@ -51,7 +58,7 @@ class ClaimOutcome:
         return {
             "id": self.claim.id, "kind": self.claim.kind, "claim": self.claim.statement, "status": self.status,
             "p": self.p, "p_fail": self.p_fail, "p_unadjusted": self.p_raw, "p_fail_unadjusted": self.p_fail_raw,
-            "universes": self.n_universes, "needed": self.n_needed, "shown_alone": self.n_shown,
+            "universes": self.n_universes, "universes_needed": self.n_needed, "shown_alone": self.n_shown,
             "estimate": {"low": self.estimate_low, "high": self.estimate_high},
             "worst_universe": dict(self.worst) if self.worst else None, "notes": list(self.notes),
         }
@@ -99,12 +106,13 @@ def _scope(results: Results, claim: Claim) -> list[str]:
 def _per_universe(results: Results, claim: Claim) -> pd.DataFrame:
     m = results.case_matrix()
     if claim.rate is not None:
-        return claim_tests.rate_tests(m, system=str(claim.system), bound=claim.rate.bound, side=claim.rate.side)
+        return rate_claim_tests(m, system=str(claim.system), bound=claim.rate.bound, side=claim.rate.side)
     if claim.rank is not None:
-        return claim_tests.rank_tests(m, system=str(claim.system), rank=claim.rank)
+        return rank_claim_tests(m, system=str(claim.system), rank=claim.rank)
     if claim.better is not None:
-        return claim_tests.difference_tests(m, a=claim.better, b=str(claim.worse))
-    return claim_tests.difference_tests(m, a=str(claim.candidate), b=str(claim.baseline), margin=float(claim.margin or 0))
+        return difference_claim_tests(m, a=claim.better, b=str(claim.worse))
+    return difference_claim_tests(m, a=str(claim.candidate), b=str(claim.baseline),
+                                  margin=float(claim.margin or 0))
 
 
 def _num(value: Any) -> float | None:
@@ -124,7 +132,7 @@ def _raw_outcome(results: Results, claim: Claim, alpha: float) -> dict[str, Any]
     n = len(scope)
     if n == 0:
         raise InputError(f"claim {claim.id}: where: expected at least one universe to match")
-    k = claim_tests.needed(claim.share, n)
+    k = universes_needed(claim.share, n)
     rated = table.dropna(subset=["estimate"])
     worst = None
     if len(table):
@@ -135,8 +143,8 @@ def _raw_outcome(results: Results, claim: Claim, alpha: float) -> dict[str, Any]
                  "estimate": _num(estimate) if pd.notna(estimate) else None,
                  "p_hold": _num(table.loc[uid, "p_hold"])}
     return {
-        "p_hold": claim_tests.partial_conjunction(table["p_hold"].to_numpy(), k),
-        "p_fail": claim_tests.partial_conjunction(table["p_fail"].to_numpy(), n - k + 1),
+        "p_hold": partial_conjunction(table["p_hold"].to_numpy(), k),
+        "p_fail": partial_conjunction(table["p_fail"].to_numpy(), n - k + 1),
         "n": n, "k": k, "shown": int((table["p_hold"] <= alpha).sum()),
         "low": _num(rated["estimate"].min()) if len(rated) else None,
         "high": _num(rated["estimate"].max()) if len(rated) else None,
@@ -183,8 +191,8 @@ def check(results: Results | str | os.PathLike, claims: ClaimsFile | str | os.Pa
                  has_primary=loaded.primary is not None, shown=shown)
     level = float(alpha if alpha is not None else parsed.alpha)
     raw = [_raw_outcome(loaded, claim, level) for claim in parsed.claims]
-    held = claim_tests.holm([r["p_hold"] for r in raw])
-    failed = claim_tests.holm([r["p_fail"] for r in raw])
+    held = holm([r["p_hold"] for r in raw])
+    failed = holm([r["p_fail"] for r in raw])
     outcomes = []
     for claim, r, p_hold, p_fail in zip(parsed.claims, raw, held, failed):
         status = "held" if p_hold <= level else "failed" if p_fail <= level else "undecided"
