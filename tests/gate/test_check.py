@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,25 @@ def test_a_primary_claim_needs_a_primary_and_where_narrows_the_universes(sim_run
     assert narrowed.n_universes == 2
     primary = mv.check(results, {"claims": [{**FAILING, "in": "primary"}]}).outcomes[0]
     assert primary.n_universes == 1 and primary.worst["universe_id"] == results.primary
+
+
+def test_a_claim_on_the_primary_of_results_without_one_is_refused(verdicts):
+    results = mv.Results(verdicts, axes=["judge", "evidence", "scoring"])
+    with pytest.raises(SpecError, match="claim p: in: expected a primary universe"):
+        mv.check(results, {"claims": [{"id": "p", "system": "A", "rate": {"at_least": 0.5}, "in": "primary"}]})
+    # The same claim over every universe is decided: the synthetic A sits near 0.55, far from 0.02.
+    outcome = mv.check(results, {"claims": [{"id": "p", "system": "A", "rate": {"at_least": 0.02}, "in": "all"}]})
+    assert outcome.outcomes[0].status == "held" and outcome.outcomes[0].n_universes == 8
+
+
+def test_a_claim_decided_on_a_sample_of_a_grid_says_so(sim_run, tmp_path):
+    document = yaml.safe_load(sim_run.spec.read_text(encoding="utf-8"))
+    document["sample"] = {"n": 2, "seed": 1}
+    spec = tmp_path / "sampled.yaml"
+    spec.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    shutil.copytree(sim_run.store, tmp_path / "store")
+    run_cli(["run", spec, "--out", tmp_path / "run", "--store", tmp_path / "store", "--quiet"], cwd=tmp_path).ok()
+    done = run_cli(["check", tmp_path / "run", "--claims", _claims(tmp_path, FAILING)])
+    assert done.returncode == 1
+    assert "note: decided on a random sample of 2 universes of a grid of up to 4" in done.stdout
+    assert "not of the whole grid" in done.stdout
