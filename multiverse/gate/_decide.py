@@ -58,7 +58,7 @@ class ClaimOutcome:
         return {
             "id": self.claim.id, "kind": self.claim.kind, "claim": self.claim.statement, "status": self.status,
             "p": self.p, "p_fail": self.p_fail, "p_unadjusted": self.p_raw, "p_fail_unadjusted": self.p_fail_raw,
-            "universes": self.n_universes, "universes_needed": self.n_needed, "shown_alone": self.n_shown,
+            "universes": self.n_universes, "needed": self.n_needed, "shown_alone": self.n_shown,
             "estimate": {"low": self.estimate_low, "high": self.estimate_high},
             "worst_universe": dict(self.worst) if self.worst else None, "notes": list(self.notes),
         }

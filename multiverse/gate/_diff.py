@@ -87,10 +87,9 @@ class Diff:
 def _options_key(results: Results) -> dict[tuple, str]:
     """Each universe's options (axis, option as text), sorted, mapped to its id."""
     universes = results.universes
-    keys: dict[tuple, str] = {}
-    for _, row in universes.iterrows():
-        keys[tuple(sorted((a, str(row[a])) for a in results.axes))] = str(row["universe_id"])
-    return keys
+    axes = sorted(results.axes)
+    options = zip(*(universes[a].astype(str) for a in axes)) if axes else ((),) * len(universes)
+    return {tuple(zip(axes, chosen)): str(u) for chosen, u in zip(options, universes["universe_id"])}
 
 
 def _counted(results: Results) -> pd.DataFrame:
