@@ -27,7 +27,7 @@ from multiverse.analysis import (
     rate_claim_tests,
     universes_needed,
 )
-from multiverse.errors import InputError
+from multiverse.errors import InputError, SpecError
 from multiverse.gate._claims_file import Claim, ClaimsFile, check_claims, parse_claims, read_claims
 from multiverse.results import Results, load_run
 
@@ -120,8 +120,7 @@ def _num(value: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _raw_outcome(results: Results, claim: Claim, alpha: float) -> dict[str, Any]:
-    scope = _scope(results, claim)
+def _raw_outcome(results: Results, claim: Claim, scope: list[str], alpha: float) -> dict[str, Any]:
     table = _per_universe(results, claim).set_index("universe_id").reindex(scope)
     notes = []
     unrated = int(table["p_hold"].isna().sum())
@@ -130,8 +129,6 @@ def _raw_outcome(results: Results, claim: Claim, alpha: float) -> dict[str, Any]
         notes.append(f"{unrated} of {len(scope)} universes do not rate the claim's systems; they count as unshown")
         table = table.fillna({"p_hold": 1.0, "p_fail": 1.0})
     n = len(scope)
-    if n == 0:
-        raise InputError(f"claim {claim.id}: where: expected at least one universe to match")
     k = universes_needed(claim.share, n)
     rated = table.dropna(subset=["estimate"])
     worst = None
@@ -190,7 +187,11 @@ def check(results: Results | str | os.PathLike, claims: ClaimsFile | str | os.Pa
                  options={a: list(loaded.universes[a].astype(str).unique()) for a in loaded.axes},
                  has_primary=loaded.primary is not None, shown=shown)
     level = float(alpha if alpha is not None else parsed.alpha)
-    raw = [_raw_outcome(loaded, claim, level) for claim in parsed.claims]
+    scopes = [_scope(loaded, claim) for claim in parsed.claims]
+    for claim, scope in zip(parsed.claims, scopes):
+        if not scope:  # options that exist, in no universe together (an exclusion, a sample)
+            raise SpecError(shown, f"claim {claim.id}: where", "expected at least one universe with these options")
+    raw = [_raw_outcome(loaded, claim, scope, level) for claim, scope in zip(parsed.claims, scopes)]
     held = holm([r["p_hold"] for r in raw])
     failed = holm([r["p_fail"] for r in raw])
     outcomes = []

@@ -126,3 +126,13 @@ def test_a_claim_decided_on_a_sample_of_a_grid_says_so(sim_run, tmp_path):
     assert done.returncode == 1
     assert "note: decided on a random sample of 2 universes of a grid of up to 4" in done.stdout
     assert "not of the whole grid" in done.stdout
+
+
+def test_options_that_no_universe_combines_are_refused_before_any_claim_is_decided(verdicts):
+    kept = verdicts[~((verdicts["judge"] == "j1") & (verdicts["evidence"] == "strict"))]
+    results = mv.Results(kept, axes=["judge", "evidence", "scoring"])
+    claims = {"claims": [{"id": "fine", "system": "A", "rate": {"at_least": 0.02}, "in": "all"},
+                         {"id": "none", "system": "A", "rate": {"at_least": 0.02}, "in": "all",
+                          "where": {"judge": "j1", "evidence": "strict"}}]}
+    with pytest.raises(SpecError, match="claim none: where: expected at least one universe with these options"):
+        mv.check(results, claims)
