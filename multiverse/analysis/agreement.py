@@ -36,7 +36,7 @@ cell of the 2 x 2 table is marked ``degenerate``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -44,6 +44,7 @@ import pandas as pd
 
 from multiverse.analysis.agreement_binary import SMALL, binary_summary, cohen_kappa, gwet_ac1
 from multiverse.analysis.agreement_context import context_columns, context_confounds
+from multiverse.analysis.agreement_scored import score_agreement
 from multiverse.analysis.agreement_units import (
     _factorize,
     _one_per_judgment,
@@ -61,6 +62,9 @@ from multiverse.errors import InputError
 __all__ = ["agreement", "cohen_kappa", "gwet_ac1", "pair_matrix"]
 
 _MEASURES = ("percent", "cohen_kappa", "gwet_ac1", "bias")
+# Score measures: agreement-like ones are 1 on the diagonal, differences 0 and antisymmetric.
+_SCORE_MEASURES = ("kappa_linear", "kappa_quadratic", "exact", "within_one", "icc2_1", "icc3_1")
+_DIFFERENCES = ("bias", "mean_difference")
 
 
 def pair_matrix(
@@ -69,18 +73,21 @@ def pair_matrix(
     """Options x options matrix of one pairwise measure from tidy pair rows.
 
     The matrix is symmetric, except ``bias`` (rate of the row option minus rate
-    of the column option), which is antisymmetric. The diagonal is 1 for
-    percent, cohen_kappa and gwet_ac1, 0 for bias, NaN otherwise.
+    of the column option) and ``mean_difference`` (mean score of the row option
+    minus the column option's), which are antisymmetric. The diagonal is 1 for
+    the agreement measures (percent, kappas, AC1, exact and within-one
+    agreement, the ICCs), 0 for the differences, NaN otherwise.
     """
     if options is None:
         options = list(dict.fromkeys([*pairs[a], *pairs[b]]))
     index = {option: i for i, option in enumerate(options)}
     values = np.full((len(options), len(options)), np.nan)
-    sign = -1.0 if value == "bias" else 1.0
+    sign = -1.0 if value in _DIFFERENCES else 1.0
     for first, second, measure in zip(pairs[a], pairs[b], pairs[value]):
         values[index[first], index[second]] = measure
         values[index[second], index[first]] = sign * measure
-    np.fill_diagonal(values, {"bias": 0.0}.get(value, 1.0 if value in _MEASURES else np.nan))
+    agreeing = value in _MEASURES or value in _SCORE_MEASURES
+    np.fill_diagonal(values, 0.0 if value in _DIFFERENCES else 1.0 if agreeing else np.nan)
     matrix = pd.DataFrame(values, index=list(options), columns=list(options))
     return matrix
 
@@ -95,6 +102,8 @@ def agreement(
     axis: str = "judge",
     criteria: pd.DataFrame | None = None,
     factors: Sequence[str] = (),
+    scale: Mapping[str, Any] | None = None,
+    cuts: Sequence[float] = (),
 ) -> dict[str, Any]:
     """Pairwise agreement between the options of ``axis`` on identical transcripts.
 
@@ -103,6 +112,11 @@ def agreement(
     optionally, the criteria table for per-criterion agreement and the design
     ``factors`` (columns that are not axes) checked for a confound: options
     whose rows for one unit differ in such a column (``agreement_context``).
+    When counted rows carry a ``score``, the result also has a ``scores``
+    section (``agreement_scored.score_agreement``: weighted kappa, alpha, the
+    ICC, exact agreement and the mean difference on the ``scale``, and kappa
+    and AC1 on the labels score >= cut for each of ``cuts``); without scores
+    the document is the same as before scores existed.
 
     Returns a JSON-ready dict (undefined statistics are NaN, explained in ``notes``)::
 
@@ -121,6 +135,7 @@ def agreement(
          "per_criterion": [{"criterion": str, "permissible": bool|None,
                             "label": "applicable" | "compliant",
                             "krippendorff_alpha": float, "pairs": [same as above]}],
+         "scores": {...},                                  # only with scores: see score_agreement
          "notes": [str, ...]}
 
     Per-criterion pairs compare the criterion's label; "compliant" in their
@@ -130,14 +145,13 @@ def agreement(
     if axis not in axes:
         raise InputError(f"verdicts: column {axis!r}: expected one of the axes {axes}")
     others = [a for a in axes if a != axis]
+    verdicts, scores = _scores(verdicts, axes, axis, scale, cuts)
     # The replicate is only read when the axis changes the transcripts: not copied (8 bytes a row) before.
     context = context_columns(verdicts, factors, axes)
     included = included_verdicts(verdicts, axes=axes, keys=("transcript_key", "judgment_key", *context))
     option_codes, options = pd.factorize(included[axis], use_na_sentinel=False)
     options = pd.Index(options).tolist()  # plain Python values, ready for JSON
-    notes: list[str] = []
-    if len(options) < 2:
-        notes.append(f"axis {axis!r} has fewer than two options with included verdicts")
+    notes: list[str] = _options_notes(axis, options, scores)
 
     by_transcript = "transcript_key" in included.columns and included["transcript_key"].notna().all()
     if not by_transcript and "replicate" in verdicts.columns:
@@ -145,7 +159,8 @@ def agreement(
     compliant = included["compliant"].to_numpy().astype(np.int8)
     units = _unit_ids(included, others, option_codes, by_transcript)
     labels = _spread(units, option_codes, compliant, len(options))
-    if by_transcript and not _paired(labels):
+    # A table of scores only has no labels to pair: its labels' part stays empty, with no fallback.
+    if by_transcript and (options or scores is None) and not _paired(labels):
         # The axis changes the transcripts themselves (e.g. the conversation
         # setting): compare the labels of the same system, case and replicate.
         by_transcript = False
@@ -190,8 +205,31 @@ def agreement(
     if small:
         notes.append(f"per criterion: {len(small)} comparisons rest on fewer than {SMALL} paired units "
                      "(marked small_sample): read their kappa and AC1 as imprecise")
+    if scores is not None:
+        result["scores"] = scores
     result["notes"] = dropped_notes(verdicts) + notes
     return result
+
+
+def _options_notes(axis: str, options: list, scores: dict[str, Any] | None) -> list[str]:
+    if len(options) >= 2:
+        return []
+    if scores is not None and not options:
+        return [f"the options of {axis!r} gave scores, not compliance labels: see the agreement on scores "
+                f"(and on the labels at each cut)"]
+    return [f"axis {axis!r} has fewer than two options with included verdicts"]
+
+
+def _scores(verdicts: pd.DataFrame, axes: list[str], axis: str, scale: Mapping[str, Any] | None,
+            cuts: Sequence[float]) -> tuple[pd.DataFrame, dict[str, Any] | None]:
+    """The scores section (None without scores) and the verdicts for the labels' part.
+
+    A table of scores only may have no compliance labels at all: its labels' part is then empty.
+    """
+    scores = score_agreement(verdicts, axes=axes, axis=axis, scale=scale, cuts=cuts)
+    if scores is not None and "compliant" not in verdicts.columns:
+        verdicts = verdicts.assign(compliant=pd.array([pd.NA] * len(verdicts), dtype="boolean"))
+    return verdicts, scores
 
 
 def _judged_rows(verdicts: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
