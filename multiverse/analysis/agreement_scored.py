@@ -12,8 +12,10 @@ scale, weighted kappa over all its points, exact and within-one agreement and
 ordinal alpha; on every scale, interval alpha, ICC(2,1) and ICC(3,1) and the
 mean difference with a case-clustered interval. Without a declared scale,
 scores that are all whole numbers are read as an ordinal scale from the
-lowest to the highest score any option gave (points beyond those are unknown
-and left out; a note says so), other scores as a continuous range.
+lowest to the highest score any option gave, every whole number between them
+a point (points unused at the ends would change none of the statistics:
+weighted kappa's weights all scale alike, and alpha's distances ignore
+unused values), other scores as a continuous range; a note says which.
 
 Each ``cut`` turns the scores into labels (score >= cut) compared with Cohen's
 kappa, Gwet's AC1 and nominal alpha, as labels are: agreement on raw scores
@@ -70,8 +72,8 @@ def resolve_scale(scores: np.ndarray, scale: Mapping[str, Any] | None) -> tuple[
     if len(observed) and np.all(observed == np.round(observed)):
         return {"type": "ordinal", "min": low, "max": high, "declared": False}, [
             f"scores: no scale declared; the scores are whole numbers, read as an ordinal scale from the lowest "
-            f"to the highest score given ({low:g}..{high:g}): points no option used beyond those are unknown "
-            f"and not counted in weighted kappa"]
+            f"to the highest score given ({low:g}..{high:g}), every whole number between them a point, used or "
+            f"not (points beyond them would change none of the statistics)"]
     return {"type": "continuous", "min": low, "max": high, "declared": False}, [
         f"scores: no scale declared; the scores are not all whole numbers, read as a continuous range "
         f"({low:g}..{high:g}): weighted kappa, exact agreement and ordinal alpha need an ordinal scale"]

@@ -5,8 +5,9 @@ Which statistic fits which scale:
 
 - ordinal scales (whole numbers ``min``..``max``): Cohen's weighted kappa with
   linear or quadratic disagreement weights (Cohen 1968) over *every* point of
-  the scale, used or not, so a judge that never uses the extremes still sits
-  on the declared scale; exact agreement and agreement within one point;
+  the scale, used or not: a point no judge used between two used ones keeps
+  them two steps apart (points unused at the ends scale every weight alike,
+  which kappa does not see); exact agreement and agreement within one point;
   Krippendorff's alpha at the ordinal level (Krippendorff 2004, ch. 11);
 - every numeric scale (ordinal, continuous, pairwise): Krippendorff's alpha at
   the interval level; the intraclass correlation of a two-way model over the
@@ -42,7 +43,7 @@ def _positions(values: np.ndarray, points: np.ndarray) -> np.ndarray:
     where = np.searchsorted(points, values)
     inside = (where < len(points)) & (points[np.minimum(where, len(points) - 1)] == values)
     if not inside.all():
-        raise ValueError(f"score {values[~inside][0]!r} is not a point of the scale {points[0]:g}..{points[-1]:g}")
+        raise ValueError(f"score {values[~inside][0]:g} is not a point of the scale {points[0]:g}..{points[-1]:g}")
     return where
 
 
