@@ -58,8 +58,9 @@ def resolve_scale(scores: np.ndarray, scale: Mapping[str, Any] | None) -> tuple[
     kind = str(scale.get("type", "")) if scale else ""
     if kind and kind != "binary":
         try:
-            bottom, top = float(scale["min"]), float(scale["max"])  # type: ignore[index]
-        except (KeyError, TypeError, ValueError):
+            # A spec may leave min and max to their defaults (judge.scale: 0 and 1).
+            bottom, top = float(scale.get("min", 0.0)), float(scale.get("max", 1.0))  # type: ignore[union-attr]
+        except (TypeError, ValueError):
             raise InputError(f"scale: min and max: expected two numbers, got {dict(scale)!r}") from None  # type: ignore[arg-type]
         if not bottom < top:
             raise InputError(f"scale: min and max: expected min below max, got {bottom:g} and {top:g}")

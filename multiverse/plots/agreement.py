@@ -98,8 +98,8 @@ def plot_agreement(
     size = 10 if k <= 6 else 9 if k <= 10 else 7
     for i, j in zip(*np.nonzero(~np.eye(k, dtype=bool))):
         v = values[i, j]
-        text = "n/a" if np.isnan(v) else f"{v:+.3f}" if value == "bias" else f"{v:+.2f}" if value in _DIFFERENCES \
-            else f"{v:.2f}"
+        text = "n/a" if np.isnan(v) else f"{v:+.3f}" if value == "bias" else \
+            f"{round(v, 2) + 0.0:+.2f}" if value in _DIFFERENCES else f"{v:.2f}"  # + 0.0: no "-0.00"
         ax.text(j, i, text, ha="center", va="center", fontsize=size,
                 color=_text_colour(v, value, vmin, vmax))
     ax.set_title(literal(title) if title is not None else _TITLES.get(value, literal(value)), fontsize=11)

@@ -133,6 +133,10 @@ def test_the_scale_is_declared_checked_or_inferred():
     assert inferred["pairs"][0]["kappa_linear"] == pytest.approx(declared["pairs"][0]["kappa_linear"])
     with pytest.raises(InputError, match=r"column 'score': 11 is not a point of the ordinal scale 1\.\.10"):
         agreement(frame.assign(score=frame["score"].replace(10.0, 11.0)), axes=["judge"], axis="judge", scale=SCALE)
+    # min and max left out take the spec's defaults (0 and 1): 0..10 here, an unused end point.
+    default_low = agreement(frame, axes=["judge"], axis="judge", scale={"type": "ordinal", "max": 10})["scores"]
+    assert default_low["scale"]["min"] == 0.0
+    assert default_low["pairs"][0]["kappa_linear"] == pytest.approx(declared["pairs"][0]["kappa_linear"])
     with pytest.raises(InputError, match="scale: min and max"):
         agreement(frame, axes=["judge"], axis="judge", scale={"type": "ordinal", "min": "low", "max": 10})
     continuous = frame.assign(score=frame["score"] / 10.0)
