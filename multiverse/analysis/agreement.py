@@ -141,7 +141,9 @@ def agreement(
     Per-criterion pairs compare the criterion's label; "compliant" in their
     confusion counts then means the label is true (applicable, or compliant).
     """
-    axes = list(axes)
+    # The score is what is compared, never a context: a table read without a manifest may list it
+    # among its axes, and units split by score would pair only equal scores.
+    axes = [a for a in axes if a != "score"]
     if axis not in axes:
         raise InputError(f"verdicts: column {axis!r}: expected one of the axes {axes}")
     others = [a for a in axes if a != axis]

@@ -182,3 +182,16 @@ def test_results_document_figure_and_command(tmp_path):
     assert (tmp_path / "a.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     document = json.loads(run_cli(["agreement", folder, "--axis", "judge", "--json"], cwd=tmp_path).ok())
     assert document["scores"]["pairs"][0]["kappa_quadratic"] == pytest.approx(typed.scores.pairs[0].kappa_quadratic)
+
+
+def test_a_bare_table_of_scores_pairs_across_scores(tmp_path):
+    # Read without a manifest, the score column may be taken for an axis: it is never a context of the units.
+    from multiverse import load_run
+
+    frame = scored_verdicts()
+    frame.to_csv(tmp_path / "scores.csv", index=False)
+    loaded = load_run(tmp_path / "scores.csv").agreement("judge").document["scores"]
+    direct = agreement(frame, axes=["judge"], axis="judge")["scores"]
+    assert loaded["n_units"] == direct["n_units"] == 60
+    assert loaded["pairs"][0]["kappa_quadratic"] == pytest.approx(direct["pairs"][0]["kappa_quadratic"])
+    assert loaded["pairs"][0]["kappa_quadratic"] < 1
