@@ -323,3 +323,33 @@ def test_judge_samples_average_into_the_verdict(tmp_path, write_spec):
     means = criteria.groupby("judgment_key")["score"].mean()
     assert np.allclose(ok.to_numpy(), means.reindex(ok.index).to_numpy())
     assert (criteria.groupby("judgment_key")["score"].nunique() > 1).any(), "samples should differ"
+
+
+@pytest.mark.slow
+def test_the_scored_demo_validates_and_runs_end_to_end(tmp_path):
+    from cli_runner import run_cli
+
+    from multiverse.spec import axis_stages, expand
+
+    demo = ROOT / "specs" / "demo-scores.yaml"
+    checked = run_cli(["validate", demo], cwd=tmp_path)
+    assert checked.returncode == 0 and "4 universes over 2 axes, 3 systems" in checked.stdout
+    spec = load_spec(demo)
+    assert set(axis_stages(spec).values()) == {"score"}, "the estimator and cut axes must not reach the judge"
+    ran = run_cli(["run", demo, "--out", tmp_path / "run", "--store", tmp_path / "store", "--quiet"], cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    verdicts = pd.read_parquet(tmp_path / "run" / "verdicts.parquet")
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    universes = expand(spec)
+    work = build_work(spec, universes)
+    assert len(verdicts) == len(work.rows) == 4 * 3 * 24 * 2
+    # Four universes, one set of judgments: every judge call once.
+    judge = manifest["stages"]["judge"]
+    assert judge["units"] == len(work.judge_calls) == 3 * 24 * 2
+    assert judge["computed"] + judge["failed"] + judge["blocked"] == judge["units"] and judge["stored"] == 0
+    assert judge["calls"] >= judge["units"] - judge["blocked"]
+    ok = verdicts[verdicts["status"] == "ok"]
+    assert len(ok) > 0.9 * len(verdicts)
+    assert ok["score"].between(1, 10).all() and (ok["score"] % 1 == 0).all() and ok["compliant"].isna().all()
+    assert (verdicts.groupby("judgment_key")["score"].nunique(dropna=False) == 1).all()
+    assert manifest["scale"]["type"] == "ordinal"
