@@ -353,3 +353,45 @@ def test_the_scored_demo_validates_and_runs_end_to_end(tmp_path):
     assert ok["score"].between(1, 10).all() and (ok["score"] % 1 == 0).all() and ok["compliant"].isna().all()
     assert (verdicts.groupby("judgment_key")["score"].nunique(dropna=False) == 1).all()
     assert manifest["scale"]["type"] == "ordinal"
+
+
+def test_rescoring_a_table_keeps_its_scored_rows_as_they_are():
+    from multiverse.analysis.scoring import rescore
+
+    verdicts = pd.DataFrame({"judgment_key": ["s", "b"], "status": ["ok", "ok"], "reason": ["", ""],
+                             "compliant": pd.array([pd.NA, True], dtype="boolean"), "score": [7.0, np.nan]})
+    criteria = pd.DataFrame({"judgment_key": ["s", "b"], "sample": [0, 0], "criterion": ["[score]", "c1"],
+                             "permissible": [True, False], "applicable": [True, True],
+                             "compliant": pd.array([pd.NA, False], dtype="boolean")})
+    out = rescore(verdicts, criteria, "all_applicable").set_index("judgment_key")
+    assert out.loc["s", "status"] == "ok" and pd.isna(out.loc["s", "compliant"]) and out.loc["s", "score"] == 7.0
+    assert out.loc["b", "compliant"] == False  # noqa: E712 (a pandas boolean)
+
+
+@pytest.mark.parametrize(("scores", "where"), [({"noise": 2}, "scores.noise"), ({"pairwise": "coin"}, "scores.pairwise"),
+                                               ({"bias": "high"}, "scores.bias"), ({"mood": 1}, "scores.mood")])
+def test_a_world_file_declares_how_a_judge_scores_and_a_bad_value_is_named(tmp_path, scores, where):
+    from multiverse.errors import SpecError
+    from multiverse.sim.loader import load_world
+
+    _world(tmp_path, **{"judge-x": {"scores": scores}})
+    with pytest.raises(SpecError, match=f"models.judge-x.{where}"):
+        load_world(str(tmp_path / "world.yaml"))
+
+
+def test_the_built_in_judges_score_with_the_defaults():
+    from multiverse.sim.dice import Dice
+    from multiverse.sim.loader import load_world
+    from multiverse.sim.scores import score_answer
+    from multiverse.sim.world import Scoring
+
+    judge = load_world(None).model("judge-a")
+    assert judge.scores == Scoring()
+    # No violation in the prompt: quality 1, so with no noise the top of the scale, less the bias.
+    exact = Scoring(noise=0.0, bias=-0.3)
+    answer = json.loads(score_answer(exact, {"type": "ordinal", "min": 1, "max": 10}, "USER: hi\nASSISTANT: hello",
+                                     Dice("x")))
+    assert answer["score"] == round(1 + 9 * 0.7)
+    draws = [json.loads(score_answer(Scoring(noise=0.2), {"type": "continuous", "min": 0, "max": 1}, "no markers",
+                                     Dice(i)))["score"] for i in range(400)]
+    assert 0.85 < np.mean(draws) < 0.95 and min(draws) < 0.8 and max(draws) == 1.0

@@ -204,7 +204,7 @@ class Scoring:
     violation: float = 0.5
     subtle: float = 0.25
     position_bias: float = 0.0
-    tie: float = 0.0
+    tie: float = 0.1
     pairwise: str = "outcome"
     off_scale: float = 0.0
 
