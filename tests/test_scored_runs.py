@@ -395,3 +395,19 @@ def test_the_built_in_judges_score_with_the_defaults():
     draws = [json.loads(score_answer(Scoring(noise=0.2), {"type": "continuous", "min": 0, "max": 1}, "no markers",
                                      Dice(i)))["score"] for i in range(400)]
     assert 0.85 < np.mean(draws) < 0.95 and min(draws) < 0.8 and max(draws) == 1.0
+
+
+def test_a_stored_score_off_the_scale_is_a_failure_not_a_score(tmp_path, write_spec):
+    spec = load_spec(write_spec(_scored()))
+    first = run(spec, out=tmp_path / "run", store=tmp_path / "store", progress=False)
+    ok = first.verdicts[first.verdicts["status"] == "ok"]
+    target = next(row for row in build_work(spec).rows if row.judgment_key in set(ok["judgment_key"]))
+    path = next((tmp_path / "store" / "judgment").glob(f"*/{target.judge_calls[0]}.json"))
+    stored = json.loads(path.read_text())
+    stored["score"] = 42  # a store is read as untrusted: an edited entry must not become a score
+    path.write_text(json.dumps(stored))
+    client = CountingClient(jobs=2)
+    again = run(spec, out=tmp_path / "again", store=tmp_path / "store", client=client, progress=False)
+    row = again.verdicts.set_index("judgment_key").loc[target.judgment_key]
+    assert row["status"] == "judge_failed" and "no score on the scale" in row["reason"] and np.isnan(row["score"])
+    assert client.total == 0

@@ -64,7 +64,7 @@ def assemble(spec: Spec, work: Work, records: Records,
             sample_rows.append((row.judgment_key, sample, record["status"], record.get("reason", "")))
             for c in record.get("criteria", []):
                 criteria_rows.append((row.judgment_key, sample, c["criterion"], c["permissible"], c["applicable"],
-                                      c["compliant"], c["rationale"], float("nan")))
+                                      c["compliant"], c["rationale"], NAN))
     criteria = pd.DataFrame(criteria_rows, columns=[*CRITERIA_COLUMNS, SCORE])
     criteria = criteria.astype({"sample": "int64", "permissible": "bool", "applicable": "bool", "compliant": "boolean",
                                 SCORE: "float64"})
@@ -120,12 +120,13 @@ def _scored_call(judgment_key: str, unit: Any, scale: Any, record: Mapping | Non
     """
     if record is None:
         reason = failures.get("judgment", {}).get(unit.key, "not judged: a transcript it compares failed")
-        return judgment_key, unit.sample, "judge_failed", reason, float("nan")
+        return judgment_key, unit.sample, "judge_failed", reason, NAN
     if record.get("status") != "ok":
-        return judgment_key, unit.sample, "judge_failed", str(record.get("reason") or "judge_failed"), float("nan")
+        return judgment_key, unit.sample, "judge_failed", str(record.get("reason") or "judge_failed"), NAN
     score = record.get("score")
-    if isinstance(score, bool) or not isinstance(score, (int, float)) or not scale.min <= score <= scale.max:
-        return judgment_key, unit.sample, "judge_failed", "the stored judgment has no score on the scale", float("nan")
+    if (isinstance(score, bool) or not isinstance(score, (int, float)) or not scale.min <= score <= scale.max
+            or (scale.type == "ordinal" and not float(score).is_integer())):
+        return judgment_key, unit.sample, "judge_failed", "the stored judgment has no score on the scale", NAN
     pair = unit.reference_key is not None
     # A pair's reply is the preference for the transcript shown first: seen second, the system's is its mirror.
     value = scale.min + scale.max - float(score) if pair and unit.position == "ba" else float(score)
