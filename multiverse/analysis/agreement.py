@@ -56,7 +56,7 @@ from multiverse.analysis.agreement_units import (
 )
 from multiverse.analysis.dropped import dropped_notes
 from multiverse.analysis.rates import included_verdicts
-from multiverse.core import COUNTED_STATUS
+from multiverse.core import COUNTED_STATUS, SCORE_CRITERIA
 from multiverse.errors import InputError
 
 __all__ = ["agreement", "cohen_kappa", "gwet_ac1", "pair_matrix"]
@@ -288,6 +288,10 @@ def _per_criterion(
     verdicts: pd.DataFrame, criteria: pd.DataFrame, axes: list[str], others: list[str],
     axis: str, options: list, by_transcript: bool, notes: list[str], small: list[str],
 ) -> list[dict[str, Any]]:
+    # A scored judge call's row holds one score, not a criterion's labels (agreement on scores has its own section).
+    scored = criteria["criterion"].isin(list(SCORE_CRITERIA.values())).to_numpy(dtype=bool, na_value=False)
+    if scored.any():
+        criteria = criteria[~scored]
     judgments, names, applicable, compliant, permissible = _criterion_labels(criteria)
     if "judgment_key" not in verdicts.columns:
         notes.append("per-criterion agreement needs a judgment_key column in the verdicts")

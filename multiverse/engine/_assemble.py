@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from multiverse.core import CRITERIA_COLUMNS, SCHEMA_VERSION, SCORE, STAGE_OF_RECORD, STATUSES, digest
+from multiverse.core import CRITERIA_COLUMNS, SCHEMA_VERSION, SCORE, SCORE_CRITERIA, STAGE_OF_RECORD, STATUSES, digest
 from multiverse.spec import Spec, Universe, axis_stages, to_yaml_dict
 from multiverse.store import Records, versions
 from multiverse.work import Row, Work
@@ -107,8 +107,6 @@ def assemble(spec: Spec, work: Work, records: Records,
     return verdicts, criteria
 
 
-#: The criteria table's name for a scored judge call: one score, not a criterion's labels.
-SCORE_CRITERION = {"": "[score]", "ab": "[score ab]", "ba": "[score ba]"}
 
 
 def _scored_call(judgment_key: str, unit: Any, scale: Any, record: Mapping | None,
@@ -130,7 +128,7 @@ def _scored_call(judgment_key: str, unit: Any, scale: Any, record: Mapping | Non
     pair = unit.reference_key is not None
     # A pair's reply is the preference for the transcript shown first: seen second, the system's is its mirror.
     value = scale.min + scale.max - float(score) if pair and unit.position == "ba" else float(score)
-    criteria_rows.append((judgment_key, unit.sample, SCORE_CRITERION[unit.position if pair else ""], True, True, None,
+    criteria_rows.append((judgment_key, unit.sample, SCORE_CRITERIA[unit.position if pair else ""], True, True, None,
                           str(record.get("rationale", "")), value))
     return judgment_key, unit.sample, "ok", "", value
 
