@@ -52,6 +52,9 @@ FLAGS = {
     "baseline_rate": "--baseline", "alpha": "--alpha", "power": "--power", "run_dirs": "ASSERT_RUN_DIR",
     "human": "--human", "labels": "--human", "n": "--n", "verdicts": "RUN_DIR_OR_TABLE",
     "max_units": "--max-units",
+    # import table's optional columns, and the native importers' choices (issue 28)
+    "replicate": "--replicate", "transcript": "--transcript", "rationale": "--rationale", "factors": "--factor",
+    "scorer": "--scorer", "partial": "--partial", "logs": "LOG", "results_files": "RESULTS_JSON",
 }
 
 _BACKTICKED = re.compile(r"`([a-z_]+)`")

@@ -27,7 +27,7 @@ def cmd_import(args) -> int:
     else:
         result = import_table(args.file, system=args.system, item=args.item, label=args.label, axes=args.axis,
                               factors=args.factor, positive=args.positive, negative=args.negative, out_dir=args.out,
-                              **common)
+                              **common, **_table_columns(args))
     for warning in result.warnings:
         say(f"warning: {warning}", file=sys.stderr)
     v = result.verdicts
@@ -38,3 +38,8 @@ def cmd_import(args) -> int:
           f"(axes: {', '.join(result.axes) or 'none'}) into {result.out_dir}; "
           f"primary: {primary if primary else 'none declared'}")
     return 0
+
+
+def _table_columns(args) -> dict:
+    """The optional columns of ``import table`` that were given."""
+    return {name: getattr(args, name) for name in ("replicate", "transcript", "rationale") if getattr(args, name, None)}

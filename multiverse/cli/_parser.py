@@ -207,6 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--positive", metavar="VALUE", help="the label value that means compliant (for category labels)")
     q.add_argument("--negative", nargs="+", metavar="VALUE",
                    help="with --positive: the label value(s) that mean non-compliant; any other value is refused")
+    _table_columns(q)
     q.add_argument("--out", type=Path, required=True, help="the import directory to write")
     _import_flags(q)
 
@@ -291,6 +292,15 @@ def _primary_option(text: str) -> tuple[str, str]:
     if not sep or not axis.strip() or not option.strip():
         raise argparse.ArgumentTypeError(f"expected AXIS=OPTION, got {text!r}")
     return axis.strip(), option.strip()
+
+
+def _table_columns(q: argparse.ArgumentParser) -> None:
+    q.add_argument("--replicate", metavar="COL", help="column numbering repeated runs of an item (epochs): "
+                   "intervals cluster by item")
+    q.add_argument("--transcript", metavar="COL", help="column with the system's answer or its id: judges are paired "
+                   "only on the same transcript (without it, on system, item and replicate)")
+    q.add_argument("--rationale", metavar="COL", help="column with the judge's reason (criteria table; the explorer "
+                   "shows it)")
 
 
 def _import_flags(q: argparse.ArgumentParser) -> None:
