@@ -13,7 +13,7 @@ The public API, in the order data flows::
     mv.report(results, "report.html")     # the explorer and every analysis, one page
     mv.label("runs/demo", 20, "SHEET.csv")  # a sheet for people to label a sample
 
-``mv.import_table`` and ``mv.import_assert`` turn results produced elsewhere
+``mv.import_table``, ``mv.import_assert``, ``mv.import_inspect`` and ``mv.import_promptfoo`` turn results produced elsewhere
 into an import directory and return its :class:`Results` too. Errors are
 the classes of :mod:`multiverse.errors`. The analyses and figures are in
 :mod:`multiverse.analysis` and :mod:`multiverse.plots`.
@@ -41,7 +41,7 @@ from .errors import (
 if TYPE_CHECKING:  # the names' real types for type checkers; at run time they are imported on first use
     from ._api import count_universes, label, power, report, store_gc, store_stats, validate
     from .engine import draft, plan, run
-    from .importers import import_assert, import_table
+    from .importers import import_assert, import_inspect, import_table
     from .results import Analysis, Results, load_run
     from .spec import load_spec
     from .spec._grid import expand
@@ -68,6 +68,7 @@ _LAZY = {
     "store_gc": "multiverse._api",
     "import_table": "multiverse.importers",
     "import_assert": "multiverse.importers",
+    "import_inspect": "multiverse.importers",
     "Results": "multiverse.results",
     "Analysis": "multiverse.results",
 }
@@ -87,6 +88,7 @@ __all__ = [
     "draft",
     "expand",
     "import_assert",
+    "import_inspect",
     "import_table",
     "label",
     "load_run",

@@ -54,7 +54,8 @@ FLAGS = {
     "max_units": "--max-units",
     # import table's optional columns, and the native importers' choices (issue 28)
     "replicate": "--replicate", "transcript": "--transcript", "rationale": "--rationale", "factors": "--factor",
-    "scorer": "--scorer", "partial": "--partial", "logs": "LOG", "results_files": "RESULTS_JSON",
+    "scorer": "--scorer", "partial": "--partial", "system_role": "--system-role", "judge_role": "--judge-role",
+    "logs": "LOG", "results_files": "RESULTS_JSON",
 }
 
 _BACKTICKED = re.compile(r"`([a-z_]+)`")

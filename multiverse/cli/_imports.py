@@ -1,6 +1,6 @@
-"""``multiverse import assert|table``: results produced elsewhere, as an import directory.
+"""``multiverse import assert|table|inspect``: results produced elsewhere, as an import directory.
 
-Calls ``multiverse.import_assert`` or ``multiverse.import_table`` and says
+Calls ``multiverse.import_assert``, ``import_table`` or ``import_inspect`` and says
 what the returned :class:`~multiverse.results._results.Results` holds.
 """
 
@@ -15,13 +15,16 @@ __all__ = ["cmd_import"]
 
 
 def cmd_import(args) -> int:
-    from .. import import_assert, import_table
+    from .. import import_assert, import_inspect, import_table
 
     if args.primary and len(dict(args.primary)) < len(args.primary):
         raise InputError(f"primary: an axis is given twice ({' '.join(f'{a}={o}' for a, o in args.primary)})",
                          param="primary")
     common = {"primary": dict(args.primary) if args.primary else None, "ci": args.ci, "force": args.force}
-    if args.source_kind == "assert":
+    if args.source_kind == "inspect":
+        result = import_inspect(args.logs, args.out, scorer=args.scorer, system_role=args.system_role,
+                                judge_role=args.judge_role, partial=args.partial, factors=args.factor, **common)
+    elif args.source_kind == "assert":
         result = import_assert(args.run_dirs, args.out, axes=args.axis or None, scoring=args.scoring or "all_applicable",
                                **common)
     else:

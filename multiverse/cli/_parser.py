@@ -211,6 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--out", type=Path, required=True, help="the import directory to write")
     _import_flags(q)
 
+    _native_importers(imports)
+
     p = command("store", "inspect or clean the store")
     stores = p.add_subparsers(dest="store_command", metavar="ACTION", parser_class=_Parser, required=True)
     q = stores.add_parser("stats", help="entries and bytes per stage", formatter_class=_formatter,
@@ -292,6 +294,23 @@ def _primary_option(text: str) -> tuple[str, str]:
     if not sep or not axis.strip() or not option.strip():
         raise argparse.ArgumentTypeError(f"expected AXIS=OPTION, got {text!r}")
     return axis.strip(), option.strip()
+
+
+def _native_importers(imports) -> None:
+    q = imports.add_parser("inspect", help="Inspect AI logs (.eval or .json): each judge a universe, epochs replicates",
+                           description="Import Inspect AI logs, read with Inspect's own log API (needs the inspect "
+                           "extra). The system is eval.model, the judge the grader role (or the scorer's model).",
+                           formatter_class=_formatter)
+    q.add_argument("logs", type=Path, nargs="+", metavar="LOG")
+    q.add_argument("--out", type=Path, required=True, help="the import directory to write")
+    q.add_argument("--scorer", metavar="NAME[:KEY]", help="the scorer to import when a log has several (KEY: the value "
+                   "to take from a scorer whose values are objects)")
+    q.add_argument("--system-role", metavar="ROLE", help="take the system from this model role instead of eval.model")
+    q.add_argument("--judge-role", default="grader", metavar="ROLE", help="the grader's model role (default: grader)")
+    q.add_argument("--partial", type=float, default=0.5, metavar="SCORE", help="the score of a P (default: 0.5)")
+    q.add_argument("--factor", action="append", default=[], metavar="KEY",
+                   help="sample metadata key kept as a design factor: rates per level, not a universe (repeatable)")
+    _import_flags(q)
 
 
 def _table_columns(q: argparse.ArgumentParser) -> None:

@@ -12,7 +12,7 @@ same tables for the same information:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,8 @@ import pandas as pd
 from multiverse.core import CRITERIA_COLUMNS
 from multiverse.errors import InputError
 
-__all__ = ["assistant_transcript", "rationale_criteria", "replicate_numbers", "row_keys", "table_transcripts"]
+__all__ = ["assistant_transcript", "import_rates", "rationale_criteria", "replicate_numbers", "row_keys",
+           "table_transcripts"]
 
 #: Replicates beyond this are a misread column, not epochs.
 MAX_REPLICATE = 1_000_000
@@ -97,3 +98,24 @@ def rationale_criteria(verdicts: pd.DataFrame, rationales: Sequence[Any] | pd.Se
 def _shown(value: Any) -> str:
     shown = repr(None if value is pd.NA else value)
     return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
+def import_rates(verdicts: pd.DataFrame, *, axes: Sequence[str], factors: Sequence[str], ci: str,
+                 scale: Mapping[str, Any], source: str) -> pd.DataFrame:
+    """The rates of an import: shares of compliant rows, or for a scored scale the mean score.
+
+    A scored import's rate is the mean of its scores rescaled to [0, 1] (the ``mean``
+    estimator of scored verdicts); a version of the rates without it refuses the import
+    rather than count partial credit as a label.
+    """
+    from multiverse.analysis.rates import compute_rates
+
+    if scale.get("type", "binary") == "binary":
+        return compute_rates(verdicts, axes=axes, factors=factors, ci=ci)
+    try:
+        from multiverse.tables import ScaleRecord  # type: ignore[attr-defined]
+    except ImportError:
+        raise InputError(f"{source}: score: partial credit or numeric scores need the mean estimator of scored rates, "
+                         "which this version of multiverse lacks; expected C/I or true/false values") from None
+    return compute_rates(verdicts, axes=axes, factors=factors, ci=ci, estimator="mean",  # type: ignore[call-arg]
+                         scale=ScaleRecord(**scale))
