@@ -41,7 +41,7 @@ from .errors import (
 if TYPE_CHECKING:  # the names' real types for type checkers; at run time they are imported on first use
     from ._api import count_universes, label, power, report, store_gc, store_stats, validate
     from .engine import draft, plan, run
-    from .importers import import_assert, import_inspect, import_table
+    from .importers import import_assert, import_inspect, import_promptfoo, import_table
     from .results import Analysis, Results, load_run
     from .spec import load_spec
     from .spec._grid import expand
@@ -69,6 +69,7 @@ _LAZY = {
     "import_table": "multiverse.importers",
     "import_assert": "multiverse.importers",
     "import_inspect": "multiverse.importers",
+    "import_promptfoo": "multiverse.importers",
     "Results": "multiverse.results",
     "Analysis": "multiverse.results",
 }
@@ -89,6 +90,7 @@ __all__ = [
     "expand",
     "import_assert",
     "import_inspect",
+    "import_promptfoo",
     "import_table",
     "label",
     "load_run",

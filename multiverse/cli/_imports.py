@@ -1,6 +1,6 @@
-"""``multiverse import assert|table|inspect``: results produced elsewhere, as an import directory.
+"""``multiverse import assert|table|inspect|promptfoo``: results produced elsewhere, as an import directory.
 
-Calls ``multiverse.import_assert``, ``import_table`` or ``import_inspect`` and says
+Calls ``multiverse.import_assert``, ``import_table``, ``import_inspect`` or ``import_promptfoo`` and says
 what the returned :class:`~multiverse.results._results.Results` holds.
 """
 
@@ -15,7 +15,7 @@ __all__ = ["cmd_import"]
 
 
 def cmd_import(args) -> int:
-    from .. import import_assert, import_inspect, import_table
+    from .. import import_assert, import_inspect, import_promptfoo, import_table
 
     if args.primary and len(dict(args.primary)) < len(args.primary):
         raise InputError(f"primary: an axis is given twice ({' '.join(f'{a}={o}' for a, o in args.primary)})",
@@ -24,6 +24,8 @@ def cmd_import(args) -> int:
     if args.source_kind == "inspect":
         result = import_inspect(args.logs, args.out, scorer=args.scorer, system_role=args.system_role,
                                 judge_role=args.judge_role, partial=args.partial, factors=args.factor, **common)
+    elif args.source_kind == "promptfoo":
+        result = import_promptfoo(args.results_files, args.out, factors=args.factor, **common)
     elif args.source_kind == "assert":
         result = import_assert(args.run_dirs, args.out, axes=args.axis or None, scoring=args.scoring or "all_applicable",
                                **common)

@@ -311,6 +311,15 @@ def _native_importers(imports) -> None:
     q.add_argument("--factor", action="append", default=[], metavar="KEY",
                    help="sample metadata key kept as a design factor: rates per level, not a universe (repeatable)")
     _import_flags(q)
+    q = imports.add_parser("promptfoo", help="promptfoo result files: each grader a universe, assertions criteria",
+                           description="Import promptfoo eval results (promptfoo eval -o results.json). Prompts x "
+                           "providers are the systems; each assertion is a criterion; the grader comes from the "
+                           "assertion's provider, the test's options or defaultTest.", formatter_class=_formatter)
+    q.add_argument("results_files", type=Path, nargs="+", metavar="RESULTS_JSON")
+    q.add_argument("--out", type=Path, required=True, help="the import directory to write")
+    q.add_argument("--factor", action="append", default=[], metavar="VAR",
+                   help="a test variable kept as a design factor: rates per level, not a universe (repeatable)")
+    _import_flags(q)
 
 
 def _table_columns(q: argparse.ArgumentParser) -> None:

@@ -3,6 +3,7 @@
 - :func:`import_assert` reads ASSERT run directories (each run a universe);
 - :func:`import_table` reads a generic label table (each axis combination a universe);
 - :func:`import_inspect` reads Inspect AI logs (each judge a universe, epochs replicates);
+- :func:`import_promptfoo` reads promptfoo result files (each grader a universe, assertions criteria).
 
 Each writes verdicts, criteria (where available), rates and transcripts (where the source
 has them) as .parquet and .csv plus a manifest.json, and returns the
@@ -12,6 +13,7 @@ has them) as .parquet and .csv plus a manifest.json, and returns the
 
 from multiverse.importers.assert_ import import_assert
 from multiverse.importers.inspect import import_inspect
+from multiverse.importers.promptfoo import import_promptfoo
 from multiverse.importers.table import import_table
 
-__all__ = ["import_assert", "import_inspect", "import_table"]
+__all__ = ["import_assert", "import_inspect", "import_promptfoo", "import_table"]
