@@ -226,3 +226,26 @@ def test_genuine_logs_run_here_import_with_inspect_accuracy(tmp_path):
     assert any(w.startswith("10 of 10 (system, sample, epoch) units have different solver output") and
                "pairs the judges by sample and epoch" in w for w in results.warnings)
     assert results.agreement("judge").document["paired_on"] != "transcript"
+
+
+def test_scorer_picks_one_of_several_and_object_values_need_a_key(tmp_path):
+    from inspect_ai.scorer import Score
+
+    def second_scorer(log):
+        log.eval.scorers = [*log.eval.scorers, type(log.eval.scorers[0])(name="exact")]
+        for sample in log.samples:
+            sample.scores["exact"] = Score(value={"strict": sample.epoch == 1, "loose": True}, explanation="by hand")
+
+    path = _edited(BINARY[0], tmp_path / "two.eval", second_scorer)
+    with pytest.raises(InputError, match=r"eval\.scorers: 2 scorers \(model_graded_qa, exact\); expected one"):
+        import_inspect([path], tmp_path / "out")
+    with pytest.raises(InputError, match=r"value: an object with keys strict, loose; expected a single value, or the key"):
+        import_inspect([path], tmp_path / "out", scorer="exact")
+    assert not (tmp_path / "out").exists()
+    results = import_inspect([path], tmp_path / "out", scorer="exact:strict")
+    v = results.verdicts
+    # strict is true in epoch 1 only: half the rows.
+    assert v.groupby("replicate")["compliant"].all().to_dict() == {1: True, 2: False}
+    assert set(results.criteria["criterion"]) == {"exact"}
+    graded = import_inspect([path], tmp_path / "graded", scorer="model_graded_qa")
+    assert abs(float(graded.rates["rate"].iloc[0]) - accuracy(BINARY[0])) < 1e-9
