@@ -3,7 +3,8 @@
 The recorded logs under ``inspect_logs/`` were written by Inspect AI 0.3.285 running the task of
 ``inspect_runs.py`` against the fake server: two graders (the ``grader`` role bound to
 grader-a, then grader-b), two epochs, a ``topic`` in each sample's metadata; ``partial.eval``
-lets the grader give partial credit. Expected numbers come from Inspect's own log API.
+lets the grader give partial credit; ``inspect-0.3.130.eval`` is the same task written by Inspect AI
+0.3.130. Expected numbers come from Inspect's own log API.
 """
 
 from __future__ import annotations
@@ -249,3 +250,15 @@ def test_scorer_picks_one_of_several_and_object_values_need_a_key(tmp_path):
     assert set(results.criteria["criterion"]) == {"exact"}
     graded = import_inspect([path], tmp_path / "graded", scorer="model_graded_qa")
     assert abs(float(graded.rates["rate"].iloc[0]) - accuracy(BINARY[0])) < 1e-9
+
+
+def test_a_log_of_an_older_inspect_imports_alike(tmp_path):
+    """Inspect AI 0.3.130 wrote this log (the same task, grader-a); today's reader reads it through the same API."""
+    path = LOGS / "inspect-0.3.130.eval"
+    results = import_inspect([path], tmp_path / "out", factors=["topic"])
+    assert read_eval_log(str(path)).eval.packages["inspect_ai"] == "0.3.130"
+    rate = float(results.rates.loc[results.rates["subgroup"] == "all", "rate"].iloc[0])
+    assert abs(rate - accuracy(path)) < 1e-9
+    assert sorted(results.verdicts["replicate"].unique()) == [1, 2] and len(results.verdicts) == 10
+    assert results.manifest.model_dump()["input"]["logs"][0]["judge"] == "openai-api/local/grader-a"
+    assert results.criteria["rationale"].str.contains("GRADE").all()
