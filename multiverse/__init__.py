@@ -15,7 +15,7 @@ The public API, in the order data flows::
     mv.check(results, "claims.yaml")         # pre-registered claims: held, failed or undecided
     mv.diff("runs/last", "runs/demo")        # one run against another of the same design
 
-``mv.import_table`` and ``mv.import_assert`` turn results produced elsewhere
+``mv.import_table``, ``mv.import_assert``, ``mv.import_inspect`` and ``mv.import_promptfoo`` turn results produced elsewhere
 into an import directory and return its :class:`Results` too. Errors are
 the classes of :mod:`multiverse.errors`. The analyses and figures are in
 :mod:`multiverse.analysis` and :mod:`multiverse.plots`.
@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # the names' real types for type checkers; at run time they a
     from ._api import count_universes, label, power, report, store_gc, store_stats, validate
     from .engine import draft, plan, run
     from .gate import check, diff
-    from .importers import import_assert, import_table
+    from .importers import import_assert, import_inspect, import_promptfoo, import_table
     from .results import Analysis, Results, load_run
     from .spec import load_spec
     from .spec._grid import expand
@@ -73,6 +73,8 @@ _LAZY = {
     "import_assert": "multiverse.importers",
     "check": "multiverse.gate",
     "diff": "multiverse.gate",
+    "import_inspect": "multiverse.importers",
+    "import_promptfoo": "multiverse.importers",
     "Results": "multiverse.results",
     "Analysis": "multiverse.results",
 }
@@ -94,6 +96,8 @@ __all__ = [
     "draft",
     "expand",
     "import_assert",
+    "import_inspect",
+    "import_promptfoo",
     "import_table",
     "label",
     "load_run",

@@ -16,7 +16,8 @@ import multiverse.plots
 ROOT = Path(__file__).resolve().parents[1]
 
 PUBLIC = [
-    "load_spec", "expand", "plan", "run", "draft", "load_run", "import_table", "import_assert",
+    "load_spec", "expand", "plan", "run", "draft", "load_run", "import_table", "import_assert", "import_inspect",
+    "import_promptfoo",
     "report", "label", "power", "validate", "count_universes", "store_stats", "store_gc", "check", "diff",
     "Results", "Analysis",
     "MultiverseError", "SpecError", "InputError", "StoreError", "ModelError", "BudgetExceeded", "ModelUnusable",

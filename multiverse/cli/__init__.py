@@ -53,6 +53,10 @@ FLAGS = {
     "baseline_rate": "--baseline", "alpha": "--alpha", "power": "--power", "run_dirs": "ASSERT_RUN_DIR",
     "human": "--human", "labels": "--human", "n": "--n", "verdicts": "RUN_DIR_OR_TABLE",
     "max_units": "--max-units", "claims": "--claims", "junit": "--junit",
+    # import table's optional columns, and the native importers' choices (issue 28)
+    "replicate": "--replicate", "transcript": "--transcript", "rationale": "--rationale", "factors": "--factor",
+    "scorer": "--scorer", "partial": "--partial", "system_role": "--system-role", "judge_role": "--judge-role",
+    "logs": "LOG", "results_files": "RESULTS_JSON",
 }
 
 _BACKTICKED = re.compile(r"`([a-z_]+)`")

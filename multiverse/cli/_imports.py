@@ -1,6 +1,6 @@
-"""``multiverse import assert|table``: results produced elsewhere, as an import directory.
+"""``multiverse import assert|table|inspect|promptfoo``: results produced elsewhere, as an import directory.
 
-Calls ``multiverse.import_assert`` or ``multiverse.import_table`` and says
+Calls ``multiverse.import_assert``, ``import_table``, ``import_inspect`` or ``import_promptfoo`` and says
 what the returned :class:`~multiverse.results._results.Results` holds.
 """
 
@@ -15,19 +15,24 @@ __all__ = ["cmd_import"]
 
 
 def cmd_import(args) -> int:
-    from .. import import_assert, import_table
+    from .. import import_assert, import_inspect, import_promptfoo, import_table
 
     if args.primary and len(dict(args.primary)) < len(args.primary):
         raise InputError(f"primary: an axis is given twice ({' '.join(f'{a}={o}' for a, o in args.primary)})",
                          param="primary")
     common = {"primary": dict(args.primary) if args.primary else None, "ci": args.ci, "force": args.force}
-    if args.source_kind == "assert":
+    if args.source_kind == "inspect":
+        result = import_inspect(args.logs, args.out, scorer=args.scorer, system_role=args.system_role,
+                                judge_role=args.judge_role, partial=args.partial, factors=args.factor, **common)
+    elif args.source_kind == "promptfoo":
+        result = import_promptfoo(args.results_files, args.out, factors=args.factor, **common)
+    elif args.source_kind == "assert":
         result = import_assert(args.run_dirs, args.out, axes=args.axis or None, scoring=args.scoring or "all_applicable",
                                **common)
     else:
         result = import_table(args.file, system=args.system, item=args.item, label=args.label, axes=args.axis,
                               factors=args.factor, positive=args.positive, negative=args.negative, out_dir=args.out,
-                              **common)
+                              **common, **_table_columns(args))
     for warning in result.warnings:
         say(f"warning: {warning}", file=sys.stderr)
     v = result.verdicts
@@ -38,3 +43,8 @@ def cmd_import(args) -> int:
           f"(axes: {', '.join(result.axes) or 'none'}) into {result.out_dir}; "
           f"primary: {primary if primary else 'none declared'}")
     return 0
+
+
+def _table_columns(args) -> dict:
+    """The optional columns of ``import table`` that were given."""
+    return {name: getattr(args, name) for name in ("replicate", "transcript", "rationale") if getattr(args, name, None)}

@@ -229,8 +229,11 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--positive", metavar="VALUE", help="the label value that means compliant (for category labels)")
     q.add_argument("--negative", nargs="+", metavar="VALUE",
                    help="with --positive: the label value(s) that mean non-compliant; any other value is refused")
+    _table_columns(q)
     q.add_argument("--out", type=Path, required=True, help="the import directory to write")
     _import_flags(q)
+
+    _native_importers(imports)
 
     p = command("store", "inspect or clean the store")
     stores = p.add_subparsers(dest="store_command", metavar="ACTION", parser_class=_Parser, required=True)
@@ -313,6 +316,41 @@ def _primary_option(text: str) -> tuple[str, str]:
     if not sep or not axis.strip() or not option.strip():
         raise argparse.ArgumentTypeError(f"expected AXIS=OPTION, got {text!r}")
     return axis.strip(), option.strip()
+
+
+def _native_importers(imports) -> None:
+    q = imports.add_parser("inspect", help="Inspect AI logs (.eval or .json): each judge a universe, epochs replicates",
+                           description="Import Inspect AI logs, read with Inspect's own log API (needs the inspect "
+                           "extra). The system is eval.model, the judge the grader role (or the scorer's model).",
+                           formatter_class=_formatter)
+    q.add_argument("logs", type=Path, nargs="+", metavar="LOG")
+    q.add_argument("--out", type=Path, required=True, help="the import directory to write")
+    q.add_argument("--scorer", metavar="NAME[:KEY]", help="the scorer to import when a log has several (KEY: the value "
+                   "to take from a scorer whose values are objects)")
+    q.add_argument("--system-role", metavar="ROLE", help="take the system from this model role instead of eval.model")
+    q.add_argument("--judge-role", default="grader", metavar="ROLE", help="the grader's model role (default: grader)")
+    q.add_argument("--partial", type=float, default=0.5, metavar="SCORE", help="the score of a P (default: 0.5)")
+    q.add_argument("--factor", action="append", default=[], metavar="KEY",
+                   help="sample metadata key kept as a design factor: rates per level, not a universe (repeatable)")
+    _import_flags(q)
+    q = imports.add_parser("promptfoo", help="promptfoo result files: each grader a universe, assertions criteria",
+                           description="Import promptfoo eval results (promptfoo eval -o results.json). Prompts x "
+                           "providers are the systems; each assertion is a criterion; the grader comes from the "
+                           "assertion's provider, the test's options or defaultTest.", formatter_class=_formatter)
+    q.add_argument("results_files", type=Path, nargs="+", metavar="RESULTS_JSON")
+    q.add_argument("--out", type=Path, required=True, help="the import directory to write")
+    q.add_argument("--factor", action="append", default=[], metavar="VAR",
+                   help="a test variable kept as a design factor: rates per level, not a universe (repeatable)")
+    _import_flags(q)
+
+
+def _table_columns(q: argparse.ArgumentParser) -> None:
+    q.add_argument("--replicate", metavar="COL", help="column numbering repeated runs of an item (epochs): "
+                   "intervals cluster by item")
+    q.add_argument("--transcript", metavar="COL", help="column with the system's answer or its id: judges are paired "
+                   "only on the same transcript (without it, on system, item and replicate)")
+    q.add_argument("--rationale", metavar="COL", help="column with the judge's reason (criteria table; the explorer "
+                   "shows it)")
 
 
 def _import_flags(q: argparse.ArgumentParser) -> None:

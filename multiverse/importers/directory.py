@@ -73,17 +73,20 @@ def write_import_dir(
     criteria: pd.DataFrame | None,
     rates: pd.DataFrame,
     manifest: dict[str, Any],
+    transcripts: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Results:
     """Write the tables and manifest into ``out_dir`` (created if needed), each file atomically.
 
     Callers validate everything before calling this, so bad input writes nothing. A
     criteria table, transcripts or spec left by an earlier run or import in the same
-    directory is removed, so the folder never describes two sources.
+    directory is removed, so the folder never describes two sources. ``transcripts``
+    (key -> record) become ``transcripts.jsonl``, which the report and explorer show.
     """
     _one_spelling_each(verdicts, criteria, list(manifest.get("axes", [])))
     manifest = {"schema_version": SCHEMA_VERSION, **manifest}
     # One writer for run and import folders: the same atomic files, manifest last.
-    out = write_run_folder(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest)
+    out = write_run_folder(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
+                           transcripts=transcripts)
     return Results.from_manifest(manifest, verdicts=verdicts, criteria=criteria, rates=rates, source=out)
 
 

@@ -11,10 +11,17 @@ blank, null, or the text nan/na/n/a/null/none unless named as a value) makes the
 ``excluded`` with reason ``missing label``, counted in the warnings; it is never a
 non-compliant label.
 
+Optional columns carry what the analyses need beyond the label (see
+:mod:`multiverse.importers._columns`): ``replicate`` numbers repeated runs of one
+item (epochs; intervals then cluster by item), ``transcript`` holds the system's
+answer or its id (judges are then paired only on the same transcript, and without it
+on system, item and replicate, never "on transcript"), ``rationale`` the judge's
+reason (the criteria table, shown by the explorer).
+
 Bad input raises :class:`multiverse.errors.InputError` with one line naming the file,
 the column and what was expected, and writes nothing: a missing column, an unexpected
 label, an empty axis/system/item value, or two rows for the same (universe, system,
-item).
+item, replicate).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import pandas as pd
 from multiverse.analysis.rates import compute_rates
 from multiverse.core import RESERVED_NAMES, both_spellings, look_alike, nfc, regular_file_problem, universe_id
 from multiverse.errors import InputError
+from multiverse.importers._columns import rationale_criteria, replicate_numbers, table_transcripts
 from multiverse.importers.directory import (
     check_ci,
     resolve_primary,
@@ -78,6 +86,9 @@ def import_table(
     primary: dict[str, str] | None = None,
     ci: str = "wilson",
     force: bool = False,
+    replicate: str | None = None,
+    transcript: str | None = None,
+    rationale: str | None = None,
 ) -> Results:
     """Import a label table into ``out_dir``; see the module docstring.
 
@@ -88,7 +99,9 @@ def import_table(
     option}) the pre-registered universe (none when absent); ``ci`` the interval
     method of the rates. ``out_dir`` is checked first (see
     :func:`multiverse.tables._places.check_output_dir`; ``force`` allows a folder holding
-    other files). Returns the :class:`Results` (verdicts, rates, manifest; no criteria).
+    other files). ``replicate``, ``transcript`` and ``rationale`` name the optional
+    columns of the module docstring. Returns the :class:`Results` (verdicts, rates,
+    manifest; criteria when ``rationale`` is given).
     """
     from multiverse.tables import check_output_dir
 
@@ -103,7 +116,9 @@ def import_table(
     system, item, label = nfc(system), nfc(item), nfc(label)
     primary = {nfc(a): nfc(o) for a, o in primary.items()} if primary else primary
     axes, factors = [nfc(a) for a in axes], [nfc(f) for f in factors]
-    _check_columns(path, frame, system, item, label, axes, factors)
+    optional = {role: nfc(column) for role, column in
+                (("replicate", replicate), ("transcript", transcript), ("rationale", rationale)) if column is not None}
+    _check_columns(path, frame, system, item, label, axes, factors, optional)
     if frame.empty:
         raise InputError(f"{path}: {label}: expected at least one labelled row, the table is empty")
 
@@ -114,19 +129,12 @@ def import_table(
 
     combos = pd.DataFrame(axis_values) if axes else pd.DataFrame(index=frame.index)
     universe_ids = _universe_ids(combos, axes)
-    keyed = pd.DataFrame({"universe_id": universe_ids, "system": systems, "case_id": items})
+    replicates = (replicate_numbers(path, frame[optional["replicate"]], optional["replicate"])
+                  if "replicate" in optional else np.zeros(len(frame), dtype=np.int64))
+    keyed = pd.DataFrame({"universe_id": universe_ids, "system": systems, "case_id": items, "replicate": replicates})
     duplicated = keyed.duplicated(keep=False)
     if duplicated.any():
-        first = keyed[duplicated].index[0]
-        where = ", ".join(f"{axis}={axis_values[axis][first]}" for axis in axes)
-        universe = f"universe ({where}), " if axes else ""
-        hint = "" if axes else (" (without axis columns the whole table is one universe: is a column missing from `axes`, "
-                                "e.g. the judge or grader?)")
-        raise InputError(
-            f"{path}: {', '.join([*axes, system, item])}: duplicate rows for {universe}"
-            f"{system}={systems[first]}, {item}={items[first]}; expected one label per universe, system and item{hint}",
-            param="axes" if hint else None,
-        )
+        _refuse_duplicate(path, keyed, duplicated, axes, axis_values, system, item, optional.get("replicate"))
 
     verdicts = pd.DataFrame({"universe_id": universe_ids})
     for axis in axes:
@@ -137,10 +145,20 @@ def import_table(
         levels = frame[factor].fillna("").astype(str)
         _one_spelling(path, factor, levels.unique())
         verdicts[factor] = levels.map(nfc).to_numpy()
-    verdicts["replicate"] = 0
-    # A row's transcript is the system's answer to the item; each universe labels it.
-    verdicts["transcript_key"] = _row_keys(verdicts[["system", "case_id"]], "transcript")
-    verdicts["judgment_key"] = _row_keys(verdicts[["universe_id", "system", "case_id"]], "judgment")
+    verdicts["replicate"] = replicates
+    transcripts = None
+    if "transcript" in optional:
+        # Judges pair only on the same answer: the key digests the system, item, replicate and the transcript itself.
+        keys, transcripts = table_transcripts(frame[optional["transcript"]], verdicts[["system", "case_id", "replicate"]],
+                                             path=path, name=optional["transcript"])
+        verdicts["transcript_key"] = keys
+    else:
+        # Nothing says two universes judged the same answer: no transcript key, so agreement pairs
+        # on system, item and replicate and says so.
+        verdicts["transcript_key"] = pd.array([pd.NA] * len(verdicts), dtype="string")
+    # Each replicate is judged on its own (the key of a table without replicates is as before).
+    judged = ["universe_id", "system", "case_id", *(["replicate"] if "replicate" in optional else [])]
+    verdicts["judgment_key"] = _row_keys(verdicts[judged], "judgment")
     verdicts["status"] = np.where(empty, "excluded", "ok")
     verdicts["reason"] = np.where(empty, "missing label", "")
     labels = pd.array(compliant, dtype="boolean")
@@ -151,6 +169,8 @@ def import_table(
     if empty.any():
         warnings.append(f"{path}: {label}: {int(empty.sum())} rows have a missing label and are excluded "
                         "(status excluded, reason 'missing label'), not counted as non-compliant")
+    criteria = (rationale_criteria(verdicts, frame[optional["rationale"]], label)
+                if "rationale" in optional else None)
     rates = compute_rates(verdicts, axes=axes, factors=factors, ci=ci)
     options = (
         verdicts.drop_duplicates("universe_id").set_index("universe_id")[axes].to_dict("index")
@@ -167,19 +187,40 @@ def import_table(
         "warnings": warnings,
         "universe_options": options,
         "input": {"file": str(path), "system": system, "item": item, "label": label, "positive": positive,
-                  "negative": list(negative or []), "missing_labels": int(empty.sum())},
+                  "negative": list(negative or []), "missing_labels": int(empty.sum()), **optional,
+                  "paired_on": "transcript" if "transcript" in optional else "system, item and replicate"},
         "estimator": "pooled",
         "ci": ci,
         "level": 0.95,
     }
-    return write_import_dir(out_dir, verdicts=verdicts, criteria=None, rates=rates, manifest=manifest)
+    return write_import_dir(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
+                            transcripts=transcripts)
 
 
-def _check_columns(path, frame, system, item, label, axes, factors) -> None:
+def _refuse_duplicate(path, keyed, duplicated, axes, axis_values, system, item, replicate) -> None:
+    first = keyed[duplicated].index[0]
+    where = ", ".join(f"{axis}={axis_values[axis][first]}" for axis in axes)
+    universe = f"universe ({where}), " if axes else ""
+    if replicate is not None:
+        raise InputError(
+            f"{path}: {', '.join([*axes, system, item, replicate])}: duplicate rows for {universe}"
+            f"{system}={keyed['system'][first]}, {item}={keyed['case_id'][first]}, "
+            f"{replicate}={keyed['replicate'][first]}; expected one label per universe, system, item and replicate")
+    hint = (" (repeated runs of an item, such as epochs, need a `replicate` column"
+            + ("" if axes else "; without axis columns the whole table is one universe: is a column missing from "
+               "`axes`, e.g. the judge or grader?") + ")")
+    raise InputError(
+        f"{path}: {', '.join([*axes, system, item])}: duplicate rows for {universe}"
+        f"{system}={keyed['system'][first]}, {item}={keyed['case_id'][first]}; expected one label per universe, "
+        f"system and item{hint}", param="replicate")
+
+
+def _check_columns(path, frame, system, item, label, axes, factors, optional) -> None:
     # Each role names its parameter in backticks, which the command line shows as the flag.
     named = [("the `system` column", system, "system"), ("the `item` column", item, "item"),
              ("the `label` column", label, "label")]
     named += [("an `axes` column", axis, "axes") for axis in axes]
+    named += [(f"the `{role}` column", column, role) for role, column in optional.items()]
     for role, column, param in named:
         if column not in frame.columns:
             have = ", ".join(map(str, frame.columns[:12])) + (", ..." if len(frame.columns) > 12 else "")
@@ -187,10 +228,11 @@ def _check_columns(path, frame, system, item, label, axes, factors) -> None:
     for factor in factors:
         if factor not in frame.columns:
             raise InputError(f"{path}: {factor}: factor column not found")
-    roles = [system, item, label, *axes, *factors]
+    roles = [system, item, label, *axes, *factors, *optional.values()]
     for column in roles:
         if roles.count(column) > 1:
-            raise InputError(f"{path}: {column}: column used twice; expected distinct system, item, label and axis columns")
+            raise InputError(f"{path}: {column}: column used twice; expected distinct system, item, label, axis, "
+                             "factor, replicate, transcript and rationale columns")
     for column in [*axes, *factors]:
         if column in RESERVED_NAMES:
             raise InputError(f"{path}: {column}: axis column name is reserved for the verdicts table; rename the column")

@@ -525,10 +525,10 @@ def test_import_table_two_axes_by_hand(tmp_path):
     manifest = json.loads((out / "manifest.json").read_text())
     assert (manifest["schema_version"], manifest["source"], manifest["primary"]) == (1, "table", None)
     assert "1 rows have a missing label and are excluded" in manifest["warnings"][0]
-    # A system's answer to an item is one transcript, labelled in each universe.
+    # Nothing in the table says the universes judged the same answer: no transcript key (agreement then
+    # pairs on system, item and replicate), and each universe's label is its own judgment.
     verdicts = result.verdicts.set_index(["judge", "evidence", "system", "case_id"])
-    assert verdicts.loc[("j1", "strict", "A", "i1"), "transcript_key"] == verdicts.loc[
-        ("j2", "strict", "A", "i1"), "transcript_key"]
+    assert result.verdicts["transcript_key"].isna().all()
     assert verdicts.loc[("j1", "strict", "A", "i1"), "judgment_key"] != verdicts.loc[
         ("j2", "strict", "A", "i1"), "judgment_key"]
 
@@ -567,11 +567,13 @@ def test_import_table_categories_booleans_and_parquet(tmp_path):
          "(labels are never guessed)"),
         (TABLE + "j1,strict,A,i2,1\n", {"axes": ["judge", "evidence"]},
          "labels.csv: judge, evidence, model, item: duplicate rows for universe (judge=j1, evidence=strict), "
-         "model=A, item=i2; expected one label per universe, system and item"),
+         "model=A, item=i2; expected one label per universe, system and item (repeated runs of an item, such as "
+         "epochs, need a `replicate` column)"),
         (TABLE, {},
          "labels.csv: model, item: duplicate rows for model=A, item=i1; "
-         "expected one label per universe, system and item (without axis columns the whole table is one "
-         "universe: is a column missing from `axes`, e.g. the judge or grader?)"),
+         "expected one label per universe, system and item (repeated runs of an item, such as epochs, need a "
+         "`replicate` column; without axis columns the whole table is one universe: is a column missing from "
+         "`axes`, e.g. the judge or grader?)"),
         ("model,item,label\nA,,1\n", {}, "labels.csv: item: empty value in data row 1; expected a name in every row"),
     ],
 )

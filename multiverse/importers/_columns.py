@@ -1,0 +1,121 @@
+"""The optional columns an import carries beyond the label: replicates, transcripts, rationales.
+
+Shared by every importer, so a table, an Inspect log and a promptfoo result file give the
+same tables for the same information:
+
+- a replicate is a whole number >= 0 naming one of several runs of an item (Inspect's
+  epochs); rates then cluster their intervals by item;
+- a transcript is the system's answer (or its id); its key digests the system, the item,
+  the replicate and the answer, so two judges pair only when they judged the same answer;
+- a rationale is the judge's reason, one criteria row per verdict (the explorer shows it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from multiverse.core import CRITERIA_COLUMNS
+from multiverse.errors import InputError
+
+__all__ = ["assistant_transcript", "import_rates", "rationale_criteria", "replicate_numbers", "row_keys",
+           "table_transcripts"]
+
+#: Replicates beyond this are a misread column, not epochs.
+MAX_REPLICATE = 1_000_000
+
+
+def replicate_numbers(path: Path, column: pd.Series, name: str) -> np.ndarray:
+    """The replicate column as whole numbers >= 0; one line naming the row otherwise."""
+    text = column.astype("string").str.strip()
+    number = pd.to_numeric(text, errors="coerce")
+    whole = number.notna() & (number == np.floor(number.fillna(0))) & (number >= 0) & (number <= MAX_REPLICATE)
+    if not whole.all():
+        row = int(np.flatnonzero(~whole.to_numpy(dtype=bool, na_value=False))[0])
+        raise InputError(f"{path}: {name}: {_shown(text.iloc[row])} in data row {row + 1}; expected a whole number "
+                         f"from 0 to {MAX_REPLICATE:,} (the replicate, e.g. the epoch)")
+    return number.to_numpy(dtype=np.int64)
+
+
+def row_keys(columns: pd.DataFrame, kind: str) -> np.ndarray:
+    """Stable 16-hex keys per row (pandas' fixed-key 64-bit hash; vectorised)."""
+    hashed = pd.util.hash_pandas_object(columns.astype(str).assign(_kind=kind), index=False).to_numpy()
+    return np.char.mod("%016x", hashed).astype(object)
+
+
+def assistant_transcript(system: str, text: str) -> dict[str, Any]:
+    """A transcript record of one answer (a table's or a result file's output)."""
+    return {"system": system, "status": "ok", "reason": "", "turns": [{"role": "assistant", "content": text}]}
+
+
+def table_transcripts(values: pd.Series, where: pd.DataFrame, *, path: Path | None = None,
+                      name: str = "transcript") -> tuple[np.ndarray, dict[str, dict[str, Any]]]:
+    """(transcript_key per row, transcripts by key) from a column of answers or answer ids.
+
+    ``where`` holds each row's system, case_id and replicate. An empty value is refused:
+    a table whose rows mix keyed and unkeyed answers could not say what was paired.
+    """
+    text = values.astype("string")
+    empty = text.isna() | (text.str.strip() == "")
+    if empty.any():
+        row = int(np.flatnonzero(empty.to_numpy(dtype=bool))[0])
+        raise InputError(f"{path}: {name}: empty value in data row {row + 1}; expected the transcript (or its id) "
+                         "in every row")
+    keyed = where.reset_index(drop=True).assign(_text=text.to_numpy(dtype=object))
+    keys = row_keys(keyed, "transcript")
+    transcripts = {key: assistant_transcript(str(system), str(answer))
+                   for key, system, answer in zip(keys, keyed["system"], keyed["_text"])}
+    return keys, transcripts
+
+
+def rationale_criteria(verdicts: pd.DataFrame, rationales: Sequence[Any] | pd.Series, criterion: str | Sequence[str],
+                       ) -> pd.DataFrame:
+    """One criteria row per verdict row: the judge's label and its reason under ``criterion``.
+
+    ``criterion`` names the label (one name for every row, or one per row). A missing
+    rationale is empty text; the row keeps its verdict's label (NA where none).
+    """
+    n = len(verdicts)
+    reasons = pd.Series(list(rationales), dtype="string").fillna("").to_numpy(dtype=object)
+    names = [criterion] * n if isinstance(criterion, str) else list(criterion)
+    compliant = verdicts["compliant"].astype("boolean").to_numpy()
+    frame = pd.DataFrame({
+        "judgment_key": verdicts["judgment_key"].to_numpy(dtype=object),
+        "sample": np.zeros(n, dtype=np.int64),
+        "criterion": np.asarray(names, dtype=object),
+        "permissible": pd.array([pd.NA] * n, dtype="boolean"),
+        "applicable": pd.array(~verdicts["status"].isin(["excluded"]).to_numpy(dtype=bool), dtype="boolean"),
+        "compliant": pd.array(compliant, dtype="boolean"),
+        "rationale": reasons,
+    })
+    return frame[list(CRITERIA_COLUMNS)]
+
+
+def _shown(value: Any) -> str:
+    shown = repr(None if value is pd.NA else value)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
+def import_rates(verdicts: pd.DataFrame, *, axes: Sequence[str], factors: Sequence[str], ci: str,
+                 scale: Mapping[str, Any], source: str) -> pd.DataFrame:
+    """The rates of an import: shares of compliant rows, or for a scored scale the mean score.
+
+    A scored import's rate is the mean of its scores rescaled to [0, 1] (the ``mean``
+    estimator of scored verdicts); a version of the rates without it refuses the import
+    rather than count partial credit as a label.
+    """
+    from multiverse.analysis.rates import compute_rates
+
+    if scale.get("type", "binary") == "binary":
+        return compute_rates(verdicts, axes=axes, factors=factors, ci=ci)
+    try:
+        from multiverse.tables import ScaleRecord  # type: ignore[attr-defined]
+    except ImportError:
+        raise InputError(f"{source}: score: partial credit or numeric scores need the mean estimator of scored rates, "
+                         "which this version of multiverse lacks; expected C/I or true/false values") from None
+    return compute_rates(verdicts, axes=axes, factors=factors, ci=ci, estimator="mean",  # type: ignore[call-arg]
+                         scale=ScaleRecord(**scale))
