@@ -37,6 +37,9 @@ __all__ = [
     "SAMPLE_STATUSES",
     "SCALE_TYPES",
     "SCHEMA_VERSION",
+    "SCORE",
+    "SCORE_ESTIMATORS",
+    "SCORE_RATE_COLUMNS",
     "SCORING_RULES",
     "STAGES",
     "STAGE_OF_RECORD",
@@ -106,29 +109,39 @@ STAGE_OF_RECORD: dict[str, str] = dict(zip(RECORD_KINDS, STAGES[:3]))
 #: The design factor the rubric's behaviors fill by default (a column of the verdicts table).
 BEHAVIOR = "behavior"
 
-#: Version of the run/import directory layout (tables and manifest).
-SCHEMA_VERSION = 1
+#: Version of the run/import directory layout (tables and manifest). 2: verdicts carry ``score`` and
+#: the manifest its ``scale``; a folder of version 1 (no score column) still loads, as binary.
+SCHEMA_VERSION = 2
 
 #: verdicts: one row per universe x system x case x replicate. Axis and design-factor
 #: columns sit between ``universe_id`` and ``system``.
 VERDICT_COLUMNS: tuple[str, ...] = (
     "universe_id", "system", "case_id", "replicate", "transcript_key", "judgment_key",
-    "status", "reason", "compliant",
+    "status", "reason", "compliant", "score",
 )
+#: A verdict's score in the scale's native units (float64, NaN where there is none: binary scales,
+#: failures, exclusions); for a pairwise scale the preference of the row's system over the reference.
+SCORE = "score"
 #: criteria: one row per judgment x judge sample x criterion.
 CRITERIA_COLUMNS: tuple[str, ...] = (
     "judgment_key", "sample", "criterion", "permissible", "applicable", "compliant", "rationale",
 )
 #: The columns a rate row carries after its universe, axis and system columns.
 RATE_VALUE_COLUMNS: tuple[str, ...] = ("subgroup", "n", "n_compliant", "rate", "ci_low", "ci_high")
+#: What a rate row adds when its estimate reads scores (mean, at_least, win_rate): ``mean``, the mean
+#: score in the scale's native units (NaN for at_least), and ``se``, the standard error of ``rate``
+#: clustered by case.
+SCORE_RATE_COLUMNS: tuple[str, ...] = ("mean", "se")
+#: Estimators that read a verdict's score rather than its compliance label.
+SCORE_ESTIMATORS: tuple[str, ...] = ("mean", "at_least", "win_rate")
 #: rates: one row per universe x system x subgroup (axis columns after ``universe_id``,
 #: ``estimator`` last).
 RATE_COLUMNS: tuple[str, ...] = ("universe_id", "system", *RATE_VALUE_COLUMNS)
 
 #: Names an imported axis or design factor may not take: the verdicts and rates tables' own columns.
-RESERVED_NAMES: frozenset[str] = frozenset((*VERDICT_COLUMNS, *RATE_COLUMNS, "estimator"))
+RESERVED_NAMES: frozenset[str] = frozenset((*VERDICT_COLUMNS, *RATE_COLUMNS, *SCORE_RATE_COLUMNS, "estimator"))
 
 #: Columns that are never an axis when a bare table's axes are inferred.
 CORE_COLUMNS: frozenset[str] = frozenset(
-    (*VERDICT_COLUMNS, *CRITERIA_COLUMNS, *RATE_COLUMNS, "estimator", "label", "is_primary", "item", "label_value")
+    (*VERDICT_COLUMNS, *CRITERIA_COLUMNS, *RATE_COLUMNS, *SCORE_RATE_COLUMNS, "estimator", "label", "is_primary", "item", "label_value")
 )
