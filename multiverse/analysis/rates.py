@@ -51,18 +51,23 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from multiverse.core import CI_METHODS, ESTIMATORS, RATE_VALUE_COLUMNS, counted_rows
+from multiverse.core import (
+    CI_METHODS,
+    ESTIMATORS,
+    RATE_VALUE_COLUMNS,
+    SCORE_ESTIMATORS,
+    SCORE_RATE_COLUMNS,
+    counted_rows,
+)
 from multiverse.errors import InputError
 from multiverse.tables import check_choice, require_columns, universe_ids
 
 from ._codes import codes, combine, count, first_rows, target_blocks
 
 if TYPE_CHECKING:
-    from multiverse.tables import Manifest, SpecDocument
+    from multiverse.tables import Manifest, ScaleRecord, SpecDocument
 
 __all__ = ["ci_settings", "compute_rates", "included_verdicts", "system_rates"]
-
-
 
 _KEYS = ("replicate", "transcript_key", "judgment_key")
 
@@ -206,6 +211,9 @@ def compute_rates(
     n_boot: int = 1000,
     seed: int = 0,
     scoring: pd.DataFrame | None = None,
+    scale: ScaleRecord | None = None,
+    cut: float | None = None,
+    ties: str = "half",
 ) -> pd.DataFrame:
     """Rates per universe x system, overall (subgroup ``all``) and per ``factor=level``.
 
@@ -213,15 +221,21 @@ def compute_rates(
     ``case_id`` for the bootstrap; universe_id is derived from the axis values when
     absent, and rows count only when status is ``ok`` (when there is a status column).
     ``scoring`` (universe_id, and any of estimator, ci, level) overrides the settings
-    per universe, so the estimator itself can be an axis.
+    per universe, so the estimator itself can be an axis; its ``cut`` and ``ties``
+    columns (default: ``cut`` and ``ties`` here) set how a universe reading scores
+    counts them on ``scale`` (:mod:`multiverse.analysis.estimates`).
 
     Returns universe_id, the axis columns, system, subgroup, n (included transcripts),
     n_compliant, rate, ci_low, ci_high, estimator. A group with no included transcript
-    has n == 0 and NaN rate and interval.
+    has n == 0 and NaN rate and interval. When a universe reads scores the table also
+    has ``mean`` (native units) and ``se`` (:mod:`multiverse.analysis.score_rates`).
     """
     axes, factors = list(axes), list(factors)
     _check_settings(estimator, ci, level)
     frame = _prepare(verdicts, axes, factors, need_cases=ci == "bootstrap" or _any_bootstrap(scoring))
+    values = _score_values(frame, scoring, estimator, cut, ties, scale)
+    if values is not None:
+        frame = frame.assign(_value=values)  # carried along when the universes are split by estimator
 
     settings = [(estimator, ci, float(level), frame)]
     if scoring is not None:
@@ -230,11 +244,17 @@ def compute_rates(
     parts = []
     for est, ci_method, lvl, part in settings:
         if len(part):
-            rates = _rates(part, axes, factors, est, ci_method, lvl, n_boot, seed)
+            if est in SCORE_ESTIMATORS:
+                assert scale is not None
+                rates = _scored(part, part["_value"].to_numpy(), axes, factors, est, ci_method, lvl, n_boot, seed, scale)
+            else:
+                rates = _rates(part, axes, factors, est, ci_method, lvl, n_boot, seed)
             if "estimator" not in axes:
                 rates["estimator"] = est
             parts.append(rates)
-    columns = ["universe_id", *axes, "system", *RATE_VALUE_COLUMNS] + ([] if "estimator" in axes else ["estimator"])
+    scored = [*SCORE_RATE_COLUMNS] if values is not None else []
+    columns = ["universe_id", *axes, "system", *RATE_VALUE_COLUMNS, *scored] + (
+        [] if "estimator" in axes else ["estimator"])
     if not parts:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
     rates = parts[0]
@@ -245,6 +265,39 @@ def compute_rates(
         rank = pd.Series(np.arange(len(seen)), index=seen).reindex(rates["universe_id"]).to_numpy()
         rates = rates.iloc[np.argsort(rank, kind="stable")]
     return rates[columns].reset_index(drop=True)
+
+
+def _score_values(frame, scoring, estimator, cut, ties, scale) -> np.ndarray | None:
+    """Each row's contribution when some universe reads scores (None: every universe counts labels)."""
+    from multiverse.analysis.estimates import contributions
+
+    table = pd.DataFrame({"universe_id": pd.unique(frame["universe_id"])})
+    given = scoring.drop_duplicates("universe_id").set_index("universe_id") if scoring is not None else None
+    for column, default in (("estimator", estimator), ("cut", cut), ("ties", ties)):
+        values = given[column].reindex(table["universe_id"]).to_numpy(dtype=object) \
+            if given is not None and column in given.columns else np.full(len(table), None, dtype=object)
+        table[column] = [default if v is None or (isinstance(v, float) and np.isnan(v)) else v for v in values]
+    if not table["estimator"].isin(SCORE_ESTIMATORS).any():
+        return None
+    if scale is None or not scale.scored:
+        raise InputError(f"scoring.estimator: {table['estimator'][table['estimator'].isin(SCORE_ESTIMATORS)].iloc[0]} "
+                         "reads scores; expected the verdicts' scale (ordinal, continuous or pairwise)")
+    return contributions(frame, scale, table)
+
+
+def _scored(part, values, axes, factors, estimator, ci, level, n_boot, seed, scale) -> pd.DataFrame:
+    """Rates of universes reading scores; a share (at_least) keeps the binary labels' Wilson interval."""
+    from multiverse.analysis.score_rates import score_rates
+
+    rates = score_rates(part, values, axes=axes, factors=factors, estimator=estimator, ci=ci, level=level,
+                        n_boot=n_boot, seed=seed, low=scale.min, high=scale.max)
+    if estimator == "at_least":
+        labels = pd.array(np.where(np.isnan(values), None, values >= 0.5), dtype="boolean")
+        status = np.where(counted_rows(part) & ~np.isnan(values), "ok", "excluded")
+        shares = _rates(part.assign(compliant=labels, status=status), axes, factors, "pooled", ci, level, n_boot, seed)
+        rates["ci_low"], rates["ci_high"] = shares["ci_low"].to_numpy(), shares["ci_high"].to_numpy()
+        rates["n_compliant"] = shares["n_compliant"].to_numpy()
+    return rates
 
 
 def _check_settings(estimator: str, ci: str, level: float) -> None:
