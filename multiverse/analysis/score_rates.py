@@ -46,9 +46,9 @@ def score_rates(frame: pd.DataFrame, value: np.ndarray, *, axes: list[str], fact
     group, _ = codes(combine(universe, n_systems, system))
     pieces = []
     targets: list[tuple[np.ndarray, str | None, np.ndarray | None]] = [(group, None, None)]
-    for factor in factors:
-        levels, n_levels = codes(frame[factor])
-        targets.append((codes(combine(group, n_levels, levels))[0], factor, levels))
+    for name in factors:
+        levels, n_levels = codes(frame[name])
+        targets.append((codes(combine(group, n_levels, levels))[0], name, levels))
     for spec, (target, factor, factor_levels) in enumerate(targets):
         first = first_rows(target)
         n_targets = len(first)
