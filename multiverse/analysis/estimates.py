@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONTRIBUTION",
     "MEAN_ESTIMATORS",
+    "case_mean_interval",
     "contributions",
     "mean_interval",
     "scoring_choices",
@@ -165,3 +166,24 @@ def mean_interval(target: np.ndarray, n_targets: int, case: np.ndarray, value: n
     low = np.where(cases > 1, np.clip(mean - t * se, 0.0, 1.0), np.where(n > 0, 0.0, np.nan))
     high = np.where(cases > 1, np.clip(mean + t * se, 0.0, 1.0), np.where(n > 0, 1.0, np.nan))
     return mean, se, low, high
+
+
+def case_mean_interval(n_tc: np.ndarray, k_tc: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(standard error, low, high) of each target's mean from its per-case sums (targets x cases arrays).
+
+    ``n_tc`` counts a case's counted rows and ``k_tc`` sums their values: the
+    same cluster-robust t interval as :func:`mean_interval` gives the rows.
+    """
+    from scipy import stats
+
+    n_tc, k_tc = np.asarray(n_tc, float), np.asarray(k_tc, float)
+    n = n_tc.sum(axis=1)
+    mean = np.divide(k_tc.sum(axis=1), n, out=np.full(len(n), np.nan), where=n > 0)
+    residual = k_tc - mean[:, None] * n_tc
+    cases = (n_tc > 0).sum(axis=1).astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        se = np.where(cases > 1, np.sqrt(cases / (cases - 1) * (residual**2).sum(axis=1)) / n, np.nan)
+        t = stats.t.ppf(0.5 + np.asarray(level, float) / 2, np.maximum(cases - 1, 1))
+    low = np.where(cases > 1, np.clip(mean - t * se, 0.0, 1.0), np.where(n > 0, 0.0, np.nan))
+    high = np.where(cases > 1, np.clip(mean + t * se, 0.0, 1.0), np.where(n > 0, 1.0, np.nan))
+    return se, low, high

@@ -36,11 +36,10 @@ case the design effect is 1 and the intervals are unchanged.
 Two table helpers every analysis of a verdicts table shares:
 
 - ``included_verdicts``: the verdict rows that count towards rates (status
-  ``ok``, a label present), with a ``universe_id`` and a bool ``compliant``;
+  ``ok``, a label present), with a ``universe_id`` and a bool ``compliant``
+  (scored verdicts: the float ``contribution`` of :mod:`.estimates` as ``compliant``);
 - ``system_rates``: the universe x system rates table (n, n_compliant, rate).
-
-Ranking, variance and agreement start from these, so a row that counts in one
-analysis counts in all of them.
+Ranking, variance and agreement start from these, so a row counts alike in all.
 """
 
 from __future__ import annotations
@@ -63,6 +62,7 @@ from multiverse.errors import InputError
 from multiverse.tables import check_choice, require_columns, universe_ids
 
 from ._codes import codes, combine, count, first_rows, target_blocks
+from .estimates import CONTRIBUTION
 
 if TYPE_CHECKING:
     from multiverse.tables import Manifest, ScaleRecord, SpecDocument
@@ -93,12 +93,15 @@ def included_verdicts(verdicts: pd.DataFrame, *, axes: Sequence[str],
     keep = ["system", "case_id", "compliant", *axes, *(k for k in keys if k in verdicts.columns)]
     if "universe_id" in verdicts.columns:
         keep.insert(0, "universe_id")
-    rows = pd.Series(True, index=verdicts.index)
-    rows &= counted_rows(verdicts)
-    compliant = verdicts["compliant"]
-    rows &= compliant.notna().to_numpy()
+    rows = pd.Series(counted_rows(verdicts), index=verdicts.index)
+    # Scores: what each row contributes (analysis.estimates) is what counts, as a float in [0, 1].
+    scored = CONTRIBUTION in verdicts.columns
+    counted = verdicts[CONTRIBUTION if scored else "compliant"]
+    rows &= counted.notna().to_numpy()
     out = verdicts.loc[rows.to_numpy(), keep]
-    out["compliant"] = _as_bool(out["compliant"])
+    out["compliant"] = counted[rows.to_numpy()].to_numpy(dtype=float) if scored else _as_bool(out["compliant"])
+    if scored:
+        out[CONTRIBUTION] = out["compliant"]  # so the rows read again (system_rates of them) count alike
     if "universe_id" not in out.columns:
         out.insert(0, "universe_id", _derived_universe_ids(out, axes))
     return out.reset_index(drop=True)
@@ -118,8 +121,7 @@ def _as_bool(compliant: pd.Series) -> np.ndarray:
 
 
 def _derived_universe_ids(rows: pd.DataFrame, axes: list[str]) -> np.ndarray:
-    """The ids ``tables.universe_ids`` gives."""
-    return universe_ids(rows, axes).to_numpy(dtype=object)
+    return universe_ids(rows, axes).to_numpy(dtype=object)  # the ids tables.universe_ids gives
 
 
 def system_rates(verdicts: pd.DataFrame, *, axes: Sequence[str]) -> pd.DataFrame:
@@ -129,7 +131,7 @@ def system_rates(verdicts: pd.DataFrame, *, axes: Sequence[str]) -> pd.DataFrame
     """
     axes = list(axes)
     # Only the columns a rate needs: the rest of a big table is never copied.
-    needed = [c for c in ("universe_id", "status", "system", "case_id", "compliant", *axes)
+    needed = [c for c in ("universe_id", "status", "system", "case_id", "compliant", CONTRIBUTION, *axes)
               if c in verdicts.columns]
     included = included_verdicts(verdicts[list(dict.fromkeys(needed))], axes=axes)
     universe, n_universes = codes(included["universe_id"])
@@ -140,7 +142,8 @@ def system_rates(verdicts: pd.DataFrame, *, axes: Sequence[str]) -> pd.DataFrame
     cell = combine(universe, n_systems, system)
     del universe, system
     n = count(cell, np.ones(len(cell), dtype=bool), n_universes * n_systems)
-    k = count(cell, included["compliant"].to_numpy(dtype=bool), len(n))
+    labels = included["compliant"].to_numpy()
+    k = count(cell, labels, len(n)) if labels.dtype == bool else np.bincount(cell, weights=labels, minlength=len(n))
     present = pd.unique(cell)  # cells in order of first appearance, like groupby(sort=False)
     options = included.drop_duplicates("universe_id").set_index("universe_id")[axes]
     rates = pd.DataFrame({"universe_id": universes[present // len(systems)]})
@@ -148,7 +151,7 @@ def system_rates(verdicts: pd.DataFrame, *, axes: Sequence[str]) -> pd.DataFrame
         rates[axis] = options[axis].reindex(rates["universe_id"]).to_numpy()
     rates["system"] = systems[present % len(systems)]
     rates["n"] = n[present]
-    rates["n_compliant"] = k[present].astype(int)
+    rates["n_compliant"] = k[present].astype(int) if labels.dtype == bool else k[present]
     rates["rate"] = rates["n_compliant"] / rates["n"]
     return rates
 
@@ -195,9 +198,6 @@ def _patched_ci(base: dict[str, Any], options: Mapping[str, Any],
 def _bool_array(series: pd.Series) -> np.ndarray:
     """Values of a bool-like column, NA as False."""
     return series.astype("boolean").to_numpy(dtype=bool, na_value=False)
-
-
-# --------------------------------------------------------------------------- rates
 
 
 def compute_rates(

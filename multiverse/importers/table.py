@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -33,6 +34,13 @@ from multiverse.importers.directory import (
     check_ci,
     resolve_primary,
     write_import_dir,
+)
+from multiverse.importers.table_scores import (
+    check_score_arguments,
+    expand,
+    read_scores,
+    scored_primary,
+    tie_warnings,
 )
 from multiverse.results import Results
 
@@ -69,7 +77,7 @@ def import_table(
     *,
     system: str,
     item: str,
-    label: str,
+    label: str | None = None,
     axes: Sequence[str] = (),
     positive: str | None = None,
     negative: Sequence[str] | None = None,
@@ -78,6 +86,10 @@ def import_table(
     primary: dict[str, str] | None = None,
     ci: str = "wilson",
     force: bool = False,
+    score: str | None = None,
+    scale: tuple[float, float] | None = None,
+    cuts: Sequence[float] = (),
+    reference: str | None = None,
 ) -> Results:
     """Import a label table into ``out_dir``; see the module docstring.
 
@@ -89,6 +101,11 @@ def import_table(
     method of the rates. ``out_dir`` is checked first (see
     :func:`multiverse.tables._places.check_output_dir`; ``force`` allows a folder holding
     other files). Returns the :class:`Results` (verdicts, rates, manifest; no criteria).
+
+    Scores instead of labels: ``score`` names the column and ``scale`` its
+    ``(low, high)``; each of ``cuts`` adds the option "at least K" to the mean;
+    ``reference`` names a pairwise table's reference system, which is never
+    ranked (:mod:`multiverse.importers.table_scores`).
     """
     from multiverse.tables import check_output_dir
 
@@ -100,33 +117,28 @@ def import_table(
     # Column names and the names given for them compare in one spelling (NFC).
     _one_spelling(path, "columns", [str(c) for c in frame.columns])
     frame.columns = [nfc(str(c)) for c in frame.columns]
-    system, item, label = nfc(system), nfc(item), nfc(label)
+    check_score_arguments(path, label, score, scale, cuts, reference)
+    system, item, label = nfc(system), nfc(item), nfc(label if label is not None else str(score))
     primary = {nfc(a): nfc(o) for a, o in primary.items()} if primary else primary
     axes, factors = [nfc(a) for a in axes], [nfc(f) for f in factors]
     _check_columns(path, frame, system, item, label, axes, factors)
     if frame.empty:
         raise InputError(f"{path}: {label}: expected at least one labelled row, the table is empty")
 
-    compliant, empty = _compliance(path, frame[label], label, positive, list(negative or []))
     axis_values = {axis: _names(path, frame[axis], axis) for axis in axes}
     systems = _names(path, frame[system], system)
+    scored = None
+    if score is None:
+        compliant, empty = _compliance(path, frame[label], label, positive, list(negative or []))
+    else:
+        assert scale is not None
+        scored = read_scores(path, frame[label], label, scale, nfc(reference) if reference else None, systems)
+        compliant, empty = np.zeros(len(frame), dtype=bool), scored[1]
     items = _names(path, frame[item], item)
 
     combos = pd.DataFrame(axis_values) if axes else pd.DataFrame(index=frame.index)
     universe_ids = _universe_ids(combos, axes)
-    keyed = pd.DataFrame({"universe_id": universe_ids, "system": systems, "case_id": items})
-    duplicated = keyed.duplicated(keep=False)
-    if duplicated.any():
-        first = keyed[duplicated].index[0]
-        where = ", ".join(f"{axis}={axis_values[axis][first]}" for axis in axes)
-        universe = f"universe ({where}), " if axes else ""
-        hint = "" if axes else (" (without axis columns the whole table is one universe: is a column missing from `axes`, "
-                                "e.g. the judge or grader?)")
-        raise InputError(
-            f"{path}: {', '.join([*axes, system, item])}: duplicate rows for {universe}"
-            f"{system}={systems[first]}, {item}={items[first]}; expected one label per universe, system and item{hint}",
-            param="axes" if hint else None,
-        )
+    _check_duplicates(path, universe_ids, axis_values, systems, items, axes, system, item)
 
     verdicts = pd.DataFrame({"universe_id": universe_ids})
     for axis in axes:
@@ -148,20 +160,29 @@ def import_table(
     verdicts["compliant"] = labels
 
     warnings = []
+    what = "label" if scored is None else "score"
     if empty.any():
-        warnings.append(f"{path}: {label}: {int(empty.sum())} rows have a missing label and are excluded "
-                        "(status excluded, reason 'missing label'), not counted as non-compliant")
-    rates = compute_rates(verdicts, axes=axes, factors=factors, ci=ci)
+        warnings.append(f"{path}: {label}: {int(empty.sum())} rows have a missing {what} and are excluded "
+                        f"(status excluded, reason 'missing {what}'), not counted as non-compliant")
+        verdicts["reason"] = np.where(empty, f"missing {what}", "")
+    choices, record = None, None
+    if scored is not None:
+        verdicts["score"] = np.where(empty, np.nan, scored[0])
+        record = scored[2]
+        warnings += tie_warnings(verdicts, record, label)
+        verdicts, axes, choices = expand(verdicts, axes, record, cuts)
+        primary = scored_primary(primary, record, cuts)
+    rates = compute_rates(verdicts, axes=axes, factors=factors, ci=ci, scoring=choices, scale=record)
     options = (
         verdicts.drop_duplicates("universe_id").set_index("universe_id")[axes].to_dict("index")
         if axes
         else {universe_ids[0]: {}}
     )
-    manifest = {
+    manifest: dict[str, Any] = {
         "source": "table",
         "axes": axes,
         "factors": factors,
-        "universes": list(options),
+        "universes": list(options) if choices is None else _universes(options, choices),
         "primary": resolve_primary(primary, axes, options),
         "primary_declared": bool(primary),
         "warnings": warnings,
@@ -172,7 +193,34 @@ def import_table(
         "ci": ci,
         "level": 0.95,
     }
+    if record is not None:
+        # Scores: the scale (and a pairwise reference) for every reader; each universe's estimator is its own.
+        manifest.update(estimator=None, scale=record.model_dump(), reference=record.reference)
+        manifest["input"].update(score=label, label=None, cuts=[float(c) for c in cuts])
     return write_import_dir(out_dir, verdicts=verdicts, criteria=None, rates=rates, manifest=manifest)
+
+
+def _check_duplicates(path, universe_ids, axis_values, systems, items, axes, system, item) -> None:
+    keyed = pd.DataFrame({"universe_id": universe_ids, "system": systems, "case_id": items})
+    duplicated = keyed.duplicated(keep=False)
+    if duplicated.any():
+        first = keyed[duplicated].index[0]
+        where = ", ".join(f"{axis}={axis_values[axis][first]}" for axis in axes)
+        universe = f"universe ({where}), " if axes else ""
+        hint = "" if axes else (" (without axis columns the whole table is one universe: is a column missing from `axes`, "
+                                "e.g. the judge or grader?)")
+        raise InputError(
+            f"{path}: {', '.join([*axes, system, item])}: duplicate rows for {universe}"
+            f"{system}={systems[first]}, {item}={items[first]}; expected one label per universe, system and item{hint}",
+            param="axes" if hint else None,
+        )
+
+
+def _universes(options: dict, choices: pd.DataFrame) -> list[dict]:
+    # The manifest records what each universe chose, never a NaN for a choice it did not make.
+    chose = {row.pop("universe_id"): {k: v for k, v in row.items() if v is not None and not (isinstance(v, float) and np.isnan(v))}
+             for row in choices.to_dict("records")}
+    return [{"id": u, "options": options[u], "scoring": chose[u]} for u in options]
 
 
 def _check_columns(path, frame, system, item, label, axes, factors) -> None:

@@ -5,7 +5,8 @@
 - :func:`ranking_figure`, :func:`plot_rank_bump`, :func:`plot_rank_distribution`: ranks across universes;
 - :func:`plot_variance`: the variance decomposition;
 - :func:`plot_factor_rates`: rates by design factor;
-- :func:`plot_calibration`: judge, human-anchored and humans-only rates per universe.
+- :func:`plot_calibration`: judge, human-anchored and humans-only rates per universe;
+- :func:`cut_figure`: each system's estimate and rank as the cut on a score moves.
 
 Only this package imports matplotlib; names are imported on first use.
 """
@@ -20,6 +21,7 @@ _MODULES = {
     "variance": ("plot_variance",),
     "factors": ("plot_factor_rates",),
     "anchoring": ("plot_calibration",),
+    "cuts": ("cut_figure",),
 }
 _HOME = {name: module for module, names in _MODULES.items() for name in names}
 

@@ -105,17 +105,42 @@ def ranking(results: ResultsView, axes: list[str] | None, boot: int) -> Analysis
     from multiverse.results._analysis import Analysis
     from multiverse.results._ranking_documents import RankingDocument
 
-    document = compute(results.verdicts, axes=results.axes, primary=results.primary, bootstrap=boot)
+    verdicts, reference = results.verdicts, results.reference
+    if reference is not None:
+        # The reference is what the others are compared with: its own rate is one half by construction.
+        verdicts = verdicts[(verdicts["system"].astype(str) != reference).to_numpy()]
+    document = compute(verdicts, axes=results.axes, primary=results.primary, bootstrap=boot)
+    if reference is not None:
+        document["reference"] = reference
+        document["notes"].append(f"the reference system {reference} is left out of the ranking: every other system's "
+                                 "scores are preferences over it")
+    choices = results.scoring_choices() if results.scale.scored else None
+    cuts = pd.DataFrame()
+    if choices is not None:
+        from multiverse.analysis.cuts import cut_flips, cut_table
+
+        cuts = cut_table(results.system_rates(), choices, results.axes, exclude=[reference] if reference else [])
+        document["cuts"] = [{**r, "cut": None if pd.isna(r["cut"]) else float(r["cut"])}
+                            for r in cuts.drop(columns="order").to_dict("records")]
+        document["cut_flips"] = cut_flips(cuts)
     if axes is not None:
         tau = document["kendall_tau"]
         tau["by_axis"] = [r for r in tau["by_axis"] if r["axis"] in axes]
     frame = pd.DataFrame({"system": list(document["p_top"]), "p_top": list(document["p_top"].values())})
     frame["coverage"] = frame["system"].map(document["coverage"])
 
-    def draw() -> Any:
+    def draw(*, kind: str = "ranking") -> Any:
+        """``kind="ranking"``: ranks across universes; ``"cuts"``: each system's estimate and rank as the cut moves."""
+        if kind == "cuts":
+            from multiverse.plots.cuts import cut_figure
+
+            return cut_figure(document.get("cuts", []), scale=(results.scale.min, results.scale.max))
         from multiverse.plots.ranking import ranking_figure
 
-        return ranking_figure(results.system_rates(), axes=results.axes, primary=results.primary)
+        rates = results.system_rates()
+        if reference is not None:
+            rates = rates[rates["system"].astype(str) != reference]
+        return ranking_figure(rates, axes=results.axes, primary=results.primary)
 
     return Analysis("ranking", document, frame, draw, simulated=results.simulated, schema=RankingDocument)
 
