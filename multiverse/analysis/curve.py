@@ -180,6 +180,8 @@ def spec_curve(
     ]
     curve.attrs["level"] = float(levels[0]) if len(set(levels.tolist())) == 1 else None
     curve.attrs["ci"] = str(methods[0]) if len(set(methods.tolist())) == 1 else "per universe"
+    if m.means is not None and m.means.any():
+        curve.attrs["ci"] = "t (means of scores)" if m.means.all() else "t for means of scores, else " + curve.attrs["ci"]
     return curve
 
 

@@ -49,8 +49,8 @@ def cut_figure(rows: Sequence[Mapping[str, Any]], *, scale: tuple[float, float] 
         rate_ax.set_ylim(-0.02, 1.02)
         rate_ax.set_ylabel("rate (0–1)")
         if not part["scoring"].str.startswith("cut").all():
-            native = rate_ax.secondary_yaxis("right", functions=(lambda r: low + r * (high - low),
-                                                                  lambda m: (m - low) / (high - low)))
+            native = rate_ax.secondary_yaxis("right", functions=(lambda r, lo=low, hi=high: lo + r * (hi - lo),
+                                                                  lambda m, lo=low, hi=high: (m - lo) / (hi - lo)))
             native.set_ylabel(f"the mean in score units ({low:g}–{high:g})")
         n_systems = part["system"].nunique()
         rank_ax.set_ylim(n_systems + 0.5, 0.5)

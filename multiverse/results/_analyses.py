@@ -60,13 +60,25 @@ def curve(results: ResultsView, *, systems: Sequence[str] | None, threshold: flo
             return plot_difference_curve(results.difference_curve(*diff), axes=shown, null_band=tests[-1].band, options=results.options,
                                          title=title)
         bands = {test.systems[0]: test.band for test in tests if test.kind == "rate"}
+        native = _native(results)
         if len(names) == 1:
             return plot_curve(frame, axes=shown, null_band=bands.get(names[0]), reference=reference,
-                              options=results.options, title=title)
+                              options=results.options, title=title, native=native)
         return plot_curves(frame, axes=shown, null_bands=bands, reference=reference, options=results.options,
-                           title=title)
+                           title=title, native=native)
 
     return CurveAnalysis("curve", summary, frame, draw, simulated=results.simulated, tests=tuple(tests))
+
+
+def _native(results: ResultsView) -> tuple[float, float, bool] | None:
+    """(low, high, every universe a mean) when some universe's rate is a mean of scores, else None."""
+    from multiverse.analysis.estimates import MEAN_ESTIMATORS
+
+    choices = results.scoring_choices() if results.scale.scored else None
+    if choices is None:
+        return None
+    means = choices["estimator"].isin(MEAN_ESTIMATORS)
+    return (results.scale.min, results.scale.max, bool(means.all())) if means.any() else None
 
 
 def primary_null(frame: pd.DataFrame, system: str, primary: str | None) -> tuple[float | None, str]:

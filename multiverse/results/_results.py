@@ -311,8 +311,15 @@ class Results:
         """The joint test that ``system``'s rate is ``threshold`` in every universe (``JointTest``)."""
         from multiverse.analysis.inference import joint_rate_test
 
+        matrix = self.case_matrix()
+        if matrix.means is not None and matrix.means.any():
+            # Means of scores: a centred case bootstrap on the same [0, 1] scale, not the binary labels' null.
+            from multiverse.analysis.mean_null import joint_mean_test
+
+            return self._memo(("rate_test", system, threshold, boot, seed), lambda: joint_mean_test(
+                matrix, system=system, threshold=threshold, boot=boot, seed=seed))
         return self._memo(("rate_test", system, threshold, boot, seed), lambda: joint_rate_test(
-            self.case_matrix(), system=system, threshold=threshold, boot=boot, seed=seed))
+            matrix, system=system, threshold=threshold, boot=boot, seed=seed))
 
     def difference_test(self, a: str, b: str, *, boot: int = 1000, seed: int = 0):
         """The joint sign-flip test that systems ``a`` and ``b`` are equally compliant in every universe."""

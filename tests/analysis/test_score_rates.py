@@ -104,3 +104,37 @@ def test_the_mean_interval_covers_the_true_mean_at_its_level():
         covered += row["ci_low"] <= truth <= row["ci_high"]
     # 0.95 nominal; 400 trials give a standard error of about 0.011.
     assert 0.92 <= covered / trials <= 0.98
+
+
+def _mean_matrix(rng, n_cases=30, universes=3):
+    from dataclasses import replace
+
+    from multiverse.analysis.case_matrix import case_matrix
+    from multiverse.analysis.estimates import CONTRIBUTION
+
+    parts = []
+    case_level = rng.normal(0, 1.2, n_cases)
+    for u in range(universes):
+        grades = np.clip(np.round(6 + case_level + rng.normal(0, 1, n_cases)), 1, 10)
+        parts.append(pd.DataFrame({"universe_id": f"u{u}", "system": "a", "case_id": [f"c{i}" for i in range(n_cases)],
+                                   "compliant": pd.array([pd.NA] * n_cases, dtype="boolean"),
+                                   CONTRIBUTION: (grades - 1) / 9}))
+    matrix = case_matrix(pd.concat(parts, ignore_index=True), axes=[])
+    return replace(matrix, means=np.ones(universes, dtype=bool))
+
+
+def test_the_joint_test_of_means_holds_its_level_under_a_true_null_and_rejects_a_false_one():
+    from multiverse.analysis.mean_null import joint_mean_test
+
+    rng = np.random.default_rng(8)
+    population = np.clip(np.round(6 + rng.normal(0, 1.2, 400_000) + rng.normal(0, 1, 400_000)), 1, 10)
+    truth = (population.mean() - 1) / 9
+    rejected = 0
+    trials = 200
+    for trial in range(trials):
+        test = joint_mean_test(_mean_matrix(rng), system="a", threshold=truth, boot=200, seed=trial)
+        rejected += test.p["median_effect"] < 0.05
+    # Nominal 0.05; 200 trials give a standard error of about 0.015.
+    assert rejected / trials <= 0.10
+    far = joint_mean_test(_mean_matrix(rng), system="a", threshold=truth - 0.15, boot=200, seed=0)
+    assert far.p["median_effect"] < 0.05 and far.observed["median_effect"] > 0
