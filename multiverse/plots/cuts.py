@@ -34,15 +34,21 @@ def cut_figure(rows: Sequence[Mapping[str, Any]], *, scale: tuple[float, float] 
     figure = Figure(figsize=(10, 3.6 * len(groups)), layout="constrained")
     grid = figure.subplots(len(groups), 2, squeeze=False)
     low, high = scale
+    # One colour per system in every panel, systems in name order.
+    systems = sorted(table["system"].astype(str).unique())
+    palette = dict(zip(systems, [f"C{i % 10}" for i in range(len(systems))]))
     for row, group in enumerate(groups):
         part = table[table["group"] == group]
         steps = list(dict.fromkeys(part["scoring"]))
         x = {s: i for i, s in enumerate(steps)}
         rate_ax, rank_ax = grid[row]
-        for system, mine in part.groupby("system", sort=False):
+        for system in systems:
+            mine = part[part["system"].astype(str) == system]
+            if mine.empty:
+                continue
             xs = [x[s] for s in mine["scoring"]]
-            rate_ax.plot(xs, mine["rate"], marker="o", label=literal(system))
-            rank_ax.plot(xs, mine["rank"], marker="o", label=literal(system))
+            rate_ax.plot(xs, mine["rate"], marker="o", color=palette[system], label=literal(system))
+            rank_ax.plot(xs, mine["rank"], marker="o", color=palette[system], label=literal(system))
         for ax in (rate_ax, rank_ax):
             ax.set_xticks(range(len(steps)), [literal(s) for s in steps])
             ax.set_xlabel("the mean, then the share at or above each cut")
