@@ -140,3 +140,32 @@ def test_a_label_and_a_score_together_are_refused(tmp_path):
     with pytest.raises(InputError, match="expected a `label` column or a `score` column"):
         import_table(table, system="model", item="item", label="ok", score="grade", scale=(1, 10),
                      out_dir=tmp_path / "out")
+
+
+def test_every_analysis_reads_the_scored_estimate_of_each_universe(tmp_path):
+    table = tmp_path / "grades.csv"
+    frame = _grades(table)
+    results = import_table(table, system="model", item="item", score="grade", scale=(1, 10), cuts=[7],
+                           axes=["judge"], out_dir=tmp_path / "imported")
+    results = load_run(tmp_path / "imported")
+    curve = results.curve_frame()
+    rates = results.rate_table()
+    merged = curve.merge(rates[rates["subgroup"] == "all"], on=["universe_id", "system"], suffixes=("", "_table"))
+    # The curve and the rates table agree on every estimate and interval: a mean's t interval, a share's Wilson.
+    for column in ("rate", "ci_low", "ci_high"):
+        assert np.allclose(merged[column], merged[f"{column}_table"], rtol=0, atol=1e-12)
+    mean_rows = merged[merged["scoring"] == "mean"]
+    one = mean_rows.iloc[0]
+    group = frame[(frame["judge"] == one["judge"]) & (frame["model"] == one["system"])]
+    y = (group["grade"].to_numpy() - 1) / 9
+    half = stats.t.ppf(0.975, len(y) - 1) * stats.sem(y)
+    assert one["ci_low"] == pytest.approx(y.mean() - half, abs=1e-12)
+    # Variance and ranking see the same rates.
+    system_rates = results.system_rates()
+    assert np.allclose(system_rates.sort_values(["universe_id", "system"])["rate"],
+                       rates[rates["subgroup"] == "all"].sort_values(["universe_id", "system"])["rate"], atol=1e-12)
+    assert len(results.variance().frame) > 0
+    figure = results.curve().figure()
+    labels = [ax.get_ylabel() for ax in figure.axes] + [c.get_ylabel() for ax in figure.axes for c in ax.child_axes]
+    assert "rate: rescaled mean, or share at a cut" in labels
+    assert any("mean score (1–10)" in label for label in labels)
