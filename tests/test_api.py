@@ -27,6 +27,7 @@ ANALYSIS = [
     "joint_rate_test", "joint_difference_test", "JointTest",
     "compute_rates", "included_verdicts", "system_rates",
     "agreement", "cohen_kappa", "gwet_ac1", "pair_matrix",
+    "score_agreement", "weighted_kappa", "krippendorff_alpha", "icc", "exact_agreement", "mean_difference",
     "ranking", "universe_ranks", "rank_distribution", "order_universes", "bootstrap_ranks", "separability",
     "position_words",
     "kendall_tau_b", "kendall_w",
@@ -38,7 +39,7 @@ ANALYSIS = [
 ]
 
 PLOTS = [
-    "plot_curve", "plot_curves", "plot_difference_curve", "agreement_figure", "plot_agreement",
+    "plot_curve", "plot_curves", "plot_difference_curve", "agreement_figure", "plot_agreement", "score_agreement_figure",
     "ranking_figure", "plot_rank_bump", "plot_rank_distribution", "plot_variance", "plot_factor_rates",
     "plot_calibration",
 ]

@@ -5,6 +5,8 @@
 - joint tests over a curve: :func:`joint_rate_test`, :func:`joint_difference_test` (:class:`JointTest`);
 - rates: :func:`compute_rates` (the rates table), :func:`included_verdicts`, :func:`system_rates`;
 - judge agreement: :func:`agreement`, :func:`cohen_kappa`, :func:`gwet_ac1`, :func:`pair_matrix`;
+  on scores: :func:`score_agreement`, :func:`weighted_kappa`, :func:`krippendorff_alpha`, :func:`icc`,
+  :func:`exact_agreement`, :func:`mean_difference`;
 - ranking stability: :func:`ranking`, :func:`universe_ranks`, :func:`rank_distribution`,
   :func:`order_universes`, :func:`bootstrap_ranks`, :func:`kendall_tau_b`, :func:`kendall_w`;
 - variance decomposition: :func:`variance`, :func:`variance_decomposition`, :func:`variance_by_axis`,
@@ -23,6 +25,8 @@ on).
 # Imported here, not on first use: ``agreement``, ``ranking`` and ``variance`` are also the names
 # of their modules, and only an import in this file makes the function win over the module.
 from .agreement import agreement, cohen_kappa, gwet_ac1, pair_matrix
+from .agreement_scored import score_agreement
+from .agreement_scores import exact_agreement, icc, krippendorff_alpha, mean_difference, weighted_kappa
 from .anchored_views import anchored_curve, paired_curves, ranking_change
 from .anchoring import (
     Calibration,
@@ -80,14 +84,18 @@ __all__ = [
     "design_power",
     "detectable_difference",
     "difference_curve",
+    "exact_agreement",
     "gwet_ac1",
     "human_power",
+    "icc",
     "included_verdicts",
     "indicator_matrix",
     "joint_difference_test",
     "joint_rate_test",
     "kendall_tau_b",
     "kendall_w",
+    "krippendorff_alpha",
+    "mean_difference",
     "order_universes",
     "pair_matrix",
     "paired_curves",
@@ -97,6 +105,7 @@ __all__ = [
     "ranking",
     "ranking_change",
     "read_labels",
+    "score_agreement",
     "separability",
     "spec_curve",
     "system_rates",
@@ -105,4 +114,5 @@ __all__ = [
     "variance_by_axis",
     "variance_decomposition",
     "variance_summary",
+    "weighted_kappa",
 ]

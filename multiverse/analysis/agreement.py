@@ -36,14 +36,15 @@ cell of the 2 x 2 table is marked ``degenerate``.
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from multiverse.analysis.agreement_binary import SMALL, binary_summary, cohen_kappa, gwet_ac1
 from multiverse.analysis.agreement_context import context_columns, context_confounds
+from multiverse.analysis.agreement_scored import score_agreement
 from multiverse.analysis.agreement_units import (
     _factorize,
     _one_per_judgment,
@@ -55,143 +56,15 @@ from multiverse.analysis.agreement_units import (
 )
 from multiverse.analysis.dropped import dropped_notes
 from multiverse.analysis.rates import included_verdicts
-from multiverse.core import COUNTED_STATUS
+from multiverse.core import COUNTED_STATUS, SCORE_CRITERIA
 from multiverse.errors import InputError
 
 __all__ = ["agreement", "cohen_kappa", "gwet_ac1", "pair_matrix"]
 
 _MEASURES = ("percent", "cohen_kappa", "gwet_ac1", "bias")
-# Below this many paired units a kappa's standard error exceeds about 0.15 at any
-# agreement level: the customary minimum for reading a kappa at all.
-SMALL = 30
-
-
-# --------------------------------------------------------------------------- coefficients
-
-
-def gwet_ac1(table: np.ndarray | Sequence[Sequence[float]]) -> float:
-    """Gwet's AC1 of a q x q contingency table of two raters (rows: rater a, columns: rater b).
-
-    AC1 = (p_a - p_e) / (1 - p_e), with p_a the share on the diagonal and
-    p_e = sum_k pi_k (1 - pi_k) / (q - 1), pi_k the mean of the two raters'
-    marginal shares of category k (Gwet 2008).
-    """
-    counts = np.asarray(table, dtype=float)
-    total = counts.sum()
-    if total == 0:
-        return float("nan")
-    q = counts.shape[0]
-    observed = np.trace(counts) / total
-    prevalence = (counts.sum(0) + counts.sum(1)) / (2.0 * total)
-    chance = (prevalence * (1.0 - prevalence)).sum() / (q - 1)
-    return float((observed - chance) / (1.0 - chance))
-
-
-def cohen_kappa(table: np.ndarray | Sequence[Sequence[float]]) -> float:
-    """Cohen's kappa of a q x q contingency table (statsmodels); NaN when chance agreement is 1."""
-    from statsmodels.stats.inter_rater import cohens_kappa
-
-    counts = np.asarray(table, dtype=float)
-    total = counts.sum()
-    if total == 0:
-        return float("nan")
-    chance = (counts.sum(0) * counts.sum(1)).sum() / total**2
-    if np.isclose(chance, 1.0):
-        return float("nan")
-    return float(cohens_kappa(counts, return_results=False))
-
-
-def _krippendorff_alpha(labels: np.ndarray) -> float:
-    """Nominal alpha of a units x options label matrix (-1 = missing)."""
-    import krippendorff
-
-    positive = (labels == 1).sum(1)
-    negative = (labels == 0).sum(1)
-    paired = positive + negative >= 2
-    if not paired.any():
-        return float("nan")
-    counts = np.column_stack([negative[paired], positive[paired]])
-    if (counts[:, 0] == 0).all() or (counts[:, 1] == 0).all():
-        return float("nan")  # one label only: expected disagreement is 0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return float(krippendorff.alpha(value_counts=counts, level_of_measurement="nominal"))
-
-
-# --------------------------------------------------------------------------- pairs
-
-
-def _patterns(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct label rows and how many units show each: at most 3^k rows for k options."""
-    if labels.shape[1] > 30:  # base-3 codes would overflow int64
-        return labels, np.ones(len(labels), dtype=np.int64)
-    powers = 3 ** np.arange(labels.shape[1], dtype=np.int64)
-    flat = (labels.astype(np.int64) + 1) @ powers
-    if labels.shape[1] <= 12:  # at most 531441 patterns: count them without sorting
-        counts = np.bincount(flat, minlength=1)
-        codes = np.flatnonzero(counts)
-        counts = counts[codes]
-    else:
-        codes, counts = np.unique(flat, return_counts=True)
-    return (codes[:, None] // powers % 3 - 1).astype(np.int8), counts
-
-
-def _pairs(labels: np.ndarray, options: list, notes: list[str], what: str,
-           small: list[str]) -> list[dict[str, Any]]:
-    """Pair rows; pairs on fewer than ``SMALL`` units are appended to ``small`` (and noted
-    one by one for the transcript-level pairs)."""
-    patterns, counts = _patterns(labels)
-    pairs = []
-    for i in range(len(options)):
-        for j in range(i + 1, len(options)):
-            both = (patterns[:, i] >= 0) & (patterns[:, j] >= 0)
-            cells = np.bincount(patterns[both, i] * 2 + patterns[both, j], weights=counts[both],
-                                minlength=4).astype(np.int64)
-            # rows: a compliant, a non-compliant; columns: b compliant, b non-compliant
-            table = np.array([[cells[3], cells[2]], [cells[1], cells[0]]])
-            n = int(table.sum())
-            kappa = cohen_kappa(table)
-            degenerate = 0 < n and np.count_nonzero(table) == 1
-            if n == 0:
-                notes.append(f"{what}{options[i]} vs {options[j]}: no paired units")
-            elif np.isnan(kappa):
-                label = "compliant" if table[0, 0] == n else "non-compliant"
-                notes.append(f"{what}{options[i]} vs {options[j]}: Cohen's kappa undefined "
-                             f"(every paired label is {label}); Gwet's AC1 is still defined")
-            if 0 < n < SMALL:
-                small.append(f"{options[i]} vs {options[j]}")
-                if not what:
-                    notes.append(
-                        f"{options[i]} vs {options[j]}: only {n} paired unit{'s' if n != 1 else ''} "
-                        f"(fewer than {SMALL}): kappa and AC1 are too imprecise to read"
-                        + ("; every unit falls in one cell of the 2 x 2 table, so kappa and AC1 "
-                           "say nothing about agreement beyond chance" if degenerate else ""))
-            pairs.append({
-                "a": options[i],
-                "b": options[j],
-                "n": n,
-                "percent": float(np.trace(table) / n) if n else float("nan"),
-                "cohen_kappa": kappa,
-                "gwet_ac1": gwet_ac1(table),
-                "bias": float((table[0, 1] - table[1, 0]) / n) if n else float("nan"),
-                "small_sample": bool(0 < n < SMALL),
-                "degenerate": bool(degenerate),
-                "confusion": {
-                    "both_compliant": int(table[0, 0]),
-                    "a_only_compliant": int(table[0, 1]),
-                    "b_only_compliant": int(table[1, 0]),
-                    "both_noncompliant": int(table[1, 1]),
-                },
-            })
-    return pairs
-
-
-def _summary(labels: np.ndarray, options: list, notes: list[str], what: str,
-             small: list[str]) -> dict[str, Any]:
-    alpha = _krippendorff_alpha(labels)
-    if np.isnan(alpha) and _paired(labels):
-        notes.append(f"{what}Krippendorff's alpha undefined (every paired label is the same)")
-    return {"krippendorff_alpha": alpha, "pairs": _pairs(labels, options, notes, what, small)}
+# Score measures: agreement-like ones are 1 on the diagonal, differences 0 and antisymmetric.
+_SCORE_MEASURES = ("kappa_linear", "kappa_quadratic", "exact", "within_one", "icc2_1", "icc3_1")
+_DIFFERENCES = ("bias", "mean_difference")
 
 
 def pair_matrix(
@@ -200,18 +73,21 @@ def pair_matrix(
     """Options x options matrix of one pairwise measure from tidy pair rows.
 
     The matrix is symmetric, except ``bias`` (rate of the row option minus rate
-    of the column option), which is antisymmetric. The diagonal is 1 for
-    percent, cohen_kappa and gwet_ac1, 0 for bias, NaN otherwise.
+    of the column option) and ``mean_difference`` (mean score of the row option
+    minus the column option's), which are antisymmetric. The diagonal is 1 for
+    the agreement measures (percent, kappas, AC1, exact and within-one
+    agreement, the ICCs), 0 for the differences, NaN otherwise.
     """
     if options is None:
         options = list(dict.fromkeys([*pairs[a], *pairs[b]]))
     index = {option: i for i, option in enumerate(options)}
     values = np.full((len(options), len(options)), np.nan)
-    sign = -1.0 if value == "bias" else 1.0
+    sign = -1.0 if value in _DIFFERENCES else 1.0
     for first, second, measure in zip(pairs[a], pairs[b], pairs[value]):
         values[index[first], index[second]] = measure
         values[index[second], index[first]] = sign * measure
-    np.fill_diagonal(values, {"bias": 0.0}.get(value, 1.0 if value in _MEASURES else np.nan))
+    agreeing = value in _MEASURES or value in _SCORE_MEASURES
+    np.fill_diagonal(values, 0.0 if value in _DIFFERENCES else 1.0 if agreeing else np.nan)
     matrix = pd.DataFrame(values, index=list(options), columns=list(options))
     return matrix
 
@@ -226,6 +102,8 @@ def agreement(
     axis: str = "judge",
     criteria: pd.DataFrame | None = None,
     factors: Sequence[str] = (),
+    scale: Mapping[str, Any] | None = None,
+    cuts: Sequence[float] = (),
 ) -> dict[str, Any]:
     """Pairwise agreement between the options of ``axis`` on identical transcripts.
 
@@ -234,6 +112,11 @@ def agreement(
     optionally, the criteria table for per-criterion agreement and the design
     ``factors`` (columns that are not axes) checked for a confound: options
     whose rows for one unit differ in such a column (``agreement_context``).
+    When counted rows carry a ``score``, the result also has a ``scores``
+    section (``agreement_scored.score_agreement``: weighted kappa, alpha, the
+    ICC, exact agreement and the mean difference on the ``scale``, and kappa
+    and AC1 on the labels score >= cut for each of ``cuts``); without scores
+    the document is the same as before scores existed.
 
     Returns a JSON-ready dict (undefined statistics are NaN, explained in ``notes``)::
 
@@ -252,23 +135,25 @@ def agreement(
          "per_criterion": [{"criterion": str, "permissible": bool|None,
                             "label": "applicable" | "compliant",
                             "krippendorff_alpha": float, "pairs": [same as above]}],
+         "scores": {...},                                  # only with scores: see score_agreement
          "notes": [str, ...]}
 
     Per-criterion pairs compare the criterion's label; "compliant" in their
     confusion counts then means the label is true (applicable, or compliant).
     """
-    axes = list(axes)
+    # The score is what is compared, never a context: a table read without a manifest may list it
+    # among its axes, and units split by score would pair only equal scores.
+    axes = [a for a in axes if a != "score"]
     if axis not in axes:
         raise InputError(f"verdicts: column {axis!r}: expected one of the axes {axes}")
     others = [a for a in axes if a != axis]
+    verdicts, scores = _scores(verdicts, axes, axis, scale, cuts)
     # The replicate is only read when the axis changes the transcripts: not copied (8 bytes a row) before.
     context = context_columns(verdicts, factors, axes)
     included = included_verdicts(verdicts, axes=axes, keys=("transcript_key", "judgment_key", *context))
     option_codes, options = pd.factorize(included[axis], use_na_sentinel=False)
     options = pd.Index(options).tolist()  # plain Python values, ready for JSON
-    notes: list[str] = []
-    if len(options) < 2:
-        notes.append(f"axis {axis!r} has fewer than two options with included verdicts")
+    notes: list[str] = _options_notes(axis, options, scores)
 
     by_transcript = "transcript_key" in included.columns and included["transcript_key"].notna().all()
     if not by_transcript and "replicate" in verdicts.columns:
@@ -276,7 +161,8 @@ def agreement(
     compliant = included["compliant"].to_numpy().astype(np.int8)
     units = _unit_ids(included, others, option_codes, by_transcript)
     labels = _spread(units, option_codes, compliant, len(options))
-    if by_transcript and not _paired(labels):
+    # A table of scores only has no labels to pair: its labels' part stays empty, with no fallback.
+    if by_transcript and (options or scores is None) and not _paired(labels):
         # The axis changes the transcripts themselves (e.g. the conversation
         # setting): compare the labels of the same system, case and replicate.
         by_transcript = False
@@ -302,7 +188,7 @@ def agreement(
         "paired_on": "transcript" if by_transcript else "system, case and replicate",
         "n_units": int(((labels >= 0).sum(1) >= 2).sum()),
     }
-    result.update(_summary(labels, options, notes, "", []))
+    result.update(binary_summary(labels, options, notes, "", []))
     result["confounded"], confounds = context_confounds(included, context, units, option_codes, len(options),
                                                         keep, axis)
     notes.extend(confounds)
@@ -321,8 +207,31 @@ def agreement(
     if small:
         notes.append(f"per criterion: {len(small)} comparisons rest on fewer than {SMALL} paired units "
                      "(marked small_sample): read their kappa and AC1 as imprecise")
+    if scores is not None:
+        result["scores"] = scores
     result["notes"] = dropped_notes(verdicts) + notes
     return result
+
+
+def _options_notes(axis: str, options: list, scores: dict[str, Any] | None) -> list[str]:
+    if len(options) >= 2:
+        return []
+    if scores is not None and not options:
+        return [f"the options of {axis!r} gave scores, not compliance labels: see the agreement on scores "
+                f"(and on the labels at each cut)"]
+    return [f"axis {axis!r} has fewer than two options with included verdicts"]
+
+
+def _scores(verdicts: pd.DataFrame, axes: list[str], axis: str, scale: Mapping[str, Any] | None,
+            cuts: Sequence[float]) -> tuple[pd.DataFrame, dict[str, Any] | None]:
+    """The scores section (None without scores) and the verdicts for the labels' part.
+
+    A table of scores only may have no compliance labels at all: its labels' part is then empty.
+    """
+    scores = score_agreement(verdicts, axes=axes, axis=axis, scale=scale, cuts=cuts)
+    if scores is not None and "compliant" not in verdicts.columns:
+        verdicts = verdicts.assign(compliant=pd.array([pd.NA] * len(verdicts), dtype="boolean"))
+    return verdicts, scores
 
 
 def _judged_rows(verdicts: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
@@ -379,6 +288,10 @@ def _per_criterion(
     verdicts: pd.DataFrame, criteria: pd.DataFrame, axes: list[str], others: list[str],
     axis: str, options: list, by_transcript: bool, notes: list[str], small: list[str],
 ) -> list[dict[str, Any]]:
+    # A scored judge call's row holds one score, not a criterion's labels (agreement on scores has its own section).
+    scored = criteria["criterion"].isin(list(SCORE_CRITERIA.values())).to_numpy(dtype=bool, na_value=False)
+    if scored.any():
+        criteria = criteria[~scored]
     judgments, names, applicable, compliant, permissible = _criterion_labels(criteria)
     if "judgment_key" not in verdicts.columns:
         notes.append("per-criterion agreement needs a judgment_key column in the verdicts")
@@ -402,6 +315,6 @@ def _per_criterion(
         for label, table in (("applicable", applicable), ("compliant", compliant)):
             values = np.where(keys >= 0, table[np.maximum(keys, 0), c], -1).astype(np.int8)
             entry = {"criterion": name, "permissible": permissible[c], "label": label}
-            entry.update(_summary(values, options, notes, f"{name} ({label}): ", small))
+            entry.update(binary_summary(values, options, notes, f"{name} ({label}): ", small))
             out.append(entry)
     return out

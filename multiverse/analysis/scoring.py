@@ -27,6 +27,15 @@ Every other rule reads only the first (lowest-numbered, normally 0) judge sample
 A failed judgment is never a label: a sample whose status is ``judge_failed``, or that
 marks a criterion applicable without a compliance label, yields ``judge_failed``.
 
+A *scored* judgment (``judge.scale`` ordinal, continuous or pairwise) has no criteria labels
+but one score per judge call (:func:`score_judgments`). A judge sample is ok when each of its
+calls is: a pairwise judge asked both ways (``judge.order: both``) makes two calls per sample,
+and the sample's score is the mean of the two, each on the system's side (the ``ba`` reply
+mapped back as ``min + max - reply``). With ``judge.samples`` > 1 the verdict's score is the
+mean of its ok samples' scores; samples that failed do not count, and with no ok sample the
+verdict is judge_failed. A scored verdict is ok with ``compliant`` <NA>: its estimate reads
+the score.
+
 Rates (counted verdicts -> rates) live in :mod:`multiverse.analysis.rates`.
 """
 
@@ -45,6 +54,7 @@ __all__ = [
     "RULES",
     "UNLABELLED",
     "rescore",
+    "score_judgments",
     "score_verdicts",
 ]
 
@@ -188,18 +198,49 @@ def _majority(key_of_pair, first, status, reason, ok_compliant):
     return out_status, out_reason, 2 * n_yes > n_ok
 
 
+def score_judgments(calls: pd.DataFrame) -> pd.DataFrame:
+    """Scored judgments -> verdicts (see the module docstring).
+
+    ``calls``: judgment_key, sample, status (``ok`` | ``judge_failed``), reason, score
+    (float, on the system's side; NaN unless ok), one row per judge call. Returns one row per
+    judgment_key (first-appearance order): status (``ok`` | ``judge_failed``), reason (the
+    first failed call's, empty when ok) and score (the mean of the ok samples' scores, NaN
+    unless ok).
+    """
+    require_columns(calls, "calls", ["judgment_key", "sample", "status", "score"])
+    frame = calls[["judgment_key", "sample", "status", "score"]].copy()
+    frame["reason"] = calls["reason"].fillna("").astype(str) if "reason" in calls.columns else ""
+    frame["ok"] = (frame["status"] == "ok") & frame["score"].notna()
+    # A failed call without a reason still says it failed.
+    frame.loc[~frame["ok"] & (frame["reason"] == ""), "reason"] = frame["status"].where(frame["status"] != "ok", "no score")
+    order = pd.unique(frame["judgment_key"])
+    by_sample = frame.groupby(["judgment_key", "sample"], sort=False).agg(ok=("ok", "all"), score=("score", "mean"))
+    ok_samples = by_sample[by_sample["ok"]]
+    means = ok_samples.groupby(level="judgment_key", sort=False)["score"].mean()
+    failed = frame[~frame["ok"]].groupby("judgment_key", sort=False)["reason"].first()
+    out = pd.DataFrame({"judgment_key": order})
+    out["score"] = means.reindex(order).to_numpy(dtype=float)
+    good = out["score"].notna()
+    out["status"] = np.where(good, "ok", "judge_failed")
+    out["reason"] = np.where(good, "", failed.reindex(order).fillna("judge_failed").to_numpy(dtype=object))
+    return out[["judgment_key", "status", "reason", "score"]]
+
+
 def rescore(verdicts: pd.DataFrame, criteria: pd.DataFrame, rule: str) -> pd.DataFrame:
     """Re-apply a scoring rule to a verdicts table, using its criteria table.
 
     Rows whose judgment was usable (status ok, or excluded/failed by a rule rather than
     by the judge) are scored again under ``rule`` from the criteria rows of their
     judgment_key; every other row (rollout_failed, judge_failed, judge-skipped) is kept
-    as it is. Each judge sample present in ``criteria`` is taken as ok. Returns a copy of
+    as it is, and so is a scored row (a ``score``). Each judge sample present in ``criteria`` is taken as ok. Returns a copy of
     ``verdicts`` with status, reason and compliant replaced.
     """
     check_choice(rule, RULES, "scoring rule")
     require_columns(verdicts, "verdicts", ["judgment_key", "status", "reason", "compliant"])
     usable = counted_rows(verdicts) | verdicts["reason"].isin(_RULE_REASONS).to_numpy(dtype=bool)
+    if "score" in verdicts.columns:
+        # A scored verdict has no labels to apply a rule to: it is kept as it is.
+        usable &= verdicts["score"].isna().to_numpy(dtype=bool)
     keys = verdicts.loc[usable, "judgment_key"].drop_duplicates()
     judged = criteria[criteria["judgment_key"].isin(keys)]
     samples = judged[["judgment_key", "sample"]].drop_duplicates()

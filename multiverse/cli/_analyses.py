@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from ._anchoring import print_anchored_curve, print_anchored_ranking
 from ._output import interval, number, print_json, print_table, save_figure, say
+from ._score_agreement import print_score_agreement
 
 if TYPE_CHECKING:
     # The facade imports its names lazily, so its load_run reads as untyped: annotated here, the typed
@@ -82,6 +83,10 @@ def cmd_agreement(args) -> int:
         print_json(analysis.document)
         return 0
     result = analysis.typed
+    if result.scores is not None:
+        print_score_agreement(result.scores)
+        if not result.options:  # scores only, no compliance labels: the labels' part would be empty
+            return _print_notes(result.notes)
     say(f"agreement across {axis} ({', '.join(map(str, result.options))}) on {result.n_units} units, paired on {result.paired_on}")
     rows: list[list] = [["a", "b", "n", "percent", "kappa", "AC1", "bias"]]
     for p in result.pairs:
@@ -98,7 +103,11 @@ def cmd_agreement(args) -> int:
         # Shown apart from the notes: a confounded kappa is not agreement between the options at all.
         say(f"! confounded with {confound.column}: the options differ in it in {confound.share:.0%} of "
             f"paired units ({confound.n_units}), so kappa and AC1 mix the two (see the notes)")
-    for note in result.notes:
+    return _print_notes(result.notes)
+
+
+def _print_notes(notes: list[str]) -> int:
+    for note in notes:
         say(f"note: {note}")
     return 0
 

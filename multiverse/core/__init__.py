@@ -75,6 +75,7 @@ if TYPE_CHECKING:
         SCALE_TYPES,
         SCHEMA_VERSION,
         SCORE,
+        SCORE_CRITERIA,
         SCORE_ESTIMATORS,
         SCORE_RATE_COLUMNS,
         SCORING_RULES,
@@ -112,7 +113,7 @@ _HOMES = {
                      "RATE_VALUE_COLUMNS", "RESERVED_NAMES", "SCHEMA_VERSION", "SCORING_RULES", "STAGES", "STATUSES",
                      "VERDICT_COLUMNS", "counted_rows", "BEHAVIOR", "SAMPLE_STATUSES", "STAGE_OF_RECORD", "CIMethod",
                      "Estimator", "ScoringRule", "SCALE_TYPES", "ScaleType", "SCORE", "SCORE_ESTIMATORS",
-                     "SCORE_RATE_COLUMNS"), "_vocabulary"),
+                     "SCORE_RATE_COLUMNS", "SCORE_CRITERIA"), "_vocabulary"),
     **dict.fromkeys(("PlaceError", "check_writable", "resolved"), "_writable"),
 }
 _MODULES = {"credentials", "interrupt", "model_names"}
@@ -142,6 +143,7 @@ __all__ = [
     "SCALE_TYPES",
     "SCHEMA_VERSION",
     "SCORE",
+    "SCORE_CRITERIA",
     "SCORE_ESTIMATORS",
     "SCORE_RATE_COLUMNS",
     "SCORING_RULES",

@@ -138,8 +138,11 @@ def unit_outcomes(work, records: Mapping[str, Mapping], *, computed: Mapping[str
         upstream = None if case.given is not None else out["case"][unit.case_key][0]
         out["transcript"][key] = settle("transcript", key, "draft_failed" if upstream in ("failed", "blocked") else None)
     for key, call in work.judge_calls.items():
-        upstream = out["transcript"][call.transcript_key][0]
-        out["judgment"][key] = settle("judgment", key, "rollout_failed" if upstream in ("failed", "blocked") else None)
+        # A pairwise call reads the reference system's transcript too: it is blocked when either failed.
+        read = (call.transcript_key, *([call.reference_key] if getattr(call, "reference_key", None) else []))
+        read_outcomes = {out["transcript"][k][0] for k in read}
+        out["judgment"][key] = settle("judgment", key,
+                                      "rollout_failed" if read_outcomes & {"failed", "blocked"} else None)
     return out
 
 
@@ -162,7 +165,7 @@ def row_outcomes(work, outcomes: Mapping[str, Mapping[str, tuple[str, str]]],
             out.append(("blocked", status))
         elif status is None and transcript in ("failed", "blocked"):
             out.append(("blocked", "rollout_failed"))
-        elif status is None and all(c == "failed" for c in calls):
+        elif status is None and calls and all(c == "failed" for c in calls):
             out.append(("blocked", "judge_failed"))
         elif "pending" in calls or transcript == "pending":
             out.append(("pending", ""))

@@ -38,6 +38,7 @@ __all__ = [
     "SCALE_TYPES",
     "SCHEMA_VERSION",
     "SCORE",
+    "SCORE_CRITERIA",
     "SCORE_ESTIMATORS",
     "SCORE_RATE_COLUMNS",
     "SCORING_RULES",
@@ -137,6 +138,10 @@ SCORE_ESTIMATORS: tuple[str, ...] = ("mean", "at_least", "win_rate")
 #: rates: one row per universe x system x subgroup (axis columns after ``universe_id``,
 #: ``estimator`` last).
 RATE_COLUMNS: tuple[str, ...] = ("universe_id", "system", *RATE_VALUE_COLUMNS)
+
+#: The criteria table's name for a scored judge call (by pairwise position): one score, not a
+#: criterion's labels, so label agreement per criterion leaves these rows out.
+SCORE_CRITERIA: dict[str, str] = {"": "[score]", "ab": "[score ab]", "ba": "[score ba]"}
 
 #: Names an imported axis or design factor may not take: the verdicts and rates tables' own columns.
 RESERVED_NAMES: frozenset[str] = frozenset((*VERDICT_COLUMNS, *RATE_COLUMNS, *SCORE_RATE_COLUMNS, "estimator"))

@@ -19,12 +19,15 @@ from typing import Any
 
 import pandas as pd
 
-from multiverse.core import CRITERIA_COLUMNS, SCHEMA_VERSION, STAGE_OF_RECORD, STATUSES, digest
+from multiverse.core import CRITERIA_COLUMNS, SCHEMA_VERSION, SCORE, SCORE_CRITERIA, STAGE_OF_RECORD, STATUSES, digest
 from multiverse.spec import Spec, Universe, axis_stages, to_yaml_dict
 from multiverse.store import Records, versions
 from multiverse.work import Row, Work
 
 __all__ = ["assemble", "run_manifest", "run_rates"]
+
+#: no score: a binary verdict, a failure or an exclusion
+NAN = float("nan")
 
 
 def assemble(spec: Spec, work: Work, records: Records,
@@ -33,37 +36,53 @@ def assemble(spec: Spec, work: Work, records: Records,
 
     ``records`` maps store stage (case, transcript, judgment) -> key -> record;
     ``failures`` maps store stage -> key -> the reason a unit of this run failed.
+    A scored judgment's calls become criteria rows of their own (criterion
+    ``[score]``, or ``[score ab]``/``[score ba]`` for a pair) holding the score on
+    the system's side in a ``score`` column (only a run with a scored universe has
+    it); its verdict holds the mean (``analysis.scoring``).
     """
-    from multiverse.analysis.scoring import score_verdicts
+    from multiverse.analysis.scoring import score_judgments, score_verdicts
 
-    cases, transcripts, judgments = records["case"], records["transcript"], records["judgment"]
-    criteria_rows, sample_rows, seen = [], [], set()
+    judgments = records["judgment"]
+    criteria_rows: list[tuple] = []
+    sample_rows, call_rows, seen = [], [], set()
     for row in work.rows:
         if row.judgment_key in seen:
             continue
         seen.add(row.judgment_key)
+        scale = row.universe.spec.judge.scale
         for sample, call_key in enumerate(row.judge_calls):
             record = judgments.get(call_key)
+            if scale.scored:
+                call_rows.append(_scored_call(row.judgment_key, work.judge_calls[call_key], scale, record,
+                                              failures, criteria_rows))
+                continue
             if record is None:
                 reason = failures.get("judgment", {}).get(call_key, "not judged: its transcript failed")
                 sample_rows.append((row.judgment_key, sample, "judge_failed", reason))
                 continue
             sample_rows.append((row.judgment_key, sample, record["status"], record.get("reason", "")))
             for c in record.get("criteria", []):
-                criteria_rows.append(
-                    (row.judgment_key, sample, c["criterion"], c["permissible"], c["applicable"], c["compliant"], c["rationale"])
-                )
-    criteria = pd.DataFrame(criteria_rows, columns=list(CRITERIA_COLUMNS))
-    criteria = criteria.astype({"sample": "int64", "permissible": "bool", "applicable": "bool", "compliant": "boolean"})
+                criteria_rows.append((row.judgment_key, sample, c["criterion"], c["permissible"], c["applicable"],
+                                      c["compliant"], c["rationale"], NAN))
+    criteria = pd.DataFrame(criteria_rows, columns=[*CRITERIA_COLUMNS, SCORE])
+    criteria = criteria.astype({"sample": "int64", "permissible": "bool", "applicable": "bool", "compliant": "boolean",
+                                SCORE: "float64"})
+    if not any(r.universe.spec.judge.scale.scored for r in work.rows):
+        criteria = criteria.drop(columns=SCORE)  # a binary run's criteria hold labels only, as they always have
     samples = pd.DataFrame(sample_rows, columns=["judgment_key", "sample", "status", "reason"])
 
     axes, factors = list(spec.axes), spec.factors
-    scored = {rule: score_verdicts(criteria, samples, rule).set_index("judgment_key")
-              for rule in {r.universe.spec.scoring.rule for r in work.rows}}
+    verdict_of = {rule: score_verdicts(criteria, samples, rule).set_index("judgment_key")
+                  for rule in {r.universe.spec.scoring.rule for r in work.rows if not r.universe.spec.judge.scale.scored}}
+    calls = pd.DataFrame(call_rows, columns=["judgment_key", "sample", "status", "reason", "score"])
+    scores = score_judgments(calls).set_index("judgment_key")
     rows = []
     for row in work.rows:
         u = row.universe
-        status, reason, compliant = _row_verdict(row, cases, transcripts, failures, scored[u.spec.scoring.rule])
+        scored = u.spec.judge.scale.scored
+        status, reason, compliant, score = _row_verdict(row, records, failures,
+                                                        scores if scored else verdict_of[u.spec.scoring.rule])
         rows.append({
             "universe_id": u.id,
             **{a: u.options[a] for a in axes},
@@ -76,40 +95,86 @@ def assemble(spec: Spec, work: Work, records: Records,
             "status": status,
             "reason": reason,
             "compliant": compliant,
+            "score": score,
         })
     verdicts = pd.DataFrame.from_records(rows)
     if verdicts.empty:
         verdicts = pd.DataFrame(columns=["universe_id", *axes, "system", "case_id", *factors, "replicate",
-                                         "transcript_key", "judgment_key", "status", "reason", "compliant"])
+                                         "transcript_key", "judgment_key", "status", "reason", "compliant", "score"])
     verdicts["compliant"] = verdicts["compliant"].astype("boolean")
     verdicts["replicate"] = verdicts["replicate"].astype("int64")
+    verdicts["score"] = verdicts["score"].astype("float64")
     return verdicts, criteria
 
 
-def _row_verdict(row: Row, cases: Mapping, transcripts: Mapping, failures: Mapping, scored: pd.DataFrame) -> tuple[str, str, Any]:
+
+
+def _scored_call(judgment_key: str, unit: Any, scale: Any, record: Mapping | None,
+                 failures: Mapping[str, Mapping[str, str]], criteria_rows: list[tuple]) -> tuple:
+    """One scored judge call as (judgment_key, sample, status, reason, score on the system's side).
+
+    An ok call also adds its criteria row. The stored record is read as untrusted: a score
+    that is missing, not a number or off the scale is a failed call, never a score.
+    """
+    if record is None:
+        reason = failures.get("judgment", {}).get(unit.key, "not judged: a transcript it compares failed")
+        return judgment_key, unit.sample, "judge_failed", reason, NAN
+    if record.get("status") != "ok":
+        return judgment_key, unit.sample, "judge_failed", str(record.get("reason") or "judge_failed"), NAN
+    score = record.get("score")
+    if (isinstance(score, bool) or not isinstance(score, (int, float)) or not scale.min <= score <= scale.max
+            or (scale.type == "ordinal" and not float(score).is_integer())):
+        return judgment_key, unit.sample, "judge_failed", "the stored judgment has no score on the scale", NAN
+    pair = unit.reference_key is not None
+    # A pair's reply is the preference for the transcript shown first: seen second, the system's is its mirror.
+    value = scale.min + scale.max - float(score) if pair and unit.position == "ba" else float(score)
+    criteria_rows.append((judgment_key, unit.sample, SCORE_CRITERIA[unit.position if pair else ""], True, True, None,
+                          str(record.get("rationale", "")), value))
+    return judgment_key, unit.sample, "ok", "", value
+
+
+def _row_verdict(row: Row, records: Records, failures: Mapping, scored: pd.DataFrame) -> tuple[str, str, Any, float]:
+    cases, transcripts = records["case"], records["transcript"]
     if row.case_key not in cases:
-        return "rollout_failed", "case not drafted: " + failures.get("case", {}).get(row.case_key, "unknown"), None
-    transcript = transcripts.get(row.transcript_key)
-    if transcript is None:
-        return "rollout_failed", failures.get("transcript", {}).get(row.transcript_key, "not rolled out"), None
-    if transcript.get("status") != "ok":
-        return "rollout_failed", transcript.get("reason", ""), None
+        return "rollout_failed", "case not drafted: " + failures.get("case", {}).get(row.case_key, "unknown"), None, NAN
+    for key, whose in ((row.transcript_key, ""), (row.reference_key, "the reference system's transcript: ")):
+        if key is None:
+            continue
+        transcript = transcripts.get(key)
+        if transcript is None:
+            return "rollout_failed", whose + failures.get("transcript", {}).get(key, "not rolled out"), None, NAN
+        if transcript.get("status") != "ok":
+            return "rollout_failed", whose + transcript.get("reason", ""), None, NAN
+    if row.excluded:
+        return "excluded", row.excluded, None, NAN
     verdict = scored.loc[row.judgment_key]
-    compliant = verdict["compliant"]
-    return verdict["status"], verdict["reason"] or "", (None if pd.isna(compliant) else bool(compliant))
+    score = float(verdict["score"]) if "score" in verdict.index else NAN
+    compliant = verdict["compliant"] if "compliant" in verdict.index else pd.NA
+    return verdict["status"], verdict["reason"] or "", (None if pd.isna(compliant) else bool(compliant)), score
 
 
 def run_rates(spec: Spec, universes: list[Universe], verdicts: pd.DataFrame) -> pd.DataFrame:
-    """The rates table: each universe counted with its own estimator and interval."""
+    """The rates table: each universe counted with its own estimator, cut, ties and interval."""
+    import inspect
+
     from multiverse.analysis.rates import compute_rates
 
     scoring = pd.DataFrame(
         [{"universe_id": u.id, "estimator": u.spec.scoring.estimator, "ci": u.spec.scoring.ci.method,
-          "level": u.spec.scoring.ci.level} for u in universes]
+          "level": u.spec.scoring.ci.level, "cut": u.spec.scoring.cut, "ties": u.spec.scoring.ties} for u in universes]
     )
     n_boot = max((u.spec.scoring.ci.n_boot for u in universes), default=1000)
+    options: dict[str, Any] = {}
+    scored = {u.id for u in universes if u.spec.judge.scale.scored}
+    if scored and "scale" in inspect.signature(compute_rates).parameters:
+        options["scale"] = spec.judge.scale  # the estimates read each score on it (type, min, max)
+    elif scored:
+        # Rates that read scores are the analysis room's to count: until it does, a scored universe
+        # has no rate row (its verdicts hold every score), rather than a share of labels it has none of.
+        verdicts = verdicts[~verdicts["universe_id"].isin(scored)]
+        scoring = scoring[~scoring["universe_id"].isin(scored)]
     return compute_rates(verdicts, axes=list(spec.axes), factors=spec.factors, scoring=scoring, n_boot=n_boot,
-                         seed=spec.rollout.seed)
+                         seed=spec.rollout.seed, **options)
 
 
 def run_manifest(spec: Spec, universes: list[Universe], work: Work, records: Records, *,
@@ -156,6 +221,8 @@ def run_manifest(spec: Spec, universes: list[Universe], work: Work, records: Rec
         "axes": list(spec.axes),
         "factors": spec.factors,
         "primary": next((u.id for u in universes if u.is_primary), None),
+        # What the verdicts' score column is (binary: none); the resolved spec.yaml holds it too.
+        "scale": to_yaml_dict(spec.judge.scale),
         "universes": [{"id": u.id, "label": u.label, "options": dict(u.options), "primary": u.is_primary} for u in universes],
         "axis_stages": axis_stages(spec),
         "stages": stages,

@@ -119,12 +119,22 @@ def _transcript(client: ModelClient, unit: TranscriptUnit, case: dict[str, Any])
     return record
 
 
-def _judgment(client: ModelClient, unit: JudgeCall, turns: list[Turn]) -> JudgmentRecord:
-    from multiverse.stages.judge import judge_transcript
+def _judgment(client: ModelClient, unit: JudgeCall, upstream: list[Turn] | tuple[list[Turn], list[Turn]]) -> JudgmentRecord:
+    """One judge call. ``upstream``: the transcript's turns, or for a pair (the system's turns, the reference's)."""
+    from multiverse.stages.judge import judge_transcript, score_transcript
 
     started = time.time()
-    record, call = judge_transcript(client, unit.config, unit.spec.rubric.criteria, unit.evidence_standard, turns,
-                                    seed=unit.seed)
+    scale = unit.spec.judge.scale
+    pair = isinstance(upstream, tuple)
+    turns: list[Turn] = upstream[0] if isinstance(upstream, tuple) else upstream
+    reference: list[Turn] | None = upstream[1] if isinstance(upstream, tuple) else None
+    if scale.scored:
+        record, call = score_transcript(client, unit.config, unit.spec.rubric.criteria, unit.evidence_standard, scale,
+                                        turns, seed=unit.seed, reference=reference if pair else None,
+                                        position=unit.position)
+    else:
+        record, call = judge_transcript(client, unit.config, unit.spec.rubric.criteria, unit.evidence_standard,
+                                        turns, seed=unit.seed)
     record["sample"] = unit.sample
     record["provenance"] = provenance(unit.config, started, [call])
     return record

@@ -255,9 +255,16 @@ def _run_stages(work: Work, st: Store, client: ModelClient, executor: Executor, 
     stage("transcript", records["transcript"], [t for t in missing_transcripts if t.case_key in cases],
           lambda unit: dict(cases[unit.case_key]["case"]))
     transcripts = records["transcript"]
-    rolled_out = [j for j in missing_judgments
-                  if j.transcript_key in transcripts and transcripts[j.transcript_key]["status"] == "ok"]
-    stage("judgment", records["judgment"], rolled_out, lambda unit: transcripts[unit.transcript_key]["turns"])
+    def rolled(key: str | None) -> bool:
+        return key is None or (key in transcripts and transcripts[key]["status"] == "ok")
+
+    def judged(unit: Any) -> Any:
+        # A pairwise judge reads two transcripts: the system's and the reference system's.
+        turns = transcripts[unit.transcript_key]["turns"]
+        return turns if unit.reference_key is None else (turns, transcripts[unit.reference_key]["turns"])
+
+    rolled_out = [j for j in missing_judgments if rolled(j.transcript_key) and rolled(j.reference_key)]
+    stage("judgment", records["judgment"], rolled_out, judged)
     return records
 
 

@@ -29,7 +29,7 @@ from multiverse.core import digest
 from multiverse.engine._plan import Plan, StagePlan, make_plan
 from multiverse.model import TOKENS, estimate_cost
 from multiverse.spec import Spec, Universe, axis_stages, case_counts, to_yaml_dict
-from multiverse.work import case_inputs, judge_inputs, rollout_inputs, template_digests
+from multiverse.work import case_inputs, judge_inputs, positions, rollout_inputs, template_digests
 
 __all__ = ["WorkCount", "calls_per_transcript", "count_work", "counted_plan"]
 
@@ -110,8 +110,8 @@ def count_work(universes: Iterable[Universe], stages: Mapping[str, str] | None =
     return census.count()
 
 
-#: a universe's transcripts: ([(case block, rollout digest, cases)] per system, replicates, calls per transcript)
-_Profile = tuple[list[tuple[tuple, str, int]], int, int]
+#: a universe's transcripts: ([(case block, rollout digest, cases, system)] per system, replicates, calls per transcript)
+_Profile = tuple[list[tuple[tuple, str, int, str]], int, int]
 
 
 class _Shortcuts:
@@ -159,12 +159,21 @@ class _Census:
         judge, jd = judge_inputs(u, self.templates)
         self.judge_model[jd] = (judge.model, judge.api_base)
         samples = u.judge.samples
+        scale = u.judge.scale
+        pair = scale.type == "pairwise"
+        # A pair's judge calls read the reference system's rollout of the same block too, once per position.
+        reference = {block: rd for block, rd, _, name in entries if name == scale.reference} if pair else {}
+        shown = positions(u.judge.order) if pair else ("ab",)
         rows = naive = 0
-        for block, rd, size in entries:
+        for block, rd, size, name in entries:
             self.transcripts.setdefault((block, rd), set()).add((size, replicates))
-            self.judged.setdefault((block, rd, jd), set()).add((size, replicates, samples))
             rows += size * replicates
-            naive += size * replicates * ((block[0] == "drafted") + per_transcript + samples)
+            judged = not (pair and name == scale.reference and not scale.compare_reference)
+            for position in shown if judged else ():
+                key = (block, rd, jd, reference[block], position) if pair else (block, rd, jd)
+                self.judged.setdefault(key, set()).add((size, replicates, samples))
+            calls = samples * len(shown) if judged else 0
+            naive += size * replicates * ((block[0] == "drafted") + per_transcript + calls)
         return rows, naive
 
     def count(self) -> WorkCount:
@@ -197,7 +206,8 @@ class _Census:
 
     def _count_judgments(self, out: WorkCount) -> None:
         out.units["judgment"], out.cost["judgment"] = 0, 0.0
-        for (_, _, jd), boxes in self.judged.items():
+        for key, boxes in self.judged.items():
+            jd = key[2]
             n = _union_volume(boxes)
             out.units["judgment"] += n
             out.cost["judgment"] += estimate_cost(self.judge_model[jd][0], n, *TOKENS["judge"])
@@ -215,7 +225,7 @@ class _Census:
                 possible = bool(system.tools) or bool(u.design.tools) or tools
                 if (system.name, possible) not in memo:
                     memo[(system.name, possible)] = self._rollout(u, system, possible, per_transcript)
-                entries.append((block, memo[(system.name, possible)], size))
+                entries.append((block, memo[(system.name, possible)], size, system.name))
         return entries, u.rollout.replicates, per_transcript
 
     def _rollout(self, u: Any, system: Any, tools_possible: bool, per_transcript: int) -> str:

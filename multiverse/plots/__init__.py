@@ -1,7 +1,7 @@
 """The figures: each takes the tidy table an analysis returns and gives back a matplotlib object.
 
 - :func:`plot_curve`, :func:`plot_curves`, :func:`plot_difference_curve`: specification curves;
-- :func:`agreement_figure`, :func:`plot_agreement`: agreement heatmaps between an axis's options;
+- :func:`agreement_figure`, :func:`plot_agreement`, :func:`score_agreement_figure`: agreement heatmaps between an axis's options (on labels; on scores);
 - :func:`ranking_figure`, :func:`plot_rank_bump`, :func:`plot_rank_distribution`: ranks across universes;
 - :func:`plot_variance`: the variance decomposition;
 - :func:`plot_factor_rates`: rates by design factor;
@@ -16,7 +16,7 @@ from typing import Any as _Any
 
 _MODULES = {
     "curve": ("plot_curve", "plot_curves", "plot_difference_curve"),
-    "agreement": ("agreement_figure", "plot_agreement"),
+    "agreement": ("agreement_figure", "plot_agreement", "score_agreement_figure"),
     "ranking": ("ranking_figure", "plot_rank_bump", "plot_rank_distribution"),
     "variance": ("plot_variance",),
     "factors": ("plot_factor_rates",),

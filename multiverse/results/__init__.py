@@ -11,7 +11,7 @@ An analysis's document is a dict (what ``--json`` prints) with a typed view,
 from ._analyses import primary_null
 from ._analysis import Analysis, CalibrationAnalysis, CurveAnalysis, json_safe
 from ._anchoring_documents import AnchoredCurveDocument, AnchoredRankingDocument, CalibrationDocument
-from ._documents import AgreementDocument, CurveDocument, Document, PowerDocument, VarianceDocument
+from ._documents import AgreementDocument, CurveDocument, Document, PowerDocument, ScoreAgreement, VarianceDocument
 from ._load import load_run
 from ._ranking_documents import RankingDocument
 from ._results import Results
@@ -19,5 +19,6 @@ from ._results import Results
 __all__ = [
     "AgreementDocument", "Analysis", "AnchoredCurveDocument", "AnchoredRankingDocument", "CalibrationAnalysis",
     "CalibrationDocument", "CurveAnalysis", "CurveDocument", "Document", "PowerDocument", "RankingDocument", "Results",
+    "ScoreAgreement",
     "VarianceDocument", "json_safe", "load_run", "primary_null",
 ]

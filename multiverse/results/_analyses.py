@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from multiverse.results._documents import AgreementDocument, PowerDocument, VarianceDocument
     from multiverse.results._ranking_documents import RankingDocument
 
-__all__ = ["agreement", "curve", "power", "ranking", "variance"]
+__all__ = ["agreement", "curve", "declared_scoring", "power", "ranking", "variance"]
 
 
 def curve(results: ResultsView, *, systems: Sequence[str] | None, threshold: float | str | None,
@@ -99,17 +99,46 @@ def agreement(results: ResultsView, axis: str) -> Analysis[AgreementDocument]:
     from multiverse.results._documents import AgreementDocument
 
     # The design factors too: options whose rows for one unit differ in one did not judge the same task.
+    scale, cuts = declared_scoring(results)
     document = compute(results.verdicts, axes=results.axes, axis=axis, criteria=results.criteria,
-                       factors=results.factors)
+                       factors=results.factors, scale=scale, cuts=cuts)
     pairs = pd.DataFrame(document["pairs"])
 
     # Bias beside kappa and AC1: two judges can agree often and still shift every rate.
     def draw(*, measures: Sequence[str] = ("cohen_kappa", "gwet_ac1", "bias")) -> Any:
-        from multiverse.plots.agreement import agreement_figure
+        from multiverse.plots.agreement import agreement_figure, score_agreement_figure
 
+        if "scores" in document:  # scores: weighted kappa on them, kappa at each cut, the mean difference
+            return score_agreement_figure(document["scores"], axis_name=axis)
         return agreement_figure(pairs, options=document["options"], axis_name=axis, measures=measures)
 
     return Analysis("agreement", document, pairs, draw, simulated=results.simulated, schema=AgreementDocument)
+
+
+def _mapping(value: Any) -> dict[str, Any] | None:
+    if hasattr(value, "model_dump"):
+        value = value.model_dump()
+    return dict(value) if isinstance(value, dict) else None
+
+
+def declared_scoring(results: ResultsView) -> tuple[dict[str, Any] | None, list[float]]:
+    """The judge's declared scale and every scoring cut the results declare, for agreement on scores.
+
+    The scale is the manifest's ``scale`` (an import's, or a run's that records it), else the resolved
+    spec's ``judge.scale``; the cuts are the spec's ``scoring.cut`` and every axis option's ``scoring.cut``
+    patch, and the manifest's ``cuts`` where it lists them. Neither is trusted: the analysis checks them.
+    """
+    manifest = getattr(results, "manifest", None)
+    resolved = getattr(results, "resolved_spec", None)
+    spec = resolved.document if resolved is not None else None
+    judge = _mapping(getattr(spec, "judge", None)) or {}
+    scale = _mapping(getattr(manifest, "scale", None)) or _mapping(judge.get("scale"))
+    cuts: list[Any] = list(getattr(manifest, "cuts", None) or [])
+    cuts.append((_mapping(getattr(spec, "scoring", None)) or {}).get("cut"))
+    for options in (getattr(spec, "axes", None) or {}).values():
+        cuts.extend((patch or {}).get("scoring.cut") for patch in (options or {}).values())
+    numbers = [float(c) for c in cuts if isinstance(c, (int, float)) and not isinstance(c, bool)]
+    return scale, sorted(set(numbers))
 
 
 def ranking(results: ResultsView, axes: list[str] | None, boot: int) -> Analysis[RankingDocument]:

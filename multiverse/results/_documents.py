@@ -21,8 +21,9 @@ from pydantic import BaseModel, ConfigDict
 
 __all__ = [
     "AgreementDocument", "AgreementPair", "AliasedGroup", "Aliasing", "AxisShare", "CasesNeeded", "Confound",
-    "Confusion", "CriterionAgreement", "CurveDocument", "CurvePrimary", "Document", "JointTestEntry",
-    "Multiplicity", "NestedAxis", "NoiseFloor", "PowerComparison", "PowerDocument", "Scalar", "Spread",
+    "Confusion", "CriterionAgreement", "CurveDocument", "CurvePrimary", "CutAgreement", "Document",
+    "IntraclassCorrelation", "JointTestEntry", "MeanDifference", "Multiplicity", "NestedAxis", "NoiseFloor",
+    "PowerComparison", "PowerDocument", "Scalar", "ScoreAgreement", "ScorePair", "ScoreScale", "Spread",
     "SystemCurve", "TestStatistic", "VarianceDocument", "VarianceTerm",
 ]
 
@@ -173,6 +174,74 @@ class CriterionAgreement(Document):
     pairs: list[AgreementPair]
 
 
+class ScoreScale(Document):
+    """The scale the scores were compared on: declared, or read from the scores (``declared`` false)."""
+
+    type: str
+    min: float
+    max: float
+    declared: bool
+
+
+class MeanDifference(Document):
+    """The mean of a - b over the units both scored, with its case-clustered t interval."""
+
+    mean: float | None
+    se: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+    n_cases: int
+
+
+class ScorePair(Document):
+    """Two options compared on their scores (the ordinal statistics None on a continuous or pairwise scale)."""
+
+    a: Scalar
+    b: Scalar
+    n: int
+    kappa_linear: float | None
+    kappa_quadratic: float | None
+    exact: float | None
+    within_one: float | None
+    icc2_1: float | None
+    icc3_1: float | None
+    mean_difference: MeanDifference
+    small_sample: bool
+
+
+class IntraclassCorrelation(Document):
+    """ICC(2,1) (absolute agreement) and ICC(3,1) (consistency) over the ``n`` units every option scored."""
+
+    icc2_1: float | None
+    icc3_1: float | None
+    n: int
+
+
+class CutAgreement(Document):
+    """Agreement on the labels score >= ``cut``, as on compliance labels."""
+
+    cut: float
+    krippendorff_alpha: float | None
+    pairs: list[AgreementPair]
+
+
+class ScoreAgreement(Document):
+    """The options compared on their scores (``analysis.agreement_scored.score_agreement``)."""
+
+    scale: ScoreScale
+    options: list[Scalar]
+    paired_on: str
+    n_units: int
+    level: float
+    krippendorff_alpha_ordinal: float | None
+    krippendorff_alpha_interval: float | None
+    icc: IntraclassCorrelation
+    pairs: list[ScorePair]
+    cuts: list[CutAgreement]
+    notes: list[str]
+
+
 class AgreementDocument(Document):
     """``agreement --json``: the options of one axis compared on identical units (``analysis.agreement.agreement``)."""
 
@@ -184,6 +253,7 @@ class AgreementDocument(Document):
     pairs: list[AgreementPair]
     confounded: list[Confound]
     per_criterion: list[CriterionAgreement]
+    scores: ScoreAgreement | None = None  # only when the options gave scores
     notes: list[str]
 
 

@@ -41,6 +41,10 @@ class Dice:
     def uniform(self) -> float:
         return self._rng.random()
 
+    def normal(self) -> float:
+        """A standard normal draw."""
+        return self._rng.gauss(0.0, 1.0)
+
     def pick(self, options: Sequence[T]) -> T:
         return options[self._rng.randrange(len(options))]
 

@@ -8,7 +8,8 @@ an applicable criterion with :meth:`JudgeLevel.flag_probability`. It answers
 JSON per the ``judgment`` schema, each rationale tagged ``[simulated]`` and
 quoting the sentence that acted the criterion out.
 
-With chance ``failure`` it answers something unparseable instead. That draw
+Asked for a score (the TASK names a scale), it scores instead
+(:mod:`multiverse.sim.scores`). With chance ``failure`` it answers something unparseable instead. That draw
 depends only on the conversation up to the message carrying the TASK, so a
 repair turn appended after a failure fails again: the failure rate is the
 ``judge_failed`` rate.
@@ -49,6 +50,11 @@ def judge_transcript(world: World, judge: Judge, task: Mapping[str, Any], prompt
     """The judgment JSON text for ``prompt`` (the user message holding the TASK and transcript)."""
     if dice.chance(judge.failure):
         return _unparseable(task, dice)
+    scale = task.get("scale")
+    if isinstance(scale, Mapping) and scale.get("type", "binary") != "binary":
+        from .scores import score_answer
+
+        return score_answer(judge.scores, scale, prompt, dice)
     truth = transcript_truth(prompt)
     standard = str(task.get("evidence_standard") or "")
     level = judge.level(standard)

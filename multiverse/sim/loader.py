@@ -25,6 +25,7 @@ from .world import (
     Judge,
     JudgeLevel,
     Model,
+    Scoring,
     Target,
     ToolSimulator,
     User,
@@ -322,7 +323,7 @@ def _model(r: _Reader, name: str, body: Any, criteria: Mapping, conditions: Mapp
                 values["leniency"] = leniency
             if "sensitivity" in values and "subtle_sensitivity" not in spec and not (subtle_declared and spec is not body):
                 values["subtle_sensitivity"] = values["sensitivity"]
-            unknown = set(spec) - set(fields) - {"leniency", "levels", "kind", "failure"}
+            unknown = set(spec) - set(fields) - {"leniency", "levels", "kind", "failure", "scores"}
             if unknown:
                 raise r.fail(f"{at}.{sorted(unknown)[0]}", f"one of {', '.join(fields)}, leniency")
             return JudgeLevel(**{**base.__dict__, **values})
@@ -332,7 +333,8 @@ def _model(r: _Reader, name: str, body: Any, criteria: Mapping, conditions: Mapp
             str(k): level(r.mapping(v, f"{where}.levels.{k}"), default, f"{where}.levels.{k}")
             for k, v in r.mapping(body.get("levels") or {}, f"{where}.levels").items()
         }
-        return Judge(name=name, levels=frozen(levels), default=default, failure=r.prob(body.get("failure", 0.0), f"{where}.failure"))
+        return Judge(name=name, levels=frozen(levels), default=default, failure=r.prob(body.get("failure", 0.0), f"{where}.failure"),
+                     scores=_scoring(r, body.get("scores") or {}, f"{where}.scores"))
     if kind == "generator":
         return Generator(
             name=name,
@@ -342,3 +344,25 @@ def _model(r: _Reader, name: str, body: Any, criteria: Mapping, conditions: Mapp
     if kind == "tool_simulator":
         return ToolSimulator(name=name, empty_rate=r.prob(body.get("empty_rate", 0.15), f"{where}.empty_rate"))
     raise r.fail(f"{where}.kind", "one of generator, target, user, judge, tool_simulator")
+
+
+def _scoring(r: Any, body: Any, where: str) -> Scoring:
+    """A judge's ``scores`` block: how it scores (see :class:`~multiverse.sim.world.Scoring`)."""
+    body = r.mapping(body, where)
+    numbers = {"bias": (-1.0, 1.0), "noise": (0.0, 1.0), "violation": (0.0, 1.0), "subtle": (0.0, 1.0),
+               "position_bias": (-1.0, 1.0), "tie": (0.0, 1.0), "off_scale": (0.0, 1.0)}
+    values: dict[str, Any] = {}
+    for name, value in body.items():
+        if name == "pairwise":
+            if value not in ("outcome", "preference"):
+                raise r.fail(f"{where}.pairwise", "outcome or preference")
+            values[name] = value
+        elif name in numbers:
+            low, high = numbers[name]
+            number = r.number(value, f"{where}.{name}")
+            if not low <= number <= high:
+                raise r.fail(f"{where}.{name}", f"a number from {low:g} to {high:g}")
+            values[name] = number
+        else:
+            raise r.fail(f"{where}.{name}", f"one of {', '.join((*numbers, 'pairwise'))}")
+    return Scoring(**values)

@@ -32,6 +32,7 @@ __all__ = [
     "Judge",
     "JudgeLevel",
     "Model",
+    "Scoring",
     "Target",
     "ToolSimulator",
     "User",
@@ -185,13 +186,38 @@ class JudgeLevel:
 
 
 @dataclass(frozen=True)
+class Scoring:
+    """How a judge scores when its prompt asks for a score (``judge.scale`` not binary).
+
+    It reads a transcript's true quality from its markers (1, less ``violation`` per blatantly
+    and ``subtle`` per only subtly violated criterion, at least 0), adds ``bias`` and a normal
+    draw of sd ``noise`` and puts the result, within [0, 1], on the scale (an ordinal scale
+    rounds it). A pairwise judge prefers transcript A by the difference of the two qualities,
+    plus ``position_bias`` toward the transcript shown first and the same noise: as a
+    ``preference`` (0.5 + difference, within [0, 1], on the scale) or an ``outcome`` (a win, a
+    loss, or a tie when the difference is within ``tie``). With chance ``off_scale`` it answers
+    a score off the scale (a failure, never a score).
+    """
+
+    bias: float = 0.0
+    noise: float = 0.1
+    violation: float = 0.5
+    subtle: float = 0.25
+    position_bias: float = 0.0
+    tie: float = 0.1
+    pairwise: str = "outcome"
+    off_scale: float = 0.0
+
+
+@dataclass(frozen=True)
 class Judge:
-    """A judge: rates per evidence-standard level, and a failure rate (unparseable output)."""
+    """A judge: rates per evidence-standard level, a failure rate (unparseable output) and how it scores."""
 
     name: str
     levels: Mapping[str, JudgeLevel]
     default: JudgeLevel
     failure: float
+    scores: Scoring = Scoring()
     kind: str = "judge"
 
     def level(self, evidence_standard: str | None) -> JudgeLevel:

@@ -87,14 +87,7 @@ def _check_scale(spec: Spec, problems: Problems) -> None:
             continue
         if not scale.min <= value <= scale.max:
             problems.add(f"judge.scale.anchors.{point}", f"expected a score from {scale.min:g} to {scale.max:g}")
-    names = [s.name for s in spec.systems]
-    if scale.type == "pairwise":
-        if scale.reference is None:
-            problems.add("judge.scale.reference", "a pairwise scale names the reference system")
-        elif scale.reference not in names:
-            problems.add("judge.scale.reference", f"expected one of the systems ({', '.join(names)}), got {scale.reference!r}")
-    elif scale.reference is not None:
-        problems.add("judge.scale.reference", "only a pairwise scale has a reference system")
+    _check_reference(spec, problems)
     if scoring.estimator in _SCORE_ESTIMATORS and not scale.scored and scoring.estimator != "mean":
         problems.add("scoring.estimator", f"{scoring.estimator} reads a score; declare judge.scale (ordinal, continuous or pairwise)")
     if scoring.estimator == "win_rate" and scale.type != "pairwise":
@@ -106,6 +99,21 @@ def _check_scale(spec: Spec, problems: Problems) -> None:
             problems.add("scoring.cut", "at_least needs a cut: the lowest score that counts")
         elif not scale.min <= scoring.cut <= scale.max:
             problems.add("scoring.cut", f"expected a score from {scale.min:g} to {scale.max:g}, got {scoring.cut:g}")
+
+
+def _check_reference(spec: Spec, problems: Problems) -> None:
+    """A pairwise scale names one of the systems as its reference; no other scale has one."""
+    scale = spec.judge.scale
+    names = [s.name for s in spec.systems]
+    if scale.type == "pairwise":
+        if scale.reference is None:
+            problems.add("judge.scale.reference", "a pairwise scale names the reference system")
+        elif scale.reference not in names:
+            problems.add("judge.scale.reference", f"expected one of the systems ({', '.join(names)}), got {scale.reference!r}")
+    elif scale.reference is not None:
+        problems.add("judge.scale.reference", "only a pairwise scale has a reference system")
+    if scale.compare_reference and scale.type != "pairwise":
+        problems.add("judge.scale.compare_reference", "only a pairwise scale compares a reference system with itself")
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -216,6 +216,8 @@ class Scale(Frozen):
     max: float = 1.0
     anchors: Map[str] = Field(default_factory=FrozenMap, description="score (as written) -> what that score means")
     reference: str | None = Field(default=None, description="pairwise: the name of the system every other is compared with")
+    compare_reference: bool = Field(
+        default=False, description="pairwise: also judge the reference system against itself (else its rows are excluded)")
 
     @property
     def scored(self) -> bool:

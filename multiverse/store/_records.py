@@ -116,10 +116,13 @@ class _Judgment(TypedDict):
 
 
 class JudgmentRecord(_Judgment, total=False):
-    """One judge sample's labels of one transcript."""
+    """One judge sample's labels of one transcript (a scored judge: its score, rationale and, for a pair, position)."""
 
     sample: int
     provenance: Provenance
+    score: float  # as the judge gave it: for a pair, the preference for the transcript shown first
+    rationale: str
+    position: str  # pairwise: ab (the system's transcript shown first) or ba
 
 
 class Answer(TypedDict):
@@ -196,6 +199,12 @@ def _transcript(record: Mapping) -> str | None:
 
 
 def _judgment(record: Mapping) -> str | None:
+    if "score" in record and (isinstance(record["score"], bool) or not _number(record["score"])):
+        return "score: expected a number"
+    if record.get("position", "ab") not in ("ab", "ba"):
+        return "position: expected ab or ba"
+    if not isinstance(record.get("rationale", ""), str):
+        return "rationale: expected a string"
     criteria = record.get("criteria")
     if not isinstance(criteria, list):
         return "criteria: expected a list"

@@ -21,6 +21,7 @@ from multiverse.work._inputs import (
 )
 from multiverse.work._prompts import (
     END_MARKER,
+    PAIR_SEPARATOR,
     RUBRIC_SCHEMA,
     case_schema,
     draft_case_messages,
@@ -28,14 +29,28 @@ from multiverse.work._prompts import (
     judge_messages,
     judgment_schema,
     render_transcript,
+    score_messages,
+    score_schema,
     template_digests,
     tool_messages,
     user_messages,
 )
-from multiverse.work._units import CaseUnit, JudgeCall, Row, TranscriptUnit, Work, build_work, referenced_keys
+from multiverse.work._units import (
+    REFERENCE_EXCLUDED,
+    CaseUnit,
+    JudgeCall,
+    Row,
+    TranscriptUnit,
+    Work,
+    build_work,
+    positions,
+    referenced_keys,
+)
 
 __all__ = [
     "END_MARKER",
+    "PAIR_SEPARATOR",
+    "REFERENCE_EXCLUDED",
     "RUBRIC_SCHEMA",
     "CaseUnit",
     "JudgeCall",
@@ -50,10 +65,13 @@ __all__ = [
     "judge_inputs",
     "judge_messages",
     "judgment_schema",
+    "positions",
     "referenced_keys",
     "render_transcript",
     "resolve_config",
     "rollout_inputs",
+    "score_messages",
+    "score_schema",
     "template_digests",
     "tool_messages",
     "user_messages",

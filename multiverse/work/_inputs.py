@@ -126,12 +126,21 @@ def rollout_inputs(u: Spec, system: Any, tools_possible: bool, templates: Mappin
 
 def judge_inputs(u: Spec, templates: Mapping[str, str]) -> tuple[ModelConfig, str]:
     """A universe's judge, and the digest of what every judgment it makes shares: the judge,
-    the rubric text and the evidence texts."""
+    the rubric text and the evidence texts, and for a scored judge its scale (type, range, anchors)
+    and the score templates. A pairwise judgment's reference transcript and position are the
+    unit's own (``multiverse.work._units``)."""
     judge = resolve_config(u.judge.to_model_config(), u)
     level = u.judge.evidence_standard
     rubric_text = [
         {"id": c.id, "name": c.name, "definition": c.definition, "permissible": c.permissible} for c in u.rubric.criteria
     ]
     evidence_text = {c.id: c.evidence.get(level, "") for c in u.rubric.criteria}
-    return judge, digest({"judge": model_key(judge), "rubric": rubric_text, "evidence": evidence_text,
-                          "level": level, "templates": templates["judgment"]})
+    inputs = {"judge": model_key(judge), "rubric": rubric_text, "evidence": evidence_text, "level": level,
+              "templates": templates["judgment"]}
+    scale = u.judge.scale
+    if scale.scored:
+        # Only a scored judge reads a scale and the score templates: a binary judgment's key stays as it was.
+        anchors = {str(point): text for point, text in scale.anchors.items()}
+        inputs |= {"scale": {"type": scale.type, "min": scale.min, "max": scale.max, "anchors": anchors},
+                   "templates": templates["score"]}
+    return judge, digest(inputs)

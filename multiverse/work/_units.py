@@ -9,6 +9,8 @@ work units, each named by a key that hashes exactly what that unit reads
 - transcript key = H(case key, H(system config, simulated-user config, setting, max turns, seed, rollout
   templates), replicate, and whether a case file's prompt opens the conversation)
 - judgment key = H(transcript key, H(judge config, rubric text, evidence-standard text, judge templates))
+  (a scored judge: its scale and the score templates too; a pairwise judge: also the reference
+  system's transcript of the same case and replicate, and the order the two are shown in)
 
 The templates part is the digest of the prompt templates the stage renders
 with (``multiverse.work._prompts.template_digests``): editing a prompt recomputes
@@ -42,8 +44,16 @@ from multiverse.spec import Spec, Universe, case_counts, expand, to_yaml_dict
 from multiverse.work._inputs import case_inputs, judge_inputs, resolve_config, rollout_inputs, world_uri
 from multiverse.work._prompts import template_digests
 
-__all__ = ["CaseUnit", "JudgeCall", "Row", "TranscriptUnit", "Work", "build_work", "referenced_keys", "resolve_config",
-           "world_uri"]
+__all__ = ["REFERENCE_EXCLUDED", "CaseUnit", "JudgeCall", "Row", "TranscriptUnit", "Work", "build_work", "positions",
+           "referenced_keys", "resolve_config", "world_uri"]
+
+#: Why a pairwise run's reference system has no judgment: it would be compared with itself.
+REFERENCE_EXCLUDED = "the reference system of a pairwise scale: not compared with itself"
+
+
+def positions(order: str) -> tuple[str, ...]:
+    """The positions a pairwise judge sees a system in: first (``ab``), second (``ba``), or both."""
+    return ("ab", "ba") if order == "both" else (order,)
 
 
 # -- work units -------------------------------------------------------------
@@ -93,6 +103,9 @@ class JudgeCall:
     evidence_standard: str
     seed: int
     spec: Spec = field(repr=False, compare=False)
+    #: pairwise: the reference system's transcript, and whether the system's is shown first (ab) or second (ba)
+    reference_key: str | None = None
+    position: str = "ab"
 
     @property
     def models(self) -> tuple[ModelConfig, ...]:
@@ -110,6 +123,10 @@ class Row:
     transcript_key: str
     judgment_key: str
     judge_calls: tuple[str, ...]
+    #: pairwise: the reference system's transcript this row's is compared with
+    reference_key: str | None = None
+    #: why the row has no judgment although its transcript may be fine (the reference system's own rows)
+    excluded: str = ""
 
 
 @dataclass
@@ -151,8 +168,14 @@ def build_work(spec: Spec, universes: list[Universe] | None = None) -> Work:
             for case in cases:
                 for replicate in range(u.rollout.replicates):
                     tkey = _transcript(u, system, case, replicate, work, rollout_memo, shared)
-                    jkey, calls = _judgment(u, tkey, work, judge, shared)
-                    work.rows.append(Row(universe, system.name, case.key, case.case_id, case.cell, replicate, tkey, jkey, calls))
+                    reference, excluded = _reference(u, system.name, case, replicate, work, rollout_memo, shared)
+                    calls: tuple[str, ...] = ()
+                    if excluded:
+                        jkey = digest({"transcript": tkey, "judge_inputs": judge[1], "excluded": "reference"})
+                    else:
+                        jkey, calls = _judgment(u, tkey, work, judge, shared, reference)
+                    work.rows.append(Row(universe, system.name, case.key, case.case_id, case.cell, replicate, tkey, jkey,
+                                         calls, reference, excluded))
     return work
 
 
@@ -205,21 +228,38 @@ def _transcript(u: Spec, system, case: CaseUnit, replicate: int, work: Work, mem
     return key
 
 
+def _reference(u: Spec, system: str, case: CaseUnit, replicate: int, work: Work, memo: dict,
+               shared: _Shared) -> tuple[str | None, str]:
+    """A pairwise judge's reference transcript for this case and replicate (None otherwise), or why there is none."""
+    scale = u.judge.scale
+    if scale.type != "pairwise":
+        return None, ""
+    if system == scale.reference and not scale.compare_reference:
+        return None, REFERENCE_EXCLUDED
+    reference = next(s for s in u.systems if s.name == scale.reference)
+    return _transcript(u, reference, case, replicate, work, memo, shared), ""
+
+
 def _judgment(u: Spec, transcript_key: str, work: Work, judge: tuple[ModelConfig, str],
-              shared: _Shared) -> tuple[str, tuple[str, ...]]:
+              shared: _Shared, reference: str | None = None) -> tuple[str, tuple[str, ...]]:
     config, inputs = judge
-    memo = (transcript_key, inputs, u.judge.samples)
+    pair = reference is not None
+    memo = (transcript_key, inputs, u.judge.samples, *((reference, u.judge.order) if pair else ()))
     if memo in shared.judgments:
         return shared.judgments[memo]
     level = u.judge.evidence_standard
     common = {"transcript": transcript_key, "judge_inputs": inputs}
-    judgment_key = digest({**common, "samples": u.judge.samples})
+    # A binary or a single-transcript judgment keys exactly as before; a pair adds what it compares with, and how shown.
+    judgment_key = digest({**common, "samples": u.judge.samples,
+                           **({"reference": reference, "order": u.judge.order} if pair else {})})
     calls = []
     for sample in range(u.judge.samples):
-        key = digest({**common, "sample": sample})
-        if key not in work.judge_calls:
-            work.judge_calls[key] = JudgeCall(key, transcript_key, sample, config, level, _seed(key), u)
-        calls.append(key)
+        for position in positions(u.judge.order) if pair else ("ab",):
+            key = digest({**common, "sample": sample, **({"reference": reference, "position": position} if pair else {})})
+            if key not in work.judge_calls:
+                work.judge_calls[key] = JudgeCall(key, transcript_key, sample, config, level, _seed(key), u,
+                                                  reference, position)
+            calls.append(key)
     shared.judgments[memo] = (judgment_key, tuple(calls))
     return shared.judgments[memo]
 
