@@ -22,15 +22,23 @@ def _label(estimator: str, cut: float | None) -> str:
     return f"cut {cut:g}" if estimator == "at_least" else ("win rate" if estimator == "win_rate" else "mean")
 
 
+def _choices(choices: pd.DataFrame) -> pd.DataFrame:
+    """universe_id, _estimator, _cut: under private names, as axes may be called estimator or cut."""
+    return pd.DataFrame({"universe_id": choices["universe_id"].astype(str).to_numpy(),
+                         "_estimator": choices["estimator"].to_numpy(dtype=object),
+                         "_cut": pd.to_numeric(choices["cut"], errors="coerce").to_numpy(dtype=float)})
+
+
 def scoring_axes(universes: pd.DataFrame, choices: pd.DataFrame, axes: Sequence[str]) -> list[str]:
-    """The axes whose options set the scoring (estimator or cut): one choice per option, several per axis."""
+    """The axes that change the scoring: two universes that differ only in such an axis count scores differently."""
     merged = universes.assign(universe_id=universes["universe_id"].astype(str)).merge(
-        choices.assign(universe_id=choices["universe_id"].astype(str)), on="universe_id", how="left")
-    merged["_choice"] = [f"{e}|{c}" for e, c in zip(merged["estimator"], merged["cut"])]
+        _choices(choices), on="universe_id", how="left")
+    merged["_choice"] = [f"{e}|{c}" for e, c in zip(merged["_estimator"], merged["_cut"])]
     found = []
     for axis in axes:
-        per_option = merged.groupby(axis, sort=False, dropna=False)["_choice"].nunique()
-        if (per_option == 1).all() and merged["_choice"].nunique() > 1 and merged[axis].nunique() > 1:
+        others = [a for a in axes if a != axis]
+        grouped = merged.groupby(others, sort=False, dropna=False) if others else [(None, merged)]
+        if any(part["_choice"].nunique() > 1 for _, part in grouped):
             found.append(axis)
     return found
 
@@ -45,28 +53,31 @@ def cut_table(rates: pd.DataFrame, choices: pd.DataFrame, axes: Sequence[str],
     other axes' options, "axis=option · ..."; "all" without other axes),
     ``universe_id``, ``scoring`` (mean, win rate or "cut K"), ``estimator``,
     ``cut``, ``order``, ``system``, ``rate`` and ``rank``. Empty when no two
-    universes differ only in their scoring.
+    universes differ only in their scoring; where several universes of a
+    group count alike, the first stands for them.
     """
     axes = list(axes)
+    columns = ["group", "universe_id", "scoring", "estimator", "cut", "order", "system", "rate", "rank"]
+    rates = rates.assign(universe_id=rates["universe_id"].astype(str), system=rates["system"].astype(str))
     universes = rates.drop_duplicates("universe_id")[["universe_id", *axes]]
     by = scoring_axes(universes, choices, axes)
     if not by:
-        return pd.DataFrame(columns=["group", "universe_id", "scoring", "estimator", "cut", "order", "system", "rate",
-                                     "rank"])
+        return pd.DataFrame(columns=columns)
     other = [a for a in axes if a not in by]
-    rates = rates.assign(universe_id=rates["universe_id"].astype(str), system=rates["system"].astype(str))
-    table = rates[~rates["system"].isin(list(exclude))].merge(
-        choices.assign(universe_id=choices["universe_id"].astype(str)), on="universe_id", how="left")
-    table = table.dropna(subset=["rate"])
-    table["group"] = (table[other].astype(str).apply(lambda r: " · ".join(f"{a}={r[a]}" for a in other), axis=1)
-                      if other else "all")
-    cut = pd.to_numeric(table["cut"], errors="coerce")
-    table["cut"] = cut
-    table["scoring"] = [_label(e, c) for e, c in zip(table["estimator"], cut)]
-    # The mean (or win rate) first, then the cuts from low to high.
-    table["order"] = np.where(table["estimator"] == "at_least", cut, -np.inf)
+    kept = rates[~rates["system"].isin(list(exclude))].dropna(subset=["rate"])
+    table = pd.DataFrame({"universe_id": kept["universe_id"].to_numpy(), "system": kept["system"].to_numpy(),
+                          "rate": kept["rate"].to_numpy(dtype=float)})
+    table["group"] = ([" · ".join(f"{a}={v}" for a, v in zip(other, row))
+                       for row in kept[other].astype(str).itertuples(index=False)] if other else "all")
+    table = table.merge(_choices(choices), on="universe_id", how="left")
+    table["estimator"], table["cut"] = table.pop("_estimator"), table.pop("_cut")
+    table["cut"] = table["cut"].where(table["estimator"] == "at_least")  # a mean reads no cut
+    table["scoring"] = [_label(e, c) for e, c in zip(table["estimator"], table["cut"])]
+    # One universe per scoring choice in a group (the first), then the mean first and the cuts from low to high.
+    first = table.drop_duplicates(["group", "scoring"])["universe_id"]
+    table = table[table["universe_id"].isin(set(first))].copy()
+    table["order"] = np.where(table["estimator"] == "at_least", table["cut"], -np.inf)
     table["rank"] = table.groupby("universe_id")["rate"].rank(ascending=False, method="min").astype(int)
-    columns = ["group", "universe_id", "scoring", "estimator", "cut", "order", "system", "rate", "rank"]
     return table.sort_values(["group", "order", "rank", "system"], kind="stable")[columns].reset_index(drop=True)
 
 
