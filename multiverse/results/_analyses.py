@@ -99,8 +99,12 @@ def agreement(results: ResultsView, axis: str) -> Analysis[AgreementDocument]:
     from multiverse.results._documents import AgreementDocument
 
     # The design factors too: options whose rows for one unit differ in one did not judge the same task.
+    from multiverse.analysis.estimates import CONTRIBUTION
+
     scale, cuts = declared_scoring(results)
-    document = compute(results.verdicts, axes=results.axes, axis=axis, criteria=results.criteria,
+    # Agreement compares what judges said: labels and raw scores, never a universe's rescaled contribution.
+    verdicts = results.verdicts.drop(columns=[CONTRIBUTION], errors="ignore")
+    document = compute(verdicts, axes=results.axes, axis=axis, criteria=results.criteria,
                        factors=results.factors, scale=scale, cuts=cuts)
     pairs = pd.DataFrame(document["pairs"])
 
