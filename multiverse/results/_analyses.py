@@ -95,11 +95,11 @@ def primary_null(frame: pd.DataFrame, system: str, primary: str | None) -> tuple
 
 def agreement(results: ResultsView, axis: str) -> Analysis[AgreementDocument]:
     from multiverse.analysis.agreement import agreement as compute
-    from multiverse.results._analysis import Analysis
-    from multiverse.results._documents import AgreementDocument
 
     # The design factors too: options whose rows for one unit differ in one did not judge the same task.
     from multiverse.analysis.estimates import CONTRIBUTION
+    from multiverse.results._analysis import Analysis
+    from multiverse.results._documents import AgreementDocument
 
     scale, cuts = declared_scoring(results)
     # Agreement compares what judges said: labels and raw scores, never a universe's rescaled contribution.
