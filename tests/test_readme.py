@@ -40,6 +40,7 @@ SKIPPED = Counter({
     ("Scored judges", "a part of a spec, not a whole one"): 1,
     ("The simulated world", "a part of a world file, not a whole one"): 1,
     ("Human anchoring", "needs the sheet a person filled in"): 1,
+    ("Scores beyond pass/fail", "a part of a spec, not a whole one"): 1,
     ("Real models", "needs API keys"): 2,
     ("Real models", "a part of a spec, not a whole one"): 1,
     ("Real models", "starts a model server; tests/test_local_llm.py runs this spec in CI"): 1,

@@ -31,6 +31,8 @@ from multiverse.core import counted_rows
 from multiverse.errors import InputError
 from multiverse.tables import universe_ids
 
+from .estimates import CONTRIBUTION
+
 __all__ = ["Z_CAP", "CaseMatrix", "case_matrix"]
 
 #: Per-universe |z| of a difference is capped here (see the module docstring).
@@ -59,6 +61,9 @@ class CaseMatrix:
     cases: pd.Index
     compliant: np.ndarray
     included: np.ndarray
+    #: Per universe (array order): True where the rate is a mean of scores (a t interval), not a
+    #: share; None when every rate is a share. ``compliant`` then sums contributions in [0, 1].
+    means: np.ndarray | None = None
 
     def system_index(self, system: str) -> int:
         """Position of ``system`` in the arrays; InputError if it has no ok verdicts."""
@@ -98,14 +103,18 @@ def _ok_verdicts(
     missing = [c for c in (*_REQUIRED, *axes) if c not in verdicts.columns]
     if missing:
         raise InputError(f"verdicts: {', '.join(missing)}: expected column(s) to be present")
-    keep = verdicts["compliant"].notna().to_numpy(dtype=bool, copy=True)
+    scored = CONTRIBUTION in verdicts.columns
+    keep = verdicts[CONTRIBUTION if scored else "compliant"].notna().to_numpy(dtype=bool, copy=True)
     keep &= counted_rows(verdicts)
-    columns = [c for c in ("universe_id", *axes, *_REQUIRED) if c in verdicts.columns]
+    columns = [c for c in ("universe_id", *axes, *_REQUIRED, *([CONTRIBUTION] if scored else [])) if c in verdicts.columns]
     # Copy-on-write: selecting columns of a table with no failed rows is free,
     # which matters at tens of millions of verdicts.
     ok = verdicts[columns] if keep.all() else verdicts.loc[keep, columns]
     labels = ok["compliant"]
-    if pd.api.types.is_bool_dtype(labels.dtype):
+    if scored:
+        # Scores: each row's contribution in [0, 1] (analysis.estimates), summed per case.
+        compliant = ok[CONTRIBUTION].to_numpy(dtype=float)
+    elif pd.api.types.is_bool_dtype(labels.dtype):
         compliant = labels.to_numpy(dtype=bool)
     else:
         try:
@@ -137,7 +146,7 @@ def case_matrix(
     """
     axes = _axes_list(axes)
     if (systems is None and isinstance(verdicts, pd.DataFrame) and "universe_id" in verdicts.columns
-            and pd.api.types.is_bool_dtype(verdicts["compliant"].dtype)
+            and pd.api.types.is_bool_dtype(verdicts["compliant"].dtype) and CONTRIBUTION not in verdicts.columns
             and all(c in verdicts.columns for c in (*_REQUIRED, *axes))):
         return _case_matrix_from_codes(verdicts, axes)
     ok, compliant = _ok_verdicts(verdicts, axes)
@@ -173,7 +182,10 @@ def case_matrix(
     del u_codes, c_codes, s_codes
     size = n_s * n_u * n_c
     included = np.bincount(flat, minlength=size).astype(float)
-    n_compliant = np.bincount(flat[compliant], minlength=size).astype(float)
+    if compliant.dtype == bool:
+        n_compliant = np.bincount(flat[compliant], minlength=size).astype(float)
+    else:
+        n_compliant = np.bincount(flat, weights=compliant, minlength=size)
     return CaseMatrix(
         universes=universes,
         axes=tuple(axes),

@@ -65,7 +65,10 @@ def case_counts(included: pd.DataFrame, universes: list, systems: list) -> CaseC
     keep = (u >= 0) & (s >= 0)
     cell = u * kind(len(systems)) + s
     del u, s
-    return CaseCounts(cell[keep], c[keep], included["compliant"].to_numpy(bool)[keep], n_cells, len(cases))
+    labels = included["compliant"].to_numpy()
+    # Scores count as their contribution in [0, 1] (a float column); labels as booleans.
+    labels = labels.astype(bool) if labels.dtype != np.float64 else labels
+    return CaseCounts(cell[keep], c[keep], labels[keep], n_cells, len(cases))
 
 
 def _positions(index: pd.Index, column: pd.Series, kind: type) -> np.ndarray:

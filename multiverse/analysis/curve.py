@@ -152,7 +152,7 @@ def spec_curve(
         part = m.universes.iloc[rows].reset_index(drop=True)
         part["system"] = m.systems[s]
         part["n"] = n[s, rows].astype(np.int64)
-        part["n_compliant"] = k[s, rows].astype(np.int64)
+        part["n_compliant"] = k[s, rows] if m.means is not None else k[s, rows].astype(np.int64)
         parts.append(part)
         targets += [(s, u) for u in rows]
     curve = pd.concat(parts, ignore_index=True)
@@ -161,6 +161,14 @@ def spec_curve(
     s_idx, u_idx = np.array(targets, dtype=np.int64).reshape(-1, 2).T
     curve["ci_low"], curve["ci_high"] = rate_intervals(
         m.included[s_idx, u_idx], m.compliant[s_idx, u_idx], methods, levels, n_boot, seed)
+    if m.means is not None and m.means[u_idx].any():
+        # A mean of scores: the cluster-robust t interval, not a share's Wilson interval.
+        from multiverse.analysis.estimates import case_mean_interval
+
+        mean = m.means[u_idx]
+        _, low, high = case_mean_interval(m.included[s_idx[mean], u_idx[mean]], m.compliant[s_idx[mean], u_idx[mean]],
+                                          levels[mean])
+        curve.loc[mean, "ci_low"], curve.loc[mean, "ci_high"] = low, high
     # Keep the caller's system order, not the alphabet.
     order = {m.systems[s]: i for i, s in enumerate(chosen)}
     curve["_system_order"] = curve["system"].map(order)
@@ -172,6 +180,8 @@ def spec_curve(
     ]
     curve.attrs["level"] = float(levels[0]) if len(set(levels.tolist())) == 1 else None
     curve.attrs["ci"] = str(methods[0]) if len(set(methods.tolist())) == 1 else "per universe"
+    if m.means is not None and m.means.any():
+        curve.attrs["ci"] = "t (means of scores)" if m.means.all() else "t for means of scores, else " + curve.attrs["ci"]
     return curve
 
 

@@ -36,11 +36,10 @@ case the design effect is 1 and the intervals are unchanged.
 Two table helpers every analysis of a verdicts table shares:
 
 - ``included_verdicts``: the verdict rows that count towards rates (status
-  ``ok``, a label present), with a ``universe_id`` and a bool ``compliant``;
+  ``ok``, a label present), with a ``universe_id`` and a bool ``compliant``
+  (scored verdicts: the float ``contribution`` of :mod:`.estimates` as ``compliant``);
 - ``system_rates``: the universe x system rates table (n, n_compliant, rate).
-
-Ranking, variance and agreement start from these, so a row that counts in one
-analysis counts in all of them.
+Ranking, variance and agreement start from these, so a row counts alike in all.
 """
 
 from __future__ import annotations
@@ -51,18 +50,24 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from multiverse.core import CI_METHODS, ESTIMATORS, RATE_VALUE_COLUMNS, counted_rows
+from multiverse.core import (
+    CI_METHODS,
+    ESTIMATORS,
+    RATE_VALUE_COLUMNS,
+    SCORE_ESTIMATORS,
+    SCORE_RATE_COLUMNS,
+    counted_rows,
+)
 from multiverse.errors import InputError
 from multiverse.tables import check_choice, require_columns, universe_ids
 
 from ._codes import codes, combine, count, first_rows, target_blocks
+from .estimates import CONTRIBUTION
 
 if TYPE_CHECKING:
-    from multiverse.tables import Manifest, SpecDocument
+    from multiverse.tables import Manifest, ScaleRecord, SpecDocument
 
 __all__ = ["ci_settings", "compute_rates", "included_verdicts", "system_rates"]
-
-
 
 _KEYS = ("replicate", "transcript_key", "judgment_key")
 
@@ -88,12 +93,15 @@ def included_verdicts(verdicts: pd.DataFrame, *, axes: Sequence[str],
     keep = ["system", "case_id", "compliant", *axes, *(k for k in keys if k in verdicts.columns)]
     if "universe_id" in verdicts.columns:
         keep.insert(0, "universe_id")
-    rows = pd.Series(True, index=verdicts.index)
-    rows &= counted_rows(verdicts)
-    compliant = verdicts["compliant"]
-    rows &= compliant.notna().to_numpy()
+    rows = pd.Series(counted_rows(verdicts), index=verdicts.index)
+    # Scores: what each row contributes (analysis.estimates) is what counts, as a float in [0, 1].
+    scored = CONTRIBUTION in verdicts.columns
+    counted = verdicts[CONTRIBUTION if scored else "compliant"]
+    rows &= counted.notna().to_numpy()
     out = verdicts.loc[rows.to_numpy(), keep]
-    out["compliant"] = _as_bool(out["compliant"])
+    out["compliant"] = counted[rows.to_numpy()].to_numpy(dtype=float) if scored else _as_bool(out["compliant"])
+    if scored:
+        out[CONTRIBUTION] = out["compliant"]  # so the rows read again (system_rates of them) count alike
     if "universe_id" not in out.columns:
         out.insert(0, "universe_id", _derived_universe_ids(out, axes))
     return out.reset_index(drop=True)
@@ -113,8 +121,7 @@ def _as_bool(compliant: pd.Series) -> np.ndarray:
 
 
 def _derived_universe_ids(rows: pd.DataFrame, axes: list[str]) -> np.ndarray:
-    """The ids ``tables.universe_ids`` gives."""
-    return universe_ids(rows, axes).to_numpy(dtype=object)
+    return universe_ids(rows, axes).to_numpy(dtype=object)  # the ids tables.universe_ids gives
 
 
 def system_rates(verdicts: pd.DataFrame, *, axes: Sequence[str]) -> pd.DataFrame:
@@ -124,7 +131,7 @@ def system_rates(verdicts: pd.DataFrame, *, axes: Sequence[str]) -> pd.DataFrame
     """
     axes = list(axes)
     # Only the columns a rate needs: the rest of a big table is never copied.
-    needed = [c for c in ("universe_id", "status", "system", "case_id", "compliant", *axes)
+    needed = [c for c in ("universe_id", "status", "system", "case_id", "compliant", CONTRIBUTION, *axes)
               if c in verdicts.columns]
     included = included_verdicts(verdicts[list(dict.fromkeys(needed))], axes=axes)
     universe, n_universes = codes(included["universe_id"])
@@ -135,7 +142,8 @@ def system_rates(verdicts: pd.DataFrame, *, axes: Sequence[str]) -> pd.DataFrame
     cell = combine(universe, n_systems, system)
     del universe, system
     n = count(cell, np.ones(len(cell), dtype=bool), n_universes * n_systems)
-    k = count(cell, included["compliant"].to_numpy(dtype=bool), len(n))
+    labels = included["compliant"].to_numpy()
+    k = count(cell, labels, len(n)) if labels.dtype == bool else np.bincount(cell, weights=labels, minlength=len(n))
     present = pd.unique(cell)  # cells in order of first appearance, like groupby(sort=False)
     options = included.drop_duplicates("universe_id").set_index("universe_id")[axes]
     rates = pd.DataFrame({"universe_id": universes[present // len(systems)]})
@@ -143,7 +151,7 @@ def system_rates(verdicts: pd.DataFrame, *, axes: Sequence[str]) -> pd.DataFrame
         rates[axis] = options[axis].reindex(rates["universe_id"]).to_numpy()
     rates["system"] = systems[present % len(systems)]
     rates["n"] = n[present]
-    rates["n_compliant"] = k[present].astype(int)
+    rates["n_compliant"] = k[present].astype(int) if labels.dtype == bool else k[present]
     rates["rate"] = rates["n_compliant"] / rates["n"]
     return rates
 
@@ -192,9 +200,6 @@ def _bool_array(series: pd.Series) -> np.ndarray:
     return series.astype("boolean").to_numpy(dtype=bool, na_value=False)
 
 
-# --------------------------------------------------------------------------- rates
-
-
 def compute_rates(
     verdicts: pd.DataFrame,
     *,
@@ -206,6 +211,9 @@ def compute_rates(
     n_boot: int = 1000,
     seed: int = 0,
     scoring: pd.DataFrame | None = None,
+    scale: ScaleRecord | None = None,
+    cut: float | None = None,
+    ties: str = "half",
 ) -> pd.DataFrame:
     """Rates per universe x system, overall (subgroup ``all``) and per ``factor=level``.
 
@@ -213,15 +221,21 @@ def compute_rates(
     ``case_id`` for the bootstrap; universe_id is derived from the axis values when
     absent, and rows count only when status is ``ok`` (when there is a status column).
     ``scoring`` (universe_id, and any of estimator, ci, level) overrides the settings
-    per universe, so the estimator itself can be an axis.
+    per universe, so the estimator itself can be an axis; its ``cut`` and ``ties``
+    columns (default: ``cut`` and ``ties`` here) set how a universe reading scores
+    counts them on ``scale`` (:mod:`multiverse.analysis.estimates`).
 
     Returns universe_id, the axis columns, system, subgroup, n (included transcripts),
     n_compliant, rate, ci_low, ci_high, estimator. A group with no included transcript
-    has n == 0 and NaN rate and interval.
+    has n == 0 and NaN rate and interval. When a universe reads scores the table also
+    has ``mean`` (native units) and ``se`` (:mod:`multiverse.analysis.score_rates`).
     """
     axes, factors = list(axes), list(factors)
     _check_settings(estimator, ci, level)
     frame = _prepare(verdicts, axes, factors, need_cases=ci == "bootstrap" or _any_bootstrap(scoring))
+    values = _score_values(frame, scoring, estimator, cut, ties, scale)
+    if values is not None:
+        frame = frame.assign(_value=values)  # carried along when the universes are split by estimator
 
     settings = [(estimator, ci, float(level), frame)]
     if scoring is not None:
@@ -230,11 +244,17 @@ def compute_rates(
     parts = []
     for est, ci_method, lvl, part in settings:
         if len(part):
-            rates = _rates(part, axes, factors, est, ci_method, lvl, n_boot, seed)
+            if est in SCORE_ESTIMATORS:
+                assert scale is not None
+                rates = _scored(part, part["_value"].to_numpy(), axes, factors, est, ci_method, lvl, n_boot, seed, scale)
+            else:
+                rates = _rates(part, axes, factors, est, ci_method, lvl, n_boot, seed)
             if "estimator" not in axes:
                 rates["estimator"] = est
             parts.append(rates)
-    columns = ["universe_id", *axes, "system", *RATE_VALUE_COLUMNS] + ([] if "estimator" in axes else ["estimator"])
+    scored = [*SCORE_RATE_COLUMNS] if values is not None else []
+    columns = ["universe_id", *axes, "system", *RATE_VALUE_COLUMNS, *scored] + (
+        [] if "estimator" in axes else ["estimator"])
     if not parts:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
     rates = parts[0]
@@ -245,6 +265,39 @@ def compute_rates(
         rank = pd.Series(np.arange(len(seen)), index=seen).reindex(rates["universe_id"]).to_numpy()
         rates = rates.iloc[np.argsort(rank, kind="stable")]
     return rates[columns].reset_index(drop=True)
+
+
+def _score_values(frame, scoring, estimator, cut, ties, scale) -> np.ndarray | None:
+    """Each row's contribution when some universe reads scores (None: every universe counts labels)."""
+    from multiverse.analysis.estimates import contributions
+
+    table = pd.DataFrame({"universe_id": pd.unique(frame["universe_id"])})
+    given = scoring.drop_duplicates("universe_id").set_index("universe_id") if scoring is not None else None
+    for column, default in (("estimator", estimator), ("cut", cut), ("ties", ties)):
+        values = given[column].reindex(table["universe_id"]).to_numpy(dtype=object) \
+            if given is not None and column in given.columns else np.full(len(table), None, dtype=object)
+        table[column] = [default if v is None or (isinstance(v, float) and np.isnan(v)) else v for v in values]
+    if not table["estimator"].isin(SCORE_ESTIMATORS).any():
+        return None
+    if scale is None or not scale.scored:
+        raise InputError(f"scoring.estimator: {table['estimator'][table['estimator'].isin(SCORE_ESTIMATORS)].iloc[0]} "
+                         "reads scores; expected the verdicts' scale (ordinal, continuous or pairwise)")
+    return contributions(frame, scale, table)
+
+
+def _scored(part, values, axes, factors, estimator, ci, level, n_boot, seed, scale) -> pd.DataFrame:
+    """Rates of universes reading scores; a share (at_least) keeps the binary labels' Wilson interval."""
+    from multiverse.analysis.score_rates import score_rates
+
+    rates = score_rates(part, values, axes=axes, factors=factors, estimator=estimator, ci=ci, level=level,
+                        n_boot=n_boot, seed=seed, low=scale.min, high=scale.max)
+    if estimator == "at_least":
+        labels = pd.array(np.where(np.isnan(values), None, values >= 0.5), dtype="boolean")
+        status = np.where(counted_rows(part) & ~np.isnan(values), "ok", "excluded")
+        shares = _rates(part.assign(compliant=labels, status=status), axes, factors, "pooled", ci, level, n_boot, seed)
+        rates["ci_low"], rates["ci_high"] = shares["ci_low"].to_numpy(), shares["ci_high"].to_numpy()
+        rates["n_compliant"] = shares["n_compliant"].to_numpy()
+    return rates
 
 
 def _check_settings(estimator: str, ci: str, level: float) -> None:

@@ -173,6 +173,10 @@ def _print_ranking(result: RankingDocument) -> None:
         via = "" if flip.via_universe == flip.universe_id else f", as in {flip.via_universe}"
         say(f"  {flip.universe_id}: top {', '.join(map(str, flip.top))} when {changes} "
               f"({flip.n_axes_differ} of the axes differ{via})")
+    if result.cuts:
+        say("As the cut moves (universes that differ only in how scores are counted):")
+        for sentence in result.cut_flips or ["the top system is the same at the mean and at every cut"]:
+            say(f"  {sentence}")
     for note in result.notes:
         say(f"note: {note}")
 

@@ -32,12 +32,14 @@ def cmd_import(args) -> int:
     else:
         result = import_table(args.file, system=args.system, item=args.item, label=args.label, axes=args.axis,
                               factors=args.factor, positive=args.positive, negative=args.negative, out_dir=args.out,
+                              score=args.score, scale=args.scale, cuts=args.cut, reference=args.reference,
                               **common, **_table_columns(args))
     for warning in result.warnings:
         say(f"warning: {warning}", file=sys.stderr)
     v = result.verdicts
-    missing = int((v["reason"] == "missing label").sum()) if "reason" in v.columns else 0
-    excluded = f" ({missing} with a missing label, excluded)" if missing else ""
+    what = "score" if "score" in v.columns and v["score"].notna().any() else "label"
+    missing = int((v["reason"] == f"missing {what}").sum()) if "reason" in v.columns else 0
+    excluded = f" ({missing} with a missing {what}, excluded)" if missing else ""
     primary = result.manifest.primary if result.manifest is not None else None
     say(f"imported {len(v)} verdicts{excluded}: {v['universe_id'].nunique()} universes x {v['system'].nunique()} systems "
           f"(axes: {', '.join(result.axes) or 'none'}) into {result.out_dir}; "

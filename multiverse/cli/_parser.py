@@ -222,7 +222,14 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("file", type=Path)
     q.add_argument("--system", required=True, metavar="COL", help="column naming the system")
     q.add_argument("--item", required=True, metavar="COL", help="column naming the item (case)")
-    q.add_argument("--label", required=True, metavar="COL", help="column with the label: boolean, 0/1, or a category")
+    q.add_argument("--label", metavar="COL", help="column with the label: boolean, 0/1, or a category (or --score)")
+    q.add_argument("--score", metavar="COL", help="column with a score on --scale, instead of a label")
+    q.add_argument("--scale", type=_scale, metavar="LOW:HIGH", help="with --score: the ends of the score's scale")
+    q.add_argument("--cut", action="append", type=_finite, default=[], metavar="K",
+                   help="with --score: add the scoring option 'at least K' beside the mean (repeatable)")
+    q.add_argument("--reference", metavar="SYSTEM",
+                   help="with --score: the reference system of a pairwise table (scores are preferences over it); "
+                   "never ranked")
     q.add_argument("--axis", action="append", default=[], metavar="COL", help="column holding an axis option (repeatable)")
     q.add_argument("--factor", action="append", default=[], metavar="COL",
                    help="column holding a design factor: rates per level, and a confound check of agreement (repeatable)")
@@ -286,6 +293,16 @@ def _finite(text: str) -> float:
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
     return value
+
+
+def _scale(text: str) -> tuple[float, float]:
+    low, sep, high = text.partition(":")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"expected LOW:HIGH (e.g. 1:10), got {text!r}")
+    ends = _finite(low), _finite(high)
+    if not ends[0] < ends[1]:
+        raise argparse.ArgumentTypeError(f"expected LOW below HIGH, got {text!r}")
+    return ends
 
 
 def _rate(text: str) -> float:

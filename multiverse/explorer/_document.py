@@ -215,7 +215,17 @@ def _case_rows(verdicts: pd.DataFrame, criteria: pd.DataFrame | None, transcript
     counted = status.eq(COUNTED_STATUS)
     named = np.select([counted & label.eq(True).fillna(False), counted & label.eq(False).fillna(False), counted],
                       ["compliant", "non-compliant", "unlabelled"], default=status.to_numpy(dtype=object))
-    verdict_names = list(VERDICTS) + sorted(set(pd.unique(named)) - set(VERDICTS))
+    scored: list[str] = []
+    if "score" in v.columns:
+        # A scored row's verdict is its score, as the judge gave it on the scale ("score 7").
+        score = pd.to_numeric(v["score"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        has = counted.to_numpy() & ~np.isnan(score)
+        if has.any():
+            values = np.unique(score[has])
+            scored = [f"score {x:g}" for x in values]
+            named = np.where(has, np.array(scored, dtype=object)[np.searchsorted(values, np.where(has, score, values[0]))],
+                             named)
+    verdict_names = list(VERDICTS) + scored + sorted(set(pd.unique(named)) - set(VERDICTS) - set(scored))
     reason_text = v["reason"].fillna("").astype(str) if "reason" in v.columns else pd.Series("", index=v.index)
     reason_code, reasons = pd.factorize(np.concatenate([[""], reason_text.to_numpy(dtype=object)]))
     reasons = [strip_markers(str(r)) if "[[sim:" in str(r) else str(r) for r in reasons]

@@ -105,17 +105,11 @@ def import_rates(verdicts: pd.DataFrame, *, axes: Sequence[str], factors: Sequen
     """The rates of an import: shares of compliant rows, or for a scored scale the mean score.
 
     A scored import's rate is the mean of its scores rescaled to [0, 1] (the ``mean``
-    estimator of scored verdicts); a version of the rates without it refuses the import
-    rather than count partial credit as a label.
+    estimator of scored verdicts), never partial credit counted as a label.
     """
     from multiverse.analysis.rates import compute_rates
+    from multiverse.tables import ScaleRecord
 
     if scale.get("type", "binary") == "binary":
         return compute_rates(verdicts, axes=axes, factors=factors, ci=ci)
-    try:
-        from multiverse.tables import ScaleRecord  # type: ignore[attr-defined]
-    except ImportError:
-        raise InputError(f"{source}: score: partial credit or numeric scores need the mean estimator of scored rates, "
-                         "which this version of multiverse lacks; expected C/I or true/false values") from None
-    return compute_rates(verdicts, axes=axes, factors=factors, ci=ci, estimator="mean",  # type: ignore[call-arg]
-                         scale=ScaleRecord(**scale))
+    return compute_rates(verdicts, axes=axes, factors=factors, ci=ci, estimator="mean", scale=ScaleRecord(**scale))

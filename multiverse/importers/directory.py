@@ -24,7 +24,7 @@ import pandas as pd
 from multiverse.core import CI_METHODS, SCHEMA_VERSION, both_spellings, look_alike
 from multiverse.errors import InputError
 from multiverse.results import Results
-from multiverse.tables import write_run_folder
+from multiverse.tables import with_score_column, write_run_folder
 
 __all__ = ["check_ci", "resolve_primary", "write_import_dir"]
 
@@ -83,6 +83,7 @@ def write_import_dir(
     (key -> record) become ``transcripts.jsonl``, which the report and explorer show.
     """
     _one_spelling_each(verdicts, criteria, list(manifest.get("axes", [])))
+    verdicts = with_score_column(verdicts)  # the results returned hold what the folder holds
     manifest = {"schema_version": SCHEMA_VERSION, **manifest}
     # One writer for run and import folders: the same atomic files, manifest last.
     out = write_run_folder(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,

@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -41,6 +42,13 @@ from multiverse.importers.directory import (
     check_ci,
     resolve_primary,
     write_import_dir,
+)
+from multiverse.importers.table_scores import (
+    check_score_arguments,
+    expand,
+    read_scores,
+    scored_primary,
+    tie_warnings,
 )
 from multiverse.results import Results
 
@@ -77,7 +85,7 @@ def import_table(
     *,
     system: str,
     item: str,
-    label: str,
+    label: str | None = None,
     axes: Sequence[str] = (),
     positive: str | None = None,
     negative: Sequence[str] | None = None,
@@ -89,6 +97,10 @@ def import_table(
     replicate: str | None = None,
     transcript: str | None = None,
     rationale: str | None = None,
+    score: str | None = None,
+    scale: tuple[float, float] | None = None,
+    cuts: Sequence[float] = (),
+    reference: str | None = None,
 ) -> Results:
     """Import a label table into ``out_dir``; see the module docstring.
 
@@ -102,6 +114,11 @@ def import_table(
     other files). ``replicate``, ``transcript`` and ``rationale`` name the optional
     columns of the module docstring. Returns the :class:`Results` (verdicts, rates,
     manifest; criteria when ``rationale`` is given).
+
+    Scores instead of labels: ``score`` names the column and ``scale`` its
+    ``(low, high)``; each of ``cuts`` adds the option "at least K" to the mean;
+    ``reference`` names a pairwise table's reference system, which is never
+    ranked (:mod:`multiverse.importers.table_scores`).
     """
     from multiverse.tables import check_output_dir
 
@@ -113,7 +130,8 @@ def import_table(
     # Column names and the names given for them compare in one spelling (NFC).
     _one_spelling(path, "columns", [str(c) for c in frame.columns])
     frame.columns = [nfc(str(c)) for c in frame.columns]
-    system, item, label = nfc(system), nfc(item), nfc(label)
+    check_score_arguments(path, label, score, scale, cuts, reference)
+    system, item, label = nfc(system), nfc(item), nfc(label if label is not None else str(score))
     primary = {nfc(a): nfc(o) for a, o in primary.items()} if primary else primary
     axes, factors = [nfc(a) for a in axes], [nfc(f) for f in factors]
     optional = {role: nfc(column) for role, column in
@@ -122,9 +140,15 @@ def import_table(
     if frame.empty:
         raise InputError(f"{path}: {label}: expected at least one labelled row, the table is empty")
 
-    compliant, empty = _compliance(path, frame[label], label, positive, list(negative or []))
     axis_values = {axis: _names(path, frame[axis], axis) for axis in axes}
     systems = _names(path, frame[system], system)
+    scored = None
+    if score is None:
+        compliant, empty = _compliance(path, frame[label], label, positive, list(negative or []))
+    else:
+        assert scale is not None
+        scored = read_scores(path, frame[label], label, scale, nfc(reference) if reference else None, systems)
+        compliant, empty = np.zeros(len(frame), dtype=bool), scored[1]
     items = _names(path, frame[item], item)
 
     combos = pd.DataFrame(axis_values) if axes else pd.DataFrame(index=frame.index)
@@ -166,22 +190,31 @@ def import_table(
     verdicts["compliant"] = labels
 
     warnings = []
+    what = "label" if scored is None else "score"
     if empty.any():
-        warnings.append(f"{path}: {label}: {int(empty.sum())} rows have a missing label and are excluded "
-                        "(status excluded, reason 'missing label'), not counted as non-compliant")
+        warnings.append(f"{path}: {label}: {int(empty.sum())} rows have a missing {what} and are excluded "
+                        f"(status excluded, reason 'missing {what}'), not counted as non-compliant")
+        verdicts["reason"] = np.where(empty, f"missing {what}", "")
+    choices, record = None, None
+    if scored is not None:
+        verdicts["score"] = np.where(empty, np.nan, scored[0])
+        record = scored[2]
+        warnings += tie_warnings(verdicts, record, label)
+        verdicts, axes, choices = expand(verdicts, axes, record, cuts)
+        primary = scored_primary(primary, record, cuts)
+    rates = compute_rates(verdicts, axes=axes, factors=factors, ci=ci, scoring=choices, scale=record)
     criteria = (rationale_criteria(verdicts, frame[optional["rationale"]], label)
                 if "rationale" in optional else None)
-    rates = compute_rates(verdicts, axes=axes, factors=factors, ci=ci)
     options = (
         verdicts.drop_duplicates("universe_id").set_index("universe_id")[axes].to_dict("index")
         if axes
         else {universe_ids[0]: {}}
     )
-    manifest = {
+    manifest: dict[str, Any] = {
         "source": "table",
         "axes": axes,
         "factors": factors,
-        "universes": list(options),
+        "universes": list(options) if choices is None else _universes(options, choices),
         "primary": resolve_primary(primary, axes, options),
         "primary_declared": bool(primary),
         "warnings": warnings,
@@ -193,6 +226,10 @@ def import_table(
         "ci": ci,
         "level": 0.95,
     }
+    if record is not None:
+        # Scores: the scale (and a pairwise reference) for every reader; each universe's estimator is its own.
+        manifest.update(estimator=None, scale=record.model_dump(), reference=record.reference)
+        manifest["input"].update(score=label, label=None, cuts=[float(c) for c in cuts])
     return write_import_dir(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
                             transcripts=transcripts)
 
@@ -213,6 +250,13 @@ def _refuse_duplicate(path, keyed, duplicated, axes, axis_values, system, item, 
         f"{path}: {', '.join([*axes, system, item])}: duplicate rows for {universe}"
         f"{system}={keyed['system'][first]}, {item}={keyed['case_id'][first]}; expected one label per universe, "
         f"system and item{hint}", param="replicate")
+
+
+def _universes(options: dict, choices: pd.DataFrame) -> list[dict]:
+    # The manifest records what each universe chose, never a NaN for a choice it did not make.
+    chose = {row.pop("universe_id"): {k: v for k, v in row.items() if v is not None and not (isinstance(v, float) and np.isnan(v))}
+             for row in choices.to_dict("records")}
+    return [{"id": u, "options": options[u], "scoring": chose[u]} for u in options]
 
 
 def _check_columns(path, frame, system, item, label, axes, factors, optional) -> None:

@@ -7,6 +7,7 @@
 - :func:`plot_factor_rates`: rates by design factor;
 - :func:`plot_calibration`: judge, human-anchored and humans-only rates per universe;
 - :func:`plot_diff`: one run against another, per system and universe.
+- :func:`cut_figure`: each system's estimate and rank as the cut on a score moves.
 
 Only this package imports matplotlib; names are imported on first use.
 """
@@ -22,6 +23,7 @@ _MODULES = {
     "factors": ("plot_factor_rates",),
     "anchoring": ("plot_calibration",),
     "diff": ("plot_diff",),
+    "cuts": ("cut_figure",),
 }
 _HOME = {name: module for module, names in _MODULES.items() for name in names}
 

@@ -21,10 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.axes import Axes
 from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
@@ -338,6 +340,7 @@ def plot_curve(
     title: str | None = None,
     options: Mapping[str, Sequence] | None = None,
     fig: Figure | None = None,
+    native: tuple[float, float, bool] | None = None,
 ) -> Figure:
     """Draw one system's specification curve over its indicator panel.
 
@@ -347,13 +350,39 @@ def plot_curve(
     options in the order to draw them (e.g. the spec's); without it they
     follow :func:`~multiverse.analysis.curve.indicator_matrix`. ``null_band``
     is ``JointTest.band`` of a rate test on the same system; ``reference``
-    draws a horizontal line (e.g. the threshold). Returns the Figure (two
-    Axes: curve, indicators).
+    draws a horizontal line (e.g. the threshold). ``native`` (low, high,
+    every universe a mean) marks a curve of mean scores: the rate axis says
+    so and a second axis gives the mean in the scale's units. Returns the
+    Figure (two Axes: curve, indicators).
     """
     frame = _one_system(curve, system)
     if title is None and "system" in frame.columns and len(frame):
         title = f"Specification curve: {frame['system'].iloc[0]}"
-    return _single(frame, axes, _RATE, null_band, reference, title, fig, options)
+    figure = _single(frame, axes, _rate_columns(native), null_band, reference, title, fig, options)
+    _native_axis(figure.axes[0], native)
+    return figure
+
+
+def _rate_columns(native: tuple[float, float, bool] | None) -> _Columns:
+    if native is None:
+        return _RATE
+    label = "mean score, rescaled to 0–1" if native[2] else "rate: rescaled mean, or share at a cut"
+    return _Columns("rate", "ci_low", "ci_high", label, "universes, from lowest to highest rate")
+
+
+def _native_axis(ax: Axes, native: tuple[float, float, bool] | None) -> None:
+    """A right-hand axis with the mean in the scale's own units (a mean's rate is (mean - low) / (high - low))."""
+    if native is None:
+        return
+    low, high, only_means = native
+    def to_native(r: Any) -> Any:
+        return low + np.asarray(r, float) * (high - low)
+
+    def to_rate(m: Any) -> Any:
+        return (np.asarray(m, float) - low) / (high - low)
+
+    right = ax.secondary_yaxis("right", functions=(to_native, to_rate))
+    right.set_ylabel(f"mean score ({low:g}–{high:g}){'' if only_means else ', means only'}", fontsize=8)
 
 
 def plot_difference_curve(
@@ -387,6 +416,7 @@ def plot_curves(
     title: str | None = None,
     options: Mapping[str, Sequence] | None = None,
     fig: Figure | None = None,
+    native: tuple[float, float, bool] | None = None,
 ) -> Figure:
     """Small multiples: one curve + indicator panel per system, on one rate scale.
 
@@ -418,7 +448,9 @@ def plot_curves(
         cells[(r, c)] = (ax_curve, ax_ind)
         curve_axes.append(ax_curve)
         _set_ylim(ax_curve, frames, _RATE, bands, reference)
-        _draw_curve(ax_curve, frame, _RATE, band, reference, legend=(i == 0), compact=True)
+        _draw_curve(ax_curve, frame, _rate_columns(native), band, reference, legend=(i == 0), compact=True)
+        if c == ncols - 1 or i == len(names) - 1:
+            _native_axis(ax_curve, native)
         _draw_indicators(ax_ind, frame, axes, labels=(c == 0),
                          groups=(c == ncols - 1 or i == len(names) - 1))
         _position_ticks(ax_ind, len(frame), nbins=5)

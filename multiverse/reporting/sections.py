@@ -216,7 +216,21 @@ def _ranking(run: _Run) -> str:
         out += ("<p>Per axis: Kendall's tau between universes that differ only in that axis (1 = the axis never "
                 "changes the order).</p>" + _table(["axis", "mean tau", "min tau", "pairs"], by_axis))
     out += "<h3>Top flips</h3>" + _flips(run, result["flips"], result["universes"])
+    if result.get("cuts"):
+        out += "<h3>The cut</h3>" + _cuts(run, analysis)
     return out + _notes(result["notes"])
+
+
+def _cuts(run: _Run, analysis) -> str:
+    """Each system's estimate and rank as the cut on a score moves, and where the top changes, in words."""
+    sentences = analysis.document.get("cut_flips") or ["The top system is the same at the mean and at every cut."]
+    caption = ("Universes that read the same judgments and differ only in how the scores are counted: the mean "
+               "(rescaled to 0–1; the right axis gives it in score units), then the share of scores at or above each "
+               "cut. Left: each system's estimate; right: its rank (1 = highest). Crossing lines on the right are "
+               "flips caused by the cut alone: the cut is a measurement choice like any other.")
+    figure = analysis.figure(kind="cuts")
+    return _figure(figure, "Estimate and rank as the cut moves", caption, simulated=run.tables.simulated) \
+        + _list([s[0].upper() + s[1:] for s in sentences])
 
 
 # How the flip fields the report knows are headed; any other field gets a column under its own name.

@@ -60,13 +60,25 @@ def curve(results: ResultsView, *, systems: Sequence[str] | None, threshold: flo
             return plot_difference_curve(results.difference_curve(*diff), axes=shown, null_band=tests[-1].band, options=results.options,
                                          title=title)
         bands = {test.systems[0]: test.band for test in tests if test.kind == "rate"}
+        native = _native(results)
         if len(names) == 1:
             return plot_curve(frame, axes=shown, null_band=bands.get(names[0]), reference=reference,
-                              options=results.options, title=title)
+                              options=results.options, title=title, native=native)
         return plot_curves(frame, axes=shown, null_bands=bands, reference=reference, options=results.options,
-                           title=title)
+                           title=title, native=native)
 
     return CurveAnalysis("curve", summary, frame, draw, simulated=results.simulated, tests=tuple(tests))
+
+
+def _native(results: ResultsView) -> tuple[float, float, bool] | None:
+    """(low, high, every universe a mean) when some universe's rate is a mean of scores, else None."""
+    from multiverse.analysis.estimates import MEAN_ESTIMATORS
+
+    choices = results.scoring_choices() if results.scale.scored else None
+    if choices is None:
+        return None
+    means = choices["estimator"].isin(MEAN_ESTIMATORS)
+    return (results.scale.min, results.scale.max, bool(means.all())) if means.any() else None
 
 
 def primary_null(frame: pd.DataFrame, system: str, primary: str | None) -> tuple[float | None, str]:
@@ -83,12 +95,16 @@ def primary_null(frame: pd.DataFrame, system: str, primary: str | None) -> tuple
 
 def agreement(results: ResultsView, axis: str) -> Analysis[AgreementDocument]:
     from multiverse.analysis.agreement import agreement as compute
+
+    # The design factors too: options whose rows for one unit differ in one did not judge the same task.
+    from multiverse.analysis.estimates import CONTRIBUTION
     from multiverse.results._analysis import Analysis
     from multiverse.results._documents import AgreementDocument
 
-    # The design factors too: options whose rows for one unit differ in one did not judge the same task.
     scale, cuts = declared_scoring(results)
-    document = compute(results.verdicts, axes=results.axes, axis=axis, criteria=results.criteria,
+    # Agreement compares what judges said: labels and raw scores, never a universe's rescaled contribution.
+    verdicts = results.verdicts.drop(columns=[CONTRIBUTION], errors="ignore")
+    document = compute(verdicts, axes=results.axes, axis=axis, criteria=results.criteria,
                        factors=results.factors, scale=scale, cuts=cuts)
     pairs = pd.DataFrame(document["pairs"])
 
@@ -134,17 +150,42 @@ def ranking(results: ResultsView, axes: list[str] | None, boot: int) -> Analysis
     from multiverse.results._analysis import Analysis
     from multiverse.results._ranking_documents import RankingDocument
 
-    document = compute(results.verdicts, axes=results.axes, primary=results.primary, bootstrap=boot)
+    verdicts, reference = results.verdicts, results.reference
+    if reference is not None:
+        # The reference is what the others are compared with: its own rate is one half by construction.
+        verdicts = verdicts[(verdicts["system"].astype(str) != reference).to_numpy()]
+    document = compute(verdicts, axes=results.axes, primary=results.primary, bootstrap=boot)
+    if reference is not None:
+        document["reference"] = reference
+        document["notes"].append(f"the reference system {reference} is left out of the ranking: every other system's "
+                                 "scores are preferences over it")
+    choices = results.scoring_choices() if results.scale.scored else None
+    cuts = pd.DataFrame()
+    if choices is not None:
+        from multiverse.analysis.cuts import cut_flips, cut_table
+
+        cuts = cut_table(results.system_rates(), choices, results.axes, exclude=[reference] if reference else [])
+        document["cuts"] = [{**r, "cut": None if pd.isna(r["cut"]) else float(r["cut"])}
+                            for r in cuts.drop(columns="order").to_dict("records")]
+        document["cut_flips"] = cut_flips(cuts)
     if axes is not None:
         tau = document["kendall_tau"]
         tau["by_axis"] = [r for r in tau["by_axis"] if r["axis"] in axes]
     frame = pd.DataFrame({"system": list(document["p_top"]), "p_top": list(document["p_top"].values())})
     frame["coverage"] = frame["system"].map(document["coverage"])
 
-    def draw() -> Any:
+    def draw(*, kind: str = "ranking") -> Any:
+        """``kind="ranking"``: ranks across universes; ``"cuts"``: each system's estimate and rank as the cut moves."""
+        if kind == "cuts":
+            from multiverse.plots.cuts import cut_figure
+
+            return cut_figure(document.get("cuts", []), scale=(results.scale.min, results.scale.max))
         from multiverse.plots.ranking import ranking_figure
 
-        return ranking_figure(results.system_rates(), axes=results.axes, primary=results.primary)
+        rates = results.system_rates()
+        if reference is not None:
+            rates = rates[rates["system"].astype(str) != reference]
+        return ranking_figure(rates, axes=results.axes, primary=results.primary)
 
     return Analysis("ranking", document, frame, draw, simulated=results.simulated, schema=RankingDocument)
 

@@ -53,6 +53,14 @@ class ResultsView(Protocol):
 
     def system_rates(self) -> pd.DataFrame: ...
 
+    @property
+    def scale(self) -> Any: ...
+
+    @property
+    def reference(self) -> str | None: ...
+
+    def scoring_choices(self) -> pd.DataFrame | None: ...
+
 
 def json_safe(value: Any) -> Any:
     """``value`` with null for undefined statistics (NaN) and plain Python numbers, ready for ``json.dumps``."""

@@ -16,6 +16,8 @@ from multiverse.errors import InputError
 from multiverse.results._results import Results
 from multiverse.tables import (
     check_folder,
+    check_scores,
+    folder_scale,
     infer_axes,
     read_manifest,
     read_table,
@@ -69,9 +71,12 @@ def _load_dir(path: Path) -> Results:
             raise InputError(f"{path}: missing {name}.parquet (and {name}.csv)")
         return None
 
+    verdicts = table("verdicts", True)
+    assert verdicts is not None
+    shown = path / ("verdicts.parquet" if table_path(path, "verdicts.parquet") is not None else "verdicts.csv")
     return Results.from_manifest(
         manifest,
-        verdicts=table("verdicts", True),
+        verdicts=check_scores(verdicts, folder_scale(manifest), shown),
         criteria=table("criteria", False),
         # Rows per universe, not per case: small, so plain text, as a fresh run's rates are.
         rates=table("rates", False, categories=False),

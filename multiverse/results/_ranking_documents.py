@@ -8,6 +8,8 @@ kept, undefined statistics ``float | None``.
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from multiverse.results._documents import Document, Scalar
 
 __all__ = [
@@ -124,6 +126,19 @@ class Pairwise(Document):
     pairs: list[PairTest]
 
 
+class CutRow(Document):
+    """One system at one scoring choice (the mean, or a cut) among universes that differ only in it."""
+
+    group: str
+    universe_id: str
+    scoring: str
+    estimator: str
+    cut: float | None
+    system: str
+    rate: float
+    rank: int
+
+
 class RankingDocument(Document):
     """``ranking --json``: how stable the ranking of systems is across universes (``analysis.ranking.ranking``)."""
 
@@ -144,3 +159,6 @@ class RankingDocument(Document):
     uncertainty: RankUncertainty | None  # None without the bootstrap
     pairwise: Pairwise
     notes: list[str]
+    reference: str | None = None  # a pairwise scale's reference system: left out of the ranking
+    cuts: list[CutRow] = Field(default_factory=list)  # each system's estimate and rank as the cut moves
+    cut_flips: list[str] = Field(default_factory=list)  # where the top system changes as the cut moves, in words

@@ -41,7 +41,7 @@ from multiverse.results._analysis import (
 from multiverse.results._anchoring_documents import AnchoredCurveDocument, AnchoredRankingDocument
 from multiverse.results._documents import AgreementDocument, PowerDocument, VarianceDocument
 from multiverse.results._ranking_documents import RankingDocument
-from multiverse.tables import Manifest, ResolvedSpec, split_factors, universe_ids
+from multiverse.tables import Manifest, ResolvedSpec, ScaleRecord, folder_scale, split_factors, universe_ids
 
 __all__ = ["Results"]
 
@@ -117,7 +117,13 @@ class Results:
             v = v.assign(universe_id=universe_ids(v, self.axes).to_numpy())
         # Ids and system names as text, so a table that stored them as numbers reads the same everywhere.
         text = {c: v[c].astype(str) for c in ("universe_id", "system") if not _is_text(v[c])}
-        self.verdicts = v.assign(**text) if text else v
+        v = v.assign(**text) if text else v
+        if self.scale.scored:
+            # What each row contributes to its universe's rate, read by every analysis (analysis.estimates).
+            from multiverse.analysis.estimates import with_contributions
+
+            v = with_contributions(v, self.scale, self.scoring_choices())
+        self.verdicts = v
         # A primary the verdicts do not hold cannot be singled out: no universe stands in for it.
         if self.primary is not None:
             self.primary = str(self.primary) if _holds(self.verdicts["universe_id"], str(self.primary)) else None
@@ -162,6 +168,30 @@ class Results:
             folder = self.out_dir
             return read_spec(folder) if folder is not None else None
         return self._memo(("resolved_spec",), read)
+
+    @property
+    def scale(self) -> ScaleRecord:
+        """The scale of the verdicts' scores: the manifest's, else the run's spec's, else binary (no scores)."""
+        def find() -> ScaleRecord:
+            spec = self.resolved_spec if self.manifest is None or self.manifest.scale is None else None
+            return folder_scale(self.manifest, spec.document if spec is not None else None)
+        return self._memo(("scale",), find)
+
+    def scoring_choices(self) -> pd.DataFrame | None:
+        """Each universe's estimator, cut and ties (``analysis.estimates.scoring_choices``); None: no universe reads scores."""
+        from multiverse.analysis.estimates import scoring_choices
+
+        def compute() -> pd.DataFrame | None:
+            spec = self.resolved_spec
+            return scoring_choices(self.manifest, spec.document if spec is not None else None)
+        return self._memo(("scoring_choices",), compute)
+
+    @property
+    def reference(self) -> str | None:
+        """A pairwise scale's reference system: compared with, never ranked (None: no reference)."""
+        if self.manifest is not None and self.manifest.reference is not None:
+            return self.manifest.reference
+        return self.scale.reference
 
     @property
     def systems(self) -> list[str]:
@@ -229,7 +259,20 @@ class Results:
         from multiverse.analysis.curve import case_matrix
 
         key = None if systems is None else tuple(systems)
-        return self._memo(("matrix", key), lambda: case_matrix(self.verdicts, axes=self.axes, systems=systems))
+        return self._memo(("matrix", key), lambda: self._means(case_matrix(self.verdicts, axes=self.axes,
+                                                                             systems=systems)))
+
+    def _means(self, matrix: Any) -> Any:
+        # A universe whose rate is a mean of scores gets a mean's interval on the curve.
+        from dataclasses import replace
+
+        from multiverse.analysis.estimates import MEAN_ESTIMATORS
+
+        choices = self.scoring_choices() if self.scale.scored else None
+        if choices is None:
+            return matrix
+        estimator = choices.set_index("universe_id")["estimator"].reindex(matrix.universes["universe_id"].astype(str))
+        return replace(matrix, means=estimator.isin(MEAN_ESTIMATORS).to_numpy())
 
     def ci_settings(self) -> tuple[pd.DataFrame | None, int]:
         """The interval each universe's rates use, as the spec asked (``analysis.rates.ci_settings``)."""
@@ -248,7 +291,9 @@ class Results:
             else:
                 from multiverse.analysis.rates import compute_rates
 
-                rates = compute_rates(self.verdicts, axes=self.axes, factors=self.factors)
+                scale = self.scale if self.scale.scored else None
+                rates = compute_rates(self.verdicts, axes=self.axes, factors=self.factors, scale=scale,
+                                      scoring=self.scoring_choices() if scale is not None else None)
             return rates.assign(universe_id=rates["universe_id"].astype(str), system=rates["system"].astype(str))
         return self._memo(("rates",), compute)
 
@@ -266,8 +311,15 @@ class Results:
         """The joint test that ``system``'s rate is ``threshold`` in every universe (``JointTest``)."""
         from multiverse.analysis.inference import joint_rate_test
 
+        matrix = self.case_matrix()
+        if matrix.means is not None and matrix.means.any():
+            # Means of scores: a centred case bootstrap on the same [0, 1] scale, not the binary labels' null.
+            from multiverse.analysis.mean_null import joint_mean_test
+
+            return self._memo(("rate_test", system, threshold, boot, seed), lambda: joint_mean_test(
+                matrix, system=system, threshold=threshold, boot=boot, seed=seed))
         return self._memo(("rate_test", system, threshold, boot, seed), lambda: joint_rate_test(
-            self.case_matrix(), system=system, threshold=threshold, boot=boot, seed=seed))
+            matrix, system=system, threshold=threshold, boot=boot, seed=seed))
 
     def difference_test(self, a: str, b: str, *, boot: int = 1000, seed: int = 0):
         """The joint sign-flip test that systems ``a`` and ``b`` are equally compliant in every universe."""

@@ -35,6 +35,8 @@ from multiverse.tables._folder import (
 from multiverse.tables._folder_models import (
     Manifest,
     ResolvedSpec,
+    ScaleRecord,
+    ScoringChoice,
     SpecDocument,
     StageCounts,
     TranscriptRecord,
@@ -49,6 +51,7 @@ from multiverse.tables._places import (
     check_output_file,
     folder_kind,
 )
+from multiverse.tables._scores import BINARY, check_scores, folder_scale, with_score_column
 from multiverse.tables._tables import (
     check_choice,
     csv_safe,
@@ -63,6 +66,7 @@ from multiverse.tables._tables import (
 from multiverse.tables._writer import write_run_folder
 
 __all__ = [
+    "BINARY",
     "CAPS",
     "DERIVED_FILES",
     "IMPORT_FILES",
@@ -71,6 +75,8 @@ __all__ = [
     "Manifest",
     "PlaceError",
     "ResolvedSpec",
+    "ScaleRecord",
+    "ScoringChoice",
     "SpecDocument",
     "StageCounts",
     "TranscriptRecord",
@@ -79,8 +85,10 @@ __all__ = [
     "check_folder",
     "check_output_dir",
     "check_output_file",
+    "check_scores",
     "csv_safe",
     "folder_kind",
+    "folder_scale",
     "infer_axes",
     "read_folder_bytes",
     "read_manifest",
@@ -92,6 +100,7 @@ __all__ = [
     "split_factors",
     "table_path",
     "universe_ids",
+    "with_score_column",
     "write_json",
     "write_run_folder",
     "write_table",

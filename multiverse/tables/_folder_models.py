@@ -14,10 +14,11 @@ layout than this package knows is refused rather than misread.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -30,11 +31,11 @@ from pydantic import (
     model_validator,
 )
 
-from multiverse.core import CI_METHODS, SCHEMA_VERSION, VERDICT_COLUMNS
+from multiverse.core import CI_METHODS, ESTIMATORS, SCHEMA_VERSION, VERDICT_COLUMNS, ScaleType
 from multiverse.errors import InputError
 
-__all__ = ["Manifest", "ResolvedSpec", "SpecDocument", "StageCounts", "TranscriptRecord", "UniverseEntry",
-           "check_document"]
+__all__ = ["Manifest", "ResolvedSpec", "ScaleRecord", "ScoringChoice", "SpecDocument", "StageCounts",
+           "TranscriptRecord", "UniverseEntry", "check_document"]
 
 _Model = TypeVar("_Model", bound=BaseModel)
 
@@ -54,6 +55,51 @@ def _scalar(value: Any) -> Any:
 Scalar = Annotated[Any, AfterValidator(_scalar)]
 
 
+def _estimator(value: str) -> str:
+    if value not in ESTIMATORS:
+        raise ValueError(f"expected one of {', '.join(ESTIMATORS)}, got {value!r}")
+    return value
+
+
+class ScoringChoice(_Document):
+    """How one universe turns its verdicts into a rate: the estimator, its cut and how ties count.
+
+    The same fields as a spec's ``scoring`` (``estimator``, ``cut``, ``ties``); an import records
+    them per universe, so an option "at least 7" is a universe over the same judgments.
+    """
+
+    estimator: Annotated[str, AfterValidator(_estimator)] | None = None
+    cut: float | None = None
+    ties: Literal["half", "exclude"] | None = None
+
+
+class ScaleRecord(_Document):
+    """What a folder's scores are: the judge's declared scale (``spec.Scale``), as the manifest records it.
+
+    ``binary`` (no scores: compliance labels), ``ordinal`` (whole numbers from ``min`` to ``max``),
+    ``continuous`` (any number in ``[min, max]``) or ``pairwise`` (the preference of a row's system
+    over ``reference``; the midpoint a tie). A folder without one is binary.
+    """
+
+    type: ScaleType = "binary"
+    min: float = 0.0
+    max: float = 1.0
+    anchors: dict[str, str] = Field(default_factory=dict)
+    reference: str | None = None
+
+    @property
+    def scored(self) -> bool:
+        """True when the verdicts carry scores rather than compliance labels only."""
+        return self.type != "binary"
+
+    @model_validator(mode="after")
+    def _a_range(self) -> ScaleRecord:
+        # A folder is untrusted: a range that is no range would divide by zero in every rescaled rate.
+        if self.scored and not (math.isfinite(self.min) and math.isfinite(self.max) and self.min < self.max):
+            raise ValueError(f"scale.max: expected a number above scale.min ({self.min:g}), got {self.max:g}")
+        return self
+
+
 class UniverseEntry(_Document):
     """One universe of the manifest. An import lists bare ids: they read as entries with an id only."""
 
@@ -61,6 +107,7 @@ class UniverseEntry(_Document):
     label: str | None = None
     options: dict[str, Scalar] = Field(default_factory=dict)
     primary: bool = False
+    scoring: ScoringChoice | None = None
 
 
 class StageCounts(_Document):
@@ -131,6 +178,8 @@ class Manifest(_Document):
     simulated: bool = False
     versions: dict[str, str] = Field(default_factory=dict)
     estimator: str | None = None
+    scale: ScaleRecord | None = None  # none: a binary folder (schema 1 has none)
+    reference: str | None = None  # a pairwise table's reference system: never ranked
     ci: Annotated[str, AfterValidator(_method)] | None = None
     level: Annotated[float, AfterValidator(_level)] = 0.95
 
@@ -194,6 +243,13 @@ class _CI(_Document):
 
 class _Scoring(_Document):
     ci: _CI | None = None
+    estimator: Annotated[str, AfterValidator(_estimator)] | None = None
+    cut: float | None = None
+    ties: Literal["half", "exclude"] | None = None
+
+
+class _Judge(_Document):
+    scale: ScaleRecord | None = None
 
 
 class _Criterion(_Document):
@@ -241,6 +297,7 @@ class SpecDocument(_Document):
     name: str | None = None
     axes: dict[str, Annotated[dict[str, dict[str, Any] | None], AfterValidator(_patches)]] = Field(default_factory=dict)
     scoring: _Scoring | None = None
+    judge: _Judge | None = None
     rubric: _Rubric | None = None
     primary: dict[str, str] | None = None
 

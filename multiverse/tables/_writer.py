@@ -17,6 +17,7 @@ from multiverse.core import SCHEMA_VERSION, atomic_write_text
 from multiverse.errors import InputError
 from multiverse.tables._folder_models import TranscriptRecord
 from multiverse.tables._places import DERIVED_FILES
+from multiverse.tables._scores import BINARY, with_score_column
 from multiverse.tables._tables import write_json, write_table
 
 __all__ = ["write_run_folder"]
@@ -44,7 +45,9 @@ def write_run_folder(
     folder that this one has no counterpart for (criteria, transcripts, spec)
     is removed, so what is left never describes another run, and so is every
     file made from the earlier tables (``places.DERIVED_FILES``: the report),
-    before the first table is rewritten. ``manifest`` gets ``schema_version`` when it has none. Returns the folder.
+    before the first table is rewritten. ``manifest`` gets ``schema_version`` when it has none, and ``scale``
+    (binary) when it records none; ``verdicts`` gets a ``score`` column (all NaN) when it has none, so every
+    folder of this layout has both. Returns the folder.
     """
     import yaml
 
@@ -65,7 +68,7 @@ def write_run_folder(
         # One model for the line the run writes and the line the folder's reader checks.
         lines = [TranscriptRecord.from_stored(k, r).line() for k, r in sorted(transcripts.items())]
         atomic_write_text(out / "transcripts.jsonl", "\n".join(lines) + "\n")
-    write_table(verdicts, out, "verdicts")
+    write_table(with_score_column(verdicts), out, "verdicts")
     if criteria is not None:
         write_table(criteria, out, "criteria")
     write_table(rates, out, "rates")
@@ -73,5 +76,12 @@ def write_run_folder(
         text = "# The resolved spec of this run (rubric inlined).\n" + yaml.safe_dump(
             dict(spec_document), sort_keys=False, allow_unicode=True)
         atomic_write_text(out / "spec.yaml", text)
-    write_json({"schema_version": SCHEMA_VERSION, **manifest}, out / "manifest.json")
+    scale = manifest.get("scale")
+    if scale is None:
+        # A run's spec declares its judge's scale: the manifest records it for every reader.
+        judge = (spec_document or {}).get("judge") or {}
+        scale = dict(judge.get("scale") or BINARY.model_dump()) if isinstance(judge, Mapping) else BINARY.model_dump()
+    elif not isinstance(scale, Mapping):
+        scale = scale.model_dump()
+    write_json({"schema_version": SCHEMA_VERSION, **manifest, "scale": scale}, out / "manifest.json")
     return out

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from pandas.testing import assert_frame_equal
 
+from multiverse.core import SCHEMA_VERSION
 from multiverse.core._keys import digest
 from multiverse.core._universe import universe_id
 from multiverse.errors import InputError
@@ -228,7 +229,7 @@ def test_import_assert_verdicts_by_hand(tmp_path):
     assert_frame_equal(got, want, check_dtype=False)
     assert list(result.verdicts.columns) == [
         "universe_id", "judge", "user", "system", "case_id", "behavior", "interaction_condition", "setting",
-        "replicate", "transcript_key", "judgment_key", "status", "reason", "compliant",
+        "replicate", "transcript_key", "judgment_key", "status", "reason", "compliant", "score",
     ]
     verdicts = result.verdicts.set_index(["universe_id", "case_id"])
     assert verdicts.loc[(a, case_id(C3)), "setting"] == "multi_turn"
@@ -308,7 +309,7 @@ def test_import_assert_writes_the_import_directory(tmp_path):
         assert (out / f"{table}.parquet").is_file() and (out / f"{table}.csv").is_file()
     assert not list(out.glob(".*tmp"))
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["schema_version"] == 1
+    assert manifest["schema_version"] == SCHEMA_VERSION
     assert manifest["source"] == "assert"
     assert manifest["axes"] == ["judge", "user"]
     assert manifest["factors"] == ["behavior", "interaction_condition", "setting"]
@@ -516,14 +517,14 @@ def test_import_table_two_axes_by_hand(tmp_path):
     assert excluded[["judge", "system", "case_id", "reason"]].values.tolist() == [["j2", "A", "i2", "missing label"]]
     assert list(result.verdicts.columns) == [
         "universe_id", "judge", "evidence", "system", "case_id", "replicate", "transcript_key", "judgment_key",
-        "status", "reason", "compliant",
+        "status", "reason", "compliant", "score",
     ]
     out = tmp_path / "out"
     assert {p.name for p in out.iterdir()} == {
         "verdicts.parquet", "verdicts.csv", "rates.parquet", "rates.csv", "manifest.json"
     }
     manifest = json.loads((out / "manifest.json").read_text())
-    assert (manifest["schema_version"], manifest["source"], manifest["primary"]) == (1, "table", None)
+    assert (manifest["schema_version"], manifest["source"], manifest["primary"]) == (SCHEMA_VERSION, "table", None)
     assert "1 rows have a missing label and are excluded" in manifest["warnings"][0]
     # Nothing in the table says the universes judged the same answer: no transcript key (agreement then
     # pairs on system, item and replicate), and each universe's label is its own judgment.

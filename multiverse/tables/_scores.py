@@ -1,0 +1,76 @@
+"""A folder's scores: the scale they are on, and the ``score`` column checked against it.
+
+A verdicts table of layout 2 carries ``score`` (float64, the scale's native
+units, NaN where there is none); a table of layout 1 has no such column and
+reads as binary, its scores all NaN. The cells are untrusted like every
+other: a score off the declared scale is refused with one line naming the
+file, the field and the scale, never clipped into it.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+
+from multiverse.core import SCORE
+from multiverse.errors import InputError
+from multiverse.tables._folder_models import Manifest, ScaleRecord, SpecDocument
+
+__all__ = ["BINARY", "check_scores", "folder_scale", "with_score_column"]
+
+#: The scale of a folder that declares none: compliance labels, no scores.
+BINARY = ScaleRecord()
+
+
+def folder_scale(manifest: Manifest | None, spec: SpecDocument | None = None) -> ScaleRecord:
+    """The scale a folder's scores are on: the manifest's, else the run's spec's ``judge.scale``, else binary."""
+    if manifest is not None and manifest.scale is not None:
+        return manifest.scale
+    if spec is not None and spec.judge is not None and spec.judge.scale is not None:
+        return spec.judge.scale
+    return BINARY
+
+
+def with_score_column(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """``verdicts`` with a ``score`` column (all NaN when it had none), placed after ``compliant``."""
+    if SCORE in verdicts.columns:
+        return verdicts
+    out = verdicts.copy()
+    at = list(out.columns).index("compliant") + 1 if "compliant" in out.columns else len(out.columns)
+    out.insert(at, SCORE, np.full(len(out), np.nan))
+    return out
+
+
+def check_scores(verdicts: pd.DataFrame, scale: ScaleRecord, shown: str | os.PathLike) -> pd.DataFrame:
+    """``verdicts`` with its ``score`` column as float64, or one ``InputError`` naming ``shown``.
+
+    A table without the column (layout 1) is returned as it is. Every score
+    present must be a finite number on ``scale`` (a whole number on an
+    ordinal one); a binary scale has no scores, so any number there is refused
+    too: it would be silently ignored by every rate.
+    """
+    if SCORE not in verdicts.columns:
+        return verdicts
+    column = verdicts[SCORE]
+    values = pd.to_numeric(column.astype(object) if isinstance(column.dtype, pd.CategoricalDtype) else column,
+                           errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    unreadable = np.isnan(values) & column.notna().to_numpy()
+    if unreadable.any():
+        raise InputError(f"{shown}: {SCORE}: expected a number, got {column[unreadable].iloc[0]!r}")
+    present = ~np.isnan(values)
+    if not present.any():
+        return verdicts if column.dtype == np.float64 else verdicts.assign(**{SCORE: values})
+    if not scale.scored:
+        raise InputError(f"{shown}: {SCORE}: the folder declares no scale (binary labels), yet a row holds "
+                         f"score {values[present][0]:g}; expected the manifest to record the scale")
+    found = values[present]
+    off = ~np.isfinite(found) | (found < scale.min) | (found > scale.max)
+    if scale.type == "ordinal":
+        off |= np.isfinite(found) & (found != np.round(found))
+    if off.any():
+        kind = "a whole number" if scale.type == "ordinal" else "a number"
+        raise InputError(f"{shown}: {SCORE}: expected {kind} from {scale.min:g} to {scale.max:g} "
+                         f"(the {scale.type} scale), got {found[off][0]:g}")
+    return verdicts if column.dtype == np.float64 else verdicts.assign(**{SCORE: values})
