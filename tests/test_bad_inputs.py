@@ -95,7 +95,7 @@ CASES = [
     # -- unknown keys
     B("unknown_key_top.yaml", "unknown_key_top.yaml: judges (line 7): unknown key; expected one of: axes, concept, design"),
     B("unknown_key_nested.yaml",
-      "unknown_key_nested.yaml: judge.temprature (line 9): unknown key; expected one of: api_base, api_key_env, evidence_standard, model, params, samples"),
+      "unknown_key_nested.yaml: judge.temprature (line 9): unknown key; expected one of: api_base, api_key_env, evidence_standard, model, order, params, samples, scale"),
     B("unknown_key_system.yaml", "unknown_key_system.yaml: systems.0.temperature (line 7): unknown key; expected one of: "),
     # A key pasted into the spec: refused, and never echoed back.
     B("unknown_key_api_key.yaml", "unknown_key_api_key.yaml: systems.0.api_key (line 7): unknown key; expected one of: ",

@@ -142,8 +142,8 @@ def import_table(
 
     axis_values = {axis: _names(path, frame[axis], axis) for axis in axes}
     systems = _names(path, frame[system], system)
-    scored = None
     if score is None:
+        scored = None
         compliant, empty = _compliance(path, frame[label], label, positive, list(negative or []))
     else:
         assert scale is not None
@@ -155,14 +155,85 @@ def import_table(
     universe_ids = _universe_ids(combos, axes)
     replicates = (replicate_numbers(path, frame[optional["replicate"]], optional["replicate"])
                   if "replicate" in optional else np.zeros(len(frame), dtype=np.int64))
+    _check_duplicates(path, universe_ids, systems, items, replicates, axes, axis_values, system, item, optional)
+
+    verdicts = _verdict_frame(path, frame, universe_ids, axis_values, systems, items, factors, replicates)
+    transcripts = _judged_keys(path, frame, verdicts, optional)
+    verdicts["status"] = np.where(empty, "excluded", "ok")
+    verdicts["reason"] = np.where(empty, "missing label", "")
+    labels = pd.array(compliant, dtype="boolean")
+    labels[empty] = pd.NA
+    verdicts["compliant"] = labels
+
+    warnings = []
+    what = "label" if scored is None else "score"
+    if empty.any():
+        warnings.append(f"{path}: {label}: {int(empty.sum())} rows have a missing {what} and are excluded "
+                        f"(status excluded, reason 'missing {what}'), not counted as non-compliant")
+        verdicts["reason"] = np.where(empty, f"missing {what}", "")
+    # The rationales belong to the table's rows, before scoring options repeat them per universe.
+    criteria = (rationale_criteria(verdicts, frame[optional["rationale"]], label)
+                if "rationale" in optional else None)
+    choices, record = None, None
+    if scored is not None:
+        verdicts["score"] = np.where(empty, np.nan, scored[0])
+        record = scored[2]
+        warnings += tie_warnings(verdicts, record, label)
+        verdicts, axes, choices = expand(verdicts, axes, record, cuts)
+        primary = scored_primary(primary, record, cuts)
+    rates = compute_rates(verdicts, axes=axes, factors=factors, ci=ci, scoring=choices, scale=record)
+    options = (
+        verdicts.drop_duplicates("universe_id").set_index("universe_id")[axes].to_dict("index")
+        if axes
+        else {universe_ids[0]: {}}
+    )
+    manifest = _manifest(path, axes, factors, choices, options, primary, warnings, ci, record, cuts,
+                         input={"system": system, "item": item, "label": label, "positive": positive,
+                                "negative": list(negative or []), "missing_labels": int(empty.sum()), **optional})
+    return write_import_dir(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
+                            transcripts=transcripts)
+
+
+def _manifest(path: Path, axes: list, factors: list, choices: Any, options: dict, primary: Any, warnings: list,
+              ci: str, record: Any, cuts: Sequence[float], input: dict) -> dict[str, Any]:
+    """The import's manifest: its universes, primary, warnings, input columns and, for scores, the scale."""
+    optional = {role: input[role] for role in ("replicate", "transcript", "rationale") if role in input}
+    manifest: dict[str, Any] = {
+        "source": "table",
+        "axes": axes,
+        "factors": factors,
+        "universes": list(options) if choices is None else _universes(options, choices),
+        "primary": resolve_primary(primary, axes, options),
+        "primary_declared": bool(primary),
+        "warnings": warnings,
+        "universe_options": options,
+        "input": {"file": str(path), **input,
+                  "paired_on": "transcript" if "transcript" in optional else "system, item and replicate"},
+        "estimator": "pooled",
+        "ci": ci,
+        "level": 0.95,
+    }
+    if record is not None:
+        # Scores: the scale (and a pairwise reference) for every reader; each universe's estimator is its own.
+        manifest.update(estimator=None, scale=record.model_dump(), reference=record.reference)
+        manifest["input"].update(score=input["label"], label=None, cuts=[float(c) for c in cuts])
+    return manifest
+
+
+def _check_duplicates(path: Path, universe_ids: Any, systems: Any, items: Any, replicates: Any, axes: list,
+                      axis_values: dict, system: str, item: str, optional: dict[str, str]) -> None:
     keyed = pd.DataFrame({"universe_id": universe_ids, "system": systems, "case_id": items, "replicate": replicates})
     duplicated = keyed.duplicated(keep=False)
     if duplicated.any():
         _refuse_duplicate(path, keyed, duplicated, axes, axis_values, system, item, optional.get("replicate"))
 
+
+def _verdict_frame(path: Path, frame: pd.DataFrame, universe_ids: Any, axis_values: dict, systems: Any, items: Any,
+                   factors: list, replicates: Any) -> pd.DataFrame:
+    """The verdicts' identifying columns: universe, axes, system, case, factors and replicate."""
     verdicts = pd.DataFrame({"universe_id": universe_ids})
-    for axis in axes:
-        verdicts[axis] = axis_values[axis]
+    for axis, values in axis_values.items():
+        verdicts[axis] = values
     verdicts["system"] = systems
     verdicts["case_id"] = items
     for factor in factors:
@@ -170,6 +241,11 @@ def import_table(
         _one_spelling(path, factor, levels.unique())
         verdicts[factor] = levels.map(nfc).to_numpy()
     verdicts["replicate"] = replicates
+    return verdicts
+
+
+def _judged_keys(path: Path, frame: pd.DataFrame, verdicts: pd.DataFrame, optional: dict[str, str]) -> Any:
+    """Set the verdicts' transcript and judgment keys; the transcripts to write (or None)."""
     transcripts = None
     if "transcript" in optional:
         # Judges pair only on the same answer: the key digests the system, item, replicate and the transcript itself.
@@ -183,55 +259,7 @@ def import_table(
     # Each replicate is judged on its own (the key of a table without replicates is as before).
     judged = ["universe_id", "system", "case_id", *(["replicate"] if "replicate" in optional else [])]
     verdicts["judgment_key"] = _row_keys(verdicts[judged], "judgment")
-    verdicts["status"] = np.where(empty, "excluded", "ok")
-    verdicts["reason"] = np.where(empty, "missing label", "")
-    labels = pd.array(compliant, dtype="boolean")
-    labels[empty] = pd.NA
-    verdicts["compliant"] = labels
-
-    warnings = []
-    what = "label" if scored is None else "score"
-    if empty.any():
-        warnings.append(f"{path}: {label}: {int(empty.sum())} rows have a missing {what} and are excluded "
-                        f"(status excluded, reason 'missing {what}'), not counted as non-compliant")
-        verdicts["reason"] = np.where(empty, f"missing {what}", "")
-    choices, record = None, None
-    if scored is not None:
-        verdicts["score"] = np.where(empty, np.nan, scored[0])
-        record = scored[2]
-        warnings += tie_warnings(verdicts, record, label)
-        verdicts, axes, choices = expand(verdicts, axes, record, cuts)
-        primary = scored_primary(primary, record, cuts)
-    rates = compute_rates(verdicts, axes=axes, factors=factors, ci=ci, scoring=choices, scale=record)
-    criteria = (rationale_criteria(verdicts, frame[optional["rationale"]], label)
-                if "rationale" in optional else None)
-    options = (
-        verdicts.drop_duplicates("universe_id").set_index("universe_id")[axes].to_dict("index")
-        if axes
-        else {universe_ids[0]: {}}
-    )
-    manifest: dict[str, Any] = {
-        "source": "table",
-        "axes": axes,
-        "factors": factors,
-        "universes": list(options) if choices is None else _universes(options, choices),
-        "primary": resolve_primary(primary, axes, options),
-        "primary_declared": bool(primary),
-        "warnings": warnings,
-        "universe_options": options,
-        "input": {"file": str(path), "system": system, "item": item, "label": label, "positive": positive,
-                  "negative": list(negative or []), "missing_labels": int(empty.sum()), **optional,
-                  "paired_on": "transcript" if "transcript" in optional else "system, item and replicate"},
-        "estimator": "pooled",
-        "ci": ci,
-        "level": 0.95,
-    }
-    if record is not None:
-        # Scores: the scale (and a pairwise reference) for every reader; each universe's estimator is its own.
-        manifest.update(estimator=None, scale=record.model_dump(), reference=record.reference)
-        manifest["input"].update(score=label, label=None, cuts=[float(c) for c in cuts])
-    return write_import_dir(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
-                            transcripts=transcripts)
+    return transcripts
 
 
 def _refuse_duplicate(path, keyed, duplicated, axes, axis_values, system, item, replicate) -> None:
