@@ -1,0 +1,76 @@
+"""Moving a store from before the database into it: every good entry file becomes a row, then goes.
+
+``multiverse store migrate`` runs :func:`migrate_store`. Each entry file is
+read with the legacy reader's defences (a bad one is quarantined, as a run
+would), written as a row with its file's time (so ``gc``'s protection of
+fresh entries still holds), and removed only once its row is committed: a
+migration killed at any point is finished by running it again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from multiverse.store._packing import pack
+from multiverse.store._path import check_store_path
+from multiverse.store._records import SHAPES
+from multiverse.store._store import Store, scrub
+from multiverse.store._text import storable
+
+__all__ = ["Migration", "migrate_store"]
+
+
+@dataclass(frozen=True)
+class Migration:
+    """What a migration did: entry files moved into the database, already there, and quarantined."""
+
+    root: str
+    moved: int
+    already: int
+    quarantined: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"root", "moved", "already", "quarantined"}``."""
+        return dataclasses.asdict(self)
+
+
+def migrate_store(path: str | os.PathLike) -> Migration:
+    """Move every entry file of the store directory at ``path`` into its database (see module doc)."""
+    root = check_store_path(path, write=True)
+    store = Store(root, shapes=SHAPES).open()
+    legacy = store.legacy
+    assert legacy is not None  # a directory store
+    moved = already = 0
+    for stage in legacy.stages():
+        for key in list(legacy.keys(stage)):
+            file = legacy.path(stage, key)
+            try:
+                made = os.lstat(file).st_mtime
+            except FileNotFoundError:
+                continue
+            record = legacy.read(stage, file)
+            if record is None:
+                continue  # quarantined by the reader
+            if store.insert(stage, key, pack(scrub(storable(record))), stored_at=made):
+                moved += 1
+            else:
+                already += 1
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(file)
+        _remove_empty(os.path.join(root, stage))
+    _remove_empty(os.path.join(root, "leases"))
+    return Migration(root=str(root), moved=moved, already=already, quarantined=store.quarantined)
+
+
+def _remove_empty(folder: str) -> None:
+    """Remove ``folder``'s empty subfolders and then it, if nothing else is left (a writer may add more)."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            if entry.is_dir(follow_symlinks=False):
+                with contextlib.suppress(OSError):
+                    os.rmdir(entry.path)
+        os.rmdir(folder)
