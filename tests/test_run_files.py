@@ -11,6 +11,7 @@ import pytest
 import yaml
 from cli_runner import run_cli
 from conftest import tiny_spec_document
+from store_rows import count
 
 from multiverse.core._atomicfile import atomic_write, atomic_write_text
 from multiverse.engine._pipeline import run
@@ -113,7 +114,7 @@ def test_the_rule_explicit_then_environment_then_beside_the_spec(tmp_path, monke
 
 
 def entries_in(root: Path) -> int:
-    return len(list(root.glob("*/*/*.json"))) - len(list(root.glob("quarantine/*/*")))
+    return count(root)
 
 
 def test_store_stats_of_a_spec_shows_what_its_run_stored(tmp_path):
