@@ -180,6 +180,15 @@ class SQLiteDatabase(Database):
 
     def _connect(self) -> sqlite3.Connection:
         _check_file(Path(self.path))
+        try:
+            # Made here, 0o666 & umask like any file the user writes: SQLite would make it 0o644
+            # whatever the umask (a group-shared store needs 0o664), and its log files copy its mode.
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666))
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise StoreError(f"store {Path(self.path).parent}: cannot create its database ({exc.strerror}); "
+                             "expected a directory you can write to") from None
         # isolation_level=None: this code opens its transactions itself, and a lone statement commits at once.
         conn = sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False)
         try:

@@ -1,0 +1,186 @@
+"""Benchmark: a whole ``multiverse run``'s CPU per request, next to litellm's and httpx's on the same server.
+
+Each mode is a fresh Python process talking to one fake OpenAI-compatible
+server on loopback (``tests/audit_server.py``'s responder, in its own process
+so that its CPU is not counted), and is measured by the process CPU time
+(user + system, from ``wait4``) of everything it did, start-up included:
+
+- ``run``: ``multiverse run SPEC --jobs J`` (the CLI, as a user runs it) of an
+  audit grid on the fake server: 2 systems x 4 cells x ``--cases`` cases, two
+  turns, two judges. Requests are counted at the server; a second ``run`` of
+  the same spec on the same store (``rerun``) must send none;
+- ``litellm``: ``litellm.completion`` from J threads, N requests like the run's;
+- ``acompletion``: ``litellm.acompletion`` on one event loop, J at a time;
+- ``httpx``: a bare ``httpx.Client`` POST from J threads (the transport's floor).
+
+The ratio printed is ``run`` CPU per request over ``litellm``'s: the issue's
+target is at most 1.5. Start-up (imports) is in every mode's figure, so the
+ratio is of whole processes, the way a user pays for them.
+
+Run:  python tests/bench/bench_run_cpu.py [--cases 40] [--jobs 16] [--latency 0.05] [--modes run litellm acompletion httpx] [--json]
+Not collected by pytest (no test functions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+
+MODES = ("run", "litellm", "acompletion", "httpx")
+
+# One request like a run's rollout turn: the audit server answers it as the system under audit.
+_CALLER = r'''
+import json, os, sys, threading, time
+mode, url, jobs, calls = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+messages = [{"role": "system", "content": "You are Atlas, a careful assistant."},
+            {"role": "user", "content": "Can you confirm the warranty covers water damage?"}]
+if mode == "httpx":
+    import httpx
+    client = httpx.Client(base_url=url, timeout=60)
+    def one():
+        client.post("/chat/completions", json={"model": "fake", "messages": messages, "temperature": 0.2}).raise_for_status()
+elif mode == "litellm":
+    import litellm
+    def one():
+        litellm.completion(model="openai/fake", api_base=url, api_key="sk-local", messages=messages, temperature=0.2)
+elif mode == "acompletion":
+    import asyncio, litellm
+    async def main():
+        gate = asyncio.Semaphore(jobs)
+        async def one():
+            async with gate:
+                await litellm.acompletion(model="openai/fake", api_base=url, api_key="sk-local", messages=messages,
+                                          temperature=0.2)
+        await asyncio.gather(*(one() for _ in range(calls)))
+    asyncio.run(main())
+    sys.exit(0)
+left = iter(range(calls))
+lock = threading.Lock()
+def work():
+    while True:
+        with lock:
+            if next(left, None) is None:
+                return
+        one()
+threads = [threading.Thread(target=work) for _ in range(jobs)]
+for t in threads: t.start()
+for t in threads: t.join()
+'''
+
+
+class AuditServer:
+    """The audit responder on a fake OpenAI-compatible server, in its own process."""
+
+    def __init__(self, latency: float):
+        code = ("import sys; sys.path.insert(0, sys.argv[1]);"
+                "from audit_server import audit_responder; from fakeserver import FakeServer;"
+                "server = FakeServer(responder=audit_responder, latency=float(sys.argv[2])).__enter__();"
+                "print(server.url, flush=True); sys.stdin.read()")
+        self.proc = subprocess.Popen([sys.executable, "-c", code, str(ROOT / "tests"), str(latency)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.url = self.proc.stdout.readline().strip()
+
+    def total(self) -> int:
+        with urllib.request.urlopen(f"{self.url}/stats") as response:
+            return int(json.loads(response.read())["counts"].get("total", 0))
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def timed(argv: list[str], env: dict | None = None, cwd: str | None = None) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the process and its children) of one command."""
+    wall = time.perf_counter()
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{argv[:3]} failed: {proc.stderr.read().decode()[-2000:]}")
+    return time.perf_counter() - wall, usage.ru_utime + usage.ru_stime
+
+
+def measure(modes: list[str], cases: int, jobs: int, latency: float) -> dict:
+    import yaml
+    from audit_server import fake_spec_document
+
+    server = AuditServer(latency)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    rows: dict[str, dict] = {}
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            spec = Path(tmp) / "bench.yaml"
+            spec.write_text(yaml.safe_dump(fake_spec_document(server.url, name="bench", cases_per_cell=cases),
+                                           sort_keys=False))
+            requests = None
+            if "run" in modes:
+                argv = [sys.executable, "-m", "multiverse.cli", "run", str(spec), "--jobs", str(jobs), "--quiet",
+                        "--store", f"{tmp}/store", "--out"]
+                before = server.total()
+                wall, cpu = timed([*argv, f"{tmp}/run"], env, tmp)
+                requests = server.total() - before
+                rows["run"] = _row(requests, wall, cpu)
+                before = server.total()
+                wall, cpu = timed([*argv, f"{tmp}/rerun"], env, tmp)
+                rows["rerun"] = {"requests": server.total() - before, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2)}
+                files = sum(1 for p in Path(tmp, "store").rglob("*") if p.is_file())
+                rows["run"]["store_files"] = files
+            calls = requests or 2000
+            for mode in (m for m in modes if m != "run"):
+                before = server.total()
+                wall, cpu = timed([sys.executable, "-c", _CALLER, mode, server.url, str(jobs), str(calls)], env)
+                rows[mode] = _row(server.total() - before, wall, cpu)
+    finally:
+        server.close()
+    out = {"date": datetime.now(timezone.utc).date().isoformat(), "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+           "python": platform.python_version(), "cases_per_cell": cases, "jobs": jobs, "latency_s": latency,
+           "modes": rows}
+    if "run" in rows and "litellm" in rows:
+        out["run_over_litellm"] = round(rows["run"]["cpu_ms_per_request"] / rows["litellm"]["cpu_ms_per_request"], 2)
+    if "acompletion" in rows and "litellm" in rows:
+        out["acompletion_over_litellm"] = round(rows["acompletion"]["cpu_ms_per_request"]
+                                                / rows["litellm"]["cpu_ms_per_request"], 2)
+    return out
+
+
+def _row(requests: int, wall: float, cpu: float) -> dict:
+    return {"requests": requests, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
+            "cpu_ms_per_request": round(cpu / max(requests, 1) * 1000, 2)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=40, help="generated cases per cell (about 13 requests each)")
+    parser.add_argument("--jobs", type=int, default=16)
+    parser.add_argument("--latency", type=float, default=0.05, help="seconds the server takes per request")
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    result = measure(args.modes, args.cases, args.jobs, args.latency)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return
+    print(f"{result['date']}, {result['machine']}, Python {result['python']}; jobs {args.jobs}, latency {args.latency}s")
+    print(f"{'mode':12} {'requests':>9} {'wall s':>8} {'CPU s':>8} {'CPU ms/request':>15}")
+    for mode, row in result["modes"].items():
+        per = row.get("cpu_ms_per_request", "")
+        print(f"{mode:12} {row['requests']:>9} {row['wall_s']:>8} {row['cpu_s']:>8} {per:>15}")
+    for key in ("run_over_litellm", "acompletion_over_litellm"):
+        if key in result:
+            print(f"{key}: {result[key]}")
+
+
+if __name__ == "__main__":
+    main()
