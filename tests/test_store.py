@@ -475,3 +475,46 @@ def test_an_expired_claim_is_stale_and_gc_removes_old_claims(tmp_path):
     assert store.gc(keep=None, dry_run=True).temp_files == 1 and len(rows(store, "claim")) == 1
     store.gc(keep=None)
     assert rows(store, "claim") == []
+
+
+# -- stores from before the database -------------------------------------------------------------
+
+
+def test_an_old_store_of_entry_files_is_read_as_it_is_and_migrated_in_one_step(tmp_path):
+    import multiverse as mv
+    from multiverse.store import SHAPES
+
+    root = tmp_path / "old"
+    good = {"status": "ok", "reason": "", "turns": [{"role": "user", "content": "a long turn " * 40}]}
+    paths = [legacy_entry(root, "transcript", f"{i:02x}aa", {**good, "n": i}) for i in range(12)]
+    bad = legacy_entry(root, "transcript", "ffbb", {"status": "ok", "turns": "not a list"})
+    (root / "leases").mkdir()
+    past = time.time() - 3 * 3600
+    for path in paths:
+        os.utime(path, (past, past))
+    keys = [f"{i:02x}aa" for i in range(12)]
+    store = Store(root, shapes=SHAPES)
+    assert len(store.get_many("transcript", keys)) == 12  # read transparently, nothing moved
+    assert not (root / "store.sqlite3").exists() and all(p.exists() for p in paths)
+
+    with pytest.warns(CorruptEntryWarning, match="ffbb"):
+        moved = mv.store_migrate(store=root)
+    assert (moved.moved, moved.already, moved.quarantined) == (12, 0, 1)
+    assert not (root / "transcript").exists() and not (root / "leases").exists() and not bad.exists()
+    assert {p.name for p in store_files(root) if p.parent == root} <= {"store.sqlite3", "store.sqlite3-wal",
+                                                                        "store.sqlite3-shm"}
+    got = Store(root, shapes=SHAPES).get_many("transcript", keys)
+    assert [got[k]["n"] for k in keys] == list(range(12)) and got[keys[0]]["turns"] == good["turns"]
+    # The files' age is kept: gc's grace for fresh entries still counts from when they were made.
+    assert Store(root).gc({"transcript": set(keys[6:])}).removed == 6
+    assert mv.store_migrate(store=root).moved == 0  # again: nothing left to move
+
+
+def test_store_migrate_on_the_command_line_says_what_it_moved(tmp_path):
+    from cli_runner import run_cli
+
+    legacy_entry(tmp_path / "old", "case", "c1aa", {"status": "ok", "case": {}})
+    done = run_cli(["store", "migrate", "--store", tmp_path / "old", "--json"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) | {"root": ""} == {"root": "", "moved": 1, "already": 0, "quarantined": 0}
+    assert Store(tmp_path / "old").get("case", "c1aa")["status"] == "ok"
