@@ -205,7 +205,7 @@ def run(
     verdicts, criteria = assemble(spec, work, records, executor.failures)
     rates = run_rates(spec, universes, verdicts)
     manifest = run_manifest(spec, universes, work, records, computed=executor.computed, failures=executor.failures,
-                            verdicts=verdicts, started=started, store_root=st.root)
+                            verdicts=verdicts, started=started, store_root=st.db.label if st.server else st.root)
     if write:
         write_run_folder(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
                          spec_document=spec.document or {}, transcripts=records["transcript"])

@@ -270,14 +270,16 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _redacted(url: str) -> str:
-    """A server URL without its password, for a message."""
-    from urllib.parse import urlsplit, urlunsplit
+    """A server URL without its password (in the user part or the query), for a message or a manifest."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit
 
     try:
         parts = urlsplit(url)
+        query = [(k, "[redacted]" if "pass" in k.lower() else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)]
+        netloc = parts.netloc
+        if parts.password is not None:
+            netloc = f"{parts.username}:[redacted]@" + netloc.rpartition("@")[2]
     except ValueError:
         return "postgresql://..."
-    if parts.password is None:
-        return url
-    netloc = f"{parts.username}:[redacted]@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    # Built by hand: urlunsplit drops the "//" of a URL without a host (a unix socket's).
+    return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{urlencode(query, safe='/[]')}" if query else "")
