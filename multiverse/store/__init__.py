@@ -29,11 +29,11 @@ tables or anything above. Which keys a spec references is the grid's to say
 
 from __future__ import annotations
 
+from multiverse.store._by_path import Migration, migrate_store, store_gc, store_stats
 from multiverse.store._claims import Held, release_of
 from multiverse.store._db import is_server
-from multiverse.store._gc import GcReport, StageGc, StageStats, StoreStats, store_gc, store_stats
+from multiverse.store._gc import GcReport, StageGc, StageStats, StoreStats
 from multiverse.store._lease import Lease, live_leases
-from multiverse.store._migrate import Migration, migrate_store
 from multiverse.store._path import RecordedStore, check_store_path, default_store_path, store_of
 from multiverse.store._provenance import call_of, provenance, versions
 from multiverse.store._records import (

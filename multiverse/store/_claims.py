@@ -27,7 +27,7 @@ from typing import Protocol
 from multiverse.core import interrupt
 from multiverse.store._db import Database
 
-__all__ = ["Claimant", "Held", "claim", "holder", "is_live", "release", "release_of"]
+__all__ = ["Claimant", "HasDatabase", "Held", "claim", "holder", "is_live", "release", "release_of"]
 
 #: this host, as claims name it
 HOST = socket.gethostname()
@@ -40,6 +40,13 @@ class Claimant(Protocol):
     def claim(self, stage: str, key: str) -> bool: ...
 
     def release(self, stage: str, key: str) -> None: ...
+
+
+class HasDatabase(Protocol):
+    """A store, as far as :func:`release_of` uses it: its database."""
+
+    @property
+    def db(self) -> Database: ...
 
 
 def claim(db: Database, stage: str, key: str, lease: float) -> bool:
@@ -67,7 +74,7 @@ def release(db: Database, stage: str, key: str) -> None:
                (stage, key, HOST, os.getpid()))
 
 
-def release_of(store: object, pids: Collection[int]) -> int:
+def release_of(store: HasDatabase, pids: Collection[int]) -> int:
     """Drop the claims in ``store`` held on this host by ``pids`` (ended processes of this
     run, killed before they could release them); returns how many."""
     db: Database = store.db

@@ -9,8 +9,8 @@ show entries removed under it as failed units.
 Both are queries of the store's database (``multiverse.store._db``), plus a
 walk of the entry files a store from before the database may still hold
 (``multiverse.store._files``); ``Store.stats`` and ``Store.gc`` are one-line
-delegations, and :func:`store_stats` and :func:`store_gc` serve a caller that
-has only a path (or a server's URL).
+delegations; ``multiverse.store._by_path`` serves a caller that has only a
+path (or a server's URL).
 The answers are frozen dataclasses; ``to_dict()`` is the document
 ``multiverse store stats|gc --json`` prints.
 """
@@ -21,7 +21,7 @@ import dataclasses
 import os
 import shutil
 import time
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,9 +29,8 @@ from typing import Any
 from multiverse.store._db import Database, is_server
 from multiverse.store._files import SUFFIX, check_name, name_kind, quarantined_files, scan, sorted_dirs, stage_names
 from multiverse.store._lease import live_leases
-from multiverse.store._path import check_store_path
 
-__all__ = ["GcReport", "StageGc", "StageStats", "StoreStats", "gc", "stats", "store_gc", "store_stats"]
+__all__ = ["GcReport", "StageGc", "StageStats", "StoreStats", "gc", "stats"]
 
 
 @dataclass(frozen=True)
@@ -264,45 +263,6 @@ def _gc_files(root: Path, keep: Mapping[str, Collection[str]] | None, protect_si
             tally.corrupt_files += 1
         except FileNotFoundError:
             continue
-
-
-# -- for a caller with a path --------------------------------------------------------------------
-
-
-def store_stats(path: str | os.PathLike) -> StoreStats:
-    """What the store at ``path`` holds (nothing, if it is not made yet).
-
-    ``InputError`` if ``path`` exists but is not a directory.
-    """
-    from multiverse.store._store import Store
-
-    return Store(check_store_path(path, write=False)).stats()
-
-
-def store_gc(path: str | os.PathLike,
-             keep: Mapping[str, Collection[str]] | Iterable[Mapping[str, Collection[str]]] | None = None, *,
-             dry_run: bool = False, temp_age: float = 3600.0, fresh: float = 3600.0) -> GcReport:
-    """Remove from the store at ``path`` the entries ``keep`` does not name, its quarantined files and its
-    stale temp files (:func:`gc`).
-
-    ``keep``: the keys still referenced per stage, or several such mappings
-    (one per spec: what its grid references), merged; stages none of them
-    names are left alone, and ``None`` removes no entry. Entries written in
-    the last ``fresh`` seconds or since a live run on the store started are
-    always kept. The store is checked first (``InputError`` unless it is a
-    directory you can write to), then the mappings are read: a generator
-    that loads specs loads them only once the store is known to be usable.
-    """
-    from multiverse.store._store import Store
-
-    store = Store(check_store_path(path, write=True))
-    if keep is None or isinstance(keep, Mapping):
-        return store.gc(keep, dry_run=dry_run, temp_age=temp_age, fresh=fresh)
-    merged: dict[str, set[str]] = {}
-    for referenced in keep:
-        for stage, keys in referenced.items():
-            merged.setdefault(stage, set()).update(keys)
-    return store.gc(merged, dry_run=dry_run, temp_age=temp_age, fresh=fresh)
 
 
 def _remove_any(path: str, dry_run: bool) -> None:

@@ -93,7 +93,7 @@ class LegacyFiles:
                 for name in sorted(e.name for e in scan(shard) if name_kind(e.name) == "entry"))
 
     def stages(self) -> list[str]:
-        return stage_names(self.root)
+        return stage_names(os.fspath(self.root))
 
     def read(self, stage: str, path: str) -> dict | None:
         try:
