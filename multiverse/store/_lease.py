@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Literal
 
 from multiverse.errors import StoreError
-from multiverse.store._db import Database, SQLiteDatabase, open_database
+from multiverse.store._db import DB_NAME, Database, SQLiteDatabase, is_server, open_database
 
 __all__ = ["REFRESH", "TTL", "Lease", "live_leases"]
 
@@ -40,10 +40,10 @@ class Lease:
     """The lease of one run on the store at ``root`` (a directory or a server's URL; a context manager)."""
 
     def __init__(self, root: str | os.PathLike):
-        self.root = root if isinstance(root, str) and "://" in root else Path(root)
+        self.root: str | Path = str(root) if is_server(root) else Path(root)
         self.id = f"{socket.gethostname()}.{os.getpid()}.{secrets.token_hex(4)}"
         self.started = time.time()
-        self._db: Database = open_database(self.root if isinstance(self.root, str) else str(self.root))
+        self._db: Database = open_database(str(self.root))
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -96,9 +96,9 @@ def live_leases(root: str | os.PathLike | Database, *, remove_stale: bool = Fals
     if isinstance(root, Database):
         db = root
     else:
-        if not (isinstance(root, str) and "://" in root) and not os.path.isfile(os.path.join(root, "store.sqlite3")):
-            return []
-        db = open_database(root if isinstance(root, str) and "://" in root else str(root))
+        if not is_server(root) and not os.path.isfile(os.path.join(root, DB_NAME)):
+            return []  # no store yet: no lease either
+        db = open_database(str(root))
     live = []
     host = socket.gethostname()
     for lease_id, lease_host, pid, started, refreshed in db.query("SELECT id, host, pid, started, refreshed FROM lease"):
