@@ -57,7 +57,7 @@ from multiverse.store._gc import GcReport, StoreStats
 from multiverse.store._legacy import MAX_ENTRY_BYTES, CorruptEntryWarning, LegacyFiles
 from multiverse.store._packing import Packed, pack, parse, unpack
 from multiverse.store._path import check_store_path, default_store_path
-from multiverse.store._text import storable
+from multiverse.store._text import storable_text
 
 __all__ = ["CLAIM_LEASE", "MAX_ENTRY_BYTES", "CorruptEntryWarning", "Store", "check_store_path", "default_store_path",
            "open_store", "scrub"]
@@ -94,6 +94,32 @@ def scrub(record: Any, secret_values: Iterable[str] | None = None) -> Any:
         return obj
 
     return credentials.redact_all(drop_keys(record), secret_values)
+
+
+def storable_scrubbed(record: Mapping[str, Any]) -> dict:
+    """``scrub(storable(record))`` in one walk of the record: what every write stores.
+
+    Strings are made storable (``multiverse.store._text``) and then redacted,
+    keys too; credential-named keys are dropped, as :func:`scrub` does.
+    """
+    values = credentials.secret_values()
+
+    def clean(obj: Any) -> Any:
+        if isinstance(obj, str):
+            text = storable_text(obj)
+            return credentials.redact(text, values) if values else text
+        if isinstance(obj, Mapping):
+            out = {}
+            for key, value in obj.items():
+                key = clean(key)
+                if not (isinstance(key, str) and key.lower() in _CREDENTIAL_KEYS):
+                    out[key] = clean(value)
+            return out
+        if isinstance(obj, (list, tuple)):
+            return [clean(v) for v in obj]
+        return obj
+
+    return clean(record)
 
 
 class Store:
@@ -286,7 +312,7 @@ class Store:
             raise TypeError(f"store: {stage}/{key}: expected a dict record, got {type(record).__name__}")
         # The last sweep before the disk: credential values redacted and text
         # made UTF-8-safe here too, whatever stage or tool function composed the record.
-        clean = scrub(storable(record))
+        clean = storable_scrubbed(record)
         clean.setdefault("stored_at", datetime.now(timezone.utc).isoformat(timespec="seconds"))
         packed = pack(clean)  # a record that is not JSON raises TypeError here, before anything is looked at
         if self.legacy is not None and self.legacy.present(stage) and self.legacy.clear_for_put(stage, key):
