@@ -202,6 +202,7 @@ def run(
             interrupt.check("after the last call, before the tables were written")
     finally:
         _close(client)  # the run's HTTP connections end with it (a LiteLLMClient stays usable)
+        st.close()  # its last connection folds the write-ahead log into the database: one file at rest
     verdicts, criteria = assemble(spec, work, records, executor.failures)
     rates = run_rates(spec, universes, verdicts)
     manifest = run_manifest(spec, universes, work, records, computed=executor.computed, failures=executor.failures,
@@ -366,6 +367,7 @@ def draft(
     finally:
         _close(client)
     records = st.get_many("case", [u.key for u in units])
+    st.close()
     if executor.failures.get("case"):
         reasons = sorted(set(executor.failures["case"].values()))
         raise ModelError(f"{len(executor.failures['case'])} cases could not be drafted: {reasons[0]}", reason="draft_failed")

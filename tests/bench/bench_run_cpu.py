@@ -9,9 +9,11 @@ so that its CPU is not counted), and is measured by the process CPU time
   audit grid on the fake server: 2 systems x 4 cells x ``--cases`` cases, two
   turns, two judges. Requests are counted at the server; a second ``run`` of
   the same spec on the same store (``rerun``) must send none;
-- ``litellm``: ``litellm.completion`` from J threads, N requests like the run's;
-- ``acompletion``: ``litellm.acompletion`` on one event loop, J at a time;
-- ``httpx``: a bare ``httpx.Client`` POST from J threads (the transport's floor).
+- ``litellm``: ``litellm.completion`` from J threads, sending the run's own
+  requests again (the server keeps every body: the same messages, params,
+  seeds, tools and answer schemas);
+- ``acompletion``: the same through ``litellm.acompletion`` on one event loop, J at a time;
+- ``httpx``: the same bodies POSTed by a bare ``httpx.Client`` from J threads (the transport's floor).
 
 The ratio printed is ``run`` CPU per request over ``litellm``'s: the target
 is at most 1.5. Start-up (imports) is in every mode's figure, so the ratio is
@@ -46,37 +48,39 @@ MODES = ("run", "litellm", "acompletion", "httpx")
 # One request like a run's rollout turn: the audit server answers it as the system under audit.
 _CALLER = r'''
 import json, os, sys, threading, time
-mode, url, jobs, calls = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-messages = [{"role": "system", "content": "You are Atlas, a careful assistant."},
-            {"role": "user", "content": "Can you confirm the warranty covers water damage?"}]
+mode, url, jobs, bodies = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+# The run's own requests, replayed: the same messages, params, tools and answer schemas.
+bodies = json.load(open(bodies)) if bodies != "-" else []
+def kwargs(body):
+    return {k: v for k, v in body.items() if k not in ("model", "stream")}
 if mode == "httpx":
     import httpx
     client = httpx.Client(base_url=url, timeout=60)
-    def one():
-        client.post("/chat/completions", json={"model": "fake", "messages": messages, "temperature": 0.2}).raise_for_status()
+    def one(body):
+        client.post("/chat/completions", json=body).raise_for_status()
 elif mode == "litellm":
     import litellm
-    def one():
-        litellm.completion(model="openai/fake", api_base=url, api_key="sk-local", messages=messages, temperature=0.2)
+    def one(body):
+        litellm.completion(model="openai/fake", api_base=url, api_key="sk-local", **kwargs(body))
 elif mode == "acompletion":
     import asyncio, litellm
     async def main():
         gate = asyncio.Semaphore(jobs)
-        async def one():
+        async def one(body):
             async with gate:
-                await litellm.acompletion(model="openai/fake", api_base=url, api_key="sk-local", messages=messages,
-                                          temperature=0.2)
-        await asyncio.gather(*(one() for _ in range(calls)))
+                await litellm.acompletion(model="openai/fake", api_base=url, api_key="sk-local", **kwargs(body))
+        await asyncio.gather(*(one(b) for b in bodies))
     asyncio.run(main())
     sys.exit(0)
-left = iter(range(calls))
+left = iter(bodies)
 lock = threading.Lock()
 def work():
     while True:
         with lock:
-            if next(left, None) is None:
-                return
-        one()
+            body = next(left, None)
+        if body is None:
+            return
+        one(body)
 threads = [threading.Thread(target=work) for _ in range(jobs)]
 for t in threads: t.start()
 for t in threads: t.join()
@@ -87,10 +91,13 @@ class AuditServer:
     """The audit responder on a fake OpenAI-compatible server, in its own process."""
 
     def __init__(self, latency: float):
-        code = ("import sys; sys.path.insert(0, sys.argv[1]);"
+        # Serves until its stdin closes; "dump PATH" writes the request bodies it received so far.
+        code = ("import json, sys; sys.path.insert(0, sys.argv[1]);"
                 "from audit_server import audit_responder; from fakeserver import FakeServer;"
                 "server = FakeServer(responder=audit_responder, latency=float(sys.argv[2])).__enter__();"
-                "print(server.url, flush=True); sys.stdin.read()")
+                "print(server.url, flush=True)\n"
+                "for line in sys.stdin:\n"
+                "    open(line.split(None, 1)[1].strip(), 'w').write(json.dumps(server.requests)); print('ok', flush=True)")
         self.proc = subprocess.Popen([sys.executable, "-c", code, str(ROOT / "tests"), str(latency)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.url = self.proc.stdout.readline().strip()
@@ -98,6 +105,12 @@ class AuditServer:
     def total(self) -> int:
         with urllib.request.urlopen(f"{self.url}/stats") as response:
             return int(json.loads(response.read())["counts"].get("total", 0))
+
+    def dump(self, path: Path) -> None:
+        """Write every request body the server received so far to ``path`` (a JSON list)."""
+        self.proc.stdin.write(f"dump {path}\n")
+        self.proc.stdin.flush()
+        assert self.proc.stdout.readline().strip() == "ok"
 
     def close(self) -> None:
         self.proc.stdin.close()
@@ -140,13 +153,16 @@ def measure(modes: list[str], cases: int, jobs: int, latency: float) -> dict:
                 rows["rerun"] = {"requests": server.total() - before, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2)}
                 files = sum(1 for p in Path(tmp, "store").rglob("*") if p.is_file())
                 rows["run"]["store_files"] = files
-            calls = requests or 2000
+            bodies = Path(tmp) / "requests.json"
+            server.dump(bodies)
+            if "run" not in modes:
+                raise SystemExit("--modes needs run: the other modes replay the run's requests")
             for mode in (m for m in modes if m != "run"):
                 before = server.total()
-                wall, cpu = timed([sys.executable, "-c", _CALLER, mode, server.url, str(jobs), str(calls)], env)
+                wall, cpu = timed([sys.executable, "-c", _CALLER, mode, server.url, str(jobs), str(bodies)], env)
                 rows[mode] = _row(server.total() - before, wall, cpu)
                 # The same process making no request: what its imports cost.
-                rows[mode]["startup_cpu_s"] = round(timed([sys.executable, "-c", _CALLER, mode, server.url, str(jobs), "0"],
+                rows[mode]["startup_cpu_s"] = round(timed([sys.executable, "-c", _CALLER, mode, server.url, str(jobs), "-"],
                                                           env)[1], 2)
                 rows[mode]["cpu_ms_per_request_after_startup"] = round(
                     (rows[mode]["cpu_s"] - rows[mode]["startup_cpu_s"]) / max(rows[mode]["requests"], 1) * 1000, 2)
