@@ -41,7 +41,7 @@ from .errors import (
 )
 
 if TYPE_CHECKING:  # the names' real types for type checkers; at run time they are imported on first use
-    from ._api import count_universes, label, power, report, store_gc, store_stats, validate
+    from ._api import count_universes, label, power, report, store_gc, store_migrate, store_stats, validate
     from .engine import draft, plan, run
     from .gate import check, diff
     from .importers import import_assert, import_inspect, import_promptfoo, import_table
@@ -69,6 +69,7 @@ _LAZY = {
     "count_universes": "multiverse._api",
     "store_stats": "multiverse._api",
     "store_gc": "multiverse._api",
+    "store_migrate": "multiverse._api",
     "import_table": "multiverse.importers",
     "import_assert": "multiverse.importers",
     "check": "multiverse.gate",
@@ -107,6 +108,7 @@ __all__ = [
     "report",
     "run",
     "store_gc",
+    "store_migrate",
     "store_stats",
     "validate",
 ]

@@ -14,9 +14,9 @@ from typing import Any
 
 from multiverse.results import Results, load_run
 from multiverse.spec import Spec, Universe, UniverseCount
-from multiverse.store import GcReport, StoreStats
+from multiverse.store import GcReport, Migration, StoreStats
 
-__all__ = ["Validation", "count_universes", "label", "power", "report", "store_gc", "store_stats", "validate"]
+__all__ = ["Validation", "count_universes", "label", "power", "report", "store_gc", "store_migrate", "store_stats", "validate"]
 
 
 def report(results: Results | str | os.PathLike, path: str | os.PathLike | None = None, *, store: Any = None,
@@ -124,6 +124,15 @@ def store_stats(where: str | os.PathLike | None = None, *, store: str | os.PathL
     from multiverse.tables import read_manifest
 
     return stats(store_of([where] if where is not None else [], store, manifest_of=read_manifest))
+
+
+def store_migrate(where: str | os.PathLike | None = None, *, store: str | os.PathLike | None = None) -> Migration:
+    """Move the entry files of a store from before the database into it: the store a spec (beside it) or
+    a run folder (its manifest's) uses; ``store`` names it outright."""
+    from multiverse.store import migrate_store, store_of
+    from multiverse.tables import read_manifest
+
+    return migrate_store(store_of([where] if where is not None else [], store, manifest_of=read_manifest))
 
 
 def store_gc(specs: list[str | os.PathLike], *, store: str | os.PathLike | None = None,

@@ -22,6 +22,7 @@ import yaml
 from audit_server import RUBRIC, audit_responder, audit_role
 from conftest import tiny_spec_document
 from fakeserver import FakeServer
+from store_rows import stored_records
 
 from multiverse.engine._pipeline import run
 from multiverse.model._answers import MAX_ANSWER_CHARS, storable_text
@@ -125,8 +126,7 @@ def test_hostile_answers_are_stored_safely_failures_are_recorded_and_a_rerun_rea
     w = second.verdicts.set_index(["system", "case_id"]).sort_index()
     assert v.status.equals(w.status) and v.compliant.equals(w.compliant)
 
-    stored = [p for p in (tmp_path / "store").rglob("*.json")]
-    records = [json.loads(p.read_bytes().decode("utf-8")) for p in stored]  # strict UTF-8, valid JSON
+    records = list(stored_records(tmp_path / "store").values())  # strict UTF-8, valid JSON
     assert not [s for s in _strings(records) if _UNSTORABLE.search(s)]
     transcripts = {r["system"]: r for r in records if "turns" in r}
     assistant = {name: [m for m in r["turns"] if m["role"] == "assistant"] for name, r in transcripts.items()}

@@ -19,6 +19,7 @@ import pytest
 import yaml
 from cli_runner import run_cli, spawn_cli
 from conftest import explorer_block_texts
+from store_rows import rewrite
 
 from multiverse.errors import InputError
 from multiverse.explorer import render_explorer
@@ -421,10 +422,12 @@ def test_a_world_file_named_by_a_spec_is_read_bounded(tmp_path, kind):
 def _own_store(sim_run, where: Path) -> Path:
     """The reader's own store (a copy of the run's): every transcript the folder's verdicts name carries the secret."""
     store = Path(shutil.copytree(sim_run.store, where))
-    for entry in (store / "transcript").rglob("*.json"):
-        record = json.loads(entry.read_text())
+
+    def plant(record: dict) -> dict:
         record["turns"][0]["content"] = f"{SECRET} " + record["turns"][0]["content"]
-        entry.write_text(json.dumps(record))
+        return record
+
+    assert rewrite(store, "transcript", plant)
     return store
 
 

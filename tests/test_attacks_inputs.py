@@ -19,6 +19,7 @@ import pytest
 import yaml
 from cli_runner import run_cli
 from conftest import tiny_spec_document
+from store_rows import snapshot
 
 from multiverse.cli import main
 from multiverse.errors import InputError, SpecError
@@ -322,12 +323,12 @@ def test_library_run_refuses_another_specs_folder_and_never_leaves_a_stale_repor
     (out / "report.html").write_text("<title>tiny</title>")
     other = load_spec(write_spec(tmp_path / "b", name="other"))
     before = {p.name: p.read_bytes() for p in out.iterdir()}
-    stored = sorted(p.relative_to(store) for p in store.rglob("*") if p.is_file())
+    stored = snapshot(store)
     with pytest.raises(PlaceError) as info:
         run(other, out=out, store=store, progress=False)
     assert info.value.forceable and "--" not in str(info.value) and "'tiny'" in str(info.value)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
-    assert sorted(p.relative_to(store) for p in store.rglob("*") if p.is_file()) == stored, "it ran before refusing"
+    assert snapshot(store) == stored, "it ran before refusing"
 
     run(other, out=out, store=store, progress=False, force=True)
     assert json.loads((out / "manifest.json").read_text())["spec"] == "other"

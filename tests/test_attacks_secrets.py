@@ -12,6 +12,7 @@ for every canary, raw and (parquet) decoded. None may appear.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from audit_server import RUBRIC, audit_responder, audit_role, scenario_of
 from cli_runner import spawn_cli
 from conftest import explorer_block_texts, tiny_spec_document
 from fakeserver import FakeServer
+from store_rows import stored_records
 
 from multiverse.cli import main
 from multiverse.core import _credentials as credentials
@@ -60,7 +62,22 @@ def _texts(path: Path) -> list[str]:
         texts.append(pd.read_parquet(path).to_csv(index=False))
     if path.suffix == ".html":  # the explorer's compressed blocks: search what they hold too
         texts.extend(explorer_block_texts(texts[0]))
+    if path.name == "store.sqlite3":  # compressed rows: search every record, text and quarantined body too
+        texts.extend(_database_texts(path))
     return texts
+
+
+def _database_texts(path: Path) -> list[str]:
+    """Every stored record as JSON (texts resolved), every text, and every quarantined body, decompressed."""
+    import sqlite3
+    import zlib
+
+    found = [json.dumps(record, ensure_ascii=False) for record in stored_records(path.parent).values()]
+    with sqlite3.connect(path) as conn:
+        found += [zlib.decompress(b).decode("utf-8", "replace") for (b,) in conn.execute("SELECT body FROM text")]
+        found += [zlib.decompress(b).decode("utf-8", "replace") if b else "" for (b,) in
+                  conn.execute("SELECT body FROM quarantine")]
+    return found
 
 
 def _leaks(text_sources: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -144,11 +161,12 @@ def test_canary_keys_echoed_by_a_server_reach_no_file_and_no_output(tmp_path):
     assert '"role": "tool"' in transcripts and "TOOL" not in CANARIES  # the tool path ran and was echoed
 
     written = [p for root in (run_dir, store, report.parent) for p in root.rglob("*") if p.is_file()]
-    assert len(written) > 20 and report.exists() and (run_dir / "transcripts.jsonl").exists()
+    assert len(written) >= 7 and report.exists() and (run_dir / "transcripts.jsonl").exists()
+    assert (store / "store.sqlite3") in written  # the store is one database: its rows are searched below
     assert any(credentials.REDACTED in p.read_text(errors="replace") for p in written if p.suffix == ".json")
     # The request store (every answer, kept by its request's key) is searched too, echoed keys and all.
-    requests = [p for p in written if p.parts[-3] == "request" and p.suffix == ".json"]
-    assert len(requests) > 10 and any(credentials.REDACTED in p.read_text() for p in requests)
+    requests = stored_records(store, "request")
+    assert len(requests) > 10 and any(credentials.REDACTED in json.dumps(r) for r in requests.values())
     sources = {str(p): _texts(p) for p in written}
     sources.update({f"output of command {i}": [d.stdout + d.stderr] for i, d in enumerate(done)})
     leaks = _leaks(sources)

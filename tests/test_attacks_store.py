@@ -9,10 +9,12 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
+import zlib
 from pathlib import Path
 
 import pandas as pd
@@ -29,6 +31,7 @@ from multiverse.store import MAX_ENTRY_BYTES, SHAPES, CorruptEntryWarning, Lease
 sys.path.insert(0, str(Path(__file__).parent))
 from audit_server import audit_responder, fake_spec_document
 from fakeserver import FakeServer
+from store_rows import backdate, body, connect, rows, set_body
 
 REPO = Path(__file__).resolve().parents[1]
 GOOD_TRANSCRIPT = {"status": "ok", "reason": "", "turns": [{"role": "user", "content": "hi"},
@@ -88,6 +91,16 @@ def test_a_record_of_the_wrong_shape_is_quarantined_and_redone(store, stage, rec
     assert store.quarantined == 1 and store.stats().corrupt_files == 1
 
 
+@pytest.mark.parametrize("stage,record", [(s, r) for s, records in WRONG_SHAPES.items() for r in records
+                                          if isinstance(r, dict)])
+def test_a_row_of_the_wrong_shape_is_quarantined_and_redone(store, stage, record):
+    Store(store.root).put(stage, "ab01", record)  # a store without checks writes anything
+    with pytest.warns(CorruptEntryWarning, match="ab01"):
+        assert store.get(stage, "ab01") is None
+    assert rows(store) == [] and len(rows(store, "quarantine")) == 1
+    assert store.quarantined == 1 and store.stats().corrupt_files == 1
+
+
 @pytest.mark.parametrize("plant", ["folder", "symlink_dev_zero", "symlink_to_good_entry", "dangling_symlink",
                                    "fifo", "huge", "deep_nesting", "invalid_utf8", "unreadable"])
 def test_anything_but_a_small_regular_file_is_quarantined_without_being_read(store, tmp_path, plant):
@@ -139,7 +152,7 @@ def test_put_moves_a_non_file_out_of_the_way_instead_of_losing_the_record(store,
     {"folder": path.mkdir, "symlink": lambda: path.symlink_to("/dev/zero"), "fifo": lambda: os.mkfifo(path)}[plant]()
     with pytest.warns(CorruptEntryWarning):
         assert store.put("transcript", "ef03", GOOD_TRANSCRIPT) is True
-    assert path.is_file() and not path.is_symlink()
+    assert not os.path.lexists(path) and len(quarantined(store, "transcript")) == 1  # moved aside, not followed
     assert store.get("transcript", "ef03")["status"] == "ok"
 
 
@@ -147,14 +160,12 @@ def test_a_run_over_a_sabotaged_store_recomputes_exactly_the_bad_units(tmp_path,
     spec = load_spec(write_spec(tiny_spec_document()))
     first = run(spec, store=tmp_path / "store", out=tmp_path / "first", client=CountingClient(jobs=4), progress=False)
     root = tmp_path / "store"
-    transcripts = sorted(root.glob("transcript/*/*.json"))
-    judgments = sorted(root.glob("judgment/*/*.json"))
-    transcripts[0].write_text("{}")
-    transcripts[1].unlink()
-    transcripts[1].symlink_to("/dev/zero")
-    judgments[0].write_text(json.dumps({"status": "ok", "criteria": "wrong"}))
-    judgments[1].unlink()
-    judgments[1].mkdir()
+    transcripts = sorted(key for stage, key, *_ in rows(root) if stage == "transcript")
+    judgments = sorted(key for stage, key, *_ in rows(root) if stage == "judgment")
+    set_body(root, "transcript", transcripts[0], zlib.compress(b"{}"))
+    set_body(root, "transcript", transcripts[1], zlib.compress(b"\0" * (65 * 2**20)))  # a bomb, as /dev/zero was
+    set_body(root, "judgment", judgments[0], zlib.compress(json.dumps({"status": "ok", "criteria": "wrong"}).encode()))
+    set_body(root, "judgment", judgments[1], body(root, "judgment", judgments[1])[:-9])  # torn
 
     client = CountingClient(jobs=4)
     with pytest.warns(CorruptEntryWarning):
@@ -162,7 +173,7 @@ def test_a_run_over_a_sabotaged_store_recomputes_exactly_the_bad_units(tmp_path,
     keys = ["universe_id", "system", "case_id", "replicate"]
     pd.testing.assert_frame_equal(first.verdicts.sort_values(keys).reset_index(drop=True),
                                   again.verdicts.sort_values(keys).reset_index(drop=True))
-    assert len(list((root / "quarantine").rglob("*.json.*"))) == 4
+    assert len(rows(root, "quarantine")) == 4
     # Two transcripts redone (with their judgments, whose keys depend on them) and two judgments.
     assert again.manifest.stages["rollout"].computed > 0
     # Every request the redone units make was answered before: served from the request store, none sent.
@@ -179,7 +190,7 @@ def test_gc_keeps_what_a_live_run_wrote_and_drops_it_once_the_run_is_gone(tmp_pa
     store = Store(tmp_path / "store")
     old = time.time() - 3 * 3600
     store.put("transcript", "aa00", GOOD_TRANSCRIPT)
-    os.utime(entry(store, "transcript", "aa00"), (old, old))
+    backdate(store, time.time() - old, "transcript", "aa00")
     with Lease(store.root) as lease:
         lease.started = time.time()
         time.sleep(0.01)
@@ -203,19 +214,19 @@ def test_gc_keeps_entries_younger_than_its_grace_even_without_a_lease(tmp_path):
 def test_a_dead_runs_lease_protects_nothing_and_is_removed(tmp_path):
     store = Store(tmp_path / "store").open()
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
-    folder = store.root / "leases"
-    folder.mkdir()
     import socket
 
-    (folder / "x.1.json").write_text(json.dumps({"host": socket.gethostname(), "pid": int(dead.stdout),
-                                                 "started": time.time() - 7200}))
+    with connect(store) as conn:
+        conn.execute("INSERT INTO lease VALUES (?, ?, ?, ?, ?)", ("x.1", socket.gethostname(), int(dead.stdout),
+                                                                  time.time() - 7200, time.time()))
     assert live_leases(store.root) == []
     store.gc({}, fresh=0)
-    assert list(folder.iterdir()) == []
+    assert rows(store, "lease") == []
 
 
 def test_store_gc_mid_run_deletes_nothing_the_run_needs(tmp_path):
-    with FakeServer(responder=audit_responder, latency=0.05) as server:
+    # Slow enough answers that the run is still live while gc starts up and runs.
+    with FakeServer(responder=audit_responder, latency=0.3) as server:
         live = tmp_path / "live.yaml"
         live.write_text(yaml.safe_dump(fake_spec_document(server.url, name="live"), sort_keys=False))
         other = tmp_path / "other.yaml"  # shares nothing with the live run's grid
@@ -224,7 +235,7 @@ def test_store_gc_mid_run_deletes_nothing_the_run_needs(tmp_path):
         store = tmp_path / "store"
         child = start_cli(["run", live, "--store", store, "--out", tmp_path / "run", "--quiet", "--jobs", "2"], cwd=tmp_path)
         deadline = time.monotonic() + 120
-        while len(list(store.glob("transcript/*/*.json"))) < 3:
+        while _stored(store, "transcript") < 3:
             assert child.poll() is None and time.monotonic() < deadline
             time.sleep(0.02)
         gc = start_cli(["store", "gc", other, "--store", store], cwd=tmp_path)
@@ -237,6 +248,17 @@ def test_store_gc_mid_run_deletes_nothing_the_run_needs(tmp_path):
     assert manifest["statuses"]["rollout_failed"] == 0 and manifest["statuses"]["judge_failed"] == 0
 
 
+def _stored(root: Path, stage: str) -> int:
+    """How many entries of ``stage`` a live run has committed so far (0 before its database exists)."""
+    if not (root / "store.sqlite3").is_file():
+        return 0
+    try:
+        with connect(root) as conn:
+            return conn.execute("SELECT COUNT(*) FROM entry WHERE stage = ?", (stage,)).fetchone()[0]
+    except sqlite3.OperationalError:  # its tables are being made
+        return 0
+
+
 def test_a_store_deleted_mid_run_is_one_clear_error_not_failure_rows(tmp_path):
     with FakeServer(responder=audit_responder, latency=0.05) as server:
         spec = tmp_path / "gone.yaml"
@@ -244,7 +266,7 @@ def test_a_store_deleted_mid_run_is_one_clear_error_not_failure_rows(tmp_path):
         store = tmp_path / "store"
         child = start_cli(["run", spec, "--store", store, "--out", tmp_path / "run", "--quiet", "--jobs", "2"], cwd=tmp_path)
         deadline = time.monotonic() + 120
-        while len(list(store.glob("transcript/*/*.json"))) < 2:
+        while _stored(store, "transcript") < 2:
             assert child.poll() is None and time.monotonic() < deadline
             time.sleep(0.02)
         while store.exists():  # the run writes on meanwhile: a pass may meet a file created after its listing
@@ -266,7 +288,8 @@ def test_entries_lost_after_a_stage_stop_the_run_instead_of_becoming_failures(tm
     def run_then_lose(self, stage, units, upstream=lambda unit: None):
         real_run(self, stage, units, upstream)
         if stage == "transcript":  # someone deletes one fresh entry behind the run's back
-            next(iter(self.store.root.glob("transcript/*/*.json"))).unlink()
+            with connect(self.store.root) as conn:
+                conn.execute("DELETE FROM entry WHERE key = (SELECT key FROM entry WHERE stage = 'transcript' LIMIT 1)")
 
     monkeypatch.setattr(executor_module.Executor, "run", run_then_lose)
     with pytest.raises(StoreError, match="1 transcript entries this run wrote have disappeared"):
@@ -362,23 +385,23 @@ def test_a_killed_runs_lease_stops_protecting_once_its_process_is_gone(tmp_path)
     assert len(live_leases(store)) == 1
     holder.send_signal(signal.SIGKILL)
     holder.wait()
-    assert len(list((store / "leases").glob("*.json"))) == 1  # left behind
+    assert len(rows(store, "lease")) == 1  # left behind
     assert live_leases(store) == []
     Store(store).gc(None)
-    assert list((store / "leases").iterdir()) == []
+    assert rows(store, "lease") == []
 
 
 def test_the_cli_reports_each_quarantined_entry_in_one_line_and_stats_counts_them(tmp_path, write_spec):
     spec_path = write_spec(tiny_spec_document())
     store = tmp_path / "store"
     run(load_spec(spec_path), store=store, out=tmp_path / "first", progress=False)
-    bad = min(store.glob("transcript/*/*.json"))
-    bad.write_text("{}")
+    bad = min(key for stage, key, *_ in rows(store) if stage == "transcript")
+    set_body(store, "transcript", bad, zlib.compress(b"{}"))
     again = run_cli(["run", spec_path, "--store", store, "--out", tmp_path / "again", "--quiet"], cwd=tmp_path)
     stderr = again.stderr
     assert again.returncode == 0, stderr
     lines = [line for line in stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("warning: ") and bad.name in lines[0], stderr
+    assert len(lines) == 1 and lines[0].startswith("warning: ") and bad in lines[0], stderr
     assert "status: expected a string" in lines[0]
     assert "quarantined: 1 bad entries" in run_cli(["store", "stats", "--store", store], cwd=tmp_path).ok()
     manifest = json.loads((tmp_path / "again" / "manifest.json").read_text())

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from store_rows import claims, connect, count, leases, stored_records
 
 from multiverse.core import _interrupt as interrupt
 from multiverse.core._interrupt import RunInterrupted
@@ -58,20 +59,15 @@ def wait_for(condition, timeout: float = 60.0) -> None:
         time.sleep(0.01)
 
 
-def store_files(root: Path, pattern: str) -> list[Path]:
-    return sorted(p for p in root.rglob(pattern) if p.is_file())
-
-
 def assert_store_consistent(root: Path) -> None:
     """No claim and no lease left behind; every entry is whole JSON of a finished unit."""
-    assert store_files(root, "*.claim") == []
-    assert store_files(root / "leases", "*") == []
-    for path in store_files(root, "*.json"):
-        record = json.loads(path.read_text(encoding="utf-8"))
-        assert record["status"], path
-        if path.parts[-3] == "transcript":
+    assert claims(root) == []
+    assert leases(root) == []
+    for (stage, key), record in stored_records(root).items():
+        assert record["status"], key
+        if stage == "transcript":
             # a unit stopped between two turns is never stored half-done
-            assert len(record["turns"]) == 4, path
+            assert len(record["turns"]) == 4, key
 
 
 def one_line(stderr: str) -> str:
@@ -102,7 +98,7 @@ def test_first_signal_stops_new_calls_keeps_finished_ones_and_exits_130(tmp_path
     assert made - at_signal <= JOBS, (at_signal, made)
     assert made < 24
     # Every call that was answered is stored: nothing paid for is lost.
-    assert len(store_files(tmp_path / "store" / "case", "*.json")) == made
+    assert count(tmp_path / "store", "case") == made
     assert_store_consistent(tmp_path / "store")
     assert not (tmp_path / "run" / "manifest.json").exists()  # no tables of a half run
 
@@ -145,7 +141,7 @@ def test_second_signal_exits_at_once_without_traceback_or_claims(tmp_path, backe
         spec = write_spec(tmp_path / "twice.yaml", server.url, name="twice")
         child = start_run(tmp_path, spec, "--backend", backend)
         wait_for(lambda: server.in_flight >= JOBS or child.poll() is not None)
-        assert store_files(tmp_path / "store", "*.claim")  # the units in flight are claimed
+        assert claims(tmp_path / "store")  # the units in flight are claimed
         child.send_signal(signal.SIGINT)
         time.sleep(0.5)
         assert child.poll() is None  # still in its grace
@@ -240,7 +236,7 @@ def test_units_still_running_after_the_grace_are_abandoned_and_unclaimed(tmp_pat
         timer.cancel()
     assert time.monotonic() - started < slow  # the grace ended the wait, not the calls
     assert client.started == 3  # one per thread; the 9 queued units never started
-    assert store_files(store.root, "*.claim") == []
+    assert claims(store) == []
     assert not interrupt.requested()
 
 
@@ -306,10 +302,9 @@ def test_a_stop_while_waiting_for_another_runs_claim_ends_the_wait(tmp_path):
 
     store = Store(tmp_path / "store").open()
     unit = SimpleNamespace(key="ab12cd")
-    claim = store.root / "case" / "ab" / "ab12cd.claim"
-    claim.parent.mkdir(parents=True)
     # A live claim of another process on this host (our parent is alive).
-    claim.write_text(f"{socket.gethostname()} {os.getppid()} {time.time():.3f}\n")
+    with connect(store) as conn:
+        conn.execute("INSERT INTO claim VALUES ('case', 'ab12cd', ?, ?, ?)", (socket.gethostname(), os.getppid(), time.time()))
     executor = Executor(store, LocalThreads(None, jobs=1, attempt=_attempt), progress=False)
     timer = threading.Timer(0.5, interrupt.request)
     timer.start()
@@ -320,7 +315,7 @@ def test_a_stop_while_waiting_for_another_runs_claim_ends_the_wait(tmp_path):
             executor.run("case", [unit])
     finally:
         timer.cancel()
-    assert claim.exists()  # someone else's claim is left alone
+    assert len(claims(store)) == 1  # someone else's claim is left alone
 
 
 @pytest.mark.parametrize(("call_seconds", "grace"), [(0.6, 5.0), (5.0, 0.5)])

@@ -9,7 +9,6 @@ every request is counted at the server, where the money would be spent.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from store_rows import claims, count, delete
 
 from multiverse.core import _interrupt as interrupt
 from multiverse.engine._pipeline import plan, run
@@ -31,7 +31,7 @@ from multiverse.store._store import Store
 sys.path.insert(0, str(Path(__file__).parent))
 from audit_server import audit_responder, fake_spec_document
 from fakeserver import FakeServer
-from test_interrupt import assert_store_consistent, signal_after, store_files, wait_for
+from test_interrupt import assert_store_consistent, signal_after, wait_for
 
 JOBS = 2
 
@@ -69,7 +69,7 @@ def no_child_left():
 
 
 def _answers(store: Store) -> int:
-    return len(list((store.root / "request").glob("*/*.json")))
+    return count(store, "request")
 
 
 def test_a_process_run_gives_a_threaded_runs_tables_and_pays_each_unit_once(tmp_path, no_child_left):
@@ -91,8 +91,7 @@ def test_a_process_run_gives_a_threaded_runs_tables_and_pays_each_unit_once(tmp_
 
         def lose_units() -> None:
             for stage, keys in (("transcript", redo), ("judgment", list(work.judge_calls))):
-                for key in keys:
-                    (store.root / stage / key[:2] / f"{key}.json").unlink()
+                assert delete(store, stage, keys) == len(keys)
 
         lose_units()
         before = server.counts["total"]
@@ -100,7 +99,7 @@ def test_a_process_run_gives_a_threaded_runs_tables_and_pays_each_unit_once(tmp_
         assert server.counts["total"] == before
         # ...and when the answers are lost too, only those units are computed again.
         lose_units()
-        shutil.rmtree(store.root / "request")
+        delete(store, "request")
         need_again = sum(s["calls_to_make"] for s in plan(spec, store=tmp_path / "procs")["stages"].values())
         again = run(spec, store=tmp_path / "procs", out=tmp_path / "p2", jobs=4, progress=False, backend="processes")
         # At most the plan's calls (identical requests among them are sent once), each answer stored.
@@ -162,7 +161,7 @@ def test_a_worker_that_dies_stops_the_run_with_one_error_and_no_claims(tmp_path,
         message = str(lost.value)
         assert f"worker process {pid} (worker 0 of 1) died with " in message, message
         assert "draft unit " in message and "rerun to resume" in message and "\n" not in message
-        assert store_files(store.root, "*.claim") == []
+        assert claims(store) == []
 
 
 def test_a_worker_that_dies_after_its_last_unit_is_noticed_when_the_pool_closes(tmp_path, no_child_left):
@@ -208,7 +207,7 @@ def test_a_worker_killed_mid_run_stops_the_cli_with_one_line_and_a_rerun_resumes
     run_process = start_cli(argv)
     try:
         wait_for(lambda: len(_workers_of(run_process)) == 2 or run_process.poll() is not None, timeout=120)
-        wait_for(lambda: any((tmp_path / "store").glob("transcript/*/*.json")) or run_process.poll() is not None,
+        wait_for(lambda: count(tmp_path / "store", "transcript") > 0 or run_process.poll() is not None,
                  timeout=120)
         victim = min(_workers_of(run_process))
         os.kill(victim, signal.SIGKILL)
@@ -223,7 +222,7 @@ def test_a_worker_killed_mid_run_stops_the_cli_with_one_line_and_a_rerun_resumes
     assert len(errors) == 1 and "Traceback" not in err, err
     assert f"worker process {victim} " in errors[0] and "rerun to resume" in errors[0], errors[0]
     assert not (tmp_path / "run" / "manifest.json").exists()  # no run folder for a run that did not finish
-    assert store_files(tmp_path / "store", "*.claim") == []
+    assert claims(tmp_path / "store") == []
     # Nothing lost: the rerun finds what the first run stored and computes only the rest.
     rerun = spawn_cli(argv, timeout=300)
     assert rerun.returncode == 0, rerun.stderr

@@ -24,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from store_rows import claims, connect, leases, stored_records
 
 from multiverse.engine._pipeline import plan, run
 from multiverse.errors import ModelError
@@ -114,31 +115,30 @@ def assert_same_tables(got: Path, expected: Path) -> None:
 
 
 def check_store(root: Path) -> dict[str, set[str]]:
-    """Every file under the store is a whole JSON entry at its key's place, or a temp
-    file of an interrupted write (removed here by ``Store.gc``). Returns keys per stage."""
+    """The store is its database and nothing else, whole (``PRAGMA integrity_check``), every entry a
+    whole record of a finished unit, no claim or lease left behind. Returns keys per stage."""
+    names = {p.name for p in root.rglob("*") if p.is_file()}
+    assert names <= {"store.sqlite3", "store.sqlite3-wal", "store.sqlite3-shm"}, f"stray files in the store: {names}"
+    assert_whole(root)
     entries: dict[str, list[str]] = defaultdict(list)
-    temps = []
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and p.relative_to(root).parts[0] != "leases"):
-        stage, shard, name = path.relative_to(root).parts  # nothing at any other depth
-        if name.startswith(".") and name.endswith(".tmp"):
-            temps.append(path)
-            continue
-        assert name.endswith(".json") and not name.endswith(".corrupt"), f"stray file in the store: {path}"
-        key = name.removesuffix(".json")
-        assert shard == key[:2], path
-        record = json.loads(path.read_bytes())  # raises on a torn or corrupt entry
-        assert isinstance(record, dict) and record.get("status"), path
+    for (stage, key), record in stored_records(root).items():  # raises on a torn or corrupt entry
+        assert isinstance(record, dict) and record.get("status"), key
         entries[stage].append(key)
     store = Store(root)
     for stage, keys in entries.items():
-        assert len(keys) == len(set(keys)), f"{stage}: a key stored twice"
         assert list(store.keys(stage)) == sorted(keys)
+    assert claims(root) == []
     report = store.gc(keep=None, temp_age=0)
-    assert report.temp_files == len(temps) and report.removed == 0 and report.corrupt_files == 0
-    assert not [p for p in root.rglob("*.tmp")]
+    assert report.removed == 0 and report.corrupt_files == 0 and report.temp_files == 0
     # A finished run removes its lease; gc removes those of killed runs.
-    assert not list(root.glob("leases/*"))
+    assert leases(root) == []
     return {stage: set(keys) for stage, keys in entries.items()}
+
+
+def assert_whole(root: Path) -> None:
+    """SQLite's own check of every page and index of the store's database."""
+    with connect(root) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
 
 
 def cli_run(spec: Path, out: Path, store: Path, *, jobs: int = 4, env: dict | None = None) -> subprocess.Popen:
@@ -362,6 +362,8 @@ def test_killed_runs_resume_without_redoing_stored_calls(tmp_path):
             if kills < KILLS and child.poll() is None:
                 child.send_signal(signal.SIGKILL)
                 child.communicate()
+                if (store / "store.sqlite3").exists():
+                    assert_whole(store)  # killed at any point: nothing torn, nothing half-committed
                 kills += 1
                 attempts.append(("killed", server.counts["total"] - before, need))
                 continue

@@ -11,6 +11,7 @@ import pytest
 import yaml
 from cli_runner import run_cli
 from conftest import tiny_spec_document
+from store_rows import connect, count
 
 from multiverse.core._atomicfile import atomic_write, atomic_write_text
 from multiverse.engine._pipeline import run
@@ -113,7 +114,7 @@ def test_the_rule_explicit_then_environment_then_beside_the_spec(tmp_path, monke
 
 
 def entries_in(root: Path) -> int:
-    return len(list(root.glob("*/*/*.json"))) - len(list(root.glob("quarantine/*/*")))
+    return count(root)
 
 
 def test_store_stats_of_a_spec_shows_what_its_run_stored(tmp_path):
@@ -206,3 +207,16 @@ def test_plan_refuses_a_store_that_is_a_file_but_not_one_not_made_yet(tmp_path, 
         plan(spec, store=tmp_path / "afile")
     assert plan(spec, store=tmp_path / "later")["stages"]["judge"]["stored"] == 0
     assert not (tmp_path / "later").exists()
+
+
+@pytest.mark.slow
+def test_a_finished_demo_leaves_at_most_50_files_in_its_store(tmp_path):
+    """The store is a database, not a file per entry: the demo's thousands of calls are rows."""
+    done = run_cli(["demo", "--quiet", "--store", tmp_path / "store", "--out", tmp_path / "run"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    files = [p for p in (tmp_path / "store").rglob("*") if p.is_file()]
+    stats = run_cli(["store", "stats", "--store", tmp_path / "store", "--json"], cwd=tmp_path)
+    entries = json.loads(stats.stdout)["entries"]
+    assert len(files) <= 50 < entries, (len(files), entries)
+    with connect(tmp_path / "store") as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-import errno
 import json
 import multiprocessing
 import os
 import random
+import sys
 import threading
 import time
+import zlib
 from pathlib import Path
 
 import pytest
 
 from multiverse.store import CorruptEntryWarning, StageGc, Store, default_store_path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from store_rows import backdate, body, connect, legacy_entry, record_json, rows, set_body, store_files
 
 FAKE_KEY = "sk-fake-0123456789abcdef"
 
@@ -41,8 +45,12 @@ def test_round_trip_and_layout(store: Store):
     assert store.get("transcript", "ab12") is None
     assert store.put("transcript", "ab12", transcript(1)) is True
 
-    path = store.root / "transcript" / "ab" / "ab12.json"
-    on_disk = json.loads(path.read_text(encoding="utf-8"))  # plain, readable JSON
+    # One database file (and its write-ahead log) holds the store: no file per entry.
+    assert {p.name for p in store_files(store.root)} <= {"store.sqlite3", "store.sqlite3-wal", "store.sqlite3-shm"}
+    with connect(store) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    on_disk = record_json(store, "transcript", "ab12")  # compact JSON, zlib-compressed: readable with any SQLite
     got = store.get("transcript", "ab12")
     assert got == on_disk
     assert got["messages"][0]["content"] == "case 1"
@@ -64,7 +72,29 @@ def test_write_once_first_writer_wins(store: Store):
     assert store.put("judgment", "k1", {"label": "first"}) is True
     assert store.put("judgment", "k1", {"label": "second"}) is False
     assert store.get("judgment", "k1")["label"] == "first"
-    assert files(store.root, ".*.tmp") == []
+    assert len(rows(store)) == 1
+
+
+def test_a_long_text_is_stored_once_however_many_records_hold_it(store: Store):
+    answer = "A long answer the model gave. " * 100
+    store.put("request", "r1", {"answer": {"text": answer}})
+    store.put("transcript", "t1", {"turns": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": answer}]})
+    assert store.get("transcript", "t1")["turns"][1]["content"] == answer
+    assert store.get("request", "r1")["answer"]["text"] == answer
+    texts = rows(store, "text")
+    assert len(texts) == 1 and len(texts[0][1]) < len(answer) / 5  # once, and compressed
+    assert answer not in json.dumps(record_json(store, "transcript", "t1"))
+    # A text stays while any record holds it, and goes with the last.
+    store.gc({"request": set()}, fresh=0)
+    assert len(rows(store, "text")) == 1 and store.get("transcript", "t1")["turns"][1]["content"] == answer
+    store.gc({"transcript": set()}, fresh=0)
+    assert rows(store, "text") == [] and rows(store, "entry_text") == []
+
+
+def test_a_string_that_looks_like_a_text_reference_round_trips(store: Store):
+    sneaky = "\x00" + "0" * 32  # NUL never reaches the store: it becomes U+FFFD
+    store.put("case", "c1", {"s": sneaky})
+    assert store.get("case", "c1")["s"] == "\ufffd" + "0" * 32
 
 
 def test_get_many_returns_only_stored_keys(store: Store):
@@ -81,10 +111,12 @@ def test_get_many_returns_only_stored_keys(store: Store):
 def test_keys_lists_entries_only(store: Store):
     for key in ["ff01", "0a02", "0a01"]:
         store.put("case", key, {})
+    legacy_entry(store.root, "case", "0b05", {})  # an entry file of a store from before the database
     shard = store.root / "case" / "0a"
+    shard.mkdir(parents=True)
     (shard / ".0a03.123.deadbeef.tmp").write_text('{"half":')  # a crashed writer
     (shard / "0a04.json.corrupt").write_text("garbage")
-    assert list(store.keys("case")) == ["0a01", "0a02", "ff01"]
+    assert list(store.keys("case")) == ["0a01", "0a02", "0b05", "ff01"]
     assert list(store.keys("judgment")) == []
     assert store.get("case", "0a03") is None
 
@@ -106,12 +138,13 @@ def _assert_one_winner_per_key(store: Store, results: list[tuple[str, bool]], ke
             assert key not in winners, f"{key} written twice"
             winners[key] = True
     assert sorted(winners) == sorted(keys)
-    entries = files(store.root, "*.json")
-    assert len(entries) == len(keys)
-    for path in entries:
-        record = json.loads(path.read_text(encoding="utf-8"))  # complete, valid JSON
-        assert record["key"] == path.stem and len(record["pad"]) == 2000
-    assert files(store.root, ".*.tmp") == []
+    assert len(rows(store)) == len(keys)
+    for key, record in store.get_many("transcript", keys).items():  # complete, valid records
+        assert record["key"] == key and len(record["pad"]) == 2000
+    assert len(store.get_many("transcript", keys)) == len(keys)
+    assert rows(store, "claim") == []
+    with connect(store) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
 def test_concurrent_processes_write_each_key_once(store: Store):
@@ -154,26 +187,42 @@ def test_concurrent_threads_write_each_key_once(store: Store):
     _assert_one_winner_per_key(store, results, keys)
 
 
-def test_falls_back_to_rename_where_hard_links_are_unsupported(store: Store, monkeypatch):
-    def no_link(src, dst):
-        raise OSError(errno.EPERM, "Operation not permitted")
+def test_a_store_busy_past_its_timeout_is_one_store_error_and_writes_nothing(store: Store):
+    from multiverse.errors import StoreError
 
-    monkeypatch.setattr(os, "link", no_link)
-    assert store.put("case", "aa01", {"n": 1}) is True
-    assert store.put("case", "aa01", {"n": 2}) is False
-    assert store.get("case", "aa01")["n"] == 1
-    assert files(store.root, ".*.tmp") == []
+    store.put("case", "aa00", {"n": 0})
+    busy = Store(store.root)
+    real_connect = busy.db._connect
+
+    def impatient():
+        conn = real_connect()
+        conn.execute("PRAGMA busy_timeout = 200")
+        return conn
+
+    busy.db._connect = impatient
+    with connect(store) as conn:  # another process holds the write lock past the busy timeout
+        conn.execute("BEGIN IMMEDIATE")
+        with pytest.raises(StoreError, match=r"database failed .*locked") as raised:
+            busy.put("case", "aa01", {"n": 1})
+        conn.execute("ROLLBACK")
+    assert "\n" not in str(raised.value)
+    assert store.get("case", "aa01") is None and store.get("case", "aa00")["n"] == 0
+    assert busy.put("case", "aa01", {"n": 1}) is True  # free again: the same object works on
 
 
-def test_link_errors_that_are_not_about_support_are_raised(store: Store, monkeypatch):
-    def disk_full(src, dst):
-        raise OSError(errno.ENOSPC, "No space left on device")
+def test_a_database_that_is_not_a_file_or_not_a_database_is_refused_in_one_line(tmp_path):
+    from multiverse.errors import StoreError
 
-    monkeypatch.setattr(os, "link", disk_full)
-    with pytest.raises(OSError):
-        store.put("case", "aa01", {"n": 1})
-    assert store.get("case", "aa01") is None
-    assert files(store.root, ".*.tmp") == []
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "store.sqlite3").write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError, match=r"store .*a.*database") as raised:
+        Store(tmp_path / "a").get("case", "c1")
+    assert "\n" not in str(raised.value)
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "store.sqlite3").symlink_to(tmp_path / "a" / "store.sqlite3")
+    with pytest.raises(StoreError, match="not a regular file"):
+        Store(tmp_path / "b").put("case", "c1", {})
+    assert (tmp_path / "a" / "store.sqlite3").read_bytes().startswith(b"this is not")  # never written through a link
 
 
 # -- corruption ----------------------------------------------------------------
@@ -185,9 +234,8 @@ def test_link_errors_that_are_not_about_support_are_raised(store: Store, monkeyp
     lambda text: "[1, 2, 3]",              # valid JSON, but not a record
     lambda text: "\xff\xfe not utf-8",     # binary junk
 ])
-def test_corrupt_entry_is_absent_and_quarantined(store: Store, damage):
-    store.put("judgment", "beef", {"label": "ok", "rationale": "long enough " * 10})
-    path = store.root / "judgment" / "be" / "beef.json"
+def test_corrupt_entry_file_is_absent_and_quarantined(store: Store, damage):
+    path = legacy_entry(store.open().root, "judgment", "beef", {"label": "ok", "rationale": "long enough " * 10})
     path.write_bytes(damage(path.read_text()).encode("latin-1"))
 
     with pytest.warns(CorruptEntryWarning, match="beef"):
@@ -201,12 +249,38 @@ def test_corrupt_entry_is_absent_and_quarantined(store: Store, damage):
     assert store.get("judgment", "beef")["label"] == "redone"
 
 
+@pytest.mark.parametrize("damage", [
+    lambda raw: raw[: len(raw) // 2],                      # truncated
+    lambda raw: b"",                                       # empty
+    lambda raw: zlib.compress(b"[1, 2, 3]"),               # valid JSON, but not a record
+    lambda raw: zlib.compress(b"\xff\xfe not utf-8"),      # binary junk
+    lambda raw: zlib.compress(b"[" * 100_000 + b"]" * 100_000),  # nested past the stack
+    lambda raw: zlib.compress(b" " * (65 * 2**20)),         # a bomb: tiny stored, huge read
+    lambda raw: zlib.compress(b'{"label": "\\u0000' + b"f" * 32 + b'"}'),  # a text that is not there
+])
+def test_corrupt_row_is_absent_and_quarantined(store: Store, damage):
+    store.put("judgment", "beef", {"label": "ok", "rationale": "long enough " * 10})
+    set_body(store, "judgment", "beef", damage(body(store, "judgment", "beef")))
+
+    with pytest.warns(CorruptEntryWarning, match="beef"):
+        assert store.get("judgment", "beef") is None
+    assert rows(store) == [] and len(rows(store, "quarantine")) == 1
+    assert store.quarantined == 1 and store.stats().corrupt_files == 1
+    assert list(store.keys("judgment")) == []
+    assert store.put("judgment", "beef", {"label": "redone"}) is True
+    assert store.get("judgment", "beef")["label"] == "redone"
+    assert store.gc(None).corrupt_files == 1 and rows(store, "quarantine") == []
+
+
 def test_get_many_skips_corrupt_entries(store: Store):
     store.put("case", "c1", {"n": 1})
     store.put("case", "c2", {"n": 2})
-    (store.root / "case" / "c2" / "c2.json").write_text('{"n": 2')
+    legacy_entry(store.root, "case", "c3", {"n": 3})
+    set_body(store, "case", "c2", zlib.compress(b'{"n": 2'))
+    (store.root / "case" / "c3" / "c3.json").write_text('{"n": 3')
     with pytest.warns(CorruptEntryWarning):
-        assert store.get_many("case", ["c1", "c2"]) == {"c1": store.get("case", "c1")}
+        assert store.get_many("case", ["c1", "c2", "c3"]) == {"c1": store.get("case", "c1")}
+    assert store.quarantined == 2
 
 
 # -- credentials -------------------------------------------------------------------
@@ -229,7 +303,9 @@ def test_secrets_are_scrubbed_before_writing(store: Store, monkeypatch):
     }
     store.put("transcript", "5ec2e7", record)
 
-    raw = (store.root / "transcript" / "5e" / "5ec2e7.json").read_text(encoding="utf-8")
+    raw = b"".join(zlib.decompress(r[2]) for r in rows(store)).decode()
+    raw += b"".join(zlib.decompress(r[1]) for r in rows(store, "text")).decode()
+    raw += b"".join(open(p, "rb").read() for p in store_files(store.root)).decode("latin-1")
     assert FAKE_KEY not in raw and "hunter2" not in raw and "whatever" not in raw
     got = store.get("transcript", "5ec2e7")
     assert got["echo"] == "[redacted]"
@@ -291,14 +367,17 @@ def test_stats_counts_entries_and_bytes(store: Store):
         store.put("transcript", f"t{i}", transcript(i))
     for i in range(3):
         store.put("judgment", f"j{i}", {"label": i})
+    (store.root / "judgment" / "j0").mkdir(parents=True)
     (store.root / "judgment" / "j0" / ".j9.1.ab.tmp").write_text("{")
+    legacy = legacy_entry(store.root, "judgment", "j7", {"label": 7})
 
     stats = store.stats()
     assert stats.stages["transcript"].entries == 5
-    assert stats.stages["judgment"].entries == 3
-    assert stats.entries == 8
-    sizes = sum(p.stat().st_size for p in files(store.root, "*.json"))
-    assert stats.bytes == sizes > 0
+    assert stats.stages["judgment"].entries == 4
+    assert stats.entries == 9
+    # bytes: each record's JSON, as stored or as the old file holds it
+    sizes = sum(len(zlib.decompress(b)) for (b,) in connect(store).execute("SELECT body FROM entry"))
+    assert stats.bytes == sizes + legacy.stat().st_size > 0
     assert stats.temp_files == 1
 
 
@@ -307,6 +386,7 @@ def test_gc_removes_unreferenced_entries_and_stale_temp_files(store: Store):
         store.put("transcript", f"t{i}", transcript(i))
         store.put("judgment", f"j{i}", {"label": i})
     shard = store.root / "transcript" / "t0"
+    shard.mkdir(parents=True)
     stale, fresh = shard / ".t7.1.aa.tmp", shard / ".t8.1.bb.tmp"
     stale.write_text("{")
     fresh.write_text("{")  # may belong to a writer still running
@@ -316,8 +396,7 @@ def test_gc_removes_unreferenced_entries_and_stale_temp_files(store: Store):
     (store.root / "quarantine" / "transcript" / "t9.json.1.ab").write_text("x")
     keep = {"transcript": {"t0", "t2"}}
     past = time.time() - 2 * 3600  # older than gc's grace for fresh entries
-    for path in store.root.glob("*/*/*.json"):
-        os.utime(path, (past, past))
+    backdate(store, time.time() - past)
 
     dry = store.gc(keep, dry_run=True)
     assert dry.removed == 4 and dry.temp_files == 1 and dry.corrupt_files == 1
@@ -388,8 +467,54 @@ def test_an_expired_claim_is_stale_and_gc_removes_old_claims(tmp_path):
     store = Store(tmp_path)
     assert store.claim("case", "k2")
     assert not store.claimed("case", "k2", lease=-1.0)  # past its lease
-    claim = next(tmp_path.rglob("*.claim"))
-    old = _time.time() - 7200
-    os.utime(claim, (old, old))
+    assert len(rows(store, "claim")) == 1
     store.gc(keep=None)
-    assert not claim.exists()
+    assert len(rows(store, "claim")) == 1  # younger than gc's grace for temp files and claims
+    with connect(store) as conn:
+        conn.execute("UPDATE claim SET since = ?", (_time.time() - 7200,))
+    assert store.gc(keep=None, dry_run=True).temp_files == 1 and len(rows(store, "claim")) == 1
+    store.gc(keep=None)
+    assert rows(store, "claim") == []
+
+
+# -- stores from before the database -------------------------------------------------------------
+
+
+def test_an_old_store_of_entry_files_is_read_as_it_is_and_migrated_in_one_step(tmp_path):
+    import multiverse as mv
+    from multiverse.store import SHAPES
+
+    root = tmp_path / "old"
+    good = {"status": "ok", "reason": "", "turns": [{"role": "user", "content": "a long turn " * 40}]}
+    paths = [legacy_entry(root, "transcript", f"{i:02x}aa", {**good, "n": i}) for i in range(12)]
+    bad = legacy_entry(root, "transcript", "ffbb", {"status": "ok", "turns": "not a list"})
+    (root / "leases").mkdir()
+    past = time.time() - 3 * 3600
+    for path in paths:
+        os.utime(path, (past, past))
+    keys = [f"{i:02x}aa" for i in range(12)]
+    store = Store(root, shapes=SHAPES)
+    assert len(store.get_many("transcript", keys)) == 12  # read transparently, nothing moved
+    assert not (root / "store.sqlite3").exists() and all(p.exists() for p in paths)
+
+    with pytest.warns(CorruptEntryWarning, match="ffbb"):
+        moved = mv.store_migrate(store=root)
+    assert (moved.moved, moved.already, moved.quarantined) == (12, 0, 1)
+    assert not (root / "transcript").exists() and not (root / "leases").exists() and not bad.exists()
+    assert {p.name for p in store_files(root) if p.parent == root} <= {"store.sqlite3", "store.sqlite3-wal",
+                                                                        "store.sqlite3-shm"}
+    got = Store(root, shapes=SHAPES).get_many("transcript", keys)
+    assert [got[k]["n"] for k in keys] == list(range(12)) and got[keys[0]]["turns"] == good["turns"]
+    # The files' age is kept: gc's grace for fresh entries still counts from when they were made.
+    assert Store(root).gc({"transcript": set(keys[6:])}).removed == 6
+    assert mv.store_migrate(store=root).moved == 0  # again: nothing left to move
+
+
+def test_store_migrate_on_the_command_line_says_what_it_moved(tmp_path):
+    from cli_runner import run_cli
+
+    legacy_entry(tmp_path / "old", "case", "c1aa", {"status": "ok", "case": {}})
+    done = run_cli(["store", "migrate", "--store", tmp_path / "old", "--json"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) | {"root": ""} == {"root": "", "moved": 1, "already": 0, "quarantined": 0}
+    assert Store(tmp_path / "old").get("case", "c1aa")["status"] == "ok"

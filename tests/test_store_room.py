@@ -6,14 +6,13 @@ Its imports (only errors and core; no module importing another that imports it b
 from __future__ import annotations
 
 import json
-import os
-import time
 from dataclasses import FrozenInstanceError
 from pathlib import Path
 
 import pytest
 import yaml
 from conftest import tiny_spec_document
+from store_rows import backdate
 
 import multiverse.store as store_room
 from multiverse.errors import InputError
@@ -92,9 +91,7 @@ def test_store_gc_keeps_what_the_specs_reference_and_removes_the_rest(tmp_path):
     for key in (used, "unused1", "unused2"):
         store.put("transcript", key, {"turns": []})
     store.put("request", "r1", {"x": 1})  # a stage no spec names is left alone
-    past = time.time() - 7200
-    for path in store.root.glob("*/*/*.json"):
-        os.utime(path, (past, past))
+    backdate(store, 7200)  # older than gc's grace for fresh entries
 
     # One mapping per spec, merged: what either references is kept.
     report = store_gc(store.root, [referenced, {"transcript": {"unused2"}}])

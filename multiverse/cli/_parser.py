@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         "show per stage how many model calls a run needs, how many are stored, the estimated cost, and the wall time the rate limits and --jobs allow",
     )
     p.add_argument("spec", type=Path)
-    p.add_argument("--store", type=Path, help=_STORE_HELP)
+    p.add_argument("--store", type=_store_place, help=_STORE_HELP)
     p.add_argument("--jobs", type=_count(1, MAX_JOBS), default=8,
                    help="the run's --jobs, for the wall-time estimate (default: 8)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("spec", type=Path)
     p.add_argument("--rubric", action="store_true", help="draft only a rubric from the concept (written to <spec>.rubric.yaml)")
-    p.add_argument("--store", type=Path, help=_STORE_HELP)
+    p.add_argument("--store", type=_store_place, help=_STORE_HELP)
     p.add_argument("--force", action="store_true", help="overwrite existing draft files")
 
     p = command("run", "run every universe of a spec (only what is not stored yet) and write the run directory")
@@ -176,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="human labels (see calibrate): add the section \"Anchored to people\"")
     p.add_argument("--baseline", type=Path, metavar="BASE",
                    help="an earlier run of the same design: add the section \"Compared with the baseline\" (as diff)")
-    p.add_argument("--store", type=Path, metavar="DIR",
+    p.add_argument("--store", type=_store_place, metavar="DIR",
                    help="the store that holds the transcripts, for a source without transcripts.jsonl (never "
                         "the store the folder's manifest names: a folder is untrusted)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -248,19 +248,37 @@ def build_parser() -> argparse.ArgumentParser:
                           description="Entries and bytes per stage of the store a spec or run directory uses.")
     q.add_argument("where", type=Path, nargs="?", metavar="SPEC_OR_RUN_DIR",
                    help="find the store of this spec (or of the run directory's manifest)")
-    q.add_argument("--store", type=Path, help="store directory (default: $MULTIVERSE_STORE, else .multiverse/store "
+    q.add_argument("--store", type=_store_place, help="store directory (default: $MULTIVERSE_STORE, else .multiverse/store "
                    "beside SPEC, else ./.multiverse/store)")
     q.add_argument("--json", action="store_true")
     q = stores.add_parser("gc", help="remove entries that the given specs no longer reference", formatter_class=_formatter,
                           description="Remove entries no given spec references. Entries written in the last hour or "
                           "since a live run on the store started are always kept.")
     q.add_argument("specs", type=Path, nargs="+", metavar="SPEC", help="every spec whose work should be kept")
-    q.add_argument("--store", type=Path, help="store directory (default: $MULTIVERSE_STORE, else .multiverse/store "
+    q.add_argument("--store", type=_store_place, help="store directory (default: $MULTIVERSE_STORE, else .multiverse/store "
                    "beside the specs)")
     q.add_argument("--dry-run", action="store_true", help="only say what would be removed")
     q.add_argument("--json", action="store_true")
+    q = stores.add_parser("migrate", help="move the entry files of a store from before the database into it",
+                          formatter_class=_formatter,
+                          description="Move every entry file of a store written before the database (one JSON file "
+                          "per entry) into the store's database, and remove each file once its row is committed. "
+                          "Such a store is also read as it is; migrating makes it one file. Killed, it is "
+                          "finished by running it again.")
+    q.add_argument("where", type=Path, nargs="?", metavar="SPEC_OR_RUN_DIR",
+                   help="find the store of this spec (or of the run directory's manifest)")
+    q.add_argument("--store", type=_store_place, help="store directory (default: $MULTIVERSE_STORE, else "
+                   ".multiverse/store beside SPEC, else ./.multiverse/store)")
+    q.add_argument("--json", action="store_true")
 
     return parser
+
+
+def _store_place(text: str) -> Path | str:
+    """A ``--store``: a directory, or a ``postgresql://`` URL kept as it is (a path would fold its ``//``)."""
+    from multiverse.store import is_server
+
+    return text if is_server(text) else Path(text)
 
 
 MAX_BOOT = 100_000
@@ -378,11 +396,12 @@ def _import_flags(q: argparse.ArgumentParser) -> None:
     q.add_argument("--force", action="store_true", help="write into an --out folder that holds other files or a run")
 
 
-_STORE_HELP = "store directory (default: $MULTIVERSE_STORE, else .multiverse/store beside the spec)"
+_STORE_HELP = ("store directory, or a postgresql:// URL for workers on many machines (default: $MULTIVERSE_STORE, "
+               "else .multiverse/store beside the spec)")
 
 
 def _run_flags(p: argparse.ArgumentParser, store_help: str = _STORE_HELP) -> None:
-    p.add_argument("--store", type=Path, help=store_help)
+    p.add_argument("--store", type=_store_place, help=store_help)
     p.add_argument("--jobs", type=_count(1, MAX_JOBS), default=8, help=f"concurrent model calls per provider, 1 to {MAX_JOBS} (default: 8)")
     p.add_argument("--budget", type=_budget, help="stop scheduling calls before spending more than this many USD")
     p.add_argument("--quiet", action="store_true", help="no progress bars")

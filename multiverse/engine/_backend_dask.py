@@ -92,7 +92,7 @@ class Dask:
     def outcomes(self, stage: StageRun) -> Generator[Outcome, None, None]:
         from distributed import wait
 
-        root = str(stage.store.root)
+        root = stage.store.location
         todo = list(reversed(stage.units))
         window = max(64, 8 * self.jobs)
         futures: set = set()

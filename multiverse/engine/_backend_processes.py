@@ -45,7 +45,7 @@ class Processes:
                 rate_limits: Mapping[str, Any] | None, scheduler: Any) -> Processes:
         """One worker per core, each pacing its calls by its share of the ``rate_limits``
         and stopping at its share of the ``budget`` (``multiverse.engine._processes``)."""
-        return cls(WorkerPool(str(store.root), jobs, budget=budget, rate_limits=rate_limits))
+        return cls(WorkerPool(store.location, jobs, budget=budget, rate_limits=rate_limits))
 
     def __enter__(self) -> Processes:
         self.pool.__enter__()

@@ -40,6 +40,7 @@ from multiverse.store import (
     TranscriptRecord,
     check_store_path,
     default_store_path,
+    is_server,
 )
 from multiverse.tables import write_run_folder
 from multiverse.work import Work, build_work, resolve_config
@@ -80,7 +81,8 @@ def _store_path(spec: Spec, store: Store | str | os.PathLike | None) -> Path:
 def _store(spec: Spec, store: Store | str | os.PathLike | None) -> Store:
     """The run's store, by the one rule (``store.default_store_path``); records are checked on read."""
     # Absolute, so the manifest's record of it still finds it from another directory.
-    return Store(os.path.abspath(_store_path(spec, store)), shapes=SHAPES)
+    where = _store_path(spec, store)
+    return Store(where if is_server(where) else os.path.abspath(where), shapes=SHAPES)
 
 
 def _require_rubric(spec: Spec) -> None:
@@ -192,7 +194,7 @@ def run(
     # already answered (by this run, an earlier one or a concurrent one) is never sent again.
     client = RequestCache(Breaker(_default_client(client, jobs, budget, spec.rate_limits)), st)
     try:
-        with (interrupt.stopping_on_signals(), Lease(st.open().root) as lease, client,
+        with (interrupt.stopping_on_signals(), Lease(st.open().location) as lease, client,
               backend_kind.for_run(store=st, client=client, jobs=jobs, budget=budget, rate_limits=spec.rate_limits,
                                    scheduler=scheduler) as backend_here):
             executor = Executor(st, backend_here, progress=progress)
@@ -200,10 +202,11 @@ def run(
             interrupt.check("after the last call, before the tables were written")
     finally:
         _close(client)  # the run's HTTP connections end with it (a LiteLLMClient stays usable)
+        st.close()  # its last connection folds the write-ahead log into the database: one file at rest
     verdicts, criteria = assemble(spec, work, records, executor.failures)
     rates = run_rates(spec, universes, verdicts)
     manifest = run_manifest(spec, universes, work, records, computed=executor.computed, failures=executor.failures,
-                            verdicts=verdicts, started=started, store_root=st.root)
+                            verdicts=verdicts, started=started, store_root=st.db.label if st.server else st.root)
     if write:
         write_run_folder(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
                          spec_document=spec.document or {}, transcripts=records["transcript"])
@@ -366,11 +369,12 @@ def draft(
     _check_credentials(client, [u.generator for u in pending])
     executor = Executor(st, LocalThreads(client, jobs=jobs), progress=progress)
     try:
-        with interrupt.stopping_on_signals(), Lease(st.open().root), client:
+        with interrupt.stopping_on_signals(), Lease(st.open().location), client:
             executor.run("case", pending)
     finally:
         _close(client)
     records = st.get_many("case", [u.key for u in units])
+    st.close()
     if executor.failures.get("case"):
         reasons = sorted(set(executor.failures["case"].values()))
         raise ModelError(f"{len(executor.failures['case'])} cases could not be drafted: {reasons[0]}", reason="draft_failed")

@@ -36,7 +36,6 @@ answers by each worker on its own.
 from __future__ import annotations
 
 import contextlib
-import glob
 import itertools
 import json
 import os
@@ -235,12 +234,10 @@ class WorkerPool:
         if dead:
             self._abandoned = True
         if self._abandoned:
-            from multiverse.model import STAGE
-            from multiverse.store import release_of
+            from multiverse.store import Store, release_of
 
             # Stale already (their holders are gone), but a run leaves no claim behind.
-            release_of(glob.glob(os.path.join(glob.escape(self._root), STAGE, "*", "*.claim")),
-                       {pid for pid in self.pids if pid is not None})
+            release_of(Store(self._root, existing=True), {pid for pid in self.pids if pid is not None})
         if dead:
             raise WorkerLost(f"{self._who(dead[0])} died before the run ended (after its last unit; "
                              "nothing is lost: every finished unit is in the store): rerun to resume")

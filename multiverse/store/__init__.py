@@ -1,4 +1,4 @@
-"""The store: content-addressed, write-once JSON records of every model call, kept across runs.
+"""The store: content-addressed, write-once records of every model call, kept across runs in a database.
 
 What the other rooms use of it, by concern:
 
@@ -10,7 +10,10 @@ What the other rooms use of it, by concern:
   checked before anything is paid), :func:`open_store` (a store a caller names
   for reading);
 - keeping it tidy: :func:`store_stats` and :func:`store_gc` (by path, with
-  typed answers :class:`StoreStats` and :class:`GcReport`);
+  typed answers :class:`StoreStats` and :class:`GcReport`), and
+  :func:`migrate_store` (a store of entry files, from before the database,
+  moved into it: :class:`Migration`); :func:`is_server` (a store named by a
+  ``postgresql://`` URL rather than a directory);
 - runs sharing it: :class:`Lease` and :func:`live_leases` (gc keeps a live
   run's work), :class:`Held` and :func:`release_of` (claims, so concurrent
   runs do not pay twice);
@@ -26,8 +29,10 @@ tables or anything above. Which keys a spec references is the grid's to say
 
 from __future__ import annotations
 
+from multiverse.store._by_path import Migration, migrate_store, store_gc, store_stats
 from multiverse.store._claims import Held, release_of
-from multiverse.store._gc import GcReport, StageGc, StageStats, StoreStats, store_gc, store_stats
+from multiverse.store._db import is_server
+from multiverse.store._gc import GcReport, StageGc, StageStats, StoreStats
 from multiverse.store._lease import Lease, live_leases
 from multiverse.store._path import RecordedStore, check_store_path, default_store_path, store_of
 from multiverse.store._provenance import call_of, provenance, versions
@@ -59,6 +64,7 @@ __all__ = [
     "Held",
     "JudgmentRecord",
     "Lease",
+    "Migration",
     "Provenance",
     "RecordedStore",
     "Records",
@@ -72,7 +78,9 @@ __all__ = [
     "call_of",
     "check_store_path",
     "default_store_path",
+    "is_server",
     "live_leases",
+    "migrate_store",
     "open_store",
     "provenance",
     "release_of",

@@ -1,28 +1,36 @@
 """Claims: concurrent runs on one store do not pay for the same unit twice.
 
-Before computing a unit a run may claim it: an exclusive-create
-``<key>.claim`` file beside the entry, naming the host, process and time.
-Another run that finds a live claim waits for the entry instead of calling
-the model. A claim whose process is gone (same host) or that is older than
-its lease is stale and may be taken over, so a killed run never blocks
-anyone for long. Claims are an economy, not a lock: correctness still rests
-on write-once entries (``multiverse.store._store``).
+Before computing a unit a run may claim it: a row of the store's ``claim``
+table naming the host, process and time. Another run that finds a live
+claim waits for the entry instead of calling the model. A claim whose
+process is gone (same host) or that is older than its lease is stale and may
+be taken over, so a killed run never blocks anyone for long. Claims are an
+economy, not a lock: correctness still rests on write-once entries
+(``multiverse.store._store``).
+
+Every statement here is one atomic step of the database: the claim is an
+insert that fails if the row exists, a takeover deletes exactly the stale
+row it read (a compare-and-delete), and a release deletes only this
+process's own row. A store ends its own claims when it stores the entry
+(``Store.put``), so a unit costs no separate release.
 """
 
 from __future__ import annotations
 
 import os
-import secrets
 import socket
 import threading
 import time
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 from typing import Protocol
 
 from multiverse.core import interrupt
-from multiverse.store._files import NO_LINK_ERRNOS, TMP_SUFFIX, unlink_quietly
+from multiverse.store._db import Database
 
-__all__ = ["Claimant", "Held", "claim", "holder", "is_live", "release", "release_of"]
+__all__ = ["Claimant", "HasDatabase", "Held", "claim", "holder", "is_live", "release", "release_of"]
+
+#: this host, as claims name it
+HOST = socket.gethostname()
 
 
 class Claimant(Protocol):
@@ -34,63 +42,68 @@ class Claimant(Protocol):
     def release(self, stage: str, key: str) -> None: ...
 
 
-def claim(path: str, key: str, lease: float) -> bool:
-    """Claim the unit whose claim file is ``path``; False if someone else holds a live claim.
+class HasDatabase(Protocol):
+    """A store, as far as :func:`release_of` uses it: its database."""
+
+    @property
+    def db(self) -> Database: ...
+
+
+def claim(db: Database, stage: str, key: str, lease: float) -> bool:
+    """Claim ``(stage, key)``; False if someone else holds a live claim.
 
     A stale claim is taken over. Two processes taking over the same stale
-    claim at the same moment may both proceed: the entry is still written once.
+    claim at the same moment: one wins the insert, the other is told False.
     """
-    # The claim appears with its content in one step (a temp file hard-linked
-    # into place), so nobody ever reads a half-written claim as stale.
-    tmp = os.path.join(os.path.dirname(path), f".{key}.{os.getpid()}.{secrets.token_hex(4)}{TMP_SUFFIX}")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(f"{socket.gethostname()} {os.getpid()} {time.time():.3f}\n")
-    try:
-        for _ in range(2):
-            try:
-                os.link(tmp, path)
-                return True
-            except FileExistsError:
-                if is_live(path, lease):
-                    return False
-                unlink_quietly(path)  # stale: take it over (one of several takers wins the link)
-            except OSError as exc:
-                if exc.errno not in NO_LINK_ERRNOS:
-                    raise
-                return True  # no hard links here: claims are only an economy, compute anyway
-        return False
-    finally:
-        unlink_quietly(tmp)
+    for _ in range(2):
+        if db.execute("INSERT INTO claim (stage, key, host, pid, since) VALUES (?, ?, ?, ?, ?) "
+                      "ON CONFLICT (stage, key) DO NOTHING", (stage, key, HOST, os.getpid(), time.time())):
+            return True
+        found = holder(db, stage, key)
+        if found is not None and _live(found, lease):
+            return False
+        if found is not None:  # stale: remove exactly that row, then try the insert again
+            db.execute("DELETE FROM claim WHERE stage = ? AND key = ? AND host = ? AND pid = ? AND since = ?",
+                       (stage, key, *found))
+    return False
 
 
-def release(path: str) -> None:
+def release(db: Database, stage: str, key: str) -> None:
     """Drop this process's claim; someone else's (taken over meanwhile) is left alone."""
-    found = holder(path)
-    if found is not None and found[:2] == (socket.gethostname(), os.getpid()):
-        unlink_quietly(path)
+    db.execute("DELETE FROM claim WHERE stage = ? AND key = ? AND host = ? AND pid = ?",
+               (stage, key, HOST, os.getpid()))
 
 
-def release_of(paths: Iterable[str], pids: Collection[int]) -> int:
-    """Drop the claims among ``paths`` held on this host by ``pids`` (ended processes of this
+def release_of(store: HasDatabase, pids: Collection[int]) -> int:
+    """Drop the claims in ``store`` held on this host by ``pids`` (ended processes of this
     run, killed before they could release them); returns how many."""
-    here, dropped = socket.gethostname(), 0
-    for path in paths:
-        found = holder(path)
-        if found is not None and found[0] == here and found[1] in pids:
-            unlink_quietly(path)
-            dropped += 1
+    db: Database = store.db
+    dropped = 0
+    for pid in set(pids):
+        dropped += db.execute("DELETE FROM claim WHERE host = ? AND pid = ?", (HOST, int(pid)))
     return dropped
 
 
-def is_live(path: str, lease: float) -> bool:
-    """Whether the claim at ``path`` is held by a live process within its lease."""
-    found = holder(path)
-    if found is None:
-        return False
+def is_live(db: Database, stage: str, key: str, lease: float) -> bool:
+    """Whether someone holds a live claim on ``(stage, key)``."""
+    found = holder(db, stage, key)
+    return found is not None and _live(found, lease)
+
+
+def holder(db: Database, stage: str, key: str) -> tuple[str, int, float] | None:
+    """(host, pid, since) of the claim on ``(stage, key)``, if there is one."""
+    rows = db.query("SELECT host, pid, since FROM claim WHERE stage = ? AND key = ?", (stage, key))
+    if not rows:
+        return None
+    host, pid, since = rows[0]
+    return str(host), int(pid), float(since)
+
+
+def _live(found: tuple[str, int, float], lease: float) -> bool:
     host, pid, since = found
     if time.time() - since > lease:
         return False
-    if host == socket.gethostname() and pid != os.getpid():
+    if host == HOST and pid != os.getpid():
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
@@ -98,15 +111,6 @@ def is_live(path: str, lease: float) -> bool:
         except PermissionError:
             pass  # alive, someone else's
     return True
-
-
-def holder(path: str) -> tuple[str, int, float] | None:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            host, pid, since = fh.read().split()
-        return host, int(pid), float(since)
-    except (OSError, ValueError):
-        return None
 
 
 class Held:

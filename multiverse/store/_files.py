@@ -1,4 +1,4 @@
-"""The files of a store: what each name in it is, and the careful file operations its parts share.
+"""The files of a store from before the database: what each name in it is, and the careful file operations.
 
 A store root holds one folder per stage, each of two-character shards of
 ``<key>.json`` entries, beside ``quarantine/`` and ``leases/``. A shard may
@@ -16,8 +16,6 @@ import re
 import stat
 from pathlib import Path
 
-from multiverse.store._lease import FOLDER as LEASES
-
 __all__ = [
     "CLAIM_SUFFIX", "CORRUPT_SUFFIX", "NAME", "NO_LINK_ERRNOS", "QUARANTINE", "RESERVED", "SUFFIX", "TMP_SUFFIX",
     "check_name", "file_type", "identity_of", "name_kind", "quarantined_files", "read_capped", "same_file", "scan",
@@ -33,6 +31,8 @@ CORRUPT_SUFFIX = ".corrupt"
 CLAIM_SUFFIX = ".claim"
 #: Folders of the store root that are not stages.
 QUARANTINE = "quarantine"
+#: where a store before the database kept its leases
+LEASES = "leases"
 RESERVED = frozenset({QUARANTINE, LEASES})
 
 # Hard links are unsupported on these errnos; anything else is a real error.

@@ -6,9 +6,11 @@ since the oldest live run on the store started (``multiverse.store._lease``), so
 run of another spec going on right now loses nothing, and its tables never
 show entries removed under it as failed units.
 
-Both walk the store's files by its root alone (``multiverse.store._files``), so
-``Store.stats`` and ``Store.gc`` are one-line delegations, and
-:func:`store_stats` and :func:`store_gc` serve a caller that has only a path.
+Both are queries of the store's database (``multiverse.store._db``), plus a
+walk of the entry files a store from before the database may still hold
+(``multiverse.store._files``); ``Store.stats`` and ``Store.gc`` are one-line
+delegations; ``multiverse.store._by_path`` serves a caller that has only a
+path (or a server's URL).
 The answers are frozen dataclasses; ``to_dict()`` is the document
 ``multiverse store stats|gc --json`` prints.
 """
@@ -19,16 +21,16 @@ import dataclasses
 import os
 import shutil
 import time
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from multiverse.store._db import Database, is_server
 from multiverse.store._files import SUFFIX, check_name, name_kind, quarantined_files, scan, sorted_dirs, stage_names
 from multiverse.store._lease import live_leases
-from multiverse.store._path import check_store_path
 
-__all__ = ["GcReport", "StageGc", "StageStats", "StoreStats", "gc", "stats", "store_gc", "store_stats"]
+__all__ = ["GcReport", "StageGc", "StageStats", "StoreStats", "gc", "stats"]
 
 
 @dataclass(frozen=True)
@@ -94,12 +96,38 @@ class GcReport:
         return dataclasses.asdict(self)
 
 
-def stats(root: str | os.PathLike) -> StoreStats:
+def stats(root: str | os.PathLike, db: Database | None = None) -> StoreStats:
     """Entries and bytes per stage and in total, plus stray temp and quarantined files, of the store at ``root``.
 
-    A store not made yet holds nothing; ``root`` is not checked (:func:`store_stats` checks it).
+    ``db``: the store's database (None: not made yet). Bytes are the records'
+    size as JSON, each long text counted once per record that holds it.
+    Entry files of a store from before the database count too. ``root`` is
+    not checked (:func:`store_stats` checks it).
     """
-    root = Path(root).expanduser()
+    found: dict[str, list[int]] = {}
+    temp_files = corrupt_files = 0
+    if db is not None:
+        for stage, count, size in db.query("SELECT stage, COUNT(*), SUM(size) FROM entry GROUP BY stage"):
+            found[str(stage)] = [int(count), int(size or 0)]
+        corrupt_files += int(db.query("SELECT COUNT(*) FROM quarantine")[0][0])
+    if not is_server(root):
+        files = _file_stats(Path(root).expanduser())
+        temp_files += files.temp_files
+        corrupt_files += files.corrupt_files
+        for stage, counted in files.stages.items():
+            entries, size = found.setdefault(stage, [0, 0])
+            found[stage] = [entries + counted.entries, size + counted.bytes]
+    stages = {stage: StageStats(entries=e, bytes=b) for stage, (e, b) in sorted(found.items())}
+    return StoreStats(root=_label(root, db), stages=stages, entries=sum(s.entries for s in stages.values()),
+                      bytes=sum(s.bytes for s in stages.values()), temp_files=temp_files, corrupt_files=corrupt_files)
+
+
+def _label(root: str | os.PathLike, db: Database | None) -> str:
+    return db.label if db is not None and is_server(root) else str(Path(root).expanduser()) if not is_server(root) else str(root)
+
+
+def _file_stats(root: Path) -> StoreStats:
+    """What the entry files of a store from before the database hold."""
     stages: dict[str, StageStats] = {}
     temp_files, corrupt_files = 0, len(quarantined_files(root))
     for stage in stage_names(root):
@@ -120,15 +148,16 @@ def stats(root: str | os.PathLike) -> StoreStats:
                       corrupt_files=corrupt_files)
 
 
-def gc(root: str | os.PathLike, keep: Mapping[str, Collection[str]] | None = None, *, dry_run: bool = False,
-       temp_age: float = 3600.0, fresh: float = 3600.0) -> GcReport:
-    """Remove entries not in ``keep``, quarantined files and stale temp files from the store at ``root``.
+def gc(root: str | os.PathLike, db: Database | None, keep: Mapping[str, Collection[str]] | None = None, *,
+       dry_run: bool = False, temp_age: float = 3600.0, fresh: float = 3600.0) -> GcReport:
+    """Remove entries not in ``keep``, quarantined entries and stale claims and temp files from the store at ``root``.
 
-    ``keep`` maps a stage to the keys still referenced. Stages it does not
-    name are left alone (pass an empty set to empty a stage); ``None``
-    removes no entry at all. Temp files younger than ``temp_age`` seconds
-    may belong to a writer still running, so they are kept. With
-    ``dry_run`` nothing is deleted and the counts say what would be.
+    ``db``: the store's database (None: not made yet). ``keep`` maps a stage
+    to the keys still referenced. Stages it does not name are left alone
+    (pass an empty set to empty a stage); ``None`` removes no entry at all.
+    Claims and temp files younger than ``temp_age`` seconds may belong to a
+    writer still running, so they are kept. With ``dry_run`` nothing is
+    deleted and the counts say what would be.
 
     Whatever ``keep`` says, an entry is kept when it was written less than
     ``fresh`` seconds ago, or since the oldest live run on this store
@@ -136,90 +165,104 @@ def gc(root: str | os.PathLike, keep: Mapping[str, Collection[str]] | None = Non
     just computed, and a run of another spec may be computing right now.
     ``root`` is not checked (:func:`store_gc` checks it).
     """
-    root = Path(root).expanduser()
     if keep is not None:
         for stage in keep:
             check_name("stage", stage)
     now = time.time()
-    live = live_leases(root, remove_stale=not dry_run)
+    live = live_leases(db, remove_stale=not dry_run) if db is not None else []
     # A minute of slack for clocks of other hosts writing to a shared store.
     protect_since = min([now - fresh, *(lease["started"] - 60.0 for lease in live)])
-    cutoff = now - temp_age
-    stages: dict[str, StageGc] = {}
-    temp_files = corrupt_files = kept_recent = 0
+    tally = _Tally()
+    if db is not None:
+        _gc_rows(db, keep, protect_since, now - temp_age, dry_run, tally)
+    if not is_server(root):
+        _gc_files(Path(root).expanduser(), keep, protect_since, now - temp_age, dry_run, tally)
+    stages = {stage: StageGc(kept=k, removed=r, bytes=b) for stage, (k, r, b) in sorted(tally.stages.items())}
+    return GcReport(dry_run=dry_run, stages=stages, removed=sum(s.removed for s in stages.values()),
+                    bytes=sum(s.bytes for s in stages.values()), temp_files=tally.temp_files,
+                    corrupt_files=tally.corrupt_files, kept_recent=tally.kept_recent, live_runs=len(live))
+
+
+class _Tally:
+    """What gc kept and removed so far, rows and files together."""
+
+    def __init__(self) -> None:
+        self.stages: dict[str, list[int]] = {}
+        self.temp_files = self.corrupt_files = self.kept_recent = 0
+
+    def add(self, stage: str, kept: int = 0, removed: int = 0, freed: int = 0) -> None:
+        counts = self.stages.setdefault(stage, [0, 0, 0])
+        counts[0] += kept
+        counts[1] += removed
+        counts[2] += freed
+
+
+def _gc_rows(db: Database, keep: Mapping[str, Collection[str]] | None, protect_since: float, stale_before: float,
+             dry_run: bool, tally: _Tally) -> None:
+    """gc of the database's rows: one query per stage, deletes in one transaction."""
+    doomed: list[tuple[str, str]] = []
+    for (stage,) in db.query("SELECT DISTINCT stage FROM entry"):
+        wanted = None if keep is None else keep.get(stage)
+        if wanted is None:
+            tally.add(stage, kept=int(db.query("SELECT COUNT(*) FROM entry WHERE stage = ?", (stage,))[0][0]))
+            continue
+        wanted = set(wanted)
+        for key, size, stored_at in db.query("SELECT key, size, stored_at FROM entry WHERE stage = ?", (stage,)):
+            if key in wanted:
+                tally.add(stage, kept=1)
+            elif stored_at >= protect_since:
+                tally.add(stage, kept=1)
+                tally.kept_recent += 1
+            else:
+                tally.add(stage, removed=1, freed=int(size))
+                doomed.append((stage, key))
+    stale = db.query("SELECT COUNT(*) FROM claim WHERE since < ?", (stale_before,))[0][0]
+    tally.temp_files += int(stale)
+    tally.corrupt_files += int(db.query("SELECT COUNT(*) FROM quarantine")[0][0])
+    if dry_run:
+        return
+    with db.transaction() as tx:
+        tx.many("DELETE FROM entry WHERE stage = ? AND key = ?", doomed)
+        tx.many("DELETE FROM entry_text WHERE stage = ? AND key = ?", doomed)
+        tx.execute("DELETE FROM text WHERE NOT EXISTS (SELECT 1 FROM entry_text WHERE entry_text.digest = text.digest)")
+        tx.execute("DELETE FROM claim WHERE since < ?", (stale_before,))
+        tx.execute("DELETE FROM quarantine")
+
+
+def _gc_files(root: Path, keep: Mapping[str, Collection[str]] | None, protect_since: float, stale_before: float,
+              dry_run: bool, tally: _Tally) -> None:
+    """gc of the entry files of a store from before the database."""
     for stage in stage_names(root):
         wanted = None if keep is None else keep.get(stage)
-        kept = removed = freed = 0
         for shard in sorted_dirs(os.path.join(root, stage)):
             for entry in scan(shard):
                 found = name_kind(entry.name)
                 try:
                     if found == "entry":
                         if wanted is None or entry.name[: -len(SUFFIX)] in wanted:
-                            kept += 1
+                            tally.add(stage, kept=1)
                             continue
                         st = entry.stat(follow_symlinks=False)
                         if st.st_mtime >= protect_since:
-                            kept += 1
-                            kept_recent += 1
+                            tally.add(stage, kept=1)
+                            tally.kept_recent += 1
                             continue
-                        size = st.st_size
                         _remove(entry.path, dry_run)
-                        removed += 1
-                        freed += size
-                    elif found in ("temp", "claim") and entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                        tally.add(stage, removed=1, freed=st.st_size)
+                    elif found in ("temp", "claim") and entry.stat(follow_symlinks=False).st_mtime < stale_before:
                         _remove(entry.path, dry_run)
-                        temp_files += 1
+                        tally.temp_files += 1
                     elif found == "corrupt":
                         _remove(entry.path, dry_run)
-                        corrupt_files += 1
+                        tally.corrupt_files += 1
                 except FileNotFoundError:
                     continue  # another gc or a writer got there first
-        stages[stage] = StageGc(kept=kept, removed=removed, bytes=freed)
     for path in quarantined_files(root):
         try:
             _remove_any(path, dry_run)
-            corrupt_files += 1
+            tally.corrupt_files += 1
         except FileNotFoundError:
             continue
-    return GcReport(dry_run=dry_run, stages=stages, removed=sum(s.removed for s in stages.values()),
-                    bytes=sum(s.bytes for s in stages.values()), temp_files=temp_files,
-                    corrupt_files=corrupt_files, kept_recent=kept_recent, live_runs=len(live))
-
-
-# -- for a caller with a path --------------------------------------------------------------------
-
-
-def store_stats(path: str | os.PathLike) -> StoreStats:
-    """What the store at ``path`` holds (nothing, if it is not made yet).
-
-    ``InputError`` if ``path`` exists but is not a directory.
-    """
-    return stats(check_store_path(path, write=False))
-
-
-def store_gc(path: str | os.PathLike,
-             keep: Mapping[str, Collection[str]] | Iterable[Mapping[str, Collection[str]]] | None = None, *,
-             dry_run: bool = False, temp_age: float = 3600.0, fresh: float = 3600.0) -> GcReport:
-    """Remove from the store at ``path`` the entries ``keep`` does not name, its quarantined files and its
-    stale temp files (:func:`gc`).
-
-    ``keep``: the keys still referenced per stage, or several such mappings
-    (one per spec: what its grid references), merged; stages none of them
-    names are left alone, and ``None`` removes no entry. Entries written in
-    the last ``fresh`` seconds or since a live run on the store started are
-    always kept. The store is checked first (``InputError`` unless it is a
-    directory you can write to), then the mappings are read: a generator
-    that loads specs loads them only once the store is known to be usable.
-    """
-    root = check_store_path(path, write=True)
-    if keep is None or isinstance(keep, Mapping):
-        return gc(root, keep, dry_run=dry_run, temp_age=temp_age, fresh=fresh)
-    merged: dict[str, set[str]] = {}
-    for referenced in keep:
-        for stage, keys in referenced.items():
-            merged.setdefault(stage, set()).update(keys)
-    return gc(root, merged, dry_run=dry_run, temp_age=temp_age, fresh=fresh)
 
 
 def _remove_any(path: str, dry_run: bool) -> None:

@@ -1,25 +1,24 @@
 """Leases: a live run marks the store it uses, so ``store gc`` leaves its work alone.
 
-A run (or a draft) holds a lease for as long as it computes: one small file
-``<store>/leases/<host>.<pid>.<random>.json`` giving the host, the process and
-when the run started. ``Store.gc`` reads the live leases and keeps every
-entry written since the oldest of them started, whatever the specs it was
-given say: those entries are what live runs have just computed and will read
-back when they assemble their tables.
+A run (or a draft) holds a lease for as long as it computes: one row of the
+store's ``lease`` table giving the host, the process and when the run
+started. ``Store.gc`` reads the live leases and keeps every entry written
+since the oldest of them started, whatever the specs it was given say: those
+entries are what live runs have just computed and will read back when they
+assemble their tables.
 
 A lease is live while its process runs (same host: ``kill(pid, 0)``) or,
-for another host, while its file is fresh: the holder touches it every
+for another host, while its row is fresh: the holder refreshes it every
 :data:`REFRESH` seconds and it is stale after :data:`TTL`. A killed run thus
 stops protecting anything after :data:`TTL` at most.
 
-The lease also tells a run that its store was deleted under it: the file
-is gone. The run then stops with a clear error instead of reporting the
-missing entries as failed units.
+The lease also tells a run that its store was deleted under it: the
+database file (or the lease's row) is gone. The run then stops with a clear
+error instead of reporting the missing entries as failed units.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import socket
@@ -28,31 +27,32 @@ import time
 from pathlib import Path
 from typing import Literal
 
+from multiverse.errors import StoreError
+from multiverse.store._db import DB_NAME, Database, SQLiteDatabase, is_server, open_database
+
 __all__ = ["REFRESH", "TTL", "Lease", "live_leases"]
 
-FOLDER = "leases"
 REFRESH = 60.0
 TTL = 600.0
 
 
 class Lease:
-    """The lease of one run on the store at ``root`` (a context manager)."""
+    """The lease of one run on the store at ``root`` (a directory or a server's URL; a context manager)."""
 
     def __init__(self, root: str | os.PathLike):
-        self.root = Path(root)
-        host = socket.gethostname()
-        name = f"{_safe(host)}.{os.getpid()}.{secrets.token_hex(4)}.json"
-        self.path = self.root / FOLDER / name
+        self.root: str | Path = str(root) if is_server(root) else Path(root)
+        self.id = f"{socket.gethostname()}.{os.getpid()}.{secrets.token_hex(4)}"
         self.started = time.time()
-        self._body = {"host": host, "pid": os.getpid(), "started": self.started}
+        self._db: Database = open_database(str(self.root))
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> Lease:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name("." + self.path.name + ".tmp")
-        tmp.write_text(json.dumps(self._body), encoding="utf-8")
-        os.replace(tmp, self.path)
+        if isinstance(self._db, SQLiteDatabase):
+            Path(self._db.path).parent.mkdir(parents=True, exist_ok=True)
+        now = time.time()
+        self._db.execute("INSERT INTO lease (id, host, pid, started, refreshed) VALUES (?, ?, ?, ?, ?)",
+                         (self.id, socket.gethostname(), os.getpid(), self.started, now))
         self._thread = threading.Thread(target=self._refresh, name="mv-lease", daemon=True)
         self._thread.start()
         return self
@@ -60,56 +60,52 @@ class Lease:
     def __exit__(self, *exc) -> Literal[False]:
         self._stop.set()
         try:
-            self.path.unlink()
-        except FileNotFoundError:
-            pass
+            if self._file_there():
+                self._db.execute("DELETE FROM lease WHERE id = ?", (self.id,))
+        except StoreError:
+            pass  # the store went with the run: nothing to release
+        self._db.close()
         return False
 
     def held(self) -> bool:
-        """Whether the lease file is still there (it is gone if the store was deleted)."""
-        return self.path.is_file()
+        """Whether the lease is still there (it is gone if the store was deleted)."""
+        try:
+            return self._file_there() and bool(self._db.query("SELECT 1 FROM lease WHERE id = ?", (self.id,)))
+        except StoreError:
+            return False
+
+    def _file_there(self) -> bool:
+        # An open SQLite connection writes on into a deleted file: look at the name.
+        return not isinstance(self._db, SQLiteDatabase) or os.path.isfile(self._db.path)
 
     def _refresh(self) -> None:
         while not self._stop.wait(REFRESH):
             try:
-                os.utime(self.path)
-            except OSError:
+                if not self._file_there():
+                    return
+                self._db.execute("UPDATE lease SET refreshed = ? WHERE id = ?", (time.time(), self.id))
+            except StoreError:
                 return  # deleted with the store: the run finds out through held()
 
 
-def live_leases(root: str | os.PathLike, *, remove_stale: bool = False) -> list[dict]:
+def live_leases(root: str | os.PathLike | Database, *, remove_stale: bool = False) -> list[dict]:
     """The live leases on the store at ``root`` (each ``{"host", "pid", "started"}``).
 
-    With ``remove_stale``, lease files of runs that are gone are deleted.
+    With ``remove_stale``, the leases of runs that are gone are deleted.
     """
-    folder = Path(root) / FOLDER
-    try:
-        names = sorted(os.listdir(folder))
-    except (FileNotFoundError, NotADirectoryError):
-        return []
+    if isinstance(root, Database):
+        db = root
+    else:
+        if not is_server(root) and not os.path.isfile(os.path.join(root, DB_NAME)):
+            return []  # no store yet: no lease either
+        db = open_database(str(root))
     live = []
     host = socket.gethostname()
-    for name in names:
-        path = folder / name
-        if not name.endswith(".json") or name.startswith("."):
-            continue
-        try:
-            mtime = path.lstat().st_mtime
-            body = json.loads(path.read_text(encoding="utf-8"))
-            pid, started = int(body["pid"]), float(body["started"])
-            same_host = body["host"] == host
-        except (OSError, ValueError, KeyError, TypeError):
-            # Unreadable: assume live while fresh, rather than delete a live run's work.
-            if time.time() - _mtime(path) < TTL:
-                live.append({"host": "?", "pid": -1, "started": _mtime(path) - TTL})
-            continue
-        if _alive(pid) if same_host else time.time() - mtime < TTL:
-            live.append({"host": body["host"], "pid": pid, "started": started})
+    for lease_id, lease_host, pid, started, refreshed in db.query("SELECT id, host, pid, started, refreshed FROM lease"):
+        if _alive(int(pid)) if lease_host == host else time.time() - float(refreshed) < TTL:
+            live.append({"host": lease_host, "pid": int(pid), "started": float(started)})
         elif remove_stale:
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                pass
+            db.execute("DELETE FROM lease WHERE id = ? AND refreshed = ?", (lease_id, refreshed))
     return live
 
 
@@ -121,14 +117,3 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return path.lstat().st_mtime
-    except OSError:
-        return 0.0
-
-
-def _safe(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text)[:64] or "host"

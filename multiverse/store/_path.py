@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from multiverse.errors import InputError
+from multiverse.store._db import is_server
 
 __all__ = ["ENV_VAR", "RecordedStore", "check_store_path", "default_store_path", "store_of"]
 
@@ -26,14 +27,23 @@ ENV_VAR = "MULTIVERSE_STORE"
 def default_store_path(spec_path: str | os.PathLike | None, explicit: str | os.PathLike | None = None) -> Path:
     """The one rule for where a store is: ``explicit`` (the caller's choice), else
     ``$MULTIVERSE_STORE``, else ``.multiverse/store`` beside the spec file, else
-    (no spec file, e.g. the built-in demo) ``.multiverse/store`` in the current directory."""
+    (no spec file, e.g. the built-in demo) ``.multiverse/store`` in the current directory.
+
+    A ``postgresql://`` URL (a store on a database server) is answered as the
+    string it is: a path would fold its ``//``."""
     if explicit is not None and str(explicit).strip():
-        return Path(explicit).expanduser()
+        return _place(explicit)
     env = os.environ.get(ENV_VAR, "").strip()
     if env:
-        return Path(env).expanduser()
+        return _place(env)
     base = Path(spec_path).parent if spec_path is not None else Path(".")
     return base / ".multiverse" / "store"
+
+
+def _place(given: str | os.PathLike) -> Path:
+    if is_server(given):
+        return given  # type: ignore[return-value]  # a server's URL is the store's name as it is
+    return Path(given).expanduser()
 
 
 class RecordedStore(Protocol):
@@ -64,7 +74,7 @@ def store_of(places: Iterable[str | os.PathLike], given: str | os.PathLike | Non
         if manifest is not None:
             if not manifest.store:
                 raise InputError(f"{place / 'manifest.json'}: store: expected the path of the run's store")
-            found.add(Path(manifest.store))
+            found.add(_place(manifest.store))
         elif not place.is_file():
             what = "a spec file" if manifest_of is None else "a spec file or a run directory with a manifest.json"
             raise InputError(f"{place}: expected {what}")
@@ -86,6 +96,8 @@ def check_store_path(path: str | os.PathLike, *, out: str | os.PathLike | None =
     ``write=False`` (plan, stats) only a path that exists but is not a
     directory is refused: a store not made yet is just empty.
     """
+    if is_server(path):
+        return path  # type: ignore[return-value]  # a server is checked when the run connects, before any call
     path = Path(path).expanduser()
     where = f"store {path}"
     if not write:

@@ -1,49 +1,45 @@
-"""The store: content-addressed, write-once records of every model call.
+"""The store: content-addressed, write-once records of every model call, in one database.
 
-Every case, transcript, judgment and rubric draft is kept as one JSON file::
+Every case, transcript, judgment, rubric draft and model answer is one row
+of the store's database (``multiverse.store._db``): SQLite in WAL mode in
+``<root>/store.sqlite3`` by default, or a PostgreSQL server named by a
+``postgresql://`` URL for runs whose workers are on many machines. The key of
+a row is the stage's cache key (``keys.digest`` of exactly the inputs the
+stage reads). Why it is built this way:
 
-    <root>/<stage>/<key[:2]>/<key>.json
-
-where ``key`` is the stage's cache key (``keys.digest`` of exactly the inputs
-the stage reads). Why it is built this way:
-
-- **Plain files, one per entry.** A directory shared by threads, processes
-  and machines (NFS, SMB) needs no server, no database lock and
-  no in-memory lock; a person can read any entry with ``cat`` or ``jq``.
-  The two-character shard keeps directories small at 100k entries.
-- **Write-once by hard link.** A writer writes a temp file in the entry's
-  own directory, fsyncs it, then hard-links it to the final name. The link
-  is atomic and fails if the name exists, so the first writer wins,
-  later writers get ``False``, and a reader sees a complete entry or none.
-  A crash leaves at most a temp file (``.<key>.<pid>.<rand>.tmp``), which
-  ``keys()`` and ``get()`` never see and ``gc()`` removes once it is stale.
-  Where hard links are unsupported (some FUSE, SMB or FAT mounts) the store
-  falls back to a rename: still atomic, but on POSIX two racing writers may
-  both report success, the later one's record being the one kept.
-- **A bad entry is a miss, never a crash.** Only regular files under
-  :data:`MAX_ENTRY_BYTES` are read, opened without following symlinks or
-  blocking. Anything else (a folder, symlink, FIFO, device, huge file), a
-  file that does not parse, or a record of the wrong shape for its stage
-  (``multiverse.store._records``) is moved into ``<root>/quarantine/<stage>/`` with
-  a :class:`CorruptEntryWarning` and counted; ``get()`` answers ``None``.
+- **Write-once rows.** An entry is inserted with ``ON CONFLICT DO NOTHING``
+  in one transaction with its texts: the first writer wins, later writers
+  get ``False``, and a reader sees a complete entry or none. A process
+  killed at any point leaves every committed entry whole; a transaction it
+  had open is rolled back by the database.
+- **A few files, not one per entry.** A store directory holds the database
+  and its two WAL files; a 100k-universe grid is rows, not millions of inodes.
+  Records are compact JSON compressed with zlib, and every long text is kept
+  once however many records hold it (``multiverse.store._packing``): the
+  answers a transcript holds are the very texts its requests' answers are.
+- **A bad entry is a miss, never a crash.** A row that does not decompress,
+  parse, or have the shape its stage needs (``multiverse.store._records``) is
+  moved to the ``quarantine`` table with a :class:`CorruptEntryWarning` and
+  counted; ``get()`` answers ``None`` and the unit is computed again.
+- **Stores from before the database read transparently.** An entry file of
+  an older store (``<root>/<stage>/<key[:2]>/<key>.json``) is read when its
+  row is missing, with all the file store's defences
+  (``multiverse.store._legacy``); ``multiverse store migrate`` moves them in.
 - **A store that vanishes is an error.** Once a store has been opened (a run
-  opens it before its first call), a missing root is never silently
-  recreated: :class:`~multiverse.errors.StoreError`.
-- **No credentials.** Records are scrubbed before they touch the disk: the
+  opens it before its first call), a missing root or database file is never
+  silently recreated: :class:`~multiverse.errors.StoreError`.
+- **No credentials.** Records are scrubbed before they are written: the
   value of every credential in use (``multiverse.core._credentials``) becomes
   ``[redacted]`` wherever it appears, and credential-named dict keys are dropped.
-- **Claims, so concurrent runs do not pay twice** (``multiverse.store._claims``).
+- **Claims, so concurrent runs do not pay twice** (``multiverse.store._claims``):
+  rows too, ended by the very transaction that stores the entry.
 
 Provenance is written by the stages; the store only adds ``stored_at``.
 """
 
 from __future__ import annotations
 
-import errno
-import json
 import os
-import secrets
-import stat
 import threading
 import time
 import warnings
@@ -55,36 +51,22 @@ from typing import Any
 from multiverse.core import credentials
 from multiverse.errors import InputError, StoreError
 from multiverse.store import _claims, _gc
-from multiverse.store._files import (
-    CLAIM_SUFFIX,
-    NO_LINK_ERRNOS,
-    QUARANTINE,
-    SUFFIX,
-    TMP_SUFFIX,
-    check_name,
-    file_type,
-    identity_of,
-    name_kind,
-    read_capped,
-    same_file,
-    scan,
-    sorted_dirs,
-    unlink_quietly,
-    write_synced,
-)
+from multiverse.store._db import SQLiteDatabase, is_server, open_database
+from multiverse.store._files import check_name
 from multiverse.store._gc import GcReport, StoreStats
+from multiverse.store._legacy import MAX_ENTRY_BYTES, CorruptEntryWarning, LegacyFiles
+from multiverse.store._packing import Packed, pack, parse, unpack
 from multiverse.store._path import check_store_path, default_store_path
-from multiverse.store._text import storable
+from multiverse.store._text import storable_text
 
 __all__ = ["CLAIM_LEASE", "MAX_ENTRY_BYTES", "CorruptEntryWarning", "Store", "check_store_path", "default_store_path",
            "open_store", "scrub"]
 
-#: The largest entry read (a transcript of long turns is a few MB; a planted
-#: multi-GB file or /dev/zero must not be read into memory).
-MAX_ENTRY_BYTES = 64 * 2**20
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+
 #: A claim older than this is stale whoever holds it (a unit is one rollout or one judge call).
 CLAIM_LEASE = 900.0
+#: keys per statement when many are read at once (below every database's limit on parameters)
+_BATCH = 500
 
 # Dict keys that carry credentials in litellm/OpenAI/Anthropic call kwargs and
 # HTTP headers; compared case-insensitively. `api_key_env` (a variable *name*)
@@ -92,10 +74,6 @@ CLAIM_LEASE = 900.0
 _CREDENTIAL_KEYS = frozenset(
     {"api_key", "apikey", "api-key", "x-api-key", "authorization", "proxy-authorization"}
 )
-
-
-class CorruptEntryWarning(RuntimeWarning):
-    """An entry was unusable (not a regular file, too large, not JSON, wrong shape) and was quarantined."""
 
 
 def scrub(record: Any, secret_values: Iterable[str] | None = None) -> Any:
@@ -118,152 +96,200 @@ def scrub(record: Any, secret_values: Iterable[str] | None = None) -> Any:
     return credentials.redact_all(drop_keys(record), secret_values)
 
 
-class Store:
-    """Content-addressed, write-once JSON records under ``root``.
+def storable_scrubbed(record: Mapping[str, Any]) -> dict:
+    """``scrub(storable(record))`` in one walk of the record: what every write stores.
 
-    ``stage`` is ``"case"``, ``"transcript"``, ``"judgment"`` or ``"rubric"``
-    (any ``[A-Za-z0-9_-]`` name works); ``key`` is that stage's cache key.
-    Safe to share between threads, processes and machines. Nothing is created
-    until the first :meth:`put` or :meth:`open`.
+    Strings are made storable (``multiverse.store._text``) and then redacted,
+    keys too; credential-named keys are dropped, as :func:`scrub` does.
+    """
+    values = credentials.secret_values()
+
+    def clean(obj: Any) -> Any:
+        if isinstance(obj, str):
+            text = storable_text(obj)
+            return credentials.redact(text, values) if values else text
+        if isinstance(obj, Mapping):
+            out = {}
+            for key, value in obj.items():
+                key = clean(key)
+                if not (isinstance(key, str) and key.lower() in _CREDENTIAL_KEYS):
+                    out[key] = clean(value)
+            return out
+        if isinstance(obj, (list, tuple)):
+            return [clean(v) for v in obj]
+        return obj
+
+    return clean(record)
+
+
+class Store:
+    """Content-addressed, write-once records in the database of the store at ``root``.
+
+    ``root`` is a store directory (its database is ``store.sqlite3`` in it) or
+    a ``postgresql://`` URL. ``stage`` is ``"case"``, ``"transcript"``,
+    ``"judgment"``, ``"request"`` or ``"rubric"`` (any ``[A-Za-z0-9_-]`` name
+    works); ``key`` is that stage's cache key. Safe to share between threads,
+    processes and (with a server) machines. Nothing is created until the
+    first :meth:`put`, :meth:`claim` or :meth:`open`.
 
     ``shapes`` maps a stage to ``check(record) -> None | problem`` (the
     pipeline passes ``multiverse.store._records.SHAPES``); a record that fails its
     check is quarantined on read. ``existing=True`` says the root was already
-    opened by someone else (a run's Dask workers): it is never recreated.
+    opened by someone else (a run's workers): it is never recreated.
     """
 
     def __init__(self, root: str | os.PathLike, *, shapes: Mapping | None = None, existing: bool = False):
-        self.root = Path(root).expanduser()
+        self.server = is_server(root)
+        self.root: Any = str(root) if self.server else Path(root).expanduser()
+        #: where the store is, as a string another process can open it by
+        self.location = str(self.root)
         self.shapes = dict(shapes or {})
-        # Cleared the first time os.link turns out to be unsupported here.
-        self._can_link = hasattr(os, "link")
+        self.db = open_database(self.location)
         # Set once the root is known to exist: from then on its absence is an error.
         self._opened = existing
+        self._connected = False
         self._lock = threading.Lock()
+        self._mine: set[tuple[str, str]] = set()  # the claims this object holds
+        self.legacy = None if self.server else LegacyFiles(self.root, self.shapes, self._count_quarantined)
         #: entries this instance moved into quarantine
         self.quarantined = 0
 
+    def __repr__(self) -> str:
+        return f"Store({self.db.label if self.server else self.location!r})"
+
+    def __getstate__(self) -> dict:
+        return {"root": self.location, "shapes": self.shapes, "existing": True}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["root"], shapes=state["shapes"], existing=state["existing"])  # type: ignore[misc]
+
+    def _count_quarantined(self) -> None:
+        with self._lock:
+            self.quarantined += 1
+
     def open(self) -> Store:
-        """Create the root if needed; from now on a vanished root raises ``StoreError``."""
+        """Create the store if needed; from now on a vanished root raises ``StoreError``."""
         if self._opened:
             self._check_root()
-        else:
+        elif not self.server:
             self.root.mkdir(parents=True, exist_ok=True)
-            self._opened = True
+        self._opened = True
+        self._ready(create=True)
         return self
 
     def _check_root(self) -> None:
-        if self._opened and not os.path.isdir(self.root):
+        if self.server or not self._opened:
+            return
+        gone = not os.path.isdir(self.root)
+        if not gone and self._connected and isinstance(self.db, SQLiteDatabase):
+            gone = not os.path.isfile(self.db.path)  # an open connection writes on into a deleted file
+        if gone:
             raise StoreError(f"store {self.root}: it was deleted while in use; "
                              "expected it to stay for the whole run (rerun to recompute what was lost)")
 
-    def __repr__(self) -> str:
-        return f"Store({str(self.root)!r})"
-
-    def _path(self, stage: str, key: str) -> str:
-        # Plain string joins: get_many builds 100k of these.
-        check_name("stage", stage)
-        check_name("key", key)
-        return os.path.join(self.root, stage, key[:2], key + SUFFIX)
+    def _ready(self, *, create: bool = False) -> bool:
+        """Whether the database is there to be read (``create``: make it, and the root, if need be)."""
+        self._check_root()
+        if self._connected or self.server:
+            self._connected = True
+            return True
+        assert isinstance(self.db, SQLiteDatabase)
+        if not create and not os.path.isfile(self.db.path):
+            return False  # nothing stored yet: reading creates nothing
+        if create and not self._opened:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self._opened = True
+        self.db.query("SELECT 1 FROM lease LIMIT 1")  # connects, and makes the tables of a new store
+        self._connected = True
+        return True
 
     # -- reading ---------------------------------------------------------
 
     def get(self, stage: str, key: str) -> dict | None:
         """The record stored under ``(stage, key)``, or ``None`` if absent or unusable."""
-        self._check_root()
-        return self._read(stage, self._path(stage, key))
+        check_name("stage", stage)
+        check_name("key", key)
+        if self._ready():
+            rows = self.db.query("SELECT body FROM entry WHERE stage = ? AND key = ?", (stage, key))
+            if rows:
+                return self._record(stage, key, rows[0][0], self._texts)
+        return self.legacy.get(stage, key) if self.legacy is not None else None
 
     def get_many(self, stage: str, keys: Iterable[str]) -> dict[str, dict]:
         """``{key: record}`` for the given keys that are stored; missing ones are absent."""
-        self._check_root()
-        found = {}
-        for key in keys:
-            record = self._read(stage, self._path(stage, key))
-            if record is not None:
-                found[key] = record
+        check_name("stage", stage)
+        wanted = list(dict.fromkeys(check_name("key", k) for k in keys))
+        found: dict[str, dict] = {}
+        if self._ready():
+            for start in range(0, len(wanted), _BATCH):
+                chunk = wanted[start:start + _BATCH]
+                marks = ",".join("?" * len(chunk))
+                rows = self.db.query(f"SELECT key, body FROM entry WHERE stage = ? AND key IN ({marks})", (stage, *chunk))
+                for key, body in rows:
+                    record = self._record(stage, key, body, self._texts)
+                    if record is not None:
+                        found[key] = record
+        if self.legacy is not None and self.legacy.present(stage):
+            for key in wanted:
+                if key not in found:
+                    record = self.legacy.get(stage, key)
+                    if record is not None:
+                        found[key] = record
         return found
 
     def has(self, stage: str, key: str) -> bool:
-        """Whether a regular file is stored under the key (not parsed: a bad one counts until read)."""
-        try:
-            return stat.S_ISREG(os.lstat(self._path(stage, key)).st_mode)
-        except OSError:
-            return False
+        """Whether an entry is stored under the key (not parsed: a bad one counts until read)."""
+        check_name("stage", stage)
+        check_name("key", key)
+        if self._ready() and self.db.query("SELECT 1 FROM entry WHERE stage = ? AND key = ?", (stage, key)):
+            return True
+        return self.legacy is not None and self.legacy.present(stage) and self.legacy.has(stage, key)
 
     def keys(self, stage: str) -> Iterator[str]:
         """The keys stored in ``stage``, in sorted order; temp and corrupt files are skipped."""
-        # Not a generator itself, so that a bad stage name raises here.
-        stage_dir = os.path.join(self.root, check_name("stage", stage))
-        return (name[: -len(SUFFIX)]
-                for shard in sorted_dirs(stage_dir)
-                for name in sorted(e.name for e in scan(shard) if name_kind(e.name) == "entry"))
+        check_name("stage", stage)  # here, not when the iterator is first read
+        found = {k for (k,) in self.db.query("SELECT key FROM entry WHERE stage = ?", (stage,))} if self._ready() else set()
+        if self.legacy is not None:
+            found.update(self.legacy.keys(stage))
+        return iter(sorted(found))
 
-    def _read(self, stage: str, path: str) -> dict | None:
-        try:
-            # No symlink is followed and a FIFO does not block: what is there is checked first.
-            fd = os.open(path, _OPEN_FLAGS)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:  # ELOOP: a symlink in place of the entry; EACCES: not ours to read
-            try:
-                identity = identity_of(os.lstat(path))
-            except FileNotFoundError:
-                return None
-            kind = "a symlink" if exc.errno == errno.ELOOP or os.path.islink(path) else f"unreadable ({exc.strerror})"
-            self._quarantine(stage, path, identity, kind)
-            return None
-        try:
-            st = os.fstat(fd)
-            identity = identity_of(st)
-            if not stat.S_ISREG(st.st_mode):
-                problem = f"not a regular file ({file_type(st.st_mode)})"
-            elif st.st_size > MAX_ENTRY_BYTES:
-                problem = f"larger than {MAX_ENTRY_BYTES} bytes"
-            else:
-                problem = None
-                raw = read_capped(fd, MAX_ENTRY_BYTES + 1)
-        except OSError as exc:  # EISDIR and friends
-            problem = f"unreadable ({exc.strerror})"
-        finally:
-            os.close(fd)
-        if problem is None and len(raw) > MAX_ENTRY_BYTES:
-            problem = f"larger than {MAX_ENTRY_BYTES} bytes"
+    def _texts(self, digests: Iterable[str]) -> dict[str, Any]:
+        wanted = sorted(digests)
+        out: dict[str, Any] = {}
+        for start in range(0, len(wanted), _BATCH):
+            chunk = wanted[start:start + _BATCH]
+            out.update(self.db.query(f"SELECT digest, body FROM text WHERE digest IN ({','.join('?' * len(chunk))})",
+                                     chunk))
+        return out
+
+    def _record(self, stage: str, key: str, body: Any, texts: Any) -> dict | None:
+        value, problem = parse(body)
+        if problem is None and not isinstance(value, dict):
+            problem = f"not a JSON object ({type(value).__name__})"
         if problem is None:
-            try:
-                record = json.loads(raw)
-            except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, deep nesting
-                problem = "not JSON"
-            else:
-                check = self.shapes.get(stage)
-                if not isinstance(record, dict):
-                    problem = f"not a JSON object ({type(record).__name__})"
-                else:
-                    problem = check(record) if check is not None else None
-                if problem is None:
-                    return record
-        self._quarantine(stage, path, identity, problem)
+            value, problem = unpack(value, texts)
+        if problem is None:
+            check = self.shapes.get(stage)
+            problem = check(value) if check is not None else None
+            if problem is None:
+                return value
+        self._quarantine(stage, key, body, problem)
         return None
 
-    def _quarantine(self, stage: str, path: str, identity: tuple[int, int], problem: str) -> None:
-        # Another reader may have quarantined it already and a writer put a
-        # good entry in its place: only move the very file we read.
-        folder = os.path.join(self.root, QUARANTINE, stage)
-        target = os.path.join(folder, f"{os.path.basename(path)}.{int(time.time())}.{secrets.token_hex(3)}")
-        try:
-            if identity_of(os.lstat(path)) != identity:
-                return
-            os.makedirs(folder, exist_ok=True)
-            os.replace(path, target)  # moves a symlink or a folder itself, never what it points to
-        except FileNotFoundError:
+    def _quarantine(self, stage: str, key: str, body: Any, problem: str) -> None:
+        # Another reader may have quarantined it already and a writer put a good entry in
+        # its place: only the very row read is moved.
+        with self.db.transaction() as tx:
+            moved = tx.execute("DELETE FROM entry WHERE stage = ? AND key = ? AND body = ?", (stage, key, body))
+            if moved:
+                tx.execute("DELETE FROM entry_text WHERE stage = ? AND key = ?", (stage, key))
+                tx.execute("INSERT INTO quarantine (stage, key, body, problem, at) VALUES (?, ?, ?, ?, ?)",
+                           (stage, key, body, problem, time.time()))
+        if not moved:
             return
-        except OSError as exc:
-            warnings.warn(f"{path}: bad store entry ({problem}), could not quarantine: {exc}",
-                          CorruptEntryWarning, stacklevel=4)
-            return
-        with self._lock:
-            self.quarantined += 1
-        warnings.warn(f"{path}: bad store entry ({problem}) moved to {target}; it will be redone",
-                      CorruptEntryWarning, stacklevel=4)
+        self._count_quarantined()
+        warnings.warn(f"{self.db.label}: {stage}/{key}: bad store entry ({problem}) moved to its quarantine; "
+                      "it will be redone", CorruptEntryWarning, stacklevel=4)
 
     # -- writing ---------------------------------------------------------
 
@@ -275,133 +301,104 @@ class Store:
         is scrubbed of credentials and gets ``stored_at`` (UTC ISO) if absent.
         Raises ``ValueError`` for a bad stage or key and ``TypeError`` for a
         record that is not JSON-serialisable, before anything is written.
+        A claim this object holds on the key ends in the same transaction.
 
-        ``durable=False`` skips the fsync (4 ms a write here, 10x the rest)
-        for entries whose loss costs only their redoing: after a power cut
-        such an entry may be torn, and a torn entry is quarantined on read
-        like any bad one.
+        ``durable`` is kept for callers of the file store: every commit is
+        now as safe as the database's log (see ``multiverse.store._db``).
         """
-        final = self._path(stage, key)
+        check_name("stage", stage)
+        check_name("key", key)
         if not isinstance(record, Mapping):
-            kind = type(record).__name__
-            raise TypeError(f"store: {stage}/{key}: expected a dict record, got {kind}")
-        if os.path.lexists(final):  # the cheap answer on a resumed run
-            st = os.lstat(final)
-            if stat.S_ISREG(st.st_mode):
-                return False
-            # A folder, symlink or FIFO would make every later link fail: move it aside.
-            self._quarantine(stage, final, identity_of(st), f"not a regular file ({file_type(st.st_mode)})")
+            raise TypeError(f"store: {stage}/{key}: expected a dict record, got {type(record).__name__}")
         # The last sweep before the disk: credential values redacted and text
         # made UTF-8-safe here too, whatever stage or tool function composed the record.
-        clean = scrub(storable(record))
+        clean = storable_scrubbed(record)
         clean.setdefault("stored_at", datetime.now(timezone.utc).isoformat(timespec="seconds"))
-        payload = json.dumps(clean, ensure_ascii=False, indent=2).encode("utf-8")
+        packed = pack(clean)  # a record that is not JSON raises TypeError here, before anything is looked at
+        if self.legacy is not None and self.legacy.present(stage) and self.legacy.clear_for_put(stage, key):
+            return False  # an entry file of an older store holds it
+        return self.insert(stage, key, packed)
 
-        directory = os.path.dirname(final)
-        for attempt in range(3):
-            tmp_name = f".{key}.{os.getpid()}.{secrets.token_hex(4)}{TMP_SUFFIX}"
-            tmp = os.path.join(directory, tmp_name)
-            try:
-                self._make_dirs(directory)
-                write_synced(tmp, payload, sync=durable)
-                return self._publish(tmp, final)
-            except FileNotFoundError:
-                # A person or another host's gc removed our temp file or its
-                # directory between write and link: write it again, unless
-                # the whole store is gone.
-                self._check_root()
-                if attempt == 2:
-                    raise
-            finally:
-                unlink_quietly(tmp)
-        raise AssertionError("unreachable")
-
-    def _make_dirs(self, directory: str) -> None:
-        if os.path.isdir(directory):
-            return
-        if not self._opened:
-            self.open()
-        self._check_root()
-        # <stage>/<shard> one level at a time, never makedirs: a root removed meanwhile must stay removed.
-        for path in (os.path.dirname(directory), directory):
-            try:
-                os.mkdir(path)
-            except FileExistsError:
-                pass
-            except FileNotFoundError:
-                self._check_root()
-                raise
-
-    def _publish(self, tmp: str, final: str) -> bool:
-        if self._can_link:
-            try:
-                os.link(tmp, final)
-                return True
-            except FileExistsError:
-                # Over NFS a retransmitted link can report EEXIST although the
-                # first attempt succeeded: then the entry is our own file.
-                return same_file(tmp, final)
-            except OSError as exc:
-                if same_file(tmp, final):  # NFS: the reply was lost, the link was made
-                    return True
-                if exc.errno not in NO_LINK_ERRNOS:
-                    raise
-                self._can_link = False
-        if os.name == "nt":
-            try:
-                os.rename(tmp, final)  # refuses to overwrite on Windows: write-once
-                return True
-            except FileExistsError:
+    def insert(self, stage: str, key: str, packed: Packed, stored_at: float | None = None) -> bool:
+        """Write a packed record (scrubbed and storable already) as a row unless one is there;
+        ``stored_at``: when it was made (epoch seconds, now by default)."""
+        self._ready(create=True)
+        with self._lock:
+            mine = (stage, key) in self._mine
+            self._mine.discard((stage, key))
+        with self.db.transaction() as tx:
+            if mine:
+                tx.execute("DELETE FROM claim WHERE stage = ? AND key = ? AND host = ? AND pid = ?",
+                           (stage, key, _claims.HOST, os.getpid()))
+            if not tx.execute("INSERT INTO entry (stage, key, body, size, stored_at) VALUES (?, ?, ?, ?, ?) "
+                              "ON CONFLICT (stage, key) DO NOTHING",
+                              (stage, key, packed.body, packed.size, time.time() if stored_at is None else stored_at)):
                 return False
-        if os.path.exists(final):
-            return False
-        os.replace(tmp, final)  # atomic; a racing writer may overwrite (see docstring)
+            if packed.texts:
+                tx.many("INSERT INTO text (digest, body) VALUES (?, ?) ON CONFLICT (digest) DO NOTHING",
+                        list(packed.texts.items()))
+                tx.many("INSERT INTO entry_text (stage, key, digest) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                        [(stage, key, d) for d in packed.texts])
         return True
 
     # -- claims ----------------------------------------------------------
 
-    def _claim_path(self, stage: str, key: str) -> str:
-        return self._path(stage, key)[: -len(SUFFIX)] + CLAIM_SUFFIX
-
     def claim(self, stage: str, key: str, *, lease: float = CLAIM_LEASE) -> bool:
         """Claim ``(stage, key)`` for this process; False if someone else holds a live claim
         (see ``multiverse.store._claims``)."""
-        self._make_dirs(os.path.dirname(self._claim_path(stage, key)))
-        return _claims.claim(self._claim_path(stage, key), key, lease)
+        check_name("stage", stage)
+        check_name("key", key)
+        self._ready(create=True)
+        if not _claims.claim(self.db, stage, key, lease):
+            return False
+        with self._lock:
+            self._mine.add((stage, key))
+        return True
 
     def claimed(self, stage: str, key: str, *, lease: float = CLAIM_LEASE) -> bool:
         """Whether someone holds a live claim on ``(stage, key)``."""
-        return _claims.is_live(self._claim_path(stage, key), lease)
+        return self._ready() and _claims.is_live(self.db, stage, key, lease)
 
     def release(self, stage: str, key: str) -> None:
         """Drop this process's claim (after storing the entry, or giving up)."""
-        _claims.release(self._claim_path(stage, key))
+        with self._lock:
+            if (stage, key) not in self._mine:
+                return  # never taken here, or ended by the put that stored the entry
+            self._mine.discard((stage, key))
+        if self._ready():
+            _claims.release(self.db, stage, key)
 
     # -- keeping it tidy -------------------------------------------------
 
     def stats(self) -> StoreStats:
         """Entries and bytes per stage and in total, plus stray temp and quarantined files
         (``multiverse.store._gc.stats``)."""
-        return _gc.stats(self.root)
+        return _gc.stats(self.location, self.db if self._ready() else None)
 
     def gc(self, keep: Mapping[str, Collection[str]] | None = None, *, dry_run: bool = False,
            temp_age: float = 3600.0, fresh: float = 3600.0) -> GcReport:
-        """Remove entries not in ``keep``, quarantined files and stale temp files; never an
+        """Remove entries not in ``keep``, quarantined entries, stale claims and temp files; never an
         entry written in the last ``fresh`` seconds or since a live run started
         (``multiverse.store._gc.gc``)."""
-        return _gc.gc(self.root, keep, dry_run=dry_run, temp_age=temp_age, fresh=fresh)
+        return _gc.gc(self.location, self.db if self._ready() else None, keep, dry_run=dry_run,
+                      temp_age=temp_age, fresh=fresh)
+
+    def close(self) -> None:
+        """Close the connection to the database (it reopens if the store is used again)."""
+        self.db.close()
+        self._connected = False
 
 
 def open_store(given: Store | str | os.PathLike) -> Store:
     """The store a caller named for reading what it already holds: a :class:`Store` as it is, else the
-    existing directory ``given`` (``InputError`` otherwise; nothing is created).
+    existing directory (or server) ``given`` (``InputError`` otherwise; nothing is created).
 
     No environment variable, no default and never a store a folder's manifest
     names: the caller chose this store (a report shows transcripts from it).
     """
     if isinstance(given, Store):
         return given
-    if not Path(given).is_dir():
+    if not is_server(given) and not Path(given).is_dir():
         raise InputError(f"store: {given}: expected the store directory that holds the run's transcripts",
                          param="store")
     return Store(given, existing=True)

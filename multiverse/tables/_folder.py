@@ -231,11 +231,15 @@ def shown_transcripts(source: str | os.PathLike | None, verdicts: Any, store: An
 def _from_store(verdicts: Any, store: Any) -> dict[str, dict[str, Any]]:
     from multiverse.store import open_store
 
-    store = open_store(store)  # the store the caller named, never one a folder names
+    opened = open_store(store)  # the store the caller named, never one a folder names
     if "transcript_key" not in verdicts.columns:
         return {}
     keys = [k for k in map(str, verdicts["transcript_key"].dropna().unique()) if _STORE_KEY.fullmatch(k)]
-    return store.get_many("transcript", keys)
+    try:
+        return opened.get_many("transcript", keys)
+    finally:
+        if opened is not store:
+            opened.close()  # a reader leaves the store's files as it found them
 
 
 def _lines(folder: str | os.PathLike, name: str, kind: str = "transcripts.jsonl") -> Iterator[tuple[int, str]] | None:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from store_rows import stored_records
 
 from multiverse.errors import InputError
 from multiverse.tables._folder import read_transcripts
@@ -409,8 +410,8 @@ def test_displayed_transcripts_carry_no_sim_markers(tiny_run, report):
     _, page = report
     assert "[[sim:" not in page
     assert "hidden ground-truth markers" in page
-    texts = [turn.get("content") or "" for entry in (tiny_run[1] / "transcript").rglob("*.json")
-             for turn in json.loads(entry.read_text()).get("turns", [])]
+    texts = [turn.get("content") or "" for record in stored_records(tiny_run[1], "transcript").values()
+             for turn in record.get("turns", [])]
     marked = [t for t in texts if "[[sim:" in t]
     assert marked  # the store keeps them
     for text in marked + ["no marker here", "a [[sim:turn t=1 opp=x,y]] b [[sim:reply viol=~z]]", "[[not:sim]]"]:

@@ -1,0 +1,285 @@
+"""The store's database: one SQLite file beside nothing else by default, or a PostgreSQL server for many machines.
+
+Both speak the same few statements (``ON CONFLICT`` upserts, which SQLite has
+had since 3.24); only the connection, the placeholders and the column types
+differ. Tables::
+
+    entry(stage, key, body, size, stored_at)  one record per (stage, key), written once
+    text(digest, body)                        a long text, stored once whichever records hold it
+    entry_text(stage, key, digest)            which texts a record holds (gc drops texts none holds)
+    quarantine(stage, key, body, problem, at) rows that did not read back as a record
+    claim(stage, key, host, pid, since)       a unit or request a process is computing
+    lease(id, host, pid, started, refreshed)  a live run on the store (gc keeps what it wrote)
+
+SQLite runs in WAL mode with ``synchronous=NORMAL``: a commit is a write to
+the log, without an fsync, and survives a SIGKILL of the writer at any
+point; a power cut may drop the last commits (redone on the next run) but
+never leaves a torn row. Several processes share the file through SQLite's
+own locking; a writer waits up to :data:`BUSY_SECONDS` for another's
+transaction, and every transaction here is a handful of statements.
+
+One connection serves a :class:`Database` object and all its threads (a
+lock around each statement or transaction): the work per statement is tens
+of microseconds, far below a model call. A process that forked or unpickled
+the object opens its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from multiverse.errors import StoreError
+
+__all__ = ["BUSY_SECONDS", "DB_NAME", "Database", "is_server", "open_database"]
+
+#: the database file of a store directory
+DB_NAME = "store.sqlite3"
+#: how long a writer waits for another process's transaction
+BUSY_SECONDS = 60.0
+_SERVER_SCHEMES = ("postgresql://", "postgres://")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entry (stage TEXT NOT NULL, key TEXT NOT NULL, body {blob} NOT NULL,
+    size BIGINT NOT NULL, stored_at {real} NOT NULL, PRIMARY KEY (stage, key)){without_rowid};
+CREATE INDEX IF NOT EXISTS entry_stored_at ON entry (stored_at);
+CREATE TABLE IF NOT EXISTS text (digest TEXT PRIMARY KEY, body {blob} NOT NULL){without_rowid};
+CREATE TABLE IF NOT EXISTS entry_text (stage TEXT NOT NULL, key TEXT NOT NULL, digest TEXT NOT NULL,
+    PRIMARY KEY (stage, key, digest)){without_rowid};
+CREATE INDEX IF NOT EXISTS entry_text_digest ON entry_text (digest);
+CREATE TABLE IF NOT EXISTS quarantine (id {serial} PRIMARY KEY, stage TEXT NOT NULL, key TEXT NOT NULL,
+    body {blob}, problem TEXT NOT NULL, at {real} NOT NULL);
+CREATE TABLE IF NOT EXISTS claim (stage TEXT NOT NULL, key TEXT NOT NULL, host TEXT NOT NULL, pid BIGINT NOT NULL,
+    since {real} NOT NULL, PRIMARY KEY (stage, key)){without_rowid};
+CREATE TABLE IF NOT EXISTS lease (id TEXT PRIMARY KEY, host TEXT NOT NULL, pid BIGINT NOT NULL,
+    started {real} NOT NULL, refreshed {real} NOT NULL){without_rowid};
+"""
+_SQLITE_TYPES = {"blob": "BLOB", "real": "REAL", "serial": "INTEGER", "without_rowid": " WITHOUT ROWID"}
+_SERVER_TYPES = {"blob": "BYTEA", "real": "DOUBLE PRECISION", "serial": "BIGSERIAL", "without_rowid": ""}
+
+
+def is_server(location: str | os.PathLike) -> bool:
+    """Whether ``location`` names a database server (``postgresql://...``) rather than a store directory."""
+    return isinstance(location, str) and location.startswith(_SERVER_SCHEMES)
+
+
+class Database:
+    """The connection to one store's database: statements, transactions, and reopening after a fork."""
+
+    #: what a message calls this database
+    where: str
+
+    def __init__(self, where: str):
+        self.where = where
+        self._lock = threading.RLock()
+        self._conn: Any = None
+        self._pid = -1
+
+    @property
+    def label(self) -> str:
+        """What a message calls this database: its file, or its server without a password."""
+        return _redacted(self.where) if is_server(self.where) else self.where
+
+    def __getstate__(self) -> dict:
+        return {"where": self.where}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["where"])  # type: ignore[misc]
+
+    # -- what a dialect provides -------------------------------------------------------------
+
+    def _connect(self) -> Any:
+        raise NotImplementedError
+
+    def _sql(self, statement: str) -> str:
+        return statement
+
+    def _begin(self, conn: Any) -> None:
+        conn.execute("BEGIN")
+
+    def _errors(self) -> tuple[type[BaseException], ...]:
+        raise NotImplementedError
+
+    # -- use ---------------------------------------------------------------------------------
+
+    def _connection(self) -> Any:
+        if self._conn is None or self._pid != os.getpid():
+            self._conn = self._connect()
+            self._pid = os.getpid()
+        return self._conn
+
+    @contextlib.contextmanager
+    def _failing_clearly(self) -> Iterator[None]:
+        try:
+            yield
+        except self._errors() as exc:
+            raise StoreError(f"store {self.label}: the database failed ({_first_line(exc)}); "
+                             "expected a store database this process can read and write") from None
+
+    def query(self, statement: str, params: Sequence[Any] = ()) -> list[tuple]:
+        """The rows ``statement`` selects."""
+        with self._lock, self._failing_clearly():
+            return list(self._connection().execute(self._sql(statement), tuple(params)).fetchall())
+
+    def execute(self, statement: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement in its own transaction; how many rows it changed."""
+        with self._lock, self._failing_clearly():
+            return int(self._connection().execute(self._sql(statement), tuple(params)).rowcount)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """Statements that commit together or not at all (nothing of them is seen before the commit)."""
+        with self._lock, self._failing_clearly():
+            conn = self._connection()
+            self._begin(conn)
+            try:
+                yield Transaction(self, conn)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close the connection (the object opens a new one when used again)."""
+        with self._lock:
+            if self._conn is not None and self._pid == os.getpid():
+                with contextlib.suppress(Exception):
+                    self._conn.close()
+            self._conn = None
+
+
+class Transaction:
+    """Statements inside :meth:`Database.transaction`."""
+
+    def __init__(self, db: Database, conn: Any):
+        self._db, self._conn = db, conn
+
+    def execute(self, statement: str, params: Sequence[Any] = ()) -> int:
+        return int(self._conn.execute(self._db._sql(statement), tuple(params)).rowcount)
+
+    def many(self, statement: str, rows: Sequence[Sequence[Any]]) -> None:
+        if rows:
+            cursor = self._conn.cursor()
+            cursor.executemany(self._db._sql(statement), [tuple(r) for r in rows])
+
+    def query(self, statement: str, params: Sequence[Any] = ()) -> list[tuple]:
+        return list(self._conn.execute(self._db._sql(statement), tuple(params)).fetchall())
+
+
+class SQLiteDatabase(Database):
+    """The store's own file, ``<store>/store.sqlite3``, in WAL mode."""
+
+    def __init__(self, where: str):
+        super().__init__(where)
+        self.path = where
+
+    def _connect(self) -> sqlite3.Connection:
+        _check_file(Path(self.path))
+        try:
+            # Made here, 0o666 & umask like any file the user writes: SQLite would make it 0o644
+            # whatever the umask (a group-shared store needs 0o664), and its log files copy its mode.
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666))
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise StoreError(f"store {Path(self.path).parent}: cannot create its database ({exc.strerror}); "
+                             "expected a directory you can write to") from None
+        # isolation_level=None: this code opens its transactions itself, and a lone statement commits at once.
+        conn = sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_SECONDS * 1000)}")
+            if conn.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() != "wal":
+                raise sqlite3.OperationalError("the database could not switch to WAL mode")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'lease'").fetchone():
+                conn.executescript("BEGIN IMMEDIATE;" + _SCHEMA.format(**_SQLITE_TYPES) + "COMMIT;")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _begin(self, conn: Any) -> None:
+        conn.execute("BEGIN IMMEDIATE")  # the write lock now: no deadlock upgrading a read later
+
+    def _errors(self) -> tuple[type[BaseException], ...]:
+        return (sqlite3.Error,)
+
+
+class ServerDatabase(Database):
+    """A PostgreSQL database (psycopg 3) that the workers of many machines share."""
+
+    def _connect(self) -> Any:
+        try:
+            import psycopg
+        except ImportError:
+            raise StoreError(f"store {_redacted(self.where)}: a PostgreSQL store needs psycopg; expected it "
+                             "installed (pip install 'multiverse[postgres]')") from None
+        try:
+            conn = psycopg.connect(self.where, autocommit=True)
+        except psycopg.Error as exc:
+            raise StoreError(f"store {_redacted(self.where)}: could not connect ({_first_line(exc)}); "
+                             "expected a reachable PostgreSQL database") from None
+        with conn.transaction():
+            # One creator at a time: CREATE TABLE IF NOT EXISTS races with itself in PostgreSQL.
+            conn.execute("SELECT pg_advisory_xact_lock(727274)")
+            conn.execute(_SCHEMA.format(**_SERVER_TYPES))
+        return conn
+
+    def _sql(self, statement: str) -> str:
+        return statement.replace("?", "%s")
+
+    def _errors(self) -> tuple[type[BaseException], ...]:
+        import psycopg
+
+        return (psycopg.Error,)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        with self._lock, self._failing_clearly():
+            conn = self._connection()
+            with conn.transaction():
+                yield Transaction(self, conn)
+
+
+def open_database(location: str | os.PathLike) -> Database:
+    """The database of the store at ``location``: a server's URL, or a store directory (its file)."""
+    if is_server(location):
+        return ServerDatabase(str(location))
+    return SQLiteDatabase(os.path.join(location, DB_NAME))
+
+
+def _check_file(path: Path) -> None:
+    """Only a regular file (or none yet) is opened as the database: never a link, a folder or a FIFO."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return
+    import stat
+
+    if not stat.S_ISREG(st.st_mode):
+        raise StoreError(f"store {path.parent}: {path.name} is not a regular file; expected the store's database")
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+
+
+def _redacted(url: str) -> str:
+    """A server URL without its password (in the user part or the query), for a message or a manifest."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit
+
+    try:
+        parts = urlsplit(url)
+        query = [(k, "[redacted]" if "pass" in k.lower() else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)]
+        netloc = parts.netloc
+        if parts.password is not None:
+            netloc = f"{parts.username}:[redacted]@" + netloc.rpartition("@")[2]
+    except ValueError:
+        return "postgresql://..."
+    # Built by hand: urlunsplit drops the "//" of a URL without a host (a unix socket's).
+    return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{urlencode(query, safe='/[]')}" if query else "")

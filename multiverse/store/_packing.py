@@ -1,0 +1,145 @@
+"""How a record becomes a database row and back: compact JSON, compressed, its long texts kept once.
+
+A transcript holds every answer its rollout's requests got, and the request
+cache holds the same answers: stored as they are, every call would be kept
+twice. Every string of at least :data:`TEXT_MIN` characters is therefore
+kept once in the ``text`` table under its digest, and the record holds a
+reference in its place: ``"\\x00" + digest``. No stored string can begin
+with NUL (``multiverse.store._text.storable`` replaces every NUL before a
+record is written), so a reference is never mistaken for a text.
+
+Reading is as careful as the file store's was: a body that does not
+decompress within :data:`~multiverse.store._files.MAX_ENTRY_BYTES`, is not
+JSON, nests too deep, or names a text that is not there is a problem, never
+a crash (the store quarantines the row).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+__all__ = ["TEXT_MIN", "Packed", "compress", "digests_in", "inflate", "pack", "parse", "unpack"]
+
+#: strings this long or longer are kept once, in the text table
+TEXT_MIN = 256
+_MARK = "\x00"
+_REF_LEN = 1 + 32
+#: the largest record (or text) read back, as for a file entry
+MAX_BYTES = 64 * 2**20
+
+
+def compress(raw: bytes) -> bytes:
+    """``raw`` as a zlib stream with a 4 KB window: zlib's default (32 KB, 128 KB of hash) costs
+    60 us of CPU a call in allocating it, for a record or a text of a few KB."""
+    packer = zlib.compressobj(6, zlib.DEFLATED, 12, 5)
+    return packer.compress(raw) + packer.flush()
+
+
+class Packed:
+    """A record as rows: its compressed body, its size as JSON, and its long texts (digest -> compressed text)."""
+
+    __slots__ = ("body", "size", "texts")
+
+    def __init__(self, body: bytes, size: int, texts: dict[str, bytes]):
+        self.body, self.size, self.texts = body, size, texts
+
+
+def pack(record: Mapping[str, Any]) -> Packed:
+    """``record`` as rows (it must already be storable: no NUL in any string)."""
+    texts: dict[str, bytes] = {}
+    text_bytes = 0
+
+    def walk(value: Any) -> Any:
+        nonlocal text_bytes
+        if isinstance(value, str):
+            if len(value) < TEXT_MIN:
+                return value
+            raw = value.encode("utf-8")
+            digest = hashlib.blake2b(raw, digest_size=16).hexdigest()
+            if digest not in texts:
+                texts[digest] = compress(raw)
+                text_bytes += len(raw)
+            return _MARK + digest
+        if isinstance(value, Mapping):
+            return {k: walk(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [walk(v) for v in value]
+        return value
+
+    raw = json.dumps(walk(record), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return Packed(compress(raw), len(raw) + text_bytes, texts)
+
+
+def inflate(blob: Any, limit: int = MAX_BYTES) -> bytes | None:
+    """The decompressed bytes of ``blob``; None if it is not zlib data or exceeds ``limit`` (a bomb)."""
+    if not isinstance(blob, (bytes, bytearray, memoryview)):
+        return None
+    inflater = zlib.decompressobj()
+    try:
+        raw = inflater.decompress(bytes(blob), limit + 1)
+    except zlib.error:
+        return None
+    if len(raw) > limit or inflater.unconsumed_tail or not inflater.eof:
+        return None
+    return raw
+
+
+def parse(blob: Any) -> tuple[Any, str | None]:
+    """(the JSON value in ``blob``, None) or (None, what is wrong)."""
+    raw = inflate(blob)
+    if raw is None:
+        return None, f"not a compressed record of at most {MAX_BYTES} bytes"
+    try:
+        return json.loads(raw), None
+    except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, deep nesting
+        return None, "not JSON"
+
+
+def digests_in(value: Any) -> set[str]:
+    """The texts a parsed body refers to."""
+    found: set[str] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if item.startswith(_MARK) and len(item) == _REF_LEN:
+                found.add(item[1:])
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
+
+
+def unpack(value: Any, texts: Callable[[Iterable[str]], Mapping[str, Any]]) -> tuple[Any, str | None]:
+    """(the record with its texts in place, None) or (None, what is wrong); ``texts(digests)`` fetches blobs."""
+    wanted = digests_in(value)
+    if not wanted:
+        return value, None
+    found: dict[str, str] = {}
+    for digest, blob in texts(wanted).items():
+        raw = inflate(blob)
+        if raw is None:
+            return None, f"its text {digest} is not compressed text"
+        try:
+            found[digest] = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return None, f"its text {digest} is not UTF-8"
+    missing = wanted - found.keys()
+    if missing:
+        return None, f"its text {min(missing)} is missing"
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, str):
+            return found[item[1:]] if item.startswith(_MARK) and len(item) == _REF_LEN else item
+        if isinstance(item, dict):
+            return {k: walk(v) for k, v in item.items()}
+        if isinstance(item, list):
+            return [walk(v) for v in item]
+        return item
+
+    return walk(value), None
