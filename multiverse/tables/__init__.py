@@ -40,6 +40,7 @@ from multiverse.tables._folder_models import (
     TranscriptRecord,
     UniverseEntry,
 )
+from multiverse.tables._index import read_indexed
 from multiverse.tables._places import (
     DERIVED_FILES,
     IMPORT_FILES,
@@ -83,6 +84,7 @@ __all__ = [
     "folder_kind",
     "infer_axes",
     "read_folder_bytes",
+    "read_indexed",
     "read_manifest",
     "read_spec",
     "read_table",
