@@ -236,18 +236,23 @@ def _resampled_dependence(n: np.ndarray, k: np.ndarray, drawn: np.ndarray) -> tu
     of (bootstraps x universes) by (universes x cases), not passes over a
     (bootstraps x universes x cases) array.
     """
-    n_u, k_u = drawn @ n.T, drawn @ k.T
+    # Small products, many times: numpy's own loops (einsum), not a threaded BLAS, whose threads spin for
+    # nothing on matrices this size and cost two to three times the CPU on a busy machine.
+    def dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.einsum("ij,jk->ik", a, b) if b.ndim == 2 else np.einsum("ij,j->i", a, b)
+
+    n_u, k_u = dot(drawn, n.T), dot(drawn, k.T)
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = np.where(n_u > 0, k_u / n_u, 0.0)
         pooled = k_u.sum(axis=1) / n_u.sum(axis=1)
     var = np.nan_to_num(pooled * (1.0 - pooled))
-    square = (k * k).sum(axis=0) - 2.0 * rate @ (k * n) + (rate * rate) @ (n * n)  # per bootstrap and case
-    total = k.sum(axis=0) - rate @ n
+    square = (k * k).sum(axis=0) - 2.0 * dot(rate, k * n) + dot(rate * rate, n * n)  # per bootstrap and case
+    total = k.sum(axis=0) - dot(rate, n)
     own = (k_u * (1.0 - 2.0 * rate) + rate * rate * n_u).sum(axis=1)
     cases_n = n.sum(axis=0)
-    pairs_w = var * (drawn @ (n * (n - 1.0)).sum(axis=0))
-    pairs_b = var * (drawn @ (cases_n**2 - (n * n).sum(axis=0)))
-    n_cases = drawn @ (cases_n > 0)
+    pairs_w = var * dot(drawn, (n * (n - 1.0)).sum(axis=0))
+    pairs_b = var * dot(drawn, cases_n**2 - (n * n).sum(axis=0))
+    n_cases = dot(drawn, (cases_n > 0).astype(float))
     scale = np.where(n_cases > 1, n_cases / np.maximum(n_cases - 1.0, 1.0), 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         rho_w = (scale * (drawn * square).sum(axis=1) - own) / pairs_w
