@@ -92,8 +92,8 @@ def _write_index(path: Path, frame: pd.DataFrame, signature: str) -> None:
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), _SIGNATURE: signature.encode()})
         path.parent.mkdir(exist_ok=True)
 
-        def write(tmp: Path) -> None:
-            with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        def write(tmp: str) -> None:
+            with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
                 writer.write_table(table, max_chunksize=1 << 20)
 
         atomic_write(path, write)

@@ -85,7 +85,7 @@ def api_child(folder: str) -> None:
 def cli_child(folder: str) -> dict:
     """The same analyses as four commands, each its own process (as a user at a shell runs them)."""
     steps = {}
-    for name, argv in (("curve", ["curve", folder, "--json"]), ("agreement", ["agreement", folder, "--json"]),
+    for name, argv in (("curve", ["curve", folder, "--threshold", "primary", "--json"]), ("agreement", ["agreement", folder, "--json"]),
                        ("ranking", ["ranking", folder, "--json"]), ("variance", ["variance", folder, "--json"])):
         started, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
         proc = subprocess.run([sys.executable, "-c", "import sys; from multiverse.cli import main; sys.exit(main())", *argv], capture_output=True, text=True,
