@@ -30,6 +30,7 @@ __all__ = ["INDEX_FOLDER", "read_indexed"]
 INDEX_FOLDER = ".index"
 _SIGNATURE = b"multiverse.source"
 _VERSION = "1"
+_ROWS = 1 << 20
 
 
 def _signature(table: Path) -> str:
@@ -88,13 +89,16 @@ def _write_index(path: Path, frame: pd.DataFrame, signature: str) -> None:
     if path.parent.is_symlink() or (path.parent.exists() and not path.parent.is_dir()):
         return  # written only inside the folder, never through a link
     try:
-        table = pa.Table.from_pandas(frame, preserve_index=False)
-        table = table.replace_schema_metadata({**(table.schema.metadata or {}), _SIGNATURE: signature.encode()})
+        first = pa.Table.from_pandas(frame.iloc[:0], preserve_index=False)
+        schema = first.schema.with_metadata({**(first.schema.metadata or {}), _SIGNATURE: signature.encode()})
         path.parent.mkdir(exist_ok=True)
 
         def write(tmp: str) -> None:
-            with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
-                writer.write_table(table, max_chunksize=1 << 20)
+            # A slice of rows at a time: converting the whole frame at once held a second copy of it.
+            with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+                for start in range(0, len(frame), _ROWS):
+                    part = pa.Table.from_pandas(frame.iloc[start:start + _ROWS], schema=schema, preserve_index=False)
+                    writer.write_table(part)
 
         atomic_write(path, write)
     except (OSError, ValueError, pa.ArrowException):
