@@ -130,12 +130,15 @@ def explorer_block_texts(page: str) -> list[str]:
     import re
 
     from multiverse.explorer import unpack
+    from multiverse.explorer._packing import unpack_texts
 
     found = re.search(r'<script type="application/json" id="explorer-data">(.*?)</script>', page, re.S)
     if not found:
         return []
     blocks = json.loads(found.group(1)).get("blocks", {})
-    return [json.dumps(unpack(block), ensure_ascii=False) for block in blocks.values()]
+    # The long texts come in chunks, each word-coded or deflated (explorer._packing.pack_texts).
+    return [json.dumps(unpack_texts(chunk) if name == "strings" else unpack(chunk), ensure_ascii=False)
+            for name, block in blocks.items() for chunk in (block if name == "strings" else [block])]
 
 
 def sim_run_document() -> dict:
@@ -164,7 +167,9 @@ class SimRun:
 
 
 def _files(root: Path) -> dict[str, tuple[int, int]]:
-    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+    # A folder's .index/ is load_run's copy of the tables as it read them (tables.read_indexed), not a change.
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")
+            if p.is_file() and ".index" not in p.relative_to(root).parts}
 
 
 @pytest.fixture(scope="session")

@@ -131,8 +131,11 @@ class LatentNull:
     def _lambdas(self, size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """Latent correlations refitted on ``size`` case bootstraps of the probe universes."""
         n, k = self.n_uc[self.probe], self.k_uc[self.probe]
-        pick = rng.integers(0, n.shape[1], size=(size, n.shape[1]))
-        rho_b, rho_w, _ = _dependence(n[:, pick].transpose(1, 0, 2), k[:, pick].transpose(1, 0, 2))
+        n_c = n.shape[1]
+        pick = rng.integers(0, n_c, size=(size, n_c))
+        # How often each case was drawn: the same sums as over the drawn copies, as matrix products.
+        drawn = np.bincount((np.arange(size)[:, None] * n_c + pick).ravel(), minlength=size * n_c)
+        rho_b, rho_w = _resampled_dependence(n, k, drawn.reshape(size, n_c).astype(float))
         rate = self.pooled_rate if self.pooled_rate is not None else 0.5
         lam_b = _label_to_latent(rho_b, rate)
         lam_w = _label_to_latent(rho_w, rate)
@@ -218,6 +221,48 @@ def _dependence(n: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     with np.errstate(divide="ignore", invalid="ignore"):
         rho_w = (scale * square.sum(axis=-1) - own.sum(axis=-1)) / pairs_w
         rho_b = scale * (total**2 - square).sum(axis=-1) / pairs_b
+    rho_b, rho_w, none = _settled(rho_b, rho_w, pairs_b, pairs_w, var)
+    return rho_b, rho_w, np.where(none, np.nan, pooled)
+
+
+def _resampled_dependence(n: np.ndarray, k: np.ndarray, drawn: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``_dependence`` of case bootstraps of (universes x cases) ``n`` and ``k``, its first two outputs.
+
+    ``drawn`` (bootstraps x cases) counts each case's copies in each
+    bootstrap. Every sum over the drawn cases is a sum over cases weighted by
+    their copies, and every sum over universes of a term in a bootstrap's own
+    rates expands into products of those rates with per-case sums (e.g.
+    ``sum_u (k - r n)^2 = sum_u k^2 - 2 r.(k n) + r^2.n^2``): matrix products
+    of (bootstraps x universes) by (universes x cases), not passes over a
+    (bootstraps x universes x cases) array.
+    """
+    # Small products, many times: numpy's own loops (einsum), not a threaded BLAS, whose threads spin for
+    # nothing on matrices this size and cost two to three times the CPU on a busy machine.
+    def dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.einsum("ij,jk->ik", a, b) if b.ndim == 2 else np.einsum("ij,j->i", a, b)
+
+    n_u, k_u = dot(drawn, n.T), dot(drawn, k.T)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(n_u > 0, k_u / n_u, 0.0)
+        pooled = k_u.sum(axis=1) / n_u.sum(axis=1)
+    var = np.nan_to_num(pooled * (1.0 - pooled))
+    square = (k * k).sum(axis=0) - 2.0 * dot(rate, k * n) + dot(rate * rate, n * n)  # per bootstrap and case
+    total = k.sum(axis=0) - dot(rate, n)
+    own = (k_u * (1.0 - 2.0 * rate) + rate * rate * n_u).sum(axis=1)
+    cases_n = n.sum(axis=0)
+    pairs_w = var * dot(drawn, (n * (n - 1.0)).sum(axis=0))
+    pairs_b = var * dot(drawn, cases_n**2 - (n * n).sum(axis=0))
+    n_cases = dot(drawn, (cases_n > 0).astype(float))
+    scale = np.where(n_cases > 1, n_cases / np.maximum(n_cases - 1.0, 1.0), 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho_w = (scale * (drawn * square).sum(axis=1) - own) / pairs_w
+        rho_b = scale * (drawn * (total**2 - square)).sum(axis=1) / pairs_b
+    return _settled(rho_b, rho_w, pairs_b, pairs_w, var)[:2]
+
+
+def _settled(rho_b: np.ndarray, rho_w: np.ndarray, pairs_b: np.ndarray, pairs_w: np.ndarray, var: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Correlations where a kind of pair is missing or nothing varies, clipped to [0, 1]; and where nothing varies."""
     # No pair of that kind (one replicate, or one universe): not estimable.
     rho_w = np.where(pairs_w > 0, rho_w, np.nan)
     rho_b = np.where(pairs_b > 0, rho_b, np.nan)
@@ -225,8 +270,7 @@ def _dependence(n: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     rho_w = np.where(np.isnan(rho_w), rho_b, rho_w)
     none = var <= 0
     rho_b, rho_w = np.where(none, 1.0, rho_b), np.where(none, 1.0, rho_w)
-    pooled = np.where(none, np.nan, pooled)
-    return np.clip(rho_b, 0.0, 1.0), np.clip(rho_w, 0.0, 1.0), pooled
+    return np.clip(rho_b, 0.0, 1.0), np.clip(rho_w, 0.0, 1.0), none
 
 
 def fit_latent_null(n_uc: np.ndarray, k_uc: np.ndarray) -> LatentNull:

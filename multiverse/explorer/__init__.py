@@ -18,7 +18,9 @@ Two steps, so the data can be checked, stored or embedded on its own:
 - ``render_explorer(document, static_figures=...)`` writes the page: plain
   SVG and one small script, inline, under a strict Content-Security-Policy.
 
-``unpack`` reads a document's lazy blocks (``document["blocks"]``) back.
+``unpack`` reads a document's lazy blocks (``document["blocks"]``) back;
+``document_texts`` its transcripts and criterion rows with their long texts
+(stored once each, in chunks) in place.
 """
 
 from ._document import (
@@ -29,7 +31,7 @@ from ._document import (
     explorer_document,
     read_transcripts,
 )
-from ._packing import unpack
+from ._packing import document_texts, unpack
 from ._page import content_security_policy, render_explorer
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "content_security_policy",
     "document_from_results",
     "document_from_run",
+    "document_texts",
     "explorer_document",
     "read_transcripts",
     "render_explorer",

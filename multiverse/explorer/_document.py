@@ -4,9 +4,12 @@ What the page needs at once (universes, their options, the rates per universe
 x system with CIs and n, the cases) is plain columns of small integers and
 numbers, with every repeated string stored once in a list and referred to by
 index. What it needs only when a reader opens a universe (the verdict rows,
-transcripts and criterion-level rationales) sits in two lazy blocks (see
+transcripts and criterion-level rationales) sits in lazy blocks (see
 ``_packing``): at 1,000 universes x 5 systems x 120 cases that keeps the page
-small and quick to open.
+small and quick to open. Turns and rationales are numbers into the
+document's long texts, each stored once, in chunks (``_packing.Strings``);
+the rationales of one transcript's judgments sit side by side, so opening a
+case inflates a chunk or two.
 
 Text is carried as it is (the page escapes it on the way out), except the
 simulated world's hidden ground-truth markers, which no reader should see.
@@ -29,7 +32,7 @@ from multiverse.tables import split_factors, universe_ids
 
 from ..errors import InputError
 from ..sim.markers import strip_markers
-from ._packing import pack
+from ._packing import Strings, pack
 
 if TYPE_CHECKING:
     from multiverse.results import Results
@@ -79,7 +82,9 @@ def explorer_document(
     axis_entries, axis_codes = _axis_options(first, axes, options or {})
     curve = _rates(verdicts, rates, axes, ci_method, level)
     curve = _ranked(curve[curve["universe_id"].isin(universe_order) & curve["system"].isin(systems)])
-    rows, texts = _case_rows(verdicts, criteria, transcripts, universe_order, systems, cases)
+    strings = Strings()
+    rows, texts = _case_rows(verdicts, criteria, transcripts, universe_order, systems, cases, strings)
+    chunks, starts = strings.packed()
     return {
         "format": FORMAT,
         "title": str(title),
@@ -93,7 +98,8 @@ def explorer_document(
         "cases": {"id": cases, "factors": _factor_levels(verdicts, factors, cases)},
         "rates": _rate_columns(curve, universe_order, systems),
         "verdicts": rows.pop("_names"),
-        "blocks": {"rows": pack(rows), "texts": pack(texts)},
+        "blocks": {"rows": pack(rows), "texts": pack(texts), "strings": chunks},
+        "string_chunks": starts,
     }
 
 
@@ -204,8 +210,9 @@ def _codes(series: pd.Series, values: list[str]) -> list[int]:
 
 
 def _case_rows(verdicts: pd.DataFrame, criteria: pd.DataFrame | None, transcripts: Any, universes: list[str],
-               systems: list[str], cases: list[str]) -> tuple[dict, dict]:
-    """The verdict rows as columns, and the transcripts and criterion rows they refer to."""
+               systems: list[str], cases: list[str], strings: Strings) -> tuple[dict, dict]:
+    """The verdict rows as columns, and the transcripts and criterion rows they refer to (their long texts
+    numbers into ``strings``)."""
     v = verdicts
     status = v["status"].astype(str) if "status" in v.columns else pd.Series(COUNTED_STATUS, index=v.index)
     try:
@@ -245,8 +252,12 @@ def _case_rows(verdicts: pd.DataFrame, criteria: pd.DataFrame | None, transcript
         "judgment": j_code,
         "_names": verdict_names,
     }
-    texts = {"transcripts": _transcripts(transcripts, t_keys), "judgments": j_keys,
-             "criteria": _criteria(criteria, j_keys)}
+    # Each judgment's transcript, so the rationales of one transcript's judgments are stored side by side.
+    transcript_of = np.full(len(j_keys), -1, dtype=np.int64)
+    judged = np.asarray(j_code) >= 0
+    transcript_of[np.asarray(j_code)[judged]] = np.asarray(t_code)[judged]
+    texts = {"transcripts": _transcripts(transcripts, t_keys, strings), "judgments": j_keys,
+             "criteria": _criteria(criteria, j_keys, transcript_of, strings)}
     return rows, texts
 
 
@@ -259,8 +270,9 @@ def _keys(v: pd.DataFrame, column: str) -> tuple[list[int], list[str]]:
     return code.astype(int).tolist(), [str(k) for k in unique]
 
 
-def _transcripts(transcripts: Any, keys: list[str]) -> list[dict | None]:
-    """One entry per referenced key, in ``keys`` order: turns, status, reason (None: not available)."""
+def _transcripts(transcripts: Any, keys: list[str], strings: Strings) -> list[dict | None]:
+    """One entry per referenced key, in ``keys`` order: turns (their content a number into ``strings``), status,
+    reason (None: not available)."""
     if transcripts is None:
         return [None] * len(keys)
     if not isinstance(transcripts, Mapping):
@@ -275,7 +287,8 @@ def _transcripts(transcripts: Any, keys: list[str]) -> list[dict | None]:
         for turn in record.get("turns") or []:
             if not isinstance(turn, Mapping):
                 continue
-            entry: dict[str, Any] = {"role": str(turn.get("role", "?")), "content": _text(turn.get("content"))}
+            entry: dict[str, Any] = {"role": str(turn.get("role", "?")),
+                                     "content": strings.add(_text(turn.get("content")))}
             if turn.get("name"):
                 entry["name"] = str(turn["name"])
             calls = [[str(c.get("name", "?")), _text(c.get("arguments"))]
@@ -288,8 +301,9 @@ def _transcripts(transcripts: Any, keys: list[str]) -> list[dict | None]:
     return out
 
 
-def _criteria(criteria: pd.DataFrame | None, judgments: list[str]) -> dict:
-    """The criterion rows of the referenced judgments, as columns (``judgment`` indexes ``judgments``)."""
+def _criteria(criteria: pd.DataFrame | None, judgments: list[str], transcript_of: np.ndarray, strings: Strings) -> dict:
+    """The criterion rows of the referenced judgments, as columns (``judgment`` indexes ``judgments``, ``rationale``
+    numbers into ``strings``), by transcript, then judgment, then the table's order."""
     empty: dict[str, list] = {"judgment": [], "sample": [], "criterion": [], "names": [], "permissible": [], "applicable": [],
              "compliant": [], "rationale": []}
     if criteria is None or "judgment_key" not in criteria.columns or not judgments:
@@ -298,9 +312,12 @@ def _criteria(criteria: pd.DataFrame | None, judgments: list[str]) -> dict:
     c = criteria[criteria["judgment_key"].astype(str).isin(index)]
     if c.empty:
         return empty
+    judgment = c["judgment_key"].astype(str).map(index).astype(int).to_numpy()
+    order = np.lexsort((np.arange(len(c)), judgment, transcript_of[judgment]))
+    c, judgment = c.iloc[order], judgment[order]
     code, names = pd.factorize(c["criterion"].astype(str)) if "criterion" in c.columns else (np.zeros(len(c), int), ["?"])
     return {
-        "judgment": c["judgment_key"].astype(str).map(index).astype(int).tolist(),
+        "judgment": judgment.tolist(),
         "sample": pd.to_numeric(c["sample"], errors="coerce").fillna(0).astype(int).tolist()
         if "sample" in c.columns else [0] * len(c),
         "criterion": code.astype(int).tolist(),
@@ -308,7 +325,8 @@ def _criteria(criteria: pd.DataFrame | None, judgments: list[str]) -> dict:
         "permissible": _flags(c, "permissible"),
         "applicable": _flags(c, "applicable"),
         "compliant": _flags(c, "compliant"),
-        "rationale": [_text(r) for r in c["rationale"]] if "rationale" in c.columns else [""] * len(c),
+        "rationale": [strings.add(_text(r)) for r in c["rationale"]] if "rationale" in c.columns
+        else [strings.add("")] * len(c),
     }
 
 

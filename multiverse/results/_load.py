@@ -19,6 +19,7 @@ from multiverse.tables import (
     check_scores,
     folder_scale,
     infer_axes,
+    read_indexed,
     read_manifest,
     read_table,
     split_factors,
@@ -66,7 +67,10 @@ def _load_dir(path: Path) -> Results:
         for suffix in (".parquet", ".csv"):
             candidate = table_path(path, f"{name}{suffix}")
             if candidate is not None:
-                return read_table(candidate, categories=categories, shown=path / f"{name}{suffix}")
+                def read(candidate=candidate, suffix=suffix) -> pd.DataFrame:
+                    return read_table(candidate, categories=categories, shown=path / f"{name}{suffix}")
+                # Read once as load_run reads it, then from the folder's columnar index (tables.read_indexed).
+                return read_indexed(path, name, candidate, read) if categories else read()
         if required:
             raise InputError(f"{path}: missing {name}.parquet (and {name}.csv)")
         return None

@@ -42,6 +42,7 @@ from multiverse.tables._folder_models import (
     TranscriptRecord,
     UniverseEntry,
 )
+from multiverse.tables._index import read_indexed
 from multiverse.tables._places import (
     DERIVED_FILES,
     IMPORT_FILES,
@@ -91,6 +92,7 @@ __all__ = [
     "folder_scale",
     "infer_axes",
     "read_folder_bytes",
+    "read_indexed",
     "read_manifest",
     "read_spec",
     "read_table",

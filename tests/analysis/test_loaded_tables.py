@@ -303,3 +303,45 @@ def test_curve_intervals_a_block_of_targets_at_a_time_equal_intervals_at_once(mo
     monkeypatch.setattr(intervals, "_ROWS_CELLS", cells)
     for s, expected in zip(settings, whole):
         assert_frame_equal(spec_curve(m, axes=AXES, **s), expected, check_exact=True)
+
+
+def test_a_second_load_reads_the_folders_index_and_a_rewritten_table_is_read_again(loaded, tmp_path):
+    """The first load keeps what it read as the folder's columnar index; the next load reads the index and gives
+    the same tables, dtypes and categories included; a table written again (or a stale or broken index) is read
+    from the table, never paired with the old index; a folder that cannot be written goes without one."""
+    import shutil
+
+    from multiverse.tables._index import INDEX_FOLDER
+
+    results, _ = loaded
+    folder = tmp_path / "run"
+    shutil.copytree(results.source, folder, ignore=shutil.ignore_patterns(INDEX_FOLDER))
+    first = load_run(folder)
+    index = folder / INDEX_FOLDER / "verdicts.arrow"
+    assert index.is_file() and (folder / INDEX_FOLDER / "criteria.arrow").is_file()
+    again = load_run(folder)
+    assert_frame_equal(again.verdicts, first.verdicts) and assert_frame_equal(again.criteria, first.criteria)
+    assert again.verdicts.dtypes.equals(first.verdicts.dtypes)
+    written = index.stat().st_mtime_ns
+    load_run(folder)
+    assert index.stat().st_mtime_ns == written  # read, not written again
+
+    # the table written again, one label flipped: the index is stale, and the new table is what is read
+    changed = read_table(folder / "verdicts.parquet")
+    row = int(np.flatnonzero(changed["compliant"].notna().to_numpy())[0])
+    changed.loc[row, "compliant"] = not bool(changed.loc[row, "compliant"])
+    write_table(changed, folder, "verdicts")
+    fresh = load_run(folder)
+    assert bool(fresh.verdicts["compliant"].iloc[row]) != bool(first.verdicts["compliant"].iloc[row])
+    assert_frame_equal(_plain(fresh.verdicts), _plain(changed))
+
+    index.write_bytes(b"not an arrow file")  # broken: ignored, the table read and the index written again
+    assert_frame_equal(load_run(folder).verdicts, fresh.verdicts)
+    assert index.read_bytes()[:6] == b"ARROW1"
+
+    shutil.rmtree(folder / INDEX_FOLDER)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (folder / INDEX_FOLDER).symlink_to(outside, target_is_directory=True)
+    assert_frame_equal(load_run(folder).verdicts, fresh.verdicts)
+    assert not list(outside.iterdir())  # never written through a link out of the folder

@@ -13,7 +13,11 @@ Reports the file size (and its parts), the time to build and render, and the
 time Chromium takes from navigation until the curve is drawn, then to open a
 universe and one of its cases (which unpacks the lazy blocks).
 
-Reproduce:  python tests/bench/bench_explorer.py [--judge-configs 10] [--json]
+``--rationale-chars N`` makes every rationale N characters long (whole
+sentences of the same vocabulary, cut at N), as real judges' reasons run to
+a few kilobytes; by default a rationale is one 18-word sentence.
+
+Reproduce:  python tests/bench/bench_explorer.py [--judge-configs 10] [--rationale-chars 2000] [--json]
 Targets:    file <= ~25 MB; curve drawn <= 3 s after navigation, on 2 cores.
 """
 
@@ -46,7 +50,16 @@ def _sentences(rng: np.random.Generator, n: int, words: int) -> list[str]:
     return [" ".join(row) + f" ({k})." for row, k in zip(vocabulary[picks], numbers)]
 
 
-def synthesize(judge_configs: int = 10, cases: int = 120, seed: int = 0):
+def _rationales(rng: np.random.Generator, n: int, chars: int) -> list[str]:
+    """``n`` rationales: one sentence each, or sentences joined up to ``chars`` characters."""
+    if not chars:
+        return _sentences(rng, n, 18)
+    per = chars // 120 + 2  # an 18-word sentence is about 130 characters
+    sentences = _sentences(rng, n * per, 18)
+    return [" ".join(sentences[i * per:(i + 1) * per])[:chars] for i in range(n)]
+
+
+def synthesize(judge_configs: int = 10, cases: int = 120, seed: int = 0, rationale_chars: int = 0):
     """verdicts, criteria, transcripts and axes of a 1,000-universe run (4 rollout x judge_configs x scoring)."""
     rng = np.random.default_rng(seed)
     rollouts = [("multi_turn", "cooperative"), ("multi_turn", "adversarial"), ("single_turn", "cooperative"),
@@ -94,7 +107,7 @@ def synthesize(judge_configs: int = 10, cases: int = 120, seed: int = 0):
         "permissible": np.tile([False, False, True], n_j),
         "applicable": rng.random(n_j * len(CRITERIA)) < 0.8,
         "compliant": pd.array(rng.random(n_j * len(CRITERIA)) < 0.75, dtype="boolean"),
-        "rationale": _sentences(rng, n_j * len(CRITERIA), 18),
+        "rationale": _rationales(rng, n_j * len(CRITERIA), rationale_chars),
     })
     texts = iter(_sentences(rng, 4 * (int(transcript.max()) + 1), 24))
     transcripts = {f"t{k}": {"status": "ok", "reason": "",
@@ -105,7 +118,7 @@ def synthesize(judge_configs: int = 10, cases: int = 120, seed: int = 0):
     return verdicts, criteria, transcripts, axes
 
 
-def open_in_chromium(path: Path) -> dict:
+def open_in_chromium(path: Path, rationales: set[str] | None = None) -> dict:
     from playwright.sync_api import sync_playwright
 
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -131,6 +144,7 @@ def open_in_chromium(path: Path) -> dict:
         page.locator("#cases button.v").first.click()
         page.wait_for_selector("body[data-case-open]", state="attached", timeout=120_000)
         case = time.perf_counter() - started
+        shown = page.locator("#case-detail .rationale").all_inner_texts()
         started = time.perf_counter()
         page.locator('#filters input[type="checkbox"]').first.uncheck()
         page.wait_for_function(f"document.querySelectorAll('circle.pt').length < {points}")
@@ -138,16 +152,19 @@ def open_in_chromium(path: Path) -> dict:
         browser.close()
     return {"curve_drawn_s": round(wall, 2), "curve_drawn_page_clock_s": round(drawn, 2), "points": points,
             "open_universe_s": round(universe, 2), "open_case_s": round(case, 2), "filter_redraw_s": round(refilter, 2),
-            "page_errors": errors}
+            "page_errors": errors, "rationales_shown": len(shown),
+            "rationales_intact": None if rationales is None else bool(shown) and set(shown) <= rationales}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--judge-configs", type=int, default=10, help="distinct judge configurations (divides 250)")
+    parser.add_argument("--rationale-chars", type=int, default=0,
+                        help="characters per rationale (default: one sentence, about 130)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
     started = time.perf_counter()
-    verdicts, criteria, transcripts, axes = synthesize(args.judge_configs)
+    verdicts, criteria, transcripts, axes = synthesize(args.judge_configs, rationale_chars=args.rationale_chars)
     synth = time.perf_counter() - started
     started = time.perf_counter()
     document = explorer_document(verdicts, criteria, None, transcripts, axes=axes, primary="u0000",
@@ -160,14 +177,16 @@ def main() -> None:
         path = Path(folder) / "explorer.html"
         path.write_text(page, encoding="utf-8")
         size = path.stat().st_size
-        browser = open_in_chromium(path)
+        browser = open_in_chromium(path, set(criteria["rationale"]))
     blocks = document["blocks"]
     figures = {
         "universes": len(document["universes"]["id"]), "systems": len(document["systems"]),
         "cases": len(document["cases"]["id"]), "verdict_rows": len(verdicts), "transcripts": len(transcripts),
         "judgments": int(verdicts["judgment_key"].nunique()), "criterion_rows": len(criteria),
         "file_mb": round(size / 1e6, 2), "rows_block_mb": round(len(blocks["rows"]) / 1e6, 2),
-        "texts_block_mb": round(len(blocks["texts"]) / 1e6, 2), "synthesize_s": round(synth, 2),
+        "texts_block_mb": round(len(blocks["texts"]) / 1e6, 2),
+        "strings_mb": round(sum(len(part) for chunk in blocks["strings"] for part in chunk[1:]) / 1e6, 2), "string_chunks": len(blocks["strings"]),
+        "rationale_chars": int(criteria["rationale"].str.len().mean()), "synthesize_s": round(synth, 2),
         "document_s": round(build, 2), "render_s": round(render, 2), **browser,
     }
     if args.json:

@@ -32,6 +32,7 @@ from multiverse.explorer import (
     FORMAT,
     content_security_policy,
     document_from_run,
+    document_texts,
     explorer_document,
     read_transcripts,
     render_explorer,
@@ -147,7 +148,7 @@ def test_document_round_trips_the_run(tiny_run, document):
     assert systems == list(dict.fromkeys(v["system"]))
 
     rows = unpack(document["blocks"]["rows"])
-    texts = unpack(document["blocks"]["texts"])
+    texts = document_texts(document)
     rebuilt = Counter(
         (u_ids[u], systems[s], cases[c], document["verdicts"][code], rows["reasons"][reason],
          texts["judgments"][j] if j >= 0 else None)
@@ -221,7 +222,7 @@ def test_document_without_universe_ids_transcripts_or_criteria(tiny_run):
     doc = explorer_document(bare, axes=tables.axes, factors=tables.factors)
     assert set(doc["universes"]["id"]) == set(universe_ids(bare, tables.axes))
     assert doc["primary"] is None
-    texts = unpack(doc["blocks"]["texts"])
+    texts = document_texts(doc)
     assert texts == {"transcripts": [], "judgments": [], "criteria": texts["criteria"]} and not texts["criteria"]["judgment"]
     rows = unpack(doc["blocks"]["rows"])
     assert set(rows["transcript"]) == {-1} and set(rows["judgment"]) == {-1}
@@ -242,7 +243,7 @@ def test_long_text_is_cut_and_the_document_is_reproducible(tiny_run, document, t
     records[key]["turns"][0]["content"] = "x" * (MAX_TEXT_CHARS + 1234)
     records[key]["turns"][0]["tool_calls"] = [{"name": "lookup", "arguments": {"id": 7}}]
     doc = explorer_document(tables.verdicts, tables.criteria, tables.rates, records, axes=tables.axes)
-    texts = unpack(doc["blocks"]["texts"])
+    texts = document_texts(doc)
     turn = texts["transcripts"][0]["turns"][0]
     assert turn["content"] == "x" * MAX_TEXT_CHARS + " … [1234 more characters]"
     assert turn["calls"] == [["lookup", '{"id": 7}']]
@@ -575,10 +576,9 @@ def test_a_run_without_transcripts_jsonl_reads_them_only_from_a_store_given(tiny
     (older / "transcripts.jsonl").unlink()
     store = json.loads((older / "manifest.json").read_text())["store"]
     assert Path(store).is_dir()  # the manifest names a store that is there, and it is still not read
-    assert set(map(str, unpack(document_from_run(older)["blocks"]["texts"])["transcripts"])) == {"None"}
-    assert unpack(document_from_run(older, store=store)["blocks"]["texts"]) == unpack(document["blocks"]["texts"])
-    assert unpack(document_from_run(older, store=Store(store))["blocks"]["texts"]) == unpack(
-        document["blocks"]["texts"])
+    assert set(map(str, document_texts(document_from_run(older))["transcripts"])) == {"None"}
+    assert document_texts(document_from_run(older, store=store)) == document_texts(document)
+    assert document_texts(document_from_run(older, store=Store(store))) == document_texts(document)
     with pytest.raises(InputError, match="store"):
         document_from_run(older, store=tmp_path / "nowhere")
 
@@ -802,3 +802,20 @@ def test_the_primary_label_never_sits_on_a_point_at_100_percent(tab, document, t
     assert points and not any(_overlaps(box, p) for p in points)
     line = page.locator("#curve line.primary").bounding_box()
     assert abs((line["x"]) - (box["x"] + box["width"] if where == "right" else box["x"])) < 6
+
+
+def test_long_texts_are_stored_once_and_word_coded_where_that_is_smaller():
+    """Each long text once however many rows name it; a chunk of prose is word-coded (Huffman) when that is
+    smaller than deflate, and every text comes back exactly, white space and all."""
+    from multiverse.explorer._packing import Strings, pack, pack_texts, unpack_texts
+
+    rng = np.random.default_rng(4)
+    words = ["the", "judge", "found", "no", "source", "for", "claim", "étude", "(3).", "x\n\n"]
+    prose = ["  " * (i % 2) + " ".join(rng.choice(words, size=300)) + " " * (i % 3) for i in range(200)]
+    chunk = pack_texts(prose)
+    assert chunk[0] == "h" and unpack_texts(chunk) == prose
+    assert len(chunk[1]) + len(chunk[2]) < 0.8 * len(pack(prose))
+    repeated = ["the same long passage, quoted again and again. " * 40] + ["", "a"]
+    assert pack_texts(repeated)[0] == "z" and unpack_texts(pack_texts(repeated)) == repeated
+    strings = Strings()
+    assert [strings.add(t) for t in ("a", "b", "a", "")] == [0, 1, 0, 2] and strings.texts == ["a", "b", ""]

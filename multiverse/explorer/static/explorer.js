@@ -78,15 +78,57 @@
 
   // ------------------------------------------------------------------ lazy blocks
   var blocks = {};
+  function inflate(block) {
+    var bin = atob(block), bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+    return new Response(stream).text().then(JSON.parse);
+  }
   function unpack(name) {
-    if (!blocks[name]) {
-      var bin = atob(D.blocks[name]), bytes = new Uint8Array(bin.length);
-      for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-      var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
-      blocks[name] = new Response(stream).text().then(JSON.parse);
-    }
+    if (!blocks[name]) blocks[name] = inflate(D.blocks[name]);
     return blocks[name];
   }
+  // long texts (turns, rationales), each stored once, in chunks: only the chunks a case needs are inflated
+  var STR = Object.create(null), chunks = {};
+  function chunkOf(id) {
+    var lo = 0, hi = D.string_chunks.length - 1;
+    while (lo < hi) { var mid = (lo + hi + 1) >> 1; if (D.string_chunks[mid] <= id) lo = mid; else hi = mid - 1; }
+    return lo;
+  }
+  function loadStrings(ids) {
+    var need = {};
+    ids.forEach(function (id) { if (typeof id === 'number' && id >= 0 && !(id in STR)) need[chunkOf(id)] = true; });
+    return Promise.all(Object.keys(need).map(function (k) {
+      if (!chunks[k]) chunks[k] = inflateTexts(D.blocks.strings[k]).then(function (list) {
+        var start = D.string_chunks[k];
+        list.forEach(function (text, i) { STR[start + i] = text; });
+      });
+      return chunks[k];
+    }));
+  }
+  function inflateTexts(chunk) {
+    // ['z', packed list] or ['h', packed {tokens, counts, texts}, Huffman bits] (see _packing.pack_texts)
+    if (chunk[0] === 'z') return inflate(chunk[1]);
+    return inflate(chunk[1]).then(function (V) {
+      var bin = atob(chunk[2]), bytes = new Uint8Array(bin.length), words = V.tokens, counts = V.counts;
+      for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+      var out = [], cur = [], pos = 0, end = bytes.length * 8;
+      while (out.length < V.texts && pos < end) {
+        var code = 0, first = 0, index = 0;
+        for (var l = 0; l < counts.length; l++) {  // the canonical decoder of deflate's puff.c
+          code += (bytes[pos >> 3] >> (7 - (pos & 7))) & 1; pos++;
+          if (code - counts[l] < first) {
+            var w = words[index + code - first];
+            if (w === null) { out.push(cur.join('')); cur = []; } else cur.push(w);
+            break;
+          }
+          index += counts[l]; first = (first + counts[l]) * 2; code *= 2;
+        }
+      }
+      return out;
+    });
+  }
+  function str(id) { return typeof id === 'number' && id in STR ? STR[id] : ''; }
   var IX = null;  // indexes over the verdict rows, built once
   function rows() {
     return unpack('rows').then(function (R) {
@@ -498,10 +540,13 @@
     S.kase = c; S.ksys = s; writeFragment();
     var detail = document.getElementById('case-detail');
     clear(detail).appendChild(el('p', { 'class': 'note' }, 'Loading the transcript…'));
+    var R, T, mine;
     return Promise.all([rows(), texts()]).then(function (both) {
-      var R = both[0], T = both[1];
+      R = both[0]; T = both[1];
+      mine = (IX.cell[u + ':' + s] || []).filter(function (i) { return R.case[i] === c; });
+      return loadStrings(caseStrings(R, T, mine));
+    }).then(function () {
       if (S.universe !== u || S.kase !== c) return;
-      var mine = (IX.cell[u + ':' + s] || []).filter(function (i) { return R.case[i] === c; });
       var panel = add(el('div', { 'class': 'panel', 'data-case': D.cases.id[c], 'data-system': SYS[s] }),
                       el('h3', null, 'Case ' + D.cases.id[c] + ' · ' + SYS[s]));
       mine.forEach(function (i) {
@@ -513,6 +558,18 @@
       document.body.setAttribute('data-case-open', D.cases.id[c] + ' ' + SYS[s]);
     });
   }
+  function caseStrings(R, T, mine) {
+    // the turns of these rows' transcripts and the rationales of every judgment of them
+    var ids = [];
+    mine.forEach(function (i) {
+      var rec = R.transcript[i] >= 0 ? T.transcripts[R.transcript[i]] : null;
+      if (rec) rec.turns.forEach(function (turn) { ids.push(turn.content); });
+      (R.transcript[i] >= 0 ? IX.byTranscript[R.transcript[i]] : [i]).forEach(function (r) {
+        (R.judgment[r] >= 0 ? CX[R.judgment[r]] || [] : []).forEach(function (k) { ids.push(T.criteria.rationale[k]); });
+      });
+    });
+    return ids;
+  }
   function transcriptView(T, t) {
     var box = el('div', { 'class': 'transcript' });
     var rec = t >= 0 ? T.transcripts[t] : null;
@@ -521,7 +578,7 @@
     rec.turns.forEach(function (turn) {
       var kind = ['user', 'assistant', 'tool'].indexOf(turn.role) >= 0 ? turn.role : 'other';
       var div = add(el('div', { 'class': 'turn ' + kind }), el('span', { 'class': 'role' }, turn.role + (turn.name ? ' (' + turn.name + ')' : '')),
-                    document.createTextNode(turn.content));
+                    document.createTextNode(str(turn.content)));
       (turn.calls || []).forEach(function (call) { div.appendChild(el('span', { 'class': 'call' }, '→ calls ' + call[0] + '(' + call[1] + ')')); });
       box.appendChild(div);
     });
@@ -559,7 +616,7 @@
         var head = el('p', { 'class': 'crit-head' + (C.compliant[k] === 0 ? ' crit-no' : C.applicable[k] ? '' : ' crit-na') },
                       C.names[C.criterion[k]] + (C.sample[k] ? ' (sample ' + C.sample[k] + ')' : '') + ' · applies ' +
                       f(C.applicable[k]) + ' · compliant ' + f(C.compliant[k]));
-        add(col, head, el('p', { 'class': 'rationale' }, C.rationale[k]));
+        add(col, head, el('p', { 'class': 'rationale' }, str(C.rationale[k])));
       });
       grid.appendChild(col);
     });

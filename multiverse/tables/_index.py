@@ -1,0 +1,105 @@
+"""A run folder's columnar index: a table as ``load_run`` reads it, kept beside it so the next read is quick.
+
+Reading ``verdicts.parquet`` as ``load_run`` does (text columns as sorted
+categoricals, a mostly distinct column recognised and left as text) costs
+seconds at millions of rows, and every analysis command of a run pays it
+again. So the first read writes what it read, as an Arrow IPC file
+(``.index/verdicts.arrow``: dictionary columns keep their codes and sorted
+categories), and later reads map that file instead. The index names the
+table it was read from by the table's size, modification time and a digest
+of its parquet footer (row groups, columns, their statistics): a table
+written again is read again, never paired with an old index. A folder that
+cannot be written just goes without one. The index is input like the
+tables: inside the folder, a regular file, under the tables' cap, and its
+rows under ``MAX_TABLE_ROWS``; anything else is ignored and the table read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from multiverse.core import atomic_write
+
+__all__ = ["INDEX_FOLDER", "read_indexed"]
+
+#: Where a folder keeps its index (a dot folder: listings and globs of the tables pass it by).
+INDEX_FOLDER = ".index"
+_SIGNATURE = b"multiverse.source"
+_VERSION = "1"
+_ROWS = 1 << 20
+
+
+def _signature(table: Path) -> str:
+    """The table's size, modification time and footer digest: what the index must have been read from."""
+    import pyarrow.parquet as pq
+
+    status = table.stat()
+    footer = pq.ParquetFile(table).metadata
+    digest = hashlib.sha256(repr(footer.to_dict()).encode()).hexdigest()
+    return f"{_VERSION}:{status.st_size}:{status.st_mtime_ns}:{digest}"
+
+
+def read_indexed(folder: Path, name: str, table: Path, read: Any) -> pd.DataFrame:
+    """``read()`` of ``table`` (``name``.parquet of ``folder``), through the folder's index when it is current."""
+    from multiverse.tables._folder import CAPS, folder_file
+    from multiverse.tables._tables import MAX_TABLE_ROWS
+
+    if table.suffix != ".parquet":
+        return read()
+    try:
+        signature = _signature(table)
+    except (OSError, ValueError):
+        return read()  # the read proper reports what is wrong with the table
+    place = f"{INDEX_FOLDER}/{name}.arrow"
+    try:
+        index = folder_file(folder, place)
+    except Exception:  # an index that leads elsewhere is no index
+        index = None
+    if index is not None and index.is_file() and index.stat().st_size <= CAPS["table"]:
+        frame = _read_index(index, signature, MAX_TABLE_ROWS)
+        if frame is not None:
+            return frame
+    frame = read()
+    _write_index(folder / place, frame, signature)
+    return frame
+
+
+def _read_index(index: Path, signature: str, most_rows: int) -> pd.DataFrame | None:
+    import pyarrow as pa
+
+    try:
+        with pa.memory_map(str(index)) as source:
+            reader = pa.ipc.open_file(source)
+            metadata = reader.schema.metadata or {}
+            if metadata.get(_SIGNATURE) != signature.encode() or sum(
+                    reader.get_batch(i).num_rows for i in range(reader.num_record_batches)) > most_rows:
+                return None
+            return reader.read_all().to_pandas()
+    except (OSError, ValueError, pa.ArrowException):
+        return None
+
+
+def _write_index(path: Path, frame: pd.DataFrame, signature: str) -> None:
+    import pyarrow as pa
+
+    if path.parent.is_symlink() or (path.parent.exists() and not path.parent.is_dir()):
+        return  # written only inside the folder, never through a link
+    try:
+        first = pa.Table.from_pandas(frame.iloc[:0], preserve_index=False)
+        schema = first.schema.with_metadata({**(first.schema.metadata or {}), _SIGNATURE: signature.encode()})
+        path.parent.mkdir(exist_ok=True)
+
+        def write(tmp: str) -> None:
+            # A slice of rows at a time: converting the whole frame at once held a second copy of it.
+            with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+                for start in range(0, len(frame), _ROWS):
+                    part = pa.Table.from_pandas(frame.iloc[start:start + _ROWS], schema=schema, preserve_index=False)
+                    writer.write_table(part)
+
+        atomic_write(path, write)
+    except (OSError, ValueError, pa.ArrowException):
+        pass  # a folder that cannot be written goes without an index
