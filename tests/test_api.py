@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PUBLIC = [
     "load_spec", "expand", "plan", "run", "draft", "load_run", "import_table", "import_assert", "import_inspect",
     "import_promptfoo",
-    "report", "label", "power", "validate", "count_universes", "store_stats", "store_gc", "check", "diff",
+    "report", "label", "power", "validate", "count_universes", "store_stats", "store_gc", "store_migrate", "check",
+    "diff",
     "Results", "Analysis",
     "MultiverseError", "SpecError", "InputError", "StoreError", "ModelError", "BudgetExceeded", "ModelUnusable",
     "__version__",
