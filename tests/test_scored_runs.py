@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import CountingClient, tiny_spec_document
+from store_rows import record_json, set_body
 
 from multiverse.analysis.scoring import score_judgments
 from multiverse.engine import run
@@ -402,10 +404,9 @@ def test_a_stored_score_off_the_scale_is_a_failure_not_a_score(tmp_path, write_s
     first = run(spec, out=tmp_path / "run", store=tmp_path / "store", progress=False)
     ok = first.verdicts[first.verdicts["status"] == "ok"]
     target = next(row for row in build_work(spec).rows if row.judgment_key in set(ok["judgment_key"]))
-    path = next((tmp_path / "store" / "judgment").glob(f"*/{target.judge_calls[0]}.json"))
-    stored = json.loads(path.read_text())
+    stored = record_json(tmp_path / "store", "judgment", target.judge_calls[0])
     stored["score"] = 42  # a store is read as untrusted: an edited entry must not become a score
-    path.write_text(json.dumps(stored))
+    set_body(tmp_path / "store", "judgment", target.judge_calls[0], zlib.compress(json.dumps(stored).encode()))
     client = CountingClient(jobs=2)
     again = run(spec, out=tmp_path / "again", store=tmp_path / "store", client=client, progress=False)
     row = again.verdicts.set_index("judgment_key").loc[target.judgment_key]

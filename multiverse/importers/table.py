@@ -162,7 +162,7 @@ def import_table(
     verdicts["status"] = np.where(empty, "excluded", "ok")
     verdicts["reason"] = np.where(empty, "missing label", "")
     labels = pd.array(compliant, dtype="boolean")
-    labels[empty] = pd.NA
+    labels[empty if scored is None else slice(None)] = pd.NA  # a score is not a compliance label (as in a run)
     verdicts["compliant"] = labels
 
     warnings = []

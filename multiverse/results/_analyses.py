@@ -119,30 +119,21 @@ def agreement(results: ResultsView, axis: str) -> Analysis[AgreementDocument]:
     return Analysis("agreement", document, pairs, draw, simulated=results.simulated, schema=AgreementDocument)
 
 
-def _mapping(value: Any) -> dict[str, Any] | None:
-    if hasattr(value, "model_dump"):
-        value = value.model_dump()
-    return dict(value) if isinstance(value, dict) else None
-
-
 def declared_scoring(results: ResultsView) -> tuple[dict[str, Any] | None, list[float]]:
-    """The judge's declared scale and every scoring cut the results declare, for agreement on scores.
+    """The judge's declared scale and every scoring cut a universe uses, for agreement on scores.
 
-    The scale is the manifest's ``scale`` (an import's, or a run's that records it), else the resolved
-    spec's ``judge.scale``; the cuts are the spec's ``scoring.cut`` and every axis option's ``scoring.cut``
-    patch, and the manifest's ``cuts`` where it lists them. Neither is trusted: the analysis checks them.
+    Both come from where the estimates read them (``Results.scale`` and ``Results.scoring_choices``:
+    the manifest, else the resolved spec and its axis patches), so agreement shows kappa at exactly
+    the cuts the curve and the ranking use. No declared scale: None (the analysis infers one and says so).
     """
-    manifest = getattr(results, "manifest", None)
-    resolved = getattr(results, "resolved_spec", None)
-    spec = resolved.document if resolved is not None else None
-    judge = _mapping(getattr(spec, "judge", None)) or {}
-    scale = _mapping(getattr(manifest, "scale", None)) or _mapping(judge.get("scale"))
-    cuts: list[Any] = list(getattr(manifest, "cuts", None) or [])
-    cuts.append((_mapping(getattr(spec, "scoring", None)) or {}).get("cut"))
-    for options in (getattr(spec, "axes", None) or {}).values():
-        cuts.extend((patch or {}).get("scoring.cut") for patch in (options or {}).values())
-    numbers = [float(c) for c in cuts if isinstance(c, (int, float)) and not isinstance(c, bool)]
-    return scale, sorted(set(numbers))
+    scale = results.scale
+    if not scale.scored:
+        return None, []
+    choices = results.scoring_choices()
+    cuts = [] if choices is None else pd.to_numeric(choices["cut"], errors="coerce").dropna().tolist()
+    # A manifest may also list cuts of its own to read agreement at (untrusted: only numbers count).
+    cuts += [c for c in getattr(getattr(results, "manifest", None), "cuts", None) or [] if isinstance(c, (int, float)) and not isinstance(c, bool)]
+    return scale.model_dump(), sorted({float(c) for c in cuts})
 
 
 def ranking(results: ResultsView, axes: list[str] | None, boot: int) -> Analysis[RankingDocument]:

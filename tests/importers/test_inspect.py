@@ -24,7 +24,7 @@ from cli_runner import run_cli
 from inspect_ai.log import read_eval_log, write_eval_log
 
 from multiverse.errors import InputError
-from multiverse.explorer import document_from_run, unpack
+from multiverse.explorer import document_from_run, document_texts
 from multiverse.importers import import_inspect
 from multiverse.importers._inspect_log import read_inspect_log
 
@@ -66,7 +66,7 @@ def test_recorded_logs_import_with_inspect_accuracy_replicates_rationales_and_tr
         assert row["rationale"].tolist() == [sample.scores["model_graded_qa"].explanation]
         assert bool(row["compliant_y"].iloc[0]) == (sample.scores["model_graded_qa"].value == "C")
     # The sample's messages are the transcript the explorer shows.
-    texts = unpack(document_from_run(tmp_path / "out")["blocks"]["texts"])
+    texts = document_texts(document_from_run(tmp_path / "out"))
     turns = [(t["role"], t["content"]) for record in texts["transcripts"] for t in record["turns"]]
     assert ("user", "What is 3 plus 3?") in turns
     assert any(role == "assistant" and "What is 3 plus 3?" in text for role, text in turns)

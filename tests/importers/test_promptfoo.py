@@ -18,7 +18,7 @@ import pytest
 from cli_runner import run_cli
 
 from multiverse.errors import InputError
-from multiverse.explorer import document_from_run, unpack
+from multiverse.explorer import document_from_run, document_texts
 from multiverse.importers import import_promptfoo
 
 RECORDED = Path(__file__).parent / "promptfoo_results"
@@ -66,7 +66,7 @@ def test_recorded_results_import_with_promptfoos_pass_rate(tmp_path):
     assert criteria["score"].notna().all()
     # Same outputs under both graders: paired on the answer, and the explorer shows it.
     assert results.agreement("judge").document["paired_on"] == "transcript"
-    texts = unpack(document_from_run(tmp_path / "out")["blocks"]["texts"])
+    texts = document_texts(document_from_run(tmp_path / "out"))
     shown = {t["content"] for record in texts["transcripts"] for t in record["turns"]}
     assert first["response"]["output"] in shown
 

@@ -13,7 +13,7 @@ import pytest
 from cli_runner import run_cli
 
 from multiverse.errors import InputError
-from multiverse.explorer import document_from_run, unpack
+from multiverse.explorer import document_from_run, document_texts
 from multiverse.importers import import_table
 
 
@@ -91,7 +91,7 @@ def test_a_transcript_column_pairs_judges_only_on_the_same_answer(tmp_path):
     assert document["paired_on"] != "transcript"
     assert any("changes the transcripts" in note for note in document["notes"])
     # The answers are in the folder and the explorer shows them.
-    explorer = unpack(document_from_run(tmp_path / "same")["blocks"]["texts"])
+    explorer = document_texts(document_from_run(tmp_path / "same"))
     shown = {turn["content"] for record in explorer["transcripts"] for turn in record["turns"]}
     assert "answer 0.1" in shown and len(shown) == 12
 
@@ -106,7 +106,7 @@ def test_rationales_become_criteria_rows_the_explorer_shows(tmp_path):
     assert (joined["compliant"] == joined["compliant_verdict"]).all()
     row = joined[(joined["judge"] == "j2") & (joined["case_id"] == "q0") & (joined["replicate"] == 1)]
     assert row["rationale"].tolist() == ["j2 on q0#1"] and not row["compliant"].iloc[0]
-    explorer = unpack(document_from_run(tmp_path / "out")["blocks"]["texts"])
+    explorer = document_texts(document_from_run(tmp_path / "out"))
     assert "j2 on q0#1" in explorer["criteria"]["rationale"]
 
 
