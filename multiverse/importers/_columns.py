@@ -12,9 +12,10 @@ same tables for the same information:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -22,8 +23,11 @@ import pandas as pd
 from multiverse.core import CRITERIA_COLUMNS
 from multiverse.errors import InputError
 
+if TYPE_CHECKING:
+    from multiverse.results import Results
+
 __all__ = ["assistant_transcript", "import_rates", "rationale_criteria", "replicate_numbers", "row_keys",
-           "table_transcripts"]
+           "table_transcripts", "write_judged_import"]
 
 #: Replicates beyond this are a misread column, not epochs.
 MAX_REPLICATE = 1_000_000
@@ -113,3 +117,37 @@ def import_rates(verdicts: pd.DataFrame, *, axes: Sequence[str], factors: Sequen
     if scale.get("type", "binary") == "binary":
         return compute_rates(verdicts, axes=axes, factors=factors, ci=ci)
     return compute_rates(verdicts, axes=axes, factors=factors, ci=ci, estimator="mean", scale=ScaleRecord(**scale))
+
+
+def write_judged_import(source: str, out_dir: str | os.PathLike, *, verdicts: pd.DataFrame, criteria: pd.DataFrame | None,
+                        rates: pd.DataFrame, transcripts: Any, axes: list[str], factors: list[str], primary: Any,
+                        warnings: list[str], input: dict[str, Any], ci: str, estimator: str,
+                        scale: dict[str, Any] | None = None) -> Results:
+    """Write a harness's import (one universe per judge when there are several) and return its Results.
+
+    Inspect's and promptfoo's imports share this shape: the judge is the only axis, and a single
+    judge's column is dropped, as a table without axes has none.
+    """
+    from multiverse.importers.directory import resolve_primary, write_import_dir
+
+    options = {uid: ({"judge": judge} if axes else {}) for uid, judge in
+               verdicts.drop_duplicates("universe_id")[["universe_id", "judge"]].itertuples(index=False)}
+    manifest: dict[str, Any] = {
+        "source": source,
+        "axes": axes,
+        "factors": factors,
+        "universes": list(options),
+        "primary": resolve_primary(primary, axes, options),
+        "primary_declared": bool(primary),
+        "warnings": warnings,
+        "universe_options": options,
+        "input": input,
+        **({"scale": scale} if scale is not None else {}),
+        "estimator": estimator,
+        "ci": ci,
+        "level": 0.95,
+    }
+    if not axes:
+        verdicts = verdicts.drop(columns="judge")
+    return write_import_dir(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
+                            transcripts=transcripts)

@@ -46,9 +46,9 @@ import pandas as pd
 
 from multiverse.core import RESERVED_NAMES, universe_id
 from multiverse.errors import InputError
-from multiverse.importers._columns import import_rates, rationale_criteria, row_keys
+from multiverse.importers._columns import import_rates, rationale_criteria, row_keys, write_judged_import
 from multiverse.importers._inspect_log import InspectLog, read_inspect_log
-from multiverse.importers.directory import check_ci, resolve_primary, write_import_dir
+from multiverse.importers.directory import check_ci
 from multiverse.results import Results
 
 __all__ = ["import_inspect"]
@@ -103,28 +103,11 @@ def import_inspect(
     estimator = "mean" if scored else "pooled"
     criteria = rationale_criteria(verdicts, rationales, criteria_names)
     rates = import_rates(verdicts, axes=axes, factors=factors, ci=ci, scale=scale, source=str(paths[0]))
-    options = {uid: ({"judge": judge} if axes else {}) for uid, judge in
-               verdicts.drop_duplicates("universe_id")[["universe_id", "judge"]].itertuples(index=False)}
-    manifest = {
-        "source": "inspect",
-        "axes": axes,
-        "factors": factors,
-        "universes": list(options),
-        "primary": resolve_primary(primary, axes, options),
-        "primary_declared": bool(primary),
-        "warnings": warnings,
-        "universe_options": options,
-        "input": {"logs": [_log_entry(log) for log in read], "judge_role": judge_role, "system_role": system_role,
-                  "partial": float(partial)},
-        "scale": scale,
-        "estimator": estimator,
-        "ci": ci,
-        "level": 0.95,
-    }
-    if not axes:
-        verdicts = verdicts.drop(columns="judge")
-    return write_import_dir(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
-                            transcripts=transcripts)
+    return write_judged_import("inspect", out_dir, verdicts=verdicts, criteria=criteria, rates=rates,
+                               transcripts=transcripts, axes=axes, factors=factors, primary=primary, warnings=warnings,
+                               input={"logs": [_log_entry(log) for log in read], "judge_role": judge_role,
+                                      "system_role": system_role, "partial": float(partial)},
+                               ci=ci, estimator=estimator, scale=scale)
 
 
 def _check_distinct(read: list[InspectLog]) -> None:

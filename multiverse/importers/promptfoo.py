@@ -35,9 +35,9 @@ import pandas as pd
 
 from multiverse.core import CRITERIA_COLUMNS, RESERVED_NAMES, universe_id
 from multiverse.errors import InputError
-from multiverse.importers._columns import import_rates, row_keys
+from multiverse.importers._columns import import_rates, row_keys, write_judged_import
 from multiverse.importers._promptfoo_file import PromptfooFile, read_promptfoo_file
-from multiverse.importers.directory import check_ci, resolve_primary, write_import_dir
+from multiverse.importers.directory import check_ci
 from multiverse.results import Results
 
 __all__ = ["import_promptfoo"]
@@ -75,27 +75,11 @@ def import_promptfoo(
     criteria = _criteria(read, verdicts)
     warnings = _count_notes(read)
     rates = import_rates(verdicts, axes=axes, factors=factors, ci=ci, scale={"type": "binary"}, source=str(paths[0]))
-    options = {uid: ({"judge": judge} if axes else {}) for uid, judge in
-               verdicts.drop_duplicates("universe_id")[["universe_id", "judge"]].itertuples(index=False)}
-    manifest = {
-        "source": "promptfoo",
-        "axes": axes,
-        "factors": factors,
-        "universes": list(options),
-        "primary": resolve_primary(primary, axes, options),
-        "primary_declared": bool(primary),
-        "warnings": warnings,
-        "universe_options": options,
-        "input": {"files": [{"file": str(f.path), "version": f.version, "successes": f.successes,
-                             "failures": f.failures, "errors": f.errors} for f in read]},
-        "estimator": "pooled",
-        "ci": ci,
-        "level": 0.95,
-    }
-    if not axes:
-        verdicts = verdicts.drop(columns="judge")
-    return write_import_dir(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
-                            transcripts=transcripts)
+    return write_judged_import("promptfoo", out_dir, verdicts=verdicts, criteria=criteria, rates=rates,
+                               transcripts=transcripts, axes=axes, factors=factors, primary=primary, warnings=warnings,
+                               input={"files": [{"file": str(f.path), "version": f.version, "successes": f.successes,
+                                                 "failures": f.failures, "errors": f.errors} for f in read]},
+                               ci=ci, estimator="pooled")
 
 
 def _verdicts(read: list[PromptfooFile], axes: list[str], factors: list[str]
