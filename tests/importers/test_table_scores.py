@@ -169,3 +169,39 @@ def test_every_analysis_reads_the_scored_estimate_of_each_universe(tmp_path):
     labels = [ax.get_ylabel() for ax in figure.axes] + [c.get_ylabel() for ax in figure.axes for c in ax.child_axes]
     assert "rate: rescaled mean, or share at a cut" in labels
     assert any("mean score (1–10)" in label for label in labels)
+
+
+def test_a_multi_judge_import_reports_agreement_on_scores_and_at_each_cut_as_the_references_do(tmp_path):
+    import krippendorff
+    from sklearn.metrics import cohen_kappa_score
+
+    rng = np.random.default_rng(11)
+    truth = rng.integers(2, 10, size=(3, 40))
+    rows = []
+    for judge, noise in (("judge-a", 0), ("judge-b", 1)):
+        for s, system in enumerate(("atlas", "beacon", "comet")):
+            grades = np.clip(truth[s] + rng.integers(-1, 2, size=40) * noise, 1, 10)
+            rows += [{"judge": judge, "model": system, "item": f"q{i:02d}", "grade": int(g)} for i, g in enumerate(grades)]
+    table = tmp_path / "grades.csv"
+    pd.DataFrame(rows).to_csv(table, index=False)
+    results = import_table(table, system="model", item="item", score="grade", scale=(1, 10), cuts=[6, 7],
+                           axes=["judge"], out_dir=tmp_path / "out")
+    scores = results.agreement("judge").document["scores"]
+    wide = pd.DataFrame(rows).pivot_table(index=["model", "item"], columns="judge", values="grade")
+    a, b = wide["judge-a"].to_numpy(), wide["judge-b"].to_numpy()
+    pair = scores["pairs"][0]
+    assert pair["kappa_quadratic"] == pytest.approx(cohen_kappa_score(a, b, weights="quadratic", labels=range(1, 11)),
+                                                    abs=1e-12)
+    assert scores["krippendorff_alpha_interval"] == pytest.approx(
+        krippendorff.alpha(reliability_data=np.vstack([a, b]), level_of_measurement="interval"), abs=1e-12)
+    # kappa at each cut the universes use, on the labels score >= cut
+    at = {c["cut"]: c for c in scores["cuts"]}
+    assert sorted(at) == [6.0, 7.0]
+    for cut, entry in at.items():
+        assert entry["pairs"][0]["cohen_kappa"] == pytest.approx(cohen_kappa_score(a >= cut, b >= cut), abs=1e-12)
+    # the shares at each cut and the mean, as pandas counts them
+    rates = results.rates[results.rates["subgroup"] == "all"]
+    for (judge, system), grades in pd.DataFrame(rows).groupby(["judge", "model"])["grade"]:
+        mine = rates[(rates["judge"] == judge) & (rates["system"] == system)].set_index("scoring")["rate"]
+        assert mine.to_dict() == pytest.approx({"mean": (grades.mean() - 1) / 9, "at least 6": (grades >= 6).mean(),
+                                                "at least 7": (grades >= 7).mean()}, abs=1e-12)
