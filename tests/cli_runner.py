@@ -19,6 +19,7 @@ a developer's shared store never leaks into a test.
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import os
 import subprocess
@@ -102,6 +103,9 @@ def run_cli(argv: Sequence[object], *, cwd: Path | str | None = None,
 
     out, err = io.StringIO(), io.StringIO()
     here = os.getcwd()
+    # Earlier tests' garbage (an unclosed socket of some client) is collected now, so that its
+    # ResourceWarnings go to pytest, not into this command's stderr as if the command had given them.
+    gc.collect()
     # main() sets warnings.formatwarning for its one-line warnings; the caller's is put back.
     formatwarning = warnings.formatwarning
     try:

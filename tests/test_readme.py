@@ -45,6 +45,7 @@ SKIPPED = Counter({
     ("Real models", "a part of a spec, not a whole one"): 1,
     ("Real models", "starts a model server; tests/test_local_llm.py runs this spec in CI"): 1,
     ("On a cluster (Dask)", "needs a Dask cluster and API keys"): 1,
+    ("On a cluster (Dask)", "needs a Dask cluster, a PostgreSQL server and API keys"): 1,
     ("Code named by a spec", "a part of a spec, not a whole one"): 1,
     ("Reproduce the simulated study", "minutes: tests/test_case_study.py runs it"): 1,
     ("Run it with real models", "needs API keys"): 1,

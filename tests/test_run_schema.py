@@ -84,7 +84,9 @@ def describe(run: Path) -> dict:
         assert header == list(tables[name]), f"{name}.csv and {name}.parquet have different columns"
     lines = [json.loads(line) for line in (run / "transcripts.jsonl").read_text(encoding="utf-8").splitlines() if line]
     return {
-        "files": sorted(str(p.relative_to(run)) for p in run.rglob("*") if p.is_file()),
+        # load_run's columnar index (.index/) is a cache an earlier read may have left, not the layout.
+        "files": sorted(str(p.relative_to(run)) for p in run.rglob("*")
+                        if p.is_file() and p.relative_to(run).parts[0] != ".index"),
         "tables": tables,
         "manifest": _keys([manifest]),
         "manifest_records": {

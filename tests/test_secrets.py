@@ -10,6 +10,7 @@ in what the CLI printed, and no provider key may be sent to a local server.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from audit_server import audit_responder, fake_spec_document
 from cli_runner import spawn_cli
 from conftest import explorer_block_texts, tiny_spec_document
 from fakeserver import FakeServer
+from store_rows import count, stored_records
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -52,6 +54,8 @@ def _leaks(path: Path) -> list[str]:
         texts.append(pd.read_parquet(path).to_csv(index=False))
     if path.suffix == ".html":  # the explorer's compressed blocks: look at what they hold too
         texts.extend(explorer_block_texts(texts[0]))
+    if path.name == "store.sqlite3":  # the store's compressed rows: look at every record they hold too
+        texts.extend(json.dumps(record, ensure_ascii=False) for record in stored_records(path.parent).values())
     return [name for name, value in SECRETS.items() if any(value in text for text in texts)]
 
 
@@ -99,7 +103,7 @@ def test_no_key_reaches_the_run_directory_the_store_or_the_report(tmp_path, monk
         report = write_report(run_dir, tmp_path / "report" / "report.html", store=store)
 
     files = _files(run_dir, store) + ([Path(report)] if report else [])
-    assert any(p.suffix == ".json" for p in _files(store)) and (run_dir / "manifest.json").exists()
+    assert count(store) > 0 and (run_dir / "manifest.json").exists()
     leaks = {str(p): names for p in files if (names := _leaks(p))}
     assert not leaks, f"keys written to disk: {leaks}"
     printed = done.stdout + done.stderr
@@ -125,4 +129,5 @@ def test_missing_provider_key_fails_before_the_first_call(tmp_path):
     assert "Traceback" not in done.stderr
     assert len(lines) == 1 and "ANTHROPIC_API_KEY" in lines[0], done.stderr
     assert calls == 0, f"{calls} model calls were made before the missing key was noticed"
-    assert not _files(store), "the store was written to before the missing key was noticed"
+    assert not (store / "store.sqlite3").exists() or count(store) == 0, \
+        "the store was written to before the missing key was noticed"
