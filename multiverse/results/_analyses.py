@@ -131,8 +131,6 @@ def declared_scoring(results: ResultsView) -> tuple[dict[str, Any] | None, list[
         return None, []
     choices = results.scoring_choices()
     cuts = [] if choices is None else pd.to_numeric(choices["cut"], errors="coerce").dropna().tolist()
-    # A manifest may also list cuts of its own to read agreement at (untrusted: only numbers count).
-    cuts += [c for c in getattr(getattr(results, "manifest", None), "cuts", None) or [] if isinstance(c, (int, float)) and not isinstance(c, bool)]
     return scale.model_dump(), sorted({float(c) for c in cuts})
 
 

@@ -158,10 +158,15 @@ def test_small_samples_and_constant_judges_are_noted():
 
 
 def test_results_document_figure_and_command(tmp_path):
+    from multiverse.core import universe_id
     from multiverse.tables import write_run_folder
 
     frame = scored_verdicts()
-    manifest = {"axes": ["judge"], "scale": SCALE, "cuts": [7]}
+    # As an import with one cut writes it: each judge's universe reads the share of scores at or above 7.
+    universes = [{"id": universe_id({"judge": j}), "options": {"judge": j}, "scoring": {"estimator": "at_least", "cut": 7}}
+                 for j in dict.fromkeys(frame["judge"])]
+    frame.insert(0, "universe_id", frame["judge"].map({u["options"]["judge"]: u["id"] for u in universes}))
+    manifest = {"axes": ["judge"], "scale": SCALE, "universes": universes}
     results = Results(frame, axes=["judge"], manifest=manifest)
     analysis = results.agreement("judge")
     typed = analysis.typed
