@@ -63,7 +63,7 @@ them); doubled for ``direction="dominant"``.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,6 +80,7 @@ from multiverse.analysis.case_matrix import (
     _paired_z,
 )
 from multiverse.analysis.intervals import anova_terms, design_effect, icc_from_terms
+from multiverse.analysis.null_histograms import NullSummary, grouped_summary, nested_groups, universe_groups
 from multiverse.analysis.rate_null import LatentNull, fit_latent_null
 from multiverse.errors import InputError
 
@@ -102,6 +103,15 @@ _FLAT_LABELS = 200_000_000
 # Working arrays are (replicates x universes) float64; keep each near 32 MB (a null chunk makes
 # several at once, and at 100k universes the step must stay in a few GB).
 _CHUNK_CELLS = 4_000_000
+
+# One label per cell: the null is drawn as histograms of counts per group of universes that saw
+# the same cases (analysis/null_histograms.py) when the groups x cases is at most this many times
+# the universes; each group costs about what drawing the labels of `cases` universes costs.
+_GROUPED = 1.0
+# Above this many cells (universes x cases) a system's universes that saw different cases get the
+# nested null (null_histograms.py: conservative, and its cost does not grow with the universes);
+# below it every label is drawn, which takes well under a second.
+_NESTED_CELLS = 1_000_000
 
 
 def _effective_n(n_uc: np.ndarray, k_uc: np.ndarray, level: float) -> np.ndarray:
@@ -241,32 +251,23 @@ def _run(
     *,
     observed_effect: np.ndarray,
     observed_z: np.ndarray,
-    weights: np.ndarray,
-    null_curves,
+    null_summary: NullSummary,
     exact: bool,
     alpha: float,
     direction: int,
     band_level: float,
     band_offset: float,
 ) -> tuple[int, dict, dict, np.ndarray, pd.DataFrame]:
-    """Shared engine: null statistics chunk by chunk, p-values and the null band."""
+    """Shared engine: the observed statistics, the null's, p-values and the null band."""
     z_crit = stats.norm.ppf(1.0 - alpha / 2.0)
     sign, obs = _curve_statistics(observed_effect[None, :], observed_z[None, :], z_crit, direction)
     # Two-sided: the one-sided test in the observed dominant direction, its p doubled.
     doubled = not direction
     if doubled:
         direction = int(sign[0])
-    n_rep, n_u = len(weights), len(observed_effect)
-    chunk = max(1, min(n_rep, _CHUNK_CELLS // max(n_u, 1)))
-    null = np.empty((n_rep, 3))
-    # Sorted null curves, float32: B x universes is the one big array we keep.
-    sorted_curves = np.empty((n_rep, n_u), dtype=np.float32)
-    for start in range(0, n_rep, chunk):
-        block = weights[start : start + chunk]
-        effect, z = null_curves(block)
-        null[start : start + len(block)] = _curve_statistics(effect, z, z_crit, direction)[1]
-        effect.sort(axis=1)
-        sorted_curves[start : start + len(block)] = effect
+    tail = 100.0 * (1.0 - band_level) / 2.0
+    null, (low, mid, high) = null_summary(direction, z_crit, (tail, 50.0, 100.0 - tail))
+    n_rep = len(null)
     # Report the median and mean z with their natural sign; the count is
     # always "in the dominant direction". p-values compare oriented values.
     observed = dict(zip(STATISTICS, (obs[0] * [sign[0], 1.0, sign[0]]).tolist()))
@@ -277,17 +278,36 @@ def _run(
     if doubled:
         p_values = np.minimum(1.0, 2.0 * p_values)
     p = dict(zip(STATISTICS, p_values.tolist()))
-    tail = 100.0 * (1.0 - band_level) / 2.0
-    low, mid, high = np.percentile(sorted_curves, [tail, 50.0, 100.0 - tail], axis=0)
     band = pd.DataFrame(
         {
-            "position": np.arange(1, n_u + 1),
+            "position": np.arange(1, len(observed_effect) + 1),
             "low": low + band_offset,
             "median": mid + band_offset,
             "high": high + band_offset,
         }
     )
     return int(sign[0]), observed, p, null, band
+
+
+def curves_summary(weights: np.ndarray, null_curves: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
+                   n_universes: int) -> NullSummary:
+    """A null given as whole curves: ``null_curves(block)`` turns a block of ``weights`` rows into (effects, z)."""
+
+    def summary(direction: int, z_crit: float, percents: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
+        n_rep = len(weights)
+        chunk = max(1, min(n_rep, _CHUNK_CELLS // max(n_universes, 1)))
+        null = np.empty((n_rep, 3))
+        # Sorted null curves, float32: B x universes is the one big array we keep.
+        sorted_curves = np.empty((n_rep, n_universes), dtype=np.float32)
+        for start in range(0, n_rep, chunk):
+            block = weights[start : start + chunk]
+            effect, z = null_curves(block)
+            null[start : start + len(block)] = _curve_statistics(effect, z, z_crit, direction)[1]
+            effect.sort(axis=1)
+            sorted_curves[start : start + len(block)] = effect
+        return null, np.percentile(sorted_curves, percents, axis=0)
+
+    return summary
 
 
 def _check_common(boot: int, alpha: float, band_level: float) -> None:
@@ -336,19 +356,30 @@ def joint_rate_test(
     n_cases = len(cases)
     model = fit_latent_null(n_uc, k_uc)
     rng = np.random.default_rng(seed)
+    groups, nested = None, False
+    if model.one_label:
+        groups = universe_groups(n_uc, n)
+        if len(groups.cases) * n_cases > len(n) * _GROUPED:
+            nested = n_uc.size > _NESTED_CELLS
+            groups = nested_groups(n_uc, n) if nested else None
+    grouped = groups is not None
     draws = int(boot)
     if model.pooled_rate is None:
-        draws = max(draws, min(_FLAT_DRAWS, _FLAT_LABELS // max(n_uc.size, 1)))
+        draws = max(draws, _FLAT_DRAWS if grouped else min(_FLAT_DRAWS, _FLAT_LABELS // max(n_uc.size, 1)))
 
     def null_curves(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         null_effect = model.draw_rates(threshold, len(block), rng) - threshold
         return null_effect, _score_z(null_effect, n[None, :], threshold)
 
+    if grouped:
+        assert groups is not None
+        summary = grouped_summary(model, threshold, groups, draws, rng, _score_z)
+    else:
+        summary = curves_summary(np.empty((draws, 0)), null_curves, len(effect))
     sign, observed, p, null, band = _run(
         observed_effect=effect,
         observed_z=z,
-        weights=np.empty((draws, 0)),
-        null_curves=null_curves,
+        null_summary=summary,
         exact=False,
         alpha=alpha,
         direction=_direction(direction),
@@ -371,7 +402,7 @@ def joint_rate_test(
         exact=False,
         alpha=alpha,
         band_level=band_level,
-        resampling="latent case-effect null (Gaussian copula, mean t)",
+        resampling="latent case-effect null (Gaussian copula, mean t" + (", cases nested)" if nested else ")"),
         n_cases=n_cases,
         seed=seed,
         null_model=model,
@@ -431,8 +462,7 @@ def joint_difference_test(
     sign, observed, p, null, band = _run(
         observed_effect=diff,
         observed_z=z,
-        weights=flips,
-        null_curves=null_curves,
+        null_summary=curves_summary(flips, null_curves, len(diff)),
         exact=bool(exact),
         alpha=alpha,
         direction=_direction(direction),

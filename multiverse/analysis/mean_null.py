@@ -27,7 +27,7 @@ from multiverse.errors import InputError
 
 from .case_matrix import CaseMatrix
 from .estimates import case_mean_interval
-from .inference import JointTest, _check_common, _direction, _run
+from .inference import JointTest, _check_common, _direction, _run, curves_summary
 
 __all__ = ["joint_mean_test"]
 
@@ -58,8 +58,8 @@ def joint_mean_test(m: CaseMatrix, *, system: str, threshold: float, boot: int =
         null_effect = np.where(np.isfinite(drawn), drawn - rate[None, :], 0.0)
         return null_effect, null_effect / se[None, :]
 
-    sign, observed, p, null, band = _run(observed_effect=effect, observed_z=effect / se, weights=weights,
-                                         null_curves=null_curves, exact=False, alpha=alpha,
+    sign, observed, p, null, band = _run(observed_effect=effect, observed_z=effect / se,
+                                         null_summary=curves_summary(weights, null_curves, len(effect)), exact=False, alpha=alpha,
                                          direction=_direction(direction), band_level=band_level, band_offset=threshold)
     return JointTest(
         kind="rate", systems=(system,), threshold=float(threshold), direction=sign, observed=observed, p=p,

@@ -78,7 +78,7 @@ from functools import cached_property
 import numpy as np
 from scipy import special
 
-__all__ = ["LatentNull", "fit_latent_null"]
+__all__ = ["LatentNull", "fit_latent_null", "poisson_binomial", "poisson_binomial_prefixes"]
 
 # Latent correlations are kept off 1 only where a formula divides by 1 - lam.
 _ONE = 1.0 - 1e-12
@@ -144,18 +144,45 @@ class LatentNull:
         lam_w = np.minimum(self.lam_within + np.abs(lam_w - self.lam_within), 1.0)
         return lam_b, np.maximum(lam_w, lam_b)
 
+    def case_probabilities(self, threshold: float, size: int, rng: np.random.Generator) -> np.ndarray:
+        """(size x cases) chance that a label is compliant given its case, in ``size`` null worlds; one label per cell.
+
+        The universe-case and label terms merge into one normal, so given the
+        case effects every label is an independent Bernoulli(p_c), in every universe.
+        """
+        lam_b = self._lambdas(size, rng)[0][:, None]
+        a = special.ndtri(threshold)
+        case = rng.standard_normal((size, self.n_uc.shape[1]))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            p = special.ndtr((a - np.sqrt(lam_b) * case) / np.sqrt(1.0 - lam_b))
+        return np.where(lam_b < _ONE, p, case < a)
+
+    def draw_count_histograms(self, threshold: float, size: int, rng: np.random.Generator,
+                              groups: list[tuple[np.ndarray, int]]) -> list[np.ndarray]:
+        """Per group of universes that saw the same cases, how many of them had each compliant count.
+
+        ``groups`` holds (the cases the group saw, its number of universes);
+        each result is (size x cases seen + 1). One label per cell only. Given
+        the case effects a universe's count is a Poisson-binomial over the
+        cases it saw, independent of the other universes', so a group's counts
+        are a multinomial draw from that distribution: the same null as
+        drawing every label, exactly, at a cost that does not grow with the
+        number of universes.
+        """
+        p = self.case_probabilities(threshold, size, rng)
+        lengths = [len(cases) for cases, _ in groups]
+        if all(np.array_equal(cases, np.arange(len(cases))) for cases, _ in groups):
+            # Every group saw the first cases: one recursion, read at each group's length.
+            pmfs = poisson_binomial_prefixes(p, lengths)
+        else:
+            pmfs = [poisson_binomial(p[:, cases]) for cases, _ in groups]
+        return [rng.multinomial(n_universes, pmf) for pmf, (_, n_universes) in zip(pmfs, groups)]
+
     def _draw(self, threshold: float, size: int, rng: np.random.Generator):
         """Null counts, (size x universes)."""
         n_uc = self.n_uc
-        lam_b, lam_w = (x[:, None, None] for x in self._lambdas(size, rng))
-        a = special.ndtri(threshold)
-        case = rng.standard_normal((size, 1, n_uc.shape[1]))
         if self.one_label:
-            # One label per cell: the universe-case and label terms merge into
-            # one normal, so each label is Bernoulli(p_c) given its case.
-            with np.errstate(divide="ignore", invalid="ignore"):
-                p = special.ndtr((a - np.sqrt(lam_b) * case) / np.sqrt(1.0 - lam_b))
-            p = np.where(lam_b < _ONE, p, case < a)
+            p = self.case_probabilities(threshold, size, rng)[:, None, :]
             # Compare on the side of the smaller probability, so 0 and 1 are exact.
             flip = p > 0.5
             steps = np.rint(np.where(flip, 1.0 - p, p) * _STEPS).astype(np.uint16)
@@ -166,6 +193,9 @@ class LatentNull:
             # Summing in the narrowest type that holds the case count is several times faster.
             narrow = np.uint8 if n_uc.shape[1] < 256 else np.uint16 if n_uc.shape[1] < 65536 else np.int64
             return labels.view(np.uint8).sum(axis=2, dtype=narrow).astype(np.int64)
+        lam_b, lam_w = (x[:, None, None] for x in self._lambdas(size, rng))
+        a = special.ndtri(threshold)
+        case = rng.standard_normal((size, 1, n_uc.shape[1]))
         cell = rng.standard_normal((size, *n_uc.shape))
         shared = np.sqrt(lam_b) * case + np.sqrt(np.maximum(lam_w - lam_b, 0.0)) * cell
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -174,6 +204,37 @@ class LatentNull:
         p = np.where(lam_w < _ONE, p, shared < a)
         k = rng.binomial(n_uc.astype(np.int64)[None], p)
         return k.sum(axis=2)
+
+
+def poisson_binomial(p: np.ndarray) -> np.ndarray:
+    """Distribution of the number of successes of independent Bernoulli(p), along the last axis.
+
+    (... x trials) -> (... x trials + 1), by the usual recursion over trials
+    (each step a convex combination, so it stays in [0, 1] and sums to 1 up
+    to rounding); renormalised so that a multinomial draw accepts it.
+    """
+    return poisson_binomial_prefixes(p, [np.shape(p)[-1]])[0]
+
+
+def poisson_binomial_prefixes(p: np.ndarray, lengths: list[int]) -> list[np.ndarray]:
+    """``poisson_binomial`` of the first ``length`` trials, for each of ``lengths``, in one recursion."""
+    p = np.asarray(p, dtype=float)
+    pmf = np.zeros((*p.shape[:-1], p.shape[-1] + 1))
+    pmf[..., 0] = 1.0
+    done: dict[int, np.ndarray] = {}
+    wanted = set(lengths)
+    for trial in range(max(lengths) + 1):
+        if trial in wanted:
+            head = np.clip(pmf[..., : trial + 1], 0.0, None)
+            done[trial] = head / head.sum(axis=-1, keepdims=True)
+        if trial == p.shape[-1]:
+            break
+        q = p[..., trial : trial + 1]
+        # Only the first trial + 2 entries can be non-zero yet.
+        head = pmf[..., : trial + 2]
+        head[..., 1:] = head[..., 1:] * (1.0 - q) + head[..., :-1] * q
+        head[..., 0] *= 1.0 - q[..., 0]
+    return [done[length] for length in lengths]
 
 
 def _label_to_latent(rho: np.ndarray | float, rate: float) -> np.ndarray:
