@@ -358,8 +358,8 @@ def joint_rate_test(
     rng = np.random.default_rng(seed)
     groups, nested = None, False
     if model.one_label:
-        groups = universe_groups(n_uc, n)
-        if len(groups.cases) * n_cases > len(n) * _GROUPED:
+        groups = universe_groups(n_uc, n, most=len(n) * _GROUPED / max(n_cases, 1))
+        if groups is None:
             nested = n_uc.size > _NESTED_CELLS
             groups = nested_groups(n_uc, n) if nested else None
     grouped = groups is not None

@@ -66,13 +66,18 @@ class UniverseGroups:
     n: np.ndarray
 
 
-def universe_groups(n_uc: np.ndarray, n: np.ndarray) -> UniverseGroups:
-    """Group the rows of a (universes x cases) label-count array by the cases seen and the effective size ``n``."""
+def universe_groups(n_uc: np.ndarray, n: np.ndarray, most: float = np.inf) -> UniverseGroups | None:
+    """Group the rows of a (universes x cases) label-count array by the cases seen and the effective size ``n``.
+
+    None when there are more than ``most`` groups (then nobody needs them).
+    """
     seen = np.asarray(n_uc) > 0
     size = np.ascontiguousarray(n, dtype=np.float64).view(np.uint8).reshape(len(n), 8)
     key = np.ascontiguousarray(np.concatenate([np.packbits(seen, axis=1), size], axis=1))
     key = key.view(np.dtype((np.void, key.shape[1]))).ravel()
     _, first, counts = np.unique(key, return_index=True, return_counts=True)
+    if len(first) > most:
+        return None
     return UniverseGroups(cases=[np.flatnonzero(seen[i]) for i in first], universes=counts,
                           n=np.asarray(n, dtype=float)[first])
 
