@@ -42,7 +42,7 @@ from multiverse.tables._folder_models import (
     TranscriptRecord,
     UniverseEntry,
 )
-from multiverse.tables._index import read_indexed
+from multiverse.tables._index import INDEX_FOLDER, INDEXED_ROWS, index_table, read_indexed
 from multiverse.tables._places import (
     DERIVED_FILES,
     IMPORT_FILES,
@@ -71,6 +71,8 @@ __all__ = [
     "CAPS",
     "DERIVED_FILES",
     "IMPORT_FILES",
+    "INDEXED_ROWS",
+    "INDEX_FOLDER",
     "RUN_FILES",
     "TABLE_FILES",
     "Manifest",
@@ -90,6 +92,7 @@ __all__ = [
     "csv_safe",
     "folder_kind",
     "folder_scale",
+    "index_table",
     "infer_axes",
     "read_folder_bytes",
     "read_indexed",

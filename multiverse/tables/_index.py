@@ -9,7 +9,11 @@ categories), and later reads map that file instead. The index names the
 table it was read from by the table's size, modification time and a digest
 of its parquet footer (row groups, columns, their statistics): a table
 written again is read again, never paired with an old index. A folder that
-cannot be written just goes without one. The index is input like the
+cannot be written just goes without one. A run or an import writes the
+index of a long table (``INDEXED_ROWS``) as it writes the folder
+(``index_table``), so not even the first analysis pays for the read: at
+10,000 universes (6M rows) that read is most of what ``load_run`` costs,
+against a run's hours of model calls. The index is input like the
 tables: inside the folder, a regular file, under the tables' cap, and its
 rows under ``MAX_TABLE_ROWS``; anything else is ignored and the table read.
 """
@@ -24,13 +28,15 @@ import pandas as pd
 
 from multiverse.core import atomic_write
 
-__all__ = ["INDEX_FOLDER", "read_indexed"]
+__all__ = ["INDEXED_ROWS", "INDEX_FOLDER", "index_table", "read_indexed"]
 
 #: Where a folder keeps its index (a dot folder: listings and globs of the tables pass it by).
 INDEX_FOLDER = ".index"
 _SIGNATURE = b"multiverse.source"
 _VERSION = "1"
 _ROWS = 1 << 20
+#: Tables of at least this many rows are indexed when a run or an import writes its folder.
+INDEXED_ROWS = 1_000_000
 
 
 def _signature(table: Path) -> str:
@@ -66,6 +72,15 @@ def read_indexed(folder: Path, name: str, table: Path, read: Any) -> pd.DataFram
     frame = read()
     _write_index(folder / place, frame, signature)
     return frame
+
+
+def index_table(folder: Path, name: str) -> None:
+    """Write the index of the folder's ``name``.parquet now, as its first read by ``load_run`` would."""
+    from multiverse.tables._tables import read_table
+
+    table = Path(folder) / f"{name}.parquet"
+    if table.is_file() and not table.is_symlink():
+        read_indexed(Path(folder), name, table, lambda: read_table(table, categories=True))
 
 
 def _read_index(index: Path, signature: str, most_rows: int) -> pd.DataFrame | None:

@@ -345,3 +345,33 @@ def test_a_second_load_reads_the_folders_index_and_a_rewritten_table_is_read_aga
     (folder / INDEX_FOLDER).symlink_to(outside, target_is_directory=True)
     assert_frame_equal(load_run(folder).verdicts, fresh.verdicts)
     assert not list(outside.iterdir())  # never written through a link out of the folder
+
+
+def test_a_folder_writer_indexes_a_long_table_as_load_run_would_and_drops_an_earlier_index(loaded, tmp_path, monkeypatch):
+    """A run's or an import's folder writer keeps the index of a table of at least INDEXED_ROWS rows (the number
+    lowered here), the same as the first load_run would write, so even that load reads the index; a shorter table
+    gets none, and a folder written again loses the index of its earlier tables."""
+    from multiverse.tables import _writer
+    from multiverse.tables._index import INDEX_FOLDER
+
+    _, (verdicts, criteria) = loaded
+    rates = pd.DataFrame({"universe_id": ["u"], "system": ["s"], "rate": [0.5]})
+    monkeypatch.setattr(_writer, "INDEXED_ROWS", len(criteria))
+    folder = _writer.write_run_folder(tmp_path / "run", verdicts=verdicts, criteria=criteria, rates=rates,
+                                      manifest={"axes": AXES, "factors": ["behavior"]})
+    index = folder / INDEX_FOLDER / "verdicts.arrow"
+    assert index.is_file() and (folder / INDEX_FOLDER / "criteria.arrow").is_file()
+    written = index.stat().st_mtime_ns
+    again = load_run(folder)
+    assert index.stat().st_mtime_ns == written  # the first load read it
+    by_load = tmp_path / "by_load"
+    by_load.mkdir()
+    for name in ("verdicts.parquet", "criteria.parquet", "manifest.json"):
+        (by_load / name).write_bytes((folder / name).read_bytes())
+    assert_frame_equal(again.verdicts, load_run(by_load).verdicts)
+
+    monkeypatch.setattr(_writer, "INDEXED_ROWS", len(verdicts) + len(criteria) + 1)
+    _writer.write_run_folder(folder, verdicts=verdicts.iloc[:10], criteria=None, rates=rates,
+                             manifest={"axes": AXES, "factors": ["behavior"]})
+    assert not index.exists() and not (folder / INDEX_FOLDER / "criteria.arrow").exists()
+    assert len(load_run(folder).verdicts) == 10

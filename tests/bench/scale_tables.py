@@ -22,19 +22,24 @@ block size.
 Written as ``tables.write_table`` writes a run's tables to parquet: text
 columns as large_string, ``replicate`` int64, ``compliant`` a nullable
 boolean, with pandas' schema metadata, in row groups of at most 1Mi rows.
-The CSV copy ``write_table`` also writes is left out: ``load_run`` reads the
+Like a run's folder (``tables.write_run_folder``), a table of at least
+``tables.INDEXED_ROWS`` rows gets its columnar index (``.index/``) as the
+folder is written. The CSV copy ``write_table`` also writes is left out: ``load_run`` reads the
 parquet when both exist, and at 60M rows the CSV would be about 10 GB of disk.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from multiverse.tables import INDEXED_ROWS, index_table
 
 # (axis, store stage it touches, options), added in order until the grid has N universes.
 AXES = [
@@ -219,6 +224,12 @@ def write_grid(folder: Path, n_universes: int, *, grid: str, systems: int = 5, s
     counts["judgments"] = int(seen_judgments.sum())
     manifest = {"axes": names, "factors": list(FACTORS), "primary": universe_ids[int(kept[0])]}
     (folder / "manifest.json").write_text(json.dumps(manifest))
+    # As a run's folder writer does for a long table: its columnar index, so no analysis reads the parquet.
+    started = time.perf_counter()
+    for name in ("verdicts", "criteria"):
+        if counts.get(f"{name}_rows" if name == "criteria" else "rows", 0) >= INDEXED_ROWS:
+            index_table(folder, name)
+    counts["index_seconds"] = round(time.perf_counter() - started, 2)
     return counts
 
 
