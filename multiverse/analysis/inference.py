@@ -63,7 +63,7 @@ them); doubled for ``direction="dominant"``.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,7 +80,16 @@ from multiverse.analysis.case_matrix import (
     _paired_z,
 )
 from multiverse.analysis.intervals import anova_terms, design_effect, icc_from_terms
-from multiverse.analysis.null_histograms import NullSummary, grouped_summary, nested_groups, universe_groups
+from multiverse.analysis.null_histograms import (
+    TIE,
+    NestedCounts,
+    NullSummary,
+    curve_statistics,
+    curves_summary,
+    grouped_summary,
+    nested_groups,
+    universe_groups,
+)
 from multiverse.analysis.rate_null import LatentNull, fit_latent_null
 from multiverse.errors import InputError
 
@@ -89,9 +98,6 @@ __all__ = ["STATISTICS", "JointTest", "joint_difference_test", "joint_rate_test"
 #: Names of the three joint statistics, in the order of ``JointTest.null_stats`` columns.
 STATISTICS = ("median_effect", "n_significant", "stouffer_z")
 
-# A null curve whose statistic equals the observed one up to float noise
-# (matrix products vs direct sums) must count as ">=".
-_TIE = 1e-9
 
 # With no variation anywhere the null has nothing estimated (correlation 1: each case's labels
 # are all alike, Bernoulli(t)) and is cheap to draw, so this many draws at least, within
@@ -100,9 +106,6 @@ _TIE = 1e-9
 _FLAT_DRAWS = 20_000
 _FLAT_LABELS = 200_000_000
 
-# Working arrays are (replicates x universes) float64; keep each near 32 MB (a null chunk makes
-# several at once, and at 100k universes the step must stay in a few GB).
-_CHUNK_CELLS = 4_000_000
 
 # One label per cell: the null is drawn as histograms of counts per group of universes that saw
 # the same cases (analysis/null_histograms.py) when the groups x cases is at most this many times
@@ -112,6 +115,9 @@ _GROUPED = 1.0
 # nested null (null_histograms.py: conservative, and its cost does not grow with the universes);
 # below it every label is drawn, which takes well under a second.
 _NESTED_CELLS = 1_000_000
+# The same for cells with several labels, whose label-by-label draw (a normal and a binomial a cell)
+# costs about 40 times as much: 50,000 cells are about 4 s at B = 1,000.
+_NESTED_REPLICATED_CELLS = 50_000
 
 
 def _effective_n(n_uc: np.ndarray, k_uc: np.ndarray, level: float) -> np.ndarray:
@@ -231,22 +237,6 @@ def _direction(direction: str) -> int:
         ) from None
 
 
-def _curve_statistics(
-    effect: np.ndarray, z: np.ndarray, z_crit: float, direction: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Oriented statistics of curves given as rows: effect, z are (curves x universes)."""
-    median = np.median(effect, axis=1)
-    mean_z = z.mean(axis=1)
-    if direction:
-        sign = np.full(len(median), float(direction))
-    else:
-        sign = np.sign(np.where(np.abs(median) > _TIE, median, 0.0))
-        sign = np.where(sign == 0, np.sign(np.where(np.abs(mean_z) > _TIE, mean_z, 0.0)), sign)
-        sign = np.where(sign == 0, 1.0, sign)
-    n_sig = (z * sign[:, None] > z_crit).sum(axis=1)
-    return sign, np.column_stack([sign * median, n_sig, sign * mean_z])
-
-
 def _run(
     *,
     observed_effect: np.ndarray,
@@ -260,7 +250,7 @@ def _run(
 ) -> tuple[int, dict, dict, np.ndarray, pd.DataFrame]:
     """Shared engine: the observed statistics, the null's, p-values and the null band."""
     z_crit = stats.norm.ppf(1.0 - alpha / 2.0)
-    sign, obs = _curve_statistics(observed_effect[None, :], observed_z[None, :], z_crit, direction)
+    sign, obs = curve_statistics(observed_effect[None, :], observed_z[None, :], z_crit, direction)
     # Two-sided: the one-sided test in the observed dominant direction, its p doubled.
     doubled = not direction
     if doubled:
@@ -272,7 +262,7 @@ def _run(
     # always "in the dominant direction". p-values compare oriented values.
     observed = dict(zip(STATISTICS, (obs[0] * [sign[0], 1.0, sign[0]]).tolist()))
     observed["n_significant"] = int(observed["n_significant"])
-    tol = np.array([_TIE, 0.0, _TIE])
+    tol = np.array([TIE, 0.0, TIE])
     hits = (null >= obs[0] - tol).sum(axis=0)  # obs is oriented, like null
     p_values = hits / n_rep if exact else (1.0 + hits) / (n_rep + 1.0)
     if doubled:
@@ -287,27 +277,6 @@ def _run(
         }
     )
     return int(sign[0]), observed, p, null, band
-
-
-def curves_summary(weights: np.ndarray, null_curves: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
-                   n_universes: int) -> NullSummary:
-    """A null given as whole curves: ``null_curves(block)`` turns a block of ``weights`` rows into (effects, z)."""
-
-    def summary(direction: int, z_crit: float, percents: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
-        n_rep = len(weights)
-        chunk = max(1, min(n_rep, _CHUNK_CELLS // max(n_universes, 1)))
-        null = np.empty((n_rep, 3))
-        # Sorted null curves, float32: B x universes is the one big array we keep.
-        sorted_curves = np.empty((n_rep, n_universes), dtype=np.float32)
-        for start in range(0, n_rep, chunk):
-            block = weights[start : start + chunk]
-            effect, z = null_curves(block)
-            null[start : start + len(block)] = _curve_statistics(effect, z, z_crit, direction)[1]
-            effect.sort(axis=1)
-            sorted_curves[start : start + len(block)] = effect
-        return null, np.percentile(sorted_curves, percents, axis=0)
-
-    return summary
 
 
 def _check_common(boot: int, alpha: float, band_level: float) -> None:
@@ -356,19 +325,26 @@ def joint_rate_test(
     n_cases = len(cases)
     model = fit_latent_null(n_uc, k_uc)
     rng = np.random.default_rng(seed)
-    groups, nested = None, False
+    groups, counts, nested = None, None, False
     if model.one_label:
         groups = universe_groups(n_uc, n, most=len(n) * _GROUPED / max(n_cases, 1))
         if groups is None:
             nested = n_uc.size > _NESTED_CELLS
             groups = nested_groups(n_uc, n) if nested else None
+    elif n_uc.size > min(_NESTED_CELLS, _NESTED_REPLICATED_CELLS):
+        nested, counts = True, NestedCounts(model, n_uc)
     grouped = groups is not None
     draws = int(boot)
     if model.pooled_rate is None:
         draws = max(draws, _FLAT_DRAWS if grouped else min(_FLAT_DRAWS, _FLAT_LABELS // max(n_uc.size, 1)))
 
+    labels = n_uc.sum(axis=1)
+
     def null_curves(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        null_effect = model.draw_rates(threshold, len(block), rng) - threshold
+        if counts is not None:
+            null_effect = counts.draw(threshold, len(block), rng) / labels - threshold
+        else:
+            null_effect = model.draw_rates(threshold, len(block), rng) - threshold
         return null_effect, _score_z(null_effect, n[None, :], threshold)
 
     if grouped:

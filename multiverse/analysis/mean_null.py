@@ -27,7 +27,8 @@ from multiverse.errors import InputError
 
 from .case_matrix import CaseMatrix
 from .estimates import case_mean_interval
-from .inference import JointTest, _check_common, _direction, _run, curves_summary
+from .inference import JointTest, _check_common, _direction, _run
+from .null_histograms import curves_summary
 
 __all__ = ["joint_mean_test"]
 

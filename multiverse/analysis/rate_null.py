@@ -88,6 +88,8 @@ _BLOCK_CELLS = 4_000_000
 _PROBE = 256
 # Resolution of the one-label fast path: probabilities in steps of 1/65536.
 _STEPS = 65536
+# Gauss-Hermite nodes of a replicated cell's count distribution (the integral over G).
+_NODES = 48
 
 
 @dataclass(frozen=True, eq=False)
@@ -156,6 +158,50 @@ class LatentNull:
         with np.errstate(divide="ignore", invalid="ignore"):
             p = special.ndtr((a - np.sqrt(lam_b) * case) / np.sqrt(1.0 - lam_b))
         return np.where(lam_b < _ONE, p, case < a)
+
+    def cell_count_pmfs(self, threshold: float, size: int, rng: np.random.Generator, most: int) -> np.ndarray:
+        """(size x cases x most + 1 x most + 1): given the case effects of ``size`` null worlds, the chance that a
+        cell of a case with m labels (third axis) holds j compliant ones (last axis; j > m has chance 0).
+
+        Given its case effect F, a cell's labels are dichotomies at
+        ``h = (Phi^-1(t) - sqrt(lam_b) F) / sqrt(1 - lam_b)`` of standard normals
+        correlated ``rho = (lam_w - lam_b) / (1 - lam_b)`` (they share G). One
+        label: Phi(h). Two: both below h with the bivariate normal's chance,
+        ``Phi(h) - 2 T(h, sqrt((1 - rho) / (1 + rho)))`` (Owen's T), exactly.
+        More: a binomial mixed over G by Gauss-Hermite quadrature (``_NODES``
+        nodes), all or none where rho = 1.
+        """
+        lam_b, lam_w = self._lambdas(size, rng)
+        lam_b, lam_w = lam_b[:, None], lam_w[:, None]
+        a = special.ndtri(threshold)
+        case = rng.standard_normal((size, self.n_uc.shape[1]))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            h = (a - np.sqrt(lam_b) * case) / np.sqrt(1.0 - lam_b)
+            rho = np.where(lam_b < _ONE, (lam_w - lam_b) / (1.0 - lam_b), 1.0)
+        one = np.where(lam_b < _ONE, special.ndtr(h), np.sqrt(lam_b) * case < a)
+        out = np.zeros((size, self.n_uc.shape[1], most + 1, most + 1))
+        out[:, :, 0, 0] = 1.0
+        if most >= 1:
+            out[:, :, 1, 1], out[:, :, 1, 0] = one, 1.0 - one
+        if most >= 2:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                both = one - 2.0 * special.owens_t(np.nan_to_num(h, posinf=40.0, neginf=-40.0),
+                                                    np.sqrt((1.0 - rho) / (1.0 + rho)))
+            both = np.clip(np.where(lam_b < _ONE, both, one), 0.0, one)
+            out[:, :, 2, 2], out[:, :, 2, 1], out[:, :, 2, 0] = both, 2.0 * (one - both), 1.0 - 2.0 * one + both
+        if most >= 3:
+            nodes, weights = np.polynomial.hermite_e.hermegauss(_NODES)
+            weights = weights / weights.sum()
+            alike = np.broadcast_to(rho >= _ONE, h.shape)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                given = special.ndtr((h[..., None] - np.sqrt(rho)[..., None] * nodes) / np.sqrt(1.0 - rho)[..., None])
+            for m in range(3, most + 1):
+                for j in range(m + 1):
+                    mixed = (special.comb(m, j) * given**j * (1.0 - given) ** (m - j)) @ weights
+                    # Identical labels (rho = 1): all compliant or none, exactly.
+                    exact = one if j == m else (1.0 - one) if j == 0 else 0.0
+                    out[:, :, m, j] = np.where(alike, exact, np.nan_to_num(mixed))
+        return np.clip(out, 0.0, 1.0)
 
     def draw_count_histograms(self, threshold: float, size: int, rng: np.random.Generator,
                               groups: list[tuple[np.ndarray, int]]) -> list[np.ndarray]:
