@@ -21,6 +21,11 @@ resamples, in the plainest vectorised numpy:
 
 The anchors' random numbers differ from the library's, so their p-values
 agree within Monte Carlo error, not exactly (printed beside each other).
+The library draws the rate test's null as count histograms, not label by
+label (``analysis/null_histograms.py``): where its universes saw different
+cases and their cells pass a million, with the cases nested, a conservative
+null the anchor does not share; so there the anchor is slower by design,
+and its p-values may be the smaller.
 """
 
 from __future__ import annotations
