@@ -30,10 +30,15 @@ class CaseCounts:
         if n_rows * n_cases <= _DENSE_LIMIT:
             # Counted straight into the dense matrices: a sparse matrix of every row first held
             # several copies of the row arrays (GBs at tens of millions of rows).
-            n = np.zeros(shape, dtype=np.float32)
-            k = np.zeros(shape, dtype=np.float32)
-            np.add.at(n, (rows, cases), np.float32(1.0))
-            np.add.at(k, (rows, cases), compliant.astype(np.float32))
+            # Added at flat positions of the matrices' memory: the same float32 sums in the same
+            # row order as add.at with a (row, case) pair of indices, several times faster.
+            flat = rows.astype(np.int32 if n_rows * n_cases < 2**31 else np.int64) * n_cases + cases
+            n = np.zeros(n_rows * n_cases, dtype=np.float32)
+            k = np.zeros(n_rows * n_cases, dtype=np.float32)
+            np.add.at(n, flat, np.float32(1.0))
+            np.add.at(k, flat, compliant.astype(np.float32))
+            del flat
+            n, k = n.reshape(shape), k.reshape(shape)
         else:
             n = csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cases)), shape=shape)
             k = csr_matrix((compliant.astype(np.float32), (rows, cases)), shape=shape)

@@ -54,6 +54,7 @@ from multiverse.analysis.concordance import (
     tau_summary,
 )
 from multiverse.analysis.dropped import dropped_notes
+from multiverse.analysis.estimates import CONTRIBUTION
 from multiverse.analysis.rank_uncertainty import (
     bootstrap_ranks,
     joint_bootstrap,
@@ -278,8 +279,8 @@ def ranking(
     ``pairwise`` tests the pairs of those systems. Undefined statistics are NaN.
     """
     axes = list(axes)
-    included = included_verdicts(verdicts, axes=axes, keys=())
-    rates = system_rates(included, axes=axes)
+    rates = system_rates(verdicts, axes=axes)
+    included = _counted(verdicts, axes)
     if rates.empty:
         raise InputError("verdicts: column 'status': expected at least one row with status ok")
     matrix, universes, systems = _rate_matrix(rates)
@@ -294,7 +295,7 @@ def ranking(
     w = _kendall_w_block(matrix, rated, universes, systems, notes)
 
     chosen = ([universes[p]] if p is not None else []) if bootstrap_universes is None else list(bootstrap_universes)
-    boot = (bootstrap_ranks(included, axes=axes, universes=chosen, resamples=bootstrap,
+    boot = (bootstrap_ranks(included, axes=[], universes=chosen, resamples=bootstrap,
                             seed=seed, ties=ties) if bootstrap and chosen else pd.DataFrame())
     uncertainty = None
     if bootstrap:
@@ -326,6 +327,17 @@ def ranking(
         "pairwise": pairwise,
         "notes": notes,
     }
+
+
+def _counted(verdicts: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
+    """The counted rows with only what a resample reads: universe_id, system, case_id and compliant.
+
+    The axis columns are read only to derive universe ids a table lacks; a big table's other
+    columns are never copied.
+    """
+    columns = ["universe_id"] if "universe_id" in verdicts.columns else axes
+    needed = [c for c in (*columns, "status", "system", "case_id", "compliant", CONTRIBUTION) if c in verdicts.columns]
+    return included_verdicts(verdicts[list(dict.fromkeys(needed))], axes=axes if columns is axes else [], keys=())
 
 
 def _primary_index(primary: str | None, universes: list, notes: list[str]) -> int | None:

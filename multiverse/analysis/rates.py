@@ -87,19 +87,17 @@ def included_verdicts(verdicts: pd.DataFrame, *, axes: Sequence[str],
     columns are not copied.
     """
     axes = list(axes)
-    missing = [c for c in ("system", "case_id", "compliant", *axes) if c not in verdicts.columns]
-    if missing:
-        raise InputError(f"verdicts: column {missing[0]!r}: expected a column of that name")
+    _require(verdicts, axes)
     keep = ["system", "case_id", "compliant", *axes, *(k for k in keys if k in verdicts.columns)]
     if "universe_id" in verdicts.columns:
         keep.insert(0, "universe_id")
-    rows = pd.Series(counted_rows(verdicts), index=verdicts.index)
+    rows = included_rows(verdicts)
     # Scores: what each row contributes (analysis.estimates) is what counts, as a float in [0, 1].
     scored = CONTRIBUTION in verdicts.columns
     counted = verdicts[CONTRIBUTION if scored else "compliant"]
-    rows &= counted.notna().to_numpy()
-    out = verdicts.loc[rows.to_numpy(), keep]
-    out["compliant"] = counted[rows.to_numpy()].to_numpy(dtype=float) if scored else _as_bool(out["compliant"])
+    # Column by column: a row mask on the frame would also take (and materialise) its index.
+    out = pd.DataFrame({c: verdicts[c].array[rows] for c in dict.fromkeys(keep)})
+    out["compliant"] = counted[rows].to_numpy(dtype=float) if scored else _as_bool(out["compliant"])
     if scored:
         out[CONTRIBUTION] = out["compliant"]  # so the rows read again (system_rates of them) count alike
     if "universe_id" not in out.columns:
@@ -107,8 +105,23 @@ def included_verdicts(verdicts: pd.DataFrame, *, axes: Sequence[str],
     return out.reset_index(drop=True)
 
 
+def included_rows(verdicts: pd.DataFrame) -> np.ndarray:
+    """Which rows ``included_verdicts`` keeps, as a bool array: counted, with a label (or a contribution)."""
+    counted = verdicts[CONTRIBUTION if CONTRIBUTION in verdicts.columns else "compliant"]
+    return counted_rows(verdicts) & counted.notna().to_numpy()
+
+
+def _require(verdicts: pd.DataFrame, axes: list[str]) -> None:
+    missing = [c for c in ("system", "case_id", "compliant", *axes) if c not in verdicts.columns]
+    if missing:
+        raise InputError(f"verdicts: column {missing[0]!r}: expected a column of that name")
+
+
 def _as_bool(compliant: pd.Series) -> np.ndarray:
-    if pd.api.types.is_bool_dtype(compliant.dtype) or pd.api.types.is_numeric_dtype(compliant.dtype):
+    """A label column with no missing value left, as bools (bad input: anything but true/false values)."""
+    if pd.api.types.is_bool_dtype(compliant.dtype):
+        return compliant.to_numpy(dtype=bool)
+    if pd.api.types.is_numeric_dtype(compliant.dtype):
         values = compliant.to_numpy(dtype=float)
         if np.isin(values, (0.0, 1.0)).all():
             return values.astype(bool)
@@ -130,14 +143,18 @@ def system_rates(verdicts: pd.DataFrame, *, axes: Sequence[str]) -> pd.DataFrame
     Rows keep the order in which universes and systems first appear.
     """
     axes = list(axes)
-    # Only the columns a rate needs: the rest of a big table is never copied.
-    needed = [c for c in ("universe_id", "status", "system", "case_id", "compliant", CONTRIBUTION, *axes)
-              if c in verdicts.columns]
-    included = included_verdicts(verdicts[list(dict.fromkeys(needed))], axes=axes)
+    _require(verdicts, axes)
+    # Only the columns a rate needs: the rest of a big table is never copied, and the axes (one
+    # option per universe) are read at each universe's first counted row only.
+    by_id = "universe_id" in verdicts.columns
+    needed = [c for c in ("universe_id", "status", "system", "case_id", "compliant", CONTRIBUTION,
+                          *([] if by_id else axes)) if c in verdicts.columns]
+    included = included_verdicts(verdicts[list(dict.fromkeys(needed))], axes=[] if by_id else axes)
     universe, n_universes = codes(included["universe_id"])
     system, n_systems = codes(included["system"])
     # The values in order of first appearance, with their dtype, as factorize's uniques.
-    universes = pd.Index(included["universe_id"].iloc[first_rows(universe)])
+    first = first_rows(universe)
+    universes = pd.Index(included["universe_id"].iloc[first])
     systems = pd.Index(included["system"].iloc[first_rows(system)])
     cell = combine(universe, n_systems, system)
     del universe, system
@@ -145,10 +162,12 @@ def system_rates(verdicts: pd.DataFrame, *, axes: Sequence[str]) -> pd.DataFrame
     labels = included["compliant"].to_numpy()
     k = count(cell, labels, len(n)) if labels.dtype == bool else np.bincount(cell, weights=labels, minlength=len(n))
     present = pd.unique(cell)  # cells in order of first appearance, like groupby(sort=False)
-    options = included.drop_duplicates("universe_id").set_index("universe_id")[axes]
+    # Each universe's options as its first counted row has them (universes in code order).
+    options = (verdicts[axes].iloc[np.flatnonzero(included_rows(verdicts))[first]] if by_id
+               else included[axes].iloc[first])
     rates = pd.DataFrame({"universe_id": universes[present // len(systems)]})
     for axis in axes:
-        rates[axis] = options[axis].reindex(rates["universe_id"]).to_numpy()
+        rates[axis] = options[axis].to_numpy()[present // len(systems)]
     rates["system"] = systems[present % len(systems)]
     rates["n"] = n[present]
     rates["n_compliant"] = k[present].astype(int) if labels.dtype == bool else k[present]
