@@ -18,7 +18,7 @@ from multiverse.tables import universe_ids
 
 from .estimates import CONTRIBUTION
 
-__all__ = ["included_rows", "included_verdicts", "require_verdict_columns"]
+__all__ = ["included_rows", "included_verdicts", "require_verdict_columns", "resampled_rows"]
 
 _KEYS = ("replicate", "transcript_key", "judgment_key")
 
@@ -87,3 +87,15 @@ def _as_bool(compliant: pd.Series) -> np.ndarray:
 
 def _derived_universe_ids(rows: pd.DataFrame, axes: list[str]) -> np.ndarray:
     return universe_ids(rows, axes).to_numpy(dtype=object)  # the ids tables.universe_ids gives
+
+
+def resampled_rows(verdicts: pd.DataFrame, axes: Sequence[str]) -> pd.DataFrame:
+    """The counted rows with only what a case resample reads: universe_id, system, case_id and compliant.
+
+    The axis columns are read only to derive universe ids a table lacks; a big table's other
+    columns are never copied.
+    """
+    by_id = "universe_id" in verdicts.columns
+    needed = [c for c in ("universe_id", *([] if by_id else axes), "status", "system", "case_id", "compliant",
+                          CONTRIBUTION) if c in verdicts.columns]
+    return included_verdicts(verdicts[list(dict.fromkeys(needed))], axes=[] if by_id else axes, keys=())

@@ -54,7 +54,7 @@ from multiverse.analysis.concordance import (
     tau_summary,
 )
 from multiverse.analysis.dropped import dropped_notes
-from multiverse.analysis.estimates import CONTRIBUTION
+from multiverse.analysis.included import resampled_rows
 from multiverse.analysis.rank_uncertainty import (
     bootstrap_ranks,
     joint_bootstrap,
@@ -280,7 +280,7 @@ def ranking(
     """
     axes = list(axes)
     rates = system_rates(verdicts, axes=axes)
-    included = _counted(verdicts, axes)
+    included = resampled_rows(verdicts, axes)
     if rates.empty:
         raise InputError("verdicts: column 'status': expected at least one row with status ok")
     matrix, universes, systems = _rate_matrix(rates)
@@ -327,17 +327,6 @@ def ranking(
         "pairwise": pairwise,
         "notes": notes,
     }
-
-
-def _counted(verdicts: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
-    """The counted rows with only what a resample reads: universe_id, system, case_id and compliant.
-
-    The axis columns are read only to derive universe ids a table lacks; a big table's other
-    columns are never copied.
-    """
-    columns = ["universe_id"] if "universe_id" in verdicts.columns else axes
-    needed = [c for c in (*columns, "status", "system", "case_id", "compliant", CONTRIBUTION) if c in verdicts.columns]
-    return included_verdicts(verdicts[list(dict.fromkeys(needed))], axes=axes if columns is axes else [], keys=())
 
 
 def _primary_index(primary: str | None, universes: list, notes: list[str]) -> int | None:
