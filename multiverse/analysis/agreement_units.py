@@ -168,7 +168,7 @@ def _one_per_judgment(labels: np.ndarray, units: np.ndarray, option: np.ndarray,
     values, present = keys
     shape = labels.shape
     key = np.zeros(shape, dtype=np.uint64)
-    key[units, option] = np.where(present, values, np.uint64(0))
+    key[units, option] = values  # 0 where a row has no key (``judgment_keys``)
     has = np.zeros(shape, dtype=bool)
     has[units, option] = present
     judged = has.sum(1) >= 2
@@ -212,7 +212,8 @@ _NIBBLE[np.frombuffer(b"0123456789abcdef", dtype=np.uint8)] = np.arange(16, dtyp
 
 
 def judgment_keys(rows: Rows) -> tuple[np.ndarray, np.ndarray]:
-    """The rows' judgment keys as integers (uint64; equal keys, equal integers) and which rows have one.
+    """The rows' judgment keys as integers (uint64; equal keys, equal integers; 0 where there is none)
+    and which rows have one.
 
     Keys are digests: hex strings of one width. Up to 16 digits they are read as the number they
     spell, straight from the column's Arrow buffers (no Python string, no hash table of millions

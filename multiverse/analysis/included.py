@@ -47,7 +47,7 @@ def included_verdicts(verdicts: pd.DataFrame, *, axes: Sequence[str],
     scored = CONTRIBUTION in verdicts.columns
     counted = verdicts[CONTRIBUTION if scored else "compliant"]
     # Column by column: a row mask on the frame would also take (and materialise) its index.
-    out = pd.DataFrame({c: verdicts[c].array[rows] for c in dict.fromkeys(keep)})
+    out = pd.DataFrame({c: verdicts[c].array[rows] for c in dict.fromkeys(keep)}, copy=False)
     out["compliant"] = counted[rows].to_numpy(dtype=float) if scored else _as_bool(out["compliant"])
     if scored:
         out[CONTRIBUTION] = out["compliant"]  # so the rows read again (system_rates of them) count alike

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from multiverse.analysis.case_resampling import case_counts
+from multiverse.analysis.case_resampling import case_counts, ratio
 from multiverse.analysis.concordance import min_ranks
 from multiverse.analysis.rates import included_verdicts
 
@@ -72,7 +72,9 @@ def joint_bootstrap(
         size = min(chunk, resamples - done)
         # System x universe x resample: each system's rates are one contiguous block, so the
         # comparisons below run over pairs of systems, never a universe x system x system array.
-        rates = np.ascontiguousarray(counts.rates(counts.weights(rng, size)).reshape(n_u, n_s, size).transpose(1, 0, 2))
+        rates = np.empty((n_s, n_u, size))
+        compliant, labels = counts.sums(counts.weights(rng, size))
+        ratio(compliant.reshape(n_u, n_s, size), labels.reshape(n_u, n_s, size), out=rates.transpose(1, 0, 2))
         p_top.append(_top_shares(rates, ties))
         p_above.append(_above_shares(rates))
         if primary is not None:
@@ -131,12 +133,13 @@ def _above_shares(rates: np.ndarray) -> np.ndarray:
     def count(flags: np.ndarray) -> np.ndarray:
         return np.add.reduce(flags, axis=0, dtype=np.int32)  # at most one per universe
 
+    everywhere = bool(rated.all())  # the usual case: every cell drew some of its cases
     for a in range(n_s):
         both[:, a, a] = count(rated[a])
         wins[:, a, a] = 0.5 * both[:, a, a]
         for b in range(a + 1, n_s):
             higher, equal = count(rates[a] > rates[b]), count(rates[a] == rates[b])
-            pair = count(rated[a] & rated[b])
+            pair = both[:, a, a] if everywhere else count(rated[a] & rated[b])
             both[:, a, b] = both[:, b, a] = pair
             wins[:, a, b] = higher + 0.5 * equal
             wins[:, b, a] = (pair - higher - equal) + 0.5 * equal

@@ -61,7 +61,7 @@ from multiverse.core import (
 from multiverse.errors import InputError
 from multiverse.tables import check_choice, require_columns, universe_ids
 
-from ._codes import codes, combine, count, first_rows, target_blocks
+from ._codes import codes, codes_and_first_rows, combine, count, first_rows, target_blocks
 from .estimates import CONTRIBUTION
 from .included import included_rows, included_verdicts, require_verdict_columns
 
@@ -83,12 +83,11 @@ def system_rates(verdicts: pd.DataFrame, *, axes: Sequence[str]) -> pd.DataFrame
     needed = [c for c in ("universe_id", "status", "system", "case_id", "compliant", CONTRIBUTION,
                           *([] if by_id else axes)) if c in verdicts.columns]
     included = included_verdicts(verdicts[list(dict.fromkeys(needed))], axes=[] if by_id else axes)
-    universe, n_universes = codes(included["universe_id"])
-    system, n_systems = codes(included["system"])
+    universe, n_universes, first = codes_and_first_rows(included["universe_id"])
+    system, n_systems, first_system = codes_and_first_rows(included["system"])
     # The values in order of first appearance, with their dtype, as factorize's uniques.
-    first = first_rows(universe)
     universes = pd.Index(included["universe_id"].iloc[first])
-    systems = pd.Index(included["system"].iloc[first_rows(system)])
+    systems = pd.Index(included["system"].iloc[first_system])
     cell = combine(universe, n_systems, system)
     del universe, system
     n = count(cell, np.ones(len(cell), dtype=bool), n_universes * n_systems)
