@@ -49,7 +49,7 @@ def _categorical_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     # The categorical's own codes, relabelled in order of first appearance (a missing value, -1,
     # is one more value): no int64 codes of the whole column, as factorize makes. The rows where
     # each code first appears come with them, in code order.
-    raw = values.cat.codes.to_numpy()
+    raw = np.asarray(values.array.codes)  # a view: .cat.codes copies
     first = np.flatnonzero(~pd.Series(raw).duplicated().to_numpy())
     order = raw[first]
     relabel: np.ndarray = np.zeros(len(values.cat.categories) + 1, dtype=index_type(len(order)))

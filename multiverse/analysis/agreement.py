@@ -54,7 +54,7 @@ from multiverse.analysis.agreement_units import (
     _radix,
     _spread,
     _unit_ids,
-    judgment_keys,
+    judgment_key_matrix,
 )
 from multiverse.analysis.dropped import dropped_notes
 from multiverse.analysis.estimates import CONTRIBUTION
@@ -170,7 +170,7 @@ def agreement(
         labels = _spread(units, option_codes, compliant, len(options))
     keep = None
     if "judgment_key" in rows.columns and len(labels):
-        keep, merged, differ = _one_per_judgment(labels, units, option_codes, judgment_keys(rows))
+        keep, merged, differ = _one_per_judgment(labels, judgment_key_matrix(rows, units, option_codes, labels.shape))
         if merged:
             labels = labels[keep]
             notes.append(

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["Rows", "_codes", "_dense", "_factorize", "_one_per_judgment", "_paired", "_positions", "_radix",
-           "_spread", "_unit_ids", "judgment_keys"]
+           "_spread", "_unit_ids", "judgment_key_matrix"]
 
 
 class Rows:
@@ -36,7 +36,7 @@ class Rows:
         """Non-negative integer codes of the column at the rows: equal values, equal codes."""
         values = self.frame[column]
         if isinstance(values.dtype, pd.CategoricalDtype):
-            raw = values.cat.codes.to_numpy()
+            raw = np.asarray(values.array.codes)  # a view: .cat.codes copies
             narrow = np.int16 if len(values.cat.categories) < 2**15 - 1 else np.int32
             return np.add(raw if self.mask is None else raw[self.mask], 1, dtype=narrow)  # 0 = missing
         return _codes(self[column])
@@ -153,24 +153,18 @@ def _spread(unit: np.ndarray, option: np.ndarray, values: np.ndarray, k: int) ->
     return matrix
 
 
-def _one_per_judgment(labels: np.ndarray, units: np.ndarray, option: np.ndarray,
-                      keys: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, int, int]:
+def _one_per_judgment(labels: np.ndarray, keys: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, int, int]:
     """Which units (rows of ``labels``) to keep so that each set of judgments counts once.
 
     Contexts that differ only in an axis that does not change judgments (the
     scoring rule, say) show the same judgments again: each is one comparison,
     however many universes score it. A unit whose options' judgment keys
     another unit already has is dropped (the first in table order is kept).
-    ``keys`` is the rows' ``judgment_keys``. Returns the mask, how many units
-    were dropped and in how many of those the labels differed from the kept
-    unit's (the scoring changed them).
+    ``keys`` is the units x options ``judgment_key_matrix``. Returns the mask,
+    how many units were dropped and in how many of those the labels differed
+    from the kept unit's (the scoring changed them).
     """
-    values, present = keys
-    shape = labels.shape
-    key = np.zeros(shape, dtype=np.uint64)
-    key[units, option] = values  # 0 where a row has no key (``judgment_keys``)
-    has = np.zeros(shape, dtype=bool)
-    has[units, option] = present
+    key, has = keys
     judged = has.sum(1) >= 2
     representative = _first_alike(key, has)
     keep = ~judged | (representative == np.arange(len(key)))
@@ -193,7 +187,9 @@ def _first_alike(key: np.ndarray, has: np.ndarray) -> np.ndarray:
     group = pd.factorize(mixed)[0]
     first = _first_of(group)
     representative = first[group]
-    if not ((key[representative] == key).all() and (has[representative] == has).all()):
+    merged = np.flatnonzero(representative != np.arange(len(key)))  # only these can be wrong
+    alike = representative[merged]
+    if not ((key[alike] == key[merged]).all() and (has[alike] == has[merged]).all()):
         group = _dense(np.where(has[:, c], pd.factorize(key[:, c])[0] + 1, 0) for c in range(key.shape[1]))
         representative = _first_of(group)[group]
     return representative
@@ -211,41 +207,47 @@ _NIBBLE = np.full(256, 16, dtype=np.uint8)
 _NIBBLE[np.frombuffer(b"0123456789abcdef", dtype=np.uint8)] = np.arange(16, dtype=np.uint8)
 
 
-def judgment_keys(rows: Rows) -> tuple[np.ndarray, np.ndarray]:
-    """The rows' judgment keys as integers (uint64; equal keys, equal integers; 0 where there is none)
-    and which rows have one.
+def judgment_key_matrix(rows: Rows, units: np.ndarray, option: np.ndarray,
+                        shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Units x options: each judgment key as an integer (uint64; equal keys, equal integers; 0 where
+    there is none), and whether there is one.
 
     Keys are digests: hex strings of one width. Up to 16 digits they are read as the number they
-    spell, straight from the column's Arrow buffers (no Python string, no hash table of millions
-    of keys). Other keys are factorized.
+    spell, straight from the column's Arrow buffers a chunk at a time (no Python string, no hash
+    table of millions of keys, no row-length array of them). Other keys are factorized.
     """
-    column = rows.frame["judgment_key"]
-    spelled = _hex_numbers(column, rows.mask)
-    if spelled is not None:
-        return spelled
-    codes = pd.factorize(rows["judgment_key"])[0]
-    return np.maximum(codes, 0).astype(np.uint64), codes >= 0
+    key, has = np.zeros(shape, dtype=np.uint64), np.zeros(shape, dtype=bool)
+    if not _spread_hex(rows.frame["judgment_key"], rows.mask, units, option, key, has):
+        codes = pd.factorize(rows["judgment_key"])[0]
+        key[:], has[:] = 0, False
+        key[units, option] = np.maximum(codes, 0)
+        has[units, option] = codes >= 0
+    return key, has
 
 
-def _hex_numbers(column: pd.Series, mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
-    """Each key's number and presence (at the rows ``mask`` picks), or None unless every key is
-    lowercase hex of one width of at most 16 digits, in an Arrow-backed text column."""
+def _spread_hex(column: pd.Series, mask: np.ndarray | None, units: np.ndarray, option: np.ndarray,
+                key: np.ndarray, has: np.ndarray) -> bool:
+    """Put each key's number (at the rows ``mask`` picks) in its unit's and option's place; False
+    unless every key is lowercase hex of one width of at most 16 digits, in an Arrow-backed column."""
     if getattr(column.dtype, "storage", None) != "pyarrow":
-        return None
+        return False
     import pyarrow as pa
 
-    numbers, present, start = [], [], 0
+    start = done = 0
     for chunk in pa.chunked_array(pa.array(column.array)).chunks:
         read = _chunk_numbers(chunk)
         if read is None:
-            return None
-        picked = slice(None) if mask is None else mask[start:start + len(chunk)]
+            return False
+        numbers, present = read
+        if mask is not None:
+            picked = mask[start:start + len(chunk)]
+            numbers, present = numbers[picked], present[picked]
         start += len(chunk)
-        numbers.append(read[0][picked])
-        present.append(read[1][picked])
-    if not numbers:
-        return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=bool)
-    return np.concatenate(numbers), np.concatenate(present)
+        place = slice(done, done + len(numbers))
+        key[units[place], option[place]] = numbers
+        has[units[place], option[place]] = present
+        done += len(numbers)
+    return True
 
 
 def _chunk_numbers(chunk) -> tuple[np.ndarray, np.ndarray] | None:

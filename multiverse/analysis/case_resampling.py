@@ -117,5 +117,5 @@ def _positions(index: pd.Index, column: pd.Series, kind: type) -> np.ndarray:
     """``index.get_indexer(column)`` in ``kind``; a categorical column through its categories."""
     if isinstance(column.dtype, pd.CategoricalDtype):
         where: np.ndarray = np.append(index.get_indexer(column.cat.categories), -1).astype(kind)  # code -1 (missing) -> -1
-        return where[column.cat.codes.to_numpy()]
+        return where[np.asarray(column.array.codes)]
     return index.get_indexer(column).astype(kind)
