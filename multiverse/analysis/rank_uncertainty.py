@@ -66,7 +66,7 @@ def joint_bootstrap(
     rng = np.random.default_rng(seed)
     n_u, n_s = len(universes), len(systems)
     p_top, p_above, primary_rank = [], [], []
-    chunk = max(1, min(resamples, 2_000_000 // max(n_u * n_s, 1)))
+    chunk = max(1, min(resamples, 4_000_000 // max(n_u * n_s, 1)))
     done = 0
     while done < resamples:
         size = min(chunk, resamples - done)
