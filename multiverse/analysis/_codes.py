@@ -13,7 +13,7 @@ import itertools
 import numpy as np
 import pandas as pd
 
-__all__ = ["BLOCK_ROWS", "codes", "combine", "count", "first_rows", "index_type", "target_blocks"]
+__all__ = ["BLOCK_ROWS", "codes", "codes_and_first_rows", "combine", "count", "first_rows", "index_type", "target_blocks"]
 
 
 def codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, int]:
@@ -30,15 +30,31 @@ def codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, int]:
             remap = np.cumsum(present) - 1
             return remap.astype(index_type(top))[values], int(present.sum())
     if isinstance(values, pd.Series) and isinstance(values.dtype, pd.CategoricalDtype):
-        # The categorical's own codes, relabelled in order of first appearance (a missing value, -1,
-        # is one more value): no int64 codes of the whole column, as factorize makes.
-        raw = values.cat.codes.to_numpy()
-        order = raw[np.flatnonzero(~pd.Series(raw).duplicated().to_numpy())]
-        relabel: np.ndarray = np.zeros(len(values.cat.categories) + 1, dtype=index_type(len(order)))
-        relabel[order] = np.arange(len(order))
-        return relabel[raw], len(order)
+        found, first = _categorical_codes(values)
+        return found, len(first)
     found, uniques = pd.factorize(values, sort=False, use_na_sentinel=False)
     return found.astype(index_type(len(uniques)), copy=False), len(uniques)
+
+
+def codes_and_first_rows(values: pd.Series) -> tuple[np.ndarray, int, np.ndarray]:
+    """``codes(values)`` and ``first_rows`` of them, a categorical's found in one pass."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        found, first = _categorical_codes(values)
+        return found, len(first), first
+    found, k = codes(values)
+    return found, k, first_rows(found)
+
+
+def _categorical_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    # The categorical's own codes, relabelled in order of first appearance (a missing value, -1,
+    # is one more value): no int64 codes of the whole column, as factorize makes. The rows where
+    # each code first appears come with them, in code order.
+    raw = np.asarray(values.array.codes)  # a view: .cat.codes copies
+    first = np.flatnonzero(~pd.Series(raw).duplicated().to_numpy())
+    order = raw[first]
+    relabel: np.ndarray = np.zeros(len(values.cat.categories) + 1, dtype=index_type(len(order)))
+    relabel[order] = np.arange(len(order))
+    return relabel[raw], first
 
 
 def index_type(k: int) -> type:

@@ -46,6 +46,7 @@ from multiverse.analysis.agreement_binary import SMALL, binary_summary, cohen_ka
 from multiverse.analysis.agreement_context import context_columns, context_confounds
 from multiverse.analysis.agreement_scored import score_agreement
 from multiverse.analysis.agreement_units import (
+    Rows,
     _factorize,
     _one_per_judgment,
     _paired,
@@ -53,9 +54,11 @@ from multiverse.analysis.agreement_units import (
     _radix,
     _spread,
     _unit_ids,
+    judgment_key_matrix,
 )
 from multiverse.analysis.dropped import dropped_notes
-from multiverse.analysis.rates import included_verdicts
+from multiverse.analysis.estimates import CONTRIBUTION
+from multiverse.analysis.included import included_rows, included_verdicts, require_verdict_columns
 from multiverse.core import COUNTED_STATUS, SCORE_CRITERIA
 from multiverse.errors import InputError
 
@@ -148,18 +151,14 @@ def agreement(
         raise InputError(f"verdicts: column {axis!r}: expected one of the axes {axes}")
     others = [a for a in axes if a != axis]
     verdicts, scores = _scores(verdicts, axes, axis, scale, cuts)
-    # The replicate is only read when the axis changes the transcripts: not copied (8 bytes a row) before.
     context = context_columns(verdicts, factors, axes)
-    included = included_verdicts(verdicts, axes=axes, keys=("transcript_key", "judgment_key", *context))
-    option_codes, options = pd.factorize(included[axis], use_na_sentinel=False)
+    rows, compliant = _counted_rows(verdicts, axes)
+    option_codes, options = pd.factorize(rows[axis], use_na_sentinel=False)
     options = pd.Index(options).tolist()  # plain Python values, ready for JSON
     notes: list[str] = _options_notes(axis, options, scores)
 
-    by_transcript = "transcript_key" in included.columns and included["transcript_key"].notna().all()
-    if not by_transcript and "replicate" in verdicts.columns:
-        included = included_verdicts(verdicts, axes=axes, keys=("replicate", "judgment_key", *context))  # same rows
-    compliant = included["compliant"].to_numpy().astype(np.int8)
-    units = _unit_ids(included, others, option_codes, by_transcript)
+    by_transcript = "transcript_key" in rows.columns and rows.complete("transcript_key")
+    units = _unit_ids(rows, others, option_codes, by_transcript)
     labels = _spread(units, option_codes, compliant, len(options))
     # A table of scores only has no labels to pair: its labels' part stays empty, with no fallback.
     if by_transcript and (options or scores is None) and not _paired(labels):
@@ -167,13 +166,11 @@ def agreement(
         # setting): compare the labels of the same system, case and replicate.
         by_transcript = False
         notes.append(f"axis {axis!r} changes the transcripts: paired on system, case and replicate")
-        if "replicate" in verdicts.columns:
-            included = included_verdicts(verdicts, axes=axes, keys=("replicate", "judgment_key", *context))  # same rows
-        units = _unit_ids(included, others, option_codes, by_transcript)
+        units = _unit_ids(rows, others, option_codes, by_transcript)
         labels = _spread(units, option_codes, compliant, len(options))
     keep = None
-    if "judgment_key" in included.columns and len(labels):
-        keep, merged, differ = _one_per_judgment(labels, units, option_codes, included["judgment_key"])
+    if "judgment_key" in rows.columns and len(labels):
+        keep, merged, differ = _one_per_judgment(labels, judgment_key_matrix(rows, units, option_codes, labels.shape))
         if merged:
             labels = labels[keep]
             notes.append(
@@ -189,7 +186,7 @@ def agreement(
         "n_units": int(((labels >= 0).sum(1) >= 2).sum()),
     }
     result.update(binary_summary(labels, options, notes, "", []))
-    result["confounded"], confounds = context_confounds(included, context, units, option_codes, len(options),
+    result["confounded"], confounds = context_confounds(rows, context, units, option_codes, len(options),
                                                         keep, axis)
     notes.extend(confounds)
     if 0 < result["n_units"] < SMALL:
@@ -211,6 +208,18 @@ def agreement(
         result["scores"] = scores
     result["notes"] = dropped_notes(verdicts) + notes
     return result
+
+
+def _counted_rows(verdicts: pd.DataFrame, axes: list[str]) -> tuple[Rows, np.ndarray]:
+    """The rows that count (as ``included_verdicts`` keeps them) and their labels as int8.
+
+    Only the columns a label needs are copied at those rows; the rest are read one at a time,
+    as codes, by the units' helpers.
+    """
+    require_verdict_columns(verdicts, axes)
+    narrow = [c for c in ("universe_id", "status", "system", "case_id", "compliant", CONTRIBUTION) if c in verdicts.columns]
+    compliant = included_verdicts(verdicts[narrow], axes=[], keys=())["compliant"].to_numpy().astype(np.int8)
+    return Rows(verdicts, included_rows(verdicts)), compliant
 
 
 def _options_notes(axis: str, options: list, scores: dict[str, Any] | None) -> list[str]:

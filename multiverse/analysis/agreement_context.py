@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from multiverse.analysis.agreement_units import _spread
+from multiverse.analysis.agreement_units import Rows, _spread
 
 __all__ = ["context_columns", "context_confounds"]
 
@@ -31,7 +31,7 @@ def context_columns(verdicts: pd.DataFrame, factors: Sequence[str], axes: Sequen
     return [f for f in dict.fromkeys(factors) if f in verdicts.columns and f not in set(axes)]
 
 
-def context_confounds(rows: pd.DataFrame, columns: Sequence[str], units: np.ndarray,
+def context_confounds(rows: pd.DataFrame | Rows, columns: Sequence[str], units: np.ndarray,
                       option: np.ndarray, k: int, keep: np.ndarray | None,
                       axis: str) -> tuple[list[dict[str, Any]], list[str]]:
     """Columns whose value differs between the options of ``axis`` inside paired units.
@@ -46,7 +46,7 @@ def context_confounds(rows: pd.DataFrame, columns: Sequence[str], units: np.ndar
     out: list[dict[str, Any]] = []
     notes: list[str] = []
     for column in columns:
-        codes = pd.factorize(rows[column], use_na_sentinel=False)[0].astype(np.int64)
+        codes = rows.codes(column) if isinstance(rows, Rows) else pd.factorize(rows[column], use_na_sentinel=False)[0]
         values = _spread(units, option, codes, k)
         if keep is not None:
             values = values[keep]
@@ -55,7 +55,7 @@ def context_confounds(rows: pd.DataFrame, columns: Sequence[str], units: np.ndar
         if not paired.any():
             continue
         highest = np.where(present, values, -1).max(1)
-        lowest = np.where(present, values, np.iinfo(np.int64).max).min(1)
+        lowest = np.where(present, values, np.iinfo(values.dtype).max).min(1)
         differ = int((paired & (highest != lowest)).sum())
         if not differ:
             continue

@@ -40,7 +40,7 @@ from multiverse.analysis.agreement_scores import (
     scale_points,
     weighted_kappa,
 )
-from multiverse.analysis.agreement_units import _one_per_judgment, _unit_ids
+from multiverse.analysis.agreement_units import Rows, _one_per_judgment, _unit_ids, judgment_key_matrix
 from multiverse.core import counted_rows
 from multiverse.errors import InputError
 
@@ -144,7 +144,8 @@ def _units(scored: pd.DataFrame, axes: Sequence[str], axis: str, option: np.ndar
     case = np.zeros(len(matrix), dtype=np.int64)
     case[units] = pd.factorize(scored["case_id"], use_na_sentinel=False)[0]
     if "judgment_key" in scored.columns and len(matrix):
-        keep, merged, _ = _one_per_judgment(np.nan_to_num(matrix, nan=-np.inf), units, option, scored["judgment_key"])
+        keep, merged, _ = _one_per_judgment(np.nan_to_num(matrix, nan=-np.inf),
+                                            judgment_key_matrix(Rows(scored), units, option, matrix.shape))
         if merged:
             matrix, case = matrix[keep], case[keep]
             notes.append(f"scores: {merged:,} units repeat judgments another unit has (contexts that differ only "

@@ -13,27 +13,64 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-__all__ = ["_codes", "_dense", "_factorize", "_one_per_judgment", "_paired", "_positions", "_radix",
-           "_spread", "_unit_ids"]
+__all__ = ["Rows", "_codes", "_dense", "_factorize", "_one_per_judgment", "_paired", "_positions", "_radix",
+           "_spread", "_unit_ids", "judgment_key_matrix"]
+
+
+class Rows:
+    """Some rows of a verdicts table (a bool mask, or None for all), read one column at a time.
+
+    Nothing is copied whole: a column is taken at the rows only when asked for, and a
+    categorical column's codes (one or two bytes a row) stand for its values.
+    """
+
+    def __init__(self, frame: pd.DataFrame, mask: np.ndarray | None = None) -> None:
+        self.frame, self.mask = frame, mask
+        self.columns = frame.columns
+
+    def __getitem__(self, column: str) -> pd.Series:
+        values = self.frame[column]
+        return values if self.mask is None else pd.Series(values.array[self.mask], name=column)
+
+    def codes(self, column: str) -> np.ndarray:
+        """Non-negative integer codes of the column at the rows: equal values, equal codes."""
+        values = self.frame[column]
+        if isinstance(values.dtype, pd.CategoricalDtype):
+            raw = np.asarray(values.array.codes)  # a view: .cat.codes copies
+            narrow = np.int16 if len(values.cat.categories) < 2**15 - 1 else np.int32
+            return np.add(raw if self.mask is None else raw[self.mask], 1, dtype=narrow)  # 0 = missing
+        return _codes(self[column])
+
+    def complete(self, column: str) -> bool:
+        """Whether the column has a value at every row."""
+        missing = self.frame[column].isna().to_numpy()
+        return not (missing if self.mask is None else missing[self.mask]).any()
 
 
 def _radix(codes: Iterable[np.ndarray]) -> np.ndarray:
-    """One int64 per distinct tuple of non-negative codes (mixed radix; sparse, not dense).
+    """One integer per distinct tuple of non-negative codes (mixed radix; sparse, not dense).
 
     ``codes`` is consumed one array at a time, so a generator keeps only two
-    row-length arrays alive however many columns are combined.
+    row-length arrays alive however many columns are combined. The tuple stays
+    int32 while the product of the columns' ranges allows (half the memory, and
+    every fresh row-length array costs its pages), int64 after.
     """
     combined: np.ndarray | None = None
+    top = 0  # the combined codes are below this
     for more in codes:
-        more = np.asarray(more, dtype=np.int64)
-        if combined is None:
-            combined = more.copy()
-            continue
+        more = np.asarray(more)
         base = int(more.max(initial=0)) + 1
-        if int(combined.max(initial=0)) >= np.iinfo(np.int64).max // base - base:
+        if combined is None:
+            combined, top = more.astype(np.int32 if base < 2**31 else np.int64), base
+            continue
+        if top * base >= 2**31 and combined.dtype == np.int32:
+            combined = combined.astype(np.int64)
+        if top >= np.iinfo(np.int64).max // base - base:
             combined = pd.factorize(combined)[0].astype(np.int64)  # re-densify before overflow
+            top = int(combined.max(initial=0)) + 1
         combined *= base
         combined += more
+        top *= base
     if combined is None:
         raise ValueError("_radix needs at least one code array")
     return combined
@@ -92,16 +129,19 @@ def _occurrence(key: np.ndarray) -> np.ndarray:
     return occurrence
 
 
-def _unit_ids(rows: pd.DataFrame, others: list[str], option: np.ndarray, by_transcript: bool) -> np.ndarray:
+def _unit_ids(rows: pd.DataFrame | Rows, others: list[str], option: np.ndarray, by_transcript: bool) -> np.ndarray:
     """Dense unit id per row: one unit per context (other axes' options) x transcript.
 
     Rows that repeat a unit and option are told apart by their order of appearance.
     """
+    rows = rows if isinstance(rows, Rows) else Rows(rows)
     parts = ["transcript_key"] if by_transcript else [
         c for c in ("system", "case_id", "replicate") if c in rows.columns]
-    unit = _dense(_codes(rows[c]) for c in (*others, *parts))
+    unit = _dense(rows.codes(c) for c in (*others, *parts))
     k = int(option.max(initial=0)) + 1
-    if np.bincount(unit * k + option).max(initial=0) > 1:
+    seen = np.zeros((int(unit.max(initial=-1)) + 1, k), dtype=bool)
+    seen[unit, option] = True
+    if np.count_nonzero(seen) < len(unit):  # some unit has two rows of one option
         unit = _dense((unit, _occurrence(unit * k + option)))
     return unit
 
@@ -113,25 +153,130 @@ def _spread(unit: np.ndarray, option: np.ndarray, values: np.ndarray, k: int) ->
     return matrix
 
 
-def _one_per_judgment(labels: np.ndarray, units: np.ndarray, option: np.ndarray,
-                      judgment_key: pd.Series) -> tuple[np.ndarray, int, int]:
+def _one_per_judgment(labels: np.ndarray, keys: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, int, int]:
     """Which units (rows of ``labels``) to keep so that each set of judgments counts once.
 
     Contexts that differ only in an axis that does not change judgments (the
     scoring rule, say) show the same judgments again: each is one comparison,
     however many universes score it. A unit whose options' judgment keys
     another unit already has is dropped (the first in table order is kept).
-    Returns the mask, how many units were dropped and in how many of those
-    the labels differed from the kept unit's (the scoring changed them).
+    ``keys`` is the units x options ``judgment_key_matrix``. Returns the mask,
+    how many units were dropped and in how many of those the labels differed
+    from the kept unit's (the scoring changed them).
     """
-    key = _spread(units, option, pd.factorize(judgment_key)[0].astype(np.int64), labels.shape[1])
-    judged = (key >= 0).sum(1) >= 2
-    group = _dense(column + 1 for column in key.T)
-    _, first = np.unique(group, return_index=True)
-    representative = first[np.searchsorted(np.unique(group), group)]
-    keep = ~judged | (representative == np.arange(len(group)))
+    key, has = keys
+    judged = has.sum(1) >= 2
+    representative = _first_alike(key, has)
+    keep = ~judged | (representative == np.arange(len(key)))
     differ = int((labels[~keep] != labels[representative[~keep]]).any(1).sum())
     return keep, int((~keep).sum()), differ
+
+
+def _first_alike(key: np.ndarray, has: np.ndarray) -> np.ndarray:
+    """Per row of ``key`` (where ``has``), the first row with the same keys in the same places.
+
+    Rows are grouped by a 64-bit mix of their keys, and every row is then checked against
+    its group's first row: a mix shared by different keys (vanishingly rare) falls back to
+    grouping the columns' exact codes.
+    """
+    mixed = np.zeros(len(key), dtype=np.uint64)
+    for column in range(key.shape[1]):
+        mixed ^= key[:, column] + has[:, column].astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        mixed *= np.uint64(0xBF58476D1CE4E5B9)
+        mixed ^= mixed >> np.uint64(31)
+    group = pd.factorize(mixed)[0]
+    first = _first_of(group)
+    representative = first[group]
+    merged = np.flatnonzero(representative != np.arange(len(key)))  # only these can be wrong
+    alike = representative[merged]
+    if not ((key[alike] == key[merged]).all() and (has[alike] == has[merged]).all()):
+        group = _dense(np.where(has[:, c], pd.factorize(key[:, c])[0] + 1, 0) for c in range(key.shape[1]))
+        representative = _first_of(group)[group]
+    return representative
+
+
+def _first_of(group: np.ndarray) -> np.ndarray:
+    """Per group code 0..g-1, the first row holding it."""
+    first = np.full(int(group.max(initial=-1)) + 1, len(group), dtype=np.int64)
+    np.minimum.at(first, group, np.arange(len(group)))
+    return first
+
+
+# Lowercase hex digits to their values; every other byte to 16 (not a hex key).
+_NIBBLE = np.full(256, 16, dtype=np.uint8)
+_NIBBLE[np.frombuffer(b"0123456789abcdef", dtype=np.uint8)] = np.arange(16, dtype=np.uint8)
+
+
+def judgment_key_matrix(rows: Rows, units: np.ndarray, option: np.ndarray,
+                        shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Units x options: each judgment key as an integer (uint64; equal keys, equal integers; 0 where
+    there is none), and whether there is one.
+
+    Keys are digests: hex strings of one width. Up to 16 digits they are read as the number they
+    spell, straight from the column's Arrow buffers a chunk at a time (no Python string, no hash
+    table of millions of keys, no row-length array of them). Other keys are factorized.
+    """
+    key, has = np.zeros(shape, dtype=np.uint64), np.zeros(shape, dtype=bool)
+    if not _spread_hex(rows.frame["judgment_key"], rows.mask, units, option, key, has):
+        codes = pd.factorize(rows["judgment_key"])[0]
+        key[:], has[:] = 0, False
+        key[units, option] = np.maximum(codes, 0)
+        has[units, option] = codes >= 0
+    return key, has
+
+
+def _spread_hex(column: pd.Series, mask: np.ndarray | None, units: np.ndarray, option: np.ndarray,
+                key: np.ndarray, has: np.ndarray) -> bool:
+    """Put each key's number (at the rows ``mask`` picks) in its unit's and option's place; False
+    unless every key is lowercase hex of one width of at most 16 digits, in an Arrow-backed column."""
+    if getattr(column.dtype, "storage", None) != "pyarrow":
+        return False
+    import pyarrow as pa
+
+    start = done = 0
+    for chunk in pa.chunked_array(pa.array(column.array)).chunks:
+        read = _chunk_numbers(chunk)
+        if read is None:
+            return False
+        numbers, present = read
+        if mask is not None:
+            picked = mask[start:start + len(chunk)]
+            numbers, present = numbers[picked], present[picked]
+        start += len(chunk)
+        place = slice(done, done + len(numbers))
+        key[units[place], option[place]] = numbers
+        has[units[place], option[place]] = present
+        done += len(numbers)
+    return True
+
+
+def _chunk_numbers(chunk) -> tuple[np.ndarray, np.ndarray] | None:
+    import pyarrow as pa
+
+    if not (pa.types.is_string(chunk.type) or pa.types.is_large_string(chunk.type)):
+        return None
+    n = len(chunk)
+    _, offsets_buffer, data_buffer = chunk.buffers()
+    wide = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+    offsets = np.frombuffer(offsets_buffer, dtype=wide)[chunk.offset:chunk.offset + n + 1] if n else np.zeros(1, wide)
+    present = chunk.is_valid().to_numpy(zero_copy_only=False)
+    lengths = np.diff(offsets)
+    width = int(lengths[present][0]) if present.any() else 1
+    # One width for every key, none for every missing one: the keys' bytes are one block of rows.
+    if not 1 <= width <= 16 or (lengths != np.where(present, width, 0)).any() or data_buffer is None:
+        return None
+    digits = _NIBBLE[np.frombuffer(data_buffer, dtype=np.uint8)[offsets[0]:offsets[-1]]].reshape(-1, width)
+    if (digits > 15).any():
+        return None
+    # Two digits a byte, right-aligned in eight bytes read as one big-endian number.
+    padded = digits
+    if width < 16:
+        padded = np.zeros((len(digits), 16), dtype=np.uint8)
+        padded[:, 16 - width:] = digits
+    packed = np.ascontiguousarray((padded[:, 0::2] << 4) | padded[:, 1::2])
+    numbers = np.zeros(n, dtype=np.uint64)
+    numbers[present] = packed.view(">u8").ravel()
+    return numbers, present
 
 
 def _paired(matrix: np.ndarray) -> bool:

@@ -35,7 +35,7 @@ def _why(rows: pd.DataFrame) -> str:
 
 def _codes(column: pd.Series) -> tuple[np.ndarray, int]:
     if isinstance(column.dtype, pd.CategoricalDtype):
-        return column.cat.codes.to_numpy(), len(column.cat.categories)
+        return np.asarray(column.array.codes), len(column.cat.categories)
     codes, values = pd.factorize(column)
     return codes, len(values)
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from multiverse.analysis.case_resampling import case_counts
+from multiverse.analysis.case_resampling import case_counts, ratio
 from multiverse.analysis.concordance import min_ranks
 from multiverse.analysis.rates import included_verdicts
 
@@ -70,16 +70,15 @@ def joint_bootstrap(
     done = 0
     while done < resamples:
         size = min(chunk, resamples - done)
-        rates = counts.rates(counts.weights(rng, size)).T.reshape(size, n_u, n_s)
-        p_top.append(top_shares(rates, ties).mean(1))
-        rated = ~np.isnan(rates)
-        both = (rated[..., :, None] & rated[..., None, :]).sum(1)
-        wins = (rates[..., :, None] > rates[..., None, :]).sum(1) + 0.5 * (
-            rates[..., :, None] == rates[..., None, :]).sum(1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            p_above.append(wins / both)
+        # System x universe x resample: each system's rates are one contiguous block, so the
+        # comparisons below run over pairs of systems, never a universe x system x system array.
+        rates = np.empty((n_s, n_u, size))
+        compliant, labels = counts.sums(counts.weights(rng, size))
+        ratio(compliant.reshape(n_u, n_s, size), labels.reshape(n_u, n_s, size), out=rates.transpose(1, 0, 2))
+        p_top.append(_top_shares(rates, ties))
+        p_above.append(_above_shares(rates))
         if primary is not None:
-            primary_rank.append(min_ranks(rates[:, primary, :])[0])
+            primary_rank.append(min_ranks(rates[:, primary].T)[0])
         done += size
     tail = (1.0 - level) / 2.0
 
@@ -104,6 +103,48 @@ def joint_bootstrap(
         "p_above": {a: {b: above_iv[i, j].tolist() for j, b in enumerate(systems) if j != i}
                     for i, a in enumerate(systems)},
     }
+
+
+def _top_shares(rates: np.ndarray, ties: str) -> np.ndarray:
+    """Resample x system: the share of universes whose rank 1 the system holds (``top_shares``, averaged).
+
+    ``rates`` is system x universe x resample. Rank 1 is the highest rate (NaN never), shared by
+    the systems that reach it; the mean runs over universes in order, as ``top_shares(...).mean(1)``.
+    """
+    best = np.fmax.reduce(rates, axis=0)  # NaN only where a universe rates no system
+    top = rates == best
+    if ties == "count":
+        return top.mean(1).T
+    tied = np.add.reduce(top, axis=0, dtype=np.int32)
+    return (top / np.maximum(tied, 1)).mean(1).T
+
+
+def _above_shares(rates: np.ndarray) -> np.ndarray:
+    """Resample x system x system: the share of universes rating both where a ranks above b (a tie 1/2).
+
+    ``rates`` is system x universe x resample. Counted per pair a < b; b above a is what is left:
+    both rated, neither above nor tied.
+    """
+    n_s, size = rates.shape[0], rates.shape[2]
+    wins = np.zeros((size, n_s, n_s))
+    both = np.zeros((size, n_s, n_s), dtype=np.int64)
+    rated = ~np.isnan(rates)
+
+    def count(flags: np.ndarray) -> np.ndarray:
+        return np.add.reduce(flags, axis=0, dtype=np.int32)  # at most one per universe
+
+    everywhere = bool(rated.all())  # the usual case: every cell drew some of its cases
+    for a in range(n_s):
+        both[:, a, a] = count(rated[a])
+        wins[:, a, a] = 0.5 * both[:, a, a]
+        for b in range(a + 1, n_s):
+            higher, equal = count(rates[a] > rates[b]), count(rates[a] == rates[b])
+            pair = both[:, a, a] if everywhere else count(rated[a] & rated[b])
+            both[:, a, b] = both[:, b, a] = pair
+            wins[:, a, b] = higher + 0.5 * equal
+            wins[:, b, a] = (pair - higher - equal) + 0.5 * equal
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return wins / both
 
 
 def _case_means(rows: pd.DataFrame) -> pd.Series:
@@ -184,6 +225,9 @@ def bootstrap_ranks(
     p_top (share of resamples in which the system ranks first; ties per ``ties``).
     ``universes`` defaults to every universe; pass a few (the primary) for big grids.
     """
+    if universes is not None and "universe_id" in verdicts.columns:
+        # The chosen universes' rows first: the rest of a big table is never copied.
+        verdicts = verdicts[verdicts["universe_id"].isin(list(universes)).to_numpy()]
     included = included_verdicts(verdicts, axes=axes, keys=())
     if universes is not None:
         included = included[included["universe_id"].isin(list(universes))]

@@ -54,6 +54,7 @@ from multiverse.analysis.concordance import (
     tau_summary,
 )
 from multiverse.analysis.dropped import dropped_notes
+from multiverse.analysis.included import resampled_rows
 from multiverse.analysis.rank_uncertainty import (
     bootstrap_ranks,
     joint_bootstrap,
@@ -156,6 +157,16 @@ def _top_sets(matrix: np.ndarray) -> list[frozenset[int]]:
     return [frozenset(np.flatnonzero(row == top)) for row, top in zip(matrix, best)]
 
 
+def _top_keys(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Universe x system: whether the system is top there (``_top_sets`` as a mask), and per universe
+    one value per set of top systems (equal sets, equal values)."""
+    best = np.nanmax(np.where(np.isnan(matrix), -np.inf, matrix), axis=1)
+    top = matrix == best[:, None]
+    if top.shape[1] <= 62:  # the set as bits
+        return top, top.astype(np.int64) @ (np.int64(1) << np.arange(top.shape[1], dtype=np.int64))
+    return top, pd.factorize(pd.Series([row.tobytes() for row in top]))[0]
+
+
 def _flips(
     matrix: np.ndarray, codes: np.ndarray, axes: list[str], universes: list,
     systems: list, primary: int, option_names: list[list],
@@ -168,14 +179,16 @@ def _flips(
     search goes by increasing size and ends, at worst, at every difference
     (the universe itself), so "top X when <changes>" is always true.
     """
-    tops = _top_sets(matrix)
+    top, tops = _top_keys(matrix)
     by_codes = {tuple(row): u for u, row in enumerate(codes.tolist())}
     base = codes[primary]
     flips = []
-    for u in range(len(universes)):
-        if tops[u] == tops[primary]:
-            continue
-        differ = np.flatnonzero(codes[u] != base).tolist()
+    flipped = np.flatnonzero(tops != tops[primary])
+    # Row by row as Python lists: thousands of flips, each a handful of axes and systems.
+    differs = (codes[flipped] != base).tolist()
+    top_rows = top[flipped].tolist()
+    for u, differs_at, is_top in zip(flipped.tolist(), differs, top_rows):
+        differ = [a for a, d in enumerate(differs_at) if d]
         found, via = differ, u
         for subset in itertools.chain.from_iterable(
                 itertools.combinations(differ, size) for size in range(1, len(differ))):
@@ -187,7 +200,7 @@ def _flips(
                 break
         flips.append({
             "universe_id": universes[u],
-            "top": [systems[s] for s in sorted(tops[u])],
+            "top": [systems[s] for s, t in enumerate(is_top) if t],
             "changes": {axes[a]: option_names[a][codes[u][a]] for a in found},
             "n_axes_differ": len(differ),
             "via_universe": universes[via],
@@ -278,8 +291,8 @@ def ranking(
     ``pairwise`` tests the pairs of those systems. Undefined statistics are NaN.
     """
     axes = list(axes)
-    included = included_verdicts(verdicts, axes=axes, keys=())
-    rates = system_rates(included, axes=axes)
+    rates = system_rates(verdicts, axes=axes)
+    included = resampled_rows(verdicts, axes)
     if rates.empty:
         raise InputError("verdicts: column 'status': expected at least one row with status ok")
     matrix, universes, systems = _rate_matrix(rates)
@@ -294,7 +307,7 @@ def ranking(
     w = _kendall_w_block(matrix, rated, universes, systems, notes)
 
     chosen = ([universes[p]] if p is not None else []) if bootstrap_universes is None else list(bootstrap_universes)
-    boot = (bootstrap_ranks(included, axes=axes, universes=chosen, resamples=bootstrap,
+    boot = (bootstrap_ranks(included, axes=[], universes=chosen, resamples=bootstrap,
                             seed=seed, ties=ties) if bootstrap and chosen else pd.DataFrame())
     uncertainty = None
     if bootstrap:

@@ -61,68 +61,14 @@ from multiverse.core import (
 from multiverse.errors import InputError
 from multiverse.tables import check_choice, require_columns, universe_ids
 
-from ._codes import codes, combine, count, first_rows, target_blocks
+from ._codes import codes, codes_and_first_rows, combine, count, first_rows, target_blocks
 from .estimates import CONTRIBUTION
+from .included import included_rows, included_verdicts, require_verdict_columns
 
 if TYPE_CHECKING:
     from multiverse.tables import Manifest, ScaleRecord, SpecDocument
 
-__all__ = ["ci_settings", "compute_rates", "included_verdicts", "system_rates"]
-
-_KEYS = ("replicate", "transcript_key", "judgment_key")
-
-
-
-def included_verdicts(verdicts: pd.DataFrame, *, axes: Sequence[str],
-                      keys: Sequence[str] = _KEYS) -> pd.DataFrame:
-    """The verdict rows that count towards rates, with a ``universe_id`` and a bool ``compliant``.
-
-    Keeps rows whose ``status`` is ``ok`` (all rows when there is no status
-    column) and whose ``compliant`` is not missing. When ``universe_id`` is
-    absent it is derived from the axis values as ``tables.universe_ids`` does,
-    so ids agree with tables loaded by ``tables.load_run``.
-    Returns universe_id, the axis columns, system, case_id, compliant and
-    whichever of ``keys`` (replicate, transcript_key, judgment_key) the table
-    has: an analysis that needs none passes ``keys=()``, so a big table's key
-    columns are not copied.
-    """
-    axes = list(axes)
-    missing = [c for c in ("system", "case_id", "compliant", *axes) if c not in verdicts.columns]
-    if missing:
-        raise InputError(f"verdicts: column {missing[0]!r}: expected a column of that name")
-    keep = ["system", "case_id", "compliant", *axes, *(k for k in keys if k in verdicts.columns)]
-    if "universe_id" in verdicts.columns:
-        keep.insert(0, "universe_id")
-    rows = pd.Series(counted_rows(verdicts), index=verdicts.index)
-    # Scores: what each row contributes (analysis.estimates) is what counts, as a float in [0, 1].
-    scored = CONTRIBUTION in verdicts.columns
-    counted = verdicts[CONTRIBUTION if scored else "compliant"]
-    rows &= counted.notna().to_numpy()
-    out = verdicts.loc[rows.to_numpy(), keep]
-    out["compliant"] = counted[rows.to_numpy()].to_numpy(dtype=float) if scored else _as_bool(out["compliant"])
-    if scored:
-        out[CONTRIBUTION] = out["compliant"]  # so the rows read again (system_rates of them) count alike
-    if "universe_id" not in out.columns:
-        out.insert(0, "universe_id", _derived_universe_ids(out, axes))
-    return out.reset_index(drop=True)
-
-
-def _as_bool(compliant: pd.Series) -> np.ndarray:
-    if pd.api.types.is_bool_dtype(compliant.dtype) or pd.api.types.is_numeric_dtype(compliant.dtype):
-        values = compliant.to_numpy(dtype=float)
-        if np.isin(values, (0.0, 1.0)).all():
-            return values.astype(bool)
-    else:
-        text = compliant.astype(str).str.strip().str.lower()
-        mapped = text.map({"true": True, "false": False, "1": True, "0": False})
-        if mapped.notna().all():
-            return mapped.to_numpy(dtype=bool)
-    raise InputError("verdicts: column 'compliant': expected true/false values")
-
-
-def _derived_universe_ids(rows: pd.DataFrame, axes: list[str]) -> np.ndarray:
-    return universe_ids(rows, axes).to_numpy(dtype=object)  # the ids tables.universe_ids gives
-
+__all__ = ["ci_settings", "compute_rates", "included_rows", "included_verdicts", "require_verdict_columns", "system_rates"]
 
 def system_rates(verdicts: pd.DataFrame, *, axes: Sequence[str]) -> pd.DataFrame:
     """Rates per universe x system: universe_id, axes..., system, n, n_compliant, rate.
@@ -130,25 +76,30 @@ def system_rates(verdicts: pd.DataFrame, *, axes: Sequence[str]) -> pd.DataFrame
     Rows keep the order in which universes and systems first appear.
     """
     axes = list(axes)
-    # Only the columns a rate needs: the rest of a big table is never copied.
-    needed = [c for c in ("universe_id", "status", "system", "case_id", "compliant", CONTRIBUTION, *axes)
-              if c in verdicts.columns]
-    included = included_verdicts(verdicts[list(dict.fromkeys(needed))], axes=axes)
-    universe, n_universes = codes(included["universe_id"])
-    system, n_systems = codes(included["system"])
+    require_verdict_columns(verdicts, axes)
+    # Only the columns a rate needs: the rest of a big table is never copied, and the axes (one
+    # option per universe) are read at each universe's first counted row only.
+    by_id = "universe_id" in verdicts.columns
+    needed = [c for c in ("universe_id", "status", "system", "case_id", "compliant", CONTRIBUTION,
+                          *([] if by_id else axes)) if c in verdicts.columns]
+    included = included_verdicts(verdicts[list(dict.fromkeys(needed))], axes=[] if by_id else axes)
+    universe, n_universes, first = codes_and_first_rows(included["universe_id"])
+    system, n_systems, first_system = codes_and_first_rows(included["system"])
     # The values in order of first appearance, with their dtype, as factorize's uniques.
-    universes = pd.Index(included["universe_id"].iloc[first_rows(universe)])
-    systems = pd.Index(included["system"].iloc[first_rows(system)])
+    universes = pd.Index(included["universe_id"].iloc[first])
+    systems = pd.Index(included["system"].iloc[first_system])
     cell = combine(universe, n_systems, system)
     del universe, system
     n = count(cell, np.ones(len(cell), dtype=bool), n_universes * n_systems)
     labels = included["compliant"].to_numpy()
     k = count(cell, labels, len(n)) if labels.dtype == bool else np.bincount(cell, weights=labels, minlength=len(n))
     present = pd.unique(cell)  # cells in order of first appearance, like groupby(sort=False)
-    options = included.drop_duplicates("universe_id").set_index("universe_id")[axes]
+    # Each universe's options as its first counted row has them (universes in code order).
+    options = (verdicts[axes].iloc[np.flatnonzero(included_rows(verdicts))[first]] if by_id
+               else included[axes].iloc[first])
     rates = pd.DataFrame({"universe_id": universes[present // len(systems)]})
     for axis in axes:
-        rates[axis] = options[axis].reindex(rates["universe_id"]).to_numpy()
+        rates[axis] = options[axis].to_numpy()[present // len(systems)]
     rates["system"] = systems[present % len(systems)]
     rates["n"] = n[present]
     rates["n_compliant"] = k[present].astype(int) if labels.dtype == bool else k[present]

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from multiverse.analysis.agreement_units import _dense
 from multiverse.analysis.dropped import dropped_notes
 from multiverse.analysis.rates import system_rates
 from multiverse.analysis.variance_terms import _decompose, _design, _Term
@@ -114,7 +115,7 @@ def _nested_axes(codes: dict[str, np.ndarray], varying: list[str], factors: list
 def _constant_within_the_others(codes: dict[str, np.ndarray], varying: list[str], b: str) -> bool:
     """Whether axis ``b`` takes one option within each combination of the other axes present."""
     others = [a for a in varying if a != b]
-    joint = pd.factorize(pd.MultiIndex.from_arrays([codes[a] for a in others]))[0]
+    joint = _dense(codes[a] for a in others)  # one code per combination of the other axes' options
     return len(pd.unique(joint * (codes[b].max() + 1) + codes[b])) == len(np.unique(joint))
 
 
@@ -231,11 +232,11 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
     all three are clipped to [0, 1] and ``clipped`` says where that changed
     one (a note names the terms whose interval went past 100%).
     """
-    from multiverse.analysis.rates import included_verdicts
+    from multiverse.analysis.included import resampled_rows
 
     axes = list(axes)
-    included = included_verdicts(verdicts, axes=axes, keys=())
-    rates = system_rates(included, axes=axes)
+    rates = system_rates(verdicts, axes=axes)
+    included = resampled_rows(verdicts, axes)
     if rates.empty:
         raise InputError("verdicts: column 'status': expected at least one row with status ok")
     decomposition, model_notes = _decompose(rates, axes)

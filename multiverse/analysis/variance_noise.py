@@ -48,7 +48,61 @@ def balanced_sums(frame: pd.DataFrame, columns: list[str], terms: list, y: np.nd
 
 def balanced_sums_function(frame: pd.DataFrame, columns: list[str], terms: list
                            ) -> Callable[[np.ndarray], np.ndarray]:
-    """``balanced_sums`` with its group indicators built once, for many calls."""
+    """``balanced_sums`` with its layout worked out once, for many calls.
+
+    Every combination of options x system present once: the rates are laid out as a
+    factors x resamples array and each mean is a reduction over its other factors (an
+    axis x system interaction's cells one pass over the rates; the axis's and the
+    system's means are the cells' means, the grid being balanced). Otherwise the
+    group means come from sparse indicators.
+    """
+    factors = [*columns, "s"]
+    codes = [frame[c].cat.codes.to_numpy() for c in factors]
+    sizes = [len(frame[c].cat.categories) for c in factors]
+    n = len(frame)
+    place = np.ravel_multi_index(codes, sizes) if n else np.zeros(0, dtype=np.int64)
+    if n == 0 or n != int(np.prod(sizes)) or np.bincount(place, minlength=n).max() != 1:
+        return _indicator_sums_function(frame, columns, terms)
+    at = {c: i for i, c in enumerate(factors)}
+    s = at["s"]
+    plan = [(term.kind, at["s" if term.kind == "system" else term.formula.split(":")[0][2:-1]]) for term in terms]
+
+    def sums(y: np.ndarray) -> np.ndarray:
+        grid = np.empty_like(y)
+        grid[place] = y
+        grid = grid.reshape(*sizes, y.shape[1])
+        grand = y.mean(0)
+        cells: dict[int, np.ndarray] = {}
+
+        def cell(a: int) -> np.ndarray:  # (options of a) x systems x resamples
+            if a not in cells:
+                cells[a] = grid.mean(axis=tuple(i for i in range(len(sizes)) if i not in (a, s)))
+            return cells[a]
+
+        out = []
+        for kind, a in plan:
+            if kind == "system":
+                axis = next((b for other, b in plan if other != "system"), None)
+                means = cell(s) if axis is None else cell(axis).mean(0)
+                out.append(((means - grand) ** 2).sum(0) * n / sizes[s])
+                continue
+            table = cell(a)
+            by_option, by_system = table.mean(1), table.mean(0)
+            if kind == "interaction":
+                centred = table - by_option[:, None, :] - by_system[None, :, :] + grand
+                out.append((centred**2).sum((0, 1)) * n / (sizes[a] * sizes[s]))
+            else:
+                out.append(((by_option - grand) ** 2).sum(0) * n / sizes[a])
+        total = ((y - grand) ** 2).sum(0)
+        out.append(np.maximum(total - np.sum(out, axis=0), 0.0))
+        return np.vstack(out)
+
+    return sums
+
+
+def _indicator_sums_function(frame: pd.DataFrame, columns: list[str], terms: list
+                             ) -> Callable[[np.ndarray], np.ndarray]:
+    """``balanced_sums`` with its group indicators built once (a grid with a combination missing or repeated)."""
     from scipy.sparse import csr_matrix
 
     n = len(frame)
@@ -193,15 +247,17 @@ def noise_summary(
     counts = case_counts(included, universes, systems)
     cell = (pd.Index(universes).get_indexer(rates["universe_id"]) * len(systems)
             + pd.Index(systems).get_indexer(rates["system"]))
+    in_order = len(cell) == counts.n.shape[0] and bool((cell == np.arange(len(cell))).all())  # no gather needed
     rng = np.random.default_rng(seed)
     noise_ss = np.zeros(len(observed))
     boot_ss = []
     noise_total = 0.0
-    chunk = max(1, min(resamples, 8_000_000 // max(len(y), 1)))
+    chunk = max(1, min(resamples, 1_000_000 // max(len(y), 1)))
     done = 0
     while done < resamples:
         size = min(chunk, resamples - done)
-        draw = counts.rates(counts.weights(rng, size))[cell]
+        draw = counts.rates(counts.weights(rng, size))
+        draw = draw if in_order else draw[cell]
         draw = np.where(np.isfinite(draw), draw, y[:, None])
         deviation = draw - y[:, None]
         noise_ss += sums(deviation - deviation.mean(0)).sum(1)

@@ -43,10 +43,6 @@ def _design(rates: pd.DataFrame, axes: list[str]):
 
 
 def _decompose(rates: pd.DataFrame, axes: list[str]) -> tuple[pd.DataFrame, list[str]]:
-    from statsmodels.formula.api import ols
-    from statsmodels.stats.anova import anova_lm
-    from statsmodels.tools.sm_exceptions import SingularMatrixWarning
-
     notes: list[str] = []
     frame, varying, names, terms = _design(rates, axes)
     total = float(((frame["y"] - frame["y"].mean()) ** 2).sum())
@@ -58,6 +54,11 @@ def _decompose(rates: pd.DataFrame, axes: list[str]) -> tuple[pd.DataFrame, list
     elif projected is not None:
         rows, residual = projected
     elif terms:
+        # statsmodels' formulas only here: importing them costs more than the balanced sums themselves.
+        from statsmodels.formula.api import ols
+        from statsmodels.stats.anova import anova_lm
+        from statsmodels.tools.sm_exceptions import SingularMatrixWarning
+
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", SingularMatrixWarning)
             model = ols("y ~ " + " + ".join(t.formula for t in terms), data=frame).fit()

@@ -249,6 +249,61 @@ def test_agreement_heatmaps_annotate_every_pair():
     figure.savefig(io.BytesIO(), format="png")
 
 
+
+def _scored_contexts() -> pd.DataFrame:
+    """Three judges in four contexts: evidence changes the judgments, the scoring rule reuses them
+    and flips some labels; one failed judgment and one row without a judgment key."""
+    rng = np.random.default_rng(3)
+    labels = {j: rng.integers(0, 2, 40).tolist() for j in ("j1", "j2", "j3")}
+    verdicts = judge_verdicts(labels, contexts={"scoring": ["all", "strict"], "evidence": ["e1", "e2"]})
+    verdicts["judgment_key"] = verdicts["judgment_key"] + "-" + verdicts["evidence"]
+    flip = ((verdicts["scoring"] == "strict") & (rng.random(len(verdicts)) < 0.2)).to_numpy()
+    verdicts.loc[flip, "compliant"] = ~verdicts.loc[flip, "compliant"]
+    verdicts.loc[5, "status"] = "judge_failed"
+    verdicts.loc[7, "judgment_key"] = None
+    return verdicts
+
+
+@pytest.mark.parametrize("width", [16, 9, 20])
+def test_digest_judgment_keys_pair_as_any_other_keys(width):
+    # Digest keys (lowercase hex of one width, up to 16 digits) are read as the numbers they spell,
+    # other keys are factorized: the same judgments count once either way, with the same labels kept.
+    from multiverse.core import digest
+
+    verdicts = _scored_contexts()
+    expected = agreement(verdicts, axes=["judge", "scoring", "evidence"], axis="judge")
+    assert any("repeat judgments" in note and "other labels" in note for note in expected["notes"])
+    keys = verdicts["judgment_key"].map(lambda k: None if k is None or pd.isna(k) else digest(k, width))
+    for column in (keys.astype("str"), keys.astype("category")):
+        got = agreement(verdicts.assign(judgment_key=column), axes=["judge", "scoring", "evidence"], axis="judge")
+        assert got["pairs"] == expected["pairs"] and got["notes"] == expected["notes"]
+        assert got["krippendorff_alpha"] == expected["krippendorff_alpha"]
+
+
+def test_units_alike_are_found_when_their_keys_mix_alike(monkeypatch):
+    # Units are grouped by a 64-bit mix of their judgment keys and then checked key by key:
+    # were every mix to collide, the exact grouping still gives every unit its first alike unit.
+    from multiverse.analysis import agreement_units
+
+    rng = np.random.default_rng(0)
+    key = rng.integers(0, 3, (200, 3)).astype(np.uint64)
+    has = rng.random((200, 3)) < 0.8
+    key[~has] = 0
+    first = {}
+    expected = [first.setdefault((tuple(k[h]), tuple(h)), i) for i, (k, h) in enumerate(zip(key, has))]
+    assert (agreement_units._first_alike(key, has) == expected).all()
+    calls = []
+
+    def colliding(values, *args, **kwargs):
+        calls.append(len(values))
+        if len(calls) == 1:  # the mixes: every one the same
+            return np.zeros(len(values), dtype=np.int64), values[:1]
+        return pd.factorize(values, *args, **kwargs)
+
+    monkeypatch.setattr(agreement_units, "pd", type("pandas", (), {"factorize": staticmethod(colliding)}))
+    assert (agreement_units._first_alike(key, has) == expected).all()
+    assert len(calls) > 1  # the exact grouping ran
+
 def test_per_criterion_is_skipped_when_options_share_their_judgments():
     verdicts = judge_verdicts({"all": J1, "impermissible": J2}).rename(columns={"judge": "scoring"})
     verdicts["judgment_key"] = verdicts["transcript_key"]  # the scoring rule reuses the judgment

@@ -655,3 +655,23 @@ def test_a_missing_primary_is_said_not_silently_assumed(hand):
     assert any("no primary universe is declared" in n for n in undeclared["notes"])
     named = ranking(hand, axes=["variant"], primary="u1", bootstrap=0)
     assert not any("no primary" in n for n in named["notes"])
+
+
+@pytest.mark.parametrize("replicates, missing", [(1, 0.05), (2, 0.1), (1, 0.6)])
+def test_resampled_label_sums_equal_the_matrix_product(replicates, missing):
+    # Cells mostly hold the same number of labels per case: their resampled sums come from that
+    # number and the sparse shortfall, equal to the dense product to the last bit (whole numbers);
+    # with many cells short, the dense product itself is used.
+    from multiverse.analysis.case_resampling import CaseCounts
+
+    rng = np.random.default_rng(5)
+    cells, cases = 40, 30
+    rows, columns = (a.ravel().repeat(replicates) for a in np.meshgrid(np.arange(cells), np.arange(cases), indexing="ij"))
+    keep = rng.random(len(rows)) > missing
+    counts = CaseCounts(rows[keep].astype(np.int32), columns[keep].astype(np.int32),
+                        rng.random(int(keep.sum())) < 0.6, cells, cases)
+    assert (counts._missing is None) == (missing > 0.25)
+    weights = counts.weights(rng, 7)
+    compliant, labels = counts.sums(weights)
+    np.testing.assert_array_equal(labels, counts.n @ weights)
+    np.testing.assert_array_equal(compliant, counts.k @ weights)

@@ -265,6 +265,33 @@ def test_projection_sums_equal_anova_lm_on_an_unbalanced_grid():
     np.testing.assert_allclose(sums[:-1, 1], expected[:-1], atol=1e-10)  # centring does not matter
 
 
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_balanced_sums_equal_anova_lm_and_repeat_any_layout(shuffle):
+    # On a full factorial the rates are laid out as options x systems and every mean is a reduction:
+    # the sums of squares are anova_lm's whatever the row order; a combination given twice (and one
+    # missing) is no full factorial, and the group indicators take over.
+    from multiverse.analysis.variance_noise import _indicator_sums_function, balanced_sums_function
+    from multiverse.analysis.variance_terms import _design
+
+    rng = np.random.default_rng(4)
+    rows = [{"A": f"a{a}", "B": f"b{b}", "system": f"s{s}", "rate": rng.random()}
+            for a, b, s in itertools.product(range(3), range(4), range(3))]
+    rates = pd.DataFrame(rows).sample(frac=1, random_state=1) if shuffle else pd.DataFrame(rows)
+    frame, varying, names, terms = _design(rates, ["A", "B"])
+    y = rates["rate"].to_numpy()
+    sums = balanced_sums_function(frame, [names[a] for a in varying], terms)(np.column_stack([y, y[::-1]]))
+    table = anova_lm(ols("rate ~ C(A) + C(B) + C(system) + C(A):C(system) + C(B):C(system)", data=rates).fit(), typ=2)
+    expected = [table.loc[f, "sum_sq"] for f in ("C(A)", "C(B)", "C(system)", "C(A):C(system)",
+                                                  "C(B):C(system)", "Residual")]
+    np.testing.assert_allclose(sums[:, 0], expected, atol=1e-12)
+    other = frame["x1"][frame["x1"] != frame["x1"].iloc[0]].iloc[0]
+    frame.loc[frame.index[0], "x1"] = other  # one combination twice, another missing
+    columns = [names[a] for a in varying]
+    again = balanced_sums_function(frame, columns, terms)(y[:, None])
+    np.testing.assert_array_equal(again, _indicator_sums_function(frame, columns, terms)(y[:, None]))
+    assert not np.allclose(again[:, 0], sums[:, 0])
+
 # --------------------------------------------------------------------------- sampling noise
 
 
