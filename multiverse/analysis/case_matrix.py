@@ -209,10 +209,10 @@ def _case_matrix_from_codes(verdicts: pd.DataFrame, axes: list[str]) -> CaseMatr
     keep &= counted_rows(verdicts)
     if not keep.any():
         raise InputError("verdicts: status: expected at least one ok verdict with a compliant label")
-    if verdicts["universe_id"][keep].isna().any():
-        raise InputError("verdicts: universe_id: expected no missing values")
     compliant = labels.to_numpy(dtype=bool, na_value=False)
     u_codes, u_ids = _kept_codes(verdicts["universe_id"], keep)
+    if (u_codes[keep] < 0).any():  # a missing value's code is -1
+        raise InputError("verdicts: universe_id: expected no missing values")
     s_codes, s_ids = _kept_codes(verdicts["system"], keep)
     c_codes, c_ids = _kept_codes(verdicts["case_id"], keep)
     # The first ok row of each universe, in universe order (np.unique(..., return_index=True) of the ok rows).
@@ -224,7 +224,10 @@ def _case_matrix_from_codes(verdicts: pd.DataFrame, axes: list[str]) -> CaseMatr
     # Columns first: taking rows of every column copied the text ones whole (Arrow keeps the copy).
     universes = verdicts[["universe_id", *axes]].iloc[first].reset_index(drop=True)
     for axis in axes:
-        a_codes = _kept_codes(verdicts[axis], np.ones(len(verdicts), dtype=bool))[0]
+        # Equal codes, equal options: the column's own codes will do (no relabelling for the kept rows).
+        column = verdicts[axis]
+        a_codes = (column.array.codes if isinstance(column.dtype, pd.CategoricalDtype)
+                   else pd.factorize(column)[0])
         if ((a_codes != a_codes[first][u_codes]) & keep).any():
             raise InputError(f"verdicts: {axis}: expected one option per universe_id")
     n_s, n_u, n_c = len(s_ids), len(u_ids), len(c_ids)

@@ -375,3 +375,32 @@ def test_a_folder_writer_indexes_a_long_table_as_load_run_would_and_drops_an_ear
                              manifest={"axes": AXES, "factors": ["behavior"]})
     assert not index.exists() and not (folder / INDEX_FOLDER / "criteria.arrow").exists()
     assert len(load_run(folder).verdicts) == 10
+
+
+def test_case_matrix_from_codes_refuses_two_options_in_a_universe_and_a_missing_universe_id(loaded):
+    """On the loaded (categorical) table and the plain one alike: a counted row whose axis option differs from
+    its universe's, or a counted row without a universe id, is refused in one line; the same rows left
+    uncounted (status not ok) are not looked at."""
+    from multiverse.errors import InputError
+
+    results, (verdicts, _) = loaded
+    for table in (results.verdicts, verdicts):
+        row = int(np.flatnonzero(((table["status"] == "ok") & table["compliant"].notna()).to_numpy())[3])
+        axis = AXES[0]
+        other = next(o for o in table[axis].unique() if o != table[axis].iloc[row])
+        bent = table.copy()
+        bent[axis] = bent[axis].astype(object)
+        bent.loc[bent.index[row], axis] = other
+        if isinstance(table[axis].dtype, pd.CategoricalDtype):
+            bent[axis] = bent[axis].astype(table[axis].dtype)
+        with pytest.raises(InputError, match=f"verdicts: {axis}: expected one option per universe_id"):
+            case_matrix(bent, axes=AXES)
+        bent.loc[bent.index[row], "status"] = "judge_failed"
+        case_matrix(bent, axes=AXES)  # an uncounted row may say anything
+        lost = table.copy()
+        lost["universe_id"] = lost["universe_id"].astype(object)
+        lost.loc[lost.index[row], "universe_id"] = None
+        if isinstance(table["universe_id"].dtype, pd.CategoricalDtype):
+            lost["universe_id"] = lost["universe_id"].astype(table["universe_id"].dtype)
+        with pytest.raises(InputError, match="verdicts: universe_id: expected no missing values"):
+            case_matrix(lost, axes=AXES)
