@@ -135,7 +135,11 @@ def test_local_model_runs_the_spec_end_to_end_over_http(tmp_path, monkeypatch):
     # The judge and evidence axes reused every transcript: one rollout per (system, case).
     rollout = manifest["stages"]["rollout"]
     assert rollout["units"] == planned["stages"]["rollout"]["units"] == verdicts.transcript_key.nunique() == 4
-    assert rollout["failed"] == 0
+    # A 270M model can break role on every attempt (its text varies with how the server batches concurrent
+    # requests): that rollout is recorded with why, counted as failed, never judged and not retried.
+    failed = [t for t in transcripts.values() if t["status"] != "ok"]
+    assert rollout["failed"] == len(failed) == sum(rollout["failures"].values())
+    assert rollout["computed"] + rollout["failed"] == 4
     assert len(list(store.keys("transcript"))) == 4
     # The calls made are exactly those kept in the four transcripts, so no universe rolled out
     # again. The plan counts one user and one system call a turn; a simulated user that
