@@ -331,12 +331,11 @@ def joint_rate_test(
         if groups is None:
             nested = n_uc.size > _NESTED_CELLS
             groups = nested_groups(n_uc, n) if nested else None
-    elif n_uc.size > min(_NESTED_CELLS, _NESTED_REPLICATED_CELLS):
+    elif n_uc.size > _NESTED_REPLICATED_CELLS:
         nested, counts = True, NestedCounts(model, n_uc)
-    grouped = groups is not None
     draws = int(boot)
     if model.pooled_rate is None:
-        draws = max(draws, _FLAT_DRAWS if grouped else min(_FLAT_DRAWS, _FLAT_LABELS // max(n_uc.size, 1)))
+        draws = max(draws, _FLAT_DRAWS if groups is not None else min(_FLAT_DRAWS, _FLAT_LABELS // max(n_uc.size, 1)))
 
     labels = n_uc.sum(axis=1)
 
@@ -347,8 +346,7 @@ def joint_rate_test(
             null_effect = model.draw_rates(threshold, len(block), rng) - threshold
         return null_effect, _score_z(null_effect, n[None, :], threshold)
 
-    if grouped:
-        assert groups is not None
+    if groups is not None:
         summary = grouped_summary(model, threshold, groups, draws, rng, _score_z)
     else:
         summary = curves_summary(np.empty((draws, 0)), null_curves, len(effect))

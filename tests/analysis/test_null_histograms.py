@@ -58,7 +58,8 @@ def engine(monkeypatch):
     """Force the grouped (histogram) or the label-by-label null."""
     def use(kind: str) -> None:
         monkeypatch.setattr(inference, "_GROUPED", np.inf if kind == "grouped" else 0.0)
-        monkeypatch.setattr(inference, "_NESTED_CELLS", 0 if kind == "nested" else np.inf)
+        for cells in ("_NESTED_CELLS", "_NESTED_REPLICATED_CELLS"):
+            monkeypatch.setattr(inference, cells, 0 if kind == "nested" else np.inf)
     return use
 
 
