@@ -93,9 +93,31 @@ def _read_index(index: Path, signature: str, most_rows: int) -> pd.DataFrame | N
             if metadata.get(_SIGNATURE) != signature.encode() or sum(
                     reader.get_batch(i).num_rows for i in range(reader.num_record_batches)) > most_rows:
                 return None
-            return reader.read_all().to_pandas()
-    except (OSError, ValueError, pa.ArrowException):
+            return _frame(reader.read_all())
+    except (OSError, ValueError, TypeError, pa.ArrowException):
         return None
+
+
+def _frame(table: Any) -> pd.DataFrame:
+    """The index's table as the frame that was written: ``Table.to_pandas`` unifies a dictionary column's
+    batches by hashing every value (a second at 6M rows, most of a load), though every batch the writer wrote
+    carries the same dictionary; so such a column is rebuilt from its codes, and any other goes through Arrow."""
+    import numpy as np
+    import pyarrow as pa
+
+    coded: dict[str, Any] = {}
+    for name in table.column_names:
+        column = table.column(name)
+        chunks = column.chunks
+        if (pa.types.is_dictionary(column.type) and chunks and column.null_count == 0
+                and all(chunk.dictionary.equals(chunks[0].dictionary) for chunk in chunks[1:])):
+            codes = np.concatenate([chunk.indices.to_numpy(zero_copy_only=False) for chunk in chunks])
+            categories = pd.Index(chunks[0].dictionary.to_pandas())
+            coded[name] = pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(categories, ordered=column.type.ordered))
+    # The rest through Arrow with the schema's pandas metadata, which restores their dtypes (a nullable boolean).
+    rest = table.select([name for name in table.column_names if name not in coded]).to_pandas()
+    columns = {name: coded[name] if name in coded else rest[name] for name in table.column_names}
+    return pd.DataFrame(columns, copy=False) if columns else rest
 
 
 def _write_index(path: Path, frame: pd.DataFrame, signature: str) -> None:

@@ -305,13 +305,18 @@ def test_curve_intervals_a_block_of_targets_at_a_time_equal_intervals_at_once(mo
         assert_frame_equal(spec_curve(m, axes=AXES, **s), expected, check_exact=True)
 
 
-def test_a_second_load_reads_the_folders_index_and_a_rewritten_table_is_read_again(loaded, tmp_path):
+@pytest.mark.parametrize("batch_rows", [1 << 20, 97])
+def test_a_second_load_reads_the_folders_index_and_a_rewritten_table_is_read_again(loaded, tmp_path, monkeypatch, batch_rows):
     """The first load keeps what it read as the folder's columnar index; the next load reads the index and gives
-    the same tables, dtypes and categories included; a table written again (or a stale or broken index) is read
-    from the table, never paired with the old index; a folder that cannot be written goes without one."""
+    the same tables, dtypes and categories included, in one batch or many (each carrying the dictionary); a table
+    written again (or a stale or broken index) is read from the table, never paired with the old index; a folder
+    that cannot be written goes without one."""
     import shutil
 
+    from multiverse.tables import _index
     from multiverse.tables._index import INDEX_FOLDER
+
+    monkeypatch.setattr(_index, "_ROWS", batch_rows)
 
     results, _ = loaded
     folder = tmp_path / "run"
@@ -320,7 +325,8 @@ def test_a_second_load_reads_the_folders_index_and_a_rewritten_table_is_read_aga
     index = folder / INDEX_FOLDER / "verdicts.arrow"
     assert index.is_file() and (folder / INDEX_FOLDER / "criteria.arrow").is_file()
     again = load_run(folder)
-    assert_frame_equal(again.verdicts, first.verdicts) and assert_frame_equal(again.criteria, first.criteria)
+    assert_frame_equal(again.verdicts, first.verdicts)
+    assert_frame_equal(again.criteria, first.criteria)
     assert again.verdicts.dtypes.equals(first.verdicts.dtypes)
     written = index.stat().st_mtime_ns
     load_run(folder)
