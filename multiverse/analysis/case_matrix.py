@@ -211,10 +211,11 @@ def _case_matrix_from_codes(verdicts: pd.DataFrame, axes: list[str]) -> CaseMatr
         raise InputError("verdicts: status: expected at least one ok verdict with a compliant label")
     compliant = labels.to_numpy(dtype=bool, na_value=False)
     u_codes, u_ids = _kept_codes(verdicts["universe_id"], keep)
-    if (u_codes[keep] < 0).any():  # a missing value's code is -1
-        raise InputError("verdicts: universe_id: expected no missing values")
     s_codes, s_ids = _kept_codes(verdicts["system"], keep)
     c_codes, c_ids = _kept_codes(verdicts["case_id"], keep)
+    for name, codes in (("universe_id", u_codes), ("system", s_codes), ("case_id", c_codes)):
+        if ((codes < 0) & keep).any():  # a missing value's code is -1
+            raise InputError(f"verdicts: {name}: expected no missing values")
     # The first ok row of each universe, in universe order (np.unique(..., return_index=True) of the ok rows).
     masked = np.where(keep, u_codes, -1)
     first = np.flatnonzero(~pd.Series(masked).duplicated().to_numpy())
@@ -231,13 +232,20 @@ def _case_matrix_from_codes(verdicts: pd.DataFrame, axes: list[str]) -> CaseMatr
         if ((a_codes != a_codes[first][u_codes]) & keep).any():
             raise InputError(f"verdicts: {axis}: expected one option per universe_id")
     n_s, n_u, n_c = len(s_ids), len(u_ids), len(c_ids)
-    included = np.zeros((n_s, n_u * n_c))
-    n_compliant = np.zeros((n_s, n_u * n_c))
-    for system in range(n_s):
-        rows = np.flatnonzero(keep & (s_codes == system))
-        cell = u_codes[rows].astype(np.int64) * n_c + c_codes[rows]
-        included[system] = np.bincount(cell, minlength=n_u * n_c)
-        n_compliant[system] = np.bincount(cell[compliant[rows]], minlength=n_u * n_c)
+    size = n_s * n_u * n_c
+    # One int64 array of cells, built and then overwritten in place: bincount reads int64 (intp), and on a
+    # machine where fresh memory is slow to map, each large temporary costs more than the arithmetic.
+    # Rows that don't count go to one extra bin, then the rows that are not compliant.
+    cell = s_codes.astype(np.int64)
+    cell *= n_u
+    cell += u_codes
+    cell *= n_c
+    cell += c_codes
+    np.putmask(cell, ~keep, size)
+    included = np.bincount(cell, minlength=size + 1)[:size].astype(float)
+    np.putmask(cell, ~compliant, size)
+    n_compliant = np.bincount(cell, minlength=size + 1)[:size].astype(float)
+    del cell
     return CaseMatrix(
         universes=universes,
         axes=tuple(axes),

@@ -383,9 +383,9 @@ def test_a_folder_writer_indexes_a_long_table_as_load_run_would_and_drops_an_ear
     assert len(load_run(folder).verdicts) == 10
 
 
-def test_case_matrix_from_codes_refuses_two_options_in_a_universe_and_a_missing_universe_id(loaded):
+def test_case_matrix_from_codes_refuses_two_options_in_a_universe_and_a_missing_id(loaded):
     """On the loaded (categorical) table and the plain one alike: a counted row whose axis option differs from
-    its universe's, or a counted row without a universe id, is refused in one line; the same rows left
+    its universe's, or a counted row without a universe id, system or case id, is refused in one line; the same rows left
     uncounted (status not ok) are not looked at."""
     from multiverse.errors import InputError
 
@@ -403,10 +403,11 @@ def test_case_matrix_from_codes_refuses_two_options_in_a_universe_and_a_missing_
             case_matrix(bent, axes=AXES)
         bent.loc[bent.index[row], "status"] = "judge_failed"
         case_matrix(bent, axes=AXES)  # an uncounted row may say anything
-        lost = table.copy()
-        lost["universe_id"] = lost["universe_id"].astype(object)
-        lost.loc[lost.index[row], "universe_id"] = None
-        if isinstance(table["universe_id"].dtype, pd.CategoricalDtype):
-            lost["universe_id"] = lost["universe_id"].astype(table["universe_id"].dtype)
-        with pytest.raises(InputError, match="verdicts: universe_id: expected no missing values"):
-            case_matrix(lost, axes=AXES)
+        for column in ("universe_id", "system", "case_id"):
+            lost = table.copy()
+            lost[column] = lost[column].astype(object)
+            lost.loc[lost.index[row], column] = None
+            if isinstance(table[column].dtype, pd.CategoricalDtype):
+                lost[column] = lost[column].astype(table[column].dtype)
+            with pytest.raises(InputError, match=f"verdicts: {column}: expected no missing values"):
+                case_matrix(lost, axes=AXES)
