@@ -3,24 +3,33 @@
 Reading ``verdicts.parquet`` as ``load_run`` does (text columns as sorted
 categoricals, a mostly distinct column recognised and left as text) costs
 seconds at millions of rows, and every analysis command of a run pays it
-again. So the first read writes what it read, as an Arrow IPC file
-(``.index/verdicts.arrow``: dictionary columns keep their codes and sorted
-categories), and later reads map that file instead. The index names the
-table it was read from by the table's size, modification time and a digest
-of its parquet footer (row groups, columns, their statistics): a table
-written again is read again, never paired with an old index. A folder that
-cannot be written just goes without one. A run or an import writes the
-index of a long table (``INDEXED_ROWS``) as it writes the folder
-(``index_table``), so not even the first analysis pays for the read: at
-10,000 universes (6M rows) that read is most of what ``load_run`` costs,
-against a run's hours of model calls. The index is input like the
-tables: inside the folder, a regular file, under the tables' cap, and its
-rows under ``MAX_TABLE_ROWS``; anything else is ignored and the table read.
+again. So the first read writes what it read, one Arrow IPC file per
+column (``.index/verdicts/0.arrow``, ``1.arrow``, ...: a dictionary column
+keeps its codes and sorted categories), and later reads map those files
+instead. One column a file, in one batch, so a read takes each column's
+values where they lie in the mapped file, without a copy (a copy is fresh
+memory: at 100,000 universes, 60M rows, seconds of page faults and gigabytes
+of the peak), and the writer converts one column at a time, never holding a
+second copy of the table. The index names the table it was read from by the
+table's size, modification time and a digest of its parquet footer (row
+groups, columns, their statistics): a table written again is read again,
+never paired with an old index. A folder that cannot be written just goes
+without one. A run or an import writes the index of a long table
+(``INDEXED_ROWS``) as it writes the folder (``index_table``), so not even
+the first analysis pays for the read: at 10,000 universes (6M rows) that
+read is most of what ``load_run`` costs, against a run's hours of model
+calls. The index is input like the tables: inside the folder, regular files
+under the tables' cap, as many as it says, of equal rows under
+``MAX_TABLE_ROWS``; anything else is ignored and the table read.
 """
 
 from __future__ import annotations
 
 import hashlib
+import mmap
+import os
+import shutil
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +37,13 @@ import pandas as pd
 
 from multiverse.core import atomic_write
 
-__all__ = ["INDEXED_ROWS", "INDEX_FOLDER", "index_table", "read_indexed"]
+__all__ = ["INDEXED_ROWS", "INDEX_FOLDER", "drop_index", "index_table", "read_indexed"]
 
 #: Where a folder keeps its index (a dot folder: listings and globs of the tables pass it by).
 INDEX_FOLDER = ".index"
 _SIGNATURE = b"multiverse.source"
-_VERSION = "1"
-_ROWS = 1 << 20
+_COLUMNS = b"multiverse.columns"
+_VERSION = "2"
 #: Tables of at least this many rows are indexed when a run or an import writes its folder.
 INDEXED_ROWS = 1_000_000
 
@@ -60,18 +69,29 @@ def read_indexed(folder: Path, name: str, table: Path, read: Any) -> pd.DataFram
         signature = _signature(table)
     except (OSError, ValueError):
         return read()  # the read proper reports what is wrong with the table
-    place = f"{INDEX_FOLDER}/{name}.arrow"
+    place = f"{INDEX_FOLDER}/{name}"
     try:
         index = folder_file(folder, place)
     except Exception:  # an index that leads elsewhere is no index
         index = None
-    if index is not None and index.is_file() and index.stat().st_size <= CAPS["table"]:
-        frame = _read_index(index, signature, MAX_TABLE_ROWS)
+    if index is not None and index.is_dir():
+        frame = _read_index(index, signature, MAX_TABLE_ROWS, CAPS["table"])
         if frame is not None:
             return frame
     frame = read()
-    _write_index(folder / place, frame, signature)
+    _write_index(folder / INDEX_FOLDER, name, frame, signature)
     return frame
+
+
+def drop_index(folder: Path, name: str) -> None:
+    """Remove the folder's index of ``name`` (a table written again would only find it stale)."""
+    index = Path(folder) / INDEX_FOLDER
+    if index.is_dir() and not index.is_symlink():
+        (index / f"{name}.arrow").unlink(missing_ok=True)  # the one-file index of earlier versions
+        # with what a crashed writer left half-written
+        for old in [index / name, *index.glob(f".{name}-*")]:
+            if old.is_dir() and not old.is_symlink():
+                shutil.rmtree(old, ignore_errors=True)
 
 
 def index_table(folder: Path, name: str) -> None:
@@ -83,60 +103,113 @@ def index_table(folder: Path, name: str) -> None:
         read_indexed(Path(folder), name, table, lambda: read_table(table, categories=True))
 
 
-def _read_index(index: Path, signature: str, most_rows: int) -> pd.DataFrame | None:
+def _read_index(index: Path, signature: str, most_rows: int, most_bytes: int) -> pd.DataFrame | None:
     import pyarrow as pa
 
+    columns: dict[str, Any] = {}
     try:
-        with pa.memory_map(str(index)) as source:
-            reader = pa.ipc.open_file(source)
-            metadata = reader.schema.metadata or {}
-            if metadata.get(_SIGNATURE) != signature.encode() or sum(
-                    reader.get_batch(i).num_rows for i in range(reader.num_record_batches)) > most_rows:
+        count, rows = 1, None
+        while len(columns) < count:  # file 0 says how many there are
+            path = index / f"{len(columns)}.arrow"
+            status = os.lstat(path)
+            if not stat.S_ISREG(status.st_mode) or status.st_size > most_bytes:
                 return None
-            return _frame(reader.read_all())
+            with open(path, "rb") as file:
+                # Copy-on-write: pages are shared with the file until written, and a write (pandas
+                # setting a value) stays in this process.
+                mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_COPY)
+            reader = pa.ipc.open_file(pa.BufferReader(pa.py_buffer(mapped)))
+            metadata = reader.schema.metadata or {}
+            if (metadata.get(_SIGNATURE) != signature.encode() or reader.num_record_batches != 1
+                    or len(reader.schema) != 1):
+                return None
+            count = int(metadata.get(_COLUMNS, b"0"))
+            table = reader.read_all()
+            if count < 1:
+                return None
+            if rows is None:
+                rows = table.num_rows
+            if table.num_rows != rows or rows > most_rows or table.column_names[0] in columns:
+                return None
+            columns[table.column_names[0]] = _column(table, mapped)
     except (OSError, ValueError, TypeError, pa.ArrowException):
         return None
+    return pd.DataFrame(columns, copy=False)
 
 
-def _frame(table: Any) -> pd.DataFrame:
-    """The index's table as the frame that was written: ``Table.to_pandas`` unifies a dictionary column's
-    batches by hashing every value (a second at 6M rows, most of a load), though every batch the writer wrote
-    carries the same dictionary; so such a column is rebuilt from its codes, and any other goes through Arrow."""
+def _column(table: Any, mapped: mmap.mmap) -> Any:
+    """The one column of an index file, its values left where they lie in the mapped file when they can be.
+
+    Arrow's ``to_pandas`` copies them; the codes of a dictionary column and the values of a numeric
+    one without missing values are taken as they are, as arrays over the (copy-on-write) mapping.
+    """
+    import json
+
     import numpy as np
     import pyarrow as pa
 
-    coded: dict[str, Any] = {}
-    for name in table.column_names:
-        column = table.column(name)
-        chunks = column.chunks
-        if (pa.types.is_dictionary(column.type) and chunks and column.null_count == 0
-                and all(chunk.dictionary.equals(chunks[0].dictionary) for chunk in chunks[1:])):
-            codes = np.concatenate([chunk.indices.to_numpy(zero_copy_only=False) for chunk in chunks])
-            categories = pd.Index(chunks[0].dictionary.to_pandas())
-            coded[name] = pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(categories, ordered=column.type.ordered))
-    # The rest through Arrow with the schema's pandas metadata, which restores their dtypes (a nullable boolean).
-    rest = table.select([name for name in table.column_names if name not in coded]).to_pandas()
-    columns = {name: coded[name] if name in coded else rest[name] for name in table.column_names}
-    return pd.DataFrame(columns, copy=False) if columns else rest
+    column = table.column(0)
+    if column.num_chunks == 1 and column.null_count == 0:
+        chunk = column.chunk(0)
+        if pa.types.is_dictionary(column.type):
+            codes = _in_place(chunk.indices, mapped)
+            categories = pd.Index(chunk.dictionary.to_pandas())
+            return pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(categories, ordered=column.type.ordered))
+        pandas = json.loads((table.schema.metadata or {}).get(b"pandas", b"{}"))
+        wanted = [c.get("numpy_type") for c in pandas.get("columns", [])]
+        if (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)) and wanted == [np.dtype(column.type.to_pandas_dtype()).name]:
+            return pd.Series(_in_place(chunk, mapped), copy=False)
+    # Anything else through Arrow with the pandas metadata, which restores its dtype (a nullable boolean).
+    return table.to_pandas()[table.column_names[0]]
 
 
-def _write_index(path: Path, frame: pd.DataFrame, signature: str) -> None:
+def _in_place(array: Any, mapped: mmap.mmap) -> Any:
+    """A writable numpy view of a fixed-width Arrow array's values in the mapping (Arrow's own is read-only)."""
+    import numpy as np
     import pyarrow as pa
 
-    if path.parent.is_symlink() or (path.parent.exists() and not path.parent.is_dir()):
-        return  # written only inside the folder, never through a link
+    dtype = np.dtype(array.type.to_pandas_dtype())
+    data = array.buffers()[1]
+    offset = data.address - pa.py_buffer(mapped).address + array.offset * dtype.itemsize
+    if offset < 0 or offset + len(array) * dtype.itemsize > len(mapped):
+        raise ValueError("an index column outside its file")
+    return np.frombuffer(mapped, dtype=dtype, count=len(array), offset=offset)
+
+
+def _write_index(index: Path, name: str, frame: pd.DataFrame, signature: str) -> None:
+    """One file per column into a fresh folder beside the index, then swapped in by renames."""
+    import pyarrow as pa
+
+    if index.is_symlink() or (index.exists() and not index.is_dir()) or not frame.columns.is_unique or frame.empty:
+        return  # written only inside the folder, never through a link; an empty table is quick to read
+    fresh = None
     try:
-        first = pa.Table.from_pandas(frame.iloc[:0], preserve_index=False)
-        schema = first.schema.with_metadata({**(first.schema.metadata or {}), _SIGNATURE: signature.encode()})
-        path.parent.mkdir(exist_ok=True)
+        index.mkdir(exist_ok=True)
+        fresh = Path(_temporary_folder(index, name))
+        for position, column in enumerate(frame.columns):
+            part = pa.Table.from_pandas(frame[[column]], preserve_index=False).combine_chunks()
+            metadata = {**(part.schema.metadata or {}), _SIGNATURE: signature.encode(),
+                        _COLUMNS: str(len(frame.columns)).encode()}
+            part = part.replace_schema_metadata(metadata)
 
-        def write(tmp: str) -> None:
-            # A slice of rows at a time: converting the whole frame at once held a second copy of it.
-            with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
-                for start in range(0, len(frame), _ROWS):
-                    part = pa.Table.from_pandas(frame.iloc[start:start + _ROWS], schema=schema, preserve_index=False)
-                    writer.write_table(part)
+            def write(tmp: str, part: Any = part) -> None:
+                with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, part.schema) as writer:
+                    writer.write_table(part, max_chunksize=max(part.num_rows, 1))
 
-        atomic_write(path, write)
-    except (OSError, ValueError, pa.ArrowException):
+            atomic_write(fresh / f"{position}.arrow", write)
+        (index / f"{name}.arrow").unlink(missing_ok=True)  # the one-file index of earlier versions
+        if (index / name).is_dir() and not (index / name).is_symlink():
+            shutil.rmtree(index / name)
+        os.replace(fresh, index / name)
+        fresh = None
+    except (OSError, ValueError, TypeError, pa.ArrowException):
         pass  # a folder that cannot be written goes without an index
+    finally:
+        if fresh is not None:
+            shutil.rmtree(fresh, ignore_errors=True)
+
+
+def _temporary_folder(index: Path, name: str) -> str:
+    import tempfile
+
+    return tempfile.mkdtemp(prefix=f".{name}-", dir=index)

@@ -16,7 +16,7 @@ import pandas as pd
 from multiverse.core import SCHEMA_VERSION, atomic_write_text
 from multiverse.errors import InputError
 from multiverse.tables._folder_models import TranscriptRecord
-from multiverse.tables._index import INDEX_FOLDER, INDEXED_ROWS, index_table
+from multiverse.tables._index import INDEXED_ROWS, drop_index, index_table
 from multiverse.tables._places import DERIVED_FILES
 from multiverse.tables._scores import BINARY, with_score_column
 from multiverse.tables._tables import write_json, write_table
@@ -65,11 +65,9 @@ def write_run_folder(
     for name in _OPTIONAL_FILES:
         if given[name] is None:
             (out / name).unlink(missing_ok=True)
-    index = out / INDEX_FOLDER
-    if index.is_dir() and not index.is_symlink():
-        # An earlier folder's index would only be ignored (it names the table it was read from): drop it.
-        for name in ("verdicts", "criteria"):
-            (index / f"{name}.arrow").unlink(missing_ok=True)
+    # An earlier folder's index would only be ignored (it names the table it was read from): drop it.
+    for name in ("verdicts", "criteria"):
+        drop_index(out, name)
     if transcripts is not None:
         # One model for the line the run writes and the line the folder's reader checks.
         lines = [TranscriptRecord.from_stored(k, r).line() for k, r in sorted(transcripts.items())]

@@ -305,32 +305,35 @@ def test_curve_intervals_a_block_of_targets_at_a_time_equal_intervals_at_once(mo
         assert_frame_equal(spec_curve(m, axes=AXES, **s), expected, check_exact=True)
 
 
-@pytest.mark.parametrize("batch_rows", [1 << 20, 97])
-def test_a_second_load_reads_the_folders_index_and_a_rewritten_table_is_read_again(loaded, tmp_path, monkeypatch, batch_rows):
-    """The first load keeps what it read as the folder's columnar index; the next load reads the index and gives
-    the same tables, dtypes and categories included, in one batch or many (each carrying the dictionary); a table
-    written again (or a stale or broken index) is read from the table, never paired with the old index; a folder
-    that cannot be written goes without one."""
+def test_a_second_load_reads_the_folders_index_and_a_rewritten_table_is_read_again(loaded, tmp_path):
+    """The first load keeps what it read as the folder's columnar index (a file per column); the next load reads
+    the index and gives the same tables, dtypes and categories included; a table written again (or a stale,
+    broken or incomplete index) is read from the table, never paired with the old index; a folder that cannot
+    be written goes without one."""
     import shutil
 
-    from multiverse.tables import _index
     from multiverse.tables._index import INDEX_FOLDER
-
-    monkeypatch.setattr(_index, "_ROWS", batch_rows)
 
     results, _ = loaded
     folder = tmp_path / "run"
     shutil.copytree(results.source, folder, ignore=shutil.ignore_patterns(INDEX_FOLDER))
     first = load_run(folder)
-    index = folder / INDEX_FOLDER / "verdicts.arrow"
-    assert index.is_file() and (folder / INDEX_FOLDER / "criteria.arrow").is_file()
+    index = folder / INDEX_FOLDER / "verdicts"
+    files = sorted(index.iterdir())
+    assert len(files) == len(first.verdicts.columns) and (folder / INDEX_FOLDER / "criteria" / "0.arrow").is_file()
     again = load_run(folder)
     assert_frame_equal(again.verdicts, first.verdicts)
     assert_frame_equal(again.criteria, first.criteria)
     assert again.verdicts.dtypes.equals(first.verdicts.dtypes)
-    written = index.stat().st_mtime_ns
+    written = (index / "0.arrow").stat().st_mtime_ns
     load_run(folder)
-    assert index.stat().st_mtime_ns == written  # read, not written again
+    assert (index / "0.arrow").stat().st_mtime_ns == written  # read, not written again
+    # read where it lies: a frame of the mapped files, which pandas copies before it writes
+    mapped = load_run(folder).verdicts
+    codes = mapped["system"].array.codes
+    assert not codes.flags.writeable
+    mapped.loc[mapped.index[0], "system"] = mapped["system"].iloc[1]
+    assert_frame_equal(load_run(folder).verdicts, first.verdicts)
 
     # the table written again, one label flipped: the index is stale, and the new table is what is read
     changed = read_table(folder / "verdicts.parquet")
@@ -341,9 +344,14 @@ def test_a_second_load_reads_the_folders_index_and_a_rewritten_table_is_read_aga
     assert bool(fresh.verdicts["compliant"].iloc[row]) != bool(first.verdicts["compliant"].iloc[row])
     assert_frame_equal(_plain(fresh.verdicts), _plain(changed))
 
-    index.write_bytes(b"not an arrow file")  # broken: ignored, the table read and the index written again
-    assert_frame_equal(load_run(folder).verdicts, fresh.verdicts)
-    assert index.read_bytes()[:6] == b"ARROW1"
+    # broken, or a column missing, or one file standing in for another: ignored, the table read and the index
+    # written again
+    for spoil in (lambda: (index / "0.arrow").write_bytes(b"not an arrow file"),
+                  lambda: (index / f"{len(files) - 1}.arrow").unlink(),
+                  lambda: (index / "1.arrow").write_bytes((index / "2.arrow").read_bytes())):
+        spoil()
+        assert_frame_equal(load_run(folder).verdicts, fresh.verdicts)
+        assert (index / "0.arrow").read_bytes()[:6] == b"ARROW1" and len(list(index.iterdir())) == len(files)
 
     shutil.rmtree(folder / INDEX_FOLDER)
     outside = tmp_path / "elsewhere"
@@ -365,11 +373,11 @@ def test_a_folder_writer_indexes_a_long_table_as_load_run_would_and_drops_an_ear
     monkeypatch.setattr(_writer, "INDEXED_ROWS", len(criteria))
     folder = _writer.write_run_folder(tmp_path / "run", verdicts=verdicts, criteria=criteria, rates=rates,
                                       manifest={"axes": AXES, "factors": ["behavior"]})
-    index = folder / INDEX_FOLDER / "verdicts.arrow"
-    assert index.is_file() and (folder / INDEX_FOLDER / "criteria.arrow").is_file()
-    written = index.stat().st_mtime_ns
+    index = folder / INDEX_FOLDER / "verdicts"
+    assert (index / "0.arrow").is_file() and (folder / INDEX_FOLDER / "criteria" / "0.arrow").is_file()
+    written = (index / "0.arrow").stat().st_mtime_ns
     again = load_run(folder)
-    assert index.stat().st_mtime_ns == written  # the first load read it
+    assert (index / "0.arrow").stat().st_mtime_ns == written  # the first load read it
     by_load = tmp_path / "by_load"
     by_load.mkdir()
     for name in ("verdicts.parquet", "criteria.parquet", "manifest.json"):
@@ -379,7 +387,7 @@ def test_a_folder_writer_indexes_a_long_table_as_load_run_would_and_drops_an_ear
     monkeypatch.setattr(_writer, "INDEXED_ROWS", len(verdicts) + len(criteria) + 1)
     _writer.write_run_folder(folder, verdicts=verdicts.iloc[:10], criteria=None, rates=rates,
                              manifest={"axes": AXES, "factors": ["behavior"]})
-    assert not index.exists() and not (folder / INDEX_FOLDER / "criteria.arrow").exists()
+    assert not index.exists() and not (folder / INDEX_FOLDER / "criteria").exists()
     assert len(load_run(folder).verdicts) == 10
 
 
