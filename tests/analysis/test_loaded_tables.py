@@ -402,20 +402,21 @@ def test_case_matrix_from_codes_refuses_two_options_in_a_universe_and_a_missing_
         row = int(np.flatnonzero(((table["status"] == "ok") & table["compliant"].notna()).to_numpy())[3])
         axis = AXES[0]
         other = next(o for o in table[axis].unique() if o != table[axis].iloc[row])
-        bent = table.copy()
-        bent[axis] = bent[axis].astype(object)
-        bent.loc[bent.index[row], axis] = other
-        if isinstance(table[axis].dtype, pd.CategoricalDtype):
-            bent[axis] = bent[axis].astype(table[axis].dtype)
+        bent = _with_value(table, row, axis, other)
         with pytest.raises(InputError, match=f"verdicts: {axis}: expected one option per universe_id"):
             case_matrix(bent, axes=AXES)
         bent.loc[bent.index[row], "status"] = "judge_failed"
         case_matrix(bent, axes=AXES)  # an uncounted row may say anything
         for column in ("universe_id", "system", "case_id"):
-            lost = table.copy()
-            lost[column] = lost[column].astype(object)
-            lost.loc[lost.index[row], column] = None
-            if isinstance(table[column].dtype, pd.CategoricalDtype):
-                lost[column] = lost[column].astype(table[column].dtype)
             with pytest.raises(InputError, match=f"verdicts: {column}: expected no missing values"):
-                case_matrix(lost, axes=AXES)
+                case_matrix(_with_value(table, row, column, None), axes=AXES)
+
+
+def _with_value(table: pd.DataFrame, row: int, column: str, value) -> pd.DataFrame:
+    """A copy of the table with one cell set, the column keeping its dtype (a categorical stays one)."""
+    changed = table.copy()
+    changed[column] = changed[column].astype(object)
+    changed.loc[changed.index[row], column] = value
+    if isinstance(table[column].dtype, pd.CategoricalDtype):
+        changed[column] = changed[column].astype(table[column].dtype)
+    return changed
