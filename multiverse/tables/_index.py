@@ -210,6 +210,10 @@ def _write_index(index: Path, name: str, frame: pd.DataFrame, signature: str) ->
 
 
 def _temporary_folder(index: Path, name: str) -> str:
-    import tempfile
+    """A new folder of a name no one else picks, with the permissions the user's umask gives (``mkdtemp``'s
+    are the owner's only, and a team sharing a run folder shares its index)."""
+    import secrets
 
-    return tempfile.mkdtemp(prefix=f".{name}-", dir=index)
+    path = index / f".{name}-{secrets.token_hex(8)}"
+    path.mkdir()
+    return str(path)

@@ -319,6 +319,9 @@ def test_a_second_load_reads_the_folders_index_and_a_rewritten_table_is_read_aga
     shutil.copytree(results.source, folder, ignore=shutil.ignore_patterns(INDEX_FOLDER))
     first = load_run(folder)
     index = folder / INDEX_FOLDER / "verdicts"
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    assert index.stat().st_mode & 0o777 == probe.stat().st_mode & 0o777  # the umask's, as a team shares a folder
     files = sorted(index.iterdir())
     assert len(files) == len(first.verdicts.columns) and (folder / INDEX_FOLDER / "criteria" / "0.arrow").is_file()
     again = load_run(folder)
