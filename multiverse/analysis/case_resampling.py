@@ -33,13 +33,17 @@ class CaseCounts:
         if n_rows * n_cases <= _DENSE_LIMIT:
             # Counted straight into the dense matrices: a sparse matrix of every row first held
             # several copies of the row arrays (GBs at tens of millions of rows).
-            # Added at flat positions of the matrices' memory: the same float32 sums in the same
-            # row order as add.at with a (row, case) pair of indices, several times faster.
-            flat = rows.astype(np.int32 if n_rows * n_cases < 2**31 else np.int64) * n_cases + cases
-            n = np.zeros(n_rows * n_cases, dtype=np.float32)
-            k = np.zeros(n_rows * n_cases, dtype=np.float32)
-            np.add.at(n, flat, np.float32(1.0))
-            np.add.at(k, flat, compliant.astype(np.float32))
+            # Counted at flat positions of the matrices' memory. Labels and booleans are whole numbers,
+            # exact in float32 below 2^24, so bincount gives add.at's sums several times faster; a
+            # score's contribution is added in float32 in row order, as add.at with a (row, case) pair.
+            flat = rows.astype(np.int64) * n_cases + cases
+            size = n_rows * n_cases
+            n = np.bincount(flat, minlength=size).astype(np.float32)
+            if compliant.dtype == bool:
+                k = np.bincount(flat[compliant], minlength=size).astype(np.float32)
+            else:
+                k = np.zeros(size, dtype=np.float32)
+                np.add.at(k, flat, compliant.astype(np.float32))
             del flat
             n, k = n.reshape(shape), k.reshape(shape)
             self._missing = _mostly(n)

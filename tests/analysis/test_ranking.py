@@ -675,3 +675,28 @@ def test_resampled_label_sums_equal_the_matrix_product(replicates, missing):
     compliant, labels = counts.sums(weights)
     np.testing.assert_array_equal(labels, counts.n @ weights)
     np.testing.assert_array_equal(compliant, counts.k @ weights)
+
+
+@pytest.mark.parametrize("labels", ["booleans", "scores"])
+def test_case_counts_are_the_sums_of_their_rows(labels):
+    """The dense count matrices hold, per cell and case, the number of rows and the sum of their labels:
+    checked against scipy's sparse sums (booleans, whole numbers: exact) and against float32 additions in
+    row order (scores' contributions: the same bits), with repeated and empty cells."""
+    from scipy.sparse import coo_matrix
+
+    from multiverse.analysis.case_resampling import CaseCounts
+
+    rng = np.random.default_rng(11)
+    cells, cases, n = 300, 40, 20_000
+    rows, columns = rng.integers(0, cells - 10, n), rng.integers(0, cases, n)  # the last cells stay empty
+    values = rng.random(n) < 0.3 if labels == "booleans" else rng.random(n)
+    counts = CaseCounts(rows, columns, values, cells, cases)
+    expected_n = coo_matrix((np.ones(n), (rows, columns)), shape=(cells, cases)).toarray()
+    np.testing.assert_array_equal(counts.n, expected_n.astype(np.float32))
+    if labels == "booleans":
+        expected_k = coo_matrix((values.astype(float), (rows, columns)), shape=(cells, cases)).toarray().astype(np.float32)
+    else:
+        expected_k = np.zeros((cells, cases), dtype=np.float32)
+        np.add.at(expected_k, (rows, columns), values.astype(np.float32))
+    np.testing.assert_array_equal(counts.k, expected_k)
+    assert counts.n.dtype == counts.k.dtype == np.float32 and not counts.n[-10:].any()
