@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._codes import codes
+
 __all__ = ["CaseCounts", "case_counts", "ratio"]
 
 # Dense count matrices are much faster to multiply than sparse ones; above this
@@ -106,15 +108,16 @@ def case_counts(included: pd.DataFrame, universes: list, systems: list) -> CaseC
     kind = np.int32 if n_cells < 2**31 else np.int64
     u = _positions(pd.Index(universes), included["universe_id"], kind)
     s = _positions(pd.Index(systems), included["system"], kind)
-    c, cases = pd.factorize(included["case_id"])
-    c = c.astype(np.int32 if len(cases) < 2**31 else np.int64)
+    # Codes in order of first appearance, as pd.factorize gives them (the weights a resample draws
+    # go to the same cases), from a categorical's own codes rather than hashing every row.
+    c, n_cases = codes(included["case_id"])
     keep = (u >= 0) & (s >= 0)
     cell = u * kind(len(systems)) + s
     del u, s
     labels = included["compliant"].to_numpy()
     # Scores count as their contribution in [0, 1] (a float column); labels as booleans.
     labels = labels.astype(bool) if labels.dtype != np.float64 else labels
-    return CaseCounts(cell[keep], c[keep], labels[keep], n_cells, len(cases))
+    return CaseCounts(cell[keep], c[keep], labels[keep], n_cells, n_cases)
 
 
 def _positions(index: pd.Index, column: pd.Series, kind: type) -> np.ndarray:
