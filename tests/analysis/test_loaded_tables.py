@@ -256,10 +256,15 @@ def test_case_matrix_from_column_codes_equals_the_filtered_table(loaded):
         assert fast.included.sum() == ((table["status"] == "ok") & table["compliant"].notna()).sum()
 
 
-def test_dropped_notes_on_codes_say_what_the_grouping_says(loaded):
+@pytest.mark.parametrize("block", [None, 7])
+def test_dropped_notes_on_codes_say_what_the_grouping_says(loaded, monkeypatch, block):
     """Nothing dropped: no note; a universe x system, then a whole universe, with no ok verdict: the
-    same notes from the loaded (categorical) and the plain table."""
+    same notes from the loaded (categorical) and the plain table, the rows read in one block or many."""
+    from multiverse.analysis import _codes
     from multiverse.analysis.dropped import dropped_notes
+
+    if block is not None:
+        monkeypatch.setattr(_codes, "BLOCK_ROWS", block)
 
     results, (verdicts, _) = loaded
     assert dropped_notes(results.verdicts) == dropped_notes(verdicts) == []
