@@ -429,3 +429,32 @@ def test_confound_share_counts_each_judgment_once_and_a_missing_value_as_a_value
     frame = _references(0.0)
     frame.loc[(frame["judge"] == "j2") & (frame["case_id"] == "case000"), "reference"] = None
     assert agreement(frame, axes=["judge"], factors=["reference"])["confounded"][0]["n_units"] == 4
+
+
+@pytest.mark.parametrize("piece", [None, 7])
+def test_hex_judgment_keys_read_from_their_bytes_pair_as_text_keys_do(monkeypatch, piece):
+    """Digest keys (lowercase hex of one width) are read as numbers straight from the column's Arrow
+    bytes, a piece of rows at a time; the agreement is the one the same keys give as plain text (then
+    factorized), whatever the piece size. Contexts that differ only in scoring repeat the judgments."""
+    import hashlib
+
+    from multiverse.analysis import agreement_units
+
+    if piece is not None:
+        monkeypatch.setattr(agreement_units, "_PIECE", piece)
+    rng = np.random.default_rng(4)
+    rows = []
+    for judge, scoring, case in itertools.product(["j0", "j1", "j2"], ["strict", "lenient"], range(12)):
+        key = hashlib.sha256(f"{judge}-{case}".encode()).hexdigest()[:16]
+        flag = bool(rng.random() < 0.6) if scoring == "strict" else True
+        rows.append({"universe_id": f"{judge}-{scoring}", "judge": judge, "scoring": scoring, "system": "alpha",
+                     "case_id": f"case{case}", "replicate": 0, "transcript_key": f"t{case}", "judgment_key": key,
+                     "status": "ok", "compliant": flag})
+    hexed = pd.DataFrame(rows)
+    hexed["compliant"] = hexed["compliant"].astype("boolean")
+    hexed["judgment_key"] = hexed["judgment_key"].astype("string[pyarrow]")
+    texts = hexed.assign(judgment_key=("k" + hexed["judgment_key"].astype(str)).astype("string[pyarrow]"))
+    found = agreement(hexed, axes=["judge", "scoring"], axis="judge")
+    expected = agreement(texts, axes=["judge", "scoring"], axis="judge")
+    assert found["pairs"] and found == expected
+    assert any("scoring" in note or "once" in note for note in found["notes"])  # the repeats were merged
