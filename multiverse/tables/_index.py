@@ -25,11 +25,14 @@ under the tables' cap, as many as it says, of equal rows under
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import hashlib
 import mmap
 import os
 import shutil
 import stat
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -114,10 +117,7 @@ def _read_index(index: Path, signature: str, most_rows: int, most_bytes: int) ->
             status = os.lstat(path)
             if not stat.S_ISREG(status.st_mode) or status.st_size > most_bytes:
                 return None
-            with open(path, "rb") as file:
-                # Copy-on-write: pages are shared with the file until written, and a write (pandas
-                # setting a value) stays in this process.
-                mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_COPY)
+            mapped = _map(path)
             reader = pa.ipc.open_file(pa.BufferReader(pa.py_buffer(mapped)))
             metadata = reader.schema.metadata or {}
             if (metadata.get(_SIGNATURE) != signature.encode() or reader.num_record_batches != 1
@@ -137,7 +137,44 @@ def _read_index(index: Path, signature: str, most_rows: int, most_bytes: int) ->
     return pd.DataFrame(columns, copy=False)
 
 
-def _column(table: Any, mapped: mmap.mmap) -> Any:
+def _map(path: Path) -> Any:
+    """The file mapped copy-on-write: pages shared with the file until written, and a write (pandas
+    setting a value) stays in this process. A buffer that unmaps itself when nothing uses it.
+
+    On POSIX through libc, so that no file descriptor stays open: Python's ``mmap`` keeps one per
+    mapping, a loaded table would hold one per column, and a notebook of runs would meet the
+    open-files limit (256 by default on macOS).
+    """
+    with open(path, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        if not size:
+            raise ValueError("an empty index file")
+        libc = _libc()
+        if libc is None:
+            return mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_COPY)
+        address = libc.mmap(None, size, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_PRIVATE, file.fileno(), 0)
+    if address is None or address == ctypes.c_void_p(-1).value:
+        raise OSError(ctypes.get_errno(), f"{path}: cannot be mapped")
+    region = (ctypes.c_char * size).from_address(address)
+    weakref.finalize(region, libc.munmap, address, size)
+    return region
+
+
+@functools.cache
+def _libc() -> Any:
+    if os.name != "posix" or not hasattr(mmap, "MAP_PRIVATE"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mmap.restype = ctypes.c_void_p
+        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+        libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+def _column(table: Any, mapped: Any) -> Any:
     """The one column of an index file, its values left where they lie in the mapped file when they can be.
 
     Arrow's ``to_pandas`` copies them; the codes of a dictionary column and the values of a numeric
@@ -163,7 +200,7 @@ def _column(table: Any, mapped: mmap.mmap) -> Any:
     return table.to_pandas()[table.column_names[0]]
 
 
-def _in_place(array: Any, mapped: mmap.mmap) -> Any:
+def _in_place(array: Any, mapped: Any) -> Any:
     """A writable numpy view of a fixed-width Arrow array's values in the mapping (Arrow's own is read-only)."""
     import numpy as np
     import pyarrow as pa

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -336,8 +337,14 @@ def test_a_second_load_reads_the_folders_index_and_a_rewritten_table_is_read_aga
     written = (index / "0.arrow").stat().st_mtime_ns
     load_run(folder)
     assert (index / "0.arrow").stat().st_mtime_ns == written  # read, not written again
-    # read where it lies: a frame of the mapped files, which pandas copies before it writes
+    # read where it lies: a frame of the mapped files, which pandas copies before it writes, and which
+    # holds no file open (one per column would soon meet the open-files limit)
+    descriptors = Path("/proc/self/fd")
+    held = len(list(descriptors.iterdir())) if descriptors.is_dir() else None
     mapped = load_run(folder).verdicts
+    kept = [load_run(folder) for _ in range(3)]
+    assert held is None or len(list(descriptors.iterdir())) == held
+    del kept
     codes = mapped["system"].array.codes
     assert not codes.flags.writeable
     mapped.loc[mapped.index[0], "system"] = mapped["system"].iloc[1]
