@@ -50,11 +50,12 @@ from multiverse.analysis.agreement_units import (
     _factorize,
     _one_per_judgment,
     _paired,
-    _positions,
     _radix,
     _spread,
     _unit_ids,
+    judgment_codes,
     judgment_key_matrix,
+    key_positions,
 )
 from multiverse.analysis.dropped import dropped_notes
 from multiverse.analysis.estimates import CONTRIBUTION
@@ -254,10 +255,11 @@ def _judged_rows(verdicts: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
     return verdicts.loc[rows, list(dict.fromkeys(columns))].reset_index(drop=True)
 
 
-def _criterion_labels(criteria: pd.DataFrame) -> tuple[pd.Index, list, np.ndarray, np.ndarray, list]:
+def _criterion_labels(criteria: pd.DataFrame) -> tuple[tuple[pd.Index, int | None], list, np.ndarray, np.ndarray, list]:
     """Judgment x criterion label arrays (1 true, 0 false, -1 missing) from the first judge sample.
 
-    Returns the judgment keys (row index), the criterion names, the applicable
+    Returns the judgment keys (row index; with their width when read as numbers,
+    ``agreement_units.judgment_codes``), the criterion names, the applicable
     and compliant arrays, and each criterion's permissible flag (or None).
     The criteria table can hold tens of millions of rows, so no column is
     copied wider than it needs to be.
@@ -265,7 +267,7 @@ def _criterion_labels(criteria: pd.DataFrame) -> tuple[pd.Index, list, np.ndarra
     for column in ("judgment_key", "criterion", "applicable", "compliant"):
         if column not in criteria.columns:
             raise InputError(f"criteria: column {column!r}: expected a column of that name")
-    judgment, judgments = _factorize(criteria["judgment_key"])
+    judgment, judgments, width = judgment_codes(criteria["judgment_key"])
     criterion, names = _factorize(criteria["criterion"])
     applicable_flags = criteria["applicable"].to_numpy(dtype=np.int8, na_value=0)
     compliant_flags = criteria["compliant"].to_numpy(dtype=np.int8, na_value=-1)
@@ -290,7 +292,7 @@ def _criterion_labels(criteria: pd.DataFrame) -> tuple[pd.Index, list, np.ndarra
         some_row[criterion] = np.flatnonzero(keep)
         values = criteria["permissible"].to_numpy()
         permissible = [None if r < 0 or pd.isna(values[r]) else bool(values[r]) for r in some_row]
-    return judgments, pd.Index(names).tolist(), applicable, compliant, permissible
+    return (judgments, width), pd.Index(names).tolist(), applicable, compliant, permissible
 
 
 def _per_criterion(
@@ -309,7 +311,7 @@ def _per_criterion(
     option = pd.Index(options).get_indexer(judged[axis])
     judged, option = judged[option >= 0], option[option >= 0]
     units = _unit_ids(judged, others, option, by_transcript)
-    keys = _spread(units, option, _positions(judgments, judged["judgment_key"]), len(options))
+    keys = _spread(units, option, key_positions(*judgments, judged["judgment_key"]), len(options))
     # A judgment shared by several contexts (e.g. ones that differ only in the scoring rule) counts once.
     keys = keys[(keys >= 0).sum(1) >= 2]
     lowest = np.where(keys >= 0, keys, np.iinfo(np.int64).max).min(1, initial=np.iinfo(np.int64).max)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["Rows", "_codes", "_dense", "_factorize", "_one_per_judgment", "_paired", "_positions", "_radix",
-           "_spread", "_unit_ids", "judgment_key_matrix"]
+           "_spread", "_unit_ids", "hex_keys", "judgment_codes", "judgment_key_matrix", "key_positions"]
 
 
 class Rows:
@@ -214,11 +214,17 @@ def judgment_key_matrix(rows: Rows, units: np.ndarray, option: np.ndarray,
     there is none), and whether there is one.
 
     Keys are digests: hex strings of one width. Up to 16 digits they are read as the number they
-    spell, straight from the column's Arrow buffers a chunk at a time (no Python string, no hash
-    table of millions of keys, no row-length array of them). Other keys are factorized.
+    spell, a piece of rows at a time (``hex_keys``), and put in place piece by piece: no row-length
+    array of them. Other keys are factorized.
     """
     key, has = np.zeros(shape, dtype=np.uint64), np.zeros(shape, dtype=bool)
-    if not _spread_hex(rows.frame["judgment_key"], rows.mask, units, option, key, has):
+    try:
+        done = 0
+        for numbers, present in _HexPieces(rows.frame["judgment_key"], rows.mask):
+            place = slice(done, done + len(numbers))
+            key[units[place], option[place]], has[units[place], option[place]] = numbers, present
+            done += len(numbers)
+    except _NotHex:
         codes = pd.factorize(rows["judgment_key"])[0]
         key[:], has[:] = 0, False
         key[units, option] = np.maximum(codes, 0)
@@ -226,37 +232,84 @@ def judgment_key_matrix(rows: Rows, units: np.ndarray, option: np.ndarray,
     return key, has
 
 
-def _spread_hex(column: pd.Series, mask: np.ndarray | None, units: np.ndarray, option: np.ndarray,
-                key: np.ndarray, has: np.ndarray) -> bool:
-    """Put each key's number (at the rows ``mask`` picks) in its unit's and option's place; False
-    unless every key is lowercase hex of one width of at most 16 digits, in an Arrow-backed column."""
-    if getattr(column.dtype, "storage", None) != "pyarrow":
-        return False
-    import pyarrow as pa
-
-    start = done = 0
-    # A million rows at a time however the column is chunked (a mapped index holds it in one):
-    # a piece's temporaries (16 bytes a row) are reused by the allocator, a whole column's are fresh
-    # memory, seconds of page faults at 60M rows.
-    pieces = (chunk.slice(at, _PIECE) for chunk in pa.chunked_array(pa.array(column.array)).chunks
-              for at in range(0, len(chunk), _PIECE))
-    for chunk in pieces:
-        read = _chunk_numbers(chunk)
-        if read is None:
-            return False
-        numbers, present = read
-        if mask is not None:
-            picked = mask[start:start + len(chunk)]
-            numbers, present = numbers[picked], present[picked]
-        start += len(chunk)
-        place = slice(done, done + len(numbers))
-        key[units[place], option[place]] = numbers
-        has[units[place], option[place]] = present
-        done += len(numbers)
-    return True
+def judgment_codes(keys: pd.Series) -> tuple[np.ndarray, pd.Index, int | None]:
+    """``_factorize`` of a criteria table's judgment keys, and the keys' width when they were read as
+    numbers (``hex_keys``: no hash table of millions of texts); the index then holds the numbers."""
+    read = hex_keys(keys)
+    if read is None:
+        codes, uniques = _factorize(keys)
+        return codes, uniques, None
+    numbers, present, width = read
+    codes = np.full(len(numbers), -1, dtype=np.int64)
+    codes[present], uniques = pd.factorize(numbers[present])
+    return codes, pd.Index(uniques, dtype=np.uint64), width
 
 
-def _chunk_numbers(chunk) -> tuple[np.ndarray, np.ndarray] | None:
+def key_positions(index: pd.Index, width: int | None, keys: pd.Series) -> np.ndarray:
+    """Where each of ``keys`` is in ``judgment_codes``' index (-1 where it is not, or missing)."""
+    if width is None:
+        return _positions(index, keys)
+    read = hex_keys(keys)
+    if read is None or read[2] not in (width, None):
+        # Keys of another form: the numbers written back as the texts they were read from.
+        return _positions(pd.Index([format(int(n), f"0{width}x") for n in index]), keys)
+    numbers, present, _ = read
+    return np.where(present, index.get_indexer(numbers), -1).astype(np.int64)
+
+
+def hex_keys(column: pd.Series, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, int | None] | None:
+    """Each key (at the rows ``mask`` picks) as the number its digits spell, whether there is one, and
+    the keys' width; None unless every key is lowercase hex of one width of at most 16 digits, in an
+    Arrow-backed column (``_HexPieces``)."""
+    pieces = _HexPieces(column, mask)
+    try:
+        read = list(pieces)
+    except _NotHex:
+        return None
+    if not read:
+        return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=bool), None
+    return np.concatenate([n for n, _ in read]), np.concatenate([h for _, h in read]), pieces.width
+
+
+class _NotHex(Exception):
+    """A key that is not lowercase hex, or keys of two widths ("0a" and "000a" would read as one number)."""
+
+
+class _HexPieces:
+    """(numbers, present) a million rows at a time, read straight from the column's Arrow buffers: no
+    Python string, and a piece's temporaries (16 bytes a row) are reused by the allocator, where a whole
+    column's are fresh memory, seconds of page faults at 60M rows (a mapped index holds it in one chunk).
+    Raises ``_NotHex`` as soon as a piece shows the keys are not digests of one width; ``width`` is theirs."""
+
+    def __init__(self, column: pd.Series, mask: np.ndarray | None) -> None:
+        self.column, self.mask = column, mask
+        self.width: int | None = None
+
+    def __iter__(self):
+        if getattr(self.column.dtype, "storage", None) != "pyarrow":
+            raise _NotHex
+        import pyarrow as pa
+
+        start = 0
+        for chunk in pa.chunked_array(pa.array(self.column.array)).chunks:
+            for at in range(0, len(chunk), _PIECE):
+                piece = chunk.slice(at, _PIECE)
+                read = _chunk_numbers(piece)
+                if read is None:
+                    raise _NotHex
+                numbers, present, width = read
+                if width is not None:
+                    if self.width not in (None, width):
+                        raise _NotHex
+                    self.width = width
+                if self.mask is not None:
+                    picked = self.mask[start:start + len(piece)]
+                    numbers, present = numbers[picked], present[picked]
+                start += len(piece)
+                yield numbers, present
+
+
+def _chunk_numbers(chunk) -> tuple[np.ndarray, np.ndarray, int | None] | None:
     import pyarrow as pa
 
     if not (pa.types.is_string(chunk.type) or pa.types.is_large_string(chunk.type)):
@@ -282,7 +335,7 @@ def _chunk_numbers(chunk) -> tuple[np.ndarray, np.ndarray] | None:
     packed = np.ascontiguousarray((padded[:, 0::2] << 4) | padded[:, 1::2])
     numbers = np.zeros(n, dtype=np.uint64)
     numbers[present] = packed.view(">u8").ravel()
-    return numbers, present
+    return numbers, present, (width if present.any() else None)
 
 
 def _paired(matrix: np.ndarray) -> bool:

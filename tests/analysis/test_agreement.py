@@ -458,3 +458,61 @@ def test_hex_judgment_keys_read_from_their_bytes_pair_as_text_keys_do(monkeypatc
     expected = agreement(texts, axes=["judge", "scoring"], axis="judge")
     assert found["pairs"] and found == expected
     assert any("scoring" in note or "once" in note for note in found["notes"])  # the repeats were merged
+
+
+def _hex_judged(rng: np.random.Generator, key) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Three judges, two scoring rules (which repeat the judgments), twelve cases, and two criteria."""
+    rows, criteria = [], []
+    for judge, scoring, case in itertools.product(["j0", "j1", "j2"], ["strict", "lenient"], range(12)):
+        judgment = key(judge, case)
+        rows.append({"universe_id": f"{judge}-{scoring}", "judge": judge, "scoring": scoring, "system": "alpha",
+                     "case_id": f"case{case}", "replicate": 0, "transcript_key": f"t{case}",
+                     "judgment_key": judgment, "status": "ok",
+                     "compliant": bool(rng.random() < 0.6) if scoring == "strict" else True})
+        if scoring == "strict":
+            criteria += [{"judgment_key": judgment, "sample": 0, "criterion": name, "permissible": False,
+                          "applicable": bool(rng.random() < 0.8), "compliant": bool(rng.random() < 0.5)}
+                         for name in ("cites_sources", "keeps_limits")]
+    verdicts, criteria_table = pd.DataFrame(rows), pd.DataFrame(criteria)
+    verdicts["compliant"] = verdicts["compliant"].astype("boolean")
+    for table in (verdicts, criteria_table):
+        table["judgment_key"] = table["judgment_key"].astype("string[pyarrow]")
+    return verdicts, criteria_table
+
+
+@pytest.mark.parametrize("piece", [None, 1, 5])
+@pytest.mark.parametrize("widths", ["one", "two"])
+def test_hex_criteria_keys_read_as_numbers_pair_as_their_texts_do(monkeypatch, widths, piece):
+    """Per-criterion agreement reads digest keys of the criteria and the verdicts as numbers; the result
+    is the one the same keys give as text, read in one piece or many. Keys of two widths ("0ab" and "ab"
+    spell one number, and both are there) and verdict keys of another form than the criteria's are read
+    as text, never merged or lost."""
+    import hashlib
+
+    from multiverse.analysis import agreement_units
+
+    if piece is not None:
+        monkeypatch.setattr(agreement_units, "_PIECE", piece)
+
+    def digest(judge, case):
+        if widths == "one":
+            return hashlib.sha256(f"{judge}-{case}".encode()).hexdigest()[:16]
+        shared = hashlib.sha256(f"{judge}-{case // 2}".encode()).hexdigest()[1:16]
+        return shared if case % 2 else "0" + shared  # two texts, one number
+
+    rng = np.random.default_rng(8)
+    verdicts, criteria = _hex_judged(rng, digest)
+    as_text = {"judgment_key": lambda t: ("k" + t["judgment_key"].astype(str)).astype("string[pyarrow]")}
+    found = agreement(verdicts, axes=["judge", "scoring"], axis="judge", criteria=criteria)
+    expected = agreement(verdicts.assign(**as_text), axes=["judge", "scoring"], axis="judge",
+                         criteria=criteria.assign(**as_text))
+    assert found["per_criterion"] and found == expected
+    # verdict keys of another form (one of them not hex): read against the criteria's keys as text
+    odd = verdicts.copy()
+    odd["judgment_key"] = odd["judgment_key"].astype(object)
+    odd.loc[0, "judgment_key"] = "not-a-digest"
+    odd["judgment_key"] = odd["judgment_key"].astype("string[pyarrow]")
+    mixed = agreement(odd, axes=["judge", "scoring"], axis="judge", criteria=criteria)
+    texts = agreement(odd.assign(judgment_key=odd["judgment_key"].astype(object)), axes=["judge", "scoring"],
+                      axis="judge", criteria=criteria.assign(judgment_key=criteria["judgment_key"].astype(object)))
+    assert mixed == texts
