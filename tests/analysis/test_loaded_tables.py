@@ -239,16 +239,26 @@ def test_rates_a_block_of_rows_at_a_time_equal_rates_at_once(monkeypatch, block)
         assert_frame_equal(compute_rates(verdicts, axes=AXES, factors=["behavior"], **s), expected, check_exact=True)
 
 
-def test_case_matrix_from_column_codes_equals_the_filtered_table(loaded):
+@pytest.mark.parametrize("block", [None, 7])
+@pytest.mark.parametrize("unused", [False, True])
+def test_case_matrix_from_column_codes_equals_the_filtered_table(loaded, monkeypatch, block, unused):
     """The case matrix built from the columns' codes (ok rows masked, counts per system) is the one
-    built by filtering the table to its ok rows and factorizing them (the path ``systems=`` takes)."""
+    built by filtering the table to its ok rows and factorizing them (the path ``systems=`` takes),
+    in one block or many, with every case counted or one case with no counted row (its code unused)."""
+    import importlib
+
+    if block is not None:
+        monkeypatch.setattr(importlib.import_module("multiverse.analysis.case_matrix"), "_BLOCK", block)
     results, (verdicts, _) = loaded
     for table in (results.verdicts, verdicts):
         table = table.copy()
         table.loc[table.index[::11], "status"] = "judge_failed"  # rows that do not count
+        if unused:
+            table.loc[(table["case_id"] == table["case_id"].iloc[0]).to_numpy(), "status"] = "judge_failed"
         fast = case_matrix(table, axes=AXES)
         systems = sorted(table["system"].astype(str).unique())
         filtered = case_matrix(table, axes=AXES, systems=systems)
+        assert (len(fast.cases) < table["case_id"].nunique()) == unused
         assert fast.systems == filtered.systems
         assert list(fast.cases) == list(filtered.cases) and fast.cases.dtype == filtered.cases.dtype
         assert_frame_equal(_plain(fast.universes), _plain(filtered.universes))
