@@ -52,6 +52,9 @@ def _csr(matrix) -> sparse.csr_matrix:
     return sparse.csr_matrix(matrix, dtype=np.float64)
 
 
+_ROW_BLOCK = 1 << 18  # cells of a block of rows in _row_sums
+
+
 def _row_sums(n_tc, k_tc=None) -> tuple[np.ndarray, ...]:
     """Per row: labels, cases with a label, sum of squared labels per case; with ``k_tc`` also compliant and sum k^2 / n.
 
@@ -68,13 +71,22 @@ def _row_sums(n_tc, k_tc=None) -> tuple[np.ndarray, ...]:
                 k_over = k.multiply(k).multiply(n.power(-1.0))
             out += [np.asarray(k.sum(axis=1)).ravel(), np.asarray(k_over.sum(axis=1)).ravel()]
         return tuple(out)
-    n = np.asarray(n_tc, dtype=np.float64)
-    out = [n.sum(axis=1), (n > 0).sum(axis=1).astype(float), np.einsum("ij,ij->i", n, n)]
-    if k_tc is not None:
-        k = np.asarray(k_tc, dtype=np.float64)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            k_over = np.where(n > 0, k * k / n, 0.0)
-        out += [k.sum(axis=1), k_over.sum(axis=1)]
+    n_all = np.asarray(n_tc, dtype=np.float64)
+    k_all = None if k_tc is None else np.asarray(k_tc, dtype=np.float64)
+    out = [np.empty(len(n_all)) for _ in range(3 if k_all is None else 5)]
+    # A block of rows at a time: each temporary is a few MB the allocator reuses, where whole-matrix
+    # ones (100k universes x 120 cases: 96 MB each) are fresh memory every call.
+    step = max(1, _ROW_BLOCK // max(n_all.shape[1], 1))
+    for start in range(0, len(n_all), step):
+        rows = slice(start, start + step)
+        n = n_all[rows]
+        out[0][rows], out[2][rows] = n.sum(axis=1), np.einsum("ij,ij->i", n, n)
+        out[1][rows] = (n > 0).sum(axis=1)
+        if k_all is not None:
+            k = k_all[rows]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                k_over = np.divide(k * k, n, out=np.zeros_like(k), where=n > 0)
+            out[3][rows], out[4][rows] = k.sum(axis=1), k_over.sum(axis=1)
     return tuple(out)
 
 
