@@ -13,7 +13,7 @@ import itertools
 import numpy as np
 import pandas as pd
 
-__all__ = ["BLOCK_ROWS", "codes", "codes_and_first_rows", "combine", "count", "first_rows", "index_type", "target_blocks"]
+__all__ = ["BLOCK_ROWS", "PIECE_ROWS", "codes", "codes_and_first_rows", "combine", "count", "first_rows", "index_type", "target_blocks"]
 
 
 def codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, int]:
@@ -76,6 +76,10 @@ def first_rows(codes: np.ndarray) -> np.ndarray:
 # Rows taken at once where a row-length array would otherwise be copied whole (bincount casts its
 # codes to int64; a design effect's sparse matrices hold every row): 4M rows, tens of MB.
 BLOCK_ROWS = 1 << 22
+# Rows taken at once where only temporaries need them (a mask, a gather, the digits of keys): a piece of
+# a few MB the allocator hands back next time, where a row-length array at 60M rows is hundreds of MB of
+# pages never touched before, and on some machines those page faults are most of an analysis's time.
+PIECE_ROWS = 1 << 20
 
 
 def count(codes: np.ndarray, selected: np.ndarray, n: int) -> np.ndarray:

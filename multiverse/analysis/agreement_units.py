@@ -13,8 +13,10 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from . import _codes as blocks
+
 __all__ = ["Rows", "_codes", "_dense", "_factorize", "_one_per_judgment", "_paired", "_positions", "_radix",
-           "_spread", "_unit_ids", "hex_keys", "judgment_codes", "judgment_key_matrix", "key_positions"]
+           "_spread", "_unit_ids", "judgment_codes", "judgment_key_matrix", "key_positions"]
 
 
 class Rows:
@@ -202,7 +204,6 @@ def _first_of(group: np.ndarray) -> np.ndarray:
     return first
 
 
-_PIECE = 1 << 20
 # Lowercase hex digits to their values; every other byte to 16 (not a hex key).
 _NIBBLE = np.full(256, 16, dtype=np.uint8)
 _NIBBLE[np.frombuffer(b"0123456789abcdef", dtype=np.uint8)] = np.arange(16, dtype=np.uint8)
@@ -292,8 +293,8 @@ class _HexPieces:
 
         start = 0
         for chunk in pa.chunked_array(pa.array(self.column.array)).chunks:
-            for at in range(0, len(chunk), _PIECE):
-                piece = chunk.slice(at, _PIECE)
+            for at in range(0, len(chunk), blocks.PIECE_ROWS):
+                piece = chunk.slice(at, blocks.PIECE_ROWS)
                 read = _chunk_numbers(piece)
                 if read is None:
                     raise _NotHex

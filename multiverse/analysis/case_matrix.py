@@ -31,6 +31,7 @@ from multiverse.core import counted_rows
 from multiverse.errors import InputError
 from multiverse.tables import universe_ids
 
+from . import _codes as blocks
 from .estimates import CONTRIBUTION
 
 __all__ = ["Z_CAP", "CaseMatrix", "case_matrix"]
@@ -260,13 +261,11 @@ def _floats_in_place(counts: np.ndarray) -> np.ndarray:
     """int64 counts as float64 in the same memory, a block at a time (``astype`` made a second array as
     large: at 100k universes 480 MB of fresh memory, each)."""
     floats = counts.view(np.float64)
-    for start in range(0, len(counts), _BLOCK):
-        block = slice(start, start + _BLOCK)
+    for start in range(0, len(counts), blocks.PIECE_ROWS):
+        block = slice(start, start + blocks.PIECE_ROWS)
         floats[block] = counts[block]  # numpy copies an overlapping block first: a small buffer
     return floats
 
-
-_BLOCK = 1 << 20
 
 
 def _kept_codes(column: pd.Series, keep: np.ndarray) -> tuple[np.ndarray, Any]:
@@ -278,20 +277,18 @@ def _kept_codes(column: pd.Series, keep: np.ndarray) -> tuple[np.ndarray, Any]:
         codes, values = pd.factorize(column, sort=True)
     n = len(column.cat.categories) if values is None else len(values)
     present = np.zeros(n + 1, dtype=bool)  # the last slot takes code -1
-    for start in range(0, len(codes), _BLOCK):
-        block = slice(start, start + _BLOCK)
+    for start in range(0, len(codes), blocks.PIECE_ROWS):
+        block = slice(start, start + blocks.PIECE_ROWS)
         present[codes[block][keep[block]]] = True
     used = present[:n]
-    if values is None and used.all():
-        # Every category is used: its codes are the factorize codes as they are (no relabelled copy).
-        return codes, pd.CategoricalIndex(pd.Categorical.from_codes(np.arange(n), dtype=column.dtype))
-    relabel = np.full(n + 1, -1, dtype=np.int64)
-    relabel[:n][used] = np.arange(int(used.sum()))
-    kind = np.int8 if n < 2**7 else np.int16 if n < 2**15 else np.int32 if n < 2**31 else np.int64
-    codes = relabel.astype(kind)[codes]
-    if values is None:
-        return codes, pd.CategoricalIndex(pd.Categorical.from_codes(np.flatnonzero(used), dtype=column.dtype))
-    return codes, values[used]
+    kept = values[used] if values is not None else pd.CategoricalIndex(
+        pd.Categorical.from_codes(np.flatnonzero(used), dtype=column.dtype))
+    if not used.all():  # relabelled; with every value kept the codes are already these (no copy)
+        relabel = np.full(n + 1, -1, dtype=np.int64)
+        relabel[:n][used] = np.arange(int(used.sum()))
+        kind = np.int8 if n < 2**7 else np.int16 if n < 2**15 else np.int32 if n < 2**31 else np.int64
+        codes = relabel.astype(kind)[codes]
+    return codes, kept
 
 
 def _axes_list(axes: Sequence[str] | str | None) -> list[str]:

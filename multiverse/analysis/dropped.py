@@ -61,8 +61,8 @@ def _all_have_ok(verdicts: pd.DataFrame, ok: np.ndarray) -> bool:
     has_ok = np.zeros(n_universes * n_systems, dtype=bool)
     # A block of rows at a time: small temporaries are reused by the allocator, where row-length
     # ones are fresh memory each time (seconds of page faults at 60M rows).
-    for start in range(0, len(universe), blocks.BLOCK_ROWS):
-        block = slice(start, start + blocks.BLOCK_ROWS)
+    for start in range(0, len(universe), blocks.PIECE_ROWS):
+        block = slice(start, start + blocks.PIECE_ROWS)
         cell = universe[block].astype(np.int64) * n_systems + system[block]
         present[cell] = True
         has_ok[cell[ok[block]]] = True

@@ -438,10 +438,10 @@ def test_hex_judgment_keys_read_from_their_bytes_pair_as_text_keys_do(monkeypatc
     factorized), whatever the piece size. Contexts that differ only in scoring repeat the judgments."""
     import hashlib
 
-    from multiverse.analysis import agreement_units
+    from multiverse.analysis import _codes
 
     if piece is not None:
-        monkeypatch.setattr(agreement_units, "_PIECE", piece)
+        monkeypatch.setattr(_codes, "PIECE_ROWS", piece)
     rng = np.random.default_rng(4)
     rows = []
     for judge, scoring, case in itertools.product(["j0", "j1", "j2"], ["strict", "lenient"], range(12)):
@@ -489,10 +489,10 @@ def test_hex_criteria_keys_read_as_numbers_pair_as_their_texts_do(monkeypatch, w
     as text, never merged or lost."""
     import hashlib
 
-    from multiverse.analysis import agreement_units
+    from multiverse.analysis import _codes
 
     if piece is not None:
-        monkeypatch.setattr(agreement_units, "_PIECE", piece)
+        monkeypatch.setattr(_codes, "PIECE_ROWS", piece)
 
     def digest(judge, case):
         if widths == "one":

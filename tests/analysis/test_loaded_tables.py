@@ -245,10 +245,10 @@ def test_case_matrix_from_column_codes_equals_the_filtered_table(loaded, monkeyp
     """The case matrix built from the columns' codes (ok rows masked, counts per system) is the one
     built by filtering the table to its ok rows and factorizing them (the path ``systems=`` takes),
     in one block or many, with every case counted or one case with no counted row (its code unused)."""
-    import importlib
+    from multiverse.analysis import _codes
 
     if block is not None:
-        monkeypatch.setattr(importlib.import_module("multiverse.analysis.case_matrix"), "_BLOCK", block)
+        monkeypatch.setattr(_codes, "PIECE_ROWS", block)
     results, (verdicts, _) = loaded
     for table in (results.verdicts, verdicts):
         table = table.copy()
@@ -275,7 +275,7 @@ def test_dropped_notes_on_codes_say_what_the_grouping_says(loaded, monkeypatch, 
     from multiverse.analysis.dropped import dropped_notes
 
     if block is not None:
-        monkeypatch.setattr(_codes, "BLOCK_ROWS", block)
+        monkeypatch.setattr(_codes, "PIECE_ROWS", block)
 
     results, (verdicts, _) = loaded
     assert dropped_notes(results.verdicts) == dropped_notes(verdicts) == []
