@@ -90,11 +90,17 @@ def drop_index(folder: Path, name: str) -> None:
     """Remove the folder's index of ``name`` (a table written again would only find it stale)."""
     index = Path(folder) / INDEX_FOLDER
     if index.is_dir() and not index.is_symlink():
-        (index / f"{name}.arrow").unlink(missing_ok=True)  # the one-file index of earlier versions
-        # with what a crashed writer left half-written
-        for old in [index / name, *index.glob(f".{name}-*")]:
-            if old.is_dir() and not old.is_symlink():
-                shutil.rmtree(old, ignore_errors=True)
+        _remove(index, name)
+        for half_written in index.glob(f".{name}-*"):  # what a crashed writer left
+            if half_written.is_dir() and not half_written.is_symlink():
+                shutil.rmtree(half_written, ignore_errors=True)
+
+
+def _remove(index: Path, name: str) -> None:
+    """The index of ``name`` gone from the index folder (and the one-file index of earlier versions)."""
+    (index / f"{name}.arrow").unlink(missing_ok=True)
+    if (index / name).is_dir() and not (index / name).is_symlink():
+        shutil.rmtree(index / name, ignore_errors=True)  # a folder left behind only fails the swap
 
 
 def index_table(folder: Path, name: str) -> None:
@@ -234,9 +240,7 @@ def _write_index(index: Path, name: str, frame: pd.DataFrame, signature: str) ->
                     writer.write_table(part, max_chunksize=max(part.num_rows, 1))
 
             atomic_write(fresh / f"{position}.arrow", write)
-        (index / f"{name}.arrow").unlink(missing_ok=True)  # the one-file index of earlier versions
-        if (index / name).is_dir() and not (index / name).is_symlink():
-            shutil.rmtree(index / name)
+        _remove(index, name)
         os.replace(fresh, index / name)
         fresh = None
     except (OSError, ValueError, TypeError, pa.ArrowException):
