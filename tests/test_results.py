@@ -135,6 +135,30 @@ def test_variance_and_ranking_narrow_what_is_reported_not_the_model(results):
     assert dict(zip(rank.frame["system"], rank.frame["p_top"])) == plain["p_top"]
 
 
+def test_ranking_and_variance_share_one_case_count_and_give_what_they_give_alone(results, monkeypatch):
+    """The rates and case counts are made once for both analyses (at 100k universes each took seconds);
+    the documents are those of the functions run on their own, which make their own."""
+    from multiverse.analysis import case_resampling
+
+    made = []
+    real = case_resampling.CaseCounts.__init__
+
+    def counted(self, *args, **kwargs):
+        made.append(self)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(case_resampling.CaseCounts, "__init__", counted)
+    rank, spread = results.ranking(boot=50), results.variance()
+    assert len(made) == 1 and results.case_counts() is made[0]
+    assert rank.document == json_safe(ranking(results.verdicts, axes=results.axes, primary="u0", bootstrap=50))
+    assert spread.document == json_safe(variance(results.verdicts, axes=results.axes))
+    assert len(made) == 3  # the functions alone made theirs
+    # Counts of other cells are not reused: the function makes the ones it needs.
+    other = case_resampling.case_counts(results.verdicts.assign(compliant=results.verdicts["compliant"].fillna(False)),
+                                        ["u1", "u0"], results.systems, reuse=made[0])
+    assert other is not made[0] and other.fits(["u1", "u0"], results.systems)
+
+
 def test_agreement_defaults_to_the_judge_axis_and_checks_the_axis(results):
     got = results.agreement()
     assert got.document == agreement(results.verdicts, axes=results.axes, axis="judge")

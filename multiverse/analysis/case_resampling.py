@@ -16,11 +16,21 @@ import pandas as pd
 
 from ._codes import codes
 
-__all__ = ["CaseCounts", "case_counts", "ratio"]
+__all__ = ["CaseCounts", "batch_size", "case_counts", "ratio"]
 
 # Dense count matrices are much faster to multiply than sparse ones; above this
 # many cells x cases (float32: 4 bytes each, two matrices) they stay sparse.
 _DENSE_LIMIT = 60_000_000
+
+# Every batch of resamples reads the whole count matrix once (hundreds of MB at 100k universes),
+# and a product a few resamples wide is bound by that read, not by arithmetic: batches are as
+# wide as this many cells x resamples allow (float64 rates of a batch: 128 MB).
+_BATCH_CELLS = 16_000_000
+
+
+def batch_size(resamples: int, cells: int) -> int:
+    """Resamples drawn and summed at once over ``cells`` universe x system cells."""
+    return max(1, min(resamples, _BATCH_CELLS // max(cells, 1)))
 
 
 class CaseCounts:
@@ -31,6 +41,8 @@ class CaseCounts:
 
         shape = (n_rows, n_cases)
         self.n_cases = n_cases
+        self.universes: list = []  # what the rows are (set by ``case_counts``), so a caller can reuse them
+        self.systems: list = []
         self._missing: tuple[np.float32, Any] | None = None
         if n_rows * n_cases <= _DENSE_LIMIT:
             # Counted straight into the dense matrices: a sparse matrix of every row first held
@@ -71,6 +83,10 @@ class CaseCounts:
         np.subtract(usual * weights.sum(0, dtype=np.float32), labels, out=labels)
         return np.asarray(self.k @ weights), labels
 
+    def fits(self, universes: list, systems: list) -> bool:
+        """Whether these are the counts of the cells of ``universes`` x ``systems``, in that order."""
+        return self.universes == list(universes) and self.systems == list(systems)
+
     def rates(self, weights: np.ndarray) -> np.ndarray:
         """Cells x resamples rates (NaN where a cell drew none of its cases)."""
         return ratio(*self.sums(weights))
@@ -98,12 +114,16 @@ def ratio(compliant: np.ndarray, labels: np.ndarray, out: np.ndarray | None = No
         return np.divide(compliant, labels, out=out, dtype=np.float64)
 
 
-def case_counts(included: pd.DataFrame, universes: list, systems: list) -> CaseCounts:
+def case_counts(included: pd.DataFrame, universes: list, systems: list, *,
+                reuse: CaseCounts | None = None) -> CaseCounts:
     """Counts for the cells (universe u, system s) in row u * len(systems) + s.
 
     ``included`` is ``included_verdicts`` output; rows of other universes or
-    systems are left out.
+    systems are left out. ``reuse``: counts already made of the same rows
+    (ranking and variance share one), returned when they are of these cells.
     """
+    if reuse is not None and reuse.fits(universes, systems):
+        return reuse
     n_cells = len(universes) * len(systems)
     kind = np.int32 if n_cells < 2**31 else np.int64
     u = _positions(pd.Index(universes), included["universe_id"], kind)
@@ -117,7 +137,9 @@ def case_counts(included: pd.DataFrame, universes: list, systems: list) -> CaseC
     labels = included["compliant"].to_numpy()
     # Scores count as their contribution in [0, 1] (a float column); labels as booleans.
     labels = labels.astype(bool) if labels.dtype != np.float64 else labels
-    return CaseCounts(cell[keep], c[keep], labels[keep], n_cells, n_cases)
+    counts = CaseCounts(cell[keep], c[keep], labels[keep], n_cells, n_cases)
+    counts.universes, counts.systems = list(universes), list(systems)
+    return counts
 
 
 def _positions(index: pd.Index, column: pd.Series, kind: type) -> np.ndarray:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from multiverse.analysis.case_resampling import case_counts, ratio
+from multiverse.analysis.case_resampling import CaseCounts, batch_size, case_counts, ratio
 from multiverse.analysis.concordance import min_ranks
 from multiverse.analysis.rates import included_verdicts
 
@@ -56,17 +56,18 @@ def top_shares(matrix: np.ndarray, ties: str) -> np.ndarray:
 
 def joint_bootstrap(
     included: pd.DataFrame, *, universes: list, systems: list, primary: int | None,
-    resamples: int, seed: int = 0, ties: str = "split", level: float = 0.95,
+    resamples: int, seed: int = 0, ties: str = "split", level: float = 0.95, counts: CaseCounts | None = None,
 ) -> dict[str, Any]:
     """Case bootstrap shared by every universe: intervals for P(top), P(A above B) and primary ranks.
 
-    ``included`` is ``included_verdicts`` output.
+    ``included`` is ``included_verdicts`` output; ``counts``, its case counts when already made
+    (``case_counts``' ``reuse``).
     """
-    counts = case_counts(included, universes, systems)
+    counts = case_counts(included, universes, systems, reuse=counts)
     rng = np.random.default_rng(seed)
     n_u, n_s = len(universes), len(systems)
     p_top, p_above, primary_rank = [], [], []
-    chunk = max(1, min(resamples, 4_000_000 // max(n_u * n_s, 1)))
+    chunk = batch_size(resamples, n_u * n_s)
     done = 0
     while done < resamples:
         size = min(chunk, resamples - done)

@@ -45,6 +45,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from multiverse.analysis.case_resampling import CaseCounts
 from multiverse.analysis.concordance import (
     kendall_tau_b,
     kendall_w,
@@ -244,6 +245,8 @@ def ranking(
     bootstrap_universes: Sequence[str] | None = None,
     seed: int = 0,
     max_matrix: int = 50,
+    rates: pd.DataFrame | None = None,
+    counts: CaseCounts | None = None,
 ) -> dict[str, Any]:
     """How stable the ranking of systems is across universes, and how sure it is.
 
@@ -284,6 +287,11 @@ def ranking(
                                  "difference", "p", "p_holm"}]},
          "notes": [str, ...]}
 
+    ``rates`` and ``counts`` are what the analysis would compute first, when the caller
+    already has them of these verdicts (``Results`` shares them with the variance):
+    ``system_rates(verdicts, axes=axes)`` and the case counts of its rows
+    (``case_resampling.case_counts``; used only when they are of the rates' cells).
+
     ``flips`` lists every universe whose set of top systems differs from the
     primary's (see ``_flips``). ``uncertainty.adjacent`` takes the systems
     rated in the primary universe, in its order, and says for each neighbour
@@ -291,7 +299,7 @@ def ranking(
     ``pairwise`` tests the pairs of those systems. Undefined statistics are NaN.
     """
     axes = list(axes)
-    rates = system_rates(verdicts, axes=axes)
+    rates = system_rates(verdicts, axes=axes) if rates is None else rates
     included = resampled_rows(verdicts, axes)
     if rates.empty:
         raise InputError("verdicts: column 'status': expected at least one row with status ok")
@@ -312,7 +320,7 @@ def ranking(
     uncertainty = None
     if bootstrap:
         uncertainty = joint_bootstrap(included, universes=universes, systems=systems,
-                                      primary=p, resamples=bootstrap, seed=seed, ties=ties)
+                                      primary=p, resamples=bootstrap, seed=seed, ties=ties, counts=counts)
         uncertainty["adjacent"] = _adjacent(matrix[p], systems, positions.above, uncertainty["p_above"]) if p is not None else []
     pairwise: dict[str, Any] = {"universe": None, "family": "none: no primary universe is declared",
                                 "adjustment": "holm", "method": None, "pairs": []}

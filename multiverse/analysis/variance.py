@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from multiverse.analysis.agreement_units import _dense
+from multiverse.analysis.case_resampling import CaseCounts
 from multiverse.analysis.dropped import dropped_notes
 from multiverse.analysis.rates import system_rates
 from multiverse.analysis.variance_terms import _decompose, _design, _Term
@@ -208,7 +209,7 @@ def _clipping_notes(terms: list[dict], by_axis: list[dict]) -> list[str]:
 
 
 def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 200,
-             seed: int = 0) -> dict[str, Any]:
+             seed: int = 0, rates: pd.DataFrame | None = None, counts: CaseCounts | None = None) -> dict[str, Any]:
     """Variance decomposition of the universe x system rates of a verdicts table.
 
     ``resamples`` case-bootstrap draws (0 to skip) estimate the sampling noise
@@ -227,6 +228,9 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
          "summary": [str, ...],   # plain-language reading of the shares
          "notes": [str, ...]}
 
+    ``rates`` and ``counts``: ``system_rates(verdicts, axes=axes)`` and its rows' case counts
+    when the caller already has them (as ``ranking`` takes them).
+
     ``noise`` is a term's expected share from sampling alone, ``beyond_noise``
     its share minus that, and [low, high] the interval of ``beyond_noise``;
     all three are clipped to [0, 1] and ``clipped`` says where that changed
@@ -235,7 +239,7 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
     from multiverse.analysis.included import resampled_rows
 
     axes = list(axes)
-    rates = system_rates(verdicts, axes=axes)
+    rates = system_rates(verdicts, axes=axes) if rates is None else rates
     included = resampled_rows(verdicts, axes)
     if rates.empty:
         raise InputError("verdicts: column 'status': expected at least one row with status ok")
@@ -260,7 +264,7 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
     noise = None
     terms_out = decomposition.to_dict(orient="records")
     if resamples and sums.function is not None and sums.total > 0:
-        noise, by_axis_rows = _noise_of_terms(included, rates, sums, by_axis, terms_out, resamples, seed)
+        noise, by_axis_rows = _noise_of_terms(included, rates, sums, by_axis, terms_out, resamples, seed, counts)
         notes += _clipping_notes(terms_out, by_axis_rows)
     else:
         by_axis_rows = by_axis.to_dict(orient="records")
@@ -357,7 +361,8 @@ def _aliased_group_shares(sums: _ModelSums, confounding: dict[str, list]) -> lis
 
 
 def _noise_of_terms(included: pd.DataFrame, rates: pd.DataFrame, sums: _ModelSums, by_axis: pd.DataFrame,
-                    terms_out: list[dict], resamples: int, seed: int) -> tuple[dict[str, Any], list[dict]]:
+                    terms_out: list[dict], resamples: int, seed: int,
+                    counts: CaseCounts | None) -> tuple[dict[str, Any], list[dict]]:
     """Add each term's and each axis's noise fields to its row; return the noise settings and the axis rows."""
     from multiverse.analysis.variance_noise import noise_summary
 
@@ -367,7 +372,7 @@ def _noise_of_terms(included: pd.DataFrame, rates: pd.DataFrame, sums: _ModelSum
     combos = {row.axis: [names_out.index(t) for t in (row.axis, f"{row.axis}:system") if t in names_out]
               for row in by_axis.itertuples()}
     noise = noise_summary(included, rates, names_out, sums.function,
-                          resamples, seed, combos=combos)
+                          resamples, seed, combos=combos, counts=counts)
     for row in terms_out:
         row.update(noise["terms"][row["term"]])
     by_axis_rows = by_axis.to_dict(orient="records")

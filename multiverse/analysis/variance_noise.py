@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from multiverse.analysis.case_resampling import case_counts
+from multiverse.analysis.case_resampling import CaseCounts, batch_size, case_counts
 
 __all__ = ["balanced_sums", "balanced_sums_function", "noise_summary", "projection_sums"]
 
@@ -227,10 +227,11 @@ class _Projections:
 def noise_summary(
     included: pd.DataFrame, rates: pd.DataFrame, names: list[str],
     sums: Callable[[np.ndarray], np.ndarray], resamples: int, seed: int, level: float = 0.95,
-    combos: dict[str, list[int]] | None = None,
+    combos: dict[str, list[int]] | None = None, counts: CaseCounts | None = None,
 ) -> dict:
     """Noise floor and intervals per row of ``sums`` (named by ``names``; the last is the residual),
-    and per entry of ``combos`` (a name and the rows whose sums of squares it adds up)."""
+    and per entry of ``combos`` (a name and the rows whose sums of squares it adds up). ``counts``:
+    ``included``'s case counts when already made (``case_counts``' ``reuse``)."""
     combos = combos or {}
     if combos:
         inner = sums
@@ -244,7 +245,7 @@ def noise_summary(
     observed = sums((y - y.mean())[:, None])[:, 0]
     total = float(((y - y.mean()) ** 2).sum())
     universes, systems = pd.unique(rates["universe_id"]).tolist(), pd.unique(rates["system"]).tolist()
-    counts = case_counts(included, universes, systems)
+    counts = case_counts(included, universes, systems, reuse=counts)
     cell = (pd.Index(universes).get_indexer(rates["universe_id"]) * len(systems)
             + pd.Index(systems).get_indexer(rates["system"]))
     in_order = len(cell) == counts.n.shape[0] and bool((cell == np.arange(len(cell))).all())  # no gather needed
@@ -252,7 +253,7 @@ def noise_summary(
     noise_ss = np.zeros(len(observed))
     boot_ss = []
     noise_total = 0.0
-    chunk = max(1, min(resamples, 1_000_000 // max(len(y), 1)))
+    chunk = batch_size(resamples, len(y))
     done = 0
     while done < resamples:
         size = min(chunk, resamples - done)

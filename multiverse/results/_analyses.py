@@ -140,10 +140,13 @@ def ranking(results: ResultsView, axes: list[str] | None, boot: int) -> Analysis
     from multiverse.results._ranking_documents import RankingDocument
 
     verdicts, reference = results.verdicts, results.reference
+    shared: dict[str, Any] = {}
     if reference is not None:
         # The reference is what the others are compared with: its own rate is one half by construction.
         verdicts = verdicts[(verdicts["system"].astype(str) != reference).to_numpy()]
-    document = compute(verdicts, axes=results.axes, primary=results.primary, bootstrap=boot)
+    else:  # the rates and case counts the variance reads too, made once
+        shared = {"rates": results.system_rates(), "counts": results.case_counts() if boot else None}
+    document = compute(verdicts, axes=results.axes, primary=results.primary, bootstrap=boot, **shared)
     if reference is not None:
         document["reference"] = reference
         document["notes"].append(f"the reference system {reference} is left out of the ranking: every other system's "
@@ -184,7 +187,8 @@ def variance(results: ResultsView, axes: list[str] | None) -> Analysis[VarianceD
     from multiverse.results._analysis import Analysis
     from multiverse.results._documents import VarianceDocument
 
-    document = compute(results.verdicts, axes=results.axes)
+    document = compute(results.verdicts, axes=results.axes, rates=results.system_rates(),
+                       counts=results.case_counts())
     if axes is not None:
         # The model keeps every axis; only what is reported is narrowed.
         document["by_axis"] = [r for r in document["by_axis"] if r["axis"] in axes]

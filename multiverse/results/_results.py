@@ -341,6 +341,19 @@ class Results:
 
         return self._memo(("system_rates",), lambda: system_rates(self.verdicts, axes=self.axes))
 
+    def case_counts(self) -> Any:
+        """Counted verdicts per universe x system cell and case, as the ranking's and the variance's case
+        resamples read them (``analysis.case_resampling.CaseCounts``; cells in ``system_rates()`` order)."""
+        from multiverse.analysis.case_resampling import case_counts
+        from multiverse.analysis.included import resampled_rows
+
+        def build() -> Any:
+            rates = self.system_rates()
+            return case_counts(resampled_rows(self.verdicts, self.axes), pd.unique(rates["universe_id"]).tolist(),
+                               pd.unique(rates["system"]).tolist())
+
+        return self._memo(("case_counts",), build)
+
     # -- the analyses ---------------------------------------------------------------
 
     def curve(self, *, systems: Sequence[str] | None = None, threshold: float | str | None = None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import json
 
 import numpy as np
 import pandas as pd
@@ -700,3 +701,16 @@ def test_case_counts_are_the_sums_of_their_rows(labels):
         np.add.at(expected_k, (rows, columns), values.astype(np.float32))
     np.testing.assert_array_equal(counts.k, expected_k)
     assert counts.n.dtype == counts.k.dtype == np.float32 and not counts.n[-10:].any()
+
+
+def test_joint_bootstrap_is_the_same_whatever_number_of_resamples_is_drawn_at_once(monkeypatch):
+    """The joint bootstrap draws its resamples in batches as wide as memory allows; the intervals are the
+    same bit for bit at any width (one draw of weights per resample, in the same order)."""
+    from multiverse.analysis import case_resampling
+
+    verdicts = _unbalanced(seed=3)
+    wide = ranking(verdicts, axes=["judge"], primary=_first_universe(verdicts), bootstrap=40, seed=1)["uncertainty"]
+    for cells in (1, 3 * 24 * 4):
+        monkeypatch.setattr(case_resampling, "_BATCH_CELLS", cells)
+        narrow = ranking(verdicts, axes=["judge"], primary=_first_universe(verdicts), bootstrap=40, seed=1)
+        assert json.dumps(narrow["uncertainty"]) == json.dumps(wide)  # NaN (a pair never rated together) equal too

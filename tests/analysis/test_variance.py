@@ -417,3 +417,19 @@ def test_summary_says_which_axes_are_beyond_noise():
     lines = {line.split(":")[0]: line for line in result["summary"]}
     assert "Beyond sampling noise" in lines["A"] and "not distinguishable from noise" not in lines["A"]
     assert "not distinguishable from noise" in lines["B"]
+
+
+def test_noise_is_the_same_whatever_number_of_resamples_is_drawn_at_once(monkeypatch):
+    """Resamples are drawn and summed in batches as wide as memory allows (each batch reads the whole
+    count matrix once); the draws and so the noise and intervals do not depend on the width."""
+    from multiverse.analysis import case_resampling
+
+    world = _noisy_world(np.random.default_rng(4), 0.5)
+    wide = variance(world, axes=["A", "B"], resamples=60, seed=2)
+    for cells in (1, 18 * 7):  # one resample at a time; seven of the 18 cells' worth at a time
+        monkeypatch.setattr(case_resampling, "_BATCH_CELLS", cells)
+        narrow = variance(world, axes=["A", "B"], resamples=60, seed=2)
+        for got, expected in zip(narrow["terms"], wide["terms"], strict=True):
+            assert got.keys() == expected.keys()
+            for key, value in expected.items():
+                assert got[key] == (pytest.approx(value, rel=1e-12, abs=1e-15) if isinstance(value, float) else value)
