@@ -516,3 +516,18 @@ def test_hex_criteria_keys_read_as_numbers_pair_as_their_texts_do(monkeypatch, w
     texts = agreement(odd.assign(judgment_key=odd["judgment_key"].astype(object)), axes=["judge", "scoring"],
                       axis="judge", criteria=criteria.assign(judgment_key=criteria["judgment_key"].astype(object)))
     assert mixed == texts
+
+
+def test_hex_digits_are_read_for_every_byte_value_and_nothing_else_passes():
+    """Every one of the 256 byte values: lowercase hex digits read as their values; any other byte
+    (uppercase, 'g', ':' or '`' beside the ranges, a UTF-8 byte) makes the keys not hex."""
+    from multiverse.analysis.agreement_units import _digits
+
+    for value in range(256):
+        text = np.array([ord("0"), value, ord("f")], dtype=np.uint8)
+        got = _digits(text)
+        char = chr(value)
+        if char in "0123456789abcdef":
+            assert got is not None and got.tolist() == [0, int(char, 16), 15]
+        else:
+            assert got is None, value
