@@ -531,3 +531,25 @@ def test_hex_digits_are_read_for_every_byte_value_and_nothing_else_passes():
             assert got is not None and got.tolist() == [0, int(char, 16), 15]
         else:
             assert got is None, value
+
+
+@pytest.mark.parametrize("piece", [7, 1 << 20])
+def test_tuples_numbered_through_a_table_are_numbered_as_factorize_numbers_them(monkeypatch, piece):
+    """Above a size, tuples of codes are numbered through a table of every mixed-radix number instead of a
+    hash table: the same numbers, in order of first appearance, for int32 and int64 keys, repeats, gaps,
+    a single value, and keys too spread out for a table (hashed then)."""
+    from multiverse.analysis import _codes, agreement_units
+
+    monkeypatch.setattr(_codes, "PIECE_ROWS", piece)
+    monkeypatch.setattr(agreement_units, "_DIRECT_ROWS", 1)
+    rng = np.random.default_rng(5)
+    for trial in range(60):
+        n = int(rng.integers(1, 3000))
+        columns = [rng.integers(0, int(rng.integers(1, 40)), n).astype(rng.choice([np.int16, np.int32, np.int64]))
+                   for _ in range(int(rng.integers(1, 4)))]
+        if trial % 10 == 0:
+            columns = [np.full(n, 3, dtype=np.int16)]
+        expected = pd.factorize(pd.MultiIndex.from_arrays(columns))[0] if len(columns) > 1 else pd.factorize(columns[0])[0]
+        got = agreement_units._dense(iter(columns))
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, expected)
