@@ -98,7 +98,7 @@ def _direct_codes(key: np.ndarray, top: int) -> np.ndarray:
     present = np.zeros(top, dtype=bool)
     present[key] = True
     rank = np.cumsum(present, dtype=np.int32 if top < 2**31 else np.int64)
-    rank -= 1
+    np.subtract(rank, 1, out=rank)
     del present
     code = rank[key]  # numbered in the keys' sorted order
     del rank

@@ -174,40 +174,76 @@ def _flips(
 ) -> list[dict[str, Any]]:
     """Every universe whose top differs from the primary's, with the smallest change that gives that top.
 
-    A change is a subset of the axes on which the universe differs from the
-    primary; applied to the primary it names an existing universe
-    (``via_universe``) whose set of top systems is *this* universe's set. The
-    search goes by increasing size and ends, at worst, at every difference
-    (the universe itself), so "top X when <changes>" is always true.
+    A change is a subset of the axes on which the universe differs from the primary; applied to the primary
+    it names an existing universe (``via_universe``; of equal option codes, the last) whose set of top
+    systems is *this* universe's set. The search goes by increasing size, then ``itertools.combinations``
+    order, and ends, at worst, at every difference (the universe itself), so "top X when <changes>" is true.
     """
     top, tops = _top_keys(matrix)
-    by_codes = {tuple(row): u for u, row in enumerate(codes.tolist())}
-    base = codes[primary]
-    flips = []
     flipped = np.flatnonzero(tops != tops[primary])
-    # Row by row as Python lists: thousands of flips, each a handful of axes and systems.
-    differs = (codes[flipped] != base).tolist()
-    top_rows = top[flipped].tolist()
-    for u, differs_at, is_top in zip(flipped.tolist(), differs, top_rows):
-        differ = [a for a, d in enumerate(differs_at) if d]
-        found, via = differ, u
-        for subset in itertools.chain.from_iterable(
-                itertools.combinations(differ, size) for size in range(1, len(differ))):
-            probe = base.copy()
-            probe[list(subset)] = codes[u][list(subset)]
-            candidate = by_codes.get(tuple(probe.tolist()))
-            if candidate is not None and tops[candidate] == tops[u]:
-                found, via = list(subset), candidate
-                break
-        flips.append({
-            "universe_id": universes[u],
-            "top": [systems[s] for s, t in enumerate(is_top) if t],
-            "changes": {axes[a]: option_names[a][codes[u][a]] for a in found},
-            "n_axes_differ": len(differ),
-            "via_universe": universes[via],
-        })
+    changed, via = codes[flipped] != codes[primary], flipped.copy()  # until a smaller change hits
+    n_differ = changed.sum(1).tolist()
+    # One probe at a time past 16 axes (2^axes subsets at worst; the loop stops at a first hit) or int64 keys.
+    if codes.shape[1] > 16 or not _search_by_arrays(codes, tops, primary, flipped, changed, via):
+        by_codes = {tuple(row): u for u, row in enumerate(codes.tolist())}
+        base = codes[primary].tolist()
+        for i, (u, row) in enumerate(zip(flipped.tolist(), codes[flipped].tolist())):
+            differ = np.flatnonzero(changed[i]).tolist()
+            for subset in itertools.chain.from_iterable(
+                    itertools.combinations(differ, size) for size in range(1, len(differ))):
+                candidate = by_codes.get(tuple(row[a] if a in subset else b for a, b in enumerate(base)))
+                if candidate is not None and tops[candidate] == tops[u]:
+                    changed[i], changed[i, list(subset)], via[i] = False, True, candidate
+                    break
+    # Python objects only for the output: options axis by axis (dicts keep axis order), names per top set.
+    changes: list[dict[str, Any]] = [{} for _ in range(len(flipped))]
+    for a, axis in enumerate(axes):
+        for i, code in zip(np.flatnonzero(changed[:, a]).tolist(), codes[flipped[changed[:, a]], a].tolist()):
+            changes[i][axis] = option_names[a][code]
+    sets, first = np.unique(tops[flipped], return_index=True)
+    named = {key: [systems[s] for s in np.flatnonzero(top[u])] for key, u in zip(sets.tolist(), flipped[first])}
+    flips = [{"universe_id": universes[u], "top": list(named[key]), "changes": change, "n_axes_differ": n,
+              "via_universe": universes[v]}
+             for u, key, change, n, v in zip(flipped.tolist(), tops[flipped].tolist(), changes, n_differ, via.tolist())]
     flips.sort(key=lambda f: (len(f["changes"]), f["n_axes_differ"], str(f["universe_id"])))
     return flips
+
+
+def _search_by_arrays(codes: np.ndarray, tops: np.ndarray, primary: int, flipped: np.ndarray,
+                      changed: np.ndarray, via: np.ndarray) -> bool:
+    """``_flips``'s search with numpy, the same results; False, having changed nothing, if the keys overflow.
+
+    A row of codes is one int64 key (mixed radix over each axis's distinct codes). Universes differing on d axes
+    share the candidates, the size-s combinations of 0..d-1 in order as masks over their axes (ascending)."""
+    terms, radix = np.zeros(codes.shape, dtype=np.int64), 1  # radix: a Python int, it may outgrow int64
+    for a in reversed(range(codes.shape[1])):
+        uniques, inverse = np.unique(codes[:, a], return_inverse=True)
+        if radix * len(uniques) > np.iinfo(np.int64).max:  # keys (below this product) would not fit
+            return False
+        terms[:, a], radix = inverse.ravel() * radix, radix * len(uniques)
+    keys = terms.sum(1)
+    # Stable: of equal keys the last universe sits rightmost, where side="right" - 1 lands, as the loop's dict
+    # keeps the last. A probe's key: the primary's plus, per changed axis, the universe's term less the primary's.
+    order = np.argsort(keys, kind="stable")
+    sorted_keys, delta = keys[order], terms[flipped] - terms[primary]
+    n_differ = changed.sum(1)
+    for d in np.unique(n_differ[n_differ > 1]).tolist():
+        rows = np.flatnonzero(n_differ == d)
+        at = np.nonzero(changed[rows])[1].reshape(len(rows), d)  # each row's differing axes, ascending
+        for size in range(1, d):
+            subsets = (np.array(list(itertools.combinations(range(d), size)))[:, :, None] == np.arange(d)).any(1)
+            step, left = max(1, (1 << 21) // len(subsets)), np.ones(len(rows), dtype=bool)  # 2M probes at once
+            for start in range(0, len(rows), step):
+                part, part_at = rows[start:start + step], at[start:start + step]
+                probes = keys[primary] + np.take_along_axis(delta[part], part_at, 1) @ subsets.T  # row x subset
+                position = np.maximum(np.searchsorted(sorted_keys, probes, side="right") - 1, 0)
+                hit = (sorted_keys[position] == probes) & (tops[order[position]] == tops[flipped[part], None])
+                found, first = hit.any(1), hit.argmax(1)
+                changed[part[found, None], part_at[found]] = subsets[first[found]]
+                via[part[found]] = order[position[found, first[found]]]
+                left[start:start + step] = ~found
+            rows, at = rows[left], at[left]
+    return True
 
 
 def order_universes(rates: pd.DataFrame, *, axes: Sequence[str], primary: str | None = None) -> pd.DataFrame:

@@ -714,3 +714,120 @@ def test_joint_bootstrap_is_the_same_whatever_number_of_resamples_is_drawn_at_on
         monkeypatch.setattr(case_resampling, "_BATCH_CELLS", cells)
         narrow = ranking(verdicts, axes=["judge"], primary=_first_universe(verdicts), bootstrap=40, seed=1)
         assert json.dumps(narrow["uncertainty"]) == json.dumps(wide)  # NaN (a pair never rated together) equal too
+
+
+# --------------------------------------------------------------------------- flips, against the plain search
+
+
+def _reference_flips(matrix, codes, axes, universes, systems, primary, option_names):
+    """The flips search as it first read, one probe at a time (the specification ``_flips`` must reproduce)."""
+    from multiverse.analysis.ranking import _top_keys
+
+    top, tops = _top_keys(matrix)
+    by_codes = {tuple(row): u for u, row in enumerate(codes.tolist())}  # equal codes: the last universe
+    base = codes[primary]
+    flips = []
+    for u in np.flatnonzero(tops != tops[primary]).tolist():
+        differ = [a for a in range(codes.shape[1]) if codes[u][a] != base[a]]
+        found, via = differ, u
+        for subset in itertools.chain.from_iterable(
+                itertools.combinations(differ, size) for size in range(1, len(differ))):
+            probe = base.copy()
+            probe[list(subset)] = codes[u][list(subset)]
+            candidate = by_codes.get(tuple(probe.tolist()))
+            if candidate is not None and tops[candidate] == tops[u]:
+                found, via = list(subset), candidate
+                break
+        flips.append({
+            "universe_id": universes[u],
+            "top": [systems[s] for s, t in enumerate(top[u].tolist()) if t],
+            "changes": {axes[a]: option_names[a][codes[u][a]] for a in found},
+            "n_axes_differ": len(differ),
+            "via_universe": universes[via],
+        })
+    flips.sort(key=lambda f: (len(f["changes"]), f["n_axes_differ"], str(f["universe_id"])))
+    return flips
+
+
+def _random_flip_case(rng, n_axes: int, options: list[int], n_systems: int, keep: float = 0.7,
+                      nan: float = 0.1) -> tuple:
+    """A grid with combinations dropped, rows repeated (equal codes), ties and NaN rates (some universes
+    rate nothing), codes spaced out at random, and a random primary: the arguments of ``_flips``. The rates
+    are a few patterns (so top sets recur) with NaN at random."""
+    grid = np.indices(options).reshape(n_axes, -1).T
+    codes = grid[rng.random(len(grid)) < keep]
+    if not len(codes):
+        codes = grid[rng.integers(len(grid), size=1)]
+    repeats = codes[rng.integers(len(codes), size=rng.integers(0, len(codes) // 3 + 2))]
+    codes = rng.permutation(np.concatenate([codes, repeats]))
+    spacing = int(rng.choice([1, 3]))  # codes need not be 0..n-1
+    codes = codes * spacing
+    patterns = rng.integers(0, 3, (int(rng.integers(2, 6)), n_systems)) / 2  # few values: many ties
+    matrix = patterns[rng.integers(len(patterns), size=len(codes))]
+    matrix[rng.random(matrix.shape) < nan] = np.nan
+    matrix[rng.random(len(codes)) < 0.05] = np.nan
+    axes = [f"axis{a}" for a in range(n_axes)]
+    universes = [f"u{i}" for i in rng.permutation(len(codes))]
+    systems = [f"s{s}" for s in range(n_systems)]
+    names = [[f"{axis}-o{c}" for c in range(spacing * n)] for axis, n in zip(axes, options)]
+    return matrix, codes, axes, universes, systems, int(rng.integers(len(codes))), names
+
+
+def _assert_same_flips(got, expected):
+    assert got == expected
+    assert json.dumps(got) == json.dumps(expected)  # the same order of changes, and JSON-ready types
+
+
+@pytest.mark.parametrize("search", ["arrays", "loop"])
+def test_flips_equal_the_plain_search_on_random_grids(search, monkeypatch):
+    """``_flips`` (numpy search, and its one-probe-at-a-time fallback) gives the reference's list on random
+    grids: the same universes, changes, via universes and order."""
+    from importlib import import_module
+
+    if search == "loop":
+        monkeypatch.setattr(import_module("multiverse.analysis.ranking"), "_search_by_arrays", lambda *args: False)
+    from multiverse.analysis.ranking import _flips
+
+    rng = np.random.default_rng(2024)
+    smaller = 0
+    for _ in range(60):
+        n_axes = int(rng.integers(1, 7))
+        case = _random_flip_case(rng, n_axes, rng.integers(1, 5, n_axes).tolist(), int(rng.integers(2, 8)))
+        expected = _reference_flips(*case)
+        _assert_same_flips(_flips(*case), expected)
+        smaller += sum(len(f["changes"]) < f["n_axes_differ"] for f in expected)
+    assert smaller > 50  # the cases do exercise the search, not only "every difference"
+
+
+@pytest.mark.parametrize("n_axes, options, n_systems, keep", [
+    (1, [12], 5, 0.8),              # one axis: no smaller change exists
+    (10, [2] * 10, 4, 0.3),         # many axes, sparse grid
+    (3, [25, 30, 2], 3, 0.5),       # axes with many options
+    (4, [3, 3, 3, 2], 70, 0.9),     # more than 62 systems: top sets as bytes (few NaN, or every set differs)
+    (17, [2] * 17, 3, 0.004),       # more than 16 axes: the loop
+])
+def test_flips_equal_the_plain_search_on_wide_grids(n_axes, options, n_systems, keep):
+    from multiverse.analysis.ranking import _flips
+
+    rng = np.random.default_rng(n_axes * 100 + n_systems)
+    case = _random_flip_case(rng, n_axes, options, n_systems, keep, nan=0.002 if n_systems > 62 else 0.1)
+    _assert_same_flips(_flips(*case), _reference_flips(*case))
+
+
+def test_flips_equal_the_plain_search_when_keys_would_overflow_int64():
+    """600 distinct codes on each of 7 axes: the product passes int64, and the loop answers."""
+    from multiverse.analysis.ranking import _flips
+
+    rng = np.random.default_rng(7)
+    codes = np.concatenate([np.stack([rng.permutation(600) for _ in range(7)], 1), np.zeros((200, 7), int)])
+    codes[600:700] = codes[0]  # one change from the primary, then the same with a second: probes hit
+    codes[np.arange(600, 700), rng.integers(7, size=100)] = rng.integers(600, size=100)
+    codes[650:700] = codes[600:650]
+    codes[np.arange(650, 700), rng.integers(7, size=50)] = rng.integers(600, size=50)
+    codes[700:] = codes[rng.integers(700, size=100)]  # and repeated rows
+    assert np.prod([len(np.unique(column)) for column in codes.T], dtype=object) > np.iinfo(np.int64).max
+    matrix = rng.integers(0, 3, (800, 3)) / 2
+    matrix[650:675] = matrix[600:625]
+    names = [[f"o{c}" for c in range(600)] for _ in range(7)]
+    case = (matrix, codes, [f"axis{a}" for a in range(7)], [f"u{i}" for i in range(800)], ["A", "B", "C"], 0, names)
+    _assert_same_flips(_flips(*case), _reference_flips(*case))
