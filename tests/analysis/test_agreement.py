@@ -553,3 +553,20 @@ def test_tuples_numbered_through_a_table_are_numbered_as_factorize_numbers_them(
         got = agreement_units._dense(iter(columns))
         assert got.dtype == np.int64
         np.testing.assert_array_equal(got, expected)
+
+
+def test_integers_hashed_by_arrow_are_numbered_as_factorize_numbers_them(monkeypatch):
+    """Past a size the row keys are hashed by Arrow: the same numbers, in order of first appearance, for
+    int32, int64 and uint64 keys across their whole range (a 64-bit mix of judgment keys is uint64)."""
+    from multiverse.analysis import agreement_units
+
+    monkeypatch.setattr(agreement_units, "_DIRECT_ROWS", 1)
+    rng = np.random.default_rng(6)
+    for kind in (np.int32, np.int64, np.uint64):
+        info = np.iinfo(kind)
+        for n in (1, 50, 5000):
+            key = rng.integers(info.min, info.max, n, dtype=kind, endpoint=True)
+            key = key[rng.integers(0, n, n)]  # repeats
+            got = agreement_units._first_seen(key)
+            assert got.dtype == np.int64
+            np.testing.assert_array_equal(got, pd.factorize(key)[0])
