@@ -43,6 +43,15 @@ class Rows:
             return np.add(raw if self.mask is None else raw[self.mask], 1, dtype=narrow)  # 0 = missing
         return _codes(self[column])
 
+    def combined(self, columns: list[str]) -> np.ndarray:
+        """``_radix`` of the columns' codes at the rows. Categorical columns are combined at every row and
+        the rows taken once, at the end: taken column by column, each was a pass and a fresh array (at
+        57M rows, 5 s for ten columns)."""
+        if self.mask is None or not all(isinstance(self.frame[c].dtype, pd.CategoricalDtype) for c in columns):
+            return _radix(self.codes(c) for c in columns)
+        every = Rows(self.frame)
+        return _radix(every.codes(c) for c in columns)[self.mask]
+
     def complete(self, column: str) -> bool:
         """Whether the column has a value at every row."""
         missing = self.frame[column].isna().to_numpy()
@@ -81,7 +90,11 @@ def _radix(codes: Iterable[np.ndarray]) -> np.ndarray:
 def _dense(codes: Iterable[np.ndarray]) -> np.ndarray:
     """Dense codes 0..n-1, one per distinct tuple of non-negative codes, in order of first appearance
     (``pd.factorize``'s codes)."""
-    key = _radix(codes)
+    return _numbered(_radix(codes))
+
+
+def _numbered(key: np.ndarray) -> np.ndarray:
+    """``_dense`` of tuples already combined by ``_radix``."""
     top = int(key.max(initial=-1)) + 1
     if len(key) < _DIRECT_ROWS or top > 4 * len(key):
         return _first_seen(key)
@@ -184,7 +197,7 @@ def _unit_ids(rows: pd.DataFrame | Rows, others: list[str], option: np.ndarray, 
     rows = rows if isinstance(rows, Rows) else Rows(rows)
     parts = ["transcript_key"] if by_transcript else [
         c for c in ("system", "case_id", "replicate") if c in rows.columns]
-    unit = _dense(rows.codes(c) for c in (*others, *parts))
+    unit = _numbered(rows.combined([*others, *parts]))
     k = int(option.max(initial=0)) + 1
     seen = np.zeros((int(unit.max(initial=-1)) + 1, k), dtype=bool)
     seen[unit, option] = True

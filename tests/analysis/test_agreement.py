@@ -570,3 +570,26 @@ def test_integers_hashed_by_arrow_are_numbered_as_factorize_numbers_them(monkeyp
             got = agreement_units._first_seen(key)
             assert got.dtype == np.int64
             np.testing.assert_array_equal(got, pd.factorize(key)[0])
+
+
+@pytest.mark.parametrize("by_transcript", [True, False])
+def test_categorical_columns_with_rows_that_do_not_count_pair_as_plain_ones(by_transcript):
+    """A loaded table's columns are categorical, and their codes are combined at every row before the
+    counted rows are taken: the agreement is the one the same table gives with plain text columns, with
+    failed rows scattered through every context (and categories no counted row uses)."""
+    rng = np.random.default_rng(8)
+    labels = {f"j{j}": rng.integers(0, 2, 30).tolist() for j in range(3)}
+    plain = judge_verdicts(labels, contexts={"prompt": ["a", "b", "c"], "temperature": ["0", "1"]})
+    failed = rng.random(len(plain)) < 0.2
+    plain.loc[failed, "status"] = "judge_failed"
+    plain.loc[failed, "compliant"] = pd.NA
+    if not by_transcript:
+        plain = plain.drop(columns=["transcript_key", "judgment_key"])
+    loaded = plain.copy()
+    for column in loaded.columns.drop(["compliant", "replicate"]):
+        loaded[column] = pd.Categorical(loaded[column], categories=sorted({*loaded[column], "unused"}))
+    axes = ["judge", "prompt", "temperature"]
+    expected = agreement(plain, axes=axes, axis="judge")
+    got = agreement(loaded, axes=axes, axis="judge")
+    assert got["n_units"] == expected["n_units"] > 0
+    assert got["pairs"] == expected["pairs"] and got["paired_on"] == expected["paired_on"]
