@@ -182,11 +182,13 @@ def signal_after(condition, times: int = 1) -> threading.Thread:
 def test_ctrl_c_in_the_python_api_raises_keyboardinterrupt_and_leaves_the_store_consistent(tmp_path, times):
     with FakeServer(responder=audit_responder, latency=0.3) as server:
         spec = load_spec(write_spec(tmp_path / "api.yaml", server.url, name="api", cases_per_cell=4))
+        # What it was: a process started in the background by a shell without job control ignores SIGINT.
+        before = signal.getsignal(signal.SIGINT)
         sender = signal_after(lambda: server.counts["total"] >= 3, times)
         with pytest.raises(KeyboardInterrupt):
             run(spec, store=tmp_path / "store", out=tmp_path / "run", jobs=JOBS, progress=False)
         sender.join()
-        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+        assert signal.getsignal(signal.SIGINT) is before  # restored
         assert not interrupt.requested()  # the next run starts clean
         time.sleep(0.5)  # calls abandoned by the second signal may still land; they store or vanish whole
         stopped_at = server.counts["total"]

@@ -127,11 +127,13 @@ def test_two_ctrl_c_in_the_python_api_end_every_worker(tmp_path, no_child_left):
     here the second signal cuts the Python API's grace short."""
     with FakeServer(responder=audit_responder, latency=0.3) as server:
         spec = _spec(tmp_path, server.url, "api", cases_per_cell=4)
+        # What it was: a process started in the background by a shell without job control ignores SIGINT.
+        before = signal.getsignal(signal.SIGINT)
         sender = signal_after(lambda: server.counts["total"] >= 3, 2)
         with pytest.raises(KeyboardInterrupt):
             run(spec, store=tmp_path / "store", out=tmp_path / "run", jobs=JOBS, progress=False, backend="processes")
         sender.join()
-        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert signal.getsignal(signal.SIGINT) is before  # restored
         assert not interrupt.requested()
         stopped_at = server.counts["total"]
         time.sleep(0.5)
