@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from multiverse.analysis.case_resampling import CaseCounts, batch_size, case_counts, ratio
+from multiverse.analysis.case_resampling import CaseCounts, case_counts, ratio
 from multiverse.analysis.concordance import min_ranks
 from multiverse.analysis.rates import included_verdicts
 
@@ -67,7 +67,7 @@ def joint_bootstrap(
     rng = np.random.default_rng(seed)
     n_u, n_s = len(universes), len(systems)
     p_top, p_above, primary_rank = [], [], []
-    chunk = batch_size(resamples, n_u * n_s)
+    chunk = counts.batch(resamples)
     done = 0
     while done < resamples:
         size = min(chunk, resamples - done)

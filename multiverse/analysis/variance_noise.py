@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from multiverse.analysis.case_resampling import CaseCounts, batch_size, case_counts
+from multiverse.analysis.case_resampling import CaseCounts, case_counts
 
 __all__ = ["balanced_sums", "balanced_sums_function", "noise_summary", "projection_sums"]
 
@@ -253,7 +253,7 @@ def noise_summary(
     noise_ss = np.zeros(len(observed))
     boot_ss = []
     noise_total = 0.0
-    chunk = batch_size(resamples, len(y))
+    chunk = counts.batch(resamples)
     done = 0
     while done < resamples:
         size = min(chunk, resamples - done)
