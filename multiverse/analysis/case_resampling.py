@@ -63,7 +63,19 @@ class CaseCounts:
         else:
             n = csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cases)), shape=shape)
             k = csr_matrix((compliant.astype(np.float32), (rows, cases)), shape=shape)
-        self.n, self.k = n, k
+        # With the usual count and its shortfall at hand the dense labels are not kept: ``Results``
+        # keeps these counts for the ranking and the variance (240 MB less at 100k universes).
+        self._n = n if self._missing is None else None
+        self.k = k
+
+    @property
+    def n(self) -> Any:
+        """Labels per cell and case (made again from the usual count and its shortfall when not kept)."""
+        if self._n is not None:
+            return self._n
+        assert self._missing is not None
+        usual, shortfall = self._missing
+        return usual - shortfall.toarray()
 
     def weights(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """Case weights of ``size`` resamples: cases x size."""
@@ -73,7 +85,7 @@ class CaseCounts:
     def sums(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Cells x resamples weighted sums of compliant labels and of labels (float32)."""
         if self._missing is None:
-            return np.asarray(self.k @ weights), np.asarray(self.n @ weights)
+            return np.asarray(self.k @ weights), np.asarray(self._n @ weights)
         # Most cells have the same number of labels per case (one, without replicates): the
         # labels' sums are that number times the resample's weights, less the sparse shortfall.
         # Whole numbers below 2^24 are exact in float32, so the sums are the matrix product's.

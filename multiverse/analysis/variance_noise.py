@@ -248,7 +248,7 @@ def noise_summary(
     counts = case_counts(included, universes, systems, reuse=counts)
     cell = (pd.Index(universes).get_indexer(rates["universe_id"]) * len(systems)
             + pd.Index(systems).get_indexer(rates["system"]))
-    in_order = len(cell) == counts.n.shape[0] and bool((cell == np.arange(len(cell))).all())  # no gather needed
+    in_order = len(cell) == counts.k.shape[0] and bool((cell == np.arange(len(cell))).all())  # no gather needed
     rng = np.random.default_rng(seed)
     noise_ss = np.zeros(len(observed))
     boot_ss = []
