@@ -148,8 +148,15 @@ def test_ranking_and_variance_share_one_case_count_and_give_what_they_give_alone
         real(self, *args, **kwargs)
 
     monkeypatch.setattr(case_resampling.CaseCounts, "__init__", counted)
+    # Nor are the counted rows copied again: only the counts' own copy holds every universe's.
+    from multiverse.analysis import included
+
+    copied, copy = [], included.included_verdicts
+    monkeypatch.setattr(included, "included_verdicts", lambda v, **kw: copied.append(v["universe_id"].nunique()) or copy(v, **kw))
     rank, spread = results.ranking(boot=50), results.variance()
     assert len(made) == 1 and results.case_counts() is made[0]
+    every = results.verdicts["universe_id"].nunique()
+    assert copied.count(every) == 1 and set(copied) <= {every, 1}, copied
     assert rank.document == json_safe(ranking(results.verdicts, axes=results.axes, primary="u0", bootstrap=50))
     assert spread.document == json_safe(variance(results.verdicts, axes=results.axes))
     assert len(made) == 3  # the functions alone made theirs

@@ -40,6 +40,7 @@ class CaseCounts:
 
         shape = (n_rows, n_cases)
         self.n_cases = n_cases
+        self.named_cases = n_cases  # less a missing case id's code (set by ``case_counts``)
         self.universes: list = []  # what the rows are (set by ``case_counts``), so a caller can reuse them
         self.systems: list = []
         self._missing: tuple[np.float32, Any] | None = None
@@ -156,6 +157,8 @@ def case_counts(included: pd.DataFrame, universes: list, systems: list, *,
     labels = labels.astype(bool) if labels.dtype != np.float64 else labels
     counts = CaseCounts(cell[keep], c[keep], labels[keep], n_cells, n_cases)
     counts.universes, counts.systems = list(universes), list(systems)
+    # Cases as nunique counts them (a missing case id is a code above but no case): a note reads it.
+    counts.named_cases = n_cases - int(bool(included["case_id"].isna().any()))
     return counts
 
 

@@ -89,13 +89,16 @@ def _derived_universe_ids(rows: pd.DataFrame, axes: list[str]) -> np.ndarray:
     return universe_ids(rows, axes).to_numpy(dtype=object)  # the ids tables.universe_ids gives
 
 
-def resampled_rows(verdicts: pd.DataFrame, axes: Sequence[str]) -> pd.DataFrame:
+def resampled_rows(verdicts: pd.DataFrame, axes: Sequence[str], *, universes: Sequence | None = None) -> pd.DataFrame:
     """The counted rows with only what a case resample reads: universe_id, system, case_id and compliant.
 
     The axis columns are read only to derive universe ids a table lacks; a big table's other
-    columns are never copied.
+    columns are never copied, nor, given ``universes``, its other universes' rows.
     """
     by_id = "universe_id" in verdicts.columns
+    if universes is not None:
+        ids = verdicts["universe_id"] if by_id else universe_ids(verdicts, list(axes))
+        verdicts = verdicts[ids.isin(list(universes)).to_numpy()]
     needed = [c for c in ("universe_id", *([] if by_id else axes), "status", "system", "case_id", "compliant",
                           CONTRIBUTION) if c in verdicts.columns]
     return included_verdicts(verdicts[list(dict.fromkeys(needed))], axes=[] if by_id else axes, keys=())

@@ -56,26 +56,12 @@ from multiverse.analysis.concordance import (
 )
 from multiverse.analysis.dropped import dropped_notes
 from multiverse.analysis.included import resampled_rows
-from multiverse.analysis.rank_uncertainty import (
-    bootstrap_ranks,
-    joint_bootstrap,
-    pairwise_tests,
-    position_shares,
-)
+from multiverse.analysis.rank_uncertainty import bootstrap_ranks, joint_bootstrap, pairwise_tests, position_shares
 from multiverse.analysis.rates import included_verdicts, system_rates
 from multiverse.errors import InputError
 
-__all__ = [
-    "bootstrap_ranks",
-    "included_verdicts",
-    "kendall_tau_b",
-    "kendall_w",
-    "order_universes",
-    "rank_distribution",
-    "ranking",
-    "system_rates",
-    "universe_ranks",
-]
+__all__ = ["bootstrap_ranks", "included_verdicts", "kendall_tau_b", "kendall_w", "order_universes",
+           "rank_distribution", "ranking", "system_rates", "universe_ranks"]
 
 Ties = Literal["split", "count"]
 
@@ -336,7 +322,6 @@ def ranking(
     """
     axes = list(axes)
     rates = system_rates(verdicts, axes=axes) if rates is None else rates
-    included = resampled_rows(verdicts, axes)
     if rates.empty:
         raise InputError("verdicts: column 'status': expected at least one row with status ok")
     matrix, universes, systems = _rate_matrix(rates)
@@ -351,6 +336,10 @@ def ranking(
     w = _kendall_w_block(matrix, rated, universes, systems, notes)
 
     chosen = ([universes[p]] if p is not None else []) if bootstrap_universes is None else list(bootstrap_universes)
+    # The rows the case resamples read: every universe's only when the joint bootstrap has no counts of them.
+    everywhere = bootstrap and (counts is None or not counts.fits(universes, systems))
+    wanted = [*chosen, *([universes[p]] if p is not None else [])]
+    included = resampled_rows(verdicts, axes, universes=None if everywhere else wanted)
     boot = (bootstrap_ranks(included, axes=[], universes=chosen, resamples=bootstrap,
                             seed=seed, ties=ties) if bootstrap and chosen else pd.DataFrame())
     uncertainty = None

@@ -236,11 +236,8 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
     all three are clipped to [0, 1] and ``clipped`` says where that changed
     one (a note names the terms whose interval went past 100%).
     """
-    from multiverse.analysis.included import resampled_rows
-
     axes = list(axes)
     rates = system_rates(verdicts, axes=axes) if rates is None else rates
-    included = resampled_rows(verdicts, axes)
     if rates.empty:
         raise InputError("verdicts: column 'status': expected at least one row with status ok")
     decomposition, model_notes = _decompose(rates, axes)
@@ -256,7 +253,10 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
                      f"type-II shares need not add up to 1 (here they add up to {total_share:.1%})")
     confounding = aliasing(rates, axes)
     notes += _confounding_notes(confounding)
-    notes += _precision_notes(included["case_id"].nunique(), decomposition.iloc[-1], resamples)
+    if resamples:  # the cells' case counts, made here only when the caller has none of these cells
+        counts = _cell_counts(verdicts, axes, rates, counts)
+    notes += _precision_notes(counts.named_cases if counts is not None and resamples else 0,
+                              decomposition.iloc[-1], resamples)
 
     sums = _model_sums(rates, axes, balanced=bool(balanced), confounding=confounding)
     groups_out = _aliased_group_shares(sums, confounding)
@@ -264,7 +264,8 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
     noise = None
     terms_out = decomposition.to_dict(orient="records")
     if resamples and sums.function is not None and sums.total > 0:
-        noise, by_axis_rows = _noise_of_terms(included, rates, sums, by_axis, terms_out, resamples, seed, counts)
+        assert counts is not None
+        noise, by_axis_rows = _noise_of_terms(rates, sums, by_axis, terms_out, resamples, seed, counts)
         notes += _clipping_notes(terms_out, by_axis_rows)
     else:
         by_axis_rows = by_axis.to_dict(orient="records")
@@ -360,9 +361,22 @@ def _aliased_group_shares(sums: _ModelSums, confounding: dict[str, list]) -> lis
     return groups_out
 
 
-def _noise_of_terms(included: pd.DataFrame, rates: pd.DataFrame, sums: _ModelSums, by_axis: pd.DataFrame,
+def _cell_counts(verdicts: pd.DataFrame, axes: list[str], rates: pd.DataFrame,
+                 counts: CaseCounts | None) -> CaseCounts:
+    """The case counts of ``rates``' cells: ``counts`` when they are of those cells, else made from the rows
+    (a big table's counted rows are copied only then: at 100k universes that is 60M rows)."""
+    from multiverse.analysis.case_resampling import case_counts
+    from multiverse.analysis.included import resampled_rows
+
+    universes, systems = pd.unique(rates["universe_id"]).tolist(), pd.unique(rates["system"]).tolist()
+    if counts is not None and counts.fits(universes, systems):
+        return counts
+    return case_counts(resampled_rows(verdicts, axes), universes, systems)
+
+
+def _noise_of_terms(rates: pd.DataFrame, sums: _ModelSums, by_axis: pd.DataFrame,
                     terms_out: list[dict], resamples: int, seed: int,
-                    counts: CaseCounts | None) -> tuple[dict[str, Any], list[dict]]:
+                    counts: CaseCounts) -> tuple[dict[str, Any], list[dict]]:
     """Add each term's and each axis's noise fields to its row; return the noise settings and the axis rows."""
     from multiverse.analysis.variance_noise import noise_summary
 
@@ -371,8 +385,7 @@ def _noise_of_terms(included: pd.DataFrame, rates: pd.DataFrame, sums: _ModelSum
     # An axis's main effect and interaction together, for its by-axis row.
     combos = {row.axis: [names_out.index(t) for t in (row.axis, f"{row.axis}:system") if t in names_out]
               for row in by_axis.itertuples()}
-    noise = noise_summary(included, rates, names_out, sums.function,
-                          resamples, seed, combos=combos, counts=counts)
+    noise = noise_summary(counts, rates, names_out, sums.function, resamples, seed, combos=combos)
     for row in terms_out:
         row.update(noise["terms"][row["term"]])
     by_axis_rows = by_axis.to_dict(orient="records")

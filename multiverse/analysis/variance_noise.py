@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from multiverse.analysis.case_resampling import CaseCounts, case_counts
+from multiverse.analysis.case_resampling import CaseCounts
 
 __all__ = ["balanced_sums", "balanced_sums_function", "noise_summary", "projection_sums"]
 
@@ -225,13 +225,13 @@ class _Projections:
 
 
 def noise_summary(
-    included: pd.DataFrame, rates: pd.DataFrame, names: list[str],
+    counts: CaseCounts, rates: pd.DataFrame, names: list[str],
     sums: Callable[[np.ndarray], np.ndarray], resamples: int, seed: int, level: float = 0.95,
-    combos: dict[str, list[int]] | None = None, counts: CaseCounts | None = None,
+    combos: dict[str, list[int]] | None = None,
 ) -> dict:
     """Noise floor and intervals per row of ``sums`` (named by ``names``; the last is the residual),
     and per entry of ``combos`` (a name and the rows whose sums of squares it adds up). ``counts``:
-    ``included``'s case counts when already made (``case_counts``' ``reuse``)."""
+    the case counts of ``rates``' cells (``case_counts`` of their universes x systems)."""
     combos = combos or {}
     if combos:
         inner = sums
@@ -245,7 +245,6 @@ def noise_summary(
     observed = sums((y - y.mean())[:, None])[:, 0]
     total = float(((y - y.mean()) ** 2).sum())
     universes, systems = pd.unique(rates["universe_id"]).tolist(), pd.unique(rates["system"]).tolist()
-    counts = case_counts(included, universes, systems, reuse=counts)
     cell = (pd.Index(universes).get_indexer(rates["universe_id"]) * len(systems)
             + pd.Index(systems).get_indexer(rates["system"]))
     in_order = len(cell) == counts.k.shape[0] and bool((cell == np.arange(len(cell))).all())  # no gather needed

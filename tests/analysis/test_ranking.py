@@ -52,6 +52,37 @@ def test_included_verdicts_drops_rows_that_do_not_count_and_derives_universe_ids
     assert included["compliant"].tolist() == [True, False]
 
 
+@pytest.mark.parametrize("named", [True, False])
+def test_resampled_rows_of_some_universes_are_those_rows_of_all(named):
+    """Asked for a few universes (the ranking's primary), the same rows as taking them from all
+    the counted rows, whether the table names its universes or they are derived from the axes."""
+    from multiverse.analysis.included import resampled_rows
+
+    verdicts = verdicts_from_rates({(v, j): {"A": 0.7, "B": 0.4} for v in "xyz" for j in "pq"}, ["variant", "judge"])
+    verdicts.loc[verdicts.index[::7], "status"] = "judge_failed"
+    if not named:
+        verdicts = verdicts.drop(columns="universe_id")
+    everything = resampled_rows(verdicts, ["variant", "judge"])
+    wanted = everything["universe_id"].drop_duplicates().iloc[[4, 1]].tolist()
+    some = resampled_rows(verdicts, ["variant", "judge"], universes=wanted)
+    expected = everything[everything["universe_id"].isin(wanted)].reset_index(drop=True)
+    assert len(some) and set(some["universe_id"]) == set(wanted)
+    pd.testing.assert_frame_equal(some, expected)
+
+
+def test_case_counts_count_named_cases_as_nunique_does():
+    """A missing case id is a code of the count matrix but not a case the few-cases note may count."""
+    from multiverse.analysis.case_resampling import case_counts
+    from multiverse.analysis.included import resampled_rows
+
+    verdicts = verdicts_from_rates({("x",): {"A": 0.5}}, ["variant"])
+    for missing in (False, True):
+        table = verdicts.assign(case_id=verdicts["case_id"].where(verdicts.index % 5 > 0)) if missing else verdicts
+        included = resampled_rows(table, ["variant"])
+        counts = case_counts(included, included["universe_id"].unique().tolist(), ["A"])
+        assert counts.named_cases == included["case_id"].nunique() == counts.n_cases - missing
+
+
 def test_included_verdicts_names_a_missing_column():
     with pytest.raises(InputError, match="'case_id'"):
         included_verdicts(pd.DataFrame({"system": ["S"], "compliant": [True]}), axes=[])
