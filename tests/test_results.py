@@ -152,7 +152,12 @@ def test_ranking_and_variance_share_one_case_count_and_give_what_they_give_alone
     from multiverse.analysis import included
 
     copied, copy = [], included.included_verdicts
-    monkeypatch.setattr(included, "included_verdicts", lambda v, **kw: copied.append(v["universe_id"].nunique()) or copy(v, **kw))
+
+    def counting_copy(rows, **kwargs):
+        copied.append(rows["universe_id"].nunique())
+        return copy(rows, **kwargs)
+
+    monkeypatch.setattr(included, "included_verdicts", counting_copy)
     rank, spread = results.ranking(boot=50), results.variance()
     assert len(made) == 1 and results.case_counts() is made[0]
     every = results.verdicts["universe_id"].nunique()

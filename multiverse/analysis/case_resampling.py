@@ -16,7 +16,7 @@ import pandas as pd
 
 from ._codes import codes
 
-__all__ = ["CaseCounts", "case_counts", "ratio"]
+__all__ = ["CaseCounts", "case_counts", "counts_of_rates", "ratio"]
 
 # Dense count matrices are much faster to multiply than sparse ones; above this
 # many cells x cases (float32: 4 bytes each, two matrices) they stay sparse.
@@ -160,6 +160,19 @@ def case_counts(included: pd.DataFrame, universes: list, systems: list, *,
     # Cases as nunique counts them (a missing case id is a code above but no case): a note reads it.
     counts.named_cases = n_cases - int(bool(included["case_id"].isna().any()))
     return counts
+
+
+def counts_of_rates(verdicts: pd.DataFrame, axes: list[str], rates: pd.DataFrame, *,
+                    reuse: CaseCounts | None = None) -> CaseCounts:
+    """The case counts of ``rates``' cells (``system_rates`` output: its universes x systems in order of
+    appearance): ``reuse`` when it is of those cells, else counted from the verdicts, whose counted rows
+    are copied only then (60M rows at 100k universes)."""
+    from .included import resampled_rows
+
+    universes, systems = pd.unique(rates["universe_id"]).tolist(), pd.unique(rates["system"]).tolist()
+    if reuse is not None and reuse.fits(universes, systems):
+        return reuse
+    return case_counts(resampled_rows(verdicts, axes), universes, systems)
 
 
 def _positions(index: pd.Index, column: pd.Series, kind: type) -> np.ndarray:

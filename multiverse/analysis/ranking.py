@@ -45,7 +45,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from multiverse.analysis.case_resampling import CaseCounts
+from multiverse.analysis.case_resampling import CaseCounts, counts_of_rates
 from multiverse.analysis.concordance import (
     kendall_tau_b,
     kendall_w,
@@ -336,10 +336,9 @@ def ranking(
     w = _kendall_w_block(matrix, rated, universes, systems, notes)
 
     chosen = ([universes[p]] if p is not None else []) if bootstrap_universes is None else list(bootstrap_universes)
-    # The rows the case resamples read: every universe's only when the joint bootstrap has no counts of them.
-    everywhere = bootstrap and (counts is None or not counts.fits(universes, systems))
-    wanted = [*chosen, *([universes[p]] if p is not None else [])]
-    included = resampled_rows(verdicts, axes, universes=None if everywhere else wanted)
+    # The joint bootstrap reads every universe's counts; the rest only the rows of the universes it tests.
+    counts = counts_of_rates(verdicts, axes, rates, reuse=counts) if bootstrap else None
+    included = resampled_rows(verdicts, axes, universes=[*chosen, *([universes[p]] if p is not None else [])])
     boot = (bootstrap_ranks(included, axes=[], universes=chosen, resamples=bootstrap,
                             seed=seed, ties=ties) if bootstrap and chosen else pd.DataFrame())
     uncertainty = None

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from multiverse.analysis.agreement_units import _dense
-from multiverse.analysis.case_resampling import CaseCounts
+from multiverse.analysis.case_resampling import CaseCounts, counts_of_rates
 from multiverse.analysis.dropped import dropped_notes
 from multiverse.analysis.rates import system_rates
 from multiverse.analysis.variance_terms import _decompose, _design, _Term
@@ -253,10 +253,8 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
                      f"type-II shares need not add up to 1 (here they add up to {total_share:.1%})")
     confounding = aliasing(rates, axes)
     notes += _confounding_notes(confounding)
-    if resamples:  # the cells' case counts, made here only when the caller has none of these cells
-        counts = _cell_counts(verdicts, axes, rates, counts)
-    notes += _precision_notes(counts.named_cases if counts is not None and resamples else 0,
-                              decomposition.iloc[-1], resamples)
+    counts = counts_of_rates(verdicts, axes, rates, reuse=counts) if resamples else None
+    notes += _precision_notes(counts.named_cases if counts is not None else 0, decomposition.iloc[-1], resamples)
 
     sums = _model_sums(rates, axes, balanced=bool(balanced), confounding=confounding)
     groups_out = _aliased_group_shares(sums, confounding)
@@ -359,19 +357,6 @@ def _aliased_group_shares(sums: _ModelSums, confounding: dict[str, list]) -> lis
             groups_out[g][key] = float(value)
             groups_out[g]["total"] += float(value)
     return groups_out
-
-
-def _cell_counts(verdicts: pd.DataFrame, axes: list[str], rates: pd.DataFrame,
-                 counts: CaseCounts | None) -> CaseCounts:
-    """The case counts of ``rates``' cells: ``counts`` when they are of those cells, else made from the rows
-    (a big table's counted rows are copied only then: at 100k universes that is 60M rows)."""
-    from multiverse.analysis.case_resampling import case_counts
-    from multiverse.analysis.included import resampled_rows
-
-    universes, systems = pd.unique(rates["universe_id"]).tolist(), pd.unique(rates["system"]).tolist()
-    if counts is not None and counts.fits(universes, systems):
-        return counts
-    return case_counts(resampled_rows(verdicts, axes), universes, systems)
 
 
 def _noise_of_terms(rates: pd.DataFrame, sums: _ModelSums, by_axis: pd.DataFrame,

@@ -344,15 +344,9 @@ class Results:
     def case_counts(self) -> Any:
         """Counted verdicts per universe x system cell and case, as the ranking's and the variance's case
         resamples read them (``analysis.case_resampling.CaseCounts``; cells in ``system_rates()`` order)."""
-        from multiverse.analysis.case_resampling import case_counts
-        from multiverse.analysis.included import resampled_rows
+        from multiverse.analysis.case_resampling import counts_of_rates
 
-        def build() -> Any:
-            rates = self.system_rates()
-            return case_counts(resampled_rows(self.verdicts, self.axes), pd.unique(rates["universe_id"]).tolist(),
-                               pd.unique(rates["system"]).tolist())
-
-        return self._memo(("case_counts",), build)
+        return self._memo(("case_counts",), lambda: counts_of_rates(self.verdicts, self.axes, self.system_rates()))
 
     # -- the analyses ---------------------------------------------------------------
 
