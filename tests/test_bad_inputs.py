@@ -276,8 +276,10 @@ def results(tmp_path_factory):
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         running = pool.map(one, spawned)
-        out = {job: (run_cli([job[0], CORPUS / job[1]], cwd=cwd), cwd)
-               for job in jobs if job not in spawned for cwd in [place(*job)]}
+        out = {}
+        for command, file in (job for job in jobs if job not in spawned):
+            cwd = place(command, file)
+            out[(command, file)] = (run_cli([command, CORPUS / file], cwd=cwd), cwd)
         out.update(running)
     assert_unchanged(before)
     return out
