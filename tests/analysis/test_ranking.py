@@ -863,3 +863,26 @@ def test_flips_equal_the_plain_search_when_keys_would_overflow_int64():
     names = [[f"o{c}" for c in range(600)] for _ in range(7)]
     case = (matrix, codes, [f"axis{a}" for a in range(7)], [f"u{i}" for i in range(800)], ["A", "B", "C"], 0, names)
     _assert_same_flips(_flips(*case), _reference_flips(*case))
+
+
+@pytest.mark.parametrize("ties", ["split", "count"])
+def test_bootstrap_shares_of_a_batch_are_the_plain_per_universe_shares(ties):
+    """A batch's P(top) and P(a above b), counted over contiguous universes, against the plain
+    computation universe by universe (``top_shares`` and pairwise comparisons), with ties (few distinct
+    rates), unrated cells and universes that rate nothing."""
+    from multiverse.analysis.rank_uncertainty import _above_shares, _top_shares, top_shares
+
+    rng = np.random.default_rng(17)
+    n_s, size, n_u = 4, 6, 300
+    rates = rng.integers(0, 4, (n_s, size, n_u)) / 3.0
+    rates[rng.random(rates.shape) < 0.15] = np.nan
+    rates[:, :, :5] = np.nan  # universes rating no system
+    by_resample = rates.transpose(1, 2, 0)  # resample x universe x system
+    expected_top = np.stack([top_shares(by_resample[r], ties).mean(0) for r in range(size)])
+    np.testing.assert_allclose(_top_shares(rates, ties), expected_top, rtol=1e-12)
+    above = _above_shares(rates)
+    for r, a, b in itertools.product(range(size), range(n_s), range(n_s)):
+        x, y = by_resample[r, :, a], by_resample[r, :, b]
+        both = ~np.isnan(x) & ~np.isnan(y)
+        expected = ((x[both] > y[both]).sum() + 0.5 * (x[both] == y[both]).sum()) / both.sum()
+        assert above[r, a, b] == pytest.approx(expected, rel=1e-12)
