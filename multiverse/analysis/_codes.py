@@ -9,11 +9,12 @@ so no row-length int64 array is ever made whole.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["BLOCK_ROWS", "PIECE_ROWS", "codes", "codes_and_first_rows", "combine", "count", "first_rows", "index_type", "target_blocks"]
+__all__ = ["BLOCK_ROWS", "PIECE_ROWS", "appearance_order", "codes", "codes_and_first_rows", "combine", "count", "first_rows", "index_type", "target_blocks"]
 
 
 def codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, int]:
@@ -80,6 +81,28 @@ BLOCK_ROWS = 1 << 22
 # a few MB the allocator hands back next time, where a row-length array at 60M rows is hundreds of MB of
 # pages never touched before, and on some machines those page faults are most of an analysis's time.
 PIECE_ROWS = 1 << 20
+
+
+def appearance_order(pieces: Iterable[np.ndarray], expected: int | None = None) -> np.ndarray:
+    """The distinct values of consecutive pieces of a column, in order of first appearance
+    (``pd.unique`` of them all), hashing only the values that differ from the row before: a value
+    first appears at such a row, and rows of one universe or cell come together, so at 60M rows a
+    few hundred thousand values are hashed, not 60M. With ``expected`` (how many distinct values
+    there are) the pieces stop being read once all are found.
+    """
+    found: list[np.ndarray] = []
+    order = np.empty(0, dtype=np.int64)
+    for piece in pieces:
+        if not len(piece):
+            continue
+        changes = np.flatnonzero(piece[1:] != piece[:-1]) + 1
+        found.append(np.concatenate([piece[:1], piece[changes]]))
+        if expected is not None:
+            order = pd.unique(np.concatenate([order, *found]))
+            found = []
+            if len(order) >= expected:
+                return order
+    return pd.unique(np.concatenate([order, *found])) if found else order
 
 
 def count(codes: np.ndarray, selected: np.ndarray, n: int) -> np.ndarray:

@@ -39,11 +39,8 @@ class CaseCounts:
         from scipy.sparse import csr_matrix
 
         shape = (n_rows, n_cases)
-        self.n_cases = n_cases
-        self.named_cases = n_cases  # less a missing case id's code (set by ``case_counts``)
-        self.universes: list = []  # what the rows are (set by ``case_counts``), so a caller can reuse them
-        self.systems: list = []
-        self._missing: tuple[np.float32, Any] | None = None
+        n: Any
+        k: Any
         if n_rows * n_cases <= _DENSE_LIMIT:
             # Counted straight into the dense matrices: a sparse matrix of every row first held
             # several copies of the row arrays (GBs at tens of millions of rows).
@@ -60,10 +57,24 @@ class CaseCounts:
                 np.add.at(k, flat, compliant.astype(np.float32))
             del flat
             n, k = n.reshape(shape), k.reshape(shape)
-            self._missing = _mostly(n)
         else:
             n = csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cases)), shape=shape)
             k = csr_matrix((compliant.astype(np.float32), (rows, cases)), shape=shape)
+        self._hold(n, k)
+
+    @classmethod
+    def of_dense(cls, n: np.ndarray, k: np.ndarray) -> CaseCounts:
+        """Counts of dense float32 cells x cases matrices of labels and compliant labels, counted elsewhere."""
+        counts = cls.__new__(cls)
+        counts._hold(n, k)
+        return counts
+
+    def _hold(self, n: Any, k: Any) -> None:
+        self.n_cases = n.shape[1]
+        self.named_cases = self.n_cases  # less a missing case id's code (set by ``case_counts``)
+        self.universes: list = []  # what the rows are (set by ``case_counts``), so a caller can reuse them
+        self.systems: list = []
+        self._missing: tuple[np.float32, Any] | None = _mostly(n) if isinstance(n, np.ndarray) else None
         # With the usual count and its shortfall at hand the dense labels are not kept: ``Results``
         # keeps these counts for the ranking and the variance (240 MB less at 100k universes).
         self._n = n if self._missing is None else None

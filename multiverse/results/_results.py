@@ -337,16 +337,26 @@ class Results:
 
     def system_rates(self) -> pd.DataFrame:
         """One rate per universe x system, over every counted verdict (``analysis.rates.system_rates``)."""
+        from multiverse.analysis.matrix_counts import rates_of_matrix
         from multiverse.analysis.rates import system_rates
 
-        return self._memo(("system_rates",), lambda: system_rates(self.verdicts, axes=self.axes))
+        def compute() -> pd.DataFrame:
+            matrix = self._cache.get(("matrix", None))  # the curve's, when made: its cells are the rates' counts
+            rates = rates_of_matrix(matrix, self.verdicts) if matrix is not None else None
+            return rates if rates is not None else system_rates(self.verdicts, axes=self.axes)
+        return self._memo(("system_rates",), compute)
 
     def case_counts(self) -> Any:
         """Counted verdicts per universe x system cell and case, as the ranking's and the variance's case
         resamples read them (``analysis.case_resampling.CaseCounts``; cells in ``system_rates()`` order)."""
         from multiverse.analysis.case_resampling import counts_of_rates
+        from multiverse.analysis.matrix_counts import counts_of_matrix
 
-        return self._memo(("case_counts",), lambda: counts_of_rates(self.verdicts, self.axes, self.system_rates()))
+        def compute() -> Any:
+            matrix = self._cache.get(("matrix", None))
+            counts = counts_of_matrix(matrix, self.verdicts, self.system_rates()) if matrix is not None else None
+            return counts if counts is not None else counts_of_rates(self.verdicts, self.axes, self.system_rates())
+        return self._memo(("case_counts",), compute)
 
     # -- the analyses ---------------------------------------------------------------
 

@@ -1,0 +1,101 @@
+"""The ranking's and the variance's rates and case counts read off the curve's case matrix are the ones
+counted from the rows: the same frame, the same count matrices in the same cell and case order."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from pandas.testing import assert_frame_equal
+
+import multiverse as mv
+from multiverse.analysis.case_matrix import case_matrix
+from multiverse.analysis.case_resampling import counts_of_rates
+from multiverse.analysis.matrix_counts import counts_of_matrix, rates_of_matrix
+from multiverse.analysis.rates import system_rates
+from multiverse.results import json_safe
+
+AXES = ["judge", "prompt"]
+
+
+def _table(seed: int, *, shuffle: bool) -> pd.DataFrame:
+    """Categorical columns as ``load_run`` gives them (with categories no row uses), failed and unlabelled
+    rows (some a universe's first), a system missing from some universes, a case first seen late, and rows
+    in run order or shuffled."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for u, (judge, prompt) in enumerate((j, p) for j in ("j0", "j1", "j2") for p in ("p0", "p1")):
+        for system in ("zeta", "alpha", "mid"):
+            if system == "mid" and u % 4 == 3:
+                continue
+            for case in [f"c{c:02d}" for c in rng.permutation(12)] + (["late"] if u >= 4 else []):
+                for replicate in range(1 + (seed % 2)):
+                    rows.append({"universe_id": f"u{u}", "judge": judge, "prompt": prompt, "system": system,
+                                 "case_id": case, "replicate": replicate})
+    table = pd.DataFrame(rows)
+    n = len(table)
+    table["status"] = np.where(rng.random(n) < 0.1, "judge_failed", "ok")
+    table.loc[0, "status"] = "rollout_failed"  # the first universe's first row does not count
+    compliant = pd.array(rng.random(n) < 0.6, dtype="boolean")
+    compliant[rng.random(n) < 0.05] = pd.NA
+    table["compliant"] = compliant
+    if shuffle:
+        table = table.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+    for column in ("universe_id", *AXES, "system", "case_id", "status"):
+        values = sorted(set(table[column])) + [f"unused-{column}"]
+        table[column] = pd.Categorical(table[column], categories=values)
+    return table
+
+
+@pytest.mark.parametrize("seed, shuffle", [(0, False), (1, False), (2, True), (3, True)])
+def test_rates_and_case_counts_of_the_matrix_are_those_of_the_rows(seed, shuffle):
+    table = _table(seed, shuffle=shuffle)
+    matrix = case_matrix(table, axes=AXES)
+    expected = system_rates(table, axes=AXES)
+    got = rates_of_matrix(matrix, table)
+    assert got is not None
+    assert_frame_equal(got, expected)
+    rows = counts_of_rates(table, AXES, expected)
+    counts = counts_of_matrix(matrix, table, expected)
+    assert counts is not None
+    assert (counts.universes, counts.systems) == (rows.universes, rows.systems)
+    assert (counts.n_cases, counts.named_cases) == (rows.n_cases, rows.named_cases)
+    np.testing.assert_array_equal(counts.n, rows.n)
+    np.testing.assert_array_equal(counts.k, rows.k)
+    weights = rows.weights(np.random.default_rng(seed), 9)
+    for mine, theirs in zip(counts.sums(weights), rows.sums(weights)):
+        np.testing.assert_array_equal(mine, theirs)
+
+
+def test_tables_the_matrix_cannot_stand_for_are_counted_from_the_rows():
+    table = _table(0, shuffle=False)
+    matrix = case_matrix(table, axes=AXES)
+    rates = system_rates(table, axes=AXES)
+    text = table.assign(system=table["system"].astype(str))
+    assert rates_of_matrix(case_matrix(text, axes=AXES), text) is None
+    assert counts_of_matrix(matrix, table.assign(case_id=table["case_id"].astype(str)), rates) is None
+    scored = table.assign(contribution=table["compliant"].astype(float))
+    assert rates_of_matrix(matrix, scored) is None and counts_of_matrix(matrix, scored, rates) is None
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_ranking_and_variance_are_the_same_with_the_curve_run_first(shuffle, monkeypatch):
+    """Results reads the rates and counts off the curve's matrix once the curve has made it; the
+    documents are those of a Results that counted the rows."""
+    from multiverse.analysis import case_resampling, rates
+
+    table = _table(5, shuffle=shuffle)
+    alone = mv.Results(verdicts=table, axes=AXES, primary="u1")
+    documents = [json.dumps(json_safe(alone.ranking(boot=60).document)), json.dumps(json_safe(alone.variance().document))]
+    after_curve = mv.Results(verdicts=table, axes=AXES, primary="u1")
+    after_curve.curve(boot=20)
+
+    def counted_rows(*args, **kwargs):
+        raise AssertionError("counted from the rows")
+    monkeypatch.setattr(rates, "system_rates", counted_rows)
+    monkeypatch.setattr(case_resampling, "counts_of_rates", counted_rows)
+    assert documents == [json.dumps(json_safe(after_curve.ranking(boot=60).document)),
+                         json.dumps(json_safe(after_curve.variance().document))]
+    assert_frame_equal(after_curve.system_rates(), alone.system_rates())
