@@ -20,7 +20,7 @@ from collections.abc import Iterator
 import numpy as np
 import pandas as pd
 
-from ._codes import PIECE_ROWS, appearance_order
+from . import _codes as blocks
 from .case_matrix import CaseMatrix
 from .case_resampling import _DENSE_LIMIT, CaseCounts
 from .estimates import CONTRIBUTION
@@ -37,7 +37,7 @@ def rates_of_matrix(matrix: CaseMatrix, verdicts: pd.DataFrame) -> pd.DataFrame 
     keep = included_rows(verdicts)
     universe, system = _codes(verdicts["universe_id"]), _codes(verdicts["system"])
     n_systems = len(verdicts["system"].cat.categories)
-    order = appearance_order(universe[piece][keep[piece]].astype(np.int64) * n_systems + system[piece][keep[piece]]
+    order = blocks.appearance_order(universe[piece][keep[piece]].astype(np.int64) * n_systems + system[piece][keep[piece]]
                              for piece in _pieces(len(keep)))
     u_code, s_code = order // n_systems, order % n_systems
     u, s = _rows_of(matrix, verdicts, u_code, s_code)
@@ -67,7 +67,7 @@ def counts_of_matrix(matrix: CaseMatrix, verdicts: pd.DataFrame, rates: pd.DataF
     s = pd.Index(matrix.systems).get_indexer(systems)
     keep = included_rows(verdicts)
     case = _codes(verdicts["case_id"])
-    order = appearance_order((case[piece][keep[piece]] for piece in _pieces(len(keep))), expected=n_cases)
+    order = blocks.appearance_order((case[piece][keep[piece]] for piece in _pieces(len(keep))), expected=n_cases)
     c = pd.Index(matrix.cases).get_indexer(verdicts["case_id"].cat.categories[order])
     if (u < 0).any() or (s < 0).any() or (c < 0).any() or len(c) != n_cases:
         return None
@@ -93,8 +93,8 @@ def _codes(column: pd.Series) -> np.ndarray:
 
 
 def _pieces(n_rows: int) -> Iterator[slice]:
-    for start in range(0, n_rows, PIECE_ROWS):
-        yield slice(start, start + PIECE_ROWS)
+    for start in range(0, n_rows, blocks.PIECE_ROWS):
+        yield slice(start, start + blocks.PIECE_ROWS)
 
 
 def _rows_of(matrix: CaseMatrix, verdicts: pd.DataFrame, u_code: np.ndarray,

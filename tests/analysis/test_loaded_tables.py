@@ -438,6 +438,24 @@ def test_case_matrix_from_codes_refuses_two_options_in_a_universe_and_a_missing_
                 case_matrix(_with_value(table, row, column, None), axes=AXES)
 
 
+@pytest.mark.parametrize("axis", AXES)
+@pytest.mark.parametrize("where", ["first", "middle", "last"])
+def test_case_matrix_names_the_axis_whose_option_differs_wherever_the_row_is(loaded, axis, where):
+    """The axes are checked together, a block of rows at a time: any one axis bent (to another option or
+    to a missing one) at a universe's first counted row, in its middle or at the table's last counted row
+    is refused, naming that axis."""
+    from multiverse.errors import InputError
+
+    results, (verdicts, _) = loaded
+    for table in (results.verdicts, verdicts):
+        counted = np.flatnonzero(((table["status"] == "ok") & table["compliant"].notna()).to_numpy())
+        row = int({"first": counted[0], "middle": counted[len(counted) // 2], "last": counted[-1]}[where])
+        other = next(o for o in table[axis].unique() if o != table[axis].iloc[row])
+        for value in (other, None):
+            with pytest.raises(InputError, match=f"verdicts: {axis}: expected one option per universe_id"):
+                case_matrix(_with_value(table, row, axis, value), axes=AXES)
+
+
 def _with_value(table: pd.DataFrame, row: int, column: str, value) -> pd.DataFrame:
     """A copy of the table with one cell set, the column keeping its dtype (a categorical stays one)."""
     changed = table.copy()

@@ -49,10 +49,20 @@ def _table(seed: int, *, shuffle: bool) -> pd.DataFrame:
     return table
 
 
-@pytest.mark.parametrize("seed, shuffle", [(0, False), (1, False), (2, True), (3, True)])
-def test_rates_and_case_counts_of_the_matrix_are_those_of_the_rows(seed, shuffle):
+@pytest.mark.parametrize("seed, shuffle, piece", [(0, False, None), (1, False, 7), (2, True, None), (3, True, 5)])
+def test_rates_and_case_counts_of_the_matrix_are_those_of_the_rows(seed, shuffle, piece, monkeypatch):
+    """In run order and shuffled, read whole or a few rows at a time (pieces that split runs of a
+    universe or cell: the case matrix too is then made a piece at a time, and is the same)."""
+    from multiverse.analysis import _codes
+
     table = _table(seed, shuffle=shuffle)
+    whole = case_matrix(table, axes=AXES)
+    if piece is not None:
+        monkeypatch.setattr(_codes, "PIECE_ROWS", piece)
     matrix = case_matrix(table, axes=AXES)
+    assert_frame_equal(matrix.universes, whole.universes)
+    np.testing.assert_array_equal(matrix.included, whole.included)
+    np.testing.assert_array_equal(matrix.compliant, whole.compliant)
     expected = system_rates(table, axes=AXES)
     got = rates_of_matrix(matrix, table)
     assert got is not None
