@@ -37,8 +37,9 @@ def rates_of_matrix(matrix: CaseMatrix, verdicts: pd.DataFrame) -> pd.DataFrame 
     keep = included_rows(verdicts)
     universe, system = _codes(verdicts["universe_id"]), _codes(verdicts["system"])
     n_systems = len(verdicts["system"].cat.categories)
-    order = blocks.appearance_order(universe[piece][keep[piece]].astype(np.int64) * n_systems + system[piece][keep[piece]]
-                             for piece in _pieces(len(keep)))
+    cells = (universe[piece][keep[piece]].astype(np.int64) * n_systems + system[piece][keep[piece]]
+             for piece in _pieces(len(keep)))
+    order = blocks.appearance_order(cells)
     u_code, s_code = order // n_systems, order % n_systems
     u, s = _rows_of(matrix, verdicts, u_code, s_code)
     if u is None or s is None:
