@@ -14,7 +14,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-__all__ = ["BLOCK_ROWS", "PIECE_ROWS", "appearance_order", "codes", "codes_and_first_rows", "combine", "count", "first_rows", "index_type", "target_blocks"]
+__all__ = ["BLOCK_ROWS", "PIECE_ROWS", "appearance_order", "codes", "codes_and_first_rows", "combine", "count", "first_appearances", "first_rows", "index_type", "target_blocks"]
 
 
 def codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, int]:
@@ -51,7 +51,7 @@ def _categorical_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     # is one more value): no int64 codes of the whole column, as factorize makes. The rows where
     # each code first appears come with them, in code order.
     raw = np.asarray(values.array.codes)  # a view: .cat.codes copies
-    first = np.flatnonzero(~pd.Series(raw).duplicated().to_numpy())
+    first = first_appearances(raw)
     order = raw[first]
     relabel: np.ndarray = np.zeros(len(values.cat.categories) + 1, dtype=index_type(len(order)))
     relabel[order] = np.arange(len(order))
@@ -68,10 +68,32 @@ def combine(a: np.ndarray, k: int, b: np.ndarray) -> np.ndarray:
     return a.astype(kind, copy=False) * kind(k) + b.astype(kind, copy=False)
 
 
-def first_rows(codes: np.ndarray) -> np.ndarray:
-    """Row position of the first appearance of each code, in code order."""
-    positions = np.flatnonzero(~pd.Series(codes).duplicated().to_numpy())
+def first_rows(codes: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
+    """Row position of the first appearance of each code (among the ``keep`` rows), in code order."""
+    positions = first_appearances(codes, keep)
     return positions[np.argsort(codes[positions], kind="stable")]
+
+
+def first_appearances(codes: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
+    """Rows where a code first appears (among the ``keep`` rows), in row order. A code first appears
+    where it differs from the row before, so only those rows are hashed: rows of one universe or cell
+    come together, so at 60M rows a few hundred thousand, not 60M."""
+    candidates = []
+    for start in range(0, len(codes), PIECE_ROWS):
+        piece = slice(start, start + PIECE_ROWS)
+        candidates.append(_changes(codes[piece], None if keep is None else keep[piece]) + start)
+    rows = np.concatenate(candidates) if candidates else np.zeros(0, dtype=np.int64)
+    return rows[~pd.Series(codes[rows]).duplicated().to_numpy()]
+
+
+def _changes(piece: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
+    """Positions of a piece where a value can first appear: the first, and each that differs from the one
+    before (or, with ``keep``, follows a row not kept); only kept positions."""
+    change = piece[1:] != piece[:-1]
+    if keep is not None:
+        change |= ~keep[:-1]
+    rows = np.concatenate([np.zeros(min(len(piece), 1), dtype=np.int64), np.flatnonzero(change) + 1])
+    return rows if keep is None else rows[keep[rows]]
 
 
 # Rows taken at once where a row-length array would otherwise be copied whole (bincount casts its
@@ -85,18 +107,16 @@ PIECE_ROWS = 1 << 20
 
 def appearance_order(pieces: Iterable[np.ndarray], expected: int | None = None) -> np.ndarray:
     """The distinct values of consecutive pieces of a column, in order of first appearance
-    (``pd.unique`` of them all), hashing only the values that differ from the row before: a value
-    first appears at such a row, and rows of one universe or cell come together, so at 60M rows a
-    few hundred thousand values are hashed, not 60M. With ``expected`` (how many distinct values
-    there are) the pieces stop being read once all are found.
+    (``pd.unique`` of them all), hashing only the values that differ from the row before (as
+    ``first_appearances``). With ``expected`` (how many distinct values there are) the pieces stop
+    being read once all are found.
     """
     found: list[np.ndarray] = []
     order = np.empty(0, dtype=np.int64)
     for piece in pieces:
         if not len(piece):
             continue
-        changes = np.flatnonzero(piece[1:] != piece[:-1]) + 1
-        found.append(np.concatenate([piece[:1], piece[changes]]))
+        found.append(piece[_changes(piece)])
         if expected is not None:
             order = pd.unique(np.concatenate([order, *found]))
             found = []

@@ -217,7 +217,7 @@ def _case_matrix_from_codes(verdicts: pd.DataFrame, axes: list[str]) -> CaseMatr
     for name, codes in (("universe_id", u_codes), ("system", s_codes), ("case_id", c_codes)):
         if ((codes < 0) & keep).any():  # a missing value's code is -1
             raise InputError(f"verdicts: {name}: expected no missing values")
-    first = _first_kept_rows(u_codes, keep)
+    first = blocks.first_rows(u_codes, keep)  # each universe's first counted row
     # Columns first: taking rows of every column copied the text ones whole (Arrow keeps the copy).
     universes = verdicts[["universe_id", *axes]].iloc[first].reset_index(drop=True)
     _check_one_option_per_universe(verdicts, axes, u_codes, keep, first)
@@ -254,7 +254,7 @@ def _cell_counts(codes: tuple[np.ndarray, np.ndarray, np.ndarray], keep: np.ndar
             continue
         lo, hi = int(u.min()), int(u.max()) + 1
         window = (hi - lo) * n_c
-        if n_s * window > 4 * len(u) + n_s * n_c or len(keep) >= 2**31:
+        if n_s * window > 4 * len(u) + n_s * n_c:
             return _all_cell_counts(codes, keep, compliant, shape)
         s, c, k = s_codes[piece][kept], c_codes[piece][kept], compliant[piece][kept]
         local = (s.astype(np.int64) * (hi - lo) + (u - lo)) * n_c + c  # system x window of universes x case
@@ -289,20 +289,6 @@ def _all_cell_counts(codes: tuple[np.ndarray, np.ndarray, np.ndarray], keep: np.
     np.putmask(cell, ~compliant, size)
     n_compliant = _floats_in_place(np.bincount(cell, minlength=size + 1))[:size]
     return included, n_compliant
-
-
-def _first_kept_rows(codes: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    """Each code's first kept row, in code order (``np.unique(..., return_index=True)`` of the kept rows'
-    codes, as rows of the table). A code first appears where it differs from the row before, so only
-    those rows are hashed: a universe's rows come together, so at 60M rows about 100k of them."""
-    candidates = []
-    for start in range(0, len(codes), blocks.PIECE_ROWS):
-        piece = np.where(keep[start:start + blocks.PIECE_ROWS], codes[start:start + blocks.PIECE_ROWS], -1)
-        rows = np.concatenate([[0], np.flatnonzero(piece[1:] != piece[:-1]) + 1])
-        candidates.append(rows[piece[rows] >= 0] + start)
-    rows = np.concatenate(candidates)
-    rows = rows[~pd.Series(codes[rows]).duplicated().to_numpy()]
-    return rows[np.argsort(codes[rows], kind="stable")]
 
 
 def _check_one_option_per_universe(verdicts: pd.DataFrame, axes: list[str], u_codes: np.ndarray, keep: np.ndarray,

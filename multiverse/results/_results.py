@@ -262,6 +262,11 @@ class Results:
         return self._memo(("matrix", key), lambda: self._means(case_matrix(self.verdicts, axes=self.axes,
                                                                              systems=systems)))
 
+    def _made_matrix(self) -> Any:
+        """``case_matrix()`` when the curve has made it, else None: its cells hold the rates' and case counts'
+        numbers, so those are read off it, but it is not made for them (counting the rows is cheaper)."""
+        return self._cache.get(("matrix", None))
+
     def _means(self, matrix: Any) -> Any:
         # A universe whose rate is a mean of scores gets a mean's interval on the curve.
         from dataclasses import replace
@@ -341,7 +346,7 @@ class Results:
         from multiverse.analysis.rates import system_rates
 
         def compute() -> pd.DataFrame:
-            matrix = self._cache.get(("matrix", None))  # the curve's, when made: its cells are the rates' counts
+            matrix = self._made_matrix()
             rates = rates_of_matrix(matrix, self.verdicts) if matrix is not None else None
             return rates if rates is not None else system_rates(self.verdicts, axes=self.axes)
         return self._memo(("system_rates",), compute)
@@ -353,7 +358,7 @@ class Results:
         from multiverse.analysis.matrix_counts import counts_of_matrix
 
         def compute() -> Any:
-            matrix = self._cache.get(("matrix", None))
+            matrix = self._made_matrix()
             counts = counts_of_matrix(matrix, self.verdicts, self.system_rates()) if matrix is not None else None
             return counts if counts is not None else counts_of_rates(self.verdicts, self.axes, self.system_rates())
         return self._memo(("case_counts",), compute)

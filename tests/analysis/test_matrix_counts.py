@@ -109,3 +109,23 @@ def test_ranking_and_variance_are_the_same_with_the_curve_run_first(shuffle, mon
     assert documents == [json.dumps(json_safe(after_curve.ranking(boot=60).document)),
                          json.dumps(json_safe(after_curve.variance().document))]
     assert_frame_equal(after_curve.system_rates(), alone.system_rates())
+
+
+@pytest.mark.parametrize("piece", [None, 1, 4])
+def test_first_rows_read_only_where_codes_change_are_those_of_every_row(piece, monkeypatch):
+    """The first row of each code (among kept rows), found from the rows where a code changes or follows a
+    row not kept, against np.unique over every kept row: runs of codes, a missing code (-1), a run whose
+    first rows are not kept, and pieces that split runs."""
+    from multiverse.analysis import _codes
+
+    if piece is not None:
+        monkeypatch.setattr(_codes, "PIECE_ROWS", piece)
+    rng = np.random.default_rng(piece or 0)
+    codes = np.repeat(rng.integers(-1, 6, 40), rng.integers(1, 5, 40)).astype(np.int16)
+    for keep in (None, rng.random(len(codes)) < 0.6):
+        kept = np.arange(len(codes)) if keep is None else np.flatnonzero(keep)
+        at = np.unique(codes[kept], return_index=True)[1]
+        np.testing.assert_array_equal(_codes.first_rows(codes, keep), kept[at])
+        in_row_order = _codes.first_appearances(codes, keep)
+        np.testing.assert_array_equal(in_row_order, np.sort(kept[at]))
+        assert list(codes[in_row_order]) == list(pd.unique(codes[kept]))
