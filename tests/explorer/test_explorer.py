@@ -578,7 +578,11 @@ def test_a_run_without_transcripts_jsonl_reads_them_only_from_a_store_given(tiny
     assert Path(store).is_dir()  # the manifest names a store that is there, and it is still not read
     assert set(map(str, document_texts(document_from_run(older))["transcripts"])) == {"None"}
     assert document_texts(document_from_run(older, store=store)) == document_texts(document)
-    assert document_texts(document_from_run(older, store=Store(store))) == document_texts(document)
+    opened = Store(store)
+    try:
+        assert document_texts(document_from_run(older, store=opened)) == document_texts(document)
+    finally:
+        opened.close()  # the store is the session's shared one: its log files go with the connection
     with pytest.raises(InputError, match="store"):
         document_from_run(older, store=tmp_path / "nowhere")
 
