@@ -187,8 +187,7 @@ def agreement(
         "n_units": int(((labels >= 0).sum(1) >= 2).sum()),
     }
     result.update(binary_summary(labels, options, notes, "", []))
-    result["confounded"], confounds = context_confounds(rows, context, units, option_codes, len(options),
-                                                        keep, axis)
+    result["confounded"], confounds = context_confounds(rows, context, units, keep, axis)
     notes.extend(confounds)
     if 0 < result["n_units"] < SMALL:
         notes.append(f"only {result['n_units']} units are labelled by two or more options "

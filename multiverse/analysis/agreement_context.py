@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from multiverse.analysis.agreement_units import Rows, _spread
+from multiverse.analysis.agreement_units import Rows
 
 __all__ = ["context_columns", "context_confounds"]
 
@@ -32,31 +32,33 @@ def context_columns(verdicts: pd.DataFrame, factors: Sequence[str], axes: Sequen
 
 
 def context_confounds(rows: pd.DataFrame | Rows, columns: Sequence[str], units: np.ndarray,
-                      option: np.ndarray, k: int, keep: np.ndarray | None,
-                      axis: str) -> tuple[list[dict[str, Any]], list[str]]:
+                      keep: np.ndarray | None, axis: str) -> tuple[list[dict[str, Any]], list[str]]:
     """Columns whose value differs between the options of ``axis`` inside paired units.
 
-    ``units`` and ``option`` are the rows' unit ids and option codes (as
-    ``agreement`` builds them), ``k`` the number of options and ``keep`` the
-    units kept after merging repeated judgments (None: all). Returns
+    ``units`` are the rows' unit ids (as ``agreement`` builds them: a unit
+    has at most one row per option) and ``keep`` the units kept after merging
+    repeated judgments (None: all). Returns
     ``[{"column", "share", "n_units"}]`` (``n_units`` the paired units whose
     options' values differ, ``share`` that over all paired units) and a note
     per confounded column. A missing value counts as a value of its own.
     """
     out: list[dict[str, Any]] = []
     notes: list[str] = []
+    if not columns or not len(units):
+        return out, notes
+    # A unit has one row per option it has (agreement tells repeated rows apart), so a unit is paired
+    # where it has two rows or more.
+    paired = np.bincount(units) >= 2
+    if keep is not None:
+        paired &= keep
     for column in columns:
         codes = rows.codes(column) if isinstance(rows, Rows) else pd.factorize(rows[column], use_na_sentinel=False)[0]
-        values = _spread(units, option, codes, k)
-        if keep is not None:
-            values = values[keep]
-        present = values >= 0
-        paired = present.sum(1) >= 2
-        if not paired.any():
-            continue
-        highest = np.where(present, values, -1).max(1)
-        lowest = np.where(present, values, np.iinfo(values.dtype).max).min(1)
-        differ = int((paired & (highest != lowest)).sum())
+        # Each row against one row of its unit (whichever was written last): no units x options matrix.
+        first = np.empty(len(paired), dtype=codes.dtype)
+        first[units] = codes
+        differs = np.zeros(len(paired), dtype=bool)
+        differs[units[first[units] != codes]] = True
+        differ = int((paired & differs).sum())
         if not differ:
             continue
         share = differ / int(paired.sum())

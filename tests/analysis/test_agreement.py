@@ -144,6 +144,27 @@ def test_three_options_give_every_pair_and_alpha_matches_the_package():
     assert result["krippendorff_alpha"] == pytest.approx(expected)
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_alpha_summed_over_distinct_label_rows_is_the_packages(seed):
+    """Alpha is computed once per distinct row of labels, weighted by how many units show it: the
+    package's alpha on the units one by one, with missing labels, rare labels, units labelled once and
+    up to seven options."""
+    from multiverse.analysis.agreement_binary import _krippendorff_alpha, _patterns
+
+    rng = np.random.default_rng(seed)
+    units, options = int(rng.integers(3, 400)), int(rng.integers(2, 8))
+    labels = (rng.random((units, options)) < [0.5, 0.1, 0.03][seed % 3]).astype(np.int8)
+    labels[rng.random((units, options)) < 0.3] = -1
+    got = _krippendorff_alpha(*_patterns(labels))
+    paired = labels[(labels >= 0).sum(1) >= 2]
+    if len(np.unique(paired[paired >= 0])) < 2:
+        assert np.isnan(got)  # no paired unit, or one label only: no expected disagreement
+        return
+    data = np.where(labels >= 0, labels, np.nan).T
+    assert got == pytest.approx(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"),
+                                rel=1e-12, abs=1e-12)
+
+
 def test_rows_that_do_not_count_are_left_out():
     verdicts = judge_verdicts({"j1": J1, "j2": J2})
     failed = (verdicts["judge"] == "j2") & (verdicts["case_id"] == "case9")
@@ -280,29 +301,29 @@ def test_digest_judgment_keys_pair_as_any_other_keys(width):
         assert got["krippendorff_alpha"] == expected["krippendorff_alpha"]
 
 
-def test_units_alike_are_found_when_their_keys_mix_alike(monkeypatch):
-    # Units are grouped by a 64-bit mix of their judgment keys and then checked key by key:
-    # were every mix to collide, the exact grouping still gives every unit its first alike unit.
+@pytest.mark.parametrize("mix", ["own", "all_alike", "first_column", "has_only"])
+@pytest.mark.parametrize("rows", [1, 2, 200, 5000])
+def test_units_alike_are_found_when_their_keys_mix_alike(monkeypatch, mix, rows):
+    # Units are grouped by a mix of their judgment keys and then checked key by key: were mixes of
+    # different keys to collide (all of them, or many), the exact grouping still gives every unit its
+    # first alike unit.
     from multiverse.analysis import agreement_units
 
-    rng = np.random.default_rng(0)
-    key = rng.integers(0, 3, (200, 3)).astype(np.uint64)
-    has = rng.random((200, 3)) < 0.8
+    rng = np.random.default_rng(rows)
+    key = rng.integers(0, 3, (rows, 3)).astype(np.uint64) * np.uint64(2**61 + 7)
+    has = rng.random((rows, 3)) < 0.8
     key[~has] = 0
     first = {}
     expected = [first.setdefault((tuple(k[h]), tuple(h)), i) for i, (k, h) in enumerate(zip(key, has))]
-    assert (agreement_units._first_alike(key, has) == expected).all()
-    calls = []
+    coarse = {"all_alike": lambda k, h: np.zeros(len(k), dtype=np.uint64),
+              "first_column": lambda k, h: k[:, 0].copy(),
+              "has_only": lambda k, h: h.astype(np.uint64) @ np.array([1, 2, 4], dtype=np.uint64)}
+    if mix in coarse:
+        monkeypatch.setattr(agreement_units, "_mix", coarse[mix])
+    got = agreement_units._first_alike(key, has)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, expected)
 
-    def colliding(values, *args, **kwargs):
-        calls.append(len(values))
-        if len(calls) == 1:  # the mixes: every one the same
-            return np.zeros(len(values), dtype=np.int64), values[:1]
-        return pd.factorize(values, *args, **kwargs)
-
-    monkeypatch.setattr(agreement_units, "pd", type("pandas", (), {"factorize": staticmethod(colliding)}))
-    assert (agreement_units._first_alike(key, has) == expected).all()
-    assert len(calls) > 1  # the exact grouping ran
 
 def test_per_criterion_is_skipped_when_options_share_their_judgments():
     verdicts = judge_verdicts({"all": J1, "impermissible": J2}).rename(columns={"judge": "scoring"})
@@ -429,6 +450,37 @@ def test_confound_share_counts_each_judgment_once_and_a_missing_value_as_a_value
     frame = _references(0.0)
     frame.loc[(frame["judge"] == "j2") & (frame["case_id"] == "case000"), "reference"] = None
     assert agreement(frame, axes=["judge"], factors=["reference"])["confounded"][0]["n_units"] == 4
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("categorical", [False, True])
+def test_confounds_are_the_units_whose_options_show_two_values_by_a_groupby(seed, categorical):
+    """Three judges, two contexts, rows that do not count, a judge that skips some transcripts and a
+    reference missing now and then: a unit is confounded where its counted rows show two values (a
+    missing one is a value), over the units two options or more labelled, as pandas counts them."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for prompt, judge, case in itertools.product(["a", "b"], ["j0", "j1", "j2"], range(40)):
+        if judge == "j2" and case % 3 == 0:
+            continue
+        rows.append({"universe_id": f"{prompt}-{judge}", "prompt": prompt, "judge": judge, "system": "s",
+                     "case_id": f"c{case}", "replicate": 0, "transcript_key": f"{prompt}{case}",
+                     "status": rng.choice(["ok"] * 6 + ["judge_failed"]), "compliant": bool(rng.random() < 0.5),
+                     "reference": rng.choice(["r0", "r0", "r0", "r1", None])})
+    frame = pd.DataFrame(rows)
+    frame["compliant"] = frame["compliant"].astype("boolean").where(frame["status"] == "ok")
+    if categorical:
+        for column in ["universe_id", "prompt", "judge", "system", "case_id", "transcript_key", "reference"]:
+            frame[column] = frame[column].astype("category")
+    counted = frame[frame["status"] == "ok"].astype({"reference": object}).fillna({"reference": "<none>"})
+    per_unit = counted.groupby(["prompt", "transcript_key"], observed=True).agg(
+        options=("judge", "nunique"), values=("reference", "nunique"))
+    paired = per_unit[per_unit["options"] >= 2]
+    differ = int((paired["values"] > 1).sum())
+    result = agreement(frame, axes=["prompt", "judge"], factors=["reference"])
+    assert result["n_units"] == len(paired) > 0
+    assert result["confounded"] == [{"column": "reference", "share": pytest.approx(differ / len(paired)),
+                                     "n_units": differ}]
 
 
 @pytest.mark.parametrize("piece", [None, 7])
