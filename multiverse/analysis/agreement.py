@@ -155,6 +155,8 @@ def agreement(
     context = context_columns(verdicts, factors, axes)
     rows, compliant = _counted_rows(verdicts, axes)
     option_codes, options = pd.factorize(rows[axis], use_na_sentinel=False)
+    # A row-length array that lives through the whole comparison: a byte a row, not pandas' eight.
+    option_codes = option_codes.astype(np.int8 if len(options) < 2**7 else np.int32)
     options = pd.Index(options).tolist()  # plain Python values, ready for JSON
     notes: list[str] = _options_notes(axis, options, scores)
 

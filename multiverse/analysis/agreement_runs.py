@@ -124,9 +124,12 @@ def _distinct_in_runs(codes: np.ndarray, starts: np.ndarray, lengths: np.ndarray
 def _positions(shift: np.ndarray, lengths: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     """Each row's position plus its run's ``shift``, at the counted rows, a piece of runs at a time."""
     starts = np.append(0, np.cumsum(lengths)[:-1])
-    out = []
+    # Rows and positions are below the table's length: int32 halves the array while that allows.
+    kind = np.int32 if int(lengths.sum()) < 2**31 else np.int64
+    shift = shift.astype(kind)
+    out = [np.zeros(0, dtype=kind)]
     for run, stop in _spans(starts, lengths):
-        rows = np.arange(starts[run], starts[run] + int(lengths[run:stop].sum()))
+        rows = np.arange(starts[run], starts[run] + int(lengths[run:stop].sum()), dtype=kind)
         rows += np.repeat(shift[run:stop], lengths[run:stop])
         out.append(rows if mask is None else rows[mask[starts[run]:starts[run] + len(rows)]])
-    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+    return np.concatenate(out)
