@@ -14,7 +14,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-__all__ = ["BLOCK_ROWS", "PIECE_ROWS", "appearance_order", "codes", "codes_and_first_rows", "combine", "count", "first_appearances", "first_rows", "index_type", "target_blocks"]
+__all__ = ["BLOCK_ROWS", "PIECE_ROWS", "appearance_order", "change_rows", "codes", "codes_and_first_rows", "combine", "count", "first_appearances", "first_rows", "index_type", "target_blocks"]
 
 
 def codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, int]:
@@ -81,12 +81,12 @@ def first_appearances(codes: np.ndarray, keep: np.ndarray | None = None) -> np.n
     candidates = []
     for start in range(0, len(codes), PIECE_ROWS):
         piece = slice(start, start + PIECE_ROWS)
-        candidates.append(_changes(codes[piece], None if keep is None else keep[piece]) + start)
+        candidates.append(change_rows(codes[piece], None if keep is None else keep[piece]) + start)
     rows = np.concatenate(candidates) if candidates else np.zeros(0, dtype=np.int64)
     return rows[~pd.Series(codes[rows]).duplicated().to_numpy()]
 
 
-def _changes(piece: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
+def change_rows(piece: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
     """Positions of a piece where a value can first appear: the first, and each that differs from the one
     before (or, with ``keep``, follows a row not kept); only kept positions."""
     change = piece[1:] != piece[:-1]
@@ -116,7 +116,7 @@ def appearance_order(pieces: Iterable[np.ndarray], expected: int | None = None) 
     for piece in pieces:
         if not len(piece):
             continue
-        found.append(piece[_changes(piece)])
+        found.append(piece[change_rows(piece)])
         if expected is not None:
             order = pd.unique(np.concatenate([order, *found]))
             found = []

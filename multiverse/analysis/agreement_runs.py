@@ -45,17 +45,15 @@ def run_units(frame: pd.DataFrame, mask: np.ndarray | None, others: Sequence[str
                                          for c in columns):
         return None
     universe = _raw(frame["universe_id"])
-    starts = np.flatnonzero(_changes(universe))
+    starts = blocks.change_rows(universe)
     if len(np.unique(universe[starts])) != len(starts):
         return None  # a universe whose rows are split
-    inside = ~_changes(universe)[1:]
     for column in others:
-        codes = _raw(frame[column])
-        if ((codes[1:] != codes[:-1]) & inside).any():
+        if not np.isin(blocks.change_rows(_raw(frame[column])), starts).all():
             return None  # an axis that changes inside a universe
-    context = pd.factorize(_context_numbers(frame, others, starts))[0]
+    context = _context_numbers(frame, others, starts)
     lengths = np.diff(np.append(starts, len(frame)))
-    first = np.flatnonzero(~pd.Series(context).duplicated().to_numpy())  # each context's first run
+    first = blocks.first_appearances(context)  # each context's first run
     reference = first[context]
     if (lengths != lengths[reference]).any():
         return None
@@ -65,23 +63,16 @@ def run_units(frame: pd.DataFrame, mask: np.ndarray | None, others: Sequence[str
         return None
     base = np.zeros(len(first), dtype=np.int64)
     np.cumsum(lengths[first][:-1], out=base[1:])
-    return _positions(base[context] - starts, lengths, mask)
+    return _unit_numbers(starts, lengths, base[context] - starts, mask)
 
 
 def _raw(column: pd.Series) -> np.ndarray:
     return np.asarray(column.array.codes)  # a view: .cat.codes copies
 
 
-def _changes(codes: np.ndarray) -> np.ndarray:
-    """True where a row's code differs from the row before (and at the first row)."""
-    change = np.empty(len(codes), dtype=bool)
-    change[:1] = True
-    np.not_equal(codes[1:], codes[:-1], out=change[1:])
-    return change
-
-
 def _context_numbers(frame: pd.DataFrame, others: Sequence[str], starts: np.ndarray) -> np.ndarray:
-    """One integer per run for its other axes' options (a missing option is one more option)."""
+    """One number per run for its other axes' options, 0, 1, 2 ... in order of first appearance (a missing
+    option is one more option)."""
     number = np.zeros(len(starts), dtype=np.int64)
     for column in others:
         codes = _raw(frame[column])[starts].astype(np.int64) + 1
@@ -89,11 +80,11 @@ def _context_numbers(frame: pd.DataFrame, others: Sequence[str], starts: np.ndar
     return number
 
 
-def _spans(starts: np.ndarray, lengths: np.ndarray):
+def _spans(lengths: np.ndarray):
     """(first run, last run + 1) of pieces of whole runs of about ``PIECE_ROWS`` rows."""
     ends = np.cumsum(lengths)
     run = 0
-    while run < len(starts):
+    while run < len(lengths):
         stop = max(int(np.searchsorted(ends, ends[run] - lengths[run] + blocks.PIECE_ROWS, side="right")), run + 1)
         yield run, stop
         run = stop
@@ -101,7 +92,7 @@ def _spans(starts: np.ndarray, lengths: np.ndarray):
 
 def _same_sequences(codes: np.ndarray, starts: np.ndarray, lengths: np.ndarray, reference: np.ndarray) -> bool:
     """Whether every run lists the codes its reference run lists, position by position."""
-    for run, stop in _spans(starts, lengths):
+    for run, stop in _spans(lengths):
         here = slice(starts[run], starts[run] + int(lengths[run:stop].sum()))
         shift = np.repeat(starts[reference[run:stop]] - starts[run:stop], lengths[run:stop])
         if not np.array_equal(codes[here], codes[np.arange(here.start, here.stop) + shift]):
@@ -111,7 +102,7 @@ def _same_sequences(codes: np.ndarray, starts: np.ndarray, lengths: np.ndarray, 
 
 def _distinct_in_runs(codes: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> bool:
     """Whether no code but missing (-1) comes twice in one run, the runs sorted a piece at a time."""
-    for run, stop in _spans(starts, lengths):
+    for run, stop in _spans(lengths):
         rows = np.concatenate([codes[s:s + n] for s, n in zip(starts[run:stop], lengths[run:stop])])
         pair = np.repeat(np.arange(stop - run, dtype=np.int64), lengths[run:stop]) << 32
         pair += rows.astype(np.int64) + 1  # codes are below 2**31; 0 is missing
@@ -121,14 +112,13 @@ def _distinct_in_runs(codes: np.ndarray, starts: np.ndarray, lengths: np.ndarray
     return True
 
 
-def _positions(shift: np.ndarray, lengths: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
-    """Each row's position plus its run's ``shift``, at the counted rows, a piece of runs at a time."""
-    starts = np.append(0, np.cumsum(lengths)[:-1])
+def _unit_numbers(starts: np.ndarray, lengths: np.ndarray, shift: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+    """Each row's number plus its run's ``shift``, at the counted rows, a piece of runs at a time."""
     # Rows and positions are below the table's length: int32 halves the array while that allows.
     kind = np.int32 if int(lengths.sum()) < 2**31 else np.int64
     shift = shift.astype(kind)
     out = [np.zeros(0, dtype=kind)]
-    for run, stop in _spans(starts, lengths):
+    for run, stop in _spans(lengths):
         rows = np.arange(starts[run], starts[run] + int(lengths[run:stop].sum()), dtype=kind)
         rows += np.repeat(shift[run:stop], lengths[run:stop])
         out.append(rows if mask is None else rows[mask[starts[run]:starts[run] + len(rows)]])
