@@ -312,17 +312,13 @@ def joint_rate_test(
         raise InputError(f"threshold: expected a rate strictly between 0 and 1, got {threshold!r}")
     m = _as_matrix(verdicts, _axes_list(axes), None)
     s = m.system_index(system)
-    n_uc = m.included[s]
-    rows = np.flatnonzero(n_uc.sum(axis=1) > 0)
-    n_uc, k_uc = n_uc[rows], m.compliant[s][rows]
+    # Only cases that some universe saw enter the null world (a case no one saw adds nothing to a rate).
+    rows, n_uc, k_uc = m.seen(s)
     rate = k_uc.sum(axis=1) / n_uc.sum(axis=1)
     effect = rate - threshold
     n = _effective_n(n_uc, k_uc, 1.0 - alpha)
     z = _score_z(effect, n, threshold)
-    # Only cases that some universe saw enter the null world.
-    cases = np.flatnonzero(n_uc.sum(axis=0) > 0)
-    n_uc, k_uc = n_uc[:, cases], k_uc[:, cases]
-    n_cases = len(cases)
+    n_cases = n_uc.shape[1]
     model = fit_latent_null(n_uc, k_uc)
     rng = np.random.default_rng(seed)
     groups, counts, nested = None, None, False

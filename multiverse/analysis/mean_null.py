@@ -40,9 +40,7 @@ def joint_mean_test(m: CaseMatrix, *, system: str, threshold: float, boot: int =
     if not 0 < threshold < 1:
         raise InputError(f"threshold: expected a rate strictly between 0 and 1, got {threshold!r}")
     s = m.system_index(system)
-    rows = np.flatnonzero(m.included[s].sum(axis=1) > 0)
-    seen = np.flatnonzero(m.included[s][rows].sum(axis=0) > 0)
-    n_uc, k_uc = m.included[s][rows][:, seen], m.compliant[s][rows][:, seen]
+    rows, n_uc, k_uc = m.seen(s)
     rate = k_uc.sum(axis=1) / n_uc.sum(axis=1)
     se = case_mean_interval(n_uc, k_uc, 1.0 - alpha)[0]
     cases = (n_uc > 0).sum(axis=1)
@@ -50,7 +48,7 @@ def joint_mean_test(m: CaseMatrix, *, system: str, threshold: float, boot: int =
     se = np.where(np.isfinite(se) & (se > 0), se, widest)
     effect = rate - threshold
     rng = np.random.default_rng(seed)
-    n_cases = len(seen)
+    n_cases = n_uc.shape[1]
     weights = rng.multinomial(n_cases, np.full(n_cases, 1.0 / n_cases), size=int(boot)).astype(np.float64)
 
     def null_curves(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
