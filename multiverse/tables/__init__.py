@@ -42,7 +42,7 @@ from multiverse.tables._folder_models import (
     TranscriptRecord,
     UniverseEntry,
 )
-from multiverse.tables._index import INDEX_FOLDER, INDEXED_ROWS, index_table, read_indexed
+from multiverse.tables._index import INDEX_FOLDER, INDEXED_ROWS, index_table, page_out, read_indexed
 from multiverse.tables._places import (
     DERIVED_FILES,
     IMPORT_FILES,
@@ -94,6 +94,7 @@ __all__ = [
     "folder_scale",
     "index_table",
     "infer_axes",
+    "page_out",
     "read_folder_bytes",
     "read_indexed",
     "read_manifest",

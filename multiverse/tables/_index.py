@@ -32,6 +32,7 @@ import mmap
 import os
 import shutil
 import stat
+import sys
 import weakref
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ import pandas as pd
 
 from multiverse.core import atomic_write
 
-__all__ = ["INDEXED_ROWS", "INDEX_FOLDER", "drop_index", "index_table", "read_indexed"]
+__all__ = ["INDEXED_ROWS", "INDEX_FOLDER", "drop_index", "index_table", "page_out", "read_indexed"]
 
 #: Where a folder keeps its index (a dot folder: listings and globs of the tables pass it by).
 INDEX_FOLDER = ".index"
@@ -49,6 +50,12 @@ _COLUMNS = b"multiverse.columns"
 _VERSION = "2"
 #: Tables of at least this many rows are indexed when a run or an import writes its folder.
 INDEXED_ROWS = 1_000_000
+# madvise advice (Linux): drop this process's pages of a range (a private mapping's written pages
+# with them: only used before anything is written), and reclaim a range's pages, keeping their content.
+_DONTNEED, _PAGEOUT = 4, 21
+_PAGE = mmap.PAGESIZE
+#: The live mappings (start address -> size): ``page_out`` acts only inside them.
+_MAPPED: dict[int, int] = {}
 
 
 def _signature(table: Path) -> str:
@@ -138,9 +145,34 @@ def _read_index(index: Path, signature: str, most_rows: int, most_bytes: int) ->
             if table.num_rows != rows or rows > most_rows or table.column_names[0] in columns:
                 return None
             columns[table.column_names[0]] = _column(table, mapped)
+            # The read touched the file (the header, and every code when a column's codes are checked):
+            # those pages left this process's memory, though not the file's cache. Nothing has written
+            # to the mapping yet, so none holds anything of its own; an analysis maps back what it reads.
+            if not isinstance(mapped, mmap.mmap):
+                _advise(ctypes.addressof(mapped), len(mapped), _DONTNEED)
     except (OSError, ValueError, TypeError, pa.ArrowException):
         return None
     return pd.DataFrame(columns, copy=False)
+
+
+def page_out(address: int, size: int) -> None:
+    """Give back the pages of ``size`` bytes at ``address`` when they lie in a mapped index file: a pass
+    that read them once (60M judgment keys are 1.4 GB of text) need not keep them in memory. Their content
+    stays (the file's, or what this process wrote, swapped out); a later read maps them back. Memory
+    anywhere else is left alone, and so is everything off Linux."""
+    for start, length in list(_MAPPED.items()):
+        if start <= address and address + size <= start + length:
+            _advise(address, size, _PAGEOUT)
+            return
+
+
+def _advise(address: int, size: int, advice: int) -> None:
+    """madvise over the whole pages of the range, where Linux has it (advice only: failures ignored)."""
+    libc = _libc()
+    if libc is None or size <= 0 or not sys.platform.startswith("linux"):
+        return
+    low = address - address % _PAGE
+    libc.madvise(low, address + size - low, advice)
 
 
 def _map(path: Path) -> Any:
@@ -162,8 +194,14 @@ def _map(path: Path) -> Any:
     if address is None or address == ctypes.c_void_p(-1).value:
         raise OSError(ctypes.get_errno(), f"{path}: cannot be mapped")
     region = (ctypes.c_char * size).from_address(address)
-    weakref.finalize(region, libc.munmap, address, size)
+    _MAPPED[address] = size
+    weakref.finalize(region, _unmap, libc, address, size)
     return region
+
+
+def _unmap(libc: Any, address: int, size: int) -> None:
+    _MAPPED.pop(address, None)
+    libc.munmap(address, size)
 
 
 @functools.cache
@@ -175,6 +213,7 @@ def _libc() -> Any:
         libc.mmap.restype = ctypes.c_void_p
         libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
         libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     except (OSError, AttributeError):
         return None
     return libc
