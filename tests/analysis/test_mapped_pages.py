@@ -117,3 +117,38 @@ def test_page_out_keeps_what_this_process_wrote_and_leaves_other_memory_alone(fo
     assert (own == np.arange(1 << 20)).all()
     page_out(start + 4096, 100)
     assert advised == [(start + 4096, 100, _index._PAGEOUT)]
+
+
+def test_an_index_column_whose_categories_repeat_is_refused_and_unsorted_ones_are_read_as_they_are(folder):
+    """The load proves a dictionary column's categories distinct by their strict order (no hash table of
+    millions of texts): categories out of order are checked by pandas instead, and repeated ones make the
+    index no index (the table is read)."""
+    import pyarrow as pa
+
+    path, verdicts = folder
+    index = path / ".index" / "verdicts"
+    where = list(load_run(path).verdicts.columns).index("transcript_key")
+    file = index / f"{where}.arrow"
+    original = pa.ipc.open_file(pa.BufferReader(file.read_bytes())).read_all()
+    column = original.column(0).chunk(0)
+    dictionary = column.dictionary.to_pylist()
+
+    def rewrite(categories: list[str], codes: np.ndarray) -> None:
+        array = pa.DictionaryArray.from_arrays(pa.array(codes, type=column.indices.type),
+                                               pa.array(categories, type=column.dictionary.type))
+        table = pa.table({original.column_names[0]: array}).replace_schema_metadata(original.schema.metadata)
+        with pa.OSFile(str(file), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+
+    codes = column.indices.to_numpy()
+    rewrite(dictionary[::-1], len(dictionary) - 1 - codes)  # the same values, categories in reverse
+    loaded = load_run(path).verdicts["transcript_key"]
+    assert loaded.astype(str).tolist() == verdicts["transcript_key"].tolist()
+    assert loaded.cat.categories.is_unique and not loaded.cat.categories.is_monotonic_increasing
+
+    repeated = sorted(dictionary + dictionary[:1])  # the first category twice, still in order
+    rewrite(repeated, codes + (codes > 0))
+    again = load_run(path).verdicts
+    assert again["transcript_key"].astype(str).tolist() == verdicts["transcript_key"].tolist()
+    assert again["transcript_key"].cat.categories.is_unique
+    assert pa.ipc.open_file(pa.BufferReader(file.read_bytes())).read_all().equals(original)  # written anew
