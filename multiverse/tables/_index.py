@@ -50,12 +50,13 @@ _COLUMNS = b"multiverse.columns"
 _VERSION = "2"
 #: Tables of at least this many rows are indexed when a run or an import writes its folder.
 INDEXED_ROWS = 1_000_000
-# madvise advice (Linux): drop this process's pages of a range (a private mapping's written pages
-# with them: only used before anything is written), and reclaim a range's pages, keeping their content.
+# madvise advice (Linux): drop this process's pages of a range, the file's cache keeping them (a private
+# mapping's written pages are lost with them: only for pages nothing wrote), and reclaim a range's pages,
+# keeping any content (the file's cache loses them too: the next read is the disk's).
 _DONTNEED, _PAGEOUT = 4, 21
 _PAGE = mmap.PAGESIZE
-#: The live mappings (start address -> size): ``page_out`` acts only inside them.
-_MAPPED: dict[int, int] = {}
+#: The live mappings: start address -> (size, whether read-only). ``page_out`` acts only inside them.
+_MAPPED: dict[int, tuple[int, bool]] = {}
 
 
 def _signature(table: Path) -> str:
@@ -144,12 +145,14 @@ def _read_index(index: Path, signature: str, most_rows: int, most_bytes: int) ->
                 rows = table.num_rows
             if table.num_rows != rows or rows > most_rows or table.column_names[0] in columns:
                 return None
-            columns[table.column_names[0]] = _column(table, mapped)
-            # The read touched the file (the header, and every code when a column's codes are checked):
-            # those pages left this process's memory, though not the file's cache. Nothing has written
-            # to the mapping yet, so none holds anything of its own; an analysis maps back what it reads.
+            columns[table.column_names[0]], in_place = _column(table, mapped)
             if not isinstance(mapped, mmap.mmap):
+                # The read touched the file (the header, and every code when a column's codes are checked):
+                # those pages leave this process's memory, though not the file's cache. Nothing has written
+                # to the mapping yet, so none holds anything of its own; an analysis maps back what it reads.
                 _advise(ctypes.addressof(mapped), len(mapped), _DONTNEED)
+                if not in_place:  # Arrow's buffers (text) are never written: the mapping is made read-only
+                    _read_only(ctypes.addressof(mapped), len(mapped))
     except (OSError, ValueError, TypeError, pa.ArrowException):
         return None
     return pd.DataFrame(columns, copy=False)
@@ -159,11 +162,18 @@ def page_out(address: int, size: int) -> None:
     """Give back the pages of ``size`` bytes at ``address`` when they lie in a mapped index file: a pass
     that read them once (60M judgment keys are 1.4 GB of text) need not keep them in memory. Their content
     stays (the file's, or what this process wrote, swapped out); a later read maps them back. Memory
-    anywhere else is left alone, and so is everything off Linux."""
-    for start, length in list(_MAPPED.items()):
+    anywhere else is left alone, and so is everything off Linux. A read-only mapping's pages can hold
+    nothing of this process's own, so they are only unmapped and the file's cache keeps them."""
+    for start, (length, read_only) in list(_MAPPED.items()):
         if start <= address and address + size <= start + length:
-            _advise(address, size, _PAGEOUT)
+            _advise(address, size, _DONTNEED if read_only else _PAGEOUT)
             return
+
+
+def _read_only(address: int, size: int) -> None:
+    libc = _libc()
+    if libc is not None and libc.mprotect(address, size, mmap.PROT_READ) == 0:
+        _MAPPED[address] = (size, True)
 
 
 def _advise(address: int, size: int, advice: int) -> None:
@@ -194,7 +204,7 @@ def _map(path: Path) -> Any:
     if address is None or address == ctypes.c_void_p(-1).value:
         raise OSError(ctypes.get_errno(), f"{path}: cannot be mapped")
     region = (ctypes.c_char * size).from_address(address)
-    _MAPPED[address] = size
+    _MAPPED[address] = (size, False)
     weakref.finalize(region, _unmap, libc, address, size)
     return region
 
@@ -214,16 +224,19 @@ def _libc() -> Any:
         libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
         libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
         libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     except (OSError, AttributeError):
         return None
     return libc
 
 
-def _column(table: Any, mapped: Any) -> Any:
-    """The one column of an index file, its values left where they lie in the mapped file when they can be.
+def _column(table: Any, mapped: Any) -> tuple[Any, bool]:
+    """The one column of an index file, its values left where they lie in the mapped file when they can be,
+    and whether they are numpy arrays over the mapping (which pandas may write: else it can be read-only).
 
-    Arrow's ``to_pandas`` copies them; the codes of a dictionary column and the values of a numeric
-    one without missing values are taken as they are, as arrays over the (copy-on-write) mapping.
+    Arrow's ``to_pandas`` copies them (text it leaves in place); the codes of a dictionary column and the
+    values of a numeric one without missing values are taken as they are, as arrays over the
+    (copy-on-write) mapping.
     """
     import json
 
@@ -236,13 +249,13 @@ def _column(table: Any, mapped: Any) -> Any:
         if pa.types.is_dictionary(column.type):
             codes = _in_place(chunk.indices, mapped)
             dtype = _categories(chunk.dictionary, column.type.ordered)
-            return pd.Categorical.from_codes(codes, dtype=dtype)
+            return pd.Categorical.from_codes(codes, dtype=dtype), True
         pandas = json.loads((table.schema.metadata or {}).get(b"pandas", b"{}"))
         wanted = [c.get("numpy_type") for c in pandas.get("columns", [])]
         if (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)) and wanted == [np.dtype(column.type.to_pandas_dtype()).name]:
-            return pd.Series(_in_place(chunk, mapped), copy=False)
+            return pd.Series(_in_place(chunk, mapped), copy=False), True
     # Anything else through Arrow with the pandas metadata, which restores its dtype (a nullable boolean).
-    return table.to_pandas()[table.column_names[0]]
+    return table.to_pandas()[table.column_names[0]], False
 
 
 def _categories(dictionary: Any, ordered: bool) -> pd.CategoricalDtype:

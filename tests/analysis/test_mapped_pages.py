@@ -62,7 +62,7 @@ def _mapping_of(column: pd.Series) -> tuple[int, int]:
     import pyarrow as pa
 
     data = pa.chunked_array(pa.array(column.array)).chunk(0).buffers()[2]
-    found = [(start, size) for start, size in _index._MAPPED.items() if start <= data.address < start + size]
+    found = [(start, size) for start, (size, _) in _index._MAPPED.items() if start <= data.address < start + size]
     assert len(found) == 1
     return found[0]
 
@@ -95,12 +95,34 @@ def test_the_agreement_gives_back_the_judgment_keys_it_read_and_its_result_is_un
     # what was given back is read again, value for value
     assert results.verdicts["judgment_key"].tolist() == verdicts["judgment_key"].tolist()
     assert results.verdicts["system"].astype(str).tolist() == verdicts["system"].tolist()
+    # the text's mapping is read-only: pandas writes a value into a copy, never into the mapping
+    frame = results.verdicts
+    frame.loc[frame.index[0], "judgment_key"] = "changed"
+    assert frame["judgment_key"].iloc[0] == "changed"
+    assert frame["judgment_key"].iloc[1:].tolist() == verdicts["judgment_key"].iloc[1:].tolist()
+    assert load_run(path).verdicts["judgment_key"].tolist() == verdicts["judgment_key"].tolist()
+
+
+def _permissions(address: int) -> str:
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            if line.startswith(f"{address:x}-"):
+                return line.split()[1]
+    raise AssertionError(f"no mapping at {address:#x}")
 
 
 def test_page_out_keeps_what_this_process_wrote_and_leaves_other_memory_alone(folder, monkeypatch):
+    """Text (Arrow's buffers, never written) is mapped read-only, and only unmapped when given back; codes,
+    which pandas may write, are reclaimed with their content kept; memory not of the index is never advised."""
     path, _ = folder
     results = load_run(path)
-    start, size = _mapping_of(results.verdicts["judgment_key"])
+    text_start, _ = _mapping_of(results.verdicts["judgment_key"])
+    assert _permissions(text_start) == "r--p"
+    codes = np.asarray(results.verdicts["system"].array.codes)
+    found = [(a, n) for a, (n, _) in _index._MAPPED.items() if a <= codes.ctypes.data < a + n]
+    assert len(found) == 1
+    start, size = found[0]
+    assert _permissions(start) == "rw-p"
     region = (ctypes.c_char * size).from_address(start)
     last = region[size - 1]
     region[size - 1] = b"!"  # a private write (the mapping is copy-on-write): the file stays as it was
@@ -116,7 +138,8 @@ def test_page_out_keeps_what_this_process_wrote_and_leaves_other_memory_alone(fo
     assert advised == []
     assert (own == np.arange(1 << 20)).all()
     page_out(start + 4096, 100)
-    assert advised == [(start + 4096, 100, _index._PAGEOUT)]
+    page_out(text_start + 4096, 100)
+    assert advised == [(start + 4096, 100, _index._PAGEOUT), (text_start + 4096, 100, _index._DONTNEED)]
 
 
 def test_an_index_column_whose_categories_repeat_is_refused_and_unsorted_ones_are_read_as_they_are(folder):
