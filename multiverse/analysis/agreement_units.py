@@ -122,7 +122,8 @@ def _first_seen(key: np.ndarray) -> np.ndarray:
 
 
 def _direct_codes(key: np.ndarray, top: int) -> np.ndarray:
-    """``pd.factorize(key)[0]`` for non-negative ``key`` below ``top``, through a table of ``top`` entries."""
+    """``pd.factorize(key)[0]`` for non-negative ``key`` below ``top``, through a table of ``top`` entries
+    (int32 below 2**31: arithmetic on the codes casts first)."""
     present = np.zeros(top, dtype=bool)
     present[key] = True
     rank = np.cumsum(present, dtype=np.int32 if top < 2**31 else np.int64)
@@ -139,9 +140,12 @@ def _direct_codes(key: np.ndarray, top: int) -> np.ndarray:
         np.minimum.at(first, piece, np.arange(start, start + len(piece)))
     is_first = np.zeros(len(key), dtype=bool)
     is_first[first] = True
-    relabel = np.empty(groups, dtype=np.int64)
+    relabel = np.empty(groups, dtype=code.dtype)
     relabel[code[is_first]] = np.arange(groups)
-    return relabel[code]
+    del is_first
+    # Into the codes' own array, int32 while ``top`` allows: the units live through the whole agreement
+    # (at 60M rows 240 MB, not 480). Each place reads its own code before it is written.
+    return np.take(relabel, code, out=code, mode="clip")
 
 
 def _codes(column: pd.Series) -> np.ndarray:
@@ -206,7 +210,7 @@ def _unit_ids(rows: pd.DataFrame | Rows, others: list[str], option: np.ndarray, 
     seen = np.zeros((int(unit.max(initial=-1)) + 1, k), dtype=bool)
     seen[unit, option] = True
     if np.count_nonzero(seen) < len(unit):  # some unit has two rows of one option
-        unit = _dense((unit, _occurrence(unit * k + option)))
+        unit = _dense((unit, _occurrence(unit.astype(np.int64) * k + option)))
     return unit
 
 
@@ -320,7 +324,7 @@ def judgment_key_matrix(rows: Rows, units: np.ndarray, option: np.ndarray,
         done = 0
         for numbers, present in _HexPieces(rows.frame["judgment_key"], rows.mask):
             place = slice(done, done + len(numbers))
-            at = units[place] * shape[1] + option[place]  # one flat index for both matrices
+            at = units[place].astype(np.int64) * shape[1] + option[place]  # one flat index for both matrices
             key.reshape(-1)[at], has.reshape(-1)[at] = numbers, present
             done += len(numbers)
     except _NotHex:

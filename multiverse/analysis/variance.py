@@ -117,7 +117,7 @@ def _constant_within_the_others(codes: dict[str, np.ndarray], varying: list[str]
     """Whether axis ``b`` takes one option within each combination of the other axes present."""
     others = [a for a in varying if a != b]
     joint = _dense(codes[a] for a in others)  # one code per combination of the other axes' options
-    return len(pd.unique(joint * (codes[b].max() + 1) + codes[b])) == len(np.unique(joint))
+    return len(pd.unique(joint.astype(np.int64) * (codes[b].max() + 1) + codes[b])) == len(np.unique(joint))
 
 
 def variance_by_axis(decomposition: pd.DataFrame) -> pd.DataFrame:
