@@ -13,9 +13,9 @@
   :func:`variance_summary`, :func:`aliasing`;
 - design power: :func:`design_power`, :func:`detectable_difference`, :func:`cases_needed`,
   (at a spec's planned cases: ``multiverse.power``);
-- multiplicity: :func:`adjust_tests`;
+- multiplicity: :func:`adjust_tests`, :func:`holm`;
 - pre-registered claims: :func:`rate_claim_tests`, :func:`difference_claim_tests`, :func:`rank_claim_tests`
-  (one-sided tests per universe), :func:`partial_conjunction`, :func:`universes_needed`, :func:`holm`;
+  (one-sided tests per universe), :func:`partial_conjunction`, :func:`universes_needed`;
 - human anchoring: :func:`read_labels`, :func:`calibrate` (:class:`Calibration`), :func:`calibration_document`,
   :func:`ppi_mean`, :func:`anchored_curve`, :func:`paired_curves`, :func:`ranking_change`;
   label budgets: :func:`anchored_width`, :func:`human_power`.
@@ -39,7 +39,6 @@ from .anchoring import (
 )
 from .claim_tests import (
     difference_claim_tests,
-    holm,
     partial_conjunction,
     rank_claim_tests,
     rate_claim_tests,
@@ -57,7 +56,7 @@ from .curve import (
 )
 from .inference import JointTest, joint_difference_test, joint_rate_test
 from .label_budget import anchored_width, human_power
-from .multiplicity import adjust_tests
+from .multiplicity import adjust_tests, holm
 from .power import (
     cases_needed,
     design_power,

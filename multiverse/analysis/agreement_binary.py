@@ -43,9 +43,11 @@ def gwet_ac1(table: np.ndarray | Sequence[Sequence[float]]) -> float:
 
 
 def cohen_kappa(table: np.ndarray | Sequence[Sequence[float]]) -> float:
-    """Cohen's kappa of a q x q contingency table (statsmodels); NaN when chance agreement is 1."""
-    from statsmodels.stats.inter_rater import cohens_kappa
+    """Cohen's kappa of a q x q contingency table; NaN when chance agreement is 1.
 
+    statsmodels' ``cohens_kappa(table, return_results=False)`` step for step (the tests compare them):
+    importing statsmodels, and scipy.stats with it, cost the first agreement a second or more.
+    """
     counts = np.asarray(table, dtype=float)
     total = counts.sum()
     if total == 0:
@@ -53,7 +55,9 @@ def cohen_kappa(table: np.ndarray | Sequence[Sequence[float]]) -> float:
     chance = (counts.sum(0) * counts.sum(1)).sum() / total**2
     if np.isclose(chance, 1.0):
         return float("nan")
-    return float(cohens_kappa(counts, return_results=False))
+    rows, columns = counts.sum(1) / total, counts.sum(0) / total
+    expected = np.diag(columns * rows[:, None]).sum()
+    return float((np.diag(counts).sum() / total - expected) / (1 - expected))
 
 
 def _krippendorff_alpha(patterns: np.ndarray, counts: np.ndarray) -> float:

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 __all__ = ["exact_agreement", "icc", "krippendorff_alpha", "mean_difference", "scale_points", "weighted_kappa"]
 
@@ -186,6 +186,6 @@ def mean_difference(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.nda
     codes = np.unique(case.astype(str), return_inverse=True)[1]
     sums = np.bincount(codes, weights=difference - mean)
     se = float(np.sqrt(groups / (groups - 1) * (sums**2).sum()) / n)
-    half = float(stats.t.ppf(0.5 + level / 2.0, groups - 1)) * se
+    half = float(special.stdtrit(groups - 1, 0.5 + level / 2.0)) * se  # t.ppf (stdtrit: df >= 1, 0.5 < q < 1)
     out.update(se=se, ci_low=mean - half, ci_high=mean + half)
     return out

@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special
 
 from multiverse.core import COUNTED_STATUS
 
@@ -106,7 +106,7 @@ def ppi_mean_batch(labels: np.ndarray, predictions: np.ndarray, unlabelled: np.n
     rate = unlabelled_mean + (y - lam_ * f).mean(-1)
     imputed_var = (lam * u.std(-1)) ** 2 / big_n if big_n else np.zeros(y.shape[:-1])
     rectifier_var = (y - lam_ * f).std(-1) ** 2 / n
-    half = stats.norm.ppf(1 - alpha / 2) * np.sqrt(imputed_var + rectifier_var)
+    half = special.ndtri(1 - alpha / 2) * np.sqrt(imputed_var + rectifier_var)
     return rate, rate - half, rate + half, lam
 
 

@@ -40,8 +40,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
-from statsmodels.stats.multitest import multipletests
 
 from multiverse.analysis.case_matrix import Z_CAP, CaseMatrix, _paired, _paired_z
 from multiverse.analysis.inference import _effective_n
@@ -50,7 +48,7 @@ from multiverse.errors import InputError
 # Null z equal to the observed one up to float noise counts as a hit.
 _TIE = 1e-9
 
-__all__ = ["difference_claim_tests", "holm", "partial_conjunction", "rank_claim_tests", "rate_claim_tests", "universes_needed"]
+__all__ = ["difference_claim_tests", "partial_conjunction", "rank_claim_tests", "rate_claim_tests", "universes_needed"]
 
 
 def universes_needed(share: float, n: int) -> int:
@@ -65,13 +63,6 @@ def partial_conjunction(p: Sequence[float] | np.ndarray, k: int) -> float:
     if not 1 <= k <= n:
         raise InputError(f"k: expected 1 to {n}, got {k}")
     return float(min(1.0, (n - k + 1) * values[k - 1]))
-
-
-def holm(p: Sequence[float]) -> list[float]:
-    """Holm's step-down adjustment of ``p`` (family-wise error under any dependence)."""
-    if len(p) <= 1:
-        return [float(v) for v in p]
-    return [float(v) for v in multipletests(np.asarray(p, dtype=float), method="holm")[1]]
 
 
 def _universe_ids(m: CaseMatrix, rows: np.ndarray) -> np.ndarray:
@@ -95,6 +86,8 @@ def rate_claim_tests(m: CaseMatrix, *, system: str, bound: float, side: str, lev
     rate = k_uc.sum(axis=1) / n_uc.sum(axis=1)
     n_eff = _effective_n(n_uc, k_uc, level)
     x = rate * n_eff
+    from scipy import stats  # a second or more to import: only the claims' tests need it
+
     # P(X >= x) and P(X <= x) for X ~ Binomial(n_eff, bound), continuous in x and n_eff.
     upper = np.where(x <= 0, 1.0, stats.beta.cdf(bound, np.maximum(x, 1e-12), n_eff - x + 1.0))
     lower = np.where(x >= n_eff, 1.0, stats.beta.sf(bound, x + 1.0, np.maximum(n_eff - x, 1e-12)))
@@ -128,6 +121,8 @@ def difference_claim_tests(m: CaseMatrix, *, a: str, b: str, margin: float = 0.0
     # No spread at all: the two systems agree on every case and the difference is exactly 0.
     z = np.clip(np.where(np.isfinite(z), z, 0.0), -Z_CAP, Z_CAP)
     df = np.maximum(n - 1.0, 1.0)
+    from scipy import stats  # a second or more to import: only the claims' tests need it
+
     p_hold, p_fail = stats.t.sf(z, df), stats.t.cdf(z, df)
     blind = ~np.any(np.abs(pair.contribution) > _TIE, axis=1)
     if margin:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special
 
 from multiverse.analysis.case_matrix import (
     Z_CAP,
@@ -239,7 +239,7 @@ def difference_curve(
     diff = d.sum(axis=1)
     z, se = _paired_z(diff, (d * w).sum(axis=1), (d * d).sum(axis=1), (w * w).sum(axis=1),
                       pair.n_cases)
-    half = stats.norm.ppf(0.5 + level / 2) * se
+    half = special.ndtri(0.5 + level / 2) * se  # the normal quantile (scipy.stats' norm.ppf is ndtri)
     curve = m.universes.iloc[pair.rows].reset_index(drop=True)
     curve = curve.assign(
         system_a=a,

@@ -69,7 +69,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special
 
 from multiverse.analysis.case_matrix import (
     CaseMatrix,
@@ -249,7 +249,7 @@ def _run(
     band_offset: float,
 ) -> tuple[int, dict, dict, np.ndarray, pd.DataFrame]:
     """Shared engine: the observed statistics, the null's, p-values and the null band."""
-    z_crit = stats.norm.ppf(1.0 - alpha / 2.0)
+    z_crit = special.ndtri(1.0 - alpha / 2.0)  # the normal quantile (norm.ppf is ndtri)
     sign, obs = curve_statistics(observed_effect[None, :], observed_z[None, :], z_crit, direction)
     # Two-sided: the one-sided test in the observed dominant direction, its p doubled.
     doubled = not direction

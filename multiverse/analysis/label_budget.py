@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from ..errors import InputError
 
@@ -48,7 +48,7 @@ def anchored_width(labels: Any, transcripts: Any, rate: Any, sensitivity: Any, s
         rho2 = np.where(r * (1 - r) > 0, p * (1 - p) * (se + sp - 1) ** 2 / (r * (1 - r)), 0.0)
     unlabelled = total - n
     shrink = 1 - rho2 * unlabelled / np.maximum(n + unlabelled, 1)
-    z = stats.norm.ppf(1 - alpha / 2)
+    z = special.ndtri(1 - alpha / 2)
     human = 2 * z * np.sqrt(p * (1 - p) / n)
     anchored = human * np.sqrt(shrink)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special
 
 __all__ = ["design_effects", "ppi_binary", "ppi_lambda", "score_interval"]
 
@@ -113,7 +113,7 @@ def score_interval(n, sum_y, sum_f, sum_yf, big_n, sum_f_unlabelled, rate, lam, 
         imputed = np.where(big_n > 0, lam**2 * m_u * (1.0 - m_u) / big_n, 0.0)
     # Where lambda > 0 the variance leans on what the n labels say of the judge (its odds ratio, lambda itself):
     # the reference is t with n - 1 degrees of freedom. At lambda = 0 nothing is estimated, and it is Wilson's z.
-    z2 = np.where(lam > 0, stats.t.ppf(1 - alpha / 2, np.maximum(n - 1, 1)), stats.norm.ppf(1 - alpha / 2)) ** 2
+    z2 = np.where(lam > 0, special.stdtrit(np.maximum(n - 1, 1), 1 - alpha / 2), special.ndtri(1 - alpha / 2)) ** 2
     centre = np.clip(rate, 0.0, 1.0)
 
     def accepted(theta: np.ndarray) -> np.ndarray:

@@ -185,7 +185,7 @@ def pairwise_tests(
 
     ``included`` is ``included_verdicts`` output.
     """
-    from statsmodels.stats.multitest import multipletests
+    from .multiplicity import holm
 
     rows = included[(included["universe_id"] == universe).to_numpy()]
     by_system = {s: _case_means(g) for s, g in rows.groupby("system", sort=False, observed=True)}
@@ -203,7 +203,7 @@ def pairwise_tests(
         pairs.append(entry)
     tested = [i for i, p in enumerate(pairs) if np.isfinite(p["p"])]
     if tested:
-        adjusted = multipletests([pairs[i]["p"] for i in tested], method="holm")[1]
+        adjusted = holm([pairs[i]["p"] for i in tested])
         for i, value in zip(tested, adjusted):
             pairs[i]["p_holm"] = float(value)
     return {

@@ -17,12 +17,12 @@ from scipy import stats
 from multiverse.analysis import case_matrix, difference_curve
 from multiverse.analysis.claim_tests import (
     difference_claim_tests,
-    holm,
     partial_conjunction,
     rank_claim_tests,
     rate_claim_tests,
     universes_needed,
 )
+from multiverse.analysis.multiplicity import holm
 from multiverse.errors import InputError
 
 ALPHA = 0.05
