@@ -87,3 +87,36 @@ def test_holm_with_a_missing_p_value_is_statsmodels_holm(p):
     expected = multipletests(np.asarray(p), method="holm")[1].tolist()
     got = holm(p)
     assert [g if g == g else None for g in got] == [e if e == e else None for e in expected]
+
+
+def test_the_exact_mcnemar_test_is_scipy_binomtest():
+    from multiverse.analysis.rank_uncertainty import exact_mcnemar
+
+    rng = np.random.default_rng(4)
+    pairs = [(k, n) for n in range(1, 60) for k in range(n + 1)]
+    pairs += [(int(k), n) for n in (97, 400, 1001, 5000) for k in rng.integers(0, n + 1, 15)]
+    for k, n in pairs:
+        assert exact_mcnemar(k, n) == pytest.approx(stats.binomtest(k, n, 0.5).pvalue, rel=1e-10, abs=1e-300)
+
+
+def test_the_four_analyses_of_a_run_import_neither_statsmodels_nor_scipy_stats(tmp_path):
+    """Curve with joint tests, agreement, ranking (its pairwise exact tests included) and variance, as a
+    notebook runs them on a run folder."""
+    import pandas as pd
+
+    from multiverse.tables._writer import write_run_folder
+
+    rng = np.random.default_rng(5)
+    rows = [{"universe_id": f"{judge}-{user}", "judge": judge, "user": user, "system": system, "case_id": f"c{c}",
+             "transcript_key": f"{user}-{system}-{c}", "judgment_key": f"{judge}-{user}-{system}-{c}",
+             "status": "ok", "compliant": bool(rng.random() < {"a": 0.5, "b": 0.8}[system])}
+            for judge in ("j0", "j1") for user in ("u0", "u1") for system in ("a", "b") for c in range(40)]
+    rates = pd.DataFrame({"universe_id": ["j0-u0"], "system": ["a"], "rate": [0.5]})
+    write_run_folder(tmp_path / "run", verdicts=pd.DataFrame(rows), criteria=None, rates=rates,
+                     manifest={"axes": ["judge", "user"], "factors": []})
+    code = ("import sys, multiverse as mv\n"
+            f"r = mv.load_run({str(tmp_path / 'run')!r})\n"
+            "r.curve(threshold=0.6); r.agreement(axis='judge'); r.ranking(boot=50); r.variance()\n"
+            "print(sorted(m for m in ('scipy.stats', 'statsmodels') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr
