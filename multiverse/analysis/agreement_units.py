@@ -13,7 +13,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from multiverse.tables import page_out
+from multiverse.tables import PageTrail
 
 from . import _codes as blocks
 from .agreement_runs import run_units
@@ -393,7 +393,7 @@ class _HexPieces:
             raise _NotHex
         import pyarrow as pa
 
-        start, give_back = 0, _GiveBack()
+        start, trail = 0, PageTrail()
         for chunk in pa.chunked_array(pa.array(self.column.array)).chunks:
             # Sixteen times fewer rows than a piece of codes: a key is about sixteen bytes, and a piece's
             # text and temporaries then stay in the processor's cache (at 60M rows 2.8 s, not 3.5).
@@ -403,7 +403,7 @@ class _HexPieces:
                 read = _chunk_numbers(piece)
                 if read is None:
                     raise _NotHex
-                give_back.read(piece, last=at + rows >= len(chunk))
+                _give_back(trail, piece, last=at + rows >= len(chunk))
                 numbers, present, width = read
                 if width is not None:
                     if self.width not in (None, width):
@@ -416,37 +416,21 @@ class _HexPieces:
                 yield numbers, present
 
 
-class _GiveBack:
-    """A column's text and offsets given back as a pass reads them, when they lie in a run folder's mapped
-    index (``tables.page_out``): read once, 60M keys would otherwise stay as 1.4 GB of memory. It trails the
-    pass by ``_BEHIND`` bytes: the kernel maps a read's neighbours too (64 KB around it), so a piece's first
-    read would map back the end of the piece before, had that just been given back."""
+def _give_back(trail: PageTrail, piece, last: bool) -> None:
+    """A piece of a string chunk has been read: its text and offsets go to ``trail``, which gives them back
+    when they lie in a run folder's mapped index (read once, 60M keys would otherwise stay as 1.4 GB of
+    memory). ``last``: the chunk's last piece."""
+    import pyarrow as pa
 
-    _BEHIND = 1 << 18
-
-    def __init__(self) -> None:
-        self.marks: dict[int, int] = {}  # a buffer's address -> where its giving back has reached
-
-    def read(self, piece, last: bool) -> None:
-        """``piece`` (a slice of a string chunk) has been read; ``last``: the chunk's last piece."""
-        import pyarrow as pa
-
-        _, offsets_buffer, data_buffer = piece.buffers()
-        if offsets_buffer is None or not len(piece):
-            return
-        wide = 8 if pa.types.is_large_string(piece.type) else 4
-        offsets = np.frombuffer(offsets_buffer, dtype=np.int64 if wide == 8 else np.int32)
-        text_end = int(offsets[piece.offset + len(piece)])  # read before the offsets are given back
-        self._reached(offsets_buffer.address, offsets_buffer.address + (piece.offset + len(piece) + 1) * wide, last)
-        if data_buffer is not None:
-            self._reached(data_buffer.address, data_buffer.address + text_end, last)
-
-    def _reached(self, start: int, now: int, last: bool) -> None:
-        mark = self.marks.get(start, start)
-        until = now if last else now - self._BEHIND
-        if until > mark:
-            page_out(mark, until - mark)
-            self.marks[start] = until
+    _, offsets_buffer, data_buffer = piece.buffers()
+    if offsets_buffer is None or not len(piece):
+        return
+    wide = 8 if pa.types.is_large_string(piece.type) else 4
+    offsets = np.frombuffer(offsets_buffer, dtype=np.int64 if wide == 8 else np.int32)
+    text_end = int(offsets[piece.offset + len(piece)])  # read before the offsets are given back
+    trail.reached(offsets_buffer.address, offsets_buffer.address + (piece.offset + len(piece) + 1) * wide, last)
+    if data_buffer is not None:
+        trail.reached(data_buffer.address, data_buffer.address + text_end, last)
 
 
 def _chunk_numbers(chunk) -> tuple[np.ndarray, np.ndarray, int | None] | None:

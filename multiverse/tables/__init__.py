@@ -42,7 +42,7 @@ from multiverse.tables._folder_models import (
     TranscriptRecord,
     UniverseEntry,
 )
-from multiverse.tables._index import INDEX_FOLDER, INDEXED_ROWS, index_table, page_out, read_indexed
+from multiverse.tables._index import INDEX_FOLDER, INDEXED_ROWS, PageTrail, index_table, page_out, read_indexed
 from multiverse.tables._places import (
     DERIVED_FILES,
     IMPORT_FILES,
@@ -76,6 +76,7 @@ __all__ = [
     "RUN_FILES",
     "TABLE_FILES",
     "Manifest",
+    "PageTrail",
     "PlaceError",
     "ResolvedSpec",
     "ScaleRecord",

@@ -41,7 +41,7 @@ import pandas as pd
 
 from multiverse.core import atomic_write
 
-__all__ = ["INDEXED_ROWS", "INDEX_FOLDER", "drop_index", "index_table", "page_out", "read_indexed"]
+__all__ = ["INDEXED_ROWS", "INDEX_FOLDER", "PageTrail", "drop_index", "index_table", "page_out", "read_indexed"]
 
 #: Where a folder keeps its index (a dot folder: listings and globs of the tables pass it by).
 INDEX_FOLDER = ".index"
@@ -170,6 +170,25 @@ def page_out(address: int, size: int) -> None:
             return
 
 
+class PageTrail:
+    """Gives back (``page_out``) what a pass through mapped buffers has read, trailing it by ``BEHIND``
+    bytes: the kernel maps a read's neighbours too (64 KB around it), so a piece's first read would map
+    back the end of the piece before, had that just been given back."""
+
+    BEHIND = 1 << 18
+
+    def __init__(self) -> None:
+        self._marks: dict[int, int] = {}  # a buffer's start -> where giving back has reached
+
+    def reached(self, start: int, now: int, last: bool = False) -> None:
+        """The pass has read the buffer at ``start`` up to address ``now`` (``last``: all it will read)."""
+        mark = self._marks.get(start, start)
+        until = now if last else now - self.BEHIND
+        if until > mark:
+            page_out(mark, until - mark)
+            self._marks[start] = until
+
+
 def _read_only(address: int, size: int) -> None:
     libc = _libc()
     if libc is not None and libc.mprotect(address, size, mmap.PROT_READ) == 0:
@@ -262,15 +281,17 @@ def _categories(dictionary: Any, ordered: bool) -> pd.CategoricalDtype:
     """The dtype of a dictionary column's categories. pandas checks that they are distinct by hashing them:
     for 3M transcript keys that made 3M Python strings and a hash table the categories keep (0.2 GB through
     the session, 0.5 s). ``read_table`` writes text categories sorted, and strictly increasing ones are
-    distinct: Arrow compares the neighbours instead. Any others are checked by pandas."""
+    distinct: Arrow compares the neighbours instead, and the dtype is made by pandas' own constructor
+    without the check (a private one: a pandas without it checks as before). Any others are checked by pandas."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     categories = pd.Index(dictionary.to_pandas())
+    unchecked = getattr(pd.CategoricalDtype, "_from_fastpath", None)
     text = pa.types.is_string(dictionary.type) or pa.types.is_large_string(dictionary.type)
-    if (text and len(dictionary) > 1 and dictionary.null_count == 0
+    if (unchecked is not None and text and len(dictionary) > 1 and dictionary.null_count == 0
             and pc.all(pc.less(dictionary[:-1], dictionary[1:])).as_py()):
-        return pd.CategoricalDtype._from_fastpath(categories, ordered)
+        return unchecked(categories, ordered)
     return pd.CategoricalDtype(categories, ordered=ordered)
 
 

@@ -175,3 +175,12 @@ def test_an_index_column_whose_categories_repeat_is_refused_and_unsorted_ones_ar
     assert again["transcript_key"].astype(str).tolist() == verdicts["transcript_key"].tolist()
     assert again["transcript_key"].cat.categories.is_unique
     assert pa.ipc.open_file(pa.BufferReader(file.read_bytes())).read_all().equals(original)  # written anew
+
+
+def test_without_pandas_unchecked_constructor_the_categories_are_checked_as_before(folder, monkeypatch):
+    """The unchecked dtype constructor is pandas' private one: a pandas without it reads the same tables."""
+    path, verdicts = folder
+    monkeypatch.delattr(pd.CategoricalDtype, "_from_fastpath")
+    loaded = load_run(path).verdicts
+    assert loaded["transcript_key"].astype(str).tolist() == verdicts["transcript_key"].tolist()
+    assert loaded["system"].astype(str).tolist() == verdicts["system"].tolist()
