@@ -61,7 +61,7 @@ def adjust_tests(tests: list[dict]) -> dict | None:
         return None
     entries = [(test, name) for test in tests for name in test["statistics"]]
     raw = np.array([test["statistics"][name]["p"] for test, name in entries], dtype=float)
-    adjusted = holm(raw) if len(raw) > 1 else raw
+    adjusted = holm(raw)
     for (test, name), p in zip(entries, adjusted):
         test["statistics"][name]["p_holm"] = float(p)
     return {

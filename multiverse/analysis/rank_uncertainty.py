@@ -26,9 +26,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import special
 
 from multiverse.analysis.case_resampling import CaseCounts, case_counts, ratio
 from multiverse.analysis.concordance import min_ranks
+from multiverse.analysis.multiplicity import holm
 from multiverse.analysis.rates import included_verdicts
 
 __all__ = ["bootstrap_ranks", "exact_mcnemar", "joint_bootstrap", "pairwise_tests", "position_shares", "separability", "top_shares"]
@@ -168,8 +170,6 @@ def exact_mcnemar(positive: int, discordant: int) -> float:
     scipy.stats (a second or more)."""
     if 2 * positive == discordant:
         return 1.0
-    from scipy import special
-
     return min(1.0, 2.0 * float(special.bdtr(min(positive, discordant - positive), discordant, 0.5)))
 
 
@@ -195,8 +195,6 @@ def pairwise_tests(
 
     ``included`` is ``included_verdicts`` output.
     """
-    from .multiplicity import holm
-
     rows = included[(included["universe_id"] == universe).to_numpy()]
     by_system = {s: _case_means(g) for s, g in rows.groupby("system", sort=False, observed=True)}
     rng = np.random.default_rng(seed)
