@@ -10,11 +10,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from multiverse.results import Results, load_run
 from multiverse.spec import Spec, Universe, UniverseCount
-from multiverse.store import GcReport, Migration, StoreStats
+
+if TYPE_CHECKING:
+    # Imported where used: `multiverse validate` and its neighbours start without pandas (1 s here).
+    from multiverse.results import Results
+    from multiverse.store import GcReport, Migration, StoreStats
 
 __all__ = ["Validation", "count_universes", "label", "power", "report", "store_gc", "store_migrate", "store_stats", "validate"]
 
@@ -37,6 +40,7 @@ def report(results: Results | str | os.PathLike, path: str | os.PathLike | None 
     with the baseline" (what ``multiverse.gate.diff`` finds).
     """
     from multiverse.reporting import write_results_report
+    from multiverse.results import Results, load_run
 
     loaded = results if isinstance(results, Results) else load_run(results)
     return write_results_report(loaded, path, store=store, threshold=threshold, tests=tests, progress=progress,
@@ -53,6 +57,7 @@ def label(source: str | os.PathLike, n: int, out: str | os.PathLike, *, seed: in
     ``force=True``, since people may have typed labels into it.
     """
     from multiverse.labelling import check_sheet_places, label_results
+    from multiverse.results import load_run
 
     out_csv = check_sheet_places(source, out, force=force)
     return label_results(load_run(source), n, out_csv, seed=seed)
