@@ -25,10 +25,9 @@ the functions that call models import litellm.
 """
 
 import os as _os
-from importlib import import_module as _import_module
 from typing import TYPE_CHECKING
-from typing import Any as _Any
 
+from .core import lazy_names as _lazy_names
 from .core._version import __version__
 from .errors import (
     BudgetExceeded,
@@ -114,14 +113,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> _Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'multiverse' has no attribute {name!r}")
-    # Looked up on every access, not cached here: the defining module stays the one place to
-    # replace a name (tests swap the engine's run for a counter).
-    return getattr(_import_module(module), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = _lazy_names(__name__, _LAZY)

@@ -20,8 +20,9 @@ types need pydantic, which commands that only print help should not pay for.
 
 from __future__ import annotations
 
-from importlib import import_module as _import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_names
 
 if TYPE_CHECKING:
     from . import _credentials as credentials
@@ -177,6 +178,7 @@ __all__ = [
     "expand_env",
     "failure_examples",
     "interrupt",
+    "lazy_names",
     "look_alike",
     "model_names",
     "name_problem",
@@ -200,15 +202,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'multiverse.core' has no attribute {name!r}")
-    module = _import_module(f"multiverse.core.{home}")
-    value = module if name in _MODULES else getattr(module, name)
-    globals()[name] = value  # looked up once
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, {name: f"{__name__}.{home}" for name, home in _HOMES.items()}, _MODULES)

@@ -14,8 +14,9 @@ engine modules, and need none of the pipeline's tables and results.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from multiverse.core import lazy_names
 
 if TYPE_CHECKING:
     from multiverse.engine._pipeline import check_run_places, default_run_dir, draft, plan, run
@@ -37,13 +38,4 @@ _LAZY = {
 __all__ = ["LaneTime", "Plan", "StagePlan", "WallTime", "check_run_places", "default_run_dir", "draft", "plan", "run"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'multiverse.engine' has no attribute {name!r}")
-    # Looked up in the defining module on every access, so replacing a name there replaces it here.
-    return getattr(import_module(module), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)

@@ -12,8 +12,7 @@
 Only this package imports matplotlib; names are imported on first use.
 """
 
-from importlib import import_module as _import_module
-from typing import Any as _Any
+from multiverse.core import lazy_names as _lazy_names
 
 _MODULES = {
     "curve": ("plot_curve", "plot_curves", "plot_difference_curve"),
@@ -25,17 +24,9 @@ _MODULES = {
     "diff": ("plot_diff",),
     "cuts": ("cut_figure",),
 }
-_HOME = {name: module for module, names in _MODULES.items() for name in names}
+_HOME = {name: f"multiverse.plots.{module}" for module, names in _MODULES.items() for name in names}
 
 __all__ = [name for names in _MODULES.values() for name in names]
 
 
-def __getattr__(name: str) -> _Any:
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module 'multiverse.plots' has no attribute {name!r}")
-    return getattr(_import_module(f"multiverse.plots.{module}"), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = _lazy_names(__name__, _HOME)
