@@ -43,10 +43,8 @@ import pandas as pd
 
 from multiverse.analysis.case_matrix import Z_CAP, CaseMatrix, _paired, _paired_z
 from multiverse.analysis.inference import _effective_n
+from multiverse.analysis.null_histograms import TIE
 from multiverse.errors import InputError
-
-# Null z equal to the observed one up to float noise counts as a hit.
-_TIE = 1e-9
 
 __all__ = ["difference_claim_tests", "partial_conjunction", "rank_claim_tests", "rate_claim_tests", "universes_needed"]
 
@@ -124,7 +122,7 @@ def difference_claim_tests(m: CaseMatrix, *, a: str, b: str, margin: float = 0.0
     from scipy import stats  # a second or more to import: only the claims' tests need it
 
     p_hold, p_fail = stats.t.sf(z, df), stats.t.cdf(z, df)
-    blind = ~np.any(np.abs(pair.contribution) > _TIE, axis=1)
+    blind = ~np.any(np.abs(pair.contribution) > TIE, axis=1)
     if margin:
         p_hold, p_fail = np.where(blind, 1.0, p_hold), np.where(blind, 1.0, p_fail)
     return pd.DataFrame({"universe_id": _universe_ids(m, pair.rows), "estimate": diff, "se": se,
