@@ -352,3 +352,23 @@ def test_a_workers_error_surfaces_after_the_calls_in_flight_end_or_the_grace(tmp
         assert waited >= call_seconds - 0.1 and not alive  # every call in flight ended first
     else:
         assert grace - 0.1 <= waited < grace + 2.0 and alive  # the grace bounds the wait
+
+
+def test_a_signal_the_process_ignores_stays_ignored_inside_a_run():
+    """Started with SIGINT ignored (nohup, a shell's background job), a run neither stops on it nor leaves a
+    handler behind; SIGTERM, not ignored, still asks for a stop."""
+    code = (
+        "import os, signal, time\n"
+        "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "from multiverse.core import interrupt\n"
+        "with interrupt.stopping_on_signals():\n"
+        "    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN\n"
+        "    os.kill(os.getpid(), signal.SIGINT); time.sleep(0.2)\n"
+        "    print('after SIGINT', interrupt.requested())\n"
+        "    os.kill(os.getpid(), signal.SIGTERM); time.sleep(0.2)\n"
+        "    print('after SIGTERM', interrupt.requested())\n"
+        "print('restored', signal.getsignal(signal.SIGINT) is signal.SIG_IGN, signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["after SIGINT False", "after SIGTERM True", "restored True True"]

@@ -87,7 +87,9 @@ def sleep(seconds: float) -> None:
 def stopping_on_signals() -> Iterator[None]:
     """Within the block, the first SIGINT/SIGTERM asks for a stop and the second
     raises ``KeyboardInterrupt``. Signal handlers are only installed from the
-    main thread; elsewhere the block just scopes the flag."""
+    main thread; elsewhere the block just scopes the flag. A signal the process
+    ignores (``nohup``, a shell's background job) stays ignored: whoever started
+    it chose that."""
     global _DEPTH
     installed = {}
     with _LOCK:
@@ -95,6 +97,8 @@ def stopping_on_signals() -> Iterator[None]:
         outermost = _DEPTH == 1
     if outermost and threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGINT, signal.SIGTERM):
+            if signal.getsignal(signum) is signal.SIG_IGN:
+                continue
             try:
                 installed[signum] = signal.signal(signum, _on_signal)
             except (ValueError, OSError):  # not allowed here (embedded interpreters)
