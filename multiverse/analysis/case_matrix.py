@@ -32,6 +32,7 @@ from multiverse.errors import InputError
 from multiverse.tables import universe_ids
 
 from . import _codes as blocks
+from ._cores import in_order
 from .estimates import CONTRIBUTION
 
 __all__ = ["Z_CAP", "CaseMatrix", "case_matrix"]
@@ -259,20 +260,32 @@ def _cell_counts(codes: tuple[np.ndarray, np.ndarray, np.ndarray], keep: np.ndar
     appearance[np.argsort(first, kind="stable")] = np.arange(n_u)  # a universe code's place in row order
     # float64: the matrix's own memory, counted into where it lies (np.zeros maps it as it is first written)
     included, n_compliant = np.zeros((n_s, n_u * n_c)), np.zeros((n_s, n_u * n_c))
-    for start in range(0, len(keep), blocks.PIECE_ROWS):
+
+    def piece_counts(start: int) -> tuple[int, int, np.ndarray, np.ndarray] | None:
+        """The piece's (first, last + 1) universe in row order and its counts in their window; None when
+        its universes spread wide."""
         piece = slice(start, start + blocks.PIECE_ROWS)
         kept = keep[piece]
         u = appearance[u_codes[piece][kept]]
         if not len(u):
-            continue
+            return 0, 0, np.zeros(0), np.zeros(0)
         lo, hi = int(u.min()), int(u.max()) + 1
         window = (hi - lo) * n_c
         if n_s * window > 4 * len(u) + n_s * n_c:
-            return _all_cell_counts(codes, keep, compliant, shape)
+            return None
         s, c, k = s_codes[piece][kept], c_codes[piece][kept], compliant[piece][kept]
         local = (s.astype(np.int64) * (hi - lo) + (u - lo)) * n_c + c  # system x window of universes x case
-        for counts, rows in ((included, local), (n_compliant, local[k])):
-            counts[:, lo * n_c:hi * n_c] += np.bincount(rows, minlength=n_s * window).reshape(n_s, window)
+        return (lo, hi, np.bincount(local, minlength=n_s * window).reshape(n_s, window),
+                np.bincount(local[k], minlength=n_s * window).reshape(n_s, window))
+
+    # Pieces counted a core each, added in row order (whole numbers: exact in any order).
+    for read in in_order(piece_counts, range(0, len(keep), blocks.PIECE_ROWS)):
+        if read is None:
+            return _all_cell_counts(codes, keep, compliant, shape)
+        lo, hi, counted, counted_compliant = read
+        if hi > lo:
+            included[:, lo * n_c:hi * n_c] += counted
+            n_compliant[:, lo * n_c:hi * n_c] += counted_compliant
     # Universes into code order where they lie, a system at a time through one scratch block: a fresh
     # copy of both matrices cost more in memory mapped for the first time than the counting itself.
     scratch = np.empty((n_u, n_c))

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
+from multiverse.analysis._cores import Parts
 from multiverse.analysis.case_resampling import CaseCounts, case_counts, ratio
 from multiverse.analysis.concordance import min_ranks
 from multiverse.analysis.multiplicity import holm
@@ -71,20 +72,28 @@ def joint_bootstrap(
     p_top, p_above, primary_rank = [], [], []
     chunk = counts.batch(resamples)
     done = 0
-    while done < resamples:
-        size = min(chunk, resamples - done)
-        # System x resample x universe: each system's rates are one contiguous block, so the
-        # comparisons below run over pairs of systems, never a universe x system x system array, and
-        # each count over universes reads contiguous memory (with universes in the middle, at 100k
-        # universes a count added 100k rows of a batch's width one at a time: 3 s of the bootstrap).
-        rates = np.empty((n_s, size, n_u))
-        compliant, labels = counts.sums(counts.weights(rng, size))
-        ratio(compliant.reshape(n_u, n_s, size), labels.reshape(n_u, n_s, size), out=rates.transpose(2, 0, 1))
-        p_top.append(_top_shares(rates, ties))
-        p_above.append(_above_shares(rates))
-        if primary is not None:
-            primary_rank.append(min_ranks(rates[:, :, primary].T)[0])
-        done += size
+    # The comparisons are half the bootstrap at 100,000 universes (its products already use every core).
+    with Parts(n_u, n_s * chunk) as parts:
+        while done < resamples:
+            size = min(chunk, resamples - done)
+            # System x resample x universe: each system's rates are one contiguous block, so the
+            # comparisons below run over pairs of systems, never a universe x system x system array, and
+            # each count over universes reads contiguous memory (with universes in the middle, at 100k
+            # universes a count added 100k rows of a batch's width one at a time: 3 s of the bootstrap).
+            rates = np.empty((n_s, size, n_u))
+            compliant, labels = counts.sums(counts.weights(rng, size))
+            compliant, labels = compliant.reshape(n_u, n_s, size), labels.reshape(n_u, n_s, size)
+
+            def tally(part: slice, compliant=compliant, labels=labels, rates=rates):
+                ratio(compliant[part], labels[part], out=rates[:, :, part].transpose(2, 0, 1))
+                return _top_counts(rates[:, :, part], ties), _above_counts(rates[:, :, part])
+
+            tallies = parts.map(tally)
+            p_top.append(_top_shares_of([top for top, _ in tallies], n_u, (n_s, size)))
+            p_above.append(_above_shares_of(np.sum([above for _, above in tallies], axis=0)))
+            if primary is not None:
+                primary_rank.append(min_ranks(rates[:, :, primary].T)[0])
+            done += size
     tail = (1.0 - level) / 2.0
 
     def interval(values: np.ndarray) -> np.ndarray:
@@ -114,42 +123,63 @@ def _top_shares(rates: np.ndarray, ties: str) -> np.ndarray:
     """Resample x system: the share of universes whose rank 1 the system holds (``top_shares``, averaged).
 
     ``rates`` is system x resample x universe. Rank 1 is the highest rate (NaN never), shared by
-    the systems that reach it. A split share is counted per number of systems tied, then divided:
-    exact counts, where a mean of the fractions added rounding at every universe.
+    the systems that reach it.
     """
-    n_u = rates.shape[2]
+    return _top_shares_of([_top_counts(rates, ties)], rates.shape[2], rates.shape[:2])
+
+
+def _top_counts(rates: np.ndarray, ties: str) -> dict[int, np.ndarray]:
+    """Per number of systems tied at rank 1 (1 for every holder when ties count whole), system x resample:
+    how many of ``rates``' universes (system x resample x universe) give the system rank 1 in such a tie."""
     best = np.fmax.reduce(rates, axis=0)  # NaN only where a universe rates no system
     top = rates == best
     if ties == "count":
-        return (_count(top) / n_u).T
+        return {1: _count(top)}
     tied = np.add.reduce(top, axis=0, dtype=np.int32)
-    shares = np.zeros(top.shape[:2])
-    for t in (np.flatnonzero(np.bincount(tied.ravel())[1:]) + 1).tolist():  # the numbers of systems tied
-        shares += _count(top & (tied == t)) / t
+    return {t: _count(top & (tied == t)) for t in (np.flatnonzero(np.bincount(tied.ravel())[1:]) + 1).tolist()}
+
+
+def _top_shares_of(parts: list[dict[int, np.ndarray]], n_u: int, shape: tuple[int, ...]) -> np.ndarray:
+    """Resample x system shares of ``_top_counts`` of the parts of ``n_u`` universes (system x resample
+    ``shape``). A split share is counted per number of systems tied, then divided: exact counts, where a
+    mean of the fractions added rounding at every universe."""
+    shares = np.zeros(shape)
+    for t in sorted({t for part in parts for t in part}):
+        shares += sum(part[t].astype(np.int64) for part in parts if t in part) / t
     return (shares / n_u).T
 
 
 def _above_shares(rates: np.ndarray) -> np.ndarray:
     """Resample x system x system: the share of universes rating both where a ranks above b (a tie 1/2).
 
-    ``rates`` is system x resample x universe. Counted per pair a < b; b above a is what is left:
-    both rated, neither above nor tied.
+    ``rates`` is system x resample x universe.
     """
-    n_s, size = rates.shape[0], rates.shape[1]
-    wins = np.zeros((size, n_s, n_s))
-    both = np.zeros((size, n_s, n_s), dtype=np.int64)
-    rated = ~np.isnan(rates)
+    return _above_shares_of(_above_counts(rates))
 
+
+def _above_counts(rates: np.ndarray) -> np.ndarray:
+    """(above, tied, both rated) x resample x system x system: of ``rates``' universes (system x resample x
+    universe), how many rate a above b, a and b the same, and both. Counted per pair a < b; b above a is
+    what is left: both rated, neither above nor tied."""
+    n_s, size = rates.shape[0], rates.shape[1]
+    counts = np.zeros((3, size, n_s, n_s), dtype=np.int64)
+    higher, equal, both = counts
+    rated = ~np.isnan(rates)
     everywhere = bool(rated.all())  # the usual case: every cell drew some of its cases
     for a in range(n_s):
-        both[:, a, a] = _count(rated[a])
-        wins[:, a, a] = 0.5 * both[:, a, a]
+        both[:, a, a] = equal[:, a, a] = _count(rated[a])  # a with itself: never above, always tied
         for b in range(a + 1, n_s):
-            higher, equal = _count(rates[a] > rates[b]), _count(rates[a] == rates[b])
-            pair = both[:, a, a] if everywhere else _count(rated[a] & rated[b])
-            both[:, a, b] = both[:, b, a] = pair
-            wins[:, a, b] = higher + 0.5 * equal
-            wins[:, b, a] = (pair - higher - equal) + 0.5 * equal
+            higher[:, a, b], equal[:, a, b] = _count(rates[a] > rates[b]), _count(rates[a] == rates[b])
+            both[:, a, b] = both[:, b, a] = both[:, a, a] if everywhere else _count(rated[a] & rated[b])
+            equal[:, b, a] = equal[:, a, b]
+            higher[:, b, a] = both[:, a, b] - higher[:, a, b] - equal[:, a, b]
+    return counts
+
+
+def _above_shares_of(counts: np.ndarray) -> np.ndarray:
+    """Resample x system x system shares of ``_above_counts`` (of one part, or the parts' sum)."""
+    higher, equal, both = counts
+    wins = higher + 0.5 * equal
     with np.errstate(invalid="ignore", divide="ignore"):
         return wins / both
 

@@ -748,6 +748,48 @@ def test_joint_bootstrap_is_the_same_whatever_number_of_resamples_is_drawn_at_on
         assert json.dumps(narrow["uncertainty"]) == json.dumps(wide)  # NaN (a pair never rated together) equal too
 
 
+
+@pytest.mark.parametrize("ties", ["split", "count"])
+def test_bootstrap_shares_counted_in_parts_are_the_whole_counts_bit_for_bit(ties):
+    """The joint bootstrap counts a batch's universes in parts, one per core; the parts' counts add up to
+    the whole's, so the shares are the same to the bit, with ties, unrated cells and parts of any size
+    (a part of one universe, and one that rates nothing)."""
+    from multiverse.analysis.rank_uncertainty import (
+        _above_counts,
+        _above_shares,
+        _above_shares_of,
+        _top_counts,
+        _top_shares,
+        _top_shares_of,
+    )
+
+    rng = np.random.default_rng(23)
+    n_s, size, n_u = 5, 7, 401
+    rates = rng.integers(0, 5, (n_s, size, n_u)) / 4.0
+    rates[rng.random(rates.shape) < 0.1] = np.nan
+    rates[:, :, 200:210] = np.nan
+    for edges in ([0, 1, n_u], [0, 200, 210, n_u], [0, 97, 98, 300, n_u]):
+        parts = [slice(a, b) for a, b in itertools.pairwise(edges)]
+        top = _top_shares_of([_top_counts(rates[:, :, p], ties) for p in parts], n_u, (n_s, size))
+        assert np.array_equal(top, _top_shares(rates, ties))
+        above = _above_shares_of(np.sum([_above_counts(rates[:, :, p]) for p in parts], axis=0))
+        assert np.array_equal(above, _above_shares(rates), equal_nan=True)
+
+
+def test_joint_bootstrap_is_the_same_whatever_number_of_parts_counts_it(monkeypatch):
+    """In one part, or in as many as the process has cores (threads), the intervals are the same bit for bit."""
+    from multiverse.analysis import _cores
+
+    verdicts = _unbalanced(seed=5)
+    monkeypatch.setattr(_cores, "PART_VALUES", 10**12)  # one part
+    whole = ranking(verdicts, axes=["judge"], primary=_first_universe(verdicts), bootstrap=60, seed=2)["uncertainty"]
+    monkeypatch.setattr(_cores, "PART_VALUES", 1)
+    monkeypatch.setattr(_cores.os, "sched_getaffinity", lambda pid: set(range(4)), raising=False)
+    parts = _cores.Parts(24, 4)
+    assert len(parts.slices) == 4 and parts.slices[0].start == 0 and parts.slices[-1].stop == 24
+    split = ranking(verdicts, axes=["judge"], primary=_first_universe(verdicts), bootstrap=60, seed=2)["uncertainty"]
+    assert json.dumps(split) == json.dumps(whole)
+
 # --------------------------------------------------------------------------- flips, against the plain search
 
 
