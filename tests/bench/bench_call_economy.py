@@ -85,17 +85,27 @@ def default_spec() -> Path:
 
 
 def _uncached_run(spec, tmp: Path, jobs: int, log: SimTransportLog) -> dict:
-    import multiverse.model._requestcache as requestcache
+    import multiverse.model
 
-    real = requestcache.RequestCache
-    requestcache.RequestCache = Uncached  # type: ignore[assignment,misc]
+    # The run takes the class from the package when it starts (a run in its own process would not see this).
+    real = multiverse.model.RequestCache
+    multiverse.model.RequestCache = Uncached  # type: ignore[assignment,misc]
     try:
         mark = log.mark()
         t0, c0 = time.perf_counter(), time.process_time()
         run(spec, store=tmp / "uncached", out=tmp / "run-uncached", progress=False, jobs=jobs)
-        return {**log.summary(mark), "seconds": time.perf_counter() - t0, "cpu": time.process_time() - c0}
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     finally:
-        requestcache.RequestCache = real  # type: ignore[misc]
+        multiverse.model.RequestCache = real  # type: ignore[misc]
+    # A cache left in place would store every answer: none may be there, or the comparison is void.
+    store = Store(tmp / "uncached")
+    try:
+        kept = sum(1 for _ in store.keys("request"))
+    finally:
+        store.close()
+    if kept:
+        raise SystemExit(f"--uncached: the request cache was still in place ({kept:,} answers stored)")
+    return {**log.summary(mark), "seconds": seconds, "cpu": cpu}
 
 
 def main() -> int:
