@@ -171,11 +171,13 @@ def agreement(
         notes.append(f"axis {axis!r} changes the transcripts: paired on system, case and replicate")
         units = _unit_ids(rows, others, option_codes, by_transcript)
         labels = _spread(units, option_codes, compliant, len(options))
-    keep = None
+    # Per unit: two options or more (a unit has one row per option it has), and kept below.
+    paired = np.count_nonzero(labels >= 0, axis=1) >= 2
     if "judgment_key" in rows.columns and len(labels):
         keep, merged, differ = _one_per_judgment(labels, judgment_key_matrix(rows, units, option_codes, labels.shape))
         if merged:
             labels = labels[keep]
+            paired &= keep
             notes.append(
                 f"{merged:,} units repeat judgments another unit has (contexts that differ only in an axis "
                 f"that does not change judgments, such as the scoring rule): each set of judgments counts once"
@@ -189,7 +191,7 @@ def agreement(
         "n_units": int(((labels >= 0).sum(1) >= 2).sum()),
     }
     result.update(binary_summary(labels, options, notes, "", []))
-    result["confounded"], confounds = context_confounds(rows, context, units, keep, axis)
+    result["confounded"], confounds = context_confounds(rows, context, units, paired, axis)
     notes.extend(confounds)
     if 0 < result["n_units"] < SMALL:
         notes.append(f"only {result['n_units']} units are labelled by two or more options "

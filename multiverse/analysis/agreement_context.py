@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from multiverse.analysis import _codes as blocks
 from multiverse.analysis.agreement_units import Rows
 
 __all__ = ["context_columns", "context_confounds"]
@@ -32,41 +33,49 @@ def context_columns(verdicts: pd.DataFrame, factors: Sequence[str], axes: Sequen
 
 
 def context_confounds(rows: pd.DataFrame | Rows, columns: Sequence[str], units: np.ndarray,
-                      keep: np.ndarray | None, axis: str) -> tuple[list[dict[str, Any]], list[str]]:
+                      paired: np.ndarray, axis: str) -> tuple[list[dict[str, Any]], list[str]]:
     """Columns whose value differs between the options of ``axis`` inside paired units.
 
     ``units`` are the rows' unit ids (as ``agreement`` builds them: a unit
-    has at most one row per option) and ``keep`` the units kept after merging
-    repeated judgments (None: all). Returns
-    ``[{"column", "share", "n_units"}]`` (``n_units`` the paired units whose
-    options' values differ, ``share`` that over all paired units) and a note
-    per confounded column. A missing value counts as a value of its own.
+    has at most one row per option) and ``paired`` says, per unit, whether
+    it counts: two options or more, and kept after merging repeated
+    judgments. Returns ``[{"column", "share", "n_units"}]`` (``n_units`` the
+    paired units whose options' values differ, ``share`` that over all
+    paired units) and a note per confounded column. A missing value counts
+    as a value of its own.
     """
     out: list[dict[str, Any]] = []
     notes: list[str] = []
     if not columns or not len(units):
         return out, notes
-    # A unit has one row per option it has (agreement tells repeated rows apart), so a unit is paired
-    # where it has two rows or more.
-    paired = np.bincount(units) >= 2
-    if keep is not None:
-        paired &= keep
+    n_paired = int(paired.sum())
     for column in columns:
         codes = rows.codes(column) if isinstance(rows, Rows) else pd.factorize(rows[column], use_na_sentinel=False)[0]
-        # Each row against one row of its unit (whichever was written last): no units x options matrix.
-        first = np.empty(len(paired), dtype=codes.dtype)
-        first[units] = codes
-        differs = np.zeros(len(paired), dtype=bool)
-        differs[units[first[units] != codes]] = True
+        differs = _differs(units, codes, len(paired))
         differ = int((paired & differs).sum())
         if not differ:
             continue
-        share = differ / int(paired.sum())
+        share = differ / n_paired
         out.append({"column": column, "share": share, "n_units": differ})
         notes.append(
-            f"confound: in {differ:,} of {int(paired.sum()):,} paired units ({share:.0%}) the options of "
+            f"confound: in {differ:,} of {n_paired:,} paired units ({share:.0%}) the options of "
             f"{axis!r} have different values of the design column {column!r} (they did not judge the same "
             f"task, e.g. against a different reference): kappa, AC1 and the bias then mix the difference "
             f"between the options with the difference between the {column!r} values, and cannot be read "
             f"as agreement between the options alone")
     return out, notes
+
+
+def _differs(units: np.ndarray, codes: np.ndarray, n_units: int) -> np.ndarray:
+    """Per unit, whether its rows carry more than one value of ``codes``: each row against one row of its
+    unit (the last written), with no units x options matrix. A piece of rows at a time: numpy widens an
+    int32 index array to int64 for the whole of it, 460 MB at 57M rows, and this ran at the agreement's
+    memory peak."""
+    first = np.empty(n_units, dtype=codes.dtype)
+    for start in range(0, len(units), blocks.PIECE_ROWS):
+        first[units[start:start + blocks.PIECE_ROWS]] = codes[start:start + blocks.PIECE_ROWS]
+    differs = np.zeros(n_units, dtype=bool)
+    for start in range(0, len(units), blocks.PIECE_ROWS):
+        piece = units[start:start + blocks.PIECE_ROWS]
+        differs[piece[first[piece] != codes[start:start + blocks.PIECE_ROWS]]] = True
+    return differs

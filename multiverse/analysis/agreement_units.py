@@ -126,11 +126,13 @@ def _direct_codes(key: np.ndarray, top: int) -> np.ndarray:
     """``pd.factorize(key)[0]`` for non-negative ``key`` below ``top``, through a table of ``top`` entries
     (int32 below 2**31: arithmetic on the codes casts first)."""
     present = np.zeros(top, dtype=bool)
-    present[key] = True
+    for start in range(0, len(key), blocks.PIECE_ROWS):
+        present[key[start:start + blocks.PIECE_ROWS]] = True
     rank = np.cumsum(present, dtype=np.int32 if top < 2**31 else np.int64)
     np.subtract(rank, 1, out=rank)
     del present
-    code = rank[key]  # numbered in the keys' sorted order
+    code = np.empty(len(key), dtype=rank.dtype)
+    _take_pieces(rank, key, code)  # numbered in the keys' sorted order
     del rank
     groups = int(code.max(initial=-1)) + 1
     # Each number's first row, a piece at a time (no row-length array of positions), then the numbers
@@ -146,7 +148,16 @@ def _direct_codes(key: np.ndarray, top: int) -> np.ndarray:
     del is_first
     # Into the codes' own array, int32 while ``top`` allows: the units live through the whole agreement
     # (at 60M rows 240 MB, not 480). Each place reads its own code before it is written.
-    return np.take(relabel, code, out=code, mode="clip")
+    return _take_pieces(relabel, code, code)
+
+
+def _take_pieces(table: np.ndarray, index: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``out[:] = table[index]`` a piece of rows at a time: numpy widens an int32 index to int64 for the
+    whole of it first (460 MB at 57M rows, at the agreement's memory peak); ``out`` may be ``index``."""
+    for start in range(0, len(index), blocks.PIECE_ROWS):
+        piece = slice(start, start + blocks.PIECE_ROWS)
+        np.take(table, index[piece], out=out[piece], mode="clip")
+    return out
 
 
 def _codes(column: pd.Series) -> np.ndarray:
@@ -236,7 +247,7 @@ def _one_per_judgment(labels: np.ndarray, keys: tuple[np.ndarray, np.ndarray]) -
     key, has = keys
     judged = has.sum(1) >= 2
     representative = _first_alike(key, has)
-    keep = ~judged | (representative == np.arange(len(key)))
+    keep = ~judged | (representative == np.arange(len(key), dtype=representative.dtype))
     differ = int((labels[~keep] != labels[representative[~keep]]).any(1).sum())
     return keep, int((~keep).sum()), differ
 
@@ -259,23 +270,32 @@ def _first_alike(key: np.ndarray, has: np.ndarray) -> np.ndarray:
     mixed <<= low
     mixed |= np.arange(n, dtype=np.uint64)
     mixed.sort()
-    row = (mixed & ((np.uint64(1) << low) - np.uint64(1))).astype(np.int64)
+    # Row numbers in int32 where they fit: this runs at the agreement's memory peak, beside the units x
+    # options key matrix, and each row-length array of them is 48 MB at 12M units, not 96.
+    index = np.int32 if n < 2**31 else np.int64
+    row = np.empty(n, dtype=index)
+    for start in range(0, n, blocks.PIECE_ROWS):  # the row numbers: the low bits
+        row[start:start + blocks.PIECE_ROWS] = mixed[start:start + blocks.PIECE_ROWS] & ((np.uint64(1) << low) - np.uint64(1))
     mixed >>= low
     starts = np.empty(n, dtype=bool)
     starts[0] = True
     np.not_equal(mixed[1:], mixed[:-1], out=starts[1:])
     del mixed
-    at = np.where(starts, np.arange(n), 0)
+    at = np.arange(n, dtype=index)
+    np.multiply(at, starts, out=at)
     np.maximum.accumulate(at, out=at)  # where each row's group starts among the sorted rows
-    representative = np.empty(n, dtype=np.int64)
+    representative = np.empty(n, dtype=index)
     representative[row] = row[at]  # rows grow inside a group: its first is its least
+    del at
     wrong = _unlike(key, has, representative)
     if len(wrong):
         # Every row of a group holding a wrong row, grouped again by its exact keys.
-        group = np.cumsum(starts) - 1
+        group = np.cumsum(starts, dtype=index)
+        np.subtract(group, 1, out=group)
         bad = np.zeros(int(group[-1]) + 1, dtype=bool)
-        group_of_row = np.empty(n, dtype=np.int64)
+        group_of_row = np.empty(n, dtype=index)
         group_of_row[row] = group
+        del group, row
         bad[group_of_row[wrong]] = True
         again = np.flatnonzero(bad[group_of_row])
         exact = _dense(np.where(has[again, c], pd.factorize(key[again, c])[0] + 1, 0) for c in range(key.shape[1]))

@@ -303,12 +303,15 @@ def test_digest_judgment_keys_pair_as_any_other_keys(width):
 
 @pytest.mark.parametrize("mix", ["own", "all_alike", "first_column", "has_only"])
 @pytest.mark.parametrize("rows", [1, 2, 200, 5000])
-def test_units_alike_are_found_when_their_keys_mix_alike(monkeypatch, mix, rows):
+@pytest.mark.parametrize("piece", [None, 7])
+def test_units_alike_are_found_when_their_keys_mix_alike(monkeypatch, mix, rows, piece):
     # Units are grouped by a mix of their judgment keys and then checked key by key: were mixes of
     # different keys to collide (all of them, or many), the exact grouping still gives every unit its
-    # first alike unit.
-    from multiverse.analysis import agreement_units
+    # first alike unit, whether its passes take the rows whole or a few at a time.
+    from multiverse.analysis import _codes, agreement_units
 
+    if piece is not None:
+        monkeypatch.setattr(_codes, "PIECE_ROWS", piece)
     rng = np.random.default_rng(rows)
     key = rng.integers(0, 3, (rows, 3)).astype(np.uint64) * np.uint64(2**61 + 7)
     has = rng.random((rows, 3)) < 0.8
@@ -321,7 +324,7 @@ def test_units_alike_are_found_when_their_keys_mix_alike(monkeypatch, mix, rows)
     if mix in coarse:
         monkeypatch.setattr(agreement_units, "_mix", coarse[mix])
     got = agreement_units._first_alike(key, has)
-    assert got.dtype == np.int64
+    assert got.dtype == np.int32  # row numbers below 2**31: half the memory at the agreement's peak
     np.testing.assert_array_equal(got, expected)
 
 
@@ -454,10 +457,17 @@ def test_confound_share_counts_each_judgment_once_and_a_missing_value_as_a_value
 
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("categorical", [False, True])
-def test_confounds_are_the_units_whose_options_show_two_values_by_a_groupby(seed, categorical):
+@pytest.mark.parametrize("piece", [None, 7])
+def test_confounds_are_the_units_whose_options_show_two_values_by_a_groupby(monkeypatch, seed, categorical, piece):
     """Three judges, two contexts, rows that do not count, a judge that skips some transcripts and a
     reference missing now and then: a unit is confounded where its counted rows show two values (a
-    missing one is a value), over the units two options or more labelled, as pandas counts them."""
+    missing one is a value), over the units two options or more labelled, as pandas counts them,
+    whether the rows are passed over whole or a few at a time."""
+    from multiverse.analysis import _codes, agreement_units
+
+    if piece is not None:
+        monkeypatch.setattr(_codes, "PIECE_ROWS", piece)
+        monkeypatch.setattr(agreement_units, "_DIRECT_ROWS", 1)  # units numbered through the table, in pieces
     rng = np.random.default_rng(seed)
     rows = []
     for prompt, judge, case in itertools.product(["a", "b"], ["j0", "j1", "j2"], range(40)):
