@@ -167,7 +167,7 @@ def main() -> int:
                 print(f"  {name:<12}{step['seconds']:9.2f}{step['cpu_seconds']:8.1f}")
             target = TARGETS.get(size)
             verdict = "" if target is None else ("  PASS" if entry["seconds"] <= target else "  MISS") + f" (target {target:g} s)"
-            print(f"  {'total':<12}{entry['seconds']:9.2f}{entry['cpu_seconds']:8.1f}   peak RSS {entry['peak_gb']:.2f} GB{verdict}")
+            print(f"  {'total':<12}{entry['seconds']:9.2f}{entry['cpu_seconds']:8.1f}   peak RSS {entry['peak_gb']:.2f} GiB{verdict}")
             print(f"  {entry['summary']}")
             if args.cli:
                 cli = _child(["--child", "cli", "--folder", str(folder)])
@@ -176,7 +176,7 @@ def main() -> int:
                     print(f"  cli: FAILED {cli['error']}")
                 else:
                     print("  as four commands: " + ", ".join(f"{k} {v['seconds']:.1f} s ({v['cpu_seconds']:.1f} CPU)" for k, v in cli["steps"].items())
-                          + f"; total {cli['seconds']:.1f} s, largest process {cli['peak_gb']:.2f} GB")
+                          + f"; total {cli['seconds']:.1f} s, largest process {cli['peak_gb']:.2f} GiB")
     finally:
         if args.keep is None:
             shutil.rmtree(base, ignore_errors=True)
