@@ -188,7 +188,7 @@ def agreement(
         "axis": axis,
         "options": options,
         "paired_on": "transcript" if by_transcript else "system, case and replicate",
-        "n_units": int(((labels >= 0).sum(1) >= 2).sum()),
+        "n_units": int(paired.sum()),
     }
     result.update(binary_summary(labels, options, notes, "", []))
     result["confounded"], confounds = context_confounds(rows, context, units, paired, axis)

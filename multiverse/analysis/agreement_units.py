@@ -272,7 +272,7 @@ def _first_alike(key: np.ndarray, has: np.ndarray) -> np.ndarray:
     mixed.sort()
     # Row numbers in int32 where they fit: this runs at the agreement's memory peak, beside the units x
     # options key matrix, and each row-length array of them is 48 MB at 12M units, not 96.
-    index = np.int32 if n < 2**31 else np.int64
+    index: type[np.signedinteger] = blocks.index_type(n)
     row = np.empty(n, dtype=index)
     for start in range(0, n, blocks.PIECE_ROWS):  # the row numbers: the low bits
         row[start:start + blocks.PIECE_ROWS] = mixed[start:start + blocks.PIECE_ROWS] & ((np.uint64(1) << low) - np.uint64(1))
