@@ -20,30 +20,50 @@ def _estimate(low: float | None, high: float | None, kind: str) -> str:
     return shown(low) if high is None or abs(high - low) < 5e-4 else f"{shown(low)} .. {shown(high)}"
 
 
+def _detects(o) -> str:
+    """The smallest effect its rule's side detects at 80% power (rate points from the bound), or why none."""
+    found = o.detectable
+    if found is None:
+        return "-"
+    value = found.to_fail if o.rule == "not_refuted" else found.to_hold
+    return "none" if value is None else number(value)
+
+
 def cmd_check(args) -> int:
+    import sys
+
     from .. import check
     from ..gate import write_junit
     from ..tables import check_output_file
 
+    if args.allow_undecided:
+        say("error: --allow-undecided was removed: which claims pass unless the data refute them is the claims "
+            "file's choice, made before the run; write rule: not_refuted on those claims (or at the top of the "
+            "file)", file=sys.stderr)
+        return 2
     if args.junit is not None:
         check_output_file(args.junit, inputs=[args.claims, args.source])  # before anything is read or computed
     result: CheckResult = check(args.source, args.claims, alpha=args.alpha)
     if args.junit is not None:
-        write_junit(result, args.junit, allow_undecided=args.allow_undecided)
-    passed = result.passed(allow_undecided=args.allow_undecided)
+        write_junit(result, args.junit)
+    passed = result.passed()
+    for warning in result.warnings:
+        say(f"warning: {warning}", file=sys.stderr)
     if args.json:
         print_json({**result.to_dict(), "passed": passed})
         return 0 if passed else 1
-    rows = [["claim", "status", "p", "estimate", "universes", "worst universe"]]
+    rows = [["claim", "rule", "status", "p", "estimate", "universes", "worst universe", "detects (80%)"]]
     for o in result.outcomes:
         worst = o.worst or {}
         shown = "" if o.n_universes == 1 else f"{worst.get('label', '')} ({number(worst.get('estimate'))})"
-        rows.append([o.claim.id, o.status.upper(), f"{o.p:.3g}" if o.status != "failed" else f"{o.p_fail:.3g} (fail)",
-                     _estimate(o.estimate_low, o.estimate_high, o.claim.kind), f"{o.n_needed} of {o.n_universes}", shown])
+        rows.append([o.claim.id, o.rule.replace("_", " "), o.status.replace("_", " ").upper(),
+                     f"{o.p:.3g}" if o.status != "failed" else f"{o.p_fail:.3g} (fail)",
+                     _estimate(o.estimate_low, o.estimate_high, o.claim.kind), f"{o.n_needed} of {o.n_universes}",
+                     shown, _detects(o)])
     print_table(rows)
     counts = result.counts
-    say(f"{counts['held']} held, {counts['failed']} failed, {counts['undecided']} undecided "
-        f"(alpha {result.alpha:g}, Holm across the {len(result.outcomes)} claims)")
+    say(f"{counts['held']} held, {counts['failed']} failed, {counts['undecided']} undecided, "
+        f"{counts['not_refuted']} not refuted (alpha {result.alpha:g}, Holm across the {len(result.outcomes)} claims)")
     for o in result.outcomes:
         say(f"  {o.claim.id}: {o.claim.statement}")
         for note in o.notes:

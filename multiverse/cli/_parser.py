@@ -142,14 +142,14 @@ def build_parser() -> argparse.ArgumentParser:
                 "ranking": "human labels (see calibrate): also say whether each universe's ranking survives anchoring",
             }[name])
 
-    p = command("check", "decide a file of pre-registered claims on a run: held, failed or undecided "
-                "(exit 0 when every claim held, 1 when any failed or is undecided)")
+    p = command("check", "decide a file of pre-registered claims on a run: held, failed, undecided or not refuted "
+                "(exit 0 when none failed and none is undecided, 1 otherwise)")
     p.add_argument("source", type=Path, metavar="RUN_DIR_OR_TABLE")
     p.add_argument("--claims", type=Path, metavar="FILE", required=True, help="the claims YAML file")
     p.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
     p.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML, one test case per claim")
-    p.add_argument("--allow-undecided", action="store_true",
-                   help="exit 0 when no claim failed, even if some are undecided (reported as skipped)")
+    # Removed: which claims may pass unshown is the claims file's rule, written before the run (refused with a pointer).
+    p.add_argument("--allow-undecided", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--alpha", type=_rate, metavar="A", help="level of the decisions (default: the file's alpha, else 0.05)")
 
     p = command("diff", "compare two runs or imports of the same design: per universe and system, "

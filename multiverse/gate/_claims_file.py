@@ -16,37 +16,83 @@ a problem is one line naming the file, the claim's id and the field.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from multiverse.errors import SpecError
-from multiverse.spec import load_yaml
+from multiverse.spec import Problems, add_validation_errors, load_yaml
 
-__all__ = ["Claim", "ClaimsFile", "Share", "check_claims", "parse_claims", "read_claims"]
+__all__ = ["RULES", "Claim", "ClaimsFile", "Share", "check_claims", "parse_claims", "read_claims"]
 
 #: The shapes of a claim, by the key that marks each.
 KINDS = ("rate", "order", "no_regression", "rank")
+#: The decision rules: ``shown`` passes a claim the data show (held); ``not_refuted`` passes every claim the
+#: data do not refute, and fails only on evidence against it.
+Rule = Literal["shown", "not_refuted"]
+RULES: tuple[str, ...] = ("shown", "not_refuted")
+#: A rank beyond this is no place any audit has: a number that large is a typo (or an attack).
+MAX_RANK = 100_000
+
+
+def _unit(*, gt: float | None = None, ge: float | None = None, lt: float | None = None, le: float | None = None) -> Any:
+    """A number (never a boolean or text, never NaN or infinite) within the given bounds."""
+    return Annotated[StrictFloat, Field(gt=gt, ge=ge, lt=lt, le=le, allow_inf_nan=False)]
+
+
+Name = Annotated[StrictStr, Field(min_length=1, max_length=200)]
+
+
+def _option_names(value: Any) -> tuple[str, ...]:
+    """``where``'s value: an option's name, or a list of names, as text (a whole number reads as its digits)."""
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        raise ValueError("expected an option's name or a list of them, got an empty list")
+    names = []
+    for item in items:
+        # YAML reads yes/no/on/off as booleans and 0.10 as 0.1: neither is an option's name as written.
+        if isinstance(item, bool):
+            # YAML 1.1 reads yes/no/on/off/true/false as booleans: the name written is lost, so ask for quotes.
+            raise ValueError(f"expected an option's name as text, got the boolean {_shown(item)} "
+                             "(YAML reads yes, no, on, off unquoted as booleans: quote the name)")
+        if not isinstance(item, (str, int)):
+            raise ValueError(f"expected an option's name as text, got {_shown(item)} (quote the name as written)")
+        if not str(item):
+            raise ValueError("expected an option's name, got an empty string")
+        names.append(str(item))
+    return tuple(names)
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
 
 
 class Share(_Strict):
     """``in: {share: s}``: the claim holds in at least a share ``s`` of the universes."""
 
-    share: Annotated[float, Field(gt=0, le=1)]
+    share: _unit(gt=0, le=1)  # type: ignore[valid-type]
 
 
 class RateBound(_Strict):
     """``rate: {at_least: b}`` or ``{at_most: b}``, on the rate's [0, 1] scale."""
 
-    at_least: Annotated[float, Field(gt=0, lt=1)] | None = None
-    at_most: Annotated[float, Field(gt=0, lt=1)] | None = None
+    at_least: _unit(gt=0, lt=1) | None = None  # type: ignore[valid-type]
+    at_most: _unit(gt=0, lt=1) | None = None  # type: ignore[valid-type]
 
     @model_validator(mode="after")
     def _one_side(self) -> RateBound:
@@ -63,20 +109,72 @@ class RateBound(_Strict):
         return float(self.at_least if self.at_least is not None else self.at_most)  # type: ignore[arg-type]
 
 
+def _quantifier(value: Any) -> Any:
+    if isinstance(value, str) and value in ("all", "primary"):
+        return value
+    if isinstance(value, Share):
+        return value
+    if isinstance(value, Mapping) and set(value) == {"share"}:
+        share = value["share"]
+        number = isinstance(share, (int, float)) and not isinstance(share, bool)
+        if not number or not math.isfinite(share) or not 0 < share <= 1:
+            raise ValueError(f"share: expected a number above 0 and at most 1, got {_shown(share)}")
+        return Share(share=float(share))
+    raise ValueError(f"expected 'all', 'primary' or {{share: s}}, got {_shown(value)}")
+
+
+def _shown(value: Any) -> str:
+    text = "null" if value is None else str(value).lower() if isinstance(value, bool) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _shape_problems(present: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """What is wrong with a claim's shape, as ``(field, expected)``, from the fields it gives (not None).
+
+    One rule for the model (its first problem) and for the file's reader (every problem at once).
+    """
+    shapes = {
+        "rate": "rate" in present, "rank": "rank" in present,
+        "order": "better" in present or "worse" in present,
+        "no_regression": any(f in present for f in ("candidate", "baseline", "margin")),
+    }
+    chosen = [k for k, on in shapes.items() if on]
+    if len(chosen) != 1:
+        return [("", "expected one of rate, rank, better/worse or candidate/baseline/margin"
+                 + (f", got {' and '.join(chosen)}" if chosen else ""))]
+    kind = chosen[0]
+    needs = {"rate": ("system",), "rank": ("system",), "order": ("better", "worse"),
+             "no_regression": ("candidate", "baseline", "margin")}[kind]
+    problems = [(n, f"expected a value for a {kind.replace('_', '-')} claim") for n in needs if n not in present]
+    if kind in ("order", "no_regression") and "system" in present:
+        problems.append(("system", "expected no system on a claim that compares two"))
+    first, second = ("better", "worse") if kind == "order" else ("candidate", "baseline")
+    if first in present and present[first] == present.get(second):
+        problems.append((second, f"expected a system other than the {first}, got {present[second]!r} twice"))
+    if present.get("quantifier") == "primary" and present.get("where"):
+        problems.append(("where", "expected no where with in: primary (the primary is one universe)"))
+    if kind == "no_regression" and present.get("margin") == 0 and present.get("rule", "shown") == "shown":
+        problems.append(("margin", "expected a margin above 0 with rule: shown (with 0 the claim is that the "
+                                   "candidate is better, which an unchanged one shows only by chance); "
+                                   "use rule: not_refuted to fail only on evidence of a regression"))
+    return problems
+
+
 class Claim(_Strict):
     """One pre-registered claim (see the module docstring for its shapes)."""
 
-    id: Annotated[str, Field(min_length=1, max_length=200)]
-    quantifier: Literal["all", "primary"] | Share = Field(alias="in")
-    where: Mapping[str, str | int | float | bool | list[str | int | float | bool]] = Field(default_factory=dict)
-    system: str | None = None
+    id: Name
+    quantifier: Annotated[Literal["all", "primary"] | Share, BeforeValidator(_quantifier)] = Field(alias="in")
+    where: dict[StrictStr, Annotated[tuple[str, ...], BeforeValidator(_option_names)]] = Field(default_factory=dict)
+    system: Name | None = None
     rate: RateBound | None = None
-    rank: Annotated[int, Field(ge=1)] | None = None
-    better: str | None = None
-    worse: str | None = None
-    candidate: str | None = None
-    baseline: str | None = None
-    margin: Annotated[float, Field(ge=0, lt=1)] | None = None
+    rank: Annotated[StrictInt, Field(ge=1, le=MAX_RANK)] | None = None
+    better: Name | None = None
+    worse: Name | None = None
+    candidate: Name | None = None
+    baseline: Name | None = None
+    margin: _unit(ge=0, lt=1) | None = None  # type: ignore[valid-type]
+    rule: Rule = "shown"
 
     @field_validator("id")
     @classmethod
@@ -87,24 +185,11 @@ class Claim(_Strict):
 
     @model_validator(mode="after")
     def _one_shape(self) -> Claim:
-        shapes = {
-            "rate": self.rate is not None, "rank": self.rank is not None,
-            "order": self.better is not None or self.worse is not None,
-            "no_regression": self.candidate is not None or self.baseline is not None or self.margin is not None,
-        }
-        chosen = [k for k, on in shapes.items() if on]
-        if len(chosen) != 1:
-            raise ValueError("expected one of rate, rank, better/worse or candidate/baseline/margin"
-                             + (f", got {' and '.join(chosen)}" if chosen else ""))
-        needs = {"rate": ("system",), "rank": ("system",), "order": ("better", "worse"),
-                 "no_regression": ("candidate", "baseline", "margin")}[chosen[0]]
-        missing = [n for n in needs if getattr(self, n) is None]
-        if missing:
-            raise ValueError(f"{missing[0]}: expected a value for a {chosen[0].replace('_', '-')} claim")
-        if chosen[0] in ("order", "no_regression") and self.system is not None:
-            raise ValueError("system: expected no system on a claim that compares two")
-        if self.quantifier == "primary" and self.where:
-            raise ValueError("where: expected no where with in: primary (the primary is one universe)")
+        present = {name: value for name in type(self).model_fields if (value := getattr(self, name)) is not None}
+        problems = _shape_problems(present)
+        if problems:
+            field, expected = problems[0]
+            raise ValueError(f"{field}: {expected}" if field else expected)
         return self
 
     @property
@@ -132,7 +217,7 @@ class Claim(_Strict):
             text = f"rate({self.better}) > rate({self.worse})"
         else:
             text = f"rate({self.candidate}) >= rate({self.baseline}) - {self.margin:g}"
-        where = ", ".join(f"{k}={v}" for k, v in self.where.items())
+        where = ", ".join(f"{k}={'|'.join(v)}" for k, v in self.where.items())
         scope = {"all": "in every universe", "primary": "in the primary universe"}.get(
             self.quantifier if isinstance(self.quantifier, str) else "",
             f"in at least {self.share:.0%} of the universes")
@@ -145,10 +230,21 @@ class Claim(_Strict):
 
 
 class ClaimsFile(_Strict):
-    """The file: its claims and the level they are decided at (Holm across the claims)."""
+    """The file: its claims, the level they are decided at (Holm across the claims) and the rule a claim
+    without its own ``rule`` is decided by."""
 
     claims: Annotated[list[Claim], Field(min_length=1, max_length=1000)]
-    alpha: Annotated[float, Field(gt=0, lt=0.5)] = 0.05
+    alpha: _unit(gt=0, lt=0.5) = 0.05  # type: ignore[valid-type]
+    rule: Rule = "shown"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _file_rule(cls, raw: Any) -> Any:
+        # The file's rule is each claim's unless the claim says its own.
+        if isinstance(raw, Mapping) and "rule" in raw and isinstance(raw.get("claims"), list):
+            claims = [{"rule": raw["rule"], **c} if isinstance(c, Mapping) else c for c in raw["claims"]]
+            return {**raw, "claims": claims}
+        return raw
 
     @model_validator(mode="after")
     def _distinct_ids(self) -> ClaimsFile:
@@ -160,71 +256,119 @@ class ClaimsFile(_Strict):
         return self
 
 
-def _where(raw: Any, error: ValidationError) -> str:
-    """``claim <id>: <field>`` for the first problem, from the raw document."""
-    first = error.errors()[0]
-    loc = [str(p) for p in first["loc"]]
-    if len(loc) >= 2 and loc[0] == "claims" and loc[1].isdigit():
-        items = raw.get("claims") if isinstance(raw, Mapping) else None
-        index = int(loc[1])
-        item = items[index] if isinstance(items, list) and index < len(items) else None
-        name = item.get("id") if isinstance(item, Mapping) and item.get("id") else f"#{index + 1}"
-        # The union of "all"/"primary" and a share names its branches; the field is "in".
-        rest = [p for p in loc[2:] if p not in ("literal['all','primary']", "Share")]
-        return f"claim {name}: " + (".".join(rest) or "claim")
-    return ".".join(loc) or "claims"
+class _Head(_Strict):
+    """The file's own keys, checked before its claims are (each claim then on its own)."""
+
+    claims: Annotated[list[Any], Field(min_length=1, max_length=1000)]
+    alpha: _unit(gt=0, lt=0.5) = 0.05  # type: ignore[valid-type]
+    rule: Rule = "shown"
 
 
-def _message(error: ValidationError) -> str:
-    first = error.errors()[0]
-    text = str(first["msg"]).removeprefix("Value error, ")
-    if first["type"] == "literal_error" and "'all'" in text:
-        return "expected 'all', 'primary' or {share: s}"
-    if first["type"] == "value_error" or "input" not in first:
-        return text
-    shown = repr(first["input"])
-    return f"{text[:1].lower()}{text[1:]}, got {shown if len(shown) <= 60 else shown[:57] + '...'}"
+def _claim_names(items: Sequence[Any]) -> list[str]:
+    """How problems name each claim: ``claim <id>``, ``claim #<n>`` when its id is not usable text, and
+    ``claim <id> (#<n>)`` for an id that an earlier claim has."""
+    names: list[str] = []
+    for index, item in enumerate(items):
+        key = item.get("id") if isinstance(item, Mapping) else None
+        usable = isinstance(key, str) and key and len(key) <= 200 and key.isprintable()
+        name = f"claim {key}" if usable else f"claim #{index + 1}"
+        names.append(f"{name} (#{index + 1})" if name in names else name)
+    return names
+
+
+def _claim_lines(lines: Mapping[str, int], names: Sequence[str]) -> dict[str, int]:
+    """The YAML's ``claims.<i>.<field>`` lines under the names problems show: ``claim <id>: <field>``."""
+    out = {k: v for k, v in lines.items() if not k.startswith("claims.")}
+    for key, line in lines.items():
+        parts = key.split(".", 2)
+        if key.startswith("claims.") and len(parts) >= 2 and parts[1].isdigit() and int(parts[1]) < len(names):
+            out[names[int(parts[1])] + (f": {parts[2]}" if len(parts) == 3 else "")] = line
+    return out
+
+
+def _shown_field(field: str) -> str:
+    return field.replace("quantifier", "in")
 
 
 def read_claims(path: str | os.PathLike) -> ClaimsFile:
-    """Read and check a claims file by itself (shapes, numbers, ids); SpecError names claim and field."""
+    """Read and check a claims file by itself (shapes, numbers, ids); SpecError lists every problem."""
     path = Path(path)
-    raw, _ = load_yaml(path)
-    return parse_claims(raw, path)
+    raw, lines = load_yaml(path)
+    return parse_claims(raw, path, lines=lines)
 
 
-def parse_claims(raw: Any, shown: str | os.PathLike = "claims") -> ClaimsFile:
-    """Check a claims document (as the YAML file holds it); SpecError names ``shown``, the claim and the field."""
+def parse_claims(raw: Any, shown: str | os.PathLike = "claims", *, lines: Mapping[str, int] | None = None) -> ClaimsFile:
+    """Check a claims document (as the YAML file holds it); one SpecError lists every problem.
+
+    Each problem is one line, ``<shown>: claim <id>: <field> (line N): expected ...``
+    (``lines``: the YAML path of each key and its line, as ``load_yaml`` gives them).
+    """
     if not isinstance(raw, Mapping):
         raise SpecError(shown, "", "expected a mapping with a list of claims")
+    items = raw.get("claims") if isinstance(raw.get("claims"), list) else []
+    names = _claim_names(items)
+    problems = Problems(_claim_lines(lines or {}, names))
     try:
-        return ClaimsFile.model_validate(raw)
+        _Head.model_validate(raw)
     except ValidationError as exc:
-        raise SpecError(shown, _where(raw, exc), _message(exc)) from None
+        add_validation_errors(_Head, exc, problems)
+    rule = raw.get("rule") if raw.get("rule") in RULES else "shown"
+    seen: dict[str, str] = {}
+    for item, name in zip(items, names):
+        if not isinstance(item, Mapping):
+            problems.add(name, "expected a mapping (id, what is claimed, in)")
+            continue
+        item = {"rule": rule, **item}
+        found = Problems()
+        try:
+            Claim.model_validate(item)
+        except ValidationError as exc:
+            add_validation_errors(Claim, exc, found)
+        for field, expected in found.items:
+            if field:
+                problems.add(f"{name}: {_shown_field(field)}", expected)
+            else:  # the claim's shape: every problem of it, not only the first the model met
+                present = {k: v for k, v in item.items() if v is not None}
+                if "in" in present:
+                    present["quantifier"] = present.pop("in")
+                for f, e in _shape_problems(present) or [("", expected)]:
+                    problems.add(f"{name}: {_shown_field(f)}" if f else name, e)
+        key = item.get("id")
+        if isinstance(key, str):
+            if key in seen:
+                problems.add(f"{name}: id", f"expected each claim's id once (also {seen[key]})")
+            seen.setdefault(key, f"claim #{names.index(name) + 1}")
+    for path, _ in problems.items:
+        # A missing key has no line of its own: its claim's line stands for it.
+        name = next((n for n in names if path == n or path.startswith(n + ": ")), None)
+        if name is not None and path not in problems.lines and name in problems.lines:
+            problems.lines[path] = problems.lines[name]
+    problems.raise_if_any(shown)
+    return ClaimsFile.model_validate(raw)
 
 
 def check_claims(claims: ClaimsFile, *, systems: Sequence[str], axes: Sequence[str],
                  options: Mapping[str, Sequence[Any]], has_primary: bool, shown: str | os.PathLike) -> None:
-    """Refuse, in one line, a claim naming a system, axis or option the results do not have."""
+    """Refuse every claim naming a system, axis or option the results do not have: one SpecError, one line each."""
+    problems = Problems()
     known = ", ".join(systems) or "none"
     for claim in claims.claims:
         at = f"claim {claim.id}"
         for field, system in claim.systems.items():
             if system not in systems:
-                raise SpecError(shown, f"{at}: {field}", f"expected one of the systems {known}, got {system!r}")
-        pair = [claim.better, claim.worse] if claim.kind == "order" else [claim.candidate, claim.baseline]
-        if claim.kind in ("order", "no_regression") and pair[0] == pair[1]:
-            raise SpecError(shown, at, f"expected two different systems, got {pair[0]!r} twice")
+                problems.add(f"{at}: {field}", f"expected one of the systems {known}, got {system!r}")
         if claim.rank is not None and claim.rank >= len(systems):
-            raise SpecError(shown, f"{at}: rank", f"expected 1 to {len(systems) - 1} with {len(systems)} systems "
-                            f"(rank {claim.rank} always holds), got {claim.rank}")
+            problems.add(f"{at}: rank", f"expected 1 to {len(systems) - 1} with {len(systems)} systems "
+                         f"(rank {claim.rank} always holds), got {claim.rank}")
         if claim.quantifier == "primary" and not has_primary:
-            raise SpecError(shown, f"{at}: in", "expected a primary universe; these results declare none")
+            problems.add(f"{at}: in", "expected a primary universe; these results declare none")
         for axis, chosen in claim.where.items():
             if axis not in axes:
-                raise SpecError(shown, f"{at}: where.{axis}", f"expected one of the axes {', '.join(axes) or 'none'}")
+                problems.add(f"{at}: where.{axis}", f"expected one of the axes {', '.join(axes) or 'none'}")
+                continue
             allowed = [str(o) for o in options.get(axis, [])]
-            for option in chosen if isinstance(chosen, list) else [chosen]:
-                if str(option) not in allowed:
-                    raise SpecError(shown, f"{at}: where.{axis}",
-                                    f"expected one of the options {', '.join(allowed)}, got {option!r}")
+            for option in chosen:
+                if option not in allowed:
+                    problems.add(f"{at}: where.{axis}", f"expected one of the options {', '.join(allowed)}, "
+                                 f"got {option!r}")
+    problems.raise_if_any(shown)

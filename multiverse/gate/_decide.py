@@ -1,11 +1,17 @@
-"""Deciding a file of claims on one run: held, failed or undecided, each with its evidence.
+"""Deciding a file of claims on one run: held, failed, undecided or not refuted, each with its evidence.
 
 Per claim, every universe in its scope gets a one-sided ``p_hold`` and
 ``p_fail`` (:mod:`multiverse.analysis.claim_tests`); the universes combine by
 the partial conjunction rule at ``k = ceil(share * U)`` (``all``: the largest
 ``p_hold``); the claims of one file by Holm, once for held and once for
-failed. A claim is *held* when its adjusted ``p_hold`` is at most alpha,
-*failed* when its adjusted ``p_fail`` is, and *undecided* otherwise.
+failed. A claim is *held* when its adjusted ``p_hold`` is at most alpha and
+*failed* when its adjusted ``p_fail`` is. Otherwise its rule decides: under
+``shown`` it is *undecided* (and the gate does not pass), under
+``not_refuted`` it is *not refuted* (and the gate passes).
+
+Each claim also says the smallest effect this run's size detects with 80%
+power on each side of its bound (:func:`multiverse.analysis.detectable_difference`,
+the figure ``power`` gives), and warns when its rule can't be met at this size.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ import numpy as np
 import pandas as pd
 
 from multiverse.analysis import (
+    cases_needed,
+    detectable_difference,
     difference_claim_tests,
     holm,
     partial_conjunction,
@@ -27,13 +35,41 @@ from multiverse.analysis import (
     rate_claim_tests,
     universes_needed,
 )
-from multiverse.errors import InputError, SpecError
+from multiverse.errors import InputError
 from multiverse.gate._claims_file import Claim, ClaimsFile, check_claims, parse_claims, read_claims
 from multiverse.results import Results, load_run
+from multiverse.spec import Problems
 
 __all__ = ["CheckResult", "ClaimOutcome", "check"]
 
-STATUSES = ("held", "failed", "undecided")
+STATUSES = ("held", "failed", "undecided", "not_refuted")
+#: The statuses that keep the gate from passing.
+BLOCKING = ("failed", "undecided")
+#: The power a detectable effect is quoted at (as ``power`` quotes it).
+POWER = 0.8
+
+
+@dataclass(frozen=True)
+class Detectable:
+    """The smallest effect this run's size detects with 80% power, in rate points from the claim's bound.
+
+    ``to_hold``: how far inside the bound the truth must lie for the claim to be held; ``to_fail``: how far
+    beyond it for the claim to fail; None where no rate in [0, 1] is far enough. Both are for the universe in
+    scope with the fewest cases (``cases``), at the per-universe level the decision uses at Holm's strictest step
+    (``level_hold``, ``level_fail``). A difference is taken as two independent rates, as ``power`` does:
+    conservative for the paired cases a difference claim has.
+    """
+
+    to_hold: float | None
+    to_fail: float | None
+    cases: float
+    level_hold: float
+    level_fail: float
+    power: float = POWER
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"to_hold": self.to_hold, "to_fail": self.to_fail, "cases": self.cases, "power": self.power,
+                "level_hold": self.level_hold, "level_fail": self.level_fail}
 
 
 @dataclass(frozen=True)
@@ -53,30 +89,43 @@ class ClaimOutcome:
     estimate_high: float | None
     worst: Mapping[str, Any] | None
     notes: tuple[str, ...] = ()
+    detectable: Detectable | None = None
+    warnings: tuple[str, ...] = ()  # the claim's rule can't be met at this run's size
+
+    @property
+    def rule(self) -> str:
+        return self.claim.rule
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "id": self.claim.id, "kind": self.claim.kind, "claim": self.claim.statement, "status": self.status,
+            "id": self.claim.id, "kind": self.claim.kind, "claim": self.claim.statement, "rule": self.rule,
+            "status": self.status,
             "p": self.p, "p_fail": self.p_fail, "p_unadjusted": self.p_raw, "p_fail_unadjusted": self.p_fail_raw,
             "universes": self.n_universes, "needed": self.n_needed, "shown_alone": self.n_shown,
             "estimate": {"low": self.estimate_low, "high": self.estimate_high},
             "worst_universe": dict(self.worst) if self.worst else None, "notes": list(self.notes),
+            "detectable": self.detectable.to_dict() if self.detectable else None, "warnings": list(self.warnings),
         }
 
 
 @dataclass(frozen=True)
 class CheckResult:
-    """Every claim's outcome; ``passed(allow_undecided)`` is the gate."""
+    """Every claim's outcome; ``passed()`` is the gate."""
 
     outcomes: tuple[ClaimOutcome, ...]
     alpha: float
     source: str
     notes: tuple[str, ...] = field(default=())
 
-    def passed(self, allow_undecided: bool = False) -> bool:
-        """True when every claim held (or, with ``allow_undecided``, none failed)."""
-        bad = ("failed",) if allow_undecided else ("failed", "undecided")
-        return not any(o.status in bad for o in self.outcomes)
+    def passed(self) -> bool:
+        """True when no claim failed and none is undecided: each held, or, under ``rule: not_refuted``, was
+        not refuted. Which claims may pass unshown is the claims file's choice, made before the run."""
+        return not any(o.status in BLOCKING for o in self.outcomes)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Each claim whose rule can't be met at this run's size, one line each."""
+        return tuple(f"claim {o.claim.id}: {w}" for o in self.outcomes for w in o.warnings)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -88,7 +137,17 @@ class CheckResult:
             "multiplicity": f"Holm across the {len(self.outcomes)} claims, held and failed separately; "
                             "universes combined by partial conjunction (Bonferroni), valid under any dependence",
             "counts": self.counts, "claims": [o.to_dict() for o in self.outcomes], "notes": list(self.notes),
+            "warnings": list(self.warnings),
         }
+
+
+def decide(p_held: float, p_failed: float, alpha: float, rule: str) -> str:
+    """A claim's status from its Holm-adjusted p-values: held or failed on evidence, else as its rule says."""
+    if p_held <= alpha:
+        return "held"
+    if p_failed <= alpha:
+        return "failed"
+    return "not_refuted" if rule == "not_refuted" else "undecided"
 
 
 def _scope(results: Results, claim: Claim) -> list[str]:
@@ -98,7 +157,7 @@ def _scope(results: Results, claim: Claim) -> list[str]:
         return [str(results.primary)]
     keep = np.ones(len(universes), dtype=bool)
     for axis, chosen in claim.where.items():
-        wanted = {str(o) for o in (chosen if isinstance(chosen, list) else [chosen])}
+        wanted = set(chosen)
         keep &= universes[axis].astype(str).isin(wanted).to_numpy()
     return [str(u) for u in universes.loc[keep, "universe_id"]]
 
@@ -115,12 +174,82 @@ def _per_universe(results: Results, claim: Claim) -> pd.DataFrame:
                                   margin=float(claim.margin or 0))
 
 
+def _system_rates(results: Results, system: str) -> pd.Series:
+    """``system``'s rate in each universe it is rated in, by universe id."""
+    m = results.case_matrix()
+    s = m.system_index(system)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rates = m.compliant[s].sum(axis=1) / m.included[s].sum(axis=1)
+    return pd.Series(rates, index=m.universes["universe_id"].astype(str).to_numpy())
+
+
+def _mde(cases: float, bound: float, level: float, *, one_sample: bool, direction: str) -> float | None:
+    """The smallest move from ``bound`` in ``direction`` detected with 80% power, or None when none in [0, 1] is."""
+    if not (math.isfinite(cases) and cases >= 2 and 0 <= bound <= 1):
+        return None
+    found = detectable_difference(cases, bound, alpha=level, power=POWER, ratio=0.0 if one_sample else 1.0,
+                                  alternative="larger", direction=direction)  # type: ignore[arg-type]
+    return float(found) if math.isfinite(found) and found > 0 else None
+
+
+def _detectable(results: Results, claim: Claim, table: pd.DataFrame, n: int, k: int, n_claims: int,
+                alpha: float) -> tuple[Detectable | None, float | None]:
+    """The claim's detectable effects, and the bound they are measured from in its smallest universe."""
+    rated = table.dropna(subset=["estimate"])
+    if claim.kind == "rank" or rated.empty:
+        return None, None  # a rank is m - 1 pairwise claims at once: the order claims' figures apply to each
+    # Holm's strictest step over the file's claims, and the partial conjunction's multiplier over universes.
+    level_hold, level_fail = alpha / ((n - k + 1) * n_claims), alpha / (k * n_claims)
+    if claim.rate is not None:
+        sizes = rated["n_eff"].astype(float)
+        bound, inside = claim.rate.bound, "higher" if claim.rate.side == "at_least" else "lower"
+    else:
+        sizes = rated["n_cases"].astype(float)
+        baseline = str(claim.baseline if claim.kind == "no_regression" else claim.worse)
+        # The difference's bound as a rate of the candidate: the baseline's rate less the margin.
+        bound = float(_system_rates(results, baseline).get(str(sizes.idxmin()), np.nan)) - float(claim.margin or 0)
+        inside = "higher"
+    cases = float(sizes.min())
+    outside = "lower" if inside == "higher" else "higher"
+    one = claim.rate is not None
+    found = Detectable(to_hold=_mde(cases, bound, level_hold, one_sample=one, direction=inside),
+                       to_fail=_mde(cases, bound, level_fail, one_sample=one, direction=outside),
+                       cases=cases, level_hold=level_hold, level_fail=level_fail)
+    return found, bound
+
+
+def _size_warnings(claim: Claim, found: Detectable | None, bound: float | None) -> list[str]:
+    """Say so when the claim's rule can't be met at this run's size (80% power, its smallest universe)."""
+    if found is None:
+        return []
+    size = (f"an effective {found.cases:.1f} cases" if claim.rate is not None else f"{found.cases:.0f} cases")
+    at = f"at this run's size ({size} in its smallest universe)"
+    if claim.rule == "not_refuted":
+        if found.to_fail is None:
+            return [f"can't fail {at}: no rate in [0, 1] lies far enough beyond the bound to be refuted with "
+                    "80% power, so the gate would pass any regression; add cases"]
+        return []
+    if found.to_hold is None:
+        return [f"can't be held {at}: no rate in [0, 1] lies far enough inside the bound to be shown with 80% "
+                "power; add cases, or decide it by rule: not_refuted (fail only on evidence against it)"]
+    margin = float(claim.margin or 0)
+    if claim.kind == "no_regression" and found.to_hold > margin:
+        needed = ""
+        if bound is not None and 0 <= bound and bound + margin <= 1:
+            n = cases_needed(margin, bound, alpha=found.level_hold, power=POWER, alternative="larger")
+            needed = f" (about {n:,} cases would detect it)"
+        return [f"an unchanged candidate is held with less than 80% power {at}: the margin {margin:g} is below "
+                f"the {found.to_hold:.3f} this size detects{needed}; widen the margin, add cases, or decide it by "
+                "rule: not_refuted (fail only on evidence of a regression)"]
+    return []
+
+
 def _num(value: Any) -> float | None:
     value = float(value)
     return value if math.isfinite(value) else None
 
 
-def _raw_outcome(results: Results, claim: Claim, scope: list[str], alpha: float) -> dict[str, Any]:
+def _raw_outcome(results: Results, claim: Claim, scope: list[str], alpha: float, n_claims: int) -> dict[str, Any]:
     table = _per_universe(results, claim).set_index("universe_id").reindex(scope)
     notes = []
     unrated = int(table["p_hold"].isna().sum())
@@ -139,7 +268,9 @@ def _raw_outcome(results: Results, claim: Claim, scope: list[str], alpha: float)
         worst = {"universe_id": uid, "label": str(label.get(uid, uid)),
                  "estimate": _num(estimate) if pd.notna(estimate) else None,
                  "p_hold": _num(table.loc[uid, "p_hold"])}
+    found, bound = _detectable(results, claim, table, n, k, n_claims, alpha)
     return {
+        "detectable": found, "warnings": _size_warnings(claim, found, bound),
         "p_hold": partial_conjunction(table["p_hold"].to_numpy(), k),
         "p_fail": partial_conjunction(table["p_fail"].to_numpy(), n - k + 1),
         "n": n, "k": k, "shown": int((table["p_hold"] <= alpha).sum()),
@@ -188,19 +319,22 @@ def check(results: Results | str | os.PathLike, claims: ClaimsFile | str | os.Pa
                  has_primary=loaded.primary is not None, shown=shown)
     level = float(alpha if alpha is not None else parsed.alpha)
     scopes = [_scope(loaded, claim) for claim in parsed.claims]
+    empty = Problems()
     for claim, scope in zip(parsed.claims, scopes):
         if not scope:  # options that exist, in no universe together (an exclusion, a sample)
-            raise SpecError(shown, f"claim {claim.id}: where", "expected at least one universe with these options")
-    raw = [_raw_outcome(loaded, claim, scope, level) for claim, scope in zip(parsed.claims, scopes)]
+            empty.add(f"claim {claim.id}: where", "expected at least one universe with these options")
+    empty.raise_if_any(shown)
+    raw = [_raw_outcome(loaded, claim, scope, level, len(parsed.claims)) for claim, scope in zip(parsed.claims, scopes)]
     held = holm([r["p_hold"] for r in raw])
     failed = holm([r["p_fail"] for r in raw])
     outcomes = []
     for claim, r, p_hold, p_fail in zip(parsed.claims, raw, held, failed):
-        status = "held" if p_hold <= level else "failed" if p_fail <= level else "undecided"
+        status = decide(p_hold, p_fail, level, claim.rule)
         outcomes.append(ClaimOutcome(
             claim=claim, status=status, p=p_hold, p_fail=p_fail, p_raw=r["p_hold"], p_fail_raw=r["p_fail"],
             n_universes=r["n"], n_needed=r["k"], n_shown=r["shown"], estimate_low=r["low"],
-            estimate_high=r["high"], worst=r["worst"], notes=tuple(r["notes"])))
+            estimate_high=r["high"], worst=r["worst"], notes=tuple(r["notes"]), detectable=r["detectable"],
+            warnings=tuple(r["warnings"])))
     note = _sample_note(loaded)
     source = str(loaded.source) if loaded.source is not None else loaded.name
     return CheckResult(outcomes=tuple(outcomes), alpha=level, source=source, notes=(note,) if note else ())

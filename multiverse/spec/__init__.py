@@ -54,6 +54,7 @@ from multiverse.spec._models import (
     design_levels,
 )
 from multiverse.spec._parse import load_cases, load_spec, parse_spec, resolve_document, spec_schema, to_yaml_dict
+from multiverse.spec._problems import Problems, add_validation_errors
 
 __all__ = [
     "BEHAVIOR",
@@ -68,6 +69,7 @@ __all__ = [
     "Generator",
     "Judge",
     "ModelConfig",
+    "Problems",
     "RateLimit",
     "Rollout",
     "Rubric",
@@ -81,6 +83,7 @@ __all__ = [
     "ToolSimulator",
     "Universe",
     "UniverseCount",
+    "add_validation_errors",
     "apply_patch",
     "axis_stages",
     "case_counts",

@@ -138,12 +138,7 @@ def _validate(model: type[M], document: Any, file: Any, lines: Mapping[str, int]
 
 
 def _raise(file: Any, problems: Problems) -> None:
-    if problems:
-        messages = [f"{file}: {problems.where(p)}: {e}" for p, e in problems.items]
-        first_path, first = problems.items[0]
-        error = SpecError(file, problems.where(first_path), first)
-        error.problems = messages  # type: ignore[attr-defined]  # SpecError's optional list of every problem
-        raise error
+    problems.raise_if_any(file)
 
 
 def to_yaml_dict(spec: Any) -> dict:

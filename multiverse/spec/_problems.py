@@ -8,12 +8,15 @@ same models.
 
 from __future__ import annotations
 
+import difflib
 import types
 import typing
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
+
+from multiverse.errors import SpecError
 
 __all__ = ["Problems", "add_validation_errors", "describe", "resolve_path"]
 
@@ -30,6 +33,16 @@ class Problems:
 
     def __bool__(self) -> bool:
         return bool(self.items)
+
+    def raise_if_any(self, file: Any) -> None:
+        """Raise one SpecError carrying every problem, ``file: path (line N): expected``, one line each."""
+        if not self.items:
+            return
+        messages = [f"{file}: {self.where(p)}: {e}" for p, e in self.items]
+        first_path, first = self.items[0]
+        error = SpecError(file, self.where(first_path), first)
+        error.problems = messages  # type: ignore[attr-defined]  # SpecError's optional list of every problem
+        raise error
 
     def where(self, path: str) -> str:
         line = self.lines.get(path)
@@ -157,14 +170,22 @@ def _expected(e: Any, hint: Any, parent: Any) -> str:
     kind, raw = e["type"], e.get("input")
     if kind == "extra_forbidden":
         _, owner = _optional(parent)
-        known = ", ".join(sorted(owner.model_fields)) if _is_model(owner) else ""
-        return f"unknown key; expected one of: {known}"
+        # A field read under another name (``in`` for ``quantifier``) is known by the name written.
+        names = sorted(info.alias or name for name, info in owner.model_fields.items()) if _is_model(owner) else []
+        close = difflib.get_close_matches(str(e["loc"][-1]), names, n=1, cutoff=0.6)
+        return f"unknown key; expected one of: {', '.join(names)}" + (f" (did you mean {close[0]}?)" if close else "")
     if kind == "missing":
         return f"missing required key ({describe(hint)})"
     if kind in ("greater_than", "greater_than_equal"):
         bound = e["ctx"].get("gt", e["ctx"].get("ge"))
         sign = ">" if kind == "greater_than" else ">="
         return f"expected {describe(_optional(hint)[1])} {sign} {bound}, got {raw!r}"
+    if kind in ("less_than", "less_than_equal"):
+        bound = e["ctx"].get("lt", e["ctx"].get("le"))
+        sign = "<" if kind == "less_than" else "<="
+        return f"expected {describe(_optional(hint)[1])} {sign} {bound}, got {raw!r}"
+    if kind == "finite_number":
+        return f"expected a finite number, got {raw!r}"
     if kind == "literal_error":
         return f"expected {describe(_optional(hint)[1])}, got {'null' if raw is None else repr(raw)}"
     if kind == "value_error":

@@ -37,12 +37,23 @@ def test_a_failed_claim_exits_1_and_is_a_junit_failure(sim_run, tmp_path):
     assert cases["order"].find("failure").get("type") == "undecided"
 
 
-def test_undecided_claims_pass_only_when_allowed(sim_run, tmp_path):
+def test_an_undecided_claim_passes_only_under_the_rule_its_file_wrote(sim_run, tmp_path):
     claims = _claims(tmp_path, OPEN)
-    assert run_cli(["check", sim_run.out, "--claims", claims]).returncode == 1
+    done = run_cli(["check", sim_run.out, "--claims", claims])
+    assert done.returncode == 1 and "UNDECIDED" in done.stdout
+    # The rule is the file's, written before the run: the flag that passed undecided claims is refused.
     done = run_cli(["check", sim_run.out, "--claims", claims, "--allow-undecided", "--junit", tmp_path / "o.xml"])
+    assert done.returncode == 2 and "rule: not_refuted" in done.stderr and not (tmp_path / "o.xml").exists()
+    lenient = _claims(tmp_path, {**OPEN, "rule": "not_refuted"}, name="lenient.yaml")
+    done = run_cli(["check", sim_run.out, "--claims", lenient, "--junit", tmp_path / "o.xml"])
     assert done.returncode == 0, done.stdout + done.stderr
-    assert junit_cases(tmp_path / "o.xml")["order"].find("skipped") is not None
+    assert "NOT REFUTED" in done.stdout and "HELD" not in done.stdout and "gate: passed" in done.stdout
+    order = junit_cases(tmp_path / "o.xml")["order"]
+    assert order.find("failure") is None and order.find("skipped") is None
+    # The file's rule is each claim's unless a claim says its own.
+    mixed = _claims(tmp_path, OPEN, FAILING, name="mixed.yaml", rule="not_refuted")
+    result = mv.check(mv.load_run(sim_run.out), mixed)
+    assert [o.status for o in result.outcomes] == ["not_refuted", "failed"] and not result.passed()
 
 
 def test_json_reports_each_claim_with_its_evidence(sim_run, tmp_path):
@@ -56,7 +67,9 @@ def test_json_reports_each_claim_with_its_evidence(sim_run, tmp_path):
     assert 0 <= ceiling["estimate"]["low"] <= ceiling["estimate"]["high"] <= 1
     assert ceiling["worst_universe"]["universe_id"] in set(mv.load_run(sim_run.out).universes["universe_id"])
     assert by_id["order"]["status"] == "undecided" and by_id["order"]["needed"] == 2
-    assert document["passed"] is False and document["counts"] == {"held": 0, "failed": 1, "undecided": 1}
+    assert document["passed"] is False
+    assert document["counts"] == {"held": 0, "failed": 1, "undecided": 1, "not_refuted": 0}
+    assert by_id["order"]["rule"] == "shown" and by_id["order"]["detectable"]["power"] == 0.8
 
 
 @pytest.mark.parametrize(("claim", "field"), [
@@ -69,7 +82,7 @@ def test_json_reports_each_claim_with_its_evidence(sim_run, tmp_path):
     ({"id": "q", "system": "atlas", "rate": {"at_least": 0.5}, "in": "most"}, "claim q: in"),
     ({"id": "r", "system": "atlas", "rank": 2, "in": "all"}, "claim r: rank"),
     ({"id": "two", "better": "atlas", "worse": "atlas", "in": "all"}, "claim two"),
-    ({"id": "s", "system": "atlas", "in": "all"}, "claim s: claim"),
+    ({"id": "s", "system": "atlas", "in": "all"}, "claim s (line "),
 ])
 def test_a_claim_naming_what_the_run_lacks_is_refused_in_one_line(sim_run, tmp_path, claim, field):
     claims = _claims(tmp_path, {"id": "fine", "system": "atlas", "rate": {"at_least": 0.5}, "in": "all"}, claim)
@@ -91,7 +104,7 @@ def test_a_claims_file_is_refused_before_the_run_is_read(tmp_path):
 def test_mv_check_takes_a_mapping_and_says_what_it_decided(sim_run):
     result = mv.check(mv.load_run(sim_run.out), {"claims": [FAILING]})
     (outcome,) = result.outcomes
-    assert outcome.status == "failed" and not result.passed() and not result.passed(allow_undecided=True)
+    assert outcome.status == "failed" and not result.passed()
     assert outcome.claim.statement == "rate(atlas) <= 0.02 in every universe"
     with pytest.raises(SpecError, match="claim x: candidate: expected one of the systems"):
         mv.check(mv.load_run(sim_run.out), {"claims": [
