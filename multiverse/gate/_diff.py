@@ -20,8 +20,8 @@ from typing import Any
 
 import pandas as pd
 
-from multiverse.analysis import adjust_tests, case_matrix, difference_curve, joint_difference_test
-from multiverse.core import counted_rows
+from multiverse.analysis import adjust_tests, case_matrix, difference_curve, included_verdicts, joint_difference_test
+from multiverse.analysis.estimates import CONTRIBUTION
 from multiverse.errors import InputError
 from multiverse.results import Results, json_safe, load_run
 
@@ -93,10 +93,10 @@ def _options_key(results: Results) -> dict[tuple, str]:
 
 
 def _counted(results: Results) -> pd.DataFrame:
-    """The rows that count, every column kept (whatever a rate is made of travels with them)."""
-    v = results.verdicts
-    keep = counted_rows(v) & v["compliant"].notna().to_numpy()
-    return v.loc[keep].drop(columns=[c for c in results.axes if c in v.columns])
+    """The rows that count and what each contributes, as every analysis counts them
+    (:func:`multiverse.analysis.included_verdicts`: status ok with a label, or a scored row's contribution)."""
+    rows = included_verdicts(results.verdicts, axes=results.axes, keys=())
+    return rows.drop(columns=[c for c in results.axes if c in rows.columns])
 
 
 def _mismatch(base: Results, cand: Results, b_keys: dict, c_keys: dict, b_rows: pd.DataFrame,
@@ -153,6 +153,9 @@ def diff(baseline: Results | str | os.PathLike, candidate: Results | str | os.Pa
             notes.append(f"{system}: no case rated in both runs; not compared")
             continue
         both["case_id"] = both["case_id"].astype(str)
+        if CONTRIBUTION in both.columns:
+            # Scores on either side: every row's contribution, a binary label's as 0 or 1.
+            both[CONTRIBUTION] = both["compliant"].astype(float)
         m = case_matrix(both, axes=[], systems=[_CANDIDATE, _BASELINE])
         curve = difference_curve(m, axes=[], a=_CANDIDATE, b=_BASELINE)
         frame = curve.rename(columns={"rate_a": "rate_candidate", "rate_b": "rate_baseline"})

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import yaml
 from cli_runner import run_cli
-from conftest import sim_run_document
+from conftest import sim_run_document, tiny_spec_document
 
 import multiverse as mv
 from multiverse.errors import InputError
@@ -95,3 +95,48 @@ def test_a_report_against_a_baseline_of_another_design_is_refused_before_it_is_w
     done = run_cli(["report", sim_run.out, "--baseline", other, "--out", tmp_path / "r.html", "--no-tests"])
     assert done.returncode == 2 and "none of its" in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "r.html").exists()
+
+
+ORDINAL = {"type": "ordinal", "min": 1, "max": 10, "anchors": {"1": "misleads throughout", "10": "faithful throughout"}}
+
+
+@pytest.fixture(scope="module")
+def scored_runs(tmp_path_factory):
+    """A scored run (1-10 judge; the mean score and the share of 7 or more as two universes) and the same
+    design with atlas's prompt changed, on a copy of its store."""
+    root = tmp_path_factory.mktemp("scored")
+    folders = []
+    for name, prompt in (("base", "You are Atlas."), ("changed", "You are Atlas. Answer fast and sound sure.")):
+        document = tiny_spec_document(name="scored")
+        document["systems"][0]["system_prompt"] = prompt
+        document["judge"] = {"model": "sim/judge-a", "evidence_standard": "strict", "scale": ORDINAL}
+        document["scoring"] = {"estimator": "mean", "cut": 7}
+        document["axes"] = {"estimator": {"mean": {"scoring.estimator": "mean"},
+                                          "share_7": {"scoring.estimator": "at_least"}}}
+        spec = root / f"{name}.yaml"
+        spec.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+        run_cli(["run", spec, "--out", root / name, "--store", root / "store", "--quiet"], cwd=root).ok()
+        folders.append(root / name)
+    return folders
+
+
+def test_diff_of_a_scored_run_counts_each_rows_contribution_as_its_rates_do(scored_runs):
+    base, changed = (mv.load_run(f) for f in scored_runs)
+    itself = mv.diff(base, base)
+    # Every universe x system compared (a mean-of-scores row has no pass/fail label, and still counts).
+    assert len(itself.frame) == len(base.universes) * len(base.systems) == 4
+    assert (itself.frame["difference"] == 0).all() and not itself.worse
+    # The baseline's rate in the comparison is the run's own rate of that universe and system: the mean
+    # score rescaled to [0, 1] in one universe, the share of 7 or more in the other.
+    rates = base.rate_table()
+    overall = rates[rates["subgroup"] == "all"]
+    expected = overall.set_index(["universe_id", "system"])["rate"]
+    got = itself.frame.set_index(["universe_id", "system"])["rate_baseline"]
+    assert np.allclose(got.sort_index().to_numpy(), expected.loc[got.sort_index().index].to_numpy())
+    assert got.nunique() > 2  # means, not 0/1 labels
+    moved = mv.diff(base, changed)
+    by_system = {s: part["difference"].to_numpy() for s, part in moved.frame.groupby("system")}
+    assert np.any(by_system["atlas"] != 0) and np.all(by_system["beacon"] == 0)
+    done = run_cli(["diff", scored_runs[0], scored_runs[1], "--json"])
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads(done.stdout)["universes"]) == 4

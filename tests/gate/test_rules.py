@@ -1,0 +1,150 @@
+"""The decision rules of a claim (``rule: shown`` and ``rule: not_refuted``), their error rates under simulation,
+the detectable effect each claim reports, and the warning when a rule can't be met at a run's size.
+
+Worlds are drawn as real multiverses are: universes share a case effect and each system a transcript
+effect, so universes and the two systems of a difference are positively correlated. Every draw goes
+through ``mv.check`` on a ``Results``, the path a user's claims file takes. Error rates are asserted at
+most 0.05 plus 2.33 Monte Carlo standard errors (a true 0.05 passes with 99% probability).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import multiverse as mv
+
+ALPHA = 0.05
+DRAWS = int(os.environ.get("MULTIVERSE_GATE_DRAWS", "400"))
+
+
+def _world(rates: np.ndarray, *, n_cases: int = 60, seed: int = 0) -> mv.Results:
+    """Results whose true rate of system s (B, C) in universe u is ``rates[u, s]``."""
+    rng = np.random.default_rng(seed)
+    n_u, n_s = rates.shape
+    latent = (math.sqrt(0.4) * rng.normal(size=(1, 1, n_cases)) + math.sqrt(0.3) * rng.normal(size=(1, n_s, n_cases))
+              + math.sqrt(0.3) * rng.normal(size=(n_u, n_s, n_cases)))
+    compliant = latent < stats.norm.ppf(rates)[:, :, None]
+    u, s, c = np.indices(compliant.shape).reshape(3, -1)
+    ids = np.array([f"u{k:02d}" for k in range(n_u)])
+    table = pd.DataFrame({"universe_id": ids[u], "u": ids[u], "system": np.array(["B", "C"])[s],
+                          "case_id": np.array([f"c{k:03d}" for k in range(n_cases)])[c], "status": "ok",
+                          "compliant": compliant.reshape(-1)})
+    return mv.Results(table, axes=["u"])
+
+
+def _statuses(rates: np.ndarray, claim: dict, draws: int = DRAWS, **world) -> dict[str, float]:
+    found = [mv.check(_world(rates, seed=seed, **world), {"claims": [claim]}).outcomes[0].status
+             for seed in range(draws)]
+    return {s: found.count(s) / draws for s in ("held", "failed", "undecided", "not_refuted")}
+
+
+def _at_most_nominal(rate: float, draws: int = DRAWS) -> bool:
+    return rate <= ALPHA + 2.33 * math.sqrt(ALPHA * (1 - ALPHA) / draws)
+
+
+UNCHANGED = np.full((6, 2), 0.8)
+NO_REGRESSION = {"id": "nr", "candidate": "C", "baseline": "B", "in": "all"}
+
+
+@pytest.mark.slow
+def test_nothing_changed_fails_a_not_refuted_claim_at_most_at_alpha_and_passes_the_gate():
+    rates = _statuses(UNCHANGED, {**NO_REGRESSION, "margin": 0, "rule": "not_refuted"})
+    assert _at_most_nominal(rates["failed"]), rates
+    # Nothing is shown either way: the claim passes as "not refuted", never as "held" beyond chance.
+    assert rates["not_refuted"] >= 0.9 and _at_most_nominal(rates["held"]) and rates["undecided"] == 0, rates
+
+
+@pytest.mark.slow
+def test_nothing_changed_never_fails_a_non_inferiority_claim_beyond_alpha():
+    rates = _statuses(UNCHANGED, {**NO_REGRESSION, "margin": 0.1})
+    assert _at_most_nominal(rates["failed"]) and rates["not_refuted"] == 0, rates
+
+
+@pytest.mark.slow
+def test_a_regression_on_the_margin_is_held_at_most_at_alpha():
+    # Least favourable for "in every universe": one universe exactly on the margin, the others far inside.
+    rates = np.array([[0.8, 0.7]] + [[0.5, 0.95]] * 5)
+    found = _statuses(rates, {**NO_REGRESSION, "margin": 0.1})
+    assert _at_most_nominal(found["held"]), found
+
+
+@pytest.mark.slow
+def test_a_rate_on_its_bound_is_failed_by_not_refuted_at_most_at_alpha():
+    found = _statuses(np.full((6, 2), 0.7), {"id": "r", "system": "C", "rate": {"at_least": 0.7}, "in": "all",
+                                             "rule": "not_refuted"})
+    assert _at_most_nominal(found["failed"]), found
+
+
+@pytest.mark.slow
+def test_a_regression_of_the_reported_detectable_size_in_one_universe_fails_in_all_with_its_power():
+    claim = {**NO_REGRESSION, "margin": 0.05, "rule": "not_refuted"}
+    pilot = mv.check(_world(UNCHANGED), {"claims": [claim]}).outcomes[0]
+    to_fail = pilot.detectable.to_fail
+    assert 0 < to_fail < 0.5
+    # One universe regressed by the margin plus the detectable effect; the five others unchanged.
+    rates = UNCHANGED.copy()
+    rates[0, 1] = 0.8 - 0.05 - to_fail
+    found = _statuses(rates, claim)
+    # The figure is power's (two independent rates): paired, positively correlated cases detect at least it.
+    assert found["failed"] >= 0.8 - 2.33 * math.sqrt(0.8 * 0.2 / DRAWS), found
+
+
+def test_in_all_fails_when_one_universes_interval_lies_wholly_on_the_wrong_side():
+    # Five universes unchanged, one where the candidate is 0.6 worse: that universe alone refutes "in every universe".
+    rates = UNCHANGED.copy()
+    rates[3, 1] = 0.2
+    results = _world(rates, seed=7)
+    for rule in ("shown", "not_refuted"):
+        outcome = mv.check(results, {"claims": [{**NO_REGRESSION, "margin": 0.05, "rule": rule}]}).outcomes[0]
+        assert outcome.status == "failed" and outcome.worst["universe_id"] == "u03"
+    # The same universe does not break a claim over half of them.
+    share = mv.check(results, {"claims": [{**NO_REGRESSION, "margin": 0.05, "in": {"share": 0.5},
+                                           "rule": "not_refuted"}]}).outcomes[0]
+    assert share.status != "failed"
+
+
+def test_the_detectable_effect_is_powers_figure_at_the_rules_level():
+    claim = {"id": "r", "system": "C", "rate": {"at_least": 0.6}, "in": {"share": 0.5}}
+    outcome = mv.check(_world(UNCHANGED), {"claims": [claim, {**claim, "id": "r2"}]}).outcomes[0]
+    found = outcome.detectable
+    # 6 universes, k = 3: held needs the 3rd smallest p_hold times 4, failed the 4th smallest p_fail times 3;
+    # two claims: Holm's strictest step halves both.
+    assert found.level_hold == pytest.approx(ALPHA / (4 * 2)) and found.level_fail == pytest.approx(ALPHA / (3 * 2))
+    assert found.cases == pytest.approx(60)  # one label per case: Kish's n is the cases
+    expected = mv.analysis.detectable_difference(60, 0.6, alpha=ALPHA / 8, power=0.8, ratio=0, alternative="larger",
+                                                 direction="higher")
+    assert found.to_hold == pytest.approx(expected)
+    # The same from the one-sample z-test on Cohen's h by hand.
+    h = (stats.norm.ppf(1 - ALPHA / 8) + stats.norm.ppf(0.8)) / math.sqrt(60)
+    assert found.to_hold == pytest.approx(math.sin(math.asin(math.sqrt(0.6)) + h / 2) ** 2 - 0.6, rel=1e-4)
+
+
+def test_a_claim_that_cant_be_decided_at_this_size_warns_and_one_that_can_does_not(sim_run, tmp_path):
+    results = _world(UNCHANGED, n_cases=30)
+    tight = mv.check(results, {"claims": [{**NO_REGRESSION, "margin": 0.05}]})
+    (warning,) = tight.warnings
+    assert warning.startswith("claim nr: an unchanged candidate is held with less than 80% power")
+    assert "cases would detect it" in warning and "rule: not_refuted" in warning
+    # A rate bound near 1 can't be shown with 30 cases whatever the rate; under not_refuted, a floor near 0 can't fail.
+    high = mv.check(results, {"claims": [{"id": "h", "system": "C", "rate": {"at_least": 0.97}, "in": "all"}]})
+    assert "can't be held at this run's size" in high.warnings[0]
+    low = mv.check(results, {"claims": [{"id": "l", "system": "C", "rate": {"at_least": 0.02}, "in": "all",
+                                         "rule": "not_refuted"}]})
+    assert "can't fail at this run's size" in low.warnings[0] and low.outcomes[0].detectable.to_fail is None
+    wide = mv.check(_world(UNCHANGED, n_cases=400), {"claims": [{**NO_REGRESSION, "margin": 0.15}]})
+    assert wide.warnings == () and wide.outcomes[0].detectable.to_hold < 0.15
+    # The CLI prints each warning as one line on stderr, and the rule's detectable effect in the table.
+    path = tmp_path / "claims.yaml"
+    path.write_text("claims:\n  - {id: top, system: beacon, rate: {at_least: 0.99}, in: all}\n", encoding="utf-8")
+    from cli_runner import run_cli
+
+    done = run_cli(["check", sim_run.out, "--claims", path])
+    assert done.returncode == 1
+    assert [line for line in done.stderr.splitlines() if line.startswith("warning: claim top: can't be held")]
+    assert "detects (80%)" in done.stdout
