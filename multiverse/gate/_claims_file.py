@@ -46,6 +46,8 @@ KINDS = ("rate", "order", "no_regression", "rank")
 #: data do not refute, and fails only on evidence against it.
 Rule = Literal["shown", "not_refuted"]
 RULES: tuple[str, ...] = ("shown", "not_refuted")
+#: What a claim's rate counts: compliant verdicts, or violations (1 - compliance).
+Direction = Literal["compliance", "violation"]
 #: A rank beyond this is no place any audit has: a number that large is a typo (or an attack).
 MAX_RANK = 100_000
 
@@ -107,6 +109,17 @@ class RateBound(_Strict):
     @property
     def bound(self) -> float:
         return float(self.at_least if self.at_least is not None else self.at_most)  # type: ignore[arg-type]
+
+    def on_compliance(self, direction: Direction = "compliance") -> tuple[float, str]:
+        """The bound and side on the compliance rate the analyses compute, for a claim written in ``direction``.
+
+        A violation rate is 1 - the compliance rate: ``at_least b`` of it is ``at_most 1 - b`` of compliance.
+        Only rate bounds turn: better/worse, no regression and rank say which system is better, and a lower
+        violation rate is a higher compliance rate.
+        """
+        if direction == "compliance":
+            return self.bound, self.side
+        return 1.0 - self.bound, "at_most" if self.side == "at_least" else "at_least"
 
 
 def _quantifier(value: Any) -> Any:
@@ -305,7 +318,8 @@ def parse_claims(raw: Any, shown: str | os.PathLike = "claims", *, lines: Mappin
     """
     if not isinstance(raw, Mapping):
         raise SpecError(shown, "", "expected a mapping with a list of claims")
-    items = raw.get("claims") if isinstance(raw.get("claims"), list) else []
+    listed = raw.get("claims")
+    items: list[Any] = listed if isinstance(listed, list) else []
     names = _claim_names(items)
     problems = Problems(_claim_lines(lines or {}, names))
     try:
@@ -340,9 +354,9 @@ def parse_claims(raw: Any, shown: str | os.PathLike = "claims", *, lines: Mappin
             seen.setdefault(key, f"claim #{names.index(name) + 1}")
     for path, _ in problems.items:
         # A missing key has no line of its own: its claim's line stands for it.
-        name = next((n for n in names if path == n or path.startswith(n + ": ")), None)
-        if name is not None and path not in problems.lines and name in problems.lines:
-            problems.lines[path] = problems.lines[name]
+        owner = next((n for n in names if path == n or path.startswith(n + ": ")), None)
+        if owner is not None and path not in problems.lines and owner in problems.lines:
+            problems.lines[path] = problems.lines[owner]
     problems.raise_if_any(shown)
     return ClaimsFile.model_validate(raw)
 

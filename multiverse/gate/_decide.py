@@ -36,7 +36,7 @@ from multiverse.analysis import (
     universes_needed,
 )
 from multiverse.errors import InputError
-from multiverse.gate._claims_file import Claim, ClaimsFile, check_claims, parse_claims, read_claims
+from multiverse.gate._claims_file import Claim, ClaimsFile, Direction, check_claims, parse_claims, read_claims
 from multiverse.results import Results, load_run
 from multiverse.spec import Problems
 
@@ -47,6 +47,10 @@ STATUSES = ("held", "failed", "undecided", "not_refuted")
 BLOCKING = ("failed", "undecided")
 #: The power a detectable effect is quoted at (as ``power`` quotes it).
 POWER = 0.8
+#: The direction the claims' rates are written in. Runs count compliance only today; the spec's rate direction
+#: (compliance or violation) replaces this where it is read, and every rate claim turns through
+#: ``RateBound.on_compliance`` and ``_as_written``.
+DIRECTION: Direction = "compliance"
 
 
 @dataclass(frozen=True)
@@ -165,7 +169,8 @@ def _scope(results: Results, claim: Claim) -> list[str]:
 def _per_universe(results: Results, claim: Claim) -> pd.DataFrame:
     m = results.case_matrix()
     if claim.rate is not None:
-        return rate_claim_tests(m, system=str(claim.system), bound=claim.rate.bound, side=claim.rate.side)
+        bound, side = claim.rate.on_compliance(DIRECTION)
+        return rate_claim_tests(m, system=str(claim.system), bound=bound, side=side)
     if claim.rank is not None:
         return rank_claim_tests(m, system=str(claim.system), rank=claim.rank)
     if claim.better is not None:
@@ -202,7 +207,8 @@ def _detectable(results: Results, claim: Claim, table: pd.DataFrame, n: int, k: 
     level_hold, level_fail = alpha / ((n - k + 1) * n_claims), alpha / (k * n_claims)
     if claim.rate is not None:
         sizes = rated["n_eff"].astype(float)
-        bound, inside = claim.rate.bound, "higher" if claim.rate.side == "at_least" else "lower"
+        bound, side = claim.rate.on_compliance(DIRECTION)
+        inside = "higher" if side == "at_least" else "lower"
     else:
         sizes = rated["n_cases"].astype(float)
         baseline = str(claim.baseline if claim.kind == "no_regression" else claim.worse)
@@ -244,6 +250,18 @@ def _size_warnings(claim: Claim, found: Detectable | None, bound: float | None) 
     return []
 
 
+def _as_written(claim: Claim, value: Any) -> float | None:
+    """An estimate in the direction the claim is written in (a rate claim's violation rate is 1 - compliance)."""
+    number = _num(value)
+    return 1.0 - number if number is not None and claim.rate is not None and DIRECTION == "violation" else number
+
+
+def _range(claim: Claim, estimates: pd.Series) -> dict[str, float | None]:
+    """The lowest and highest estimate over the rated universes, as the claim is written."""
+    ends = [v for v in (_as_written(claim, estimates.min()), _as_written(claim, estimates.max())) if v is not None]
+    return {"low": min(ends), "high": max(ends)} if ends else {"low": None, "high": None}
+
+
 def _num(value: Any) -> float | None:
     value = float(value)
     return value if math.isfinite(value) else None
@@ -266,7 +284,7 @@ def _raw_outcome(results: Results, claim: Claim, scope: list[str], alpha: float,
         uid = str(table.sort_values(["p_hold"], ascending=False, kind="stable").index[0])
         estimate = table.loc[uid, "estimate"]
         worst = {"universe_id": uid, "label": str(label.get(uid, uid)),
-                 "estimate": _num(estimate) if pd.notna(estimate) else None,
+                 "estimate": _as_written(claim, estimate) if pd.notna(estimate) else None,
                  "p_hold": _num(table.loc[uid, "p_hold"])}
     found, bound = _detectable(results, claim, table, n, k, n_claims, alpha)
     return {
@@ -274,8 +292,7 @@ def _raw_outcome(results: Results, claim: Claim, scope: list[str], alpha: float,
         "p_hold": partial_conjunction(table["p_hold"].to_numpy(), k),
         "p_fail": partial_conjunction(table["p_fail"].to_numpy(), n - k + 1),
         "n": n, "k": k, "shown": int((table["p_hold"] <= alpha).sum()),
-        "low": _num(rated["estimate"].min()) if len(rated) else None,
-        "high": _num(rated["estimate"].max()) if len(rated) else None,
+        **_range(claim, rated["estimate"]),
         "worst": worst, "notes": notes,
     }
 

@@ -148,3 +148,18 @@ def test_a_claim_that_cant_be_decided_at_this_size_warns_and_one_that_can_does_n
     assert done.returncode == 1
     assert [line for line in done.stderr.splitlines() if line.startswith("warning: claim top: can't be held")]
     assert "detects (80%)" in done.stdout
+
+
+def test_a_rate_claim_written_as_a_violation_rate_is_decided_as_its_compliance_twin(monkeypatch):
+    # Ready for the spec's rate direction: "violations at most 0.3" is "compliance at least 0.7", its range 1 - x.
+    from multiverse.gate import _decide
+
+    results = _world(np.full((6, 2), 0.85), n_cases=80)
+    twin = mv.check(results, {"claims": [{"id": "r", "system": "C", "rate": {"at_least": 0.7}, "in": "all"}]})
+    monkeypatch.setattr(_decide, "DIRECTION", "violation")
+    written = mv.check(results, {"claims": [{"id": "r", "system": "C", "rate": {"at_most": 0.3}, "in": "all"}]})
+    a, b = twin.outcomes[0], written.outcomes[0]
+    assert a.status == b.status and a.p == pytest.approx(b.p) and a.p_fail == pytest.approx(b.p_fail)
+    assert b.estimate_low == pytest.approx(1 - a.estimate_high) and b.estimate_high == pytest.approx(1 - a.estimate_low)
+    assert b.worst["estimate"] == pytest.approx(1 - a.worst["estimate"])
+    assert a.detectable.to_hold == pytest.approx(b.detectable.to_hold)
