@@ -12,7 +12,7 @@ The public API, in the order data flows::
     results.curve().frame                    # analyses: curve, agreement, ranking, variance, power
     mv.report(results, "report.html")     # the explorer and every analysis, one page
     mv.label("runs/demo", 20, "SHEET.csv")  # a sheet for people to label a sample
-    mv.check(results, "claims.yaml")         # pre-registered claims: held, failed or undecided
+    mv.check(results, "claims.yaml")         # pre-registered claims: held, failed, undecided or not refuted
     mv.diff("runs/last", "runs/demo")        # one run against another of the same design
 
 ``mv.import_table``, ``mv.import_assert``, ``mv.import_inspect`` and ``mv.import_promptfoo`` turn results produced elsewhere

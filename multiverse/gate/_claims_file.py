@@ -50,6 +50,8 @@ RULES: tuple[str, ...] = ("shown", "not_refuted")
 Direction = Literal["compliance", "violation"]
 #: A rank beyond this is no place any audit has: a number that large is a typo (or an attack).
 MAX_RANK = 100_000
+#: The claims one file may hold.
+MAX_CLAIMS = 1000
 
 
 def _unit(*, gt: float | None = None, ge: float | None = None, lt: float | None = None, le: float | None = None) -> Any:
@@ -246,7 +248,7 @@ class ClaimsFile(_Strict):
     """The file: its claims, the level they are decided at (Holm across the claims) and the rule a claim
     without its own ``rule`` is decided by."""
 
-    claims: Annotated[list[Claim], Field(min_length=1, max_length=1000)]
+    claims: Annotated[list[Claim], Field(min_length=1, max_length=MAX_CLAIMS)]
     alpha: _unit(gt=0, lt=0.5) = 0.05  # type: ignore[valid-type]
     rule: Rule = "shown"
 
@@ -272,7 +274,7 @@ class ClaimsFile(_Strict):
 class _Head(_Strict):
     """The file's own keys, checked before its claims are (each claim then on its own)."""
 
-    claims: Annotated[list[Any], Field(min_length=1, max_length=1000)]
+    claims: Annotated[list[Any], Field(min_length=1, max_length=MAX_CLAIMS)]
     alpha: _unit(gt=0, lt=0.5) = 0.05  # type: ignore[valid-type]
     rule: Rule = "shown"
 
@@ -319,7 +321,8 @@ def parse_claims(raw: Any, shown: str | os.PathLike = "claims", *, lines: Mappin
     if not isinstance(raw, Mapping):
         raise SpecError(shown, "", "expected a mapping with a list of claims")
     listed = raw.get("claims")
-    items: list[Any] = listed if isinstance(listed, list) else []
+    # Too many claims is one problem, not one per claim.
+    items: list[Any] = listed if isinstance(listed, list) and len(listed) <= MAX_CLAIMS else []
     names = _claim_names(items)
     problems = Problems(_claim_lines(lines or {}, names))
     try:

@@ -95,7 +95,7 @@ def describe(hint: Any) -> str:
         return "a number"
     if get_origin(inner) is Literal:
         return "one of " + ", ".join(repr(a) for a in get_args(inner))
-    if get_origin(inner) is tuple:
+    if get_origin(inner) in (tuple, list):
         return f"a list of {describe(get_args(inner)[0]).removeprefix('a ').removeprefix('an ')}s"
     if _is_mapping(inner) or _is_model(inner):
         return "a mapping"
@@ -184,6 +184,10 @@ def _expected(e: Any, hint: Any, parent: Any) -> str:
         bound = e["ctx"].get("lt", e["ctx"].get("le"))
         sign = "<" if kind == "less_than" else "<="
         return f"expected {describe(_optional(hint)[1])} {sign} {bound}, got {raw!r}"
+    if kind in ("too_short", "too_long"):
+        least = kind == "too_short"
+        bound = e["ctx"].get("min_length" if least else "max_length")
+        return f"expected {'at least' if least else 'at most'} {bound} items, got {e['ctx'].get('actual_length')}"
     if kind == "finite_number":
         return f"expected a finite number, got {raw!r}"
     if kind == "literal_error":
