@@ -29,6 +29,12 @@ def _detects(o) -> str:
     return "none" if value is None else number(value)
 
 
+def _p(o) -> str:
+    """The p-value of the side that decides: held's, or failed's when the claim failed or can only fail."""
+    side_fail = o.status == "failed" or (o.rule == "not_refuted" and o.status != "held")
+    return f"{o.p_fail:.3g} (fail)" if side_fail else f"{o.p:.3g}"
+
+
 def cmd_check(args) -> int:
     import sys
 
@@ -57,7 +63,7 @@ def cmd_check(args) -> int:
         worst = o.worst or {}
         shown = "" if o.n_universes == 1 else f"{worst.get('label', '')} ({number(worst.get('estimate'))})"
         rows.append([o.claim.id, o.rule.replace("_", " "), o.status.replace("_", " ").upper(),
-                     f"{o.p:.3g}" if o.status != "failed" else f"{o.p_fail:.3g} (fail)",
+                     _p(o),
                      _estimate(o.estimate_low, o.estimate_high, o.claim.kind), f"{o.n_needed} of {o.n_universes}",
                      shown, _detects(o)])
     print_table(rows)

@@ -330,31 +330,9 @@ def parse_claims(raw: Any, shown: str | os.PathLike = "claims", *, lines: Mappin
     except ValidationError as exc:
         add_validation_errors(_Head, exc, problems)
     rule = raw.get("rule") if raw.get("rule") in RULES else "shown"
-    seen: dict[str, str] = {}
     for item, name in zip(items, names):
-        if not isinstance(item, Mapping):
-            problems.add(name, "expected a mapping (id, what is claimed, in)")
-            continue
-        item = {"rule": rule, **item}
-        found = Problems()
-        try:
-            Claim.model_validate(item)
-        except ValidationError as exc:
-            add_validation_errors(Claim, exc, found)
-        for field, expected in found.items:
-            if field:
-                problems.add(f"{name}: {_shown_field(field)}", expected)
-            else:  # the claim's shape: every problem of it, not only the first the model met
-                present = {k: v for k, v in item.items() if v is not None}
-                if "in" in present:
-                    present["quantifier"] = present.pop("in")
-                for f, e in _shape_problems(present) or [("", expected)]:
-                    problems.add(f"{name}: {_shown_field(f)}" if f else name, e)
-        key = item.get("id")
-        if isinstance(key, str):
-            if key in seen:
-                problems.add(f"{name}: id", f"expected each claim's id once (also {seen[key]})")
-            seen.setdefault(key, f"claim #{names.index(name) + 1}")
+        _claim_problems(item, name, rule, problems)
+    _repeated_ids(items, names, problems)
     for path, _ in problems.items:
         # A missing key has no line of its own: its claim's line stands for it.
         owner = next((n for n in names if path == n or path.startswith(n + ": ")), None)
@@ -362,6 +340,38 @@ def parse_claims(raw: Any, shown: str | os.PathLike = "claims", *, lines: Mappin
             problems.lines[path] = problems.lines[owner]
     problems.raise_if_any(shown)
     return ClaimsFile.model_validate(raw)
+
+
+def _claim_problems(item: Any, name: str, rule: str, problems: Problems) -> None:
+    """Add every problem of one claim (``item`` as the file holds it) under ``name``."""
+    if not isinstance(item, Mapping):
+        problems.add(name, "expected a mapping (id, what is claimed, in)")
+        return
+    item = {"rule": rule, **item}
+    found = Problems()
+    try:
+        Claim.model_validate(item)
+    except ValidationError as exc:
+        add_validation_errors(Claim, exc, found)
+    for field, expected in found.items:
+        if field:
+            problems.add(f"{name}: {_shown_field(field)}", expected)
+            continue
+        # The claim's shape: every problem of it, not only the first the model met.
+        present = {("quantifier" if k == "in" else k): v for k, v in item.items() if v is not None}
+        for f, e in _shape_problems(present) or [("", expected)]:
+            problems.add(f"{name}: {_shown_field(f)}" if f else name, e)
+
+
+def _repeated_ids(items: Sequence[Any], names: Sequence[str], problems: Problems) -> None:
+    first: dict[str, int] = {}
+    for index, (item, name) in enumerate(zip(items, names)):
+        key = item.get("id") if isinstance(item, Mapping) else None
+        if not isinstance(key, str):
+            continue
+        if key in first:
+            problems.add(f"{name}: id", f"expected each claim's id once (also claim #{first[key] + 1})")
+        first.setdefault(key, index)
 
 
 def check_claims(claims: ClaimsFile, *, systems: Sequence[str], axes: Sequence[str],
