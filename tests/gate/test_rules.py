@@ -163,3 +163,20 @@ def test_a_rate_claim_written_as_a_violation_rate_is_decided_as_its_compliance_t
     assert b.estimate_low == pytest.approx(1 - a.estimate_high) and b.estimate_high == pytest.approx(1 - a.estimate_low)
     assert b.worst["estimate"] == pytest.approx(1 - a.worst["estimate"])
     assert a.detectable.to_hold == pytest.approx(b.detectable.to_hold)
+
+
+def test_each_rule_reads_as_an_interval_because_the_tests_are_monotone_in_the_bound():
+    # "Held when the interval's lower bound clears -m" and "failed when it lies wholly below" are the same
+    # decisions as the p-values only if p_hold falls and p_fail rises as the margin grows: then the margins
+    # the claim holds at are an interval's complement, and its end is the inverted test's confidence bound.
+    from multiverse.analysis import difference_claim_tests
+
+    margins = np.linspace(0.005, 0.9, 40)
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        results = _world(rng.uniform(0.05, 0.95, size=(3, 2)), n_cases=int(rng.integers(5, 80)), seed=seed)
+        m = results.case_matrix()
+        tables = [difference_claim_tests(m, a="C", b="B", margin=x) for x in margins]
+        p_hold = np.array([t["p_hold"].to_numpy() for t in tables])
+        p_fail = np.array([t["p_fail"].to_numpy() for t in tables])
+        assert (np.diff(p_hold, axis=0) <= 1e-12).all() and (np.diff(p_fail, axis=0) >= -1e-12).all(), seed
