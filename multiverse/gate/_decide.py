@@ -197,24 +197,40 @@ def _mde(cases: float, bound: float, level: float, *, one_sample: bool, directio
     return float(found) if math.isfinite(found) and found > 0 else None
 
 
+def _cases(results: Results, system: str) -> pd.Series:
+    """How many cases ``system`` is rated on in each universe, by universe id."""
+    m = results.case_matrix()
+    counts = (m.included[m.system_index(system)] > 0).sum(axis=1).astype(float)
+    return pd.Series(counts, index=m.universes["universe_id"].astype(str).to_numpy())
+
+
 def _detectable(results: Results, claim: Claim, table: pd.DataFrame, n: int, k: int, n_claims: int,
                 alpha: float) -> tuple[Detectable | None, float | None]:
     """The claim's detectable effects, and the bound they are measured from in its smallest universe."""
     rated = table.dropna(subset=["estimate"])
-    if claim.kind == "rank" or rated.empty:
-        return None, None  # a rank is m - 1 pairwise claims at once: the order claims' figures apply to each
+    if rated.empty:
+        return None, None
     # Holm's strictest step over the file's claims, and the partial conjunction's multiplier over universes.
     level_hold, level_fail = alpha / ((n - k + 1) * n_claims), alpha / (k * n_claims)
+    inside = "higher"
     if claim.rate is not None:
         sizes = rated["n_eff"].astype(float)
         bound, side = claim.rate.on_compliance(DIRECTION)
         inside = "higher" if side == "at_least" else "lower"
+    elif claim.rank is not None:
+        # Each pairwise difference with a rival, from the system's own rate: a rival this much lower is
+        # beaten, this much higher beats it. Beating all but rank - 1 of the m others is a partial
+        # conjunction with multiplier rank; being beaten by rank of them, one with m - rank + 1.
+        sizes = _cases(results, str(claim.system)).reindex(rated.index.astype(str))
+        bound = float(_system_rates(results, str(claim.system)).get(str(sizes.idxmin()), np.nan))
+        others = len(results.systems) - 1
+        level_hold, level_fail = level_hold / claim.rank, level_fail / max(others - claim.rank + 1, 1)
+        inside = "lower"
     else:
         sizes = rated["n_cases"].astype(float)
         baseline = str(claim.baseline if claim.kind == "no_regression" else claim.worse)
         # The difference's bound as a rate of the candidate: the baseline's rate less the margin.
         bound = float(_system_rates(results, baseline).get(str(sizes.idxmin()), np.nan)) - float(claim.margin or 0)
-        inside = "higher"
     cases = float(sizes.min())
     outside = "lower" if inside == "higher" else "higher"
     one = claim.rate is not None

@@ -149,3 +149,15 @@ def test_options_that_no_universe_combines_are_refused_before_any_claim_is_decid
                           "where": {"judge": "j1", "evidence": "strict"}}]}
     with pytest.raises(SpecError, match="claim none: where: expected at least one universe with these options"):
         mv.check(results, claims)
+
+
+def test_the_commands_json_is_the_api_documents(sim_run, tmp_path):
+    claims = _claims(tmp_path, FAILING, OPEN, {**OPEN, "id": "lenient", "rule": "not_refuted"},
+                     {"id": "nr", "candidate": "atlas", "baseline": "beacon", "margin": 0.1, "in": "primary"})
+    done = run_cli(["check", sim_run.out, "--claims", claims, "--json"])
+    document = json.loads(done.stdout)
+    result = mv.check(sim_run.out, claims)
+    assert document.pop("passed") is result.passed() is False
+    assert document == json.loads(json.dumps(result.to_dict()))
+    # Each warning is also a line of the command's stderr.
+    assert [ln.removeprefix("warning: ") for ln in done.stderr.splitlines()] == list(result.warnings)

@@ -123,6 +123,10 @@ def test_the_detectable_effect_is_powers_figure_at_the_rules_level():
     # The same from the one-sample z-test on Cohen's h by hand.
     h = (stats.norm.ppf(1 - ALPHA / 8) + stats.norm.ppf(0.8)) / math.sqrt(60)
     assert found.to_hold == pytest.approx(math.sin(math.asin(math.sqrt(0.6)) + h / 2) ** 2 - 0.6, rel=1e-4)
+    # A rank: its pairwise differences from the system's own rate, the partial conjunction over rivals included.
+    rank = mv.check(_world(UNCHANGED), {"claims": [{"id": "k", "system": "C", "rank": 1, "in": "all"}]}).outcomes[0]
+    assert rank.detectable.level_hold == pytest.approx(ALPHA) and rank.detectable.cases == 60
+    assert 0 < rank.detectable.to_hold < 0.5 and 0 < rank.detectable.to_fail < 0.5
 
 
 def test_a_claim_that_cant_be_decided_at_this_size_warns_and_one_that_can_does_not(sim_run, tmp_path):
