@@ -329,7 +329,7 @@ def parse_claims(raw: Any, shown: str | os.PathLike = "claims", *, lines: Mappin
         _Head.model_validate(raw)
     except ValidationError as exc:
         add_validation_errors(_Head, exc, problems)
-    rule = raw.get("rule") if raw.get("rule") in RULES else "shown"
+    rule = str(raw["rule"]) if raw.get("rule") in RULES else "shown"
     for item, name in zip(items, names):
         _claim_problems(item, name, rule, problems)
     _repeated_ids(items, names, problems)
