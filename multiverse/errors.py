@@ -6,6 +6,8 @@
      ├── SpecError             a spec, rubric or cases file is malformed (CLI exit 2)
      ├── InputError            a table, flag or import directory is malformed (CLI exit 2)
      ├── StoreError            the store vanished or lost entries during a run (CLI exit 1)
+     │    └── StoreUnavailable the store's server cannot be reached or stops answering (also an
+     │                         InputError: CLI exit 2, like an unreachable scheduler)
      ├── ModelError            a model call failed after its retries (recorded, never a label)
      │    └── BudgetExceeded   the next call would pass the run's budget cap
      └── ModelUnusable         every call of one model fails the same way: the run stops
@@ -15,7 +17,8 @@ Messages are one line: ``<file>: <YAML path or column>: <what was expected>``.
 
 from __future__ import annotations
 
-__all__ = ["BudgetExceeded", "InputError", "ModelError", "ModelUnusable", "MultiverseError", "SpecError", "StoreError"]
+__all__ = ["BudgetExceeded", "InputError", "ModelError", "ModelUnusable", "MultiverseError", "SpecError", "StoreError",
+           "StoreUnavailable"]
 
 
 class MultiverseError(Exception):
@@ -48,6 +51,18 @@ class InputError(MultiverseError):
 
 class StoreError(MultiverseError):
     """The store was removed, or lost entries this run wrote, while the run used it."""
+
+
+class StoreUnavailable(StoreError, InputError):
+    """The store's database server refused the connection, or said nothing within its timeout.
+
+    A :class:`StoreError` (the store failed) and an :class:`InputError` about
+    ``store`` (the address given does not serve a store now), as a Dask
+    scheduler that cannot be reached is one about ``scheduler``.
+    """
+
+    def __init__(self, message: str):
+        super().__init__(message, param="store")
 
 
 class ModelError(MultiverseError):

@@ -1,4 +1,4 @@
-"""A throwaway PostgreSQL server for the tests: initdb and pg_ctl in a temp folder, on a unix socket.
+"""A throwaway PostgreSQL server for the tests: initdb and pg_ctl in a temp folder, on a unix socket and loopback TCP.
 
 The binaries are looked up on PATH, then where Debian's ``postgresql``
 package puts them (``/usr/lib/postgresql/<version>/bin``). PostgreSQL refuses
@@ -9,10 +9,12 @@ installed, so a test can skip saying so.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -41,6 +43,8 @@ class PostgresServer:
         self.data, self.sockets = self.dir / "data", self.dir / "s"
         self.port = _free_port()
         self.url = f"postgresql:///postgres?host={self.sockets}&port={self.port}&user=multiverse"
+        #: the same database over TCP on the loopback interface
+        self.tcp_url = f"postgresql://multiverse@127.0.0.1:{self.port}/postgres"
         self._as: list[str] = []
         if os.geteuid() == 0:
             user = "postgres" if _user("postgres") else "nobody"
@@ -57,10 +61,38 @@ class PostgresServer:
     def __enter__(self) -> PostgresServer:
         self._run("mkdir", str(self.sockets))
         self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", "multiverse", "--auth=trust", "-E", "UTF8")
-        options = f"-k {self.sockets} -p {self.port} -c listen_addresses='' -c fsync=off"
+        options = f"-k {self.sockets} -p {self.port} -c listen_addresses=127.0.0.1 -c fsync=off"
         self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.dir / "log"),
                   "-w", "start")
         return self
+
+    def processes(self) -> list[int]:
+        """The cluster's processes: the postmaster (first line of its ``postmaster.pid``) and its children."""
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        children = []
+        for stat in glob.glob("/proc/[0-9]*/stat"):
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                # The fields after the command's parentheses: state, then the parent's pid.
+                if int(Path(stat).read_text().rpartition(")")[2].split()[1]) == postmaster:
+                    children.append(int(Path(stat).parent.name))
+        return [postmaster, *children]
+
+    @contextlib.contextmanager
+    def silenced(self):
+        """The whole cluster stopped (SIGSTOP) inside the block, resumed (SIGCONT) after it.
+
+        Its sockets stay open: the kernel accepts connections to it and
+        acknowledges what is sent, and nothing ever answers.
+        """
+        stopped = self.processes()
+        for pid in stopped:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            yield stopped
+        finally:
+            for pid in stopped:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
 
     def __exit__(self, *exc: object) -> None:
         try:

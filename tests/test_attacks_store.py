@@ -192,8 +192,7 @@ def test_gc_keeps_what_a_live_run_wrote_and_drops_it_once_the_run_is_gone(tmp_pa
     store.put("transcript", "aa00", GOOD_TRANSCRIPT)
     backdate(store, time.time() - old, "transcript", "aa00")
     with Lease(store.root) as lease:
-        lease.started = time.time()
-        time.sleep(0.01)
+        lease.started = time.time() - 1  # before what it writes next, whatever the clock's resolution
         store.put("transcript", "bb00", GOOD_TRANSCRIPT)
         # Even when asked to keep nothing, with no grace for fresh entries:
         report = store.gc({"transcript": set()}, fresh=0)
@@ -225,25 +224,42 @@ def test_a_dead_runs_lease_protects_nothing_and_is_removed(tmp_path):
 
 
 def test_store_gc_mid_run_deletes_nothing_the_run_needs(tmp_path):
-    # Slow enough answers that the run is still live while gc starts up and runs.
-    with FakeServer(responder=audit_responder, latency=0.3) as server:
+    # The test holds the run live: once it has stored three transcripts, every request it sends waits
+    # at the fake server until gc has finished. So gc meets a live run however slow the machine is.
+    store = tmp_path / "store"
+    holding, release = threading.Event(), threading.Event()
+
+    def hold_until_gc_ran(body: dict) -> object:
+        if not release.is_set() and _stored(store, "transcript") >= 3:
+            holding.set()
+            release.wait(timeout=900)
+        return audit_responder(body)
+
+    with FakeServer(responder=hold_until_gc_ran) as server:
+        document = fake_spec_document(server.url, name="live")
+        for section in (document["design"]["generator"], *document["systems"], document["rollout"]["user"],
+                        document["judge"]):
+            section["params"] = {**section.get("params", {}), "timeout": 900}  # a held request is not given up
         live = tmp_path / "live.yaml"
-        live.write_text(yaml.safe_dump(fake_spec_document(server.url, name="live"), sort_keys=False))
+        live.write_text(yaml.safe_dump(document, sort_keys=False))
         other = tmp_path / "other.yaml"  # shares nothing with the live run's grid
         other.write_text(yaml.safe_dump(fake_spec_document(server.url, name="other", judges=("c",),
                                                            max_turns=1), sort_keys=False))
-        store = tmp_path / "store"
         child = start_cli(["run", live, "--store", store, "--out", tmp_path / "run", "--quiet", "--jobs", "2"], cwd=tmp_path)
-        deadline = time.monotonic() + 120
-        while _stored(store, "transcript") < 3:
-            assert child.poll() is None and time.monotonic() < deadline
-            time.sleep(0.02)
-        gc = start_cli(["store", "gc", other, "--store", store], cwd=tmp_path)
-        gc_out, gc_err = gc.communicate(timeout=120)
-        _, stderr = child.communicate(timeout=180)
+        try:
+            assert holding.wait(timeout=600), "the run never stored three transcripts"
+            # Older than gc's one-hour grace, and the run started before them: only its lease keeps them.
+            backdate(store, 2 * 3600)
+            with connect(store) as conn:
+                conn.execute("UPDATE lease SET started = started - ?", (3 * 3600,))
+            gc = start_cli(["store", "gc", other, "--store", store], cwd=tmp_path)
+            gc_out, gc_err = gc.communicate(timeout=600)
+        finally:
+            release.set()
+        _, stderr = child.communicate(timeout=600)
     assert gc.returncode == 0, gc_err
     assert "removed 0 entries" in gc_out and "1 live runs" in gc_out
-    assert child.returncode == 0, stderr
+    assert child.returncode == 0, stderr  # it also checks that nothing it wrote disappeared
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["statuses"]["rollout_failed"] == 0 and manifest["statuses"]["judge_failed"] == 0
 
@@ -260,18 +276,27 @@ def _stored(root: Path, stage: str) -> int:
 
 
 def test_a_store_deleted_mid_run_is_one_clear_error_not_failure_rows(tmp_path):
-    with FakeServer(responder=audit_responder, latency=0.05) as server:
+    # Held by the test as in the gc test above: after two transcripts, requests wait until the store is gone.
+    store = tmp_path / "store"
+    holding, release = threading.Event(), threading.Event()
+
+    def hold_until_deleted(body: dict) -> object:
+        if not release.is_set() and _stored(store, "transcript") >= 2:
+            holding.set()
+            release.wait(timeout=900)
+        return audit_responder(body)
+
+    with FakeServer(responder=hold_until_deleted) as server:
         spec = tmp_path / "gone.yaml"
         spec.write_text(yaml.safe_dump(fake_spec_document(server.url, name="gone"), sort_keys=False))
-        store = tmp_path / "store"
         child = start_cli(["run", spec, "--store", store, "--out", tmp_path / "run", "--quiet", "--jobs", "2"], cwd=tmp_path)
-        deadline = time.monotonic() + 120
-        while _stored(store, "transcript") < 2:
-            assert child.poll() is None and time.monotonic() < deadline
-            time.sleep(0.02)
-        while store.exists():  # the run writes on meanwhile: a pass may meet a file created after its listing
-            shutil.rmtree(store, ignore_errors=True)
-        _, stderr = child.communicate(timeout=120)
+        try:
+            assert holding.wait(timeout=600), "the run never stored two transcripts"
+            while store.exists():  # a pass may meet a file (the database's log) created after its listing
+                shutil.rmtree(store, ignore_errors=True)
+        finally:
+            release.set()
+        _, stderr = child.communicate(timeout=600)
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert child.returncode == 1, stderr
     assert len(lines) == 1 and "Traceback" not in stderr
@@ -379,12 +404,15 @@ def test_a_killed_runs_lease_stops_protecting_once_its_process_is_gone(tmp_path)
     """kill -9 leaves a lease file behind; it is stale as soon as its process is gone."""
     store = tmp_path / "store"
     holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from multiverse.store import Lease\n"
-                               "with Lease(sys.argv[1]):\n    print('held', flush=True); time.sleep(60)", str(store)],
-                              env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE, text=True)
+                               "with Lease(sys.argv[1]):\n    print('held', flush=True); sys.stdin.read()", str(store)],
+                              env={**os.environ, "PYTHONPATH": str(REPO)}, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)  # holds the lease until it is killed, however long the test takes
     assert holder.stdout.readline().strip() == "held"
     assert len(live_leases(store)) == 1
     holder.send_signal(signal.SIGKILL)
     holder.wait()
+    holder.stdin.close()
+    holder.stdout.close()
     assert len(rows(store, "lease")) == 1  # left behind
     assert live_leases(store) == []
     Store(store).gc(None)

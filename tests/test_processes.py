@@ -31,7 +31,7 @@ from multiverse.store._store import Store
 sys.path.insert(0, str(Path(__file__).parent))
 from audit_server import audit_responder, fake_spec_document
 from fakeserver import FakeServer
-from test_interrupt import assert_store_consistent, signal_after, wait_for
+from test_interrupt import Hold, assert_store_consistent, signal_after, wait_for
 
 JOBS = 2
 
@@ -125,24 +125,33 @@ def test_a_process_run_gives_a_threaded_runs_tables_and_pays_each_unit_once(tmp_
 def test_two_ctrl_c_in_the_python_api_end_every_worker(tmp_path, no_child_left):
     """The CLI tests take the grace path (and test_interrupt's second signal, with both backends);
     here the second signal cuts the Python API's grace short."""
-    with FakeServer(responder=audit_responder, latency=0.3) as server:
+    hold = Hold(after=3)  # the signals come while the run's calls are held at the server
+    children = _children()
+    with FakeServer(responder=hold) as server:
         spec = _spec(tmp_path, server.url, "api", cases_per_cell=4)
         # What it was: a process started in the background by a shell without job control ignores SIGINT.
         before = signal.getsignal(signal.SIGINT)
-        sender = signal_after(lambda: server.counts["total"] >= 3, 2)
-        with pytest.raises(KeyboardInterrupt):
-            run(spec, store=tmp_path / "store", out=tmp_path / "run", jobs=JOBS, progress=False, backend="processes")
-        sender.join()
+        sender = signal_after(hold, 2)
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                run(spec, store=tmp_path / "store", out=tmp_path / "run", jobs=JOBS, progress=False,
+                    backend="processes")
+            sender.join()
+            # Every worker has ended (none is left to send anything) while its calls were still held.
+            wait_for(lambda: _children() <= children)
+            stopped_at = server.counts["total"]
+        finally:
+            hold.release()
         assert signal.getsignal(signal.SIGINT) is before  # restored
         assert not interrupt.requested()
-        stopped_at = server.counts["total"]
-        time.sleep(0.5)
+        wait_for(lambda: server.in_flight == 0)
         assert server.counts["total"] == stopped_at
         assert_store_consistent(tmp_path / "store")
 
 
 def test_a_worker_that_dies_stops_the_run_with_one_error_and_no_claims(tmp_path, no_child_left):
-    with FakeServer(responder=audit_responder, latency=1.0) as server:
+    hold = Hold(after=0)  # every call waits at the server until the worker has been killed
+    with FakeServer(responder=hold) as server:
         spec = _spec(tmp_path, server.url, "dies", cases_per_cell=3)
         store = Store(tmp_path / "store").open()
         from multiverse.engine._backend_processes import Processes
@@ -153,8 +162,11 @@ def test_a_worker_that_dies_stops_the_run_with_one_error_and_no_claims(tmp_path,
         with WorkerPool(str(store.root), 4, workers=1) as pool, interrupt.stopping_on_signals():
             executor = Executor(store, Processes(pool), progress=False)
             def kill_one():
-                wait_for(lambda: server.in_flight >= 2 and pool.pids[0] is not None)
-                os.kill(pool.pids[0], signal.SIGKILL)
+                try:
+                    wait_for(lambda: server.in_flight >= 2 and pool.pids[0] is not None)
+                    os.kill(pool.pids[0], signal.SIGKILL)
+                finally:
+                    hold.release()
 
             threading.Thread(target=kill_one, daemon=True).start()
             with pytest.raises(WorkerLost) as lost:
@@ -199,38 +211,47 @@ def _workers_of(run: subprocess.Popen) -> set[int]:
 
 def test_a_worker_killed_mid_run_stops_the_cli_with_one_line_and_a_rerun_resumes(tmp_path):
     from cli_runner import spawn_cli, start_cli
-    from conftest import tiny_spec_document
 
-    document = tiny_spec_document()
-    document["design"]["cases_per_cell"] = 30  # long enough on the sim/ world to be killed mid-run
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(yaml.safe_dump(document, sort_keys=False))
-    argv = ["run", spec, "--backend", "processes", "--jobs", 4, "--store", tmp_path / "store", "--out", tmp_path / "run"]
-    run_process = start_cli(argv)
-    try:
-        wait_for(lambda: len(_workers_of(run_process)) == 2 or run_process.poll() is not None, timeout=120)
-        wait_for(lambda: count(tmp_path / "store", "transcript") > 0 or run_process.poll() is not None,
-                 timeout=120)
-        victim = min(_workers_of(run_process))
-        os.kill(victim, signal.SIGKILL)
-        _out, err = run_process.communicate(timeout=120)
-    finally:
-        if run_process.poll() is None:
-            run_process.kill()
-            run_process.communicate()
-    assert run_process.returncode == 1, err
-    lines = err.replace("\r", "\n").strip().splitlines()
-    errors = [line for line in lines if line.startswith("error:")]
-    assert len(errors) == 1 and "Traceback" not in err, err
-    assert f"worker process {victim} " in errors[0] and "rerun to resume" in errors[0], errors[0]
-    assert not (tmp_path / "run" / "manifest.json").exists()  # no run folder for a run that did not finish
-    assert claims(tmp_path / "store") == []
-    # Nothing lost: the rerun finds what the first run stored and computes only the rest.
-    rerun = spawn_cli(argv, timeout=300)
+    # Once a transcript is stored, the run's calls wait at the server until a worker has been killed.
+    store = tmp_path / "store"
+    stored, release = threading.Event(), threading.Event()
+
+    def hold_after_a_transcript(body: dict) -> object:
+        if not release.is_set() and count(store, "transcript") > 0:
+            stored.set()
+            release.wait(timeout=900)
+        return audit_responder(body)
+
+    with FakeServer(responder=hold_after_a_transcript) as server:
+        spec = tmp_path / "spec.yaml"
+        spec.write_text(yaml.safe_dump(fake_spec_document(server.url, name="killed"), sort_keys=False))
+        argv = ["run", spec, "--backend", "processes", "--jobs", 4, "--store", store, "--out", tmp_path / "run"]
+        run_process = start_cli(argv)
+        try:
+            assert stored.wait(timeout=600), "the run stored no transcript"
+            wait_for(lambda: len(_workers_of(run_process)) == 2 or run_process.poll() is not None)
+            victim = min(_workers_of(run_process))
+            os.kill(victim, signal.SIGKILL)
+            release.set()
+            _out, err = run_process.communicate(timeout=600)
+        finally:
+            release.set()
+            if run_process.poll() is None:
+                run_process.kill()
+                run_process.communicate()
+        assert run_process.returncode == 1, err
+        lines = err.replace("\r", "\n").strip().splitlines()
+        errors = [line for line in lines if line.startswith("error:")]
+        assert len(errors) == 1 and "Traceback" not in err, err
+        assert f"worker process {victim} " in errors[0] and "rerun to resume" in errors[0], errors[0]
+        assert not (tmp_path / "run" / "manifest.json").exists()  # no run folder for a run that did not finish
+        assert claims(store) == []
+        # Nothing lost: the rerun finds what the first run stored and computes only the rest.
+        rerun = spawn_cli(argv, timeout=600)
     assert rerun.returncode == 0, rerun.stderr
     rollout = next(line for line in rerun.stdout.splitlines() if line.strip().startswith("rollout"))
-    stored = int(rollout.split(" stored")[0].rsplit(" ", 1)[1])
-    assert stored > 0, rollout
+    stored_count = int(rollout.split(" stored")[0].rsplit(" ", 1)[1])
+    assert stored_count > 0, rollout
 
 
 # -- shares of the run's caps ---------------------------------------------------------

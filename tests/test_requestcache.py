@@ -39,22 +39,46 @@ HELLO = [{"role": "user", "content": "hello"}]
 class Answering:
     """A model client whose answer is a function of the request; counts the calls that reach it."""
 
-    def __init__(self, *, delay: float = 0.0, fail: int = 0):
+    def __init__(self, *, delay: float = 0.0, fail: int = 0, hold: bool = False):
         self.calls = 0
         self.delay = delay
         self.fail = fail  # the first `fail` calls raise
+        #: with ``hold``, every call waits for ``release`` once it has set ``sending``
+        self.hold, self.sending, self.release = hold, threading.Event(), threading.Event()
+        self.caller = 0  # the thread in the held call
         self._lock = threading.Lock()
 
     def complete(self, config, messages, *, seed=None, schema=None, schema_name="answer", tools=None):
         with self._lock:
             self.calls += 1
             failing = self.calls <= self.fail
+        if self.hold:
+            self.caller = threading.get_ident()
+            self.sending.set()
+            self.release.wait(timeout=300)
         time.sleep(self.delay)
         if failing:
             raise ModelError("server_error after 6 attempts", reason="server_error", retryable=True)
         text = f"{config.model}|{seed}|{messages[-1]['content']}"
         return Completion(text=text, parsed={"echo": text} if schema else None, tool_calls=[], model_reported="m-1",
                           usage={"prompt_tokens": 3, "completion_tokens": 5}, cost=0.25, seconds=0.01, attempts=1)
+
+
+def _followers_waiting(monkeypatch, client: Answering, followers: int) -> threading.Event:
+    """Set once ``followers`` threads other than the one in ``client``'s call wait on that call in flight:
+    a follower asks whether to stop (``interrupt.check``) each time its wait for the answer runs out."""
+    everyone, seen, lock = threading.Event(), set(), threading.Lock()
+    check = requestcache.interrupt.check
+
+    def counting_check(*args, **kwargs):
+        with lock:  # the caller asks too (before its call, as it claims the request): it is not counted
+            seen.add(threading.get_ident())
+            if client.sending.is_set() and len(seen - {client.caller}) >= followers:
+                everyone.set()
+        return check(*args, **kwargs)
+
+    monkeypatch.setattr(requestcache.interrupt, "check", counting_check)
+    return everyone
 
 
 def _cache(tmp_path: Path, client=None) -> RequestCache:
@@ -145,13 +169,18 @@ def test_a_failure_is_never_kept_and_the_next_call_sends_again(tmp_path):
     assert client.calls == 2 and len(list(cache.store.keys(STAGE))) == 1
 
 
-def test_identical_calls_in_flight_at_once_are_sent_once(tmp_path):
-    client = Answering(delay=0.3)
+def test_identical_calls_in_flight_at_once_are_sent_once(tmp_path, monkeypatch):
+    client = Answering(hold=True)  # the call is held until the 11 others wait on it
+    following = _followers_waiting(monkeypatch, client, 11)
     cache = _cache(tmp_path, client)
     results: list[Completion] = []
     threads = [threading.Thread(target=lambda: results.append(cache.complete(MODEL, HELLO, seed=7))) for _ in range(12)]
     for t in threads:
         t.start()
+    try:
+        assert following.wait(timeout=300)
+    finally:
+        client.release.set()
     for t in threads:
         t.join()
     assert client.calls == 1 and len(results) == 12
@@ -169,11 +198,12 @@ def test_a_failure_shared_with_waiters_keeps_its_own_count_whatever_copies_excep
         return exc
 
     monkeypatch.setattr(ModelError, "__reduce_ex__", lambda exc, protocol: (rebuild, (type(exc), exc.args, exc.__dict__)))
-    test_a_failure_in_flight_fails_its_waiters_without_a_request_and_is_not_kept(tmp_path)
+    test_a_failure_in_flight_fails_its_waiters_without_a_request_and_is_not_kept(tmp_path, monkeypatch)
 
 
-def test_a_failure_in_flight_fails_its_waiters_without_a_request_and_is_not_kept(tmp_path):
-    client = Answering(delay=0.3, fail=1)
+def test_a_failure_in_flight_fails_its_waiters_without_a_request_and_is_not_kept(tmp_path, monkeypatch):
+    client = Answering(fail=1, hold=True)  # the failing call is held until the 5 others wait on it
+    following = _followers_waiting(monkeypatch, client, 5)
     cache = _cache(tmp_path, client)
     errors: list[ModelError] = []
 
@@ -186,8 +216,13 @@ def test_a_failure_in_flight_fails_its_waiters_without_a_request_and_is_not_kept
     threads = [threading.Thread(target=call) for _ in range(6)]
     for t in threads:
         t.start()
+    try:
+        assert following.wait(timeout=300)
+    finally:
+        client.release.set()
     for t in threads:
         t.join()
+    client.hold = False
     assert client.calls == 1 and len(errors) == 6
     assert sorted(e.requests for e in errors if e.requests is not None) == [0] * 5  # the waiters sent nothing
     assert {e.reason for e in errors} == {"server_error"}
@@ -196,14 +231,33 @@ def test_a_failure_in_flight_fails_its_waiters_without_a_request_and_is_not_kept
 
 def test_a_concurrent_run_waits_for_the_claimed_request_instead_of_sending_it(tmp_path):
     """Two caches on one store (two runs): the second finds the first's claim and is served its answer."""
-    first = _cache(tmp_path, Answering(delay=0.5))
-    second = RequestCache(Answering(), Store(tmp_path / "store", shapes=SHAPES))
+    first = _cache(tmp_path, Answering(hold=True))
+    store = Store(tmp_path / "store", shapes=SHAPES)
+    waiting = threading.Event()
+    claimed = store.claimed
+
+    def seen_claimed(stage: str, key: str) -> bool:
+        found = claimed(stage, key)
+        if found:
+            waiting.set()  # the second run found the first's claim, and waits on it
+        return found
+
+    store.claimed = seen_claimed  # type: ignore[method-assign]
+    second = RequestCache(Answering(), store)
     got: list[Completion] = []
     leader = threading.Thread(target=lambda: got.append(first.complete(MODEL, HELLO, seed=3)))
     leader.start()
-    time.sleep(0.15)  # the first holds the claim and is sending
-    follower = second.complete(MODEL, HELLO, seed=3)
+    try:
+        assert first.client.sending.wait(timeout=300)  # the first holds the claim and is sending
+        served: list[Completion] = []
+        follower_thread = threading.Thread(target=lambda: served.append(second.complete(MODEL, HELLO, seed=3)))
+        follower_thread.start()
+        assert waiting.wait(timeout=300)
+    finally:
+        first.client.release.set()
     leader.join()
+    follower_thread.join()
+    follower = served[0]
     assert second.client.calls == 0 and first.client.calls == 1
     assert follower.text == got[0].text and follower.attempts == 0
 

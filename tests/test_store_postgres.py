@@ -105,8 +105,7 @@ def test_gc_keeps_what_a_live_run_wrote(url):
     store = Store(url)
     store.put("transcript", "aa00", TRANSCRIPT)
     _query(url, "UPDATE entry SET stored_at = %s", (time.time() - 3 * 3600,))
-    with Lease(url):
-        time.sleep(0.01)
+    with Lease(url):  # started now: after aa00's backdated time, at most when bb00 is stored
         store.put("transcript", "bb00", TRANSCRIPT)
         assert len(live_leases(url)) == 1
         report = store.gc({"transcript": set()}, fresh=0)

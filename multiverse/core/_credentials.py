@@ -13,6 +13,10 @@ the spec itself. So:
   name). The model client redacts every string that leaves a call (answer
   text, tool calls, error messages); the store redacts every record again
   before it is written.
+- :func:`address_label` is a server's address (a store's ``postgresql://``
+  URL, a Dask scheduler's) as a message or manifest may show it: without the
+  password of its user part or of its query; :func:`without_address_secrets`
+  takes them out of any text (an error a library raised about the address).
 - :func:`check_spec_sections` refuses a spec section that holds a literal
   credential: a key-like ``params`` field, an ``Authorization``-like header,
   or ``user:password@`` (or a key in the query) in ``api_base``.
@@ -28,17 +32,19 @@ import threading
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 __all__ = [
     "MIN_SECRET_LENGTH",
     "PROVIDER_KEY_VARIABLES",
     "REDACTED",
+    "address_label",
     "check_spec_sections",
     "redact",
     "redact_all",
     "register",
     "secret_values",
+    "without_address_secrets",
 ]
 
 REDACTED = "[redacted]"
@@ -223,3 +229,60 @@ def check_spec_sections(sections: Iterable[tuple[str, Any]], problems: Any) -> N
     for where, section in sections:
         _check_params(getattr(section, "params", None) or {}, f"{where}.params", problems)
         _check_api_base(getattr(section, "api_base", None), where, problems)
+
+
+# -- a server's address in a message ----------------------------------------------
+
+# scheme://user:password@host:port/path?query#fragment, every part optional; read by hand, not by
+# urlsplit, which raises on a malformed host ("tcp://[::1") and reads "user:pw@host:8786" as a scheme.
+_ADDRESS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)?(?P<authority>[^/?#]*)(?P<path>[^?#]*)"
+                      r"(?:\?(?P<query>[^#]*))?(?P<fragment>#.*)?", re.DOTALL)
+
+
+def _address_secrets(address: str) -> tuple[str, list[str]]:
+    """``address`` with its secrets replaced, and the secrets (as written, and decoded)."""
+    parts = _ADDRESS.fullmatch(address)
+    if parts is None:  # the pattern matches any text; kept for the type checker
+        return REDACTED, [address]
+    secrets: list[str] = []
+    authority = parts["authority"]
+    if "@" in authority:
+        userinfo, _, host = authority.rpartition("@")
+        user, colon, password = userinfo.partition(":")
+        if colon:
+            secrets.append(password)
+            authority = f"{user}:{REDACTED}@{host}"
+    query = parts["query"]
+    if query:
+        fields = []
+        for field in query.split("&"):
+            name, equals, value = field.partition("=")
+            if equals and value and _QUERY_KEY.search(unquote(name)):
+                secrets.append(value)
+                field = f"{name}={REDACTED}"
+            fields.append(field)
+        query = "&".join(fields)
+    label = (parts["scheme"] or "") + authority + parts["path"] + (f"?{query}" if query is not None else "")
+    label += parts["fragment"] or ""
+    return label, [v for s in secrets for v in dict.fromkeys((s, unquote(s))) if v]
+
+
+def address_label(address: str) -> str:
+    """``address`` without its credentials: a password in its user part
+    (``user:[redacted]@host``) and the value of every key-like field of its
+    query (``password``, ``sslpassword``, ``token``...) are ``[redacted]``;
+    everything else, the user's name included, stays as written."""
+    return _address_secrets(str(address))[0]
+
+
+def without_address_secrets(text: str, address: str) -> str:
+    """``text`` (an error message about ``address``) with the address shown by
+    :func:`address_label` and every credential it holds replaced, wherever it appears."""
+    label, secrets = _address_secrets(str(address))
+    text = str(text).replace(str(address), label)
+    for secret in sorted(secrets, key=len, reverse=True):
+        if len(secret) >= 4:
+            text = text.replace(secret, REDACTED)
+        else:  # a short one only where it stands alone, not inside a word of the message
+            text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])", REDACTED, text)
+    return text

@@ -5,14 +5,25 @@ Each worker runs ``remote`` for a unit (default
 itself, so a worker that dies loses only its call in flight. Units go out in
 a window, so a stop leaves little queued; the queued ones are cancelled.
 dask.distributed is imported only when this backend is entered.
+
+A scheduler named by its address is held to :func:`scheduler_timeout`
+seconds (``$MULTIVERSE_SCHEDULER_TIMEOUT``, else 20): to connect, handshake
+included (distributed bounds the TCP connection but waits without end for a
+listener that accepts and says nothing), and, during the stage, to answer
+whenever nothing finished for that long. Every error names the address
+without its credentials, in one line.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
+import os
+import time
 from collections.abc import Callable, Generator, Mapping
 from typing import Any
 
-from multiverse.core import STAGE_OF_RECORD, RunInterrupted
+from multiverse.core import STAGE_OF_RECORD, RunInterrupted, credentials
 from multiverse.core import _interrupt as interrupt
 from multiverse.engine._backend import POLL, Outcome, StageRun
 from multiverse.engine._processes import usable_cores
@@ -20,7 +31,26 @@ from multiverse.errors import InputError
 from multiverse.model import ModelClient
 from multiverse.store import Store
 
-__all__ = ["Dask"]
+__all__ = ["SCHEDULER_SECONDS", "TIMEOUT_VARIABLE", "Dask", "scheduler_timeout"]
+
+#: the environment variable of how long a scheduler may take to answer, in seconds
+TIMEOUT_VARIABLE = "MULTIVERSE_SCHEDULER_TIMEOUT"
+#: how long a scheduler may take to answer without ``$MULTIVERSE_SCHEDULER_TIMEOUT``
+SCHEDULER_SECONDS = 20.0
+
+
+def scheduler_timeout() -> float:
+    """Seconds a scheduler may take to answer: ``$MULTIVERSE_SCHEDULER_TIMEOUT``, else :data:`SCHEDULER_SECONDS`."""
+    raw = os.environ.get(TIMEOUT_VARIABLE, "").strip()
+    if not raw:
+        return SCHEDULER_SECONDS
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0 or value > 86400:
+        raise InputError(f"{TIMEOUT_VARIABLE}: expected a number of seconds above 0 and at most 86400, got {raw!r}")
+    return value
 
 
 class Dask:
@@ -32,10 +62,13 @@ class Dask:
     leaving closes what was opened here.
     """
 
-    def __init__(self, scheduler: Any = None, *, jobs: int, remote: Callable | None = None):
+    def __init__(self, scheduler: Any = None, *, jobs: int, remote: Callable | None = None,
+                 timeout: float | None = None):
         from multiverse.engine import _compute as compute
 
         self.scheduler, self.jobs = scheduler, max(1, jobs)
+        #: seconds the scheduler at an address may take to answer (None: :func:`scheduler_timeout`)
+        self.timeout = timeout
         self.remote = compute.dask_unit if remote is None else remote
         given = scheduler is not None and not isinstance(scheduler, str)
         #: the client units are submitted to: the caller's, or the one opened on entering
@@ -73,17 +106,17 @@ class Dask:
                                          processes=True, dashboard_address=None)
             self._opened = Client(self._cluster)
         else:
-            try:
-                self._opened = Client(self.scheduler, timeout="20s")
-            except (OSError, TimeoutError) as exc:
-                raise InputError(f"scheduler: cannot reach a Dask scheduler at {self.scheduler} ({exc})",
-                                 param="scheduler") from None
+            self._opened = _connect(str(self.scheduler), self._seconds())
         self.client = self._opened
         return self
 
+    def _seconds(self) -> float:
+        return scheduler_timeout() if self.timeout is None else self.timeout
+
     def __exit__(self, *exc: object) -> None:
         if self._opened is not None:
-            self._opened.close()
+            with contextlib.suppress(Exception):  # a scheduler gone silent: nothing left to tell it
+                self._opened.close(timeout=self._seconds())
             self.client = self._opened = None
         if self._cluster is not None:
             self._cluster.close()
@@ -96,6 +129,8 @@ class Dask:
         todo = list(reversed(stage.units))
         window = max(64, 8 * self.jobs)
         futures: set = set()
+        heard = time.monotonic()  # when a unit last finished, or the scheduler last answered
+        silent = False
         try:
             while todo or futures:
                 while todo and len(futures) < window and not interrupt.requested():
@@ -108,14 +143,103 @@ class Dask:
                 try:
                     finished = wait(futures, timeout=POLL * 5, return_when="FIRST_COMPLETED").done
                 except TimeoutError:
+                    if time.monotonic() - heard >= self._seconds():
+                        if not self._answers():
+                            silent = True
+                            raise _unanswered(self._label(), self._seconds(), midway=True) from None
+                        heard = time.monotonic()
                     continue
+                heard = time.monotonic()
                 futures -= finished
                 for future in finished:
                     yield future.result()
         finally:
-            if futures:
+            if futures and not silent:
                 # Units already running on a worker finish there and are stored by it.
                 self.client.cancel(list(futures))
 
+    def _answers(self) -> bool:
+        """Whether the scheduler answers within the timeout.
+
+        Asked only when no unit finished for that long: units may be slow, but
+        a scheduler that says nothing (stopped, or its network gone) would leave
+        the stage waiting for ever.
+        """
+        try:
+            self.client.sync(self.client.scheduler.identity, callback_timeout=self._seconds())
+        except TimeoutError:
+            return False
+        return True
+
+    def _label(self) -> str:
+        address = self.scheduler if isinstance(self.scheduler, str) else self.client.scheduler.address
+        return credentials.address_label(str(address))
+
     def end_stage(self) -> None:
         """The cluster's workers store what they finish: nothing to stop here."""
+
+
+def _connect(address: str, seconds: float) -> Any:
+    """A ``distributed.Client`` of the scheduler at ``address``, or one :class:`InputError` line within ``seconds``."""
+    from distributed import Client
+
+    label = credentials.address_label(address)
+    _check_address(address, label)
+
+    class BoundedClient(Client):
+        """A Client whose start, handshake included, ends within ``seconds``."""
+
+        def start(self, **kwargs: Any) -> None:
+            kwargs.setdefault("callback_timeout", seconds)
+            try:
+                super().start(**kwargs)
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    self.close(timeout=seconds)  # its event loop thread, and any half-open connection
+                raise
+
+    try:
+        return BoundedClient(address, timeout=seconds)
+    except TimeoutError:
+        raise _unanswered(label, seconds) from None
+    except OSError as exc:
+        raise InputError(f"scheduler: cannot reach a Dask scheduler at {label} "
+                         f"({credentials.without_address_secrets(exc.strerror or _first_line(exc), address)})",
+                         param="scheduler") from None
+    except Exception as exc:
+        # What answered is not a scheduler (a different protocol, a frame it cannot hold), or TLS is not set up.
+        raise InputError(f"scheduler: cannot use a Dask scheduler at {label} "
+                         f"({type(exc).__name__}: {credentials.without_address_secrets(_first_line(exc), address)})",
+                         param="scheduler") from None
+
+
+def _check_address(address: str, label: str) -> None:
+    """Refuse an address distributed cannot connect to, naming it without credentials."""
+    from distributed.comm import parse_address, parse_host_port
+
+    expected = "expected an address such as tcp://10.0.0.5:8786"
+    if "@" in address:
+        raise InputError(f"scheduler: {label}: a Dask address holds no user or password; {expected}",
+                         param="scheduler")
+    try:
+        scheme, location = parse_address(address)
+        from distributed.comm.registry import get_backend
+
+        get_backend(scheme)
+        if scheme in ("tcp", "tls", "ws", "wss"):
+            _, port = parse_host_port(location)
+            if not 0 < port < 65536:
+                raise ValueError(f"port {port} is out of range")
+    except (ValueError, TypeError, ImportError) as exc:
+        raise InputError(f"scheduler: {label}: {credentials.without_address_secrets(_first_line(exc), address)}; "
+                         f"{expected}", param="scheduler") from None
+
+
+def _unanswered(label: str, seconds: float, *, midway: bool = False) -> InputError:
+    what = f"the Dask scheduler at {label} stopped answering" if midway else f"no Dask scheduler answered at {label}"
+    return InputError(f"scheduler: {what} (nothing within {seconds:g} s, set by ${TIMEOUT_VARIABLE})",
+                      param="scheduler")
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]

@@ -34,7 +34,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from multiverse.errors import StoreError
+from multiverse.core import credentials
+from multiverse.errors import StoreError, StoreUnavailable
 
 __all__ = ["BUSY_SECONDS", "DB_NAME", "Database", "is_server", "open_database"]
 
@@ -83,7 +84,7 @@ class Database:
     @property
     def label(self) -> str:
         """What a message calls this database: its file, or its server without a password."""
-        return _redacted(self.where) if is_server(self.where) else self.where
+        return credentials.address_label(self.where) if is_server(self.where) else self.where
 
     def __getstate__(self) -> dict:
         return {"where": self.where}
@@ -211,23 +212,40 @@ class SQLiteDatabase(Database):
 
 
 class ServerDatabase(Database):
-    """A PostgreSQL database (psycopg 3) that the workers of many machines share."""
+    """A PostgreSQL database (psycopg 3) that the workers of many machines share.
+
+    Every wait on the server is bounded (``multiverse.store._server``): a server
+    that cannot be reached, or stops answering, is one :class:`StoreUnavailable`
+    line naming its address without credentials, within its timeout.
+    """
 
     def _connect(self) -> Any:
         try:
             import psycopg
         except ImportError:
-            raise StoreError(f"store {_redacted(self.where)}: a PostgreSQL store needs psycopg; expected it "
+            raise StoreError(f"store {self.label}: a PostgreSQL store needs psycopg; expected it "
                              "installed (pip install 'multiverse[postgres]')") from None
+        from multiverse.store import _server as server
+
+        self._unless_down()
         try:
-            conn = psycopg.connect(self.where, autocommit=True)
+            limits = server.timeouts(self.where)
+            conn = server.connect(self.where, limits)
+        except psycopg.errors.ConnectionTimeout:
+            raise self._unavailable(f"could not connect: {limits.connect_words()}", limits.connect) from None
+        except server.NoAnswer:
+            raise self._unavailable(f"could not connect: {limits.answer_words()}", limits.answer) from None
         except psycopg.Error as exc:
-            raise StoreError(f"store {_redacted(self.where)}: could not connect ({_first_line(exc)}); "
-                             "expected a reachable PostgreSQL database") from None
-        with conn.transaction():
-            # One creator at a time: CREATE TABLE IF NOT EXISTS races with itself in PostgreSQL.
-            conn.execute("SELECT pg_advisory_xact_lock(727274)")
-            conn.execute(_SCHEMA.format(**_SERVER_TYPES))
+            raise StoreUnavailable(f"store {self.label}: could not connect ({self._said(exc)}); "
+                                   "expected a reachable PostgreSQL database") from None
+        try:
+            with conn.transaction():
+                # One creator at a time: CREATE TABLE IF NOT EXISTS races with itself in PostgreSQL.
+                conn.execute("SELECT pg_advisory_xact_lock(727274)")
+                conn.execute(_SCHEMA.format(**_SERVER_TYPES))
+        except BaseException:
+            conn.close()
+            raise
         return conn
 
     def _sql(self, statement: str) -> str:
@@ -237,6 +255,55 @@ class ServerDatabase(Database):
         import psycopg
 
         return (psycopg.Error,)
+
+    def _said(self, exc: BaseException) -> str:
+        """The first line of an error about this server, without the credentials of its address."""
+        return credentials.without_address_secrets(_first_line(exc), self.where)
+
+    def _unless_down(self) -> None:
+        from multiverse.store import _server as server
+
+        message = server.down(self.where)
+        if message is not None:
+            raise StoreUnavailable(message)
+
+    def _unavailable(self, what: str, seconds: float) -> StoreUnavailable:
+        from multiverse.store import _server as server
+
+        message = f"store {self.label}: {what}; expected a PostgreSQL server that answers"
+        server.mark_down(self.where, message, seconds)
+        return StoreUnavailable(message)
+
+    @contextlib.contextmanager
+    def _failing_clearly(self) -> Iterator[None]:
+        import psycopg
+
+        from multiverse.store import _server as server
+
+        self._unless_down()
+        try:
+            yield
+        except server.NoAnswer:
+            self._conn = None  # closed by the wait that gave up: the next statement connects again
+            limits = server.timeouts(self.where)
+            raise self._unavailable(limits.answer_words(), limits.answer) from None
+        except psycopg.errors.QueryCanceled as exc:
+            if "statement timeout" not in str(exc):
+                raise StoreError(f"store {self.label}: the database failed ({self._said(exc)})") from None
+            limits = server.timeouts(self.where)
+            raise StoreUnavailable(f"store {self.label}: a statement did not finish within {limits.answer:g} s "
+                                   f"(set by ${server.ANSWER_VARIABLE}); expected a PostgreSQL server "
+                                   "that answers") from None
+        except psycopg.OperationalError as exc:
+            # The connection broke (the server restarted, the network went): say so, and start afresh next time.
+            with contextlib.suppress(Exception):
+                self._conn.close()
+            self._conn = None
+            raise StoreUnavailable(f"store {self.label}: the connection to the server failed ({self._said(exc)}); "
+                                   "expected a PostgreSQL server that answers") from None
+        except psycopg.Error as exc:
+            raise StoreError(f"store {self.label}: the database failed ({self._said(exc)}); "
+                             "expected a store database this process can read and write") from None
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Transaction]:
@@ -267,19 +334,3 @@ def _check_file(path: Path) -> None:
 
 def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-
-
-def _redacted(url: str) -> str:
-    """A server URL without its password (in the user part or the query), for a message or a manifest."""
-    from urllib.parse import parse_qsl, urlencode, urlsplit
-
-    try:
-        parts = urlsplit(url)
-        query = [(k, "[redacted]" if "pass" in k.lower() else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)]
-        netloc = parts.netloc
-        if parts.password is not None:
-            netloc = f"{parts.username}:[redacted]@" + netloc.rpartition("@")[2]
-    except ValueError:
-        return "postgresql://..."
-    # Built by hand: urlunsplit drops the "//" of a URL without a host (a unix socket's).
-    return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{urlencode(query, safe='/[]')}" if query else "")

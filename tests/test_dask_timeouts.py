@@ -1,0 +1,144 @@
+"""A Dask scheduler named by its address fails fast and quiet: one that accepts
+and never answers, answers garbage, or is stopped mid-stage is one line naming
+its address without credentials, within its timeout, exit 2; so is a malformed
+address or one holding a password.
+
+Each silence is real: a loopback listener that accepts and says nothing or
+garbage, and a real scheduler process stopped with SIGSTOP
+(``tests/silent_servers.py``). Times are measured from the event the test
+controls and checked against the timeout plus a generous margin.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import yaml
+from cli_runner import run_cli
+from conftest import tiny_spec_document
+from silent_servers import DaskScheduler, SilentListener
+
+from multiverse.errors import InputError
+
+distributed = pytest.importorskip("distributed")
+
+#: seconds added to a timeout before a test calls it a hang: far above any scheduling delay
+MARGIN = 90.0
+SECRET = "hunter2-s3cret"
+
+
+def _one_line(message: str, *fragments: str) -> str:
+    assert "\n" not in message.strip() and "Traceback" not in message, message
+    assert SECRET not in message and "hunter2" not in message, message
+    for fragment in fragments:
+        assert fragment in message, message
+    return message
+
+
+def _within(started: float, seconds: float, *, waited: bool = True) -> float:
+    """Seconds since ``started``: at least ``seconds`` (when the call ``waited`` them out), and no hang."""
+    elapsed = time.monotonic() - started
+    assert elapsed <= seconds + MARGIN, f"{elapsed:.1f} s for a timeout of {seconds} s"
+    assert not waited or elapsed >= seconds - 0.5, f"{elapsed:.1f} s for a timeout of {seconds} s"
+    return elapsed
+
+
+@pytest.mark.parametrize("garbage", [b"", b"\x00" * 64, b"\xff" * 64, b"SSH-2.0-OpenSSH_9.6\r\n"],
+                         ids=["silent", "zeros", "huge frame", "ssh"])
+def test_a_listener_that_is_not_a_scheduler_is_one_line_within_the_timeout(garbage):
+    from multiverse.engine._backend_dask import Dask
+
+    with SilentListener(garbage) as listener:
+        started = time.monotonic()
+        with pytest.raises(InputError) as raised:
+            with Dask(f"tcp://{listener.address}", jobs=1, timeout=2):
+                pass
+        _within(started, 2, waited=not garbage)
+        assert listener.accepted.is_set()
+    assert raised.value.param == "scheduler"
+    _one_line(str(raised.value), f"tcp://{listener.address}")
+
+
+@pytest.mark.slow
+def test_a_stopped_scheduler_is_one_line_within_the_timeout_from_the_library_and_the_command(tmp_path, write_spec):
+    from multiverse.engine._backend_dask import Dask
+
+    spec = write_spec(tiny_spec_document())
+    with DaskScheduler() as scheduler, scheduler.silenced():
+        started = time.monotonic()
+        with pytest.raises(InputError) as raised:
+            with Dask(scheduler.address, jobs=1, timeout=2):
+                pass
+        _within(started, 2)
+        started = time.monotonic()
+        result = run_cli(["run", spec, "--backend", "dask", "--scheduler", scheduler.address, "--store",
+                          tmp_path / "store", "--out", tmp_path / "run"], cwd=tmp_path,
+                         env={"MULTIVERSE_SCHEDULER_TIMEOUT": "2"})
+        _within(started, 2)
+    _one_line(str(raised.value), scheduler.address, "within 2 s")
+    _one_line(result.refused("--scheduler", scheduler.address, "within 2 s", "MULTIVERSE_SCHEDULER_TIMEOUT"))
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("address", [
+    f"tcp://audit:{SECRET}@127.0.0.1:8786", f"audit:{SECRET}@10.0.0.5:8786", f"tcp://:{SECRET}@[::1]:8786",
+    f"tcp://127.0.0.1:8786?token={SECRET}", "tcp://[::1", "tcp://10.0.0.5", "tcp://10.0.0.5:port", "tcp://10.0.0.5:99999",
+    "nosuch://10.0.0.5:8786", ":::", "", "tcp://10.0.0.5:8786\n--store=/etc",
+])
+def test_a_malformed_or_credentialed_address_is_one_line_without_the_password(address, tmp_path, write_spec):
+    spec = write_spec(tiny_spec_document())
+    result = run_cli(["run", spec, "--backend", "dask", "--scheduler", address, "--store", tmp_path / "store",
+                      "--out", tmp_path / "run"], cwd=tmp_path, env={"MULTIVERSE_SCHEDULER_TIMEOUT": "2"})
+    line = _one_line(result.refused("--scheduler"))
+    if SECRET in address:
+        assert "[redacted]" in line
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_bad_scheduler_timeout_setting_is_one_line(tmp_path, write_spec):
+    spec = write_spec(tiny_spec_document())
+    for bad in ("0", "-3", "nan", "later"):
+        result = run_cli(["run", spec, "--backend", "dask", "--scheduler", "tcp://127.0.0.1:1", "--store",
+                          tmp_path / "store", "--out", tmp_path / "run"], cwd=tmp_path,
+                         env={"MULTIVERSE_SCHEDULER_TIMEOUT": bad})
+        result.refused("MULTIVERSE_SCHEDULER_TIMEOUT", repr(bad))
+
+
+@pytest.mark.slow
+def test_a_scheduler_stopped_mid_stage_ends_the_run_in_one_line_within_twice_the_timeout(tmp_path, monkeypatch):
+    from audit_server import audit_responder, fake_spec_document
+    from fakeserver import FakeServer
+
+    from multiverse.engine._pipeline import run
+    from multiverse.spec import load_spec
+
+    monkeypatch.setenv("MULTIVERSE_SCHEDULER_TIMEOUT", "3")
+    stopped: list[float] = []
+    with DaskScheduler() as scheduler:
+        scheduler.worker()
+        silence = scheduler.silenced()
+
+        def stop_then_answer(body: dict) -> object:
+            if not stopped:  # a worker is computing a unit: stop the scheduler under it
+                silence.__enter__()
+                stopped.append(time.monotonic())
+            return audit_responder(body)
+
+        try:
+            with FakeServer(responder=stop_then_answer) as fake:
+                spec_path = tmp_path / "spec.yaml"
+                spec_path.write_text(yaml.safe_dump(fake_spec_document(fake.url, name="dask-stop"), sort_keys=False))
+                with pytest.raises(InputError) as raised:
+                    run(load_spec(spec_path), store=tmp_path / "store", out=tmp_path / "run", progress=False,
+                        backend="dask", scheduler=scheduler.address)
+                ended = time.monotonic()
+        finally:
+            if stopped:
+                silence.__exit__(None, None, None)
+    assert stopped, "no unit reached the model"
+    # No unit finishes for 3 s (counted from before the stop, at most), then the scheduler is asked and
+    # says nothing for 3 s more.
+    assert 3 - 0.5 <= ended - stopped[0] <= 6 + MARGIN
+    _one_line(str(raised.value), scheduler.address, "stopped answering", "within 3 s")
+    assert not (tmp_path / "run" / "verdicts.csv").exists()

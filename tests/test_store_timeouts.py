@@ -1,0 +1,190 @@
+"""The store on a PostgreSQL server fails fast and quiet: a server that accepts
+and never answers, answers garbage, or is stopped mid-run is one line naming its
+address without credentials, within its timeout, exit 2.
+
+Each silence is real: a loopback listener that accepts and says nothing
+(``tests/silent_servers.py``) and a PostgreSQL cluster (``tests/pg_server.py``)
+stopped with SIGSTOP. Times are measured from the event the test controls (the
+stop, the start of the call) and checked against the timeout from below (it
+did wait) and against the timeout plus a generous margin from above (it did
+not hang), so a loaded machine cannot fail them.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+import yaml
+from cli_runner import run_cli, start_cli
+from conftest import tiny_spec_document
+from silent_servers import SilentListener
+
+from multiverse.errors import InputError, StoreError, StoreUnavailable
+from multiverse.store import Store
+
+psycopg = pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
+
+#: seconds added to a timeout before a test calls it a hang: far above any scheduling delay
+MARGIN = 90.0
+SECRET = "hunter2-s3cret"
+
+
+def _one_line(message: str, *fragments: str) -> str:
+    assert "\n" not in message.strip() and "Traceback" not in message, message
+    assert SECRET not in message and "hunter2" not in message, message
+    for fragment in fragments:
+        assert fragment in message, message
+    return message
+
+
+def _within(started: float, seconds: float, *, waited: bool = True) -> float:
+    """Seconds since ``started``: at least ``seconds`` (when the call ``waited`` them out), and no hang."""
+    elapsed = time.monotonic() - started
+    assert elapsed <= seconds + MARGIN, f"{elapsed:.1f} s for a timeout of {seconds} s"
+    assert not waited or elapsed >= seconds - 0.5, f"{elapsed:.1f} s for a timeout of {seconds} s"
+    return elapsed
+
+
+@pytest.mark.parametrize("garbage", [b"", b"HTTP/1.1 200 OK\r\n\r\n", b"\x00\xff" * 4096],
+                         ids=["silent", "http", "binary"])
+def test_a_listener_that_never_answers_as_postgres_is_one_line_within_the_connect_timeout(garbage):
+    with SilentListener(garbage) as listener:
+        url = f"postgresql://audit:{SECRET}@{listener.address}/mv?connect_timeout=2&sslmode=disable"
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable) as raised:
+            Store(url).stats()
+        if not garbage:
+            _within(started, 2)
+        assert listener.accepted.is_set()  # it connected: the silence came after the accept
+    message = _one_line(str(raised.value), f"postgresql://audit:[redacted]@{listener.address}/mv", "could not connect")
+    if not garbage:
+        assert "2 s" in message and "connect_timeout" in message
+    assert isinstance(raised.value, StoreError) and isinstance(raised.value, InputError)
+
+
+def test_run_and_store_stats_on_a_silent_server_exit_2_with_one_line_before_any_call(tmp_path, write_spec):
+    spec = write_spec(tiny_spec_document())
+    for argv in (["store", "stats", "--store"], ["run", spec, "--out", tmp_path / "run", "--store"]):
+        with SilentListener() as listener:  # one each: a server found silent is not asked again at once
+            url = f"postgresql://audit@{listener.address}/mv?password={SECRET}&connect_timeout=2"
+            started = time.monotonic()
+            result = run_cli([*argv, url], cwd=tmp_path)
+            _within(started, 2)
+            _one_line(result.refused(f"{listener.address}/mv?password=[redacted]", "no answer within 2 s"))
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_timeouts_are_settings_that_refuse_what_they_cannot_keep(monkeypatch):
+    from multiverse.store import _server as server
+
+    monkeypatch.delenv("PGCONNECT_TIMEOUT", raising=False)
+    monkeypatch.delenv(server.ANSWER_VARIABLE, raising=False)
+    limits = server.timeouts("postgresql://h/db")
+    assert (limits.connect, limits.answer) == (server.CONNECT_SECONDS, server.ANSWER_SECONDS)
+    monkeypatch.setenv(server.ANSWER_VARIABLE, "2.5")
+    monkeypatch.setenv("PGCONNECT_TIMEOUT", "7")
+    limits = server.timeouts("postgresql://h/db")
+    assert (limits.connect, limits.answer) == (7, 2.5) and "PGCONNECT_TIMEOUT" in limits.connect_words()
+    assert server.timeouts("postgresql://h/db?connect_timeout=4").connect == 4  # the URL's own wins
+    for bad in ("0", "-1", "nan", "inf", "soon", "1e9"):
+        monkeypatch.setenv(server.ANSWER_VARIABLE, bad)
+        with pytest.raises(InputError, match=server.ANSWER_VARIABLE):
+            server.timeouts("postgresql://h/db")
+    monkeypatch.setenv(server.ANSWER_VARIABLE, "5")
+    with pytest.raises(InputError, match="connect_timeout"):
+        server.timeouts("postgresql://h/db?connect_timeout=0")  # libpq's "wait for ever"
+
+
+@pytest.fixture(scope="module")
+def pg():
+    from pg_server import PostgresServer, binaries
+
+    found = binaries()
+    if found is None:
+        pytest.skip("PostgreSQL is not installed (no initdb and pg_ctl); CI installs Debian's postgresql package")
+    with PostgresServer(found) as server:
+        yield server
+
+
+def _database(pg, url: str) -> str:
+    """A new database on the cluster; ``url`` (the cluster's unix-socket or TCP URL) naming it."""
+    name = "t" + uuid.uuid4().hex[:12]
+    with psycopg.connect(pg.url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return url.replace("/postgres", f"/{name}", 1)
+
+
+@pytest.mark.parametrize("over", ["unix socket", "tcp"])
+def test_a_stopped_server_ends_a_statement_within_the_timeout_and_its_threads_do_not_each_wait(pg, over, monkeypatch):
+    monkeypatch.setenv("MULTIVERSE_STORE_TIMEOUT", "3")
+    url = _database(pg, pg.url if over == "unix socket" else pg.tcp_url)
+    store = Store(url)
+    store.put("judgment", "ab12", {"status": "ok", "reason": "", "criteria": []})
+    with pg.silenced():
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable) as raised:
+            store.get("judgment", "ab12")
+        _within(started, 3)
+        # Said once: the next statements (another thread's, the run's teardown) fail at once, not after 3 s more.
+        again = time.monotonic()
+        with pytest.raises(StoreUnavailable):
+            store.put("judgment", "cd34", {"status": "ok", "reason": "", "criteria": []})
+        assert time.monotonic() - again < 3
+        fresh = time.monotonic()
+        with pytest.raises(StoreUnavailable) as unconnected:  # a new connection to the stopped server
+            Store(url + ("&" if "?" in url else "?") + "connect_timeout=2").stats()
+        _within(fresh, 2)
+    _one_line(str(raised.value), "did not answer within 3 s", "MULTIVERSE_STORE_TIMEOUT")
+    _one_line(str(unconnected.value), "could not connect", "no answer within 2 s")
+
+
+def test_a_restarted_server_is_one_line_and_the_next_statement_connects_again(pg):
+    url = _database(pg, pg.url)
+    store = Store(url)
+    store.put("judgment", "ab12", {"status": "ok", "reason": "", "criteria": []})
+    with psycopg.connect(pg.url, autocommit=True) as admin:  # ends every other connection, as a restart does
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+                      (url.split("/")[3].split("?")[0],))
+    with pytest.raises(StoreUnavailable) as raised:
+        store.get("judgment", "ab12")
+    _one_line(str(raised.value), "connection to the server failed")
+    assert store.get("judgment", "ab12")["status"] == "ok"  # a new connection, without a new Store
+
+
+def test_a_server_stopped_mid_run_ends_the_run_in_one_line_within_the_timeout(pg, tmp_path):
+    from audit_server import audit_responder, fake_spec_document
+    from fakeserver import FakeServer
+
+    url = _database(pg, pg.tcp_url) + f"?password={SECRET}"
+    stopped: list[float] = []
+    silence = pg.silenced()
+
+    def answer_then_stop(body: dict) -> object:
+        if len(stopped) == 0 and len(fake.requests) >= 3:  # the run is well under way: its store has rows
+            silence.__enter__()
+            stopped.append(time.monotonic())
+        return audit_responder(body)
+
+    try:
+        with FakeServer(responder=answer_then_stop) as fake:
+            spec = tmp_path / "spec.yaml"
+            spec.write_text(yaml.safe_dump(fake_spec_document(fake.url, name="pg-stop"), sort_keys=False))
+            child = start_cli(["run", spec, "--store", url, "--out", tmp_path / "run", "--quiet", "--jobs", "2"],
+                              cwd=tmp_path, env={"MULTIVERSE_STORE_TIMEOUT": "3"})
+            _, stderr = child.communicate(timeout=600)
+            ended = time.monotonic()
+    finally:
+        if stopped:
+            silence.__exit__(None, None, None)
+    assert stopped, "the run ended before its third request"
+    assert 3 - 0.5 <= ended - stopped[0] <= 3 + MARGIN
+    assert child.returncode == 2, stderr
+    _one_line(stderr, "postgresql://multiverse@127.0.0.1", "password=[redacted]", "did not answer within 3 s")
+    assert not (tmp_path / "run" / "verdicts.csv").exists()
+
+
+def test_what_a_message_or_manifest_names_is_the_address_without_any_password():
+    label = Store(f"postgresql://audit:{SECRET}@db.example:5432/mv?sslpassword={SECRET}x&sslmode=require").db.label
+    assert label == "postgresql://audit:[redacted]@db.example:5432/mv?sslpassword=[redacted]&sslmode=require"
