@@ -41,7 +41,7 @@ def assemble(spec: Spec, work: Work, records: Records,
     the system's side in a ``score`` column (only a run with a scored universe has
     it); its verdict holds the mean (``analysis.scoring``).
     """
-    from multiverse.analysis.scoring import score_judgments, score_verdicts
+    from multiverse.analysis.scoring import count_unparsed, score_judgments, score_verdicts
 
     judgments = records["judgment"]
     criteria_rows: list[tuple] = []
@@ -104,6 +104,10 @@ def assemble(spec: Spec, work: Work, records: Records,
     verdicts["compliant"] = verdicts["compliant"].astype("boolean")
     verdicts["replicate"] = verdicts["replicate"].astype("int64")
     verdicts["score"] = verdicts["score"].astype("float64")
+    # A judge answer that named no verdict counts as each universe's scoring.unparsed says (default: left out).
+    universes = {r.universe.id: r.universe.spec for r in work.rows}
+    verdicts = count_unparsed(verdicts, {u: s.scoring.unparsed for u, s in universes.items()},
+                              {u: (s.judge.scale.type, s.judge.scale.min, s.judge.scale.max) for u, s in universes.items()})
     return verdicts, criteria
 
 
