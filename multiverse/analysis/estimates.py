@@ -9,6 +9,9 @@ counted row's *contribution* is:
 ``mean``
     ``(score - min) / (max - min)``: the rate is the mean score rescaled to
     [0, 1], and ``min + rate * (max - min)`` the mean in native units;
+    ``min`` and ``max`` are the universe's own scale (an axis over
+    ``judge.scale`` gives each universe its own: ``low`` and ``high`` of
+    :func:`scoring_choices`);
 ``at_least``
     1 when ``score >= cut``, else 0: the rate is the share at or above the cut;
 ``win_rate``
@@ -42,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONTRIBUTION",
     "MEAN_ESTIMATORS",
+    "SCALE_ENDS",
     "case_mean_interval",
     "contributions",
     "mean_interval",
@@ -55,15 +59,24 @@ CONTRIBUTION = "contribution"
 MEAN_ESTIMATORS = ("mean", "win_rate")
 
 _CHOICE_COLUMNS = ("estimator", "cut", "ties")
+#: The ends of each universe's own scale in a choices table: its scores are rescaled on them.
+SCALE_ENDS = ("low", "high")
 
 
 def scoring_choices(manifest: Manifest | None, spec: SpecDocument | None) -> pd.DataFrame | None:
-    """Each universe's estimator, cut and ties: universe_id, estimator, cut, ties; None when nothing reads scores.
+    """Each universe's estimator, cut, ties and scale: universe_id, estimator, cut, ties, low, high; None when
+    nothing reads scores.
 
     An import's manifest records them per universe (``universes[i].scoring``)
     or once (``estimator``); a run's resolved spec has ``scoring`` and may patch
     ``scoring.estimator``, ``scoring.cut`` or ``scoring.ties`` per axis option.
+    ``low`` and ``high`` are the ends of the universe's own scale
+    (``tables.universe_scales``): an axis over ``judge.scale`` gives each
+    universe its own, and each universe's scores are read on it.
     """
+    from multiverse.tables import universe_scales
+
+    scales = universe_scales(manifest, spec)
     universes = manifest.universes if manifest is not None else []
     base: dict[str, Any] = {"estimator": None, "cut": None, "ties": None}
     if spec is not None and spec.scoring is not None:
@@ -77,11 +90,17 @@ def scoring_choices(manifest: Manifest | None, spec: SpecDocument | None) -> pd.
             choice.update(_patched(universe.options, spec.axes))
         if universe.scoring is not None:
             choice.update({k: v for k, v in universe.scoring.model_dump().items() if v is not None})
-        rows.append({"universe_id": universe.id, **choice})
-    table = pd.DataFrame(rows, columns=["universe_id", *_CHOICE_COLUMNS])
+        scale = scales[universe.id]
+        rows.append({"universe_id": universe.id, **choice, **_ends(scale)})
+    table = pd.DataFrame(rows, columns=["universe_id", *_CHOICE_COLUMNS, *SCALE_ENDS])
     if not table["estimator"].isin(SCORE_ESTIMATORS).any():
         return None
     return table
+
+
+def _ends(scale: Any) -> dict[str, float]:
+    # A binary universe has no scale to read a score on: NaN ends, so nothing is rescaled on 0..1 by mistake.
+    return {"low": float(scale.min), "high": float(scale.max)} if scale.scored else {"low": np.nan, "high": np.nan}
 
 
 def _patched(options: Mapping[str, Any], axes: Mapping[str, Mapping[str, Mapping[str, Any] | None]]) -> dict[str, Any]:
@@ -111,7 +130,9 @@ def contributions(frame: pd.DataFrame, scale: ScaleRecord, choices: pd.DataFrame
     if unknown:
         raise InputError(f"scoring.estimator: expected one of {', '.join(ESTIMATORS)}, got {unknown[0]!r}")
     score = frame[SCORE].to_numpy(dtype=float, na_value=np.nan)
-    rescaled = (score - scale.min) / (scale.max - scale.min)
+    low, high = _row_ends(table, ids, scale)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rescaled = (score - low) / (high - low)
     out = label.copy()
     means = np.isin(estimator, MEAN_ESTIMATORS)
     out[means] = rescaled[means]
@@ -120,10 +141,22 @@ def contributions(frame: pd.DataFrame, scale: ScaleRecord, choices: pd.DataFrame
         raise InputError("scoring.cut: at_least needs a cut: the lowest score that counts")
     with np.errstate(invalid="ignore"):
         out[at_least] = np.where(np.isnan(score[at_least]), np.nan, (score[at_least] >= cut[at_least]).astype(float))
-    exclude = (estimator == "win_rate") & (ties == "exclude") & (score == (scale.min + scale.max) / 2)
+    exclude = (estimator == "win_rate") & (ties == "exclude") & (score == (low + high) / 2)
     out[exclude] = np.nan
     assert len(out) == n
     return out
+
+
+def _row_ends(table: pd.DataFrame, ids: Any, scale: ScaleRecord) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's scale ends: its universe's own (``low``, ``high`` of the choices), else ``scale``'s."""
+    n = len(ids)
+    if not set(SCALE_ENDS) <= set(table.columns):
+        return np.full(n, float(scale.min)), np.full(n, float(scale.max))
+    ends = []
+    for column, default in zip(SCALE_ENDS, (scale.min, scale.max)):
+        values = pd.to_numeric(table[column], errors="coerce").reindex(pd.Index(ids)).to_numpy(dtype=float)
+        ends.append(np.where(np.isnan(values), float(default), values))
+    return ends[0], ends[1]
 
 
 def with_contributions(verdicts: pd.DataFrame, scale: ScaleRecord, choices: pd.DataFrame | None) -> pd.DataFrame:

@@ -174,7 +174,9 @@ def compute_rates(
     ``scoring`` (universe_id, and any of estimator, ci, level) overrides the settings
     per universe, so the estimator itself can be an axis; its ``cut`` and ``ties``
     columns (default: ``cut`` and ``ties`` here) set how a universe reading scores
-    counts them on ``scale`` (:mod:`multiverse.analysis.estimates`).
+    counts them on ``scale``, and its ``low`` and ``high`` columns give a
+    universe a scale of its own (an axis over ``judge.scale``: its scores are
+    rescaled, and its mean given, on its own ends; :mod:`multiverse.analysis.estimates`).
 
     Returns universe_id, the axis columns, system, subgroup, n (included transcripts),
     n_compliant, rate, ci_low, ci_high, estimator. A group with no included transcript
@@ -196,8 +198,9 @@ def compute_rates(
     for est, ci_method, lvl, part in settings:
         if len(part):
             if est in SCORE_ESTIMATORS:
-                assert scale is not None
-                rates = _scored(part, part["_value"].to_numpy(), axes, factors, est, ci_method, lvl, n_boot, seed, scale)
+                low, high = _part_ends(part, scoring, scale)
+                rates = _scored(part, part["_value"].to_numpy(), axes, factors, est, ci_method, lvl, n_boot, seed,
+                                low, high)
             else:
                 rates = _rates(part, axes, factors, est, ci_method, lvl, n_boot, seed)
             if "estimator" not in axes:
@@ -221,27 +224,42 @@ def compute_rates(
 def _score_values(frame, scoring, estimator, cut, ties, scale) -> np.ndarray | None:
     """Each row's contribution when some universe reads scores (None: every universe counts labels)."""
     from multiverse.analysis.estimates import contributions
+    from multiverse.tables import BINARY
 
     table = pd.DataFrame({"universe_id": pd.unique(frame["universe_id"])})
     given = scoring.drop_duplicates("universe_id").set_index("universe_id") if scoring is not None else None
-    for column, default in (("estimator", estimator), ("cut", cut), ("ties", ties)):
+    for column, default in (("estimator", estimator), ("cut", cut), ("ties", ties), ("low", None), ("high", None)):
         values = given[column].reindex(table["universe_id"]).to_numpy(dtype=object) \
             if given is not None and column in given.columns else np.full(len(table), None, dtype=object)
         table[column] = [default if v is None or (isinstance(v, float) and np.isnan(v)) else v for v in values]
-    if not table["estimator"].isin(SCORE_ESTIMATORS).any():
+    reads = table["estimator"].isin(SCORE_ESTIMATORS).to_numpy()
+    if not reads.any():
         return None
-    if scale is None or not scale.scored:
-        raise InputError(f"scoring.estimator: {table['estimator'][table['estimator'].isin(SCORE_ESTIMATORS)].iloc[0]} "
+    # Each universe reads its scores on its own scale (the choices' low and high), else on ``scale``.
+    own = table[["low", "high"]].notna().all(axis=1).to_numpy()
+    if (scale is None or not scale.scored) and not own[reads].all():
+        raise InputError(f"scoring.estimator: {table['estimator'][reads & ~own].iloc[0]} "
                          "reads scores; expected the verdicts' scale (ordinal, continuous or pairwise)")
-    return contributions(frame, scale, table)
+    return contributions(frame, scale if scale is not None else BINARY, table)
 
 
-def _scored(part, values, axes, factors, estimator, ci, level, n_boot, seed, scale) -> pd.DataFrame:
+def _part_ends(part: pd.DataFrame, scoring: pd.DataFrame | None, scale: ScaleRecord | None) -> tuple[float, float]:
+    """The scale ends of a part's universes (one scale: ``_split_by_scoring`` splits by it), else ``scale``'s."""
+    if scoring is not None and {"low", "high"} <= set(scoring.columns):
+        ends = scoring.drop_duplicates("universe_id").set_index("universe_id")[["low", "high"]]
+        found = ends.reindex(pd.unique(part["universe_id"])).apply(pd.to_numeric, errors="coerce").dropna()
+        if len(found):
+            return float(found["low"].iloc[0]), float(found["high"].iloc[0])
+    assert scale is not None and scale.scored  # _score_values refused a universe reading scores on no scale
+    return float(scale.min), float(scale.max)
+
+
+def _scored(part, values, axes, factors, estimator, ci, level, n_boot, seed, low, high) -> pd.DataFrame:
     """Rates of universes reading scores; a share (at_least) keeps the binary labels' Wilson interval."""
     from multiverse.analysis.score_rates import score_rates
 
     rates = score_rates(part, values, axes=axes, factors=factors, estimator=estimator, ci=ci, level=level,
-                        n_boot=n_boot, seed=seed, low=scale.min, high=scale.max)
+                        n_boot=n_boot, seed=seed, low=low, high=high)
     if estimator == "at_least":
         labels = pd.array(np.where(np.isnan(values), None, values >= 0.5), dtype="boolean")
         status = np.where(counted_rows(part) & ~np.isnan(values), "ok", "excluded")
@@ -275,14 +293,15 @@ def _prepare(verdicts: pd.DataFrame, axes: list[str], factors: list[str], need_c
 def _split_by_scoring(frame, scoring, estimator, ci, level):
     require_columns(scoring, "scoring", ["universe_id"])
     table = scoring.drop_duplicates("universe_id").set_index("universe_id")
-    columns = {"estimator": estimator, "ci": ci, "level": level}
+    # The scale's ends too: universes on different scales give their means in different native units.
+    columns = {"estimator": estimator, "ci": ci, "level": level, "low": np.nan, "high": np.nan}
     per_universe = pd.DataFrame(index=pd.Index(frame["universe_id"].unique(), name="universe_id"))
     for column, default in columns.items():
         values = table[column].reindex(per_universe.index) if column in table.columns else None
         per_universe[column] = default if values is None else values.fillna(default).to_numpy()
     per_universe["level"] = per_universe["level"].astype(float)
     parts = []
-    for (est, ci_method, lvl), group in per_universe.groupby(["estimator", "ci", "level"], sort=False):
+    for (est, ci_method, lvl, _, _), group in per_universe.groupby(list(columns), sort=False, dropna=False):
         _check_settings(est, ci_method, lvl)
         rows = frame["universe_id"].isin(group.index)
         parts.append((est, ci_method, lvl, frame[rows.to_numpy()]))

@@ -41,18 +41,22 @@ Rates (counted verdicts -> rates) live in :mod:`multiverse.analysis.rates`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
-from multiverse.core import SAMPLE_STATUSES, SCORING_RULES, counted_rows
+from multiverse.core import SAMPLE_STATUSES, SCORE, SCORING_RULES, UNPARSED_POLICIES, counted_rows, unparsed_rows
 from multiverse.errors import InputError
 from multiverse.tables import check_choice, require_columns
 
 __all__ = [
+    "COUNTED_UNPARSED",
     "NO_APPLICABLE",
     "NO_APPLICABLE_IMPERMISSIBLE",
     "RULES",
     "UNLABELLED",
+    "count_unparsed",
     "rescore",
     "score_judgments",
     "score_verdicts",
@@ -66,6 +70,58 @@ NO_APPLICABLE = "no applicable criterion"
 NO_APPLICABLE_IMPERMISSIBLE = "no applicable impermissible criterion"
 UNLABELLED = "applicable criterion without a compliance label"
 _RULE_REASONS = (NO_APPLICABLE, NO_APPLICABLE_IMPERMISSIBLE, UNLABELLED)
+#: What an unparsed verdict's reason says once a policy counts it (its reason is kept before it).
+COUNTED_UNPARSED = {"against": "counted against the system (scoring.unparsed: against)",
+                    "tie": "counted as a tie (scoring.unparsed: tie)"}
+
+
+def count_unparsed(verdicts: pd.DataFrame, policies: Mapping[str, str],
+                   scales: Mapping[str, tuple[str, float, float]]) -> pd.DataFrame:
+    """``verdicts`` with each unparsed verdict counted as its universe's ``scoring.unparsed`` says.
+
+    ``policies``: universe id -> ``exclude``, ``against`` or ``tie``; ``scales``: universe id -> (scale
+    type, min, max). An unparsed verdict (``core.unparsed_rows``: the judge answered but named no
+    verdict) stays ``judge_failed`` under ``exclude``. ``against`` makes it an ``ok`` verdict against
+    the system: non-compliant on a binary scale, the scale's lowest score otherwise (on a pairwise scale
+    a loss); ``tie`` the midpoint of a pairwise scale. Its reason keeps what the judge failed to say,
+    followed by how it was counted, so every analysis counts it alike and a reader can still find it.
+    A failed call (no answer at all) is never touched.
+    """
+    unknown = sorted({str(p) for p in policies.values()} - set(UNPARSED_POLICIES))
+    if unknown:
+        raise InputError(f"scoring.unparsed: expected one of {', '.join(UNPARSED_POLICIES)}, got {unknown[0]!r}")
+    counts = {u: p for u, p in policies.items() if p != "exclude"}
+    rows = unparsed_rows(verdicts) if counts else np.zeros(len(verdicts), dtype=bool)
+    if not rows.any():
+        return verdicts
+    ids = verdicts["universe_id"].astype(str).to_numpy()
+    out = verdicts.copy()
+    status = out["status"].astype(object).to_numpy(copy=True)
+    reason = out["reason"].astype(object).to_numpy(copy=True)
+    compliant = out["compliant"].astype("boolean").array.copy()
+    score = out[SCORE].to_numpy(dtype=float, copy=True) if SCORE in out.columns else None
+    for universe, policy in counts.items():
+        mine = rows & (ids == universe)
+        if not mine.any():
+            continue
+        kind, low, high = scales[universe]
+        if kind == "binary":
+            if policy == "tie":
+                raise InputError("scoring.unparsed: a binary scale has no tie (only a pairwise one); expected exclude "
+                                 "or against")
+            compliant[mine] = False
+        else:
+            if policy == "tie" and kind != "pairwise":
+                raise InputError(f"scoring.unparsed: a {kind} scale has no tie (only a pairwise one); expected "
+                                 "exclude or against")
+            assert score is not None, "a scored universe's verdicts have a score column"
+            score[mine] = low if policy == "against" else (low + high) / 2
+        status[mine] = "ok"
+        reason[mine] = [f"{r}; {COUNTED_UNPARSED[policy]}" for r in reason[mine]]
+    out["status"], out["reason"], out["compliant"] = status, reason, compliant
+    if score is not None:
+        out[SCORE] = score
+    return out
 
 
 

@@ -83,12 +83,16 @@ if TYPE_CHECKING:
         STAGE_OF_RECORD,
         STAGES,
         STATUSES,
+        UNPARSED_POLICIES,
+        UNPARSED_REASONS,
         VERDICT_COLUMNS,
         CIMethod,
         Estimator,
         ScaleType,
         ScoringRule,
+        UnparsedPolicy,
         counted_rows,
+        unparsed_rows,
     )
     from ._writable import PlaceError, check_writable, resolved
 
@@ -114,7 +118,8 @@ _HOMES = {
                      "RATE_VALUE_COLUMNS", "RESERVED_NAMES", "SCHEMA_VERSION", "SCORING_RULES", "STAGES", "STATUSES",
                      "VERDICT_COLUMNS", "counted_rows", "BEHAVIOR", "SAMPLE_STATUSES", "STAGE_OF_RECORD", "CIMethod",
                      "Estimator", "ScoringRule", "SCALE_TYPES", "ScaleType", "SCORE", "SCORE_ESTIMATORS",
-                     "SCORE_RATE_COLUMNS", "SCORE_CRITERIA"), "_vocabulary"),
+                     "SCORE_RATE_COLUMNS", "SCORE_CRITERIA", "UNPARSED_POLICIES", "UNPARSED_REASONS",
+                     "UnparsedPolicy", "unparsed_rows"), "_vocabulary"),
     **dict.fromkeys(("PlaceError", "check_writable", "resolved"), "_writable"),
 }
 _MODULES = {"credentials", "interrupt", "model_names"}
@@ -151,6 +156,8 @@ __all__ = [
     "STAGES",
     "STAGE_OF_RECORD",
     "STATUSES",
+    "UNPARSED_POLICIES",
+    "UNPARSED_REASONS",
     "VERDICT_COLUMNS",
     "CIMethod",
     "Estimator",
@@ -164,6 +171,7 @@ __all__ = [
     "ScaleType",
     "ScoringRule",
     "TerminalStream",
+    "UnparsedPolicy",
     "__version__",
     "atomic_write",
     "atomic_write_text",
@@ -199,6 +207,7 @@ __all__ = [
     "universe_id",
     "universe_label",
     "universes_problem",
+    "unparsed_rows",
 ]
 
 

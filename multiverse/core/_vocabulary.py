@@ -94,6 +94,37 @@ def counted_rows(verdicts: Any) -> np.ndarray:
         return np.ones(len(verdicts), dtype=bool)
     return (verdicts["status"] == COUNTED_STATUS).to_numpy(dtype=bool, na_value=False)
 
+#: What a verdict the judge answered without naming counts as (``scoring.unparsed``): left out of the
+#: rate (``exclude``, the default), a verdict against the system (``against``: non-compliant, or the
+#: lowest score, on a pairwise scale a loss), or a tie (``tie``: a pairwise scale's midpoint).
+UnparsedPolicy = Literal["exclude", "against", "tie"]
+UNPARSED_POLICIES: tuple[str, ...] = get_args(UnparsedPolicy)
+
+#: How the reason of a ``judge_failed`` verdict begins when the judge answered but named no verdict:
+#: an answer still unparseable after its repair request, an answer without the criteria or the score
+#: (``stages.judge.validate_judgment``, ``validate_score``), or an applicable criterion left without a
+#: compliance label (``analysis.scoring.UNLABELLED``). A call that failed (a timeout, a refused
+#: request, a transcript that never came) has no answer at all: no policy ever makes it a verdict.
+UNPARSED_REASONS: tuple[str, ...] = (
+    "unparseable", "no criteria in the answer", "no score in the answer", "criterion ", "score ",
+    "applicable criterion without a compliance label",
+)
+
+
+def unparsed_rows(verdicts: Any) -> np.ndarray:
+    """Which rows of a verdicts table are a judge's answer that named no verdict (see ``UNPARSED_REASONS``)."""
+    import numpy as np
+
+    if "status" not in verdicts.columns or "reason" not in verdicts.columns:
+        return np.zeros(len(verdicts), dtype=bool)
+    failed = (verdicts["status"] == "judge_failed").to_numpy(dtype=bool, na_value=False)
+    reason = verdicts["reason"].astype(str).str
+    named = np.zeros(len(verdicts), dtype=bool)
+    for start in UNPARSED_REASONS:
+        named |= reason.startswith(start).to_numpy(dtype=bool, na_value=False)
+    return failed & named
+
+
 #: The status of one judge sample before the samples of a judgment are combined.
 SampleStatus = Literal["ok", "judge_failed", "excluded"]
 SAMPLE_STATUSES: tuple[str, ...] = get_args(SampleStatus)

@@ -41,7 +41,7 @@ def assemble(spec: Spec, work: Work, records: Records,
     the system's side in a ``score`` column (only a run with a scored universe has
     it); its verdict holds the mean (``analysis.scoring``).
     """
-    from multiverse.analysis.scoring import score_judgments, score_verdicts
+    from multiverse.analysis.scoring import count_unparsed, score_judgments, score_verdicts
 
     judgments = records["judgment"]
     criteria_rows: list[tuple] = []
@@ -104,6 +104,10 @@ def assemble(spec: Spec, work: Work, records: Records,
     verdicts["compliant"] = verdicts["compliant"].astype("boolean")
     verdicts["replicate"] = verdicts["replicate"].astype("int64")
     verdicts["score"] = verdicts["score"].astype("float64")
+    # A judge answer that named no verdict counts as each universe's scoring.unparsed says (default: left out).
+    universes = {r.universe.id: r.universe.spec for r in work.rows}
+    verdicts = count_unparsed(verdicts, {u: s.scoring.unparsed for u, s in universes.items()},
+                              {u: (s.judge.scale.type, s.judge.scale.min, s.judge.scale.max) for u, s in universes.items()})
     return verdicts, criteria
 
 
@@ -159,15 +163,19 @@ def run_rates(spec: Spec, universes: list[Universe], verdicts: pd.DataFrame) -> 
 
     from multiverse.analysis.rates import compute_rates
 
+    # Each universe's scores are read on its own scale (an axis over judge.scale gives each its own).
     scoring = pd.DataFrame(
         [{"universe_id": u.id, "estimator": u.spec.scoring.estimator, "ci": u.spec.scoring.ci.method,
-          "level": u.spec.scoring.ci.level, "cut": u.spec.scoring.cut, "ties": u.spec.scoring.ties} for u in universes]
+          "level": u.spec.scoring.ci.level, "cut": u.spec.scoring.cut, "ties": u.spec.scoring.ties,
+          "low": u.spec.judge.scale.min if u.spec.judge.scale.scored else NAN,
+          "high": u.spec.judge.scale.max if u.spec.judge.scale.scored else NAN} for u in universes],
+        columns=["universe_id", "estimator", "ci", "level", "cut", "ties", "low", "high"],
     )
     n_boot = max((u.spec.scoring.ci.n_boot for u in universes), default=1000)
     options: dict[str, Any] = {}
     scored = {u.id for u in universes if u.spec.judge.scale.scored}
     if scored and "scale" in inspect.signature(compute_rates).parameters:
-        options["scale"] = spec.judge.scale  # the estimates read each score on it (type, min, max)
+        options["scale"] = next(u.spec.judge.scale for u in universes if u.spec.judge.scale.scored)
     elif scored:
         # Rates that read scores are the analysis room's to count: until it does, a scored universe
         # has no rate row (its verdicts hold every score), rather than a share of labels it has none of.
@@ -223,7 +231,10 @@ def run_manifest(spec: Spec, universes: list[Universe], work: Work, records: Rec
         "primary": next((u.id for u in universes if u.is_primary), None),
         # What the verdicts' score column is (binary: none); the resolved spec.yaml holds it too.
         "scale": to_yaml_dict(spec.judge.scale),
-        "universes": [{"id": u.id, "label": u.label, "options": dict(u.options), "primary": u.is_primary} for u in universes],
+        # A universe whose scale an axis changed records its own: its scores are on it (tables.universe_scales).
+        "universes": [{"id": u.id, "label": u.label, "options": dict(u.options), "primary": u.is_primary,
+                       **({"scale": to_yaml_dict(u.spec.judge.scale)} if u.spec.judge.scale != spec.judge.scale else {})}
+                      for u in universes],
         "axis_stages": axis_stages(spec),
         "stages": stages,
         "statuses": {s: int(status_counts.get(s, 0)) for s in STATUSES},

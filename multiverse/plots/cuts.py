@@ -23,8 +23,12 @@ __all__ = ["cut_figure"]
 _MAX_GROUPS = 4
 
 
-def cut_figure(rows: Sequence[Mapping[str, Any]], *, scale: tuple[float, float] = (0.0, 1.0)) -> Figure:
-    """Estimate and rank of each system per scoring choice (``RankingDocument.cuts`` rows)."""
+def cut_figure(rows: Sequence[Mapping[str, Any]], *, scale: tuple[float, float] | None = (0.0, 1.0)) -> Figure:
+    """Estimate and rank of each system per scoring choice (``RankingDocument.cuts`` rows).
+
+    ``scale``: the ends of the scores' one scale, for the mean's native axis; None (universes on different
+    scales) draws the rates alone.
+    """
     table = pd.DataFrame([dict(r) for r in rows])
     if table.empty:
         figure = Figure(figsize=(5, 2), layout="constrained")
@@ -33,7 +37,7 @@ def cut_figure(rows: Sequence[Mapping[str, Any]], *, scale: tuple[float, float] 
     groups = list(dict.fromkeys(table["group"]))[:_MAX_GROUPS]
     figure = Figure(figsize=(10, 3.6 * len(groups)), layout="constrained")
     grid = figure.subplots(len(groups), 2, squeeze=False)
-    low, high = scale
+    low, high = scale if scale is not None else (0.0, 1.0)
     # One colour per system in every panel, systems in name order.
     systems = sorted(table["system"].astype(str).unique())
     palette = dict(zip(systems, [f"C{i % 10}" for i in range(len(systems))]))
@@ -54,7 +58,7 @@ def cut_figure(rows: Sequence[Mapping[str, Any]], *, scale: tuple[float, float] 
             ax.set_xlabel("the mean, then the share at or above each cut")
         rate_ax.set_ylim(-0.02, 1.02)
         rate_ax.set_ylabel("rate (0–1)")
-        if not part["scoring"].str.startswith("cut").all():
+        if scale is not None and not part["scoring"].str.startswith("cut").all():
             native = rate_ax.secondary_yaxis("right", functions=(lambda r, lo=low, hi=high: lo + r * (hi - lo),
                                                                   lambda m, lo=low, hi=high: (m - lo) / (hi - lo)))
             native.set_ylabel(f"the mean in score units ({low:g}–{high:g})")

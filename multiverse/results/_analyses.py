@@ -74,11 +74,15 @@ def _native(results: ResultsView) -> tuple[float, float, bool] | None:
     """(low, high, every universe a mean) when some universe's rate is a mean of scores, else None."""
     from multiverse.analysis.estimates import MEAN_ESTIMATORS
 
-    choices = results.scoring_choices() if results.scale.scored else None
+    choices = results.scoring_choices() if results.scored else None
     if choices is None:
         return None
     means = choices["estimator"].isin(MEAN_ESTIMATORS)
-    return (results.scale.min, results.scale.max, bool(means.all())) if means.any() else None
+    ends = choices.loc[means, ["low", "high"]].drop_duplicates()
+    # Means on different scales (an axis over judge.scale) share no native axis: the rate's alone is drawn.
+    if not means.any() or len(ends) != 1:
+        return None
+    return float(ends["low"].iloc[0]), float(ends["high"].iloc[0]), bool(means.all())
 
 
 def primary_null(frame: pd.DataFrame, system: str, primary: str | None) -> tuple[float | None, str]:
@@ -126,9 +130,13 @@ def declared_scoring(results: ResultsView) -> tuple[dict[str, Any] | None, list[
     the manifest, else the resolved spec and its axis patches), so agreement shows kappa at exactly
     the cuts the curve and the ranking use. No declared scale: None (the analysis infers one and says so).
     """
-    scale = results.scale
-    if not scale.scored:
+    if not results.scored:
         return None, []
+    scale = results.common_scale()
+    if scale is None:
+        # Raw scores on two scales are not two judges' views of one thing: a 4 of 5 is no 4 of 10.
+        raise InputError(f"{results.source or 'results'}: agreement on scores: the universes are on different "
+                         "scales (an axis over judge.scale); expected one scale, or an analysis of the rates")
     choices = results.scoring_choices()
     cuts = [] if choices is None else pd.to_numeric(choices["cut"], errors="coerce").dropna().tolist()
     return scale.model_dump(), sorted({float(c) for c in cuts})
@@ -151,7 +159,7 @@ def ranking(results: ResultsView, axes: list[str] | None, boot: int) -> Analysis
         document["reference"] = reference
         document["notes"].append(f"the reference system {reference} is left out of the ranking: every other system's "
                                  "scores are preferences over it")
-    choices = results.scoring_choices() if results.scale.scored else None
+    choices = results.scoring_choices() if results.scored else None
     cuts = pd.DataFrame()
     if choices is not None:
         from multiverse.analysis.cuts import cut_flips, cut_table
@@ -171,7 +179,8 @@ def ranking(results: ResultsView, axes: list[str] | None, boot: int) -> Analysis
         if kind == "cuts":
             from multiverse.plots.cuts import cut_figure
 
-            return cut_figure(document.get("cuts", []), scale=(results.scale.min, results.scale.max))
+            common = results.common_scale()  # means on different scales share no native axis
+            return cut_figure(document.get("cuts", []), scale=(common.min, common.max) if common else None)
         from multiverse.plots.ranking import ranking_figure
 
         rates = results.system_rates()

@@ -25,6 +25,7 @@ from multiverse.tables import (
     split_factors,
     table_path,
     universe_ids,
+    universe_scales,
 )
 
 __all__ = ["load_run"]
@@ -80,7 +81,7 @@ def _load_dir(path: Path) -> Results:
     shown = path / ("verdicts.parquet" if table_path(path, "verdicts.parquet") is not None else "verdicts.csv")
     return Results.from_manifest(
         manifest,
-        verdicts=check_scores(verdicts, folder_scale(manifest), shown),
+        verdicts=check_scores(verdicts, folder_scale(manifest), shown, universe_scales(manifest)),
         criteria=table("criteria", False),
         # Rows per universe, not per case: small, so plain text, as a fresh run's rates are.
         rates=table("rates", False, categories=False),

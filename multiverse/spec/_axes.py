@@ -182,10 +182,29 @@ def _check_options_differ(spec: Spec, problems: Problems, resolve: Callable[[dic
             except SpecError as exc:
                 problems.add(f"axes.{axis}.{option}", f"{exc.path}: {exc.expected}" if exc.path else exc.expected)
                 continue
+            wrong = _pairwise_change(spec, alone)
+            if wrong:
+                problems.add(f"axes.{axis}.{option}", wrong)
             key = digest(alone.measurement())
             if key in resolved:
                 problems.add(f"axes.{axis}.{option}", f"measures exactly what option {resolved[key]!r} measures; expected each option to change something")
             resolved.setdefault(key, option)
+
+
+def _pairwise_change(spec: Spec, alone: Spec) -> str | None:
+    """What is wrong when an option turns a pairwise scale into another kind (or back), or moves its reference.
+
+    A pairwise universe's rows are preferences over the reference system, which is left out of every
+    ranking; a folder has one reference. The range of a pairwise scale may vary, as any scale's may.
+    """
+    base, own = spec.judge.scale, alone.judge.scale
+    if (base.type == "pairwise") != (own.type == "pairwise"):
+        return (f"judge.scale: turns a {base.type} scale into a {own.type} one; expected every universe pairwise "
+                "or none (a pairwise universe's scores are preferences over a reference system)")
+    if base.type == "pairwise" and own.reference != base.reference:
+        return (f"judge.scale.reference: {own.reference!r}, where the base spec compares with {base.reference!r}; "
+                "expected one reference system in every universe")
+    return None
 
 
 def _check_grid(spec: Spec, problems: Problems, *, cap: bool = True) -> None:

@@ -90,6 +90,9 @@ def _check_scale(spec: Spec, problems: Problems) -> None:
     _check_reference(spec, problems)
     if scoring.estimator in _SCORE_ESTIMATORS and not scale.scored and scoring.estimator != "mean":
         problems.add("scoring.estimator", f"{scoring.estimator} reads a score; declare judge.scale (ordinal, continuous or pairwise)")
+    if scoring.unparsed == "tie" and scale.type != "pairwise":
+        problems.add("scoring.unparsed", f"a {scale.type} scale has no tie (only a pairwise one: its midpoint); "
+                     "expected exclude or against")
     if scoring.estimator == "win_rate" and scale.type != "pairwise":
         problems.add("scoring.estimator", "win_rate needs a pairwise judge.scale")
     if scoring.estimator in ("pooled", "cell_balanced") and scale.scored:

@@ -19,6 +19,7 @@ from multiverse.core import (
     RateLimit,
     ScaleType,
     ScoringRule,
+    UnparsedPolicy,
     expand_env,
 )
 
@@ -254,6 +255,10 @@ class Scoring(Frozen):
     estimator: Estimator = "pooled"
     cut: float | None = Field(default=None, description="at_least: the lowest score that counts")
     ties: Literal["half", "exclude"] = Field(default="half", description="win_rate: a tie counts one half, or is left out")
+    unparsed: UnparsedPolicy = Field(
+        default="exclude",
+        description="a judge answer that names no verdict: left out of the rate (exclude), counted against the "
+        "system (against: non-compliant, the lowest score, a loss) or as a tie (tie: a pairwise scale's midpoint)")
     ci: CI = Field(default_factory=CI)
 
 

@@ -52,7 +52,7 @@ from multiverse.tables._places import (
     check_output_file,
     folder_kind,
 )
-from multiverse.tables._scores import BINARY, check_scores, folder_scale, with_score_column
+from multiverse.tables._scores import BINARY, check_scores, folder_scale, universe_scales, with_score_column
 from multiverse.tables._tables import (
     check_choice,
     csv_safe,
@@ -107,6 +107,7 @@ __all__ = [
     "split_factors",
     "table_path",
     "universe_ids",
+    "universe_scales",
     "with_score_column",
     "write_json",
     "write_run_folder",

@@ -108,6 +108,7 @@ class UniverseEntry(_Document):
     options: dict[str, Scalar] = Field(default_factory=dict)
     primary: bool = False
     scoring: ScoringChoice | None = None
+    scale: ScaleRecord | None = None  # its own scale, when an axis gave it one; none: the folder's
 
 
 class StageCounts(_Document):

@@ -10,6 +10,7 @@ file, the field and the scale, never clipped into it.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -18,7 +19,7 @@ from multiverse.core import SCORE
 from multiverse.errors import InputError
 from multiverse.tables._folder_models import Manifest, ScaleRecord, SpecDocument
 
-__all__ = ["BINARY", "check_scores", "folder_scale", "with_score_column"]
+__all__ = ["BINARY", "check_scores", "folder_scale", "universe_scales", "with_score_column"]
 
 #: The scale of a folder that declares none: compliance labels, no scores.
 BINARY = ScaleRecord()
@@ -33,6 +34,16 @@ def folder_scale(manifest: Manifest | None, spec: SpecDocument | None = None) ->
     return BINARY
 
 
+def universe_scales(manifest: Manifest | None, spec: SpecDocument | None = None) -> dict[str, ScaleRecord]:
+    """Each universe's scale (id -> scale): its own, where an axis over ``judge.scale`` gave it one, else the folder's.
+
+    A run records a universe's scale in its manifest entry when it is not the
+    base spec's; every score of the universe is on it, and only on it.
+    """
+    folder = folder_scale(manifest, spec)
+    return {u.id: u.scale if u.scale is not None else folder for u in (manifest.universes if manifest else [])}
+
+
 def with_score_column(verdicts: pd.DataFrame) -> pd.DataFrame:
     """``verdicts`` with a ``score`` column (all NaN when it had none), placed after ``compliant``."""
     if SCORE in verdicts.columns:
@@ -43,14 +54,31 @@ def with_score_column(verdicts: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def check_scores(verdicts: pd.DataFrame, scale: ScaleRecord, shown: str | os.PathLike) -> pd.DataFrame:
+def check_scores(verdicts: pd.DataFrame, scale: ScaleRecord, shown: str | os.PathLike,
+                 scales: Mapping[str, ScaleRecord] | None = None) -> pd.DataFrame:
     """``verdicts`` with its ``score`` column as float64, or one ``InputError`` naming ``shown``.
 
     A table without the column (layout 1) is returned as it is. Every score
-    present must be a finite number on ``scale`` (a whole number on an
-    ordinal one); a binary scale has no scores, so any number there is refused
-    too: it would be silently ignored by every rate.
+    present must be a finite number on its universe's scale (``scales``: id ->
+    scale, :func:`universe_scales`; a universe not listed, or no ``scales``:
+    ``scale``), a whole number on an ordinal one; a binary scale has no
+    scores, so any number there is refused too: it would be silently ignored
+    by every rate.
     """
+    own = {u: s for u, s in (scales or {}).items() if s != scale}
+    if own and SCORE in verdicts.columns and "universe_id" in verdicts.columns:
+        ids = verdicts["universe_id"].astype(str).to_numpy()
+        rest = ~np.isin(ids, list(own))
+        for universe, its in own.items():
+            _check_scores(verdicts[ids == universe], its, shown, f"universe {universe} ")
+        _check_scores(verdicts[rest], scale, shown)
+        return verdicts if verdicts[SCORE].dtype == np.float64 else verdicts.assign(
+            **{SCORE: pd.to_numeric(verdicts[SCORE].astype(object), errors="coerce").astype(np.float64)})
+    return _check_scores(verdicts, scale, shown)
+
+
+def _check_scores(verdicts: pd.DataFrame, scale: ScaleRecord, shown: str | os.PathLike,
+                  whose: str = "the folder ") -> pd.DataFrame:
     if SCORE not in verdicts.columns:
         return verdicts
     column = verdicts[SCORE]
@@ -63,7 +91,7 @@ def check_scores(verdicts: pd.DataFrame, scale: ScaleRecord, shown: str | os.Pat
     if not present.any():
         return verdicts if column.dtype == np.float64 else verdicts.assign(**{SCORE: values})
     if not scale.scored:
-        raise InputError(f"{shown}: {SCORE}: the folder declares no scale (binary labels), yet a row holds "
+        raise InputError(f"{shown}: {SCORE}: {whose}declares no scale (binary labels), yet a row holds "
                          f"score {values[present][0]:g}; expected the manifest to record the scale")
     found = values[present]
     off = ~np.isfinite(found) | (found < scale.min) | (found > scale.max)
@@ -71,6 +99,8 @@ def check_scores(verdicts: pd.DataFrame, scale: ScaleRecord, shown: str | os.Pat
         off |= np.isfinite(found) & (found != np.round(found))
     if off.any():
         kind = "a whole number" if scale.type == "ordinal" else "a number"
+        of = "" if whose == "the folder " else f" of {whose.strip()}"
         raise InputError(f"{shown}: {SCORE}: expected {kind} from {scale.min:g} to {scale.max:g} "
-                         f"(the {scale.type} scale), got {found[off][0]:g}")
+                         f"(the {scale.type} scale{of}), got {found[off][0]:g}")
     return verdicts if column.dtype == np.float64 else verdicts.assign(**{SCORE: values})
+

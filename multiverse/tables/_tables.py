@@ -29,6 +29,7 @@ from multiverse.core import (
     safe_cell,
 )
 from multiverse.errors import InputError
+from multiverse.tables._positional import csv_header, index_fields, positional
 
 __all__ = [
     "atomic_write",
@@ -141,7 +142,13 @@ def _read_csv(path: Path, sep: str) -> pd.DataFrame:
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             raise OSError("expected a regular file; it changed while it was read")
-        return pd.read_csv(handle, sep=sep, keep_default_na=True)
+        # By position: the columns of an index to_csv wrote (empty headers) are left out, a header named
+        # twice is refused (tables._positional).
+        header = pd.read_csv(handle, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False)
+        kept = csv_header(list(header.iloc[0])) if len(header) else []
+        handle.seek(0)
+        usecols = None if len(kept) == header.shape[1] else kept
+        return pd.read_csv(handle, sep=sep, keep_default_na=True, usecols=usecols)
 
 
 #: Rows a parquet table may declare. Its size on disk says little: run-length encoding lets a file of
@@ -156,19 +163,27 @@ def _read_parquet(path: Path, categories: bool) -> pd.DataFrame:
     rows = pq.ParquetFile(path).metadata.num_rows  # the footer only: nothing is decoded yet
     if rows > MAX_TABLE_ROWS:
         raise ValueError(f"it declares {rows:,} rows; expected at most {MAX_TABLE_ROWS:,}")
+    schema = pq.read_schema(path)
+    # Rows by position, whatever index a writer stored (tables._positional): checked before any read.
+    dropped, index_columns = index_fields(schema)
     if not categories:
-        return pd.read_parquet(path)
+        return positional(pd.read_parquet(path))
     import pyarrow as pa
 
-    schema = pq.read_schema(path)
     columns: dict[str, pd.Series] = {}
     plain = set()
     # One column at a time, so the peak is the frame plus one column in Arrow's form, not the
     # whole file twice over.
     for field in schema:
         name = field.name
-        if not (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)):
-            columns[name] = pd.read_parquet(path, columns=[name])[name]  # with pandas' own dtypes
+        if name in dropped:
+            continue
+        if name in index_columns:
+            # A named index level is a column again; pandas would read it only as an index.
+            columns[index_columns[name]] = pq.read_table(path, columns=[name]).column(0).to_pandas()
+        elif not (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)):
+            # With pandas' own dtypes, and without the index pandas brings along: rows by position.
+            columns[name] = pd.read_parquet(path, columns=[name])[name].reset_index(drop=True)
         else:
             column = _repeating_text(path, name, rows)
             if column is None:
@@ -183,7 +198,7 @@ def _read_parquet(path: Path, categories: bool) -> pd.DataFrame:
             del column
         # Arrow's allocator keeps freed pages for reuse; hand the decoding buffers back to the system.
         pa.default_memory_pool().release_unused()
-    frame = pd.DataFrame(columns, copy=False) if columns else pd.read_parquet(path)
+    frame = pd.DataFrame(columns, copy=False) if columns else positional(pd.read_parquet(path))
     return _as_categories(frame, skip=plain)
 
 
