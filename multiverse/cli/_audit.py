@@ -118,11 +118,10 @@ def cmd_schema(args) -> int:
 
 
 def cmd_draft(args) -> int:
-    from .. import draft, load_spec
+    from .. import draft
 
-    spec = load_spec(args.spec)
-
-    written = draft(spec, store=args.store, rubric=args.rubric, force=args.force, progress=None)
+    # The path, not a loaded spec: the rubric or cases file the spec names may be what the draft writes.
+    written = draft(args.spec, store=args.store, rubric=args.rubric, force=args.force, progress=None)
     for path in written:
         say(f"wrote {path}")
     return 0

@@ -319,7 +319,7 @@ def _check_credentials(client: ModelClient, configs: Iterable) -> None:
 
 
 def draft(
-    spec: Spec,
+    spec: Spec | str | os.PathLike,
     *,
     store: Store | str | os.PathLike | None = None,
     rubric: bool = False,
@@ -333,10 +333,20 @@ def draft(
     A spec without a rubric gets a rubric draft only: cases are drafted per
     criterion, after the rubric is reviewed. Cases are drafted exactly as
     ``run`` would (same keys, same store), so drafting first costs nothing
-    extra. Returns the files written.
+    extra. Returns the files written. ``spec`` may be the spec file's path:
+    it is then loaded to be drafted (``load_spec(path, drafting=True)``), so a
+    ``rubric`` or ``design.cases`` file it names and that is not written yet
+    is where the draft goes.
     """
     from multiverse.model import RequestCache
-    from multiverse.stages.draft import draft_rubric, write_drafts
+    from multiverse.stages.draft import check_draft_places, draft_rubric, write_drafts
+
+    if not isinstance(spec, Spec):
+        from multiverse.spec import load_spec
+
+        spec = load_spec(spec, drafting=True)
+    # A file the draft could not write is refused before the generator is asked (and paid).
+    check_draft_places(spec, ["rubric"] if rubric or not spec.rubric.criteria else ["cases"], force=force)
 
     st = _store(spec, store)
     check_store_path(st.root)
