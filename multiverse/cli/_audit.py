@@ -87,6 +87,7 @@ def cmd_plan(args) -> int:
         print_json(result.as_dict())
         return 0
     say(f"{len(result.universes)} universes, {len(spec.systems)} systems")
+    say(f"store: {result.store}" if result.store else "store: not read (the grid is counted, not listed)")
     rows = [["axis", "stage it touches", "options"]]
     rows += [[a, s, ", ".join(spec.axes[a])] for a, s in result.axis_stages.items()]
     print_table(rows)
@@ -150,6 +151,7 @@ def _run_and_say(spec, args, out):
               f"so some of these {failed} failures are injected, not faults of the run")
     if m.cost:
         say(f"  cost: ${m.cost:.4f}, {m.tokens} tokens")
+    say(f"store:   {m.store}")
     say(f"results: {result.out_dir}/ (verdicts, criteria, rates as .parquet and .csv; transcripts.jsonl; manifest.json)")
     return result
 
