@@ -200,7 +200,8 @@ CASES = [
       names="support/cases_duplicate_ids.yaml"),
     B("cases_missing_brief_and_prompt.yaml", "cases_missing_brief_and_prompt.yaml: cases.0 (line 2): expected a brief or a prompt",
       names="support/cases_missing_brief_and_prompt.yaml"),
-    B("cases_file_missing.yaml", "no_such_cases.yaml: file not found", names="support/no_such_cases.yaml"),
+    B("cases_file_missing.yaml", ("cases_file_missing.yaml: design.cases (line ", "no_such_cases.yaml does not exist",
+                                  "drafting the spec writes"), names="support/no_such_cases.yaml"),
     # -- several problems: one line each
     B("three_problems.yaml",
       f"three_problems.yaml: systems.0.model (line 5): {MODEL}",

@@ -115,7 +115,11 @@ def flag_message(message: str, param: str | None) -> str:
 def _one_line_warning(message, category, filename, lineno, line=None) -> str:
     # A warning (say, a bad store entry moved to quarantine) is one line for the user,
     # not a source location and a quoted line of multiverse's code.
-    return f"warning: {_one_line(str(message))}\n"
+    from multiverse.store import StoreWarning
+
+    # A store warning names the parameter that picks a store; on the command line that is --store.
+    text = flag_message(str(message), None) if issubclass(category, StoreWarning) else str(message)
+    return f"warning: {_one_line(text)}\n"
 
 
 def _refusal(exc: MultiverseError) -> str:

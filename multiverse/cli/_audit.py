@@ -87,6 +87,7 @@ def cmd_plan(args) -> int:
         print_json(result.as_dict())
         return 0
     say(f"{len(result.universes)} universes, {len(spec.systems)} systems")
+    say(f"store: {result.store}" if result.store else "store: not read (the grid is counted, not listed)")
     rows = [["axis", "stage it touches", "options"]]
     rows += [[a, s, ", ".join(spec.axes[a])] for a, s in result.axis_stages.items()]
     print_table(rows)
@@ -118,11 +119,10 @@ def cmd_schema(args) -> int:
 
 
 def cmd_draft(args) -> int:
-    from .. import draft, load_spec
+    from .. import draft
 
-    spec = load_spec(args.spec)
-
-    written = draft(spec, store=args.store, rubric=args.rubric, force=args.force, progress=None)
+    # The path, not a loaded spec: the rubric or cases file the spec names may be what the draft writes.
+    written = draft(args.spec, store=args.store, rubric=args.rubric, force=args.force, progress=None)
     for path in written:
         say(f"wrote {path}")
     return 0
@@ -151,6 +151,7 @@ def _run_and_say(spec, args, out):
               f"so some of these {failed} failures are injected, not faults of the run")
     if m.cost:
         say(f"  cost: ${m.cost:.4f}, {m.tokens} tokens")
+    say(f"store:   {m.store}")
     say(f"results: {result.out_dir}/ (verdicts, criteria, rates as .parquet and .csv; transcripts.jsonl; manifest.json)")
     return result
 

@@ -389,8 +389,10 @@ def _table_columns(q: argparse.ArgumentParser) -> None:
 
 
 def _import_flags(q: argparse.ArgumentParser) -> None:
-    q.add_argument("--primary", nargs="+", type=_primary_option, metavar="AXIS=OPTION",
-                   help="the pre-registered universe, one option per axis (default: none is primary)")
+    # extend, not store: `--primary a=x --primary b=y` is the same universe as `--primary a=x b=y`.
+    q.add_argument("--primary", nargs="+", action="extend", type=_primary_option, metavar="AXIS=OPTION",
+                   help="the pre-registered universe, one option per axis: AXIS=OPTION... or the flag repeated "
+                        "(default: none is primary)")
     q.add_argument("--ci", default="wilson", metavar="METHOD",
                    help="confidence interval method of the rates: wilson (default) or bootstrap (clustered by case)")
     q.add_argument("--force", action="store_true", help="write into an --out folder that holds other files or a run")

@@ -12,7 +12,8 @@ types need pydantic, which commands that only print help should not pay for.
 - files: ``atomic_write``/``atomic_write_text`` (never half a file),
   ``read_regular_file`` and the caps (``CAPS``, ``MAX_UNIVERSES``, ...),
   ``check_writable``; spreadsheet-safe cells (``safe_cell``);
-- text for people: ``terminal_safe`` (no escape sequences reach a terminal),
+- text for people: ``terminal_safe`` (no escape sequences reach a terminal), ``shared_path`` (no
+  absolute local path in a page that travels),
   ``nfc`` and look-alike names, ``Progress``, ``short_reason`` and outcome tallies;
 - ``ModelConfig`` and ``RateLimit``; the run's ``interrupt`` handling,
   ``credentials`` (never written) and the ``model_names`` registry, as modules.
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
         unit_outcomes,
     )
     from ._progress import Progress
+    from ._shared_path import shared_path, shared_text
     from ._terminal import TerminalStream, progress_stream, terminal_safe
     from ._universe import universe_id, universe_label
     from ._version import __version__
@@ -121,6 +123,7 @@ _HOMES = {
                      "SCORE_RATE_COLUMNS", "SCORE_CRITERIA", "UNPARSED_POLICIES", "UNPARSED_REASONS",
                      "UnparsedPolicy", "unparsed_rows"), "_vocabulary"),
     **dict.fromkeys(("PlaceError", "check_writable", "resolved"), "_writable"),
+    **dict.fromkeys(("shared_path", "shared_text"), "_shared_path"),
 }
 _MODULES = {"credentials", "interrupt", "model_names"}
 
@@ -200,6 +203,8 @@ __all__ = [
     "restore_cell",
     "row_outcomes",
     "safe_cell",
+    "shared_path",
+    "shared_text",
     "short_reason",
     "tally",
     "terminal_safe",

@@ -48,7 +48,8 @@ def _calls_by_endpoint(unit: TranscriptUnit) -> dict[tuple[str, str | None], int
     return calls
 
 
-def forecast(spec: Spec, universes: list[Universe], work: Work, st: Store, *, jobs: int = 8) -> Plan:
+def forecast(spec: Spec, universes: list[Universe], work: Work, st: Store, *, jobs: int = 8,
+             store_named: str | None = None) -> Plan:
     """Per stage: unique work units (stored, failed, blocked, to compute), their model calls, and estimated cost;
     and ``wall``: at least how long the calls to make take at ``jobs`` under the spec's ``rate_limits``.
 
@@ -110,7 +111,7 @@ def forecast(spec: Spec, universes: list[Universe], work: Work, st: Store, *, jo
     # per provider lane: its seconds and what sets them (rpm, tpm or concurrency)
     lanes = {lane: LaneTime(seconds, bound) for lane, (seconds, bound) in wall.lanes.items()}
     return make_plan(spec.name, [u.id for u in universes], axis_stages(spec), stages, naive_calls=naive,
-                     wall=WallTime(wall.seconds, jobs, SECONDS_PER_CALL, lanes))
+                     wall=WallTime(wall.seconds, jobs, SECONDS_PER_CALL, lanes), store=store_named)
 
 
 def _stage_plan(settled: Iterable[tuple[str, str]], *, calls: int, calls_stored: int, calls_to_make: int,

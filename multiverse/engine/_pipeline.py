@@ -78,11 +78,34 @@ def _store_path(spec: Spec, store: Store | str | os.PathLike | None) -> Path:
     return store.root if isinstance(store, Store) else default_store_path(spec.path, None if store is None else os.fspath(store))
 
 
+def _store_named(spec: Spec, store: Store | str | os.PathLike | None, st: Store) -> str:
+    """The store ``plan`` read, as a person reads it: where, and which branch of the rule chose it."""
+    from multiverse.store import why_this_store
+
+    given = None if store is None else os.fspath(store.root if isinstance(store, Store) else store)
+    return f"{st.db.label if st.server else st.root} ({why_this_store(spec.path, given)})"
+
+
 def _store(spec: Spec, store: Store | str | os.PathLike | None) -> Store:
     """The run's store, by the one rule (``store.default_store_path``); records are checked on read."""
     # Absolute, so the manifest's record of it still finds it from another directory.
     where = _store_path(spec, store)
     return Store(where if is_server(where) else os.path.abspath(where), shapes=SHAPES)
+
+
+def _warn_nearby(spec: Spec, work: Work, st: Store) -> None:
+    """One warning, before any call, when the run's store holds none of the spec's work and a store nearby does."""
+    if st.server:
+        return
+    import warnings
+
+    from multiverse.store import StoreWarning, nearby_message, nearby_store
+
+    keys = {"case": [k for k, c in work.cases.items() if c.given is None], "transcript": list(work.transcripts),
+            "judgment": list(work.judge_calls)}
+    found = nearby_store(spec.base_dir, st.root, keys)
+    if found is not None:
+        warnings.warn(StoreWarning(nearby_message(st.root, found)), stacklevel=3)
 
 
 def _require_rubric(spec: Spec) -> None:
@@ -122,9 +145,10 @@ def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None, jobs: in
     check_store_path(st.root, write=False)
     count = count_work(universes, axis_stages(spec))
     if count.total > MAX_UNITS:
-        return counted_plan(spec, universes, count, cap=MAX_UNITS)
+        return counted_plan(spec, universes, count, cap=MAX_UNITS)  # (its store is not read)
     work = build_work(spec, universes)
-    return forecast(spec, universes, work, st, jobs=jobs)
+    _warn_nearby(spec, work, st)
+    return forecast(spec, universes, work, st, jobs=jobs, store_named=_store_named(spec, store, st))
 
 
 # -- running ----------------------------------------------------------------
@@ -188,6 +212,7 @@ def run(
     work = build_work(spec, universes)
     st = _store(spec, store)
     check_store_path(st.root, out=out_dir if write else None)
+    _warn_nearby(spec, work, st)
     from multiverse.model import Breaker, RequestCache
 
     # A model that fails every call the same way stops the run, not every unit; a request
@@ -319,7 +344,7 @@ def _check_credentials(client: ModelClient, configs: Iterable) -> None:
 
 
 def draft(
-    spec: Spec,
+    spec: Spec | str | os.PathLike,
     *,
     store: Store | str | os.PathLike | None = None,
     rubric: bool = False,
@@ -333,10 +358,20 @@ def draft(
     A spec without a rubric gets a rubric draft only: cases are drafted per
     criterion, after the rubric is reviewed. Cases are drafted exactly as
     ``run`` would (same keys, same store), so drafting first costs nothing
-    extra. Returns the files written.
+    extra. Returns the files written. ``spec`` may be the spec file's path:
+    it is then loaded to be drafted (``load_spec(path, drafting=True)``), so a
+    ``rubric`` or ``design.cases`` file it names and that is not written yet
+    is where the draft goes.
     """
     from multiverse.model import RequestCache
-    from multiverse.stages.draft import draft_rubric, write_drafts
+    from multiverse.stages.draft import check_draft_places, draft_rubric, write_drafts
+
+    if not isinstance(spec, Spec):
+        from multiverse.spec import load_spec
+
+        spec = load_spec(spec, drafting=True)
+    # A file the draft could not write is refused before the generator is asked (and paid).
+    check_draft_places(spec, ["rubric"] if rubric or not spec.rubric.criteria else ["cases"], force=force)
 
     st = _store(spec, store)
     check_store_path(st.root)

@@ -103,13 +103,15 @@ class Plan(Mapping[str, Any]):
     naive_calls: int
     wall: WallTime | None
     notes: tuple[str, ...]
+    #: the store read, and which branch of the rule chose it ("... (beside the spec)"); None: not read
+    store: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The document ``plan --json`` prints; ``wall`` only when the units were listed."""
         document: dict[str, Any] = {"spec": self.spec, "universes": list(self.universes),
                                     "axis_stages": dict(self.axis_stages),
                                     "stages": {name: s.as_dict() for name, s in self.stages.items()},
-                                    "naive_calls": self.naive_calls}
+                                    "naive_calls": self.naive_calls, "store": self.store}
         if self.wall is not None:
             document["wall"] = self.wall.as_dict()
         document["notes"] = list(self.notes)
@@ -126,7 +128,8 @@ class Plan(Mapping[str, Any]):
 
 
 def make_plan(spec: str, universes: list[str], axis_stages: Mapping[str, str], stages: Mapping[str, StagePlan], *,
-              naive_calls: int, wall: WallTime | None = None, counted: str | None = None) -> Plan:
+              naive_calls: int, wall: WallTime | None = None, counted: str | None = None,
+              store: str | None = None) -> Plan:
     """The one way a :class:`Plan` is made, with the notes every plan gives.
 
     ``counted``: the note of a grid counted, not listed, which comes first.
@@ -140,7 +143,7 @@ def make_plan(spec: str, universes: list[str], axis_stages: Mapping[str, str], s
     if wall_note is not None:
         notes.append(wall_note)
     return Plan(spec=spec, universes=tuple(universes), axis_stages=dict(axis_stages), stages=dict(stages),
-                naive_calls=naive_calls, wall=wall, notes=tuple(notes))
+                naive_calls=naive_calls, wall=wall, notes=tuple(notes), store=store)
 
 
 def _duration(seconds: float) -> str:

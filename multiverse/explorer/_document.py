@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from multiverse.core import COUNTED_STATUS, STATUSES, universe_label
+from multiverse.core import COUNTED_STATUS, STATUSES, shared_text, universe_label
 from multiverse.tables import split_factors, universe_ids
 
 from ..errors import InputError
@@ -235,7 +235,8 @@ def _case_rows(verdicts: pd.DataFrame, criteria: pd.DataFrame | None, transcript
     verdict_names = list(VERDICTS) + scored + sorted(set(pd.unique(named)) - set(VERDICTS) - set(scored))
     reason_text = v["reason"].fillna("").astype(str) if "reason" in v.columns else pd.Series("", index=v.index)
     reason_code, reasons = pd.factorize(np.concatenate([[""], reason_text.to_numpy(dtype=object)]))
-    reasons = [strip_markers(str(r)) if "[[sim:" in str(r) else str(r) for r in reasons]
+    # A reason can name a file of this machine; the page travels (core._shared_path).
+    reasons = [shared_text(strip_markers(str(r)) if "[[sim:" in str(r) else str(r)) for r in reasons]
     t_code, t_keys = _keys(v, "transcript_key")
     j_code, j_keys = _keys(v, "judgment_key")
     replicate = v["replicate"] if "replicate" in v.columns else None
@@ -296,7 +297,7 @@ def _transcripts(transcripts: Any, keys: list[str], strings: Strings) -> list[di
             if calls:
                 entry["calls"] = calls
             turns.append(entry)
-        out.append({"status": str(record.get("status") or "ok"), "reason": _text(record.get("reason")),
+        out.append({"status": str(record.get("status") or "ok"), "reason": shared_text(_text(record.get("reason"))),
                     "turns": turns})
     return out
 

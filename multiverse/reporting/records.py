@@ -12,11 +12,12 @@ run was made.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from multiverse.core import STATUSES, counted_rows
+from multiverse.core import STATUSES, counted_rows, shared_text
 from multiverse.tables import StageCounts
 
 from .markup import _collapsed, _e, _fmt, _list, _Raw, _table, _without_markers
@@ -58,14 +59,14 @@ def _failures(run: _Run) -> str:
     if failed.empty:
         out += "<p>Every verdict is ok.</p>"
     else:
-        reasons = failed.assign(reason=failed["reason"].fillna("").astype(str).map(_without_markers)
+        reasons = failed.assign(reason=failed["reason"].fillna("").astype(str).map(_without_markers).map(shared_text)
                                 if "reason" in failed.columns else "") \
             .groupby(["status", "reason"], sort=True).size().reset_index(name="rows")
         out += _table(["status", "reason", "verdict rows"], reasons.values.tolist())
     by_stage = run.tables.manifest.failures if run.tables.manifest is not None else {}
     if by_stage:
         out += "<p>Model-call failures recorded by the run, by stage (distinct reasons, at most 20 each):</p>"
-        out += _table(["stage", "reason"], [[stage, reason] for stage, reasons in by_stage.items()
+        out += _table(["stage", "reason"], [[stage, shared_text(reason)] for stage, reasons in by_stage.items()
                                             for reason in reasons])
     return out
 
@@ -213,18 +214,32 @@ def _spec(run: _Run) -> str:
             "their options, exclusions and the primary universe.</p>" + f"<pre>{_e(spec.text)}</pre>")
 
 
+#: the manifest's fields that name a local place: shown by ``shared_path``, never as this machine spells them
+_PLACES = ("spec_file", "store")
+
+
 def _provenance(run: _Run) -> str:
+    from multiverse.core import shared_path
+
     m = run.tables.manifest
-    facts = [["source", str(run.tables.source) if run.tables.source else "(in memory)"]]
+    folder = run.tables.source
+    # The page travels: a place is named relative to the run folder, or by its name (core._shared_path).
+    facts = [["source", shared_path(folder) if folder else "(in memory)"]]
     if m is None:
         return _table(None, facts)
+    base = folder if folder is not None and Path(folder).is_dir() else None
     for key, label in (("spec", "spec"), ("spec_file", "spec file"), ("spec_hash", "spec hash"),
                        ("created", "run created"), ("seconds", "run seconds"), ("source", "imported from"),
                        ("store", "store"), ("tokens", "tokens"), ("cost", "cost (USD)"), ("simulated", "simulated")):
         value = m.stated(key)  # what the manifest records; a field it leaves out is no fact of this run
+        if value is not None and key in _PLACES:
+            value = shared_path(str(value), base)
         if value is not None:
             facts.append([label, f"{value:.4f}" if key == "cost" else _fmt(value, 2)])
     out = _table(None, facts)
+    if base is not None:
+        out += ('<p class="howto">Paths are relative to the run folder (or only a name): a report names no '
+                "absolute path of the machine it was made on.</p>")
     if m.versions:
         out += "<h3>Package versions</h3>" + _table(["package", "version"], [[k, v] for k, v in m.versions.items()])
     if m.models_reported:
@@ -232,7 +247,7 @@ def _provenance(run: _Run) -> str:
     if m.stages:
         out += _stage_counts(m.stages)
     if m.warnings:
-        out += "<h3>Import warnings</h3>" + _list([str(w) for w in m.warnings])
+        out += "<h3>Import warnings</h3>" + _list([shared_text(str(w), base) for w in m.warnings])
     return out
 
 

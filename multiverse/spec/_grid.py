@@ -111,7 +111,8 @@ def expand(spec: Spec) -> list[Universe]:
         patch: dict[str, Any] = {}
         for axis, option in combo.items():
             patch.update(spec.axes[axis][option])
-        resolved = resolve_document(apply_patch(base, patch), path=spec.path)
+        # A spec loaded to be drafted resolves its universes so too: the cases file it names may not be written yet.
+        resolved = resolve_document(apply_patch(base, patch), path=spec.path, drafting=spec.drafting)
         measurement = digest(resolved.measurement(), 12)
         if measurement in seen:
             raise SpecError(

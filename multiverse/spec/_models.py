@@ -304,6 +304,8 @@ class Spec(Frozen):
     _path: Path | None = PrivateAttr(default=None)
     _document: Mapping[str, Any] | None = PrivateAttr(default=None)
     _cases: tuple[Case, ...] | None = PrivateAttr(default=None)
+    _drafts: Mapping[str, Path] = PrivateAttr(default_factory=dict)
+    _drafting: bool = PrivateAttr(default=False)
 
     def model_post_init(self, context: Any, /) -> None:
         # The loader passes the spec's origin as the validation context, so it is
@@ -312,6 +314,8 @@ class Spec(Frozen):
             self._path = context.get("path")
             self._document = context.get("document")
             self._cases = context.get("cases")
+            self._drafts = FrozenMap(context.get("drafts") or {})
+            self._drafting = bool(context.get("drafting"))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Spec) and self.__dict__ == other.__dict__
@@ -332,6 +336,16 @@ class Spec(Frozen):
     def cases(self) -> tuple[Case, ...] | None:
         """The cases of ``design.cases``, loaded and checked; None when cases are generated."""
         return self._cases
+
+    @property
+    def draft_files(self) -> Mapping[str, Path]:
+        """``rubric`` and ``cases`` -> the file the spec names for it and that is not written yet: ``draft`` writes it."""
+        return self._drafts
+
+    @property
+    def drafting(self) -> bool:
+        """True when loaded to be drafted (``load_spec(path, drafting=True)``): its cases are the generated ones."""
+        return self._drafting
 
     @property
     def base_dir(self) -> Path:

@@ -27,31 +27,42 @@ __all__ = ["load_cases", "load_spec", "parse_spec", "resolve_document", "spec_sc
 M = TypeVar("M", bound=BaseModel)
 
 
-def load_spec(path: str | os.PathLike, *, cap_universes: bool = True) -> Spec:
+def load_spec(path: str | os.PathLike, *, cap_universes: bool = True, drafting: bool = False) -> Spec:
     """Load, resolve and validate a spec file.
 
     The rubric and cases may be paths relative to the spec. Raises ``SpecError``
     with every problem in ``.problems`` (the first one is the message).
     ``cap_universes=False`` accepts a grid with more universes than a run may
     have (``bounds.MAX_UNIVERSES``), to count it; ``expand`` still refuses to list it.
+    ``drafting=True`` (what ``draft`` loads with): a ``rubric`` or
+    ``design.cases`` file the spec names that is not written yet is where
+    that draft goes (:attr:`Spec.draft_files`), and a rubric not written yet
+    is no rubric; the cases file is not read (the draft is of generated cases).
     """
     path = Path(path)
     document, lines = load_yaml(path)
-    return parse_spec(document, path=path, lines=lines, cap_universes=cap_universes)
+    return parse_spec(document, path=path, lines=lines, cap_universes=cap_universes, drafting=drafting)
 
 
 def parse_spec(document: Any, *, path: Path | None = None, lines: Mapping[str, int] | None = None,
-               cap_universes: bool = True) -> Spec:
+               cap_universes: bool = True, drafting: bool = False) -> Spec:
     """Validate an already-parsed spec document (see ``load_spec``)."""
     file = path if path is not None else "<spec>"
     if not isinstance(document, dict):
         raise SpecError(file, "", "expected a YAML mapping at the top level")
     document = _one_spelling(dict(document), file)
+    drafts: dict[str, Path] = {}
     if isinstance(document.get("rubric"), str):
-        document["rubric"] = _load_rubric_file(document["rubric"], path, lines)
-    spec = resolve_document(document, path=path, lines=lines)
+        named = (path.parent if path else Path.cwd()) / document["rubric"]
+        if drafting and not os.path.lexists(named):
+            drafts["rubric"] = named  # the rubric draft's place: until it is written there is no rubric
+            document["rubric"] = None
+        else:
+            document["rubric"] = _load_rubric_file(document["rubric"], path, lines)
+    spec = resolve_document(document, path=path, lines=lines, drafting=drafting, drafts=drafts)
     problems = Problems(lines)
-    check_axes(spec, problems, lambda patched: resolve_document(patched, path=path), cap=cap_universes)
+    check_axes(spec, problems, lambda patched: resolve_document(patched, path=path, drafting=drafting),
+               cap=cap_universes)
     _raise(file, problems)
     return spec
 
@@ -67,7 +78,7 @@ def _load_rubric_file(name: str, path: Path | None, lines: Mapping[str, int] | N
         found = "does not exist" if not rubric_file.exists() else "is not a regular file"
         raise SpecError(path if path is not None else "<spec>", Problems(lines).where("rubric"),
                         f"the rubric file {rubric_file} {found}; expected a rubric YAML file (paths are "
-                        "relative to the spec) or the criteria inline")
+                        "relative to the spec), which drafting the spec writes, or the criteria inline")
     rubric_doc, rubric_lines = load_yaml(rubric_file)
     rubric_doc = _one_spelling(rubric_doc, rubric_file)
     rubric = _validate(Rubric, rubric_doc, rubric_file, rubric_lines)
@@ -77,18 +88,31 @@ def _load_rubric_file(name: str, path: Path | None, lines: Mapping[str, int] | N
     return rubric_doc
 
 
-def resolve_document(document: dict, *, path: Path | None = None, lines: Mapping[str, int] | None = None) -> Spec:
-    """Build and check a spec from a document whose rubric is inline (its axes are not checked)."""
+def resolve_document(document: dict, *, path: Path | None = None, lines: Mapping[str, int] | None = None,
+                     drafting: bool = False, drafts: Mapping[str, Path] | None = None) -> Spec:
+    """Build and check a spec from a document whose rubric is inline (its axes are not checked).
+
+    ``drafting`` and ``drafts``: see :func:`load_spec` (``drafts``: the files already found missing)."""
     file = path if path is not None else "<spec>"
     # Files the spec names (world, cases) are found relative to it.
-    origin = {"path": path, "document": document}
+    origin = {"path": path, "document": document, "drafts": dict(drafts or {})}
     spec = _validate(Spec, document, file, lines, context=origin)
     problems = Problems(lines)
     check_semantics(spec, problems, has_rubric=document.get("rubric") is not None)
     _raise(file, problems)
     if not spec.design.cases:
-        return spec
-    cases = load_cases(spec.base_dir / spec.design.cases, spec)
+        return Spec.model_validate(document, context={**origin, "drafting": True}) if drafting else spec
+    named = spec.base_dir / spec.design.cases
+    if drafting:
+        # To draft, the spec's cases are the generated ones; they go into the file the spec names when it is
+        # not written yet (else beside the spec, and an existing file is never replaced unless forced).
+        drafts = {**origin["drafts"], **({} if os.path.lexists(named) else {"cases": named})}
+        return Spec.model_validate(document, context={**origin, "drafts": drafts, "drafting": True})
+    if not os.path.lexists(named):
+        raise SpecError(file, Problems(lines).where("design.cases"),
+                        f"the cases file {named} does not exist; expected a cases YAML file (paths are relative to "
+                        "the spec), which drafting the spec writes")
+    cases = load_cases(named, spec)
     # The cases are part of what the spec is: bind them while building it, as the origin.
     return Spec.model_validate(document, context={**origin, "cases": cases})
 

@@ -1,13 +1,16 @@
 """Draft stage: the generator model drafts a rubric and the test cases.
 
 Drafts are starting points for people: ``multiverse draft SPEC`` writes them
-as editable YAML beside the spec (``<name>.rubric.yaml``, ``<name>.cases.yaml``).
+as editable YAML into the files the spec names (``rubric:``, ``design.cases:``)
+when they are not written yet, else beside the spec (``<name>.rubric.yaml``,
+``<name>.cases.yaml``).
 Once the spec points at the edited files (``rubric:`` and ``design.cases:``),
 ``run`` uses them, and an edit invalidates only what depends on it.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -20,7 +23,7 @@ from multiverse.work import RUBRIC_SCHEMA, case_schema, draft_case_messages, dra
 from ..errors import ModelError, SpecError
 from ..spec import BEHAVIOR, ModelConfig, Spec
 
-__all__ = ["draft_case", "draft_rubric", "write_drafts"]
+__all__ = ["check_draft_places", "draft_case", "draft_place", "draft_rubric", "write_drafts"]
 
 
 def draft_case(client: ModelClient, spec: Spec, config: ModelConfig, cell: Mapping[str, str], index: int, *,
@@ -88,33 +91,58 @@ def draft_rubric(client: ModelClient, spec: Spec, config: ModelConfig, *, seed: 
     return {"criteria": criteria, "discarded": answer.get("discarded", []), "completion": completion}
 
 
+def draft_place(spec: Spec, kind: str) -> Path:
+    """Where the ``kind`` draft (``rubric`` or ``cases``) goes: the file the spec names, else ``<spec>.<kind>.yaml``."""
+    named = spec.draft_files.get(kind)
+    if named is not None:
+        return named
+    return spec.base_dir / f"{spec.path.stem if spec.path else spec.name}.{kind}.yaml"
+
+
+def check_draft_places(spec: Spec, kinds: list[str], *, force: bool = False) -> None:
+    """Refuse, before anything is drafted (and paid), a draft that could not be written: ``SpecError``."""
+    for kind in kinds:
+        path = draft_place(spec, kind)
+        if os.path.lexists(path) and not force:
+            raise SpecError(path, "", "already exists; expected a new file (force=True overwrites it and your edits)")
+        if not path.parent.is_dir():
+            raise SpecError(path, "", f"its folder {path.parent} does not exist; expected the draft's file in a "
+                            "folder that exists")
+        if os.path.lexists(path) and not path.is_file():
+            raise SpecError(path, "", "is not a regular file; expected a file the draft may replace")
+
+
 def write_drafts(spec: Spec, rubric: dict | None, cases: list[dict], *, force: bool = False) -> list[Path]:
-    """Write the drafts as editable YAML beside the spec; never overwrite edits unless ``force``."""
-    base = spec.base_dir
-    stem = spec.path.stem if spec.path else spec.name
+    """Write the drafts as editable YAML: into the file the spec names for each (``spec.draft_files``), else
+    beside the spec as ``<spec>.rubric.yaml`` and ``<spec>.cases.yaml``; never overwrite edits unless ``force``."""
     written = []
     targets = []
+
+    def place(kind: str, field: str) -> tuple[Path, str]:
+        path = draft_place(spec, kind)
+        if kind in spec.draft_files:
+            return path, f"# Edit freely: the spec already names this file ({field}), and run uses it as it is.\n"
+        shown = f"{field}: {path.name}" if kind == "rubric" else f"design: {{cases: {path.name}}}"
+        return path, f"# Edit freely, then point the spec at this file:  {shown}\n"
+
     if rubric is not None:
         doc = {"criteria": rubric["criteria"]}
         from ..sim.coverage import draft_note
 
         note = draft_note(spec)
+        path, point = place("rubric", "rubric")
         header = (
             f"# Rubric drafted by {spec.design.generator.model} for '{spec.concept.name}'.\n"
             + (f"# [simulated] {note}.\n" if note else "")
-            + "# Edit freely, then point the spec at this file:  rubric: " + f"{stem}.rubric.yaml\n"
+            + point
             + "".join(f"# discarded: {d.get('name')}: {d.get('reason')}\n" for d in rubric.get("discarded", []))
         )
-        targets.append((base / f"{stem}.rubric.yaml", header, doc))
+        targets.append((path, header, doc))
     if cases:
-        header = (
-            f"# {len(cases)} test cases drafted by {spec.design.generator.model}.\n"
-            f"# Edit freely, then point the spec at this file:  design: {{cases: {stem}.cases.yaml}}\n"
-        )
-        targets.append((base / f"{stem}.cases.yaml", header, {"cases": cases}))
-    for path, _, _ in targets:
-        if path.exists() and not force:
-            raise SpecError(path, "", "already exists; expected a new file (force=True overwrites it and your edits)")
+        path, point = place("cases", "design.cases")
+        header = f"# {len(cases)} test cases drafted by {spec.design.generator.model}.\n" + point
+        targets.append((path, header, {"cases": cases}))
+    check_draft_places(spec, ["rubric"] * (rubric is not None) + ["cases"] * bool(cases), force=force)
     from multiverse.core import atomic_write_text
 
     for path, header, doc in targets:

@@ -8,7 +8,8 @@ What the other rooms use of it, by concern:
   ``$MULTIVERSE_STORE``, else beside the spec), :func:`store_of` (that rule for
   several specs or a run folder), :func:`check_store_path` (usable there,
   checked before anything is paid), :func:`open_store` (a store a caller names
-  for reading);
+  for reading), :func:`nearby_store` (another store near the spec that holds
+  its work while its own holds none: :class:`StoreWarning`);
 - keeping it tidy: :func:`store_stats` and :func:`store_gc` (by path, with
   typed answers :class:`StoreStats` and :class:`GcReport`), and
   :func:`migrate_store` (a store of entry files, from before the database,
@@ -34,7 +35,8 @@ from multiverse.store._claims import Held, release_of
 from multiverse.store._db import is_server
 from multiverse.store._gc import GcReport, StageGc, StageStats, StoreStats
 from multiverse.store._lease import Lease, live_leases
-from multiverse.store._path import RecordedStore, check_store_path, default_store_path, store_of
+from multiverse.store._nearby import NearbyStore, StoreWarning, nearby_message, nearby_store
+from multiverse.store._path import RecordedStore, check_store_path, default_store_path, store_of, why_this_store
 from multiverse.store._provenance import call_of, provenance, versions
 from multiverse.store._records import (
     SHAPES,
@@ -65,6 +67,7 @@ __all__ = [
     "JudgmentRecord",
     "Lease",
     "Migration",
+    "NearbyStore",
     "Provenance",
     "RecordedStore",
     "Records",
@@ -73,6 +76,7 @@ __all__ = [
     "StageStats",
     "Store",
     "StoreStats",
+    "StoreWarning",
     "TranscriptRecord",
     "Turn",
     "call_of",
@@ -81,6 +85,8 @@ __all__ = [
     "is_server",
     "live_leases",
     "migrate_store",
+    "nearby_message",
+    "nearby_store",
     "open_store",
     "provenance",
     "release_of",
@@ -92,4 +98,5 @@ __all__ = [
     "store_stats",
     "too_deep",
     "versions",
+    "why_this_store",
 ]

@@ -19,7 +19,7 @@ from typing import Protocol
 from multiverse.errors import InputError
 from multiverse.store._db import is_server
 
-__all__ = ["ENV_VAR", "RecordedStore", "check_store_path", "default_store_path", "store_of"]
+__all__ = ["ENV_VAR", "RecordedStore", "check_store_path", "default_store_path", "store_of", "why_this_store"]
 
 ENV_VAR = "MULTIVERSE_STORE"
 
@@ -38,6 +38,15 @@ def default_store_path(spec_path: str | os.PathLike | None, explicit: str | os.P
         return _place(env)
     base = Path(spec_path).parent if spec_path is not None else Path(".")
     return base / ".multiverse" / "store"
+
+
+def why_this_store(spec_path: str | os.PathLike | None, explicit: str | os.PathLike | None = None) -> str:
+    """Which branch of :func:`default_store_path`'s rule chose the store, in words a person reads."""
+    if explicit is not None and str(explicit).strip():
+        return "the store given"
+    if os.environ.get(ENV_VAR, "").strip():
+        return f"from ${ENV_VAR}"
+    return "beside the spec" if spec_path is not None else "in the current directory"
 
 
 def _place(given: str | os.PathLike) -> Path:

@@ -223,7 +223,10 @@ def shown_transcripts(source: str | os.PathLike | None, verdicts: Any, store: An
     if folder is None:
         return None, ("this source has no transcripts.jsonl (imported data or a bare table); "
                       "give the store that holds its transcripts to show them")
-    return None, (f"{folder} has no transcripts.jsonl, or an empty one; give the store that holds the run's "
+    from multiverse.core import shared_path
+
+    # The note is shown in pages that travel: the folder by its name, never its absolute path.
+    return None, (f"{shared_path(folder)} has no transcripts.jsonl, or an empty one; give the store that holds the run's "
                   "transcripts to show them (the store a folder's manifest names is never read: a folder is "
                   "untrusted input)")
 
