@@ -27,10 +27,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analysis"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from test_anchoring_scores import JUDGES, SHAPES, judge_scores, shape, sums  # noqa: E402
+from test_anchoring_scores import JUDGES, SHAPES, judge_scores, shape, sums
 
-from multiverse.analysis.anchoring import ppi_mean_batch  # noqa: E402
-from multiverse.analysis.ppi_interval import design_effects, ppi_bounded_mean, ppi_lambda  # noqa: E402
+from multiverse.analysis.anchoring import ppi_mean_batch
+from multiverse.analysis.ppi_interval import design_effects, ppi_bounded_mean, ppi_lambda
 
 
 def world(rng, reps: int, k: int, shape_name: str, judge: str, transcripts: int, replicates: int):

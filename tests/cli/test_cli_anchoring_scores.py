@@ -79,7 +79,7 @@ def scored(tmp_path_factory):
 
 
 def test_the_sheet_of_a_scored_run_asks_for_a_score_on_the_judges_scale(scored):
-    run, truth, root = scored
+    _, _, root = scored
     sheet = pd.read_csv(root / "SHEET.csv", dtype=str, keep_default_na=False)
     assert "score" in sheet.columns and "compliant" not in sheet.columns and (sheet["score"] == "").all()
     assert len(sheet) == 2 * 2 * N  # per system, in each of the two users' rollout configurations
@@ -145,7 +145,7 @@ def test_the_report_counts_labels_of_a_binary_run_with_two_rollout_configuration
 
 
 def test_what_a_scored_run_cannot_take_is_refused_in_one_line(scored, tmp_path):
-    run, truth, root = scored
+    run, _, root = scored
     filled = pd.read_csv(root / "filled.csv", dtype=str, keep_default_na=False)
     for value, fragment in (("6", "got '6'"), ("3.5", "got '3.5'"), ("high", "got 'high'")):
         bad = filled.copy()
