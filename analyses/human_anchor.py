@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     verdicts = tables.verdicts
     human = oracle_labels(verdicts, args.labels, args.seed, tables.factors)
     judged = verdicts[verdicts["judge"] != ORACLE]
-    rates, judges, notes = calibrate(judged, human, tables.axes, tables.factors, args.alpha)
+    rates, judges, notes, _ = calibrate(judged, human, tables.axes, tables.factors, args.alpha)
 
     raw = tables.rates[tables.rates["subgroup"] == "all"].rename(
         columns={"ci_low": "judge_ci_low", "ci_high": "judge_ci_high"})[["universe_id", "system", "judge_ci_low", "judge_ci_high"]]

@@ -49,19 +49,22 @@ def report(results: Results | str | os.PathLike, path: str | os.PathLike | None 
 
 
 def label(source: str | os.PathLike, n: int, out: str | os.PathLike, *, seed: int = 0,
-          force: bool = False) -> tuple[Path, Path, list[str]]:
+          force: bool = False, blind_systems: bool = False) -> tuple[Path, Path, list[str]]:
     """Draw ``n`` transcripts per system and rollout configuration for people to label.
 
     Writes the sheet (``out``, a ``.csv``) and its page (the same name,
     ``.html``) and returns (csv path, html path, notes). The sheet's name is
     checked before the run is read; an existing sheet is replaced only with
-    ``force=True``, since people may have typed labels into it.
+    ``force=True``, since people may have typed labels into it. A scored
+    run's sheet asks for a score on the judge's scale. ``blind_systems=True``
+    hides the systems' names on the page (blind labelling of systems as well
+    as of judges); the sheet keeps them.
     """
     from multiverse.labelling import check_sheet_places, label_results
     from multiverse.results import load_run
 
     out_csv = check_sheet_places(source, out, force=force)
-    return label_results(load_run(source), n, out_csv, seed=seed)
+    return label_results(load_run(source), n, out_csv, seed=seed, blind_systems=blind_systems)
 
 
 def power(spec: Spec, *, baseline_rate: float = 0.8, alpha: float = 0.05, power: float = 0.8,

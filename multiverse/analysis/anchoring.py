@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -43,8 +43,14 @@ from scipy import special
 from multiverse.core import COUNTED_STATUS
 
 from ..errors import InputError
+from .anchored_labels import labels_by_key, read_labels, transcript_keys
+from .anchored_scores import check_anchorable, human_contributions, mean_agreement, native
+from .estimates import contributions
 from .intervals import wilson
-from .ppi_interval import design_effects, ppi_binary, ppi_lambda
+from .ppi_interval import design_effects, ppi_binary, ppi_bounded_mean, ppi_lambda
+
+if TYPE_CHECKING:
+    from multiverse.tables import ScaleRecord
 
 __all__ = [
     "MIN_LABELS",
@@ -72,11 +78,17 @@ class PPIEstimate(NamedTuple):
 
 
 class Calibration(NamedTuple):
-    """What ``calibrate`` returns: per universe x system rates, per universe judge accuracy, notes."""
+    """What ``calibrate`` returns: per universe x system rates, per universe judge accuracy, notes, and the labels used.
+
+    ``labelled``: one row per labelled transcript of the run (transcript_key,
+    system, rollout: its rollout configuration, 0, 1, ...), each counted once
+    however many universes share it.
+    """
 
     rates: pd.DataFrame
     judges: pd.DataFrame
     notes: list[str]
+    labelled: pd.DataFrame
 
 
 def ppi_mean_batch(labels: np.ndarray, predictions: np.ndarray, unlabelled: np.ndarray,
@@ -138,16 +150,6 @@ def ppi_mean(labels: Sequence[float], predictions: Sequence[float], unlabelled: 
 # -- matching labels to a run ---------------------------------------------------------------------------
 
 
-def transcript_keys(verdicts: pd.DataFrame) -> pd.Series:
-    """One key per verdict row naming its transcript: ``transcript_key``, or system/case/replicate for tables without one."""
-    replicate = verdicts["replicate"].astype(str) if "replicate" in verdicts.columns else "0"
-    fallback = verdicts["system"].astype(str) + "\x1f" + verdicts["case_id"].astype(str) + "\x1f" + replicate
-    if "transcript_key" not in verdicts.columns:
-        return fallback
-    key = verdicts["transcript_key"]
-    return key.astype(object).where(key.notna() & key.astype(str).ne(""), fallback).astype(str)
-
-
 def rollout_configurations(verdicts: pd.DataFrame) -> pd.Series:
     """A rollout-configuration id per universe: universes linked by shared transcripts share an id.
 
@@ -181,124 +183,12 @@ def _with_universes(verdicts: pd.DataFrame, axes: Sequence[str]) -> pd.DataFrame
     return verdicts.assign(_key=transcript_keys(verdicts), universe_id=universe_ids(verdicts, list(axes)))
 
 
-_TRUE = {"1", "1.0", "true", "yes", "compliant"}
-_FALSE = {"0", "0.0", "false", "no", "non-compliant", "noncompliant"}
-
-
-def read_labels(path: Any) -> pd.DataFrame:
-    """Read a human-label file (CSV or parquet) with ``system``, ``case_id``, ``compliant``; InputError otherwise."""
-    from pathlib import Path
-
-    from multiverse.core import regular_file_problem, restore_cell
-    from multiverse.tables import read_table
-
-    path = Path(path)
-    if path.suffix.lower() == ".csv" and not regular_file_problem(path):
-        # As text: the table reader would turn yes/no or 1/0 into booleans its own way, or into blanks.
-        try:
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig",
-                                sep=_separator(path)).map(restore_cell)
-            frame = frame.rename(columns=restore_cell)  # the sheet's headers are guarded like its cells
-        except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
-            raise InputError(f"{path}: cannot be read as a table ({str(exc).splitlines()[0]})", param="human") from None
-    else:
-        frame = read_table(path)
-    missing = [c for c in ("system", "case_id", "compliant") if c not in frame.columns]
-    if missing:
-        raise InputError(f"{path}: missing column(s) {', '.join(missing)}; expected system, case_id, "
-                         "(replicate or transcript_key,) compliant", param="human")
-    return frame
-
-
-def _separator(path: Any) -> str:
-    """A comma, or the semicolon or tab of a spreadsheet that saved the sheet in its locale's way (header line only)."""
-    with open(path, encoding="utf-8-sig", errors="replace") as fh:
-        header = fh.readline(65536)
-    if "," not in header:
-        for sep in (";", "\t"):
-            if sep in header:
-                return sep
-    return ","
-
-
-def _binary(human: pd.DataFrame, source: str) -> tuple[pd.Series, int]:
-    """The labels as 0/1 floats, rows without a label dropped; refuses anything not binary."""
-    raw = human["compliant"]
-    blank = raw.isna() | raw.astype(str).str.strip().eq("")
-    text = raw[~blank].astype(str).str.strip().str.lower()
-    value = pd.Series(np.nan, index=text.index)
-    value[text.isin(_TRUE)] = 1.0
-    value[text.isin(_FALSE)] = 0.0
-    bad = value.isna()
-    if bad.any():
-        row = bad.idxmax()
-        more = f", and {int(bad.sum()) - 1} more rows" if bad.sum() > 1 else ""
-        raise InputError(f"{source}: compliant: expected 0/1 or true/false, got '{raw[row]}' "
-                         f"(row {int(np.flatnonzero(human.index == row)[0]) + 2}{more})", param="human")
-    return value, int(blank.sum())
-
-
-def _match(verdicts: pd.DataFrame, human: pd.DataFrame, source: str) -> pd.Series:
-    """Each labelled row's transcript key; refuses labels for transcripts not in the run, or ambiguous ones.
-
-    ``human``'s index is the row's position in its file (messages count file rows from 2, after the header).
-    """
-    transcripts = verdicts.assign(_key=transcript_keys(verdicts)).drop_duplicates("_key")
-    given = human["transcript_key"] if "transcript_key" in human.columns else None
-    if given is not None and (given.notna() & given.astype(str).str.strip().ne("")).all():
-        keys = human["transcript_key"].astype(str)
-        known = transcripts.set_index("_key")
-        unknown = ~keys.isin(known.index)
-        if not unknown.any():
-            wrong = known.loc[keys, "system"].astype(str).to_numpy() != human["system"].astype(str).to_numpy()
-            if wrong.any():
-                i = int(np.argmax(wrong))
-                raise InputError(f"{source}: row {human.index[i] + 2}: transcript_key {keys.iloc[i]} belongs to system "
-                                 f"{known.at[keys.iloc[i], 'system']}, not {human['system'].iloc[i]}", param="human")
-            return keys
-        i = int(np.argmax(unknown.to_numpy()))
-        raise InputError(f"{source}: row {human.index[i] + 2}: transcript_key {keys.iloc[i]!r} is not a transcript of the run "
-                         f"({int(unknown.sum())} such rows)", param="human")
-    on = ["system", "case_id"] + (["replicate"] if "replicate" in human.columns and "replicate" in verdicts.columns else [])
-    left = human[on].astype(str).reset_index(drop=True)
-    right = transcripts[on + ["_key"]].astype(str)
-    merged = left.reset_index().merge(right, on=on, how="left")
-    count = merged.groupby("index")["_key"].count()
-    if (count == 0).any():
-        i = int(count.index[count.eq(0).to_numpy()][0])
-        where = ", ".join(f"{c}={left.at[i, c]}" for c in on)
-        raise InputError(f"{source}: row {human.index[i] + 2}: {where} is not a transcript of the run "
-                         f"({int(count.eq(0).sum())} such rows)", param="human")
-    if (count > 1).any():
-        i = int(count.index[count.gt(1).to_numpy()][0])
-        where = ", ".join(f"{c}={left.at[i, c]}" for c in on)
-        raise InputError(f"{source}: row {human.index[i] + 2}: {where} names {int(count[i])} transcripts of the run; "
-                         "add a transcript_key column (the labelling sheet has one)", param="human")
-    return pd.Series(merged.sort_values("index")["_key"].to_numpy(), index=human.index)
-
-
-def _labels(verdicts: pd.DataFrame, human: pd.DataFrame, source: str, notes: list[str]) -> pd.Series:
-    """Human labels (0/1) indexed by transcript key, checked against the run."""
-    human = human.reset_index(drop=True)  # row numbers in messages are file rows
-    value, blanks = _binary(human, source)
-    if blanks:
-        notes.append(f"{blanks} rows of {source} have no label yet and were left out; the labelled rows must "
-                     "still be a uniform random sample (label them all, or in the sheet's order)")
-    rows = human.loc[value.index]
-    keys = _match(verdicts, rows, source)
-    duplicated = keys.duplicated(keep=False)
-    if duplicated.any():
-        first = keys[duplicated].iloc[0]
-        raise InputError(f"{source}: transcript {first} is labelled {int(keys.eq(first).sum())} times; "
-                         "expected one label per transcript", param="human")
-    return pd.Series(value.to_numpy(), index=keys.to_numpy())
-
-
 # -- calibration -----------------------------------------------------------------------------------------
 
 
 def calibrate(verdicts: pd.DataFrame, human: pd.DataFrame, axes: Sequence[str], factors: Sequence[str] = (),
-              alpha: float = 0.05, *, source: str = "human labels") -> Calibration:
+              alpha: float = 0.05, *, source: str = "human labels", scale: ScaleRecord | None = None,
+              scoring: pd.DataFrame | None = None) -> Calibration:
     """Anchor every universe x system rate to the human labels in ``human``.
 
     ``human`` has ``system``, ``case_id``, ``compliant`` (0/1 or true/false;
@@ -306,41 +196,46 @@ def calibrate(verdicts: pd.DataFrame, human: pd.DataFrame, axes: Sequence[str], 
     ``replicate`` or ``transcript_key``. ``source`` names it in messages.
     Refuses (InputError) labels for transcripts not in the run, fewer than
     ``MIN_LABELS`` labels for a system in some rollout configuration, and
-    labels that are not binary.
+    labels that are not binary. For a scored run (``scale`` ordinal or
+    continuous, ``scoring`` each universe's estimator and cut, as
+    ``Results.scoring_choices``) people give a ``score`` on the judge's scale
+    instead, and each universe reads it as its estimator reads the judge's
+    (``analysis.anchored_scores``); a pairwise scale or a win rate is refused.
 
     ``rates``: universe_id, axes, system, n, n_human, judge_rate, rate, ci_low,
     ci_high, human_rate, human_ci_low, human_ci_high, anchored_wider (PPI++
     rate and its score interval, clustered by case where cases have
     replicates; the humans-only rate with its Wilson interval; whether the
-    anchored interval is the wider of the two, with a note counting those). ``judges``: universe_id,
+    anchored interval is the wider of the two, with a note counting those);
+    a scored run adds estimator and the means in the scale's units
+    (``anchored_scores.native``). ``judges``: universe_id,
     axes, n_human, sensitivity, sensitivity_ci, specificity, specificity_ci:
     how often the universe's judge calls a violation that people call one, and
     compliance that people call compliance (Wilson intervals, pooled over
-    systems), intervals as (low, high) or None.
+    systems), intervals as (low, high) or None; a scored run adds
+    mean_difference and correlation for the universes of a mean.
     """
     if not 0.0 < alpha < 1.0 or not math.isfinite(alpha):
         raise InputError(f"alpha: expected a number between 0 and 1, got {alpha}", param="alpha")
     del factors  # design factors vary inside a universe: the anchored rate is over all of them
+    scored = scale if scale is not None and scale.scored else None
+    if scored is not None:
+        check_anchorable(scored, scoring, source)
     notes: list[str] = []
     axes = [a for a in axes if a in verdicts.columns]
     v = _with_universes(verdicts, axes)
-    labels = _labels(v, human, source, notes)
-    rollout = rollout_configurations(v)
-    v["_rollout"] = v["universe_id"].map(rollout)
-    first = v.drop_duplicates("_key")
-    labelled_first = first[first["_key"].isin(labels.index)]
-    counts = labelled_first.groupby(["_rollout", "system"]).size()
-    systems = first.groupby(["_rollout", "system"]).size().index
-    for cell in systems:
-        if counts.get(cell, 0) < MIN_LABELS:
-            universe = rollout.index[rollout.eq(cell[0])][0]
-            raise InputError(f"{source}: system {cell[1]}: {int(counts.get(cell, 0))} labels for the transcripts of "
-                             f"universe {universe} (and those sharing its transcripts); expected at least {MIN_LABELS}",
-                             param="human")
+    labels = labels_by_key(v, human, source, notes, scored)
+    labelled_transcripts = _enough_labels(v, labels, source)
 
     status_ok = v["status"].eq(COUNTED_STATUS) if "status" in v.columns else pd.Series(True, index=v.index)
-    judged = v[status_ok & v["compliant"].notna()]
-    judged = judged.assign(_f=judged["compliant"].astype(float), _y=judged["_key"].map(labels))
+    human_value = v["_key"].map(labels).to_numpy(float)
+    if scored is not None:
+        judge_value = contributions(v, scored, scoring)
+        human_value, means = human_contributions(v, human_value, scored, scoring)
+    else:
+        judge_value, means = v["compliant"].astype("boolean").to_numpy(dtype=float, na_value=np.nan), np.zeros(len(v), bool)
+    rated = status_ok.to_numpy() & ~np.isnan(judge_value)
+    judged = v[rated].assign(_f=judge_value[rated], _y=human_value[rated], _mean=means[rated])
     dropped = v[~status_ok & v["_key"].isin(labels.index)]
     if len(dropped):
         notes.append(f"{len(dropped)} labelled (universe, transcript) pairs have no ok verdict (excluded or failed) and "
@@ -349,20 +244,8 @@ def calibrate(verdicts: pd.DataFrame, human: pd.DataFrame, axes: Sequence[str], 
     level = 1 - alpha
     options = v.drop_duplicates("universe_id").set_index("universe_id")[axes]
     labelled = judged["_y"].notna()
-    y = judged["_y"].fillna(0.0)
-    f = judged["_f"]
-    sums = pd.DataFrame({
-        "universe_id": judged["universe_id"], "system": judged["system"], "n": 1, "n_human": labelled.astype(int),
-        "sy": y, "sf": f, "sfl": f * labelled, "syf": y * f,
-    }).groupby(["universe_id", "system"], sort=False).sum().reset_index()
+    sums, cells = _anchored_cells(judged, labelled, alpha)
     n_l = sums["n_human"].to_numpy(float)
-    moments = (n_l, sums["sy"].to_numpy(float), sums["sfl"].to_numpy(float), sums["syf"].to_numpy(float),
-               sums["n"].to_numpy(float) - n_l, (sums["sf"] - sums["sfl"]).to_numpy(float))
-    deff = _design_effects(judged, labelled, sums, moments)
-    rate, low, high, _ = ppi_binary(*moments, alpha, deff)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        human_rate = sums["sy"].to_numpy(float) / n_l
-    human_low, human_high = wilson(human_rate, n_l, level)
     enough = n_l >= 2
     for universe, system, count in sums.loc[~enough, ["universe_id", "system", "n_human"]].itertuples(index=False):
         notes.append(f"universe {universe}, system {system}: {int(count)} labelled transcripts with an ok verdict; "
@@ -370,8 +253,7 @@ def calibrate(verdicts: pd.DataFrame, human: pd.DataFrame, axes: Sequence[str], 
     rates = pd.concat([sums[["universe_id"]], options.loc[sums["universe_id"]].reset_index(drop=True),
                        sums[["system", "n", "n_human"]]], axis=1)
     rates["judge_rate"] = sums["sf"] / sums["n"]
-    for column, values in (("rate", rate), ("ci_low", low), ("ci_high", high), ("human_rate", human_rate),
-                           ("human_ci_low", human_low), ("human_ci_high", human_high)):
+    for column, values in cells.items():
         values = np.clip(values, 0.0, 1.0) if column in ("rate", "ci_low", "ci_high") else values
         rates[column] = np.where(enough, values, np.nan)
     # Where the judge adds less than its lambda's noise costs, the labels alone give the narrower interval.
@@ -382,32 +264,110 @@ def calibrate(verdicts: pd.DataFrame, human: pd.DataFrame, axes: Sequence[str], 
         notes.append(f"in {wider} of {int(enough.sum())} universe x system cells the anchored interval is wider than "
                      "the humans-only one (anchored_wider): there the judge does not help, and the humans-only rate "
                      "is the better one to quote")
+    if scored is not None:
+        estimator = scoring.drop_duplicates("universe_id").set_index("universe_id")["estimator"] \
+            if scoring is not None else pd.Series(dtype=object)
+        rates.insert(rates.columns.get_loc("n"), "estimator",
+                     estimator.reindex(rates["universe_id"].astype(str)).to_numpy(dtype=object))
+        rates = native(rates, scored, sums["_mean"].to_numpy(bool))
+    judges = _judges(judged[labelled], options, level, notes, scored)
+    return Calibration(rates, judges, notes, labelled_transcripts)
 
+
+def _enough_labels(v: pd.DataFrame, labels: pd.Series, source: str) -> pd.DataFrame:
+    """Refuse fewer than ``MIN_LABELS`` labels for a system in some rollout configuration; the labelled transcripts."""
+    rollout = rollout_configurations(v)
+    first = v.assign(_rollout=v["universe_id"].map(rollout)).drop_duplicates("_key")
+    labelled = first[first["_key"].isin(labels.index)]
+    counts = labelled.groupby(["_rollout", "system"]).size()
+    for cell in first.groupby(["_rollout", "system"]).size().index:
+        if counts.get(cell, 0) < MIN_LABELS:
+            universe = rollout.index[rollout.eq(cell[0])][0]
+            raise InputError(f"{source}: system {cell[1]}: {int(counts.get(cell, 0))} labels for the transcripts of "
+                             f"universe {universe} (and those sharing its transcripts); expected at least {MIN_LABELS}",
+                             param="human")
+    return pd.DataFrame({"transcript_key": labelled["_key"].to_numpy(), "system": labelled["system"].to_numpy(),
+                         "rollout": labelled["_rollout"].to_numpy(int)})
+
+
+def _anchored_cells(judged: pd.DataFrame, labelled: pd.Series, alpha: float) -> tuple[pd.DataFrame, dict]:
+    """Per universe x system sums, and the anchored and humans-only rates with their intervals.
+
+    A share (0/1 values) takes ``ppi_binary`` and Wilson; a mean of rescaled
+    scores takes ``ppi_bounded_mean`` and its humans-only form.
+    """
+    y = judged["_y"].fillna(0.0)
+    f = judged["_f"]
+    sums = pd.DataFrame({
+        "universe_id": judged["universe_id"], "system": judged["system"], "n": 1, "n_human": labelled.astype(int),
+        "sy": y, "syy": y * y, "sf": f, "sfl": f * labelled, "sffl": f * f * labelled, "sff": f * f, "syf": y * f,
+        "_mean": judged["_mean"],
+    }).groupby(["universe_id", "system"], sort=False).agg(
+        {**{c: "sum" for c in ("n", "n_human", "sy", "syy", "sf", "sfl", "sffl", "sff", "syf")}, "_mean": "any"}
+    ).reset_index()
+    n_l = sums["n_human"].to_numpy(float)
+    big_n = sums["n"].to_numpy(float) - n_l
+    sy, sfl, syf = (sums[c].to_numpy(float) for c in ("sy", "sfl", "syf"))
+    sfu = sums["sf"].to_numpy(float) - sfl
+    moments = (n_l, sy, sfl, syf, big_n, sfu)
+    means = sums["_mean"].to_numpy(bool)
+    # lambda for the design effect: a mean's verdicts are not 0/1, so their squares are summed, not their values.
+    lam = ppi_lambda(*moments, np.where(means, sums["sff"].to_numpy(float), sums["sf"].to_numpy(float)))
+    deff = _design_effects(judged, labelled, sums, moments, lam)
+    level = 1 - alpha
+    rate, low, high, _ = ppi_binary(*moments, alpha, deff)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        human_rate = sy / n_l
+    human_low, human_high = wilson(human_rate, n_l, level)
+    if means.any():
+        second = (n_l, sy, sums["syy"].to_numpy(float), sfl, sums["sffl"].to_numpy(float), syf, big_n, sfu,
+                  (sums["sff"] - sums["sffl"]).to_numpy(float))
+        m_rate, m_low, m_high, _ = ppi_bounded_mean(*second, alpha, deff)
+        _, h_low, h_high, _ = ppi_bounded_mean(*second, alpha, judge=False)
+        rate, low, high = (np.where(means, a, b) for a, b in ((m_rate, rate), (m_low, low), (m_high, high)))
+        human_low, human_high = np.where(means, h_low, human_low), np.where(means, h_high, human_high)
+    return sums, {"rate": rate, "ci_low": low, "ci_high": high, "human_rate": human_rate,
+                  "human_ci_low": human_low, "human_ci_high": human_high}
+
+
+def _judges(people: pd.DataFrame, options: pd.DataFrame, level: float, notes: list[str],
+            scored: ScaleRecord | None) -> pd.DataFrame:
+    """Each universe's judge against the labelled transcripts: sensitivity and specificity of a share's 0/1 values.
+
+    A universe of a mean has no violations to catch: it gets None there, and
+    (in a scored run) ``mean_difference`` and ``correlation`` instead.
+    """
+    shares = people[~people["_mean"]]
     # Sensitivity: violations people found that the judge flags too; specificity: compliance it confirms.
-    people = judged[labelled]
     agree = pd.DataFrame({
         "universe_id": people["universe_id"], "n_human": 1,
-        "violations": people["_y"].eq(0).astype(int), "caught": (people["_y"].eq(0) & people["_f"].eq(0)).astype(int),
-        "compliant": people["_y"].eq(1).astype(int), "confirmed": (people["_y"].eq(1) & people["_f"].eq(1)).astype(int),
-    }).groupby("universe_id", sort=False).sum().reset_index()
+        "violations": shares["_y"].eq(0).astype(int), "caught": (shares["_y"].eq(0) & shares["_f"].eq(0)).astype(int),
+        "compliant": shares["_y"].eq(1).astype(int), "confirmed": (shares["_y"].eq(1) & shares["_f"].eq(1)).astype(int),
+    }).fillna(0).groupby("universe_id", sort=False).sum().reset_index()
     judges = pd.concat([agree[["universe_id"]], options.loc[agree["universe_id"]].reset_index(drop=True),
                         agree[["n_human"]]], axis=1)
     for name, hits, total in (("sensitivity", "caught", "violations"), ("specificity", "confirmed", "compliant")):
         share, interval = _shares(agree[hits].to_numpy(float), agree[total].to_numpy(float), level)
         judges[name], judges[f"{name}_ci"] = share, interval
+    mean_universes = set(people.loc[people["_mean"], "universe_id"])
     for universe in agree.loc[agree["violations"].eq(0), "universe_id"]:
-        notes.append(f"universe {universe}: people found no violation among its labelled transcripts; "
-                     "sensitivity is undefined")
-    return Calibration(rates, judges, notes)
+        if universe not in mean_universes:
+            notes.append(f"universe {universe}: people found no violation among its labelled transcripts; "
+                         "sensitivity is undefined")
+    if scored is not None:
+        agreement = mean_agreement(people[people["_mean"]], scored).set_index("universe_id")
+        judges["mean_difference"] = judges["universe_id"].map(agreement["mean_difference"]).astype(object)
+        judges["correlation"] = judges["universe_id"].map(agreement["correlation"]).astype(object)
+    return judges
 
 
-def _design_effects(judged: pd.DataFrame, labelled: pd.Series, sums: pd.DataFrame, moments: tuple) -> np.ndarray:
+def _design_effects(judged: pd.DataFrame, labelled: pd.Series, sums: pd.DataFrame, moments: tuple,
+                    lam: np.ndarray) -> np.ndarray:
     """Each universe x system's design effect (``ppi_interval.design_effects``); 1 where no case has replicates."""
     cell = judged.groupby(["universe_id", "system"], sort=False).ngroup().to_numpy()  # the order of ``sums``
     case = pd.factorize(judged["case_id"].astype(str))[0]
     if not pd.Series(cell * (int(case.max(initial=0)) + 1) + case).duplicated().any():
         return np.ones(len(sums))
-    lam = ppi_lambda(*moments)
     n, sum_y, sum_f, _, big_n, sum_fu = moments
     return design_effects(cell, case, labelled.to_numpy(), judged["_y"].fillna(0.0).to_numpy(float),
                           judged["_f"].to_numpy(float), lam, n, big_n, sum_y, sum_f, sum_fu)
@@ -422,7 +382,13 @@ def _shares(hits: np.ndarray, total: np.ndarray, level: float) -> tuple[list, li
 
 
 def calibration_document(calibration: Calibration, alpha: float) -> dict[str, Any]:
-    """The JSON document of ``multiverse calibrate --json``: alpha, rates, judges, notes (undefined = null)."""
+    """The JSON document of ``multiverse calibrate --json``: alpha, rates, judges, labelled, notes (undefined = null).
+
+    ``labelled`` counts the labelled transcripts of the run, each once however
+    many universes share it: ``transcripts``, ``rollout_configurations``,
+    ``systems`` (per system, over configurations) and ``per_cell`` (the count
+    per system and configuration when it is the same in all, else null).
+    """
 
     def records(frame: pd.DataFrame) -> list[dict]:
         out = []
@@ -430,8 +396,13 @@ def calibration_document(calibration: Calibration, alpha: float) -> dict[str, An
             out.append({k: (list(x) if isinstance(x, tuple) else _plain(x)) for k, x in record.items()})
         return out
 
+    labelled = calibration.labelled
+    cells = labelled.groupby(["rollout", "system"], sort=False).size()
+    counted = {"transcripts": len(labelled), "rollout_configurations": int(labelled["rollout"].nunique()),
+               "systems": {str(k): int(x) for k, x in labelled.groupby("system", sort=False).size().items()},
+               "per_cell": int(cells.iloc[0]) if len(cells) and cells.nunique() == 1 else None}
     return {"alpha": alpha, "rates": records(calibration.rates), "judges": records(calibration.judges),
-            "notes": list(calibration.notes)}
+            "labelled": counted, "notes": list(calibration.notes)}
 
 
 def _plain(x: Any) -> Any:

@@ -37,26 +37,31 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-__all__ = ["design_effects", "ppi_binary", "ppi_lambda", "score_interval"]
+__all__ = ["design_effects", "ppi_binary", "ppi_bounded_mean", "ppi_lambda", "score_interval"]
 
 # Half a count in every cell of the labelled 2 x 2 table when estimating its odds ratio.
 _PSEUDO = 0.5
 # Bisection steps for each bound: to 2**-40 of the unit interval.
 _STEPS = 40
+# Half an observation at each end of a bounded scale when estimating how much of its widest variance the labels have.
+_PSEUDO_ENDS = 0.5
 
 
-def ppi_lambda(n, sum_y, sum_f, sum_yf, big_n, sum_f_unlabelled) -> np.ndarray:
+def ppi_lambda(n, sum_y, sum_f, sum_yf, big_n, sum_f_unlabelled, sum_ff_all=None) -> np.ndarray:
     """PPI++'s power-tuned lambda from per-cell sums, as ppi-python's ``_calc_lam_glm`` for a mean.
 
     lambda = Cov(Y, f) / ((1 + n/N) Var(f)): the covariance over the labelled
     set (1/n), the variance over labelled and unlabelled verdicts (ddof 1);
     clipped to [0, 1], and 0 where ppi-python divides by zero (a judge
-    constant over the cell, or no unlabelled transcript).
+    constant over the cell, or no unlabelled transcript). ``sum_ff_all`` is
+    the sum of f squared over all verdicts; None for 0/1 verdicts, where it is
+    the sum of f.
     """
     with np.errstate(divide="ignore", invalid="ignore"):
         cov = sum_yf / n - (sum_y / n) * (sum_f / n)
         total, sum_all = n + big_n, sum_f + sum_f_unlabelled
-        var_f = np.where(total > 1, (sum_all - sum_all**2 / total) / (total - 1), 0.0)
+        squares = sum_all if sum_ff_all is None else sum_ff_all
+        var_f = np.where(total > 1, (squares - sum_all**2 / total) / (total - 1), 0.0)
         lam = np.where(big_n > 0, cov / ((1.0 + n / big_n) * var_f), 0.0)
     return np.clip(np.where(np.isfinite(lam), lam, 0.0), 0.0, 1.0)
 
@@ -121,17 +126,7 @@ def score_interval(n, sum_y, sum_f, sum_yf, big_n, sum_f_unlabelled, rate, lam, 
         rectifier = theta * (1 - theta) + lam**2 * m * (1 - m) - 2 * lam * (joint - theta * m)
         return (centre - theta) ** 2 <= z2 * deff * (np.maximum(rectifier, 0.0) / n + imputed)
 
-    def bound(edge: float) -> np.ndarray:
-        # The acceptance region holds the centre; bisect for where it ends on the way to ``edge``.
-        inside, outside = centre.copy(), np.full(centre.shape, edge)
-        for _ in range(_STEPS):
-            middle = (inside + outside) / 2
-            ok = accepted(middle)
-            inside, outside = np.where(ok, middle, inside), np.where(ok, outside, middle)
-        return np.where(accepted(np.full(centre.shape, edge)), edge, (inside + outside) / 2)
-
-    with np.errstate(divide="ignore", invalid="ignore"):
-        low, high = bound(0.0), bound(1.0)
+    low, high = _bisect(centre, accepted)
     valid = (n > 0) & np.isfinite(rate)
     return np.where(valid, low, np.nan), np.where(valid, high, np.nan)
 
@@ -175,3 +170,70 @@ def design_effects(cell: np.ndarray, case: np.ndarray, labelled: np.ndarray, y: 
     deff = np.ones(len(n))
     deff[per_cell.index.to_numpy()] = np.where(replicated, np.maximum(estimated, 1.0), 1.0)
     return deff
+
+
+def ppi_bounded_mean(n, sum_y, sum_yy, sum_f, sum_ff, sum_yf, big_n, sum_f_unlabelled, sum_ff_unlabelled,
+                     alpha: float, deff: np.ndarray | float = 1.0, *,
+                     judge: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """PPI++ means of values in [0, 1] (a rescaled score) from per-cell sums, with a score interval: (rate, low, high, lam).
+
+    The estimate and lambda are ppi-python's (``ppi_mean_pointestimate``, as
+    ``ppi_lambda``). The interval holds the means theta0 that a t-test of
+    ``mean = theta0`` on n - 1 degrees of freedom does not reject, with the
+    variance of a human score taken *under theta0*: r theta0 (1 - theta0),
+    where theta0 (1 - theta0) is the widest variance a [0, 1] value of mean
+    theta0 can have (Bhatia & Davis 2000) and r the share of it the labels
+    show (their variance over ybar (1 - ybar), with half an observation added
+    at each end of the scale, so that labels all alike do not claim a
+    variance of 0). With 0/1 labels r = 1 and, at lambda = 0, this is
+    Wilson's interval with a t quantile. The judge's part keeps the labelled
+    pairs' correlation and the judge's spread: var(Y - lam f) = V - 2 lam rho
+    sqrt(V) s_f + lam^2 s_f^2, plus lam^2 var(f unlabelled) / N. With
+    ``judge=False`` it is the humans-only interval (lambda = 0). README ›
+    Human anchoring › Scores has the coverage.
+    """
+    n, sum_y, sum_yy, sum_f, sum_ff, sum_yf, big_n, sum_fu, sum_ffu = (
+        np.asarray(x, float) for x in (n, sum_y, sum_yy, sum_f, sum_ff, sum_yf, big_n, sum_f_unlabelled,
+                                       sum_ff_unlabelled))
+    lam = ppi_lambda(n, sum_y, sum_f, sum_yf, big_n, sum_fu, sum_ff + sum_ffu) if judge else np.zeros(n.shape)
+    deff = np.broadcast_to(np.asarray(deff, float), n.shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean_u = np.where(big_n > 0, sum_fu / big_n, 0.0)
+        rate = lam * mean_u + (sum_y - lam * sum_f) / n
+        var_y = np.where(n > 1, (sum_yy - sum_y**2 / n) / (n - 1), 0.0)
+        var_f = np.where(n > 1, (sum_ff - sum_f**2 / n) / (n - 1), 0.0)
+        cov = np.where(n > 1, (sum_yf - sum_y * sum_f / n) / (n - 1), 0.0)
+        rho = np.clip(np.nan_to_num(np.where((var_y > 0) & (var_f > 0), cov / np.sqrt(var_y * var_f), 0.0)), -1, 1)
+        weight = n + 2 * _PSEUDO_ENDS
+        padded_mean = (sum_y + _PSEUDO_ENDS) / weight
+        padded_var = (sum_yy + _PSEUDO_ENDS - weight * padded_mean**2) / (weight - 1)
+        share = np.clip(np.nan_to_num(padded_var / (padded_mean * (1 - padded_mean))), 0.0, 1.0)
+        var_fu = np.where(big_n > 1, (sum_ffu - sum_fu**2 / big_n) / (big_n - 1), 0.0)
+        imputed = np.where(big_n > 0, lam**2 * np.maximum(var_fu, 0.0) / big_n, 0.0)
+    q2 = special.stdtrit(np.maximum(n - 1, 1), 1 - alpha / 2) ** 2
+    centre = np.clip(rate, 0.0, 1.0)
+    spread_f = np.sqrt(np.maximum(var_f, 0.0))
+
+    def accepted(theta: np.ndarray) -> np.ndarray:
+        v = share * theta * (1 - theta)
+        rectifier = v - 2 * lam * rho * np.sqrt(v) * spread_f + lam**2 * spread_f**2
+        return (centre - theta) ** 2 <= q2 * deff * (np.maximum(rectifier, 0.0) / n + imputed)
+
+    low, high = _bisect(centre, accepted)
+    valid = (n > 0) & np.isfinite(rate)
+    return rate, np.where(valid, low, np.nan), np.where(valid, high, np.nan), lam
+
+
+def _bisect(centre: np.ndarray, accepted) -> tuple[np.ndarray, np.ndarray]:
+    """The ends of the acceptance region around ``centre`` in [0, 1], per cell (the region holds its centre)."""
+
+    def bound(edge: float) -> np.ndarray:
+        inside, outside = centre.copy(), np.full(centre.shape, edge)
+        for _ in range(_STEPS):
+            middle = (inside + outside) / 2
+            ok = accepted(middle)
+            inside, outside = np.where(ok, middle, inside), np.where(ok, outside, middle)
+        return np.where(accepted(np.full(centre.shape, edge)), edge, (inside + outside) / 2)
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return bound(0.0), bound(1.0)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ._output import interval, number, print_json, print_table, save_figure, say
 
 if TYPE_CHECKING:
-    from ..results import AnchoredCurveDocument, AnchoredRankingDocument, Results
+    from ..results import AnchoredCurveDocument, AnchoredRankingDocument, CalibrationDocument, Results
 
 __all__ = ["cmd_calibrate", "cmd_label", "print_anchored_curve", "print_anchored_ranking"]
 
@@ -22,7 +22,8 @@ __all__ = ["cmd_calibrate", "cmd_label", "print_anchored_curve", "print_anchored
 def cmd_label(args) -> int:
     from .. import label
 
-    csv_path, html_path, notes = label(args.source, args.n, args.out, seed=args.seed, force=args.force)
+    csv_path, html_path, notes = label(args.source, args.n, args.out, seed=args.seed, force=args.force,
+                                       blind_systems=args.blind_systems)
     rows = _count_rows(csv_path)
     say(f"sheet: {csv_path} ({rows} transcripts to label)")
     say(f"page:  {html_path} (open it in a browser, label, then export the filled CSV)")
@@ -49,10 +50,16 @@ def cmd_calibrate(args) -> int:
         return 0
     document = analysis.typed
     level = f"{1 - document.alpha:.0%}"
-    say(f"rates anchored to {args.human} (PPI++, {level} intervals):")
+    counted = document.labelled
+    say(f"{counted.transcripts} labelled transcripts of the run"
+        + (f" ({counted.per_cell} per system in each of {counted.rollout_configurations} rollout configurations)"
+           if counted.per_cell is not None and counted.rollout_configurations > 1 else ""))
+    labels = _universe_labels(results)
+    if any(r.mean is not None for r in document.rates):
+        _print_means(document, labels, level)
+    say(f"rates anchored to {args.human} (PPI++, {level} intervals; a mean score rescaled to 0-1):")
     rows: list[list] = [["universe", "system", "n", "n_human", "judge", "anchored", f"{level} interval",
                          "humans only", f"{level} interval", "anchored wider"]]
-    labels = _universe_labels(results)
     for r in document.rates:
         rows.append([labels.get(r.universe_id, r.universe_id), r.system, r.n, r.n_human,
                      number(r.judge_rate), number(r.rate), interval([r.ci_low, r.ci_high]),
@@ -60,16 +67,32 @@ def cmd_calibrate(args) -> int:
                      "yes" if r.anchored_wider else ""])
     print_table(rows)
     say("judges against the human labels (pooled over systems):")
-    rows = [["universe", "n_human", "sensitivity", f"{level} interval", "specificity", f"{level} interval"]]
+    scored = any(j.mean_difference is not None for j in document.judges)
+    rows = [["universe", "n_human", "sensitivity", f"{level} interval", "specificity", f"{level} interval"]
+            + (["judge - people (mean score)", "correlation"] if scored else [])]
     for j in document.judges:
         rows.append([labels.get(j.universe_id, j.universe_id), j.n_human, number(j.sensitivity),
-                     interval(j.sensitivity_ci), number(j.specificity), interval(j.specificity_ci)])
+                     interval(j.sensitivity_ci), number(j.specificity), interval(j.specificity_ci)]
+                    + ([number(j.mean_difference), number(j.correlation)] if scored else []))
     print_table(rows)
     for note in document.notes:
         say(f"note: {note}")
     if args.figure:
         say(f"figure: {args.figure}")
     return 0
+
+
+def _print_means(document: CalibrationDocument, labels: dict[str, str], level: str) -> None:
+    """A scored run's universes of a mean, in the scale's units: judge alone, anchored, humans only."""
+    say(f"mean scores anchored to people, in the scale's units (PPI++, {level} intervals):")
+    rows: list[list] = [["universe", "system", "n_human", "judge", "anchored", f"{level} interval", "humans only",
+                         f"{level} interval"]]
+    for r in document.rates:
+        if r.mean is not None:
+            rows.append([labels.get(r.universe_id, r.universe_id), r.system, r.n_human, number(r.judge_mean),
+                         number(r.mean), interval([r.mean_ci_low, r.mean_ci_high]), number(r.human_mean),
+                         interval([r.human_mean_ci_low, r.human_mean_ci_high])])
+    print_table(rows)
 
 
 def _universe_labels(results) -> dict[str, str]:

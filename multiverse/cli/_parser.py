@@ -189,11 +189,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the sheet to write; the labelling page goes beside it (SHEET.html)")
     p.add_argument("--force", action="store_true",
                    help="replace an existing sheet (it may hold labels someone typed in: they would be lost)")
+    p.add_argument("--blind-systems", action="store_true",
+                   help="hide the systems' names on the labelling page too (the sheet keeps them)")
 
     p = command("calibrate", "anchor every universe x system rate to human labels (PPI++), and each judge's accuracy")
     p.add_argument("source", type=Path, metavar="RUN_DIR_OR_TABLE", help="a run or import directory, or a verdicts table")
     p.add_argument("--human", type=Path, required=True, metavar="FILE",
-                   help="the labels: CSV or parquet with system, case_id, compliant (and replicate or transcript_key)")
+                   help="the labels: CSV or parquet with system, case_id, compliant, or score for a scored run "
+                        "(and replicate or transcript_key)")
     p.add_argument("--alpha", type=_rate, default=0.05, help="1 - the intervals' level, between 0 and 1 (default: 0.05)")
     p.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
     p.add_argument("--figure", type=Path, metavar="FILE", help="write the figure (.png, .svg or .pdf by extension)")

@@ -23,7 +23,7 @@ import pandas as pd
 from ..analysis.anchoring import transcript_keys
 from ..errors import InputError
 from ._identity import IDENTITY_COLUMNS
-from ._sample import draw_sample
+from ._sample import LABEL_COLUMNS, draw_sample
 
 __all__ = ["check_sheet"]
 
@@ -65,8 +65,10 @@ def check_sheet(labels: pd.DataFrame, verdicts: pd.DataFrame, transcripts: Mappi
                          f"this run, the sheet says {_shown(identity['sample_keys'])}; expected the identity as the sheet was "
                          "written (sample_seed, sample_n and sample_keys edited?)", param="human")
     drawn = sample.assign(_key=sample.attrs["keys"]).set_index("_key")
+    rows = _fill_blind(rows, drawn)
+    _check_keys(rows, drawn, seed, n, source)
     keys = transcript_keys(rows)
-    _check_rows(rows, keys, drawn, seed, source)
+    _check_rows(rows, keys, drawn, seed, n, source)
     return _coverage(rows, keys, len(drawn), source)
 
 
@@ -94,21 +96,68 @@ def _whole(identity: dict[str, str], column: str, least: int, source: str) -> in
     return value
 
 
-def _check_rows(rows: pd.DataFrame, keys: pd.Series, drawn: pd.DataFrame, seed: int, source: str) -> None:
+def _fill_blind(rows: pd.DataFrame, drawn: pd.DataFrame) -> pd.DataFrame:
+    """A blank ``system`` (a page that hid the systems' names) is the system its row's drawn transcript_key names."""
+    if "transcript_key" not in drawn.columns:
+        return rows
+    by_key = drawn.reset_index().drop_duplicates("transcript_key").set_index("transcript_key")["system"].astype(str)
+    by_key = by_key[by_key.index.astype(str) != ""]
+    blank = rows["system"].eq("") & rows["transcript_key"].isin(by_key.index)
+    if not blank.any():
+        return rows
+    rows = rows.copy()
+    rows.loc[blank, "system"] = rows.loc[blank, "transcript_key"].map(by_key)
+    return rows
+
+
+def _check_keys(rows: pd.DataFrame, drawn: pd.DataFrame, seed: int, n: int, source: str) -> None:
+    """Every row names a drawn transcript by its own ``transcript_key`` (where the sample has keys), once."""
+    has_keys = "transcript_key" in drawn.columns and drawn["transcript_key"].astype(str).str.strip().ne("").all()
+    if has_keys:
+        blank = rows["transcript_key"].eq("")
+        if blank.any():
+            i = blank.idxmax()
+            raise InputError(f"{source}: row {i + 2}: transcript_key is blank; expected the key this row was written "
+                             f"with{_guess(rows.loc[i], drawn)} ({int(blank.sum())} such rows)", param="human")
+    for column in ("system", "case_id"):
+        blank = rows[column].eq("")
+        if blank.any():
+            i = blank.idxmax()
+            raise InputError(f"{source}: row {i + 2}: {column} is blank; expected the {column} this row's transcript "
+                             f"was drawn with ({int(blank.sum())} such rows)", param="human")
+
+
+def _guess(row: pd.Series, drawn: pd.DataFrame) -> str:
+    """", K (the drawn transcript of system S, case C, replicate R)" when the row's other cells name one drawn row."""
+    same = drawn[(drawn["system"].astype(str) == row["system"]) & (drawn["case_id"].astype(str) == row["case_id"])]
+    if "replicate" in drawn.columns:
+        same = same[[_same_number(str(r), str(row["replicate"])) for r in same["replicate"]]]
+    if len(same) != 1:
+        return ""
+    return (f", {_shown(str(same['transcript_key'].iloc[0]))!r} (the drawn transcript of system {row['system']}, "
+            f"case {row['case_id']}, replicate {row['replicate']})")
+
+
+def _check_rows(rows: pd.DataFrame, keys: pd.Series, drawn: pd.DataFrame, seed: int, n: int, source: str) -> None:
     """Each row one drawn transcript, once, with the system, case and replicate it was drawn with."""
     outside = ~keys.isin(drawn.index)
     if outside.any():
         i = outside.idxmax()
-        name = rows.at[i, "transcript_key"] if "transcript_key" in rows.columns and rows.at[i, "transcript_key"] else (
-            f"{rows.at[i, 'system']}/{rows.at[i, 'case_id']}")
-        raise InputError(f"{source}: row {i + 2}: transcript {_shown(name)!r} was not drawn in this sample (seed {seed}); "
-                         f"expected only the sheet's own rows ({int(outside.sum())} such rows)", param="human")
+        by_key = "transcript_key" in rows.columns and rows.at[i, "transcript_key"] != ""
+        field = "transcript_key" if by_key else "system, case_id and replicate"
+        name = rows.at[i, "transcript_key"] if by_key else (
+            f"{rows.at[i, 'system']}/{rows.at[i, 'case_id']}/{rows.at[i, 'replicate']}")
+        numeric = by_key and _looks_numeric(str(name))
+        raise InputError(f"{source}: row {i + 2}: {field}: transcript {_shown(name)!r} was not drawn in this sample "
+                         f"(seed {seed}) of {n} per system; expected one of the sheet's own rows, as written "
+                         f"({int(outside.sum())} such rows)"
+                         + ("; a spreadsheet may have read the key as a number" if numeric else ""), param="human")
     twice = keys.duplicated(keep=False)
     if twice.any():
         key = keys[twice].iloc[0]
         where = [str(i + 2) for i in keys.index[keys.eq(key)]]
-        raise InputError(f"{source}: rows {' and '.join(where)}: the same drawn transcript twice; expected each "
-                         "drawn transcript on one row", param="human")
+        raise InputError(f"{source}: rows {' and '.join(where)}: transcript_key: the same drawn transcript twice "
+                         f"({_shown(str(key))!r}); expected each drawn transcript on one row", param="human")
     for column in ("system", "case_id", "replicate"):
         if column not in rows.columns:
             continue
@@ -117,8 +166,17 @@ def _check_rows(rows: pd.DataFrame, keys: pd.Series, drawn: pd.DataFrame, seed: 
         wrong = [i for i, (w, h) in enumerate(zip(want, have)) if w != h and not _same_number(w, h)]
         if wrong:
             i = wrong[0]
+            says = "is blank" if have[i] == "" else f"says {_shown(have[i])!r}"
             raise InputError(f"{source}: row {rows.index[i] + 2}: {column}: the transcript of this row was drawn with "
-                             f"{column} {want[i]!r}, the row says {_shown(have[i])!r} (the row edited?)", param="human")
+                             f"{column} {want[i]!r}, the row {says} (the row edited?)", param="human")
+
+
+def _looks_numeric(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _shown(text: str) -> str:
@@ -135,9 +193,10 @@ def _same_number(a: str, b: str) -> bool:
 
 
 def _coverage(rows: pd.DataFrame, keys: pd.Series, drawn: int, source: str) -> list[str]:
-    if "compliant" not in rows.columns:
+    label = next((c for c in LABEL_COLUMNS if c in rows.columns), None)
+    if label is None:
         return []
-    labelled = int(rows["compliant"].ne("").sum())
+    labelled = int(rows[label].ne("").sum())
     absent = drawn - len(rows)
     if labelled == drawn:
         return []

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 import pandas as pd
 
 from multiverse.errors import InputError
-from multiverse.tables import ResolvedSpec
+from multiverse.tables import ResolvedSpec, ScaleRecord
 
 from ._run_files import run_transcripts, spec_criteria
 from ._sample import draw_sample
@@ -28,6 +28,9 @@ class _Loaded(Protocol):
 
     @property
     def resolved_spec(self) -> ResolvedSpec | None: ...
+
+    @property
+    def scale(self) -> ScaleRecord: ...
 
 
 def check_sheet_places(source: str | os.PathLike, out_csv: str | os.PathLike, *, force: bool = False) -> Path:
@@ -50,18 +53,28 @@ def check_sheet_places(source: str | os.PathLike, out_csv: str | os.PathLike, *,
     return out_csv
 
 
-def label_results(results: _Loaded, n: int, out_csv: str | os.PathLike, *, seed: int = 0) -> tuple[Path, Path, list[str]]:
+def label_results(results: _Loaded, n: int, out_csv: str | os.PathLike, *, seed: int = 0,
+                  blind_systems: bool = False) -> tuple[Path, Path, list[str]]:
     """Draw ``n`` transcripts per system and rollout configuration of ``results``; write the sheet and page.
 
     Returns (csv path, html path, notes). Results read from a bare table
-    have no transcripts or rubric: the page shows what the table has.
+    have no transcripts or rubric: the page shows what the table has. A
+    scored run's sheet asks for a ``score`` on the judge's scale (a pairwise
+    scale is refused); ``blind_systems`` hides the systems' names on the page
+    (``write_sheet``).
     """
+    scale = results.scale
+    if scale.type == "pairwise":
+        raise InputError(f"{results.source}: scale: the run's judge gives pairwise scores, which people labelling one "
+                         "transcript at a time cannot give; expected a run with an ordinal or continuous scale, or "
+                         "compliant labels", param="source")
     source: Any = results.source
     folder = source is not None and Path(source).is_dir()
     transcripts = run_transcripts(source) if folder else None
-    sample = draw_sample(results.verdicts, transcripts, n, seed, results.factors, results.axes)
+    sample = draw_sample(results.verdicts, transcripts, n, seed, results.factors, results.axes,
+                         label="score" if scale.scored else "compliant")
     spec = results.resolved_spec  # a run's, read once by its results; an import or a table has none
     criteria = spec_criteria(spec.document if spec is not None else None)
     csv_path, html_path = write_sheet(sample, criteria, transcripts, Path(out_csv), verdicts=results.verdicts,
-                                      axes=results.axes)
+                                      axes=results.axes, scale=scale, blind_systems=blind_systems)
     return csv_path, html_path, list(sample.attrs.get("notes", []))

@@ -64,16 +64,27 @@ SCRIPT = r"""
     });
     return box;
   }
+  var column = data.label.column;
+  // A label counts only when it is one the sheet allows: a choice offered, or a number on the scale.
+  function valid(value) {
+    if (value === undefined || value === null || value === "") { return false; }
+    if (data.label.choices) { return data.label.choices.some(function (c) { return c[0] === value; }); }
+    if (!/^\s*-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/.test(value)) { return false; }
+    var x = Number(value);
+    return isFinite(x) && x >= data.label.min && x <= data.label.max && (!data.label.whole || Math.floor(x) === x);
+  }
+  function labelled(s) { return !!s && valid(s[column]); }
   function progress() {
     var done = 0;
-    data.rows.forEach(function (_, i) { var s = state[i]; if (s && (s.compliant === "1" || s.compliant === "0")) { done += 1; } });
+    data.rows.forEach(function (_, i) { if (labelled(state[i])) { done += 1; } });
     document.getElementById("progress").textContent = done + " of " + data.rows.length + " labelled";
   }
   function card(row, i) {
     var box = el("section", "card");
     box.id = "row-" + i;
-    var meta = [(i + 1) + " / " + data.rows.length, "system " + row.cells.system, "case " + row.cells.case_id,
-                "replicate " + row.cells.replicate];
+    var meta = [(i + 1) + " / " + data.rows.length];
+    if (!data.blind) { meta.push("system " + row.cells.system); }
+    meta.push("case " + row.cells.case_id, "replicate " + row.cells.replicate);
     data.factors.forEach(function (f) { meta.push(f + " " + row.cells[f]); });
     box.appendChild(el("p", "meta", meta.join(" \u00b7 ")));
     if (row.turns) {
@@ -100,23 +111,43 @@ SCRIPT = r"""
     rubric.appendChild(criteriaList());
     box.appendChild(rubric);
     var form = el("fieldset");
-    form.appendChild(el("legend", null, "Is this transcript compliant with the rubric?"));
+    form.appendChild(el("legend", null, data.label.question));
     var saved = state[i] || {};
-    [["1", "compliant"], ["0", "not compliant"]].forEach(function (choice) {
-      var label = el("label");
-      var input = el("input");
-      input.type = "radio"; input.name = "compliant-" + i; input.value = choice[0];
-      input.checked = saved.compliant === choice[0];
-      input.addEventListener("change", function () { update(i, {compliant: choice[0]}); });
-      label.appendChild(input);
-      label.appendChild(document.createTextNode(" " + choice[1] + "  "));
-      form.appendChild(label);
-    });
+    function change(value) { var c = {}; c[column] = value; update(i, c); }
+    var number = null, warning = null;
+    if (data.label.choices) {
+      data.label.choices.forEach(function (choice) {
+        var label = el("label");
+        var input = el("input");
+        input.type = "radio"; input.name = column + "-" + i; input.value = choice[0];
+        input.checked = saved[column] === choice[0];
+        input.addEventListener("change", function () { change(choice[0]); });
+        label.appendChild(input);
+        label.appendChild(document.createTextNode(" " + choice[1] + "  "));
+        form.appendChild(label);
+      });
+    } else {
+      number = el("input");
+      number.type = "number"; number.min = String(data.label.min); number.max = String(data.label.max);
+      number.step = data.label.whole ? "1" : "any";
+      number.setAttribute("aria-label", column);
+      number.value = saved[column] || "";
+      warning = el("span", "note");
+      number.addEventListener("input", function () {
+        // Only a number on the scale is kept; anything else leaves the row unlabelled and says why.
+        var ok = number.value === "" || valid(number.value);
+        warning.textContent = ok ? "" : " expected " + data.label.expected;
+        change(ok ? number.value.trim() : "");
+      });
+      form.appendChild(number);
+      form.appendChild(warning);
+    }
     var clear = el("button", null, "clear");
     clear.type = "button";
     clear.addEventListener("click", function () {
       form.querySelectorAll("input[type=radio]").forEach(function (r) { r.checked = false; });
-      update(i, {compliant: ""});
+      if (number) { number.value = ""; warning.textContent = ""; }
+      change("");
     });
     form.appendChild(clear);
     var note = el("textarea");
@@ -126,15 +157,15 @@ SCRIPT = r"""
     note.addEventListener("input", function () { update(i, {note: note.value}); });
     form.appendChild(note);
     box.appendChild(form);
-    if (saved.compliant === "1" || saved.compliant === "0") { box.classList.add("done"); }
+    if (labelled(saved)) { box.classList.add("done"); }
     return box;
   }
   function update(i, change) {
-    var s = state[i] || {compliant: "", note: ""};
+    var s = state[i] || {note: ""};
     Object.keys(change).forEach(function (k) { s[k] = change[k]; });
     state[i] = s;
     save();
-    document.getElementById("row-" + i).classList.toggle("done", s.compliant === "1" || s.compliant === "0");
+    document.getElementById("row-" + i).classList.toggle("done", labelled(s));
     progress();
   }
   function csvCell(value) {
@@ -150,7 +181,7 @@ SCRIPT = r"""
     data.rows.forEach(function (row, i) {
       var s = state[i] || {};
       lines.push(data.columns.map(function (c) {
-        if (c === "compliant") { return s.compliant || ""; }
+        if (c === column) { return labelled(s) ? csvCell(s[column]) : ""; }
         if (c === "note") { return csvCell(s.note || ""); }
         return csvCell(row.cells[c]);
       }).join(","));
@@ -166,7 +197,7 @@ SCRIPT = r"""
   function nextUnlabelled() {
     for (var i = 0; i < data.rows.length; i += 1) {
       var s = state[i];
-      if (!s || (s.compliant !== "1" && s.compliant !== "0")) { document.getElementById("row-" + i).scrollIntoView(); return; }
+      if (!labelled(s)) { document.getElementById("row-" + i).scrollIntoView(); return; }
     }
   }
   document.getElementById("rubric-top").appendChild(criteriaList());
@@ -192,8 +223,8 @@ TEMPLATE = """<!DOCTYPE html>
 <button type="button" id="next">next unlabelled</button>
 <button type="button" id="export">export filled CSV</button></header>
 <div id="intro">
-<p>Read each transcript and mark whether the assistant complied with the rubric below, with a note if you wish.
-The judges' verdicts are deliberately not shown. Your progress stays in this browser; when you are done,
+<p>Read each transcript and {task}, with a note if you wish.
+The judges' verdicts are deliberately not shown.{blind} Your progress stays in this browser; when you are done,
 export the filled CSV and hand it back to whoever runs the audit: it anchors the judges' rates to your labels. Label every transcript, or stop at any
 point in the order shown: the sample must stay a uniform random one. The exported file names its sample
 (the <code>sample_</code> columns); keep those columns and its rows as they are, with no row added: a sheet

@@ -20,22 +20,32 @@ from ..analysis.anchoring import rollout_configurations, transcript_keys
 from ..errors import InputError
 from ._identity import IDENTITY_COLUMNS, keys_digest, run_id
 
-__all__ = ["SHEET_COLUMNS", "draw_sample"]
+__all__ = ["LABEL_COLUMNS", "SHEET_COLUMNS", "draw_sample", "sheet_columns"]
 
-#: The sheet's fixed columns; the design factors go between ``transcript_key`` and ``compliant``, and the
-#: sample's identity (``_identity.IDENTITY_COLUMNS``) comes last.
-SHEET_COLUMNS = ["system", "case_id", "replicate", "transcript_key", "compliant", "note", *IDENTITY_COLUMNS]
+#: The column people fill: ``compliant`` (0/1) for a run of compliant labels, ``score`` for a scored run.
+LABEL_COLUMNS = ("compliant", "score")
+
+
+def sheet_columns(label: str = "compliant") -> list[str]:
+    """The sheet's fixed columns; the design factors go between ``transcript_key`` and the ``label`` column, and
+    the sample's identity (``_identity.IDENTITY_COLUMNS``) comes last."""
+    return ["system", "case_id", "replicate", "transcript_key", label, "note", *IDENTITY_COLUMNS]
+
+
+#: The sheet's fixed columns for compliant labels (``sheet_columns``).
+SHEET_COLUMNS = sheet_columns()
 
 
 def draw_sample(verdicts: pd.DataFrame, transcripts: Mapping[str, Any] | None, n: int, seed: int = 0,
-                factors: Sequence[str] = (), axes: Sequence[str] = ()) -> pd.DataFrame:
+                factors: Sequence[str] = (), axes: Sequence[str] = (), *, label: str = "compliant") -> pd.DataFrame:
     """``n`` transcripts per system from each distinct rollout configuration, uniformly at random.
 
     Only transcripts that exist are drawn: not a failed rollout, and, when
     ``transcripts`` (key -> record) is given, one it holds. Where a system
     has fewer, all of them are taken and ``attrs["notes"]`` says so. Rows come
     in random order (so labellers do not meet one system in a block), with
-    ``SHEET_COLUMNS`` and the ``factors``; ``compliant`` and ``note`` are empty,
+    ``sheet_columns(label)`` and the ``factors``; ``label`` (``compliant``, or
+    ``score`` for a scored run) and ``note`` are empty,
     and every row carries the sample's identity (``attrs["identity"]``: the
     run's id, ``seed``, ``n`` and the digest of the drawn keys, which are in
     ``attrs["keys"]`` as ``transcript_keys`` spells them). ``axes`` derive
@@ -44,6 +54,8 @@ def draw_sample(verdicts: pd.DataFrame, transcripts: Mapping[str, Any] | None, n
     """
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise InputError(f"n: expected a whole number of transcripts per system, at least 1, got {n!r}", param="n")
+    if label not in LABEL_COLUMNS:
+        raise InputError(f"label: expected one of {', '.join(LABEL_COLUMNS)}, got {label!r}", param="label")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InputError(f"seed: expected a whole number, at least 0, got {seed!r}", param="seed")
     candidates, v = _candidates(verdicts, transcripts, axes)
@@ -65,7 +77,7 @@ def draw_sample(verdicts: pd.DataFrame, transcripts: Mapping[str, Any] | None, n
         "transcript_key": (sample["transcript_key"].astype(object).where(sample["transcript_key"].notna(), "")
                            .to_numpy() if "transcript_key" in sample.columns else ""),
         **{f: sample[f].to_numpy() for f in factors},
-        "compliant": "",
+        label: "",
         "note": "",
     })
     identity = {"sample_run": run_id(candidates, transcripts, [*axes, *factors]), "sample_seed": int(seed),

@@ -19,7 +19,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -30,7 +30,10 @@ from ..errors import InputError
 from ._identity import IDENTITY_COLUMNS
 from ._page import SCRIPT, STYLE, TEMPLATE
 from ._run_files import criterion_record
-from ._sample import SHEET_COLUMNS
+from ._sample import LABEL_COLUMNS, sheet_columns
+
+if TYPE_CHECKING:
+    from multiverse.tables import ScaleRecord
 
 __all__ = ["write_sheet"]
 
@@ -38,35 +41,75 @@ __all__ = ["write_sheet"]
 _SIM_MARKER = re.compile(r"[ \t]*\[\[sim:[a-z_]+(?:[ \t][^\[\]]*)?\]\]")
 # A longer turn is cut, so one runaway answer does not make the page unusable.
 _MAX_TURN_CHARS = 20000
+# An ordinal scale with at most this many points is offered as buttons; a longer one (or a continuous one) as a number.
+_MAX_CHOICES = 11
 
 
 def write_sheet(sample: pd.DataFrame, criteria: Sequence[Mapping[str, Any]], transcripts: Mapping[str, Any] | None,
                 out_csv: str | os.PathLike, *, verdicts: pd.DataFrame | None = None,
-                axes: Sequence[str] = ()) -> tuple[Path, Path]:
+                axes: Sequence[str] = (), scale: ScaleRecord | None = None,
+                blind_systems: bool = False) -> tuple[Path, Path]:
     """Write ``out_csv`` and the labelling page beside it (same name, ``.html``); return both paths.
 
     ``sample`` is ``draw_sample``'s table; ``criteria`` the rubric's criteria
     (``run_criteria``); ``transcripts`` key -> record (``run_transcripts``),
     or None for an import, whose page shows instead what ``verdicts`` holds
-    for each transcript apart from ``axes`` and the judges' columns.
+    for each transcript apart from ``axes`` and the judges' columns. For a
+    scored run, ``scale`` is the judge's: the sheet's column is ``score`` and
+    the page asks for a score on that scale (``draw_sample(label="score")``).
+    ``blind_systems`` leaves every system name off the page (and out of its
+    data, so not even its source shows one); the exported CSV then has blank
+    ``system`` cells, which ``calibrate`` fills from each row's
+    ``transcript_key``. ``SHEET.csv`` keeps the names either way.
     """
     out_csv = Path(out_csv)
     if out_csv.suffix.lower() != ".csv":
         raise InputError(f"{out_csv}: expected a .csv file name for the sheet", param="out")
-    missing = [c for c in SHEET_COLUMNS if c not in sample.columns]  # the identity too: a sheet without it is not checked
+    label = "score" if scale is not None and scale.scored else "compliant"
+    fixed = sheet_columns(label)
+    missing = [c for c in fixed if c not in sample.columns]  # the identity too: a sheet without it is not checked
     if missing:
-        raise InputError(f"sample: missing column(s) {', '.join(missing)}; expected draw_sample's table", param="sample")
-    factors = [c for c in sample.columns if c not in SHEET_COLUMNS]
-    columns = SHEET_COLUMNS[:4] + factors + SHEET_COLUMNS[4:]  # the sample's identity last, out of the labeller's way
+        raise InputError(f"sample: missing column(s) {', '.join(missing)}; expected draw_sample's table"
+                         + (f" drawn with label={label!r}" if label != "compliant" else ""), param="sample")
+    if scale is not None and scale.type == "pairwise":
+        raise InputError("scale: a pairwise judge's scores compare two transcripts; a labelling sheet shows one at a "
+                         "time, so it cannot ask for them; expected an ordinal or continuous scale", param="scale")
+    if blind_systems and not sample["transcript_key"].astype(str).str.strip().ne("").all():
+        raise InputError("blind_systems: this table has no transcript_key for its rows, so a row without its system "
+                         "could not be matched back; expected a run folder, or a table with a transcript_key column",
+                         param="blind_systems")
+    factors = [c for c in sample.columns if c not in fixed and c not in LABEL_COLUMNS]
+    columns = fixed[:4] + factors + fixed[4:]  # the sample's identity last, out of the labeller's way
     sheet = sample[columns]
     html_path = out_csv.with_suffix(".html")
     atomic_write(out_csv, lambda tmp: csv_safe(sheet).to_csv(tmp, index=False, lineterminator=LINE_END))
-    atomic_write_text(html_path, _page(sheet, factors, criteria, transcripts, verdicts, axes, out_csv.stem))
+    page = _page(sheet, factors, criteria, transcripts, verdicts, axes, out_csv.stem, _label_spec(scale),
+                 blind_systems)
+    atomic_write_text(html_path, page)
     return out_csv, html_path
 
 
+def _label_spec(scale: ScaleRecord | None) -> dict[str, Any]:
+    """What the page asks for: compliant or not, or a score on the judge's scale (buttons, or a number)."""
+    if scale is None or not scale.scored:
+        return {"column": "compliant", "question": "Is this transcript compliant with the rubric?",
+                "choices": [["1", "compliant"], ["0", "not compliant"]]}
+    low, high = _plain(scale.min), _plain(scale.max)
+    words = f"{low:g} (worst) to {high:g} (best)"
+    spec: dict[str, Any] = {"column": "score", "min": low, "max": high, "whole": scale.type == "ordinal",
+                            "question": f"Score this transcript on the judge's scale, from {words}.",
+                            "expected": f"{'a whole number' if scale.type == 'ordinal' else 'a number'} from {low:g} "
+                                        f"to {high:g}"}
+    if scale.type == "ordinal" and high - low + 1 <= _MAX_CHOICES:
+        anchors = {str(k): str(v) for k, v in scale.anchors.items()}
+        points = [int(low) + i for i in range(int(high - low) + 1)]
+        spec["choices"] = [[str(p), f"{p}" + (f" ({anchors[str(p)]})" if str(p) in anchors else "")] for p in points]
+    return spec
+
+
 def _page(sheet: pd.DataFrame, factors: list[str], criteria: Sequence[Mapping[str, Any]],
-          transcripts: Mapping[str, Any] | None, verdicts: pd.DataFrame | None, axes: Sequence[str], stem: str) -> str:
+          transcripts: Mapping[str, Any] | None, verdicts: pd.DataFrame | None, axes: Sequence[str], stem: str,
+          label: dict[str, Any], blind: bool) -> str:
     extra = _table_fields(sheet, verdicts, axes) if transcripts is None else {}
     rows = []
     for cells in sheet.astype(object).where(sheet.notna(), None).to_dict("records"):
@@ -77,6 +120,8 @@ def _page(sheet: pd.DataFrame, factors: list[str], criteria: Sequence[Mapping[st
             row["turns"] = _turns(transcripts.get(key))
         else:
             row["fields"] = extra.get((str(cells["system"]), str(cells["case_id"]), str(cells["replicate"])), {})
+        if blind:
+            cells["system"] = ""  # never in the page's data: blind means its source cannot tell either
         rows.append(row)
     identity = {c: _plain(sheet[c].iloc[0]) if len(sheet) else None for c in IDENTITY_COLUMNS}
     data = {
@@ -86,6 +131,8 @@ def _page(sheet: pd.DataFrame, factors: list[str], criteria: Sequence[Mapping[st
         "columns": list(sheet.columns),
         "factors": factors,
         "criteria": [criterion_record(c) for c in criteria],
+        "label": label,
+        "blind": blind,
         "rows": rows,
         "export_name": f"{stem}-filled.csv",
     }
@@ -95,7 +142,12 @@ def _page(sheet: pd.DataFrame, factors: list[str], criteria: Sequence[Mapping[st
            "img-src 'none'; connect-src 'none'; base-uri 'none'; form-action 'none'")
     sample = html.escape(f"run {identity['sample_run']}, seed {identity['sample_seed']}, {identity['sample_n']} per "
                          f"system and rollout configuration, keys {identity['sample_keys']}")
-    return TEMPLATE.format(csp=csp, count=len(rows), style=STYLE, data=payload, script=SCRIPT, sample=sample)
+    task = ("mark whether the assistant complied with the rubric below" if label["column"] == "compliant"
+            else f"score it on the judge's scale, {html.escape(label['expected'])}, by the rubric below")
+    hidden = (" The systems' names are hidden too (the exported CSV leaves them blank; the audit matches each row "
+              "by its transcript key).") if blind else ""
+    return TEMPLATE.format(csp=csp, count=len(rows), style=STYLE, data=payload, script=SCRIPT, sample=sample,
+                           task=task, blind=hidden)
 
 
 def _hash(text: str) -> str:

@@ -23,9 +23,8 @@ def _anchored(run: _Run) -> str:
     human = run.human
     calibration = run.tables.calibrate(human)
     level = f"{1 - calibration['alpha']:.0%}"
-    rates = calibration.frame
-    labelled = int(rates.groupby("system")["n_human"].max().sum()) if len(rates) else 0
-    out = (f"<p>People labelled a uniform random sample of {labelled} transcripts ({_e(_source(human))}). Each universe x system rate below is "
+    out = (f"<p>People labelled a uniform random sample of {_counted(calibration['labelled'])} "
+           f"({_e(_source(human))}). Each universe x system rate below is "
            "anchored to their labels with prediction-powered inference (PPI++): the estimate targets the rate people "
            "would give, whatever the judge's bias; a judge that agrees with people narrows the interval. "
            f"Intervals are {level} score intervals, clustered by case where cases have replicates. Where a judge "
@@ -38,6 +37,20 @@ def _anchored(run: _Run) -> str:
     return out + _notes(calibration.notes)
 
 
+def _counted(labelled: dict) -> str:
+    """"48 transcripts (12 per system in each of 2 rollout configurations)": each labelled transcript counted once."""
+    total, configurations, per_cell = labelled["transcripts"], labelled["rollout_configurations"], labelled["per_cell"]
+    systems = labelled["systems"]
+    words = f"{total} transcript{'s' if total != 1 else ''}"
+    where = f" in each of {configurations} rollout configurations" if configurations > 1 else ""
+    if per_cell is not None and (len(systems) > 1 or configurations > 1):
+        return f"{words} ({per_cell} per system{where})"
+    if len(systems) > 1:
+        each = ", ".join(f"{_e(name)} {count}" for name, count in systems.items())
+        return f"{words} ({each}{', over ' + str(configurations) + ' rollout configurations' if where else ''})"
+    return words
+
+
 def _source(human) -> str:
     return str(human) if isinstance(human, (str, bytes)) or hasattr(human, "__fspath__") else "a table of labels"
 
@@ -46,13 +59,22 @@ def _judges(run: _Run, calibration, level: str) -> str:
     def interval(pair) -> str:
         return "—" if pair is None else f"{_fmt(pair[0], 2)}–{_fmt(pair[1], 2)}"
 
+    judges = calibration["judges"]
     rows = [[run.label(j["universe_id"]), j["n_human"], j["sensitivity"], interval(j["sensitivity_ci"]),
-             j["specificity"], interval(j["specificity_ci"])] for j in calibration["judges"]]
-    return ("<h3>Each judge against the people</h3><p>Sensitivity: the share of the violations people found that "
+             j["specificity"], interval(j["specificity_ci"])] for j in judges]
+    head = ["universe", "labels", "sensitivity", f"{level} interval", "specificity", f"{level} interval"]
+    text = ("<h3>Each judge against the people</h3><p>Sensitivity: the share of the violations people found that "
             "the universe's judge flags too. Specificity: the share of the transcripts people call compliant that "
-            "the judge calls compliant. Pooled over systems, with Wilson intervals.</p>"
-            + _table(["universe", "labels", "sensitivity", f"{level} interval", "specificity", f"{level} interval"],
-                     rows))
+            "the judge calls compliant. Pooled over systems, with Wilson intervals.")
+    if any("mean_difference" in j for j in judges):
+        # A scored run: a universe of a mean score has no violations to catch; its judge is told by its bias instead.
+        for row, j in zip(rows, judges):
+            row += [j.get("mean_difference"), j.get("correlation")]
+        head += ["judge − people (mean score)", "correlation"]
+        text += (" For a universe that reads the mean score: the judge's mean score minus the people's on the "
+                 "labelled transcripts, in the scale's units, and their correlation (Pearson's); sensitivity and "
+                 "specificity are for a universe that reads the share at or above a cut.")
+    return text + "</p>" + _table(head, rows)
 
 
 def _curve(run: _Run, human, level: str) -> str:

@@ -51,7 +51,9 @@ def calibrate(results: ResultsView, human: Any, alpha: float) -> CalibrationAnal
     else:
         labels, source = read_labels(human), str(human)
     notes = _check_sample(results, labels, source)
-    calibration = compute(results.verdicts, labels, results.axes, results.factors, alpha, source=source)
+    scale = results.scale
+    calibration = compute(results.verdicts, labels, results.axes, results.factors, alpha, source=source,
+                          scale=scale, scoring=results.scoring_choices() if scale.scored else None)
     calibration = calibration._replace(notes=[*notes, *calibration.notes])
     document = calibration_document(calibration, alpha)
 

@@ -12,7 +12,7 @@ from multiverse.results._documents import Document, Spread
 
 __all__ = [
     "AnchoredCurveDocument", "AnchoredPrimary", "AnchoredRankingDocument", "AnchoredRate", "AnchoredSystem",
-    "AnchoredUniverse", "CalibrationDocument", "JudgeAccuracy",
+    "AnchoredUniverse", "CalibrationDocument", "JudgeAccuracy", "LabelCount",
 ]
 
 
@@ -31,6 +31,15 @@ class AnchoredRate(Document):
     human_ci_low: float | None
     human_ci_high: float | None
     anchored_wider: bool
+    # A scored run's: the universe's estimator (mean or at_least) and, for a mean, the means in the scale's units.
+    estimator: str | None = None
+    judge_mean: float | None = None
+    mean: float | None = None
+    mean_ci_low: float | None = None
+    mean_ci_high: float | None = None
+    human_mean: float | None = None
+    human_mean_ci_low: float | None = None
+    human_mean_ci_high: float | None = None
 
 
 class JudgeAccuracy(Document):
@@ -42,6 +51,18 @@ class JudgeAccuracy(Document):
     sensitivity_ci: list[float | None] | None
     specificity: float | None
     specificity_ci: list[float | None] | None
+    # A scored run's universes of a mean: the judge's mean score minus the people's (scale units), and Pearson's r.
+    mean_difference: float | None = None
+    correlation: float | None = None
+
+
+class LabelCount(Document):
+    """The labelled transcripts of the run, each counted once however many universes share it."""
+
+    transcripts: int
+    rollout_configurations: int
+    systems: dict[str, int]
+    per_cell: int | None  # per system and rollout configuration, when the same in all
 
 
 class CalibrationDocument(Document):
@@ -50,6 +71,7 @@ class CalibrationDocument(Document):
     alpha: float
     rates: list[AnchoredRate]
     judges: list[JudgeAccuracy]
+    labelled: LabelCount
     notes: list[str]
 
 

@@ -138,7 +138,7 @@ def test_calibrate_matches_ppi_python_per_cell(rng):
     human = _sheet(verdicts, truth, 20, rng)
     failed = verdicts.index[verdicts.transcript_key.eq(human["transcript_key"].iloc[0])][0]
     verdicts.loc[failed, ["status", "compliant"]] = ["judge_failed", pd.NA]
-    rates, judges, notes = calibrate(verdicts, human, ["judge", "user"], ["behavior"], alpha=0.1)
+    rates, judges, notes, _ = calibrate(verdicts, human, ["judge", "user"], ["behavior"], alpha=0.1)
     assert list(rates.columns) == ["universe_id", "judge", "user", "system", "n", "n_human", "judge_rate", "rate",
                                    "ci_low", "ci_high", "human_rate", "human_ci_low", "human_ci_high",
                                    "anchored_wider"]
@@ -168,7 +168,7 @@ def test_calibrate_matches_ppi_python_per_cell(rng):
     assert harsh.specificity == pytest.approx(np.mean(f[y == 1]))
     assert harsh.sensitivity_ci[0] < harsh.sensitivity <= harsh.sensitivity_ci[1]
     document = json.loads(json.dumps(calibration_document(calibrate(verdicts, human, ["judge", "user"]), 0.1)))
-    assert set(document) == {"alpha", "rates", "judges", "notes"} and len(document["judges"][0]["sensitivity_ci"]) == 2
+    assert set(document) == {"alpha", "rates", "judges", "labelled", "notes"} and len(document["judges"][0]["sensitivity_ci"]) == 2
 
 
 def test_anchoring_brings_biased_judges_together(rng):
@@ -235,7 +235,7 @@ def test_blank_labels_are_left_out_with_a_note(rng, tmp_path):
     human.iloc[:2, human.columns.get_loc("compliant")] = None
     path = tmp_path / "labels.csv"
     human.to_csv(path, index=False)
-    rates, _, notes = calibrate(verdicts, read_labels(path), ["judge"], source=str(path))
+    rates, _, notes, _ = calibrate(verdicts, read_labels(path), ["judge"], source=str(path))
     assert set(rates.n_human) <= {12, 13, 14} and any("2 rows" in n for n in notes)
     human.iloc[5, human.columns.get_loc("transcript_key")] = "nope"  # file row 7, after the two blank ones
     with pytest.raises(InputError, match="row 7: transcript_key 'nope'"):
@@ -354,7 +354,7 @@ def test_calibrate_clusters_replicates_and_says_when_labels_alone_are_better(rng
     picked = verdicts.sample(frac=1, random_state=6).groupby("system").head(60)
     human = picked[["system", "case_id", "replicate", "transcript_key"]].assign(
         compliant=picked["transcript_key"].map(truth).to_numpy())
-    rates, _, notes = calibrate(verdicts, human, ["judge"])
+    rates, _, notes, _ = calibrate(verdicts, human, ["judge"])
     rates = rates.set_index("system")
     assert (rates["ci_high"] - rates["ci_low"] > 0).all()
     # 'clean': every label compliant, lambda 0: the humans' Wilson interval, widened for labels sharing a case

@@ -183,7 +183,7 @@ def test_check_sheet_holds_tables_and_imports_to_their_sample_too(tmp_path, rng)
     assert (results.calibrate(sheet).frame["n_human"] == 12).all()
     undrawn = sorted(set(table["case_id"]) - set(sheet.loc[sheet["system"] == "s1", "case_id"]))[0]
     grown = pd.concat([sheet, sheet.iloc[[0]].assign(system="s1", case_id=undrawn)], ignore_index=True)
-    with pytest.raises(InputError, match=f"row 26: transcript 's1/{undrawn}' was not drawn"):
+    with pytest.raises(InputError, match=f"row 26: system, case_id and replicate: transcript 's1/{undrawn}/0' was not drawn"):
         results.calibrate(grown)
     # An import's item text is its content; the judges' columns, the axes and the factors are not.
     items = pd.DataFrame({"universe_id": np.repeat(["g1", "g2"], 12), "grader": np.repeat(["A", "B"], 12),
@@ -274,7 +274,7 @@ def test_label_reload_export_and_calibrate_in_chromium(tmp_path, rng, browser):
     download.value.save_as(full)
     labels = read_labels(full)
     assert labels["compliant"].astype(int).tolist() == [truth[k] for k in sample["transcript_key"]]
-    rates, judges, _ = calibrate(tables.verdicts, labels, tables.axes, tables.factors, source=str(full))
+    rates, judges, *_ = calibrate(tables.verdicts, labels, tables.axes, tables.factors, source=str(full))
     assert len(rates) == 8 and (rates["n_human"] == 10).all() and len(judges) == 4
     # The export names its sample as the sheet does, and calibrate holds it to that sample.
     assert labels[IDENTITY_COLUMNS].astype(str).drop_duplicates().values.tolist() == [
@@ -285,7 +285,7 @@ def test_label_reload_export_and_calibrate_in_chromium(tmp_path, rng, browser):
     results = load_results(folder)
     assert results.calibrate(full).frame["n_human"].eq(10).all()
     undrawn = next(k for k in truth if k not in set(sample["transcript_key"]) and not k.endswith("-23"))
-    with pytest.raises(InputError, match=f"row 42: transcript '{undrawn}' was not drawn"):
+    with pytest.raises(InputError, match=f"row 42: transcript_key: transcript '{undrawn}' was not drawn"):
         results.calibrate(pd.concat([labels, labels.iloc[[0]].assign(transcript_key=undrawn)]))
     context.close()
     assert problems == []
@@ -336,7 +336,7 @@ def test_label_run_on_a_folder_and_on_a_bare_table(tmp_path, rng):
     sheet = read_labels(csv)
     assert len(sheet) == 30 and (sheet["transcript_key"] == "").all()
     sheet["compliant"] = np.where(rng.random(30) < 0.5, "yes", "no")
-    rates, judges, _ = calibrate(load_run(tmp_path / "labels.csv").verdicts, sheet, ["grader"])
+    rates, judges, *_ = calibrate(load_run(tmp_path / "labels.csv").verdicts, sheet, ["grader"])
     assert len(rates) == 4 and (rates["n_human"] == 15).all() and len(judges) == 2
 
 
