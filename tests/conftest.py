@@ -22,9 +22,11 @@ REPO = Path(__file__).resolve().parents[1]
 SPECS = REPO / "specs"
 
 
-# Folders the tests never look into: version control, caches, the venv, and
-# the llama.cpp log that .ci/run appends to while the suite runs.
-_NOT_WATCHED = {".git", "__pycache__", ".pytest_cache", ".ruff_cache", ".mypy_cache", ".venv", ".ci-llama.log"}
+# Folders the tests never look into: version control, caches, the venv, npm's
+# packages (tens of thousands of files, walked twice per module) and the
+# llama.cpp log that .ci/run appends to while the suite runs.
+_NOT_WATCHED = {".git", "__pycache__", ".pytest_cache", ".ruff_cache", ".mypy_cache", ".venv", "node_modules",
+                ".ci-llama.log"}
 # Source and prose are what a developer edits while the suite runs; what a
 # test could leave behind (stores, run folders, drafts, reports, figures) is not.
 _EDITED_BY_HAND = (".py", ".md")

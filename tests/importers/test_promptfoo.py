@@ -8,7 +8,6 @@ Expected numbers come from the files' own stats.
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from pathlib import Path
@@ -152,17 +151,3 @@ def test_the_same_grader_twice_is_refused(tmp_path):
     with pytest.raises(InputError, match=r"appears twice for one grader \(openai:chat:grader-a\)"):
         import_promptfoo([FILES[0], twin], tmp_path / "out")
 
-
-@pytest.mark.slow
-def test_genuine_promptfoo_evals_run_here_import_with_its_pass_rate(tmp_path):
-    """promptfoo runs two evals now, each graded by another model, against the fake server on loopback."""
-    from promptfoo_runs import promptfoo_binary, run_promptfoo
-
-    if promptfoo_binary() is None:
-        pytest.skip("promptfoo is not installed (.ci/run installs it with npm; npm is missing here)")
-    files = run_promptfoo(tmp_path / "evals")
-    results = import_promptfoo(files, tmp_path / "out", factors=["topic"])
-    check_import(files, results)
-    assert results.verdicts["judge"].nunique() == 2
-    assert results.agreement("judge").document["paired_on"] == "transcript"
-    assert copy.deepcopy(results.criteria)["rationale"].str.contains("the rubric").any()
