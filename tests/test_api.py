@@ -27,7 +27,7 @@ PUBLIC = [
 
 ANALYSIS = [
     "case_matrix", "spec_curve", "difference_curve", "indicator_matrix", "curve_summary", "CaseMatrix",
-    "joint_rate_test", "joint_difference_test", "JointTest",
+    "joint_rate_test", "joint_curve_test", "joint_mean_test", "joint_difference_test", "JointTest",
     "compute_rates", "included_verdicts", "system_rates",
     "agreement", "cohen_kappa", "gwet_ac1", "pair_matrix",
     "score_agreement", "weighted_kappa", "krippendorff_alpha", "icc", "exact_agreement", "mean_difference",

@@ -2,7 +2,8 @@
 
 - specification curves: :func:`case_matrix`, :func:`spec_curve`, :func:`difference_curve`,
   :func:`indicator_matrix`, :func:`curve_summary`;
-- joint tests over a curve: :func:`joint_rate_test`, :func:`joint_difference_test` (:class:`JointTest`);
+- joint tests over a curve: :func:`joint_curve_test` (each kind of universe under its own null:
+  :func:`joint_rate_test` for shares, :func:`joint_mean_test` for means), :func:`joint_difference_test` (:class:`JointTest`);
 - rates: :func:`compute_rates` (the rates table), :func:`included_verdicts`, :func:`system_rates`;
 - judge agreement: :func:`agreement`, :func:`cohen_kappa`, :func:`gwet_ac1`, :func:`pair_matrix`;
   on scores: :func:`score_agreement`, :func:`weighted_kappa`, :func:`krippendorff_alpha`, :func:`icc`,
@@ -55,6 +56,8 @@ from .curve import (
     spec_curve,
 )
 from .inference import JointTest, joint_difference_test, joint_rate_test
+from .joint_curve import joint_curve_test
+from .mean_null import joint_mean_test
 from .label_budget import anchored_width, human_power
 from .multiplicity import adjust_tests, holm
 from .power import (
@@ -101,7 +104,9 @@ __all__ = [
     "icc",
     "included_verdicts",
     "indicator_matrix",
+    "joint_curve_test",
     "joint_difference_test",
+    "joint_mean_test",
     "joint_rate_test",
     "kendall_tau_b",
     "kendall_w",

@@ -66,6 +66,18 @@ class CaseMatrix:
     #: Per universe (array order): True where the rate is a mean of scores (a t interval), not a
     #: share; None when every rate is a share. ``compliant`` then sums contributions in [0, 1].
     means: np.ndarray | None = None
+    #: With scores, the sum of each cell's squared contributions (a mean's null needs its spread within
+    #: a case); None with labels, whose squares are the labels themselves.
+    squares: np.ndarray | None = None
+
+    def share_icc(self) -> np.ndarray:
+        """(systems x universes) ICC of each share's design effect, NaN for a mean: ``intervals.share_icc``,
+        computed once (the curve's intervals and every joint test's count read it from here)."""
+        if "_share_icc" not in self.__dict__:
+            from .intervals import share_icc
+
+            object.__setattr__(self, "_share_icc", share_icc(self.included, self.compliant, self.means))
+        return self.__dict__["_share_icc"]
 
     def system_index(self, system: str) -> int:
         """Position of ``system`` in the arrays; InputError if it has no ok verdicts."""
@@ -197,10 +209,12 @@ def case_matrix(
     del u_codes, c_codes, s_codes
     size = n_s * n_u * n_c
     included = np.bincount(flat, minlength=size).astype(float)
+    squares = None
     if compliant.dtype == bool:
         n_compliant = np.bincount(flat[compliant], minlength=size).astype(float)
     else:
         n_compliant = np.bincount(flat, weights=compliant, minlength=size)
+        squares = np.bincount(flat, weights=compliant * compliant, minlength=size).reshape(n_s, n_u, n_c)
     return CaseMatrix(
         universes=universes,
         axes=tuple(axes),
@@ -208,6 +222,7 @@ def case_matrix(
         cases=pd.Index(c_ids, name="case_id"),
         compliant=n_compliant.reshape(n_s, n_u, n_c),
         included=included.reshape(n_s, n_u, n_c),
+        squares=squares,
     )
 
 

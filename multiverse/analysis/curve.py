@@ -141,7 +141,13 @@ def spec_curve(
     _check_level(level)
     axes = _axes_list(axes)
     systems = None if system is None else ([system] if isinstance(system, str) else list(system))
-    m = _as_matrix(verdicts, axes, systems)
+    # Every system's verdicts, even when some are shown: the intervals' ICC is pooled over all of them
+    # (CaseMatrix.share_icc), as the joint tests' counts pool it, whichever systems are asked for.
+    m = _as_matrix(verdicts, axes, None)
+    if systems is not None and not isinstance(verdicts, CaseMatrix):
+        absent = sorted(set(systems) - set(m.systems), key=str)
+        if absent:
+            raise InputError(f"verdicts: system: expected ok verdicts for {', '.join(map(str, absent))}")
     _check_primary(m, primary)
     n = m.included.sum(axis=2)
     k = m.compliant.sum(axis=2)
@@ -160,7 +166,7 @@ def spec_curve(
     methods, levels = _ci_settings(curve["universe_id"], ci, level)
     s_idx, u_idx = np.array(targets, dtype=np.int64).reshape(-1, 2).T
     curve["ci_low"], curve["ci_high"] = rate_intervals(
-        m.included[s_idx, u_idx], m.compliant[s_idx, u_idx], methods, levels, n_boot, seed)
+        m.included[s_idx, u_idx], m.compliant[s_idx, u_idx], methods, levels, n_boot, seed, icc=m.share_icc()[s_idx, u_idx])
     if m.means is not None and m.means[u_idx].any():
         # A mean of scores: the cluster-robust t interval, not a share's Wilson interval.
         from multiverse.analysis.estimates import case_mean_interval

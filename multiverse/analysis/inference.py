@@ -79,7 +79,7 @@ from multiverse.analysis.case_matrix import (
     _paired,
     _paired_z,
 )
-from multiverse.analysis.intervals import anova_terms, design_effect, icc_from_terms
+from multiverse.analysis.intervals import design_effect
 from multiverse.analysis.null_histograms import (
     TIE,
     NestedCounts,
@@ -120,13 +120,9 @@ _NESTED_CELLS = 1_000_000
 _NESTED_REPLICATED_CELLS = 50_000
 
 
-def _effective_n(n_uc: np.ndarray, k_uc: np.ndarray, level: float) -> np.ndarray:
-    """Per universe (rows), Kish's n / deff with the ICC the curve's Wilson intervals use."""
-    terms = anova_terms(n_uc, k_uc)
-    own = icc_from_terms(terms)
-    pooled = icc_from_terms(terms[np.isfinite(own)].sum(axis=0))[0] if np.isfinite(own).any() else np.nan
-    deff = design_effect(n_uc, np.where(np.isfinite(own), own, pooled), level)
-    return n_uc.sum(axis=1) / deff
+def _effective_n(n_uc: np.ndarray, icc: np.ndarray, level: float) -> np.ndarray:
+    """Per universe (rows), Kish's n / deff with the ICC the curve's Wilson intervals use (``CaseMatrix.share_icc``)."""
+    return n_uc.sum(axis=1) / design_effect(n_uc, icc, level)
 
 
 def _score_z(effect: np.ndarray, n: np.ndarray, threshold: float) -> np.ndarray:
@@ -174,6 +170,13 @@ class JointTest:
     n_cases: int
     seed: Any = field(default=None, repr=False)
     null_model: LatentNull | None = field(default=None, repr=False)
+    #: A curve of several kinds of universe (shares and means): each kind's own test, whose p-values
+    #: this one combines (:mod:`multiverse.analysis.joint_curve`); empty for a test of one kind.
+    parts: tuple[JointTest, ...] = ()
+    #: What the tested universes estimate: "shares" (labels, or scores at a cut), "means" (of scores), or both.
+    estimates: str = "shares"
+    #: The dependence a null of means of scores reproduces (``mean_null.MeanNull.describe``), if any.
+    null_fit: Mapping[str, Any] | None = field(default=None, repr=False)
 
     @property
     def n_universes(self) -> int:
@@ -191,6 +194,7 @@ class JointTest:
             ),
             "systems": list(self.systems),
             "threshold": self.threshold,
+            "estimates": self.estimates,
             "resampling": self.resampling,
             "boot": self.boot,
             "exact": self.exact,
@@ -210,9 +214,12 @@ class JointTest:
                 for name in STATISTICS
             },
         }
+        # Which null ran, named in every document (and the dependence it reproduces, so a reader can judge it).
+        out["null_model"] = {"name": self.resampling}
+        if self.null_fit is not None:
+            out["null_model"].update(self.null_fit)
         if self.null_model is not None:
-            # The dependence the null reproduces, so a reader can judge it.
-            out["null_model"] = {
+            out["null_model"] |= {
                 "intra_case_correlation": {
                     "between_universes": _num(self.null_model.rho_between),
                     "within_universe": _num(self.null_model.rho_within),
@@ -225,6 +232,8 @@ class JointTest:
         out["statistics"]["n_significant"]["share"] = _num(
             self.observed["n_significant"] / max(self.n_universes, 1)
         )
+        if self.parts:
+            out["parts"] = [part.to_dict() for part in self.parts]
         return out
 
 
@@ -316,7 +325,7 @@ def joint_rate_test(
     rows, n_uc, k_uc = m.seen(s)
     rate = k_uc.sum(axis=1) / n_uc.sum(axis=1)
     effect = rate - threshold
-    n = _effective_n(n_uc, k_uc, 1.0 - alpha)
+    n = _effective_n(n_uc, m.share_icc()[s, rows], 1.0 - alpha)
     z = _score_z(effect, n, threshold)
     n_cases = n_uc.shape[1]
     model = fit_latent_null(n_uc, k_uc)
@@ -460,6 +469,8 @@ def joint_difference_test(
         alpha=alpha,
         band_level=band_level,
         resampling="case sign flip" + (" (all patterns)" if exact else ""),
+        estimates=("shares" if m.means is None or not np.asarray(m.means)[pair.rows].any() else
+                   "means" if np.asarray(m.means)[pair.rows].all() else "shares and means"),
         n_cases=n_cases,
         seed=seed,
     )

@@ -43,7 +43,8 @@ _ROWS_CELLS = 1 << 22
 _FEW_LABELS = 5
 
 __all__ = [
-    "anova_terms", "cluster_bootstrap", "design_effect", "icc_from_terms", "rate_intervals", "wilson",
+    "anova_terms", "cluster_bootstrap", "design_effect", "icc_from_terms", "rate_intervals", "share_icc", "target_icc",
+    "wilson",
 ]
 
 
@@ -123,6 +124,36 @@ def icc_from_terms(terms: np.ndarray) -> np.ndarray:
         icc = (ms_b - ms_w) / (ms_b + (m0 - 1.0) * ms_w)
     estimable = (df_b > 0) & (df_w > 0) & (ms_b + ms_w > 0) & (rarer >= _FEW_LABELS)
     return np.where(estimable, np.clip(icc, 0.0, 1.0), np.nan)
+
+
+def target_icc(terms: np.ndarray) -> np.ndarray:
+    """The intra-case correlation each target's design effect uses: the one rule of every interval and count.
+
+    ``terms`` are :func:`anova_terms` rows, one per target (a universe x
+    system rate). A target's own ICC where it is estimable, else the ICC of
+    the terms pooled over every target whose own is, else NaN (which
+    :func:`design_effect` reads as 1, the widest). The curve's intervals, the
+    joint test's count of significant universes and the rates table all take
+    their targets' ICC from here, over the same targets: every universe x
+    system of the run whose rate is a share.
+    """
+    own = icc_from_terms(terms)
+    pooled = icc_from_terms(terms[np.isfinite(own)].sum(axis=0))[0] if np.isfinite(own).any() else np.nan
+    return np.where(np.isfinite(own), own, pooled)
+
+
+def share_icc(included: np.ndarray, compliant: np.ndarray, means: np.ndarray | None) -> np.ndarray:
+    """:func:`target_icc` of every system x universe of (systems x universes x cases) counts whose rate is a
+    share (``means`` False or None), pooled over all of them; NaN for a mean of scores, whose interval is a t
+    interval with no ICC. The one rule of the curve's intervals and the joint test's count (``CaseMatrix.share_icc``).
+    """
+    n_s, n_u, n_c = included.shape
+    shares = np.ones(n_u, dtype=bool) if means is None else ~np.asarray(means, dtype=bool)
+    out = np.full((n_s, n_u), np.nan)
+    if shares.any():
+        terms = anova_terms(included[:, shares].reshape(-1, n_c), compliant[:, shares].reshape(-1, n_c))
+        out[:, shares] = target_icc(terms).reshape(n_s, -1)
+    return out
 
 
 def design_effect(n_tc, icc: np.ndarray, level: float) -> np.ndarray:
@@ -244,12 +275,13 @@ def cluster_bootstrap(case, n_cases, target, n_targets, cells, included, complia
     return low, high
 
 
-def rate_intervals(n_tc, k_tc, methods, levels, n_boot: int, seed) -> tuple[np.ndarray, np.ndarray]:
+def rate_intervals(n_tc, k_tc, methods, levels, n_boot: int, seed, icc: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
     """Interval of each target's pooled rate, by its method and level (arrays over targets).
 
-    ``wilson``: the design-effect Wilson interval, with each target's own ICC
-    (pooled over targets when not estimable). ``bootstrap``: the case
-    bootstrap percentile interval widened to contain it.
+    ``wilson``: the design-effect Wilson interval, with each target's ICC
+    (``icc`` when given, else :func:`target_icc` over these targets).
+    ``bootstrap``: the case bootstrap percentile interval widened to contain it.
     """
     methods, levels = np.asarray(methods, dtype=object), np.asarray(levels, dtype=float)
     # Each target's numbers come from its own row, so the rows are taken a block at a time: the
@@ -265,10 +297,8 @@ def rate_intervals(n_tc, k_tc, methods, levels, n_boot: int, seed) -> tuple[np.n
         compliant[a:b] = np.asarray(k.sum(axis=1)).ravel()
         parts.append(anova_terms(n, k))
     rate = np.divide(compliant, total, out=np.full(len(total), np.nan), where=total > 0)
-    terms = np.concatenate(parts) if parts else np.zeros((0, 6))
-    own = icc_from_terms(terms)
-    pooled = icc_from_terms(terms[np.isfinite(own)].sum(axis=0))[0] if np.isfinite(own).any() else np.nan
-    icc = np.where(np.isfinite(own), own, pooled)
+    if icc is None:
+        icc = target_icc(np.concatenate(parts) if parts else np.zeros((0, 6)))
     low, high = np.full(len(rate), np.nan), np.full(len(rate), np.nan)
     for level in sorted(set(levels.tolist())):
         rows = levels == level

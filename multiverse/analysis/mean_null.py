@@ -1,36 +1,240 @@
 """The joint test of a curve of mean scores: is one system's rescaled mean ``threshold`` in every universe?
 
-:func:`~multiverse.analysis.inference.joint_rate_test` draws labels from a
-latent binary null: right for shares, not for a mean of scores in [0, 1],
-whose spread is not ``t (1 - t)``. For a curve with a universe whose
-estimate is a mean (``CaseMatrix.means``), this test runs instead, on the
-same [0, 1] scale and with the same three statistics (median effect, count
-of significant universes, mean z; :mod:`multiverse.analysis.inference`).
+A mean of scores rescaled to [0, 1] (``mean``, ``win_rate``; see
+:mod:`multiverse.analysis.estimates`) is not a share: its spread is not
+``t (1 - t)``, so the rate null of :mod:`multiverse.analysis.rate_null` does
+not fit it. The centred case bootstrap (Simonsohn, Simmons & Nelson 2020)
+used before rejected 0.10-0.18 under a true null at t = 0.05 with 30-60
+cases (0.07-0.13 at t = 0.1): near the bottom of the scale the mean of a few
+dozen skewed scores is skewed, and a bootstrap centred on the data cannot
+impose t. So this null is built as the rate null is, parametric at the score
+level with the data's case dependence:
 
-Null: the centred case bootstrap of Simonsohn, Simmons & Nelson (2020).
-Each replicate draws cases with replacement (the same draw for every
-universe, so their dependence is kept) and re-estimates every universe; the
-null curve is the replicate's rates minus the observed ones, plus the
-threshold, a world in which every universe's mean is ``threshold`` and the
-data vary as they did. Per-universe z is ``(rate - threshold) / se`` with the
-cluster-robust standard error of the mean (:func:`estimates.case_mean_interval`);
-where every score of a universe is equal (se 0) the widest spread a value in
-[0, 1] with mean ``threshold`` can have, ``sqrt(t (1 - t) / cases)``, stands in.
+Every contribution is ``Q(Phi(score))`` with the latent score of the rate
+null's Gaussian copula (``sqrt(lam_b) F_c + sqrt(lam_w - lam_b) G_uc +
+sqrt(1 - lam_w) E_ucr``) and ``Q`` the quantile function of the Beta
+distribution with mean t and the data's dispersion, ``phi = v / (m (1 - m))``
+(``v`` the variance of the contributions about their universe's mean, pooled
+over universes, ``m`` the pooled mean; a Beta's variance is
+``t (1 - t) / (a + b + 1)``, so phi is kept and ``a + b = 1 / phi - 1``). So
+every contribution has mean t exactly, the spread a bounded value with the
+data's dispersion has at t, and a Beta's skew. Where no contribution varies
+within a universe (phi unknown) the two-point distribution, the widest, stands
+in, as it does where phi is near 1. ``Q`` is tabulated as the means of
+``_TABLE`` equal-probability bins (exact incomplete-Beta integrals, so the
+table's mean is t).
+
+The between-universe and within-universe correlations are moment estimates on
+the label scale (residuals about each universe's mean, over the pooled
+variance, as in the rate null), mapped to the latent scale through this
+Beta's own Pearson correlation curve (Gauss-Hermite quadrature). Each null
+replicate refits them on a case bootstrap and reflects the refit upwards
+(``lam + |lam* - lam|``), the rate null's guard against a dependence
+estimate that reads low exactly when the data lean away from t.
+
+Per-universe z: ``(rate - t) / se`` with the cluster-robust standard error
+of the curve's own t interval (:func:`~multiverse.analysis.estimates.case_mean_interval`),
+mapped through the t distribution with ``cases - 1`` degrees of freedom to
+the normal quantile of the same tail, so a universe counts as significant
+exactly when its t interval excludes t. Null curves get the same z from their
+own data (their own standard errors): the statistic is studentised, as the
+data's is.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import cached_property
+
 import numpy as np
 import pandas as pd
+from scipy import special
 
 from multiverse.errors import InputError
 
-from .case_matrix import CaseMatrix
+from .case_matrix import Z_CAP, CaseMatrix
 from .estimates import case_mean_interval
 from .inference import JointTest, _check_common, _direction, _run
 from .null_histograms import curves_summary
 
-__all__ = ["joint_mean_test"]
+__all__ = ["MEAN_NULL", "MeanNull", "fit_mean_null", "joint_mean_test", "mean_z"]
+
+#: The name of this null, as every document and the CLI give it.
+MEAN_NULL = "latent case-effect null for means (Gaussian copula, Beta scores of mean t)"
+
+# Equal-probability bins of the tabulated quantile function.
+_TABLE = 4096
+# Latent correlations the Pearson curve is tabulated at.
+_GRID = np.linspace(0.0, 0.999, 200)
+_NODES = 32
+# A dispersion this near 1 is a two-point distribution (the Beta's parameters underflow).
+_TWO_POINT = 1.0 - 1e-3
+# Labels per working block of a null draw.
+_BLOCK_CELLS = 2_000_000
+# Universes the dependence is estimated on, spread evenly over the curve.
+_PROBE = 256
+
+
+def mean_z(effect: np.ndarray, se: np.ndarray, cases: np.ndarray) -> np.ndarray:
+    """A mean's t statistic ``effect / se`` as the normal quantile of the same tail (``cases - 1`` df), capped."""
+    stat = np.divide(effect, se, out=np.zeros(np.broadcast(effect, se).shape), where=se > 0)
+    df = np.maximum(np.asarray(cases, float) - 1.0, 1.0)
+    z = -special.ndtri(special.stdtr(df, -np.abs(stat)))
+    return np.clip(np.sign(stat) * np.nan_to_num(z, posinf=Z_CAP), -Z_CAP, Z_CAP)
+
+
+def _moments(n: np.ndarray, k: np.ndarray, s: np.ndarray, drawn: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Pooled mean, pooled variance about each universe's mean and the correlations (between, within).
+
+    (universes x cases) sums ``n`` (labels), ``k`` (contributions), ``s``
+    (squared contributions); ``drawn`` (data sets x cases) counts each case's
+    copies in each data set (ones: the data). Returns arrays over data sets.
+    """
+    n_u, k_u = drawn @ n.T, drawn @ k.T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(n_u > 0, k_u / n_u, 0.0)
+        pooled = k_u.sum(axis=1) / n_u.sum(axis=1)
+    # Squared residuals of every contribution about its universe's mean, and of every case's sum.
+    own = (drawn @ s.T - 2.0 * rate * k_u + rate * rate * n_u).sum(axis=1)
+    labels = n_u.sum(axis=1)
+    var = own / np.maximum(labels - (n_u > 0).sum(axis=1), 1.0)
+    square = (k * k).sum(axis=0) - 2.0 * rate @ (k * n) + (rate * rate) @ (n * n)
+    total = k.sum(axis=0) - rate @ n
+    cases_n = n.sum(axis=0)
+    pairs_w = var * (drawn @ (n * (n - 1.0)).sum(axis=0))
+    pairs_b = var * (drawn @ (cases_n**2 - (n * n).sum(axis=0)))
+    n_cases = drawn @ (cases_n > 0).astype(float)
+    scale = np.where(n_cases > 1, n_cases / np.maximum(n_cases - 1.0, 1.0), 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho_b = scale * (drawn * (total**2 - square)).sum(axis=1) / pairs_b
+        rho_w = (scale * (drawn * square).sum(axis=1) - own) / pairs_w
+    # No pair of a kind: that correlation is the other's; nothing varies: 1, the widest.
+    rho_b = np.where(pairs_b > 0, rho_b, np.nan)
+    rho_w = np.where(pairs_w > 0, rho_w, np.nan)
+    rho_b, rho_w = np.where(np.isnan(rho_b), np.nan_to_num(rho_w, nan=0.0), rho_b), np.where(np.isnan(rho_w), rho_b, rho_w)
+    none = ~(var > 0)
+    rho_b, rho_w = np.where(none, 1.0, rho_b), np.where(none, 1.0, rho_w)
+    return pooled, np.where(none, 0.0, var), np.clip(rho_b, 0.0, 1.0), np.clip(rho_w, 0.0, 1.0)
+
+
+@dataclass(frozen=True, eq=False)
+class MeanNull:
+    """Fitted dispersion and dependence of one system's means, and a sampler of null mean curves."""
+
+    pooled_mean: float
+    dispersion: float
+    rho_between: float
+    rho_within: float
+    n_uc: np.ndarray
+    k_uc: np.ndarray
+    s_uc: np.ndarray
+    probe: np.ndarray
+
+    def table(self, threshold: float) -> np.ndarray:
+        """The contribution of each of ``_TABLE`` equal-probability bins of the null's marginal (mean t)."""
+        edges = np.linspace(0.0, 1.0, _TABLE + 1)
+        if self.dispersion >= _TWO_POINT:
+            # Two points, 0 and 1: each bin's share of the top t of the probability.
+            return np.clip((edges[1:] - (1.0 - threshold)) * _TABLE, 0.0, 1.0)
+        size = 1.0 / self.dispersion - 1.0
+        a, b = threshold * size, (1.0 - threshold) * size
+        x = special.betaincinv(a, b, edges)
+        x[0], x[-1] = 0.0, 1.0
+        # Each bin's mean: the integral of x over it, t * I_x(a + 1, b), times the bins.
+        return np.clip(np.diff(threshold * special.betainc(a + 1.0, b, x)) * _TABLE, 0.0, 1.0)
+
+    @staticmethod
+    def _pearson(table: np.ndarray) -> np.ndarray:
+        """Pearson correlation of two contributions at each latent correlation of ``_GRID`` (monotone)."""
+        z, w = np.polynomial.hermite_e.hermegauss(_NODES)
+        w = w / w.sum()
+
+        def q(x: np.ndarray) -> np.ndarray:
+            return table[np.minimum((special.ndtr(x) * _TABLE).astype(np.int64), _TABLE - 1)]
+
+        qx = q(z)
+        mu, var = qx @ w, (qx * qx) @ w - (qx @ w) ** 2
+        if not var > 0:
+            return _GRID.copy()
+        curve = np.array([((qx[:, None] * q(lam * z[:, None] + np.sqrt(1.0 - lam * lam) * z[None, :]))
+                           * np.outer(w, w)).sum() - mu * mu for lam in _GRID]) / var
+        return np.maximum.accumulate(curve)
+
+    @cached_property
+    def most(self) -> int:
+        return int(np.rint(self.n_uc.max())) if self.n_uc.size else 0
+
+    def draw(self, threshold: float, size: int, rng: np.random.Generator, se_floor: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray]:
+        """``size`` null curves: (effects, z), each (size x universes), every universe's mean t in the null."""
+        table = self.table(threshold)
+        pearson = self._pearson(table)
+        lam = np.interp([self.rho_between, self.rho_within], pearson, _GRID)
+        n_u, n_c = self.n_uc.shape
+        labels = self.n_uc.sum(axis=1)
+        cases = (self.n_uc > 0).sum(axis=1)
+        step = max(1, _BLOCK_CELLS // max(n_u * n_c * max(self.most, 1), 1))
+        effects, zs = [], []
+        for start in range(0, size, step):
+            block = min(step, size - start)
+            lam_b, lam_w = self._guarded(pearson, lam, block, rng)
+            sums = self._sums(table, lam_b, lam_w, block, rng)
+            mean = sums.sum(axis=2) / labels
+            residual = sums - mean[:, :, None] * self.n_uc
+            with np.errstate(divide="ignore", invalid="ignore"):
+                se = np.sqrt(cases / np.maximum(cases - 1.0, 1.0) * (residual * residual).sum(axis=2)) / labels
+            se = np.where(se > 0, se, se_floor)
+            effects.append(mean - threshold)
+            zs.append(mean_z(mean - threshold, se, cases))
+        return np.concatenate(effects), np.concatenate(zs)
+
+    def _guarded(self, pearson: np.ndarray, lam: np.ndarray, size: int, rng: np.random.Generator
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """Latent correlations refitted on ``size`` case bootstraps, reflected upwards about the estimate."""
+        n, k, s = self.n_uc[self.probe], self.k_uc[self.probe], self.s_uc[self.probe]
+        n_c = n.shape[1]
+        pick = rng.integers(0, n_c, size=(size, n_c))
+        drawn = np.bincount((np.arange(size)[:, None] * n_c + pick).ravel(), minlength=size * n_c)
+        _, _, rho_b, rho_w = _moments(n, k, s, drawn.reshape(size, n_c).astype(float))
+        lam_b = np.minimum(lam[0] + np.abs(np.interp(rho_b, pearson, _GRID) - lam[0]), 0.999)
+        lam_w = np.minimum(lam[1] + np.abs(np.interp(rho_w, pearson, _GRID) - lam[1]), 0.999)
+        return lam_b, np.maximum(lam_w, lam_b)
+
+    def _sums(self, table: np.ndarray, lam_b: np.ndarray, lam_w: np.ndarray, size: int, rng: np.random.Generator
+              ) -> np.ndarray:
+        """(size x universes x cases) null sums of contributions, with the data's labels per cell."""
+        n_u, n_c = self.n_uc.shape
+        lb, lw = lam_b[:, None, None], lam_w[:, None, None]
+        shared = np.sqrt(lb) * rng.standard_normal((size, 1, n_c))
+        if self.most > 1:
+            shared = shared + np.sqrt(lw - lb) * rng.standard_normal((size, n_u, n_c))
+        sums = np.zeros((size, n_u, n_c))
+        for replicate in range(max(self.most, 1)):
+            latent = shared + np.sqrt(1.0 - (lw if self.most > 1 else lb)) * rng.standard_normal((size, n_u, n_c))
+            value = table[np.minimum((special.ndtr(latent) * _TABLE).astype(np.int64), _TABLE - 1)]
+            sums += np.where(self.n_uc > replicate, value, 0.0)
+        return sums
+
+    def describe(self) -> dict:
+        """The fit, for a document: dispersion and intra-case correlations."""
+        return {"dispersion": float(self.dispersion),
+                "intra_case_correlation": {"between_universes": float(self.rho_between),
+                                           "within_universe": float(self.rho_within)}}
+
+
+def fit_mean_null(n_uc: np.ndarray, k_uc: np.ndarray, s_uc: np.ndarray) -> MeanNull:
+    """Estimate the dispersion and intra-case correlations of one system's (universes x cases) sums."""
+    n_uc, k_uc, s_uc = (np.asarray(x, float) for x in (n_uc, k_uc, s_uc))
+    n_u = n_uc.shape[0]
+    probe = np.unique(np.linspace(0, n_u - 1, min(n_u, _PROBE)).round().astype(int))
+    ones = np.ones((1, n_uc.shape[1]))
+    pooled, var, _, _ = (float(x[0]) for x in _moments(n_uc, k_uc, s_uc, ones))
+    _, _, rho_b, rho_w = (float(x[0]) for x in _moments(n_uc[probe], k_uc[probe], s_uc[probe], ones))
+    spread = pooled * (1.0 - pooled)
+    dispersion = min(var / spread, 1.0) if spread > 0 and var > 0 else 1.0
+    return MeanNull(pooled_mean=pooled, dispersion=dispersion, rho_between=rho_b, rho_within=rho_w,
+                    n_uc=n_uc, k_uc=k_uc, s_uc=s_uc, probe=probe)
 
 
 def joint_mean_test(m: CaseMatrix, *, system: str, threshold: float, boot: int = 1000, seed: int = 0,
@@ -41,29 +245,30 @@ def joint_mean_test(m: CaseMatrix, *, system: str, threshold: float, boot: int =
         raise InputError(f"threshold: expected a rate strictly between 0 and 1, got {threshold!r}")
     s = m.system_index(system)
     rows, n_uc, k_uc = m.seen(s)
+    squares = m.squares[s][rows] if m.squares is not None else k_uc * k_uc / np.maximum(n_uc, 1.0)
+    if squares.shape != n_uc.shape:  # seen() dropped cases no universe saw
+        squares = squares[:, m.included[s][rows].sum(axis=0) > 0]
     rate = k_uc.sum(axis=1) / n_uc.sum(axis=1)
-    se = case_mean_interval(n_uc, k_uc, 1.0 - alpha)[0]
     cases = (n_uc > 0).sum(axis=1)
+    # Where every score of a universe is equal (se 0): the widest spread a value in [0, 1] with mean t can have.
     widest = np.sqrt(threshold * (1.0 - threshold) / np.maximum(cases, 1))
+    se = case_mean_interval(n_uc, k_uc, 1.0 - alpha)[0]
     se = np.where(np.isfinite(se) & (se > 0), se, widest)
     effect = rate - threshold
+    model = fit_mean_null(n_uc, k_uc, squares)
     rng = np.random.default_rng(seed)
-    n_cases = n_uc.shape[1]
-    weights = rng.multinomial(n_cases, np.full(n_cases, 1.0 / n_cases), size=int(boot)).astype(np.float64)
 
     def null_curves(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            drawn = (block @ k_uc.T) / (block @ n_uc.T)
-        null_effect = np.where(np.isfinite(drawn), drawn - rate[None, :], 0.0)
-        return null_effect, null_effect / se[None, :]
+        return model.draw(threshold, len(block), rng, widest)
 
-    sign, observed, p, null, band = _run(observed_effect=effect, observed_z=effect / se,
-                                         null_summary=curves_summary(weights, null_curves, len(effect)), exact=False, alpha=alpha,
-                                         direction=_direction(direction), band_level=band_level, band_offset=threshold)
+    sign, observed, p, null, band = _run(
+        observed_effect=effect, observed_z=mean_z(effect, se, cases),
+        null_summary=curves_summary(np.empty((int(boot), 0)), null_curves, len(effect)), exact=False, alpha=alpha,
+        direction=_direction(direction), band_level=band_level, band_offset=threshold)
     return JointTest(
         kind="rate", systems=(system,), threshold=float(threshold), direction=sign, observed=observed, p=p,
         effects=pd.DataFrame({"universe_id": m.universes["universe_id"].to_numpy()[rows], "effect": effect,
-                              "z": effect / se}),
+                              "z": mean_z(effect, se, cases)}),
         band=band, null_stats=null, boot=int(boot), exact=False, alpha=alpha, band_level=band_level,
-        resampling="centred case bootstrap (means of scores)", n_cases=n_cases, seed=seed, null_model=None,
+        resampling=MEAN_NULL, n_cases=n_uc.shape[1], seed=seed, estimates="means", null_fit=model.describe(),
     )

@@ -445,7 +445,7 @@ def _design_effect(target, n_targets, case, included, compliant, group_of_target
     """
     from scipy import sparse
 
-    from multiverse.analysis.intervals import anova_terms, design_effect, icc_from_terms
+    from multiverse.analysis.intervals import anova_terms, design_effect, target_icc
 
     n_cases = int(case.max()) + 1 if len(case) else 0
 
@@ -460,10 +460,8 @@ def _design_effect(target, n_targets, case, included, compliant, group_of_target
     if group_icc is None:
         terms = np.concatenate([anova_terms(counts(included, rows, lo, hi), counts(compliant, rows, lo, hi))
                                 for lo, hi, rows in target_blocks(target, n_targets)] or [np.empty((0, 6))])
-        own = icc_from_terms(terms)
-        pooled = icc_from_terms(terms[np.isfinite(own)].sum(axis=0))[0] if np.isfinite(own).any() else np.nan
         group_icc = np.full(int(group_of_target.max()) + 1 if len(group_of_target) else 0, np.nan)
-        group_icc[group_of_target] = np.where(np.isfinite(own), own, pooled)
+        group_icc[group_of_target] = target_icc(terms)
     deff = np.concatenate([design_effect(counts(included, rows, lo, hi), group_icc[group_of_target[lo:hi]], level)
                            for lo, hi, rows in target_blocks(target, n_targets)] or [np.empty(0)])
     return deff, group_icc

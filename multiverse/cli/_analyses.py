@@ -41,7 +41,10 @@ def cmd_curve(args) -> int:
     results.check_axes(args.axis)
     if args.human:
         results.calibrate(args.human)  # checks the labels before the joint tests' resampling
-    analysis = results.curve(systems=args.system, threshold=args.threshold, diff=tuple(args.diff) if args.diff else None,
+    # Without --threshold the joint test is against each system's own rate in the primary universe, as the
+    # report and the API example test it (sampling noise alone); said in the output.
+    threshold = args.threshold if args.threshold is not None else ("primary" if results.primary is not None else None)
+    analysis = results.curve(systems=args.system, threshold=threshold, diff=tuple(args.diff) if args.diff else None,
                              boot=args.boot, seed=args.seed)
     anchored = results.anchored_curve(args.human, systems=args.system) if args.human else None
     _figure(anchored or analysis, args, axes=args.axis)
@@ -56,11 +59,16 @@ def cmd_curve(args) -> int:
                    f"percentile {where.percentile:.0f}") if where is not None and where.rate is not None else ""
         say(f"  {system}: rate {s.rate.min:.3f} .. {s.rate.median:.3f} .. {s.rate.max:.3f} (min .. median .. max){primary}")
     say(f"  intervals: {summary.ci}" + (f", level {summary.level:g}" if summary.level is not None else ""))
+    if args.threshold is None and threshold == "primary":
+        say("  joint test against each system's rate in the primary universe (the default; --threshold T sets another)")
+    elif threshold is None and not args.diff:
+        say("  no joint test: no primary universe is declared (--threshold T tests against a rate)")
     for test in summary.tests:
         st = test.statistics
         shown = [f"{label} {st[name].p:.3f} (Holm {st[name].p_holm:.3f})" for name, label in
                  (("median_effect", "median effect"), ("n_significant", "count significant"), ("stouffer_z", "Stouffer Z"))]
         say(f"  joint test ({test.kind}, {test.null}): p = {'; '.join(shown)}")
+        say(f"    null: {test.resampling}")
     if summary.multiplicity:
         say(f"  adjusted p: {summary.multiplicity.family}")
     if anchored:

@@ -103,8 +103,22 @@ class JointTestEntry(Document):
     direction: str
     effect: Spread
     statistics: dict[str, TestStatistic]
-    null_model: dict[str, dict[str, float | None]] | None = None  # the dependence the null reproduces, if modelled
+    # Which null ran ("name", the resampling's words) and the dependence it reproduces, where it models one.
+    null_model: dict[str, str | dict[str, float | None]] | None = None
+    # A curve of shares and means: each kind's own test, whose p-values this one combines.
+    parts: list[JointTestPart] | None = None
     primary_effect: float | None
+
+
+class JointTestPart(Document):
+    """One kind of universe's own joint test within a test of a mixed curve."""
+
+    kind: str
+    null: str
+    resampling: str
+    n_universes: int
+    statistics: dict[str, dict[str, float | None]]  # observed and p (not Holm-adjusted: the combined p is)
+    null_model: dict[str, str | dict[str, float | None]] | None = None
 
 
 class Multiplicity(Document):

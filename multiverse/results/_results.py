@@ -341,18 +341,13 @@ class Results:
         return self._memo(("curve_frame", None if systems is None else tuple(systems)), compute)
 
     def rate_test(self, system: str, threshold: float, *, boot: int = 1000, seed: int = 0):
-        """The joint test that ``system``'s rate is ``threshold`` in every universe (``JointTest``)."""
-        from multiverse.analysis.inference import joint_rate_test
+        """The joint test that ``system``'s rate is ``threshold`` in every universe (``JointTest``): shares under
+        the rate null, means of scores under the means' null, a curve of both by Bonferroni over the two
+        (``analysis.joint_curve``)."""
+        from multiverse.analysis.joint_curve import joint_curve_test
 
-        matrix = self.case_matrix()
-        if matrix.means is not None and matrix.means.any():
-            # Means of scores: a centred case bootstrap on the same [0, 1] scale, not the binary labels' null.
-            from multiverse.analysis.mean_null import joint_mean_test
-
-            return self._memo(("rate_test", system, threshold, boot, seed), lambda: joint_mean_test(
-                matrix, system=system, threshold=threshold, boot=boot, seed=seed))
-        return self._memo(("rate_test", system, threshold, boot, seed), lambda: joint_rate_test(
-            matrix, system=system, threshold=threshold, boot=boot, seed=seed))
+        return self._memo(("rate_test", system, threshold, boot, seed), lambda: joint_curve_test(
+            self.case_matrix(), system=system, threshold=threshold, boot=boot, seed=seed))
 
     def difference_test(self, a: str, b: str, *, boot: int = 1000, seed: int = 0):
         """The joint sign-flip test that systems ``a`` and ``b`` are equally compliant in every universe."""

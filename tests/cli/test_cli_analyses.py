@@ -53,6 +53,26 @@ def test_curve_threshold_primary_is_the_apis(run_dir, tmp_path):
     refused.refused("--threshold", "primar")
 
 
+def test_curve_tests_against_the_primary_by_default_and_names_each_null(run_dir, tmp_path):
+    """Issue 48: without --threshold, `curve` runs the report's test (each system against its primary rate) and says
+    so; --threshold overrides. Issue 42: every test names the null it ran, in the JSON and in the text."""
+    from multiverse import load_run
+
+    default = json.loads(run_cli(["curve", run_dir, "--json", "--boot", "100"], cwd=tmp_path).ok())
+    api = load_run(run_dir).curve(threshold="primary", boot=100).to_dict()
+    assert default["tests"] == json.loads(json.dumps(api["tests"])) and len(default["tests"]) == len(default["systems"])
+    for test in default["tests"]:
+        assert test["null_model"]["name"] == test["resampling"] and "latent case-effect null" in test["resampling"]
+    text = run_cli(["curve", run_dir, "--boot", "100"], cwd=tmp_path).ok()
+    assert "against each system's rate in the primary universe (the default" in text
+    assert text.count("    null: latent case-effect null") == len(default["tests"])
+    fixed = json.loads(run_cli(["curve", run_dir, "--json", "--boot", "100", "--threshold", "0.4"], cwd=tmp_path).ok())
+    assert {t["threshold"] for t in fixed["tests"]} == {0.4}
+    flipped = json.loads(run_cli(["curve", run_dir, "--json", "--boot", "100", "--diff", "atlas", "beacon"],
+                                 cwd=tmp_path).ok())
+    assert [t["null_model"]["name"] for t in flipped["tests"]][-1].startswith("case sign flip")
+
+
 def test_figure_formats_follow_the_extension(run_dir, tmp_path):
     for suffix, magic in ((".svg", b"<?xml"), (".pdf", b"%PDF")):
         out = tmp_path / f"v{suffix}"
