@@ -207,3 +207,20 @@ def test_any_claim_is_read_or_refused_in_lines_naming_file_and_claim(tmp_path, m
 
     check()
     assert len(read) >= 5 and len(refused) >= 100, (len(read), len(refused))  # both doors were tried
+
+
+def test_a_spec_and_a_claims_file_word_a_misspelt_key_alike(tmp_path):
+    # One definition of a validation problem serves both files: the same suggestion, the same shape of line.
+    from conftest import tiny_spec_document
+
+    from multiverse.spec import load_spec
+
+    document = tiny_spec_document()
+    document["scoring"] = {"estimater": "mean"}
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    (line,) = [ln for ln in caught.value.problems if "estimater" in ln]
+    assert line.startswith(f"{path}: scoring.estimater (line ")
+    assert line.endswith("(did you mean estimator?)") and "unknown key; expected one of: " in line
