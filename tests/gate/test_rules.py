@@ -191,3 +191,25 @@ def test_each_rule_reads_as_an_interval_because_the_tests_are_monotone_in_the_bo
         p_hold = np.array([t["p_hold"].to_numpy() for t in tables])
         p_fail = np.array([t["p_fail"].to_numpy() for t in tables])
         assert (np.diff(p_hold, axis=0) <= 1e-12).all() and (np.diff(p_fail, axis=0) >= -1e-12).all(), seed
+
+
+def test_the_rules_differ_only_in_what_an_unshown_claim_is_called():
+    # Held and failed are the evidence, the same under both rules; what neither shows is undecided under
+    # shown (the gate does not pass) and not refuted under not_refuted (it passes).
+    claims = [{"id": "nr", "candidate": "C", "baseline": "B", "margin": 0.1, "in": "all"},
+              {"id": "r", "system": "C", "rate": {"at_least": 0.6}, "in": {"share": 0.5}},
+              {"id": "o", "better": "C", "worse": "B", "in": "primary"}]
+    seen = set()
+    for seed in range(12):
+        rng = np.random.default_rng(100 + seed)
+        results = _world(rng.uniform(0.3, 0.95, size=(4, 2)), n_cases=int(rng.integers(10, 120)), seed=seed)
+        results.primary = "u00"
+        shown = mv.check(results, {"claims": claims})
+        lenient = mv.check(results, {"rule": "not_refuted", "claims": claims})
+        for a, b in zip(shown.outcomes, lenient.outcomes):
+            assert (a.p, a.p_fail) == (b.p, b.p_fail)
+            assert b.status == {"undecided": "not_refuted"}.get(a.status, a.status)
+            seen.add(a.status)
+        assert lenient.passed() == (lenient.counts["failed"] == 0)
+        assert shown.passed() == (shown.counts["held"] == len(claims))
+    assert {"held", "undecided"} <= seen
