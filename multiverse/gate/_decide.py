@@ -16,6 +16,7 @@ the figure ``power`` gives), and warns when its rule can't be met at this size.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Mapping
@@ -191,6 +192,7 @@ def _system_rates(results: Results, system: str) -> pd.Series:
     return pd.Series(rates, index=m.universes["universe_id"].astype(str).to_numpy())
 
 
+@functools.lru_cache(maxsize=4096)  # a root finder's answer (15 ms): claims of one run repeat their inputs
 def _mde(cases: float, bound: float, level: float, *, one_sample: bool, direction: str) -> float | None:
     """The smallest move from ``bound`` in ``direction`` detected with 80% power, or None when none in [0, 1] is."""
     if not (math.isfinite(cases) and cases >= 2 and 0 <= bound <= 1):
@@ -243,6 +245,11 @@ def _detectable(results: Results, claim: Claim, table: pd.DataFrame, n: int, k: 
     return found, bound
 
 
+@functools.lru_cache(maxsize=4096)
+def _cases_needed(margin: float, bound: float, level: float) -> int:
+    return cases_needed(margin, bound, alpha=level, power=POWER, alternative="larger")
+
+
 def _size_warnings(claim: Claim, found: Detectable | None, bound: float | None) -> list[str]:
     """Say so when the claim's rule can't be met at this run's size (80% power, its smallest universe)."""
     if found is None:
@@ -261,7 +268,7 @@ def _size_warnings(claim: Claim, found: Detectable | None, bound: float | None) 
     if claim.kind == "no_regression" and found.to_hold > margin:
         needed = ""
         if bound is not None and 0 <= bound and bound + margin <= 1:
-            n = cases_needed(margin, bound, alpha=found.level_hold, power=POWER, alternative="larger")
+            n = _cases_needed(margin, bound, found.level_hold)
             needed = f" (about {n:,} cases would detect it)"
         return [f"an unchanged candidate is held with less than 80% power {at}: the margin {margin:g} is below "
                 f"the {found.to_hold:.3f} this size detects{needed}; widen the margin, add cases, or decide it by "
