@@ -145,7 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("check", "decide a file of pre-registered claims on a run: held, failed, undecided or not refuted "
                 "(exit 0 when none failed and none is undecided, 1 otherwise)")
     p.add_argument("source", type=Path, metavar="RUN_DIR_OR_TABLE")
-    p.add_argument("--claims", type=Path, metavar="FILE", required=True, help="the claims YAML file")
+    p.add_argument("--claims", type=Path, metavar="FILE", required=True,
+                   help="the claims YAML file (each claim decided by its rule: shown, or not_refuted)")
     p.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
     p.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML, one test case per claim")
     # Removed: which claims may pass unshown is the claims file's rule, written before the run (refused with a pointer).

@@ -16,6 +16,7 @@ the figure ``power`` gives), and warns when its rule can't be met at this size.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Mapping
@@ -47,10 +48,13 @@ STATUSES = ("held", "failed", "undecided", "not_refuted")
 BLOCKING = ("failed", "undecided")
 #: The power a detectable effect is quoted at (as ``power`` quotes it).
 POWER = 0.8
-#: The direction the claims' rates are written in. Runs count compliance only today; the spec's rate direction
-#: (compliance or violation) replaces this where it is read, and every rate claim turns through
-#: ``RateBound.on_compliance`` and ``_as_written``.
-DIRECTION: Direction = "compliance"
+
+
+def _direction(results: Results) -> Direction:
+    """The way the claims' rates are written: as the results read rates (``rate_direction``, compliance or
+    violation, where the results say; compliance otherwise). A rate claim's bound turns through
+    ``RateBound.on_compliance``, its estimates through ``_as_written``."""
+    return "violation" if getattr(results, "rate_direction", "compliance") == "violation" else "compliance"
 
 
 @dataclass(frozen=True)
@@ -169,7 +173,7 @@ def _scope(results: Results, claim: Claim) -> list[str]:
 def _per_universe(results: Results, claim: Claim) -> pd.DataFrame:
     m = results.case_matrix()
     if claim.rate is not None:
-        bound, side = claim.rate.on_compliance(DIRECTION)
+        bound, side = claim.rate.on_compliance(_direction(results))
         return rate_claim_tests(m, system=str(claim.system), bound=bound, side=side)
     if claim.rank is not None:
         return rank_claim_tests(m, system=str(claim.system), rank=claim.rank)
@@ -188,6 +192,7 @@ def _system_rates(results: Results, system: str) -> pd.Series:
     return pd.Series(rates, index=m.universes["universe_id"].astype(str).to_numpy())
 
 
+@functools.lru_cache(maxsize=4096)  # a root finder's answer (15 ms): claims of one run repeat their inputs
 def _mde(cases: float, bound: float, level: float, *, one_sample: bool, direction: str) -> float | None:
     """The smallest move from ``bound`` in ``direction`` detected with 80% power, or None when none in [0, 1] is."""
     if not (math.isfinite(cases) and cases >= 2 and 0 <= bound <= 1):
@@ -215,7 +220,7 @@ def _detectable(results: Results, claim: Claim, table: pd.DataFrame, n: int, k: 
     inside = "higher"
     if claim.rate is not None:
         sizes = rated["n_eff"].astype(float)
-        bound, side = claim.rate.on_compliance(DIRECTION)
+        bound, side = claim.rate.on_compliance(_direction(results))
         inside = "higher" if side == "at_least" else "lower"
     elif claim.rank is not None:
         # Each pairwise difference with a rival, from the system's own rate: a rival this much lower is
@@ -240,6 +245,11 @@ def _detectable(results: Results, claim: Claim, table: pd.DataFrame, n: int, k: 
     return found, bound
 
 
+@functools.lru_cache(maxsize=4096)
+def _cases_needed(margin: float, bound: float, level: float) -> int:
+    return cases_needed(margin, bound, alpha=level, power=POWER, alternative="larger")
+
+
 def _size_warnings(claim: Claim, found: Detectable | None, bound: float | None) -> list[str]:
     """Say so when the claim's rule can't be met at this run's size (80% power, its smallest universe)."""
     if found is None:
@@ -258,7 +268,7 @@ def _size_warnings(claim: Claim, found: Detectable | None, bound: float | None) 
     if claim.kind == "no_regression" and found.to_hold > margin:
         needed = ""
         if bound is not None and 0 <= bound and bound + margin <= 1:
-            n = cases_needed(margin, bound, alpha=found.level_hold, power=POWER, alternative="larger")
+            n = _cases_needed(margin, bound, found.level_hold)
             needed = f" (about {n:,} cases would detect it)"
         return [f"an unchanged candidate is held with less than 80% power {at}: the margin {margin:g} is below "
                 f"the {found.to_hold:.3f} this size detects{needed}; widen the margin, add cases, or decide it by "
@@ -266,15 +276,19 @@ def _size_warnings(claim: Claim, found: Detectable | None, bound: float | None) 
     return []
 
 
-def _as_written(claim: Claim, value: Any) -> float | None:
-    """An estimate in the direction the claim is written in (a rate claim's violation rate is 1 - compliance)."""
+def _as_written(claim: Claim, value: Any, direction: Direction) -> float | None:
+    """An estimate as the claim's direction reads it: a violation rate is 1 - compliance, a difference of two
+    violation rates the compliance difference negated; a rank is a place either way."""
     number = _num(value)
-    return 1.0 - number if number is not None and claim.rate is not None and DIRECTION == "violation" else number
+    if number is None or direction == "compliance" or claim.kind == "rank":
+        return number
+    return 1.0 - number if claim.rate is not None else -number
 
 
-def _range(claim: Claim, estimates: pd.Series) -> dict[str, float | None]:
+def _range(claim: Claim, estimates: pd.Series, direction: Direction) -> dict[str, float | None]:
     """The lowest and highest estimate over the rated universes, as the claim is written."""
-    ends = [v for v in (_as_written(claim, estimates.min()), _as_written(claim, estimates.max())) if v is not None]
+    ends = [v for v in (_as_written(claim, estimates.min(), direction), _as_written(claim, estimates.max(), direction))
+            if v is not None]
     return {"low": min(ends), "high": max(ends)} if ends else {"low": None, "high": None}
 
 
@@ -300,7 +314,7 @@ def _raw_outcome(results: Results, claim: Claim, scope: list[str], alpha: float,
         uid = str(table.sort_values(["p_hold"], ascending=False, kind="stable").index[0])
         estimate = table.loc[uid, "estimate"]
         worst = {"universe_id": uid, "label": str(label.get(uid, uid)),
-                 "estimate": _as_written(claim, estimate) if pd.notna(estimate) else None,
+                 "estimate": _as_written(claim, estimate, _direction(results)) if pd.notna(estimate) else None,
                  "p_hold": _num(table.loc[uid, "p_hold"])}
     found, bound = _detectable(results, claim, table, n, k, n_claims, alpha)
     return {
@@ -308,7 +322,7 @@ def _raw_outcome(results: Results, claim: Claim, scope: list[str], alpha: float,
         "p_hold": partial_conjunction(table["p_hold"].to_numpy(), k),
         "p_fail": partial_conjunction(table["p_fail"].to_numpy(), n - k + 1),
         "n": n, "k": k, "shown": int((table["p_hold"] <= alpha).sum()),
-        **_range(claim, rated["estimate"]),
+        **_range(claim, rated["estimate"], _direction(results)),
         "worst": worst, "notes": notes,
     }
 

@@ -157,3 +157,70 @@ def test_problems_against_the_run_are_reported_at_once(sim_run, tmp_path):
     assert lines[0].startswith(f"error: {path}: claim a: system: expected one of the systems")
     assert lines[1].startswith(f"error: {path}: claim b: where.judge: expected one of the options")
     assert lines[2].startswith(f"error: {path}: claim c: rank: expected 1 to 1 with 2 systems")
+
+
+KEYS = ["id", "in", "where", "system", "rate", "rank", "better", "worse", "candidate", "baseline", "margin", "rule",
+        "atleast", "margn"]
+
+
+def _values():
+    from hypothesis import strategies as st
+
+    scalar = st.sampled_from(ATTACKS + ["atlas", "beacon", "all", "primary", "shown", "not_refuted", 0.05, 3])
+    nested = st.one_of(scalar, st.dictionaries(st.sampled_from(["at_least", "at_most", "share", "judge", "atleast"]),
+                                               scalar, max_size=2), st.lists(scalar, max_size=3))
+    anything = st.dictionaries(st.sampled_from(KEYS), nested, max_size=7)
+    # A valid claim of each shape with one key set to anything (or removed): mostly near misses, some valid.
+    mutated = st.builds(lambda base, key, value, drop: {k: v for k, v in {**base, key: value}.items()
+                                                        if not (drop and k == key)},
+                        st.sampled_from([RATE, RANK, NO_REGRESSION, ORDER]), st.sampled_from(KEYS), nested,
+                        st.booleans())
+    return st.one_of(anything, mutated)
+
+
+def test_any_claim_is_read_or_refused_in_lines_naming_file_and_claim(tmp_path, monkeypatch):
+    # Hypothesis keeps its files (examples, constants) under this folder: none in the checkout.
+    monkeypatch.setenv("HYPOTHESIS_STORAGE_DIRECTORY", str(tmp_path / "hypothesis"))
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    # No example database: the tests write nothing into the checkout.
+    read: list[int] = []
+    refused: list[int] = []
+
+    @settings(max_examples=300, deadline=None, database=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.lists(_values(), min_size=1, max_size=3), st.sampled_from([None, "shown", "not_refuted", True, "x"]))
+    def check(claims, rule):
+        document = {"claims": claims, **({} if rule is None else {"rule": rule})}
+        try:
+            parsed = parse_claims(document, "c.yaml")
+        except SpecError as exc:
+            lines = exc.problems
+            assert lines and all(ln.startswith(("c.yaml: claim ", "c.yaml: rule")) for ln in lines), lines
+            assert all("\n" not in ln for ln in lines)
+            refused.append(1)
+            return
+        # Read: every claim keeps its id and is decided by a rule the file or the claim gave.
+        read.append(1)
+        assert [c.id for c in parsed.claims] == [c["id"] for c in claims]
+        assert all(c.rule in ("shown", "not_refuted") for c in parsed.claims)
+
+    check()
+    assert len(read) >= 5 and len(refused) >= 100, (len(read), len(refused))  # both doors were tried
+
+
+def test_a_spec_and_a_claims_file_word_a_misspelt_key_alike(tmp_path):
+    # One definition of a validation problem serves both files: the same suggestion, the same shape of line.
+    from conftest import tiny_spec_document
+
+    from multiverse.spec import load_spec
+
+    document = tiny_spec_document()
+    document["scoring"] = {"estimater": "mean"}
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    (line,) = [ln for ln in caught.value.problems if "estimater" in ln]
+    assert line.startswith(f"{path}: scoring.estimater (line ")
+    assert line.endswith("(did you mean estimator?)") and "unknown key; expected one of: " in line

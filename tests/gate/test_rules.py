@@ -160,13 +160,20 @@ def test_a_rate_claim_written_as_a_violation_rate_is_decided_as_its_compliance_t
 
     results = _world(np.full((6, 2), 0.85), n_cases=80)
     twin = mv.check(results, {"claims": [{"id": "r", "system": "C", "rate": {"at_least": 0.7}, "in": "all"}]})
-    monkeypatch.setattr(_decide, "DIRECTION", "violation")
+    monkeypatch.setattr(_decide, "_direction", lambda results: "violation")
     written = mv.check(results, {"claims": [{"id": "r", "system": "C", "rate": {"at_most": 0.3}, "in": "all"}]})
     a, b = twin.outcomes[0], written.outcomes[0]
     assert a.status == b.status and a.p == pytest.approx(b.p) and a.p_fail == pytest.approx(b.p_fail)
     assert b.estimate_low == pytest.approx(1 - a.estimate_high) and b.estimate_high == pytest.approx(1 - a.estimate_low)
     assert b.worst["estimate"] == pytest.approx(1 - a.worst["estimate"])
     assert a.detectable.to_hold == pytest.approx(b.detectable.to_hold)
+    # A difference of violation rates is the compliance difference negated; its decision is the same.
+    claim = {"id": "nr", "candidate": "C", "baseline": "B", "margin": 0.1, "in": "all"}
+    violation = mv.check(results, {"claims": [claim]}).outcomes[0]
+    monkeypatch.undo()
+    compliance = mv.check(results, {"claims": [claim]}).outcomes[0]
+    assert violation.status == compliance.status and violation.p == pytest.approx(compliance.p)
+    assert violation.estimate_low == pytest.approx(-compliance.estimate_high)
 
 
 def test_each_rule_reads_as_an_interval_because_the_tests_are_monotone_in_the_bound():
@@ -184,3 +191,25 @@ def test_each_rule_reads_as_an_interval_because_the_tests_are_monotone_in_the_bo
         p_hold = np.array([t["p_hold"].to_numpy() for t in tables])
         p_fail = np.array([t["p_fail"].to_numpy() for t in tables])
         assert (np.diff(p_hold, axis=0) <= 1e-12).all() and (np.diff(p_fail, axis=0) >= -1e-12).all(), seed
+
+
+def test_the_rules_differ_only_in_what_an_unshown_claim_is_called():
+    # Held and failed are the evidence, the same under both rules; what neither shows is undecided under
+    # shown (the gate does not pass) and not refuted under not_refuted (it passes).
+    claims = [{"id": "nr", "candidate": "C", "baseline": "B", "margin": 0.1, "in": "all"},
+              {"id": "r", "system": "C", "rate": {"at_least": 0.6}, "in": {"share": 0.5}},
+              {"id": "o", "better": "C", "worse": "B", "in": "primary"}]
+    seen = set()
+    for seed in range(12):
+        rng = np.random.default_rng(100 + seed)
+        results = _world(rng.uniform(0.3, 0.95, size=(4, 2)), n_cases=int(rng.integers(10, 120)), seed=seed)
+        results.primary = "u00"
+        shown = mv.check(results, {"claims": claims})
+        lenient = mv.check(results, {"rule": "not_refuted", "claims": claims})
+        for a, b in zip(shown.outcomes, lenient.outcomes):
+            assert (a.p, a.p_fail) == (b.p, b.p_fail)
+            assert b.status == {"undecided": "not_refuted"}.get(a.status, a.status)
+            seen.add(a.status)
+        assert lenient.passed() == (lenient.counts["failed"] == 0)
+        assert shown.passed() == (shown.counts["held"] == len(claims))
+    assert {"held", "undecided"} <= seen
