@@ -292,7 +292,7 @@ class ServerDatabase(Database):
                 raise StoreError(f"store {self.label}: the database failed ({self._said(exc)})") from None
             limits = server.timeouts(self.where)
             raise StoreUnavailable(f"store {self.label}: a statement did not finish within {limits.answer:g} s "
-                                   f"(set by ${server.ANSWER_VARIABLE}); expected a PostgreSQL server "
+                                   f"(${server.ANSWER_VARIABLE} sets the wait); expected a PostgreSQL server "
                                    "that answers") from None
         except psycopg.OperationalError as exc:
             # The connection broke (the server restarted, the network went): say so, and start afresh next time.
