@@ -76,6 +76,18 @@ def test_run_and_store_stats_on_a_silent_server_exit_2_with_one_line_before_any_
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("url", [
+    f"postgresql://audit:{SECRET}@127.0.0.1:notaport/mv", f"postgresql://audit:{SECRET}@[::1/mv",
+    f"postgresql://audit:{SECRET}@127.0.0.1:1/mv?sslmode=bogus", f"postgresql://audit:{SECRET}@127.0.0.1:1/mv?nosuch=1",
+    f"postgresql://audit:{SECRET}@127.0.0.1:1/mv?connect_timeout=soon", f"postgres://audit:{SECRET}@127.0.0.1:99999/mv",
+    f"postgresql://audit:{SECRET}@no-such-host.invalid/mv", f"postgresql:///mv?host=/nonexistent&password={SECRET}",
+    f"postgresql://audit:{SECRET}@127.0.0.1:1/mv",
+])
+def test_a_malformed_or_unreachable_url_is_one_line_naming_it_without_the_password(url, tmp_path):
+    line = _one_line(run_cli(["store", "stats", "--store", url], cwd=tmp_path).refused("--store postgres"))
+    assert "[redacted]" in line
+
+
 def test_the_timeouts_are_settings_that_refuse_what_they_cannot_keep(monkeypatch):
     from multiverse.store import _server as server
 

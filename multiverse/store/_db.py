@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from multiverse.core import credentials
-from multiverse.errors import StoreError, StoreUnavailable
+from multiverse.errors import InputError, StoreError, StoreUnavailable
 
 __all__ = ["BUSY_SECONDS", "DB_NAME", "Database", "is_server", "open_database"]
 
@@ -230,6 +230,12 @@ class ServerDatabase(Database):
         self._unless_down()
         try:
             limits = server.timeouts(self.where)
+        except InputError as exc:
+            raise InputError(f"store {self.label}: {exc}", param="store") from None
+        except psycopg.Error as exc:
+            raise StoreUnavailable(f"store {self.label}: could not connect ({self._said(exc)}); "
+                                   "expected a reachable PostgreSQL database") from None
+        try:
             conn = server.connect(self.where, limits)
         except psycopg.errors.ConnectionTimeout:
             raise self._unavailable(f"could not connect: {limits.connect_words()}", limits.connect) from None
