@@ -152,6 +152,24 @@ def test_a_stopped_server_ends_a_statement_within_the_timeout_and_its_threads_do
     _one_line(str(unconnected.value), "could not connect", "no answer within 2 s")
 
 
+def test_a_statement_a_live_server_cannot_finish_in_time_is_one_line_and_leaves_no_lock(pg, monkeypatch):
+    monkeypatch.setenv("MULTIVERSE_STORE_TIMEOUT", "2")
+    url = _database(pg, pg.url)
+    store = Store(url)
+    store.put("judgment", "ab12", {"status": "ok", "reason": "", "criteria": []})
+    with psycopg.connect(url) as other, other.transaction():
+        other.execute("LOCK TABLE entry IN ACCESS EXCLUSIVE MODE")  # held until this block ends
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable) as raised:
+            store.get("judgment", "ab12")
+        _within(started, 2)
+    # The server's statement_timeout or the client's deadline, whichever came first: one line, either way.
+    _one_line(str(raised.value), url.split("?")[0], "2 s")
+    monkeypatch.setenv("MULTIVERSE_STORE_TIMEOUT", "60")
+    # Nothing was left locked (asked under another name: a server found silent is not asked again at once).
+    assert Store(url + "&application_name=after").get("judgment", "ab12")["status"] == "ok"
+
+
 def test_a_restarted_server_is_one_line_and_the_next_statement_connects_again(pg):
     url = _database(pg, pg.url)
     store = Store(url)

@@ -167,7 +167,7 @@ class Dask:
         """
         try:
             self.client.sync(self.client.scheduler.identity, callback_timeout=self._seconds())
-        except TimeoutError:
+        except Exception:  # silent (TimeoutError), or its connection gone (CommClosedError, OSError)
             return False
         return True
 
