@@ -97,6 +97,21 @@ def assert_store_consistent(root: Path) -> None:
             assert len(record["turns"]) == 4, key
 
 
+def descendants(pid: int) -> set[int]:
+    """The live processes below process ``pid`` (its children, theirs, ...)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rpartition(")")[2].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
 def one_line(stderr: str) -> str:
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert len(lines) == 1, stderr
@@ -113,14 +128,17 @@ def test_first_signal_stops_new_calls_keeps_finished_ones_and_exits_130(tmp_path
         try:
             assert hold.holding.wait(timeout=300), "the run never sent its fifth request"
             assert child.poll() is None
+            started = descendants(child.pid)  # the worker processes (and their zygote) it started
+            assert started if backend == "processes" else not started
             child.send_signal(signal.SIGINT)
             at_signal = server.counts["total"]
         finally:
             hold.release()
         _, stderr = child.communicate(timeout=300)
+        # Nothing the run started (a worker process, say) outlived it: then nothing more can be sent.
+        wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in started))
+        wait_for(lambda: server.in_flight == 0)
         made = server.counts["total"]
-        time.sleep(1.0)
-        assert server.counts["total"] == made  # nothing the run started (a worker process, say) outlived it
 
     assert child.returncode == 130, stderr
     line = one_line(stderr)

@@ -76,6 +76,18 @@ def test_run_and_store_stats_on_a_silent_server_exit_2_with_one_line_before_any_
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("url", [
+    f"postgresql://audit:{SECRET}@127.0.0.1:notaport/mv", f"postgresql://audit:{SECRET}@[::1/mv",
+    f"postgresql://audit:{SECRET}@127.0.0.1:1/mv?sslmode=bogus", f"postgresql://audit:{SECRET}@127.0.0.1:1/mv?nosuch=1",
+    f"postgresql://audit:{SECRET}@127.0.0.1:1/mv?connect_timeout=soon", f"postgres://audit:{SECRET}@127.0.0.1:99999/mv",
+    f"postgresql://audit:{SECRET}@no-such-host.invalid/mv", f"postgresql:///mv?host=/nonexistent&password={SECRET}",
+    f"postgresql://audit:{SECRET}@127.0.0.1:1/mv",
+])
+def test_a_malformed_or_unreachable_url_is_one_line_naming_it_without_the_password(url, tmp_path):
+    line = _one_line(run_cli(["store", "stats", "--store", url], cwd=tmp_path).refused("--store postgres"))
+    assert "[redacted]" in line
+
+
 def test_the_timeouts_are_settings_that_refuse_what_they_cannot_keep(monkeypatch):
     from multiverse.store import _server as server
 
@@ -138,6 +150,24 @@ def test_a_stopped_server_ends_a_statement_within_the_timeout_and_its_threads_do
         _within(fresh, 2)
     _one_line(str(raised.value), "did not answer within 3 s", "MULTIVERSE_STORE_TIMEOUT")
     _one_line(str(unconnected.value), "could not connect", "no answer within 2 s")
+
+
+def test_a_statement_a_live_server_cannot_finish_in_time_is_one_line_and_leaves_no_lock(pg, monkeypatch):
+    monkeypatch.setenv("MULTIVERSE_STORE_TIMEOUT", "2")
+    url = _database(pg, pg.url)
+    store = Store(url)
+    store.put("judgment", "ab12", {"status": "ok", "reason": "", "criteria": []})
+    with psycopg.connect(url) as other, other.transaction():
+        other.execute("LOCK TABLE entry IN ACCESS EXCLUSIVE MODE")  # held until this block ends
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable) as raised:
+            store.get("judgment", "ab12")
+        _within(started, 2)
+    # The server's statement_timeout or the client's deadline, whichever came first: one line, either way.
+    _one_line(str(raised.value), url.split("?")[0], "2 s")
+    monkeypatch.setenv("MULTIVERSE_STORE_TIMEOUT", "60")
+    # Nothing was left locked (asked under another name: a server found silent is not asked again at once).
+    assert Store(url + "&application_name=after").get("judgment", "ab12")["status"] == "ok"
 
 
 def test_a_restarted_server_is_one_line_and_the_next_statement_connects_again(pg):

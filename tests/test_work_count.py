@@ -122,9 +122,9 @@ def test_the_plan_of_many_units_is_counted_not_listed(tmp_path):
     document["rollout"]["replicates"] = 30
     spec = mv.load_spec(write(tmp_path, document))
     tracemalloc.start()
-    started = time.perf_counter()
+    started = time.process_time()
     result = mv.plan(spec, store=tmp_path / "store")
-    seconds = time.perf_counter() - started
+    seconds = time.process_time() - started
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     stages = result["stages"]

@@ -167,7 +167,7 @@ class Dask:
         """
         try:
             self.client.sync(self.client.scheduler.identity, callback_timeout=self._seconds())
-        except TimeoutError:
+        except Exception:  # silent (TimeoutError), or its connection gone (CommClosedError, OSError)
             return False
         return True
 
@@ -237,7 +237,7 @@ def _check_address(address: str, label: str) -> None:
 
 def _unanswered(label: str, seconds: float, *, midway: bool = False) -> InputError:
     what = f"the Dask scheduler at {label} stopped answering" if midway else f"no Dask scheduler answered at {label}"
-    return InputError(f"scheduler: {what} (nothing within {seconds:g} s, set by ${TIMEOUT_VARIABLE})",
+    return InputError(f"scheduler: {what} (nothing within {seconds:g} s; ${TIMEOUT_VARIABLE} sets the wait)",
                       param="scheduler")
 
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from multiverse.core import credentials
-from multiverse.errors import StoreError, StoreUnavailable
+from multiverse.errors import InputError, StoreError, StoreUnavailable
 
 __all__ = ["BUSY_SECONDS", "DB_NAME", "Database", "is_server", "open_database"]
 
@@ -230,6 +230,12 @@ class ServerDatabase(Database):
         self._unless_down()
         try:
             limits = server.timeouts(self.where)
+        except InputError as exc:
+            raise InputError(f"store {self.label}: {exc}", param="store") from None
+        except psycopg.Error as exc:
+            raise StoreUnavailable(f"store {self.label}: could not connect ({self._said(exc)}); "
+                                   "expected a reachable PostgreSQL database") from None
+        try:
             conn = server.connect(self.where, limits)
         except psycopg.errors.ConnectionTimeout:
             raise self._unavailable(f"could not connect: {limits.connect_words()}", limits.connect) from None
@@ -288,16 +294,19 @@ class ServerDatabase(Database):
             limits = server.timeouts(self.where)
             raise self._unavailable(limits.answer_words(), limits.answer) from None
         except psycopg.errors.QueryCanceled as exc:
-            if "statement timeout" not in str(exc):
-                raise StoreError(f"store {self.label}: the database failed ({self._said(exc)})") from None
+            # Its statement_timeout (the words are the server's, in its language), or an administrator.
             limits = server.timeouts(self.where)
-            raise StoreUnavailable(f"store {self.label}: a statement did not finish within {limits.answer:g} s "
-                                   f"(set by ${server.ANSWER_VARIABLE}); expected a PostgreSQL server "
-                                   "that answers") from None
+            raise StoreUnavailable(f"store {self.label}: the server cancelled a statement ({self._said(exc)}; "
+                                   f"${server.ANSWER_VARIABLE} sets its time, now {limits.answer:g} s); "
+                                   "expected a PostgreSQL server that answers") from None
         except psycopg.OperationalError as exc:
+            conn = self._conn
+            if conn is not None and not conn.closed and not conn.broken:
+                raise StoreError(f"store {self.label}: the database failed ({self._said(exc)}); "
+                                 "expected a store database this process can read and write") from None
             # The connection broke (the server restarted, the network went): say so, and start afresh next time.
             with contextlib.suppress(Exception):
-                self._conn.close()
+                conn.close()
             self._conn = None
             raise StoreUnavailable(f"store {self.label}: the connection to the server failed ({self._said(exc)}); "
                                    "expected a PostgreSQL server that answers") from None

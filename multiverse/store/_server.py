@@ -57,10 +57,10 @@ class Timeouts:
         self.connect, self.connect_source, self.answer = connect, connect_source, answer
 
     def connect_words(self) -> str:
-        return f"no answer within {self.connect:g} s (set by {self.connect_source})"
+        return f"no answer within {self.connect:g} s ({self.connect_source} sets the wait)"
 
     def answer_words(self) -> str:
-        return f"the server did not answer within {self.answer:g} s (set by ${ANSWER_VARIABLE})"
+        return f"the server did not answer within {self.answer:g} s (${ANSWER_VARIABLE} sets the wait)"
 
 
 def timeouts(url: str) -> Timeouts:
