@@ -23,11 +23,11 @@ def scored_folder(root: Path, *, scored: bool = True, scale: dict | None = None)
     for user in ("coop", "adv"):
         for system, centre in (("atlas", 4.2), ("beacon", 3.1)):
             for i in range(CASES):
-                key = f"{user}-{system}-{i:03d}"
+                key = f"k{len(truth):04d}"  # says nothing of the system: a blind page shows keys
                 truth[key] = float(np.clip(np.rint(rng.normal(centre - (user == "adv"), 1.0)), 1, 5))
                 transcripts[key] = {"key": key, "system": system, "status": "ok", "reason": "",
                                     "turns": [{"role": "user", "content": f"question {i} ({user})"},
-                                              {"role": "assistant", "content": f"answer {key}"}]}
+                                              {"role": "assistant", "content": f"answer number {key}"}]}
                 for judge, bias in (("fair", 0.0), ("generous", 1.0)):
                     score = float(np.clip(np.rint(truth[key] + bias + rng.normal(0, 0.6)), 1, 5))
                     rows.append({"universe_id": f"{judge}-{user}", "judge": judge, "user": user, "system": system,
