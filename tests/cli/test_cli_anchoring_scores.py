@@ -87,6 +87,7 @@ def test_the_report_counts_each_labelled_transcript_once(scored, tmp_path):
     section = out.read_text(encoding="utf-8").split('<section id="anchored">')[1].split("</section>")[0]
     assert (f"People labelled a uniform random sample of {4 * N} transcripts ({N} per system in each of 2 rollout "
             "configurations)") in section
+    assert "People scored the transcripts on the judge's scale, 1 to 5" in section and "(mean − 1) / 4" in section
     # Each judge's row counts the labels of its own universe: one user's transcripts, both systems.
     head = section.split("Each judge against the people")[1].split("</thead>")[0]
     assert "judge − people (mean score)" in head
