@@ -276,3 +276,27 @@ def test_the_interval_holds_its_estimate_is_never_a_point_and_mirrors_with_the_s
     m_rate, m_low, m_high, _ = ppi_bounded_mean(*sums(1 - ry, 1 - rf, labels), 0.05)
     assert m_rate[0] == pytest.approx(1 - rate[0], abs=1e-9)
     assert (m_low[0], m_high[0]) == pytest.approx((1 - high[0], 1 - low[0]), abs=1e-9)
+
+
+def test_replicates_of_a_case_widen_the_anchored_mean_by_the_case_clustering():
+    """Three replicates per case that share the human score: the interval is clustered by case, so it is wider than
+    the same rows taken as independent cases, and the estimate does not move."""
+    rng = np.random.default_rng(9)
+    cases, replicates = 60, 3
+    y_case = rng.choice(np.arange(1, 6), size=cases, p=shape("high", 5)).astype(float)
+    y = np.repeat(y_case, replicates)
+    f = judge_scores(rng, y, 5, "noisy")
+    keys = [f"t{i}" for i in range(len(y))]
+    verdicts = pd.DataFrame({"universe_id": "u1", "judge": "j", "system": "a",
+                             "case_id": [f"c{i // replicates}" for i in range(len(y))],
+                             "replicate": np.tile(np.arange(replicates), cases), "transcript_key": keys,
+                             "status": "ok", "score": f, "compliant": pd.array([pd.NA] * len(y), dtype="boolean")})
+    scoring = pd.DataFrame({"universe_id": ["u1"], "estimator": ["mean"], "cut": [None], "ties": [None]})
+    picked = rng.choice(len(y), size=45, replace=False)
+    human = verdicts.iloc[picked][["system", "case_id", "replicate", "transcript_key"]].assign(score=y[picked])
+    clustered = calibrate(verdicts, human, ["judge"], scale=ORDINAL, scoring=scoring).rates.iloc[0]
+    apart = verdicts.assign(case_id=[f"c{i}" for i in range(len(y))])
+    alone = calibrate(apart, human.assign(case_id=apart["case_id"].to_numpy()[picked]), ["judge"], scale=ORDINAL,
+                      scoring=scoring).rates.iloc[0]
+    assert clustered["mean"] == pytest.approx(alone["mean"], abs=1e-12)
+    assert clustered["mean_ci_high"] - clustered["mean_ci_low"] > 1.1 * (alone["mean_ci_high"] - alone["mean_ci_low"])
