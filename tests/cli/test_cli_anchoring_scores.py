@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 from anchor_world import scored_folder as _world
@@ -126,3 +127,16 @@ def test_what_a_scored_run_cannot_take_is_refused_in_one_line(scored, tmp_path):
     pairwise, _ = _world(tmp_path / "pairwise", scale={"type": "pairwise", "min": 0, "max": 1, "reference": "beacon"})
     refused(*run_cli(["label", pairwise, "--n", "10", "--out", tmp_path / "p.csv"]), "pairwise")
     assert not (tmp_path / "p.csv").exists() and not (tmp_path / "p.html").exists()
+
+
+def test_a_table_without_transcript_keys_cannot_be_labelled_blind_and_says_so(tmp_path):
+    """Its rows are named by system and case only: a blind export, without systems, could not be matched back."""
+    grades = pd.DataFrame({"judge": np.repeat(["j1", "j2"], 40), "system": np.tile(np.repeat(["atlas", "beacon"], 20), 2),
+                           "case_id": np.tile([f"q{i}" for i in range(20)], 4), "compliant": np.tile([0, 1], 40)})
+    grades.to_csv(tmp_path / "grades.csv", index=False)
+    run_cli(["import", "table", tmp_path / "grades.csv", "--system", "system", "--item", "case_id", "--label",
+             "compliant", "--axis", "judge", "--out", tmp_path / "imported"]).ok()
+    refused(*run_cli(["label", tmp_path / "imported", "--n", "10", "--out", tmp_path / "s.csv", "--blind-systems"]),
+            "blind_systems", "no transcript_key", "expected a run folder, or a table with a transcript_key column")
+    assert not (tmp_path / "s.csv").exists() and not (tmp_path / "s.html").exists()
+    run_cli(["label", tmp_path / "imported", "--n", "10", "--out", tmp_path / "s.csv"]).ok()  # named: fine
