@@ -47,8 +47,13 @@ def read_labels(path: Any) -> pd.DataFrame:
         try:
             frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig",
                                 sep=_separator(path)).map(restore_cell)
-            frame = frame.rename(columns=restore_cell)  # the sheet's headers are guarded like its cells
-        except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+            # The sheet's headers are guarded like its cells; a spreadsheet may pad them with spaces.
+            frame = frame.rename(columns=lambda c: restore_cell(c).strip())
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{path}: byte {exc.start + 1} is not UTF-8 (a spreadsheet's own encoding?); expected a "
+                             "UTF-8 CSV, as the labelling page exports it (in Excel: Save As, CSV UTF-8)",
+                             param="human") from None
+        except (ValueError, OSError, pd.errors.ParserError) as exc:
             raise InputError(f"{path}: cannot be read as a table ({str(exc).splitlines()[0]})", param="human") from None
     else:
         frame = read_table(path)
@@ -88,8 +93,9 @@ def _binary(human: pd.DataFrame, source: str) -> tuple[pd.Series, int]:
     if bad.any():
         row = bad.idxmax()
         more = f", and {int(bad.sum()) - 1} more rows" if bad.sum() > 1 else ""
-        raise InputError(f"{source}: compliant: expected 0/1 or true/false, got '{raw[row]}' "
-                         f"(row {int(np.flatnonzero(human.index == row)[0]) + 2}{more})", param="human")
+        shown = _shown(str(raw[row]))
+        raise InputError(f"{source}: row {int(np.flatnonzero(human.index == row)[0]) + 2}: compliant: expected 0/1, "
+                         f"true/false or yes/no, got {shown!r}{more}", param="human")
     return value, int(blank.sum())
 
 

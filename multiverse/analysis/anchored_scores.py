@@ -37,12 +37,7 @@ from .estimates import MEAN_ESTIMATORS, contributions
 if TYPE_CHECKING:
     from multiverse.tables import ScaleRecord
 
-__all__ = ["check_anchorable", "human_contributions", "human_scores", "label_column", "scale_words"]
-
-
-def label_column(scale: ScaleRecord | None) -> str:
-    """The labels file's column people fill: ``score`` for a scored run, ``compliant`` otherwise."""
-    return SCORE if scale is not None and scale.scored else "compliant"
+__all__ = ["check_anchorable", "human_contributions", "human_scores", "mean_agreement", "native", "scale_words"]
 
 
 def scale_words(scale: ScaleRecord) -> str:

@@ -25,6 +25,12 @@ constant over the cell (every lambda then gives the same estimate), and a
 cell labelled in full (N = 0, where PPI is the humans-only mean).
 ``calibrate`` clips the rate to [0, 1].
 
+A scored run (``judge.scale`` ordinal or continuous) is anchored to human
+scores on the judge's scale, each universe reading them through its own
+estimator: a mean by ``ppi_interval.ppi_bounded_mean``, a share at a cut by
+the same 0/1 PPI++ as here (``anchored_scores``). Reading and matching the
+labels file is ``anchored_labels``.
+
 Only ``ok`` verdicts carry a judge label, so in each universe the estimate
 is the human rate among the transcripts its judge rated; labelled transcripts
 that universe excluded or failed are left out of it, and a note counts them.

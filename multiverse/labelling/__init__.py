@@ -7,10 +7,11 @@
     write_sheet(sample, run_criteria("runs/audit"), run_transcripts("runs/audit"), "SHEET.csv",
                 verdicts=tables.verdicts, axes=tables.axes)
 
-``SHEET.csv`` lists the sample with an empty ``compliant`` column;
-``SHEET.html`` beside it shows each transcript with the rubric, never a
-judge's verdict, keeps the labeller's progress in the browser and exports the
-filled CSV, which ``Results.calibrate`` reads. Every row carries the sample's
+``SHEET.csv`` lists the sample with an empty ``compliant`` column (``score``
+for a scored run, to fill on the judge's scale); ``SHEET.html`` beside it
+shows each transcript with the rubric, never a judge's verdict (and, with
+``blind_systems``, never a system's name), keeps the labeller's progress in
+the browser and exports the filled CSV, which ``Results.calibrate`` reads. Every row carries the sample's
 identity (``IDENTITY_COLUMNS``), and ``check_sheet`` holds a filled sheet to
 it before its labels are used.
 """

@@ -132,10 +132,13 @@ def _guess(row: pd.Series, drawn: pd.DataFrame) -> str:
     same = drawn[(drawn["system"].astype(str) == row["system"]) & (drawn["case_id"].astype(str) == row["case_id"])]
     if "replicate" in drawn.columns:
         same = same[[_same_number(str(r), str(row["replicate"])) for r in same["replicate"]]]
-    if len(same) != 1:
-        return ""
-    return (f", {_shown(str(same['transcript_key'].iloc[0]))!r} (the drawn transcript of system {row['system']}, "
-            f"case {row['case_id']}, replicate {row['replicate']})")
+    where = f"system {_shown(row['system'])}, case {_shown(row['case_id'])}, replicate {_shown(row['replicate'])}"
+    if len(same) == 1:
+        return f", {_shown(str(same['transcript_key'].iloc[0]))!r} (the drawn transcript of {where})"
+    if len(same) > 1:
+        keys = ", ".join(repr(_shown(str(k))) for k in same["transcript_key"].iloc[:3])
+        return f", one of {keys} (the {len(same)} drawn transcripts of {where}, one per rollout configuration)"
+    return ""
 
 
 def _check_rows(rows: pd.DataFrame, keys: pd.Series, drawn: pd.DataFrame, seed: int, n: int, source: str) -> None:

@@ -31,6 +31,13 @@ def _anchored(run: _Run) -> str:
            "does not help (near chance, or too few labels to tell), the anchored interval can be wider than the "
            "labels' own; the notes below count those cells, where the humans-only rate is the one to quote. "
            "What this assumes is in README › Human anchoring.</p>")
+    if "mean" in calibration.frame.columns and calibration.frame["mean"].notna().any():
+        scale = run.tables.scale
+        out += (f"<p>People scored the transcripts on the judge's scale, {scale.min:g} to {scale.max:g}. "
+                "For a universe that reads the mean score, a rate here is that mean rescaled to 0–1, "
+                f"(mean − {scale.min:g}) / {scale.max - scale.min:g}, as on every curve of this report; "
+                "a universe that reads the share at or above a cut takes the share of people's scores at or above "
+                "it. <code>multiverse calibrate</code> prints the means in the scale's units.</p>")
     out += _judges(run, calibration, level)
     out += _curve(run, human, level)
     out += _ranking(run, human)

@@ -17,6 +17,8 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 
 from multiverse.analysis.anchoring import calibrate
@@ -237,3 +239,64 @@ def test_what_cannot_be_anchored_is_refused_in_one_line():
     rates = calibrate(verdicts, human.assign(score=human["score"] - 0.25 * (human["score"] > 1)), ["judge"],
                       source="labels.csv", scale=continuous, scoring=scoring).rates
     assert rates["n_human"].eq(12).all()  # a continuous scale takes any number on it
+
+
+# -- where features meet ---------------------------------------------------------------------------------
+
+
+def test_a_cut_on_scores_anchors_as_the_same_cut_imported_as_compliant_labels():
+    """Scores read at_least 4, and the same judgments and human scores turned into 0/1 labels, give the same rates."""
+    rng = np.random.default_rng(8)
+    verdicts, scoring, truth = scored_run(rng)
+    human = human_sheet(rng, truth, 25)
+    scored = calibrate(verdicts, human, ["judge"], scale=ORDINAL, scoring=scoring).rates
+    binary = verdicts.assign(compliant=pd.array(verdicts["score"] >= 4, dtype="boolean")).drop(columns="score")
+    labels = human.drop(columns="score").assign(compliant=(human["score"] >= 4).astype(int))
+    plain = calibrate(binary, labels, ["judge"]).rates
+    columns = ["n", "n_human", "judge_rate", "rate", "ci_low", "ci_high", "human_rate", "human_ci_low", "human_ci_high"]
+    cut = scored[scored["universe_id"] == "u3"].reset_index(drop=True)
+    same = plain[plain["universe_id"] == "u3"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(cut[columns], same[columns], check_exact=False, rtol=0, atol=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(labels=st.integers(2, 40), unlabelled=st.integers(0, 80), k=st.sampled_from([5, 10]), seed=st.integers(0, 2**31))
+def test_the_interval_holds_its_estimate_is_never_a_point_and_mirrors_with_the_scale(labels, unlabelled, k, seed):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(1, k + 1, size=(1, labels + unlabelled)).astype(float)
+    f = np.clip(y + rng.integers(-2, 3, size=y.shape), 1, k)
+    if rng.random() < 0.3:  # labels all alike, the case a normal interval makes a point
+        y[:, :labels] = rng.integers(1, k + 1)
+    ry, rf = (y - 1) / (k - 1), (f - 1) / (k - 1)
+    rate, low, high, lam = ppi_bounded_mean(*sums(ry, rf, labels), 0.05)
+    centre = np.clip(rate, 0, 1)
+    assert 0 <= low[0] <= centre[0] + 1e-12 and centre[0] - 1e-12 <= high[0] <= 1 and high[0] > low[0]
+    assert 0 <= lam[0] <= 1
+    # Scoring from the other end (1 - value) mirrors the estimate and the interval.
+    m_rate, m_low, m_high, _ = ppi_bounded_mean(*sums(1 - ry, 1 - rf, labels), 0.05)
+    assert m_rate[0] == pytest.approx(1 - rate[0], abs=1e-9)
+    assert (m_low[0], m_high[0]) == pytest.approx((1 - high[0], 1 - low[0]), abs=1e-9)
+
+
+def test_replicates_of_a_case_widen_the_anchored_mean_by_the_case_clustering():
+    """Three replicates per case that share the human score: the interval is clustered by case, so it is wider than
+    the same rows taken as independent cases, and the estimate does not move."""
+    rng = np.random.default_rng(9)
+    cases, replicates = 60, 3
+    y_case = rng.choice(np.arange(1, 6), size=cases, p=shape("high", 5)).astype(float)
+    y = np.repeat(y_case, replicates)
+    f = judge_scores(rng, y, 5, "noisy")
+    keys = [f"t{i}" for i in range(len(y))]
+    verdicts = pd.DataFrame({"universe_id": "u1", "judge": "j", "system": "a",
+                             "case_id": [f"c{i // replicates}" for i in range(len(y))],
+                             "replicate": np.tile(np.arange(replicates), cases), "transcript_key": keys,
+                             "status": "ok", "score": f, "compliant": pd.array([pd.NA] * len(y), dtype="boolean")})
+    scoring = pd.DataFrame({"universe_id": ["u1"], "estimator": ["mean"], "cut": [None], "ties": [None]})
+    picked = rng.choice(len(y), size=45, replace=False)
+    human = verdicts.iloc[picked][["system", "case_id", "replicate", "transcript_key"]].assign(score=y[picked])
+    clustered = calibrate(verdicts, human, ["judge"], scale=ORDINAL, scoring=scoring).rates.iloc[0]
+    apart = verdicts.assign(case_id=[f"c{i}" for i in range(len(y))])
+    alone = calibrate(apart, human.assign(case_id=apart["case_id"].to_numpy()[picked]), ["judge"], scale=ORDINAL,
+                      scoring=scoring).rates.iloc[0]
+    assert clustered["mean"] == pytest.approx(alone["mean"], abs=1e-12)
+    assert clustered["mean_ci_high"] - clustered["mean_ci_low"] > 1.1 * (alone["mean_ci_high"] - alone["mean_ci_low"])

@@ -9,18 +9,16 @@ transcripts. People score every transcript on the judge's scale.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from anchor_world import scored_folder as _world
 from cli_runner import run_cli
 from ppi_py import ppi_mean_pointestimate
 
 import multiverse as mv
-from multiverse.tables import write_run_folder
 
-CASES = 40
 N = 12
 
 
@@ -33,38 +31,6 @@ def refused(code: int, out: str, err: str, *fragments: str) -> str:
     for fragment in fragments:
         assert fragment in lines[0], lines[0]
     return lines[0]
-
-
-def _world(root: Path, *, scored: bool = True, scale: dict | None = None) -> tuple[Path, dict]:
-    rng = np.random.default_rng(21)
-    rows, transcripts, truth = [], {}, {}
-    for user in ("coop", "adv"):
-        for system, centre in (("atlas", 4.2), ("beacon", 3.1)):
-            for i in range(CASES):
-                key = f"{user}-{system}-{i:03d}"
-                truth[key] = float(np.clip(np.rint(rng.normal(centre - (user == "adv"), 1.0)), 1, 5))
-                transcripts[key] = {"key": key, "system": system, "status": "ok", "reason": "",
-                                    "turns": [{"role": "user", "content": f"question {i} ({user})"},
-                                              {"role": "assistant", "content": f"answer {key}"}]}
-                for judge, bias in (("fair", 0.0), ("generous", 1.0)):
-                    score = float(np.clip(np.rint(truth[key] + bias + rng.normal(0, 0.6)), 1, 5))
-                    rows.append({"universe_id": f"{judge}-{user}", "judge": judge, "user": user, "system": system,
-                                 "case_id": f"c{i:03d}", "replicate": 0, "transcript_key": key,
-                                 "judgment_key": f"{judge}-{key}", "status": "ok", "reason": "",
-                                 "score": score if scored else np.nan,
-                                 "compliant": pd.NA if scored else score >= 4})
-    verdicts = pd.DataFrame(rows).assign(compliant=lambda f: f["compliant"].astype("boolean"))
-    manifest = {"source": "table", "axes": ["judge", "user"], "factors": [],
-                "universes": sorted(verdicts["universe_id"].unique()), "primary": "fair-coop",
-                "scale": (scale or {"type": "ordinal", "min": 1, "max": 5}) if scored else None}
-    if scored:
-        manifest["estimator"] = "mean"
-    rates = pd.DataFrame({"universe_id": ["fair-coop"], "system": ["atlas"], "subgroup": ["all"], "n": [1]})
-    out = write_run_folder(root / "run", verdicts=verdicts.drop(columns=[] if scored else ["score"]), criteria=None,
-                           rates=rates, manifest=manifest, transcripts=transcripts,
-                           spec_document={"rubric": {"criteria": [{"id": "honest", "name": "Honest",
-                                                                    "permissible": False, "definition": "Says only what it knows."}]}})
-    return out, truth
 
 
 @pytest.fixture(scope="module")
@@ -122,6 +88,7 @@ def test_the_report_counts_each_labelled_transcript_once(scored, tmp_path):
     section = out.read_text(encoding="utf-8").split('<section id="anchored">')[1].split("</section>")[0]
     assert (f"People labelled a uniform random sample of {4 * N} transcripts ({N} per system in each of 2 rollout "
             "configurations)") in section
+    assert "People scored the transcripts on the judge's scale, 1 to 5" in section and "(mean − 1) / 4" in section
     # Each judge's row counts the labels of its own universe: one user's transcripts, both systems.
     head = section.split("Each judge against the people")[1].split("</thead>")[0]
     assert "judge − people (mean score)" in head
@@ -160,3 +127,16 @@ def test_what_a_scored_run_cannot_take_is_refused_in_one_line(scored, tmp_path):
     pairwise, _ = _world(tmp_path / "pairwise", scale={"type": "pairwise", "min": 0, "max": 1, "reference": "beacon"})
     refused(*run_cli(["label", pairwise, "--n", "10", "--out", tmp_path / "p.csv"]), "pairwise")
     assert not (tmp_path / "p.csv").exists() and not (tmp_path / "p.html").exists()
+
+
+def test_a_table_without_transcript_keys_cannot_be_labelled_blind_and_says_so(tmp_path):
+    """Its rows are named by system and case only: a blind export, without systems, could not be matched back."""
+    grades = pd.DataFrame({"judge": np.repeat(["j1", "j2"], 40), "system": np.tile(np.repeat(["atlas", "beacon"], 20), 2),
+                           "case_id": np.tile([f"q{i}" for i in range(20)], 4), "compliant": np.tile([0, 1], 40)})
+    grades.to_csv(tmp_path / "grades.csv", index=False)
+    run_cli(["import", "table", tmp_path / "grades.csv", "--system", "system", "--item", "case_id", "--label",
+             "compliant", "--axis", "judge", "--out", tmp_path / "imported"]).ok()
+    refused(*run_cli(["label", tmp_path / "imported", "--n", "10", "--out", tmp_path / "s.csv", "--blind-systems"]),
+            "blind_systems", "no transcript_key", "expected a run folder, or a table with a transcript_key column")
+    assert not (tmp_path / "s.csv").exists() and not (tmp_path / "s.html").exists()
+    run_cli(["label", tmp_path / "imported", "--n", "10", "--out", tmp_path / "s.csv"]).ok()  # named: fine
