@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -19,7 +20,8 @@ from multiverse.core import SCORE
 from multiverse.errors import InputError
 from multiverse.tables._folder_models import Manifest, ScaleRecord, SpecDocument
 
-__all__ = ["BINARY", "check_scores", "folder_scale", "universe_scales", "with_score_column"]
+__all__ = ["BINARY", "FolderScales", "check_scores", "folder_scale", "folder_scales", "universe_scales",
+           "with_score_column"]
 
 #: The scale of a folder that declares none: compliance labels, no scores.
 BINARY = ScaleRecord()
@@ -32,6 +34,36 @@ def folder_scale(manifest: Manifest | None, spec: SpecDocument | None = None) ->
     if spec is not None and spec.judge is not None and spec.judge.scale is not None:
         return spec.judge.scale
     return BINARY
+
+
+@dataclass(frozen=True)
+class FolderScales:
+    """The scales of a folder's scores: the folder's own (``base``, the base spec's) and each universe's (``of``).
+
+    ``of`` maps every universe the manifest lists to its scale (its own, where an axis over
+    ``judge.scale`` gave it one, else ``base``); a bare table lists none, and ``base`` is every one's.
+    """
+
+    base: ScaleRecord
+    of: Mapping[str, ScaleRecord] = field(default_factory=dict)
+
+    @property
+    def scored(self) -> bool:
+        """True when some universe's verdicts carry scores (its scale is not binary)."""
+        return self.base.scored or any(s.scored for s in self.of.values())
+
+    @property
+    def common(self) -> ScaleRecord | None:
+        """The one scale every universe reading scores is on; None when an axis gave them different ones."""
+        scored = {s.model_dump_json(): s for s in self.of.values() if s.scored}
+        if not scored:
+            return self.base if self.base.scored else None
+        return next(iter(scored.values())) if len(scored) == 1 else None
+
+
+def folder_scales(manifest: Manifest | None, spec: SpecDocument | None = None) -> FolderScales:
+    """The folder's scale (:func:`folder_scale`) and each universe's (:func:`universe_scales`)."""
+    return FolderScales(folder_scale(manifest, spec), universe_scales(manifest, spec))
 
 
 def universe_scales(manifest: Manifest | None, spec: SpecDocument | None = None) -> dict[str, ScaleRecord]:
