@@ -186,8 +186,9 @@ class Results:
     def scales(self) -> FolderScales:
         """The folder's scale and each universe's own, where an axis over ``judge.scale`` gave it one."""
         def find() -> FolderScales:
-            spec = self.resolved_spec if self.manifest is None or self.manifest.scale is None else None
-            return folder_scales(self.manifest, spec.document if spec is not None else None)
+            spec = self.resolved_spec  # the manifest's scale first; the spec's axes say who has a scale of its own
+            return folder_scales(self.manifest, spec.document if spec is not None else None,
+                                 folder / "manifest.json" if (folder := self.out_dir) is not None else "manifest.json")
         return self._memo(("scales",), find)
 
     def scoring_choices(self) -> pd.DataFrame | None:

@@ -61,19 +61,57 @@ class FolderScales:
         return next(iter(scored.values())) if len(scored) == 1 else None
 
 
-def folder_scales(manifest: Manifest | None, spec: SpecDocument | None = None) -> FolderScales:
+def folder_scales(manifest: Manifest | None, spec: SpecDocument | None = None,
+                  shown: str | os.PathLike = "manifest.json") -> FolderScales:
     """The folder's scale (:func:`folder_scale`) and each universe's (:func:`universe_scales`)."""
-    return FolderScales(folder_scale(manifest, spec), universe_scales(manifest, spec))
+    return FolderScales(folder_scale(manifest, spec), universe_scales(manifest, spec, shown))
 
 
-def universe_scales(manifest: Manifest | None, spec: SpecDocument | None = None) -> dict[str, ScaleRecord]:
+def universe_scales(manifest: Manifest | None, spec: SpecDocument | None = None,
+                    shown: str | os.PathLike = "manifest.json") -> dict[str, ScaleRecord]:
     """Each universe's scale (id -> scale): its own, where an axis over ``judge.scale`` gave it one, else the folder's.
 
     A run records a universe's scale in its manifest entry when it is not the
     base spec's; every score of the universe is on it, and only on it.
     """
     folder = folder_scale(manifest, spec)
-    return {u.id: u.scale if u.scale is not None else folder for u in (manifest.universes if manifest else [])}
+    universes = manifest.universes if manifest else []
+    if spec is not None and spec.axes and not any(u.scale is not None for u in universes):
+        _unrecorded_scales(universes, spec, folder, shown)
+    return {u.id: u.scale if u.scale is not None else folder for u in universes}
+
+
+#: The fields of a scale that say where its scores lie; an axis may patch each (``judge.scale.max``).
+_RANGE = ("type", "min", "max", "reference")
+
+
+def _unrecorded_scales(universes: list, spec: SpecDocument, folder: ScaleRecord, shown: str | os.PathLike) -> None:
+    """Refuse a run folder whose axes gave a universe another scale that its manifest does not record.
+
+    A run written before each universe's scores were read on its own scale rescaled them all on the
+    base spec's, rates file included: it is refused, never read as if it were right.
+    """
+    touched = any(path == "judge" or path.startswith("judge.scale") for options in spec.axes.values()
+                  for patch in options.values() for path in (patch or {}))
+    if not touched:
+        return
+    base = folder.model_dump()
+    for universe in universes:
+        scale = dict(base)
+        for axis, option in universe.options.items():
+            for path, value in ((spec.axes.get(axis) or {}).get(str(option)) or {}).items():
+                if path == "judge" and isinstance(value, Mapping):
+                    scale = {**ScaleRecord().model_dump(), **dict(value.get("scale") or {})}
+                elif path == "judge.scale" and isinstance(value, Mapping):
+                    scale = {**ScaleRecord().model_dump(), **dict(value)}
+                elif path.removeprefix("judge.scale.") in _RANGE and path.startswith("judge.scale."):
+                    scale[path.removeprefix("judge.scale.")] = value
+        if any(scale.get(k) != base.get(k) for k in _RANGE):
+            raise InputError(f"{shown}: universes: universe {universe.id} ({universe.label or universe.id}) "
+                             f"has its own judge.scale ({scale.get('type')} {scale.get('min')}..{scale.get('max')}) "
+                             "that the manifest does not record: written before each universe's scores were read on "
+                             "its own scale, its rates are on the base scale; expected the run made again (every "
+                             "judgment is reused from the store)")
 
 
 def with_score_column(verdicts: pd.DataFrame) -> pd.DataFrame:
