@@ -197,3 +197,20 @@ def test_a_score_off_its_universes_own_scale_is_refused_on_load(tmp_path):
         load_run(tmp_path / "run")
     message = str(refused.value)
     assert "\n" not in message and f"universe {five}" in message and "from 1 to 5" in message and "got 9" in message
+
+
+def test_a_folder_written_before_universes_recorded_their_own_scale_is_refused(tmp_path):
+    # Its rates file read every universe on the base scale: it is refused, never shown as if right.
+    axes = {"scale": {"ten": {}, "five": {"judge.scale.max": 5}}}
+    spec_path = _spec(tmp_path, {"type": "ordinal", "min": 1, "max": 10}, axes)
+    run(load_spec(spec_path), out=tmp_path / "run", store=tmp_path / "store", progress=False)
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    for universe in manifest["universes"]:
+        universe.pop("scale", None)
+    (tmp_path / "run" / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(InputError) as refused:
+        load_run(tmp_path / "run")
+    message = str(refused.value)
+    assert "\n" not in message and "manifest.json" in message and "does not record" in message
+    code, _, err = run_cli(["curve", tmp_path / "run"])
+    assert code == 2 and "judge.scale" in err

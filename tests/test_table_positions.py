@@ -96,6 +96,12 @@ def _analyses(folder: Path) -> dict:
         "curve": _sorted(curve.frame, ["universe_id", "system"]),
         "tests": json.dumps([{k: v for k, v in t.items() if k != "universes"} for t in curve.document["tests"]],
                             sort_keys=True, default=str),
+        # The criteria table's door: agreement reads the labels per criterion.
+        "agreement": json.dumps(results.agreement("judge").document["pairs"], sort_keys=True, default=str),
+        # The pairs as unordered pairs: agreement orients a pair by the order rows first name its options.
+        "agreement_values": json.dumps(sorted((sorted([p["a"], p["b"]]), p["n"], round(p["cohen_kappa"], 12),
+                                               round(abs(p["bias"]), 12), round(p["percent"], 12))
+                                              for p in results.agreement("judge").document["pairs"])),
         "variance": json.dumps(results.variance().document["terms"], sort_keys=True, default=str),
         # The variance decomposition itself; its noise floor resamples cases in the order rows first name them.
         "variance_shares": json.dumps([{k: t[k] for k in ("term", "share", "sum_sq", "df")}
@@ -108,8 +114,10 @@ def _same(found: dict, expected: dict, extra: set[str] = frozenset(), *, reorder
         have = found[name].drop(columns=[c for c in extra if c in found[name].columns])
         assert_frame_equal(have, expected[name], check_dtype=False, check_categorical=False, obj=name)
     assert found["tests"] == expected["tests"]
+    assert found["agreement_values"] == expected["agreement_values"]
     assert found["variance_shares"] == expected["variance_shares"]
     if not reordered:
+        assert found["agreement"] == expected["agreement"]
         assert found["variance"] == expected["variance"]
 
 
@@ -184,6 +192,16 @@ def test_a_csv_header_naming_a_column_twice_is_refused(sim_run, tmp_path):
     frame.set_axis(pd.Index(frame["compliant"].to_numpy()[::-1], name="compliant")).to_csv(folder / "verdicts.csv")
     with pytest.raises(InputError, match="'compliant' is named twice"):
         load_run(folder)
+
+
+def test_diff_of_a_folder_against_its_rewrite_with_a_shuffled_index_finds_no_change(sim_run, tmp_path):
+    folder = _copy(sim_run.out, tmp_path, "diffed")
+    _rewrite_parquet(folder, INDEXES["shuffled_integers"])
+    code, out, err = run_cli(["diff", sim_run.out, folder, "--json"])
+    assert code == 0, err
+    systems = json.loads(out)["systems"]
+    assert len(systems) == 2
+    assert all((s["min"], s["max"], s["below_0"], s["above_0"], s["worse"]) == (0.0, 0.0, 0, 0, False) for s in systems)
 
 
 def test_a_claim_the_data_refute_is_not_held_after_a_rewrite_with_a_shuffled_index(sim_run, tmp_path):

@@ -185,8 +185,10 @@ def wilson(rate: np.ndarray, n_eff: np.ndarray, level: float) -> tuple[np.ndarra
     if has.any():
         lo, hi = _wilson_bounds(rate[has] * n_eff[has], n_eff[has], level)
         lo, hi = _near_the_edges(rate[has] * n_eff[has], n_eff[has], lo, hi, level)
-        low[has] = np.clip(lo, 0.0, 1.0)
-        high[has] = np.clip(hi, 0.0, 1.0)
+        # At a rate of 0 or 1 the formula's bound misses the rate by a rounding error (1 - 1e-16): an
+        # interval always holds its own estimate.
+        low[has] = np.clip(np.fmin(lo, rate[has]), 0.0, 1.0)
+        high[has] = np.clip(np.fmax(hi, rate[has]), 0.0, 1.0)
     return low, high
 
 

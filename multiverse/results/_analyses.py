@@ -74,7 +74,7 @@ def _native(results: ResultsView) -> tuple[float, float, bool] | None:
     """(low, high, every universe a mean) when some universe's rate is a mean of scores, else None."""
     from multiverse.analysis.estimates import MEAN_ESTIMATORS
 
-    choices = results.scoring_choices() if results.scored else None
+    choices = results.scoring_choices() if results.scales.scored else None
     if choices is None:
         return None
     means = choices["estimator"].isin(MEAN_ESTIMATORS)
@@ -130,9 +130,9 @@ def declared_scoring(results: ResultsView) -> tuple[dict[str, Any] | None, list[
     the manifest, else the resolved spec and its axis patches), so agreement shows kappa at exactly
     the cuts the curve and the ranking use. No declared scale: None (the analysis infers one and says so).
     """
-    if not results.scored:
+    if not results.scales.scored:
         return None, []
-    scale = results.common_scale()
+    scale = results.scales.common
     if scale is None:
         # Raw scores on two scales are not two judges' views of one thing: a 4 of 5 is no 4 of 10.
         raise InputError(f"{results.source or 'results'}: agreement on scores: the universes are on different "
@@ -159,7 +159,7 @@ def ranking(results: ResultsView, axes: list[str] | None, boot: int) -> Analysis
         document["reference"] = reference
         document["notes"].append(f"the reference system {reference} is left out of the ranking: every other system's "
                                  "scores are preferences over it")
-    choices = results.scoring_choices() if results.scored else None
+    choices = results.scoring_choices() if results.scales.scored else None
     cuts = pd.DataFrame()
     if choices is not None:
         from multiverse.analysis.cuts import cut_flips, cut_table
@@ -179,7 +179,7 @@ def ranking(results: ResultsView, axes: list[str] | None, boot: int) -> Analysis
         if kind == "cuts":
             from multiverse.plots.cuts import cut_figure
 
-            common = results.common_scale()  # means on different scales share no native axis
+            common = results.scales.common  # means on different scales share no native axis
             return cut_figure(document.get("cuts", []), scale=(common.min, common.max) if common else None)
         from multiverse.plots.ranking import ranking_figure
 

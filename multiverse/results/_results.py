@@ -42,13 +42,13 @@ from multiverse.results._anchoring_documents import AnchoredCurveDocument, Ancho
 from multiverse.results._documents import AgreementDocument, PowerDocument, VarianceDocument
 from multiverse.results._ranking_documents import RankingDocument
 from multiverse.tables import (
+    FolderScales,
     Manifest,
     ResolvedSpec,
     ScaleRecord,
-    folder_scale,
+    folder_scales,
     split_factors,
     universe_ids,
-    universe_scales,
 )
 
 __all__ = ["Results"]
@@ -126,7 +126,7 @@ class Results:
         # Ids and system names as text, so a table that stored them as numbers reads the same everywhere.
         text = {c: v[c].astype(str) for c in ("universe_id", "system") if not _is_text(v[c])}
         v = v.assign(**text) if text else v
-        if self.scored:
+        if self.scales.scored:
             # What each row contributes to its universe's rate, read by every analysis (analysis.estimates).
             from multiverse.analysis.estimates import with_contributions
 
@@ -179,31 +179,17 @@ class Results:
 
     @property
     def scale(self) -> ScaleRecord:
-        """The scale of the verdicts' scores: the manifest's, else the run's spec's, else binary (no scores)."""
-        def find() -> ScaleRecord:
-            spec = self.resolved_spec if self.manifest is None or self.manifest.scale is None else None
-            return folder_scale(self.manifest, spec.document if spec is not None else None)
-        return self._memo(("scale",), find)
+        """The folder's (base spec's) scale: the manifest's, else the run's spec's, else binary (no scores)."""
+        return self.scales.base
 
     @property
-    def scales(self) -> dict[str, ScaleRecord]:
-        """Each universe's scale (id -> scale): its own where an axis over ``judge.scale`` gave it one, else
-        :attr:`scale` (``tables.universe_scales``). Empty for a bare table: :attr:`scale` is every universe's."""
-        def find() -> dict[str, ScaleRecord]:
-            spec = self.resolved_spec if self.manifest is None or self.manifest.scale is None else None
-            return universe_scales(self.manifest, spec.document if spec is not None else None)
+    def scales(self) -> FolderScales:
+        """The folder's scale and each universe's own, where an axis over ``judge.scale`` gave it one."""
+        def find() -> FolderScales:
+            spec = self.resolved_spec  # the manifest's scale first; the spec's axes say who has a scale of its own
+            return folder_scales(self.manifest, spec.document if spec is not None else None,
+                                 folder / "manifest.json" if (folder := self.out_dir) is not None else "manifest.json")
         return self._memo(("scales",), find)
-
-    @property
-    def scored(self) -> bool:
-        """True when some universe's verdicts carry scores (its scale is not binary)."""
-        return self.scale.scored or any(s.scored for s in self.scales.values())
-
-    def common_scale(self) -> ScaleRecord | None:
-        """The one scale every universe reading scores is on, or None when an axis gave them different ones."""
-        scales = {s.model_dump_json() : s for s in self.scales.values() if s.scored} or (
-            {"": self.scale} if self.scale.scored else {})
-        return next(iter(scales.values())) if len(scales) == 1 else None
 
     def scoring_choices(self) -> pd.DataFrame | None:
         """Each universe's estimator, cut and ties (``analysis.estimates.scoring_choices``); None: no universe reads scores."""
@@ -301,7 +287,7 @@ class Results:
 
         from multiverse.analysis.estimates import MEAN_ESTIMATORS
 
-        choices = self.scoring_choices() if self.scored else None
+        choices = self.scoring_choices() if self.scales.scored else None
         if choices is None:
             return matrix
         estimator = choices.set_index("universe_id")["estimator"].reindex(matrix.universes["universe_id"].astype(str))
@@ -324,7 +310,7 @@ class Results:
             else:
                 from multiverse.analysis.rates import compute_rates
 
-                scale = self.scale if self.scored else None
+                scale = self.scale if self.scales.scored else None
                 rates = compute_rates(self.verdicts, axes=self.axes, factors=self.factors, scale=scale,
                                       scoring=self.scoring_choices() if scale is not None else None)
             return rates.assign(universe_id=rates["universe_id"].astype(str), system=rates["system"].astype(str))

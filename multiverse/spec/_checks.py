@@ -88,8 +88,10 @@ def _check_scale(spec: Spec, problems: Problems) -> None:
         if not scale.min <= value <= scale.max:
             problems.add(f"judge.scale.anchors.{point}", f"expected a score from {scale.min:g} to {scale.max:g}")
     _check_reference(spec, problems)
-    if scoring.estimator in _SCORE_ESTIMATORS and not scale.scored and scoring.estimator != "mean":
-        problems.add("scoring.estimator", f"{scoring.estimator} reads a score; declare judge.scale (ordinal, continuous or pairwise)")
+    # mean too: a binary judge gives no score to average, and its rate was refused only after the paid calls.
+    if scoring.estimator in _SCORE_ESTIMATORS and not scale.scored:
+        problems.add("scoring.estimator", f"{scoring.estimator} reads a score; declare judge.scale (ordinal, continuous "
+                     "or pairwise), or count labels with pooled or cell_balanced")
     if scoring.unparsed == "tie" and scale.type != "pairwise":
         problems.add("scoring.unparsed", f"a {scale.type} scale has no tie (only a pairwise one: its midpoint); "
                      "expected exclude or against")

@@ -52,7 +52,15 @@ from multiverse.tables._places import (
     check_output_file,
     folder_kind,
 )
-from multiverse.tables._scores import BINARY, check_scores, folder_scale, universe_scales, with_score_column
+from multiverse.tables._scores import (
+    BINARY,
+    FolderScales,
+    check_scores,
+    folder_scale,
+    folder_scales,
+    universe_scales,
+    with_score_column,
+)
 from multiverse.tables._tables import (
     check_choice,
     csv_safe,
@@ -75,6 +83,7 @@ __all__ = [
     "INDEX_FOLDER",
     "RUN_FILES",
     "TABLE_FILES",
+    "FolderScales",
     "Manifest",
     "PageTrail",
     "PlaceError",
@@ -93,6 +102,7 @@ __all__ = [
     "csv_safe",
     "folder_kind",
     "folder_scale",
+    "folder_scales",
     "index_table",
     "infer_axes",
     "page_out",

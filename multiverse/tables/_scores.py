@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -19,7 +20,8 @@ from multiverse.core import SCORE
 from multiverse.errors import InputError
 from multiverse.tables._folder_models import Manifest, ScaleRecord, SpecDocument
 
-__all__ = ["BINARY", "check_scores", "folder_scale", "universe_scales", "with_score_column"]
+__all__ = ["BINARY", "FolderScales", "check_scores", "folder_scale", "folder_scales", "universe_scales",
+           "with_score_column"]
 
 #: The scale of a folder that declares none: compliance labels, no scores.
 BINARY = ScaleRecord()
@@ -34,14 +36,82 @@ def folder_scale(manifest: Manifest | None, spec: SpecDocument | None = None) ->
     return BINARY
 
 
-def universe_scales(manifest: Manifest | None, spec: SpecDocument | None = None) -> dict[str, ScaleRecord]:
+@dataclass(frozen=True)
+class FolderScales:
+    """The scales of a folder's scores: the folder's own (``base``, the base spec's) and each universe's (``of``).
+
+    ``of`` maps every universe the manifest lists to its scale (its own, where an axis over
+    ``judge.scale`` gave it one, else ``base``); a bare table lists none, and ``base`` is every one's.
+    """
+
+    base: ScaleRecord
+    of: Mapping[str, ScaleRecord] = field(default_factory=dict)
+
+    @property
+    def scored(self) -> bool:
+        """True when some universe's verdicts carry scores (its scale is not binary)."""
+        return self.base.scored or any(s.scored for s in self.of.values())
+
+    @property
+    def common(self) -> ScaleRecord | None:
+        """The one scale every universe reading scores is on; None when an axis gave them different ones."""
+        scored = {s.model_dump_json(): s for s in self.of.values() if s.scored}
+        if not scored:
+            return self.base if self.base.scored else None
+        return next(iter(scored.values())) if len(scored) == 1 else None
+
+
+def folder_scales(manifest: Manifest | None, spec: SpecDocument | None = None,
+                  shown: str | os.PathLike = "manifest.json") -> FolderScales:
+    """The folder's scale (:func:`folder_scale`) and each universe's (:func:`universe_scales`)."""
+    return FolderScales(folder_scale(manifest, spec), universe_scales(manifest, spec, shown))
+
+
+def universe_scales(manifest: Manifest | None, spec: SpecDocument | None = None,
+                    shown: str | os.PathLike = "manifest.json") -> dict[str, ScaleRecord]:
     """Each universe's scale (id -> scale): its own, where an axis over ``judge.scale`` gave it one, else the folder's.
 
     A run records a universe's scale in its manifest entry when it is not the
     base spec's; every score of the universe is on it, and only on it.
     """
     folder = folder_scale(manifest, spec)
-    return {u.id: u.scale if u.scale is not None else folder for u in (manifest.universes if manifest else [])}
+    universes = manifest.universes if manifest else []
+    if spec is not None and spec.axes and not any(u.scale is not None for u in universes):
+        _unrecorded_scales(universes, spec, folder, shown)
+    return {u.id: u.scale if u.scale is not None else folder for u in universes}
+
+
+#: The fields of a scale that say where its scores lie; an axis may patch each (``judge.scale.max``).
+_RANGE = ("type", "min", "max", "reference")
+
+
+def _unrecorded_scales(universes: list, spec: SpecDocument, folder: ScaleRecord, shown: str | os.PathLike) -> None:
+    """Refuse a run folder whose axes gave a universe another scale that its manifest does not record.
+
+    A run written before each universe's scores were read on its own scale rescaled them all on the
+    base spec's, rates file included: it is refused, never read as if it were right.
+    """
+    touched = any(path == "judge" or path.startswith("judge.scale") for options in spec.axes.values()
+                  for patch in options.values() for path in (patch or {}))
+    if not touched:
+        return
+    base = folder.model_dump()
+    for universe in universes:
+        scale = dict(base)
+        for axis, option in universe.options.items():
+            for path, value in ((spec.axes.get(axis) or {}).get(str(option)) or {}).items():
+                if path == "judge" and isinstance(value, Mapping):
+                    scale = {**ScaleRecord().model_dump(), **dict(value.get("scale") or {})}
+                elif path == "judge.scale" and isinstance(value, Mapping):
+                    scale = {**ScaleRecord().model_dump(), **dict(value)}
+                elif path.removeprefix("judge.scale.") in _RANGE and path.startswith("judge.scale."):
+                    scale[path.removeprefix("judge.scale.")] = value
+        if any(scale.get(k) != base.get(k) for k in _RANGE):
+            raise InputError(f"{shown}: universes: universe {universe.id} ({universe.label or universe.id}) "
+                             f"has its own judge.scale ({scale.get('type')} {scale.get('min')}..{scale.get('max')}) "
+                             "that the manifest does not record: written before each universe's scores were read on "
+                             "its own scale, its rates are on the base scale; expected the run made again (every "
+                             "judgment is reused from the store)")
 
 
 def with_score_column(verdicts: pd.DataFrame) -> pd.DataFrame:

@@ -166,9 +166,10 @@ def _read_parquet(path: Path, categories: bool) -> pd.DataFrame:
     schema = pq.read_schema(path)
     # Rows by position, whatever index a writer stored (tables._positional): checked before any read.
     dropped, index_columns = index_fields(schema)
-    if not categories:
-        return positional(pd.read_parquet(path))
     import pyarrow as pa
+
+    if not categories:
+        return _nullable_booleans(positional(pd.read_parquet(path)), schema)
 
     columns: dict[str, pd.Series] = {}
     plain = set()
@@ -199,7 +200,22 @@ def _read_parquet(path: Path, categories: bool) -> pd.DataFrame:
         # Arrow's allocator keeps freed pages for reuse; hand the decoding buffers back to the system.
         pa.default_memory_pool().release_unused()
     frame = pd.DataFrame(columns, copy=False) if columns else positional(pd.read_parquet(path))
-    return _as_categories(frame, skip=plain)
+    return _as_categories(_nullable_booleans(frame, schema), skip=plain)
+
+
+def _nullable_booleans(frame: pd.DataFrame, schema: Any) -> pd.DataFrame:
+    """Arrow booleans with a missing value as pandas' nullable booleans, whoever wrote the file.
+
+    pandas records that dtype in its own metadata; a file written by pyarrow alone, Polars or another
+    writer has none, and its booleans with a gap would read as Python objects (True, False, None).
+    """
+    import pyarrow as pa
+
+    for field in schema:
+        name = field.name
+        if pa.types.is_boolean(field.type) and name in frame.columns and frame[name].dtype == object:
+            frame[name] = frame[name].astype("boolean")
+    return frame
 
 
 def _repeating_text(path: Path, name: str, rows: int) -> Any:
