@@ -57,8 +57,8 @@ from .curve import (
 )
 from .inference import JointTest, joint_difference_test, joint_rate_test
 from .joint_curve import joint_curve_test
-from .mean_null import joint_mean_test
 from .label_budget import anchored_width, human_power
+from .mean_null import joint_mean_test
 from .multiplicity import adjust_tests, holm
 from .power import (
     cases_needed,

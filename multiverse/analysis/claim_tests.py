@@ -82,7 +82,7 @@ def rate_claim_tests(m: CaseMatrix, *, system: str, bound: float, side: str, lev
     rows = np.flatnonzero(n_uc.sum(axis=1) > 0)
     n_uc, k_uc = n_uc[rows], m.compliant[s][rows]
     rate = k_uc.sum(axis=1) / n_uc.sum(axis=1)
-    n_eff = _effective_n(n_uc, k_uc, level)
+    n_eff = _effective_n(n_uc, m.share_icc()[s, rows], level)  # the curve's ICC rule
     x = rate * n_eff
     from scipy import stats  # a second or more to import: only the claims' tests need it
 

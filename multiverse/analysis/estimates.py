@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONTRIBUTION",
     "MEAN_ESTIMATORS",
+    "NO_SPREAD",
     "SCALE_ENDS",
     "case_mean_interval",
     "contributions",
@@ -61,6 +62,8 @@ MEAN_ESTIMATORS = ("mean", "win_rate")
 _CHOICE_COLUMNS = ("estimator", "cut", "ties")
 #: The ends of each universe's own scale in a choices table: its scores are rescaled on them.
 SCALE_ENDS = ("low", "high")
+#: A mean's standard error at or below this is rounding of sums of equal values: no spread at all.
+NO_SPREAD = 1e-12
 
 
 def scoring_choices(manifest: Manifest | None, spec: SpecDocument | None) -> pd.DataFrame | None:
@@ -198,7 +201,24 @@ def mean_interval(target: np.ndarray, n_targets: int, case: np.ndarray, value: n
         t = stats.t.ppf(0.5 + level / 2, np.maximum(cases - 1, 1))
     low = np.where(cases > 1, np.clip(mean - t * se, 0.0, 1.0), np.where(n > 0, 0.0, np.nan))
     high = np.where(cases > 1, np.clip(mean + t * se, 0.0, 1.0), np.where(n > 0, 1.0, np.nan))
+    low, high = _without_spread(mean, se, cases, level, low, high)
     return mean, se, low, high
+
+
+def _without_spread(mean: np.ndarray, se: np.ndarray, cases: np.ndarray, level, low: np.ndarray, high: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Where a mean's standard error is 0 or unknown (every case alike, or one case), the Wilson interval of
+    its value at the number of cases: the spread of a two-point value, the widest a value in [0, 1] with that
+    mean can have. A t interval there is a point (or all of [0, 1]); the joint tests' z is this interval's
+    score z (``mean_null``), so a universe counts as significant exactly when this interval excludes t."""
+    from .intervals import wilson
+
+    flat = ~(se > NO_SPREAD) & (cases > 0) & np.isfinite(mean)
+    levels = np.broadcast_to(np.asarray(level, float), mean.shape)
+    for value in np.unique(levels[flat]):
+        rows = flat & (levels == value)
+        low[rows], high[rows] = wilson(mean[rows], cases[rows], float(value))
+    return low, high
 
 
 def case_mean_interval(n_tc: np.ndarray, k_tc: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -219,4 +239,5 @@ def case_mean_interval(n_tc: np.ndarray, k_tc: np.ndarray, level: float) -> tupl
         t = stats.t.ppf(0.5 + np.asarray(level, float) / 2, np.maximum(cases - 1, 1))
     low = np.where(cases > 1, np.clip(mean - t * se, 0.0, 1.0), np.where(n > 0, 0.0, np.nan))
     high = np.where(cases > 1, np.clip(mean + t * se, 0.0, 1.0), np.where(n > 0, 1.0, np.nan))
+    low, high = _without_spread(mean, se, cases, level, low, high)
     return se, low, high

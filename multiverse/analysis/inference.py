@@ -24,9 +24,13 @@ Two nulls:
     (:func:`~multiverse.analysis.intervals.design_effect`: the universe's
     intra-case ICC over its replicates, pooled over the universes where it is
     not estimable; 1 with one label per case), so a universe is significant
-    exactly when its design-effect Wilson interval (before the exact bound
-    near the edges) excludes the threshold, and the count reads as
-    per-universe tests at ``alpha``. Without the design effect, 14% of
+    exactly when its design-effect Wilson interval excludes the threshold
+    (where the exact bound near the edges still holds it, z is held at the
+    critical value), and the count reads as per-universe tests at ``alpha``.
+    The ICC is the curve's own (``CaseMatrix.share_icc``: pooled over every
+    system x share universe of the run, not the tested system's alone).
+    Means of scores get their own null (:mod:`multiverse.analysis.mean_null`),
+    and a curve of both kinds is tested by :mod:`multiverse.analysis.joint_curve`. Without the design effect, 14% of
     universes were "significant at 0.05" under a true null with 3 replicates
     per case at ICC 0.3. Null curves get the same z from their own rates, at
     the observed design effects.
@@ -79,7 +83,7 @@ from multiverse.analysis.case_matrix import (
     _paired,
     _paired_z,
 )
-from multiverse.analysis.intervals import design_effect
+from multiverse.analysis.intervals import design_effect, wilson
 from multiverse.analysis.null_histograms import (
     TIE,
     NestedCounts,
@@ -125,10 +129,24 @@ def _effective_n(n_uc: np.ndarray, icc: np.ndarray, level: float) -> np.ndarray:
     return n_uc.sum(axis=1) / design_effect(n_uc, icc, level)
 
 
-def _score_z(effect: np.ndarray, n: np.ndarray, threshold: float) -> np.ndarray:
+def _score_z(effect: np.ndarray, n: np.ndarray, threshold: float, level: float = 0.95) -> np.ndarray:
+    """The score z of each rate at its effective size, held within the critical value where the curve's
+    interval still holds the threshold: the exact bound near the edges (``intervals.wilson``) can be wider
+    than the score test, and a universe counts as significant exactly when its interval excludes t."""
     with np.errstate(divide="ignore", invalid="ignore"):
         z = effect / np.sqrt(threshold * (1.0 - threshold) / n)
-    return np.where(np.isfinite(z), z, 0.0)
+    z = np.where(np.isfinite(z), z, 0.0)
+    crit = special.ndtri(0.5 + level / 2.0)
+    n = np.broadcast_to(n, z.shape)
+    count = (effect + threshold) * n
+    # Only a significant z whose rate sits one to three labels off an edge can meet the wider bound.
+    edge = np.where(n <= 50, 2.0, np.where(n <= 100, 3.0, 0.0)) + 1e-9
+    near = (np.abs(z) > crit) & (((count > 0) & (count <= edge)) | ((n - count > 0) & (n - count <= edge)))
+    if near.any():
+        low, high = wilson((effect + threshold)[near], n[near], level)
+        held = (low <= threshold) & (threshold <= high)
+        z[near] = np.where(held, np.clip(z[near], -crit, crit), z[near])
+    return z
 
 
 # --------------------------------------------------------------------------
@@ -326,7 +344,7 @@ def joint_rate_test(
     rate = k_uc.sum(axis=1) / n_uc.sum(axis=1)
     effect = rate - threshold
     n = _effective_n(n_uc, m.share_icc()[s, rows], 1.0 - alpha)
-    z = _score_z(effect, n, threshold)
+    z = _score_z(effect, n, threshold, 1.0 - alpha)
     n_cases = n_uc.shape[1]
     model = fit_latent_null(n_uc, k_uc)
     rng = np.random.default_rng(seed)
@@ -349,10 +367,11 @@ def joint_rate_test(
             null_effect = counts.draw(threshold, len(block), rng) / labels - threshold
         else:
             null_effect = model.draw_rates(threshold, len(block), rng) - threshold
-        return null_effect, _score_z(null_effect, n[None, :], threshold)
+        return null_effect, _score_z(null_effect, n[None, :], threshold, 1.0 - alpha)
 
     if groups is not None:
-        summary = grouped_summary(model, threshold, groups, draws, rng, _score_z)
+        summary = grouped_summary(model, threshold, groups, draws, rng,
+                                  lambda e, size, t: _score_z(e, size, t, 1.0 - alpha))
     else:
         summary = curves_summary(np.empty((draws, 0)), null_curves, len(effect))
     sign, observed, p, null, band = _run(

@@ -50,16 +50,19 @@ def joint_curve_test(verdicts: pd.DataFrame | CaseMatrix, *, axes: tuple[str, ..
     from .mean_null import joint_mean_test
 
     m = _as_matrix(verdicts, _axes_list(axes), None)
-    options = {"system": system, "threshold": threshold, "boot": boot, "seed": seed, "alpha": alpha,
-               "direction": direction, "band_level": band_level}
+
+    def test(kind: str, matrix: CaseMatrix) -> JointTest:
+        run = joint_mean_test if kind == "means" else joint_rate_test
+        return run(matrix, system=system, threshold=threshold, boot=boot, seed=seed, alpha=alpha,
+                   direction=direction, band_level=band_level)
+
     means = np.zeros(len(m.universes), dtype=bool) if m.means is None else np.asarray(m.means, dtype=bool)
     seen = m.included[m.system_index(system)].sum(axis=1) > 0
     kinds = [(kind, rows) for kind, rows in (("shares", np.flatnonzero(~means & seen)), ("means", np.flatnonzero(means & seen)))
              if len(rows)]
     if len(kinds) <= 1:
-        return (joint_mean_test if kinds and kinds[0][0] == "means" else joint_rate_test)(m, **options)
-    parts = tuple((joint_mean_test if kind == "means" else joint_rate_test)(_universes(m, rows), **options)
-                  for kind, rows in kinds)
+        return test(kinds[0][0] if kinds else "shares", m)
+    parts = tuple(test(kind, _universes(m, rows)) for kind, rows in kinds)
     return _combined(parts, alpha, band_level, _direction(direction))
 
 

@@ -41,9 +41,10 @@ def cmd_curve(args) -> int:
     results.check_axes(args.axis)
     if args.human:
         results.calibrate(args.human)  # checks the labels before the joint tests' resampling
-    # Without --threshold the joint test is against each system's own rate in the primary universe, as the
-    # report and the API example test it (sampling noise alone); said in the output.
-    threshold = args.threshold if args.threshold is not None else ("primary" if results.primary is not None else None)
+    # Without --threshold (and --diff, whose own test is the joint test of that curve) the joint test is against
+    # each system's own rate in the primary universe, as the report and the API example test it; said in the output.
+    default = "primary" if results.primary is not None and not args.diff else None
+    threshold = args.threshold if args.threshold is not None else default
     analysis = results.curve(systems=args.system, threshold=threshold, diff=tuple(args.diff) if args.diff else None,
                              boot=args.boot, seed=args.seed)
     anchored = results.anchored_curve(args.human, systems=args.system) if args.human else None
