@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from multiverse.core import orient, orient_interval, rate_name
+
 from ._anchoring import print_anchored_curve, print_anchored_ranking
 from ._output import interval, number, print_json, print_table, save_figure, say
 from ._score_agreement import print_score_agreement
@@ -37,11 +39,14 @@ def cmd_curve(args) -> int:
 
     from .. import load_run
 
-    results: Results = load_run(args.source)
+    results: Results = load_run(args.source).read_as(args.rate)
+    read = results.rate_direction
     results.check_axes(args.axis)
     if args.human:
         results.calibrate(args.human)  # checks the labels before the joint tests' resampling
-    analysis = results.curve(systems=args.system, threshold=args.threshold, diff=tuple(args.diff) if args.diff else None,
+    # --threshold is a rate as the rates are read; the analysis tests compliance (the flip is its own inverse).
+    threshold = orient(args.threshold, read) if isinstance(args.threshold, float) else args.threshold
+    analysis = results.curve(systems=args.system, threshold=threshold, diff=tuple(args.diff) if args.diff else None,
                              boot=args.boot, seed=args.seed)
     anchored = results.anchored_curve(args.human, systems=args.system) if args.human else None
     _figure(anchored or analysis, args, axes=args.axis)
@@ -50,17 +55,28 @@ def cmd_curve(args) -> int:
         return 0
     summary = analysis.typed
     say(f"{summary.n_universes} universes")
+    name = rate_name(read) if read != "compliance" else "rate"
     for system, s in summary.systems.items():
         where = s.primary
-        primary = (f"; primary {where.rate:.3f}, {position_words(where.position_low, where.position_high, s.n_universes)}, "
-                   f"percentile {where.percentile:.0f}") if where is not None and where.rate is not None else ""
-        say(f"  {system}: rate {s.rate.min:.3f} .. {s.rate.median:.3f} .. {s.rate.max:.3f} (min .. median .. max){primary}")
+        # As read (core.orient): the lowest rate read is the flipped highest, and positions count from it.
+        low, high = orient_interval(s.rate.min, s.rate.max, read)
+        primary = ""
+        if where is not None and where.rate is not None:
+            first, last = where.position_low, where.position_high
+            percentile = where.percentile
+            if read != "compliance":  # counted from the other end, as core.orient_rates counts positions
+                first, last, percentile = s.n_universes + 1 - last, s.n_universes + 1 - first, 100 - percentile
+            primary = (f"; primary {orient(where.rate, read):.3f}, {position_words(first, last, s.n_universes)}, "
+                       f"percentile {percentile:.0f}")
+        say(f"  {system}: {name} {low:.3f} .. {orient(s.rate.median, read):.3f} .. {high:.3f} "
+            f"(min .. median .. max){primary}")
     say(f"  intervals: {summary.ci}" + (f", level {summary.level:g}" if summary.level is not None else ""))
     for test in summary.tests:
         st = test.statistics
         shown = [f"{label} {st[name].p:.3f} (Holm {st[name].p_holm:.3f})" for name, label in
                  (("median_effect", "median effect"), ("n_significant", "count significant"), ("stouffer_z", "Stouffer Z"))]
-        say(f"  joint test ({test.kind}, {test.null}): p = {'; '.join(shown)}")
+        null = test.null if read == "compliance" else _null_as_read(test, read)
+        say(f"  joint test ({test.kind}, {null}): p = {'; '.join(shown)}")
     if summary.multiplicity:
         say(f"  adjusted p: {summary.multiplicity.family}")
     if anchored:
@@ -70,6 +86,14 @@ def cmd_curve(args) -> int:
     if args.figure:
         say(f"figure: {args.figure}")
     return 0
+
+
+def _null_as_read(test, read: str) -> str:
+    """A joint test's null in the words and numbers of the rates as read (``core.orient``)."""
+    name = rate_name(read).replace(" ", "_")
+    if test.kind == "rate" and test.threshold is not None:
+        return f"{name}({test.systems[0]}) = {orient(test.threshold, read):g} in every universe"
+    return f"{name}({test.systems[0]}) = {name}({test.systems[1]}) in every universe"
 
 
 def cmd_agreement(args) -> int:
@@ -225,6 +249,6 @@ def cmd_report(args) -> int:
     from .. import report
 
     path = report(args.source, args.out, store=args.store, threshold=args.threshold, tests=not args.no_tests,
-                  progress=False if args.quiet else None, human=args.human, baseline=args.baseline)
+                  progress=False if args.quiet else None, human=args.human, baseline=args.baseline, rate=args.rate)
     say(f"report: {path}")
     return 0
