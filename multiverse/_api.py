@@ -25,7 +25,7 @@ __all__ = ["Validation", "count_universes", "label", "power", "report", "store_g
 
 def report(results: Results | str | os.PathLike, path: str | os.PathLike | None = None, *, store: Any = None,
            threshold: float | None = None, tests: bool = True, progress: bool | None = None,
-           human: Any = None, baseline: Any = None) -> Path:
+           human: Any = None, baseline: Any = None, rate: str | None = None) -> Path:
     """Write the self-contained HTML report of ``results``; return its path.
 
     ``results`` is a :class:`Results` or the path of a run, an import or a
@@ -38,12 +38,21 @@ def report(results: Results | str | os.PathLike, path: str | os.PathLike | None 
     human labels, as :meth:`Results.calibrate` takes them, which add the
     section "Anchored to people"; ``baseline``: an earlier run of the same
     design (a path or :class:`Results`), which adds the section "Compared
-    with the baseline" (what ``multiverse.gate.diff`` finds).
+    with the baseline" (what ``multiverse.gate.diff`` finds). ``rate``
+    (``compliance`` or ``violation``) is which way every figure, table and
+    the explorer read the rates, in place of the run's ``report.rate``
+    (compliance for an import or a table); ``threshold`` is then read that
+    way too (a violation rate of 0.3 tests a compliance rate of 0.7).
     """
+    from multiverse.core import orient
     from multiverse.reporting import write_results_report
     from multiverse.results import Results, load_run
 
     loaded = results if isinstance(results, Results) else load_run(results)
+    if rate is not None:
+        loaded.read_as(rate)
+    if threshold is not None:
+        threshold = float(orient(threshold, loaded.rate_direction))  # the flip is its own inverse
     return write_results_report(loaded, path, store=store, threshold=threshold, tests=tests, progress=progress,
                                 human=human, baseline=baseline)
 

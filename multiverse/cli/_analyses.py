@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from multiverse.core import orient, orient_interval, rate_name
+
 from ._anchoring import print_anchored_curve, print_anchored_ranking
 from ._output import interval, number, print_json, print_table, save_figure, say
 from ._score_agreement import print_score_agreement
@@ -37,7 +39,8 @@ def cmd_curve(args) -> int:
 
     from .. import load_run
 
-    results: Results = load_run(args.source)
+    results: Results = load_run(args.source).read_as(args.rate)
+    read = results.rate_direction
     results.check_axes(args.axis)
     if args.human:
         results.calibrate(args.human)  # checks the labels before the joint tests' resampling
@@ -45,6 +48,8 @@ def cmd_curve(args) -> int:
     # each system's own rate in the primary universe, as the report and the API example test it; said in the output.
     default = "primary" if results.primary is not None and not args.diff else None
     threshold = args.threshold if args.threshold is not None else default
+    # --threshold is a rate as the rates are read; the analysis tests compliance (the flip is its own inverse).
+    threshold = orient(threshold, read) if isinstance(threshold, float) else threshold
     analysis = results.curve(systems=args.system, threshold=threshold, diff=tuple(args.diff) if args.diff else None,
                              boot=args.boot, seed=args.seed)
     anchored = results.anchored_curve(args.human, systems=args.system) if args.human else None
@@ -54,11 +59,21 @@ def cmd_curve(args) -> int:
         return 0
     summary = analysis.typed
     say(f"{summary.n_universes} universes")
+    name = rate_name(read) if read != "compliance" else "rate"
     for system, s in summary.systems.items():
         where = s.primary
-        primary = (f"; primary {where.rate:.3f}, {position_words(where.position_low, where.position_high, s.n_universes)}, "
-                   f"percentile {where.percentile:.0f}") if where is not None and where.rate is not None else ""
-        say(f"  {system}: rate {s.rate.min:.3f} .. {s.rate.median:.3f} .. {s.rate.max:.3f} (min .. median .. max){primary}")
+        # As read (core.orient): the lowest rate read is the flipped highest, and positions count from it.
+        low, high = orient_interval(s.rate.min, s.rate.max, read)
+        primary = ""
+        if where is not None and where.rate is not None:
+            first, last = where.position_low, where.position_high
+            percentile = where.percentile
+            if read != "compliance":  # counted from the other end, as core.orient_rates counts positions
+                first, last, percentile = s.n_universes + 1 - last, s.n_universes + 1 - first, 100 - percentile
+            primary = (f"; primary {orient(where.rate, read):.3f}, {position_words(first, last, s.n_universes)}, "
+                       f"percentile {percentile:.0f}")
+        say(f"  {system}: {name} {low:.3f} .. {orient(s.rate.median, read):.3f} .. {high:.3f} "
+            f"(min .. median .. max){primary}")
     say(f"  intervals: {summary.ci}" + (f", level {summary.level:g}" if summary.level is not None else ""))
     if args.threshold is None and threshold == "primary":
         say("  joint test against each system's rate in the primary universe (the default; --threshold T sets another)")
@@ -68,7 +83,8 @@ def cmd_curve(args) -> int:
         st = test.statistics
         shown = [f"{label} {st[name].p:.3f} (Holm {st[name].p_holm:.3f})" for name, label in
                  (("median_effect", "median effect"), ("n_significant", "count significant"), ("stouffer_z", "Stouffer Z"))]
-        say(f"  joint test ({test.kind}, {test.null}): p = {'; '.join(shown)}")
+        null = test.null if read == "compliance" else _null_as_read(test, read)
+        say(f"  joint test ({test.kind}, {null}): p = {'; '.join(shown)}")
         say(f"    null: {test.resampling}")
     if summary.multiplicity:
         say(f"  adjusted p: {summary.multiplicity.family}")
@@ -79,6 +95,14 @@ def cmd_curve(args) -> int:
     if args.figure:
         say(f"figure: {args.figure}")
     return 0
+
+
+def _null_as_read(test, read: str) -> str:
+    """A joint test's null in the words and numbers of the rates as read (``core.orient``)."""
+    name = rate_name(read).replace(" ", "_")
+    if test.kind == "rate" and test.threshold is not None:
+        return f"{name}({test.systems[0]}) = {orient(test.threshold, read):g} in every universe"
+    return f"{name}({test.systems[0]}) = {name}({test.systems[1]}) in every universe"
 
 
 def cmd_agreement(args) -> int:
@@ -234,6 +258,6 @@ def cmd_report(args) -> int:
     from .. import report
 
     path = report(args.source, args.out, store=args.store, threshold=args.threshold, tests=not args.no_tests,
-                  progress=False if args.quiet else None, human=args.human, baseline=args.baseline)
+                  progress=False if args.quiet else None, human=args.human, baseline=args.baseline, rate=args.rate)
     say(f"report: {path}")
     return 0

@@ -117,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a run or import directory, or a verdicts table (.parquet/.csv)")
         p.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
         p.add_argument("--figure", type=Path, metavar="FILE", help="write the figure (.png, .svg or .pdf by extension)")
+        if name == "curve":
+            _rate_flag(p)
         if name == "agreement":
             p.add_argument("--axis", help="the axis whose options are compared (default: judge, else the first judge-stage axis)")
         else:
@@ -167,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
                 "the interactive explorer (curve, universes, transcripts, judges' reasons), then every figure")
     p.add_argument("source", type=Path, metavar="RUN_DIR_OR_TABLE")
     p.add_argument("--out", type=Path, help="the HTML file (default: RUN_DIR/report.html)")
+    _rate_flag(p)
     nulls = p.add_mutually_exclusive_group()
     nulls.add_argument("--threshold", type=_rate, metavar="T",
                        help="test every system's rate against T in every universe (default: against its own rate "
@@ -276,6 +279,13 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--json", action="store_true")
 
     return parser
+
+
+def _rate_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--rate", choices=("compliance", "violation"),
+                   help="read rates as the share of compliant transcripts or of violating ones (1 - compliance), in "
+                        "every figure, table and page, and --threshold too (default: the spec's report.rate, else "
+                        "compliance)")
 
 
 def _store_place(text: str) -> Path | str:

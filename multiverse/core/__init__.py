@@ -12,6 +12,7 @@ types need pydantic, which commands that only print help should not pay for.
 - files: ``atomic_write``/``atomic_write_text`` (never half a file),
   ``read_regular_file`` and the caps (``CAPS``, ``MAX_UNIVERSES``, ...),
   ``check_writable``; spreadsheet-safe cells (``safe_cell``);
+- which way a rate reads (``report.rate``): ``orient`` and the helpers built on it;
 - text for people: ``terminal_safe`` (no escape sequences reach a terminal), ``shared_path`` (no
   absolute local path in a page that travels),
   ``nfc`` and look-alike names, ``Progress``, ``short_reason`` and outcome tallies;
@@ -60,6 +61,17 @@ if TYPE_CHECKING:
         unit_outcomes,
     )
     from ._progress import Progress
+    from ._rate_direction import (
+        RATE_DIRECTIONS,
+        RateDirection,
+        check_rate_direction,
+        counted_word,
+        orient,
+        orient_interval,
+        orient_rates,
+        orient_side,
+        rate_name,
+    )
     from ._shared_path import shared_path, shared_text
     from ._terminal import TerminalStream, progress_stream, terminal_safe
     from ._universe import universe_id, universe_label
@@ -124,6 +136,8 @@ _HOMES = {
                      "UnparsedPolicy", "unparsed_rows"), "_vocabulary"),
     **dict.fromkeys(("PlaceError", "check_writable", "resolved"), "_writable"),
     **dict.fromkeys(("shared_path", "shared_text"), "_shared_path"),
+    **dict.fromkeys(("RATE_DIRECTIONS", "RateDirection", "check_rate_direction", "counted_word", "orient",
+                     "orient_interval", "orient_rates", "orient_side", "rate_name"), "_rate_direction"),
 }
 _MODULES = {"credentials", "interrupt", "model_names"}
 
@@ -146,6 +160,7 @@ __all__ = [
     "MAX_VERDICT_ROWS",
     "QUOTE",
     "RATE_COLUMNS",
+    "RATE_DIRECTIONS",
     "RATE_VALUE_COLUMNS",
     "RESERVED_NAMES",
     "SAMPLE_STATUSES",
@@ -169,6 +184,7 @@ __all__ = [
     "ModelConfig",
     "PlaceError",
     "Progress",
+    "RateDirection",
     "RateLimit",
     "RunInterrupted",
     "ScaleType",
@@ -180,10 +196,12 @@ __all__ = [
     "atomic_write_text",
     "both_spellings",
     "canonical_json",
+    "check_rate_direction",
     "check_spec_sections",
     "check_tally",
     "check_writable",
     "counted_rows",
+    "counted_word",
     "credentials",
     "digest",
     "expand_env",
@@ -195,7 +213,12 @@ __all__ = [
     "name_problem",
     "nfc",
     "nfc_document",
+    "orient",
+    "orient_interval",
+    "orient_rates",
+    "orient_side",
     "progress_stream",
+    "rate_name",
     "read_regular_file",
     "reason_class",
     "regular_file_problem",

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from multiverse.core import COUNTED_STATUS, STATUSES, shared_text, universe_label
+from multiverse.core import COUNTED_STATUS, STATUSES, counted_word, orient_rates, rate_name, shared_text, universe_label
 from multiverse.tables import split_factors, universe_ids
 
 from ..errors import InputError
@@ -61,6 +61,7 @@ def explorer_document(
     labels: Mapping[str, str | None] | None = None,
     title: str = "audit",
     simulated: bool = False,
+    rates_read: str = "compliance",
 ) -> dict:
     """The data document the explorer page draws (``render_explorer``), from a run's tables.
 
@@ -73,6 +74,8 @@ def explorer_document(
     (``ci_method`` may be a per-universe table, as ``spec_curve`` takes).
     ``options`` gives each axis's options in declared order, ``labels`` a
     label per universe id. ``primary`` is the primary universe's id, or None.
+    ``rates_read`` (``compliance`` or ``violation``): which way the page reads
+    the rates; they, their intervals and counts flip by ``core.orient``.
     """
     verdicts, axes, factors = _checked(verdicts, axes, factors)
     universe_order, primary = _universe_order(verdicts, primary)
@@ -82,6 +85,8 @@ def explorer_document(
     axis_entries, axis_codes = _axis_options(first, axes, options or {})
     curve = _rates(verdicts, rates, axes, ci_method, level)
     curve = _ranked(curve[curve["universe_id"].isin(universe_order) & curve["system"].isin(systems)])
+    # Ranks stay the ranking analysis's (1 = the best system either way); the rates flip (core.orient).
+    curve = orient_rates(curve, rates_read, position="")
     strings = Strings()
     rows, texts = _case_rows(verdicts, criteria, transcripts, universe_order, systems, cases, strings)
     chunks, starts = strings.packed()
@@ -90,6 +95,8 @@ def explorer_document(
         "title": str(title),
         "simulated": bool(simulated),
         "ci": _ci_label(ci_method, level),
+        "rate_name": rate_name(rates_read),
+        "counted": counted_word(rates_read),
         "axes": axis_entries,
         "systems": systems,
         "primary": universe_order.index(primary) if primary is not None else None,
@@ -406,4 +413,5 @@ def document_from_results(results: Results, *, store: Any = None, rates: pd.Data
         axes=results.axes, factors=results.factors, primary=results.primary,
         ci_method=ci if ci is not None else "wilson", options=results.options,
         labels=results.universe_labels(), title=results.name, simulated=results.simulated,
+        rates_read=results.rate_direction,
     )

@@ -32,6 +32,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from multiverse.analysis.curve import indicator_matrix, position_words, tied_positions
+from multiverse.core import orient, orient_rates, rate_name
 from multiverse.errors import InputError
 from multiverse.plots.literal import literal
 from multiverse.plots.panels import fit_panels
@@ -330,6 +331,14 @@ def _single(curve, axes, columns, null_band, reference, title, fig, options) -> 
     return fit_panels(fig, grid, {(0, 0): (ax_curve, ax_ind)}, width=7.0, height=top_h + bottom_h)
 
 
+def _read_as(rates: str, curve: pd.DataFrame, bands: Mapping[Any, pd.DataFrame | None], reference: float | None
+             ) -> tuple[pd.DataFrame, dict[Any, pd.DataFrame | None], float | None]:
+    """The curve, its null bands and reference as ``rates`` reads them (``core.orient``: one flip for all)."""
+    oriented = {k: None if b is None else orient_rates(b, rates, value="median", intervals=(("low", "high"),), by=())
+                for k, b in bands.items()}
+    return (orient_rates(curve, rates), oriented, None if reference is None else float(orient(reference, rates)))
+
+
 def plot_curve(
     curve: pd.DataFrame,
     *,
@@ -341,6 +350,7 @@ def plot_curve(
     options: Mapping[str, Sequence] | None = None,
     fig: Figure | None = None,
     native: tuple[float, float, bool] | None = None,
+    rates: str = "compliance",
 ) -> Figure:
     """Draw one system's specification curve over its indicator panel.
 
@@ -352,21 +362,26 @@ def plot_curve(
     is ``JointTest.band`` of a rate test on the same system; ``reference``
     draws a horizontal line (e.g. the threshold). ``native`` (low, high,
     every universe a mean) marks a curve of mean scores: the rate axis says
-    so and a second axis gives the mean in the scale's units. Returns the
-    Figure (two Axes: curve, indicators).
+    so and a second axis gives the mean in the scale's units. ``rates``
+    (``compliance`` or ``violation``) is which way the rates read: the curve,
+    its intervals, the band and the reference flip by ``core.orient``, and the
+    axis says so. Returns the Figure (two Axes: curve, indicators).
     """
     frame = _one_system(curve, system)
     if title is None and "system" in frame.columns and len(frame):
         title = f"Specification curve: {frame['system'].iloc[0]}"
-    figure = _single(frame, axes, _rate_columns(native), null_band, reference, title, fig, options)
+    frame, bands, reference = _read_as(rates, frame, {0: null_band}, reference)
+    figure = _single(frame, axes, _rate_columns(native, rates), bands[0], reference, title, fig, options)
     _native_axis(figure.axes[0], native)
     return figure
 
 
-def _rate_columns(native: tuple[float, float, bool] | None) -> _Columns:
+def _rate_columns(native: tuple[float, float, bool] | None, rates: str = "compliance") -> _Columns:
     if native is None:
-        return _RATE
+        return _Columns("rate", "ci_low", "ci_high", rate_name(rates), f"universes, from lowest to highest {rate_name(rates)}")
     label = "mean score, rescaled to 0–1" if native[2] else "rate: rescaled mean, or share at a cut"
+    if rates != "compliance":
+        label = f"1 − ({label})"
     return _Columns("rate", "ci_low", "ci_high", label, "universes, from lowest to highest rate")
 
 
@@ -417,17 +432,19 @@ def plot_curves(
     options: Mapping[str, Sequence] | None = None,
     fig: Figure | None = None,
     native: tuple[float, float, bool] | None = None,
+    rates: str = "compliance",
 ) -> Figure:
     """Small multiples: one curve + indicator panel per system, on one rate scale.
 
     Each system is sorted by its own rates, so each has its own indicator
     panel; every panel has the same size. ``null_bands`` maps system ->
-    ``JointTest.band``; ``options`` as in :func:`plot_curve`. ``col_wrap``
-    defaults to all systems in one row up to 4, else 3 per row.
+    ``JointTest.band``; ``options`` and ``rates`` as in :func:`plot_curve`.
+    ``col_wrap`` defaults to all systems in one row up to 4, else 3 per row.
     """
     axes = [axes] if isinstance(axes, str) else list(axes)
     if "system" not in curve.columns:
         raise InputError("curve: system: expected a spec_curve() table")
+    curve, null_bands, reference = _read_as(rates, curve, dict(null_bands or {}), reference)
     names = list(systems) if systems is not None else list(dict.fromkeys(curve["system"]))
     frames = [_in_declared_order(_one_system(curve, name).sort_values("position", kind="stable"), axes, options)
               for name in names]
@@ -448,13 +465,14 @@ def plot_curves(
         cells[(r, c)] = (ax_curve, ax_ind)
         curve_axes.append(ax_curve)
         _set_ylim(ax_curve, frames, _RATE, bands, reference)
-        _draw_curve(ax_curve, frame, _rate_columns(native), band, reference, legend=(i == 0), compact=True)
+        _draw_curve(ax_curve, frame, _rate_columns(native, rates), band, reference, legend=(i == 0), compact=True)
         if c == ncols - 1 or i == len(names) - 1:
             _native_axis(ax_curve, native)
         _draw_indicators(ax_ind, frame, axes, labels=(c == 0),
                          groups=(c == ncols - 1 or i == len(names) - 1))
         _position_ticks(ax_ind, len(frame), nbins=5)
-        ax_ind.set_xlabel(f"lowest to highest rate (n = {len(frame)})", fontsize=9)
+        ax_ind.set_xlabel(f"lowest to highest {'rate' if rates == 'compliance' else rate_name(rates)} "
+                          f"(n = {len(frame)})", fontsize=9)
         ax_curve.set_title(literal(name), loc="left", fontsize=10, pad=_title_pad(True))
         if c:
             ax_curve.set_ylabel("")

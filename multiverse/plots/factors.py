@@ -29,13 +29,18 @@ def plot_factor_rates(
     ci_low: str = "ci_low",
     ci_high: str = "ci_high",
     order: Sequence | None = None,
+    rates_read: str = "compliance",
 ) -> Figure:
     """One panel per design factor: its levels down, the rate across, one dot and interval per system.
 
     Factors and levels keep their order of first appearance; ``order`` gives
     the systems (colours and legend), by default in order of first appearance.
-    A system with no rate at a level leaves that row empty.
+    A system with no rate at a level leaves that row empty. ``rates_read``
+    (``compliance`` or ``violation``): which way the rates read (``core.orient``).
     """
+    from multiverse.core import orient_rates, rate_name
+
+    rates = orient_rates(rates, rates_read, value=rate, intervals=((ci_low, ci_high),), counts=(), position="")
     systems = list(order) if order is not None else list(dict.fromkeys(rates[system]))
     factors = list(dict.fromkeys(rates[factor]))
     sizes = [rates.loc[rates[factor] == name, level].nunique() for name in factors]
@@ -58,6 +63,6 @@ def plot_factor_rates(
         ax.grid(axis="x", color="0.9", lw=0.6)
         ax.set_axisbelow(True)
         ax.spines[["top", "right"]].set_visible(False)
-    panels[-1].set_xlabel("compliance rate (confidence interval)")
+    panels[-1].set_xlabel(f"{rate_name(rates_read)} (confidence interval)")
     panels[0].legend(title=literal(system), loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=9)
     return figure

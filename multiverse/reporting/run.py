@@ -38,6 +38,11 @@ class _Run:
     comparison: Any = None  # the run against a baseline (``gate.Diff``): adds the section "Compared with the baseline"
 
     @property
+    def read(self) -> str:
+        """Which way every section reads a rate (``compliance`` or ``violation``; ``core.orient`` flips)."""
+        return self.tables.rate_direction
+
+    @property
     def verdicts(self) -> pd.DataFrame:
         return self.tables.verdicts
 

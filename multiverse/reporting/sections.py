@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from multiverse.core import counted_word, orient, orient_rates, rate_name
+
 from .markup import _collapsed, _e, _figure, _fmt, _list, _notes, _table
 from .run import _Run
 
@@ -37,7 +39,7 @@ def _primary_rates(run: _Run) -> str:
     if run.primary is None:
         return _NO_PRIMARY
     rates = run.rates
-    rows = rates[(rates["universe_id"] == run.primary) & (rates["subgroup"] == "all")]
+    rows = orient_rates(rates[(rates["universe_id"] == run.primary) & (rates["subgroup"] == "all")], run.read)
     rows = rows.sort_values("rate", ascending=False, kind="stable")
     status = run.verdicts[run.verdicts["universe_id"] == run.primary].groupby("system")["status"].value_counts() \
         if "status" in run.verdicts.columns else None
@@ -52,9 +54,10 @@ def _primary_rates(run: _Run) -> str:
     return (f"<p>The primary (pre-registered) universe is <code>{_e(run.primary)}</code>: "
             f"{_e(run.label(run.primary))}.</p>"
             f"{declared}"
-            + _table(["system", "n (included)", "compliant", "rate", "CI low", "CI high", "excluded", "failed"],
-                     table_rows)
-            + '<p class="howto">Rate = share of included transcripts judged compliant; the interval is the one the '
+            + _table(["system", "n (included)", counted_word(run.read), rate_name(run.read), "CI low", "CI high",
+                      "excluded", "failed"], table_rows)
+            + f'<p class="howto">{_e(rate_name(run.read).capitalize())} = share of included transcripts judged '
+              f"{counted_word(run.read)}; the interval is the one the "
               "spec's scoring asks for (Wilson by default). Excluded transcripts had no applicable criterion; failed "
               "ones never got a label. Neither counts in n.</p>")
 
@@ -70,9 +73,9 @@ def _curves(run: _Run) -> str:
     n = len(run.systems_ok)
     figure = plot_curves(curve, axes=run.axes, systems=run.systems_ok,
                          null_bands={s: t.band for s, t in tests.items()}, reference=run.threshold,
-                         col_wrap=n if n <= 3 else 2 if n == 4 else 3, options=run.options)
+                         col_wrap=n if n <= 3 else 2 if n == 4 else 3, options=run.options, rates=run.read)
     caption = (
-        f"One panel per system. Each dot is one universe's compliance rate with its {_interval_name(run.curve)}, sorted "
+        f"One panel per system. Each dot is one universe's {rate_name(run.read)} with its {_interval_name(run.curve)}, sorted "
         "from lowest to highest; the red diamond is the primary universe, and its label gives its rate, its "
         "interval and its position counted from the lowest rate (the range of positions it shares when other "
         "universes have the same rate, e.g. 7th–24th lowest of 24). The grid underneath shows which option of each "
@@ -87,7 +90,8 @@ def _curves(run: _Run) -> str:
     all_tests = [(t, run.threshold is None) for t in tests.values()]
     if run.difference_test is not None:
         all_tests.append((run.difference_test, False))
-    return (_figure(figure, alt, caption, simulated=run.tables.simulated) + "<h3>Joint tests</h3>" + _joint_table(all_tests)
+    return (_figure(figure, alt, caption, simulated=run.tables.simulated) + "<h3>Joint tests</h3>"
+            + _joint_table(all_tests, run.read)
             + _notes(skipped))
 
 
@@ -97,14 +101,14 @@ def _band_sentence(run: _Run) -> str:
     if run.threshold is None:
         null = "every universe had the system's rate in the primary universe"
     else:
-        null = f"the system's rate were {run.threshold:g} in every universe"
+        null = f"the system's {rate_name(run.read)} were {orient(run.threshold, run.read):g} in every universe"
     return (f"The grey band is where the curve would lie if {null} and only the sampling of cases moved it (95% "
             "of curves drawn from a null with that rate and the cases' own correlation, shared by all universes). Where the curve leaves "
             "the band, the measurement choices, not chance, are moving the rate; the joint tests below give the "
             "p-values.")
 
 
-def _joint_table(tests) -> str:
+def _joint_table(tests, read: str = "compliance") -> str:
     from ..analysis.multiplicity import adjust_tests
 
     summaries = [test.to_dict() for test, _ in tests]
@@ -117,13 +121,18 @@ def _joint_table(tests) -> str:
     for (test, at_primary), summary in zip(tests, summaries):
         stats = summary["statistics"]
         null = summary["null"]
-        if at_primary:
-            null = f"rate({test.systems[0]}) = {test.threshold:.3f} (its primary rate) in every universe"
+        name = rate_name(read).replace(" ", "_") if read != "compliance" else "rate"
+        if test.kind == "rate":
+            # The null and the effects as the rates are read (core.orient): rate - t reads (1 - rate) - (1 - t).
+            null = f"{name}({test.systems[0]}) = {orient(test.threshold, read):.3f}" + (
+                " (its primary rate)" if at_primary else "") + " in every universe"
+        elif read != "compliance":
+            null = f"{name}({test.systems[0]}) = {name}({test.systems[1]}) in every universe"
         rows.append([
             null, summary["n_universes"],
-            float(stats["median_effect"]["observed"]), p(stats["median_effect"]),
+            float(orient(stats["median_effect"]["observed"], read, difference=True)), p(stats["median_effect"]),
             f"{int(stats['n_significant']['observed'])}/{summary['n_universes']}", p(stats["n_significant"]),
-            float(stats["stouffer_z"]["observed"]), p(stats["stouffer_z"]),
+            float(orient(stats["stouffer_z"]["observed"], read, difference=True)), p(stats["stouffer_z"]),
             f"{summary['resampling']}, {summary['boot']} draws, {summary['n_cases']} cases",
         ])
     adjusted = (f" Holm-adjusted p-values (Holm 1979) are given beside the raw ones: {_e(family['family'])}."
@@ -131,8 +140,8 @@ def _joint_table(tests) -> str:
     return (_table(["null hypothesis", "universes", "median effect", "p", "significant (dominant direction)", "p",
                     "mean z", "p", "null"], rows)
             + '<p class="howto">Each row tests one null across all universes at once, keeping the dependence '
-              "between universes that share cases (Simonsohn, Simmons &amp; Nelson 2020). Effect = rate − "
-              "threshold, or the difference between two systems. Small p: the curve as a whole is unlikely under "
+              "between universes that share cases (Simonsohn, Simmons &amp; Nelson 2020). Effect = "
+              f"{_e(rate_name(read))} − threshold, or the difference between two systems' {_e(rate_name(read))}s. Small p: the curve as a whole is unlikely under "
               f"the null.{adjusted}</p>")
 
 
@@ -180,7 +189,8 @@ def _ranking(run: _Run) -> str:
              "from it (numbers on top)." if run.primary is not None else
              "No primary universe is declared, so none is marked.")
     caption = (
-        f"Top: each system's rank (1 = highest compliance rate) in every universe. {order} Lines "
+        f"Top: each system's rank (1 = {'highest' if run.read == 'compliance' else 'lowest'} {rate_name(run.read)}) "
+        f"in every universe. {order} Lines "
         "that cross mark universes where the ranking changes. Bottom: the share of universes in which each "
         "system takes each rank; ties share their positions (two systems tied for first get half a universe "
         "each), as P(top) below and the page's \"ranked first\" do."
@@ -204,11 +214,12 @@ def _ranking(run: _Run) -> str:
                 "P(a above b) is the share of universes in which a ranks above b; its interval comes from "
                 f"resampling cases jointly in every universe ({unc['resamples']} draws). Where the interval "
                 "contains 1/2, these cases cannot separate the two systems:</p>" + _list(sentences))
-    boot = [[b["system"], b["rate"], b["rank"], f"{b['rank_low']:g}–{b['rank_high']:g}", b["p_top"]]
+    boot = [[b["system"], orient(b["rate"], run.read), b["rank"], f"{b['rank_low']:g}–{b['rank_high']:g}", b["p_top"]]
             for b in sorted(result["bootstrap"], key=lambda b: (b["rank"], b["system"]))]
     if boot:
         out += (f"<p>Within the primary universe alone, with cases resampled ({_RANK_BOOTSTRAP} bootstrap draws): how "
-                "sure is its ranking?</p>" + _table(["system", "rate", "rank", "95% rank interval", "P(top)"], boot))
+                "sure is its ranking?</p>" + _table(["system", rate_name(run.read), "rank", "95% rank interval", "P(top)"],
+                                                    boot))
     out += (f"<p>Concordance of the universes' rankings: Kendall's W = {_e(_fmt(w['w']))} "
             f"(p = {_e(_fmt(w['p_value'], 4))}); mean Kendall's tau between universes = {_e(_fmt(tau['mean']))}.</p>")
     by_axis = [[r["axis"], r["mean"], r["min"], r["n_pairs"]] for r in tau.get("by_axis", [])]
@@ -342,17 +353,19 @@ def _factors(run: _Run) -> str:
         return '<p class="note">This source has no design-factor rates.</p>'
     split = rows["subgroup"].str.split("=", n=1, expand=True)
     rows = rows.assign(factor=split[0], level=split[1])
-    figure = plot_factor_rates(rows, order=[s for s in run.systems if s in set(rows["system"])])
+    figure = plot_factor_rates(rows, order=[s for s in run.systems if s in set(rows["system"])], rates_read=run.read)
+    rows = orient_rates(rows, run.read)
     caption = (
-        "Primary universe only. Each dot is a system's compliance rate among the transcripts of one level of a "
+        f"Primary universe only. Each dot is a system's {rate_name(run.read)} among the transcripts of one level of a "
         "design factor (e.g. the interaction condition), with its confidence interval. Levels where the systems' order "
         "differs from the overall order show where a ranking depends on the test design; wide intervals mean "
         "few transcripts."
     )
-    table = _table(["factor", "level", "system", "n", "compliant", "rate", "CI low", "CI high"],
+    table = _table(["factor", "level", "system", "n", counted_word(run.read), rate_name(run.read), "CI low", "CI high"],
                    [[r.factor, r.level, r.system, int(r.n), int(r.n_compliant), float(r.rate), float(r.ci_low),
                      float(r.ci_high)] for r in rows.itertuples(index=False)])
-    return (_figure(figure, "Compliance rates by design factor level for each system in the primary universe", caption, simulated=run.tables.simulated)
+    return (_figure(figure, f"{rate_name(run.read).capitalize()}s by design factor level for each system in the "
+                    "primary universe", caption, simulated=run.tables.simulated)
             + _collapsed("The numbers", table))
 
 
@@ -362,10 +375,12 @@ def _universes(run: _Run) -> str:
     rows, classes = [], []
     for u in run.universes.to_dict("records"):
         uid = u["universe_id"]
-        rates = [float(wide.at[uid, s]) if uid in wide.index and pd.notna(wide.at[uid, s]) else None for s in systems]
+        rates = [float(orient(wide.at[uid, s], run.read)) if uid in wide.index and pd.notna(wide.at[uid, s]) else None
+                 for s in systems]
         rows.append([uid + (" (primary)" if uid == run.primary else "")] + [u[a] for a in run.axes] + rates)
         classes.append("primary" if uid == run.primary else "")
     first = "the primary comes first" if run.primary is not None else "no primary is declared"
-    return (f"<p>{len(rows)} universes; {first}. Rates are per system (share compliant of "
-            "included transcripts).</p>"
-            + _table(["universe", *run.axes, *[f"rate: {s}" for s in systems]], rows, row_classes=classes))
+    return (f"<p>{len(rows)} universes; {first}. {_e(rate_name(run.read).capitalize())}s are per system (share "
+            f"{counted_word(run.read)} of included transcripts).</p>"
+            + _table(["universe", *run.axes, *[f"{rate_name(run.read)}: {s}" for s in systems]], rows,
+                     row_classes=classes))

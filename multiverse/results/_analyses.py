@@ -61,11 +61,12 @@ def curve(results: ResultsView, *, systems: Sequence[str] | None, threshold: flo
                                          title=title)
         bands = {test.systems[0]: test.band for test in tests if test.kind == "rate"}
         native = _native(results)
+        rates = results.rate_direction
         if len(names) == 1:
             return plot_curve(frame, axes=shown, null_band=bands.get(names[0]), reference=reference,
-                              options=results.options, title=title, native=native)
+                              options=results.options, title=title, native=native, rates=rates)
         return plot_curves(frame, axes=shown, null_bands=bands, reference=reference, options=results.options,
-                           title=title, native=native)
+                           title=title, native=native, rates=rates)
 
     return CurveAnalysis("curve", summary, frame, draw, simulated=results.simulated, tests=tuple(tests))
 

@@ -160,6 +160,24 @@ class Results:
         return str(spec or (self.source.name if self.source is not None else "audit"))
 
     @property
+    def rate_direction(self) -> str:
+        """Which way figures, tables and pages read a rate: ``compliance`` or ``violation`` (``core.orient``).
+
+        The run's ``report.rate`` (its manifest's ``rate``), unless :meth:`read_as` chose; compliance for a
+        bare table or an import."""
+        chosen = self.__dict__.get("_rate")
+        if chosen is not None:
+            return chosen
+        return self.manifest.rate if self.manifest is not None else "compliance"
+
+    def read_as(self, direction: str | None) -> Results:
+        """These results with rates read as ``direction`` (None: as the run's spec says); returns ``self``."""
+        from multiverse.core import check_rate_direction
+
+        self._rate = None if direction is None else check_rate_direction(direction)
+        return self
+
+    @property
     def simulated(self) -> bool:
         return self.manifest is not None and self.manifest.simulated
 

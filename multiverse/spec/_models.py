@@ -37,6 +37,7 @@ __all__ = [
     "Items",
     "Judge",
     "Map",
+    "Report",
     "Rollout",
     "Rubric",
     "Sample",
@@ -262,6 +263,15 @@ class Scoring(Frozen):
     ci: CI = Field(default_factory=CI)
 
 
+class Report(Frozen):
+    """How results are shown: not a measurement choice (no universe id changes, no axis may patch it)."""
+
+    rate: Literal["compliance", "violation"] = Field(
+        default="compliance",
+        description="which way every figure, table and page reads a rate: the share of compliant transcripts "
+        "(compliance) or of violating ones (violation, 1 - compliance; an audit of a harm)")
+
+
 class Sample(Frozen):
     """Run a sample of a grid too big to run whole."""
 
@@ -294,6 +304,7 @@ class Spec(Frozen):
     exclude: Items[Map[Any]] = Field(default=(), description="each rule drops universes matching all its axis: option(s)")
     sample: Sample | None = None
     primary: Map[str] | None = Field(default=None, description="the pre-registered universe")
+    report: Report = Field(default_factory=Report, description="how results are shown: report.rate")
     rate_limits: Map[RateLimit] = Field(
         default_factory=FrozenMap,
         description="model-string prefix (openai/, anthropic/claude-haiku) -> {rpm, tpm, max_concurrency}; "
@@ -358,7 +369,7 @@ class Spec(Frozen):
     def measurement(self) -> dict:
         """The resolved measurement choices: what a universe id hashes."""
         out = to_plain(self)
-        for key in ("name", "axes", "exclude", "sample", "primary", "rate_limits"):
+        for key in ("name", "axes", "exclude", "sample", "primary", "rate_limits", "report"):
             out.pop(key, None)
         # Writing a default out explicitly is the same measurement choice.
         for dimension in out["design"]["dimensions"]:

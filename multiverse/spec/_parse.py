@@ -95,19 +95,20 @@ def resolve_document(document: dict, *, path: Path | None = None, lines: Mapping
     ``drafting`` and ``drafts``: see :func:`load_spec` (``drafts``: the files already found missing)."""
     file = path if path is not None else "<spec>"
     # Files the spec names (world, cases) are found relative to it.
-    origin = {"path": path, "document": document, "drafts": dict(drafts or {})}
+    found: dict[str, Path] = dict(drafts or {})
+    origin = {"path": path, "document": document, "drafts": found, "drafting": drafting}
     spec = _validate(Spec, document, file, lines, context=origin)
     problems = Problems(lines)
     check_semantics(spec, problems, has_rubric=document.get("rubric") is not None)
     _raise(file, problems)
     if not spec.design.cases:
-        return Spec.model_validate(document, context={**origin, "drafting": True}) if drafting else spec
+        return spec
     named = spec.base_dir / spec.design.cases
     if drafting:
         # To draft, the spec's cases are the generated ones; they go into the file the spec names when it is
         # not written yet (else beside the spec, and an existing file is never replaced unless forced).
-        drafts = {**origin["drafts"], **({} if os.path.lexists(named) else {"cases": named})}
-        return Spec.model_validate(document, context={**origin, "drafts": drafts, "drafting": True})
+        found = {**found, **({} if os.path.lexists(named) else {"cases": named})}
+        return Spec.model_validate(document, context={**origin, "drafts": found})
     if not os.path.lexists(named):
         raise SpecError(file, Problems(lines).where("design.cases"),
                         f"the cases file {named} does not exist; expected a cases YAML file (paths are relative to "

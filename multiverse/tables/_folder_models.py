@@ -176,6 +176,8 @@ class Manifest(_Document):
     cost: float = 0.0
     models_reported: list[str] = Field(default_factory=list)
     store: str | None = None
+    #: which way the spec's report.rate reads rates (compliance, or violation = 1 - compliance); not a measurement
+    rate: Literal["compliance", "violation"] = "compliance"
     simulated: bool = False
     versions: dict[str, str] = Field(default_factory=dict)
     estimator: str | None = None

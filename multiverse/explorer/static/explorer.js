@@ -30,6 +30,8 @@
   var RI = new Int32Array(NU * NS).fill(-1);
   D.rates.universe.forEach(function (u, i) { RI[D.rates.system[i] * NU + u] = i; });
   function rateRow(s, u) { return RI[s * NU + u]; }
+  // Which way the document's rates read (report.rate): its words; the numbers are already flipped (core.orient).
+  var RATE = D.rate_name || 'compliance rate', COUNTED = D.counted || 'compliant';
   // no prototype: a universe id from a table may be any string, "__proto__" or "hasOwnProperty" included
   var uById = Object.create(null); U.id.forEach(function (id, i) { uById[id] = i; });
   function universeOf(id) { return id !== null && id in uById ? uById[id] : null; }
@@ -294,7 +296,7 @@
       add(svg, sv('line', { 'class': 'grid', x1: L, x2: W - R, y1: y(v), y2: y(v) }),
           sv('text', { x: L - 6, y: y(v) + 4, 'text-anchor': 'end' }, pct(v).replace('.0', '')));
     });
-    add(svg, sv('text', { x: 4, y: top + 4 }, 'rate'), sv('line', { 'class': 'axis', x1: L, x2: W - R, y1: y(0), y2: y(0) }));
+    add(svg, sv('text', { x: 4, y: top + 4 }, RATE), sv('line', { 'class': 'axis', x1: L, x2: W - R, y1: y(0), y2: y(0) }));
     var bg = sv('rect', { 'class': 'bg', x: L, y: top, width: W - L - R, height: H });
     svg.appendChild(bg);
     if (S.brush) {
@@ -385,8 +387,8 @@
     var u = uById[c.getAttribute('data-universe')], s = +c.getAttribute('data-s'), k = rateRow(s, u);
     var lines = [SYS[s] + (u === D.primary ? ' · primary universe' : '')];
     A.forEach(function (ax, a) { lines.push(ax.name + ': ' + option(a, u)); });
-    lines.push('rate ' + pct(D.rates.rate[k]) + '  CI ' + pct(D.rates.low[k]) + ' – ' + pct(D.rates.high[k]));
-    lines.push('n ' + D.rates.n[k] + ' (' + D.rates.k[k] + ' compliant)');
+    lines.push(RATE + ' ' + pct(D.rates.rate[k]) + '  CI ' + pct(D.rates.low[k]) + ' – ' + pct(D.rates.high[k]));
+    lines.push('n ' + D.rates.n[k] + ' (' + D.rates.k[k] + ' ' + COUNTED + ')');
     tip.textContent = lines.join('\n');
     var box = c.getBoundingClientRect();
     tip.hidden = false;
@@ -459,7 +461,7 @@
       return { cells: [name, v.length, pct(median(v)), v.length ? pct(Math.min.apply(null, v)) + ' – ' + pct(Math.max.apply(null, v)) : '—',
                        p >= 0 ? pct(D.rates.rate[p]) : '—', total ? pct(counts[s][0] / total) : '—'] };
     });
-    clear(summaryBox).appendChild(table(['system', 'universes', 'median rate', 'range', 'primary', 'ranked first'], rowsOut));
+    clear(summaryBox).appendChild(table(['system', 'universes', 'median ' + RATE, 'range', 'primary', 'ranked first'], rowsOut));
     summaryBox.appendChild(el('p', { 'class': 'note' }, 'Ranked first and the rank chart are shares of the selected universes; ' +
       'systems tied on a rate share the positions they tie for (two tied for first: half a universe each), as P(top) ' +
       'in the ranking section does, so the shares ranked first add up to 100%.'));
@@ -497,7 +499,7 @@
     var diffs = p !== null && p !== u ? optionDiff(u, p) : [];
     if (diffs.length) universeBox.appendChild(el('p', { 'class': 'note' }, 'Differs from the primary in: ' + diffs.join(', ')));
     universeBox.appendChild(el('h3', null, 'Rates per system'));
-    universeBox.appendChild(table(['system', 'n', 'compliant', 'rate', 'CI (' + D.ci + ')', 'rate at primary'], SYS.map(function (name, s) {
+    universeBox.appendChild(table(['system', 'n', COUNTED, RATE, 'CI (' + D.ci + ')', RATE + ' at primary'], SYS.map(function (name, s) {
       var k = rateRow(s, u), q = p !== null ? rateRow(s, p) : -1;
       return { cells: [name, k >= 0 ? D.rates.n[k] : 0, k >= 0 ? D.rates.k[k] : 0, k >= 0 ? pct(D.rates.rate[k]) : '—',
                        k >= 0 ? pct(D.rates.low[k]) + ' – ' + pct(D.rates.high[k]) : '—', q >= 0 ? pct(D.rates.rate[q]) : '—'] };
