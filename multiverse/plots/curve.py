@@ -285,7 +285,9 @@ def _in_declared_order(frame: pd.DataFrame, axes: Sequence[str],
         by_text = {str(v): v for v in frame[axis].dropna()}
         order = [by_text[str(o)] for o in declared if str(o) in by_text]
         order += [v for v in dict.fromkeys(frame[axis].dropna()) if v not in set(order)]
-        frame[axis] = pd.Categorical(frame[axis], categories=order)
+        # From the plain values: a categorical column may hold categories no universe uses (a subset of a run),
+        # and recoding those onto fewer categories is deprecated (pandas 4 raises).
+        frame[axis] = pd.Categorical(frame[axis].to_numpy(dtype=object), categories=order)
     return frame
 
 

@@ -193,6 +193,29 @@ def test_options_follow_the_declared_order():
         assert expected != sorted(expected)  # the test would pass by accident if the order were the sorted one
 
 
+def test_categorical_axes_with_unused_options_draw_in_declared_order_without_a_deprecation():
+    """A run's tables hold axis columns as categoricals; a subset of its universes leaves categories no row uses.
+    Reordering those onto the declared options is deprecated in pandas 3 (it raises in 4): the plot must not."""
+    import warnings
+
+    from multiverse.plots.curve import plot_curve, plot_curves
+
+    declared = {**OPTIONS, "evidence": ["strict", "unused", "lenient", "balanced"]}
+    v = _verdicts(["atlas", "beacon"])
+    for axis in OPTIONS:
+        v[axis] = pd.Categorical(v[axis], categories=sorted({*declared[axis], "never_declared"}))
+    axes = list(OPTIONS)
+    curve = spec_curve(v, axes=axes, primary="u000")
+    assert isinstance(curve["evidence"].dtype, pd.CategoricalDtype), "the check needs categorical axis columns"
+    expected = [o for a in axes for o in OPTIONS[a]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        figures = [plot_curve(curve, axes=axes, system="atlas", options=declared),
+                   plot_curves(curve, axes=axes, options=declared)]
+    for fig in figures:
+        assert [t.get_text() for t in fig.axes[1].get_yticklabels()] == expected
+
+
 def test_run_supplied_names_are_drawn_literally():
     from multiverse.plots.agreement import agreement_figure
     from multiverse.plots.curve import plot_curves, plot_difference_curve
