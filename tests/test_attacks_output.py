@@ -17,6 +17,7 @@ import json
 import shutil
 import unicodedata
 from pathlib import Path
+from unittest import mock
 
 import pandas as pd
 import pytest
@@ -24,6 +25,7 @@ import yaml
 from cli_runner import run_cli
 from conftest import tiny_spec_document
 
+from multiverse.core import unshowable
 from multiverse.core._terminal import terminal_safe
 from multiverse.errors import InputError
 
@@ -107,8 +109,18 @@ def _hostile_import(tmp_path: Path, system: str, case: str, option: str, axis: s
     with open(table, "w", newline="", encoding="utf-8") as fh:
         csv.writer(fh).writerows(rows)
     out = tmp_path / "out"
-    result = run_cli(["import", "table", table, "--system", "model", "--item", "item", "--label", "label",
-                      f"--axis={axis}", "--out", out])
+    argv = ["import", "table", table, "--system", "model", "--item", "item", "--label", "label", f"--axis={axis}",
+            "--out", out]
+    if any(unshowable(c) for c in system + case + option + axis):
+        # Since issue 45 the import refuses a name it could not show, in one clean line, writing nothing ...
+        refused = run_cli(argv)
+        assert refused.returncode == 2 and "expected a name without control" in refused.stderr, refused.stderr
+        _clean(refused)
+        assert not out.exists()
+    # ... but folders holding such names exist (written before, or by another hand): every reader and
+    # writer below must still show them safely. The import's name check is switched off to make one.
+    with mock.patch("multiverse.importers._guard.unshowable_problem", lambda name: None):
+        result = run_cli(argv)
     assert result.returncode == 0, result.stderr
     _clean(result)
     return out

@@ -57,6 +57,9 @@ FLAGS = {
     "replicate": "--replicate", "transcript": "--transcript", "rationale": "--rationale", "factors": "--factor",
     "scorer": "--scorer", "partial": "--partial", "system_role": "--system-role", "judge_role": "--judge-role",
     "logs": "LOG", "results_files": "RESULTS_JSON",
+    # every importer's bounds and its rule for look-alike names (issue 45)
+    "max_bytes": "--max-bytes", "max_rows": "--max-rows", "max_transcript_bytes": "--max-transcript-bytes",
+    "merge_look_alikes": "--merge-look-alikes",
 }
 
 _BACKTICKED = re.compile(r"`([a-z_]+)`")

@@ -410,6 +410,27 @@ def _import_flags(q: argparse.ArgumentParser) -> None:
     q.add_argument("--ci", default="wilson", metavar="METHOD",
                    help="confidence interval method of the rates: wilson (default) or bootstrap (clustered by case)")
     q.add_argument("--force", action="store_true", help="write into an --out folder that holds other files or a run")
+    q.add_argument("--max-bytes", type=_size, metavar="SIZE", help="bytes the import may read (all inputs, uncompressed) "
+                   "and write as transcripts, e.g. 512M (default: 256M; over it an import may need more than 2 GB)")
+    q.add_argument("--max-rows", type=_count(1), metavar="N", help="rows the import may read (default: 1,000,000)")
+    q.add_argument("--max-transcript-bytes", type=_size, metavar="SIZE",
+                   help="bytes of one transcript as written, at most 64M (default: 16M)")
+    q.add_argument("--merge-look-alikes", action="store_true", help="read names that look alike (Cyrillic а for Latin "
+                   "a, a zero-width space) as one name instead of refusing them")
+
+
+def _size(text: str) -> int:
+    """An argparse type: a size in bytes, with an optional K, M or G (powers of 1024)."""
+    number, unit = text.strip().upper().rstrip("B") or "x", 1
+    if number[-1:] in ("K", "M", "G"):
+        number, unit = number[:-1], 2 ** (10 * ("KMG".index(number[-1]) + 1))
+    try:
+        value = int(number)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a size such as 512M or 1G, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a size >= 1, got {text!r}")
+    return value * unit
 
 
 _STORE_HELP = ("store directory, or a postgresql:// URL for workers on many machines (default: $MULTIVERSE_STORE, "

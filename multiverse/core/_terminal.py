@@ -15,8 +15,8 @@ escape (``\\x1b``, ``\\x9b``, ``\\u202e``), so what was there is shown, not obey
   U+2066-U+2069, U+061C, zero-width space, word joiner, byte order mark, the
   tag characters U+E0000-U+E007F that can hide text), except the zero-width
   joiner and non-joiner (U+200C/D), which scripts and emoji need to render.
-- The line and paragraph separators U+2028/U+2029 and lone surrogates (a file
-  name that is not UTF-8), which a terminal cannot show as text.
+- The line and paragraph separators U+2028/U+2029, lone surrogates (a file
+  name that is not UTF-8) and noncharacters (U+FFFE), which a terminal cannot show as text.
 
 Everything else passes unchanged: é, ×, –, ≤, CJK and emoji are text.
 A backslash is not escaped, so paths and regular text read as they are.
@@ -30,45 +30,20 @@ this; progress bars, whose carriage returns are their own, write to
 from __future__ import annotations
 
 import sys
-import unicodedata
 from typing import Any, TextIO
 
+from ._names import escaped
+
 __all__ = ["TerminalStream", "progress_stream", "terminal_safe"]
-
-_SHORT = {"\t": "\\t", "\r": "\\r", "\n": "\\n"}
-# Shaping characters that scripts (Persian, Indic) and emoji sequences need.
-_JOINERS = {"\u200c", "\u200d"}
-
-
-def _dangerous(ch: str) -> bool:
-    if ch in _JOINERS:
-        return False
-    return unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp", "Cs")
-
-
-def _escape(ch: str) -> str:
-    if not _dangerous(ch):
-        return ch
-    if ch in _SHORT:
-        return _SHORT[ch]
-    code = ord(ch)
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
-
 
 def terminal_safe(text: Any, *, newlines: bool = False) -> str:
     """``text`` (str()-ed) with every control and invisible format character shown as an escape.
 
     ``newlines=True`` keeps a newline as a line break (a block of several lines);
-    otherwise it too is shown as ``\\n``, so one datum is always one line.
+    otherwise it too is shown as ``\\n``, so one datum is always one line. The
+    characters are those of the one rule for every output (:func:`multiverse.core._names.unshowable`).
     """
-    text = str(text)
-    if newlines:
-        return "\n".join(map(terminal_safe, text.split("\n")))
-    # str.isprintable() is False for every character _dangerous() escapes (and for a few
-    # harmless ones, such as a no-break space): plain text takes the fast path.
-    if text.isprintable():
-        return text
-    return "".join(map(_escape, text))
+    return escaped(text, newlines=newlines)
 
 
 class TerminalStream:

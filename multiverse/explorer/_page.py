@@ -21,6 +21,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from ..core import escaped, json_escaped
 from ..errors import InputError
 from ._document import FORMAT
 
@@ -70,7 +71,7 @@ def render_explorer(document: Mapping[str, Any], *, static_figures: Mapping[str,
             raise InputError(f"static_figures: {caption!r}: expected the bytes of a PNG image", param="static_figures")
         uri = "data:image/png;base64," + base64.b64encode(bytes(png)).decode("ascii")
         figures.append(f'<figure><img src="{uri}" alt="{_e(caption)}"><figcaption>{_e(caption)}</figcaption></figure>')
-    data = json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False).translate(_INERT)
+    data = json_escaped(json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False).translate(_INERT))
     title = str(document.get("title") or "audit")
     banner = ('<p class="banner" role="alert">SIMULATED: every transcript, label and rate here comes from '
               "multiverse's built-in simulated world, not from real models. Use it to learn the tool, not to judge any system.</p>") if document.get("simulated") else ""
@@ -94,4 +95,6 @@ def render_explorer(document: Mapping[str, Any], *, static_figures: Mapping[str,
 
 
 def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    # The one rule for outputs: a control, invisible or non-text character (U+0001, a bidi override,
+    # U+FFFE, a lone surrogate) is shown as a visible escape, so the page always parses and encodes.
+    return html.escape(escaped(value, whitespace=True), quote=True)

@@ -1,4 +1,11 @@
-"""A claims check as JUnit XML: one test case per claim, so any CI shows which claim held and which did not."""
+"""A claims check as JUnit XML: one test case per claim, so any CI shows which claim held and which did not.
+
+Every text in it (a claim's id and statement, a source path, notes, universe
+labels) can come from a file someone sent, so each goes through the one rule
+for outputs (:func:`multiverse.core.escaped`): a control character, U+FFFE or a
+lone surrogate, which XML 1.0 cannot hold, is written as a visible escape
+(``\\x01``), and the document always parses.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +13,15 @@ import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from multiverse.core import atomic_write_text
+from multiverse.core import atomic_write_text, escaped
 from multiverse.gate._decide import CheckResult, ClaimOutcome
 
 __all__ = ["junit_xml", "write_junit"]
+
+
+def _x(text: object, *, newlines: bool = False) -> str:
+    """``text`` as XML 1.0 can hold it: every unshowable character as a visible escape (newlines kept if asked)."""
+    return escaped(text, newlines=newlines)
 
 
 def _detail(outcome: ClaimOutcome) -> str:
@@ -37,18 +49,18 @@ def junit_xml(result: CheckResult, *, allow_undecided: bool = False) -> str:
     failures = counts["failed"] + (0 if allow_undecided else counts["undecided"])
     root = ET.Element("testsuites", name="multiverse check", tests=str(len(result.outcomes)),
                       failures=str(failures), errors="0")
-    suite = ET.SubElement(root, "testsuite", name=f"claims on {result.source}", tests=str(len(result.outcomes)),
+    suite = ET.SubElement(root, "testsuite", name=_x(f"claims on {result.source}"), tests=str(len(result.outcomes)),
                           failures=str(failures), errors="0",
                           skipped=str(counts["undecided"] if allow_undecided else 0), time="0")
     properties = ET.SubElement(suite, "properties")
     ET.SubElement(properties, "property", name="alpha", value=f"{result.alpha:g}")
     for note in result.notes:
-        ET.SubElement(properties, "property", name="note", value=note)
+        ET.SubElement(properties, "property", name="note", value=_x(note))
     for outcome in result.outcomes:
-        case = ET.SubElement(suite, "testcase", classname="multiverse.claims", name=outcome.claim.id, time="0")
-        detail = _detail(outcome)
+        case = ET.SubElement(suite, "testcase", classname="multiverse.claims", name=_x(outcome.claim.id), time="0")
+        detail = _x(_detail(outcome), newlines=True)
         evidence = f"p failed {outcome.p_fail:.3g}" if outcome.status == "failed" else f"p held {outcome.p:.3g}"
-        summary = f"{outcome.status}: {outcome.claim.statement} ({evidence})"
+        summary = _x(f"{outcome.status}: {outcome.claim.statement} ({evidence})")
         if outcome.status == "failed" or (outcome.status == "undecided" and not allow_undecided):
             ET.SubElement(case, "failure", message=summary, type=outcome.status).text = detail
         elif outcome.status == "undecided":

@@ -22,15 +22,13 @@ import pandas as pd
 
 from multiverse.core import CRITERIA_COLUMNS
 from multiverse.errors import InputError
+from multiverse.importers._guard import MAX_REPLICATE
 
 if TYPE_CHECKING:
     from multiverse.results import Results
 
 __all__ = ["assistant_transcript", "import_rates", "rationale_criteria", "replicate_numbers", "row_keys",
            "table_transcripts", "write_judged_import"]
-
-#: Replicates beyond this are a misread column, not epochs.
-MAX_REPLICATE = 1_000_000
 
 
 def replicate_numbers(path: Path, column: pd.Series, name: str) -> np.ndarray:
@@ -122,7 +120,7 @@ def import_rates(verdicts: pd.DataFrame, *, axes: Sequence[str], factors: Sequen
 def write_judged_import(source: str, out_dir: str | os.PathLike, *, verdicts: pd.DataFrame, criteria: pd.DataFrame | None,
                         rates: pd.DataFrame, transcripts: Any, axes: list[str], factors: list[str], primary: Any,
                         warnings: list[str], input: dict[str, Any], ci: str, estimator: str,
-                        scale: dict[str, Any] | None = None) -> Results:
+                        scale: dict[str, Any] | None = None, budget: Any = None) -> Results:
     """Write a harness's import (one universe per judge when there are several) and return its Results.
 
     Inspect's and promptfoo's imports share this shape: the judge is the only axis, and a single
@@ -150,4 +148,4 @@ def write_judged_import(source: str, out_dir: str | os.PathLike, *, verdicts: pd
     if not axes:
         verdicts = verdicts.drop(columns="judge")
     return write_import_dir(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
-                            transcripts=transcripts)
+                            transcripts=transcripts, budget=budget)

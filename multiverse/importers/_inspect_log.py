@@ -15,13 +15,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from multiverse.core import regular_file_problem
+from multiverse.core import ImportBudget, regular_file_problem, whole_number_problem
 from multiverse.errors import InputError
+from multiverse.importers._guard import MAX_REPLICATE, import_budget
 
-__all__ = ["MAX_LOG_BYTES", "InspectLog", "LogRow", "read_inspect_log"]
+__all__ = ["LOG_VERSIONS", "InspectLog", "LogRow", "read_inspect_log"]
 
-#: A log larger than this is not an evaluation a person audits on one machine.
-MAX_LOG_BYTES = 512 * 1024 * 1024
+#: The log format versions (``version`` of the header) this importer knows: Inspect writes 2 and
+#: reads 1 alike; a later one may move the fields read here.
+LOG_VERSIONS = (1, 2)
+#: Sample ids and names longer than this are not ids a reader is shown.
+_MAX_ID = 1_000
 #: Inspect's value letters: correct, incorrect, partial, no answer.
 _LETTERS = {"C": 1.0, "I": 0.0}
 _SCALAR = (str, int, float, bool)
@@ -60,23 +64,26 @@ class InspectLog:
 
 
 def read_inspect_log(path: Path, *, scorer: str | None, key: str | None, system_role: str | None,
-                     judge_role: str, partial: float, factors: Sequence[str]) -> InspectLog:
-    """Read ``path`` (.eval or .json) with Inspect's API and turn its samples into rows."""
-    log = _read(path)
+                     judge_role: str, partial: float, factors: Sequence[str],
+                     budget: ImportBudget | None = None) -> InspectLog:
+    """Read ``path`` (.eval or .json) with Inspect's API and turn its samples into rows, within ``budget``."""
+    budget = budget or import_budget()
+    log = _read(path, budget)
     spec = log.eval
     system = _role_model(path, spec, system_role, "system") if system_role else _text(path, "eval.model", spec.model)
     chosen = _scorer(path, log, scorer)
     judge, judge_from = _judge(path, log, judge_role, chosen)
     if not log.samples:
         raise InputError(f"{path}: samples: expected at least one sample (a log written with samples, not a header only)")
-    rows = [_row(path, i, sample, chosen, key, partial, factors) for i, sample in enumerate(log.samples)]
+    budget.take_rows(len(log.samples), str(path))
+    rows = [_row(path, i, sample, chosen, key, partial, factors, budget) for i, sample in enumerate(log.samples)]
     accuracy, reduced = _inspect_accuracy(log, chosen)
     return InspectLog(path=path, task=str(spec.task), system=system, judge=judge, judge_from=judge_from,
                       scorer=chosen, version=str((spec.packages or {}).get("inspect_ai", "")), accuracy=accuracy,
                       reduced=reduced, rows=rows)
 
 
-def _read(path: Path) -> Any:
+def _read(path: Path, budget: ImportBudget) -> Any:
     try:
         from inspect_ai.log import read_eval_log
     except ImportError as exc:
@@ -86,15 +93,53 @@ def _read(path: Path) -> Any:
     problem = regular_file_problem(path)
     if problem:
         raise InputError(f"{path}: {problem}")
+
+    def fail(message: str) -> InputError:
+        return InputError(f"{path}: {message}")
+
+    # The bytes Inspect will parse are counted before it parses them: a .json log's own size, a .eval's
+    # members inflated (declared, then counted as they inflate), against the import's `max_bytes`.
     size = path.stat().st_size
-    if size > MAX_LOG_BYTES:
-        raise InputError(f"{path}: {size / 2**20:,.0f} MB; expected an Inspect log of at most "
-                         f"{MAX_LOG_BYTES // 2**20} MB")
+    if size > budget.bytes_left:
+        budget.take_bytes(size, str(path))
+    if path.suffix.lower() == ".eval":
+        budget.check_zip(path, lambda message: fail(f"cannot read as an Inspect log: {message}"))
+    else:
+        budget.take_bytes(size, str(path))
+    _check_version(path, _declared_version(path))
     try:
-        return read_eval_log(str(path), resolve_attachments=True)
+        log = read_eval_log(str(path), resolve_attachments=True)
     except Exception as exc:  # a truncated zip, bad JSON, a field of the wrong type: Inspect's own reader says which
         detail = " ".join(str(exc).split())[:240]
         raise InputError(f"{path}: cannot read as an Inspect log: {type(exc).__name__}: {detail}") from None
+    _check_version(path, log.version)
+    return log
+
+
+def _declared_version(path: Path) -> Any:
+    """The ``version`` a log declares, read before Inspect reads (and upgrades) it; None when not found."""
+    import re
+    import zipfile
+
+    try:
+        if path.suffix.lower() == ".eval":
+            with zipfile.ZipFile(path) as archive:
+                names = set(archive.namelist())
+                name = "header.json" if "header.json" in names else "_journal/start.json"
+                if name not in names or archive.getinfo(name).file_size > 64 * 2**20:
+                    return None
+                return json.loads(archive.read(name)).get("version")
+        with path.open("rb") as handle:  # Inspect writes the version first
+            found = re.match(rb'\s*\{\s*"version"\s*:\s*(-?[0-9]{1,12})\s*[,}]', handle.read(4096))
+        return int(found.group(1)) if found else None
+    except (OSError, ValueError, AttributeError, zipfile.BadZipFile, RecursionError):
+        return None  # Inspect's own reader then says what is wrong with the file
+
+
+def _check_version(path: Path, version: Any) -> None:
+    if version is not None and (isinstance(version, bool) or version not in LOG_VERSIONS):
+        raise InputError(f"{path}: version: {_shown(version)}; expected an Inspect log format version this import "
+                         f"knows ({', '.join(map(str, LOG_VERSIONS))})")
 
 
 def _text(path: Path, name: str, value: Any) -> str:
@@ -151,15 +196,21 @@ def _judge(path: Path, log: Any, role: str, scorer: str) -> tuple[str, str]:
 
 
 def _row(path: Path, index: int, sample: Any, scorer: str, key: str | None, partial: float,
-         factors: Sequence[str]) -> LogRow:
+         factors: Sequence[str], budget: ImportBudget) -> LogRow:
     where = f"samples[{index}]"
-    if not isinstance(sample.id, (str, int)) or str(sample.id).strip() == "":
-        raise InputError(f"{path}: {where}.id: {_shown(sample.id)}; expected a sample id")
+    if isinstance(sample.id, int) and not isinstance(sample.id, bool):
+        problem = whole_number_problem(sample.id, -(2**63), 2**63 - 1)
+        if problem:
+            raise InputError(f"{path}: {where}.id: {problem}")
+    if not isinstance(sample.id, (str, int)) or str(sample.id).strip() == "" or len(str(sample.id)) > _MAX_ID:
+        raise InputError(f"{path}: {where}.id: {_shown(sample.id)}; expected a sample id (text or a number, "
+                         f"at most {_MAX_ID:,} characters)")
     case_id = str(sample.id).strip()
     epoch = sample.epoch
-    if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < 0:
-        raise InputError(f"{path}: {where}.epoch: {_shown(epoch)}; expected a whole number >= 0")
-    turns = [_turn(m) for m in (sample.messages or [])]
+    problem = whole_number_problem(epoch, 0, MAX_REPLICATE)
+    if problem:
+        raise InputError(f"{path}: {where}.epoch: {problem}")
+    turns = _turns(path, where, sample.messages or [], budget)
     completion = sample.output.completion if sample.output is not None else ""
     digest = hashlib.sha256(str(completion).encode("utf-8", "surrogatepass")).hexdigest()[:16]
     row = LogRow(case_id=case_id, replicate=epoch, status="ok", reason="", compliant=None, score=math.nan,
@@ -207,6 +258,24 @@ def _factors(path: Path, where: str, metadata: Any, factors: Sequence[str]) -> d
                              "in every sample's metadata", param="factors")
         levels[factor] = str(value).strip()
     return levels
+
+
+def _turns(path: Path, where: str, messages: Sequence[Any], budget: ImportBudget) -> list[dict[str, Any]]:
+    """The sample's messages as turns, their size counted as they are built.
+
+    An attachment is resolved into every message that refers to it, so a
+    small log can stand for a huge transcript: the sample's turns are refused
+    past ``max_transcript_bytes`` before the next one is built, and all
+    samples' past ``max_bytes``.
+    """
+    turns, size = [], 0
+    for message in messages:
+        turn = _turn(message)
+        size += sum(len(str(value)) for value in turn.values()) + 64
+        budget.check_transcript(size, f"{path}: {where}.messages")
+        turns.append(turn)
+    budget.take_transcript(size, f"{path}: {where}.messages")
+    return turns
 
 
 def _turn(message: Any) -> dict[str, Any]:

@@ -14,13 +14,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from multiverse.core import read_regular_file
+from multiverse.core import ImportBudget, escaped, whole_number_problem
 from multiverse.errors import InputError
+from multiverse.importers._guard import MAX_REPLICATE, import_budget, text_only
 
-__all__ = ["MAX_RESULTS_BYTES", "PromptfooFile", "PromptfooRow", "read_promptfoo_file"]
+__all__ = ["RESULT_VERSIONS", "PromptfooFile", "PromptfooRow", "read_promptfoo_file"]
 
-#: A result file larger than this is not one a person audits on one machine.
-MAX_RESULTS_BYTES = 512 * 1024 * 1024
+#: The result-file format versions (``results.version``) this importer knows: promptfoo's
+#: EvaluateSummaryV3, which ``promptfoo eval -o`` writes since 0.x; a later one may move the fields.
+RESULT_VERSIONS = (3,)
+#: testIdx and promptIdx: positions in a list, so far below this.
+_MAX_INDEX = 2**31 - 1
 #: promptfoo's failure reasons: 1 an assertion failed, 2 an error (the provider's or the grader's).
 _ERROR = 2
 _SCALAR = (str, int, float, bool)
@@ -58,11 +62,17 @@ class PromptfooFile:
     rows: list[PromptfooRow] = field(default_factory=list)
 
 
-def read_promptfoo_file(path: Path, factors: Sequence[str]) -> PromptfooFile:
-    """Read and check one result file; see the module docstring."""
-    document = _document(path)
+def read_promptfoo_file(path: Path, factors: Sequence[str], budget: ImportBudget | None = None) -> PromptfooFile:
+    """Read and check one result file within ``budget``; see the module docstring."""
+    budget = budget or import_budget()
+    document = _document(path, budget)
     results = _field(path, "results", document.get("results"), Mapping, "an object (promptfoo's results)")
+    version = results.get("version")
+    if isinstance(version, bool) or version not in RESULT_VERSIONS:
+        raise InputError(f"{path}: results.version: {_shown(version)}; expected a promptfoo result format version "
+                         f"this import knows ({', '.join(map(str, RESULT_VERSIONS))})")
     rows_in = _field(path, "results.results", results.get("results"), list, "a list of results")
+    budget.take_rows(len(rows_in), str(path))
     stats = _field(path, "results.stats", results.get("stats"), Mapping, "an object with successes and failures")
     counts = [_count(path, f"results.stats.{k}", stats.get(k, 0 if k == "errors" else None))
               for k in ("successes", "failures", "errors")]
@@ -77,12 +87,14 @@ def read_promptfoo_file(path: Path, factors: Sequence[str]) -> PromptfooFile:
                          successes=counts[0], failures=counts[1], errors=counts[2], rows=rows)
 
 
-def _document(path: Path) -> Mapping[str, Any]:
+def _document(path: Path, budget: ImportBudget) -> Mapping[str, Any]:
     if path.suffix.lower() != ".json":
         raise InputError(f"{path}: expected a promptfoo result file (.json, from promptfoo eval -o)")
-    data = read_regular_file(path, lambda problem: InputError(f"{path}: {problem}"), limit=MAX_RESULTS_BYTES)
+    data = budget.read_file(path, lambda problem: InputError(f"{path}: {problem}", param="max_bytes"),
+                            what="promptfoo result file")
     try:
-        document = json.loads(data)
+        text = data.decode("utf-8")
+        document = text_only(json.loads(text), text)
     except (ValueError, RecursionError) as exc:
         detail = " ".join(str(exc).split())[:200]
         raise InputError(f"{path}: cannot read as JSON: {detail}") from None
@@ -95,9 +107,10 @@ def _field(path: Path, name: str, value: Any, kind: type | tuple, expected: str)
     return value
 
 
-def _count(path: Path, name: str, value: Any) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise InputError(f"{path}: {name}: {_shown(value)}; expected a whole number >= 0")
+def _count(path: Path, name: str, value: Any, most: int = 2**63 - 1) -> int:
+    problem = whole_number_problem(value, 0, most)
+    if problem:
+        raise InputError(f"{path}: {name}: {problem}")
     return value
 
 
@@ -107,12 +120,17 @@ def _row(path: Path, index: int, result: Any, default: Mapping[str, Any], factor
     result = _field(path, where, result, Mapping, "an object (one result)")
     prompt = _field(path, f"{where}.prompt", result.get("prompt") or {}, Mapping, "an object (the prompt)")
     test = result.get("testCase") if isinstance(result.get("testCase"), Mapping) else {}
-    test_index = _count(path, f"{where}.testIdx", result.get("testIdx"))
+    test_index = _count(path, f"{where}.testIdx", result.get("testIdx"), _MAX_INDEX)
+    repeat = result.get("repeatIndex")
+    problem = whole_number_problem(repeat, 0, MAX_REPLICATE) if repeat is not None else None
+    if problem:
+        raise InputError(f"{path}: {where}.repeatIndex: {problem}")
     response = result.get("response") if isinstance(result.get("response"), Mapping) else {}
     output = response.get("output", "")
+    # A test's description is free text: what no output may carry raw is shown escaped.
     row = PromptfooRow(system=_system(path, where, result, prompt, several_prompts),
-                       case_id=str(test.get("description") or f"test {test_index}"),
-                       replicate=int(result.get("repeatIndex") or 0), status="ok", reason="", compliant=None,
+                       case_id=escaped(_cut(str(test.get("description") or f"test {test_index}"), 1_000)),
+                       replicate=int(repeat or 0), status="ok", reason="", compliant=None,
                        output=output if isinstance(output, str) else json.dumps(output),
                        prompt=str(prompt.get("raw") or ""), judge="", factors=_factors(path, where, result, factors))
     _outcome(path, where, result, response, row)
@@ -155,7 +173,9 @@ def _assertion(path: Path, where: str, component: Any, test: Mapping[str, Any], 
     assertion = component.get("assertion") if isinstance(component.get("assertion"), Mapping) else {}
     kind = str(assertion.get("type") or "assertion")
     value = assertion.get("value")
-    name = str(assertion.get("metric") or (f"{kind}: {_cut(str(value), 80)}" if value is not None else kind))
+    # An assertion's value is free text (a regex, an expected answer): its name shows what no output may carry raw escaped.
+    name = escaped(_cut(str(assertion.get("metric") or (f"{kind}: {_cut(str(value), 80)}" if value is not None
+                                                        else kind)), 200))
     score = component.get("score")
     if score is not None and not (isinstance(score, (int, float)) and not isinstance(score, bool) and math.isfinite(score)):
         raise InputError(f"{path}: {where}.score: {_shown(score)}; expected a number")

@@ -50,6 +50,7 @@ from multiverse.analysis.rates import compute_rates
 from multiverse.analysis.scoring import score_verdicts
 from multiverse.core import RESERVED_NAMES, SCORING_RULES, digest, universe_id
 from multiverse.errors import InputError
+from multiverse.importers._guard import import_budget
 from multiverse.importers.assert_runs import (
     AssertRun,
     model_name,
@@ -79,6 +80,9 @@ def import_assert(
     primary: Mapping[str, str] | None = None,
     ci: str = "wilson",
     force: bool = False,
+    max_bytes: int | None = None,
+    max_rows: int | None = None,
+    max_transcript_bytes: int | None = None,
 ) -> Results:
     """Import ASSERT run directories into ``out_dir``; see the module docstring.
 
@@ -89,7 +93,9 @@ def import_assert(
     the rates. ``out_dir`` is checked first: never one of the runs, nor inside one
     (see :func:`multiverse.tables._places.check_output_dir`; ``force`` allows a folder holding
     other files). Returns the Results with verdicts, criteria and rates; bad input
-    raises InputError and writes nothing.
+    raises InputError and writes nothing. Bounds (:class:`multiverse.core.ImportBudget`):
+    ``max_bytes`` of run files, ``max_rows`` JSON lines (``max_transcript_bytes`` is
+    accepted alike; the import writes no transcripts).
     """
     from multiverse.tables import check_output_dir
 
@@ -98,13 +104,14 @@ def import_assert(
     if not run_dirs:
         raise InputError("run_dirs: expected at least one ASSERT run directory", param="run_dirs")
     check_ci(ci)
+    budget = import_budget(max_bytes, max_rows, max_transcript_bytes)
     check_output_dir(out_dir, kind="import", input_dirs=run_dirs, force=force)
     rules = [scoring] if isinstance(scoring, str) else list(scoring)
     for rule in rules:
         if rule not in SCORING_RULES:
             raise InputError(f"scoring: unknown rule {rule!r}; expected one of: {', '.join(SCORING_RULES)}", param="scoring")
     warnings: list[str] = []
-    runs = [read_run(Path(path), warnings) for path in run_dirs]
+    runs = [read_run(Path(path), warnings, budget) for path in run_dirs]
     _check_distinct(runs)
 
     run_options, axis_names = _run_axes(runs, axes)

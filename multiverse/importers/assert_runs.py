@@ -10,16 +10,21 @@ scores.jsonl, and its measurement choices. Malformed files raise
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+from multiverse.core import ImportBudget
+from multiverse.errors import InputError, SpecError
+from multiverse.importers._guard import import_budget, text_only
+from multiverse.tables._folder import folder_file
 
-from multiverse.errors import InputError
-from multiverse.tables import read_folder_bytes
+__all__ = ["SCHEMA_VERSIONS", "AssertRun", "model_name", "option_name", "read_run"]
 
-__all__ = ["AssertRun", "model_name", "option_name", "read_run"]
+#: The ``schema_version`` of artifacts.json and manifest.json this importer knows (ASSERT 0.2,
+#: shared/formats/assert.md); a file without one is read as this version.
+SCHEMA_VERSIONS = (1,)
 
 
 @dataclass
@@ -47,20 +52,21 @@ class AssertRun:
         return folded.get(" ".join(name.split()).casefold())
 
 
-def read_run(path: Path, warnings: list[str]) -> AssertRun:
-    """Read and check one ASSERT run directory; notes for the manifest go to ``warnings``."""
+def read_run(path: Path, warnings: list[str], budget: ImportBudget | None = None) -> AssertRun:
+    """Read and check one ASSERT run directory within ``budget``; notes for the manifest go to ``warnings``."""
+    budget = budget or import_budget()
     if not path.is_dir():
         raise InputError(f"{path}: expected an ASSERT run directory", param="run_dirs")
-    config = _read_yaml(path / "config.yaml", path.parent)
     suite = path.parent
-    refs = _artifact_refs(path)
+    config = _read_yaml(path / "config.yaml", suite, budget)
+    refs = _artifact_refs(path, budget)
     taxonomy_file = _artifact_file(path, suite, refs, "systematize", "taxonomy.json")
     if taxonomy_file is None:
         raise InputError(
             f"{path / 'artifacts.json'}: artifacts.systematize.path: expected the taxonomy version the run "
             "was judged with (the suite root may be newer)"
         )
-    taxonomy = _read_taxonomy(taxonomy_file, suite)
+    taxonomy = _read_taxonomy(taxonomy_file, suite, budget)
 
     test_ref = refs.get("test_set") or {}
     version = test_ref.get("version")
@@ -77,7 +83,7 @@ def read_run(path: Path, warnings: list[str]) -> AssertRun:
     test_file = _artifact_file(path, suite, refs, "test_set", "test_set.jsonl")
     if test_file is not None:
         cases = {}
-        for line, row in _read_jsonl(test_file, suite):
+        for line, row in _read_jsonl(test_file, suite, budget):
             key = (_field(test_file, line, row, "type"), _field(test_file, line, row, "test_case_id"))
             cases[key] = row
     elif test_ref:
@@ -85,8 +91,8 @@ def read_run(path: Path, warnings: list[str]) -> AssertRun:
 
     inference: dict[tuple[str, str, str], dict] = {}
     inference_file = path / "inference_set.jsonl"
-    if inference_file.is_file():
-        for line, row in _read_jsonl(inference_file, suite):
+    if _present(inference_file):
+        for line, row in _read_jsonl(inference_file, suite, budget):
             inference[(
                 _field(inference_file, line, row, "type"),
                 _field(inference_file, line, row, "test_case_id"),
@@ -95,9 +101,9 @@ def read_run(path: Path, warnings: list[str]) -> AssertRun:
     else:
         warnings.append(f"{path}: no inference_set.jsonl; rollout failures cannot be told apart")
     scores_file = path / "scores.jsonl"
-    if not scores_file.is_file():
+    if not _present(scores_file):
         raise InputError(f"{scores_file}: file not found; expected the run's judged transcripts")
-    scores = _read_jsonl(scores_file, suite)
+    scores = _read_jsonl(scores_file, suite, budget)
     for line, row in scores:
         _field(scores_file, line, row, "type")
         _field(scores_file, line, row, "test_case_id")
@@ -109,22 +115,29 @@ def read_run(path: Path, warnings: list[str]) -> AssertRun:
     return run
 
 
-def _read_yaml(file: Path, suite: Path) -> dict:
-    if not file.is_file():
+def _present(file: Path) -> bool:
+    """Whether there is an entry at ``file`` (a link to nothing or a FIFO is there; the reader says what it is)."""
+    return os.path.lexists(file)
+
+
+def _read_yaml(file: Path, suite: Path, budget: ImportBudget) -> dict:
+    if not _present(file):
         raise InputError(f"{file}: file not found; expected the run's config.yaml")
-    text = _text(file, suite)
+    from multiverse.spec import parse_yaml
+
+    text = _text(file, suite, budget)
     try:
-        loaded = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise InputError(f"{file}: expected YAML ({' '.join(str(exc).split())[:120]})") from None
-    except RecursionError:
-        raise InputError(f"{file}: nesting too deep; expected a config a few levels deep") from None
+        # The project's one YAML reader: safe tags, aliases bounded and never recursive, depth guarded.
+        loaded, _ = parse_yaml(text, file)
+        loaded = text_only(loaded, text)
+    except SpecError as exc:
+        raise InputError(str(exc)) from None
     if not isinstance(loaded, dict):
         raise InputError(f"{file}: expected a YAML mapping")
     return loaded
 
 
-def _text(file: Path, suite: Path) -> str:
+def _text(file: Path, suite: Path, budget: ImportBudget) -> str:
     """A run file as text; invalid UTF-8 or an unreadable file is one line naming the file.
 
     Read through the folder's one reader, with the suite (the run's parent
@@ -132,7 +145,7 @@ def _text(file: Path, suite: Path) -> str:
     or a ref that leads outside it, a FIFO, a device or a file past the cap
     is refused.
     """
-    raw = read_suite_file(file, suite)
+    raw = read_suite_file(file, suite, budget)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -140,35 +153,36 @@ def _text(file: Path, suite: Path) -> str:
         raise InputError(f"{file}: line {line}: expected UTF-8 text, found byte 0x{raw[exc.start]:02x}") from None
 
 
-def read_suite_file(file: Path, suite: Path, kind: str = "import file") -> bytes:
-    """The bytes of a file of an ASSERT run, with its ``suite`` folder as the boundary (``multiverse.tables._folder``)."""
+def read_suite_file(file: Path, suite: Path, budget: ImportBudget) -> bytes:
+    """The bytes of a file of an ASSERT run, with its ``suite`` folder as the boundary (``multiverse.tables._folder``),
+    taken from the import's ``budget``."""
     try:
         name: Path = file.relative_to(suite)
     except ValueError:  # an absolute ref: allowed when it resolves inside the suite
         name = file
-    data = read_folder_bytes(suite, name, kind=kind)
-    if data is None:
+    target = folder_file(suite, name)
+    if target is None:
         raise InputError(f"{file}: file not found")
-    return data
+    return budget.read_file(target, lambda problem: InputError(f"{file}: {problem}"))
 
 
-def _read_json(file: Path, suite: Path) -> Any:
-    text = _text(file, suite)
+def _read_json(file: Path, suite: Path, budget: ImportBudget) -> Any:
+    text = _text(file, suite, budget)
     try:
-        return json.loads(text)
+        return text_only(json.loads(text), text)
     except ValueError as exc:
         raise InputError(f"{file}: expected a JSON document ({' '.join(str(exc).split())[:120]})") from None
     except RecursionError:
         raise InputError(f"{file}: nesting too deep; expected a JSON document a few levels deep") from None
 
 
-def _read_jsonl(file: Path, suite: Path) -> list[tuple[int, dict]]:
+def _read_jsonl(file: Path, suite: Path, budget: ImportBudget) -> list[tuple[int, dict]]:
     rows = []
-    for number, text in enumerate(_text(file, suite).split("\n"), start=1):
+    for number, text in enumerate(_text(file, suite, budget).split("\n"), start=1):
         if not text.strip():
             continue
         try:
-            row = json.loads(text)
+            row = text_only(json.loads(text), text)
         except ValueError:
             raise InputError(f"{file}: line {number}: expected a JSON object") from None
         except RecursionError:
@@ -176,6 +190,7 @@ def _read_jsonl(file: Path, suite: Path) -> list[tuple[int, dict]]:
         if not isinstance(row, dict):
             raise InputError(f"{file}: line {number}: expected a JSON object")
         rows.append((number, row))
+        budget.take_rows(1, str(file))
     return rows
 
 
@@ -186,12 +201,16 @@ def _field(file: Path, line: int, row: dict, name: str) -> str:
     return value
 
 
-def _artifact_refs(path: Path) -> dict[str, dict]:
+def _artifact_refs(path: Path, budget: ImportBudget) -> dict[str, dict]:
     """The run's artifact version refs: artifacts.json, else manifest.json's copy."""
     for name, key in (("artifacts.json", "artifacts"), ("manifest.json", "artifact_versions")):
         file = path / name
-        if file.is_file():
-            document = _read_json(file, path.parent)
+        if _present(file):
+            document = _read_json(file, path.parent, budget)
+            version = document.get("schema_version") if isinstance(document, dict) else None
+            if version is not None and (isinstance(version, bool) or version not in SCHEMA_VERSIONS):
+                raise InputError(f"{file}: schema_version: {version!r}; expected a version of ASSERT's run files this "
+                                 f"import knows ({', '.join(map(str, SCHEMA_VERSIONS))})")
             refs = document.get(key) if isinstance(document, dict) else None
             if isinstance(refs, dict) and refs:
                 return {stage: ref for stage, ref in refs.items() if isinstance(ref, dict)}
@@ -219,8 +238,8 @@ def _artifact_file(run: Path, suite: Path, refs: dict, stage: str, filename: str
     return None
 
 
-def _read_taxonomy(file: Path, suite: Path) -> dict[str, bool]:
-    document = _read_json(file, suite)
+def _read_taxonomy(file: Path, suite: Path, budget: ImportBudget) -> dict[str, bool]:
+    document = _read_json(file, suite, budget)
     categories = document.get("behavior_categories") if isinstance(document, dict) else None
     if not isinstance(categories, list) or not categories:
         raise InputError(f"{file}: behavior_categories: expected a non-empty list of categories")

@@ -21,8 +21,9 @@ from typing import Any
 
 import pandas as pd
 
-from multiverse.core import CI_METHODS, SCHEMA_VERSION, both_spellings, look_alike
+from multiverse.core import CI_METHODS, SCHEMA_VERSION, ImportBudget
 from multiverse.errors import InputError
+from multiverse.importers._guard import check_storable, checked_names, checked_transcripts, import_budget
 from multiverse.results import Results
 from multiverse.tables import with_score_column, write_run_folder
 
@@ -74,15 +75,19 @@ def write_import_dir(
     rates: pd.DataFrame,
     manifest: dict[str, Any],
     transcripts: Mapping[str, Mapping[str, Any]] | None = None,
+    budget: ImportBudget | None = None,
 ) -> Results:
     """Write the tables and manifest into ``out_dir`` (created if needed), each file atomically.
 
     Callers validate everything before calling this, so bad input writes nothing. A
     criteria table, transcripts or spec left by an earlier run or import in the same
     directory is removed, so the folder never describes two sources. ``transcripts``
-    (key -> record) become ``transcripts.jsonl``, which the report and explorer show.
+    (key -> record) become ``transcripts.jsonl``, which the report and explorer show;
+    each must fit the ``budget``'s ``max_transcript_bytes`` (a line the folder's reader reads back).
     """
-    _one_spelling_each(verdicts, criteria, list(manifest.get("axes", [])))
+    _one_spelling_each(verdicts, criteria, list(manifest.get("axes", [])), list(manifest.get("factors", [])))
+    check_storable(verdicts)
+    transcripts = checked_transcripts(transcripts, budget or import_budget(), "transcripts")
     verdicts = with_score_column(verdicts)  # the results returned hold what the folder holds
     manifest = {"schema_version": SCHEMA_VERSION, **manifest}
     # One writer for run and import folders: the same atomic files, manifest last.
@@ -91,20 +96,23 @@ def write_import_dir(
     return Results.from_manifest(manifest, verdicts=verdicts, criteria=criteria, rates=rates, source=out)
 
 
-def _one_spelling_each(verdicts: pd.DataFrame, criteria: pd.DataFrame | None, axes: list[str]) -> None:
-    """Refuse two spellings of one name (NFC and NFD ``café``) among systems, cases, options and criteria.
+def _one_spelling_each(verdicts: pd.DataFrame, criteria: pd.DataFrame | None, axes: list[str],
+                       factors: list[str]) -> None:
+    """Refuse names no reader could show or tell apart, whatever the source: the last check before writing.
 
-    Whatever a source is read from, an import never shows two names no reader can tell apart.
+    Systems, axes, options, factors, their levels and criteria hold no control
+    or invisible character and no two look alike (one UTS #39 skeleton; an
+    importer merges them earlier when asked); case ids hold no such character
+    and no two spellings of one normal form.
     """
-    columns = [(verdicts, c) for c in ("system", "case_id", *axes) if c in verdicts.columns]
-    if criteria is not None and "criterion_id" in criteria.columns:
-        columns.append((criteria, "criterion_id"))
-    pair = look_alike(axes)
-    if pair:
-        raise InputError(f"axes: two spellings of one name, {both_spellings(pair)}, that look the same; "
-                         "expected each name in one spelling", param="axes")
-    for frame, column in columns:
-        pair = look_alike(pd.unique(frame[column].dropna().astype(str)))
-        if pair:
-            raise InputError(f"{column}: two spellings of one name, {both_spellings(pair)}, that look the same; "
-                             "expected each name in one spelling")
+    checked_names(axes, "axes", param="axes")
+    checked_names(factors, "factors", param="factors")
+    for column in ("system", *axes, *factors):
+        if column in verdicts.columns:
+            checked_names(pd.unique(verdicts[column].dropna().astype(str)), column)
+    if "case_id" in verdicts.columns:
+        checked_names(pd.unique(verdicts["case_id"].dropna().astype(str)), "case_id", look_alikes=False)
+    if criteria is not None:
+        for column in ("criterion_id", "criterion"):
+            if column in criteria.columns:
+                checked_names(pd.unique(criteria[column].dropna().astype(str)), column, look_alikes=False)

@@ -47,6 +47,7 @@ import pandas as pd
 from multiverse.core import RESERVED_NAMES, universe_id
 from multiverse.errors import InputError
 from multiverse.importers._columns import import_rates, rationale_criteria, row_keys, write_judged_import
+from multiverse.importers._guard import checked_names, import_budget
 from multiverse.importers._inspect_log import InspectLog, read_inspect_log
 from multiverse.importers.directory import check_ci
 from multiverse.results import Results
@@ -66,6 +67,10 @@ def import_inspect(
     primary: Mapping[str, str] | None = None,
     ci: str = "wilson",
     force: bool = False,
+    max_bytes: int | None = None,
+    max_rows: int | None = None,
+    max_transcript_bytes: int | None = None,
+    merge_look_alikes: bool = False,
 ) -> Results:
     """Import Inspect logs into ``out_dir``; see the module docstring.
 
@@ -74,6 +79,11 @@ def import_inspect(
     role instead of ``eval.model``; ``judge_role`` is the role of the grader;
     ``partial`` the score of a ``P``; ``factors`` sample-metadata keys kept as design
     factors. Bad input raises InputError naming the log and field, and writes nothing.
+
+    Bounds (:class:`multiverse.core.ImportBudget`): ``max_bytes`` of logs, counted
+    inflated, and of transcripts; ``max_rows`` samples x epochs;
+    ``max_transcript_bytes`` per transcript. Systems, judges or levels that look
+    alike are refused unless ``merge_look_alikes`` reads them as one.
     """
     from multiverse.tables import check_output_dir
 
@@ -88,10 +98,12 @@ def import_inspect(
         if factor in RESERVED_NAMES or factor == "judge":
             raise InputError(f"factors: {factor}: name is reserved for the verdicts table; expected another metadata "
                              "key", param="factors")
+    budget = import_budget(max_bytes, max_rows, max_transcript_bytes)
     check_output_dir(out_dir, kind="import", inputs=paths, force=force)
     name, _, key = (scorer or "").partition(":")
     read = [read_inspect_log(p, scorer=name or None, key=key or None, system_role=system_role, judge_role=judge_role,
-                             partial=float(partial), factors=factors) for p in paths]
+                             partial=float(partial), factors=factors, budget=budget) for p in paths]
+    _one_name_each(read, factors, bool(merge_look_alikes))
     _check_distinct(read)
     axes = ["judge"] if len({log.judge for log in read}) > 1 else []
     verdicts, transcripts, rationales, criteria_names = _verdicts(read, axes, factors)
@@ -107,7 +119,21 @@ def import_inspect(
                                transcripts=transcripts, axes=axes, factors=factors, primary=primary, warnings=warnings,
                                input={"logs": [_log_entry(log) for log in read], "judge_role": judge_role,
                                       "system_role": system_role, "partial": float(partial)},
-                               ci=ci, estimator=estimator, scale=scale)
+                               ci=ci, estimator=estimator, scale=scale, budget=budget)
+
+
+def _one_name_each(read: list[InspectLog], factors: list[str], merge: bool) -> None:
+    """Systems, judges and factor levels: nothing unshowable, no two alike (or merged when asked)."""
+    systems = checked_names([log.system for log in read], "eval.model (the systems)", merge=merge)
+    judges = checked_names([log.judge for log in read], "the judges", merge=merge)
+    for log in read:
+        log.system, log.judge = systems[log.system], judges[log.judge]
+    for factor in factors:
+        levels = checked_names([row.factors[factor] for log in read for row in log.rows],
+                               f"samples.metadata.{factor}", merge=merge, param="factors")
+        for log in read:
+            for row in log.rows:
+                row.factors[factor] = levels[row.factors[factor]]
 
 
 def _check_distinct(read: list[InspectLog]) -> None:

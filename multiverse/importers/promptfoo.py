@@ -36,6 +36,7 @@ import pandas as pd
 from multiverse.core import CRITERIA_COLUMNS, RESERVED_NAMES, universe_id
 from multiverse.errors import InputError
 from multiverse.importers._columns import import_rates, row_keys, write_judged_import
+from multiverse.importers._guard import checked_names, import_budget
 from multiverse.importers._promptfoo_file import PromptfooFile, read_promptfoo_file
 from multiverse.importers.directory import check_ci
 from multiverse.results import Results
@@ -51,11 +52,19 @@ def import_promptfoo(
     primary: Mapping[str, str] | None = None,
     ci: str = "wilson",
     force: bool = False,
+    max_bytes: int | None = None,
+    max_rows: int | None = None,
+    max_transcript_bytes: int | None = None,
+    merge_look_alikes: bool = False,
 ) -> Results:
     """Import promptfoo result files into ``out_dir``; see the module docstring.
 
     ``factors`` names test variables kept as design factors. Bad input raises
-    InputError naming the file and field, and writes nothing.
+    InputError naming the file and field, and writes nothing. Bounds
+    (:class:`multiverse.core.ImportBudget`): ``max_bytes`` of result files,
+    ``max_rows`` results, ``max_transcript_bytes`` per prompt and output.
+    Systems, graders or levels that look alike are refused unless
+    ``merge_look_alikes`` reads them as one.
     """
     from multiverse.tables import check_output_dir
 
@@ -68,8 +77,10 @@ def import_promptfoo(
         if factor in RESERVED_NAMES or factor == "judge":
             raise InputError(f"factors: {factor}: name is reserved for the verdicts table; expected another variable",
                              param="factors")
+    budget = import_budget(max_bytes, max_rows, max_transcript_bytes)
     check_output_dir(out_dir, kind="import", inputs=paths, force=force)
-    read = [read_promptfoo_file(p, factors) for p in paths]
+    read = [read_promptfoo_file(p, factors, budget) for p in paths]
+    _one_name_each(read, factors, bool(merge_look_alikes))
     axes = ["judge"] if len({row.judge for f in read for row in f.rows}) > 1 else []
     verdicts, transcripts = _verdicts(read, axes, factors)
     criteria = _criteria(read, verdicts)
@@ -79,7 +90,19 @@ def import_promptfoo(
                                transcripts=transcripts, axes=axes, factors=factors, primary=primary, warnings=warnings,
                                input={"files": [{"file": str(f.path), "version": f.version, "successes": f.successes,
                                                  "failures": f.failures, "errors": f.errors} for f in read]},
-                               ci=ci, estimator="pooled")
+                               ci=ci, estimator="pooled", budget=budget)
+
+
+def _one_name_each(read: list[PromptfooFile], factors: list[str], merge: bool) -> None:
+    """Systems, graders and factor levels: nothing unshowable, no two alike (or merged when asked)."""
+    rows = [row for file in read for row in file.rows]
+    systems = checked_names([row.system for row in rows], "results.results.provider (the systems)", merge=merge)
+    judges = checked_names([row.judge for row in rows], "the graders", merge=merge)
+    levels = {factor: checked_names([row.factors[factor] for row in rows], f"results.results.vars.{factor}",
+                                    merge=merge, param="factors") for factor in factors}
+    for row in rows:
+        row.system, row.judge = systems[row.system], judges[row.judge]
+        row.factors = {factor: levels[factor][level] for factor, level in row.factors.items()}
 
 
 def _verdicts(read: list[PromptfooFile], axes: list[str], factors: list[str]

@@ -27,6 +27,7 @@ item, replicate).
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -35,9 +36,18 @@ import numpy as np
 import pandas as pd
 
 from multiverse.analysis.rates import compute_rates
-from multiverse.core import RESERVED_NAMES, both_spellings, look_alike, nfc, regular_file_problem, universe_id
+from multiverse.core import (
+    RESERVED_NAMES,
+    ImportBudget,
+    both_spellings,
+    look_alike,
+    nfc,
+    regular_file_problem,
+    universe_id,
+)
 from multiverse.errors import InputError
 from multiverse.importers._columns import rationale_criteria, replicate_numbers, table_transcripts
+from multiverse.importers._guard import checked_names, import_budget
 from multiverse.importers.directory import (
     check_ci,
     resolve_primary,
@@ -61,9 +71,11 @@ _FALSE = {"false", "0", "0.0"}
 _MISSING = {"nan", "na", "n/a", "null", "none", "<na>"}
 
 
-def read_label_table(path: str | os.PathLike) -> pd.DataFrame:
-    """Read a .csv or .parquet table; InputError when it is missing or unreadable."""
+def read_label_table(path: str | os.PathLike, budget: ImportBudget | None = None) -> pd.DataFrame:
+    """Read a .csv or .parquet table within ``budget`` (bytes uncompressed, rows); InputError when it is
+    missing, unreadable or past a limit."""
     path = Path(path)
+    budget = budget or import_budget()
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".parquet", ".pq"):
         raise InputError(f"{path}: expected a .csv or .parquet file")
@@ -71,13 +83,48 @@ def read_label_table(path: str | os.PathLike) -> pd.DataFrame:
     if problem:
         raise InputError(f"{path}: {problem}")
     try:
-        if suffix == ".csv":
-            # Labels, items and option names are read as written ("007" stays "007").
-            return pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
-        return pd.read_parquet(path)
+        # O_NONBLOCK and fstat: what is read is the regular file checked, even if the path changed since.
+        with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise InputError(f"{path}: expected a regular file, got a special file")
+            if suffix == ".csv":
+                budget.take_bytes(os.fstat(handle.fileno()).st_size, str(path))
+                return _read_csv(path, handle, budget)
+            return _read_parquet(path, handle, budget)
+    except InputError:
+        raise
     except Exception as exc:
         detail = " ".join(str(exc).split())[:200]
-        raise InputError(f"{path}: cannot read as {suffix.lstrip('.')}: {detail}") from exc
+        raise InputError(f"{path}: cannot read as {suffix.lstrip('.')}: {type(exc).__name__}: {detail}") from None
+
+
+def _read_csv(path: Path, handle: Any, budget: ImportBudget) -> pd.DataFrame:
+    # Labels, items and option names are read as written ("007" stays "007"), a piece of rows at a
+    # time, so a table past `max_rows` is refused before it is all in memory.
+    pieces = []
+    for piece in pd.read_csv(handle, dtype=str, keep_default_na=False, na_values=[""], chunksize=100_000):
+        budget.take_rows(len(piece), str(path))
+        pieces.append(piece)
+    return pd.concat(pieces, ignore_index=True) if len(pieces) != 1 else pieces[0]
+
+
+def _read_parquet(path: Path, handle: Any, budget: ImportBudget) -> pd.DataFrame:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table_file = pq.ParquetFile(handle)
+    meta = table_file.metadata
+    # What the footer declares first, then what the row groups hold as they are read: a footer can lie.
+    budget.take_rows(meta.num_rows, str(path))
+    budget.take_bytes(sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)), str(path))
+    budget.rows_read -= meta.num_rows
+    budget.bytes_read -= sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    batches = []
+    for batch in table_file.iter_batches(batch_size=100_000):
+        budget.take_rows(batch.num_rows, str(path))
+        budget.take_bytes(batch.nbytes, str(path))
+        batches.append(batch)
+    return pa.Table.from_batches(batches, schema=table_file.schema_arrow).to_pandas()
 
 
 def import_table(
@@ -101,6 +148,10 @@ def import_table(
     scale: tuple[float, float] | None = None,
     cuts: Sequence[float] = (),
     reference: str | None = None,
+    max_bytes: int | None = None,
+    max_rows: int | None = None,
+    max_transcript_bytes: int | None = None,
+    merge_look_alikes: bool = False,
 ) -> Results:
     """Import a label table into ``out_dir``; see the module docstring.
 
@@ -119,14 +170,20 @@ def import_table(
     ``(low, high)``; each of ``cuts`` adds the option "at least K" to the mean;
     ``reference`` names a pairwise table's reference system, which is never
     ranked (:mod:`multiverse.importers.table_scores`).
+
+    Bounds (:class:`multiverse.core.ImportBudget`): ``max_bytes`` of table
+    (uncompressed), ``max_rows`` rows, ``max_transcript_bytes`` per transcript.
+    Two systems, options or levels that look alike are refused unless
+    ``merge_look_alikes`` reads them as one.
     """
     from multiverse.tables import check_output_dir
 
     path = Path(path)
     axes, factors = list(axes), list(factors)
     check_ci(ci)
+    budget = import_budget(max_bytes, max_rows, max_transcript_bytes)
     check_output_dir(out_dir, kind="import", inputs=[path], force=force)
-    frame = read_label_table(path)
+    frame = read_label_table(path, budget)
     # Column names and the names given for them compare in one spelling (NFC).
     _one_spelling(path, "columns", [str(c) for c in frame.columns])
     frame.columns = [nfc(str(c)) for c in frame.columns]
@@ -140,8 +197,9 @@ def import_table(
     if frame.empty:
         raise InputError(f"{path}: {label}: expected at least one labelled row, the table is empty")
 
-    axis_values = {axis: _names(path, frame[axis], axis) for axis in axes}
-    systems = _names(path, frame[system], system)
+    merge = bool(merge_look_alikes)
+    axis_values = {axis: _names(path, frame[axis], axis, merge) for axis in axes}
+    systems = _names(path, frame[system], system, merge)
     if score is None:
         scored = None
         compliant, empty = _compliance(path, frame[label], label, positive, list(negative or []))
@@ -191,7 +249,7 @@ def import_table(
                          input={"system": system, "item": item, "label": label, "positive": positive,
                                 "negative": list(negative or []), "missing_labels": int(empty.sum()), **optional})
     return write_import_dir(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
-                            transcripts=transcripts)
+                            transcripts=transcripts, budget=budget)
 
 
 def _manifest(path: Path, axes: list, factors: list, choices: Any, options: dict, primary: Any, warnings: list,
@@ -237,9 +295,9 @@ def _verdict_frame(path: Path, frame: pd.DataFrame, universe_ids: Any, axis_valu
     verdicts["system"] = systems
     verdicts["case_id"] = items
     for factor in factors:
-        levels = frame[factor].fillna("").astype(str)
-        _one_spelling(path, factor, levels.unique())
-        verdicts[factor] = levels.map(nfc).to_numpy()
+        levels = frame[factor].fillna("").astype(str).map(nfc)
+        named = checked_names(levels.unique(), f"{path}: {factor}")
+        verdicts[factor] = levels.to_numpy() if all(k == v for k, v in named.items()) else levels.map(named).to_numpy()
     verdicts["replicate"] = replicates
     return verdicts
 
@@ -310,24 +368,35 @@ def _check_columns(path, frame, system, item, label, axes, factors, optional) ->
             raise InputError(f"{path}: {column}: axis column name is reserved for the verdicts table; rename the column")
 
 
-def _names(path: Path, column: pd.Series, name: str) -> np.ndarray:
-    """A column of names (systems, items, options) as strings in NFC; no empty values, no look-alikes."""
+def _names(path: Path, column: pd.Series, name: str, merge: bool | None = None) -> np.ndarray:
+    """A column of names (systems, items, options) as strings in NFC; no empty values, nothing unshowable.
+
+    Systems and options (``merge`` given) are also refused when two look alike,
+    or merged when ``merge``; items only when two are spellings of one normal form.
+    """
     text = column.astype("string").str.strip()
     empty = text.isna() | (text == "")
     if empty.any():
         row = int(np.flatnonzero(empty.to_numpy())[0])
         raise InputError(f"{path}: {name}: empty value in data row {row + 1}; expected a name in every row")
     distinct = text.unique()
-    _one_spelling(path, name, distinct)
+    if not merge:
+        _one_spelling(path, name, distinct, hint=merge is not None)
     spelled = {value: nfc(value) for value in distinct if nfc(value) != value}
-    return (text.replace(spelled) if spelled else text).to_numpy(dtype=object)
+    named = checked_names([spelled.get(value, value) for value in distinct], f"{path}: {name}",
+                          merge=bool(merge), look_alikes=merge is not None)
+    changed = {value: named[spelled.get(value, value)] for value in distinct}
+    changed = {value: to for value, to in changed.items() if to != value}
+    return (text.replace(changed) if changed else text).to_numpy(dtype=object)
 
 
-def _one_spelling(path: Path, name: str, names) -> None:
+def _one_spelling(path: Path, name: str, names, hint: bool = False) -> None:
     pair = look_alike(names)
     if pair:
         raise InputError(f"{path}: {name}: two spellings of one name, {both_spellings(pair)}, that look the same; "
-                         "expected each name in one spelling")
+                         "expected each name in one spelling" + (", or `merge_look_alikes` to read them as one"
+                                                                  if hint else ""),
+                         param="merge_look_alikes" if hint else None)
 
 
 def _compliance(path: Path, column: pd.Series, name: str, positive: str | None,

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from multiverse.core import CORE_COLUMNS, LINE_END, atomic_write, atomic_write_text, digest
+from multiverse.core import CORE_COLUMNS, LINE_END, atomic_write, atomic_write_text, digest, escaped, json_escaped
 from multiverse.tables import csv_safe
 
 from ..errors import InputError
@@ -136,12 +136,12 @@ def _page(sheet: pd.DataFrame, factors: list[str], criteria: Sequence[Mapping[st
         "rows": rows,
         "export_name": f"{stem}-filled.csv",
     }
-    payload = (json.dumps(data, ensure_ascii=False, allow_nan=False)
-               .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+    payload = json_escaped(json.dumps(data, ensure_ascii=False, allow_nan=False)
+                           .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
     csp = (f"default-src 'none'; script-src '{_hash(SCRIPT)}'; style-src '{_hash(STYLE)}'; "
            "img-src 'none'; connect-src 'none'; base-uri 'none'; form-action 'none'")
-    sample = html.escape(f"run {identity['sample_run']}, seed {identity['sample_seed']}, {identity['sample_n']} per "
-                         f"system and rollout configuration, keys {identity['sample_keys']}")
+    sample = html.escape(escaped(f"run {identity['sample_run']}, seed {identity['sample_seed']}, {identity['sample_n']} per "
+                                 f"system and rollout configuration, keys {identity['sample_keys']}"))
     task = ("mark whether the assistant complied with the rubric below" if label["column"] == "compliant"
             else f"score it on the judge's scale, {html.escape(label['expected'])}, by the rubric below")
     hidden = (" The systems' names are hidden too (the exported CSV leaves them blank; the audit matches each row "

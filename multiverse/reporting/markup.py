@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from multiverse.core import escaped
+
 __all__ = ["_Raw", "_collapsed", "_e", "_figure", "_fmt", "_list", "_notes", "_table", "_without_markers"]
 
 # Longer tables are cut with a note, so the page stays readable.
@@ -40,7 +42,9 @@ def _without_markers(text: str) -> str:
 
 
 def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    # The one rule for outputs: a control, invisible or non-text character (U+0001, a bidi override,
+    # U+FFFE, a lone surrogate) is shown as a visible escape, so the page always parses and encodes.
+    return html.escape(escaped(value, whitespace=True), quote=True)
 
 
 def _fmt(value: Any, digits: int = 3) -> str:

@@ -40,6 +40,10 @@ def parse_yaml(text: str, path: Path) -> tuple[Any, dict[str, int]]:
         node = loader.get_single_node()
         if node is None:
             raise SpecError(path, "", "file is empty; expected a YAML mapping")
+        cycle = _recursive_alias(node)
+        if cycle is not None:
+            raise SpecError(path, f"(line {cycle})", "an alias used inside its own anchor (a recursive structure); "
+                            "expected plain YAML whose aliases each refer to a finished value")
         size = _expanded_size(node, {})
         if size > MAX_NODES:
             raise SpecError(path, "", f"expands to {size} values once aliases are resolved; expected at most {MAX_NODES}")
@@ -68,6 +72,41 @@ def parse_yaml(text: str, path: Path) -> tuple[Any, dict[str, int]]:
 
 
 MAX_NODES = 200_000
+
+
+def _recursive_alias(root: yaml.Node) -> int | None:
+    """The line of an alias that refers to a node holding it (``a: &x [*x]``), or None.
+
+    PyYAML builds such a document as a list that contains itself, which every
+    later walk (normal form, checks, models) would follow without end. The walk
+    here keeps its own stack, so a document nested deeply is no risk to it either.
+    """
+    on_path: set[int] = set()
+    done: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, leaving = stack.pop()
+        if leaving:
+            on_path.discard(id(node))
+            done.add(id(node))
+            continue
+        if id(node) in done:
+            continue
+        if id(node) in on_path:
+            return node.start_mark.line + 1
+        on_path.add(id(node))
+        stack.append((node, True))
+        if isinstance(node, yaml.MappingNode):
+            children = [child for pair in node.value for child in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        else:
+            children = []
+        for child in reversed(children):
+            if id(child) in on_path:
+                return child.start_mark.line + 1
+            stack.append((child, False))
+    return None
 
 
 def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:

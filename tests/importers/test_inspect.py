@@ -191,7 +191,8 @@ def test_truncated_huge_and_foreign_files_are_refused(tmp_path, monkeypatch):
     other = tmp_path / "notes.txt"
     other.write_text("hello")
     for path, match in ((truncated, r"cut\.eval: cannot read as an Inspect log"),
-                        (huge, r"huge\.eval: 600 MB; expected an Inspect log of at most 512 MB"),
+                        (huge, r"huge\.eval: the import's input comes to more than 256 MB \(uncompressed\); expected at most "
+                               r"that \(--max-bytes raises it\)"),
                         (other, r"notes\.txt: expected an Inspect log \(\.eval or \.json\)")):
         result = run_cli(["import", "inspect", path, "--out", tmp_path / "out"])
         assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr

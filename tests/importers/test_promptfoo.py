@@ -140,7 +140,7 @@ def test_truncated_and_foreign_files_are_refused(tmp_path):
         f.truncate(600 * 2**20)  # sparse: no disk used
     result = run_cli(["import", "promptfoo", huge, "--out", tmp_path / "out"])
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and "huge.json" in result.stderr, result.stderr
-    assert "512" in result.stderr, result.stderr
+    assert "under 256 MB (--max-bytes raises it)" in result.stderr, result.stderr
     with pytest.raises(InputError, match=r"results\.csv: expected a promptfoo result file"):
         import_promptfoo([tmp_path / "results.csv"], tmp_path / "out")
     assert not (tmp_path / "out").exists()
