@@ -5,18 +5,24 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import hypothesis.configuration
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
 
 os.environ.setdefault("MPLBACKEND", "Agg")
+
+# Hypothesis keeps what it learns (its example database) under the working directory unless told otherwise:
+# every property suite keeps it in a temporary folder, so a test run leaves the checkout as it was.
+hypothesis.configuration.set_hypothesis_home_dir(tempfile.mkdtemp(prefix="hypothesis-"))
 
 REPO = Path(__file__).resolve().parents[1]
 SPECS = REPO / "specs"

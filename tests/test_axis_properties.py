@@ -22,20 +22,17 @@ import os
 import tempfile
 from pathlib import Path
 
+import hypothesis
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
 from conftest import tiny_spec_document
+from hypothesis import strategies as st
 
-hypothesis = pytest.importorskip("hypothesis")
-st = pytest.importorskip("hypothesis.strategies")
-# Hypothesis keeps what it learns under the working directory: the checkout stays as it was.
-pytest.importorskip("hypothesis.configuration").set_hypothesis_home_dir(tempfile.mkdtemp(prefix="hypothesis-"))
-
-from multiverse import validate  # noqa: E402
-from multiverse.engine import run  # noqa: E402
-from multiverse.errors import SpecError  # noqa: E402
+from multiverse import validate
+from multiverse.engine import run
+from multiverse.errors import SpecError
 
 EXAMPLES = int(os.environ.get("MULTIVERSE_AXIS_EXAMPLES", "25"))
 
