@@ -412,7 +412,7 @@ def _import_flags(q: argparse.ArgumentParser) -> None:
     q.add_argument("--force", action="store_true", help="write into an --out folder that holds other files or a run")
     q.add_argument("--max-bytes", type=_size, metavar="SIZE", help="bytes the import may read (all inputs, uncompressed) "
                    "and write as transcripts, e.g. 512M (default: 256M; over it an import may need more than 2 GB)")
-    q.add_argument("--max-rows", type=_count(1), metavar="N", help="rows the import may read (default: 1,000,000)")
+    q.add_argument("--max-rows", type=_count(1), metavar="N", help="rows the import may read (default: 300,000)")
     q.add_argument("--max-transcript-bytes", type=_size, metavar="SIZE",
                    help="bytes of one transcript as written, at most 64M (default: 16M)")
     q.add_argument("--merge-look-alikes", action="store_true", help="read names that look alike (Cyrillic а for Latin "

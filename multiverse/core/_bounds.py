@@ -59,10 +59,10 @@ MAX_SEED = 2**63
 #: ``.eval`` is a zip: its members' inflated sizes count, not the file's). Parsed, a byte of JSON or CSV
 #: takes 2-4 bytes of memory, so this keeps an import under 2 GB. ``max_bytes`` raises it.
 MAX_IMPORT_BYTES = 256 * 2**20
-#: Rows one import reads (a table's rows, a log's samples x epochs, a result file's results). A table
-#: import holds about 0.8 KB per row at its peak (1.76M rows: 1.57 GB), so 1,000,000 stay under 2 GB.
-#: ``max_rows`` raises it.
-MAX_IMPORT_ROWS = 1_000_000
+#: Rows one import reads (a table's rows, a log's samples x epochs, a result file's results). The
+#: dearest are promptfoo's: 500,000 results of 400 bytes peaked at 1.97 GiB, 300,000 at 1.30 GiB (a
+#: table's rows take about a third of that), so 300,000 keep an import under 2 GB. ``max_rows`` raises it.
+MAX_IMPORT_ROWS = 300_000
 #: One transcript as written (one line of transcripts.jsonl). The folder's reader refuses a line past
 #: 64 MB (``multiverse.tables.MAX_LINE_BYTES``), which is as far as ``max_transcript_bytes`` goes.
 MAX_TRANSCRIPT_BYTES = 16 * 2**20

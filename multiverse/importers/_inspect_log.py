@@ -76,8 +76,11 @@ def read_inspect_log(path: Path, *, scorer: str | None, key: str | None, system_
     if not log.samples:
         raise InputError(f"{path}: samples: expected at least one sample (a log written with samples, not a header only)")
     budget.take_rows(len(log.samples), str(path))
-    rows = [_row(path, i, sample, chosen, key, partial, factors, budget) for i, sample in enumerate(log.samples)]
     accuracy, reduced = _inspect_accuracy(log, chosen)
+    rows = []
+    for i in range(len(log.samples)):
+        rows.append(_row(path, i, log.samples[i], chosen, key, partial, factors, budget))
+        log.samples[i] = None  # each sample is let go once it is a row: the log and its rows are never both held
     return InspectLog(path=path, task=str(spec.task), system=system, judge=judge, judge_from=judge_from,
                       scorer=chosen, version=str((spec.packages or {}).get("inspect_ai", "")), accuracy=accuracy,
                       reduced=reduced, rows=rows)

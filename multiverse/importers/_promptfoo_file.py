@@ -82,7 +82,10 @@ def read_promptfoo_file(path: Path, factors: Sequence[str], budget: ImportBudget
     default: Mapping[str, Any] = config["defaultTest"] if isinstance(config.get("defaultTest"), Mapping) else {}
     prompts = {str(p.get("label") or p.get("raw")) for p in rows_in if isinstance(p, Mapping)
                for p in [p.get("prompt") or {}] if isinstance(p, Mapping)}
-    rows = [_row(path, i, r, default, factors, several_prompts=len(prompts) > 1) for i, r in enumerate(rows_in)]
+    rows = []
+    for i in range(len(rows_in)):
+        rows.append(_row(path, i, rows_in[i], default, factors, several_prompts=len(prompts) > 1))
+        rows_in[i] = None  # each result parsed is let go once it is a row: the file and its rows are never both held
     return PromptfooFile(path=path, version=str(document.get("version") or results.get("version") or ""),
                          successes=counts[0], failures=counts[1], errors=counts[2], rows=rows)
 

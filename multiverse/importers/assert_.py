@@ -93,9 +93,7 @@ def import_assert(
     the rates. ``out_dir`` is checked first: never one of the runs, nor inside one
     (see :func:`multiverse.tables._places.check_output_dir`; ``force`` allows a folder holding
     other files). Returns the Results with verdicts, criteria and rates; bad input
-    raises InputError and writes nothing. Bounds (:class:`multiverse.core.ImportBudget`):
-    ``max_bytes`` of run files, ``max_rows`` JSON lines (``max_transcript_bytes`` is
-    accepted alike; the import writes no transcripts).
+    raises InputError and writes nothing. Bounds: ``max_bytes`` of run files, ``max_rows`` JSON lines.
     """
     from multiverse.tables import check_output_dir
 

@@ -115,6 +115,7 @@ def _verdicts(read: list[PromptfooFile], axes: list[str], factors: list[str]
                             "status": row.status, "reason": row.reason, "compliant": row.compliant,
                             "_output": row.output, "_prompt": row.prompt, "_file": number})
     frame = pd.DataFrame.from_records(records)
+    del records  # the frame holds them now: not both at the import's peak
     duplicated = frame.duplicated(["universe_id", "system", "case_id", "replicate"], keep=False)
     if duplicated.any():
         first = frame[duplicated].iloc[0]

@@ -481,3 +481,15 @@ def test_free_text_names_are_escaped_not_refused(tmp_path):
     criteria = set(pd.read_parquet(out / "criteria.parquet")["criterion"])
     assert "regex: ^a\\tb$\\u202e" in criteria
     assert not any(unshowable(ch) for name in cases | criteria for ch in name)
+
+
+def test_look_alike_judges_of_assert_runs_are_refused_and_never_merged(tmp_path):
+    suite = make_suite(tmp_path)
+    scores = [(C1, "ok", verdict((FAB, True))), (C2, "ok", verdict((OVER, False)))]
+    runs = [make_run(suite, "run_a", judge="judge-1", inference=(C1, C2), scores=scores),
+            make_run(suite, "run_b", judge="judge\u20101", inference=(C1, C2), scores=scores)]
+    out = tmp_path / "out"
+    line = refused(["import", "assert", *runs, "--out", out], r"judge: two spellings of one name")
+    assert "'judge-1'" in line and "'judge\\u20101'" in line
+    refused(["import", "assert", *runs, "--merge-look-alikes", "--out", out], r"--merge-look-alikes: import assert")
+    assert not out.exists()
