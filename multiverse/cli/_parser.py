@@ -131,7 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--system", action="append", help="only these systems (repeatable)")
             p.add_argument("--threshold", type=_rate_or_primary, metavar="T|primary",
                            help="joint test of each system's rate against this rate (between 0 and 1), "
-                                "or 'primary': against its own rate in the primary universe")
+                                "or 'primary': against its own rate in the primary universe (the default when the run declares "
+                                "a primary, without --diff)")
             p.add_argument("--diff", nargs=2, metavar=("A", "B"), help="the curve of rate(A) - rate(B), with the sign-flip joint test")
             p.add_argument("--boot", type=_count(1, MAX_BOOT), default=1000, help=f"resamples for the joint null, 1 to {MAX_BOOT:,} (default: 1000)")
             p.add_argument("--seed", type=_count(0), default=0, help="random seed of the resampling, >= 0 (default: 0)")

@@ -104,7 +104,7 @@ class JointTestEntry(Document):
     effect: Spread
     statistics: dict[str, TestStatistic]
     # Which null ran ("name", the resampling's words) and the dependence it reproduces, where it models one.
-    null_model: dict[str, str | dict[str, float | None]] | None = None
+    null_model: dict[str, str | float | dict[str, float | None] | None] | None = None
     # A curve of shares and means: each kind's own test, whose p-values this one combines.
     parts: list[JointTestPart] | None = None
     primary_effect: float | None
@@ -118,7 +118,7 @@ class JointTestPart(Document):
     resampling: str
     n_universes: int
     statistics: dict[str, dict[str, float | None]]  # observed and p (not Holm-adjusted: the combined p is)
-    null_model: dict[str, str | dict[str, float | None]] | None = None
+    null_model: dict[str, str | float | dict[str, float | None] | None] | None = None
 
 
 class Multiplicity(Document):

@@ -169,8 +169,15 @@ def test_a_cut_in_a_mixed_curve_is_tested_as_the_same_labels_imported_are():
 
 @pytest.mark.parametrize("kinds", [("shares",), ("means",), ("cuts", "means"), ("wins", "cuts")])
 def test_every_test_names_its_null(kinds):
+    from multiverse.analysis.curve import curve_summary
+    from multiverse.results._documents import CurveDocument
+
     m = scored_world(np.random.default_rng(2), 0.2, kinds=kinds, n_cases=30)
-    document = joint_curve_test(m, system="s0", threshold=0.2, boot=39, seed=0).to_dict()
+    test = joint_curve_test(m, system="s0", threshold=0.2, boot=39, seed=0)
+    document = test.to_dict()
+    # The typed view the CLI prints from accepts every null's description (a means' null carries its dispersion).
+    typed = CurveDocument.model_validate({**curve_summary(spec_curve(m, axes=[]), tests=[test]), "notes": []})
+    assert typed.tests[0].null_model is not None and typed.tests[0].resampling == document["resampling"]
     name = document["null_model"]["name"]
     assert name == document["resampling"] and name
     if {"means", "wins"} & set(kinds) and {"shares", "cuts"} & set(kinds):
