@@ -214,3 +214,20 @@ def test_a_folder_written_before_universes_recorded_their_own_scale_is_refused(t
     assert "\n" not in message and "manifest.json" in message and "does not record" in message
     code, _, err = run_cli(["curve", tmp_path / "run"])
     assert code == 2 and "judge.scale" in err
+
+
+def test_calibrate_refuses_human_scores_for_universes_on_different_scales(tmp_path):
+    # People score a transcript once, on one scale: a run whose universes read 1-5 and 1-10 cannot be anchored by
+    # one column of human scores, and reading it on the base spec's scale would anchor the 1-10 universe wrongly.
+    axes = {"scale": {"to5": {}, "to10": {"judge.scale.max": 10}}}
+    spec_path = _spec(tmp_path, {"type": "ordinal", "min": 1, "max": 5}, axes)
+    run(load_spec(spec_path), out=tmp_path / "run", store=tmp_path / "store", progress=False)
+    results = load_run(tmp_path / "run")
+    keys = results.verdicts.drop_duplicates("transcript_key")[["transcript_key", "system", "case_id"]].head(20)
+    human = keys.assign(score=3)
+    with pytest.raises(InputError, match=r"different scales \(ordinal 1-10; ordinal 1-5.*single scale"):
+        results.calibrate(human)
+    human.to_csv(tmp_path / "human.csv", index=False)
+    out = run_cli(["calibrate", tmp_path / "run", "--human", tmp_path / "human.csv"])
+    assert out.returncode == 2
+    assert "different scales" in out.stderr and len(out.stderr.strip().splitlines()) == 1

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from multiverse.errors import InputError
+
 if TYPE_CHECKING:
     from multiverse.results._analysis import Analysis, CalibrationAnalysis, ResultsView
     from multiverse.results._anchoring_documents import AnchoredCurveDocument, AnchoredRankingDocument
@@ -51,7 +53,7 @@ def calibrate(results: ResultsView, human: Any, alpha: float) -> CalibrationAnal
     else:
         labels, source = read_labels(human), str(human)
     notes = _check_sample(results, labels, source)
-    scale = results.scale
+    scale = _one_scale(results, source)
     calibration = compute(results.verdicts, labels, results.axes, results.factors, alpha, source=source,
                           scale=scale, scoring=results.scoring_choices() if scale.scored else None)
     calibration = calibration._replace(notes=[*notes, *calibration.notes])
@@ -65,6 +67,24 @@ def calibrate(results: ResultsView, human: Any, alpha: float) -> CalibrationAnal
 
     return CalibrationAnalysis("calibrate", document, calibration.rates, draw, simulated=results.simulated,
                                calibration=calibration)
+
+
+def _one_scale(results: ResultsView, source: str) -> Any:
+    """The one scale human labels are read on; a run whose universes read verdicts on different scales is refused.
+
+    People label a transcript once, on one scale; an axis over ``judge.scale`` (or from labels to scores) gives
+    the universes scales a single column of human labels cannot stand for, and reading it on the base spec's
+    scale would anchor some universes on the wrong one.
+    """
+    scales = results.scales
+    own = {s.model_dump_json(): s for s in scales.of.values()} or {scales.base.model_dump_json(): scales.base}
+    if len(own) > 1:
+        shown = "; ".join(sorted({f"{s.type} {s.min:g}-{s.max:g}" if s.scored else "compliant labels"
+                                  for s in own.values()}))
+        raise InputError(f"{source}: the run's universes read their verdicts on different scales ({shown}: an axis "
+                         "over judge.scale); human labels are on one scale, so calibrate takes a run whose universes "
+                         "share one (expected a run, or a subset of its universes, on a single scale)", param="human")
+    return next(iter(own.values()))
 
 
 def _check_sample(results: ResultsView, labels: pd.DataFrame, source: str) -> list[str]:
