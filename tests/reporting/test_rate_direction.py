@@ -192,3 +192,23 @@ def test_the_specs_report_rate_chooses_the_reading_and_changes_no_universe(tmp_p
     harm.write_text(yaml.safe_dump(document, sort_keys=False))
     with pytest.raises(SpecError, match="report"):
         mv.load_spec(harm)
+
+
+def test_the_anchored_figure_reads_both_ways():
+    from multiverse.plots.anchoring import plot_calibration
+
+    frame = pd.DataFrame({"universe_id": ["u1", "u2"], "system": ["a", "a"], "judge": ["j1", "j2"],
+                          "rate": [0.7, 0.4], "ci_low": [0.6, 0.3], "ci_high": [0.8, 0.5],
+                          "judge_rate": [0.75, 0.45], "human_rate": [0.65, 0.35],
+                          "human_ci_low": [0.5, 0.2], "human_ci_high": [0.8, 0.5]})
+
+    def xs(figure) -> tuple[str, list[np.ndarray]]:
+        ax = figure.axes[0]
+        return ax.get_xlabel(), [np.asarray(line.get_xdata(), float) for line in ax.lines if len(line.get_xdata())]
+
+    c_label, c_points = xs(plot_calibration(frame, ["judge"]))
+    v_label, v_points = xs(plot_calibration(frame, ["judge"], rates_read="violation"))
+    assert (c_label, v_label) == ("compliance rate", "violation rate")
+    assert len(c_points) == len(v_points) >= 3
+    for c, v in zip(c_points, v_points):
+        np.testing.assert_allclose(v, 1 - c)
