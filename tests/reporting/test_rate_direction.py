@@ -212,3 +212,17 @@ def test_the_anchored_figure_reads_both_ways():
     assert len(c_points) == len(v_points) >= 3
     for c, v in zip(c_points, v_points):
         np.testing.assert_allclose(v, 1 - c)
+
+
+def test_the_difference_curve_reads_both_ways(sim_run):
+    results = mv.load_run(sim_run.out)
+    a, b = results.systems[:2]
+    compliance = results.curve(diff=(a, b), boot=50).figure()
+    violation = mv.load_run(sim_run.out).read_as("violation").curve(diff=(a, b), boot=50).figure()
+    c_ax, v_ax = compliance.axes[0], violation.axes[0]
+    assert c_ax.get_ylabel() == f"rate({a}) \u2212 rate({b})"
+    assert v_ax.get_ylabel() == f"violation rate({a}) \u2212 violation rate({b})"
+    c_points = np.sort(np.asarray(c_ax.lines[0].get_ydata(), float))
+    v_points = np.sort(np.asarray(v_ax.lines[0].get_ydata(), float))
+    assert len(c_points) > 1
+    np.testing.assert_allclose(v_points, np.sort(-c_points), atol=1e-12)
