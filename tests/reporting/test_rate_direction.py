@@ -178,7 +178,8 @@ def test_the_specs_report_rate_chooses_the_reading_and_changes_no_universe(tmp_p
     harm.write_text(yaml.safe_dump(document, sort_keys=False))
     assert [u.id for u in mv.expand(mv.load_spec(plain))] == [u.id for u in mv.expand(mv.load_spec(harm))]
     result = mv.run(mv.load_spec(harm), out=tmp_path / "run", store=tmp_path / "store", progress=False)
-    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["rate"] == "violation"
+    assert yaml.safe_load((tmp_path / "run" / "spec.yaml").read_text())["report"] == {"rate": "violation"}
+    assert "rate" not in json.loads((tmp_path / "run" / "manifest.json").read_text())  # not a measurement
     assert mv.load_run(tmp_path / "run").rate_direction == "violation" == result.rate_direction
     assert mv.load_run(tmp_path / "run").read_as("compliance").rate_direction == "compliance"
     page = mv.report(tmp_path / "run", tests=False, progress=False).read_text()
