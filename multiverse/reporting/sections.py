@@ -122,10 +122,11 @@ def _joint_table(tests, read: str = "compliance") -> str:
         stats = summary["statistics"]
         null = summary["null"]
         name = rate_name(read).replace(" ", "_") if read != "compliance" else "rate"
-        if test.kind == "rate":
+        if test.kind == "rate" and (at_primary or read != "compliance"):
             # The null and the effects as the rates are read (core.orient): rate - t reads (1 - rate) - (1 - t).
-            null = f"{name}({test.systems[0]}) = {orient(test.threshold, read):.3f}" + (
-                " (its primary rate)" if at_primary else "") + " in every universe"
+            t = orient(test.threshold, read)
+            null = (f"{name}({test.systems[0]}) = {t:.3f} (its primary rate)" if at_primary
+                    else f"{name}({test.systems[0]}) = {t:g}") + " in every universe"
         elif read != "compliance":
             null = f"{name}({test.systems[0]}) = {name}({test.systems[1]}) in every universe"
         rows.append([
