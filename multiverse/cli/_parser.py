@@ -60,7 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command(
         "plan",
-        "show per stage how many model calls a run needs, how many are stored, the estimated cost, and the wall time the rate limits and --jobs allow",
+        "show the store it reads, and per stage how many model calls a run needs, how many are stored, the estimated "
+        "cost, and the wall time the rate limits and --jobs allow (warns when a store nearby holds this spec's work "
+        "and its own does not)",
     )
     p.add_argument("spec", type=Path)
     p.add_argument("--store", type=_store_place, help=_STORE_HELP)
@@ -72,12 +74,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command(
         "draft",
-        "draft the rubric (when the spec has none usable) and the test cases, as editable YAML beside the spec",
+        "draft the rubric (when the spec has none usable) and the test cases, as editable YAML: into the rubric and "
+        "design.cases files the spec names when they are not written yet, else beside the spec",
     )
     p.add_argument("spec", type=Path)
-    p.add_argument("--rubric", action="store_true", help="draft only a rubric from the concept (written to <spec>.rubric.yaml)")
+    p.add_argument("--rubric", action="store_true", help="draft only a rubric from the concept (written to the rubric "
+                   "file the spec names, else <spec>.rubric.yaml)")
     p.add_argument("--store", type=_store_place, help=_STORE_HELP)
-    p.add_argument("--force", action="store_true", help="overwrite existing draft files")
+    p.add_argument("--force", action="store_true", help="overwrite existing draft files (checked before any model call)")
 
     p = command("run", "run every universe of a spec (only what is not stored yet) and write the run directory")
     _run_flags(p)

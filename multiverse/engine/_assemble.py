@@ -243,7 +243,6 @@ def run_manifest(spec: Spec, universes: list[Universe], work: Work, records: Rec
         "cost": round(sum(v["cost"] for v in stages.values()), 6),
         "models_reported": sorted(models),
         "store": str(store_root),
-        "rate": spec.report.rate,
         "simulated": any(str(m).startswith("sim/") for m in _models(spec)),
         "versions": versions(),
     }

@@ -26,13 +26,16 @@ JUDGE, ANCHORED, HUMAN = "#8c8c8c", "#2b6cb0", "#d9822b"
 
 def plot_calibration(calibration: Calibration | pd.DataFrame, axes: Sequence[str], *,
                      raw: pd.DataFrame | None = None, primary: str | None = None,
-                     systems: Sequence[str] | None = None) -> Figure:
+                     systems: Sequence[str] | None = None, rates_read: str = "compliance") -> Figure:
     """Draw judge-raw, anchored and humans-only rates per universe (rows) and system (panels).
 
     ``raw``: the run's rates table (``universe_id``, ``system``, ``ci_low``,
     ``ci_high``; the ``all`` subgroup is used) for the judges' own intervals.
-    ``primary`` marks that universe's row label with a star.
+    ``primary`` marks that universe's row label with a star. ``rates_read``
+    (``compliance`` or ``violation``): which way every rate reads (``core.orient``).
     """
+    from multiverse.core import orient_rates, rate_name
+
     rates = calibration.rates if isinstance(calibration, Calibration) else calibration
     rates = rates[rates["rate"].notna()]
     axes = [a for a in axes if a in rates.columns]
@@ -44,6 +47,9 @@ def plot_calibration(calibration: Calibration | pd.DataFrame, axes: Sequence[str
         rates = rates.merge(raw[["universe_id", "system", "ci_low", "ci_high"]]
                             .rename(columns={"ci_low": "judge_ci_low", "ci_high": "judge_ci_high"}),
                             on=["universe_id", "system"], how="left")
+    for value, low, high in (("judge_rate", "judge_ci_low", "judge_ci_high"), ("rate", "ci_low", "ci_high"),
+                             ("human_rate", "human_ci_low", "human_ci_high")):
+        rates = orient_rates(rates, rates_read, value=value, intervals=((low, high),), counts=(), position="")
     height = 1.4 + 0.26 * len(universes)
     fig = Figure(figsize=(2.2 + 2.6 * len(systems), height), layout="constrained")
     panels = fig.subplots(1, max(len(systems), 1), sharex=True, sharey=True, squeeze=False)[0]
@@ -63,7 +69,7 @@ def plot_calibration(calibration: Calibration | pd.DataFrame, axes: Sequence[str
         ax.set_title(literal(system), fontsize=10)
         ax.set_xlim(-0.02, 1.02)
         ax.grid(axis="x", color="#e5e5e5", lw=0.6)
-        ax.set_xlabel("compliance rate")
+        ax.set_xlabel(rate_name(rates_read))
     first = panels[0]
     first.set_yticks(range(len(universes)), [literal(label) for label in labels], fontsize=8)
     first.set_ylim(len(universes) - 0.5, -0.5)

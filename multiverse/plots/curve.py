@@ -61,11 +61,12 @@ class _Columns:
 _RATE = _Columns("rate", "ci_low", "ci_high", "compliance rate", "universes, from lowest to highest rate")
 
 
-def _difference_columns(curve: pd.DataFrame) -> _Columns:
+def _difference_columns(curve: pd.DataFrame, rates: str = "compliance") -> _Columns:
     a = curve["system_a"].iloc[0] if "system_a" in curve.columns and len(curve) else "a"
     b = curve["system_b"].iloc[0] if "system_b" in curve.columns and len(curve) else "b"
+    name = "rate" if rates == "compliance" else rate_name(rates)
     return _Columns(
-        "difference", "ci_low", "ci_high", f"rate({a}) \u2212 rate({b})",
+        "difference", "ci_low", "ci_high", f"{name}({a}) \u2212 {name}({b})",
         "universes, from lowest to highest difference", "no difference",
     )
 
@@ -410,13 +411,18 @@ def plot_difference_curve(
     title: str | None = None,
     options: Mapping[str, Sequence] | None = None,
     fig: Figure | None = None,
+    rates: str = "compliance",
 ) -> Figure:
     """Draw a :func:`~multiverse.analysis.curve.difference_curve` with a zero line.
 
     ``null_band`` is ``JointTest.band`` of the matching difference test;
-    ``options`` as in :func:`plot_curve`.
+    ``options`` and ``rates`` as in :func:`plot_curve` (a difference of violation rates is the negated one).
     """
-    columns = _difference_columns(curve)
+    columns = _difference_columns(curve, rates)
+    curve = orient_rates(curve, rates, value="difference", counts=(), by=(), difference=True)
+    if null_band is not None:
+        null_band = orient_rates(null_band, rates, value="median", intervals=(("low", "high"),), counts=(), by=(),
+                                 difference=True)
     if title is None:
         title = f"Difference curve: {columns.ylabel}"
     return _single(curve, axes, columns, null_band, 0.0, title, fig, options)

@@ -122,10 +122,11 @@ def _joint_table(tests, read: str = "compliance") -> str:
         stats = summary["statistics"]
         null = summary["null"]
         name = rate_name(read).replace(" ", "_") if read != "compliance" else "rate"
-        if test.kind == "rate":
+        if test.kind == "rate" and (at_primary or read != "compliance"):
             # The null and the effects as the rates are read (core.orient): rate - t reads (1 - rate) - (1 - t).
-            null = f"{name}({test.systems[0]}) = {orient(test.threshold, read):.3f}" + (
-                " (its primary rate)" if at_primary else "") + " in every universe"
+            t = orient(test.threshold, read)
+            null = (f"{name}({test.systems[0]}) = {t:.3f} (its primary rate)" if at_primary
+                    else f"{name}({test.systems[0]}) = {t:g}") + " in every universe"
         elif read != "compliance":
             null = f"{name}({test.systems[0]}) = {name}({test.systems[1]}) in every universe"
         rows.append([
@@ -164,15 +165,17 @@ def _difference(run: _Run) -> str:
     frame = difference_curve(run.matrix, axes=run.axes, a=a, b=b, primary=run.primary)
     test = run.difference_test
     figure = plot_difference_curve(frame, axes=run.axes, null_band=test.band if test is not None else None,
-                                   options=run.options)
+                                   options=run.options, rates=run.read)
     share = float((frame["difference"] > 0).mean())
+    name = "rate" if run.read == "compliance" else rate_name(run.read)
     chosen = "in the primary universe" if run.primary is not None else "by median rate over the universes (no primary is declared)"
     band = ("The grey band is where the curve would lie if the two systems were equally compliant in every "
             "universe (the same case sign flips in every universe). " if test is not None else "")
     caption = (
         f"The two systems with the highest rates {chosen}, {_e(a)} and {_e(b)}. Each dot is "
-        f"rate({_e(a)}) − rate({_e(b)}) in one universe, over the cases both systems have a label for, with a "
-        "95% case-clustered interval, sorted from the lowest difference to the highest; above the dotted zero "
+        f"{name}({_e(a)}) − {name}({_e(b)}) in one universe, over the cases both systems have a label for, with a "
+        "95% case-clustered interval, sorted from the lowest difference to the highest; "
+        f"{'above' if run.read == 'compliance' else 'below'} the dotted zero "
         f"line means {_e(a)} is more compliant. {band}"
         f"{_e(a)} is ahead in {share:.0%} of the universes."
     )

@@ -57,8 +57,8 @@ def curve(results: ResultsView, *, systems: Sequence[str] | None, threshold: flo
         shown = [a for a in results.axes if a in set(axes)] if axes else results.axes
         reference = threshold if isinstance(threshold, float) else None
         if diff:
-            return plot_difference_curve(results.difference_curve(*diff), axes=shown, null_band=tests[-1].band, options=results.options,
-                                         title=title)
+            return plot_difference_curve(results.difference_curve(*diff), axes=shown, null_band=tests[-1].band,
+                                         options=results.options, title=title, rates=results.rate_direction)
         bands = {test.systems[0]: test.band for test in tests if test.kind == "rate"}
         native = _native(results)
         rates = results.rate_direction

@@ -63,7 +63,7 @@ def calibrate(results: ResultsView, human: Any, alpha: float) -> CalibrationAnal
         from multiverse.plots.anchoring import plot_calibration
 
         return plot_calibration(calibration, results.axes, raw=results.rate_table(), primary=results.primary,
-                                systems=systems)
+                                systems=systems, rates_read=results.rate_direction)
 
     return CalibrationAnalysis("calibrate", document, calibration.rates, draw, simulated=results.simulated,
                                calibration=calibration)
@@ -140,7 +140,8 @@ def anchored_curve(results: ResultsView, calibration: CalibrationAnalysis,
         shown = [a for a in results.axes if a in set(axes)] if axes else results.axes
         paired = paired_curves(results.curve_frame(), frame)
         return plot_curves(paired, axes=shown, col_wrap=2, options=results.options,
-                           title=title or "judge alone (left) and anchored to people (right), PPI++")
+                           title=title or "judge alone (left) and anchored to people (right), PPI++",
+                           rates=results.rate_direction)
 
     return Analysis("anchored curve", document, frame, draw, simulated=results.simulated,
                     schema=AnchoredCurveDocument)

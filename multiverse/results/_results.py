@@ -161,14 +161,10 @@ class Results:
 
     @property
     def rate_direction(self) -> str:
-        """Which way figures, tables and pages read a rate: ``compliance`` or ``violation`` (``core.orient``).
-
-        The run's ``report.rate`` (its manifest's ``rate``), unless :meth:`read_as` chose; compliance for a
-        bare table or an import."""
-        chosen = self.__dict__.get("_rate")
-        if chosen is not None:
-            return chosen
-        return self.manifest.rate if self.manifest is not None else "compliance"
+        """Which way figures, tables and pages read a rate (``core.orient``): :meth:`read_as`'s choice, else the
+        run's ``report.rate`` (its spec.yaml's), else compliance (a bare table, an import)."""
+        spec = None if self.__dict__.get("_rate") else self.resolved_spec
+        return self.__dict__.get("_rate") or (spec.document.report.rate if spec and spec.document.report else "compliance")
 
     def read_as(self, direction: str | None) -> Results:
         """These results with rates read as ``direction`` (None: as the run's spec says); returns ``self``."""

@@ -176,8 +176,6 @@ class Manifest(_Document):
     cost: float = 0.0
     models_reported: list[str] = Field(default_factory=list)
     store: str | None = None
-    #: which way the spec's report.rate reads rates (compliance, or violation = 1 - compliance); not a measurement
-    rate: Literal["compliance", "violation"] = "compliance"
     simulated: bool = False
     versions: dict[str, str] = Field(default_factory=dict)
     estimator: str | None = None
@@ -294,6 +292,11 @@ def _patches(value: Any) -> Any:
     return value
 
 
+class _Report(_Document):
+    # Which way rates read (compliance, or violation = 1 - compliance): not a measurement, so the manifest has none.
+    rate: Literal["compliance", "violation"] = "compliance"
+
+
 class SpecDocument(_Document):
     """A folder's ``spec.yaml``: the resolved spec the run used (the parts readers of a folder use)."""
 
@@ -303,6 +306,7 @@ class SpecDocument(_Document):
     judge: _Judge | None = None
     rubric: _Rubric | None = None
     primary: dict[str, str] | None = None
+    report: _Report | None = None
 
 
 @dataclass(frozen=True)

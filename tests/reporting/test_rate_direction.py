@@ -178,7 +178,8 @@ def test_the_specs_report_rate_chooses_the_reading_and_changes_no_universe(tmp_p
     harm.write_text(yaml.safe_dump(document, sort_keys=False))
     assert [u.id for u in mv.expand(mv.load_spec(plain))] == [u.id for u in mv.expand(mv.load_spec(harm))]
     result = mv.run(mv.load_spec(harm), out=tmp_path / "run", store=tmp_path / "store", progress=False)
-    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["rate"] == "violation"
+    assert yaml.safe_load((tmp_path / "run" / "spec.yaml").read_text())["report"] == {"rate": "violation"}
+    assert "rate" not in json.loads((tmp_path / "run" / "manifest.json").read_text())  # not a measurement
     assert mv.load_run(tmp_path / "run").rate_direction == "violation" == result.rate_direction
     assert mv.load_run(tmp_path / "run").read_as("compliance").rate_direction == "compliance"
     page = mv.report(tmp_path / "run", tests=False, progress=False).read_text()
@@ -192,3 +193,37 @@ def test_the_specs_report_rate_chooses_the_reading_and_changes_no_universe(tmp_p
     harm.write_text(yaml.safe_dump(document, sort_keys=False))
     with pytest.raises(SpecError, match="report"):
         mv.load_spec(harm)
+
+
+def test_the_anchored_figure_reads_both_ways():
+    from multiverse.plots.anchoring import plot_calibration
+
+    frame = pd.DataFrame({"universe_id": ["u1", "u2"], "system": ["a", "a"], "judge": ["j1", "j2"],
+                          "rate": [0.7, 0.4], "ci_low": [0.6, 0.3], "ci_high": [0.8, 0.5],
+                          "judge_rate": [0.75, 0.45], "human_rate": [0.65, 0.35],
+                          "human_ci_low": [0.5, 0.2], "human_ci_high": [0.8, 0.5]})
+
+    def xs(figure) -> tuple[str, list[np.ndarray]]:
+        ax = figure.axes[0]
+        return ax.get_xlabel(), [np.asarray(line.get_xdata(), float) for line in ax.lines if len(line.get_xdata())]
+
+    c_label, c_points = xs(plot_calibration(frame, ["judge"]))
+    v_label, v_points = xs(plot_calibration(frame, ["judge"], rates_read="violation"))
+    assert (c_label, v_label) == ("compliance rate", "violation rate")
+    assert len(c_points) == len(v_points) >= 3
+    for c, v in zip(c_points, v_points):
+        np.testing.assert_allclose(v, 1 - c)
+
+
+def test_the_difference_curve_reads_both_ways(sim_run):
+    results = mv.load_run(sim_run.out)
+    a, b = results.systems[:2]
+    compliance = results.curve(diff=(a, b), boot=50).figure()
+    violation = mv.load_run(sim_run.out).read_as("violation").curve(diff=(a, b), boot=50).figure()
+    c_ax, v_ax = compliance.axes[0], violation.axes[0]
+    assert c_ax.get_ylabel() == f"rate({a}) \u2212 rate({b})"
+    assert v_ax.get_ylabel() == f"violation rate({a}) \u2212 violation rate({b})"
+    c_points = np.sort(np.asarray(c_ax.lines[0].get_ydata(), float))
+    v_points = np.sort(np.asarray(v_ax.lines[0].get_ydata(), float))
+    assert len(c_points) > 1
+    np.testing.assert_allclose(v_points, np.sort(-c_points), atol=1e-12)
