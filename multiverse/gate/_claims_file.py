@@ -35,6 +35,7 @@ from pydantic import (
     model_validator,
 )
 
+from multiverse.core import orient
 from multiverse.errors import SpecError
 from multiverse.spec import Problems, add_validation_errors, load_yaml
 
@@ -121,7 +122,7 @@ class RateBound(_Strict):
         """
         if direction == "compliance":
             return self.bound, self.side
-        return 1.0 - self.bound, "at_most" if self.side == "at_least" else "at_least"
+        return float(orient(self.bound, direction)), "at_most" if self.side == "at_least" else "at_least"
 
 
 def _quantifier(value: Any) -> Any:

@@ -36,6 +36,7 @@ from multiverse.analysis import (
     rate_claim_tests,
     universes_needed,
 )
+from multiverse.core import orient
 from multiverse.errors import InputError
 from multiverse.gate._claims_file import Claim, ClaimsFile, Direction, check_claims, parse_claims, read_claims
 from multiverse.results import Results, load_run
@@ -280,9 +281,9 @@ def _as_written(claim: Claim, value: Any, direction: Direction) -> float | None:
     """An estimate as the claim's direction reads it: a violation rate is 1 - compliance, a difference of two
     violation rates the compliance difference negated; a rank is a place either way."""
     number = _num(value)
-    if number is None or direction == "compliance" or claim.kind == "rank":
+    if number is None or claim.kind == "rank":
         return number
-    return 1.0 - number if claim.rate is not None else -number
+    return float(orient(number, direction, difference=claim.rate is None))
 
 
 def _range(claim: Claim, estimates: pd.Series, direction: Direction) -> dict[str, float | None]:

@@ -213,3 +213,18 @@ def test_the_rules_differ_only_in_what_an_unshown_claim_is_called():
         assert lenient.passed() == (lenient.counts["failed"] == 0)
         assert shown.passed() == (shown.counts["held"] == len(claims))
     assert {"held", "undecided"} <= seen
+
+
+def test_a_run_read_as_violations_decides_its_claims_as_their_compliance_twins(sim_run):
+    # The rate direction of the spec (report.rate) or of Results.read_as reaches the gate through the one flip
+    # (core.orient): "violations at most 1 - b" on a run read as violations is "compliance at least b".
+    compliance = mv.load_run(sim_run.out)
+    violation = mv.load_run(sim_run.out).read_as("violation")
+    assert violation.rate_direction == "violation"
+    system = str(compliance.rate_table()["system"].iloc[0])
+    for bound in (0.2, 0.5, 0.8):
+        twin = mv.check(compliance, {"claims": [{"id": "r", "system": system, "rate": {"at_least": bound}, "in": "all"}]})
+        written = mv.check(violation, {"claims": [{"id": "r", "system": system, "rate": {"at_most": 1 - bound}, "in": "all"}]})
+        a, b = twin.outcomes[0], written.outcomes[0]
+        assert a.status == b.status and a.p == pytest.approx(b.p) and a.p_fail == pytest.approx(b.p_fail)
+        assert b.estimate_low == pytest.approx(1 - a.estimate_high)
