@@ -62,6 +62,18 @@ def snapshot_changes(before: dict, after: dict) -> list[str]:
     return [f"created {p}" for p in created] + [f"removed {p}" for p in removed] + [f"changed {p}" for p in changed]
 
 
+def pytest_collection_modifyitems(config, items):
+    """Modules with a test marked ``slow`` first, then the rest by their number of tests, most first.
+
+    pytest-xdist's ``--dist loadfile`` hands out whole modules in this order (.ci/run passes
+    ``--no-loadscope-reorder``, else it orders by number of tests alone): a long module handed out
+    last would keep one worker busy while the other waits, so the long ones go first.
+    """
+    size = Counter(item.nodeid.split("::")[0] for item in items)
+    slow = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: (item.nodeid.split("::")[0] not in slow, -size[item.nodeid.split("::")[0]]))
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _repository_untouched():
     """Tests work in temporary folders and stores: the checkout is the same after each module.
