@@ -35,8 +35,6 @@ def _figure(analysis, args, **options) -> None:
 
 
 def cmd_curve(args) -> int:
-    from multiverse.analysis import position_words
-
     from .. import load_run
 
     results: Results = load_run(args.source).read_as(args.rate)
@@ -44,12 +42,7 @@ def cmd_curve(args) -> int:
     results.check_axes(args.axis)
     if args.human:
         results.calibrate(args.human)  # checks the labels before the joint tests' resampling
-    # Without --threshold (and --diff, whose own test is the joint test of that curve) the joint test is against
-    # each system's own rate in the primary universe, as the report and the API example test it; said in the output.
-    default = "primary" if results.primary is not None and not args.diff else None
-    threshold = args.threshold if args.threshold is not None else default
-    # --threshold is a rate as the rates are read; the analysis tests compliance (the flip is its own inverse).
-    threshold = orient(threshold, read) if isinstance(threshold, float) else threshold
+    threshold = _threshold(args, results, read)
     analysis = results.curve(systems=args.system, threshold=threshold, diff=tuple(args.diff) if args.diff else None,
                              boot=args.boot, seed=args.seed)
     anchored = results.anchored_curve(args.human, systems=args.system) if args.human else None
@@ -59,21 +52,8 @@ def cmd_curve(args) -> int:
         return 0
     summary = analysis.typed
     say(f"{summary.n_universes} universes")
-    name = rate_name(read) if read != "compliance" else "rate"
     for system, s in summary.systems.items():
-        where = s.primary
-        # As read (core.orient): the lowest rate read is the flipped highest, and positions count from it.
-        low, high = orient_interval(s.rate.min, s.rate.max, read)
-        primary = ""
-        if where is not None and where.rate is not None:
-            first, last = where.position_low, where.position_high
-            percentile = where.percentile
-            if read != "compliance":  # counted from the other end, as core.orient_rates counts positions
-                first, last, percentile = s.n_universes + 1 - last, s.n_universes + 1 - first, 100 - percentile
-            primary = (f"; primary {orient(where.rate, read):.3f}, {position_words(first, last, s.n_universes)}, "
-                       f"percentile {percentile:.0f}")
-        say(f"  {system}: {name} {low:.3f} .. {orient(s.rate.median, read):.3f} .. {high:.3f} "
-            f"(min .. median .. max){primary}")
+        say(_system_line(system, s, read))
     say(f"  intervals: {summary.ci}" + (f", level {summary.level:g}" if summary.level is not None else ""))
     if args.threshold is None and threshold == "primary":
         say("  joint test against each system's rate in the primary universe (the default; --threshold T sets another)")
@@ -95,6 +75,35 @@ def cmd_curve(args) -> int:
     if args.figure:
         say(f"figure: {args.figure}")
     return 0
+
+
+def _threshold(args, results: Results, read: str) -> float | str | None:
+    """What the CLI curve's joint test is against: ``--threshold``, read in the rates' direction, or by default
+    each system's own rate in the primary universe, as the report and the API example test it (said in the output).
+    --diff has its own test, the joint test of that curve, so it gets no default."""
+    default = "primary" if results.primary is not None and not args.diff else None
+    threshold = args.threshold if args.threshold is not None else default
+    # --threshold is a rate as the rates are read; the analysis tests compliance (the flip is its own inverse).
+    return orient(threshold, read) if isinstance(threshold, float) else threshold
+
+
+def _system_line(system: str, s, read: str) -> str:
+    """One system's curve summary as read (core.orient): the lowest rate read is the flipped highest, and the
+    primary universe's positions count from it."""
+    from multiverse.analysis import position_words
+
+    name = rate_name(read) if read != "compliance" else "rate"
+    where = s.primary
+    low, high = orient_interval(s.rate.min, s.rate.max, read)
+    primary = ""
+    if where is not None and where.rate is not None:
+        first, last = where.position_low, where.position_high
+        percentile = where.percentile
+        if read != "compliance":  # counted from the other end, as core.orient_rates counts positions
+            first, last, percentile = s.n_universes + 1 - last, s.n_universes + 1 - first, 100 - percentile
+        primary = (f"; primary {orient(where.rate, read):.3f}, {position_words(first, last, s.n_universes)}, "
+                   f"percentile {percentile:.0f}")
+    return f"  {system}: {name} {low:.3f} .. {orient(s.rate.median, read):.3f} .. {high:.3f} (min .. median .. max){primary}"
 
 
 def _null_as_read(test, read: str) -> str:

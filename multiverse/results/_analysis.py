@@ -177,6 +177,19 @@ def _head_html(frame: pd.DataFrame, limit: int, what: str) -> str:
     return table + f"<p><i>showing {limit} of {len(frame)} {_escape(what)}</i></p>"
 
 
+def results_html(results: Any, *, shown: int) -> str:
+    """A notebook's view of a run's results: its facts, a simulated banner, and its first ``shown`` universes."""
+    v = results.verdicts
+    facts = (f"{len(results.universes)} universes · {len(results.systems)} systems · {v['case_id'].nunique()} cases · "
+             f"{len(v)} verdict rows")
+    banner = "<p><b>SIMULATED</b>: from the built-in simulated world, not real models.</p>" if results.simulated else ""
+    return (f"<div><p><b>multiverse results: {_escape(results.name)}</b></p>{banner}<p>{_escape(facts)}</p>"
+            f"<p>systems: {_escape(', '.join(results.systems))}</p>"
+            f"<p>axes: {_escape(', '.join(results.axes) or 'none')}; design factors: "
+            f"{_escape(', '.join(results.factors) or 'none')}; primary: {_escape(results.primary or 'none declared')}</p>"
+            f"{_head_html(results.universes, shown, 'universes')}</div>")
+
+
 def _escape(text: Any) -> str:
     import html
 

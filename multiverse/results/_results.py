@@ -35,8 +35,7 @@ from multiverse.results._analysis import (
     Analysis,
     CalibrationAnalysis,
     CurveAnalysis,
-    _escape,
-    _head_html,
+    results_html,
 )
 from multiverse.results._anchoring_documents import AnchoredCurveDocument, AnchoredRankingDocument
 from multiverse.results._documents import AgreementDocument, PowerDocument, VarianceDocument
@@ -474,16 +473,7 @@ class Results:
     # -- notebooks --------------------------------------------------------------------
 
     def _repr_html_(self) -> str:
-        v = self.verdicts
-        facts = (f"{len(self.universes)} universes · {len(self.systems)} systems · {v['case_id'].nunique()} cases · "
-                 f"{len(v)} verdict rows")
-        banner = "<p><b>SIMULATED</b>: from the built-in simulated world, not real models.</p>" if self.simulated else ""
-        primary = self.primary
-        return (f"<div><p><b>multiverse results: {_escape(self.name)}</b></p>{banner}<p>{_escape(facts)}</p>"
-                f"<p>systems: {_escape(', '.join(self.systems))}</p>"
-                f"<p>axes: {_escape(', '.join(self.axes) or 'none')}; design factors: "
-                f"{_escape(', '.join(self.factors) or 'none')}; primary: {_escape(primary or 'none declared')}</p>"
-                f"{_head_html(self.universes, _SHOWN_UNIVERSES, 'universes')}</div>")
+        return results_html(self, shown=_SHOWN_UNIVERSES)
 
     def __repr__(self) -> str:
         return (f"Results({self.name!r}, universes={self.verdicts['universe_id'].nunique()}, "
