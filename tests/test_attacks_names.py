@@ -35,8 +35,11 @@ HOSTILE = {"soh": "\x01", "esc": "\x1b]0;t\x07", "nonchar": "\ufffe", "nonchar_a
 
 
 def _outcome(mark: str, status: str) -> ClaimOutcome:
-    claim = Claim.model_validate({"id": "no-regression", "in": "all", "system": f"sys{mark}", "rank": 1,
-                                  "where": {f"axis{mark}": f"opt{mark}"}})
+    # A claims file is read as UTF-8 text and its strings are checked (a lone surrogate is refused there), but a
+    # writer must escape whatever name reaches it another way: the hostile names go in after validation.
+    claim = Claim.model_validate({"id": "no-regression", "in": "all", "system": "sys", "rank": 1,
+                                  "where": {"axis": "opt"}})
+    claim = claim.model_copy(update={"system": f"sys{mark}", "where": {f"axis{mark}": f"opt{mark}"}})
     return ClaimOutcome(claim=claim, status=status, p=0.01, p_fail=0.5, p_raw=0.01, p_fail_raw=0.5, n_universes=3,
                         n_needed=3, n_shown=2, estimate_low=0.1, estimate_high=0.2,
                         worst={"label": f"judge=opt{mark}", "estimate": 0.2}, notes=(f"note{mark}",))
