@@ -22,14 +22,37 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["DaskScheduler", "SilentListener"]
+__all__ = ["MARGIN", "SECRET", "DaskScheduler", "SilentListener", "one_line", "within"]
 
 REPO = Path(__file__).resolve().parents[1]
 #: how long a helper waits for a process it started to say it is ready (generous: a loaded machine)
 READY_SECONDS = 180
+
+#: seconds added to a timeout before a test calls it a hang: far above any scheduling delay
+MARGIN = 90.0
+SECRET = "hunter2-s3cret"
+
+
+def one_line(message: str, *fragments: str) -> str:
+    """``message`` is one line, with no traceback and no trace of :data:`SECRET`, and holds every fragment."""
+    assert "\n" not in message.strip() and "Traceback" not in message, message
+    assert SECRET not in message and "hunter2" not in message, message
+    for fragment in fragments:
+        assert fragment in message, message
+    return message
+
+
+def within(started: float, seconds: float, *, waited: bool = True) -> float:
+    """Seconds since ``started``: at least ``seconds`` (when the call ``waited`` them out), and no hang."""
+    elapsed = time.monotonic() - started
+    assert elapsed <= seconds + MARGIN, f"{elapsed:.1f} s for a timeout of {seconds} s"
+    assert not waited or elapsed >= seconds - 0.5, f"{elapsed:.1f} s for a timeout of {seconds} s"
+    return elapsed
+
 
 
 class SilentListener:

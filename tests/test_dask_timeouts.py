@@ -17,31 +17,12 @@ import pytest
 import yaml
 from cli_runner import run_cli
 from conftest import tiny_spec_document
-from silent_servers import DaskScheduler, SilentListener
+from silent_servers import MARGIN, SECRET, DaskScheduler, SilentListener, one_line, within
 
 from multiverse.errors import InputError
 
 distributed = pytest.importorskip("distributed")
 
-#: seconds added to a timeout before a test calls it a hang: far above any scheduling delay
-MARGIN = 90.0
-SECRET = "hunter2-s3cret"
-
-
-def _one_line(message: str, *fragments: str) -> str:
-    assert "\n" not in message.strip() and "Traceback" not in message, message
-    assert SECRET not in message and "hunter2" not in message, message
-    for fragment in fragments:
-        assert fragment in message, message
-    return message
-
-
-def _within(started: float, seconds: float, *, waited: bool = True) -> float:
-    """Seconds since ``started``: at least ``seconds`` (when the call ``waited`` them out), and no hang."""
-    elapsed = time.monotonic() - started
-    assert elapsed <= seconds + MARGIN, f"{elapsed:.1f} s for a timeout of {seconds} s"
-    assert not waited or elapsed >= seconds - 0.5, f"{elapsed:.1f} s for a timeout of {seconds} s"
-    return elapsed
 
 
 @pytest.mark.parametrize("garbage", [b"", b"\x00" * 64, b"\xff" * 64, b"SSH-2.0-OpenSSH_9.6\r\n"],
@@ -54,10 +35,10 @@ def test_a_listener_that_is_not_a_scheduler_is_one_line_within_the_timeout(garba
         with pytest.raises(InputError) as raised:
             with Dask(f"tcp://{listener.address}", jobs=1, timeout=2):
                 pass
-        _within(started, 2, waited=not garbage)
+        within(started, 2, waited=not garbage)
         assert listener.accepted.is_set()
     assert raised.value.param == "scheduler"
-    _one_line(str(raised.value), f"tcp://{listener.address}")
+    one_line(str(raised.value), f"tcp://{listener.address}")
 
 
 @pytest.mark.slow
@@ -70,14 +51,14 @@ def test_a_stopped_scheduler_is_one_line_within_the_timeout_from_the_library_and
         with pytest.raises(InputError) as raised:
             with Dask(scheduler.address, jobs=1, timeout=2):
                 pass
-        _within(started, 2)
+        within(started, 2)
         started = time.monotonic()
         result = run_cli(["run", spec, "--backend", "dask", "--scheduler", scheduler.address, "--store",
                           tmp_path / "store", "--out", tmp_path / "run"], cwd=tmp_path,
                          env={"MULTIVERSE_SCHEDULER_TIMEOUT": "2"})
-        _within(started, 2)
-    _one_line(str(raised.value), scheduler.address, "within 2 s")
-    _one_line(result.refused("--scheduler", scheduler.address, "within 2 s", "MULTIVERSE_SCHEDULER_TIMEOUT"))
+        within(started, 2)
+    one_line(str(raised.value), scheduler.address, "within 2 s")
+    one_line(result.refused("--scheduler", scheduler.address, "within 2 s", "MULTIVERSE_SCHEDULER_TIMEOUT"))
     assert not (tmp_path / "run").exists()
 
 
@@ -90,13 +71,13 @@ def test_a_malformed_or_credentialed_address_is_one_line_without_the_password(ad
     spec = write_spec(tiny_spec_document())
     result = run_cli(["run", spec, "--backend", "dask", "--scheduler", address, "--store", tmp_path / "store",
                       "--out", tmp_path / "run"], cwd=tmp_path, env={"MULTIVERSE_SCHEDULER_TIMEOUT": "2"})
-    line = _one_line(result.refused("--scheduler"))
+    line = one_line(result.refused("--scheduler"))
     if SECRET in address:
         assert "[redacted]" in line
     assert not (tmp_path / "run").exists()
 
 
-def test_a_bad_scheduler_timeout_setting_is_one_line(tmp_path, write_spec):
+def test_a_bad_scheduler_timeout_setting_isone_line(tmp_path, write_spec):
     spec = write_spec(tiny_spec_document())
     for bad in ("0", "-3", "nan", "later"):
         result = run_cli(["run", spec, "--backend", "dask", "--scheduler", "tcp://127.0.0.1:1", "--store",
@@ -140,5 +121,5 @@ def test_a_scheduler_stopped_mid_stage_ends_the_run_in_one_line_within_twice_the
     # No unit finishes for 3 s (counted from before the stop, at most), then the scheduler is asked and
     # says nothing for 3 s more.
     assert 3 - 0.5 <= ended - stopped[0] <= 6 + MARGIN
-    _one_line(str(raised.value), scheduler.address, "stopped answering", "within 3 s")
+    one_line(str(raised.value), scheduler.address, "stopped answering", "within 3 s")
     assert not (tmp_path / "run" / "verdicts.csv").exists()

@@ -19,32 +19,13 @@ import pytest
 import yaml
 from cli_runner import run_cli, start_cli
 from conftest import tiny_spec_document
-from silent_servers import SilentListener
+from silent_servers import MARGIN, SECRET, SilentListener, one_line, within
 
 from multiverse.errors import InputError, StoreError, StoreUnavailable
 from multiverse.store import Store
 
 psycopg = pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
 
-#: seconds added to a timeout before a test calls it a hang: far above any scheduling delay
-MARGIN = 90.0
-SECRET = "hunter2-s3cret"
-
-
-def _one_line(message: str, *fragments: str) -> str:
-    assert "\n" not in message.strip() and "Traceback" not in message, message
-    assert SECRET not in message and "hunter2" not in message, message
-    for fragment in fragments:
-        assert fragment in message, message
-    return message
-
-
-def _within(started: float, seconds: float, *, waited: bool = True) -> float:
-    """Seconds since ``started``: at least ``seconds`` (when the call ``waited`` them out), and no hang."""
-    elapsed = time.monotonic() - started
-    assert elapsed <= seconds + MARGIN, f"{elapsed:.1f} s for a timeout of {seconds} s"
-    assert not waited or elapsed >= seconds - 0.5, f"{elapsed:.1f} s for a timeout of {seconds} s"
-    return elapsed
 
 
 @pytest.mark.parametrize("garbage", [b"", b"HTTP/1.1 200 OK\r\n\r\n", b"\x00\xff" * 4096],
@@ -56,9 +37,9 @@ def test_a_listener_that_never_answers_as_postgres_is_one_line_within_the_connec
         with pytest.raises(StoreUnavailable) as raised:
             Store(url).stats()
         if not garbage:
-            _within(started, 2)
+            within(started, 2)
         assert listener.accepted.is_set()  # it connected: the silence came after the accept
-    message = _one_line(str(raised.value), f"postgresql://audit:[redacted]@{listener.address}/mv", "could not connect")
+    message = one_line(str(raised.value), f"postgresql://audit:[redacted]@{listener.address}/mv", "could not connect")
     if not garbage:
         assert "2 s" in message and "connect_timeout" in message
     assert isinstance(raised.value, StoreError) and isinstance(raised.value, InputError)
@@ -71,8 +52,8 @@ def test_run_and_store_stats_on_a_silent_server_exit_2_with_one_line_before_any_
             url = f"postgresql://audit@{listener.address}/mv?password={SECRET}&connect_timeout=2"
             started = time.monotonic()
             result = run_cli([*argv, url], cwd=tmp_path)
-            _within(started, 2)
-            _one_line(result.refused(f"{listener.address}/mv?password=[redacted]", "no answer within 2 s"))
+            within(started, 2)
+            one_line(result.refused(f"{listener.address}/mv?password=[redacted]", "no answer within 2 s"))
     assert not (tmp_path / "run").exists()
 
 
@@ -84,7 +65,7 @@ def test_run_and_store_stats_on_a_silent_server_exit_2_with_one_line_before_any_
     f"postgresql://audit:{SECRET}@127.0.0.1:1/mv",
 ])
 def test_a_malformed_or_unreachable_url_is_one_line_naming_it_without_the_password(url, tmp_path):
-    line = _one_line(run_cli(["store", "stats", "--store", url], cwd=tmp_path).refused("--store postgres"))
+    line = one_line(run_cli(["store", "stats", "--store", url], cwd=tmp_path).refused("--store postgres"))
     assert "[redacted]" in line
 
 
@@ -138,7 +119,7 @@ def test_a_stopped_server_ends_a_statement_within_the_timeout_and_its_threads_do
         started = time.monotonic()
         with pytest.raises(StoreUnavailable) as raised:
             store.get("judgment", "ab12")
-        _within(started, 3)
+        within(started, 3)
         # Said once: the next statements (another thread's, the run's teardown) fail at once, not after 3 s more.
         again = time.monotonic()
         with pytest.raises(StoreUnavailable):
@@ -147,9 +128,9 @@ def test_a_stopped_server_ends_a_statement_within_the_timeout_and_its_threads_do
         fresh = time.monotonic()
         with pytest.raises(StoreUnavailable) as unconnected:  # a new connection to the stopped server
             Store(url + ("&" if "?" in url else "?") + "connect_timeout=2").stats()
-        _within(fresh, 2)
-    _one_line(str(raised.value), "did not answer within 3 s", "MULTIVERSE_STORE_TIMEOUT")
-    _one_line(str(unconnected.value), "could not connect", "no answer within 2 s")
+        within(fresh, 2)
+    one_line(str(raised.value), "did not answer within 3 s", "MULTIVERSE_STORE_TIMEOUT")
+    one_line(str(unconnected.value), "could not connect", "no answer within 2 s")
 
 
 def test_a_statement_a_live_server_cannot_finish_in_time_is_one_line_and_leaves_no_lock(pg, monkeypatch):
@@ -162,9 +143,9 @@ def test_a_statement_a_live_server_cannot_finish_in_time_is_one_line_and_leaves_
         started = time.monotonic()
         with pytest.raises(StoreUnavailable) as raised:
             store.get("judgment", "ab12")
-        _within(started, 2)
+        within(started, 2)
     # The server's statement_timeout or the client's deadline, whichever came first: one line, either way.
-    _one_line(str(raised.value), url.split("?")[0], "2 s")
+    one_line(str(raised.value), url.split("?")[0], "2 s")
     monkeypatch.setenv("MULTIVERSE_STORE_TIMEOUT", "60")
     # Nothing was left locked (asked under another name: a server found silent is not asked again at once).
     assert Store(url + "&application_name=after").get("judgment", "ab12")["status"] == "ok"
@@ -179,7 +160,7 @@ def test_a_restarted_server_is_one_line_and_the_next_statement_connects_again(pg
                       (url.split("/")[3].split("?")[0],))
     with pytest.raises(StoreUnavailable) as raised:
         store.get("judgment", "ab12")
-    _one_line(str(raised.value), "connection to the server failed")
+    one_line(str(raised.value), "connection to the server failed")
     assert store.get("judgment", "ab12")["status"] == "ok"  # a new connection, without a new Store
 
 
@@ -211,7 +192,7 @@ def test_a_server_stopped_mid_run_ends_the_run_in_one_line_within_the_timeout(pg
     assert stopped, "the run ended before its third request"
     assert 3 - 0.5 <= ended - stopped[0] <= 3 + MARGIN
     assert child.returncode == 2, stderr
-    _one_line(stderr, "postgresql://multiverse@127.0.0.1", "password=[redacted]", "did not answer within 3 s")
+    one_line(stderr, "postgresql://multiverse@127.0.0.1", "password=[redacted]", "did not answer within 3 s")
     assert not (tmp_path / "run" / "verdicts.csv").exists()
 
 

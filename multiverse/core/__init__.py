@@ -49,7 +49,7 @@ if TYPE_CHECKING:
         universes_problem,
         whole_number_problem,
     )
-    from ._config import Frozen, FrozenMap, ModelConfig, RateLimit, expand_env
+    from ._config import Frozen, FrozenMap, ModelConfig, RateLimit, expand_env, seconds_setting
     from ._credentials import check_spec_sections
     from ._csvsafe import FORMULA_START, LINE_END, QUOTE, restore_cell, safe_cell
     from ._interrupt import RunInterrupted
@@ -136,7 +136,7 @@ _HOMES = {
                      "MAX_TRANSCRIPT_BYTES", "MAX_UNITS", "MAX_UNIVERSES", "MAX_VERDICT_ROWS", "ImportBudget",
                      "name_problem", "read_regular_file", "regular_file_problem", "universes_problem",
                      "whole_number_problem"), "_bounds"),
-    **dict.fromkeys(("Frozen", "FrozenMap", "ModelConfig", "RateLimit", "expand_env"), "_config"),
+    **dict.fromkeys(("Frozen", "FrozenMap", "ModelConfig", "RateLimit", "expand_env", "seconds_setting"), "_config"),
     **dict.fromkeys(("FORMULA_START", "LINE_END", "QUOTE", "restore_cell", "safe_cell"), "_csvsafe"),
     "check_spec_sections": "_credentials",
     "RunInterrupted": "_interrupt",
@@ -255,6 +255,7 @@ __all__ = [
     "restore_cell",
     "row_outcomes",
     "safe_cell",
+    "seconds_setting",
     "shared_path",
     "shared_text",
     "short_reason",

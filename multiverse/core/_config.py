@@ -12,6 +12,7 @@ them. Both import them from here, so the model layer never imports the spec.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -20,12 +21,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from multiverse.errors import InputError
+
 __all__ = [
     "Frozen",
     "FrozenMap",
     "ModelConfig",
     "RateLimit",
     "expand_env",
+    "seconds_setting",
 ]
 
 
@@ -40,6 +44,21 @@ class ModelConfig:
 
 
 _ENV_DEFAULT = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def seconds_setting(raw: str, where: str) -> float:
+    """A timeout setting's text as seconds, above 0 and at most a day; anything else is refused naming ``where``.
+
+    The remote backends (a store server, a Dask scheduler) read their waits from environment variables and URLs,
+    which are text: one rule says what a wait may be.
+    """
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0 or value > 86400:
+        raise InputError(f"{where}: expected a number of seconds above 0 and at most 86400, got {raw!r}")
+    return value
 
 
 def expand_env(text: str | None) -> str | None:

@@ -17,13 +17,12 @@ without its credentials, in one line.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import time
 from collections.abc import Callable, Generator, Mapping
 from typing import Any
 
-from multiverse.core import STAGE_OF_RECORD, RunInterrupted, credentials
+from multiverse.core import STAGE_OF_RECORD, RunInterrupted, credentials, seconds_setting
 from multiverse.core import _interrupt as interrupt
 from multiverse.engine._backend import POLL, Outcome, StageRun
 from multiverse.engine._processes import usable_cores
@@ -44,13 +43,7 @@ def scheduler_timeout() -> float:
     raw = os.environ.get(TIMEOUT_VARIABLE, "").strip()
     if not raw:
         return SCHEDULER_SECONDS
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0 or value > 86400:
-        raise InputError(f"{TIMEOUT_VARIABLE}: expected a number of seconds above 0 and at most 86400, got {raw!r}")
-    return value
+    return seconds_setting(raw, TIMEOUT_VARIABLE)
 
 
 class Dask:

@@ -33,7 +33,7 @@ from collections.abc import Generator
 from functools import lru_cache
 from typing import Any
 
-from multiverse.errors import InputError
+from multiverse.core import seconds_setting
 
 __all__ = ["ANSWER_SECONDS", "ANSWER_VARIABLE", "CONNECT_SECONDS", "NoAnswer", "Timeouts", "connect", "down",
            "mark_down", "timeouts"]
@@ -68,7 +68,7 @@ def timeouts(url: str) -> Timeouts:
     from psycopg.conninfo import conninfo_to_dict
 
     raw = os.environ.get(ANSWER_VARIABLE)
-    answer = ANSWER_SECONDS if raw is None or not raw.strip() else _seconds(raw, ANSWER_VARIABLE)
+    answer = ANSWER_SECONDS if raw is None or not raw.strip() else seconds_setting(raw, ANSWER_VARIABLE)
     given = conninfo_to_dict(url).get("connect_timeout")
     if given is not None:
         source, value = "connect_timeout in the store's URL", str(given)
@@ -77,18 +77,8 @@ def timeouts(url: str) -> Timeouts:
     else:
         return Timeouts(CONNECT_SECONDS, "connect_timeout in the store's URL", answer)
     # libpq reads a whole number, at least 2 (0 waits forever; psycopg caps that at 130 s): refuse what it can't keep.
-    connect = _seconds(value, source)
+    connect = seconds_setting(value, source)
     return Timeouts(max(2, math.ceil(connect)), source, answer)
-
-
-def _seconds(raw: str, where: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0 or value > 86400:
-        raise InputError(f"{where}: expected a number of seconds above 0 and at most 86400, got {raw!r}")
-    return value
 
 
 def connect(url: str, limits: Timeouts) -> Any:
