@@ -61,6 +61,7 @@ from multiverse.importers.table_scores import (
     tie_warnings,
 )
 from multiverse.results import Results
+from multiverse.tables import positional
 
 __all__ = ["import_table", "read_label_table"]
 
@@ -124,7 +125,9 @@ def _read_parquet(path: Path, handle: Any, budget: ImportBudget) -> pd.DataFrame
         budget.take_rows(batch.num_rows, str(path))
         budget.take_bytes(batch.nbytes, str(path))
         batches.append(batch)
-    return pa.Table.from_batches(batches, schema=table_file.schema_arrow).to_pandas()
+    # pandas restores the index a writer stored (df.to_parquet keeps it): its named levels come back as columns
+    # and rows count by position, as every run-folder table is read (tables.positional).
+    return positional(pa.Table.from_batches(batches, schema=table_file.schema_arrow).to_pandas())
 
 
 def import_table(

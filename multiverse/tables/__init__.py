@@ -52,6 +52,7 @@ from multiverse.tables._places import (
     check_output_file,
     folder_kind,
 )
+from multiverse.tables._positional import positional
 from multiverse.tables._scores import (
     BINARY,
     FolderScales,
@@ -106,6 +107,7 @@ __all__ = [
     "index_table",
     "infer_axes",
     "page_out",
+    "positional",
     "read_folder_bytes",
     "read_indexed",
     "read_manifest",

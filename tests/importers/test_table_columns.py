@@ -143,3 +143,47 @@ def test_an_empty_transcript_is_refused(tmp_path):
         import_table(tmp_path / "t.csv", system="model", item="q", label="ok", axes=["judge"], replicate="epoch",
                      transcript="answer", out_dir=tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def _rates(results) -> pd.DataFrame:
+    table = results.rate_table()
+    return table.sort_values(list(table.columns[:3])).reset_index(drop=True)
+
+
+@pytest.mark.parametrize("index", ["shuffled", "strings", "named model", "named q and epoch", "named other"])
+def test_a_parquet_saved_with_any_index_imports_as_the_csv_of_the_same_rows(tmp_path, index):
+    # The same table through two doors: a CSV saved without an index, and a parquet that pandas saved with one.
+    # pandas restores the stored index on reading; its named levels must come back as the columns they were, and
+    # rows count by position, or the import would miss a column or pair labels with other rows' items.
+    frame = pd.read_csv(epochs_table(tmp_path / "t.csv"))
+    saved = frame.sample(frac=1.0, random_state=3)  # rows in another order: by position, not by index
+    if index == "shuffled":
+        saved.index = np.random.default_rng(0).permutation(len(saved)) + 100
+    elif index == "strings":
+        saved.index = [f"row{i}" for i in range(len(saved))]
+    elif index == "named model":
+        saved = saved.set_index("model")
+    elif index == "named q and epoch":
+        saved = saved.set_index(["q", "epoch"])
+    else:
+        saved.index = pd.Index(range(len(saved)), name="row")
+    saved.to_parquet(tmp_path / "t.parquet")  # pandas keeps the index in the file
+    options = {"system": "model", "item": "q", "label": "ok", "axes": ["judge"], "replicate": "epoch"}
+    from_csv = import_table(tmp_path / "t.csv", out_dir=tmp_path / "csv", **options)
+    from_parquet = import_table(tmp_path / "t.parquet", out_dir=tmp_path / "parquet", **options)
+    pd.testing.assert_frame_equal(_rates(from_parquet), _rates(from_csv))
+    key = ["system", "case_id", "replicate", "universe_id"]
+    verdicts = [r.verdicts[[*key, "compliant"]].astype(str).sort_values(key).reset_index(drop=True)
+                for r in (from_csv, from_parquet)]
+    pd.testing.assert_frame_equal(verdicts[1], verdicts[0])
+
+
+def test_a_parquet_whose_index_is_named_like_a_column_is_refused_in_one_line(tmp_path):
+    frame = pd.read_csv(epochs_table(tmp_path / "t.csv"))
+    saved = frame.copy()
+    saved.index = pd.Index(range(len(saved)), name="q")  # an index named like the item column
+    saved.to_parquet(tmp_path / "t.parquet")
+    with pytest.raises(InputError, match=r"t\.parquet: .*'q' is also the name of the index"):
+        import_table(tmp_path / "t.parquet", system="model", item="q", label="ok", axes=["judge"],
+                     replicate="epoch", out_dir=tmp_path / "out")
+    assert not (tmp_path / "out").exists()
