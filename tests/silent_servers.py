@@ -77,10 +77,12 @@ class SilentListener:
             except OSError:  # closed by __exit__
                 return
             self._conns.append(conn)  # kept open, so the client waits on a live connection
+            # Set before any garbage goes out: a client that reads it fails at once, and the test that then asks
+            # whether it connected must not race this thread's next line.
+            self.accepted.set()
             if self.garbage:
                 with contextlib.suppress(OSError):
                     conn.sendall(self.garbage)
-            self.accepted.set()
 
     def __enter__(self) -> SilentListener:
         self._thread.start()

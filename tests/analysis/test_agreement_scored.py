@@ -49,7 +49,7 @@ def test_scores_section_matches_the_references_on_the_paired_transcripts():
     document = agreement(frame, axes=["judge"], axis="judge", scale=SCALE, cuts=[7])
     scores = document["scores"]
     assert scores["options"] == ["judge_a", "judge_b", "judge_c"] and scores["paired_on"] == "transcript"
-    assert scores["n_units"] == int((wide.notna().sum(1) >= 2).sum())
+    assert scores["n_units"] == int((wide.notna().sum(axis=1) >= 2).sum())
     points = np.arange(1, 11)
     for pair in scores["pairs"]:
         both = wide[[pair["a"], pair["b"]]].dropna()
@@ -69,7 +69,7 @@ def test_scores_section_matches_the_references_on_the_paired_transcripts():
         krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal", value_domain=points), abs=1e-10)
     assert scores["krippendorff_alpha_interval"] == pytest.approx(
         krippendorff.alpha(reliability_data=matrix, level_of_measurement="interval"), abs=1e-10)
-    assert scores["icc"]["n"] == int(wide.notna().all(1).sum())
+    assert scores["icc"]["n"] == int(wide.notna().all(axis=1).sum())
     # At the cut: Cohen's kappa on the labels score >= 7, as on compliance labels.
     (cut,) = scores["cuts"]
     assert cut["cut"] == 7.0
