@@ -52,10 +52,10 @@ POWER = 0.8
 
 
 def _direction(results: Results) -> Direction:
-    """The way the claims' rates are written: as the results read rates (``rate_direction``, compliance or
-    violation, where the results say; compliance otherwise). A rate claim's bound turns through
-    ``RateBound.on_compliance``, its estimates through ``_as_written``."""
-    return "violation" if getattr(results, "rate_direction", "compliance") == "violation" else "compliance"
+    """The way the claims' rates are written: as the results read rates (``Results.rate_direction``, from the
+    spec's ``report.rate`` or ``read_as``). A rate claim's bound turns through ``RateBound.on_compliance``, its
+    estimates through ``_as_written``."""
+    return "violation" if results.rate_direction == "violation" else "compliance"
 
 
 @dataclass(frozen=True)
