@@ -44,6 +44,7 @@ import pandas as pd
 
 from multiverse.analysis.agreement_binary import SMALL, binary_summary, cohen_kappa, gwet_ac1
 from multiverse.analysis.agreement_context import context_columns, context_confounds
+from multiverse.analysis.agreement_scored import option_codes as sorted_options
 from multiverse.analysis.agreement_scored import score_agreement
 from multiverse.analysis.agreement_units import (
     Rows,
@@ -154,10 +155,9 @@ def agreement(
     verdicts, scores = _scores(verdicts, axes, axis, scale, cuts)
     context = context_columns(verdicts, factors, axes)
     rows, compliant = _counted_rows(verdicts, axes)
-    option_codes, options = pd.factorize(rows[axis], use_na_sentinel=False)
+    option_codes, options = sorted_options(rows[axis])  # sorted: the same pairs whatever the row order
     # A row-length array that lives through the whole comparison: a byte a row, not pandas' eight.
     option_codes = option_codes.astype(np.int8 if len(options) < 2**7 else np.int32)
-    options = pd.Index(options).tolist()  # plain Python values, ready for JSON
     notes: list[str] = _options_notes(axis, options, scores)
 
     by_transcript = "transcript_key" in rows.columns and rows.complete("transcript_key")

@@ -44,7 +44,7 @@ from multiverse.analysis.agreement_units import Rows, _one_per_judgment, _unit_i
 from multiverse.core import counted_rows
 from multiverse.errors import InputError
 
-__all__ = ["resolve_scale", "score_agreement"]
+__all__ = ["option_codes", "resolve_scale", "score_agreement"]
 
 
 def resolve_scale(scores: np.ndarray, scale: Mapping[str, Any] | None) -> tuple[dict[str, Any], list[str]]:
@@ -153,6 +153,25 @@ def _units(scored: pd.DataFrame, axes: Sequence[str], axis: str, option: np.ndar
     return matrix, case, "transcript" if by_transcript else "system, case and replicate"
 
 
+def option_codes(column: pd.Series) -> tuple[np.ndarray, list]:
+    """An axis's options in sorted order (as plain values) and each row's code: pairs (a, b) whatever the row order.
+
+    In order of first appearance, a table with its rows reversed compared (b, a)
+    and flipped the sign of every bias and mean difference. Options of mixed
+    types that do not sort are ordered by their text.
+    """
+    try:
+        codes, uniques = pd.factorize(column, sort=True, use_na_sentinel=False)
+    except TypeError:
+        codes, uniques = pd.factorize(column, use_na_sentinel=False)
+        order = np.argsort([str(u) for u in uniques], kind="stable")
+        codes = np.argsort(order)[codes]
+        uniques = pd.Index(uniques).take(order)
+    if isinstance(uniques, pd.CategoricalIndex):
+        uniques = pd.Index(uniques.categories.take(uniques.codes))
+    return np.asarray(codes), pd.Index(uniques).tolist()
+
+
 def score_agreement(
     verdicts: pd.DataFrame,
     *,
@@ -187,8 +206,7 @@ def score_agreement(
     notes: list[str] = []
     resolved, inferred = resolve_scale(score, scale)
     notes.extend(inferred)
-    option, names = pd.factorize(scored[axis], use_na_sentinel=False)
-    options = pd.Index(names).tolist()
+    option, options = option_codes(scored[axis])  # sorted, as the labels' pairs are: whatever the row order
     matrix, case, paired_on = _units(scored, axes, axis, option, score, len(options), notes)
     points = scale_points(resolved["min"], resolved["max"]) if resolved["type"] == "ordinal" else None
     pairs = []

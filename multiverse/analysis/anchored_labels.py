@@ -39,14 +39,20 @@ def read_labels(path: Any) -> pd.DataFrame:
     from pathlib import Path
 
     from multiverse.core import regular_file_problem, restore_cell
-    from multiverse.tables import read_table
+    from multiverse.tables import csv_header, read_table
 
     path = Path(path)
     if path.suffix.lower() == ".csv" and not regular_file_problem(path):
         # As text: the table reader would turn yes/no or 1/0 into booleans its own way, or into blanks.
         try:
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig",
-                                sep=_separator(path)).map(restore_cell)
+            sep = _separator(path)
+            # By position (tables.csv_header): the row numbers of an index to_csv wrote (an empty header,
+            # 'Unnamed: 0' to pandas) are left out; a header named twice is refused.
+            header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False,
+                                 encoding="utf-8-sig", sep=sep)
+            kept = csv_header([restore_cell(c).strip() for c in header.iloc[0]]) if len(header) else []
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig", sep=sep,
+                                usecols=None if len(kept) == header.shape[1] else kept).map(restore_cell)
             # The sheet's headers are guarded like its cells; a spreadsheet may pad them with spaces.
             frame = frame.rename(columns=lambda c: restore_cell(c).strip())
         except UnicodeDecodeError as exc:

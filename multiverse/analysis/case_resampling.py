@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._codes import codes
+from ._codes import sorted_codes
 
 __all__ = ["CaseCounts", "case_counts", "counts_of_rates", "ratio"]
 
@@ -157,9 +157,9 @@ def case_counts(included: pd.DataFrame, universes: list, systems: list, *,
     kind = np.int32 if n_cells < 2**31 else np.int64
     u = _positions(pd.Index(universes), included["universe_id"], kind)
     s = _positions(pd.Index(systems), included["system"], kind)
-    # Codes in order of first appearance, as pd.factorize gives them (the weights a resample draws
-    # go to the same cases), from a categorical's own codes rather than hashing every row.
-    c, n_cases = codes(included["case_id"])
+    # Codes in the sorted order of the case ids (the weights a resample draws go to the same cases
+    # whatever the order of the rows), from a categorical's own codes rather than hashing every row.
+    c, n_cases = sorted_codes(included["case_id"])
     keep = (u >= 0) & (s >= 0)
     cell = u * kind(len(systems)) + s
     del u, s

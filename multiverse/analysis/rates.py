@@ -61,7 +61,7 @@ from multiverse.core import (
 from multiverse.errors import InputError
 from multiverse.tables import check_choice, require_columns, universe_ids
 
-from ._codes import codes, codes_and_first_rows, combine, count, first_rows, target_blocks
+from ._codes import codes, codes_and_first_rows, combine, count, first_rows, sorted_codes, target_blocks
 from .estimates import CONTRIBUTION
 from .included import included_rows, included_verdicts, require_verdict_columns
 
@@ -433,7 +433,7 @@ def _wilson(rate: np.ndarray, n: np.ndarray, level: float) -> tuple[np.ndarray, 
 def _bootstrap(case_id, target, n_targets, cells, included, compliant, level, n_boot, seed):
     from multiverse.analysis.intervals import cluster_bootstrap
 
-    case, n_cases = codes(case_id)
+    case, n_cases = sorted_codes(case_id)  # a case's draws whatever the row order
     return cluster_bootstrap(case, n_cases, target, n_targets, cells, included, compliant, level, n_boot, seed)
 
 

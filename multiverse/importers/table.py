@@ -61,7 +61,7 @@ from multiverse.importers.table_scores import (
     tie_warnings,
 )
 from multiverse.results import Results
-from multiverse.tables import positional
+from multiverse.tables import csv_header, positional
 
 __all__ = ["import_table", "read_label_table"]
 
@@ -102,8 +102,15 @@ def read_label_table(path: str | os.PathLike, budget: ImportBudget | None = None
 def _read_csv(path: Path, handle: Any, budget: ImportBudget) -> pd.DataFrame:
     # Labels, items and option names are read as written ("007" stays "007"), a piece of rows at a
     # time, so a table past `max_rows` is refused before it is all in memory.
+    # By position, as every table is read (tables.csv_header): the columns of an index to_csv wrote (empty
+    # headers, which pandas would name 'Unnamed: 0') are left out, a header named twice is refused.
+    header = pd.read_csv(handle, header=None, nrows=1, dtype=str, keep_default_na=False)
+    kept = csv_header(list(header.iloc[0])) if len(header) else []
+    handle.seek(0)
+    usecols = None if len(kept) == header.shape[1] else kept
     pieces = []
-    for piece in pd.read_csv(handle, dtype=str, keep_default_na=False, na_values=[""], chunksize=100_000):
+    for piece in pd.read_csv(handle, dtype=str, keep_default_na=False, na_values=[""], chunksize=100_000,
+                             usecols=usecols):
         budget.take_rows(len(piece), str(path))
         pieces.append(piece)
     return pd.concat(pieces, ignore_index=True) if len(pieces) != 1 else pieces[0]

@@ -52,7 +52,7 @@ from multiverse.tables._places import (
     check_output_file,
     folder_kind,
 )
-from multiverse.tables._positional import positional
+from multiverse.tables._positional import csv_header, positional
 from multiverse.tables._scores import (
     BINARY,
     FolderScales,
@@ -100,6 +100,7 @@ __all__ = [
     "check_output_dir",
     "check_output_file",
     "check_scores",
+    "csv_header",
     "csv_safe",
     "folder_kind",
     "folder_scale",
