@@ -89,6 +89,18 @@ def rate_claim_tests(m: CaseMatrix, *, system: str, bound: float, side: str, lev
     # P(X >= x) and P(X <= x) for X ~ Binomial(n_eff, bound), continuous in x and n_eff.
     upper = np.where(x <= 0, 1.0, stats.beta.cdf(bound, np.maximum(x, 1e-12), n_eff - x + 1.0))
     lower = np.where(x >= n_eff, 1.0, stats.beta.sf(bound, x + 1.0, np.maximum(n_eff - x, 1e-12)))
+    means = np.zeros(len(rows), dtype=bool) if m.means is None else np.asarray(m.means, dtype=bool)[rows]
+    if means.any():
+        # A mean of scores is tested as the curve shows it: its t interval, cluster-robust by case (mean_null.mean_z,
+        # the Wilson interval at the number of cases where nothing varies), not a share's binomial at an ICC of 1.
+        from .estimates import case_mean_interval
+        from .mean_null import mean_z
+
+        se = case_mean_interval(n_uc[means], k_uc[means], level)[0]
+        cases = (n_uc[means] > 0).sum(axis=1)
+        z = mean_z(rate[means] - bound, np.where(np.isfinite(se), se, 0.0), cases, bound, level)
+        upper[means], lower[means] = stats.norm.sf(z), stats.norm.cdf(z)
+        n_eff[means] = cases
     p_hold, p_fail = (upper, lower) if side == "at_least" else (lower, upper)
     return pd.DataFrame({"universe_id": _universe_ids(m, rows), "estimate": rate, "n_eff": n_eff,
                          "p_hold": p_hold, "p_fail": p_fail})

@@ -138,7 +138,11 @@ def target_icc(terms: np.ndarray) -> np.ndarray:
     system of the run whose rate is a share.
     """
     own = icc_from_terms(terms)
-    pooled = icc_from_terms(terms[np.isfinite(own)].sum(axis=0))[0] if np.isfinite(own).any() else np.nan
+    # Where no target's own is estimable (rare labels in every universe of a one-system run), the terms of
+    # every target pooled: with 5 labels of the rarer kind among them, the universes' replicates estimate it
+    # together (else 1, the widest, as before, and the count of significant universes had power 0.03-0.04).
+    pool = terms[np.isfinite(own)] if np.isfinite(own).any() else terms
+    pooled = icc_from_terms(pool.sum(axis=0))[0] if len(pool) else np.nan
     return np.where(np.isfinite(own), own, pooled)
 
 

@@ -225,3 +225,72 @@ def test_a_rare_mean_whose_data_hold_few_high_scores_is_tested_against_the_wides
     assert fit.table(0.02).mean() == pytest.approx(0.02)
     k_uc[:, :8] = 5 / 9
     assert fit_mean_null(n_uc, k_uc, k_uc**2).table(0.02).max() < 1.0  # 8 cases: the Beta of the data's dispersion
+
+
+def test_one_system_at_rare_rates_estimates_its_icc_from_every_universe_and_the_count_is_its_intervals():
+    """One system, rare labels: no universe alone holds 5 of the rarer label, so the ICC was 1 (the widest) and
+    the count of significant universes had power 0.03-0.04. Pooled over the system's universes it is estimated,
+    equal for every universe, and the count still equals the curve's own intervals."""
+    from multiverse.analysis.intervals import anova_terms, icc_from_terms
+
+    rng = np.random.default_rng(21)
+    checked = 0
+    for draw in range(12):
+        m = scored_world(rng, 0.02, kinds=("shares",), n_cases=36, replicates=3)
+        terms = anova_terms(m.included[0], m.compliant[0])
+        own = icc_from_terms(terms)
+        pooled = icc_from_terms(terms.sum(axis=0))[0]
+        icc = m.share_icc()[0]
+        if np.isfinite(own).any() or not np.isfinite(pooled):
+            continue
+        checked += 1
+        assert np.allclose(icc, pooled)
+        curve = spec_curve(m, axes=[])
+        for threshold in (0.1, 0.08, 0.005):
+            test = joint_curve_test(m, system="s0", threshold=threshold, boot=1, seed=draw)
+            assert test.observed["n_significant"] == _dominant_count(curve, threshold, test.direction)
+    assert checked >= 3
+
+
+def test_a_claim_on_a_mean_reads_the_curves_t_interval():
+    """A rate claim on a universe whose rate is a mean took a share's binomial at an ICC of 1 (the widest); it now
+    holds or fails exactly where the curve's t interval lies wholly on one side of the bound."""
+    from multiverse.analysis import rate_claim_tests
+
+    rng = np.random.default_rng(8)
+    seen = set()
+    for _ in range(6):
+        m = scored_world(rng, 0.25, kinds=("means", "cuts"), n_cases=40, replicates=2)
+        curve = spec_curve(m, axes=[]).set_index("universe_id")
+        means = set(m.universes["universe_id"][m.means])
+        for bound in (0.15, 0.2, 0.25, 0.3, 0.35):
+            for side in ("at_least", "at_most"):
+                tests = rate_claim_tests(m, system="s0", bound=bound, side=side).set_index("universe_id")
+                for universe in means:
+                    low, high = curve.loc[universe, ["ci_low", "ci_high"]]
+                    above, below = tests.loc[universe, "p_hold" if side == "at_least" else "p_fail"], \
+                        tests.loc[universe, "p_fail" if side == "at_least" else "p_hold"]
+                    assert (above < 0.025) == (low > bound), (universe, bound, side)
+                    assert (below < 0.025) == (high < bound), (universe, bound, side)
+                    seen.add((bool(low > bound), bool(high < bound)))
+    assert {(True, False), (False, True), (False, False)} <= seen
+
+
+def test_the_confidence_distribution_reads_each_data_set_as_the_data_are_read():
+    """_set_moments (many simulated data sets at once) gives each set's _moments; the confidence distribution of
+    each correlation rises with the latent correlation, from below a half to above it (a distribution over it)."""
+    from multiverse.analysis.mean_null import _moments, _set_moments, fit_mean_null
+
+    rng = np.random.default_rng(3)
+    n = rng.integers(0, 4, size=(5, 30)).astype(float)
+    k = rng.random((7, 5, 30)) * n
+    s = k * k / np.maximum(n, 1.0) + rng.random((7, 5, 30)) * 0.01 * n
+    var, between, within = _set_moments(n, k, s)
+    for one in range(7):
+        expected = [x[0] for x in _moments(n, k[one], s[one], np.ones((1, 30)))[1:]]
+        assert np.allclose(expected, [var[one], between[one], within[one]])
+    m = scored_world(np.random.default_rng(5), 0.2, kinds=("means",), n_cases=60, replicates=2)
+    fit = fit_mean_null(m.included[0], m.compliant[0], m.squares[0])
+    grid, up, across = fit._confidence(np.random.default_rng(0))
+    for c in (up, across):
+        assert np.all(np.diff(c) >= 0) and c[0] < 0.5 < c[-1]
