@@ -142,3 +142,24 @@ def test_every_reason_a_judge_answer_without_a_verdict_gets_is_recognised_and_no
     table = pd.DataFrame({"status": "judge_failed", "reason": reasons + failed_calls})
     assert list(unparsed_rows(table)) == [True] * len(reasons) + [False] * len(failed_calls)
     assert not unparsed_rows(table.assign(status="ok")).any()
+
+
+def test_the_counts_of_verdicts_say_which_ok_verdicts_are_counted_unparsed_replies(tmp_path):
+    """A counted unparsed reply is ok in the verdicts table (so every analysis counts it), and the run's summary
+    and the report's verdict counts said only 'ok': they now say how many of those the judge named no verdict in."""
+    from multiverse.analysis import counted_unparsed
+
+    spec_path = _spec(tmp_path)
+    code, out, err = run_cli(["run", spec_path, "--out", tmp_path / "run", "--store", tmp_path / "store", "--quiet"])
+    assert code == 0, err
+    verdicts = pd.read_parquet(tmp_path / "run" / "verdicts.parquet")
+    against = verdicts[verdicts["unparsed"].astype(str) == "against"]
+    expected = int(unparsed_rows(verdicts[verdicts["unparsed"].astype(str) == "exclude"]).sum())
+    assert expected >= 3 and counted_unparsed(verdicts) == {"against": expected}
+    assert counted_unparsed(against.assign(status="judge_failed")) == {}
+    assert f"unparsed replies counted by scoring.unparsed: {expected} against the system" in out + err
+    from multiverse.reporting.records import _failures
+    from multiverse.reporting.run import _Run
+
+    page = _failures(_Run(load_run(tmp_path / "run"), None, "", None, False))
+    assert f"unparsed replies counted by <code>scoring.unparsed</code>: {expected} against the system" in page

@@ -68,6 +68,7 @@ from .power import (
 from .rank_uncertainty import bootstrap_ranks, separability
 from .ranking import order_universes, rank_distribution, ranking, universe_ranks
 from .rates import compute_rates, included_verdicts, system_rates
+from .scoring import counted_unparsed
 from .variance import (
     aliasing,
     variance,
@@ -92,6 +93,7 @@ __all__ = [
     "cases_needed",
     "cohen_kappa",
     "compute_rates",
+    "counted_unparsed",
     "curve_summary",
     "design_power",
     "detectable_difference",

@@ -57,6 +57,7 @@ __all__ = [
     "RULES",
     "UNLABELLED",
     "count_unparsed",
+    "counted_unparsed",
     "rescore",
     "score_judgments",
     "score_verdicts",
@@ -73,6 +74,21 @@ _RULE_REASONS = (NO_APPLICABLE, NO_APPLICABLE_IMPERMISSIBLE, UNLABELLED)
 #: What an unparsed verdict's reason says once a policy counts it (its reason is kept before it).
 COUNTED_UNPARSED = {"against": "counted against the system (scoring.unparsed: against)",
                     "tie": "counted as a tie (scoring.unparsed: tie)"}
+
+
+def counted_unparsed(verdicts: pd.DataFrame) -> dict[str, int]:
+    """How many ``ok`` verdicts are unparsed replies a ``scoring.unparsed`` policy counted, per policy (none: {}).
+
+    They are ``ok`` in the verdicts table, so every analysis counts them alike; a count of verdicts by
+    status says this beside its ``ok``, so a reader does not take them for verdicts the judge named.
+    """
+    if not len(verdicts) or "reason" not in verdicts.columns or "status" not in verdicts.columns:
+        return {}
+    ok = (verdicts["status"] == "ok").to_numpy(dtype=bool, na_value=False)
+    reason = verdicts["reason"].astype(str).str
+    counts = {policy: int((ok & reason.endswith(f"; {text}").to_numpy(dtype=bool, na_value=False)).sum())
+              for policy, text in COUNTED_UNPARSED.items()}
+    return {policy: n for policy, n in counts.items() if n}
 
 
 def count_unparsed(verdicts: pd.DataFrame, policies: Mapping[str, str],

@@ -145,6 +145,13 @@ def _run_and_say(spec, args, out):
             say(f"  {stage:<8} {_outcome_line(counts)}; {counts.calls} model calls made")
     statuses = ", ".join(f"{v} {k}" for k, v in m.statuses.items() if v)
     say(f"  verdicts: {sum(m.statuses.values())} ({statuses})")
+    from ..analysis import counted_unparsed
+
+    counted = counted_unparsed(result.verdicts)
+    if counted:
+        # Their status is ok (every analysis counts them alike), but the judge named no verdict in them.
+        say("  of the ok verdicts, unparsed replies counted by scoring.unparsed: "
+            + ", ".join(f"{n} {'against the system' if policy == 'against' else 'as ties'}" for policy, n in counted.items()))
     failed = sum(m.statuses.get(s, 0) for s in ("rollout_failed", "judge_failed"))
     if failed and m.simulated:
         say(f"  note: the simulated world fails on purpose (its users and judges have declared failure rates), "

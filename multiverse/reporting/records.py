@@ -41,6 +41,14 @@ def _failures(run: _Run) -> str:
     totals = v["status"].value_counts()
     out = _injected(run) + "<p>Verdict rows by status: " + ", ".join(
         f"<b>{_e(s)}</b> {int(totals.get(s, 0))}" for s in statuses) + f" (of {len(v)}).</p>"
+    from multiverse.analysis import counted_unparsed
+
+    counted = counted_unparsed(v)
+    if counted:
+        # ok in the table, so every analysis counts them alike; but the judge named no verdict in them.
+        out += ("<p>Of the <b>ok</b> rows, unparsed replies counted by <code>scoring.unparsed</code>: " + ", ".join(
+            f"{n} {'against the system' if policy == 'against' else 'as ties'}" for policy, n in counted.items())
+            + ".</p>")
     by_system = v.groupby("system", sort=False)["status"].value_counts().unstack(fill_value=0)
     out += _table(["system", *statuses], [[s] + [int(by_system.at[s, c]) if c in by_system.columns else 0
                                                  for c in statuses] for s in by_system.index])
