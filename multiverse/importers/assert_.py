@@ -82,8 +82,7 @@ def import_assert(
     force: bool = False,
     max_bytes: int | None = None,
     max_rows: int | None = None,
-    max_transcript_bytes: int | None = None,
-    merge_look_alikes: bool = False,
+    max_transcript_bytes: int | None = None, merge_look_alikes: bool = False,
 ) -> Results:
     """Import ASSERT run directories into ``out_dir``; see the module docstring.
 
@@ -95,8 +94,6 @@ def import_assert(
     (see :func:`multiverse.tables._places.check_output_dir`; ``force`` allows a folder holding
     other files). Returns the Results with verdicts, criteria and rates; bad input
     raises InputError and writes nothing. Bounds: ``max_bytes`` of run files, ``max_rows`` JSON lines.
-    Names that look alike (systems, options, cases, criteria) are refused unless ``merge_look_alikes``
-    reads them as one, as every importer does.
     """
     from multiverse.tables import check_output_dir
 
