@@ -128,6 +128,17 @@ class RateLimitedServer:
         """Forget the log and the accepted requests (after a warm-up call)."""
         self._ask("reset")
 
+    def hold(self) -> None:
+        """Accepted requests wait, unanswered, until :meth:`release`: the test decides when they end."""
+        self._ask("hold")
+
+    def release(self) -> None:
+        self._ask("release")
+
+    def accepted(self, count: int) -> int:
+        """Blocks until the server has accepted ``count`` requests (or 300 s passed); returns how many it has."""
+        return self._ask(f"accepted {count}")
+
 
 def _serve_stdio() -> None:
     """The server's process: options on the first line of stdin, then one command a line until stdin closes."""
@@ -140,7 +151,12 @@ def _serve_stdio() -> None:
                     answer: Any = [list(a) for a in server.log]
             elif command == "max_in_flight":
                 answer = server.max_in_flight
-            else:
+            elif command in ("hold", "release"):
+                (server._open.clear if command == "hold" else server._open.set)()
+                answer = None
+            elif command.startswith("accepted "):
+                answer = server.accepted(int(command.split()[1]))
+            elif command == "reset":
                 server.reset()
                 answer = None
             print(json.dumps(answer), flush=True)
@@ -157,6 +173,9 @@ class _Server:
         self.in_flight = self.max_in_flight = 0
         self._accepted: deque[float] = deque()
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
+        self._open = threading.Event()  # cleared: accepted requests wait for it before they are answered
+        self._open.set()
         self._httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
         self._httpd.owner = self
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="ratelimited-server", daemon=True)
@@ -182,6 +201,13 @@ class _Server:
             self._accepted.clear()
             self.max_in_flight = self.in_flight
 
+    def accepted(self, count: int) -> int:
+        """Waits until ``count`` requests were accepted (at most 300 s, which only a failing test
+        reaches); returns how many were."""
+        with self._arrived:
+            self._arrived.wait_for(lambda: sum(a.status == 200 for a in self.log) >= count, timeout=300)
+            return sum(a.status == 200 for a in self.log)
+
     def _serve(self, handler: _Handler, body: dict) -> None:
         model = str(body.get("model", ""))
         with self._lock:
@@ -198,12 +224,14 @@ class _Server:
                 self.in_flight += 1
                 self.max_in_flight = max(self.max_in_flight, self.in_flight)
                 limited = False
+                self._arrived.notify_all()
         if limited:
             error = {"error": {"message": "rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}
             handler.send(429, error, {"Retry-After": str(max(1, math.ceil(wait))),
                                       "retry-after-ms": str(max(1, round(wait * 1000)))})
             return
         try:
+            self._open.wait()
             time.sleep(self.latency)
             prompt = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
             total = self.usage_tokens if self.usage_tokens is not None else prompt + 2

@@ -17,6 +17,8 @@ import pytest
 import yaml
 from cli_runner import run_cli
 from conftest import tiny_spec_document
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from silent_servers import MARGIN, SECRET, DaskScheduler, SilentListener, one_line, within
 
 from multiverse.errors import InputError
@@ -65,7 +67,8 @@ def test_a_stopped_scheduler_is_one_line_within_the_timeout_from_the_library_and
 @pytest.mark.parametrize("address", [
     f"tcp://audit:{SECRET}@127.0.0.1:8786", f"audit:{SECRET}@10.0.0.5:8786", f"tcp://:{SECRET}@[::1]:8786",
     f"tcp://127.0.0.1:8786?token={SECRET}", "tcp://[::1", "tcp://10.0.0.5", "tcp://10.0.0.5:port", "tcp://10.0.0.5:99999",
-    "nosuch://10.0.0.5:8786", ":::", "", "tcp://10.0.0.5:8786\n--store=/etc",
+    "nosuch://10.0.0.5:8786", ":::", "", "tcp://10.0.0.5:8786\n--store=/etc", "tcp://:8786", ":8786",
+    "tcp://a b:8786", "tcp://10.0.0.5:+80", "tcp://[zz::1]:8786", "tcp://300.1.1.1:8786",
 ])
 def test_a_malformed_or_credentialed_address_is_one_line_without_the_password(address, tmp_path, write_spec):
     spec = write_spec(tiny_spec_document())
@@ -75,6 +78,45 @@ def test_a_malformed_or_credentialed_address_is_one_line_without_the_password(ad
     if SECRET in address:
         assert "[redacted]" in line
     assert not (tmp_path / "run").exists()
+
+
+HOSTS = st.sampled_from(["10.0.0.5", "scheduler", "dask-0.cluster.local", "[::1]", "[fe80::1]"])
+PORTS = st.integers(1, 65535).map(str)
+
+
+@st.composite
+def malformed_addresses(draw: st.DrawFn) -> str:
+    """A well-formed tcp:// address with one part broken: no host, a bad host, no port, a bad port."""
+    scheme = draw(st.sampled_from(["tcp://", "tls://", ""]))
+    host, port = draw(HOSTS), draw(PORTS)
+    bad_host = st.one_of(st.just(""), st.text(st.sampled_from(" \t/?#[]@!$%^&*(),;'\"<>\\|`~+=\x00\x7f\u00e9"),
+                                             min_size=1, max_size=3).map(lambda junk: host.strip("[]") + junk),
+                         st.sampled_from(["-x", "x-", "a..b", ".", "256.1.1.1", "1.2.3.4.5", "[::g]", "[1::2::3]", "a" * 64]))
+    bad_port = st.one_of(st.just(""), st.integers(65536, 10**9).map(str), st.just("0"), st.just("-1"),
+                         st.text(st.sampled_from(" +-.x\u0661"), min_size=1, max_size=2).map(lambda junk: junk + port))
+    broken = draw(st.sampled_from(["host", "port", "no port"]))
+    if broken == "host":
+        return f"{scheme}{draw(bad_host)}:{port}"
+    if broken == "port":
+        return f"{scheme}{host}:{draw(bad_port)}"
+    return f"{scheme}{host}"
+
+
+@given(malformed_addresses())
+@settings(max_examples=300, deadline=None)
+def test_every_malformed_address_is_refused_before_any_connection(address):
+    from multiverse.engine._backend_dask import _check_address
+
+    with pytest.raises(InputError) as raised:
+        _check_address(address, "the address")
+    assert raised.value.param == "scheduler" and "expected an address such as" in str(raised.value)
+
+
+@given(st.sampled_from(["tcp://", "tls://", ""]), HOSTS, PORTS)
+def test_a_well_formed_address_is_not_refused(scheme, host, port):
+    from multiverse.engine._backend_dask import _check_address
+
+    _check_address(f"{scheme}{host}:{port}", "the address")
 
 
 def test_a_bad_scheduler_timeout_setting_isone_line(tmp_path, write_spec):

@@ -12,7 +12,6 @@ the slow lane.
 from __future__ import annotations
 
 import gc
-import itertools
 import json
 import os
 import subprocess
@@ -31,7 +30,6 @@ REPO = Path(__file__).resolve().parents[1]
 RPM = 480  # 8 calls a second: 48 transcripts take at least 5.9 s
 USED_TOKENS = 100  # tokens each answer of the tokens provider reports
 TPM = 60 * 20 * USED_TOKENS  # at most 20 such answers a second
-JITTER = 0.03  # seconds a request may take from the client's pacer to the server's log
 
 
 def spec_document(systems: list[dict], rate_limits: dict, *, cases_per_cell: int = 4, **rollout) -> dict:
@@ -76,45 +74,37 @@ def test_providers_in_a_run_keep_their_limits_and_do_not_wait_for_each_other(tmp
             RateLimitedServer(latency=0.1, usage_tokens=USED_TOKENS) as tokens:
         spec = two_provider_spec(tmp_path / "two.yaml", fast.url, slow.url, tokens.url)
         env = {k: v for k, v in os.environ.items() if k != "MULTIVERSE_STORE"}
+        # The slow provider answers nothing until the test says so: the fast provider's calls do not
+        # wait for the slow ones' if all 48 arrive meanwhile. Events, not times: the machine's speed
+        # or load changes how long this takes, not what it shows.
+        slow.hold()
         # -W error::ResourceWarning: a socket the run left open would print "Exception ignored".
-        done = subprocess.run(
+        running = subprocess.Popen(
             [sys.executable, "-W", "error::ResourceWarning", "-m", "multiverse.cli", "run", str(spec),
              "--out", str(tmp_path / "run"), "--store", str(tmp_path / "store"), "--jobs", "16", "--quiet"],
-            check=False, cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
-        assert done.returncode == 0, done.stderr[-2000:]
+        try:
+            fast_while_held = fast.accepted(48)
+            slow_while_held = slow.accepted(0)
+        finally:
+            slow.release()
+        _, stderr = running.communicate(timeout=300)
+        assert running.returncode == 0, stderr[-2000:]
         fast_log, slow_log, tokens_log = list(fast.log), list(slow.log), list(tokens.log)
         slow_peak = slow.max_in_flight
-    assert "ResourceWarning" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr[-2000:]
+    assert "ResourceWarning" not in stderr and "Exception ignored" not in stderr, stderr[-2000:]
+    assert fast_while_held == 48 and slow_while_held <= 2
     assert len(fast_log) == len(slow_log) == len(tokens_log) == 48
     assert {a.status for a in fast_log + slow_log + tokens_log} == {200}
-    # Declared limits, measured where a provider measures them.
-    starts = sorted(a.at for a in slow_log)
-    # Starts are paced 60/rpm apart at the client; a loaded client delays a request on its way by
-    # tens of ms (the first one to a host also waits for litellm to build its HTTP client), so at
-    # the server no window holds more than its share of rpm plus that one late request.
-    assert all(j - i <= (starts[j] - starts[i]) * RPM / 60 + 1 for i in range(len(starts)) for j in range(i, len(starts)))
-    gaps = sorted(b - a for a, b in itertools.pairwise(starts))
-    assert gaps[len(gaps) // 2] >= 60 / RPM - JITTER
+    # The declared max_concurrency, counted where a provider counts it. (That the pacer spaces starts
+    # by rpm and tpm is asserted exactly, on a clock the test controls, in tests/test_pacing.py.)
     assert slow_peak <= 2
-    assert starts[-1] - starts[0] >= 47 * 60 / RPM - JITTER
-    # tpm: the tokens answered for the requests that arrived in any window are at most the
-    # window's share of tpm, plus one request's (the first of a window may start at once).
-    at = sorted(a.at for a in tokens_log)
-    assert all((j - i) * USED_TOKENS <= (at[j] - at[i] + JITTER) * TPM / 60 + USED_TOKENS
-               for i in range(len(at)) for j in range(i, len(at)))
-    assert at[-1] - at[0] >= 47 * USED_TOKENS * 60 / TPM - JITTER
-    # The fast provider's calls do not wait for the slow ones': they are all in within
-    # the first half of the slow provider's, rather than trickling in beside them.
-    fast_end = max(a.at for a in fast_log)
-    print(f"fast provider done {fast_end - starts[0]:.2f} s after the slow one's first call; slow took "
-          f"{starts[-1] - starts[0]:.2f} s; tokens took {at[-1] - at[0]:.2f} s")
-    assert fast_end - starts[0] < 0.5 * (starts[-1] - starts[0])
 
 
 def test_an_adaptive_run_meets_the_429_and_time_targets(tmp_path):
     """``run(spec, jobs=64)`` with the real client and nothing declared, against a provider
-    that answers 429 above 20 requests/s: at most 25% of requests 429, at most 1.6x the ideal."""
+    that answers 429 above 20 requests/s: at most 25% of requests 429, every call answered."""
     # Eight systems at one provider, one lane: a run long enough that its first burst (64 calls
     # at once, before any answer says the limit; 44 of them 429) is not most of what is measured.
     calls = 8 * 48
@@ -138,8 +128,9 @@ def test_an_adaptive_run_meets_the_429_and_time_targets(tmp_path):
     ideal = calls / 20
     print(f"adaptive run: {span:.1f} s at the server for {calls} calls (ideal {ideal:.1f} s, {span / ideal:.2f}x), "
           f"{statuses.count(429)} of {len(statuses)} requests answered 429 ({limited:.0%}); run {wall:.1f} s")
+    # A loaded machine sends fewer requests a second, which can only lower this share; the time the
+    # lane takes against the ideal is asserted on a clock the test controls, in tests/test_pacing.py.
     assert limited <= 0.25
-    assert span <= 1.6 * ideal
     assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 import yaml
@@ -111,7 +112,15 @@ def _database(pg, url: str) -> str:
 
 @pytest.mark.parametrize("over", ["unix socket", "tcp"])
 def test_a_stopped_server_ends_a_statement_within_the_timeout_and_its_threads_do_not_each_wait(pg, over, monkeypatch):
+    from multiverse.store import _server as server
+
     monkeypatch.setenv("MULTIVERSE_STORE_TIMEOUT", "3")
+    # The failure is remembered for the timeout's length (3 s here); the test makes it 300 s, so that a
+    # loaded machine's pause between two statements cannot outlast it, and counts the statements it ended.
+    mark_down, down = server.mark_down, server.down
+    answered_at_once: list[str] = []
+    monkeypatch.setattr(server, "mark_down", lambda url, message, seconds: mark_down(url, message, 300))
+    monkeypatch.setattr(server, "down", lambda url: (lambda m: (m and answered_at_once.append(m)) or m)(down(url)))
     url = _database(pg, pg.url if over == "unix socket" else pg.tcp_url)
     store = Store(url)
     store.put("judgment", "ab12", {"status": "ok", "reason": "", "criteria": []})
@@ -121,10 +130,10 @@ def test_a_stopped_server_ends_a_statement_within_the_timeout_and_its_threads_do
             store.get("judgment", "ab12")
         within(started, 3)
         # Said once: the next statements (another thread's, the run's teardown) fail at once, not after 3 s more.
-        again = time.monotonic()
-        with pytest.raises(StoreUnavailable):
+        assert answered_at_once == []
+        with pytest.raises(StoreUnavailable) as again:
             store.put("judgment", "cd34", {"status": "ok", "reason": "", "criteria": []})
-        assert time.monotonic() - again < 3
+        assert answered_at_once == [str(raised.value)] and str(again.value) == str(raised.value)
         fresh = time.monotonic()
         with pytest.raises(StoreUnavailable) as unconnected:  # a new connection to the stopped server
             Store(url + ("&" if "?" in url else "?") + "connect_timeout=2").stats()
@@ -199,3 +208,101 @@ def test_a_server_stopped_mid_run_ends_the_run_in_one_line_within_the_timeout(pg
 def test_what_a_message_or_manifest_names_is_the_address_without_any_password():
     label = Store(f"postgresql://audit:{SECRET}@db.example:5432/mv?sslpassword={SECRET}x&sslmode=require").db.label
     assert label == "postgresql://audit:[redacted]@db.example:5432/mv?sslpassword=[redacted]&sslmode=require"
+
+
+# -- a resolver that never answers -----------------------------------------------------------------
+
+#: Run inside a network and mount namespace of its own (unshare): the only resolver is a loopback UDP
+#: socket that takes every question and answers none; prints what the command did, as JSON.
+_SILENT_RESOLVER = r"""
+import json, socket, subprocess, sys, time
+resolver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+resolver.bind(("127.0.0.1", 53))
+started = time.monotonic()
+done = subprocess.run([sys.executable, "-m", "multiverse.cli", "store", "stats", "--store", sys.argv[1]],
+                      capture_output=True, text=True, timeout=900)
+seconds = time.monotonic() - started
+resolver.setblocking(False)
+try:
+    asked = bool(resolver.recv(512))
+except BlockingIOError:
+    asked = False
+print(json.dumps({"code": done.returncode, "stderr": done.stderr, "seconds": seconds, "asked": asked}))
+"""
+
+
+def _namespaces_work() -> bool:
+    import shutil
+    import subprocess
+
+    if not (shutil.which("unshare") and shutil.which("ip")):
+        return False
+    probe = subprocess.run(["unshare", "-rmn", "sh", "-c", "ip link set lo up && mount --bind /dev/null /dev/null"],
+                           capture_output=True, check=False, timeout=60)
+    return probe.returncode == 0
+
+
+def test_a_host_name_no_resolver_answers_is_one_line_within_the_connect_timeout(tmp_path):
+    """Real: glibc's resolver asks a nameserver on loopback that never answers (told to wait 30 s a
+    try, 5 tries), in namespaces of the test's own so the machine's resolver is left alone."""
+    import json
+    import subprocess
+    import sys
+
+    if not _namespaces_work():
+        pytest.skip("no unprivileged network and mount namespaces here (unshare -rmn)")
+    resolv = tmp_path / "resolv.conf"
+    resolv.write_text("nameserver 127.0.0.1\noptions timeout:30 attempts:5\n")
+    url = f"postgresql://audit:{SECRET}@db.example.internal/mv?connect_timeout=2"
+    inside = f"ip link set lo up && mount --bind {resolv} /etc/resolv.conf && exec \"$0\" -c \"$1\" \"$2\""
+    done = subprocess.run(["unshare", "-rmn", "sh", "-c", inside, sys.executable, _SILENT_RESOLVER, url],
+                          capture_output=True, text=True, check=True, timeout=900, cwd=Path(__file__).parents[1])
+    seen = json.loads(done.stdout)
+    assert seen["asked"], seen  # the lookup reached the silent resolver
+    assert seen["code"] == 2, seen
+    line = one_line(seen["stderr"], "postgresql://audit:[redacted]@db.example.internal/mv",
+                    "no address for db.example.internal within 2 s", "connect_timeout")
+    assert len(seen["stderr"].strip().splitlines()) == 1, line
+    assert seen["seconds"] <= 2 + MARGIN, seen
+
+
+def test_a_lookup_that_never_returns_is_one_line_within_the_connect_timeout(monkeypatch):
+    """The same through the lookup's one door (``socket.getaddrinfo``), for machines without namespaces:
+    it blocks until the test ends."""
+    import socket
+    import threading
+
+    asked, ended = threading.Event(), threading.Event()
+    real = socket.getaddrinfo
+
+    def never(host, *args, **kwargs):
+        if host != "db.example.internal":
+            return real(host, *args, **kwargs)
+        asked.set()
+        ended.wait(2 + MARGIN + 10)  # past what the test allows: a lookup nobody bounds fails it, not hangs it
+        raise socket.gaierror(socket.EAI_AGAIN, "ended by the test")
+
+    monkeypatch.setattr(socket, "getaddrinfo", never)
+    try:
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable) as raised:
+            Store(f"postgresql://audit:{SECRET}@db.example.internal:5432,127.0.0.1:1/mv?connect_timeout=2").stats()
+        within(started, 2)
+    finally:
+        ended.set()
+    assert asked.is_set()
+    one_line(str(raised.value), "no address for db.example.internal within 2 s", "connect_timeout in the store's URL")
+
+
+def test_looked_up_hosts_reach_libpq_as_addresses_one_attempt_each(monkeypatch):
+    from multiverse.store import _server as server
+
+    monkeypatch.delenv("PGHOSTADDR", raising=False)
+    answers = {"db": ["10.0.0.1", "10.0.0.2"], "replica": ["fd00::5"]}
+    monkeypatch.setattr(server.socket, "getaddrinfo",
+                        lambda host, port, **_: [(0, 0, 0, "", (a, int(port))) for a in answers[host]])
+    assert server._looked_up({"host": "db,/run/pg,replica,127.0.0.1", "port": "5432,5433,5434,5435"}, 2) == {
+        "host": "db,db,/run/pg,replica,127.0.0.1", "hostaddr": "10.0.0.1,10.0.0.2,,fd00::5,",
+        "port": "5432,5432,5433,5434,5435"}
+    assert server._looked_up({"host": "127.0.0.1"}, 2) == {}  # nothing to look up: psycopg's own params
+    assert server._looked_up({"host": "db", "hostaddr": "10.0.0.9"}, 2) == {}

@@ -38,10 +38,14 @@ def read_labels(path: Any) -> pd.DataFrame:
     """Read a human-label file (CSV or parquet) with ``system``, ``case_id``, ``compliant`` or ``score``; InputError otherwise."""
     from pathlib import Path
 
-    from multiverse.core import regular_file_problem, restore_cell
+    from multiverse.core import MAX_IMPORT_BYTES, read_regular_file, regular_file_problem, restore_cell
     from multiverse.tables import csv_header, read_table
 
     path = Path(path)
+    # A sheet of human labels is thousands of rows: past an import's bytes it is not one (a 3 GiB file of
+    # NULs read as CSV is one 3 GiB line, and took 19 GB before the kernel stopped it).
+    read_regular_file(path, lambda problem: InputError(f"{path}: {problem}", param="human"), limit=MAX_IMPORT_BYTES,
+                      what="labels file", probe=True)
     if path.suffix.lower() == ".csv" and not regular_file_problem(path):
         # As text: the table reader would turn yes/no or 1/0 into booleans its own way, or into blanks.
         try:

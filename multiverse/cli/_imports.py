@@ -22,11 +22,7 @@ def cmd_import(args) -> int:
                          param="primary")
     common = {"primary": dict(args.primary) if args.primary else None, "ci": args.ci, "force": args.force,
               **{name: getattr(args, name) for name in ("max_bytes", "max_rows", "max_transcript_bytes")}}
-    if args.source_kind != "assert":
-        common["merge_look_alikes"] = args.merge_look_alikes
-    elif args.merge_look_alikes:
-        raise InputError("merge_look_alikes: import assert does not merge names; expected runs whose systems and "
-                         "choices are named apart", param="merge_look_alikes")
+    common["merge_look_alikes"] = args.merge_look_alikes
     if args.source_kind == "inspect":
         result = import_inspect(args.logs, args.out, scorer=args.scorer, system_role=args.system_role,
                                 judge_role=args.judge_role, partial=args.partial, factors=args.factor, **common)

@@ -421,7 +421,8 @@ def _import_flags(q: argparse.ArgumentParser) -> None:
     q.add_argument("--max-transcript-bytes", type=_size, metavar="SIZE",
                    help="bytes of one transcript as written, at most 64M (default: 16M)")
     q.add_argument("--merge-look-alikes", action="store_true", help="read names that look alike (Cyrillic а for Latin "
-                   "a, a zero-width space) as one name instead of refusing them")
+                   "a) as one name instead of refusing them: systems, judges, options, factor levels, cases, "
+                   "criteria; every import")
 
 
 def _size(text: str) -> int:

@@ -149,6 +149,12 @@ def _ignorable(ch: str) -> bool:
 
 
 @functools.cache
+def _ascii_prototypes() -> dict[int, str]:
+    """:func:`skeleton`'s prototypes of the ASCII characters, as a ``str.translate`` table."""
+    return {code: "".join(_prototypes().get(ch, ch) for ch in chr(code) if not _ignorable(ch)) for code in range(128)}
+
+
+@functools.cache
 def _prototypes() -> dict[str, str]:
     """Each confusable character's prototype, from Unicode's confusables.txt as the package ships it.
 
@@ -184,6 +190,8 @@ def skeleton(name: str) -> str:
     character to its prototype, NFD again. Case is kept: ``GPT`` and ``gpt``
     read differently.
     """
+    if name.isascii():  # most names: NFKC and the first NFD leave ASCII alone, so one table lookup a character
+        return unicodedata.normalize("NFD", name.translate(_ascii_prototypes()))
     prototypes = _prototypes()
     text = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", name))
     mapped = "".join(prototypes.get(ch, ch) for ch in text if not _ignorable(ch))

@@ -17,7 +17,9 @@ without its credentials, in one line.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
+import re
 import time
 from collections.abc import Callable, Generator, Mapping
 from typing import Any
@@ -206,9 +208,17 @@ def _connect(address: str, seconds: float) -> Any:
                          param="scheduler") from None
 
 
+#: host:port of a network scheme: a bracketed IPv6 address or a name/IPv4 address, then 1 to 5 digits
+_HOST_PORT = re.compile(r"(?:\[(?P<ipv6>[0-9A-Fa-f:.]+)\]|(?P<host>[A-Za-z0-9._-]+)):(?P<port>[0-9]{1,5})")
+_LABEL = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
+
+
 def _check_address(address: str, label: str) -> None:
-    """Refuse an address distributed cannot connect to, naming it without credentials."""
-    from distributed.comm import parse_address, parse_host_port
+    """Refuse, before any connection, an address no scheduler can be at, naming it without credentials.
+
+    distributed's own parser is lenient (``tcp://:8786`` is host ``''``, ``tcp://a b:+80`` port 80):
+    what it lets through would be tried, and end only at the timeout."""
+    from distributed.comm import parse_address
 
     expected = "expected an address such as tcp://10.0.0.5:8786"
     if "@" in address:
@@ -220,12 +230,29 @@ def _check_address(address: str, label: str) -> None:
 
         get_backend(scheme)
         if scheme in ("tcp", "tls", "ws", "wss"):
-            _, port = parse_host_port(location)
-            if not 0 < port < 65536:
-                raise ValueError(f"port {port} is out of range")
+            _check_host_port(location)
     except (ValueError, TypeError, ImportError) as exc:
         raise InputError(f"scheduler: {label}: {credentials.without_address_secrets(_first_line(exc), address)}; "
                          f"{expected}", param="scheduler") from None
+
+
+def _check_host_port(location: str) -> None:
+    match = _HOST_PORT.fullmatch(location)
+    if match is None:
+        raise ValueError("no host before the port" if location.startswith(":") else
+                         f"{location!r} is not host:port" if ":" in location else "no port after the host")
+    if match["ipv6"] is not None:
+        ipaddress.IPv6Address(match["ipv6"])  # ValueError if it is not one
+    else:
+        host = match["host"]
+        labels = host.split(".")
+        if len(host) > 253 or not all(_LABEL.fullmatch(part) for part in labels):
+            raise ValueError(f"{host!r} is not a host name or IP address")
+        if all(part.isdigit() for part in labels):
+            ipaddress.IPv4Address(host)  # all digits: an IPv4 address or nothing
+    port = int(match["port"])
+    if not 0 < port < 65536:
+        raise ValueError(f"port {port} is out of range")
 
 
 def _unanswered(label: str, seconds: float, *, midway: bool = False) -> InputError:

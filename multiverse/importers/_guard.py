@@ -33,7 +33,7 @@ from multiverse.core import (
 from multiverse.errors import InputError
 
 __all__ = ["MAX_REPLICATE", "check_storable", "checked_names", "checked_transcripts", "import_budget",
-           "text_only"]
+           "one_name_each", "text_only"]
 
 #: Replicates beyond this are a misread column, not epochs.
 MAX_REPLICATE = 1_000_000
@@ -94,6 +94,57 @@ def checked_names(names: Iterable[Any], what: str, *, merge: bool = False, look_
                          "(one skeleton under Unicode's confusables, UTS #39); expected names a reader can tell "
                          "apart, or `merge_look_alikes` to read them as one", param="merge_look_alikes")
     return {name: name for name in distinct}
+
+
+def one_name_each(verdicts: pd.DataFrame, criteria: pd.DataFrame | None, axes: list[str], factors: list[str],
+                  *, merge: bool = False) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """The verdicts and criteria with one rule for every name an import reads: systems, judges, axes and
+    their options, factors and their levels, case ids, criteria (scorers' names). Nothing unshowable, no
+    two alike (:func:`checked_names`), or with ``merge`` each look-alike read as the first seen.
+
+    Every importer's names end here before anything is written (with ``merge`` off, after an importer
+    merged what it read); an importer that builds its frames first (ASSERT) merges here too. Merging
+    two names that made two rows of one key is refused: they were two things, not two spellings.
+    """
+    checked_names(axes, "axes", param="axes")
+    checked_names(factors, "factors", param="factors")
+    renamed: dict[str, dict[str, str]] = {}
+    for frame, columns in ((verdicts, ("system", "judge", *axes, *factors, "case_id")),
+                           (criteria, ("criterion_id", "criterion"))):
+        for column in dict.fromkeys(columns):
+            if frame is not None and column in frame.columns:
+                named = checked_names(pd.unique(frame[column].dropna().astype(str)), column, merge=merge,
+                                      param="factors" if column in factors else None)
+                changed = {name: to for name, to in named.items() if name != to}
+                if changed:
+                    renamed[column] = changed
+    if not renamed:
+        return verdicts, criteria
+    verdicts, criteria = _renamed(verdicts, renamed, axes), None if criteria is None else _renamed(criteria, renamed, axes)
+    for frame, key in ((verdicts, ["universe_id", "system", "case_id", "replicate"]),
+                       (criteria, ["universe_id", "system", "case_id", "replicate", "criterion_id"])):
+        key = [column for column in key if frame is not None and column in frame.columns]
+        if frame is not None and key and frame.duplicated(key).any():
+            row = frame[frame.duplicated(key, keep=False)].iloc[0]
+            raise InputError("merge_look_alikes: merging look-alike names made two rows of one "
+                             + ", ".join(f"{column} {row[column]!a}" for column in key)
+                             + "; expected look-alikes that are one name spelled two ways", param="merge_look_alikes")
+    return verdicts, criteria
+
+
+def _renamed(frame: pd.DataFrame, renamed: dict[str, dict[str, str]], axes: list[str]) -> pd.DataFrame:
+    from multiverse.core import universe_id
+
+    frame = frame.copy()
+    for column, changed in renamed.items():
+        if column in frame.columns:
+            frame[column] = frame[column].map(lambda value, to=changed: to.get(value, value) if isinstance(value, str) else value)
+    if "universe_id" in frame.columns and any(axis in renamed for axis in axes):
+        # A universe is named by its options: merged options are one universe.
+        present = [axis for axis in axes if axis in frame.columns]
+        frame["universe_id"] = [universe_id(dict(zip(present, options, strict=True)))
+                                for options in frame[present].itertuples(index=False)]
+    return frame
 
 
 def _has_noncharacter(name: str) -> bool:

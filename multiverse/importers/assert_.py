@@ -50,7 +50,7 @@ from multiverse.analysis.rates import compute_rates
 from multiverse.analysis.scoring import score_verdicts
 from multiverse.core import RESERVED_NAMES, SCORING_RULES, digest, universe_id
 from multiverse.errors import InputError
-from multiverse.importers._guard import import_budget
+from multiverse.importers._guard import import_budget, one_name_each
 from multiverse.importers.assert_runs import (
     AssertRun,
     model_name,
@@ -82,7 +82,7 @@ def import_assert(
     force: bool = False,
     max_bytes: int | None = None,
     max_rows: int | None = None,
-    max_transcript_bytes: int | None = None,
+    max_transcript_bytes: int | None = None, merge_look_alikes: bool = False,
 ) -> Results:
     """Import ASSERT run directories into ``out_dir``; see the module docstring.
 
@@ -129,6 +129,7 @@ def import_assert(
     _warn_test_sets(runs, transcripts, warnings)
 
     verdicts, criteria = _score(transcripts, criteria, samples, rules, axis_names, factors)
+    verdicts, criteria = one_name_each(verdicts, criteria, axis_names, factors, merge=bool(merge_look_alikes))
     rates = compute_rates(verdicts, axes=axis_names, factors=factors, ci=ci)
     universes = verdicts.drop_duplicates("universe_id")
     options = {

@@ -23,7 +23,7 @@ import pandas as pd
 
 from multiverse.core import CI_METHODS, SCHEMA_VERSION, ImportBudget
 from multiverse.errors import InputError
-from multiverse.importers._guard import check_storable, checked_names, checked_transcripts, import_budget
+from multiverse.importers._guard import check_storable, checked_transcripts, import_budget, one_name_each
 from multiverse.results import Results
 from multiverse.tables import with_score_column, write_run_folder
 
@@ -85,7 +85,7 @@ def write_import_dir(
     (key -> record) become ``transcripts.jsonl``, which the report and explorer show;
     each must fit the ``budget``'s ``max_transcript_bytes`` (a line the folder's reader reads back).
     """
-    _one_spelling_each(verdicts, criteria, list(manifest.get("axes", [])), list(manifest.get("factors", [])))
+    one_name_each(verdicts, criteria, list(manifest.get("axes", [])), list(manifest.get("factors", [])))
     check_storable(verdicts)
     transcripts = checked_transcripts(transcripts, budget or import_budget(), "transcripts")
     verdicts = with_score_column(verdicts)  # the results returned hold what the folder holds
@@ -96,23 +96,3 @@ def write_import_dir(
     return Results.from_manifest(manifest, verdicts=verdicts, criteria=criteria, rates=rates, source=out)
 
 
-def _one_spelling_each(verdicts: pd.DataFrame, criteria: pd.DataFrame | None, axes: list[str],
-                       factors: list[str]) -> None:
-    """Refuse names no reader could show or tell apart, whatever the source: the last check before writing.
-
-    Systems, axes, options, factors, their levels and criteria hold no control
-    or invisible character and no two look alike (one UTS #39 skeleton; an
-    importer merges them earlier when asked); case ids hold no such character
-    and no two spellings of one normal form.
-    """
-    checked_names(axes, "axes", param="axes")
-    checked_names(factors, "factors", param="factors")
-    for column in ("system", *axes, *factors):
-        if column in verdicts.columns:
-            checked_names(pd.unique(verdicts[column].dropna().astype(str)), column)
-    if "case_id" in verdicts.columns:
-        checked_names(pd.unique(verdicts["case_id"].dropna().astype(str)), "case_id", look_alikes=False)
-    if criteria is not None:
-        for column in ("criterion_id", "criterion"):
-            if column in criteria.columns:
-                checked_names(pd.unique(criteria[column].dropna().astype(str)), column, look_alikes=False)

@@ -123,11 +123,15 @@ def import_inspect(
 
 
 def _one_name_each(read: list[InspectLog], factors: list[str], merge: bool) -> None:
-    """Systems, judges and factor levels: nothing unshowable, no two alike (or merged when asked)."""
+    """Systems, judges, scorers, cases and factor levels: nothing unshowable, no two alike (or merged when asked)."""
     systems = checked_names([log.system for log in read], "eval.model (the systems)", merge=merge)
     judges = checked_names([log.judge for log in read], "the judges", merge=merge)
+    scorers = checked_names([log.scorer for log in read], "the scorers", merge=merge)
+    cases = checked_names([row.case_id for log in read for row in log.rows], "samples.id (the cases)", merge=merge)
     for log in read:
-        log.system, log.judge = systems[log.system], judges[log.judge]
+        log.system, log.judge, log.scorer = systems[log.system], judges[log.judge], scorers[log.scorer]
+        for row in log.rows:
+            row.case_id = cases[row.case_id]
     for factor in factors:
         levels = checked_names([row.factors[factor] for log in read for row in log.rows],
                                f"samples.metadata.{factor}", merge=merge, param="factors")

@@ -94,14 +94,15 @@ def import_promptfoo(
 
 
 def _one_name_each(read: list[PromptfooFile], factors: list[str], merge: bool) -> None:
-    """Systems, graders and factor levels: nothing unshowable, no two alike (or merged when asked)."""
+    """Systems, graders, factor levels and cases: nothing unshowable, no two alike (or merged when asked)."""
     rows = [row for file in read for row in file.rows]
     systems = checked_names([row.system for row in rows], "results.results.provider (the systems)", merge=merge)
     judges = checked_names([row.judge for row in rows], "the graders", merge=merge)
     levels = {factor: checked_names([row.factors[factor] for row in rows], f"results.results.vars.{factor}",
                                     merge=merge, param="factors") for factor in factors}
+    cases = checked_names([row.case_id for row in rows], "results.results.testCase.description (the cases)", merge=merge)
     for row in rows:
-        row.system, row.judge = systems[row.system], judges[row.judge]
+        row.system, row.judge, row.case_id = systems[row.system], judges[row.judge], cases[row.case_id]
         row.factors = {factor: levels[factor][level] for factor, level in row.factors.items()}
 
 

@@ -183,7 +183,7 @@ def import_table(
 
     Bounds (:class:`multiverse.core.ImportBudget`): ``max_bytes`` of table
     (uncompressed), ``max_rows`` rows, ``max_transcript_bytes`` per transcript.
-    Two systems, options or levels that look alike are refused unless
+    Two systems, items, options or levels that look alike are refused unless
     ``merge_look_alikes`` reads them as one.
     """
     from multiverse.tables import check_output_dir
@@ -217,7 +217,7 @@ def import_table(
         assert scale is not None
         scored = read_scores(path, frame[label], label, scale, nfc(reference) if reference else None, systems)
         compliant, empty = np.zeros(len(frame), dtype=bool), scored[1]
-    items = _names(path, frame[item], item)
+    items = _names(path, frame[item], item, merge)
 
     combos = pd.DataFrame(axis_values) if axes else pd.DataFrame(index=frame.index)
     universe_ids = _universe_ids(combos, axes)
@@ -225,7 +225,7 @@ def import_table(
                   if "replicate" in optional else np.zeros(len(frame), dtype=np.int64))
     _check_duplicates(path, universe_ids, systems, items, replicates, axes, axis_values, system, item, optional)
 
-    verdicts = _verdict_frame(path, frame, universe_ids, axis_values, systems, items, factors, replicates)
+    verdicts = _verdict_frame(path, frame, universe_ids, axis_values, systems, items, factors, replicates, merge)
     transcripts = _judged_keys(path, frame, verdicts, optional)
     verdicts["status"] = np.where(empty, "excluded", "ok")
     verdicts["reason"] = np.where(empty, "missing label", "")
@@ -297,7 +297,7 @@ def _check_duplicates(path: Path, universe_ids: Any, systems: Any, items: Any, r
 
 
 def _verdict_frame(path: Path, frame: pd.DataFrame, universe_ids: Any, axis_values: dict, systems: Any, items: Any,
-                   factors: list, replicates: Any) -> pd.DataFrame:
+                   factors: list, replicates: Any, merge: bool) -> pd.DataFrame:
     """The verdicts' identifying columns: universe, axes, system, case, factors and replicate."""
     verdicts = pd.DataFrame({"universe_id": universe_ids})
     for axis, values in axis_values.items():
@@ -306,7 +306,7 @@ def _verdict_frame(path: Path, frame: pd.DataFrame, universe_ids: Any, axis_valu
     verdicts["case_id"] = items
     for factor in factors:
         levels = frame[factor].fillna("").astype(str).map(nfc)
-        named = checked_names(levels.unique(), f"{path}: {factor}")
+        named = checked_names(levels.unique(), f"{path}: {factor}", merge=merge, param="factors")
         verdicts[factor] = levels.to_numpy() if all(k == v for k, v in named.items()) else levels.map(named).to_numpy()
     verdicts["replicate"] = replicates
     return verdicts
@@ -381,8 +381,8 @@ def _check_columns(path, frame, system, item, label, axes, factors, optional) ->
 def _names(path: Path, column: pd.Series, name: str, merge: bool | None = None) -> np.ndarray:
     """A column of names (systems, items, options) as strings in NFC; no empty values, nothing unshowable.
 
-    Systems and options (``merge`` given) are also refused when two look alike,
-    or merged when ``merge``; items only when two are spellings of one normal form.
+    Systems, items and options (``merge`` given) are also refused when two look alike,
+    or merged when ``merge``.
     """
     text = column.astype("string").str.strip()
     empty = text.isna() | (text == "")

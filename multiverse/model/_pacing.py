@@ -58,7 +58,7 @@ from multiverse.core import _interrupt as interrupt
 from multiverse.errors import InputError
 from multiverse.model._pricing import DEFAULT_COMPLETION_TOKENS
 
-__all__ = ["DECREASE", "LIMITED", "MAX_PAUSE", "STEP", "Limit", "Pacer", "Slot",
+__all__ = ["DECREASE", "LIMITED", "MAX_PAUSE", "STEP", "Clock", "Limit", "Pacer", "Slot",
            "WallEstimate", "estimate_wall_seconds", "lane_of", "request_tokens"]
 
 PERIOD = 60.0  # rpm and tpm are per minute
@@ -75,6 +75,21 @@ _POLL = 0.1  # how often a thread waiting for a free slot looks at the stop flag
 #: the longest Retry-After honoured, in seconds
 MAX_PAUSE = 600.0
 _CONGESTION = frozenset({429, 503})
+
+
+class Clock:
+    """The time a pacer reads and waits on: the machine's. A test passes its own (same three
+    methods) to run the pacer on a clock it advances, so what it asserts of the pacing holds
+    whatever the machine's speed."""
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        interrupt.sleep(seconds)  # looked up at each call: wakes on a stop
+
+    def condition(self) -> threading.Condition:
+        return threading.Condition()
 
 
 @dataclass(frozen=True)
@@ -169,9 +184,9 @@ class Slot:
 
 
 class _Lane:
-    def __init__(self, name: str, limit: Limit, jobs: int):
-        self.name, self.limit = name, limit
-        self.cond = threading.Condition()
+    def __init__(self, name: str, limit: Limit, jobs: int, clock: Clock):
+        self.name, self.limit, self.clock = name, limit, clock
+        self.cond = clock.condition()
         self.cap = limit.max_concurrency or jobs
         self.window = float(self.cap)
         self.ceiling = limit.rpm / PERIOD if limit.rpm else math.inf  # requests per second
@@ -199,7 +214,7 @@ class _Lane:
 
     def acquire(self, slot: Slot) -> None:
         interrupt.check(f"before waiting for a {self.name} slot")
-        asked = time.monotonic()
+        asked = self.clock.monotonic()
         with self.cond:
             while self.in_flight >= max(1, int(self.window)):
                 self.cond.wait(_POLL)
@@ -216,31 +231,29 @@ class _Lane:
 
     def _start(self, slot: Slot) -> None:
         tokens = slot._tokens
+        reserved = None  # the epoch of the time this thread reserved, while it holds one
         while True:
             with self.cond:
-                now = time.monotonic()
-                at = max(now, self.paused_until, self.last_start + 1 / self.rate, self.next_start)
+                now = self.clock.monotonic()
+                # Spacing, the pause and the minute's tokens bind every start. Other threads'
+                # reservations bind only a thread without one of its own: one that woke a little
+                # before its predecessor's late start allows waits the difference, and keeps its
+                # place instead of queueing behind all the others (a lost start each time).
+                queued = reserved != self.epoch  # a pause or a cut voids every reservation
+                at = max(now, self.paused_until, self.last_start + 1 / self.rate, self.next_start if queued else 0.0)
                 if self.token_rate is not None:
-                    at = max(at, self.paid_until, self.next_token, self._token_room(now, tokens))
+                    at = max(at, self.paid_until, self._token_room(now, tokens), self.next_token if queued else 0.0)
                 if at <= now:
                     self._begin(slot, now, tokens)
                     return
                 if self.rate < math.inf and max(self.last_start + 1 / self.rate, self.next_start) > now:
                     self.held_at = now  # the rate holds calls back: clean answers may raise it
-                # Reserve the time, so the threads waiting here go one after another, not all at once.
-                epoch = self.epoch
-                self.next_start = at + 1 / self.rate
-                if self.token_rate is not None:
-                    self.next_token = at + tokens / self.token_rate
-            interrupt.sleep(at - now)
-            with self.cond:
-                now = time.monotonic()
-                # A pause or a cut while we slept voids the reservation; a late wake-up
-                # must still keep the spacing and the minute's tokens.
-                if (self.epoch == epoch and now >= self.paused_until and now >= self.last_start + 1 / self.rate
-                        and (self.token_rate is None or (now >= self.paid_until and self._token_room(now, tokens) <= now))):
-                    self._begin(slot, now, tokens)
-                    return
+                if queued:  # reserve the time, so the threads waiting here go one after another, not all at once
+                    reserved = self.epoch
+                    self.next_start = at + 1 / self.rate
+                    if self.token_rate is not None:
+                        self.next_token = at + tokens / self.token_rate
+            self.clock.sleep(at - now)
 
     def _token_room(self, now: float, tokens: int) -> float:
         """When the last PERIOD's tokens leave room for ``tokens`` more (``now`` if they do)."""
@@ -280,7 +293,7 @@ class _Lane:
 
     def report(self, slot: Slot, status: int | None, retry_after: float | None, tokens_used: int | None) -> bool:
         with self.cond:
-            now = time.monotonic()
+            now = self.clock.monotonic()
             if tokens_used is not None and slot._entry is not None and self.token_rate is not None:
                 extra = max(0, int(tokens_used)) - slot._entry[1]
                 slot._entry[1] += extra
@@ -357,7 +370,7 @@ class _Lane:
         with self.cond:
             if self.in_flight >= max(1, int(self.window)):
                 return math.inf
-            now = time.monotonic()
+            now = self.clock.monotonic()
             at = max(now, self.paused_until, self.last_start + 1 / self.rate, self.next_start)
             if self.token_rate is not None:
                 at = max(at, self.paid_until, self.next_token, self._token_room(now, max(0, int(tokens))))
@@ -369,7 +382,7 @@ class _Lane:
                 "rpm": None if math.isinf(self.rate) else self.rate * PERIOD,
                 "concurrency": int(self.window),
                 "in_flight": self.in_flight,
-                "paused_seconds": max(0.0, self.paused_until - time.monotonic()),
+                "paused_seconds": max(0.0, self.paused_until - self.clock.monotonic()),
                 "congestion_events": self.congestion,
             }
 
@@ -384,6 +397,7 @@ class Pacer:
             is not declared (the run's ``jobs``).
         provider: a model string's provider, for the lanes of undeclared models
             (default: the text before the first ``/``).
+        clock: the time read and waited on (default: the machine's, :class:`Clock`).
 
     Usage::
 
@@ -394,13 +408,14 @@ class Pacer:
     """
 
     def __init__(self, limits: Mapping[str, Any] | None = None, default_concurrency: int = 8,
-                 provider: Callable[[str], str] = _provider):
+                 provider: Callable[[str], str] = _provider, clock: Clock | None = None):
         if isinstance(default_concurrency, bool) or not isinstance(default_concurrency, int) or default_concurrency < 1:
             raise InputError(f"default_concurrency: expected a whole number >= 1, got {default_concurrency!r}",
                              param="default_concurrency")
         self.limits = {str(prefix): Limit.of(value, str(prefix)) for prefix, value in (limits or {}).items()}
         self.jobs = default_concurrency
         self._provider = provider
+        self._clock = clock or Clock()
         self._lanes: dict[str, _Lane] = {}
         self._names: dict[tuple[str, str | None], str] = {}
         self._lock = threading.Lock()
@@ -422,7 +437,8 @@ class Pacer:
             with self._lock:
                 lane = self._lanes.get(name)
                 if lane is None:
-                    lane = self._lanes[name] = _Lane(name, self.limits.get(name, Limit()), self.jobs)
+                    lane = self._lanes[name] = _Lane(name, self.limits.get(name, Limit()), self.jobs,
+                                                           self._clock)
         return Slot(lane, est_tokens)
 
     def wait_seconds(self, model: str, api_base: str | None = None, est_tokens: int = 0) -> float:

@@ -239,6 +239,8 @@ class ServerDatabase(Database):
             conn = server.connect(self.where, limits)
         except psycopg.errors.ConnectionTimeout:
             raise self._unavailable(f"could not connect: {limits.connect_words()}", limits.connect) from None
+        except server.NoLookup as exc:
+            raise self._unavailable(f"could not connect: {limits.lookup_words(exc.host)}", limits.connect) from None
         except server.NoAnswer:
             raise self._unavailable(f"could not connect: {limits.answer_words()}", limits.answer) from None
         except psycopg.Error as exc:

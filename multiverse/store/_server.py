@@ -10,7 +10,11 @@ keeps its own deadlines:
 - **connecting** (the TCP connection and the whole handshake) is bounded by
   libpq's own ``connect_timeout``, from the URL (``?connect_timeout=5``) or
   ``$PGCONNECT_TIMEOUT``, else :data:`CONNECT_SECONDS`; psycopg enforces it
-  in Python over every step of the handshake.
+  in Python over every step of the handshake. Looking the host's name up is
+  not among those steps (psycopg calls ``getaddrinfo``, which waits as long as
+  the resolver does), so :func:`connect` looks it up itself, in a thread it
+  stops waiting for at the same deadline (:class:`NoLookup`), and hands libpq
+  the addresses (``hostaddr``).
 - **each statement** is bounded by ``$MULTIVERSE_STORE_TIMEOUT`` seconds
   (else :data:`ANSWER_SECONDS`) of silence: every wait on the connection's
   socket is, and a server that neither answers nor takes what is sent for
@@ -25,8 +29,10 @@ last commits) would each wait the whole timeout again.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
+import socket
 import threading
 import time
 from collections.abc import Generator
@@ -35,8 +41,8 @@ from typing import Any
 
 from multiverse.core import seconds_setting
 
-__all__ = ["ANSWER_SECONDS", "ANSWER_VARIABLE", "CONNECT_SECONDS", "NoAnswer", "Timeouts", "connect", "down",
-           "mark_down", "timeouts"]
+__all__ = ["ANSWER_SECONDS", "ANSWER_VARIABLE", "CONNECT_SECONDS", "NoAnswer", "NoLookup", "Timeouts", "connect",
+           "down", "mark_down", "timeouts"]
 
 #: the environment variable of the longest silence a statement waits through, in seconds
 ANSWER_VARIABLE = "MULTIVERSE_STORE_TIMEOUT"
@@ -50,6 +56,14 @@ class NoAnswer(Exception):
     """The server said nothing, and took nothing, for the whole answer timeout."""
 
 
+class NoLookup(Exception):
+    """The resolver gave no address for ``host`` within the connect timeout."""
+
+    def __init__(self, host: str):
+        super().__init__(host)
+        self.host = host
+
+
 class Timeouts:
     """The deadlines of one server's connections, and the words a message uses for where each is set."""
 
@@ -58,6 +72,9 @@ class Timeouts:
 
     def connect_words(self) -> str:
         return f"no answer within {self.connect:g} s ({self.connect_source} sets the wait)"
+
+    def lookup_words(self, host: str) -> str:
+        return f"no address for {host} within {self.connect:g} s ({self.connect_source} sets the wait)"
 
     def answer_words(self) -> str:
         return f"the server did not answer within {self.answer:g} s (${ANSWER_VARIABLE} sets the wait)"
@@ -85,11 +102,61 @@ def connect(url: str, limits: Timeouts) -> Any:
     """A psycopg connection to ``url`` in autocommit mode, whose every wait is bounded by ``limits``."""
     from psycopg.conninfo import conninfo_to_dict
 
-    extra = {} if "connect_timeout" in conninfo_to_dict(url) else {"connect_timeout": str(int(limits.connect))}
-    conn = _connection_class().connect(url, autocommit=True, **extra)
+    started = time.monotonic()
+    addresses = _looked_up(conninfo_to_dict(url), limits.connect)
+    # What the lookup took comes off the connection's time (libpq takes whole seconds, at least 2).
+    left = max(2, math.ceil(limits.connect - (time.monotonic() - started)))
+    conn = _connection_class().connect(url, autocommit=True, connect_timeout=str(left), **addresses)
     conn.answer_within = limits.answer
     conn.execute(f"SET statement_timeout = {max(1, round(limits.answer * 1000))}")
     return conn
+
+
+def _looked_up(params: dict[str, Any], seconds: float) -> dict[str, str]:
+    """``host``, ``hostaddr`` and ``port`` for libpq with every host name looked up within ``seconds``
+    (as psycopg would: each address of each host, one attempt each), or ``{}`` when none needs it."""
+    import psycopg
+
+    hosts = str(params.get("host") or os.environ.get("PGHOST") or "").split(",")
+    if params.get("hostaddr") or os.environ.get("PGHOSTADDR") or not any(map(_named, hosts)):
+        return {}
+    ports = str(params.get("port") or os.environ.get("PGPORT") or "5432").split(",")
+    ports = ports * len(hosts) if len(ports) == 1 else ports
+    found: dict[str, list[str]] = {}
+    failed: list[BaseException] = []
+
+    def look_up() -> None:
+        for host, port in zip(hosts, ports, strict=False):
+            if _named(host) and host not in found:
+                try:
+                    answers = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP, type=socket.SOCK_STREAM)
+                except OSError as exc:
+                    failed.append(psycopg.OperationalError(f"failed to resolve host {host!r}: {exc}"))
+                    return
+                found[host] = [str(answer[4][0]) for answer in answers]
+
+    # A daemon thread: a resolver that never answers keeps it, not the process, once we stop waiting.
+    lookup = threading.Thread(target=look_up, name="store-host-lookup", daemon=True)
+    lookup.start()
+    lookup.join(seconds)
+    if lookup.is_alive():
+        raise NoLookup(next(h for h in hosts if _named(h) and h not in found))
+    if failed:
+        raise failed[0]
+    attempts = [(host, address, port) for host, port in zip(hosts, ports, strict=False)
+                for address in (found[host] if _named(host) else [""])]
+    return {name: ",".join(a[i] for a in attempts) for i, name in enumerate(("host", "hostaddr", "port"))}
+
+
+def _named(host: str) -> bool:
+    """A host given by name (not a socket folder, an IP address, or nothing)."""
+    if not host or host.startswith("/") or host[1:2] == ":":
+        return False
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return True
+    return False
 
 
 @lru_cache(maxsize=1)

@@ -483,7 +483,7 @@ def test_free_text_names_are_escaped_not_refused(tmp_path):
     assert not any(unshowable(ch) for name in cases | criteria for ch in name)
 
 
-def test_look_alike_judges_of_assert_runs_are_refused_and_never_merged(tmp_path):
+def test_look_alike_judges_of_assert_runs_are_refused_or_merged_as_by_every_importer(tmp_path):
     suite = make_suite(tmp_path)
     scores = [(C1, "ok", verdict((FAB, True))), (C2, "ok", verdict((OVER, False)))]
     runs = [make_run(suite, "run_a", judge="judge-1", inference=(C1, C2), scores=scores),
@@ -491,5 +491,8 @@ def test_look_alike_judges_of_assert_runs_are_refused_and_never_merged(tmp_path)
     out = tmp_path / "out"
     line = refused(["import", "assert", *runs, "--out", out], r"judge: two spellings of one name")
     assert "'judge-1'" in line and "'judge\\u20101'" in line
-    refused(["import", "assert", *runs, "--merge-look-alikes", "--out", out], r"--merge-look-alikes: import assert")
+    assert not out.exists()
+    # Merged, the two runs are one judge's twice over the same cases: two rows of one key, which merging can't make one.
+    refused(["import", "assert", *runs, "--merge-look-alikes", "--out", out], r"--merge-look-alikes: merging",
+            r"made two rows of one")
     assert not out.exists()
