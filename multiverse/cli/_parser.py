@@ -199,6 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the sheet to write; the labelling page goes beside it (SHEET.html)")
     p.add_argument("--force", action="store_true",
                    help="replace an existing sheet (it may hold labels someone typed in: they would be lost)")
+    _rate_flag(p)
     p.add_argument("--blind-systems", action="store_true",
                    help="hide the systems' names on the labelling page too (the sheet keeps them)")
 
