@@ -160,7 +160,7 @@ def test_the_ranking_text_reads_as_violation_and_json_stays_compliance(sim_run):
 def test_the_labelling_page_asks_as_the_rates_read(sim_run, tmp_path):
     pages = {}
     for read in ("compliance", "violation"):
-        csv_path, html_path, _ = mv.label(sim_run.out, 2, tmp_path / f"{read}.csv", rate=read)
+        _, html_path, _ = mv.label(sim_run.out, 2, tmp_path / f"{read}.csv", rate=read)
         pages[read] = html_path.read_text()
         data = json.loads(re.search(r'<script id="sheet-data" type="application/json">(.*?)</script>',
                                     pages[read], re.S)[1])
