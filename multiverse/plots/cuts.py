@@ -60,7 +60,9 @@ def cut_figure(rows: Sequence[Mapping[str, Any]], *, scale: tuple[float, float] 
             rank_ax.plot(xs, mine["rank"], marker="o", color=palette[system], label=literal(system))
         for ax in (rate_ax, rank_ax):
             ax.set_xticks(range(len(steps)), [literal(s) for s in steps])
-            ax.set_xlabel("the mean, then the share at or above each cut")
+            # A cut's rate read as violations is the share below it (1 - the share at or above).
+            ax.set_xlabel("the mean, then the share " + ("at or above" if rates_read == "compliance" else "below")
+                          + " each cut")
         rate_ax.set_ylim(-0.02, 1.02)
         rate_ax.set_ylabel(f"{rate_name(rates_read)} (0–1)")
         if scale is not None and not part["scoring"].str.startswith("cut").all():

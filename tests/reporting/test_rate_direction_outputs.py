@@ -77,9 +77,10 @@ def test_the_cuts_figure_reads_as_violation(systems, scored_mean):
         rate_ax, rank_ax = figure.axes[0], figure.axes[1]
         shown[read] = ([np.asarray(line.get_ydata(), float) for line in rate_ax.lines],
                        [np.asarray(line.get_ydata(), float) for line in rank_ax.lines], rate_ax.get_ylabel(),
-                       rank_ax.get_ylabel(), [ax for ax in rate_ax.child_axes])
-    (c_rates, c_ranks, c_label, c_rank_label, c_native) = shown["compliance"]
-    (v_rates, v_ranks, v_label, v_rank_label, v_native) = shown["violation"]
+                       rank_ax.get_ylabel(), [ax for ax in rate_ax.child_axes], rate_ax.get_xlabel())
+    (c_rates, c_ranks, c_label, c_rank_label, c_native, c_x) = shown["compliance"]
+    (v_rates, v_ranks, v_label, v_rank_label, v_native, v_x) = shown["violation"]
+    assert "at or above each cut" in c_x and "below each cut" in v_x  # a cut's violation rate is the share below
     assert len(c_rates) == len(v_rates) == len(systems)
     for c, v in zip(c_rates, v_rates):
         np.testing.assert_allclose(v, 1 - c)
