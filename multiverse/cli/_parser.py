@@ -291,7 +291,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _rate_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rate", choices=("compliance", "violation"),
                    help="read rates as the share of compliant transcripts or of violating ones (1 - compliance), in "
-                        "every figure, table and page, and --threshold too (default: the spec's report.rate, or an "
+                        "every figure, table and page, and --threshold where there is one (default: the spec's "
+                        "report.rate, or an "
                         "import's --rate, else compliance; --json stays in compliance terms)")
 
 
