@@ -48,7 +48,7 @@ import pandas as pd
 
 from multiverse.analysis.rates import compute_rates
 from multiverse.analysis.scoring import score_verdicts
-from multiverse.core import RESERVED_NAMES, SCORING_RULES, check_rate_direction, digest, universe_id
+from multiverse.core import RESERVED_NAMES, SCORING_RULES, digest, universe_id
 from multiverse.errors import InputError
 from multiverse.importers._guard import import_budget
 from multiverse.importers.assert_runs import (
@@ -91,10 +91,9 @@ def import_assert(
     ``"name=run_dir:option"`` as given on the command line. ``scoring``: one scoring
     rule, or several (they become a ``scoring`` axis). ``primary`` ({axis: option})
     names the pre-registered universe (none when absent); ``ci`` the interval method of
-    the rates; ``rate`` which way the folder's figures and pages read them (the manifest's ``rate``).
-    ``out_dir`` is checked first: never one of the runs, nor inside one
-    (see :func:`multiverse.tables._places.check_output_dir`; ``force`` allows a folder holding
-    other files). Returns the Results with verdicts, criteria and rates; bad input
+    the rates; ``rate`` how its figures read them (the manifest's). ``out_dir`` is checked first: never
+    one of the runs, nor inside one (see :func:`multiverse.tables._places.check_output_dir`; ``force``
+    allows a folder holding other files). Returns the Results with verdicts, criteria and rates; bad input
     raises InputError and writes nothing. Bounds: ``max_bytes`` of run files, ``max_rows`` JSON lines.
     """
     from multiverse.tables import check_output_dir
@@ -104,7 +103,6 @@ def import_assert(
     if not run_dirs:
         raise InputError("run_dirs: expected at least one ASSERT run directory", param="run_dirs")
     check_ci(ci)
-    check_rate_direction(rate)
     budget = import_budget(max_bytes, max_rows, max_transcript_bytes)
     check_output_dir(out_dir, kind="import", input_dirs=run_dirs, force=force)
     rules = [scoring] if isinstance(scoring, str) else list(scoring)
