@@ -66,7 +66,7 @@ def test_the_ranking_figure_keeps_ranks_and_words_them_as_read(sim_run):
                 max_size=9, unique_by=lambda t: t[0]), st.booleans())
 @settings(max_examples=25, deadline=None)
 def test_the_cuts_figure_reads_as_violation(systems, scored_mean):
-    from multiverse.plots.cuts import cut_figure
+    from multiverse.plots import cut_figure
 
     steps = ["mean", "cut 7"] if scored_mean else ["cut 5", "cut 7"]
     rows = [{"group": "all", "scoring": step, "system": s, "rate": max(0.0, r - 0.1 * i), "rank": 1 + k}
