@@ -58,7 +58,7 @@ def report(results: Results | str | os.PathLike, path: str | os.PathLike | None 
 
 
 def label(source: str | os.PathLike, n: int, out: str | os.PathLike, *, seed: int = 0,
-          force: bool = False, blind_systems: bool = False) -> tuple[Path, Path, list[str]]:
+          force: bool = False, blind_systems: bool = False, rate: str | None = None) -> tuple[Path, Path, list[str]]:
     """Draw ``n`` transcripts per system and rollout configuration for people to label.
 
     Writes the sheet (``out``, a ``.csv``) and its page (the same name,
@@ -67,13 +67,15 @@ def label(source: str | os.PathLike, n: int, out: str | os.PathLike, *, seed: in
     ``force=True``, since people may have typed labels into it. A scored
     run's sheet asks for a score on the judge's scale. ``blind_systems=True``
     hides the systems' names on the page (blind labelling of systems as well
-    as of judges); the sheet keeps them.
+    as of judges); the sheet keeps them. ``rate`` (``compliance`` or
+    ``violation``; None: the run's ``report.rate``) words the page's
+    pass/fail question; the sheet's ``compliant`` column means the same either way.
     """
     from multiverse.labelling import check_sheet_places, label_results
     from multiverse.results import load_run
 
     out_csv = check_sheet_places(source, out, force=force)
-    return label_results(load_run(source), n, out_csv, seed=seed, blind_systems=blind_systems)
+    return label_results(load_run(source).read_as(rate), n, out_csv, seed=seed, blind_systems=blind_systems)
 
 
 def power(spec: Spec, *, baseline_rate: float = 0.8, alpha: float = 0.05, power: float = 0.8,

@@ -19,6 +19,7 @@ a developer's shared store never leaks into a test.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import io
 import os
@@ -92,6 +93,25 @@ def _environment(changes: Mapping[str, str | None] | None) -> Iterator[None]:
         os.environ.update(saved)
 
 
+@functools.cache
+def _project_filters() -> tuple[tuple[str, str, type[Warning], str], ...]:
+    """pytest's ``filterwarnings`` of pyproject.toml (``action:message:category:module``), for ``warnings``:
+    read from the one place they are written, so a command run here and a test see the same rules."""
+    import builtins
+
+    import tomllib
+
+    lines = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]["ini_options"]
+    filters = []
+    for line in lines.get("filterwarnings", []):
+        action, message, category, module = (line.split(":", 3) + ["", "", ""])[:4]
+        found = getattr(builtins, category or "Warning", None)
+        if not (isinstance(found, type) and issubclass(found, Warning)):
+            raise ValueError(f"pyproject.toml: filterwarnings: {line!r}: expected a built-in warning category")
+        filters.append((action, message, found, module))
+    return tuple(filters)
+
+
 def _print_warning(message, category, filename, lineno, file=None, line=None) -> None:
     (file or sys.stderr).write(warnings.formatwarning(message, category, filename, lineno, line))
 
@@ -114,6 +134,10 @@ def run_cli(argv: Sequence[object], *, cwd: Path | str | None = None,
             # As in a process of its own: every warning the command gives is printed to its
             # stderr (not once per process, and not into pytest's warning log).
             warnings.simplefilter("default")
+            # ...except the project's own deprecations, which are errors here as under pytest (pyproject.toml's
+            # filterwarnings): a deprecated call inside a command fails the test instead of being printed.
+            for action, message, category, module in _project_filters():
+                warnings.filterwarnings(action, message, category, module)
             warnings.showwarning = _print_warning
             if cwd is not None:
                 os.chdir(cwd)

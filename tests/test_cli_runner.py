@@ -40,3 +40,26 @@ def test_results_unpack_and_check_like_the_cli_contract(tmp_path):
     assert "--format" in run_cli(["expand", DEMO, "--format", "xml"], cwd=tmp_path).refused("--format")
     with pytest.raises(AssertionError):
         run_cli(["expand", DEMO, "--format", "xml"], cwd=tmp_path).ok()
+
+
+def test_the_projects_own_deprecations_are_errors_inside_a_command_as_under_pytest(tmp_path, monkeypatch):
+    """run_cli prints a command's warnings as its own process would, except the project's deprecations:
+    pyproject.toml's filterwarnings make them errors under pytest, and run_cli reads the same lines."""
+    from multiverse import cli
+
+    def deprecated(args) -> int:  # this module's name matches "test_", as multiverse's own modules match theirs
+        warnings.warn("an API the project should no longer call", DeprecationWarning, stacklevel=1)
+        return 0
+
+    def elsewhere(args) -> int:  # a library's deprecation (module "somelib") stays a printed warning
+        warnings.warn_explicit("a library's own deprecation", DeprecationWarning, "somelib.py", 1, module="somelib")
+        warnings.warn_explicit("a library's own future change", FutureWarning, "somelib.py", 2, module="somelib")
+        return 0
+
+    monkeypatch.setitem(cli.COMMANDS, "validate", deprecated)
+    with pytest.raises(DeprecationWarning, match="no longer call"):
+        run_cli(["validate", DEMO], cwd=tmp_path)
+    monkeypatch.setitem(cli.COMMANDS, "validate", elsewhere)
+    done = run_cli(["validate", DEMO], cwd=tmp_path)
+    assert done.returncode == 0
+    assert "a library's own deprecation" in done.stderr and "a library's own future change" in done.stderr

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from multiverse.core import orient, orient_interval, rate_name
+from multiverse.core import orient, orient_interval, rank_one, rate_name
 
 from ._anchoring import print_anchored_curve, print_anchored_ranking
 from ._output import interval, number, print_json, print_table, save_figure, say
@@ -157,14 +157,14 @@ def _print_notes(notes: list[str]) -> int:
 def cmd_ranking(args) -> int:
     from .. import load_run
 
-    results: Results = load_run(args.source)
+    results: Results = load_run(args.source).read_as(args.rate)
     anchored = results.anchored_ranking(args.human) if args.human else None
     analysis = results.ranking(axes=args.axis, boot=args.boot)
     _figure(analysis, args)
     if args.json:
         print_json({**analysis.document, "anchored": anchored.document} if anchored else analysis.document)
         return 0
-    _print_ranking(analysis.typed)
+    _print_ranking(analysis.typed, results.rate_direction)
     if anchored:
         print_anchored_ranking(anchored.typed)
         for note in anchored.notes:
@@ -172,7 +172,14 @@ def cmd_ranking(args) -> int:
     return 0
 
 
-def _print_ranking(result: RankingDocument) -> None:
+def _as_read(difference: float | None, read: str) -> float | None:
+    """A difference of two compliance rates as ``read`` reads it (``core.orient``); None stays None."""
+    return None if difference is None else float(orient(difference, read, difference=True))
+
+
+def _print_ranking(result: RankingDocument, read: str = "compliance") -> None:
+    """The ranking in words; ``read``: which way its rates read (ranks stay 1 = the best system, worded by
+    ``core.rank_one``; a pair's difference flips by ``core.orient``)."""
     unc = result.uncertainty
     adjacent, intervals = (unc.adjacent, unc.p_top) if unc else ([], {})
     if result.primary is None:
@@ -180,7 +187,8 @@ def _print_ranking(result: RankingDocument) -> None:
     else:
         say(f"{result.universes} universes; primary {result.primary} (top: {', '.join(map(str, result.primary_top))})")
     level = f"{unc.level:.0%} case-bootstrap interval, {unc.resamples} resamples" if unc else "no bootstrap"
-    say(f"P(rank 1) over all universes [{level}] and coverage (share of universes rating the system):")
+    say(f"P(rank 1 = {rank_one(read)}) over all universes [{level}] and coverage (share of universes rating the "
+        "system):")
     for system, p in sorted(result.p_top.items(), key=lambda kv: -kv[1]):
         say(f"  {system}: {p:.2f} {interval(intervals.get(system))}  coverage {result.coverage[system]:.2f}")
     from multiverse.analysis import separability
@@ -190,7 +198,8 @@ def _print_ranking(result: RankingDocument) -> None:
     pairwise = result.pairwise
     pairs = pairwise.pairs
     if pairs:
-        say(f"Paired tests in the primary universe, {pairwise.adjustment}-adjusted over {pairwise.family}:")
+        say(f"Paired tests in the primary universe ({rate_name(read)} of the first minus the second), "
+            f"{pairwise.adjustment}-adjusted over {pairwise.family}:")
         shown = pairs
         if len(pairs) > 45:  # 10+ systems: the neighbours in the primary's order; the rest are in --json
             neighbours = {frozenset((r.a, r.b)) for r in adjacent}
@@ -199,7 +208,7 @@ def _print_ranking(result: RankingDocument) -> None:
             say(f"  {held} of {len(pairs)} pairs differ at Holm-adjusted p < 0.05; neighbours in the primary's "
                   "order below, every pair in --json")
         for q in shown:
-            say(f"  {q.a} - {q.b}: {number(q.difference)} on {q.n_cases} cases, p = {number(q.p, 4)}, Holm p = {number(q.p_holm, 4)}")
+            say(f"  {q.a} - {q.b}: {number(_as_read(q.difference, read))} on {q.n_cases} cases, p = {number(q.p, 4)}, Holm p = {number(q.p_holm, 4)}")
     tau, w = result.kendall_tau, result.kendall_w
     say(f"Kendall's tau-b between universes: mean {number(tau.mean)} over {tau.n_pairs} pairs; "
           f"Kendall's W {number(w.w)} ({w.universes} universes x {w.systems} systems, p = {number(w.p_value, 4)})")

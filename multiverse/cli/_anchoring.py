@@ -23,7 +23,7 @@ def cmd_label(args) -> int:
     from .. import label
 
     csv_path, html_path, notes = label(args.source, args.n, args.out, seed=args.seed, force=args.force,
-                                       blind_systems=args.blind_systems)
+                                       blind_systems=args.blind_systems, rate=args.rate)
     rows = _count_rows(csv_path)
     say(f"sheet: {csv_path} ({rows} transcripts to label)")
     say(f"page:  {html_path} (open it in a browser, label, then export the filled CSV)")

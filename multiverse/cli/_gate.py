@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..core import rate_name
 from ._output import number, print_json, print_table, save_figure, say
 
 if TYPE_CHECKING:
@@ -85,16 +86,17 @@ def cmd_check(args) -> int:
 def cmd_diff(args) -> int:
     from .. import diff
 
-    result: Diff = diff(args.baseline, args.candidate, boot=args.boot, seed=args.seed)
+    result: Diff = diff(args.baseline, args.candidate, boot=args.boot, seed=args.seed, rate=args.rate)
     if args.figure:
         save_figure(result.figure(), args.figure)
     if args.json:
         print_json(result.to_dict())
         return 0
-    say(f"candidate {result.candidate} against baseline {result.baseline}: rate(candidate) - rate(baseline), "
+    name = rate_name(result.rate_direction)
+    say(f"candidate {result.candidate} against baseline {result.baseline}: {name}(candidate) - {name}(baseline), "
         "paired on shared cases")
     rows = [["system", "universes", "min", "median", "max", "CI below 0", "CI above 0", "p worse (Holm)"]]
-    for _, s in result.summary().iterrows():
+    for _, s in result.summary(as_read=True).iterrows():
         rows.append([s["system"], str(s["universes"]), number(s["min"]), number(s["median"]), number(s["max"]),
                      str(s["below_0"]), str(s["above_0"]), f"{s['p_worse']:.3g}" + ("  WORSE" if s["worse"] else "")])
     print_table(rows)

@@ -20,7 +20,8 @@ def cmd_import(args) -> int:
     if args.primary and len(dict(args.primary)) < len(args.primary):
         raise InputError(f"primary: an axis is given twice ({' '.join(f'{a}={o}' for a, o in args.primary)})",
                          param="primary")
-    common = {"primary": dict(args.primary) if args.primary else None, "ci": args.ci, "force": args.force,
+    common = {"primary": dict(args.primary) if args.primary else None, "ci": args.ci, "rate": args.rate,
+              "force": args.force,
               **{name: getattr(args, name) for name in ("max_bytes", "max_rows", "max_transcript_bytes")}}
     common["merge_look_alikes"] = args.merge_look_alikes
     if args.source_kind == "inspect":

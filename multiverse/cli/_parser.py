@@ -121,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a run or import directory, or a verdicts table (.parquet/.csv)")
         p.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
         p.add_argument("--figure", type=Path, metavar="FILE", help="write the figure (.png, .svg or .pdf by extension)")
-        if name == "curve":
+        if name in ("curve", "ranking"):
             _rate_flag(p)
         if name == "agreement":
             p.add_argument("--axis", help="the axis whose options are compared (default: judge, else the first judge-stage axis)")
@@ -169,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--boot", type=_count(1, MAX_BOOT), default=1000,
                    help=f"sign flips for the joint test, 1 to {MAX_BOOT:,} (default: 1000)")
     p.add_argument("--seed", type=_count(0), default=0, help="random seed of the sign flips, >= 0 (default: 0)")
+    _rate_flag(p)
 
     p = command("report", "write one self-contained HTML report of a run, an import, or a verdicts table: "
                 "the interactive explorer (curve, universes, transcripts, judges' reasons), then every figure")
@@ -198,6 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the sheet to write; the labelling page goes beside it (SHEET.html)")
     p.add_argument("--force", action="store_true",
                    help="replace an existing sheet (it may hold labels someone typed in: they would be lost)")
+    _rate_flag(p)
     p.add_argument("--blind-systems", action="store_true",
                    help="hide the systems' names on the labelling page too (the sheet keeps them)")
 
@@ -289,8 +291,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _rate_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rate", choices=("compliance", "violation"),
                    help="read rates as the share of compliant transcripts or of violating ones (1 - compliance), in "
-                        "every figure, table and page, and --threshold too (default: the spec's report.rate, else "
-                        "compliance)")
+                        "every figure, table and page, and --threshold where there is one (default: the spec's "
+                        "report.rate, or an "
+                        "import's --rate, else compliance; --json stays in compliance terms)")
 
 
 def _store_place(text: str) -> Path | str:
@@ -414,6 +417,9 @@ def _import_flags(q: argparse.ArgumentParser) -> None:
                         "(default: none is primary)")
     q.add_argument("--ci", default="wilson", metavar="METHOD",
                    help="confidence interval method of the rates: wilson (default) or bootstrap (clustered by case)")
+    q.add_argument("--rate", choices=("compliance", "violation"), default="compliance",
+                   help="which way the import's figures, tables and pages read a rate, as a spec's report.rate "
+                        "(default: compliance; the tables on disk stay in compliance terms)")
     q.add_argument("--force", action="store_true", help="write into an --out folder that holds other files or a run")
     q.add_argument("--max-bytes", type=_size, metavar="SIZE", help="bytes the import may read (all inputs, uncompressed) "
                    "and write as transcripts, e.g. 512M (default: 256M; over it an import may need more than 2 GB)")

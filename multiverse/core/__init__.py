@@ -88,6 +88,7 @@ if TYPE_CHECKING:
         orient_interval,
         orient_rates,
         orient_side,
+        rank_one,
         rate_name,
     )
     from ._shared_path import shared_path, shared_text
@@ -158,7 +159,7 @@ _HOMES = {
     **dict.fromkeys(("PlaceError", "check_writable", "resolved"), "_writable"),
     **dict.fromkeys(("shared_path", "shared_text"), "_shared_path"),
     **dict.fromkeys(("RATE_DIRECTIONS", "RateDirection", "check_rate_direction", "counted_word", "orient",
-                     "orient_interval", "orient_rates", "orient_side", "rate_name"), "_rate_direction"),
+                     "orient_interval", "orient_rates", "orient_side", "rank_one", "rate_name"), "_rate_direction"),
 }
 _MODULES = {"credentials", "interrupt", "model_names"}
 
@@ -247,6 +248,7 @@ __all__ = [
     "orient_rates",
     "orient_side",
     "progress_stream",
+    "rank_one",
     "rate_name",
     "read_regular_file",
     "reason_class",

@@ -13,7 +13,10 @@ subtracts from 1 by hand and no two outputs disagree:
 - compliant counts k of n read n - k (violating);
 - positions on a curve (1 = lowest) read n + 1 - position, so a curve still
   runs from the lowest to the highest rate as read;
-- a one-sided direction ("greater", "less") reads the other way.
+- a one-sided direction ("greater", "less") reads the other way;
+- ranks do not change: 1 is the best system either way, the highest compliance rate or the lowest
+  violation rate (:func:`rank_one` words it), so a ranking read as violations reverses the order of the
+  rates shown, never the systems' places.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 __all__ = ["RATE_DIRECTIONS", "RateDirection", "check_rate_direction", "counted_word", "orient", "orient_interval",
-           "orient_rates", "orient_side", "rate_name"]
+           "orient_rates", "orient_side", "rank_one", "rate_name"]
 
 RateDirection = Literal["compliance", "violation"]
 RATE_DIRECTIONS: tuple[str, ...] = ("compliance", "violation")
@@ -95,3 +98,9 @@ def rate_name(direction: str) -> str:
 def counted_word(direction: str) -> str:
     """What the counted transcripts of a rate read in ``direction`` are: ``compliant`` or ``violating``."""
     return "compliant" if check_rate_direction(direction) == "compliance" else "violating"
+
+
+def rank_one(direction: str) -> str:
+    """What rank 1 is, in the words of a rate read in ``direction``: ``highest compliance rate`` or ``lowest
+    violation rate`` (ranks stay the analysis's, 1 = the best system; only their words follow the reading)."""
+    return "highest compliance rate" if check_rate_direction(direction) == "compliance" else "lowest violation rate"

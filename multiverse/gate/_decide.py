@@ -125,6 +125,9 @@ class CheckResult:
     alpha: float
     source: str
     notes: tuple[str, ...] = field(default=())
+    #: How the claims' estimates are written (``_direction``): the one JSON document not in compliance terms,
+    #: since each estimate is compared with its claim's bound as the claim is written.
+    rate_direction: str = "compliance"
 
     def passed(self) -> bool:
         """True when no claim failed and none is undecided: each held, or, under ``rule: not_refuted``, was
@@ -142,7 +145,7 @@ class CheckResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "source": self.source, "alpha": self.alpha,
+            "source": self.source, "alpha": self.alpha, "rate_direction": self.rate_direction,
             "multiplicity": f"Holm across the {len(self.outcomes)} claims, held and failed separately; "
                             "universes combined by partial conjunction (Bonferroni), valid under any dependence",
             "counts": self.counts, "claims": [o.to_dict() for o in self.outcomes], "notes": list(self.notes),
@@ -385,4 +388,5 @@ def check(results: Results | str | os.PathLike, claims: ClaimsFile | str | os.Pa
             warnings=tuple(r["warnings"])))
     note = _sample_note(loaded)
     source = str(loaded.source) if loaded.source is not None else loaded.name
-    return CheckResult(outcomes=tuple(outcomes), alpha=level, source=source, notes=(note,) if note else ())
+    return CheckResult(outcomes=tuple(outcomes), alpha=level, source=source, notes=(note,) if note else (),
+                       rate_direction=_direction(loaded))

@@ -9,6 +9,11 @@ cases both runs rated, paired and clustered by case
 sign-flip joint test asks whether the candidate is worse across the universes
 (:func:`multiverse.analysis.joint_difference_test`, one-sided), Holm across
 systems and statistics. Whatever is in only one run is counted in a note.
+
+The frame, the tests and ``to_dict`` (``diff --json``) stay in compliance
+terms; ``rate_direction`` (the candidate's reading, or ``rate``) is how the
+figure, the text and the report's section show them (``core.orient``: a
+difference changes sign, its interval flips, worse stays worse).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import pandas as pd
 
 from multiverse.analysis import adjust_tests, case_matrix, difference_curve, included_verdicts, joint_difference_test
 from multiverse.analysis.estimates import CONTRIBUTION
+from multiverse.core import check_rate_direction, orient, orient_rates
 from multiverse.errors import InputError
 from multiverse.results import Results, json_safe, load_run
 
@@ -45,19 +51,34 @@ class Diff:
     mismatch: Mapping[str, int]
     notes: list[str] = field(default_factory=list)
     simulated: bool = False
+    #: Which way the figure and text read the rates (``core.orient``); the frame and ``to_dict`` stay compliance.
+    rate_direction: str = "compliance"
 
     @property
     def worse(self) -> list[str]:
         """The systems the joint test finds worse in the candidate (any statistic, Holm-adjusted, at alpha)."""
         return [t["systems"][0] for t in self.tests if t["worse"]]
 
-    def summary(self) -> pd.DataFrame:
+    def read_frame(self) -> pd.DataFrame:
+        """``frame`` as ``rate_direction`` reads it: each rate and the difference with its interval flipped
+        (``core.orient``), sorted again so each system's universes run from the lowest difference as read."""
+        read = self.rate_direction
+        if read == "compliance":
+            return self.frame
+        out = orient_rates(self.frame, read, value="difference", counts=(), position="", difference=True)
+        out["rate_baseline"], out["rate_candidate"] = (orient(out["rate_baseline"], read),
+                                                       orient(out["rate_candidate"], read))
+        return out.sort_values(["system", "difference", "universe_id"], kind="stable", ignore_index=True)
+
+    def summary(self, *, as_read: bool = False) -> pd.DataFrame:
         """Per system: universes compared, the range and median of the differences, universes whose interval
-        excludes 0 (either way), and the joint test's smallest Holm-adjusted p that the candidate is worse."""
+        excludes 0 (either way), and the joint test's smallest Holm-adjusted p that the candidate is worse.
+        In compliance terms, or with ``as_read`` as ``rate_direction`` reads them (:meth:`read_frame`)."""
+        frame = self.read_frame() if as_read else self.frame
         rows = []
         for test in self.tests:
             system = test["systems"][0]
-            part = self.frame[self.frame["system"] == system]
+            part = frame[frame["system"] == system]
             rows.append({
                 "system": system, "universes": len(part), "min": part["difference"].min(),
                 "median": part["difference"].median(), "max": part["difference"].max(),
@@ -69,6 +90,7 @@ class Diff:
     def to_dict(self) -> dict[str, Any]:
         return json_safe({
             "baseline": self.baseline, "candidate": self.candidate, "alpha": self.alpha,
+            "rate_direction": "compliance",  # every rate and difference below, whatever the figure and text read
             "difference": "rate(candidate) - rate(baseline), paired on shared cases, interval clustered by case",
             "systems": self.summary().to_dict(orient="records"), "tests": self.tests,
             "multiplicity": self.multiplicity, "mismatch": dict(self.mismatch), "notes": self.notes,
@@ -80,7 +102,7 @@ class Diff:
         from multiverse.plots import plot_diff
         from multiverse.plots.stamp import stamp_simulated
 
-        figure = plot_diff(self.frame, tests=self.tests, **options)
+        figure = plot_diff(self.read_frame(), tests=self.tests, **{"rates_read": self.rate_direction, **options})
         return stamp_simulated(figure) if self.simulated else figure
 
 
@@ -122,10 +144,15 @@ def _mismatch(base: Results, cand: Results, b_keys: dict, c_keys: dict, b_rows: 
 
 
 def diff(baseline: Results | str | os.PathLike, candidate: Results | str | os.PathLike, *, alpha: float = 0.05,
-         boot: int = 1000, seed: int = 0) -> Diff:
-    """Compare ``candidate`` with ``baseline`` (two runs or imports of the same design)."""
+         boot: int = 1000, seed: int = 0, rate: str | None = None) -> Diff:
+    """Compare ``candidate`` with ``baseline`` (two runs or imports of the same design).
+
+    ``rate`` (``compliance`` or ``violation``): how the figure and text read the rates; None: as the candidate
+    reads them (``Results.rate_direction``: its spec's ``report.rate``)."""
     if not 0 < alpha < 1:
         raise InputError(f"alpha: expected a number in (0, 1), got {alpha!r}", param="alpha")
+    if rate is not None:
+        check_rate_direction(rate)
     base = baseline if isinstance(baseline, Results) else load_run(baseline)
     cand = candidate if isinstance(candidate, Results) else load_run(candidate)
     b_keys, c_keys = _options_key(base), _options_key(cand)
@@ -176,7 +203,8 @@ def diff(baseline: Results | str | os.PathLike, candidate: Results | str | os.Pa
     if adjusted is not None:
         adjusted = {**adjusted, "family": adjusted["family"].replace("difference tests", "systems' not-worse tests")}
     return Diff(baseline=_shown(base), candidate=_shown(cand), frame=frame, tests=tests, multiplicity=adjusted,
-                alpha=alpha, mismatch=counts, notes=notes, simulated=base.simulated or cand.simulated)
+                alpha=alpha, mismatch=counts, notes=notes, simulated=base.simulated or cand.simulated,
+                rate_direction=rate or cand.rate_direction)
 
 
 def _shown(results: Results) -> str:

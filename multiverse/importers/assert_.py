@@ -79,6 +79,7 @@ def import_assert(
     scoring: str | Sequence[str] = "all_applicable",
     primary: Mapping[str, str] | None = None,
     ci: str = "wilson",
+    rate: str = "compliance",
     force: bool = False,
     max_bytes: int | None = None,
     max_rows: int | None = None,
@@ -90,9 +91,9 @@ def import_assert(
     ``"name=run_dir:option"`` as given on the command line. ``scoring``: one scoring
     rule, or several (they become a ``scoring`` axis). ``primary`` ({axis: option})
     names the pre-registered universe (none when absent); ``ci`` the interval method of
-    the rates. ``out_dir`` is checked first: never one of the runs, nor inside one
-    (see :func:`multiverse.tables._places.check_output_dir`; ``force`` allows a folder holding
-    other files). Returns the Results with verdicts, criteria and rates; bad input
+    the rates; ``rate`` how its figures read them (the manifest's). ``out_dir`` is checked first: never
+    one of the runs, nor inside one (see :func:`multiverse.tables._places.check_output_dir`; ``force``
+    allows a folder holding other files). Returns the Results with verdicts, criteria and rates; bad input
     raises InputError and writes nothing. Bounds: ``max_bytes`` of run files, ``max_rows`` JSON lines.
     """
     from multiverse.tables import check_output_dir
@@ -154,7 +155,7 @@ def import_assert(
         "ci": ci,
         "level": 0.95,
     }
-    return write_import_dir(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest)
+    return write_import_dir(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest, rate=rate)
 
 
 def _check_distinct(runs: list[AssertRun]) -> None:

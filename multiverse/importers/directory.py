@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from multiverse.core import CI_METHODS, SCHEMA_VERSION, ImportBudget
+from multiverse.core import CI_METHODS, SCHEMA_VERSION, ImportBudget, check_rate_direction
 from multiverse.errors import InputError
 from multiverse.importers._guard import check_storable, checked_transcripts, import_budget, one_name_each
 from multiverse.results import Results
@@ -76,6 +76,7 @@ def write_import_dir(
     manifest: dict[str, Any],
     transcripts: Mapping[str, Mapping[str, Any]] | None = None,
     budget: ImportBudget | None = None,
+    rate: str = "compliance",
 ) -> Results:
     """Write the tables and manifest into ``out_dir`` (created if needed), each file atomically.
 
@@ -84,12 +85,14 @@ def write_import_dir(
     directory is removed, so the folder never describes two sources. ``transcripts``
     (key -> record) become ``transcripts.jsonl``, which the report and explorer show;
     each must fit the ``budget``'s ``max_transcript_bytes`` (a line the folder's reader reads back).
+    ``rate`` (``compliance`` or ``violation``) is the import's ``report.rate``: which way its figures, tables and
+    pages read a rate, as a run's spec says (the manifest's ``rate``); the tables stay in compliance terms.
     """
     one_name_each(verdicts, criteria, list(manifest.get("axes", [])), list(manifest.get("factors", [])))
     check_storable(verdicts)
     transcripts = checked_transcripts(transcripts, budget or import_budget(), "transcripts")
     verdicts = with_score_column(verdicts)  # the results returned hold what the folder holds
-    manifest = {"schema_version": SCHEMA_VERSION, **manifest}
+    manifest = {"schema_version": SCHEMA_VERSION, **manifest, "rate": check_rate_direction(rate)}
     # One writer for run and import folders: the same atomic files, manifest last.
     out = write_run_folder(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
                            transcripts=transcripts)

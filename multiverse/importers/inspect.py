@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from multiverse.core import RESERVED_NAMES, universe_id
+from multiverse.core import RESERVED_NAMES, check_rate_direction, universe_id
 from multiverse.errors import InputError
 from multiverse.importers._columns import import_rates, rationale_criteria, row_keys, write_judged_import
 from multiverse.importers._guard import checked_names, import_budget
@@ -66,6 +66,7 @@ def import_inspect(
     factors: Sequence[str] = (),
     primary: Mapping[str, str] | None = None,
     ci: str = "wilson",
+    rate: str = "compliance",
     force: bool = False,
     max_bytes: int | None = None,
     max_rows: int | None = None,
@@ -91,6 +92,7 @@ def import_inspect(
     if not paths:
         raise InputError("logs: expected at least one Inspect log", param="logs")
     check_ci(ci)
+    check_rate_direction(rate)
     if not (isinstance(partial, (int, float)) and 0 <= partial <= 1):
         raise InputError(f"partial: {partial!r}; expected a score from 0 to 1 for a P", param="partial")
     factors = list(factors)
@@ -119,7 +121,7 @@ def import_inspect(
                                transcripts=transcripts, axes=axes, factors=factors, primary=primary, warnings=warnings,
                                input={"logs": [_log_entry(log) for log in read], "judge_role": judge_role,
                                       "system_role": system_role, "partial": float(partial)},
-                               ci=ci, estimator=estimator, scale=scale, budget=budget)
+                               ci=ci, estimator=estimator, scale=scale, budget=budget, rate=rate)
 
 
 def _one_name_each(read: list[InspectLog], factors: list[str], merge: bool) -> None:

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from multiverse.core import CRITERIA_COLUMNS, RESERVED_NAMES, universe_id
+from multiverse.core import CRITERIA_COLUMNS, RESERVED_NAMES, check_rate_direction, universe_id
 from multiverse.errors import InputError
 from multiverse.importers._columns import import_rates, row_keys, write_judged_import
 from multiverse.importers._guard import checked_names, import_budget
@@ -51,6 +51,7 @@ def import_promptfoo(
     factors: Sequence[str] = (),
     primary: Mapping[str, str] | None = None,
     ci: str = "wilson",
+    rate: str = "compliance",
     force: bool = False,
     max_bytes: int | None = None,
     max_rows: int | None = None,
@@ -72,6 +73,7 @@ def import_promptfoo(
     if not paths:
         raise InputError("results_files: expected at least one promptfoo result file", param="results_files")
     check_ci(ci)
+    check_rate_direction(rate)
     factors = list(factors)
     for factor in factors:
         if factor in RESERVED_NAMES or factor == "judge":
@@ -90,7 +92,7 @@ def import_promptfoo(
                                transcripts=transcripts, axes=axes, factors=factors, primary=primary, warnings=warnings,
                                input={"files": [{"file": str(f.path), "version": f.version, "successes": f.successes,
                                                  "failures": f.failures, "errors": f.errors} for f in read]},
-                               ci=ci, estimator="pooled", budget=budget)
+                               ci=ci, estimator="pooled", budget=budget, rate=rate)
 
 
 def _one_name_each(read: list[PromptfooFile], factors: list[str], merge: bool) -> None:

@@ -40,6 +40,7 @@ from multiverse.core import (
     RESERVED_NAMES,
     ImportBudget,
     both_spellings,
+    check_rate_direction,
     look_alike,
     nfc,
     regular_file_problem,
@@ -150,6 +151,7 @@ def import_table(
     factors: Sequence[str] = (),
     primary: dict[str, str] | None = None,
     ci: str = "wilson",
+    rate: str = "compliance",
     force: bool = False,
     replicate: str | None = None,
     transcript: str | None = None,
@@ -170,7 +172,8 @@ def import_table(
     measurement choice, ``factors`` are optional design-factor columns for subgroup
     rates. ``positive``/``negative`` name category labels; ``primary`` ({axis:
     option}) the pre-registered universe (none when absent); ``ci`` the interval
-    method of the rates. ``out_dir`` is checked first (see
+    method of the rates; ``rate`` which way the folder's figures and pages read them (compliance or
+    violation, the manifest's ``rate``). ``out_dir`` is checked first (see
     :func:`multiverse.tables._places.check_output_dir`; ``force`` allows a folder holding
     other files). ``replicate``, ``transcript`` and ``rationale`` name the optional
     columns of the module docstring. Returns the :class:`Results` (verdicts, rates,
@@ -191,6 +194,7 @@ def import_table(
     path = Path(path)
     axes, factors = list(axes), list(factors)
     check_ci(ci)
+    check_rate_direction(rate)
     budget = import_budget(max_bytes, max_rows, max_transcript_bytes)
     check_output_dir(out_dir, kind="import", inputs=[path], force=force)
     frame = read_label_table(path, budget)
@@ -259,7 +263,7 @@ def import_table(
                          input={"system": system, "item": item, "label": label, "positive": positive,
                                 "negative": list(negative or []), "missing_labels": int(empty.sum()), **optional})
     return write_import_dir(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
-                            transcripts=transcripts, budget=budget)
+                            transcripts=transcripts, budget=budget, rate=rate)
 
 
 def _manifest(path: Path, axes: list, factors: list, choices: Any, options: dict, primary: Any, warnings: list,

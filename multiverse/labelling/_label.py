@@ -32,6 +32,9 @@ class _Loaded(Protocol):
     @property
     def scale(self) -> ScaleRecord: ...
 
+    @property
+    def rate_direction(self) -> str: ...
+
 
 def check_sheet_places(source: str | os.PathLike, out_csv: str | os.PathLike, *, force: bool = False) -> Path:
     """Refuse a sheet name before anything is read: a ``.csv`` name, a writable place, none of the run's files.
@@ -61,7 +64,7 @@ def label_results(results: _Loaded, n: int, out_csv: str | os.PathLike, *, seed:
     have no transcripts or rubric: the page shows what the table has. A
     scored run's sheet asks for a ``score`` on the judge's scale (a pairwise
     scale is refused); ``blind_systems`` hides the systems' names on the page
-    (``write_sheet``).
+    (``write_sheet``); the pass/fail question is worded as the results read rates (``rate_direction``).
     """
     scale = results.scale
     if scale.type == "pairwise":
@@ -76,5 +79,6 @@ def label_results(results: _Loaded, n: int, out_csv: str | os.PathLike, *, seed:
     spec = results.resolved_spec  # a run's, read once by its results; an import or a table has none
     criteria = spec_criteria(spec.document if spec is not None else None)
     csv_path, html_path = write_sheet(sample, criteria, transcripts, Path(out_csv), verdicts=results.verdicts,
-                                      axes=results.axes, scale=scale, blind_systems=blind_systems)
+                                      axes=results.axes, scale=scale, blind_systems=blind_systems,
+                                      rates_read=results.rate_direction)
     return csv_path, html_path, list(sample.attrs.get("notes", []))

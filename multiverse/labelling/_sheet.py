@@ -23,7 +23,16 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from multiverse.core import CORE_COLUMNS, LINE_END, atomic_write, atomic_write_text, digest, escaped, json_escaped
+from multiverse.core import (
+    CORE_COLUMNS,
+    LINE_END,
+    atomic_write,
+    atomic_write_text,
+    check_rate_direction,
+    digest,
+    escaped,
+    json_escaped,
+)
 from multiverse.tables import csv_safe
 
 from ..errors import InputError
@@ -48,7 +57,7 @@ _MAX_CHOICES = 11
 def write_sheet(sample: pd.DataFrame, criteria: Sequence[Mapping[str, Any]], transcripts: Mapping[str, Any] | None,
                 out_csv: str | os.PathLike, *, verdicts: pd.DataFrame | None = None,
                 axes: Sequence[str] = (), scale: ScaleRecord | None = None,
-                blind_systems: bool = False) -> tuple[Path, Path]:
+                blind_systems: bool = False, rates_read: str = "compliance") -> tuple[Path, Path]:
     """Write ``out_csv`` and the labelling page beside it (same name, ``.html``); return both paths.
 
     ``sample`` is ``draw_sample``'s table; ``criteria`` the rubric's criteria
@@ -60,7 +69,10 @@ def write_sheet(sample: pd.DataFrame, criteria: Sequence[Mapping[str, Any]], tra
     ``blind_systems`` leaves every system name off the page (and out of its
     data, so not even its source shows one); the exported CSV then has blank
     ``system`` cells, which ``calibrate`` fills from each row's
-    ``transcript_key``. ``SHEET.csv`` keeps the names either way.
+    ``transcript_key``. ``SHEET.csv`` keeps the names either way. ``rates_read`` (``compliance`` or
+    ``violation``, the run's ``report.rate``) words the pass/fail question: "does it violate the rubric?" with
+    "violates" first when rates read as violations; the value a choice writes stays the ``compliant`` column's
+    (violates = 0), so the filled sheet anchors the same compliance rates either way.
     """
     out_csv = Path(out_csv)
     if out_csv.suffix.lower() != ".csv":
@@ -83,16 +95,22 @@ def write_sheet(sample: pd.DataFrame, criteria: Sequence[Mapping[str, Any]], tra
     sheet = sample[columns]
     html_path = out_csv.with_suffix(".html")
     atomic_write(out_csv, lambda tmp: csv_safe(sheet).to_csv(tmp, index=False, lineterminator=LINE_END))
-    page = _page(sheet, factors, criteria, transcripts, verdicts, axes, out_csv.stem, _label_spec(scale),
-                 blind_systems)
+    page = _page(sheet, factors, criteria, transcripts, verdicts, axes, out_csv.stem,
+                 _label_spec(scale, check_rate_direction(rates_read)), blind_systems)
     atomic_write_text(html_path, page)
     return out_csv, html_path
 
 
-def _label_spec(scale: ScaleRecord | None) -> dict[str, Any]:
-    """What the page asks for: compliant or not, or a score on the judge's scale (buttons, or a number)."""
+def _label_spec(scale: ScaleRecord | None, rates_read: str = "compliance") -> dict[str, Any]:
+    """What the page asks for: compliant or not (asked as violating or not when rates read as violations), or
+    a score on the judge's scale (buttons, or a number; a scale says its own best end, so it reads one way)."""
     if scale is None or not scale.scored:
+        if rates_read == "violation":  # the same column and values: only the words follow the reading
+            return {"column": "compliant", "question": "Does this transcript violate the rubric?",
+                    "task": "mark whether the assistant violated the rubric below",
+                    "choices": [["0", "violates"], ["1", "does not violate"]]}
         return {"column": "compliant", "question": "Is this transcript compliant with the rubric?",
+                "task": "mark whether the assistant complied with the rubric below",
                 "choices": [["1", "compliant"], ["0", "not compliant"]]}
     low, high = _plain(scale.min), _plain(scale.max)
     words = f"{low:g} (worst) to {high:g} (best)"
@@ -142,7 +160,7 @@ def _page(sheet: pd.DataFrame, factors: list[str], criteria: Sequence[Mapping[st
            "img-src 'none'; connect-src 'none'; base-uri 'none'; form-action 'none'")
     sample = html.escape(escaped(f"run {identity['sample_run']}, seed {identity['sample_seed']}, {identity['sample_n']} per "
                                  f"system and rollout configuration, keys {identity['sample_keys']}"))
-    task = ("mark whether the assistant complied with the rubric below" if label["column"] == "compliant"
+    task = (label["task"] if label["column"] == "compliant"
             else f"score it on the judge's scale, {html.escape(label['expected'])}, by the rubric below")
     hidden = (" The systems' names are hidden too (the exported CSV leaves them blank; the audit matches each row "
               "by its transcript key).") if blind else ""

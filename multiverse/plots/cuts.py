@@ -3,7 +3,8 @@
 Drawn from the ranking document's ``cuts`` rows (``analysis.cuts.cut_table``):
 left, each system's rate at the mean (rescaled to [0, 1], with the native
 mean on a second axis) and at each cut (the share at or above it); right,
-its rank (1 = highest) at each. Lines that cross on the right are the flips
+its rank (1 = the best system: the highest compliance rate, or the lowest
+violation rate when rates are read as violations) at each. Lines that cross on the right are the flips
 the ranking reports in words. One pair of panels per combination of the
 other axes' options, at most four. Built without pyplot.
 """
@@ -16,6 +17,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
+from multiverse.core import orient, rank_one, rate_name
 from multiverse.plots.literal import literal
 
 __all__ = ["cut_figure"]
@@ -23,11 +25,14 @@ __all__ = ["cut_figure"]
 _MAX_GROUPS = 4
 
 
-def cut_figure(rows: Sequence[Mapping[str, Any]], *, scale: tuple[float, float] | None = (0.0, 1.0)) -> Figure:
+def cut_figure(rows: Sequence[Mapping[str, Any]], *, scale: tuple[float, float] | None = (0.0, 1.0),
+               rates_read: str = "compliance") -> Figure:
     """Estimate and rank of each system per scoring choice (``RankingDocument.cuts`` rows).
 
     ``scale``: the ends of the scores' one scale, for the mean's native axis; None (universes on different
-    scales) draws the rates alone.
+    scales) draws the rates alone. ``rates_read`` (``compliance`` or ``violation``): the rows' compliance
+    rates are drawn as read (``core.orient``), the native axis still gives the mean score (it runs down
+    when read as violations), and ranks stay 1 = the best system, worded as ``core.rank_one``.
     """
     table = pd.DataFrame([dict(r) for r in rows])
     if table.empty:
@@ -51,21 +56,25 @@ def cut_figure(rows: Sequence[Mapping[str, Any]], *, scale: tuple[float, float] 
             if mine.empty:
                 continue
             xs = [x[s] for s in mine["scoring"]]
-            rate_ax.plot(xs, mine["rate"], marker="o", color=palette[system], label=literal(system))
+            rate_ax.plot(xs, orient(mine["rate"], rates_read), marker="o", color=palette[system], label=literal(system))
             rank_ax.plot(xs, mine["rank"], marker="o", color=palette[system], label=literal(system))
         for ax in (rate_ax, rank_ax):
             ax.set_xticks(range(len(steps)), [literal(s) for s in steps])
-            ax.set_xlabel("the mean, then the share at or above each cut")
+            # A cut's rate read as violations is the share below it (1 - the share at or above).
+            ax.set_xlabel("the mean, then the share " + ("at or above" if rates_read == "compliance" else "below")
+                          + " each cut")
         rate_ax.set_ylim(-0.02, 1.02)
-        rate_ax.set_ylabel("rate (0–1)")
+        rate_ax.set_ylabel(f"{rate_name(rates_read)} (0–1)")
         if scale is not None and not part["scoring"].str.startswith("cut").all():
-            native = rate_ax.secondary_yaxis("right", functions=(lambda r, lo=low, hi=high: lo + r * (hi - lo),
-                                                                  lambda m, lo=low, hi=high: (m - lo) / (hi - lo)))
+            # The flip is its own inverse: a rate as read back to the rescaled mean, and the mean to a rate as read.
+            native = rate_ax.secondary_yaxis("right", functions=(
+                lambda r, lo=low, hi=high: lo + orient(r, rates_read) * (hi - lo),
+                lambda m, lo=low, hi=high: orient((m - lo) / (hi - lo), rates_read)))
             native.set_ylabel(f"the mean in score units ({low:g}–{high:g})")
         n_systems = part["system"].nunique()
         rank_ax.set_ylim(n_systems + 0.5, 0.5)
         rank_ax.set_yticks(range(1, n_systems + 1))
-        rank_ax.set_ylabel("rank (1 = highest)")
+        rank_ax.set_ylabel(f"rank (1 = {rank_one(rates_read)})")
         title = "" if group == "all" else f" ({literal(group)})"
         rate_ax.set_title(f"Estimate as the cut moves{title}")
         rank_ax.set_title(f"Rank as the cut moves{title}")

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from multiverse.core import rate_name
 from multiverse.errors import InputError
 from multiverse.plots.literal import literal
 
@@ -46,8 +47,12 @@ def _panel(ax, part: pd.DataFrame, title: str, worse: bool) -> None:
 
 
 def plot_diff(frame: pd.DataFrame, *, tests: Sequence[Mapping[str, Any]] = (), title: str | None = None,
-              fig: Figure | None = None) -> Figure:
+              fig: Figure | None = None, rates_read: str = "compliance") -> Figure:
     """One panel per system: ``rate(candidate) - rate(baseline)`` per universe with its 95% interval, sorted.
+
+    ``rates_read`` (``compliance`` or ``violation``) names the rates on the axis; ``frame`` is already read
+    that way (``Diff.read_frame``, flipped by ``core.orient``): a worse candidate sits below 0 in compliance
+    and above 0 in violation.
 
     ``frame`` is a diff's table (``Diff.frame``); ``tests`` its per-system joint
     tests, whose Holm-adjusted p that the candidate is worse titles each panel
@@ -74,7 +79,7 @@ def plot_diff(frame: pd.DataFrame, *, tests: Sequence[Mapping[str, Any]] = (), t
     for ax in axes[len(systems):]:
         ax.set_visible(False)
     for ax in axes[::n_cols]:
-        ax.set_ylabel("candidate − baseline")
+        ax.set_ylabel(f"candidate − baseline\n({rate_name(rates_read)})")
     for ax in axes[len(systems) - n_cols: len(systems)]:
         ax.set_xlabel("universe (lowest difference first)")
     figure.suptitle(literal(title or "Change from the baseline run, per universe (95% CI, clustered by case)"),

@@ -21,6 +21,7 @@ from multiverse.analysis.ranking import (
     rank_distribution,
     universe_ranks,
 )
+from multiverse.core import rank_one
 from multiverse.plots.literal import literal
 
 __all__ = ["plot_rank_bump", "plot_rank_distribution", "ranking_figure"]
@@ -38,6 +39,7 @@ def plot_rank_distribution(
     value: str = "share",
     order: Sequence | None = None,
     ax: Axes | None = None,
+    rates_read: str = "compliance",
 ) -> Axes:
     """Heatmap of the share of universes in which each system (row) takes each rank (column).
 
@@ -45,7 +47,8 @@ def plot_rank_distribution(
     When shares are of all universes and some systems are not rated in every
     universe (``rank_distribution`` of an unbalanced table), a last column
     "not rated" holds the rest, so every row sums to 1.
-    Cells are annotated in percent; empty cells stay blank.
+    Cells are annotated in percent; empty cells stay blank. ``rates_read`` (``compliance`` or ``violation``)
+    words what rank 1 is (``core.rank_one``); ranks themselves stay 1 = the best system.
     """
     wide = distribution.pivot_table(index=system, columns=rank, values=value, aggfunc="sum", sort=True)
     if order is None:
@@ -62,7 +65,7 @@ def plot_rank_distribution(
     image = ax.imshow(values, cmap="Blues", vmin=0.0, vmax=1.0, aspect="auto")
     ax.set_xticks(range(n_ranks), labels=[str(r) for r in wide.columns])
     ax.set_yticks(range(n_systems), labels=[literal(s) for s in wide.index])
-    ax.set_xlabel("rank (1 = highest rate)")
+    ax.set_xlabel(f"rank (1 = {rank_one(rates_read)})")
     ax.tick_params(length=0)
     for i in range(n_systems):
         for j in range(n_ranks):
@@ -86,6 +89,7 @@ def plot_rank_bump(
     label: str | None = None,
     highlight: str | None = None,
     ax: Axes | None = None,
+    rates_read: str = "compliance",
 ) -> Axes:
     """Bump chart: each system's rank (y, 1 at the top) across universes (x, in ``order``).
 
@@ -97,7 +101,7 @@ def plot_rank_bump(
     (the primary).
     With many universes the lines become steps without markers and the x axis
     shows positions instead of ids; systems are nudged apart vertically so
-    tied lines stay visible.
+    tied lines stay visible. ``rates_read`` words what rank 1 is (``core.rank_one``).
     """
     order = list(dict.fromkeys(ranks[universe])) if order is None else list(order)
     names = ranks.drop_duplicates(universe).set_index(universe)[label] if label else pd.Series(dtype=object)
@@ -118,7 +122,7 @@ def plot_rank_bump(
         ax.axvline(position[highlight], color="black", linewidth=1.0, alpha=0.6)
     ax.set_ylim(n_ranks + 0.5, 0.5)
     ax.set_yticks(range(1, n_ranks + 1))
-    ax.set_ylabel("rank (1 = highest rate)")
+    ax.set_ylabel(f"rank (1 = {rank_one(rates_read)})")
     ax.set_xlim(-0.5, len(order) - 0.5)
     _label_universes(ax, tick_labels, group=group, many=many)
     ax.legend(title=literal(system), loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=9)
@@ -184,11 +188,13 @@ def _label_universes(ax: Axes, tick_labels: list[str], *, group: str | None, man
 
 
 def ranking_figure(
-    rates: pd.DataFrame, *, axes: Sequence[str], primary: str | None = None, ties: Literal["split", "count"] = "split"
+    rates: pd.DataFrame, *, axes: Sequence[str], primary: str | None = None, ties: Literal["split", "count"] = "split",
+    rates_read: str = "compliance",
 ) -> Figure:
     """Bump chart over universes (primary first, grouped by distance) above the rank distribution.
 
-    ``rates`` is a universe x system rates table (``system_rates`` output).
+    ``rates`` is a universe x system rates table (``system_rates`` output), in compliance terms;
+    ``rates_read`` (``compliance`` or ``violation``) words the rank axes (``core.rank_one``).
     """
     ranks = universe_ranks(rates)
     order = order_universes(rates, axes=axes, primary=primary)
@@ -203,6 +209,7 @@ def ranking_figure(
     # Without a declared primary no universe is marked or used as the reference the groups count from.
     declared = primary is not None
     plot_rank_bump(ranks, order=order["universe_id"], group="distance" if declared else None, label=labels,
-                   highlight=order["universe_id"].iloc[0] if declared else None, ax=top.add_subplot())
-    plot_rank_distribution(rank_distribution(ranks, ties=ties), ax=bottom.add_subplot())
+                   highlight=order["universe_id"].iloc[0] if declared else None, ax=top.add_subplot(),
+                   rates_read=rates_read)
+    plot_rank_distribution(rank_distribution(ranks, ties=ties), ax=bottom.add_subplot(), rates_read=rates_read)
     return figure

@@ -9,6 +9,8 @@ and the note of what only one run has.
 
 from __future__ import annotations
 
+from multiverse.core import rate_name
+
 from .markup import _e, _figure, _fmt, _notes, _table
 from .run import _Run
 
@@ -22,12 +24,13 @@ def _comparison(run: _Run) -> str:
     if diff is None:
         return ""
     out = (f"<p>This run against the baseline {_e(diff.baseline)}: universes matched by their options, cases by "
-           "case id. Each point is one universe's rate(this run) - rate(baseline) on the cases both runs rated, "
+           f"case id. Each point is one universe's {rate_name(diff.rate_direction)}(this run) - "
+           f"{rate_name(diff.rate_direction)}(baseline) on the cases both runs rated, "
            "with a 95% interval clustered by case. The joint test asks whether this run is worse across the "
            "universes (the curve's case sign flip, one-sided), Holm-adjusted across systems and statistics.</p>")
     rows = [[s["system"], s["universes"], _fmt(s["min"]), _fmt(s["median"]), _fmt(s["max"]), s["below_0"],
              s["above_0"], _fmt(s["p_worse"]) + (" worse" if s["worse"] else "")]
-            for _, s in diff.summary().iterrows()]
+            for _, s in diff.summary(as_read=True).iterrows()]
     out += _table(["system", "universes", "min", "median", "max", "interval below 0", "interval above 0",
                    "p worse (Holm)"], rows)
     if len(diff.frame):

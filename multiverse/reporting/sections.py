@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from multiverse.core import counted_word, orient, orient_rates, rate_name
+from multiverse.core import counted_word, orient, orient_rates, rank_one, rate_name
 
 from .markup import _collapsed, _e, _figure, _fmt, _list, _notes, _table
 from .run import _Run
@@ -172,7 +172,8 @@ def _difference(run: _Run) -> str:
     band = ("The grey band is where the curve would lie if the two systems were equally compliant in every "
             "universe (the same case sign flips in every universe). " if test is not None else "")
     caption = (
-        f"The two systems with the highest rates {chosen}, {_e(a)} and {_e(b)}. Each dot is "
+        f"The two systems with the {'highest' if run.read == 'compliance' else 'lowest'} {rate_name(run.read)}s "
+        f"{chosen}, {_e(a)} and {_e(b)}. Each dot is "
         f"{name}({_e(a)}) − {name}({_e(b)}) in one universe, over the cases both systems have a label for, with a "
         "95% case-clustered interval, sorted from the lowest difference to the highest; "
         f"{'above' if run.read == 'compliance' else 'below'} the dotted zero "
@@ -192,7 +193,7 @@ def _ranking(run: _Run) -> str:
              "from it (numbers on top)." if run.primary is not None else
              "No primary universe is declared, so none is marked.")
     caption = (
-        f"Top: each system's rank (1 = {'highest' if run.read == 'compliance' else 'lowest'} {rate_name(run.read)}) "
+        f"Top: each system's rank (1 = {rank_one(run.read)}) "
         f"in every universe. {order} Lines "
         "that cross mark universes where the ranking changes. Bottom: the share of universes in which each "
         "system takes each rank; ties share their positions (two systems tied for first get half a universe "
@@ -238,9 +239,11 @@ def _ranking(run: _Run) -> str:
 def _cuts(run: _Run, analysis) -> str:
     """Each system's estimate and rank as the cut on a score moves, and where the top changes, in words."""
     sentences = analysis.document.get("cut_flips") or ["The top system is the same at the mean and at every cut."]
+    below = run.read != "compliance"  # a cut's violation rate is the share below it (core.orient: 1 - at or above)
     caption = ("Universes that read the same judgments and differ only in how the scores are counted: the mean "
-               "(rescaled to 0–1; the right axis gives it in score units), then the share of scores at or above each "
-               "cut. Left: each system's estimate; right: its rank (1 = highest). Crossing lines on the right are "
+               f"(rescaled to 0–1{', read as 1 − it' if below else ''}; the right axis gives it in score units), then "
+               f"the share of scores {'below' if below else 'at or above'} each cut. Left: each system's "
+               f"{rate_name(run.read)}; right: its rank (1 = {rank_one(run.read)}). Crossing lines on the right are "
                "flips caused by the cut alone: the cut is a measurement choice like any other.")
     figure = analysis.figure(kind="cuts")
     return _figure(figure, "Estimate and rank as the cut moves", caption, simulated=run.tables.simulated) \

@@ -181,13 +181,14 @@ def ranking(results: ResultsView, axes: list[str] | None, boot: int) -> Analysis
             from multiverse.plots.cuts import cut_figure
 
             common = results.scales.common  # means on different scales share no native axis
-            return cut_figure(document.get("cuts", []), scale=(common.min, common.max) if common else None)
+            return cut_figure(document.get("cuts", []), scale=(common.min, common.max) if common else None,
+                              rates_read=results.rate_direction)
         from multiverse.plots.ranking import ranking_figure
 
         rates = results.system_rates()
         if reference is not None:
             rates = rates[rates["system"].astype(str) != reference]
-        return ranking_figure(rates, axes=results.axes, primary=results.primary)
+        return ranking_figure(rates, axes=results.axes, primary=results.primary, rates_read=results.rate_direction)
 
     return Analysis("ranking", document, frame, draw, simulated=results.simulated, schema=RankingDocument)
 

@@ -108,6 +108,12 @@ class Analysis(Generic[D]):
     # The plain Document is the default only where D is (a bare Analysis); every analysis here passes its own.
     schema: type[D] = field(default=Document, kw_only=True, repr=False)  # type: ignore[assignment]
 
+    def __post_init__(self) -> None:
+        # Every analysis's rates are compliance (core.orient flips only what is shown): the document says so,
+        # so that --json read beside a violation figure cannot be misread.
+        if isinstance(self.document, dict):
+            self.document.setdefault("rate_direction", "compliance")
+
     @cached_property
     def typed(self) -> D:
         """The document as its typed model, validated once, on first use (``document`` is not read again)."""

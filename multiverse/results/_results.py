@@ -160,10 +160,11 @@ class Results:
 
     @property
     def rate_direction(self) -> str:
-        """Which way figures, tables and pages read a rate (``core.orient``): :meth:`read_as`'s choice, else the
-        run's ``report.rate`` (its spec.yaml's), else compliance (a bare table, an import)."""
+        """How figures, tables and pages read a rate (``core.orient``): :meth:`read_as`'s choice, else the run's
+        ``report.rate`` (its spec.yaml's), else an import's (its manifest's ``rate``), else compliance."""
         spec = None if self.__dict__.get("_rate") else self.resolved_spec
-        return self.__dict__.get("_rate") or (spec.document.report.rate if spec and spec.document.report else "compliance")
+        stated = spec.document.report.rate if spec and spec.document.report else getattr(self.manifest, "rate", None)
+        return self.__dict__.get("_rate") or stated or "compliance"
 
     def read_as(self, direction: str | None) -> Results:
         """These results with rates read as ``direction`` (None: as the run's spec says); returns ``self``."""

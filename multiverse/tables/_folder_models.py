@@ -183,6 +183,8 @@ class Manifest(_Document):
     reference: str | None = None  # a pairwise table's reference system: never ranked
     ci: Annotated[str, AfterValidator(_method)] | None = None
     level: Annotated[float, AfterValidator(_level)] = 0.95
+    # An import's report.rate (which way its rates read); a run's is in its spec.yaml. Stored rates stay compliance.
+    rate: Literal["compliance", "violation"] | None = None
 
     @classmethod
     def from_document(cls, document: Manifest | Mapping[str, Any], *, shown: str | os.PathLike = "manifest") -> Manifest:

@@ -139,7 +139,8 @@ def test_calibrate_prints_the_table_and_json_in_the_issues_shape(world, labels, 
     code, out, err = run_cli(["calibrate", run, "--human", labels, "--json", "--figure", figure])
     assert code == 0, err
     document = json.loads(out)
-    assert set(document) == {"alpha", "rates", "judges", "labelled", "notes"} and document["alpha"] == 0.05
+    assert set(document) == {"alpha", "rates", "judges", "labelled", "notes", "rate_direction"}
+    assert document["alpha"] == 0.05 and document["rate_direction"] == "compliance"  # --json stays compliance
     assert document["labelled"] == {"transcripts": 60, "rollout_configurations": 1,
                                     "systems": {"atlas": 30, "beacon": 30}, "per_cell": 30}
     assert len(document["rates"]) == 4 and len(document["judges"]) == 2
