@@ -309,3 +309,43 @@ def test_a_real_server_receives_exactly_the_declared_texts_with_no_machine_line(
                 for system in SYSTEMS.values() for text in transcripts.values()}
     got = [json.dumps(b["messages"]) for b in by_role["judge"]]
     assert set(got) == expected and len(got) == len(expected) == 2 * len(transcripts)
+
+
+# -- how the simulated world still gets its task ------------------------------------------------------------------------
+
+
+def test_a_simulated_model_given_the_task_beside_the_prompt_answers_as_it_did_with_the_line_inside(write_spec):
+    from multiverse.sim import respond
+    from multiverse.spec import Criterion, Scale
+    from multiverse.work import score_messages, tool_messages, user_messages
+
+    criteria = [Criterion(id="fabricate_evidence", name="N", definition="D", permissible=False,
+                          evidence={"strict": "s"})]
+    conversation = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    prompts = {
+        "sim/judge-a": judge_messages(criteria, "strict", "USER: hi\nASSISTANT: hello"),
+        "sim/judge-b": score_messages(criteria, "strict", Scale(type="ordinal", min=1, max=5), "USER: hi"),
+        "sim/user-adversarial": user_messages("[[sim:case topic=returns]] brief", "", "", conversation, turn=2,
+                                              max_turns=3),
+        "sim/tools": tool_messages("lookup", {"q": 1}, conversation),
+    }
+    for model, prompt in prompts.items():
+        # The protocol as it was: the task's line ends the message that reads it, inside the prompt.
+        at = 0 if prompt.task["kind"] in ("simulate_user", "simulate_tool") else 1
+        inline = [dict(m) for m in prompt]
+        inline[at]["content"] += "TASK: " + json.dumps(prompt.task, sort_keys=True, ensure_ascii=False)
+        assert "TASK" not in json.dumps(list(prompt))
+        for seed in range(5):
+            assert respond(model, list(prompt), seed=seed, task=prompt.task) == respond(model, inline, seed=seed)
+
+
+def test_the_task_is_in_a_request_key_for_a_simulated_model_only():
+    from multiverse.core import ModelConfig
+    from multiverse.model._requestcache import request_key
+
+    messages = [{"role": "user", "content": "Begin."}]
+    sim, real = ModelConfig("sim/user-cooperative", {}, None, None), ModelConfig("openai/gpt-4o", {}, None, None)
+    three, four = {"kind": "simulate_user", "max_turns": 3}, {"kind": "simulate_user", "max_turns": 4}
+    assert request_key(sim, messages, task=three) != request_key(sim, messages, task=four)
+    # A real model is sent the same request either way, so it is one request.
+    assert request_key(real, messages, task=three) == request_key(real, messages, task=four) == request_key(real, messages)
