@@ -349,3 +349,25 @@ def test_the_task_is_in_a_request_key_for_a_simulated_model_only():
     assert request_key(sim, messages, task=three) != request_key(sim, messages, task=four)
     # A real model is sent the same request either way, so it is one request.
     assert request_key(real, messages, task=three) == request_key(real, messages, task=four) == request_key(real, messages)
+
+
+def test_the_readme_table_of_instructions_names_each_field_s_placeholders():
+    from multiverse.spec import template_placeholders
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Instructions", 1)[1].split("\n## ", 1)[0]
+    rows = {line.split("|")[1].strip(): line.split("|")[3] for line in section.splitlines()
+            if line.startswith("| `")}
+    import re
+
+    def shown(cell: str) -> set[str]:
+        return set(re.findall(r"`\{(\w+)\}`", cell))
+
+    assert shown(rows["`judge.template`"]) == {p for scale in ("binary", "ordinal", "pairwise")
+                                                for p in template_placeholders("judge.template", scale)[0]}
+    for field in ("rollout.user.template", "rollout.tool_simulator.template"):
+        assert shown(rows[f"`{field}`"]) == set(template_placeholders(field)[0])
+    generator = next(cell for name, cell in rows.items() if name.startswith("`design.generator.system_prompt`"))
+    assert shown(generator) == set(template_placeholders("design.generator.template")[0])
+    rubric = next(cell for name, cell in rows.items() if name.startswith("`design.generator.rubric_system_prompt`"))
+    assert shown(rubric) == set(template_placeholders("design.generator.rubric_template")[0])

@@ -14,13 +14,11 @@ import string
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from multiverse.spec._models import Spec
+from multiverse.spec._models import DEFAULT_JUDGE, Spec
 from multiverse.spec._problems import Problems
 
 __all__ = ["DEFAULT_JUDGE", "check_judge_named", "check_templates", "template_placeholders"]
 
-#: The judge of a spec that names none: allowed only when every model is simulated.
-DEFAULT_JUDGE = "sim/judge-a"
 _SIM = "sim/"
 
 

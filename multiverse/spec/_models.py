@@ -242,10 +242,15 @@ class Scale(Frozen):
         return self.type != "binary"
 
 
+#: The judge of a spec that names none: allowed only when every model is simulated (``_instructions``).
+DEFAULT_JUDGE = "sim/judge-a"
+
+
 class Judge(Frozen, _Model):
     """The LLM judge that labels transcripts against the rubric."""
 
-    model: str = "sim/judge-a"
+    model: str = Field(default=DEFAULT_JUDGE, description=f"the judge model; a spec may leave it out (then "
+                       f"{DEFAULT_JUDGE}) only when every model it names is sim/")
     params: Map[Any] = Field(default_factory=FrozenMap)
     api_base: str | None = None
     api_key_env: str | None = None
