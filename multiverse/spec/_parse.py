@@ -101,7 +101,8 @@ def _load_rubric_file(name: str, path: Path | None, lines: Mapping[str, int] | N
         found = "does not exist" if not rubric_file.exists() else "is not a regular file"
         raise SpecError(path if path is not None else "<spec>", Problems(lines).where(at),
                         f"the rubric file {rubric_file} {found}; expected a rubric YAML file (paths are "
-                        "relative to the spec), which drafting the spec writes, or the criteria inline")
+                        f"relative to the spec){', which drafting the spec writes,' if at == 'rubric' else ''} "
+                        "or the criteria inline")
     rubric_doc, rubric_lines = load_yaml(rubric_file)
     rubric_doc = _one_spelling(rubric_doc, rubric_file)
     rubric = _validate(Rubric, rubric_doc, rubric_file, rubric_lines)
