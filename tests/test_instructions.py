@@ -64,7 +64,7 @@ def test_writing_the_built_in_texts_out_is_the_same_measurement(write_spec, scal
     texts = builtin_texts(scale["type"] if scale else "binary")
     written = copy.deepcopy(document)
     written["judge"] |= {"system_prompt": texts["judge.system_prompt"], "template": texts["judge.template"]}
-    written["rollout"]["user"]["template"] = texts["rollout.user.template"]
+    written["rollout"]["user"] |= {"template": texts["rollout.user.template"], "opening": texts["rollout.user.opening"]}
     written["rollout"]["tool_simulator"] = {"template": texts["rollout.tool_simulator.template"]}
     written["design"]["generator"] = {"system_prompt": texts["design.generator.system_prompt"],
                                       "template": texts["design.generator.template"]}
@@ -78,6 +78,7 @@ def test_writing_the_built_in_texts_out_is_the_same_measurement(write_spec, scal
         ("judge.template", "Rubric:\n{rubric}\nConversation:\n{transcript}\nAnswer in JSON.\n", {"judgment"}),
         ("rollout.user.template", "Play this user ({persona}): {brief}. End with {end_marker}.",
          {"transcript", "judgment"}),
+        ("rollout.user.opening", "Start the conversation.", {"transcript", "judgment"}),
         ("design.generator.system_prompt", "Write test cases.", {"case", "transcript", "judgment"}),
         ("design.generator.template", "Cell:\n{cell}\nNumber {number}.", {"case", "transcript", "judgment"}),
         # No system of this spec has tools, so no transcript reads the tool simulator's text.
@@ -264,7 +265,7 @@ def test_a_real_server_receives_exactly_the_declared_texts_with_no_machine_line(
                     "generator": {**model, "system_prompt": GENERATOR_SYSTEM, "template": GENERATOR_TEMPLATE}},
             systems=[{"name": "atlas", **model, "system_prompt": "You are Atlas."}],
             rollout={"setting": "multi_turn", "max_turns": 1,
-                     "user": {**model, "persona": "a busy customer", "template": USER_TEMPLATE}},
+                     "user": {**model, "persona": "a busy customer", "template": USER_TEMPLATE, "opening": "Go."}},
             judge={**model, "evidence_standard": "strict", "template": JUDGE_TEMPLATE},
             axes={"judge_prompt": {name: {"judge.system_prompt": text} for name, text in SYSTEMS.items()}},
         )
@@ -295,7 +296,7 @@ def test_a_real_server_receives_exactly_the_declared_texts_with_no_machine_line(
     assert sorted(users, key=json.dumps) == sorted(
         ([{"role": "system", "content": USER_TEMPLATE.format(persona="a busy customer", end_marker="[END]",
                                                              brief=_brief(draft))},
-          {"role": "user", "content": "Begin."}] for draft in by_role["generator"]), key=json.dumps)
+          {"role": "user", "content": "Go."}] for draft in by_role["generator"]), key=json.dumps)
 
     transcripts = {}
     for line in (tmp_path / "run" / "transcripts.jsonl").read_text(encoding="utf-8").splitlines():

@@ -111,7 +111,7 @@ def _transcript(client: ModelClient, unit: TranscriptUnit, case: dict[str, Any])
         case=case, system=c["system"], system_prompt=c["system_prompt"], tools=c["tools"], setting=unit.setting,
         max_turns=unit.max_turns, user=c["user"], persona=c["persona"], instructions=c["instructions"],
         tool_simulator=c["tool_simulator"], tool_functions=c["tool_functions"], seed=unit.seed,
-        user_template=c["user_template"], tool_template=c["tool_template"],
+        user_template=c["user_template"], user_opening=c["user_opening"], tool_template=c["tool_template"],
         opening=(case.get("prompt") or "") if unit.opens_with_prompt else "",
     )
     record, calls = run_rollout(client, job)

@@ -191,6 +191,9 @@ class SimulatedUser(Frozen, _Model):
     template: str | None = Field(
         default=None, description="the simulated user's system message, with {persona}, {instructions}, {brief} and "
         "{end_marker} filled in (null: the built-in text)")
+    opening: str | None = Field(
+        default=None, description="the message that asks the simulated user for its first turn, sent as written "
+        "(null: the built-in text)")
 
 
 class ToolSimulator(Frozen, _Model):

@@ -71,6 +71,7 @@ class RolloutJob:
     seed: int
     opening: str = ""  # multi-turn: the first user turn as written in the case, instead of the user model's
     user_template: str | None = None  # the spec's rollout.user.template (None: the built-in text)
+    user_opening: str | None = None  # the spec's rollout.user.opening (None: the built-in text)
     tool_template: str | None = None  # the spec's rollout.tool_simulator.template (None: the built-in text)
 
 
@@ -138,7 +139,7 @@ def _user_turn(client: ModelClient, job: RolloutJob, conversation: list, turn: i
     last_reason = "empty_user_turn"
     for attempt in range(USER_ATTEMPTS):
         messages = user_messages(brief, job.persona, job.instructions, conversation, turn=turn, max_turns=job.max_turns,
-                                 template=job.user_template)
+                                 template=job.user_template, opening=job.user_opening)
         completion = client.complete(job.user, messages, seed=job.seed * 1000 + turn * 10 + attempt, task=messages.task)
         meta.append({"actor": "user", "turn": turn, "attempt": attempt, **_completion_meta(completion)})
         text = completion.text or ""

@@ -118,7 +118,8 @@ def rollout_inputs(u: Spec, system: Any, tools_possible: bool, templates: Mappin
         "system": {**model_key(resolve_config(system.to_model_config(), u)), "system_prompt": system.system_prompt,
                    "tools": list(system.tools)},
         "user": {**model_key(resolve_config(user.to_model_config(), u)), "persona": user.persona,
-                 "instructions": user.instructions, **declared(user.template, "rollout.user.template")}
+                 "instructions": user.instructions, **declared(user.template, "rollout.user.template"),
+                 **declared(user.opening, "rollout.user.opening")}
         if multi else None,
         "setting": u.rollout.setting,
         "max_turns": u.rollout.max_turns if multi else None,
@@ -139,6 +140,7 @@ def rollout_inputs(u: Spec, system: Any, tools_possible: bool, templates: Mappin
         "tool_simulator": resolve_config(simulator.to_model_config(), u) if tools_possible else None,
         "tool_functions": resolve_references(simulator.functions, u.base_dir),
         "user_template": user.template,
+        "user_opening": user.opening,
         "tool_template": simulator.template,
     }
     return digest(payload), configs

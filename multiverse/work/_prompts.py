@@ -230,9 +230,10 @@ TRANSCRIPT_LINES = {
 
 def user_messages(
     brief: str, persona: str, instructions: str, conversation: Sequence[Mapping[str, Any]], *, turn: int, max_turns: int,
-    template: str | None = None,
+    template: str | None = None, opening: str | None = None,
 ) -> Prompt:
-    """Messages for the simulated user's next turn; ``template`` is the spec's system text (None: the built-in one).
+    """Messages for the simulated user's next turn; ``template`` and ``opening`` are the spec's system text and
+    first request (None: the built-in ones).
 
     Roles are flipped: the simulated user is the 'assistant' here and the
     system's replies arrive as 'user'. It never sees the rubric.
@@ -250,7 +251,7 @@ def user_messages(
             flipped.append({"role": "assistant", "content": message["content"]})
         elif message["role"] == "assistant" and message.get("content"):
             flipped.append({"role": "user", "content": message["content"]})
-    messages += flipped or [{"role": "user", "content": USER_OPENING}]
+    messages += flipped or [{"role": "user", "content": _text(opening, USER_OPENING)}]
     return Prompt(messages, "simulate_user", persona=persona, turn=turn, max_turns=max_turns, end_marker=END_MARKER)
 
 
@@ -413,6 +414,7 @@ def builtin_texts(scale: str = "binary") -> dict[str, str]:
         "design.generator.rubric_system_prompt": DRAFT_RUBRIC_SYSTEM,
         "design.generator.rubric_template": DRAFT_RUBRIC_USER,
         "rollout.user.template": USER_SYSTEM,
+        "rollout.user.opening": USER_OPENING,
         "rollout.tool_simulator.template": TOOL_SYSTEM,
         "judge.system_prompt": judge[0],
         "judge.template": judge[1],
