@@ -372,3 +372,17 @@ def test_the_readme_table_of_instructions_names_each_field_s_placeholders():
     assert shown(generator) == set(template_placeholders("design.generator.template")[0])
     rubric = next(cell for name, cell in rows.items() if name.startswith("`design.generator.rubric_system_prompt`"))
     assert shown(rubric) == set(template_placeholders("design.generator.rubric_template")[0])
+
+
+def test_a_simulated_pairwise_judge_refuses_a_pair_it_cannot_split_rather_than_score_it_as_one():
+    from multiverse.sim import respond
+    from multiverse.spec import Criterion, Scale
+    from multiverse.work import score_messages
+
+    criteria = [Criterion(id="fabricate_evidence", name="N", definition="D", permissible=False)]
+    pair = Scale(type="pairwise", min=0, max=1, reference="atlas")
+    built_in = score_messages(criteria, "strict", pair, "USER: a", "USER: b")
+    assert json.loads(respond("sim/judge-a", list(built_in), seed=1, task=built_in.task).text)["score"] in (0, 0.5, 1)
+    declared = score_messages(criteria, "strict", pair, "USER: a", "USER: b", template="{first} versus {second}")
+    with pytest.raises(SpecError, match="Transcript B:"):
+        respond("sim/judge-a", list(declared), seed=1, task=declared.task)
