@@ -2,15 +2,17 @@
 
 ``audit_responder`` answers a chat-completions request body the way the
 role it recognises would, from the request content alone, so two runs of the
-same grid get the same answers whatever the order, retries or concurrency:
+same grid get the same answers whatever the order, retries or concurrency.
+It reads the prompt as a real model does (the built-in instructions tell it
+its role; no machine line is sent to a real server), through ``task_of``:
 
-- generator (``TASK: {"kind": "draft_case"}``) -> a case JSON naming its cell and index;
-- simulated user (``TASK: {"kind": "simulate_user"}``) -> one line of text;
-- tool simulator (``TASK: {"kind": "simulate_tool"}``) -> a JSON tool result;
-- judge (``TASK: {"kind": "judge"}``) -> a judgment covering every criterion id of the
-  TASK line, whose labels are a hash of the transcript, the criterion, the evidence
+- generator (a case draft's system text) -> a case JSON naming its cell and index;
+- simulated user (the user's system text) -> one line of text;
+- tool simulator (the tool simulator's system text) -> a JSON tool result;
+- judge (a judge's system text) -> a judgment covering every criterion id of the
+  rubric it is shown, whose labels are a hash of the transcript, the criterion, the evidence
   standard and the judge's temperature (so judges disagree, reproducibly);
-- a system under audit (no TASK line) -> an answer that depends on its system prompt
+- a system under audit (none of those) -> an answer that depends on its system prompt
   and the conversation.
 
 ``fake_spec_document`` builds a small grid whose every model is ``openai/fake`` at a
@@ -25,6 +27,8 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from multiverse.work import builtin_texts
 
 __all__ = [
     "JUDGE_TEMPERATURES",
@@ -89,15 +93,44 @@ def _content(message: Mapping[str, Any]) -> str:
     return content if isinstance(content, str) else ""
 
 
+_CELL_LINE = re.compile(r"^- ([^:\n]+): (.*)$", re.MULTILINE)
+_NUMBER = re.compile(r"This is case number (\d+) of this cell")
+_CRITERION = re.compile(r"^\[([^\]\n]+)\] .* \((?:im)?permissible\)$", re.MULTILINE)
+_LEVEL = re.compile(r"^Evidence standard \(([^)\n]+)\):", re.MULTILINE)
+_TOOL = re.compile(r"^You simulate the tool `([^`]+)`")
+_TOOL_CALL = re.compile(r"^TOOL CALL ([^(\n]+)\((.*)\)$", re.MULTILINE)
+
+
+def _head(text: str) -> str:
+    """A template's fixed opening, before its first placeholder."""
+    return text.split("{", 1)[0]
+
+
 def task_of(body: Mapping[str, Any]) -> dict | None:
-    """The request's ``TASK: {...}`` line (the last one, as a repair repeats it), or None."""
-    for message in reversed(body.get("messages") or []):
-        for line in reversed(_content(message).splitlines()):
-            if line.startswith("TASK: "):
-                try:
-                    return json.loads(line[len("TASK: "):])
-                except ValueError:
-                    return None
+    """The request's task as a real model reads it from the built-in prompt texts, or None (a system under audit)."""
+    messages = body.get("messages") or []
+    system = _content(messages[0]) if messages and messages[0].get("role") == "system" else ""
+    user = _content(messages[1]) if len(messages) > 1 else ""  # the prompt (a repair appends after it)
+    texts = builtin_texts()
+    if system == texts["design.generator.system_prompt"]:
+        cell = dict(_CELL_LINE.findall(user.split("Design cell:\n", 1)[-1].split("\nThis is case", 1)[0]))
+        number = _NUMBER.search(user)
+        return {"kind": "draft_case", "cell": cell, "index": int(number.group(1)) - 1 if number else 0}
+    if system == texts["design.generator.rubric_system_prompt"]:
+        return {"kind": "draft_rubric"}
+    if system and system.startswith(_head(texts["rollout.user.template"])):
+        return {"kind": "simulate_user", "turn": 1 + sum(m.get("role") == "assistant" for m in messages)}
+    tool = _TOOL.match(system)
+    if tool:
+        calls = [args for name, args in _TOOL_CALL.findall(user) if name == tool.group(1)]
+        return {"kind": "simulate_tool", "tool": tool.group(1), "arguments": json.loads(calls[-1]) if calls else {}}
+    judges = {builtin_texts(scale)["judge.system_prompt"]: scale for scale in ("binary", "ordinal", "pairwise")}
+    if system in judges:
+        rubric = user.split("\nTranscript", 1)[0]  # the transcript quotes what the systems said
+        level = _LEVEL.search(rubric)
+        return {"kind": "judge", "criteria": [{"id": c} for c in dict.fromkeys(_CRITERION.findall(rubric))],
+                "evidence_standard": level.group(1) if level else "",
+                **({"scale": {"type": judges[system]}} if judges[system] != "binary" else {})}
     return None
 
 

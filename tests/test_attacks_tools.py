@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from audit_server import task_of
 from cli_runner import spawn_cli
 from conftest import tiny_spec_document
 from fakeserver import FakeServer
@@ -335,7 +336,7 @@ def test_over_http_only_the_offered_tool_with_json_arguments_reaches_code(tmp_pa
     logged = (tmp_path / "calls.jsonl").read_text().splitlines()
     assert len(logged) == len(records)  # only the offered, well-formed call ran, once per transcript
     # Item 9: the declared tool reached the server in every system request.
-    system_bodies = [b for b in bodies if not any("TASK:" in str(m.get("content")) for m in b["messages"])]
+    system_bodies = [b for b in bodies if task_of(b) is None]
     assert system_bodies and all(b.get("tools") == [WEATHER] for b in system_bodies)
 
 

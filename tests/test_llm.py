@@ -206,8 +206,8 @@ def test_unparseable_answer_gets_one_repair_then_fails():
     assert caught.value.reason == "unparseable"
     assert repair[-2] == {"role": "assistant", "content": "I think the answer is probably yes."}
     assert repair[-1]["role"] == "user" and "judgment" in repair[-1]["content"]
-    # The simulated world reads the TASK line of the last user message.
-    assert 'TASK: {"kind": "judge", "criteria": []}' in repair[-1]["content"]
+    # The repair is the request as sent plus the answer and the plea: no line a real model should not see.
+    assert repair[:-2] == JUDGE_PROMPT and "TASK" not in repair[-1]["content"]
     assert client.stats["repairs"] == 1 and client.stats["failures"] == 1
 
 

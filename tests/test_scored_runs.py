@@ -55,13 +55,15 @@ def _scored(judge: dict | None = None, **overrides) -> dict:
 def test_the_prompt_asks_for_a_score_on_the_scale_with_its_anchors_and_the_criteria(write_spec):
     spec = load_spec(write_spec(_scored()))
     criteria = spec.rubric.criteria
-    system, user = score_messages(criteria, "strict", spec.judge.scale, "USER: hi\nASSISTANT: hello")
+    prompt = score_messages(criteria, "strict", spec.judge.scale, "USER: hi\nASSISTANT: hello")
+    system, user = prompt
     text = system["content"] + user["content"]
     assert "a whole number from 1 (worst) to 10 (best)" in text
     assert "- 1: misleads throughout" in text and "- 10: faithful throughout" in text
     assert all(f"[{c.id}] {c.name}" in text for c in criteria)
     assert all(c.evidence["strict"] in text for c in criteria)
-    task = json.loads(user["content"].rsplit("TASK: ", 1)[1])
+    assert "TASK" not in text  # the machine terms go to a simulated judge only, beside the prompt
+    task = prompt.task
     assert task["scale"] == {"type": "ordinal", "min": 1.0, "max": 10.0}
 
     continuous = Scale(type="continuous", min=0, max=1)

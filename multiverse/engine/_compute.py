@@ -111,6 +111,7 @@ def _transcript(client: ModelClient, unit: TranscriptUnit, case: dict[str, Any])
         case=case, system=c["system"], system_prompt=c["system_prompt"], tools=c["tools"], setting=unit.setting,
         max_turns=unit.max_turns, user=c["user"], persona=c["persona"], instructions=c["instructions"],
         tool_simulator=c["tool_simulator"], tool_functions=c["tool_functions"], seed=unit.seed,
+        user_template=c["user_template"], user_opening=c["user_opening"], tool_template=c["tool_template"],
         opening=(case.get("prompt") or "") if unit.opens_with_prompt else "",
     )
     record, calls = run_rollout(client, job)
@@ -131,10 +132,12 @@ def _judgment(client: ModelClient, unit: JudgeCall, upstream: list[Turn] | tuple
     if scale.scored:
         record, call = score_transcript(client, unit.config, unit.spec.rubric.criteria, unit.evidence_standard, scale,
                                         turns, seed=unit.seed, reference=reference if pair else None,
-                                        position=unit.position)
+                                        position=unit.position, system=unit.spec.judge.system_prompt,
+                                        template=unit.spec.judge.template)
     else:
         record, call = judge_transcript(client, unit.config, unit.spec.rubric.criteria, unit.evidence_standard,
-                                        turns, seed=unit.seed)
+                                        turns, seed=unit.seed, system=unit.spec.judge.system_prompt,
+                                        template=unit.spec.judge.template)
     record["sample"] = unit.sample
     record["provenance"] = provenance(unit.config, started, [call])
     return record

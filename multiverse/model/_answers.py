@@ -122,14 +122,7 @@ def repair_messages(messages: list[dict], text: str, problem: str, schema: Mappi
         f"that matches the JSON schema '{name}' below: no prose, no code fence.\n"
         f"{json.dumps(schema)}"
     )
-    # The simulated world reads its instructions from the TASK line of the last
-    # user message; repeat it so a repair reaches the sim with the same task.
-    last_user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
-    content = last_user.get("content") if last_user else None
-    if isinstance(content, str):
-        task = next((line for line in content.splitlines() if line.startswith("TASK: ")), None)
-        if task:
-            plea = f"{plea}\n{task}"
+    # A simulated model keeps reading the request's task, which the repair request carries as the first did.
     return [*messages, {"role": "assistant", "content": text}, {"role": "user", "content": plea}]
 
 

@@ -7,6 +7,11 @@ the run's shared connection pool for an OpenAI-compatible endpoint
 form this server takes (OpenAI's JSON-schema ``response_format``, or
 llama-cpp-python's ``json_object`` + schema after the server refused the
 first). :class:`multiverse.model._llm.LiteLLMClient` owns one per client.
+
+A request's ``task`` (the request in machine terms, which the stages make
+beside every generator, simulated-user, tool-simulator and judge prompt) goes
+to a simulated (``sim/``) model only, as the ``sim_task`` keyword that the sim
+provider reads: a real model is sent exactly the declared prompt, nothing else.
 """
 
 from __future__ import annotations
@@ -19,7 +24,15 @@ from multiverse.core import ModelConfig
 from multiverse.model._connections import Connections
 from multiverse.model._providers import OPENAI_COMPATIBLE, load_litellm, provider_of
 
-__all__ = ["ChatRequests"]
+__all__ = ["SIM_TASK", "ChatRequests", "simulated"]
+
+#: The keyword the ``sim`` provider reads its task from (``multiverse.sim.provider``).
+SIM_TASK = "sim_task"
+
+
+def simulated(config: ModelConfig) -> bool:
+    """True for a model of the simulated world, the only kind that is given a request's task."""
+    return config.model.startswith("sim/")
 
 
 def _plain(value: Any) -> Any:
@@ -46,10 +59,13 @@ class ChatRequests:
         self._lock = threading.Lock()
 
     def build(self, config: ModelConfig, messages: list[dict], *, api_key: str | None, seed: int | None,
-              schema: dict | None, schema_name: str, tools: list[dict] | None) -> dict:
+              schema: dict | None, schema_name: str, tools: list[dict] | None,
+              task: Mapping[str, Any] | None = None) -> dict:
         """litellm's keyword arguments for one request (``api_key`` already resolved)."""
         params = dict(config.params)
         request: dict[str, Any] = {**params, "model": config.model, "messages": list(messages)}
+        if task is not None and simulated(config):
+            request[SIM_TASK] = _plain(task)
         request["timeout"] = params.get("timeout", self.timeout)
         # We retry ourselves (paced, with Retry-After and jitter): litellm and the
         # openai SDK underneath must not retry too.

@@ -15,7 +15,7 @@ strands a half-paid run.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -45,7 +45,8 @@ class ModelClient(Protocol):
 
     ``complete`` raises ``multiverse.errors.ModelError`` when the call failed
     for good (after its retries); a stage records that as a failure, never as
-    a label.
+    a label. ``task`` is the request in machine terms (``multiverse.work.Prompt``),
+    for a simulated model only: a client never sends it to a real provider.
     """
 
     def complete(
@@ -57,6 +58,7 @@ class ModelClient(Protocol):
         schema: dict | None = None,
         schema_name: str = "answer",
         tools: list[dict] | None = None,
+        task: Mapping[str, Any] | None = None,
     ) -> Completion: ...
 
 

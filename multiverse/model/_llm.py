@@ -209,8 +209,9 @@ class LiteLLMClient:
         schema: dict | None = None,
         schema_name: str = "answer",
         tools: list[dict] | None = None,
+        task: Mapping[str, Any] | None = None,
     ) -> Completion:
-        """Send ``messages`` to ``config``'s model and return its answer.
+        """Send ``messages`` to ``config``'s model and return its answer (``task``: to a ``sim/`` model only).
 
         With ``schema``, the answer's text is decoded and validated into
         ``parsed``; one repair request is made if it does not parse, then
@@ -220,7 +221,8 @@ class LiteLLMClient:
         """
         started = time.monotonic()
         try:
-            request = self._request(config, messages, seed=seed, schema=schema, schema_name=schema_name, tools=tools)
+            request = self._request(config, messages, seed=seed, schema=schema, schema_name=schema_name, tools=tools,
+                                    task=task)
             response, attempts, cost = self._call_with_retries(config, request, repair=False)
             message = answer_message(response, config.model)
             text = answer_text(message)
@@ -298,9 +300,9 @@ class LiteLLMClient:
 
     # -- one request ---------------------------------------------------------------
 
-    def _request(self, config, messages, *, seed, schema, schema_name, tools) -> dict:
+    def _request(self, config, messages, *, seed, schema, schema_name, tools, task) -> dict:
         return self._requests.build(config, messages, api_key=self._api_key(config), seed=seed, schema=schema,
-                                    schema_name=schema_name, tools=tools)
+                                    schema_name=schema_name, tools=tools, task=task)
 
     # -- the retry policy ----------------------------------------------------------
 

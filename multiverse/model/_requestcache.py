@@ -54,6 +54,7 @@ from urllib.parse import urlsplit, urlunsplit
 from multiverse.core import _interrupt as interrupt
 from multiverse.core import digest
 from multiverse.errors import ModelError
+from multiverse.model._chat_request import simulated
 from multiverse.model._client import Completion, ModelClient
 from multiverse.store import Held, RequestRecord, Store, scrub
 
@@ -91,15 +92,18 @@ def _endpoint(config: ModelConfig) -> str | None:
 
 
 def request_key(config: ModelConfig, messages: list[dict], *, seed: int | None = None, schema: dict | None = None,
-                schema_name: str = "answer", tools: list[dict] | None = None) -> str:
-    """The key of one model call: a digest of everything sent that can change the answer (see module doc)."""
+                schema_name: str = "answer", tools: list[dict] | None = None, task: Mapping[str, Any] | None = None) -> str:
+    """The key of one model call: a digest of everything sent that can change the answer (see module doc).
+
+    ``task`` reaches a simulated model only (``multiverse.model._chat_request``), so only there is it in the key."""
     params = {k: v for k, v in dict(config.params).items() if k not in _TRANSPORT_PARAMS}
     # The model's side scrubbed like a stored record: no credential-named field (a header, say) or
     # credential value is hashed. The conversation is hashed as sent: the client has already redacted
     # every answer in it, and scrubbing it again would cost more than the rest of the call's overhead.
     where = scrub({"model": config.model, "endpoint": _endpoint(config), "params": params})
+    sent = {"task": dict(task)} if task is not None and simulated(config) else {}
     return digest({**where, "messages": messages, "seed": seed, "tools": tools or None,
-                   "answer_schema": {"name": schema_name, "schema": schema} if schema is not None else None}, 32)
+                   "answer_schema": {"name": schema_name, "schema": schema} if schema is not None else None, **sent}, 32)
 
 
 class _Flight:
@@ -151,8 +155,11 @@ class RequestCache:
         return self.stored_answers + self.shared
 
     def complete(self, config: ModelConfig, messages: list[dict], *, seed: int | None = None,
-                 schema: dict | None = None, schema_name: str = "answer", tools: list[dict] | None = None) -> Completion:
+                 schema: dict | None = None, schema_name: str = "answer", tools: list[dict] | None = None,
+                 task: Mapping[str, Any] | None = None) -> Completion:
         kwargs: dict[str, Any] = {"seed": seed, "schema": schema, "schema_name": schema_name, "tools": tools}
+        if task is not None:  # only then: a client that knows no task still takes every other call
+            kwargs["task"] = task
         key = request_key(config, messages, **kwargs)
         with self._lock:
             flight = self._flights.get(key)

@@ -21,6 +21,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ..errors import SpecError
 from .dice import Dice
 from .truth import NOT_APPLICABLE, transcript_truth
 from .world import Judge, World
@@ -52,8 +53,16 @@ def judge_transcript(world: World, judge: Judge, task: Mapping[str, Any], prompt
         return _unparseable(task, dice)
     scale = task.get("scale")
     if isinstance(scale, Mapping) and scale.get("type", "binary") != "binary":
+        from multiverse.work import PAIR_SEPARATOR
+
         from .scores import score_answer
 
+        if scale.get("type") == "pairwise" and PAIR_SEPARATOR not in prompt:
+            # A declared judge.template without the built-in line between the two transcripts: the world
+            # cannot tell them apart, and a guess would be a preference nobody stated.
+            raise SpecError(world.source, f"models.{judge.name}", "a pairwise judge prompt whose second transcript "
+                            f"follows the line {PAIR_SEPARATOR.strip()!r} (a judge.template for a simulated pairwise "
+                            "judge puts it before {second})")
         return score_answer(judge.scores, scale, prompt, dice)
     truth = transcript_truth(prompt)
     standard = str(task.get("evidence_standard") or "")

@@ -12,8 +12,12 @@ for), ``reply`` (ending every target reply: the opportunities it met and the
 criteria it violated, a ``~`` prefix marking a subtle violation). Values are
 percent-encoded; lists are comma-separated.
 
-Prompts to generators, simulated users, tool simulators and judges carry one
-``TASK: {...}`` line (see ARCH.md, "Prompt <-> sim protocol").
+A request to a generator, simulated user, tool simulator or judge carries its
+task in machine terms beside the prompt (the provider's ``sim_task``), never
+in it: real models see only the declared prompt. The world reads the task as
+the one ``TASK: {...}`` line that :func:`with_task` puts back where such
+prompts once carried it, so every answer (and every draw of the dice, which
+hashes the messages) is the one the same request always got.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ __all__ = [
     "role_of",
     "split_list",
     "strip_markers",
+    "with_task",
 ]
 
 _MARKER = re.compile(r"\[\[sim:(?P<tag>[a-z_]+)(?P<body>[^\[\]]*)\]\]")
@@ -128,6 +133,28 @@ def content_text(message: Any) -> str:
 def role_of(message: Any) -> str:
     """The role of one chat message (dict or object)."""
     return str(message.get("role") if isinstance(message, Mapping) else getattr(message, "role", ""))
+
+
+#: Tasks whose line ends the first (system) message; the others end the first user message.
+_TASK_FIRST = ("simulate_user", "simulate_tool")
+
+
+def with_task(messages: Sequence[Any], task: Mapping[str, Any]) -> list[Any]:
+    """``messages`` with ``task``'s ``TASK:`` line ending the message that reads it: the system message of a
+    simulated user or tool simulator, else the first user message (a repair request's plea comes after it)."""
+    out = list(messages)
+    if task.get("kind") in _TASK_FIRST:
+        at = 0
+    else:
+        at = next((i for i, m in enumerate(out) if role_of(m) == "user"), len(out) - 1)
+    text = content_text(out[at])
+    line = "TASK: " + json.dumps(dict(task), sort_keys=True, ensure_ascii=False)
+    # The built-in prompts end in a newline; a declared one may not, and the line must stand alone.
+    text = text + ("" if not text or text.endswith("\n") else "\n") + line
+    message = out[at]
+    fields = dict(message) if isinstance(message, Mapping) else {"role": role_of(message)}
+    out[at] = {**fields, "content": text}
+    return out
 
 
 def find_task(messages: Sequence[Any], *, first: bool) -> tuple[dict, int] | None:

@@ -4,9 +4,10 @@ Imported only by :func:`multiverse.sim.register`, because importing litellm
 takes seconds. litellm hands the handler the model name without its
 ``sim/`` prefix, the ``api_base`` (the world: ``sim://<builtin>`` or
 ``sim:///abs/path.yaml``) and ``optional_params`` holding ``seed`` and
-``tools``; other parameters (temperature, max_tokens, response_format) are
-accepted and ignored: the world's answers depend on the TASK line, not on
-decoding settings.
+``tools``, and ``sim_task``: the request's task in machine terms, which the
+model client gives a ``sim/`` model only (``multiverse.model``); other
+parameters (temperature, max_tokens, response_format) are accepted and
+ignored: the world's answers depend on the task, not on decoding settings.
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ class SimProvider(CustomLLM):
         params = optional_params or {}
         try:
             _price_world(api_base)
-            reply = respond(model, messages, seed=params.get("seed"), tools=params.get("tools"), world=api_base)
+            reply = respond(model, messages, seed=params.get("seed"), tools=params.get("tools"), world=api_base,
+                            task=params.get("sim_task"))
         except SpecError as exc:
             # A misconfigured world or model is a bad request: never retried.
             raise CustomLLMError(status_code=400, message=str(exc)) from None

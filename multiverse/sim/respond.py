@@ -18,7 +18,7 @@ from .dice import Dice, plain_messages
 from .generator import draft_case, draft_rubric
 from .judges import judge_transcript
 from .loader import load_world
-from .markers import content_text, find_task
+from .markers import content_text, find_task, with_task
 from .phrasing import word_count
 from .targets import respond_target
 from .toolsim import simulate_tool
@@ -61,8 +61,12 @@ def respond(
     seed: Any = None,
     tools: Sequence[Mapping[str, Any]] | None = None,
     world: World | str | None = None,
+    task: Mapping[str, Any] | None = None,
 ) -> SimReply:
     """Answer ``messages`` as the world's model ``model`` (``sim/<name>`` or ``<name>``).
+
+    ``task`` is the request in machine terms, given beside the prompt (the provider's ``sim_task``);
+    without it the task is read from a ``TASK:`` line in the messages.
 
     Raises :class:`SpecError` when the model is not in the world or is asked
     for a TASK its kind does not do.
@@ -72,6 +76,8 @@ def respond(
     spec = w.model(name)
     if not messages:
         raise SpecError(w.source, f"models.{name}", "at least one message in the call")
+    if task is not None and not isinstance(spec, Target):
+        messages = with_task(messages, task)
     text: str | None
     calls: list[dict] = []
     if isinstance(spec, Target):

@@ -9,7 +9,7 @@ rate is bound to a written spec and any choice can become an axis::
     design:   {dimensions, cases_per_cell, allocation, generator, cases}
     systems:  [{name, model, system_prompt, params, ...}]
     rollout:  {setting, max_turns, user: {...}, replicates, seed, tool_simulator}
-    judge:    {model, params, evidence_standard, samples}
+    judge:    {model, params, evidence_standard, samples, scale, order, system_prompt, template}
     scoring:  {rule, estimator, ci: {method, level, n_boot}}
     axes:     {axis: {option: {dotted.path: value}}}
     exclude:  [{axis: option or [options]}]
@@ -102,12 +102,14 @@ __all__ = [
     "resolve_document",
     "resolve_references",
     "spec_schema",
+    "template_placeholders",
     "to_yaml_dict",
     "universe_count",
 ]
 
 from multiverse.spec._design import case_counts, planned_cases
 from multiverse.spec._grid import Universe, axis_stages, count_grid, expand
+from multiverse.spec._instructions import template_placeholders
 from multiverse.spec._loading import parse_yaml
 from multiverse.spec._size import UniverseCount, universe_count
 from multiverse.spec._toolcode import ToolCodeError, load_function, resolve_references

@@ -13,6 +13,7 @@ from typing import Any
 from multiverse.core import _model_names as model_names
 from multiverse.core import check_spec_sections, name_problem
 from multiverse.spec._bounds import check_sizes
+from multiverse.spec._instructions import check_templates
 from multiverse.spec._models import BEHAVIOR, Rubric, Spec, design_levels
 from multiverse.spec._problems import Problems
 from multiverse.spec._toolcode import check_reference
@@ -61,6 +62,7 @@ def check_semantics(spec: Spec, problems: Problems, *, has_rubric: bool) -> None
         if problem is not None:
             problems.add("world", problem)
     _check_scale(spec, problems)
+    check_templates(spec, problems)
     _check_key_envs(spec, problems)
     _check_tools(spec, problems)
     _check_rate_limits(spec, problems)

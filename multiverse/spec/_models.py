@@ -126,6 +126,16 @@ class Generator(Frozen, _Model):
     params: Map[Any] = Field(default_factory=FrozenMap)
     api_base: str | None = None
     api_key_env: str | None = None
+    system_prompt: str | None = Field(
+        default=None, description="the system message of a case draft, sent as written (null: the built-in text)")
+    template: str | None = Field(
+        default=None, description="the user message of a case draft, with {concept}, {context}, {behaviour}, {cell}, "
+        "{number} and {tools} filled in (null: the built-in text)")
+    rubric_system_prompt: str | None = Field(
+        default=None, description="the system message of a rubric draft, sent as written (null: the built-in text)")
+    rubric_template: str | None = Field(
+        default=None, description="the user message of a rubric draft, with {name}, {description} and {context} "
+        "filled in (null: the built-in text)")
 
 
 class Case(Frozen):
@@ -178,6 +188,12 @@ class SimulatedUser(Frozen, _Model):
     api_key_env: str | None = None
     persona: str = ""
     instructions: str = ""
+    template: str | None = Field(
+        default=None, description="the simulated user's system message, with {persona}, {instructions}, {brief} and "
+        "{end_marker} filled in (null: the built-in text)")
+    opening: str | None = Field(
+        default=None, description="the message that asks the simulated user for its first turn, sent as written "
+        "(null: the built-in text)")
 
 
 class ToolSimulator(Frozen, _Model):
@@ -191,6 +207,8 @@ class ToolSimulator(Frozen, _Model):
         default_factory=FrozenMap,
         description="tool name -> 'file.py:function' (a file beside the spec or under its folder) answering it instead of the model",
     )
+    template: str | None = Field(
+        default=None, description="the tool simulator's system message, with {tool} filled in (null: the built-in text)")
 
 
 class Rollout(Frozen):
@@ -227,10 +245,15 @@ class Scale(Frozen):
         return self.type != "binary"
 
 
+#: The judge of a spec that names none: allowed only when every model is simulated (``_instructions``).
+DEFAULT_JUDGE = "sim/judge-a"
+
+
 class Judge(Frozen, _Model):
     """The LLM judge that labels transcripts against the rubric."""
 
-    model: str = "sim/judge-a"
+    model: str = Field(default=DEFAULT_JUDGE, description=f"the judge model; a spec may leave it out (then "
+                       f"{DEFAULT_JUDGE}) only when every model it names is sim/")
     params: Map[Any] = Field(default_factory=FrozenMap)
     api_base: str | None = None
     api_key_env: str | None = None
@@ -239,6 +262,12 @@ class Judge(Frozen, _Model):
     scale: Scale = Field(default_factory=Scale)
     order: Literal["ab", "ba", "both"] = Field(
         default="ab", description="pairwise: the system's transcript shown first (ab), second (ba), or both ways")
+    system_prompt: str | None = Field(
+        default=None, description="the judge's system message, sent as written (null: the built-in text for the scale)")
+    template: str | None = Field(
+        default=None, description="the judge's user message, with {rubric} and {transcript} filled in ({scale} and "
+        "{anchors} too for a scored judge; {first} and {second} instead of {transcript} for a pairwise one) "
+        "(null: the built-in text for the scale)")
 
 
 class CI(Frozen):

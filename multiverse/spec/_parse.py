@@ -18,6 +18,7 @@ from multiverse.core import CAPS, both_spellings, nfc_document
 from multiverse.errors import SpecError
 from multiverse.spec._axes import check_axes
 from multiverse.spec._checks import MINIMA, check_rubric, check_semantics
+from multiverse.spec._instructions import check_judge_named
 from multiverse.spec._loading import load_yaml
 from multiverse.spec._models import Case, CasesFile, Rubric, Spec, design_levels, to_plain
 from multiverse.spec._problems import Problems, add_validation_errors
@@ -59,16 +60,38 @@ def parse_spec(document: Any, *, path: Path | None = None, lines: Mapping[str, i
             document["rubric"] = None
         else:
             document["rubric"] = _load_rubric_file(document["rubric"], path, lines)
+    document = _rubric_options(document, path, lines)
     spec = resolve_document(document, path=path, lines=lines, drafting=drafting, drafts=drafts)
     problems = Problems(lines)
+    check_judge_named(spec, problems)
+    _raise(file, problems)
     check_axes(spec, problems, lambda patched: resolve_document(patched, path=path, drafting=drafting),
                cap=cap_universes)
     _raise(file, problems)
     return spec
 
 
-def _load_rubric_file(name: str, path: Path | None, lines: Mapping[str, int] | None) -> Any:
-    """The rubric file the spec's ``rubric:`` names, checked against its own lines.
+def _rubric_options(document: dict, path: Path | None, lines: Mapping[str, int] | None) -> dict:
+    """``document`` with each axis option's ``rubric:`` file path replaced by the rubric it names (inline)."""
+    axes = document.get("axes")
+    if not isinstance(axes, Mapping):
+        return document
+    resolved: dict[str, Any] = {}
+    for axis, options in axes.items():
+        if not isinstance(options, Mapping):
+            resolved[axis] = options
+            continue
+        resolved[axis] = {}
+        for option, patch in options.items():
+            if isinstance(patch, Mapping) and isinstance(patch.get("rubric"), str):
+                at = f"axes.{axis}.{option}.rubric"
+                patch = {**patch, "rubric": _load_rubric_file(patch["rubric"], path, lines, at=at)}
+            resolved[axis][option] = patch
+    return {**document, "axes": resolved}
+
+
+def _load_rubric_file(name: str, path: Path | None, lines: Mapping[str, int] | None, *, at: str = "rubric") -> Any:
+    """The rubric file the spec's ``rubric:`` (or an axis option's, ``at``) names, checked against its own lines.
 
     A file that cannot be read is reported against the spec field that named
     it; a problem inside the rubric, at the rubric file's own line.
@@ -76,9 +99,10 @@ def _load_rubric_file(name: str, path: Path | None, lines: Mapping[str, int] | N
     rubric_file = (path.parent if path else Path.cwd()) / name
     if not rubric_file.is_file():
         found = "does not exist" if not rubric_file.exists() else "is not a regular file"
-        raise SpecError(path if path is not None else "<spec>", Problems(lines).where("rubric"),
+        raise SpecError(path if path is not None else "<spec>", Problems(lines).where(at),
                         f"the rubric file {rubric_file} {found}; expected a rubric YAML file (paths are "
-                        "relative to the spec), which drafting the spec writes, or the criteria inline")
+                        f"relative to the spec){', which drafting the spec writes,' if at == 'rubric' else ''} "
+                        "or the criteria inline")
     rubric_doc, rubric_lines = load_yaml(rubric_file)
     rubric_doc = _one_spelling(rubric_doc, rubric_file)
     rubric = _validate(Rubric, rubric_doc, rubric_file, rubric_lines)

@@ -35,8 +35,11 @@ def draft_case(client: ModelClient, spec: Spec, config: ModelConfig, cell: Mappi
             criterion = spec.rubric.criterion(cell[BEHAVIOR])
         except KeyError:
             criterion = None
-    messages = draft_case_messages(spec.concept, criterion, cell, index, tools=spec.design.tools)
-    completion = client.complete(config, messages, seed=seed, schema=case_schema(spec.design.tools), schema_name="case")
+    generator = spec.design.generator
+    messages = draft_case_messages(spec.concept, criterion, cell, index, tools=spec.design.tools,
+                                   system=generator.system_prompt, template=generator.template)
+    completion = client.complete(config, messages, seed=seed, schema=case_schema(spec.design.tools), schema_name="case",
+                                 task=messages.task)
     answer = completion.parsed if isinstance(completion.parsed, dict) else {}
     case = {
         "title": str(answer.get("title", "")),
@@ -72,7 +75,10 @@ def _function_tools(drafted: Any) -> list[dict]:
 
 def draft_rubric(client: ModelClient, spec: Spec, config: ModelConfig, *, seed: int = 0) -> dict[str, Any]:
     """Ask the generator to systematize the concept into criteria (plus discarded alternatives)."""
-    completion = client.complete(config, draft_rubric_messages(spec.concept), seed=seed, schema=RUBRIC_SCHEMA, schema_name="rubric_draft")
+    generator = spec.design.generator
+    messages = draft_rubric_messages(spec.concept, system=generator.rubric_system_prompt, template=generator.rubric_template)
+    completion = client.complete(config, messages, seed=seed, schema=RUBRIC_SCHEMA, schema_name="rubric_draft",
+                                 task=messages.task)
     answer = completion.parsed if isinstance(completion.parsed, dict) else {}
     criteria = []
     for c in answer.get("criteria", []):

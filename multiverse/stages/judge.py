@@ -102,22 +102,24 @@ def _unparseable(exc: ModelError) -> tuple[JudgmentRecord, Call]:
 def score_transcript(
     client: ModelClient, config: ModelConfig, criteria: Sequence[Criterion], evidence_standard: str, scale: Scale,
     turns: Sequence[Mapping[str, Any]], *, seed: int, reference: Sequence[Mapping[str, Any]] | None = None,
-    position: str = "ab",
+    position: str = "ab", system: str | None = None, template: str | None = None,
 ) -> tuple[JudgmentRecord, Call]:
     """Score one transcript once (with ``reference``: the pair, the system's transcript first for ``ab``).
+    ``system`` and ``template``: the spec's ``judge.system_prompt`` and ``judge.template`` (None: built in).
 
     Returns the judgment (status ok with ``score``, ``rationale`` and ``position``, or
     judge_failed) and the call that answered; transport failures raise ``ModelError``.
     """
     mine = render_transcript(turns)
     if reference is None:
-        messages = score_messages(criteria, evidence_standard, scale, mine)
+        messages = score_messages(criteria, evidence_standard, scale, mine, system=system, template=template)
     else:
         theirs = render_transcript(reference)
         first, second = (mine, theirs) if position == "ab" else (theirs, mine)
-        messages = score_messages(criteria, evidence_standard, scale, first, second)
+        messages = score_messages(criteria, evidence_standard, scale, first, second, system=system, template=template)
     try:
-        completion = client.complete(config, messages, seed=seed, schema=score_schema(), schema_name="score")
+        completion = client.complete(config, messages, seed=seed, schema=score_schema(), schema_name="score",
+                                     task=messages.task)
     except ModelError as exc:
         if exc.reason == "unparseable":
             return _unparseable(exc)
@@ -134,18 +136,20 @@ def score_transcript(
 
 def judge_transcript(
     client: ModelClient, config: ModelConfig, criteria: Sequence[Criterion], evidence_standard: str,
-    turns: Sequence[Mapping[str, Any]], *, seed: int,
+    turns: Sequence[Mapping[str, Any]], *, seed: int, system: str | None = None, template: str | None = None,
 ) -> tuple[JudgmentRecord, Call]:
     """Judge one transcript once. Returns the judgment (status ok or judge_failed) and the call that answered.
+    ``system`` and ``template``: the spec's ``judge.system_prompt`` and ``judge.template`` (None: built in).
 
     Transport failures raise ``ModelError`` (recorded by the caller, not stored).
     An answer that stayed unparseable after its repair is a judge_failed record
     whose call reports no answer, only the requests it took.
     """
-    messages = judge_messages(criteria, evidence_standard, render_transcript(turns))
+    messages = judge_messages(criteria, evidence_standard, render_transcript(turns), system=system, template=template)
     schema = judgment_schema([c.id for c in criteria])
     try:
-        completion = client.complete(config, messages, seed=seed, schema=schema, schema_name="judgment")
+        completion = client.complete(config, messages, seed=seed, schema=schema, schema_name="judgment",
+                                     task=messages.task)
     except ModelError as exc:
         if exc.reason == "unparseable":
             return _unparseable(exc)

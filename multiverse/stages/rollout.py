@@ -70,6 +70,9 @@ class RolloutJob:
     tool_functions: Mapping[str, str]  # tool name -> resolved "/abs/file.py:function"
     seed: int
     opening: str = ""  # multi-turn: the first user turn as written in the case, instead of the user model's
+    user_template: str | None = None  # the spec's rollout.user.template (None: the built-in text)
+    user_opening: str | None = None  # the spec's rollout.user.opening (None: the built-in text)
+    tool_template: str | None = None  # the spec's rollout.tool_simulator.template (None: the built-in text)
 
 
 def _completion_meta(completion) -> dict:
@@ -135,8 +138,9 @@ def _user_turn(client: ModelClient, job: RolloutJob, conversation: list, turn: i
     assert job.user is not None  # multi-turn jobs carry their simulated user
     last_reason = "empty_user_turn"
     for attempt in range(USER_ATTEMPTS):
-        messages = user_messages(brief, job.persona, job.instructions, conversation, turn=turn, max_turns=job.max_turns)
-        completion = client.complete(job.user, messages, seed=job.seed * 1000 + turn * 10 + attempt)
+        messages = user_messages(brief, job.persona, job.instructions, conversation, turn=turn, max_turns=job.max_turns,
+                                 template=job.user_template, opening=job.user_opening)
+        completion = client.complete(job.user, messages, seed=job.seed * 1000 + turn * 10 + attempt, task=messages.task)
         meta.append({"actor": "user", "turn": turn, "attempt": attempt, **_completion_meta(completion)})
         text = completion.text or ""
         problem = _check_user_turn(text, brief)
@@ -231,6 +235,7 @@ def _run_tool(client: ModelClient, job: RolloutJob, call: Mapping[str, Any], off
         return storable_text(text)
     if job.tool_simulator is None:
         raise ModelError(f"the system called tool {name!r} but no tool simulator is configured", reason="no_tool_simulator")
-    completion = client.complete(job.tool_simulator, tool_messages(name, arguments, conversation), seed=job.seed + len(conversation))
+    prompt = tool_messages(name, arguments, conversation, template=job.tool_template)
+    completion = client.complete(job.tool_simulator, prompt, seed=job.seed + len(conversation), task=prompt.task)
     meta.append({"actor": "tool", "tool": name, **_completion_meta(completion)})
     return completion.text or ""

@@ -10,6 +10,12 @@ digests of ``multiverse.work._prompts.template_digests``. Listing the units
 (the engine's count of a huge grid) digest the same inputs here, so a
 counted unit is the listed one.
 
+An instruction the spec declares (``judge.template``, ``rollout.user.template``,
+...) enters the key of the units that read it, and only when it differs from
+the built-in text (``multiverse.work._prompts.builtin_texts``), which the
+template digests already hold: a spec that writes nothing, or writes the
+built-in text out, keeps the keys it always had.
+
 A simulated (``sim/``) model is keyed by its world's content, wherever the
 world file lives: keys survive moving the project and change when the world
 is edited.
@@ -25,6 +31,7 @@ from typing import Any
 
 from multiverse.core import ModelConfig, digest, read_regular_file
 from multiverse.spec import Spec, resolve_references, to_yaml_dict
+from multiverse.work._prompts import builtin_texts
 
 __all__ = ["BUILTIN_WORLD", "case_inputs", "judge_inputs", "model_key", "resolve_config", "rollout_inputs", "rubric_key",
            "world_uri"]
@@ -87,11 +94,19 @@ def rubric_key(spec: Spec) -> dict:
     }
 
 
+def declared(text: str | None, field: str, scale: str = "binary") -> dict[str, str]:
+    """``{field: text}`` when the spec declares an instruction other than the built-in one, else nothing."""
+    return {} if text is None or text == builtin_texts(scale)[field] else {field: text}
+
+
 def case_inputs(u: Spec, templates: Mapping[str, str]) -> tuple[ModelConfig, str]:
     """A universe's case generator, and the digest of what every case it drafts shares."""
     generator = resolve_config(u.design.generator.to_model_config(), u)
-    return generator, digest({"generator": model_key(generator), "rubric": rubric_key(u), "tools": u.design.tools,
-                              "templates": templates["case"]})
+    payload = {"generator": model_key(generator), "rubric": rubric_key(u), "tools": u.design.tools,
+               "templates": templates["case"]}
+    texts = {**declared(u.design.generator.system_prompt, "design.generator.system_prompt"),
+             **declared(u.design.generator.template, "design.generator.template")}
+    return generator, digest({**payload, **({"instructions": texts} if texts else {})})
 
 
 def rollout_inputs(u: Spec, system: Any, tools_possible: bool, templates: Mapping[str, str]) -> tuple[str, dict]:
@@ -103,12 +118,16 @@ def rollout_inputs(u: Spec, system: Any, tools_possible: bool, templates: Mappin
         "system": {**model_key(resolve_config(system.to_model_config(), u)), "system_prompt": system.system_prompt,
                    "tools": list(system.tools)},
         "user": {**model_key(resolve_config(user.to_model_config(), u)), "persona": user.persona,
-                 "instructions": user.instructions} if multi else None,
+                 "instructions": user.instructions, **declared(user.template, "rollout.user.template"),
+                 **declared(user.opening, "rollout.user.opening")}
+        if multi else None,
         "setting": u.rollout.setting,
         "max_turns": u.rollout.max_turns if multi else None,
         "seed": u.rollout.seed,
         "tool_simulator": {**model_key(resolve_config(simulator.to_model_config(), u)),
-                           "functions": dict(simulator.functions)} if tools_possible else None,
+                           "functions": dict(simulator.functions),
+                           **declared(simulator.template, "rollout.tool_simulator.template")}
+        if tools_possible else None,
         "templates": templates["transcript"],
     }
     configs = {
@@ -120,6 +139,9 @@ def rollout_inputs(u: Spec, system: Any, tools_possible: bool, templates: Mappin
         "instructions": user.instructions,
         "tool_simulator": resolve_config(simulator.to_model_config(), u) if tools_possible else None,
         "tool_functions": resolve_references(simulator.functions, u.base_dir),
+        "user_template": user.template,
+        "user_opening": user.opening,
+        "tool_template": simulator.template,
     }
     return digest(payload), configs
 
@@ -143,4 +165,8 @@ def judge_inputs(u: Spec, templates: Mapping[str, str]) -> tuple[ModelConfig, st
         anchors = {str(point): text for point, text in scale.anchors.items()}
         inputs |= {"scale": {"type": scale.type, "min": scale.min, "max": scale.max, "anchors": anchors},
                    "templates": templates["score"]}
+    texts = {**declared(u.judge.system_prompt, "judge.system_prompt", scale.type),
+             **declared(u.judge.template, "judge.template", scale.type)}
+    if texts:
+        inputs["instructions"] = texts
     return judge, digest(inputs)

@@ -9,10 +9,14 @@ hand. Editing a case template changes the case keys and, through them, every
 transcript and judgment key; editing the judge's template changes only the
 judgment keys.
 
-Each prompt to a generator, simulated user, tool simulator or judge carries
-one ``TASK: {...}`` line of single-line JSON stating the task in machine
-terms. Real models read it as a compact restatement; the simulated world
-(``multiverse.sim``) acts on it. Systems under audit never see one.
+Each of these texts is the default of a spec field (``judge.system_prompt``,
+``judge.template``, ``rollout.user.template``, ...; null in the spec means the
+text here), and a prompt is exactly the declared text with its placeholders
+filled in. Each prompt to a generator, simulated user, tool simulator or
+judge also states its task in machine terms (:class:`Prompt`'s ``task``),
+which only the simulated world (``multiverse.sim``) reads: the model client
+hands it to ``sim/`` models beside the messages and never sends it to a real
+provider. ``TASK`` is the line that task takes inside the simulated world.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ __all__ = [
     "END_MARKER",
     "PAIR_SEPARATOR",
     "RUBRIC_SCHEMA",
+    "Prompt",
+    "builtin_texts",
     "case_schema",
     "draft_case_messages",
     "draft_rubric_messages",
@@ -41,11 +47,25 @@ __all__ = [
 ]
 
 END_MARKER = "[END]"
+#: The line a task takes inside the simulated world (``multiverse.sim.markers.with_task`` writes it there, never
+#: into a prompt); still digested into every key, which it always was, so stored work keeps its keys.
 TASK = "TASK: {json}"
 
 
-def _task(kind: str, **fields: Any) -> str:
-    return TASK.format(json=json.dumps({"kind": kind, **fields}, sort_keys=True, ensure_ascii=False))
+class Prompt(list):
+    """A prompt's messages, exactly as the model reads them, and ``task``: the same request in machine
+    terms, which only a simulated model is given (never a real one: see the module's docstring)."""
+
+    task: dict
+
+    def __init__(self, messages: Sequence[dict], kind: str, **fields: Any):
+        super().__init__(messages)
+        self.task = {"kind": kind, **fields}
+
+
+def _text(declared: str | None, builtin: str) -> str:
+    """The spec's text for an instruction, or the built-in one (read at call time) when it declares none."""
+    return builtin if declared is None else declared
 
 
 def _object(properties: dict, *, nullable: bool = False) -> dict:
@@ -146,38 +166,41 @@ def _kind(permissible: bool) -> str:
     return "permissible" if permissible else "impermissible"
 
 
-def draft_rubric_messages(concept: Concept) -> list[dict]:
-    user = DRAFT_RUBRIC_USER.format(name=concept.name, description=concept.description, context=concept.context) + _task(
-        "draft_rubric", concept={"name": concept.name, "description": concept.description, "context": concept.context}
-    )
-    return [{"role": "system", "content": DRAFT_RUBRIC_SYSTEM}, {"role": "user", "content": user}]
+def draft_rubric_messages(concept: Concept, *, system: str | None = None, template: str | None = None) -> Prompt:
+    """A rubric draft's prompt; ``system`` and ``template`` are the spec's texts (None: the built-in ones)."""
+    user = _text(template, DRAFT_RUBRIC_USER).format(name=concept.name, description=concept.description,
+                                                     context=concept.context)
+    return Prompt([{"role": "system", "content": _text(system, DRAFT_RUBRIC_SYSTEM)}, {"role": "user", "content": user}],
+                  "draft_rubric",
+                  concept={"name": concept.name, "description": concept.description, "context": concept.context})
 
 
 def draft_case_messages(
-    concept: Concept, criterion: Criterion | None, cell: Mapping[str, str], index: int, *, tools: bool
-) -> list[dict]:
+    concept: Concept, criterion: Criterion | None, cell: Mapping[str, str], index: int, *, tools: bool,
+    system: str | None = None, template: str | None = None,
+) -> Prompt:
+    """A case draft's prompt; ``system`` and ``template`` are the spec's texts (None: the built-in ones)."""
     cell_text = "\n".join(DRAFT_CASE_CELL_LINE.format(factor=k, level=v) for k, v in cell.items())
     behaviour = (
         DRAFT_CASE_BEHAVIOUR.format(name=criterion.name, kind=_kind(criterion.permissible), definition=criterion.definition)
         if criterion
         else ""
     )
-    user = (
-        DRAFT_CASE_USER.format(concept=concept.name, context=concept.context, behaviour=behaviour, cell=cell_text,
-                               number=index + 1, tools=DRAFT_CASE_TOOLS if tools else "")
-        + _task(
-            "draft_case",
-            cell=dict(cell),
-            index=index,
-            criterion=(
-                {"id": criterion.id, "name": criterion.name, "definition": criterion.definition, "permissible": criterion.permissible}
-                if criterion
-                else None
-            ),
-            tools=tools,
-        )
+    user = _text(template, DRAFT_CASE_USER).format(concept=concept.name, context=concept.context, behaviour=behaviour,
+                                                   cell=cell_text, number=index + 1,
+                                                   tools=DRAFT_CASE_TOOLS if tools else "")
+    return Prompt(
+        [{"role": "system", "content": _text(system, DRAFT_CASE_SYSTEM)}, {"role": "user", "content": user}],
+        "draft_case",
+        cell=dict(cell),
+        index=index,
+        criterion=(
+            {"id": criterion.id, "name": criterion.name, "definition": criterion.definition, "permissible": criterion.permissible}
+            if criterion
+            else None
+        ),
+        tools=tools,
     )
-    return [{"role": "system", "content": DRAFT_CASE_SYSTEM}, {"role": "user", "content": user}]
 
 
 # -- rollout -------------------------------------------------------------------
@@ -208,19 +231,21 @@ TRANSCRIPT_LINES = {
 
 
 def user_messages(
-    brief: str, persona: str, instructions: str, conversation: Sequence[Mapping[str, Any]], *, turn: int, max_turns: int
-) -> list[dict]:
-    """Messages for the simulated user's next turn.
+    brief: str, persona: str, instructions: str, conversation: Sequence[Mapping[str, Any]], *, turn: int, max_turns: int,
+    template: str | None = None, opening: str | None = None,
+) -> Prompt:
+    """Messages for the simulated user's next turn; ``template`` and ``opening`` are the spec's system text and
+    first request (None: the built-in ones).
 
     Roles are flipped: the simulated user is the 'assistant' here and the
     system's replies arrive as 'user'. It never sees the rubric.
     """
-    system = USER_SYSTEM.format(
+    system = _text(template, USER_SYSTEM).format(
         end_marker=END_MARKER,
         persona=persona or USER_DEFAULT_PERSONA,
         instructions=USER_INSTRUCTIONS.format(instructions=instructions) if instructions else "",
         brief=brief,
-    ) + _task("simulate_user", persona=persona, turn=turn, max_turns=max_turns, end_marker=END_MARKER)
+    )
     messages = [{"role": "system", "content": system}]
     flipped = []
     for message in conversation:
@@ -228,13 +253,16 @@ def user_messages(
             flipped.append({"role": "assistant", "content": message["content"]})
         elif message["role"] == "assistant" and message.get("content"):
             flipped.append({"role": "user", "content": message["content"]})
-    messages += flipped or [{"role": "user", "content": USER_OPENING}]
-    return messages
+    messages += flipped or [{"role": "user", "content": _text(opening, USER_OPENING)}]
+    return Prompt(messages, "simulate_user", persona=persona, turn=turn, max_turns=max_turns, end_marker=END_MARKER)
 
 
-def tool_messages(tool: str, arguments: Mapping[str, Any], conversation: Sequence[Mapping[str, Any]]) -> list[dict]:
-    system = TOOL_SYSTEM.format(tool=tool) + _task("simulate_tool", tool=tool, arguments=dict(arguments))
-    return [{"role": "system", "content": system}, {"role": "user", "content": render_transcript(conversation)}]
+def tool_messages(tool: str, arguments: Mapping[str, Any], conversation: Sequence[Mapping[str, Any]], *,
+                  template: str | None = None) -> Prompt:
+    """The tool simulator's prompt; ``template`` is the spec's system text (None: the built-in one)."""
+    system = _text(template, TOOL_SYSTEM).format(tool=tool)
+    return Prompt([{"role": "system", "content": system}, {"role": "user", "content": render_transcript(conversation)}],
+                  "simulate_tool", tool=tool, arguments=dict(arguments))
 
 
 def render_transcript(conversation: Sequence[Mapping[str, Any]]) -> str:
@@ -272,22 +300,21 @@ JUDGE_USER = (
 )
 
 
-def judge_messages(criteria: Sequence[Criterion], evidence_standard: str, transcript: str) -> list[dict]:
-    """The judge sees the rubric, the chosen evidence standard and the transcript; never the cell."""
+def judge_messages(criteria: Sequence[Criterion], evidence_standard: str, transcript: str, *,
+                   system: str | None = None, template: str | None = None) -> Prompt:
+    """The judge sees the rubric, the chosen evidence standard and the transcript; never the cell.
+
+    ``system`` and ``template`` are the spec's ``judge.system_prompt`` and ``judge.template`` (None: the built-in ones).
+    """
     rubric = "\n\n".join(
         JUDGE_CRITERION.format(id=c.id, name=c.name, kind=_kind(c.permissible), definition=c.definition,
                                level=evidence_standard, evidence=c.evidence.get(evidence_standard, JUDGE_NO_EVIDENCE))
         for c in criteria
     )
-    user = (
-        JUDGE_USER.format(rubric=rubric, transcript=transcript)
-        + _task(
-            "judge",
-            criteria=[{"id": c.id, "permissible": c.permissible} for c in criteria],
-            evidence_standard=evidence_standard,
-        )
-    )
-    return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}]
+    user = _text(template, JUDGE_USER).format(rubric=rubric, transcript=transcript)
+    return Prompt([{"role": "system", "content": _text(system, JUDGE_SYSTEM)}, {"role": "user", "content": user}],
+                  "judge", criteria=[{"id": c.id, "permissible": c.permissible} for c in criteria],
+                  evidence_standard=evidence_standard)
 
 
 # -- scoring -------------------------------------------------------------------
@@ -352,12 +379,13 @@ def _scale_text(scale: Scale) -> tuple[str, str]:
 
 
 def score_messages(criteria: Sequence[Criterion], evidence_standard: str, scale: Scale, transcript: str,
-                   second: str | None = None) -> list[dict]:
+                   second: str | None = None, *, system: str | None = None, template: str | None = None) -> Prompt:
     """A scored judge's messages: the rubric as what to weigh, the scale with its anchors, and the transcript.
 
     With ``second`` (a pairwise scale) the judge sees ``transcript`` as A and ``second`` as B
     in one call and states its preference for A; which system is A is the caller's choice
-    (``judge.order``), never said in the prompt.
+    (``judge.order``), never said in the prompt. ``system`` and ``template`` are the spec's
+    ``judge.system_prompt`` and ``judge.template`` (None: the built-in ones for the scale).
     """
     rubric = "\n\n".join(
         SCORE_CRITERION.format(id=c.id, name=c.name, kind=_kind(c.permissible), definition=c.definition,
@@ -366,14 +394,33 @@ def score_messages(criteria: Sequence[Criterion], evidence_standard: str, scale:
     )
     line, anchors = _scale_text(scale)
     if second is None:
-        user, system = SCORE_USER.format(rubric=rubric, scale=line, anchors=anchors, transcript=transcript), SCORE_SYSTEM
+        user = _text(template, SCORE_USER).format(rubric=rubric, scale=line, anchors=anchors, transcript=transcript)
+        system = _text(system, SCORE_SYSTEM)
     else:
-        user = PAIR_USER.format(rubric=rubric, scale=line, anchors=anchors, first=transcript, second=second)
-        system = PAIR_SYSTEM
-    user += _task("judge", criteria=[{"id": c.id, "permissible": c.permissible} for c in criteria],
+        user = _text(template, PAIR_USER).format(rubric=rubric, scale=line, anchors=anchors, first=transcript,
+                                                 second=second)
+        system = _text(system, PAIR_SYSTEM)
+    return Prompt([{"role": "system", "content": system}, {"role": "user", "content": user}],
+                  "judge", criteria=[{"id": c.id, "permissible": c.permissible} for c in criteria],
                   evidence_standard=evidence_standard,
                   scale={"type": scale.type, "min": scale.min, "max": scale.max})
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def builtin_texts(scale: str = "binary") -> dict[str, str]:
+    """Spec path -> the built-in text an instruction field stands for when null (a judge's depend on its scale)."""
+    judge = {"binary": (JUDGE_SYSTEM, JUDGE_USER), "pairwise": (PAIR_SYSTEM, PAIR_USER)}.get(scale,
+                                                                                           (SCORE_SYSTEM, SCORE_USER))
+    return {
+        "design.generator.system_prompt": DRAFT_CASE_SYSTEM,
+        "design.generator.template": DRAFT_CASE_USER,
+        "design.generator.rubric_system_prompt": DRAFT_RUBRIC_SYSTEM,
+        "design.generator.rubric_template": DRAFT_RUBRIC_USER,
+        "rollout.user.template": USER_SYSTEM,
+        "rollout.user.opening": USER_OPENING,
+        "rollout.tool_simulator.template": TOOL_SYSTEM,
+        "judge.system_prompt": judge[0],
+        "judge.template": judge[1],
+    }
 
 
 def template_digests() -> dict[str, str]:
