@@ -30,7 +30,8 @@ def cmd_import(args) -> int:
                          "choices are named apart", param="merge_look_alikes")
     if args.source_kind == "inspect":
         result = import_inspect(args.logs, args.out, scorer=args.scorer, system_role=args.system_role,
-                                judge_role=args.judge_role, partial=args.partial, factors=args.factor, **common)
+                                judge_role=args.judge_role, partial=args.partial, factors=args.factor,
+                                scale=dict(args.scale) or None, **common)
     elif args.source_kind == "promptfoo":
         result = import_promptfoo(args.results_files, args.out, factors=args.factor, **common)
     elif args.source_kind == "assert":
