@@ -89,12 +89,14 @@ def inspect_verdicts(read: list[InspectLog], *, factors: list[str], partial: flo
             transcripts.setdefault(f"{log.system}\x00{case_id}\x00{key}", {"turns": turns, "status": status,
                                                                           "reason": reason})
     frame = pd.DataFrame.from_records(records)
-    duplicated = frame.duplicated(["universe_id", "system", "case_id", "replicate"])
+    unit = ["universe_id", "system", "case_id", "replicate"]
+    duplicated = frame.duplicated(unit)
     if duplicated.any():
-        first = frame[duplicated].iloc[0]
-        raise InputError(f"{first['_file']}: eval.model: {first['system']} on {first['case_id']} (epoch "
-                         f"{first['replicate']}) is also in another log for the same judge, scorer and reducer; "
-                         "expected one log per task, system and judge", param="logs")
+        second = frame[duplicated].iloc[0]
+        first = frame[(frame[unit] == second[unit]).all(axis=1)].iloc[0]
+        raise InputError(f"{second['_file']}: eval.model: {second['system']} on {second['case_id']} (epoch "
+                         f"{second['replicate']}) judged by {second['_judge']} is also in {first['_file']}; expected "
+                         "one log per task, system and judge", param="logs")
     frame["transcript_key"] = row_keys(frame[["system", "case_id", "_digest"]], "transcript")
     frame["judgment_key"] = row_keys(frame[["universe_id", "system", "case_id", "replicate"]], "judgment")
     for key, system, case_id, digest in frame[["transcript_key", "system", "case_id", "_digest"]

@@ -119,7 +119,7 @@ def import_inspect(
     _one_name_each(read, factors, bool(merge_look_alikes))
     built = inspect_verdicts(read, factors=factors, partial=float(partial), scales=scales)
     rates = inspect_rates(built, factors=factors, ci=ci)
-    warnings = notes + built.notes + metric_notes(built, rates)
+    warnings = notes + _pairing_notes(built.verdicts, built.axes) + built.notes + metric_notes(built, rates)
     for log in read:
         if log.status != "success":
             warnings.append(f"{log.path}: the eval ended {log.status}: its samples that were cancelled or never "
@@ -202,6 +202,21 @@ def _one_name_each(read: list[InspectLog], factors: list[str], merge: bool) -> N
         for log in read:
             for row in log.rows:
                 row.factors[factor] = levels[row.factors[factor]]
+
+
+def _pairing_notes(verdicts: Any, axes: list[str]) -> list[str]:
+    """Say where two judges' logs hold different solver output for the same sample and epoch."""
+    if "judge" not in axes:
+        return []
+    per_unit = verdicts.groupby(["system", "case_id", "replicate"])["transcript_key"].nunique()
+    differ = int((per_unit > 1).sum())
+    if not differ:
+        return []
+    same = len(per_unit) - differ
+    paired = (f"agreement pairs the judges on the {same:,} with the same output" if same else
+              "no output is shared, so agreement pairs the judges by sample and epoch, not on the transcript")
+    return [f"{differ:,} of {len(per_unit):,} (system, sample, epoch) units have different solver output in the "
+            f"judges' logs (the judges did not grade the same conversation there): {paired}"]
 
 
 def _log_entry(log: InspectLog) -> dict[str, Any]:
