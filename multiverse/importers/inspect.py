@@ -172,8 +172,8 @@ def _log_paths(given: list[Path], losses: ImportLosses) -> tuple[list[Path], lis
                                  "their task_id)", param="logs") from None
         if not tasks:
             if not found:
-                raise InputError(f"{path}: a folder without Inspect logs; expected .eval or .json logs (an eval-set "
-                                 "folder)", param="logs")
+                raise InputError(f"{path}: a directory without Inspect logs; expected a log (.eval or .json) or an "
+                                 "eval-set folder of them", param="logs")
             paths += found
             continue
         for task in tasks:
