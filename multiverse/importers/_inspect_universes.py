@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,8 +54,8 @@ def inspect_verdicts(read: list[InspectLog], *, factors: list[str], partial: flo
     cells = [(log, scorer, reducer) for log in read for scorer in log.scorers
              for reducer in (["mean"] if by_epoch else log.reducers)]
     judges = {log.judges[s][0] for log, s, _ in cells}
-    keys = {"judge": [(log.judges[s][0] or RULE) for log, s, _ in cells], "scorer": [s for _, s, _ in cells],
-            "reducer": [r for _, _, r in cells]}
+    keys = {"judge": [(log.judges[s][0] or RULE) for log, s, _ in cells],
+            "scorer": [_regraded(log, s) for log, s, _ in cells], "reducer": [r for _, _, r in cells]}
     axes = [axis for axis in ("judge", "scorer", "reducer")
             if len(set(keys[axis])) > 1 and (axis != "judge" or len(judges - {None}) > 1)]
     many_tasks = len({log.task for log in read}) > 1
@@ -85,7 +86,7 @@ def inspect_verdicts(read: list[InspectLog], *, factors: list[str], partial: flo
                             "_digest": key, "status": status, "reason": reason, "compliant": compliant,
                             "score": score, "_file": str(log.path)})
             rationales.append(rationale)
-            names.append(scorer)
+            names.append(keys["scorer"][i])
             transcripts.setdefault(f"{log.system}\x00{case_id}\x00{key}", {"turns": turns, "status": status,
                                                                           "reason": reason})
     frame = pd.DataFrame.from_records(records)
@@ -121,6 +122,22 @@ def inspect_verdicts(read: list[InspectLog], *, factors: list[str], partial: flo
     return Built(verdicts=verdicts, criteria=criteria, transcripts=transcripts, axes=axes, options=options,
                  scale=scale, universe_scales=universe_scales, estimator="pooled" if labelled else "mean",
                  metrics=metrics, notes=notes)
+
+
+def _regraded(log: InspectLog, option: str) -> str:
+    """The scorer a re-grade appended (``inspect score --action append`` names it ``NAME1``) grades again.
+
+    A scorer named as another of the log plus a number, whose grader differs, is that scorer
+    graded by another judge: the same option of the scorer axis, another of the judge axis.
+    """
+    name, sep, key = option.partition(":")
+    found = re.fullmatch(r"(.+?)[0-9]+", name)
+    if found is None:
+        return option
+    first = found.group(1) + sep + key
+    if first in log.judges and log.judges[first][0] is not None and log.judges[first][0] != log.judges[option][0]:
+        return first
+    return option
 
 
 def _valued(row: LogRow, scorer: str) -> bool:
@@ -171,8 +188,9 @@ def _reduced_rows(log: InspectLog, scorer: str, reducer: str, partial: float, sc
         value = reduce_values([r.cells[scorer].value for r in scored], reducer)
         status, reason, compliant, score = row_value(log.path, f"samples.scores.{scorer} reduced by {reducer}", value,
                                                      partial, scale)
-        digest = hashlib.sha256("|".join(r.output_digest for r in scored).encode()).hexdigest()[:16]
-        turns = [t for r in scored for t in [{"role": "system", "content": f"epoch {r.replicate}"}, *r.turns]]
+        # The sample's conversations are all its epochs', whichever a scorer could score: one key for every judge.
+        digest = hashlib.sha256("|".join(r.output_digest for r in epochs).encode()).hexdigest()[:16]
+        turns = [t for r in epochs for t in [{"role": "system", "content": f"epoch {r.replicate}"}, *r.turns]]
         rationale = "\n\n".join(f"epoch {r.replicate}: {r.cells[scorer].rationale}" for r in scored
                                 if r.cells[scorer].rationale)
         out.append((scored[0], status, reason, compliant, score, rationale, f"epochs:{digest}", turns, 0))
