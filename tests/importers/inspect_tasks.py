@@ -58,7 +58,6 @@ def _server(answers: _Answers) -> str:
 
 def _scorers():
     from inspect_ai.scorer import Score, mean, model_graded_qa, scorer, stderr
-
     from inspect_ai.scorer import match as match_scorer
 
     @scorer(metrics=[mean(), stderr()])
@@ -133,6 +132,10 @@ def make_logs(folder: Path) -> dict[str, list[Path] | Path]:
     appended = score(first, model_graded_qa(model="openai-api/local/grader-b"), action="append", display="none")
     write_eval_log(appended, str(folder / "regraded" / "appended.eval"))
     out["appended"] = folder / "regraded" / "appended.eval"
+    overwritten = score(first, model_graded_qa(model="openai-api/local/grader-b"), action="overwrite",
+                        display="none")
+    write_eval_log(overwritten, str(folder / "regraded" / "overwritten.eval"))
+    out["overwritten"] = folder / "regraded" / "overwritten.eval"
 
     _server(_Answers(no_grade_every=0))
     tasks = [Task(dataset=_dataset(4), solver=generate(), scorer=_scorers()[0], name=f"set{i}") for i in range(2)]
