@@ -65,6 +65,7 @@ class InspectLog:
     reducers: list[str]
     metrics: dict[tuple[str, str], dict[str, float]]  # (scorer, reducer) -> Inspect's own metrics
     rows: list[LogRow] = field(default_factory=list)
+    dropped: dict[str, tuple[int, str]] = field(default_factory=dict)  # what the log holds, not imported: (n, why)
 
 
 def read_inspect_log(path: Path, *, scorers: Sequence[str] | None, system_role: str | None, judge_role: str,
@@ -83,13 +84,36 @@ def read_inspect_log(path: Path, *, scorers: Sequence[str] | None, system_role: 
         raise InputError(f"{path}: samples: expected at least one sample (a log written with samples, not a header only)")
     budget.take_rows(len(log.samples), str(path))
     rows = []
+    dropped: dict[str, list] = {}
     for i in range(len(log.samples)):
         rows.append(_row(path, i, log.samples[i], options, factors, budget))
+        _count_dropped(log.samples[i], options, factors, dropped)
         log.samples[i] = None  # each sample is let go once it is a row: the log and its rows are never both held
     rows += _never_run(log, rows, options, factors)
     return InspectLog(path=path, task=str(spec.task), system=system, version=str((spec.packages or {}).get(
         "inspect_ai", "")), status=str(log.status), scorers=options, judges=judges, reducers=reducers,
-        metrics=log_metrics(log, options), rows=rows)
+        metrics=log_metrics(log, options), rows=rows, dropped={k: (n, why) for k, (n, why) in dropped.items()})
+
+
+def _count_dropped(sample: Any, options: list[str], factors: Sequence[str], dropped: dict[str, list]) -> None:
+    """Count what the sample holds that no column carries: its other metadata, scorers, score notes and edits."""
+    def count(what: str, why: str) -> None:
+        dropped.setdefault(what, [0, why])[0] += 1
+
+    for key in (sample.metadata or {}) if isinstance(sample.metadata, Mapping) else ():
+        if key not in factors:
+            count(f"samples.metadata.{key}", "not a --factor")
+    kept = {o.split(":", 1)[0] for o in options}
+    for name, score in (sample.scores or {}).items():
+        if name not in kept:
+            count(f"samples.scores.{name}", "not among the --scorer asked for")
+            continue
+        for key in (getattr(score, "metadata", None) or {}):
+            if key != "grading":  # the grading names the judge, which is kept
+                count(f"samples.scores.{name}.metadata.{key}", "a scorer's notes, no measurement column")
+        if getattr(score, "history", None):
+            count(f"samples.scores.{name}.history", "the score was edited: the current value is imported, not its "
+                  "earlier ones")
 
 
 def _never_run(log: Any, rows: list[LogRow], options: list[str], factors: Sequence[str]) -> list[LogRow]:

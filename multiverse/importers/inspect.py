@@ -117,6 +117,9 @@ def import_inspect(
     read = [read_inspect_log(p, scorers=wanted, system_role=system_role, judge_role=judge_role, factors=factors,
                              budget=budget) for p in paths]
     _one_name_each(read, factors, bool(merge_look_alikes))
+    for log in read:
+        for what, (n, why) in log.dropped.items():
+            losses.drop(what, where=str(log.path), count=n, why=why)
     built = inspect_verdicts(read, factors=factors, partial=float(partial), scales=scales)
     rates = inspect_rates(built, factors=factors, ci=ci)
     warnings = notes + _pairing_notes(built.verdicts, built.axes) + built.notes + metric_notes(built, rates)

@@ -158,7 +158,8 @@ def test_the_cancelled_samples_of_a_failed_eval_are_not_run_with_a_warning(logs,
     never = set(zip(v["case_id"], v["replicate"])) - logged
     assert never == set(zip(not_run["case_id"], not_run["replicate"])) - cancelled
     assert any("the eval ended error" in w for w in results.warnings)
-    assert "lost: " in loss_lines(results.manifest)[-1] and "never run" in loss_lines(results.manifest)[-1]
+    lost = [line for line in loss_lines(results.manifest) if line.startswith("lost: ")]
+    assert "never run" in lost[-1] and lost[-1].startswith(f"lost: {len(not_run)} of {len(v)} rows")
     errored = {(s.id, s.epoch) for s in log.samples if s.error and "CancelledError" not in s.error.message}
     assert set(zip(*[v.loc[v["status"] == "rollout_failed", c] for c in ("case_id", "replicate")])) == errored
     # What was scored is Inspect's values, epoch by epoch.
@@ -193,6 +194,11 @@ def test_a_rule_based_scorer_has_no_judge_even_where_the_header_names_a_grader(l
     assert results.axes == ["reducer"] and "judge" not in results.verdicts.columns
     entry = results.manifest.model_dump()["input"]["logs"][0]["scorers"]["match"]
     assert entry == {"judge": None, "judge_from": "the scoring events of match"}
+    # What the log holds and the import leaves out is listed: the other scorers, the metadata not kept.
+    log = read_eval_log(str(logs["reduced"][0]))
+    dropped = {d.what: d.count for d in results.manifest.dropped}
+    assert dropped == {**{f"samples.scores.{name}": len(log.samples) for name in ("model_graded_qa", "rating", "two")},
+                       "samples.metadata.topic": len(log.samples)}
     # Without its scoring events, a scorer whose scores carry no grading is no judge either.
     path = tmp_path / "no-events.eval"
     log = read_eval_log(str(logs["reduced"][0]))
@@ -208,7 +214,7 @@ def test_a_rule_based_scorer_has_no_judge_even_where_the_header_names_a_grader(l
 
 def test_an_eval_set_folder_is_read_as_its_tasks_logs(logs, tmp_path):
     folder = logs["set"]
-    results = import_inspect([folder], tmp_path / "out")
+    results = import_inspect([folder], tmp_path / "out", factors=["topic"])
     tasks = json.loads((folder / "eval-set.json").read_text())["tasks"]
     assert {c.split("/")[0] for c in results.verdicts["case_id"]} == {t["name"] for t in tasks}
     assert not results.manifest.dropped and not results.warnings
@@ -217,9 +223,9 @@ def test_an_eval_set_folder_is_read_as_its_tasks_logs(logs, tmp_path):
     shutil.copytree(folder, copy)
     last = sorted(copy.glob(f"*_{tasks[0]['task_id']}.eval"))[-1]
     shutil.copy(last, copy / ("0000-" + last.name))
-    results = import_inspect([copy], tmp_path / "again")
+    results = import_inspect([copy], tmp_path / "again", factors=["topic"])
     assert [d.what for d in results.manifest.dropped] == [f"an earlier attempt of task {tasks[0]['task_id']}"]
-    result = run_cli(["import", "inspect", copy, "--out", tmp_path / "cli"])
+    result = run_cli(["import", "inspect", copy, "--factor", "topic", "--out", tmp_path / "cli"])
     assert result.returncode == 0 and "dropped: an earlier attempt of task" in result.stderr, result.stderr
     for path in sorted(folder.glob("*.eval")):
         log = read_eval_log(str(path))
