@@ -317,6 +317,8 @@ def _per_criterion(
     keys = _spread(units, option, key_positions(*judgments, judged["judgment_key"]), len(options))
     # A judgment shared by several contexts (e.g. ones that differ only in the scoring rule) counts once.
     keys = keys[(keys >= 0).sum(1) >= 2]
+    if not len(keys):  # no judgment with labels is shared (scored judgments carry a score, not labels)
+        return []
     lowest = np.where(keys >= 0, keys, np.iinfo(np.int64).max).min(1, initial=np.iinfo(np.int64).max)
     if len(keys) and (lowest == keys.max(1)).all():  # e.g. a scoring axis: one judgment per unit
         notes.append(f"the options of {axis!r} share their judgments: per-criterion labels cannot differ")

@@ -345,6 +345,11 @@ def _scale(text: str) -> tuple[float, float]:
     return ends
 
 
+def _scorer_scale(text: str) -> tuple[str, tuple[float, float]]:
+    scorer, sep, ends = text.rpartition("=")
+    return (scorer.strip() if sep else "*"), _scale(ends)
+
+
 def _rate(text: str) -> float:
     value = _finite(text)
     if not 0 < value < 1:
@@ -376,14 +381,18 @@ def _primary_option(text: str) -> tuple[str, str]:
 
 
 def _native_importers(imports) -> None:
-    q = imports.add_parser("inspect", help="Inspect AI logs (.eval or .json): each judge a universe, epochs replicates",
-                           description="Import Inspect AI logs, read with Inspect's own log API (needs the inspect "
-                           "extra). The system is eval.model, the judge the grader role (or the scorer's model).",
-                           formatter_class=_formatter)
-    q.add_argument("logs", type=Path, nargs="+", metavar="LOG")
+    q = imports.add_parser("inspect", help="Inspect AI logs (.eval, .json or an eval-set folder): each judge, scorer "
+                           "and reducer a universe", description="Import Inspect AI logs, read with Inspect's own log "
+                           "API (needs the inspect extra). The system is eval.model; every scorer (and key of a dict "
+                           "scorer) and every epoch reducer is an option; the judge is the model a scorer's scoring "
+                           "events called (a scorer that calls none has no judge).", formatter_class=_formatter)
+    q.add_argument("logs", type=Path, nargs="+", metavar="LOG", help="a log, or an eval-set folder of logs")
     q.add_argument("--out", type=Path, required=True, help="the import directory to write")
-    q.add_argument("--scorer", metavar="NAME[:KEY]", help="the scorer to import when a log has several (KEY: the value "
-                   "to take from a scorer whose values are objects)")
+    q.add_argument("--scorer", action="append", metavar="NAME[:KEY]", help="import only this scorer (KEY: one key of a "
+                   "scorer whose values are objects); repeatable; default: every scorer")
+    q.add_argument("--scale", action="append", type=_scorer_scale, default=[], metavar="[SCORER=]LOW:HIGH",
+                   help="the range of a scorer's scores outside 0 to 1 (e.g. rating=1:5); without SCORER, of every "
+                   "scorer; repeatable")
     q.add_argument("--system-role", metavar="ROLE", help="take the system from this model role instead of eval.model")
     q.add_argument("--judge-role", default="grader", metavar="ROLE", help="the grader's model role (default: grader)")
     q.add_argument("--partial", type=float, default=0.5, metavar="SCORE", help="the score of a P (default: 0.5)")

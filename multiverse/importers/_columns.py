@@ -120,21 +120,27 @@ def import_rates(verdicts: pd.DataFrame, *, axes: Sequence[str], factors: Sequen
 def write_judged_import(source: str, out_dir: str | os.PathLike, *, verdicts: pd.DataFrame, criteria: pd.DataFrame | None,
                         rates: pd.DataFrame, transcripts: Any, axes: list[str], factors: list[str], primary: Any,
                         warnings: list[str], input: dict[str, Any], ci: str, estimator: str,
-                        scale: dict[str, Any] | None = None, budget: Any = None, rate: str = "compliance") -> Results:
+                        scale: dict[str, Any] | None = None, budget: Any = None, losses: Any = None,
+                        options: dict[str, dict[str, Any]] | None = None,
+                        universe_scales: dict[str, dict[str, Any]] | None = None, rate: str = "compliance") -> Results:
     """Write a harness's import (one universe per judge when there are several) and return its Results.
 
-    Inspect's and promptfoo's imports share this shape: the judge is the only axis, and a single
-    judge's column is dropped, as a table without axes has none.
+    Inspect's and promptfoo's imports share this shape: a single judge's column is dropped, as a
+    table without axes has none. ``options`` gives each universe's options where the judge is not the
+    only axis (else read from the judge column); ``universe_scales`` a universe's own scale.
     """
     from multiverse.importers.directory import resolve_primary, write_import_dir
 
-    options = {uid: ({"judge": judge} if axes else {}) for uid, judge in
-               verdicts.drop_duplicates("universe_id")[["universe_id", "judge"]].itertuples(index=False)}
+    if options is None:
+        options = {uid: ({"judge": judge} if axes else {}) for uid, judge in
+                   verdicts.drop_duplicates("universe_id")[["universe_id", "judge"]].itertuples(index=False)}
     manifest: dict[str, Any] = {
         "source": source,
         "axes": axes,
         "factors": factors,
-        "universes": list(options),
+        # A universe whose scores are on a scale of its own says so in its entry (tables.universe_scales).
+        "universes": [{"id": uid, "options": options[uid], "scale": (universe_scales or {})[uid]} if uid in
+                      (universe_scales or {}) else uid for uid in options],
         "primary": resolve_primary(primary, axes, options),
         "primary_declared": bool(primary),
         "warnings": warnings,
@@ -145,7 +151,7 @@ def write_judged_import(source: str, out_dir: str | os.PathLike, *, verdicts: pd
         "ci": ci,
         "level": 0.95,
     }
-    if not axes:
+    if "judge" in verdicts.columns and "judge" not in axes:
         verdicts = verdicts.drop(columns="judge")
     return write_import_dir(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
-                            transcripts=transcripts, budget=budget, rate=rate)
+                            transcripts=transcripts, budget=budget, losses=losses, rate=rate)

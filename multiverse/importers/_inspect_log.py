@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,33 +17,38 @@ from typing import Any
 from multiverse.core import ImportBudget, regular_file_problem, whole_number_problem
 from multiverse.errors import InputError
 from multiverse.importers._guard import MAX_REPLICATE, import_budget
+from multiverse.importers._losses import loss_reason
 
-__all__ = ["LOG_VERSIONS", "InspectLog", "LogRow", "read_inspect_log"]
+__all__ = ["LOG_VERSIONS", "Cell", "InspectLog", "LogRow", "read_inspect_log", "role_model", "shown_value", "text_cut"]
 
 #: The log format versions (``version`` of the header) this importer knows: Inspect writes 2 and
 #: reads 1 alike; a later one may move the fields read here.
 LOG_VERSIONS = (1, 2)
 #: Sample ids and names longer than this are not ids a reader is shown.
 _MAX_ID = 1_000
-#: Inspect's value letters: correct, incorrect, partial, no answer.
-_LETTERS = {"C": 1.0, "I": 0.0}
 _SCALAR = (str, int, float, bool)
 
 
 @dataclass
+class Cell:
+    """One scorer's (or one key's) score of one sample x epoch: its value, or the kind of loss."""
+
+    status: str  # ok, excluded, or a loss's status (importers.loss_reason)
+    reason: str
+    value: Any  # Inspect's own value (None where there is none); what the reducers take
+    rationale: str
+
+
+@dataclass
 class LogRow:
-    """One sample x epoch of a log: the score it got and what it was given."""
+    """One sample x epoch of a log: each scorer's cell and what the system was given."""
 
     case_id: str
     replicate: int
-    status: str  # ok, excluded, rollout_failed, judge_failed
-    reason: str
-    compliant: bool | None
-    score: float  # NaN where there is none
-    rationale: str
     output_digest: str
     factors: dict[str, str]
     turns: list[dict[str, Any]]
+    cells: dict[str, Cell] = field(default_factory=dict)
 
 
 @dataclass
@@ -54,36 +58,81 @@ class InspectLog:
     path: Path
     task: str
     system: str
-    judge: str
-    judge_from: str
-    scorer: str
     version: str
-    accuracy: float | None
-    reduced: dict[str, float]
+    status: str
+    scorers: list[str]  # NAME, or NAME:KEY for each key of a scorer whose values are objects
+    judges: dict[str, tuple[str | None, str]]  # scorer -> (its grader's model, None: it calls none; where found)
+    reducers: list[str]
+    metrics: dict[tuple[str, str], dict[str, float]]  # (scorer, reducer) -> Inspect's own metrics
     rows: list[LogRow] = field(default_factory=list)
+    dropped: dict[str, tuple[int, str]] = field(default_factory=dict)  # what the log holds, not imported: (n, why)
 
 
-def read_inspect_log(path: Path, *, scorer: str | None, key: str | None, system_role: str | None,
-                     judge_role: str, partial: float, factors: Sequence[str],
-                     budget: ImportBudget | None = None) -> InspectLog:
+def read_inspect_log(path: Path, *, scorers: Sequence[str] | None, system_role: str | None, judge_role: str,
+                     factors: Sequence[str], budget: ImportBudget | None = None) -> InspectLog:
     """Read ``path`` (.eval or .json) with Inspect's API and turn its samples into rows, within ``budget``."""
+    from multiverse.importers._inspect_scores import check_reducers, log_metrics, scorer_judges, scorer_options
+
     budget = budget or import_budget()
     log = _read(path, budget)
     spec = log.eval
     system = _role_model(path, spec, system_role, "system") if system_role else _text(path, "eval.model", spec.model)
-    chosen = _scorer(path, log, scorer)
-    judge, judge_from = _judge(path, log, judge_role, chosen)
+    options = scorer_options(path, log, scorers)
+    judges = scorer_judges(path, log, options, judge_role)
+    reducers = check_reducers(path, log)
     if not log.samples:
         raise InputError(f"{path}: samples: expected at least one sample (a log written with samples, not a header only)")
     budget.take_rows(len(log.samples), str(path))
-    accuracy, reduced = _inspect_accuracy(log, chosen)
     rows = []
+    dropped: dict[str, list] = {}
     for i in range(len(log.samples)):
-        rows.append(_row(path, i, log.samples[i], chosen, key, partial, factors, budget))
+        rows.append(_row(path, i, log.samples[i], options, factors, budget))
+        _count_dropped(log.samples[i], options, factors, dropped)
         log.samples[i] = None  # each sample is let go once it is a row: the log and its rows are never both held
-    return InspectLog(path=path, task=str(spec.task), system=system, judge=judge, judge_from=judge_from,
-                      scorer=chosen, version=str((spec.packages or {}).get("inspect_ai", "")), accuracy=accuracy,
-                      reduced=reduced, rows=rows)
+    rows += _never_run(log, rows, options, factors)
+    return InspectLog(path=path, task=str(spec.task), system=system, version=str((spec.packages or {}).get(
+        "inspect_ai", "")), status=str(log.status), scorers=options, judges=judges, reducers=reducers,
+        metrics=log_metrics(log, options), rows=rows, dropped={k: (n, why) for k, (n, why) in dropped.items()})
+
+
+def _count_dropped(sample: Any, options: list[str], factors: Sequence[str], dropped: dict[str, list]) -> None:
+    """Count what the sample holds that no column carries: its other metadata, scorers, score notes and edits."""
+    def count(what: str, why: str) -> None:
+        dropped.setdefault(what, [0, why])[0] += 1
+
+    for key in (sample.metadata or {}) if isinstance(sample.metadata, Mapping) else ():
+        if key not in factors:
+            count(f"samples.metadata.{key}", "not a --factor")
+    kept = {o.split(":", 1)[0] for o in options}
+    for name, score in (sample.scores or {}).items():
+        if name not in kept:
+            count(f"samples.scores.{name}", "not among the --scorer asked for")
+            continue
+        for key in (getattr(score, "metadata", None) or {}):
+            if key != "grading":  # the grading names the judge, which is kept
+                count(f"samples.scores.{name}.metadata.{key}", "a scorer's notes, no measurement column")
+        if getattr(score, "history", None):
+            count(f"samples.scores.{name}.history", "the score was edited: the current value is imported, not its "
+                  "earlier ones")
+
+
+def _never_run(log: Any, rows: list[LogRow], options: list[str], factors: Sequence[str]) -> list[LogRow]:
+    """A failed or cancelled eval's samples x epochs that never started: rows ``not_run``, never a label."""
+    if log.status == "success" or log.eval.dataset is None or not log.eval.dataset.sample_ids:
+        return []
+    epochs = int(log.eval.config.epochs or 1)
+    seen = {(row.case_id, row.replicate) for row in rows}
+    levels = {row.case_id: row.factors for row in rows}
+    status, reason = loss_reason("not_run", f"the eval ended ({log.status}) before it started")
+    missing = []
+    for sample_id in log.eval.dataset.sample_ids:
+        for epoch in range(1, epochs + 1):
+            if (str(sample_id).strip(), epoch) not in seen:
+                cells = {name: Cell(status, reason, None, "") for name in options}
+                case_id = str(sample_id).strip()
+                known = levels.get(case_id) or {f: "(not run)" for f in factors}  # its metadata was never logged
+                missing.append(LogRow(case_id, epoch, "", dict(known), [], cells))
+    return missing
 
 
 def _read(path: Path, budget: ImportBudget) -> Any:
@@ -163,43 +212,10 @@ def _role_model(path: Path, spec: Any, role: str, what: str) -> str:
     return _text(path, f"eval.model_roles.{role}.model", getattr(config, "model", None))
 
 
-def _scorer(path: Path, log: Any, wanted: str | None) -> str:
-    names = [s.name for s in (log.eval.scorers or [])]
-    if not names and log.results is not None:
-        names = [s.name for s in log.results.scores]
-    names = list(dict.fromkeys(names))
-    if wanted is not None:
-        if wanted not in names:
-            raise InputError(f"{path}: eval.scorers: no scorer {wanted!r}; the log has: {', '.join(names) or 'none'}",
-                             param="scorer")
-        return wanted
-    if len(names) != 1:
-        raise InputError(f"{path}: eval.scorers: {len(names)} scorers ({', '.join(names) or 'none'}); expected one, "
-                         "or the `scorer` to import", param="scorer")
-    return names[0]
+def _row(path: Path, index: int, sample: Any, options: list[str], factors: Sequence[str],
+         budget: ImportBudget) -> LogRow:
+    from multiverse.importers._inspect_scores import cell
 
-
-def _judge(path: Path, log: Any, role: str, scorer: str) -> tuple[str, str]:
-    """The judge's model: the grader role, else the scorer's model option, else the model its grading names."""
-    if role in (log.eval.model_roles or {}):
-        return _role_model(path, log.eval, role, "judge"), f"eval.model_roles.{role}"
-    for entry in log.eval.scorers or []:
-        model = (entry.options or {}).get("model") if entry.name == scorer else None
-        if isinstance(model, str) and model.strip():
-            return model.strip(), f"eval.scorers.{scorer}.options.model"
-    for sample in log.samples or []:
-        score = (sample.scores or {}).get(scorer)
-        grading = (getattr(score, "metadata", None) or {}).get("grading") if score is not None else None
-        for message in grading if isinstance(grading, list) else []:
-            model = message.get("model") if isinstance(message, Mapping) else None
-            if isinstance(model, str) and model.strip():
-                return model.strip(), f"samples.scores.{scorer}.metadata.grading"
-    # A scorer that calls no model (a match, an exact answer) is its own judge.
-    return scorer, "scorer"
-
-
-def _row(path: Path, index: int, sample: Any, scorer: str, key: str | None, partial: float,
-         factors: Sequence[str], budget: ImportBudget) -> LogRow:
     where = f"samples[{index}]"
     if isinstance(sample.id, int) and not isinstance(sample.id, bool):
         problem = whole_number_problem(sample.id, -(2**63), 2**63 - 1)
@@ -208,7 +224,6 @@ def _row(path: Path, index: int, sample: Any, scorer: str, key: str | None, part
     if not isinstance(sample.id, (str, int)) or str(sample.id).strip() == "" or len(str(sample.id)) > _MAX_ID:
         raise InputError(f"{path}: {where}.id: {_shown(sample.id)}; expected a sample id (text or a number, "
                          f"at most {_MAX_ID:,} characters)")
-    case_id = str(sample.id).strip()
     epoch = sample.epoch
     problem = whole_number_problem(epoch, 0, MAX_REPLICATE)
     if problem:
@@ -216,40 +231,11 @@ def _row(path: Path, index: int, sample: Any, scorer: str, key: str | None, part
     turns = _turns(path, where, sample.messages or [], budget)
     completion = sample.output.completion if sample.output is not None else ""
     digest = hashlib.sha256(str(completion).encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    row = LogRow(case_id=case_id, replicate=epoch, status="ok", reason="", compliant=None, score=math.nan,
-                 rationale="", output_digest=digest, factors=_factors(path, where, sample.metadata, factors),
-                 turns=turns)
-    if sample.error is not None:
-        row.status, row.reason = "rollout_failed", "sample error: " + _cut(getattr(sample.error, "message", ""))
-        return row
-    score = (sample.scores or {}).get(scorer)
-    if score is None:
-        row.status, row.reason = "judge_failed", f"no {scorer} score"
-        return row
-    row.rationale = _cut(score.explanation or "", 20_000)
-    _value(path, f"{where}.scores.{scorer}.value", score.value, key, partial, row)
+    row = LogRow(case_id=str(sample.id).strip(), replicate=epoch, output_digest=digest,
+                 factors=_factors(path, where, sample.metadata, factors), turns=turns)
+    for name in options:
+        row.cells[name] = cell(path, where, sample, name)
     return row
-
-
-def _value(path: Path, name: str, value: Any, key: str | None, partial: float, row: LogRow) -> None:
-    """C/I a label; P partial credit; N excluded; a number or true/false a score; an object by its ``key``."""
-    if isinstance(value, Mapping):
-        if key is None or key not in value:
-            raise InputError(f"{path}: {name}: an object with keys {', '.join(map(str, list(value)[:8]))}; expected "
-                             "a single value, or the key to import given with the scorer (NAME:KEY)", param="scorer")
-        name, value = f"{name}.{key}", value[key]
-    if isinstance(value, bool):
-        row.compliant, row.score = value, float(value)
-    elif isinstance(value, str) and value in _LETTERS:
-        row.compliant, row.score = value == "C", _LETTERS[value]
-    elif value == "P":
-        row.score = partial
-    elif value == "N":
-        row.status, row.reason = "excluded", "no answer (N)"
-    elif isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value <= 1:
-        row.score = float(value)
-    else:
-        raise InputError(f"{path}: {name}: {_shown(value)}; expected C, I, P, N, true/false or a number from 0 to 1")
 
 
 def _factors(path: Path, where: str, metadata: Any, factors: Sequence[str]) -> dict[str, str]:
@@ -290,21 +276,6 @@ def _turn(message: Any) -> dict[str, Any]:
     return turn
 
 
-def _inspect_accuracy(log: Any, scorer: str) -> tuple[float | None, dict[str, float]]:
-    """Inspect's own ``accuracy`` of the scorer and its per-sample reduced values, where the log has them."""
-    accuracy = None
-    for score in (log.results.scores if log.results is not None else []):
-        metric = score.metrics.get("accuracy") if score.name == scorer else None
-        if metric is not None and isinstance(metric.value, (int, float)):
-            accuracy = float(metric.value)
-    reduced = {}
-    for reduction in log.reductions or []:
-        if reduction.scorer == scorer:
-            reduced = {str(s.sample_id): float(s.value) for s in reduction.samples
-                       if isinstance(s.value, (int, float)) and not isinstance(s.value, bool)}
-    return accuracy, reduced
-
-
 def _cut(text: Any, limit: int = 2_000) -> str:
     text = str(text or "")
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -313,3 +284,8 @@ def _cut(text: Any, limit: int = 2_000) -> str:
 def _shown(value: Any) -> str:
     shown = repr(value)
     return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
+text_cut = _cut
+shown_value = _shown
+role_model = _role_model

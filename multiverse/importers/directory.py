@@ -24,6 +24,7 @@ import pandas as pd
 from multiverse.core import CI_METHODS, SCHEMA_VERSION, ImportBudget, check_rate_direction
 from multiverse.errors import InputError
 from multiverse.importers._guard import check_storable, checked_transcripts, import_budget, one_name_each
+from multiverse.importers._losses import ImportLosses
 from multiverse.results import Results
 from multiverse.tables import with_score_column, write_run_folder
 
@@ -77,6 +78,7 @@ def write_import_dir(
     transcripts: Mapping[str, Mapping[str, Any]] | None = None,
     budget: ImportBudget | None = None,
     rate: str = "compliance",
+    losses: ImportLosses | None = None,
 ) -> Results:
     """Write the tables and manifest into ``out_dir`` (created if needed), each file atomically.
 
@@ -87,12 +89,15 @@ def write_import_dir(
     each must fit the ``budget``'s ``max_transcript_bytes`` (a line the folder's reader reads back).
     ``rate`` (``compliance`` or ``violation``) is the import's ``report.rate``: which way its figures, tables and
     pages read a rate, as a run's spec says (the manifest's ``rate``); the tables stay in compliance terms.
+    The manifest gets the rows per status and per kind of loss, and what ``losses`` says was
+    dropped (``importers._losses``: one contract for every importer).
     """
     one_name_each(verdicts, criteria, list(manifest.get("axes", [])), list(manifest.get("factors", [])))
     check_storable(verdicts)
     transcripts = checked_transcripts(transcripts, budget or import_budget(), "transcripts")
     verdicts = with_score_column(verdicts)  # the results returned hold what the folder holds
-    manifest = {"schema_version": SCHEMA_VERSION, **manifest, "rate": check_rate_direction(rate)}
+    manifest = {"schema_version": SCHEMA_VERSION, **manifest, "rate": check_rate_direction(rate),
+                **(losses or ImportLosses()).manifest_fields(verdicts)}
     # One writer for run and import folders: the same atomic files, manifest last.
     out = write_run_folder(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
                            transcripts=transcripts)

@@ -1,4 +1,4 @@
-"""Import Inspect AI logs (.eval or .json) as an import directory.
+"""Import Inspect AI logs (.eval or .json, or an ``eval-set`` folder) as an import directory.
 
 Read with Inspect's own log API (``inspect_ai.log.read_eval_log``; the ``inspect``
 extra), so every log version Inspect reads is read alike:
@@ -7,31 +7,37 @@ extra), so every log version Inspect reads is read alike:
 Inspect                          multiverse
 ================================ ===========================================================
 ``eval.model`` (or a named role) ``verdicts.system``
-grader role in ``model_roles``,  the ``judge`` axis (when the logs' judges differ): each judge
-else the scorer's model          a universe
+each scorer, each key of a       the ``scorer`` axis (when there are several): ``NAME`` or
+scorer whose values are objects  ``NAME:KEY``, each a universe
+each epoch reducer of the log    the ``reducer`` axis (when there are several)
+the model a scorer's scoring     the ``judge`` axis (when the graders differ); a scorer that
+events called (else the header's) calls no model (``match()``) has no judge
 sample ``id``                    ``case_id``
-sample ``epoch``                 ``replicate`` (intervals cluster by sample)
+sample ``epoch``                 ``replicate`` (intervals cluster by sample), or the sample's
+                                 value reduced over its epochs by Inspect's own reducer
 score value ``C`` / ``I``        ``compliant`` true / false
 ``P``                            ``score`` ``partial`` (0.5 unless declared), no label
 ``N``                            ``status`` excluded, reason ``no answer (N)``
-a number in [0, 1] or true/false ``score`` (and a label for true/false)
-an object ``{key: value}``       the value of the key named with the scorer (``NAME:KEY``)
+a number or true/false           ``score`` (on ``scale``, 0 to 1 unless given; a label for true/false)
 ``explanation``                  ``criteria.rationale`` (criterion: the scorer's name)
 the sample's ``messages``        ``transcripts.jsonl`` (the explorer shows them)
 sample ``metadata[KEY]``         a design factor with ``factors=[KEY]``
-a sample ``error``               ``status`` rollout_failed, never a label
-no score from the scorer         ``status`` judge_failed
 ================================ ===========================================================
 
-Logs are paired as judges only where they judged the same conversations: the
-transcript key digests the system, sample, epoch and the solver's output text,
-so two logs whose solver produced different text for a sample are not paired on
-it; the import then says how many differ, ``agreement`` compares the judges on the
-units with the same output, and where no output is shared it pairs them on system,
-sample and epoch with a note. With only C/I values the rate is the share of
-correct (sample, epoch) rows, which is Inspect's ``accuracy`` when every sample
-has the same number of epochs; a warning says when they do not. Partial credit
-and numbers are scores on a continuous [0, 1] scale whose rate is their mean.
+Every row that is not a value is a loss of its kind (``importers.loss_reason``): unscored
+by the grader (no grade) or a scorer exception is ``judge_failed``, a sample error before
+scoring ``rollout_failed``, a cancelled or never-started sample of a failed eval ``not_run``.
+
+Rates equal Inspect's own metrics: where every reducer is ``mean``, every sample has the
+same number of scored epochs and none is ``N``, each epoch is a row (a replicate) and the
+mean over rows is Inspect's mean of per-sample means; otherwise each sample is one row
+(replicate 0) holding its value reduced over the epochs it has by Inspect's own reducer,
+and each lost epoch a row of its status. A sample scored in fewer epochs than the others
+is named in a warning. Every metric of ``log.results`` is kept in the manifest beside the
+universe it belongs to.
+
+Logs are paired as judges only where they judged the same conversations: the transcript
+key digests the system, sample, epoch and the solver's output text.
 """
 
 from __future__ import annotations
@@ -41,28 +47,31 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
-from multiverse.core import RESERVED_NAMES, check_rate_direction, universe_id
+from multiverse.core import RESERVED_NAMES, check_rate_direction
 from multiverse.errors import InputError
-from multiverse.importers._columns import import_rates, rationale_criteria, row_keys, write_judged_import
+from multiverse.importers._columns import write_judged_import
 from multiverse.importers._guard import checked_names, import_budget
 from multiverse.importers._inspect_log import InspectLog, read_inspect_log
+from multiverse.importers._inspect_universes import inspect_rates, inspect_verdicts, metric_notes
+from multiverse.importers._losses import ImportLosses
 from multiverse.importers.directory import check_ci
 from multiverse.results import Results
 
 __all__ = ["import_inspect"]
+
+#: The files of an ``eval-set`` folder that are not logs.
+_SET_FILES = ("logs.json", "eval-set.json")
 
 
 def import_inspect(
     logs: str | os.PathLike | Sequence[str | os.PathLike],
     out_dir: str | os.PathLike,
     *,
-    scorer: str | None = None,
+    scorer: str | Sequence[str] | None = None,
     system_role: str | None = None,
     judge_role: str = "grader",
     partial: float = 0.5,
+    scale: Sequence[float] | Mapping[str, Sequence[float]] | None = None,
     factors: Sequence[str] = (),
     primary: Mapping[str, str] | None = None,
     ci: str = "wilson",
@@ -73,13 +82,14 @@ def import_inspect(
     max_transcript_bytes: int | None = None,
     merge_look_alikes: bool = False,
 ) -> Results:
-    """Import Inspect logs into ``out_dir``; see the module docstring.
+    """Import Inspect logs (or ``eval-set`` folders of them) into ``out_dir``; see the module docstring.
 
-    ``scorer`` names the scorer to import when a log has several (``NAME:KEY`` for a
-    scorer whose values are objects); ``system_role`` takes the system from a model
-    role instead of ``eval.model``; ``judge_role`` is the role of the grader;
-    ``partial`` the score of a ``P``; ``factors`` sample-metadata keys kept as design
-    factors. Bad input raises InputError naming the log and field, and writes nothing.
+    ``scorer`` keeps only the named scorers (``NAME`` or ``NAME:KEY``; default: every one);
+    ``system_role`` takes the system from a model role instead of ``eval.model``;
+    ``judge_role`` is the grader's role, read only for a log without scoring events;
+    ``partial`` the score of a ``P``; ``scale`` the ``(min, max)`` of scores outside 0 to 1
+    (for every scorer, or ``{scorer: (min, max)}``); ``factors`` sample-metadata keys kept
+    as design factors. Bad input raises InputError naming the log and field, and writes nothing.
 
     Bounds (:class:`multiverse.core.ImportBudget`): ``max_bytes`` of logs, counted
     inflated, and of transcripts; ``max_rows`` samples x epochs;
@@ -88,52 +98,112 @@ def import_inspect(
     """
     from multiverse.tables import check_output_dir
 
-    paths = [Path(p) for p in ([logs] if isinstance(logs, (str, os.PathLike)) else logs)]
-    if not paths:
+    given = [Path(p) for p in ([logs] if isinstance(logs, (str, os.PathLike)) else logs)]
+    if not given:
         raise InputError("logs: expected at least one Inspect log", param="logs")
     check_ci(ci)
     check_rate_direction(rate)
     if not (isinstance(partial, (int, float)) and 0 <= partial <= 1):
         raise InputError(f"partial: {partial!r}; expected a score from 0 to 1 for a P", param="partial")
+    scales = _scales(scale)
     factors = list(factors)
     for factor in factors:
-        if factor in RESERVED_NAMES or factor == "judge":
+        if factor in RESERVED_NAMES or factor in ("judge", "scorer", "reducer"):
             raise InputError(f"factors: {factor}: name is reserved for the verdicts table; expected another metadata "
                              "key", param="factors")
+    losses = ImportLosses()
+    paths, notes = _log_paths(given, losses)
     budget = import_budget(max_bytes, max_rows, max_transcript_bytes)
-    check_output_dir(out_dir, kind="import", inputs=paths, force=force)
-    name, _, key = (scorer or "").partition(":")
-    read = [read_inspect_log(p, scorer=name or None, key=key or None, system_role=system_role, judge_role=judge_role,
-                             partial=float(partial), factors=factors, budget=budget) for p in paths]
+    check_output_dir(out_dir, kind="import", inputs=given, force=force)
+    wanted = [scorer] if isinstance(scorer, str) else list(scorer) if scorer else None
+    read = [read_inspect_log(p, scorers=wanted, system_role=system_role, judge_role=judge_role, factors=factors,
+                             budget=budget) for p in paths]
     _one_name_each(read, factors, bool(merge_look_alikes))
-    _check_distinct(read)
-    axes = ["judge"] if len({log.judge for log in read}) > 1 else []
-    verdicts, transcripts, rationales, criteria_names = _verdicts(read, axes, factors)
-    warnings = _pairing_notes(verdicts, axes) + _epoch_notes(read) + _excluded_notes(read)
-    scored = bool(verdicts["compliant"].isna().to_numpy()[(verdicts["status"] == "ok").to_numpy()].any())
-    scale = {"type": "continuous", "min": 0.0, "max": 1.0} if scored else {"type": "binary"}
-    if not scored:
-        verdicts["score"] = np.nan  # binary: the label is the measurement
-    estimator = "mean" if scored else "pooled"
-    criteria = rationale_criteria(verdicts, rationales, criteria_names)
-    rates = import_rates(verdicts, axes=axes, factors=factors, ci=ci, scale=scale, source=str(paths[0]))
-    return write_judged_import("inspect", out_dir, verdicts=verdicts, criteria=criteria, rates=rates,
-                               transcripts=transcripts, axes=axes, factors=factors, primary=primary, warnings=warnings,
-                               input={"logs": [_log_entry(log) for log in read], "judge_role": judge_role,
-                                      "system_role": system_role, "partial": float(partial)},
-                               ci=ci, estimator=estimator, scale=scale, budget=budget, rate=rate)
+    for log in read:
+        for what, (n, why) in log.dropped.items():
+            losses.drop(what, where=str(log.path), count=n, why=why)
+    built = inspect_verdicts(read, factors=factors, partial=float(partial), scales=scales)
+    rates = inspect_rates(built, factors=factors, ci=ci)
+    warnings = notes + _pairing_notes(built.verdicts, built.axes) + built.notes + metric_notes(built, rates)
+    for log in read:
+        if log.status != "success":
+            warnings.append(f"{log.path}: the eval ended {log.status}: its samples that were cancelled or never "
+                            "started are rows not_run, never labels")
+    return write_judged_import("inspect", out_dir, verdicts=built.verdicts, criteria=built.criteria, rates=rates,
+                               transcripts=built.transcripts, axes=built.axes, factors=factors, primary=primary,
+                               warnings=warnings, input={"logs": [_log_entry(log) for log in read],
+                                                         "judge_role": judge_role, "system_role": system_role,
+                                                         "partial": float(partial), "metrics": built.metrics},
+                               ci=ci, estimator=built.estimator, scale=built.scale, budget=budget,
+                               options=built.options, universe_scales=built.universe_scales, losses=losses, rate=rate)
+
+
+def _scales(scale: Any) -> dict[str, tuple[float, float]]:
+    """``{scorer or "*": (min, max)}`` from one range or a range per scorer; refused in one line otherwise."""
+    if scale is None:
+        return {}
+    ranges = dict(scale) if isinstance(scale, Mapping) else {"*": scale}
+    out = {}
+    for name, bounds in ranges.items():
+        try:
+            low, high = (float(b) for b in bounds)
+        except (TypeError, ValueError):
+            raise InputError(f"scale: {bounds!r}; expected two numbers, the scorer's min and max", param="scale") from None
+        if not (low < high and all(abs(b) < 1e12 for b in (low, high))):
+            raise InputError(f"scale: {low:g} to {high:g}; expected a min below the max", param="scale")
+        out[str(name)] = (low, high)
+    return out
+
+
+def _log_paths(given: list[Path], losses: ImportLosses) -> tuple[list[Path], list[str]]:
+    """The logs named, an ``eval-set`` folder read as its tasks' logs (an earlier attempt of a task dropped)."""
+    import json
+
+    paths: list[Path] = []
+    notes: list[str] = []
+    for path in given:
+        if not path.is_dir():
+            paths.append(path)
+            continue
+        found = sorted(p for p in path.iterdir() if p.suffix.lower() in (".eval", ".json") and p.name not in _SET_FILES
+                       and p.is_file())
+        manifest = path / "eval-set.json"
+        tasks = []
+        if manifest.is_file():
+            try:
+                tasks = [str(t["task_id"]) for t in json.loads(manifest.read_text())["tasks"]]
+            except (OSError, ValueError, KeyError, TypeError):
+                raise InputError(f"{manifest}: tasks: expected Inspect's eval-set manifest (a list of tasks with "
+                                 "their task_id)", param="logs") from None
+        if not tasks:
+            if not found:
+                raise InputError(f"{path}: a directory without Inspect logs; expected a log (.eval or .json) or an "
+                                 "eval-set folder of them", param="logs")
+            paths += found
+            continue
+        for task in tasks:
+            attempts = [p for p in found if p.stem.endswith(f"_{task}")]
+            if not attempts:
+                notes.append(f"{manifest}: task {task} has no log in the folder: nothing of it is imported")
+                continue
+            paths.append(attempts[-1])  # the name begins with its time: the last attempt is the eval-set's
+            for earlier in attempts[:-1]:
+                losses.drop(f"an earlier attempt of task {task}", where=str(earlier), count=None,
+                            why="eval-set retried the task; its last attempt is imported")
+    return paths, notes
 
 
 def _one_name_each(read: list[InspectLog], factors: list[str], merge: bool) -> None:
     """Systems, judges, scorers, cases and factor levels: nothing unshowable, no two alike (or merged when asked)."""
     systems = checked_names([log.system for log in read], "eval.model (the systems)", merge=merge)
-    judges = checked_names([log.judge for log in read], "the judges", merge=merge)
-    scorers = checked_names([log.scorer for log in read], "the scorers", merge=merge)
+    judges = checked_names([j for log in read for j, _ in log.judges.values() if j is not None], "the judges",
+                           merge=merge)
     cases = checked_names([row.case_id for log in read for row in log.rows], "samples.id (the cases)", merge=merge)
     for log in read:
-        log.system, log.judge, log.scorer = systems[log.system], judges[log.judge], scorers[log.scorer]
+        log.system = systems[log.system]
         for row in log.rows:
             row.case_id = cases[row.case_id]
+        log.judges = {s: (judges[j] if j is not None else None, where) for s, (j, where) in log.judges.items()}
     for factor in factors:
         levels = checked_names([row.factors[factor] for log in read for row in log.rows],
                                f"samples.metadata.{factor}", merge=merge, param="factors")
@@ -142,57 +212,9 @@ def _one_name_each(read: list[InspectLog], factors: list[str], merge: bool) -> N
                 row.factors[factor] = levels[row.factors[factor]]
 
 
-def _check_distinct(read: list[InspectLog]) -> None:
-    seen: dict[tuple[str, str, str], Path] = {}
-    for log in read:
-        key = (log.task, log.system, log.judge)
-        if key in seen:
-            raise InputError(f"{log.path}: eval.model: {log.system} judged by {log.judge} on task {log.task} is also "
-                             f"in {seen[key]}; expected one log per task, system and judge", param="logs")
-        seen[key] = log.path
-
-
-def _verdicts(read: list[InspectLog], axes: list[str], factors: list[str]
-              ) -> tuple[pd.DataFrame, dict[str, dict[str, Any]], list[str], list[str]]:
-    records: list[dict[str, Any]] = []
-    transcripts: dict[str, dict[str, Any]] = {}
-    rationales: list[str] = []
-    names: list[str] = []
-    many_tasks = len({log.task for log in read}) > 1
-    for log in read:
-        uid = universe_id({"judge": log.judge} if axes else {})
-        for row in log.rows:
-            case_id = f"{log.task}/{row.case_id}" if many_tasks else row.case_id
-            records.append({"universe_id": uid, "judge": log.judge, **row.factors, "system": log.system,
-                            "case_id": case_id, "replicate": row.replicate, "_digest": row.output_digest,
-                            "status": row.status, "reason": row.reason, "compliant": row.compliant,
-                            "score": row.score, "_turns": row.turns})
-            rationales.append(row.rationale)
-            names.append(log.scorer)
-    frame = pd.DataFrame.from_records(records)
-    duplicated = frame.duplicated(["universe_id", "system", "case_id", "replicate"])
-    if duplicated.any():
-        first = frame[duplicated].iloc[0]
-        raise InputError(f"samples: {first['case_id']} epoch {first['replicate']} of {first['system']} appears twice "
-                         "for one judge; expected each sample and epoch once", param="logs")
-    # The same system, sample, epoch and solver output is the same conversation, whoever judged it.
-    frame["transcript_key"] = row_keys(frame[["system", "case_id", "replicate", "_digest"]], "transcript")
-    frame["judgment_key"] = row_keys(frame[["universe_id", "system", "case_id", "replicate"]], "judgment")
-    for key, system, turns, status, reason in frame[["transcript_key", "system", "_turns", "status", "reason"]
-                                                    ].itertuples(index=False):
-        failed = status == "rollout_failed"
-        transcripts.setdefault(key, {"system": system, "status": "rollout_failed" if failed else "ok",
-                                     "reason": reason if failed else "", "turns": turns})
-    frame["compliant"] = frame["compliant"].astype("boolean")
-    frame["score"] = frame["score"].astype("float64")
-    columns = ["universe_id", *axes, *factors, "system", "case_id", "replicate", "transcript_key", "judgment_key",
-               "status", "reason", "compliant", "score"]
-    return frame[[*columns, *([] if axes else ["judge"])]], transcripts, rationales, names
-
-
-def _pairing_notes(verdicts: pd.DataFrame, axes: list[str]) -> list[str]:
+def _pairing_notes(verdicts: Any, axes: list[str]) -> list[str]:
     """Say where two judges' logs hold different solver output for the same sample and epoch."""
-    if not axes:
+    if "judge" not in axes:
         return []
     per_unit = verdicts.groupby(["system", "case_id", "replicate"])["transcript_key"].nunique()
     differ = int((per_unit > 1).sum())
@@ -205,26 +227,7 @@ def _pairing_notes(verdicts: pd.DataFrame, axes: list[str]) -> list[str]:
             f"judges' logs (the judges did not grade the same conversation there): {paired}"]
 
 
-def _epoch_notes(read: list[InspectLog]) -> list[str]:
-    notes = []
-    for log in read:
-        counts = pd.Series([row.case_id for row in log.rows]).value_counts()
-        if counts.nunique() > 1:
-            notes.append(f"{log.path}: samples have {counts.min()} to {counts.max()} epochs: the rate weighs each "
-                         "(sample, epoch) alike, Inspect's accuracy each sample alike, so the two differ")
-    return notes
-
-
-def _excluded_notes(read: list[InspectLog]) -> list[str]:
-    notes = []
-    for log in read:
-        n = sum(row.status == "excluded" for row in log.rows)
-        if n:
-            notes.append(f"{log.path}: {n} rows scored N (no answer) are excluded; Inspect's accuracy counts them as 0")
-    return notes
-
-
 def _log_entry(log: InspectLog) -> dict[str, Any]:
-    return {"file": str(log.path), "task": log.task, "system": log.system, "judge": log.judge,
-            "judge_from": log.judge_from, "scorer": log.scorer, "inspect_version": log.version,
-            "inspect_accuracy": log.accuracy}
+    return {"file": str(log.path), "task": log.task, "system": log.system, "status": log.status,
+            "inspect_version": log.version, "reducers": log.reducers,
+            "scorers": {name: {"judge": judge, "judge_from": where} for name, (judge, where) in log.judges.items()}}

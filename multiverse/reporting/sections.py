@@ -46,7 +46,7 @@ def _primary_rates(run: _Run) -> str:
     table_rows = []
     for r in rows.itertuples(index=False):
         failed = 0 if status is None else int(sum(status.get((r.system, s), 0)
-                                                  for s in ("rollout_failed", "judge_failed")))
+                                                  for s in ("not_run", "rollout_failed", "judge_failed")))
         excluded = 0 if status is None else int(status.get((r.system, "excluded"), 0))
         table_rows.append([r.system, int(r.n), int(r.n_compliant), float(r.rate), float(r.ci_low), float(r.ci_high),
                            excluded, failed])
@@ -59,7 +59,7 @@ def _primary_rates(run: _Run) -> str:
             + f'<p class="howto">{_e(rate_name(run.read).capitalize())} = share of included transcripts judged '
               f"{counted_word(run.read)}; the interval is the one the "
               "spec's scoring asks for (Wilson by default). Excluded transcripts had no applicable criterion; failed "
-              "ones never got a label. Neither counts in n.</p>")
+              "ones (or, in an import, ones never run) never got a label. Neither counts in n.</p>")
 
 
 def _curves(run: _Run) -> str:

@@ -441,7 +441,13 @@ def test_names_that_only_look_alike_to_a_careless_eye_are_kept_apart(tmp_path):
 
 def test_look_alike_judges_across_inspect_logs_are_refused_or_merged(tmp_path):
     def judge(name):
-        return lambda d: d["eval"]["model_roles"]["grader"].update(model=name)
+        # The judge is the model the scoring events called (the header may name another).
+        def edit(document):
+            for sample in document["samples"]:
+                for event in sample["events"]:
+                    if event.get("event") == "model" and "grader" in str(event.get("model")):
+                        event["model"] = name
+        return edit
     logs = [json_log(tmp_path, judge("openai/grader"), "a.json"),
             json_log(tmp_path, judge("openai/gr\u0430der"), "b.json", source=EVAL_B)]
     out = tmp_path / "out"
