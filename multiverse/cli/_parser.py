@@ -229,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--axis", action="append", metavar="NAME=RUN_DIR:OPTION", help="name a run's option on an axis (repeatable)")
     q.add_argument("--scoring", action="append", metavar="RULE", help="scoring rule(s) to apply; several make a scoring axis")
     _import_flags(q)
-    q = imports.add_parser("table", help="any per-item label table (CSV or parquet)",
+    q = imports.add_parser("table", help="any per-item label table (CSV, parquet or JSON Lines)",
                            description="Import a per-item label table: one row per system x item (x axis options).", formatter_class=_formatter)
     q.add_argument("file", type=Path)
     q.add_argument("--system", required=True, metavar="COL", help="column naming the system")

@@ -1,4 +1,4 @@
-"""Import a generic label table (CSV or parquet) as an import directory.
+"""Import a generic label table (CSV, parquet or JSON Lines) as an import directory.
 
 One row is one label: a system's answer to an item (a case), judged compliant or not,
 under the measurement choices named in the axis columns. Each distinct combination of
@@ -48,6 +48,7 @@ from multiverse.core import (
 from multiverse.errors import InputError
 from multiverse.importers._columns import rationale_criteria, replicate_numbers, table_transcripts
 from multiverse.importers._guard import checked_names, import_budget
+from multiverse.importers._jsonl_table import JSONL_SUFFIXES, read_jsonl_table
 from multiverse.importers.directory import (
     check_ci,
     resolve_primary,
@@ -73,13 +74,13 @@ _MISSING = {"nan", "na", "n/a", "null", "none", "<na>"}
 
 
 def read_label_table(path: str | os.PathLike, budget: ImportBudget | None = None) -> pd.DataFrame:
-    """Read a .csv or .parquet table within ``budget`` (bytes uncompressed, rows); InputError when it is
-    missing, unreadable or past a limit."""
+    """Read a .csv, .parquet or .jsonl table within ``budget`` (bytes uncompressed, rows); InputError when it is
+    missing, unreadable or past a limit (a .jsonl: :mod:`multiverse.importers._jsonl_table`)."""
     path = Path(path)
     budget = budget or import_budget()
     suffix = path.suffix.lower()
-    if suffix not in (".csv", ".parquet", ".pq"):
-        raise InputError(f"{path}: expected a .csv or .parquet file")
+    if suffix not in (".csv", ".parquet", ".pq", *JSONL_SUFFIXES):
+        raise InputError(f"{path}: expected a .csv, .parquet or .jsonl file")
     problem = regular_file_problem(path)
     if problem:
         raise InputError(f"{path}: {problem}")
@@ -91,6 +92,8 @@ def read_label_table(path: str | os.PathLike, budget: ImportBudget | None = None
             if suffix == ".csv":
                 budget.take_bytes(os.fstat(handle.fileno()).st_size, str(path))
                 return _read_csv(path, handle, budget)
+            if suffix in JSONL_SUFFIXES:
+                return read_jsonl_table(path, handle, os.fstat(handle.fileno()).st_size, budget)
             return _read_parquet(path, handle, budget)
     except InputError:
         raise
