@@ -1,6 +1,6 @@
 """``multiverse import promptfoo``: genuine promptfoo results, recorded and run here (issue 28).
 
-``promptfoo_results/`` keeps two result files promptfoo 0.119.0 wrote for the evals of
+``promptfoo_results/`` keeps two result files promptfoo 0.121.20 wrote for the evals of
 ``promptfoo_runs.py`` (two prompts x one provider, five tests with an ``llm-rubric`` and a
 ``contains`` assertion, graded by grader-a, then grader-b, named in ``defaultTest``).
 Expected numbers come from the files' own stats.
