@@ -26,6 +26,7 @@ import pytest
 import yaml
 from store_rows import claims, connect, leases, stored_records
 
+from multiverse.core import STATUSES
 from multiverse.engine._pipeline import plan, run
 from multiverse.errors import ModelError
 from multiverse.model._llm import LiteLLMClient
@@ -243,7 +244,7 @@ def test_faulty_grid_completes_records_failures_and_resumes_to_the_fault_free_ta
     failed = verdicts[verdicts.status.isin(FAILED)]
     assert (failed.reason.str.len() > 0).all() and failed.compliant.isna().all()
     assert verdicts.loc[verdicts.status == "ok", "compliant"].notna().all()
-    assert manifest.statuses == {s: int((verdicts.status == s).sum()) for s in ("ok", "excluded", *FAILED)}
+    assert manifest.statuses == {s: int((verdicts.status == s).sum()) for s in STATUSES}
     on_disk = pd.read_parquet(runs / "faulty" / "verdicts.parquet")
     assert on_disk.loc[on_disk.status.isin(FAILED), "compliant"].isna().all()
     # the outages: beacon in ROLLOUT_OUTAGE (both universes), judge b on JUDGE_OUTAGE (both systems)

@@ -16,6 +16,7 @@ __all__ = ["cmd_import"]
 
 def cmd_import(args) -> int:
     from .. import import_assert, import_inspect, import_promptfoo, import_table
+    from ..importers import loss_lines
 
     if args.primary and len(dict(args.primary)) < len(args.primary):
         raise InputError(f"primary: an axis is given twice ({' '.join(f'{a}={o}' for a, o in args.primary)})",
@@ -42,6 +43,8 @@ def cmd_import(args) -> int:
                               **common, **_table_columns(args))
     for warning in result.warnings:
         say(f"warning: {warning}", file=sys.stderr)
+    for line in loss_lines(result.manifest) if result.manifest is not None else []:
+        say(line, file=sys.stderr)  # one line per kind of loss and per thing dropped: silence means none
     v = result.verdicts
     what = "score" if "score" in v.columns and v["score"].notna().any() else "label"
     missing = int((v["reason"] == f"missing {what}").sum()) if "reason" in v.columns else 0

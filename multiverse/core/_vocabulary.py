@@ -74,8 +74,9 @@ SCALE_TYPES: tuple[str, ...] = get_args(ScaleType)
 CIMethod = Literal["wilson", "bootstrap"]
 CI_METHODS: tuple[str, ...] = get_args(CIMethod)
 
-#: A verdict row's status, in the order tables and reports list them.
-Status = Literal["ok", "excluded", "rollout_failed", "judge_failed"]
+#: A verdict row's status, in the order tables and reports list them. ``not_run``: the source's tool never
+#: ran the row (an imported eval cancelled before it): no label and no failure of the system or the judge.
+Status = Literal["ok", "excluded", "not_run", "rollout_failed", "judge_failed"]
 STATUSES: tuple[str, ...] = get_args(Status)
 #: The one status whose verdicts count towards a rate.
 COUNTED_STATUS: Status = "ok"
@@ -102,12 +103,13 @@ UNPARSED_POLICIES: tuple[str, ...] = get_args(UnparsedPolicy)
 
 #: How the reason of a ``judge_failed`` verdict begins when the judge answered but named no verdict:
 #: an answer still unparseable after its repair request, an answer without the criteria or the score
-#: (``stages.judge.validate_judgment``, ``validate_score``), or an applicable criterion left without a
-#: compliance label (``analysis.scoring.UNLABELLED``). A call that failed (a timeout, a refused
+#: (``stages.judge.validate_judgment``, ``validate_score``), an applicable criterion left without a
+#: compliance label (``analysis.scoring.UNLABELLED``), or an imported grader's answer its tool found no
+#: grade in (``no grade``: Inspect's unscored, promptfoo's unparsed reply; ``importers.loss_reason``). A call that failed (a timeout, a refused
 #: request, a transcript that never came) has no answer at all: no policy ever makes it a verdict.
 UNPARSED_REASONS: tuple[str, ...] = (
     "unparseable", "no criteria in the answer", "no score in the answer", "criterion ", "score ",
-    "applicable criterion without a compliance label",
+    "applicable criterion without a compliance label", "no grade",
 )
 
 

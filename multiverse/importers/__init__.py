@@ -9,11 +9,18 @@ Each writes verdicts, criteria (where available), rates and transcripts (where t
 has them) as .parquet and .csv plus a manifest.json, and returns the
 :class:`multiverse.results._results.Results` of the import directory. Bad input raises
 :class:`multiverse.errors.InputError` with a one-line message and writes nothing.
+
+Every importer keeps one contract for what it cannot take as labels (:mod:`._losses`): a
+row's kind of loss (``no_grade``, ``grader_error``, ``system_error``, ``not_run``) decides its
+status (:func:`loss_reason`), the manifest counts ``statuses`` and ``losses`` and lists what
+was ``dropped`` (:class:`ImportLosses`), and :func:`loss_lines` are the lines ``import`` prints.
 """
 
+from multiverse.importers._losses import LOSS_KINDS, Dropped, ImportLosses, loss_lines, loss_reason
 from multiverse.importers.assert_ import import_assert
 from multiverse.importers.inspect import import_inspect
 from multiverse.importers.promptfoo import import_promptfoo
 from multiverse.importers.table import import_table
 
-__all__ = ["import_assert", "import_inspect", "import_promptfoo", "import_table"]
+__all__ = ["LOSS_KINDS", "Dropped", "ImportLosses", "import_assert", "import_inspect", "import_promptfoo",
+           "import_table", "loss_lines", "loss_reason"]

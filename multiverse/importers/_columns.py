@@ -120,7 +120,7 @@ def import_rates(verdicts: pd.DataFrame, *, axes: Sequence[str], factors: Sequen
 def write_judged_import(source: str, out_dir: str | os.PathLike, *, verdicts: pd.DataFrame, criteria: pd.DataFrame | None,
                         rates: pd.DataFrame, transcripts: Any, axes: list[str], factors: list[str], primary: Any,
                         warnings: list[str], input: dict[str, Any], ci: str, estimator: str,
-                        scale: dict[str, Any] | None = None, budget: Any = None) -> Results:
+                        scale: dict[str, Any] | None = None, budget: Any = None, losses: Any = None) -> Results:
     """Write a harness's import (one universe per judge when there are several) and return its Results.
 
     Inspect's and promptfoo's imports share this shape: the judge is the only axis, and a single
@@ -148,4 +148,4 @@ def write_judged_import(source: str, out_dir: str | os.PathLike, *, verdicts: pd
     if not axes:
         verdicts = verdicts.drop(columns="judge")
     return write_import_dir(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
-                            transcripts=transcripts, budget=budget)
+                            transcripts=transcripts, budget=budget, losses=losses)

@@ -24,6 +24,7 @@ import pandas as pd
 from multiverse.core import CI_METHODS, SCHEMA_VERSION, ImportBudget
 from multiverse.errors import InputError
 from multiverse.importers._guard import check_storable, checked_names, checked_transcripts, import_budget
+from multiverse.importers._losses import ImportLosses
 from multiverse.results import Results
 from multiverse.tables import with_score_column, write_run_folder
 
@@ -76,6 +77,7 @@ def write_import_dir(
     manifest: dict[str, Any],
     transcripts: Mapping[str, Mapping[str, Any]] | None = None,
     budget: ImportBudget | None = None,
+    losses: ImportLosses | None = None,
 ) -> Results:
     """Write the tables and manifest into ``out_dir`` (created if needed), each file atomically.
 
@@ -84,12 +86,14 @@ def write_import_dir(
     directory is removed, so the folder never describes two sources. ``transcripts``
     (key -> record) become ``transcripts.jsonl``, which the report and explorer show;
     each must fit the ``budget``'s ``max_transcript_bytes`` (a line the folder's reader reads back).
+    The manifest gets the rows per status and per kind of loss, and what ``losses`` says was
+    dropped (``importers._losses``: one contract for every importer).
     """
     _one_spelling_each(verdicts, criteria, list(manifest.get("axes", [])), list(manifest.get("factors", [])))
     check_storable(verdicts)
     transcripts = checked_transcripts(transcripts, budget or import_budget(), "transcripts")
     verdicts = with_score_column(verdicts)  # the results returned hold what the folder holds
-    manifest = {"schema_version": SCHEMA_VERSION, **manifest}
+    manifest = {"schema_version": SCHEMA_VERSION, **manifest, **(losses or ImportLosses()).manifest_fields(verdicts)}
     # One writer for run and import folders: the same atomic files, manifest last.
     out = write_run_folder(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
                            transcripts=transcripts)

@@ -248,6 +248,14 @@ def _provenance(run: _Run) -> str:
         out += _stage_counts(m.stages)
     if m.warnings:
         out += "<h3>Import warnings</h3>" + _list([shared_text(str(w), base) for w in m.warnings])
+    if m.losses:  # an import's rows without a label, by kind of loss (importers._losses): never a label
+        out += "<h3>Rows the import could not take as labels</h3>" + _table(
+            ["kind", "status", "rows", "what happened"],
+            [[kind, loss.status, loss.rows, shared_text(loss.message, base)] for kind, loss in m.losses.items()])
+    if m.dropped:
+        out += "<h3>Recorded by the source, not imported</h3>" + _table(
+            ["what", "where", "count", "why"],
+            [[d.what, shared_text(d.where, base), "" if d.count is None else d.count, d.why] for d in m.dropped])
     return out
 
 

@@ -33,6 +33,8 @@ from multiverse.tables._folder import (
     table_path,
 )
 from multiverse.tables._folder_models import (
+    DroppedRecord,
+    ImportLoss,
     Manifest,
     ResolvedSpec,
     ScaleRecord,
@@ -84,7 +86,9 @@ __all__ = [
     "INDEX_FOLDER",
     "RUN_FILES",
     "TABLE_FILES",
+    "DroppedRecord",
     "FolderScales",
+    "ImportLoss",
     "Manifest",
     "PageTrail",
     "PlaceError",

@@ -34,7 +34,7 @@ from pydantic import (
 from multiverse.core import CI_METHODS, ESTIMATORS, SCHEMA_VERSION, VERDICT_COLUMNS, ScaleType
 from multiverse.errors import InputError
 
-__all__ = ["Manifest", "ResolvedSpec", "ScaleRecord", "ScoringChoice", "SpecDocument", "StageCounts",
+__all__ = ["DroppedRecord", "ImportLoss", "Manifest", "ResolvedSpec", "ScaleRecord", "ScoringChoice", "SpecDocument", "StageCounts",
            "TranscriptRecord", "UniverseEntry", "check_document"]
 
 _Model = TypeVar("_Model", bound=BaseModel)
@@ -126,6 +126,23 @@ class StageCounts(_Document):
     cost: float = 0.0
 
 
+class ImportLoss(_Document):
+    """The rows of one kind of loss an import could not take as labels (``importers.ImportLosses``)."""
+
+    status: str
+    rows: int = 0
+    message: str = ""
+
+
+class DroppedRecord(_Document):
+    """One thing the source's tool recorded that the import did not carry over, and why."""
+
+    what: str
+    where: str = ""
+    count: int | None = None
+    why: str = ""
+
+
 def _method(value: str) -> str:
     if value not in CI_METHODS:
         raise ValueError(f"expected one of {', '.join(CI_METHODS)}, got {value!r}")
@@ -172,6 +189,8 @@ class Manifest(_Document):
     statuses: dict[str, int] = Field(default_factory=dict)
     failures: dict[str, list[str]] = Field(default_factory=dict)
     warnings: list[str] = Field(default_factory=list)
+    losses: dict[str, ImportLoss] = Field(default_factory=dict)  # an import's rows per kind of loss
+    dropped: list[DroppedRecord] = Field(default_factory=list)  # what an import's source held and it left out
     tokens: int = 0
     cost: float = 0.0
     models_reported: list[str] = Field(default_factory=list)
