@@ -130,7 +130,7 @@ def read_promptfoo_file(path: Path, factors: Sequence[str], budget: ImportBudget
             unread["namedScores"] += bool(rows_in[i].get("namedScores"))
         rows_in[i] = None  # each result parsed is let go once it is a row: the file and its rows are never both held
     _repeats_and_judge(rows)
-    runtime = document.get("runtimeOptions") if isinstance(document.get("runtimeOptions"), Mapping) else {}
+    runtime: Mapping[str, Any] = document["runtimeOptions"] if isinstance(document.get("runtimeOptions"), Mapping) else {}
     repeat = runtime.get("repeat")
     return PromptfooFile(path=path, version=str(document.get("version") or results.get("version") or ""),
                          successes=counts[0], failures=counts[1], errors=counts[2], rows=rows,
@@ -165,7 +165,7 @@ def _metrics(prompts: Any) -> list[dict[str, Any]]:
     out = []
     for prompt in prompts if isinstance(prompts, list) else []:
         metrics = prompt.get("metrics") if isinstance(prompt, Mapping) else None
-        if isinstance(metrics, Mapping):
+        if isinstance(prompt, Mapping) and isinstance(metrics, Mapping):
             out.append({"provider": str(prompt.get("provider") or ""), "prompt": str(prompt.get("label") or ""),
                         **{k: metrics[k] for k in _METRICS if isinstance(metrics.get(k), (int, float))
                            and not isinstance(metrics.get(k), bool)}})
@@ -232,7 +232,7 @@ def _row(path: Path, index: int, result: Any, default: Mapping[str, Any], factor
                        output=output if isinstance(output, str) else json.dumps(output),
                        prompt=str(prompt.get("raw") or ""), judge="", factors=_factors(path, where, result, factors),
                        test_index=test_index, described=bool(test.get("description")))
-    declared = test.get("assert") if isinstance(test.get("assert"), list) else []
+    declared: list[Any] = test["assert"] if isinstance(test.get("assert"), list) else []
     # Repeats of one test share its description, vars and assertions (promptfoo numbers them on in testIdx).
     row.test_key = json.dumps([test.get("description"), test.get("vars"), declared], sort_keys=True, default=str)
     row.score, row.threshold, row.weighted = _score(path, where, result, test, declared)
@@ -290,7 +290,7 @@ def _outcome(path: Path, where: str, result: Mapping[str, Any], response: Mappin
         for component in components:
             if not isinstance(component, Mapping):
                 continue
-            metadata = component.get("metadata") if isinstance(component.get("metadata"), Mapping) else {}
+            metadata: Mapping[str, Any] = component["metadata"] if isinstance(component.get("metadata"), Mapping) else {}
             said = str(component.get("reason") or "")
             if any(words in said for words in _NO_GRADE):
                 kind, detail = "no_grade", said
