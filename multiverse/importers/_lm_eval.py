@@ -138,7 +138,8 @@ def import_lm_eval(
     manifest: dict[str, Any] = {
         "source": "lm-eval", "axes": axes, "factors": all_factors, "universes": list(options),
         "primary": resolve_primary(primary, axes, options), "primary_declared": bool(primary),
-        "warnings": _figure_notes(runs, rates, axes, systems), "universe_options": options,
+        "warnings": _figure_notes(runs, rates, axes, systems, set(frame[["task", "metric", "filter"]].itertuples(
+            index=False, name=None))), "universe_options": options,
         "input": {"files": [{"file": str(r.path), "system": r.system, "lm_eval_version": r.version,
                              "results": r.figures} for r in runs]},
         "scale": scale.model_dump(), "estimator": "mean", "ci": ci, "level": 0.95,
@@ -212,7 +213,7 @@ def _read_samples(path: Path, task: str, config: Mapping[str, Any], run: _Run, f
     lines = [line for line in data.split(b"\n") if line.strip()]
     budget.take_rows(len(lines), str(path))
     aggregations = _aggregations(config)
-    skipped: dict[str, str] = {}
+    skipped: dict[str, tuple[str, int]] = {}
     doc_fields: dict[str, int] = {}
     for number, line in enumerate(lines, start=1):
         sample = _json(path, line, f"line {number}: ")
@@ -241,13 +242,14 @@ def _read_samples(path: Path, task: str, config: Mapping[str, Any], run: _Run, f
             value = sample.get(metric)
             why = _unreadable(metric, value, aggregations.get(metric, "mean"))
             if why:
-                skipped.setdefault(f"{metric},{filter_name}", why)
+                first = skipped.get(f"{metric},{filter_name}", (why, 0))
+                skipped[f"{metric},{filter_name}"] = (first[0], first[1] + 1)
                 continue
             run.rows.append({"system": run.system, "case_id": case, "task": task, "filter": filter_name.strip(),
                              "metric": metric, "score": float(value or 0), "transcript_key": key, "_file": str(path),
                              **levels})
-    for name, why in skipped.items():
-        losses.drop(f"{task}: {name}", where=str(path), count=None, why=why)
+    for name, (why, count) in skipped.items():
+        losses.drop(f"{task}: {name}", where=str(path), count=count, why=why)
     if sum(doc_fields.values()):
         losses.drop("doc fields not named as factors", where=str(path), count=sum(doc_fields.values()),
                     why="the document's own fields; --factor keeps one as a design factor")
@@ -286,15 +288,16 @@ def _transcript(run: _Run, case: str, sample: Mapping[str, Any]) -> str:
     return key
 
 
-def _figure_notes(runs: list[_Run], rates: pd.DataFrame, axes: list[str], systems: dict[str, str]) -> list[str]:
-    """Where an imported per-task rate or standard error is not lm-eval's own."""
+def _figure_notes(runs: list[_Run], rates: pd.DataFrame, axes: list[str], systems: dict[str, str],
+                  imported: set[tuple[str, str, str]]) -> list[str]:
+    """Where an imported per-task rate or standard error is not lm-eval's own (metrics left out are listed apart)."""
     notes = []
     for run in runs:
         mine = rates[rates["system"] == systems[run.system]]
         for task, figures in run.figures.items():
             for name, value in figures.items():
                 metric, _, filter_name = name.partition(",")
-                if metric.endswith("_stderr"):
+                if metric.endswith("_stderr") or (task, metric, filter_name) not in imported:
                     continue
                 row = mine[mine["subgroup"] == f"task={task}"]
                 for axis, option in (("filter", filter_name), ("metric", metric)):
