@@ -1,8 +1,10 @@
 """Genuine lm-evaluation-harness output for the importer's tests: small tasks run against the fake server.
 
-lm-eval installs from PyPI in a minute without torch (the ``test`` extra has ``lm-eval[api]``), so its
-tests run it live; ``lm_eval_results/`` also keeps one run it wrote, recorded by this module run as a
-script (``python tests/importers/lm_eval_runs.py``), so the import's figures are checked without it too.
+lm-eval installs from PyPI in a minute without torch, but three of its dependencies (rouge-score,
+sqlitedict, word2number) are source distributions only, which CI's wheels-only install refuses: so the
+``test`` extra does not carry it, ``lm_eval_results/`` keeps one run it wrote, recorded by this module
+run as a script (``pip install 'lm-eval[api]==0.4.13'``, then ``python tests/importers/lm_eval_runs.py``),
+and a slow test runs it live wherever it is installed.
 
 Two custom tasks read local JSON Lines (``dataset_path: json``, no hub), through lm-eval's
 ``local-chat-completions`` model talking to the fake OpenAI-compatible server on loopback:
