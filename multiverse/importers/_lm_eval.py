@@ -164,7 +164,7 @@ def _results_files(path: Path) -> list[Path]:
             if len(found) > _MAX_RESULTS:
                 raise InputError(f"{path}: more than {_MAX_RESULTS:,} results files; expected an lm-eval output folder")
     if not found:
-        raise InputError(f"{path}: no results_<time>.json in the folder; expected lm-eval output (--output_path)")
+        raise InputError(f"{path}: no results_<time>.json in the folder; expected lm-eval output (its output path)")
     return found
 
 
@@ -194,7 +194,7 @@ def _read_run(path: Path, factors: list[str], budget: ImportBudget, losses: Impo
     for task in figures:
         samples = path.parent / f"samples_{task}_{time['time']}.jsonl"
         if not samples.is_file():
-            raise InputError(f"{samples}: file not found; expected the samples of task {task} (lm-eval --log_samples)")
+            raise InputError(f"{samples}: file not found; expected the samples of task {task} (lm-eval logs them with log_samples)")
         config: Mapping[str, Any] = configs[task] if isinstance(configs.get(task), Mapping) else {}
         _read_samples(samples, task, config, run, factors, budget, losses)
     return run
