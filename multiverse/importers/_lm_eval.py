@@ -96,11 +96,7 @@ def import_lm_eval(
     if not paths:
         raise InputError("sources: expected at least one lm-eval results file or output folder", param="sources")
     check_ci(ci)
-    factors = [f for f in factors if f != "task"]
-    for factor in factors:
-        if factor in RESERVED_NAMES or factor in ("filter", "metric"):
-            raise InputError(f"factors: {factor}: name is reserved for the verdicts table; expected another document "
-                             "field", param="factors")
+    factors = _factor_names(factors)
     budget = import_budget(max_bytes, max_rows, max_transcript_bytes)
     files = [f for p in paths for f in _results_files(p)]
     check_output_dir(out_dir, kind="import", inputs=files, force=force)
@@ -109,12 +105,7 @@ def import_lm_eval(
     frame = pd.DataFrame.from_records([row for run in runs for row in run.rows])
     if frame.empty:
         raise InputError(f"{files[0]}: expected at least one sample with a metric of 0-1 values to import")
-    merge = bool(merge_look_alikes)
-    systems = checked_names(frame["system"], "model_name (the systems)", merge=merge)
-    frame["system"] = frame["system"].map(systems)
-    for factor in factors:
-        levels = checked_names(frame[factor], f"doc.{factor}", merge=merge, param="factors")
-        frame[factor] = frame[factor].map(levels)
+    systems = _named(frame, factors, bool(merge_look_alikes))
     axes = [axis for axis in ("filter", "metric") if frame[axis].nunique() > 1]
     frame["universe_id"] = [universe_id({axis: row[i] for i, axis in enumerate(axes)})
                             for row in frame[axes].itertuples(index=False)] if axes else universe_id({})
@@ -147,6 +138,26 @@ def import_lm_eval(
     transcripts = {key: record for run in runs for key, record in run.transcripts.items()}
     return write_import_dir(out_dir, verdicts=verdicts, criteria=None, rates=rates, manifest=manifest,
                             transcripts=transcripts, budget=budget, losses=losses)
+
+
+def _factor_names(factors: Sequence[str]) -> list[str]:
+    """The document fields kept as factors (``task`` always is one); a reserved name is refused."""
+    names = [f for f in factors if f != "task"]
+    for factor in names:
+        if factor in RESERVED_NAMES or factor in ("filter", "metric"):
+            raise InputError(f"factors: {factor}: name is reserved for the verdicts table; expected another document "
+                             "field", param="factors")
+    return names
+
+
+def _named(frame: pd.DataFrame, factors: list[str], merge: bool) -> dict[str, str]:
+    """Models and factor levels: nothing unshowable, no two alike (or merged); the systems' names."""
+    systems = checked_names(frame["system"], "model_name (the systems)", merge=merge)
+    frame["system"] = frame["system"].map(systems)
+    for factor in factors:
+        levels = checked_names(frame[factor], f"doc.{factor}", merge=merge, param="factors")
+        frame[factor] = frame[factor].map(levels)
+    return systems
 
 
 def _results_files(path: Path) -> list[Path]:

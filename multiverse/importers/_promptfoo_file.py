@@ -110,11 +110,7 @@ def read_promptfoo_file(path: Path, factors: Sequence[str], budget: ImportBudget
                          f"this import knows ({', '.join(map(str, RESULT_VERSIONS))})")
     rows_in = _field(path, "results.results", results.get("results"), list, "a list of results")
     budget.take_rows(len(rows_in), str(path))
-    counts: list[int | None] = [None, None, None]
-    if not jsonl:
-        stats = _field(path, "results.stats", results.get("stats"), Mapping, "an object with successes and failures")
-        counts = [_count(path, f"results.stats.{k}", stats.get(k, 0 if k == "errors" else None))
-                  for k in ("successes", "failures", "errors")]
+    counts = _stats(path, results, jsonl)
     if not rows_in:
         raise InputError(f"{path}: results.results: expected at least one result, the list is empty")
     config: Mapping[str, Any] = document["config"] if isinstance(document.get("config"), Mapping) else {}
@@ -124,10 +120,7 @@ def read_promptfoo_file(path: Path, factors: Sequence[str], budget: ImportBudget
     rows, unread = [], dict.fromkeys(("response.tokenUsage, cost and latencyMs", "namedScores"), 0)
     for i in range(len(rows_in)):
         rows.append(_row(path, i, rows_in[i], default, factors, several_prompts=len(prompts) > 1))
-        if isinstance(rows_in[i], Mapping):
-            unread["response.tokenUsage, cost and latencyMs"] += any(k in rows_in[i] for k in ("tokenUsage", "cost",
-                                                                                                 "latencyMs"))
-            unread["namedScores"] += bool(rows_in[i].get("namedScores"))
+        _count_unread(rows_in[i], unread)
         rows_in[i] = None  # each result parsed is let go once it is a row: the file and its rows are never both held
     _repeats_and_judge(rows)
     runtime: Mapping[str, Any] = document["runtimeOptions"] if isinstance(document.get("runtimeOptions"), Mapping) else {}
@@ -136,6 +129,23 @@ def read_promptfoo_file(path: Path, factors: Sequence[str], budget: ImportBudget
                          successes=counts[0], failures=counts[1], errors=counts[2], rows=rows,
                          metrics=_metrics(results.get("prompts")), unread={k: n for k, n in unread.items() if n},
                          repeat=repeat if isinstance(repeat, int) and not isinstance(repeat, bool) else None)
+
+
+def _stats(path: Path, results: Mapping[str, Any], jsonl: bool) -> list[int | None]:
+    """promptfoo's successes, failures and errors (a .jsonl records none)."""
+    if jsonl:
+        return [None, None, None]
+    stats = _field(path, "results.stats", results.get("stats"), Mapping, "an object with successes and failures")
+    return [_count(path, f"results.stats.{k}", stats.get(k, 0 if k == "errors" else None))
+            for k in ("successes", "failures", "errors")]
+
+
+def _count_unread(result: Any, unread: dict[str, int]) -> None:
+    """Count what a result records that the import does not carry over."""
+    if isinstance(result, Mapping):
+        unread["response.tokenUsage, cost and latencyMs"] += any(k in result for k in ("tokenUsage", "cost",
+                                                                                       "latencyMs"))
+        unread["namedScores"] += bool(result.get("namedScores"))
 
 
 def _repeats_and_judge(rows: list[PromptfooRow]) -> None:
