@@ -149,3 +149,15 @@ def test_lm_eval_run_live_imports_with_its_own_figures(tmp_path):
     out = run_lm_eval(tmp_path / "run")
     results = import_lm_eval(out, tmp_path / "import", factors=["topic"])
     check_figures(out, results)
+
+
+def test_lm_eval_output_past_the_bounds_is_refused(tmp_path):
+    # 8 sums x 2 filters + 6 words: 22 sample lines in all; the files' bytes count against max_bytes.
+    with pytest.raises(InputError, match="max_rows") as err:
+        import_lm_eval(recorded(), tmp_path / "out", max_rows=21)
+    assert err.value.param == "max_rows"
+    with pytest.raises(InputError) as err:
+        import_lm_eval(recorded(), tmp_path / "out", max_bytes=10_000)
+    assert err.value.param == "max_bytes"
+    assert not (tmp_path / "out").exists()
+    assert len(import_lm_eval(recorded(), tmp_path / "ok", max_rows=22).verdicts) == 22

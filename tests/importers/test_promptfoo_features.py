@@ -13,11 +13,13 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from cli_runner import run_cli
 from promptfoo_runs import FEATURE_TESTS, GRADERS, PROMPTFOO_VERSION, REPEAT, recorded_cli_grader, recorded_features
 
+from multiverse.errors import InputError
 from multiverse.importers import import_promptfoo
 
 JUDGES = [f"openai:chat:{grader}" for grader in GRADERS]
@@ -178,3 +180,37 @@ def test_a_grader_set_on_the_command_line_is_named(tmp_path):
         stats = document["results"]["stats"]
         mine = results.verdicts[results.verdicts["judge"] == grader]
         assert math.isclose(mine["compliant"].mean(), stats["successes"] / (stats["successes"] + stats["failures"]))
+
+
+def test_repeats_are_numbered_by_testidx_whatever_the_files_order(tmp_path):
+    # promptfoo writes results in the order they finished (concurrency), not by test: the replicate is the
+    # repeat's place in testIdx order, so a file with its results shuffled imports the same.
+    document = _document(recorded_features()[0])
+    rows = document["results"]["results"]
+    document["results"]["results"] = [rows[i] for i in np.random.default_rng(3).permutation(len(rows))]
+    shuffled = tmp_path / "grader-a.json"
+    shuffled.write_text(json.dumps(document))
+    key = ["scoring", "case_id", "replicate"]
+    frames = [import_promptfoo([path], tmp_path / name).verdicts.drop(columns=["universe_id"]).astype(str)
+              .sort_values(key).reset_index(drop=True) for name, path in (("a", recorded_features()[0]),
+                                                                          ("b", shuffled))]
+    pd.testing.assert_frame_equal(frames[0], frames[1])
+
+
+def test_a_bad_jsonl_line_is_refused_naming_it(tmp_path):
+    lines = recorded_features(".jsonl")[0].read_text(encoding="utf-8").splitlines()
+    path = tmp_path / "grader-a.jsonl"
+    path.write_text("\n".join([lines[0], lines[1][:200], *lines[2:]]) + "\n")
+    with pytest.raises(InputError, match=r"grader-a\.jsonl: line 2: cannot read as JSON") as err:
+        import_promptfoo([path], tmp_path / "out")
+    assert "\n" not in str(err.value)
+    path.write_text("\n".join([lines[0], "[1, 2]", *lines[2:]]) + "\n")
+    with pytest.raises(InputError, match=r"results\.results\[1\]: \[1, 2\]; expected an object"):
+        import_promptfoo([path], tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_primary_naming_the_judge_reads_promptfoos_pass(tmp_path):
+    results = import_promptfoo(recorded_features(), tmp_path / "out", primary={"judge": JUDGES[0]})
+    options = results.manifest.universe_options
+    assert options[results.manifest.primary] == {"judge": JUDGES[0], "scoring": "pass"}
