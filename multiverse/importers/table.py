@@ -49,6 +49,7 @@ from multiverse.errors import InputError
 from multiverse.importers._columns import rationale_criteria, replicate_numbers, table_transcripts
 from multiverse.importers._guard import checked_names, import_budget
 from multiverse.importers._jsonl_table import JSONL_SUFFIXES, read_jsonl_table
+from multiverse.importers._losses import ImportLosses
 from multiverse.importers.directory import (
     check_ci,
     resolve_primary,
@@ -254,8 +255,13 @@ def import_table(
     manifest = _manifest(path, axes, factors, choices, options, primary, warnings, ci, record, cuts,
                          input={"system": system, "item": item, "label": label, "positive": positive,
                                 "negative": list(negative or []), "missing_labels": int(empty.sum()), **optional})
+    losses = ImportLosses()
+    unused = [str(c) for c in frame.columns if c not in {system, item, label, *axes, *factors, *optional.values()}]
+    if unused:
+        losses.drop(f"columns {', '.join(unused[:8])}{', ...' if len(unused) > 8 else ''}", where=str(path),
+                    count=len(unused), why="no flag names them (--axis, --factor, --replicate, ... would keep one)")
     return write_import_dir(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
-                            transcripts=transcripts, budget=budget)
+                            transcripts=transcripts, budget=budget, losses=losses)
 
 
 def _manifest(path: Path, axes: list, factors: list, choices: Any, options: dict, primary: Any, warnings: list,

@@ -269,3 +269,14 @@ def test_import_table_reads_jsonl_on_the_command_line(tmp_path):
                     "--axis", "judge", "--replicate", "epoch", "--out", tmp_path / "out"])
     assert done.returncode == 0, done.stderr
     assert "imported 24 verdicts: 2 universes" in done.stdout
+
+
+def test_columns_no_flag_names_are_listed_as_dropped(tmp_path):
+    path = epochs_table(tmp_path / "t.csv")
+    done = run_cli(["import", "table", path, "--system", "model", "--item", "q", "--label", "ok", "--axis", "judge",
+                    "--replicate", "epoch", "--out", tmp_path / "out"])
+    assert done.returncode == 0, done.stderr
+    assert "dropped: columns answer, why, topic (3) in" in done.stderr
+    every = import_table(path, system="model", item="q", label="ok", axes=["judge"], replicate="epoch",
+                         transcript="answer", rationale="why", factors=["topic"], out_dir=tmp_path / "all")
+    assert every.manifest.dropped == []  # silence: nothing left out
