@@ -255,13 +255,19 @@ def import_table(
     manifest = _manifest(path, axes, factors, choices, options, primary, warnings, ci, record, cuts,
                          input={"system": system, "item": item, "label": label, "positive": positive,
                                 "negative": list(negative or []), "missing_labels": int(empty.sum()), **optional})
+    return write_import_dir(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
+                            transcripts=transcripts, budget=budget,
+                            losses=_unused(path, frame, {system, item, label, *axes, *factors, *optional.values()}))
+
+
+def _unused(path: Path, frame: pd.DataFrame, used: set[str]) -> ImportLosses:
+    """The table's columns no flag names: recorded, not imported, so listed as dropped."""
     losses = ImportLosses()
-    unused = [str(c) for c in frame.columns if c not in {system, item, label, *axes, *factors, *optional.values()}]
+    unused = [str(c) for c in frame.columns if c not in used]
     if unused:
         losses.drop(f"columns {', '.join(unused[:8])}{', ...' if len(unused) > 8 else ''}", where=str(path),
-                    count=len(unused), why="no flag names them (--axis, --factor, --replicate, ... would keep one)")
-    return write_import_dir(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
-                            transcripts=transcripts, budget=budget, losses=losses)
+                    count=len(unused), why="not named as the system, item, label, an axis, a factor, replicate, transcript or rationale")
+    return losses
 
 
 def _manifest(path: Path, axes: list, factors: list, choices: Any, options: dict, primary: Any, warnings: list,
