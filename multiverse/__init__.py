@@ -15,7 +15,7 @@ The public API, in the order data flows::
     mv.check(results, "claims.yaml")         # pre-registered claims: held, failed, undecided or not refuted
     mv.diff("runs/last", "runs/demo")        # one run against another of the same design
 
-``mv.import_table``, ``mv.import_assert``, ``mv.import_inspect`` and ``mv.import_promptfoo`` turn results produced elsewhere
+``mv.import_table``, ``mv.import_assert``, ``mv.import_inspect``, ``mv.import_promptfoo`` and ``mv.import_lm_eval`` turn results produced elsewhere
 into an import directory and return its :class:`Results` too. Errors are
 the classes of :mod:`multiverse.errors`. The analyses and figures are in
 :mod:`multiverse.analysis` and :mod:`multiverse.plots`.
@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # the names' real types for type checkers; at run time they a
     from ._api import count_universes, label, power, report, store_gc, store_migrate, store_stats, validate
     from .engine import draft, plan, run
     from .gate import check, diff
-    from .importers import import_assert, import_inspect, import_promptfoo, import_table
+    from .importers import import_assert, import_inspect, import_lm_eval, import_promptfoo, import_table
     from .results import Analysis, Results, load_run
     from .spec import load_spec
     from .spec._grid import expand
@@ -75,6 +75,7 @@ _LAZY = {
     "diff": "multiverse.gate",
     "import_inspect": "multiverse.importers",
     "import_promptfoo": "multiverse.importers",
+    "import_lm_eval": "multiverse.importers",
     "Results": "multiverse.results",
     "Analysis": "multiverse.results",
 }
@@ -97,6 +98,7 @@ __all__ = [
     "expand",
     "import_assert",
     "import_inspect",
+    "import_lm_eval",
     "import_promptfoo",
     "import_table",
     "label",

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 PUBLIC = [
     "load_spec", "expand", "plan", "run", "draft", "load_run", "import_table", "import_assert", "import_inspect",
-    "import_promptfoo",
+    "import_promptfoo", "import_lm_eval",
     "report", "label", "power", "validate", "count_universes", "store_stats", "store_gc", "store_migrate", "check",
     "diff",
     "Results", "Analysis",

@@ -1,6 +1,7 @@
-"""``multiverse import assert|table|inspect|promptfoo``: results produced elsewhere, as an import directory.
+"""``multiverse import assert|table|inspect|promptfoo|lm-eval``: results produced elsewhere, as an import directory.
 
-Calls ``multiverse.import_assert``, ``import_table``, ``import_inspect`` or ``import_promptfoo`` and says
+Calls ``multiverse.import_assert``, ``import_table``, ``import_inspect``, ``import_promptfoo`` or
+``import_lm_eval`` and says
 what the returned :class:`~multiverse.results._results.Results` holds.
 """
 
@@ -15,7 +16,7 @@ __all__ = ["cmd_import"]
 
 
 def cmd_import(args) -> int:
-    from .. import import_assert, import_inspect, import_promptfoo, import_table
+    from .. import import_assert, import_inspect, import_lm_eval, import_promptfoo, import_table
     from ..importers import loss_lines
 
     if args.primary and len(dict(args.primary)) < len(args.primary):
@@ -31,6 +32,8 @@ def cmd_import(args) -> int:
                                 scale=dict(args.scale) or None, **common)
     elif args.source_kind == "promptfoo":
         result = import_promptfoo(args.results_files, args.out, factors=args.factor, **common)
+    elif args.source_kind == "lm-eval":
+        result = import_lm_eval(args.sources, args.out, factors=args.factor, **common)
     elif args.source_kind == "assert":
         result = import_assert(args.run_dirs, args.out, axes=args.axis or None, scoring=args.scoring or "all_applicable",
                                **common)

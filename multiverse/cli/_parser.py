@@ -231,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--axis", action="append", metavar="NAME=RUN_DIR:OPTION", help="name a run's option on an axis (repeatable)")
     q.add_argument("--scoring", action="append", metavar="RULE", help="scoring rule(s) to apply; several make a scoring axis")
     _import_flags(q)
-    q = imports.add_parser("table", help="any per-item label table (CSV or parquet)",
+    q = imports.add_parser("table", help="any per-item label table (CSV, parquet or JSON Lines)",
                            description="Import a per-item label table: one row per system x item (x axis options).", formatter_class=_formatter)
     q.add_argument("file", type=Path)
     q.add_argument("--system", required=True, metavar="COL", help="column naming the system")
@@ -407,6 +407,16 @@ def _native_importers(imports) -> None:
     q.add_argument("--out", type=Path, required=True, help="the import directory to write")
     q.add_argument("--factor", action="append", default=[], metavar="VAR",
                    help="a test variable kept as a design factor: rates per level, not a universe (repeatable)")
+    _import_flags(q)
+    q = imports.add_parser("lm-eval", help="lm-evaluation-harness --log_samples output: each filter and metric a "
+                           "universe, tasks a factor", formatter_class=_formatter,
+                           description="Import lm-eval output (lm_eval run ... --log_samples --output_path DIR): each "
+                           "results_*.json with its samples_<task>_*.jsonl. The model is the system, each sample's "
+                           "metric value a 0-1 score; per-task rates are lm-eval's metric and standard error.")
+    q.add_argument("sources", type=Path, nargs="+", metavar="RESULTS_JSON_OR_DIR")
+    q.add_argument("--out", type=Path, required=True, help="the import directory to write")
+    q.add_argument("--factor", action="append", default=[], metavar="FIELD",
+                   help="a document field kept as a design factor (task always is one; repeatable)")
     _import_flags(q)
 
 

@@ -3,7 +3,8 @@
 - :func:`import_assert` reads ASSERT run directories (each run a universe);
 - :func:`import_table` reads a generic label table (each axis combination a universe);
 - :func:`import_inspect` reads Inspect AI logs (each judge a universe, epochs replicates);
-- :func:`import_promptfoo` reads promptfoo result files (each grader a universe, assertions criteria).
+- :func:`import_promptfoo` reads promptfoo result files (each grader a universe, assertions criteria);
+- :func:`import_lm_eval` reads lm-evaluation-harness output (each filter and metric a universe, tasks a factor).
 
 Each writes verdicts, criteria (where available), rates and transcripts (where the source
 has them) as .parquet and .csv plus a manifest.json, and returns the
@@ -16,11 +17,12 @@ status (:func:`loss_reason`), the manifest counts ``statuses`` and ``losses`` an
 was ``dropped`` (:class:`ImportLosses`), and :func:`loss_lines` are the lines ``import`` prints.
 """
 
+from multiverse.importers._lm_eval import import_lm_eval
 from multiverse.importers._losses import LOSS_KINDS, Dropped, ImportLosses, loss_lines, loss_reason
 from multiverse.importers.assert_ import import_assert
 from multiverse.importers.inspect import import_inspect
 from multiverse.importers.promptfoo import import_promptfoo
 from multiverse.importers.table import import_table
 
-__all__ = ["LOSS_KINDS", "Dropped", "ImportLosses", "import_assert", "import_inspect", "import_promptfoo",
-           "import_table", "loss_lines", "loss_reason"]
+__all__ = ["LOSS_KINDS", "Dropped", "ImportLosses", "import_assert", "import_inspect", "import_lm_eval",
+           "import_promptfoo", "import_table", "loss_lines", "loss_reason"]

@@ -1,4 +1,4 @@
-"""Import a generic label table (CSV or parquet) as an import directory.
+"""Import a generic label table (CSV, parquet or JSON Lines) as an import directory.
 
 One row is one label: a system's answer to an item (a case), judged compliant or not,
 under the measurement choices named in the axis columns. Each distinct combination of
@@ -49,6 +49,8 @@ from multiverse.core import (
 from multiverse.errors import InputError
 from multiverse.importers._columns import rationale_criteria, replicate_numbers, table_transcripts
 from multiverse.importers._guard import checked_names, import_budget
+from multiverse.importers._jsonl_table import JSONL_SUFFIXES, read_jsonl_table
+from multiverse.importers._losses import ImportLosses
 from multiverse.importers.directory import (
     check_ci,
     resolve_primary,
@@ -74,13 +76,13 @@ _MISSING = {"nan", "na", "n/a", "null", "none", "<na>"}
 
 
 def read_label_table(path: str | os.PathLike, budget: ImportBudget | None = None) -> pd.DataFrame:
-    """Read a .csv or .parquet table within ``budget`` (bytes uncompressed, rows); InputError when it is
-    missing, unreadable or past a limit."""
+    """Read a .csv, .parquet or .jsonl table within ``budget`` (bytes uncompressed, rows); InputError when it is
+    missing, unreadable or past a limit (a .jsonl: :mod:`multiverse.importers._jsonl_table`)."""
     path = Path(path)
     budget = budget or import_budget()
     suffix = path.suffix.lower()
-    if suffix not in (".csv", ".parquet", ".pq"):
-        raise InputError(f"{path}: expected a .csv or .parquet file")
+    if suffix not in (".csv", ".parquet", ".pq", *JSONL_SUFFIXES):
+        raise InputError(f"{path}: expected a .csv, .parquet or .jsonl file")
     problem = regular_file_problem(path)
     if problem:
         raise InputError(f"{path}: {problem}")
@@ -92,6 +94,8 @@ def read_label_table(path: str | os.PathLike, budget: ImportBudget | None = None
             if suffix == ".csv":
                 budget.take_bytes(os.fstat(handle.fileno()).st_size, str(path))
                 return _read_csv(path, handle, budget)
+            if suffix in JSONL_SUFFIXES:
+                return read_jsonl_table(path, handle, os.fstat(handle.fileno()).st_size, budget)
             return _read_parquet(path, handle, budget)
     except InputError:
         raise
@@ -263,7 +267,18 @@ def import_table(
                          input={"system": system, "item": item, "label": label, "positive": positive,
                                 "negative": list(negative or []), "missing_labels": int(empty.sum()), **optional})
     return write_import_dir(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
-                            transcripts=transcripts, budget=budget, rate=rate)
+                            transcripts=transcripts, budget=budget, rate=rate,
+                            losses=_unused(path, frame, {system, item, label, *axes, *factors, *optional.values()}))
+
+
+def _unused(path: Path, frame: pd.DataFrame, used: set[str]) -> ImportLosses:
+    """The table's columns no flag names: recorded, not imported, so listed as dropped."""
+    losses = ImportLosses()
+    unused = [str(c) for c in frame.columns if c not in used]
+    if unused:
+        losses.drop(f"columns {', '.join(unused[:8])}{', ...' if len(unused) > 8 else ''}", where=str(path),
+                    count=len(unused), why="not named as the system, item, label, an axis, a factor, replicate, transcript or rationale")
+    return losses
 
 
 def _manifest(path: Path, axes: list, factors: list, choices: Any, options: dict, primary: Any, warnings: list,

@@ -591,7 +591,7 @@ def test_import_table_bad_input_raises_and_writes_nothing(tmp_path, text, flags,
 def test_import_table_unreadable_files(tmp_path):
     with pytest.raises(InputError, match="file not found"):
         import_table(tmp_path / "missing.csv", system="s", item="i", label="l", out_dir=tmp_path / "out")
-    with pytest.raises(InputError, match=r"expected a \.csv or \.parquet file"):
+    with pytest.raises(InputError, match=r"expected a \.csv, \.parquet or \.jsonl file"):
         import_table(write_table(tmp_path, "x", "labels.xlsx"), system="s", item="i", label="l",
                      out_dir=tmp_path / "out")
     assert not (tmp_path / "out").exists()

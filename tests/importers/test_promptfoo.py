@@ -1,6 +1,6 @@
 """``multiverse import promptfoo``: genuine promptfoo results, recorded and run here (issue 28).
 
-``promptfoo_results/`` keeps two result files promptfoo 0.119.0 wrote for the evals of
+``promptfoo_results/`` keeps two result files promptfoo 0.121.20 wrote for the evals of
 ``promptfoo_runs.py`` (two prompts x one provider, five tests with an ``llm-rubric`` and a
 ``contains`` assertion, graded by grader-a, then grader-b, named in ``defaultTest``).
 Expected numbers come from the files' own stats.
@@ -78,17 +78,32 @@ def _edited(tmp_path: Path, edit, source: Path = FILES[0]) -> Path:
     return path
 
 
-def test_the_grader_is_the_assertions_then_the_tests_then_defaulttest(tmp_path):
-    def name_graders(document):
-        rows = document["results"]["results"]
-        rows[0]["gradingResult"]["componentResults"][0]["assertion"]["provider"] = "openai:chat:own-grader"
-        rows[0]["testCase"]["options"] = {"provider": {"id": "openai:chat:test-grader"}}
-        rows[1]["testCase"]["options"] = {"provider": {"id": "openai:chat:test-grader"}}
+def _name_graders(rows: list[dict], first: int, *, assertion: str | None = None, test: str | None = None) -> None:
+    for row in rows[first:]:
+        if assertion:
+            row["gradingResult"]["componentResults"][0]["assertion"]["provider"] = assertion
+            row["testCase"]["assert"][0]["provider"] = assertion
+        if test:
+            row["testCase"]["options"] = {"provider": {"id": test}}
 
-    results = import_promptfoo([_edited(tmp_path, name_graders)], tmp_path / "out")
-    judges = results.verdicts["judge"].tolist()
-    assert judges[0] == "openai:chat:own-grader" and judges[1] == "openai:chat:test-grader"
-    assert set(judges[2:]) == {"openai:chat:grader-a"}
+
+@pytest.mark.parametrize(("assertion", "test", "judge"), [
+    ("openai:chat:own-grader", "openai:chat:test-grader", "openai:chat:own-grader"),
+    (None, "openai:chat:test-grader", "openai:chat:test-grader"),
+    (None, None, "openai:chat:grader-a"),
+])
+def test_the_grader_is_the_assertions_then_the_tests_then_defaulttest(tmp_path, assertion, test, judge):
+    path = _edited(tmp_path, lambda d: _name_graders(d["results"]["results"], 0, assertion=assertion, test=test))
+    results = import_promptfoo([path, FILES[1]], tmp_path / "out")
+    assert set(results.verdicts["judge"]) == {judge, "openai:chat:grader-b"}
+
+
+def test_a_file_whose_tests_name_several_graders_is_one_judge_naming_them_all(tmp_path):
+    # The grader is read per file: a file is one judge's universe, so tests graded apart make one joint judge,
+    # never a judge per test (which would pair a file's rows against each other).
+    path = _edited(tmp_path, lambda d: _name_graders(d["results"]["results"], 6, assertion="openai:chat:own-grader"))
+    results = import_promptfoo([path, FILES[1]], tmp_path / "out")
+    assert set(results.verdicts["judge"]) == {"openai:chat:grader-a + openai:chat:own-grader", "openai:chat:grader-b"}
 
 
 def test_errors_are_counted_never_labels(tmp_path):
@@ -106,7 +121,8 @@ def test_errors_are_counted_never_labels(tmp_path):
     v = results.verdicts
     assert (v["status"] == "rollout_failed").sum() == 2 and v.loc[v["status"] != "ok", "compliant"].isna().all()
     assert abs(v.loc[v["status"] == "ok", "compliant"].mean() - stats_rate(path)) < 1e-9
-    assert any("2 results ended in an error" in w for w in results.warnings)
+    assert v.loc[v["status"] != "ok", "reason"].str.startswith("system error: API error: 500").all()
+    assert results.manifest.losses["system_error"].rows == 2 and not results.warnings
 
 
 @pytest.mark.parametrize(("edit", "match"), [

@@ -5,6 +5,7 @@ Every expected number is worked out in the comments from the hand-made tables.
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -187,3 +188,95 @@ def test_a_parquet_whose_index_is_named_like_a_column_is_refused_in_one_line(tmp
         import_table(tmp_path / "t.parquet", system="model", item="q", label="ok", axes=["judge"],
                      replicate="epoch", out_dir=tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    """The rows as JSON would hold them: numbers stay numbers, a missing cell is no key at all."""
+    return [{k: v for k, v in row.items() if not (isinstance(v, float) and np.isnan(v))}
+            for row in frame.to_dict("records")]
+
+
+@pytest.mark.parametrize("writer", ["pandas", "by hand, keys shuffled and a blank line"])
+def test_a_jsonl_table_imports_as_the_csv_of_the_same_rows(tmp_path, writer):
+    # The same rows through two doors: the CSV, and JSON Lines whose values keep their JSON types (an epoch 1,
+    # a label 0) in rows written in another order, whose keys may come in any order.
+    frame = pd.read_csv(epochs_table(tmp_path / "t.csv"))
+    saved = frame.sample(frac=1.0, random_state=5)
+    if writer == "pandas":
+        saved.to_json(tmp_path / "t.jsonl", orient="records", lines=True)
+    else:
+        rng = np.random.default_rng(1)
+        lines = [json.dumps({k: row[k] for k in rng.permutation(list(row))}, default=int) for row in _records(saved)]
+        lines.insert(3, "   ")
+        (tmp_path / "t.jsonl").write_text("\n".join(lines) + "\n")
+    options = {"system": "model", "item": "q", "label": "ok", "axes": ["judge"], "replicate": "epoch",
+               "transcript": "answer", "rationale": "why", "factors": ["topic"]}
+    from_csv = import_table(tmp_path / "t.csv", out_dir=tmp_path / "csv", **options)
+    from_jsonl = import_table(tmp_path / "t.jsonl", out_dir=tmp_path / "jsonl", **options)
+    pd.testing.assert_frame_equal(_rates(from_jsonl), _rates(from_csv))
+    key = ["system", "case_id", "replicate", "universe_id"]
+    verdicts = [r.verdicts[[*key, "topic", "transcript_key", "compliant"]].astype(str).sort_values(key)
+                .reset_index(drop=True) for r in (from_csv, from_jsonl)]
+    pd.testing.assert_frame_equal(verdicts[1], verdicts[0])
+    assert sorted(from_jsonl.criteria["rationale"]) == sorted(from_csv.criteria["rationale"])
+
+
+def test_jsonl_values_keep_their_json_types(tmp_path):
+    # "007" is text and stays "007"; 7 is a number and reads "7" (never 7.0 though another row lacks the key);
+    # true/false are a binary label; a missing key is a missing label, excluded and counted, never non-compliant.
+    lines = ['{"m": "a", "q": "007", "ok": true}', '{"m": "a", "q": 7, "ok": false}', '{"m": "a", "q": 8}',
+             '{"m": "b", "q": 7, "ok": true, "extra": {"nested": [1, 2]}}']
+    (tmp_path / "t.jsonl").write_text("\n".join(lines))
+    result = import_table(tmp_path / "t.jsonl", system="m", item="q", label="ok", out_dir=tmp_path / "out")
+    v = result.verdicts.set_index(["system", "case_id"])
+    assert set(v.index) == {("a", "007"), ("a", "7"), ("a", "8"), ("b", "7")}
+    assert v.loc[("a", "007"), "compliant"] and not v.loc[("a", "7"), "compliant"]
+    assert v.loc[("a", "8"), "status"] == "excluded" and v.loc[("a", "8"), "reason"] == "missing label"
+    assert result.manifest.input["missing_labels"] == 1
+
+
+@pytest.mark.parametrize("text, match", [
+    ('{"m": "a", "q": 1, "ok": 1}\n{"m": "a", "q": 2, "ok": 1, "ok": 0}\n', r"line 2: key 'ok' is named twice"),
+    ('{"m": "a", "q": 1, "ok": 1}\n[1, 2, 3]\n', r"line 2: \[1, 2, 3\]; expected a JSON object"),
+    ('{"m": "a", "q": 1, "ok": 1}\n\n{"m": "a", "q": 2,\n', r"line 3: cannot read as JSON"),
+    ('{"m": "a", "q": 1, "ok": 1}\n{"m": "\xff"}\n', r"line 2: not UTF-8 text"),
+])
+def test_a_bad_jsonl_line_is_refused_in_one_line_naming_it(tmp_path, text, match):
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(text.encode("latin-1") if "\xff" in text else text.encode())
+    with pytest.raises(InputError, match=r"t\.jsonl: " + match) as err:
+        import_table(path, system="m", item="q", label="ok", out_dir=tmp_path / "out")
+    assert "\n" not in str(err.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_jsonl_table_past_the_row_or_byte_bound_is_refused(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps({"m": "a", "q": i, "ok": 1}) + "\n" for i in range(50)))
+    with pytest.raises(InputError, match="max_rows") as err:
+        import_table(path, system="m", item="q", label="ok", out_dir=tmp_path / "out", max_rows=49)
+    assert err.value.param == "max_rows"
+    with pytest.raises(InputError, match="max_bytes"):
+        import_table(path, system="m", item="q", label="ok", out_dir=tmp_path / "out", max_bytes=100)
+    assert not (tmp_path / "out").exists()
+    assert len(import_table(path, system="m", item="q", label="ok", out_dir=tmp_path / "ok", max_rows=50).verdicts) == 50
+
+
+def test_import_table_reads_jsonl_on_the_command_line(tmp_path):
+    frame = pd.read_csv(epochs_table(tmp_path / "t.csv"))
+    frame.to_json(tmp_path / "t.jsonl", orient="records", lines=True)
+    done = run_cli(["import", "table", tmp_path / "t.jsonl", "--system", "model", "--item", "q", "--label", "ok",
+                    "--axis", "judge", "--replicate", "epoch", "--out", tmp_path / "out"])
+    assert done.returncode == 0, done.stderr
+    assert "imported 24 verdicts: 2 universes" in done.stdout
+
+
+def test_columns_no_flag_names_are_listed_as_dropped(tmp_path):
+    path = epochs_table(tmp_path / "t.csv")
+    done = run_cli(["import", "table", path, "--system", "model", "--item", "q", "--label", "ok", "--axis", "judge",
+                    "--replicate", "epoch", "--out", tmp_path / "out"])
+    assert done.returncode == 0, done.stderr
+    assert "dropped: columns answer, why, topic (3) in" in done.stderr
+    every = import_table(path, system="model", item="q", label="ok", axes=["judge"], replicate="epoch",
+                         transcript="answer", rationale="why", factors=["topic"], out_dir=tmp_path / "all")
+    assert every.manifest.dropped == []  # silence: nothing left out
