@@ -2,7 +2,7 @@
 
 - :func:`import_assert` reads ASSERT run directories (each run a universe);
 - :func:`import_table` reads a generic label table (each axis combination a universe);
-- :func:`import_inspect` reads Inspect AI logs (each judge a universe, epochs replicates);
+- :func:`import_inspect` reads Inspect AI logs and eval-set folders (each judge, scorer and reducer a universe);
 - :func:`import_promptfoo` reads promptfoo result files (each grader a universe, assertions criteria);
 - :func:`import_lm_eval` reads lm-evaluation-harness output (each filter and metric a universe, tasks a factor).
 
