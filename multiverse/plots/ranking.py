@@ -16,11 +16,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import PercentFormatter
 
-from multiverse.analysis.ranking import (
-    order_universes,
-    rank_distribution,
-    universe_ranks,
-)
+from multiverse.analysis import order_universes, rank_distribution, universe_ranks
 from multiverse.plots.literal import literal
 
 __all__ = ["plot_rank_bump", "plot_rank_distribution", "ranking_figure"]

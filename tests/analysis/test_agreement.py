@@ -12,7 +12,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import cohens_kappa
 
-from multiverse.analysis.agreement import agreement, cohen_kappa, gwet_ac1, pair_matrix
+from multiverse.analysis import agreement, cohen_kappa, gwet_ac1, pair_matrix
 from multiverse.errors import InputError
 
 # Two judges label the same ten transcripts of one system (hand-worked below).
@@ -149,7 +149,7 @@ def test_alpha_summed_over_distinct_label_rows_is_the_packages(seed):
     """Alpha is computed once per distinct row of labels, weighted by how many units show it: the
     package's alpha on the units one by one, with missing labels, rare labels, units labelled once and
     up to seven options."""
-    from multiverse.analysis.agreement_binary import _krippendorff_alpha, _patterns
+    from multiverse.analysis.agreement._binary import _krippendorff_alpha, _patterns
 
     rng = np.random.default_rng(seed)
     units, options = int(rng.integers(3, 400)), int(rng.integers(2, 8))
@@ -308,7 +308,8 @@ def test_units_alike_are_found_when_their_keys_mix_alike(monkeypatch, mix, rows,
     # Units are grouped by a mix of their judgment keys and then checked key by key: were mixes of
     # different keys to collide (all of them, or many), the exact grouping still gives every unit its
     # first alike unit, whether its passes take the rows whole or a few at a time.
-    from multiverse.analysis import _codes, agreement_units
+    from multiverse.analysis._kernel import _codes
+    from multiverse.analysis.agreement import _units as agreement_units
 
     if piece is not None:
         monkeypatch.setattr(_codes, "PIECE_ROWS", piece)
@@ -463,7 +464,8 @@ def test_confounds_are_the_units_whose_options_show_two_values_by_a_groupby(monk
     reference missing now and then: a unit is confounded where its counted rows show two values (a
     missing one is a value), over the units two options or more labelled, as pandas counts them,
     whether the rows are passed over whole or a few at a time."""
-    from multiverse.analysis import _codes, agreement_units
+    from multiverse.analysis._kernel import _codes
+    from multiverse.analysis.agreement import _units as agreement_units
 
     if piece is not None:
         monkeypatch.setattr(_codes, "PIECE_ROWS", piece)
@@ -500,7 +502,7 @@ def test_hex_judgment_keys_read_from_their_bytes_pair_as_text_keys_do(monkeypatc
     factorized), whatever the piece size. Contexts that differ only in scoring repeat the judgments."""
     import hashlib
 
-    from multiverse.analysis import _codes
+    from multiverse.analysis._kernel import _codes
 
     if piece is not None:
         monkeypatch.setattr(_codes, "PIECE_ROWS", piece)
@@ -551,7 +553,7 @@ def test_hex_criteria_keys_read_as_numbers_pair_as_their_texts_do(monkeypatch, w
     as text, never merged or lost."""
     import hashlib
 
-    from multiverse.analysis import _codes
+    from multiverse.analysis._kernel import _codes
 
     if piece is not None:
         monkeypatch.setattr(_codes, "PIECE_ROWS", piece)
@@ -583,7 +585,7 @@ def test_hex_criteria_keys_read_as_numbers_pair_as_their_texts_do(monkeypatch, w
 def test_hex_digits_are_read_for_every_byte_value_and_nothing_else_passes():
     """Every one of the 256 byte values: lowercase hex digits read as their values; any other byte
     (uppercase, 'g', ':' or '`' beside the ranges, a UTF-8 byte) makes the keys not hex."""
-    from multiverse.analysis.agreement_units import _digits
+    from multiverse.analysis.agreement._units import _digits
 
     for value in range(256):
         text = np.array([ord("0"), value, ord("f")], dtype=np.uint8)
@@ -600,7 +602,8 @@ def test_tuples_numbered_through_a_table_are_numbered_as_factorize_numbers_them(
     """Above a size, tuples of codes are numbered through a table of every mixed-radix number instead of a
     hash table: the same numbers, in order of first appearance, for int32 and int64 keys, repeats, gaps,
     a single value, and keys too spread out for a table (hashed then)."""
-    from multiverse.analysis import _codes, agreement_units
+    from multiverse.analysis._kernel import _codes
+    from multiverse.analysis.agreement import _units as agreement_units
 
     monkeypatch.setattr(_codes, "PIECE_ROWS", piece)
     monkeypatch.setattr(agreement_units, "_DIRECT_ROWS", 1)
@@ -621,7 +624,7 @@ def test_tuples_numbered_through_a_table_are_numbered_as_factorize_numbers_them(
 def test_integers_hashed_by_arrow_are_numbered_as_factorize_numbers_them(monkeypatch):
     """Past a size the row keys are hashed by Arrow: the same numbers, in order of first appearance, for
     int32, int64 and uint64 keys across their whole range (a 64-bit mix of judgment keys is uint64)."""
-    from multiverse.analysis import agreement_units
+    from multiverse.analysis.agreement import _units as agreement_units
 
     monkeypatch.setattr(agreement_units, "_DIRECT_ROWS", 1)
     rng = np.random.default_rng(6)

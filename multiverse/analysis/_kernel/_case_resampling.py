@@ -16,11 +16,11 @@ import pandas as pd
 
 from ._codes import codes
 
-__all__ = ["CaseCounts", "case_counts", "counts_of_rates", "ratio"]
+__all__ = ["DENSE_LIMIT", "CaseCounts", "case_counts", "counts_of_rates", "ratio"]
 
 # Dense count matrices are much faster to multiply than sparse ones; above this
 # many cells x cases (float32: 4 bytes each, two matrices) they stay sparse.
-_DENSE_LIMIT = 60_000_000
+DENSE_LIMIT = 60_000_000
 
 # Every batch of resamples reads the whole count matrix once (hundreds of MB at 100k universes),
 # and a product a few resamples wide is bound by that read, not by arithmetic. So a batch holds
@@ -41,7 +41,7 @@ class CaseCounts:
         shape = (n_rows, n_cases)
         n: Any
         k: Any
-        if n_rows * n_cases <= _DENSE_LIMIT:
+        if n_rows * n_cases <= DENSE_LIMIT:
             # Counted straight into the dense matrices: a sparse matrix of every row first held
             # several copies of the row arrays (GBs at tens of millions of rows).
             # Counted at flat positions of the matrices' memory. Labels and booleans are whole numbers,
@@ -178,7 +178,7 @@ def counts_of_rates(verdicts: pd.DataFrame, axes: list[str], rates: pd.DataFrame
     """The case counts of ``rates``' cells (``system_rates`` output: its universes x systems in order of
     appearance): ``reuse`` when it is of those cells, else counted from the verdicts, whose counted rows
     are copied only then (60M rows at 100k universes)."""
-    from .included import resampled_rows
+    from ._included import resampled_rows
 
     universes, systems = pd.unique(rates["universe_id"]).tolist(), pd.unique(rates["system"]).tolist()
     if reuse is not None and reuse.fits(universes, systems):

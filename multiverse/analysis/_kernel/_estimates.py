@@ -24,7 +24,7 @@ where labels are read) does not count. Every analysis reads the
 contributions through one column, ``contribution`` (:func:`with_contributions`),
 so a row counts alike in the rates, the curve, the ranking and the variance.
 The intervals: a share's is Wilson's with the case design effect
-(:mod:`multiverse.analysis.intervals`); a mean's the cluster-robust t
+(:mod:`multiverse.analysis._kernel`); a mean's the cluster-robust t
 interval of :func:`mean_interval`.
 """
 
@@ -211,7 +211,7 @@ def _without_spread(mean: np.ndarray, se: np.ndarray, cases: np.ndarray, level, 
     its value at the number of cases: the spread of a two-point value, the widest a value in [0, 1] with that
     mean can have. A t interval there is a point (or all of [0, 1]); the joint tests' z is this interval's
     score z (``mean_null``), so a universe counts as significant exactly when this interval excludes t."""
-    from .intervals import wilson
+    from ._intervals import wilson
 
     flat = ~(se > NO_SPREAD) & (cases > 0) & np.isfinite(mean)
     levels = np.broadcast_to(np.asarray(level, float), mean.shape)

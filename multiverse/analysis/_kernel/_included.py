@@ -16,7 +16,7 @@ from multiverse.core import counted_rows
 from multiverse.errors import InputError
 from multiverse.tables import universe_ids
 
-from .estimates import CONTRIBUTION
+from ._estimates import CONTRIBUTION
 
 __all__ = ["included_rows", "included_verdicts", "require_verdict_columns", "resampled_rows"]
 

@@ -42,26 +42,25 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from multiverse.analysis.agreement_binary import SMALL, binary_summary, cohen_kappa, gwet_ac1
-from multiverse.analysis.agreement_context import context_columns, context_confounds
-from multiverse.analysis.agreement_scored import score_agreement
-from multiverse.analysis.agreement_units import (
+from multiverse.core import COUNTED_STATUS, SCORE_CRITERIA
+from multiverse.errors import InputError
+
+from .._kernel import CONTRIBUTION, dropped_notes, included_rows, included_verdicts, require_verdict_columns
+from .._kernel import radix_codes as _radix
+from ._binary import SMALL, binary_summary, cohen_kappa, gwet_ac1
+from ._context import context_columns, context_confounds
+from ._scored import score_agreement
+from ._units import (
     Rows,
     _factorize,
     _one_per_judgment,
     _paired,
-    _radix,
     _spread,
     _unit_ids,
     judgment_codes,
     judgment_key_matrix,
     key_positions,
 )
-from multiverse.analysis.dropped import dropped_notes
-from multiverse.analysis.estimates import CONTRIBUTION
-from multiverse.analysis.included import included_rows, included_verdicts, require_verdict_columns
-from multiverse.core import COUNTED_STATUS, SCORE_CRITERIA
-from multiverse.errors import InputError
 
 __all__ = ["agreement", "cohen_kappa", "gwet_ac1", "pair_matrix"]
 

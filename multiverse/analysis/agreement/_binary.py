@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from multiverse.analysis.agreement_units import _paired
+from ._units import _paired
 
 __all__ = ["SMALL", "binary_summary", "cohen_kappa", "gwet_ac1"]
 

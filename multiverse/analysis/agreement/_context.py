@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from multiverse.analysis import _codes as blocks
-from multiverse.analysis.agreement_units import Rows
+from .._kernel import blocks
+from ._units import Rows
 
 __all__ = ["context_columns", "context_confounds"]
 

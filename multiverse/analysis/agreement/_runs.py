@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from . import _codes as blocks
+from .._kernel import blocks
 
 __all__ = ["run_units"]
 
@@ -81,7 +81,7 @@ def _context_numbers(frame: pd.DataFrame, others: Sequence[str], starts: np.ndar
 
 
 def _spans(lengths: np.ndarray):
-    """(first run, last run + 1) of pieces of whole runs of about ``PIECE_ROWS`` rows."""
+    """(first run, last run + 1) of pieces of whole runs of about ``blocks.PIECE_ROWS`` rows."""
     ends = np.cumsum(lengths)
     run = 0
     while run < len(lengths):

@@ -31,18 +31,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from multiverse.analysis.agreement_binary import SMALL, binary_summary
-from multiverse.analysis.agreement_scores import (
-    exact_agreement,
-    icc,
-    krippendorff_alpha,
-    mean_difference,
-    scale_points,
-    weighted_kappa,
-)
-from multiverse.analysis.agreement_units import Rows, _one_per_judgment, _unit_ids, judgment_key_matrix
 from multiverse.core import counted_rows
 from multiverse.errors import InputError
+
+from ._binary import SMALL, binary_summary
+from ._scores import exact_agreement, icc, krippendorff_alpha, mean_difference, scale_points, weighted_kappa
+from ._units import Rows, _one_per_judgment, _unit_ids, judgment_key_matrix
 
 __all__ = ["resolve_scale", "score_agreement"]
 

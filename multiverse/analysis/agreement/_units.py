@@ -8,18 +8,18 @@ codes, never on one Python object per row: tables reach tens of millions of rows
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import numpy as np
 import pandas as pd
 
 from multiverse.tables import PageTrail
 
-from . import _codes as blocks
-from ._cores import in_order
-from .agreement_runs import run_units
+from .._kernel import blocks, in_order
+from .._kernel import dense_codes as _dense
+from .._kernel import numbered_codes as _numbered
+from .._kernel import radix_codes as _radix
+from ._runs import run_units
 
-__all__ = ["Rows", "_codes", "_dense", "_factorize", "_one_per_judgment", "_paired", "_positions", "_radix",
+__all__ = ["Rows", "_codes", "_factorize", "_one_per_judgment", "_paired", "_positions",
            "_spread", "_unit_ids", "judgment_codes", "judgment_key_matrix", "key_positions"]
 
 
@@ -60,104 +60,6 @@ class Rows:
         """Whether the column has a value at every row."""
         missing = self.frame[column].isna().to_numpy()
         return not (missing if self.mask is None else missing[self.mask]).any()
-
-
-def _radix(codes: Iterable[np.ndarray]) -> np.ndarray:
-    """One integer per distinct tuple of non-negative codes (mixed radix; sparse, not dense).
-
-    ``codes`` is consumed one array at a time, so a generator keeps only two
-    row-length arrays alive however many columns are combined. The tuple stays
-    int32 while the product of the columns' ranges allows (half the memory, and
-    every fresh row-length array costs its pages), int64 after.
-    """
-    combined: np.ndarray | None = None
-    top = 0  # the combined codes are below this
-    for more in codes:
-        more = np.asarray(more)
-        base = int(more.max(initial=0)) + 1
-        if combined is None:
-            combined, top = more.astype(np.int32 if base < 2**31 else np.int64), base
-            continue
-        if top * base >= 2**31 and combined.dtype == np.int32:
-            combined = combined.astype(np.int64)
-        if top >= np.iinfo(np.int64).max // base - base:
-            combined = pd.factorize(combined)[0].astype(np.int64)  # re-densify before overflow
-            top = int(combined.max(initial=0)) + 1
-        combined *= base
-        combined += more
-        top *= base
-    if combined is None:
-        raise ValueError("_radix needs at least one code array")
-    return combined
-
-
-def _dense(codes: Iterable[np.ndarray]) -> np.ndarray:
-    """Dense codes 0..n-1, one per distinct tuple of non-negative codes, in order of first appearance
-    (``pd.factorize``'s codes)."""
-    return _numbered(_radix(codes))
-
-
-def _numbered(key: np.ndarray) -> np.ndarray:
-    """``_dense`` of tuples already combined by ``_radix``."""
-    top = int(key.max(initial=-1)) + 1
-    if len(key) < _DIRECT_ROWS or top > 4 * len(key):
-        return _first_seen(key)
-    return _direct_codes(key, top)
-
-
-# Below this many rows hashing is quick; above, tuples whose mixed-radix numbers stay below four per
-# row are numbered through a table of every number instead (at 60M rows: 6 s, not pd.factorize's 12),
-# and other integers are hashed by Arrow.
-_DIRECT_ROWS = 1 << 16
-
-
-def _first_seen(key: np.ndarray) -> np.ndarray:
-    """``pd.factorize(key)[0]`` of integers. Above ``_DIRECT_ROWS`` Arrow's hash table numbers them, in
-    the same order of first appearance: at 57M row keys of a unit and transcript it took 7-19 s where
-    pandas' took 18-48 s (the same machine, one run)."""
-    if len(key) < _DIRECT_ROWS:
-        return pd.factorize(key)[0]
-    import pyarrow as pa
-
-    return pa.array(key).dictionary_encode().indices.to_numpy().astype(np.int64)
-
-
-def _direct_codes(key: np.ndarray, top: int) -> np.ndarray:
-    """``pd.factorize(key)[0]`` for non-negative ``key`` below ``top``, through a table of ``top`` entries
-    (int32 below 2**31: arithmetic on the codes casts first)."""
-    present = np.zeros(top, dtype=bool)
-    for start in range(0, len(key), blocks.PIECE_ROWS):
-        present[key[start:start + blocks.PIECE_ROWS]] = True
-    rank = np.cumsum(present, dtype=np.int32 if top < 2**31 else np.int64)
-    np.subtract(rank, 1, out=rank)
-    del present
-    code = np.empty(len(key), dtype=rank.dtype)
-    _take_pieces(rank, key, code)  # numbered in the keys' sorted order
-    del rank
-    groups = int(code.max(initial=-1)) + 1
-    # Each number's first row, a piece at a time (no row-length array of positions), then the numbers
-    # relabelled in the order their first rows come.
-    first = np.full(groups, len(key), dtype=np.int64)
-    for start in range(0, len(key), blocks.PIECE_ROWS):
-        piece = code[start:start + blocks.PIECE_ROWS]
-        np.minimum.at(first, piece, np.arange(start, start + len(piece)))
-    is_first = np.zeros(len(key), dtype=bool)
-    is_first[first] = True
-    relabel = np.empty(groups, dtype=code.dtype)
-    relabel[code[is_first]] = np.arange(groups)
-    del is_first
-    # Into the codes' own array, int32 while ``top`` allows: the units live through the whole agreement
-    # (at 60M rows 240 MB, not 480). Each place reads its own code before it is written.
-    return _take_pieces(relabel, code, code)
-
-
-def _take_pieces(table: np.ndarray, index: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """``out[:] = table[index]`` a piece of rows at a time: numpy widens an int32 index to int64 for the
-    whole of it first (460 MB at 57M rows, at the agreement's memory peak); ``out`` may be ``index``."""
-    for start in range(0, len(index), blocks.PIECE_ROWS):
-        piece = slice(start, start + blocks.PIECE_ROWS)
-        np.take(table, index[piece], out=out[piece], mode="clip")
-    return out
 
 
 def _codes(column: pd.Series) -> np.ndarray:

@@ -15,7 +15,7 @@ reimplemented because that package pulls in numba and scikit-learn;
 ``ppi_mean_batch`` is also its ``ppi_mean_ci``, and the tests check both to
 1e-9. That normal interval is not what ``calibrate`` reports: with a few
 dozen labels and rare violations it under-covers and can be a point, so the
-interval is the score interval of ``multiverse.analysis.ppi_interval``,
+interval is the score interval of ``multiverse.analysis.anchoring``,
 clustered by case when cases have replicates. The labelled and unlabelled
 sets are disjoint, as PPI assumes: the unlabelled set is every judged
 transcript of the cell that nobody labelled.
@@ -47,13 +47,12 @@ import pandas as pd
 from scipy import special
 
 from multiverse.core import COUNTED_STATUS
+from multiverse.errors import InputError
 
-from ..errors import InputError
-from .anchored_labels import labels_by_key, read_labels, transcript_keys
-from .anchored_scores import check_anchorable, human_contributions, mean_agreement, native
-from .estimates import contributions
-from .intervals import wilson
-from .ppi_interval import design_effects, ppi_binary, ppi_bounded_mean, ppi_lambda
+from .._kernel import contributions, wilson
+from ._labels import labels_by_key, read_labels, transcript_keys
+from ._ppi import design_effects, ppi_binary, ppi_bounded_mean, ppi_lambda
+from ._scores import check_anchorable, human_contributions, mean_agreement, native
 
 if TYPE_CHECKING:
     from multiverse.tables import ScaleRecord

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from ..errors import InputError
+from multiverse.errors import InputError
 
 __all__ = ["anchored_width", "human_power"]
 

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
-from .anchored_scores import human_scores
+from multiverse.errors import InputError
+
+from ._scores import human_scores
 
 if TYPE_CHECKING:
     from multiverse.tables import ScaleRecord

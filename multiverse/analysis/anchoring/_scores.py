@@ -30,9 +30,9 @@ import numpy as np
 import pandas as pd
 
 from multiverse.core import SCORE
+from multiverse.errors import InputError
 
-from ..errors import InputError
-from .estimates import MEAN_ESTIMATORS, contributions
+from .._kernel import MEAN_ESTIMATORS, contributions
 
 if TYPE_CHECKING:
     from multiverse.tables import ScaleRecord

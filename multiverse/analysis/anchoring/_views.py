@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .anchoring import Calibration
+from ._calibrate import Calibration
 
 __all__ = ["anchored_curve", "paired_curves", "ranking_change"]
 

@@ -20,11 +20,9 @@ from collections.abc import Iterator
 import numpy as np
 import pandas as pd
 
-from . import _codes as blocks
-from .case_matrix import CaseMatrix
-from .case_resampling import _DENSE_LIMIT, CaseCounts
-from .estimates import CONTRIBUTION
-from .included import included_rows
+from .._kernel import CONTRIBUTION, CaseCounts, blocks, included_rows
+from .._kernel import DENSE_LIMIT as _DENSE_LIMIT
+from ._matrix import CaseMatrix
 
 __all__ = ["counts_of_matrix", "rates_of_matrix"]
 

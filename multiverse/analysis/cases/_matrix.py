@@ -31,11 +31,9 @@ from multiverse.core import counted_rows
 from multiverse.errors import InputError
 from multiverse.tables import universe_ids
 
-from . import _codes as blocks
-from ._cores import in_order
-from .estimates import CONTRIBUTION
+from .._kernel import CONTRIBUTION, blocks, in_order
 
-__all__ = ["Z_CAP", "CaseMatrix", "case_matrix"]
+__all__ = ["Z_CAP", "CaseMatrix", "as_matrix", "axes_list", "case_matrix", "paired_cases", "paired_z", "plain_number"]
 
 #: Per-universe |z| of a difference is capped here (see the module docstring).
 Z_CAP = 50.0
@@ -74,7 +72,7 @@ class CaseMatrix:
         """(systems x universes) ICC of each share's design effect, NaN for a mean: ``intervals.share_icc``,
         computed once (the curve's intervals and every joint test's count read it from here)."""
         if "_share_icc" not in self.__dict__:
-            from .intervals import share_icc
+            from .._kernel import share_icc
 
             object.__setattr__(self, "_share_icc", share_icc(self.included, self.compliant, self.means))
         return self.__dict__["_share_icc"]
@@ -171,7 +169,7 @@ def case_matrix(
     count; a missing ``universe_id`` is derived from the axis options).
     ``systems`` restricts and orders the systems (default: all, sorted).
     """
-    axes = _axes_list(axes)
+    axes = axes_list(axes)
     if (systems is None and isinstance(verdicts, pd.DataFrame) and "universe_id" in verdicts.columns
             and pd.api.types.is_bool_dtype(verdicts["compliant"].dtype) and CONTRIBUTION not in verdicts.columns
             and all(c in verdicts.columns for c in (*_REQUIRED, *axes))):
@@ -412,13 +410,13 @@ def _kept_codes(column: pd.Series, keep: np.ndarray) -> tuple[np.ndarray, Any]:
     return codes, kept
 
 
-def _axes_list(axes: Sequence[str] | str | None) -> list[str]:
+def axes_list(axes: Sequence[str] | str | None) -> list[str]:
     if axes is None:
         return []
     return [axes] if isinstance(axes, str) else list(axes)
 
 
-def _as_matrix(
+def as_matrix(
     verdicts: pd.DataFrame | CaseMatrix, axes: Sequence[str], systems: Sequence[str] | None
 ) -> CaseMatrix:
     if isinstance(verdicts, CaseMatrix):
@@ -445,7 +443,7 @@ class _Paired:
     rate_b: np.ndarray
 
 
-def _paired(m: CaseMatrix, a: str, b: str) -> _Paired:
+def paired_cases(m: CaseMatrix, a: str, b: str) -> _Paired:
     if a == b:
         raise InputError(f"verdicts: system: expected two different systems, got {a!r} twice")
     ia, ib = m.system_index(a), m.system_index(b)
@@ -471,7 +469,7 @@ def _paired(m: CaseMatrix, a: str, b: str) -> _Paired:
     )
 
 
-def _paired_z(
+def paired_z(
     diff: np.ndarray, q_dw: np.ndarray, q_dd: np.ndarray, q_ww: np.ndarray, n_cases: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """(z, se) from D = sum d, q_dw = sum d w, q_dd = sum d^2, q_ww = sum w^2.
@@ -488,7 +486,7 @@ def _paired_z(
     return np.clip(z, -Z_CAP, Z_CAP), se
 
 
-def _num(x: Any) -> float | int | None:
+def plain_number(x: Any) -> float | int | None:
     if x is None:
         return None
     x = x.item() if isinstance(x, np.generic) else x

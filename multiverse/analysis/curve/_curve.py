@@ -14,7 +14,7 @@ the :class:`CaseMatrix` built from it once, and returns DataFrames or
 JSON-able dicts. Nothing here draws.
 
 A difference of two systems is paired by case; its interval and z are those
-of :mod:`multiverse.analysis.case_matrix`.
+of :mod:`multiverse.analysis.cases`.
 """
 
 from __future__ import annotations
@@ -26,24 +26,19 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from multiverse.analysis.case_matrix import (
-    Z_CAP,
-    CaseMatrix,
-    _as_matrix,
-    _axes_list,
-    _num,
-    _paired,
-    _paired_z,
-    case_matrix,
-)
-from multiverse.analysis.intervals import rate_intervals
 from multiverse.core import CI_METHODS
 from multiverse.errors import InputError
 
+from .._kernel import rate_intervals
+from ..cases import Z_CAP, CaseMatrix, case_matrix
+from ..cases import as_matrix as _as_matrix
+from ..cases import axes_list as _axes_list
+from ..cases import paired_cases as _paired
+from ..cases import paired_z as _paired_z
+from ..cases import plain_number as _num
+
 if TYPE_CHECKING:
-    from multiverse.analysis.inference import (
-        JointTest,  # only a type: inference never imports this module
-    )
+    from ..inference import JointTest
 
 __all__ = [
     "Z_CAP",
@@ -131,7 +126,7 @@ def spec_curve(
     verdict for a system has no row for it.
 
     The interval is the one the spec asks for (``ci``: ``wilson`` or
-    ``bootstrap``, see :mod:`multiverse.analysis.intervals`; both account for
+    ``bootstrap``, see :mod:`multiverse.analysis._kernel`; both account for
     replicates of a case with Kish's design effect), at ``level``. ``ci`` may
     also be a table with ``universe_id``, ``ci`` and optionally ``level``
     columns, when the method is set per universe (an axis of the spec);
@@ -169,7 +164,7 @@ def spec_curve(
         m.included[s_idx, u_idx], m.compliant[s_idx, u_idx], methods, levels, n_boot, seed, icc=m.share_icc()[s_idx, u_idx])
     if m.means is not None and m.means[u_idx].any():
         # A mean of scores: the cluster-robust t interval, not a share's Wilson interval.
-        from multiverse.analysis.estimates import case_mean_interval
+        from .._kernel import case_mean_interval
 
         mean = m.means[u_idx]
         _, low, high = case_mean_interval(m.included[s_idx[mean], u_idx[mean]], m.compliant[s_idx[mean], u_idx[mean]],
@@ -369,7 +364,7 @@ def curve_summary(curve: pd.DataFrame, *, tests: Sequence[JointTest] = ()) -> di
         effect = test.effects.loc[test.effects["universe_id"] == primary, "effect"]
         entry["primary_effect"] = _num(float(effect.iloc[0])) if len(effect) else None
         out_tests.append(entry)
-    from multiverse.analysis.multiplicity import adjust_tests
+    from .._kernel import adjust_tests
 
     multiplicity = adjust_tests(out_tests)
     return {

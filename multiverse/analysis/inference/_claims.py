@@ -11,7 +11,7 @@ never counted as independent evidence):
 
 - a rate: the exact one-sided binomial p-value at Kish's effective sample
   size (the design effect of the curve's Wilson intervals,
-  :func:`multiverse.analysis.inference._effective_n`), ``P(X >= x | n_eff, b)``
+  :func:`multiverse.analysis.inference._joint._effective_n`), ``P(X >= x | n_eff, b)``
   as a regularised incomplete beta function, so it is defined for a
   non-integer ``n_eff`` and, for a mean of scores in [0, 1], conservative
   (their variance is at most ``b (1 - b)``);
@@ -41,10 +41,13 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from multiverse.analysis.case_matrix import Z_CAP, CaseMatrix, _paired, _paired_z
-from multiverse.analysis.inference import _effective_n
-from multiverse.analysis.null_histograms import TIE
 from multiverse.errors import InputError
+
+from ..cases import Z_CAP, CaseMatrix
+from ..cases import paired_cases as _paired
+from ..cases import paired_z as _paired_z
+from ._joint import _effective_n
+from ._null_histograms import TIE
 
 __all__ = ["difference_claim_tests", "partial_conjunction", "rank_claim_tests", "rate_claim_tests", "universes_needed"]
 

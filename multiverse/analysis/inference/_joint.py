@@ -6,13 +6,13 @@ are strongly dependent and cannot be tested as if independent. Following the
 paper, every null replicate is one draw of the whole multiverse, with the
 dependence between universes kept, and every universe is re-estimated on it.
 All of it runs on the universe x case count arrays of a
-:class:`~multiverse.analysis.curve.CaseMatrix`.
+:class:`~multiverse.analysis.CaseMatrix`.
 
 Two nulls:
 
 ``joint_rate_test`` -- one system's rate equals ``threshold`` in every universe.
     A parametric null with mean t at the label level
-    (:mod:`multiverse.analysis.rate_null`): a Gaussian copula whose intra-case
+    (:mod:`multiverse.analysis.inference`): a Gaussian copula whose intra-case
     correlations, between universes and between replicates, are estimated
     from the data. A centred case bootstrap (the paper's choice) is not used:
     its spread follows the observed rate(1 - rate), not t(1 - t), and it has no
@@ -21,7 +21,7 @@ Two nulls:
     Per-universe z is the score z of a proportion at Kish's effective sample
     size, ``z = (rate - threshold) / sqrt(threshold * (1 - threshold) * deff / n)``
     with the design effect of the curve's own Wilson intervals
-    (:func:`~multiverse.analysis.intervals.design_effect`: the universe's
+    (:func:`~multiverse.analysis._kernel.design_effect`: the universe's
     intra-case ICC over its replicates, pooled over the universes where it is
     not estimable; 1 with one label per case), so a universe is significant
     exactly when its design-effect Wilson interval excludes the threshold
@@ -29,8 +29,8 @@ Two nulls:
     critical value), and the count reads as per-universe tests at ``alpha``.
     The ICC is the curve's own (``CaseMatrix.share_icc``: pooled over every
     system x share universe of the run, not the tested system's alone).
-    Means of scores get their own null (:mod:`multiverse.analysis.mean_null`),
-    and a curve of both kinds is tested by :mod:`multiverse.analysis.joint_curve`. Without the design effect, 14% of
+    Means of scores get their own null (:mod:`multiverse.analysis.inference`),
+    and a curve of both kinds is tested by :mod:`multiverse.analysis.inference`. Without the design effect, 14% of
     universes were "significant at 0.05" under a true null with 3 replicates
     per case at ICC 0.3. Null curves get the same z from their own rates, at
     the observed design effects.
@@ -75,16 +75,16 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from multiverse.analysis.case_matrix import (
-    CaseMatrix,
-    _as_matrix,
-    _axes_list,
-    _num,
-    _paired,
-    _paired_z,
-)
-from multiverse.analysis.intervals import design_effect, wilson
-from multiverse.analysis.null_histograms import (
+from multiverse.errors import InputError
+
+from .._kernel import design_effect, wilson
+from ..cases import CaseMatrix
+from ..cases import as_matrix as _as_matrix
+from ..cases import axes_list as _axes_list
+from ..cases import paired_cases as _paired
+from ..cases import paired_z as _paired_z
+from ..cases import plain_number as _num
+from ._null_histograms import (
     TIE,
     NestedCounts,
     NullSummary,
@@ -94,8 +94,7 @@ from multiverse.analysis.null_histograms import (
     nested_groups,
     universe_groups,
 )
-from multiverse.analysis.rate_null import LatentNull, fit_latent_null
-from multiverse.errors import InputError
+from ._rate_null import LatentNull, fit_latent_null
 
 __all__ = ["STATISTICS", "JointTest", "joint_difference_test", "joint_rate_test"]
 
@@ -189,7 +188,7 @@ class JointTest:
     seed: Any = field(default=None, repr=False)
     null_model: LatentNull | None = field(default=None, repr=False)
     #: A curve of several kinds of universe (shares and means): each kind's own test, whose p-values
-    #: this one combines (:mod:`multiverse.analysis.joint_curve`); empty for a test of one kind.
+    #: this one combines (:mod:`multiverse.analysis.inference`); empty for a test of one kind.
     parts: tuple[JointTest, ...] = ()
     #: What the tested universes estimate: "shares" (labels, or scores at a cut), "means" (of scores), or both.
     estimates: str = "shares"

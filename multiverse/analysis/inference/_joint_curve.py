@@ -8,7 +8,7 @@ Each kind gets the null that fits it:
 - shares: the rate null (:func:`~multiverse.analysis.inference.joint_rate_test`,
   a latent case-effect null with Bernoulli(t) labels), exactly as for
   imported pass/fail labels;
-- means: the means' null (:func:`~multiverse.analysis.mean_null.joint_mean_test`,
+- means: the means' null (:func:`~multiverse.analysis.joint_mean_test`,
   the same latent case effect with Beta scores of mean t).
 
 Sent whole to the centred case bootstrap, as before, a curve of means and
@@ -36,9 +36,11 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from .case_matrix import CaseMatrix, _as_matrix, _axes_list
-from .inference import STATISTICS, JointTest, _direction, joint_rate_test
-from .null_histograms import curve_statistics
+from ..cases import CaseMatrix
+from ..cases import as_matrix as _as_matrix
+from ..cases import axes_list as _axes_list
+from ._joint import STATISTICS, JointTest, _direction, joint_rate_test
+from ._null_histograms import curve_statistics
 
 __all__ = ["joint_curve_test"]
 
@@ -47,7 +49,7 @@ def joint_curve_test(verdicts: pd.DataFrame | CaseMatrix, *, axes: tuple[str, ..
                      threshold: float, boot: int = 1000, seed: int = 0, alpha: float = 0.05,
                      direction: str = "dominant", band_level: float = 0.95) -> JointTest:
     """Joint test that ``system``'s rate equals ``threshold`` in every universe, each kind under its own null."""
-    from .mean_null import joint_mean_test
+    from ._mean_null import joint_mean_test
 
     m = _as_matrix(verdicts, _axes_list(axes), None)
 

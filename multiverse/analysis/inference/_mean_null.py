@@ -1,8 +1,8 @@
 """The joint test of a curve of mean scores: is one system's rescaled mean ``threshold`` in every universe?
 
 A mean of scores rescaled to [0, 1] (``mean``, ``win_rate``; see
-:mod:`multiverse.analysis.estimates`) is not a share: its spread is not
-``t (1 - t)``, so the rate null of :mod:`multiverse.analysis.rate_null` does
+:mod:`multiverse.analysis._kernel`) is not a share: its spread is not
+``t (1 - t)``, so the rate null of :mod:`multiverse.analysis.inference` does
 not fit it. The centred case bootstrap (Simonsohn, Simmons & Nelson 2020)
 used before rejected 0.10-0.18 under a true null at t = 0.05 with 30-60
 cases (0.07-0.13 at t = 0.1): near the bottom of the scale the mean of a few
@@ -36,7 +36,7 @@ replicate refits them on a case bootstrap and reflects the refit upwards
 estimate that reads low exactly when the data lean away from t.
 
 Per-universe z: ``(rate - t) / se`` with the cluster-robust standard error
-of the curve's own t interval (:func:`~multiverse.analysis.estimates.case_mean_interval`),
+of the curve's own t interval (:func:`~multiverse.analysis._kernel.case_mean_interval`),
 mapped through the t distribution with ``cases - 1`` degrees of freedom to
 the normal quantile of the same tail, so a universe counts as significant
 exactly when its t interval excludes t; where the standard error is 0 (every
@@ -57,10 +57,10 @@ from scipy import special
 
 from multiverse.errors import InputError
 
-from .case_matrix import Z_CAP, CaseMatrix
-from .estimates import NO_SPREAD, case_mean_interval
-from .inference import JointTest, _check_common, _direction, _run
-from .null_histograms import curves_summary
+from .._kernel import NO_SPREAD, case_mean_interval
+from ..cases import Z_CAP, CaseMatrix
+from ._joint import JointTest, _check_common, _direction, _run
+from ._null_histograms import curves_summary
 
 __all__ = ["MEAN_NULL", "MeanNull", "fit_mean_null", "joint_mean_test", "mean_z"]
 
@@ -90,7 +90,7 @@ def mean_z(effect: np.ndarray, se: np.ndarray, cases: np.ndarray, threshold: flo
     (``cases - 1`` df), capped; where ``se`` is 0 or unknown, the score z of
     the Wilson interval that stands in there (``estimates.case_mean_interval``).
     """
-    from .inference import _score_z
+    from ._joint import _score_z
 
     se = np.broadcast_to(se, np.shape(effect))
     stat = np.divide(effect, se, out=np.zeros(np.shape(effect)), where=se > NO_SPREAD)

@@ -6,7 +6,7 @@ difference test's sign flips, a mean's bootstrap, the rate test's labels)
 and keeps their sorted values for the band. The rest of this module spares
 the rate test that (replicates x universes) work.
 
-In the latent null of :mod:`multiverse.analysis.rate_null`, universes that
+In the latent null of :mod:`multiverse.analysis.inference`, universes that
 saw the same cases, and whose z uses the same effective size, are
 exchangeable: given the case effects each one's compliant count is an
 independent draw from the same Poisson-binomial. So a null curve is fully
@@ -63,7 +63,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from multiverse.analysis.rate_null import LatentNull
+from ._rate_null import LatentNull
 
 __all__ = [
     "TIE", "NestedCounts", "NullSummary", "UniverseGroups", "curve_statistics", "curves_summary", "grouped_summary",

@@ -8,9 +8,9 @@ module asks how far that ranking survives the measurement choices:
   takes each rank, and ``p_top`` = P(rank 1);
 - ``p_above``: per pair of systems, the share of the universes rating both
   where A ranks above B;
-- Kendall's tau-b and W (``multiverse.analysis.concordance``);
+- Kendall's tau-b and W (``multiverse.analysis.ranking``);
 - case-bootstrap intervals and paired tests with Holm's adjustment
-  (``multiverse.analysis.rank_uncertainty``);
+  (``multiverse.analysis.ranking``);
 - ``flips``: the universes whose top system differs from the primary universe's,
   each with the smallest set of axis changes from the primary that gives that
   same top.
@@ -45,20 +45,12 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from multiverse.analysis.case_resampling import CaseCounts, counts_of_rates
-from multiverse.analysis.concordance import (
-    kendall_tau_b,
-    kendall_w,
-    largest_complete_block,
-    min_ranks,
-    pair_signs,
-    tau_summary,
-)
-from multiverse.analysis.dropped import dropped_notes
-from multiverse.analysis.included import resampled_rows
-from multiverse.analysis.rank_uncertainty import bootstrap_ranks, joint_bootstrap, pairwise_tests, position_shares
-from multiverse.analysis.rates import included_verdicts, system_rates
 from multiverse.errors import InputError
+
+from .._kernel import CaseCounts, counts_of_rates, dropped_notes, included_verdicts, resampled_rows
+from ..rates import system_rates
+from ._concordance import kendall_tau_b, kendall_w, largest_complete_block, min_ranks, pair_signs, tau_summary
+from ._uncertainty import bootstrap_ranks, joint_bootstrap, pairwise_tests, position_shares
 
 __all__ = ["bootstrap_ranks", "included_verdicts", "kendall_tau_b", "kendall_w", "order_universes",
            "rank_distribution", "ranking", "system_rates", "universe_ranks"]

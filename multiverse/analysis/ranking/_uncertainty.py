@@ -28,11 +28,8 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from multiverse.analysis._cores import Parts
-from multiverse.analysis.case_resampling import CaseCounts, case_counts, ratio
-from multiverse.analysis.concordance import min_ranks
-from multiverse.analysis.multiplicity import holm
-from multiverse.analysis.rates import included_verdicts
+from .._kernel import CaseCounts, Parts, case_counts, holm, included_verdicts, ratio
+from ._concordance import min_ranks
 
 __all__ = ["bootstrap_ranks", "exact_mcnemar", "joint_bootstrap", "pairwise_tests", "position_shares", "separability", "top_shares"]
 

@@ -28,7 +28,7 @@ Estimators (``vocabulary.ESTIMATORS``) and intervals (``vocabulary.CI_METHODS``)
 
 Clustering: when the table has ``case_id``, every ``wilson`` interval uses Kish's
 effective sample size divided by the design effect of the case clusters,
-``1 + (m - 1) * icc`` (:mod:`multiverse.analysis.intervals`), with the intra-case
+``1 + (m - 1) * icc`` (:mod:`multiverse.analysis._kernel`), with the intra-case
 correlation estimated once per universe x system (pooled over all of them when
 one's own is not estimable) and reused for its subgroups. With one transcript per
 case the design effect is 1 and the intervals are unchanged.
@@ -61,9 +61,18 @@ from multiverse.core import (
 from multiverse.errors import InputError
 from multiverse.tables import check_choice, require_columns, universe_ids
 
-from ._codes import codes, codes_and_first_rows, combine, count, first_rows, target_blocks
-from .estimates import CONTRIBUTION
-from .included import included_rows, included_verdicts, require_verdict_columns
+from .._kernel import (
+    CONTRIBUTION,
+    codes,
+    codes_and_first_rows,
+    combine,
+    count,
+    first_rows,
+    included_rows,
+    included_verdicts,
+    require_verdict_columns,
+    target_blocks,
+)
 
 if TYPE_CHECKING:
     from multiverse.tables import Manifest, ScaleRecord, SpecDocument
@@ -176,12 +185,12 @@ def compute_rates(
     columns (default: ``cut`` and ``ties`` here) set how a universe reading scores
     counts them on ``scale``, and its ``low`` and ``high`` columns give a
     universe a scale of its own (an axis over ``judge.scale``: its scores are
-    rescaled, and its mean given, on its own ends; :mod:`multiverse.analysis.estimates`).
+    rescaled, and its mean given, on its own ends; :mod:`multiverse.analysis._kernel`).
 
     Returns universe_id, the axis columns, system, subgroup, n (included transcripts),
     n_compliant, rate, ci_low, ci_high, estimator. A group with no included transcript
     has n == 0 and NaN rate and interval. When a universe reads scores the table also
-    has ``mean`` (native units) and ``se`` (:mod:`multiverse.analysis.score_rates`).
+    has ``mean`` (native units) and ``se`` (:mod:`multiverse.analysis.rates`).
     """
     axes, factors = list(axes), list(factors)
     _check_settings(estimator, ci, level)
@@ -223,8 +232,9 @@ def compute_rates(
 
 def _score_values(frame, scoring, estimator, cut, ties, scale) -> np.ndarray | None:
     """Each row's contribution when some universe reads scores (None: every universe counts labels)."""
-    from multiverse.analysis.estimates import contributions
     from multiverse.tables import BINARY
+
+    from .._kernel import contributions
 
     table = pd.DataFrame({"universe_id": pd.unique(frame["universe_id"])})
     given = scoring.drop_duplicates("universe_id").set_index("universe_id") if scoring is not None else None
@@ -256,7 +266,7 @@ def _part_ends(part: pd.DataFrame, scoring: pd.DataFrame | None, scale: ScaleRec
 
 def _scored(part, values, axes, factors, estimator, ci, level, n_boot, seed, low, high) -> pd.DataFrame:
     """Rates of universes reading scores; a share (at_least) keeps the binary labels' Wilson interval."""
-    from multiverse.analysis.score_rates import score_rates
+    from ._score_rates import score_rates
 
     rates = score_rates(part, values, axes=axes, factors=factors, estimator=estimator, ci=ci, level=level,
                         n_boot=n_boot, seed=seed, low=low, high=high)
@@ -425,13 +435,13 @@ def _cell_balanced(target, n_targets, cells, included, compliant):
 
 
 def _wilson(rate: np.ndarray, n: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
-    from multiverse.analysis.intervals import wilson
+    from .._kernel import wilson
 
     return wilson(rate, n, level)
 
 
 def _bootstrap(case_id, target, n_targets, cells, included, compliant, level, n_boot, seed):
-    from multiverse.analysis.intervals import cluster_bootstrap
+    from .._kernel import cluster_bootstrap
 
     case, n_cases = codes(case_id)
     return cluster_bootstrap(case, n_cases, target, n_targets, cells, included, compliant, level, n_boot, seed)
@@ -445,7 +455,7 @@ def _design_effect(target, n_targets, case, included, compliant, group_of_target
     """
     from scipy import sparse
 
-    from multiverse.analysis.intervals import anova_terms, design_effect, target_icc
+    from .._kernel import anova_terms, design_effect, target_icc
 
     n_cases = int(case.max()) + 1 if len(case) else 0
 

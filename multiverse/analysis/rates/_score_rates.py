@@ -2,7 +2,7 @@
 
 :func:`multiverse.analysis.rates.compute_rates` hands the universes whose
 estimator reads scores (``mean``, ``at_least``, ``win_rate``) here, with each
-row's contribution in [0, 1] (:mod:`multiverse.analysis.estimates`). The rows
+row's contribution in [0, 1] (:mod:`multiverse.analysis._kernel`). The rows
 come out as the share estimators' do (universe x system, overall and per
 design-factor level, in the same order), with two more columns:
 
@@ -27,8 +27,7 @@ import pandas as pd
 
 from multiverse.core import counted_rows
 
-from ._codes import codes, combine, first_rows
-from .estimates import MEAN_ESTIMATORS, mean_interval
+from .._kernel import MEAN_ESTIMATORS, codes, combine, first_rows, mean_interval
 
 __all__ = ["score_rates"]
 
@@ -78,7 +77,7 @@ def score_rates(frame: pd.DataFrame, value: np.ndarray, *, axes: list[str], fact
 
 def _widened(case, target, n_targets, counted, value, level, n_boot, seed, low, high):
     """The case bootstrap's percentile interval of each mean, widened to contain the t interval."""
-    from multiverse.analysis.intervals import cluster_bootstrap
+    from .._kernel import cluster_bootstrap
 
     case_codes, n_cases = codes(np.asarray(case))
     weights = np.where(counted, np.nan_to_num(value), 0.0)

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from multiverse.analysis.case_resampling import CaseCounts
+from .._kernel import CaseCounts
 
 __all__ = ["balanced_sums", "balanced_sums_function", "noise_summary", "projection_sums"]
 

@@ -104,7 +104,7 @@ def _balanced_sums(frame: pd.DataFrame, columns: list[str], terms: list[_Term]):
     flat = np.ravel_multi_index([codes[c] for c in factors], [sizes[c] for c in factors])
     if np.bincount(flat, minlength=len(frame)).max() != 1:
         return None
-    from multiverse.analysis.variance_noise import balanced_sums
+    from ._noise import balanced_sums
 
     sums = balanced_sums(frame, list(columns), terms, frame["y"].to_numpy(dtype=float)[:, None])[:, 0]
     rows, used_df = [], 0
@@ -128,7 +128,7 @@ def _projected_sums(frame: pd.DataFrame, terms: list[_Term]):
     term adds, as the refits give. Returns None for a rank-deficient design,
     which goes through statsmodels (and its note).
     """
-    from multiverse.analysis.variance_noise import projection_sums
+    from ._noise import projection_sums
 
     sizes = {c: len(frame[c].cat.categories) for c in frame.columns if c != "y"}
     columns = [int(np.prod([sizes[part[2:-1]] - 1 for part in t.formula.split(":")])) for t in terms]

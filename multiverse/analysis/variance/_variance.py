@@ -35,12 +35,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from multiverse.analysis.agreement_units import _dense
-from multiverse.analysis.case_resampling import CaseCounts, counts_of_rates
-from multiverse.analysis.dropped import dropped_notes
-from multiverse.analysis.rates import system_rates
-from multiverse.analysis.variance_terms import _decompose, _design, _Term
 from multiverse.errors import InputError
+
+from .._kernel import CaseCounts, counts_of_rates, dropped_notes
+from .._kernel import dense_codes as _dense
+from ..rates import system_rates
+from ._terms import _decompose, _design, _Term
 
 __all__ = ["aliasing", "variance", "variance_by_axis", "variance_decomposition", "variance_summary"]
 
@@ -213,7 +213,7 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
     """Variance decomposition of the universe x system rates of a verdicts table.
 
     ``resamples`` case-bootstrap draws (0 to skip) estimate the sampling noise
-    in every share (``multiverse.analysis.variance_noise``).
+    in every share (``multiverse.analysis.variance``).
 
     Returns a JSON-ready dict::
 
@@ -328,7 +328,7 @@ class _ModelSums:
 def _model_sums(rates: pd.DataFrame, axes: list[str], *, balanced: bool,
                 confounding: dict[str, list]) -> _ModelSums:
     """The sums-of-squares function of the model, with a joint term for each aliased group's members."""
-    from multiverse.analysis.variance_noise import balanced_sums_function, projection_sums
+    from ._noise import balanced_sums_function, projection_sums
 
     frame, varying, names, terms = _design(rates, axes)
     group_terms, group_keys = [], []
@@ -363,7 +363,7 @@ def _noise_of_terms(rates: pd.DataFrame, sums: _ModelSums, by_axis: pd.DataFrame
                     terms_out: list[dict], resamples: int, seed: int,
                     counts: CaseCounts) -> tuple[dict[str, Any], list[dict]]:
     """Add each term's and each axis's noise fields to its row; return the noise settings and the axis rows."""
-    from multiverse.analysis.variance_noise import noise_summary
+    from ._noise import noise_summary
 
     assert sums.function is not None  # called only for a model with terms
     names_out = [t.name for t in sums.terms] + [f"group {i}" for i in range(len(sums.group_terms))] + ["Residual"]
