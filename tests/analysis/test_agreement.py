@@ -465,11 +465,10 @@ def test_confounds_are_the_units_whose_options_show_two_values_by_a_groupby(monk
     missing one is a value), over the units two options or more labelled, as pandas counts them,
     whether the rows are passed over whole or a few at a time."""
     from multiverse.analysis._kernel import _codes
-    from multiverse.analysis.agreement import _units as agreement_units
 
     if piece is not None:
         monkeypatch.setattr(_codes, "PIECE_ROWS", piece)
-        monkeypatch.setattr(agreement_units, "_DIRECT_ROWS", 1)  # units numbered through the table, in pieces
+        monkeypatch.setattr(_codes, "_DIRECT_ROWS", 1)  # units numbered through the table, in pieces
     rng = np.random.default_rng(seed)
     rows = []
     for prompt, judge, case in itertools.product(["a", "b"], ["j0", "j1", "j2"], range(40)):
@@ -603,10 +602,9 @@ def test_tuples_numbered_through_a_table_are_numbered_as_factorize_numbers_them(
     hash table: the same numbers, in order of first appearance, for int32 and int64 keys, repeats, gaps,
     a single value, and keys too spread out for a table (hashed then)."""
     from multiverse.analysis._kernel import _codes
-    from multiverse.analysis.agreement import _units as agreement_units
 
     monkeypatch.setattr(_codes, "PIECE_ROWS", piece)
-    monkeypatch.setattr(agreement_units, "_DIRECT_ROWS", 1)
+    monkeypatch.setattr(_codes, "_DIRECT_ROWS", 1)
     rng = np.random.default_rng(5)
     for trial in range(60):
         n = int(rng.integers(1, 3000))
@@ -615,7 +613,7 @@ def test_tuples_numbered_through_a_table_are_numbered_as_factorize_numbers_them(
         if trial % 10 == 0:
             columns = [np.full(n, 3, dtype=np.int16)]
         expected = pd.factorize(pd.MultiIndex.from_arrays(columns))[0] if len(columns) > 1 else pd.factorize(columns[0])[0]
-        got = agreement_units._dense(iter(columns))
+        got = _codes.dense_codes(iter(columns))
         # int32 where numbered through a table of fewer than 2**31 numbers (the units live long), else int64
         assert got.dtype in (np.int32, np.int64)
         np.testing.assert_array_equal(got, expected)
@@ -624,16 +622,16 @@ def test_tuples_numbered_through_a_table_are_numbered_as_factorize_numbers_them(
 def test_integers_hashed_by_arrow_are_numbered_as_factorize_numbers_them(monkeypatch):
     """Past a size the row keys are hashed by Arrow: the same numbers, in order of first appearance, for
     int32, int64 and uint64 keys across their whole range (a 64-bit mix of judgment keys is uint64)."""
-    from multiverse.analysis.agreement import _units as agreement_units
+    from multiverse.analysis._kernel import _codes
 
-    monkeypatch.setattr(agreement_units, "_DIRECT_ROWS", 1)
+    monkeypatch.setattr(_codes, "_DIRECT_ROWS", 1)
     rng = np.random.default_rng(6)
     for kind in (np.int32, np.int64, np.uint64):
         info = np.iinfo(kind)
         for n in (1, 50, 5000):
             key = rng.integers(info.min, info.max, n, dtype=kind, endpoint=True)
             key = key[rng.integers(0, n, n)]  # repeats
-            got = agreement_units._first_seen(key)
+            got = _codes._first_seen(key)
             assert got.dtype == np.int64
             np.testing.assert_array_equal(got, pd.factorize(key)[0])
 
