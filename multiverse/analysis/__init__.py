@@ -21,6 +21,13 @@
   :func:`ppi_mean`, :func:`anchored_curve`, :func:`paired_curves`, :func:`ranking_change`;
   label budgets: :func:`anchored_width`, :func:`human_power`.
 
+For the other rooms (which import analysis through this facade only): the estimators' column
+:data:`CONTRIBUTION` and kinds :data:`MEAN_ESTIMATORS`, :func:`with_contributions`, :func:`scoring_choices`,
+:func:`ci_settings`, :func:`score_verdicts`, :func:`score_judgments`, :func:`count_unparsed`,
+:func:`counts_of_rates`, :func:`counts_of_matrix`, :func:`rates_of_matrix`, :func:`dropped_notes`,
+:func:`tied_positions`, :func:`cut_table`, :func:`cut_flips`, :func:`transcript_keys`,
+:func:`rollout_configurations`.
+
 ``multiverse.Results`` chains them for one run (``results.curve()`` and so
 on).
 """

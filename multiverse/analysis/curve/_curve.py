@@ -38,7 +38,7 @@ from ..cases import paired_z as _paired_z
 from ..cases import plain_number as _num
 
 if TYPE_CHECKING:
-    from ..inference import JointTest
+    from ..inference import JointTest  # only a type: the summary reads the tests it is handed
 
 __all__ = [
     "Z_CAP",
