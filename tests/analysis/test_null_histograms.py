@@ -16,8 +16,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from multiverse.analysis import CaseMatrix, inference, joint_rate_test
+from multiverse.analysis import CaseMatrix, joint_rate_test
 from multiverse.analysis.inference import STATISTICS
+from multiverse.analysis.inference import _joint as inference
 from multiverse.analysis.inference._joint import _score_z
 from multiverse.analysis.inference._null_histograms import curve_statistics
 from multiverse.analysis.inference._rate_null import LatentNull, poisson_binomial
