@@ -25,7 +25,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from multiverse.analysis.anchoring import calibrate
+from multiverse.analysis import calibrate
 from multiverse.labelling import draw_sample
 from multiverse.results._load import load_run
 from multiverse.sim import expected_overall

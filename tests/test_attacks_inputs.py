@@ -701,7 +701,7 @@ def test_an_axis_with_too_many_options_is_refused_before_resolving_them(tmp_path
 
 
 def test_the_ranking_figure_marks_no_stand_in_primary():
-    from multiverse.analysis.ranking import system_rates
+    from multiverse.analysis import system_rates
     from multiverse.plots.ranking import ranking_figure
 
     rows = [{"universe_id": u, "judge": u, "system": s, "case_id": f"c{i}", "status": "ok",

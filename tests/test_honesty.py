@@ -291,9 +291,7 @@ def test_short_reason_cuts_at_a_sentence_or_word_and_says_so():
 
 
 def test_analyses_name_the_universes_they_dropped_and_why(flaky_run):
-    from multiverse.analysis.agreement import agreement
-    from multiverse.analysis.ranking import ranking
-    from multiverse.analysis.variance import variance
+    from multiverse.analysis import agreement, ranking, variance
 
     spec, first = flaky_run[0], flaky_run[2]
     v = first.verdicts.copy()

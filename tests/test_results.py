@@ -16,12 +16,12 @@ from multiverse.analysis import (
     case_matrix,
     curve_summary,
     design_power,
+    dropped_notes,
     joint_rate_test,
     ranking,
     spec_curve,
     variance,
 )
-from multiverse.analysis.dropped import dropped_notes
 from multiverse.results import json_safe
 
 SYSTEMS = ["atlas", "beacon", "<b>cobalt</b>"]
@@ -138,7 +138,7 @@ def test_variance_and_ranking_narrow_what_is_reported_not_the_model(results):
 def test_ranking_and_variance_share_one_case_count_and_give_what_they_give_alone(results, monkeypatch):
     """The rates and case counts are made once for both analyses (at 100k universes each took seconds);
     the documents are those of the functions run on their own, which make their own."""
-    from multiverse.analysis import case_resampling
+    from multiverse.analysis._kernel import _case_resampling as case_resampling
 
     made = []
     real = case_resampling.CaseCounts.__init__
@@ -149,7 +149,7 @@ def test_ranking_and_variance_share_one_case_count_and_give_what_they_give_alone
 
     monkeypatch.setattr(case_resampling.CaseCounts, "__init__", counted)
     # Nor are the counted rows copied again: only the counts' own copy holds every universe's.
-    from multiverse.analysis import included
+    from multiverse.analysis._kernel import _included as included
 
     copied, copy = [], included.included_verdicts
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from multiverse.analysis.rates import compute_rates
+from multiverse.analysis import compute_rates
 from multiverse.core import SCHEMA_VERSION
 from multiverse.errors import InputError
 from multiverse.results._load import load_run

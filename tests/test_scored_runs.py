@@ -21,7 +21,7 @@ import yaml
 from conftest import CountingClient, tiny_spec_document
 from store_rows import record_json, set_body
 
-from multiverse.analysis.scoring import score_judgments
+from multiverse.analysis import score_judgments
 from multiverse.engine import run
 from multiverse.spec import Scale, load_spec
 from multiverse.stages.judge import validate_score
@@ -360,7 +360,7 @@ def test_the_scored_demo_validates_and_runs_end_to_end(tmp_path):
 
 
 def test_rescoring_a_table_keeps_its_scored_rows_as_they_are():
-    from multiverse.analysis.scoring import rescore
+    from multiverse.analysis.rates._scoring import rescore
 
     verdicts = pd.DataFrame({"judgment_key": ["s", "b"], "status": ["ok", "ok"], "reason": ["", ""],
                              "compliant": pd.array([pd.NA, True], dtype="boolean"), "score": [7.0, np.nan]})

@@ -20,7 +20,7 @@ from cli_runner import run_cli
 from conftest import tiny_spec_document
 
 from multiverse import load_run
-from multiverse.analysis.scoring import UNLABELLED
+from multiverse.analysis.rates._scoring import UNLABELLED
 from multiverse.core import unparsed_rows
 from multiverse.engine import run
 from multiverse.spec import Scale, load_spec
@@ -111,7 +111,7 @@ def test_a_policy_the_scale_cannot_take_is_refused_at_validate_in_one_line(tmp_p
 
 
 def test_a_tie_on_a_pairwise_scale_is_its_midpoint():
-    from multiverse.analysis.scoring import count_unparsed
+    from multiverse.analysis import count_unparsed
 
     verdicts = pd.DataFrame({
         "universe_id": ["u", "u", "u"], "status": ["judge_failed", "judge_failed", "ok"],

@@ -21,63 +21,100 @@
   :func:`ppi_mean`, :func:`anchored_curve`, :func:`paired_curves`, :func:`ranking_change`;
   label budgets: :func:`anchored_width`, :func:`human_power`.
 
+For the other rooms (which import analysis through this facade only): the estimators' column
+:data:`CONTRIBUTION` and kinds :data:`MEAN_ESTIMATORS`, :func:`with_contributions`, :func:`scoring_choices`,
+:func:`ci_settings`, :func:`score_verdicts`, :func:`score_judgments`, :func:`count_unparsed`,
+:func:`counts_of_rates`, :func:`counts_of_matrix`, :func:`rates_of_matrix`, :func:`dropped_notes`,
+:func:`tied_positions`, :func:`cut_table`, :func:`cut_flips`, :func:`transcript_keys`,
+:func:`rollout_configurations`.
+
 ``multiverse.Results`` chains them for one run (``results.curve()`` and so
 on).
 """
 
 # Imported here, not on first use: ``agreement``, ``ranking`` and ``variance`` are also the names
-# of their modules, and only an import in this file makes the function win over the module.
-from .agreement import agreement, cohen_kappa, gwet_ac1, pair_matrix
-from .agreement_scored import score_agreement
-from .agreement_scores import exact_agreement, icc, krippendorff_alpha, mean_difference, weighted_kappa
-from .anchored_views import anchored_curve, paired_curves, ranking_change
+# of their sub-rooms, and only an import in this file makes the function win over the package.
+# The sub-rooms, bottom up (each imports only those before it, through their facades): _kernel;
+# cases; rates; inference (cases); curve (cases, inference); agreement; ranking (rates); variance
+# (rates); anchoring. Other rooms import analysis through this facade only (tests/test_house.py).
+from ._kernel import (
+    CONTRIBUTION,
+    MEAN_ESTIMATORS,
+    adjust_tests,
+    counts_of_rates,
+    dropped_notes,
+    holm,
+    included_verdicts,
+    scoring_choices,
+    with_contributions,
+)
+from ._power import cases_needed, design_power, detectable_difference
+from .agreement import (
+    agreement,
+    cohen_kappa,
+    exact_agreement,
+    gwet_ac1,
+    icc,
+    krippendorff_alpha,
+    mean_difference,
+    pair_matrix,
+    score_agreement,
+    weighted_kappa,
+)
 from .anchoring import (
     Calibration,
+    anchored_curve,
+    anchored_width,
     calibrate,
     calibration_document,
+    human_power,
+    paired_curves,
     ppi_mean,
+    ranking_change,
     read_labels,
+    rollout_configurations,
+    transcript_keys,
 )
-from .claim_tests import (
+from .cases import CaseMatrix, case_matrix, counts_of_matrix, rates_of_matrix
+from .curve import curve_summary, difference_curve, indicator_matrix, position_words, spec_curve, tied_positions
+from .inference import (
+    JointTest,
     difference_claim_tests,
+    joint_curve_test,
+    joint_difference_test,
+    joint_mean_test,
+    joint_rate_test,
     partial_conjunction,
     rank_claim_tests,
     rate_claim_tests,
     universes_needed,
 )
-from .concordance import kendall_tau_b, kendall_w
-from .curve import (
-    CaseMatrix,
-    case_matrix,
-    curve_summary,
-    difference_curve,
-    indicator_matrix,
-    position_words,
-    spec_curve,
+from .ranking import (
+    bootstrap_ranks,
+    cut_flips,
+    cut_table,
+    kendall_tau_b,
+    kendall_w,
+    order_universes,
+    rank_distribution,
+    ranking,
+    separability,
+    universe_ranks,
 )
-from .inference import JointTest, joint_difference_test, joint_rate_test
-from .joint_curve import joint_curve_test
-from .label_budget import anchored_width, human_power
-from .mean_null import joint_mean_test
-from .multiplicity import adjust_tests, holm
-from .power import (
-    cases_needed,
-    design_power,
-    detectable_difference,
+from .rates import (
+    ci_settings,
+    compute_rates,
+    count_unparsed,
+    counted_unparsed,
+    score_judgments,
+    score_verdicts,
+    system_rates,
 )
-from .rank_uncertainty import bootstrap_ranks, separability
-from .ranking import order_universes, rank_distribution, ranking, universe_ranks
-from .rates import compute_rates, included_verdicts, system_rates
-from .scoring import counted_unparsed
-from .variance import (
-    aliasing,
-    variance,
-    variance_by_axis,
-    variance_decomposition,
-    variance_summary,
-)
+from .variance import aliasing, variance, variance_by_axis, variance_decomposition, variance_summary
 
 __all__ = [
+    "CONTRIBUTION",
+    "MEAN_ESTIMATORS",
     "Calibration",
     "CaseMatrix",
     "JointTest",
@@ -91,14 +128,21 @@ __all__ = [
     "calibration_document",
     "case_matrix",
     "cases_needed",
+    "ci_settings",
     "cohen_kappa",
     "compute_rates",
+    "count_unparsed",
     "counted_unparsed",
+    "counts_of_matrix",
+    "counts_of_rates",
     "curve_summary",
+    "cut_flips",
+    "cut_table",
     "design_power",
     "detectable_difference",
     "difference_claim_tests",
     "difference_curve",
+    "dropped_notes",
     "exact_agreement",
     "gwet_ac1",
     "holm",
@@ -125,11 +169,18 @@ __all__ = [
     "ranking",
     "ranking_change",
     "rate_claim_tests",
+    "rates_of_matrix",
     "read_labels",
+    "rollout_configurations",
     "score_agreement",
+    "score_judgments",
+    "score_verdicts",
+    "scoring_choices",
     "separability",
     "spec_curve",
     "system_rates",
+    "tied_positions",
+    "transcript_keys",
     "universe_ranks",
     "universes_needed",
     "variance",
@@ -137,4 +188,5 @@ __all__ = [
     "variance_decomposition",
     "variance_summary",
     "weighted_kappa",
+    "with_contributions",
 ]

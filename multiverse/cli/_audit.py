@@ -145,7 +145,7 @@ def _run_and_say(spec, args, out):
             say(f"  {stage:<8} {_outcome_line(counts)}; {counts.calls} model calls made")
     statuses = ", ".join(f"{v} {k}" for k, v in m.statuses.items() if v)
     say(f"  verdicts: {sum(m.statuses.values())} ({statuses})")
-    from ..analysis import counted_unparsed
+    from multiverse.analysis import counted_unparsed
 
     counted = counted_unparsed(result.verdicts)
     if counted:

@@ -41,7 +41,7 @@ def assemble(spec: Spec, work: Work, records: Records,
     the system's side in a ``score`` column (only a run with a scored universe has
     it); its verdict holds the mean (``analysis.scoring``).
     """
-    from multiverse.analysis.scoring import count_unparsed, score_judgments, score_verdicts
+    from multiverse.analysis import count_unparsed, score_judgments, score_verdicts
 
     judgments = records["judgment"]
     criteria_rows: list[tuple] = []
@@ -161,7 +161,7 @@ def run_rates(spec: Spec, universes: list[Universe], verdicts: pd.DataFrame) -> 
     """The rates table: each universe counted with its own estimator, cut, ties and interval."""
     import inspect
 
-    from multiverse.analysis.rates import compute_rates
+    from multiverse.analysis import compute_rates
 
     # Each universe's scores are read on its own scale (an axis over judge.scale gives each its own).
     scoring = pd.DataFrame(

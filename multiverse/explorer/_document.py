@@ -191,14 +191,14 @@ def _rates(verdicts: pd.DataFrame, rates: pd.DataFrame | None, axes: list[str], 
     if rates is not None and needed <= set(rates.columns):
         table = rates[rates["subgroup"].astype(str) == "all"] if "subgroup" in rates.columns else rates
         return table.assign(universe_id=table["universe_id"].astype(str), system=table["system"].astype(str))
-    from ..analysis.curve import spec_curve
+    from multiverse.analysis import spec_curve
 
     return spec_curve(verdicts, axes=axes, ci=ci_method, level=level)
 
 
 def _ranked(curve: pd.DataFrame) -> pd.DataFrame:
     """The rate rows with each system's rank in its universe and the size of its tie (``universe_ranks``)."""
-    from ..analysis.ranking import universe_ranks
+    from multiverse.analysis import universe_ranks
 
     usable = curve[np.isfinite(curve["rate"].to_numpy(dtype=float))]
     ranked = universe_ranks(usable[["universe_id", "system", "rate"]]) if len(usable) else usable.assign(rank=0, tied=0)

@@ -1,7 +1,7 @@
 """Deciding a file of claims on one run: held, failed, undecided or not refuted, each with its evidence.
 
 Per claim, every universe in its scope gets a one-sided ``p_hold`` and
-``p_fail`` (:mod:`multiverse.analysis.claim_tests`); the universes combine by
+``p_fail`` (:mod:`multiverse.analysis.inference`); the universes combine by
 the partial conjunction rule at ``k = ceil(share * U)`` (``all``: the largest
 ``p_hold``); the claims of one file by Holm, once for held and once for
 failed. A claim is *held* when its adjusted ``p_hold`` is at most alpha and

@@ -25,8 +25,14 @@ from typing import Any
 
 import pandas as pd
 
-from multiverse.analysis import adjust_tests, case_matrix, difference_curve, included_verdicts, joint_difference_test
-from multiverse.analysis.estimates import CONTRIBUTION
+from multiverse.analysis import (
+    CONTRIBUTION,
+    adjust_tests,
+    case_matrix,
+    difference_curve,
+    included_verdicts,
+    joint_difference_test,
+)
 from multiverse.core import check_rate_direction, orient, orient_rates
 from multiverse.errors import InputError
 from multiverse.results import Results, json_safe, load_run

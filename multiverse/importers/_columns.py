@@ -109,7 +109,7 @@ def import_rates(verdicts: pd.DataFrame, *, axes: Sequence[str], factors: Sequen
     A scored import's rate is the mean of its scores rescaled to [0, 1] (the ``mean``
     estimator of scored verdicts), never partial credit counted as a label.
     """
-    from multiverse.analysis.rates import compute_rates
+    from multiverse.analysis import compute_rates
     from multiverse.tables import ScaleRecord
 
     if scale.get("type", "binary") == "binary":

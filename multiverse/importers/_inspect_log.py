@@ -17,9 +17,14 @@ from typing import Any
 from multiverse.core import ImportBudget, regular_file_problem, whole_number_problem
 from multiverse.errors import InputError
 from multiverse.importers._guard import MAX_REPLICATE, import_budget
+from multiverse.importers._inspect_fields import Cell
+from multiverse.importers._inspect_fields import field_text as _text
+from multiverse.importers._inspect_fields import role_model as _role_model
+from multiverse.importers._inspect_fields import shown_value as _shown
+from multiverse.importers._inspect_fields import text_cut as _cut
 from multiverse.importers._losses import loss_reason
 
-__all__ = ["LOG_VERSIONS", "Cell", "InspectLog", "LogRow", "read_inspect_log", "role_model", "shown_value", "text_cut"]
+__all__ = ["LOG_VERSIONS", "Cell", "InspectLog", "LogRow", "read_inspect_log"]
 
 #: The log format versions (``version`` of the header) this importer knows: Inspect writes 2 and
 #: reads 1 alike; a later one may move the fields read here.
@@ -27,16 +32,6 @@ LOG_VERSIONS = (1, 2)
 #: Sample ids and names longer than this are not ids a reader is shown.
 _MAX_ID = 1_000
 _SCALAR = (str, int, float, bool)
-
-
-@dataclass
-class Cell:
-    """One scorer's (or one key's) score of one sample x epoch: its value, or the kind of loss."""
-
-    status: str  # ok, excluded, or a loss's status (importers.loss_reason)
-    reason: str
-    value: Any  # Inspect's own value (None where there is none); what the reducers take
-    rationale: str
 
 
 @dataclass
@@ -194,24 +189,6 @@ def _check_version(path: Path, version: Any) -> None:
                          f"knows ({', '.join(map(str, LOG_VERSIONS))})")
 
 
-def _text(path: Path, name: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InputError(f"{path}: {name}: {_shown(value)}; expected a non-empty name")
-    return value.strip()
-
-
-def _role_model(path: Path, spec: Any, role: str, what: str) -> str:
-    roles = spec.model_roles or {}
-    if role not in roles:
-        raise InputError(f"{path}: eval.model_roles: no role {role!r} for the {what}; the log has: "
-                         f"{', '.join(roles) or 'no roles'}", param="system_role" if what == "system" else "judge_role")
-    config = roles[role]
-    config = config[0] if isinstance(config, list) and len(config) == 1 else config
-    if isinstance(config, list):
-        raise InputError(f"{path}: eval.model_roles.{role}: a list of {len(config)} models; expected one model")
-    return _text(path, f"eval.model_roles.{role}.model", getattr(config, "model", None))
-
-
 def _row(path: Path, index: int, sample: Any, options: list[str], factors: Sequence[str],
          budget: ImportBudget) -> LogRow:
     from multiverse.importers._inspect_scores import cell
@@ -274,18 +251,3 @@ def _turn(message: Any) -> dict[str, Any]:
         turn["tool_calls"] = [{"name": str(c.function), "arguments": json.dumps(c.arguments, default=str)[:20_000]}
                               for c in calls]
     return turn
-
-
-def _cut(text: Any, limit: int = 2_000) -> str:
-    text = str(text or "")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _shown(value: Any) -> str:
-    shown = repr(value)
-    return shown if len(shown) <= 40 else shown[:37] + "..."
-
-
-text_cut = _cut
-shown_value = _shown
-role_model = _role_model

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from multiverse.errors import InputError
-from multiverse.importers._inspect_log import Cell, role_model, shown_value, text_cut
+from multiverse.importers._inspect_fields import Cell, role_model, shown_value, text_cut
 from multiverse.importers._losses import loss_reason
 
 __all__ = ["REDUCERS", "cell", "check_reducers", "log_metrics", "reduce_values", "row_value", "scorer_judges",

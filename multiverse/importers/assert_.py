@@ -46,8 +46,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from multiverse.analysis.rates import compute_rates
-from multiverse.analysis.scoring import score_verdicts
+from multiverse.analysis import compute_rates, score_verdicts
 from multiverse.core import RESERVED_NAMES, SCORING_RULES, digest, universe_id
 from multiverse.errors import InputError
 from multiverse.importers._guard import import_budget, one_name_each

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from multiverse.analysis.rates import compute_rates
+from multiverse.analysis import compute_rates
 from multiverse.core import (
     RESERVED_NAMES,
     ImportBudget,

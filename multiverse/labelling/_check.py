@@ -20,7 +20,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..analysis.anchoring import transcript_keys
+from multiverse.analysis import transcript_keys
+
 from ..errors import InputError
 from ._identity import IDENTITY_COLUMNS
 from ._sample import LABEL_COLUMNS, draw_sample

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from multiverse.analysis import rollout_configurations, transcript_keys
 from multiverse.tables import universe_ids
 
-from ..analysis.anchoring import rollout_configurations, transcript_keys
 from ..errors import InputError
 from ._identity import IDENTITY_COLUMNS, keys_digest, run_id
 

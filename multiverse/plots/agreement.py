@@ -20,7 +20,7 @@ from matplotlib import colormaps
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from multiverse.analysis.agreement import pair_matrix
+from multiverse.analysis import pair_matrix
 from multiverse.plots.literal import literal
 
 __all__ = ["agreement_figure", "plot_agreement", "score_agreement_figure"]

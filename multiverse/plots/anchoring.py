@@ -15,7 +15,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from multiverse.analysis.anchoring import Calibration
+from multiverse.analysis import Calibration
 from multiverse.core import universe_label
 from multiverse.plots.literal import literal
 

@@ -31,7 +31,7 @@ from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from multiverse.analysis.curve import indicator_matrix, position_words, tied_positions
+from multiverse.analysis import indicator_matrix, position_words, tied_positions
 from multiverse.core import orient, orient_rates, rate_name
 from multiverse.errors import InputError
 from multiverse.plots.literal import literal

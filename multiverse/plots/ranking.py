@@ -16,11 +16,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import PercentFormatter
 
-from multiverse.analysis.ranking import (
-    order_universes,
-    rank_distribution,
-    universe_ranks,
-)
+from multiverse.analysis import order_universes, rank_distribution, universe_ranks
 from multiverse.core import rank_one
 from multiverse.plots.literal import literal
 

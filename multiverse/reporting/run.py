@@ -89,7 +89,7 @@ class _Run:
     @property
     def systems_ok(self) -> list[str]:
         """Systems with at least one counted verdict, in report order."""
-        from ..analysis.rates import included_verdicts
+        from multiverse.analysis import included_verdicts
 
         def compute():
             seen = set(included_verdicts(self.verdicts, axes=self.axes)["system"])

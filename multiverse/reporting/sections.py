@@ -109,7 +109,7 @@ def _band_sentence(run: _Run) -> str:
 
 
 def _joint_table(tests, read: str = "compliance") -> str:
-    from ..analysis.multiplicity import adjust_tests
+    from multiverse.analysis import adjust_tests
 
     summaries = [test.to_dict() for test, _ in tests]
     family = adjust_tests(summaries)
@@ -155,7 +155,8 @@ def _interval_name(curve: pd.DataFrame) -> str:
 
 
 def _difference(run: _Run) -> str:
-    from ..analysis.curve import difference_curve
+    from multiverse.analysis import difference_curve
+
     from ..plots.curve import plot_difference_curve
 
     if run.universes.shape[0] < 2 or not run.axes or not run.top_two:
@@ -202,7 +203,7 @@ def _ranking(run: _Run) -> str:
     out = _figure(figure, f"Rank of {len(result['systems'])} systems across {result['universes']} universes", caption, simulated=run.tables.simulated)
     w = result["kendall_w"]
     tau = result["kendall_tau"]
-    from ..analysis.rank_uncertainty import separability
+    from multiverse.analysis import separability
 
     unc = result.get("uncertainty") or {}
     top_iv = unc.get("p_top", {})

@@ -27,8 +27,7 @@ __all__ = ["agreement", "curve", "declared_scoring", "power", "ranking", "varian
 def curve(results: ResultsView, *, systems: Sequence[str] | None, threshold: float | str | None,
           diff: tuple[str, str] | None, boot: int, seed: int) -> CurveAnalysis:
     """Curve, joint tests, their summary and the notes on dropped rows, in that order."""
-    from multiverse.analysis.curve import curve_summary
-    from multiverse.analysis.dropped import dropped_notes
+    from multiverse.analysis import curve_summary, dropped_notes
     from multiverse.results._analysis import CurveAnalysis
 
     frame = results.curve_frame(systems)
@@ -73,7 +72,7 @@ def curve(results: ResultsView, *, systems: Sequence[str] | None, threshold: flo
 
 def _native(results: ResultsView) -> tuple[float, float, bool] | None:
     """(low, high, every universe a mean) when some universe's rate is a mean of scores, else None."""
-    from multiverse.analysis.estimates import MEAN_ESTIMATORS
+    from multiverse.analysis import MEAN_ESTIMATORS
 
     choices = results.scoring_choices() if results.scales.scored else None
     if choices is None:
@@ -99,10 +98,9 @@ def primary_null(frame: pd.DataFrame, system: str, primary: str | None) -> tuple
 
 
 def agreement(results: ResultsView, axis: str) -> Analysis[AgreementDocument]:
-    from multiverse.analysis.agreement import agreement as compute
-
     # The design factors too: options whose rows for one unit differ in one did not judge the same task.
-    from multiverse.analysis.estimates import CONTRIBUTION
+    from multiverse.analysis import CONTRIBUTION
+    from multiverse.analysis import agreement as compute
     from multiverse.results._analysis import Analysis
     from multiverse.results._documents import AgreementDocument
 
@@ -144,7 +142,7 @@ def declared_scoring(results: ResultsView) -> tuple[dict[str, Any] | None, list[
 
 
 def ranking(results: ResultsView, axes: list[str] | None, boot: int) -> Analysis[RankingDocument]:
-    from multiverse.analysis.ranking import ranking as compute
+    from multiverse.analysis import ranking as compute
     from multiverse.results._analysis import Analysis
     from multiverse.results._ranking_documents import RankingDocument
 
@@ -163,7 +161,7 @@ def ranking(results: ResultsView, axes: list[str] | None, boot: int) -> Analysis
     choices = results.scoring_choices() if results.scales.scored else None
     cuts = pd.DataFrame()
     if choices is not None:
-        from multiverse.analysis.cuts import cut_flips, cut_table
+        from multiverse.analysis import cut_flips, cut_table
 
         cuts = cut_table(results.system_rates(), choices, results.axes, exclude=[reference] if reference else [])
         document["cuts"] = [{**r, "cut": None if pd.isna(r["cut"]) else float(r["cut"])}
@@ -194,7 +192,7 @@ def ranking(results: ResultsView, axes: list[str] | None, boot: int) -> Analysis
 
 
 def variance(results: ResultsView, axes: list[str] | None) -> Analysis[VarianceDocument]:
-    from multiverse.analysis.variance import variance as compute
+    from multiverse.analysis import variance as compute
     from multiverse.results._analysis import Analysis
     from multiverse.results._documents import VarianceDocument
 
@@ -218,7 +216,7 @@ def variance(results: ResultsView, axes: list[str] | None) -> Analysis[VarianceD
 
 def power(results: ResultsView, baseline_rate: float, alpha: float, power: float) -> Analysis[PowerDocument]:
     """Power at the cases each system answered per universe (the smallest count), and per design cell."""
-    from multiverse.analysis.power import design_power
+    from multiverse.analysis import design_power
     from multiverse.results._analysis import Analysis
     from multiverse.results._documents import PowerDocument
 

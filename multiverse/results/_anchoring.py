@@ -44,8 +44,8 @@ def human_key(human: Any) -> tuple | None:
 
 def calibrate(results: ResultsView, human: Any, alpha: float) -> CalibrationAnalysis:
     """PPI++ rates per universe x system, judge accuracy per universe, the notes, and the calibration figure."""
-    from multiverse.analysis.anchoring import calibrate as compute
-    from multiverse.analysis.anchoring import calibration_document, read_labels
+    from multiverse.analysis import calibrate as compute
+    from multiverse.analysis import calibration_document, read_labels
     from multiverse.results._analysis import CalibrationAnalysis
 
     if isinstance(human, pd.DataFrame):
@@ -110,7 +110,7 @@ def anchored_curve(results: ResultsView, calibration: CalibrationAnalysis,
     None}}, "notes"}``: where ``anchored_wider``, the humans-only interval is
     the narrower one to quote. ``systems`` keeps only those.
     """
-    from multiverse.analysis.anchored_views import anchored_curve as compute
+    from multiverse.analysis import anchored_curve as compute
     from multiverse.results._analysis import Analysis
     from multiverse.results._anchoring_documents import AnchoredCurveDocument
 
@@ -134,7 +134,7 @@ def anchored_curve(results: ResultsView, calibration: CalibrationAnalysis,
                 "systems": summary, "notes": calibration.notes}
 
     def draw(*, axes: list[str] | None = None, title: str | None = None) -> Any:
-        from multiverse.analysis.anchored_views import paired_curves
+        from multiverse.analysis import paired_curves
         from multiverse.plots.curve import plot_curves
 
         shown = [a for a in results.axes if a in set(axes)] if axes else results.axes
@@ -149,7 +149,7 @@ def anchored_curve(results: ResultsView, calibration: CalibrationAnalysis,
 
 def anchored_ranking(results: ResultsView, calibration: CalibrationAnalysis) -> Analysis[AnchoredRankingDocument]:
     """Whether each universe's ranking of systems survives anchoring (``analysis.anchored_views.ranking_change``)."""
-    from multiverse.analysis.anchored_views import ranking_change
+    from multiverse.analysis import ranking_change
     from multiverse.results._analysis import Analysis
     from multiverse.results._anchoring_documents import AnchoredRankingDocument
 

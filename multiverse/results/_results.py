@@ -127,7 +127,7 @@ class Results:
         v = v.assign(**text) if text else v
         if self.scales.scored:
             # What each row contributes to its universe's rate, read by every analysis (analysis.estimates).
-            from multiverse.analysis.estimates import with_contributions
+            from multiverse.analysis import with_contributions
 
             v = with_contributions(v, self.scale, self.scoring_choices())
         self.verdicts = v
@@ -207,7 +207,7 @@ class Results:
 
     def scoring_choices(self) -> pd.DataFrame | None:
         """Each universe's estimator, cut and ties (``analysis.estimates.scoring_choices``); None: no universe reads scores."""
-        from multiverse.analysis.estimates import scoring_choices
+        from multiverse.analysis import scoring_choices
 
         def compute() -> pd.DataFrame | None:
             spec = self.resolved_spec
@@ -284,7 +284,7 @@ class Results:
 
     def case_matrix(self, systems: Sequence[str] | None = None):
         """The ok verdicts counted per system x universe x case (``analysis.curve.CaseMatrix``)."""
-        from multiverse.analysis.curve import case_matrix
+        from multiverse.analysis import case_matrix
 
         key = None if systems is None else tuple(systems)
         return self._memo(("matrix", key), lambda: self._means(case_matrix(self.verdicts, axes=self.axes,
@@ -299,7 +299,7 @@ class Results:
         # A universe whose rate is a mean of scores gets a mean's interval on the curve.
         from dataclasses import replace
 
-        from multiverse.analysis.estimates import MEAN_ESTIMATORS
+        from multiverse.analysis import MEAN_ESTIMATORS
 
         choices = self.scoring_choices() if self.scales.scored else None
         if choices is None:
@@ -309,7 +309,7 @@ class Results:
 
     def ci_settings(self) -> tuple[pd.DataFrame | None, int]:
         """The interval each universe's rates use, as the spec asked (``analysis.rates.ci_settings``)."""
-        from multiverse.analysis.rates import ci_settings
+        from multiverse.analysis import ci_settings
 
         def compute() -> tuple[pd.DataFrame | None, int]:
             spec = self.resolved_spec
@@ -322,7 +322,7 @@ class Results:
             if self.rates is not None and len(self.rates):
                 rates = self.rates
             else:
-                from multiverse.analysis.rates import compute_rates
+                from multiverse.analysis import compute_rates
 
                 scale = self.scale if self.scales.scored else None
                 rates = compute_rates(self.verdicts, axes=self.axes, factors=self.factors, scale=scale,
@@ -332,7 +332,7 @@ class Results:
 
     def curve_frame(self, systems: Sequence[str] | None = None) -> pd.DataFrame:
         """The specification curve table: one row per universe x system (``analysis.curve.spec_curve``)."""
-        from multiverse.analysis.curve import spec_curve
+        from multiverse.analysis import spec_curve
 
         def compute() -> pd.DataFrame:
             ci, n_boot = self.ci_settings()  # the interval the spec asked for, per universe
@@ -344,29 +344,28 @@ class Results:
         """The joint test that ``system``'s rate is ``threshold`` in every universe (``JointTest``): shares under
         the rate null, means of scores under the means' null, a curve of both by Bonferroni over the two
         (``analysis.joint_curve``)."""
-        from multiverse.analysis.joint_curve import joint_curve_test
+        from multiverse.analysis import joint_curve_test
 
         return self._memo(("rate_test", system, threshold, boot, seed), lambda: joint_curve_test(
             self.case_matrix(), system=system, threshold=threshold, boot=boot, seed=seed))
 
     def difference_test(self, a: str, b: str, *, boot: int = 1000, seed: int = 0):
         """The joint sign-flip test that systems ``a`` and ``b`` are equally compliant in every universe."""
-        from multiverse.analysis.inference import joint_difference_test
+        from multiverse.analysis import joint_difference_test
 
         return self._memo(("difference_test", a, b, boot, seed), lambda: joint_difference_test(
             self.case_matrix(), a=a, b=b, boot=boot, seed=seed))
 
     def difference_curve(self, a: str, b: str) -> pd.DataFrame:
         """rate(a) - rate(b) in every universe, on the cases both have (``analysis.curve.difference_curve``)."""
-        from multiverse.analysis.curve import difference_curve
+        from multiverse.analysis import difference_curve
 
         return self._memo(("difference_curve", a, b), lambda: difference_curve(
             self.case_matrix(), axes=self.axes, a=a, b=b, primary=self.primary))
 
     def system_rates(self) -> pd.DataFrame:
         """One rate per universe x system, over every counted verdict (``analysis.rates.system_rates``)."""
-        from multiverse.analysis.matrix_counts import rates_of_matrix
-        from multiverse.analysis.rates import system_rates
+        from multiverse.analysis import rates_of_matrix, system_rates
 
         def compute() -> pd.DataFrame:
             matrix = self._made_matrix()
@@ -377,8 +376,7 @@ class Results:
     def case_counts(self) -> Any:
         """Counted verdicts per universe x system cell and case, as the ranking's and the variance's case
         resamples read them (``analysis.case_resampling.CaseCounts``; cells in ``system_rates()`` order)."""
-        from multiverse.analysis.case_resampling import counts_of_rates
-        from multiverse.analysis.matrix_counts import counts_of_matrix
+        from multiverse.analysis import counts_of_matrix, counts_of_rates
 
         def compute() -> Any:
             matrix = self._made_matrix()

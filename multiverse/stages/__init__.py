@@ -2,7 +2,7 @@
 
 Each takes one work unit and a :class:`~multiverse.model.ModelClient` and
 returns the record the store keeps. Scoring is no stage: it turns stored
-judgments into verdicts without a call (:mod:`multiverse.analysis.scoring`).
+judgments into verdicts without a call (:mod:`multiverse.analysis.rates`).
 """
 
 from .draft import draft_case, draft_rubric, write_drafts

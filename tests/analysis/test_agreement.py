@@ -12,7 +12,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import cohens_kappa
 
-from multiverse.analysis.agreement import agreement, cohen_kappa, gwet_ac1, pair_matrix
+from multiverse.analysis import agreement, cohen_kappa, gwet_ac1, pair_matrix
 from multiverse.errors import InputError
 
 # Two judges label the same ten transcripts of one system (hand-worked below).
@@ -149,7 +149,7 @@ def test_alpha_summed_over_distinct_label_rows_is_the_packages(seed):
     """Alpha is computed once per distinct row of labels, weighted by how many units show it: the
     package's alpha on the units one by one, with missing labels, rare labels, units labelled once and
     up to seven options."""
-    from multiverse.analysis.agreement_binary import _krippendorff_alpha, _patterns
+    from multiverse.analysis.agreement._binary import _krippendorff_alpha, _patterns
 
     rng = np.random.default_rng(seed)
     units, options = int(rng.integers(3, 400)), int(rng.integers(2, 8))
@@ -308,7 +308,8 @@ def test_units_alike_are_found_when_their_keys_mix_alike(monkeypatch, mix, rows,
     # Units are grouped by a mix of their judgment keys and then checked key by key: were mixes of
     # different keys to collide (all of them, or many), the exact grouping still gives every unit its
     # first alike unit, whether its passes take the rows whole or a few at a time.
-    from multiverse.analysis import _codes, agreement_units
+    from multiverse.analysis._kernel import _codes
+    from multiverse.analysis.agreement import _units as agreement_units
 
     if piece is not None:
         monkeypatch.setattr(_codes, "PIECE_ROWS", piece)
@@ -463,11 +464,11 @@ def test_confounds_are_the_units_whose_options_show_two_values_by_a_groupby(monk
     reference missing now and then: a unit is confounded where its counted rows show two values (a
     missing one is a value), over the units two options or more labelled, as pandas counts them,
     whether the rows are passed over whole or a few at a time."""
-    from multiverse.analysis import _codes, agreement_units
+    from multiverse.analysis._kernel import _codes
 
     if piece is not None:
         monkeypatch.setattr(_codes, "PIECE_ROWS", piece)
-        monkeypatch.setattr(agreement_units, "_DIRECT_ROWS", 1)  # units numbered through the table, in pieces
+        monkeypatch.setattr(_codes, "_DIRECT_ROWS", 1)  # units numbered through the table, in pieces
     rng = np.random.default_rng(seed)
     rows = []
     for prompt, judge, case in itertools.product(["a", "b"], ["j0", "j1", "j2"], range(40)):
@@ -500,7 +501,7 @@ def test_hex_judgment_keys_read_from_their_bytes_pair_as_text_keys_do(monkeypatc
     factorized), whatever the piece size. Contexts that differ only in scoring repeat the judgments."""
     import hashlib
 
-    from multiverse.analysis import _codes
+    from multiverse.analysis._kernel import _codes
 
     if piece is not None:
         monkeypatch.setattr(_codes, "PIECE_ROWS", piece)
@@ -551,7 +552,7 @@ def test_hex_criteria_keys_read_as_numbers_pair_as_their_texts_do(monkeypatch, w
     as text, never merged or lost."""
     import hashlib
 
-    from multiverse.analysis import _codes
+    from multiverse.analysis._kernel import _codes
 
     if piece is not None:
         monkeypatch.setattr(_codes, "PIECE_ROWS", piece)
@@ -583,7 +584,7 @@ def test_hex_criteria_keys_read_as_numbers_pair_as_their_texts_do(monkeypatch, w
 def test_hex_digits_are_read_for_every_byte_value_and_nothing_else_passes():
     """Every one of the 256 byte values: lowercase hex digits read as their values; any other byte
     (uppercase, 'g', ':' or '`' beside the ranges, a UTF-8 byte) makes the keys not hex."""
-    from multiverse.analysis.agreement_units import _digits
+    from multiverse.analysis.agreement._units import _digits
 
     for value in range(256):
         text = np.array([ord("0"), value, ord("f")], dtype=np.uint8)
@@ -600,10 +601,10 @@ def test_tuples_numbered_through_a_table_are_numbered_as_factorize_numbers_them(
     """Above a size, tuples of codes are numbered through a table of every mixed-radix number instead of a
     hash table: the same numbers, in order of first appearance, for int32 and int64 keys, repeats, gaps,
     a single value, and keys too spread out for a table (hashed then)."""
-    from multiverse.analysis import _codes, agreement_units
+    from multiverse.analysis._kernel import _codes
 
     monkeypatch.setattr(_codes, "PIECE_ROWS", piece)
-    monkeypatch.setattr(agreement_units, "_DIRECT_ROWS", 1)
+    monkeypatch.setattr(_codes, "_DIRECT_ROWS", 1)
     rng = np.random.default_rng(5)
     for trial in range(60):
         n = int(rng.integers(1, 3000))
@@ -612,7 +613,7 @@ def test_tuples_numbered_through_a_table_are_numbered_as_factorize_numbers_them(
         if trial % 10 == 0:
             columns = [np.full(n, 3, dtype=np.int16)]
         expected = pd.factorize(pd.MultiIndex.from_arrays(columns))[0] if len(columns) > 1 else pd.factorize(columns[0])[0]
-        got = agreement_units._dense(iter(columns))
+        got = _codes.dense_codes(iter(columns))
         # int32 where numbered through a table of fewer than 2**31 numbers (the units live long), else int64
         assert got.dtype in (np.int32, np.int64)
         np.testing.assert_array_equal(got, expected)
@@ -621,16 +622,16 @@ def test_tuples_numbered_through_a_table_are_numbered_as_factorize_numbers_them(
 def test_integers_hashed_by_arrow_are_numbered_as_factorize_numbers_them(monkeypatch):
     """Past a size the row keys are hashed by Arrow: the same numbers, in order of first appearance, for
     int32, int64 and uint64 keys across their whole range (a 64-bit mix of judgment keys is uint64)."""
-    from multiverse.analysis import agreement_units
+    from multiverse.analysis._kernel import _codes
 
-    monkeypatch.setattr(agreement_units, "_DIRECT_ROWS", 1)
+    monkeypatch.setattr(_codes, "_DIRECT_ROWS", 1)
     rng = np.random.default_rng(6)
     for kind in (np.int32, np.int64, np.uint64):
         info = np.iinfo(kind)
         for n in (1, 50, 5000):
             key = rng.integers(info.min, info.max, n, dtype=kind, endpoint=True)
             key = key[rng.integers(0, n, n)]  # repeats
-            got = agreement_units._first_seen(key)
+            got = _codes._first_seen(key)
             assert got.dtype == np.int64
             np.testing.assert_array_equal(got, pd.factorize(key)[0])
 

@@ -16,10 +16,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from multiverse.analysis.agreement import agreement
+from multiverse.analysis import agreement
 
-runs = importlib.import_module("multiverse.analysis.agreement_runs")
-units = importlib.import_module("multiverse.analysis.agreement_units")
+runs = importlib.import_module("multiverse.analysis.agreement._runs")
+units = importlib.import_module("multiverse.analysis.agreement._units")
 
 AXES = ["prompt", "judge", "scoring"]
 OTHERS = ["prompt", "scoring"]

@@ -11,7 +11,7 @@ import pytest
 from cli_runner import run_cli
 from sklearn.metrics import cohen_kappa_score
 
-from multiverse.analysis.agreement import agreement
+from multiverse.analysis import agreement
 from multiverse.errors import InputError
 from multiverse.results import AgreementDocument, Results
 

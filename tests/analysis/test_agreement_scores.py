@@ -12,14 +12,8 @@ import pytest
 import statsmodels.api as sm
 from sklearn.metrics import cohen_kappa_score
 
-from multiverse.analysis.agreement_scores import (
-    exact_agreement,
-    icc,
-    krippendorff_alpha,
-    mean_difference,
-    scale_points,
-    weighted_kappa,
-)
+from multiverse.analysis import exact_agreement, icc, krippendorff_alpha, mean_difference, weighted_kappa
+from multiverse.analysis.agreement._scores import scale_points
 
 POINTS = scale_points(1, 10)
 

@@ -9,17 +9,17 @@ import pandas as pd
 import pytest
 from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 
-from multiverse.analysis.anchoring import (
-    MIN_LABELS,
+from multiverse.analysis import (
+    anchored_width,
     calibrate,
     calibration_document,
-    ppi_binary,
+    human_power,
     ppi_mean,
-    ppi_mean_batch,
     read_labels,
     rollout_configurations,
 )
-from multiverse.analysis.label_budget import anchored_width, human_power
+from multiverse.analysis.anchoring._calibrate import MIN_LABELS, ppi_mean_batch
+from multiverse.analysis.anchoring._ppi import ppi_binary
 from multiverse.errors import InputError
 
 
@@ -267,7 +267,7 @@ def test_alpha_is_checked(rng):
 
 
 def test_anchored_curve_draws_beside_the_raw_one(rng):
-    from multiverse.analysis.anchored_views import anchored_curve
+    from multiverse.analysis import anchored_curve
     from multiverse.plots.curve import plot_curve
 
     verdicts, truth = _world(rng, cases=60)
@@ -284,8 +284,7 @@ def test_anchored_curve_draws_beside_the_raw_one(rng):
     fig = plot_curve(curve, axes=["judge", "user"], system="atlas")
     assert len(fig.axes) == 2
 
-    from multiverse.analysis.anchored_views import paired_curves
-    from multiverse.analysis.curve import spec_curve
+    from multiverse.analysis import paired_curves, spec_curve
     from multiverse.plots.curve import plot_curves
 
     judge_curve = spec_curve(verdicts, axes=["judge", "user"])
@@ -300,7 +299,7 @@ def test_anchored_curve_draws_beside_the_raw_one(rng):
 
 
 def test_ranking_change_reports_flipped_tops():
-    from multiverse.analysis.anchored_views import ranking_change
+    from multiverse.analysis import ranking_change
 
     rates = pd.DataFrame({
         "universe_id": ["u1", "u1", "u2", "u2"], "system": ["a", "b", "a", "b"],
@@ -377,7 +376,7 @@ def test_calibrate_clusters_replicates_and_says_when_labels_alone_are_better(rng
 
 def test_calibrate_clusters_each_cell_on_its_own_transcripts():
     # Two judges x two systems with replicates: each cell's interval is the one computed from that cell alone.
-    from multiverse.analysis.ppi_interval import design_effects, ppi_binary, ppi_lambda
+    from multiverse.analysis.anchoring._ppi import design_effects, ppi_binary, ppi_lambda
 
     rng = np.random.default_rng(9)
     good, truth = _replicated_world(rng, cases=60, judge=(0.9, 0.9))

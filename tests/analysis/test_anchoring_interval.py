@@ -18,8 +18,8 @@ from ppi_py import ppi_mean_pointestimate
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
-from multiverse.analysis.anchoring import ppi_mean
-from multiverse.analysis.ppi_interval import design_effects, ppi_binary, ppi_lambda
+from multiverse.analysis import ppi_mean
+from multiverse.analysis.anchoring._ppi import design_effects, ppi_binary, ppi_lambda
 
 #: (sensitivity, specificity): violations caught, compliance confirmed.
 JUDGES = {"good": (0.95, 0.95), "biased": (0.6, 0.95), "lenient": (0.95, 0.6), "noisy": (0.7, 0.7)}
@@ -197,7 +197,7 @@ def test_point_estimate_is_ppi_python_and_the_interval_close_to_its_where_its_re
 
 def test_null_table_is_the_observed_one_raked_to_the_tested_margins():
     # The closed form against iterative proportional fitting (Deming & Stephan), odds ratios from 3e-4 to 3e3.
-    from multiverse.analysis.ppi_interval import _null_cell
+    from multiverse.analysis.anchoring._ppi import _null_cell
 
     rng = np.random.default_rng(0)
     theta, m = rng.uniform(0.001, 0.999, (2, 300))

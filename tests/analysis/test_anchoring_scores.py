@@ -21,8 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 
-from multiverse.analysis.anchoring import calibrate
-from multiverse.analysis.ppi_interval import ppi_bounded_mean
+from multiverse.analysis import calibrate
+from multiverse.analysis.anchoring._ppi import ppi_bounded_mean
 from multiverse.errors import InputError
 from multiverse.tables import ScaleRecord
 

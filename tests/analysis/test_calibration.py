@@ -22,14 +22,17 @@ import yaml
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
-from multiverse.analysis.curve import CaseMatrix, curve_summary, spec_curve
-from multiverse.analysis.inference import (
-    STATISTICS,
+from multiverse.analysis import (
+    CaseMatrix,
+    adjust_tests,
+    ci_settings,
+    compute_rates,
+    curve_summary,
     joint_difference_test,
     joint_rate_test,
+    spec_curve,
 )
-from multiverse.analysis.multiplicity import adjust_tests
-from multiverse.analysis.rates import ci_settings, compute_rates
+from multiverse.analysis.inference import STATISTICS
 from multiverse.tables import Manifest, SpecDocument
 
 DRAWS = 600
@@ -183,7 +186,7 @@ def test_pooled_variance_counts_universes_that_missed_a_rare_event():
     With each universe's own variance the three (variance 0) dropped out and
     the between-universe correlation read 1, the widest null.
     """
-    from multiverse.analysis.rate_null import fit_latent_null
+    from multiverse.analysis.inference._rate_null import fit_latent_null
 
     n_uc = np.ones((8, 36))
     k_uc = np.zeros((8, 36))
@@ -210,7 +213,7 @@ def probit_counts(rng, t, lam, *, n_universes=6, n_cases=400, missing=0.1):
 @pytest.mark.parametrize("t", [0.1, 0.9])
 def test_one_label_null_draws_have_mean_t_and_the_fitted_dependence(t):
     """The 16-bit fast path: mean t, binomial variance, universes correlated at least as fitted."""
-    from multiverse.analysis.rate_null import fit_latent_null
+    from multiverse.analysis.inference._rate_null import fit_latent_null
 
     n_uc, k_uc = probit_counts(np.random.default_rng(1), t, 0.5)
     fit = fit_latent_null(n_uc, k_uc)
@@ -230,7 +233,7 @@ def test_one_label_null_draws_have_mean_t_and_the_fitted_dependence(t):
 
 def test_null_of_identical_universes_is_exact_at_the_edges():
     """No variation anywhere: correlation 1, every universe the same label, rates exactly 0 or 1."""
-    from multiverse.analysis.rate_null import fit_latent_null
+    from multiverse.analysis.inference._rate_null import fit_latent_null
 
     n_uc = np.ones((4, 30))
     fit = fit_latent_null(n_uc, np.ones((4, 30)))
@@ -317,7 +320,8 @@ def test_intervals_cover_rare_rates_with_many_clustered_replicates(ci):
 
 
 def test_icc_of_a_few_rare_labels_is_not_estimated_and_counts_as_one():
-    from multiverse.analysis.intervals import anova_terms, design_effect, icc_from_terms
+    from multiverse.analysis._kernel import anova_terms, design_effect
+    from multiverse.analysis._kernel._intervals import icc_from_terms
 
     # 20 cases x 3 replicates; every label compliant but for `rare` of them, each in its own case.
     n = np.full((3, 20), 3.0)
@@ -357,7 +361,7 @@ def test_wilson_is_statsmodels_with_one_transcript_per_case():
 def test_wilson_near_zero_covers_in_six_case_cells():
     # Plain Wilson covers 0.88 at p = 0.02 with 6 cases (one violation puts its
     # bound above 0.02); the modified interval must reach the 0.93 target.
-    from multiverse.analysis.intervals import wilson
+    from multiverse.analysis._kernel import wilson
 
     rng = np.random.default_rng(11)
     for p, n in ((0.02, 6), (0.05, 6), (0.02, 36), (0.98, 6)):

@@ -14,15 +14,16 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from multiverse.analysis import case_matrix, difference_curve
-from multiverse.analysis.claim_tests import (
+from multiverse.analysis import (
+    case_matrix,
     difference_claim_tests,
+    difference_curve,
+    holm,
     partial_conjunction,
     rank_claim_tests,
     rate_claim_tests,
     universes_needed,
 )
-from multiverse.analysis.multiplicity import holm
 from multiverse.errors import InputError
 
 ALPHA = 0.05

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from multiverse.analysis import _cores
+from multiverse.analysis._kernel import _cores
 
 
 @pytest.fixture(params=[1, 2, 4], ids=["one core", "two cores", "four cores"])

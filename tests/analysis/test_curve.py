@@ -16,20 +16,19 @@ from statsmodels.stats.proportion import proportion_confint
 from synthetic import VERDICT_AXES as AXES
 from synthetic import latent_verdicts
 
-from multiverse.analysis.curve import (
+from multiverse.analysis import (
     case_matrix,
     curve_summary,
     difference_curve,
     indicator_matrix,
-    spec_curve,
-)
-from multiverse.analysis.inference import (
-    STATISTICS,
     joint_difference_test,
     joint_rate_test,
+    spec_curve,
 )
-from multiverse.analysis.intervals import anova_terms, design_effect, icc_from_terms
-from multiverse.analysis.rate_null import fit_latent_null
+from multiverse.analysis._kernel import anova_terms, design_effect
+from multiverse.analysis._kernel._intervals import icc_from_terms
+from multiverse.analysis.inference import STATISTICS
+from multiverse.analysis.inference._rate_null import fit_latent_null
 from multiverse.errors import InputError
 
 # --------------------------------------------------------------------------
@@ -604,7 +603,7 @@ def _tied_curve(rates: list[float], primary: int) -> pd.DataFrame:
 def test_position_and_percentile_agree_under_ties():
     """The issue's case: 24 universes, 18 of them at the primary's rate. The position drawn from the
     universe ids (13) alone would contradict a mid-rank percentile of 62.5; the tied range does not."""
-    from multiverse.analysis.curve import position_words
+    from multiverse.analysis import position_words
 
     rates = [0.5 + 0.01 * i for i in range(6)] + [0.95] * 18
     # the primary is the 7th of the tied universes by id, so its drawn position is 13

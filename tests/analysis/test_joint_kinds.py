@@ -24,11 +24,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from multiverse.analysis.case_matrix import CaseMatrix, case_matrix
-from multiverse.analysis.curve import spec_curve
-from multiverse.analysis.estimates import CONTRIBUTION
-from multiverse.analysis.inference import STATISTICS, joint_rate_test
-from multiverse.analysis.joint_curve import joint_curve_test
+from multiverse.analysis import CONTRIBUTION, CaseMatrix, case_matrix, joint_curve_test, joint_rate_test, spec_curve
+from multiverse.analysis.inference import STATISTICS
 
 KINDS = ("shares", "means", "cuts", "wins")
 CUT = 7
@@ -169,7 +166,7 @@ def test_a_cut_in_a_mixed_curve_is_tested_as_the_same_labels_imported_are():
 
 @pytest.mark.parametrize("kinds", [("shares",), ("means",), ("cuts", "means"), ("wins", "cuts")])
 def test_every_test_names_its_null(kinds):
-    from multiverse.analysis.curve import curve_summary
+    from multiverse.analysis import curve_summary
     from multiverse.results._documents import CurveDocument
 
     m = scored_world(np.random.default_rng(2), 0.2, kinds=kinds, n_cases=30)
@@ -193,7 +190,7 @@ def test_a_mean_without_spread_gets_a_wilson_interval_not_a_point_and_its_test_a
     """Every case alike (se 0): the t interval was the point [m, m]; now Wilson's at the number of cases."""
     from statsmodels.stats.proportion import proportion_confint
 
-    from multiverse.analysis.estimates import case_mean_interval
+    from multiverse.analysis._kernel import case_mean_interval
 
     n_uc = np.ones((2, 36))
     k_uc = np.zeros((2, 36))
@@ -214,7 +211,7 @@ def test_a_mean_without_spread_gets_a_wilson_interval_not_a_point_and_its_test_a
 def test_a_rare_mean_whose_data_hold_few_high_scores_is_tested_against_the_widest_spread():
     """At t = 0.02 with 30 cases a data set with few high scores also looks little dispersed: on that estimate
     the median effect rejected 0.21 under a true null. Fewer than 5 cases above t: the two-point null."""
-    from multiverse.analysis.mean_null import fit_mean_null
+    from multiverse.analysis.inference._mean_null import fit_mean_null
 
     n_uc = np.ones((4, 30))
     k_uc = np.zeros((4, 30))
@@ -231,7 +228,8 @@ def test_one_system_at_rare_rates_estimates_its_icc_from_every_universe_and_the_
     """One system, rare labels: no universe alone holds 5 of the rarer label, so the ICC was 1 (the widest) and
     the count of significant universes had power 0.03-0.04. Pooled over the system's universes it is estimated,
     equal for every universe, and the count still equals the curve's own intervals."""
-    from multiverse.analysis.intervals import anova_terms, icc_from_terms
+    from multiverse.analysis._kernel import anova_terms
+    from multiverse.analysis._kernel._intervals import icc_from_terms
 
     rng = np.random.default_rng(21)
     checked = 0
@@ -279,7 +277,7 @@ def test_a_claim_on_a_mean_reads_the_curves_t_interval():
 def test_the_confidence_distribution_reads_each_data_set_as_the_data_are_read():
     """_set_moments (many simulated data sets at once) gives each set's _moments; the confidence distribution of
     each correlation rises with the latent correlation, from below a half to above it (a distribution over it)."""
-    from multiverse.analysis.mean_null import _moments, _set_moments, fit_mean_null
+    from multiverse.analysis.inference._mean_null import _moments, _set_moments, fit_mean_null
 
     rng = np.random.default_rng(3)
     n = rng.integers(0, 4, size=(5, 30)).astype(float)

@@ -19,12 +19,17 @@ import pandas as pd
 import pytest
 from pandas.testing import assert_frame_equal
 
-from multiverse.analysis.agreement import agreement
-from multiverse.analysis.curve import case_matrix, difference_curve, spec_curve
-from multiverse.analysis.inference import joint_difference_test, joint_rate_test
-from multiverse.analysis.ranking import ranking
-from multiverse.analysis.rates import compute_rates
-from multiverse.analysis.variance import variance
+from multiverse.analysis import (
+    agreement,
+    case_matrix,
+    compute_rates,
+    difference_curve,
+    joint_difference_test,
+    joint_rate_test,
+    ranking,
+    spec_curve,
+    variance,
+)
 from multiverse.results._load import load_run
 from multiverse.tables._tables import read_table, write_table
 
@@ -226,7 +231,7 @@ def test_many_row_groups_read_with_categories_as_the_csv_copy_and_the_plain_text
 def test_rates_a_block_of_rows_at_a_time_equal_rates_at_once(monkeypatch, block):
     """Counts and design effects summed over blocks of rows (and of targets) are the numbers of the
     whole table, for every estimator and interval, with replicates (design effects above 1)."""
-    from multiverse.analysis import _codes
+    from multiverse.analysis._kernel import _codes
 
     verdicts, _ = _grid(3)
     verdicts = pd.concat([verdicts, verdicts.assign(replicate=verdicts["replicate"] + 2)], ignore_index=True)
@@ -245,7 +250,7 @@ def test_case_matrix_from_column_codes_equals_the_filtered_table(loaded, monkeyp
     """The case matrix built from the columns' codes (ok rows masked, counts per system) is the one
     built by filtering the table to its ok rows and factorizing them (the path ``systems=`` takes),
     in one block or many, with every case counted or one case with no counted row (its code unused)."""
-    from multiverse.analysis import _codes
+    from multiverse.analysis._kernel import _codes
 
     if block is not None:
         monkeypatch.setattr(_codes, "PIECE_ROWS", block)
@@ -271,8 +276,8 @@ def test_case_matrix_from_column_codes_equals_the_filtered_table(loaded, monkeyp
 def test_dropped_notes_on_codes_say_what_the_grouping_says(loaded, monkeypatch, block):
     """Nothing dropped: no note; a universe x system, then a whole universe, with no ok verdict: the
     same notes from the loaded (categorical) and the plain table, the rows read in one block or many."""
-    from multiverse.analysis import _codes
-    from multiverse.analysis.dropped import dropped_notes
+    from multiverse.analysis import dropped_notes
+    from multiverse.analysis._kernel import _codes
 
     if block is not None:
         monkeypatch.setattr(_codes, "PIECE_ROWS", block)
@@ -293,7 +298,7 @@ def test_dropped_notes_on_codes_say_what_the_grouping_says(loaded, monkeypatch, 
 def test_codes_of_a_categorical_are_factorize_codes(seed):
     """rates' codes of a categorical (its own codes relabelled) are pd.factorize's codes of the values:
     order of first appearance, a missing value one more value, unused categories ignored."""
-    from multiverse.analysis._codes import codes as _codes
+    from multiverse.analysis._kernel import codes as _codes
 
     rng = np.random.default_rng(seed)
     values = pd.Series(rng.choice(["d", "b", None, "a", "c"], size=500, p=[0.3, 0.3, 0.1, 0.2, 0.1]), dtype=object)
@@ -308,7 +313,7 @@ def test_codes_of_a_categorical_are_factorize_codes(seed):
 def test_curve_intervals_a_block_of_targets_at_a_time_equal_intervals_at_once(monkeypatch, cells):
     """The curve's intervals (design-effect Wilson, and the bootstrap widening) taken over blocks of
     target rows are those of the whole matrices, with replicates (design effects above 1)."""
-    from multiverse.analysis import intervals
+    from multiverse.analysis._kernel import _intervals as intervals
 
     verdicts, _ = _grid(4)
     verdicts = pd.concat([verdicts, verdicts.assign(replicate=verdicts["replicate"] + 2)], ignore_index=True)

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from multiverse.analysis.agreement import agreement
+from multiverse.analysis import agreement
 from multiverse.results._load import load_run
 from multiverse.tables import _index, page_out
 from multiverse.tables._writer import write_run_folder

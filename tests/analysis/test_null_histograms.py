@@ -16,11 +16,12 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from multiverse.analysis import inference
-from multiverse.analysis.curve import CaseMatrix
-from multiverse.analysis.inference import STATISTICS, _score_z, joint_rate_test
-from multiverse.analysis.null_histograms import curve_statistics
-from multiverse.analysis.rate_null import LatentNull, poisson_binomial
+from multiverse.analysis import CaseMatrix, joint_rate_test
+from multiverse.analysis.inference import STATISTICS
+from multiverse.analysis.inference import _joint as inference
+from multiverse.analysis.inference._joint import _score_z
+from multiverse.analysis.inference._null_histograms import curve_statistics
+from multiverse.analysis.inference._rate_null import LatentNull, poisson_binomial
 
 
 def world(rng, rate, *, n_universes, n_cases, icc=0.3, missing=0.0, patterns=None, replicates=1, lost=0.0):
@@ -170,7 +171,7 @@ def test_a_replicated_cells_count_given_its_case_is_the_bivariate_normals_and_th
     a large simulation of the same latent model, given the same case effects."""
     from scipy import special
 
-    from multiverse.analysis.rate_null import fit_latent_null
+    from multiverse.analysis.inference._rate_null import fit_latent_null
 
     rng = np.random.default_rng(3)
     m = world(rng, 0.2, n_universes=8, n_cases=6, replicates=3, icc=0.4)

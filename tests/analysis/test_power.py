@@ -8,7 +8,7 @@ import pytest
 from statsmodels.stats.power import NormalIndPower
 from statsmodels.stats.proportion import proportion_effectsize
 
-from multiverse.analysis.power import cases_needed, design_power, detectable_difference
+from multiverse.analysis import cases_needed, design_power, detectable_difference
 from multiverse.errors import InputError
 
 

@@ -12,7 +12,7 @@ import pytest
 from scipy.stats import kendalltau
 from synthetic import verdicts_from_rates
 
-from multiverse.analysis.ranking import (
+from multiverse.analysis import (
     bootstrap_ranks,
     included_verdicts,
     kendall_tau_b,
@@ -56,7 +56,7 @@ def test_included_verdicts_drops_rows_that_do_not_count_and_derives_universe_ids
 def test_resampled_rows_of_some_universes_are_those_rows_of_all(named):
     """Asked for a few universes (the ranking's primary), the same rows as taking them from all
     the counted rows, whether the table names its universes or they are derived from the axes."""
-    from multiverse.analysis.included import resampled_rows
+    from multiverse.analysis._kernel import resampled_rows
 
     verdicts = verdicts_from_rates({(v, j): {"A": 0.7, "B": 0.4} for v in "xyz" for j in "pq"}, ["variant", "judge"])
     verdicts.loc[verdicts.index[::7], "status"] = "judge_failed"
@@ -72,8 +72,7 @@ def test_resampled_rows_of_some_universes_are_those_rows_of_all(named):
 
 def test_case_counts_count_named_cases_as_nunique_does():
     """A missing case id is a code of the count matrix but not a case the few-cases note may count."""
-    from multiverse.analysis.case_resampling import case_counts
-    from multiverse.analysis.included import resampled_rows
+    from multiverse.analysis._kernel import case_counts, resampled_rows
 
     verdicts = verdicts_from_rates({("x",): {"A": 0.5}}, ["variant"])
     for missing in (False, True):
@@ -327,8 +326,7 @@ def test_results_are_json_ready_with_numeric_options():
     text = json.dumps(result)
     # temperature 1 ties A and B (a different set of top systems), temperature 2 puts A on top.
     assert [f["changes"] for f in json.loads(text)["flips"]] == [{"temperature": 1}, {"temperature": 2}]
-    from multiverse.analysis.agreement import agreement
-    from multiverse.analysis.variance import variance
+    from multiverse.analysis import agreement, variance
 
     json.dumps(agreement(verdicts.drop(columns="universe_id"), axes=["temperature"], axis="temperature"))
     json.dumps(variance(verdicts, axes=["temperature"]))
@@ -570,7 +568,7 @@ def test_pairwise_tests_are_exact_mcnemar_with_holm_from_statsmodels():
 
 
 def test_pairwise_test_holds_its_level_with_replicates_under_the_null():
-    from multiverse.analysis.rank_uncertainty import _sign_flip_p
+    from multiverse.analysis.ranking._uncertainty import _sign_flip_p
 
     rng = np.random.default_rng(8)
     rejections = []
@@ -644,7 +642,7 @@ def test_cli_compares_only_systems_the_primary_rates(tmp_path, capsys):
 
 
 def test_mean_tau_over_many_rated_patterns_is_estimated_from_sampled_pairs():
-    from multiverse.analysis.concordance import tau_summary
+    from multiverse.analysis.ranking._concordance import tau_summary
 
     rng = np.random.default_rng(12)
     matrix = rng.integers(0, 5, (1500, 6)).astype(float)
@@ -662,7 +660,7 @@ def test_mean_tau_over_many_rated_patterns_is_estimated_from_sampled_pairs():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_largest_complete_block_is_the_largest(seed):
-    from multiverse.analysis.concordance import largest_complete_block
+    from multiverse.analysis.ranking._concordance import largest_complete_block
 
     rng = np.random.default_rng(seed)
     matrix = rng.random((9, 6))
@@ -694,7 +692,7 @@ def test_resampled_label_sums_equal_the_matrix_product(replicates, missing):
     # Cells mostly hold the same number of labels per case: their resampled sums come from that
     # number and the sparse shortfall, equal to the dense product to the last bit (whole numbers);
     # with many cells short, the dense product itself is used.
-    from multiverse.analysis.case_resampling import CaseCounts
+    from multiverse.analysis._kernel import CaseCounts
 
     rng = np.random.default_rng(5)
     cells, cases = 40, 30
@@ -716,7 +714,7 @@ def test_case_counts_are_the_sums_of_their_rows(labels):
     row order (scores' contributions: the same bits), with repeated and empty cells."""
     from scipy.sparse import coo_matrix
 
-    from multiverse.analysis.case_resampling import CaseCounts
+    from multiverse.analysis._kernel import CaseCounts
 
     rng = np.random.default_rng(11)
     cells, cases, n = 300, 40, 20_000
@@ -737,7 +735,7 @@ def test_case_counts_are_the_sums_of_their_rows(labels):
 def test_joint_bootstrap_is_the_same_whatever_number_of_resamples_is_drawn_at_once(monkeypatch):
     """The joint bootstrap draws its resamples in batches as wide as memory allows; the intervals are the
     same bit for bit at any width (one draw of weights per resample, in the same order)."""
-    from multiverse.analysis import case_resampling
+    from multiverse.analysis._kernel import _case_resampling as case_resampling
 
     verdicts = _unbalanced(seed=3)
     wide = ranking(verdicts, axes=["judge"], primary=_first_universe(verdicts), bootstrap=40, seed=1)["uncertainty"]
@@ -754,7 +752,7 @@ def test_bootstrap_shares_counted_in_parts_are_the_whole_counts_bit_for_bit(ties
     """The joint bootstrap counts a batch's universes in parts, one per core; the parts' counts add up to
     the whole's, so the shares are the same to the bit, with ties, unrated cells and parts of any size
     (a part of one universe, and one that rates nothing)."""
-    from multiverse.analysis.rank_uncertainty import (
+    from multiverse.analysis.ranking._uncertainty import (
         _above_counts,
         _above_shares,
         _above_shares_of,
@@ -778,7 +776,7 @@ def test_bootstrap_shares_counted_in_parts_are_the_whole_counts_bit_for_bit(ties
 
 def test_joint_bootstrap_is_the_same_whatever_number_of_parts_counts_it(monkeypatch):
     """In one part, or in as many as the process has cores (threads), the intervals are the same bit for bit."""
-    from multiverse.analysis import _cores
+    from multiverse.analysis._kernel import _cores
 
     verdicts = _unbalanced(seed=5)
     monkeypatch.setattr(_cores, "PART_VALUES", 10**12)  # one part
@@ -795,7 +793,7 @@ def test_joint_bootstrap_is_the_same_whatever_number_of_parts_counts_it(monkeypa
 
 def _reference_flips(matrix, codes, axes, universes, systems, primary, option_names):
     """The flips search as it first read, one probe at a time (the specification ``_flips`` must reproduce)."""
-    from multiverse.analysis.ranking import _top_keys
+    from multiverse.analysis.ranking._ranking import _top_keys
 
     top, tops = _top_keys(matrix)
     by_codes = {tuple(row): u for u, row in enumerate(codes.tolist())}  # equal codes: the last universe
@@ -859,8 +857,8 @@ def test_flips_equal_the_plain_search_on_random_grids(search, monkeypatch):
     from importlib import import_module
 
     if search == "loop":
-        monkeypatch.setattr(import_module("multiverse.analysis.ranking"), "_search_by_arrays", lambda *args: False)
-    from multiverse.analysis.ranking import _flips
+        monkeypatch.setattr(import_module("multiverse.analysis.ranking._ranking"), "_search_by_arrays", lambda *args: False)
+    from multiverse.analysis.ranking._ranking import _flips
 
     rng = np.random.default_rng(2024)
     smaller = 0
@@ -881,7 +879,7 @@ def test_flips_equal_the_plain_search_on_random_grids(search, monkeypatch):
     (17, [2] * 17, 3, 0.004),       # more than 16 axes: the loop
 ])
 def test_flips_equal_the_plain_search_on_wide_grids(n_axes, options, n_systems, keep):
-    from multiverse.analysis.ranking import _flips
+    from multiverse.analysis.ranking._ranking import _flips
 
     rng = np.random.default_rng(n_axes * 100 + n_systems)
     case = _random_flip_case(rng, n_axes, options, n_systems, keep, nan=0.002 if n_systems > 62 else 0.1)
@@ -890,7 +888,7 @@ def test_flips_equal_the_plain_search_on_wide_grids(n_axes, options, n_systems, 
 
 def test_flips_equal_the_plain_search_when_keys_would_overflow_int64():
     """600 distinct codes on each of 7 axes: the product passes int64, and the loop answers."""
-    from multiverse.analysis.ranking import _flips
+    from multiverse.analysis.ranking._ranking import _flips
 
     rng = np.random.default_rng(7)
     codes = np.concatenate([np.stack([rng.permutation(600) for _ in range(7)], 1), np.zeros((200, 7), int)])
@@ -912,7 +910,7 @@ def test_bootstrap_shares_of_a_batch_are_the_plain_per_universe_shares(ties):
     """A batch's P(top) and P(a above b), counted over contiguous universes, against the plain
     computation universe by universe (``top_shares`` and pairwise comparisons), with ties (few distinct
     rates), unrated cells and universes that rate nothing."""
-    from multiverse.analysis.rank_uncertainty import _above_shares, _top_shares, top_shares
+    from multiverse.analysis.ranking._uncertainty import _above_shares, _top_shares, top_shares
 
     rng = np.random.default_rng(17)
     n_s, size, n_u = 4, 6, 300

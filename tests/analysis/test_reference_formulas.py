@@ -16,7 +16,7 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
 from multiverse.analysis import cohen_kappa, holm
-from multiverse.analysis.intervals import _wilson_bounds
+from multiverse.analysis._kernel._intervals import _wilson_bounds
 
 
 def test_holm_is_statsmodels_holm_value_for_value():
@@ -90,7 +90,7 @@ def test_holm_with_a_missing_p_value_is_statsmodels_holm(p):
 
 
 def test_the_exact_mcnemar_test_is_scipy_binomtest():
-    from multiverse.analysis.rank_uncertainty import exact_mcnemar
+    from multiverse.analysis.ranking._uncertainty import exact_mcnemar
 
     rng = np.random.default_rng(4)
     pairs = [(k, n) for n in range(1, 60) for k in range(n + 1)]

@@ -8,7 +8,7 @@ import pytest
 import statsmodels.api as sm
 from scipy import stats
 
-from multiverse.analysis.rates import compute_rates
+from multiverse.analysis import compute_rates
 from multiverse.tables import ScaleRecord
 
 ORDINAL = ScaleRecord(type="ordinal", min=1, max=10)
@@ -109,8 +109,7 @@ def test_the_mean_interval_covers_the_true_mean_at_its_level():
 def _mean_matrix(rng, n_cases=30, universes=3):
     from dataclasses import replace
 
-    from multiverse.analysis.case_matrix import case_matrix
-    from multiverse.analysis.estimates import CONTRIBUTION
+    from multiverse.analysis import CONTRIBUTION, case_matrix
 
     parts = []
     case_level = rng.normal(0, 1.2, n_cases)
@@ -124,7 +123,7 @@ def _mean_matrix(rng, n_cases=30, universes=3):
 
 
 def test_the_joint_test_of_means_holds_its_level_under_a_true_null_and_rejects_a_false_one():
-    from multiverse.analysis.mean_null import joint_mean_test
+    from multiverse.analysis import joint_mean_test
 
     rng = np.random.default_rng(8)
     population = np.clip(np.round(6 + rng.normal(0, 1.2, 400_000) + rng.normal(0, 1, 400_000)), 1, 10)

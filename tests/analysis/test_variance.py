@@ -11,11 +11,7 @@ import pytest
 from statsmodels.formula.api import ols
 from statsmodels.stats.anova import anova_lm
 
-from multiverse.analysis.variance import (
-    variance,
-    variance_by_axis,
-    variance_decomposition,
-)
+from multiverse.analysis import variance, variance_by_axis, variance_decomposition
 
 # Balanced 2 x 2 x 2 grid: axes A and B, systems s0 and s1, coded -1/+1.
 # rate = 0.5 + 0.10 A + 0.05 B + 0.15 S + 0.02 A*S + 0.01 A*B.
@@ -96,7 +92,7 @@ def test_summary_tells_reranking_from_shifting():
     by_axis = variance_by_axis(table).set_index("axis")
     assert by_axis.loc["judge", "interaction"] == pytest.approx(0.8)
     assert by_axis.loc["evidence", "main"] == pytest.approx(0.2)
-    from multiverse.analysis.variance import variance_summary
+    from multiverse.analysis import variance_summary
 
     lines = variance_summary(table)
     assert "judge: 80.0%" in lines[0] and "re-ranking systems" in lines[0]
@@ -144,7 +140,7 @@ def test_single_axis_grid_is_saturated_and_still_decomposed():
 
 
 def test_refits_agree_with_anova_lm_where_both_apply():
-    from multiverse.analysis.variance_terms import _Term, _type2_by_refits
+    from multiverse.analysis.variance._terms import _Term, _type2_by_refits
 
     rng = np.random.default_rng(9)
     frame = pd.DataFrame([{"x0": j, "x1": e, "s": s, "y": rng.random()}
@@ -224,7 +220,7 @@ def test_aliased_axes_are_named_and_their_joint_share_matches_a_merged_axis():
                    for line in result["summary"])
     assert any("judge and evidence change together" in line for line in result["summary"])
     # The joint share equals the share of one axis holding both: type-II from statsmodels.
-    from multiverse.analysis.rates import system_rates
+    from multiverse.analysis import system_rates
 
     rates = system_rates(verdicts, axes=["judge", "evidence", "setting"])
     model = ols("rate ~ C(judge) + C(setting) + C(system) + C(judge):C(system) + C(setting):C(system)",
@@ -248,8 +244,8 @@ def test_nested_axis_is_named():
 
 
 def test_projection_sums_equal_anova_lm_on_an_unbalanced_grid():
-    from multiverse.analysis.variance_noise import projection_sums
-    from multiverse.analysis.variance_terms import _design
+    from multiverse.analysis.variance._noise import projection_sums
+    from multiverse.analysis.variance._terms import _design
 
     rng = np.random.default_rng(3)
     rows = [{"A": f"a{a}", "B": f"b{b}", "system": f"s{s}", "rate": rng.random()}
@@ -271,8 +267,8 @@ def test_balanced_sums_equal_anova_lm_and_repeat_any_layout(shuffle):
     # On a full factorial the rates are laid out as options x systems and every mean is a reduction:
     # the sums of squares are anova_lm's whatever the row order; a combination given twice (and one
     # missing) is no full factorial, and the group indicators take over.
-    from multiverse.analysis.variance_noise import _indicator_sums_function, balanced_sums_function
-    from multiverse.analysis.variance_terms import _design
+    from multiverse.analysis.variance._noise import _indicator_sums_function, balanced_sums_function
+    from multiverse.analysis.variance._terms import _design
 
     rng = np.random.default_rng(4)
     rows = [{"A": f"a{a}", "B": f"b{b}", "system": f"s{s}", "rate": rng.random()}
@@ -422,7 +418,7 @@ def test_summary_says_which_axes_are_beyond_noise():
 def test_noise_is_the_same_whatever_number_of_resamples_is_drawn_at_once(monkeypatch):
     """Resamples are drawn and summed in batches as wide as memory allows (each batch reads the whole
     count matrix once); the draws and so the noise and intervals do not depend on the width."""
-    from multiverse.analysis import case_resampling
+    from multiverse.analysis._kernel import _case_resampling as case_resampling
 
     world = _noisy_world(np.random.default_rng(4), 0.5)
     wide = variance(world, axes=["A", "B"], resamples=60, seed=2)

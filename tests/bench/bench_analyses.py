@@ -25,9 +25,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from multiverse.analysis.agreement import agreement
-from multiverse.analysis.ranking import ranking
-from multiverse.analysis.variance import variance
+from multiverse.analysis import agreement, ranking, variance
 
 # Axes of the synthetic grid, in the order they are added as the grid grows.
 # stage: which store stage the axis touches (rollout -> new transcripts, judge -> new judgments, score).

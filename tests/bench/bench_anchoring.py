@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from multiverse.analysis.anchoring import calibrate
+from multiverse.analysis import calibrate
 
 
 def main() -> None:

@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from test_anchoring_scores import JUDGES, SHAPES, judge_scores, shape, sums
 
-from multiverse.analysis.anchoring import ppi_mean_batch
-from multiverse.analysis.ppi_interval import design_effects, ppi_bounded_mean, ppi_lambda
+from multiverse.analysis.anchoring._calibrate import ppi_mean_batch
+from multiverse.analysis.anchoring._ppi import design_effects, ppi_bounded_mean, ppi_lambda
 
 
 def world(rng, reps: int, k: int, shape_name: str, judge: str, transcripts: int, replicates: int):

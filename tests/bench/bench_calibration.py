@@ -50,13 +50,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from test_anchoring_interval import JUDGES, anchored_intervals, anchoring_world
 from test_calibration import audit_world, verdict_table
 
-from multiverse.analysis.anchoring import ppi_mean_batch
-from multiverse.analysis.inference import (
-    STATISTICS,
-    joint_difference_test,
-    joint_rate_test,
-)
-from multiverse.analysis.rates import compute_rates
+from multiverse.analysis import compute_rates, joint_difference_test, joint_rate_test
+from multiverse.analysis.anchoring._calibrate import ppi_mean_batch
+from multiverse.analysis.inference import STATISTICS
 from multiverse.core._vocabulary import CI_METHODS
 
 RATES = (0.02, 0.05, 0.10, 0.30, 0.50, 0.90, 0.98)

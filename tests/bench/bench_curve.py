@@ -31,8 +31,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from multiverse.analysis.curve import case_matrix, difference_curve, spec_curve
-from multiverse.analysis.inference import joint_difference_test, joint_rate_test
+from multiverse.analysis import case_matrix, difference_curve, joint_difference_test, joint_rate_test, spec_curve
 
 
 def synthetic_verdicts(n_universes: int, n_systems: int, n_cases: int, seed: int = 0):

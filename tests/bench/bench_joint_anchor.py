@@ -50,8 +50,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scale_tables import write_grid  # noqa: E402  (beside this file, not a package)
 
 import multiverse as mv  # noqa: E402
-from multiverse.analysis.inference import joint_difference_test, joint_rate_test  # noqa: E402
-from multiverse.analysis.rate_null import fit_latent_null  # noqa: E402
+from multiverse.analysis import joint_difference_test, joint_rate_test  # noqa: E402
+from multiverse.analysis.inference._rate_null import fit_latent_null  # noqa: E402
 
 Z = special.ndtri(0.975)
 
@@ -125,7 +125,7 @@ def one_size(folder: Path, size: int, boot: int) -> dict:
     t = 0.7
     ours_rate, ours_rate_s = _timed(lambda: joint_rate_test(m, system="system_0", threshold=t, boot=boot, seed=0))
     plain_rate, plain_rate_s = _timed(lambda: anchor_rate(n, k, t, boot, 0))
-    from multiverse.analysis.case_matrix import _paired
+    from multiverse.analysis.cases import paired_cases as _paired
 
     ours_diff, ours_diff_s = _timed(lambda: joint_difference_test(m, a="system_4", b="system_0", boot=boot, seed=0))
 

@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from test_joint_kinds import scored_world
 
+from multiverse.analysis import joint_curve_test
 from multiverse.analysis.inference import STATISTICS
-from multiverse.analysis.joint_curve import joint_curve_test
 
 RATES = (0.02, 0.05, 0.1, 0.3, 0.5)
 MIXES = (("shares",), ("means",), ("cuts",), ("wins",), ("means", "cuts"), ("wins", "shares"), ("means", "cuts", "wins"))

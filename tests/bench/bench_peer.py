@@ -185,8 +185,7 @@ def part2(peer, data, peer_boot: int, boot: int, tolerance: float) -> dict:
     import numpy as np
     import pandas as pd
 
-    from multiverse.analysis.curve import case_matrix, spec_curve
-    from multiverse.analysis.inference import joint_rate_test
+    from multiverse.analysis import case_matrix, joint_rate_test, spec_curve
 
     print("\n== 2. The same rows as a proportion curve, computed by both ==")
     print(f"universe = outcome in {{{', '.join(OUTCOMES)}}} x cutoff at mean + z*sd, z in {list(Z_CUTOFFS)}: "

@@ -92,8 +92,7 @@ def billion_sample(folder: Path) -> None:
 
 
 def rates_and_scores() -> None:
-    from multiverse.analysis.rates import compute_rates
-    from multiverse.analysis.scoring import score_verdicts
+    from multiverse.analysis import compute_rates, score_verdicts
 
     rng = np.random.default_rng(0)
     universes, systems, cases = 1000, 5, 120

@@ -26,9 +26,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from multiverse.analysis.rank_uncertainty import _sign_flip_p, joint_bootstrap
-from multiverse.analysis.rates import included_verdicts
-from multiverse.analysis.variance import variance
+from multiverse.analysis import included_verdicts, variance
+from multiverse.analysis.ranking._uncertainty import _sign_flip_p, joint_bootstrap
 
 
 def _logistic(x):

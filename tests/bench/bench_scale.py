@@ -127,13 +127,18 @@ def _step(name: str, verdicts, criteria, axes, factors, primary) -> tuple[dict, 
         return out
 
     if name == "rates":
-        from multiverse.analysis.rates import compute_rates
+        from multiverse.analysis import compute_rates
 
         rates = timed("compute_rates", lambda: compute_rates(verdicts, axes=axes, factors=factors))
         return parts, f"{len(rates):,} rate rows"
     if name == "curve":
-        from multiverse.analysis.curve import case_matrix, difference_curve, spec_curve
-        from multiverse.analysis.inference import joint_difference_test, joint_rate_test
+        from multiverse.analysis import (
+            case_matrix,
+            difference_curve,
+            joint_difference_test,
+            joint_rate_test,
+            spec_curve,
+        )
 
         m = timed("case_matrix", lambda: case_matrix(verdicts, axes=axes))
         curve = timed("spec_curve", lambda: spec_curve(m, axes=axes, primary=primary))
@@ -145,19 +150,19 @@ def _step(name: str, verdicts, criteria, axes, factors, primary) -> tuple[dict, 
         return parts, (f"{len(curve):,} curve rows, {len(diff):,} difference rows; "
                        f"rate p={rate.p['stouffer_z']:.3g}, difference p={dtest.p['stouffer_z']:.3g}")
     if name == "agreement":
-        from multiverse.analysis.agreement import agreement
+        from multiverse.analysis import agreement
 
         result = timed("agreement", lambda: agreement(verdicts, axes=axes, axis="judge", criteria=criteria))
         per_criterion = f", {len(result.get('per_criterion') or [])} per-criterion rows" if criteria is not None else ""
         return parts, (f"{len(result['pairs'])} judge pairs on {result['n_units']:,} units "
                        f"({result['paired_on']}), alpha {result['krippendorff_alpha']:.3f}{per_criterion}")
     if name == "ranking":
-        from multiverse.analysis.ranking import ranking
+        from multiverse.analysis import ranking
 
         result = timed("ranking", lambda: ranking(verdicts, axes=axes, primary=primary, bootstrap=BOOT))
         return parts, f"W {result['kendall_w']['w']:.3f}, {len(result['flips']):,} flips, {len(result['bootstrap'])} bootstrap rows"
     if name == "variance":
-        from multiverse.analysis.variance import variance
+        from multiverse.analysis import variance
 
         result = timed("variance", lambda: variance(verdicts, axes=axes))
         return parts, f"{len(result['terms'])} terms; {result['summary'][0] if result['summary'] else ''}"

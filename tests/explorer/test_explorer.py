@@ -514,7 +514,7 @@ def _rank_shares(page) -> dict[tuple[str, int], float]:
 def _expected_ranks(document, universes) -> dict[tuple[str, int], float]:
     """Share of the selected universes in which each system takes each rank (1 = highest rate), a tie of t
     systems sharing its t positions 1/t each: the ranking analysis's ``rank_distribution`` of those universes."""
-    from multiverse.analysis.ranking import rank_distribution
+    from multiverse.analysis import rank_distribution
 
     r = document["rates"]
     ids = document["universes"]["id"]
@@ -646,7 +646,7 @@ def _ranked_first(page) -> dict[str, float]:
 def test_ranked_first_and_the_rank_chart_split_ties_as_p_top_does(tab, tmp_path):
     """One definition on the page: a tie shares its positions, so "ranked first" is the ranking analysis's P(top)
     (summing to 100%), under a filter too."""
-    from multiverse.analysis.ranking import ranking
+    from multiverse.analysis import ranking
 
     verdicts = _tied_verdicts()
     doc = explorer_document(verdicts, axes=["A", "B"], title="ties")
@@ -671,7 +671,7 @@ def test_ranked_first_and_the_rank_chart_split_ties_as_p_top_does(tab, tmp_path)
 
 def test_the_document_carries_the_ranking_analysis_ranks_not_rounded_ones():
     """Two rates that differ past the fourth decimal are not a tie, though the page shows both rounded."""
-    from multiverse.analysis.ranking import universe_ranks
+    from multiverse.analysis import universe_ranks
 
     verdicts = _tied_verdicts()
     doc = explorer_document(verdicts, axes=["A", "B"])

@@ -636,7 +636,7 @@ def test_import_assert_turn_checkpoints_and_setting_axis(tmp_path):
 
 
 def test_imported_criteria_reapply_scoring_rules(tmp_path):
-    from multiverse.analysis.scoring import rescore
+    from multiverse.analysis.rates._scoring import rescore
 
     runs = three_runs(tmp_path)
     imported = import_assert(runs, tmp_path / "all")

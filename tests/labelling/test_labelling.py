@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from multiverse.analysis.anchoring import calibrate, read_labels
+from multiverse.analysis import calibrate, read_labels
 from multiverse.core._keys import digest
 from multiverse.errors import InputError
 from multiverse.labelling import (

@@ -16,7 +16,7 @@ import pytest
 from anchor_world import scored_folder
 
 import multiverse as mv
-from multiverse.analysis.anchoring import read_labels
+from multiverse.analysis import read_labels
 
 SYSTEMS = ("atlas", "beacon")
 

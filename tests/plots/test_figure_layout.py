@@ -17,8 +17,7 @@ from matplotlib import cbook
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.text import Text
 
-from multiverse.analysis.curve import difference_curve, spec_curve
-from multiverse.analysis.inference import joint_difference_test, joint_rate_test
+from multiverse.analysis import difference_curve, joint_difference_test, joint_rate_test, spec_curve
 
 # Declared orders that sorting by text would change.
 OPTIONS = {"user": ["cooperative", "adversarial"], "evidence": ["strict", "lenient", "balanced"],
@@ -227,8 +226,7 @@ def test_run_supplied_names_are_drawn_literally():
     rates = pd.DataFrame([{"factor": "$f$", "level": lvl, "system": s, "rate": 0.5, "ci_low": 0.4, "ci_high": 0.6}
                           for lvl in NASTY[:2] for s in NASTY])
     pairs = pd.DataFrame([{"a": NASTY[0], "b": NASTY[1], "cohen_kappa": 0.5, "gwet_ac1": 0.6}])
-    from multiverse.analysis.rates import system_rates
-    from multiverse.analysis.variance import variance
+    from multiverse.analysis import system_rates, variance
     from multiverse.plots.ranking import ranking_figure
     from multiverse.plots.variance import plot_variance
 

@@ -1,4 +1,4 @@
-"""Scoring rules (multiverse.analysis.scoring), rates and intervals (multiverse.analysis.rates), on hand-worked examples."""
+"""Scoring rules (multiverse.analysis.rates), rates and intervals (multiverse.analysis.rates), on hand-worked examples."""
 
 from __future__ import annotations
 
@@ -8,15 +8,8 @@ import pytest
 from pandas.testing import assert_frame_equal
 from statsmodels.stats.proportion import proportion_confint
 
-from multiverse.analysis.rates import compute_rates
-from multiverse.analysis.scoring import (
-    NO_APPLICABLE,
-    NO_APPLICABLE_IMPERMISSIBLE,
-    RULES,
-    UNLABELLED,
-    rescore,
-    score_verdicts,
-)
+from multiverse.analysis import compute_rates, score_verdicts
+from multiverse.analysis.rates._scoring import NO_APPLICABLE, NO_APPLICABLE_IMPERMISSIBLE, RULES, UNLABELLED, rescore
 from multiverse.errors import InputError
 
 NA = pd.NA
