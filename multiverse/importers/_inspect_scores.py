@@ -34,17 +34,7 @@ _LETTERS = {"C": 1.0, "I": 0.0}
 
 def scorer_options(path: Path, log: Any, wanted: Sequence[str] | None) -> list[str]:
     """The log's scorers in order (``NAME:KEY`` per key of an object-valued one), or the ``wanted`` of them."""
-    names: dict[str, list[str] | None] = {}
-    for sample in log.samples or []:
-        for name, score in (sample.scores or {}).items():
-            value = getattr(score, "value", None)
-            if isinstance(value, Mapping):
-                keys = names.get(name) or []
-                names[name] = keys + [str(k) for k in value if str(k) not in keys]
-            elif name not in names:
-                names[name] = None
-    for entry in log.eval.scorers or []:  # a failed eval may have no score at all
-        names.setdefault(str(entry.name), None)
+    names = _scorer_keys(log)
     options = [o for name, keys in names.items() for o in ([f"{name}:{k}" for k in keys] if keys else [name])]
     if not wanted:
         if not options:
@@ -59,6 +49,22 @@ def scorer_options(path: Path, log: Any, wanted: Sequence[str] | None) -> list[s
                              param="scorer")
         chosen += [h for h in hits if h not in chosen]
     return chosen
+
+
+def _scorer_keys(log: Any) -> dict[str, list[str] | None]:
+    """Each scorer the samples or the header name, with the keys of its values where they are objects."""
+    names: dict[str, list[str] | None] = {}
+    for sample in log.samples or []:
+        for name, score in (sample.scores or {}).items():
+            value = getattr(score, "value", None)
+            if isinstance(value, Mapping):
+                keys = names.get(name) or []
+                names[name] = keys + [str(k) for k in value if str(k) not in keys]
+            elif name not in names:
+                names[name] = None
+    for entry in log.eval.scorers or []:  # a failed eval may have no score at all
+        names.setdefault(str(entry.name), None)
+    return names
 
 
 def scorer_judges(path: Path, log: Any, options: list[str], judge_role: str) -> dict[str, tuple[str | None, str]]:

@@ -53,43 +53,84 @@ def inspect_verdicts(read: list[InspectLog], *, factors: list[str], partial: flo
                                                                        for log in read for s in log.scorers)
     cells = [(log, scorer, reducer) for log in read for scorer in log.scorers
              for reducer in (["mean"] if by_epoch else log.reducers)]
+    keys, axes = _cell_keys(cells)
+    gathered = _Gathered()
+    many_tasks = len({log.task for log in read}) > 1
+    for i, (log, scorer, reducer) in enumerate(cells):
+        option = {axis: keys[axis][i] for axis in axes}
+        uid = universe_id(option)
+        gathered.options[uid] = option
+        low, high = scales.get(scorer, scales.get(scorer.split(":", 1)[0], scales.get("*", (0.0, 1.0))))
+        if (low, high) != (0.0, 1.0):
+            gathered.universe_scales[uid] = {"type": "continuous", "min": low, "max": high}
+        found = log.metrics.get((scorer, reducer))
+        if found is not None:
+            gathered.metrics.append({"universe_id": uid, "file": str(log.path), "system": log.system,
+                                     "scorer": scorer, "reducer": reducer, "metrics": found})
+        rows = _epoch_rows(log, scorer, partial, (low, high)) if by_epoch else \
+            _reduced_rows(log, scorer, reducer, partial, (low, high))
+        gathered.add(rows, log=log, uid=uid, option=option, judge=keys["judge"][i], scorer=keys["scorer"][i],
+                     many_tasks=many_tasks)
+    frame = pd.DataFrame.from_records(gathered.records)
+    _one_log_per_unit(frame)
+    frame["transcript_key"] = row_keys(frame[["system", "case_id", "_digest"]], "transcript")
+    frame["judgment_key"] = row_keys(frame[["universe_id", "system", "case_id", "replicate"]], "judgment")
+    transcripts = _keyed_transcripts(frame, gathered.transcripts)
+    frame["compliant"] = frame["compliant"].astype("boolean")
+    frame["score"] = frame["score"].astype("float64")
+    counted = (frame["status"] == "ok").to_numpy()
+    labelled = bool(frame["compliant"].notna().to_numpy()[counted].all()) and not gathered.universe_scales
+    if labelled:
+        frame["score"] = np.nan  # every value is a label: the label is the measurement
+    scale = {"type": "binary"} if labelled else {"type": "continuous", "min": 0.0, "max": 1.0}
+    columns = ["universe_id", *axes, *factors, "system", "case_id", "replicate", "transcript_key", "judgment_key",
+               "status", "reason", "compliant", "score"]
+    verdicts = frame[columns + ([] if "judge" in axes else ["_judge"])].rename(columns={"_judge": "judge"})
+    criteria = rationale_criteria(verdicts, gathered.rationales, gathered.names)
+    notes = [] if by_epoch else _epoch_notes(read)
+    return Built(verdicts=verdicts, criteria=criteria, transcripts=transcripts, axes=axes, options=gathered.options,
+                 scale=scale, universe_scales=gathered.universe_scales, estimator="pooled" if labelled else "mean",
+                 metrics=gathered.metrics, notes=notes)
+
+
+def _cell_keys(cells: list[tuple[InspectLog, str, str]]) -> tuple[dict[str, list[str]], list[str]]:
+    """Each cell's judge, scorer and reducer, and the axes among them that vary (a judge only among graders)."""
     judges = {log.judges[s][0] for log, s, _ in cells}
     keys = {"judge": [(log.judges[s][0] or RULE) for log, s, _ in cells],
             "scorer": [_regraded(log, s) for log, s, _ in cells], "reducer": [r for _, _, r in cells]}
     axes = [axis for axis in ("judge", "scorer", "reducer")
             if len(set(keys[axis])) > 1 and (axis != "judge" or len(judges - {None}) > 1)]
-    many_tasks = len({log.task for log in read}) > 1
-    records: list[dict[str, Any]] = []
-    rationales: list[str] = []
-    names: list[str] = []
-    transcripts: dict[str, dict[str, Any]] = {}
-    options: dict[str, dict[str, str]] = {}
-    universe_scales: dict[str, dict[str, Any]] = {}
-    metrics: list[dict[str, Any]] = []
-    for i, (log, scorer, reducer) in enumerate(cells):
-        option = {axis: keys[axis][i] for axis in axes}
-        uid = universe_id(option)
-        options[uid] = option
-        low, high = scales.get(scorer, scales.get(scorer.split(":", 1)[0], scales.get("*", (0.0, 1.0))))
-        if (low, high) != (0.0, 1.0):
-            universe_scales[uid] = {"type": "continuous", "min": low, "max": high}
-        found = log.metrics.get((scorer, reducer))
-        if found is not None:
-            metrics.append({"universe_id": uid, "file": str(log.path), "system": log.system, "scorer": scorer,
-                            "reducer": reducer, "metrics": found})
-        rows = _epoch_rows(log, scorer, partial, (low, high)) if by_epoch else \
-            _reduced_rows(log, scorer, reducer, partial, (low, high))
+    return keys, axes
+
+
+@dataclass
+class _Gathered:
+    """What the cells of the logs add up to, before it becomes the verdicts table."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    rationales: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    transcripts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    options: dict[str, dict[str, str]] = field(default_factory=dict)
+    universe_scales: dict[str, dict[str, Any]] = field(default_factory=dict)
+    metrics: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, rows: list[tuple], *, log: InspectLog, uid: str, option: dict[str, str], judge: str, scorer: str,
+            many_tasks: bool) -> None:
         for row, status, reason, compliant, score, rationale, key, turns, replicate in rows:
             case_id = f"{log.task}/{row.case_id}" if many_tasks else row.case_id
-            records.append({"universe_id": uid, **option, "_judge": keys["judge"][i], **row.factors,
-                            "system": log.system, "case_id": case_id, "replicate": replicate,
-                            "_digest": key, "status": status, "reason": reason, "compliant": compliant,
-                            "score": score, "_file": str(log.path)})
-            rationales.append(rationale)
-            names.append(keys["scorer"][i])
-            transcripts.setdefault(f"{log.system}\x00{case_id}\x00{key}", {"turns": turns, "status": status,
-                                                                          "reason": reason})
-    frame = pd.DataFrame.from_records(records)
+            self.records.append({"universe_id": uid, **option, "_judge": judge, **row.factors,
+                                 "system": log.system, "case_id": case_id, "replicate": replicate,
+                                 "_digest": key, "status": status, "reason": reason, "compliant": compliant,
+                                 "score": score, "_file": str(log.path)})
+            self.rationales.append(rationale)
+            self.names.append(scorer)
+            self.transcripts.setdefault(f"{log.system}\x00{case_id}\x00{key}",
+                                        {"turns": turns, "status": status, "reason": reason})
+
+
+def _one_log_per_unit(frame: pd.DataFrame) -> None:
+    """Refuse two logs that give the same universe, system, case and epoch (one line naming both files)."""
     unit = ["universe_id", "system", "case_id", "replicate"]
     duplicated = frame.duplicated(unit)
     if duplicated.any():
@@ -98,30 +139,18 @@ def inspect_verdicts(read: list[InspectLog], *, factors: list[str], partial: flo
         raise InputError(f"{second['_file']}: eval.model: {second['system']} on {second['case_id']} (epoch "
                          f"{second['replicate']}) judged by {second['_judge']} is also in {first['_file']}; expected "
                          "one log per task, system and judge", param="logs")
-    frame["transcript_key"] = row_keys(frame[["system", "case_id", "_digest"]], "transcript")
-    frame["judgment_key"] = row_keys(frame[["universe_id", "system", "case_id", "replicate"]], "judgment")
+
+
+def _keyed_transcripts(frame: pd.DataFrame, gathered: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The transcripts by their keys: a system's failure stays the transcript's status."""
+    transcripts = dict(gathered)
     for key, system, case_id, digest in frame[["transcript_key", "system", "case_id", "_digest"]
                                               ].itertuples(index=False):
         record = transcripts[f"{system}\x00{case_id}\x00{digest}"]
         failed = record["status"] == "rollout_failed"
         transcripts.setdefault(key, {"system": system, "status": "rollout_failed" if failed else "ok",
                                      "reason": record["reason"] if failed else "", "turns": record["turns"]})
-    transcripts = {k: v for k, v in transcripts.items() if "\x00" not in k}
-    frame["compliant"] = frame["compliant"].astype("boolean")
-    frame["score"] = frame["score"].astype("float64")
-    counted = (frame["status"] == "ok").to_numpy()
-    labelled = bool(frame["compliant"].notna().to_numpy()[counted].all()) and not universe_scales
-    if labelled:
-        frame["score"] = np.nan  # every value is a label: the label is the measurement
-    scale = {"type": "binary"} if labelled else {"type": "continuous", "min": 0.0, "max": 1.0}
-    columns = ["universe_id", *axes, *factors, "system", "case_id", "replicate", "transcript_key", "judgment_key",
-               "status", "reason", "compliant", "score"]
-    verdicts = frame[columns + ([] if "judge" in axes else ["_judge"])].rename(columns={"_judge": "judge"})
-    criteria = rationale_criteria(verdicts, rationales, names)
-    notes = [] if by_epoch else _epoch_notes(read)
-    return Built(verdicts=verdicts, criteria=criteria, transcripts=transcripts, axes=axes, options=options,
-                 scale=scale, universe_scales=universe_scales, estimator="pooled" if labelled else "mean",
-                 metrics=metrics, notes=notes)
+    return {k: v for k, v in transcripts.items() if "\x00" not in k}
 
 
 def _regraded(log: InspectLog, option: str) -> str:

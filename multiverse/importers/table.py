@@ -20,8 +20,7 @@ reason (the criteria table, shown by the explorer).
 
 Bad input raises :class:`multiverse.errors.InputError` with one line naming the file,
 the column and what was expected, and writes nothing: a missing column, an unexpected
-label, an empty axis/system/item value, or two rows for the same (universe, system,
-item, replicate).
+label, an empty axis/system/item value, or two rows for the same (universe, system, item, replicate).
 """
 
 from __future__ import annotations
