@@ -116,7 +116,7 @@ def validate(path: str | os.PathLike) -> Validation:
     expected). ``warnings``: for instance, sim/ models asked to rate rubric
     criteria their simulated world has no behaviour for.
     """
-    from multiverse.sim.coverage import unknown_criteria_note
+    from multiverse.sim import unknown_criteria_note
     from multiverse.spec import expand, load_spec
 
     spec = load_spec(path)

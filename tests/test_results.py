@@ -228,7 +228,7 @@ def test_notebook_view_escapes_what_came_from_the_run(results):
 
 def test_every_figure_of_a_simulated_run_says_so(results):
     """The API's figures carry the SIMULATED stamp exactly when the run was simulated (one door: figure())."""
-    from multiverse.plots.stamp import is_stamped
+    from multiverse.plots._stamp import is_stamped
 
     for simulated in (False, True):
         run = dataclasses.replace(results, manifest={"simulated": simulated})

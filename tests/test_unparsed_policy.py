@@ -24,7 +24,7 @@ from multiverse.analysis.scoring import UNLABELLED
 from multiverse.core import unparsed_rows
 from multiverse.engine import run
 from multiverse.spec import Scale, load_spec
-from multiverse.stages.judge import validate_judgment, validate_score
+from multiverse.stages._judge import validate_judgment, validate_score
 
 ROOT = Path(__file__).resolve().parents[1]
 AXIS = {"unparsed": {"exclude": {}, "against": {"scoring.unparsed": "against"}}}

@@ -20,8 +20,7 @@ from typing import Any, cast
 
 import pandas as pd
 
-from multiverse.core import MAX_UNITS
-from multiverse.core import _interrupt as interrupt
+from multiverse.core import MAX_UNITS, interrupt
 from multiverse.engine._assemble import assemble, run_manifest, run_rates
 from multiverse.engine._backend_threads import LocalThreads
 from multiverse.engine._executor import Executor, backend_class
@@ -118,7 +117,7 @@ def _warn_unknown_criteria(spec: Spec) -> None:
     """Say in one line when sim/ models would rate criteria their world has no behaviour for."""
     import warnings
 
-    from multiverse.sim.coverage import unknown_criteria_note
+    from multiverse.sim import unknown_criteria_note
 
     note = unknown_criteria_note(spec)
     if note:
@@ -364,7 +363,7 @@ def draft(
     is where the draft goes.
     """
     from multiverse.model import RequestCache
-    from multiverse.stages.draft import check_draft_places, draft_rubric, write_drafts
+    from multiverse.stages import check_draft_places, draft_rubric, write_drafts
 
     if not isinstance(spec, Spec):
         from multiverse.spec import load_spec
@@ -383,7 +382,7 @@ def draft(
     if rubric or not spec.rubric.criteria:
         import warnings
 
-        from multiverse.sim.coverage import draft_note
+        from multiverse.sim import draft_note
 
         note = draft_note(spec)
         if note:

@@ -31,7 +31,7 @@ from multiverse.core import COUNTED_STATUS, STATUSES, counted_word, orient_rates
 from multiverse.tables import split_factors, universe_ids
 
 from ..errors import InputError
-from ..sim.markers import strip_markers
+from ..sim import strip_markers
 from ._packing import Strings, pack
 
 if TYPE_CHECKING:

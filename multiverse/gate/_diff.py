@@ -77,8 +77,7 @@ class Diff:
 
     def figure(self, **options: Any) -> Any:
         """The difference curves, one panel per system (:func:`multiverse.plots.plot_diff`)."""
-        from multiverse.plots import plot_diff
-        from multiverse.plots.stamp import stamp_simulated
+        from multiverse.plots import plot_diff, stamp_simulated
 
         figure = plot_diff(self.frame, tests=self.tests, **options)
         return stamp_simulated(figure) if self.simulated else figure

@@ -11,9 +11,9 @@ has them) as .parquet and .csv plus a manifest.json, and returns the
 :class:`multiverse.errors.InputError` with a one-line message and writes nothing.
 """
 
-from multiverse.importers.assert_ import import_assert
-from multiverse.importers.inspect import import_inspect
-from multiverse.importers.promptfoo import import_promptfoo
-from multiverse.importers.table import import_table
+from multiverse.importers._assert import import_assert
+from multiverse.importers._inspect import import_inspect
+from multiverse.importers._promptfoo import import_promptfoo
+from multiverse.importers._table import import_table
 
 __all__ = ["import_assert", "import_inspect", "import_promptfoo", "import_table"]

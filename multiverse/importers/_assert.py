@@ -50,18 +50,18 @@ from multiverse.analysis.rates import compute_rates
 from multiverse.analysis.scoring import score_verdicts
 from multiverse.core import RESERVED_NAMES, SCORING_RULES, digest, universe_id
 from multiverse.errors import InputError
-from multiverse.importers._guard import import_budget
-from multiverse.importers.assert_runs import (
+from multiverse.importers._assert_runs import (
     AssertRun,
     model_name,
     option_name,
     read_run,
 )
-from multiverse.importers.directory import (
+from multiverse.importers._directory import (
     check_ci,
     resolve_primary,
     write_import_dir,
 )
+from multiverse.importers._guard import import_budget
 from multiverse.results import Results
 
 __all__ = ["INFERRED_AXES", "import_assert"]

@@ -18,7 +18,7 @@ from typing import Any
 from multiverse.core import ImportBudget
 from multiverse.errors import InputError, SpecError
 from multiverse.importers._guard import import_budget, text_only
-from multiverse.tables._folder import folder_file
+from multiverse.tables import folder_file
 
 __all__ = ["SCHEMA_VERSIONS", "AssertRun", "model_name", "option_name", "read_run"]
 

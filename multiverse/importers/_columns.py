@@ -126,7 +126,7 @@ def write_judged_import(source: str, out_dir: str | os.PathLike, *, verdicts: pd
     Inspect's and promptfoo's imports share this shape: the judge is the only axis, and a single
     judge's column is dropped, as a table without axes has none.
     """
-    from multiverse.importers.directory import resolve_primary, write_import_dir
+    from multiverse.importers._directory import resolve_primary, write_import_dir
 
     options = {uid: ({"judge": judge} if axes else {}) for uid, judge in
                verdicts.drop_duplicates("universe_id")[["universe_id", "judge"]].itertuples(index=False)}

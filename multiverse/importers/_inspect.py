@@ -47,9 +47,9 @@ import pandas as pd
 from multiverse.core import RESERVED_NAMES, universe_id
 from multiverse.errors import InputError
 from multiverse.importers._columns import import_rates, rationale_criteria, row_keys, write_judged_import
+from multiverse.importers._directory import check_ci
 from multiverse.importers._guard import checked_names, import_budget
 from multiverse.importers._inspect_log import InspectLog, read_inspect_log
-from multiverse.importers.directory import check_ci
 from multiverse.results import Results
 
 __all__ = ["import_inspect"]

@@ -36,9 +36,9 @@ import pandas as pd
 from multiverse.core import CRITERIA_COLUMNS, RESERVED_NAMES, universe_id
 from multiverse.errors import InputError
 from multiverse.importers._columns import import_rates, row_keys, write_judged_import
+from multiverse.importers._directory import check_ci
 from multiverse.importers._guard import checked_names, import_budget
 from multiverse.importers._promptfoo_file import PromptfooFile, read_promptfoo_file
-from multiverse.importers.directory import check_ci
 from multiverse.results import Results
 
 __all__ = ["import_promptfoo"]

@@ -47,13 +47,13 @@ from multiverse.core import (
 )
 from multiverse.errors import InputError
 from multiverse.importers._columns import rationale_criteria, replicate_numbers, table_transcripts
-from multiverse.importers._guard import checked_names, import_budget
-from multiverse.importers.directory import (
+from multiverse.importers._directory import (
     check_ci,
     resolve_primary,
     write_import_dir,
 )
-from multiverse.importers.table_scores import (
+from multiverse.importers._guard import checked_names, import_budget
+from multiverse.importers._table_scores import (
     check_score_arguments,
     expand,
     read_scores,
@@ -172,7 +172,7 @@ def import_table(
     Scores instead of labels: ``score`` names the column and ``scale`` its
     ``(low, high)``; each of ``cuts`` adds the option "at least K" to the mean;
     ``reference`` names a pairwise table's reference system, which is never
-    ranked (:mod:`multiverse.importers.table_scores`).
+    ranked (:mod:`multiverse.importers._table_scores`).
 
     Bounds (:class:`multiverse.core.ImportBudget`): ``max_bytes`` of table
     (uncompressed), ``max_rows`` rows, ``max_transcript_bytes`` per transcript.

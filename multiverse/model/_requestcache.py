@@ -51,8 +51,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from multiverse.core import _interrupt as interrupt
-from multiverse.core import digest
+from multiverse.core import digest, interrupt
 from multiverse.errors import ModelError
 from multiverse.model._client import Completion, ModelClient
 from multiverse.store import Held, RequestRecord, Store, scrub
@@ -73,7 +72,7 @@ def _endpoint(config: ModelConfig) -> str | None:
     """Where ``config``'s model answers from, without credentials: a ``sim/`` world by its content."""
     if config.model.startswith("sim/"):
         from multiverse.errors import SpecError
-        from multiverse.sim.loader import load_world
+        from multiverse.sim import load_world
 
         try:
             return "sim-world:" + load_world(config.api_base).digest

@@ -21,7 +21,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from multiverse.analysis.agreement import pair_matrix
-from multiverse.plots.literal import literal
+from multiverse.plots._literal import literal
 
 __all__ = ["agreement_figure", "plot_agreement", "score_agreement_figure"]
 

@@ -17,7 +17,7 @@ from matplotlib.lines import Line2D
 
 from multiverse.analysis.anchoring import Calibration
 from multiverse.core import universe_label
-from multiverse.plots.literal import literal
+from multiverse.plots._literal import literal
 
 __all__ = ["plot_calibration"]
 

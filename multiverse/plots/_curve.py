@@ -8,7 +8,7 @@ with the curve, so column i of the panel is point i of the curve. Axes and
 options keep the order given (the spec's declared order, in the report).
 The primary's label sits above the plotting area, beside the top of its
 guide line, so it never covers a point. Panels of several systems are all
-the same size (``multiverse.plots.panels``).
+the same size (``multiverse.plots._panels``).
 
 Figures are built on ``matplotlib.figure.Figure`` (Agg canvas, no pyplot
 state), so nothing leaks between calls and no display is needed. Past
@@ -34,8 +34,8 @@ from matplotlib.ticker import MaxNLocator
 from multiverse.analysis.curve import indicator_matrix, position_words, tied_positions
 from multiverse.core import orient, orient_rates, rate_name
 from multiverse.errors import InputError
-from multiverse.plots.literal import literal
-from multiverse.plots.panels import fit_panels
+from multiverse.plots._literal import literal
+from multiverse.plots._panels import fit_panels
 
 __all__ = ["DENSE", "plot_curve", "plot_curves", "plot_difference_curve"]
 

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from multiverse.plots.literal import literal
+from multiverse.plots._literal import literal
 
 __all__ = ["cut_figure"]
 

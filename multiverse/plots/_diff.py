@@ -10,7 +10,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from multiverse.errors import InputError
-from multiverse.plots.literal import literal
+from multiverse.plots._literal import literal
 
 __all__ = ["plot_diff"]
 

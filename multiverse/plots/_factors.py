@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from multiverse.plots.literal import literal
+from multiverse.plots._literal import literal
 
 __all__ = ["plot_factor_rates"]
 

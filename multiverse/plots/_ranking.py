@@ -21,7 +21,7 @@ from multiverse.analysis.ranking import (
     rank_distribution,
     universe_ranks,
 )
-from multiverse.plots.literal import literal
+from multiverse.plots._literal import literal
 
 __all__ = ["plot_rank_bump", "plot_rank_distribution", "ranking_figure"]
 

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from multiverse.plots.literal import literal
+from multiverse.plots._literal import literal
 
 __all__ = ["plot_variance"]
 

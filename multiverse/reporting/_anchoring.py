@@ -11,8 +11,8 @@ universe's ranking of systems survives the correction. Everything comes from
 
 from __future__ import annotations
 
-from .markup import _e, _figure, _fmt, _notes, _table
-from .run import _Run
+from ._markup import _e, _figure, _fmt, _notes, _table
+from ._run import _Run
 
 __all__ = ["ANCHOR", "TITLE", "_anchored"]
 

@@ -9,8 +9,8 @@ and the note of what only one run has.
 
 from __future__ import annotations
 
-from .markup import _e, _figure, _fmt, _notes, _table
-from .run import _Run
+from ._markup import _e, _figure, _fmt, _notes, _table
+from ._run import _Run
 
 __all__ = ["ANCHOR", "TITLE", "_comparison"]
 

@@ -31,7 +31,7 @@ class _Raw(str):
     """Markup built here, already safe: the table helper does not escape it again."""
 
 
-# The simulated world's hidden ground truth, ``[[sim:<tag> key=value ...]]`` (multiverse.sim.markers): the
+# The simulated world's hidden ground truth, ``[[sim:<tag> key=value ...]]`` (multiverse.sim._markers): the
 # same grammar, kept here so the report needs nothing from the simulated world to hide it.
 _SIM_MARKER = re.compile(r"[ \t]*\[\[sim:[a-z_]+(?:[ \t][^\[\]]*)?\]\]")
 
@@ -91,7 +91,7 @@ def _png(figure) -> tuple[str, int, int]:
 def _figure(figure, alt: str, caption: str, *, simulated: bool) -> str:
     """The figure as an inline PNG with its caption; ``simulated`` (required: every caller decides) stamps it."""
     if simulated:
-        from ..plots.stamp import stamp_simulated
+        from ..plots import stamp_simulated
 
         stamp_simulated(figure)
     encoded, width, height = _png(figure)

@@ -20,8 +20,8 @@ import pandas as pd
 from multiverse.core import STATUSES, counted_rows, shared_text
 from multiverse.tables import StageCounts
 
-from .markup import _collapsed, _e, _fmt, _list, _Raw, _table, _without_markers
-from .run import _Run
+from ._markup import _collapsed, _e, _fmt, _list, _Raw, _table, _without_markers
+from ._run import _Run
 
 __all__ = ["EXAMPLES_PER_CELL", "MAX_DRILLDOWN", "_drilldown", "_failures", "_provenance", "_spec"]
 

@@ -14,8 +14,8 @@ import pandas as pd
 
 from multiverse.core import counted_word, orient, orient_rates, rate_name
 
-from .markup import _collapsed, _e, _figure, _fmt, _list, _notes, _table
-from .run import _Run
+from ._markup import _collapsed, _e, _figure, _fmt, _list, _notes, _table
+from ._run import _Run
 
 __all__ = [
     "_agreement",
@@ -63,7 +63,7 @@ def _primary_rates(run: _Run) -> str:
 
 
 def _curves(run: _Run) -> str:
-    from ..plots.curve import plot_curves
+    from ..plots import plot_curves
 
     if run.universes.shape[0] < 2 or not run.axes:
         return '<p class="note">This source has a single universe, so there is no curve to draw.</p>'
@@ -156,7 +156,7 @@ def _interval_name(curve: pd.DataFrame) -> str:
 
 def _difference(run: _Run) -> str:
     from ..analysis.curve import difference_curve
-    from ..plots.curve import plot_difference_curve
+    from ..plots import plot_difference_curve
 
     if run.universes.shape[0] < 2 or not run.axes or not run.top_two:
         return ('<p class="note">A difference curve needs at least two universes and two systems with counted '
@@ -302,7 +302,7 @@ def _variance(run: _Run) -> str:
 
 
 def _agreement(run: _Run) -> str:
-    from ..plots.agreement import agreement_figure
+    from ..plots import agreement_figure
 
     parts = []
     for axis in run.tables.judge_axes():
@@ -343,7 +343,7 @@ def _agreement(run: _Run) -> str:
 
 
 def _factors(run: _Run) -> str:
-    from ..plots.factors import plot_factor_rates
+    from ..plots import plot_factor_rates
 
     rates = run.rates
     rows = rates[(rates["subgroup"] != "all") & (rates["n"] > 0)]

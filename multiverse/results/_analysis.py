@@ -133,7 +133,7 @@ class Analysis(Generic[D]):
             raise InputError(f"{self.name}: this analysis has no figure")
         figure = self.draw(**options)
         if self.simulated:
-            from multiverse.plots.stamp import stamp_simulated
+            from multiverse.plots import stamp_simulated
 
             stamp_simulated(figure)
         return figure

@@ -18,7 +18,7 @@ __all__ = ["draft_note", "unknown_criteria_note"]
 def _world(spec: Any) -> Any:
     from multiverse.work import world_uri
 
-    from .loader import load_world
+    from ._loader import load_world
 
     return load_world(world_uri(spec))
 

@@ -13,10 +13,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .dice import Dice
-from .markers import format_marker
-from .phrasing import fill, generic_probe
-from .world import Generator, World
+from ._dice import Dice
+from ._markers import format_marker
+from ._phrasing import fill, generic_probe
+from ._world import Generator, World
 
 __all__ = ["draft_case", "draft_rubric", "opportunities"]
 

@@ -1,7 +1,7 @@
 """The simulated judge: labels a transcript per criterion (``judge`` task).
 
 The judge reads the truth from the transcript's markers (see
-:func:`multiverse.sim.truth.transcript_truth`), then errs with its declared
+:func:`multiverse.sim._truth.transcript_truth`), then errs with its declared
 rates at the task's evidence standard: it sees a real opportunity with chance
 ``applicability`` (and an absent one with ``false_applicability``), and flags
 an applicable criterion with :meth:`JudgeLevel.flag_probability`. It answers
@@ -9,7 +9,7 @@ JSON per the ``judgment`` schema, each rationale tagged ``[simulated]`` and
 quoting the sentence that acted the criterion out.
 
 Asked for a score (the TASK names a scale), it scores instead
-(:mod:`multiverse.sim.scores`). With chance ``failure`` it answers something unparseable instead. That draw
+(:mod:`multiverse.sim._scores`). With chance ``failure`` it answers something unparseable instead. That draw
 depends only on the conversation up to the message carrying the TASK, so a
 repair turn appended after a failure fails again: the failure rate is the
 ``judge_failed`` rate.
@@ -21,9 +21,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .dice import Dice
-from .truth import NOT_APPLICABLE, transcript_truth
-from .world import Judge, World
+from ._dice import Dice
+from ._truth import NOT_APPLICABLE, transcript_truth
+from ._world import Judge, World
 
 __all__ = ["judge_transcript"]
 
@@ -52,7 +52,7 @@ def judge_transcript(world: World, judge: Judge, task: Mapping[str, Any], prompt
         return _unparseable(task, dice)
     scale = task.get("scale")
     if isinstance(scale, Mapping) and scale.get("type", "binary") != "binary":
-        from .scores import score_answer
+        from ._scores import score_answer
 
         return score_answer(judge.scores, scale, prompt, dice)
     truth = transcript_truth(prompt)

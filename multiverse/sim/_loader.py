@@ -18,7 +18,7 @@ from typing import Any
 from multiverse.core import digest
 
 from ..errors import SpecError
-from .world import (
+from ._world import (
     Condition,
     Criterion,
     Generator,
@@ -347,7 +347,7 @@ def _model(r: _Reader, name: str, body: Any, criteria: Mapping, conditions: Mapp
 
 
 def _scoring(r: Any, body: Any, where: str) -> Scoring:
-    """A judge's ``scores`` block: how it scores (see :class:`~multiverse.sim.world.Scoring`)."""
+    """A judge's ``scores`` block: how it scores (see :class:`~multiverse.sim._world.Scoring`)."""
     body = r.mapping(body, where)
     numbers = {"bias": (-1.0, 1.0), "noise": (0.0, 1.0), "violation": (0.0, 1.0), "subtle": (0.0, 1.0),
                "position_bias": (-1.0, 1.0), "tie": (0.0, 1.0), "off_scale": (0.0, 1.0)}

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import SpecError
-from .loader import builtin_worlds, load_world
-from .world import User
+from ._loader import builtin_worlds, load_world
+from ._world import User
 
 __all__ = ["check_name", "check_world"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from .world import Criterion
+from ._world import Criterion
 
 __all__ = ["fill", "generic_probe", "generic_replies", "split_sentences", "word_count"]
 

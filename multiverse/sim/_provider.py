@@ -21,8 +21,8 @@ from litellm.llms.custom_llm import CustomLLMError
 from litellm.types.utils import ChatCompletionMessageToolCall, Function, ModelResponse, Usage
 
 from ..errors import SpecError
-from .loader import load_world
-from .respond import respond
+from ._loader import load_world
+from ._respond import respond
 
 __all__ = ["PROVIDER", "SimProvider", "register"]
 

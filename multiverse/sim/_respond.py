@@ -14,16 +14,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import SpecError
-from .dice import Dice, plain_messages
-from .generator import draft_case, draft_rubric
-from .judges import judge_transcript
-from .loader import load_world
-from .markers import content_text, find_task
-from .phrasing import word_count
-from .targets import respond_target
-from .toolsim import simulate_tool
-from .users import simulate_user
-from .world import Generator, Judge, Target, ToolSimulator, User, World
+from ._dice import Dice, plain_messages
+from ._generator import draft_case, draft_rubric
+from ._judges import judge_transcript
+from ._loader import load_world
+from ._markers import content_text, find_task
+from ._phrasing import word_count
+from ._targets import respond_target
+from ._toolsim import simulate_tool
+from ._users import simulate_user
+from ._world import Generator, Judge, Target, ToolSimulator, User, World
 
 __all__ = ["SimReply", "respond"]
 

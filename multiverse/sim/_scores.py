@@ -1,7 +1,7 @@
 """The simulated judge asked for a score (``judge`` task with a scale): one transcript, or a pair.
 
 The judge reads each transcript's true quality from its markers
-(:func:`quality`) and answers per its declared :class:`~multiverse.sim.world.Scoring`:
+(:func:`quality`) and answers per its declared :class:`~multiverse.sim._world.Scoring`:
 a score whose mean follows the quality plus the judge's bias, or for a pair a
 preference (or a win, tie or loss) that follows the difference of the two
 qualities plus a bias toward the transcript shown first. Every draw comes from
@@ -16,9 +16,9 @@ from typing import Any
 
 from multiverse.work import PAIR_SEPARATOR
 
-from .dice import Dice
-from .truth import transcript_truth
-from .world import Scoring
+from ._dice import Dice
+from ._truth import transcript_truth
+from ._world import Scoring
 
 __all__ = ["quality", "score_answer"]
 

@@ -21,11 +21,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .dice import Dice, plain_messages
-from .generator import opportunities
-from .markers import Marker, content_text, format_marker, parse_markers, role_of
-from .phrasing import fill, generic_replies
-from .world import Target, World
+from ._dice import Dice, plain_messages
+from ._generator import opportunities
+from ._markers import Marker, content_text, format_marker, parse_markers, role_of
+from ._phrasing import fill, generic_replies
+from ._world import Target, World
 
 __all__ = ["respond_target"]
 

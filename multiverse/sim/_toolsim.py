@@ -10,8 +10,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .dice import Dice
-from .world import ToolSimulator
+from ._dice import Dice
+from ._world import ToolSimulator
 
 __all__ = ["simulate_tool"]
 

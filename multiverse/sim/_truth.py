@@ -23,10 +23,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .loader import load_world
-from .markers import content_text, parse_markers, strip_markers
-from .phrasing import split_sentences
-from .world import Judge, JudgeLevel, Target, User, World
+from ._loader import load_world
+from ._markers import content_text, parse_markers, strip_markers
+from ._phrasing import split_sentences
+from ._world import Judge, JudgeLevel, Target, User, World
 
 __all__ = [
     "Expectation",

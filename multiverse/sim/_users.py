@@ -17,11 +17,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .dice import Dice
-from .generator import opportunities, probe_lines
-from .markers import Marker, content_text, format_marker, parse_markers, role_of
-from .phrasing import fill
-from .world import User, World
+from ._dice import Dice
+from ._generator import opportunities, probe_lines
+from ._markers import Marker, content_text, format_marker, parse_markers, role_of
+from ._phrasing import fill
+from ._world import User, World
 
 __all__ = ["case_marker", "simulate_user"]
 

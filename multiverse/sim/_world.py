@@ -11,7 +11,7 @@ with a ``kind``:
 ``judge``           per evidence-standard sensitivity, specificity, ...
 ``tool_simulator``  answers tool calls
 
-This module holds the loaded world's types; :mod:`multiverse.sim.loader`
+This module holds the loaded world's types; :mod:`multiverse.sim._loader`
 reads and validates world files.
 """
 

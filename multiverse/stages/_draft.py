@@ -127,7 +127,7 @@ def write_drafts(spec: Spec, rubric: dict | None, cases: list[dict], *, force: b
 
     if rubric is not None:
         doc = {"criteria": rubric["criteria"]}
-        from ..sim.coverage import draft_note
+        from ..sim import draft_note
 
         note = draft_note(spec)
         path, point = place("rubric", "rubric")

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 from multiverse.tables._folder import (
     CAPS,
+    MAX_LINE_BYTES,
     TABLE_FILES,
     check_folder,
+    folder_file,
     read_folder_bytes,
     read_manifest,
     read_spec,
@@ -82,6 +84,7 @@ __all__ = [
     "IMPORT_FILES",
     "INDEXED_ROWS",
     "INDEX_FOLDER",
+    "MAX_LINE_BYTES",
     "RUN_FILES",
     "TABLE_FILES",
     "FolderScales",
@@ -101,6 +104,7 @@ __all__ = [
     "check_output_file",
     "check_scores",
     "csv_safe",
+    "folder_file",
     "folder_kind",
     "folder_scale",
     "folder_scales",

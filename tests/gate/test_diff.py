@@ -13,7 +13,7 @@ from conftest import sim_run_document, tiny_spec_document
 
 import multiverse as mv
 from multiverse.errors import InputError
-from multiverse.plots.stamp import is_stamped
+from multiverse.plots._stamp import is_stamped
 
 
 @pytest.fixture(scope="module")
