@@ -1,6 +1,6 @@
 """Offline checks of a spec's ``world:`` and its ``sim/`` model names and personas, for ``validate``.
 
-Registered with :mod:`multiverse.core._model_names` when this package is imported,
+Registered with ``multiverse.core.model_names`` when this package is imported,
 so the spec never imports the simulated world to check a name.
 """
 
