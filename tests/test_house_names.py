@@ -171,3 +171,61 @@ def test_the_simulator_loads_only_when_a_spec_names_it():
         "assert model_names.check_world('no-such-world', __import__('pathlib').Path('.'))\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=120)
+
+
+# Each concept's one home, and the literals no other module may write: the status "ok" (core's OK) and
+# the simulator's model prefix "sim/" (core's SIM_PREFIX and is_simulated). A model name such as the spec's
+# default "sim/judge-a" is a name, not the prefix, and a column called "ok" or a dict key is no status.
+LITERAL_HOMES = {"ok": {"multiverse/core/_vocabulary.py"}, "sim/": {"multiverse/core/_model_names.py"}}
+# a simulated tool's own reply ({"status": "ok"}) is the tool's protocol, not the audit's status
+LITERAL_ALLOWED = {"ok": {"multiverse/sim/_toolsim.py"}}
+# TODO(rooms, issue 46): analysis/ still writes "ok" in rates and scoring; it is being moved into
+# sub-rooms on another branch, and joins this check once the move has landed.
+LITERAL_PENDING = ("multiverse/analysis/",)
+
+
+def _literals(path: Path) -> list[tuple[int, str]]:
+    """(line, literal) for each status "ok" or prefix "sim/" that ``path`` writes as a literal."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip = {id(k) for n in ast.walk(tree) if isinstance(n, ast.Dict) for k in n.keys if k is not None}
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.body \
+                and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant):
+            skip.add(id(n.body[0].value))
+        if isinstance(n, ast.Subscript):  # Literal["ok", ...] types and frame["ok"] columns
+            skip |= {id(c) for c in ast.walk(n.slice)}
+    found = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.JoinedStr) and n.values and isinstance(n.values[0], ast.Constant) \
+                and str(n.values[0].value).startswith("sim/"):
+            found.append((n.lineno, "sim/"))
+            skip |= {id(c) for c in n.values}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Constant) and id(n) not in skip and n.value in LITERAL_HOMES:
+            found.append((n.lineno, n.value))
+    return sorted(found)
+
+
+def test_statuses_and_the_simulator_prefix_are_written_in_one_place():
+    wrong = []
+    for path in _python_files():
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith(LITERAL_PENDING):
+            continue
+        for line, literal in _literals(path):
+            if rel not in LITERAL_HOMES[literal] | LITERAL_ALLOWED.get(literal, set()):
+                wrong.append(f"{rel}:{line}: {literal!r}")
+    assert not wrong, "use core's OK, SIM_PREFIX or is_simulated:\n" + "\n".join(wrong)
+
+
+def test_the_literal_check_sees_what_it_is_for(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text('"""ok"""\n'
+                      'from typing import Literal\n'
+                      'S = Literal["ok", "excluded"]\n'
+                      'record = {"ok": 1, "status": "ok"}\n'
+                      'frame = {}\n'
+                      'frame["ok"]\n'
+                      'def f(model, name):\n'
+                      '    return model.startswith("sim/"), f"sim/{name}", "sim/judge-a"\n', encoding="utf-8")
+    assert _literals(sample) == [(4, "ok"), (8, "sim/"), (8, "sim/")]

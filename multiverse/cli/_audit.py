@@ -11,6 +11,8 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from multiverse.core import FAILED_STATUSES
+
 from ._output import print_json, print_table, say
 
 if TYPE_CHECKING:
@@ -145,7 +147,7 @@ def _run_and_say(spec, args, out):
             say(f"  {stage:<8} {_outcome_line(counts)}; {counts.calls} model calls made")
     statuses = ", ".join(f"{v} {k}" for k, v in m.statuses.items() if v)
     say(f"  verdicts: {sum(m.statuses.values())} ({statuses})")
-    failed = sum(m.statuses.get(s, 0) for s in ("rollout_failed", "judge_failed"))
+    failed = sum(m.statuses.get(s, 0) for s in FAILED_STATUSES)
     if failed and m.simulated:
         say(f"  note: the simulated world fails on purpose (its users and judges have declared failure rates), "
               f"so some of these {failed} failures are injected, not faults of the run")

@@ -32,7 +32,17 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["ROLES", "WORLD_PROVIDER", "check", "check_world", "register", "register_loader", "register_world"]
+__all__ = [
+    "ROLES",
+    "SIM_PREFIX",
+    "WORLD_PROVIDER",
+    "check",
+    "check_world",
+    "is_simulated",
+    "register",
+    "register_loader",
+    "register_world",
+]
 
 #: role in the spec -> what the role needs of a model
 ROLES = ("system", "judge", "user", "generator", "tool_simulator")
@@ -41,13 +51,20 @@ Checker = Callable[[str, str, "str | None", "str | None"], list[tuple[str, str]]
 
 WorldChecker = Callable[[str, Path], "str | None"]
 
-#: The provider whose models live in the spec's ``world:``.
+#: The provider whose models live in the spec's ``world:``: the simulator.
 WORLD_PROVIDER = "sim"
+#: How a simulated model's name begins (``sim/judge-a``): the one place the prefix is written.
+SIM_PREFIX = f"{WORLD_PROVIDER}/"
 
 _checkers: dict[str, Checker] = {}
 _world_checkers: dict[str, WorldChecker] = {}
 _loaders: dict[str, Callable[[], object]] = {}
 _lock = threading.Lock()
+
+
+def is_simulated(model: object) -> bool:
+    """Whether ``model`` (a model name) is one of the simulator's, which answers offline, free and labelled."""
+    return str(model).startswith(SIM_PREFIX)
 
 
 def register(provider: str, checker: Checker) -> None:

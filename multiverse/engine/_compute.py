@@ -14,6 +14,7 @@ import threading
 import time
 from typing import Any
 
+from multiverse.core import OK
 from multiverse.errors import BudgetExceeded, ModelError
 from multiverse.model import ModelClient
 from multiverse.store import CaseRecord, JudgmentRecord, Store, TranscriptRecord, Turn, call_of, provenance
@@ -94,7 +95,7 @@ def _case(client: ModelClient, unit: CaseUnit) -> CaseRecord:
     assert unit.generator is not None  # only generated cases are computed
     case, completion = draft_case(client, unit.spec, unit.generator, unit.cell, unit.index, seed=unit.seed)
     return {
-        "status": "ok",
+        "status": OK,
         "case_id": unit.case_id,
         "cell": dict(unit.cell),
         "case": case,

@@ -20,7 +20,7 @@ from typing import Any, cast
 
 import pandas as pd
 
-from multiverse.core import MAX_UNITS, interrupt
+from multiverse.core import MAX_UNITS, OK, interrupt
 from multiverse.engine._assemble import assemble, run_manifest, run_rates
 from multiverse.engine._backend_threads import LocalThreads
 from multiverse.engine._executor import Executor, backend_class
@@ -277,13 +277,13 @@ def _run_stages(work: Work, st: Store, client: ModelClient, executor: Executor, 
     stage("case", records["case"], missing_cases)
     for key, case in work.cases.items():
         if case.given is not None:
-            records["case"][key] = {"status": "ok", "case": dict(case.given)}
+            records["case"][key] = {"status": OK, "case": dict(case.given)}
     cases = records["case"]
     stage("transcript", records["transcript"], [t for t in missing_transcripts if t.case_key in cases],
           lambda unit: dict(cases[unit.case_key]["case"]))
     transcripts = records["transcript"]
     def rolled(key: str | None) -> bool:
-        return key is None or (key in transcripts and transcripts[key]["status"] == "ok")
+        return key is None or (key in transcripts and transcripts[key]["status"] == OK)
 
     def judged(unit: Any) -> Any:
         # A pairwise judge reads two transcripts: the system's and the reference system's.

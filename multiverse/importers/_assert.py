@@ -48,7 +48,7 @@ import pandas as pd
 
 from multiverse.analysis.rates import compute_rates
 from multiverse.analysis.scoring import score_verdicts
-from multiverse.core import RESERVED_NAMES, SCORING_RULES, digest, universe_id
+from multiverse.core import OK, RESERVED_NAMES, SCORING_RULES, digest, universe_id
 from multiverse.errors import InputError
 from multiverse.importers._assert_runs import (
     AssertRun,
@@ -392,7 +392,7 @@ def _judgment(run, scores_file, line, row, judgment_key, criteria, samples) -> N
     if status in _SKIPPED:
         samples.append((judgment_key, 0, "excluded", f"{status}: {error}" if error else status))
         return
-    if status != "ok":
+    if status != OK:
         reason = error or ("judge_failed" if status == "judge_failed" else f"judge_status {status}")
         samples.append((judgment_key, 0, "judge_failed", reason))
         return
@@ -407,7 +407,7 @@ def _judgment(run, scores_file, line, row, judgment_key, criteria, samples) -> N
         if not isinstance(nodes, list):
             samples.append((judgment_key, sample, "judge_failed", "verdict without node_judgments"))
             continue
-        samples.append((judgment_key, sample, "ok", ""))
+        samples.append((judgment_key, sample, OK, ""))
         for index, node in enumerate(nodes):
             criteria.append(_criterion(run, scores_file, line, judgment_key, sample, index, node))
     for extra in range(failed):

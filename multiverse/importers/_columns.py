@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from multiverse.core import CRITERIA_COLUMNS
+from multiverse.core import CRITERIA_COLUMNS, OK
 from multiverse.errors import InputError
 from multiverse.importers._guard import MAX_REPLICATE
 
@@ -51,7 +51,7 @@ def row_keys(columns: pd.DataFrame, kind: str) -> np.ndarray:
 
 def assistant_transcript(system: str, text: str) -> dict[str, Any]:
     """A transcript record of one answer (a table's or a result file's output)."""
-    return {"system": system, "status": "ok", "reason": "", "turns": [{"role": "assistant", "content": text}]}
+    return {"system": system, "status": OK, "reason": "", "turns": [{"role": "assistant", "content": text}]}
 
 
 def table_transcripts(values: pd.Series, where: pd.DataFrame, *, path: Path | None = None,

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from multiverse.core import RESERVED_NAMES, universe_id
+from multiverse.core import OK, RESERVED_NAMES, universe_id
 from multiverse.errors import InputError
 from multiverse.importers._columns import import_rates, rationale_criteria, row_keys, write_judged_import
 from multiverse.importers._directory import check_ci
@@ -108,7 +108,7 @@ def import_inspect(
     axes = ["judge"] if len({log.judge for log in read}) > 1 else []
     verdicts, transcripts, rationales, criteria_names = _verdicts(read, axes, factors)
     warnings = _pairing_notes(verdicts, axes) + _epoch_notes(read) + _excluded_notes(read)
-    scored = bool(verdicts["compliant"].isna().to_numpy()[(verdicts["status"] == "ok").to_numpy()].any())
+    scored = bool(verdicts["compliant"].isna().to_numpy()[(verdicts["status"] == OK).to_numpy()].any())
     scale = {"type": "continuous", "min": 0.0, "max": 1.0} if scored else {"type": "binary"}
     if not scored:
         verdicts["score"] = np.nan  # binary: the label is the measurement
@@ -175,7 +175,7 @@ def _verdicts(read: list[InspectLog], axes: list[str], factors: list[str]
     for key, system, turns, status, reason in frame[["transcript_key", "system", "_turns", "status", "reason"]
                                                     ].itertuples(index=False):
         failed = status == "rollout_failed"
-        transcripts.setdefault(key, {"system": system, "status": "rollout_failed" if failed else "ok",
+        transcripts.setdefault(key, {"system": system, "status": "rollout_failed" if failed else OK,
                                      "reason": reason if failed else "", "turns": turns})
     frame["compliant"] = frame["compliant"].astype("boolean")
     frame["score"] = frame["score"].astype("float64")

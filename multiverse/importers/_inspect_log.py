@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from multiverse.core import ImportBudget, regular_file_problem, whole_number_problem
+from multiverse.core import OK, ImportBudget, regular_file_problem, whole_number_problem
 from multiverse.errors import InputError
 from multiverse.importers._guard import MAX_REPLICATE, import_budget
 
@@ -216,7 +216,7 @@ def _row(path: Path, index: int, sample: Any, scorer: str, key: str | None, part
     turns = _turns(path, where, sample.messages or [], budget)
     completion = sample.output.completion if sample.output is not None else ""
     digest = hashlib.sha256(str(completion).encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    row = LogRow(case_id=case_id, replicate=epoch, status="ok", reason="", compliant=None, score=math.nan,
+    row = LogRow(case_id=case_id, replicate=epoch, status=OK, reason="", compliant=None, score=math.nan,
                  rationale="", output_digest=digest, factors=_factors(path, where, sample.metadata, factors),
                  turns=turns)
     if sample.error is not None:

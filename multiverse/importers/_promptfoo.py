@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from multiverse.core import CRITERIA_COLUMNS, RESERVED_NAMES, universe_id
+from multiverse.core import CRITERIA_COLUMNS, OK, RESERVED_NAMES, universe_id
 from multiverse.errors import InputError
 from multiverse.importers._columns import import_rates, row_keys, write_judged_import
 from multiverse.importers._directory import check_ci
@@ -129,7 +129,7 @@ def _verdicts(read: list[PromptfooFile], axes: list[str], factors: list[str]
     for key, system, prompt, output, status, reason in frame[
             ["transcript_key", "system", "_prompt", "_output", "status", "reason"]].itertuples(index=False):
         failed = status == "rollout_failed"
-        transcripts.setdefault(key, {"system": system, "status": "rollout_failed" if failed else "ok",
+        transcripts.setdefault(key, {"system": system, "status": "rollout_failed" if failed else OK,
                                      "reason": reason if failed else "",
                                      "turns": [{"role": "user", "content": prompt},
                                                {"role": "assistant", "content": output}]})
@@ -165,7 +165,7 @@ def _count_notes(read: list[PromptfooFile]) -> list[str]:
     for file in read:
         passed = sum(row.compliant is True for row in file.rows)
         failed = sum(row.compliant is False for row in file.rows)
-        errors = sum(row.status != "ok" for row in file.rows)
+        errors = sum(row.status != OK for row in file.rows)
         if (passed, failed) != (file.successes, file.failures):
             notes.append(f"{file.path}: the results hold {passed} passes and {failed} failures, its stats say "
                          f"{file.successes} and {file.failures}")

@@ -37,6 +37,7 @@ import pandas as pd
 
 from multiverse.analysis.rates import compute_rates
 from multiverse.core import (
+    OK,
     RESERVED_NAMES,
     ImportBudget,
     both_spellings,
@@ -220,7 +221,7 @@ def import_table(
 
     verdicts = _verdict_frame(path, frame, universe_ids, axis_values, systems, items, factors, replicates)
     transcripts = _judged_keys(path, frame, verdicts, optional)
-    verdicts["status"] = np.where(empty, "excluded", "ok")
+    verdicts["status"] = np.where(empty, "excluded", OK)
     verdicts["reason"] = np.where(empty, "missing label", "")
     labels = pd.array(compliant, dtype="boolean")
     labels[empty if scored is None else slice(None)] = pd.NA  # a score is not a compliance label (as in a run)

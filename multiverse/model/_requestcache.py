@@ -51,7 +51,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from multiverse.core import digest, interrupt
+from multiverse.core import OK, digest, interrupt, is_simulated
 from multiverse.errors import ModelError
 from multiverse.model._client import Completion, ModelClient
 from multiverse.store import Held, RequestRecord, Store, scrub
@@ -70,7 +70,7 @@ _POLL = 0.05
 
 def _endpoint(config: ModelConfig) -> str | None:
     """Where ``config``'s model answers from, without credentials: a ``sim/`` world by its content."""
-    if config.model.startswith("sim/"):
+    if is_simulated(config.model):
         from multiverse.errors import SpecError
         from multiverse.sim import load_world
 
@@ -221,7 +221,7 @@ class RequestCache:
 
     def _stored(self, key: str) -> Completion | None:
         record = self.store.get(STAGE, key)
-        if record is None or record.get("status") != "ok":
+        if record is None or record.get("status") != OK:
             return None
         with self._lock:
             self.stored_answers += 1
@@ -230,7 +230,7 @@ class RequestCache:
 
 def _record(config: ModelConfig, completion: Completion) -> RequestRecord:
     return {
-        "status": "ok",
+        "status": OK,
         "reason": "",
         "answer": {"text": completion.text, "parsed": completion.parsed, "tool_calls": list(completion.tool_calls),
                    "model_reported": completion.model_reported},

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from multiverse.core import STATUSES, counted_rows, shared_text
+from multiverse.core import EXCLUDED, OK, STATUSES, counted_rows, shared_text
 from multiverse.tables import StageCounts
 
 from ._markup import _collapsed, _e, _fmt, _list, _Raw, _table, _without_markers
@@ -51,10 +51,10 @@ def _failures(run: _Run) -> str:
     options = run.universes.set_index("universe_id")[run.axes]
     rows = [[u, *options.loc[u].tolist(), s, *[int(x) for x in counts]]
             for (u, s), counts in zip(cells.index, cells.to_numpy())]
-    with_failures = int((cells[[c for c in statuses if c not in ("ok", "excluded")]].sum(axis=1) > 0).sum())
+    with_failures = int((cells[[c for c in statuses if c not in (OK, EXCLUDED)]].sum(axis=1) > 0).sum())
     out += _collapsed(f"Per universe × system ({len(rows)} rows, {with_failures} with a failure)",
                       _table(["universe", *run.axes, "system", *statuses], rows))
-    failed = v[v["status"] != "ok"]
+    failed = v[v["status"] != OK]
     out += "<h3>Reasons</h3>"
     if failed.empty:
         out += "<p>Every verdict is ok.</p>"
@@ -128,9 +128,9 @@ def _pick_examples(run: _Run) -> pd.DataFrame:
     v = run.verdicts
     order = {u: i for i, u in enumerate(run.universes["universe_id"])}
     system_order = {s: i for i, s in enumerate(run.systems)}
-    status = v["status"].astype(str) if "status" in v.columns else pd.Series("ok", index=v.index)
+    status = v["status"].astype(str) if "status" in v.columns else pd.Series(OK, index=v.index)
     compliant = v["compliant"].astype("boolean")
-    priority = np.select([(status == "ok") & compliant.eq(False).fillna(False), (status == "ok")],
+    priority = np.select([(status == OK) & compliant.eq(False).fillna(False), (status == OK)],
                          [0, 1], default=2)
     frame = v.assign(_u=v["universe_id"].map(order), _s=v["system"].map(system_order), _p=priority)
     frame = frame.sort_values(["_u", "_s", "_p", "case_id"], kind="stable")
@@ -140,8 +140,8 @@ def _pick_examples(run: _Run) -> pd.DataFrame:
 
 
 def _example(run: _Run, row: pd.Series, criteria: pd.DataFrame | None) -> str:
-    status = str(row.get("status", "ok"))
-    if status == "ok":
+    status = str(row.get("status", OK))
+    if status == OK:
         label = row["compliant"]
         verdict = ("<b>unlabelled</b>" if pd.isna(label) else '<span class="yes">compliant</span>' if bool(label)
                    else '<span class="no">non-compliant</span>')
@@ -175,7 +175,7 @@ def _transcript(run: _Run, row: pd.Series) -> str:
             text += f"\n→ calls {call.get('name')}({_without_markers(str(call.get('arguments')))})"
         klass = role.split()[0] if role.split()[0] in ("user", "assistant", "tool") else "other"
         turns.append(f'<div class="turn {klass}"><span class="role">{_e(role)}</span>{_e(text)}</div>')
-    if record.get("status") not in (None, "ok"):
+    if record.get("status") not in (None, OK):
         turns.append(f'<p class="note">Rollout status: {_e(record.get("status"))} {_e(_without_markers(str(record.get("reason") or "")))}</p>')
     return "".join(turns) or '<p class="note">The transcript has no turns.</p>'
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from multiverse.core import is_simulated
+
 __all__ = ["draft_note", "unknown_criteria_note"]
 
 
@@ -30,7 +32,7 @@ def _uses_sim(spec: Any) -> bool:
         for patch in options.values():
             models += [v for path, v in patch.items()
                        if path.startswith(("judge.", "systems")) and path.endswith("model") and isinstance(v, str)]
-    return any(str(m).startswith("sim/") for m in models)
+    return any(is_simulated(m) for m in models)
 
 
 def unknown_criteria_note(spec: Any) -> str | None:
@@ -49,7 +51,7 @@ def unknown_criteria_note(spec: Any) -> str | None:
 
 def draft_note(spec: Any) -> str | None:
     """One line when the simulated generator drafts the rubric: it drafts its world's criteria, not the concept's."""
-    if not str(spec.design.generator.model).startswith("sim/"):
+    if not is_simulated(spec.design.generator.model):
         return None
     world = _world(spec)
     return (f"the simulated generator drafts the criteria of its world {world.name!r} "

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from multiverse.core import SIM_PREFIX
+
 from ..errors import SpecError
 from ._loader import builtin_worlds, load_world
 from ._world import User
@@ -52,8 +54,8 @@ def check_name(name: str, role: str, api_base: str | None, persona: str | None) 
     model = world.models.get(name)
     if model is None or model.kind not in kinds:
         what = "an unknown model" if model is None else f"a {model.kind}, not a {' or '.join(kinds)}"
-        listed = ", ".join(f"sim/{n}" for n in fitting) or "(none declared)"
-        return [("model", f"sim/{name} is {what} in world '{world.name}'; expected one of: {listed}")]
+        listed = ", ".join(f"{SIM_PREFIX}{n}" for n in fitting) or "(none declared)"
+        return [("model", f"{SIM_PREFIX}{name} is {what} in world '{world.name}'; expected one of: {listed}")]
     if role == "user" and persona and isinstance(model, User) and persona not in model.personas:
         listed = ", ".join(sorted(model.personas)) or "(none declared)"
         problem = f"unknown persona {persona!r} for sim/{name} in world '{world.name}'; expected one of: {listed}, or no persona"

@@ -20,6 +20,8 @@ from litellm import CustomLLM
 from litellm.llms.custom_llm import CustomLLMError
 from litellm.types.utils import ChatCompletionMessageToolCall, Function, ModelResponse, Usage
 
+from multiverse.core import SIM_PREFIX
+
 from ..errors import SpecError
 from ._loader import load_world
 from ._respond import respond
@@ -50,7 +52,7 @@ def _price_world(api_base: str | None) -> None:
         }
         entries = {}
         for name in world.models:
-            entries[f"sim/{name}"] = dict(free)
+            entries[f"{SIM_PREFIX}{name}"] = dict(free)
             entries[world.reported(name)] = dict(free)
         litellm.register_model(entries)
         _priced.add(world.digest)

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from multiverse.core import SIM_PREFIX
+
 from ..errors import SpecError
 from ._dice import Dice, plain_messages
 from ._generator import draft_case, draft_rubric
@@ -68,7 +70,7 @@ def respond(
     for a TASK its kind does not do.
     """
     w = load_world(world)
-    name = model.removeprefix("sim/")
+    name = model.removeprefix(SIM_PREFIX)
     spec = w.model(name)
     if not messages:
         raise SpecError(w.source, f"models.{name}", "at least one message in the call")

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from multiverse.core import SIM_PREFIX
+
 from ..errors import SpecError
 
 __all__ = [
@@ -270,7 +272,7 @@ class World:
 
     def model(self, name: str) -> Model:
         """The model called ``name`` (with or without the ``sim/`` prefix)."""
-        short = name.removeprefix("sim/")
+        short = name.removeprefix(SIM_PREFIX)
         try:
             return self.models[short]
         except KeyError:
@@ -280,7 +282,7 @@ class World:
 
     def reported(self, name: str) -> str:
         """The model name a response reports: ``sim/<name>@<world digest>``."""
-        return f"sim/{name.removeprefix('sim/')}@{self.digest}"
+        return f"{SIM_PREFIX}{name.removeprefix(SIM_PREFIX)}@{self.digest}"
 
     def condition_of(self, cell: Mapping[str, Any]) -> str | None:
         """The interaction condition of a design cell: the first factor level that names one."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from multiverse.core import ModelConfig
+from multiverse.core import OK, ModelConfig
 from multiverse.model import ModelClient
 from multiverse.store import Call, CriterionLabel, JudgmentRecord, call_of
 from multiverse.work import judge_messages, judgment_schema, render_transcript, score_messages, score_schema
@@ -126,7 +126,7 @@ def score_transcript(
     call = call_of(completion)
     if score is None:
         return {"status": "judge_failed", "reason": problem, "criteria": []}, call
-    record: JudgmentRecord = {"status": "ok", "reason": "", "criteria": [], "score": score, "rationale": rationale}
+    record: JudgmentRecord = {"status": OK, "reason": "", "criteria": [], "score": score, "rationale": rationale}
     if reference is not None:
         record["position"] = position
     return record, call
@@ -154,4 +154,4 @@ def judge_transcript(
     call = call_of(completion)
     if rows is None:
         return {"status": "judge_failed", "reason": problem, "criteria": []}, call
-    return {"status": "ok", "reason": "", "criteria": rows}, call
+    return {"status": OK, "reason": "", "criteria": rows}, call

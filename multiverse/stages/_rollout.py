@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from multiverse.core import ModelConfig
+from multiverse.core import OK, ModelConfig
 from multiverse.model import ModelClient
 from multiverse.spec import ToolCodeError, load_function
 from multiverse.store import TranscriptRecord, Turn, call_of, storable_text
@@ -127,7 +127,7 @@ def run_rollout(client: ModelClient, job: RolloutJob) -> tuple[TranscriptRecord,
         return {"status": "rollout_failed", "reason": failure.reason, "turns": conversation}, turns_meta
     if not any(m["role"] == "assistant" for m in conversation):
         return {"status": "rollout_failed", "reason": "no_system_turn", "turns": conversation}, turns_meta
-    return {"status": "ok", "reason": "", "stop_reason": stop_reason, "turns": conversation}, turns_meta
+    return {"status": OK, "reason": "", "stop_reason": stop_reason, "turns": conversation}, turns_meta
 
 
 def _user_turn(client: ModelClient, job: RolloutJob, conversation: list, turn: int, meta: list) -> tuple[str, bool]:
