@@ -22,8 +22,9 @@ import pandas as pd
 
 from multiverse.analysis import adjust_tests, case_matrix, difference_curve, included_verdicts, joint_difference_test
 from multiverse.analysis.estimates import CONTRIBUTION
+from multiverse.core import json_ready
 from multiverse.errors import InputError
-from multiverse.results import Results, json_safe, load_run
+from multiverse.results import Results, load_run
 
 __all__ = ["Diff", "diff"]
 
@@ -67,7 +68,7 @@ class Diff:
         return pd.DataFrame(rows)
 
     def to_dict(self) -> dict[str, Any]:
-        return json_safe({
+        return json_ready({
             "baseline": self.baseline, "candidate": self.candidate, "alpha": self.alpha,
             "difference": "rate(candidate) - rate(baseline), paired on shared cases, interval clustered by case",
             "systems": self.summary().to_dict(orient="records"), "tests": self.tests,

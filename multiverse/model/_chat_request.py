@@ -12,23 +12,13 @@ first). :class:`multiverse.model._llm.LiteLLMClient` owns one per client.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
 from typing import Any
 
-from multiverse.core import ModelConfig
+from multiverse.core import ModelConfig, json_ready
 from multiverse.model._connections import Connections
 from multiverse.model._providers import OPENAI_COMPATIBLE, load_litellm, provider_of
 
 __all__ = ["ChatRequests"]
-
-
-def _plain(value: Any) -> Any:
-    """JSON-ready copy of spec data (read-only mappings, tuples) for a request body."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
 
 
 class ChatRequests:
@@ -66,7 +56,7 @@ class ChatRequests:
         if tools:
             # Spec tools are read-only mappings, which litellm's request
             # builders do not take for dicts: send plain JSON.
-            request["tools"] = _plain(tools)
+            request["tools"] = json_ready(tools)
         mode = self.schema_mode(config) if schema is not None else None
         if mode == "json_schema":
             request["response_format"] = {

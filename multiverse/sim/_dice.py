@@ -13,7 +13,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from multiverse.core import canonical_json
+from multiverse.core import canonical_json, json_ready
 
 __all__ = ["Dice", "plain_messages"]
 
@@ -72,22 +72,11 @@ def plain_messages(messages: Sequence[Any]) -> list[dict]:
         if not isinstance(message, Mapping):
             dump = getattr(message, "model_dump", None)
             message = dump() if callable(dump) else dict(getattr(message, "__dict__", {}))
-        entry = {"role": str(message.get("role", "")), "content": _plain(message.get("content"))}
+        entry = {"role": str(message.get("role", "")), "content": json_ready(message.get("content"), other=str)}
         for key in ("tool_calls", "tool_call_id", "name"):
             if message.get(key) is not None:
-                entry[key] = _plain(message[key])
+                entry[key] = json_ready(message[key], other=str)
         plain.append(entry)
     return plain
 
 
-def _plain(value: Any) -> Any:
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        return _plain(dump())
-    return str(value)

@@ -15,7 +15,7 @@ from multiverse.analysis.case_matrix import case_matrix
 from multiverse.analysis.case_resampling import counts_of_rates
 from multiverse.analysis.matrix_counts import counts_of_matrix, rates_of_matrix
 from multiverse.analysis.rates import system_rates
-from multiverse.results import json_safe
+from multiverse.core import json_ready as json_safe
 
 AXES = ["judge", "prompt"]
 
