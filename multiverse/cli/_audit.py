@@ -213,24 +213,25 @@ def cmd_power(args) -> int:
 
     result = power(load_spec(args.spec), baseline_rate=args.baseline, alpha=args.alpha, power=args.power,
                         human=args.human)
-    cases = result["comparisons"][0]["n_per_group"]
     if args.json:
-        print_json(result)
+        print_json(result.to_dict())
         return 0
+    document = result.typed
+    cases = document.comparisons[0].n_per_group
     say(f"{cases} cases per system per universe; baseline rate {args.baseline}, alpha {args.alpha}, power {args.power}")
-    for c in result["comparisons"]:
-        if c["detectable_difference"] is None:
-            say(f"  {c['scope']} ({c['n_per_group']} per group): {c['note']}")
+    for c in document.comparisons:
+        if c.detectable_difference is None:
+            say(f"  {c.scope} ({c.n_per_group} per group): {c.note}")
         else:
             ways = "; ".join(f"{way} {d:.3f} (to {args.baseline - d if way == 'lower' else args.baseline + d:.3f})"
                              if d is not None else f"{way}: none before the rate leaves [0, 1]"
-                             for way, d in c["detectable"].items())
-            say(f"  {c['scope']} ({c['n_per_group']} per group): detectable difference {ways}")
-    for c in result["cases_needed"]:
-        say(f"  to detect {c['difference']:.2f} {c['direction']}: {c['n_per_group']} cases per group")
-    say(f"assumption: {result['assumption']}")
-    if result.get("human"):
-        _print_human_power(result["human"])
+                             for way, d in c.detectable.items())
+            say(f"  {c.scope} ({c.n_per_group} per group): detectable difference {ways}")
+    for need in document.cases_needed:
+        say(f"  to detect {need.difference:.2f} {need.direction}: {need.n_per_group} cases per group")
+    say(f"assumption: {document.assumption}")
+    if result.document.get("human"):
+        _print_human_power(result.document["human"])
     return 0
 
 
