@@ -29,7 +29,7 @@ from multiverse.analysis import calibrate
 from multiverse.labelling import draw_sample
 from multiverse.results._load import load_run
 from multiverse.sim import expected_overall
-from multiverse.stages.rollout import USER_ATTEMPTS
+from multiverse.stages._rollout import USER_ATTEMPTS
 
 SPEC = Path(__file__).resolve().parent.parent / "specs" / "human-anchor-sim.yaml"
 ORACLE = "oracle"

@@ -27,8 +27,9 @@ the functions that call models import litellm.
 import os as _os
 from typing import TYPE_CHECKING
 
+from .core import __version__
 from .core import lazy_names as _lazy_names
-from .core._version import __version__
+from .core import model_names as _model_names
 from .errors import (
     BudgetExceeded,
     InputError,
@@ -45,21 +46,29 @@ if TYPE_CHECKING:  # the names' real types for type checkers; at run time they a
     from .gate import check, diff
     from .importers import import_assert, import_inspect, import_lm_eval, import_promptfoo, import_table
     from .results import Analysis, Results, load_run
-    from .spec import load_spec
-    from .spec._grid import expand
+    from .spec import expand, load_spec
 
 # litellm fetches a remote price map at import unless told not to; importing
 # multiverse must never touch the network.
 _os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
+def _load_sim() -> None:
+    import multiverse.sim  # noqa: F401  (registers the sim provider's name and world checkers)
+
+
+# The ground floor's registry of offline-checkable model names knows no provider: the package root, above
+# every room, tells it how to load the simulator's checkers when a spec first names a sim/ model or a world.
+_model_names.register_loader("sim", _load_sim)
+
+
 # public name -> the module that defines it
 _LAZY = {
     "load_spec": "multiverse.spec",
-    "expand": "multiverse.spec._grid",
-    "plan": "multiverse.engine._pipeline",
-    "run": "multiverse.engine._pipeline",
-    "draft": "multiverse.engine._pipeline",
+    "expand": "multiverse.spec",
+    "plan": "multiverse.engine",
+    "run": "multiverse.engine",
+    "draft": "multiverse.engine",
     "load_run": "multiverse.results",
     "report": "multiverse._api",
     "label": "multiverse._api",

@@ -17,7 +17,7 @@ from multiverse.spec import Spec, Universe, UniverseCount
 if TYPE_CHECKING:
     # Imported where used: validating, expanding or counting a spec needs neither pandas nor the
     # results (1 s of start-up here).
-    from multiverse.results import Results
+    from multiverse.results import Analysis, PowerDocument, Results
     from multiverse.store import GcReport, Migration, StoreStats
 
 __all__ = ["Validation", "count_universes", "label", "power", "report", "store_gc", "store_migrate", "store_stats", "validate"]
@@ -79,23 +79,27 @@ def label(source: str | os.PathLike, n: int, out: str | os.PathLike, *, seed: in
 
 
 def power(spec: Spec, *, baseline_rate: float = 0.8, alpha: float = 0.05, power: float = 0.8,
-          human: int | None = None) -> dict[str, Any]:
-    """Design power at the cases ``spec`` plans, before anything runs.
+          human: int | None = None) -> Analysis[PowerDocument]:
+    """Design power at the cases ``spec`` plans, before anything runs, as ``Results.power`` gives it for a run.
 
     The smallest difference between two rates the planned cases can detect,
     and the cases a difference would need (``analysis.design_power`` at the
     spec's transcripts per system and universe, and at its smallest design
-    cell). ``human``: plan that many human labels per system too; the
-    document then has a ``human`` key.
+    cell): an ``Analysis`` whose ``typed`` is a ``PowerDocument`` and whose
+    ``frame`` has a row per comparison. ``human``: plan that many human labels
+    per system too; the document then has a ``human`` key.
     """
+    import pandas as pd
+
     from multiverse.analysis import design_power, human_power
+    from multiverse.results import Analysis, PowerDocument
     from multiverse.spec import planned_cases
 
     cases, per_cell = planned_cases(spec)
     document = design_power(cases=cases, cases_per_cell=per_cell, baseline_rate=baseline_rate, alpha=alpha, power=power)
     if human is not None:
         document["human"] = human_power(labels=human, transcripts=cases, baseline_rate=baseline_rate, alpha=alpha)
-    return document
+    return Analysis("power", document, pd.DataFrame(document["comparisons"]), schema=PowerDocument)
 
 
 @dataclass(frozen=True)
@@ -118,7 +122,7 @@ def validate(path: str | os.PathLike) -> Validation:
     expected). ``warnings``: for instance, sim/ models asked to rate rubric
     criteria their simulated world has no behaviour for.
     """
-    from multiverse.sim.coverage import unknown_criteria_note
+    from multiverse.sim import unknown_criteria_note
     from multiverse.spec import expand, load_spec
 
     spec = load_spec(path)

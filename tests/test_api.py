@@ -51,7 +51,7 @@ CONSTANTS = {"CONTRIBUTION", "MEAN_ESTIMATORS", "__version__"}
 PLOTS = [
     "plot_curve", "plot_curves", "plot_difference_curve", "agreement_figure", "plot_agreement", "score_agreement_figure",
     "ranking_figure", "plot_rank_bump", "plot_rank_distribution", "plot_variance", "plot_factor_rates",
-    "plot_calibration", "plot_diff", "cut_figure",
+    "plot_calibration", "plot_diff", "cut_figure", "stamp_simulated",
 ]
 
 

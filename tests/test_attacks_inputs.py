@@ -702,7 +702,7 @@ def test_an_axis_with_too_many_options_is_refused_before_resolving_them(tmp_path
 
 def test_the_ranking_figure_marks_no_stand_in_primary():
     from multiverse.analysis import system_rates
-    from multiverse.plots.ranking import ranking_figure
+    from multiverse.plots import ranking_figure
 
     rows = [{"universe_id": u, "judge": u, "system": s, "case_id": f"c{i}", "status": "ok",
              "compliant": (i + len(s) + len(u)) % 3 == 0} for u in ("j1", "j2", "j3") for s in ("A", "B") for i in range(6)]

@@ -377,7 +377,7 @@ def test_an_import_reads_names_in_nfc_and_finds_columns_in_either_spelling(tmp_p
 
 
 def test_any_import_refuses_look_alikes_before_writing(tmp_path):
-    from multiverse.importers.directory import write_import_dir
+    from multiverse.importers._directory import write_import_dir
 
     verdicts = pd.DataFrame({"universe_id": ["u", "u"], "judge": ["j", "j"], "system": ["A", "A"],
                              "case_id": [NFC, NFD]})

@@ -341,7 +341,7 @@ def test_over_http_only_the_offered_tool_with_json_arguments_reaches_code(tmp_pa
 
 
 def test_a_flood_of_calls_and_absurdly_nested_arguments_run_nothing_extra(tmp_path):
-    from multiverse.stages.rollout import MAX_TOOL_CALLS
+    from multiverse.stages._rollout import MAX_TOOL_CALLS
 
     deep = '{"a": ' * 900 + "1" + "}" * 900  # parses, but nests past what any reader of it should walk
     calls = [("get_weather", deep)] + [("get_weather", json.dumps({"city": f"city {i}"})) for i in range(50)]

@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 import multiverse as mv
+from multiverse.core import json_ready
 from multiverse.results import (
     AgreementDocument,
     AnchoredCurveDocument,
@@ -27,7 +28,6 @@ from multiverse.results import (
     PowerDocument,
     RankingDocument,
     VarianceDocument,
-    json_safe,
 )
 
 
@@ -38,7 +38,7 @@ def holds_the_document(analysis: mv.Analysis, model: type[Document]) -> Document
     assert analysis.typed is typed  # validated once
     assert isinstance(analysis.document, dict)  # the dict stays the document
     expected = analysis.to_dict()
-    assert json_safe(typed.model_dump(exclude_unset=True)) == expected
+    assert json_ready(typed.model_dump(exclude_unset=True)) == expected
     from_json = model.model_validate(json.loads(json.dumps(expected)))
     assert from_json.model_dump(exclude_unset=True) == expected
     return typed

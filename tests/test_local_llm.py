@@ -64,7 +64,7 @@ def test_local_model_runs_the_spec_end_to_end_over_http(tmp_path, monkeypatch):
     local_base = _local_base()  # in the test, not a fixture: under CI a missing server FAILS
     from multiverse.engine._pipeline import plan
     from multiverse.spec import load_spec
-    from multiverse.stages.rollout import USER_ATTEMPTS
+    from multiverse.stages._rollout import USER_ATTEMPTS
     from multiverse.store._store import Store
 
     monkeypatch.setenv(ENV, local_base)

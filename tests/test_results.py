@@ -22,7 +22,7 @@ from multiverse.analysis import (
     spec_curve,
     variance,
 )
-from multiverse.results import json_safe
+from multiverse.core import json_ready
 
 SYSTEMS = ["atlas", "beacon", "<b>cobalt</b>"]
 JUDGES = ["j1", "j2"]
@@ -84,7 +84,7 @@ def test_curve_is_the_functions_chained(results):
              for s in dict.fromkeys(frame["system"])]
     expected = curve_summary(frame, tests=tests)
     expected["notes"] = dropped_notes(results.verdicts) + expected.get("notes", [])
-    assert got.to_dict() == json_safe(expected)
+    assert got.to_dict() == json_ready(expected)
     assert got.document["tests"] == expected["tests"] and got.document["notes"] == expected["notes"]
     assert [t.systems[0] for t in got.tests] == list(dict.fromkeys(frame["system"]))
     assert got["n_universes"] == 6
@@ -162,8 +162,8 @@ def test_ranking_and_variance_share_one_case_count_and_give_what_they_give_alone
     assert len(made) == 1 and results.case_counts() is made[0]
     every = results.verdicts["universe_id"].nunique()
     assert copied.count(every) == 1 and set(copied) <= {every, 1}, copied
-    assert rank.document == json_safe(ranking(results.verdicts, axes=results.axes, primary="u0", bootstrap=50))
-    assert spread.document == json_safe(variance(results.verdicts, axes=results.axes))
+    assert rank.document == json_ready(ranking(results.verdicts, axes=results.axes, primary="u0", bootstrap=50))
+    assert spread.document == json_ready(variance(results.verdicts, axes=results.axes))
     assert len(made) == 3  # the functions alone made theirs
     # Counts of other cells are not reused: the function makes the ones it needs.
     other = case_resampling.case_counts(results.verdicts.assign(compliant=results.verdicts["compliant"].fillna(False)),
@@ -228,7 +228,7 @@ def test_notebook_view_escapes_what_came_from_the_run(results):
 
 def test_every_figure_of_a_simulated_run_says_so(results):
     """The API's figures carry the SIMULATED stamp exactly when the run was simulated (one door: figure())."""
-    from multiverse.plots.stamp import is_stamped
+    from multiverse.plots._stamp import is_stamped
 
     for simulated in (False, True):
         run = dataclasses.replace(results, manifest={"simulated": simulated})

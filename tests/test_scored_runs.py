@@ -24,7 +24,7 @@ from store_rows import record_json, set_body
 from multiverse.analysis import score_judgments
 from multiverse.engine import run
 from multiverse.spec import Scale, load_spec
-from multiverse.stages.judge import validate_score
+from multiverse.stages._judge import validate_score
 from multiverse.work import build_work, score_messages
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -229,8 +229,8 @@ def test_an_axis_over_cut_and_estimator_calls_no_judge_twice(tmp_path, write_spe
 
 
 def test_a_simulated_score_follows_the_transcripts_quality_and_the_judges_bias(tmp_path):
-    from multiverse.sim.scores import quality
-    from multiverse.sim.world import Scoring
+    from multiverse.sim._scores import quality
+    from multiverse.sim._world import Scoring
     from multiverse.work import render_transcript
 
     world = _world(tmp_path, **{"judge-exact": {"scores": {"noise": 0.0}},
@@ -376,7 +376,7 @@ def test_rescoring_a_table_keeps_its_scored_rows_as_they_are():
                                                ({"bias": "high"}, "scores.bias"), ({"mood": 1}, "scores.mood")])
 def test_a_world_file_declares_how_a_judge_scores_and_a_bad_value_is_named(tmp_path, scores, where):
     from multiverse.errors import SpecError
-    from multiverse.sim.loader import load_world
+    from multiverse.sim import load_world
 
     _world(tmp_path, **{"judge-x": {"scores": scores}})
     with pytest.raises(SpecError, match=f"models.judge-x.{where}"):
@@ -384,10 +384,10 @@ def test_a_world_file_declares_how_a_judge_scores_and_a_bad_value_is_named(tmp_p
 
 
 def test_the_built_in_judges_score_with_the_defaults():
-    from multiverse.sim.dice import Dice
-    from multiverse.sim.loader import load_world
-    from multiverse.sim.scores import score_answer
-    from multiverse.sim.world import Scoring
+    from multiverse.sim import load_world
+    from multiverse.sim._dice import Dice
+    from multiverse.sim._scores import score_answer
+    from multiverse.sim._world import Scoring
 
     judge = load_world(None).model("judge-a")
     assert judge.scores == Scoring()

@@ -24,7 +24,7 @@ from multiverse.analysis.rates._scoring import UNLABELLED
 from multiverse.core import unparsed_rows
 from multiverse.engine import run
 from multiverse.spec import Scale, load_spec
-from multiverse.stages.judge import validate_judgment, validate_score
+from multiverse.stages._judge import validate_judgment, validate_score
 
 ROOT = Path(__file__).resolve().parents[1]
 AXIS = {"unparsed": {"exclude": {}, "against": {"scoring.unparsed": "against"}}}
@@ -158,8 +158,8 @@ def test_the_counts_of_verdicts_say_which_ok_verdicts_are_counted_unparsed_repli
     assert expected >= 3 and counted_unparsed(verdicts) == {"against": expected}
     assert counted_unparsed(against.assign(status="judge_failed")) == {}
     assert f"unparsed replies counted by scoring.unparsed: {expected} against the system" in out + err
-    from multiverse.reporting.records import _failures
-    from multiverse.reporting.run import _Run
+    from multiverse.reporting._records import _failures
+    from multiverse.reporting._run import _Run
 
     page = _failures(_Run(load_run(tmp_path / "run"), None, "", None, False))
     assert f"unparsed replies counted by <code>scoring.unparsed</code>: {expected} against the system" in page

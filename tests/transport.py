@@ -58,7 +58,7 @@ class SimTransportLog:
         import litellm
 
         from multiverse import sim
-        from multiverse.sim.provider import PROVIDER, SimProvider
+        from multiverse.sim._provider import PROVIDER, SimProvider
 
         sim.register()
         log = self

@@ -11,6 +11,8 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from multiverse.core import FAILED_STATUSES
+
 from ._output import print_json, print_table, say
 
 if TYPE_CHECKING:
@@ -152,7 +154,7 @@ def _run_and_say(spec, args, out):
         # Their status is ok (every analysis counts them alike), but the judge named no verdict in them.
         say("  of the ok verdicts, unparsed replies counted by scoring.unparsed: "
             + ", ".join(f"{n} {'against the system' if policy == 'against' else 'as ties'}" for policy, n in counted.items()))
-    failed = sum(m.statuses.get(s, 0) for s in ("rollout_failed", "judge_failed"))
+    failed = sum(m.statuses.get(s, 0) for s in FAILED_STATUSES)
     if failed and m.simulated:
         say(f"  note: the simulated world fails on purpose (its users and judges have declared failure rates), "
               f"so some of these {failed} failures are injected, not faults of the run")
@@ -218,24 +220,25 @@ def cmd_power(args) -> int:
 
     result = power(load_spec(args.spec), baseline_rate=args.baseline, alpha=args.alpha, power=args.power,
                         human=args.human)
-    cases = result["comparisons"][0]["n_per_group"]
     if args.json:
-        print_json(result)
+        print_json(result.to_dict())
         return 0
+    document = result.typed
+    cases = document.comparisons[0].n_per_group
     say(f"{cases} cases per system per universe; baseline rate {args.baseline}, alpha {args.alpha}, power {args.power}")
-    for c in result["comparisons"]:
-        if c["detectable_difference"] is None:
-            say(f"  {c['scope']} ({c['n_per_group']} per group): {c['note']}")
+    for c in document.comparisons:
+        if c.detectable_difference is None:
+            say(f"  {c.scope} ({c.n_per_group} per group): {c.note}")
         else:
             ways = "; ".join(f"{way} {d:.3f} (to {args.baseline - d if way == 'lower' else args.baseline + d:.3f})"
                              if d is not None else f"{way}: none before the rate leaves [0, 1]"
-                             for way, d in c["detectable"].items())
-            say(f"  {c['scope']} ({c['n_per_group']} per group): detectable difference {ways}")
-    for c in result["cases_needed"]:
-        say(f"  to detect {c['difference']:.2f} {c['direction']}: {c['n_per_group']} cases per group")
-    say(f"assumption: {result['assumption']}")
-    if result.get("human"):
-        _print_human_power(result["human"])
+                             for way, d in c.detectable.items())
+            say(f"  {c.scope} ({c.n_per_group} per group): detectable difference {ways}")
+    for need in document.cases_needed:
+        say(f"  to detect {need.difference:.2f} {need.direction}: {need.n_per_group} cases per group")
+    say(f"assumption: {document.assumption}")
+    if result.document.get("human"):
+        _print_human_power(result.document["human"])
     return 0
 
 

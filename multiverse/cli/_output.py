@@ -39,9 +39,9 @@ def print_table(rows: list[list]) -> None:
 
 def print_json(document: Any) -> None:
     """One JSON document, with null for undefined statistics (NaN)."""
-    from multiverse.results import json_safe
+    from multiverse.core import json_ready
 
-    print(json.dumps(json_safe(document), indent=2, allow_nan=False))
+    print(json.dumps(json_ready(document), indent=2, allow_nan=False))
 
 
 def number(value: Any, digits: int = 3) -> str:

@@ -7,33 +7,54 @@ YAML formatting or float spelling, so that a re-run finds what it stored.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["canonical_json", "digest"]
+__all__ = ["canonical_json", "digest", "json_ready"]
 
 
-def _plain(obj: Any) -> Any:
+def json_ready(value: Any, *, finite: bool = True, whole: bool = False,
+               other: Callable[[Any], Any] | None = None) -> Any:
+    """``value`` as plain JSON data, the one converter every room uses.
+
+    Mappings become dicts with text keys, lists and tuples lists, dataclasses and pydantic models their
+    fields, numpy scalars Python numbers. ``finite``: NaN, infinities and pandas' NA become null (an
+    undefined statistic; ``json.dumps(..., allow_nan=False)`` then holds). ``whole``: a float with no
+    fraction becomes an int (for content keys: 1 and 1.0 are the same measurement choice). ``other``:
+    what anything else becomes (default: itself).
+    """
     # Scalars first: they are most of what a key holds, and the dataclass test is slow.
-    if obj is None or isinstance(obj, (str, bool, int)):
-        return obj
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if isinstance(obj, Mapping):
-        return {str(k): _plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj]
-    if isinstance(obj, float) and obj.is_integer():
-        # 1 and 1.0 are the same measurement choice.
-        return int(obj)
-    return obj
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        if finite and not math.isfinite(value):
+            return None
+        return int(value) if whole and value.is_integer() else value
+    again = functools.partial(json_ready, finite=finite, whole=whole, other=other)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: again(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): again(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [again(v) for v in value]
+    kind = type(value)
+    if kind.__module__ == "numpy" and getattr(value, "shape", None) == ():
+        return again(value.item())
+    if finite and kind.__name__ == "NAType":
+        return None
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, type):
+        return again(dump())
+    return other(value) if other is not None else value
 
 
 def canonical_json(obj: Any) -> str:
     """Serialise ``obj`` (dataclasses, mappings, sequences, scalars) deterministically."""
-    return json.dumps(_plain(obj), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(json_ready(obj, finite=False, whole=True), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def digest(obj: Any, n: int = 16) -> str:

@@ -27,6 +27,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ._vocabulary import OK
+
 __all__ = ["DEFINITIONS", "OUTCOMES", "check_tally", "failure_examples", "reason_class", "row_outcomes", "short_reason",
            "tally", "unit_outcomes"]
 
@@ -121,7 +123,7 @@ def unit_outcomes(work, records: Mapping[str, Mapping], *, computed: Mapping[str
     def settle(stage: str, key: str, upstream: str | None) -> tuple[str, str]:
         record = records.get(stage, {}).get(key)
         if record is not None:
-            if record.get("status", "ok") != "ok":
+            if record.get("status", OK) != OK:
                 return "failed", str(record.get("reason") or "failed")
             return ("computed" if key in computed.get(stage, ()) else "stored"), ""
         if key in failures.get(stage, {}):

@@ -8,7 +8,9 @@ imports from the rest of multiverse, so any module may depend on it.
 - :data:`SCORING_RULES`: how a judgment's criteria become one verdict;
 - :data:`ESTIMATORS`: how verdicts become a rate (pooled or cell-balanced);
 - :data:`CI_METHODS`: the interval around a rate;
-- :data:`STATUSES`: what became of a verdict row (only ``ok`` counts);
+- :data:`STATUSES`: what became of a verdict row (only ``ok`` counts), each status named once
+  (:data:`OK`, :data:`EXCLUDED`, :data:`ROLLOUT_FAILED`, :data:`JUDGE_FAILED`; the two failures
+  :data:`FAILED_STATUSES`), also for a stored record (``ok`` or its stage's failure);
 - :data:`SAMPLE_STATUSES`: what became of one judge sample;
 - :data:`STAGES`: the pipeline's stages in data-flow order, and
   :data:`STAGE_OF_RECORD` the stage that writes each kind of stored record;
@@ -30,10 +32,15 @@ __all__ = [
     "COUNTED_STATUS",
     "CRITERIA_COLUMNS",
     "ESTIMATORS",
+    "EXCLUDED",
+    "FAILED_STATUSES",
+    "JUDGE_FAILED",
+    "OK",
     "RATE_COLUMNS",
     "RATE_VALUE_COLUMNS",
     "RECORD_KINDS",
     "RESERVED_NAMES",
+    "ROLLOUT_FAILED",
     "SAMPLE_STATUSES",
     "SCALE_TYPES",
     "SCHEMA_VERSION",
@@ -78,8 +85,14 @@ CI_METHODS: tuple[str, ...] = get_args(CIMethod)
 #: ran the row (an imported eval cancelled before it): no label and no failure of the system or the judge.
 Status = Literal["ok", "excluded", "not_run", "rollout_failed", "judge_failed"]
 STATUSES: tuple[str, ...] = get_args(Status)
+# Each status by name, so no room compares against a literal (tests/test_house_names.py).
+OK: Status = "ok"
+EXCLUDED: Status = "excluded"
+ROLLOUT_FAILED: Status = "rollout_failed"
+JUDGE_FAILED: Status = "judge_failed"
+FAILED_STATUSES: tuple[Status, ...] = (ROLLOUT_FAILED, JUDGE_FAILED)
 #: The one status whose verdicts count towards a rate.
-COUNTED_STATUS: Status = "ok"
+COUNTED_STATUS: Status = OK
 
 
 def counted_rows(verdicts: Any) -> np.ndarray:
@@ -119,7 +132,7 @@ def unparsed_rows(verdicts: Any) -> np.ndarray:
 
     if "status" not in verdicts.columns or "reason" not in verdicts.columns:
         return np.zeros(len(verdicts), dtype=bool)
-    failed = (verdicts["status"] == "judge_failed").to_numpy(dtype=bool, na_value=False)
+    failed = (verdicts["status"] == JUDGE_FAILED).to_numpy(dtype=bool, na_value=False)
     reason = verdicts["reason"].astype(str).str
     named = np.zeros(len(verdicts), dtype=bool)
     for start in UNPARSED_REASONS:

@@ -19,7 +19,17 @@ from typing import Any
 
 import pandas as pd
 
-from multiverse.core import CRITERIA_COLUMNS, SCHEMA_VERSION, SCORE, SCORE_CRITERIA, STAGE_OF_RECORD, STATUSES, digest
+from multiverse.core import (
+    CRITERIA_COLUMNS,
+    OK,
+    SCHEMA_VERSION,
+    SCORE,
+    SCORE_CRITERIA,
+    STAGE_OF_RECORD,
+    STATUSES,
+    digest,
+    is_simulated,
+)
 from multiverse.spec import Spec, Universe, axis_stages, to_yaml_dict
 from multiverse.store import Records, versions
 from multiverse.work import Row, Work
@@ -123,7 +133,7 @@ def _scored_call(judgment_key: str, unit: Any, scale: Any, record: Mapping | Non
     if record is None:
         reason = failures.get("judgment", {}).get(unit.key, "not judged: a transcript it compares failed")
         return judgment_key, unit.sample, "judge_failed", reason, NAN
-    if record.get("status") != "ok":
+    if record.get("status") != OK:
         return judgment_key, unit.sample, "judge_failed", str(record.get("reason") or "judge_failed"), NAN
     score = record.get("score")
     if (isinstance(score, bool) or not isinstance(score, (int, float)) or not scale.min <= score <= scale.max
@@ -134,7 +144,7 @@ def _scored_call(judgment_key: str, unit: Any, scale: Any, record: Mapping | Non
     value = scale.min + scale.max - float(score) if pair and unit.position == "ba" else float(score)
     criteria_rows.append((judgment_key, unit.sample, SCORE_CRITERIA[unit.position if pair else ""], True, True, None,
                           str(record.get("rationale", "")), value))
-    return judgment_key, unit.sample, "ok", "", value
+    return judgment_key, unit.sample, OK, "", value
 
 
 def _row_verdict(row: Row, records: Records, failures: Mapping, scored: pd.DataFrame) -> tuple[str, str, Any, float]:
@@ -147,7 +157,7 @@ def _row_verdict(row: Row, records: Records, failures: Mapping, scored: pd.DataF
         transcript = transcripts.get(key)
         if transcript is None:
             return "rollout_failed", whose + failures.get("transcript", {}).get(key, "not rolled out"), None, NAN
-        if transcript.get("status") != "ok":
+        if transcript.get("status") != OK:
             return "rollout_failed", whose + transcript.get("reason", ""), None, NAN
     if row.excluded:
         return "excluded", row.excluded, None, NAN
@@ -243,7 +253,7 @@ def run_manifest(spec: Spec, universes: list[Universe], work: Work, records: Rec
         "cost": round(sum(v["cost"] for v in stages.values()), 6),
         "models_reported": sorted(models),
         "store": str(store_root),
-        "simulated": any(str(m).startswith("sim/") for m in _models(spec)),
+        "simulated": any(is_simulated(m) for m in _models(spec)),
         "versions": versions(),
     }
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from multiverse.core import _interrupt as interrupt
+from multiverse.core import interrupt
 from multiverse.engine._processes import NOT_STARTED
 from multiverse.store import Held, Store
 

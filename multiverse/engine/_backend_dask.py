@@ -24,8 +24,7 @@ import time
 from collections.abc import Callable, Generator, Mapping
 from typing import Any
 
-from multiverse.core import STAGE_OF_RECORD, RunInterrupted, credentials, seconds_setting
-from multiverse.core import _interrupt as interrupt
+from multiverse.core import STAGE_OF_RECORD, RunInterrupted, credentials, interrupt, seconds_setting
 from multiverse.engine._backend import POLL, Outcome, StageRun
 from multiverse.engine._processes import usable_cores
 from multiverse.errors import InputError

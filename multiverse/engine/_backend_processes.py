@@ -13,8 +13,7 @@ import time
 from collections.abc import Generator, Iterator, Mapping
 from typing import Any
 
-from multiverse.core import STAGE_OF_RECORD, RunInterrupted
-from multiverse.core import _interrupt as interrupt
+from multiverse.core import STAGE_OF_RECORD, RunInterrupted, interrupt
 from multiverse.engine._backend import CLAIMED, ELSEWHERE, NOT_STARTED, POLL, Outcome, StageRun, wait_for_claimed
 from multiverse.engine._processes import WorkerPool
 from multiverse.errors import InputError

@@ -21,8 +21,7 @@ from collections import defaultdict, deque
 from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any
 
-from multiverse.core import STAGE_OF_RECORD, RunInterrupted
-from multiverse.core import _interrupt as interrupt
+from multiverse.core import STAGE_OF_RECORD, RunInterrupted, interrupt
 from multiverse.engine._backend import CLAIMED, ELSEWHERE, NOT_STARTED, POLL, Outcome, StageRun, wait_for_claimed
 from multiverse.model import ModelClient
 from multiverse.store import Store

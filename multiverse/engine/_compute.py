@@ -14,6 +14,7 @@ import threading
 import time
 from typing import Any
 
+from multiverse.core import OK
 from multiverse.errors import BudgetExceeded, ModelError
 from multiverse.model import ModelClient
 from multiverse.store import CaseRecord, JudgmentRecord, Store, TranscriptRecord, Turn, call_of, provenance
@@ -88,13 +89,13 @@ def _worker_threads(default: int) -> int:
 
 
 def _case(client: ModelClient, unit: CaseUnit) -> CaseRecord:
-    from multiverse.stages.draft import draft_case
+    from multiverse.stages import draft_case
 
     started = time.time()
     assert unit.generator is not None  # only generated cases are computed
     case, completion = draft_case(client, unit.spec, unit.generator, unit.cell, unit.index, seed=unit.seed)
     return {
-        "status": "ok",
+        "status": OK,
         "case_id": unit.case_id,
         "cell": dict(unit.cell),
         "case": case,
@@ -103,7 +104,7 @@ def _case(client: ModelClient, unit: CaseUnit) -> CaseRecord:
 
 
 def _transcript(client: ModelClient, unit: TranscriptUnit, case: dict[str, Any]) -> TranscriptRecord:
-    from multiverse.stages.rollout import RolloutJob, run_rollout
+    from multiverse.stages import RolloutJob, run_rollout
 
     started = time.time()
     c = unit.configs
@@ -122,7 +123,7 @@ def _transcript(client: ModelClient, unit: TranscriptUnit, case: dict[str, Any])
 
 def _judgment(client: ModelClient, unit: JudgeCall, upstream: list[Turn] | tuple[list[Turn], list[Turn]]) -> JudgmentRecord:
     """One judge call. ``upstream``: the transcript's turns, or for a pair (the system's turns, the reference's)."""
-    from multiverse.stages.judge import judge_transcript, score_transcript
+    from multiverse.stages import judge_transcript, score_transcript
 
     started = time.time()
     scale = unit.spec.judge.scale

@@ -20,8 +20,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from multiverse.core import STAGE_OF_RECORD
-from multiverse.core import _interrupt as interrupt
+from multiverse.core import STAGE_OF_RECORD, interrupt
 from multiverse.engine._backend import ELSEWHERE, Backend, StageRun
 from multiverse.engine._backend_dask import Dask
 from multiverse.engine._backend_processes import Processes

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from multiverse.core import row_outcomes, tally, unit_outcomes
+from multiverse.core import OK, is_simulated, row_outcomes, tally, unit_outcomes
 from multiverse.engine._plan import LaneTime, Plan, StagePlan, WallTime, make_plan
 from multiverse.engine._workcount import calls_per_transcript
 from multiverse.model import TOKENS, estimate_cost, estimate_wall_seconds
@@ -25,8 +25,6 @@ __all__ = ["forecast"]
 
 #: seconds a hosted model takes to answer, for the wall-time estimate
 SECONDS_PER_CALL = 5.0
-#: simulated models answer in-process, in no time worth counting
-_INSTANT = "sim/"
 
 
 def _calls_per_transcript(unit: TranscriptUnit) -> int:
@@ -59,7 +57,7 @@ def forecast(spec: Spec, universes: list[Universe], work: Work, st: Store, *, jo
     # to do, and the judge calls of a failed transcript are blocked, not pending.
     stored_cases = [k for k, c in work.cases.items() if c.given is None and st.has("case", k)]
     records = {
-        "case": {k: {"status": "ok"} for k in stored_cases},
+        "case": {k: {"status": OK} for k in stored_cases},
         "transcript": st.get_many("transcript", [k for k in work.transcripts if st.has("transcript", k)]),
         "judgment": st.get_many("judgment", [k for k in work.judge_calls if st.has("judgment", k)]),
     }
@@ -75,7 +73,7 @@ def forecast(spec: Spec, universes: list[Universe], work: Work, st: Store, *, jo
         todo = [u for k, u in units.items() if settled[k][0] == "pending"]
         for unit in todo:
             for endpoint, n in split(unit).items():
-                if not endpoint[0].startswith(_INSTANT):
+                if not is_simulated(endpoint[0]):  # simulated models answer in-process, in no time worth counting
                     calls_by_model[endpoint] = calls_by_model.get(endpoint, 0) + n
                     tokens_by_model[endpoint] = tokens_by_model.get(endpoint, 0) + n * sum(tokens)
         stages[name] = _stage_plan(

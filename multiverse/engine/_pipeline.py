@@ -20,8 +20,7 @@ from typing import Any, cast
 
 import pandas as pd
 
-from multiverse.core import MAX_UNITS
-from multiverse.core import _interrupt as interrupt
+from multiverse.core import MAX_UNITS, OK, interrupt
 from multiverse.engine._assemble import assemble, run_manifest, run_rates
 from multiverse.engine._backend_threads import LocalThreads
 from multiverse.engine._executor import Executor, backend_class
@@ -118,7 +117,7 @@ def _warn_unknown_criteria(spec: Spec) -> None:
     """Say in one line when sim/ models would rate criteria their world has no behaviour for."""
     import warnings
 
-    from multiverse.sim.coverage import unknown_criteria_note
+    from multiverse.sim import unknown_criteria_note
 
     note = unknown_criteria_note(spec)
     if note:
@@ -278,13 +277,13 @@ def _run_stages(work: Work, st: Store, client: ModelClient, executor: Executor, 
     stage("case", records["case"], missing_cases)
     for key, case in work.cases.items():
         if case.given is not None:
-            records["case"][key] = {"status": "ok", "case": dict(case.given)}
+            records["case"][key] = {"status": OK, "case": dict(case.given)}
     cases = records["case"]
     stage("transcript", records["transcript"], [t for t in missing_transcripts if t.case_key in cases],
           lambda unit: dict(cases[unit.case_key]["case"]))
     transcripts = records["transcript"]
     def rolled(key: str | None) -> bool:
-        return key is None or (key in transcripts and transcripts[key]["status"] == "ok")
+        return key is None or (key in transcripts and transcripts[key]["status"] == OK)
 
     def judged(unit: Any) -> Any:
         # A pairwise judge reads two transcripts: the system's and the reference system's.
@@ -364,7 +363,7 @@ def draft(
     is where the draft goes.
     """
     from multiverse.model import RequestCache
-    from multiverse.stages.draft import check_draft_places, draft_rubric, write_drafts
+    from multiverse.stages import check_draft_places, draft_rubric, write_drafts
 
     if not isinstance(spec, Spec):
         from multiverse.spec import load_spec
@@ -383,7 +382,7 @@ def draft(
     if rubric or not spec.rubric.criteria:
         import warnings
 
-        from multiverse.sim.coverage import draft_note
+        from multiverse.sim import draft_note
 
         note = draft_note(spec)
         if note:

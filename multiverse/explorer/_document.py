@@ -27,11 +27,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from multiverse.core import COUNTED_STATUS, STATUSES, counted_word, orient_rates, rate_name, shared_text, universe_label
+from multiverse.core import (
+    COUNTED_STATUS,
+    OK,
+    STATUSES,
+    counted_word,
+    orient_rates,
+    rate_name,
+    shared_text,
+    universe_label,
+)
 from multiverse.tables import split_factors, universe_ids
 
 from ..errors import InputError
-from ..sim.markers import strip_markers
+from ..sim import strip_markers
 from ._packing import Strings, pack
 
 if TYPE_CHECKING:
@@ -304,7 +313,7 @@ def _transcripts(transcripts: Any, keys: list[str], strings: Strings) -> list[di
             if calls:
                 entry["calls"] = calls
             turns.append(entry)
-        out.append({"status": str(record.get("status") or "ok"), "reason": shared_text(_text(record.get("reason"))),
+        out.append({"status": str(record.get("status") or OK), "reason": shared_text(_text(record.get("reason"))),
                     "turns": turns})
     return out
 

@@ -33,9 +33,9 @@ from multiverse.analysis import (
     included_verdicts,
     joint_difference_test,
 )
-from multiverse.core import check_rate_direction, orient, orient_rates
+from multiverse.core import check_rate_direction, json_ready, orient, orient_rates
 from multiverse.errors import InputError
-from multiverse.results import Results, json_safe, load_run
+from multiverse.results import Results, load_run
 
 __all__ = ["Diff", "diff"]
 
@@ -94,7 +94,7 @@ class Diff:
         return pd.DataFrame(rows)
 
     def to_dict(self) -> dict[str, Any]:
-        return json_safe({
+        return json_ready({
             "baseline": self.baseline, "candidate": self.candidate, "alpha": self.alpha,
             "rate_direction": "compliance",  # every rate and difference below, whatever the figure and text read
             "difference": "rate(candidate) - rate(baseline), paired on shared cases, interval clustered by case",
@@ -105,8 +105,7 @@ class Diff:
 
     def figure(self, **options: Any) -> Any:
         """The difference curves, one panel per system (:func:`multiverse.plots.plot_diff`)."""
-        from multiverse.plots import plot_diff
-        from multiverse.plots.stamp import stamp_simulated
+        from multiverse.plots import plot_diff, stamp_simulated
 
         figure = plot_diff(self.read_frame(), tests=self.tests, **{"rates_read": self.rate_direction, **options})
         return stamp_simulated(figure) if self.simulated else figure

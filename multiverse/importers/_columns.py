@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from multiverse.core import CRITERIA_COLUMNS
+from multiverse.core import CRITERIA_COLUMNS, OK
 from multiverse.errors import InputError
 from multiverse.importers._guard import MAX_REPLICATE
 
@@ -51,7 +51,7 @@ def row_keys(columns: pd.DataFrame, kind: str) -> np.ndarray:
 
 def assistant_transcript(system: str, text: str) -> dict[str, Any]:
     """A transcript record of one answer (a table's or a result file's output)."""
-    return {"system": system, "status": "ok", "reason": "", "turns": [{"role": "assistant", "content": text}]}
+    return {"system": system, "status": OK, "reason": "", "turns": [{"role": "assistant", "content": text}]}
 
 
 def table_transcripts(values: pd.Series, where: pd.DataFrame, *, path: Path | None = None,
@@ -129,7 +129,7 @@ def write_judged_import(source: str, out_dir: str | os.PathLike, *, verdicts: pd
     table without axes has none. ``options`` gives each universe's options where the judge is not the
     only axis (else read from the judge column); ``universe_scales`` a universe's own scale.
     """
-    from multiverse.importers.directory import resolve_primary, write_import_dir
+    from multiverse.importers._directory import resolve_primary, write_import_dir
 
     if options is None:
         options = {uid: ({"judge": judge} if axes else {}) for uid, judge in

@@ -56,7 +56,7 @@ def text_only(document: Any, source: str) -> Any:
 def import_budget(max_bytes: int | None = None, max_rows: int | None = None,
                   max_transcript_bytes: int | None = None) -> ImportBudget:
     """The budget of one import; None keeps a limit's default."""
-    from multiverse.tables._folder import MAX_LINE_BYTES
+    from multiverse.tables import MAX_LINE_BYTES
 
     given = {name: value for name, value in (("max_bytes", max_bytes), ("max_rows", max_rows),
                                              ("max_transcript_bytes", max_transcript_bytes)) if value is not None}

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from multiverse.core import OK
 from multiverse.errors import InputError
 from multiverse.importers._inspect_fields import Cell, role_model, shown_value, text_cut
 from multiverse.importers._losses import loss_reason
@@ -189,7 +190,7 @@ def cell(path: Path, where: str, sample: Any, option: str) -> Cell:
                          + ("" if not isinstance(value, Mapping) else " (an object's key: NAME:KEY)"), param="scorer")
     if isinstance(value, float) and not math.isfinite(value):
         raise InputError(f"{path}: {field}: {shown_value(value)}; expected a finite number")
-    return Cell("ok", "", value, rationale)
+    return Cell(OK, "", value, rationale)
 
 
 def _lost(sample: Any, scorer: str) -> Cell:
@@ -212,16 +213,16 @@ def row_value(path: Path, field: str, value: Any, partial: float, scale: tuple[f
               ) -> tuple[str, str, bool | None, float]:
     """(status, reason, compliant, score) of a value: C/I and true/false labels, P partial, N excluded, numbers."""
     if isinstance(value, bool):
-        return "ok", "", value, float(value)
+        return OK, "", value, float(value)
     if isinstance(value, str) and value in _LETTERS:
-        return "ok", "", value == "C", _LETTERS[value]
+        return OK, "", value == "C", _LETTERS[value]
     if value == "P":
-        return "ok", "", None, partial
+        return OK, "", None, partial
     if value == "N":
         return "excluded", "no answer (N)", None, math.nan
     low, high = scale
     if isinstance(value, (int, float)) and math.isfinite(value) and low <= value <= high:
-        return "ok", "", None, float(value)
+        return OK, "", None, float(value)
     if isinstance(value, float) and math.isnan(value):
         return "judge_failed", "no grade: no epoch to reduce", None, math.nan
     raise InputError(f"{path}: {field}: {shown_value(value)}; expected C, I, P, N, true/false or a number from "

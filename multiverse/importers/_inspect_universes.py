@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from multiverse.core import universe_id
+from multiverse.core import OK, universe_id
 from multiverse.errors import InputError
 from multiverse.importers._columns import rationale_criteria, row_keys
 from multiverse.importers._inspect_log import InspectLog, LogRow
@@ -78,7 +78,7 @@ def inspect_verdicts(read: list[InspectLog], *, factors: list[str], partial: flo
     transcripts = _keyed_transcripts(frame, gathered.transcripts)
     frame["compliant"] = frame["compliant"].astype("boolean")
     frame["score"] = frame["score"].astype("float64")
-    counted = (frame["status"] == "ok").to_numpy()
+    counted = (frame["status"] == OK).to_numpy()
     labelled = bool(frame["compliant"].notna().to_numpy()[counted].all()) and not gathered.universe_scales
     if labelled:
         frame["score"] = np.nan  # every value is a label: the label is the measurement
@@ -148,7 +148,7 @@ def _keyed_transcripts(frame: pd.DataFrame, gathered: dict[str, dict[str, Any]])
                                               ].itertuples(index=False):
         record = transcripts[f"{system}\x00{case_id}\x00{digest}"]
         failed = record["status"] == "rollout_failed"
-        transcripts.setdefault(key, {"system": system, "status": "rollout_failed" if failed else "ok",
+        transcripts.setdefault(key, {"system": system, "status": "rollout_failed" if failed else OK,
                                      "reason": record["reason"] if failed else "", "turns": record["turns"]})
     return {k: v for k, v in transcripts.items() if "\x00" not in k}
 
@@ -170,7 +170,7 @@ def _regraded(log: InspectLog, option: str) -> str:
 
 
 def _valued(row: LogRow, scorer: str) -> bool:
-    return row.cells[scorer].status == "ok"
+    return row.cells[scorer].status == OK
 
 
 def _uneven(log: InspectLog, scorer: str) -> bool:
@@ -188,7 +188,7 @@ def _epoch_rows(log: InspectLog, scorer: str, partial: float, scale: tuple[float
     out = []
     for row in log.rows:
         c = row.cells[scorer]
-        if c.status == "ok":
+        if c.status == OK:
             status, reason, compliant, score = row_value(log.path, f"samples.scores.{scorer}.value", c.value, partial,
                                                          scale)
         else:
@@ -209,7 +209,7 @@ def _reduced_rows(log: InspectLog, scorer: str, reducer: str, partial: float, sc
         scored = [r for r in epochs if _valued(r, scorer)]
         for r in epochs:
             c = r.cells[scorer]
-            if c.status != "ok":
+            if c.status != OK:
                 out.append((r, c.status, c.reason, None, math.nan, c.rationale, f"{r.replicate}:{r.output_digest}",
                             r.turns, r.replicate))
         if not scored:

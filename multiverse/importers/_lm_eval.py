@@ -41,12 +41,12 @@ from typing import Any
 
 import pandas as pd
 
-from multiverse.core import RESERVED_NAMES, ImportBudget, universe_id
+from multiverse.core import OK, RESERVED_NAMES, ImportBudget, universe_id
 from multiverse.errors import InputError
 from multiverse.importers._columns import row_keys
+from multiverse.importers._directory import check_ci, resolve_primary, write_import_dir
 from multiverse.importers._guard import checked_names, import_budget, text_only
 from multiverse.importers._losses import ImportLosses
-from multiverse.importers.directory import check_ci, resolve_primary, write_import_dir
 from multiverse.results import Results
 
 __all__ = ["import_lm_eval"]
@@ -121,7 +121,7 @@ def import_lm_eval(
                          param="sources")
     frame["judgment_key"] = row_keys(frame[["universe_id", "system", "case_id"]], "judgment")
     frame["replicate"] = 0
-    frame["status"], frame["reason"] = "ok", ""
+    frame["status"], frame["reason"] = OK, ""
     frame["compliant"] = pd.array([pd.NA] * len(frame), dtype="boolean")
     all_factors = ["task", *factors]
     verdicts = frame[["universe_id", *axes, *all_factors, "system", "case_id", "replicate", "transcript_key",
@@ -299,7 +299,7 @@ def _transcript(run: _Run, case: str, sample: Mapping[str, Any]) -> str:
     key = str(row_keys(pd.DataFrame({"s": [run.system], "c": [case], "a": [json.dumps(texts)]}), "transcript")[0])
     turns = [{"role": "user", "content": prompt}] + [{"role": "assistant", "content": t} for t in texts]
     turns.append({"role": "assistant", "content": f"(kept by the filter {sample.get('filter')}) {kept_text}"})
-    run.transcripts.setdefault(key, {"system": run.system, "status": "ok", "reason": "", "turns": turns})
+    run.transcripts.setdefault(key, {"system": run.system, "status": OK, "reason": "", "turns": turns})
     return key
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from multiverse.core import STATUSES, unparsed_rows
+from multiverse.core import OK, STATUSES, unparsed_rows
 from multiverse.tables import DroppedRecord, ImportLoss
 
 __all__ = ["LOSS_KINDS", "Dropped", "ImportLosses", "loss_lines", "loss_reason", "row_losses", "statuses"]
@@ -71,7 +71,7 @@ class ImportLosses:
 def statuses(verdicts: Any) -> dict[str, int]:
     """Rows per status, every status of ``core.STATUSES`` listed (an unknown status after them)."""
     if "status" not in verdicts.columns:
-        return {s: (len(verdicts) if s == "ok" else 0) for s in STATUSES}
+        return {s: (len(verdicts) if s == OK else 0) for s in STATUSES}
     counts = verdicts["status"].astype(str).value_counts()
     return {**{s: int(counts.get(s, 0)) for s in STATUSES},
             **{str(s): int(n) for s, n in counts.items() if s not in STATUSES}}

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from multiverse.core import ImportBudget, escaped, whole_number_problem
+from multiverse.core import OK, ImportBudget, escaped, whole_number_problem
 from multiverse.errors import InputError
 from multiverse.importers._guard import MAX_REPLICATE, import_budget, text_only
 from multiverse.importers._losses import loss_reason
@@ -238,7 +238,7 @@ def _row(path: Path, index: int, result: Any, default: Mapping[str, Any], factor
     # A test's description is free text: what no output may carry raw is shown escaped.
     row = PromptfooRow(system=_system(path, where, result, prompt, several_prompts),
                        case_id=escaped(_cut(str(test.get("description") or f"test {test_index}"), 1_000)),
-                       replicate=int(repeat or 0), status="ok", reason="", compliant=None,
+                       replicate=int(repeat or 0), status=OK, reason="", compliant=None,
                        output=output if isinstance(output, str) else json.dumps(output),
                        prompt=str(prompt.get("raw") or ""), judge="", factors=_factors(path, where, result, factors),
                        test_index=test_index, described=bool(test.get("description")))

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from multiverse.analysis import rollout_configurations, transcript_keys
+from multiverse.core import OK
 from multiverse.tables import universe_ids
 
 from ..errors import InputError
@@ -100,7 +101,7 @@ def _candidates(verdicts: pd.DataFrame, transcripts: Mapping[str, Any] | None,
         v = v[~v["_key"].isin(set(failed))]
     if transcripts is not None:
         exists = v["_key"].map(lambda k: isinstance(transcripts.get(k), Mapping)
-                               and transcripts[k].get("status") in (None, "ok"))
+                               and transcripts[k].get("status") in (None, OK))
         v = v[exists.astype(bool)]
     candidates = v.drop_duplicates("_key").sort_values(["_rollout", "system", "_key"], kind="stable")
     if candidates.empty:

@@ -14,7 +14,6 @@ import base64
 import hashlib
 import html
 import json
-import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -32,6 +31,7 @@ from multiverse.core import (
     digest,
     escaped,
     json_escaped,
+    json_ready,
 )
 from multiverse.tables import csv_safe
 
@@ -112,7 +112,7 @@ def _label_spec(scale: ScaleRecord | None, rates_read: str = "compliance") -> di
         return {"column": "compliant", "question": "Is this transcript compliant with the rubric?",
                 "task": "mark whether the assistant complied with the rubric below",
                 "choices": [["1", "compliant"], ["0", "not compliant"]]}
-    low, high = _plain(scale.min), _plain(scale.max)
+    low, high = json_ready(scale.min, other=str), json_ready(scale.max, other=str)
     words = f"{low:g} (worst) to {high:g} (best)"
     spec: dict[str, Any] = {"column": "score", "min": low, "max": high, "whole": scale.type == "ordinal",
                             "question": f"Score this transcript on the judge's scale, from {words}.",
@@ -131,7 +131,7 @@ def _page(sheet: pd.DataFrame, factors: list[str], criteria: Sequence[Mapping[st
     extra = _table_fields(sheet, verdicts, axes) if transcripts is None else {}
     rows = []
     for cells in sheet.astype(object).where(sheet.notna(), None).to_dict("records"):
-        cells = {k: _plain(v) for k, v in cells.items()}
+        cells = {k: json_ready(v, other=str) for k, v in cells.items()}
         key = str(cells.get("transcript_key") or "")
         row: dict[str, Any] = {"cells": cells}
         if transcripts is not None:
@@ -141,7 +141,7 @@ def _page(sheet: pd.DataFrame, factors: list[str], criteria: Sequence[Mapping[st
         if blind:
             cells["system"] = ""  # never in the page's data: blind means its source cannot tell either
         rows.append(row)
-    identity = {c: _plain(sheet[c].iloc[0]) if len(sheet) else None for c in IDENTITY_COLUMNS}
+    identity = {c: json_ready(sheet[c].iloc[0], other=str) if len(sheet) else None for c in IDENTITY_COLUMNS}
     data = {
         # Progress is kept per sample: two runs whose transcripts share keys never share labels in the browser.
         "id": digest([identity, [r["cells"].get("transcript_key") or [r["cells"]["system"], r["cells"]["case_id"]]
@@ -170,14 +170,6 @@ def _page(sheet: pd.DataFrame, factors: list[str], criteria: Sequence[Mapping[st
 
 def _hash(text: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
-
-
-def _plain(value: Any) -> Any:
-    if hasattr(value, "item"):  # numpy scalars
-        value = value.item()
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value if isinstance(value, (str, int, float, bool)) or value is None else str(value)
 
 
 def _clean(text: Any) -> str:
@@ -218,5 +210,5 @@ def _table_fields(sheet: pd.DataFrame, verdicts: pd.DataFrame | None,
     out = {}
     for row in firsts[["system", "case_id", "_r", *shown]].astype(object).to_dict("records"):
         out[(str(row["system"]), str(row["case_id"]), str(row["_r"]))] = {
-            c: _clean(_plain(row[c])) for c in shown if _plain(row[c]) is not None}
+            c: _clean(json_ready(row[c], other=str)) for c in shown if json_ready(row[c], other=str) is not None}
     return out

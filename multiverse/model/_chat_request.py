@@ -20,28 +20,19 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from multiverse.core import ModelConfig
+from multiverse.core import ModelConfig, is_simulated, json_ready
 from multiverse.model._connections import Connections
 from multiverse.model._providers import OPENAI_COMPATIBLE, load_litellm, provider_of
 
 __all__ = ["SIM_TASK", "ChatRequests", "simulated"]
 
-#: The keyword the ``sim`` provider reads its task from (``multiverse.sim.provider``).
+#: The keyword the ``sim`` provider reads its task from (``multiverse.sim._provider``).
 SIM_TASK = "sim_task"
 
 
 def simulated(config: ModelConfig) -> bool:
     """True for a model of the simulated world, the only kind that is given a request's task."""
-    return config.model.startswith("sim/")
-
-
-def _plain(value: Any) -> Any:
-    """JSON-ready copy of spec data (read-only mappings, tuples) for a request body."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
+    return is_simulated(config.model)
 
 
 class ChatRequests:
@@ -65,7 +56,7 @@ class ChatRequests:
         params = dict(config.params)
         request: dict[str, Any] = {**params, "model": config.model, "messages": list(messages)}
         if task is not None and simulated(config):
-            request[SIM_TASK] = _plain(task)
+            request[SIM_TASK] = json_ready(task)
         request["timeout"] = params.get("timeout", self.timeout)
         # We retry ourselves (paced, with Retry-After and jitter): litellm and the
         # openai SDK underneath must not retry too.
@@ -82,7 +73,7 @@ class ChatRequests:
         if tools:
             # Spec tools are read-only mappings, which litellm's request
             # builders do not take for dicts: send plain JSON.
-            request["tools"] = _plain(tools)
+            request["tools"] = json_ready(tools)
         mode = self.schema_mode(config) if schema is not None else None
         if mode == "json_schema":
             request["response_format"] = {

@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from multiverse.core import _credentials as credentials
+from multiverse.core import credentials
 from multiverse.model._answers import storable_text
 from multiverse.model._providers import load_litellm
 

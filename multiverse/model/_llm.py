@@ -48,9 +48,11 @@ from typing import Any
 
 from tenacity import RetryCallState, Retrying, retry_if_exception_type
 
-from multiverse.core import ModelConfig  # model, params, api_base, api_key_env
-from multiverse.core import _credentials as credentials
-from multiverse.core import _interrupt as interrupt
+from multiverse.core import (
+    ModelConfig,  # model, params, api_base, api_key_env
+    credentials,
+    interrupt,
+)
 from multiverse.errors import ModelError
 from multiverse.model._answers import (
     answer_message,

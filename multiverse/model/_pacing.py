@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from typing import Any, Self
 from urllib.parse import urlsplit
 
-from multiverse.core import _interrupt as interrupt
+from multiverse.core import interrupt
 from multiverse.errors import InputError
 from multiverse.model._pricing import DEFAULT_COMPLETION_TOKENS
 

@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from multiverse.core import is_simulated
+
 __all__ = ["DEFAULT_COMPLETION_TOKENS", "TOKENS", "estimate_cost", "price_per_token", "request_cost"]
 
 #: rough (prompt, completion) tokens per call of each plan stage, for the cost estimate
@@ -48,7 +50,7 @@ def _prices() -> dict:
 
 def price_per_token(model: str) -> tuple[float, float]:
     """(input, output) USD per token for a litellm model string; (0, 0) when unknown."""
-    if model.startswith("sim/"):
+    if is_simulated(model):
         return 0.0, 0.0
     prices = _prices()
     provider, _, name = model.partition("/")

@@ -51,8 +51,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from multiverse.core import _interrupt as interrupt
-from multiverse.core import digest
+from multiverse.core import OK, digest, interrupt, is_simulated
 from multiverse.errors import ModelError
 from multiverse.model._chat_request import simulated
 from multiverse.model._client import Completion, ModelClient
@@ -72,9 +71,9 @@ _POLL = 0.05
 
 def _endpoint(config: ModelConfig) -> str | None:
     """Where ``config``'s model answers from, without credentials: a ``sim/`` world by its content."""
-    if config.model.startswith("sim/"):
+    if is_simulated(config.model):
         from multiverse.errors import SpecError
-        from multiverse.sim.loader import load_world
+        from multiverse.sim import load_world
 
         try:
             return "sim-world:" + load_world(config.api_base).digest
@@ -229,7 +228,7 @@ class RequestCache:
 
     def _stored(self, key: str) -> Completion | None:
         record = self.store.get(STAGE, key)
-        if record is None or record.get("status") != "ok":
+        if record is None or record.get("status") != OK:
             return None
         with self._lock:
             self.stored_answers += 1
@@ -238,7 +237,7 @@ class RequestCache:
 
 def _record(config: ModelConfig, completion: Completion) -> RequestRecord:
     return {
-        "status": "ok",
+        "status": OK,
         "reason": "",
         "answer": {"text": completion.text, "parsed": completion.parsed, "tool_calls": list(completion.tool_calls),
                    "model_reported": completion.model_reported},

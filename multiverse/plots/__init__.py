@@ -7,7 +7,8 @@
 - :func:`plot_factor_rates`: rates by design factor;
 - :func:`plot_calibration`: judge, human-anchored and humans-only rates per universe;
 - :func:`plot_diff`: one run against another, per system and universe.
-- :func:`cut_figure`: each system's estimate and rank as the cut on a score moves.
+- :func:`cut_figure`: each system's estimate and rank as the cut on a score moves;
+- :func:`stamp_simulated`: the SIMULATED stamp on a figure drawn from a run on the simulated world.
 
 Only this package imports matplotlib; names are imported on first use.
 """
@@ -23,8 +24,9 @@ _MODULES = {
     "anchoring": ("plot_calibration",),
     "diff": ("plot_diff",),
     "cuts": ("cut_figure",),
+    "stamp": ("stamp_simulated",),
 }
-_HOME = {name: f"multiverse.plots.{module}" for module, names in _MODULES.items() for name in names}
+_HOME = {name: f"multiverse.plots._{module}" for module, names in _MODULES.items() for name in names}
 
 __all__ = [name for names in _MODULES.values() for name in names]
 

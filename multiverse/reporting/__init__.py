@@ -57,14 +57,14 @@ import pandas as pd
 from multiverse.results import Results
 
 from ..errors import MultiverseError
-from .anchoring import ANCHOR as ANCHORED
-from .anchoring import TITLE as ANCHORED_TITLE
-from .anchoring import _anchored
-from .comparison import ANCHOR as COMPARED
-from .comparison import TITLE as COMPARED_TITLE
-from .comparison import _comparison
-from .markup import _e
-from .records import (
+from ._anchoring import ANCHOR as ANCHORED
+from ._anchoring import TITLE as ANCHORED_TITLE
+from ._anchoring import _anchored
+from ._comparison import ANCHOR as COMPARED
+from ._comparison import TITLE as COMPARED_TITLE
+from ._comparison import _comparison
+from ._markup import _e
+from ._records import (
     EXAMPLES_PER_CELL,
     MAX_DRILLDOWN,
     _drilldown,
@@ -72,8 +72,8 @@ from .records import (
     _provenance,
     _spec,
 )
-from .run import _prepare, _Run
-from .sections import (
+from ._run import _prepare, _Run
+from ._sections import (
     _agreement,
     _curves,
     _difference,
@@ -115,7 +115,7 @@ _SECTIONS = (
 )
 
 
-def _sections(run: _Run) -> tuple[_Section, ...]:
+def _page_sections(run: _Run) -> tuple[_Section, ...]:
     """The sections of this page: with human labels, "Anchored to people" follows the ranking; with a
     baseline, "Compared with the baseline" follows the primary universe's rates."""
     sections: tuple[_Section, ...] = _SECTIONS
@@ -152,7 +152,7 @@ def build_report_html(tables: Results, *, store: Any = None, threshold: float | 
 
     run = _prepare(tables, store, threshold, tests, human, baseline)
     body = []
-    sections = _sections(run)
+    sections = _page_sections(run)
     with Progress(len(sections), "report", unit="section", enabled=progress, leave=False) as steps:
         for section in sections:
             steps.label(section.title)
@@ -181,7 +181,7 @@ def _page(run: _Run, sections: str) -> str:
         subtitle.append(f"run created {_when(m.created)}")
     if m is not None and m.source:
         subtitle.append(f"imported ({m.source})")
-    toc = "".join(f'<li><a href="#{s.anchor}">{_e(s.title)}</a></li>' for s in _sections(run))
+    toc = "".join(f'<li><a href="#{s.anchor}">{_e(s.title)}</a></li>' for s in _page_sections(run))
     details = (
         '<header><h2 id="analyses">Every analysis</h2>'
         '<p class="note">The same run as figures, tables and example transcripts, with how to read each; '

@@ -9,7 +9,7 @@ An analysis's document is a dict (what ``--json`` prints) with a typed view,
 """
 
 from ._analyses import primary_null
-from ._analysis import Analysis, CalibrationAnalysis, CurveAnalysis, json_safe
+from ._analysis import Analysis, CalibrationAnalysis, CurveAnalysis
 from ._anchoring_documents import AnchoredCurveDocument, AnchoredRankingDocument, CalibrationDocument
 from ._documents import AgreementDocument, CurveDocument, Document, PowerDocument, ScoreAgreement, VarianceDocument
 from ._load import load_run
@@ -20,5 +20,5 @@ __all__ = [
     "AgreementDocument", "Analysis", "AnchoredCurveDocument", "AnchoredRankingDocument", "CalibrationAnalysis",
     "CalibrationDocument", "CurveAnalysis", "CurveDocument", "Document", "PowerDocument", "RankingDocument", "Results",
     "ScoreAgreement",
-    "VarianceDocument", "json_safe", "load_run", "primary_null",
+    "VarianceDocument", "load_run", "primary_null",
 ]

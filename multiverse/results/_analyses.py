@@ -51,7 +51,7 @@ def curve(results: ResultsView, *, systems: Sequence[str] | None, threshold: flo
     summary["notes"] = dropped_notes(results.verdicts) + summary.get("notes", []) + untested
 
     def draw(*, axes: Sequence[str] | None = None, title: str | None = None) -> Any:
-        from multiverse.plots.curve import plot_curve, plot_curves, plot_difference_curve
+        from multiverse.plots import plot_curve, plot_curves, plot_difference_curve
 
         shown = [a for a in results.axes if a in set(axes)] if axes else results.axes
         reference = threshold if isinstance(threshold, float) else None
@@ -113,7 +113,7 @@ def agreement(results: ResultsView, axis: str) -> Analysis[AgreementDocument]:
 
     # Bias beside kappa and AC1: two judges can agree often and still shift every rate.
     def draw(*, measures: Sequence[str] = ("cohen_kappa", "gwet_ac1", "bias")) -> Any:
-        from multiverse.plots.agreement import agreement_figure, score_agreement_figure
+        from multiverse.plots import agreement_figure, score_agreement_figure
 
         if "scores" in document:  # scores: weighted kappa on them, kappa at each cut, the mean difference
             return score_agreement_figure(document["scores"], axis_name=axis)
@@ -176,12 +176,12 @@ def ranking(results: ResultsView, axes: list[str] | None, boot: int) -> Analysis
     def draw(*, kind: str = "ranking") -> Any:
         """``kind="ranking"``: ranks across universes; ``"cuts"``: each system's estimate and rank as the cut moves."""
         if kind == "cuts":
-            from multiverse.plots.cuts import cut_figure
+            from multiverse.plots import cut_figure
 
             common = results.scales.common  # means on different scales share no native axis
             return cut_figure(document.get("cuts", []), scale=(common.min, common.max) if common else None,
                               rates_read=results.rate_direction)
-        from multiverse.plots.ranking import ranking_figure
+        from multiverse.plots import ranking_figure
 
         rates = results.system_rates()
         if reference is not None:
@@ -207,7 +207,7 @@ def variance(results: ResultsView, axes: list[str] | None) -> Analysis[VarianceD
     terms = pd.DataFrame(document["terms"])
 
     def draw() -> Any:
-        from multiverse.plots.variance import plot_variance
+        from multiverse.plots import plot_variance
 
         return plot_variance(terms).figure
 

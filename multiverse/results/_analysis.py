@@ -9,7 +9,6 @@ results class that calls them.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -18,11 +17,12 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import pandas as pd
 
+from multiverse.core import json_ready
 from multiverse.errors import InputError
 from multiverse.results._anchoring_documents import CalibrationDocument
 from multiverse.results._documents import CurveDocument, Document
 
-__all__ = ["Analysis", "CalibrationAnalysis", "CurveAnalysis", "ResultsView", "json_safe"]
+__all__ = ["Analysis", "CalibrationAnalysis", "CurveAnalysis", "ResultsView"]
 
 
 class ResultsView(Protocol):
@@ -68,21 +68,6 @@ class ResultsView(Protocol):
     def reference(self) -> str | None: ...
 
     def scoring_choices(self) -> pd.DataFrame | None: ...
-
-
-def json_safe(value: Any) -> Any:
-    """``value`` with null for undefined statistics (NaN) and plain Python numbers, ready for ``json.dumps``."""
-    import numpy as np
-
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 #: The model of an analysis's document; a bare ``Analysis`` has the plain :class:`Document`.
@@ -131,7 +116,7 @@ class Analysis(Generic[D]):
 
     def to_dict(self) -> dict:
         """The document with NaN as None and NumPy scalars as Python numbers."""
-        return json_safe(self.document)
+        return json_ready(self.document)
 
     def figure(self, **options: Any) -> Any:
         """The analysis's figure (a matplotlib ``Figure``), stamped SIMULATED when the run was."""
@@ -139,7 +124,7 @@ class Analysis(Generic[D]):
             raise InputError(f"{self.name}: this analysis has no figure")
         figure = self.draw(**options)
         if self.simulated:
-            from multiverse.plots.stamp import stamp_simulated
+            from multiverse.plots import stamp_simulated
 
             stamp_simulated(figure)
         return figure

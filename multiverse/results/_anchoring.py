@@ -60,7 +60,7 @@ def calibrate(results: ResultsView, human: Any, alpha: float) -> CalibrationAnal
     document = calibration_document(calibration, alpha)
 
     def draw(*, systems: list[str] | None = None) -> Any:
-        from multiverse.plots.anchoring import plot_calibration
+        from multiverse.plots import plot_calibration
 
         return plot_calibration(calibration, results.axes, raw=results.rate_table(), primary=results.primary,
                                 systems=systems, rates_read=results.rate_direction)
@@ -135,7 +135,7 @@ def anchored_curve(results: ResultsView, calibration: CalibrationAnalysis,
 
     def draw(*, axes: list[str] | None = None, title: str | None = None) -> Any:
         from multiverse.analysis import paired_curves
-        from multiverse.plots.curve import plot_curves
+        from multiverse.plots import plot_curves
 
         shown = [a for a in results.axes if a in set(axes)] if axes else results.axes
         paired = paired_curves(results.curve_frame(), frame)

@@ -5,20 +5,22 @@ messages=..., seed=..., api_base="sim://deception")`` answer from a world
 file whose generator, targets (systems under audit), simulated users, judges
 and tool simulator have declared latent parameters. Every answer is
 deterministic per (model, messages, seed, world) and labelled simulated; its
-ground truth is recoverable with :mod:`multiverse.sim.truth`.
+ground truth is recoverable with :mod:`multiverse.sim._truth`.
 
 Importing this package does not import litellm; :func:`register` does.
 """
 
 from __future__ import annotations
 
-from multiverse.core import _model_names as model_names
+from multiverse.core import model_names
 
-from .loader import builtin_worlds, load_world, world_ref
-from .names import check_name, check_world
-from .respond import SimReply, respond
-from .truth import Expectation, TranscriptTruth, expected_overall, expected_rate, judge_rates, transcript_truth
-from .world import World
+from ._coverage import draft_note, unknown_criteria_note
+from ._loader import builtin_worlds, load_world, world_ref
+from ._markers import strip_markers
+from ._names import check_name, check_world
+from ._respond import SimReply, respond
+from ._truth import Expectation, TranscriptTruth, expected_overall, expected_rate, judge_rates, transcript_truth
+from ._world import World
 
 # The model layer asks this registry, not this package, whether a sim/ name or a world exists.
 model_names.register("sim", check_name)
@@ -30,19 +32,22 @@ __all__ = [
     "TranscriptTruth",
     "World",
     "builtin_worlds",
+    "draft_note",
     "expected_overall",
     "expected_rate",
     "judge_rates",
     "load_world",
     "register",
     "respond",
+    "strip_markers",
     "transcript_truth",
+    "unknown_criteria_note",
     "world_ref",
 ]
 
 
 def register() -> None:
     """Register the ``sim`` provider with litellm (idempotent); imports litellm."""
-    from .provider import register as _register
+    from ._provider import register as _register
 
     _register()

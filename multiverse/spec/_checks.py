@@ -10,8 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from multiverse.core import _model_names as model_names
-from multiverse.core import check_spec_sections, name_problem
+from multiverse.core import check_spec_sections, model_names, name_problem
 from multiverse.spec._bounds import check_sizes
 from multiverse.spec._instructions import check_templates
 from multiverse.spec._models import BEHAVIOR, Rubric, Spec, design_levels

@@ -14,12 +14,11 @@ import string
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from multiverse.core import is_simulated
 from multiverse.spec._models import DEFAULT_JUDGE, Spec
 from multiverse.spec._problems import Problems
 
 __all__ = ["DEFAULT_JUDGE", "check_judge_named", "check_templates", "template_placeholders"]
-
-_SIM = "sim/"
 
 
 def template_placeholders(field: str, scale: str = "binary") -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -117,7 +116,7 @@ def check_judge_named(spec: Spec, problems: Problems) -> None:
             for dotted, value in patch.items():
                 models += [value] if dotted.split(".")[-1] == "model" and isinstance(value, str) else []
                 models += list(_models_in(value))
-    real = sorted({m for m in models if not m.startswith(_SIM)})
+    real = sorted({m for m in models if not is_simulated(m)})
     if real:
         problems.add("judge", f"names no judge model, and {', '.join(real)} is not simulated; expected judge: "
                      f"{{model: ...}} (the default {DEFAULT_JUDGE} judges only a spec whose every model is sim/)")

@@ -5,8 +5,17 @@ returns the record the store keeps. Scoring is no stage: it turns stored
 judgments into verdicts without a call (:mod:`multiverse.analysis.rates`).
 """
 
-from .draft import draft_case, draft_rubric, write_drafts
-from .judge import judge_transcript
-from .rollout import RolloutJob, run_rollout
+from ._draft import check_draft_places, draft_case, draft_rubric, write_drafts
+from ._judge import judge_transcript, score_transcript
+from ._rollout import RolloutJob, run_rollout
 
-__all__ = ["RolloutJob", "draft_case", "draft_rubric", "judge_transcript", "run_rollout", "write_drafts"]
+__all__ = [
+    "RolloutJob",
+    "check_draft_places",
+    "draft_case",
+    "draft_rubric",
+    "judge_transcript",
+    "run_rollout",
+    "score_transcript",
+    "write_drafts",
+]

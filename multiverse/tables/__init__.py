@@ -23,8 +23,10 @@ from __future__ import annotations
 
 from multiverse.tables._folder import (
     CAPS,
+    MAX_LINE_BYTES,
     TABLE_FILES,
     check_folder,
+    folder_file,
     read_folder_bytes,
     read_manifest,
     read_spec,
@@ -84,6 +86,7 @@ __all__ = [
     "IMPORT_FILES",
     "INDEXED_ROWS",
     "INDEX_FOLDER",
+    "MAX_LINE_BYTES",
     "RUN_FILES",
     "TABLE_FILES",
     "DroppedRecord",
@@ -106,6 +109,7 @@ __all__ = [
     "check_scores",
     "csv_header",
     "csv_safe",
+    "folder_file",
     "folder_kind",
     "folder_scale",
     "folder_scales",

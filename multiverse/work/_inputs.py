@@ -29,7 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from multiverse.core import ModelConfig, digest, read_regular_file
+from multiverse.core import ModelConfig, digest, is_simulated, read_regular_file
 from multiverse.spec import Spec, resolve_references, to_yaml_dict
 from multiverse.work._prompts import builtin_texts
 
@@ -72,7 +72,7 @@ def _world_digest(uri: str) -> str:
 
 def resolve_config(config: ModelConfig, spec: Spec) -> ModelConfig:
     """``config`` with a sim/ model pointed at the spec's world (other models unchanged)."""
-    if config.model.startswith("sim/") and config.api_base is None:
+    if is_simulated(config.model) and config.api_base is None:
         return replace(config, api_base=world_uri(spec))
     return config
 
@@ -80,7 +80,7 @@ def resolve_config(config: ModelConfig, spec: Spec) -> ModelConfig:
 def model_key(config: ModelConfig) -> dict:
     """What a key reads of a model: its name, params and server, or a simulated model's world."""
     out = {"model": config.model, "params": dict(config.params), "api_base": config.api_base}
-    if config.model.startswith("sim/"):
+    if is_simulated(config.model):
         out["api_base"] = None
         out["world"] = _world_digest(config.api_base or f"sim://{BUILTIN_WORLD}")
     return out

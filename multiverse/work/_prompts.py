@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 END_MARKER = "[END]"
-#: The line a task takes inside the simulated world (``multiverse.sim.markers.with_task`` writes it there, never
+#: The line a task takes inside the simulated world (``multiverse.sim._markers.with_task`` writes it there, never
 #: into a prompt); still digested into every key, which it always was, so stored work keeps its keys.
 TASK = "TASK: {json}"
 

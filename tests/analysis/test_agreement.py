@@ -256,7 +256,7 @@ def test_pair_matrix_is_symmetric_and_bias_antisymmetric():
 
 
 def test_agreement_heatmaps_annotate_every_pair():
-    from multiverse.plots.agreement import agreement_figure, plot_agreement
+    from multiverse.plots import agreement_figure, plot_agreement
 
     rng = np.random.default_rng(0)
     labels = {j: rng.integers(0, 2, 30).tolist() for j in ("j1", "j2", "j3")}

@@ -268,7 +268,7 @@ def test_alpha_is_checked(rng):
 
 def test_anchored_curve_draws_beside_the_raw_one(rng):
     from multiverse.analysis import anchored_curve
-    from multiverse.plots.curve import plot_curve
+    from multiverse.plots import plot_curve
 
     verdicts, truth = _world(rng, cases=60)
     calibration = calibrate(verdicts, _sheet(verdicts, truth, 20, rng), ["judge", "user"])
@@ -285,7 +285,7 @@ def test_anchored_curve_draws_beside_the_raw_one(rng):
     assert len(fig.axes) == 2
 
     from multiverse.analysis import paired_curves, spec_curve
-    from multiverse.plots.curve import plot_curves
+    from multiverse.plots import plot_curves
 
     judge_curve = spec_curve(verdicts, axes=["judge", "user"])
     paired = paired_curves(judge_curve, curve)
@@ -314,7 +314,7 @@ def test_ranking_change_reports_flipped_tops():
 
 
 def test_calibration_figure_draws_every_universe_and_names_verbatim(rng, tmp_path):
-    from multiverse.plots.anchoring import plot_calibration
+    from multiverse.plots import plot_calibration
 
     verdicts, truth = _world(rng, cases=40)
     verdicts["system"] = verdicts["system"].replace({"beacon": "$x^2$ {beacon}"})

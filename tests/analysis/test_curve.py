@@ -544,7 +544,7 @@ def test_analysis_never_imports_matplotlib():
 
 @pytest.mark.parametrize("n_panels", [1, 32, 100])
 def test_plot_curve_aligns_panels(tmp_path, verdicts, n_panels):
-    from multiverse.plots.curve import plot_curve
+    from multiverse.plots import plot_curve
 
     if n_panels == 1:
         v, axes = verdicts, list(AXES)
@@ -565,7 +565,7 @@ def test_plot_curve_aligns_panels(tmp_path, verdicts, n_panels):
 
 
 def test_plot_difference_and_small_multiples(tmp_path, verdicts):
-    from multiverse.plots.curve import plot_curves, plot_difference_curve
+    from multiverse.plots import plot_curves, plot_difference_curve
 
     axes = list(AXES)
     diff = difference_curve(verdicts, axes=axes, a="C", b="A", primary="u002")
@@ -580,7 +580,7 @@ def test_plot_difference_and_small_multiples(tmp_path, verdicts):
 
 
 def test_plot_rejects_mismatched_input(verdicts):
-    from multiverse.plots.curve import plot_curve
+    from multiverse.plots import plot_curve
 
     curve = spec_curve(verdicts, axes=list(AXES))
     with pytest.raises(InputError, match="system"):

@@ -12,7 +12,7 @@ from pandas.testing import assert_frame_equal
 
 import multiverse as mv
 from multiverse.analysis import case_matrix, counts_of_matrix, counts_of_rates, rates_of_matrix, system_rates
-from multiverse.results import json_safe
+from multiverse.core import json_ready as json_safe
 
 AXES = ["judge", "prompt"]
 

@@ -292,7 +292,7 @@ def test_order_universes_puts_the_primary_first_then_by_distance():
 
 
 def test_rank_figures_with_many_universes():
-    from multiverse.plots.ranking import plot_rank_bump, plot_rank_distribution
+    from multiverse.plots import plot_rank_bump, plot_rank_distribution
 
     rng = np.random.default_rng(0)
     axes = ["judge", "evidence", "user", "prompt"]
@@ -333,7 +333,7 @@ def test_results_are_json_ready_with_numeric_options():
 
 
 def test_ranking_figure_names_few_universes_by_their_options():
-    from multiverse.plots.ranking import ranking_figure
+    from multiverse.plots import ranking_figure
 
     rates, axes = _grid_rates(3)
     figure = ranking_figure(system_rates(verdicts_from_rates(rates, axes, cases=4), axes=axes), axes=axes)
@@ -613,7 +613,7 @@ def test_cli_prints_every_flip_note_and_the_separability_in_words(tmp_path, caps
 
 
 def test_rank_distribution_figure_shows_where_unrated_universes_went():
-    from multiverse.plots.ranking import plot_rank_distribution
+    from multiverse.plots import plot_rank_distribution
 
     ranks = universe_ranks(system_rates(_unbalanced(seed=1), axes=["judge"]))
     ax = plot_rank_distribution(rank_distribution(ranks))

@@ -115,7 +115,7 @@ def test_single_option_axes_and_unbalanced_grids_are_noted():
 
 
 def test_variance_figure_distinguishes_interactions():
-    from multiverse.plots.variance import plot_variance
+    from multiverse.plots import plot_variance
 
     table = variance_decomposition(balanced_rates(), axes=["A", "B"])
     ax = plot_variance(table)
@@ -388,7 +388,7 @@ def test_cli_prints_every_note_and_marks_few_residual_df(tmp_path, capsys):
 
 
 def test_variance_figure_marks_each_terms_noise_floor():
-    from multiverse.plots.variance import plot_variance
+    from multiverse.plots import plot_variance
 
     result = variance(_noisy_world(np.random.default_rng(2), 0.8), axes=["A", "B"], resamples=50)
     terms = pd.DataFrame(result["terms"])

@@ -38,7 +38,7 @@ from multiverse.explorer import (
     render_explorer,
     unpack,
 )
-from multiverse.sim.markers import strip_markers
+from multiverse.sim import strip_markers
 from multiverse.store._store import Store
 
 PAYLOAD = '</script><img src=x onerror="window.__pwned=1"><svg onload="window.__pwned=2">'

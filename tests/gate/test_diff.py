@@ -13,7 +13,7 @@ from conftest import sim_run_document, tiny_spec_document
 
 import multiverse as mv
 from multiverse.errors import InputError
-from multiverse.plots.stamp import is_stamped
+from multiverse.plots._stamp import is_stamped
 
 
 @pytest.fixture(scope="module")
@@ -134,6 +134,10 @@ def test_diff_of_a_scored_run_counts_each_rows_contribution_as_its_rates_do(scor
     got = itself.frame.set_index(["universe_id", "system"])["rate_baseline"]
     assert np.allclose(got.sort_index().to_numpy(), expected.loc[got.sort_index().index].to_numpy())
     assert got.nunique() > 2  # means, not 0/1 labels
+    # On as many cases as the run's own rates count: the analyses' counted rows (every scored row), one home.
+    counted = overall.set_index(["universe_id", "system"])["n"]
+    cases = itself.frame.set_index(["universe_id", "system"])["n_cases"].sort_index()
+    assert (cases.to_numpy() == counted.loc[cases.index].to_numpy()).all() and (cases > 0).all()
     moved = mv.diff(base, changed)
     by_system = {s: part["difference"].to_numpy() for s, part in moved.frame.groupby("system")}
     assert np.any(by_system["atlas"] != 0) and np.all(by_system["beacon"] == 0)

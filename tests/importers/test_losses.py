@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from multiverse.core import STATUSES, unparsed_rows
 from multiverse.importers import LOSS_KINDS, ImportLosses, loss_lines, loss_reason
-from multiverse.importers.directory import write_import_dir
+from multiverse.importers._directory import write_import_dir
 from multiverse.tables import Manifest
 
 

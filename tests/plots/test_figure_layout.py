@@ -62,9 +62,7 @@ def _outside(fig, renderer) -> list[str]:
 
 
 def _curve_figures():
-    from multiverse.plots.agreement import agreement_figure
-    from multiverse.plots.curve import plot_curve, plot_curves, plot_difference_curve
-    from multiverse.plots.factors import plot_factor_rates
+    from multiverse.plots import agreement_figure, plot_curve, plot_curves, plot_difference_curve, plot_factor_rates
 
     v = _verdicts(["atlas", "beacon_with_a_long_name", "cobalt"], shift=[0.3, 0.6, 0.9])
     axes = list(OPTIONS)
@@ -91,7 +89,7 @@ def test_every_legend_and_label_lies_inside_the_figure(name):
 
 @pytest.mark.parametrize("n_systems,col_wrap", [(2, None), (3, None), (4, None), (4, 2), (5, None), (7, 3)])
 def test_small_multiples_have_panels_of_one_width(n_systems, col_wrap):
-    from multiverse.plots.curve import plot_curves
+    from multiverse.plots import plot_curves
 
     systems = [f"s{k}" for k in range(n_systems)]
     curve = spec_curve(_verdicts(systems), axes=list(OPTIONS), primary="u000")
@@ -114,7 +112,7 @@ def _points_px(ax, frame, value="rate") -> np.ndarray:
     (OPTIONS, "first"), (OPTIONS, "middle"), (OPTIONS, "last"),
 ])
 def test_primary_label_covers_no_point(n_universes_axes, primary_at):
-    from multiverse.plots.curve import plot_curves
+    from multiverse.plots import plot_curves
 
     v = _verdicts(["atlas", "beacon"], axes=n_universes_axes, n_cases=40)
     curve = spec_curve(v, axes=list(n_universes_axes))
@@ -139,7 +137,7 @@ def test_primary_label_covers_no_point(n_universes_axes, primary_at):
 
 
 def test_primary_label_says_position_from_lowest_not_rank():
-    from multiverse.plots.curve import plot_curve
+    from multiverse.plots import plot_curve
 
     v = _verdicts(["atlas"], n_cases=30)
     curve = spec_curve(v, axes=list(OPTIONS), primary="u001")
@@ -160,7 +158,7 @@ def test_primary_label_says_position_from_lowest_not_rank():
 
 
 def test_a_primary_tied_with_other_universes_is_labelled_with_the_range_they_share():
-    from multiverse.plots.curve import plot_curve
+    from multiverse.plots import plot_curve
 
     v = _verdicts(["atlas"], n_cases=30)
     curve = spec_curve(v, axes=list(OPTIONS), primary="u001")
@@ -176,7 +174,7 @@ def test_a_primary_tied_with_other_universes_is_labelled_with_the_range_they_sha
 
 
 def test_options_follow_the_declared_order():
-    from multiverse.plots.curve import plot_curve, plot_curves, plot_difference_curve
+    from multiverse.plots import plot_curve, plot_curves, plot_difference_curve
 
     v = _verdicts(["atlas", "beacon"])
     axes = list(OPTIONS)
@@ -197,7 +195,7 @@ def test_categorical_axes_with_unused_options_draw_in_declared_order_without_a_d
     Reordering those onto the declared options is deprecated in pandas 3 (it raises in 4): the plot must not."""
     import warnings
 
-    from multiverse.plots.curve import plot_curve, plot_curves
+    from multiverse.plots import plot_curve, plot_curves
 
     declared = {**OPTIONS, "evidence": ["strict", "unused", "lenient", "balanced"]}
     v = _verdicts(["atlas", "beacon"])
@@ -216,9 +214,7 @@ def test_categorical_axes_with_unused_options_draw_in_declared_order_without_a_d
 
 
 def test_run_supplied_names_are_drawn_literally():
-    from multiverse.plots.agreement import agreement_figure
-    from multiverse.plots.curve import plot_curves, plot_difference_curve
-    from multiverse.plots.factors import plot_factor_rates
+    from multiverse.plots import agreement_figure, plot_curves, plot_difference_curve, plot_factor_rates
 
     axes = {NASTY[2]: ["$", "$x^2$"], "b_\\axis": ["p$q", "r"]}
     v = _verdicts(NASTY[:4], axes=axes)
@@ -227,8 +223,7 @@ def test_run_supplied_names_are_drawn_literally():
                           for lvl in NASTY[:2] for s in NASTY])
     pairs = pd.DataFrame([{"a": NASTY[0], "b": NASTY[1], "cohen_kappa": 0.5, "gwet_ac1": 0.6}])
     from multiverse.analysis import system_rates, variance
-    from multiverse.plots.ranking import ranking_figure
-    from multiverse.plots.variance import plot_variance
+    from multiverse.plots import plot_variance, ranking_figure
 
     terms = pd.DataFrame(variance(v, axes=list(axes))["terms"])
     figures = [plot_curves(curve, axes=list(axes)),
@@ -251,7 +246,7 @@ def test_run_supplied_names_are_drawn_literally():
 
 def test_variance_value_labels_clear_the_bar_and_its_noise_tick():
     """A label sits past whichever ends later, its bar or its noise tick (a tick can lie beyond a small bar)."""
-    from multiverse.plots.variance import plot_variance
+    from multiverse.plots import plot_variance
 
     terms = pd.DataFrame({
         "term": ["judge", "user", "judge:system", "system", "Residual"],

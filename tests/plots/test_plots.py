@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from multiverse.plots.factors import plot_factor_rates
+from multiverse.plots import plot_factor_rates
 
 
 def _rates() -> pd.DataFrame:
@@ -40,7 +40,7 @@ def test_the_simulated_stamp_is_once_and_moves_nothing():
 
     from matplotlib.figure import Figure
 
-    from multiverse.plots.stamp import STAMP, is_stamped, stamp_simulated
+    from multiverse.plots._stamp import STAMP, is_stamped, stamp_simulated
 
     def png(figure) -> bytes:
         buffer = io.BytesIO()

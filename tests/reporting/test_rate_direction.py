@@ -196,7 +196,7 @@ def test_the_specs_report_rate_chooses_the_reading_and_changes_no_universe(tmp_p
 
 
 def test_the_anchored_figure_reads_both_ways():
-    from multiverse.plots.anchoring import plot_calibration
+    from multiverse.plots import plot_calibration
 
     frame = pd.DataFrame({"universe_id": ["u1", "u2"], "system": ["a", "a"], "judge": ["j1", "j2"],
                           "rate": [0.7, 0.4], "ci_low": [0.6, 0.3], "ci_high": [0.8, 0.5],

@@ -284,7 +284,7 @@ def test_bare_verdicts_table(tmp_path, rng):
 
 
 def test_import_directory(tmp_path, rng):
-    from multiverse.importers.table import import_table
+    from multiverse.importers import import_table
     from multiverse.reporting import write_report
 
     imported = import_table(_label_table(tmp_path, rng), system="system", item="case_id", label="compliant",
@@ -368,7 +368,7 @@ def test_hostile_report_runs_no_injected_script(hostile_run, tmp_path):
 
 def test_grey_band_is_each_systems_primary_rate(tiny_run):
     """The band and the tests hold every universe at the system's primary rate, unless a threshold is given."""
-    from multiverse.reporting.run import _prepare
+    from multiverse.reporting._run import _prepare
     from multiverse.results._load import load_run
 
     tables = load_run(tiny_run[0])
@@ -404,8 +404,8 @@ def test_tests_can_be_turned_off_and_progress_shown(tiny_run, capfd):
 
 
 def test_displayed_transcripts_carry_no_sim_markers(tiny_run, report):
-    from multiverse.reporting.markup import _without_markers
-    from multiverse.sim.markers import strip_markers
+    from multiverse.reporting._markup import _without_markers
+    from multiverse.sim import strip_markers
 
     _, page = report
     assert "[[sim:" not in page
@@ -428,7 +428,7 @@ def test_simulated_failures_are_explained(report, tmp_path, rng):
 
 
 def test_report_keeps_the_declared_option_order(tiny_run):
-    from multiverse.reporting.run import _prepare
+    from multiverse.reporting._run import _prepare
     from multiverse.results._load import load_run
 
     run = _prepare(load_run(tiny_run[0]), tiny_run[1], None, True)

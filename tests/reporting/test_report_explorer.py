@@ -20,7 +20,7 @@ import pytest
 import multiverse as mv
 from multiverse.cli import main
 from multiverse.explorer import read_transcripts, unpack
-from multiverse.sim.markers import strip_markers
+from multiverse.sim import strip_markers
 
 SYSTEM = '<img src=x onerror="window.__pwned=1">atlas'
 OPTION = '</script><svg onload="window.__pwned=2">'

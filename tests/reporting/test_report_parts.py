@@ -85,7 +85,7 @@ def test_every_top_flip_is_listed_with_its_universe(tmp_path, rng, monkeypatch):
 
 
 def test_bare_table_options_keep_their_first_appearance(tmp_path):
-    from multiverse.reporting.run import _prepare
+    from multiverse.reporting._run import _prepare
     from multiverse.results._load import load_run
 
     table = tmp_path / "t.csv"
@@ -100,7 +100,7 @@ def test_png_keeps_a_legend_drawn_past_the_figure_edge():
     from matplotlib.figure import Figure
     from PIL import Image
 
-    from multiverse.reporting.markup import _png
+    from multiverse.reporting._markup import _png
 
     figure = Figure(figsize=(4, 3))
     ax = figure.add_subplot()
@@ -144,8 +144,9 @@ def test_ranking_section_says_in_words_which_systems_are_separable():
 
 def test_every_figure_of_a_simulated_run_is_stamped_and_no_other_is(monkeypatch):
     """The report's figures go through one door (markup._figure): a simulated run's all carry the stamp."""
-    from multiverse.plots.stamp import is_stamped
-    from multiverse.reporting import build_report_html, markup
+    from multiverse.plots._stamp import is_stamped
+    from multiverse.reporting import _markup as markup
+    from multiverse.reporting import build_report_html
     from multiverse.results._results import Results
     from multiverse.tables._tables import universe_ids
 

@@ -28,7 +28,7 @@ from multiverse.sim import (
     respond,
     transcript_truth,
 )
-from multiverse.sim.markers import find_task
+from multiverse.sim._markers import find_task
 from multiverse.work._prompts import RUBRIC_SCHEMA, case_schema, judgment_schema
 
 END = "[END]"
