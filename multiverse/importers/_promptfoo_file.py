@@ -294,8 +294,9 @@ def _outcome(path: Path, where: str, result: Mapping[str, Any], response: Mappin
     kind = ""
     detail = str(result.get("error") or response.get("error") or "unknown")
     if result.get("failureReason") == _ERROR or (result.get("error") and not isinstance(success, bool)):
-        # The provider failed when it gave no output; else the grader did.
+        # The provider failed when it gave no output; else the grader did. Either way promptfoo counts an error.
         kind = "grader_error" if response.get("output") is not None and not response.get("error") else "system_error"
+        row.counted = "error"
     else:
         for component in components:
             if not isinstance(component, Mapping):
