@@ -2,8 +2,8 @@
 
 ``lm_eval_results/`` is one run of ``lm_eval_runs.py``'s two tasks (a sum task with ``repeats: 3`` and
 two filters, a words task with ``exact_match`` and ``bleu``), recorded by that module run as a script;
-the last test runs lm-eval live against the fake server where it is installed (not in CI: three of its
-dependencies are source distributions only, and CI installs wheels only). Every
+the last test runs lm-eval live against the fake server where it is installed (`.ci/run` installs it in
+a step of its own, since three of its dependencies are pure-Python source distributions). Every
 expected figure is lm-eval's own: each task's metric and its ``_stderr`` in the results file, and each
 sample's metric value in the samples files.
 """
