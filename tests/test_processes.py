@@ -8,12 +8,13 @@ every request is counted at the server, where the money would be spent.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import threading
-import time
+from itertools import pairwise
 from pathlib import Path
 
 import pandas as pd
@@ -312,31 +313,103 @@ def test_an_unguarded_script_is_not_run_again_by_the_workers(tmp_path):
     assert marker.read_text() == "x"
 
 
-def test_declared_limits_hold_at_the_server_across_worker_processes(tmp_path):
-    rpm, concurrency, window = 1200, 3, 2.0
-    arrivals: list[float] = []
-    lock = threading.Lock()
+#: ``sitecustomize`` of the worker processes (put first on their PYTHONPATH; the venv has none of its own)
+_LEDGER = '''\
+"""Loaded by the worker processes (PYTHONPATH): each pacer lane writes what it enforces and each
+start it grants, on its own clock, to a file of its process, for the test to read."""
+import json, os
+from multiverse.model import _pacing
 
-    def responder(body):
-        with lock:
-            arrivals.append(time.monotonic())
+_init, _original_begin = _pacing._Lane.__init__, _pacing._Lane._begin
+
+
+def _write(record):
+    with open(os.path.join(os.environ["MV_PACER_LEDGER"], f"{os.getpid()}.jsonl"), "a") as out:
+        out.write(json.dumps(record) + "\\n")
+
+
+def __init__(self, *args, **kwargs):
+    _init(self, *args, **kwargs)
+    _write({"lane": self.name, "rpm": self.ceiling * _pacing.PERIOD, "cap": self.cap})
+
+
+def _begin(self, slot, now, tokens):
+    _original_begin(self, slot, now, tokens)
+    _write({"lane": self.name, "start": now})
+
+
+_pacing._Lane.__init__, _pacing._Lane._begin = __init__, _begin
+'''
+
+
+class _Rounds:
+    """The server's responder: holds every answer, so the requests the workers admit at once are
+    all in flight together and the server counts them exactly. A round ends (every held answer
+    goes) when more than ``cap`` are held, the limit broken, or when none has come for ``quiet``
+    seconds, the workers having admitted all they may. ``quiet`` only bounds how long a round waits
+    for a late request: a slow machine makes rounds longer, never more requests in flight, so a
+    held limit is never seen broken (and the workers' ledgers check the shares whatever the speed)."""
+
+    def __init__(self, cap: int, quiet: float):
+        self.cap, self.quiet = cap, quiet
+        self._changed = threading.Condition()
+        self._held, self._round = 0, 0
+
+    def __call__(self, body: dict) -> object:
+        with self._changed:
+            self._held += 1
+            mine = self._round
+            self._changed.notify_all()
+            while self._round == mine:
+                if self._held > self.cap:
+                    self._end_round()
+                elif not self._changed.wait(self.quiet) and self._round == mine:
+                    self._end_round()
         return audit_responder(body)
 
-    with FakeServer(responder=responder, latency=0.05) as server:
+    def _end_round(self) -> None:
+        self._round += 1
+        self._held = 0
+        self._changed.notify_all()
+
+
+def test_declared_limits_hold_at_the_server_across_worker_processes(tmp_path, monkeypatch):
+    """The declared limits are shared by the worker processes, not each given whole: at the
+    server, answers held so that every request the workers admit is in flight at once never
+    number more than ``max_concurrency``; in the workers, each process's pacer enforces its share
+    (the shares sum to the declared limits) and spaces the starts it grants by its own clock."""
+    rpm, concurrency = 600, 3
+    ledger = tmp_path / "ledger"
+    ledger.mkdir()
+    (tmp_path / "hook").mkdir()
+    (tmp_path / "hook" / "sitecustomize.py").write_text(_LEDGER)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path / "hook"), *sys.path]))
+    monkeypatch.setenv("MV_PACER_LEDGER", str(ledger))
+    with FakeServer(responder=_Rounds(concurrency, quiet=0.3)) as server:
         document = fake_spec_document(server.url, name="paced", cases_per_cell=2)
         document["rate_limits"] = {"openai/": {"rpm": rpm, "max_concurrency": concurrency}}
         path = tmp_path / "paced.yaml"
         path.write_text(yaml.safe_dump(document, sort_keys=False))
         spec = load_spec(path)
-        assert worker_count(8, spec.rate_limits, cores=2) == 2  # so the limits are really split
+        workers = worker_count(8, spec.rate_limits, cores=2)
+        assert workers == 2  # so the limits are really split
         result = run(spec, store=tmp_path / "store", out=tmp_path / "run", jobs=8, progress=False, backend="processes")
-        peak = server.max_in_flight
+        peak, sent = server.max_in_flight, server.counts["total"]
     assert set(result.verdicts.status) == {"ok"}
-    assert peak <= concurrency
-    # Each worker spaces its starts 60 / (rpm / 2) apart: any window holds at most the
-    # declared rate's share plus one start per worker (a lone process: plus one).
-    arrivals.sort()
-    for i, start in enumerate(arrivals):
-        inside = sum(1 for t in arrivals[i:] if t - start <= window)
-        assert inside <= rpm / 60 * window + 2, (inside, start - arrivals[0])
-    assert (arrivals[-1] - arrivals[0]) >= (len(arrivals) - 2) / (rpm / 60) - 1e-6
+    assert peak <= concurrency, peak
+    records = {int(f.stem): [json.loads(line) for line in f.read_text().splitlines()] for f in ledger.glob("*.jsonl")}
+    assert len(records) == workers
+    lanes = [next(r for r in rs if "cap" in r) for rs in records.values()]
+    assert {lane["lane"] for lane in lanes} == {"openai/"}
+    assert sum(lane["cap"] for lane in lanes) == concurrency
+    assert sum(lane["rpm"] for lane in lanes) == pytest.approx(rpm)
+    starts = {pid: [r["start"] for r in rs if "start" in r] for pid, rs in records.items()}
+    assert sum(map(len, starts.values())) == sent
+    # Each process's starts, on its own clock, are 60 / (rpm / workers) apart or more, so any
+    # window holds at most the declared rate's share per process plus one start each.
+    for share in starts.values():
+        assert all(b - a >= workers * 60 / rpm - 1e-9 for a, b in pairwise(share)), share
+    every = sorted(t for share in starts.values() for t in share)
+    window = 2.0
+    for i, start in enumerate(every):
+        assert sum(1 for t in every[i:] if t - start <= window) <= rpm / 60 * window + workers
