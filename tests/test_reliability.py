@@ -334,7 +334,20 @@ JOBS = 2
 @pytest.mark.slow
 def test_killed_runs_resume_without_redoing_stored_calls(tmp_path):
     rng = random.Random(20261130)
-    with FakeServer(responder=audit_responder, latency=0.03) as server:
+    # Each request and the end of each child wake the test, which kills at the request it drew.
+    changed = threading.Condition()
+
+    def responder(body: dict) -> object:
+        with changed:
+            changed.notify_all()
+        return audit_responder(body)
+
+    def exits(child: subprocess.Popen) -> None:
+        child.wait()
+        with changed:
+            changed.notify_all()
+
+    with FakeServer(responder=responder, latency=0.03) as server:
         spec_path = write_spec(tmp_path / "crash.yaml", fake_spec_document(server.url, name="crash", cases_per_cell=2))
         spec = load_spec(spec_path)
 
@@ -355,10 +368,12 @@ def test_killed_runs_resume_without_redoing_stored_calls(tmp_path):
             if kills < KILLS:
                 # A random moment inside the run: after a random share of what is left.
                 target = before + rng.randint(1, max(1, need // 2))
-                deadline = time.monotonic() + 120
-                while server.counts["total"] < target and child.poll() is None:
-                    assert time.monotonic() < deadline, "the run made no progress"
-                    time.sleep(0.002)
+                threading.Thread(target=exits, args=(child,), daemon=True).start()
+                with changed:
+                    reached = changed.wait_for(lambda t=target, c=child: server.counts["total"] >= t or c.poll() is not None,
+                                               timeout=300)  # generous: only a run that broke takes it
+                assert reached, "the run made no progress"
+                # Then a random moment of the requests' and the store's work: the kill is meant to land anywhere.
                 time.sleep(rng.uniform(0, 0.02))
             if kills < KILLS and child.poll() is None:
                 child.send_signal(signal.SIGKILL)
