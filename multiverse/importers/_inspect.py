@@ -111,7 +111,7 @@ def import_inspect(
         if factor in RESERVED_NAMES or factor in ("judge", "scorer", "reducer"):
             raise InputError(f"factors: {factor}: name is reserved for the verdicts table; expected another metadata "
                              "key", param="factors")
-    losses = ImportLosses()
+    losses = ImportLosses(readings=("reducer",))  # each reducer reads the same epochs
     paths, notes = _log_paths(given, losses)
     budget = import_budget(max_bytes, max_rows, max_transcript_bytes)
     check_output_dir(out_dir, kind="import", inputs=given, force=force)

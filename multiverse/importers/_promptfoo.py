@@ -103,7 +103,7 @@ def import_promptfoo(
     verdicts, transcripts = _verdicts(read, axes, factors)
     criteria = _criteria(read, verdicts)
     warnings = _count_notes(read)
-    losses = ImportLosses()
+    losses = ImportLosses(readings=("scoring",))  # pass and weighted score read the same grader replies
     for file in read:
         for what, count in file.unread.items():
             losses.drop(what, where=str(file.path), count=count, why=_UNREAD[what])
