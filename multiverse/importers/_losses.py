@@ -77,11 +77,14 @@ class ImportLosses:
     different ways (Inspect's ``reducer``, promptfoo's ``scoring``): a loss is counted
     once across them. ``judging`` names the axes that say who judged: a rollout is the
     same across their options, and differs across any other axis (ASSERT's simulated user).
+    ``calls`` maps an axis's options to the one call each reads (Inspect's ``scorer``
+    option ``NAME:KEY`` of a dict scorer to ``NAME``): options of one call are one judgment.
     """
 
     dropped: list[DroppedRecord] = field(default_factory=list)
     readings: tuple[str, ...] = ()
     judging: tuple[str, ...] = ("judge", "scorer")
+    calls: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def drop(self, what: str, *, where: str = "", count: int | None = None, why: str = "") -> None:
         """Record that the source holds ``what`` (``count`` of them, in ``where``) and the import leaves it out."""
@@ -94,6 +97,10 @@ class ImportLosses:
         """
         judged_by = ["universe_id"] if axes is None else [a for a in axes if a not in self.readings]
         rolled_by = ["universe_id"] if axes is None else [a for a in judged_by if a not in self.judging]
+        calls = {axis: mapping for axis, mapping in self.calls.items() if axis in verdicts.columns}
+        if calls:  # counted by the call, not the option: a copy, so the verdicts written keep their options
+            verdicts = verdicts.assign(**{axis: verdicts[axis].map(lambda o, m=m: m.get(o, o))
+                                          for axis, m in calls.items()})
         return {"statuses": statuses(verdicts), "losses": {kind: loss.model_dump() for kind, loss in
                                                           row_losses(verdicts, judged_by, rolled_by).items()},
                 "dropped": [d.model_dump() for d in self.dropped]}

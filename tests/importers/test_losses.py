@@ -114,3 +114,18 @@ def test_a_rollout_under_another_simulated_user_is_another_rollout():
     assert (loss["lost"], loss["of"], loss["rows"]) == (2, 2, 3)
     assert loss["message"].startswith("2 of 2 rollouts (3 of 3 verdict rows across the universes)")
 
+
+
+def test_the_keys_of_one_scorer_call_are_one_judgment():
+    # Inspect's dict scorer: one call, one value per key, each key an option of the scorer axis.
+    status, reason = loss_reason("grader_error", "boom")
+    verdicts = pd.DataFrame({"universe_id": ["a", "b", "c", "a", "b", "c"], "scorer": ["s:x", "s:y", "t"] * 2,
+                             "judge": "j", "system": "m", "case_id": ["q1"] * 3 + ["q2"] * 3, "replicate": 0,
+                             "status": [status, status, "ok", "ok", "ok", "ok"],
+                             "reason": [reason, reason, "", "", "", ""]})
+    calls = {"scorer": {"s:x": "s", "s:y": "s", "t": "t"}}
+    loss = ImportLosses(calls=calls).manifest_fields(verdicts, ["scorer"])["losses"]["grader_error"]
+    assert (loss["lost"], loss["of"], loss["rows"]) == (1, 4, 2)  # calls: (q1, s) (q1, t) (q2, s) (q2, t)
+    apart = ImportLosses().manifest_fields(verdicts, ["scorer"])["losses"]["grader_error"]
+    assert (apart["lost"], apart["of"]) == (2, 6)
+    assert list(verdicts["scorer"]) == ["s:x", "s:y", "t"] * 2  # the verdicts themselves keep their options
