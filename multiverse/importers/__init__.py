@@ -20,9 +20,9 @@ was ``dropped`` (:class:`ImportLosses`), and :func:`loss_lines` are the lines ``
 from multiverse.importers._assert import import_assert
 from multiverse.importers._inspect import import_inspect
 from multiverse.importers._lm_eval import import_lm_eval
-from multiverse.importers._losses import LOSS_KINDS, Dropped, ImportLosses, loss_lines, loss_reason
+from multiverse.importers._losses import LOSS_KINDS, LOSS_UNITS, Dropped, ImportLosses, loss_lines, loss_reason
 from multiverse.importers._promptfoo import import_promptfoo
 from multiverse.importers._table import import_table
 
-__all__ = ["LOSS_KINDS", "Dropped", "ImportLosses", "import_assert", "import_inspect", "import_lm_eval",
+__all__ = ["LOSS_KINDS", "LOSS_UNITS", "Dropped", "ImportLosses", "import_assert", "import_inspect", "import_lm_eval",
            "import_promptfoo", "import_table", "loss_lines", "loss_reason"]

@@ -97,7 +97,7 @@ def write_import_dir(
     transcripts = checked_transcripts(transcripts, budget or import_budget(), "transcripts")
     verdicts = with_score_column(verdicts)  # the results returned hold what the folder holds
     manifest = {"schema_version": SCHEMA_VERSION, **manifest, "rate": check_rate_direction(rate),
-                **(losses or ImportLosses()).manifest_fields(verdicts)}
+                **(losses or ImportLosses()).manifest_fields(verdicts, list(manifest.get("axes", [])))}
     # One writer for run and import folders: the same atomic files, manifest last.
     out = write_run_folder(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
                            transcripts=transcripts)

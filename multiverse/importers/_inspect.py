@@ -111,7 +111,7 @@ def import_inspect(
         if factor in RESERVED_NAMES or factor in ("judge", "scorer", "reducer"):
             raise InputError(f"factors: {factor}: name is reserved for the verdicts table; expected another metadata "
                              "key", param="factors")
-    losses = ImportLosses()
+    losses = ImportLosses(readings=("reducer",))  # each reducer reads the same epochs
     paths, notes = _log_paths(given, losses)
     budget = import_budget(max_bytes, max_rows, max_transcript_bytes)
     check_output_dir(out_dir, kind="import", inputs=given, force=force)
@@ -124,6 +124,8 @@ def import_inspect(
             losses.drop(what, where=str(log.path), count=n, why=why)
     built = inspect_verdicts(read, factors=factors, partial=float(partial), scales=scales)
     rates = inspect_rates(built, factors=factors, ci=ci)
+    if "scorer" in built.axes:  # a dict scorer's keys (NAME:KEY) are one call of NAME: one judgment lost, not one per key
+        losses.calls["scorer"] = {o: o.split(":", 1)[0] for o in built.verdicts["scorer"].astype(str).unique()}
     warnings = notes + _pairing_notes(built.verdicts, built.axes) + built.notes + metric_notes(built, rates)
     for log in read:
         if log.status != "success":

@@ -104,7 +104,7 @@ def import_lm_eval(
     budget = import_budget(max_bytes, max_rows, max_transcript_bytes)
     files = [f for p in paths for f in _results_files(p)]
     check_output_dir(out_dir, kind="import", inputs=files, force=force)
-    losses = ImportLosses()
+    losses = ImportLosses(readings=("filter", "metric"))  # each filter and metric reads the same responses
     runs = [_read_run(path, factors, budget, losses) for path in files]
     frame = pd.DataFrame.from_records([row for run in runs for row in run.rows])
     if frame.empty:

@@ -15,10 +15,20 @@ kind           status           reason begins      what the tool recorded
 
 The kind of a row is read back from its status (and ``core.unparsed_rows``), so
 every importer's rows are counted alike, whatever reason text it wrote. An
-import's manifest holds ``statuses`` (rows per status), ``losses`` (rows per
-kind, with the one line ``import`` prints on stderr) and ``dropped`` (what the
-tool recorded that the import did not carry over); an empty ``dropped`` means
-nothing was left out.
+import's manifest holds ``statuses`` (rows per status), ``losses`` (per kind:
+the lost things, the verdict rows they fill, and the one line ``import`` prints on
+stderr) and ``dropped`` (what the tool recorded that the import did not carry
+over); an empty ``dropped`` means nothing was left out.
+
+A loss is counted once per thing the tool lost, not once per verdict row: an
+import with several universes over the same judgments (Inspect's reducers,
+promptfoo's scoring options, lm-eval's filters and metrics: its ``readings``)
+repeats one lost judgment in each of them. A judge's loss (``no_grade``,
+``grader_error``) counts *judgments*: distinct system x case x replicate x judge
+(the ``judge`` column, and every axis that is not a reading, e.g. Inspect's
+scorer). A system's loss (``system_error``, ``not_run``) counts *rollouts*:
+distinct system x case x replicate (x any axis that neither reads a judgment
+nor names who judged, e.g. ASSERT's simulated user), however many judges read them.
 """
 
 from __future__ import annotations
@@ -26,10 +36,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from multiverse.core import OK, STATUSES, unparsed_rows
 from multiverse.tables import DroppedRecord, ImportLoss
 
-__all__ = ["LOSS_KINDS", "Dropped", "ImportLosses", "loss_lines", "loss_reason", "row_losses", "statuses"]
+__all__ = ["LOSS_KINDS", "LOSS_UNITS", "Dropped", "ImportLosses", "loss_lines", "loss_reason", "row_losses", "statuses"]
+
+#: The thing each kind of loss loses: a judge's reply (judgments) or the system's transcript (rollouts).
+LOSS_UNITS: dict[str, str] = {"no_grade": "judgments", "grader_error": "judgments",
+                              "system_error": "rollouts", "not_run": "rollouts"}
+_ROLLOUT = ("system", "case_id", "replicate")
 
 #: Each kind of loss: its status, the reason's first words, and what the stderr line says it was.
 LOSS_KINDS: dict[str, tuple[str, str, str]] = {
@@ -53,18 +71,38 @@ def loss_reason(kind: str, detail: str = "") -> tuple[str, str]:
 
 @dataclass
 class ImportLosses:
-    """What one import left out (``drop``), and the manifest fields of its rows' losses (``manifest_fields``)."""
+    """What one import left out (``drop``), and the manifest fields of its rows' losses (``manifest_fields``).
+
+    ``readings`` names the import's axes whose options read one recorded judgment in
+    different ways (Inspect's ``reducer``, promptfoo's ``scoring``): a loss is counted
+    once across them. ``judging`` names the axes that say who judged: a rollout is the
+    same across their options, and differs across any other axis (ASSERT's simulated user).
+    ``calls`` maps an axis's options to the one call each reads (Inspect's ``scorer``
+    option ``NAME:KEY`` of a dict scorer to ``NAME``): options of one call are one judgment.
+    """
 
     dropped: list[DroppedRecord] = field(default_factory=list)
+    readings: tuple[str, ...] = ()
+    judging: tuple[str, ...] = ("judge", "scorer")
+    calls: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def drop(self, what: str, *, where: str = "", count: int | None = None, why: str = "") -> None:
         """Record that the source holds ``what`` (``count`` of them, in ``where``) and the import leaves it out."""
         self.dropped.append(DroppedRecord(what=what, where=where, count=count, why=why))
 
-    def manifest_fields(self, verdicts: Any) -> dict[str, Any]:
-        """``statuses``, ``losses`` and ``dropped`` of the import's manifest, read from its verdicts."""
+    def manifest_fields(self, verdicts: Any, axes: Any = None) -> dict[str, Any]:
+        """``statuses``, ``losses`` and ``dropped`` of the import's manifest, read from its verdicts.
+
+        ``axes`` are the import's axes (``None``: unknown, so every universe's rows are its own judgments).
+        """
+        judged_by = ["universe_id"] if axes is None else [a for a in axes if a not in self.readings]
+        rolled_by = ["universe_id"] if axes is None else [a for a in judged_by if a not in self.judging]
+        calls = {axis: mapping for axis, mapping in self.calls.items() if axis in verdicts.columns}
+        if calls:  # counted by the call, not the option: a copy, so the verdicts written keep their options
+            verdicts = verdicts.assign(**{axis: verdicts[axis].map(lambda o, m=m: m.get(o, o))
+                                          for axis, m in calls.items()})
         return {"statuses": statuses(verdicts), "losses": {kind: loss.model_dump() for kind, loss in
-                                                          row_losses(verdicts).items()},
+                                                          row_losses(verdicts, judged_by, rolled_by).items()},
                 "dropped": [d.model_dump() for d in self.dropped]}
 
 
@@ -77,8 +115,14 @@ def statuses(verdicts: Any) -> dict[str, int]:
             **{str(s): int(n) for s, n in counts.items() if s not in STATUSES}}
 
 
-def row_losses(verdicts: Any) -> dict[str, ImportLoss]:
-    """Rows per kind of loss that has any, each with the line ``import`` prints."""
+def row_losses(verdicts: Any, judged_by: Any = ("universe_id",), rolled_by: Any = ("universe_id",),
+               ) -> dict[str, ImportLoss]:
+    """Per kind of loss that has any: lost judgments or rollouts, verdict rows, and the line ``import`` prints.
+
+    A judgment is a distinct system x case x replicate x ``judge`` x ``judged_by`` (the
+    axes that are not readings of one judgment); a rollout a distinct system x case x
+    replicate x ``rolled_by`` (those axes less the ones naming who judged).
+    """
     if "status" not in verdicts.columns or not len(verdicts):
         return {}
     status = verdicts["status"].astype(str).to_numpy()
@@ -89,14 +133,30 @@ def row_losses(verdicts: Any) -> dict[str, ImportLoss]:
              "not_run": status == "not_run"}
     reasons = verdicts["reason"].astype(str).to_numpy() if "reason" in verdicts.columns else None
     out = {}
+    units = {"rollouts": _unit_codes(verdicts, [*_ROLLOUT, *rolled_by]),
+             "judgments": _unit_codes(verdicts, [*_ROLLOUT, "judge", *judged_by])}
     for kind, mask in masks.items():
         n = int(mask.sum())
         if not n:
             continue
         example = f", e.g. {_cut(reasons[mask][0])}" if reasons is not None and reasons[mask][0] else ""
-        rows = f"{n:,} of {len(verdicts):,} row{'s' if len(verdicts) != 1 else ''}"
-        out[kind] = ImportLoss(status=LOSS_KINDS[kind][0], rows=n, message=f"{rows}: {LOSS_KINDS[kind][2]}{example}")
+        unit = LOSS_UNITS[kind]
+        lost, total = len(set(units[unit][mask])), len(set(units[unit]))
+        counted = f"{lost:,} of {total:,} {unit if total != 1 else unit[:-1]}"
+        if (lost, total) != (n, len(verdicts)):  # several universes read each: say how many rows they fill
+            counted += f" ({n:,} of {len(verdicts):,} verdict rows across the universes)"
+        out[kind] = ImportLoss(status=LOSS_KINDS[kind][0], unit=unit, lost=lost, of=total, rows=n,
+                               message=f"{counted}: {LOSS_KINDS[kind][2]}{example}")
     return out
+
+
+def _unit_codes(verdicts: Any, columns: list[str]) -> Any:
+    """One code per row, equal for rows of the same unit (its ``columns`` present; each row alone if none are)."""
+    present = list(dict.fromkeys(c for c in columns if c in verdicts.columns))
+    if not present:
+        return np.arange(len(verdicts))
+    keys = verdicts[present].astype(str).reset_index(drop=True)
+    return pd.MultiIndex.from_frame(keys).factorize()[0] if len(present) > 1 else keys[present[0]].factorize()[0]
 
 
 def loss_lines(manifest: Any) -> list[str]:

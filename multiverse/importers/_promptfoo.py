@@ -103,7 +103,9 @@ def import_promptfoo(
     verdicts, transcripts = _verdicts(read, axes, factors)
     criteria = _criteria(read, verdicts)
     warnings = _count_notes(read)
-    losses = ImportLosses()
+    # pass and weighted score read the same grader replies; each grader's file is an eval of its own, so its
+    # provider errors are its own rollouts' (judging=(): the judge axis separates rollouts too).
+    losses = ImportLosses(readings=("scoring",), judging=())
     for file in read:
         for what, count in file.unread.items():
             losses.drop(what, where=str(file.path), count=count, why=_UNREAD[what])

@@ -257,9 +257,11 @@ def _provenance(run: _Run) -> str:
     if m.warnings:
         out += "<h3>Import warnings</h3>" + _list([shared_text(str(w), base) for w in m.warnings])
     if m.losses:  # an import's rows without a label, by kind of loss (importers._losses): never a label
+        # Each lost judgment or rollout once, however many universes read it; the rows it fills beside it.
         out += "<h3>Rows the import could not take as labels</h3>" + _table(
-            ["kind", "status", "rows", "what happened"],
-            [[kind, loss.status, loss.rows, shared_text(loss.message, base)] for kind, loss in m.losses.items()])
+            ["kind", "status", "lost", "verdict rows", "what happened"],
+            [[kind, loss.status, f"{loss.lost:,} of {loss.of:,} {loss.unit}" if loss.of else loss.rows, loss.rows,
+              shared_text(loss.message, base)] for kind, loss in m.losses.items()])
     if m.dropped:
         out += "<h3>Recorded by the source, not imported</h3>" + _table(
             ["what", "where", "count", "why"],

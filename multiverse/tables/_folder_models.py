@@ -127,9 +127,18 @@ class StageCounts(_Document):
 
 
 class ImportLoss(_Document):
-    """The rows of one kind of loss an import could not take as labels (``importers.ImportLosses``)."""
+    """One kind of loss an import could not take as labels (``importers.ImportLosses``).
+
+    ``lost`` of ``of`` counts the things the tool lost, each once however many universes
+    read it: ``unit`` ``judgments`` (system x case x replicate x judge, for a judge's loss)
+    or ``rollouts`` (system x case x replicate, for a system's). ``rows`` is the verdict
+    rows they fill, across every universe.
+    """
 
     status: str
+    unit: str = "rows"
+    lost: int = 0
+    of: int = 0
     rows: int = 0
     message: str = ""
 

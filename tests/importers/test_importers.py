@@ -646,3 +646,39 @@ def test_imported_criteria_reapply_scoring_rules(tmp_path):
     columns = ["judge", "user", "case_id", "status", "reason", "compliant"]
     assert_frame_equal(again[columns], direct.verdicts[columns], check_dtype=False)
     assert not again[columns].equals(imported.verdicts[columns])
+
+
+def test_import_assert_counts_each_lost_judgment_and_rollout_once(tmp_path):
+    # Run D: a third judge over run A's conversations (same simulated user), its C4 rollout lost as A's is,
+    # and its C1 judgment failed as B's did: two lost judgments (two judges), one lost rollout.
+    runs = three_runs(tmp_path)
+    runs.append(make_run(runs[0].parent, "run_d", judge="judge-3", inference=(C1, C2, C3), scores=[
+        (C1, "judge_failed", "timeout"), (C2, "ok", verdict((OVER, False))), (C3, "ok", verdict()),
+    ]))
+    result = import_assert(runs, tmp_path / "out")
+    assert result.axes == ["judge", "user"]
+    # From scratch, from the runs' own files: a judgment is (judge, case), a rollout (simulated user, case).
+    judgments, rollouts, lost_judgments, lost_rollouts = set(), set(), set(), set()
+    for run in runs:
+        config = json.loads((run / "config.yaml").read_text())["pipeline"]
+        judge, user = config["judge"]["model"]["name"], config["inference"]["tester"]["model"]["name"]
+        ran = {json.loads(line)["test_case_id"] for line in (run / "inference_set.jsonl").read_text().splitlines()}
+        scores = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
+        judgments |= {(judge, user, case) for case in CASES}
+        rollouts |= {(user, case) for case in CASES}
+        lost_rollouts |= {(user, case) for case in set(CASES) - ran}
+        lost_judgments |= {(judge, user, s["test_case_id"]) for s in scores if s["judge_status"] == "judge_failed"}
+    losses = result.manifest.losses
+    assert (losses["grader_error"].lost, losses["grader_error"].of) == (len(lost_judgments), len(judgments)) == (2, 16)
+    assert (losses["system_error"].lost, losses["system_error"].of) == (len(lost_rollouts), len(rollouts)) == (1, 8)
+    assert losses["system_error"].rows == 2  # run A's and run D's row of the one lost rollout
+    assert losses["system_error"].message.startswith("1 of 8 rollouts (2 of 16 verdict rows across the universes)")
+
+
+def test_import_table_over_several_judges_reports_no_loss_where_the_table_records_none(tmp_path):
+    # A table has labels or empty cells (excluded, the table's own "no answer"): nothing it recorded is lost.
+    result = import_table(write_table(tmp_path, TABLE), system="model", item="item", label="label",
+                          axes=["judge", "evidence"], out_dir=tmp_path / "out")
+    assert result.manifest.losses == {}
+    assert result.manifest.statuses == {"ok": len(result.verdicts) - 1, "excluded": 1, "not_run": 0,
+                                        "rollout_failed": 0, "judge_failed": 0}

@@ -135,13 +135,50 @@ def test_every_loss_lands_in_its_status_counted_and_said_never_a_label(logs, tmp
                                     ("ok", "excluded", "not_run", "rollout_failed", "judge_failed")}
     assert {k: x["rows"] for k, x in manifest["losses"].items()} == {
         "no_grade": len(unscored), "grader_error": 2, "system_error": 4}
+    # Each lost thing once: the two epochs of q4 are two rollouts, though each scorer holds a row of them.
+    lost = _lost_from_source(log)
+    assert {k: x["lost"] for k, x in manifest["losses"].items()} == {k: len(u) for k, u in lost.items()}
     lines = [line for line in result.stderr.splitlines() if line.startswith("lost: ")]
-    assert [line.split(": ", 2)[1] for line in lines] == [f"{n} of {len(v)} rows" for n in (len(unscored), 2, 4)]
+    judgments = v[["case_id", "replicate", "scorer"]].drop_duplicates().shape[0]
+    rollouts = v[["case_id", "replicate"]].drop_duplicates().shape[0]
+    assert [line.split(": ", 2)[1] for line in lines] == [
+        f"{len(unscored)} of {judgments} judgments", f"2 of {judgments} judgments",
+        f"2 of {rollouts} rollouts (4 of {len(v)} verdict rows across the universes)"]
     # Samples scored in fewer epochs are named, and reduced over what they have, as Inspect reduces them.
     assert re.search(r"fragile: 2 samples scored in fewer epochs than the others: q1 \(1 of 2\), q4 \(0 of 2\)",
                      result.stderr)
     results = import_inspect([path], tmp_path / "again")
     assert _every_figure_equal(results, log) == sum(len(s.metrics) for s in log.results.scores)
+
+
+def _lost_from_source(log) -> dict[str, set]:
+    """What the log itself lost, counted from its samples: (id, epoch, scorer) judgments, (id, epoch) rollouts."""
+    scorers = {name for s in log.samples for name in (s.scores or {})}
+    broke = {(s.id, s.epoch) for s in log.samples if s.error and "the scorer broke" in s.error.message}
+    lost = {"no_grade": {(s.id, s.epoch, name) for s in log.samples for name, score in (s.scores or {}).items()
+                         if isinstance(score.value, float) and math.isnan(score.value)},
+            "grader_error": {(*unit, name) for unit in broke for name in scorers},
+            "system_error": {(s.id, s.epoch) for s in log.samples if s.error and (s.id, s.epoch) not in broke}}
+    return {kind: units for kind, units in lost.items() if units}
+
+
+@pytest.mark.parametrize("reducers", [["mean", "mode", "max"], ["mode", "at_least_2"]])
+def test_a_loss_counts_once_however_many_reducers_read_it(logs, tmp_path, reducers):
+    # Three reducers make three universes of every scorer over the same epochs: one lost epoch is one loss.
+    log = read_eval_log(str(logs["errors"]))
+    log.eval.config.epochs_reducer = reducers
+    path = tmp_path / "reduced.eval"
+    write_eval_log(log, str(path))
+    results = import_inspect([path], tmp_path / "out")
+    assert "reducer" in results.axes and "scorer" in results.axes
+    once = import_inspect([logs["errors"]], tmp_path / "once")
+    want = {kind: len(units) for kind, units in _lost_from_source(log).items()}
+    assert {k: x.lost for k, x in results.manifest.losses.items()} == want
+    assert {k: x.lost for k, x in once.manifest.losses.items()} == want
+    v = results.verdicts
+    for kind, loss in results.manifest.losses.items():
+        assert loss.rows == want[kind] * len(reducers) * (2 if kind == "system_error" else 1)
+        assert loss.message.startswith(f"{want[kind]} of {loss.of} {loss.unit} ({loss.rows} of {len(v)} verdict rows")
 
 
 def test_the_cancelled_samples_of_a_failed_eval_are_not_run_with_a_warning(logs, tmp_path):
@@ -159,7 +196,8 @@ def test_the_cancelled_samples_of_a_failed_eval_are_not_run_with_a_warning(logs,
     assert never == set(zip(not_run["case_id"], not_run["replicate"])) - cancelled
     assert any("the eval ended error" in w for w in results.warnings)
     lost = [line for line in loss_lines(results.manifest) if line.startswith("lost: ")]
-    assert "never run" in lost[-1] and lost[-1].startswith(f"lost: {len(not_run)} of {len(v)} rows")
+    rollouts = len(v[["case_id", "replicate"]].drop_duplicates())
+    assert "never run" in lost[-1] and lost[-1].startswith(f"lost: {len(not_run)} of {rollouts} rollout")
     errored = {(s.id, s.epoch) for s in log.samples if s.error and "CancelledError" not in s.error.message}
     assert set(zip(*[v.loc[v["status"] == "rollout_failed", c] for c in ("case_id", "replicate")])) == errored
     # What was scored is Inspect's values, epoch by epoch.
@@ -239,4 +277,5 @@ def test_the_report_shows_the_losses(logs, tmp_path):
     import_inspect([logs["errors"]], tmp_path / "out")
     page = write_report(tmp_path / "out", tests=False, progress=False).read_text()
     assert "Rows the import could not take as labels" in page and "grader error: RuntimeError" in page
+    assert "2 of 10 rollouts" in page  # q4's two epochs, once each, though both scorers hold a row of them
     assert np.all([kind in page for kind in ("no_grade", "grader_error", "system_error")])

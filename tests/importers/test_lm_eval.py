@@ -161,3 +161,12 @@ def test_lm_eval_output_past_the_bounds_is_refused(tmp_path):
     assert err.value.param == "max_bytes"
     assert not (tmp_path / "out").exists()
     assert len(import_lm_eval(recorded(), tmp_path / "ok", max_rows=22).verdicts) == 22
+
+
+def test_no_loss_is_reported_where_lm_eval_recorded_none(imported):
+    # lm-eval aborts on a failed request, so every logged sample holds the model's responses; two filters
+    # read each one (two universes), and nothing lost is counted in either.
+    folder = recorded()
+    unanswered = sum(not sample.get("resps") for task in TASKS for sample in _samples(folder, task))
+    assert unanswered == 0 and imported.manifest.losses == {}
+    assert imported.manifest.statuses["ok"] == len(imported.verdicts)

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from multiverse.core import STATUSES, unparsed_rows
-from multiverse.importers import LOSS_KINDS, ImportLosses, loss_lines, loss_reason
+from multiverse.importers import LOSS_KINDS, LOSS_UNITS, ImportLosses, loss_lines, loss_reason
 from multiverse.importers._directory import write_import_dir
 from multiverse.tables import Manifest
 
@@ -62,4 +62,70 @@ def test_an_import_folder_records_statuses_losses_and_drops(tmp_path):
                                    "why": "not a measurement"}]
     lines = loss_lines(results.manifest)
     assert lines[-1] == "dropped: samples.scores.x.metadata (3) in a.eval: not a measurement"
-    assert lines[0].startswith("lost: 1 of 3 rows: the scorer or grader raised") and "grader error: boom" in lines[0]
+    assert lines[0].startswith("lost: 1 of 3 judgments: the scorer or grader raised") and "grader error: boom" in lines[0]
+
+
+# Several universes over the same judgments: a reading axis (Inspect's reducer, promptfoo's scoring,
+# lm-eval's filter) repeats each judgment; several judges each make their own; a rollout is read by every judge.
+_KINDS = st.sampled_from(["ok", "ok", *LOSS_KINDS])
+
+
+@given(systems=st.integers(1, 2), cases=st.integers(1, 4), replicates=st.integers(1, 3), judges=st.integers(1, 3),
+       readings=st.integers(1, 3), reading_axis=st.sampled_from(["reducer", "scoring", "filter"]), data=st.data())
+def test_a_loss_counts_once_per_lost_judgment_or_rollout_whatever_the_universes(
+        systems, cases, replicates, judges, readings, reading_axis, data):
+    rollouts = [(f"s{s}", f"c{c}", r) for s in range(systems) for c in range(cases) for r in range(replicates)]
+    system_fate = {u: data.draw(st.sampled_from(["ok", "ok", "system_error", "not_run"])) for u in rollouts}
+    judge_fate = {(*u, f"j{j}"): data.draw(st.sampled_from(["ok", "ok", "no_grade", "grader_error"]))
+                  for u in rollouts for j in range(judges)}
+    rows = []
+    for (system, case, rep, judge), fate in judge_fate.items():
+        kind = system_fate[(system, case, rep)] if system_fate[(system, case, rep)] != "ok" else fate
+        status, reason = ("ok", "") if kind == "ok" else loss_reason(kind, "why")
+        rows += [{"universe_id": f"{judge}-{k}", "judge": judge, reading_axis: f"o{k}", "system": system,
+                  "case_id": case, "replicate": rep, "status": status, "reason": reason} for k in range(readings)]
+    verdicts = pd.DataFrame(rows)
+    axes = [*(["judge"] if judges > 1 else []), reading_axis]
+    fields = ImportLosses(readings=(reading_axis,)).manifest_fields(verdicts, axes)
+    # From scratch: the lost things themselves, not the rows that repeat them.
+    want = {k: len([u for u, f in system_fate.items() if f == k]) for k in ("system_error", "not_run")}
+    want |= {k: len([u for u, f in judge_fate.items() if f == k and system_fate[u[:3]] == "ok"])
+             for k in ("no_grade", "grader_error")}
+    want = {k: n for k, n in want.items() if n}
+    assert {k: v["lost"] for k, v in fields["losses"].items()} == want
+    for kind, loss in fields["losses"].items():
+        unit = LOSS_UNITS[kind]
+        total = len(rollouts) if unit == "rollouts" else len(judge_fate)
+        per = readings * (judges if unit == "rollouts" else 1)  # rows each lost thing fills
+        assert (loss["unit"], loss["of"], loss["rows"]) == (unit, total, want[kind] * per)
+        assert loss["message"].startswith(f"{want[kind]} of {total} {unit if total != 1 else unit[:-1]}")
+        assert (f"({loss['rows']} of {len(verdicts)} verdict rows" in loss["message"]) == (per != 1)
+    # Without the axes (an unknown import) every universe's rows stay their own judgments.
+    unknown = ImportLosses().manifest_fields(verdicts)["losses"]
+    assert all(v["lost"] == v["rows"] for k, v in unknown.items() if LOSS_UNITS[k] == "judgments")
+
+
+def test_a_rollout_under_another_simulated_user_is_another_rollout():
+    # ASSERT's user axis changes the conversation; its judge axis only who read it.
+    status, reason = loss_reason("system_error", "503")
+    verdicts = pd.DataFrame({"universe_id": ["a", "b", "c"], "judge": ["j1", "j2", "j1"], "user": ["u1", "u1", "u2"],
+                             "system": "s", "case_id": "x", "replicate": 0, "status": status, "reason": reason})
+    loss = ImportLosses().manifest_fields(verdicts, ["judge", "user"])["losses"]["system_error"]
+    assert (loss["lost"], loss["of"], loss["rows"]) == (2, 2, 3)
+    assert loss["message"].startswith("2 of 2 rollouts (3 of 3 verdict rows across the universes)")
+
+
+
+def test_the_keys_of_one_scorer_call_are_one_judgment():
+    # Inspect's dict scorer: one call, one value per key, each key an option of the scorer axis.
+    status, reason = loss_reason("grader_error", "boom")
+    verdicts = pd.DataFrame({"universe_id": ["a", "b", "c", "a", "b", "c"], "scorer": ["s:x", "s:y", "t"] * 2,
+                             "judge": "j", "system": "m", "case_id": ["q1"] * 3 + ["q2"] * 3, "replicate": 0,
+                             "status": [status, status, "ok", "ok", "ok", "ok"],
+                             "reason": [reason, reason, "", "", "", ""]})
+    calls = {"scorer": {"s:x": "s", "s:y": "s", "t": "t"}}
+    loss = ImportLosses(calls=calls).manifest_fields(verdicts, ["scorer"])["losses"]["grader_error"]
+    assert (loss["lost"], loss["of"], loss["rows"]) == (1, 4, 2)  # calls: (q1, s) (q1, t) (q2, s) (q2, t)
+    apart = ImportLosses().manifest_fields(verdicts, ["scorer"])["losses"]["grader_error"]
+    assert (apart["lost"], apart["of"]) == (2, 6)
+    assert list(verdicts["scorer"]) == ["s:x", "s:y", "t"] * 2  # the verdicts themselves keep their options

@@ -147,6 +147,31 @@ def test_an_unreadable_grader_reply_is_a_judge_failure_never_a_label(imported):
     assert (same["status"] == "ok").all()
 
 
+def _lost_from_source(paths: list[Path]) -> dict[str, int]:
+    """What promptfoo itself recorded as lost, one per result: provider errors and grader replies it could not read."""
+    lost = {"system_error": 0, "no_grade": 0}
+    for path in paths:
+        for result in _results(path):
+            lost["system_error"] += result.get("failureReason") == 2  # promptfoo's ResultFailureReason.ERROR
+            lost["no_grade"] += "Could not extract JSON" in json.dumps(result.get("gradingResult"))
+    return {kind: n for kind, n in lost.items() if n}
+
+
+@pytest.mark.parametrize("files", [1, 2])
+def test_a_loss_counts_once_whatever_the_scoring_options(tmp_path, files):
+    # pass and the weighted score are two universes over each grader's reply: a lost reply is one loss.
+    paths = recorded_features()[:files]
+    results = import_promptfoo(paths, tmp_path / "out")
+    assert "scoring" in results.axes
+    want = _lost_from_source(paths)
+    assert {k: x.lost for k, x in results.manifest.losses.items()} == want
+    total = sum(len(_results(p)) for p in paths)  # one judgment and one rollout per result of each file
+    v = results.verdicts
+    for kind, loss in results.manifest.losses.items():
+        assert (loss.of, loss.rows) == (total, 2 * want[kind])
+        assert loss.message.startswith(f"{want[kind]} of {total} {loss.unit} ({2 * want[kind]} of {len(v)} verdict")
+
+
 def test_a_provider_error_is_a_system_failure_under_the_files_one_judge(tmp_path):
     # One file: one judge, no phantom "assertions only" judge for the results that never reached grading.
     one = import_promptfoo(recorded_features()[:1], tmp_path / "one")
@@ -167,6 +192,9 @@ def test_import_says_each_loss_and_drop_on_stderr(tmp_path):
     lost = [line for line in done.stderr.splitlines() if line.startswith("lost: ")]
     assert len(lost) == 2 and any("gave no grade" in line for line in lost) and any("provider failed" in line
                                                                                      for line in lost)
+    # grader-b's three unreadable replies are three judgments, not one per scoring option.
+    assert any(line.startswith(f"lost: {REPEAT} of {2 * len(FEATURE_TESTS) * REPEAT} judgments (")
+               and "gave no grade" in line for line in lost), lost
     assert any(line.startswith("dropped: response.tokenUsage") for line in done.stderr.splitlines())
 
 
