@@ -42,6 +42,7 @@ def test_calls_to_an_openai_compatible_server_share_its_client():
 
 
 def _no_resource_warnings(action) -> list:
+    gc.collect()  # earlier tests' garbage in this process first: what the gc below finds is then action's own
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ResourceWarning)
         action()

@@ -29,6 +29,11 @@ JUDGES = ["j1", "j2"]
 PROMPTS = ["plain", "strict", "terse"]
 
 
+
+def compliance(document: dict) -> dict:
+    """A function's document as Results gives it: every analysis says its rates are compliance (issue 48)."""
+    return {**document, "rate_direction": "compliance"}
+
 def verdicts(rng: np.random.Generator, *, cases: int = 30, perfect: str | None = None) -> pd.DataFrame:
     """Every universe (judge x prompt) x system x case; ``behavior`` varies inside a universe."""
     rows = []
@@ -84,7 +89,7 @@ def test_curve_is_the_functions_chained(results):
              for s in dict.fromkeys(frame["system"])]
     expected = curve_summary(frame, tests=tests)
     expected["notes"] = dropped_notes(results.verdicts) + expected.get("notes", [])
-    assert got.to_dict() == json_ready(expected)
+    assert got.to_dict() == compliance(json_ready(expected))
     assert got.document["tests"] == expected["tests"] and got.document["notes"] == expected["notes"]
     assert [t.systems[0] for t in got.tests] == list(dict.fromkeys(frame["system"]))
     assert got["n_universes"] == 6
@@ -119,7 +124,7 @@ def test_a_primary_null_skips_systems_with_no_spread_and_says_so(rng):
 
 def test_variance_and_ranking_narrow_what_is_reported_not_the_model(results):
     full = results.variance()
-    assert full.document == variance(results.verdicts, axes=results.axes)
+    assert full.document == compliance(variance(results.verdicts, axes=results.axes))
     narrow = results.variance(axes=["judge"])
     assert [r["axis"] for r in narrow["by_axis"]] == ["judge"]
     assert {r.get("axis") for r in narrow["terms"]} <= {"judge", None, ""}
@@ -162,8 +167,8 @@ def test_ranking_and_variance_share_one_case_count_and_give_what_they_give_alone
     assert len(made) == 1 and results.case_counts() is made[0]
     every = results.verdicts["universe_id"].nunique()
     assert copied.count(every) == 1 and set(copied) <= {every, 1}, copied
-    assert rank.document == json_ready(ranking(results.verdicts, axes=results.axes, primary="u0", bootstrap=50))
-    assert spread.document == json_ready(variance(results.verdicts, axes=results.axes))
+    assert rank.document == compliance(json_ready(ranking(results.verdicts, axes=results.axes, primary="u0", bootstrap=50)))
+    assert spread.document == compliance(json_ready(variance(results.verdicts, axes=results.axes)))
     assert len(made) == 3  # the functions alone made theirs
     # Counts of other cells are not reused: the function makes the ones it needs.
     other = case_resampling.case_counts(results.verdicts.assign(compliant=results.verdicts["compliant"].fillna(False)),
@@ -173,7 +178,7 @@ def test_ranking_and_variance_share_one_case_count_and_give_what_they_give_alone
 
 def test_agreement_defaults_to_the_judge_axis_and_checks_the_axis(results):
     got = results.agreement()
-    assert got.document == agreement(results.verdicts, axes=results.axes, axis="judge")
+    assert got.document == compliance(agreement(results.verdicts, axes=results.axes, axis="judge"))
     assert results.agreement("judge") is got
     assert_frame_equal(got.frame, pd.DataFrame(got["pairs"]))
     with pytest.raises(mv.InputError) as info:
@@ -202,7 +207,7 @@ def test_power_counts_the_cases_each_system_answered(results):
     got = results.power(baseline_rate=0.7)
     # Every universe x system has 30 cases, the rollout failure included (a planned case),
     # and each behavior cell 15.
-    assert got.document == design_power(cases=30, cases_per_cell=15, baseline_rate=0.7)
+    assert got.document == compliance(design_power(cases=30, cases_per_cell=15, baseline_rate=0.7))
     assert list(got.frame["n_per_group"]) == [30, 15]
 
 

@@ -302,7 +302,7 @@ class LiteLLMClient:
 
     # -- one request ---------------------------------------------------------------
 
-    def _request(self, config, messages, *, seed, schema, schema_name, tools, task) -> dict:
+    def _request(self, config, messages, *, seed, schema, schema_name, tools, task=None) -> dict:
         return self._requests.build(config, messages, api_key=self._api_key(config), seed=seed, schema=schema,
                                     schema_name=schema_name, tools=tools, task=task)
 

@@ -29,7 +29,7 @@ COMMANDS = list(_commands_with_primary(build_parser()))
 
 
 def test_every_import_takes_primary():
-    assert {path for path, _ in COMMANDS} >= {("import", k) for k in ("assert", "table", "inspect", "promptfoo")}
+    assert {path for path, _ in COMMANDS} >= {("import", k) for k in ("assert", "table", "inspect", "promptfoo", "lm-eval")}
 
 
 @pytest.mark.parametrize("path", [p for p, _ in COMMANDS], ids=" ".join)
@@ -41,7 +41,7 @@ def test_every_import_takes_primary():
 def test_repeated_primary_keeps_every_option(path, given):
     # Through the whole command line, as a user types it: the parsed options are every one given, in order.
     required = {"assert": ["r1"], "table": ["t.csv", "--system", "s", "--item", "i", "--label", "l"],
-                "inspect": ["l.eval"], "promptfoo": ["r.json"]}[path[-1]]
+                "inspect": ["l.eval"], "promptfoo": ["r.json"], "lm-eval": ["results.json"]}[path[-1]]
     args = build_parser().parse_args([*path, *required, "--out", "o", *given])
     assert args.primary == [("grader", "g1"), ("standard", "strict"), ("scoring", "all")]
 

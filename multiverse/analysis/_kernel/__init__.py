@@ -23,6 +23,7 @@ from ._codes import (
     index_type,
     numbered_codes,
     radix_codes,
+    sort_order,
     sorted_codes,
     target_blocks,
 )
@@ -83,6 +84,7 @@ __all__ = [
     "resampled_rows",
     "scoring_choices",
     "share_icc",
+    "sort_order",
     "sorted_codes",
     "target_blocks",
     "target_icc",

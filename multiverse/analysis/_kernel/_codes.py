@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["BLOCK_ROWS", "PIECE_ROWS", "appearance_order", "change_rows", "codes", "codes_and_first_rows", "combine", "count",
-           "dense_codes", "first_appearances", "first_rows", "index_type", "numbered_codes", "radix_codes", "sorted_codes",
+           "dense_codes", "first_appearances", "first_rows", "index_type", "numbered_codes", "radix_codes", "sort_order", "sorted_codes",
            "target_blocks"]
 
 
@@ -67,6 +67,11 @@ def sorted_codes(values: pd.Series) -> tuple[np.ndarray, int]:
         order = _sort_order(pd.Index(uniques))
         found = np.argsort(order)[found]
     return np.asarray(found).astype(index_type(len(uniques)), copy=False), len(uniques)
+
+
+def sort_order(index: pd.Index) -> np.ndarray:
+    """Positions that put ``index`` in sorted order (by text where its values do not sort): ``sorted_codes``'s order."""
+    return _sort_order(index)
 
 
 def _sort_order(index: pd.Index) -> np.ndarray:

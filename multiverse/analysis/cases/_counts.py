@@ -20,7 +20,7 @@ from collections.abc import Iterator
 import numpy as np
 import pandas as pd
 
-from .._kernel import CONTRIBUTION, CaseCounts, blocks, included_rows
+from .._kernel import CONTRIBUTION, CaseCounts, blocks, included_rows, sort_order
 from .._kernel import DENSE_LIMIT as _DENSE_LIMIT
 from ._matrix import CaseMatrix
 
@@ -67,7 +67,10 @@ def counts_of_matrix(matrix: CaseMatrix, verdicts: pd.DataFrame, rates: pd.DataF
     keep = included_rows(verdicts)
     case = _codes(verdicts["case_id"])
     order = blocks.appearance_order((case[piece][keep[piece]] for piece in _pieces(len(keep))), expected=n_cases)
-    c = pd.Index(matrix.cases).get_indexer(verdicts["case_id"].cat.categories[order])
+    # The counted cases in sorted order, as counts_of_rates numbers them (sorted_codes): a resample's weight
+    # then goes to the same case through either door, whatever the order of the rows.
+    names = verdicts["case_id"].cat.categories[order]
+    c = pd.Index(matrix.cases).get_indexer(names[sort_order(names)])
     if (u < 0).any() or (s < 0).any() or (c < 0).any() or len(c) != n_cases:
         return None
     n = np.empty((len(universes), len(systems), n_cases), dtype=np.float32)
