@@ -10,7 +10,6 @@ differ from one eval to the next (a rerun of the system, not only of the grader)
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from collections import Counter
@@ -18,12 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fakeserver import FakeServer
+from inspect_server import serve
 
 __all__ = ["QUESTIONS", "run_inspect"]
 
-_SERVER: FakeServer | None = None
-_CURRENT: list = [None]
 
 QUESTIONS = [(f"q{i}", f"What is {i} plus {i}?", str(2 * i), "arithmetic" if i % 2 else "words") for i in range(5)]
 
@@ -61,14 +58,9 @@ def run_inspect(log_dir: Path, graders=("grader-a", "grader-b"), *, epochs: int 
 
     task = Task(dataset=[Sample(id=sid, input=q, target=t, metadata={"topic": topic}) for sid, q, t, topic in QUESTIONS],
                 solver=generate(), scorer=model_graded_qa(partial_credit=partial), epochs=epochs, name="addition")
-    global _SERVER
     responder = _Responder(regenerate, partial)
-    if _SERVER is None:
-        # One server for the process: Inspect keeps its model clients (and their base URL) between evals.
-        _SERVER = FakeServer(responder=lambda body: _CURRENT[0](body)).start()
-    _CURRENT[0] = responder
+    serve(responder)  # the process's one server for Inspect (inspect_server.py says why)
     paths = []
-    os.environ.update(LOCAL_BASE_URL=_SERVER.url, LOCAL_API_KEY="sk-local")
     for grader in graders:
         responder.run += 1
         logs = inspect_eval(task, model="openai-api/local/system-x", model_roles={"grader": f"openai-api/local/{grader}"},

@@ -11,19 +11,16 @@ unscored), deterministically from the prompt and how often it was seen.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fakeserver import FakeServer
+from inspect_server import serve as _server
 
 __all__ = ["REDUCERS", "make_logs"]
 
 REDUCERS = ["mean", "median", "mode", "max", "at_least_2", "pass_at_2"]
-_CURRENT: list = [None]
-_SERVER: list = [None]
 
 
 class _Answers:
@@ -45,15 +42,6 @@ class _Answers:
         if self.broken and self.broken in text:
             return b"\x00"  # a reply the client cannot parse: the sample errors before scoring
         return str(key % 3)
-
-
-def _server(answers: _Answers) -> str:
-    if _SERVER[0] is None:
-        # One server for the process: Inspect keeps its model clients (and their base URL) between evals.
-        _SERVER[0] = FakeServer(responder=lambda body: _CURRENT[0](body)).start()
-    _CURRENT[0] = answers
-    os.environ.update(LOCAL_BASE_URL=_SERVER[0].url, LOCAL_API_KEY="sk-local")
-    return _SERVER[0].url
 
 
 def _scorers():
