@@ -119,15 +119,18 @@ def import_rates(verdicts: pd.DataFrame, *, axes: Sequence[str], factors: Sequen
 
 def write_judged_import(source: str, out_dir: str | os.PathLike, *, verdicts: pd.DataFrame, criteria: pd.DataFrame | None,
                         rates: pd.DataFrame, transcripts: Any, axes: list[str], factors: list[str], primary: Any,
-                        warnings: list[str], input: dict[str, Any], ci: str, estimator: str,
+                        warnings: list[str], input: dict[str, Any], ci: str, estimator: str | None,
                         scale: dict[str, Any] | None = None, budget: Any = None, losses: Any = None,
                         options: dict[str, dict[str, Any]] | None = None,
-                        universe_scales: dict[str, dict[str, Any]] | None = None, rate: str = "compliance") -> Results:
+                        universe_scales: dict[str, dict[str, Any]] | None = None,
+                        universe_scoring: dict[str, dict[str, Any]] | None = None, rate: str = "compliance") -> Results:
     """Write a harness's import (one universe per judge when there are several) and return its Results.
 
-    Inspect's and promptfoo's imports share this shape: a single judge's column is dropped, as a
-    table without axes has none. ``options`` gives each universe's options where the judge is not the
-    only axis (else read from the judge column); ``universe_scales`` a universe's own scale.
+    Inspect's, promptfoo's and lm-eval's imports share this shape: a single judge's column is dropped,
+    as a table without axes has none. ``options`` gives each universe's options where the judge is not
+    the only axis (else read from the judge column); ``universe_scales`` a universe's own scale, and
+    ``universe_scoring`` its own scoring (``{"estimator": ...}``, where ``estimator`` is None because
+    the universes differ in it).
     """
     from multiverse.importers._directory import resolve_primary, write_import_dir
 
@@ -138,9 +141,9 @@ def write_judged_import(source: str, out_dir: str | os.PathLike, *, verdicts: pd
         "source": source,
         "axes": axes,
         "factors": factors,
-        # A universe whose scores are on a scale of its own says so in its entry (tables.universe_scales).
-        "universes": [{"id": uid, "options": options[uid], "scale": (universe_scales or {})[uid]} if uid in
-                      (universe_scales or {}) else uid for uid in options],
+        # A universe with a scale or scoring of its own says so in its entry (tables.universe_scales).
+        "universes": [_universe_entry(uid, options[uid], scale=(universe_scales or {}).get(uid),
+                                      scoring=(universe_scoring or {}).get(uid)) for uid in options],
         "primary": resolve_primary(primary, axes, options),
         "primary_declared": bool(primary),
         "warnings": warnings,
@@ -155,3 +158,10 @@ def write_judged_import(source: str, out_dir: str | os.PathLike, *, verdicts: pd
         verdicts = verdicts.drop(columns="judge")
     return write_import_dir(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
                             transcripts=transcripts, budget=budget, losses=losses, rate=rate)
+
+
+def _universe_entry(uid: str, options: dict[str, Any], *, scale: dict[str, Any] | None,
+                    scoring: dict[str, Any] | None) -> str | dict[str, Any]:
+    """A universe in an import's manifest: its id, or an object where it has a scale or scoring of its own."""
+    own = {**({"scale": scale} if scale is not None else {}), **({"scoring": scoring} if scoring is not None else {})}
+    return {"id": uid, "options": options, **own} if own else uid

@@ -43,8 +43,8 @@ import pandas as pd
 
 from multiverse.core import OK, RESERVED_NAMES, ImportBudget, universe_id
 from multiverse.errors import InputError
-from multiverse.importers._columns import row_keys
-from multiverse.importers._directory import check_ci, resolve_primary, write_import_dir
+from multiverse.importers._columns import row_keys, write_judged_import
+from multiverse.importers._directory import check_ci
 from multiverse.importers._guard import checked_names, import_budget, text_only
 from multiverse.importers._losses import ImportLosses
 from multiverse.results import Results
@@ -130,18 +130,14 @@ def import_lm_eval(
     rates = compute_rates(verdicts, axes=axes, factors=all_factors, ci=ci, estimator="mean", scale=scale)
     options = {uid: {axis: row[axis] for axis in axes}
                for uid, row in frame.drop_duplicates("universe_id").set_index("universe_id").iterrows()}
-    manifest: dict[str, Any] = {
-        "source": "lm-eval", "axes": axes, "factors": all_factors, "universes": list(options),
-        "primary": resolve_primary(primary, axes, options), "primary_declared": bool(primary),
-        "warnings": _figure_notes(runs, rates, axes, systems, set(frame[["task", "metric", "filter"]].itertuples(
-            index=False, name=None))), "universe_options": options,
-        "input": {"files": [{"file": str(r.path), "system": r.system, "lm_eval_version": r.version,
-                             "results": r.figures} for r in runs]},
-        "scale": scale.model_dump(), "estimator": "mean", "ci": ci, "level": 0.95,
-    }
+    warnings = _figure_notes(runs, rates, axes, systems, set(frame[["task", "metric", "filter"]].itertuples(
+        index=False, name=None)))
+    figures = [{"file": str(r.path), "system": r.system, "lm_eval_version": r.version, "results": r.figures} for r in runs]
     transcripts = {key: record for run in runs for key, record in run.transcripts.items()}
-    return write_import_dir(out_dir, verdicts=verdicts, criteria=None, rates=rates, manifest=manifest,
-                            transcripts=transcripts, budget=budget, losses=losses, rate=rate)
+    return write_judged_import("lm-eval", out_dir, verdicts=verdicts, criteria=None, rates=rates,
+                               transcripts=transcripts, axes=axes, factors=all_factors, primary=primary,
+                               warnings=warnings, input={"files": figures}, ci=ci, estimator="mean",
+                               scale=scale.model_dump(), budget=budget, losses=losses, options=options, rate=rate)
 
 
 def _factor_names(factors: Sequence[str]) -> list[str]:

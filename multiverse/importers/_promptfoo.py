@@ -130,7 +130,6 @@ def write_scored_import(verdicts: pd.DataFrame, axes: list[str], factors: list[s
                         rate: str = "compliance") -> Results:
     """Write an import whose ``scoring`` axis reads promptfoo's pass (pooled) and its weighted score (mean, 0-1)."""
     from multiverse.analysis import compute_rates
-    from multiverse.importers._directory import resolve_primary, write_import_dir
     from multiverse.tables import ScaleRecord
 
     scores = verdicts["score"].dropna()
@@ -144,18 +143,11 @@ def write_scored_import(verdicts: pd.DataFrame, axes: list[str], factors: list[s
                             "estimator": np.where(universes["scoring"] == "pass", "pooled", "mean")})
     rates = compute_rates(verdicts, axes=axes, factors=factors, ci=ci, scoring=choices, scale=scale)
     options = {uid: {axis: row[axis] for axis in axes} for uid, row in universes.set_index("universe_id").iterrows()}
-    estimators = dict(zip(choices["universe_id"], choices["estimator"]))
-    manifest: dict[str, Any] = {
-        "source": "promptfoo", "axes": axes, "factors": factors,
-        "universes": [{"id": u, "options": options[u], "scoring": {"estimator": estimators[u]}} for u in options],
-        "primary": resolve_primary(primary, axes, options), "primary_declared": bool(primary),
-        "warnings": warnings, "universe_options": options, "input": input, "scale": scale.model_dump(),
-        "estimator": None, "ci": ci, "level": 0.95,
-    }
-    if "judge" not in axes:
-        verdicts = verdicts.drop(columns="judge")
-    return write_import_dir(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
-                            transcripts=transcripts, budget=budget, losses=losses, rate=rate)
+    scoring = {uid: {"estimator": estimator} for uid, estimator in zip(choices["universe_id"], choices["estimator"])}
+    return write_judged_import("promptfoo", out_dir, verdicts=verdicts, criteria=criteria, rates=rates,
+                               transcripts=transcripts, axes=axes, factors=factors, primary=primary, warnings=warnings,
+                               input=input, ci=ci, estimator=None, scale=scale.model_dump(), budget=budget,
+                               losses=losses, options=options, universe_scoring=scoring, rate=rate)
 
 
 def _input(read: list[PromptfooFile]) -> dict[str, Any]:
