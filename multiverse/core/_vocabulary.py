@@ -35,6 +35,7 @@ __all__ = [
     "EXCLUDED",
     "FAILED_STATUSES",
     "JUDGE_FAILED",
+    "NOT_RUN",
     "OK",
     "RATE_COLUMNS",
     "RATE_VALUE_COLUMNS",
@@ -90,6 +91,8 @@ OK: Status = "ok"
 EXCLUDED: Status = "excluded"
 ROLLOUT_FAILED: Status = "rollout_failed"
 JUDGE_FAILED: Status = "judge_failed"
+#: A row a tool never ran (an import of a cancelled eval): neither counted nor a failure of the run.
+NOT_RUN: Status = "not_run"
 FAILED_STATUSES: tuple[Status, ...] = (ROLLOUT_FAILED, JUDGE_FAILED)
 #: The one status whose verdicts count towards a rate.
 COUNTED_STATUS: Status = OK

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from multiverse.core import OK, universe_id
+from multiverse.core import OK, ROLLOUT_FAILED, universe_id
 from multiverse.errors import InputError
 from multiverse.importers._columns import rationale_criteria, row_keys
 from multiverse.importers._inspect_log import InspectLog, LogRow
@@ -147,8 +147,8 @@ def _keyed_transcripts(frame: pd.DataFrame, gathered: dict[str, dict[str, Any]])
     for key, system, case_id, digest in frame[["transcript_key", "system", "case_id", "_digest"]
                                               ].itertuples(index=False):
         record = transcripts[f"{system}\x00{case_id}\x00{digest}"]
-        failed = record["status"] == "rollout_failed"
-        transcripts.setdefault(key, {"system": system, "status": "rollout_failed" if failed else OK,
+        failed = record["status"] == ROLLOUT_FAILED
+        transcripts.setdefault(key, {"system": system, "status": ROLLOUT_FAILED if failed else OK,
                                      "reason": record["reason"] if failed else "", "turns": record["turns"]})
     return {k: v for k, v in transcripts.items() if "\x00" not in k}
 

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from multiverse.core import OK, STATUSES, unparsed_rows
+from multiverse.core import JUDGE_FAILED, NOT_RUN, OK, ROLLOUT_FAILED, STATUSES, unparsed_rows
 from multiverse.tables import DroppedRecord, ImportLoss
 
 __all__ = ["LOSS_KINDS", "LOSS_UNITS", "Dropped", "ImportLosses", "loss_lines", "loss_reason", "row_losses", "statuses"]
@@ -51,12 +51,12 @@ _ROLLOUT = ("system", "case_id", "replicate")
 
 #: Each kind of loss: its status, the reason's first words, and what the stderr line says it was.
 LOSS_KINDS: dict[str, tuple[str, str, str]] = {
-    "no_grade": ("judge_failed", "no grade",
+    "no_grade": (JUDGE_FAILED, "no grade",
                  "the grader gave no grade (judge_failed, never a label; scoring.unparsed decides)"),
-    "grader_error": ("judge_failed", "grader error", "the scorer or grader raised an error (judge_failed, never a label)"),
-    "system_error": ("rollout_failed", "system error",
+    "grader_error": (JUDGE_FAILED, "grader error", "the scorer or grader raised an error (judge_failed, never a label)"),
+    "system_error": (ROLLOUT_FAILED, "system error",
                      "the system's model or provider failed (rollout_failed, never a label)"),
-    "not_run": ("not_run", "not run", "never run (not_run: cancelled before it ran; never a label)"),
+    "not_run": (NOT_RUN, "not run", "never run (not_run: cancelled before it ran; never a label)"),
 }
 
 Dropped = DroppedRecord
@@ -127,10 +127,10 @@ def row_losses(verdicts: Any, judged_by: Any = ("universe_id",), rolled_by: Any 
         return {}
     status = verdicts["status"].astype(str).to_numpy()
     unparsed = unparsed_rows(verdicts)
-    masks = {"no_grade": (status == "judge_failed") & unparsed,
-             "grader_error": (status == "judge_failed") & ~unparsed,
-             "system_error": status == "rollout_failed",
-             "not_run": status == "not_run"}
+    masks = {"no_grade": (status == JUDGE_FAILED) & unparsed,
+             "grader_error": (status == JUDGE_FAILED) & ~unparsed,
+             "system_error": status == ROLLOUT_FAILED,
+             "not_run": status == NOT_RUN}
     reasons = verdicts["reason"].astype(str).to_numpy() if "reason" in verdicts.columns else None
     out = {}
     units = {"rollouts": _unit_codes(verdicts, [*_ROLLOUT, *rolled_by]),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from multiverse.core import FAILED_STATUSES, counted_word, orient, orient_rates, rank_one, rate_name
+from multiverse.core import FAILED_STATUSES, NOT_RUN, counted_word, orient, orient_rates, rank_one, rate_name
 
 from ._markup import _collapsed, _e, _figure, _fmt, _list, _notes, _table
 from ._run import _Run
@@ -46,7 +46,7 @@ def _primary_rates(run: _Run) -> str:
     table_rows = []
     for r in rows.itertuples(index=False):
         failed = 0 if status is None else int(sum(status.get((r.system, s), 0)
-                                                  for s in ("not_run", *FAILED_STATUSES)))
+                                                  for s in (NOT_RUN, *FAILED_STATUSES)))
         excluded = 0 if status is None else int(status.get((r.system, "excluded"), 0))
         table_rows.append([r.system, int(r.n), int(r.n_compliant), float(r.rate), float(r.ci_low), float(r.ci_high),
                            excluded, failed])
