@@ -245,9 +245,10 @@ def _case_rows(verdicts: pd.DataFrame, criteria: pd.DataFrame | None, transcript
         has = counted.to_numpy() & ~np.isnan(score)
         if has.any():
             values = np.unique(score[has])
-            scored = [f"score {x:g}" for x in values]
-            named = np.where(has, np.array(scored, dtype=object)[np.searchsorted(values, np.where(has, score, values[0]))],
-                             named)
+            # Two scores can print alike ("score 0.666667" for 2/3 summed two ways): one name each, once.
+            shown = np.array([f"score {x:g}" for x in values], dtype=object)
+            scored = list(dict.fromkeys(shown))
+            named = np.where(has, shown[np.searchsorted(values, np.where(has, score, values[0]))], named)
     verdict_names = list(VERDICTS) + scored + sorted(set(pd.unique(named)) - set(VERDICTS) - set(scored))
     reason_text = v["reason"].fillna("").astype(str) if "reason" in v.columns else pd.Series("", index=v.index)
     reason_code, reasons = pd.factorize(np.concatenate([[""], reason_text.to_numpy(dtype=object)]))

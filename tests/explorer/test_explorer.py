@@ -823,3 +823,21 @@ def test_long_texts_are_stored_once_and_word_coded_where_that_is_smaller():
     assert pack_texts(repeated)[0] == "z" and unpack_texts(pack_texts(repeated)) == repeated
     strings = Strings()
     assert [strings.add(t) for t in ("a", "b", "a", "")] == [0, 1, 0, 2] and strings.texts == ["a", "b", ""]
+
+
+def test_scores_that_print_alike_are_one_verdict_name(tiny_run):
+    """Scores that differ past what a reader is shown (2/3 summed two ways, as promptfoo's weighted scores are) are
+    one verdict, "score 0.666667", named once: the page's verdict names are its categories."""
+    from multiverse.results._load import load_run
+
+    tables = load_run(tiny_run)
+    scores = np.resize([2 / 3, 0.1 + 0.2 + 1 / 3 + 1 / 3 - 0.3 - 1e-13, 1 / 3, 1.0], len(tables.verdicts))
+    assert len({f"{x:g}" for x in scores}) < len(set(scores))  # the case this test is about
+    scored = tables.verdicts.assign(score=scores)
+    doc = explorer_document(scored, axes=tables.axes, factors=tables.factors)
+    rows = unpack(doc["blocks"]["rows"])
+    names = doc["verdicts"]
+    assert len(names) == len(set(names))
+    counted = (scored["status"] == "ok").to_numpy()
+    shown = [names[code] for code in np.asarray(rows["verdict"])[counted]]
+    assert shown == [f"score {x:g}" for x in scores[counted]]
