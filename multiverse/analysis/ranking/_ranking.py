@@ -53,7 +53,7 @@ from ._concordance import kendall_tau_b, kendall_w, largest_complete_block, min_
 from ._uncertainty import bootstrap_ranks, joint_bootstrap, pairwise_tests, position_shares
 
 __all__ = ["bootstrap_ranks", "included_verdicts", "kendall_tau_b", "kendall_w", "order_universes",
-           "rank_distribution", "ranking", "system_rates", "universe_ranks"]
+           "rank_distribution", "rank_stability", "ranking", "system_rates", "universe_ranks"]
 
 Ties = Literal["split", "count"]
 
@@ -316,16 +316,11 @@ def ranking(
     rates = system_rates(verdicts, axes=axes) if rates is None else rates
     if rates.empty:
         raise InputError("verdicts: column 'status': expected at least one row with status ok")
+    document = rank_stability(rates, axes=axes, primary=primary, ties=ties, max_matrix=max_matrix)
+    notes: list[str] = dropped_notes(verdicts) + document.pop("notes")
     matrix, universes, systems = _rate_matrix(rates)
-    notes: list[str] = dropped_notes(verdicts)
-    codes, option_names = _option_codes(rates, axes, universes)
-    p = _primary_index(primary, universes, notes)
-    positions = _Positions.of(matrix, ties)
-    rated = positions.rated
-    notes += _coverage_notes(rated, len(systems))
-    tau = tau_summary(matrix, codes, axes, universes, max_matrix)
-    notes += _tau_notes(tau)
-    w = _kendall_w_block(matrix, rated, universes, systems, notes)
+    p = universes.index(document["primary"]) if document["primary"] is not None else None
+    rated, above = ~np.isnan(matrix), _Positions.of(matrix, ties).above
 
     chosen = ([universes[p]] if p is not None else []) if bootstrap_universes is None else list(bootstrap_universes)
     # The joint bootstrap reads every universe's counts; the rest only the rows of the universes it tests.
@@ -337,11 +332,34 @@ def ranking(
     if bootstrap:
         uncertainty = joint_bootstrap(included, universes=universes, systems=systems,
                                       primary=p, resamples=bootstrap, seed=seed, ties=ties, counts=counts)
-        uncertainty["adjacent"] = _adjacent(matrix[p], systems, positions.above, uncertainty["p_above"]) if p is not None else []
+        uncertainty["adjacent"] = _adjacent(matrix[p], systems, above, uncertainty["p_above"]) if p is not None else []
     pairwise: dict[str, Any] = {"universe": None, "family": "none: no primary universe is declared",
                                 "adjustment": "holm", "method": None, "pairs": []}
     if p is not None:
         pairwise = _primary_pairwise(included, universes[p], systems, rated[p], seed, notes)
+    return {**document, "bootstrap": boot.to_dict(orient="records"), "uncertainty": uncertainty,
+            "pairwise": pairwise, "notes": notes}
+
+
+def rank_stability(rates: pd.DataFrame, *, axes: Sequence[str], primary: str | None = None, ties: Ties = "split",
+                   max_matrix: int = 50) -> dict[str, Any]:
+    """The part of :func:`ranking` read off one value per universe x system alone (higher = better = rank 1).
+
+    ``rates`` has universe_id, the axis columns, system and ``rate``: a rate, or any score that orders the
+    systems (a Bradley-Terry score, ``bradley_terry``). Returns the keys universes, primary, ties, systems,
+    primary_top, p_top, p_top_when_rated, coverage, rank_distribution, p_above, kendall_tau, kendall_w, flips
+    and notes, as :func:`ranking` documents them.
+    """
+    axes = list(axes)
+    matrix, universes, systems = _rate_matrix(rates)
+    notes: list[str] = []
+    codes, option_names = _option_codes(rates, axes, universes)
+    p = _primary_index(primary, universes, notes)
+    positions = _Positions.of(matrix, ties)
+    notes += _coverage_notes(positions.rated, len(systems))
+    tau = tau_summary(matrix, codes, axes, universes, max_matrix)
+    notes += _tau_notes(tau)
+    w = _kendall_w_block(matrix, positions.rated, universes, systems, notes)
     shares = positions.shares
     return {
         "universes": len(universes),
@@ -358,9 +376,6 @@ def ranking(
         "kendall_tau": tau,
         "kendall_w": w,
         "flips": _flips(matrix, codes, axes, universes, systems, p, option_names) if p is not None else [],
-        "bootstrap": boot.to_dict(orient="records"),
-        "uncertainty": uncertainty,
-        "pairwise": pairwise,
         "notes": notes,
     }
 
