@@ -9,7 +9,9 @@
   on scores: :func:`score_agreement`, :func:`weighted_kappa`, :func:`krippendorff_alpha`, :func:`icc`,
   :func:`exact_agreement`, :func:`mean_difference`;
 - ranking stability: :func:`ranking`, :func:`universe_ranks`, :func:`rank_distribution`,
-  :func:`order_universes`, :func:`bootstrap_ranks`, :func:`kendall_tau_b`, :func:`kendall_w`;
+  :func:`order_universes`, :func:`bootstrap_ranks`, :func:`kendall_tau_b`, :func:`kendall_w`,
+  :func:`rank_stability`; Bradley-Terry scores from pairwise verdicts: :func:`bradley_terry`,
+  :func:`fit_bradley_terry`, :func:`pairwise_games` (opponents in the column :data:`OPPONENT`);
 - variance decomposition: :func:`variance`, :func:`variance_decomposition`, :func:`variance_by_axis`,
   :func:`variance_summary`, :func:`aliasing`;
 - design power: :func:`design_power`, :func:`detectable_difference`, :func:`cases_needed`,
@@ -90,13 +92,18 @@ from .inference import (
     universes_needed,
 )
 from .ranking import (
+    OPPONENT,
     bootstrap_ranks,
+    bradley_terry,
     cut_flips,
     cut_table,
+    fit_bradley_terry,
     kendall_tau_b,
     kendall_w,
     order_universes,
+    pairwise_games,
     rank_distribution,
+    rank_stability,
     ranking,
     separability,
     universe_ranks,
@@ -115,6 +122,7 @@ from .variance import aliasing, variance, variance_by_axis, variance_decompositi
 __all__ = [
     "CONTRIBUTION",
     "MEAN_ESTIMATORS",
+    "OPPONENT",
     "Calibration",
     "CaseMatrix",
     "JointTest",
@@ -124,6 +132,7 @@ __all__ = [
     "anchored_curve",
     "anchored_width",
     "bootstrap_ranks",
+    "bradley_terry",
     "calibrate",
     "calibration_document",
     "case_matrix",
@@ -144,6 +153,7 @@ __all__ = [
     "difference_curve",
     "dropped_notes",
     "exact_agreement",
+    "fit_bradley_terry",
     "gwet_ac1",
     "holm",
     "human_power",
@@ -161,11 +171,13 @@ __all__ = [
     "order_universes",
     "pair_matrix",
     "paired_curves",
+    "pairwise_games",
     "partial_conjunction",
     "position_words",
     "ppi_mean",
     "rank_claim_tests",
     "rank_distribution",
+    "rank_stability",
     "ranking",
     "ranking_change",
     "rate_claim_tests",

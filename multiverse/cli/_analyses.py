@@ -119,6 +119,13 @@ def cmd_agreement(args) -> int:
 
     results: Results = load_run(args.source)
     axis = args.axis or results.judge_axis()
+    if args.by:
+        grouped = results.agreement(axis, by=args.by)
+        if args.json:
+            print_json(grouped.document)
+            return 0
+        _print_grouped_agreement(grouped.typed, axis)
+        return 0
     analysis = results.agreement(axis)
     _figure(analysis, args)
     if args.json:
@@ -148,6 +155,22 @@ def cmd_agreement(args) -> int:
     return _print_notes(result.notes)
 
 
+def _print_grouped_agreement(grouped, axis: str) -> int:
+    """One table of every group's pairs of options, the group its first column."""
+    say(f"agreement across {axis} per {grouped.by}")
+    rows: list[list] = [[grouped.by, "a", "b", "n", "percent", "kappa", "AC1", "bias", "alpha"]]
+    for group in grouped.groups:
+        result = group.document
+        for p in result.pairs:
+            mark = "!" if p.small_sample or p.degenerate else ""
+            rows.append([group.group, p.a, p.b, f"{p.n}{mark}", number(p.percent), number(p.cohen_kappa) + mark,
+                         number(p.gwet_ac1) + mark, number(p.bias), number(result.krippendorff_alpha)])
+        if result.scores is not None:
+            say(f"{grouped.by}={group.group}: agreement on scores in --json")
+    print_table(rows)
+    return _print_notes(grouped.notes)
+
+
 def _print_notes(notes: list[str]) -> int:
     for note in notes:
         say(f"note: {note}")
@@ -158,8 +181,10 @@ def cmd_ranking(args) -> int:
     from .. import load_run
 
     results: Results = load_run(args.source).read_as(args.rate)
+    if args.method == "bt" or args.by:
+        return _print_other_ranking(results, args)
     anchored = results.anchored_ranking(args.human) if args.human else None
-    analysis = results.ranking(axes=args.axis, boot=args.boot)
+    analysis = results.ranking(axes=args.axis, boot=args.boot, seed=args.seed)
     _figure(analysis, args)
     if args.json:
         print_json({**analysis.document, "anchored": anchored.document} if anchored else analysis.document)
@@ -170,6 +195,52 @@ def cmd_ranking(args) -> int:
         for note in anchored.notes:
             say(f"note: {note}")
     return 0
+
+
+def _print_other_ranking(results: Results, args) -> int:
+    """A ranking by Bradley-Terry scores or per group (``--method bt``, ``--by``): one table, the group a column."""
+    from multiverse.errors import InputError
+
+    if args.human or args.figure:
+        raise InputError(f"{'--human' if args.human else '--figure'}: expected a ranking of rates over all rows "
+                         "(not with --method bt or --by)", param="human")
+    if args.method != "bt" and (args.anchor or args.prior):
+        raise InputError("--anchor and --prior: expected --method bt", param="method")
+    analysis = results.ranking(axes=args.axis, boot=args.boot, method=args.method, anchor=args.anchor,
+                               prior=args.prior, seed=args.seed, by=args.by)
+    if args.json:
+        print_json(analysis.document)
+        return 0
+    document = analysis.typed
+    groups = document.groups if args.by else [None]
+    first = [args.by] if args.by else []
+    if args.method == "bt":
+        head = analysis.document if not args.by else analysis.document["groups"][0]["document"]
+        say(f"Bradley-Terry scores ({head['scale']}; anchor {head['anchor'] or 'none: each universe averages 0'}), "
+            f"{head['level']:.0%} case-bootstrap intervals, {head['resamples']} resamples:")
+        rows: list[list] = [[*first, "universe", "system", "score", "interval", "rank", "rank interval", "P(top)"]]
+        for group in groups:
+            result = group.document if group is not None else document
+            for r in result.scores:
+                rows.append([*([group.group] if group is not None else []), r.universe_id, r.system, number(r.score),
+                             interval([r.low, r.high]), r.rank, interval([r.rank_low, r.rank_high]), number(r.p_top, 2)])
+        print_table(rows)
+    say(f"P(rank 1) over the universes{' of each group' if args.by else ''} and coverage:")
+    rows = [[*first, "system", "P(top)", "coverage"]]
+    for group in groups:
+        result = group.document if group is not None else document
+        stability = result.stability if args.method == "bt" else result
+        for system, p in sorted(stability.p_top.items(), key=lambda kv: -kv[1]):
+            rows.append([*([group.group] if group is not None else []), system, number(p, 2),
+                         number(stability.coverage[system], 2)])
+    print_table(rows)
+    for group in groups:
+        result = group.document if group is not None else document
+        stability = result.stability if args.method == "bt" else result
+        tau = stability.kendall_tau
+        where = f"{args.by}={group.group}: " if group is not None else ""
+        say(f"{where}Kendall's tau-b between universes: mean {number(tau.mean)} over {tau.n_pairs} pairs")
+    return _print_notes(document.notes)
 
 
 def _as_read(difference: float | None, read: str) -> float | None:

@@ -142,7 +142,21 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--seed", type=_count(0), default=0, help="random seed of the resampling, >= 0 (default: 0)")
         if name == "ranking":
             p.add_argument("--boot", type=_count(0, MAX_BOOT), default=1000,
-                           help=f"bootstrap resamples for rank intervals in the primary universe, up to {MAX_BOOT:,} (0 to skip)")
+                           help=f"bootstrap resamples for rank intervals in the primary universe (with --method bt: "
+                                f"in every universe), up to {MAX_BOOT:,} (0 to skip)")
+            p.add_argument("--seed", type=_count(0), default=0, help="random seed of the bootstrap, >= 0 (default: 0)")
+            p.add_argument("--method", choices=("rate", "bt"), default="rate",
+                           help="rank by each universe's rates (default) or by Bradley-Terry scores of pairwise verdicts")
+            p.add_argument("--anchor", metavar="SYSTEM",
+                           help="with --method bt: the system held at score 0 (default: the reference system, else "
+                                "the scores of a universe average 0)")
+            p.add_argument("--prior", type=_finite, default=0.0, metavar="GAMES",
+                           help="with --method bt: tied games added to every pair of systems that met, so that a "
+                                "system that never loses still has a finite score (default: 0, refused then)")
+        if name in ("agreement", "ranking"):
+            p.add_argument("--by", metavar="FACTOR", help={
+                "agreement": "one agreement per value of this axis, design factor or system, in one table",
+                "ranking": "one ranking per value of this axis or design factor, in one table"}[name])
         if name in ("curve", "ranking"):
             p.add_argument("--human", type=Path, metavar="FILE", help={
                 "curve": "human labels (see calibrate): draw the judge-raw and the human-anchored curves side by side",
@@ -211,6 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--alpha", type=_rate, default=0.05, help="1 - the intervals' level, between 0 and 1 (default: 0.05)")
     p.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
     p.add_argument("--figure", type=Path, metavar="FILE", help="write the figure (.png, .svg or .pdf by extension)")
+    p.add_argument("--by", metavar="FACTOR",
+                   help="one calibration per value of this axis, design factor or system (e.g. each judge's accuracy "
+                        "per system), in one table")
 
     p = command("power", "detectable differences at the spec's planned cases, or cases needed for a difference")
     p.add_argument("spec", type=Path)

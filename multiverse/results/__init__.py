@@ -13,11 +13,12 @@ from ._analysis import Analysis, CalibrationAnalysis, CurveAnalysis
 from ._anchoring_documents import AnchoredCurveDocument, AnchoredRankingDocument, CalibrationDocument
 from ._documents import AgreementDocument, CurveDocument, Document, PowerDocument, ScoreAgreement, VarianceDocument
 from ._load import load_run
-from ._ranking_documents import RankingDocument
+from ._ranking_documents import BradleyTerryDocument, RankingDocument
 from ._results import Results
 
 __all__ = [
-    "AgreementDocument", "Analysis", "AnchoredCurveDocument", "AnchoredRankingDocument", "CalibrationAnalysis",
+    "AgreementDocument", "Analysis", "AnchoredCurveDocument", "AnchoredRankingDocument", "BradleyTerryDocument",
+    "CalibrationAnalysis",
     "CalibrationDocument", "CurveAnalysis", "CurveDocument", "Document", "PowerDocument", "RankingDocument", "Results",
     "ScoreAgreement",
     "VarianceDocument", "load_run", "primary_null",

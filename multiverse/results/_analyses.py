@@ -19,9 +19,9 @@ from multiverse.errors import InputError
 if TYPE_CHECKING:
     from multiverse.results._analysis import Analysis, CurveAnalysis, ResultsView
     from multiverse.results._documents import AgreementDocument, PowerDocument, VarianceDocument
-    from multiverse.results._ranking_documents import RankingDocument
+    from multiverse.results._ranking_documents import BradleyTerryDocument, RankingDocument
 
-__all__ = ["agreement", "curve", "declared_scoring", "power", "ranking", "variance"]
+__all__ = ["agreement", "bradley_terry", "curve", "declared_scoring", "power", "ranking", "variance"]
 
 
 def curve(results: ResultsView, *, systems: Sequence[str] | None, threshold: float | str | None,
@@ -141,7 +141,7 @@ def declared_scoring(results: ResultsView) -> tuple[dict[str, Any] | None, list[
     return scale.model_dump(), sorted({float(c) for c in cuts})
 
 
-def ranking(results: ResultsView, axes: list[str] | None, boot: int) -> Analysis[RankingDocument]:
+def ranking(results: ResultsView, axes: list[str] | None, boot: int, seed: int = 0) -> Analysis[RankingDocument]:
     from multiverse.analysis import ranking as compute
     from multiverse.results._analysis import Analysis
     from multiverse.results._ranking_documents import RankingDocument
@@ -153,7 +153,7 @@ def ranking(results: ResultsView, axes: list[str] | None, boot: int) -> Analysis
         verdicts = verdicts[(verdicts["system"].astype(str) != reference).to_numpy()]
     else:  # the rates and case counts the variance reads too, made once
         shared = {"rates": results.system_rates(), "counts": results.case_counts() if boot else None}
-    document = compute(verdicts, axes=results.axes, primary=results.primary, bootstrap=boot, **shared)
+    document = compute(verdicts, axes=results.axes, primary=results.primary, bootstrap=boot, seed=seed, **shared)
     if reference is not None:
         document["reference"] = reference
         document["notes"].append(f"the reference system {reference} is left out of the ranking: every other system's "
@@ -189,6 +189,22 @@ def ranking(results: ResultsView, axes: list[str] | None, boot: int) -> Analysis
         return ranking_figure(rates, axes=results.axes, primary=results.primary, rates_read=results.rate_direction)
 
     return Analysis("ranking", document, frame, draw, simulated=results.simulated, schema=RankingDocument)
+
+
+def bradley_terry(results: ResultsView, axes: list[str] | None, boot: int, anchor: str | None, prior: float,
+                  seed: int) -> Analysis[BradleyTerryDocument]:
+    """Bradley-Terry scores from the pairwise verdicts, the reference system (if any) the opponent and the anchor."""
+    from multiverse.analysis import bradley_terry as compute
+    from multiverse.results._analysis import Analysis
+    from multiverse.results._ranking_documents import BradleyTerryDocument
+
+    document = compute(results.verdicts, axes=results.axes, reference=results.reference, anchor=anchor, prior=prior,
+                       primary=results.primary, bootstrap=boot, seed=seed)
+    if axes is not None:
+        tau = document["stability"]["kendall_tau"]
+        tau["by_axis"] = [r for r in tau["by_axis"] if r["axis"] in axes]
+    frame = pd.DataFrame(document["scores"])
+    return Analysis("ranking", document, frame, simulated=results.simulated, schema=BradleyTerryDocument)
 
 
 def variance(results: ResultsView, axes: list[str] | None) -> Analysis[VarianceDocument]:

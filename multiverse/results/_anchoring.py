@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from multiverse.results._analysis import Analysis, CalibrationAnalysis, ResultsView
     from multiverse.results._anchoring_documents import AnchoredCurveDocument, AnchoredRankingDocument
 
-__all__ = ["anchored_curve", "anchored_ranking", "calibrate", "human_key"]
+__all__ = ["anchored_curve", "anchored_ranking", "calibrate", "grouped_calibration", "human_key"]
 
 
 def human_key(human: Any) -> tuple | None:
@@ -42,8 +42,9 @@ def human_key(human: Any) -> tuple | None:
     return None
 
 
-def calibrate(results: ResultsView, human: Any, alpha: float) -> CalibrationAnalysis:
-    """PPI++ rates per universe x system, judge accuracy per universe, the notes, and the calibration figure."""
+def calibrate(results: ResultsView, human: Any, alpha: float, *, check: bool = True) -> CalibrationAnalysis:
+    """PPI++ rates per universe x system, judge accuracy per universe, the notes, and the calibration figure
+    (``check``: whether a sheet that names its sample is checked to be that sample of these results)."""
     from multiverse.analysis import calibrate as compute
     from multiverse.analysis import calibration_document, read_labels
     from multiverse.results._analysis import CalibrationAnalysis
@@ -52,7 +53,7 @@ def calibrate(results: ResultsView, human: Any, alpha: float) -> CalibrationAnal
         labels, source = human, "human labels"
     else:
         labels, source = read_labels(human), str(human)
-    notes = _check_sample(results, labels, source)
+    notes = _check_sample(results, labels, source) if check else []
     scale = _one_scale(results, source)
     calibration = compute(results.verdicts, labels, results.axes, results.factors, alpha, source=source,
                           scale=scale, scoring=results.scoring_choices() if scale.scored else None)
@@ -67,6 +68,36 @@ def calibrate(results: ResultsView, human: Any, alpha: float) -> CalibrationAnal
 
     return CalibrationAnalysis("calibrate", document, calibration.rates, draw, simulated=results.simulated,
                                calibration=calibration)
+
+
+def grouped_calibration(results: Any, human: Any, alpha: float, by: str) -> Analysis[Any]:
+    """``calibrate`` per value of ``by`` (``results._grouped``): each group's rows with the labels of their
+    transcripts. The sheet is checked once, as the sample of the whole run it was drawn from."""
+    from multiverse.analysis import read_labels
+    from multiverse.results._anchoring_documents import CalibrationDocument
+    from multiverse.results._grouped import by_column, grouped
+
+    by = by_column(results, by)
+    if isinstance(human, pd.DataFrame):
+        labels, source = human, "human labels"
+    else:
+        labels, source = read_labels(human), str(human)
+    notes = _check_sample(results, labels, source)
+
+    def run(part: Any) -> Any:
+        return calibrate(part, _labels_of(part.verdicts, labels), alpha, check=False)
+
+    return grouped(results, by, "calibrate", run, CalibrationDocument, notes=notes)
+
+
+def _labels_of(verdicts: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
+    """The label rows of transcripts among ``verdicts``: matched on system and case, and on replicate and
+    transcript key where both tables have them (a label of another group's transcript is no label here)."""
+    keys = [c for c in ("system", "case_id", "replicate", "transcript_key")
+            if c in verdicts.columns and c in labels.columns]
+    present = set(verdicts[keys].astype(str).itertuples(index=False, name=None))
+    mine = [row in present for row in labels[keys].astype(str).itertuples(index=False, name=None)]
+    return labels[np.array(mine, dtype=bool)]
 
 
 def _one_scale(results: ResultsView, source: str) -> Any:

@@ -13,8 +13,8 @@ from pydantic import Field
 from multiverse.results._documents import Document, Scalar
 
 __all__ = [
-    "AdjacentPair", "BootstrapRank", "Flip", "Interval", "KendallTau", "KendallW", "PairTest", "Pairwise",
-    "RankUncertainty", "RankingDocument", "TauByAxis",
+    "AdjacentPair", "BootstrapRank", "BradleyTerryDocument", "BradleyTerryScore", "Flip", "Interval", "KendallTau",
+    "KendallW", "PairTest", "Pairwise", "RankStability", "RankUncertainty", "RankingDocument", "TauByAxis",
 ]
 
 #: A [low, high] interval; either end None (or NaN) where it is undefined.
@@ -162,3 +162,55 @@ class RankingDocument(Document):
     reference: str | None = None  # a pairwise scale's reference system: left out of the ranking
     cuts: list[CutRow] = Field(default_factory=list)  # each system's estimate and rank as the cut moves
     cut_flips: list[str] = Field(default_factory=list)  # where the top system changes as the cut moves, in words
+
+
+class RankStability(Document):
+    """How stable an order of the systems is across universes, read off one score per universe x system."""
+
+    universes: int
+    primary: str | None
+    ties: str
+    systems: list[str]
+    primary_top: list[str]
+    p_top: dict[str, float]
+    p_top_when_rated: dict[str, float | None]
+    coverage: dict[str, float]
+    rank_distribution: dict[str, list[float | None]]
+    p_above: dict[str, dict[str, float | None]]
+    kendall_tau: KendallTau
+    kendall_w: KendallW
+    flips: list[Flip]
+
+
+class BradleyTerryScore(Document):
+    """A system's Bradley-Terry score in one universe (log-odds), its case-bootstrap interval and rank.
+    The axis columns are extra keys."""
+
+    universe_id: str
+    system: str
+    score: float
+    low: float | None
+    high: float | None
+    rank: int
+    rank_low: float | None
+    rank_high: float | None
+    p_top: float | None
+    games: float
+    wins: float
+    resamples_fit: int
+
+
+class BradleyTerryDocument(Document):
+    """``ranking --method bt --json``: Bradley-Terry scores per universe and their ranking's stability
+    (``analysis.ranking.bradley_terry``)."""
+
+    method: str
+    scale: str
+    anchor: str | None
+    prior: float
+    resamples: int
+    seed: int
+    level: float
+    scores: list[BradleyTerryScore]
+    stability: RankStability
+    notes: list[str]

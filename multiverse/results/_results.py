@@ -1,21 +1,16 @@
 """The results of one audit: its tables, who is who in them, and every analysis of them.
 
-:class:`Results` is what ``multiverse.load_run``, ``multiverse.run`` and the
-importers return, and what the command line, the report and the case-study
-script read. It holds the verdicts (and criteria and rates, when the source
-has them), the axes, the design factors and the primary universe, and it
-computes each analysis on first use and keeps it::
+:class:`Results` is what ``load_run``, ``run`` and the importers return: the verdicts (and criteria and
+rates, when the source has them), the axes, the design factors and the primary universe; it computes each
+analysis on first use and keeps it (``by=``: one per group of rows, ``results._grouped``)::
 
     results = mv.load_run("runs/demo")
     results.curve().frame            # one row per universe x system
     results.agreement(axis="judge")  # judges compared on the same transcripts
     mv.report(results, "report.html")
 
-An analysis returns an :class:`Analysis`: its main table as a tidy
-``frame``, the whole result as a JSON-able ``document`` (what
-``multiverse <analysis> --json`` prints), the same document as a typed model
-(``typed``) and its ``notes``; ``figure()`` draws it. Analyses never call a
-model.
+An analysis returns an :class:`Analysis`: its tidy ``frame``, its JSON-able ``document`` (what ``--json``
+prints), the same as a typed model (``typed``) and its ``notes``; ``figure()`` draws it.
 """
 
 from __future__ import annotations
@@ -24,7 +19,7 @@ import os
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 import pandas as pd
 
@@ -37,8 +32,10 @@ from multiverse.results._analysis import (
     CurveAnalysis,
     results_html,
 )
-from multiverse.results._anchoring_documents import AnchoredCurveDocument, AnchoredRankingDocument
+from multiverse.results._anchoring_documents import AnchoredCurveDocument, AnchoredRankingDocument, CalibrationDocument
+from multiverse.results._columns import holds, is_text
 from multiverse.results._documents import AgreementDocument, PowerDocument, VarianceDocument
+from multiverse.results._grouped import GroupedDocument
 from multiverse.results._ranking_documents import RankingDocument
 from multiverse.tables import (
     FolderScales,
@@ -123,7 +120,7 @@ class Results:
         if "universe_id" not in columns:
             v = v.assign(universe_id=universe_ids(v, self.axes).to_numpy())
         # Ids and system names as text, so a table that stored them as numbers reads the same everywhere.
-        text = {c: v[c].astype(str) for c in ("universe_id", "system") if not _is_text(v[c])}
+        text = {c: v[c].astype(str) for c in ("universe_id", "system") if not is_text(v[c])}
         v = v.assign(**text) if text else v
         if self.scales.scored:
             # What each row contributes to its universe's rate, read by every analysis (analysis.estimates).
@@ -133,7 +130,7 @@ class Results:
         self.verdicts = v
         # A primary the verdicts do not hold cannot be singled out: no universe stands in for it.
         if self.primary is not None:
-            self.primary = str(self.primary) if _holds(self.verdicts["universe_id"], str(self.primary)) else None
+            self.primary = str(self.primary) if holds(self.verdicts["universe_id"], str(self.primary)) else None
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
@@ -403,21 +400,35 @@ class Results:
         return self._memo(key, lambda: _results_analyses.curve(self, systems=systems, threshold=threshold, diff=diff,
                                                         boot=boot, seed=seed))
 
-    def agreement(self, axis: str | None = None) -> Analysis[AgreementDocument]:
-        """Agreement between the options of ``axis`` (default: the judge axis) on the same units."""
-        from multiverse.results import _analyses as _results_analyses
+    @overload
+    def agreement(self, axis: str | None = None, *, by: None = None) -> Analysis[AgreementDocument]: ...
+    @overload
+    def agreement(self, axis: str | None = None, *, by: str) -> Analysis[GroupedDocument[AgreementDocument]]: ...
+    def agreement(self, axis: str | None = None, *, by: str | None = None) -> Analysis[Any]:
+        """Agreement between the options of ``axis`` (default: the judge axis) on the same units; ``by``: one
+        agreement per value of that axis, design factor or ``system`` (``results._grouped``)."""
+        from multiverse.results import _grouped
 
         axis = axis or self.judge_axis()
         self.check_axes([axis])
-        return self._memo(("agreement", axis), lambda: _results_analyses.agreement(self, axis))
+        return self._memo(("agreement", axis, by), lambda: _grouped.agreement(self, axis, by))
 
-    def ranking(self, *, axes: Sequence[str] | None = None, boot: int = 1000) -> Analysis[RankingDocument]:
-        """How stable the ranking of systems is across universes; ``axes`` limits the per-axis summary."""
-        from multiverse.results import _analyses as _results_analyses
+    @overload
+    def ranking(self, *, axes: Sequence[str] | None = None, boot: int = 1000, method: Literal["rate"] = "rate",
+                anchor: None = None, prior: float = 0.0, seed: int = 0, by: None = None) -> Analysis[RankingDocument]: ...
+    @overload
+    def ranking(self, *, axes: Sequence[str] | None = None, boot: int = 1000, method: str = "rate",
+                anchor: str | None = None, prior: float = 0.0, seed: int = 0, by: str | None = None) -> Analysis[Any]: ...
+    def ranking(self, *, axes: Sequence[str] | None = None, boot: int = 1000, method: str = "rate",
+                anchor: str | None = None, prior: float = 0.0, seed: int = 0, by: str | None = None) -> Analysis[Any]:
+        """How stable the ranking of systems is across universes (``axes``: only these in the per-axis summary);
+        ``method="bt"``: of Bradley-Terry scores, ``anchor`` at 0, ``prior`` tied games (``analysis.bradley_terry``);
+        ``by``: one ranking per value of an axis or design factor (``results._grouped``)."""
+        from multiverse.results import _grouped
 
         axes = self.check_axes(axes)
-        key = ("ranking", None if axes is None else tuple(axes), boot)
-        return self._memo(key, lambda: _results_analyses.ranking(self, axes, boot))
+        key = ("ranking", None if axes is None else tuple(axes), boot, method, anchor, prior, seed, by)
+        return self._memo(key, lambda: _grouped.ranking(self, axes, boot, method, anchor, prior, seed, by))
 
     def variance(self, *, axes: Sequence[str] | None = None) -> Analysis[VarianceDocument]:
         """The share of rate variance due to each axis; ``axes`` limits what is reported (not the model)."""
@@ -434,20 +445,25 @@ class Results:
         return self._memo(("power", baseline_rate, alpha, power),
                           lambda: _results_analyses.power(self, baseline_rate, alpha, power))
 
-    def calibrate(self, human: str | os.PathLike | pd.DataFrame, *, alpha: float = 0.05) -> CalibrationAnalysis:
+    @overload
+    def calibrate(self, human: str | os.PathLike | pd.DataFrame, *, alpha: float = 0.05, by: None = None) -> CalibrationAnalysis: ...
+    @overload
+    def calibrate(self, human: str | os.PathLike | pd.DataFrame, *, alpha: float = 0.05,
+                  by: str) -> Analysis[GroupedDocument[CalibrationDocument]]: ...
+    def calibrate(self, human: str | os.PathLike | pd.DataFrame, *, alpha: float = 0.05,
+                  by: str | None = None) -> Analysis[Any]:
         """Every universe x system rate anchored to human labels (PPI++), and each judge's accuracy against them.
 
-        ``human``: a CSV or parquet file (or a DataFrame) with ``system``,
-        ``case_id``, ``compliant`` (0/1, true/false; blank = not labelled yet)
-        and, where those do not name one transcript, ``replicate`` or
-        ``transcript_key`` (the labelling sheet has them all). A sheet names
-        its sample (``labelling.IDENTITY_COLUMNS``) and is refused unless it
-        is that sample of this run (``labelling.check_sheet``). ``frame`` is
-        one row per universe x system; ``judges`` one per universe; the
-        figure puts judge, anchored and humans-only rates side by side.
+        ``human``: a CSV or parquet file (or a DataFrame) with ``system``, ``case_id``, ``compliant`` (0/1,
+        true/false; blank = not labelled yet) and, where those do not name one transcript, ``replicate`` or
+        ``transcript_key``. A sheet that names its sample must be that sample of this run
+        (``labelling.check_sheet``). ``frame``: one row per universe x system; ``judges`` one per universe.
+        ``by``: one calibration per value of an axis, design factor or ``system`` (``results._grouped``).
         """
         from multiverse.results import _anchoring as _results_anchoring
 
+        if by is not None:
+            return _results_anchoring.grouped_calibration(self, human, alpha, by)
         key = _results_anchoring.human_key(human)
         if key is None:
             return _results_anchoring.calibrate(self, human, alpha)
@@ -482,17 +498,3 @@ class Results:
         if key not in self._cache:
             self._cache[key] = compute()
         return self._cache[key]
-
-
-def _holds(column: pd.Series, value: str) -> bool:
-    if isinstance(column.dtype, pd.CategoricalDtype):  # no pass over millions of strings
-        code = column.cat.categories.get_indexer([value])[0]
-        return bool(code >= 0 and (column.cat.codes.to_numpy() == code).any())
-    return value in set(column)
-
-
-def _is_text(series: pd.Series) -> bool:
-    dtype = series.dtype
-    if isinstance(dtype, pd.CategoricalDtype):  # load_run's text columns
-        dtype = dtype.categories.dtype
-    return pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype)

@@ -1,0 +1,124 @@
+"""One analysis per group of a run's rows (``by=``: a judge, a subset, a system, any axis or design factor).
+
+Each group's analysis is the analysis of exactly that group's verdict rows (and the criteria of their
+judgments): the same function on a :class:`~multiverse.results.Results` of those rows, so a group's figure is
+what the ungrouped analysis gives when run on them. The groups come back as one document
+(``{"analysis", "by", "groups": [{"group", "document"}], "notes"}``, typed by :class:`GroupedDocument`) and one
+table: the groups' tables stacked, the group a column named after ``by``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Generic
+
+import pandas as pd
+
+from multiverse.errors import InputError
+from multiverse.results._documents import Document, Scalar
+
+if TYPE_CHECKING:
+    from multiverse.results._analysis import Analysis
+    from multiverse.results._results import Results
+
+from multiverse.results._analysis import D
+
+__all__ = ["Group", "GroupedDocument", "agreement", "by_column", "grouped", "ranking"]
+
+
+class Group(Document, Generic[D]):
+    """One group's value of the ``by`` column and its analysis's document."""
+
+    group: Scalar
+    document: D
+
+
+class GroupedDocument(Document, Generic[D]):
+    """``<analysis> --by FACTOR --json``: the analysis of each group's rows, in the order the rows first name them."""
+
+    analysis: str
+    by: str
+    groups: list[Group[D]]
+    notes: list[str]
+
+
+def by_column(results: Results, by: str, *, refused: dict[str, str] | None = None) -> str:
+    """``by`` checked to be an axis, a design factor or ``system`` of these results (and not one of ``refused``,
+    each with the reason it cannot group this analysis)."""
+    allowed = list(dict.fromkeys([*results.axes, *results.factors, "system"]))
+    if by not in allowed:
+        raise InputError(f"by {by}: expected an axis, a design factor or system: one of {', '.join(allowed)}",
+                         param="by")
+    if refused and by in refused:
+        raise InputError(f"by {by}: {refused[by]}", param="by")
+    return by
+
+
+def grouped(results: Results, by: str, name: str, run: Callable[[Results], Analysis[Any]],
+            schema: type[Document], *, notes: Sequence[str] = ()) -> Analysis[Any]:
+    """``run`` on the rows of each value of ``by`` (missing values are no group), stacked into one analysis whose
+    groups' documents are typed by ``schema``."""
+    from multiverse.results._analysis import Analysis
+
+    column = results.verdicts[by]
+    values = [v for v in pd.unique(column.to_numpy(dtype=object)) if not pd.isna(v)]
+    if not values:
+        raise InputError(f"by {by}: expected at least one row with a value in column {by!r}", param="by")
+    groups, frames, notes = [], [], list(notes)
+    for value in values:
+        part = _part(results, (column == value).to_numpy(dtype=bool, na_value=False))
+        analysis = run(part)
+        groups.append({"group": _plain(value), "document": analysis.document})
+        frame = analysis.frame
+        frames.append(frame.assign(**{by: value}) if by not in frame.columns else frame.copy())
+        notes += [f"{by}={value}: {note}" for note in analysis.notes]
+    frame = pd.concat(frames, ignore_index=True)
+    frame = frame[[by, *(c for c in frame.columns if c != by)]]
+    document = {"analysis": name, "by": by, "groups": groups, "notes": notes}
+    return Analysis(name, document, frame, simulated=results.simulated, schema=GroupedDocument[schema])  # type: ignore[valid-type]
+
+
+def _part(results: Results, rows: Any) -> Results:
+    """The results of some of the verdict rows: the same axes, factors, manifest, primary and source."""
+    from multiverse.results._results import Results
+
+    verdicts = results.verdicts[rows].reset_index(drop=True)
+    criteria = results.criteria
+    if criteria is not None and "judgment_key" in criteria.columns and "judgment_key" in verdicts.columns:
+        criteria = criteria[criteria["judgment_key"].isin(set(verdicts["judgment_key"].dropna()))]
+    return Results(verdicts, criteria=criteria, axes=results.axes, factors=results.factors,
+                   manifest=results.manifest, primary=results.primary, source=results.source)
+
+
+def _plain(value: Any) -> Any:
+    """A group's value as JSON reads it (a NumPy number as a Python one)."""
+    return value.item() if hasattr(value, "item") else value
+
+
+def agreement(results: Results, axis: str, by: str | None) -> Analysis[Any]:
+    """``Results.agreement``: across ``axis``, for all rows or per value of ``by``."""
+    from multiverse.results import _analyses
+    from multiverse.results._documents import AgreementDocument
+
+    if by is None:
+        return _analyses.agreement(results, axis)
+    by = by_column(results, by, refused={axis: "the options compared are its values; expected another column"})
+    return grouped(results, by, "agreement", lambda part: part.agreement(axis), AgreementDocument)
+
+
+def ranking(results: Results, axes: list[str] | None, boot: int, method: str, anchor: str | None, prior: float,
+            seed: int, by: str | None) -> Analysis[Any]:
+    """``Results.ranking``: of rates or of Bradley-Terry scores (``method`` rate or bt), all rows or per ``by``."""
+    from multiverse.results import _analyses
+    from multiverse.results._ranking_documents import BradleyTerryDocument, RankingDocument
+
+    if method not in ("rate", "bt"):
+        raise InputError(f"method {method}: expected rate or bt (Bradley-Terry)", param="method")
+    if by is not None:
+        by = by_column(results, by, refused={"system": "a ranking compares systems; expected another column"})
+        schema = BradleyTerryDocument if method == "bt" else RankingDocument
+        return grouped(results, by, "ranking", lambda part: part.ranking(
+            axes=axes, boot=boot, method=method, anchor=anchor, prior=prior, seed=seed), schema)
+    if method == "bt":
+        return _analyses.bradley_terry(results, axes, boot, anchor, prior, seed)
+    return _analyses.ranking(results, axes, boot, seed)
