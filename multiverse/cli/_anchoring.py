@@ -42,6 +42,8 @@ def cmd_calibrate(args) -> int:
     from .. import load_run
 
     results: Results = load_run(args.source)  # annotated: the facade's lazy load_run reads as untyped
+    if args.by:
+        return _print_grouped_judges(results, args)
     analysis = results.calibrate(args.human, alpha=args.alpha)
     if args.figure:
         save_figure(analysis.figure(), args.figure)
@@ -66,19 +68,45 @@ def cmd_calibrate(args) -> int:
                      number(r.human_rate), interval([r.human_ci_low, r.human_ci_high]),
                      "yes" if r.anchored_wider else ""])
     print_table(rows)
-    say("judges against the human labels (pooled over systems):")
+    say("judges against the human labels (pooled over systems; --by system: per system):")
     scored = any(j.mean_difference is not None for j in document.judges)
-    rows = [["universe", "n_human", "sensitivity", f"{level} interval", "specificity", f"{level} interval"]
-            + (["judge - people (mean score)", "correlation"] if scored else [])]
+    rows = [["universe", "n_human", "accuracy", "sensitivity", f"{level} interval", "specificity", f"{level} interval",
+             "kappa"] + (["judge - people (mean score)", "correlation"] if scored else [])]
     for j in document.judges:
-        rows.append([labels.get(j.universe_id, j.universe_id), j.n_human, number(j.sensitivity),
-                     interval(j.sensitivity_ci), number(j.specificity), interval(j.specificity_ci)]
+        rows.append([labels.get(j.universe_id, j.universe_id), j.n_human, number(j.accuracy), number(j.sensitivity),
+                     interval(j.sensitivity_ci), number(j.specificity), interval(j.specificity_ci), number(j.kappa)]
                     + ([number(j.mean_difference), number(j.correlation)] if scored else []))
     print_table(rows)
     for note in document.notes:
         say(f"note: {note}")
     if args.figure:
         say(f"figure: {args.figure}")
+    return 0
+
+
+def _print_grouped_judges(results: Results, args) -> int:
+    """``calibrate --by``: each group's judges against people in one table, the group its first column."""
+    if args.figure:
+        from multiverse.errors import InputError
+
+        raise InputError("--figure: expected calibrate without --by", param="by")
+    analysis = results.calibrate(args.human, alpha=args.alpha, by=args.by)
+    if args.json:
+        print_json(analysis.document)
+        return 0
+    grouped = analysis.typed
+    level = f"{1 - args.alpha:.0%}"
+    labels = _universe_labels(results)
+    say(f"judges against the human labels, per {grouped.by} ({level} Wilson intervals):")
+    rows: list[list] = [[grouped.by, "universe", "n_human", "accuracy", f"{level} interval", "sensitivity",
+                         "specificity", "kappa"]]
+    for group in grouped.groups:
+        for j in group.document.judges:
+            rows.append([group.group, labels.get(j.universe_id, j.universe_id), j.n_human, number(j.accuracy),
+                         interval(j.accuracy_ci), number(j.sensitivity), number(j.specificity), number(j.kappa)])
+    print_table(rows)
+    for note in grouped.notes:
+        say(f"note: {note}")
     return 0
 
 

@@ -51,6 +51,9 @@ class JudgeAccuracy(Document):
     sensitivity_ci: list[float | None] | None
     specificity: float | None
     specificity_ci: list[float | None] | None
+    accuracy: float | None = None  # the share of labels the judge gives as people do
+    accuracy_ci: list[float | None] | None = None
+    kappa: float | None = None  # Cohen's kappa of the judge's labels against people's
     # A scored run's universes of a mean: the judge's mean score minus the people's (scale units), and Pearson's r.
     mean_difference: float | None = None
     correlation: float | None = None

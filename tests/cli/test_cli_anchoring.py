@@ -156,7 +156,7 @@ def test_calibrate_prints_the_table_and_json_in_the_issues_shape(world, labels, 
         assert row["anchored_wider"] == (row["ci_high"] - row["ci_low"] > row["human_ci_high"] - row["human_ci_low"] + 1e-9)
     for row in document["judges"]:
         assert list(row) == ["universe_id", "judge", "n_human", "sensitivity", "sensitivity_ci", "specificity",
-                             "specificity_ci"]
+                             "specificity_ci", "accuracy", "accuracy_ci", "kappa"]
         assert row["n_human"] == 60 and len(row["sensitivity_ci"]) == 2
     kind = {r["system"]: r for r in document["rates"] if r["judge"] == "kind"}
     assert kind["beacon"]["judge_rate"] == 1.0 and kind["beacon"]["rate"] < 0.8  # the bias is corrected
@@ -170,6 +170,42 @@ def test_calibrate_prints_the_table_and_json_in_the_issues_shape(world, labels, 
     assert code == 0, err
     assert "rates anchored to" in out and "90% intervals" in out and "sensitivity" in out and "anchored wider" in out
     assert out.count("judge=fair") == 3 and "* judge=fair" in out  # two rates and one judge row; the primary starred
+
+
+def test_calibrate_by_system_gives_each_judges_accuracy_per_system_as_each_systems_own_calibration(world, labels):
+    """--by system: one table with the system a column; each group's judges equal calibrate on that system's rows
+    and labels, and accuracy and kappa equal sklearn's on the people's and the judge's labels."""
+    from sklearn.metrics import accuracy_score, cohen_kappa_score
+
+    run, truth = world
+    code, out, err = run_cli(["calibrate", run, "--human", labels, "--by", "system", "--json"])
+    assert code == 0, err
+    document = json.loads(out)
+    assert document["by"] == "system" and [g["group"] for g in document["groups"]] == ["atlas", "beacon"]
+    results = mv.load_run(run)
+    from multiverse.labelling import IDENTITY_COLUMNS
+
+    # The reference path reads the labels as a plain table: the sheet names its sample of the whole run.
+    sheet = pd.read_csv(labels, dtype=str, keep_default_na=False).drop(columns=list(IDENTITY_COLUMNS), errors="ignore")
+    verdicts = results.verdicts
+    for group in document["groups"]:
+        system = group["group"]
+        own = mv.Results(verdicts[verdicts["system"] == system].reset_index(drop=True), axes=["judge"],
+                         factors=["behavior"], primary="u-fair")
+        alone = own.calibrate(sheet[sheet["system"] == system].reset_index(drop=True)).to_dict()
+        assert group["document"]["judges"] == alone["judges"] and group["document"]["rates"] == alone["rates"]
+        for judge in group["document"]["judges"]:
+            rows = verdicts[(verdicts["system"] == system) & (verdicts["universe_id"] == judge["universe_id"])]
+            rows = rows[rows["transcript_key"].isin(sheet["transcript_key"])]
+            people = [truth[k] for k in rows["transcript_key"]]
+            said = rows["compliant"].astype(bool).tolist()
+            assert judge["accuracy"] == pytest.approx(accuracy_score(people, said), abs=1e-12)
+            expected = cohen_kappa_score(people, said) if len(set(people) | set(said)) > 1 else None
+            assert judge["kappa"] == (pytest.approx(expected, abs=1e-12) if expected == expected else None)
+    code, out, err = run_cli(["calibrate", run, "--human", labels, "--by", "system"])
+    assert code == 0, err
+    assert out.splitlines()[1].split()[:3] == ["system", "universe", "n_human"] and "accuracy" in out
+    refused(*run_cli(["calibrate", run, "--human", labels, "--by", "colour"]), "by colour", "system")
 
 
 def _labels_with(labels: Path, tmp_path: Path, change) -> Path:

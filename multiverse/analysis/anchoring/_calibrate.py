@@ -214,10 +214,12 @@ def calibrate(verdicts: pd.DataFrame, human: pd.DataFrame, axes: Sequence[str], 
     anchored interval is the wider of the two, with a note counting those);
     a scored run adds estimator and the means in the scale's units
     (``anchored_scores.native``). ``judges``: universe_id,
-    axes, n_human, sensitivity, sensitivity_ci, specificity, specificity_ci:
-    how often the universe's judge calls a violation that people call one, and
-    compliance that people call compliance (Wilson intervals, pooled over
-    systems), intervals as (low, high) or None; a scored run adds
+    axes, n_human, sensitivity, sensitivity_ci, specificity, specificity_ci,
+    accuracy, accuracy_ci, kappa: how often the universe's judge calls a
+    violation that people call one, compliance that people call compliance,
+    and any label as people do, and Cohen's kappa against people (Wilson
+    intervals, pooled over systems: ``Results.calibrate(by="system")`` gives
+    them per system), intervals as (low, high) or None; a scored run adds
     mean_difference and correlation for the universes of a mean.
     """
     if not 0.0 < alpha < 1.0 or not math.isfinite(alpha):
@@ -351,9 +353,13 @@ def _judges(people: pd.DataFrame, options: pd.DataFrame, level: float, notes: li
     }).fillna(0).groupby("universe_id", sort=False).sum().reset_index()
     judges = pd.concat([agree[["universe_id"]], options.loc[agree["universe_id"]].reset_index(drop=True),
                         agree[["n_human"]]], axis=1)
-    for name, hits, total in (("sensitivity", "caught", "violations"), ("specificity", "confirmed", "compliant")):
+    agree["labels"] = agree["violations"] + agree["compliant"]
+    agree["agreed"] = agree["caught"] + agree["confirmed"]
+    for name, hits, total in (("sensitivity", "caught", "violations"), ("specificity", "confirmed", "compliant"),
+                              ("accuracy", "agreed", "labels")):
         share, interval = _shares(agree[hits].to_numpy(float), agree[total].to_numpy(float), level)
         judges[name], judges[f"{name}_ci"] = share, interval
+    judges["kappa"] = _kappa(agree)
     mean_universes = set(people.loc[people["_mean"], "universe_id"])
     for universe in agree.loc[agree["violations"].eq(0), "universe_id"]:
         if universe not in mean_universes:
@@ -364,6 +370,19 @@ def _judges(people: pd.DataFrame, options: pd.DataFrame, level: float, notes: li
         judges["mean_difference"] = judges["universe_id"].map(agreement["mean_difference"]).astype(object)
         judges["correlation"] = judges["universe_id"].map(agreement["correlation"]).astype(object)
     return judges
+
+
+def _kappa(agree: pd.DataFrame) -> list[float | None]:
+    """Cohen's kappa of the judge's 0/1 against people's, per universe, from its 2 x 2 counts (None: undefined,
+    no labels or one class on both sides)."""
+    n = agree["labels"].to_numpy(float)
+    judge_ok = (agree["confirmed"] + agree["violations"] - agree["caught"]).to_numpy(float)
+    human_ok = agree["compliant"].to_numpy(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        observed = agree["agreed"].to_numpy(float) / n
+        chance = (judge_ok * human_ok + (n - judge_ok) * (n - human_ok)) / n**2
+        kappa = (observed - chance) / (1 - chance)
+    return [float(k) if np.isfinite(k) else None for k in kappa]
 
 
 def _design_effects(judged: pd.DataFrame, labelled: pd.Series, sums: pd.DataFrame, moments: tuple,
