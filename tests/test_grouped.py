@@ -53,7 +53,7 @@ def test_grouped_agreement_is_the_agreement_of_each_groups_rows(seed, n_subsets,
         alone = mv.Results(rows, axes=["judge"], factors=["subset"], primary="u-j1").agreement("judge")
         same(group["document"], alone.to_dict())
     # One table: the group a column, first, every group's pairs stacked.
-    assert list(grouped.frame.columns)[0] == by and len(grouped.frame) == len(values)
+    assert grouped.frame.columns[0] == by and len(grouped.frame) == len(values)
     assert grouped.typed.groups[0].document.pairs[0].n == document["groups"][0]["document"]["pairs"][0]["n"]
 
 
@@ -115,7 +115,7 @@ def test_cli_ranking_by_bt_and_by_subset_as_a_user_runs_them(tmp_path):
     expected = mv.load_run(folder).ranking(method="bt", boot=50).to_dict()
     assert json.loads(out)["scores"] == expected["scores"]
     j1 = rows[rows["judge"] == "j1"]
-    atlas = [s for s in document.scores if s.universe_id == "u-j1" and s.system == "atlas"][0]
+    atlas = next(s for s in document.scores if s.universe_id == "u-j1" and s.system == "atlas")
     shares = j1[(j1["system"] == "atlas") & (j1[OPPONENT] == "beacon")][CONTRIBUTION]
     assert 0 < atlas.score and atlas.wins >= shares.sum() and atlas.games == 120
     code, out, err = run_cli(["ranking", folder, "--method", "bt", "--boot", "50", "--by", "subset"])

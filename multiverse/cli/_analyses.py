@@ -212,35 +212,36 @@ def _print_other_ranking(results: Results, args) -> int:
         print_json(analysis.document)
         return 0
     document = analysis.typed
-    groups = document.groups if args.by else [None]
+    # (group value or None, its document, the first cells of its rows)
+    parts = [(g.group, g.document, [g.group]) for g in document.groups] if args.by else [(None, document, [])]
     first = [args.by] if args.by else []
     if args.method == "bt":
-        head = analysis.document if not args.by else analysis.document["groups"][0]["document"]
-        say(f"Bradley-Terry scores ({head['scale']}; anchor {head['anchor'] or 'none: each universe averages 0'}), "
-            f"{head['level']:.0%} case-bootstrap intervals, {head['resamples']} resamples:")
-        rows: list[list] = [[*first, "universe", "system", "score", "interval", "rank", "rank interval", "P(top)"]]
-        for group in groups:
-            result = group.document if group is not None else document
-            for r in result.scores:
-                rows.append([*([group.group] if group is not None else []), r.universe_id, r.system, number(r.score),
-                             interval([r.low, r.high]), r.rank, interval([r.rank_low, r.rank_high]), number(r.p_top, 2)])
-        print_table(rows)
+        _print_bt_scores(parts, first)
     say(f"P(rank 1) over the universes{' of each group' if args.by else ''} and coverage:")
-    rows = [[*first, "system", "P(top)", "coverage"]]
-    for group in groups:
-        result = group.document if group is not None else document
+    rows: list[list] = [[*first, "system", "P(top)", "coverage"]]
+    for _, result, cells in parts:
         stability = result.stability if args.method == "bt" else result
         for system, p in sorted(stability.p_top.items(), key=lambda kv: -kv[1]):
-            rows.append([*([group.group] if group is not None else []), system, number(p, 2),
-                         number(stability.coverage[system], 2)])
+            rows.append([*cells, system, number(p, 2), number(stability.coverage[system], 2)])
     print_table(rows)
-    for group in groups:
-        result = group.document if group is not None else document
-        stability = result.stability if args.method == "bt" else result
-        tau = stability.kendall_tau
-        where = f"{args.by}={group.group}: " if group is not None else ""
+    for group, result, _ in parts:
+        tau = (result.stability if args.method == "bt" else result).kendall_tau
+        where = f"{args.by}={group}: " if group is not None else ""
         say(f"{where}Kendall's tau-b between universes: mean {number(tau.mean)} over {tau.n_pairs} pairs")
     return _print_notes(document.notes)
+
+
+def _print_bt_scores(parts: list, first: list[str]) -> None:
+    """Each universe's Bradley-Terry scores with their intervals and ranks, one row per system."""
+    head = parts[0][1]
+    say(f"Bradley-Terry scores ({head.scale}; anchor {head.anchor or 'none: each universe averages 0'}), "
+        f"{head.level:.0%} case-bootstrap intervals, {head.resamples} resamples:")
+    rows: list[list] = [[*first, "universe", "system", "score", "interval", "rank", "rank interval", "P(top)"]]
+    for _, result, cells in parts:
+        for r in result.scores:
+            rows.append([*cells, r.universe_id, r.system, number(r.score), interval([r.low, r.high]), r.rank,
+                         interval([r.rank_low, r.rank_high]), number(r.p_top, 2)])
+    print_table(rows)
 
 
 def _as_read(difference: float | None, read: str) -> float | None:

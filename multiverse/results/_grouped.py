@@ -15,13 +15,15 @@ from typing import TYPE_CHECKING, Any, Generic
 import pandas as pd
 
 from multiverse.errors import InputError
+from multiverse.results._analysis import D
 from multiverse.results._documents import Document, Scalar
 
 if TYPE_CHECKING:
     from multiverse.results._analysis import Analysis
-    from multiverse.results._results import Results
 
-from multiverse.results._analysis import D
+# ``Results`` calls this module, so the results are typed by what is read of them (their own class makes
+# each group's results), never imported back.
+Results = Any
 
 __all__ = ["Group", "GroupedDocument", "agreement", "by_column", "grouped", "ranking"]
 
@@ -80,13 +82,11 @@ def grouped(results: Results, by: str, name: str, run: Callable[[Results], Analy
 
 def _part(results: Results, rows: Any) -> Results:
     """The results of some of the verdict rows: the same axes, factors, manifest, primary and source."""
-    from multiverse.results._results import Results
-
     verdicts = results.verdicts[rows].reset_index(drop=True)
     criteria = results.criteria
     if criteria is not None and "judgment_key" in criteria.columns and "judgment_key" in verdicts.columns:
         criteria = criteria[criteria["judgment_key"].isin(set(verdicts["judgment_key"].dropna()))]
-    return Results(verdicts, criteria=criteria, axes=results.axes, factors=results.factors,
+    return type(results)(verdicts, criteria=criteria, axes=results.axes, factors=results.factors,
                    manifest=results.manifest, primary=results.primary, source=results.source)
 
 
