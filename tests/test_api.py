@@ -32,6 +32,7 @@ ANALYSIS = [
     "agreement", "cohen_kappa", "gwet_ac1", "pair_matrix",
     "score_agreement", "weighted_kappa", "krippendorff_alpha", "icc", "exact_agreement", "mean_difference",
     "ranking", "universe_ranks", "rank_distribution", "order_universes", "bootstrap_ranks", "separability",
+    "rank_stability", "bradley_terry", "fit_bradley_terry", "pairwise_games", "OPPONENT",
     "position_words",
     "kendall_tau_b", "kendall_w",
     "variance", "variance_decomposition", "variance_by_axis", "variance_summary", "aliasing",
@@ -46,7 +47,7 @@ ANALYSIS = [
     "score_judgments", "score_verdicts", "counted_unparsed", "counts_of_rates", "counts_of_matrix", "rates_of_matrix", "dropped_notes",
     "tied_positions", "cut_flips", "cut_table", "transcript_keys", "rollout_configurations",
 ]
-CONSTANTS = {"CONTRIBUTION", "MEAN_ESTIMATORS", "__version__"}
+CONSTANTS = {"CONTRIBUTION", "MEAN_ESTIMATORS", "OPPONENT", "__version__"}
 
 PLOTS = [
     "plot_curve", "plot_curves", "plot_difference_curve", "agreement_figure", "plot_agreement", "score_agreement_figure",
