@@ -202,6 +202,13 @@ def test_calibrate_by_system_gives_each_judges_accuracy_per_system_as_each_syste
             assert judge["accuracy"] == pytest.approx(accuracy_score(people, said), abs=1e-12)
             expected = cohen_kappa_score(people, said) if len(set(people) | set(said)) > 1 else None
             assert judge["kappa"] == (pytest.approx(expected, abs=1e-12) if expected == expected else None)
+    # A design factor: each behavior's rows with the labels of their transcripts (matched on system and case).
+    by_behavior = results.calibrate(labels, by="behavior").to_dict()
+    for group in by_behavior["groups"]:
+        rows = verdicts[verdicts["behavior"] == group["group"]].reset_index(drop=True)
+        mine = sheet[sheet["case_id"].isin(set(rows["case_id"]))].reset_index(drop=True)
+        alone = mv.Results(rows, axes=["judge"], factors=["behavior"], primary="u-fair").calibrate(mine).to_dict()
+        assert group["document"]["judges"] == alone["judges"] and group["document"]["rates"] == alone["rates"]
     code, out, err = run_cli(["calibrate", run, "--human", labels, "--by", "system"])
     assert code == 0, err
     assert out.splitlines()[1].split()[:3] == ["system", "universe", "n_human"] and "accuracy" in out
