@@ -195,3 +195,15 @@ def test_results_ranking_bt_reads_the_reference_and_refuses_what_has_no_games():
         results.ranking(method="bt")
     with pytest.raises(InputError, match="method elo: expected rate or bt"):
         results.ranking(method="elo")
+
+
+def test_the_batch_check_of_a_finite_fit_agrees_with_the_one_that_names_the_systems():
+    from multiverse.analysis.ranking._bradley_terry import _finite, _unfit
+
+    rng = np.random.default_rng(9)
+    wins = rng.uniform(0, 1, size=(400, 5, 5)) * (rng.random((400, 5, 5)) < 0.35)
+    wins[:, np.arange(5), np.arange(5)] = 0
+    for prior in (0.0, 0.5):
+        batch = _finite(wins, prior)
+        assert batch.tolist() == [_unfit(m, prior) is None for m in wins]
+        assert 0 < batch.sum() < len(batch)  # both kinds drawn

@@ -117,6 +117,19 @@ def _unfit(wins: np.ndarray, prior: float) -> tuple[list[int], str] | None:
     return None  # unreachable: a graph of components always has a source
 
 
+def _finite(wins: np.ndarray, prior: float) -> np.ndarray:
+    """Per win matrix of a batch, whether a finite maximum exists (``_unfit`` is None): every system reaches
+    every other through games met (and, without a prior, through games won), by squaring the reach matrices."""
+    def everywhere(edges: np.ndarray) -> np.ndarray:
+        reach = (edges | np.eye(edges.shape[-1], dtype=bool)).astype(np.float32)
+        for _ in range(int(np.ceil(np.log2(max(edges.shape[-1], 2))))):
+            reach = ((reach @ reach) > 0).astype(np.float32)
+        return np.asarray(reach.all((1, 2)))
+
+    met = everywhere((wins + np.swapaxes(wins, 1, 2)) > 0)
+    return met if prior > 0 else met & everywhere(wins > 0)
+
+
 def bradley_terry(verdicts: pd.DataFrame, *, axes: Sequence[str], reference: str | None = None,
                   anchor: str | None = None, prior: float = 0.0, primary: str | None = None,
                   bootstrap: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, Any]:
@@ -198,7 +211,7 @@ def _universe_scores(universe: str, rows: pd.DataFrame, axes: list[str], anchor:
         rng = np.random.default_rng([seed, zlib.crc32(universe.encode())])
         draws = rng.multinomial(len(cases), np.full(len(cases), 1 / len(cases)), size=bootstrap)
         resampled = (draws @ per_case.reshape(len(cases), -1)).reshape(bootstrap, k, k)
-        fit = np.array([_unfit(m, prior) is None for m in resampled], dtype=bool)
+        fit = _finite(resampled, prior)
         lost = int((~fit).sum())
         if fit.any():
             boot_scores = fit_bradley_terry(resampled[fit], anchor=at, prior=prior)
