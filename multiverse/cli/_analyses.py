@@ -120,6 +120,10 @@ def cmd_agreement(args) -> int:
     results: Results = load_run(args.source)
     axis = args.axis or results.judge_axis()
     if args.by:
+        if args.figure:
+            from multiverse.errors import InputError
+
+            raise InputError("--figure: expected agreement without --by", param="by")
         grouped = results.agreement(axis, by=args.by)
         if args.json:
             print_json(grouped.document)
@@ -156,18 +160,27 @@ def cmd_agreement(args) -> int:
 
 
 def _print_grouped_agreement(grouped, axis: str) -> int:
-    """One table of every group's pairs of options, the group its first column."""
+    """One table of every group's pairs of options (labels; and scores, where the options gave them), the group
+    its first column."""
     say(f"agreement across {axis} per {grouped.by}")
     rows: list[list] = [[grouped.by, "a", "b", "n", "percent", "kappa", "AC1", "bias", "alpha"]]
+    scored: list[list] = [[grouped.by, "a", "b", "n", "kappa (linear)", "kappa (quadratic)", "exact", "ICC(2,1)",
+                           "mean a - b", "alpha (interval)"]]
     for group in grouped.groups:
         result = group.document
         for p in result.pairs:
             mark = "!" if p.small_sample or p.degenerate else ""
             rows.append([group.group, p.a, p.b, f"{p.n}{mark}", number(p.percent), number(p.cohen_kappa) + mark,
                          number(p.gwet_ac1) + mark, number(p.bias), number(result.krippendorff_alpha)])
-        if result.scores is not None:
-            say(f"{grouped.by}={group.group}: agreement on scores in --json")
-    print_table(rows)
+        for q in result.scores.pairs if result.scores is not None else []:
+            scored.append([group.group, q.a, q.b, f"{q.n}{'!' if q.small_sample else ''}", number(q.kappa_linear),
+                           number(q.kappa_quadratic), number(q.exact), number(q.icc2_1),
+                           number(q.mean_difference.mean), number(result.scores.krippendorff_alpha_interval)])
+    if len(scored) > 1:
+        say("on the scores:")
+        print_table(scored)
+    if len(rows) > 1:
+        print_table(rows)
     return _print_notes(grouped.notes)
 
 
