@@ -67,6 +67,9 @@ def grouped(results: Results, by: str, name: str, run: Callable[[Results], Analy
     if not values:
         raise InputError(f"by {by}: expected at least one row with a value in column {by!r}", param="by")
     groups, frames, notes = [], [], list(notes)
+    missing = int(column.isna().sum())
+    if missing:
+        notes.append(f"{missing} rows have no {by} and are in no group")
     for value in values:
         part = _part(results, (column == value).to_numpy(dtype=bool, na_value=False))
         analysis = run(part)
