@@ -14,11 +14,12 @@ litellm reaches it as it reaches OpenAI: ``openai/<model>`` with ``api_base=serv
 ``answered`` lines and ends ``expired`` with the rest in the error file
 (``batch_expired``); ``partial`` ends ``completed`` with every line whose
 custom id ``fails(custom_id)`` answered with a 500 in the output file.
+``batch_responder`` (default: ``responder``) answers the lines of a batch.
 
 Every request is counted (``counts``: chat, files, batches, polls, contents,
 and ``lines[custom_id]``: how many times a request was answered in a batch),
-and every header and body it was sent is kept (``seen``), so a test can grep
-them for a key. Events: ``submitted`` is set when a batch is created,
+and every header and body it was sent is kept (``seen``; ``chats``: the direct
+requests' bodies), so a test can grep them for a key. Events: ``submitted`` is set when a batch is created,
 ``polled`` at each look at a batch.
 """
 
@@ -104,11 +105,14 @@ class BatchServer:
     """The fake provider; use as a context manager (``url`` is its ``api_base``)."""
 
     def __init__(self, responder: Responder, *, ending: str = "complete", answered: int = 0,
-                 fails: Callable[[str], bool] = lambda custom_id: False, hold: bool = False):
+                 fails: Callable[[str], bool] = lambda custom_id: False, hold: bool = False,
+                 batch_responder: Responder | None = None):
         self.responder, self.ending, self.answered, self.fails = responder, ending, answered, fails
+        self.batch_responder = batch_responder or responder
         self.counts: Counter = Counter()
         self.lines: Counter = Counter()
         self.seen: list[bytes] = []
+        self.chats: list[dict] = []  # every direct request's body
         self.submitted = threading.Event()
         self.polled = threading.Event()
         self._held = threading.Event()
@@ -150,6 +154,7 @@ class BatchServer:
     def chat(self, body: dict) -> dict:
         with self._lock:
             self.counts["chat"] += 1
+            self.chats.append(body)
         return _completion(body, self.responder(body), next(self._ids))
 
     def upload(self, content_type: str, raw: bytes) -> dict:
@@ -209,7 +214,7 @@ class BatchServer:
                             "response": {"status_code": 500, "request_id": f"r{i}",
                                          "body": {"error": {"message": "server error", "type": "server_error"}}}})
                 continue
-            answer = _completion(line["body"], self.responder(line["body"]), i)
+            answer = _completion(line["body"], self.batch_responder(line["body"]), i)
             out.append({"id": f"req-{i}", "custom_id": custom_id, "error": None,
                         "response": {"status_code": 200, "request_id": f"r{i}", "body": answer}})
         with self._lock:

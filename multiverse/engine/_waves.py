@@ -93,6 +93,9 @@ class Waves:
                 report = BatchReport(failed=dict.fromkeys(pending, str(exc)))
             self.report.add(report)
             self.direct.update(report.failed)
+            prepaid = getattr(self.client, "prepaid", None)
+            if callable(prepaid):  # the stage's units count what the batches cost, in the run's manifest
+                prepaid(report.paid)
             if report.unsettled:
                 reason = next(iter(report.unsettled.values()))
                 raise ModelError(f"{len(report.unsettled)} batched requests: {reason}; rerun to poll the batch again "

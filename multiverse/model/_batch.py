@@ -93,12 +93,14 @@ class BatchReport:
     lines: int = 0  # requests this call submitted
     answered: int = 0  # answers kept
     cost: float = 0.0
+    paid: dict[str, Completion] = field(default_factory=dict)  # request key -> the answer kept, with its usage and cost
     failed: dict[str, str] = field(default_factory=dict)  # request key -> why the batch did not answer it
     unsettled: dict[str, str] = field(default_factory=dict)  # request key -> its batch, still in flight
 
     def add(self, other: BatchReport) -> None:
         for name in ("submitted", "resumed", "lines", "answered", "cost"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.paid.update(other.paid)
         self.failed.update(other.failed)
         self.unsettled.update(other.unsettled)
 
@@ -224,6 +226,7 @@ class BatchSender:
         batch_ended(self.store, batch_id, state=status, answered=len(answered), failed=failed)
         self.client._budget.settle(flight.reserved, cost)
         report.answered += len(answered)
+        report.paid.update(answered)
         report.cost += cost
         report.failed.update(failed)
         return True

@@ -129,6 +129,7 @@ class RequestCache:
         self._lock = threading.Lock()
         self._flights: dict[str, _Flight] = {}
         self._held = Held(store)  # the request claims this instance holds
+        self._prepaid: dict[str, Completion] = {}
         self.sent = 0
         self.stored_answers = 0
         self.shared = 0
@@ -147,6 +148,12 @@ class RequestCache:
     def release_all(self) -> None:
         """Release every claim still held (a run leaving on a signal: its threads may never get to it)."""
         self._held.release_all()
+
+    def prepaid(self, completions: Mapping[str, Completion]) -> None:
+        """Answers this run paid for outside ``complete`` (a provider batch), by request key: the first unit served
+        each one counts its usage and cost, as if it had sent the request, so the run's books carry what it paid."""
+        with self._lock:
+            self._prepaid.update(completions)
 
     @property
     def reused(self) -> int:
@@ -232,7 +239,8 @@ class RequestCache:
             return None
         with self._lock:
             self.stored_answers += 1
-        return _answer(record)
+            paid = self._prepaid.pop(key, None)
+        return _answer(record, paid=paid)
 
 
 def answer_record(config: ModelConfig, completion: Completion) -> RequestRecord:
