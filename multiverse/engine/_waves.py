@@ -34,7 +34,7 @@ from typing import Any
 from multiverse.core import ModelConfig, is_simulated
 from multiverse.engine._compute import compute
 from multiverse.errors import InputError, ModelError, SpecError
-from multiverse.model import STAGE, BatchCall, BatchReport, BatchSender, LiteLLMClient, request_key
+from multiverse.model import STAGE, BatchCall, BatchReport, BatchSender, LiteLLMClient, RequestCache, request_key
 from multiverse.spec import Spec, batch_problem
 from multiverse.store import Store
 
@@ -48,20 +48,20 @@ class _Deferred(Exception):
 class _Deferring:
     """The client of one unit in a collecting pass (see module doc)."""
 
-    def __init__(self, client: Any, store: Store, batched: list[ModelConfig], waves: Waves,
-                 pending: dict[str, BatchCall], lock: threading.Lock):
-        self.client, self.store, self.batched, self.waves = client, store, batched, waves
-        self.pending, self.lock = pending, lock
+    def __init__(self, waves: Waves, batched: list[ModelConfig], pending: dict[str, BatchCall], lock: threading.Lock):
+        self.waves, self.batched, self.pending, self.lock = waves, batched, pending, lock
 
     def complete(self, config: ModelConfig, messages: list[dict], **kwargs: Any) -> Any:
-        if is_simulated(config.model) or not any(config == b for b in self.batched):
-            return self.client.complete(config, messages, **kwargs)
         key = request_key(config, messages, **kwargs)
-        if key in self.waves.direct or self.store.has(STAGE, key):
-            return self.client.complete(config, messages, **kwargs)
-        with self.lock:
-            self.pending.setdefault(key, BatchCall(key, config, list(messages), dict(kwargs)))
-        raise _Deferred(key)
+        if (not is_simulated(config.model) and any(config == b for b in self.batched)
+                and key not in self.waves.direct and not self.waves.store.has(STAGE, key)):
+            with self.lock:
+                self.pending.setdefault(key, BatchCall(key, config, list(messages), dict(kwargs)))
+            raise _Deferred(key)
+        completion = self.waves.collector.complete(config, messages, **kwargs)
+        if completion.attempts:  # sent and paid for now: the unit that reads it when the stage runs counts it
+            self.waves.paid({key: completion})
+        return completion
 
 
 class Waves:
@@ -75,6 +75,10 @@ class Waves:
         #: request keys a batch did not answer: sent directly from now on
         self.direct: set[str] = set()
         self._sender: BatchSender | None = None
+        # The passes' own request cache: what they are served from the store is not counted as the stage's,
+        # and what they pay for is handed to the run's cache (``paid``), whose units count it.
+        inner = client.client if isinstance(client, RequestCache) else client
+        self.collector = RequestCache(inner, store) if isinstance(client, RequestCache) else client
 
     def before(self, stage: str, units: list, upstream: Callable[[Any], Any]) -> None:
         """Send the batched roles' requests of ``units`` in waves until the store holds every one."""
@@ -93,13 +97,16 @@ class Waves:
                 report = BatchReport(failed=dict.fromkeys(pending, str(exc)))
             self.report.add(report)
             self.direct.update(report.failed)
-            prepaid = getattr(self.client, "prepaid", None)
-            if callable(prepaid):  # the stage's units count what the batches cost, in the run's manifest
-                prepaid(report.paid)
+            self.paid(report.paid)
             if report.unsettled:
                 reason = next(iter(report.unsettled.values()))
                 raise ModelError(f"{len(report.unsettled)} batched requests: {reason}; rerun to poll the batch again "
                                  "(its requests are not sent again)", reason="batch_in_flight")
+
+    def paid(self, completions: Mapping[str, Any]) -> None:
+        """Answers paid for outside the stage: the stage's units count their calls and cost, in the run's manifest."""
+        if isinstance(self.client, RequestCache):
+            self.client.prepaid(completions)
 
     def _batched(self, stage: str, unit: Any) -> list[ModelConfig]:
         roles = self.roles
@@ -139,7 +146,7 @@ class Waves:
         def one(item: tuple[Any, list[ModelConfig]]) -> None:
             unit, configs = item
             try:
-                compute(stage, unit, upstream(unit), _Deferring(self.client, self.store, configs, self, pending, lock))
+                compute(stage, unit, upstream(unit), _Deferring(self, configs, pending, lock))
             except (_Deferred, ModelError):
                 pass  # waiting for a batch; a direct call's failure is the stage's to record when it runs the unit
 
