@@ -283,7 +283,9 @@ class BatchSender:
         usage = {"prompt_tokens": int((body.get("usage") or {}).get("prompt_tokens") or 0),
                  "completion_tokens": int((body.get("usage") or {}).get("completion_tokens") or 0)}
         try:
-            prompt_cost, completion_cost = litellm.batch_cost_calculator(
+            from litellm.cost_calculator import batch_cost_calculator  # litellm is loaded: this costs nothing
+
+            prompt_cost, completion_cost = batch_cost_calculator(
                 usage=litellm.Usage(**usage, total_tokens=sum(usage.values())), model=config.model)
             cost = float(prompt_cost) + float(completion_cost)
         except Exception:  # an unpriced model costs nothing, as a direct call of it does
