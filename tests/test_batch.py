@@ -67,8 +67,9 @@ def _key(monkeypatch):
 
 @pytest.mark.slow
 def test_a_batch_run_sends_each_request_once_and_shares_the_store_with_direct_runs(tmp_path):
+    # gpt-4o-mini: litellm prices it, directly and (at its batch price, half) in batches
     with BatchServer(audit_responder) as server:
-        batched = _spec(tmp_path, server.url, ["generator", "systems", "user", "judge"])
+        batched = _spec(tmp_path, server.url, ["generator", "systems", "user", "judge"], model="openai/gpt-4o-mini")
         result = _run(batched, tmp_path / "store", tmp_path / "run")
         assert server.counts["chat"] == 0, "every role is batched: no direct request"
         # generator, 4 turns of a 2-turn conversation (user, system, user, system), judge: one batch each
@@ -84,7 +85,7 @@ def test_a_batch_run_sends_each_request_once_and_shares_the_store_with_direct_ru
         assert KEY.encode() not in _store_bytes(tmp_path / "run")
 
         # A direct run on the batch run's store pays for nothing ...
-        direct = _spec(tmp_path, server.url, [], name="direct.yaml")
+        direct = _spec(tmp_path, server.url, [], name="direct.yaml", model="openai/gpt-4o-mini")
         before = dict(server.counts)
         again = _run(direct, tmp_path / "store", tmp_path / "run2")
         assert dict(server.counts) == before
@@ -92,8 +93,10 @@ def test_a_batch_run_sends_each_request_once_and_shares_the_store_with_direct_ru
             result.verdicts[["universe_id", "case_id", "system", "compliant"]])
 
         # ... a direct run on a fresh store sends exactly the requests the batches carried ...
-        _run(direct, tmp_path / "fresh", tmp_path / "run3")
+        paid = _run(direct, tmp_path / "fresh", tmp_path / "run3")
         assert server.counts["chat"] == len(server.lines)
+        # The same requests and token counts, at half the price.
+        assert paid.manifest.cost > 0 and result.manifest.cost == pytest.approx(paid.manifest.cost / 2, rel=0.01)
         # ... and a batch run after it submits nothing.
         before = dict(server.counts)
         _run(batched, tmp_path / "fresh", tmp_path / "run4")
