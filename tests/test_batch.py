@@ -238,3 +238,16 @@ def test_batch_is_not_a_measurement_choice(tmp_path):
     path.write_text(yaml.safe_dump(document), encoding="utf-8")
     with pytest.raises(SpecError, match="batch"):
         load_spec(path)
+
+
+def test_an_axis_giving_a_batched_role_a_model_without_a_batch_api_is_refused_before_any_call(tmp_path):
+    with BatchServer(audit_responder) as server:
+        path = _spec(tmp_path, server.url, ["judge"], setting="single_turn")
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        document["axes"]["judge"]["b"] = {"judge.model": "anthropic/claude-3-haiku-20240307"}
+        path.write_text(yaml.safe_dump(document), encoding="utf-8")
+        with pytest.raises(SpecError) as raised:
+            _run(path, tmp_path / "store", tmp_path / "run")
+        assert len(str(raised.value).splitlines()) == 1 and "batch.roles" in str(raised.value)
+        assert "anthropic/claude-3-haiku-20240307" in str(raised.value)
+        assert not server.counts and not (tmp_path / "run").exists()

@@ -80,12 +80,21 @@ class Waves:
         inner = client.client if isinstance(client, RequestCache) else client
         self.collector = RequestCache(inner, store) if isinstance(client, RequestCache) else client
 
+    def check(self, work: Any) -> None:
+        """An axis may have given a batched role a model with no batch API: refused in one line before any call."""
+        units = [("case", u) for u in work.cases.values() if u.given is None]
+        units += [("transcript", u) for u in work.transcripts.values()] + [("judgment", u) for u in work.judge_calls.values()]
+        for stage, unit in units:
+            for config in self._batched(stage, unit):
+                problem = batch_problem(config.model)
+                if problem is not None:
+                    raise SpecError(self.spec.path or "<spec>", "batch.roles", f"a universe's {problem}")
+
     def before(self, stage: str, units: list, upstream: Callable[[Any], Any]) -> None:
         """Send the batched roles' requests of ``units`` in waves until the store holds every one."""
         batched = [(unit, configs) for unit in units if (configs := self._batched(stage, unit))]
         if not batched:
             return
-        self._check(configs for _, configs in batched)
         while True:
             pending = self._collect(stage, batched, upstream)
             if not pending:
@@ -118,14 +127,6 @@ class Waves:
         else:
             configs = [unit.config] if "judge" in roles else []
         return [c for c in configs if c is not None and not is_simulated(c.model)]
-
-    def _check(self, groups: Any) -> None:
-        """An axis may have given a batched role a model with no batch API: refused before anything is sent."""
-        for configs in groups:
-            for config in configs:
-                problem = batch_problem(config.model)
-                if problem is not None:
-                    raise SpecError(self.spec.path or "<spec>", "batch.roles", f"a universe's {problem}")
 
     def _sender_for(self) -> BatchSender:
         if self._sender is None:
