@@ -21,11 +21,13 @@ import pytest
 import yaml
 from audit_server import audit_responder, fake_spec_document, task_of
 from batch_server import BatchServer
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from multiverse.core import FAILED_STATUSES
 from multiverse.engine import plan, run
 from multiverse.errors import SpecError
-from multiverse.model import STAGE, LiteLLMClient
+from multiverse.model import STAGE, LiteLLMClient, request_key
 from multiverse.spec import load_spec
 from multiverse.store import Store
 
@@ -251,3 +253,45 @@ def test_an_axis_giving_a_batched_role_a_model_without_a_batch_api_is_refused_be
         assert len(str(raised.value).splitlines()) == 1 and "batch.roles" in str(raised.value)
         assert "anthropic/claude-3-haiku-20240307" in str(raised.value)
         assert not server.counts and not (tmp_path / "run").exists()
+
+
+_SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"], "additionalProperties": False}
+
+
+@pytest.mark.slow
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(1, 12), ending=st.sampled_from(["complete", "expire", "partial"]), answered=st.integers(0, 12),
+       failing=st.sets(st.integers(0, 11)), prose=st.sets(st.integers(0, 11)))
+def test_every_batched_request_is_kept_once_or_counted_failed_never_both(tmp_path_factory, n, ending, answered,
+                                                                          failing, prose):
+    """Whatever a batch ends in, each request is an answer kept under its key or a failure with its reason."""
+    from multiverse.core import ModelConfig
+    from multiverse.model import BatchCall, BatchSender
+
+    def answer(body: dict) -> str:
+        i = int(body["messages"][-1]["content"])
+        return "not JSON at all" if i in prose else json.dumps({"n": i})
+
+    folder = tmp_path_factory.mktemp("sender")
+    with BatchServer(answer, ending=ending, answered=answered, fails=lambda key: calls[key].messages[-1]["content"]
+                     in {str(i) for i in failing}) as server:
+        config = ModelConfig("openai/fake", {}, server.url, KEY_ENV)
+        calls = {}
+        for i in range(n):
+            messages = [{"role": "user", "content": str(i)}]
+            key = request_key(config, messages, seed=i, schema=_SCHEMA)
+            calls[key] = BatchCall(key, config, messages, {"seed": i, "schema": _SCHEMA, "schema_name": "answer"})
+        store = Store(folder / "store")
+        report = BatchSender(LiteLLMClient(jobs=2), store, poll=0.001).send(calls)
+        kept = store.get_many(STAGE, list(calls))
+        assert kept.keys().isdisjoint(report.failed) and kept.keys() | report.failed.keys() == calls.keys()
+        assert report.answered == len(kept) and set(server.lines.values()) <= {1}
+        for key, record in kept.items():
+            assert record["answer"]["parsed"] == {"n": int(calls[key].messages[-1]["content"])}
+        for key, reason in report.failed.items():
+            i = int(calls[key].messages[-1]["content"])
+            expired = ending == "expire" and list(calls).index(key) >= answered
+            assert expired or (ending == "partial" and i in failing) or i in prose, reason
+        ended = _batch_ends(folder / "store")
+        assert len(ended) == 1 and ended[0]["answered"] + len(ended[0]["failed"]) == n
+        assert KEY.encode() not in _store_bytes(folder / "store")
