@@ -261,9 +261,9 @@ _SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required
 @pytest.mark.slow
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(n=st.integers(1, 12), ending=st.sampled_from(["complete", "expire", "partial"]), answered=st.integers(0, 12),
-       failing=st.sets(st.integers(0, 11)), prose=st.sets(st.integers(0, 11)))
+       failing=st.sets(st.integers(0, 11)), prose=st.sets(st.integers(0, 11)), per_batch=st.integers(1, 12))
 def test_every_batched_request_is_kept_once_or_counted_failed_never_both(tmp_path_factory, n, ending, answered,
-                                                                          failing, prose):
+                                                                          failing, prose, per_batch):
     """Whatever a batch ends in, each request is an answer kept under its key or a failure with its reason."""
     from multiverse.core import ModelConfig
     from multiverse.model import BatchCall, BatchSender
@@ -282,7 +282,7 @@ def test_every_batched_request_is_kept_once_or_counted_failed_never_both(tmp_pat
             key = request_key(config, messages, seed=i, schema=_SCHEMA)
             calls[key] = BatchCall(key, config, messages, {"seed": i, "schema": _SCHEMA, "schema_name": "answer"})
         store = Store(folder / "store")
-        report = BatchSender(LiteLLMClient(jobs=2), store, poll=0.001).send(calls)
+        report = BatchSender(LiteLLMClient(jobs=2), store, poll=0.001, max_lines=per_batch).send(calls)
         kept = store.get_many(STAGE, list(calls))
         assert kept.keys().isdisjoint(report.failed) and kept.keys() | report.failed.keys() == calls.keys()
         assert report.answered == len(kept) and set(server.lines.values()) <= {1}
@@ -290,8 +290,10 @@ def test_every_batched_request_is_kept_once_or_counted_failed_never_both(tmp_pat
             assert record["answer"]["parsed"] == {"n": int(calls[key].messages[-1]["content"])}
         for key, reason in report.failed.items():
             i = int(calls[key].messages[-1]["content"])
-            expired = ending == "expire" and list(calls).index(key) >= answered
+            expired = ending == "expire" and list(calls).index(key) % per_batch >= answered
             assert expired or (ending == "partial" and i in failing) or i in prose, reason
+        # one batch per per_batch requests, each recorded as ended, adding up to every request
         ended = _batch_ends(folder / "store")
-        assert len(ended) == 1 and ended[0]["answered"] + len(ended[0]["failed"]) == n
+        assert len(ended) == report.submitted == server.counts["batches"] == -(-n // per_batch)
+        assert sum(e["answered"] + len(e["failed"]) for e in ended) == n
         assert KEY.encode() not in _store_bytes(folder / "store")

@@ -64,8 +64,8 @@ from multiverse.store import BatchRecord, Store, batch_ended, batch_submitted, b
 
 __all__ = ["BatchCall", "BatchReport", "BatchSender"]
 
-#: the provider's largest batch (OpenAI: 50,000 requests a file)
-MAX_LINES = 50_000
+#: the provider's largest batch (OpenAI: 50,000 requests and 200 MB a file; a little under, to be sure)
+MAX_LINES, MAX_BYTES = 50_000, 190 * 1024 * 1024
 #: a batch's states after which it changes no more
 ENDED = frozenset({"completed", "failed", "expired", "cancelled"})
 #: looks in a row that fail before a batch is left in flight for a later run
@@ -141,10 +141,13 @@ class BatchSender:
                 if mine:
                     flights.append(_InFlight(record, mine, transport))
                     report.resumed += 1
-            keys = list(left)
-            for start in range(0, len(keys), self.max_lines):
-                chunk = {k: left[k] for k in keys[start:start + self.max_lines]}
-                flights.append(self._submit(first, chunk, transport))
+            for chunk, lines, estimate in self._chunks(left):
+                try:
+                    flights.append(self._submit(first, chunk, lines, estimate, transport))
+                except ModelError as exc:
+                    # Not submitted (nor paid): these go directly; the batches already submitted are kept and polled.
+                    report.failed.update(dict.fromkeys(chunk, str(exc)))
+                    continue
                 report.submitted += 1
                 report.lines += len(chunk)
         while flights:
@@ -175,14 +178,28 @@ class BatchSender:
         body["model"] = call.config.model.partition("/")[2]  # the provider's own name, as litellm sends it
         return body
 
-    def _submit(self, config: ModelConfig, calls: dict[str, BatchCall], transport: dict[str, Any]) -> _InFlight:
-        litellm = load_litellm()
-        lines, estimate = [], 0.0
+    def _chunks(self, calls: dict[str, BatchCall]) -> Iterator[tuple[dict[str, BatchCall], list[str], float]]:
+        """The calls as batch files within the provider's limits: (calls, JSONL lines, half the direct estimate)."""
+        chunk: dict[str, BatchCall] = {}
+        lines: list[str] = []
+        size, estimate = 0, 0.0
         for key, call in calls.items():
             body = self._body(call)
+            line = json.dumps({"custom_id": key, "method": "POST", "url": "/v1/chat/completions", "body": body},
+                              ensure_ascii=False, default=str)
+            if chunk and (len(chunk) >= self.max_lines or size + len(line.encode("utf-8")) + 1 > MAX_BYTES):
+                yield chunk, lines, estimate
+                chunk, lines, size, estimate = {}, [], 0, 0.0
+            chunk[key] = call
+            lines.append(line)
+            size += len(line.encode("utf-8")) + 1
             estimate += request_cost({**body, "model": call.config.model}) / 2
-            lines.append(json.dumps({"custom_id": key, "method": "POST", "url": "/v1/chat/completions", "body": body},
-                                    ensure_ascii=False, default=str))
+        if chunk:
+            yield chunk, lines, estimate
+
+    def _submit(self, config: ModelConfig, calls: dict[str, BatchCall], lines: list[str], estimate: float,
+                transport: dict[str, Any]) -> _InFlight:
+        litellm = load_litellm()
         reserved = self.client._budget.reserve_usd(config.model, estimate)
         interrupt.check()  # after a stop nothing is submitted
         data = ("\n".join(lines) + "\n").encode("utf-8")
@@ -206,19 +223,20 @@ class BatchSender:
         batch_id = flight.record["batch_id"]
         try:
             batch = litellm.retrieve_batch(batch_id=batch_id, **flight.transport)
-            flight.failures = 0
-        except Exception as exc:
+            status = str(getattr(batch, "status", "") or "")
+            if status not in ENDED:
+                flight.failures = 0
+                return False
+            answered, failed, cost = self._read(batch, flight)
+        except Exception as exc:  # the provider, or its files, could not be read: looked at again, a few times
             flight.failures += 1
             if flight.failures < POLL_FAILURES:
                 return False
-            reason = f"batch {batch_id} still in flight, could not be polled: {one_line(exc, [])}"
+            secrets = [str(flight.transport.get("api_key") or "")]
+            reason = f"batch {batch_id} still in flight, could not be polled: {one_line(exc, secrets)}"
             report.unsettled.update(dict.fromkeys(flight.calls, reason))
             self.client._budget.settle(flight.reserved, 0.0)
             return True
-        status = str(getattr(batch, "status", "") or "")
-        if status not in ENDED:
-            return False
-        answered, failed, cost = self._read(batch, flight)
         for key in flight.calls.keys() - answered.keys() - failed.keys():
             failed[key] = f"batch {status}: no answer"
         for key, completion in answered.items():
