@@ -222,7 +222,7 @@ def run(
               backend_kind.for_run(store=st, client=client, jobs=jobs, budget=budget, rate_limits=spec.rate_limits,
                                    scheduler=scheduler) as backend_here):
             executor = Executor(st, backend_here, progress=progress)
-            waves = _waves(spec, work, client, st, jobs)
+            waves = _waves(spec, work, client, st, jobs, progress)
             records = _run_stages(work, st, client, executor, lease, waves)
             interrupt.check("after the last call, before the tables were written")
     finally:
@@ -250,14 +250,14 @@ def _check_units(spec: Spec, universes: list, max_units: int | None) -> None:
                          "(each unit is a paid model call or more: raise `max_units` to run it anyway)", param="max_units")
 
 
-def _waves(spec: Spec, work: Work, client: ModelClient, st: Store, jobs: int) -> Any:
+def _waves(spec: Spec, work: Work, client: ModelClient, st: Store, jobs: int, progress: bool | None) -> Any:
     """The spec's batch waves (``multiverse.engine._waves``), or None when it batches nothing; every batched
     role's model is checked first (an axis may have given one a model with no batch API)."""
     if not spec.batch.roles:
         return None
     from multiverse.engine._waves import Waves
 
-    waves = Waves(spec, client, st, jobs=jobs)
+    waves = Waves(spec, client, st, jobs=jobs, progress=progress)
     waves.check(work)
     return waves
 

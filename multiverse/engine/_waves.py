@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from multiverse.core import ModelConfig, is_simulated
+from multiverse.core import STAGE_OF_RECORD, ModelConfig, Progress, is_simulated
 from multiverse.engine._compute import compute
 from multiverse.errors import InputError, ModelError, SpecError
 from multiverse.model import STAGE, BatchCall, BatchReport, BatchSender, LiteLLMClient, RequestCache, request_key
@@ -67,8 +67,8 @@ class _Deferring:
 class Waves:
     """The batch waves of one run (see module doc); ``report`` adds up every wave's batches."""
 
-    def __init__(self, spec: Spec, client: Any, store: Store, *, jobs: int):
-        self.spec, self.client, self.store, self.jobs = spec, client, store, jobs
+    def __init__(self, spec: Spec, client: Any, store: Store, *, jobs: int, progress: bool | None = False):
+        self.spec, self.client, self.store, self.jobs, self.progress = spec, client, store, jobs, progress
         self.roles = frozenset(spec.batch.roles)
         self.report = BatchReport()
         self.waves = 0
@@ -100,10 +100,18 @@ class Waves:
             if not pending:
                 return
             self.waves += 1
+            # A batch may take the provider's whole window: the wait is announced, and its end.
+            bar = Progress(len(pending), f"batch {STAGE_OF_RECORD[stage]} wave {self.waves}", unit="request",
+                           enabled=self.progress)
             try:
                 report = self._sender_for().send(pending)
             except ModelError as exc:  # not submitted: the stage sends them directly, and says why if that fails too
                 report = BatchReport(failed=dict.fromkeys(pending, str(exc)))
+            except BaseException:
+                bar.close()
+                raise
+            bar.update(report.answered)  # the ones the batches answered; the rest go directly
+            bar.close()
             self.report.add(report)
             self.direct.update(report.failed)
             self.paid(report.paid)
