@@ -16,9 +16,9 @@ that needs any of its requests polls it rather than submitting them again.
 Its answers are kept as ``request`` entries, under the keys a direct call
 uses, so a direct run after a batch run pays for nothing and the other way round.
 
-The store adds nothing else: no new table, so these entries live (and are
-collected) as every other entry does. Every record is scrubbed on its way in:
-no key is ever written.
+The store adds nothing else: no new table, so these entries live as every
+other entry does (``store gc`` removes only the stages it is given, which
+these are not). Every record is scrubbed on its way in: no key is ever written.
 """
 
 from __future__ import annotations
