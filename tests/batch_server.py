@@ -10,7 +10,8 @@ litellm reaches it as it reaches OpenAI: ``openai/<model>`` with ``api_base=serv
   unless ``hold`` is set (then ``in_progress`` until :meth:`release`);
 - ``GET /v1/files/{id}/content``: the output and error files of an ended batch.
 
-``ending``: ``complete`` answers every line; ``expire`` answers the first
+``ending``: ``complete`` answers every line; ``fail`` answers none and ends
+``failed`` with the provider's reason; ``expire`` answers the first
 ``answered`` lines and ends ``expired`` with the rest in the error file
 (``batch_expired``); ``partial`` ends ``completed`` with every line whose
 custom id ``fails(custom_id)`` answered with a 500 in the output file.
@@ -200,6 +201,11 @@ class BatchServer:
 
     def _end(self, batch: dict) -> None:
         lines = [json.loads(line) for line in self._files[batch["input_file_id"]].splitlines() if line.strip()]
+        if self.ending == "fail":  # refused as a whole: no line answered
+            batch["status"] = "failed"
+            batch["errors"] = {"object": "list", "data": [{"code": "invalid_file", "message": "the file was refused"}]}
+            batch["request_counts"] = {"total": len(lines), "completed": 0, "failed": len(lines)}
+            return
         out, errors = [], []
         for i, line in enumerate(lines):
             custom_id = line["custom_id"]

@@ -260,7 +260,7 @@ _SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required
 
 @pytest.mark.slow
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(n=st.integers(1, 12), ending=st.sampled_from(["complete", "expire", "partial"]), answered=st.integers(0, 12),
+@given(n=st.integers(1, 12), ending=st.sampled_from(["complete", "expire", "partial", "fail"]), answered=st.integers(0, 12),
        failing=st.sets(st.integers(0, 11)), prose=st.sets(st.integers(0, 11)), per_batch=st.integers(1, 12))
 def test_every_batched_request_is_kept_once_or_counted_failed_never_both(tmp_path_factory, n, ending, answered,
                                                                           failing, prose, per_batch):
@@ -291,7 +291,8 @@ def test_every_batched_request_is_kept_once_or_counted_failed_never_both(tmp_pat
         for key, reason in report.failed.items():
             i = int(calls[key].messages[-1]["content"])
             expired = ending == "expire" and list(calls).index(key) % per_batch >= answered
-            assert expired or (ending == "partial" and i in failing) or i in prose, reason
+            refused = ending == "fail" and reason == "batch failed: no answer (the file was refused)"
+            assert refused or expired or (ending == "partial" and i in failing) or i in prose, reason
         # one batch per per_batch requests, each recorded as ended, adding up to every request
         ended = _batch_ends(folder / "store")
         assert len(ended) == report.submitted == server.counts["batches"] == -(-n // per_batch)

@@ -238,7 +238,7 @@ class BatchSender:
             self.client._budget.settle(flight.reserved, 0.0)
             return True
         for key in flight.calls.keys() - answered.keys() - failed.keys():
-            failed[key] = f"batch {status}: no answer"
+            failed[key] = f"batch {status}: no answer{_why(batch)}"
         for key, completion in answered.items():
             self.store.put(STAGE, key, answer_record(flight.calls[key].config, completion), durable=False)
         batch_ended(self.store, batch_id, state=status, answered=len(answered), failed=failed)
@@ -317,6 +317,14 @@ class BatchSender:
             model_reported=storable_text(credentials.redact(str(body.get("model") or config.model), secrets)),
             usage=usage, cost=cost, seconds=seconds, attempts=1,
         )
+
+
+def _why(batch: Any) -> str:
+    """The provider's own reason a batch failed as a whole (a file it refused, say), or nothing."""
+    errors = getattr(getattr(batch, "errors", None), "data", None) or []
+    messages = [str(getattr(e, "message", None) or (e.get("message") if isinstance(e, dict) else "") or "") for e in errors]
+    text = "; ".join(m for m in messages if m)
+    return f" ({storable_text(text)[:300]})" if text else ""
 
 
 def _groups(calls: Mapping[str, BatchCall]) -> list[dict[str, BatchCall]]:
