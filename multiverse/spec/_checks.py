@@ -13,7 +13,7 @@ from typing import Any
 from multiverse.core import check_spec_sections, is_simulated, model_names, name_problem
 from multiverse.spec._bounds import check_sizes
 from multiverse.spec._instructions import check_templates
-from multiverse.spec._models import BEHAVIOR, Rubric, Spec, design_levels
+from multiverse.spec._models import BATCH_ROLES, BEHAVIOR, Rubric, Spec, design_levels
 from multiverse.spec._problems import Problems
 from multiverse.spec._toolcode import check_reference
 
@@ -181,6 +181,7 @@ def batch_role_models(spec: Spec) -> dict[str, list[tuple[str, str]]]:
               "user": [("rollout.user.model", spec.rollout.user.model)],
               "tool_simulator": [("rollout.tool_simulator.model", spec.rollout.tool_simulator.model)],
               "judge": [("judge.model", spec.judge.model)]}
+    assert set(models) == set(BATCH_ROLES)  # a role added to the spec's list is checked here too
     return {role: models[role] for role in spec.batch.roles}
 
 

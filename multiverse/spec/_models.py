@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, get_args
 
 from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, Strict
 
@@ -310,8 +310,9 @@ class Sample(Frozen):
     seed: int = 0
 
 
-#: The roles a spec may send through a provider's batch API, as ``batch.roles`` names them.
-BATCH_ROLES = ("generator", "systems", "user", "tool_simulator", "judge")
+#: A role a spec may send through a provider's batch API, as ``batch.roles`` names it.
+BatchRole = Literal["generator", "systems", "user", "tool_simulator", "judge"]
+BATCH_ROLES: tuple[str, ...] = get_args(BatchRole)
 
 
 class Batch(Frozen):
@@ -321,7 +322,7 @@ class Batch(Frozen):
     batch and direct runs share the store, and no universe id changes.
     """
 
-    roles: Items[Literal["generator", "systems", "user", "tool_simulator", "judge"]] = Field(
+    roles: Items[BatchRole] = Field(
         default=(), description="the roles whose requests are batched: generator, systems, user, tool_simulator, judge")
     window: Literal["24h"] = Field(default="24h", description="the provider's completion window for a batch")
     poll: float = Field(default=60.0, gt=0, le=3600, description="seconds between two looks at a batch in flight")
