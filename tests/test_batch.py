@@ -298,3 +298,13 @@ def test_every_batched_request_is_kept_once_or_counted_failed_never_both(tmp_pat
         assert len(ended) == report.submitted == server.counts["batches"] == -(-n // per_batch)
         assert sum(e["answered"] + len(e["failed"]) for e in ended) == n
         assert KEY.encode() not in _store_bytes(folder / "store")
+
+
+def test_a_counted_plan_says_its_costs_are_direct_prices(tmp_path, monkeypatch):
+    import multiverse.engine._pipeline as pipeline
+
+    monkeypatch.setattr(pipeline, "MAX_UNITS", 1)  # any grid is then counted, not listed
+    counted = plan(load_spec(_spec(tmp_path, "http://127.0.0.1:9/v1", ["judge"], model="openai/gpt-4o-mini")),
+                   store=tmp_path / "store")
+    assert counted.stages["judge"].stored is None and counted.batch is None
+    assert "the costs are direct prices: the batched roles (judge) pay litellm's batch price" in counted.notes[0]
