@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from multiverse.core import OK, is_simulated, row_outcomes, tally, unit_outcomes
-from multiverse.engine._plan import LaneTime, Plan, StagePlan, WallTime, make_plan
+from multiverse.engine._plan import BatchPlan, LaneTime, Plan, StagePlan, WallTime, make_plan
 from multiverse.engine._workcount import calls_per_transcript
-from multiverse.model import TOKENS, estimate_cost, estimate_wall_seconds
+from multiverse.model import BATCH_TURNAROUND, TOKENS, batch_price_per_token, estimate_cost, estimate_wall_seconds
 from multiverse.spec import Spec, Universe, axis_stages
 from multiverse.store import Store
 from multiverse.work import TranscriptUnit, Work
@@ -66,6 +66,20 @@ def forecast(spec: Spec, universes: list[Universe], work: Work, st: Store, *, jo
     # per (model, api_base): the lanes a run paces
     calls_by_model: dict[tuple[str, str | None], int] = {}
     tokens_by_model: dict[tuple[str, str | None], int] = {}
+    batched = set(spec.batch.roles)
+    # what the batched calls to make cost at batch prices, what they would cost sent directly, where each price is from
+    batch_costs = {"batch": 0.0, "direct": 0.0}
+    sources: dict[str, str] = {}
+
+    def priced(role: str, model: str, calls: int, tokens: tuple[int, int]) -> float:
+        direct = estimate_cost(model, calls, *tokens)
+        if role not in batched or is_simulated(model):
+            return direct
+        inp, out, source = batch_price_per_token(model)
+        sources[model] = source
+        batch_costs["direct"] += direct
+        batch_costs["batch"] += calls * (inp * tokens[0] + out * tokens[1])
+        return calls * (inp * tokens[0] + out * tokens[1])
 
     def stage(name: str, store_stage: str, units: dict, calls_of: Callable, model_of: Callable, tokens: tuple[int, int],
               split: Callable):
@@ -81,22 +95,22 @@ def forecast(spec: Spec, universes: list[Universe], work: Work, st: Store, *, jo
             calls=sum(calls_of(u) for u in units.values()),
             calls_stored=sum(calls_of(u) for k, u in units.items() if settled[k][0] == "stored"),
             calls_to_make=sum(calls_of(u) for u in todo),
-            cost=sum(estimate_cost(m, calls_of(u), *tokens) for u in todo for m in model_of(u)),
+            cost=sum(priced(role, m, calls_of(u), tokens) for u in todo for role, m in model_of(u)),
         )
 
     generated = {k: c for k, c in work.cases.items() if c.given is None}
-    stage("draft", "case", generated, lambda u: 1, lambda u: [u.generator.model], TOKENS["draft"],
+    stage("draft", "case", generated, lambda u: 1, lambda u: [("generator", u.generator.model)], TOKENS["draft"],
           lambda u: {_endpoint(u.generator): 1})
     stage(
         "rollout",
         "transcript",
         work.transcripts,
         _calls_per_transcript,
-        lambda u: [u.configs["system"].model] + ([u.configs["user"].model] if u.configs["user"] else []),
+        lambda u: [("systems", u.configs["system"].model)] + ([("user", u.configs["user"].model)] if u.configs["user"] else []),
         TOKENS["rollout"],
         _calls_by_endpoint,
     )
-    stage("judge", "judgment", work.judge_calls, lambda u: 1, lambda u: [u.config.model], TOKENS["judge"],
+    stage("judge", "judgment", work.judge_calls, lambda u: 1, lambda u: [("judge", u.config.model)], TOKENS["judge"],
           lambda u: {_endpoint(u.config): 1})
     # Scoring makes no call: a verdict row is to compute while any judgment it reads is.
     stages["score"] = _stage_plan(row_outcomes(work, outcomes), calls=0, calls_stored=0, calls_to_make=0, cost=0.0)
@@ -108,8 +122,29 @@ def forecast(spec: Spec, universes: list[Universe], work: Work, st: Store, *, jo
                                  seconds_per_call=SECONDS_PER_CALL)
     # per provider lane: its seconds and what sets them (rpm, tpm or concurrency)
     lanes = {lane: LaneTime(seconds, bound) for lane, (seconds, bound) in wall.lanes.items()}
+    batch = None
+    if batched:
+        waves = _waves(spec, work)
+        batch = BatchPlan(roles=tuple(spec.batch.roles), window=spec.batch.window, waves=waves,
+                          turnaround_seconds=waves * BATCH_TURNAROUND[spec.batch.window], cost=batch_costs["batch"],
+                          direct_cost=batch_costs["direct"], prices=dict(sorted(sources.items())))
     return make_plan(spec.name, [u.id for u in universes], axis_stages(spec), stages, naive_calls=naive,
-                     wall=WallTime(wall.seconds, jobs, SECONDS_PER_CALL, lanes), store=store_named)
+                     wall=WallTime(wall.seconds, jobs, SECONDS_PER_CALL, lanes), store=store_named, batch=batch)
+
+
+def _waves(spec: Spec, work: Work) -> int:
+    """Batches one after the other, at most: one for the drafts, one per turn a batched rollout role takes, one for
+    the judge (a turn waits for the one before it, so a batched multi-turn rollout is a wave a turn)."""
+    roles = set(spec.batch.roles)
+    waves = int("generator" in roles and any(c.given is None for c in work.cases.values()))
+    turns = 0
+    for unit in work.transcripts.values():
+        per = calls_per_transcript(unit.setting, unit.max_turns) if unit.setting == "multi_turn" else 1
+        system_turns = unit.max_turns if unit.setting == "multi_turn" else 1
+        if roles & {"systems", "user", "tool_simulator"}:
+            # both sides batched: every call is its own wave; one side: its turns are
+            turns = max(turns, per if {"systems", "user"} <= roles else system_turns)
+    return waves + turns + int("judge" in roles)
 
 
 def _stage_plan(settled: Iterable[tuple[str, str]], *, calls: int, calls_stored: int, calls_to_make: int,

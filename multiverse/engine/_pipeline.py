@@ -222,7 +222,8 @@ def run(
               backend_kind.for_run(store=st, client=client, jobs=jobs, budget=budget, rate_limits=spec.rate_limits,
                                    scheduler=scheduler) as backend_here):
             executor = Executor(st, backend_here, progress=progress)
-            records = _run_stages(work, st, client, executor, lease)
+            waves = _waves(spec, work, client, st, jobs, progress)
+            records = _run_stages(work, st, client, executor, lease, waves)
             interrupt.check("after the last call, before the tables were written")
     finally:
         _close(client)  # the run's HTTP connections end with it (a LiteLLMClient stays usable)
@@ -249,7 +250,20 @@ def _check_units(spec: Spec, universes: list, max_units: int | None) -> None:
                          "(each unit is a paid model call or more: raise `max_units` to run it anyway)", param="max_units")
 
 
-def _run_stages(work: Work, st: Store, client: ModelClient, executor: Executor, lease: Lease | None = None) -> Records:
+def _waves(spec: Spec, work: Work, client: ModelClient, st: Store, jobs: int, progress: bool | None) -> Any:
+    """The spec's batch waves (``multiverse.engine._waves``), or None when it batches nothing; every batched
+    role's model is checked first (an axis may have given one a model with no batch API)."""
+    if not spec.batch.roles:
+        return None
+    from multiverse.engine._waves import Waves
+
+    waves = Waves(spec, client, st, jobs=jobs, progress=progress)
+    waves.check(work)
+    return waves
+
+
+def _run_stages(work: Work, st: Store, client: ModelClient, executor: Executor, lease: Lease | None = None,
+                waves: Any = None) -> Records:
     """Draft, rollout, judge: each computes only what the store lacks.
 
     Returns every record the work needs, per store stage (each read from the
@@ -269,6 +283,8 @@ def _run_stages(work: Work, st: Store, client: ModelClient, executor: Executor, 
     _check_credentials(client, _models_called(missing_cases, missing_transcripts, missing_judgments))
 
     def stage(name: str, found: dict, units: list, upstream: Callable[[Any], Any] = lambda unit: None) -> None:
+        if waves is not None:  # the batched roles' requests first, through the provider's batch API
+            waves.before(name, units, upstream)
         executor.run(name, units, upstream)
         # What this run, a worker or a concurrent run stored for these units.
         found.update(st.get_many(name, [u.key for u in units]))

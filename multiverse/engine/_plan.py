@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["LaneTime", "Plan", "StagePlan", "WallTime", "make_plan"]
+__all__ = ["BatchPlan", "LaneTime", "Plan", "StagePlan", "WallTime", "make_plan"]
 
 #: what every plan says about its call counts and costs
 _ASSUMPTIONS = ("rollout calls assume every turn is used: early ends save calls, simulated-user retries and tool calls "
@@ -86,6 +86,36 @@ class WallTime:
                 "of a non-sim model and the spec's rate_limits")
 
 
+@dataclass(frozen=True)
+class BatchPlan:
+    """The spec's batched roles: what their calls to make cost at batch prices, and how long the batches may take.
+
+    ``prices``: per batched model, where its price is from (litellm's ``batch price``, or ``half the direct
+    price`` where litellm lists none). ``waves``: batches one after the other at most (a multi-turn rollout
+    waits a wave per turn); ``turnaround_seconds``: that many provider windows.
+    """
+
+    roles: tuple[str, ...]
+    window: str
+    waves: int
+    turnaround_seconds: float
+    cost: float
+    direct_cost: float
+    prices: Mapping[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"roles": list(self.roles), "window": self.window, "waves": self.waves,
+                "turnaround_seconds": self.turnaround_seconds, "cost": self.cost, "direct_cost": self.direct_cost,
+                "prices": dict(self.prices)}
+
+    def note(self) -> str:
+        priced = "; ".join(f"{model}: {source}" for model, source in self.prices.items()) or "no priced model"
+        return (f"batch ({', '.join(self.roles)}): their calls to make cost ~${self.cost:.4f} through the provider's "
+                f"batch API instead of ~${self.direct_cost:.4f} sent directly ({priced}); turnaround up to "
+                f"{self.waves} x {self.window} = {_duration(self.turnaround_seconds)}, the provider's window per wave "
+                "(a batched multi-turn rollout waits one wave a turn)")
+
+
 @dataclass(frozen=True, eq=False)
 class Plan(Mapping[str, Any]):
     """``plan``'s answer: the spec's universes, the stage each axis touches, each stage's work and the notes.
@@ -105,6 +135,8 @@ class Plan(Mapping[str, Any]):
     notes: tuple[str, ...]
     #: the store read, and which branch of the rule chose it ("... (beside the spec)"); None: not read
     store: str | None = None
+    #: the batched roles' price and turnaround; None when the spec batches nothing
+    batch: BatchPlan | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The document ``plan --json`` prints; ``wall`` only when the units were listed."""
@@ -114,6 +146,8 @@ class Plan(Mapping[str, Any]):
                                     "naive_calls": self.naive_calls, "store": self.store}
         if self.wall is not None:
             document["wall"] = self.wall.as_dict()
+        if self.batch is not None:
+            document["batch"] = self.batch.as_dict()
         document["notes"] = list(self.notes)
         return document
 
@@ -129,7 +163,7 @@ class Plan(Mapping[str, Any]):
 
 def make_plan(spec: str, universes: list[str], axis_stages: Mapping[str, str], stages: Mapping[str, StagePlan], *,
               naive_calls: int, wall: WallTime | None = None, counted: str | None = None,
-              store: str | None = None) -> Plan:
+              store: str | None = None, batch: BatchPlan | None = None) -> Plan:
     """The one way a :class:`Plan` is made, with the notes every plan gives.
 
     ``counted``: the note of a grid counted, not listed, which comes first.
@@ -142,8 +176,10 @@ def make_plan(spec: str, universes: list[str], axis_stages: Mapping[str, str], s
     wall_note = wall.note() if wall is not None else None
     if wall_note is not None:
         notes.append(wall_note)
+    if batch is not None:
+        notes.append(batch.note())
     return Plan(spec=spec, universes=tuple(universes), axis_stages=dict(axis_stages), stages=dict(stages),
-                naive_calls=naive_calls, wall=wall, notes=tuple(notes), store=store)
+                naive_calls=naive_calls, wall=wall, notes=tuple(notes), store=store, batch=batch)
 
 
 def _duration(seconds: float) -> str:

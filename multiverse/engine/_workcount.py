@@ -274,5 +274,8 @@ def counted_plan(spec: Spec, universes: list[Universe], count: WorkCount, *, cap
     stages["score"] = StagePlan(units=count.rows, **unknown, calls=0, cost=0.0)
     counted = (f"the grid needs {count.describe()}, more than {cap:,}: they were counted, not listed, and the store was "
                "not read, so stored, failed, blocked and to compute are not known and the cost is that of every unit")
+    if spec.batch.roles:  # priced per unit only when listed (multiverse.engine._forecast)
+        counted += (f"; the costs are direct prices: the batched roles ({', '.join(spec.batch.roles)}) pay "
+                    "litellm's batch price, about half")
     return make_plan(spec.name, [u.id for u in universes], axis_stages(spec), stages, naive_calls=count.naive_calls,
                      counted=counted)

@@ -35,7 +35,12 @@ class Budget:
         """Reserve what ``request`` may cost; raise ``BudgetExceeded`` if that passes the cap."""
         if self.cap is None:
             return 0.0
-        cost = request_cost(request)
+        return self.reserve_usd(model, request_cost(request))
+
+    def reserve_usd(self, model: str, cost: float) -> float:
+        """Reserve ``cost`` USD (a batch's estimate, say); raise ``BudgetExceeded`` if that passes the cap."""
+        if self.cap is None:
+            return 0.0
         with self._lock:
             if self._spent + self._reserved + cost > self.cap:
                 raise BudgetExceeded(

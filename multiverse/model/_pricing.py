@@ -28,7 +28,8 @@ from typing import Any
 
 from multiverse.core import is_simulated
 
-__all__ = ["DEFAULT_COMPLETION_TOKENS", "TOKENS", "estimate_cost", "price_per_token", "request_cost"]
+__all__ = ["BATCH_TURNAROUND", "DEFAULT_COMPLETION_TOKENS", "TOKENS", "batch_price_per_token", "estimate_batch_cost",
+           "estimate_cost", "price_per_token", "request_cost"]
 
 #: rough (prompt, completion) tokens per call of each plan stage, for the cost estimate
 TOKENS = {"draft": (700, 500), "rollout": (900, 250), "judge": (2500, 600)}
@@ -59,6 +60,33 @@ def price_per_token(model: str) -> tuple[float, float]:
         if isinstance(entry, dict) and "input_cost_per_token" in entry:
             return float(entry.get("input_cost_per_token") or 0), float(entry.get("output_cost_per_token") or 0)
     return 0.0, 0.0
+
+
+#: the longest a batch may take, per completion window a spec may name (the provider's promise, not a forecast)
+BATCH_TURNAROUND = {"24h": 24 * 3600.0}
+
+
+def batch_price_per_token(model: str) -> tuple[float, float, str]:
+    """(input, output) USD per token of a batched request, and where the price is from: litellm's batch price
+    (``input_cost_per_token_batches``) where its price list has one, else half the direct price, as litellm's own
+    ``batch_cost_calculator`` assumes."""
+    inp, out = price_per_token(model)
+    if is_simulated(model):
+        return 0.0, 0.0, "batch price"
+    prices = _prices()
+    provider, _, name = model.partition("/")
+    for candidate in (model, name, f"{provider}/{name}"):
+        entry = prices.get(candidate)
+        if isinstance(entry, dict) and "input_cost_per_token_batches" in entry:
+            return (float(entry.get("input_cost_per_token_batches") or 0),
+                    float(entry.get("output_cost_per_token_batches") or out / 2), "batch price")
+    return inp / 2, out / 2, "half the direct price"
+
+
+def estimate_batch_cost(model: str, calls: int, prompt_tokens: int, completion_tokens: int) -> float:
+    """Rough USD cost of ``calls`` batched calls of the given size."""
+    inp, out, _ = batch_price_per_token(model)
+    return calls * (inp * prompt_tokens + out * completion_tokens)
 
 
 def estimate_cost(model: str, calls: int, prompt_tokens: int, completion_tokens: int) -> float:

@@ -60,7 +60,7 @@ from multiverse.store import Held, RequestRecord, Store, scrub
 if TYPE_CHECKING:
     from multiverse.core import ModelConfig
 
-__all__ = ["STAGE", "RequestCache", "request_key"]
+__all__ = ["STAGE", "RequestCache", "answer_record", "endpoint", "request_key"]
 
 #: the store stage the answers are kept in
 STAGE = "request"
@@ -69,7 +69,7 @@ _TRANSPORT_PARAMS = frozenset({"timeout", "num_retries", "max_retries", "stream_
 _POLL = 0.05
 
 
-def _endpoint(config: ModelConfig) -> str | None:
+def endpoint(config: ModelConfig) -> str | None:
     """Where ``config``'s model answers from, without credentials: a ``sim/`` world by its content."""
     if is_simulated(config.model):
         from multiverse.errors import SpecError
@@ -99,7 +99,7 @@ def request_key(config: ModelConfig, messages: list[dict], *, seed: int | None =
     # The model's side scrubbed like a stored record: no credential-named field (a header, say) or
     # credential value is hashed. The conversation is hashed as sent: the client has already redacted
     # every answer in it, and scrubbing it again would cost more than the rest of the call's overhead.
-    where = scrub({"model": config.model, "endpoint": _endpoint(config), "params": params})
+    where = scrub({"model": config.model, "endpoint": endpoint(config), "params": params})
     sent = {"task": dict(task)} if task is not None and simulated(config) else {}
     return digest({**where, "messages": messages, "seed": seed, "tools": tools or None,
                    "answer_schema": {"name": schema_name, "schema": schema} if schema is not None else None, **sent}, 32)
@@ -129,6 +129,7 @@ class RequestCache:
         self._lock = threading.Lock()
         self._flights: dict[str, _Flight] = {}
         self._held = Held(store)  # the request claims this instance holds
+        self._prepaid: dict[str, Completion] = {}
         self.sent = 0
         self.stored_answers = 0
         self.shared = 0
@@ -147,6 +148,12 @@ class RequestCache:
     def release_all(self) -> None:
         """Release every claim still held (a run leaving on a signal: its threads may never get to it)."""
         self._held.release_all()
+
+    def prepaid(self, completions: Mapping[str, Completion]) -> None:
+        """Answers this run paid for outside ``complete`` (a provider batch), by request key: the first unit served
+        each one counts its usage and cost, as if it had sent the request, so the run's books carry what it paid."""
+        with self._lock:
+            self._prepaid.update(completions)
 
     @property
     def reused(self) -> int:
@@ -210,7 +217,7 @@ class RequestCache:
                 self.sent += 1
             completion = self.client.complete(config, messages, **kwargs)
             # Not fsynced: an answer lost in a power cut is only asked again.
-            if not self.store.put(STAGE, key, _record(config, completion), durable=False):
+            if not self.store.put(STAGE, key, answer_record(config, completion), durable=False):
                 # Another run stored this request first: every unit is served the one stored answer
                 # (this call was still sent and paid for).
                 kept = self.store.get(STAGE, key)
@@ -232,10 +239,11 @@ class RequestCache:
             return None
         with self._lock:
             self.stored_answers += 1
-        return _answer(record)
+            paid = self._prepaid.pop(key, None)
+        return _answer(record, paid=paid)
 
 
-def _record(config: ModelConfig, completion: Completion) -> RequestRecord:
+def answer_record(config: ModelConfig, completion: Completion) -> RequestRecord:
     return {
         "status": OK,
         "reason": "",

@@ -16,6 +16,7 @@ rate is bound to a written spec and any choice can become an axis::
     sample:   {n, method, seed}
     primary:  {axis: option}
     rate_limits: {model prefix: {rpm, tpm, max_concurrency}}
+    batch:    {roles: [generator | systems | user | tool_simulator | judge], window, poll}
 
 ``load_spec(path)`` validates everything at once and raises a ``SpecError``
 whose ``problems`` lists one line per problem, ``file: yaml.path (line N):
@@ -32,9 +33,11 @@ from multiverse.core import MAX_FILE_BYTES, ModelConfig, RateLimit, expand_env
 from multiverse.spec._axes import apply_patch, check_patch_path
 from multiverse.spec._loading import load_yaml
 from multiverse.spec._models import (
+    BATCH_ROLES,
     BEHAVIOR,
     CI,
     Allocation,
+    Batch,
     Case,
     Concept,
     Criterion,
@@ -57,10 +60,12 @@ from multiverse.spec._parse import load_cases, load_spec, parse_spec, resolve_do
 from multiverse.spec._problems import Problems, add_validation_errors
 
 __all__ = [
+    "BATCH_ROLES",
     "BEHAVIOR",
     "CI",
     "MAX_FILE_BYTES",
     "Allocation",
+    "Batch",
     "Case",
     "Concept",
     "Criterion",
@@ -86,6 +91,7 @@ __all__ = [
     "add_validation_errors",
     "apply_patch",
     "axis_stages",
+    "batch_problem",
     "case_counts",
     "check_patch_path",
     "count_grid",
@@ -107,6 +113,7 @@ __all__ = [
     "universe_count",
 ]
 
+from multiverse.spec._checks import batch_problem
 from multiverse.spec._design import case_counts, planned_cases
 from multiverse.spec._grid import Universe, axis_stages, count_grid, expand
 from multiverse.spec._instructions import template_placeholders

@@ -40,7 +40,7 @@ __all__ = [
 ENUMERATE_LIMIT = MAX_UNIVERSES
 
 #: Top-level fields that are not measurement choices: an axis may not patch them.
-GRID_FIELDS = ("name", "axes", "exclude", "sample", "primary", "rate_limits", "report")
+GRID_FIELDS = ("name", "axes", "exclude", "sample", "primary", "rate_limits", "report", "batch")
 
 
 def check_patch_path(dotted: str, document: Mapping[str, Any]) -> str | None:

@@ -10,10 +10,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from multiverse.core import check_spec_sections, model_names, name_problem
+from multiverse.core import check_spec_sections, is_simulated, model_names, name_problem
 from multiverse.spec._bounds import check_sizes
 from multiverse.spec._instructions import check_templates
-from multiverse.spec._models import BEHAVIOR, Rubric, Spec, design_levels
+from multiverse.spec._models import BATCH_ROLES, BEHAVIOR, Rubric, Spec, design_levels
 from multiverse.spec._problems import Problems
 from multiverse.spec._toolcode import check_reference
 
@@ -65,6 +65,7 @@ def check_semantics(spec: Spec, problems: Problems, *, has_rubric: bool) -> None
     _check_key_envs(spec, problems)
     _check_tools(spec, problems)
     _check_rate_limits(spec, problems)
+    _check_batch(spec, problems)
     if has_rubric:
         _check_design(spec, problems)
 
@@ -167,6 +168,39 @@ def _check_rate_limits(spec: Spec, problems: Problems) -> None:
         if not _PREFIX.fullmatch(prefix):
             problems.add(f"rate_limits.{prefix}", "expected a model-string prefix 'provider/' or 'provider/model-start' "
                                                   "(e.g. openai/, anthropic/claude-haiku), without spaces")
+
+
+#: Providers whose batch API the model layer speaks (OpenAI's files and batches endpoints).
+BATCH_PROVIDERS = ("openai",)
+
+
+def batch_role_models(spec: Spec) -> dict[str, list[tuple[str, str]]]:
+    """Role named in ``batch.roles`` -> (spec path, model) of each model playing it in ``spec``."""
+    models = {"generator": [("design.generator.model", spec.design.generator.model)],
+              "systems": [(f"systems.{i}.model", s.model) for i, s in enumerate(spec.systems)],
+              "user": [("rollout.user.model", spec.rollout.user.model)],
+              "tool_simulator": [("rollout.tool_simulator.model", spec.rollout.tool_simulator.model)],
+              "judge": [("judge.model", spec.judge.model)]}
+    assert set(models) == set(BATCH_ROLES)  # a role added to the spec's list is checked here too
+    return {role: models[role] for role in spec.batch.roles}
+
+
+def batch_problem(model: str) -> str | None:
+    """Why ``model`` cannot be batched, or None (a sim/ model answers at once and is never batched)."""
+    provider = model.partition("/")[0]
+    if provider in BATCH_PROVIDERS or is_simulated(model):
+        return None
+    return (f"expected a model of a provider with a batch API ({', '.join(p + '/' for p in BATCH_PROVIDERS)} or an "
+            f"OpenAI-compatible api_base), got {model!r}; take its role out of batch.roles")
+
+
+def _check_batch(spec: Spec, problems: Problems) -> None:
+    _no_duplicates(list(spec.batch.roles), "batch.roles", "role", problems)
+    for models in batch_role_models(spec).values():
+        for path, model in models:
+            problem = batch_problem(model)
+            if problem is not None:
+                problems.add(path, f"batch.roles: {problem}")
 
 
 def _check_models(spec: Spec, problems: Problems) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, get_args
 
 from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, Strict
 
@@ -27,6 +27,7 @@ __all__ = [
     "BEHAVIOR",
     "CI",
     "Allocation",
+    "Batch",
     "Case",
     "CasesFile",
     "Concept",
@@ -309,6 +310,24 @@ class Sample(Frozen):
     seed: int = 0
 
 
+#: A role a spec may send through a provider's batch API, as ``batch.roles`` names it.
+BatchRole = Literal["generator", "systems", "user", "tool_simulator", "judge"]
+BATCH_ROLES: tuple[str, ...] = get_args(BatchRole)
+
+
+class Batch(Frozen):
+    """Which roles' requests go through the provider's batch API (half price, answers within ``window``).
+
+    Not a measurement choice: a batched request is keyed exactly as the same request sent at once, so
+    batch and direct runs share the store, and no universe id changes.
+    """
+
+    roles: Items[BatchRole] = Field(
+        default=(), description="the roles whose requests are batched: generator, systems, user, tool_simulator, judge")
+    window: Literal["24h"] = Field(default="24h", description="the provider's completion window for a batch")
+    poll: float = Field(default=60.0, gt=0, le=3600, description="seconds between two looks at a batch in flight")
+
+
 def _absent_rubric(value: Any) -> Any:
     # A spec may leave its rubric to be drafted; downstream code then sees no criteria.
     return {"criteria": []} if value is None else value
@@ -339,6 +358,8 @@ class Spec(Frozen):
         description="model-string prefix (openai/, anthropic/claude-haiku) -> {rpm, tpm, max_concurrency}; "
         "pacing only, not a measurement choice",
     )
+    batch: Batch = Field(default_factory=Batch, description="roles sent through the provider's batch API "
+                         "(openai/ models): {roles: [judge, ...], window: 24h, poll: seconds}; not a measurement choice")
 
     # Where the spec came from: not a measurement choice, so neither a field nor part of equality.
     _path: Path | None = PrivateAttr(default=None)
@@ -398,7 +419,7 @@ class Spec(Frozen):
     def measurement(self) -> dict:
         """The resolved measurement choices: what a universe id hashes."""
         out = to_plain(self)
-        for key in ("name", "axes", "exclude", "sample", "primary", "rate_limits", "report"):
+        for key in ("name", "axes", "exclude", "sample", "primary", "rate_limits", "report", "batch"):
             out.pop(key, None)
         # Writing a default out explicitly is the same measurement choice.
         for dimension in out["design"]["dimensions"]:

@@ -15,6 +15,8 @@ What the other rooms use of it, by concern:
   :func:`migrate_store` (a store of entry files, from before the database,
   moved into it: :class:`Migration`); :func:`is_server` (a store named by a
   ``postgresql://`` URL rather than a directory);
+- batches in flight: :func:`batch_submitted`, :func:`batch_ended` and
+  :func:`batches_in_flight` (a provider batch a stopped run polls again);
 - runs sharing it: :class:`Lease` and :func:`live_leases` (gc keeps a live
   run's work), :class:`Held` and :func:`release_of` (claims, so concurrent
   runs do not pay twice);
@@ -30,6 +32,7 @@ tables or anything above. Which keys a spec references is the grid's to say
 
 from __future__ import annotations
 
+from multiverse.store._batches import BatchRecord, batch_ended, batch_submitted, batches_in_flight
 from multiverse.store._by_path import Migration, migrate_store, store_gc, store_stats
 from multiverse.store._claims import Held, release_of
 from multiverse.store._db import is_server
@@ -58,6 +61,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_ENTRY_BYTES",
     "SHAPES",
+    "BatchRecord",
     "Call",
     "CaseRecord",
     "CorruptEntryWarning",
@@ -79,6 +83,9 @@ __all__ = [
     "StoreWarning",
     "TranscriptRecord",
     "Turn",
+    "batch_ended",
+    "batch_submitted",
+    "batches_in_flight",
     "call_of",
     "check_store_path",
     "default_store_path",

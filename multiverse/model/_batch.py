@@ -1,0 +1,336 @@
+"""Sending requests through a provider's batch API (half price, answered within a window), through litellm.
+
+:class:`BatchSender` takes requests exactly as the stages make them (a model
+config, messages, seed, schema, tools) and sends them as OpenAI batches:
+``litellm.create_file`` uploads one JSONL line per request (its ``custom_id``
+is the request's store key, :func:`~multiverse.model._requestcache.request_key`),
+``litellm.create_batch`` starts the batch, ``litellm.retrieve_batch`` polls
+it every ``poll`` seconds (a stop ends the wait at once), and
+``litellm.file_content`` reads its output and error files when it ends.
+
+- **Recorded before polled.** The moment the provider accepts a batch, its id,
+  provider, endpoint, model and request keys are kept in the store
+  (``multiverse.store.batch_submitted``). A run that stops, or is killed, while
+  the batch is in flight leaves that record, and the next run that needs any
+  of those requests polls the batch instead of submitting them again.
+- **Keyed like direct calls.** Each answer is kept as a ``request`` entry under
+  its request key, in the record a direct call makes, so a direct run after a
+  batch run is served every answer, and a batch run after a direct run submits
+  only what is missing.
+- **Read like direct answers.** A line's answer goes through the checks a
+  direct answer does: the same message reader, the JSON schema (an answer that
+  does not parse is not kept: it is sent directly, where the client makes its
+  one repair request), the same redaction of every credential.
+- **Failed lines are never labels.** A line the provider answered with an
+  error, or left unanswered (an expired or failed batch), is counted in the
+  report's ``failed`` with its reason and not kept: the run sends it directly.
+  A batch that cannot be polled is left in flight (``unsettled``): its requests
+  are neither kept nor sent again.
+- **Priced as batches.** A kept answer costs litellm's batch price for its real
+  token counts (``batch_cost_calculator``: the price list's batch price, else
+  half the direct price); the budget reserves half the direct estimate before
+  a batch is submitted.
+
+Only OpenAI's batch protocol is spoken (``openai/`` models, OpenAI itself or an
+OpenAI-compatible ``api_base``); the spec refuses other providers in
+``batch.roles``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from multiverse.core import ModelConfig, credentials, interrupt
+from multiverse.errors import ModelError
+from multiverse.model._answers import (
+    answer_message,
+    answer_text,
+    answer_tool_calls,
+    parse_json_answer,
+    storable,
+    storable_text,
+)
+from multiverse.model._client import Completion
+from multiverse.model._failures import one_line
+from multiverse.model._llm import LiteLLMClient
+from multiverse.model._pricing import request_cost
+from multiverse.model._providers import load_litellm
+from multiverse.model._requestcache import STAGE, answer_record, endpoint
+from multiverse.store import BatchRecord, Store, batch_ended, batch_submitted, batches_in_flight
+
+__all__ = ["BatchCall", "BatchReport", "BatchSender"]
+
+#: the provider's largest batch (OpenAI: 50,000 requests and 200 MB a file; a little under, to be sure)
+MAX_LINES, MAX_BYTES = 50_000, 190 * 1024 * 1024
+#: a batch's states after which it changes no more
+ENDED = frozenset({"completed", "failed", "expired", "cancelled"})
+#: looks in a row that fail before a batch is left in flight for a later run
+POLL_FAILURES = 10
+#: the keyword arguments of a litellm request that are transport, never the provider's request body
+_NOT_BODY = frozenset({"timeout", "num_retries", "max_retries", "api_base", "api_key", "client", "sim_task"})
+
+
+@dataclass(frozen=True)
+class BatchCall:
+    """One request to batch, as a stage made it: ``key`` is its request key."""
+
+    key: str
+    config: ModelConfig
+    messages: list[dict]
+    kwargs: Mapping[str, Any]  # seed, schema, schema_name, tools
+
+
+@dataclass
+class BatchReport:
+    """What sending came to: batches submitted and resumed, answers kept, requests failed or left in flight."""
+
+    submitted: int = 0  # batches this call submitted
+    resumed: int = 0  # batches in flight that an earlier run submitted, polled here
+    lines: int = 0  # requests this call submitted
+    answered: int = 0  # answers kept
+    cost: float = 0.0
+    paid: dict[str, Completion] = field(default_factory=dict)  # request key -> the answer kept, with its usage and cost
+    failed: dict[str, str] = field(default_factory=dict)  # request key -> why the batch did not answer it
+    unsettled: dict[str, str] = field(default_factory=dict)  # request key -> its batch, still in flight
+
+    def add(self, other: BatchReport) -> None:
+        for name in ("submitted", "resumed", "lines", "answered", "cost"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.paid.update(other.paid)
+        self.failed.update(other.failed)
+        self.unsettled.update(other.unsettled)
+
+
+@dataclass
+class _InFlight:
+    record: BatchRecord
+    calls: dict[str, BatchCall]
+    transport: dict[str, Any]
+    reserved: float = 0.0
+    failures: int = 0
+
+
+class BatchSender:
+    """Sends requests through batches and keeps their answers in ``store`` (see module doc).
+
+    Args:
+        client: the run's litellm client: its request builder, credentials, budget and counters.
+        window: the completion window asked for.
+        poll: seconds between two looks at the batches in flight.
+    """
+
+    def __init__(self, client: LiteLLMClient, store: Store, *, window: str = "24h", poll: float = 60.0,
+                 max_lines: int = MAX_LINES):
+        self.client, self.store, self.window, self.poll, self.max_lines = client, store, window, poll, max_lines
+
+    def send(self, calls: Mapping[str, BatchCall]) -> BatchReport:
+        """Submit (or resume) batches for ``calls`` and wait until every one has ended or cannot be polled."""
+        report = BatchReport()
+        flights: list[_InFlight] = []
+        for group in _groups(calls):
+            first = next(iter(group.values())).config
+            transport = self._transport(first)
+            left = dict(group)
+            for record in batches_in_flight(self.store, left):
+                # Submitted by an earlier run that stopped: polled, never paid for again.
+                mine = {k: left.pop(k) for k in record["keys"] if k in left}
+                if mine:
+                    flights.append(_InFlight(record, mine, transport))
+                    report.resumed += 1
+            for chunk, lines, estimate in self._chunks(left):
+                try:
+                    flights.append(self._submit(first, chunk, lines, estimate, transport))
+                except ModelError as exc:
+                    # Not submitted (nor paid): these go directly; the batches already submitted are kept and polled.
+                    report.failed.update(dict.fromkeys(chunk, str(exc)))
+                    continue
+                report.submitted += 1
+                report.lines += len(chunk)
+        while flights:
+            for flight in list(flights):
+                if self._look(flight, report):
+                    flights.remove(flight)
+            if flights:
+                interrupt.sleep(self.poll)  # a stop ends the wait at once; the batches stay recorded
+        return report
+
+    # -- submitting ----------------------------------------------------------------
+
+    def _transport(self, config: ModelConfig) -> dict[str, Any]:
+        kw: dict[str, Any] = {"custom_llm_provider": "openai", "max_retries": 0}
+        if config.api_base:
+            kw["api_base"] = config.api_base
+        key = self.client._api_key(config)  # the client's rule: a loopback server never gets a real key
+        if key is not None:
+            kw["api_key"] = key
+        return kw
+
+    def _body(self, call: BatchCall) -> dict[str, Any]:
+        kw = call.kwargs
+        request = self.client._requests.build(call.config, call.messages, api_key=None, seed=kw.get("seed"),
+                                              schema=kw.get("schema"), schema_name=kw.get("schema_name", "answer"),
+                                              tools=kw.get("tools"), task=kw.get("task"))
+        body = {k: v for k, v in request.items() if k not in _NOT_BODY}
+        body["model"] = call.config.model.partition("/")[2]  # the provider's own name, as litellm sends it
+        return body
+
+    def _chunks(self, calls: dict[str, BatchCall]) -> Iterator[tuple[dict[str, BatchCall], list[str], float]]:
+        """The calls as batch files within the provider's limits: (calls, JSONL lines, half the direct estimate)."""
+        chunk: dict[str, BatchCall] = {}
+        lines: list[str] = []
+        size, estimate = 0, 0.0
+        for key, call in calls.items():
+            body = self._body(call)
+            line = json.dumps({"custom_id": key, "method": "POST", "url": "/v1/chat/completions", "body": body},
+                              ensure_ascii=False, default=str)
+            if chunk and (len(chunk) >= self.max_lines or size + len(line.encode("utf-8")) + 1 > MAX_BYTES):
+                yield chunk, lines, estimate
+                chunk, lines, size, estimate = {}, [], 0, 0.0
+            chunk[key] = call
+            lines.append(line)
+            size += len(line.encode("utf-8")) + 1
+            estimate += request_cost({**body, "model": call.config.model}) / 2
+        if chunk:
+            yield chunk, lines, estimate
+
+    def _submit(self, config: ModelConfig, calls: dict[str, BatchCall], lines: list[str], estimate: float,
+                transport: dict[str, Any]) -> _InFlight:
+        litellm = load_litellm()
+        reserved = self.client._budget.reserve_usd(config.model, estimate)
+        interrupt.check()  # after a stop nothing is submitted
+        data = ("\n".join(lines) + "\n").encode("utf-8")
+        secrets = [str(transport.get("api_key") or "")]
+        try:
+            uploaded = litellm.create_file(file=("batch.jsonl", data), purpose="batch", **transport)
+            batch = litellm.create_batch(completion_window=self.window, endpoint="/v1/chat/completions",
+                                         input_file_id=uploaded.id, **transport)
+        except Exception as exc:
+            self.client._budget.settle(reserved, 0.0)
+            raise ModelError(f"{config.model}: batch not submitted: {one_line(exc, secrets)}", reason="batch_failed") from None
+        record = batch_submitted(self.store, batch_id=str(batch.id), provider="openai", endpoint=endpoint(config),
+                                 model=config.model, keys=calls, window=self.window)
+        return _InFlight(record, dict(calls), transport, reserved)
+
+    # -- polling and reading -----------------------------------------------------------
+
+    def _look(self, flight: _InFlight, report: BatchReport) -> bool:
+        """One look at a batch; True once it has ended and been read (or cannot be polled any more)."""
+        litellm = load_litellm()
+        batch_id = flight.record["batch_id"]
+        try:
+            batch = litellm.retrieve_batch(batch_id=batch_id, **flight.transport)
+            status = str(getattr(batch, "status", "") or "")
+            if status not in ENDED:
+                flight.failures = 0
+                return False
+            answered, failed, cost = self._read(batch, flight)
+        except Exception as exc:  # the provider, or its files, could not be read: looked at again, a few times
+            flight.failures += 1
+            if flight.failures < POLL_FAILURES:
+                return False
+            secrets = [str(flight.transport.get("api_key") or "")]
+            reason = f"batch {batch_id} still in flight, could not be polled: {one_line(exc, secrets)}"
+            report.unsettled.update(dict.fromkeys(flight.calls, reason))
+            self.client._budget.settle(flight.reserved, 0.0)
+            return True
+        for key in flight.calls.keys() - answered.keys() - failed.keys():
+            failed[key] = f"batch {status}: no answer{_why(batch)}"
+        for key, completion in answered.items():
+            self.store.put(STAGE, key, answer_record(flight.calls[key].config, completion), durable=False)
+        batch_ended(self.store, batch_id, state=status, answered=len(answered), failed=failed)
+        self.client._budget.settle(flight.reserved, cost)
+        report.answered += len(answered)
+        report.paid.update(answered)
+        report.cost += cost
+        report.failed.update(failed)
+        return True
+
+    def _read(self, batch: Any, flight: _InFlight) -> tuple[dict[str, Completion], dict[str, str], float]:
+        answered: dict[str, Completion] = {}
+        failed: dict[str, str] = {}
+        cost = 0.0
+        seconds = max(time.time() - float(flight.record.get("submitted_at") or time.time()), 0.0)
+        for line in self._lines(getattr(batch, "error_file_id", None), flight):
+            key = str(line.get("custom_id"))
+            if key in flight.calls:
+                error = line.get("error") or {}
+                failed[key] = storable_text(f"batch error: {error.get('code') or ''} {error.get('message') or ''}".strip())
+        for line in self._lines(getattr(batch, "output_file_id", None), flight):
+            key = str(line.get("custom_id"))
+            call = flight.calls.get(key)
+            if call is None:
+                continue
+            response = line.get("response") or {}
+            if response.get("status_code") != 200:
+                message = ((response.get("body") or {}).get("error") or {}).get("message") or line.get("error") or ""
+                failed[key] = storable_text(f"batch line {response.get('status_code')}: {message}")
+                continue
+            try:
+                completion = self._completion(call, response.get("body") or {}, seconds)
+            except (ModelError, ValueError) as problem:
+                failed[key] = storable_text(f"batch answer unusable: {problem}")[:500]
+                continue
+            answered[key] = completion
+            cost += completion.cost
+        return answered, failed, cost
+
+    def _lines(self, file_id: str | None, flight: _InFlight) -> Iterator[dict]:
+        if not file_id:
+            return
+        content = load_litellm().file_content(file_id=file_id, **flight.transport)
+        for raw in bytes(content.content).decode("utf-8", "replace").splitlines():
+            if raw.strip():
+                try:
+                    yield json.loads(raw)
+                except ValueError:
+                    continue  # a line that is not JSON answers nothing: its request counts as unanswered
+
+    def _completion(self, call: BatchCall, body: dict, seconds: float) -> Completion:
+        litellm = load_litellm()
+        response = litellm.ModelResponse(**body)
+        config = call.config
+        message = answer_message(response, config.model)
+        text = answer_text(message)
+        tool_calls = answer_tool_calls(message)
+        schema = call.kwargs.get("schema")
+        parsed = parse_json_answer(text, schema) if schema is not None and not tool_calls else None
+        usage = {"prompt_tokens": int((body.get("usage") or {}).get("prompt_tokens") or 0),
+                 "completion_tokens": int((body.get("usage") or {}).get("completion_tokens") or 0)}
+        try:
+            from litellm.cost_calculator import batch_cost_calculator  # litellm is loaded: this costs nothing
+
+            prompt_cost, completion_cost = batch_cost_calculator(
+                usage=litellm.Usage(**usage, total_tokens=sum(usage.values())), model=config.model)
+            cost = float(prompt_cost) + float(completion_cost)
+        except Exception:  # an unpriced model costs nothing, as a direct call of it does
+            cost = 0.0
+        self.client._record(config, 1, False, ok=True, reason="", seconds=seconds, usage=usage, cost=cost)
+        secrets = credentials.secret_values()
+        return Completion(
+            text=storable_text(credentials.redact(text, secrets)),
+            parsed=storable(credentials.redact_all(parsed, secrets)),
+            tool_calls=storable(credentials.redact_all(tool_calls, secrets)),
+            model_reported=storable_text(credentials.redact(str(body.get("model") or config.model), secrets)),
+            usage=usage, cost=cost, seconds=seconds, attempts=1,
+        )
+
+
+def _why(batch: Any) -> str:
+    """The provider's own reason a batch failed as a whole (a file it refused, say), or nothing."""
+    errors = getattr(getattr(batch, "errors", None), "data", None) or []
+    messages = [str(getattr(e, "message", None) or (e.get("message") if isinstance(e, dict) else "") or "") for e in errors]
+    text = "; ".join(m for m in messages if m)
+    return f" ({storable_text(text)[:300]})" if text else ""
+
+
+def _groups(calls: Mapping[str, BatchCall]) -> list[dict[str, BatchCall]]:
+    """The calls one batch may carry together: one model at one endpoint with one key."""
+    groups: dict[tuple, dict[str, BatchCall]] = {}
+    for key, call in calls.items():
+        c = call.config
+        groups.setdefault((c.model, c.api_base, c.api_key_env), {})[key] = call
+    return list(groups.values())
