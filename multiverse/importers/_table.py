@@ -53,7 +53,7 @@ from multiverse.importers._guard import checked_names, import_budget
 from multiverse.importers._jsonl_table import JSONL_SUFFIXES, read_jsonl_table
 from multiverse.importers._losses import ImportLosses
 from multiverse.importers._table_labels import compliance as _compliance
-from multiverse.importers._table_orders import check_both_orders, combine_orders, pairwise_columns
+from multiverse.importers._table_orders import both_orders, pairwise_columns
 from multiverse.importers._table_scores import (
     check_score_arguments,
     expand,
@@ -204,9 +204,8 @@ def import_table(
     # Column names and the names given for them compare in one spelling (NFC).
     _one_spelling(path, "columns", [str(c) for c in frame.columns])
     frame.columns = [nfc(str(c)) for c in frame.columns]
-    order = nfc(order) if order is not None else None
-    frame, score, scale, axes = pairwise_columns(path, frame, order, nfc(verdict) if verdict else None, score,
-                                                 scale, reference, combine, axes)
+    frame, score, scale, axes, order = pairwise_columns(path, frame, order, verdict, score, scale, reference, combine,
+                                                        axes)
     check_score_arguments(path, label, score, scale, cuts, reference)
     system, item, label = nfc(system), nfc(item), nfc(label if label is not None else str(score))
     primary = {nfc(a): nfc(o) for a, o in primary.items()} if primary else primary
@@ -242,8 +241,6 @@ def import_table(
     labels = pd.array(compliant, dtype="boolean")
     labels[empty if scored is None else slice(None)] = pd.NA  # a score is not a compliance label (as in a run)
     verdicts["compliant"] = labels
-    if order is not None:
-        check_both_orders(path, verdicts, axes, order)
 
     warnings = []
     what = "label" if scored is None else "score"
@@ -258,25 +255,26 @@ def import_table(
     if scored is not None:
         verdicts["score"] = np.where(empty, np.nan, scored[0])
         record = scored[2]
-    if order is not None:
-        verdicts = combine_orders(path, verdicts, axes, order, combine, scale if scored is not None else None)
-    if scored is not None:
-        assert record is not None
+    verdicts = both_orders(path, verdicts, axes, order, combine, record)
+    if record is not None:
         warnings += tie_warnings(verdicts, record, label)
         verdicts, axes, choices = expand(verdicts, axes, record, cuts)
         primary = scored_primary(primary, record, cuts)
     rates = compute_rates(verdicts, axes=axes, factors=factors, ci=ci, scoring=choices, scale=record)
-    options = (
-        verdicts.drop_duplicates("universe_id").set_index("universe_id")[axes].to_dict("index")
-        if axes
-        else {universe_ids[0]: {}}
-    )
+    options = _options(verdicts, axes, universe_ids)
     manifest = _manifest(path, axes, factors, choices, options, primary, warnings, ci, record, cuts,
                          input={"system": system, "item": item, "label": label, "positive": positive,
                                 "negative": list(negative or []), "missing_labels": int(empty.sum()), **optional})
     return write_import_dir(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
                             transcripts=transcripts, budget=budget, rate=rate,
                             losses=_unused(path, frame, {system, item, label, *axes, *factors, *optional.values()}))
+
+
+def _options(verdicts: pd.DataFrame, axes: list[str], universe_ids: Any) -> dict:
+    """Each universe's axis options (the one universe of a table without axes: none)."""
+    if axes:
+        return verdicts.drop_duplicates("universe_id").set_index("universe_id")[axes].to_dict("index")
+    return {universe_ids[0]: {}}
 
 
 def _unused(path: Path, frame: pd.DataFrame, used: set[str]) -> ImportLosses:

@@ -30,10 +30,12 @@ import numpy as np
 import pandas as pd
 
 from multiverse.analysis import three_way
-from multiverse.core import OK, universe_id
+from multiverse.core import OK, nfc, universe_id
 from multiverse.errors import InputError
+from multiverse.tables import ScaleRecord
 
-__all__ = ["COMBINE_RULES", "check_both_orders", "combine_orders", "pairwise_columns", "read_orders", "read_verdicts"]
+__all__ = ["COMBINE_RULES", "both_orders", "check_both_orders", "combine_orders", "pairwise_columns", "read_orders",
+           "read_verdicts"]
 
 #: The rules that combine both games, and which kind of table each reads.
 COMBINE_RULES = {"agree": "scores", "mean": "scores", "both": "labels"}
@@ -43,11 +45,14 @@ _VERDICTS = {"a": 1.0, "tie": 0.5, "b": 0.0}
 
 def pairwise_columns(path: Path, frame: pd.DataFrame, order: str | None, verdict: str | None, score: str | None,
                      scale: tuple[float, float] | None, reference: str | None, combine: Sequence[str],
-                     axes: list[str]) -> tuple[pd.DataFrame, str | None, tuple[float, float] | None, list[str]]:
+                     axes: list[str]) -> tuple[pd.DataFrame, str | None, tuple[float, float] | None, list[str],
+                                               str | None]:
     """The table with its order column read (an axis) and its verdicts read as scores on 0:1.
 
-    Returns (frame, score column, scale, axes) for the rest of the import, which reads scores as usual.
+    Returns (frame, score column, scale, axes, order column) for the rest of the import, which reads
+    scores as usual; the columns named in one spelling (NFC), as the table's are.
     """
+    order, verdict = (nfc(order) if order is not None else None), (nfc(verdict) if verdict is not None else None)
     if combine and order is None:
         raise InputError(f"{path}: combine: combining both games needs the `order` column", param="combine")
     for role, column in (("order", order), ("verdict", verdict)):
@@ -58,7 +63,8 @@ def pairwise_columns(path: Path, frame: pd.DataFrame, order: str | None, verdict
     if order is not None:
         orders = read_orders(path, frame[order], order)
         frame[order] = orders
-        axes = axes if order in axes else [*axes, order]
+        # Compared in one spelling, as the import names its axes (NFC).
+        axes = axes if order in {nfc(a) for a in axes} else [*axes, order]
     if verdict is not None:
         if score is not None or reference is None:
             raise InputError(f"{path}: {verdict}: three-way verdicts are preferences over a `reference` system; "
@@ -66,7 +72,17 @@ def pairwise_columns(path: Path, frame: pd.DataFrame, order: str | None, verdict
                              else "score")
         frame[verdict] = read_verdicts(path, frame[verdict], verdict, orders)
         score, scale = verdict, (0.0, 1.0)
-    return frame, score, scale, axes
+    return frame, score, scale, axes, order
+
+
+def both_orders(path: Path, verdicts: pd.DataFrame, axes: Sequence[str], order: str | None, combine: Sequence[str],
+                scale: ScaleRecord | None) -> pd.DataFrame:
+    """The verdicts of a table with an order column, every pair checked for both orders and the games combined
+    by each of ``combine``; the verdicts as they are without one."""
+    if order is None:
+        return verdicts
+    check_both_orders(path, verdicts, axes, order)
+    return combine_orders(path, verdicts, axes, order, combine, None if scale is None else (scale.min, scale.max))
 
 
 def read_orders(path: Path, column: pd.Series, name: str) -> np.ndarray:
