@@ -80,6 +80,19 @@ def test_each_judges_consistency_position_bias_and_kappa_between_orders_equal_pa
     assert "judge=lean" in text and "judge=fair" in text and "position bias" in text
 
 
+def test_an_axis_that_repeats_the_judgments_makes_no_groups_of_its_own(tmp_path):
+    frame = _games(seed=9, n_items=30)
+    frame.to_csv(tmp_path / "games.csv", index=False)
+    # A cut adds a scoring axis over the same judgments: still one row per judge, the same numbers.
+    run_cli(["import", "table", tmp_path / "games.csv", *ARGS, "--cut", "1", "--out", tmp_path / "run"]).ok()
+    document = json.loads(run_cli(["agreement", tmp_path / "run", "--axis", "order", "--json"]).ok())
+    orders = {o["group"]["judge"]: o for o in document["orders"]}
+    assert len(document["orders"]) == 2 and all(set(o["group"]) == {"judge"} for o in document["orders"])
+    for judge, want in _reference(frame).items():
+        assert orders[judge]["n"] == want["n"]
+        assert orders[judge]["consistency"] == pytest.approx(want["consistency"], abs=1e-12)
+
+
 def test_three_way_kappa_and_alpha_between_judges_equal_sklearn_and_krippendorff(tmp_path):
     frame = _games(seed=5)
     frame.to_csv(tmp_path / "games.csv", index=False)

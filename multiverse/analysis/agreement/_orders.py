@@ -21,7 +21,8 @@ its own:
 - ``cohen_kappa``: 3-class kappa between the two orders.
 
 Units pair on system, case and replicate within a group; the reference system's own rows (a tie
-with itself by construction) are left out.
+with itself by construction) are left out. An axis whose options all hold the same judgments (a
+scoring option such as a cut) makes no groups: it would repeat each judge's row.
 """
 
 from __future__ import annotations
@@ -148,6 +149,8 @@ def order_consistency(verdicts: pd.DataFrame, *, axes: Sequence[str], axis: str,
     rows = rows[rows[axis].astype(str).isin((FIRST, SECOND)).to_numpy()]
     others = [a for a in axes if a != axis and a != "score"]
     rows = rows.assign(**{axis: rows[axis].astype(str)})
+    # An axis that repeats the same judgments (a scoring option) would repeat each judge's row: not a group.
+    others = [a for a in others if not _repeats_judgments(rows, a)]
     out = []
     groups = rows.groupby(others, sort=True, dropna=False) if others else [((), rows)]
     for key, part in groups:
@@ -156,6 +159,14 @@ def order_consistency(verdicts: pd.DataFrame, *, axes: Sequence[str], axis: str,
         wide = wide.dropna()
         out.append({"group": dict(zip(others, key)), **_consistency(wide[FIRST].to_numpy(), wide[SECOND].to_numpy())})
     return out
+
+
+def _repeats_judgments(rows: pd.DataFrame, axis: str) -> bool:
+    """Whether every option of ``axis`` holds the same judgments (as contexts differing only in scoring do)."""
+    if "judgment_key" not in rows.columns or rows["judgment_key"].isna().any():
+        return False
+    sets = [frozenset(keys) for _, keys in rows.groupby(axis, sort=False)["judgment_key"]]
+    return len(sets) > 1 and all(s == sets[0] for s in sets[1:])
 
 
 def _consistency(ab: np.ndarray, ba: np.ndarray) -> dict[str, Any]:
