@@ -46,7 +46,8 @@ def _spec(tmp_path: Path, judge: dict, axes: dict, scoring: dict | None = None, 
 def test_a_spec_asking_both_orders_gives_each_judges_consistency_and_position_bias(tmp_path):
     path = _spec(tmp_path, {}, {"judge": {"lean": {"judge.model": "sim/judge-lean"},
                                           "fair": {"judge.model": "sim/judge-fair"}},
-                                "order": {"ab": {"judge.order": "ab"}, "ba": {"judge.order": "ba"}}})
+                                # Options named as the team likes: the spec says which order each sets.
+                                "order": {"first": {"judge.order": "ab"}, "second": {"judge.order": "ba"}}})
     run(load_spec(path), out=tmp_path / "run", store=tmp_path / "store", progress=False)
     document = run_cli(["agreement", tmp_path / "run", "--axis", "order", "--json"]).ok()
     orders = {o["group"]["judge"]: o for o in json.loads(document)["orders"]}
@@ -55,7 +56,7 @@ def test_a_spec_asking_both_orders_gives_each_judges_consistency_and_position_bi
     for judge, got in orders.items():
         part = ok[ok["judge"] == judge]
         wide = part.pivot(index=["system", "case_id", "replicate"], columns="order", values="score").dropna()
-        ab, ba = np.sign(wide["ab"] - 0.5), np.sign(wide["ba"] - 0.5)
+        ab, ba = np.sign(wide["first"] - 0.5), np.sign(wide["second"] - 0.5)
         # The first transcript won: the system's win in ab, the reference's (the system's loss) in ba.
         first = (ab == 1).sum() + (ba == -1).sum()
         assert got["n"] == len(wide) > 20

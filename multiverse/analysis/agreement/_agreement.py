@@ -109,6 +109,7 @@ def agreement(
     factors: Sequence[str] = (),
     scale: Mapping[str, Any] | None = None,
     cuts: Sequence[float] = (),
+    orders: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Pairwise agreement between the options of ``axis`` on identical transcripts.
 
@@ -142,7 +143,8 @@ def agreement(
                             "krippendorff_alpha": float, "pairs": [same as above]}],
          "scores": {...},                                  # only with scores: see score_agreement
          "verdicts": {...},   # a pairwise scale: win / tie / loss agreement (agreement_orders.verdict_agreement)
-         "orders": [{...}],   # options ab and ba: each judge's consistency across orders (order_consistency)
+         "orders": [{...}],   # options ab and ba (or ``orders``, option -> ab/ba, names them): each judge's
+                              # consistency across orders (order_consistency)
          "notes": [str, ...]}
 
     Per-criterion pairs compare the criterion's label; "compliant" in their
@@ -217,8 +219,8 @@ def agreement(
             # A preference is a verdict too (win, tie, loss), and two orders of one judge are a judge asked twice.
             pairwise = {**scores["scale"], "reference": (scale or {}).get("reference")}
             result["verdicts"] = verdict_agreement(given, axes=axes, axis=axis, scale=pairwise)
-            if is_order_axis(result["verdicts"]["options"]):
-                result["orders"] = order_consistency(given, axes=axes, axis=axis, scale=pairwise)
+            if is_order_axis(result["verdicts"]["options"], orders):
+                result["orders"] = order_consistency(given, axes=axes, axis=axis, scale=pairwise, orders=orders)
     result["notes"] = dropped_notes(verdicts) + notes
     return result
 

@@ -55,9 +55,9 @@ def three_way(scores: np.ndarray | pd.Series, scale: Mapping[str, Any]) -> np.nd
                                                         - midpoint))
 
 
-def is_order_axis(options: Sequence[Any]) -> bool:
-    """Whether an axis's options include both orders of a pairwise comparison."""
-    return {FIRST, SECOND} <= {str(o) for o in options}
+def is_order_axis(options: Sequence[Any], orders: Mapping[str, str] | None = None) -> bool:
+    """Whether an axis's options include both orders of a pairwise comparison (``orders``: option -> order)."""
+    return {FIRST, SECOND} <= {(orders or {}).get(str(o), str(o)) for o in options}
 
 
 def _verdict_rows(verdicts: pd.DataFrame, scale: Mapping[str, Any]) -> pd.DataFrame:
@@ -132,9 +132,12 @@ def verdict_agreement(verdicts: pd.DataFrame, *, axes: Sequence[str], axis: str,
             "notes": notes}
 
 
-def order_consistency(verdicts: pd.DataFrame, *, axes: Sequence[str], axis: str,
-                      scale: Mapping[str, Any]) -> list[dict[str, Any]]:
+def order_consistency(verdicts: pd.DataFrame, *, axes: Sequence[str], axis: str, scale: Mapping[str, Any],
+                      orders: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """Per group of universes that differ only in the order (``axis``): a judge asked both ways.
+
+    The options named ``ab`` and ``ba`` are the orders, or those ``orders`` maps to them (a spec's
+    axis may name its options as it likes: ``{first: {judge.order: ab}, ...}``).
 
     Returns one dict per group, in the groups' sorted order::
 
@@ -146,9 +149,10 @@ def order_consistency(verdicts: pd.DataFrame, *, axes: Sequence[str], axis: str,
     Undefined shares (no pairs, no decisive verdict) are NaN.
     """
     rows = _verdict_rows(verdicts, scale)
-    rows = rows[rows[axis].astype(str).isin((FIRST, SECOND)).to_numpy()]
+    named = rows[axis].astype(str)
+    rows = rows.assign(**{axis: named.map(lambda o: (orders or {}).get(o, o))})
+    rows = rows[rows[axis].isin((FIRST, SECOND)).to_numpy()]
     others = [a for a in axes if a != axis and a != "score"]
-    rows = rows.assign(**{axis: rows[axis].astype(str)})
     # An axis that repeats the same judgments (a scoring option) would repeat each judge's row: not a group.
     others = [a for a in others if not _repeats_judgments(rows, a)]
     out = []
