@@ -264,7 +264,8 @@ def import_table(
     options = _options(verdicts, axes, universe_ids)
     manifest = _manifest(path, axes, factors, choices, options, primary, warnings, ci, record, cuts,
                          input={"system": system, "item": item, "label": label, "positive": positive,
-                                "negative": list(negative or []), "missing_labels": int(empty.sum()), **optional})
+                                "negative": list(negative or []), "missing_labels": int(empty.sum()), **optional,
+                                "order": order, "verdict": verdict, "combine": list(combine)})
     return write_import_dir(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
                             transcripts=transcripts, budget=budget, rate=rate,
                             losses=_unused(path, frame, {system, item, label, *axes, *factors, *optional.values()}))

@@ -129,6 +129,8 @@ def combine_orders(path: Path, verdicts: pd.DataFrame, axes: Sequence[str], orde
                    scale: tuple[float, float] | None) -> pd.DataFrame:
     """The verdicts with one universe per rule added on the order axis: both games of each pair combined."""
     kind = "scores" if scale is not None else "labels"
+    if len(set(rules)) < len(rules):
+        raise InputError(f"{path}: combine: a rule is given twice; expected each rule once", param="combine")
     for rule in rules:
         if COMBINE_RULES.get(rule) != kind:
             fits = ", ".join(r for r, k in COMBINE_RULES.items() if k == kind)
