@@ -50,7 +50,11 @@ def _reference(frame: pd.DataFrame) -> dict[str, dict[str, float]]:
     for judge, part in games.groupby("judge"):
         wide = part.pivot(index=["model", "item"], columns="order", values="side")
         decisive = part[part["verdict"] != "tie"]
+        raw = part.pivot(index=["model", "item"], columns="order", values="verdict")
         out[judge] = {"consistency": (wide["ab"] == wide["ba"]).mean(),
+                      "favours_first": ((raw["ab"] == "A") & (raw["ba"] == "A")).mean(),
+                      "favours_second": ((raw["ab"] == "B") & (raw["ba"] == "B")).mean(),
+                      "ties": (part["verdict"] == "tie").mean(),
                       "position_bias": (decisive["verdict"] == "A").mean(),
                       "cohen_kappa": cohen_kappa_score(wide["ab"], wide["ba"]),
                       "n": len(wide)}
@@ -70,7 +74,7 @@ def test_each_judges_consistency_position_bias_and_kappa_between_orders_equal_pa
     for judge, want in expected.items():
         got = orders[judge]
         assert got["n"] == want["n"] == 160
-        for measure in ("consistency", "position_bias", "cohen_kappa"):
+        for measure in ("consistency", "position_bias", "cohen_kappa", "favours_first", "favours_second", "ties"):
             assert got[measure] == pytest.approx(want[measure], abs=1e-12), (judge, measure)
     # Per judge, never pooled: the pooled consistency sits between the two and describes neither.
     games = frame[frame["model"] != "ref"].assign(side=_system_side)
@@ -212,3 +216,25 @@ def test_any_table_with_both_orders_gives_pandas_numbers_whatever_its_row_order(
     assert other["first_wins"] == got["decisive"] - got["first_wins"]
     (pair,) = verdict_agreement(results.verdicts, axes=results.axes, axis="order", scale=scale)["pairs"]
     assert pair["percent"] == pytest.approx(got["consistency"], abs=1e-12)
+
+
+@pytest.mark.parametrize("p_first", [0.5, 0.7, 0.9])
+def test_a_judge_that_only_sees_positions_shows_its_known_bias_and_inconsistency(p_first):
+    """Known truth: a judge blind to quality picks the first answer with probability p (no ties). Its position
+    bias is p, its consistency across orders 2p(1 - p) (it must pick the system once and the reference once),
+    and kappa between orders 0 only at p = 1/2 (otherwise negative: the orders disagree by construction)."""
+    rng = np.random.default_rng(int(p_first * 100))
+    n = 4000
+    first_ab, first_ba = rng.random(n) < p_first, rng.random(n) < p_first
+    # On the system's side: first shown wins in ab is a win; in ba the first shown is the reference.
+    scores = np.concatenate([np.where(first_ab, 1.0, 0.0), np.where(first_ba, 0.0, 1.0)])
+    verdicts = pd.DataFrame({"universe_id": np.repeat(["u_ab", "u_ba"], n), "order": np.repeat(["ab", "ba"], n),
+                             "system": "atlas", "case_id": np.tile(np.arange(n), 2), "replicate": 0,
+                             "status": "ok", "score": scores})
+    (got,) = order_consistency(verdicts, axes=["order"], axis="order",
+                               scale={"type": "pairwise", "min": 0, "max": 1, "reference": "ref"})
+    se = np.sqrt(p_first * (1 - p_first) / (2 * n))
+    assert abs(got["position_bias"] - p_first) < 4 * se + 1e-12
+    consistency = 2 * p_first * (1 - p_first)
+    assert abs(got["consistency"] - consistency) < 4 * np.sqrt(consistency * (1 - consistency) / n)
+    assert got["ties"] == 0 and got["favours_second"] == pytest.approx((1 - p_first) ** 2, abs=0.03)
