@@ -238,3 +238,25 @@ def test_a_judge_that_only_sees_positions_shows_its_known_bias_and_inconsistency
     consistency = 2 * p_first * (1 - p_first)
     assert abs(got["consistency"] - consistency) < 4 * np.sqrt(consistency * (1 - consistency) / n)
     assert got["ties"] == 0 and got["favours_second"] == pytest.approx((1 - p_first) ** 2, abs=0.03)
+
+
+def test_readme_quotes_each_judges_row_as_the_committed_table_gives_it(tmp_path):
+    """The table is what its script writes, and README's per-judge rows are what agreement prints on it."""
+    import importlib.util
+
+    from cli_runner import REPO
+
+    spec = importlib.util.spec_from_file_location("pairwise_orders", REPO / "analyses" / "pairwise_orders.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    committed = REPO / "analyses" / "data" / "pairwise_orders.csv"
+    pd.testing.assert_frame_equal(pd.read_csv(committed), script.pairwise_orders())
+    run_cli(["import", "table", committed, "--system", "model", "--item", "question", "--verdict", "verdict",
+             "--reference", "baseline", "--order", "order", "--axis", "judge", "--combine", "agree",
+             "--out", tmp_path / "run"]).ok()
+    printed = run_cli(["agreement", tmp_path / "run", "--axis", "order"]).ok().splitlines()
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Comparing judges on pairwise verdicts"):]
+    quoted = [line.removeprefix("# ") for line in section.splitlines() if line.startswith("# judge=")]
+    assert len(quoted) == 3 and all(line in printed for line in quoted), (quoted, printed)
