@@ -161,7 +161,9 @@ def order_consistency(verdicts: pd.DataFrame, *, axes: Sequence[str], axis: str,
         key = key if isinstance(key, tuple) else (key,)
         wide = _wide(part, [], axis).reindex(columns=[FIRST, SECOND])
         wide = wide.dropna()
-        out.append({"group": dict(zip(others, key)), **_consistency(wide[FIRST].to_numpy(), wide[SECOND].to_numpy())})
+        # Plain Python values: a numeric axis's options come out of the groups as numpy scalars.
+        group = {a: v.item() if isinstance(v, np.generic) else v for a, v in zip(others, key)}
+        out.append({"group": group, **_consistency(wide[FIRST].to_numpy(), wide[SECOND].to_numpy())})
     return out
 
 
