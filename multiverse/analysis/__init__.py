@@ -7,7 +7,8 @@
 - rates: :func:`compute_rates` (the rates table), :func:`included_verdicts`, :func:`system_rates`;
 - judge agreement: :func:`agreement`, :func:`cohen_kappa`, :func:`gwet_ac1`, :func:`pair_matrix`;
   on scores: :func:`score_agreement`, :func:`weighted_kappa`, :func:`krippendorff_alpha`, :func:`icc`,
-  :func:`exact_agreement`, :func:`mean_difference`;
+  :func:`exact_agreement`, :func:`mean_difference`; pairwise verdicts (win / tie / loss): :func:`three_way`,
+  :func:`verdict_agreement`, and each judge's consistency across the two orders: :func:`order_consistency`;
 - ranking stability: :func:`ranking`, :func:`universe_ranks`, :func:`rank_distribution`,
   :func:`order_universes`, :func:`bootstrap_ranks`, :func:`kendall_tau_b`, :func:`kendall_w`,
   :func:`rank_stability`; Bradley-Terry scores from pairwise verdicts: :func:`bradley_terry`,
@@ -59,8 +60,11 @@ from .agreement import (
     icc,
     krippendorff_alpha,
     mean_difference,
+    order_consistency,
     pair_matrix,
     score_agreement,
+    three_way,
+    verdict_agreement,
     weighted_kappa,
 )
 from .anchoring import (
@@ -168,6 +172,7 @@ __all__ = [
     "kendall_w",
     "krippendorff_alpha",
     "mean_difference",
+    "order_consistency",
     "order_universes",
     "pair_matrix",
     "paired_curves",
@@ -191,6 +196,7 @@ __all__ = [
     "separability",
     "spec_curve",
     "system_rates",
+    "three_way",
     "tied_positions",
     "transcript_keys",
     "universe_ranks",
@@ -199,6 +205,7 @@ __all__ = [
     "variance_by_axis",
     "variance_decomposition",
     "variance_summary",
+    "verdict_agreement",
     "weighted_kappa",
     "with_contributions",
 ]

@@ -60,6 +60,8 @@ FLAGS = {
     # every importer's bounds and its rule for look-alike names (issue 45)
     "max_bytes": "--max-bytes", "max_rows": "--max-rows", "max_transcript_bytes": "--max-transcript-bytes",
     "merge_look_alikes": "--merge-look-alikes",
+    # a pairwise table's orders and three-way verdicts (issue 44)
+    "order": "--order", "verdict": "--verdict", "combine": "--combine",
 }
 
 _BACKTICKED = re.compile(r"`([a-z_]+)`")

@@ -19,7 +19,7 @@ from multiverse.core import orient, orient_interval, rank_one, rate_name
 
 from ._anchoring import print_anchored_curve, print_anchored_ranking
 from ._output import interval, number, print_json, print_table, save_figure, say
-from ._score_agreement import print_score_agreement
+from ._score_agreement import print_order_consistency, print_score_agreement, print_verdict_agreement
 
 if TYPE_CHECKING:
     # The facade imports its names lazily, so its load_run reads as untyped: annotated here, the typed
@@ -138,6 +138,10 @@ def cmd_agreement(args) -> int:
     result = analysis.typed
     if result.scores is not None:
         print_score_agreement(result.scores)
+        if result.verdicts is not None:
+            print_verdict_agreement(result.verdicts)
+        if result.orders is not None:
+            print_order_consistency(result.orders)
         if not result.options:  # scores only, no compliance labels: the labels' part would be empty
             return _print_notes(result.notes)
     say(f"agreement across {axis} ({', '.join(map(str, result.options))}) on {result.n_units} units, paired on {result.paired_on}")

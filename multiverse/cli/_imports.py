@@ -41,6 +41,7 @@ def cmd_import(args) -> int:
         result = import_table(args.file, system=args.system, item=args.item, label=args.label, axes=args.axis,
                               factors=args.factor, positive=args.positive, negative=args.negative, out_dir=args.out,
                               score=args.score, scale=args.scale, cuts=args.cut, reference=args.reference,
+                              order=args.order, verdict=args.verdict, combine=args.combine,
                               **common, **_table_columns(args))
     for warning in result.warnings:
         say(f"warning: {warning}", file=sys.stderr)

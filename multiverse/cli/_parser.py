@@ -261,6 +261,13 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--reference", metavar="SYSTEM",
                    help="with --score: the reference system of a pairwise table (scores are preferences over it); "
                    "never ranked")
+    q.add_argument("--verdict", metavar="COL", help="column with three-way verdicts A, tie or B (A: the transcript "
+                   "shown first), read as preferences over --reference on 0:1 (instead of --label or --score)")
+    q.add_argument("--order", metavar="COL", help="column holding the order of a pairwise comparison: ab (the row's "
+                   "system shown first) or ba; an axis, and every pair must have both")
+    q.add_argument("--combine", action="append", default=[], choices=("agree", "mean", "both"),
+                   help="with --order: add an option of the order axis combining both games (agree: the verdict both "
+                   "give, else a tie; mean: the mean preference; both: labels compliant in both orders) (repeatable)")
     q.add_argument("--axis", action="append", default=[], metavar="COL", help="column holding an axis option (repeatable)")
     q.add_argument("--factor", action="append", default=[], metavar="COL",
                    help="column holding a design factor: rates per level, and a confound check of agreement (repeatable)")

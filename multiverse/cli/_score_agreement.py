@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 from ._output import number, print_table, say
 
 if TYPE_CHECKING:
-    from ..results import ScoreAgreement
+    from ..results import OrderConsistency, ScoreAgreement, VerdictAgreement
 
-__all__ = ["print_score_agreement"]
+__all__ = ["print_order_consistency", "print_score_agreement", "print_verdict_agreement"]
 
 SMALL = 30  # as the analysis marks pairs: fewer paired units than this are too few to read
 
@@ -53,3 +53,29 @@ def print_score_agreement(scores: ScoreAgreement) -> None:
         print_table(rows)
     for note in scores.notes:
         say(f"note: {note}")
+
+
+def print_verdict_agreement(verdicts: VerdictAgreement) -> None:
+    """Pairwise scores read as win / tie / loss: percent agreement and 3-class kappa per pair, nominal alpha."""
+    say(f"agreement on verdicts (win, tie, loss) on {verdicts.n_units} units")
+    rows: list[list] = [["a", "b", "n", "percent", "kappa"]]
+    for p in verdicts.pairs:
+        mark = "!" if p.small_sample else ""
+        rows.append([p.a, p.b, f"{p.n}{mark}", number(p.percent), number(p.cohen_kappa) + mark])
+    print_table(rows)
+    say(f"Krippendorff's alpha (nominal): {number(verdicts.krippendorff_alpha)}")
+    for note in verdicts.notes:
+        say(f"note: {note}")
+
+
+def print_order_consistency(orders: list[OrderConsistency]) -> None:
+    """Each judge asked both ways, on its own row: pooling judges hides one judge's inconsistency."""
+    say("each judge across the two orders (ab: the system shown first; position bias: the share of decisive "
+        "verdicts won by the first transcript, 0.5 none)")
+    rows: list[list] = [["judge", "pairs", "consistency", "position bias", "first both", "second both", "kappa"]]
+    for o in orders:
+        mark = "!" if o.small_sample else ""
+        group = ", ".join(f"{k}={v}" for k, v in o.group.items()) or "all"
+        rows.append([group, f"{o.n}{mark}", number(o.consistency), number(o.position_bias), number(o.favours_first),
+                     number(o.favours_second), number(o.cohen_kappa) + mark])
+    print_table(rows)

@@ -64,8 +64,9 @@ def assemble(spec: Spec, work: Work, records: Records,
         for sample, call_key in enumerate(row.judge_calls):
             record = judgments.get(call_key)
             if scale.scored:
-                call_rows.append(_scored_call(row.judgment_key, work.judge_calls[call_key], scale, record,
-                                              failures, criteria_rows))
+                # With its scale's midpoint: scoring.orders agree reads each call's verdict (win, tie, loss).
+                call_rows.append((*_scored_call(row.judgment_key, work.judge_calls[call_key], scale, record,
+                                                failures, criteria_rows), (scale.min + scale.max) / 2))
                 continue
             if record is None:
                 reason = failures.get("judgment", {}).get(call_key, "not judged: its transcript failed")
@@ -85,14 +86,16 @@ def assemble(spec: Spec, work: Work, records: Records,
     axes, factors = list(spec.axes), spec.factors
     verdict_of = {rule: score_verdicts(criteria, samples, rule).set_index("judgment_key")
                   for rule in {r.universe.spec.scoring.rule for r in work.rows if not r.universe.spec.judge.scale.scored}}
-    calls = pd.DataFrame(call_rows, columns=["judgment_key", "sample", "status", "reason", "score"])
-    scores = score_judgments(calls).set_index("judgment_key")
+    calls = pd.DataFrame(call_rows, columns=["judgment_key", "sample", "status", "reason", "score", "midpoint"])
+    scores = {orders: score_judgments(calls, orders).set_index("judgment_key")
+              for orders in {r.universe.spec.scoring.orders for r in work.rows if r.universe.spec.judge.scale.scored}}
     rows = []
     for row in work.rows:
         u = row.universe
         scored = u.spec.judge.scale.scored
         status, reason, compliant, score = _row_verdict(row, records, failures,
-                                                        scores if scored else verdict_of[u.spec.scoring.rule])
+                                                        scores[u.spec.scoring.orders] if scored
+                                                        else verdict_of[u.spec.scoring.rule])
         rows.append({
             "universe_id": u.id,
             **{a: u.options[a] for a in axes},

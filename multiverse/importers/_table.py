@@ -52,6 +52,8 @@ from multiverse.importers._directory import check_ci, resolve_primary, write_imp
 from multiverse.importers._guard import checked_names, import_budget
 from multiverse.importers._jsonl_table import JSONL_SUFFIXES, read_jsonl_table
 from multiverse.importers._losses import ImportLosses
+from multiverse.importers._table_labels import compliance as _compliance
+from multiverse.importers._table_orders import both_orders, pairwise_columns
 from multiverse.importers._table_scores import (
     check_score_arguments,
     expand,
@@ -64,11 +66,6 @@ from multiverse.tables import csv_header, positional
 
 __all__ = ["import_table", "read_label_table"]
 
-# Columns an import writes itself; an axis or factor column may not take these names.
-_TRUE = {"true", "1", "1.0"}
-_FALSE = {"false", "0", "0.0"}
-# Spellings of "no label" that spreadsheets and pandas write; never read as a category.
-_MISSING = {"nan", "na", "n/a", "null", "none", "<na>"}
 
 
 def read_label_table(path: str | os.PathLike, budget: ImportBudget | None = None) -> pd.DataFrame:
@@ -160,6 +157,9 @@ def import_table(
     scale: tuple[float, float] | None = None,
     cuts: Sequence[float] = (),
     reference: str | None = None,
+    order: str | None = None,
+    verdict: str | None = None,
+    combine: Sequence[str] = (),
     max_bytes: int | None = None,
     max_rows: int | None = None,
     max_transcript_bytes: int | None = None,
@@ -182,7 +182,10 @@ def import_table(
     Scores instead of labels: ``score`` names the column and ``scale`` its
     ``(low, high)``; each of ``cuts`` adds the option "at least K" to the mean;
     ``reference`` names a pairwise table's reference system, which is never
-    ranked (:mod:`multiverse.importers._table_scores`).
+    ranked (:mod:`multiverse.importers._table_scores`). ``order`` names the column holding the order of a
+    pairwise comparison (``ab``/``ba``; an axis), ``verdict`` a column of three-way verdicts (A, tie, B)
+    read as pairwise scores, and ``combine`` the rules that add both games combined as options of the
+    order axis (:mod:`multiverse.importers._table_orders`).
 
     Bounds (:class:`multiverse.core.ImportBudget`): ``max_bytes`` of table
     (uncompressed), ``max_rows`` rows, ``max_transcript_bytes`` per transcript.
@@ -201,6 +204,8 @@ def import_table(
     # Column names and the names given for them compare in one spelling (NFC).
     _one_spelling(path, "columns", [str(c) for c in frame.columns])
     frame.columns = [nfc(str(c)) for c in frame.columns]
+    frame, score, scale, axes, order = pairwise_columns(path, frame, order, verdict, score, scale, reference, combine,
+                                                        axes)
     check_score_arguments(path, label, score, scale, cuts, reference)
     system, item, label = nfc(system), nfc(item), nfc(label if label is not None else str(score))
     primary = {nfc(a): nfc(o) for a, o in primary.items()} if primary else primary
@@ -250,21 +255,27 @@ def import_table(
     if scored is not None:
         verdicts["score"] = np.where(empty, np.nan, scored[0])
         record = scored[2]
+    verdicts = both_orders(path, verdicts, axes, order, combine, record)
+    if record is not None:
         warnings += tie_warnings(verdicts, record, label)
         verdicts, axes, choices = expand(verdicts, axes, record, cuts)
         primary = scored_primary(primary, record, cuts)
     rates = compute_rates(verdicts, axes=axes, factors=factors, ci=ci, scoring=choices, scale=record)
-    options = (
-        verdicts.drop_duplicates("universe_id").set_index("universe_id")[axes].to_dict("index")
-        if axes
-        else {universe_ids[0]: {}}
-    )
+    options = _options(verdicts, axes, universe_ids)
     manifest = _manifest(path, axes, factors, choices, options, primary, warnings, ci, record, cuts,
                          input={"system": system, "item": item, "label": label, "positive": positive,
-                                "negative": list(negative or []), "missing_labels": int(empty.sum()), **optional})
+                                "negative": list(negative or []), "missing_labels": int(empty.sum()), **optional,
+                                "order": order, "verdict": verdict, "combine": list(combine)})
     return write_import_dir(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
                             transcripts=transcripts, budget=budget, rate=rate,
                             losses=_unused(path, frame, {system, item, label, *axes, *factors, *optional.values()}))
+
+
+def _options(verdicts: pd.DataFrame, axes: list[str], universe_ids: Any) -> dict:
+    """Each universe's axis options (the one universe of a table without axes: none)."""
+    if axes:
+        return verdicts.drop_duplicates("universe_id").set_index("universe_id")[axes].to_dict("index")
+    return {universe_ids[0]: {}}
 
 
 def _unused(path: Path, frame: pd.DataFrame, used: set[str]) -> ImportLosses:
@@ -422,64 +433,6 @@ def _one_spelling(path: Path, name: str, names, hint: bool = False) -> None:
                          "expected each name in one spelling" + (", or `merge_look_alikes` to read them as one"
                                                                   if hint else ""),
                          param="merge_look_alikes" if hint else None)
-
-
-def _compliance(path: Path, column: pd.Series, name: str, positive: str | None,
-                negative: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(compliant, missing) boolean arrays from the label column; see the module docstring."""
-    text = column.astype("string").str.strip()
-    named = {str(v).strip() for v in ([positive] if positive is not None else []) + negative}
-    missing = (text.isna() | (text == "") | (text.str.lower().isin(_MISSING) & ~text.isin(named))).to_numpy(dtype=bool)
-    present = text[~missing]
-    if negative and positive is None:
-        raise InputError(f"{path}: {name}: `negative` needs `positive` too; expected both or neither",
-                         param="negative")
-    lowered = present.str.lower()
-    binary = pd.api.types.is_bool_dtype(column) or set(lowered) <= _TRUE | _FALSE
-    if positive is None:
-        if not binary:
-            raise InputError(
-                f"{path}: {name}: expected a binary label (true/false or 0/1), found {_some(present)}; "
-                "name the compliant value (`positive`) and the non-compliant ones (`negative`)", param="positive"
-            )
-        matches = _binary(lowered)
-    else:
-        wanted = str(positive).strip()
-        if wanted in {str(v).strip() for v in negative}:
-            raise InputError(f"{path}: {name}: {wanted!r} is named both by `positive` and by `negative`",
-                             param="positive")
-        if binary and not negative:
-            # Booleans and 0/1 compare by meaning: positive true matches True, 1 matches 1.0.
-            if wanted.lower() not in _TRUE | _FALSE:
-                raise InputError(f"{path}: {name}: `positive` {positive!r} is not a value of the binary label column",
-                                 param="positive")
-            matches = _binary(lowered) == (wanted.lower() in _TRUE)
-        else:
-            is_positive = (present == wanted).to_numpy(dtype=bool)
-            is_negative = present.isin([str(v).strip() for v in negative]).to_numpy(dtype=bool)
-            unexpected = present[~(is_positive | is_negative)]
-            if len(unexpected):
-                expected = (f"`negative` ({', '.join(map(repr, negative))})" if negative
-                            else "`negative` naming the non-compliant ones")
-                raise InputError(
-                    f"{path}: {name}: {len(unexpected)} labels are neither `positive` {wanted!r} nor in "
-                    f"`negative`: {_some(unexpected)}; expected each value named, by `positive` or "
-                    f"{expected} (labels are never guessed)", param="positive" if not negative else "negative"
-                )
-            matches = is_positive
-    compliant = np.zeros(len(column), dtype=bool)
-    compliant[~missing] = matches
-    return compliant, missing
-
-
-def _binary(lowered: pd.Series) -> np.ndarray:
-    return lowered.isin(_TRUE).to_numpy(dtype=bool)
-
-
-def _some(values: pd.Series) -> str:
-    distinct = list(dict.fromkeys(values.tolist()))
-    shown = ", ".join(map(str, distinct[:5]))
-    return shown + (f", ... ({len(distinct)} distinct)" if len(distinct) > 5 else "")
 
 
 def _universe_ids(combos: pd.DataFrame, axes: list[str]) -> np.ndarray:

@@ -11,15 +11,23 @@ An analysis's document is a dict (what ``--json`` prints) with a typed view,
 from ._analyses import primary_null
 from ._analysis import Analysis, CalibrationAnalysis, CurveAnalysis
 from ._anchoring_documents import AnchoredCurveDocument, AnchoredRankingDocument, CalibrationDocument
-from ._documents import AgreementDocument, CurveDocument, Document, PowerDocument, ScoreAgreement, VarianceDocument
+from ._documents import (
+    AgreementDocument,
+    CurveDocument,
+    Document,
+    OrderConsistency,
+    PowerDocument,
+    ScoreAgreement,
+    VarianceDocument,
+    VerdictAgreement,
+)
 from ._load import load_run
 from ._ranking_documents import BradleyTerryDocument, RankingDocument
 from ._results import Results
 
 __all__ = [
     "AgreementDocument", "Analysis", "AnchoredCurveDocument", "AnchoredRankingDocument", "BradleyTerryDocument",
-    "CalibrationAnalysis",
-    "CalibrationDocument", "CurveAnalysis", "CurveDocument", "Document", "PowerDocument", "RankingDocument", "Results",
-    "ScoreAgreement",
-    "VarianceDocument", "load_run", "primary_null",
+    "CalibrationAnalysis", "CalibrationDocument", "CurveAnalysis", "CurveDocument", "Document", "OrderConsistency",
+    "PowerDocument", "RankingDocument", "Results", "ScoreAgreement",
+    "VarianceDocument", "VerdictAgreement", "load_run", "primary_null",
 ]

@@ -108,7 +108,7 @@ def agreement(results: ResultsView, axis: str) -> Analysis[AgreementDocument]:
     # Agreement compares what judges said: labels and raw scores, never a universe's rescaled contribution.
     verdicts = results.verdicts.drop(columns=[CONTRIBUTION], errors="ignore")
     document = compute(verdicts, axes=results.axes, axis=axis, criteria=results.criteria,
-                       factors=results.factors, scale=scale, cuts=cuts)
+                       factors=results.factors, scale=scale, cuts=cuts, orders=_orders(results, axis))
     pairs = pd.DataFrame(document["pairs"])
 
     # Bias beside kappa and AC1: two judges can agree often and still shift every rate.
@@ -120,6 +120,21 @@ def agreement(results: ResultsView, axis: str) -> Analysis[AgreementDocument]:
         return agreement_figure(pairs, options=document["options"], axis_name=axis, measures=measures)
 
     return Analysis("agreement", document, pairs, draw, simulated=results.simulated, schema=AgreementDocument)
+
+
+def _orders(results: ResultsView, axis: str) -> dict[str, str] | None:
+    """The order (ab, ba) each option of a run's ``axis`` sets with ``judge.order``; None: not a run's order axis."""
+    spec = results.resolved_spec
+    if spec is None or axis not in spec.document.axes:
+        return None
+    found = {}
+    for option, patch in spec.document.axes[axis].items():
+        patch = patch or {}
+        judge = patch.get("judge")
+        order = patch.get("judge.order", judge.get("order") if isinstance(judge, dict) else None)
+        if order in ("ab", "ba"):
+            found[str(option)] = str(order)
+    return found or None
 
 
 def declared_scoring(results: ResultsView) -> tuple[dict[str, Any] | None, list[float]]:

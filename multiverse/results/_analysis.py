@@ -67,6 +67,9 @@ class ResultsView(Protocol):
     @property
     def reference(self) -> str | None: ...
 
+    @property
+    def resolved_spec(self) -> Any: ...
+
     def scoring_choices(self) -> pd.DataFrame | None: ...
 
 

@@ -256,6 +256,44 @@ class ScoreAgreement(Document):
     notes: list[str]
 
 
+class VerdictPair(Document):
+    """Two options compared on three-way verdicts (win, tie, loss); ``table`` rows are a's loss, tie, win."""
+
+    a: Scalar
+    b: Scalar
+    n: int
+    percent: float | None
+    cohen_kappa: float | None
+    small_sample: bool
+    table: list[list[int]]
+
+
+class VerdictAgreement(Document):
+    """A pairwise scale's scores read as verdicts: 3-class kappa per pair, nominal alpha over all options."""
+
+    options: list[Scalar]
+    n_units: int
+    pairs: list[VerdictPair]
+    krippendorff_alpha: float | None
+    notes: list[str]
+
+
+class OrderConsistency(Document):
+    """One judge (a group of universes differing only in the order) asked both ways: ``ab`` and ``ba``."""
+
+    group: dict[str, Scalar]
+    n: int
+    consistency: float | None
+    position_bias: float | None  # share of decisive verdicts won by the transcript shown first
+    first_wins: int
+    decisive: int
+    favours_first: float | None
+    favours_second: float | None
+    ties: float | None
+    cohen_kappa: float | None
+    small_sample: bool
+
+
 class AgreementDocument(Document):
     """``agreement --json``: the options of one axis compared on identical units (``analysis.agreement.agreement``)."""
 
@@ -268,6 +306,8 @@ class AgreementDocument(Document):
     confounded: list[Confound]
     per_criterion: list[CriterionAgreement]
     scores: ScoreAgreement | None = None  # only when the options gave scores
+    verdicts: VerdictAgreement | None = None  # only on a pairwise scale
+    orders: list[OrderConsistency] | None = None  # only when the options are the orders ab and ba
     notes: list[str]
 
 

@@ -97,6 +97,9 @@ def _check_scale(spec: Spec, problems: Problems) -> None:
     if scoring.unparsed == "tie" and scale.type != "pairwise":
         problems.add("scoring.unparsed", f"a {scale.type} scale has no tie (only a pairwise one: its midpoint); "
                      "expected exclude or against")
+    if scoring.orders != "mean" and spec.judge.order != "both":
+        problems.add("scoring.orders", f"{scoring.orders} combines the two orders of judge.order: both; got judge.order "
+                     f"{spec.judge.order!r}")
     if scoring.estimator == "win_rate" and scale.type != "pairwise":
         problems.add("scoring.estimator", "win_rate needs a pairwise judge.scale")
     if scoring.estimator in ("pooled", "cell_balanced") and scale.scored:

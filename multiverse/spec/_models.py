@@ -286,6 +286,10 @@ class Scoring(Frozen):
     estimator: Estimator = "pooled"
     cut: float | None = Field(default=None, description="at_least: the lowest score that counts")
     ties: Literal["half", "exclude"] = Field(default="half", description="win_rate: a tie counts one half, or is left out")
+    orders: Literal["mean", "agree"] = Field(
+        default="mean",
+        description="judge.order: both: a sample's score is the mean of the two orders' preferences (mean), or the "
+        "verdict both orders give and a tie when they disagree (agree)")
     unparsed: UnparsedPolicy = Field(
         default="exclude",
         description="a judge answer that names no verdict: left out of the rate (exclude), counted against the "

@@ -49,6 +49,7 @@ from .._kernel import CONTRIBUTION, dropped_notes, included_rows, included_verdi
 from .._kernel import radix_codes as _radix
 from ._binary import SMALL, binary_summary, cohen_kappa, gwet_ac1
 from ._context import context_columns, context_confounds
+from ._orders import is_order_axis, order_consistency, verdict_agreement
 from ._scored import option_codes as sorted_options
 from ._scored import score_agreement
 from ._units import (
@@ -108,6 +109,7 @@ def agreement(
     factors: Sequence[str] = (),
     scale: Mapping[str, Any] | None = None,
     cuts: Sequence[float] = (),
+    orders: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Pairwise agreement between the options of ``axis`` on identical transcripts.
 
@@ -140,6 +142,9 @@ def agreement(
                             "label": "applicable" | "compliant",
                             "krippendorff_alpha": float, "pairs": [same as above]}],
          "scores": {...},                                  # only with scores: see score_agreement
+         "verdicts": {...},   # a pairwise scale: win / tie / loss agreement (agreement_orders.verdict_agreement)
+         "orders": [{...}],   # options ab and ba (or ``orders``, option -> ab/ba, names them): each judge's
+                              # consistency across orders (order_consistency)
          "notes": [str, ...]}
 
     Per-criterion pairs compare the criterion's label; "compliant" in their
@@ -151,6 +156,7 @@ def agreement(
     if axis not in axes:
         raise InputError(f"verdicts: column {axis!r}: expected one of the axes {axes}")
     others = [a for a in axes if a != axis]
+    given = verdicts
     verdicts, scores = _scores(verdicts, axes, axis, scale, cuts)
     context = context_columns(verdicts, factors, axes)
     rows, compliant = _counted_rows(verdicts, axes)
@@ -209,6 +215,12 @@ def agreement(
                      "(marked small_sample): read their kappa and AC1 as imprecise")
     if scores is not None:
         result["scores"] = scores
+        if scores["scale"]["type"] == "pairwise":
+            # A preference is a verdict too (win, tie, loss), and two orders of one judge are a judge asked twice.
+            pairwise = {**scores["scale"], "reference": (scale or {}).get("reference")}
+            result["verdicts"] = verdict_agreement(given, axes=axes, axis=axis, scale=pairwise)
+            if is_order_axis(result["verdicts"]["options"], orders):
+                result["orders"] = order_consistency(given, axes=axes, axis=axis, scale=pairwise, orders=orders)
     result["notes"] = dropped_notes(verdicts) + notes
     return result
 

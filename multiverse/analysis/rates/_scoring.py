@@ -31,7 +31,9 @@ A *scored* judgment (``judge.scale`` ordinal, continuous or pairwise) has no cri
 but one score per judge call (:func:`score_judgments`). A judge sample is ok when each of its
 calls is: a pairwise judge asked both ways (``judge.order: both``) makes two calls per sample,
 and the sample's score is the mean of the two, each on the system's side (the ``ba`` reply
-mapped back as ``min + max - reply``). With ``judge.samples`` > 1 the verdict's score is the
+mapped back as ``min + max - reply``); with ``scoring.orders: agree`` it is that mean when both
+calls give the same verdict (win, tie or loss: above, at or below the scale's midpoint) and the
+midpoint, a tie, when they disagree. With ``judge.samples`` > 1 the verdict's score is the
 mean of its ok samples' scores; samples that failed do not count, and with no ok sample the
 verdict is judge_failed. A scored verdict is ok with ``compliant`` <NA>: its estimate reads
 the score.
@@ -270,16 +272,18 @@ def _majority(key_of_pair, first, status, reason, ok_compliant):
     return out_status, out_reason, 2 * n_yes > n_ok
 
 
-def score_judgments(calls: pd.DataFrame) -> pd.DataFrame:
+def score_judgments(calls: pd.DataFrame, orders: str = "mean") -> pd.DataFrame:
     """Scored judgments -> verdicts (see the module docstring).
 
     ``calls``: judgment_key, sample, status (``ok`` | ``judge_failed``), reason, score
     (float, on the system's side; NaN unless ok), one row per judge call. Returns one row per
     judgment_key (first-appearance order): status (``ok`` | ``judge_failed``), reason (the
     first failed call's, empty when ok) and score (the mean of the ok samples' scores, NaN
-    unless ok).
+    unless ok). ``orders`` ``agree`` (a ``midpoint`` column then gives each call's scale midpoint) makes a
+    sample whose calls disagree on the verdict a tie (``scoring.orders``).
     """
     require_columns(calls, "calls", ["judgment_key", "sample", "status", "score"])
+    check_choice(orders, ("mean", "agree"), "scoring.orders")
     frame = calls[["judgment_key", "sample", "status", "score"]].copy()
     frame["reason"] = calls["reason"].fillna("").astype(str) if "reason" in calls.columns else ""
     frame["ok"] = (frame["status"] == "ok") & frame["score"].notna()
@@ -287,6 +291,14 @@ def score_judgments(calls: pd.DataFrame) -> pd.DataFrame:
     frame.loc[~frame["ok"] & (frame["reason"] == ""), "reason"] = frame["status"].where(frame["status"] != "ok", "no score")
     order = pd.unique(frame["judgment_key"])
     by_sample = frame.groupby(["judgment_key", "sample"], sort=False).agg(ok=("ok", "all"), score=("score", "mean"))
+    if orders == "agree":
+        require_columns(calls, "calls", ["midpoint"])
+        # A rounding error off the midpoint is still a tie, as agreement reads verdicts.
+        offset = (calls["score"] - calls["midpoint"]).to_numpy(dtype=float)
+        frame["side"] = np.sign(np.where(np.isclose(offset, 0.0), 0.0, offset))
+        frame["midpoint"] = calls["midpoint"].to_numpy(dtype=float)
+        sides = frame.groupby(["judgment_key", "sample"], sort=False).agg(n=("side", "nunique"), mid=("midpoint", "first"))
+        by_sample["score"] = by_sample["score"].where(sides["n"] <= 1, sides["mid"])
     ok_samples = by_sample[by_sample["ok"]]
     means = ok_samples.groupby(level="judgment_key", sort=False)["score"].mean()
     failed = frame[~frame["ok"]].groupby("judgment_key", sort=False)["reason"].first()
