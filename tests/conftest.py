@@ -3,6 +3,7 @@ verdicts table and one tiny simulated run per session."""
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import tempfile
@@ -72,6 +73,23 @@ def pytest_collection_modifyitems(config, items):
     size = Counter(item.nodeid.split("::")[0] for item in items)
     slow = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow") is not None}
     items.sort(key=lambda item: (item.nodeid.split("::")[0] not in slow, -size[item.nodeid.split("::")[0]]))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _older_objects_frozen():
+    """What is alive when a module starts (imported libraries, session fixtures) is left out of the collector.
+
+    A full collection walks every object in the process: half a million once pandas, scipy and litellm
+    are imported, 0.3-1.8 s each. run_cli collects before every command (an earlier test's garbage
+    must not warn into the command's stderr), and some modules run dozens: that walk was minutes of CI.
+    Frozen objects are walked by no collection; at the next module they are unfrozen and collected
+    with everything else, so a frozen object that dies is collected (and warns) one module late,
+    never inside a command, and what a test creates is collected as before.
+    """
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
+    yield
 
 
 @pytest.fixture(scope="module", autouse=True)
