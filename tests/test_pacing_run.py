@@ -69,6 +69,7 @@ def two_provider_spec(path: Path, fast_url: str, slow_url: str, tokens_url: str 
     return path
 
 
+@pytest.mark.slow
 def test_providers_in_a_run_keep_their_limits_and_do_not_wait_for_each_other(tmp_path):
     with RateLimitedServer(latency=0.1) as fast, RateLimitedServer(latency=0.1) as slow, \
             RateLimitedServer(latency=0.1, usage_tokens=USED_TOKENS) as tokens:
@@ -102,6 +103,7 @@ def test_providers_in_a_run_keep_their_limits_and_do_not_wait_for_each_other(tmp
     assert slow_peak <= 2
 
 
+@pytest.mark.slow
 def test_an_adaptive_run_meets_the_429_and_time_targets(tmp_path):
     """``run(spec, jobs=64)`` with the real client and nothing declared, against a provider
     that answers 429 above 20 requests/s: at most 25% of requests 429, every call answered."""
