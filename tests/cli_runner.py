@@ -125,6 +125,7 @@ def run_cli(argv: Sequence[object], *, cwd: Path | str | None = None,
     here = os.getcwd()
     # Earlier tests' garbage (an unclosed socket of some client) is collected now, so that its
     # ResourceWarnings go to pytest, not into this command's stderr as if the command had given them.
+    # (Quick: tests/conftest.py freezes what was alive when the module started, so this walks the module's own.)
     gc.collect()
     # main() sets warnings.formatwarning for its one-line warnings; the caller's is put back.
     formatwarning = warnings.formatwarning

@@ -3,6 +3,7 @@ verdicts table and one tiny simulated run per session."""
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import tempfile
@@ -62,16 +63,51 @@ def snapshot_changes(before: dict, after: dict) -> list[str]:
     return [f"created {p}" for p in created] + [f"removed {p}" for p in removed] + [f"changed {p}" for p in changed]
 
 
+# The modules that take minutes, with the seconds their slowest tests took in CI (.ci/run's --durations,
+# the most of three runs on the 2-core machine at load 2-4, December 2026): handed out first, longest first.
+# A number gone stale costs only balance, never a result; a module that grows long belongs here.
+LONGEST = {
+    "tests/test_readme.py": 271, "tests/test_reliability.py": 227, "tests/test_case_study.py": 207,
+    "tests/test_local_llm.py": 148, "tests/test_processes.py": 104, "tests/gate/test_ci_example.py": 76,
+    "tests/test_interrupt.py": 67, "tests/test_bad_inputs.py": 62, "tests/test_pacing_run.py": 58,
+    "tests/test_run_files.py": 36, "tests/importers/test_lm_eval.py": 29,
+}
+
+
 def pytest_collection_modifyitems(config, items):
-    """Modules with a test marked ``slow`` first, then the rest by their number of tests, most first.
+    """The modules of ``LONGEST``, longest first; then those with a test marked ``slow``; then the rest;
+    each group by its number of tests, most first.
 
     pytest-xdist's ``--dist loadfile`` hands out whole modules in this order (.ci/run passes
     ``--no-loadscope-reorder``, else it orders by number of tests alone): a long module handed out
-    last would keep one worker busy while the other waits, so the long ones go first.
+    last would keep one worker busy while the other waits, so the long ones go first, and the
+    longest of all before them (a four-minute module started after ten others ended the suite alone).
     """
     size = Counter(item.nodeid.split("::")[0] for item in items)
     slow = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow") is not None}
-    items.sort(key=lambda item: (item.nodeid.split("::")[0] not in slow, -size[item.nodeid.split("::")[0]]))
+
+    def order(item) -> tuple:
+        module = item.nodeid.split("::")[0]
+        return -LONGEST.get(module, 0), module not in slow, -size[module]
+
+    items.sort(key=order)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _older_objects_frozen():
+    """What is alive when a module starts (imported libraries, session fixtures) is left out of the collector.
+
+    A full collection walks every object in the process: half a million once pandas, scipy and litellm
+    are imported, 0.3-1.8 s each. run_cli collects before every command (an earlier test's garbage
+    must not warn into the command's stderr), and some modules run dozens: that walk was minutes of CI.
+    Frozen objects are walked by no collection; at the next module they are unfrozen and collected
+    with everything else, so a frozen object that dies is collected (and warns) one module late,
+    never inside a command, and what a test creates is collected as before.
+    """
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
+    yield
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -128,6 +128,7 @@ def _grid(tmp_path: Path, echo: FakeServer, plain: FakeServer) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_canary_keys_echoed_by_a_server_reach_no_file_and_no_output(tmp_path):
     # Non-retryable faults (the CLI retries others with real backoff) on one
     # scenario's judge and tool calls: their messages quote the headers too

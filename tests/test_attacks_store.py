@@ -223,6 +223,7 @@ def test_a_dead_runs_lease_protects_nothing_and_is_removed(tmp_path):
     assert rows(store, "lease") == []
 
 
+@pytest.mark.slow
 def test_store_gc_mid_run_deletes_nothing_the_run_needs(tmp_path):
     # The test holds the run live: once it has stored three transcripts, every request it sends waits
     # at the fake server until gc has finished. So gc meets a live run however slow the machine is.

@@ -298,6 +298,7 @@ def results(tmp_path_factory):
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.file for c in CASES])
+@pytest.mark.slow
 def test_validate_rejects(case: Bad, results):
     done, cwd = results[("validate", case.file)]
     if done is None:

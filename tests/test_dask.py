@@ -30,6 +30,7 @@ def _sorted(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return frame.sort_values(keys).reset_index(drop=True)
 
 
+@pytest.mark.slow
 def test_dask_run_matches_a_local_run(write_spec, tmp_path, cluster):
     spec = _spec(write_spec)
     local = run(spec, store=tmp_path / "local-store", out=tmp_path / "local", progress=False)

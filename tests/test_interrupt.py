@@ -120,6 +120,7 @@ def one_line(stderr: str) -> str:
 
 
 @pytest.mark.parametrize("backend", ["local", "processes"])
+@pytest.mark.slow
 def test_first_signal_stops_new_calls_keeps_finished_ones_and_exits_130(tmp_path, backend):
     hold = Hold(after=4)
     with FakeServer(responder=hold) as server:

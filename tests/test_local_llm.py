@@ -60,6 +60,7 @@ def _cli_run(out: Path, store: Path, base: str) -> tuple[subprocess.CompletedPro
     return done, time.monotonic() - started
 
 
+@pytest.mark.slow
 def test_local_model_runs_the_spec_end_to_end_over_http(tmp_path, monkeypatch):
     local_base = _local_base()  # in the test, not a fixture: under CI a missing server FAILS
     from multiverse.engine._pipeline import plan

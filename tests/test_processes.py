@@ -73,6 +73,7 @@ def _answers(store: Store) -> int:
     return count(store, "request")
 
 
+@pytest.mark.slow
 def test_a_process_run_gives_a_threaded_runs_tables_and_pays_each_unit_once(tmp_path, no_child_left):
     from multiverse.work._units import build_work
 
@@ -210,6 +211,7 @@ def _workers_of(run: subprocess.Popen) -> set[int]:
     return {pid for zygote in _children(run.pid) for pid in _children(zygote)}
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_run_stops_the_cli_with_one_line_and_a_rerun_resumes(tmp_path):
     from cli_runner import spawn_cli, start_cli
 
@@ -294,6 +296,7 @@ def test_a_client_of_ones_own_cannot_go_to_worker_processes(tmp_path):
     assert caught.value.param == "client"
 
 
+@pytest.mark.slow
 def test_an_unguarded_script_is_not_run_again_by_the_workers(tmp_path):
     """multiprocessing's spawn re-imports the caller's __main__ in every child; our workers must not."""
     with FakeServer(responder=audit_responder) as server:
@@ -373,6 +376,7 @@ class _Rounds:
         self._changed.notify_all()
 
 
+@pytest.mark.slow
 def test_declared_limits_hold_at_the_server_across_worker_processes(tmp_path, monkeypatch):
     """The declared limits are shared by the worker processes, not each given whole: at the
     server, answers held so that every request the workers admit is in flight at once never

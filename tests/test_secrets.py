@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -59,6 +60,7 @@ def _leaks(path: Path) -> list[str]:
     return [name for name, value in SECRETS.items() if any(value in text for text in texts)]
 
 
+@pytest.mark.slow
 def test_no_key_reaches_the_run_directory_the_store_or_the_report(tmp_path, monkeypatch):
     for name, value in SECRETS.items():
         monkeypatch.setenv(name, value)

@@ -150,6 +150,7 @@ def test_a_password_in_the_url_is_never_in_a_message(server):
 # -- a run with Dask workers sharing the server ---------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_dask_run_on_a_server_store_matches_a_local_run_and_a_rerun_pays_nothing(url, tmp_path):
     distributed = pytest.importorskip("distributed")
     from audit_server import audit_responder, fake_spec_document

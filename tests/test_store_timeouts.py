@@ -173,6 +173,7 @@ def test_a_restarted_server_is_one_line_and_the_next_statement_connects_again(pg
     assert store.get("judgment", "ab12")["status"] == "ok"  # a new connection, without a new Store
 
 
+@pytest.mark.slow
 def test_a_server_stopped_mid_run_ends_the_run_in_one_line_within_the_timeout(pg, tmp_path):
     from audit_server import audit_responder, fake_spec_document
     from fakeserver import FakeServer

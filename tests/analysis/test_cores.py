@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import threading
-import time
 
-import numpy as np
 import pytest
 
 from multiverse.analysis._kernel import _cores
@@ -19,17 +17,23 @@ def cores(request, monkeypatch):
 
 
 def test_in_order_gives_each_result_in_the_items_order_whatever_finishes_first(cores):
-    rng = np.random.default_rng(0)
-    delays = rng.random(40) / 200
-    threads = set()
+    # With more than one core, item 0 ends only once item 1 has: the later item finishes first
+    # however fast or loaded the machine (an event, not a sleep), and only if the two run side by side.
+    threads, finished = set(), []
+    one_done = threading.Event()
 
     def work(i):
         threads.add(threading.current_thread().name)
-        time.sleep(delays[i])  # later items often finish first
+        if i == 0 and cores > 1:
+            assert one_done.wait(timeout=300), "item 1 never ran beside item 0"
+        finished.append(i)
+        if i == 1:
+            one_done.set()
         return i * i
 
     assert list(_cores.in_order(work, range(40))) == [i * i for i in range(40)]
     assert (len(threads) > 1) == (cores > 1)
+    assert finished.index(1) < finished.index(0) if cores > 1 else finished == list(range(40))
 
 
 def test_in_order_holds_a_few_results_at_a_time(cores):

@@ -19,6 +19,7 @@ from multiverse.analysis import cohen_kappa, holm
 from multiverse.analysis._kernel._intervals import _wilson_bounds
 
 
+@pytest.mark.slow
 def test_holm_is_statsmodels_holm_value_for_value():
     rng = np.random.default_rng(0)
     cases = [[0.01, 0.04, 0.03, 0.2], [0.5, 0.5, 0.5], [1.0, 0.0], [0.3, 0.3, 0.01, 0.9, 0.9]]

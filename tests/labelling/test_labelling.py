@@ -71,6 +71,7 @@ def _run_folder(tmp_path, rng, cases=24):
     return folder, truth
 
 
+@pytest.mark.slow
 def test_sample_is_uniform_per_system_and_rollout_configuration(tmp_path, rng):
     folder, _ = _run_folder(tmp_path, rng)
     tables = load_run(folder)
