@@ -52,6 +52,7 @@ from multiverse.importers._directory import check_ci, resolve_primary, write_imp
 from multiverse.importers._guard import checked_names, import_budget
 from multiverse.importers._jsonl_table import JSONL_SUFFIXES, read_jsonl_table
 from multiverse.importers._losses import ImportLosses
+from multiverse.importers._table_labels import compliance_labels, mark_no_grade, no_grade_cells
 from multiverse.importers._table_scores import (
     check_score_arguments,
     expand,
@@ -59,16 +60,12 @@ from multiverse.importers._table_scores import (
     scored_primary,
     tie_warnings,
 )
+from multiverse.importers._unparsed import check_unparsed, count_import_unparsed
 from multiverse.results import Results
 from multiverse.tables import csv_header, positional
 
 __all__ = ["import_table", "read_label_table"]
 
-# Columns an import writes itself; an axis or factor column may not take these names.
-_TRUE = {"true", "1", "1.0"}
-_FALSE = {"false", "0", "0.0"}
-# Spellings of "no label" that spreadsheets and pandas write; never read as a category.
-_MISSING = {"nan", "na", "n/a", "null", "none", "<na>"}
 
 
 def read_label_table(path: str | os.PathLike, budget: ImportBudget | None = None) -> pd.DataFrame:
@@ -164,6 +161,8 @@ def import_table(
     max_rows: int | None = None,
     max_transcript_bytes: int | None = None,
     merge_look_alikes: bool = False,
+    no_grade: Sequence[str] = (),
+    unparsed: str | Sequence[str] = "exclude",
 ) -> Results:
     """Import a label table into ``out_dir``; see the module docstring.
 
@@ -184,6 +183,10 @@ def import_table(
     ``reference`` names a pairwise table's reference system, which is never
     ranked (:mod:`multiverse.importers._table_scores`).
 
+    ``no_grade`` names label (or score) values that mean the grader answered without a grade:
+    such a row is ``judge_failed``, reason ``no grade: VALUE``, and ``unparsed`` (a
+    ``scoring.unparsed`` policy, or several: an axis) counts it (:mod:`._unparsed`).
+
     Bounds (:class:`multiverse.core.ImportBudget`): ``max_bytes`` of table
     (uncompressed), ``max_rows`` rows, ``max_transcript_bytes`` per transcript.
     Two systems, items, options or levels that look alike are refused unless
@@ -195,6 +198,7 @@ def import_table(
     axes, factors = list(axes), list(factors)
     check_ci(ci)
     check_rate_direction(rate)
+    policies = check_unparsed(unparsed)
     budget = import_budget(max_bytes, max_rows, max_transcript_bytes)
     check_output_dir(out_dir, kind="import", inputs=[path], force=force)
     frame = read_label_table(path, budget)
@@ -214,12 +218,13 @@ def import_table(
     merge = bool(merge_look_alikes)
     axis_values = {axis: _names(path, frame[axis], axis, merge) for axis in axes}
     systems = _names(path, frame[system], system, merge)
+    column, ungraded = no_grade_cells(frame[label], no_grade)
     if score is None:
         scored = None
-        compliant, empty = _compliance(path, frame[label], label, positive, list(negative or []))
+        compliant, empty = compliance_labels(path, column, label, positive, list(negative or []))
     else:
         assert scale is not None
-        scored = read_scores(path, frame[label], label, scale, nfc(reference) if reference else None, systems)
+        scored = read_scores(path, column, label, scale, nfc(reference) if reference else None, systems)
         compliant, empty = np.zeros(len(frame), dtype=bool), scored[1]
     items = _names(path, frame[item], item, merge)
 
@@ -239,10 +244,12 @@ def import_table(
 
     warnings = []
     what = "label" if scored is None else "score"
-    if empty.any():
-        warnings.append(f"{path}: {label}: {int(empty.sum())} rows have a missing {what} and are excluded "
-                        f"(status excluded, reason 'missing {what}'), not counted as non-compliant")
+    missing = empty & ~ungraded
+    if missing.any():
+        warnings.append(f"{path}: {label}: {int(missing.sum())} rows have a missing {what} and are "
+                        f"excluded (status excluded, reason 'missing {what}'), not counted as non-compliant")
         verdicts["reason"] = np.where(empty, f"missing {what}", "")
+    mark_no_grade(verdicts, frame[label], ungraded)
     # The rationales belong to the table's rows, before scoring options repeat them per universe.
     criteria = (rationale_criteria(verdicts, frame[optional["rationale"]], label)
                 if "rationale" in optional else None)
@@ -253,6 +260,7 @@ def import_table(
         warnings += tie_warnings(verdicts, record, label)
         verdicts, axes, choices = expand(verdicts, axes, record, cuts)
         primary = scored_primary(primary, record, cuts)
+    verdicts, axes, choices = _count_unparsed(verdicts, axes, choices, record, policies)
     rates = compute_rates(verdicts, axes=axes, factors=factors, ci=ci, scoring=choices, scale=record)
     options = (
         verdicts.drop_duplicates("universe_id").set_index("universe_id")[axes].to_dict("index")
@@ -261,10 +269,23 @@ def import_table(
     )
     manifest = _manifest(path, axes, factors, choices, options, primary, warnings, ci, record, cuts,
                          input={"system": system, "item": item, "label": label, "positive": positive,
-                                "negative": list(negative or []), "missing_labels": int(empty.sum()), **optional})
+                                "negative": list(negative or []), "missing_labels": int(missing.sum()),
+                                "no_grade": list(map(str, no_grade)), **optional})
     return write_import_dir(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
-                            transcripts=transcripts, budget=budget, rate=rate,
+                            transcripts=transcripts, budget=budget, rate=rate, unparsed=policies,
                             losses=_unused(path, frame, {system, item, label, *axes, *factors, *optional.values()}))
+
+
+def _count_unparsed(verdicts: pd.DataFrame, axes: list[str], choices: pd.DataFrame | None, record: Any,
+                    policies: list[str]) -> tuple[pd.DataFrame, list[str], pd.DataFrame | None]:
+    """The verdicts with their unparsed replies counted (several policies: an axis), and each universe's choice."""
+    kind = ("binary", 0.0, 1.0) if record is None else (record.type, record.min, record.max)
+    verdicts, axes, origin = count_import_unparsed(verdicts, axes, policies, dict.fromkeys(
+        verdicts["universe_id"].astype(str).unique(), kind))
+    if choices is not None:
+        choices = pd.DataFrame([{**row, "universe_id": new} for new, (old, _) in origin.items()
+                                for row in choices[choices["universe_id"] == old].to_dict("records")])
+    return verdicts, axes, choices
 
 
 def _unused(path: Path, frame: pd.DataFrame, used: set[str]) -> ImportLosses:
@@ -422,64 +443,6 @@ def _one_spelling(path: Path, name: str, names, hint: bool = False) -> None:
                          "expected each name in one spelling" + (", or `merge_look_alikes` to read them as one"
                                                                   if hint else ""),
                          param="merge_look_alikes" if hint else None)
-
-
-def _compliance(path: Path, column: pd.Series, name: str, positive: str | None,
-                negative: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(compliant, missing) boolean arrays from the label column; see the module docstring."""
-    text = column.astype("string").str.strip()
-    named = {str(v).strip() for v in ([positive] if positive is not None else []) + negative}
-    missing = (text.isna() | (text == "") | (text.str.lower().isin(_MISSING) & ~text.isin(named))).to_numpy(dtype=bool)
-    present = text[~missing]
-    if negative and positive is None:
-        raise InputError(f"{path}: {name}: `negative` needs `positive` too; expected both or neither",
-                         param="negative")
-    lowered = present.str.lower()
-    binary = pd.api.types.is_bool_dtype(column) or set(lowered) <= _TRUE | _FALSE
-    if positive is None:
-        if not binary:
-            raise InputError(
-                f"{path}: {name}: expected a binary label (true/false or 0/1), found {_some(present)}; "
-                "name the compliant value (`positive`) and the non-compliant ones (`negative`)", param="positive"
-            )
-        matches = _binary(lowered)
-    else:
-        wanted = str(positive).strip()
-        if wanted in {str(v).strip() for v in negative}:
-            raise InputError(f"{path}: {name}: {wanted!r} is named both by `positive` and by `negative`",
-                             param="positive")
-        if binary and not negative:
-            # Booleans and 0/1 compare by meaning: positive true matches True, 1 matches 1.0.
-            if wanted.lower() not in _TRUE | _FALSE:
-                raise InputError(f"{path}: {name}: `positive` {positive!r} is not a value of the binary label column",
-                                 param="positive")
-            matches = _binary(lowered) == (wanted.lower() in _TRUE)
-        else:
-            is_positive = (present == wanted).to_numpy(dtype=bool)
-            is_negative = present.isin([str(v).strip() for v in negative]).to_numpy(dtype=bool)
-            unexpected = present[~(is_positive | is_negative)]
-            if len(unexpected):
-                expected = (f"`negative` ({', '.join(map(repr, negative))})" if negative
-                            else "`negative` naming the non-compliant ones")
-                raise InputError(
-                    f"{path}: {name}: {len(unexpected)} labels are neither `positive` {wanted!r} nor in "
-                    f"`negative`: {_some(unexpected)}; expected each value named, by `positive` or "
-                    f"{expected} (labels are never guessed)", param="positive" if not negative else "negative"
-                )
-            matches = is_positive
-    compliant = np.zeros(len(column), dtype=bool)
-    compliant[~missing] = matches
-    return compliant, missing
-
-
-def _binary(lowered: pd.Series) -> np.ndarray:
-    return lowered.isin(_TRUE).to_numpy(dtype=bool)
-
-
-def _some(values: pd.Series) -> str:
-    distinct = list(dict.fromkeys(values.tolist()))
-    shown = ", ".join(map(str, distinct[:5]))
-    return shown + (f", ... ({len(distinct)} distinct)" if len(distinct) > 5 else "")
 
 
 def _universe_ids(combos: pd.DataFrame, axes: list[str]) -> np.ndarray:
