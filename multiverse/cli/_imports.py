@@ -26,6 +26,7 @@ def cmd_import(args) -> int:
               "force": args.force,
               **{name: getattr(args, name) for name in ("max_bytes", "max_rows", "max_transcript_bytes")}}
     common["merge_look_alikes"] = args.merge_look_alikes
+    common["unparsed"] = args.unparsed or "exclude"
     if args.source_kind == "inspect":
         result = import_inspect(args.logs, args.out, scorer=args.scorer, system_role=args.system_role,
                                 judge_role=args.judge_role, partial=args.partial, factors=args.factor,
@@ -42,11 +43,12 @@ def cmd_import(args) -> int:
                               factors=args.factor, positive=args.positive, negative=args.negative, out_dir=args.out,
                               score=args.score, scale=args.scale, cuts=args.cut, reference=args.reference,
                               order=args.order, verdict=args.verdict, combine=args.combine,
-                              **common, **_table_columns(args))
+                              no_grade=args.no_grade, **common, **_table_columns(args))
     for warning in result.warnings:
         say(f"warning: {warning}", file=sys.stderr)
     for line in loss_lines(result.manifest) if result.manifest is not None else []:
         say(line, file=sys.stderr)  # one line per kind of loss and per thing dropped: silence means none
+    _say_counted(result.verdicts)
     v = result.verdicts
     what = "score" if "score" in v.columns and v["score"].notna().any() else "label"
     missing = int((v["reason"] == f"missing {what}").sum()) if "reason" in v.columns else 0
@@ -56,6 +58,16 @@ def cmd_import(args) -> int:
           f"(axes: {', '.join(result.axes) or 'none'}) into {result.out_dir}; "
           f"primary: {primary if primary else 'none declared'}")
     return 0
+
+
+def _say_counted(verdicts) -> None:
+    """How many ok verdicts are unparsed replies --unparsed counted: ok now, so said apart from the graded."""
+    from ..analysis import counted_unparsed
+
+    counted = counted_unparsed(verdicts)
+    if counted:
+        say("of the ok verdicts, unparsed replies counted by --unparsed: "
+            + ", ".join(f"{n} {policy}" for policy, n in counted.items()), file=sys.stderr)
 
 
 def _table_columns(args) -> dict:

@@ -274,6 +274,9 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--positive", metavar="VALUE", help="the label value that means compliant (for category labels)")
     q.add_argument("--negative", nargs="+", metavar="VALUE",
                    help="with --positive: the label value(s) that mean non-compliant; any other value is refused")
+    q.add_argument("--no-grade", action="append", default=[], metavar="VALUE",
+                   help="a label (or score) value meaning the grader answered without a grade: judge_failed, "
+                        "counted as --unparsed says (repeatable)")
     _table_columns(q)
     q.add_argument("--out", type=Path, required=True, help="the import directory to write")
     _import_flags(q)
@@ -463,6 +466,9 @@ def _import_flags(q: argparse.ArgumentParser) -> None:
     q.add_argument("--rate", choices=("compliance", "violation"), default="compliance",
                    help="which way the import's figures, tables and pages read a rate, as a spec's report.rate "
                         "(default: compliance; the tables on disk stay in compliance terms)")
+    q.add_argument("--unparsed", action="append", choices=("exclude", "against", "tie"), metavar="POLICY",
+                   help="how a grader reply with no grade counts, as a spec's scoring.unparsed: exclude (default), "
+                        "against (a fail, the lowest score) or tie (pairwise); repeated: an 'unparsed' axis")
     q.add_argument("--force", action="store_true", help="write into an --out folder that holds other files or a run")
     q.add_argument("--max-bytes", type=_size, metavar="SIZE", help="bytes the import may read (all inputs, uncompressed) "
                    "and write as transcripts, e.g. 512M (default: 256M; over it an import may need more than 2 GB)")

@@ -51,9 +51,9 @@ from multiverse.core import OK, RESERVED_NAMES, SCORING_RULES, digest, universe_
 from multiverse.errors import InputError
 from multiverse.importers._assert_runs import (
     AssertRun,
-    model_name,
     option_name,
     read_run,
+    run_targets,
 )
 from multiverse.importers._directory import (
     check_ci,
@@ -61,6 +61,7 @@ from multiverse.importers._directory import (
     write_import_dir,
 )
 from multiverse.importers._guard import import_budget, one_name_each
+from multiverse.importers._unparsed import check_unparsed, count_import_unparsed
 from multiverse.results import Results
 
 __all__ = ["INFERRED_AXES", "import_assert"]
@@ -82,7 +83,7 @@ def import_assert(
     force: bool = False,
     max_bytes: int | None = None,
     max_rows: int | None = None,
-    max_transcript_bytes: int | None = None, merge_look_alikes: bool = False,
+    max_transcript_bytes: int | None = None, merge_look_alikes: bool = False, unparsed: str | Sequence[str] = "exclude",
 ) -> Results:
     """Import ASSERT run directories into ``out_dir``; see the module docstring.
 
@@ -94,6 +95,7 @@ def import_assert(
     one of the runs, nor inside one (see :func:`multiverse.tables._places.check_output_dir`; ``force``
     allows a folder holding other files). Returns the Results with verdicts, criteria and rates; bad input
     raises InputError and writes nothing. Bounds: ``max_bytes`` of run files, ``max_rows`` JSON lines.
+    ``unparsed``: how a criterion left without a label counts (``scoring.unparsed``; several: an axis).
     """
     from multiverse.tables import check_output_dir
 
@@ -102,6 +104,7 @@ def import_assert(
     if not run_dirs:
         raise InputError("run_dirs: expected at least one ASSERT run directory", param="run_dirs")
     check_ci(ci)
+    policies = check_unparsed(unparsed)
     budget = import_budget(max_bytes, max_rows, max_transcript_bytes)
     check_output_dir(out_dir, kind="import", input_dirs=run_dirs, force=force)
     rules = [scoring] if isinstance(scoring, str) else list(scoring)
@@ -130,11 +133,10 @@ def import_assert(
 
     verdicts, criteria = _score(transcripts, criteria, samples, rules, axis_names, factors)
     verdicts, criteria = one_name_each(verdicts, criteria, axis_names, factors, merge=bool(merge_look_alikes))
+    verdicts, axis_names, _ = count_import_unparsed(verdicts, axis_names, policies, _binary_scales(verdicts))
     rates = compute_rates(verdicts, axes=axis_names, factors=factors, ci=ci)
     universes = verdicts.drop_duplicates("universe_id")
-    options = {
-        row["universe_id"]: {axis: row[axis] for axis in axis_names} for _, row in universes.iterrows()
-    }
+    options = {row["universe_id"]: {axis: row[axis] for axis in axis_names} for _, row in universes.iterrows()}
     manifest = {
         "source": "assert",
         "axes": axis_names,
@@ -154,7 +156,12 @@ def import_assert(
         "ci": ci,
         "level": 0.95,
     }
-    return write_import_dir(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest, rate=rate)
+    return write_import_dir(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest, rate=rate,
+                            unparsed=policies)
+
+
+def _binary_scales(verdicts: pd.DataFrame) -> dict[str, tuple[str, float, float]]:
+    return dict.fromkeys(verdicts["universe_id"].astype(str).unique(), ("binary", 0.0, 1.0))
 
 
 def _check_distinct(runs: list[AssertRun]) -> None:
@@ -209,31 +216,10 @@ def _parse_axes(axes) -> dict[str, dict[str, str]]:
     return parsed
 
 
-def _targets(run: AssertRun) -> list[str]:
-    targets = [str(row.get("target") or "") for _, row in run.scores]
-    targets += [key[2] for key in run.inference]
-    named = [t for t in dict.fromkeys(targets) if t]
-    return named or [_config_target(run)]
-
-
-def _config_target(run: AssertRun) -> str:
-    target = ((run.config.get("pipeline") or {}).get("inference") or {}).get("target")
-    if isinstance(target, dict):
-        name = model_name(target.get("model")) or target.get("callable") or target.get("name")
-    else:
-        name = target
-    if not name:
-        raise InputError(
-            f"{run.path / 'config.yaml'}: pipeline.inference.target: expected the system's name "
-            "(no score row names a target)"
-        )
-    return str(name)
-
-
 def _separate_collisions(runs, run_options, axis_names, *, explicit: bool, warnings: list[str]) -> None:
     """Two runs with the same options and a common target would give one system two verdicts."""
     for run in runs:
-        run.targets = _targets(run)
+        run.targets = run_targets(run)
     seen: dict[tuple, AssertRun] = {}
     for run, options in zip(runs, run_options):
         for target in run.targets:

@@ -20,7 +20,7 @@ from multiverse.errors import InputError, SpecError
 from multiverse.importers._guard import import_budget, text_only
 from multiverse.tables import folder_file
 
-__all__ = ["SCHEMA_VERSIONS", "AssertRun", "model_name", "option_name", "read_run"]
+__all__ = ["SCHEMA_VERSIONS", "AssertRun", "model_name", "option_name", "read_run", "run_targets"]
 
 #: The ``schema_version`` of artifacts.json and manifest.json this importer knows (ASSERT 0.2,
 #: shared/formats/assert.md); a file without one is read as this version.
@@ -299,3 +299,25 @@ def _row_value(run: AssertRun, name: str) -> str | None:
             f"{run.path / 'scores.jsonl'}: {name}: expected one value per run, found {', '.join(sorted(values))}"
         )
     return values.pop() if values else None
+
+
+def run_targets(run: AssertRun) -> list[str]:
+    """The systems a run's score rows and transcripts name, else its config's target."""
+    targets = [str(row.get("target") or "") for _, row in run.scores]
+    targets += [key[2] for key in run.inference]
+    named = [t for t in dict.fromkeys(targets) if t]
+    return named or [_config_target(run)]
+
+
+def _config_target(run: AssertRun) -> str:
+    target = ((run.config.get("pipeline") or {}).get("inference") or {}).get("target")
+    if isinstance(target, dict):
+        name = model_name(target.get("model")) or target.get("callable") or target.get("name")
+    else:
+        name = target
+    if not name:
+        raise InputError(
+            f"{run.path / 'config.yaml'}: pipeline.inference.target: expected the system's name "
+            "(no score row names a target)"
+        )
+    return str(name)

@@ -123,7 +123,8 @@ def write_judged_import(source: str, out_dir: str | os.PathLike, *, verdicts: pd
                         scale: dict[str, Any] | None = None, budget: Any = None, losses: Any = None,
                         options: dict[str, dict[str, Any]] | None = None,
                         universe_scales: dict[str, dict[str, Any]] | None = None,
-                        universe_scoring: dict[str, dict[str, Any]] | None = None, rate: str = "compliance") -> Results:
+                        universe_scoring: dict[str, dict[str, Any]] | None = None, rate: str = "compliance",
+                        unparsed: Sequence[str] = ("exclude",)) -> Results:
     """Write a harness's import (one universe per judge when there are several) and return its Results.
 
     Inspect's, promptfoo's and lm-eval's imports share this shape: a single judge's column is dropped,
@@ -157,7 +158,7 @@ def write_judged_import(source: str, out_dir: str | os.PathLike, *, verdicts: pd
     if "judge" in verdicts.columns and "judge" not in axes:
         verdicts = verdicts.drop(columns="judge")
     return write_import_dir(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
-                            transcripts=transcripts, budget=budget, losses=losses, rate=rate)
+                            transcripts=transcripts, budget=budget, losses=losses, rate=rate, unparsed=unparsed)
 
 
 def _universe_entry(uid: str, options: dict[str, Any], *, scale: dict[str, Any] | None,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -25,6 +26,7 @@ from multiverse.core import CI_METHODS, SCHEMA_VERSION, ImportBudget, check_rate
 from multiverse.errors import InputError
 from multiverse.importers._guard import check_storable, checked_transcripts, import_budget, one_name_each
 from multiverse.importers._losses import ImportLosses
+from multiverse.importers._unparsed import UNPARSED_AXIS, unparsed_manifest
 from multiverse.results import Results
 from multiverse.tables import with_score_column, write_run_folder
 
@@ -79,6 +81,7 @@ def write_import_dir(
     budget: ImportBudget | None = None,
     rate: str = "compliance",
     losses: ImportLosses | None = None,
+    unparsed: Sequence[str] = ("exclude",),
 ) -> Results:
     """Write the tables and manifest into ``out_dir`` (created if needed), each file atomically.
 
@@ -90,14 +93,20 @@ def write_import_dir(
     ``rate`` (``compliance`` or ``violation``) is the import's ``report.rate``: which way its figures, tables and
     pages read a rate, as a run's spec says (the manifest's ``rate``); the tables stay in compliance terms.
     The manifest gets the rows per status and per kind of loss, and what ``losses`` says was
-    dropped (``importers._losses``: one contract for every importer).
+    dropped (``importers._losses``: one contract for every importer), and ``unparsed``: the
+    ``scoring.unparsed`` policy the verdicts were counted by (``importers._unparsed``), or the
+    options of the ``unparsed`` axis several make (a reading of the same judgments: a loss counts once).
     """
     one_name_each(verdicts, criteria, list(manifest.get("axes", [])), list(manifest.get("factors", [])))
     check_storable(verdicts)
     transcripts = checked_transcripts(transcripts, budget or import_budget(), "transcripts")
     verdicts = with_score_column(verdicts)  # the results returned hold what the folder holds
+    losses = losses or ImportLosses()
+    if len(unparsed) > 1:
+        losses = replace(losses, readings=(*losses.readings, UNPARSED_AXIS))
     manifest = {"schema_version": SCHEMA_VERSION, **manifest, "rate": check_rate_direction(rate),
-                **(losses or ImportLosses()).manifest_fields(verdicts, list(manifest.get("axes", [])))}
+                "unparsed": unparsed_manifest(unparsed),
+                **losses.manifest_fields(verdicts, list(manifest.get("axes", [])))}
     # One writer for run and import folders: the same atomic files, manifest last.
     out = write_run_folder(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
                            transcripts=transcripts)

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +54,9 @@ from multiverse.importers._columns import write_judged_import
 from multiverse.importers._directory import check_ci
 from multiverse.importers._guard import checked_names, import_budget
 from multiverse.importers._inspect_log import InspectLog, read_inspect_log
-from multiverse.importers._inspect_universes import inspect_rates, inspect_verdicts, metric_notes
+from multiverse.importers._inspect_universes import Built, inspect_rates, inspect_verdicts, metric_notes
 from multiverse.importers._losses import ImportLosses
+from multiverse.importers._unparsed import check_unparsed, count_import_unparsed, rekeyed, with_policy
 from multiverse.results import Results
 
 __all__ = ["import_inspect"]
@@ -81,6 +83,7 @@ def import_inspect(
     max_rows: int | None = None,
     max_transcript_bytes: int | None = None,
     merge_look_alikes: bool = False,
+    unparsed: str | Sequence[str] = "exclude",
 ) -> Results:
     """Import Inspect logs (or ``eval-set`` folders of them) into ``out_dir``; see the module docstring.
 
@@ -94,7 +97,8 @@ def import_inspect(
     Bounds (:class:`multiverse.core.ImportBudget`): ``max_bytes`` of logs, counted
     inflated, and of transcripts; ``max_rows`` samples x epochs;
     ``max_transcript_bytes`` per transcript. Systems, judges or levels that look
-    alike are refused unless ``merge_look_alikes`` reads them as one.
+    alike are refused unless ``merge_look_alikes`` reads them as one. ``unparsed``: how an
+    unscored sample (no grade) counts, a ``scoring.unparsed`` policy or several (an axis).
     """
     from multiverse.tables import check_output_dir
 
@@ -103,6 +107,7 @@ def import_inspect(
         raise InputError("logs: expected at least one Inspect log", param="logs")
     check_ci(ci)
     check_rate_direction(rate)
+    policies = check_unparsed(unparsed)
     if not (isinstance(partial, (int, float)) and 0 <= partial <= 1):
         raise InputError(f"partial: {partial!r}; expected a score from 0 to 1 for a P", param="partial")
     scales = _scales(scale)
@@ -122,7 +127,8 @@ def import_inspect(
     for log in read:
         for what, (n, why) in log.dropped.items():
             losses.drop(what, where=str(log.path), count=n, why=why)
-    built = inspect_verdicts(read, factors=factors, partial=float(partial), scales=scales)
+    built = _count_unparsed(inspect_verdicts(read, factors=factors, partial=float(partial), scales=scales),
+                             policies)
     rates = inspect_rates(built, factors=factors, ci=ci)
     if "scorer" in built.axes:  # a dict scorer's keys (NAME:KEY) are one call of NAME: one judgment lost, not one per key
         losses.calls["scorer"] = {o: o.split(":", 1)[0] for o in built.verdicts["scorer"].astype(str).unique()}
@@ -137,7 +143,8 @@ def import_inspect(
                                                          "judge_role": judge_role, "system_role": system_role,
                                                          "partial": float(partial), "metrics": built.metrics},
                                ci=ci, estimator=built.estimator, scale=built.scale, budget=budget,
-                               options=built.options, universe_scales=built.universe_scales, losses=losses, rate=rate)
+                               options=built.options, universe_scales=built.universe_scales, losses=losses, rate=rate,
+                               unparsed=policies)
 
 
 def _scales(scale: Any) -> dict[str, tuple[float, float]]:
@@ -227,6 +234,17 @@ def _pairing_notes(verdicts: Any, axes: list[str]) -> list[str]:
               "no output is shared, so agreement pairs the judges by sample and epoch, not on the transcript")
     return [f"{differ:,} of {len(per_unit):,} (system, sample, epoch) units have different solver output in the "
             f"judges' logs (the judges did not grade the same conversation there): {paired}"]
+
+
+def _count_unparsed(built: Built, policies: list[str]) -> Built:
+    """``built`` with its unscored samples counted as ``policies`` say (``importers._unparsed``)."""
+    ends = {uid: (built.scale["type"], float(built.universe_scales.get(uid, built.scale).get("min", 0.0)),
+                  float(built.universe_scales.get(uid, built.scale).get("max", 1.0))) for uid in built.options}
+    verdicts, axes, origin = count_import_unparsed(built.verdicts, built.axes, policies, ends)
+    metrics = [{**m, "universe_id": new} for m in built.metrics for new, (old, _) in origin.items()
+               if old == m["universe_id"]]
+    return replace(built, verdicts=verdicts, axes=axes, options=with_policy(built.options, origin, axes),
+                   universe_scales=rekeyed(built.universe_scales, origin), metrics=metrics)
 
 
 def _log_entry(log: InspectLog) -> dict[str, Any]:

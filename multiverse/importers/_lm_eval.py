@@ -47,6 +47,7 @@ from multiverse.importers._columns import row_keys, write_judged_import
 from multiverse.importers._directory import check_ci
 from multiverse.importers._guard import checked_names, import_budget, text_only
 from multiverse.importers._losses import ImportLosses
+from multiverse.importers._unparsed import check_unparsed, count_import_unparsed, with_policy
 from multiverse.results import Results
 
 __all__ = ["import_lm_eval"]
@@ -81,6 +82,7 @@ def import_lm_eval(
     max_transcript_bytes: int | None = None,
     merge_look_alikes: bool = False,
     rate: str = "compliance",
+    unparsed: str | Sequence[str] = "exclude",
 ) -> Results:
     """Import lm-eval results files (or the folders holding them) into ``out_dir``; see the module docstring.
 
@@ -89,13 +91,16 @@ def import_lm_eval(
     (:class:`multiverse.core.ImportBudget`): ``max_bytes`` of results and samples files,
     ``max_rows`` samples, ``max_transcript_bytes`` per transcript. Models or levels that
     look alike are refused unless ``merge_look_alikes`` reads them as one. ``rate`` is the way the
-    import's figures read a rate (the manifest's ``rate``), as for every import.
+    import's figures read a rate (the manifest's ``rate``), as for every import. ``unparsed`` is taken
+    as every import takes it (several: an axis), though lm-eval scores every sample itself (a reply
+    its filter found no answer in is its metric's 0), so no row is an unparsed reply.
     """
     from multiverse.analysis import compute_rates
     from multiverse.core import check_rate_direction
     from multiverse.tables import ScaleRecord, check_output_dir
 
     check_rate_direction(rate)
+    policies = check_unparsed(unparsed)
     paths = [Path(p) for p in ([sources] if isinstance(sources, (str, os.PathLike)) else sources)]
     if not paths:
         raise InputError("sources: expected at least one lm-eval results file or output folder", param="sources")
@@ -127,9 +132,12 @@ def import_lm_eval(
     verdicts = frame[["universe_id", *axes, *all_factors, "system", "case_id", "replicate", "transcript_key",
                       "judgment_key", "status", "reason", "compliant", "score"]].copy()
     scale = ScaleRecord(type="continuous", min=0.0, max=1.0)
-    rates = compute_rates(verdicts, axes=axes, factors=all_factors, ci=ci, estimator="mean", scale=scale)
     options = {uid: {axis: row[axis] for axis in axes}
                for uid, row in frame.drop_duplicates("universe_id").set_index("universe_id").iterrows()}
+    verdicts, axes, origin = count_import_unparsed(verdicts, axes, policies, dict.fromkeys(options, (
+        "continuous", 0.0, 1.0)))
+    options = with_policy(options, origin, axes)
+    rates = compute_rates(verdicts, axes=axes, factors=all_factors, ci=ci, estimator="mean", scale=scale)
     warnings = _figure_notes(runs, rates, axes, systems, set(frame[["task", "metric", "filter"]].itertuples(
         index=False, name=None)))
     figures = [{"file": str(r.path), "system": r.system, "lm_eval_version": r.version, "results": r.figures} for r in runs]
@@ -137,7 +145,8 @@ def import_lm_eval(
     return write_judged_import("lm-eval", out_dir, verdicts=verdicts, criteria=None, rates=rates,
                                transcripts=transcripts, axes=axes, factors=all_factors, primary=primary,
                                warnings=warnings, input={"files": figures}, ci=ci, estimator="mean",
-                               scale=scale.model_dump(), budget=budget, losses=losses, options=options, rate=rate)
+                               scale=scale.model_dump(), budget=budget, losses=losses, options=options, rate=rate,
+                               unparsed=policies)
 
 
 def _factor_names(factors: Sequence[str]) -> list[str]:
@@ -314,6 +323,8 @@ def _figure_notes(runs: list[_Run], rates: pd.DataFrame, axes: list[str], system
                 for axis, option in (("filter", filter_name), ("metric", metric)):
                     if axis in axes:
                         row = row[row[axis] == option]
+                if "unparsed" in axes and len(row):  # no row is unparsed: every policy's rate is the same
+                    row = row[row["unparsed"] == row["unparsed"].iloc[0]]
                 if len(row) != 1:
                     continue  # a metric the import left out (listed as dropped)
                 stderr = figures.get(f"{metric}_stderr,{filter_name}")

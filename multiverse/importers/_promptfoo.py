@@ -51,9 +51,13 @@ from multiverse.importers._directory import check_ci
 from multiverse.importers._guard import checked_names, import_budget
 from multiverse.importers._losses import ImportLosses
 from multiverse.importers._promptfoo_file import PromptfooFile, read_promptfoo_file
+from multiverse.importers._unparsed import check_unparsed, count_import_unparsed, with_policy
 from multiverse.results import Results
 
 __all__ = ["import_promptfoo"]
+
+# An unparsed reply on a pass/fail universe is counted on the labels.
+_BINARY = ("binary", 0.0, 1.0)
 
 #: Why what promptfoo records of each result is not imported.
 _UNREAD = {"response.tokenUsage, cost and latencyMs": "promptfoo's bookkeeping of each call, not a verdict",
@@ -73,6 +77,7 @@ def import_promptfoo(
     max_rows: int | None = None,
     max_transcript_bytes: int | None = None,
     merge_look_alikes: bool = False,
+    unparsed: str | Sequence[str] = "exclude",
 ) -> Results:
     """Import promptfoo result files into ``out_dir``; see the module docstring.
 
@@ -81,7 +86,8 @@ def import_promptfoo(
     (:class:`multiverse.core.ImportBudget`): ``max_bytes`` of result files,
     ``max_rows`` results, ``max_transcript_bytes`` per prompt and output.
     Systems, graders or levels that look alike are refused unless
-    ``merge_look_alikes`` reads them as one.
+    ``merge_look_alikes`` reads them as one. ``unparsed``: how a grader reply promptfoo could not
+    read (no grade) counts, a ``scoring.unparsed`` policy or several (an axis).
     """
     from multiverse.tables import check_output_dir
 
@@ -90,6 +96,7 @@ def import_promptfoo(
         raise InputError("results_files: expected at least one promptfoo result file", param="results_files")
     check_ci(ci)
     check_rate_direction(rate)
+    policies = check_unparsed(unparsed)
     factors = list(factors)
     for factor in factors:
         if factor in RESERVED_NAMES or factor == "judge":
@@ -112,22 +119,30 @@ def import_promptfoo(
     weighted = any(row.weighted for f in read for row in f.rows)
     if not weighted:
         verdicts["score"] = np.nan  # no weights, no threshold: the pass is the measurement, the criteria keep scores
+        options = {uid: ({"judge": judge} if axes else {}) for uid, judge in
+                   verdicts.drop_duplicates("universe_id")[["universe_id", "judge"]].itertuples(index=False)}
+        verdicts, axes, origin = count_import_unparsed(verdicts, axes, policies, dict.fromkeys(options, _BINARY))
         rates = import_rates(verdicts, axes=axes, factors=factors, ci=ci, scale={"type": "binary"},
                              source=str(paths[0]))
         return write_judged_import("promptfoo", out_dir, verdicts=verdicts, criteria=criteria, rates=rates,
                                    transcripts=transcripts, axes=axes, factors=factors, primary=primary,
                                    warnings=warnings, input=_input(read), ci=ci, estimator="pooled", budget=budget,
-                                   losses=losses, rate=rate)
+                                   losses=losses, rate=rate, options=with_policy(options, origin, axes),
+                                   unparsed=policies)
     verdicts, axes, primary = _scoring_axis(verdicts, axes, primary)
+    # The pass reads labels, the weighted score a 0-1 scale: an unparsed reply counted against is a fail, or 0.
+    scales = {uid: _BINARY if kind == "pass" else ("continuous", 0.0, 1.0) for uid, kind in
+              verdicts.drop_duplicates("universe_id")[["universe_id", "scoring"]].itertuples(index=False)}
+    verdicts, axes, _ = count_import_unparsed(verdicts, axes, policies, scales)
     return write_scored_import(verdicts, axes, factors, criteria=criteria, transcripts=transcripts, primary=primary,
                                warnings=warnings, input=_input(read), ci=ci, out_dir=out_dir, budget=budget,
-                               losses=losses, rate=rate)
+                               losses=losses, rate=rate, unparsed=policies)
 
 
 def write_scored_import(verdicts: pd.DataFrame, axes: list[str], factors: list[str], *, criteria: pd.DataFrame,
                         transcripts: Any, primary: dict[str, str] | None, warnings: list[str], input: dict[str, Any],
                         ci: str, out_dir: str | os.PathLike, budget: Any, losses: ImportLosses,
-                        rate: str = "compliance") -> Results:
+                        rate: str = "compliance", unparsed: Sequence[str] = ("exclude",)) -> Results:
     """Write an import whose ``scoring`` axis reads promptfoo's pass (pooled) and its weighted score (mean, 0-1)."""
     from multiverse.analysis import compute_rates
     from multiverse.tables import ScaleRecord
@@ -147,7 +162,7 @@ def write_scored_import(verdicts: pd.DataFrame, axes: list[str], factors: list[s
     return write_judged_import("promptfoo", out_dir, verdicts=verdicts, criteria=criteria, rates=rates,
                                transcripts=transcripts, axes=axes, factors=factors, primary=primary, warnings=warnings,
                                input=input, ci=ci, estimator=None, scale=scale.model_dump(), budget=budget,
-                               losses=losses, options=options, universe_scoring=scoring, rate=rate)
+                               losses=losses, options=options, universe_scoring=scoring, rate=rate, unparsed=unparsed)
 
 
 def _input(read: list[PromptfooFile]) -> dict[str, Any]:

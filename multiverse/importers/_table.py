@@ -52,7 +52,7 @@ from multiverse.importers._directory import check_ci, resolve_primary, write_imp
 from multiverse.importers._guard import checked_names, import_budget
 from multiverse.importers._jsonl_table import JSONL_SUFFIXES, read_jsonl_table
 from multiverse.importers._losses import ImportLosses
-from multiverse.importers._table_labels import compliance as _compliance
+from multiverse.importers._table_labels import compliance_labels, mark_no_grade, no_grade_cells
 from multiverse.importers._table_orders import both_orders, pairwise_columns
 from multiverse.importers._table_scores import (
     check_score_arguments,
@@ -61,6 +61,7 @@ from multiverse.importers._table_scores import (
     scored_primary,
     tie_warnings,
 )
+from multiverse.importers._unparsed import check_unparsed, count_import_unparsed
 from multiverse.results import Results
 from multiverse.tables import csv_header, positional
 
@@ -164,6 +165,8 @@ def import_table(
     max_rows: int | None = None,
     max_transcript_bytes: int | None = None,
     merge_look_alikes: bool = False,
+    no_grade: Sequence[str] = (),
+    unparsed: str | Sequence[str] = "exclude",
 ) -> Results:
     """Import a label table into ``out_dir``; see the module docstring.
 
@@ -187,6 +190,10 @@ def import_table(
     read as pairwise scores, and ``combine`` the rules that add both games combined as options of the
     order axis (:mod:`multiverse.importers._table_orders`).
 
+    ``no_grade`` names label (or score) values that mean the grader answered without a grade:
+    such a row is ``judge_failed``, reason ``no grade: VALUE``, and ``unparsed`` (a
+    ``scoring.unparsed`` policy, or several: an axis) counts it (:mod:`._unparsed`).
+
     Bounds (:class:`multiverse.core.ImportBudget`): ``max_bytes`` of table
     (uncompressed), ``max_rows`` rows, ``max_transcript_bytes`` per transcript.
     Two systems, items, options or levels that look alike are refused unless
@@ -198,6 +205,7 @@ def import_table(
     axes, factors = list(axes), list(factors)
     check_ci(ci)
     check_rate_direction(rate)
+    policies = check_unparsed(unparsed)
     budget = import_budget(max_bytes, max_rows, max_transcript_bytes)
     check_output_dir(out_dir, kind="import", inputs=[path], force=force)
     frame = read_label_table(path, budget)
@@ -219,12 +227,13 @@ def import_table(
     merge = bool(merge_look_alikes)
     axis_values = {axis: _names(path, frame[axis], axis, merge) for axis in axes}
     systems = _names(path, frame[system], system, merge)
+    column, ungraded = no_grade_cells(frame[label], no_grade)
     if score is None:
         scored = None
-        compliant, empty = _compliance(path, frame[label], label, positive, list(negative or []))
+        compliant, empty = compliance_labels(path, column, label, positive, list(negative or []))
     else:
         assert scale is not None
-        scored = read_scores(path, frame[label], label, scale, nfc(reference) if reference else None, systems)
+        scored = read_scores(path, column, label, scale, nfc(reference) if reference else None, systems)
         compliant, empty = np.zeros(len(frame), dtype=bool), scored[1]
     items = _names(path, frame[item], item, merge)
 
@@ -244,10 +253,12 @@ def import_table(
 
     warnings = []
     what = "label" if scored is None else "score"
-    if empty.any():
-        warnings.append(f"{path}: {label}: {int(empty.sum())} rows have a missing {what} and are excluded "
-                        f"(status excluded, reason 'missing {what}'), not counted as non-compliant")
+    missing = empty & ~ungraded
+    if missing.any():
+        warnings.append(f"{path}: {label}: {int(missing.sum())} rows have a missing {what} and are "
+                        f"excluded (status excluded, reason 'missing {what}'), not counted as non-compliant")
         verdicts["reason"] = np.where(empty, f"missing {what}", "")
+    mark_no_grade(verdicts, frame[label], ungraded)
     # The rationales belong to the table's rows, before scoring options repeat them per universe.
     criteria = (rationale_criteria(verdicts, frame[optional["rationale"]], label)
                 if "rationale" in optional else None)
@@ -260,14 +271,16 @@ def import_table(
         warnings += tie_warnings(verdicts, record, label)
         verdicts, axes, choices = expand(verdicts, axes, record, cuts)
         primary = scored_primary(primary, record, cuts)
+    verdicts, axes, choices = _count_unparsed(verdicts, axes, choices, record, policies)
     rates = compute_rates(verdicts, axes=axes, factors=factors, ci=ci, scoring=choices, scale=record)
     options = _options(verdicts, axes, universe_ids)
     manifest = _manifest(path, axes, factors, choices, options, primary, warnings, ci, record, cuts,
                          input={"system": system, "item": item, "label": label, "positive": positive,
-                                "negative": list(negative or []), "missing_labels": int(empty.sum()), **optional,
-                                "order": order, "verdict": verdict, "combine": list(combine)})
+                               "negative": list(negative or []), "missing_labels": int(missing.sum()),
+                               "no_grade": list(map(str, no_grade)), **optional,
+                               "order": order, "verdict": verdict, "combine": list(combine)})
     return write_import_dir(out_dir, verdicts=verdicts, criteria=criteria, rates=rates, manifest=manifest,
-                            transcripts=transcripts, budget=budget, rate=rate,
+                            transcripts=transcripts, budget=budget, rate=rate, unparsed=policies,
                             losses=_unused(path, frame, {system, item, label, *axes, *factors, *optional.values()}))
 
 
@@ -276,6 +289,18 @@ def _options(verdicts: pd.DataFrame, axes: list[str], universe_ids: Any) -> dict
     if axes:
         return verdicts.drop_duplicates("universe_id").set_index("universe_id")[axes].to_dict("index")
     return {universe_ids[0]: {}}
+
+
+def _count_unparsed(verdicts: pd.DataFrame, axes: list[str], choices: pd.DataFrame | None, record: Any,
+                    policies: list[str]) -> tuple[pd.DataFrame, list[str], pd.DataFrame | None]:
+    """The verdicts with their unparsed replies counted (several policies: an axis), and each universe's choice."""
+    kind = ("binary", 0.0, 1.0) if record is None else (record.type, record.min, record.max)
+    verdicts, axes, origin = count_import_unparsed(verdicts, axes, policies, dict.fromkeys(
+        verdicts["universe_id"].astype(str).unique(), kind))
+    if choices is not None:
+        choices = pd.DataFrame([{**row, "universe_id": new} for new, (old, _) in origin.items()
+                                for row in choices[choices["universe_id"] == old].to_dict("records")])
+    return verdicts, axes, choices
 
 
 def _unused(path: Path, frame: pd.DataFrame, used: set[str]) -> ImportLosses:

@@ -1,23 +1,31 @@
-"""A table's compliance labels: boolean, 0/1, or a named category (``multiverse.importers._table``)."""
+"""The compliance labels of a table's label column (``import table``; see :mod:`._table`'s docstring).
+
+Labels are never guessed: booleans and 0/1 (any case), or categories that
+``positive`` and ``negative`` name; a value named by neither is refused, listed,
+and a missing one (the spellings of :data:`_MISSING` unless named) is missing.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from multiverse.core import JUDGE_FAILED
 from multiverse.errors import InputError
 
-__all__ = ["compliance"]
+__all__ = ["compliance_labels", "mark_no_grade", "no_grade_cells"]
 
+# What a binary label column holds, lower-cased.
 _TRUE = {"true", "1", "1.0"}
 _FALSE = {"false", "0", "0.0"}
 # Spellings of "no label" that spreadsheets and pandas write; never read as a category.
 _MISSING = {"nan", "na", "n/a", "null", "none", "<na>"}
 
 
-def compliance(path: Path, column: pd.Series, name: str, positive: str | None,
+def compliance_labels(path: Path, column: pd.Series, name: str, positive: str | None,
                 negative: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """(compliant, missing) boolean arrays from the label column; see the module docstring."""
     text = column.astype("string").str.strip()
@@ -73,3 +81,19 @@ def _some(values: pd.Series) -> str:
     distinct = list(dict.fromkeys(values.tolist()))
     shown = ", ".join(map(str, distinct[:5]))
     return shown + (f", ... ({len(distinct)} distinct)" if len(distinct) > 5 else "")
+
+
+def no_grade_cells(column: pd.Series, no_grade: Sequence[str]) -> tuple[pd.Series, np.ndarray]:
+    """(the column with each ``no_grade`` value read as a missing cell, where they were).
+
+    A value named as no grade is the grader's reply without a grade: read as missing here, so
+    no label or score is made of it, then made an unparsed reply (:func:`mark_no_grade`).
+    """
+    ungraded = column.astype("string").str.strip().isin([str(v).strip() for v in no_grade]).to_numpy(bool)
+    return (column.where(~ungraded) if ungraded.any() else column), ungraded
+
+
+def mark_no_grade(verdicts: pd.DataFrame, column: pd.Series, ungraded: np.ndarray) -> None:
+    """Make the ``ungraded`` rows ``judge_failed`` with reason ``no grade: VALUE`` (``core.unparsed_rows``)."""
+    verdicts.loc[ungraded, "status"] = JUDGE_FAILED
+    verdicts.loc[ungraded, "reason"] = "no grade: " + column.astype("string").str.strip()[ungraded].to_numpy(str)
