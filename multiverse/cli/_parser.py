@@ -1,7 +1,7 @@
 """The command line's flags: one subcommand per API entry point, each flag checked as it is parsed.
 
-Flag values that are numbers are checked by argparse types (``_count``,
-``_rate``, ``_budget``), so a bad value is refused with argparse's one line
+Flag values that are numbers are checked by argparse types (``count``,
+``rate``, ``budget``), so a bad value is refused with argparse's one line
 before any command runs.
 """
 
@@ -11,6 +11,21 @@ import argparse
 from pathlib import Path
 
 from multiverse.core import MAX_UNITS
+
+from ._values import (
+    MAX_BOOT,
+    MAX_JOBS,
+    budget,
+    count,
+    finite,
+    primary_option,
+    rate,
+    rate_or_primary,
+    scale,
+    scorer_scale,
+    size,
+    store_place,
+)
 
 __all__ = ["MAX_BOOT", "MAX_JOBS", "build_parser"]
 
@@ -65,8 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
         "and its own does not)",
     )
     p.add_argument("spec", type=Path)
-    p.add_argument("--store", type=_store_place, help=_STORE_HELP)
-    p.add_argument("--jobs", type=_count(1, MAX_JOBS), default=8,
+    p.add_argument("--store", type=store_place, help=_STORE_HELP)
+    p.add_argument("--jobs", type=count(1, MAX_JOBS), default=8,
                    help="the run's --jobs, for the wall-time estimate (default: 8)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
@@ -80,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("spec", type=Path)
     p.add_argument("--rubric", action="store_true", help="draft only a rubric from the concept (written to the rubric "
                    "file the spec names, else <spec>.rubric.yaml)")
-    p.add_argument("--store", type=_store_place, help=_STORE_HELP)
+    p.add_argument("--store", type=store_place, help=_STORE_HELP)
     p.add_argument("--force", action="store_true", help="overwrite existing draft files (checked before any model call)")
 
     p = command("run", "run every universe of a spec (only what is not stored yet) and write the run directory")
@@ -93,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=("local", "processes", "dask"), default="local",
                    help="where model calls run: this process (default), one worker process per core "
                         "(for many concurrent calls: --jobs 32 and up), or a Dask cluster")
-    p.add_argument("--max-units", type=_count(1), metavar="N",
+    p.add_argument("--max-units", type=count(1), metavar="N",
                    help=f"refuse a grid of more than N unique work units (case drafts, transcripts, judge calls), "
                         f"counted before anything runs (default: {MAX_UNITS:,})")
     p.add_argument("--scheduler", metavar="ADDRESS",
@@ -133,24 +148,24 @@ def build_parser() -> argparse.ArgumentParser:
             }[name])
         if name == "curve":
             p.add_argument("--system", action="append", help="only these systems (repeatable)")
-            p.add_argument("--threshold", type=_rate_or_primary, metavar="T|primary",
+            p.add_argument("--threshold", type=rate_or_primary, metavar="T|primary",
                            help="joint test of each system's rate against this rate (between 0 and 1), "
                                 "or 'primary': against its own rate in the primary universe (the default when the run declares "
                                 "a primary, without --diff)")
             p.add_argument("--diff", nargs=2, metavar=("A", "B"), help="the curve of rate(A) - rate(B), with the sign-flip joint test")
-            p.add_argument("--boot", type=_count(1, MAX_BOOT), default=1000, help=f"resamples for the joint null, 1 to {MAX_BOOT:,} (default: 1000)")
-            p.add_argument("--seed", type=_count(0), default=0, help="random seed of the resampling, >= 0 (default: 0)")
+            p.add_argument("--boot", type=count(1, MAX_BOOT), default=1000, help=f"resamples for the joint null, 1 to {MAX_BOOT:,} (default: 1000)")
+            p.add_argument("--seed", type=count(0), default=0, help="random seed of the resampling, >= 0 (default: 0)")
         if name == "ranking":
-            p.add_argument("--boot", type=_count(0, MAX_BOOT), default=1000,
+            p.add_argument("--boot", type=count(0, MAX_BOOT), default=1000,
                            help=f"bootstrap resamples for rank intervals in the primary universe (with --method bt: "
                                 f"in every universe), up to {MAX_BOOT:,} (0 to skip)")
-            p.add_argument("--seed", type=_count(0), default=0, help="random seed of the bootstrap, >= 0 (default: 0)")
+            p.add_argument("--seed", type=count(0), default=0, help="random seed of the bootstrap, >= 0 (default: 0)")
             p.add_argument("--method", choices=("rate", "bt"), default="rate",
                            help="rank by each universe's rates (default) or by Bradley-Terry scores of pairwise verdicts")
             p.add_argument("--anchor", metavar="SYSTEM",
                            help="with --method bt: the system held at score 0 (default: the reference system, else "
                                 "the scores of a universe average 0)")
-            p.add_argument("--prior", type=_finite, default=0.0, metavar="GAMES",
+            p.add_argument("--prior", type=finite, default=0.0, metavar="GAMES",
                            help="with --method bt: tied games added to every pair of systems that met, so that a "
                                 "system that never loses still has a finite score (default: 0, refused then)")
         if name in ("agreement", "ranking"):
@@ -172,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML, one test case per claim")
     # Removed: which claims may pass unshown is the claims file's rule, written before the run (refused with a pointer).
     p.add_argument("--allow-undecided", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--alpha", type=_rate, metavar="A", help="level of the decisions (default: the file's alpha, else 0.05)")
+    p.add_argument("--alpha", type=rate, metavar="A", help="level of the decisions (default: the file's alpha, else 0.05)")
 
     p = command("diff", "compare two runs or imports of the same design: per universe and system, "
                 "rate(candidate) - rate(baseline) on shared cases, and whether the candidate is worse")
@@ -180,9 +195,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("candidate", type=Path, metavar="CANDIDATE")
     p.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
     p.add_argument("--figure", type=Path, metavar="FILE", help="write the difference curves (.png, .svg or .pdf)")
-    p.add_argument("--boot", type=_count(1, MAX_BOOT), default=1000,
+    p.add_argument("--boot", type=count(1, MAX_BOOT), default=1000,
                    help=f"sign flips for the joint test, 1 to {MAX_BOOT:,} (default: 1000)")
-    p.add_argument("--seed", type=_count(0), default=0, help="random seed of the sign flips, >= 0 (default: 0)")
+    p.add_argument("--seed", type=count(0), default=0, help="random seed of the sign flips, >= 0 (default: 0)")
     _rate_flag(p)
 
     p = command("report", "write one self-contained HTML report of a run, an import, or a verdicts table: "
@@ -191,7 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, help="the HTML file (default: RUN_DIR/report.html)")
     _rate_flag(p)
     nulls = p.add_mutually_exclusive_group()
-    nulls.add_argument("--threshold", type=_rate, metavar="T",
+    nulls.add_argument("--threshold", type=rate, metavar="T",
                        help="test every system's rate against T in every universe (default: against its own rate "
                             "in the primary universe)")
     nulls.add_argument("--no-tests", action="store_true",
@@ -200,15 +215,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="human labels (see calibrate): add the section \"Anchored to people\"")
     p.add_argument("--baseline", type=Path, metavar="BASE",
                    help="an earlier run of the same design: add the section \"Compared with the baseline\" (as diff)")
-    p.add_argument("--store", type=_store_place, metavar="DIR",
+    p.add_argument("--store", type=store_place, metavar="DIR",
                    help="the store that holds the transcripts, for a source without transcripts.jsonl (never "
                         "the store the folder's manifest names: a folder is untrusted)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
     p = command("label", "draw a uniform random sample of transcripts to label by hand: SHEET.csv and a blind SHEET.html")
     p.add_argument("source", type=Path, metavar="RUN_DIR_OR_TABLE", help="a run or import directory, or a verdicts table")
-    p.add_argument("--n", type=_count(1), required=True, help="transcripts per system from each rollout configuration")
-    p.add_argument("--seed", type=_count(0), default=0, help="random seed of the sample, >= 0 (default: 0)")
+    p.add_argument("--n", type=count(1), required=True, help="transcripts per system from each rollout configuration")
+    p.add_argument("--seed", type=count(0), default=0, help="random seed of the sample, >= 0 (default: 0)")
     p.add_argument("--out", type=Path, required=True, metavar="SHEET.csv",
                    help="the sheet to write; the labelling page goes beside it (SHEET.html)")
     p.add_argument("--force", action="store_true",
@@ -222,7 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--human", type=Path, required=True, metavar="FILE",
                    help="the labels: CSV or parquet with system, case_id, compliant, or score for a scored run "
                         "(and replicate or transcript_key)")
-    p.add_argument("--alpha", type=_rate, default=0.05, help="1 - the intervals' level, between 0 and 1 (default: 0.05)")
+    p.add_argument("--alpha", type=rate, default=0.05, help="1 - the intervals' level, between 0 and 1 (default: 0.05)")
     p.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
     p.add_argument("--figure", type=Path, metavar="FILE", help="write the figure (.png, .svg or .pdf by extension)")
     p.add_argument("--by", metavar="FACTOR",
@@ -231,10 +246,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("power", "detectable differences at the spec's planned cases, or cases needed for a difference")
     p.add_argument("spec", type=Path)
-    p.add_argument("--baseline", type=_rate, default=0.8, help="expected compliance rate, between 0 and 1 (default: 0.8)")
-    p.add_argument("--alpha", type=_rate, default=0.05, help="significance level, between 0 and 1 (default: 0.05)")
-    p.add_argument("--power", type=_rate, default=0.8, help="power, between 0 and 1 (default: 0.8)")
-    p.add_argument("--human", type=_count(1), metavar="N",
+    p.add_argument("--baseline", type=rate, default=0.8, help="expected compliance rate, between 0 and 1 (default: 0.8)")
+    p.add_argument("--alpha", type=rate, default=0.05, help="significance level, between 0 and 1 (default: 0.05)")
+    p.add_argument("--power", type=rate, default=0.8, help="power, between 0 and 1 (default: 0.8)")
+    p.add_argument("--human", type=count(1), metavar="N",
                    help="also: how much narrower human-anchored intervals get with N labels per system")
     p.add_argument("--json", action="store_true")
 
@@ -255,8 +270,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--item", required=True, metavar="COL", help="column naming the item (case)")
     q.add_argument("--label", metavar="COL", help="column with the label: boolean, 0/1, or a category (or --score)")
     q.add_argument("--score", metavar="COL", help="column with a score on --scale, instead of a label")
-    q.add_argument("--scale", type=_scale, metavar="LOW:HIGH", help="with --score: the ends of the score's scale")
-    q.add_argument("--cut", action="append", type=_finite, default=[], metavar="K",
+    q.add_argument("--scale", type=scale, metavar="LOW:HIGH", help="with --score: the ends of the score's scale")
+    q.add_argument("--cut", action="append", type=finite, default=[], metavar="K",
                    help="with --score: add the scoring option 'at least K' beside the mean (repeatable)")
     q.add_argument("--reference", metavar="SYSTEM",
                    help="with --score: the reference system of a pairwise table (scores are preferences over it); "
@@ -289,14 +304,14 @@ def build_parser() -> argparse.ArgumentParser:
                           description="Entries and bytes per stage of the store a spec or run directory uses.")
     q.add_argument("where", type=Path, nargs="?", metavar="SPEC_OR_RUN_DIR",
                    help="find the store of this spec (or of the run directory's manifest)")
-    q.add_argument("--store", type=_store_place, help="store directory (default: $MULTIVERSE_STORE, else .multiverse/store "
+    q.add_argument("--store", type=store_place, help="store directory (default: $MULTIVERSE_STORE, else .multiverse/store "
                    "beside SPEC, else ./.multiverse/store)")
     q.add_argument("--json", action="store_true")
     q = stores.add_parser("gc", help="remove entries that the given specs no longer reference", formatter_class=_formatter,
                           description="Remove entries no given spec references. Entries written in the last hour or "
                           "since a live run on the store started are always kept.")
     q.add_argument("specs", type=Path, nargs="+", metavar="SPEC", help="every spec whose work should be kept")
-    q.add_argument("--store", type=_store_place, help="store directory (default: $MULTIVERSE_STORE, else .multiverse/store "
+    q.add_argument("--store", type=store_place, help="store directory (default: $MULTIVERSE_STORE, else .multiverse/store "
                    "beside the specs)")
     q.add_argument("--dry-run", action="store_true", help="only say what would be removed")
     q.add_argument("--json", action="store_true")
@@ -308,7 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "finished by running it again.")
     q.add_argument("where", type=Path, nargs="?", metavar="SPEC_OR_RUN_DIR",
                    help="find the store of this spec (or of the run directory's manifest)")
-    q.add_argument("--store", type=_store_place, help="store directory (default: $MULTIVERSE_STORE, else "
+    q.add_argument("--store", type=store_place, help="store directory (default: $MULTIVERSE_STORE, else "
                    ".multiverse/store beside SPEC, else ./.multiverse/store)")
     q.add_argument("--json", action="store_true")
 
@@ -323,90 +338,6 @@ def _rate_flag(p: argparse.ArgumentParser) -> None:
                         "import's --rate, else compliance; --json stays in compliance terms)")
 
 
-def _store_place(text: str) -> Path | str:
-    """A ``--store``: a directory, or a ``postgresql://`` URL kept as it is (a path would fold its ``//``)."""
-    from multiverse.store import is_server
-
-    return text if is_server(text) else Path(text)
-
-
-MAX_BOOT = 100_000
-MAX_JOBS = 1024
-
-
-def _count(minimum: int, maximum: int | None = None):
-    """An argparse type: a whole number in [minimum, maximum]; argparse names the flag in the error."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if value < minimum or (maximum is not None and value > maximum):
-            top = f" and <= {maximum:,}" if maximum is not None else ""
-            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}{top}, got {value}")
-        return value
-
-    return parse
-
-
-def _finite(text: str) -> float:
-    import math
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    return value
-
-
-def _scale(text: str) -> tuple[float, float]:
-    low, sep, high = text.partition(":")
-    if not sep:
-        raise argparse.ArgumentTypeError(f"expected LOW:HIGH (e.g. 1:10), got {text!r}")
-    ends = _finite(low), _finite(high)
-    if not ends[0] < ends[1]:
-        raise argparse.ArgumentTypeError(f"expected LOW below HIGH, got {text!r}")
-    return ends
-
-
-def _scorer_scale(text: str) -> tuple[str, tuple[float, float]]:
-    scorer, sep, ends = text.rpartition("=")
-    return (scorer.strip() if sep else "*"), _scale(ends)
-
-
-def _rate(text: str) -> float:
-    value = _finite(text)
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number strictly between 0 and 1, got {text!r}")
-    return value
-
-
-def _rate_or_primary(text: str) -> float | str:
-    # The API's threshold="primary": each system against its own primary rate.
-    return "primary" if text.strip().lower() == "primary" else _rate(text)
-
-
-def _budget(text: str) -> float:
-    try:
-        value = _finite(text)
-    except argparse.ArgumentTypeError:
-        # nan would compare false against every spend and silently switch the cap off.
-        raise argparse.ArgumentTypeError(f"expected a finite amount in USD, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a budget >= 0, got {text!r}")
-    return value
-
-
-def _primary_option(text: str) -> tuple[str, str]:
-    axis, sep, option = text.partition("=")
-    if not sep or not axis.strip() or not option.strip():
-        raise argparse.ArgumentTypeError(f"expected AXIS=OPTION, got {text!r}")
-    return axis.strip(), option.strip()
-
-
 def _native_importers(imports) -> None:
     q = imports.add_parser("inspect", help="Inspect AI logs (.eval, .json or an eval-set folder): each judge, scorer "
                            "and reducer a universe", description="Import Inspect AI logs, read with Inspect's own log "
@@ -417,7 +348,7 @@ def _native_importers(imports) -> None:
     q.add_argument("--out", type=Path, required=True, help="the import directory to write")
     q.add_argument("--scorer", action="append", metavar="NAME[:KEY]", help="import only this scorer (KEY: one key of a "
                    "scorer whose values are objects); repeatable; default: every scorer")
-    q.add_argument("--scale", action="append", type=_scorer_scale, default=[], metavar="[SCORER=]LOW:HIGH",
+    q.add_argument("--scale", action="append", type=scorer_scale, default=[], metavar="[SCORER=]LOW:HIGH",
                    help="the range of a scorer's scores outside 0 to 1 (e.g. rating=1:5); without SCORER, of every "
                    "scorer; repeatable")
     q.add_argument("--system-role", metavar="ROLE", help="take the system from this model role instead of eval.model")
@@ -458,7 +389,7 @@ def _table_columns(q: argparse.ArgumentParser) -> None:
 
 def _import_flags(q: argparse.ArgumentParser) -> None:
     # extend, not store: `--primary a=x --primary b=y` is the same universe as `--primary a=x b=y`.
-    q.add_argument("--primary", nargs="+", action="extend", type=_primary_option, metavar="AXIS=OPTION",
+    q.add_argument("--primary", nargs="+", action="extend", type=primary_option, metavar="AXIS=OPTION",
                    help="the pre-registered universe, one option per axis: AXIS=OPTION... or the flag repeated "
                         "(default: none is primary)")
     q.add_argument("--ci", default="wilson", metavar="METHOD",
@@ -470,28 +401,14 @@ def _import_flags(q: argparse.ArgumentParser) -> None:
                    help="how a grader reply with no grade counts, as a spec's scoring.unparsed: exclude (default), "
                         "against (a fail, the lowest score) or tie (pairwise); repeated: an 'unparsed' axis")
     q.add_argument("--force", action="store_true", help="write into an --out folder that holds other files or a run")
-    q.add_argument("--max-bytes", type=_size, metavar="SIZE", help="bytes the import may read (all inputs, uncompressed) "
+    q.add_argument("--max-bytes", type=size, metavar="SIZE", help="bytes the import may read (all inputs, uncompressed) "
                    "and write as transcripts, e.g. 512M (default: 256M; over it an import may need more than 2 GB)")
-    q.add_argument("--max-rows", type=_count(1), metavar="N", help="rows the import may read (default: 300,000)")
-    q.add_argument("--max-transcript-bytes", type=_size, metavar="SIZE",
+    q.add_argument("--max-rows", type=count(1), metavar="N", help="rows the import may read (default: 300,000)")
+    q.add_argument("--max-transcript-bytes", type=size, metavar="SIZE",
                    help="bytes of one transcript as written, at most 64M (default: 16M)")
     q.add_argument("--merge-look-alikes", action="store_true", help="read names that look alike (Cyrillic а for Latin "
                    "a) as one name instead of refusing them: systems, judges, options, factor levels, cases, "
                    "criteria; every import")
-
-
-def _size(text: str) -> int:
-    """An argparse type: a size in bytes, with an optional K, M or G (powers of 1024)."""
-    number, unit = text.strip().upper().rstrip("B") or "x", 1
-    if number[-1:] in ("K", "M", "G"):
-        number, unit = number[:-1], 2 ** (10 * ("KMG".index(number[-1]) + 1))
-    try:
-        value = int(number)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a size such as 512M or 1G, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a size >= 1, got {text!r}")
-    return value * unit
 
 
 _STORE_HELP = ("store directory, or a postgresql:// URL for workers on many machines (default: $MULTIVERSE_STORE, "
@@ -499,9 +416,9 @@ _STORE_HELP = ("store directory, or a postgresql:// URL for workers on many mach
 
 
 def _run_flags(p: argparse.ArgumentParser, store_help: str = _STORE_HELP) -> None:
-    p.add_argument("--store", type=_store_place, help=store_help)
-    p.add_argument("--jobs", type=_count(1, MAX_JOBS), default=8, help=f"concurrent model calls per provider, 1 to {MAX_JOBS} (default: 8)")
-    p.add_argument("--budget", type=_budget, help="stop scheduling calls before spending more than this many USD")
+    p.add_argument("--store", type=store_place, help=store_help)
+    p.add_argument("--jobs", type=count(1, MAX_JOBS), default=8, help=f"concurrent model calls per provider, 1 to {MAX_JOBS} (default: 8)")
+    p.add_argument("--budget", type=budget, help="stop scheduling calls before spending more than this many USD")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
