@@ -33,6 +33,7 @@ ANALYSIS = [
     "score_agreement", "weighted_kappa", "krippendorff_alpha", "icc", "exact_agreement", "mean_difference",
     "ranking", "universe_ranks", "rank_distribution", "order_universes", "bootstrap_ranks", "separability",
     "rank_stability", "bradley_terry", "fit_bradley_terry", "pairwise_games", "OPPONENT",
+    "order_consistency", "verdict_agreement", "three_way",
     "position_words",
     "kendall_tau_b", "kendall_w",
     "variance", "variance_decomposition", "variance_by_axis", "variance_summary", "aliasing",
