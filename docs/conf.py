@@ -17,7 +17,7 @@ sys.path.insert(0, str(HERE.parent))
 
 project = "multiverse"
 author = "the multiverse authors"
-copyright = "the multiverse authors, MIT licence"  # noqa: A001  (Sphinx's own setting name)
+copyright = "the multiverse authors, MIT licence"
 
 extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "generated"]
 
