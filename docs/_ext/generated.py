@@ -108,8 +108,8 @@ def spec_page() -> str:
 
     schema = spec_schema()
     defs = schema.get("$defs", {})
-    out = [f"Made from `multiverse.spec.spec_schema()` ({schema.get('$schema', '')}), the schema `multiverse schema` "
-           "prints and the spec's models validate with. A field marked `map to X` is keyed by names you choose.", "",
+    out = [f"Made from `multiverse.spec.spec_schema()` ({schema.get('$schema', '')}). A field marked `map to X` is "
+           "keyed by names you choose; `a[].b` is field `b` of each item of the list `a`.", "",
            "| field | type | default | what it is |", "|---|---|---|---|"]
     _rows(schema, defs, "", frozenset(), out)
     return "\n".join(out) + "\n"
@@ -141,20 +141,34 @@ def run_folder_page() -> str:
 def _flat(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
     if isinstance(value, dict):
         return [row for key, item in value.items() for row in _flat(item, f"{prefix}.{key}" if prefix else str(key))]
-    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-        return [row for i, item in enumerate(value) for row in _flat(item, f"{prefix}[{i}]")]
     return [(prefix, value)]
+
+
+def _shown(value: Any) -> str:
+    return _cell(value if isinstance(value, str) else json.dumps(value))
+
+
+def _rows_table(rows: list[dict]) -> list[str]:
+    """A list of records (a benchmark's cells) as one table, a column per field."""
+    flat = [dict(_flat(row)) for row in rows]
+    columns = list(dict.fromkeys(key for row in flat for key in row))
+    return (["| " + " | ".join(f"`{c}`" for c in columns) + " |", "|" + "---|" * len(columns)]
+            + ["| " + " | ".join(_shown(row.get(c, "")) for c in columns) + " |" for row in flat])
 
 
 def performance_page() -> str:
     out = []
     for path in sorted((DOCS / "bench").glob("*.json")):
         record = json.loads(path.read_text(encoding="utf-8"))
+        result = record["result"]
+        tables = {k: v for k, v in result.items() if isinstance(v, list) and v and all(isinstance(r, dict) for r in v)}
+        figures = _flat({k: v for k, v in result.items() if k not in tables})
         out += [f"## {record['title']}", "", record.get("what", ""), "",
                 f"Measured {record['date']} on {record['machine']} (load average {record['load']}) with", "",
                 _fence(record["command"]), "", "| figure | value |", "|---|---|"]
-        out += [f"| `{key}` | {_cell(json.dumps(value) if not isinstance(value, str) else value)} |"
-                for key, value in _flat(record["result"])]
+        out += [f"| `{key}` | {_shown(value)} |" for key, value in figures]
+        for name, rows in tables.items():
+            out += ["", f"`{name}`:", "", *_rows_table(rows)]
         out.append("")
     return "\n".join(out)
 
@@ -163,7 +177,8 @@ def performance_page() -> str:
 
 #: The facades, in the order data flows (README's room map), each with what it is for.
 ROOMS = [
-    ("multiverse", "The public facade: `import multiverse as mv`. Its names are documented in their own rooms below."),
+    ("multiverse", "The public facade: `import multiverse as mv`. The functions that join rooms are documented "
+                   "here, the names it re-exports in their own rooms below."),
     ("multiverse.errors", "The exception hierarchy; the CLI maps it to exit codes."),
     ("multiverse.spec", "YAML to a typed, immutable spec, and its universes."),
     ("multiverse.engine", "plan, run and draft: work units through the store, the run folder written."),
@@ -191,7 +206,7 @@ def _home(obj: object) -> str | None:
     if not isinstance(module, str) or not module.startswith("multiverse"):
         return None
     parts = [p for p in module.split(".") if not p.startswith("_")]
-    return ".".join(parts[:2]) if len(parts) > 1 else module
+    return ".".join(parts[:2])
 
 
 def api_page() -> str:
@@ -205,8 +220,9 @@ def api_page() -> str:
         elsewhere = [n for n in exported if name != "multiverse.errors"
                      and _home(getattr(module, n, None)) not in (None, name)
                      and not _home(getattr(module, n, None) or "").startswith(name + ".")]
-        options = [":no-index:"] if name == "multiverse" else []
-        if name == "multiverse":
+        options, own = [], []
+        if name == "multiverse":  # its own functions (report, label, power, ...: multiverse._api), the rest below
+            own = [n for n in exported if _home(getattr(module, n, None)) == name]
             options.append(":no-members:")
         elif elsewhere:
             options.append(":exclude-members: " + ", ".join(sorted(elsewhere)))
@@ -214,7 +230,8 @@ def api_page() -> str:
         if elsewhere and name != "multiverse":
             out += ["Also exported here, documented in their own room: "
                     + ", ".join(f"`{n}`" for n in sorted(elsewhere)) + ".", ""]
-        out += ["```{eval-rst}", f".. automodule:: {name}", *(f"   {o}" for o in options), "```", ""]
+        out += ["```{eval-rst}", f".. automodule:: {name}", *(f"   {o}" for o in options),
+                *(f"\n.. autofunction:: {name}.{n}" for n in own), "```", ""]
     return "\n".join(out)
 
 
