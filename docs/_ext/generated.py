@@ -45,14 +45,22 @@ def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
 def cli_page() -> str:
     from multiverse.cli._parser import build_parser
 
-    os.environ["COLUMNS"] = "100"  # argparse wraps help at the terminal's width: one width for every build
-    parser = build_parser()
-    parser.prog = "multiverse"
-    out = []
-    for path, command in _commands(parser):
-        title = " ".join(("multiverse", *path))
-        level = "#" * min(2 + len(path), 4) if path else "##"
-        out += [f"{level} `{title}`", "", _fence(command.format_help())]
+    # argparse wraps help at the terminal's width: one width for every build, that of the page's code blocks
+    columns = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "80"
+    try:
+        parser = build_parser()
+        parser.prog = "multiverse"
+        out = []
+        for path, command in _commands(parser):
+            title = " ".join(("multiverse", *path))
+            level = "#" * min(2 + len(path), 4) if path else "##"
+            out += [f"{level} `{title}`", "", _fence(command.format_help())]
+    finally:
+        if columns is None:
+            os.environ.pop("COLUMNS", None)
+        else:
+            os.environ["COLUMNS"] = columns
     return "\n".join(out)
 
 
