@@ -43,7 +43,7 @@ def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
 
 
 def cli_page() -> str:
-    from multiverse.cli._parser import build_parser
+    from multiverse.cli import build_parser
 
     # argparse wraps help at the terminal's width: one width for every build, that of the page's code blocks
     columns = os.environ.get("COLUMNS")
