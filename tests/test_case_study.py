@@ -26,7 +26,7 @@ import pytest
 import yaml
 from cli_runner import CliResult
 from PIL import Image
-from readme_blocks import README, newcomer_folder, run_shell, section_blocks
+from readme_blocks import documentation, newcomer_folder, run_shell, section_blocks
 
 from multiverse.engine._pipeline import plan, run
 from multiverse.model._pricing import price_per_token
@@ -186,8 +186,8 @@ def test_real_model_spec_plan_shows_calls_and_cost(tmp_path):
 
 def _case_study_text() -> str:
     """README's case-study section, whitespace folded, and its End to end and Call economy lines."""
-    text = README.read_text(encoding="utf-8")
-    start = text.index("## Case study: conversational misrepresentation")
+    text = documentation()
+    start = text.index("# Case study: conversational misrepresentation")
     return " ".join(text[start:].split())
 
 
@@ -252,7 +252,7 @@ def readme_quotes(numbers: dict) -> list[str]:
     weak, condition = _one(r"(\w+) is weakest when questions fall `(\w+)`", text)
     check(f"{weak}'s weakest condition", condition, conditions["weakest_condition"].get(weak))
 
-    everything = " ".join(README.read_text(encoding="utf-8").split())
+    everything = " ".join(documentation().split())
     check("calls (End to end)", _one(r"simulated case study \((?:\d+) universes, ([\d,]+) calls\)", everything)[0],
           numbers["calls"])
     check("calls (Call economy)", _one(r"\| `specs/deception-sim\.yaml` \(\d+ universes\) \| ([\d,]+) \|", everything)[0],

@@ -355,8 +355,8 @@ def test_the_task_is_in_a_request_key_for_a_simulated_model_only():
 def test_the_readme_table_of_instructions_names_each_field_s_placeholders():
     from multiverse.spec import template_placeholders
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### Instructions", 1)[1].split("\n## ", 1)[0]
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "guides" / "spec.md").read_text(encoding="utf-8")
+    section = readme.split("## Instructions", 1)[1].split("\n## ", 1)[0]
     rows = {line.split("|")[1].strip(): line.split("|")[3] for line in section.splitlines()
             if line.startswith("| `")}
     import re

@@ -1,23 +1,26 @@
-"""README's pointers lead somewhere: every repository path it names exists, and its Commands block is the CLI's.
+"""The documentation's pointers lead somewhere: every repository path README and the pages under ``docs/`` name
+exists, and the Commands page's block is the CLI's.
 
-A reader follows README's prose to the code (``multiverse/work/_prompts.py``)
-and copies its Commands block; a file moved or a subcommand added without
-README following is a stale pointer. This module reads README as that reader
-does: inline code and link targets outside the fenced blocks (whose commands
-``tests/test_readme.py`` runs), and the Commands block against the parser.
+A reader follows the prose to the code (``multiverse/work/_prompts.py``)
+and copies the Commands block; a file moved or a subcommand added without
+the pages following is a stale pointer. This module reads every page as that reader
+does: inline code (a path from the repository's root) and link targets (a path from the page's own folder)
+outside the fenced blocks (whose commands ``tests/test_docs_blocks_*.py`` run), and the Commands block against
+the parser.
 """
 
 from __future__ import annotations
 
 import argparse
 import fnmatch
+import posixpath
 import re
 import shutil
 import subprocess
 
 import pytest
 from cli_runner import REPO
-from readme_blocks import README, blocks, section_blocks
+from readme_blocks import blocks, pages, section_blocks
 
 from multiverse.cli._parser import build_parser
 
@@ -42,8 +45,9 @@ def _prose(text: str) -> str:
     return _FENCED.sub(lambda m: "\n" * m.group(0).count("\n"), text)
 
 
-def named_paths(text: str) -> list[tuple[int, str]]:
-    """(line, token) of every inline code span and relative link target that looks like a path."""
+def named_paths(text: str, base: str = "") -> list[tuple[int, str]]:
+    """(line, token) of every inline code span and relative link target that looks like a path; a link's target
+    is read from ``base``, the page's folder (``docs/guides`` for ``docs/guides/spec.md``)."""
     prose = _prose(text)
     found = []
     for pattern in (_INLINE, _LINK):
@@ -52,13 +56,15 @@ def named_paths(text: str) -> list[tuple[int, str]]:
             if "://" in token or token.startswith(("#", "mailto:")):
                 continue
             token = re.split(r"::|:(?=\d)", token)[0].split("#")[0]  # tests/x.py::test_y, file.py:12, file.md#part
+            if pattern is _LINK and base:
+                token = posixpath.normpath(posixpath.join(base, token))
             # a path has a slash inside it (``sim/`` and ``openai/`` are model prefixes) or is a module's name
             if _PATHLIKE.match(token) and ("/" in token.rstrip("/") or _MODULE.match(token)):
                 found.append((prose.count("\n", 0, match.start()) + 1, token))
     return found
 
 
-def stale_paths(named: list[tuple[int, str]], tracked: list[str]) -> list[str]:
+def stale_paths(named: list[tuple[int, str]], tracked: list[str], page: str = "README.md") -> list[str]:
     """The named paths that lead nowhere in ``tracked``: a path under a tracked top-level folder (or a
     top-level file) must be a tracked file or folder, a glob must match one, a bare ``name.py`` must be
     some tracked file's name. Paths elsewhere (``runs/demo``, ``.multiverse/store``) are what a run makes."""
@@ -78,16 +84,27 @@ def stale_paths(named: list[tuple[int, str]], tracked: list[str]) -> list[str]:
         else:
             ok = path in files or path in folders
         if not ok:
-            stale.append(f"README.md:{line}: `{token}`")
+            stale.append(f"{page}:{line}: `{token}`")
     return stale
 
 
-def test_every_path_readme_names_exists():
+def test_every_path_the_pages_name_exists():
     tracked = _tracked()
-    named = named_paths(README.read_text(encoding="utf-8"))
-    assert len(named) > 20, "README names paths in inline code: the reader found too few to be reading it"
-    stale = stale_paths(named, tracked)
-    assert not stale, "README names paths that are not in the repository:\n" + "\n".join(stale)
+    stale, count = [], 0
+    for path in pages():
+        page = path.relative_to(REPO).as_posix()
+        named = named_paths(path.read_text(encoding="utf-8"), posixpath.dirname(page))
+        count += len(named)
+        stale += stale_paths(named, tracked, page)
+    assert count > 20, "the pages name paths in inline code: the reader found too few to be reading them"
+    assert not stale, "the pages name paths that are not in the repository:\n" + "\n".join(stale)
+
+
+def test_a_link_is_read_from_its_page_s_folder():
+    tracked = ["docs/reliability.md", "figures/a.png", "docs/guides/spec.md"]
+    text = "[s](../reliability.md#the-store) ![a](../../figures/a.png) [b](spec.md) [c](../gone.md) `docs/x.md`\n"
+    stale = stale_paths(named_paths(text, "docs/guides"), tracked, "docs/guides/spec.md")
+    assert stale == ["docs/guides/spec.md:1: `docs/x.md`", "docs/guides/spec.md:1: `docs/gone.md`"]
 
 
 def test_a_stale_or_moved_path_is_found():
@@ -140,15 +157,15 @@ def readme_commands(code: str, parser: argparse.ArgumentParser) -> set[tuple[str
 
 def test_the_commands_block_lists_every_subcommand_and_no_other():
     commands = section_blocks("Commands")
-    assert commands, "README has no Commands section with a block"
+    assert commands, "no page has a Commands section with a block"
     parser = build_parser()
     defined = _parser_commands(parser)
     listed = readme_commands(commands[0].code, parser)
     assert len(defined) > 15, sorted(defined)
     missing = sorted(" ".join(c) for c in defined - listed)
     unknown = sorted(" ".join(c) for c in listed - defined)
-    assert not missing, f"{commands[0].where}: the parser defines commands README's Commands block omits: {missing}"
-    assert not unknown, f"{commands[0].where}: README's Commands block names commands the parser lacks: {unknown}"
+    assert not missing, f"{commands[0].where}: the parser defines commands the Commands block omits: {missing}"
+    assert not unknown, f"{commands[0].where}: the Commands block names commands the parser lacks: {unknown}"
 
 
 def test_the_commands_reader_sees_omissions_and_inventions():
@@ -168,7 +185,7 @@ def test_the_commands_reader_sees_omissions_and_inventions():
     assert listed - defined == {("frobnicate",), ("import", "parquet")}
 
 
-def test_readme_has_one_commands_block():
+def test_the_pages_have_one_commands_block():
     """The Commands section's first block is the reference list the check reads: it must be the one."""
     heads = [b for b in blocks() if b.section == "Commands"]
     assert len(heads) == 1, [b.where for b in heads]

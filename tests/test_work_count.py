@@ -187,9 +187,11 @@ def test_the_cli_refuses_past_max_units_in_one_line_naming_the_flag(tmp_path):
 
 
 def test_the_default_cap_is_documented():
+    from readme_blocks import documentation
+
     from multiverse.core._bounds import MAX_UNITS
 
-    readme = (ROOT / "README.md").read_text()
+    readme = documentation()
     assert f"{MAX_UNITS:,}" in readme and "--max-units" in readme
 
 
