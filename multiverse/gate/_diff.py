@@ -22,7 +22,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -123,14 +123,14 @@ class Diff:
         return pd.DataFrame(rows)
 
     def to_dict(self) -> dict[str, Any]:
-        return json_ready({
+        return cast("dict[str, Any]", json_ready({
             "baseline": self.baseline, "candidate": self.candidate, "alpha": self.alpha,
             "rate_direction": "compliance",  # every rate and difference below, whatever the figure and text read
             "difference": "rate(candidate) - rate(baseline), paired on shared cases, interval clustered by case",
             "systems": self.summary().to_dict(orient="records"), "tests": self.test_documents,
             "multiplicity": None if self.multiplicity is None else self.multiplicity.model_dump(), "mismatch": dict(self.mismatch), "notes": self.notes,
             "universes": self.frame.to_dict(orient="records"),
-        })
+        }))
 
     def figure(self, **options: Any) -> Any:
         """The difference curves, one panel per system (:func:`multiverse.plots.plot_diff`)."""

@@ -29,7 +29,7 @@ import os
 import stat
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -412,7 +412,7 @@ def _names(path: Path, column: pd.Series, name: str, merge: bool | None = None) 
                           merge=bool(merge), look_alikes=merge is not None)
     changed = {value: named[spelled.get(value, value)] for value in distinct}
     changed = {value: to for value, to in changed.items() if to != value}
-    return (text.replace(changed) if changed else text).to_numpy(dtype=object)
+    return cast("np.ndarray", (text.replace(changed) if changed else text).to_numpy(dtype=object))
 
 
 def _one_spelling(path: Path, name: str, names, hint: bool = False) -> None:
@@ -473,7 +473,7 @@ def _compliance(path: Path, column: pd.Series, name: str, positive: str | None,
 
 
 def _binary(lowered: pd.Series) -> np.ndarray:
-    return lowered.isin(_TRUE).to_numpy(dtype=bool)
+    return cast("np.ndarray", lowered.isin(_TRUE).to_numpy(dtype=bool))
 
 
 def _some(values: pd.Series) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 import pandas as pd
 
@@ -110,7 +110,7 @@ class Analysis(Generic[D]):
 
     def to_dict(self) -> dict:
         """The document as JSON reads it: NaN as None and NumPy scalars as Python numbers, keys in their order."""
-        return json_ready(self.source)
+        return cast("dict", json_ready(self.source))
 
     def figure(self, **options: Any) -> Any:
         """The analysis's figure (a matplotlib ``Figure``), stamped SIMULATED when the run was."""
@@ -158,8 +158,8 @@ def _head_html(frame: pd.DataFrame, limit: int, what: str) -> str:
     """The first ``limit`` rows of ``frame`` as HTML, with a note when that is not all of them."""
     table = frame.head(limit).to_html(index=False)
     if len(frame) <= limit:
-        return table
-    return table + f"<p><i>showing {limit} of {len(frame)} {_escape(what)}</i></p>"
+        return cast("str", table)
+    return cast("str", table + f"<p><i>showing {limit} of {len(frame)} {_escape(what)}</i></p>")
 
 
 def results_html(results: Any, *, shown: int) -> str:

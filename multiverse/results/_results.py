@@ -24,7 +24,7 @@ import os
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -189,7 +189,7 @@ class Results:
 
             folder = self.out_dir
             return read_spec(folder) if folder is not None else None
-        return self._memo(("resolved_spec",), read)
+        return cast("ResolvedSpec | None", self._memo(("resolved_spec",), read))
 
     @property
     def scale(self) -> ScaleRecord:
@@ -203,7 +203,7 @@ class Results:
             spec = self.resolved_spec  # the manifest's scale first; the spec's axes say who has a scale of its own
             return folder_scales(self.manifest, spec.document if spec is not None else None,
                                  folder / "manifest.json" if (folder := self.out_dir) is not None else "manifest.json")
-        return self._memo(("scales",), find)
+        return cast("FolderScales", self._memo(("scales",), find))
 
     def scoring_choices(self) -> pd.DataFrame | None:
         """Each universe's estimator, cut and ties (``analysis.estimates.scoring_choices``); None: no universe reads scores."""
@@ -224,7 +224,7 @@ class Results:
     @property
     def systems(self) -> list[str]:
         """The systems, in the order the verdicts first name them."""
-        return self._memo(("systems",), lambda: [str(s) for s in dict.fromkeys(self.verdicts["system"])])
+        return cast("list[str]", self._memo(("systems",), lambda: [str(s) for s in dict.fromkeys(self.verdicts["system"])]))
 
     @property
     def universes(self) -> pd.DataFrame:
@@ -254,7 +254,7 @@ class Results:
         def compute() -> dict[str, list]:
             spec = self.resolved_spec
             return declared_options(self.verdicts, self.axes, self.manifest, spec.document if spec else None)
-        return self._memo(("options",), compute)
+        return cast("dict[str, list]", self._memo(("options",), compute))
 
     def judge_axes(self) -> list[str]:
         """Every axis whose options are judges: ``judge`` and each axis that changes the judge stage."""
@@ -314,7 +314,7 @@ class Results:
         def compute() -> tuple[pd.DataFrame | None, int]:
             spec = self.resolved_spec
             return ci_settings(self.manifest, spec.document if spec is not None else None)
-        return self._memo(("ci",), compute)
+        return cast("tuple[pd.DataFrame | None, int]", self._memo(("ci",), compute))
 
     def rate_table(self) -> pd.DataFrame:
         """The rates table (overall and per factor level); computed from the verdicts when the source has none."""
@@ -400,8 +400,8 @@ class Results:
 
         key = ("curve", None if systems is None else tuple(systems), threshold, tuple(diff) if diff else None,
                boot, seed)
-        return self._memo(key, lambda: _results_analyses.curve(self, systems=systems, threshold=threshold, diff=diff,
-                                                        boot=boot, seed=seed))
+        return cast("CurveAnalysis", self._memo(key, lambda: _results_analyses.curve(self, systems=systems, threshold=threshold, diff=diff,
+                                                        boot=boot, seed=seed)))
 
     def agreement(self, axis: str | None = None) -> Analysis[AgreementDocument]:
         """Agreement between the options of ``axis`` (default: the judge axis) on the same units."""
@@ -409,7 +409,7 @@ class Results:
 
         axis = axis or self.judge_axis()
         self.check_axes([axis])
-        return self._memo(("agreement", axis), lambda: _results_analyses.agreement(self, axis))
+        return cast("Analysis[AgreementDocument]", self._memo(("agreement", axis), lambda: _results_analyses.agreement(self, axis)))
 
     def ranking(self, *, axes: Sequence[str] | None = None, boot: int = 1000) -> Analysis[RankingDocument]:
         """How stable the ranking of systems is across universes; ``axes`` limits the per-axis summary."""
@@ -417,22 +417,22 @@ class Results:
 
         axes = self.check_axes(axes)
         key = ("ranking", None if axes is None else tuple(axes), boot)
-        return self._memo(key, lambda: _results_analyses.ranking(self, axes, boot))
+        return cast("Analysis[RankingDocument]", self._memo(key, lambda: _results_analyses.ranking(self, axes, boot)))
 
     def variance(self, *, axes: Sequence[str] | None = None) -> Analysis[VarianceDocument]:
         """The share of rate variance due to each axis; ``axes`` limits what is reported (not the model)."""
         from multiverse.results import _analyses as _results_analyses
 
         axes = self.check_axes(axes)
-        return self._memo(("variance", None if axes is None else tuple(axes)),
-                          lambda: _results_analyses.variance(self, axes))
+        return cast("Analysis[VarianceDocument]", self._memo(("variance", None if axes is None else tuple(axes)),
+                          lambda: _results_analyses.variance(self, axes)))
 
     def power(self, *, baseline_rate: float = 0.8, alpha: float = 0.05, power: float = 0.8) -> Analysis[PowerDocument]:
         """Detectable differences at this run's cases per system and universe (``analysis.power``)."""
         from multiverse.results import _analyses as _results_analyses
 
-        return self._memo(("power", baseline_rate, alpha, power),
-                          lambda: _results_analyses.power(self, baseline_rate, alpha, power))
+        return cast("Analysis[PowerDocument]", self._memo(("power", baseline_rate, alpha, power),
+                          lambda: _results_analyses.power(self, baseline_rate, alpha, power)))
 
     def calibrate(self, human: str | os.PathLike | pd.DataFrame, *, alpha: float = 0.05) -> CalibrationAnalysis:
         """Every universe x system rate anchored to human labels (PPI++), and each judge's accuracy against them.
@@ -451,7 +451,7 @@ class Results:
         key = _results_anchoring.human_key(human)
         if key is None:
             return _results_anchoring.calibrate(self, human, alpha)
-        return self._memo(("calibrate", key, alpha), lambda: _results_anchoring.calibrate(self, human, alpha))
+        return cast("CalibrationAnalysis", self._memo(("calibrate", key, alpha), lambda: _results_anchoring.calibrate(self, human, alpha)))
 
     def anchored_curve(self, human: str | os.PathLike | pd.DataFrame, *, alpha: float = 0.05,
                        systems: Sequence[str] | None = None) -> Analysis[AnchoredCurveDocument]:
@@ -495,4 +495,4 @@ def _is_text(series: pd.Series) -> bool:
     dtype = series.dtype
     if isinstance(dtype, pd.CategoricalDtype):  # load_run's text columns
         dtype = dtype.categories.dtype
-    return pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype)
+    return cast("bool", pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype))

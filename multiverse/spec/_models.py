@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, cast
 
 from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, Strict
 
@@ -404,7 +404,7 @@ class Spec(Frozen):
         for dimension in out["design"]["dimensions"]:
             if dimension["name"] == BEHAVIOR and not dimension["levels"]:
                 dimension["levels"] = [c.id for c in self.rubric.criteria if not c.permissible]
-        return out
+        return cast("dict", out)
 
 
 def design_levels(spec: Spec, factor: str) -> tuple[str, ...]:
