@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from multiverse.core import BaseScale
+
 __all__ = [
     "AgreementDocument", "AgreementPair", "AliasedGroup", "Aliasing", "AxisShare", "CasesNeeded", "Confound",
     "Confusion", "CriterionAgreement", "CurveDocument", "CurvePrimary", "CutAgreement", "Document", "HumanJudgePower",
@@ -189,10 +191,10 @@ class CriterionAgreement(Document):
     pairs: list[AgreementPair]
 
 
-class ScoreScale(Document):
-    """The scale the scores were compared on: declared, or read from the scores (``declared`` false)."""
+class ScoreScale(Document, BaseScale):
+    """The scale the scores were compared on (``core.BaseScale``): declared, or read from the scores (``declared`` false)."""
 
-    type: str
+    type: str  # type: ignore[assignment]  # as the document says it, not checked again
     min: float
     max: float
     declared: bool

@@ -11,13 +11,13 @@ from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, Strict
 
 from multiverse.core import (
     BEHAVIOR,
+    BaseScale,
     CIMethod,
     Estimator,
     Frozen,
     FrozenMap,
     ModelConfig,
     RateLimit,
-    ScaleType,
     ScoringRule,
     UnparsedPolicy,
     expand_env,
@@ -222,27 +222,20 @@ class Rollout(Frozen):
     seed: int = 0
 
 
-class Scale(Frozen):
+class Scale(Frozen, BaseScale):
     """What the judge's score is, declared so that a reply off the scale is a failure, never a label.
 
     ``binary`` is a compliance label per criterion (the default). ``ordinal`` is a whole number from
     ``min`` to ``max``, with optional ``anchors`` (score -> what it means); ``continuous`` any number
     in ``[min, max]``; ``pairwise`` a preference for the system over the ``reference`` system on
-    ``[min, max]``: ``max`` a win, ``min`` a loss and the midpoint a tie.
+    ``[min, max]``: ``max`` a win, ``min`` a loss and the midpoint a tie. The fields are
+    ``core.BaseScale``'s; a spec's anchors are frozen, and only a spec says ``compare_reference``.
     """
 
-    type: ScaleType = "binary"
-    min: float = 0.0
-    max: float = 1.0
     anchors: Map[str] = Field(default_factory=FrozenMap, description="score (as written) -> what that score means")
     reference: str | None = Field(default=None, description="pairwise: the name of the system every other is compared with")
     compare_reference: bool = Field(
         default=False, description="pairwise: also judge the reference system against itself (else its rows are excluded)")
-
-    @property
-    def scored(self) -> bool:
-        """True when the judge gives a score rather than compliance labels."""
-        return self.type != "binary"
 
 
 #: The judge of a spec that names none: allowed only when every model is simulated (``_instructions``).

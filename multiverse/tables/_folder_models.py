@@ -31,7 +31,7 @@ from pydantic import (
     model_validator,
 )
 
-from multiverse.core import CI_METHODS, ESTIMATORS, SCHEMA_VERSION, VERDICT_COLUMNS, ScaleType, universe_label
+from multiverse.core import CI_METHODS, ESTIMATORS, SCHEMA_VERSION, VERDICT_COLUMNS, BaseScale, universe_label
 from multiverse.errors import InputError
 
 __all__ = ["DroppedRecord", "ImportLoss", "Manifest", "ResolvedSpec", "ScaleRecord", "ScoringChoice", "SpecDocument", "StageCounts",
@@ -73,24 +73,13 @@ class ScoringChoice(_Document):
     ties: Literal["half", "exclude"] | None = None
 
 
-class ScaleRecord(_Document):
+class ScaleRecord(_Document, BaseScale):
     """What a folder's scores are: the judge's declared scale (``spec.Scale``), as the manifest records it.
 
-    ``binary`` (no scores: compliance labels), ``ordinal`` (whole numbers from ``min`` to ``max``),
-    ``continuous`` (any number in ``[min, max]``) or ``pairwise`` (the preference of a row's system
-    over ``reference``; the midpoint a tie). A folder without one is binary.
+    ``core.BaseScale``'s fields, read strictly and with its range checked. A folder without one is binary.
     """
 
-    type: ScaleType = "binary"
-    min: float = 0.0
-    max: float = 1.0
     anchors: dict[str, str] = Field(default_factory=dict)
-    reference: str | None = None
-
-    @property
-    def scored(self) -> bool:
-        """True when the verdicts carry scores rather than compliance labels only."""
-        return self.type != "binary"
 
     @model_validator(mode="after")
     def _a_range(self) -> ScaleRecord:
