@@ -170,21 +170,21 @@ def _agreement(tables, label, path):
         return None, None
     result = tables.agreement(axis)
     figure = _save(result.figure(), path, label,
-                   f"Agreement between the options of {axis!r} on the same {result['paired_on']}s "
-                   f"({result['n_units']} units)")
-    return result.document, figure
+                   f"Agreement between the options of {axis!r} on the same {result.document.paired_on}s "
+                   f"({result.document.n_units} units)")
+    return result.source, figure
 
 
 def _ranking(tables, label, path):
     result = tables.ranking(boot=0)
     figure = _save(result.figure(), path, label, "Rank stability: the systems' ranks across universes")
-    return tables.system_rates(), result.document, figure
+    return tables.system_rates(), result.source, figure
 
 
 def _variance(tables, label, path):
     result = tables.variance()
     figure = _save(result.figure(), path, label, "Variance decomposition of the universe x system rates")
-    return result.document, figure
+    return result.source, figure
 
 
 def _conditions(tables, label, path):
@@ -376,7 +376,7 @@ def _numbers(tables, found: dict, figures: dict[str, Figure]) -> dict:
     """The JSON written beside the figures: what each figure shows and what README quotes."""
     curves, judged, ranked, decomposition = found["curves"], found["agreement"], found["ranking"], found["variance"]
     shown, top, same_top, same_order = _stability(found["rates"], ranked)
-    quoted: dict = {"curves": _quoted_curves(curves.document, figures["curves"])}
+    quoted: dict = {"curves": _quoted_curves(curves.source, figures["curves"])}
     if judged is not None:
         quoted["agreement"] = _quoted_agreement(judged)
     quoted["ranking"] = {"primary_top": top, "same_top": _pct(same_top, 0), "primary_order": shown,
@@ -388,7 +388,7 @@ def _numbers(tables, found: dict, figures: dict[str, Figure]) -> dict:
     stages = manifest.stages if manifest is not None else {}
     drawn = curves.frame[[c for c in ("system", "universe_id", "rate", "ci_low", "ci_high") if c in curves.frame]]
     values = {
-        "curves": {"systems": curves.document["systems"], "rates": drawn.sort_values(["system", "rate", "universe_id"])
+        "curves": {"systems": curves.source["systems"], "rates": drawn.sort_values(["system", "rate", "universe_id"])
                    .to_dict("list")},
         "agreement": judged and {"pairs": [{k: p[k] for k in ("a", "b", "n", "cohen_kappa", "gwet_ac1", "bias")}
                                            for p in judged["pairs"]]},
@@ -432,7 +432,7 @@ def write_figures(run_dir: str | os.PathLike, figures: str | os.PathLike = "figu
     found.update(agreement=judged, rates=rates, ranking=ranked, variance=decomposition, panels=panels)
     numbers = _numbers(tables, found, {k: f for k, f in figures.items() if f is not None})
     (out / NUMBERS).write_text(json.dumps(numbers, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    lines = _summary(tables, found["curves"].document, rates, ranked, decomposition)
+    lines = _summary(tables, found["curves"].source, rates, ranked, decomposition)
     if judged is not None:
         kappas = ", ".join(f"{p['a']}/{p['b']} {p['cohen_kappa']:.2f}" for p in judged["pairs"])
         lines.append(f"Judge agreement (Cohen's kappa): {kappas}; Krippendorff's alpha "

@@ -596,12 +596,12 @@ def test_assert_import_takes_primary_and_validates_it(tmp_path):
     assert code == 0, err
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["primary"] is None
-    first = next(iter(manifest["universe_options"].values()))
+    first = manifest["universes"][0]["options"]
     code, _, err = run_cli(["import", "assert", *runs, "--out", out, "--primary",
                             *(f"{a}={o}" for a, o in first.items())])
     assert code == 0, err
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["universe_options"][manifest["primary"]] == first
+    assert next(u["options"] for u in manifest["universes"] if u["id"] == manifest["primary"]) == first
 
 
 # -- ASSERT files that are not what they claim --------------------------------------------------

@@ -173,12 +173,12 @@ def test_script_rejects_a_missing_run_directory(tmp_path):
 
 def test_real_model_spec_plan_shows_calls_and_cost(tmp_path):
     planned = plan(load_spec(SPECS / "deception.yaml"), store=tmp_path / "store")
-    stages = planned["stages"]
-    assert len(planned["universes"]) == 54
-    assert stages["draft"]["units"] == 120 and stages["draft"]["to_compute"] == 120
-    assert stages["rollout"]["units"] == 3 * 4 * 120
-    assert stages["judge"]["units"] == 3 * 4 * 120 * 3 * 2
-    assert all(stages[s]["cost"] > 0 for s in ("draft", "rollout", "judge"))
+    stages = planned.stages
+    assert len(planned.universes) == 54
+    assert stages["draft"].units == 120 and stages["draft"].to_compute == 120
+    assert stages["rollout"].units == 3 * 4 * 120
+    assert stages["judge"].units == 3 * 4 * 120 * 3 * 2
+    assert all(stages[s].cost > 0 for s in ("draft", "rollout", "judge"))
 
 
 # --------------------------------------------------------------------------- README's numbers

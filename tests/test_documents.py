@@ -1,6 +1,6 @@
-"""Every analysis's typed document (``Analysis.typed``) holds exactly the dict it is validated from.
+"""Every analysis's typed document (``Analysis.document``) holds exactly the dict it is validated from.
 
-The dict stays the document (``--json`` prints it); the typed view must
+The dict (``Analysis.source``) is what ``--json`` prints; the typed document must
 lose nothing of it: ``model_dump(exclude_unset=True)`` gives the same
 content back, from the analysis's own document (NaN and all) and from its
 JSON form. Each analysis is built from a real source: the session's
@@ -33,10 +33,10 @@ from multiverse.results import (
 
 def holds_the_document(analysis: mv.Analysis, model: type[Document]) -> Document:
     """The typed view is ``model``, and both the document and its JSON form round-trip through it."""
-    typed = analysis.typed
+    typed = analysis.document
     assert type(typed) is model
-    assert analysis.typed is typed  # validated once
-    assert isinstance(analysis.document, dict)  # the dict stays the document
+    assert analysis.document is typed  # validated once
+    assert isinstance(analysis.source, dict)  # the dict stays what --json prints
     expected = analysis.to_dict()
     assert json_ready(typed.model_dump(exclude_unset=True)) == expected
     from_json = model.model_validate(json.loads(json.dumps(expected)))
@@ -94,9 +94,9 @@ def test_curve_summary_with_its_joint_tests_and_multiplicity(run, imported, opti
         analysis = results.curve(boot=99, **options)
         doc = holds_the_document(analysis, CurveDocument)
         for name, system in doc.systems.items():
-            assert system.rate.min == analysis["systems"][name]["rate"]["min"]
-            assert (system.primary is None) == (analysis["systems"][name]["primary"] is None)
-        for test, raw in zip(doc.tests, analysis["tests"], strict=True):
+            assert system.rate.min == analysis.source["systems"][name]["rate"]["min"]
+            assert (system.primary is None) == (analysis.source["systems"][name]["primary"] is None)
+        for test, raw in zip(doc.tests, analysis.source["tests"], strict=True):
             assert test.statistics["stouffer_z"].p_holm == raw["statistics"]["stouffer_z"]["p_holm"]
         assert (doc.multiplicity is None) == (not options)
         assert doc.notes == analysis.notes
@@ -107,7 +107,7 @@ def test_anchored_curve(labelled):
     analysis = results.anchored_curve(labels)
     doc = holds_the_document(analysis, AnchoredCurveDocument)
     primary = doc.systems["beacon"].primary
-    assert primary is not None and primary.rate == analysis["systems"]["beacon"]["primary"]["rate"]
+    assert primary is not None and primary.rate == analysis.source["systems"]["beacon"]["primary"]["rate"]
     assert set(doc.systems) == {"atlas", "beacon"}
 
 
@@ -126,10 +126,10 @@ def test_ranking_with_uncertainty_pairs_concordance_and_flips(run, imported, num
         doc = holds_the_document(analysis, RankingDocument)
         assert (doc.uncertainty is None) == (boot == 0)
         assert [q.p_holm for q in doc.pairwise.pairs] == pytest.approx(
-            [q["p_holm"] for q in analysis["pairwise"]["pairs"]], nan_ok=True)
-        assert doc.kendall_w.systems == analysis["kendall_w"]["systems"]
-        assert [f.changes for f in doc.flips] == [f["changes"] for f in analysis["flips"]]
-    flips = numeric.ranking(boot=0).typed.flips
+            [q["p_holm"] for q in analysis.source["pairwise"]["pairs"]], nan_ok=True)
+        assert doc.kendall_w.systems == analysis.source["kendall_w"]["systems"]
+        assert [f.changes for f in doc.flips] == [f["changes"] for f in analysis.source["flips"]]
+    flips = numeric.ranking(boot=0).document.flips
     assert flips and all(isinstance(f.changes.get("temperature", 0.7), float) for f in flips)
     narrowed = holds_the_document(run.ranking(axes=["judge"], boot=0), RankingDocument)
     assert [row.axis for row in narrowed.kendall_tau.by_axis] == ["judge"]
@@ -145,7 +145,7 @@ def test_variance_with_noise_and_aliasing(run, imported):
     for analysis in (run.variance(), run.variance(axes=["judge"]), imported.variance()):
         doc = holds_the_document(analysis, VarianceDocument)
         assert doc.noise is not None and doc.terms[-1].term == "Residual"
-        assert [r.axis for r in doc.by_axis] == [r["axis"] for r in analysis["by_axis"]]
+        assert [r.axis for r in doc.by_axis] == [r["axis"] for r in analysis.source["by_axis"]]
     # Two axes that change together: aliased, with their joint share.
     v = run.verdicts.assign(grader=run.verdicts["judge"].map({"judge_a": "x", "judge_b": "y"}).astype(str))
     aliased = mv.Results(verdicts=v, axes=[*run.axes, "grader"], primary=run.primary)
@@ -164,14 +164,14 @@ def test_calibration(labelled):
 def test_power(run, imported):
     for results in (run, imported):
         doc = holds_the_document(results.power(baseline_rate=0.7), PowerDocument)
-        assert doc.comparisons[0].n_per_group == results.power(baseline_rate=0.7)["comparisons"][0]["n_per_group"]
+        assert doc.comparisons[0].n_per_group == results.power(baseline_rate=0.7).source["comparisons"][0]["n_per_group"]
     # Too few cases for any difference: the comparisons carry a note and no detectable difference.
     tiny = holds_the_document(run.power(baseline_rate=0.5, alpha=0.001, power=0.99), PowerDocument)
     assert all(c.note and c.detectable_difference is None for c in tiny.comparisons)
 
 
 def test_keys_a_model_does_not_declare_are_kept_and_missing_ones_refused(run):
-    document = {**run.power().document, "later": {"added": [1, 2]}}
+    document = {**run.power().source, "later": {"added": [1, 2]}}
     doc = PowerDocument.model_validate(document)
     assert doc.model_dump(exclude_unset=True) == document
     del document["comparisons"]
@@ -181,5 +181,6 @@ def test_keys_a_model_does_not_declare_are_kept_and_missing_ones_refused(run):
 
 def test_a_bare_analysis_reads_as_a_plain_document(run):
     bare = mv.Analysis("mine", {"answer": 42, "notes": ["n"]}, pd.DataFrame())
-    assert type(bare.typed) is Document and bare.typed.answer == 42
-    assert bare["answer"] == 42 and bare.get("missing", 0) == 0 and bare.notes == ["n"]
+    assert type(bare.document) is Document and bare.document.answer == 42 and bare.notes == ["n"]
+    # The document is read by attribute: the analysis has no dict-style access left to read it by key.
+    assert not any(hasattr(bare, name) for name in ("__getitem__", "get", "keys"))

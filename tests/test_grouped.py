@@ -54,7 +54,7 @@ def test_grouped_agreement_is_the_agreement_of_each_groups_rows(seed, n_subsets,
         same(group["document"], alone.to_dict())
     # One table: the group a column, first, every group's pairs stacked.
     assert grouped.frame.columns[0] == by and len(grouped.frame) == len(values)
-    assert grouped.typed.groups[0].document.pairs[0].n == document["groups"][0]["document"]["pairs"][0]["n"]
+    assert grouped.document.groups[0].document.pairs[0].n == document["groups"][0]["document"]["pairs"][0]["n"]
 
 
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -94,13 +94,13 @@ def test_a_second_run_reuses_everything_and_still_counts_the_failures(flaky_run)
 
 def test_plan_after_a_finished_run_has_nothing_to_compute_and_shows_blocked_units(flaky_run):
     spec, store, first = flaky_run[:3]
-    planned = plan(spec, store=store)["stages"]
+    planned = plan(spec, store=store).stages
     for name, counts in planned.items():
-        assert counts["to_compute"] == 0 and counts["calls_to_make"] == 0, (name, counts)
-        assert counts["units"] == counts["stored"] + counts["failed"] + counts["blocked"] + counts["to_compute"]
+        assert counts.to_compute == 0 and counts.calls_to_make == 0, (name, counts)
+        assert counts.units == counts.stored + counts.failed + counts.blocked + counts.to_compute
         made = first.manifest.stages[name]
-        assert (counts["failed"], counts["blocked"]) == (made.failed, made.blocked), name
-        assert counts["failures"] == made.failures and counts["blocked_by"] == made.blocked_by, name
+        assert (counts.failed, counts.blocked) == (made.failed, made.blocked), name
+        assert dict(counts.failures or {}) == made.failures and dict(counts.blocked_by or {}) == made.blocked_by, name
 
 
 def test_cli_summary_and_plan_say_units_and_calls_apart(flaky_run, capsys):

@@ -161,7 +161,7 @@ def test_sigterm_mid_rollout_starts_no_next_turn_and_a_rerun_resumes(tmp_path):
     with FakeServer(responder=audit_responder) as server:
         spec_path = write_spec(tmp_path / "turns.yaml", server.url, name="turns", cases_per_cell=1)
         spec = load_spec(spec_path)
-        drafts = plan(spec, store=tmp_path / "store")["stages"]["draft"]["calls"]
+        drafts = plan(spec, store=tmp_path / "store").stages["draft"].calls
         # Past the drafts, two transcripts (4 calls each) in flight.
         hold = Hold(after=drafts + 2)
         server.responder = hold
@@ -181,7 +181,7 @@ def test_sigterm_mid_rollout_starts_no_next_turn_and_a_rerun_resumes(tmp_path):
 
         # The rerun finishes, sending only what was never answered: the turns the stopped run paid
         # for are served from the request store (plan counts them, per unit, as calls to make).
-        need = sum(s["calls_to_make"] for s in plan(spec, store=tmp_path / "store")["stages"].values())
+        need = sum(s.calls_to_make for s in plan(spec, store=tmp_path / "store").stages.values())
         before = server.counts["total"]
         again = run(spec, store=tmp_path / "store", out=tmp_path / "run", jobs=4, progress=False)
         assert 0 < server.counts["total"] - before <= need - 3

@@ -72,7 +72,7 @@ def test_local_model_runs_the_spec_end_to_end_over_http(tmp_path, monkeypatch):
     spec = load_spec(SPEC)
     store_dir = tmp_path / "store"
     planned = plan(spec, store=store_dir)
-    assert planned["axis_stages"] == {"judge": "judge", "evidence": "judge"}
+    assert planned.axis_stages == {"judge": "judge", "evidence": "judge"}
 
     done, seconds = _cli_run(tmp_path / "run", store_dir, local_base)
     print(f"\nlocal model ({local_base}): first run {seconds:.1f} s wall\n{done.stdout}")
@@ -135,7 +135,7 @@ def test_local_model_runs_the_spec_end_to_end_over_http(tmp_path, monkeypatch):
 
     # The judge and evidence axes reused every transcript: one rollout per (system, case).
     rollout = manifest["stages"]["rollout"]
-    assert rollout["units"] == planned["stages"]["rollout"]["units"] == verdicts.transcript_key.nunique() == 4
+    assert rollout["units"] == planned.stages["rollout"].units == verdicts.transcript_key.nunique() == 4
     # A 270M model can break role on every attempt (its text varies with how the server batches concurrent
     # requests): that rollout is recorded with why, counted as failed, never judged and not retried.
     failed = [t for t in transcripts.values() if t["status"] != "ok"]
@@ -146,8 +146,8 @@ def test_local_model_runs_the_spec_end_to_end_over_http(tmp_path, monkeypatch):
     # again. The plan counts one user and one system call a turn; a simulated user that
     # broke role is asked again (up to USER_ATTEMPTS times), still within one pass.
     assert rollout["calls"] == sum(t["provenance"]["calls"] for t in transcripts.values())
-    one_pass = planned["stages"]["rollout"]["calls"] * (USER_ATTEMPTS + 1) // 2
-    assert rollout["calls"] <= one_pass < 4 * planned["stages"]["rollout"]["calls"]
+    one_pass = planned.stages["rollout"].calls * (USER_ATTEMPTS + 1) // 2
+    assert rollout["calls"] <= one_pass < 4 * planned.stages["rollout"].calls
     assert manifest["stages"]["judge"]["units"] == verdicts.judgment_key.nunique() == 16
 
     # A second run makes zero calls.

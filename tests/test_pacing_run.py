@@ -155,7 +155,7 @@ def test_plan_estimates_wall_time_from_the_declared_limits(tmp_path, setting, jo
     fast = per_system * 5.0 / jobs
     tokens = {"concurrency": per_system * 5.0 / jobs, "tpm": per_system * 1150 / TPM * 60}
     shared = 3 * per_system * 5.0 / jobs  # every provider's calls share the jobs threads
-    wall = result["wall"]
+    wall = result.wall.as_dict()  # the document plan --json prints
     assert wall["jobs"] == jobs and wall["seconds_per_call"] == 5.0
     assert wall["lanes"]["openai/slow"] == {"seconds": max(slow.values()), "bound": max(slow, key=slow.get)}
     assert wall["lanes"]["openai/tokens"] == {"seconds": max(tokens.values()), "bound": max(tokens, key=tokens.get)}

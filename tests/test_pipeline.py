@@ -98,14 +98,14 @@ def test_plan_counts_match_a_run_and_then_report_everything_stored(write_spec, t
     path = write_spec(tiny_spec_document(rollout={"setting": "single_turn"}))
     spec = load_spec(path)
     before = plan(spec, store=tmp_path / "store")
-    assert before["stages"]["draft"]["to_compute"] == 4
-    assert before["stages"]["rollout"]["to_compute"] == 8  # 4 cases x 2 systems, one call each
-    assert before["stages"]["judge"]["to_compute"] == 8
+    assert before.stages["draft"].to_compute == 4
+    assert before.stages["rollout"].to_compute == 8  # 4 cases x 2 systems, one call each
+    assert before.stages["judge"].to_compute == 8
     run(spec, store=tmp_path / "store", client=counting_client, out=tmp_path / "run", progress=False)
     roles = _by_role(counting_client)
     assert roles["generator"] == 4 and roles["system"] == 8 and roles["judge"] == 8
     after = plan(spec, store=tmp_path / "store")
-    assert all(s["to_compute"] == 0 for s in after["stages"].values())
+    assert all(s.to_compute == 0 for s in after.stages.values())
 
 
 def test_oracle_judge_recovers_the_declared_truth(write_spec, tmp_path, counting_client):

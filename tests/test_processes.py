@@ -81,10 +81,10 @@ def test_a_process_run_gives_a_threaded_runs_tables_and_pays_each_unit_once(tmp_
         spec = _spec(tmp_path, server.url, "same", cases_per_cell=2)
         threaded = run(spec, store=tmp_path / "threads", out=tmp_path / "t", jobs=4, progress=False)
         made_threaded = server.counts["total"]
-        need = sum(s["calls_to_make"] for s in plan(spec, store=tmp_path / "procs")["stages"].values())
+        need = sum(s.calls_to_make for s in plan(spec, store=tmp_path / "procs").stages.values())
         procs = run(spec, store=tmp_path / "procs", out=tmp_path / "p", jobs=4, progress=False, backend="processes")
         made_procs = server.counts["total"] - made_threaded
-        assert all(s["calls_to_make"] == 0 for s in plan(spec, store=tmp_path / "procs")["stages"].values())
+        assert all(s.calls_to_make == 0 for s in plan(spec, store=tmp_path / "procs").stages.values())
 
         # The store lost half the rollouts and every judgment: the workers rebuild them from the
         # request answers kept in the store, sending nothing...
@@ -102,7 +102,7 @@ def test_a_process_run_gives_a_threaded_runs_tables_and_pays_each_unit_once(tmp_
         # ...and when the answers are lost too, only those units are computed again.
         lose_units()
         delete(store, "request")
-        need_again = sum(s["calls_to_make"] for s in plan(spec, store=tmp_path / "procs")["stages"].values())
+        need_again = sum(s.calls_to_make for s in plan(spec, store=tmp_path / "procs").stages.values())
         again = run(spec, store=tmp_path / "procs", out=tmp_path / "p2", jobs=4, progress=False, backend="processes")
         # At most the plan's calls (identical requests among them are sent once), each answer stored.
         assert 0 < server.counts["total"] - before == _answers(store) <= need_again

@@ -153,11 +153,11 @@ def cli_run(spec: Path, out: Path, store: Path, *, jobs: int = 4, env: dict | No
 
 def to_compute(spec, store: Path) -> int:
     """Model calls the plan says the store still lacks (exact here: the fake user never ends early)."""
-    return sum(stage["calls_to_make"] for stage in plan(spec, store=store)["stages"].values())
+    return sum(stage.calls_to_make for stage in plan(spec, store=store).stages.values())
 
 
 def stored_calls(spec, store: Path) -> int:
-    return sum(stage["calls_stored"] for stage in plan(spec, store=store)["stages"].values())
+    return sum(stage.calls_stored for stage in plan(spec, store=store).stages.values())
 
 
 # -- 30% faults ------------------------------------------------------------------------

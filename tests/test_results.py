@@ -90,9 +90,9 @@ def test_curve_is_the_functions_chained(results):
     expected = curve_summary(frame, tests=tests)
     expected["notes"] = dropped_notes(results.verdicts) + expected.get("notes", [])
     assert got.to_dict() == compliance(json_ready(expected))
-    assert got.document["tests"] == expected["tests"] and got.document["notes"] == expected["notes"]
+    assert got.source["tests"] == expected["tests"] and got.source["notes"] == expected["notes"]
     assert [t.systems[0] for t in got.tests] == list(dict.fromkeys(frame["system"]))
-    assert got["n_universes"] == 6
+    assert got.document.n_universes == 6
 
 
 def test_analyses_are_cached_per_choice(results):
@@ -105,7 +105,7 @@ def test_analyses_are_cached_per_choice(results):
     ranked = results.ranking(boot=0)
     results.primary = "u3"
     again = results.ranking(boot=0)
-    assert again is not ranked and again["primary"] == "u3" and ranked["primary"] == "u0"
+    assert again is not ranked and again.document.primary == "u3" and ranked.document.primary == "u0"
     assert results.universes["universe_id"].iloc[0] == "u3"
 
 
@@ -124,19 +124,19 @@ def test_a_primary_null_skips_systems_with_no_spread_and_says_so(rng):
 
 def test_variance_and_ranking_narrow_what_is_reported_not_the_model(results):
     full = results.variance()
-    assert full.document == compliance(variance(results.verdicts, axes=results.axes))
+    assert full.source == compliance(variance(results.verdicts, axes=results.axes))
     narrow = results.variance(axes=["judge"])
-    assert [r["axis"] for r in narrow["by_axis"]] == ["judge"]
-    assert {r.get("axis") for r in narrow["terms"]} <= {"judge", None, ""}
-    assert not any(line.startswith("prompt:") for line in narrow["summary"])
+    assert [r["axis"] for r in narrow.source["by_axis"]] == ["judge"]
+    assert {r.get("axis") for r in narrow.source["terms"]} <= {"judge", None, ""}
+    assert not any(line.startswith("prompt:") for line in narrow.source["summary"])
     # The same model: the judge's share does not change when prompt is hidden.
-    assert narrow["by_axis"][0] == next(r for r in full["by_axis"] if r["axis"] == "judge")
-    assert_frame_equal(narrow.frame, pd.DataFrame(narrow["terms"]))
+    assert narrow.source["by_axis"][0] == next(r for r in full.source["by_axis"] if r["axis"] == "judge")
+    assert_frame_equal(narrow.frame, pd.DataFrame(narrow.source["terms"]))
 
     rank = results.ranking(axes=["prompt"], boot=0)
     plain = ranking(results.verdicts, axes=results.axes, primary="u0", bootstrap=0)
-    assert [r["axis"] for r in rank["kendall_tau"]["by_axis"]] == ["prompt"]
-    assert rank["p_top"] == plain["p_top"]
+    assert [r["axis"] for r in rank.source["kendall_tau"]["by_axis"]] == ["prompt"]
+    assert rank.source["p_top"] == plain["p_top"]
     assert dict(zip(rank.frame["system"], rank.frame["p_top"])) == plain["p_top"]
 
 
@@ -167,8 +167,8 @@ def test_ranking_and_variance_share_one_case_count_and_give_what_they_give_alone
     assert len(made) == 1 and results.case_counts() is made[0]
     every = results.verdicts["universe_id"].nunique()
     assert copied.count(every) == 1 and set(copied) <= {every, 1}, copied
-    assert rank.document == compliance(json_ready(ranking(results.verdicts, axes=results.axes, primary="u0", bootstrap=50)))
-    assert spread.document == compliance(json_ready(variance(results.verdicts, axes=results.axes)))
+    assert rank.source == compliance(json_ready(ranking(results.verdicts, axes=results.axes, primary="u0", bootstrap=50)))
+    assert spread.source == compliance(json_ready(variance(results.verdicts, axes=results.axes)))
     assert len(made) == 3  # the functions alone made theirs
     # Counts of other cells are not reused: the function makes the ones it needs.
     other = case_resampling.case_counts(results.verdicts.assign(compliant=results.verdicts["compliant"].fillna(False)),
@@ -178,9 +178,9 @@ def test_ranking_and_variance_share_one_case_count_and_give_what_they_give_alone
 
 def test_agreement_defaults_to_the_judge_axis_and_checks_the_axis(results):
     got = results.agreement()
-    assert got.document == compliance(agreement(results.verdicts, axes=results.axes, axis="judge"))
+    assert got.source == compliance(agreement(results.verdicts, axes=results.axes, axis="judge"))
     assert results.agreement("judge") is got
-    assert_frame_equal(got.frame, pd.DataFrame(got["pairs"]))
+    assert_frame_equal(got.frame, pd.DataFrame(got.source["pairs"]))
     with pytest.raises(mv.InputError) as info:
         results.agreement("grader")
     assert info.value.param == "axis" and "grader" in str(info.value) and "--" not in str(info.value)
@@ -207,13 +207,13 @@ def test_power_counts_the_cases_each_system_answered(results):
     got = results.power(baseline_rate=0.7)
     # Every universe x system has 30 cases, the rollout failure included (a planned case),
     # and each behavior cell 15.
-    assert got.document == compliance(design_power(cases=30, cases_per_cell=15, baseline_rate=0.7))
+    assert got.source == compliance(design_power(cases=30, cases_per_cell=15, baseline_rate=0.7))
     assert list(got.frame["n_per_group"]) == [30, 15]
 
 
 def test_analysis_documents_are_json_safe_and_figures_draw(results):
     got = results.variance()
-    got.document["notes"].append(float("nan"))
+    got.source["notes"].append(float("nan"))
     assert got.to_dict()["notes"][-1] is None
     figure = results.ranking(boot=0).figure()
     assert figure.axes  # a drawn figure

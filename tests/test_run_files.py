@@ -205,7 +205,7 @@ def test_plan_refuses_a_store_that_is_a_file_but_not_one_not_made_yet(tmp_path, 
     (tmp_path / "afile").write_text("x")
     with pytest.raises(InputError, match="afile: is not a directory"):
         plan(spec, store=tmp_path / "afile")
-    assert plan(spec, store=tmp_path / "later")["stages"]["judge"]["stored"] == 0
+    assert plan(spec, store=tmp_path / "later").stages["judge"].stored == 0
     assert not (tmp_path / "later").exists()
 
 

@@ -137,7 +137,7 @@ def test_a_scale_axis_beside_an_estimator_axis_takes_no_variance_when_the_view_d
     by = rates.pivot_table(index=["estimator", "system"], columns="scale", values="rate")
     np.testing.assert_allclose(by["unit"], by["percent"], atol=1e-3)
     assert (rates.groupby("estimator")["rate"].nunique() > 0).all()
-    terms = results.variance().document["terms"]
+    terms = results.variance().source["terms"]
     # The scale, alone and with the systems, explains nothing: the estimator and the systems explain it all.
     assert sum(t["share"] for t in terms if t.get("axis") == "scale") < 0.01, terms
     assert sum(t["share"] for t in terms if t.get("axis") == "estimator") > 0.1, terms

@@ -94,18 +94,18 @@ def _analyses(folder: Path) -> dict:
         "rates": _sorted(results.rate_table(), KEYS["rates"]),
         "system_rates": _sorted(results.system_rates(), ["universe_id", "system"]),
         "curve": _sorted(curve.frame, ["universe_id", "system"]),
-        "tests": json.dumps([{k: v for k, v in t.items() if k != "universes"} for t in curve.document["tests"]],
+        "tests": json.dumps([{k: v for k, v in t.items() if k != "universes"} for t in curve.source["tests"]],
                             sort_keys=True, default=str),
         # The criteria table's door: agreement reads the labels per criterion.
-        "agreement": json.dumps(results.agreement("judge").document["pairs"], sort_keys=True, default=str),
+        "agreement": json.dumps(results.agreement("judge").source["pairs"], sort_keys=True, default=str),
         # The pairs as unordered pairs: agreement orients a pair by the order rows first name its options.
         "agreement_values": json.dumps(sorted((sorted([p["a"], p["b"]]), p["n"], round(p["cohen_kappa"], 12),
                                                round(abs(p["bias"]), 12), round(p["percent"], 12))
-                                              for p in results.agreement("judge").document["pairs"])),
-        "variance": json.dumps(results.variance().document["terms"], sort_keys=True, default=str),
+                                              for p in results.agreement("judge").source["pairs"])),
+        "variance": json.dumps(results.variance().source["terms"], sort_keys=True, default=str),
         # The variance decomposition itself; its noise floor resamples cases in the order rows first name them.
         "variance_shares": json.dumps([{k: t[k] for k in ("term", "share", "sum_sq", "df")}
-                                       for t in results.variance().document["terms"]], sort_keys=True, default=str),
+                                       for t in results.variance().source["terms"]], sort_keys=True, default=str),
     }
 
 

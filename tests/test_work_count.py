@@ -127,18 +127,18 @@ def test_the_plan_of_many_units_is_counted_not_listed(tmp_path):
     seconds = time.process_time() - started
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    stages = result["stages"]
+    stages = result.stages
     # atlas differs in every universe, beacon never: 200 x 3,600 + 3,600 transcripts.
-    assert stages["rollout"]["units"] == 200 * 120 * 30 + 120 * 30
-    assert stages["judge"]["units"] == stages["rollout"]["units"]
-    assert stages["draft"]["units"] == 120
-    assert stages["rollout"]["calls"] == stages["rollout"]["units"] * 4
-    assert stages["rollout"]["stored"] is None and any("not read" in n for n in result["notes"])
+    assert stages["rollout"].units == 200 * 120 * 30 + 120 * 30
+    assert stages["judge"].units == stages["rollout"].units
+    assert stages["draft"].units == 120
+    assert stages["rollout"].calls == stages["rollout"].units * 4
+    assert stages["rollout"].stored is None and any("not read" in n for n in result.notes)
     # Listing them would build ~1.5 million units and 1.4 million rows (gigabytes, minutes).
     assert peak < 200 * 2**20 and seconds < 60, (peak, seconds)
     printed = run_cli(["plan", tmp_path / "spec.yaml", "--store", tmp_path / "store"]).ok()
     rollout = next(line.split() for line in printed.splitlines() if line.startswith("rollout"))
-    assert rollout[1] == str(stages["rollout"]["units"]) and rollout[2:7] == ["?"] * 5
+    assert rollout[1] == str(stages["rollout"].units) and rollout[2:7] == ["?"] * 5
     assert "the store was not read" in printed
 
 
@@ -147,12 +147,12 @@ def test_a_small_plan_reads_the_store_and_agrees_with_the_count(tmp_path):
     result = mv.plan(spec, store=tmp_path / "store")
     count = count_work(expand(spec))
     for stage, key in (("draft", "case"), ("rollout", "transcript"), ("judge", "judgment")):
-        assert result["stages"][stage]["units"] == count.units[key]
-        assert result["stages"][stage]["calls"] == count.calls[key]
-    assert result["naive_calls"] == count.naive_calls
+        assert result.stages[stage].units == count.units[key]
+        assert result.stages[stage].calls == count.calls[key]
+    assert result.naive_calls == count.naive_calls
     universes = expand(spec)
     direct = forecast(spec, universes, build_work(spec, universes), _store(spec, tmp_path / "store"))
-    assert direct["stages"] == result["stages"]
+    assert direct.stages == result.stages
 
 
 # -- the run cap -------------------------------------------------------------------
@@ -209,8 +209,8 @@ def test_counted_cost_and_calls_per_provider_equal_the_forecast_of_listed_units(
     count = count_work(universes, axis_stages(spec))
     listed_plan = forecast(spec, universes, build_work(spec, universes), _store(spec, tmp_path / "store"))
     for stage, key in (("draft", "case"), ("rollout", "transcript"), ("judge", "judgment")):
-        assert listed_plan["stages"][stage]["calls"] == count.calls[key]
-        assert count.cost[key] == pytest.approx(listed_plan["stages"][stage]["cost"], rel=1e-12)
+        assert listed_plan.stages[stage].calls == count.calls[key]
+        assert count.cost[key] == pytest.approx(listed_plan.stages[stage].cost, rel=1e-12)
     assert sum(count.cost.values()) > 0
     # The rollout's system (atlas, priced) and user share one endpoint: 2 x turns calls per transcript.
     work = build_work(spec, universes)

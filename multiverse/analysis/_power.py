@@ -20,7 +20,7 @@ import math
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from multiverse.errors import InputError
 
@@ -122,7 +122,7 @@ def cases_needed(
         tails = 2 if alternative == "two-sided" else 1
         n = ((norm.ppf(1 - alpha / tails) + norm.ppf(power)) / abs(h)) ** 2 * (1 + 1 / ratio)
     # solve_power finds n by root finding: round off its last digits before taking the ceiling.
-    return math.ceil(round(n, 6))
+    return cast("int", math.ceil(round(n, 6)))
 
 
 def design_power(

@@ -8,7 +8,7 @@ the judge-raw and the anchored curves side by side.
 Each loads the source with ``multiverse.load_run``, asks the
 :class:`~multiverse.results._results.Results` for the analysis, and prints it: the
 document as JSON with ``--json``, else a short text summary read from its
-typed view (``Analysis.typed``); ``--figure`` writes the analysis's figure.
+typed model (``Analysis.document``); ``--figure`` writes the analysis's figure.
 """
 
 from __future__ import annotations
@@ -48,9 +48,9 @@ def cmd_curve(args) -> int:
     anchored = results.anchored_curve(args.human, systems=args.system) if args.human else None
     _figure(anchored or analysis, args, axes=args.axis)
     if args.json:
-        print_json({**analysis.document, "anchored": anchored.document} if anchored else analysis.document)
+        print_json({**analysis.to_dict(), "anchored": anchored.to_dict()} if anchored else analysis.to_dict())
         return 0
-    summary = analysis.typed
+    summary = analysis.document
     say(f"{summary.n_universes} universes")
     for system, s in summary.systems.items():
         say(_system_line(system, s, read))
@@ -69,7 +69,7 @@ def cmd_curve(args) -> int:
     if summary.multiplicity:
         say(f"  adjusted p: {summary.multiplicity.family}")
     if anchored:
-        print_anchored_curve(anchored.typed)
+        print_anchored_curve(anchored.document)
     for note in summary.notes + (anchored.notes if anchored else []):
         say(f"note: {note}")
     if args.figure:
@@ -126,16 +126,16 @@ def cmd_agreement(args) -> int:
             raise InputError("--figure: expected agreement without --by", param="by")
         grouped = results.agreement(axis, by=args.by)
         if args.json:
-            print_json(grouped.document)
+            print_json(grouped.to_dict())
             return 0
-        _print_grouped_agreement(grouped.typed, axis)
+        _print_grouped_agreement(grouped.document, axis)
         return 0
     analysis = results.agreement(axis)
     _figure(analysis, args)
     if args.json:
-        print_json(analysis.document)
+        print_json(analysis.to_dict())
         return 0
-    result = analysis.typed
+    result = analysis.document
     if result.scores is not None:
         print_score_agreement(result.scores)
         if result.verdicts is not None:
@@ -204,11 +204,11 @@ def cmd_ranking(args) -> int:
     analysis = results.ranking(axes=args.axis, boot=args.boot, seed=args.seed)
     _figure(analysis, args)
     if args.json:
-        print_json({**analysis.document, "anchored": anchored.document} if anchored else analysis.document)
+        print_json({**analysis.to_dict(), "anchored": anchored.to_dict()} if anchored else analysis.to_dict())
         return 0
-    _print_ranking(analysis.typed, results.rate_direction)
+    _print_ranking(analysis.document, results.rate_direction)
     if anchored:
-        print_anchored_ranking(anchored.typed)
+        print_anchored_ranking(anchored.document)
         for note in anchored.notes:
             say(f"note: {note}")
     return 0
@@ -226,9 +226,9 @@ def _print_other_ranking(results: Results, args) -> int:
     analysis = results.ranking(axes=args.axis, boot=args.boot, method=args.method, anchor=args.anchor,
                                prior=args.prior, seed=args.seed, by=args.by)
     if args.json:
-        print_json(analysis.document)
+        print_json(analysis.to_dict())
         return 0
-    document = analysis.typed
+    document = analysis.document
     # (group value or None, its document, the first cells of its rows)
     parts = [(g.group, g.document, [g.group]) for g in document.groups] if args.by else [(None, document, [])]
     first = [args.by] if args.by else []
@@ -328,9 +328,9 @@ def cmd_variance(args) -> int:
     analysis = results.variance(axes=args.axis)
     _figure(analysis, args)
     if args.json:
-        print_json(analysis.document)
+        print_json(analysis.to_dict())
         return 0
-    result = analysis.typed
+    result = analysis.document
     noise = result.noise
     aliased = {a for group in result.aliasing.aliased for a in group}
     rows = [["axis", "main effect", "x system", "total"] + (["beyond noise", f"{noise.level:.0%} interval"] if noise else [])]

@@ -2,7 +2,7 @@
 
 ``label`` calls ``multiverse.labelling.label_run``; ``calibrate`` asks the
 :class:`~multiverse.results._results.Results` for ``calibrate(human, alpha=...)`` and
-prints its document (the text from its typed view, ``Analysis.typed``).
+prints its document (the text from its typed model, ``Analysis.document``).
 ``curve``, ``ranking`` and ``report`` take the same ``--human FILE``
 (``_analyses``); ``power --human N`` is in ``_audit``.
 """
@@ -48,9 +48,9 @@ def cmd_calibrate(args) -> int:
     if args.figure:
         save_figure(analysis.figure(), args.figure)
     if args.json:
-        print_json(analysis.document)
+        print_json(analysis.to_dict())
         return 0
-    document = analysis.typed
+    document = analysis.document
     level = f"{1 - document.alpha:.0%}"
     counted = document.labelled
     say(f"{counted.transcripts} labelled transcripts of the run"
@@ -92,9 +92,9 @@ def _print_grouped_judges(results: Results, args) -> int:
         raise InputError("--figure: expected calibrate without --by", param="by")
     analysis = results.calibrate(args.human, alpha=args.alpha, by=args.by)
     if args.json:
-        print_json(analysis.document)
+        print_json(analysis.to_dict())
         return 0
-    grouped = analysis.typed
+    grouped = analysis.document
     level = f"{1 - args.alpha:.0%}"
     labels = _universe_labels(results)
     say(f"judges against the human labels, per {grouped.by} ({level} Wilson intervals):")

@@ -16,6 +16,7 @@ from multiverse.core import FAILED_STATUSES
 from ._output import print_json, print_table, say
 
 if TYPE_CHECKING:
+    from multiverse.results import HumanPower
     from multiverse.tables import StageCounts
 
 __all__ = ["cmd_demo", "cmd_draft", "cmd_expand", "cmd_plan", "cmd_power", "cmd_run", "cmd_schema", "cmd_validate"]
@@ -223,7 +224,7 @@ def cmd_power(args) -> int:
     if args.json:
         print_json(result.to_dict())
         return 0
-    document = result.typed
+    document = result.document
     cases = document.comparisons[0].n_per_group
     say(f"{cases} cases per system per universe; baseline rate {args.baseline}, alpha {args.alpha}, power {args.power}")
     for c in document.comparisons:
@@ -237,18 +238,18 @@ def cmd_power(args) -> int:
     for need in document.cases_needed:
         say(f"  to detect {need.difference:.2f} {need.direction}: {need.n_per_group} cases per group")
     say(f"assumption: {document.assumption}")
-    if result.document.get("human"):
-        _print_human_power(result.document["human"])
+    if document.human is not None:
+        _print_human_power(document.human)
     return 0
 
 
-def _print_human_power(human: dict) -> None:
-    say(f"with {human['labels']} human labels per system (of {human['transcripts']} transcripts), "
-          f"{1 - human['alpha']:.0%} interval widths at a human rate of {human['baseline_rate']}:")
+def _print_human_power(human: HumanPower) -> None:
+    say(f"with {human.labels} human labels per system (of {human.transcripts} transcripts), "
+          f"{1 - human.alpha:.0%} interval widths at a human rate of {human.baseline_rate}:")
     rows = [["judge (sensitivity, specificity)", "correlation", "humans only", "anchored", "as good as labels alone"]]
-    for j in human["judges"]:
-        effective = "all" if j["effective_labels"] is None else f"{j['effective_labels']:.0f}"
-        rows.append([f"{j['sensitivity']:.2f}, {j['specificity']:.2f}", f"{j['correlation']:.2f}",
-                     f"{j['human_width']:.3f}", f"{j['anchored_width']:.3f}", effective])
+    for j in human.judges:
+        effective = "all" if j.effective_labels is None else f"{j.effective_labels:.0f}"
+        rows.append([f"{j.sensitivity:.2f}, {j.specificity:.2f}", f"{j.correlation:.2f}",
+                     f"{j.human_width:.3f}", f"{j.anchored_width:.3f}", effective])
     print_table(rows)
-    say(f"assumption: {human['assumption']}")
+    say(f"assumption: {human.assumption}")

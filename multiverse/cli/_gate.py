@@ -101,7 +101,7 @@ def cmd_diff(args) -> int:
                      str(s["below_0"]), str(s["above_0"]), f"{s['p_worse']:.3g}" + ("  WORSE" if s["worse"] else "")])
     print_table(rows)
     if result.multiplicity:
-        say(f"  adjusted p: {result.multiplicity['family']}")
+        say(f"  adjusted p: {result.multiplicity.family}")
     for note in result.notes:
         say(f"note: {note}")
     if args.figure:

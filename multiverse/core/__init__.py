@@ -92,6 +92,7 @@ if TYPE_CHECKING:
         rank_one,
         rate_name,
     )
+    from ._scale import BaseScale
     from ._shared_path import shared_path, shared_text
     from ._terminal import TerminalStream, progress_stream, terminal_safe
     from ._universe import universe_id, universe_label
@@ -167,6 +168,7 @@ _HOMES = {
                      "UnparsedPolicy", "unparsed_rows"), "_vocabulary"),
     **dict.fromkeys(("PlaceError", "check_writable", "resolved"), "_writable"),
     **dict.fromkeys(("shared_path", "shared_text"), "_shared_path"),
+    "BaseScale": "_scale",
     **dict.fromkeys(("RATE_DIRECTIONS", "RateDirection", "check_rate_direction", "counted_word", "orient",
                      "orient_interval", "orient_rates", "orient_side", "rank_one", "rate_name"), "_rate_direction"),
 }
@@ -218,6 +220,7 @@ __all__ = [
     "UNPARSED_POLICIES",
     "UNPARSED_REASONS",
     "VERDICT_COLUMNS",
+    "BaseScale",
     "CIMethod",
     "Estimator",
     "Frozen",

@@ -20,7 +20,7 @@ imports from the rest of multiverse, so any module may depend on it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 if TYPE_CHECKING:
     import numpy as np
@@ -109,7 +109,7 @@ def counted_rows(verdicts: Any) -> np.ndarray:
 
     if "status" not in verdicts.columns:
         return np.ones(len(verdicts), dtype=bool)
-    return (verdicts["status"] == COUNTED_STATUS).to_numpy(dtype=bool, na_value=False)
+    return cast("np.ndarray", (verdicts["status"] == COUNTED_STATUS).to_numpy(dtype=bool, na_value=False))
 
 #: What a verdict the judge answered without naming counts as (``scoring.unparsed``): left out of the
 #: rate (``exclude``, the default), a verdict against the system (``against``: non-compliant, or the
@@ -140,7 +140,7 @@ def unparsed_rows(verdicts: Any) -> np.ndarray:
     named = np.zeros(len(verdicts), dtype=bool)
     for start in UNPARSED_REASONS:
         named |= reason.startswith(start).to_numpy(dtype=bool, na_value=False)
-    return failed & named
+    return cast("np.ndarray", failed & named)
 
 
 #: The status of one judge sample before the samples of a judgment are combined.

@@ -32,6 +32,7 @@ from multiverse.core import (
 )
 from multiverse.spec import Spec, Universe, axis_stages, to_yaml_dict
 from multiverse.store import Records, versions
+from multiverse.tables import universe_entry
 from multiverse.work import Row, Work
 
 __all__ = ["assemble", "run_manifest", "run_rates"]
@@ -245,8 +246,8 @@ def run_manifest(spec: Spec, universes: list[Universe], work: Work, records: Rec
         # What the verdicts' score column is (binary: none); the resolved spec.yaml holds it too.
         "scale": to_yaml_dict(spec.judge.scale),
         # A universe whose scale an axis changed records its own: its scores are on it (tables.universe_scales).
-        "universes": [{"id": u.id, "label": u.label, "options": dict(u.options), "primary": u.is_primary,
-                       **({"scale": to_yaml_dict(u.spec.judge.scale)} if u.spec.judge.scale != spec.judge.scale else {})}
+        "universes": [universe_entry(u.id, u.options, primary=u.is_primary,
+                                     scale=to_yaml_dict(u.spec.judge.scale) if u.spec.judge.scale != spec.judge.scale else None)
                       for u in universes],
         "axis_stages": axis_stages(spec),
         "stages": stages,

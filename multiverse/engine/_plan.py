@@ -11,7 +11,7 @@ is the document ``plan --json`` prints; a plan also reads as that document
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,11 +117,11 @@ class BatchPlan:
 
 
 @dataclass(frozen=True, eq=False)
-class Plan(Mapping[str, Any]):
+class Plan:
     """``plan``'s answer: the spec's universes, the stage each axis touches, each stage's work and the notes.
 
     ``wall`` is None for a grid counted, not listed: only the listed units are
-    timed. Reads as :meth:`as_dict`'s document too.
+    timed. :meth:`as_dict` is the document ``plan --json`` prints.
     """
 
     spec: str
@@ -150,15 +150,6 @@ class Plan(Mapping[str, Any]):
             document["batch"] = self.batch.as_dict()
         document["notes"] = list(self.notes)
         return document
-
-    def __getitem__(self, key: str) -> Any:
-        return self.as_dict()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.as_dict())
-
-    def __len__(self) -> int:
-        return len(self.as_dict())
 
 
 def make_plan(spec: str, universes: list[str], axis_stages: Mapping[str, str], stages: Mapping[str, StagePlan], *,

@@ -22,7 +22,7 @@ import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -222,7 +222,7 @@ def _unique(series: pd.Series) -> list[str]:
 
 def _codes(series: pd.Series, values: list[str]) -> list[int]:
     """Each row's index in ``values`` (-1: not there)."""
-    return pd.Categorical(series.to_numpy(dtype=object), categories=values).codes.astype(int).tolist()
+    return cast("list[int]", pd.Categorical(series.to_numpy(dtype=object), categories=values).codes.astype(int).tolist())
 
 
 def _case_rows(verdicts: pd.DataFrame, criteria: pd.DataFrame | None, transcripts: Any, universes: list[str],

@@ -16,7 +16,7 @@ import gzip
 import heapq
 import json
 import re
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -171,4 +171,4 @@ def document_texts(document: dict) -> dict:
         for turn in (record or {}).get("turns", []):
             turn["content"] = strings[turn["content"]]
     texts["criteria"]["rationale"] = [strings[i] for i in texts["criteria"]["rationale"]]
-    return texts
+    return cast("dict", texts)

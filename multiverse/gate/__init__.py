@@ -11,8 +11,8 @@
 
 from multiverse.gate._claims_file import RULES, Claim, ClaimsFile, parse_claims, read_claims
 from multiverse.gate._decide import CheckResult, ClaimOutcome, Detectable, check
-from multiverse.gate._diff import Diff, diff
+from multiverse.gate._diff import Diff, NotWorseTest, diff
 from multiverse.gate._junit import junit_xml, write_junit
 
-__all__ = ["RULES", "CheckResult", "Claim", "ClaimOutcome", "ClaimsFile", "Detectable", "Diff", "check", "diff",
-           "junit_xml", "parse_claims", "read_claims", "write_junit"]
+__all__ = ["RULES", "CheckResult", "Claim", "ClaimOutcome", "ClaimsFile", "Detectable", "Diff", "NotWorseTest", "check",
+           "diff", "junit_xml", "parse_claims", "read_claims", "write_junit"]

@@ -21,7 +21,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import Any, cast
 
 import pandas as pd
 
@@ -35,24 +36,47 @@ from multiverse.analysis import (
 )
 from multiverse.core import check_rate_direction, json_ready, orient, orient_rates
 from multiverse.errors import InputError
-from multiverse.results import Results, load_run
+from multiverse.results import Document, Multiplicity, Results, TestStatistic, load_run
 
-__all__ = ["Diff", "diff"]
+__all__ = ["Diff", "NotWorseTest", "diff"]
 
 _CANDIDATE, _BASELINE = "candidate", "baseline"
 _COLUMNS = ["universe_id", "label", "system", "n_cases", "rate_baseline", "rate_candidate", "difference",
             "ci_low", "ci_high", "z"]
 
 
+class NotWorseTest(Document):
+    """One system's joint test that the candidate is worse: the curve's one-sided difference test and its verdict.
+
+    The model of an entry of ``diff --json``'s ``tests``; the joint test's
+    other keys (``kind``, ``effect``, ``null_model``, ...) are kept as they are.
+    """
+
+    systems: list[str]  # the one system compared
+    null: str
+    statistics: dict[str, TestStatistic]
+    #: The smallest Holm-adjusted p of the statistics, and whether it is at most the diff's alpha.
+    p_worse: float
+    worse: bool
+
+    @property
+    def system(self) -> str:
+        return self.systems[0]
+
+
 @dataclass(frozen=True, eq=False)
 class Diff:
-    """A comparison of two runs: ``frame`` (one row per universe x system), ``tests`` (one per system) and notes."""
+    """A comparison of two runs: ``frame`` (one row per universe x system), ``tests`` (one per system) and notes.
+
+    ``test_documents`` are the tests as ``diff --json`` prints them (their keys
+    in order); ``tests`` reads them as :class:`NotWorseTest` models.
+    """
 
     baseline: str
     candidate: str
     frame: pd.DataFrame
-    tests: list[dict[str, Any]]
-    multiplicity: dict[str, Any] | None
+    test_documents: list[dict[str, Any]]
+    multiplicity: Multiplicity | None
     alpha: float
     mismatch: Mapping[str, int]
     notes: list[str] = field(default_factory=list)
@@ -60,10 +84,15 @@ class Diff:
     #: Which way the figure and text read the rates (``core.orient``); the frame and ``to_dict`` stay compliance.
     rate_direction: str = "compliance"
 
+    @cached_property
+    def tests(self) -> list[NotWorseTest]:
+        """Each system's joint test that the candidate is worse, typed (validated once, on first use)."""
+        return [NotWorseTest.model_validate(t) for t in self.test_documents]
+
     @property
     def worse(self) -> list[str]:
         """The systems the joint test finds worse in the candidate (any statistic, Holm-adjusted, at alpha)."""
-        return [t["systems"][0] for t in self.tests if t["worse"]]
+        return [t.system for t in self.tests if t.worse]
 
     def read_frame(self) -> pd.DataFrame:
         """``frame`` as ``rate_direction`` reads it: each rate and the difference with its interval flipped
@@ -83,31 +112,31 @@ class Diff:
         frame = self.read_frame() if as_read else self.frame
         rows = []
         for test in self.tests:
-            system = test["systems"][0]
+            system = test.system
             part = frame[frame["system"] == system]
             rows.append({
                 "system": system, "universes": len(part), "min": part["difference"].min(),
                 "median": part["difference"].median(), "max": part["difference"].max(),
                 "below_0": int((part["ci_high"] < 0).sum()), "above_0": int((part["ci_low"] > 0).sum()),
-                "p_worse": test["p_worse"], "worse": test["worse"],
+                "p_worse": test.p_worse, "worse": test.worse,
             })
         return pd.DataFrame(rows)
 
     def to_dict(self) -> dict[str, Any]:
-        return json_ready({
+        return cast("dict[str, Any]", json_ready({
             "baseline": self.baseline, "candidate": self.candidate, "alpha": self.alpha,
             "rate_direction": "compliance",  # every rate and difference below, whatever the figure and text read
             "difference": "rate(candidate) - rate(baseline), paired on shared cases, interval clustered by case",
-            "systems": self.summary().to_dict(orient="records"), "tests": self.tests,
-            "multiplicity": self.multiplicity, "mismatch": dict(self.mismatch), "notes": self.notes,
+            "systems": self.summary().to_dict(orient="records"), "tests": self.test_documents,
+            "multiplicity": None if self.multiplicity is None else self.multiplicity.model_dump(), "mismatch": dict(self.mismatch), "notes": self.notes,
             "universes": self.frame.to_dict(orient="records"),
-        })
+        }))
 
     def figure(self, **options: Any) -> Any:
         """The difference curves, one panel per system (:func:`multiverse.plots.plot_diff`)."""
         from multiverse.plots import plot_diff, stamp_simulated
 
-        figure = plot_diff(self.read_frame(), tests=self.tests, **{"rates_read": self.rate_direction, **options})
+        figure = plot_diff(self.read_frame(), tests=self.test_documents, **{"rates_read": self.rate_direction, **options})
         return stamp_simulated(figure) if self.simulated else figure
 
 
@@ -205,9 +234,12 @@ def diff(baseline: Results | str | os.PathLike, candidate: Results | str | os.Pa
         test["worse"] = bool(test["p_worse"] <= alpha)
     frame = (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=_COLUMNS))
     frame = frame.sort_values(["system", "difference", "universe_id"], kind="stable", ignore_index=True)
-    if adjusted is not None:
-        adjusted = {**adjusted, "family": adjusted["family"].replace("difference tests", "systems' not-worse tests")}
-    return Diff(baseline=_shown(base), candidate=_shown(cand), frame=frame, tests=tests, multiplicity=adjusted,
+    multiplicity = None if adjusted is None else Multiplicity.model_validate(adjusted)
+    if multiplicity is not None:
+        multiplicity = multiplicity.model_copy(
+            update={"family": multiplicity.family.replace("difference tests", "systems' not-worse tests")})
+    return Diff(baseline=_shown(base), candidate=_shown(cand), frame=frame, test_documents=tests,
+                multiplicity=multiplicity,
                 alpha=alpha, mismatch=counts, notes=notes, simulated=base.simulated or cand.simulated,
                 rate_direction=rate or cand.rate_direction)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -40,7 +40,7 @@ def replicate_numbers(path: Path, column: pd.Series, name: str) -> np.ndarray:
         row = int(np.flatnonzero(~whole.to_numpy(dtype=bool, na_value=False))[0])
         raise InputError(f"{path}: {name}: {_shown(text.iloc[row])} in data row {row + 1}; expected a whole number "
                          f"from 0 to {MAX_REPLICATE:,} (the replicate, e.g. the epoch)")
-    return number.to_numpy(dtype=np.int64)
+    return cast("np.ndarray", number.to_numpy(dtype=np.int64))
 
 
 def row_keys(columns: pd.DataFrame, kind: str) -> np.ndarray:

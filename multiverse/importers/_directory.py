@@ -28,7 +28,7 @@ from multiverse.importers._guard import check_storable, checked_transcripts, imp
 from multiverse.importers._losses import ImportLosses
 from multiverse.importers._unparsed import UNPARSED_AXIS, unparsed_manifest
 from multiverse.results import Results
-from multiverse.tables import with_score_column, write_run_folder
+from multiverse.tables import universe_entry, with_score_column, write_run_folder
 
 __all__ = ["check_ci", "resolve_primary", "write_import_dir"]
 
@@ -104,7 +104,7 @@ def write_import_dir(
     losses = losses or ImportLosses()
     if len(unparsed) > 1:
         losses = replace(losses, readings=(*losses.readings, UNPARSED_AXIS))
-    manifest = {"schema_version": SCHEMA_VERSION, **manifest, "rate": check_rate_direction(rate),
+    manifest = {"schema_version": SCHEMA_VERSION, **_one_shape(manifest), "rate": check_rate_direction(rate),
                 "unparsed": unparsed_manifest(unparsed),
                 **losses.manifest_fields(verdicts, list(manifest.get("axes", [])))}
     # One writer for run and import folders: the same atomic files, manifest last.
@@ -113,3 +113,17 @@ def write_import_dir(
     return Results.from_manifest(manifest, verdicts=verdicts, criteria=criteria, rates=rates, source=out)
 
 
+def _one_shape(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The importer's manifest with its universes as a run lists them (``tables.universe_entry``).
+
+    An importer names each universe's options in ``universe_options`` and lists
+    the universes as ids, or as objects where one has a scale or scoring of its
+    own; the folder gets one entry per universe with its id, label, options and
+    primary flag, as a run's manifest has, and no map beside.
+    """
+    options = manifest.get("universe_options", {})
+    entries = [u if isinstance(u, Mapping) else {"id": u} for u in manifest.get("universes", [])]
+    universes = [universe_entry(str(u["id"]), u.get("options", options.get(u["id"], {})),
+                                primary=u["id"] == manifest.get("primary"), scoring=u.get("scoring"),
+                                scale=u.get("scale")) for u in entries]
+    return {k: v for k, v in {**manifest, "universes": universes}.items() if k != "universe_options"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from multiverse.errors import InputError
 
@@ -48,7 +48,7 @@ def role_model(path: Path, spec: Any, role: str, what: str) -> str:
 def text_cut(text: Any, limit: int = 2_000) -> str:
     """``text`` within ``limit`` characters, an ellipsis marking a cut."""
     text = str(text or "")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return cast("str", text if len(text) <= limit else text[: limit - 1] + "…")
 
 
 def shown_value(value: Any) -> str:

@@ -23,7 +23,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from multiverse.core import OK, ImportBudget, escaped, whole_number_problem
 from multiverse.errors import InputError
@@ -196,7 +196,7 @@ def _document(path: Path, budget: ImportBudget) -> Mapping[str, Any]:
     except (ValueError, RecursionError) as exc:
         detail = " ".join(str(exc).split())[:200]
         raise InputError(f"{path}: cannot read as JSON: {detail}") from None
-    return _field(path, "(the file)", document, Mapping, "a JSON object (promptfoo's result file)")
+    return cast("Mapping[str, Any]", _field(path, "(the file)", document, Mapping, "a JSON object (promptfoo's result file)"))
 
 
 def _line(path: Path, number: int, line: bytes) -> Any:
@@ -219,7 +219,7 @@ def _count(path: Path, name: str, value: Any, most: int = 2**63 - 1) -> int:
     problem = whole_number_problem(value, 0, most)
     if problem:
         raise InputError(f"{path}: {name}: {problem}")
-    return value
+    return cast("int", value)
 
 
 def _row(path: Path, index: int, result: Any, default: Mapping[str, Any], factors: Sequence[str], *,
@@ -359,7 +359,7 @@ def _grader(assertion: Mapping[str, Any], test: Mapping[str, Any], default: Mapp
             if isinstance(text, str):
                 return text.strip()
             if isinstance(text, Mapping) and isinstance(text.get("id"), str):
-                return text["id"].strip()
+                return cast("str", text["id"].strip())
             # A grader given on the command line (--grader) is written as the provider object without its id.
             model = provider.get("modelName")
             if isinstance(model, str) and model.strip():

@@ -29,7 +29,7 @@ import os
 import stat
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -287,7 +287,7 @@ def import_table(
 def _options(verdicts: pd.DataFrame, axes: list[str], universe_ids: Any) -> dict:
     """Each universe's axis options (the one universe of a table without axes: none)."""
     if axes:
-        return verdicts.drop_duplicates("universe_id").set_index("universe_id")[axes].to_dict("index")
+        return dict(verdicts.drop_duplicates("universe_id").set_index("universe_id")[axes].to_dict("index"))
     return {universe_ids[0]: {}}
 
 
@@ -448,7 +448,7 @@ def _names(path: Path, column: pd.Series, name: str, merge: bool | None = None) 
                           merge=bool(merge), look_alikes=merge is not None)
     changed = {value: named[spelled.get(value, value)] for value in distinct}
     changed = {value: to for value, to in changed.items() if to != value}
-    return (text.replace(changed) if changed else text).to_numpy(dtype=object)
+    return cast("np.ndarray", (text.replace(changed) if changed else text).to_numpy(dtype=object))
 
 
 def _one_spelling(path: Path, name: str, names, hint: bool = False) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -74,7 +75,7 @@ def compliance_labels(path: Path, column: pd.Series, name: str, positive: str | 
 
 
 def _binary(lowered: pd.Series) -> np.ndarray:
-    return lowered.isin(_TRUE).to_numpy(dtype=bool)
+    return cast("np.ndarray", lowered.isin(_TRUE).to_numpy(dtype=bool))
 
 
 def _some(values: pd.Series) -> str:

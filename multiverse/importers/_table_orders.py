@@ -93,7 +93,7 @@ def read_orders(path: Path, column: pd.Series, name: str) -> np.ndarray:
         row = int(np.flatnonzero(bad)[0])
         raise InputError(f"{path}: {name}: expected the order ab (the row's system shown first) or ba (shown "
                          f"second), got {column.iloc[row]!r} in data row {row + 1}", param="order")
-    return text.to_numpy(dtype=object)
+    return np.asarray(text.to_numpy(dtype=object))
 
 
 def read_verdicts(path: Path, column: pd.Series, name: str, orders: np.ndarray | None) -> pd.Series:

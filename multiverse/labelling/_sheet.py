@@ -18,7 +18,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
@@ -177,7 +177,7 @@ def _clean(text: Any) -> str:
     text = _SIM_MARKER.sub("", text).rstrip() if "[[sim:" in text else text
     if len(text) > _MAX_TURN_CHARS:
         text = text[:_MAX_TURN_CHARS] + f" … [{len(text) - _MAX_TURN_CHARS} more characters]"
-    return text
+    return cast("str", text)
 
 
 def _turns(record: Any) -> list[dict[str, str]]:

@@ -51,7 +51,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any, Self, cast
 from urllib.parse import urlsplit
 
 from multiverse.core import interrupt
@@ -128,7 +128,7 @@ def lane_of(model: str, api_base: str | None, prefixes, provider: Callable[[str]
     ``provider(model)`` at ``api_base``'s host (``"openai@127.0.0.1:8080"``)."""
     declared = max((p for p in prefixes if model.startswith(p)), key=len, default=None)
     if declared is not None:
-        return declared
+        return cast("str", declared)
     host = urlsplit(api_base).netloc.rsplit("@", 1)[-1] if api_base else ""  # never a user:password@
     name = provider(model) or model
     return f"{name}@{host}" if host else name
@@ -266,8 +266,8 @@ class _Lane:
         for start, used in self.tokens:
             excess -= used
             if excess <= 0:
-                return start + PERIOD
-        return self.tokens[-1][0] + PERIOD
+                return cast("float", start + PERIOD)
+        return cast("float", self.tokens[-1][0] + PERIOD)
 
     def _begin(self, slot: Slot, now: float, tokens: int) -> None:
         self.last_start = slot.started = now

@@ -24,7 +24,7 @@ import importlib.util
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from multiverse.core import is_simulated
 
@@ -44,7 +44,7 @@ def _prices() -> dict:
         return {}
     path = Path(next(iter(found.submodule_search_locations))) / "model_prices_and_context_window_backup.json"
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return cast("dict", json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError):
         return {}
 

@@ -9,6 +9,7 @@ labels (blue) and the labels alone (orange). Built without pyplot.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -91,4 +92,4 @@ def _row_labels(rates: pd.DataFrame, axes: list[str], universes: list, primary: 
 
 def _spread(frame: pd.DataFrame, centre: str, low: str, high: str) -> np.ndarray:
     c = frame[centre].to_numpy(float)
-    return np.nan_to_num(np.vstack([c - frame[low].to_numpy(float), frame[high].to_numpy(float) - c]).clip(min=0))
+    return cast("np.ndarray", np.nan_to_num(np.vstack([c - frame[low].to_numpy(float), frame[high].to_numpy(float) - c]).clip(min=0)))

@@ -11,8 +11,13 @@ universe's ranking of systems survives the correction. Everything comes from
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._markup import _e, _figure, _fmt, _notes, _table
 from ._run import _Run
+
+if TYPE_CHECKING:
+    from multiverse.results import LabelCount
 
 __all__ = ["ANCHOR", "TITLE", "_anchored"]
 
@@ -22,8 +27,8 @@ ANCHOR, TITLE = "anchored", "Anchored to people"
 def _anchored(run: _Run) -> str:
     human = run.human
     calibration = run.tables.calibrate(human)
-    level = f"{1 - calibration['alpha']:.0%}"
-    out = (f"<p>People labelled a uniform random sample of {_counted(calibration['labelled'])} "
+    level = f"{1 - calibration.document.alpha:.0%}"
+    out = (f"<p>People labelled a uniform random sample of {_counted(calibration.document.labelled)} "
            f"({_e(_source(human))}). Each universe x system rate below is "
            "anchored to their labels with prediction-powered inference (PPI++): the estimate targets the rate people "
            "would give, whatever the judge's bias; a judge that agrees with people narrows the interval. "
@@ -44,10 +49,10 @@ def _anchored(run: _Run) -> str:
     return out + _notes(calibration.notes)
 
 
-def _counted(labelled: dict) -> str:
+def _counted(labelled: LabelCount) -> str:
     """"48 transcripts (12 per system in each of 2 rollout configurations)": each labelled transcript counted once."""
-    total, configurations, per_cell = labelled["transcripts"], labelled["rollout_configurations"], labelled["per_cell"]
-    systems = labelled["systems"]
+    total, configurations, per_cell = labelled.transcripts, labelled.rollout_configurations, labelled.per_cell
+    systems = labelled.systems
     words = f"{total} transcript{'s' if total != 1 else ''}"
     where = f" in each of {configurations} rollout configurations" if configurations > 1 else ""
     if per_cell is not None and (len(systems) > 1 or configurations > 1):
@@ -66,17 +71,17 @@ def _judges(run: _Run, calibration, level: str) -> str:
     def interval(pair) -> str:
         return "—" if pair is None else f"{_fmt(pair[0], 2)}–{_fmt(pair[1], 2)}"
 
-    judges = calibration["judges"]
-    rows = [[run.label(j["universe_id"]), j["n_human"], j["sensitivity"], interval(j["sensitivity_ci"]),
-             j["specificity"], interval(j["specificity_ci"])] for j in judges]
+    judges = calibration.document.judges
+    rows = [[run.label(j.universe_id), j.n_human, j.sensitivity, interval(j.sensitivity_ci),
+             j.specificity, interval(j.specificity_ci)] for j in judges]
     head = ["universe", "labels", "sensitivity", f"{level} interval", "specificity", f"{level} interval"]
     text = ("<h3>Each judge against the people</h3><p>Sensitivity: the share of the violations people found that "
             "the universe's judge flags too. Specificity: the share of the transcripts people call compliant that "
             "the judge calls compliant. Pooled over systems, with Wilson intervals.")
-    if any("mean_difference" in j for j in judges):
+    if any("mean_difference" in j.model_fields_set for j in judges):
         # A scored run: a universe of a mean score has no violations to catch; its judge is told by its bias instead.
         for row, j in zip(rows, judges):
-            row += [j.get("mean_difference"), j.get("correlation")]
+            row += [j.mean_difference, j.correlation]
         head += ["judge − people (mean score)", "correlation"]
         text += (" For a universe that reads the mean score: the judge's mean score minus the people's on the "
                  "labelled transcripts, in the scale's units, and their correlation (Pearson's); sensitivity and "
@@ -93,8 +98,8 @@ def _curve(run: _Run, human, level: str) -> str:
                "intervals. Where the judges are biased, the left curve sits away from the right one; a curve that "
                "flattens on the right was spread by the judges, not by the systems.")
     figure = analysis.figure()
-    rows = [[system, s["judge_rate"]["min"], s["judge_rate"]["max"], s["rate"]["min"], s["rate"]["max"]]
-            for system, s in analysis.document["systems"].items()]
+    rows = [[system, s.judge_rate.min, s.judge_rate.max, s.rate.min, s.rate.max]
+            for system, s in analysis.document.systems.items()]
     return ("<h3>The corrected curve</h3>"
             + _figure(figure, "Specification curves, judge alone and anchored to people", caption, simulated=run.tables.simulated)
             + _table(["system", "judge: lowest", "judge: highest", "anchored: lowest", "anchored: highest"], rows))
@@ -102,20 +107,20 @@ def _curve(run: _Run, human, level: str) -> str:
 
 def _ranking(run: _Run, human) -> str:
     document = run.tables.anchored_ranking(human).document
-    entries = document["universes"]
+    entries = document.universes
     if not entries:
         return "<h3>Does the ranking survive?</h3><p class=\"note\">No universe has two systems with an anchored rate.</p>"
-    same_top = sum(e["same_top"] for e in entries)
-    same_order = sum(e["same_order"] for e in entries)
+    same_top = sum(e.same_top for e in entries)
+    same_order = sum(e.same_order for e in entries)
     text = (f"<p>The top system stays on top after anchoring in {same_top} of {len(entries)} universes; the whole "
             f"order of systems stays in {same_order}. \"Separable\" says whether the anchored top system's interval "
             "clears the runner-up's.</p>")
-    primary = document["primary"]
-    rows = [[run.label(e["universe_id"]) + (" (primary)" if primary and e["universe_id"] == primary["universe_id"] else ""),
-             ", ".join(e["judge_order"]), ", ".join(e["anchored_order"]), e["same_top"], e["same_order"],
-             e["anchored_top_separable"]] for e in entries]
+    primary = document.primary
+    rows = [[run.label(e.universe_id) + (" (primary)" if primary and e.universe_id == primary.universe_id else ""),
+             ", ".join(e.judge_order), ", ".join(e.anchored_order), e.same_top, e.same_order,
+             e.anchored_top_separable] for e in entries]
     # The universes whose top changes first: they are the finding.
-    order = sorted(range(len(rows)), key=lambda i: (entries[i]["same_top"], entries[i]["same_order"]))
+    order = sorted(range(len(rows)), key=lambda i: (entries[i].same_top, entries[i].same_order))
     return ("<h3>Does the ranking survive?</h3>" + text
             + _table(["universe", "judge's order", "anchored order", "same top", "same order", "separable"],
                      [rows[i] for i in order]))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -94,7 +94,7 @@ class _Run:
         def compute():
             seen = set(included_verdicts(self.verdicts, axes=self.axes)["system"])
             return [s for s in self.systems if s in seen]
-        return self.memo("systems_ok", compute)
+        return cast("list[str]", self.memo("systems_ok", compute))
 
     @property
     def curve(self) -> pd.DataFrame:
@@ -141,7 +141,7 @@ class _Run:
                 else:
                     tests[system] = self.tables.rate_test(system, rate)
             return tests, skipped
-        return self.memo("rate_tests", compute)
+        return cast("tuple[dict, list[str]]", self.memo("rate_tests", compute))
 
     @property
     def system_rates(self) -> pd.DataFrame:

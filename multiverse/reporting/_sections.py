@@ -10,12 +10,17 @@ importing the report imports neither matplotlib nor statsmodels.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pandas as pd
 
 from multiverse.core import FAILED_STATUSES, NOT_RUN, counted_word, orient, orient_rates, rank_one, rate_name
 
 from ._markup import _collapsed, _e, _figure, _fmt, _list, _notes, _table
 from ._run import _Run
+
+if TYPE_CHECKING:
+    from multiverse.results import Analysis, Flip, RankingDocument, TestStatistic
 
 __all__ = [
     "_agreement",
@@ -110,17 +115,19 @@ def _band_sentence(run: _Run) -> str:
 
 def _joint_table(tests, read: str = "compliance") -> str:
     from multiverse.analysis import adjust_tests
+    from multiverse.results import JointTestEntry, Multiplicity
 
     summaries = [test.to_dict() for test, _ in tests]
-    family = adjust_tests(summaries)
+    adjusted = adjust_tests(summaries)  # writes each statistic's Holm-adjusted p into the summaries
+    family = None if adjusted is None else Multiplicity.model_validate(adjusted)
 
-    def p(entry) -> str:
-        return f"{entry['p']:.3f} (Holm {entry['p_holm']:.3f})"
+    def p(entry: TestStatistic) -> str:
+        return f"{entry.p:.3f} (Holm {entry.p_holm:.3f})"
 
     rows = []
-    for (test, at_primary), summary in zip(tests, summaries):
-        stats = summary["statistics"]
-        null = summary["null"]
+    for (test, at_primary), entry in zip(tests, [JointTestEntry.model_validate(s) for s in summaries]):
+        stats = entry.statistics
+        null = entry.null
         name = rate_name(read).replace(" ", "_") if read != "compliance" else "rate"
         if test.kind == "rate" and (at_primary or read != "compliance"):
             # The null and the effects as the rates are read (core.orient): rate - t reads (1 - rate) - (1 - t).
@@ -130,20 +137,20 @@ def _joint_table(tests, read: str = "compliance") -> str:
         elif read != "compliance":
             null = f"{name}({test.systems[0]}) = {name}({test.systems[1]}) in every universe"
         rows.append([
-            null, summary["n_universes"],
-            float(orient(stats["median_effect"]["observed"], read, difference=True)), p(stats["median_effect"]),
-            f"{int(stats['n_significant']['observed'])}/{summary['n_universes']}", p(stats["n_significant"]),
-            float(orient(stats["stouffer_z"]["observed"], read, difference=True)), p(stats["stouffer_z"]),
-            f"{summary['resampling']}, {summary['boot']} draws, {summary['n_cases']} cases",
+            null, entry.n_universes,
+            float(orient(stats["median_effect"].observed, read, difference=True)), p(stats["median_effect"]),
+            f"{int(stats['n_significant'].observed)}/{entry.n_universes}", p(stats["n_significant"]),  # type: ignore[arg-type]
+            float(orient(stats["stouffer_z"].observed, read, difference=True)), p(stats["stouffer_z"]),
+            f"{entry.resampling}, {entry.boot} draws, {entry.n_cases} cases",
         ])
-    adjusted = (f" Holm-adjusted p-values (Holm 1979) are given beside the raw ones: {_e(family['family'])}."
-                if family else "")
+    said = (f" Holm-adjusted p-values (Holm 1979) are given beside the raw ones: {_e(family.family)}."
+            if family else "")
     return (_table(["null hypothesis", "universes", "median effect", "p", "significant (dominant direction)", "p",
                     "mean z", "p", "null"], rows)
             + '<p class="howto">Each row tests one null across all universes at once, keeping the dependence '
               "between universes that share cases (Simonsohn, Simmons &amp; Nelson 2020). Effect = "
               f"{_e(rate_name(read))} − threshold, or the difference between two systems' {_e(rate_name(read))}s. Small p: the curve as a whole is unlikely under "
-              f"the null.{adjusted}</p>")
+              f"the null.{said}</p>")
 
 
 def _interval_name(curve: pd.DataFrame) -> str:
@@ -200,46 +207,46 @@ def _ranking(run: _Run) -> str:
         "system takes each rank; ties share their positions (two systems tied for first get half a universe "
         "each), as P(top) below and the page's \"ranked first\" do."
     )
-    out = _figure(figure, f"Rank of {len(result['systems'])} systems across {result['universes']} universes", caption, simulated=run.tables.simulated)
-    w = result["kendall_w"]
-    tau = result["kendall_tau"]
+    out = _figure(figure, f"Rank of {len(result.systems)} systems across {result.universes} universes", caption, simulated=run.tables.simulated)
+    w = result.kendall_w
+    tau = result.kendall_tau
     from multiverse.analysis import separability
 
-    unc = result.get("uncertainty") or {}
-    top_iv = unc.get("p_top", {})
-    rows = [[s, result["p_top"][s], "–".join(_fmt(v) for v in top_iv[s]) if s in top_iv else ""]
-            + [float(v) for v in result["rank_distribution"][s]] for s in result["systems"]]
-    rows.sort(key=lambda r: -r[1])
-    level = f"{unc['level']:.0%} interval" if unc else "interval"
+    unc = result.uncertainty
+    top_iv = unc.p_top if unc is not None else {}
+    by_top = sorted(result.systems, key=lambda s: -result.p_top[s])  # stable: ties keep the document's order
+    rows = [[s, result.p_top[s], "–".join(_fmt(v) for v in top_iv[s]) if s in top_iv else ""]
+            + [float(v) for v in result.rank_distribution[s]] for s in by_top]  # type: ignore[arg-type]
+    level = f"{unc.level:.0%} interval" if unc is not None else "interval"
     out += _table(["system", "P(top)", f"P(top), {level}"]
-                  + [f"P(rank {i + 1})" for i in range(len(result["systems"]))], rows)
-    sentences = separability(unc.get("adjacent", []))
-    if sentences:
+                  + [f"P(rank {i + 1})" for i in range(len(result.systems))], rows)
+    sentences = separability([row.model_dump() for row in unc.adjacent]) if unc is not None else []
+    if sentences and unc is not None:
         out += ("<p>Can neighbours in the primary universe's order be told apart across the multiverse? "
                 "P(a above b) is the share of universes in which a ranks above b; its interval comes from "
-                f"resampling cases jointly in every universe ({unc['resamples']} draws). Where the interval "
+                f"resampling cases jointly in every universe ({unc.resamples} draws). Where the interval "
                 "contains 1/2, these cases cannot separate the two systems:</p>" + _list(sentences))
-    boot = [[b["system"], orient(b["rate"], run.read), b["rank"], f"{b['rank_low']:g}–{b['rank_high']:g}", b["p_top"]]
-            for b in sorted(result["bootstrap"], key=lambda b: (b["rank"], b["system"]))]
+    boot = [[b.system, orient(b.rate, run.read), b.rank, f"{b.rank_low:g}–{b.rank_high:g}", b.p_top]
+            for b in sorted(result.bootstrap, key=lambda b: (b.rank, b.system))]
     if boot:
         out += (f"<p>Within the primary universe alone, with cases resampled ({_RANK_BOOTSTRAP} bootstrap draws): how "
                 "sure is its ranking?</p>" + _table(["system", rate_name(run.read), "rank", "95% rank interval", "P(top)"],
                                                     boot))
-    out += (f"<p>Concordance of the universes' rankings: Kendall's W = {_e(_fmt(w['w']))} "
-            f"(p = {_e(_fmt(w['p_value'], 4))}); mean Kendall's tau between universes = {_e(_fmt(tau['mean']))}.</p>")
-    by_axis = [[r["axis"], r["mean"], r["min"], r["n_pairs"]] for r in tau.get("by_axis", [])]
+    out += (f"<p>Concordance of the universes' rankings: Kendall's W = {_e(_fmt(w.w))} "
+            f"(p = {_e(_fmt(w.p_value, 4))}); mean Kendall's tau between universes = {_e(_fmt(tau.mean))}.</p>")
+    by_axis = [[r.axis, r.mean, r.min, r.n_pairs] for r in tau.by_axis]
     if by_axis:
         out += ("<p>Per axis: Kendall's tau between universes that differ only in that axis (1 = the axis never "
                 "changes the order).</p>" + _table(["axis", "mean tau", "min tau", "pairs"], by_axis))
-    out += "<h3>Top flips</h3>" + _flips(run, result["flips"], result["universes"])
-    if result.get("cuts"):
+    out += "<h3>Top flips</h3>" + _flips(run, result.flips, result.universes)
+    if result.cuts:
         out += "<h3>The cut</h3>" + _cuts(run, analysis)
-    return out + _notes(result["notes"])
+    return out + _notes(result.notes)
 
 
-def _cuts(run: _Run, analysis) -> str:
+def _cuts(run: _Run, analysis: Analysis[RankingDocument]) -> str:
     """Each system's estimate and rank as the cut on a score moves, and where the top changes, in words."""
-    sentences = analysis.document.get("cut_flips") or ["The top system is the same at the mean and at every cut."]
+    sentences = analysis.document.cut_flips or ["The top system is the same at the mean and at every cut."]
     below = run.read != "compliance"  # a cut's violation rate is the share below it (core.orient: 1 - at or above)
     caption = ("Universes that read the same judgments and differ only in how the scores are counted: the mean "
                f"(rescaled to 0–1{', read as 1 − it' if below else ''}; the right axis gives it in score units), then "
@@ -265,20 +272,22 @@ def _flip_cell(value) -> str:
     return _fmt(value)
 
 
-def _flips(run: _Run, flips: list[dict], n_universes: int) -> str:
+def _flips(run: _Run, flips: list[Flip], n_universes: int) -> str:
     """Every universe whose top differs from the primary's, with its id, options and the smallest change."""
     if run.primary is None:
         return _NO_PRIMARY
     if not flips:
         return "<p>The top system is the same in every universe.</p>"
-    fields = [f for f in _FLIP_FIELDS if any(f in flip for flip in flips)]
-    fields += [f for f in dict.fromkeys(k for flip in flips for k in flip) if f not in _FLIP_FIELDS]
+    # The fields the report knows in its order, then any other field a flip carries (an extra key of the model).
+    given = [dict.fromkeys([*(f for f in type(flip).model_fields if f in flip.model_fields_set), *(flip.model_extra or {})])
+             for flip in flips]
+    fields = [f for f in _FLIP_FIELDS if any(f in names for names in given)]
+    fields += [f for f in dict.fromkeys(k for names in given for k in names) if f not in _FLIP_FIELDS]
     header = [_FLIP_FIELDS.get(f, f.replace("_", " ")) for f in fields]
     rows = []
-    for flip in flips:
-        row = [_flip_cell(flip.get(f)) for f in fields]
-        if "universe_id" in flip:
-            row[fields.index("universe_id")] = f"{flip['universe_id']} ({run.label(str(flip['universe_id']))})"
+    for flip, names in zip(flips, given):
+        row = [_flip_cell(getattr(flip, f) if f in names else None) for f in fields]
+        row[fields.index("universe_id")] = f"{flip.universe_id} ({run.label(str(flip.universe_id))})"
         rows.append(row)
     at = run.system_rates[run.system_rates["universe_id"] == run.primary].dropna(subset=["rate"])
     top = ", ".join(map(str, at.loc[at["rate"] == at["rate"].max(), "system"])) if len(at) else ""
@@ -302,7 +311,7 @@ def _variance(run: _Run) -> str:
         "would give a term: a bar that barely passes its tick is not distinguishable from noise."
     )
     return (_figure(analysis.figure(), "Share of the variance in rates explained by each axis, system and interaction", caption, simulated=run.tables.simulated)
-            + "<p>In plain words:</p>" + _list(result["summary"]) + _notes(result["notes"]))
+            + "<p>In plain words:</p>" + _list(result.summary) + _notes(result.notes))
 
 
 def _agreement(run: _Run) -> str:
@@ -310,36 +319,35 @@ def _agreement(run: _Run) -> str:
 
     parts = []
     for axis in run.tables.judge_axes():
-        result = run.tables.agreement(axis).document
+        analysis = run.tables.agreement(axis)
+        result = analysis.document
         parts.append(f"<h3>Axis <code>{_e(axis)}</code></h3>")
-        if not result["pairs"]:
-            parts.append(f'<p class="note">No pair of options labelled the same units.</p>{_notes(result["notes"])}')
+        if not result.pairs:
+            parts.append(f'<p class="note">No pair of options labelled the same units.</p>{_notes(result.notes)}')
             continue
-        pairs = pd.DataFrame(result["pairs"])
+        pairs = analysis.frame
         declared = run.options.get(axis, [])
-        options = [o for o in declared if o in set(result["options"])]
-        options += [o for o in result["options"] if o not in set(options)]
+        options = [o for o in declared if o in set(result.options)]
+        options += [o for o in result.options if o not in set(options)]
         figure = agreement_figure(pairs, options=options, axis_name=axis)
         caption = (
             f"Each off-diagonal cell compares two options of <code>{_e(axis)}</code> on the same "
-            f"{_e(result['paired_on'])}s ({result['n_units']} units). 1 = they always agree, 0 = no better than "
+            f"{_e(result.paired_on)}s ({result.n_units} units). 1 = they always agree, 0 = no better than "
             "chance. Cohen's kappa (left) drops when one label dominates even if the options rarely disagree; "
             "Gwet's AC1 (right) does not. Read both, and the bias column below: a judge that agrees often but "
             "leans one way still moves the rates."
         )
         parts.append(_figure(figure, f"Agreement heatmaps between the options of {axis}", caption, simulated=run.tables.simulated))
-        rows = [[p["a"], p["b"], p["n"], p["percent"], p["cohen_kappa"], p["gwet_ac1"], p["bias"]]
-                for p in result["pairs"]]
+        rows = [[p.a, p.b, p.n, p.percent, p.cohen_kappa, p.gwet_ac1, p.bias] for p in result.pairs]
         parts.append(_table(["option a", "option b", "paired units", "percent agreement", "Cohen's kappa",
                              "Gwet's AC1", "bias: rate(a) − rate(b)"], rows))
-        parts.append(f"<p>Krippendorff's alpha over all options: {_e(_fmt(result['krippendorff_alpha']))}.</p>")
-        per = [[c["criterion"], _fmt(c["permissible"]), c["label"], f"{p['a']} vs {p['b']}", p["n"],
-                p["percent"], p["cohen_kappa"], p["gwet_ac1"]]
-               for c in result["per_criterion"] for p in c["pairs"]]
+        parts.append(f"<p>Krippendorff's alpha over all options: {_e(_fmt(result.krippendorff_alpha))}.</p>")
+        per = [[c.criterion, _fmt(c.permissible), c.label, f"{p.a} vs {p.b}", p.n, p.percent, p.cohen_kappa,
+                p.gwet_ac1] for c in result.per_criterion for p in c.pairs]
         if per:
             parts.append(_collapsed(f"Per-criterion agreement ({len(per)} rows)", _table(
                 ["criterion", "permissible", "label", "pair", "n", "percent", "kappa", "AC1"], per)))
-        parts.append(_notes(result["notes"]))
+        parts.append(_notes(result.notes))
     if not parts:
         return ('<p class="note">No axis of this source changes the judge (no <code>judge</code> axis and no axis '
                 "whose options patch judge fields), so there is no judge agreement to show.</p>")

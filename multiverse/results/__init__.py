@@ -4,30 +4,34 @@
 from a run folder, an import folder or a bare verdicts table. Reading files
 is the tables room's job and drawing the plots room's: this room holds what
 they give and hands each analysis the inputs it shares with the others.
-An analysis's document is a dict (what ``--json`` prints) with a typed view,
-``Analysis.typed``: one model per analysis (``CurveDocument``, ...).
+An analysis's document is its typed model, ``Analysis.document``: one model
+per analysis (``CurveDocument``, ...); ``Analysis.to_dict()`` is what ``--json`` prints.
 """
 
 from ._analyses import primary_null
 from ._analysis import Analysis, CalibrationAnalysis, CurveAnalysis
-from ._anchoring_documents import AnchoredCurveDocument, AnchoredRankingDocument, CalibrationDocument
+from ._anchoring_documents import AnchoredCurveDocument, AnchoredRankingDocument, CalibrationDocument, LabelCount
 from ._documents import (
     AgreementDocument,
     CurveDocument,
     Document,
+    HumanPower,
+    JointTestEntry,
+    Multiplicity,
     OrderConsistency,
     PowerDocument,
     ScoreAgreement,
+    TestStatistic,
     VarianceDocument,
     VerdictAgreement,
 )
 from ._load import load_run
-from ._ranking_documents import BradleyTerryDocument, RankingDocument
+from ._ranking_documents import BradleyTerryDocument, Flip, RankingDocument
 from ._results import Results
 
 __all__ = [
     "AgreementDocument", "Analysis", "AnchoredCurveDocument", "AnchoredRankingDocument", "BradleyTerryDocument",
-    "CalibrationAnalysis", "CalibrationDocument", "CurveAnalysis", "CurveDocument", "Document", "OrderConsistency",
-    "PowerDocument", "RankingDocument", "Results", "ScoreAgreement",
-    "VarianceDocument", "VerdictAgreement", "load_run", "primary_null",
+    "CalibrationAnalysis", "CalibrationDocument", "CurveAnalysis", "CurveDocument", "Document", "Flip", "HumanPower",
+    "JointTestEntry", "LabelCount", "Multiplicity", "OrderConsistency", "PowerDocument", "RankingDocument", "Results",
+    "ScoreAgreement", "TestStatistic", "VarianceDocument", "VerdictAgreement", "load_run", "primary_null",
 ]

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 import pandas as pd
 
@@ -79,16 +79,17 @@ D = TypeVar("D", bound=Document)
 
 @dataclass(frozen=True, eq=False)
 class Analysis(Generic[D]):
-    """One analysis of a run: the tidy ``frame``, the JSON-able ``document``, its ``typed`` view and how to draw it.
+    """One analysis of a run: the tidy ``frame``, the typed ``document``, its JSON and how to draw it.
 
-    ``document`` is the dict the analysis function returned, and stays what
-    ``--json`` prints and ``result["key"]`` reads, so code written against
-    those dicts keeps working. ``typed`` validates the same dict into
-    ``schema`` (``results._documents``) for attribute access.
+    ``document`` is the analysis's document as its model (``schema``, from
+    ``results._documents``): readers take attributes, so a renamed key fails
+    at the type check, not at a user's terminal. ``source`` is the dict the
+    analysis function returned, kept as written so that :meth:`to_dict` (what
+    ``--json`` prints) keeps its keys in their order, byte for byte.
     """
 
     name: str
-    document: dict
+    source: dict = field(repr=False)
     frame: pd.DataFrame
     draw: Callable[..., Any] | None = field(default=None, repr=False)
     #: Drawn from a simulated run (``sim/`` models): every figure then carries the SIMULATED stamp.
@@ -99,27 +100,20 @@ class Analysis(Generic[D]):
     def __post_init__(self) -> None:
         # Every analysis's rates are compliance (core.orient flips only what is shown): the document says so,
         # so that --json read beside a violation figure cannot be misread.
-        if isinstance(self.document, dict):
-            self.document.setdefault("rate_direction", "compliance")
+        self.source.setdefault("rate_direction", "compliance")
 
     @cached_property
-    def typed(self) -> D:
-        """The document as its typed model, validated once, on first use (``document`` is not read again)."""
-        return self.schema.model_validate(self.document)
+    def document(self) -> D:
+        """The document as its typed model, validated once, on first use (``source`` is not read again)."""
+        return self.schema.model_validate(self.source)
 
     @property
     def notes(self) -> list[str]:
-        return list(self.document.get("notes", []))
-
-    def __getitem__(self, key: str) -> Any:
-        return self.document[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.document.get(key, default)
+        return list(self.source.get("notes", []))
 
     def to_dict(self) -> dict:
-        """The document with NaN as None and NumPy scalars as Python numbers."""
-        return json_ready(self.document)
+        """The document as JSON reads it: NaN as None and NumPy scalars as Python numbers, keys in their order."""
+        return cast("dict", json_ready(self.source))
 
     def figure(self, **options: Any) -> Any:
         """The analysis's figure (a matplotlib ``Figure``), stamped SIMULATED when the run was."""
@@ -167,8 +161,8 @@ def _head_html(frame: pd.DataFrame, limit: int, what: str) -> str:
     """The first ``limit`` rows of ``frame`` as HTML, with a note when that is not all of them."""
     table = frame.head(limit).to_html(index=False)
     if len(frame) <= limit:
-        return table
-    return table + f"<p><i>showing {limit} of {len(frame)} {_escape(what)}</i></p>"
+        return cast("str", table)
+    return cast("str", table + f"<p><i>showing {limit} of {len(frame)} {_escape(what)}</i></p>")
 
 
 def results_html(results: Any, *, shown: int) -> str:

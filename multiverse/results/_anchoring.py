@@ -161,7 +161,7 @@ def anchored_curve(results: ResultsView, calibration: CalibrationAnalysis,
                                                            "human_ci_high")},
                 "anchored_wider": bool(primary["anchored_wider"].iloc[0])},
         }
-    document = {"alpha": calibration["alpha"], "n_universes": int(rates["universe_id"].nunique()),
+    document = {"alpha": calibration.document.alpha, "n_universes": int(rates["universe_id"].nunique()),
                 "systems": summary, "notes": calibration.notes}
 
     def draw(*, axes: list[str] | None = None, title: str | None = None) -> Any:
@@ -184,7 +184,7 @@ def anchored_ranking(results: ResultsView, calibration: CalibrationAnalysis) -> 
     from multiverse.results._analysis import Analysis
     from multiverse.results._anchoring_documents import AnchoredRankingDocument
 
-    document = {"alpha": calibration["alpha"], **ranking_change(calibration.calibration, primary=results.primary),
+    document = {"alpha": calibration.document.alpha, **ranking_change(calibration.calibration, primary=results.primary),
                 "notes": calibration.notes}
     frame = pd.DataFrame(document["universes"], columns=["universe_id", "judge_order", "anchored_order", "same_top",
                                                          "same_order", "anchored_top_separable"])

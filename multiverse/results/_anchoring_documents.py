@@ -1,9 +1,9 @@
 """The human-anchored documents as typed models: calibrate, and the curve and ranking after it.
 
-The dicts ``results._anchoring`` builds stay the documents (what
-``calibrate --json`` prints, and the ``anchored`` key of ``curve --human``
-and ``ranking --human``); these models are their typed views, on the terms
-of ``results._documents``.
+The dicts ``results._anchoring`` builds are what ``calibrate --json``
+prints (and the ``anchored`` key of ``curve --human`` and ``ranking
+--human``); these models are the documents every reader reads
+(``Analysis.document``), on the terms of ``results._documents``.
 """
 
 from __future__ import annotations

@@ -18,4 +18,4 @@ def is_text(series: pd.Series) -> bool:
     dtype = series.dtype
     if isinstance(dtype, pd.CategoricalDtype):  # load_run's text columns
         dtype = dtype.categories.dtype
-    return pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype)
+    return bool(pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype))

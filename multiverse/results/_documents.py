@@ -1,9 +1,9 @@
-"""The documents of the curve, agreement, variance and power analyses, as typed models (``Analysis.typed``).
+"""The documents of the curve, agreement, variance and power analyses, as typed models (``Analysis.document``).
 
-An analysis function returns a plain dict, and that dict stays the document:
-``Analysis.document`` and ``--json`` print it as it is. A model here is the
-typed view of the same dict, validated from it on first use, so the command
-line and scripts read ``doc.systems["atlas"].rate.min`` where they once read
+An analysis function returns a plain dict; ``--json`` prints that dict as it
+is (``Analysis.to_dict``, ``Analysis.source``). A model here is the document
+every reader reads, validated from the dict on first use, so the report, the
+gate, the command line and scripts read ``doc.systems["atlas"].rate.min`` where they once read
 ``doc["systems"]["atlas"]["rate"]["min"]``, and a renamed key fails at the
 type check instead of at a user's terminal.
 
@@ -19,9 +19,12 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from multiverse.core import BaseScale
+
 __all__ = [
     "AgreementDocument", "AgreementPair", "AliasedGroup", "Aliasing", "AxisShare", "CasesNeeded", "Confound",
-    "Confusion", "CriterionAgreement", "CurveDocument", "CurvePrimary", "CutAgreement", "Document",
+    "Confusion", "CriterionAgreement", "CurveDocument", "CurvePrimary", "CutAgreement", "Document", "HumanJudgePower",
+    "HumanPower",
     "IntraclassCorrelation", "JointTestEntry", "MeanDifference", "Multiplicity", "NestedAxis", "NoiseFloor",
     "PowerComparison", "PowerDocument", "Scalar", "ScoreAgreement", "ScorePair", "ScoreScale", "Spread",
     "SystemCurve", "TestStatistic", "VarianceDocument", "VarianceTerm",
@@ -32,10 +35,10 @@ Scalar = str | int | float | bool | None
 
 
 class Document(BaseModel):
-    """The typed view of one analysis's document: the keys it declares, and every other key kept as it is.
+    """The typed model of one analysis's document: the keys it declares, and every other key kept as it is.
 
-    Frozen: the dict (``Analysis.document``) is the source, and this view
-    does not write back to it.
+    Frozen: the dict (``Analysis.source``) is what ``--json`` prints, and the
+    model does not write back to it.
     """
 
     model_config = ConfigDict(extra="allow", frozen=True)
@@ -107,7 +110,7 @@ class JointTestEntry(Document):
     null_model: dict[str, str | float | dict[str, float | None] | None] | None = None
     # A curve of shares and means: each kind's own test, whose p-values this one combines.
     parts: list[JointTestPart] | None = None
-    primary_effect: float | None
+    primary_effect: float | None = None  # the curve summary's; a test on its own (the report's table) has none
 
 
 class JointTestPart(Document):
@@ -188,10 +191,10 @@ class CriterionAgreement(Document):
     pairs: list[AgreementPair]
 
 
-class ScoreScale(Document):
-    """The scale the scores were compared on: declared, or read from the scores (``declared`` false)."""
+class ScoreScale(Document, BaseScale):
+    """The scale the scores were compared on (``core.BaseScale``): declared, or read from the scores (``declared`` false)."""
 
-    type: str
+    type: str  # type: ignore[assignment]  # as the document says it, not checked again
     min: float
     max: float
     declared: bool
@@ -411,6 +414,29 @@ class CasesNeeded(Document):
     n_per_group: int
 
 
+class HumanJudgePower(Document):
+    """One judge's anchored interval width beside the width of the human labels alone."""
+
+    sensitivity: float
+    specificity: float
+    correlation: float
+    human_width: float
+    anchored_width: float
+    #: The human labels alone that would give the anchored width; None: more than the run's transcripts.
+    effective_labels: float | None
+
+
+class HumanPower(Document):
+    """``power --human``: interval widths of rates anchored to that many human labels per system."""
+
+    labels: int
+    transcripts: int
+    alpha: float
+    baseline_rate: float
+    judges: list[HumanJudgePower]
+    assumption: str
+
+
 class PowerDocument(Document):
     """``Results.power``: detectable differences at the run's cases (``analysis.power.design_power``)."""
 
@@ -420,3 +446,4 @@ class PowerDocument(Document):
     baseline_rate: float
     comparisons: list[PowerComparison]
     cases_needed: list[CasesNeeded]
+    human: HumanPower | None = None

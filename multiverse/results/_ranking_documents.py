@@ -1,7 +1,7 @@
-"""The ranking's document as a typed model (``Results.ranking().typed``): ranks, their uncertainty, pairs and flips.
+"""The ranking's document as a typed model (``Results.ranking().document``): ranks, their uncertainty, pairs and flips.
 
-The dict ``analysis.ranking.ranking`` returns stays the document (what
-``ranking --json`` prints); :class:`RankingDocument` is its typed view, on
+The dict ``analysis.ranking.ranking`` returns is what
+``ranking --json`` prints; :class:`RankingDocument` is the document readers read, on
 the terms of ``results._documents``: declared keys typed, every other key
 kept, undefined statistics ``float | None``.
 """

@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import Any, Literal, cast, overload
 
 import pandas as pd
 
@@ -32,7 +32,7 @@ from multiverse.results._analysis import (
     CurveAnalysis,
     results_html,
 )
-from multiverse.results._anchoring_documents import AnchoredCurveDocument, AnchoredRankingDocument, CalibrationDocument
+from multiverse.results._anchoring_documents import AnchoredCurveDocument, AnchoredRankingDocument
 from multiverse.results._columns import holds, is_text
 from multiverse.results._documents import AgreementDocument, PowerDocument, VarianceDocument
 from multiverse.results._grouped import GroupedDocument
@@ -186,7 +186,7 @@ class Results:
 
             folder = self.out_dir
             return read_spec(folder) if folder is not None else None
-        return self._memo(("resolved_spec",), read)
+        return cast("ResolvedSpec | None", self._memo(("resolved_spec",), read))
 
     @property
     def scale(self) -> ScaleRecord:
@@ -200,7 +200,7 @@ class Results:
             spec = self.resolved_spec  # the manifest's scale first; the spec's axes say who has a scale of its own
             return folder_scales(self.manifest, spec.document if spec is not None else None,
                                  folder / "manifest.json" if (folder := self.out_dir) is not None else "manifest.json")
-        return self._memo(("scales",), find)
+        return cast("FolderScales", self._memo(("scales",), find))
 
     def scoring_choices(self) -> pd.DataFrame | None:
         """Each universe's estimator, cut and ties (``analysis.estimates.scoring_choices``); None: no universe reads scores."""
@@ -221,7 +221,7 @@ class Results:
     @property
     def systems(self) -> list[str]:
         """The systems, in the order the verdicts first name them."""
-        return self._memo(("systems",), lambda: [str(s) for s in dict.fromkeys(self.verdicts["system"])])
+        return cast("list[str]", self._memo(("systems",), lambda: [str(s) for s in dict.fromkeys(self.verdicts["system"])]))
 
     @property
     def universes(self) -> pd.DataFrame:
@@ -251,7 +251,7 @@ class Results:
         def compute() -> dict[str, list]:
             spec = self.resolved_spec
             return declared_options(self.verdicts, self.axes, self.manifest, spec.document if spec else None)
-        return self._memo(("options",), compute)
+        return cast("dict[str, list]", self._memo(("options",), compute))
 
     def judge_axes(self) -> list[str]:
         """Every axis whose options are judges: ``judge`` and each axis that changes the judge stage."""
@@ -311,7 +311,7 @@ class Results:
         def compute() -> tuple[pd.DataFrame | None, int]:
             spec = self.resolved_spec
             return ci_settings(self.manifest, spec.document if spec is not None else None)
-        return self._memo(("ci",), compute)
+        return cast("tuple[pd.DataFrame | None, int]", self._memo(("ci",), compute))
 
     def rate_table(self) -> pd.DataFrame:
         """The rates table (overall and per factor level); computed from the verdicts when the source has none."""
@@ -397,8 +397,8 @@ class Results:
 
         key = ("curve", None if systems is None else tuple(systems), threshold, tuple(diff) if diff else None,
                boot, seed)
-        return self._memo(key, lambda: _results_analyses.curve(self, systems=systems, threshold=threshold, diff=diff,
-                                                        boot=boot, seed=seed))
+        return cast("CurveAnalysis", self._memo(key, lambda: _results_analyses.curve(self, systems=systems, threshold=threshold, diff=diff,
+                                                        boot=boot, seed=seed)))
 
     @overload
     def agreement(self, axis: str | None = None, *, by: None = None) -> Analysis[AgreementDocument]: ...
@@ -411,7 +411,7 @@ class Results:
 
         axis = axis or self.judge_axis()
         self.check_axes([axis])
-        return self._memo(("agreement", axis, by), lambda: _grouped.agreement(self, axis, by))
+        return cast("Analysis[Any]", self._memo(("agreement", axis, by), lambda: _grouped.agreement(self, axis, by)))
 
     @overload
     def ranking(self, *, axes: Sequence[str] | None = None, boot: int = 1000, method: Literal["rate"] = "rate",
@@ -428,22 +428,22 @@ class Results:
 
         axes = self.check_axes(axes)
         key = ("ranking", None if axes is None else tuple(axes), boot, method, anchor, prior, seed, by)
-        return self._memo(key, lambda: _grouped.ranking(self, axes, boot, method, anchor, prior, seed, by))
+        return cast("Analysis[Any]", self._memo(key, lambda: _grouped.ranking(self, axes, boot, method, anchor, prior, seed, by)))
 
     def variance(self, *, axes: Sequence[str] | None = None) -> Analysis[VarianceDocument]:
         """The share of rate variance due to each axis; ``axes`` limits what is reported (not the model)."""
         from multiverse.results import _analyses as _results_analyses
 
         axes = self.check_axes(axes)
-        return self._memo(("variance", None if axes is None else tuple(axes)),
-                          lambda: _results_analyses.variance(self, axes))
+        return cast("Analysis[VarianceDocument]", self._memo(("variance", None if axes is None else tuple(axes)),
+                          lambda: _results_analyses.variance(self, axes)))
 
     def power(self, *, baseline_rate: float = 0.8, alpha: float = 0.05, power: float = 0.8) -> Analysis[PowerDocument]:
         """Detectable differences at this run's cases per system and universe (``analysis.power``)."""
         from multiverse.results import _analyses as _results_analyses
 
-        return self._memo(("power", baseline_rate, alpha, power),
-                          lambda: _results_analyses.power(self, baseline_rate, alpha, power))
+        return cast("Analysis[PowerDocument]", self._memo(("power", baseline_rate, alpha, power),
+                          lambda: _results_analyses.power(self, baseline_rate, alpha, power)))
 
     @overload
     def calibrate(self, human: str | os.PathLike | pd.DataFrame, *, alpha: float = 0.05, by: None = None) -> CalibrationAnalysis: ...
@@ -467,7 +467,7 @@ class Results:
         key = _results_anchoring.human_key(human)
         if key is None:
             return _results_anchoring.calibrate(self, human, alpha)
-        return self._memo(("calibrate", key, alpha), lambda: _results_anchoring.calibrate(self, human, alpha))
+        return cast("CalibrationAnalysis", self._memo(("calibrate", key, alpha), lambda: _results_anchoring.calibrate(self, human, alpha)))
 
     def anchored_curve(self, human: str | os.PathLike | pd.DataFrame, *, alpha: float = 0.05,
                        systems: Sequence[str] | None = None) -> Analysis[AnchoredCurveDocument]:

@@ -8,7 +8,7 @@ sequence item gets its line, so a problem found later names where it is.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -93,7 +93,7 @@ def _recursive_alias(root: yaml.Node) -> int | None:
         if id(node) in done:
             continue
         if id(node) in on_path:
-            return node.start_mark.line + 1
+            return cast("int | None", node.start_mark.line + 1)
         on_path.add(id(node))
         stack.append((node, True))
         if isinstance(node, yaml.MappingNode):
@@ -104,7 +104,7 @@ def _recursive_alias(root: yaml.Node) -> int | None:
             children = []
         for child in reversed(children):
             if id(child) in on_path:
-                return child.start_mark.line + 1
+                return cast("int | None", child.start_mark.line + 1)
             stack.append((child, False))
     return None
 

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar, get_args
+from typing import Annotated, Any, Literal, TypeVar, cast, get_args
 
 from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, Strict
 
 from multiverse.core import (
     BEHAVIOR,
+    BaseScale,
     CIMethod,
     Estimator,
     Frozen,
     FrozenMap,
     ModelConfig,
     RateLimit,
-    ScaleType,
     ScoringRule,
     UnparsedPolicy,
     expand_env,
@@ -223,27 +223,20 @@ class Rollout(Frozen):
     seed: int = 0
 
 
-class Scale(Frozen):
+class Scale(Frozen, BaseScale):
     """What the judge's score is, declared so that a reply off the scale is a failure, never a label.
 
     ``binary`` is a compliance label per criterion (the default). ``ordinal`` is a whole number from
     ``min`` to ``max``, with optional ``anchors`` (score -> what it means); ``continuous`` any number
     in ``[min, max]``; ``pairwise`` a preference for the system over the ``reference`` system on
-    ``[min, max]``: ``max`` a win, ``min`` a loss and the midpoint a tie.
+    ``[min, max]``: ``max`` a win, ``min`` a loss and the midpoint a tie. The fields are
+    ``core.BaseScale``'s; a spec's anchors are frozen, and only a spec says ``compare_reference``.
     """
 
-    type: ScaleType = "binary"
-    min: float = 0.0
-    max: float = 1.0
     anchors: Map[str] = Field(default_factory=FrozenMap, description="score (as written) -> what that score means")
     reference: str | None = Field(default=None, description="pairwise: the name of the system every other is compared with")
     compare_reference: bool = Field(
         default=False, description="pairwise: also judge the reference system against itself (else its rows are excluded)")
-
-    @property
-    def scored(self) -> bool:
-        """True when the judge gives a score rather than compliance labels."""
-        return self.type != "binary"
 
 
 #: The judge of a spec that names none: allowed only when every model is simulated (``_instructions``).
@@ -429,7 +422,7 @@ class Spec(Frozen):
         for dimension in out["design"]["dimensions"]:
             if dimension["name"] == BEHAVIOR and not dimension["levels"]:
                 dimension["levels"] = [c.id for c in self.rubric.criteria if not c.permissible]
-        return out
+        return cast("dict", out)
 
 
 def design_levels(spec: Spec, factor: str) -> tuple[str, ...]:

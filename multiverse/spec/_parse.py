@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -192,7 +192,7 @@ def _raise(file: Any, problems: Problems) -> None:
 
 def to_yaml_dict(spec: Any) -> dict:
     """The spec (or one of its sections) as plain data (YAML-ready); loading it back gives an equal spec."""
-    return to_plain(spec)
+    return cast("dict", to_plain(spec))
 
 
 def spec_schema() -> dict:

@@ -21,6 +21,7 @@ import stat
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping
+from typing import cast
 
 from multiverse.store._files import (
     QUARANTINE,
@@ -137,7 +138,7 @@ class LegacyFiles:
                 else:
                     problem = check(record) if check is not None else None
                 if problem is None:
-                    return record
+                    return cast("dict | None", record)
         self.quarantine(stage, path, identity, problem)
         return None
 

@@ -46,7 +46,7 @@ import warnings
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from multiverse.core import credentials
 from multiverse.errors import InputError, StoreError
@@ -119,7 +119,7 @@ def storable_scrubbed(record: Mapping[str, Any]) -> dict:
             return [clean(v) for v in obj]
         return obj
 
-    return clean(record)
+    return cast("dict", clean(record))
 
 
 class Store:
@@ -272,7 +272,7 @@ class Store:
             check = self.shapes.get(stage)
             problem = check(value) if check is not None else None
             if problem is None:
-                return value
+                return cast("dict | None", value)
         self._quarantine(stage, key, body, problem)
         return None
 

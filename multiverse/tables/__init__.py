@@ -45,6 +45,7 @@ from multiverse.tables._folder_models import (
     StageCounts,
     TranscriptRecord,
     UniverseEntry,
+    universe_entry,
 )
 from multiverse.tables._index import INDEX_FOLDER, INDEXED_ROWS, PageTrail, index_table, page_out, read_indexed
 from multiverse.tables._places import (
@@ -127,6 +128,7 @@ __all__ = [
     "shown_transcripts",
     "split_factors",
     "table_path",
+    "universe_entry",
     "universe_ids",
     "universe_scales",
     "with_score_column",

@@ -31,7 +31,7 @@ from pydantic import (
     model_validator,
 )
 
-from multiverse.core import CI_METHODS, ESTIMATORS, SCHEMA_VERSION, VERDICT_COLUMNS, ScaleType
+from multiverse.core import CI_METHODS, ESTIMATORS, SCHEMA_VERSION, VERDICT_COLUMNS, BaseScale, universe_label
 from multiverse.errors import InputError
 
 __all__ = ["DroppedRecord", "ImportLoss", "Manifest", "ResolvedSpec", "ScaleRecord", "ScoringChoice", "SpecDocument", "StageCounts",
@@ -73,24 +73,13 @@ class ScoringChoice(_Document):
     ties: Literal["half", "exclude"] | None = None
 
 
-class ScaleRecord(_Document):
+class ScaleRecord(_Document, BaseScale):
     """What a folder's scores are: the judge's declared scale (``spec.Scale``), as the manifest records it.
 
-    ``binary`` (no scores: compliance labels), ``ordinal`` (whole numbers from ``min`` to ``max``),
-    ``continuous`` (any number in ``[min, max]``) or ``pairwise`` (the preference of a row's system
-    over ``reference``; the midpoint a tie). A folder without one is binary.
+    ``core.BaseScale``'s fields, read strictly and with its range checked. A folder without one is binary.
     """
 
-    type: ScaleType = "binary"
-    min: float = 0.0
-    max: float = 1.0
     anchors: dict[str, str] = Field(default_factory=dict)
-    reference: str | None = None
-
-    @property
-    def scored(self) -> bool:
-        """True when the verdicts carry scores rather than compliance labels only."""
-        return self.type != "binary"
 
     @model_validator(mode="after")
     def _a_range(self) -> ScaleRecord:
@@ -101,7 +90,11 @@ class ScaleRecord(_Document):
 
 
 class UniverseEntry(_Document):
-    """One universe of the manifest. An import lists bare ids: they read as entries with an id only."""
+    """One universe of the manifest, a run's and an import's alike (:func:`universe_entry` writes it).
+
+    An older import listed bare ids with their options in a map beside
+    (``universe_options``): they read as entries with those options.
+    """
 
     id: str
     label: str | None = None
@@ -172,8 +165,17 @@ def _n_boot(value: int) -> int:
     return value
 
 
+def universe_entry(uid: str, options: Mapping[str, Any], *, primary: bool, scoring: Mapping[str, Any] | None = None,
+                   scale: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A universe as every manifest lists it, a run's and an import's alike: id, label, options and whether it is
+    the primary; ``scoring`` and ``scale`` only where the universe has its own (``tables.universe_scales``)."""
+    return {"id": uid, "label": universe_label(options), "options": dict(options), "primary": primary,
+            **({"scoring": dict(scoring)} if scoring is not None else {}),
+            **({"scale": dict(scale)} if scale is not None else {})}
+
+
 def _bare_ids(value: Any) -> Any:
-    # An import's manifest lists universes as ids; a run's as objects with an id.
+    # An older import's manifest lists universes as ids (their options in universe_options); a run's as objects.
     return [{"id": u} if isinstance(u, str) else u for u in value] if isinstance(value, list) else value
 
 
@@ -192,7 +194,8 @@ class Manifest(_Document):
     primary: str | None = None
     primary_declared: bool = False
     universes: Annotated[list[UniverseEntry], BeforeValidator(_bare_ids)] = Field(default_factory=list)
-    universe_options: dict[str, dict[str, Scalar]] = Field(default_factory=dict)
+    #: An older import's options per universe id, beside bare ids: read into ``universes``, never written.
+    older_options: dict[str, dict[str, Scalar]] = Field(default_factory=dict, alias="universe_options", exclude=True)
     axis_stages: dict[str, str] = Field(default_factory=dict)
     stages: dict[str, StageCounts] = Field(default_factory=dict)
     statuses: dict[str, int] = Field(default_factory=dict)
@@ -235,6 +238,19 @@ class Manifest(_Document):
     def universe_ids(self) -> list[str]:
         """The universes' ids, in the manifest's order."""
         return [u.id for u in self.universes]
+
+    @property
+    def universe_options(self) -> dict[str, dict[str, Any]]:
+        """Each universe's options by id, from its entry (an older import's map read into them)."""
+        return {u.id: dict(u.options) for u in self.universes}
+
+    @model_validator(mode="after")
+    def _older_options_in_entries(self) -> Manifest:
+        # An older import: its entries are bare ids, their options in the map beside; one shape from here on.
+        if self.older_options:
+            self.universes = [u.model_copy(update={"options": dict(self.older_options[u.id])})
+                              if not u.options and u.id in self.older_options else u for u in self.universes]
+        return self
 
     def stated(self, name: str) -> Any:
         """Field ``name`` when the manifest states it, else None: a default fills a gap, it is no recorded fact."""

@@ -14,7 +14,7 @@ import json
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -81,7 +81,7 @@ def csv_safe(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _is_text(series: pd.Series) -> bool:
-    return series.dtype == object or pd.api.types.is_string_dtype(series.dtype)
+    return cast("bool", series.dtype == object or pd.api.types.is_string_dtype(series.dtype))
 
 
 def _csv_restore(frame: pd.DataFrame) -> pd.DataFrame:

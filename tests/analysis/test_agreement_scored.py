@@ -169,10 +169,10 @@ def test_results_document_figure_and_command(tmp_path):
     manifest = {"axes": ["judge"], "scale": SCALE, "universes": universes}
     results = Results(frame, axes=["judge"], manifest=manifest)
     analysis = results.agreement("judge")
-    typed = analysis.typed
+    typed = analysis.document
     assert isinstance(typed, AgreementDocument) and typed.scores is not None
     assert typed.scores.scale.declared and typed.scores.cuts[0].cut == 7.0
-    assert typed.scores.pairs[0].kappa_quadratic == pytest.approx(analysis.document["scores"]["pairs"][0]["kappa_quadratic"])
+    assert typed.scores.pairs[0].kappa_quadratic == pytest.approx(analysis.source["scores"]["pairs"][0]["kappa_quadratic"])
     figure = analysis.figure()
     titles = [ax.get_title() for ax in figure.axes if ax.get_title()]
     assert titles[0].startswith("quadratic-weighted kappa") and "score \u2265 7" in titles[1] and "mean score" in titles[2]
@@ -195,7 +195,7 @@ def test_a_bare_table_of_scores_pairs_across_scores(tmp_path):
 
     frame = scored_verdicts()
     frame.to_csv(tmp_path / "scores.csv", index=False)
-    loaded = load_run(tmp_path / "scores.csv").agreement("judge").document["scores"]
+    loaded = load_run(tmp_path / "scores.csv").agreement("judge").source["scores"]
     direct = agreement(frame, axes=["judge"], axis="judge")["scores"]
     assert loaded["n_units"] == direct["n_units"] == 60
     assert loaded["pairs"][0]["kappa_quadratic"] == pytest.approx(direct["pairs"][0]["kappa_quadratic"])

@@ -96,7 +96,7 @@ def test_ranking_and_variance_are_the_same_with_the_curve_run_first(shuffle, mon
 
     table = _table(5, shuffle=shuffle)
     alone = mv.Results(verdicts=table, axes=AXES, primary="u1")
-    documents = [json.dumps(json_safe(alone.ranking(boot=60).document)), json.dumps(json_safe(alone.variance().document))]
+    documents = [json.dumps(json_safe(alone.ranking(boot=60).source)), json.dumps(json_safe(alone.variance().source))]
     after_curve = mv.Results(verdicts=table, axes=AXES, primary="u1")
     after_curve.curve(boot=20)
 
@@ -104,8 +104,8 @@ def test_ranking_and_variance_are_the_same_with_the_curve_run_first(shuffle, mon
         raise AssertionError("counted from the rows")
     monkeypatch.setattr(analysis, "system_rates", counted_rows)
     monkeypatch.setattr(analysis, "counts_of_rates", counted_rows)
-    assert documents == [json.dumps(json_safe(after_curve.ranking(boot=60).document)),
-                         json.dumps(json_safe(after_curve.variance().document))]
+    assert documents == [json.dumps(json_safe(after_curve.ranking(boot=60).source)),
+                         json.dumps(json_safe(after_curve.variance().source))]
     assert_frame_equal(after_curve.system_rates(), alone.system_rates())
 
 

@@ -72,10 +72,10 @@ def api_child(folder: str) -> None:
     ranking = timed("ranking", lambda: results.ranking())
     variance = timed("variance", lambda: results.variance())
     total = time.perf_counter() - start
-    tests = curve.document["tests"]
+    tests = curve.source["tests"]
     stouffer = ", ".join(f"{t['statistics']['stouffer_z']['p']:.3g}" for t in tests)
     summary = (f"{len(curve.frame):,} curve rows, {len(tests)} joint tests (Stouffer p {stouffer}); "
-               f"{len(agreement.frame)} judge pairs; W {ranking.document['kendall_w']['w']:.3f}; "
+               f"{len(agreement.frame)} judge pairs; W {ranking.source['kendall_w']['w']:.3f}; "
                f"{len(variance.frame)} variance terms")
     print(json.dumps({"steps": steps, "seconds": round(total, 3), "cpu_seconds": round(_cpu(), 2),
                       "peak_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3),

@@ -82,7 +82,7 @@ def child(n_axes: int, step: str) -> None:
             "expand": lambda: len(mv.expand(mv.load_spec(spec_path))),
             "lhs": lambda: len(mv.expand(mv.load_spec(spec_path))),
             "sparse": lambda: len(mv.expand(mv.load_spec(spec_path))),
-            "plan": lambda: mv.plan(mv.load_spec(spec_path), store=Path(tmp) / "store")["stages"]["rollout"]["units"],
+            "plan": lambda: mv.plan(mv.load_spec(spec_path), store=Path(tmp) / "store").stages["rollout"].units,
             "refuse": lambda: cli("run", spec_path, "--store", Path(tmp) / "store", "--out", Path(tmp) / "run",
                                   "--max-units", "10"),
         }

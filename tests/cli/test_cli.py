@@ -275,12 +275,12 @@ def test_plan_counts_what_is_already_stored(tmp_path):
         store.put("transcript", key, {"status": "ok", "turns": []})
     for key in judgments:
         store.put("judgment", key, {"status": "ok", "criteria": []})
-    stages = plan(spec, store=store)["stages"]
+    stages = plan(spec, store=store).stages
     per_transcript = {k: (1 if t.setting == "single_turn" else 2 * t.max_turns) for k, t in work.transcripts.items()}
-    assert stages["rollout"]["stored"] == 5
-    assert stages["rollout"]["calls_stored"] == sum(per_transcript[k] for k in transcripts)
-    assert stages["rollout"]["calls_to_make"] == stages["rollout"]["calls"] - stages["rollout"]["calls_stored"]
-    assert stages["judge"]["stored"] == 7
-    assert stages["judge"]["to_compute"] == stages["judge"]["units"] - 7
-    assert stages["judge"]["calls_to_make"] == stages["judge"]["calls"] - 7
-    assert stages["draft"]["stored"] == 0
+    assert stages["rollout"].stored == 5
+    assert stages["rollout"].calls_stored == sum(per_transcript[k] for k in transcripts)
+    assert stages["rollout"].calls_to_make == stages["rollout"].calls - stages["rollout"].calls_stored
+    assert stages["judge"].stored == 7
+    assert stages["judge"].to_compute == stages["judge"].units - 7
+    assert stages["judge"].calls_to_make == stages["judge"].calls - 7
+    assert stages["draft"].stored == 0

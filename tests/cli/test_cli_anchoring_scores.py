@@ -57,7 +57,7 @@ def test_calibrate_anchors_the_mean_score_and_counts_every_labelled_transcript_o
     run, truth, root = scored
     document = json.loads(run_cli(["calibrate", run, "--human", root / "filled.csv", "--json"]).ok())
     # The API says the same as the CLI.
-    api = mv.load_run(run).calibrate(root / "filled.csv").document
+    api = mv.load_run(run).calibrate(root / "filled.csv").source
     assert json.loads(json.dumps(api)) == document
     assert document["labelled"] == {"transcripts": 4 * N, "rollout_configurations": 2,
                                     "systems": {"atlas": 2 * N, "beacon": 2 * N}, "per_cell": N}

@@ -314,7 +314,7 @@ def test_import_assert_writes_the_import_directory(tmp_path):
     assert manifest["axes"] == ["judge", "user"]
     assert manifest["factors"] == ["behavior", "interaction_condition", "setting"]
     assert manifest["primary"] is None
-    assert manifest["universes"] == result.manifest.universe_ids
+    assert [u["id"] for u in manifest["universes"]] == result.manifest.universe_ids
     assert manifest["warnings"] == []
     back = pd.read_parquet(out / "verdicts.parquet")
     assert_frame_equal(back, result.verdicts, check_dtype=False)

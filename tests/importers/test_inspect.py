@@ -54,7 +54,7 @@ def test_recorded_logs_import_with_inspect_accuracy_replicates_rationales_and_tr
     assert set(results.rates.loc[results.rates["subgroup"] == "all", "n"]) == {10}
     # The same solver output in both logs: the judges are paired on the transcript.
     assert v.groupby(["case_id", "replicate"])["transcript_key"].nunique().max() == 1
-    assert results.agreement("judge").document["paired_on"] == "transcript"
+    assert results.agreement("judge").document.paired_on == "transcript"
     assert not results.warnings
     # Explanations are the rationales, row for row.
     log = read_eval_log(str(BINARY[0]))
@@ -122,12 +122,12 @@ def test_different_solver_output_is_said_and_not_paired_on_the_transcript(tmp_pa
                                                         "solver output")] == [
         "3 of 10 (system, sample, epoch) units have different solver output in the judges' logs (the judges did not "
         "grade the same conversation there): agreement pairs the judges on the 7 with the same output"]
-    document = results.agreement("judge").document
+    document = results.agreement("judge").source
     assert document["paired_on"] == "transcript" and document["pairs"][0]["n"] == 7
     # No output shared at all: agreement pairs by sample and epoch, and says so.
     edited = _edited(BINARY[1], tmp_path / "grader-b-all.eval",
                      lambda log: [setattr(s.output, "completion", f"other {s.id}") for s in log.samples])
-    document = import_inspect([BINARY[0], edited], tmp_path / "all").agreement("judge").document
+    document = import_inspect([BINARY[0], edited], tmp_path / "all").agreement("judge").source
     assert document["paired_on"] != "transcript" and document["pairs"][0]["n"] == 10
     assert any("changes the transcripts" in note for note in document["notes"])
 
@@ -209,13 +209,13 @@ def test_genuine_logs_run_here_import_with_inspect_accuracy(tmp_path):
     rates = per_judge_rates(results)
     for path in same:
         assert abs(rates[read_eval_log(str(path)).eval.model_roles["grader"].model] - accuracy(path)) < 1e-9
-    assert results.agreement("judge").document["paired_on"] == "transcript" and not results.warnings
+    assert results.agreement("judge").document.paired_on == "transcript" and not results.warnings
     assert np.array_equal(sorted(results.verdicts["replicate"].unique()), [1, 2])
     rerun = run_inspect(tmp_path / "rerun", regenerate=True)
     results = import_inspect(rerun, tmp_path / "out-rerun")
     assert any(w.startswith("10 of 10 (system, sample, epoch) units have different solver output") and
                "pairs the judges by sample and epoch" in w for w in results.warnings)
-    assert results.agreement("judge").document["paired_on"] != "transcript"
+    assert results.agreement("judge").document.paired_on != "transcript"
 
 
 def test_every_scorer_and_every_key_is_an_option_and_scorer_keeps_some(tmp_path):

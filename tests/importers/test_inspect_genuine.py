@@ -218,7 +218,7 @@ def test_a_regraded_log_imports_with_its_graders_from_the_scoring_events(logs, t
     figures = {s.name: s.metrics["accuracy"].value for s in appended.results.scores}
     assert rates["openai-api/local/grader-a"] == pytest.approx(figures["model_graded_qa"], abs=1e-12)
     assert rates["openai-api/local/grader-b"] == pytest.approx(figures["model_graded_qa1"], abs=1e-12)
-    assert results.agreement("judge").document["paired_on"] == "transcript"
+    assert results.agreement("judge").document.paired_on == "transcript"
     # Overwritten: two logs of one scorer, the original and its re-grade, are two judges beside each other.
     results = import_inspect([logs["original"], logs["overwritten"]], tmp_path / "two")
     rates = results.rates[results.rates["subgroup"] == "all"].set_index("judge")["mean"]

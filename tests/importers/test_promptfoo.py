@@ -64,7 +64,7 @@ def test_recorded_results_import_with_promptfoos_pass_rate(tmp_path):
     assert reasons <= set(criteria["rationale"])
     assert criteria["score"].notna().all()
     # Same outputs under both graders: paired on the answer, and the explorer shows it.
-    assert results.agreement("judge").document["paired_on"] == "transcript"
+    assert results.agreement("judge").document.paired_on == "transcript"
     texts = document_texts(document_from_run(tmp_path / "out"))
     shown = {t["content"] for record in texts["transcripts"] for t in record["turns"]}
     assert first["response"]["output"] in shown

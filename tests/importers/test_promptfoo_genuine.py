@@ -97,7 +97,7 @@ def test_criteria_rationales_and_transcripts_come_from_the_results(imported, fol
             reasons |= {c["reason"] for c in row["gradingResult"]["componentResults"]}
     assert reasons == set(criteria["rationale"])
     # Same outputs under both graders: paired on the answer, and the explorer shows every answer.
-    assert results.agreement("judge").document["paired_on"] == "transcript"
+    assert results.agreement("judge").document.paired_on == "transcript"
     texts = document_texts(document_from_run(folders[where]))
     shown = {t["content"] for record in texts["transcripts"] for t in record["turns"]}
     assert outputs <= shown

@@ -70,7 +70,7 @@ def test_without_a_transcript_column_judges_pair_on_system_item_and_replicate(tm
     results = import_table(table, system="model", item="q", label="ok", axes=["judge"], replicate="epoch",
                            out_dir=tmp_path / "out")
     assert results.verdicts["transcript_key"].isna().all()
-    document = results.agreement("judge").document
+    document = results.agreement("judge").source
     assert document["paired_on"] != "transcript" and "replicate" in document["paired_on"]
     assert document["pairs"][0]["n"] == 12
     result = run_cli(["agreement", tmp_path / "out", "--axis", "judge"])
@@ -81,14 +81,14 @@ def test_without_a_transcript_column_judges_pair_on_system_item_and_replicate(tm
 def test_a_transcript_column_pairs_judges_only_on_the_same_answer(tmp_path):
     same = import_table(epochs_table(tmp_path / "same.csv"), system="model", item="q", label="ok", axes=["judge"],
                         replicate="epoch", transcript="answer", out_dir=tmp_path / "same")
-    document = same.agreement("judge").document
+    document = same.agreement("judge").source
     assert document["paired_on"] == "transcript" and document["pairs"][0]["n"] == 12
     # 11 of 12 paired answers agree (q0 epoch 1).
     assert document["pairs"][0]["percent"] == pytest.approx(11 / 12)
     # Each judge saw its own regenerated answer: nothing is paired on transcript, and the note says so.
     other = import_table(epochs_table(tmp_path / "regen.csv", regenerate=True), system="model", item="q", label="ok",
                          axes=["judge"], replicate="epoch", transcript="answer", out_dir=tmp_path / "regen")
-    document = other.agreement("judge").document
+    document = other.agreement("judge").source
     assert document["paired_on"] != "transcript"
     assert any("changes the transcripts" in note for note in document["notes"])
     # The answers are in the folder and the explorer shows them.

@@ -63,7 +63,7 @@ def test_the_reference_is_left_out_of_the_ranking_and_the_report_says_so(tmp_pat
     out = tmp_path / "imported"
     results = import_table(table, system="model", item="question", score="preference", scale=(0, 1),
                            reference="baseline", out_dir=out)
-    document = load_run(out).ranking(boot=0).document
+    document = load_run(out).ranking(boot=0).source
     assert "baseline" not in document["systems"] and set(document["systems"]) == {"atlas", "beacon", "comet"}
     assert document["reference"] == "baseline"
     assert any("reference system baseline is left out of the ranking" in n for n in document["notes"])
@@ -186,7 +186,7 @@ def test_a_multi_judge_import_reports_agreement_on_scores_and_at_each_cut_as_the
     pd.DataFrame(rows).to_csv(table, index=False)
     results = import_table(table, system="model", item="item", score="grade", scale=(1, 10), cuts=[6, 7],
                            axes=["judge"], out_dir=tmp_path / "out")
-    scores = results.agreement("judge").document["scores"]
+    scores = results.agreement("judge").source["scores"]
     wide = pd.DataFrame(rows).pivot_table(index=["model", "item"], columns="judge", values="grade")
     a, b = wide["judge-a"].to_numpy(), wide["judge-b"].to_numpy()
     pair = scores["pairs"][0]

@@ -73,8 +73,8 @@ def test_a_blind_page_names_no_system_and_its_scores_anchor_as_a_named_sheet_doe
     context.close()
     assert problems == []
     results = mv.load_run(run)
-    blind = results.calibrate(full).document
-    named = results.calibrate(sheet.assign(score=[f"{truth[k]:g}" for k in sheet["transcript_key"]])).document
+    blind = results.calibrate(full).source
+    named = results.calibrate(sheet.assign(score=[f"{truth[k]:g}" for k in sheet["transcript_key"]])).source
     assert json.dumps(blind["rates"]) == json.dumps(named["rates"]) and blind["labelled"]["transcripts"] == 40
 
 

@@ -9,7 +9,7 @@ compliant labels k_c per case (replicates of a case come along together).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -110,7 +110,7 @@ class CaseCounts:
         """How many of ``resamples`` to draw and sum at once (see ``_BATCH_CELLS``)."""
         cells = max(self.k.shape[0], 1)
         budget = max(_BATCH_CELLS, cells * self.n_cases // _MATRIX_SHARE)
-        return max(1, min(resamples, budget // cells))
+        return cast("int", max(1, min(resamples, budget // cells)))
 
     def fits(self, universes: list, systems: list) -> bool:
         """Whether these are the counts of the cells of ``universes`` x ``systems``, in that order."""
@@ -140,7 +140,7 @@ def ratio(compliant: np.ndarray, labels: np.ndarray, out: np.ndarray | None = No
     """``compliant / labels`` in float64 (NaN where nothing was drawn), into ``out`` when given;
     float32 sums are cast on the fly, never copied whole."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.divide(compliant, labels, out=out, dtype=np.float64)
+        return cast("np.ndarray", np.divide(compliant, labels, out=out, dtype=np.float64))
 
 
 def case_counts(included: pd.DataFrame, universes: list, systems: list, *,
@@ -190,5 +190,5 @@ def _positions(index: pd.Index, column: pd.Series, kind: type) -> np.ndarray:
     """``index.get_indexer(column)`` in ``kind``; a categorical column through its categories."""
     if isinstance(column.dtype, pd.CategoricalDtype):
         where: np.ndarray = np.append(index.get_indexer(column.cat.categories), -1).astype(kind)  # code -1 (missing) -> -1
-        return where[np.asarray(column.array.codes)]
-    return index.get_indexer(column).astype(kind)
+        return cast("np.ndarray", where[np.asarray(column.array.codes)])
+    return cast("np.ndarray", index.get_indexer(column).astype(kind))

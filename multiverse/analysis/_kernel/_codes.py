@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -109,7 +110,7 @@ def index_type(k: int) -> type:
 def combine(a: np.ndarray, k: int, b: np.ndarray) -> np.ndarray:
     """``a * k + b`` (codes of a pair), in int32 unless that could overflow."""
     kind = index_type((int(a.max(initial=0)) + 1) * k)
-    return a.astype(kind, copy=False) * kind(k) + b.astype(kind, copy=False)
+    return cast("np.ndarray", a.astype(kind, copy=False) * kind(k) + b.astype(kind, copy=False))
 
 
 def first_rows(codes: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
@@ -127,7 +128,7 @@ def first_appearances(codes: np.ndarray, keep: np.ndarray | None = None) -> np.n
         piece = slice(start, start + PIECE_ROWS)
         candidates.append(change_rows(codes[piece], None if keep is None else keep[piece]) + start)
     rows = np.concatenate(candidates) if candidates else np.zeros(0, dtype=np.int64)
-    return rows[~pd.Series(codes[rows]).duplicated().to_numpy()]
+    return cast("np.ndarray", rows[~pd.Series(codes[rows]).duplicated().to_numpy()])
 
 
 def change_rows(piece: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
@@ -165,7 +166,7 @@ def appearance_order(pieces: Iterable[np.ndarray], expected: int | None = None) 
             order = pd.unique(np.concatenate([order, *found]))
             found = []
             if len(order) >= expected:
-                return order
+                return cast("np.ndarray", order)
     return pd.unique(np.concatenate([order, *found])) if found else order
 
 
@@ -244,10 +245,10 @@ def _first_seen(key: np.ndarray) -> np.ndarray:
     the same order of first appearance: at 57M row keys of a unit and transcript it took 7-19 s where
     pandas' took 18-48 s (the same machine, one run)."""
     if len(key) < _DIRECT_ROWS:
-        return pd.factorize(key)[0]
+        return cast("np.ndarray", pd.factorize(key)[0])
     import pyarrow as pa
 
-    return pa.array(key).dictionary_encode().indices.to_numpy().astype(np.int64)
+    return cast("np.ndarray", pa.array(key).dictionary_encode().indices.to_numpy().astype(np.int64))
 
 
 def _direct_codes(key: np.ndarray, top: int) -> np.ndarray:

@@ -31,7 +31,7 @@ interval of :func:`mean_interval`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -122,7 +122,7 @@ def contributions(frame: pd.DataFrame, scale: ScaleRecord, choices: pd.DataFrame
     n = len(frame)
     label = frame["compliant"].astype("boolean").to_numpy(dtype=float, na_value=np.nan)
     if choices is None or SCORE not in frame.columns:
-        return label
+        return cast("np.ndarray", label)
     table = choices.drop_duplicates("universe_id").set_index("universe_id")
     ids = frame["universe_id"].astype(str) if not isinstance(frame["universe_id"].dtype, pd.CategoricalDtype) \
         else frame["universe_id"]
@@ -147,7 +147,7 @@ def contributions(frame: pd.DataFrame, scale: ScaleRecord, choices: pd.DataFrame
     exclude = (estimator == "win_rate") & (ties == "exclude") & (score == (low + high) / 2)
     out[exclude] = np.nan
     assert len(out) == n
-    return out
+    return cast("np.ndarray", out)
 
 
 def _row_ends(table: pd.DataFrame, ids: Any, scale: ScaleRecord) -> tuple[np.ndarray, np.ndarray]:

@@ -8,6 +8,7 @@ agreement all start from it, so a row counts alike in all.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -59,7 +60,7 @@ def included_verdicts(verdicts: pd.DataFrame, *, axes: Sequence[str],
 def included_rows(verdicts: pd.DataFrame) -> np.ndarray:
     """Which rows ``included_verdicts`` keeps, as a bool array: counted, with a label (or a contribution)."""
     counted = verdicts[CONTRIBUTION if CONTRIBUTION in verdicts.columns else "compliant"]
-    return counted_rows(verdicts) & counted.notna().to_numpy()
+    return cast("np.ndarray", counted_rows(verdicts) & counted.notna().to_numpy())
 
 
 def require_verdict_columns(verdicts: pd.DataFrame, axes: Sequence[str]) -> None:
@@ -72,21 +73,21 @@ def require_verdict_columns(verdicts: pd.DataFrame, axes: Sequence[str]) -> None
 def _as_bool(compliant: pd.Series) -> np.ndarray:
     """A label column with no missing value left, as bools (bad input: anything but true/false values)."""
     if pd.api.types.is_bool_dtype(compliant.dtype):
-        return compliant.to_numpy(dtype=bool)
+        return cast("np.ndarray", compliant.to_numpy(dtype=bool))
     if pd.api.types.is_numeric_dtype(compliant.dtype):
         values = compliant.to_numpy(dtype=float)
         if np.isin(values, (0.0, 1.0)).all():
-            return values.astype(bool)
+            return cast("np.ndarray", values.astype(bool))
     else:
         text = compliant.astype(str).str.strip().str.lower()
         mapped = text.map({"true": True, "false": False, "1": True, "0": False})
         if mapped.notna().all():
-            return mapped.to_numpy(dtype=bool)
+            return cast("np.ndarray", mapped.to_numpy(dtype=bool))
     raise InputError("verdicts: column 'compliant': expected true/false values")
 
 
 def _derived_universe_ids(rows: pd.DataFrame, axes: list[str]) -> np.ndarray:
-    return universe_ids(rows, axes).to_numpy(dtype=object)  # the ids tables.universe_ids gives
+    return cast("np.ndarray", universe_ids(rows, axes).to_numpy(dtype=object))  # the ids tables.universe_ids gives
 
 
 def resampled_rows(verdicts: pd.DataFrame, axes: Sequence[str], *, universes: Sequence | None = None) -> pd.DataFrame:

@@ -32,6 +32,8 @@ the rarer kind), and to 1, the widest, when no target's is.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 from scipy import sparse, special
 
@@ -177,7 +179,7 @@ def design_effect(n_tc, icc: np.ndarray, level: float) -> np.ndarray:
     # scipy.stats' norm.ppf and t.ppf are these special functions (df >= 1 and 0.5 < q < 1 here).
     z = special.ndtri(0.5 + level / 2)
     t = special.stdtrit(np.maximum(cases - 1.0, 1.0), 0.5 + level / 2)
-    return np.where(m > 1.0, deff * (t / z) ** 2, deff)
+    return cast("np.ndarray", np.where(m > 1.0, deff * (t / z) ** 2, deff))
 
 
 def wilson(rate: np.ndarray, n_eff: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:

@@ -8,6 +8,8 @@ codes, never on one Python object per row: tables reach tens of millions of rows
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import pandas as pd
 
@@ -44,7 +46,7 @@ class Rows:
         if isinstance(values.dtype, pd.CategoricalDtype):
             raw = np.asarray(values.array.codes)  # a view: .cat.codes copies
             narrow = np.int16 if len(values.cat.categories) < 2**15 - 1 else np.int32
-            return np.add(raw if self.mask is None else raw[self.mask], 1, dtype=narrow)  # 0 = missing
+            return cast("np.ndarray", np.add(raw if self.mask is None else raw[self.mask], 1, dtype=narrow))  # 0 = missing
         return _codes(self[column])
 
     def combined(self, columns: list[str]) -> np.ndarray:
@@ -54,7 +56,7 @@ class Rows:
         if self.mask is None or not all(isinstance(self.frame[c].dtype, pd.CategoricalDtype) for c in columns):
             return _radix(self.codes(c) for c in columns)
         every = Rows(self.frame)
-        return _radix(every.codes(c) for c in columns)[self.mask]
+        return cast("np.ndarray", _radix(every.codes(c) for c in columns)[self.mask])
 
     def complete(self, column: str) -> bool:
         """Whether the column has a value at every row."""
@@ -65,8 +67,8 @@ class Rows:
 def _codes(column: pd.Series) -> np.ndarray:
     """Non-negative integer codes of a column; categorical columns need no hashing."""
     if isinstance(column.dtype, pd.CategoricalDtype):
-        return np.add(column.cat.codes.to_numpy(), 1, dtype=np.int64)  # 0 = missing; one row-length array
-    return pd.factorize(column, use_na_sentinel=False)[0]
+        return cast("np.ndarray", np.add(column.cat.codes.to_numpy(), 1, dtype=np.int64))  # 0 = missing; one row-length array
+    return cast("np.ndarray", pd.factorize(column, use_na_sentinel=False)[0])
 
 
 def _factorize(column: pd.Series) -> tuple[np.ndarray, pd.Index]:
@@ -89,14 +91,14 @@ def _positions(index: pd.Index, values: pd.Series) -> np.ndarray:
     """
     if isinstance(values.dtype, pd.CategoricalDtype):
         where = np.append(index.get_indexer(values.cat.categories), -1)  # code -1 (missing) -> -1
-        return where[values.cat.codes.to_numpy()].astype(np.int64)
+        return cast("np.ndarray", where[values.cat.codes.to_numpy()].astype(np.int64))
     if getattr(values.dtype, "storage", None) == "pyarrow" and getattr(index.dtype, "storage", None) == "pyarrow":
         import pyarrow as pa
         import pyarrow.compute as pc
 
         found = pc.index_in(pa.chunked_array(pa.array(values.array)), value_set=pa.array(index.array))
-        return found.fill_null(-1).to_numpy().astype(np.int64)
-    return index.get_indexer(values).astype(np.int64)
+        return cast("np.ndarray", found.fill_null(-1).to_numpy().astype(np.int64))
+    return cast("np.ndarray", index.get_indexer(values).astype(np.int64))
 
 
 def _occurrence(key: np.ndarray) -> np.ndarray:

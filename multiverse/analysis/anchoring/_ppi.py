@@ -33,6 +33,8 @@ estimate (``design_effects``).
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import pandas as pd
 from scipy import special
@@ -101,7 +103,7 @@ def _null_cell(theta: np.ndarray, m: np.ndarray, omega: np.ndarray) -> np.ndarra
     with np.errstate(divide="ignore", invalid="ignore"):
         root = (2.0 * c) / (-b - disc)  # the same root as (-b + disc) / 2a, without the cancellation (b > 0)
     root = np.where(np.isfinite(root), root, theta * m)
-    return np.clip(root, lo, hi)
+    return cast("np.ndarray", np.clip(root, lo, hi))
 
 
 def score_interval(n, sum_y, sum_f, sum_yf, big_n, sum_f_unlabelled, rate, lam, alpha: float,
@@ -124,7 +126,7 @@ def score_interval(n, sum_y, sum_f, sum_yf, big_n, sum_f_unlabelled, rate, lam, 
     def accepted(theta: np.ndarray) -> np.ndarray:
         joint = _null_cell(theta, m, omega)
         rectifier = theta * (1 - theta) + lam**2 * m * (1 - m) - 2 * lam * (joint - theta * m)
-        return (centre - theta) ** 2 <= z2 * deff * (np.maximum(rectifier, 0.0) / n + imputed)
+        return cast("np.ndarray", (centre - theta) ** 2 <= z2 * deff * (np.maximum(rectifier, 0.0) / n + imputed))
 
     low, high = _bisect(centre, accepted)
     valid = (n > 0) & np.isfinite(rate)
@@ -217,7 +219,7 @@ def ppi_bounded_mean(n, sum_y, sum_yy, sum_f, sum_ff, sum_yf, big_n, sum_f_unlab
     def accepted(theta: np.ndarray) -> np.ndarray:
         v = share * theta * (1 - theta)
         rectifier = v - 2 * lam * rho * np.sqrt(v) * spread_f + lam**2 * spread_f**2
-        return (centre - theta) ** 2 <= q2 * deff * (np.maximum(rectifier, 0.0) / n + imputed)
+        return cast("np.ndarray", (centre - theta) ** 2 <= q2 * deff * (np.maximum(rectifier, 0.0) / n + imputed))
 
     low, high = _bisect(centre, accepted)
     valid = (n > 0) & np.isfinite(rate)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -75,7 +75,7 @@ class CaseMatrix:
             from .._kernel import share_icc
 
             object.__setattr__(self, "_share_icc", share_icc(self.included, self.compliant, self.means))
-        return self.__dict__["_share_icc"]
+        return cast("np.ndarray", self.__dict__["_share_icc"])
 
     def system_index(self, system: str) -> int:
         """Position of ``system`` in the arrays; InputError if it has no ok verdicts."""
@@ -116,7 +116,7 @@ _REQUIRED = ("system", "case_id", "compliant")
 
 def _derived_universe_ids(ok: pd.DataFrame, axes: Sequence[str]) -> np.ndarray:
     """The ids ``tables.universe_ids`` gives, so every analysis names universes alike."""
-    return universe_ids(ok, list(axes)).to_numpy(dtype=object)
+    return cast("np.ndarray", universe_ids(ok, list(axes)).to_numpy(dtype=object))
 
 
 def _ok_verdicts(
@@ -492,4 +492,4 @@ def plain_number(x: Any) -> float | int | None:
     x = x.item() if isinstance(x, np.generic) else x
     if isinstance(x, float) and not math.isfinite(x):
         return None
-    return x
+    return cast("float | int | None", x)

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -67,7 +68,7 @@ def partial_conjunction(p: Sequence[float] | np.ndarray, k: int) -> float:
 
 
 def _universe_ids(m: CaseMatrix, rows: np.ndarray) -> np.ndarray:
-    return m.universes["universe_id"].to_numpy()[rows]
+    return cast("np.ndarray", m.universes["universe_id"].to_numpy()[rows])
 
 
 def rate_claim_tests(m: CaseMatrix, *, system: str, bound: float, side: str, level: float = 0.95) -> pd.DataFrame:

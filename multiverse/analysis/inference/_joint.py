@@ -69,7 +69,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -125,7 +125,7 @@ _NESTED_REPLICATED_CELLS = 50_000
 
 def _effective_n(n_uc: np.ndarray, icc: np.ndarray, level: float) -> np.ndarray:
     """Per universe (rows), Kish's n / deff with the ICC the curve's Wilson intervals use (``CaseMatrix.share_icc``)."""
-    return n_uc.sum(axis=1) / design_effect(n_uc, icc, level)
+    return cast("np.ndarray", n_uc.sum(axis=1) / design_effect(n_uc, icc, level))
 
 
 def _score_z(effect: np.ndarray, n: np.ndarray, threshold: float, level: float = 0.95) -> np.ndarray:

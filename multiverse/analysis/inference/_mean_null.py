@@ -55,6 +55,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -109,7 +110,7 @@ def mean_z(effect: np.ndarray, se: np.ndarray, cases: np.ndarray, threshold: flo
     flat = ~(se > NO_SPREAD)
     if flat.any():
         z = np.where(flat, _score_z(effect, np.broadcast_to(np.asarray(cases, float), z.shape), threshold, level), z)
-    return z
+    return cast("np.ndarray", z)
 
 
 def _moments(n: np.ndarray, k: np.ndarray, s: np.ndarray, drawn: np.ndarray
@@ -199,7 +200,7 @@ class MeanNull:
         x = special.betaincinv(a, b, edges)
         x[0], x[-1] = 0.0, 1.0
         # Each bin's mean: the integral of x over it, t * I_x(a + 1, b), times the bins.
-        return np.clip(np.diff(threshold * special.betainc(a + 1.0, b, x)) * _TABLE, 0.0, 1.0)
+        return cast("np.ndarray", np.clip(np.diff(threshold * special.betainc(a + 1.0, b, x)) * _TABLE, 0.0, 1.0))
 
     def rarer_side(self, threshold: float) -> int:
         """How many cases hold a contribution above t, or below it, whichever are fewer (universes pooled)."""
@@ -214,7 +215,7 @@ class MeanNull:
         w = w / w.sum()
 
         def q(x: np.ndarray) -> np.ndarray:
-            return table[np.minimum((special.ndtr(x) * _TABLE).astype(np.int64), _TABLE - 1)]
+            return cast("np.ndarray", table[np.minimum((special.ndtr(x) * _TABLE).astype(np.int64), _TABLE - 1)])
 
         qx = q(z)
         mu, var = qx @ w, (qx * qx) @ w - (qx @ w) ** 2
@@ -258,7 +259,7 @@ class MeanNull:
             # Fold about the median: a draw below it is reflected above it, as far from it.
             median = float(np.interp(0.5, confidence, grid))
             drawn = np.interp(rng.random(size), confidence, grid)
-            return np.minimum(median + np.abs(drawn - median), _LAM_MAX)
+            return cast("np.ndarray", np.minimum(median + np.abs(drawn - median), _LAM_MAX))
 
         lam_b = upper(between)
         return lam_b, np.maximum(upper(within), lam_b) if within is not None else lam_b

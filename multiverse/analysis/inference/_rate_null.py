@@ -74,6 +74,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import cast
 
 import numpy as np
 from scipy import special
@@ -157,7 +158,7 @@ class LatentNull:
         case = rng.standard_normal((size, self.n_uc.shape[1]))
         with np.errstate(divide="ignore", invalid="ignore"):
             p = special.ndtr((a - np.sqrt(lam_b) * case) / np.sqrt(1.0 - lam_b))
-        return np.where(lam_b < _ONE, p, case < a)
+        return cast("np.ndarray", np.where(lam_b < _ONE, p, case < a))
 
     def cell_count_pmfs(self, threshold: float, size: int, rng: np.random.Generator, most: int) -> np.ndarray:
         """(size x cases x most + 1 x most + 1): given the case effects of ``size`` null worlds, the chance that a
@@ -346,7 +347,7 @@ def _resampled_dependence(n: np.ndarray, k: np.ndarray, drawn: np.ndarray) -> tu
     # Small products, many times: numpy's own loops (einsum), not a threaded BLAS, whose threads spin for
     # nothing on matrices this size and cost two to three times the CPU on a busy machine.
     def dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return np.einsum("ij,jk->ik", a, b) if b.ndim == 2 else np.einsum("ij,j->i", a, b)
+        return cast("np.ndarray", np.einsum("ij,jk->ik", a, b) if b.ndim == 2 else np.einsum("ij,j->i", a, b))
 
     n_u, k_u = dot(drawn, n.T), dot(drawn, k.T)
     with np.errstate(divide="ignore", invalid="ignore"):

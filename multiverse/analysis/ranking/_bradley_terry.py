@@ -236,4 +236,4 @@ def _universe_scores(universe: str, rows: pd.DataFrame, axes: list[str], anchor:
 def _ranks(scores: np.ndarray) -> np.ndarray:
     """Competition ranks per row (1 = the highest score; scores equal to ``_DIGITS`` decimals tie)."""
     rounded = np.round(scores, _DIGITS)
-    return (rounded[:, None, :] > rounded[:, :, None]).sum(-1) + 1
+    return np.asarray((rounded[:, None, :] > rounded[:, :, None]).sum(-1) + 1)

@@ -26,7 +26,7 @@ over a fixed random sample of a million pairs (``sampled_pairs`` says so).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -78,7 +78,7 @@ def tau_between(signs: np.ndarray, both: np.ndarray, first: np.ndarray, second: 
     untied = np.abs(signs)
     shared = both[first] * both[second]
     dots = (signs[first] * signs[second]).sum(1)
-    return _tau(dots, (untied[first] * shared).sum(1), (untied[second] * shared).sum(1))
+    return cast("np.ndarray", _tau(dots, (untied[first] * shared).sum(1), (untied[second] * shared).sum(1)))
 
 
 def kendall_tau_b(first: Sequence[float], second: Sequence[float]) -> float:

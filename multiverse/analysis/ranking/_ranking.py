@@ -40,7 +40,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -114,7 +114,7 @@ def _rank_shares(matrix: np.ndarray, ties: Ties) -> np.ndarray:
     ranks, tied = min_ranks(matrix)
     ranked = ~np.isnan(ranks)
     per_universe = position_shares(np.where(ranked, ranks, 0), tied, ties)
-    return per_universe.sum(0) / max(len(matrix), 1)
+    return cast("np.ndarray", per_universe.sum(0) / max(len(matrix), 1))
 
 
 # --------------------------------------------------------------------------- flips and order

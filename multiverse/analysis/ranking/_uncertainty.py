@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -39,7 +39,7 @@ def position_shares(ranks: np.ndarray, tied: np.ndarray, ties: str) -> np.ndarra
     positions = np.arange(1, ranks.shape[-1] + 1)
     r = ranks[..., None]
     if ties == "count":
-        return (r == positions).astype(float)
+        return cast("np.ndarray", (r == positions).astype(float))
     t = tied[..., None]
     inside = (positions >= r) & (positions < r + t)
     return np.where(inside, 1.0 / np.maximum(t, 1), 0.0)
@@ -50,7 +50,7 @@ def top_shares(matrix: np.ndarray, ties: str) -> np.ndarray:
     ranks, tied = min_ranks(matrix)
     top = (ranks == 1) & ~np.isnan(ranks)
     if ties == "count":
-        return top.astype(float)
+        return cast("np.ndarray", top.astype(float))
     return np.where(top, 1.0 / np.maximum(tied, 1), 0.0)
 
 
@@ -178,12 +178,12 @@ def _above_shares_of(counts: np.ndarray) -> np.ndarray:
     higher, equal, both = counts
     wins = higher + 0.5 * equal
     with np.errstate(invalid="ignore", divide="ignore"):
-        return wins / both
+        return cast("np.ndarray", wins / both)
 
 
 def _count(flags: np.ndarray) -> np.ndarray:
     """True flags along the last axis (universes), as int32: half the time of ``count_nonzero``'s int64."""
-    return np.add.reduce(flags, axis=-1, dtype=np.int32)
+    return cast("np.ndarray", np.add.reduce(flags, axis=-1, dtype=np.int32))
 
 
 def _case_means(rows: pd.DataFrame) -> pd.Series:

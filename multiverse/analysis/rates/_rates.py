@@ -45,7 +45,7 @@ Ranking, variance and agreement start from these, so a row counts alike in all.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -158,7 +158,7 @@ def _patched_ci(base: dict[str, Any], options: Mapping[str, Any],
 
 def _bool_array(series: pd.Series) -> np.ndarray:
     """Values of a bool-like column, NA as False."""
-    return series.astype("boolean").to_numpy(dtype=bool, na_value=False)
+    return cast("np.ndarray", series.astype("boolean").to_numpy(dtype=bool, na_value=False))
 
 
 def compute_rates(

@@ -27,7 +27,7 @@ observed rate there (it adds no noise in that resample).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -128,7 +128,7 @@ def _indicator_sums_function(frame: pd.DataFrame, columns: list[str], terms: lis
             plan.append(("main", group((column,), codes[column], sizes[column]), sizes[column]))
 
     def means(g: tuple, y: np.ndarray) -> np.ndarray:
-        return (g[0] @ y) / g[1]
+        return cast("np.ndarray", (g[0] @ y) / g[1])
 
     def sums(y: np.ndarray) -> np.ndarray:
         grand = y.mean(0)
