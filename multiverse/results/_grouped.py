@@ -73,7 +73,7 @@ def grouped(results: Results, by: str, name: str, run: Callable[[Results], Analy
     for value in values:
         part = _part(results, (column == value).to_numpy(dtype=bool, na_value=False))
         analysis = run(part)
-        groups.append({"group": _plain(value), "document": analysis.document})
+        groups.append({"group": _plain(value), "document": analysis.source})
         frame = analysis.frame
         frames.append(frame.assign(**{by: value}) if by not in frame.columns else frame.copy())
         notes += [f"{by}={value}: {note}" for note in analysis.notes]
