@@ -14,9 +14,12 @@ stage reads). Why it is built this way:
   had open is rolled back by the database.
 - **A few files, not one per entry.** A store directory holds the database
   and its two WAL files; a 100k-universe grid is rows, not millions of inodes.
-  Records are compact JSON compressed with zlib, and every long text is kept
-  once however many records hold it (``multiverse.store._packing``): the
-  answers a transcript holds are the very texts its requests' answers are.
+  A record is one row of compact JSON, compressed only when it is large
+  (``multiverse.store._packing``); rows of the earlier layout, whose long
+  texts were kept once in a table of their own, read as before.
+- **Commits in groups.** The writes of a run's threads share transactions
+  (``Database.grouped``): one commit per group of finished units and answers,
+  each writer told only once its row is committed.
 - **A bad entry is a miss, never a crash.** A row that does not decompress,
   parse, or have the shape its stage needs (``multiverse.store._records``) is
   moved to the ``quarantine`` table with a :class:`CorruptEntryWarning` and
@@ -326,20 +329,15 @@ class Store:
         with self._lock:
             mine = (stage, key) in self._mine
             self._mine.discard((stage, key))
-        with self.db.transaction() as tx:
-            if mine:
-                tx.execute("DELETE FROM claim WHERE stage = ? AND key = ? AND host = ? AND pid = ?",
-                           (stage, key, _claims.HOST, os.getpid()))
-            if not tx.execute("INSERT INTO entry (stage, key, body, size, stored_at) VALUES (?, ?, ?, ?, ?) "
-                              "ON CONFLICT (stage, key) DO NOTHING",
-                              (stage, key, packed.body, packed.size, time.time() if stored_at is None else stored_at)):
-                return False
-            if packed.texts:
-                tx.many("INSERT INTO text (digest, body) VALUES (?, ?) ON CONFLICT (digest) DO NOTHING",
-                        list(packed.texts.items()))
-                tx.many("INSERT INTO entry_text (stage, key, digest) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                        [(stage, key, d) for d in packed.texts])
-        return True
+        statements: list[tuple[str, tuple]] = []
+        if mine:  # the claim ends in the very transaction that stores the entry
+            statements.append(("DELETE FROM claim WHERE stage = ? AND key = ? AND host = ? AND pid = ?",
+                               (stage, key, _claims.HOST, os.getpid())))
+        statements.append(("INSERT INTO entry (stage, key, body, size, stored_at) VALUES (?, ?, ?, ?, ?) "
+                           "ON CONFLICT (stage, key) DO NOTHING",
+                           (stage, key, packed.body, packed.size, time.time() if stored_at is None else stored_at)))
+        # Shared with the other threads' writes of the moment: one commit for a group of finished units.
+        return bool(self.db.grouped(statements)[-1])
 
     # -- claims ----------------------------------------------------------
 
