@@ -277,6 +277,7 @@ def test_corrupt_entry_file_is_absent_and_quarantined(store: Store, damage):
     lambda raw: zlib.compress(b"[" * 100_000 + b"]" * 100_000),  # nested past the stack
     lambda raw: zlib.compress(b" " * (65 * 2**20)),         # a bomb: tiny stored, huge read
     lambda raw: zlib.compress(b'{"label": "\\u0000' + b"f" * 32 + b'"}'),  # a text that is not there
+    lambda raw: b'{"label": "\\u0000' + b"f" * 32 + b'"}',  # the same in a plain body
 ])
 def test_corrupt_row_is_absent_and_quarantined(store: Store, damage):
     store.put("judgment", "beef", {"label": "ok", "rationale": "long enough " * 10})

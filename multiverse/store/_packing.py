@@ -28,7 +28,8 @@ import zlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-__all__ = ["COMPRESS_MIN", "TEXT_MIN", "Packed", "compress", "digests_in", "inflate", "pack", "parse", "unpack"]
+__all__ = ["COMPRESS_MIN", "TEXT_MIN", "Packed", "compress", "digests_in", "inflate", "pack", "parse", "refers",
+           "unpack"]
 
 #: a record's JSON this long or longer (bytes) is stored compressed
 COMPRESS_MIN = 4096
@@ -87,9 +88,19 @@ def parse(blob: Any) -> tuple[Any, str | None]:
     if raw is None:
         return None, f"not a record (JSON, or compressed JSON) of at most {MAX_BYTES} bytes"
     try:
-        return json.loads(raw), None
+        value = json.loads(raw)
     except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, deep nesting
         return None, "not JSON"
+    return value, None
+
+
+def refers(blob: Any) -> bool:
+    """Whether a body may refer to texts: a reference begins with NUL, which JSON writes as ``\\u0000``,
+    so a plain body without one refers to none and is not walked looking for references (a ms a record).
+    Compressed bodies are walked (rows of the earlier layout, and the few large ones now)."""
+    if isinstance(blob, memoryview):
+        blob = bytes(blob)
+    return not (isinstance(blob, (bytes, bytearray)) and blob[:1] == b"{" and b"\\u0000" not in blob)
 
 
 def digests_in(value: Any) -> set[str]:

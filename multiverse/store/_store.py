@@ -58,7 +58,7 @@ from multiverse.store._db import SQLiteDatabase, is_server, open_database
 from multiverse.store._files import check_name
 from multiverse.store._gc import GcReport, StoreStats
 from multiverse.store._legacy import MAX_ENTRY_BYTES, CorruptEntryWarning, LegacyFiles
-from multiverse.store._packing import Packed, pack, parse, unpack
+from multiverse.store._packing import Packed, pack, parse, refers, unpack
 from multiverse.store._path import check_store_path, default_store_path
 from multiverse.store._text import storable_text
 
@@ -269,7 +269,7 @@ class Store:
         value, problem = parse(body)
         if problem is None and not isinstance(value, dict):
             problem = f"not a JSON object ({type(value).__name__})"
-        if problem is None:
+        if problem is None and refers(body):
             value, problem = unpack(value, texts)
         if problem is None:
             check = self.shapes.get(stage)
