@@ -99,6 +99,10 @@ def scrub(record: Any, secret_values: Iterable[str] | None = None) -> Any:
     return credentials.redact_all(drop_keys(record), secret_values)
 
 
+# Values a record's walk returns as they are, told by their exact type.
+_LEAVES = frozenset({int, float, bool, type(None)})
+
+
 def storable_scrubbed(record: Mapping[str, Any]) -> dict:
     """``scrub(storable(record))`` in one walk of the record: what every write stores.
 
@@ -108,17 +112,20 @@ def storable_scrubbed(record: Mapping[str, Any]) -> dict:
     values = credentials.secret_values()
 
     def clean(obj: Any) -> Any:
-        if isinstance(obj, str):
+        kind = type(obj)
+        if kind is str or isinstance(obj, str):
             text = storable_text(obj)
             return credentials.redact(text, values) if values else text
-        if isinstance(obj, Mapping):
+        if kind in _LEAVES:  # a number, a bool or null: nothing to clean (and no ABC check to pay)
+            return obj
+        if kind is dict or isinstance(obj, Mapping):
             out = {}
             for key, value in obj.items():
                 key = clean(key)
                 if not (isinstance(key, str) and key.lower() in _CREDENTIAL_KEYS):
                     out[key] = clean(value)
             return out
-        if isinstance(obj, (list, tuple)):
+        if kind is list or isinstance(obj, (list, tuple)):
             return [clean(v) for v in obj]
         return obj
 
