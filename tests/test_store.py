@@ -539,3 +539,47 @@ def test_store_migrate_on_the_command_line_says_what_it_moved(tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) | {"root": ""} == {"root": "", "moved": 1, "already": 0, "quarantined": 0}
     assert Store(tmp_path / "old").get("case", "c1aa")["status"] == "ok"
+
+
+def test_writes_from_many_threads_each_learn_their_own_outcome(store: Store):
+    # Group commits: whichever thread commits a group, each writer is told whether its own row went in.
+    import threading
+
+    store.open()
+    writers, keys = 12, 15
+    start = threading.Barrier(writers)
+    told: dict[int, list[bool]] = {}
+
+    def write(i: int) -> None:
+        start.wait()
+        told[i] = [store.put("judgment", f"k{j}", {"by": i}) for j in range(keys)]
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for j in range(keys):
+        won = [i for i in range(writers) if told[i][j]]
+        assert len(won) == 1  # the first writer wins, and only it is told so
+        assert store.get("judgment", f"k{j}")["by"] == won[0]
+    assert len(rows(store)) == keys
+
+
+def test_a_failed_group_commit_fails_its_writer_and_stores_nothing(store: Store, monkeypatch):
+    import contextlib
+
+    from multiverse.errors import StoreError
+
+    store.put("judgment", "before", {"n": 0})
+
+    @contextlib.contextmanager
+    def broken():
+        raise StoreError("store: the database failed (disk I/O error)")
+        yield
+
+    monkeypatch.setattr(store.db, "transaction", broken)
+    with pytest.raises(StoreError, match="disk I/O"):
+        store.put("judgment", "lost", {"n": 1})
+    monkeypatch.undo()
+    assert store.get("judgment", "lost") is None and store.put("judgment", "lost", {"n": 1}) is True
