@@ -24,7 +24,6 @@ Names are imported on first use, so ``import multiverse`` stays light: only
 the functions that call models import litellm.
 """
 
-import os as _os
 from typing import TYPE_CHECKING
 
 from .core import __version__
@@ -48,9 +47,9 @@ if TYPE_CHECKING:  # the names' real types for type checkers; at run time they a
     from .results import Analysis, Results, load_run
     from .spec import expand, load_spec
 
-# litellm fetches a remote price map at import unless told not to; importing
-# multiverse must never touch the network.
-_os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# litellm fetches a remote price map at import unless told not to: the one place multiverse imports it
+# (multiverse.model.load_litellm) says so first. Importing multiverse, or a command that calls no model,
+# leaves the environment (which every subprocess inherits) as it found it.
 
 
 def _load_sim() -> None:

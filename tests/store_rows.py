@@ -40,14 +40,19 @@ def rows(root: Path | Store, table: str = "entry", where: str = "", params: tupl
 
 
 def body(root: Path | Store, stage: str, key: str) -> bytes:
-    """The stored (compressed) body of an entry."""
+    """The stored body of an entry (JSON, compressed when large)."""
     with connect(root) as conn:
         return conn.execute("SELECT body FROM entry WHERE stage = ? AND key = ?", (stage, key)).fetchone()[0]
 
 
+def raw_json(blob: bytes) -> bytes:
+    """A body's JSON: as it is, or decompressed (a large record, or a row of the earlier layout)."""
+    return bytes(blob) if bytes(blob[:1]) == b"{" else zlib.decompress(blob)
+
+
 def record_json(root: Path | Store, stage: str, key: str) -> dict:
-    """An entry's JSON as stored (long texts as references)."""
-    return json.loads(zlib.decompress(body(root, stage, key)))
+    """An entry's JSON as stored (in rows of the earlier layout, long texts as references)."""
+    return json.loads(raw_json(body(root, stage, key)))
 
 
 def set_body(root: Path | Store, stage: str, key: str, raw: bytes) -> None:
@@ -97,7 +102,7 @@ def stored_records(root: Path | Store, stage: str | None = None) -> dict[tuple[s
             return [resolve(v) for v in value]
         return value
 
-    return {(s, k): resolve(json.loads(zlib.decompress(b).decode("utf-8"))) for s, k, b in found}  # type: ignore[misc]
+    return {(s, k): resolve(json.loads(raw_json(b).decode("utf-8"))) for s, k, b in found}  # type: ignore[misc]
 
 
 def snapshot(root: Path | Store) -> list[tuple]:

@@ -23,7 +23,7 @@ from audit_server import RUBRIC, audit_responder, audit_role, scenario_of
 from cli_runner import spawn_cli
 from conftest import explorer_block_texts, tiny_spec_document
 from fakeserver import FakeServer
-from store_rows import stored_records
+from store_rows import raw_json, stored_records
 
 from multiverse.cli import main
 from multiverse.core import _credentials as credentials
@@ -75,7 +75,7 @@ def _database_texts(path: Path) -> list[str]:
     found = [json.dumps(record, ensure_ascii=False) for record in stored_records(path.parent).values()]
     with sqlite3.connect(path) as conn:
         found += [zlib.decompress(b).decode("utf-8", "replace") for (b,) in conn.execute("SELECT body FROM text")]
-        found += [zlib.decompress(b).decode("utf-8", "replace") if b else "" for (b,) in
+        found += [raw_json(b).decode("utf-8", "replace") if b else "" for (b,) in
                   conn.execute("SELECT body FROM quarantine")]
     return found
 

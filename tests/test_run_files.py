@@ -13,7 +13,7 @@ from cli_runner import run_cli
 from conftest import tiny_spec_document
 from store_rows import connect, count
 
-from multiverse.core._atomicfile import atomic_write, atomic_write_text
+from multiverse.core._atomicfile import atomic_write, atomic_write_text, synced_once
 from multiverse.engine._pipeline import run
 from multiverse.spec import load_spec
 from multiverse.store._store import default_store_path
@@ -90,6 +90,27 @@ def test_a_failed_write_leaves_the_old_file_and_no_temp_file(tmp_path):
         atomic_write(target, half)
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["table.csv"]
+
+
+def test_a_folder_written_together_is_flushed_once_not_per_file(tmp_path, monkeypatch):
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+    atomic_write_text(tmp_path / "alone.txt", "x")
+    assert len(synced) == 1  # a file written on its own is fsynced before its rename
+    synced.clear()
+    with synced_once(tmp_path):
+        for i in range(5):
+            atomic_write_text(tmp_path / f"t{i}.csv", f"{i}\n")
+        assert synced == []  # none per file inside the block
+    assert [p.read_text() for p in sorted(tmp_path.glob("t*.csv"))] == [f"{i}\n" for i in range(5)]
+    assert 1 <= len(synced) <= 6  # the folder once (and each file only where syncfs is missing)
+    assert not list(tmp_path.glob(".*.tmp"))
+    synced.clear()
+    with pytest.raises(ZeroDivisionError), synced_once(tmp_path):
+        atomic_write_text(tmp_path / "t0.csv", "changed")
+        raise ZeroDivisionError
+    assert (tmp_path / "t0.csv").read_text() == "changed" and len(synced) >= 1  # what was renamed is flushed
 
 
 def test_no_writer_uses_mkstemp():

@@ -17,7 +17,7 @@ import pytest
 from multiverse.store import CorruptEntryWarning, StageGc, Store, default_store_path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from store_rows import backdate, body, connect, legacy_entry, record_json, rows, set_body, store_files
+from store_rows import backdate, body, connect, legacy_entry, raw_json, record_json, rows, set_body, store_files
 
 FAKE_KEY = "sk-fake-0123456789abcdef"
 
@@ -50,7 +50,8 @@ def test_round_trip_and_layout(store: Store):
     with connect(store) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    on_disk = record_json(store, "transcript", "ab12")  # compact JSON, zlib-compressed: readable with any SQLite
+    on_disk = record_json(store, "transcript", "ab12")  # compact JSON: readable with any SQLite
+    assert body(store, "transcript", "ab12")[:1] == b"{"  # small: not compressed
     got = store.get("transcript", "ab12")
     assert got == on_disk
     assert got["messages"][0]["content"] == "case 1"
@@ -75,19 +76,38 @@ def test_write_once_first_writer_wins(store: Store):
     assert len(rows(store)) == 1
 
 
-def test_a_long_text_is_stored_once_however_many_records_hold_it(store: Store):
-    answer = "A long answer the model gave. " * 100
+def test_one_row_per_entry_compressed_only_when_large(store: Store):
+    answer = "A long answer the model gave. " * 200
     store.put("request", "r1", {"answer": {"text": answer}})
-    store.put("transcript", "t1", {"turns": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": answer}]})
-    assert store.get("transcript", "t1")["turns"][1]["content"] == answer
+    store.put("request", "r2", {"answer": {"text": "short"}})
     assert store.get("request", "r1")["answer"]["text"] == answer
-    texts = rows(store, "text")
-    assert len(texts) == 1 and len(texts[0][1]) < len(answer) / 5  # once, and compressed
-    assert answer not in json.dumps(record_json(store, "transcript", "t1"))
+    assert rows(store, "text") == [] and rows(store, "entry_text") == []  # nothing beside the entry's row
+    large, small = body(store, "request", "r1"), body(store, "request", "r2")
+    assert len(large) < len(answer) / 5 and zlib.decompress(large).startswith(b"{")  # compressed
+    assert small.startswith(b"{") and json.loads(small)["answer"]["text"] == "short"  # plain JSON
+    sizes = {key: size for _stage, key, _body, size, _at in rows(store)}
+    assert sizes == {"r1": len(zlib.decompress(large)), "r2": len(small)}  # the size is the JSON's either way
+
+
+def test_rows_of_the_earlier_layout_read_and_their_texts_go_with_the_last_record(store: Store):
+    # Before one row per entry: zlib bodies, long texts kept once in the text table, referred to by digest.
+    answer = "A long answer the model gave. " * 100
+    digest = "ab" * 16
+    store.put("case", "seed", {"n": 0})  # makes the tables
+    with connect(store) as conn:
+        conn.execute("INSERT INTO text (digest, body) VALUES (?, ?)", (digest, zlib.compress(answer.encode())))
+        for stage, key, record in (("request", "r1", {"answer": {"text": "\x00" + digest}}),
+                                   ("transcript", "t1", {"turns": [{"role": "assistant", "content": "\x00" + digest}]})):
+            raw = json.dumps(record, separators=(",", ":")).encode()
+            conn.execute("INSERT INTO entry (stage, key, body, size, stored_at) VALUES (?, ?, ?, ?, 0)",
+                         (stage, key, zlib.compress(raw), len(raw)))
+            conn.execute("INSERT INTO entry_text (stage, key, digest) VALUES (?, ?, ?)", (stage, key, digest))
+    assert store.get("transcript", "t1")["turns"][0]["content"] == answer
+    assert store.get("request", "r1")["answer"]["text"] == answer
     # A text stays while any record holds it, and goes with the last.
-    store.gc({"request": set()}, fresh=0)
-    assert len(rows(store, "text")) == 1 and store.get("transcript", "t1")["turns"][1]["content"] == answer
-    store.gc({"transcript": set()}, fresh=0)
+    store.gc({"request": set(), "case": {"seed"}}, fresh=0)
+    assert len(rows(store, "text")) == 1 and store.get("transcript", "t1")["turns"][0]["content"] == answer
+    store.gc({"transcript": set(), "case": {"seed"}}, fresh=0)
     assert rows(store, "text") == [] and rows(store, "entry_text") == []
 
 
@@ -257,6 +277,7 @@ def test_corrupt_entry_file_is_absent_and_quarantined(store: Store, damage):
     lambda raw: zlib.compress(b"[" * 100_000 + b"]" * 100_000),  # nested past the stack
     lambda raw: zlib.compress(b" " * (65 * 2**20)),         # a bomb: tiny stored, huge read
     lambda raw: zlib.compress(b'{"label": "\\u0000' + b"f" * 32 + b'"}'),  # a text that is not there
+    lambda raw: b'{"label": "\\u0000' + b"f" * 32 + b'"}',  # the same in a plain body
 ])
 def test_corrupt_row_is_absent_and_quarantined(store: Store, damage):
     store.put("judgment", "beef", {"label": "ok", "rationale": "long enough " * 10})
@@ -303,7 +324,7 @@ def test_secrets_are_scrubbed_before_writing(store: Store, monkeypatch):
     }
     store.put("transcript", "5ec2e7", record)
 
-    raw = b"".join(zlib.decompress(r[2]) for r in rows(store)).decode()
+    raw = b"".join(raw_json(r[2]) for r in rows(store)).decode()
     raw += b"".join(zlib.decompress(r[1]) for r in rows(store, "text")).decode()
     raw += b"".join(open(p, "rb").read() for p in store_files(store.root)).decode("latin-1")
     assert FAKE_KEY not in raw and "hunter2" not in raw and "whatever" not in raw
@@ -376,7 +397,7 @@ def test_stats_counts_entries_and_bytes(store: Store):
     assert stats.stages["judgment"].entries == 4
     assert stats.entries == 9
     # bytes: each record's JSON, as stored or as the old file holds it
-    sizes = sum(len(zlib.decompress(b)) for (b,) in connect(store).execute("SELECT body FROM entry"))
+    sizes = sum(len(raw_json(b)) for (b,) in connect(store).execute("SELECT body FROM entry"))
     assert stats.bytes == sizes + legacy.stat().st_size > 0
     assert stats.temp_files == 1
 
@@ -518,3 +539,47 @@ def test_store_migrate_on_the_command_line_says_what_it_moved(tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) | {"root": ""} == {"root": "", "moved": 1, "already": 0, "quarantined": 0}
     assert Store(tmp_path / "old").get("case", "c1aa")["status"] == "ok"
+
+
+def test_writes_from_many_threads_each_learn_their_own_outcome(store: Store):
+    # Group commits: whichever thread commits a group, each writer is told whether its own row went in.
+    import threading
+
+    store.open()
+    writers, keys = 12, 15
+    start = threading.Barrier(writers)
+    told: dict[int, list[bool]] = {}
+
+    def write(i: int) -> None:
+        start.wait()
+        told[i] = [store.put("judgment", f"k{j}", {"by": i}) for j in range(keys)]
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for j in range(keys):
+        won = [i for i in range(writers) if told[i][j]]
+        assert len(won) == 1  # the first writer wins, and only it is told so
+        assert store.get("judgment", f"k{j}")["by"] == won[0]
+    assert len(rows(store)) == keys
+
+
+def test_a_failed_group_commit_fails_its_writer_and_stores_nothing(store: Store, monkeypatch):
+    import contextlib
+
+    from multiverse.errors import StoreError
+
+    store.put("judgment", "before", {"n": 0})
+
+    @contextlib.contextmanager
+    def broken():
+        raise StoreError("store: the database failed (disk I/O error)")
+        yield
+
+    monkeypatch.setattr(store.db, "transaction", broken)
+    with pytest.raises(StoreError, match="disk I/O"):
+        store.put("judgment", "lost", {"n": 1})
+    monkeypatch.undo()
+    assert store.get("judgment", "lost") is None and store.put("judgment", "lost", {"n": 1}) is True

@@ -9,7 +9,7 @@ types need pydantic, which commands that only print help should not pay for.
   ``counted_rows``, the one rule of which verdicts count);
 - content keys: ``digest`` and ``canonical_json``; a universe's name:
   ``universe_id`` and ``universe_label``, one rule each;
-- files: ``atomic_write``/``atomic_write_text`` (never half a file),
+- files: ``atomic_write``/``atomic_write_text`` (never half a file; ``synced_once``: one flush a folder),
   ``read_regular_file`` and the caps (``CAPS``, ``MAX_UNIVERSES``, ...),
   ``check_writable``; spreadsheet-safe cells (``safe_cell``);
 - which way a rate reads (``report.rate``): ``orient`` and the helpers built on it;
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from . import _credentials as credentials
     from . import _interrupt as interrupt
     from . import _model_names as model_names
-    from ._atomicfile import atomic_write, atomic_write_text
+    from ._atomicfile import atomic_write, atomic_write_text, synced_once
     from ._bounds import (
         CAPS,
         MAX_FILE_BYTES,
@@ -140,7 +140,7 @@ if TYPE_CHECKING:
 # public name -> the private module that defines it (a module name maps to the module itself)
 _HOMES = {
     "credentials": "_credentials", "interrupt": "_interrupt", "model_names": "_model_names",
-    **dict.fromkeys(("atomic_write", "atomic_write_text"), "_atomicfile"),
+    **dict.fromkeys(("atomic_write", "atomic_write_text", "synced_once"), "_atomicfile"),
     **dict.fromkeys(("CAPS", "MAX_SEED", "MAX_FILE_BYTES", "MAX_IMPORT_BYTES", "MAX_IMPORT_ROWS", "MAX_OPTIONS",
                      "MAX_TRANSCRIPT_BYTES", "MAX_UNITS", "MAX_UNIVERSES", "MAX_VERDICT_ROWS", "ImportBudget",
                      "name_problem", "read_regular_file", "regular_file_problem", "universes_problem",
@@ -283,6 +283,7 @@ __all__ = [
     "shared_text",
     "short_reason",
     "skeleton",
+    "synced_once",
     "tally",
     "terminal_safe",
     "unit_outcomes",

@@ -11,16 +11,28 @@ umask, exactly as ``open(path, "w")`` would create it, so run files are as
 readable by the team as anything else the user writes (0644 under umask
 022, 0600 under 077). ``tempfile.mkstemp`` is not used because it always
 creates 0600 files, whatever the umask.
+
+A folder of many files written together (a run folder) need not pay an
+fsync per file: inside :func:`synced_once`, each file is still written to a
+temporary name and renamed (a killed process leaves whole files), and the
+folder's data reach the disk in one flush of its file system when the block
+ends, before the file that marks the folder complete is written (with its
+own fsync and the folder's).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["atomic_write", "atomic_write_text"]
+__all__ = ["atomic_write", "atomic_write_text", "synced_once"]
+
+# The files written inside synced_once (flushed together at its end), or None outside it.
+_DEFERRED: contextvars.ContextVar[list[Path] | None] = contextvars.ContextVar("deferred_syncs", default=None)
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[str], object]) -> None:
@@ -38,10 +50,14 @@ def atomic_write(path: str | os.PathLike, write: Callable[[str], object]) -> Non
     os.close(fd)
     try:
         write(str(tmp))
-        with open(tmp, "rb") as fh:
-            # On disk before the name points at it, or a power cut could leave a
-            # complete-looking file over empty blocks.
-            os.fsync(fh.fileno())
+        deferred = _DEFERRED.get()
+        if deferred is None:
+            with open(tmp, "rb") as fh:
+                # On disk before the name points at it, or a power cut could leave a
+                # complete-looking file over empty blocks.
+                os.fsync(fh.fileno())
+        else:
+            deferred.append(path)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -54,3 +70,42 @@ def atomic_write(path: str | os.PathLike, write: Callable[[str], object]) -> Non
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     """Replace ``path`` atomically by ``text`` (UTF-8)."""
     atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+
+
+@contextlib.contextmanager
+def synced_once(folder: str | os.PathLike) -> Iterator[None]:
+    """Within the block, :func:`atomic_write` skips its fsync per file; when the block ends, the
+    files written reach the disk in one flush of ``folder``'s file system (Linux ``syncfs``;
+    elsewhere an fsync of each file), and the folder's entries in one fsync of the folder.
+    Write what marks the folder complete after the block."""
+    written: list[Path] = []
+    token = _DEFERRED.set(written)
+    try:
+        yield
+    finally:
+        _DEFERRED.reset(token)
+        if written:  # on an error too: what was renamed is as durable as a file written alone
+            _flush(Path(folder), written)
+
+
+def _flush(folder: Path, written: list[Path]) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        if not _syncfs(fd):
+            for path in written:
+                with contextlib.suppress(FileNotFoundError), open(path, "rb") as fh:
+                    os.fsync(fh.fileno())
+        os.fsync(fd)  # the renames themselves
+    finally:
+        os.close(fd)
+
+
+def _syncfs(fd: int) -> bool:
+    """Flush the file system holding ``fd`` in one call; False where there is no ``syncfs``."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(hasattr(libc, "syncfs") and libc.syncfs(fd) == 0)
+    except OSError:
+        return False

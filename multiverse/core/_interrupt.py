@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 __all__ = ["GRACE", "RunInterrupted", "cancel", "check", "forget", "request", "requested", "signals_held", "sleep",
-           "stopping_on_signals"]
+           "stopping_on_signals", "waking"]
 
 #: seconds the calls in flight get to finish after the first signal
 GRACE = 10.0
@@ -34,6 +34,9 @@ _LOCK = threading.Lock()
 # Worker threads of a run that has ended (interrupted): they stop at their next call even
 # after the process-wide flag is cleared for the next run.
 _CANCELLED: set[int] = set()
+# What to wake when a stop is asked for (a run's main thread blocked on its results queue). A tuple,
+# replaced whole, so the signal handler reads it without a lock.
+_WAKE: tuple = ()
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -64,6 +67,30 @@ def forget(thread: threading.Thread) -> None:
 def request() -> None:
     """Ask every run in this process to stop scheduling calls."""
     _STOP.set()
+    _wake()
+
+
+@contextmanager
+def waking(wake) -> Iterator[None]:
+    """Within the block, a stop request also calls ``wake()`` (from the signal handler, so it must be
+    reentrant: ``queue.SimpleQueue.put`` is), so a thread blocked waiting for results need not poll."""
+    global _WAKE
+    with _LOCK:
+        _WAKE = (*_WAKE, wake)
+    try:
+        if requested():
+            wake()
+        yield
+    finally:
+        with _LOCK:
+            left = list(_WAKE)
+            left.remove(wake)
+            _WAKE = tuple(left)
+
+
+def _wake() -> None:
+    for wake in _WAKE:
+        wake()
 
 
 def check(where: str = "before the next call") -> None:
@@ -133,3 +160,4 @@ def _on_signal(signum, frame) -> None:
     if _STOP.is_set():
         raise KeyboardInterrupt
     _STOP.set()
+    _wake()

@@ -30,6 +30,8 @@ __all__ = ["LocalThreads"]
 
 #: tokens a unit's next call is assumed to use when asking its lane for room
 _EST_TOKENS = 1000
+#: what a worker thread puts on the results queue as it ends, and what a stop request puts there
+_EXITED, _WOKEN = object(), object()
 
 
 class LocalThreads:
@@ -89,7 +91,11 @@ class LocalThreads:
             stage.claims.release(stage.stage, unit.key)
 
     def _pool(self, stage: StageRun, units: list) -> Iterator[tuple[Any, str | None]]:
-        """(unit, failure) per unit as each finishes, from ``jobs`` daemon threads."""
+        """(unit, failure) per unit as each finishes, from ``jobs`` daemon threads.
+
+        The main thread blocks on the results queue until a unit ends, a thread exits or a stop is
+        asked for (:func:`~multiverse.core._interrupt.waking`): it never wakes to look at an empty
+        queue, so its CPU is per unit, not per tenth of a second of the stage."""
         todo = _LaneQueue(units, self.pacer)
         done: queue.SimpleQueue = queue.SimpleQueue()
 
@@ -112,40 +118,44 @@ class LocalThreads:
                         todo.finished(group)
             finally:
                 interrupt.forget(threading.current_thread())
+                done.put(_EXITED)
 
         threads = [threading.Thread(target=work, name=f"mv-{stage.stage}-{i}", daemon=True)
                    for i in range(min(self.jobs, len(units)))]
         self.threads = threads
         for thread in threads:
             thread.start()
-        received = 0
-        while received < len(units) and not interrupt.requested():
-            try:
-                unit, failure = done.get(timeout=POLL)
-            except queue.Empty:
-                if not any(t.is_alive() for t in threads) and done.empty():
-                    break
-                continue
-            received += 1
-            if isinstance(failure, BaseException):
-                self._settle(threads, stage.grace)
-                raise failure
-            if failure is not NOT_STARTED:
-                yield unit, failure
+        received, alive = 0, len(threads)
+        with interrupt.waking(lambda: done.put(_WOKEN)):
+            while received < len(units) and alive and not interrupt.requested():
+                item = done.get()
+                if item is _EXITED or item is _WOKEN:
+                    alive -= item is _EXITED
+                    continue
+                unit, failure = item
+                received += 1
+                if isinstance(failure, BaseException):
+                    self._settle(threads, stage.grace)
+                    raise failure
+                if failure is not NOT_STARTED:
+                    yield unit, failure
         if not interrupt.requested():
             return
         # Stopped: no unit starts any more; give the ones in flight a grace to be stored.
         deadline = time.monotonic() + stage.grace
-        while any(t.is_alive() for t in threads) and time.monotonic() < deadline:
+        while alive and time.monotonic() < deadline:
             try:
-                unit, failure = done.get(timeout=POLL)
+                item = done.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
+                break
+            if item is _EXITED or item is _WOKEN:
+                alive -= item is _EXITED
                 continue
+            unit, failure = item
             if not isinstance(failure, BaseException) and failure not in (NOT_STARTED, CLAIMED):
                 yield unit, failure
-        in_flight = sum(t.is_alive() for t in threads)
         stage.claims.release_all()
-        raise RunInterrupted(f"{STAGE_OF_RECORD[stage.stage]} stopped, {in_flight} unit(s) still in flight abandoned")
+        raise RunInterrupted(f"{STAGE_OF_RECORD[stage.stage]} stopped, {alive} unit(s) still in flight abandoned")
 
     @staticmethod
     def _settle(threads: list[threading.Thread], grace: float) -> None:

@@ -55,9 +55,11 @@ def claim(db: Database, stage: str, key: str, lease: float) -> bool:
     A stale claim is taken over. Two processes taking over the same stale
     claim at the same moment: one wins the insert, the other is told False.
     """
-    for _ in range(2):
-        if db.execute("INSERT INTO claim (stage, key, host, pid, since) VALUES (?, ?, ?, ?, ?) "
-                      "ON CONFLICT (stage, key) DO NOTHING", (stage, key, HOST, os.getpid(), time.time())):
+    for attempt in range(2):
+        insert = ("INSERT INTO claim (stage, key, host, pid, since) VALUES (?, ?, ?, ?, ?) "
+                  "ON CONFLICT (stage, key) DO NOTHING", (stage, key, HOST, os.getpid(), time.time()))
+        # The first try commits with the other threads' claims and entries of the moment.
+        if (db.grouped([insert])[0] if attempt == 0 else db.execute(*insert)):
             return True
         found = holder(db, stage, key)
         if found is not None and _live(found, lease):

@@ -18,6 +18,14 @@ never leaves a torn row. Several processes share the file through SQLite's
 own locking; a writer waits up to :data:`BUSY_SECONDS` for another's
 transaction, and every transaction here is a handful of statements.
 
+Writes from many threads commit in groups (:meth:`Database.grouped`): a
+thread whose statements arrive while another's transaction is committing
+waits for it, then commits everything that queued meanwhile in one
+transaction. Each caller still returns only once its own statements are
+committed, so what a caller was told is stored survives a SIGKILL as
+before; a run's finished units and stored answers simply share commits
+instead of paying one each.
+
 One connection serves a :class:`Database` object and all its threads (a
 lock around each statement or transaction): the work per statement is tens
 of microseconds, far below a model call. A process that forked or unpickled
@@ -80,6 +88,8 @@ class Database:
         self._lock = threading.RLock()
         self._conn: Any = None
         self._pid = -1
+        self._group = _Group()
+        self._group_pid = os.getpid()
 
     @property
     def label(self) -> str:
@@ -145,6 +155,14 @@ class Database:
                 raise
             conn.execute("COMMIT")
 
+    def grouped(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[int]:
+        """Run ``statements`` in a transaction shared with whatever other threads submit meanwhile;
+        how many rows each changed. Returns once they are committed; if the shared transaction
+        fails, every caller in it gets the error and none of their statements is kept."""
+        if self._group_pid != os.getpid():  # forked: the parent's waiters are not here
+            self._group, self._group_pid = _Group(), os.getpid()
+        return self._group.submit(self, statements)
+
     def close(self) -> None:
         """Close the connection (the object opens a new one when used again)."""
         with self._lock:
@@ -152,6 +170,57 @@ class Database:
                 with contextlib.suppress(Exception):
                     self._conn.close()
             self._conn = None
+
+
+class _Waiting:
+    """One caller's statements in a group commit, and what became of them."""
+
+    __slots__ = ("done", "error", "result", "statements")
+
+    def __init__(self, statements: Sequence[tuple[str, Sequence[Any]]]):
+        self.statements = statements
+        self.result: list[int] = []
+        self.error: BaseException | None = None
+        self.done = False
+
+
+class _Group:
+    """Group commit: the first caller to find no commit under way commits every caller's statements
+    queued by then, in one transaction; the others wait on a condition, no thread of its own."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._queued: list[_Waiting] = []
+        self._committing = False
+
+    def submit(self, db: Database, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[int]:
+        mine = _Waiting(statements)
+        with self._cond:
+            self._queued.append(mine)
+            while self._committing and not mine.done:
+                self._cond.wait()
+            if not mine.done:  # no commit under way: this caller commits the queue
+                self._committing = True
+                batch, self._queued = self._queued, []
+        if not mine.done:
+            try:
+                with db.transaction() as tx:
+                    results = [[tx.execute(sql, params) for sql, params in w.statements] for w in batch]
+            except BaseException as exc:
+                with self._cond:
+                    for waiting in batch:
+                        waiting.error, waiting.done = exc, True
+            else:
+                with self._cond:
+                    for waiting, result in zip(batch, results):
+                        waiting.result, waiting.done = result, True
+            finally:
+                with self._cond:
+                    self._committing = False
+                    self._cond.notify_all()
+        if mine.error is not None:
+            raise mine.error
+        return mine.result
 
 
 class Transaction:

@@ -1,30 +1,39 @@
-"""How a record becomes a database row and back: compact JSON, compressed, its long texts kept once.
+"""How a record becomes a database row and back: one row per entry, compact JSON, compressed only when large.
 
-A transcript holds every answer its rollout's requests got, and the request
-cache holds the same answers: stored as they are, every call would be kept
-twice. Every string of at least :data:`TEXT_MIN` characters is therefore
-kept once in the ``text`` table under its digest, and the record holds a
-reference in its place: ``"\\x00" + digest``. No stored string can begin
-with NUL (``multiverse.store._text.storable`` replaces every NUL before a
-record is written), so a reference is never mistaken for a text.
+A record is written as one row: its compact JSON as it is, or zlib-compressed
+when the JSON is at least :data:`COMPRESS_MIN` bytes (a long transcript).
+Compressing every few-hundred-byte judgment cost more CPU than its bytes
+saved, and a side table of shared texts cost two more inserts per record; a
+plain row is also readable with any SQLite tool. A reader tells the two
+apart by the first byte: ``{`` begins every record's JSON, never a zlib
+stream.
+
+Rows written before this layout stay readable: a compressed body whose every
+string of at least :data:`TEXT_MIN` characters was kept once in the
+``text`` table under its digest, the record holding ``"\\x00" + digest`` in
+its place. No stored string can begin with NUL
+(``multiverse.store._text.storable`` replaces every NUL before a record is
+written), so a reference is never mistaken for a text.
 
 Reading is as careful as the file store's was: a body that does not
-decompress within :data:`~multiverse.store._files.MAX_ENTRY_BYTES`, is not
-JSON, nests too deep, or names a text that is not there is a problem, never
-a crash (the store quarantines the row).
+decompress within :data:`MAX_BYTES`, is not JSON, nests too deep, or names a
+text that is not there is a problem, never a crash (the store quarantines
+the row).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-__all__ = ["TEXT_MIN", "Packed", "compress", "digests_in", "inflate", "pack", "parse", "unpack"]
+__all__ = ["COMPRESS_MIN", "TEXT_MIN", "Packed", "compress", "digests_in", "inflate", "pack", "parse", "refers",
+           "unpack"]
 
-#: strings this long or longer are kept once, in the text table
+#: a record's JSON this long or longer (bytes) is stored compressed
+COMPRESS_MIN = 4096
+#: in rows of the earlier layout, strings this long or longer were kept once, in the text table
 TEXT_MIN = 256
 _MARK = "\x00"
 _REF_LEN = 1 + 32
@@ -40,38 +49,18 @@ def compress(raw: bytes) -> bytes:
 
 
 class Packed:
-    """A record as rows: its compressed body, its size as JSON, and its long texts (digest -> compressed text)."""
+    """A record as its row: its body (JSON, compressed when large) and its size as JSON."""
 
-    __slots__ = ("body", "size", "texts")
+    __slots__ = ("body", "size")
 
-    def __init__(self, body: bytes, size: int, texts: dict[str, bytes]):
-        self.body, self.size, self.texts = body, size, texts
+    def __init__(self, body: bytes, size: int):
+        self.body, self.size = body, size
 
 
 def pack(record: Mapping[str, Any]) -> Packed:
-    """``record`` as rows (it must already be storable: no NUL in any string)."""
-    texts: dict[str, bytes] = {}
-    text_bytes = 0
-
-    def walk(value: Any) -> Any:
-        nonlocal text_bytes
-        if isinstance(value, str):
-            if len(value) < TEXT_MIN:
-                return value
-            raw = value.encode("utf-8")
-            digest = hashlib.blake2b(raw, digest_size=16).hexdigest()
-            if digest not in texts:
-                texts[digest] = compress(raw)
-                text_bytes += len(raw)
-            return _MARK + digest
-        if isinstance(value, Mapping):
-            return {k: walk(v) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [walk(v) for v in value]
-        return value
-
-    raw = json.dumps(walk(record), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return Packed(compress(raw), len(raw) + text_bytes, texts)
+    """``record`` as its row (it must already be storable: no NUL in any string)."""
+    raw = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return Packed(compress(raw) if len(raw) >= COMPRESS_MIN else raw, len(raw))
 
 
 def inflate(blob: Any, limit: int = MAX_BYTES) -> bytes | None:
@@ -89,14 +78,29 @@ def inflate(blob: Any, limit: int = MAX_BYTES) -> bytes | None:
 
 
 def parse(blob: Any) -> tuple[Any, str | None]:
-    """(the JSON value in ``blob``, None) or (None, what is wrong)."""
-    raw = inflate(blob)
+    """(the JSON value in ``blob``, None) or (None, what is wrong): a plain body or a compressed one."""
+    if isinstance(blob, memoryview):
+        blob = bytes(blob)  # PostgreSQL's bytea
+    if isinstance(blob, (bytes, bytearray)) and blob[:1] == b"{":
+        raw = bytes(blob) if len(blob) <= MAX_BYTES else None
+    else:
+        raw = inflate(blob)
     if raw is None:
-        return None, f"not a compressed record of at most {MAX_BYTES} bytes"
+        return None, f"not a record (JSON, or compressed JSON) of at most {MAX_BYTES} bytes"
     try:
-        return json.loads(raw), None
+        value = json.loads(raw)
     except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, deep nesting
         return None, "not JSON"
+    return value, None
+
+
+def refers(blob: Any) -> bool:
+    """Whether a body may refer to texts: a reference begins with NUL, which JSON writes as ``\\u0000``,
+    so a plain body without one refers to none and is not walked looking for references (a ms a record).
+    Compressed bodies are walked (rows of the earlier layout, and the few large ones now)."""
+    if isinstance(blob, memoryview):
+        blob = bytes(blob)
+    return not (isinstance(blob, (bytes, bytearray)) and blob[:1] == b"{" and b"\\u0000" not in blob)
 
 
 def digests_in(value: Any) -> set[str]:

@@ -14,9 +14,12 @@ stage reads). Why it is built this way:
   had open is rolled back by the database.
 - **A few files, not one per entry.** A store directory holds the database
   and its two WAL files; a 100k-universe grid is rows, not millions of inodes.
-  Records are compact JSON compressed with zlib, and every long text is kept
-  once however many records hold it (``multiverse.store._packing``): the
-  answers a transcript holds are the very texts its requests' answers are.
+  A record is one row of compact JSON, compressed only when it is large
+  (``multiverse.store._packing``); rows of the earlier layout, whose long
+  texts were kept once in a table of their own, read as before.
+- **Commits in groups.** The writes of a run's threads share transactions
+  (``Database.grouped``): one commit per group of finished units and answers,
+  each writer told only once its row is committed.
 - **A bad entry is a miss, never a crash.** A row that does not decompress,
   parse, or have the shape its stage needs (``multiverse.store._records``) is
   moved to the ``quarantine`` table with a :class:`CorruptEntryWarning` and
@@ -55,7 +58,7 @@ from multiverse.store._db import SQLiteDatabase, is_server, open_database
 from multiverse.store._files import check_name
 from multiverse.store._gc import GcReport, StoreStats
 from multiverse.store._legacy import MAX_ENTRY_BYTES, CorruptEntryWarning, LegacyFiles
-from multiverse.store._packing import Packed, pack, parse, unpack
+from multiverse.store._packing import Packed, pack, parse, refers, unpack
 from multiverse.store._path import check_store_path, default_store_path
 from multiverse.store._text import storable_text
 
@@ -96,6 +99,10 @@ def scrub(record: Any, secret_values: Iterable[str] | None = None) -> Any:
     return credentials.redact_all(drop_keys(record), secret_values)
 
 
+# Values a record's walk returns as they are, told by their exact type.
+_LEAVES = frozenset({int, float, bool, type(None)})
+
+
 def storable_scrubbed(record: Mapping[str, Any]) -> dict:
     """``scrub(storable(record))`` in one walk of the record: what every write stores.
 
@@ -105,17 +112,20 @@ def storable_scrubbed(record: Mapping[str, Any]) -> dict:
     values = credentials.secret_values()
 
     def clean(obj: Any) -> Any:
-        if isinstance(obj, str):
+        kind = type(obj)
+        if kind is str or isinstance(obj, str):
             text = storable_text(obj)
             return credentials.redact(text, values) if values else text
-        if isinstance(obj, Mapping):
+        if kind in _LEAVES:  # a number, a bool or null: nothing to clean (and no ABC check to pay)
+            return obj
+        if kind is dict or isinstance(obj, Mapping):
             out = {}
             for key, value in obj.items():
                 key = clean(key)
                 if not (isinstance(key, str) and key.lower() in _CREDENTIAL_KEYS):
                     out[key] = clean(value)
             return out
-        if isinstance(obj, (list, tuple)):
+        if kind is list or isinstance(obj, (list, tuple)):
             return [clean(v) for v in obj]
         return obj
 
@@ -266,7 +276,7 @@ class Store:
         value, problem = parse(body)
         if problem is None and not isinstance(value, dict):
             problem = f"not a JSON object ({type(value).__name__})"
-        if problem is None:
+        if problem is None and refers(body):
             value, problem = unpack(value, texts)
         if problem is None:
             check = self.shapes.get(stage)
@@ -326,20 +336,15 @@ class Store:
         with self._lock:
             mine = (stage, key) in self._mine
             self._mine.discard((stage, key))
-        with self.db.transaction() as tx:
-            if mine:
-                tx.execute("DELETE FROM claim WHERE stage = ? AND key = ? AND host = ? AND pid = ?",
-                           (stage, key, _claims.HOST, os.getpid()))
-            if not tx.execute("INSERT INTO entry (stage, key, body, size, stored_at) VALUES (?, ?, ?, ?, ?) "
-                              "ON CONFLICT (stage, key) DO NOTHING",
-                              (stage, key, packed.body, packed.size, time.time() if stored_at is None else stored_at)):
-                return False
-            if packed.texts:
-                tx.many("INSERT INTO text (digest, body) VALUES (?, ?) ON CONFLICT (digest) DO NOTHING",
-                        list(packed.texts.items()))
-                tx.many("INSERT INTO entry_text (stage, key, digest) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                        [(stage, key, d) for d in packed.texts])
-        return True
+        statements: list[tuple[str, tuple]] = []
+        if mine:  # the claim ends in the very transaction that stores the entry
+            statements.append(("DELETE FROM claim WHERE stage = ? AND key = ? AND host = ? AND pid = ?",
+                               (stage, key, _claims.HOST, os.getpid())))
+        statements.append(("INSERT INTO entry (stage, key, body, size, stored_at) VALUES (?, ?, ?, ?, ?) "
+                           "ON CONFLICT (stage, key) DO NOTHING",
+                           (stage, key, packed.body, packed.size, time.time() if stored_at is None else stored_at)))
+        # Shared with the other threads' writes of the moment: one commit for a group of finished units.
+        return bool(self.db.grouped(statements)[-1])
 
     # -- claims ----------------------------------------------------------
 

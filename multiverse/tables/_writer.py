@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from multiverse.core import SCHEMA_VERSION, atomic_write_text
+from multiverse.core import SCHEMA_VERSION, atomic_write_text, synced_once
 from multiverse.errors import InputError
 from multiverse.tables._folder_models import TranscriptRecord
 from multiverse.tables._index import INDEXED_ROWS, drop_index, index_table
@@ -68,18 +68,21 @@ def write_run_folder(
     # An earlier folder's index would only be ignored (it names the table it was read from): drop it.
     for name in ("verdicts", "criteria"):
         drop_index(out, name)
-    if transcripts is not None:
-        # One model for the line the run writes and the line the folder's reader checks.
-        lines = [TranscriptRecord.from_stored(k, r).line() for k, r in sorted(transcripts.items())]
-        atomic_write_text(out / "transcripts.jsonl", "\n".join(lines) + "\n")
-    write_table(with_score_column(verdicts), out, "verdicts")
-    if criteria is not None:
-        write_table(criteria, out, "criteria")
-    write_table(rates, out, "rates")
-    if spec_document is not None:
-        text = "# The resolved spec of this run (rubric inlined).\n" + yaml.safe_dump(
-            dict(spec_document), sort_keys=False, allow_unicode=True)
-        atomic_write_text(out / "spec.yaml", text)
+    # One flush of the folder's files before the manifest, not an fsync per file (each is still
+    # written to a temporary name and renamed: a killed run leaves whole files).
+    with synced_once(out):
+        if transcripts is not None:
+            # One model for the line the run writes and the line the folder's reader checks.
+            lines = [TranscriptRecord.from_stored(k, r).line() for k, r in sorted(transcripts.items())]
+            atomic_write_text(out / "transcripts.jsonl", "\n".join(lines) + "\n")
+        write_table(with_score_column(verdicts), out, "verdicts")
+        if criteria is not None:
+            write_table(criteria, out, "criteria")
+        write_table(rates, out, "rates")
+        if spec_document is not None:
+            text = "# The resolved spec of this run (rubric inlined).\n" + yaml.safe_dump(
+                dict(spec_document), sort_keys=False, allow_unicode=True)
+            atomic_write_text(out / "spec.yaml", text)
     scale = manifest.get("scale")
     if scale is None:
         # A run's spec declares its judge's scale: the manifest records it for every reader.
