@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["Validation", "count_universes", "label", "power", "report", "store_gc", "store_migrate", "store_stats", "validate"]
 
 
-def report(results: Results | str | os.PathLike, path: str | os.PathLike | None = None, *, store: Any = None,
+def report(results: Results | str | os.PathLike[str], path: str | os.PathLike[str] | None = None, *, store: Any = None,
            threshold: float | None = None, tests: bool = True, progress: bool | None = None,
            human: Any = None, baseline: Any = None, rate: str | None = None) -> Path:
     """Write the self-contained HTML report of ``results``; return its path.
@@ -57,7 +57,7 @@ def report(results: Results | str | os.PathLike, path: str | os.PathLike | None 
                                 human=human, baseline=baseline)
 
 
-def label(source: str | os.PathLike, n: int, out: str | os.PathLike, *, seed: int = 0,
+def label(source: str | os.PathLike[str], n: int, out: str | os.PathLike[str], *, seed: int = 0,
           force: bool = False, blind_systems: bool = False, rate: str | None = None) -> tuple[Path, Path, list[str]]:
     """Draw ``n`` transcripts per system and rollout configuration for people to label.
 
@@ -115,7 +115,7 @@ class Validation:
         return next((u for u in self.universes if u.is_primary), None)
 
 
-def validate(path: str | os.PathLike) -> Validation:
+def validate(path: str | os.PathLike[str]) -> Validation:
     """Load, check and expand the spec at ``path``, before anything is planned or paid.
 
     Raises ``SpecError`` with every problem (file, YAML path and line, what was
@@ -130,14 +130,14 @@ def validate(path: str | os.PathLike) -> Validation:
     return Validation(spec, expand(spec), [note] if note else [])
 
 
-def count_universes(spec: Spec | str | os.PathLike) -> UniverseCount:
+def count_universes(spec: Spec | str | os.PathLike[str]) -> UniverseCount:
     """How many universes the spec's grid makes, counted without listing them (any size, even past a run's cap)."""
     from multiverse.spec import load_spec, universe_count
 
     return universe_count(spec if isinstance(spec, Spec) else load_spec(spec, cap_universes=False))
 
 
-def store_stats(where: str | os.PathLike | None = None, *, store: str | os.PathLike | None = None) -> StoreStats:
+def store_stats(where: str | os.PathLike[str] | None = None, *, store: str | os.PathLike[str] | None = None) -> StoreStats:
     """What the store holds, per stage: the store a spec (beside it) or a run folder (its manifest's) uses.
 
     ``store`` names a store outright; with neither, the default store of a
@@ -150,7 +150,7 @@ def store_stats(where: str | os.PathLike | None = None, *, store: str | os.PathL
     return stats(store_of([where] if where is not None else [], store, manifest_of=read_manifest))
 
 
-def store_migrate(where: str | os.PathLike | None = None, *, store: str | os.PathLike | None = None) -> Migration:
+def store_migrate(where: str | os.PathLike[str] | None = None, *, store: str | os.PathLike[str] | None = None) -> Migration:
     """Move the entry files of a store from before the database into it: the store a spec (beside it) or
     a run folder (its manifest's) uses; ``store`` names it outright."""
     from multiverse.store import migrate_store, store_of
@@ -159,7 +159,7 @@ def store_migrate(where: str | os.PathLike | None = None, *, store: str | os.Pat
     return migrate_store(store_of([where] if where is not None else [], store, manifest_of=read_manifest))
 
 
-def store_gc(specs: list[str | os.PathLike], *, store: str | os.PathLike | None = None,
+def store_gc(specs: list[str | os.PathLike[str]], *, store: str | os.PathLike[str] | None = None,
              dry_run: bool = False) -> GcReport:
     """Remove from the store every entry none of ``specs`` references (their rubric, cases, rollouts, judgments).
 

@@ -13,7 +13,7 @@ typed model (``Analysis.document``); ``--figure`` writes the analysis's figure.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from multiverse.core import orient, orient_interval, rank_one, rate_name
 
@@ -145,7 +145,7 @@ def cmd_agreement(args) -> int:
         if not result.options:  # scores only, no compliance labels: the labels' part would be empty
             return _print_notes(result.notes)
     say(f"agreement across {axis} ({', '.join(map(str, result.options))}) on {result.n_units} units, paired on {result.paired_on}")
-    rows: list[list] = [["a", "b", "n", "percent", "kappa", "AC1", "bias"]]
+    rows: list[list[Any]] = [["a", "b", "n", "percent", "kappa", "AC1", "bias"]]
     for p in result.pairs:
         # A kappa on a handful of units reads like a finding; the mark says it is not one.
         mark = "!" if p.small_sample or p.degenerate else ""
@@ -167,8 +167,8 @@ def _print_grouped_agreement(grouped, axis: str) -> int:
     """One table of every group's pairs of options (labels; and scores, where the options gave them), the group
     its first column."""
     say(f"agreement across {axis} per {grouped.by}")
-    rows: list[list] = [[grouped.by, "a", "b", "n", "percent", "kappa", "AC1", "bias", "alpha"]]
-    scored: list[list] = [[grouped.by, "a", "b", "n", "kappa (linear)", "kappa (quadratic)", "exact", "ICC(2,1)",
+    rows: list[list[Any]] = [[grouped.by, "a", "b", "n", "percent", "kappa", "AC1", "bias", "alpha"]]
+    scored: list[list[Any]] = [[grouped.by, "a", "b", "n", "kappa (linear)", "kappa (quadratic)", "exact", "ICC(2,1)",
                            "mean a - b", "alpha (interval)"]]
     for group in grouped.groups:
         result = group.document
@@ -235,7 +235,7 @@ def _print_other_ranking(results: Results, args) -> int:
     if args.method == "bt":
         _print_bt_scores(parts, first)
     say(f"P(rank 1) over the universes{' of each group' if args.by else ''} and coverage:")
-    rows: list[list] = [[*first, "system", "P(top)", "coverage"]]
+    rows: list[list[Any]] = [[*first, "system", "P(top)", "coverage"]]
     for _, result, cells in parts:
         stability = result.stability if args.method == "bt" else result
         for system, p in sorted(stability.p_top.items(), key=lambda kv: -kv[1]):
@@ -248,12 +248,12 @@ def _print_other_ranking(results: Results, args) -> int:
     return _print_notes(document.notes)
 
 
-def _print_bt_scores(parts: list, first: list[str]) -> None:
+def _print_bt_scores(parts: list[Any], first: list[str]) -> None:
     """Each universe's Bradley-Terry scores with their intervals and ranks, one row per system."""
     head = parts[0][1]
     say(f"Bradley-Terry scores ({head.scale}; anchor {head.anchor or 'none: each universe averages 0'}), "
         f"{head.level:.0%} case-bootstrap intervals, {head.resamples} resamples:")
-    rows: list[list] = [[*first, "universe", "system", "score", "interval", "rank", "rank interval", "P(top)"]]
+    rows: list[list[Any]] = [[*first, "universe", "system", "score", "interval", "rank", "rank interval", "P(top)"]]
     for _, result, cells in parts:
         for r in result.scores:
             rows.append([*cells, r.universe_id, r.system, number(r.score), interval([r.low, r.high]), r.rank,

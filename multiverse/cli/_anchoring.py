@@ -9,7 +9,7 @@ prints its document (the text from its typed model, ``Analysis.document``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._output import interval, number, print_json, print_table, save_figure, say
 
@@ -60,7 +60,7 @@ def cmd_calibrate(args) -> int:
     if any(r.mean is not None for r in document.rates):
         _print_means(document, labels, level)
     say(f"rates anchored to {args.human} (PPI++, {level} intervals; a mean score rescaled to 0-1):")
-    rows: list[list] = [["universe", "system", "n", "n_human", "judge", "anchored", f"{level} interval",
+    rows: list[list[Any]] = [["universe", "system", "n", "n_human", "judge", "anchored", f"{level} interval",
                          "humans only", f"{level} interval", "anchored wider"]]
     for r in document.rates:
         rows.append([labels.get(r.universe_id, r.universe_id), r.system, r.n, r.n_human,
@@ -98,7 +98,7 @@ def _print_grouped_judges(results: Results, args) -> int:
     level = f"{1 - args.alpha:.0%}"
     labels = _universe_labels(results)
     say(f"judges against the human labels, per {grouped.by} ({level} Wilson intervals):")
-    rows: list[list] = [[grouped.by, "universe", "n_human", "accuracy", f"{level} interval", "sensitivity",
+    rows: list[list[Any]] = [[grouped.by, "universe", "n_human", "accuracy", f"{level} interval", "sensitivity",
                          "specificity", "kappa"]]
     for group in grouped.groups:
         for j in group.document.judges:
@@ -113,7 +113,7 @@ def _print_grouped_judges(results: Results, args) -> int:
 def _print_means(document: CalibrationDocument, labels: dict[str, str], level: str) -> None:
     """A scored run's universes of a mean, in the scale's units: judge alone, anchored, humans only."""
     say(f"mean scores anchored to people, in the scale's units (PPI++, {level} intervals):")
-    rows: list[list] = [["universe", "system", "n_human", "judge", "anchored", f"{level} interval", "humans only",
+    rows: list[list[Any]] = [["universe", "system", "n_human", "judge", "anchored", f"{level} interval", "humans only",
                          f"{level} interval"]]
     for r in document.rates:
         if r.mean is not None:

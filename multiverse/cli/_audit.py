@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from multiverse.core import FAILED_STATUSES
 
@@ -169,7 +169,7 @@ def _run_and_say(spec, args, out):
 def _outcome_line(counts: StageCounts) -> str:
     """``12 units: 8 computed, 2 stored, 1 failed (not_found 1), 1 blocked (rollout_failed 1)``."""
 
-    def by_reason(reasons: dict) -> str:
+    def by_reason(reasons: dict[str, Any]) -> str:
         # Most frequent first (the manifest orders them); the rest counted, all listed in the manifest.
         shown = [f"{k} {v}" for k, v in list(reasons.items())[:3]]
         if len(reasons) > 3:

@@ -8,6 +8,7 @@ what the returned :class:`~multiverse.results._results.Results` holds.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from ..errors import InputError
 from ._output import say
@@ -70,6 +71,6 @@ def _say_counted(verdicts) -> None:
             + ", ".join(f"{n} {policy}" for policy, n in counted.items()), file=sys.stderr)
 
 
-def _table_columns(args) -> dict:
+def _table_columns(args) -> dict[str, Any]:
     """The optional columns of ``import table`` that were given."""
     return {name: getattr(args, name) for name in ("replicate", "transcript", "rationale") if getattr(args, name, None)}

@@ -24,7 +24,7 @@ def say(*parts: Any, file: Any = None) -> None:
     print(*(terminal_safe(p) for p in parts), file=file)
 
 
-def print_table(rows: list[list]) -> None:
+def print_table(rows: list[list[Any]]) -> None:
     """The first row is the header, underlined; columns are padded to their widest cell.
 
     A cell is one line whatever it holds: a newline or a control in a name is shown as an escape.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._output import number, print_table, say
 
@@ -27,7 +27,7 @@ def print_score_agreement(scores: ScoreAgreement) -> None:
     ordinal = scale.type == "ordinal"
     header = ["a", "b", "n", *(["kappa lin", "kappa quad", "exact", "within 1"] if ordinal else []),
               "ICC(2,1)", "ICC(3,1)", f"mean a-b [{scores.level:.0%} CI, by case]"]
-    rows: list[list] = [header]
+    rows: list[list[Any]] = [header]
     for p in scores.pairs:
         mark = "!" if p.small_sample else ""
         d = p.mean_difference
@@ -58,7 +58,7 @@ def print_score_agreement(scores: ScoreAgreement) -> None:
 def print_verdict_agreement(verdicts: VerdictAgreement) -> None:
     """Pairwise scores read as win / tie / loss: percent agreement and 3-class kappa per pair, nominal alpha."""
     say(f"agreement on verdicts (win, tie, loss) on {verdicts.n_units} units")
-    rows: list[list] = [["a", "b", "n", "percent", "kappa"]]
+    rows: list[list[Any]] = [["a", "b", "n", "percent", "kappa"]]
     for p in verdicts.pairs:
         mark = "!" if p.small_sample else ""
         rows.append([p.a, p.b, f"{p.n}{mark}", number(p.percent), number(p.cohen_kappa) + mark])
@@ -72,7 +72,7 @@ def print_order_consistency(orders: list[OrderConsistency]) -> None:
     """Each judge asked both ways, on its own row: pooling judges hides one judge's inconsistency."""
     say("each judge across the two orders (ab: the system shown first; position bias: the share of decisive "
         "verdicts won by the first transcript, 0.5 none)")
-    rows: list[list] = [["judge", "pairs", "consistency", "position bias", "first both", "second both", "kappa"]]
+    rows: list[list[Any]] = [["judge", "pairs", "consistency", "position bias", "first both", "second both", "kappa"]]
     for o in orders:
         mark = "!" if o.small_sample else ""
         group = ", ".join(f"{k}={v}" for k, v in o.group.items()) or "all"

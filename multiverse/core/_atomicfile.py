@@ -35,7 +35,7 @@ __all__ = ["atomic_write", "atomic_write_text", "synced_once"]
 _DEFERRED: contextvars.ContextVar[list[Path] | None] = contextvars.ContextVar("deferred_syncs", default=None)
 
 
-def atomic_write(path: str | os.PathLike, write: Callable[[str], object]) -> None:
+def atomic_write(path: str | os.PathLike[str], write: Callable[[str], object]) -> None:
     """Replace ``path`` atomically by what ``write(tmp_path)`` writes to ``tmp_path``.
 
     ``write`` gets the name of an empty file that already exists with the
@@ -67,13 +67,13 @@ def atomic_write(path: str | os.PathLike, write: Callable[[str], object]) -> Non
         raise
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """Replace ``path`` atomically by ``text`` (UTF-8)."""
     atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
 
 
 @contextlib.contextmanager
-def synced_once(folder: str | os.PathLike) -> Iterator[None]:
+def synced_once(folder: str | os.PathLike[str]) -> Iterator[None]:
     """Within the block, :func:`atomic_write` skips its fsync per file; when the block ends, the
     files written reach the disk in one flush of ``folder``'s file system (Linux ``syncfs``;
     elsewhere an fsync of each file), and the folder's entries in one fsync of the folder.

@@ -72,13 +72,13 @@ def expand_env(text: str | None) -> str | None:
     return _ENV_DEFAULT.sub(lambda m: os.environ.get(m.group(1)) or (m.group(2) or ""), text)
 
 
-class FrozenMap(Mapping):
+class FrozenMap(Mapping[str, Any]):
     """A read-only mapping that pickles (``MappingProxyType`` does not), so a
     spec can travel to worker processes."""
 
     __slots__ = ("_data",)
 
-    def __init__(self, data: Mapping | None = None):
+    def __init__(self, data: Mapping[str, Any] | None = None):
         self._data = dict(data or {})
 
     def __getitem__(self, key):

@@ -99,7 +99,7 @@ def register(*values: str | None) -> None:
 # made from: a store write asks for every record, and decoding the whole environment each time cost
 # a tenth of a run's CPU per request. The environment is compared as its raw mapping (one C-level
 # dict comparison), so a variable set mid-run is still seen at the next call.
-_answer: tuple[dict | None, int, tuple[str, ...]] = (None, -1, ())
+_answer: tuple[dict[str, Any] | None, int, tuple[str, ...]] = (None, -1, ())
 
 
 def secret_values() -> tuple[str, ...]:

@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 __all__ = ["GRACE", "RunInterrupted", "cancel", "check", "forget", "request", "requested", "signals_held", "sleep",
            "stopping_on_signals", "waking"]
@@ -36,7 +37,7 @@ _LOCK = threading.Lock()
 _CANCELLED: set[int] = set()
 # What to wake when a stop is asked for (a run's main thread blocked on its results queue). A tuple,
 # replaced whole, so the signal handler reads it without a lock.
-_WAKE: tuple = ()
+_WAKE: tuple[Any, ...] = ()
 
 
 class RunInterrupted(KeyboardInterrupt):

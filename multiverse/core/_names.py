@@ -263,7 +263,7 @@ def nfc_document(document: Any, path: str = "") -> tuple[Any, tuple[str, tuple[s
     return normalised, (found[0] if found else None)
 
 
-def _walk(node: Any, path: str, found: list) -> Any:
+def _walk(node: Any, path: str, found: list[Any]) -> Any:
     prefix = f"{path}." if path else ""
     if isinstance(node, dict):
         pair = look_alike(k for k in node if isinstance(k, str))

@@ -78,7 +78,7 @@ def short_reason(text: str, limit: int = 300) -> str:
     return (room[:space] if space > 0 else room).rstrip(",;:") + " …"
 
 
-def tally(outcomes: Mapping[str, tuple[str, str]] | Iterable[tuple[str, str]]) -> dict:
+def tally(outcomes: Mapping[str, tuple[str, str]] | Iterable[tuple[str, str]]) -> dict[str, Any]:
     """Counts of ``(outcome, reason)`` per unit: ``{units, computed, stored, failed, blocked, failures}``.
 
     ``failures`` maps each reason class to its count; ``blocked_by`` does the
@@ -97,7 +97,7 @@ def tally(outcomes: Mapping[str, tuple[str, str]] | Iterable[tuple[str, str]]) -
     return out
 
 
-def check_tally(counts: Mapping) -> None:
+def check_tally(counts: Mapping[str, Any]) -> None:
     """Raise if ``counts`` does not add up (a bug, never a user error)."""
     total = sum(int(counts.get(o, 0)) for o in OUTCOMES)
     if total != counts.get("units"):
@@ -106,7 +106,7 @@ def check_tally(counts: Mapping) -> None:
         raise AssertionError(f"failures by reason do not sum to failed: {dict(counts)}")
 
 
-def unit_outcomes(work, records: Mapping[str, Mapping], *, computed: Mapping[str, Iterable[str]] | None = None,
+def unit_outcomes(work, records: Mapping[str, Mapping[str, Any]], *, computed: Mapping[str, Iterable[str]] | None = None,
                   failures: Mapping[str, Mapping[str, str]] | None = None) -> dict[str, dict[str, tuple[str, str]]]:
     """Per store stage (case, transcript, judgment): unit key -> (outcome, reason).
 

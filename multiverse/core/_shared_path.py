@@ -24,7 +24,7 @@ _ABSOLUTE = re.compile(r"(?<![\w.:/~-])(?:~/|/)(?:[^\s/:;,'\"<>()\[\]]+/)+[^\s/:
 _NAMED_BY_PARENT = {"store": ".multiverse"}
 
 
-def shared_path(path: str | os.PathLike, base: str | os.PathLike | None = None) -> str:
+def shared_path(path: str | os.PathLike[str], base: str | os.PathLike[str] | None = None) -> str:
     """``path`` as a shared page shows it: relative to the folder ``base`` (the run folder) when both are
     local and meet below the file system's root and the home directory's parents; else its name.
 
@@ -50,7 +50,7 @@ def shared_path(path: str | os.PathLike, base: str | os.PathLike | None = None) 
     return f"{parent}/{name}" if parent is not None and absolute.parent.name == parent else name
 
 
-def shared_text(text: str, base: str | os.PathLike | None = None) -> str:
+def shared_text(text: str, base: str | os.PathLike[str] | None = None) -> str:
     """``text`` (a warning, a failure's reason) with every absolute local path in it as :func:`shared_path`
     shows it, so a message that named a file on this machine can go into a page that travels."""
     if "/" not in text:

@@ -55,7 +55,7 @@ def assemble(spec: Spec, work: Work, records: Records,
     from multiverse.analysis import count_unparsed, score_judgments, score_verdicts
 
     judgments = records["judgment"]
-    criteria_rows: list[tuple] = []
+    criteria_rows: list[tuple[Any, ...]] = []
     sample_rows, call_rows, seen = [], [], set()
     for row in work.rows:
         if row.judgment_key in seen:
@@ -127,8 +127,8 @@ def assemble(spec: Spec, work: Work, records: Records,
 
 
 
-def _scored_call(judgment_key: str, unit: Any, scale: Any, record: Mapping | None,
-                 failures: Mapping[str, Mapping[str, str]], criteria_rows: list[tuple]) -> tuple:
+def _scored_call(judgment_key: str, unit: Any, scale: Any, record: Mapping[str, Any] | None,
+                 failures: Mapping[str, Mapping[str, str]], criteria_rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:
     """One scored judge call as (judgment_key, sample, status, reason, score on the system's side).
 
     An ok call also adds its criteria row. The stored record is read as untrusted: a score
@@ -151,7 +151,7 @@ def _scored_call(judgment_key: str, unit: Any, scale: Any, record: Mapping | Non
     return judgment_key, unit.sample, OK, "", value
 
 
-def _row_verdict(row: Row, records: Records, failures: Mapping, scored: pd.DataFrame) -> tuple[str, str, Any, float]:
+def _row_verdict(row: Row, records: Records, failures: Mapping[str, Any], scored: pd.DataFrame) -> tuple[str, str, Any, float]:
     cases, transcripts = records["case"], records["transcript"]
     if row.case_key not in cases:
         return "rollout_failed", "case not drafted: " + failures.get("case", {}).get(row.case_key, "unknown"), None, NAN
@@ -201,7 +201,7 @@ def run_rates(spec: Spec, universes: list[Universe], verdicts: pd.DataFrame) -> 
 
 def run_manifest(spec: Spec, universes: list[Universe], work: Work, records: Records, *,
                  computed: Mapping[str, Iterable[str]], failures: Mapping[str, Mapping[str, str]],
-                 verdicts: pd.DataFrame, started: float, store_root: str | os.PathLike) -> dict:
+                 verdicts: pd.DataFrame, started: float, store_root: str | os.PathLike[str]) -> dict[str, Any]:
     """The run's record: what was asked, what was computed now, what was reused, what failed.
 
     Calls, tokens and cost are summed from the provenance of the records this

@@ -42,7 +42,7 @@ class StageRun:
     """One stage's units as a backend sees them, with the run's store, its claims and the stop grace."""
 
     stage: str
-    units: list
+    units: list[Any]
     upstream: Callable[[Any], Any]
     store: Store
     claims: Held
@@ -69,7 +69,7 @@ class Backend(Protocol):
     def end_stage(self) -> None: ...
 
 
-def wait_for_claimed(stage: StageRun, compute: Callable[[list], Iterator[tuple[Any, str | None]]]
+def wait_for_claimed(stage: StageRun, compute: Callable[[list[Any]], Iterator[tuple[Any, str | None]]]
                      ) -> Generator[Outcome, None, None]:
     """The outcomes of ``compute``, which claims each unit first; the units another run
     holds are waited for: stored there, or computed here once the claim is given up."""

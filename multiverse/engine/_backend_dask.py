@@ -56,7 +56,7 @@ class Dask:
     leaving closes what was opened here.
     """
 
-    def __init__(self, scheduler: Any = None, *, jobs: int, remote: Callable | None = None,
+    def __init__(self, scheduler: Any = None, *, jobs: int, remote: Callable[..., Any] | None = None,
                  timeout: float | None = None):
         from multiverse.engine import _compute as compute
 
@@ -122,7 +122,7 @@ class Dask:
         root = stage.store.location
         todo = list(reversed(stage.units))
         window = max(64, 8 * self.jobs)
-        futures: set = set()
+        futures: set[Any] = set()
         heard = time.monotonic()  # when a unit last finished, or the scheduler last answered
         silent = False
         try:

@@ -59,7 +59,7 @@ class Processes:
     def end_stage(self) -> None:
         """Nothing runs in this process between stages."""
 
-    def _handed_out(self, stage: StageRun, units: list) -> Iterator[tuple[Any, str | None]]:
+    def _handed_out(self, stage: StageRun, units: list[Any]) -> Iterator[tuple[Any, str | None]]:
         """(unit, failure) per unit as each finishes in the worker pool; each unit is
         claimed here before it is handed out and released when it is reported."""
         try:
@@ -68,7 +68,7 @@ class Processes:
             self.pool.stop()
             raise
 
-    def _hand_out(self, stage: StageRun, units: list) -> Iterator[tuple[Any, str | None]]:
+    def _hand_out(self, stage: StageRun, units: list[Any]) -> Iterator[tuple[Any, str | None]]:
         pool, name = self.pool, stage.stage
         todo = list(reversed(units))
         sent: dict[int, Any] = {}
@@ -99,7 +99,7 @@ class Processes:
         stage.claims.release_all()
         raise RunInterrupted(f"{STAGE_OF_RECORD[name]} stopped, {len(sent)} unit(s) still in flight abandoned")
 
-    def _reported(self, stage: StageRun, sent: dict) -> Iterator[tuple[Any, str | None]]:
+    def _reported(self, stage: StageRun, sent: dict[Any, Any]) -> Iterator[tuple[Any, str | None]]:
         for ticket, failure in self.pool.finished(timeout=POLL):
             unit = sent.pop(ticket)
             stage.claims.release(stage.stage, unit.key)

@@ -41,7 +41,7 @@ class LocalThreads:
     computes one unit (default :func:`multiverse.engine._compute.attempt`).
     """
 
-    def __init__(self, client: ModelClient, *, jobs: int, attempt: Callable | None = None):
+    def __init__(self, client: ModelClient, *, jobs: int, attempt: Callable[..., Any] | None = None):
         from multiverse.engine import _compute as compute
 
         self.client, self.jobs = client, max(1, jobs)
@@ -90,14 +90,14 @@ class LocalThreads:
         finally:
             stage.claims.release(stage.stage, unit.key)
 
-    def _pool(self, stage: StageRun, units: list) -> Iterator[tuple[Any, str | None]]:
+    def _pool(self, stage: StageRun, units: list[Any]) -> Iterator[tuple[Any, str | None]]:
         """(unit, failure) per unit as each finishes, from ``jobs`` daemon threads.
 
         The main thread blocks on the results queue until a unit ends, a thread exits or a stop is
         asked for (:func:`~multiverse.core._interrupt.waking`): it never wakes to look at an empty
         queue, so its CPU is per unit, not per tenth of a second of the stage."""
         todo = _LaneQueue(units, self.pacer)
-        done: queue.SimpleQueue = queue.SimpleQueue()
+        done: queue.SimpleQueue[Any] = queue.SimpleQueue()
 
         def work() -> None:
             try:
@@ -181,21 +181,21 @@ class _LaneQueue:
     the one that is ready within ``POLL``, else it is told how long to wait.
     """
 
-    def __init__(self, units: list, pacer: Any):
+    def __init__(self, units: list[Any], pacer: Any):
         self._pacer = pacer
         self._lock = threading.Lock()
-        self._groups: dict[tuple, deque] = {}
+        self._groups: dict[tuple[Any, ...], deque[Any]] = {}
         for unit in units:
             self._groups.setdefault(self._lanes(unit), deque()).append(unit)
-        self._busy: dict[tuple, int] = defaultdict(int)
+        self._busy: dict[tuple[Any, ...], int] = defaultdict(int)
 
-    def _lanes(self, unit: Any) -> tuple:
+    def _lanes(self, unit: Any) -> tuple[Any, ...]:
         if self._pacer is None:
             return ()
         return tuple(sorted({self._pacer.lane(c.model, c.api_base): (c.model, c.api_base)
                              for c in getattr(unit, "models", ())}.items()))
 
-    def _wait(self, group: tuple) -> float:
+    def _wait(self, group: tuple[Any, ...]) -> float:
         return max((self._pacer.wait_seconds(model, base, _EST_TOKENS) for _, (model, base) in group), default=0.0)
 
     def take(self) -> tuple[Any, Any]:
@@ -218,6 +218,6 @@ class _LaneQueue:
             self._busy[group] += 1
             return group, self._groups[group].popleft()
 
-    def finished(self, group: tuple) -> None:
+    def finished(self, group: tuple[Any, ...]) -> None:
         with self._lock:
             self._busy[group] -= 1

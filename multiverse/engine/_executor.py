@@ -62,7 +62,7 @@ class Executor:
         self.computed: dict[str, set[str]] = defaultdict(set)
         self._held = Held(store)  # the claims this run holds, released together on a stop
 
-    def run(self, stage: str, units: list, upstream: Callable[[Any], Any] = lambda unit: None) -> None:
+    def run(self, stage: str, units: list[Any], upstream: Callable[[Any], Any] = lambda unit: None) -> None:
         if not units:
             return
         interrupt.check()

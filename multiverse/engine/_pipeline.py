@@ -52,7 +52,7 @@ def default_run_dir(spec: Spec) -> Path:
     return Path("runs") / spec.name
 
 
-def check_run_places(spec: Spec, out: str | os.PathLike, store: Store | str | os.PathLike | None = None, *,
+def check_run_places(spec: Spec, out: str | os.PathLike[str], store: Store | str | os.PathLike[str] | None = None, *,
                      force: bool = False) -> None:
     """The run folder, checked before the first model call (the store checks its own path).
 
@@ -72,12 +72,12 @@ def check_run_places(spec: Spec, out: str | os.PathLike, store: Store | str | os
     check_output_dir(out, kind="run", inputs=inputs, store=_store_path(spec, store), force=force, spec_name=spec.name)
 
 
-def _store_path(spec: Spec, store: Store | str | os.PathLike | None) -> Path:
+def _store_path(spec: Spec, store: Store | str | os.PathLike[str] | None) -> Path:
     """Where the run's store is, by the one rule (``store.default_store_path``), as given."""
     return store.root if isinstance(store, Store) else default_store_path(spec.path, None if store is None else os.fspath(store))
 
 
-def _store_named(spec: Spec, store: Store | str | os.PathLike | None, st: Store) -> str:
+def _store_named(spec: Spec, store: Store | str | os.PathLike[str] | None, st: Store) -> str:
     """The store ``plan`` read, as a person reads it: where, and which branch of the rule chose it."""
     from multiverse.store import why_this_store
 
@@ -85,7 +85,7 @@ def _store_named(spec: Spec, store: Store | str | os.PathLike | None, st: Store)
     return f"{st.db.label if st.server else st.root} ({why_this_store(spec.path, given)})"
 
 
-def _store(spec: Spec, store: Store | str | os.PathLike | None) -> Store:
+def _store(spec: Spec, store: Store | str | os.PathLike[str] | None) -> Store:
     """The run's store, by the one rule (``store.default_store_path``); records are checked on read."""
     # Absolute, so the manifest's record of it still finds it from another directory.
     where = _store_path(spec, store)
@@ -124,7 +124,7 @@ def _warn_unknown_criteria(spec: Spec) -> None:
         warnings.warn(note, stacklevel=3)
 
 
-def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None, jobs: int = 8) -> Plan:
+def plan(spec: Spec, *, store: Store | str | os.PathLike[str] | None = None, jobs: int = 8) -> Plan:
     """Per stage: unique work units (stored, failed, blocked, to compute), their model calls, and estimated cost;
     ``wall``: at least how long the calls take at ``jobs`` under the spec's ``rate_limits``.
 
@@ -154,7 +154,7 @@ def plan(spec: Spec, *, store: Store | str | os.PathLike | None = None, jobs: in
 
 
 def run_result(out_dir: Path | None, verdicts: pd.DataFrame, criteria: pd.DataFrame, rates: pd.DataFrame,
-               manifest: dict) -> Results:
+               manifest: dict[str, Any]) -> Results:
     """The value ``run`` returns, by the one constructor of a folder's results (``Results.from_manifest``)."""
     return Results.from_manifest(manifest, verdicts=verdicts, criteria=criteria, rates=rates, source=out_dir)
 
@@ -162,8 +162,8 @@ def run_result(out_dir: Path | None, verdicts: pd.DataFrame, criteria: pd.DataFr
 def run(
     spec: Spec,
     *,
-    out: str | os.PathLike | None = None,
-    store: Store | str | os.PathLike | None = None,
+    out: str | os.PathLike[str] | None = None,
+    store: Store | str | os.PathLike[str] | None = None,
     jobs: int = 8,
     budget: float | None = None,
     client: ModelClient | None = None,
@@ -238,7 +238,7 @@ def run(
     return run_result(out_dir if write else None, verdicts, criteria, rates, manifest)
 
 
-def _check_units(spec: Spec, universes: list, max_units: int | None) -> None:
+def _check_units(spec: Spec, universes: list[Any], max_units: int | None) -> None:
     """Refuse, before anything is listed or called, a grid of more work units than the cap."""
     if max_units is None:
         return
@@ -282,7 +282,7 @@ def _run_stages(work: Work, st: Store, client: ModelClient, executor: Executor, 
     missing_judgments = [j for k, j in work.judge_calls.items() if k not in records["judgment"]]
     _check_credentials(client, _models_called(missing_cases, missing_transcripts, missing_judgments))
 
-    def stage(name: str, found: dict, units: list, upstream: Callable[[Any], Any] = lambda unit: None) -> None:
+    def stage(name: str, found: dict[str, Any], units: list[Any], upstream: Callable[[Any], Any] = lambda unit: None) -> None:
         if waves is not None:  # the batched roles' requests first, through the provider's batch API
             waves.before(name, units, upstream)
         executor.run(name, units, upstream)
@@ -311,14 +311,14 @@ def _run_stages(work: Work, st: Store, client: ModelClient, executor: Executor, 
     return records
 
 
-def _models_called(cases: list, transcripts: list, judgments: list) -> list:
+def _models_called(cases: list[Any], transcripts: list[Any], judgments: list[Any]) -> list[Any]:
     """The models these units call: the generator, the system, simulated user and tool simulator, the judge."""
     return ([c.generator for c in cases]
             + [c for t in transcripts for c in (t.configs["system"], t.configs["user"], t.configs["tool_simulator"]) if c]
             + [j.config for j in judgments])
 
 
-def _check_kept(st: Store, lease: Lease | None, stage: str, lost: set) -> None:
+def _check_kept(st: Store, lease: Lease | None, stage: str, lost: set[Any]) -> None:
     """Stop with one clear error if the store lost what this run wrote: tables built
     now would report those units as failed when they were not."""
     if lease is not None and not lease.held():
@@ -349,7 +349,7 @@ def _close(client: Any) -> None:
         close()
 
 
-def _check_credentials(client: ModelClient, configs: Iterable) -> None:
+def _check_credentials(client: ModelClient, configs: Iterable[Any]) -> None:
     configs = [c for c in configs if c is not None]
     if isinstance(client, CredentialCheck) and configs:
         client.check_credentials({(c.model, c.api_base, c.api_key_env): c for c in configs}.values())
@@ -359,9 +359,9 @@ def _check_credentials(client: ModelClient, configs: Iterable) -> None:
 
 
 def draft(
-    spec: Spec | str | os.PathLike,
+    spec: Spec | str | os.PathLike[str],
     *,
-    store: Store | str | os.PathLike | None = None,
+    store: Store | str | os.PathLike[str] | None = None,
     rubric: bool = False,
     force: bool = False,
     client: ModelClient | None = None,

@@ -72,10 +72,10 @@ def shares(total: int, parts: int) -> list[int]:
     return [total // parts + (i < total % parts) for i in range(parts)]
 
 
-def split_limits(limits: Mapping[str, Any] | None, workers: int) -> list[dict[str, dict]]:
+def split_limits(limits: Mapping[str, Any] | None, workers: int) -> list[dict[str, dict[str, Any]]]:
     """Each worker's share of the declared ``rate_limits``: rates divided evenly,
     ``max_concurrency`` in whole shares (so their sum is the declared one)."""
-    per_worker: list[dict[str, dict]] = [{} for _ in range(workers)]
+    per_worker: list[dict[str, dict[str, Any]]] = [{} for _ in range(workers)]
     for prefix, value in (limits or {}).items():
         fields = {name: value.get(name) if isinstance(value, Mapping) else getattr(value, name, None)
                   for name in ("rpm", "tpm", "max_concurrency")}
@@ -128,7 +128,7 @@ class WorkerPool:
         limits = split_limits(rate_limits, self.workers)
         self._setup = [(store_root, self.threads[i], {"budget": budgets[i], **({"rate_limits": limits[i]} if rate_limits else {})})
                        for i in range(self.workers)]
-        self._zygote: subprocess.Popen | None = None
+        self._zygote: subprocess.Popen[Any] | None = None
         #: each worker's process id, once it has said hello
         self.pids: list[int | None] = [None] * self.workers
         self._inboxes: list[Connection] = []
@@ -329,9 +329,9 @@ def _serve(inbox: Connection, outbox: Connection) -> None:
     client = RequestCache(Breaker(LiteLLMClient(jobs=threads, **options)),
                           Store(store_root, shapes=SHAPES, existing=True))
     budget_hit, stop, sending = threading.Event(), threading.Event(), threading.Lock()
-    tasks: queue.SimpleQueue = queue.SimpleQueue()
+    tasks: queue.SimpleQueue[Any] = queue.SimpleQueue()
 
-    def send(message: tuple) -> None:
+    def send(message: tuple[Any, ...]) -> None:
         with sending:
             outbox.send(message)
 

@@ -51,7 +51,7 @@ class _Deferring:
     def __init__(self, waves: Waves, batched: list[ModelConfig], pending: dict[str, BatchCall], lock: threading.Lock):
         self.waves, self.batched, self.pending, self.lock = waves, batched, pending, lock
 
-    def complete(self, config: ModelConfig, messages: list[dict], **kwargs: Any) -> Any:
+    def complete(self, config: ModelConfig, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
         key = request_key(config, messages, **kwargs)
         if (not is_simulated(config.model) and any(config == b for b in self.batched)
                 and key not in self.waves.direct and not self.waves.store.has(STAGE, key)):
@@ -90,7 +90,7 @@ class Waves:
                 if problem is not None:
                     raise SpecError(self.spec.path or "<spec>", "batch.roles", f"a universe's {problem}")
 
-    def before(self, stage: str, units: list, upstream: Callable[[Any], Any]) -> None:
+    def before(self, stage: str, units: list[Any], upstream: Callable[[Any], Any]) -> None:
         """Send the batched roles' requests of ``units`` in waves until the store holds every one."""
         batched = [(unit, configs) for unit in units if (configs := self._batched(stage, unit))]
         if not batched:
@@ -147,7 +147,7 @@ class Waves:
             self._sender = BatchSender(llm, self.store, window=self.spec.batch.window, poll=self.spec.batch.poll)
         return self._sender
 
-    def _collect(self, stage: str, batched: list, upstream: Callable[[Any], Any]) -> Mapping[str, BatchCall]:
+    def _collect(self, stage: str, batched: list[Any], upstream: Callable[[Any], Any]) -> Mapping[str, BatchCall]:
         """One pass over the units: the batched requests they need that the store lacks."""
         pending: dict[str, BatchCall] = {}
         lock = threading.Lock()

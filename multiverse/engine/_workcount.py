@@ -111,7 +111,7 @@ def count_work(universes: Iterable[Universe], stages: Mapping[str, str] | None =
 
 
 #: a universe's transcripts: ([(case block, rollout digest, cases, system)] per system, replicates, calls per transcript)
-_Profile = tuple[list[tuple[tuple, str, int, str]], int, int]
+_Profile = tuple[list[tuple[tuple[Any, ...], str, int, str]], int, int]
 
 
 class _Shortcuts:
@@ -121,11 +121,11 @@ class _Shortcuts:
         self._on = stages is not None
         self._upstream = [a for a, st in (stages or {}).items() if st in ("draft", "rollout")]
         self._unscored = [a for a, st in (stages or {}).items() if st != "score"]
-        self._rollouts: dict[tuple, _Profile] = {}  # upstream options -> a universe's rollout profile
+        self._rollouts: dict[tuple[Any, ...], _Profile] = {}  # upstream options -> a universe's rollout profile
         #: options before scoring -> (rows, naive calls) of a universe
-        self.done: dict[tuple, tuple[int, int]] = {}
+        self.done: dict[tuple[Any, ...], tuple[int, int]] = {}
 
-    def before_scoring(self, universe: Universe) -> tuple | None:
+    def before_scoring(self, universe: Universe) -> tuple[Any, ...] | None:
         return tuple(universe.options.get(a) for a in self._unscored) if self._on else None
 
     def rollout_profile(self, universe: Universe, census: _Census) -> _Profile:
@@ -142,14 +142,14 @@ class _Census:
     """The distinct stage configurations of a grid's universes, gathered one universe at a time."""
 
     templates: dict[str, str]
-    drafted: dict[tuple, int] = field(default_factory=dict)  # (inputs, cell) -> most cases any universe drafts there
+    drafted: dict[tuple[Any, ...], int] = field(default_factory=dict)  # (inputs, cell) -> most cases any universe drafts there
     draft_model: dict[str, Endpoint] = field(default_factory=dict)  # inputs -> generator (model, api_base)
-    transcripts: dict[tuple, set] = field(default_factory=dict)  # (block, rollout) -> {(cases, replicates)}
-    judged: dict[tuple, set] = field(default_factory=dict)  # (block, rollout, judge) -> {(cases, replicates, samples)}
+    transcripts: dict[tuple[Any, ...], set[Any]] = field(default_factory=dict)  # (block, rollout) -> {(cases, replicates)}
+    judged: dict[tuple[Any, ...], set[Any]] = field(default_factory=dict)  # (block, rollout, judge) -> {(cases, replicates, samples)}
     #: rollout -> (calls per transcript, {endpoint: its calls}, models)
     rollout_calls: dict[str, tuple[int, dict[Endpoint, int], list[str]]] = field(default_factory=dict)
     judge_model: dict[str, Endpoint] = field(default_factory=dict)
-    given: dict[tuple, list[tuple[tuple, int, bool]]] = field(default_factory=dict)  # a cases file's blocks, by content
+    given: dict[tuple[Any, ...], list[tuple[tuple[Any, ...], int, bool]]] = field(default_factory=dict)  # a cases file's blocks, by content
     rows: int = 0
     naive_calls: int = 0
 
@@ -218,7 +218,7 @@ class _Census:
         """A universe's transcripts as ([(case block, rollout digest, cases)] per system, replicates, calls per transcript)."""
         blocks = self._case_blocks(u)
         per_transcript = calls_per_transcript(u.rollout.setting, u.rollout.max_turns)
-        memo: dict[tuple, str] = {}
+        memo: dict[tuple[Any, ...], str] = {}
         entries = []
         for system in u.systems:
             for block, size, tools in blocks:
@@ -242,7 +242,7 @@ class _Census:
         self.rollout_calls[rd] = (per_transcript, endpoints, models)
         return rd
 
-    def _case_blocks(self, u: Any) -> list[tuple[tuple, int, bool]]:
+    def _case_blocks(self, u: Any) -> list[tuple[tuple[Any, ...], int, bool]]:
         """A universe's cases as (block, cases in it, whether they bring tools): a drafted cell, or one case from a file."""
         if u.cases is not None:
             # A case from a file is its own block; its tools make tool calls possible.

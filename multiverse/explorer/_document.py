@@ -59,19 +59,19 @@ def explorer_document(
     verdicts: pd.DataFrame,
     criteria: pd.DataFrame | None = None,
     rates: pd.DataFrame | None = None,
-    transcripts: Mapping[str, Mapping] | Iterable[Mapping] | None = None,
+    transcripts: Mapping[str, Mapping[str, Any]] | Iterable[Mapping[str, Any]] | None = None,
     *,
     axes: Sequence[str],
     factors: Sequence[str] = (),
     primary: str | None = None,
     ci_method: str | pd.DataFrame = "wilson",
     level: float = 0.95,
-    options: Mapping[str, Sequence] | None = None,
+    options: Mapping[str, Sequence[Any]] | None = None,
     labels: Mapping[str, str | None] | None = None,
     title: str = "audit",
     simulated: bool = False,
     rates_read: str = "compliance",
-) -> dict:
+) -> dict[str, Any]:
     """The data document the explorer page draws (``render_explorer``), from a run's tables.
 
     ``verdicts``, ``criteria`` and ``rates`` are the run folder's tables
@@ -144,8 +144,8 @@ def _universe_order(verdicts: pd.DataFrame, primary: str | None) -> tuple[list[s
     return [primary] + [u for u in order if u != primary], primary
 
 
-def _axis_options(first: pd.DataFrame, axes: list[str], options: Mapping[str, Sequence]
-                  ) -> tuple[list[dict], list[list[int]]]:
+def _axis_options(first: pd.DataFrame, axes: list[str], options: Mapping[str, Sequence[Any]]
+                  ) -> tuple[list[dict[str, Any]], list[list[int]]]:
     """Each axis's options (declared ones in declared order, then the rest as found) and each universe's codes."""
     entries, codes = [], []
     for axis in axes:
@@ -164,7 +164,7 @@ def _universe_labels(first: pd.DataFrame, axes: list[str], universes: list[str],
     return [str(labels.get(u) or universe_label({a: first.at[u, a] for a in axes})) for u in universes]
 
 
-def _factor_levels(verdicts: pd.DataFrame, factors: list[str], cases: list[str]) -> list[dict]:
+def _factor_levels(verdicts: pd.DataFrame, factors: list[str], cases: list[str]) -> list[dict[str, Any]]:
     """Each design factor's levels and each case's level (a factor is constant inside a case)."""
     case_first = verdicts.drop_duplicates("case_id").set_index("case_id").loc[cases]
     entries = []
@@ -176,7 +176,7 @@ def _factor_levels(verdicts: pd.DataFrame, factors: list[str], cases: list[str])
     return entries
 
 
-def _rate_columns(curve: pd.DataFrame, universes: list[str], systems: list[str]) -> dict[str, list]:
+def _rate_columns(curve: pd.DataFrame, universes: list[str], systems: list[str]) -> dict[str, list[Any]]:
     """The rates of every universe x system as columns, with the ranking analysis's ranks."""
     return {
         "universe": _codes(curve["universe_id"], universes),
@@ -226,7 +226,7 @@ def _codes(series: pd.Series, values: list[str]) -> list[int]:
 
 
 def _case_rows(verdicts: pd.DataFrame, criteria: pd.DataFrame | None, transcripts: Any, universes: list[str],
-               systems: list[str], cases: list[str], strings: Strings) -> tuple[dict, dict]:
+               systems: list[str], cases: list[str], strings: Strings) -> tuple[dict[str, Any], dict[str, Any]]:
     """The verdict rows as columns, and the transcripts and criterion rows they refer to (their long texts
     numbers into ``strings``)."""
     v = verdicts
@@ -288,14 +288,14 @@ def _keys(v: pd.DataFrame, column: str) -> tuple[list[int], list[str]]:
     return code.astype(int).tolist(), [str(k) for k in unique]
 
 
-def _transcripts(transcripts: Any, keys: list[str], strings: Strings) -> list[dict | None]:
+def _transcripts(transcripts: Any, keys: list[str], strings: Strings) -> list[dict[str, Any] | None]:
     """One entry per referenced key, in ``keys`` order: turns (their content a number into ``strings``), status,
     reason (None: not available)."""
     if transcripts is None:
         return [None] * len(keys)
     if not isinstance(transcripts, Mapping):
         transcripts = {str(r.get("key")): r for r in transcripts if isinstance(r, Mapping)}
-    out: list[dict | None] = []
+    out: list[dict[str, Any] | None] = []
     for key in keys:
         record = transcripts.get(key)
         if not isinstance(record, Mapping):
@@ -319,10 +319,10 @@ def _transcripts(transcripts: Any, keys: list[str], strings: Strings) -> list[di
     return out
 
 
-def _criteria(criteria: pd.DataFrame | None, judgments: list[str], transcript_of: np.ndarray, strings: Strings) -> dict:
+def _criteria(criteria: pd.DataFrame | None, judgments: list[str], transcript_of: np.ndarray, strings: Strings) -> dict[str, Any]:
     """The criterion rows of the referenced judgments, as columns (``judgment`` indexes ``judgments``, ``rationale``
     numbers into ``strings``), by transcript, then judgment, then the table's order."""
-    empty: dict[str, list] = {"judgment": [], "sample": [], "criterion": [], "names": [], "permissible": [], "applicable": [],
+    empty: dict[str, list[Any]] = {"judgment": [], "sample": [], "criterion": [], "names": [], "permissible": [], "applicable": [],
              "compliant": [], "rationale": []}
     if criteria is None or "judgment_key" not in criteria.columns or not judgments:
         return empty
@@ -378,7 +378,7 @@ def _ci_label(ci_method: Any, level: float) -> str:
     return f"{ci_method} {level:.0%}"
 
 
-def read_transcripts(path: str | os.PathLike) -> dict[str, dict]:
+def read_transcripts(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
     """A run folder's ``transcripts.jsonl`` as key -> record ({} when the folder has none).
 
     Read by the folder's one reader (``multiverse.tables._folder``): a link out of the
@@ -392,7 +392,7 @@ def read_transcripts(path: str | os.PathLike) -> dict[str, dict]:
     return read_folder_transcripts(path.parent, path.name) or {}  # the file itself: its folder is the boundary
 
 
-def document_from_run(source: str | os.PathLike, *, store: Any = None) -> dict:
+def document_from_run(source: str | os.PathLike[str], *, store: Any = None) -> dict[str, Any]:
     """``explorer_document`` of a run directory, import directory or bare verdicts table (``tables.load_run``).
 
     See :func:`document_from_results` for where transcripts come from.
@@ -403,7 +403,7 @@ def document_from_run(source: str | os.PathLike, *, store: Any = None) -> dict:
 
 
 def document_from_results(results: Results, *, store: Any = None, rates: pd.DataFrame | None = None,
-                          transcripts: Mapping[str, Mapping] | None = None) -> dict:
+                          transcripts: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """``explorer_document`` of a :class:`~multiverse.results._results.Results` (a run, an import or a table).
 
     Transcripts come from the run folder's ``transcripts.jsonl``; a folder

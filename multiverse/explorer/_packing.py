@@ -54,9 +54,9 @@ class Strings:
             self.texts.append(text)
         return found
 
-    def packed(self) -> tuple[list[list], list[int]]:
+    def packed(self) -> tuple[list[list[Any]], list[int]]:
         """The texts in chunks of about ``CHUNK_CHARS`` characters (``pack_texts``), and each chunk's first number."""
-        chunks: list[list] = []
+        chunks: list[list[Any]] = []
         starts: list[int] = []
         start, size = 0, 0
         for i, text in enumerate(self.texts):
@@ -72,7 +72,7 @@ class Strings:
 _TOKEN = re.compile(r"\S+\s*|\s+")
 
 
-def pack_texts(texts: list[str]) -> list:
+def pack_texts(texts: list[str]) -> list[Any]:
     """A chunk of texts, the smaller of two codings.
 
     ``["h", vocabulary, bits]``: a canonical Huffman code over the chunk's
@@ -131,7 +131,7 @@ def _code_lengths(frequency: np.ndarray) -> np.ndarray:
     return depth[:n]
 
 
-def unpack_texts(chunk: list) -> list[str]:
+def unpack_texts(chunk: list[Any]) -> list[str]:
     """The texts ``pack_texts`` packed."""
     if chunk[0] == "z":
         return list(unpack(chunk[1]))
@@ -158,12 +158,12 @@ def unpack_texts(chunk: list) -> list[str]:
     return texts
 
 
-def unpack_strings(document: dict) -> list[str]:
+def unpack_strings(document: dict[str, Any]) -> list[str]:
     """Every long text of an explorer document, by its number."""
     return [text for chunk in document["blocks"]["strings"] for text in unpack_texts(chunk)]
 
 
-def document_texts(document: dict) -> dict:
+def document_texts(document: dict[str, Any]) -> dict[str, Any]:
     """A document's transcripts and criterion rows with their long texts in place of the texts' numbers."""
     texts = unpack(document["blocks"]["texts"])
     strings = unpack_strings(document)
@@ -171,4 +171,4 @@ def document_texts(document: dict) -> dict:
         for turn in (record or {}).get("turns", []):
             turn["content"] = strings[turn["content"]]
     texts["criteria"]["rationale"] = [strings[i] for i in texts["criteria"]["rationale"]]
-    return cast("dict", texts)
+    return cast("dict[str, Any]", texts)

@@ -306,14 +306,14 @@ def _shown_field(field: str) -> str:
     return field.replace("quantifier", "in")
 
 
-def read_claims(path: str | os.PathLike) -> ClaimsFile:
+def read_claims(path: str | os.PathLike[str]) -> ClaimsFile:
     """Read and check a claims file by itself (shapes, numbers, ids); SpecError lists every problem."""
     path = Path(path)
     raw, lines = load_yaml(path)
     return parse_claims(raw, path, lines=lines)
 
 
-def parse_claims(raw: Any, shown: str | os.PathLike = "claims", *, lines: Mapping[str, int] | None = None) -> ClaimsFile:
+def parse_claims(raw: Any, shown: str | os.PathLike[str] = "claims", *, lines: Mapping[str, int] | None = None) -> ClaimsFile:
     """Check a claims document (as the YAML file holds it); one SpecError lists every problem.
 
     Each problem is one line, ``<shown>: claim <id>: <field> (line N): expected ...``
@@ -376,7 +376,7 @@ def _repeated_ids(items: Sequence[Any], names: Sequence[str], problems: Problems
 
 
 def check_claims(claims: ClaimsFile, *, systems: Sequence[str], axes: Sequence[str],
-                 options: Mapping[str, Sequence[Any]], has_primary: bool, shown: str | os.PathLike) -> None:
+                 options: Mapping[str, Sequence[Any]], has_primary: bool, shown: str | os.PathLike[str]) -> None:
     """Refuse every claim naming a system, axis or option the results do not have: one SpecError, one line each."""
     problems = Problems()
     known = ", ".join(systems) or "none"

@@ -346,7 +346,7 @@ def _sample_note(results: Results) -> str | None:
             "'all' and shares are of the sampled universes, not of the whole grid")
 
 
-def _load(claims: ClaimsFile | str | os.PathLike | Mapping[str, Any]) -> tuple[ClaimsFile, str]:
+def _load(claims: ClaimsFile | str | os.PathLike[str] | Mapping[str, Any]) -> tuple[ClaimsFile, str]:
     if isinstance(claims, ClaimsFile):
         return claims, "claims"
     if isinstance(claims, Mapping):
@@ -354,7 +354,7 @@ def _load(claims: ClaimsFile | str | os.PathLike | Mapping[str, Any]) -> tuple[C
     return read_claims(claims), str(claims)
 
 
-def check(results: Results | str | os.PathLike, claims: ClaimsFile | str | os.PathLike | Mapping[str, Any], *,
+def check(results: Results | str | os.PathLike[str], claims: ClaimsFile | str | os.PathLike[str] | Mapping[str, Any], *,
           alpha: float | None = None) -> CheckResult:
     """Decide every claim of ``claims`` (a file, its mapping or a :class:`ClaimsFile`) on ``results``.
 

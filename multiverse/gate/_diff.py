@@ -140,7 +140,7 @@ class Diff:
         return stamp_simulated(figure) if self.simulated else figure
 
 
-def _options_key(results: Results) -> dict[tuple, str]:
+def _options_key(results: Results) -> dict[tuple[Any, ...], str]:
     """Each universe's options (axis, option as text), sorted, mapped to its id."""
     universes = results.universes
     axes = sorted(results.axes)
@@ -155,7 +155,7 @@ def _counted(results: Results) -> pd.DataFrame:
     return rows.drop(columns=[c for c in results.axes if c in rows.columns])
 
 
-def _mismatch(base: Results, cand: Results, b_keys: dict, c_keys: dict, b_rows: pd.DataFrame,
+def _mismatch(base: Results, cand: Results, b_keys: dict[Any, Any], c_keys: dict[Any, Any], b_rows: pd.DataFrame,
               c_rows: pd.DataFrame) -> tuple[dict[str, int], list[str]]:
     b_cases, c_cases = set(b_rows["case_id"].astype(str)), set(c_rows["case_id"].astype(str))
     b_sys, c_sys = set(base.systems), set(cand.systems)
@@ -177,7 +177,7 @@ def _mismatch(base: Results, cand: Results, b_keys: dict, c_keys: dict, b_rows: 
     return counts, notes
 
 
-def diff(baseline: Results | str | os.PathLike, candidate: Results | str | os.PathLike, *, alpha: float = 0.05,
+def diff(baseline: Results | str | os.PathLike[str], candidate: Results | str | os.PathLike[str], *, alpha: float = 0.05,
          boot: int = 1000, seed: int = 0, rate: str | None = None) -> Diff:
     """Compare ``candidate`` with ``baseline`` (two runs or imports of the same design).
 

@@ -71,7 +71,7 @@ def junit_xml(result: CheckResult, *, allow_undecided: bool = False) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def write_junit(result: CheckResult, path: str | os.PathLike, *, allow_undecided: bool = False) -> Path:
+def write_junit(result: CheckResult, path: str | os.PathLike[str], *, allow_undecided: bool = False) -> Path:
     """Write :func:`junit_xml` to ``path`` whole (never half a file); return the path."""
     path = Path(path)
     atomic_write_text(path, junit_xml(result, allow_undecided=allow_undecided))

@@ -42,6 +42,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -72,9 +73,8 @@ _SKIPPED = ("scoring_skipped", "filter_skipped")
 
 
 def import_assert(
-    run_dirs: str | os.PathLike | Sequence[str | os.PathLike],
-    out_dir: str | os.PathLike,
-    axes: Mapping[str, Mapping[str | os.PathLike, str]] | Iterable[str] | None = None,
+    run_dirs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], out_dir: str | os.PathLike[str],
+    axes: Mapping[str, Mapping[str | os.PathLike[str], str]] | Iterable[str] | None = None,
     *,
     scoring: str | Sequence[str] = "all_applicable",
     primary: Mapping[str, str] | None = None,
@@ -220,7 +220,7 @@ def _separate_collisions(runs, run_options, axis_names, *, explicit: bool, warni
     """Two runs with the same options and a common target would give one system two verdicts."""
     for run in runs:
         run.targets = run_targets(run)
-    seen: dict[tuple, AssertRun] = {}
+    seen: dict[tuple[Any, ...], AssertRun] = {}
     for run, options in zip(runs, run_options):
         for target in run.targets:
             key = (tuple(sorted(options.items())), target)
@@ -260,13 +260,13 @@ def _check_names(axis_names: list[str], factors: list[str], runs: list[AssertRun
 
 def _transcripts(runs, run_options, warnings):
     """Transcript rows, criteria rows and judge-sample rows of every run."""
-    transcripts: list[dict] = []
-    criteria: list[tuple] = []
-    samples: list[tuple] = []
+    transcripts: list[dict[str, Any]] = []
+    criteria: list[tuple[Any, ...]] = []
+    samples: list[tuple[Any, ...]] = []
     factors: dict[str, None] = {}
     for run, options in zip(runs, run_options):
         scores_file = run.path / "scores.jsonl"
-        latest: dict[tuple, tuple[int, dict]] = {}
+        latest: dict[tuple[Any, ...], tuple[int, dict[str, Any]]] = {}
         for line, row in run.scores:
             key = (row["type"], row["test_case_id"], str(row.get("target") or ""), row.get("checkpoint_turn"))
             if key in latest:
@@ -275,7 +275,7 @@ def _transcripts(runs, run_options, warnings):
                     "the later row is used"
                 )
             latest[key] = (line, row)
-        by_case: dict[tuple[str, str], list[tuple[str, dict]]] = {}
+        by_case: dict[tuple[str, str], list[tuple[str, dict[str, Any]]]] = {}
         for (case_type, case_no, target), inference in run.inference.items():
             by_case.setdefault((case_type, case_no), []).append((target, inference))
         judged = set()
@@ -330,7 +330,7 @@ def _hash_file(file: Path) -> str | None:
     return None if data is None else data[:4096].decode("utf-8", "replace").strip()
 
 
-def _transcript(run, options, case_type, case_no, system, inference, score, factors) -> dict:
+def _transcript(run, options, case_type, case_no, system, inference, score, factors) -> dict[str, Any]:
     case_id = f"{run.test_set}:{case_type}:{case_no}"
     dimensions = _dimensions(run, case_type, case_no, inference, score)
     record = {
@@ -401,7 +401,7 @@ def _judgment(run, scores_file, line, row, judgment_key, criteria, samples) -> N
         samples.append((judgment_key, len(verdicts) + extra, "judge_failed", "judge sample failed (multi_judge.n_failed)"))
 
 
-def _criterion(run, scores_file, line, judgment_key, sample, index, node) -> tuple:
+def _criterion(run, scores_file, line, judgment_key, sample, index, node) -> tuple[Any, ...]:
     where = f"{scores_file}: line {line}: verdict.node_judgments[{index}]"
     if not isinstance(node, dict):
         raise InputError(f"{where}: expected an object")

@@ -33,13 +33,13 @@ class AssertRun:
 
     path: Path
     name: str
-    config: dict
+    config: dict[str, Any]
     taxonomy: dict[str, bool]
     taxonomy_file: Path
     test_set: str
-    cases: dict[tuple[str, str], dict] | None
-    inference: dict[tuple[str, str, str], dict]
-    scores: list[tuple[int, dict]]
+    cases: dict[tuple[str, str], dict[str, Any]] | None
+    inference: dict[tuple[str, str, str], dict[str, Any]]
+    scores: list[tuple[int, dict[str, Any]]]
     choices: dict[str, str] = field(default_factory=dict)
     targets: list[str] = field(default_factory=list)
 
@@ -89,7 +89,7 @@ def read_run(path: Path, warnings: list[str], budget: ImportBudget | None = None
     elif test_ref:
         warnings.append(f"{path}: test set {test_set} not found; cases come from the run's own rows")
 
-    inference: dict[tuple[str, str, str], dict] = {}
+    inference: dict[tuple[str, str, str], dict[str, Any]] = {}
     inference_file = path / "inference_set.jsonl"
     if _present(inference_file):
         for line, row in _read_jsonl(inference_file, suite, budget):
@@ -120,7 +120,7 @@ def _present(file: Path) -> bool:
     return os.path.lexists(file)
 
 
-def _read_yaml(file: Path, suite: Path, budget: ImportBudget) -> dict:
+def _read_yaml(file: Path, suite: Path, budget: ImportBudget) -> dict[str, Any]:
     if not _present(file):
         raise InputError(f"{file}: file not found; expected the run's config.yaml")
     from multiverse.spec import parse_yaml
@@ -176,7 +176,7 @@ def _read_json(file: Path, suite: Path, budget: ImportBudget) -> Any:
         raise InputError(f"{file}: nesting too deep; expected a JSON document a few levels deep") from None
 
 
-def _read_jsonl(file: Path, suite: Path, budget: ImportBudget) -> list[tuple[int, dict]]:
+def _read_jsonl(file: Path, suite: Path, budget: ImportBudget) -> list[tuple[int, dict[str, Any]]]:
     rows = []
     for number, text in enumerate(_text(file, suite, budget).split("\n"), start=1):
         if not text.strip():
@@ -194,14 +194,14 @@ def _read_jsonl(file: Path, suite: Path, budget: ImportBudget) -> list[tuple[int
     return rows
 
 
-def _field(file: Path, line: int, row: dict, name: str) -> str:
+def _field(file: Path, line: int, row: dict[str, Any], name: str) -> str:
     value = row.get(name)
     if not isinstance(value, str) or not value:
         raise InputError(f"{file}: line {line}: {name}: expected a non-empty string")
     return value
 
 
-def _artifact_refs(path: Path, budget: ImportBudget) -> dict[str, dict]:
+def _artifact_refs(path: Path, budget: ImportBudget) -> dict[str, dict[str, Any]]:
     """The run's artifact version refs: artifacts.json, else manifest.json's copy."""
     for name, key in (("artifacts.json", "artifacts"), ("manifest.json", "artifact_versions")):
         file = path / name
@@ -217,7 +217,7 @@ def _artifact_refs(path: Path, budget: ImportBudget) -> dict[str, dict]:
     return {}
 
 
-def _artifact_file(run: Path, suite: Path, refs: dict, stage: str, filename: str) -> Path | None:
+def _artifact_file(run: Path, suite: Path, refs: dict[str, Any], stage: str, filename: str) -> Path | None:
     ref = refs.get(stage)
     if not ref:
         return None

@@ -117,7 +117,7 @@ def import_rates(verdicts: pd.DataFrame, *, axes: Sequence[str], factors: Sequen
     return compute_rates(verdicts, axes=axes, factors=factors, ci=ci, estimator="mean", scale=ScaleRecord(**scale))
 
 
-def write_judged_import(source: str, out_dir: str | os.PathLike, *, verdicts: pd.DataFrame, criteria: pd.DataFrame | None,
+def write_judged_import(source: str, out_dir: str | os.PathLike[str], *, verdicts: pd.DataFrame, criteria: pd.DataFrame | None,
                         rates: pd.DataFrame, transcripts: Any, axes: list[str], factors: list[str], primary: Any,
                         warnings: list[str], input: dict[str, Any], ci: str, estimator: str | None,
                         scale: dict[str, Any] | None = None, budget: Any = None, losses: Any = None,

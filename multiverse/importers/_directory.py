@@ -71,7 +71,7 @@ def resolve_primary(
 
 
 def write_import_dir(
-    out_dir: str | os.PathLike,
+    out_dir: str | os.PathLike[str],
     *,
     verdicts: pd.DataFrame,
     criteria: pd.DataFrame | None,

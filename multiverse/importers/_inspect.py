@@ -66,8 +66,8 @@ _SET_FILES = ("logs.json", "eval-set.json")
 
 
 def import_inspect(
-    logs: str | os.PathLike | Sequence[str | os.PathLike],
-    out_dir: str | os.PathLike,
+    logs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    out_dir: str | os.PathLike[str],
     *,
     scorer: str | Sequence[str] | None = None,
     system_role: str | None = None,

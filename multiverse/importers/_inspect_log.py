@@ -79,7 +79,7 @@ def read_inspect_log(path: Path, *, scorers: Sequence[str] | None, system_role: 
         raise InputError(f"{path}: samples: expected at least one sample (a log written with samples, not a header only)")
     budget.take_rows(len(log.samples), str(path))
     rows = []
-    dropped: dict[str, list] = {}
+    dropped: dict[str, list[Any]] = {}
     for i in range(len(log.samples)):
         rows.append(_row(path, i, log.samples[i], options, factors, budget))
         _count_dropped(log.samples[i], options, factors, dropped)
@@ -90,7 +90,7 @@ def read_inspect_log(path: Path, *, scorers: Sequence[str] | None, system_role: 
         metrics=log_metrics(log, options), rows=rows, dropped={k: (n, why) for k, (n, why) in dropped.items()})
 
 
-def _count_dropped(sample: Any, options: list[str], factors: Sequence[str], dropped: dict[str, list]) -> None:
+def _count_dropped(sample: Any, options: list[str], factors: Sequence[str], dropped: dict[str, list[Any]]) -> None:
     """Count what the sample holds that no column carries: its other metadata, scorers, score notes and edits."""
     def count(what: str, why: str) -> None:
         dropped.setdefault(what, [0, why])[0] += 1

@@ -115,7 +115,7 @@ class _Gathered:
     universe_scales: dict[str, dict[str, Any]] = field(default_factory=dict)
     metrics: list[dict[str, Any]] = field(default_factory=list)
 
-    def add(self, rows: list[tuple], *, log: InspectLog, uid: str, option: dict[str, str], judge: str, scorer: str,
+    def add(self, rows: list[tuple[Any, ...]], *, log: InspectLog, uid: str, option: dict[str, str], judge: str, scorer: str,
             many_tasks: bool) -> None:
         for row, status, reason, compliant, score, rationale, key, turns, replicate in rows:
             case_id = f"{log.task}/{row.case_id}" if many_tasks else row.case_id
@@ -184,7 +184,7 @@ def _has_n(log: InspectLog, scorer: str) -> bool:
     return any(row.cells[scorer].value == "N" for row in log.rows if _valued(row, scorer))
 
 
-def _epoch_rows(log: InspectLog, scorer: str, partial: float, scale: tuple[float, float]) -> list[tuple]:
+def _epoch_rows(log: InspectLog, scorer: str, partial: float, scale: tuple[float, float]) -> list[tuple[Any, ...]]:
     out = []
     for row in log.rows:
         c = row.cells[scorer]
@@ -199,12 +199,12 @@ def _epoch_rows(log: InspectLog, scorer: str, partial: float, scale: tuple[float
 
 
 def _reduced_rows(log: InspectLog, scorer: str, reducer: str, partial: float, scale: tuple[float, float]
-                  ) -> list[tuple]:
+                  ) -> list[tuple[Any, ...]]:
     """One row per sample with its reduced value; one per lost epoch, of its status."""
     samples: dict[str, list[LogRow]] = {}
     for row in log.rows:
         samples.setdefault(row.case_id, []).append(row)
-    out: list[tuple] = []
+    out: list[tuple[Any, ...]] = []
     for epochs in samples.values():
         scored = [r for r in epochs if _valued(r, scorer)]
         for r in epochs:

@@ -70,8 +70,8 @@ class _Run:
 
 
 def import_lm_eval(
-    sources: str | os.PathLike | Sequence[str | os.PathLike],
-    out_dir: str | os.PathLike,
+    sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    out_dir: str | os.PathLike[str],
     *,
     factors: Sequence[str] = (),
     primary: Mapping[str, str] | None = None,

@@ -65,8 +65,8 @@ _UNREAD = {"response.tokenUsage, cost and latencyMs": "promptfoo's bookkeeping o
 
 
 def import_promptfoo(
-    results_files: str | os.PathLike | Sequence[str | os.PathLike],
-    out_dir: str | os.PathLike,
+    results_files: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    out_dir: str | os.PathLike[str],
     *,
     factors: Sequence[str] = (),
     primary: Mapping[str, str] | None = None,
@@ -141,7 +141,7 @@ def import_promptfoo(
 
 def write_scored_import(verdicts: pd.DataFrame, axes: list[str], factors: list[str], *, criteria: pd.DataFrame,
                         transcripts: Any, primary: dict[str, str] | None, warnings: list[str], input: dict[str, Any],
-                        ci: str, out_dir: str | os.PathLike, budget: Any, losses: ImportLosses,
+                        ci: str, out_dir: str | os.PathLike[str], budget: Any, losses: ImportLosses,
                         rate: str = "compliance", unparsed: Sequence[str] = ("exclude",)) -> Results:
     """Write an import whose ``scoring`` axis reads promptfoo's pass (pooled) and its weighted score (mean, 0-1)."""
     from multiverse.analysis import compute_rates

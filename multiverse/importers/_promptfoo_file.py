@@ -209,7 +209,7 @@ def _line(path: Path, number: int, line: bytes) -> Any:
         raise InputError(f"{path}: line {number}: cannot read as JSON: {detail}") from None
 
 
-def _field(path: Path, name: str, value: Any, kind: type | tuple, expected: str) -> Any:
+def _field(path: Path, name: str, value: Any, kind: type | tuple[Any, ...], expected: str) -> Any:
     if not isinstance(value, kind):
         raise InputError(f"{path}: {name}: {_shown(value)}; expected {expected}")
     return value

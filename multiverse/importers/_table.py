@@ -69,7 +69,7 @@ __all__ = ["import_table", "read_label_table"]
 
 
 
-def read_label_table(path: str | os.PathLike, budget: ImportBudget | None = None) -> pd.DataFrame:
+def read_label_table(path: str | os.PathLike[str], budget: ImportBudget | None = None) -> pd.DataFrame:
     """Read a .csv, .parquet or .jsonl table within ``budget`` (bytes uncompressed, rows); InputError when it is
     missing, unreadable or past a limit (a .jsonl: :mod:`multiverse.importers._jsonl_table`)."""
     path = Path(path)
@@ -137,7 +137,7 @@ def _read_parquet(path: Path, handle: Any, budget: ImportBudget) -> pd.DataFrame
 
 
 def import_table(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     *,
     system: str,
     item: str,
@@ -145,7 +145,7 @@ def import_table(
     axes: Sequence[str] = (),
     positive: str | None = None,
     negative: Sequence[str] | None = None,
-    out_dir: str | os.PathLike,
+    out_dir: str | os.PathLike[str],
     factors: Sequence[str] = (),
     primary: dict[str, str] | None = None,
     ci: str = "wilson",
@@ -284,7 +284,7 @@ def import_table(
                             losses=_unused(path, frame, {system, item, label, *axes, *factors, *optional.values()}))
 
 
-def _options(verdicts: pd.DataFrame, axes: list[str], universe_ids: Any) -> dict:
+def _options(verdicts: pd.DataFrame, axes: list[str], universe_ids: Any) -> dict[str, Any]:
     """Each universe's axis options (the one universe of a table without axes: none)."""
     if axes:
         return dict(verdicts.drop_duplicates("universe_id").set_index("universe_id")[axes].to_dict("index"))
@@ -313,8 +313,8 @@ def _unused(path: Path, frame: pd.DataFrame, used: set[str]) -> ImportLosses:
     return losses
 
 
-def _manifest(path: Path, axes: list, factors: list, choices: Any, options: dict, primary: Any, warnings: list,
-              ci: str, record: Any, cuts: Sequence[float], input: dict) -> dict[str, Any]:
+def _manifest(path: Path, axes: list[Any], factors: list[Any], choices: Any, options: dict[str, Any], primary: Any, warnings: list[Any],
+              ci: str, record: Any, cuts: Sequence[float], input: dict[str, Any]) -> dict[str, Any]:
     """The import's manifest: its universes, primary, warnings, input columns and, for scores, the scale."""
     optional = {role: input[role] for role in ("replicate", "transcript", "rationale") if role in input}
     manifest: dict[str, Any] = {
@@ -339,16 +339,16 @@ def _manifest(path: Path, axes: list, factors: list, choices: Any, options: dict
     return manifest
 
 
-def _check_duplicates(path: Path, universe_ids: Any, systems: Any, items: Any, replicates: Any, axes: list,
-                      axis_values: dict, system: str, item: str, optional: dict[str, str]) -> None:
+def _check_duplicates(path: Path, universe_ids: Any, systems: Any, items: Any, replicates: Any, axes: list[Any],
+                      axis_values: dict[str, Any], system: str, item: str, optional: dict[str, str]) -> None:
     keyed = pd.DataFrame({"universe_id": universe_ids, "system": systems, "case_id": items, "replicate": replicates})
     duplicated = keyed.duplicated(keep=False)
     if duplicated.any():
         _refuse_duplicate(path, keyed, duplicated, axes, axis_values, system, item, optional.get("replicate"))
 
 
-def _verdict_frame(path: Path, frame: pd.DataFrame, universe_ids: Any, axis_values: dict, systems: Any, items: Any,
-                   factors: list, replicates: Any, merge: bool) -> pd.DataFrame:
+def _verdict_frame(path: Path, frame: pd.DataFrame, universe_ids: Any, axis_values: dict[str, Any], systems: Any, items: Any,
+                   factors: list[Any], replicates: Any, merge: bool) -> pd.DataFrame:
     """The verdicts' identifying columns: universe, axes, system, case, factors and replicate."""
     verdicts = pd.DataFrame({"universe_id": universe_ids})
     for axis, values in axis_values.items():
@@ -399,7 +399,7 @@ def _refuse_duplicate(path, keyed, duplicated, axes, axis_values, system, item, 
         f"system and item{hint}", param="replicate")
 
 
-def _universes(options: dict, choices: pd.DataFrame) -> list[dict]:
+def _universes(options: dict[str, Any], choices: pd.DataFrame) -> list[dict[str, Any]]:
     # The manifest records what each universe chose, never a NaN for a choice it did not make.
     chose = {row.pop("universe_id"): {k: v for k, v in row.items() if v is not None and not (isinstance(v, float) and np.isnan(v))}
              for row in choices.to_dict("records")}

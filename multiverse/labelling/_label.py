@@ -36,7 +36,7 @@ class _Loaded(Protocol):
     def rate_direction(self) -> str: ...
 
 
-def check_sheet_places(source: str | os.PathLike, out_csv: str | os.PathLike, *, force: bool = False) -> Path:
+def check_sheet_places(source: str | os.PathLike[str], out_csv: str | os.PathLike[str], *, force: bool = False) -> Path:
     """Refuse a sheet name before anything is read: a ``.csv`` name, a writable place, none of the run's files.
 
     An existing sheet is replaced only with ``force=True``: people may have typed labels into it.
@@ -56,7 +56,7 @@ def check_sheet_places(source: str | os.PathLike, out_csv: str | os.PathLike, *,
     return out_csv
 
 
-def label_results(results: _Loaded, n: int, out_csv: str | os.PathLike, *, seed: int = 0,
+def label_results(results: _Loaded, n: int, out_csv: str | os.PathLike[str], *, seed: int = 0,
                   blind_systems: bool = False) -> tuple[Path, Path, list[str]]:
     """Draw ``n`` transcripts per system and rollout configuration of ``results``; write the sheet and page.
 

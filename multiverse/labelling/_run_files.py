@@ -18,7 +18,7 @@ from multiverse.tables import SpecDocument, read_spec, read_transcripts
 __all__ = ["criterion_record", "run_criteria", "run_transcripts", "spec_criteria"]
 
 
-def run_criteria(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
+def run_criteria(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The rubric's criteria from ``spec.yaml``: id, name, permissible, definition, evidence {standard: text}."""
     spec = read_spec(run_dir)
     return spec_criteria(spec.document if spec is not None else None)
@@ -39,6 +39,6 @@ def criterion_record(c: Mapping[str, Any]) -> dict[str, Any]:
             "evidence": {str(k): str(v) for k, v in texts.items()}}
 
 
-def run_transcripts(run_dir: str | os.PathLike) -> dict[str, dict[str, Any]] | None:
+def run_transcripts(run_dir: str | os.PathLike[str]) -> dict[str, dict[str, Any]] | None:
     """Every transcript of ``transcripts.jsonl`` by key, or None when the folder has none (an import)."""
     return read_transcripts(run_dir)

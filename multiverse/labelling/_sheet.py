@@ -55,7 +55,7 @@ _MAX_CHOICES = 11
 
 
 def write_sheet(sample: pd.DataFrame, criteria: Sequence[Mapping[str, Any]], transcripts: Mapping[str, Any] | None,
-                out_csv: str | os.PathLike, *, verdicts: pd.DataFrame | None = None,
+                out_csv: str | os.PathLike[str], *, verdicts: pd.DataFrame | None = None,
                 axes: Sequence[str] = (), scale: ScaleRecord | None = None,
                 blind_systems: bool = False, rates_read: str = "compliance") -> tuple[Path, Path]:
     """Write ``out_csv`` and the labelling page beside it (same name, ``.html``); return both paths.

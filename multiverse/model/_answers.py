@@ -115,7 +115,7 @@ def parse_json_answer(text: str, schema: Mapping[str, Any]) -> Any:
     return value
 
 
-def repair_messages(messages: list[dict], text: str, problem: str, schema: Mapping, name: str) -> list[dict]:
+def repair_messages(messages: list[dict[str, Any]], text: str, problem: str, schema: Mapping[str, Any], name: str) -> list[dict[str, Any]]:
     """The conversation for the one repair request: the bad answer, then a plea for JSON."""
     plea = (
         f"Your previous answer could not be used ({problem}). Reply with only a JSON object "
@@ -144,7 +144,7 @@ def answer_text(message: Any) -> str:
     return json.dumps(content, default=str, ensure_ascii=False)
 
 
-def answer_tool_calls(message: Any) -> list[dict]:
+def answer_tool_calls(message: Any) -> list[dict[str, Any]]:
     """[{id, name, arguments}]: arguments as a dict when the model sent a JSON
     object, else exactly the text it sent (the rollout answers that with an error)."""
     calls = []

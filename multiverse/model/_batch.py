@@ -80,7 +80,7 @@ class BatchCall:
 
     key: str
     config: ModelConfig
-    messages: list[dict]
+    messages: list[dict[str, Any]]
     kwargs: Mapping[str, Any]  # seed, schema, schema_name, tools
 
 
@@ -278,7 +278,7 @@ class BatchSender:
             cost += completion.cost
         return answered, failed, cost
 
-    def _lines(self, file_id: str | None, flight: _InFlight) -> Iterator[dict]:
+    def _lines(self, file_id: str | None, flight: _InFlight) -> Iterator[dict[str, Any]]:
         if not file_id:
             return
         content = load_litellm().file_content(file_id=file_id, **flight.transport)
@@ -289,7 +289,7 @@ class BatchSender:
                 except ValueError:
                     continue  # a line that is not JSON answers nothing: its request counts as unanswered
 
-    def _completion(self, call: BatchCall, body: dict, seconds: float) -> Completion:
+    def _completion(self, call: BatchCall, body: dict[str, Any], seconds: float) -> Completion:
         litellm = load_litellm()
         response = litellm.ModelResponse(**body)
         config = call.config
@@ -329,7 +329,7 @@ def _why(batch: Any) -> str:
 
 def _groups(calls: Mapping[str, BatchCall]) -> list[dict[str, BatchCall]]:
     """The calls one batch may carry together: one model at one endpoint with one key."""
-    groups: dict[tuple, dict[str, BatchCall]] = {}
+    groups: dict[tuple[Any, ...], dict[str, BatchCall]] = {}
     for key, call in calls.items():
         c = call.config
         groups.setdefault((c.model, c.api_base, c.api_key_env), {})[key] = call

@@ -10,6 +10,7 @@ Unpriced models (local, simulated) cost nothing.
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from multiverse.errors import BudgetExceeded
 from multiverse.model._pricing import request_cost
@@ -31,7 +32,7 @@ class Budget:
         with self._lock:
             return self._spent
 
-    def reserve(self, model: str, request: dict) -> float:
+    def reserve(self, model: str, request: dict[str, Any]) -> float:
         """Reserve what ``request`` may cost; raise ``BudgetExceeded`` if that passes the cap."""
         if self.cap is None:
             return 0.0

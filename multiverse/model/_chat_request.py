@@ -49,9 +49,9 @@ class ChatRequests:
         self._schema_modes: dict[tuple[str, str | None], str | None] = {}
         self._lock = threading.Lock()
 
-    def build(self, config: ModelConfig, messages: list[dict], *, api_key: str | None, seed: int | None,
-              schema: dict | None, schema_name: str, tools: list[dict] | None,
-              task: Mapping[str, Any] | None = None) -> dict:
+    def build(self, config: ModelConfig, messages: list[dict[str, Any]], *, api_key: str | None, seed: int | None,
+              schema: dict[str, Any] | None, schema_name: str, tools: list[dict[str, Any]] | None,
+              task: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """litellm's keyword arguments for one request (``api_key`` already resolved)."""
         params = dict(config.params)
         request: dict[str, Any] = {**params, "model": config.model, "messages": list(messages)}
@@ -101,7 +101,7 @@ class ChatRequests:
                 self._schema_modes.setdefault(key, mode)
         return self._schema_modes[key]
 
-    def downgrade_schema(self, config: ModelConfig, request: dict, exc: BaseException) -> bool:
+    def downgrade_schema(self, config: ModelConfig, request: dict[str, Any], exc: BaseException) -> bool:
         """Switch an OpenAI-compatible server that rejects the json_schema
         response_format (llama-cpp-python takes only "text" | "json_object")
         to ``{"type": "json_object", "schema": ...}``. True if switched."""

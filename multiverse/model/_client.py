@@ -31,9 +31,9 @@ class Completion:
 
     text: str
     parsed: Any | None  # JSON-decoded when a response schema was requested
-    tool_calls: list[dict]  # OpenAI-style [{id, name, arguments(dict)}]
+    tool_calls: list[dict[str, Any]]  # OpenAI-style [{id, name, arguments(dict)}]
     model_reported: str
-    usage: dict  # prompt_tokens, completion_tokens
+    usage: dict[str, Any]  # prompt_tokens, completion_tokens
     cost: float
     seconds: float
     attempts: int
@@ -52,12 +52,12 @@ class ModelClient(Protocol):
     def complete(
         self,
         config: ModelConfig,
-        messages: list[dict],
+        messages: list[dict[str, Any]],
         *,
         seed: int | None = None,
-        schema: dict | None = None,
+        schema: dict[str, Any] | None = None,
         schema_name: str = "answer",
-        tools: list[dict] | None = None,
+        tools: list[dict[str, Any]] | None = None,
         task: Mapping[str, Any] | None = None,
     ) -> Completion: ...
 

@@ -67,7 +67,7 @@ class Connections:
         _close_all(clients)
 
 
-def _close_all(clients: dict) -> None:
+def _close_all(clients: dict[Any, Any]) -> None:
     for client in list(clients.values()):
         client.close()
     clients.clear()

@@ -84,7 +84,7 @@ class _Stats:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
-    by_reason: dict = field(default_factory=dict)  # failed attempts per reason
+    by_reason: dict[str, Any] = field(default_factory=dict)  # failed attempts per reason
 
 
 class _Retry(Exception):
@@ -123,7 +123,7 @@ class LiteLLMClient:
         budget: float | None = None,
         timeout: float = 120,
         max_retries: int = 5,
-        call_log: Callable[[dict], None] | None = None,
+        call_log: Callable[[dict[str, Any]], None] | None = None,
         backoff_base: float = 1.0,
         backoff_cap: float = 60.0,
         retry_after_cap: float = 120.0,
@@ -152,7 +152,7 @@ class LiteLLMClient:
     # -- public ----------------------------------------------------------------
 
     @property
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, Any]:
         """Counters so far: calls, retries, repairs, completions, failures, tokens, cost ..."""
         with self._lock:
             s = self._stats
@@ -205,12 +205,12 @@ class LiteLLMClient:
     def complete(
         self,
         config: ModelConfig,
-        messages: list[dict],
+        messages: list[dict[str, Any]],
         *,
         seed: int | None = None,
-        schema: dict | None = None,
+        schema: dict[str, Any] | None = None,
         schema_name: str = "answer",
-        tools: list[dict] | None = None,
+        tools: list[dict[str, Any]] | None = None,
         task: Mapping[str, Any] | None = None,
     ) -> Completion:
         """Send ``messages`` to ``config``'s model and return its answer (``task``: to a ``sim/`` model only).
@@ -302,13 +302,13 @@ class LiteLLMClient:
 
     # -- one request ---------------------------------------------------------------
 
-    def _request(self, config, messages, *, seed, schema, schema_name, tools, task=None) -> dict:
+    def _request(self, config, messages, *, seed, schema, schema_name, tools, task=None) -> dict[str, Any]:
         return self._requests.build(config, messages, api_key=self._api_key(config), seed=seed, schema=schema,
                                     schema_name=schema_name, tools=tools, task=task)
 
     # -- the retry policy ----------------------------------------------------------
 
-    def _call_with_retries(self, config: ModelConfig, request: dict, *, repair: bool) -> tuple[Any, int, float]:
+    def _call_with_retries(self, config: ModelConfig, request: dict[str, Any], *, repair: bool) -> tuple[Any, int, float]:
         """(response, attempts, cost) of one request, retried per the policy."""
         secrets = [str(request.get("api_key") or "")]
         attempts = 0
@@ -333,7 +333,7 @@ class LiteLLMClient:
             raise _gave_up(config, last.failure, last.exc, attempts, secrets) from None
         return response, attempts, cost
 
-    def _attempt(self, config: ModelConfig, request: dict, *, repair: bool, attempt: int,
+    def _attempt(self, config: ModelConfig, request: dict[str, Any], *, repair: bool, attempt: int,
                  secrets: list[str]) -> tuple[Any, float]:
         """One request: (response, cost), or ``_Retry`` / ``ModelError`` for a failed one."""
         interrupt.check()  # after Ctrl-C no request starts, not even a retry
@@ -390,7 +390,7 @@ class LiteLLMClient:
     # -- usage and cost --------------------------------------------------------------
 
     @staticmethod
-    def _usage(response: Any) -> dict:
+    def _usage(response: Any) -> dict[str, Any]:
         usage = getattr(response, "usage", None)
         return {
             "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),

@@ -154,7 +154,7 @@ class Slot:
 
     def __init__(self, lane: _Lane, tokens: int):
         self._lane, self._tokens = lane, max(0, int(tokens))
-        self._entry: list | None = None
+        self._entry: list[Any] | None = None
         self._reported = self._held = False
         self.lane = lane.name
         self.started = self.waited = 0.0
@@ -197,7 +197,7 @@ class _Lane:
         self.next_start = self.next_token = 0.0  # reservations of the threads waiting: a hint, voided by a cut
         self.paid_until = 0.0  # GCRA over the calls started: no start before their tokens are paid for
         self.last_start = -math.inf
-        self.tokens: deque[list] = deque()  # [start, tokens] of the last PERIOD seconds
+        self.tokens: deque[list[Any]] = deque()  # [start, tokens] of the last PERIOD seconds
         self.token_sum = 0
         self.paused_until = self.paused_from = 0.0
         self.epoch = 0  # bumped by each pause and cut: reservations made before are made again
@@ -376,7 +376,7 @@ class _Lane:
                 at = max(at, self.paid_until, self.next_token, self._token_room(now, max(0, int(tokens))))
             return at - now
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
         with self.cond:
             return {
                 "rpm": None if math.isinf(self.rate) else self.rate * PERIOD,
@@ -448,7 +448,7 @@ class Pacer:
         lane = self._lanes.get(self.lane(model, api_base))
         return 0.0 if lane is None else lane.wait_seconds(est_tokens)
 
-    def snapshot(self) -> dict[str, dict]:
+    def snapshot(self) -> dict[str, dict[str, Any]]:
         """Per lane: the rate (rpm) and concurrency in force, calls in flight,
         seconds of pause left and how many 429/503 rounds it has seen."""
         with self._lock:

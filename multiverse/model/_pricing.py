@@ -38,13 +38,13 @@ DEFAULT_COMPLETION_TOKENS = 1024
 
 
 @functools.lru_cache(maxsize=1)
-def _prices() -> dict:
+def _prices() -> dict[str, Any]:
     found = importlib.util.find_spec("litellm")
     if found is None or not found.submodule_search_locations:
         return {}
     path = Path(next(iter(found.submodule_search_locations))) / "model_prices_and_context_window_backup.json"
     try:
-        return cast("dict", json.loads(path.read_text(encoding="utf-8")))
+        return cast("dict[str, Any]", json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError):
         return {}
 

@@ -90,8 +90,8 @@ def endpoint(config: ModelConfig) -> str | None:
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
-def request_key(config: ModelConfig, messages: list[dict], *, seed: int | None = None, schema: dict | None = None,
-                schema_name: str = "answer", tools: list[dict] | None = None, task: Mapping[str, Any] | None = None) -> str:
+def request_key(config: ModelConfig, messages: list[dict[str, Any]], *, seed: int | None = None, schema: dict[str, Any] | None = None,
+                schema_name: str = "answer", tools: list[dict[str, Any]] | None = None, task: Mapping[str, Any] | None = None) -> str:
     """The key of one model call: a digest of everything sent that can change the answer (see module doc).
 
     ``task`` reaches a simulated model only (``multiverse.model._chat_request``), so only there is it in the key."""
@@ -160,8 +160,8 @@ class RequestCache:
         """Calls answered without a request: from the store or from an identical call in flight."""
         return self.stored_answers + self.shared
 
-    def complete(self, config: ModelConfig, messages: list[dict], *, seed: int | None = None,
-                 schema: dict | None = None, schema_name: str = "answer", tools: list[dict] | None = None,
+    def complete(self, config: ModelConfig, messages: list[dict[str, Any]], *, seed: int | None = None,
+                 schema: dict[str, Any] | None = None, schema_name: str = "answer", tools: list[dict[str, Any]] | None = None,
                  task: Mapping[str, Any] | None = None) -> Completion:
         kwargs: dict[str, Any] = {"seed": seed, "schema": schema, "schema_name": schema_name, "tools": tools}
         if task is not None:  # only then: a client that knows no task still takes every other call
@@ -198,7 +198,7 @@ class RequestCache:
             self.shared += 1
         return _served(flight.completion)
 
-    def _lead(self, key: str, config: ModelConfig, messages: list[dict], kwargs: dict[str, Any]) -> Completion:
+    def _lead(self, key: str, config: ModelConfig, messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> Completion:
         stored = self._stored(key)
         if stored is not None:
             return stored

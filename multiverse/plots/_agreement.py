@@ -62,7 +62,7 @@ def plot_agreement(
     value: str = "cohen_kappa",
     a: str = "a",
     b: str = "b",
-    options: Sequence | None = None,
+    options: Sequence[Any] | None = None,
     title: str | None = None,
     colorbar: bool = True,
     ax: Axes | None = None,
@@ -114,7 +114,7 @@ def agreement_figure(
     measures: Sequence[str] = ("cohen_kappa", "gwet_ac1"),
     a: str = "a",
     b: str = "b",
-    options: Sequence | None = None,
+    options: Sequence[Any] | None = None,
     axis_name: str | None = None,
 ) -> Figure:
     """Side-by-side annotated heatmaps, one per measure (default: kappa and AC1)."""

@@ -9,7 +9,7 @@ labels (blue) and the labels alone (orange). Built without pyplot.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -81,7 +81,7 @@ def plot_calibration(calibration: Calibration | pd.DataFrame, axes: Sequence[str
     return fig
 
 
-def _row_labels(rates: pd.DataFrame, axes: list[str], universes: list, primary: str | None) -> list[str]:
+def _row_labels(rates: pd.DataFrame, axes: list[str], universes: list[Any], primary: str | None) -> list[str]:
     options = rates.drop_duplicates("universe_id").set_index("universe_id")
     out = []
     for u in universes:

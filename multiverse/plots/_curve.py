@@ -274,7 +274,7 @@ def _figure(fig: Figure | None) -> Figure:
 
 
 def _in_declared_order(frame: pd.DataFrame, axes: Sequence[str],
-                       options: Mapping[str, Sequence] | None) -> pd.DataFrame:
+                       options: Mapping[str, Sequence[Any]] | None) -> pd.DataFrame:
     """The axis columns as categoricals in the declared option order (unknown options after, as first seen)."""
     if not options:
         return frame
@@ -350,7 +350,7 @@ def plot_curve(
     null_band: pd.DataFrame | None = None,
     reference: float | None = None,
     title: str | None = None,
-    options: Mapping[str, Sequence] | None = None,
+    options: Mapping[str, Sequence[Any]] | None = None,
     fig: Figure | None = None,
     native: tuple[float, float, bool] | None = None,
     rates: str = "compliance",
@@ -409,7 +409,7 @@ def plot_difference_curve(
     axes: Sequence[str],
     null_band: pd.DataFrame | None = None,
     title: str | None = None,
-    options: Mapping[str, Sequence] | None = None,
+    options: Mapping[str, Sequence[Any]] | None = None,
     fig: Figure | None = None,
     rates: str = "compliance",
 ) -> Figure:
@@ -437,7 +437,7 @@ def plot_curves(
     reference: float | None = None,
     col_wrap: int | None = None,
     title: str | None = None,
-    options: Mapping[str, Sequence] | None = None,
+    options: Mapping[str, Sequence[Any]] | None = None,
     fig: Figure | None = None,
     native: tuple[float, float, bool] | None = None,
     rates: str = "compliance",

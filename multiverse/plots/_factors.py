@@ -9,6 +9,7 @@ split into a factor and a level column. Built without pyplot.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -28,7 +29,7 @@ def plot_factor_rates(
     rate: str = "rate",
     ci_low: str = "ci_low",
     ci_high: str = "ci_high",
-    order: Sequence | None = None,
+    order: Sequence[Any] | None = None,
     rates_read: str = "compliance",
 ) -> Figure:
     """One panel per design factor: its levels down, the rate across, one dot and interval per system.

@@ -11,6 +11,7 @@ others, and every label, title and legend lies inside the figure.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -21,7 +22,7 @@ __all__ = ["fit_panels"]
 _PAD = 0.08  # inches around everything and between neighbours
 
 
-def _overhangs(fig: Figure, renderer, axes: Sequence) -> tuple[float, float, float, float]:
+def _overhangs(fig: Figure, renderer, axes: Sequence[Any]) -> tuple[float, float, float, float]:
     """How far (inches) the axes' labels reach past their plotting area: left, right, bottom, top."""
     area = Bbox.union([ax.get_position().transformed(fig.transFigure) for ax in axes])
     drawn = Bbox.union([ax.get_tightbbox(renderer) for ax in axes])
@@ -30,7 +31,7 @@ def _overhangs(fig: Figure, renderer, axes: Sequence) -> tuple[float, float, flo
             max(area.y0 - drawn.y0, 0) / dpi, max(drawn.y1 - area.y1, 0) / dpi)
 
 
-def fit_panels(fig: Figure, grid, cells: Mapping[tuple[int, int], Sequence], *, width: float, height: float,
+def fit_panels(fig: Figure, grid, cells: Mapping[tuple[int, int], Sequence[Any]], *, width: float, height: float,
                legend=None, title=None, rounds: int = 3) -> Figure:
     """Lay out ``fig`` (no layout engine) so each occupied cell of ``grid`` is ``width`` x ``height`` inches.
 

@@ -8,7 +8,7 @@ Inputs are tidy tables from ``multiverse.analysis.ranking``:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -33,7 +33,7 @@ def plot_rank_distribution(
     system: str = "system",
     rank: str = "rank",
     value: str = "share",
-    order: Sequence | None = None,
+    order: Sequence[Any] | None = None,
     ax: Axes | None = None,
     rates_read: str = "compliance",
 ) -> Axes:
@@ -80,7 +80,7 @@ def plot_rank_bump(
     universe: str = "universe_id",
     system: str = "system",
     rank: str = "rank",
-    order: Sequence | None = None,
+    order: Sequence[Any] | None = None,
     group: str | None = None,
     label: str | None = None,
     highlight: str | None = None,

@@ -227,7 +227,7 @@ def _version() -> str:
     return __version__
 
 
-def write_report(source: str | os.PathLike, out_html: str | os.PathLike | None = None, *, store: Any = None,
+def write_report(source: str | os.PathLike[str], out_html: str | os.PathLike[str] | None = None, *, store: Any = None,
                  threshold: float | None = None, tests: bool = True, progress: bool | None = None,
                  human: Any = None, baseline: Any = None) -> Path:
     """Write the HTML report of a run directory, import directory or verdicts table; return its path.
@@ -242,7 +242,7 @@ def write_report(source: str | os.PathLike, out_html: str | os.PathLike | None =
                                 progress=progress, human=human, baseline=baseline)
 
 
-def write_results_report(results: Results, out_html: str | os.PathLike | None = None, *, store: Any = None,
+def write_results_report(results: Results, out_html: str | os.PathLike[str] | None = None, *, store: Any = None,
                          threshold: float | None = None, tests: bool = True, progress: bool | None = None,
                          human: Any = None, baseline: Any = None) -> Path:
     """Write the HTML report of ``results``; return its path (``multiverse.report`` calls this).

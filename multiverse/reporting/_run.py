@@ -29,11 +29,11 @@ class _Run:
     """What every section needs: the results, the transcripts shown, and the report's null and test choices."""
 
     tables: Results
-    transcripts: dict[str, dict] | None  # key -> record (``folder.shown_transcripts``); None: none to show
+    transcripts: dict[str, dict[str, Any]] | None  # key -> record (``folder.shown_transcripts``); None: none to show
     transcripts_note: str  # why there are none, when None
     threshold: float | None  # None: each system's null rate is its own rate in the primary universe
     tests: bool  # False: no joint tests, so no null bands and no p-values
-    cache: dict = field(default_factory=dict)
+    cache: dict[str, Any] = field(default_factory=dict)
     human: Any = None  # human labels (a file or a table): adds the section "Anchored to people"
     comparison: Any = None  # the run against a baseline (``gate.Diff``): adds the section "Compared with the baseline"
 
@@ -69,7 +69,7 @@ class _Run:
         return self.tables.primary
 
     @property
-    def options(self) -> dict:
+    def options(self) -> dict[str, Any]:
         return self.tables.options
 
     def label(self, universe_id: str) -> str:
@@ -127,7 +127,7 @@ class _Run:
         return primary_null(self.curve, system, self.primary)
 
     @property
-    def rate_tests(self) -> tuple[dict, list[str]]:
+    def rate_tests(self) -> tuple[dict[str, Any], list[str]]:
         """Per system, the joint test of its null rate in every universe; and a note per system not tested."""
         def compute():
             tests: dict[str, Any] = {}
@@ -141,7 +141,7 @@ class _Run:
                 else:
                     tests[system] = self.tables.rate_test(system, rate)
             return tests, skipped
-        return cast("tuple[dict, list[str]]", self.memo("rate_tests", compute))
+        return cast("tuple[dict[str, Any], list[str]]", self.memo("rate_tests", compute))
 
     @property
     def system_rates(self) -> pd.DataFrame:

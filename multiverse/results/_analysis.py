@@ -42,7 +42,7 @@ class ResultsView(Protocol):
     def rate_direction(self) -> str: ...
 
     @property
-    def options(self) -> dict[str, list]: ...
+    def options(self) -> dict[str, list[Any]]: ...
 
     def rate_table(self) -> pd.DataFrame: ...
 
@@ -89,7 +89,7 @@ class Analysis(Generic[D]):
     """
 
     name: str
-    source: dict = field(repr=False)
+    source: dict[str, Any] = field(repr=False)
     frame: pd.DataFrame
     draw: Callable[..., Any] | None = field(default=None, repr=False)
     #: Drawn from a simulated run (``sim/`` models): every figure then carries the SIMULATED stamp.
@@ -111,9 +111,9 @@ class Analysis(Generic[D]):
     def notes(self) -> list[str]:
         return list(self.source.get("notes", []))
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The document as JSON reads it: NaN as None and NumPy scalars as Python numbers, keys in their order."""
-        return cast("dict", json_ready(self.source))
+        return cast("dict[str, Any]", json_ready(self.source))
 
     def figure(self, **options: Any) -> Any:
         """The analysis's figure (a matplotlib ``Figure``), stamped SIMULATED when the run was."""
@@ -136,7 +136,7 @@ class Analysis(Generic[D]):
 class CurveAnalysis(Analysis[CurveDocument]):
     """A specification curve: ``frame`` is the curve, ``tests`` its joint tests (``JointTest``)."""
 
-    tests: tuple = ()
+    tests: tuple[Any, ...] = ()
     schema: type[CurveDocument] = field(default=CurveDocument, kw_only=True, repr=False)
 
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["anchored_curve", "anchored_ranking", "calibrate", "grouped_calibration", "human_key"]
 
 
-def human_key(human: Any) -> tuple | None:
+def human_key(human: Any) -> tuple[Any, ...] | None:
     """A cache key for a labels file (its path, size and modification time), or None for a table (not cached).
 
     A file edited between two calls (more labels filled in) is read again.
@@ -150,7 +150,7 @@ def anchored_curve(results: ResultsView, calibration: CalibrationAnalysis,
     if systems is not None:
         frame = frame[frame["system"].isin(systems)].reset_index(drop=True)
         rates = rates[rates["system"].isin(systems)]
-    summary: dict[str, dict] = {}
+    summary: dict[str, dict[str, Any]] = {}
     for system, cell in rates.groupby("system", sort=False):
         primary = cell[cell["universe_id"] == results.primary]
         summary[str(system)] = {

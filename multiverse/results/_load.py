@@ -31,7 +31,7 @@ from multiverse.tables import (
 __all__ = ["load_run"]
 
 
-def load_run(path: str | os.PathLike) -> Results:
+def load_run(path: str | os.PathLike[str]) -> Results:
     """Read a run directory, an import directory, or a bare verdicts table file, as :class:`Results`.
 
     A bare table's axes are its non-core columns; when it has a

@@ -20,13 +20,13 @@ from multiverse.tables import Manifest, SpecDocument
 __all__ = ["declared_options"]
 
 
-def _from_spec(spec: SpecDocument | None) -> dict[str, list]:
+def _from_spec(spec: SpecDocument | None) -> dict[str, list[Any]]:
     axes = spec.axes if spec is not None else {}
     return {str(axis): list(options) for axis, options in axes.items()}
 
 
-def _from_manifest(manifest: Manifest | None) -> dict[str, list]:
-    order: dict[str, dict] = {}
+def _from_manifest(manifest: Manifest | None) -> dict[str, list[Any]]:
+    order: dict[str, dict[str, Any]] = {}
     for universe in manifest.universes if manifest is not None else []:
         for axis, option in universe.options.items():
             order.setdefault(str(axis), {})[option] = None

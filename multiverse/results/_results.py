@@ -77,12 +77,12 @@ class Results:
     manifest: Manifest | None = None
     primary: str | None = None
     source: Path | None = None
-    _cache: dict = field(default_factory=dict, init=False, repr=False)
+    _cache: dict[Any, Any] = field(default_factory=dict, init=False, repr=False)
 
     def __init__(self, verdicts: pd.DataFrame, criteria: pd.DataFrame | None = None, rates: pd.DataFrame | None = None,
                  axes: Sequence[str] = (), factors: Sequence[str] = (),
                  manifest: Manifest | Mapping[str, Any] | None = None, primary: str | None = None,
-                 source: str | os.PathLike | None = None) -> None:
+                 source: str | os.PathLike[str] | None = None) -> None:
         self._cache = {}
         self.verdicts, self.criteria, self.rates = verdicts, criteria, rates
         self.axes, self.factors = list(axes), list(factors)
@@ -95,7 +95,7 @@ class Results:
     @classmethod
     def from_manifest(cls, manifest: Manifest | Mapping[str, Any], *, verdicts: pd.DataFrame,
                       criteria: pd.DataFrame | None = None, rates: pd.DataFrame | None = None,
-                      source: str | os.PathLike | None = None) -> Results:
+                      source: str | os.PathLike[str] | None = None) -> Results:
         """The results of a run or import folder (``source``; None: a run not written): axes, factors and
         primary as its manifest lists them. ``load_run``, ``run`` and the importers build their results here."""
         manifest = Manifest.from_document(manifest)
@@ -244,14 +244,14 @@ class Results:
         return {u.id: u.label for u in self.manifest.universes} if self.manifest is not None else {}
 
     @property
-    def options(self) -> dict[str, list]:
+    def options(self) -> dict[str, list[Any]]:
         """Each axis's options in the order the spec (or the manifest) declared them."""
         from multiverse.results._options import declared_options
 
-        def compute() -> dict[str, list]:
+        def compute() -> dict[str, list[Any]]:
             spec = self.resolved_spec
             return declared_options(self.verdicts, self.axes, self.manifest, spec.document if spec else None)
-        return cast("dict[str, list]", self._memo(("options",), compute))
+        return cast("dict[str, list[Any]]", self._memo(("options",), compute))
 
     def judge_axes(self) -> list[str]:
         """Every axis whose options are judges: ``judge`` and each axis that changes the judge stage."""
@@ -403,7 +403,7 @@ class Results:
     @overload
     def agreement(self, axis: str | None = None, *, by: None = None) -> Analysis[AgreementDocument]: ...
     @overload
-    def agreement(self, axis: str | None = None, *, by: str) -> Analysis[GroupedDocument]: ...
+    def agreement(self, axis: str | None = None, *, by: str) -> Analysis[GroupedDocument[Any]]: ...
     def agreement(self, axis: str | None = None, *, by: str | None = None) -> Analysis[Any]:
         """Agreement between the options of ``axis`` (default: the judge axis) on the same units; ``by``: one
         agreement per value of that axis, design factor or ``system`` (``results._grouped``)."""
@@ -446,11 +446,11 @@ class Results:
                           lambda: _results_analyses.power(self, baseline_rate, alpha, power)))
 
     @overload
-    def calibrate(self, human: str | os.PathLike | pd.DataFrame, *, alpha: float = 0.05, by: None = None) -> CalibrationAnalysis: ...
+    def calibrate(self, human: str | os.PathLike[str] | pd.DataFrame, *, alpha: float = 0.05, by: None = None) -> CalibrationAnalysis: ...
     @overload
-    def calibrate(self, human: str | os.PathLike | pd.DataFrame, *, alpha: float = 0.05,
-                  by: str) -> Analysis[GroupedDocument]: ...
-    def calibrate(self, human: str | os.PathLike | pd.DataFrame, *, alpha: float = 0.05,
+    def calibrate(self, human: str | os.PathLike[str] | pd.DataFrame, *, alpha: float = 0.05,
+                  by: str) -> Analysis[GroupedDocument[Any]]: ...
+    def calibrate(self, human: str | os.PathLike[str] | pd.DataFrame, *, alpha: float = 0.05,
                   by: str | None = None) -> Analysis[Any]:
         """Every universe x system rate anchored to human labels (PPI++), and each judge's accuracy against them.
 
@@ -469,7 +469,7 @@ class Results:
             return _results_anchoring.calibrate(self, human, alpha)
         return cast("CalibrationAnalysis", self._memo(("calibrate", key, alpha), lambda: _results_anchoring.calibrate(self, human, alpha)))
 
-    def anchored_curve(self, human: str | os.PathLike | pd.DataFrame, *, alpha: float = 0.05,
+    def anchored_curve(self, human: str | os.PathLike[str] | pd.DataFrame, *, alpha: float = 0.05,
                        systems: Sequence[str] | None = None) -> Analysis[AnchoredCurveDocument]:
         """The specification curve of the human-anchored rates (of ``systems``, default all); its figure draws it
         beside the judge-raw curve."""
@@ -478,7 +478,7 @@ class Results:
         return _results_anchoring.anchored_curve(self, self.calibrate(human, alpha=alpha),
                                                  None if systems is None else list(systems))
 
-    def anchored_ranking(self, human: str | os.PathLike | pd.DataFrame, *,
+    def anchored_ranking(self, human: str | os.PathLike[str] | pd.DataFrame, *,
                          alpha: float = 0.05) -> Analysis[AnchoredRankingDocument]:
         """Per universe, whether the ranking of systems survives anchoring the rates to human labels."""
         from multiverse.results import _anchoring as _results_anchoring

@@ -65,7 +65,7 @@ class Dice:
         return next(reversed(list(weights)))
 
 
-def plain_messages(messages: Sequence[Any]) -> list[dict]:
+def plain_messages(messages: Sequence[Any]) -> list[dict[str, Any]]:
     """Messages as plain JSON-able dicts (litellm may hand over pydantic objects)."""
     plain = []
     for message in messages:

@@ -21,7 +21,7 @@ from ._world import Generator, World
 __all__ = ["draft_case", "draft_rubric", "opportunities"]
 
 
-def draft_rubric(world: World, generator: Generator, task: Mapping[str, Any], dice: Dice) -> dict:
+def draft_rubric(world: World, generator: Generator, task: Mapping[str, Any], dice: Dice) -> dict[str, Any]:
     """A rubric draft per the ``rubric_draft`` schema: the world's criteria with
     sampled examples, and sampled discarded alternatives."""
     criteria = []
@@ -67,7 +67,7 @@ def _sentence(text: str) -> str:
     return text if text.endswith((".", "!", "?")) else text + "."
 
 
-def draft_case(world: World, generator: Generator, task: Mapping[str, Any], dice: Dice) -> dict:
+def draft_case(world: World, generator: Generator, task: Mapping[str, Any], dice: Dice) -> dict[str, Any]:
     """A case per the ``case`` schema: title, brief (multi-turn), prompt (single-turn),
     system prompt and tools when the task asks for tools."""
     cell = dict(task.get("cell") or {})
@@ -130,7 +130,7 @@ def _case_marker(cell: Mapping[str, Any], behavior: str, condition: str | None, 
     )
 
 
-def _system_prompt(topic: Mapping[str, str], tools: list[dict]) -> str:
+def _system_prompt(topic: Mapping[str, str], tools: list[dict[str, Any]]) -> str:
     """The system prompt of a case with tools: names them and asks for results only from them."""
     names = ", ".join(t["function"]["name"] for t in tools)
     return (
@@ -178,7 +178,7 @@ def _single_turn_prompt(world: World, behavior: str, condition: str | None, want
     return " ".join(parts)
 
 
-def _tools(world: World, topic: Mapping[str, str], dice: Dice) -> list[dict] | None:
+def _tools(world: World, topic: Mapping[str, str], dice: Dice) -> list[dict[str, Any]] | None:
     if not world.tools:
         return None
     by_name = {t["name"]: t for t in world.tools}

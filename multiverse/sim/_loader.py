@@ -67,7 +67,7 @@ def world_ref(api_base: str | None) -> Path:
     return Path(ref).expanduser()
 
 
-def load_world(ref: World | str | os.PathLike | None = None) -> World:
+def load_world(ref: World | str | os.PathLike[str] | None = None) -> World:
     """Load (and cache) a world from a built-in name, ``sim://`` URL or path.
 
     The cache key includes the file's modification time, so an edited world is
@@ -146,12 +146,12 @@ class _Reader:
     def fail(self, where: str, expected: str) -> SpecError:
         return SpecError(self.path, where, expected)
 
-    def mapping(self, value: Any, where: str) -> dict:
+    def mapping(self, value: Any, where: str) -> dict[str, Any]:
         if not isinstance(value, dict):
             raise self.fail(where, "a mapping")
         return value
 
-    def seq(self, value: Any, where: str) -> list:
+    def seq(self, value: Any, where: str) -> list[Any]:
         if not isinstance(value, list):
             raise self.fail(where, "a list")
         return value
@@ -263,7 +263,7 @@ def _tool(r: _Reader, body: Any, where: str) -> Mapping[str, Any]:
     return frozen({"name": str(name), "description": str(body.get("description") or ""), "parameters": params})
 
 
-def _model(r: _Reader, name: str, body: Any, criteria: Mapping, conditions: Mapping) -> Model:
+def _model(r: _Reader, name: str, body: Any, criteria: Mapping[str, Any], conditions: Mapping[str, Any]) -> Model:
     where = f"models.{name}"
     r.mapping(body, where)
     kind = r.need(body, "kind", where)
@@ -314,7 +314,7 @@ def _model(r: _Reader, name: str, body: Any, criteria: Mapping, conditions: Mapp
         # subtle_sensitivity follows sensitivity unless declared at this level or above
         subtle_declared = "subtle_sensitivity" in body
 
-        def level(spec: Mapping, base: JudgeLevel, at: str) -> JudgeLevel:
+        def level(spec: Mapping[str, Any], base: JudgeLevel, at: str) -> JudgeLevel:
             values = {f: r.prob(spec[f], f"{at}.{f}") for f in fields if f in spec}
             if "leniency" in spec:
                 leniency = r.number(spec["leniency"], f"{at}.leniency")

@@ -157,7 +157,7 @@ def with_task(messages: Sequence[Any], task: Mapping[str, Any]) -> list[Any]:
     return out
 
 
-def find_task(messages: Sequence[Any], *, first: bool) -> tuple[dict, int] | None:
+def find_task(messages: Sequence[Any], *, first: bool) -> tuple[dict[str, Any], int] | None:
     """The ``TASK`` object and the index of the message carrying it.
 
     ``first``: look in the first (system) message before the others (simulated
@@ -187,7 +187,7 @@ def find_task(messages: Sequence[Any], *, first: bool) -> tuple[dict, int] | Non
     return None
 
 
-def _task_in(message: Any) -> dict | None:
+def _task_in(message: Any) -> dict[str, Any] | None:
     text = content_text(message)
     if "TASK:" not in text:
         return None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Any
 
 from ._world import Criterion
 
@@ -30,7 +31,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'“(\[])")
 _WORD = re.compile(r"\S+")
 
 
-class _Slots(dict):
+class _Slots(dict[str, Any]):
     def __missing__(self, key: str) -> str:
         return _DEFAULT_SLOTS.get(key, key.replace("_", " "))
 

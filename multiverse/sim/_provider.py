@@ -67,10 +67,10 @@ class SimProvider(CustomLLM):
     def completion(  # type: ignore[override]
         self,
         model: str,
-        messages: list,
+        messages: list[Any],
         api_base: str | None = None,
         model_response: ModelResponse | None = None,
-        optional_params: dict | None = None,
+        optional_params: dict[str, Any] | None = None,
         **_: Any,
     ) -> ModelResponse:
         params = optional_params or {}

@@ -47,7 +47,7 @@ class SimReply:
     (``sim/<name>@<world digest>``) and usage in words."""
 
     text: str | None
-    tool_calls: list[dict] = field(default_factory=list)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
     model_reported: str = ""
     usage: Mapping[str, int] = field(default_factory=dict)
 
@@ -81,7 +81,7 @@ def respond(
     if task is not None and not isinstance(spec, Target):
         messages = with_task(messages, task)
     text: str | None
-    calls: list[dict] = []
+    calls: list[dict[str, Any]] = []
     if isinstance(spec, Target):
         text, calls = respond_target(w, spec, messages, tools, seed)
     else:

@@ -68,7 +68,7 @@ def _summary(raw: str) -> str:
     return (text or "no output") + "."
 
 
-def _arguments(tool: Mapping[str, Any], topic: Mapping[str, str]) -> dict:
+def _arguments(tool: Mapping[str, Any], topic: Mapping[str, str]) -> dict[str, Any]:
     params = (tool.get("function") or tool).get("parameters") or {}
     args: dict[str, Any] = {}
     for key, spec in (params.get("properties") or {}).items():
@@ -84,7 +84,7 @@ def _arguments(tool: Mapping[str, Any], topic: Mapping[str, str]) -> dict:
 
 def respond_target(
     world: World, target: Target, messages: Sequence[Any], tools: Sequence[Mapping[str, Any]] | None, seed: Any
-) -> tuple[str | None, list[dict]]:
+) -> tuple[str | None, list[dict[str, Any]]]:
     """(reply text, tool calls) for the latest user turn; text is None when calling a tool."""
     last = _last_user(messages)
     tool_name, tool_result, call_id = _tool_state(messages, last)
@@ -167,7 +167,7 @@ def _decide(world: World, target: Target, turn: _Turn, dice: Dice) -> list[_Deci
 
 
 def _tool_call(world: World, decisions: list[_Decision], tools: Sequence[Mapping[str, Any]],
-               topic: Mapping[str, str], draw_key: str, dice: Dice) -> dict | None:
+               topic: Mapping[str, str], draw_key: str, dice: Dice) -> dict[str, Any] | None:
     """A real tool call for the first criterion met honestly with a tool (``compliant_with_tool``), if any."""
     for decision in decisions:
         crit = world.criteria.get(decision.criterion)

@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 
-def frozen(mapping: Mapping) -> Mapping:
+def frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
     """A read-only copy of ``mapping`` (world objects are immutable)."""
     return MappingProxyType(dict(mapping))
 

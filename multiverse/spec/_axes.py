@@ -48,7 +48,7 @@ def check_patch_path(dotted: str, document: Mapping[str, Any]) -> str | None:
     return resolve_path(Spec, document, dotted.split("."))
 
 
-def apply_patch(document: Mapping[str, Any], patch: Mapping[str, Any]) -> dict:
+def apply_patch(document: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
     """A deep copy of ``document`` with each dotted path set to its value."""
     out = copy.deepcopy(dict(document))
     for dotted, value in patch.items():
@@ -64,7 +64,7 @@ def apply_patch(document: Mapping[str, Any], patch: Mapping[str, Any]) -> dict:
     return out
 
 
-def _list_index(items: list, part: str) -> int:
+def _list_index(items: list[Any], part: str) -> int:
     for i, element in enumerate(items):
         if isinstance(element, dict) and part in (element.get("name"), element.get("id")):
             return i
@@ -79,7 +79,7 @@ def _child(node: Any, part: str, *, default: Any) -> Any:
     return node[part]
 
 
-def strip_axes(document: Mapping[str, Any]) -> dict:
+def strip_axes(document: Mapping[str, Any]) -> dict[str, Any]:
     """The base audit of a document: without its axes, exclusions, sample and primary."""
     return {k: v for k, v in document.items() if k not in ("axes", "exclude", "sample", "primary")}
 
@@ -129,7 +129,7 @@ def label(options: Mapping[str, str]) -> str:
     return universe_label(options)
 
 
-def check_axes(spec: Spec, problems: Problems, resolve: Callable[[dict], Spec], *, cap: bool = True) -> None:
+def check_axes(spec: Spec, problems: Problems, resolve: Callable[[dict[str, Any]], Spec], *, cap: bool = True) -> None:
     """Validate axes, exclusions, sampling and the primary against ``spec``.
 
     ``resolve`` builds and checks the spec of a patched document (raising
@@ -172,7 +172,7 @@ def check_axes(spec: Spec, problems: Problems, resolve: Callable[[dict], Spec], 
     _check_grid(spec, problems, cap=cap)
 
 
-def _check_options_differ(spec: Spec, problems: Problems, resolve: Callable[[dict], Spec]) -> None:
+def _check_options_differ(spec: Spec, problems: Problems, resolve: Callable[[dict[str, Any]], Spec]) -> None:
     base = strip_axes(spec.document or {})
     for axis, options in spec.axes.items():
         resolved: dict[str, str] = {}

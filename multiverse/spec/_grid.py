@@ -125,7 +125,7 @@ def expand(spec: Spec) -> list[Universe]:
     return universes
 
 
-def _sample(spec: Spec, combos: list[dict], primary: dict | None) -> list[dict]:
+def _sample(spec: Spec, combos: list[dict[str, Any]], primary: dict[str, Any] | None) -> list[dict[str, Any]]:
     """``sample.n`` universes of a listed grid, the primary (if any) always among them.
 
     ``lhs`` is a Latin hypercube over categorical axes: each axis's options
@@ -151,7 +151,7 @@ def _sample(spec: Spec, combos: list[dict], primary: dict | None) -> list[dict]:
     return [c for c, v in zip(combos, valid) if v in keep]
 
 
-def _huge(spec: Spec, primary: dict | None, count: GridCount) -> list[dict]:
+def _huge(spec: Spec, primary: dict[str, Any] | None, count: GridCount) -> list[dict[str, Any]]:
     """The combinations of a grid too large to list: sampled by index, or its kept universes when they are few."""
     where = spec.path or "<spec>"
     if spec.sample is not None and (not count.exact or count.kept > spec.sample.n):
@@ -178,7 +178,7 @@ def _kept(spec: Spec) -> KeptGrid | None:
         return None
 
 
-def _sample_by_index(spec: Spec, primary: dict | None, count: GridCount) -> list[dict]:
+def _sample_by_index(spec: Spec, primary: dict[str, Any] | None, count: GridCount) -> list[dict[str, Any]]:
     """``sample.n`` universes of a grid too large to list, in constant memory per universe.
 
     ``random`` draws indices of the factorial uniformly (``rng.randrange``),
@@ -201,7 +201,7 @@ def _sample_by_index(spec: Spec, primary: dict | None, count: GridCount) -> list
         chosen = _latin_hypercube(spec, names, lambda row: not excluded(spec, dict(zip(names, row))), first, sample.n, rng)
     kept = _kept(spec) if chosen is None and count.exact and count.kept < SPARSE_SHARE * count.combinations else None
     if kept is not None:
-        ranked: set[tuple] = {first} if first else set()
+        ranked: set[tuple[Any, ...]] = {first} if first else set()
         while len(ranked) < sample.n:  # sample.n < count.kept (else every kept universe is listed)
             combo = kept.at(rng.randrange(kept.count))
             ranked.add(tuple(combo[a] for a in names))
@@ -209,7 +209,7 @@ def _sample_by_index(spec: Spec, primary: dict | None, count: GridCount) -> list
     if chosen is None:
         total = count.combinations
         axes = {a: list(o) for a, o in spec.axes.items()}
-        picked: set[tuple] = {first} if first else set()
+        picked: set[tuple[Any, ...]] = {first} if first else set()
         tries = 0
         while len(picked) < sample.n:
             tries += 1
@@ -225,7 +225,7 @@ def _sample_by_index(spec: Spec, primary: dict | None, count: GridCount) -> list
     return [dict(zip(names, row)) for row in rows]
 
 
-def _latin_hypercube(spec: Spec, names: list[str], valid, first: tuple | None, n: int, rng: random.Random):
+def _latin_hypercube(spec: Spec, names: list[str], valid, first: tuple[Any, ...] | None, n: int, rng: random.Random):
     columns = []
     for i, axis in enumerate(names):
         options = list(spec.axes[axis])

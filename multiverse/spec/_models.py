@@ -413,7 +413,7 @@ class Spec(Frozen):
     def factors(self) -> list[str]:
         return [d.name for d in self.design.dimensions]
 
-    def measurement(self) -> dict:
+    def measurement(self) -> dict[str, Any]:
         """The resolved measurement choices: what a universe id hashes."""
         out = to_plain(self)
         for key in ("name", "axes", "exclude", "sample", "primary", "rate_limits", "report", "batch"):
@@ -422,7 +422,7 @@ class Spec(Frozen):
         for dimension in out["design"]["dimensions"]:
             if dimension["name"] == BEHAVIOR and not dimension["levels"]:
                 dimension["levels"] = [c.id for c in self.rubric.criteria if not c.permissible]
-        return cast("dict", out)
+        return cast("dict[str, Any]", out)
 
 
 def design_levels(spec: Spec, factor: str) -> tuple[str, ...]:

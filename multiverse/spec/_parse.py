@@ -28,7 +28,7 @@ __all__ = ["load_cases", "load_spec", "parse_spec", "resolve_document", "spec_sc
 M = TypeVar("M", bound=BaseModel)
 
 
-def load_spec(path: str | os.PathLike, *, cap_universes: bool = True, drafting: bool = False) -> Spec:
+def load_spec(path: str | os.PathLike[str], *, cap_universes: bool = True, drafting: bool = False) -> Spec:
     """Load, resolve and validate a spec file.
 
     The rubric and cases may be paths relative to the spec. Raises ``SpecError``
@@ -71,7 +71,7 @@ def parse_spec(document: Any, *, path: Path | None = None, lines: Mapping[str, i
     return spec
 
 
-def _rubric_options(document: dict, path: Path | None, lines: Mapping[str, int] | None) -> dict:
+def _rubric_options(document: dict[str, Any], path: Path | None, lines: Mapping[str, int] | None) -> dict[str, Any]:
     """``document`` with each axis option's ``rubric:`` file path replaced by the rubric it names (inline)."""
     axes = document.get("axes")
     if not isinstance(axes, Mapping):
@@ -112,7 +112,7 @@ def _load_rubric_file(name: str, path: Path | None, lines: Mapping[str, int] | N
     return rubric_doc
 
 
-def resolve_document(document: dict, *, path: Path | None = None, lines: Mapping[str, int] | None = None,
+def resolve_document(document: dict[str, Any], *, path: Path | None = None, lines: Mapping[str, int] | None = None,
                      drafting: bool = False, drafts: Mapping[str, Path] | None = None) -> Spec:
     """Build and check a spec from a document whose rubric is inline (its axes are not checked).
 
@@ -190,12 +190,12 @@ def _raise(file: Any, problems: Problems) -> None:
     problems.raise_if_any(file)
 
 
-def to_yaml_dict(spec: Any) -> dict:
+def to_yaml_dict(spec: Any) -> dict[str, Any]:
     """The spec (or one of its sections) as plain data (YAML-ready); loading it back gives an equal spec."""
-    return cast("dict", to_plain(spec))
+    return cast("dict[str, Any]", to_plain(spec))
 
 
-def spec_schema() -> dict:
+def spec_schema() -> dict[str, Any]:
     """JSON Schema (draft 2020-12) of the spec file, for editors, from the same models that validate it."""
     schema = Spec.model_json_schema()
     schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema, "title": "multiverse measurement spec"}
@@ -214,7 +214,7 @@ def spec_schema() -> dict:
     return schema
 
 
-def _schema_at(schema: dict, dotted: str) -> dict:
+def _schema_at(schema: dict[str, Any], dotted: str) -> dict[str, Any]:
     """The schema of the field at ``dotted`` (through ``$ref``, optional values and list items)."""
     node = schema
     for part in dotted.split("."):
@@ -225,7 +225,7 @@ def _schema_at(schema: dict, dotted: str) -> dict:
     return node
 
 
-def _resolved(schema: dict, node: dict) -> dict:
+def _resolved(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
     if "anyOf" in node:  # X | None: the X
         node = next(n for n in node["anyOf"] if n.get("type") != "null")
     if "$ref" in node:

@@ -150,12 +150,12 @@ def add_validation_errors(root: type[BaseModel], error: ValidationError, problem
         problems.add(path, _expected(e, hint, parent))
 
 
-def _unknown_keys_first(errors: list) -> list:
+def _unknown_keys_first(errors: list[Any]) -> list[Any]:
     """Each section's unknown keys before its other problems (pydantic lists them last).
 
     A misspelt key usually explains the "missing" problem next to it, so it comes first.
     """
-    out: list = []
+    out: list[Any] = []
     for e in errors:
         if e["type"] == "extra_forbidden":
             section = e["loc"][:-1]
@@ -235,7 +235,7 @@ def _element_name(element: Any) -> Any:
     return None
 
 
-def _element_index(items: list, head: str) -> int | None:
+def _element_index(items: list[Any], head: str) -> int | None:
     for i, element in enumerate(items):
         if isinstance(element, dict) and head in (element.get("id"), element.get("name")):
             return i

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from multiverse.core import MAX_UNIVERSES
 
@@ -32,7 +32,7 @@ class UniverseCount:
     max_universes: int
     described: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The document ``expand`` prints with its count (``described`` is the sentence, not a field)."""
         document = asdict(self)
         document.pop("described")

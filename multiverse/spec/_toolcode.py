@@ -90,7 +90,7 @@ def _bindings(tree: ast.Module, name: str) -> list[ast.AST]:
     return found
 
 
-def check_reference(reference: Any, base_dir: str | os.PathLike) -> str | None:
+def check_reference(reference: Any, base_dir: str | os.PathLike[str]) -> str | None:
     """What is wrong with a tool reference (one clause, ``expected ...``), or None. Runs no code."""
     try:
         path, name = _file_of(reference, Path(base_dir))
@@ -113,7 +113,7 @@ def check_reference(reference: Any, base_dir: str | os.PathLike) -> str | None:
     return None
 
 
-def resolve_references(functions: Mapping[str, str], base_dir: str | os.PathLike) -> dict[str, str]:
+def resolve_references(functions: Mapping[str, str], base_dir: str | os.PathLike[str]) -> dict[str, str]:
     """``{tool: "/abs/file.py:function"}`` for checked references (what a rollout loads)."""
     out = {}
     for tool, reference in functions.items():

@@ -53,7 +53,7 @@ def draft_case(client: ModelClient, spec: Spec, config: ModelConfig, cell: Mappi
     return case, completion
 
 
-def _function_tools(drafted: Any) -> list[dict]:
+def _function_tools(drafted: Any) -> list[dict[str, Any]]:
     """Drafted tools -> OpenAI function schemas; a tool whose parameters are not
     a JSON-schema object gets an empty parameter list rather than a guess."""
     import json
@@ -118,7 +118,7 @@ def check_draft_places(spec: Spec, kinds: list[str], *, force: bool = False) -> 
             raise SpecError(path, "", "is not a regular file; expected a file the draft may replace")
 
 
-def write_drafts(spec: Spec, rubric: dict | None, cases: list[dict], *, force: bool = False) -> list[Path]:
+def write_drafts(spec: Spec, rubric: dict[str, Any] | None, cases: list[dict[str, Any]], *, force: bool = False) -> list[Path]:
     """Write the drafts as editable YAML: into the file the spec names for each (``spec.draft_files``), else
     beside the spec as ``<spec>.rubric.yaml`` and ``<spec>.cases.yaml``; never overwrite edits unless ``force``."""
     written = []

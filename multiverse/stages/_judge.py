@@ -44,7 +44,7 @@ def validate_judgment(answer: Any, criteria: Sequence[Criterion]) -> tuple[list[
     Returns ``(rows, "")`` or ``(None, reason)``.
     """
     listed = answer.get("criteria") if isinstance(answer, dict) else None
-    by_id: dict[str, dict] = {}
+    by_id: dict[str, dict[str, Any]] = {}
     if isinstance(listed, dict):  # the schema's form: {criterion id: labels}
         by_id = {str(k): v for k, v in listed.items() if isinstance(v, dict)}
     elif isinstance(listed, list):  # a model that answered with a list of {id, ...} anyway

@@ -75,7 +75,7 @@ class RolloutJob:
     tool_template: str | None = None  # the spec's rollout.tool_simulator.template (None: the built-in text)
 
 
-def _completion_meta(completion) -> dict:
+def _completion_meta(completion) -> dict[str, Any]:
     return dict(call_of(completion))
 
 
@@ -103,7 +103,7 @@ def run_rollout(client: ModelClient, job: RolloutJob) -> tuple[TranscriptRecord,
     head = [{"role": "system", "content": system_prompt}] if system_prompt else []
     tools = [*job.tools, *(job.case.get("tools") or [])]
     conversation: list[Turn] = []
-    turns_meta: list[dict] = []
+    turns_meta: list[dict[str, Any]] = []
     stop_reason = "max_turns"
     try:
         if job.setting == "single_turn":
@@ -133,7 +133,7 @@ def run_rollout(client: ModelClient, job: RolloutJob) -> tuple[TranscriptRecord,
     return {"status": OK, "reason": "", "stop_reason": stop_reason, "turns": conversation}, turns_meta
 
 
-def _user_turn(client: ModelClient, job: RolloutJob, conversation: list, turn: int, meta: list) -> tuple[str, bool]:
+def _user_turn(client: ModelClient, job: RolloutJob, conversation: list[Any], turn: int, meta: list[Any]) -> tuple[str, bool]:
     brief = job.case.get("brief") or job.case.get("prompt") or ""
     assert job.user is not None  # multi-turn jobs carry their simulated user
     last_reason = "empty_user_turn"
@@ -162,7 +162,7 @@ def _offered(tools: Sequence[Mapping[str, Any]]) -> set[str]:
     return names
 
 
-def _target_turn(client: ModelClient, job: RolloutJob, head: list, conversation: list, tools: list, meta: list) -> None:
+def _target_turn(client: ModelClient, job: RolloutJob, head: list[Any], conversation: list[Any], tools: list[Any], meta: list[Any]) -> None:
     offered = _offered(tools)
     for _ in range(MAX_TOOL_ROUNDS + 1):
         completion = client.complete(job.system, head + _for_target(conversation), seed=job.seed + len(conversation), tools=tools or None)
@@ -183,7 +183,7 @@ def _target_turn(client: ModelClient, job: RolloutJob, head: list, conversation:
     # The system kept calling tools; its last message stands as its answer.
 
 
-def _for_target(conversation: Sequence[Mapping[str, Any]]) -> list[dict]:
+def _for_target(conversation: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The conversation in the OpenAI chat format the system under audit expects."""
     out = []
     for m in conversation:
@@ -214,7 +214,7 @@ def _tool_error(message: str, **detail: Any) -> str:
     return json.dumps({"error": message, **detail}, ensure_ascii=False)
 
 
-def _run_tool(client: ModelClient, job: RolloutJob, call: Mapping[str, Any], offered: set[str], conversation: list, meta: list) -> str:
+def _run_tool(client: ModelClient, job: RolloutJob, call: Mapping[str, Any], offered: set[str], conversation: list[Any], meta: list[Any]) -> str:
     name = call["name"]
     if name not in offered:
         return _tool_error(f"tool {name!r} was not offered in this conversation", offered=sorted(offered))

@@ -42,7 +42,7 @@ class Migration:
         return dataclasses.asdict(self)
 
 
-def migrate_store(path: str | os.PathLike) -> Migration:
+def migrate_store(path: str | os.PathLike[str]) -> Migration:
     """Move every entry file of the store directory at ``path`` into its database (see module doc)."""
     root = check_store_path(path, write=True)
     store = Store(root, shapes=SHAPES).open()
@@ -80,7 +80,7 @@ def _remove_empty(folder: str) -> None:
         os.rmdir(folder)
 
 
-def store_stats(path: str | os.PathLike) -> StoreStats:
+def store_stats(path: str | os.PathLike[str]) -> StoreStats:
     """What the store at ``path`` holds (nothing, if it is not made yet).
 
     ``InputError`` if ``path`` exists but is not a directory.
@@ -88,7 +88,7 @@ def store_stats(path: str | os.PathLike) -> StoreStats:
     return Store(check_store_path(path, write=False)).stats()
 
 
-def store_gc(path: str | os.PathLike,
+def store_gc(path: str | os.PathLike[str],
              keep: Mapping[str, Collection[str]] | Iterable[Mapping[str, Collection[str]]] | None = None, *,
              dry_run: bool = False, temp_age: float = 3600.0, fresh: float = 3600.0) -> GcReport:
     """Remove from the store at ``path`` the entries ``keep`` does not name, its quarantined files and its

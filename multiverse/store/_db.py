@@ -72,7 +72,7 @@ _SQLITE_TYPES = {"blob": "BLOB", "real": "REAL", "serial": "INTEGER", "without_r
 _SERVER_TYPES = {"blob": "BYTEA", "real": "DOUBLE PRECISION", "serial": "BIGSERIAL", "without_rowid": ""}
 
 
-def is_server(location: str | os.PathLike) -> bool:
+def is_server(location: str | os.PathLike[str]) -> bool:
     """Whether ``location`` names a database server (``postgresql://...``) rather than a store directory."""
     return isinstance(location, str) and location.startswith(_SERVER_SCHEMES)
 
@@ -96,10 +96,10 @@ class Database:
         """What a message calls this database: its file, or its server without a password."""
         return credentials.address_label(self.where) if is_server(self.where) else self.where
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         return {"where": self.where}
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["where"])  # type: ignore[misc]
 
     # -- what a dialect provides -------------------------------------------------------------
@@ -132,7 +132,7 @@ class Database:
             raise StoreError(f"store {self.label}: the database failed ({_first_line(exc)}); "
                              "expected a store database this process can read and write") from None
 
-    def query(self, statement: str, params: Sequence[Any] = ()) -> list[tuple]:
+    def query(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """The rows ``statement`` selects."""
         with self._lock, self._failing_clearly():
             return list(self._connection().execute(self._sql(statement), tuple(params)).fetchall())
@@ -237,7 +237,7 @@ class Transaction:
             cursor = self._conn.cursor()
             cursor.executemany(self._db._sql(statement), [tuple(r) for r in rows])
 
-    def query(self, statement: str, params: Sequence[Any] = ()) -> list[tuple]:
+    def query(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return list(self._conn.execute(self._db._sql(statement), tuple(params)).fetchall())
 
 
@@ -393,7 +393,7 @@ class ServerDatabase(Database):
                 yield Transaction(self, conn)
 
 
-def open_database(location: str | os.PathLike) -> Database:
+def open_database(location: str | os.PathLike[str]) -> Database:
     """The database of the store at ``location``: a server's URL, or a store directory (its file)."""
     if is_server(location):
         return ServerDatabase(str(location))

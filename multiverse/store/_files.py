@@ -64,7 +64,7 @@ def name_kind(name: str) -> str | None:
 # -- directory walking -------------------------------------------------------
 
 
-def scan(directory: str | Path) -> list[os.DirEntry]:
+def scan(directory: str | Path) -> list[os.DirEntry[str]]:
     """The entries of ``directory``; none if it is missing or not a directory."""
     try:
         with os.scandir(directory) as it:

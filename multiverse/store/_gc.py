@@ -96,7 +96,7 @@ class GcReport:
         return dataclasses.asdict(self)
 
 
-def stats(root: str | os.PathLike, db: Database | None = None) -> StoreStats:
+def stats(root: str | os.PathLike[str], db: Database | None = None) -> StoreStats:
     """Entries and bytes per stage and in total, plus stray temp and quarantined files, of the store at ``root``.
 
     ``db``: the store's database (None: not made yet). Bytes are the records'
@@ -122,7 +122,7 @@ def stats(root: str | os.PathLike, db: Database | None = None) -> StoreStats:
                       bytes=sum(s.bytes for s in stages.values()), temp_files=temp_files, corrupt_files=corrupt_files)
 
 
-def _label(root: str | os.PathLike, db: Database | None) -> str:
+def _label(root: str | os.PathLike[str], db: Database | None) -> str:
     return db.label if db is not None and is_server(root) else str(Path(root).expanduser()) if not is_server(root) else str(root)
 
 
@@ -148,7 +148,7 @@ def _file_stats(root: Path) -> StoreStats:
                       corrupt_files=corrupt_files)
 
 
-def gc(root: str | os.PathLike, db: Database | None, keep: Mapping[str, Collection[str]] | None = None, *,
+def gc(root: str | os.PathLike[str], db: Database | None, keep: Mapping[str, Collection[str]] | None = None, *,
        dry_run: bool = False, temp_age: float = 3600.0, fresh: float = 3600.0) -> GcReport:
     """Remove entries not in ``keep``, quarantined entries and stale claims and temp files from the store at ``root``.
 

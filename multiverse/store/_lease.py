@@ -25,7 +25,7 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from multiverse.errors import StoreError
 from multiverse.store._db import DB_NAME, Database, SQLiteDatabase, is_server, open_database
@@ -39,7 +39,7 @@ TTL = 600.0
 class Lease:
     """The lease of one run on the store at ``root`` (a directory or a server's URL; a context manager)."""
 
-    def __init__(self, root: str | os.PathLike):
+    def __init__(self, root: str | os.PathLike[str]):
         self.root: str | Path = str(root) if is_server(root) else Path(root)
         self.id = f"{socket.gethostname()}.{os.getpid()}.{secrets.token_hex(4)}"
         self.started = time.time()
@@ -88,7 +88,7 @@ class Lease:
                 return  # deleted with the store: the run finds out through held()
 
 
-def live_leases(root: str | os.PathLike | Database, *, remove_stale: bool = False) -> list[dict]:
+def live_leases(root: str | os.PathLike[str] | Database, *, remove_stale: bool = False) -> list[dict[str, Any]]:
     """The live leases on the store at ``root`` (each ``{"host", "pid", "started"}``).
 
     With ``remove_stale``, the leases of runs that are gone are deleted.

@@ -21,7 +21,7 @@ import stat
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping
-from typing import cast
+from typing import Any, cast
 
 from multiverse.store._files import (
     QUARANTINE,
@@ -50,7 +50,7 @@ class CorruptEntryWarning(RuntimeWarning):
 class LegacyFiles:
     """The entry files of a store directory written before the database (read, quarantined, listed)."""
 
-    def __init__(self, root: str | os.PathLike, shapes: Mapping[str, Callable], on_quarantine: Callable[[], None]):
+    def __init__(self, root: str | os.PathLike[str], shapes: Mapping[str, Callable[..., Any]], on_quarantine: Callable[[], None]):
         self.root = root
         self.shapes = shapes
         self.on_quarantine = on_quarantine
@@ -62,7 +62,7 @@ class LegacyFiles:
         """Whether the stage has a folder of entry files at all (one stat: most stores have none)."""
         return os.path.isdir(os.path.join(self.root, stage))
 
-    def get(self, stage: str, key: str) -> dict | None:
+    def get(self, stage: str, key: str) -> dict[str, Any] | None:
         """The record in the entry file of ``(stage, key)``, or None (absent, or unusable and quarantined)."""
         if not self.present(stage):
             return None
@@ -96,7 +96,7 @@ class LegacyFiles:
     def stages(self) -> list[str]:
         return stage_names(os.fspath(self.root))
 
-    def read(self, stage: str, path: str) -> dict | None:
+    def read(self, stage: str, path: str) -> dict[str, Any] | None:
         try:
             # No symlink is followed and a FIFO does not block: what is there is checked first.
             fd = os.open(path, _OPEN_FLAGS)
@@ -138,7 +138,7 @@ class LegacyFiles:
                 else:
                     problem = check(record) if check is not None else None
                 if problem is None:
-                    return cast("dict | None", record)
+                    return cast("dict[str, Any] | None", record)
         self.quarantine(stage, path, identity, problem)
         return None
 

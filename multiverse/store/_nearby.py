@@ -104,7 +104,7 @@ def candidates(spec_folder: Path) -> list[Path]:
     return out
 
 
-def nearby_store(spec_folder: str | os.PathLike, own: str | os.PathLike,
+def nearby_store(spec_folder: str | os.PathLike[str], own: str | os.PathLike[str],
                  keys_by_stage: Mapping[str, Sequence[str]]) -> NearbyStore | None:
     """The nearest store other than ``own`` that holds some of the spec's work, when ``own`` holds none of it.
 
@@ -126,14 +126,14 @@ def nearby_store(spec_folder: str | os.PathLike, own: str | os.PathLike,
     return None
 
 
-def nearby_message(own: str | os.PathLike, found: NearbyStore) -> str:
+def nearby_message(own: str | os.PathLike[str], found: NearbyStore) -> str:
     """The one line that says so, in the library's words (``store`` is the parameter that names a store)."""
     return (f"the store {_shown(own)} holds none of this spec's work, but {_shown(found.path)} holds "
             f"{found.found} of the {found.checked} work units checked; to reuse them instead of paying again, "
             f"give `store` {_shown(found.path)}")
 
 
-def _shown(path: str | os.PathLike) -> str:
+def _shown(path: str | os.PathLike[str]) -> str:
     # Relative to the current directory when that is short and plain, so the line can be copied as a flag.
     relative = os.path.relpath(path)
     return relative if Path(relative).parts[:3].count("..") < 3 else os.fspath(path)

@@ -24,7 +24,7 @@ __all__ = ["ENV_VAR", "RecordedStore", "check_store_path", "default_store_path",
 ENV_VAR = "MULTIVERSE_STORE"
 
 
-def default_store_path(spec_path: str | os.PathLike | None, explicit: str | os.PathLike | None = None) -> Path:
+def default_store_path(spec_path: str | os.PathLike[str] | None, explicit: str | os.PathLike[str] | None = None) -> Path:
     """The one rule for where a store is: ``explicit`` (the caller's choice), else
     ``$MULTIVERSE_STORE``, else ``.multiverse/store`` beside the spec file, else
     (no spec file, e.g. the built-in demo) ``.multiverse/store`` in the current directory.
@@ -40,7 +40,7 @@ def default_store_path(spec_path: str | os.PathLike | None, explicit: str | os.P
     return base / ".multiverse" / "store"
 
 
-def why_this_store(spec_path: str | os.PathLike | None, explicit: str | os.PathLike | None = None) -> str:
+def why_this_store(spec_path: str | os.PathLike[str] | None, explicit: str | os.PathLike[str] | None = None) -> str:
     """Which branch of :func:`default_store_path`'s rule chose the store, in words a person reads."""
     if explicit is not None and str(explicit).strip():
         return "the store given"
@@ -49,7 +49,7 @@ def why_this_store(spec_path: str | os.PathLike | None, explicit: str | os.PathL
     return "beside the spec" if spec_path is not None else "in the current directory"
 
 
-def _place(given: str | os.PathLike) -> Path:
+def _place(given: str | os.PathLike[str]) -> Path:
     if is_server(given):
         return given  # type: ignore[return-value]  # a server's URL is the store's name as it is
     return Path(given).expanduser()
@@ -62,7 +62,7 @@ class RecordedStore(Protocol):
     def store(self) -> str | None: ...
 
 
-def store_of(places: Iterable[str | os.PathLike], given: str | os.PathLike | None = None, *,
+def store_of(places: Iterable[str | os.PathLike[str]], given: str | os.PathLike[str] | None = None, *,
              manifest_of: Callable[[Path], RecordedStore | None] | None = None) -> Path:
     """The one store that specs and run folders use: what ``store stats|gc`` act on.
 
@@ -95,7 +95,7 @@ def store_of(places: Iterable[str | os.PathLike], given: str | os.PathLike | Non
     return found.pop() if found else default_store_path(None)
 
 
-def check_store_path(path: str | os.PathLike, *, out: str | os.PathLike | None = None, write: bool = True) -> Path:
+def check_store_path(path: str | os.PathLike[str], *, out: str | os.PathLike[str] | None = None, write: bool = True) -> Path:
     """Check, before anything is paid, that a store can be used at ``path``; return it.
 
     Raises one-line ``InputError`` when ``path`` (or the folder it would be

@@ -151,7 +151,7 @@ class Records(TypedDict):
     judgment: dict[str, JudgmentRecord]
 
 
-def _provenance(record: Mapping) -> str | None:
+def _provenance(record: Mapping[str, Any]) -> str | None:
     provenance = record.get("provenance")
     if provenance is None:
         return None
@@ -172,7 +172,7 @@ def _number(value: Any) -> bool:
     return isinstance(value, Real) and not isinstance(value, bool)
 
 
-def _status(record: Mapping) -> str | None:
+def _status(record: Mapping[str, Any]) -> str | None:
     if not isinstance(record.get("status"), str):
         return "status: expected a string"
     if not isinstance(record.get("reason", ""), str):
@@ -180,7 +180,7 @@ def _status(record: Mapping) -> str | None:
     return None
 
 
-def _case(record: Mapping) -> str | None:
+def _case(record: Mapping[str, Any]) -> str | None:
     if not isinstance(record.get("case"), Mapping):
         return "case: expected an object"
     if not isinstance(record.get("cell", {}), Mapping):
@@ -188,7 +188,7 @@ def _case(record: Mapping) -> str | None:
     return None
 
 
-def _transcript(record: Mapping) -> str | None:
+def _transcript(record: Mapping[str, Any]) -> str | None:
     turns = record.get("turns")
     if not isinstance(turns, list):
         return "turns: expected a list"
@@ -198,7 +198,7 @@ def _transcript(record: Mapping) -> str | None:
     return None
 
 
-def _judgment(record: Mapping) -> str | None:
+def _judgment(record: Mapping[str, Any]) -> str | None:
     if "score" in record and (isinstance(record["score"], bool) or not _number(record["score"])):
         return "score: expected a number"
     if record.get("position", "ab") not in ("ab", "ba"):
@@ -220,7 +220,7 @@ def _judgment(record: Mapping) -> str | None:
     return None
 
 
-def _request(record: Mapping) -> str | None:
+def _request(record: Mapping[str, Any]) -> str | None:
     answer = record.get("answer")
     if not isinstance(answer, Mapping):
         return "answer: expected an object"
@@ -232,7 +232,7 @@ def _request(record: Mapping) -> str | None:
     return None
 
 
-def _checks(*parts: Callable[[Mapping], str | None]) -> Callable[[Any], str | None]:
+def _checks(*parts: Callable[[Mapping[str, Any]], str | None]) -> Callable[[Any], str | None]:
     def check(record: Any) -> str | None:
         if not isinstance(record, Mapping):
             return f"expected a JSON object, got {type(record).__name__}"

@@ -181,7 +181,7 @@ def _connection_class() -> Any:
     return AnsweringConnection
 
 
-def _heard_within(gen: Generator, seconds: float) -> Any:
+def _heard_within(gen: Generator[Any, Any, Any], seconds: float) -> Any:
     """``gen`` (psycopg's protocol: it yields what it waits for and is sent what became ready, or
     nothing when its wait's interval passed) stopped with :class:`NoAnswer` once the socket has been
     neither readable nor writable for ``seconds``."""

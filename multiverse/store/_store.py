@@ -103,7 +103,7 @@ def scrub(record: Any, secret_values: Iterable[str] | None = None) -> Any:
 _LEAVES = frozenset({int, float, bool, type(None)})
 
 
-def storable_scrubbed(record: Mapping[str, Any]) -> dict:
+def storable_scrubbed(record: Mapping[str, Any]) -> dict[str, Any]:
     """``scrub(storable(record))`` in one walk of the record: what every write stores.
 
     Strings are made storable (``multiverse.store._text``) and then redacted,
@@ -129,7 +129,7 @@ def storable_scrubbed(record: Mapping[str, Any]) -> dict:
             return [clean(v) for v in obj]
         return obj
 
-    return cast("dict", clean(record))
+    return cast("dict[str, Any]", clean(record))
 
 
 class Store:
@@ -148,7 +148,7 @@ class Store:
     opened by someone else (a run's workers): it is never recreated.
     """
 
-    def __init__(self, root: str | os.PathLike, *, shapes: Mapping | None = None, existing: bool = False):
+    def __init__(self, root: str | os.PathLike[str], *, shapes: Mapping[str, Any] | None = None, existing: bool = False):
         self.server = is_server(root)
         self.root: Any = str(root) if self.server else Path(root).expanduser()
         #: where the store is, as a string another process can open it by
@@ -167,10 +167,10 @@ class Store:
     def __repr__(self) -> str:
         return f"Store({self.db.label if self.server else self.location!r})"
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         return {"root": self.location, "shapes": self.shapes, "existing": True}
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["root"], shapes=state["shapes"], existing=state["existing"])  # type: ignore[misc]
 
     def _count_quarantined(self) -> None:
@@ -215,7 +215,7 @@ class Store:
 
     # -- reading ---------------------------------------------------------
 
-    def get(self, stage: str, key: str) -> dict | None:
+    def get(self, stage: str, key: str) -> dict[str, Any] | None:
         """The record stored under ``(stage, key)``, or ``None`` if absent or unusable."""
         check_name("stage", stage)
         check_name("key", key)
@@ -225,11 +225,11 @@ class Store:
                 return self._record(stage, key, rows[0][0], self._texts)
         return self.legacy.get(stage, key) if self.legacy is not None else None
 
-    def get_many(self, stage: str, keys: Iterable[str]) -> dict[str, dict]:
+    def get_many(self, stage: str, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
         """``{key: record}`` for the given keys that are stored; missing ones are absent."""
         check_name("stage", stage)
         wanted = list(dict.fromkeys(check_name("key", k) for k in keys))
-        found: dict[str, dict] = {}
+        found: dict[str, dict[str, Any]] = {}
         if self._ready():
             for start in range(0, len(wanted), _BATCH):
                 chunk = wanted[start:start + _BATCH]
@@ -272,7 +272,7 @@ class Store:
                                      chunk))
         return out
 
-    def _record(self, stage: str, key: str, body: Any, texts: Any) -> dict | None:
+    def _record(self, stage: str, key: str, body: Any, texts: Any) -> dict[str, Any] | None:
         value, problem = parse(body)
         if problem is None and not isinstance(value, dict):
             problem = f"not a JSON object ({type(value).__name__})"
@@ -282,7 +282,7 @@ class Store:
             check = self.shapes.get(stage)
             problem = check(value) if check is not None else None
             if problem is None:
-                return cast("dict | None", value)
+                return cast("dict[str, Any] | None", value)
         self._quarantine(stage, key, body, problem)
         return None
 
@@ -336,7 +336,7 @@ class Store:
         with self._lock:
             mine = (stage, key) in self._mine
             self._mine.discard((stage, key))
-        statements: list[tuple[str, tuple]] = []
+        statements: list[tuple[str, tuple[Any, ...]]] = []
         if mine:  # the claim ends in the very transaction that stores the entry
             statements.append(("DELETE FROM claim WHERE stage = ? AND key = ? AND host = ? AND pid = ?",
                                (stage, key, _claims.HOST, os.getpid())))
@@ -394,7 +394,7 @@ class Store:
         self._connected = False
 
 
-def open_store(given: Store | str | os.PathLike) -> Store:
+def open_store(given: Store | str | os.PathLike[str]) -> Store:
     """The store a caller named for reading what it already holds: a :class:`Store` as it is, else the
     existing directory (or server) ``given`` (``InputError`` otherwise; nothing is created).
 

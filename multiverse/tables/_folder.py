@@ -68,7 +68,7 @@ CAPS = {
 MAX_LINE_BYTES = 64 * _MB
 
 
-def folder_file(folder: str | os.PathLike, name: str | os.PathLike) -> Path | None:
+def folder_file(folder: str | os.PathLike[str], name: str | os.PathLike[str]) -> Path | None:
     """The path to read for ``name`` in ``folder``, or None when there is no such entry.
 
     ``name`` may hold sub-folders. Symbolic links (of the file or of a folder
@@ -99,7 +99,7 @@ def _problem(path: Path) -> Any:
     return lambda expected: InputError(f"{path}: {expected}")
 
 
-def read_folder_bytes(folder: str | os.PathLike, name: str | os.PathLike, *, kind: str | None = None) -> bytes | None:
+def read_folder_bytes(folder: str | os.PathLike[str], name: str | os.PathLike[str], *, kind: str | None = None) -> bytes | None:
     """The bytes of ``name`` in ``folder`` (None when absent), under the cap of its ``kind`` (default: ``name``)."""
     target = folder_file(folder, name)
     if target is None:
@@ -107,7 +107,7 @@ def read_folder_bytes(folder: str | os.PathLike, name: str | os.PathLike, *, kin
     return read_regular_file(target, _problem(Path(folder) / name), limit=CAPS[kind or str(name)])
 
 
-def table_path(folder: str | os.PathLike, name: str) -> Path | None:
+def table_path(folder: str | os.PathLike[str], name: str) -> Path | None:
     """The checked path of a table file ``name`` of ``folder`` (None when absent): inside it, regular, under the cap."""
     from multiverse.core import regular_file_problem
 
@@ -124,7 +124,7 @@ def table_path(folder: str | os.PathLike, name: str) -> Path | None:
     return target
 
 
-def _text(folder: str | os.PathLike, name: str, data: bytes) -> str:
+def _text(folder: str | os.PathLike[str], name: str, data: bytes) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -135,7 +135,7 @@ def _text(folder: str | os.PathLike, name: str, data: bytes) -> str:
 # -- manifest.json ----------------------------------------------------------------------------
 
 
-def read_manifest(folder: str | os.PathLike) -> Manifest | None:
+def read_manifest(folder: str | os.PathLike[str]) -> Manifest | None:
     """The folder's checked manifest, or None when it has none (not a run or import folder)."""
     data = read_folder_bytes(folder, "manifest.json")
     if data is None:
@@ -153,7 +153,7 @@ def read_manifest(folder: str | os.PathLike) -> Manifest | None:
 # -- spec.yaml ----------------------------------------------------------------------------------
 
 
-def read_spec(folder: str | os.PathLike) -> ResolvedSpec | None:
+def read_spec(folder: str | os.PathLike[str]) -> ResolvedSpec | None:
     """The folder's resolved spec (``spec.yaml``): its text and the checked document, or None when there is none."""
     from multiverse.errors import SpecError
     from multiverse.spec import parse_yaml
@@ -173,7 +173,7 @@ def read_spec(folder: str | os.PathLike) -> ResolvedSpec | None:
 # -- transcripts.jsonl --------------------------------------------------------------------------
 
 
-def read_transcripts(folder: str | os.PathLike, name: str = "transcripts.jsonl") -> dict[str, dict[str, Any]] | None:
+def read_transcripts(folder: str | os.PathLike[str], name: str = "transcripts.jsonl") -> dict[str, dict[str, Any]] | None:
     """Every transcript of the folder's ``transcripts.jsonl`` (or ``name``) by key, or None when it has none.
 
     Each line is one JSON object checked against :class:`TranscriptRecord`.
@@ -203,7 +203,7 @@ def read_transcripts(folder: str | os.PathLike, name: str = "transcripts.jsonl")
 _STORE_KEY = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 
-def shown_transcripts(source: str | os.PathLike | None, verdicts: Any, store: Any = None
+def shown_transcripts(source: str | os.PathLike[str] | None, verdicts: Any, store: Any = None
                       ) -> tuple[dict[str, dict[str, Any]] | None, str]:
     """The transcripts a source's report and explorer show (key -> record), or None and why there are none.
 
@@ -245,7 +245,7 @@ def _from_store(verdicts: Any, store: Any) -> dict[str, dict[str, Any]]:
             opened.close()  # a reader leaves the store's files as it found them
 
 
-def _lines(folder: str | os.PathLike, name: str, kind: str = "transcripts.jsonl") -> Iterator[tuple[int, str]] | None:
+def _lines(folder: str | os.PathLike[str], name: str, kind: str = "transcripts.jsonl") -> Iterator[tuple[int, str]] | None:
     target = folder_file(folder, name)
     if target is None:
         return None
@@ -280,7 +280,7 @@ def _lines(folder: str | os.PathLike, name: str, kind: str = "transcripts.jsonl"
 # -- the whole folder -----------------------------------------------------------------------------
 
 
-def check_folder(folder: str | os.PathLike) -> None:
+def check_folder(folder: str | os.PathLike[str]) -> None:
     """Refuse a folder any of whose files would be refused when read (the transcripts' lines aside).
 
     ``load_run`` calls this, so a command refuses a bad folder before any

@@ -218,7 +218,7 @@ class Manifest(_Document):
     rate: Literal["compliance", "violation"] | None = None
 
     @classmethod
-    def from_document(cls, document: Manifest | Mapping[str, Any], *, shown: str | os.PathLike = "manifest") -> Manifest:
+    def from_document(cls, document: Manifest | Mapping[str, Any], *, shown: str | os.PathLike[str] = "manifest") -> Manifest:
         """The typed manifest of ``document`` as ``manifest.json`` holds it (a :class:`Manifest` is returned as is).
 
         A writer's mapping may hold values JSON has no type for (a NumPy
@@ -403,7 +403,7 @@ _EXPECTED = {
 }
 
 
-def check_document(model: type[_Model], document: Any, path: str | os.PathLike, whole: str, *,
+def check_document(model: type[_Model], document: Any, path: str | os.PathLike[str], whole: str, *,
                    where: str | None = None) -> _Model:
     """``document`` as ``model``, or one ``InputError`` line naming ``path``, the field and what was expected.
 

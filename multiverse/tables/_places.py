@@ -63,12 +63,12 @@ def _manifest(path: Path) -> Manifest | None:
 
 
 def check_output_dir(
-    out: str | os.PathLike,
+    out: str | os.PathLike[str],
     *,
     kind: str,
-    inputs: Iterable[str | os.PathLike] = (),
-    input_dirs: Iterable[str | os.PathLike] = (),
-    store: str | os.PathLike | None = None,
+    inputs: Iterable[str | os.PathLike[str]] = (),
+    input_dirs: Iterable[str | os.PathLike[str]] = (),
+    store: str | os.PathLike[str] | None = None,
     force: bool = False,
     spec_name: str | None = None,
 ) -> Path:
@@ -132,7 +132,7 @@ def _check_existing(out: Path, where: str, kind: str, written: tuple[str, ...], 
                          "expected a new or empty folder", forceable=True)
 
 
-def check_output_file(out: str | os.PathLike, *, inputs: Iterable[str | os.PathLike] = ()) -> Path:
+def check_output_file(out: str | os.PathLike[str], *, inputs: Iterable[str | os.PathLike[str]] = ()) -> Path:
     """Check that a single file (a report) may be written at ``out``; returns ``out``."""
     out = Path(out)
     where = f"{out}: output file"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -62,13 +63,13 @@ class FolderScales:
 
 
 def folder_scales(manifest: Manifest | None, spec: SpecDocument | None = None,
-                  shown: str | os.PathLike = "manifest.json") -> FolderScales:
+                  shown: str | os.PathLike[str] = "manifest.json") -> FolderScales:
     """The folder's scale (:func:`folder_scale`) and each universe's (:func:`universe_scales`)."""
     return FolderScales(folder_scale(manifest, spec), universe_scales(manifest, spec, shown))
 
 
 def universe_scales(manifest: Manifest | None, spec: SpecDocument | None = None,
-                    shown: str | os.PathLike = "manifest.json") -> dict[str, ScaleRecord]:
+                    shown: str | os.PathLike[str] = "manifest.json") -> dict[str, ScaleRecord]:
     """Each universe's scale (id -> scale): its own, where an axis over ``judge.scale`` gave it one, else the folder's.
 
     A run records a universe's scale in its manifest entry when it is not the
@@ -85,7 +86,7 @@ def universe_scales(manifest: Manifest | None, spec: SpecDocument | None = None,
 _RANGE = ("type", "min", "max", "reference")
 
 
-def _unrecorded_scales(universes: list, spec: SpecDocument, folder: ScaleRecord, shown: str | os.PathLike) -> None:
+def _unrecorded_scales(universes: list[Any], spec: SpecDocument, folder: ScaleRecord, shown: str | os.PathLike[str]) -> None:
     """Refuse a run folder whose axes gave a universe another scale that its manifest does not record.
 
     A run written before each universe's scores were read on its own scale rescaled them all on the
@@ -124,7 +125,7 @@ def with_score_column(verdicts: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def check_scores(verdicts: pd.DataFrame, scale: ScaleRecord, shown: str | os.PathLike,
+def check_scores(verdicts: pd.DataFrame, scale: ScaleRecord, shown: str | os.PathLike[str],
                  scales: Mapping[str, ScaleRecord] | None = None) -> pd.DataFrame:
     """``verdicts`` with its ``score`` column as float64, or one ``InputError`` naming ``shown``.
 
@@ -147,7 +148,7 @@ def check_scores(verdicts: pd.DataFrame, scale: ScaleRecord, shown: str | os.Pat
     return _check_scores(verdicts, scale, shown)
 
 
-def _check_scores(verdicts: pd.DataFrame, scale: ScaleRecord, shown: str | os.PathLike,
+def _check_scores(verdicts: pd.DataFrame, scale: ScaleRecord, shown: str | os.PathLike[str],
                   whose: str = "the folder ") -> pd.DataFrame:
     if SCORE not in verdicts.columns:
         return verdicts

@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 
-def write_table(frame: pd.DataFrame, directory: str | os.PathLike, name: str) -> None:
+def write_table(frame: pd.DataFrame, directory: str | os.PathLike[str], name: str) -> None:
     """Write ``frame`` as ``<name>.parquet`` and ``<name>.csv``, each atomically."""
     directory = Path(directory)
     atomic_write(directory / f"{name}.parquet", lambda tmp: frame.to_parquet(tmp, index=False))
@@ -101,12 +101,12 @@ def _csv_restore(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def write_json(document: Any, path: str | os.PathLike) -> None:
+def write_json(document: Any, path: str | os.PathLike[str]) -> None:
     """Write a JSON document atomically."""
     atomic_write_text(path, json.dumps(document, indent=2, sort_keys=False, default=str) + "\n")
 
 
-def read_table(path: str | os.PathLike, *, categories: bool = False, shown: str | os.PathLike | None = None) -> pd.DataFrame:
+def read_table(path: str | os.PathLike[str], *, categories: bool = False, shown: str | os.PathLike[str] | None = None) -> pd.DataFrame:
     """Read a ``.parquet`` or ``.csv`` table; bad files raise ``InputError``.
 
     With ``categories``, every text column comes back as a pandas categorical
@@ -244,7 +244,7 @@ def _repeating_text(path: Path, name: str, rows: int) -> Any:
         # Pages of one row group may come as several chunks: one array over one dictionary.
         return file.read_row_group(group, columns=[name]).column(0).unify_dictionaries().combine_chunks()
 
-    kept: list | None = []  # the row groups, while their dictionaries together hold at most `most` values
+    kept: list[Any] | None = []  # the row groups, while their dictionaries together hold at most `most` values
     entries, hashes = 0, []
     for group in range(file.num_row_groups):
         encoded = dictionary_of(group)

@@ -28,7 +28,7 @@ _OPTIONAL_FILES = ("criteria.parquet", "criteria.csv", "transcripts.jsonl", "spe
 
 
 def write_run_folder(
-    out_dir: str | os.PathLike,
+    out_dir: str | os.PathLike[str],
     *,
     verdicts: pd.DataFrame,
     criteria: pd.DataFrame | None,

@@ -77,7 +77,7 @@ def resolve_config(config: ModelConfig, spec: Spec) -> ModelConfig:
     return config
 
 
-def model_key(config: ModelConfig) -> dict:
+def model_key(config: ModelConfig) -> dict[str, Any]:
     """What a key reads of a model: its name, params and server, or a simulated model's world."""
     out = {"model": config.model, "params": dict(config.params), "api_base": config.api_base}
     if is_simulated(config.model):
@@ -86,7 +86,7 @@ def model_key(config: ModelConfig) -> dict:
     return out
 
 
-def rubric_key(spec: Spec) -> dict:
+def rubric_key(spec: Spec) -> dict[str, Any]:
     """What the test cases depend on: the concept and criteria, not the evidence texts."""
     return {
         "concept": to_yaml_dict(spec.concept),
@@ -109,7 +109,7 @@ def case_inputs(u: Spec, templates: Mapping[str, str]) -> tuple[ModelConfig, str
     return generator, digest({**payload, **({"instructions": texts} if texts else {})})
 
 
-def rollout_inputs(u: Spec, system: Any, tools_possible: bool, templates: Mapping[str, str]) -> tuple[str, dict]:
+def rollout_inputs(u: Spec, system: Any, tools_possible: bool, templates: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
     """What every transcript of one system in one universe shares: its digest, and the configs and texts it runs with."""
     multi = u.rollout.setting == "multi_turn"
     user = u.rollout.user

@@ -52,13 +52,13 @@ END_MARKER = "[END]"
 TASK = "TASK: {json}"
 
 
-class Prompt(list):
+class Prompt(list[Any]):
     """A prompt's messages, exactly as the model reads them, and ``task``: the same request in machine
     terms, which only a simulated model is given (never a real one: see the module's docstring)."""
 
-    task: dict
+    task: dict[str, Any]
 
-    def __init__(self, messages: Sequence[dict], kind: str, **fields: Any):
+    def __init__(self, messages: Sequence[dict[str, Any]], kind: str, **fields: Any):
         super().__init__(messages)
         self.task = {"kind": kind, **fields}
 
@@ -68,7 +68,7 @@ def _text(declared: str | None, builtin: str) -> str:
     return builtin if declared is None else declared
 
 
-def _object(properties: dict, *, nullable: bool = False) -> dict:
+def _object(properties: dict[str, Any], *, nullable: bool = False) -> dict[str, Any]:
     """A JSON-schema object in the shape OpenAI's strict mode accepts: every
     key required, nothing else allowed."""
     return {
@@ -101,7 +101,7 @@ RUBRIC_SCHEMA = _object(
 )
 
 
-def case_schema(tools: bool) -> dict:
+def case_schema(tools: bool) -> dict[str, Any]:
     """A drafted case. With ``tools``, also a system prompt and tool definitions,
     whose parameters come as a JSON-schema string (strict mode allows no free-form objects)."""
     fields: dict[str, Any] = {"title": _STRING, "brief": _STRING, "prompt": _STRING}
@@ -118,7 +118,7 @@ def case_schema(tools: bool) -> dict:
 RATIONALE_MAX = 400
 
 
-def judgment_schema(criterion_ids: Sequence[str]) -> dict:
+def judgment_schema(criterion_ids: Sequence[str]) -> dict[str, Any]:
     """The judge's answer: for every criterion, applicable, then compliant with a rationale.
 
     Criteria are keyed by id with every id required, so a schema-constrained
@@ -355,7 +355,7 @@ PAIR_USER = (
 )
 
 
-def score_schema() -> dict:
+def score_schema() -> dict[str, Any]:
     """A scored judge's answer: one number and its rationale (the scale is checked on the answer, not here)."""
     return _object({"score": {"type": "number"}, "rationale": {"type": "string", "maxLength": RATIONALE_MAX}})
 

@@ -145,9 +145,9 @@ class _Shared:
     """What universes share while their units are derived: template digests and memoised keys."""
 
     templates: dict[str, str]
-    cases: dict[tuple, list[CaseUnit]] = field(default_factory=dict)
-    transcript_keys: dict[tuple, str] = field(default_factory=dict)
-    judgments: dict[tuple, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+    cases: dict[tuple[Any, ...], list[CaseUnit]] = field(default_factory=dict)
+    transcript_keys: dict[tuple[Any, ...], str] = field(default_factory=dict)
+    judgments: dict[tuple[Any, ...], tuple[str, tuple[str, ...]]] = field(default_factory=dict)
 
 
 def _seed(*parts: Any) -> int:
@@ -163,7 +163,7 @@ def build_work(spec: Spec, universes: list[Universe] | None = None) -> Work:
         u = universe.spec
         cases = _cases_of(u, work, shared)
         judge = judge_inputs(u, shared.templates)
-        rollout_memo: dict = {}
+        rollout_memo: dict[Any, Any] = {}
         for system in u.systems:
             for case in cases:
                 for replicate in range(u.rollout.replicates):
@@ -205,7 +205,7 @@ def _cases_of(u: Spec, work: Work, shared: _Shared) -> list[CaseUnit]:
     return shared.cases[drafted]
 
 
-def _transcript(u: Spec, system, case: CaseUnit, replicate: int, work: Work, memo: dict, shared: _Shared) -> str:
+def _transcript(u: Spec, system, case: CaseUnit, replicate: int, work: Work, memo: dict[Any, Any], shared: _Shared) -> str:
     tools_possible = bool(system.tools) or u.design.tools or bool(case.given and case.given.get("tools"))
     if (system.name, tools_possible) not in memo:
         memo[(system.name, tools_possible)] = rollout_inputs(u, system, tools_possible, shared.templates)
@@ -228,7 +228,7 @@ def _transcript(u: Spec, system, case: CaseUnit, replicate: int, work: Work, mem
     return key
 
 
-def _reference(u: Spec, system: str, case: CaseUnit, replicate: int, work: Work, memo: dict,
+def _reference(u: Spec, system: str, case: CaseUnit, replicate: int, work: Work, memo: dict[Any, Any],
                shared: _Shared) -> tuple[str | None, str]:
     """A pairwise judge's reference transcript for this case and replicate (None otherwise), or why there is none."""
     scale = u.judge.scale

@@ -72,8 +72,8 @@ class CaseCounts:
     def _hold(self, n: Any, k: Any) -> None:
         self.n_cases = n.shape[1]
         self.named_cases = self.n_cases  # less a missing case id's code (set by ``case_counts``)
-        self.universes: list = []  # what the rows are (set by ``case_counts``), so a caller can reuse them
-        self.systems: list = []
+        self.universes: list[Any] = []  # what the rows are (set by ``case_counts``), so a caller can reuse them
+        self.systems: list[Any] = []
         self._missing: tuple[np.float32, Any] | None = _mostly(n) if isinstance(n, np.ndarray) else None
         # With the usual count and its shortfall at hand the dense labels are not kept: ``Results``
         # keeps these counts for the ranking and the variance (240 MB less at 100k universes).
@@ -112,7 +112,7 @@ class CaseCounts:
         budget = max(_BATCH_CELLS, cells * self.n_cases // _MATRIX_SHARE)
         return cast("int", max(1, min(resamples, budget // cells)))
 
-    def fits(self, universes: list, systems: list) -> bool:
+    def fits(self, universes: list[Any], systems: list[Any]) -> bool:
         """Whether these are the counts of the cells of ``universes`` x ``systems``, in that order."""
         return self.universes == list(universes) and self.systems == list(systems)
 
@@ -143,7 +143,7 @@ def ratio(compliant: np.ndarray, labels: np.ndarray, out: np.ndarray | None = No
         return cast("np.ndarray", np.divide(compliant, labels, out=out, dtype=np.float64))
 
 
-def case_counts(included: pd.DataFrame, universes: list, systems: list, *,
+def case_counts(included: pd.DataFrame, universes: list[Any], systems: list[Any], *,
                 reuse: CaseCounts | None = None) -> CaseCounts:
     """Counts for the cells (universe u, system s) in row u * len(systems) + s.
 

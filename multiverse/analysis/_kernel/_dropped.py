@@ -10,6 +10,7 @@ instead of a shorter curve.
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -23,7 +24,7 @@ __all__ = ["dropped_notes"]
 _SHOWN = 10  # ids listed in a note; the count is always whole
 
 
-def _ids(values: list) -> str:
+def _ids(values: list[Any]) -> str:
     shown = ", ".join(map(str, values[:_SHOWN]))
     return shown + (f" and {len(values) - _SHOWN} more" if len(values) > _SHOWN else "")
 

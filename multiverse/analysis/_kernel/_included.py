@@ -8,7 +8,7 @@ agreement all start from it, so a row counts alike in all.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -90,7 +90,7 @@ def _derived_universe_ids(rows: pd.DataFrame, axes: list[str]) -> np.ndarray:
     return cast("np.ndarray", universe_ids(rows, axes).to_numpy(dtype=object))  # the ids tables.universe_ids gives
 
 
-def resampled_rows(verdicts: pd.DataFrame, axes: Sequence[str], *, universes: Sequence | None = None) -> pd.DataFrame:
+def resampled_rows(verdicts: pd.DataFrame, axes: Sequence[str], *, universes: Sequence[Any] | None = None) -> pd.DataFrame:
     """The counted rows with only what a case resample reads: universe_id, system, case_id and compliant.
 
     The axis columns are read only to derive universe ids a table lacks; a big table's other

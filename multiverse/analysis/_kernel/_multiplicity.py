@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 __all__ = ["adjust_tests", "holm"]
 
 
-def _family(tests: list[dict], statistics: list[str]) -> str:
+def _family(tests: list[dict[str, Any]], statistics: list[str]) -> str:
     kinds = Counter(t["kind"] for t in tests)
     parts = []
     if kinds.get("rate"):
@@ -50,7 +51,7 @@ def holm(p: Sequence[float] | np.ndarray) -> list[float]:
     return [float(v) for v in out]
 
 
-def adjust_tests(tests: list[dict]) -> dict | None:
+def adjust_tests(tests: list[dict[str, Any]]) -> dict[str, Any] | None:
     """Add ``p_holm`` beside every ``p`` in the tests' ``statistics``; describe the family.
 
     ``tests`` are :meth:`JointTest.to_dict` entries (changed in place).

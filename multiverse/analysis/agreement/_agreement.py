@@ -73,7 +73,7 @@ _DIFFERENCES = ("bias", "mean_difference")
 
 
 def pair_matrix(
-    pairs: pd.DataFrame, *, value: str, a: str = "a", b: str = "b", options: Sequence | None = None
+    pairs: pd.DataFrame, *, value: str, a: str = "a", b: str = "b", options: Sequence[Any] | None = None
 ) -> pd.DataFrame:
     """Options x options matrix of one pairwise measure from tidy pair rows.
 
@@ -237,7 +237,7 @@ def _counted_rows(verdicts: pd.DataFrame, axes: list[str]) -> tuple[Rows, np.nda
     return Rows(verdicts, included_rows(verdicts)), compliant
 
 
-def _options_notes(axis: str, options: list, scores: dict[str, Any] | None) -> list[str]:
+def _options_notes(axis: str, options: list[Any], scores: dict[str, Any] | None) -> list[str]:
     if len(options) >= 2:
         return []
     if scores is not None and not options:
@@ -269,7 +269,7 @@ def _judged_rows(verdicts: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
     return verdicts.loc[rows, list(dict.fromkeys(columns))].reset_index(drop=True)
 
 
-def _criterion_labels(criteria: pd.DataFrame) -> tuple[tuple[pd.Index, int | None], list, np.ndarray, np.ndarray, list]:
+def _criterion_labels(criteria: pd.DataFrame) -> tuple[tuple[pd.Index, int | None], list[Any], np.ndarray, np.ndarray, list[Any]]:
     """Judgment x criterion label arrays (1 true, 0 false, -1 missing) from the first judge sample.
 
     Returns the judgment keys (row index; with their width when read as numbers,
@@ -299,7 +299,7 @@ def _criterion_labels(criteria: pd.DataFrame) -> tuple[tuple[pd.Index, int | Non
     compliant = applicable.copy()
     applicable[judgment, criterion] = applicable_flags != 0
     compliant[judgment, criterion] = compliant_flags
-    permissible: list = [None] * len(names)
+    permissible: list[Any] = [None] * len(names)
     if "permissible" in criteria.columns:
         # permissible belongs to the criterion, so any one row of each criterion tells it.
         some_row = np.full(len(names), -1)
@@ -311,7 +311,7 @@ def _criterion_labels(criteria: pd.DataFrame) -> tuple[tuple[pd.Index, int | Non
 
 def _per_criterion(
     verdicts: pd.DataFrame, criteria: pd.DataFrame, axes: list[str], others: list[str],
-    axis: str, options: list, by_transcript: bool, notes: list[str], small: list[str],
+    axis: str, options: list[Any], by_transcript: bool, notes: list[str], small: list[str],
 ) -> list[dict[str, Any]]:
     # A scored judge call's row holds one score, not a criterion's labels (agreement on scores has its own section).
     scored = criteria["criterion"].isin(list(SCORE_CRITERIA.values())).to_numpy(dtype=bool, na_value=False)

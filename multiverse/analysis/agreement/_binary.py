@@ -103,7 +103,7 @@ def _patterns(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (codes[:, None] // powers % 3 - 1).astype(np.int8), counts
 
 
-def _pairs(patterns: np.ndarray, counts: np.ndarray, options: list, notes: list[str], what: str,
+def _pairs(patterns: np.ndarray, counts: np.ndarray, options: list[Any], notes: list[str], what: str,
            small: list[str]) -> list[dict[str, Any]]:
     """Pair rows of the label matrix given by ``_patterns``; pairs on fewer than ``SMALL`` units are
     appended to ``small`` (and noted one by one for the transcript-level pairs)."""
@@ -152,7 +152,7 @@ def _pairs(patterns: np.ndarray, counts: np.ndarray, options: list, notes: list[
     return pairs
 
 
-def binary_summary(labels: np.ndarray, options: list, notes: list[str], what: str,
+def binary_summary(labels: np.ndarray, options: list[Any], notes: list[str], what: str,
              small: list[str]) -> dict[str, Any]:
     patterns, counts = _patterns(labels)
     alpha = _krippendorff_alpha(patterns, counts)

@@ -147,7 +147,7 @@ def _units(scored: pd.DataFrame, axes: Sequence[str], axis: str, option: np.ndar
     return matrix, case, "transcript" if by_transcript else "system, case and replicate"
 
 
-def option_codes(column: pd.Series) -> tuple[np.ndarray, list]:
+def option_codes(column: pd.Series) -> tuple[np.ndarray, list[Any]]:
     """An axis's options in sorted order (as plain values) and each row's code: pairs (a, b) whatever the row order.
 
     In order of first appearance, a table with its rows reversed compared (b, a)
@@ -229,7 +229,7 @@ def score_agreement(
     }
 
 
-def _at_cuts(matrix: np.ndarray, options: list, cuts: Sequence[float], notes: list[str]) -> list[dict[str, Any]]:
+def _at_cuts(matrix: np.ndarray, options: list[Any], cuts: Sequence[float], notes: list[str]) -> list[dict[str, Any]]:
     """Binary agreement on the labels score >= cut, one entry per distinct cut in increasing order."""
     out = []
     for cut in sorted({float(c) for c in cuts if np.isfinite(c)}):

@@ -25,7 +25,7 @@ no spread to agree beyond chance on.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from scipy import special
@@ -159,7 +159,7 @@ def icc(scores: np.ndarray) -> dict[str, float | int]:
 
 
 def mean_difference(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray,
-                    cases: Sequence | np.ndarray, *, level: float = 0.95) -> dict[str, float | int]:
+                    cases: Sequence[Any] | np.ndarray, *, level: float = 0.95) -> dict[str, float | int]:
     """The mean of a - b over the units both judges scored, with a t interval clustered by case.
 
     The standard error is the cluster-robust one of a mean (CR1: the sum over

@@ -297,7 +297,7 @@ def _enough_labels(v: pd.DataFrame, labels: pd.Series, source: str) -> pd.DataFr
                          "rollout": labelled["_rollout"].to_numpy(int)})
 
 
-def _anchored_cells(judged: pd.DataFrame, labelled: pd.Series, alpha: float) -> tuple[pd.DataFrame, dict]:
+def _anchored_cells(judged: pd.DataFrame, labelled: pd.Series, alpha: float) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Per universe x system sums, and the anchored and humans-only rates with their intervals.
 
     A share (0/1 values) takes ``ppi_binary`` and Wilson; a mean of rescaled
@@ -385,7 +385,7 @@ def _kappa(agree: pd.DataFrame) -> list[float | None]:
     return [float(k) if np.isfinite(k) else None for k in kappa]
 
 
-def _design_effects(judged: pd.DataFrame, labelled: pd.Series, sums: pd.DataFrame, moments: tuple,
+def _design_effects(judged: pd.DataFrame, labelled: pd.Series, sums: pd.DataFrame, moments: tuple[Any, ...],
                     lam: np.ndarray) -> np.ndarray:
     """Each universe x system's design effect (``ppi_interval.design_effects``); 1 where no case has replicates."""
     cell = judged.groupby(["universe_id", "system"], sort=False).ngroup().to_numpy()  # the order of ``sums``
@@ -397,7 +397,7 @@ def _design_effects(judged: pd.DataFrame, labelled: pd.Series, sums: pd.DataFram
                           judged["_f"].to_numpy(float), lam, n, big_n, sum_y, sum_f, sum_fu)
 
 
-def _shares(hits: np.ndarray, total: np.ndarray, level: float) -> tuple[list, list]:
+def _shares(hits: np.ndarray, total: np.ndarray, level: float) -> tuple[list[Any], list[Any]]:
     with np.errstate(divide="ignore", invalid="ignore"):
         share = hits / total
     low, high = wilson(share, total, level)
@@ -414,7 +414,7 @@ def calibration_document(calibration: Calibration, alpha: float) -> dict[str, An
     per system and configuration when it is the same in all, else null).
     """
 
-    def records(frame: pd.DataFrame) -> list[dict]:
+    def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
         out = []
         for record in frame.astype(object).to_dict("records"):
             out.append({k: (list(x) if isinstance(x, tuple) else _plain(x)) for k, x in record.items()})

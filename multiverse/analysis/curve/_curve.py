@@ -296,7 +296,7 @@ def indicator_matrix(curve: pd.DataFrame, axes: Sequence[str]) -> pd.DataFrame:
     )
 
 
-def _primary_entry(frame: pd.DataFrame, value: str, extra: Iterable[str]) -> dict | None:
+def _primary_entry(frame: pd.DataFrame, value: str, extra: Iterable[str]) -> dict[str, Any] | None:
     hit = frame[frame["is_primary"]]
     if hit.empty:
         return None
@@ -318,7 +318,7 @@ def _primary_entry(frame: pd.DataFrame, value: str, extra: Iterable[str]) -> dic
     }
 
 
-def curve_summary(curve: pd.DataFrame, *, tests: Sequence[JointTest] = ()) -> dict:
+def curve_summary(curve: pd.DataFrame, *, tests: Sequence[JointTest] = ()) -> dict[str, Any]:
     """A JSON-able summary of a specification curve and its joint tests.
 
     ``curve`` is a :func:`spec_curve` frame (any number of systems); ``tests``

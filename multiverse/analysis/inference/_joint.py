@@ -199,7 +199,7 @@ class JointTest:
     def n_universes(self) -> int:
         return len(self.effects)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-able summary (no arrays); NaN becomes None."""
         effect = self.effects["effect"].to_numpy()
         out: dict[str, Any] = {
@@ -273,7 +273,7 @@ def _run(
     direction: int,
     band_level: float,
     band_offset: float,
-) -> tuple[int, dict, dict, np.ndarray, pd.DataFrame]:
+) -> tuple[int, dict[str, Any], dict[str, Any], np.ndarray, pd.DataFrame]:
     """Shared engine: the observed statistics, the null's, p-values and the null band."""
     z_crit = special.ndtri(1.0 - alpha / 2.0)  # the normal quantile (norm.ppf is ndtri)
     sign, obs = curve_statistics(observed_effect[None, :], observed_z[None, :], z_crit, direction)

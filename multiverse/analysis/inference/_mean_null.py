@@ -55,7 +55,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -333,7 +333,7 @@ class MeanNull:
             sums += np.where(self.n_uc > replicate, value, 0.0)
         return sums
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         """The fit, for a document: dispersion and intra-case correlations."""
         return {"dispersion": float(self.dispersion),
                 "intra_case_correlation": {"between_universes": float(self.rho_between),

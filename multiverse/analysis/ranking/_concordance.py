@@ -214,7 +214,7 @@ def _enough_shared(taus: np.ndarray, rated: np.ndarray, first: np.ndarray,
     return taus, (rated[first] & rated[second]).sum(1) >= MIN_SHARED
 
 
-def tau_summary(matrix: np.ndarray, codes: np.ndarray, axes: list[str], universes: list,
+def tau_summary(matrix: np.ndarray, codes: np.ndarray, axes: list[str], universes: list[Any],
                 max_matrix: int) -> dict[str, Any]:
     """Mean tau over universe pairs sharing at least MIN_SHARED systems, per axis over such pairs
     that differ only in that axis, and (for at most ``max_matrix`` universes) the full tau matrix

@@ -61,7 +61,7 @@ Ties = Literal["split", "count"]
 # --------------------------------------------------------------------------- ranks
 
 
-def _rate_matrix(rates: pd.DataFrame) -> tuple[np.ndarray, list, list]:
+def _rate_matrix(rates: pd.DataFrame) -> tuple[np.ndarray, list[Any], list[Any]]:
     """Universe x system rate matrix (NaN where a system has no included transcript)."""
     u_codes, universes = pd.factorize(rates["universe_id"])
     s_codes, systems = pd.factorize(rates["system"])
@@ -120,7 +120,7 @@ def _rank_shares(matrix: np.ndarray, ties: Ties) -> np.ndarray:
 # --------------------------------------------------------------------------- flips and order
 
 
-def _option_codes(rates: pd.DataFrame, axes: list[str], universes: list) -> tuple[np.ndarray, list[list]]:
+def _option_codes(rates: pd.DataFrame, axes: list[str], universes: list[Any]) -> tuple[np.ndarray, list[list[Any]]]:
     """Universe x axis matrix of option codes, and per axis the option names the codes index."""
     options = rates.drop_duplicates("universe_id").set_index("universe_id").loc[universes, axes]
     codes = np.zeros((len(universes), len(axes)), dtype=int)
@@ -147,8 +147,8 @@ def _top_keys(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _flips(
-    matrix: np.ndarray, codes: np.ndarray, axes: list[str], universes: list,
-    systems: list, primary: int, option_names: list[list],
+    matrix: np.ndarray, codes: np.ndarray, axes: list[str], universes: list[Any],
+    systems: list[Any], primary: int, option_names: list[list[Any]],
 ) -> list[dict[str, Any]]:
     """Every universe whose top differs from the primary's, with the smallest change that gives that top.
 
@@ -380,7 +380,7 @@ def rank_stability(rates: pd.DataFrame, *, axes: Sequence[str], primary: str | N
     }
 
 
-def _primary_index(primary: str | None, universes: list, notes: list[str]) -> int | None:
+def _primary_index(primary: str | None, universes: list[Any], notes: list[str]) -> int | None:
     """The primary universe's row, or None when none is declared (said in ``notes``); refuses an unknown id."""
     if primary is None and len(universes) == 1:
         return 0  # a single universe is the audit as given: there is nothing to choose
@@ -445,7 +445,7 @@ def _coverage_notes(rated: np.ndarray, n_systems: int) -> list[str]:
             "distribution are shares of all universes, and a system's rank shares sum to its coverage"]
 
 
-def _kendall_w_block(matrix: np.ndarray, rated: np.ndarray, universes: list, systems: list,
+def _kendall_w_block(matrix: np.ndarray, rated: np.ndarray, universes: list[Any], systems: list[Any],
                      notes: list[str]) -> dict[str, Any]:
     """Kendall's W over the largest block of universes x systems all rated, with notes on that block."""
     rows, columns, exhaustive = largest_complete_block(matrix)
@@ -465,7 +465,7 @@ def _kendall_w_block(matrix: np.ndarray, rated: np.ndarray, universes: list, sys
     return w
 
 
-def _primary_pairwise(included: pd.DataFrame, universe: Any, systems: list, rated: np.ndarray, seed: int,
+def _primary_pairwise(included: pd.DataFrame, universe: Any, systems: list[Any], rated: np.ndarray, seed: int,
                       notes: list[str]) -> dict[str, Any]:
     """Paired tests between the systems the primary universe rates, with notes on the pairs left out."""
     in_primary = [systems[i] for i in np.flatnonzero(rated)]
@@ -480,8 +480,8 @@ def _primary_pairwise(included: pd.DataFrame, universe: Any, systems: list, rate
     return pairwise
 
 
-def _adjacent(primary_rates: np.ndarray, systems: list, above: np.ndarray,
-              intervals: dict) -> list[dict[str, Any]]:
+def _adjacent(primary_rates: np.ndarray, systems: list[Any], above: np.ndarray,
+              intervals: dict[str, Any]) -> list[dict[str, Any]]:
     """Neighbours in the primary's order (systems it rates only), with P(a above b) and its interval."""
     order = np.argsort(np.nan_to_num(-primary_rates, nan=np.inf), kind="stable")
     order = order[~np.isnan(primary_rates[order])]

@@ -55,7 +55,7 @@ def top_shares(matrix: np.ndarray, ties: str) -> np.ndarray:
 
 
 def joint_bootstrap(
-    included: pd.DataFrame, *, universes: list, systems: list, primary: int | None,
+    included: pd.DataFrame, *, universes: list[Any], systems: list[Any], primary: int | None,
     resamples: int, seed: int = 0, ties: str = "split", level: float = 0.95, counts: CaseCounts | None = None,
 ) -> dict[str, Any]:
     """Case bootstrap shared by every universe: intervals for P(top), P(A above B) and primary ranks.
@@ -216,7 +216,7 @@ def _sign_flip_p(d: np.ndarray, flips: int, rng: np.random.Generator) -> float:
 
 
 def pairwise_tests(
-    included: pd.DataFrame, *, universe, systems: list, flips: int = 4000, seed: int = 0,
+    included: pd.DataFrame, *, universe, systems: list[Any], flips: int = 4000, seed: int = 0,
 ) -> dict[str, Any]:
     """Paired tests of rate(A) = rate(B) in one universe, with Holm-adjusted p-values over all pairs.
 

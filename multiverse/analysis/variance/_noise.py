@@ -37,7 +37,7 @@ from .._kernel import CaseCounts
 __all__ = ["balanced_sums", "balanced_sums_function", "noise_summary", "projection_sums"]
 
 
-def balanced_sums(frame: pd.DataFrame, columns: list[str], terms: list, y: np.ndarray) -> np.ndarray:
+def balanced_sums(frame: pd.DataFrame, columns: list[str], terms: list[Any], y: np.ndarray) -> np.ndarray:
     """Type-II sums of squares of each term and the residual, for each column of ``y`` (N x B).
 
     Exact on a full factorial with one rate per cell: the classical balanced
@@ -46,7 +46,7 @@ def balanced_sums(frame: pd.DataFrame, columns: list[str], terms: list, y: np.nd
     return balanced_sums_function(frame, columns, terms)(y)
 
 
-def balanced_sums_function(frame: pd.DataFrame, columns: list[str], terms: list
+def balanced_sums_function(frame: pd.DataFrame, columns: list[str], terms: list[Any]
                            ) -> Callable[[np.ndarray], np.ndarray]:
     """``balanced_sums`` with its layout worked out once, for many calls.
 
@@ -100,7 +100,7 @@ def balanced_sums_function(frame: pd.DataFrame, columns: list[str], terms: list
     return sums
 
 
-def _indicator_sums_function(frame: pd.DataFrame, columns: list[str], terms: list
+def _indicator_sums_function(frame: pd.DataFrame, columns: list[str], terms: list[Any]
                              ) -> Callable[[np.ndarray], np.ndarray]:
     """``balanced_sums`` with its group indicators built once (a grid with a combination missing or repeated)."""
     from scipy.sparse import csr_matrix
@@ -108,9 +108,9 @@ def _indicator_sums_function(frame: pd.DataFrame, columns: list[str], terms: lis
     n = len(frame)
     codes = {c: frame[c].cat.codes.to_numpy() for c in [*columns, "s"] if c in frame}
     sizes = {c: len(frame[c].cat.categories) for c in codes}
-    groups: dict[tuple, tuple] = {}
+    groups: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 
-    def group(key: tuple, code: np.ndarray, k: int) -> tuple:
+    def group(key: tuple[Any, ...], code: np.ndarray, k: int) -> tuple[Any, ...]:
         if key not in groups:
             indicator = csr_matrix((np.ones(n), (code, np.arange(n))), shape=(k, n))
             groups[key] = (indicator, np.bincount(code, minlength=k)[:, None])
@@ -127,7 +127,7 @@ def _indicator_sums_function(frame: pd.DataFrame, columns: list[str], terms: lis
             column = "s" if term.kind == "system" else term.formula[2:-1]
             plan.append(("main", group((column,), codes[column], sizes[column]), sizes[column]))
 
-    def means(g: tuple, y: np.ndarray) -> np.ndarray:
+    def means(g: tuple[Any, ...], y: np.ndarray) -> np.ndarray:
         return cast("np.ndarray", (g[0] @ y) / g[1])
 
     def sums(y: np.ndarray) -> np.ndarray:
@@ -148,7 +148,7 @@ def _indicator_sums_function(frame: pd.DataFrame, columns: list[str], terms: lis
     return sums
 
 
-def projection_sums(frame: pd.DataFrame, terms: list, groups: list[list] | None = None) -> _Projections:
+def projection_sums(frame: pd.DataFrame, terms: list[Any], groups: list[list[Any]] | None = None) -> _Projections:
     """A function of ``y`` (N x B) giving type-II sums of squares: one row per term, then one per
     group of terms (taken together), then the residual.
 
@@ -179,9 +179,9 @@ def projection_sums(frame: pd.DataFrame, terms: list, groups: list[list] | None 
         start += block.shape[1]
     gram = (x.T @ x).toarray()
     xt = x.T.tocsr()
-    cache: dict[frozenset, np.ndarray] = {}
+    cache: dict[frozenset[Any], np.ndarray] = {}
 
-    def basis(formulas: frozenset) -> np.ndarray:
+    def basis(formulas: frozenset[Any]) -> np.ndarray:
         """``W`` with ``b' G^+ b = ||W' b||^2`` over the columns of ``formulas`` (and the intercept)."""
         if formulas not in cache:
             columns = np.concatenate([spans["1"], *[spans[t.formula] for t in terms if t.formula in formulas]])
@@ -228,7 +228,7 @@ def noise_summary(
     counts: CaseCounts, rates: pd.DataFrame, names: list[str],
     sums: Callable[[np.ndarray], np.ndarray], resamples: int, seed: int, level: float = 0.95,
     combos: dict[str, list[int]] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Noise floor and intervals per row of ``sums`` (named by ``names``; the last is the residual),
     and per entry of ``combos`` (a name and the rows whose sums of squares it adds up). ``counts``:
     the case counts of ``rates``' cells (``case_counts`` of their universes x systems)."""

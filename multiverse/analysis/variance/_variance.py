@@ -58,7 +58,7 @@ def variance_decomposition(rates: pd.DataFrame, *, axes: Sequence[str]) -> pd.Da
     return _decompose(rates, list(axes))[0]
 
 
-def aliasing(rates: pd.DataFrame, axes: Sequence[str]) -> dict[str, list]:
+def aliasing(rates: pd.DataFrame, axes: Sequence[str]) -> dict[str, list[Any]]:
     """Axes the grid cannot tell apart, from the universe x system rows present.
 
     Returns {"aliased": [[axis, ...]], "nested": [{"axis", "within"}]}:
@@ -132,8 +132,8 @@ def variance_by_axis(decomposition: pd.DataFrame) -> pd.DataFrame:
 
 
 def variance_summary(decomposition: pd.DataFrame, *, negligible: float = 0.01,
-                     confounding: dict | None = None, groups: dict | None = None,
-                     noise: dict | None = None) -> list[str]:
+                     confounding: dict[str, Any] | None = None, groups: dict[str, Any] | None = None,
+                     noise: dict[str, Any] | None = None) -> list[str]:
     """Plain-language lines: which axes shift all rates and which re-rank systems.
 
     An axis whose interaction with ``system`` has the larger share mostly
@@ -196,7 +196,7 @@ def variance_summary(decomposition: pd.DataFrame, *, negligible: float = 0.01,
     return lines
 
 
-def _clipping_notes(terms: list[dict], by_axis: list[dict]) -> list[str]:
+def _clipping_notes(terms: list[dict[str, Any]], by_axis: list[dict[str, Any]]) -> list[str]:
     """Say which intervals beyond noise went past 100% before clipping (and drop the working flag)."""
     above = [f"term {str(r['term']).replace(':', ' x ')}" for r in terms if r.pop("clipped_above", False)]
     above += [f"axis {r['axis']} (main effect and interaction together)" for r in by_axis
@@ -281,7 +281,7 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
     }
 
 
-def _confounding_notes(confounding: dict[str, list]) -> list[str]:
+def _confounding_notes(confounding: dict[str, list[Any]]) -> list[str]:
     """One note per aliased group and per nested axis (``aliasing`` output)."""
     notes = [f"axes {', '.join(map(repr, group))} are aliased: each option of one goes with exactly "
              "one option of the other, so their effects cannot be separated (each alone shows 0%)"
@@ -326,7 +326,7 @@ class _ModelSums:
 
 
 def _model_sums(rates: pd.DataFrame, axes: list[str], *, balanced: bool,
-                confounding: dict[str, list]) -> _ModelSums:
+                confounding: dict[str, list[Any]]) -> _ModelSums:
     """The sums-of-squares function of the model, with a joint term for each aliased group's members."""
     from ._noise import balanced_sums_function, projection_sums
 
@@ -346,7 +346,7 @@ def _model_sums(rates: pd.DataFrame, axes: list[str], *, balanced: bool,
     return _ModelSums(frame, terms, group_terms, group_keys, function, total)
 
 
-def _aliased_group_shares(sums: _ModelSums, confounding: dict[str, list]) -> list[dict[str, Any]]:
+def _aliased_group_shares(sums: _ModelSums, confounding: dict[str, list[Any]]) -> list[dict[str, Any]]:
     """Each aliased group's joint main, interaction and total shares (0 when there is nothing to share)."""
     groups_out = [{"axes": group, "main": 0.0, "interaction": 0.0, "total": 0.0}
                   for group in confounding["aliased"]]
@@ -360,8 +360,8 @@ def _aliased_group_shares(sums: _ModelSums, confounding: dict[str, list]) -> lis
 
 
 def _noise_of_terms(rates: pd.DataFrame, sums: _ModelSums, by_axis: pd.DataFrame,
-                    terms_out: list[dict], resamples: int, seed: int,
-                    counts: CaseCounts) -> tuple[dict[str, Any], list[dict]]:
+                    terms_out: list[dict[str, Any]], resamples: int, seed: int,
+                    counts: CaseCounts) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Add each term's and each axis's noise fields to its row; return the noise settings and the axis rows."""
     from ._noise import noise_summary
 
@@ -379,7 +379,7 @@ def _noise_of_terms(rates: pd.DataFrame, sums: _ModelSums, by_axis: pd.DataFrame
     return {k: v for k, v in noise.items() if k not in ("terms", "combos")}, by_axis_rows
 
 
-def _noise_by_name(terms_out: list[dict], by_axis_rows: list[dict]) -> dict[str, dict]:
+def _noise_by_name(terms_out: list[dict[str, Any]], by_axis_rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """The rows with an interval beyond noise, by axis and for ``system``, as ``variance_summary`` reads them."""
     return {**{r["axis"]: r for r in by_axis_rows if "low" in r},
             **{r["term"]: r for r in terms_out if r["term"] == "system" and "low" in r}}
