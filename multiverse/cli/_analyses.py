@@ -185,6 +185,14 @@ def _print_grouped_agreement(grouped, axis: str) -> int:
         print_table(scored)
     if len(rows) > 1:
         print_table(rows)
+    for group in grouped.groups:  # a pairwise scale's verdicts, each group on its own
+        if group.document.verdicts is not None:
+            say(f"{grouped.by}={group.group}:")
+            print_verdict_agreement(group.document.verdicts)
+    # Each order entry names its own group (the judge, and the --by value inside it): one table of them all.
+    orders = [o for group in grouped.groups for o in group.document.orders or []]
+    if orders:
+        print_order_consistency(orders)
     return _print_notes(grouped.notes)
 
 

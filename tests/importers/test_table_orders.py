@@ -84,6 +84,16 @@ def test_each_judges_consistency_position_bias_and_kappa_between_orders_equal_pa
     assert orders["lean"]["position_bias"] > 0.7 > orders["fair"]["position_bias"]
     text = run_cli(["agreement", tmp_path / "run", "--axis", "order"]).ok()
     assert "judge=lean" in text and "judge=fair" in text and "position bias" in text
+    # The same through --by judge (issue 44's "one agreement --by judge"): each group's orders are that judge's,
+    # in the JSON and in the one table the text prints.
+    grouped = json.loads(run_cli(["agreement", tmp_path / "run", "--axis", "order", "--by", "judge", "--json"]).ok())
+    assert [g["group"] for g in grouped["groups"]] == sorted(orders, key=list(frame["judge"]).index)
+    for group in grouped["groups"]:
+        assert group["document"]["orders"] == [orders[group["group"]]]
+    by_text = run_cli(["agreement", tmp_path / "run", "--axis", "order", "--by", "judge"]).ok().splitlines()
+    for judge, want in expected.items():
+        row = next(line for line in by_text if line.startswith(f"judge={judge} ") and "  160  " in line).split()
+        assert [float(x) for x in row[2:4]] == [round(want["consistency"], 3), round(want["position_bias"], 3)]
 
 
 def test_an_axis_that_repeats_the_judgments_makes_no_groups_of_its_own(tmp_path):
