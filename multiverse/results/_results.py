@@ -403,7 +403,7 @@ class Results:
     @overload
     def agreement(self, axis: str | None = None, *, by: None = None) -> Analysis[AgreementDocument]: ...
     @overload
-    def agreement(self, axis: str | None = None, *, by: str) -> Analysis[GroupedDocument[Any]]: ...
+    def agreement(self, axis: str | None = None, *, by: str) -> Analysis[GroupedDocument]: ...  # type: ignore[type-arg]
     def agreement(self, axis: str | None = None, *, by: str | None = None) -> Analysis[Any]:
         """Agreement between the options of ``axis`` (default: the judge axis) on the same units; ``by``: one
         agreement per value of that axis, design factor or ``system`` (``results._grouped``)."""
@@ -449,7 +449,7 @@ class Results:
     def calibrate(self, human: str | os.PathLike[str] | pd.DataFrame, *, alpha: float = 0.05, by: None = None) -> CalibrationAnalysis: ...
     @overload
     def calibrate(self, human: str | os.PathLike[str] | pd.DataFrame, *, alpha: float = 0.05,
-                  by: str) -> Analysis[GroupedDocument[Any]]: ...
+                  by: str) -> Analysis[GroupedDocument]: ...  # type: ignore[type-arg]
     def calibrate(self, human: str | os.PathLike[str] | pd.DataFrame, *, alpha: float = 0.05,
                   by: str | None = None) -> Analysis[Any]:
         """Every universe x system rate anchored to human labels (PPI++), and each judge's accuracy against them.
