@@ -455,7 +455,7 @@ def test_missing_labels_are_excluded_and_counted_never_non_compliant(tmp_path, m
     assert "1 rows have a missing label" in err
     assert "imported 4 verdicts (1 with a missing label, excluded)" in stdout
     # One universe (no axes) is the audit as given: its own primary.
-    assert f"primary: {json.loads((out / 'manifest.json').read_text())['universes'][0]}" in stdout
+    assert f"primary: {json.loads((out / 'manifest.json').read_text())['universes'][0]['id']}" in stdout
     verdicts = pd.read_parquet(out / "verdicts.parquet").set_index(["system", "case_id"])
     assert verdicts.loc[("A", "i2"), "status"] == "excluded"
     assert verdicts.loc[("A", "i2"), "reason"] == "missing label"

@@ -97,7 +97,7 @@ CASES = [
     B("top_level_scalar.yaml", "top_level_scalar.yaml: expected a YAML mapping at the top level"),
     B("non_utf8.yaml", "non_utf8.yaml: expected UTF-8 text, found byte 0xe9 at offset 29"),
     # -- unknown keys
-    B("unknown_key_top.yaml", "unknown_key_top.yaml: judges (line 7): unknown key; expected one of: axes, concept, design"),
+    B("unknown_key_top.yaml", "unknown_key_top.yaml: judges (line 7): unknown key; expected one of: axes, batch, concept, design"),
     B("unknown_key_nested.yaml",
       "unknown_key_nested.yaml: judge.temprature (line 9): unknown key; expected one of: api_base, api_key_env, evidence_standard, model, order, params, samples, scale"),
     B("unknown_key_system.yaml", "unknown_key_system.yaml: systems.0.temperature (line 7): unknown key; expected one of: "),

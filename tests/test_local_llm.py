@@ -160,7 +160,7 @@ def test_local_model_runs_the_spec_end_to_end_over_http(tmp_path, monkeypatch):
     statuses = verdicts.status.value_counts().to_dict()
     print(
         f"local model: {seconds:.1f} s wall for the first run ({rollout['calls']} rollout calls for 4 transcripts "
-        f"shared by 4 universes; plan {planned['stages']['rollout']['calls']}, naive {planned['naive_calls']}), "
+        f"shared by 4 universes; plan {planned.stages['rollout'].calls}, naive {planned.naive_calls}), "
         f"{manifest['stages']['judge']['calls']} judge calls answered; verdicts {statuses}; "
         f"second run {again_seconds:.1f} s with 0 calls"
     )

@@ -20,7 +20,7 @@ from multiverse.tables import Manifest, read_manifest
 SOURCE_FIELDS = {"schema_version", "spec", "spec_file", "spec_hash", "created", "seconds", "source", "axis_stages",
                  "stages", "statuses", "failures", "tokens", "cost", "models_reported", "store", "simulated", "versions",
                  "scale", "warnings", "input", "estimator", "ci", "level", "rate", "losses", "dropped",
-                 "primary_declared"}
+                 "primary_declared", "unparsed"}
 
 
 def test_a_run_and_the_import_of_its_own_table_have_equal_manifests(sim_run, tmp_path):

@@ -250,7 +250,7 @@ def test_a_judge_that_only_sees_positions_shows_its_known_bias_and_inconsistency
     assert got["ties"] == 0 and got["favours_second"] == pytest.approx((1 - p_first) ** 2, abs=0.03)
 
 
-def test_readme_quotes_each_judges_row_as_the_committed_table_gives_it(tmp_path):
+def test_the_docs_page_quotes_each_judges_row_as_the_committed_table_gives_it(tmp_path):
     """The table is what its script writes, and README's per-judge rows are what agreement prints on it."""
     import importlib.util
 
@@ -266,7 +266,7 @@ def test_readme_quotes_each_judges_row_as_the_committed_table_gives_it(tmp_path)
              "--reference", "baseline", "--order", "order", "--axis", "judge", "--combine", "agree",
              "--out", tmp_path / "run"]).ok()
     printed = run_cli(["agreement", tmp_path / "run", "--axis", "order"]).ok().splitlines()
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Comparing judges on pairwise verdicts"):]
+    page = (REPO / "docs" / "guides" / "pairwise-judges.md").read_text(encoding="utf-8")
+    section = page[page.index("# Comparing judges on pairwise verdicts"):]
     quoted = [line.removeprefix("# ") for line in section.splitlines() if line.startswith("# judge=")]
     assert len(quoted) == 3 and all(line in printed for line in quoted), (quoted, printed)
