@@ -62,6 +62,11 @@ FLAGS = {
     "merge_look_alikes": "--merge-look-alikes",
     # a pairwise table's orders and three-way verdicts (issue 44)
     "order": "--order", "verdict": "--verdict", "combine": "--combine",
+    "reference": "--reference", "cut": "--cut", "unparsed": "--unparsed", "rate": "--rate",
+    "blind_systems": "--blind-systems",
+    # grouped analyses and the Bradley-Terry ranking (issue 44)
+    "by": "--by", "method": "--method", "anchor": "--anchor", "prior": "--prior",
+    # Not "scale": the labelling sheet refuses a run's pairwise scale under that name, and `label` has no --scale.
 }
 
 _BACKTICKED = re.compile(r"`([a-z_]+)`")
@@ -101,7 +106,7 @@ def flag_message(message: str, param: str | None) -> str:
     it"), and the message is otherwise left alone. Else a message that starts with the parameter's name
     (``backend: expected local or dask``) starts with its flag instead
     (``--backend: ...``), and any other message is prefixed with the flag.
-    Without a known ``param`` the message is returned as it is.
+    Without a known ``param``, or when the message already starts with a flag, it is returned as it is.
     """
     if _SWITCHED_ON.search(message):
         return _SWITCHED_ON.sub(lambda m: FLAGS[m.group(1)], message)
@@ -109,7 +114,7 @@ def flag_message(message: str, param: str | None) -> str:
     if named:
         return _BACKTICKED.sub(lambda m: FLAGS.get(m.group(1), m.group(0)), message)
     flag = FLAGS.get(param or "")
-    if param is None or flag is None:
+    if param is None or flag is None or message.startswith("--"):  # the CLI's own errors already name their flags
         return message
     for name in dict.fromkeys((param, flag.lstrip("-"))):
         if message.startswith(name) and message[len(name):len(name) + 1] in (" ", ":"):

@@ -137,6 +137,6 @@ def test_a_table_without_transcript_keys_cannot_be_labelled_blind_and_says_so(tm
     run_cli(["import", "table", tmp_path / "grades.csv", "--system", "system", "--item", "case_id", "--label",
              "compliant", "--axis", "judge", "--out", tmp_path / "imported"]).ok()
     refused(*run_cli(["label", tmp_path / "imported", "--n", "10", "--out", tmp_path / "s.csv", "--blind-systems"]),
-            "blind_systems", "no transcript_key", "expected a run folder, or a table with a transcript_key column")
+            "--blind-systems: ", "no transcript_key", "expected a run folder, or a table with a transcript_key column")
     assert not (tmp_path / "s.csv").exists() and not (tmp_path / "s.html").exists()
     run_cli(["label", tmp_path / "imported", "--n", "10", "--out", tmp_path / "s.csv"]).ok()  # named: fine
