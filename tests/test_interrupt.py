@@ -317,6 +317,35 @@ def test_units_still_running_after_the_grace_are_abandoned_and_unclaimed(tmp_pat
     assert not interrupt.requested()
 
 
+def test_a_signal_another_thread_takes_still_stops_the_run(tmp_path):
+    """The kernel may hand the run's signal to any thread (to another one when the main thread already
+    has one pending: two signals sent back to back). Its C handler then runs there, and Python's handler
+    only once the main thread executes bytecode again: a main thread blocked on its results queue for
+    good never stopped (the second-signal CLI test hung, about one run in six)."""
+    from multiverse.work._units import build_work
+
+    with FakeServer(responder=audit_responder) as server:
+        spec = load_spec(write_spec(tmp_path / "taken.yaml", server.url, name="taken", cases_per_cell=3))
+    units = [c for c in build_work(spec).cases.values() if c.given is None]
+    store = Store(tmp_path / "store").open()
+    slow = 120.0
+    client = SlowClient(slow, threads=2)
+    executor = Executor(store, LocalThreads(client, jobs=2, attempt=_attempt), progress=False, grace=0.5)
+
+    def from_another_thread() -> None:  # this thread takes the signal, not the main one
+        client.all_started.wait(timeout=300)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+    sender = threading.Thread(target=from_another_thread, daemon=True)
+    started = time.monotonic()
+    with interrupt.stopping_on_signals(), pytest.raises(RunInterrupted, match="2 unit"):
+        sender.start()
+        executor.run("case", units)
+    assert time.monotonic() - started < slow  # the signal ended the stage, not the calls
+    assert client.started == 2
+    assert claims(store) == []
+
+
 def test_a_retry_backoff_ends_when_a_stop_is_asked_for(tmp_path):
     from multiverse.model._llm import LiteLLMClient as ModelClient
     from multiverse.spec import ModelConfig

@@ -23,11 +23,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["GRACE", "RunInterrupted", "cancel", "check", "forget", "request", "requested", "signals_held", "sleep",
+__all__ = ["GRACE", "WAKE", "RunInterrupted", "cancel", "check", "forget", "request", "requested", "signals_held", "sleep",
            "stopping_on_signals", "waking"]
 
 #: seconds the calls in flight get to finish after the first signal
 GRACE = 10.0
+
+#: the longest a run's main thread blocks without running Python's signal handlers. A signal's C-level
+#: handler may run in any thread: the kernel hands a process's signal to another one when the main thread
+#: already has one pending (two sent back to back), or the main thread takes it just before it blocks.
+#: Python runs the handler only when the main thread executes bytecode again, so a wait without a timeout
+#: can outlast any number of signals (a run that ignored SIGINT then SIGTERM until its calls ended).
+WAKE = 1.0
 
 _STOP = threading.Event()
 _DEPTH = 0

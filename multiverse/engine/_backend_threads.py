@@ -94,8 +94,9 @@ class LocalThreads:
         """(unit, failure) per unit as each finishes, from ``jobs`` daemon threads.
 
         The main thread blocks on the results queue until a unit ends, a thread exits or a stop is
-        asked for (:func:`~multiverse.core._interrupt.waking`): it never wakes to look at an empty
-        queue, so its CPU is per unit, not per tenth of a second of the stage."""
+        asked for (:func:`~multiverse.core._interrupt.waking`), so its CPU is per unit, not per tenth
+        of a second of the stage. It still wakes every :data:`~multiverse.core._interrupt.WAKE`
+        seconds, the only way a signal another thread took reaches Python's handler."""
         todo = _LaneQueue(units, self.pacer)
         done: queue.SimpleQueue[Any] = queue.SimpleQueue()
 
@@ -128,7 +129,10 @@ class LocalThreads:
         received, alive = 0, len(threads)
         with interrupt.waking(lambda: done.put(_WOKEN)):
             while received < len(units) and alive and not interrupt.requested():
-                item = done.get()
+                try:
+                    item = done.get(timeout=interrupt.WAKE)
+                except queue.Empty:
+                    continue
                 if item is _EXITED or item is _WOKEN:
                     alive -= item is _EXITED
                     continue
@@ -145,9 +149,9 @@ class LocalThreads:
         deadline = time.monotonic() + stage.grace
         while alive and time.monotonic() < deadline:
             try:
-                item = done.get(timeout=max(0.0, deadline - time.monotonic()))
+                item = done.get(timeout=min(interrupt.WAKE, max(0.0, deadline - time.monotonic())))
             except queue.Empty:
-                break
+                continue  # the loop's own test ends the grace
             if item is _EXITED or item is _WOKEN:
                 alive -= item is _EXITED
                 continue
