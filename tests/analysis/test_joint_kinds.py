@@ -289,6 +289,6 @@ def test_the_confidence_distribution_reads_each_data_set_as_the_data_are_read():
         assert np.allclose(expected, [var[one], between[one], within[one]])
     m = scored_world(np.random.default_rng(5), 0.2, kinds=("means",), n_cases=60, replicates=2)
     fit = fit_mean_null(m.included[0], m.compliant[0], m.squares[0])
-    _, up, across = fit._confidence(np.random.default_rng(0))
+    _, up, across = fit._confidence(np.random.default_rng(0), 0.2)
     for c in (up, across):
         assert np.all(np.diff(c) >= 0) and c[0] < 0.5 < c[-1]
