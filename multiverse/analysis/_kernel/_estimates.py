@@ -44,8 +44,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTRIBUTION",
-    "MEAN_ESTIMATORS",
     "FEW_OFF_EDGE",
+    "MEAN_ESTIMATORS",
     "NO_SPREAD",
     "SCALE_ENDS",
     "case_mean_interval",
