@@ -24,8 +24,10 @@ from hypothesis import strategies as st
 from multiverse.tables._tables import write_json, write_table
 
 
-def folder_of(tmp_path: Path, seed: int, *, n_cases: int = 48, replicates: int = 1) -> tuple[Path, pd.DataFrame]:
-    """Two judges x two evidence standards (axes) x three systems x cases in three subsets (a design factor)."""
+def folder_of(tmp_path: Path, seed: int, *, n_cases: int = 48, replicates: int = 1,
+              scored: bool = False) -> tuple[Path, pd.DataFrame]:
+    """Two judges x two evidence standards (axes) x three systems x cases in three subsets (a design factor);
+    ``scored``: each judge scores 1-5 (its universes read the mean) instead of a label."""
     rng = np.random.default_rng(seed)
     rows = []
     for system in ("atlas", "beacon", "comet"):
@@ -40,13 +42,22 @@ def folder_of(tmp_path: Path, seed: int, *, n_cases: int = 48, replicates: int =
                                      "system": system, "case_id": f"c{case:03d}", "subset": f"s{case % 3}",
                                      "replicate": replicate, "transcript_key": f"{system}-{case}-{replicate}",
                                      "judgment_key": f"{judge}-{evidence}-{system}-{case}-{replicate}",
-                                     "status": "ok", "compliant": said})
+                                     "status": "ok", "compliant": said,
+                                     "score": float(np.clip(3 + 2 * (2 * said - 1) * rng.random() + rng.normal(0, 0.7),
+                                                            1, 5).round()) if scored else np.nan})
     verdicts = pd.DataFrame(rows)
-    folder = tmp_path / f"run{seed}"
+    if scored:
+        verdicts["compliant"] = pd.array([pd.NA] * len(verdicts), dtype="boolean")
+    folder = tmp_path / f"run{seed}{'-scored' if scored else ''}"
     folder.mkdir()
     write_table(verdicts, folder, "verdicts")
-    write_json({"schema_version": 1, "axes": ["judge", "evidence"], "factors": ["subset"], "primary": "u-j1-strict"},
-               folder / "manifest.json")
+    manifest = {"schema_version": 2, "axes": ["judge", "evidence"], "factors": ["subset"], "primary": "u-j1-strict"}
+    if scored:
+        manifest["scale"] = {"type": "ordinal", "min": 1.0, "max": 5.0, "anchors": {}, "reference": None}
+        manifest["universes"] = [{"id": f"u-{j}-{e}", "label": f"judge={j} · evidence={e}",
+                                  "options": {"judge": j, "evidence": e}, "primary": (j, e) == ("j1", "strict"),
+                                  "scoring": {"estimator": "mean"}} for j in ("j1", "j2") for e in ("strict", "lenient")]
+    write_json(manifest, folder / "manifest.json")
     return folder, verdicts
 
 
@@ -68,7 +79,10 @@ def human_labels(verdicts: pd.DataFrame, path: Path, seed: int) -> Path:
     """People's labels of every case of every system (so each group of a factor or a judge holds at least 10)."""
     rng = np.random.default_rng(seed + 1)
     keys = verdicts[["system", "case_id"]].drop_duplicates().reset_index(drop=True)
-    keys["compliant"] = rng.random(len(keys)) < 0.6
+    if verdicts["score"].notna().any():
+        keys["score"] = rng.integers(1, 6, len(keys))
+    else:
+        keys["compliant"] = rng.random(len(keys)) < 0.6
     keys.to_csv(path, index=False)
     return path
 
@@ -112,8 +126,9 @@ def assert_each_group_is_its_filtered_folder(tmp_path, folder, command, by, extr
     ("ranking", "subset", ["--boot", "30"]), ("ranking", "judge", ["--boot", "30"]),
     ("calibrate", "subset", []), ("calibrate", "judge", []), ("calibrate", "system", []),
 ])
-def test_each_group_of_by_is_the_same_command_on_the_folder_filtered_to_it(tmp_path, command, by, extra):
-    folder, verdicts = folder_of(tmp_path, 5)
+@pytest.mark.parametrize("scored", [False, True])
+def test_each_group_of_by_is_the_same_command_on_the_folder_filtered_to_it(tmp_path, command, by, extra, scored):
+    folder, verdicts = folder_of(tmp_path, 5, scored=scored)
     if command == "calibrate":
         extra = ["--human", human_labels(verdicts, tmp_path / "human.csv", 5)]
     assert_each_group_is_its_filtered_folder(tmp_path, folder, command, by, extra)
