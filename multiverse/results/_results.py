@@ -23,7 +23,7 @@ from typing import Any, Literal, cast, overload
 
 import pandas as pd
 
-from multiverse.core import SCORE, SCORE_ESTIMATORS, universe_label
+from multiverse.core import universe_label
 from multiverse.errors import InputError
 from multiverse.results._analysis import (
     _SHOWN_UNIVERSES,
@@ -126,15 +126,7 @@ class Results:
             # What each row contributes to its universe's rate, read by every analysis (analysis.estimates).
             from multiverse.analysis import with_contributions
 
-            choices = self.scoring_choices()
-            if choices is None and {SCORE, "compliant"} <= columns and (v[SCORE].notna() & v["compliant"].notna()).any():
-                # Rows holding a score and a label that no estimator tells apart: the labels would be counted in
-                # place of the scores, silently (a pairwise tie labelled compliant counted as a win).
-                raise InputError(f"{self._manifest_name()}: estimator: the scale is {self.scale.type} and rows hold "
-                                 f"both a score and a label, but no universe says how they count: expected estimator "
-                                 f"{', '.join(SCORE_ESTIMATORS)} (per universe in universes[].scoring)",
-                                 param="estimator")
-            v = with_contributions(v, self.scale, choices)
+            v = with_contributions(v, self.scale, self.scoring_choices(), folder=self.out_dir)
         self.verdicts = v
         # A primary the verdicts do not hold cannot be singled out: no universe stands in for it.
         if self.primary is not None:
@@ -200,10 +192,6 @@ class Results:
     def scale(self) -> ScaleRecord:
         """The folder's (base spec's) scale: the manifest's, else the run's spec's, else binary (no scores)."""
         return self.scales.base
-
-    def _manifest_name(self) -> str:
-        folder = self.out_dir
-        return str(folder / "manifest.json") if folder is not None else "manifest"
 
     @property
     def scales(self) -> FolderScales:

@@ -168,11 +168,21 @@ def _row_ends(table: pd.DataFrame, ids: Any, scale: ScaleRecord) -> tuple[np.nda
     return ends[0], ends[1]
 
 
-def with_contributions(verdicts: pd.DataFrame, scale: ScaleRecord, choices: pd.DataFrame | None) -> pd.DataFrame:
+def with_contributions(verdicts: pd.DataFrame, scale: ScaleRecord, choices: pd.DataFrame | None, *,
+                       folder: Any = None) -> pd.DataFrame:
     """``verdicts`` with the ``contribution`` column, when a universe reads scores; unchanged otherwise.
 
-    Binary verdicts are never touched, so every analysis of them stays exactly as it was.
+    Binary verdicts are never touched, so every analysis of them stays exactly as it was. Rows of a scored
+    scale holding a score and a label that no estimator tells apart are refused (``folder``: where the
+    manifest lies, for the message): the labels would be counted in place of the scores, silently (a pairwise
+    tie labelled compliant counted as a win).
     """
+    if choices is None and scale.scored and {SCORE, "compliant"} <= set(verdicts.columns) \
+            and (verdicts[SCORE].notna() & verdicts["compliant"].notna()).any():
+        shown = f"{folder}/manifest.json" if folder is not None else "manifest"
+        raise InputError(f"{shown}: estimator: the scale is {scale.type} and rows hold both a score and a label, "
+                         f"but no universe says how they count: expected estimator {', '.join(SCORE_ESTIMATORS)} "
+                         "(per universe in universes[].scoring)", param="estimator")
     if choices is None or SCORE not in verdicts.columns:
         return verdicts
     return verdicts.assign(**{CONTRIBUTION: contributions(verdicts, scale, choices)})
