@@ -17,6 +17,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 from audit_server import audit_responder, fake_spec_document, task_of
@@ -308,3 +309,36 @@ def test_a_counted_plan_says_its_costs_are_direct_prices(tmp_path, monkeypatch):
                    store=tmp_path / "store")
     assert counted.stages["judge"].stored is None and counted.batch is None
     assert "the costs are direct prices: the batched roles (judge) pay litellm's batch price" in counted.notes[0]
+
+
+@pytest.mark.slow
+def test_a_batch_run_and_the_same_run_direct_give_the_same_tables_rates_and_curve(tmp_path):
+    """Batch mode is not a measurement choice: a batched run and the same spec sent directly, each on a store of
+    its own (so each pays for its answers), write the same universes, verdicts and rates, and print the same
+    curve (issue 42: the same data through two doors)."""
+    from cli_runner import run_cli
+
+    with BatchServer(audit_responder) as server:
+        batched = _spec(tmp_path, server.url, ["generator", "systems", "user", "judge"])
+        direct = _spec(tmp_path, server.url, [], name="direct.yaml")
+        _run(batched, tmp_path / "store-batch", tmp_path / "batch")
+        assert server.counts["chat"] == 0 and server.counts["batches"] > 0
+        _run(direct, tmp_path / "store-direct", tmp_path / "direct")
+        assert server.counts["chat"] == len(server.lines), "the direct run sent what the batches carried"
+    tables = {}
+    for name in ("batch", "direct"):
+        folder = tmp_path / name
+        manifest = json.loads((folder / "manifest.json").read_text())
+        tables[name] = (manifest["universes"], pd.read_parquet(folder / "verdicts.parquet"),
+                        pd.read_parquet(folder / "rates.parquet"))
+    (universes, verdicts, rates), (universes_d, verdicts_d, rates_d) = tables["batch"], tables["direct"]
+    assert universes == universes_d
+    pd.testing.assert_frame_equal(verdicts, verdicts_d)
+    pd.testing.assert_frame_equal(rates, rates_d)
+    assert rates["n"].sum() > 0
+    curves = []
+    for name in ("batch", "direct"):
+        code, out, err = run_cli(["curve", tmp_path / name, "--threshold", "0.5", "--boot", "99", "--json"])
+        assert code == 0, err
+        curves.append(json.loads(out))
+    assert json.dumps(curves[0], sort_keys=True) == json.dumps(curves[1], sort_keys=True)

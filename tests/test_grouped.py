@@ -99,7 +99,11 @@ def pairwise_run(tmp_path, seed: int = 3):
     write_table(frame.drop(columns=[CONTRIBUTION]).assign(score=frame[CONTRIBUTION]), folder, "verdicts")
     write_json({"schema_version": 1, "axes": ["judge"], "factors": ["subset"], "primary": "u-j1",
                 "scale": {"type": "pairwise", "min": 0.0, "max": 1.0, "anchors": {}, "reference": "beacon"},
-                "reference": "beacon"}, folder / "manifest.json")
+                "reference": "beacon",
+                # Each universe reads its scores as a win rate (a tie half a win), as an import records it.
+                "universes": [{"id": f"u-{judge}", "label": f"judge={judge}", "options": {"judge": judge},
+                               "primary": judge == "j1", "scoring": {"estimator": "win_rate"}} for judge in ("j1", "j2")]},
+               folder / "manifest.json")
     return folder, frame
 
 

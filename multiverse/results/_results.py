@@ -126,7 +126,7 @@ class Results:
             # What each row contributes to its universe's rate, read by every analysis (analysis.estimates).
             from multiverse.analysis import with_contributions
 
-            v = with_contributions(v, self.scale, self.scoring_choices())
+            v = with_contributions(v, self.scale, self.scoring_choices(), folder=self.out_dir)
         self.verdicts = v
         # A primary the verdicts do not hold cannot be singled out: no universe stands in for it.
         if self.primary is not None:

@@ -289,6 +289,71 @@ def test_the_confidence_distribution_reads_each_data_set_as_the_data_are_read():
         assert np.allclose(expected, [var[one], between[one], within[one]])
     m = scored_world(np.random.default_rng(5), 0.2, kinds=("means",), n_cases=60, replicates=2)
     fit = fit_mean_null(m.included[0], m.compliant[0], m.squares[0])
-    _, up, across = fit._confidence(np.random.default_rng(0))
+    _, up, across = fit._confidence(np.random.default_rng(0), 0.2)
     for c in (up, across):
         assert np.all(np.diff(c) >= 0) and c[0] < 0.5 < c[-1]
+
+
+@pytest.mark.parametrize("value, cases_off", [(0.5, 1), (1 / 9, 3), (0.5, 4)])
+def test_a_mean_from_few_cases_off_the_scales_end_holds_wilsons_interval_and_its_test_agrees(value, cases_off):
+    """A win rate of 0.014 from one tie among 36 cases had the t interval [0, 0.042]: 0.05 outside it, and the
+    count of a curve of win rates at t = 0.05 rejected 0.055-0.068 under a true null (its null, two points, never
+    read a universe significant low). Fewer than 5 cases off an end: the interval holds Wilson's at the cases."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    from multiverse.analysis._kernel import case_mean_interval, mean_interval
+
+    n_uc = np.ones((2, 36))
+    k_uc = np.zeros((2, 36))
+    k_uc[0, :cases_off] = value
+    k_uc[1, :8] = value  # 8 cases off the end: the t interval alone
+    se, low, high = case_mean_interval(n_uc, k_uc, 0.95)
+    mean = k_uc.sum(axis=1) / 36
+    wilson = proportion_confint(mean * 36, 36, alpha=0.05, method="wilson")
+    t = 2.0301079282503425  # Student's t, 35 df, 0.975
+    assert low[0] <= max(min(mean[0] - t * se[0], wilson[0][0]), 0.0) + 1e-12
+    assert high[0] >= max(mean[0] + t * se[0], wilson[1][0]) - 1e-12
+    assert np.isclose(low[1], max(mean[1] - t * se[1], 0.0)) and np.isclose(high[1], mean[1] + t * se[1])
+    # The rates table reads rows, the curve per-case sums: one interval.
+    rows = mean_interval(np.repeat([0, 1], 36), 2, np.tile(np.arange(36), 2), k_uc.ravel(), 0.95)
+    assert np.allclose(rows[2], low) and np.allclose(rows[3], high)
+    m = CaseMatrix(universes=pd.DataFrame({"universe_id": ["u0", "u1"]}), axes=(), systems=("s",),
+                   cases=pd.Index(range(36)), compliant=k_uc[None], included=n_uc[None], means=np.ones(2, bool),
+                   squares=(k_uc**2)[None])
+    curve = spec_curve(m, axes=[])
+    for threshold in (0.01, 0.03, 0.05, 0.08, 0.12, 0.2):
+        test = joint_curve_test(m, system="s", threshold=threshold, boot=39, seed=0)
+        assert test.observed["n_significant"] == _dominant_count(curve, threshold, test.direction), threshold
+
+
+def test_the_dependence_is_read_at_the_datas_own_mean_and_only_ever_widens_the_null():
+    """Under the null a skewed case effect whose few high cases a data set misses reads both lower and less
+    dependent (with 3 replicates at t = 0.1, 36 cases: a between-universe correlation of 0.08 where the truth is
+    0.24 in the data sets whose mean z fell in the null's lowest 2.5%, and Stouffer's Z rejected 0.062-0.065). The
+    confidence of the correlation is read among simulated data sets whose mean is the data's; a data set leaning
+    high never gets a narrower null than its estimate alone gives."""
+    from multiverse.analysis.inference._mean_null import _conditional_above, fit_mean_null
+
+    rng = np.random.default_rng(0)
+    means = rng.normal(0.1, 0.03, 400)
+    estimates = 0.25 + 2.0 * (means - 0.1) + rng.normal(0, 0.05, 400)
+    plain = float(np.mean(estimates > 0.12))
+    # The data's mean 0.05: estimates of sets with that mean centre on 0.15, so fewer read above 0.12 (0.72) than
+    # of all the sets (0.95), and the confidence distribution reaches a half at a larger correlation.
+    low = _conditional_above(estimates, means, 0.12, 0.05)
+    assert low == pytest.approx(np.mean(estimates + 2.0 * (0.05 - means) > 0.12), abs=0.06) and low < plain - 0.15
+    assert _conditional_above(estimates, means, 0.12, 0.16) == plain  # leaning high: never above the plain share
+    # Read beyond the means the sets reach, the line is held at their lowest.
+    assert _conditional_above(estimates, means, 0.12, -1.0) == _conditional_above(estimates, means, 0.12, means.min())
+    # On data: a data set that reads low gets a confidence distribution of the between correlation lying higher
+    # than the same data's estimate read without its mean (a null at least as wide).
+    world = np.random.default_rng(5)
+    for _ in range(40):
+        m = scored_world(world, 0.1, kinds=("means",), n_cases=36, replicates=3)
+        fit = fit_mean_null(m.included[0], m.compliant[0], m.squares[0])
+        if fit.pooled_mean < 0.06:
+            break
+    else:
+        pytest.fail("no data set leaning low in 40 draws")
+    grid, between, _ = fit._confidence(np.random.default_rng(1), 0.1)
+    assert np.interp(0.5, between, grid) > fit.rho_between

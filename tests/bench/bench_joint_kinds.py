@@ -7,6 +7,7 @@ tests/analysis/test_joint_kinds.py. Run:
     python tests/bench/bench_joint_kinds.py --json               # one JSON document
     python tests/bench/bench_joint_kinds.py --draws 1000 --full  # every mix x rate x cases x replicates
     python tests/bench/bench_joint_kinds.py --cells hard         # the cells that were above 0.06, and power
+    python tests/bench/bench_joint_kinds.py --cells span         # the other mixes at the corners of the range
 
 Each row: the share of ``--draws`` simulated multiverses (``scored_world``:
 4 judges scoring 1-10, one universe per judge and kind, all reading that
@@ -71,6 +72,18 @@ HARD_CELLS = [
     (("means", "cuts"), 0.1, 60, 1, 0.2),
 ]
 
+#: The corners the README's cells leave out for the other mixes: t = 0.02 and 0.5 with 30 and 120 cases, for
+#: each mix not spanned there (``--cells span``), and win rates with labels with 3 replicates.
+SPAN_CELLS = [
+    *[(kinds, t, n, 1, None) for kinds in (("shares",), ("cuts",), ("wins",), ("wins", "shares"), ("means", "cuts", "wins"))
+      for t in (0.02, 0.5) for n in (30, 120)],
+    (("wins", "shares"), 0.05, 36, 3, None),
+    (("wins", "shares"), 0.3, 36, 3, None),
+]
+
+#: The cells the table of 2026-12-07 19:57 read above 0.05 (200 draws), measured again at 400 (``--cells recheck``).
+RECHECK_CELLS = [(("means",), 0.1, 120, 1, None), (("wins", "shares"), 0.5, 30, 1, None)]
+
 
 def rejection_rates(kinds, t, n_cases, replicates, truth, draws: int, boot: int, seed: int = 0) -> list[float]:
     # Seed 0 is the README's first measurement; another seed draws other data sets and null curves.
@@ -88,13 +101,15 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=200)
     parser.add_argument("--boot", type=int, default=79, help="null draws per test (79: Bonferroni over 2 kinds resolves 0.05)")
     parser.add_argument("--full", action="store_true", help="every mix x rate x cases (30, 60, 120) x replicates (1, 3)")
-    parser.add_argument("--cells", choices=("readme", "hard"), default="readme",
-                        help="readme: README's table; hard: the cells that were above 0.06, and the power rows")
+    parser.add_argument("--cells", choices=("readme", "hard", "span", "recheck"), default="readme",
+                        help="readme: README's table; hard: the cells that were above 0.06, and the power rows; "
+                             "span: the other mixes at the corners of rates 0.02-0.5 and 30-120 cases; "
+                             "recheck: the cells of the last table above 0.05")
     parser.add_argument("--seed", type=int, default=0, help="0: the README's data sets; another: independent ones")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     cells = ([(k, t, n, r, None) for k, t, n, r in itertools.product(MIXES, RATES, (30, 60, 120), (1, 3))]
-             if args.full else HARD_CELLS if args.cells == "hard" else README_CELLS)
+             if args.full else {"hard": HARD_CELLS, "span": SPAN_CELLS, "recheck": RECHECK_CELLS}.get(args.cells, README_CELLS))
     started = time.time()
     rows = []
     for kinds, t, n_cases, replicates, truth in cells:

@@ -31,10 +31,12 @@ from ._cores import Parts, in_order
 from ._dropped import dropped_notes
 from ._estimates import (
     CONTRIBUTION,
+    FEW_OFF_EDGE,
     MEAN_ESTIMATORS,
     NO_SPREAD,
     case_mean_interval,
     contributions,
+    edge_cases,
     mean_interval,
     scoring_choices,
     with_contributions,
@@ -46,6 +48,7 @@ from ._multiplicity import adjust_tests, holm
 __all__ = [
     "CONTRIBUTION",
     "DENSE_LIMIT",
+    "FEW_OFF_EDGE",
     "MEAN_ESTIMATORS",
     "NO_SPREAD",
     "PIECE_ROWS",
@@ -68,6 +71,7 @@ __all__ = [
     "dense_codes",
     "design_effect",
     "dropped_notes",
+    "edge_cases",
     "first_appearances",
     "first_rows",
     "holm",

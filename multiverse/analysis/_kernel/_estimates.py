@@ -44,11 +44,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTRIBUTION",
+    "FEW_OFF_EDGE",
     "MEAN_ESTIMATORS",
     "NO_SPREAD",
     "SCALE_ENDS",
     "case_mean_interval",
     "contributions",
+    "edge_cases",
     "mean_interval",
     "scoring_choices",
     "with_contributions",
@@ -64,6 +66,10 @@ _CHOICE_COLUMNS = ("estimator", "cut", "ties")
 SCALE_ENDS = ("low", "high")
 #: A mean's standard error at or below this is rounding of sums of equal values: no spread at all.
 NO_SPREAD = 1e-12
+#: Fewest cases with a value off an end of the scale (above 0, or below 1, whichever are fewer) that a mean's
+#: standard error is trusted from; below it the interval holds the Wilson one at the number of cases too (as an
+#: ICC needs 5 labels of the rarer kind, and the means' null stands in two points with fewer than 5 rare cases).
+FEW_OFF_EDGE = 5
 
 
 def scoring_choices(manifest: Manifest | None, spec: SpecDocument | None) -> pd.DataFrame | None:
@@ -162,11 +168,21 @@ def _row_ends(table: pd.DataFrame, ids: Any, scale: ScaleRecord) -> tuple[np.nda
     return ends[0], ends[1]
 
 
-def with_contributions(verdicts: pd.DataFrame, scale: ScaleRecord, choices: pd.DataFrame | None) -> pd.DataFrame:
+def with_contributions(verdicts: pd.DataFrame, scale: ScaleRecord, choices: pd.DataFrame | None, *,
+                       folder: Any = None) -> pd.DataFrame:
     """``verdicts`` with the ``contribution`` column, when a universe reads scores; unchanged otherwise.
 
-    Binary verdicts are never touched, so every analysis of them stays exactly as it was.
+    Binary verdicts are never touched, so every analysis of them stays exactly as it was. Rows of a scored
+    scale holding a score and a label that no estimator tells apart are refused (``folder``: where the
+    manifest lies, for the message): the labels would be counted in place of the scores, silently (a pairwise
+    tie labelled compliant counted as a win).
     """
+    if choices is None and scale.scored and {SCORE, "compliant"} <= set(verdicts.columns) \
+            and (verdicts[SCORE].notna() & verdicts["compliant"].notna()).any():
+        shown = f"{folder}/manifest.json" if folder is not None else "manifest"
+        raise InputError(f"{shown}: estimator: the scale is {scale.type} and rows hold both a score and a label, "
+                         f"but no universe says how they count: expected estimator {', '.join(SCORE_ESTIMATORS)} "
+                         "(per universe in universes[].scoring)", param="estimator")
     if choices is None or SCORE not in verdicts.columns:
         return verdicts
     return verdicts.assign(**{CONTRIBUTION: contributions(verdicts, scale, choices)})
@@ -201,23 +217,48 @@ def mean_interval(target: np.ndarray, n_targets: int, case: np.ndarray, value: n
         t = stats.t.ppf(0.5 + level / 2, np.maximum(cases - 1, 1))
     low = np.where(cases > 1, np.clip(mean - t * se, 0.0, 1.0), np.where(n > 0, 0.0, np.nan))
     high = np.where(cases > 1, np.clip(mean + t * se, 0.0, 1.0), np.where(n > 0, 1.0, np.nan))
-    low, high = _without_spread(mean, se, cases, level, low, high)
+    case_sum = np.bincount(inverse, weights=value, minlength=len(pair))
+    case_n = np.bincount(inverse, minlength=len(pair)).astype(float)
+    off = np.minimum(*(np.bincount(pair_target, weights=side, minlength=n_targets)
+                       for side in _off_edges(case_n, case_sum)))
+    low, high = _without_spread(mean, se, cases, level, low, high, off < FEW_OFF_EDGE)
     return mean, se, low, high
 
 
-def _without_spread(mean: np.ndarray, se: np.ndarray, cases: np.ndarray, level, low: np.ndarray, high: np.ndarray
-                    ) -> tuple[np.ndarray, np.ndarray]:
+def _off_edges(n: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Whether each case's values (``n`` of them summing to ``k``) hold one above 0, and one below 1."""
+    slack = 1e-9 * np.maximum(n, 1.0)
+    return (n > 0) & (k > slack), (n > 0) & (k < n - slack)
+
+
+def edge_cases(n_tc: np.ndarray, k_tc: np.ndarray) -> np.ndarray:
+    """Per target (rows of (targets x cases) sums), how many cases hold a value above 0, or below 1, whichever
+    are fewer: under ``FEW_OFF_EDGE`` the mean's interval is held at least as wide as Wilson's."""
+    above, below = _off_edges(np.asarray(n_tc, float), np.asarray(k_tc, float))
+    return cast("np.ndarray", np.minimum(above.sum(axis=-1), below.sum(axis=-1)))
+
+
+def _without_spread(mean: np.ndarray, se: np.ndarray, cases: np.ndarray, level, low: np.ndarray, high: np.ndarray,
+                    few: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Where a mean's standard error is 0 or unknown (every case alike, or one case), the Wilson interval of
     its value at the number of cases: the spread of a two-point value, the widest a value in [0, 1] with that
     mean can have. A t interval there is a point (or all of [0, 1]); the joint tests' z is this interval's
-    score z (``mean_null``), so a universe counts as significant exactly when this interval excludes t."""
+    score z (``mean_null``), so a universe counts as significant exactly when this interval excludes t.
+
+    Where fewer than ``FEW_OFF_EDGE`` cases hold a value off an end of the scale (``few``), the standard error
+    exists but is read from those few cases: a win rate of 0.014 from one tie among 36 cases had the t interval
+    [0, 0.042], and 0.05 outside it. There the interval is the t interval widened to hold Wilson's."""
     from ._intervals import wilson
 
-    flat = ~(se > NO_SPREAD) & (cases > 0) & np.isfinite(mean)
+    known = (cases > 0) & np.isfinite(mean)
+    flat = ~(se > NO_SPREAD) & known
+    widen = np.asarray(few, bool) & known & ~flat
     levels = np.broadcast_to(np.asarray(level, float), mean.shape)
-    for value in np.unique(levels[flat]):
-        rows = flat & (levels == value)
-        low[rows], high[rows] = wilson(mean[rows], cases[rows], float(value))
+    for value in np.unique(levels[flat | widen]):
+        rows = (flat | widen) & (levels == value)
+        w_low, w_high = wilson(mean[rows], cases[rows], float(value))
+        low[rows] = np.where(flat[rows], w_low, np.minimum(low[rows], w_low))
+        high[rows] = np.where(flat[rows], w_high, np.maximum(high[rows], w_high))
     return low, high
 
 
@@ -239,5 +280,5 @@ def case_mean_interval(n_tc: np.ndarray, k_tc: np.ndarray, level: float) -> tupl
         t = stats.t.ppf(0.5 + np.asarray(level, float) / 2, np.maximum(cases - 1, 1))
     low = np.where(cases > 1, np.clip(mean - t * se, 0.0, 1.0), np.where(n > 0, 0.0, np.nan))
     high = np.where(cases > 1, np.clip(mean + t * se, 0.0, 1.0), np.where(n > 0, 1.0, np.nan))
-    low, high = _without_spread(mean, se, cases, level, low, high)
+    low, high = _without_spread(mean, se, cases, level, low, high, edge_cases(n_tc, k_tc) < FEW_OFF_EDGE)
     return se, low, high

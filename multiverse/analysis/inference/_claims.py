@@ -97,12 +97,13 @@ def rate_claim_tests(m: CaseMatrix, *, system: str, bound: float, side: str, lev
     if means.any():
         # A mean of scores is tested as the curve shows it: its t interval, cluster-robust by case (mean_null.mean_z,
         # the Wilson interval at the number of cases where nothing varies), not a share's binomial at an ICC of 1.
-        from .._kernel import case_mean_interval
+        from .._kernel import FEW_OFF_EDGE, case_mean_interval, edge_cases
         from ._mean_null import mean_z
 
         se = case_mean_interval(n_uc[means], k_uc[means], level)[0]
         cases = (n_uc[means] > 0).sum(axis=1)
-        z = mean_z(rate[means] - bound, np.where(np.isfinite(se), se, 0.0), cases, bound, level)
+        z = mean_z(rate[means] - bound, np.where(np.isfinite(se), se, 0.0), cases, bound, level,
+                   edge_cases(n_uc[means], k_uc[means]) < FEW_OFF_EDGE)
         upper[means], lower[means] = stats.norm.sf(z), stats.norm.cdf(z)
         n_eff[means] = cases
     p_hold, p_fail = (upper, lower) if side == "at_least" else (lower, upper)

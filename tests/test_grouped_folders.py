@@ -1,0 +1,146 @@
+"""``--by FACTOR`` against the folder filtered to each group (issue 42: where features meet, each number agrees).
+
+``agreement``, ``ranking`` and ``calibrate`` with ``--by`` print one analysis per value of an axis, a design
+factor or the system. Each group's document must be the document the same command prints for a folder holding
+that group's rows only. The filtered folder is written here from the folder's own tables with pandas (the
+verdicts' rows whose column holds the value, the criteria of their judgments), not through
+``results/_grouped.py``, so a group that saw other rows, lost some, or was read with another primary or scale
+would show as a difference.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from cli_runner import run_cli
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from multiverse.tables._tables import write_json, write_table
+
+
+def folder_of(tmp_path: Path, seed: int, *, n_cases: int = 48, replicates: int = 1,
+              scored: bool = False) -> tuple[Path, pd.DataFrame]:
+    """Two judges x two evidence standards (axes) x three systems x cases in three subsets (a design factor);
+    ``scored``: each judge scores 1-5 (its universes read the mean) instead of a label."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for system in ("atlas", "beacon", "comet"):
+        rate = rng.uniform(0.2, 0.9)
+        for case in range(n_cases):
+            for replicate in range(replicates):
+                truth = bool(rng.random() < rate)
+                for judge in ("j1", "j2"):
+                    for evidence in ("strict", "lenient"):
+                        said = truth if rng.random() < (0.85 if evidence == "strict" else 0.7) else not truth
+                        rows.append({"universe_id": f"u-{judge}-{evidence}", "judge": judge, "evidence": evidence,
+                                     "system": system, "case_id": f"c{case:03d}", "subset": f"s{case % 3}",
+                                     "replicate": replicate, "transcript_key": f"{system}-{case}-{replicate}",
+                                     "judgment_key": f"{judge}-{evidence}-{system}-{case}-{replicate}",
+                                     "status": "ok", "compliant": said,
+                                     "score": float(np.clip(3 + 2 * (2 * said - 1) * rng.random() + rng.normal(0, 0.7),
+                                                            1, 5).round()) if scored else np.nan})
+    verdicts = pd.DataFrame(rows)
+    if scored:
+        verdicts["compliant"] = pd.array([pd.NA] * len(verdicts), dtype="boolean")
+    folder = tmp_path / f"run{seed}{'-scored' if scored else ''}"
+    folder.mkdir()
+    write_table(verdicts, folder, "verdicts")
+    manifest = {"schema_version": 2, "axes": ["judge", "evidence"], "factors": ["subset"], "primary": "u-j1-strict"}
+    if scored:
+        manifest["scale"] = {"type": "ordinal", "min": 1.0, "max": 5.0, "anchors": {}, "reference": None}
+        manifest["universes"] = [{"id": f"u-{j}-{e}", "label": f"judge={j} · evidence={e}",
+                                  "options": {"judge": j, "evidence": e}, "primary": (j, e) == ("j1", "strict"),
+                                  "scoring": {"estimator": "mean"}} for j in ("j1", "j2") for e in ("strict", "lenient")]
+    write_json(manifest, folder / "manifest.json")
+    return folder, verdicts
+
+
+def filtered(folder: Path, column: str, value: str, into: Path) -> Path:
+    """The folder with only the verdict rows whose ``column`` is ``value`` (and their criteria), by pandas."""
+    into.mkdir()
+    verdicts = pd.read_parquet(folder / "verdicts.parquet")
+    kept = verdicts[verdicts[column].astype(str) == value].reset_index(drop=True)
+    kept.to_parquet(into / "verdicts.parquet", index=False)
+    if (folder / "criteria.parquet").exists():
+        criteria = pd.read_parquet(folder / "criteria.parquet")
+        criteria[criteria["judgment_key"].isin(set(kept["judgment_key"]))].to_parquet(into / "criteria.parquet",
+                                                                                          index=False)
+    shutil.copy(folder / "manifest.json", into / "manifest.json")
+    return into
+
+
+def human_labels(verdicts: pd.DataFrame, path: Path, seed: int) -> Path:
+    """People's labels of every case of every system (so each group of a factor or a judge holds at least 10)."""
+    rng = np.random.default_rng(seed + 1)
+    keys = verdicts[["system", "case_id"]].drop_duplicates().reset_index(drop=True)
+    if verdicts["score"].notna().any():
+        keys["score"] = rng.integers(1, 6, len(keys))
+    else:
+        keys["compliant"] = rng.random(len(keys)) < 0.6
+    keys.to_csv(path, index=False)
+    return path
+
+
+def printed(*argv) -> dict:
+    code, out, err = run_cli([*map(str, argv), "--json"])
+    assert code == 0, err
+    return json.loads(out)
+
+
+def assert_each_group_is_its_filtered_folder(tmp_path, folder, command, by, extra):
+    grouped = printed(command, folder, "--by", by, *extra)
+    values = sorted(str(v) for v in pd.read_parquet(folder / "verdicts.parquet")[by].unique())
+    assert grouped["by"] == by and sorted(str(g["group"]) for g in grouped["groups"]) == values
+    original = extra[extra.index("--human") + 1] if "--human" in extra else None
+    for group in grouped["groups"]:
+        part = filtered(folder, by, str(group["group"]), tmp_path / f"{command}-{by}-{group['group']}")
+        own = extra
+        if original:
+            # People's labels of the group's transcripts: a folder refuses labels of transcripts it does not hold.
+            seen = pd.read_parquet(part / "verdicts.parquet")[["system", "case_id"]].drop_duplicates()
+            pd.read_csv(original).merge(seen).to_csv(part / "human.csv", index=False)
+            own = [*extra[:extra.index("--human")], "--human", part / "human.csv"]
+        alone = printed(command, part, *own)
+        document = group["document"]
+        # The group's document is the filtered folder's, key for key (the printed JSON adds only printing keys).
+        assert set(document) <= set(alone), set(document) - set(alone)
+        for key, value in document.items():
+            if key == "notes":
+                continue
+            assert json.dumps(alone[key], sort_keys=True) == json.dumps(value, sort_keys=True), (by, group["group"], key)
+        # A note on the labels file as a whole is said once, beside the groups; every other note is the group's.
+        said = {note.replace(str(part / "human.csv"), "HUMAN") for note in alone.get("notes", [])}
+        once = {note.replace(str(original), "HUMAN") for note in grouped["notes"]} if original else set()
+        assert said - set(document.get("notes", [])) <= once, (by, group["group"])
+        assert set(document.get("notes", [])) <= said
+
+
+@pytest.mark.parametrize("command, by, extra", [
+    ("agreement", "subset", []), ("agreement", "system", []), ("agreement", "evidence", ["--axis", "judge"]),
+    ("ranking", "subset", ["--boot", "30"]), ("ranking", "judge", ["--boot", "30"]),
+    ("calibrate", "subset", []), ("calibrate", "judge", []), ("calibrate", "system", []),
+])
+@pytest.mark.parametrize("scored", [False, True])
+def test_each_group_of_by_is_the_same_command_on_the_folder_filtered_to_it(tmp_path, command, by, extra, scored):
+    folder, verdicts = folder_of(tmp_path, 5, scored=scored)
+    if command == "calibrate":
+        extra = ["--human", human_labels(verdicts, tmp_path / "human.csv", 5)]
+    assert_each_group_is_its_filtered_folder(tmp_path, folder, command, by, extra)
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000), replicates=st.integers(1, 2),
+       case=st.sampled_from([("agreement", "subset"), ("ranking", "evidence"), ("calibrate", "subset")]))
+def test_any_folder_any_group_agrees_with_its_filtered_folder(tmp_path_factory, seed, replicates, case):
+    tmp_path = tmp_path_factory.mktemp("by")
+    command, by = case
+    folder, verdicts = folder_of(tmp_path, seed, n_cases=36, replicates=replicates)
+    extra = (["--human", human_labels(verdicts, tmp_path / "human.csv", seed)] if command == "calibrate"
+             else ["--boot", "20"] if command == "ranking" else [])
+    assert_each_group_is_its_filtered_folder(tmp_path, folder, command, by, extra)
