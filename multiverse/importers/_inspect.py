@@ -52,7 +52,7 @@ from multiverse.core import RESERVED_NAMES, check_rate_direction
 from multiverse.errors import InputError
 from multiverse.importers._columns import write_judged_import
 from multiverse.importers._directory import check_ci
-from multiverse.importers._guard import checked_names, import_budget
+from multiverse.importers._guard import MAX_CASE_ID_CHARS, checked_names, import_budget
 from multiverse.importers._inspect_log import InspectLog, read_inspect_log
 from multiverse.importers._inspect_universes import Built, inspect_rates, inspect_verdicts, metric_notes
 from multiverse.importers._losses import ImportLosses
@@ -207,7 +207,8 @@ def _one_name_each(read: list[InspectLog], factors: list[str], merge: bool) -> N
     systems = checked_names([log.system for log in read], "eval.model (the systems)", merge=merge)
     judges = checked_names([j for log in read for j, _ in log.judges.values() if j is not None], "the judges",
                            merge=merge)
-    cases = checked_names([row.case_id for log in read for row in log.rows], "samples.id (the cases)", merge=merge)
+    cases = checked_names([row.case_id for log in read for row in log.rows], "samples.id (the cases)", merge=merge,
+                        limit=MAX_CASE_ID_CHARS)
     for log in read:
         log.system = systems[log.system]
         for row in log.rows:
