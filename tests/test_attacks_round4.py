@@ -116,3 +116,17 @@ def test_hostile_values_in_a_pairwise_table_are_refused_or_shown_escaped(tmp_pat
         if argv[0] == "agreement":  # what was imported is read: each judge's orders compared
             assert shown.returncode == 0, shown.stderr
         assert not any(ch in shown.stdout + shown.stderr for ch in RAW), argv
+
+
+@pytest.mark.parametrize("manifest", ["deep", "huge"])
+def test_an_eval_set_manifest_is_read_within_a_bound_and_any_nesting_is_one_line(tmp_path, manifest):
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "grader-a.eval").write_bytes((IMPORTERS / "inspect_logs" / "grader-a.eval").read_bytes())
+    # nested past the parser's depth (was `error: RecursionError`); 6 MB of padding (was read whole, any size)
+    text = "[" * 100_000 if manifest == "deep" else json.dumps({"tasks": [], "pad": "p" * 6 * 2**20})
+    (folder / "eval-set.json").write_text(text)
+    line = refused(run_cli(["import", "inspect", folder, "--out", tmp_path / "out"]), "eval-set.json")
+    assert ("expected Inspect's eval-set manifest" if manifest == "deep" else "expected a manifest of an eval set under 5 MB") \
+        in line
+    assert not (tmp_path / "out").exists()

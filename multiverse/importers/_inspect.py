@@ -48,7 +48,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from multiverse.core import RESERVED_NAMES, check_rate_direction
+from multiverse.core import RESERVED_NAMES, check_rate_direction, read_regular_file
 from multiverse.errors import InputError
 from multiverse.importers._columns import write_judged_import
 from multiverse.importers._directory import check_ci
@@ -179,9 +179,13 @@ def _log_paths(given: list[Path], losses: ImportLosses) -> tuple[list[Path], lis
         manifest = path / "eval-set.json"
         tasks = []
         if manifest.is_file():
+            # A list of tasks: a few KB. Read within a spec file's bound (a 300 MB manifest was read whole),
+            # and a manifest nested past the parser's depth is as unreadable as one that is not JSON.
+            data = read_regular_file(manifest, lambda problem: InputError(f"{manifest}: {problem}", param="logs"),
+                                     what="manifest of an eval set")
             try:
-                tasks = [str(t["task_id"]) for t in json.loads(manifest.read_text())["tasks"]]
-            except (OSError, ValueError, KeyError, TypeError):
+                tasks = [str(t["task_id"]) for t in json.loads(data)["tasks"]]
+            except (ValueError, KeyError, TypeError, RecursionError):
                 raise InputError(f"{manifest}: tasks: expected Inspect's eval-set manifest (a list of tasks with "
                                  "their task_id)", param="logs") from None
         if not tasks:
