@@ -181,7 +181,7 @@ def _log_paths(given: list[Path], losses: ImportLosses) -> tuple[list[Path], lis
         if manifest.is_file():
             # A list of tasks: a few KB. Read within a spec file's bound (a 300 MB manifest was read whole),
             # and a manifest nested past the parser's depth is as unreadable as one that is not JSON.
-            data = read_regular_file(manifest, lambda problem: InputError(f"{manifest}: {problem}", param="logs"),
+            data = read_regular_file(manifest, lambda problem, at=manifest: InputError(f"{at}: {problem}", param="logs"),
                                      what="manifest of an eval set")
             try:
                 tasks = [str(t["task_id"]) for t in json.loads(data)["tasks"]]
