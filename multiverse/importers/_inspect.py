@@ -43,7 +43,7 @@ key digests the system, sample, epoch and the solver's output text.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -164,6 +164,11 @@ def _scales(scale: Any) -> dict[str, tuple[float, float]]:
     return out
 
 
+def _refusal(path: Path) -> Callable[[str], InputError]:
+    """The refusal of a file read for the logs: its path, then the problem."""
+    return lambda problem: InputError(f"{path}: {problem}", param="logs")
+
+
 def _log_paths(given: list[Path], losses: ImportLosses) -> tuple[list[Path], list[str]]:
     """The logs named, an ``eval-set`` folder read as its tasks' logs (an earlier attempt of a task dropped)."""
     import json
@@ -181,8 +186,7 @@ def _log_paths(given: list[Path], losses: ImportLosses) -> tuple[list[Path], lis
         if manifest.is_file():
             # A list of tasks: a few KB. Read within a spec file's bound (a 300 MB manifest was read whole),
             # and a manifest nested past the parser's depth is as unreadable as one that is not JSON.
-            data = read_regular_file(manifest, lambda problem, at=manifest: InputError(f"{at}: {problem}", param="logs"),
-                                     what="manifest of an eval set")
+            data = read_regular_file(manifest, _refusal(manifest), what="manifest of an eval set")
             try:
                 tasks = [str(t["task_id"]) for t in json.loads(data)["tasks"]]
             except (ValueError, KeyError, TypeError, RecursionError):
