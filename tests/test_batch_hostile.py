@@ -216,7 +216,8 @@ def test_an_unknown_status_or_a_silent_provider_leaves_the_batch_in_flight_withi
     assert all(("unknown batch status" in r or "could not be polled" in r) and r"\x1b[2J" in r and "\x1b" not in r
                for r in report.unsettled.values()), report.unsettled
     with BatchServer(_answer, silent=True) as server:
-        calls, report = _send(server, Store(tmp_path / "b"), 2, timeout=0.5)
+        # 3 s: long enough for a loopback server to take a file on a loaded machine, short for a test of two looks
+        calls, report = _send(server, Store(tmp_path / "b"), 2, timeout=3)
         assert server.counts["polls"] == 2, "each look ended by the client's timeout"
     assert set(report.unsettled) == set(calls)
     assert all("could not be polled" in r for r in report.unsettled.values())
