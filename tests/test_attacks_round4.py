@@ -130,3 +130,17 @@ def test_an_eval_set_manifest_is_read_within_a_bound_and_any_nesting_is_one_line
     assert ("expected Inspect's eval-set manifest" if manifest == "deep" else "expected a manifest of an eval set under 5 MB") \
         in line
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("flag", ["--positive", "--negative", "--no-grade"])
+def test_a_label_value_that_is_not_text_is_one_line_naming_its_flag(tmp_path, flag):
+    # Bytes that are not UTF-8 on a command line arrive as a lone surrogate: comparing one with the
+    # label column ended in a UnicodeEncodeError traceback.
+    rows = [{"model": m, "item": f"i{i}", "label": ["yes", "no", "N/A"][i % 3]} for m in ("a", "b") for i in range(6)]
+    pd.DataFrame(rows).to_csv(tmp_path / "t.csv", index=False)
+    values = {"--positive": "yes", "--negative": "no", "--no-grade": "N/A"}
+    values[flag] = "n\udcffo"
+    argv = ["import", "table", tmp_path / "t.csv", "--system", "model", "--item", "item", "--label", "label",
+            *(part for option, value in values.items() for part in (option, value)), "--out", tmp_path / "out"]
+    refused(run_cli(argv), f"{flag}: 'n\\udcffo' is not text")
+    assert not (tmp_path / "out").exists()

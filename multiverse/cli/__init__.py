@@ -62,6 +62,8 @@ FLAGS = {
     "merge_look_alikes": "--merge-look-alikes",
     # a pairwise table's orders and three-way verdicts (issue 44)
     "order": "--order", "verdict": "--verdict", "combine": "--combine",
+    # what a grader's reply without a grade is, and how it counts
+    "no_grade": "--no-grade", "unparsed": "--unparsed",
 }
 
 _BACKTICKED = re.compile(r"`([a-z_]+)`")

@@ -52,7 +52,7 @@ from multiverse.importers._directory import check_ci, resolve_primary, write_imp
 from multiverse.importers._guard import MAX_CASE_ID_CHARS, MAX_NAME_CHARS, checked_names, import_budget
 from multiverse.importers._jsonl_table import JSONL_SUFFIXES, read_jsonl_table
 from multiverse.importers._losses import ImportLosses
-from multiverse.importers._table_labels import compliance_labels, mark_no_grade, no_grade_cells
+from multiverse.importers._table_labels import check_label_values, compliance_labels, mark_no_grade, no_grade_cells
 from multiverse.importers._table_orders import both_orders, pairwise_columns
 from multiverse.importers._table_scores import (
     check_score_arguments,
@@ -227,6 +227,8 @@ def import_table(
     merge = bool(merge_look_alikes)
     axis_values = {axis: _names(path, frame[axis], axis, merge) for axis in axes}
     systems = _names(path, frame[system], system, merge)
+    check_label_values(positive=[] if positive is None else [positive], negative=list(negative or []),
+                       no_grade=list(no_grade))
     column, ungraded = no_grade_cells(frame[label], no_grade)
     if score is None:
         scored = None
