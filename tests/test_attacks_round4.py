@@ -144,3 +144,15 @@ def test_a_label_value_that_is_not_text_is_one_line_naming_its_flag(tmp_path, fl
             *(part for option, value in values.items() for part in (option, value)), "--out", tmp_path / "out"]
     refused(run_cli(argv), f"{flag}: 'n\\udcffo' is not text")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_group_with_nothing_to_analyse_is_named_in_the_refusal(tmp_path):
+    # A design factor one of whose levels holds only the reference system's games (ties, left out): the
+    # refusal said "expected at least one row with status ok" of a run that has many.
+    frame = _games()
+    frame["topic"] = np.where(frame["model"] == "ref", "only-ref", "t0")
+    frame.to_csv(tmp_path / "games.csv", index=False)
+    run_cli(["import", "table", tmp_path / "games.csv", *PAIRWISE, "--factor", "topic", "--out", tmp_path / "run"]).ok()
+    for argv in (["ranking", "--by", "topic"], ["ranking", "--method", "bt", "--by", "topic"]):
+        refused(run_cli([argv[0], tmp_path / "run", *argv[1:]]), "by topic: group 'only-ref': verdicts:")
+    assert run_cli(["agreement", tmp_path / "run", "--axis", "order", "--by", "topic"]).ok()
