@@ -93,6 +93,7 @@ def test_a_promptfoo_name_too_long_to_show_is_refused(tmp_path, where):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("column", ["model", "judge", "item", "verdict", "order", "topic"])
 @pytest.mark.parametrize("value", ["\x01x", "\x1b[31mred", "a\ufffeb", "zero\u200bwidth", "\u202eevil", "", " ",
                                    "nan", "inf", "<script>alert(1)</script>", "a\nb"])

@@ -227,8 +227,7 @@ def import_table(
     merge = bool(merge_look_alikes)
     axis_values = {axis: _names(path, frame[axis], axis, merge) for axis in axes}
     systems = _names(path, frame[system], system, merge)
-    check_label_values(positive=[] if positive is None else [positive], negative=list(negative or []),
-                       no_grade=list(no_grade))
+    check_label_values(positive=positive, negative=negative, no_grade=no_grade)
     column, ungraded = no_grade_cells(frame[label], no_grade)
     if score is None:
         scored = None

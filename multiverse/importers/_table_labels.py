@@ -26,14 +26,15 @@ _FALSE = {"false", "0", "0.0"}
 _MISSING = {"nan", "na", "n/a", "null", "none", "<na>"}
 
 
-def check_label_values(**named: Sequence[Any]) -> None:
-    """Refuse a value of ``positive``, ``negative`` or ``no_grade`` that is not text a table can hold.
+def check_label_values(**named: Any) -> None:
+    """Refuse a value of ``positive``, ``negative`` or ``no_grade`` (one, None or several) that is not text a
+    table can hold.
 
     A command line's bytes that are not UTF-8 arrive as lone surrogates: no cell read from a file
     holds one, and comparing them with a column ended in a UnicodeEncodeError traceback.
     """
-    for option, values in named.items():
-        for value in values:
+    for option, given in named.items():
+        for value in [] if given is None else [given] if isinstance(given, str) else list(given):
             try:
                 str(value).encode("utf-8")
             except UnicodeEncodeError:
