@@ -221,3 +221,18 @@ def test_an_unknown_status_or_a_silent_provider_leaves_the_batch_in_flight_withi
         assert server.counts["polls"] == 2, "each look ended by the client's timeout"
     assert set(report.unsettled) == set(calls)
     assert all("could not be polled" in r for r in report.unsettled.values())
+
+
+def test_a_request_answered_ten_thousand_times_is_held_once_and_never_kept(tmp_path):
+    # under the file's bound (16 MB for two requests): each copy is counted, one is held in memory
+    def repeated(kind: str, data: bytes) -> bytes:
+        first, *rest = data.splitlines()
+        return (first + b"\n") * 10_000 + b"\n".join(rest) + b"\n"
+
+    with BatchServer(_answer, rewrite=repeated) as server:
+        store = Store(tmp_path / "store")
+        calls, report = _send(server, store, 2)
+    kept = _assert_kept_or_failed(store, calls, report)
+    assert [_number(calls[k]) for k in kept] == [1]
+    (reason,) = report.failed.values()
+    assert reason == "batch answered this request 10000 times; none kept"

@@ -292,8 +292,8 @@ class BatchSender:
             if cut:  # past what its requests can fill: a broken file, nothing of it is an answer
                 failed.update(dict.fromkeys(flight.calls, cut))
                 return {}, failed, 0.0
-            for key, line in read:
-                times[key] += 1
+            for key, (count, line) in read.items():
+                times[key] += count
                 lines[key] = {**line, "_kind": kind}
         for key, line in lines.items():
             if times[key] > 1:  # two answers to one request: neither is chosen, the request goes directly
@@ -320,19 +320,20 @@ class BatchSender:
             cost += completion.cost
         return answered, failed, cost
 
-    def _file(self, file_id: Any, flight: _InFlight) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
-        """A batch file's lines that answer a request of ``flight``, as (key, line); or why the file was cut.
+    def _file(self, file_id: Any, flight: _InFlight) -> tuple[str, dict[str, tuple[int, dict[str, Any]]]]:
+        """A batch file's lines that answer a request of ``flight``, as key -> (the lines naming it, the first);
+        or why the file was cut. A request named a million times holds one line in memory, not a million.
 
         The file is read as a stream, within ``MAX_LINE_BYTES`` per request it may answer: a line
         longer than that is skipped unread (its request is unanswered), and a file longer than that is
         cut, and none of it kept. A line that is not a JSON object naming a request sent answers nothing.
         """
         if not file_id:
-            return "", []
+            return "", {}
         limit = MAX_LINE_BYTES * len(flight.calls)
         content = load_litellm().file_content(file_id=str(file_id), stream=True, chunk_size=2**20,
                                               **flight.transport)
-        found: list[tuple[str, dict[str, Any]]] = []
+        found: dict[str, tuple[int, dict[str, Any]]] = {}
         total, buffer, skipping = 0, b"", False
         stream = content.stream_iterator
         try:
@@ -340,17 +341,17 @@ class BatchSender:
                 total += len(chunk)
                 if total > limit:
                     return (f"batch file {short_reason(str(file_id), 60)} is past {limit / 2**20:,.0f} MB "
-                            f"({MAX_LINE_BYTES // 2**20} MB a request); not read further, nothing of it kept"), []
+                            f"({MAX_LINE_BYTES // 2**20} MB a request); not read further, nothing of it kept"), {}
                 buffer += chunk
                 *whole, buffer = buffer.split(b"\n")
                 for raw in whole:
                     if not skipping:
-                        found.extend(_answer(raw, flight))
+                        _count(found, _answer(raw, flight))
                     skipping = False
                 if len(buffer) > MAX_LINE_BYTES:  # a line too long to be an answer: skipped to its end
                     buffer, skipping = b"", True
             if not skipping:
-                found.extend(_answer(buffer, flight))
+                _count(found, _answer(buffer, flight))
         finally:
             close = getattr(stream, "close", None)
             if callable(close):
@@ -385,6 +386,12 @@ class BatchSender:
             model_reported=storable_text(credentials.redact(str(body.get("model") or config.model), secrets)),
             usage=usage, cost=cost, seconds=seconds, attempts=1,
         )
+
+
+def _count(found: dict[str, tuple[int, dict[str, Any]]], answers: list[tuple[str, dict[str, Any]]]) -> None:
+    for key, line in answers:
+        count, first = found.get(key, (0, line))
+        found[key] = (count + 1, first)
 
 
 def _answer(raw: bytes, flight: _InFlight) -> list[tuple[str, dict[str, Any]]]:
