@@ -157,3 +157,14 @@ def test_a_group_with_nothing_to_analyse_is_named_in_the_refusal(tmp_path):
     for argv in (["ranking", "--by", "topic"], ["ranking", "--method", "bt", "--by", "topic"]):
         refused(run_cli([argv[0], tmp_path / "run", *argv[1:]]), "by topic: group 'only-ref': verdicts:")
     assert run_cli(["agreement", tmp_path / "run", "--axis", "order", "--by", "topic"]).ok()
+
+
+@pytest.mark.parametrize(("value", "shown"), [("", "an empty cell"), ("1e30", "'1e30'"), ("-1", "'-1'"),
+                                              ("nan", "'nan'"), ("\uff12", "'\uff12'")])
+def test_a_replicate_that_is_not_one_is_shown_as_the_file_holds_it(tmp_path, value, shown):
+    frame = _games()
+    frame["rep"] = "0"
+    frame.loc[frame.index[0], "rep"] = value
+    frame.to_csv(tmp_path / "games.csv", index=False)
+    refused(run_cli(["import", "table", tmp_path / "games.csv", *PAIRWISE, "--replicate", "rep", "--out",
+                     tmp_path / "out"]), f"rep: {shown} in data row 1; expected a whole number from 0 to 1,000,000")
