@@ -14,8 +14,15 @@ litellm reaches it as it reaches OpenAI: ``openai/<model>`` with ``api_base=serv
 ``failed`` with the provider's reason; ``expire`` answers the first
 ``answered`` lines and ends ``expired`` with the rest in the error file
 (``batch_expired``); ``partial`` ends ``completed`` with every line whose
-custom id ``fails(custom_id)`` answered with a 500 in the output file.
+custom id ``fails(custom_id)``, or whose body ``fails_body(body)``, answered with a 500 in the
+output file (their ids in ``failed_ids``).
 ``batch_responder`` (default: ``responder``) answers the lines of a batch.
+
+Hostile providers: ``rewrite(kind, data)`` replaces an ended batch's
+``output`` or ``error`` file as it is served (bytes, or an iterable of chunks
+sent until the client hangs up, for a file without end); ``status`` is a
+status every look answers instead of ending; ``silent`` answers no look at all
+(the connection is held until the server closes).
 
 Every request is counted (``counts``: chat, files, batches, polls, contents,
 and ``lines[custom_id]``: how many times a request was answered in a batch),
@@ -31,7 +38,7 @@ import itertools
 import json
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -73,6 +80,18 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, fake.look(parts[-1]))
         elif parts[-1] == "content" and parts[-3] == "files":
             data = fake.content(parts[-2])
+            if not isinstance(data, bytes):  # a stream: no length, sent until the reader hangs up
+                self.send_response(200)
+                self.send_header("Content-Type", "application/octet-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                try:
+                    for chunk in data:
+                        self.wfile.write(chunk)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                return
             self.send_response(200)
             self.send_header("Content-Type", "application/octet-stream")
             self.send_header("Content-Length", str(len(data)))
@@ -107,8 +126,14 @@ class BatchServer:
 
     def __init__(self, responder: Responder, *, ending: str = "complete", answered: int = 0,
                  fails: Callable[[str], bool] = lambda custom_id: False, hold: bool = False,
-                 batch_responder: Responder | None = None):
+                 batch_responder: Responder | None = None,
+                 rewrite: Callable[[str, bytes], bytes | Iterable[bytes]] | None = None, status: str | None = None,
+                 silent: bool = False, fails_body: Callable[[dict], bool] = lambda body: False):
         self.responder, self.ending, self.answered, self.fails = responder, ending, answered, fails
+        self.rewrite, self.status, self.silent, self.fails_body = rewrite, status, silent, fails_body
+        self.failed_ids: set[str] = set()
+        self._closing = threading.Event()
+        self._kinds: dict[str, str] = {}  # file id -> output or error
         self.batch_responder = batch_responder or responder
         self.counts: Counter = Counter()
         self.lines: Counter = Counter()
@@ -136,6 +161,7 @@ class BatchServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._closing.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -188,16 +214,22 @@ class BatchServer:
             self.counts["polls"] += 1
             batch = self._batches[batch_id]
         self.polled.set()
+        if self.silent:
+            self._closing.wait()
+            return batch
+        if self.status is not None:
+            return {**batch, "status": self.status}
         if batch["status"] in ("validating", "in_progress") and self._held.is_set():
             self._end(batch)
         elif batch["status"] == "validating":
             batch["status"] = "in_progress"
         return batch
 
-    def content(self, file_id: str) -> bytes:
+    def content(self, file_id: str) -> bytes | Iterable[bytes]:
         with self._lock:
             self.counts["contents"] += 1
-            return self._files[file_id]
+            data, kind = self._files[file_id], self._kinds.get(file_id)
+        return self.rewrite(kind, data) if self.rewrite is not None and kind is not None else data
 
     def _end(self, batch: dict) -> None:
         lines = [json.loads(line) for line in self._files[batch["input_file_id"]].splitlines() if line.strip()]
@@ -215,7 +247,8 @@ class BatchServer:
                 continue
             with self._lock:
                 self.lines[custom_id] += 1
-            if self.ending == "partial" and self.fails(custom_id):
+            if self.ending == "partial" and (self.fails(custom_id) or self.fails_body(line["body"])):
+                self.failed_ids.add(custom_id)
                 out.append({"id": f"req-{i}", "custom_id": custom_id, "error": None,
                             "response": {"status_code": 500, "request_id": f"r{i}",
                                          "body": {"error": {"message": "server error", "type": "server_error"}}}})
@@ -227,9 +260,11 @@ class BatchServer:
             if out:
                 batch["output_file_id"] = f"file-{next(self._ids)}"
                 self._files[batch["output_file_id"]] = "".join(json.dumps(o) + "\n" for o in out).encode()
+                self._kinds[batch["output_file_id"]] = "output"
             if errors:
                 batch["error_file_id"] = f"file-{next(self._ids)}"
                 self._files[batch["error_file_id"]] = "".join(json.dumps(e) + "\n" for e in errors).encode()
+                self._kinds[batch["error_file_id"]] = "error"
         failed = len(errors) + sum(1 for o in out if o["response"]["status_code"] != 200)
         batch["request_counts"] = {"total": len(lines), "completed": len(lines) - failed, "failed": failed}
         batch["status"] = "expired" if self.ending == "expire" else "completed"

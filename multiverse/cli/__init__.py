@@ -62,7 +62,7 @@ FLAGS = {
     "merge_look_alikes": "--merge-look-alikes",
     # a pairwise table's orders and three-way verdicts (issue 44)
     "order": "--order", "verdict": "--verdict", "combine": "--combine",
-    "reference": "--reference", "cut": "--cut", "unparsed": "--unparsed", "rate": "--rate",
+    "reference": "--reference", "cut": "--cut", "unparsed": "--unparsed", "no_grade": "--no-grade", "rate": "--rate",
     "blind_systems": "--blind-systems",
     # grouped analyses and the Bradley-Terry ranking (issue 44)
     "by": "--by", "method": "--method", "anchor": "--anchor", "prior": "--prior",

@@ -98,7 +98,9 @@ def rationale_criteria(verdicts: pd.DataFrame, rationales: Sequence[Any] | pd.Se
 
 
 def _shown(value: Any) -> str:
-    shown = repr(None if value is pd.NA else value)
+    if value is pd.NA:  # a blank cell: 'None' was shown, which the file does not hold
+        return "an empty cell"
+    shown = repr(value)
     return shown if len(shown) <= 40 else shown[:37] + "..."
 
 

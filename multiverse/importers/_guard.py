@@ -4,7 +4,8 @@
   refusals naming the option that raises the limit (``max_bytes``, ``max_rows``,
   ``max_transcript_bytes``);
 - :func:`checked_names`: names people read (systems, judges, options, factors,
-  criteria) hold no control or invisible character and no two look alike
+  criteria) hold no control or invisible character, fit a line of a figure
+  (``MAX_NAME_CHARS``; a case id ``MAX_CASE_ID_CHARS``), and no two look alike
   (UTS #39 skeletons), or look-alikes are merged when ``merge_look_alikes`` asks;
 - :func:`checked_transcripts`: every transcript fits one line the folder's reader reads;
 - :func:`check_storable`: the verdicts' numbers fit the columns that store them.
@@ -32,11 +33,15 @@ from multiverse.core import (
 )
 from multiverse.errors import InputError
 
-__all__ = ["MAX_REPLICATE", "check_storable", "checked_names", "checked_transcripts", "import_budget",
+__all__ = ["MAX_CASE_ID_CHARS", "MAX_NAME_CHARS", "MAX_REPLICATE", "check_storable", "checked_names", "checked_transcripts", "import_budget",
            "one_name_each", "text_only"]
 
 #: Replicates beyond this are a misread column, not epochs.
 MAX_REPLICATE = 1_000_000
+#: A system, judge, option, factor level or criterion is a label in every table, figure and report: a
+#: name of 100,000 characters took the report four minutes and then all its memory. A case id may be
+#: a whole prompt (promptfoo's descriptions), so it may be longer; it is shown cut.
+MAX_NAME_CHARS, MAX_CASE_ID_CHARS = 200, 20_000
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # A JSON or YAML escape of a surrogate (``\\ud800``): the only way a parsed document holds a lone one.
 _SURROGATE_ESCAPE = re.compile(r"\\[uU]0{0,4}[dD][89a-fA-F][0-9a-fA-F]{2}")
@@ -66,7 +71,7 @@ def import_budget(max_bytes: int | None = None, max_rows: int | None = None,
 
 
 def checked_names(names: Iterable[Any], what: str, *, merge: bool = False, look_alikes: bool = True,
-                  param: str | None = None) -> dict[str, str]:
+                  param: str | None = None, limit: int = MAX_NAME_CHARS) -> dict[str, str]:
     """Every distinct name in ``names`` mapped to the name it is imported as (itself unless merged).
 
     A name with an unshowable character is refused. With ``look_alikes``, two
@@ -76,6 +81,9 @@ def checked_names(names: Iterable[Any], what: str, *, merge: bool = False, look_
     """
     distinct = [str(name) for name in dict.fromkeys(names) if name is not None and name is not pd.NA]
     for name in distinct:
+        if len(name) > limit:
+            raise InputError(f"{what}: a name of {len(name):,} characters ({name[:30]!a}...); expected at most "
+                             f"{limit:,}", param=param)
         if not name.isprintable() or _has_noncharacter(name):
             problem = unshowable_problem(name)
             if problem:
@@ -114,7 +122,8 @@ def one_name_each(verdicts: pd.DataFrame, criteria: pd.DataFrame | None, axes: l
         for column in dict.fromkeys(columns):
             if frame is not None and column in frame.columns:
                 named = checked_names(pd.unique(frame[column].dropna().astype(str)), column, merge=merge,
-                                      param="factors" if column in factors else None)
+                                      param="factors" if column in factors else None,
+                                      limit=MAX_CASE_ID_CHARS if column == "case_id" else MAX_NAME_CHARS)
                 changed = {name: to for name, to in named.items() if name != to}
                 if changed:
                     renamed[column] = changed

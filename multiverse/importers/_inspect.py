@@ -43,16 +43,16 @@ key digests the system, sample, epoch and the solver's output text.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from multiverse.core import RESERVED_NAMES, check_rate_direction
+from multiverse.core import RESERVED_NAMES, check_rate_direction, read_regular_file
 from multiverse.errors import InputError
 from multiverse.importers._columns import write_judged_import
 from multiverse.importers._directory import check_ci
-from multiverse.importers._guard import checked_names, import_budget
+from multiverse.importers._guard import MAX_CASE_ID_CHARS, checked_names, import_budget
 from multiverse.importers._inspect_log import InspectLog, read_inspect_log
 from multiverse.importers._inspect_universes import Built, inspect_rates, inspect_verdicts, metric_notes
 from multiverse.importers._losses import ImportLosses
@@ -164,6 +164,11 @@ def _scales(scale: Any) -> dict[str, tuple[float, float]]:
     return out
 
 
+def _refusal(path: Path) -> Callable[[str], InputError]:
+    """The refusal of a file read for the logs: its path, then the problem."""
+    return lambda problem: InputError(f"{path}: {problem}", param="logs")
+
+
 def _log_paths(given: list[Path], losses: ImportLosses) -> tuple[list[Path], list[str]]:
     """The logs named, an ``eval-set`` folder read as its tasks' logs (an earlier attempt of a task dropped)."""
     import json
@@ -179,9 +184,12 @@ def _log_paths(given: list[Path], losses: ImportLosses) -> tuple[list[Path], lis
         manifest = path / "eval-set.json"
         tasks = []
         if manifest.is_file():
+            # A list of tasks: a few KB. Read within a spec file's bound (a 300 MB manifest was read whole),
+            # and a manifest nested past the parser's depth is as unreadable as one that is not JSON.
+            data = read_regular_file(manifest, _refusal(manifest), what="manifest of an eval set")
             try:
-                tasks = [str(t["task_id"]) for t in json.loads(manifest.read_text())["tasks"]]
-            except (OSError, ValueError, KeyError, TypeError):
+                tasks = [str(t["task_id"]) for t in json.loads(data)["tasks"]]
+            except (ValueError, KeyError, TypeError, RecursionError):
                 raise InputError(f"{manifest}: tasks: expected Inspect's eval-set manifest (a list of tasks with "
                                  "their task_id)", param="logs") from None
         if not tasks:
@@ -207,7 +215,8 @@ def _one_name_each(read: list[InspectLog], factors: list[str], merge: bool) -> N
     systems = checked_names([log.system for log in read], "eval.model (the systems)", merge=merge)
     judges = checked_names([j for log in read for j, _ in log.judges.values() if j is not None], "the judges",
                            merge=merge)
-    cases = checked_names([row.case_id for log in read for row in log.rows], "samples.id (the cases)", merge=merge)
+    cases = checked_names([row.case_id for log in read for row in log.rows], "samples.id (the cases)", merge=merge,
+                        limit=MAX_CASE_ID_CHARS)
     for log in read:
         log.system = systems[log.system]
         for row in log.rows:

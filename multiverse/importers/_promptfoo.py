@@ -48,7 +48,7 @@ from multiverse.core import CRITERIA_COLUMNS, OK, RESERVED_NAMES, check_rate_dir
 from multiverse.errors import InputError
 from multiverse.importers._columns import import_rates, row_keys, write_judged_import
 from multiverse.importers._directory import check_ci
-from multiverse.importers._guard import checked_names, import_budget
+from multiverse.importers._guard import MAX_CASE_ID_CHARS, checked_names, import_budget
 from multiverse.importers._losses import ImportLosses
 from multiverse.importers._promptfoo_file import PromptfooFile, read_promptfoo_file
 from multiverse.importers._unparsed import check_unparsed, count_import_unparsed, with_policy
@@ -195,7 +195,8 @@ def _one_name_each(read: list[PromptfooFile], factors: list[str], merge: bool) -
     judges = checked_names([row.judge for row in rows], "the graders", merge=merge)
     levels = {factor: checked_names([row.factors[factor] for row in rows], f"results.results.vars.{factor}",
                                     merge=merge, param="factors") for factor in factors}
-    cases = checked_names([row.case_id for row in rows], "results.results.testCase.description (the cases)", merge=merge)
+    cases = checked_names([row.case_id for row in rows], "results.results.testCase.description (the cases)", merge=merge,
+                        limit=MAX_CASE_ID_CHARS)
     for row in rows:
         row.system, row.judge, row.case_id = systems[row.system], judges[row.judge], cases[row.case_id]
         row.factors = {factor: levels[factor][level] for factor, level in row.factors.items()}

@@ -49,10 +49,10 @@ from multiverse.core import (
 from multiverse.errors import InputError
 from multiverse.importers._columns import rationale_criteria, replicate_numbers, table_transcripts
 from multiverse.importers._directory import check_ci, resolve_primary, write_import_dir
-from multiverse.importers._guard import checked_names, import_budget
+from multiverse.importers._guard import MAX_CASE_ID_CHARS, MAX_NAME_CHARS, checked_names, import_budget
 from multiverse.importers._jsonl_table import JSONL_SUFFIXES, read_jsonl_table
 from multiverse.importers._losses import ImportLosses
-from multiverse.importers._table_labels import compliance_labels, mark_no_grade, no_grade_cells
+from multiverse.importers._table_labels import check_label_values, compliance_labels, mark_no_grade, no_grade_cells
 from multiverse.importers._table_orders import both_orders, pairwise_columns
 from multiverse.importers._table_scores import (
     check_score_arguments,
@@ -227,6 +227,7 @@ def import_table(
     merge = bool(merge_look_alikes)
     axis_values = {axis: _names(path, frame[axis], axis, merge) for axis in axes}
     systems = _names(path, frame[system], system, merge)
+    check_label_values(positive=positive, negative=negative, no_grade=no_grade)
     column, ungraded = no_grade_cells(frame[label], no_grade)
     if score is None:
         scored = None
@@ -235,7 +236,7 @@ def import_table(
         assert scale is not None
         scored = read_scores(path, column, label, scale, nfc(reference) if reference else None, systems)
         compliant, empty = np.zeros(len(frame), dtype=bool), scored[1]
-    items = _names(path, frame[item], item, merge)
+    items = _names(path, frame[item], item, merge, limit=MAX_CASE_ID_CHARS)
 
     combos = pd.DataFrame(axis_values) if axes else pd.DataFrame(index=frame.index)
     universe_ids = _universe_ids(combos, axes)
@@ -429,7 +430,8 @@ def _check_columns(path, frame, system, item, label, axes, factors, optional) ->
             raise InputError(f"{path}: {column}: axis column name is reserved for the verdicts table; rename the column")
 
 
-def _names(path: Path, column: pd.Series, name: str, merge: bool | None = None) -> np.ndarray:
+def _names(path: Path, column: pd.Series, name: str, merge: bool | None = None, *,
+           limit: int = MAX_NAME_CHARS) -> np.ndarray:
     """A column of names (systems, items, options) as strings in NFC; no empty values, nothing unshowable.
 
     Systems, items and options (``merge`` given) are also refused when two look alike,
@@ -445,7 +447,7 @@ def _names(path: Path, column: pd.Series, name: str, merge: bool | None = None) 
         _one_spelling(path, name, distinct, hint=merge is not None)
     spelled = {value: nfc(value) for value in distinct if nfc(value) != value}
     named = checked_names([spelled.get(value, value) for value in distinct], f"{path}: {name}",
-                          merge=bool(merge), look_alikes=merge is not None)
+                          merge=bool(merge), look_alikes=merge is not None, limit=limit)
     changed = {value: named[spelled.get(value, value)] for value in distinct}
     changed = {value: to for value, to in changed.items() if to != value}
     return cast("np.ndarray", (text.replace(changed) if changed else text).to_numpy(dtype=object))

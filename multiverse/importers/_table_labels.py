@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -17,13 +17,29 @@ import pandas as pd
 from multiverse.core import JUDGE_FAILED
 from multiverse.errors import InputError
 
-__all__ = ["compliance_labels", "mark_no_grade", "no_grade_cells"]
+__all__ = ["check_label_values", "compliance_labels", "mark_no_grade", "no_grade_cells"]
 
 # What a binary label column holds, lower-cased.
 _TRUE = {"true", "1", "1.0"}
 _FALSE = {"false", "0", "0.0"}
 # Spellings of "no label" that spreadsheets and pandas write; never read as a category.
 _MISSING = {"nan", "na", "n/a", "null", "none", "<na>"}
+
+
+def check_label_values(**named: Any) -> None:
+    """Refuse a value of ``positive``, ``negative`` or ``no_grade`` (one, None or several) that is not text a
+    table can hold.
+
+    A command line's bytes that are not UTF-8 arrive as lone surrogates: no cell read from a file
+    holds one, and comparing them with a column ended in a UnicodeEncodeError traceback.
+    """
+    for option, given in named.items():
+        for value in [] if given is None else [given] if isinstance(given, str) else list(given):
+            try:
+                str(value).encode("utf-8")
+            except UnicodeEncodeError:
+                raise InputError(f"{option}: {str(value)!a} is not text (bytes that are not UTF-8); expected a label "
+                                 "value as the table writes it", param=option) from None
 
 
 def compliance_labels(path: Path, column: pd.Series, name: str, positive: str | None,

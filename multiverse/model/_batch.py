@@ -24,8 +24,13 @@ it every ``poll`` seconds (a stop ends the wait at once), and
 - **Failed lines are never labels.** A line the provider answered with an
   error, or left unanswered (an expired or failed batch), is counted in the
   report's ``failed`` with its reason and not kept: the run sends it directly.
+  So is a request its files answer more than once (no answer is chosen), and
+  every request of a file past its bound (``MAX_LINE_BYTES`` a request it
+  carries, read as a stream and never held whole): neither is a label. A line
+  that is not a batch line, or names a request never sent, answers nothing.
   A batch that cannot be polled is left in flight (``unsettled``): its requests
-  are neither kept nor sent again.
+  are neither kept nor sent again. So is one whose status has not ended
+  ``GRACE_SECONDS`` after its window: the poll gives up and says so.
 - **Priced as batches.** A kept answer costs litellm's batch price for its real
   token counts (``batch_cost_calculator``: the price list's batch price, else
   half the direct price); the budget reserves half the direct estimate before
@@ -40,11 +45,12 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from multiverse.core import ModelConfig, credentials, interrupt
+from multiverse.core import ModelConfig, credentials, interrupt, short_reason, terminal_safe
 from multiverse.errors import ModelError
 from multiverse.model._answers import (
     answer_message,
@@ -66,8 +72,17 @@ __all__ = ["BatchCall", "BatchReport", "BatchSender"]
 
 #: the provider's largest batch (OpenAI: 50,000 requests and 200 MB a file; a little under, to be sure)
 MAX_LINES, MAX_BYTES = 50_000, 190 * 1024 * 1024
-#: a batch's states after which it changes no more
+#: a batch's states after which it changes no more, and those it passes through on its way there
 ENDED = frozenset({"completed", "failed", "expired", "cancelled"})
+RUNNING = frozenset({"validating", "in_progress", "finalizing", "cancelling"})
+#: the completion windows a spec may ask for, in seconds; a batch still running this long after its window is
+#: given up on (left in flight, never paid again): the provider ends an overdue batch as expired well before
+WINDOW_SECONDS, GRACE_SECONDS = {"24h": 24 * 3600.0}, 12 * 3600.0
+#: one line of a batch's output or error file: an answer of a million tokens is about 4 MB. A file may hold
+#: this much per request it carries and no more (it is read as a stream, so memory never holds more)
+MAX_LINE_BYTES = 8 * 2**20
+#: the token counts a line may report (a request's context is far smaller; a negative count is no count)
+MAX_TOKENS = 10**9
 #: looks in a row that fail before a batch is left in flight for a later run
 POLL_FAILURES = 10
 #: the keyword arguments of a litellm request that are transport, never the provider's request body
@@ -124,8 +139,11 @@ class BatchSender:
     """
 
     def __init__(self, client: LiteLLMClient, store: Store, *, window: str = "24h", poll: float = 60.0,
-                 max_lines: int = MAX_LINES):
+                 max_lines: int = MAX_LINES, give_up_after: float | None = None):
         self.client, self.store, self.window, self.poll, self.max_lines = client, store, window, poll, max_lines
+        #: seconds after its submission that a batch still running is left in flight
+        self.give_up_after = WINDOW_SECONDS.get(window, 24 * 3600.0) + GRACE_SECONDS if give_up_after is None \
+            else give_up_after
 
     def send(self, calls: Mapping[str, BatchCall]) -> BatchReport:
         """Submit (or resume) batches for ``calls`` and wait until every one has ended or cannot be polled."""
@@ -161,7 +179,8 @@ class BatchSender:
     # -- submitting ----------------------------------------------------------------
 
     def _transport(self, config: ModelConfig) -> dict[str, Any]:
-        kw: dict[str, Any] = {"custom_llm_provider": "openai", "max_retries": 0}
+        # The client's timeout holds for every batch request: a silent provider fails the look, never hangs it.
+        kw: dict[str, Any] = {"custom_llm_provider": "openai", "max_retries": 0, "timeout": self.client.timeout}
         if config.api_base:
             kw["api_base"] = config.api_base
         key = self.client._api_key(config)  # the client's rule: a loopback server never gets a real key
@@ -224,19 +243,25 @@ class BatchSender:
         try:
             batch = litellm.retrieve_batch(batch_id=batch_id, **flight.transport)
             status = str(getattr(batch, "status", "") or "")
-            if status not in ENDED:
+            if status in RUNNING:
                 flight.failures = 0
-                return False
+                waited = time.time() - float(flight.record.get("submitted_at") or 0.0)
+                if waited < self.give_up_after:
+                    return False
+                reason = (f"batch {batch_id} still {status} {waited / 3600:,.1f} h after it was submitted (expected "
+                          f"an end within its {self.window} window and {GRACE_SECONDS / 3600:.0f} h more); "
+                          "no longer polled")
+                return self._leave(flight, report, reason)
+            if status not in ENDED:
+                raise ValueError(f"unknown batch status {_text(status[:60])!r}")
             answered, failed, cost = self._read(batch, flight)
         except Exception as exc:  # the provider, or its files, could not be read: looked at again, a few times
             flight.failures += 1
             if flight.failures < POLL_FAILURES:
                 return False
             secrets = [str(flight.transport.get("api_key") or "")]
-            reason = f"batch {batch_id} still in flight, could not be polled: {one_line(exc, secrets)}"
-            report.unsettled.update(dict.fromkeys(flight.calls, reason))
-            self.client._budget.settle(flight.reserved, 0.0)
-            return True
+            return self._leave(flight, report, f"batch {batch_id} still in flight, could not be polled: "
+                                               f"{one_line(exc, secrets)}")
         for key in flight.calls.keys() - answered.keys() - failed.keys():
             failed[key] = f"batch {status}: no answer{_why(batch)}"
         for key, completion in answered.items():
@@ -249,45 +274,89 @@ class BatchSender:
         report.failed.update(failed)
         return True
 
+    def _leave(self, flight: _InFlight, report: BatchReport, reason: str) -> bool:
+        """Stop polling ``flight``: its requests are neither kept nor sent again (a later run polls it again)."""
+        report.unsettled.update(dict.fromkeys(flight.calls, reason))
+        self.client._budget.settle(flight.reserved, 0.0)
+        return True
+
     def _read(self, batch: Any, flight: _InFlight) -> tuple[dict[str, Completion], dict[str, str], float]:
         answered: dict[str, Completion] = {}
         failed: dict[str, str] = {}
         cost = 0.0
         seconds = max(time.time() - float(flight.record.get("submitted_at") or time.time()), 0.0)
-        for line in self._lines(getattr(batch, "error_file_id", None), flight):
-            key = str(line.get("custom_id"))
-            if key in flight.calls:
-                error = line.get("error") or {}
-                failed[key] = storable_text(f"batch error: {error.get('code') or ''} {error.get('message') or ''}".strip())
-        for line in self._lines(getattr(batch, "output_file_id", None), flight):
-            key = str(line.get("custom_id"))
-            call = flight.calls.get(key)
-            if call is None:
+        lines: dict[str, dict[str, Any]] = {}
+        times: Counter[str] = Counter()
+        for kind in ("error", "output"):
+            cut, read = self._file(getattr(batch, f"{kind}_file_id", None), flight)
+            if cut:  # past what its requests can fill: a broken file, nothing of it is an answer
+                failed.update(dict.fromkeys(flight.calls, cut))
+                return {}, failed, 0.0
+            for key, (count, line) in read.items():
+                times[key] += count
+                lines[key] = {**line, "_kind": kind}
+        for key, line in lines.items():
+            if times[key] > 1:  # two answers to one request: neither is chosen, the request goes directly
+                failed[key] = f"batch answered this request {times[key]} times; none kept"
                 continue
-            response = line.get("response") or {}
-            if response.get("status_code") != 200:
-                message = ((response.get("body") or {}).get("error") or {}).get("message") or line.get("error") or ""
-                failed[key] = storable_text(f"batch line {response.get('status_code')}: {message}")
+            response = line.get("response")
+            if line["_kind"] == "error" or not isinstance(response, dict):
+                error = _object(line.get("error"))
+                text = f"batch error: {_text(error.get('code'))} {_text(error.get('message'))}".strip()
+                failed[key] = short_reason(storable_text(text), 500)
+                continue
+            if response.get("status_code") != 200 or not isinstance(response.get("body"), dict):
+                error = _object(_object(response.get("body")).get("error"))
+                message = _text(error.get("message") or line.get("error") or "")
+                failed[key] = short_reason(storable_text(f"batch line {_text(response.get('status_code'))}: {message}"),
+                                           500)
                 continue
             try:
-                completion = self._completion(call, response.get("body") or {}, seconds)
-            except (ModelError, ValueError) as problem:
-                failed[key] = storable_text(f"batch answer unusable: {problem}")[:500]
+                completion = self._completion(flight.calls[key], response["body"], seconds)
+            except (ModelError, ValueError, TypeError) as problem:
+                failed[key] = short_reason(storable_text(f"batch answer unusable: {problem}"), 500)
                 continue
             answered[key] = completion
             cost += completion.cost
         return answered, failed, cost
 
-    def _lines(self, file_id: str | None, flight: _InFlight) -> Iterator[dict[str, Any]]:
+    def _file(self, file_id: Any, flight: _InFlight) -> tuple[str, dict[str, tuple[int, dict[str, Any]]]]:
+        """A batch file's lines that answer a request of ``flight``, as key -> (the lines naming it, the first);
+        or why the file was cut. A request named a million times holds one line in memory, not a million.
+
+        The file is read as a stream, within ``MAX_LINE_BYTES`` per request it may answer: a line
+        longer than that is skipped unread (its request is unanswered), and a file longer than that is
+        cut, and none of it kept. A line that is not a JSON object naming a request sent answers nothing.
+        """
         if not file_id:
-            return
-        content = load_litellm().file_content(file_id=file_id, **flight.transport)
-        for raw in bytes(content.content).decode("utf-8", "replace").splitlines():
-            if raw.strip():
-                try:
-                    yield json.loads(raw)
-                except ValueError:
-                    continue  # a line that is not JSON answers nothing: its request counts as unanswered
+            return "", {}
+        limit = MAX_LINE_BYTES * len(flight.calls)
+        content = load_litellm().file_content(file_id=str(file_id), stream=True, chunk_size=2**20,
+                                              **flight.transport)
+        found: dict[str, tuple[int, dict[str, Any]]] = {}
+        total, buffer, skipping = 0, b"", False
+        stream = content.stream_iterator
+        try:
+            for chunk in stream:
+                total += len(chunk)
+                if total > limit:
+                    return (f"batch file {short_reason(str(file_id), 60)} is past {limit / 2**20:,.0f} MB "
+                            f"({MAX_LINE_BYTES // 2**20} MB a request); not read further, nothing of it kept"), {}
+                buffer += chunk
+                *whole, buffer = buffer.split(b"\n")
+                for raw in whole:
+                    if not skipping:
+                        _count(found, _answer(raw, flight))
+                    skipping = False
+                if len(buffer) > MAX_LINE_BYTES:  # a line too long to be an answer: skipped to its end
+                    buffer, skipping = b"", True
+            if not skipping:
+                _count(found, _answer(buffer, flight))
+        finally:
+            close = getattr(stream, "close", None)
+            if callable(close):
+                close()
+        return "", found
 
     def _completion(self, call: BatchCall, body: dict[str, Any], seconds: float) -> Completion:
         litellm = load_litellm()
@@ -298,8 +367,8 @@ class BatchSender:
         tool_calls = answer_tool_calls(message)
         schema = call.kwargs.get("schema")
         parsed = parse_json_answer(text, schema) if schema is not None and not tool_calls else None
-        usage = {"prompt_tokens": int((body.get("usage") or {}).get("prompt_tokens") or 0),
-                 "completion_tokens": int((body.get("usage") or {}).get("completion_tokens") or 0)}
+        reported = _object(body.get("usage"))
+        usage = {name: _tokens(reported.get(name)) for name in ("prompt_tokens", "completion_tokens")}
         try:
             from litellm.cost_calculator import batch_cost_calculator  # litellm is loaded: this costs nothing
 
@@ -317,6 +386,46 @@ class BatchSender:
             model_reported=storable_text(credentials.redact(str(body.get("model") or config.model), secrets)),
             usage=usage, cost=cost, seconds=seconds, attempts=1,
         )
+
+
+def _count(found: dict[str, tuple[int, dict[str, Any]]], answers: list[tuple[str, dict[str, Any]]]) -> None:
+    for key, line in answers:
+        count, first = found.get(key, (0, line))
+        found[key] = (count + 1, first)
+
+
+def _answer(raw: bytes, flight: _InFlight) -> list[tuple[str, dict[str, Any]]]:
+    """The line ``raw`` as (its request's key, the line) if it is a JSON object naming a request sent, else nothing."""
+    if not raw.strip():
+        return []
+    try:
+        line = json.loads(raw)
+    except (ValueError, RecursionError):
+        return []  # a line that is not JSON answers nothing: its request counts as unanswered
+    key = line.get("custom_id") if isinstance(line, dict) else None
+    return [(key, line)] if isinstance(key, str) and key in flight.calls else []
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one: a provider's field may be anything its file holds."""
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: Any) -> str:
+    """A field of a provider's line, as text of a bounded length (it may be anything the file holds)."""
+    if isinstance(value, (str, int, float)) or value is None:
+        # shown as escapes: a control character is no part of a reason, and makes XML written from it invalid
+        return short_reason(terminal_safe(("" if value is None else str(value))[:2000]), 300)
+    return f"a JSON {'object' if isinstance(value, dict) else type(value).__name__}"  # never walked: it may nest deep
+
+
+def _tokens(value: Any) -> int:
+    """A token count a line reports: a whole number from 0 to ``MAX_TOKENS`` (absent: 0), else not an answer."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:
+        raise ValueError(f"usage: expected a token count from 0 to {MAX_TOKENS:,}, got {_text(value)[:40]}")
+    return value
 
 
 def _why(batch: Any) -> str:

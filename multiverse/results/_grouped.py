@@ -72,7 +72,12 @@ def grouped(results: Results, by: str, name: str, run: Callable[[Results], Analy
         notes.append(f"{missing} rows have no {by} and are in no group")
     for value in values:
         part = _part(results, (column == value).to_numpy(dtype=bool, na_value=False))
-        analysis = run(part)
+        try:
+            analysis = run(part)
+        except InputError as exc:
+            # Said of the group's rows, not the run's: "expected at least one row with status ok" was read of
+            # a run that has thousands, where one group had none.
+            raise InputError(f"by {by}: group {_shown(value)}: {exc}", param=exc.param) from None
         groups.append({"group": _plain(value), "document": analysis.source})
         frame = analysis.frame
         frames.append(frame.assign(**{by: value}) if by not in frame.columns else frame.copy())
@@ -91,6 +96,12 @@ def _part(results: Results, rows: Any) -> Results:
         criteria = criteria[criteria["judgment_key"].isin(set(verdicts["judgment_key"].dropna()))]
     return type(results)(verdicts, criteria=criteria, axes=results.axes, factors=results.factors,
                    manifest=results.manifest, primary=results.primary, source=results.source)
+
+
+def _shown(value: Any) -> str:
+    """A group's value in an error: quoted and escaped, and cut if long."""
+    text = ascii(_plain(value))
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _plain(value: Any) -> Any:
