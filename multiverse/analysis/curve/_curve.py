@@ -20,7 +20,7 @@ of :mod:`multiverse.analysis.cases`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -115,7 +115,7 @@ def _target_rows(counts: np.ndarray, s_idx: np.ndarray, u_idx: np.ndarray) -> np
         if (first + k <= n_s and np.array_equal(u_idx, np.tile(np.arange(n_u), k))
                 and np.array_equal(s_idx, np.repeat(np.arange(first, first + k), n_u))):
             return counts[first:first + k].reshape(k * n_u, -1)
-    return counts[s_idx, u_idx]
+    return cast("np.ndarray", counts[s_idx, u_idx])
 
 
 def spec_curve(
