@@ -29,6 +29,19 @@ BENCHMARKS = {
                      "ranking and variance on a run folder of 1,000 universes × 5 systems × 120 cases written as a "
                      "run writes it; seconds are wall time per step (target at 10k: ≤ 10 s; at 100k: ≤ 60 s, ≤ 4 GB).",
                      ["tests/bench/bench_api_scale.py", "--sizes", "1000", "--json"]),
+    "store_writes": ("The store's writes next to a plain sqlite3 loop",
+                     "Store.put from 8 threads against one sqlite3 connection committing each INSERT of the same "
+                     "3,000 records (judgments, answers and every tenth a long transcript), 5 alternated pairs, each "
+                     "a fresh process measured over its writes alone: rate, CPU (user + system) and bytes as the "
+                     "store's over plain's, median and range (target: rate >= 0.6).",
+                     ["tests/bench/bench_store_writes.py", "--rows", "3000", "--pairs", "5", "--json"]),
+    "run_cpu": ("A whole run's CPU per request next to litellm's",
+                "multiverse run of an audit grid (480 requests, two systems, two judges, 16 jobs) on a fake "
+                "OpenAI-compatible server on loopback (50 ms a request), against litellm.completion sending the "
+                "same requests from 16 threads; whole processes, start-up included, CPU = user + system; 3 "
+                "alternated pairs, each ratio's median and range (target: <= 1.25).",
+                ["tests/bench/bench_run_cpu.py", "--cases", "10", "--modes", "run", "litellm", "--pairs", "3",
+                 "--json"]),
     "anchoring_scores": ("Anchoring on scores: coverage under simulation",
                          "Coverage of the anchored intervals on ordinal scores over simulated studies with a known truth.",
                          ["tests/bench/bench_anchoring_scores.py", "--reps", "200", "--json"]),

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from multiverse.store._gc import GcReport, StoreStats
-from multiverse.store._packing import pack
 from multiverse.store._path import check_store_path
 from multiverse.store._records import SHAPES
-from multiverse.store._store import Store, storable_scrubbed
+from multiverse.store._scrub import clean_row
+from multiverse.store._store import Store
 
 __all__ = ["Migration", "migrate_store", "store_gc", "store_stats"]
 
@@ -59,7 +59,7 @@ def migrate_store(path: str | os.PathLike[str]) -> Migration:
             record = legacy.read(stage, file)
             if record is None:
                 continue  # quarantined by the reader
-            if store.insert(stage, key, pack(storable_scrubbed(record)), stored_at=made):
+            if store.insert(stage, key, clean_row(record), stored_at=made):
                 moved += 1
             else:
                 already += 1

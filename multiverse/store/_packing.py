@@ -28,8 +28,8 @@ import zlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-__all__ = ["COMPRESS_MIN", "TEXT_MIN", "Packed", "compress", "digests_in", "inflate", "pack", "parse", "refers",
-           "unpack"]
+__all__ = ["COMPRESS_MIN", "TEXT_MIN", "Packed", "compress", "digests_in", "inflate", "pack", "packed_json", "parse",
+           "refers", "unpack"]
 
 #: a record's JSON this long or longer (bytes) is stored compressed
 COMPRESS_MIN = 4096
@@ -59,7 +59,11 @@ class Packed:
 
 def pack(record: Mapping[str, Any]) -> Packed:
     """``record`` as its row (it must already be storable: no NUL in any string)."""
-    raw = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return packed_json(json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+def packed_json(raw: bytes) -> Packed:
+    """A record's compact UTF-8 JSON as its row."""
     return Packed(compress(raw) if len(raw) >= COMPRESS_MIN else raw, len(raw))
 
 

@@ -51,16 +51,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, cast
 
-from multiverse.core import credentials
 from multiverse.errors import InputError, StoreError
 from multiverse.store import _claims, _gc
 from multiverse.store._db import SQLiteDatabase, is_server, open_database
 from multiverse.store._files import check_name
 from multiverse.store._gc import GcReport, StoreStats
 from multiverse.store._legacy import MAX_ENTRY_BYTES, CorruptEntryWarning, LegacyFiles
-from multiverse.store._packing import Packed, pack, parse, refers, unpack
+from multiverse.store._packing import Packed, parse, refers, unpack
 from multiverse.store._path import check_store_path, default_store_path
-from multiverse.store._text import storable_text
+from multiverse.store._scrub import clean_row, scrub
 
 __all__ = ["CLAIM_LEASE", "MAX_ENTRY_BYTES", "CorruptEntryWarning", "Store", "check_store_path", "default_store_path",
            "open_store", "scrub"]
@@ -70,67 +69,6 @@ __all__ = ["CLAIM_LEASE", "MAX_ENTRY_BYTES", "CorruptEntryWarning", "Store", "ch
 CLAIM_LEASE = 900.0
 #: keys per statement when many are read at once (below every database's limit on parameters)
 _BATCH = 500
-
-# Dict keys that carry credentials in litellm/OpenAI/Anthropic call kwargs and
-# HTTP headers; compared case-insensitively. `api_key_env` (a variable *name*)
-# is deliberately not here.
-_CREDENTIAL_KEYS = frozenset(
-    {"api_key", "apikey", "api-key", "x-api-key", "authorization", "proxy-authorization"}
-)
-
-
-def scrub(record: Any, secret_values: Iterable[str] | None = None) -> Any:
-    """A copy of ``record`` with credentials removed.
-
-    The value of every credential in use is replaced by ``[redacted]`` wherever
-    it appears (:func:`multiverse.core._credentials.redact_all`; ``secret_values``
-    overrides which values), and dict keys named like credentials
-    (``api_key``, ``Authorization``, ...) are dropped with their values.
-    """
-
-    def drop_keys(obj: Any) -> Any:
-        if isinstance(obj, Mapping):
-            return {k: drop_keys(v) for k, v in obj.items()
-                    if not (isinstance(k, str) and k.lower() in _CREDENTIAL_KEYS)}
-        if isinstance(obj, (list, tuple)):
-            return [drop_keys(v) for v in obj]
-        return obj
-
-    return credentials.redact_all(drop_keys(record), secret_values)
-
-
-# Values a record's walk returns as they are, told by their exact type.
-_LEAVES = frozenset({int, float, bool, type(None)})
-
-
-def storable_scrubbed(record: Mapping[str, Any]) -> dict[str, Any]:
-    """``scrub(storable(record))`` in one walk of the record: what every write stores.
-
-    Strings are made storable (``multiverse.store._text``) and then redacted,
-    keys too; credential-named keys are dropped, as :func:`scrub` does.
-    """
-    values = credentials.secret_values()
-
-    def clean(obj: Any) -> Any:
-        kind = type(obj)
-        if kind is str or isinstance(obj, str):
-            text = storable_text(obj)
-            return credentials.redact(text, values) if values else text
-        if kind in _LEAVES:  # a number, a bool or null: nothing to clean (and no ABC check to pay)
-            return obj
-        if kind is dict or isinstance(obj, Mapping):
-            out = {}
-            for key, value in obj.items():
-                key = clean(key)
-                if not (isinstance(key, str) and key.lower() in _CREDENTIAL_KEYS):
-                    out[key] = clean(value)
-            return out
-        if kind is list or isinstance(obj, (list, tuple)):
-            return [clean(v) for v in obj]
-        return obj
-
-    return cast("dict[str, Any]", clean(record))
-
 
 class Store:
     """Content-addressed, write-once records in the database of the store at ``root``.
@@ -190,9 +128,11 @@ class Store:
     def _check_root(self) -> None:
         if self.server or not self._opened:
             return
-        gone = not os.path.isdir(self.root)
-        if not gone and self._connected and isinstance(self.db, SQLiteDatabase):
-            gone = not os.path.isfile(self.db.path)  # an open connection writes on into a deleted file
+        if self._connected and isinstance(self.db, SQLiteDatabase):
+            # An open connection writes on into a deleted file; one stat, as the file goes with its root.
+            gone = not os.path.isfile(self.db.path)
+        else:
+            gone = not os.path.isdir(self.location)
         if gone:
             raise StoreError(f"store {self.root}: it was deleted while in use; "
                              "expected it to stay for the whole run (rerun to recompute what was lost)")
@@ -318,13 +258,12 @@ class Store:
         """
         check_name("stage", stage)
         check_name("key", key)
-        if not isinstance(record, Mapping):
+        if type(record) is not dict and not isinstance(record, Mapping):
             raise TypeError(f"store: {stage}/{key}: expected a dict record, got {type(record).__name__}")
         # The last sweep before the disk: credential values redacted and text
         # made UTF-8-safe here too, whatever stage or tool function composed the record.
-        clean = storable_scrubbed(record)
-        clean.setdefault("stored_at", datetime.now(timezone.utc).isoformat(timespec="seconds"))
-        packed = pack(clean)  # a record that is not JSON raises TypeError here, before anything is looked at
+        # A record that is not JSON raises TypeError here, before anything is looked at.
+        packed = clean_row(record, _now_iso())
         if self.legacy is not None and self.legacy.present(stage) and self.legacy.clear_for_put(stage, key):
             return False  # an entry file of an older store holds it
         return self.insert(stage, key, packed)
@@ -392,6 +331,20 @@ class Store:
         """Close the connection to the database (it reopens if the store is used again)."""
         self.db.close()
         self._connected = False
+
+
+_second: tuple[int, str] = (-1, "")
+
+
+def _now_iso() -> str:
+    """Now in UTC, ISO to the second (the same string for every write of that second)."""
+    global _second
+    now = time.time()
+    second, text = _second
+    if int(now) != second:
+        text = datetime.fromtimestamp(int(now), timezone.utc).isoformat(timespec="seconds")
+        _second = (int(now), text)
+    return text
 
 
 def open_store(given: Store | str | os.PathLike[str]) -> Store:

@@ -20,7 +20,8 @@ Printed per step: wall seconds and CPU seconds (user + system; on a shared
 machine the wall time includes waiting for a core); then the total and the
 child's peak resident set (``ru_maxrss``: the loaded tables plus everything
 every step allocated). ``--cli`` runs the same four analyses as four
-``multiverse`` commands instead (each a fresh process, as a user at a shell).
+``multiverse`` commands instead (each a fresh process, as a user at a shell),
+each with its own peak resident set (target: each at most 4 GB at 100k).
 """
 
 from __future__ import annotations
@@ -87,14 +88,19 @@ def cli_child(folder: str) -> dict:
     steps = {}
     for name, argv in (("curve", ["curve", folder, "--threshold", "primary", "--json"]), ("agreement", ["agreement", folder, "--json"]),
                        ("ranking", ["ranking", folder, "--json"]), ("variance", ["variance", folder, "--json"])):
-        started, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
-        proc = subprocess.run([sys.executable, "-c", "import sys; from multiverse.cli import main; sys.exit(main())", *argv], capture_output=True, text=True,
-                              check=False, env={**os.environ, "PYTHONPATH": str(ROOT)})
-        if proc.returncode != 0:
-            return {"error": f"{name}: exit {proc.returncode}: {(proc.stderr.strip().splitlines() or [''])[-1]}"}
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.perf_counter()
+        with tempfile.TemporaryFile() as err:
+            proc = subprocess.Popen([sys.executable, "-c", "import sys; from multiverse.cli import main; sys.exit(main())", *argv],
+                                    stdout=subprocess.DEVNULL, stderr=err, env={**os.environ, "PYTHONPATH": str(ROOT)})
+            # The command's own usage (wait4): its peak resident set, not the largest of all children so far.
+            _, status, usage = os.wait4(proc.pid, 0)
+            if os.waitstatus_to_exitcode(status) != 0:
+                err.seek(0)
+                last = (err.read().decode(errors="replace").strip().splitlines() or [""])[-1]
+                return {"error": f"{name}: exit {os.waitstatus_to_exitcode(status)}: {last}"}
         steps[name] = {"seconds": round(time.perf_counter() - started, 3),
-                       "cpu_seconds": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 2)}
+                       "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 2),
+                       "peak_gb": round(usage.ru_maxrss / 2**20, 3)}
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return {"steps": steps, "seconds": round(sum(s["seconds"] for s in steps.values()), 3),
             "peak_gb": round(usage.ru_maxrss / 2**20, 3)}
@@ -175,7 +181,8 @@ def main() -> int:
                 if "error" in cli:
                     print(f"  cli: FAILED {cli['error']}")
                 else:
-                    print("  as four commands: " + ", ".join(f"{k} {v['seconds']:.1f} s ({v['cpu_seconds']:.1f} CPU)" for k, v in cli["steps"].items())
+                    print("  as four commands: " + ", ".join(f"{k} {v['seconds']:.1f} s ({v['cpu_seconds']:.1f} CPU, "
+                                                             f"{v['peak_gb']:.2f} GiB)" for k, v in cli["steps"].items())
                           + f"; total {cli['seconds']:.1f} s, largest process {cli['peak_gb']:.2f} GiB")
     finally:
         if args.keep is None:

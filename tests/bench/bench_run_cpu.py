@@ -22,7 +22,13 @@ making no request, and the CPU per request after that start-up is printed
 too (the run's start-up: its rerun, which imports no litellm, plus litellm's
 import).
 
-Run:  python tests/bench/bench_run_cpu.py [--cases 40] [--jobs 16] [--latency 0.05] [--modes run litellm acompletion httpx] [--json]
+With ``--pairs N`` the whole measurement is made N times in a row (run, litellm,
+run, litellm, ...: alternated pairs, so a drift of a shared machine's speed hits
+both), and each ratio is printed as its median and range over the pairs, with
+the load average before each pair.
+
+Run:  python tests/bench/bench_run_cpu.py [--cases 40] [--jobs 16] [--latency 0.05] [--modes run litellm acompletion httpx]
+      [--pairs 3] [--json]
 Not collected by pytest (no test functions).
 """
 
@@ -197,8 +203,12 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=16)
     parser.add_argument("--latency", type=float, default=0.05, help="seconds the server takes per request")
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument("--pairs", type=int, default=1, help="measure this many times, alternating the modes")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.pairs > 1:
+        paired(args)
+        return
     result = measure(args.modes, args.cases, args.jobs, args.latency)
     if args.json:
         print(json.dumps(result, indent=2))
@@ -213,6 +223,37 @@ def main() -> None:
     for key in ("run_over_litellm", "run_over_litellm_after_startup", "acompletion_over_litellm"):
         if key in result:
             print(f"{key}: {result[key]}")
+
+
+def paired(args: argparse.Namespace) -> None:
+    """``--pairs N``: the measurement N times in a row; each ratio's median and range, with the loads."""
+    import statistics
+
+    found: list[dict] = []
+    for _ in range(args.pairs):
+        load = os.getloadavg()[0]
+        found.append({**measure(args.modes, args.cases, args.jobs, args.latency), "load_average": round(load, 1)})
+    ratios = [k for k in ("run_over_litellm", "run_over_litellm_after_startup", "acompletion_over_litellm")
+              if k in found[0]]
+    summary = {k: {"median": statistics.median(f[k] for f in found), "min": min(f[k] for f in found),
+                   "max": max(f[k] for f in found), "each": [f[k] for f in found]} for k in ratios}
+    per_request = {mode: [f["modes"][mode]["cpu_ms_per_request"] for f in found] for mode in found[0]["modes"]
+                   if "cpu_ms_per_request" in found[0]["modes"][mode]}
+    document = {"date": found[0]["date"], "machine": found[0]["machine"], "python": found[0]["python"],
+                "cases_per_cell": args.cases, "jobs": args.jobs, "latency_s": args.latency, "pairs": args.pairs,
+                "load_average": [f["load_average"] for f in found], "requests": found[0]["modes"]["run"]["requests"],
+                "cpu_ms_per_request": per_request, **summary}
+    if args.json:
+        print(json.dumps(document, indent=2))
+        return
+    print(f"{document['date']}, {document['machine']}, Python {document['python']}; jobs {args.jobs}, latency "
+          f"{args.latency}s; {args.pairs} alternated pairs of {document['requests']} requests; load average "
+          f"{document['load_average']}")
+    for mode, values in per_request.items():
+        print(f"  {mode:12} CPU ms/request: {', '.join(f'{v:g}' for v in values)}")
+    for key in ratios:
+        row = summary[key]
+        print(f"{key}: median {row['median']:g}, range {row['min']:g}-{row['max']:g} ({', '.join(map(str, row['each']))})")
 
 
 if __name__ == "__main__":

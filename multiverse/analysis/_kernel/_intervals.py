@@ -156,7 +156,10 @@ def share_icc(included: np.ndarray, compliant: np.ndarray, means: np.ndarray | N
     n_s, n_u, n_c = included.shape
     shares = np.ones(n_u, dtype=bool) if means is None else ~np.asarray(means, dtype=bool)
     out = np.full((n_s, n_u), np.nan)
-    if shares.any():
+    if shares.all():  # the matrices as they are: a mask copied both (1 GB at 100k universes x 5 systems)
+        terms = anova_terms(included.reshape(-1, n_c), compliant.reshape(-1, n_c))
+        out[:] = target_icc(terms).reshape(n_s, -1)
+    elif shares.any():
         terms = anova_terms(included[:, shares].reshape(-1, n_c), compliant[:, shares].reshape(-1, n_c))
         out[:, shares] = target_icc(terms).reshape(n_s, -1)
     return out

@@ -20,7 +20,7 @@ of :mod:`multiverse.analysis.cases`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -105,6 +105,19 @@ def _ordinal(k: int) -> str:
     return f"{k}{suffix}"
 
 
+def _target_rows(counts: np.ndarray, s_idx: np.ndarray, u_idx: np.ndarray) -> np.ndarray:
+    """``counts[s_idx, u_idx]`` (targets x cases), a view when the targets are every universe of consecutive
+    systems in order, as on a full grid's curve: copies of both count matrices were 1 GB at 100k universes
+    x 5 systems, the CLI curve's peak."""
+    n_s, n_u = counts.shape[:2]
+    if len(u_idx) and len(u_idx) % n_u == 0:
+        first, k = int(s_idx[0]), len(u_idx) // n_u
+        if (first + k <= n_s and np.array_equal(u_idx, np.tile(np.arange(n_u), k))
+                and np.array_equal(s_idx, np.repeat(np.arange(first, first + k), n_u))):
+            return counts[first:first + k].reshape(k * n_u, -1)
+    return cast("np.ndarray", counts[s_idx, u_idx])
+
+
 def spec_curve(
     verdicts: pd.DataFrame | CaseMatrix,
     *,
@@ -161,7 +174,8 @@ def spec_curve(
     methods, levels = _ci_settings(curve["universe_id"], ci, level)
     s_idx, u_idx = np.array(targets, dtype=np.int64).reshape(-1, 2).T
     curve["ci_low"], curve["ci_high"] = rate_intervals(
-        m.included[s_idx, u_idx], m.compliant[s_idx, u_idx], methods, levels, n_boot, seed, icc=m.share_icc()[s_idx, u_idx])
+        _target_rows(m.included, s_idx, u_idx), _target_rows(m.compliant, s_idx, u_idx), methods, levels, n_boot,
+        seed, icc=m.share_icc()[s_idx, u_idx])
     if m.means is not None and m.means[u_idx].any():
         # A mean of scores: the cluster-robust t interval, not a share's Wilson interval.
         from .._kernel import case_mean_interval
