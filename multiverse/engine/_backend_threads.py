@@ -7,6 +7,10 @@ free thread takes a unit whose lanes can start a call now, so the threads do
 not all park in one provider's full or slow lane while another provider's
 units wait.
 
+A run's stages go through one pool of threads as a flow (:meth:`LocalThreads.flow`):
+a rollout starts when its case is stored, a judge call when its transcripts
+are, so no unit waits for the slowest unit of the stage before it.
+
 Threads are daemons: a unit still in flight when the process exits is
 abandoned, never waited for. After a stop no unit starts; the ones in flight
 get the stage's grace to be stored.
@@ -32,6 +36,12 @@ __all__ = ["LocalThreads"]
 _EST_TOKENS = 1000
 #: what a worker thread puts on the results queue as it ends, and what a stop request puts there
 _EXITED, _WOKEN = object(), object()
+#: the stages of a run in the order their units go first when several are ready
+_ORDER = {"case": 0, "transcript": 1, "judgment": 2}
+#: seconds between two looks at the units another run holds the claim of (as ``wait_for_claimed``)
+CLAIM_POLL = 0.2
+#: a flow's follow-up: the units that the ended ones (stage, unit, failure) made ready
+Follow = Callable[[list[tuple[StageRun, Any, "str | None"]]], list[tuple[StageRun, Any]]]
 
 
 class LocalThreads:
@@ -40,6 +50,9 @@ class LocalThreads:
     ``attempt(stage, unit, upstream, client, budget_hit) -> (record, failure)``
     computes one unit (default :func:`multiverse.engine._compute.attempt`).
     """
+
+    #: computes a run's stages as one flow (:meth:`flow`), not one stage after another
+    flows = True
 
     def __init__(self, client: ModelClient, *, jobs: int, attempt: Callable[..., Any] | None = None):
         from multiverse.engine import _compute as compute
@@ -91,28 +104,51 @@ class LocalThreads:
             stage.claims.release(stage.stage, unit.key)
 
     def _pool(self, stage: StageRun, units: list[Any]) -> Iterator[tuple[Any, str | None]]:
-        """(unit, failure) per unit as each finishes, from ``jobs`` daemon threads.
+        """(unit, failure) per unit of one stage as each finishes (:meth:`_serve`)."""
+        for _stage, unit, failure in self._serve([(stage, unit) for unit in units]):
+            yield unit, failure
+
+    def flow(self, first: list[tuple[StageRun, Any]], follow: Follow) -> Generator[tuple[StageRun, Any, str | None], None, None]:
+        """A run's stages as one flow: (stage, unit, failure) per unit as each ends.
+
+        ``first`` are the units that can start now; ``follow(ended)`` is handed every batch of
+        ended units (stage, unit, failure) and returns the units they made ready (a rollout once
+        its case is stored, a judge call once its transcripts are). So a judge call starts when
+        its rollout ends, not when the last rollout of the stage does: no stage waits for the
+        slowest unit of the one before, and the threads live for the whole run. A unit another
+        run holds the claim of is looked at again every :data:`CLAIM_POLL` seconds until it is
+        stored there (an outcome ``ELSEWHERE``) or given up (computed here)."""
+        return self._serve(first, follow)
+
+    def _serve(self, first: list[tuple[StageRun, Any]], follow: Follow | None = None
+               ) -> Generator[tuple[StageRun, Any, str | None], None, None]:
+        """(stage, unit, failure) per unit as each finishes, from ``jobs`` daemon threads.
 
         The main thread blocks on the results queue until a unit ends, a thread exits or a stop is
         asked for (:func:`~multiverse.core._interrupt.waking`): it never wakes to look at an empty
-        queue, so its CPU is per unit, not per tenth of a second of the stage."""
-        todo = _LaneQueue(units, self.pacer)
+        queue, so its CPU is per unit, not per tenth of a second of the stage. Without ``follow``
+        every unit is known at the start (one stage; a claimed unit is reported as ``CLAIMED``)."""
+        todo = _LaneQueue(first, self.pacer)
+        if follow is None:
+            todo.close()  # nothing is added: a thread leaves once the queue is empty
         done: queue.SimpleQueue[Any] = queue.SimpleQueue()
 
         def work() -> None:
             try:
                 while not interrupt.requested():
                     try:
-                        group, unit = todo.take()
+                        group, item = todo.take()
                     except queue.Empty:
                         return
-                    if unit is None:  # no lane has room yet: look again soon, ready to stop
-                        time.sleep(min(group, POLL))
+                    if item is None:  # no lane has room yet, or nothing is ready: look again soon, ready to stop
+                        if group:
+                            time.sleep(min(group, POLL))
                         continue
+                    stage, unit = item
                     try:
-                        done.put(self._one(stage, unit))
+                        done.put((stage, *self._one(stage, unit)))
                     except BaseException as exc:  # a bug: hand it to the main thread
-                        done.put((unit, exc))
+                        done.put((stage, unit, exc))
                         return
                     finally:
                         todo.finished(group)
@@ -120,29 +156,57 @@ class LocalThreads:
                 interrupt.forget(threading.current_thread())
                 done.put(_EXITED)
 
-        threads = [threading.Thread(target=work, name=f"mv-{stage.stage}-{i}", daemon=True)
-                   for i in range(min(self.jobs, len(units)))]
+        count = self.jobs if follow is not None else min(self.jobs, len(first))
+        threads = [threading.Thread(target=work, name=f"mv-{'run' if follow else first[0][0].stage}-{i}", daemon=True)
+                   for i in range(count)]
         self.threads = threads
         for thread in threads:
             thread.start()
-        received, alive = 0, len(threads)
-        with interrupt.waking(lambda: done.put(_WOKEN)):
-            while received < len(units) and alive and not interrupt.requested():
-                item = done.get()
-                if item is _EXITED or item is _WOKEN:
-                    alive -= item is _EXITED
-                    continue
-                unit, failure = item
-                received += 1
-                if isinstance(failure, BaseException):
-                    self._settle(threads, stage.grace)
-                    raise failure
-                if failure is not NOT_STARTED:
-                    yield unit, failure
+        pending, alive = len(first), len(threads)
+        waiting: list[tuple[StageRun, Any]] = []  # (flow) units another run holds the claim of
+        grace = first[0][0].grace if first else 0.0
+        looked = time.monotonic()  # when the claimed units were last looked at
+        try:
+            with interrupt.waking(lambda: done.put(_WOKEN)):
+                while (pending or waiting) and alive and not interrupt.requested():
+                    try:
+                        batch = [done.get(timeout=CLAIM_POLL if waiting else None)]
+                    except queue.Empty:
+                        batch = []
+                    while not done.empty():  # every unit that has ended: the follow-up is worked out once for them
+                        batch.append(done.get())
+                    ended = []
+                    for item in batch:
+                        if item is _EXITED or item is _WOKEN:
+                            alive -= item is _EXITED
+                            continue
+                        stage, unit, failure = item
+                        pending -= 1
+                        if isinstance(failure, BaseException):
+                            self._settle(threads, stage.grace)
+                            raise failure
+                        if failure is CLAIMED and follow is not None:
+                            waiting.append((stage, unit))
+                        elif failure is not NOT_STARTED:
+                            ended.append((stage, unit, failure))
+                    if waiting and time.monotonic() >= looked + CLAIM_POLL:
+                        looked = time.monotonic()
+                        again, waiting, stored = _claims_looked_at(waiting)
+                        ended += stored
+                        todo.add(again)
+                        pending += len(again)
+                    yield from ended
+                    if follow is not None and ended:
+                        ready = follow(ended)
+                        todo.add(ready)
+                        pending += len(ready)
+        finally:
+            todo.close()  # the threads waiting for more leave
         if not interrupt.requested():
             return
         # Stopped: no unit starts any more; give the ones in flight a grace to be stored.
-        deadline = time.monotonic() + stage.grace
+        running = todo.running()
+        deadline = time.monotonic() + grace
         while alive and time.monotonic() < deadline:
             try:
                 item = done.get(timeout=max(0.0, deadline - time.monotonic()))
@@ -151,11 +215,14 @@ class LocalThreads:
             if item is _EXITED or item is _WOKEN:
                 alive -= item is _EXITED
                 continue
-            unit, failure = item
+            stage, unit, failure = item
             if not isinstance(failure, BaseException) and failure not in (NOT_STARTED, CLAIMED):
-                yield unit, failure
-        stage.claims.release_all()
-        raise RunInterrupted(f"{STAGE_OF_RECORD[stage.stage]} stopped, {alive} unit(s) still in flight abandoned")
+                yield stage, unit, failure
+        if first:
+            first[0][0].claims.release_all()  # one Held for the run's stages
+        names = (" and ".join(STAGE_OF_RECORD[name] for name, order in _ORDER.items() if order in running)
+                 if follow is not None and running else STAGE_OF_RECORD.get(first[0][0].stage, "the run") if first else "the run")
+        raise RunInterrupted(f"{names} stopped, {alive} unit(s) still in flight abandoned")
 
     @staticmethod
     def _settle(threads: list[threading.Thread], grace: float) -> None:
@@ -170,24 +237,43 @@ class LocalThreads:
                 thread.join(max(0.0, deadline - time.monotonic()))
 
 
-class _LaneQueue:
-    """A stage's units grouped by the lanes of the models they call, handed to the
-    threads so that each takes a unit whose lanes can start a call now.
+def _claims_looked_at(waiting: list[tuple[StageRun, Any]]
+                      ) -> tuple[list[tuple[StageRun, Any]], list[tuple[StageRun, Any]], list[tuple[StageRun, Any, str | None]]]:
+    """Units another run held the claim of, looked at again: (to compute here, still held, stored there)."""
+    again: list[tuple[StageRun, Any]] = []
+    still: list[tuple[StageRun, Any]] = []
+    stored: list[tuple[StageRun, Any, str | None]] = []
+    for stage, unit in waiting:
+        if stage.store.has(stage.stage, unit.key):
+            stored.append((stage, unit, ELSEWHERE))
+        elif stage.store.claimed(stage.stage, unit.key):
+            still.append((stage, unit))
+        else:
+            again.append((stage, unit))  # it gave up or died: compute it ourselves
+    return again, still, stored
 
-    With one group left, or no pacer, it is a plain FIFO: a thread waiting in
-    the only lane with work holds back nothing else. With several, a thread
-    takes a ready group's unit (the group with the fewest threads busy, so the
-    groups share the threads at the start, before the lanes have state), else
-    the one that is ready within ``POLL``, else it is told how long to wait.
+
+class _LaneQueue:
+    """The units ready to start, grouped by stage and by the lanes of the models they call, handed
+    to the threads so that each takes a unit whose lanes can start a call now.
+
+    An earlier stage's unit goes first (a draft before a rollout before a judge call): it has the
+    most calls after it, so the run ends on short judge calls, not on a long rollout started
+    last. With one group, or no pacer, that is all: a thread waiting in the only lane with work
+    holds back nothing else. With several, a thread takes a ready group's unit (the earliest
+    stage, then the group with the fewest threads busy, so the groups share the threads at the
+    start, before the lanes have state), else the one that is ready within ``POLL``, else it is
+    told how long to wait. Units may be added (:meth:`add`) until :meth:`close`; till then a
+    thread that finds nothing ready waits for more.
     """
 
-    def __init__(self, units: list[Any], pacer: Any):
+    def __init__(self, items: list[tuple[StageRun, Any]], pacer: Any):
         self._pacer = pacer
-        self._lock = threading.Lock()
-        self._groups: dict[tuple[Any, ...], deque[Any]] = {}
-        for unit in units:
-            self._groups.setdefault(self._lanes(unit), deque()).append(unit)
-        self._busy: dict[tuple[Any, ...], int] = defaultdict(int)
+        self._lock = threading.Condition(threading.Lock())
+        self._groups: dict[tuple[int, tuple[Any, ...]], deque[Any]] = {}
+        self._busy: dict[tuple[int, tuple[Any, ...]], int] = defaultdict(int)
+        self._closed = False
+        self._add(items)
 
     def _lanes(self, unit: Any) -> tuple[Any, ...]:
         if self._pacer is None:
@@ -195,29 +281,53 @@ class _LaneQueue:
         return tuple(sorted({self._pacer.lane(c.model, c.api_base): (c.model, c.api_base)
                              for c in getattr(unit, "models", ())}.items()))
 
-    def _wait(self, group: tuple[Any, ...]) -> float:
-        return max((self._pacer.wait_seconds(model, base, _EST_TOKENS) for _, (model, base) in group), default=0.0)
+    def _wait(self, group: tuple[int, tuple[Any, ...]]) -> float:
+        return max((self._pacer.wait_seconds(model, base, _EST_TOKENS) for _, (model, base) in group[1]), default=0.0)
+
+    def _add(self, items: list[tuple[StageRun, Any]]) -> None:
+        for stage, unit in items:
+            self._groups.setdefault((_ORDER.get(stage.stage, 0), self._lanes(unit)), deque()).append((stage, unit))
+
+    def add(self, items: list[tuple[StageRun, Any]]) -> None:
+        if items:
+            with self._lock:
+                self._add(items)
+                self._lock.notify(len(items))
+
+    def close(self) -> None:
+        """No unit will be added: a thread that finds the queue empty leaves."""
+        with self._lock:
+            self._closed = True
+            self._lock.notify_all()
 
     def take(self) -> tuple[Any, Any]:
-        """``(group, unit)``, or ``(seconds, None)`` when no unit can start within ``POLL``;
-        raises ``queue.Empty`` when every unit has been taken."""
+        """``(group, (stage, unit))``, or ``(seconds, None)`` when no unit can start within ``POLL``
+        (0 when none is ready yet); raises ``queue.Empty`` once closed and every unit has been taken."""
         with self._lock:
             live = [g for g, q in self._groups.items() if q]
             if not live:
-                raise queue.Empty
-            group = live[0]
-            if len(live) > 1:
-                waits = {g: self._wait(g) for g in live}
-                ready = [g for g in live if waits[g] <= 0]
+                if self._closed:
+                    raise queue.Empty
+                self._lock.wait(POLL)  # until a unit is added, or soon: a stop is looked for between waits
+                return 0.0, None
+            group = min(live)
+            if len(live) > 1 and len({g[1] for g in live}) > 1:
+                waits = {lanes: self._wait((0, lanes)) for lanes in {g[1] for g in live}}
+                ready = [g for g in live if waits[g[1]] <= 0]
                 if ready:
-                    group = min(ready, key=self._busy.__getitem__)
+                    group = min(ready, key=lambda g: (g[0], self._busy[g]))
                 else:
-                    group = min(live, key=waits.__getitem__)
-                    if waits[group] > POLL:
-                        return waits[group], None
+                    group = min(live, key=lambda g: (waits[g[1]], g[0]))
+                    if waits[group[1]] > POLL:
+                        return waits[group[1]], None
             self._busy[group] += 1
             return group, self._groups[group].popleft()
 
-    def finished(self, group: tuple[Any, ...]) -> None:
+    def finished(self, group: tuple[int, tuple[Any, ...]]) -> None:
         with self._lock:
             self._busy[group] -= 1
+
+    def running(self) -> set[int]:
+        """The stages (by order) of the units taken and not finished."""
+        with self._lock:
+            return {g[0] for g, n in self._busy.items() if n > 0}
