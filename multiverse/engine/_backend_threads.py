@@ -40,6 +40,10 @@ _EXITED, _WOKEN = object(), object()
 _ORDER = {"case": 0, "transcript": 1, "judgment": 2}
 #: seconds between two looks at the units another run holds the claim of (as ``wait_for_claimed``)
 CLAIM_POLL = 0.2
+#: seconds the main thread waits for a unit before it looks again: a signal the kernel gave a worker
+#: thread (two sent at once: the second goes to a thread with none pending) is handled only once the
+#: main thread runs again, and no unit may end for long (every call held): the run would never stop
+SIGNAL_LOOK = 1.0
 #: a flow's follow-up: the units that the ended ones (stage, unit, failure) made ready
 Follow = Callable[[list[tuple[StageRun, Any, "str | None"]]], list[tuple[StageRun, Any]]]
 
@@ -126,7 +130,7 @@ class LocalThreads:
 
         The main thread blocks on the results queue until a unit ends, a thread exits or a stop is
         asked for (:func:`~multiverse.core._interrupt.waking`): it never wakes to look at an empty
-        queue, so its CPU is per unit, not per tenth of a second of the stage. Without ``follow``
+        queue but once a second (:data:`SIGNAL_LOOK`), so its CPU is per unit. Without ``follow``
         every unit is known at the start (one stage; a claimed unit is reported as ``CLAIMED``)."""
         todo = _LaneQueue(first, self.pacer)
         if follow is None:
@@ -170,7 +174,7 @@ class LocalThreads:
             with interrupt.waking(lambda: done.put(_WOKEN)):
                 while (pending or waiting) and alive and not interrupt.requested():
                     try:
-                        batch = [done.get(timeout=CLAIM_POLL if waiting else None)]
+                        batch = [done.get(timeout=CLAIM_POLL if waiting else SIGNAL_LOOK)]
                     except queue.Empty:
                         batch = []
                     while not done.empty():  # every unit that has ended: the follow-up is worked out once for them
