@@ -1,8 +1,10 @@
 """Orchestration: plan, run and draft a spec's universes.
 
-``run`` walks the unique work units (``multiverse.work``) stage by stage —
-draft, rollout, judge — computing only what the store lacks (the executor,
-``multiverse.engine._executor``, runs each stage's units; ``multiverse.engine._compute``
+``run`` computes the unique work units (``multiverse.work``) of the three
+stages — draft, rollout, judge — that the store lacks (the executor,
+``multiverse.engine._executor``, runs them: on threads as one flow, each unit
+once what it reads is stored, ``multiverse.engine._flow``; on worker processes,
+a cluster or with batched roles stage by stage; ``multiverse.engine._compute``
 makes one unit's record), then scores every universe from stored judgments
 and writes the run folder (``multiverse.engine._assemble``). ``plan`` answers,
 before anything runs, how many calls each stage needs, how many are already

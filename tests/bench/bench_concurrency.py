@@ -24,8 +24,9 @@ logging threads included):
   playing every role (``tests/audit_server.py``). Calls are counted at the server;
   the client CPU is the run's process and every worker process it started (reaped,
   so their CPU is in its children's rusage). The wall time is the whole ``run()``:
-  expanding the grid, starting workers, every stage's tail (a stage starts when the
-  last unit of the one before has ended) and writing the tables.
+  expanding the grid, starting workers, the run's tail (on threads a unit starts once
+  what it reads is stored; on processes and dask a stage starts when the last unit of
+  the one before has ended) and writing the tables.
 
 ``--profile`` adds where the CPU of one call goes (cProfile, thread CPU time,
 serial calls at the same latency), summed by layer: request building, cost
