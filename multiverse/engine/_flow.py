@@ -67,6 +67,9 @@ def run_flow(executor: Executor, st: Store, records: Records, cases: list[Any], 
         for k in waits:
             judges_of[k].append(j)
 
+    if not first:
+        return  # everything is stored (or can never run), as a run stage by stage starts no stage
+
     def follow(ended: list[tuple[str, Any, str | None]]) -> list[tuple[str, Any]]:
         stored = defaultdict(list)
         for stage, unit, failure in ended:
