@@ -136,97 +136,74 @@ class LocalThreads:
         if follow is None:
             todo.close()  # nothing is added: a thread leaves once the queue is empty
         done: queue.SimpleQueue[Any] = queue.SimpleQueue()
-
-        def work() -> None:
-            try:
-                while not interrupt.requested():
-                    try:
-                        group, item = todo.take()
-                    except queue.Empty:
-                        return
-                    if item is None:  # no lane has room yet, or nothing is ready: look again soon, ready to stop
-                        if group:
-                            time.sleep(min(group, POLL))
-                        continue
-                    stage, unit = item
-                    try:
-                        done.put((stage, *self._one(stage, unit)))
-                    except BaseException as exc:  # a bug: hand it to the main thread
-                        done.put((stage, unit, exc))
-                        return
-                    finally:
-                        todo.finished(group)
-            finally:
-                interrupt.forget(threading.current_thread())
-                done.put(_EXITED)
-
         count = self.jobs if follow is not None else min(self.jobs, len(first))
-        threads = [threading.Thread(target=work, name=f"mv-{'run' if follow else first[0][0].stage}-{i}", daemon=True)
-                   for i in range(count)]
+        threads = [threading.Thread(target=self._work, args=(todo, done), daemon=True,
+                                    name=f"mv-{'run' if follow else first[0][0].stage}-{i}") for i in range(count)]
         self.threads = threads
         for thread in threads:
             thread.start()
-        pending, alive = len(first), len(threads)
-        waiting: list[tuple[StageRun, Any]] = []  # (flow) units another run holds the claim of
-        grace = first[0][0].grace if first else 0.0
-        looked = time.monotonic()  # when the claimed units were last looked at
+        books = _Books(pending=len(first), alive=len(threads), flowing=follow is not None)
         try:
             with interrupt.waking(lambda: done.put(_WOKEN)):
-                while (pending or waiting) and alive and not interrupt.requested():
-                    try:
-                        batch = [done.get(timeout=CLAIM_POLL if waiting else SIGNAL_LOOK)]
-                    except queue.Empty:
-                        batch = []
-                    while not done.empty():  # every unit that has ended: the follow-up is worked out once for them
-                        batch.append(done.get())
-                    ended = []
-                    for item in batch:
-                        if item is _EXITED or item is _WOKEN:
-                            alive -= item is _EXITED
-                            continue
-                        stage, unit, failure = item
-                        pending -= 1
-                        if isinstance(failure, BaseException):
-                            self._settle(threads, stage.grace)
-                            raise failure
-                        if failure is CLAIMED and follow is not None:
-                            waiting.append((stage, unit))
-                        elif failure is not NOT_STARTED:
-                            ended.append((stage, unit, failure))
-                    if waiting and time.monotonic() >= looked + CLAIM_POLL:
-                        looked = time.monotonic()
-                        again, waiting, stored = _claims_looked_at(waiting)
-                        ended += stored
-                        todo.add(again)
-                        pending += len(again)
+                while books.busy() and not interrupt.requested():
+                    ended = books.received(done, threads) + books.claims_looked_at(todo)
                     yield from ended
                     if follow is not None and ended:
-                        ready = follow(ended)
-                        todo.add(ready)
-                        pending += len(ready)
+                        books.add(todo, follow(ended))
         finally:
             todo.close()  # the threads waiting for more leave
-        if not interrupt.requested():
-            return
-        # Stopped: no unit starts any more; give the ones in flight a grace to be stored.
+        if interrupt.requested():
+            yield from self._stopped(first, follow is not None, todo, done, books)
+
+    def _work(self, todo: _LaneQueue, done: queue.SimpleQueue[Any]) -> None:
+        """A worker thread: takes a unit that can start, computes it, says how it ended; until none is left."""
+        try:
+            while not interrupt.requested():
+                try:
+                    group, item = todo.take()
+                except queue.Empty:
+                    return
+                if item is None:  # no lane has room yet, or nothing is ready: look again soon, ready to stop
+                    if group:
+                        time.sleep(min(group, POLL))
+                    continue
+                stage, unit = item
+                try:
+                    done.put((stage, *self._one(stage, unit)))
+                except BaseException as exc:  # a bug: hand it to the main thread
+                    done.put((stage, unit, exc))
+                    return
+                finally:
+                    todo.finished(group)
+        finally:
+            interrupt.forget(threading.current_thread())
+            done.put(_EXITED)
+
+    @staticmethod
+    def _stopped(first: list[tuple[StageRun, Any]], flowing: bool, todo: _LaneQueue, done: queue.SimpleQueue[Any],
+                 books: _Books) -> Generator[tuple[StageRun, Any, str | None], None, None]:
+        """Stopped: no unit starts any more; the ones in flight get a grace to be stored, then the
+        claims are released and :class:`RunInterrupted` names what was abandoned."""
         running = todo.running()
+        grace = first[0][0].grace if first else 0.0
         deadline = time.monotonic() + grace
-        while alive and time.monotonic() < deadline:
+        while books.alive and time.monotonic() < deadline:
             try:
                 item = done.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
                 break
             if item is _EXITED or item is _WOKEN:
-                alive -= item is _EXITED
+                books.alive -= item is _EXITED
                 continue
             stage, unit, failure = item
             if not isinstance(failure, BaseException) and failure not in (NOT_STARTED, CLAIMED):
                 yield stage, unit, failure
+        names = STAGE_OF_RECORD.get(first[0][0].stage, "the run") if first else "the run"
         if first:
             first[0][0].claims.release_all()  # one Held for the run's stages
-        names = (" and ".join(STAGE_OF_RECORD[name] for name, order in _ORDER.items() if order in running)
-                 if follow is not None and running else STAGE_OF_RECORD.get(first[0][0].stage, "the run") if first else "the run")
-        raise RunInterrupted(f"{names} stopped, {alive} unit(s) still in flight abandoned")
+        if flowing and running:
+            names = " and ".join(STAGE_OF_RECORD[name] for name, order in _ORDER.items() if order in running)
+        raise RunInterrupted(f"{names} stopped, {books.alive} unit(s) still in flight abandoned")
 
     @staticmethod
     def _settle(threads: list[threading.Thread], grace: float) -> None:
@@ -239,6 +216,56 @@ class LocalThreads:
         for thread in threads:
             if thread is not threading.current_thread():
                 thread.join(max(0.0, deadline - time.monotonic()))
+
+
+class _Books:
+    """What the main thread of a pool knows: units not yet reported, threads alive, units another run holds."""
+
+    def __init__(self, *, pending: int, alive: int, flowing: bool):
+        self.pending, self.alive, self.flowing = pending, alive, flowing
+        self.waiting: list[tuple[StageRun, Any]] = []  # (a flow) units another run holds the claim of
+        self.looked = time.monotonic()  # when they were last looked at
+
+    def busy(self) -> bool:
+        return bool(self.pending or self.waiting) and self.alive > 0
+
+    def add(self, todo: _LaneQueue, items: list[tuple[StageRun, Any]]) -> None:
+        todo.add(items)
+        self.pending += len(items)
+
+    def received(self, done: queue.SimpleQueue[Any], threads: list[threading.Thread]) -> list[tuple[StageRun, Any, str | None]]:
+        """The units that have ended (waits for the first): their follow-up is worked out once for them all."""
+        try:
+            batch = [done.get(timeout=CLAIM_POLL if self.waiting else SIGNAL_LOOK)]
+        except queue.Empty:
+            batch = []
+        while not done.empty():
+            batch.append(done.get())
+        ended = []
+        for item in batch:
+            if item is _EXITED or item is _WOKEN:
+                self.alive -= item is _EXITED
+                continue
+            stage, unit, failure = item
+            self.pending -= 1
+            if isinstance(failure, BaseException):
+                LocalThreads._settle(threads, stage.grace)
+                raise failure
+            if failure is CLAIMED and self.flowing:
+                self.waiting.append((stage, unit))
+            elif failure is not NOT_STARTED:
+                ended.append((stage, unit, failure))
+        return ended
+
+    def claims_looked_at(self, todo: _LaneQueue) -> list[tuple[StageRun, Any, str | None]]:
+        """Units another run held the claim of, every :data:`CLAIM_POLL` seconds: those stored there
+        have ended (``ELSEWHERE``); those it gave up are queued to be computed here."""
+        if not self.waiting or time.monotonic() < self.looked + CLAIM_POLL:
+            return []
+        self.looked = time.monotonic()
+        again, self.waiting, stored = _claims_looked_at(self.waiting)
+        self.add(todo, again)
+        return stored
 
 
 def _claims_looked_at(waiting: list[tuple[StageRun, Any]]
