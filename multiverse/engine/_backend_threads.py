@@ -146,7 +146,7 @@ class LocalThreads:
         try:
             with interrupt.waking(lambda: done.put(_WOKEN)):
                 while books.busy() and not interrupt.requested():
-                    ended = books.received(done, threads) + books.claims_looked_at(todo)
+                    ended = books.received(done, threads, todo) + books.claims_looked_at(todo)
                     yield from ended
                     if follow is not None and ended:
                         books.add(todo, follow(ended))
@@ -163,9 +163,8 @@ class LocalThreads:
                     group, item = todo.take()
                 except queue.Empty:
                     return
-                if item is None:  # no lane has room yet, or nothing is ready: look again soon, ready to stop
-                    if group:
-                        time.sleep(min(group, POLL))
+                if item is None:  # no lane has room yet: look again soon, ready to stop
+                    time.sleep(min(group, POLL))
                     continue
                 stage, unit = item
                 try:
@@ -233,7 +232,8 @@ class _Books:
         todo.add(items)
         self.pending += len(items)
 
-    def received(self, done: queue.SimpleQueue[Any], threads: list[threading.Thread]) -> list[tuple[StageRun, Any, str | None]]:
+    def received(self, done: queue.SimpleQueue[Any], threads: list[threading.Thread],
+                 todo: _LaneQueue) -> list[tuple[StageRun, Any, str | None]]:
         """The units that have ended (waits for the first): their follow-up is worked out once for them all."""
         try:
             batch = [done.get(timeout=CLAIM_POLL if self.waiting else SIGNAL_LOOK)]
@@ -249,6 +249,7 @@ class _Books:
             stage, unit, failure = item
             self.pending -= 1
             if isinstance(failure, BaseException):
+                todo.close()  # the idle threads leave at once; the busy ones get the grace
                 LocalThreads._settle(threads, stage.grace)
                 raise failure
             if failure is CLAIMED and self.flowing:
@@ -332,15 +333,17 @@ class _LaneQueue:
             self._lock.notify_all()
 
     def take(self) -> tuple[Any, Any]:
-        """``(group, (stage, unit))``, or ``(seconds, None)`` when no unit can start within ``POLL``
-        (0 when none is ready yet); raises ``queue.Empty`` once closed and every unit has been taken."""
+        """``(group, (stage, unit))``, or ``(seconds, None)`` when no unit can start within ``POLL``;
+        waits while none is queued; raises ``queue.Empty`` once closed and every unit has been taken."""
         with self._lock:
             live = [g for g, q in self._groups.items() if q]
-            if not live:
+            while not live:
                 if self._closed:
                     raise queue.Empty
-                self._lock.wait(POLL)  # until a unit is added, or soon: a stop is looked for between waits
-                return 0.0, None
+                # Until a unit is added or the queue closed (the run's main thread closes it on a stop too):
+                # an idle thread that woke to look (64 of them, ten times a second) cost a run its CPU.
+                self._lock.wait()
+                live = [g for g, q in self._groups.items() if q]
             group = min(live)
             if len(live) > 1 and len({g[1] for g in live}) > 1:
                 waits = {lanes: self._wait((0, lanes)) for lanes in {g[1] for g in live}}
