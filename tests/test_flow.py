@@ -70,3 +70,36 @@ def test_the_flow_makes_the_calls_entries_and_tables_of_a_run_stage_by_stage(wri
     assert statuses["rollout_failed"] == 0 < statuses["ok"]  # content failures are records, stored in both
     flow, stages = (results[f].verdicts.drop(columns=[c for c in ("seconds",) if c in results[f].verdicts]) for f in (True, False))
     assert flow.equals(stages)
+
+
+def test_a_workers_error_in_a_flow_surfaces_without_waiting_for_its_idle_threads(tmp_path):
+    """The threads of a flow that have nothing to do wait for units; a worker's error ends the flow at
+    once (its idle threads leave), where only calls in flight would get the grace."""
+    import time
+    from types import SimpleNamespace
+
+    from multiverse.engine._executor import Executor
+    from multiverse.store._store import Store
+
+    units = [SimpleNamespace(key=f"k{i}") for i in range(3)]
+    ended = threading.Event()
+
+    def attempt(stage, unit, upstream, client, budget_hit):
+        if unit.key == "k0":
+            ended.wait(300)  # the other two have ended: the five other threads are idle, waiting for units
+            raise OSError("the store was deleted")
+        return None, "failed"
+
+    def follow(done):
+        if all(u.key in executor.failures["case"] for u in units[1:]):
+            ended.set()
+        return []
+
+    grace = 300.0
+    executor = Executor(Store(tmp_path / "store").open(), LocalThreads(None, jobs=8, attempt=attempt), progress=False,
+                        grace=grace)
+    started = time.monotonic()
+    with pytest.raises(OSError, match="deleted"):
+        executor.flow({"case": (3, lambda unit: None)}, [("case", u) for u in units], follow)
+    assert time.monotonic() - started < grace / 2
+    assert executor.failures["case"] == {"k1": "failed", "k2": "failed"}
