@@ -83,6 +83,38 @@ class Executor:
             self.release_all()
             bar.close()
 
+    def flow(self, stages: dict[str, tuple[int, Callable[[Any], Any]]], first: list[tuple[str, Any]],
+             follow: Callable[[list[tuple[str, Any, str | None]]], list[tuple[str, Any]]]) -> None:
+        """A run's stages as one flow on a backend that ``flows`` (:mod:`multiverse.engine._flow`).
+
+        ``stages``: per stage, the units it may run (its progress bar's total) and their upstream;
+        ``first``: (stage, unit) that can start now; ``follow``: the units made ready by those that
+        ended, (stage, unit, failure) each. Counted as :meth:`run` counts a stage's units."""
+        interrupt.check()
+        from multiverse.core import Progress
+
+        runs = {name: StageRun(name, [], upstream, self.store, self._held, self.grace) for name, (_, upstream) in stages.items()}
+        bars = {name: Progress(total, STAGE_OF_RECORD[name], enabled=self.progress)
+                for name, (total, _) in stages.items() if total}
+
+        def ready(ended: list[tuple[StageRun, Any, str | None]]) -> list[tuple[StageRun, Any]]:
+            return [(runs[name], unit) for name, unit in follow([(stage.stage, unit, failure) for stage, unit, failure in ended])]
+
+        results = self.backend.flow([(runs[name], unit) for name, unit in first], ready)  # type: ignore[attr-defined]
+        try:
+            for stage, unit, failure in results:
+                if failure is None:
+                    self.computed[stage.stage].add(unit.key)
+                elif failure is not ELSEWHERE:
+                    self.failures[stage.stage][unit.key] = failure
+                bars[stage.stage].update(1)
+        finally:
+            results.close()
+            self.backend.end_stage()
+            self.release_all()
+            for bar in bars.values():
+                bar.close()
+
     def release_all(self) -> None:
         """Release every claim this run still holds (on the way out of an interrupted stage)."""
         self._held.release_all()

@@ -1,8 +1,10 @@
 """Orchestration: plan, run and draft a spec's universes.
 
-``run`` walks the unique work units (``multiverse.work``) stage by stage —
-draft, rollout, judge — computing only what the store lacks (the executor,
-``multiverse.engine._executor``, runs each stage's units; ``multiverse.engine._compute``
+``run`` computes the unique work units (``multiverse.work``) of the three
+stages — draft, rollout, judge — that the store lacks (the executor,
+``multiverse.engine._executor``, runs them: on threads as one flow, each unit
+once what it reads is stored, ``multiverse.engine._flow``; on worker processes,
+a cluster or with batched roles stage by stage; ``multiverse.engine._compute``
 makes one unit's record), then scores every universe from stored judgments
 and writes the run folder (``multiverse.engine._assemble``). ``plan`` answers,
 before anything runs, how many calls each stage needs, how many are already
@@ -290,6 +292,18 @@ def _run_stages(work: Work, st: Store, client: ModelClient, executor: Executor, 
         found.update(st.get_many(name, [u.key for u in units]))
         _check_kept(st, lease, name, executor.computed.get(name, set()) - set(found))
 
+    flowing = waves is None and getattr(executor.backend, "flows", False)
+    if flowing:
+        from multiverse.engine._flow import run_flow
+
+        given = cast("dict[str, CaseRecord]", {key: {"status": OK, "case": dict(case.given)}
+                                               for key, case in work.cases.items() if case.given is not None})
+        # Its own copies: the records below are read in the stages' order, as a run stage by stage reads them.
+        seen: Records = {"case": {**records["case"], **given}, "transcript": dict(records["transcript"]),
+                         "judgment": {}}
+        run_flow(executor, st, seen, missing_cases, missing_transcripts, missing_judgments)
+        # Each stage's units are then read and checked as the stages below read them, in the same order.
+        stage = _stored_stage(st, lease, executor)
     stage("case", records["case"], missing_cases)
     for key, case in work.cases.items():
         if case.given is not None:
@@ -309,6 +323,16 @@ def _run_stages(work: Work, st: Store, client: ModelClient, executor: Executor, 
     rolled_out = [j for j in missing_judgments if rolled(j.transcript_key) and rolled(j.reference_key)]
     stage("judgment", records["judgment"], rolled_out, judged)
     return records
+
+
+def _stored_stage(st: Store, lease: Lease | None, executor: Executor) -> Callable[..., None]:
+    """A stage whose units the flow has run: what they stored, read and checked as after :meth:`Executor.run`."""
+
+    def stage(name: str, found: dict[str, Any], units: list[Any], upstream: Callable[[Any], Any] = lambda unit: None) -> None:
+        found.update(st.get_many(name, [u.key for u in units]))
+        _check_kept(st, lease, name, executor.computed.get(name, set()) - set(found))
+
+    return stage
 
 
 def _models_called(cases: list[Any], transcripts: list[Any], judgments: list[Any]) -> list[Any]:

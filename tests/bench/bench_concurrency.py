@@ -24,8 +24,9 @@ logging threads included):
   playing every role (``tests/audit_server.py``). Calls are counted at the server;
   the client CPU is the run's process and every worker process it started (reaped,
   so their CPU is in its children's rusage). The wall time is the whole ``run()``:
-  expanding the grid, starting workers, every stage's tail (a stage starts when the
-  last unit of the one before has ended) and writing the tables.
+  expanding the grid, starting workers, the run's tail (on threads a unit starts once
+  what it reads is stored; on processes and dask a stage starts when the last unit of
+  the one before has ended) and writing the tables.
 
 ``--profile`` adds where the CPU of one call goes (cProfile, thread CPU time,
 serial calls at the same latency), summed by layer: request building, cost
@@ -34,6 +35,8 @@ our own code.
 
 Run:  python tests/bench/bench_concurrency.py [--latency 0.1] [--calls 2000] [--jobs 32 64]
       [--modes client threads loop procs run run-procs] [--run-cases 64] [--profile] [--json]
+      python tests/bench/bench_concurrency.py --jobs 64 --modes threads run --pairs 3
+      (issue 47's figure: the run's share of the ideal over litellm's alone, in alternated pairs)
 Not collected by pytest (no test functions).
 """
 
@@ -361,6 +364,9 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="also profile serial calls by layer")
     parser.add_argument("--profile-calls", type=int, default=200)
     parser.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    parser.add_argument("--pairs", type=int, default=0,
+                        help="measure the first two --modes (say threads run) in this many alternated pairs, each "
+                             "in fresh processes, and print the second's efficiency over the first's: median and range")
     parser.add_argument("--child-mode", choices=MODES, help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--session", action="store_true",
@@ -405,6 +411,9 @@ def main() -> None:
     print("\n".join(f"{k}: {v}" for k, v in header.items()), file=sys.stderr)
     print(f"\n  {'mode':9s} {'jobs':>5s} {'calls':>6s} {'wall s':>8s} {'ideal s':>8s} {'eff.':>7s} {'CPU ms':>8s}",
           file=sys.stderr)
+    if args.pairs:
+        paired(args, passthrough, header)
+        return
     by_mode = measure(args.modes, args.latency, args.calls, args.jobs, args.procs, passthrough)
     best = {}
     for jobs in map(str, args.jobs):
@@ -433,6 +442,40 @@ def main() -> None:
         for jobs, row in best.items():
             print(f"jobs={jobs}: best mode {row['mode']}, efficiency {row['efficiency']:.0%}, "
                   f"{row['client_cpu_ms_per_call']:.2f} ms client CPU per call")
+
+
+def paired(args: argparse.Namespace, passthrough: list[str], header: dict) -> None:
+    """The second mode's efficiency over the first's, per jobs level, in alternated pairs (A B, B A, A B ...),
+    so the machine's load drifts over both alike. A figure is the median of the pairs with its range."""
+    import statistics
+
+    if len(args.modes) < 2:
+        raise SystemExit("--pairs compares two --modes: the reference first (threads), then the one measured (run)")
+    first, second = args.modes[:2]
+    pairs = []
+    for i in range(args.pairs):
+        order = [first, second] if i % 2 == 0 else [second, first]
+        pairs.append(measure(order, args.latency, args.calls, args.jobs, args.procs, passthrough))
+    summary = {}
+    for jobs in map(str, args.jobs):
+        rows = [(p[first][jobs], p[second][jobs]) for p in pairs if jobs in p.get(first, {}) and jobs in p.get(second, {})]
+        ratios = [b["efficiency"] / a["efficiency"] for a, b in rows]
+        if not ratios:
+            continue
+        summary[jobs] = {
+            "ratio": {"median": round(statistics.median(ratios), 3), "min": round(min(ratios), 3), "max": round(max(ratios), 3)},
+            first: {"median": statistics.median(a["efficiency"] for a, _ in rows)},
+            second: {"median": statistics.median(b["efficiency"] for _, b in rows)},
+            "load_average": [min(min(a["load_average"], b["load_average"]) for a, b in rows),
+                             max(max(a["load_average"], b["load_average"]) for a, b in rows)],
+        }
+        print(f"jobs={jobs}: {second} / {first} efficiency {summary[jobs]['ratio']['median']:.2f} "
+              f"(range {summary[jobs]['ratio']['min']:.2f}-{summary[jobs]['ratio']['max']:.2f}, {len(ratios)} pairs; "
+              f"{second} {summary[jobs][second]['median']:.0%}, {first} {summary[jobs][first]['median']:.0%}; load "
+              f"{summary[jobs]['load_average'][0]}-{summary[jobs]['load_average'][1]})", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"latency": args.latency, "pairs": pairs, "summary": summary, **header,
+                          "load_average_at_end": round(os.getloadavg()[0], 2)}, indent=1))
 
 
 def _version(name: str) -> str:
