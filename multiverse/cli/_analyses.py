@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from multiverse.core import orient, orient_interval, rank_one, rate_name
 
-from ._anchoring import print_anchored_curve, print_anchored_ranking
+from ._anchoring import print_anchored_curve, print_anchored_ranking, universe_labels
 from ._output import interval, number, print_json, print_table, save_figure, say
 from ._score_agreement import print_order_consistency, print_score_agreement, print_verdict_agreement
 
@@ -241,7 +241,7 @@ def _print_other_ranking(results: Results, args) -> int:
     parts = [(g.group, g.document, [g.group]) for g in document.groups] if args.by else [(None, document, [])]
     first = [args.by] if args.by else []
     if args.method == "bt":
-        _print_bt_scores(parts, first)
+        _print_bt_scores(parts, first, universe_labels(results))
     say(f"P(rank 1) over the universes{' of each group' if args.by else ''} and coverage:")
     rows: list[list[Any]] = [[*first, "system", "P(top)", "coverage"]]
     for _, result, cells in parts:
@@ -256,15 +256,16 @@ def _print_other_ranking(results: Results, args) -> int:
     return _print_notes(document.notes)
 
 
-def _print_bt_scores(parts: list[Any], first: list[str]) -> None:
-    """Each universe's Bradley-Terry scores with their intervals and ranks, one row per system."""
+def _print_bt_scores(parts: list[Any], first: list[str], labels: dict[str, str]) -> None:
+    """Each universe's Bradley-Terry scores with their intervals and ranks, one row per system; a universe by its
+    label (options; ``*`` the primary), as the other tables name it."""
     head = parts[0][1]
     say(f"Bradley-Terry scores ({head.scale}; anchor {head.anchor or 'none: each universe averages 0'}), "
         f"{head.level:.0%} case-bootstrap intervals, {head.resamples} resamples:")
     rows: list[list[Any]] = [[*first, "universe", "system", "score", "interval", "rank", "rank interval", "P(top)"]]
     for _, result, cells in parts:
         for r in result.scores:
-            rows.append([*cells, r.universe_id, r.system, number(r.score), interval([r.low, r.high]), r.rank,
+            rows.append([*cells, labels.get(r.universe_id, r.universe_id), r.system, number(r.score), interval([r.low, r.high]), r.rank,
                          interval([r.rank_low, r.rank_high]), number(r.p_top, 2)])
     print_table(rows)
 

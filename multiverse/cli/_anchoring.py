@@ -16,7 +16,7 @@ from ._output import interval, number, print_json, print_table, save_figure, say
 if TYPE_CHECKING:
     from ..results import AnchoredCurveDocument, AnchoredRankingDocument, CalibrationDocument, Results
 
-__all__ = ["cmd_calibrate", "cmd_label", "print_anchored_curve", "print_anchored_ranking"]
+__all__ = ["cmd_calibrate", "cmd_label", "print_anchored_curve", "print_anchored_ranking", "universe_labels"]
 
 
 def cmd_label(args) -> int:
@@ -56,7 +56,7 @@ def cmd_calibrate(args) -> int:
     say(f"{counted.transcripts} labelled transcripts of the run"
         + (f" ({counted.per_cell} per system in each of {counted.rollout_configurations} rollout configurations)"
            if counted.per_cell is not None and counted.rollout_configurations > 1 else ""))
-    labels = _universe_labels(results)
+    labels = universe_labels(results)
     if any(r.mean is not None for r in document.rates):
         _print_means(document, labels, level)
     say(f"rates anchored to {args.human} (PPI++, {level} intervals; a mean score rescaled to 0-1):")
@@ -96,7 +96,7 @@ def _print_grouped_judges(results: Results, args) -> int:
         return 0
     grouped = analysis.document
     level = f"{1 - args.alpha:.0%}"
-    labels = _universe_labels(results)
+    labels = universe_labels(results)
     say(f"judges against the human labels, per {grouped.by} ({level} Wilson intervals):")
     rows: list[list[Any]] = [[grouped.by, "universe", "n_human", "accuracy", f"{level} interval", "sensitivity",
                          "specificity", "kappa"]]
@@ -123,7 +123,8 @@ def _print_means(document: CalibrationDocument, labels: dict[str, str], level: s
     print_table(rows)
 
 
-def _universe_labels(results) -> dict[str, str]:
+def universe_labels(results: Results) -> dict[str, str]:
+    """Each universe's label by its id, ``* `` before the primary's: how the command line's tables name one."""
     universes = results.universes
     star = {results.primary: "* "} if results.primary else {}
     return {u: star.get(u, "") + str(label) for u, label in zip(universes["universe_id"], universes["label"])}
