@@ -7,6 +7,7 @@ from typing import Protocol
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from multiverse.core import rate_name
@@ -34,7 +35,7 @@ class NotWorse(Protocol):
     def worse(self) -> bool: ...
 
 
-def _panel(ax, part: pd.DataFrame, title: str, worse: bool) -> None:
+def _panel(ax: Axes, part: pd.DataFrame, title: str, worse: bool) -> None:
     part = part.sort_values(["difference", "universe_id"], kind="stable")
     x = np.arange(1, len(part) + 1)
     y = part["difference"].to_numpy(dtype=float)
