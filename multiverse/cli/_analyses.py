@@ -13,6 +13,7 @@ typed model (``Analysis.document``); ``--figure`` writes the analysis's figure.
 
 from __future__ import annotations
 
+from argparse import Namespace
 from typing import TYPE_CHECKING, Any
 
 from multiverse.core import orient, orient_interval, rank_one, rate_name
@@ -29,12 +30,12 @@ if TYPE_CHECKING:
 __all__ = ["cmd_agreement", "cmd_curve", "cmd_ranking", "cmd_report", "cmd_variance"]
 
 
-def _figure(analysis, args, **options) -> None:
+def _figure(analysis: Any, args: Namespace, **options: Any) -> None:
     if args.figure:
         save_figure(analysis.figure(**options), args.figure)
 
 
-def cmd_curve(args) -> int:
+def cmd_curve(args: Namespace) -> int:
     from .. import load_run
 
     results: Results = load_run(args.source).read_as(args.rate)
@@ -77,7 +78,7 @@ def cmd_curve(args) -> int:
     return 0
 
 
-def _threshold(args, results: Results, read: str) -> float | str | None:
+def _threshold(args: Namespace, results: Results, read: str) -> float | str | None:
     """What the CLI curve's joint test is against: ``--threshold``, read in the rates' direction, or by default
     each system's own rate in the primary universe, as the report and the API example test it (said in the output).
     --diff has its own test, the joint test of that curve, so it gets no default."""
@@ -114,7 +115,7 @@ def _null_as_read(test, read: str) -> str:
     return f"{name}({test.systems[0]}) = {name}({test.systems[1]}) in every universe"
 
 
-def cmd_agreement(args) -> int:
+def cmd_agreement(args: Namespace) -> int:
     from .. import load_run
 
     results: Results = load_run(args.source)
@@ -202,7 +203,7 @@ def _print_notes(notes: list[str]) -> int:
     return 0
 
 
-def cmd_ranking(args) -> int:
+def cmd_ranking(args: Namespace) -> int:
     from .. import load_run
 
     results: Results = load_run(args.source).read_as(args.rate)
@@ -222,7 +223,7 @@ def cmd_ranking(args) -> int:
     return 0
 
 
-def _print_other_ranking(results: Results, args) -> int:
+def _print_other_ranking(results: Results, args: Namespace) -> int:
     """A ranking by Bradley-Terry scores or per group (``--method bt``, ``--by``): one table, the group a column."""
     from multiverse.errors import InputError
 
@@ -330,7 +331,7 @@ def _print_ranking(result: RankingDocument, read: str = "compliance") -> None:
         say(f"note: {note}")
 
 
-def cmd_variance(args) -> int:
+def cmd_variance(args: Namespace) -> int:
     from .. import load_run
 
     results: Results = load_run(args.source)
@@ -370,7 +371,7 @@ def cmd_variance(args) -> int:
     return 0
 
 
-def cmd_report(args) -> int:
+def cmd_report(args: Namespace) -> int:
     from .. import report
 
     path = report(args.source, args.out, store=args.store, threshold=args.threshold, tests=not args.no_tests,

@@ -9,6 +9,7 @@ prints its document (the text from its typed model, ``Analysis.document``).
 
 from __future__ import annotations
 
+from argparse import Namespace
 from typing import TYPE_CHECKING, Any
 
 from ._output import interval, number, print_json, print_table, save_figure, say
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["cmd_calibrate", "cmd_label", "print_anchored_curve", "print_anchored_ranking", "universe_labels"]
 
 
-def cmd_label(args) -> int:
+def cmd_label(args: Namespace) -> int:
     from .. import label
 
     csv_path, html_path, notes = label(args.source, args.n, args.out, seed=args.seed, force=args.force,
@@ -38,7 +39,7 @@ def _count_rows(path) -> int:
     return len(pd.read_csv(path, dtype=str, keep_default_na=False))
 
 
-def cmd_calibrate(args) -> int:
+def cmd_calibrate(args: Namespace) -> int:
     from .. import load_run
 
     results: Results = load_run(args.source)  # annotated: the facade's lazy load_run reads as untyped
@@ -84,7 +85,7 @@ def cmd_calibrate(args) -> int:
     return 0
 
 
-def _print_grouped_judges(results: Results, args) -> int:
+def _print_grouped_judges(results: Results, args: Namespace) -> int:
     """``calibrate --by``: each group's judges against people in one table, the group its first column."""
     if args.figure:
         from multiverse.errors import InputError

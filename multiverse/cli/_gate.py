@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from argparse import Namespace
 from typing import TYPE_CHECKING
 
 from ..core import rate_name
@@ -36,7 +37,7 @@ def _p(o) -> str:
     return f"{o.p_fail:.3g} (fail)" if side_fail else f"{o.p:.3g}"
 
 
-def cmd_check(args) -> int:
+def cmd_check(args: Namespace) -> int:
     import sys
 
     from .. import check
@@ -83,7 +84,7 @@ def cmd_check(args) -> int:
     return 0 if passed else 1
 
 
-def cmd_diff(args) -> int:
+def cmd_diff(args: Namespace) -> int:
     from .. import diff
 
     result: Diff = diff(args.baseline, args.candidate, boot=args.boot, seed=args.seed, rate=args.rate)

@@ -20,8 +20,8 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from types import FrameType
 from contextlib import contextmanager
+from types import FrameType
 from typing import Any
 
 __all__ = ["GRACE", "RunInterrupted", "cancel", "check", "forget", "request", "requested", "signals_held", "sleep",
