@@ -88,7 +88,7 @@ def _threshold(args: Namespace, results: Results, read: str) -> float | str | No
     return orient(threshold, read) if isinstance(threshold, float) else threshold
 
 
-def _system_line(system: str, s, read: str) -> str:
+def _system_line(system: str, s: Any, read: str) -> str:
     """One system's curve summary as read (core.orient): the lowest rate read is the flipped highest, and the
     primary universe's positions count from it."""
     from multiverse.analysis import position_words
@@ -107,7 +107,7 @@ def _system_line(system: str, s, read: str) -> str:
     return f"  {system}: {name} {low:.3f} .. {orient(s.rate.median, read):.3f} .. {high:.3f} (min .. median .. max){primary}"
 
 
-def _null_as_read(test, read: str) -> str:
+def _null_as_read(test: Any, read: str) -> str:
     """A joint test's null in the words and numbers of the rates as read (``core.orient``)."""
     name = rate_name(read).replace(" ", "_")
     if test.kind == "rate" and test.threshold is not None:
@@ -164,7 +164,7 @@ def cmd_agreement(args: Namespace) -> int:
     return _print_notes(result.notes)
 
 
-def _print_grouped_agreement(grouped, axis: str) -> int:
+def _print_grouped_agreement(grouped: Any, axis: str) -> int:
     """One table of every group's pairs of options (labels; and scores, where the options gave them), the group
     its first column."""
     say(f"agreement across {axis} per {grouped.by}")

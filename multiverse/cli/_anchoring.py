@@ -33,7 +33,7 @@ def cmd_label(args: Namespace) -> int:
     return 0
 
 
-def _count_rows(path) -> int:
+def _count_rows(path: Any) -> int:
     import pandas as pd
 
     return len(pd.read_csv(path, dtype=str, keep_default_na=False))

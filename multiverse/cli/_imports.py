@@ -62,7 +62,7 @@ def cmd_import(args: Namespace) -> int:
     return 0
 
 
-def _say_counted(verdicts) -> None:
+def _say_counted(verdicts: Any) -> None:
     """How many ok verdicts are unparsed replies --unparsed counted: ok now, so said apart from the graded."""
     from ..analysis import counted_unparsed
 
