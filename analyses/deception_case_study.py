@@ -49,6 +49,7 @@ from matplotlib.figure import Figure
 
 import multiverse as mv
 from multiverse.analysis import universe_ranks
+from multiverse.results import AgreementDocument, CurveDocument, RankingDocument, VarianceDocument
 
 __all__ = ["FIGURES", "NUMBERS", "main", "write_figures"]
 
@@ -172,19 +173,19 @@ def _agreement(tables, label, path):
     figure = _save(result.figure(), path, label,
                    f"Agreement between the options of {axis!r} on the same {result.document.paired_on}s "
                    f"({result.document.n_units} units)")
-    return result.source, figure
+    return result.document, figure
 
 
 def _ranking(tables, label, path):
     result = tables.ranking(boot=0)
     figure = _save(result.figure(), path, label, "Rank stability: the systems' ranks across universes")
-    return tables.system_rates(), result.source, figure
+    return tables.system_rates(), result.document, figure
 
 
 def _variance(tables, label, path):
     result = tables.variance()
     figure = _save(result.figure(), path, label, "Variance decomposition of the universe x system rates")
-    return result.source, figure
+    return result.document, figure
 
 
 def _conditions(tables, label, path):
@@ -242,47 +243,48 @@ def _conditions(tables, label, path):
 # --------------------------------------------------------------------------- summary
 
 
-def _stability(rates, ranked) -> tuple[str, str, float, float]:
+def _stability(rates, ranked: RankingDocument) -> tuple[str, str, float, float]:
     """The primary's order ("a > b > ..."), its top system(s), and the shares of universes keeping each."""
     ranks = universe_ranks(rates).pivot_table(index="universe_id", columns="system", values="rank")
-    order = ranks.loc[ranked["primary"]].sort_values(kind="stable")
-    same_top = 1.0 - len(ranked["flips"]) / ranked["universes"]
-    same_order = float((ranks == ranks.loc[ranked["primary"]]).all(axis=1).mean())
+    order = ranks.loc[ranked.primary].sort_values(kind="stable")
+    same_top = 1.0 - len(ranked.flips) / ranked.universes
+    same_order = float((ranks == ranks.loc[ranked.primary]).all(axis=1).mean())
     top = ", ".join(str(s) for s in order.index[order == order.min()])
     return " > ".join(str(s) for s in order.index), top, same_top, same_order
 
 
-def _summary(tables, curves, rates, ranked, decomposition) -> list[str]:
+def _summary(tables, curves: CurveDocument, rates, ranked: RankingDocument,
+             decomposition: VarianceDocument) -> list[str]:
     axes = tables.axes
     n_universes = rates["universe_id"].nunique()
-    systems = ranked["systems"]
+    systems = ranked.systems
     lines = [f"{_label(tables)}: {n_universes} universes x {len(systems)} systems, axes {', '.join(axes)}"]
     lines.append("Rates across universes (min..max, median; primary rate; joint test of the curve against "
                  "the band):")
-    tests = {t["systems"][0]: t for t in curves["tests"]}
-    for system, entry in curves["systems"].items():
-        rate = entry["rate"]
-        at = entry["primary"]
-        primary = f"primary {at['rate']:.2f} [{at['ci_low']:.2f}, {at['ci_high']:.2f}]" if at else "no primary"
+    tests = {t.systems[0]: t for t in curves.tests}
+    for system, entry in curves.systems.items():
+        rate = entry.rate
+        at = entry.primary
+        primary = f"primary {at.rate:.2f} [{at.ci_low:.2f}, {at.ci_high:.2f}]" if at else "no primary"
         test = tests.get(system)
         joint = ""
         if test:
-            sig = test["statistics"]["n_significant"]
-            side = "above" if test["direction"] == "greater" else "below"
-            joint = (f"; {sig['observed']}/{test['n_universes']} universes significantly {side} "
-                     f"{test['threshold']:.2f}, joint p = {sig['p']:.3f}")
-        lines.append(f"  {system}: {rate['min']:.2f}..{rate['max']:.2f} (median {rate['median']:.2f}); "
+            sig = test.statistics["n_significant"]
+            side = "above" if test.direction == "greater" else "below"
+            joint = (f"; {sig.observed}/{test.n_universes} universes significantly {side} "
+                     f"{test.threshold:.2f}, joint p = {sig.p:.3f}")
+        lines.append(f"  {system}: {rate.min:.2f}..{rate.max:.2f} (median {rate.median:.2f}); "
                      f"{primary}{joint}")
-    by_axis = decomposition["by_axis"]
+    by_axis = decomposition.by_axis
     if by_axis:
         top = by_axis[0]
-        lines.append(f"Most variance: {top['axis']} explains {top['total']:.1%} of the variance in rates "
-                     f"(shift of all rates {top['main']:.1%}, {top['axis']} x system {top['interaction']:.1%}); "
-                     "then " + ", ".join(f"{r['axis']} {r['total']:.1%}" for r in by_axis[1:]))
-        lines += [f"  note: {note}" for note in decomposition["notes"]]
+        lines.append(f"Most variance: {top.axis} explains {top.total:.1%} of the variance in rates "
+                     f"(shift of all rates {top.main:.1%}, {top.axis} x system {top.interaction:.1%}); "
+                     "then " + ", ".join(f"{r.axis} {r.total:.1%}" for r in by_axis[1:]))
+        lines += [f"  note: {note}" for note in decomposition.notes]
     shown, top, same_top, same_order = _stability(rates, ranked)
     lines.append(f"Ranking: primary order {shown}; same top system ({top}) in {same_top:.0%} of universes; "
-                 f"same full order in {same_order:.0%}; Kendall's W = {ranked['kendall_w']['w']:.2f}")
+                 f"same full order in {same_order:.0%}; Kendall's W = {ranked.kendall_w.w:.2f}")
     return lines
 
 
@@ -303,55 +305,56 @@ def _out_of(k: int, n: int, things: str) -> str:
     return f"every {things}" if k == n else "no " + things if k == 0 else f"{k} of {n} {things}s"
 
 
-def _quoted_curves(curves: dict, figure: Figure) -> dict:
-    tests = [t for t in curves["tests"] if t["kind"] == "rate"]
-    stats = {name: [t["statistics"][name] for t in tests] for name in ("n_significant", "median_effect", "stouffer_z")}
+def _quoted_curves(curves: CurveDocument, figure: Figure) -> dict:
+    tests = [t for t in curves.tests if t.kind == "rate"]
+    # the statistics' names are the keys of a mapping the document declares (JointTest's STATISTICS)
+    stats = {name: [t.statistics[name] for t in tests] for name in ("n_significant", "median_effect", "stouffer_z")}
     labels = {}
     for ax in figure.axes:  # the primary's label, as each system's panel prints it
         for text in ax.texts:
             if text.get_text().startswith("primary ") and ax.get_title("left"):
                 # "primary 0.64 [0.55, 0.73]" then the position, on a second line or after a middle dot
                 labels[ax.get_title("left")] = re.split(r"\n| \u00b7 ", text.get_text(), maxsplit=1)[-1]
-    systems = curves["systems"].values()
+    systems = curves.systems.values()
     return {
-        "rate_min": _span([s["rate"]["min"] for s in systems]),
-        "rate_max": _span([s["rate"]["max"] for s in systems]),
+        "rate_min": _span([s.rate.min for s in systems]),
+        "rate_max": _span([s.rate.max for s in systems]),
         "primary_positions": labels,
-        "null_draws": f"{tests[0]['boot']:,}" if tests else None,
-        "count_rejects": _out_of(sum(s["p"] < 0.05 for s in stats["n_significant"]), len(tests), "system"),
-        "count_p": _span([s["p"] for s in stats["n_significant"]], 3),
-        "count_p_holm_max": f"{max(s['p_holm'] for s in stats['n_significant']):.3f}" if tests else None,
-        "median_rejects": _out_of(sum(s["p"] < 0.05 for s in stats["median_effect"]), len(tests), "system"),
-        "stouffer_rejects": _out_of(sum(s["p"] < 0.05 for s in stats["stouffer_z"]), len(tests), "system"),
+        "null_draws": f"{tests[0].boot:,}" if tests else None,
+        "count_rejects": _out_of(sum(s.p < 0.05 for s in stats["n_significant"]), len(tests), "system"),
+        "count_p": _span([s.p for s in stats["n_significant"]], 3),
+        "count_p_holm_max": f"{max(s.p_holm for s in stats['n_significant']):.3f}" if tests else None,
+        "median_rejects": _out_of(sum(s.p < 0.05 for s in stats["median_effect"]), len(tests), "system"),
+        "stouffer_rejects": _out_of(sum(s.p < 0.05 for s in stats["stouffer_z"]), len(tests), "system"),
     }
 
 
-def _quoted_agreement(judged: dict) -> dict:
-    pairs = judged["pairs"]
+def _quoted_agreement(judged: AgreementDocument) -> dict:
+    pairs = judged.pairs
     rate = {}  # each option's rate relative to the others: bias = rate(a) - rate(b)
     for p in pairs:
-        rate.setdefault(p["a"], []).append(p["bias"])
-        rate.setdefault(p["b"], []).append(-p["bias"])
-    widest = max(pairs, key=lambda p: abs(p["bias"]))
-    higher, lower = (widest["a"], widest["b"]) if widest["bias"] > 0 else (widest["b"], widest["a"])
-    return {"kappa": _span([p["cohen_kappa"] for p in pairs]),
+        rate.setdefault(p.a, []).append(p.bias)
+        rate.setdefault(p.b, []).append(-p.bias)
+    widest = max(pairs, key=lambda p: abs(p.bias))
+    higher, lower = (widest.a, widest.b) if widest.bias > 0 else (widest.b, widest.a)
+    return {"kappa": _span([p.cohen_kappa for p in pairs]),
             "harshest": min(rate, key=lambda o: float(np.mean(rate[o]))),
-            "widest_gap": {"higher": higher, "lower": lower, "by": f"{abs(widest['bias']):.2f}"}}
+            "widest_gap": {"higher": higher, "lower": lower, "by": f"{abs(widest.bias):.2f}"}}
 
 
-def _quoted_variance(decomposition: dict) -> dict:
-    terms = decomposition["terms"]
-    interactions = [t for t in terms if t["kind"] == "interaction"]
-    system = next((t for t in terms if t["kind"] == "system"), None)
-    reorders = max(interactions, key=lambda t: t["share"]) if interactions else None
+def _quoted_variance(decomposition: VarianceDocument) -> dict:
+    terms = decomposition.terms
+    interactions = [t for t in terms if t.kind == "interaction"]
+    system = next((t for t in terms if t.kind == "system"), None)
+    reorders = max(interactions, key=lambda t: t.share) if interactions else None
     return {
-        "noise_floor": _pct(decomposition["noise"]["noise_floor"]),
-        "by_axis": ", ".join(f"{r['axis']} {_pct(r['total'])}" for r in decomposition["by_axis"]),
-        "reorders_most": f"{reorders['term'].split(':')[0]} \u00d7 system {_pct(reorders['share'])}" if reorders else None,
-        "system_share": _pct(system["share"]) if system else None,
-        "system_beyond_noise": None if system is None or system["low"] is None
-        else "not distinguishable from noise" if system["low"] <= 0 else "beyond noise",
-        "shares_sum": _pct(sum(t["share"] for t in terms)),
+        "noise_floor": _pct(decomposition.noise.noise_floor),
+        "by_axis": ", ".join(f"{r.axis} {_pct(r.total)}" for r in decomposition.by_axis),
+        "reorders_most": f"{reorders.term.split(':')[0]} \u00d7 system {_pct(reorders.share)}" if reorders else None,
+        "system_share": _pct(system.share) if system else None,
+        "system_beyond_noise": None if system is None or system.low is None
+        else "not distinguishable from noise" if system.low <= 0 else "beyond noise",
+        "shares_sum": _pct(sum(t.share for t in terms)),
     }
 
 
@@ -376,11 +379,11 @@ def _numbers(tables, found: dict, figures: dict[str, Figure]) -> dict:
     """The JSON written beside the figures: what each figure shows and what README quotes."""
     curves, judged, ranked, decomposition = found["curves"], found["agreement"], found["ranking"], found["variance"]
     shown, top, same_top, same_order = _stability(found["rates"], ranked)
-    quoted: dict = {"curves": _quoted_curves(curves.source, figures["curves"])}
+    quoted: dict = {"curves": _quoted_curves(curves.document, figures["curves"])}
     if judged is not None:
         quoted["agreement"] = _quoted_agreement(judged)
     quoted["ranking"] = {"primary_top": top, "same_top": _pct(same_top, 0), "primary_order": shown,
-                         "same_order": _pct(same_order, 0), "kendall_w": f"{ranked['kendall_w']['w']:.2f}"}
+                         "same_order": _pct(same_order, 0), "kendall_w": f"{ranked.kendall_w.w:.2f}"}
     quoted["variance"] = _quoted_variance(decomposition)
     if found["panels"] is not None:
         quoted["conditions"] = _quoted_conditions(found["panels"], found["condition_rows"])
@@ -388,13 +391,14 @@ def _numbers(tables, found: dict, figures: dict[str, Figure]) -> dict:
     stages = manifest.stages if manifest is not None else {}
     drawn = curves.frame[[c for c in ("system", "universe_id", "rate", "ci_low", "ci_high") if c in curves.frame]]
     values = {
-        "curves": {"systems": curves.source["systems"], "rates": drawn.sort_values(["system", "rate", "universe_id"])
-                   .to_dict("list")},
-        "agreement": judged and {"pairs": [{k: p[k] for k in ("a", "b", "n", "cohen_kappa", "gwet_ac1", "bias")}
-                                           for p in judged["pairs"]]},
-        "ranking": {k: ranked[k] for k in ("p_top", "rank_distribution")},
-        "variance": {"terms": [{k: t[k] for k in ("term", "share", "noise", "low", "high")}
-                               for t in decomposition["terms"]]},
+        # the models' values as their fields hold them (exclude_unset: what the analysis wrote, nothing filled in)
+        "curves": {"systems": {name: s.model_dump(exclude_unset=True) for name, s in curves.document.systems.items()},
+                   "rates": drawn.sort_values(["system", "rate", "universe_id"]).to_dict("list")},
+        "agreement": judged and {"pairs": [p.model_dump(include={"a", "b", "n", "cohen_kappa", "gwet_ac1", "bias"})
+                                           for p in judged.pairs]},
+        "ranking": {"p_top": ranked.p_top, "rank_distribution": ranked.rank_distribution},
+        "variance": {"terms": [t.model_dump(include={"term", "share", "noise", "low", "high"})
+                               for t in decomposition.terms]},
         "conditions": found["condition_rows"] is not None and found["condition_rows"][
             ["universe_id", "system", "condition", "rate", "ci_low", "ci_high"]].to_dict("list"),
     }
@@ -432,11 +436,11 @@ def write_figures(run_dir: str | os.PathLike, figures: str | os.PathLike = "figu
     found.update(agreement=judged, rates=rates, ranking=ranked, variance=decomposition, panels=panels)
     numbers = _numbers(tables, found, {k: f for k, f in figures.items() if f is not None})
     (out / NUMBERS).write_text(json.dumps(numbers, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    lines = _summary(tables, found["curves"].source, rates, ranked, decomposition)
+    lines = _summary(tables, found["curves"].document, rates, ranked, decomposition)
     if judged is not None:
-        kappas = ", ".join(f"{p['a']}/{p['b']} {p['cohen_kappa']:.2f}" for p in judged["pairs"])
+        kappas = ", ".join(f"{p.a}/{p.b} {p.cohen_kappa:.2f}" for p in judged.pairs)
         lines.append(f"Judge agreement (Cohen's kappa): {kappas}; Krippendorff's alpha "
-                     f"{judged['krippendorff_alpha']:.2f}")
+                     f"{judged.krippendorff_alpha:.2f}")
     written = [n for key, n in names.items() if (key != "agreement" or judged is not None)
                and (key != "conditions" or panels is not None)]
     lines.append(f"Figures in {out}/: {', '.join(written)}; their numbers in {NUMBERS}")

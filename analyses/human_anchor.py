@@ -27,9 +27,9 @@ import pandas as pd
 
 from multiverse.analysis import calibrate
 from multiverse.labelling import draw_sample
-from multiverse.results._load import load_run
+from multiverse.results import load_run
 from multiverse.sim import expected_overall
-from multiverse.stages._rollout import USER_ATTEMPTS
+from multiverse.stages import USER_ATTEMPTS
 
 SPEC = Path(__file__).resolve().parent.parent / "specs" / "human-anchor-sim.yaml"
 ORACLE = "oracle"
@@ -40,7 +40,7 @@ COLOURS = {"judge": "#8c8c8c", "human": "#d9822b", "anchored": "#2b6cb0"}
 def ensure_run(run_dir: Path) -> None:
     if (run_dir / "manifest.json").exists():
         return
-    from multiverse.engine._pipeline import run
+    from multiverse.engine import run
     from multiverse.spec import load_spec
 
     print(f"running {SPEC.name} into {run_dir} ...", file=sys.stderr)

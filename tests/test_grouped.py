@@ -122,6 +122,12 @@ def test_cli_ranking_by_bt_and_by_subset_as_a_user_runs_them(tmp_path):
     atlas = next(s for s in document.scores if s.universe_id == "u-j1" and s.system == "atlas")
     shares = j1[(j1["system"] == "atlas") & (j1[OPPONENT] == "beacon")][CONTRIBUTION]
     assert 0 < atlas.score and atlas.wins >= shares.sum() and atlas.games == 120
+    # As text, a universe is named by its label, the primary starred, as every other table names it; never by id.
+    code, out, err = run_cli(["ranking", folder, "--method", "bt", "--boot", "0"])
+    assert code == 0, err
+    named = [line.split("  ")[0] for line in out.splitlines() if line.startswith(("* judge=", "judge="))]
+    assert sorted(set(named)) == ["* judge=j1", "judge=j2"] and len(named) == 6, out
+    assert "u-j1" not in out and "u-j2" not in out
     code, out, err = run_cli(["ranking", folder, "--method", "bt", "--boot", "50", "--by", "subset"])
     assert code == 0, err
     assert out.splitlines()[1].split()[:3] == ["subset", "universe", "system"]

@@ -203,7 +203,7 @@ def test_no_function_is_past_the_complexity_bound():
 # ``from a.b import c``, ``from a.b.c import x``, relative, inside a function, under TYPE_CHECKING, or by a
 # string that names the module (``importlib.import_module("...")``, ``__import__``, a lazy facade's homes).
 # Tests are not held to it: a test may import the private helper it tests (README › Development).
-IMPORTERS = {"import_module", "__import__", "find_spec", "load_module"}
+IMPORTERS = {"import_module", "__import__", "find_spec", "load_module", "run_module", "reload"}
 
 # Reaching past a facade, outside analysis: none is left (issue 46 made every room's modules private and
 # sent their imports through the doors). A line added here must say why; the list can only shrink:
@@ -231,9 +231,16 @@ def _home_room(module: str) -> str:
 
 def _named_modules(path: Path) -> tuple[set[str], list[str]]:
     """Modules of multiverse a file names by string, and its import calls whose name is built at run time."""
+    return _named_in(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
+
+
+def _named_in(text: str, where: str) -> tuple[set[str], list[str]]:
     named: set[str] = set()
     dynamic: list[str] = []
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = ast.parse(text)
+    # an importer under another name (``from importlib import import_module as load``) is still one
+    importers = IMPORTERS | {a.asname for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                             for a in node.names if a.name in IMPORTERS and a.asname}
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.fullmatch(r"multiverse(\.\w+)+",
                                                                                              node.value):
@@ -242,25 +249,29 @@ def _named_modules(path: Path) -> tuple[set[str], list[str]]:
         elif isinstance(node, ast.Call):
             func = node.func
             called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-            if called in IMPORTERS and node.args and not (isinstance(node.args[0], ast.Constant)):
-                dynamic.append(f"{path.relative_to(ROOT)} {called}({ast.unparse(node.args[0])})")
+            if called == "getattr" and len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and (
+                    node.args[1].value in IMPORTERS):
+                dynamic.append(f"{where} getattr(..., {node.args[1].value!r})")  # an importer fetched by name
+            elif called in importers and node.args and not (isinstance(node.args[0], ast.Constant)):
+                dynamic.append(f"{where} {called}({ast.unparse(node.args[0])})")
     return named, dynamic
 
 
 STRINGS = {_module_name(p): _named_modules(p) for p in sorted(PACKAGE.rglob("*.py"))}
 
 
+def _reaches_past(module: str, target: str) -> bool:
+    """Whether ``module`` importing (or naming) ``target`` goes past the facade of ``target``'s room."""
+    room = _home_room(target)
+    if target == room or module == room or module.startswith(room + "."):
+        return False  # a facade, or a module of the same room
+    return room != "multiverse"  # the flat modules (errors, _api) have no facade but themselves
+
+
 def _past_the_facade() -> set[str]:
-    found = set()
-    for module in GRAPH:
-        for target, how in [*((t, "imports") for t in GRAPH[module]), *((t, "names") for t in STRINGS[module][0])]:
-            room = _home_room(target)
-            if target == room or module == room or module.startswith(room + "."):
-                continue  # a facade, or a module of the same room
-            if room == "multiverse":
-                continue  # the flat modules (errors, _api) have no facade but themselves
-            found.add(f"{module} {how} {target}")
-    return found
+    return {f"{module} {how} {target}" for module in GRAPH
+            for target, how in [*((t, "imports") for t in GRAPH[module]), *((t, "names") for t in STRINGS[module][0])]
+            if _reaches_past(module, target)}
 
 
 PAST = _past_the_facade()
@@ -280,6 +291,84 @@ def test_no_room_imports_by_a_name_built_at_run_time():
     found = {d for _, dynamic in STRINGS.values() for d in dynamic}
     assert found == DYNAMIC_IMPORTS_ALLOWED, (sorted(found - DYNAMIC_IMPORTS_ALLOWED),
                                               sorted(DYNAMIC_IMPORTS_ALLOWED - found))
+
+
+# The forms a module can be reached by without an import statement, each as the check must see it: a module
+# named by a string (-> named) or an import whose name is only known at run time (-> dynamic).
+STRING_FORMS = [
+    ('import importlib\nimportlib.import_module("multiverse.results._documents")', "named"),
+    ('import sys\nsys.modules["multiverse.gate._diff"]', "named"),
+    ('LAZY = {"Diff": "multiverse.gate._diff"}', "named"),  # a lazy facade's home, imported later
+    ('from importlib import import_module as load\nload(f"multiverse.{room}._x")', "dynamic"),
+    ('__import__("multiverse." + "plots._diff")', "dynamic"),
+    ('import importlib\ngetattr(importlib, "import_module")(name)', "dynamic"),
+    ('import importlib.util\nimportlib.util.find_spec(name)', "dynamic"),
+    ('import runpy\nrunpy.run_module(name)', "dynamic"),
+]
+
+
+@pytest.mark.parametrize(("code", "seen"), STRING_FORMS)
+def test_a_module_reached_without_an_import_statement_is_seen(code, seen):
+    named, dynamic = _named_in(code, "x.py")
+    assert (bool(named), bool(dynamic)) == (seen == "named", seen == "dynamic"), (named, dynamic)
+    # and a named private module of another room is past its facade, as an import of it would be
+    assert all(_reaches_past("multiverse.reporting._run", m) for m in named)
+
+
+def test_reaching_past_a_facade_is_told_from_using_it():
+    assert _reaches_past("multiverse.gate._diff", "multiverse.results._documents")
+    assert _reaches_past("multiverse.results._analyses", "multiverse.analysis.rates._rates")  # a sub-room too
+    assert _reaches_past("multiverse.analysis.curve._curve", "multiverse.analysis.inference._joint")
+    assert not _reaches_past("multiverse.gate._diff", "multiverse.results")
+    assert not _reaches_past("multiverse.gate._diff", "multiverse.gate._decide")  # its own room
+    assert not _reaches_past("multiverse.cli._gate", "multiverse.errors")
+
+
+def _lazy_homes(package: str) -> dict[str, str]:
+    """The names a lazy facade imports on first use and their homes, as its ``__getattr__`` holds them."""
+    import importlib
+    import inspect
+
+    getter = getattr(importlib.import_module(package), "__getattr__", None)
+    if getter is None:
+        return {}
+    return dict(inspect.getclosurevars(getter).nonlocals.get("homes", {}))
+
+
+LAZY = {room: homes for room in ROOMS if (homes := _lazy_homes(room))}
+
+
+def test_the_lazy_facades_are_found():
+    # the homes are built at run time (f-strings, dict comprehensions): the check reads them from the facade
+    assert {"multiverse", "multiverse.core", "multiverse.engine", "multiverse.plots"} <= set(LAZY)
+
+
+def test_a_lazy_facade_loads_its_own_modules_or_the_doors_of_rooms_below():
+    wrong = []
+    for package, homes in LAZY.items():
+        for name, home in sorted(homes.items()):
+            if not _is_module(home):
+                wrong.append(f"{package}.{name}: {home} is no module")
+            elif _reaches_past(package, home):
+                wrong.append(f"{package}.{name}: {home} is past its room's facade")
+            elif _room(home) != _room(package) and _room(home) not in MAY_IMPORT[_room(package)]:
+                wrong.append(f"{package}.{name}: {home} is a room {_room(package)} may not import")
+    assert not wrong, wrong
+
+
+# A room's doors are its __init__ (and a package's __main__, what ``python -m`` runs); every other module is
+# private (``_name.py``). errors.py is the one flat public module: the exceptions are a room of one module.
+PUBLIC_MODULES_ALLOWED = {"multiverse/errors.py"}
+
+
+def test_every_module_of_a_room_is_private():
+    public = sorted(p.relative_to(ROOT).as_posix() for p in PACKAGE.rglob("*.py")
+                    if not p.name.startswith("_") and p.relative_to(ROOT).as_posix() not in PUBLIC_MODULES_ALLOWED)
+    assert not public, f"name these _module.py (import them through the room's __init__): {public}"
+    # every folder of code is a room with a facade (a folder of data, explorer/static or sim/worlds, has no .py)
+    loose = sorted(d.relative_to(ROOT).as_posix() for d in PACKAGE.rglob("*") if d.is_dir()
+                   and any(d.glob("*.py")) and not (d / "__init__.py").is_file())
+    assert not loose, loose
 
 
 def test_a_module_named_by_string_is_an_import_of_the_rooms_below():
@@ -359,3 +448,13 @@ def test_every_module_a_test_names_by_string_exists():
                 except (ImportError, AttributeError):
                     missing.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.value}")
     assert not missing, missing
+
+
+def test_scripts_and_the_docs_build_go_through_facades_too():
+    # analyses/ and docs/ are the package's first users: they import what a user may, the facades.
+    scripts = [p for folder in ("analyses", "docs", "specs") for p in sorted((ROOT / folder).rglob("*.py"))]
+    assert len(scripts) >= 5, scripts
+    past = sorted(f"{p.relative_to(ROOT)} {how} {target}" for p in scripts
+                  for how, targets in (("imports", _imports(p)), ("names", _named_modules(p)[0]))
+                  for target in targets if _is_module(target) and _reaches_past(_module_name(p), target))
+    assert not past, past

@@ -122,7 +122,8 @@ def flag_message(message: str, param: str | None) -> str:
     return f"{flag}: {message}"
 
 
-def _one_line_warning(message, category, filename, lineno, line=None) -> str:
+def _one_line_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                      line: str | None = None) -> str:
     # A warning (say, a bad store entry moved to quarantine) is one line for the user,
     # not a source location and a quoted line of multiverse's code.
     from multiverse.store import StoreWarning

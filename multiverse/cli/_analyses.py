@@ -13,11 +13,12 @@ typed model (``Analysis.document``); ``--figure`` writes the analysis's figure.
 
 from __future__ import annotations
 
+from argparse import Namespace
 from typing import TYPE_CHECKING, Any
 
 from multiverse.core import orient, orient_interval, rank_one, rate_name
 
-from ._anchoring import print_anchored_curve, print_anchored_ranking
+from ._anchoring import print_anchored_curve, print_anchored_ranking, universe_labels
 from ._output import interval, number, print_json, print_table, save_figure, say
 from ._score_agreement import print_order_consistency, print_score_agreement, print_verdict_agreement
 
@@ -29,12 +30,12 @@ if TYPE_CHECKING:
 __all__ = ["cmd_agreement", "cmd_curve", "cmd_ranking", "cmd_report", "cmd_variance"]
 
 
-def _figure(analysis, args, **options) -> None:
+def _figure(analysis: Any, args: Namespace, **options: Any) -> None:
     if args.figure:
         save_figure(analysis.figure(**options), args.figure)
 
 
-def cmd_curve(args) -> int:
+def cmd_curve(args: Namespace) -> int:
     from .. import load_run
 
     results: Results = load_run(args.source).read_as(args.rate)
@@ -77,7 +78,7 @@ def cmd_curve(args) -> int:
     return 0
 
 
-def _threshold(args, results: Results, read: str) -> float | str | None:
+def _threshold(args: Namespace, results: Results, read: str) -> float | str | None:
     """What the CLI curve's joint test is against: ``--threshold``, read in the rates' direction, or by default
     each system's own rate in the primary universe, as the report and the API example test it (said in the output).
     --diff has its own test, the joint test of that curve, so it gets no default."""
@@ -87,7 +88,7 @@ def _threshold(args, results: Results, read: str) -> float | str | None:
     return orient(threshold, read) if isinstance(threshold, float) else threshold
 
 
-def _system_line(system: str, s, read: str) -> str:
+def _system_line(system: str, s: Any, read: str) -> str:
     """One system's curve summary as read (core.orient): the lowest rate read is the flipped highest, and the
     primary universe's positions count from it."""
     from multiverse.analysis import position_words
@@ -106,7 +107,7 @@ def _system_line(system: str, s, read: str) -> str:
     return f"  {system}: {name} {low:.3f} .. {orient(s.rate.median, read):.3f} .. {high:.3f} (min .. median .. max){primary}"
 
 
-def _null_as_read(test, read: str) -> str:
+def _null_as_read(test: Any, read: str) -> str:
     """A joint test's null in the words and numbers of the rates as read (``core.orient``)."""
     name = rate_name(read).replace(" ", "_")
     if test.kind == "rate" and test.threshold is not None:
@@ -114,7 +115,7 @@ def _null_as_read(test, read: str) -> str:
     return f"{name}({test.systems[0]}) = {name}({test.systems[1]}) in every universe"
 
 
-def cmd_agreement(args) -> int:
+def cmd_agreement(args: Namespace) -> int:
     from .. import load_run
 
     results: Results = load_run(args.source)
@@ -163,7 +164,7 @@ def cmd_agreement(args) -> int:
     return _print_notes(result.notes)
 
 
-def _print_grouped_agreement(grouped, axis: str) -> int:
+def _print_grouped_agreement(grouped: Any, axis: str) -> int:
     """One table of every group's pairs of options (labels; and scores, where the options gave them), the group
     its first column."""
     say(f"agreement across {axis} per {grouped.by}")
@@ -202,7 +203,7 @@ def _print_notes(notes: list[str]) -> int:
     return 0
 
 
-def cmd_ranking(args) -> int:
+def cmd_ranking(args: Namespace) -> int:
     from .. import load_run
 
     results: Results = load_run(args.source).read_as(args.rate)
@@ -222,7 +223,7 @@ def cmd_ranking(args) -> int:
     return 0
 
 
-def _print_other_ranking(results: Results, args) -> int:
+def _print_other_ranking(results: Results, args: Namespace) -> int:
     """A ranking by Bradley-Terry scores or per group (``--method bt``, ``--by``): one table, the group a column."""
     from multiverse.errors import InputError
 
@@ -241,7 +242,7 @@ def _print_other_ranking(results: Results, args) -> int:
     parts = [(g.group, g.document, [g.group]) for g in document.groups] if args.by else [(None, document, [])]
     first = [args.by] if args.by else []
     if args.method == "bt":
-        _print_bt_scores(parts, first)
+        _print_bt_scores(parts, first, universe_labels(results))
     say(f"P(rank 1) over the universes{' of each group' if args.by else ''} and coverage:")
     rows: list[list[Any]] = [[*first, "system", "P(top)", "coverage"]]
     for _, result, cells in parts:
@@ -256,15 +257,16 @@ def _print_other_ranking(results: Results, args) -> int:
     return _print_notes(document.notes)
 
 
-def _print_bt_scores(parts: list[Any], first: list[str]) -> None:
-    """Each universe's Bradley-Terry scores with their intervals and ranks, one row per system."""
+def _print_bt_scores(parts: list[Any], first: list[str], labels: dict[str, str]) -> None:
+    """Each universe's Bradley-Terry scores with their intervals and ranks, one row per system; a universe by its
+    label (options; ``*`` the primary), as the other tables name it."""
     head = parts[0][1]
     say(f"Bradley-Terry scores ({head.scale}; anchor {head.anchor or 'none: each universe averages 0'}), "
         f"{head.level:.0%} case-bootstrap intervals, {head.resamples} resamples:")
     rows: list[list[Any]] = [[*first, "universe", "system", "score", "interval", "rank", "rank interval", "P(top)"]]
     for _, result, cells in parts:
         for r in result.scores:
-            rows.append([*cells, r.universe_id, r.system, number(r.score), interval([r.low, r.high]), r.rank,
+            rows.append([*cells, labels.get(r.universe_id, r.universe_id), r.system, number(r.score), interval([r.low, r.high]), r.rank,
                          interval([r.rank_low, r.rank_high]), number(r.p_top, 2)])
     print_table(rows)
 
@@ -329,7 +331,7 @@ def _print_ranking(result: RankingDocument, read: str = "compliance") -> None:
         say(f"note: {note}")
 
 
-def cmd_variance(args) -> int:
+def cmd_variance(args: Namespace) -> int:
     from .. import load_run
 
     results: Results = load_run(args.source)
@@ -369,7 +371,7 @@ def cmd_variance(args) -> int:
     return 0
 
 
-def cmd_report(args) -> int:
+def cmd_report(args: Namespace) -> int:
     from .. import report
 
     path = report(args.source, args.out, store=args.store, threshold=args.threshold, tests=not args.no_tests,

@@ -9,6 +9,7 @@ prints its document (the text from its typed model, ``Analysis.document``).
 
 from __future__ import annotations
 
+from argparse import Namespace
 from typing import TYPE_CHECKING, Any
 
 from ._output import interval, number, print_json, print_table, save_figure, say
@@ -16,10 +17,10 @@ from ._output import interval, number, print_json, print_table, save_figure, say
 if TYPE_CHECKING:
     from ..results import AnchoredCurveDocument, AnchoredRankingDocument, CalibrationDocument, Results
 
-__all__ = ["cmd_calibrate", "cmd_label", "print_anchored_curve", "print_anchored_ranking"]
+__all__ = ["cmd_calibrate", "cmd_label", "print_anchored_curve", "print_anchored_ranking", "universe_labels"]
 
 
-def cmd_label(args) -> int:
+def cmd_label(args: Namespace) -> int:
     from .. import label
 
     csv_path, html_path, notes = label(args.source, args.n, args.out, seed=args.seed, force=args.force,
@@ -32,13 +33,13 @@ def cmd_label(args) -> int:
     return 0
 
 
-def _count_rows(path) -> int:
+def _count_rows(path: Any) -> int:
     import pandas as pd
 
     return len(pd.read_csv(path, dtype=str, keep_default_na=False))
 
 
-def cmd_calibrate(args) -> int:
+def cmd_calibrate(args: Namespace) -> int:
     from .. import load_run
 
     results: Results = load_run(args.source)  # annotated: the facade's lazy load_run reads as untyped
@@ -56,7 +57,7 @@ def cmd_calibrate(args) -> int:
     say(f"{counted.transcripts} labelled transcripts of the run"
         + (f" ({counted.per_cell} per system in each of {counted.rollout_configurations} rollout configurations)"
            if counted.per_cell is not None and counted.rollout_configurations > 1 else ""))
-    labels = _universe_labels(results)
+    labels = universe_labels(results)
     if any(r.mean is not None for r in document.rates):
         _print_means(document, labels, level)
     say(f"rates anchored to {args.human} (PPI++, {level} intervals; a mean score rescaled to 0-1):")
@@ -84,7 +85,7 @@ def cmd_calibrate(args) -> int:
     return 0
 
 
-def _print_grouped_judges(results: Results, args) -> int:
+def _print_grouped_judges(results: Results, args: Namespace) -> int:
     """``calibrate --by``: each group's judges against people in one table, the group its first column."""
     if args.figure:
         from multiverse.errors import InputError
@@ -96,7 +97,7 @@ def _print_grouped_judges(results: Results, args) -> int:
         return 0
     grouped = analysis.document
     level = f"{1 - args.alpha:.0%}"
-    labels = _universe_labels(results)
+    labels = universe_labels(results)
     say(f"judges against the human labels, per {grouped.by} ({level} Wilson intervals):")
     rows: list[list[Any]] = [[grouped.by, "universe", "n_human", "accuracy", f"{level} interval", "sensitivity",
                          "specificity", "kappa"]]
@@ -123,7 +124,8 @@ def _print_means(document: CalibrationDocument, labels: dict[str, str], level: s
     print_table(rows)
 
 
-def _universe_labels(results) -> dict[str, str]:
+def universe_labels(results: Results) -> dict[str, str]:
+    """Each universe's label by its id, ``* `` before the primary's: how the command line's tables name one."""
     universes = results.universes
     star = {results.primary: "* "} if results.primary else {}
     return {u: star.get(u, "") + str(label) for u, label in zip(universes["universe_id"], universes["label"])}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from argparse import Namespace
 from typing import TYPE_CHECKING, Any
 
 from multiverse.core import FAILED_STATUSES
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["cmd_demo", "cmd_draft", "cmd_expand", "cmd_plan", "cmd_power", "cmd_run", "cmd_schema", "cmd_validate"]
 
 
-def cmd_validate(args) -> int:
+def cmd_validate(args: Namespace) -> int:
     from .. import validate
 
     checked = validate(args.spec)
@@ -34,7 +35,7 @@ def cmd_validate(args) -> int:
     return 0
 
 
-def cmd_expand(args) -> int:
+def cmd_expand(args: Namespace) -> int:
     from .. import expand, load_spec
 
     if args.count:
@@ -63,7 +64,7 @@ def cmd_expand(args) -> int:
     return 0
 
 
-def _print_count(args) -> int:
+def _print_count(args: Namespace) -> int:
     """How many universes the spec's grid makes: counted, never listed, so it works on any size."""
     from .. import count_universes
 
@@ -80,7 +81,7 @@ def _print_count(args) -> int:
     return 0
 
 
-def cmd_plan(args) -> int:
+def cmd_plan(args: Namespace) -> int:
     from .. import load_spec, plan
 
     spec = load_spec(args.spec)
@@ -114,14 +115,14 @@ def cmd_plan(args) -> int:
     return 0
 
 
-def cmd_schema(args) -> int:
+def cmd_schema(args: Namespace) -> int:
     from ..spec import spec_schema  # the facade of the spec room
 
     print(json.dumps(spec_schema(), indent=2))
     return 0
 
 
-def cmd_draft(args) -> int:
+def cmd_draft(args: Namespace) -> int:
     from .. import draft
 
     # The path, not a loaded spec: the rubric or cases file the spec names may be what the draft writes.
@@ -131,7 +132,7 @@ def cmd_draft(args) -> int:
     return 0
 
 
-def _run_and_say(spec, args, out):
+def _run_and_say(spec: Any, args: Namespace, out: Any) -> Any:
     from .. import run
 
     result = run(
@@ -181,7 +182,7 @@ def _outcome_line(counts: StageCounts) -> str:
             f"{counts.blocked} blocked{by_reason(counts.blocked_by)}")
 
 
-def cmd_run(args) -> int:
+def cmd_run(args: Namespace) -> int:
     from .. import load_spec
 
     # run checks its folder (--out, else runs/<spec name>) before anything else.
@@ -189,7 +190,7 @@ def cmd_run(args) -> int:
     return 0
 
 
-def cmd_demo(args) -> int:
+def cmd_demo(args: Namespace) -> int:
     from importlib.resources import as_file, files
 
     from multiverse.store import default_store_path
@@ -216,7 +217,7 @@ def cmd_demo(args) -> int:
     return 0
 
 
-def cmd_power(args) -> int:
+def cmd_power(args: Namespace) -> int:
     from .. import load_spec, power
 
     result = power(load_spec(args.spec), baseline_rate=args.baseline, alpha=args.alpha, power=args.power,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from argparse import Namespace
+from typing import TYPE_CHECKING, Any
 
 from ..core import rate_name
 from ._output import number, print_json, print_table, save_figure, say
@@ -21,7 +22,7 @@ def _estimate(low: float | None, high: float | None, kind: str) -> str:
     return shown(low) if high is None or abs(high - low) < 5e-4 else f"{shown(low)} .. {shown(high)}"
 
 
-def _detects(o) -> str:
+def _detects(o: Any) -> str:
     """The smallest effect its rule's side detects at 80% power (rate points from the bound), or why none."""
     found = o.detectable
     if found is None:
@@ -30,13 +31,13 @@ def _detects(o) -> str:
     return "none" if value is None else number(value)
 
 
-def _p(o) -> str:
+def _p(o: Any) -> str:
     """The p-value of the side that decides: held's, or failed's when the claim failed or can only fail."""
     side_fail = o.status == "failed" or (o.rule == "not_refuted" and o.status != "held")
     return f"{o.p_fail:.3g} (fail)" if side_fail else f"{o.p:.3g}"
 
 
-def cmd_check(args) -> int:
+def cmd_check(args: Namespace) -> int:
     import sys
 
     from .. import check
@@ -83,7 +84,7 @@ def cmd_check(args) -> int:
     return 0 if passed else 1
 
 
-def cmd_diff(args) -> int:
+def cmd_diff(args: Namespace) -> int:
     from .. import diff
 
     result: Diff = diff(args.baseline, args.candidate, boot=args.boot, seed=args.seed, rate=args.rate)

@@ -8,6 +8,7 @@ what the returned :class:`~multiverse.results._results.Results` holds.
 from __future__ import annotations
 
 import sys
+from argparse import Namespace
 from typing import Any
 
 from ..errors import InputError
@@ -16,7 +17,7 @@ from ._output import say
 __all__ = ["cmd_import"]
 
 
-def cmd_import(args) -> int:
+def cmd_import(args: Namespace) -> int:
     from .. import import_assert, import_inspect, import_lm_eval, import_promptfoo, import_table
     from ..importers import loss_lines
 
@@ -61,7 +62,7 @@ def cmd_import(args) -> int:
     return 0
 
 
-def _say_counted(verdicts) -> None:
+def _say_counted(verdicts: Any) -> None:
     """How many ok verdicts are unparsed replies --unparsed counted: ok now, so said apart from the graded."""
     from ..analysis import counted_unparsed
 
@@ -71,6 +72,6 @@ def _say_counted(verdicts) -> None:
             + ", ".join(f"{n} {policy}" for policy, n in counted.items()), file=sys.stderr)
 
 
-def _table_columns(args) -> dict[str, Any]:
+def _table_columns(args: Namespace) -> dict[str, Any]:
     """The optional columns of ``import table`` that were given."""
     return {name: getattr(args, name) for name in ("replicate", "transcript", "rationale") if getattr(args, name, None)}

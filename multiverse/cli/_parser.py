@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from multiverse.core import MAX_UNITS
 
@@ -338,7 +339,7 @@ def _rate_flag(p: argparse.ArgumentParser) -> None:
                         "import's --rate, else compliance; --json stays in compliance terms)")
 
 
-def _native_importers(imports) -> None:
+def _native_importers(imports: argparse._SubParsersAction[Any]) -> None:
     q = imports.add_parser("inspect", help="Inspect AI logs (.eval, .json or an eval-set folder): each judge, scorer "
                            "and reducer a universe", description="Import Inspect AI logs, read with Inspect's own log "
                            "API (needs the inspect extra). The system is eval.model; every scorer (and key of a dict "

@@ -3,6 +3,7 @@ move an older store's entry files into its database."""
 
 from __future__ import annotations
 
+from argparse import Namespace
 from pathlib import Path
 
 from multiverse.store import GcReport, StoreStats, is_server
@@ -12,7 +13,7 @@ from ._output import print_json, say
 __all__ = ["cmd_store"]
 
 
-def cmd_store(args) -> int:
+def cmd_store(args: Namespace) -> int:
     # By the same rule as ``run``; a run folder's store is the one its manifest records.
     from .. import store_gc, store_migrate, store_stats
 

@@ -4,6 +4,7 @@ with argparse's one line (naming the flag) before any command runs."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = ["MAX_BOOT", "MAX_JOBS", "budget", "count", "finite", "primary_option", "rate", "rate_or_primary",
@@ -20,7 +21,7 @@ MAX_BOOT = 100_000
 MAX_JOBS = 1024
 
 
-def count(minimum: int, maximum: int | None = None):
+def count(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
     """An argparse type: a whole number in [minimum, maximum]; argparse names the flag in the error."""
 
     def parse(text: str) -> int:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,10 +81,10 @@ class FrozenMap(Mapping[str, Any]):
     def __init__(self, data: Mapping[str, Any] | None = None):
         self._data = dict(data or {})
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> Any:
         return self._data[key]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._data)
 
     def __len__(self) -> int:
@@ -93,7 +93,7 @@ class FrozenMap(Mapping[str, Any]):
     def __repr__(self) -> str:
         return f"FrozenMap({self._data!r})"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[FrozenMap], tuple[dict[str, Any]]]:
         return (FrozenMap, (self._data,))
 
 

@@ -17,6 +17,8 @@ becomes the first cell of that row, unguarded.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["FORMULA_START", "LINE_END", "QUOTE", "restore_cell", "safe_cell"]
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -24,14 +26,14 @@ QUOTE = "'"
 LINE_END = "\r\n"
 
 
-def safe_cell(value):
+def safe_cell(value: Any) -> Any:
     """``value`` made inert if it is text a spreadsheet would run; anything else unchanged."""
     if isinstance(value, str) and value[:1] in (*FORMULA_START, QUOTE):
         return QUOTE + value
     return value
 
 
-def restore_cell(value):
+def restore_cell(value: Any) -> Any:
     """The text ``safe_cell`` was given."""
     if isinstance(value, str) and value[:1] == QUOTE:
         return value[1:]

@@ -19,8 +19,9 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from types import FrameType
 from typing import Any
 
 __all__ = ["GRACE", "WAKE", "RunInterrupted", "cancel", "check", "forget", "request", "requested", "signals_held", "sleep",
@@ -60,7 +61,7 @@ def requested() -> bool:
     return _STOP.is_set() or threading.get_ident() in _CANCELLED
 
 
-def cancel(threads) -> None:
+def cancel(threads: Iterable[threading.Thread]) -> None:
     """Stop these worker threads at their next call, whatever happens to the flag."""
     with _LOCK:
         _CANCELLED.update(t.ident for t in threads if t.ident is not None and t.is_alive())
@@ -79,7 +80,7 @@ def request() -> None:
 
 
 @contextmanager
-def waking(wake) -> Iterator[None]:
+def waking(wake: Callable[[], object]) -> Iterator[None]:
     """Within the block, a stop request also calls ``wake()`` (from the signal handler, so it must be
     reentrant: ``queue.SimpleQueue.put`` is), so a thread blocked waiting for results need not poll."""
     global _WAKE
@@ -164,7 +165,7 @@ def signals_held() -> Iterator[None]:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-def _on_signal(signum, frame) -> None:
+def _on_signal(signum: int, frame: FrameType | None) -> None:
     if _STOP.is_set():
         raise KeyboardInterrupt
     _STOP.set()

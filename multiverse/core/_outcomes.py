@@ -106,7 +106,7 @@ def check_tally(counts: Mapping[str, Any]) -> None:
         raise AssertionError(f"failures by reason do not sum to failed: {dict(counts)}")
 
 
-def unit_outcomes(work, records: Mapping[str, Mapping[str, Any]], *, computed: Mapping[str, Iterable[str]] | None = None,
+def unit_outcomes(work: Any, records: Mapping[str, Mapping[str, Any]], *, computed: Mapping[str, Iterable[str]] | None = None,
                   failures: Mapping[str, Mapping[str, str]] | None = None) -> dict[str, dict[str, tuple[str, str]]]:
     """Per store stage (case, transcript, judgment): unit key -> (outcome, reason).
 
@@ -148,7 +148,7 @@ def unit_outcomes(work, records: Mapping[str, Mapping[str, Any]], *, computed: M
     return out
 
 
-def row_outcomes(work, outcomes: Mapping[str, Mapping[str, tuple[str, str]]],
+def row_outcomes(work: Any, outcomes: Mapping[str, Mapping[str, tuple[str, str]]],
                  statuses: Iterable[str] | None = None) -> list[tuple[str, str]]:
     """(outcome, reason) of every verdict row (universe x system x case x replicate).
 

@@ -30,6 +30,7 @@ this; progress bars, whose carriage returns are their own, write to
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from typing import Any, TextIO
 
 from ._names import escaped
@@ -56,7 +57,7 @@ class TerminalStream:
         self.unfiltered.write(terminal_safe(text, newlines=True))
         return len(text)
 
-    def writelines(self, lines) -> None:
+    def writelines(self, lines: Iterable[str]) -> None:
         for line in lines:
             self.write(line)
 

@@ -82,7 +82,7 @@ def forecast(spec: Spec, universes: list[Universe], work: Work, st: Store, *, jo
         return calls * (inp * tokens[0] + out * tokens[1])
 
     def stage(name: str, store_stage: str, units: dict[str, Any], calls_of: Callable[..., Any], model_of: Callable[..., Any], tokens: tuple[int, int],
-              split: Callable[..., Any]):
+              split: Callable[..., Any]) -> None:
         settled = outcomes[store_stage]
         todo = [u for k, u in units.items() if settled[k][0] == "pending"]
         for unit in todo:

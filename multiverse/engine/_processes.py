@@ -152,7 +152,7 @@ class WorkerPool:
             raise
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         # A worker found dead at the end stops the run too, unless the run is already stopping for a reason.
         self.close(check=exc[0] is None)
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, cast
 
 import pandas as pd
@@ -36,7 +35,7 @@ from multiverse.analysis import (
 )
 from multiverse.core import check_rate_direction, json_ready, orient, orient_rates
 from multiverse.errors import InputError
-from multiverse.results import Document, Multiplicity, Results, TestStatistic, load_run
+from multiverse.results import JointTestEntry, Multiplicity, Results, load_run
 
 __all__ = ["Diff", "NotWorseTest", "diff"]
 
@@ -45,16 +44,13 @@ _COLUMNS = ["universe_id", "label", "system", "n_cases", "rate_baseline", "rate_
             "ci_low", "ci_high", "z"]
 
 
-class NotWorseTest(Document):
+class NotWorseTest(JointTestEntry):
     """One system's joint test that the candidate is worse: the curve's one-sided difference test and its verdict.
 
-    The model of an entry of ``diff --json``'s ``tests``; the joint test's
-    other keys (``kind``, ``effect``, ``null_model``, ...) are kept as they are.
+    An entry of ``diff --json``'s ``tests``: the joint test's fields in their order (``systems`` names the one
+    system compared), then ``p_worse`` and ``worse``; ``model_dump(exclude_unset=True)`` is the entry as printed.
     """
 
-    systems: list[str]  # the one system compared
-    null: str
-    statistics: dict[str, TestStatistic]
     #: The smallest Holm-adjusted p of the statistics, and whether it is at most the diff's alpha.
     p_worse: float
     worse: bool
@@ -63,19 +59,24 @@ class NotWorseTest(Document):
     def system(self) -> str:
         return self.systems[0]
 
+    @classmethod
+    def judged(cls, test: Mapping[str, Any], alpha: float) -> NotWorseTest:
+        """``test`` (a joint difference test's entry, Holm-adjusted) with its verdict at ``alpha``."""
+        entry = JointTestEntry.model_validate(test)
+        # adjust_tests gave every statistic a p_holm; None (a p never computed) reads as NaN, as it was written
+        p_worse = min(float("nan") if s.p_holm is None else s.p_holm for s in entry.statistics.values())
+        return cls.model_validate({**test, "p_worse": p_worse, "worse": bool(p_worse <= alpha)})
+
 
 @dataclass(frozen=True, eq=False)
 class Diff:
-    """A comparison of two runs: ``frame`` (one row per universe x system), ``tests`` (one per system) and notes.
-
-    ``test_documents`` are the tests as ``diff --json`` prints them (their keys
-    in order); ``tests`` reads them as :class:`NotWorseTest` models.
-    """
+    """A comparison of two runs: ``frame`` (one row per universe x system), ``tests`` (one per system) and notes."""
 
     baseline: str
     candidate: str
     frame: pd.DataFrame
-    test_documents: list[dict[str, Any]]
+    #: Each system's joint test that the candidate is worse.
+    tests: list[NotWorseTest]
     multiplicity: Multiplicity | None
     alpha: float
     mismatch: Mapping[str, int]
@@ -83,11 +84,6 @@ class Diff:
     simulated: bool = False
     #: Which way the figure and text read the rates (``core.orient``); the frame and ``to_dict`` stay compliance.
     rate_direction: str = "compliance"
-
-    @cached_property
-    def tests(self) -> list[NotWorseTest]:
-        """Each system's joint test that the candidate is worse, typed (validated once, on first use)."""
-        return [NotWorseTest.model_validate(t) for t in self.test_documents]
 
     @property
     def worse(self) -> list[str]:
@@ -127,7 +123,7 @@ class Diff:
             "baseline": self.baseline, "candidate": self.candidate, "alpha": self.alpha,
             "rate_direction": "compliance",  # every rate and difference below, whatever the figure and text read
             "difference": "rate(candidate) - rate(baseline), paired on shared cases, interval clustered by case",
-            "systems": self.summary().to_dict(orient="records"), "tests": self.test_documents,
+            "systems": self.summary().to_dict(orient="records"), "tests": [t.model_dump(exclude_unset=True) for t in self.tests],
             "multiplicity": None if self.multiplicity is None else self.multiplicity.model_dump(), "mismatch": dict(self.mismatch), "notes": self.notes,
             "universes": self.frame.to_dict(orient="records"),
         }))
@@ -136,7 +132,7 @@ class Diff:
         """The difference curves, one panel per system (:func:`multiverse.plots.plot_diff`)."""
         from multiverse.plots import plot_diff, stamp_simulated
 
-        figure = plot_diff(self.read_frame(), tests=self.test_documents, **{"rates_read": self.rate_direction, **options})
+        figure = plot_diff(self.read_frame(), tests=self.tests, **{"rates_read": self.rate_direction, **options})
         return stamp_simulated(figure) if self.simulated else figure
 
 
@@ -223,23 +219,20 @@ def diff(baseline: Results | str | os.PathLike[str], candidate: Results | str | 
         frame["system"] = system
         frame["label"] = frame["universe_id"].map(labels).fillna(frame["universe_id"])
         frames.append(frame[_COLUMNS])
-        test = joint_difference_test(m, a=_CANDIDATE, b=_BASELINE, direction="less", boot=boot, seed=seed,
-                                     alpha=alpha).to_dict()
-        test["systems"] = [system]
-        test["null"] = f"rate({system}) is the same in both runs in every universe"
-        tests.append(test)
-    adjusted = adjust_tests(tests)
-    for test in tests:
-        test["p_worse"] = min(s["p_holm"] for s in test["statistics"].values())
-        test["worse"] = bool(test["p_worse"] <= alpha)
+        joint = joint_difference_test(m, a=_CANDIDATE, b=_BASELINE, direction="less", boot=boot, seed=seed,
+                                      alpha=alpha)
+        # the one system compared, and its null in words (each key keeps its place in the test's entry)
+        tests.append({**joint.to_dict(), "systems": [system],
+                      "null": f"rate({system}) is the same in both runs in every universe"})
+    adjusted = adjust_tests(tests)  # Holm's p_holm written into each test's statistics
     frame = (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=_COLUMNS))
     frame = frame.sort_values(["system", "difference", "universe_id"], kind="stable", ignore_index=True)
     multiplicity = None if adjusted is None else Multiplicity.model_validate(adjusted)
     if multiplicity is not None:
         multiplicity = multiplicity.model_copy(
             update={"family": multiplicity.family.replace("difference tests", "systems' not-worse tests")})
-    return Diff(baseline=_shown(base), candidate=_shown(cand), frame=frame, test_documents=tests,
-                multiplicity=multiplicity,
+    return Diff(baseline=_shown(base), candidate=_shown(cand), frame=frame,
+                tests=[NotWorseTest.judged(t, alpha) for t in tests], multiplicity=multiplicity,
                 alpha=alpha, mismatch=counts, notes=notes, simulated=base.simulated or cand.simulated,
                 rate_direction=rate or cand.rate_direction)
 

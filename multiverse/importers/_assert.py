@@ -176,7 +176,7 @@ def _check_distinct(runs: list[AssertRun]) -> None:
 # --------------------------------------------------------------------------- axes
 
 
-def _run_axes(runs: list[AssertRun], axes) -> tuple[list[dict[str, str]], list[str]]:
+def _run_axes(runs: list[AssertRun], axes: Any) -> tuple[list[dict[str, str]], list[str]]:
     """Per-run options and the axis names, explicit or inferred."""
     if axes is None:
         names = [axis for axis in INFERRED_AXES if len({run.choices[axis] for run in runs}) > 1]
@@ -200,7 +200,7 @@ def _run_axes(runs: list[AssertRun], axes) -> tuple[list[dict[str, str]], list[s
     return options, list(explicit)
 
 
-def _parse_axes(axes) -> dict[str, dict[str, str]]:
+def _parse_axes(axes: Any) -> dict[str, dict[str, str]]:
     if isinstance(axes, Mapping):
         return {str(axis): {str(k): str(v) for k, v in assignments.items()} for axis, assignments in axes.items()}
     parsed: dict[str, dict[str, str]] = {}
@@ -216,7 +216,7 @@ def _parse_axes(axes) -> dict[str, dict[str, str]]:
     return parsed
 
 
-def _separate_collisions(runs, run_options, axis_names, *, explicit: bool, warnings: list[str]) -> None:
+def _separate_collisions(runs: list[AssertRun], run_options: list[dict[str, str]], axis_names: list[str], *, explicit: bool, warnings: list[str]) -> None:
     """Two runs with the same options and a common target would give one system two verdicts."""
     for run in runs:
         run.targets = run_targets(run)
@@ -258,12 +258,13 @@ def _check_names(axis_names: list[str], factors: list[str], runs: list[AssertRun
 # --------------------------------------------------------------------------- rows
 
 
-def _transcripts(runs, run_options, warnings):
+def _transcripts(runs: list[AssertRun], run_options: list[dict[str, str]], warnings: list[str]) -> Any:
     """Transcript rows, criteria rows and judge-sample rows of every run."""
     transcripts: list[dict[str, Any]] = []
     criteria: list[tuple[Any, ...]] = []
     samples: list[tuple[Any, ...]] = []
     factors: dict[str, None] = {}
+    inference: dict[str, Any] | None  # a rolled-out case's, or None for a score row without one
     for run, options in zip(runs, run_options):
         scores_file = run.path / "scores.jsonl"
         latest: dict[tuple[Any, ...], tuple[int, dict[str, Any]]] = {}
@@ -330,7 +331,7 @@ def _hash_file(file: Path) -> str | None:
     return None if data is None else data[:4096].decode("utf-8", "replace").strip()
 
 
-def _transcript(run, options, case_type, case_no, system, inference, score, factors) -> dict[str, Any]:
+def _transcript(run: AssertRun, options: dict[str, str], case_type: str, case_no: Any, system: str, inference: Any, score: Any, factors: Any) -> dict[str, Any]:
     case_id = f"{run.test_set}:{case_type}:{case_no}"
     dimensions = _dimensions(run, case_type, case_no, inference, score)
     record = {
@@ -354,7 +355,7 @@ def _transcript(run, options, case_type, case_no, system, inference, score, fact
     return record
 
 
-def _dimensions(run, case_type, case_no, inference, score) -> dict[str, str]:
+def _dimensions(run: AssertRun, case_type: str, case_no: Any, inference: Any, score: Any) -> dict[str, str]:
     """Design-factor levels of a case: the run's test set, else its own rows."""
     sources = []
     if run.cases is not None and (case_type, case_no) in run.cases:
@@ -372,7 +373,7 @@ def _dimensions(run, case_type, case_no, inference, score) -> dict[str, str]:
     return {}
 
 
-def _judgment(run, scores_file, line, row, judgment_key, criteria, samples) -> None:
+def _judgment(run: AssertRun, scores_file: Any, line: int, row: Any, judgment_key: str, criteria: list[Any], samples: list[Any]) -> None:
     """Criteria rows and judge-sample rows of one score row."""
     status = row["judge_status"]
     error = str(row.get("judge_error") or "")
@@ -401,7 +402,7 @@ def _judgment(run, scores_file, line, row, judgment_key, criteria, samples) -> N
         samples.append((judgment_key, len(verdicts) + extra, "judge_failed", "judge sample failed (multi_judge.n_failed)"))
 
 
-def _criterion(run, scores_file, line, judgment_key, sample, index, node) -> tuple[Any, ...]:
+def _criterion(run: AssertRun, scores_file: Any, line: int, judgment_key: str, sample: Any, index: int, node: Any) -> tuple[Any, ...]:
     where = f"{scores_file}: line {line}: verdict.node_judgments[{index}]"
     if not isinstance(node, dict):
         raise InputError(f"{where}: expected an object")
@@ -424,7 +425,7 @@ def _criterion(run, scores_file, line, judgment_key, sample, index, node) -> tup
 # --------------------------------------------------------------------------- tables
 
 
-def _warn_test_sets(runs, transcripts, warnings) -> None:
+def _warn_test_sets(runs: list[AssertRun], transcripts: list[dict[str, Any]], warnings: list[str]) -> None:
     by_set: dict[str, list[str]] = {}
     for run in runs:
         by_set.setdefault(run.test_set, []).append(run.name)
@@ -441,7 +442,7 @@ def _warn_test_sets(runs, transcripts, warnings) -> None:
     )
 
 
-def _score(transcripts, criteria_rows, sample_rows, rules, axis_names, factors):
+def _score(transcripts: list[dict[str, Any]], criteria_rows: list[Any], sample_rows: list[Any], rules: Any, axis_names: list[str], factors: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(verdicts, criteria) tables: every transcript scored under every rule."""
     criteria = pd.DataFrame(
         criteria_rows,

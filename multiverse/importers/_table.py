@@ -382,7 +382,7 @@ def _judged_keys(path: Path, frame: pd.DataFrame, verdicts: pd.DataFrame, option
     return transcripts
 
 
-def _refuse_duplicate(path, keyed, duplicated, axes, axis_values, system, item, replicate) -> None:
+def _refuse_duplicate(path: Path, keyed: pd.DataFrame, duplicated: Any, axes: Any, axis_values: Any, system: str, item: str, replicate: Any) -> None:
     first = keyed[duplicated].index[0]
     where = ", ".join(f"{axis}={axis_values[axis][first]}" for axis in axes)
     universe = f"universe ({where}), " if axes else ""
@@ -407,7 +407,7 @@ def _universes(options: dict[str, Any], choices: pd.DataFrame) -> list[dict[str,
     return [{"id": u, "options": options[u], "scoring": chose[u]} for u in options]
 
 
-def _check_columns(path, frame, system, item, label, axes, factors, optional) -> None:
+def _check_columns(path: Path, frame: pd.DataFrame, system: str, item: str, label: Any, axes: Any, factors: Any, optional: Any) -> None:
     # Each role names its parameter in backticks, which the command line shows as the flag.
     named = [("the `system` column", system, "system"), ("the `item` column", item, "item"),
              ("the `label` column", label, "label")]
@@ -453,7 +453,7 @@ def _names(path: Path, column: pd.Series, name: str, merge: bool | None = None, 
     return cast("np.ndarray", (text.replace(changed) if changed else text).to_numpy(dtype=object))
 
 
-def _one_spelling(path: Path, name: str, names, hint: bool = False) -> None:
+def _one_spelling(path: Path, name: str, names: Any, hint: bool = False) -> None:
     pair = look_alike(names)
     if pair:
         raise InputError(f"{path}: {name}: two spellings of one name, {both_spellings(pair)}, that look the same; "

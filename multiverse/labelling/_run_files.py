@@ -27,7 +27,9 @@ def run_criteria(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
 def spec_criteria(spec: SpecDocument | None) -> list[dict[str, Any]]:
     """The criteria of a run's resolved spec (``Results.resolved_spec``) as the sheet shows them; none without one."""
     criteria = spec.rubric.criteria if spec is not None and spec.rubric is not None else []
-    return [criterion_record(c.model_dump()) for c in criteria]
+    # read from the model's fields (criterion_record is for the mappings a caller passes)
+    return [{"id": c.id, "name": c.name or c.id, "permissible": c.permissible, "definition": c.definition or "",
+             "evidence": {str(k): str(v) for k, v in (c.evidence or {}).items()}} for c in criteria]
 
 
 def criterion_record(c: Mapping[str, Any]) -> dict[str, Any]:

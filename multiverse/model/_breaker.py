@@ -44,7 +44,7 @@ class Breaker:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.client, name)
 
-    def complete(self, config, messages, **kwargs):
+    def complete(self, config: Any, messages: Any, **kwargs: Any) -> Any:
         if self.tripped is not None:
             raise ModelUnusable(self.tripped)
         try:

@@ -302,7 +302,9 @@ class LiteLLMClient:
 
     # -- one request ---------------------------------------------------------------
 
-    def _request(self, config, messages, *, seed, schema, schema_name, tools, task=None) -> dict[str, Any]:
+    def _request(self, config: ModelConfig, messages: list[dict[str, Any]], *, seed: int | None,
+                 schema: dict[str, Any] | None, schema_name: str, tools: list[dict[str, Any]] | None,
+                 task: Mapping[str, Any] | None = None) -> dict[str, Any]:
         return self._requests.build(config, messages, api_key=self._api_key(config), seed=seed, schema=schema,
                                     schema_name=schema_name, tools=tools, task=task)
 
@@ -426,7 +428,8 @@ class LiteLLMClient:
         except Exception:  # no price for local and simulated models: they cost nothing
             return 0.0
 
-    def _record(self, config, attempt, repair, *, ok, reason, seconds, usage, cost) -> None:
+    def _record(self, config: ModelConfig, attempt: int, repair: bool, *, ok: bool, reason: str, seconds: float,
+                usage: Any, cost: float) -> None:
         with self._lock:
             s = self._stats
             s.calls += 1

@@ -49,7 +49,7 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Self, cast
 from urllib.parse import urlsplit
@@ -123,12 +123,12 @@ def _provider(model: str) -> str:
     return model.split("/", 1)[0] if "/" in model else model
 
 
-def lane_of(model: str, api_base: str | None, prefixes, provider: Callable[[str], str] = _provider) -> str:
+def lane_of(model: str, api_base: str | None, prefixes: Iterable[str], provider: Callable[[str], str] = _provider) -> str:
     """The lane a call runs in: the longest declared prefix of ``model``, else
     ``provider(model)`` at ``api_base``'s host (``"openai@127.0.0.1:8080"``)."""
     declared = max((p for p in prefixes if model.startswith(p)), key=len, default=None)
     if declared is not None:
-        return cast("str", declared)
+        return declared
     host = urlsplit(api_base).netloc.rsplit("@", 1)[-1] if api_base else ""  # never a user:password@
     name = provider(model) or model
     return f"{name}@{host}" if host else name

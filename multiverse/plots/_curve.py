@@ -29,6 +29,7 @@ import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.figure import Figure
+from matplotlib.gridspec import SubplotSpec
 from matplotlib.ticker import MaxNLocator
 
 from multiverse.analysis import indicator_matrix, position_words, tied_positions
@@ -114,7 +115,7 @@ def _layout(n_rows: int) -> tuple[float, float]:
 
 
 def _draw_curve(
-    ax,
+    ax: Axes,
     frame: pd.DataFrame,
     columns: _Columns,
     band: pd.DataFrame | None,
@@ -188,7 +189,8 @@ def _title_pad(compact: bool) -> float:
     return 30.0 if compact else 19.0
 
 
-def _set_ylim(ax, frames: list[pd.DataFrame], columns: _Columns, bands, reference) -> None:
+def _set_ylim(ax: Axes, frames: list[pd.DataFrame], columns: _Columns, bands: Sequence[pd.DataFrame | None],
+              reference: float | None) -> None:
     lows = [f[columns.low].min() for f in frames]
     highs = [f[columns.high].max() for f in frames]
     for band in bands:
@@ -207,7 +209,7 @@ def _set_ylim(ax, frames: list[pd.DataFrame], columns: _Columns, bands, referenc
     ax.set_ylim(lo, hi)
 
 
-def _draw_indicators(ax, frame: pd.DataFrame, axes: Sequence[str], labels: bool,
+def _draw_indicators(ax: Axes, frame: pd.DataFrame, axes: Sequence[str], labels: bool,
                      groups: bool) -> None:
     matrix = indicator_matrix(frame, axes)
     n = matrix.shape[1]
@@ -292,7 +294,7 @@ def _in_declared_order(frame: pd.DataFrame, axes: Sequence[str],
     return frame
 
 
-def _panel_pair(fig: Figure, spec, n_ind_rows: int):
+def _panel_pair(fig: Figure, spec: SubplotSpec, n_ind_rows: int) -> tuple[Axes, Axes]:
     top_h, bottom_h = _layout(n_ind_rows)
     inner = spec.subgridspec(2, 1, height_ratios=[top_h, bottom_h], hspace=0.02)
     ax_curve = fig.add_subplot(inner[0])
@@ -301,7 +303,7 @@ def _panel_pair(fig: Figure, spec, n_ind_rows: int):
     return ax_curve, ax_ind
 
 
-def _position_ticks(ax, n: int, nbins: int) -> None:
+def _position_ticks(ax: Axes, n: int, nbins: int) -> None:
     # A tick per universe while they fit; past that a few round positions, never
     # per-universe labels.
     if n <= 2 * nbins:
@@ -314,7 +316,9 @@ def _n_option_rows(frame: pd.DataFrame, axes: Sequence[str]) -> int:
     return int(sum(frame[a].nunique() for a in axes))
 
 
-def _single(curve, axes, columns, null_band, reference, title, fig, options) -> Figure:
+def _single(curve: pd.DataFrame, axes: str | Sequence[str], columns: _Columns, null_band: pd.DataFrame | None,
+            reference: float | None, title: str | None, fig: Figure | None,
+            options: Mapping[str, Sequence[Any]] | None) -> Figure:
     axes = [axes] if isinstance(axes, str) else list(axes)
     _check_columns(curve, columns, axes)
     frame = _in_declared_order(curve.sort_values("position", kind="stable"), axes, options)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from multiverse.core import rate_name
@@ -21,11 +22,20 @@ _DENSE = 60  # past this many universes a panel draws a line and a band, not poi
 _COLUMNS = 3
 
 
-def _p_worse(tests: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    return {str(t["systems"][0]): float(t["p_worse"]) for t in tests if "p_worse" in t}
+class NotWorse(Protocol):
+    """What a panel reads of a system's not-worse test (``gate.NotWorseTest`` is one)."""
+
+    @property
+    def system(self) -> str: ...
+
+    @property
+    def p_worse(self) -> float: ...
+
+    @property
+    def worse(self) -> bool: ...
 
 
-def _panel(ax, part: pd.DataFrame, title: str, worse: bool) -> None:
+def _panel(ax: Axes, part: pd.DataFrame, title: str, worse: bool) -> None:
     part = part.sort_values(["difference", "universe_id"], kind="stable")
     x = np.arange(1, len(part) + 1)
     y = part["difference"].to_numpy(dtype=float)
@@ -46,7 +56,7 @@ def _panel(ax, part: pd.DataFrame, title: str, worse: bool) -> None:
         ax.spines[side].set_visible(False)
 
 
-def plot_diff(frame: pd.DataFrame, *, tests: Sequence[Mapping[str, Any]] = (), title: str | None = None,
+def plot_diff(frame: pd.DataFrame, *, tests: Sequence[NotWorse] = (), title: str | None = None,
               fig: Figure | None = None, rates_read: str = "compliance") -> Figure:
     """One panel per system: ``rate(candidate) - rate(baseline)`` per universe with its 95% interval, sorted.
 
@@ -64,8 +74,8 @@ def plot_diff(frame: pd.DataFrame, *, tests: Sequence[Mapping[str, Any]] = (), t
     if frame.empty:
         raise InputError("frame: expected at least one universe compared")
     systems = list(dict.fromkeys(frame["system"].astype(str)))
-    p_worse = _p_worse(tests)
-    worse = {str(t["systems"][0]) for t in tests if t.get("worse")}
+    p_worse = {t.system: float(t.p_worse) for t in tests}
+    worse = {t.system for t in tests if t.worse}
     n_cols = min(_COLUMNS, len(systems))
     n_rows = -(-len(systems) // n_cols)
     figure = fig or Figure(figsize=(3.6 * n_cols + 0.6, 2.7 * n_rows + 0.8), layout="constrained")

@@ -11,7 +11,7 @@ universe's ranking of systems survives the correction. Everything comes from
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._markup import _e, _figure, _fmt, _notes, _table
 from ._run import _Run
@@ -63,12 +63,12 @@ def _counted(labelled: LabelCount) -> str:
     return words
 
 
-def _source(human) -> str:
+def _source(human: Any) -> str:
     return str(human) if isinstance(human, (str, bytes)) or hasattr(human, "__fspath__") else "a table of labels"
 
 
-def _judges(run: _Run, calibration, level: str) -> str:
-    def interval(pair) -> str:
+def _judges(run: _Run, calibration: Any, level: str) -> str:
+    def interval(pair: Any) -> str:
         return "—" if pair is None else f"{_fmt(pair[0], 2)}–{_fmt(pair[1], 2)}"
 
     judges = calibration.document.judges
@@ -89,7 +89,7 @@ def _judges(run: _Run, calibration, level: str) -> str:
     return text + "</p>" + _table(head, rows)
 
 
-def _curve(run: _Run, human, level: str) -> str:
+def _curve(run: _Run, human: Any, level: str) -> str:
     analysis = run.tables.anchored_curve(human)
     if analysis.frame.empty:
         return '<p class="note">No universe x system has enough labels for an anchored rate.</p>'
@@ -105,7 +105,7 @@ def _curve(run: _Run, human, level: str) -> str:
             + _table(["system", "judge: lowest", "judge: highest", "anchored: lowest", "anchored: highest"], rows))
 
 
-def _ranking(run: _Run, human) -> str:
+def _ranking(run: _Run, human: Any) -> str:
     document = run.tables.anchored_ranking(human).document
     entries = document.universes
     if not entries:

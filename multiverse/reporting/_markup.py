@@ -77,7 +77,7 @@ def _table(header: Sequence[str] | None, rows: Sequence[Sequence[Any]], *, row_c
     return f'<div class="scroll"><table>{head}<tbody>{"".join(body)}</tbody></table></div>{more}'
 
 
-def _png(figure) -> tuple[str, int, int]:
+def _png(figure: Any) -> tuple[str, int, int]:
     """A matplotlib Figure as a base64 PNG and its display size in CSS pixels."""
     buffer = io.BytesIO()
     # Tight: whatever a figure draws past its own edge (a legend, a label) is kept, not cut off.
@@ -88,7 +88,7 @@ def _png(figure) -> tuple[str, int, int]:
     return base64.b64encode(data).decode("ascii"), round(width * scale), round(height * scale)
 
 
-def _figure(figure, alt: str, caption: str, *, simulated: bool) -> str:
+def _figure(figure: Any, alt: str, caption: str, *, simulated: bool) -> str:
     """The figure as an inline PNG with its caption; ``simulated`` (required: every caller decides) stamps it."""
     if simulated:
         from ..plots import stamp_simulated

@@ -83,7 +83,7 @@ class _Run:
         return self.cache[name]
 
     @property
-    def matrix(self):
+    def matrix(self) -> Any:
         return self.tables.case_matrix()
 
     @property
@@ -91,7 +91,7 @@ class _Run:
         """Systems with at least one counted verdict, in report order."""
         from multiverse.analysis import included_verdicts
 
-        def compute():
+        def compute() -> list[str]:
             seen = set(included_verdicts(self.verdicts, axes=self.axes)["system"])
             return [s for s in self.systems if s in seen]
         return cast("list[str]", self.memo("systems_ok", compute))
@@ -112,7 +112,7 @@ class _Run:
         return (names[0], names[1]) if len(names) >= 2 else None
 
     @property
-    def difference_test(self):
+    def difference_test(self) -> Any:
         """The joint test that the top two systems are equally compliant (None when tests are off)."""
         if not self.tests or not self.top_two:
             return None
@@ -129,7 +129,7 @@ class _Run:
     @property
     def rate_tests(self) -> tuple[dict[str, Any], list[str]]:
         """Per system, the joint test of its null rate in every universe; and a note per system not tested."""
-        def compute():
+        def compute() -> tuple[dict[str, Any], list[str]]:
             tests: dict[str, Any] = {}
             skipped: list[str] = []
             if not self.tests:

@@ -10,7 +10,7 @@ importing the report imports neither matplotlib nor statsmodels.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -113,7 +113,7 @@ def _band_sentence(run: _Run) -> str:
             "p-values.")
 
 
-def _joint_table(tests, read: str = "compliance") -> str:
+def _joint_table(tests: Any, read: str = "compliance") -> str:
     from multiverse.analysis import adjust_tests
     from multiverse.results import JointTestEntry, Multiplicity
 
@@ -263,7 +263,7 @@ _FLIP_FIELDS = {"universe_id": "universe", "top": "top system(s)", "changes": "s
                 "n_axes_differ": "axes that differ", "via_universe": "the change alone gives universe"}
 
 
-def _flip_cell(value) -> str:
+def _flip_cell(value: Any) -> str:
     if isinstance(value, dict):
         return ", ".join(f"{k}={_flip_cell(v)}" for k, v in value.items())
     if isinstance(value, (list, tuple)):

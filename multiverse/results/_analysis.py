@@ -109,7 +109,8 @@ class Analysis(Generic[D]):
 
     @property
     def notes(self) -> list[str]:
-        return list(self.source.get("notes", []))
+        # every document's model declares its notes; a bare Document keeps them as an extra field, if it has any
+        return list(getattr(self.document, "notes", None) or [])
 
     def to_dict(self) -> dict[str, Any]:
         """The document as JSON reads it: NaN as None and NumPy scalars as Python numbers, keys in their order."""

@@ -82,10 +82,21 @@ class SystemCurve(Document):
 class TestStatistic(Document):
     """One statistic of a joint test: its observed value, p-value and Holm-adjusted p-value."""
 
-    observed: float | None
+    observed: int | float | None  # n_significant's is a count of universes, and stays a whole number
     p: float | None
     share: float | None = None  # n_significant only: the share of universes significant on their own
     p_holm: float | None  # Holm-adjusted over every p-value of the curve summary (its ``multiplicity``)
+
+
+class JointTestPart(Document):
+    """One kind of universe's own joint test within a test of a mixed curve."""
+
+    kind: str
+    null: str
+    resampling: str
+    n_universes: int
+    statistics: dict[str, dict[str, int | float | None]]  # observed and p (not Holm-adjusted: the combined p is)
+    null_model: dict[str, str | float | dict[str, float | None] | None] | None = None
 
 
 class JointTestEntry(Document):
@@ -95,6 +106,7 @@ class JointTestEntry(Document):
     null: str
     systems: list[str]
     threshold: float | None
+    estimates: str = "shares"  # what the universes estimate: "shares", "means" or both ("shares and means")
     resampling: str
     boot: int
     exact: bool
@@ -111,17 +123,6 @@ class JointTestEntry(Document):
     # A curve of shares and means: each kind's own test, whose p-values this one combines.
     parts: list[JointTestPart] | None = None
     primary_effect: float | None = None  # the curve summary's; a test on its own (the report's table) has none
-
-
-class JointTestPart(Document):
-    """One kind of universe's own joint test within a test of a mixed curve."""
-
-    kind: str
-    null: str
-    resampling: str
-    n_universes: int
-    statistics: dict[str, dict[str, float | None]]  # observed and p (not Holm-adjusted: the combined p is)
-    null_model: dict[str, str | float | dict[str, float | None] | None] | None = None
 
 
 class Multiplicity(Document):

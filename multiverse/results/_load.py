@@ -68,7 +68,7 @@ def _load_dir(path: Path) -> Results:
         for suffix in (".parquet", ".csv"):
             candidate = table_path(path, f"{name}{suffix}")
             if candidate is not None:
-                def read(candidate=candidate, suffix=suffix) -> pd.DataFrame:
+                def read(candidate: Path = candidate, suffix: str = suffix) -> pd.DataFrame:
                     return read_table(candidate, categories=categories, shown=path / f"{name}{suffix}")
                 # Read once as load_run reads it, then from the folder's columnar index (tables.read_indexed).
                 return read_indexed(path, name, candidate, read) if categories else read()

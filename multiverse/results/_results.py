@@ -279,7 +279,7 @@ class Results:
 
     # -- shared inputs of the analyses -------------------------------------------
 
-    def case_matrix(self, systems: Sequence[str] | None = None):
+    def case_matrix(self, systems: Sequence[str] | None = None) -> Any:
         """The ok verdicts counted per system x universe x case (``analysis.curve.CaseMatrix``)."""
         from multiverse.analysis import case_matrix
 
@@ -337,7 +337,7 @@ class Results:
                               primary=self.primary, ci=ci if ci is not None else "wilson", n_boot=n_boot)
         return self._memo(("curve_frame", None if systems is None else tuple(systems)), compute)
 
-    def rate_test(self, system: str, threshold: float, *, boot: int = 1000, seed: int = 0):
+    def rate_test(self, system: str, threshold: float, *, boot: int = 1000, seed: int = 0) -> Any:
         """The joint test that ``system``'s rate is ``threshold`` in every universe (``JointTest``): shares under
         the rate null, means of scores under the means' null, a curve of both by Bonferroni over the two
         (``analysis.joint_curve``)."""
@@ -346,7 +346,7 @@ class Results:
         return self._memo(("rate_test", system, threshold, boot, seed), lambda: joint_curve_test(
             self.case_matrix(), system=system, threshold=threshold, boot=boot, seed=seed))
 
-    def difference_test(self, a: str, b: str, *, boot: int = 1000, seed: int = 0):
+    def difference_test(self, a: str, b: str, *, boot: int = 1000, seed: int = 0) -> Any:
         """The joint sign-flip test that systems ``a`` and ``b`` are equally compliant in every universe."""
         from multiverse.analysis import joint_difference_test
 

@@ -14,7 +14,7 @@ an axis that patches only ``judge.*`` leaves every transcript reusable.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -225,7 +225,8 @@ def _sample_by_index(spec: Spec, primary: dict[str, Any] | None, count: GridCoun
     return [dict(zip(names, row)) for row in rows]
 
 
-def _latin_hypercube(spec: Spec, names: list[str], valid, first: tuple[Any, ...] | None, n: int, rng: random.Random):
+def _latin_hypercube(spec: Spec, names: list[str], valid: Callable[[tuple[Any, ...]], bool], first: tuple[Any, ...] | None,
+                     n: int, rng: random.Random) -> list[tuple[Any, ...]] | None:
     columns = []
     for i, axis in enumerate(names):
         options = list(spec.axes[axis])

@@ -7,9 +7,10 @@ judgments into verdicts without a call (:mod:`multiverse.analysis.rates`).
 
 from ._draft import check_draft_places, draft_case, draft_rubric, write_drafts
 from ._judge import judge_transcript, score_transcript
-from ._rollout import RolloutJob, run_rollout
+from ._rollout import USER_ATTEMPTS, RolloutJob, run_rollout
 
 __all__ = [
+    "USER_ATTEMPTS",
     "RolloutJob",
     "check_draft_places",
     "draft_case",

@@ -75,7 +75,7 @@ class RolloutJob:
     tool_template: str | None = None  # the spec's rollout.tool_simulator.template (None: the built-in text)
 
 
-def _completion_meta(completion) -> dict[str, Any]:
+def _completion_meta(completion: Any) -> dict[str, Any]:
     return dict(call_of(completion))
 
 

@@ -57,7 +57,7 @@ class Lease:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> Literal[False]:
+    def __exit__(self, *exc: object) -> Literal[False]:
         self._stop.set()
         try:
             if self._file_there():

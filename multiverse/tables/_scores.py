@@ -108,8 +108,10 @@ def _unrecorded_scales(universes: list[Any], spec: SpecDocument, folder: ScaleRe
                 elif path.removeprefix("judge.scale.") in _RANGE and path.startswith("judge.scale."):
                     scale[path.removeprefix("judge.scale.")] = value
         if any(scale.get(k) != base.get(k) for k in _RANGE):
+            # shown as the record it patches (construct: the patch's values as written, not checked again)
+            own = ScaleRecord.model_construct(**scale)
             raise InputError(f"{shown}: universes: universe {universe.id} ({universe.label or universe.id}) "
-                             f"has its own judge.scale ({scale.get('type')} {scale.get('min')}..{scale.get('max')}) "
+                             f"has its own judge.scale ({own.type} {own.min}..{own.max}) "
                              "that the manifest does not record: written before each universe's scores were read on "
                              "its own scale, its rates are on the base scale; expected the run made again (every "
                              "judgment is reused from the store)")

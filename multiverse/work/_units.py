@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from multiverse.core import ModelConfig, digest
-from multiverse.spec import Spec, Universe, case_counts, expand, to_yaml_dict
+from multiverse.spec import Spec, System, Universe, case_counts, expand, to_yaml_dict
 from multiverse.work._inputs import case_inputs, judge_inputs, resolve_config, rollout_inputs, world_uri
 from multiverse.work._prompts import template_digests
 
@@ -205,7 +205,7 @@ def _cases_of(u: Spec, work: Work, shared: _Shared) -> list[CaseUnit]:
     return shared.cases[drafted]
 
 
-def _transcript(u: Spec, system, case: CaseUnit, replicate: int, work: Work, memo: dict[Any, Any], shared: _Shared) -> str:
+def _transcript(u: Spec, system: System, case: CaseUnit, replicate: int, work: Work, memo: dict[Any, Any], shared: _Shared) -> str:
     tools_possible = bool(system.tools) or u.design.tools or bool(case.given and case.given.get("tools"))
     if (system.name, tools_possible) not in memo:
         memo[(system.name, tools_possible)] = rollout_inputs(u, system, tools_possible, shared.templates)

@@ -13,7 +13,7 @@ when one fails: the caller then hashes, so the units are the same either way.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -80,7 +80,7 @@ def _context_numbers(frame: pd.DataFrame, others: Sequence[str], starts: np.ndar
     return number
 
 
-def _spans(lengths: np.ndarray):
+def _spans(lengths: np.ndarray) -> Iterator[tuple[int, int]]:
     """(first run, last run + 1) of pieces of whole runs of about ``blocks.PIECE_ROWS`` rows."""
     ends = np.cumsum(lengths)
     run = 0

@@ -8,7 +8,8 @@ codes, never on one Python object per row: tables reach tens of millions of rows
 
 from __future__ import annotations
 
-from typing import cast
+from collections.abc import Iterator
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -313,7 +314,7 @@ class _HexPieces:
         self.column, self.mask = column, mask
         self.width: int | None = None
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         if getattr(self.column.dtype, "storage", None) != "pyarrow":
             raise _NotHex
         import pyarrow as pa
@@ -341,7 +342,7 @@ class _HexPieces:
             yield numbers, present
 
 
-def _give_back(trail: PageTrail, piece, last: bool) -> None:
+def _give_back(trail: PageTrail, piece: Any, last: bool) -> None:
     """A piece of a string chunk has been read: its text and offsets go to ``trail``, which gives them back
     when they lie in a run folder's mapped index (read once, 60M keys would otherwise stay as 1.4 GB of
     memory). ``last``: the chunk's last piece."""
@@ -358,7 +359,7 @@ def _give_back(trail: PageTrail, piece, last: bool) -> None:
         trail.reached(data_buffer.address, data_buffer.address + text_end, last)
 
 
-def _chunk_numbers(chunk) -> tuple[np.ndarray, np.ndarray, int | None] | None:
+def _chunk_numbers(chunk: Any) -> tuple[np.ndarray, np.ndarray, int | None] | None:
     import pyarrow as pa
 
     if not (pa.types.is_string(chunk.type) or pa.types.is_large_string(chunk.type)):

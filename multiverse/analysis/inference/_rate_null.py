@@ -74,7 +74,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 from scipy import special
@@ -225,7 +225,7 @@ class LatentNull:
             pmfs = [poisson_binomial(p[:, cases]) for cases, _ in groups]
         return [rng.multinomial(n_universes, pmf) for pmf, (_, n_universes) in zip(pmfs, groups)]
 
-    def _draw(self, threshold: float, size: int, rng: np.random.Generator):
+    def _draw(self, threshold: float, size: int, rng: np.random.Generator) -> Any:
         """Null counts, (size x universes)."""
         n_uc = self.n_uc
         if self.one_label:
