@@ -78,16 +78,28 @@ def claim(db: Database, stage: str, key: str, lease: float) -> bool:
 class Block(NamedTuple):
     """What :func:`claim_block` made of a block of keys, each in one list, in the block's order."""
 
-    #: claimed by this process (now, or before by another of its threads): to compute
+    #: claimed by this call: to compute
     taken: list[str]
     #: stored already: nothing to compute
     stored: list[str]
-    #: held by another live process: waited for, not computed
+    #: held by another live claim (another process's, or another block's of this process: two runs
+    #: sharing a Dask cluster share its worker processes): waited for, not computed
     elsewhere: list[str]
 
 
 #: keys per statement of a block (below every database's limit on parameters)
 _CHUNK = 400
+_STAMP_LOCK = threading.Lock()
+_last_stamp = 0.0
+
+
+def _stamp() -> float:
+    """The time of a block's claims, distinct from every other block's of this process: its claims are
+    told from theirs by it (a float near 1.7e9 holds steps of a microsecond)."""
+    global _last_stamp
+    with _STAMP_LOCK:
+        _last_stamp = max(time.time(), _last_stamp + 1e-6)
+        return _last_stamp
 
 
 def claim_block(db: Database, stage: str, keys: Sequence[str], lease: float) -> Block:
@@ -123,17 +135,17 @@ def claim_block(db: Database, stage: str, keys: Sequence[str], lease: float) -> 
 def _claim_chunk(db: Database, stage: str, chunk: list[str]) -> tuple[set[str], set[str], dict[str, tuple[str, int, float]]]:
     """(keys this process holds, keys stored, the others' holders) after claiming what ``chunk`` lets it."""
     rows, marks = ", ".join("(?)" for _ in chunk), ",".join("?" * len(chunk))
-    me = (HOST, os.getpid())
+    me = (HOST, os.getpid(), _stamp())
     with db.transaction() as tx:
         # Both SQLite and PostgreSQL name a VALUES list's column column1; the WHERE also keeps
         # SQLite from reading ON CONFLICT as a join's ON.
         tx.execute(f"INSERT INTO claim (stage, key, host, pid, since) SELECT ?, CAST(block.column1 AS TEXT), ?, ?, ? "
                    f"FROM (VALUES {rows}) AS block WHERE NOT EXISTS (SELECT 1 FROM entry "
                    "WHERE entry.stage = ? AND entry.key = CAST(block.column1 AS TEXT)) ON CONFLICT (stage, key) DO NOTHING",
-                   (stage, *me, time.time(), *chunk, stage))
+                   (stage, *me, *chunk, stage))
         holders = {str(key): (str(host), int(pid), float(since)) for key, host, pid, since in tx.query(
             f"SELECT key, host, pid, since FROM claim WHERE stage = ? AND key IN ({marks})", (stage, *chunk))}
-        mine = {key for key, found in holders.items() if found[:2] == me}
+        mine = {key for key, found in holders.items() if found == me}
         rest = [key for key in chunk if key not in mine]
         there: set[str] = set()
         if rest:

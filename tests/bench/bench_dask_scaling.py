@@ -197,6 +197,7 @@ def main() -> None:
               "machine": f"python {platform.python_version()}, {os.cpu_count()} CPUs",
               "load_average_at_start": round(os.getloadavg()[0], 2)}
     print("\n".join(f"{k}: {v}" for k, v in header.items()), file=sys.stderr)
+    _warm()  # the threaded run's imports too are made before its clock starts
     server = ServerProcess(args.latency)
     rows: list[dict[str, Any]] = []
     ratios = []
