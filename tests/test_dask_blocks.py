@@ -23,8 +23,8 @@ from fakeserver import FakeServer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from multiverse.engine._executor import Executor
 from multiverse.engine._backend_dask import MAX_BLOCK, ROUNDS, Dask
+from multiverse.engine._executor import Executor
 from multiverse.spec import load_spec
 from multiverse.store import Store
 from multiverse.work import build_work
