@@ -42,7 +42,7 @@ from multiverse.errors import InputError
 from multiverse.model import ModelClient
 from multiverse.store import Store
 
-__all__ = ["MAX_BLOCK", "ROUNDS", "SCHEDULER_SECONDS", "TIMEOUT_VARIABLE", "Dask", "dask_block", "scheduler_timeout",
+__all__ = ["MAX_BLOCK", "QUIET", "ROUNDS", "SCHEDULER_SECONDS", "TIMEOUT_VARIABLE", "Dask", "dask_block", "scheduler_timeout",
            "worker_unit"]
 
 #: the environment variable of how long a scheduler may take to answer, in seconds
@@ -53,6 +53,20 @@ SCHEDULER_SECONDS = 20.0
 MAX_BLOCK = 32
 #: blocks each worker thread gets at least, when the stage has the units: a short tail, as blocks run whole
 ROUNDS = 8
+#: distributed's settings for the local cluster a run starts itself: what its workers do between units costs
+#: CPU for every second of a stage, which waits on the model's latency. No statistical profiler sampling the
+#: threads in a call every 10 ms, no memory limits to watch ten times a second (a run's memory is its
+#: records), the system monitor every 5 s. A cluster of your own can be given the same (dask.config).
+QUIET = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.worker.memory.monitor-interval": "2s",
+    "distributed.worker.memory.target": False,
+    "distributed.worker.memory.spill": False,
+    "distributed.worker.memory.pause": False,
+    "distributed.worker.memory.terminate": False,
+    "distributed.admin.system-monitor.interval": "5s",
+    "distributed.admin.system-monitor.gil.enabled": False,
+}
 
 
 def scheduler_timeout() -> float:
@@ -112,9 +126,12 @@ class Dask:
             return self  # the caller's own distributed.Client
         if self.scheduler is None:
             # One worker per core and the jobs split among them: `jobs` is the run's concurrent calls.
+            import dask
+
             workers = min(usable_cores(), self.jobs)
-            self._cluster = LocalCluster(n_workers=workers, threads_per_worker=max(1, self.jobs // workers),
-                                         processes=True, dashboard_address=None)
+            with dask.config.set(QUIET):  # the nannies hand the workers this configuration
+                self._cluster = LocalCluster(n_workers=workers, threads_per_worker=max(1, self.jobs // workers),
+                                             processes=True, dashboard_address=None)
             self._opened = Client(self._cluster)
         else:
             self._opened = _connect(str(self.scheduler), self._seconds())

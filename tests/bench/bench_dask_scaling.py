@@ -12,8 +12,10 @@ to its return:
 
 - ``dask-1`` and ``dask-2``: ``backend="dask"`` on a fresh ``LocalCluster`` of one
   or two worker processes with ``--threads`` threads each (equal threads per
-  worker). The cluster is started, and its workers have imported what a unit
-  needs, before the clock starts: a real cluster is started once for many runs.
+  worker), with the settings a run gives the local cluster it starts itself
+  (``Dask.QUIET``: no profiler, no memory watch). The cluster is started, and its
+  workers have imported what a unit needs, before the clock starts: a real
+  cluster is started once for many runs.
   They run in alternated pairs (1 then 2, then 2 then 1, ...), so a change of
   the machine's load falls on both; the ratio printed is each pair's
   ``dask-2`` wall over its ``dask-1`` wall, with the median and range of the pairs;
@@ -113,7 +115,8 @@ def _tree_cpu(exclude: int) -> float:
     return total
 
 
-def one_run(mode: str, server: ServerProcess, threads: int, cases: int, store: str | None) -> dict[str, Any]:
+def one_run(mode: str, server: ServerProcess, threads: int, cases: int, store: str | None,
+            quiet: bool = True) -> dict[str, Any]:
     """(wall s, CPU s, requests) of one run of the grid in ``mode`` (threads, dask-1, dask-2)."""
     import yaml
     from audit_server import fake_spec_document
@@ -133,11 +136,15 @@ def one_run(mode: str, server: ServerProcess, threads: int, cases: int, store: s
         started_up = 0.0
         try:
             if mode.startswith("dask"):
+                import dask
                 import distributed
 
+                from multiverse.engine._backend_dask import QUIET
+
                 up = time.perf_counter()
-                cluster = distributed.LocalCluster(n_workers=int(mode[-1]), threads_per_worker=threads, processes=True,
-                                                   dashboard_address=None)
+                with dask.config.set(QUIET if quiet else {}):
+                    cluster = distributed.LocalCluster(n_workers=int(mode[-1]), threads_per_worker=threads,
+                                                       processes=True, dashboard_address=None)
                 client = distributed.Client(cluster)
                 client.run(_warm)
                 started_up = time.perf_counter() - up
@@ -181,11 +188,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--latency", type=float, default=1.0, help="server latency per request, seconds")
     parser.add_argument("--threads", type=int, default=8, help="threads per worker (and the threaded run's jobs)")
-    parser.add_argument("--cases", type=int, default=8, help="generated cases per cell (8: 576 requests)")
+    parser.add_argument("--cases", type=int, default=8, help="generated cases per cell (8: 384 requests)")
     parser.add_argument("--pairs", type=int, default=3, help="alternated pairs of dask-1 and dask-2 (>= 3)")
     parser.add_argument("--store", default=None, help="a postgresql:// store (emptied before each run); "
                                                       "default a fresh SQLite store per run")
     parser.add_argument("--no-threads", action="store_true", help="skip the threaded run of each pair")
+    parser.add_argument("--dask-defaults", action="store_true", help="distributed's default settings, not QUIET")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     args = parser.parse_args()
@@ -206,7 +214,7 @@ def main() -> None:
             order = ["dask-1", "dask-2"] if pair % 2 == 0 else ["dask-2", "dask-1"]
             walls = {}
             for mode in order:
-                row = one_run(mode, server, args.threads, args.cases, args.store)
+                row = one_run(mode, server, args.threads, args.cases, args.store, quiet=not args.dask_defaults)
                 rows.append({**row, "pair": pair})
                 walls[mode] = row["wall_s"]
             ratios.append(walls["dask-2"] / walls["dask-1"])
@@ -221,7 +229,7 @@ def main() -> None:
 
     per_request = {m: summary([r["cpu_ms_per_request"] for r in rows if r["mode"] == m])
                    for m in ("threads", "dask-1", "dask-2") if any(r["mode"] == m for r in rows)}
-    document = {**header, "latency": args.latency, "threads_per_worker": args.threads, "cases": args.cases,
+    document = {**header, "quiet": not args.dask_defaults, "latency": args.latency, "threads_per_worker": args.threads, "cases": args.cases,
                 "store": "postgresql" if args.store else "sqlite", "wall_ratio_2_over_1": summary(ratios),
                 "cpu_ms_per_request": per_request, "runs": rows, "load_average_at_end": round(os.getloadavg()[0], 2)}
     ratio = document["wall_ratio_2_over_1"]
