@@ -27,13 +27,14 @@ nannies and the workers; not the server), user + system, per request the server
 answered.
 
 Run:  python tests/bench/bench_dask_scaling.py [--latency 1.0] [--threads 8] [--cases 8] [--pairs 3]
-      [--store postgresql://...] [--json]
+      [--store postgresql://... | --postgres] [--json]
 Not collected by pytest (no test functions).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -192,6 +193,8 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=3, help="alternated pairs of dask-1 and dask-2 (>= 3)")
     parser.add_argument("--store", default=None, help="a postgresql:// store (emptied before each run); "
                                                       "default a fresh SQLite store per run")
+    parser.add_argument("--postgres", action="store_true",
+                        help="the store on a throwaway PostgreSQL server (tests/pg_server.py) made for the benchmark")
     parser.add_argument("--no-threads", action="store_true", help="skip the threaded run of each pair")
     parser.add_argument("--dask-defaults", action="store_true", help="distributed's default settings, not QUIET")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
@@ -206,6 +209,19 @@ def main() -> None:
               "load_average_at_start": round(os.getloadavg()[0], 2)}
     print("\n".join(f"{k}: {v}" for k, v in header.items()), file=sys.stderr)
     _warm()  # the threaded run's imports too are made before its clock starts
+    with contextlib.ExitStack() as stack:
+        if args.postgres:
+            from pg_server import PostgresServer, binaries
+
+            found = binaries()
+            if found is None:
+                raise SystemExit("--postgres: PostgreSQL is not installed (no initdb and pg_ctl)")
+            args.store = stack.enter_context(PostgresServer(found)).url
+        measure(args, header)
+
+
+def measure(args: argparse.Namespace, header: dict[str, Any]) -> None:
+    """The pairs, their summary on stderr, and with ``--json`` the whole document on stdout."""
     server = ServerProcess(args.latency)
     rows: list[dict[str, Any]] = []
     ratios = []
