@@ -50,7 +50,8 @@ def test_dask_run_matches_a_local_run(write_spec, tmp_path, cluster):
 
 
 def test_a_unit_already_stored_by_another_worker_is_not_recomputed(write_spec, tmp_path, cluster):
-    from multiverse.engine._compute import dask_unit
+    from multiverse.engine._backend import ELSEWHERE
+    from multiverse.engine._backend_dask import dask_block
     from multiverse.work._units import build_work
 
     spec = _spec(write_spec)
@@ -58,7 +59,8 @@ def test_a_unit_already_stored_by_another_worker_is_not_recomputed(write_spec, t
     work = build_work(spec)
     unit = next(iter(work.judge_calls.values()))
     before = Store(tmp_path / "store").get("judgment", unit.key)
-    # as if the scheduler re-sent a unit whose first worker died after storing it
-    key, failure = cluster.submit(dask_unit, "judgment", unit, [], str(tmp_path / "store"), 2, pure=False).result()
-    assert key == unit.key and failure is None
+    # as if the scheduler re-sent a block whose first worker died after storing it
+    _, outcomes = cluster.submit(dask_block, "judgment", [(unit, [])], str(tmp_path / "store"), 2, pure=False).result()
+    assert outcomes == [(unit.key, ELSEWHERE)]
     assert Store(tmp_path / "store").get("judgment", unit.key) == before
+    assert Store(tmp_path / "store").db.query("SELECT COUNT(*) FROM claim") == [(0,)]

@@ -13,6 +13,11 @@ insert that fails if the row exists, a takeover deletes exactly the stale
 row it read (a compare-and-delete), and a release deletes only this
 process's own row. A store ends its own claims when it stores the entry
 (``Store.put``), so a unit costs no separate release.
+
+A Dask worker claims a whole block of units at once (:func:`claim_block`):
+one transaction inserts a claim for each unit neither stored nor held by
+someone else, and reads back who holds each, so a block of 32 units costs
+one round trip to a database server, not 32.
 """
 
 from __future__ import annotations
@@ -21,13 +26,13 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Collection
-from typing import Protocol
+from collections.abc import Collection, Sequence
+from typing import NamedTuple, Protocol
 
 from multiverse.core import interrupt
 from multiverse.store._db import Database
 
-__all__ = ["Claimant", "HasDatabase", "Held", "claim", "holder", "is_live", "release", "release_of"]
+__all__ = ["Block", "Claimant", "HasDatabase", "Held", "claim", "claim_block", "holder", "is_live", "release", "release_of"]
 
 #: this host, as claims name it
 HOST = socket.gethostname()
@@ -68,6 +73,87 @@ def claim(db: Database, stage: str, key: str, lease: float) -> bool:
             db.execute("DELETE FROM claim WHERE stage = ? AND key = ? AND host = ? AND pid = ? AND since = ?",
                        (stage, key, *found))
     return False
+
+
+class Block(NamedTuple):
+    """What :func:`claim_block` made of a block of keys, each in one list, in the block's order."""
+
+    #: claimed by this call: to compute
+    taken: list[str]
+    #: stored already: nothing to compute
+    stored: list[str]
+    #: held by another live claim (another process's, or another block's of this process: two runs
+    #: sharing a Dask cluster share its worker processes): waited for, not computed
+    elsewhere: list[str]
+
+
+#: keys per statement of a block (below every database's limit on parameters)
+_CHUNK = 400
+_STAMP_LOCK = threading.Lock()
+_last_stamp = 0.0
+
+
+def _stamp() -> float:
+    """The time of a block's claims, distinct from every other block's of this process: its claims are
+    told from theirs by it (a float near 1.7e9 holds steps of a microsecond)."""
+    global _last_stamp
+    with _STAMP_LOCK:
+        _last_stamp = max(time.time(), _last_stamp + 1e-6)
+        return _last_stamp
+
+
+def claim_block(db: Database, stage: str, keys: Sequence[str], lease: float) -> Block:
+    """Claim every key of ``keys`` that is neither stored nor claimed live by another process.
+
+    One transaction per :data:`_CHUNK` keys: an insert of the claims that
+    skips the stored keys and the held ones (``ON CONFLICT DO NOTHING``),
+    then a read of each key's holder. A stale claim is taken over as
+    :func:`claim` does (its exact row deleted, the insert tried again).
+    """
+    taken: set[str] = set()
+    stored: set[str] = set()
+    elsewhere: set[str] = set()
+    wanted = list(dict.fromkeys(keys))
+    for start in range(0, len(wanted), _CHUNK):
+        chunk = wanted[start:start + _CHUNK]
+        for attempt in range(2):
+            mine, there, held = _claim_chunk(db, stage, chunk)
+            taken |= mine
+            stored |= there
+            stale = [(key, found) for key, found in held.items() if attempt == 0 and not _live(found, lease)]
+            elsewhere |= set(held) - {key for key, _ in stale}
+            for key, found in stale:  # remove exactly the row read, then claim the key again
+                db.execute("DELETE FROM claim WHERE stage = ? AND key = ? AND host = ? AND pid = ? AND since = ?",
+                           (stage, key, *found))
+            chunk = [key for key, _ in stale]
+            if not chunk:
+                break
+    return Block([k for k in wanted if k in taken], [k for k in wanted if k in stored],
+                 [k for k in wanted if k in elsewhere and k not in taken and k not in stored])
+
+
+def _claim_chunk(db: Database, stage: str, chunk: list[str]) -> tuple[set[str], set[str], dict[str, tuple[str, int, float]]]:
+    """(keys this process holds, keys stored, the others' holders) after claiming what ``chunk`` lets it."""
+    rows, marks = ", ".join("(?)" for _ in chunk), ",".join("?" * len(chunk))
+    me = (HOST, os.getpid(), _stamp())
+    with db.transaction() as tx:
+        # Both SQLite and PostgreSQL name a VALUES list's column column1; the WHERE also keeps
+        # SQLite from reading ON CONFLICT as a join's ON.
+        tx.execute(f"INSERT INTO claim (stage, key, host, pid, since) SELECT ?, CAST(block.column1 AS TEXT), ?, ?, ? "
+                   f"FROM (VALUES {rows}) AS block WHERE NOT EXISTS (SELECT 1 FROM entry "
+                   "WHERE entry.stage = ? AND entry.key = CAST(block.column1 AS TEXT)) ON CONFLICT (stage, key) DO NOTHING",
+                   (stage, *me, *chunk, stage))
+        holders = {str(key): (str(host), int(pid), float(since)) for key, host, pid, since in tx.query(
+            f"SELECT key, host, pid, since FROM claim WHERE stage = ? AND key IN ({marks})", (stage, *chunk))}
+        mine = {key for key, found in holders.items() if found == me}
+        rest = [key for key in chunk if key not in mine]
+        there: set[str] = set()
+        if rest:
+            there = {str(key) for (key,) in tx.query(
+                f"SELECT key FROM entry WHERE stage = ? AND key IN ({','.join('?' * len(rest))})", (stage, *rest))}
+    # A key neither held nor stored lost its claim between the two reads: another round claims it.
+    held = {key: holders.get(key, ("", -1, 0.0)) for key in rest if key not in there}
+    return mine, there, held
 
 
 def release(db: Database, stage: str, key: str) -> None:

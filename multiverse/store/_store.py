@@ -299,6 +299,17 @@ class Store:
             self._mine.add((stage, key))
         return True
 
+    def claim_block(self, stage: str, keys: Iterable[str], *, lease: float = CLAIM_LEASE) -> _claims.Block:
+        """Claim at once every key of ``keys`` neither stored nor held live by another process:
+        which were taken, stored or held elsewhere (``multiverse.store._claims.claim_block``)."""
+        check_name("stage", stage)
+        wanted = [check_name("key", k) for k in keys]
+        self._ready(create=True)
+        block = _claims.claim_block(self.db, stage, wanted, lease)
+        with self._lock:
+            self._mine.update((stage, key) for key in block.taken)
+        return block
+
     def claimed(self, stage: str, key: str, *, lease: float = CLAIM_LEASE) -> bool:
         """Whether someone holds a live claim on ``(stage, key)``."""
         return self._ready() and _claims.is_live(self.db, stage, key, lease)
