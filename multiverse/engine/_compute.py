@@ -17,13 +17,13 @@ from typing import Any
 from multiverse.core import OK
 from multiverse.errors import BudgetExceeded, ModelError
 from multiverse.model import ModelClient
-from multiverse.store import CaseRecord, JudgmentRecord, Store, TranscriptRecord, Turn, call_of, provenance
+from multiverse.store import CaseRecord, JudgmentRecord, TranscriptRecord, Turn, call_of, provenance
 from multiverse.work import CaseUnit, JudgeCall, TranscriptUnit
 
 #: a computed record of any stage
 Record = CaseRecord | TranscriptRecord | JudgmentRecord
 
-__all__ = ["attempt", "compute", "dask_unit"]
+__all__ = ["attempt", "compute"]
 
 
 def compute(stage: str, unit: Any, upstream: Any, client: ModelClient) -> Record:
@@ -52,42 +52,6 @@ def attempt(stage: str, unit: Any, upstream: Any, client: ModelClient,
 
 
 # One model client per worker process, size and store: its rate limits and budget are shared by the worker's units.
-_WORKER_CLIENTS: dict[tuple[int, str], Any] = {}
-_WORKER_LOCK = threading.Lock()
-
-
-def dask_unit(stage: str, unit: Any, upstream: Any, store_root: str, jobs: int) -> tuple[str, str | None]:
-    """One unit on a Dask worker: skip it if another worker already stored it.
-
-    The worker's client allows as many calls at once as the worker has threads
-    (``jobs`` off a worker): a thread runs one unit, and a unit one call at a time.
-    """
-    store = Store(store_root, existing=True)  # opened by the run: never recreated if it vanishes
-    if store.has(stage, unit.key):
-        return unit.key, None
-    jobs = _worker_threads(jobs)
-    with _WORKER_LOCK:
-        if (jobs, store_root) not in _WORKER_CLIENTS:
-            from multiverse.model import LiteLLMClient, RequestCache
-            from multiverse.store import SHAPES
-
-            answers = Store(store_root, shapes=SHAPES, existing=True)
-            _WORKER_CLIENTS[jobs, store_root] = RequestCache(LiteLLMClient(jobs=jobs), answers)
-    record, failure = attempt(stage, unit, upstream, _WORKER_CLIENTS[jobs, store_root], threading.Event())
-    if record is not None:
-        store.put(stage, unit.key, record)
-    return unit.key, failure
-
-
-def _worker_threads(default: int) -> int:
-    try:
-        from distributed import get_worker
-
-        return max(1, int(get_worker().state.nthreads))
-    except (ImportError, ValueError, AttributeError):  # not on a Dask worker
-        return default
-
-
 def _case(client: ModelClient, unit: CaseUnit) -> CaseRecord:
     from multiverse.stages import draft_case
 
