@@ -30,7 +30,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["REPO", "CliResult", "cli_environment", "run_cli", "spawn_cli", "start_cli"]
+__all__ = ["REPO", "CliResult", "cli_environment", "refused", "run_cli", "spawn_cli", "start_cli"]
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -152,6 +152,16 @@ def run_cli(argv: Sequence[object], *, cwd: Path | str | None = None,
         os.chdir(here)
         warnings.formatwarning = formatwarning
     return CliResult(int(code), out.getvalue(), err.getvalue())
+
+
+def refused(result: CliResult, *fragments: str) -> str:
+    """The one line a refused command printed: exit 2, no traceback, every fragment in that line."""
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
 
 
 def spawn_cli(argv: Sequence[object], *, cwd: Path | str | None = None,

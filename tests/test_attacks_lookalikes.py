@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from cli_runner import run_cli
+from cli_runner import refused, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,15 +25,6 @@ IMPORTERS = Path(__file__).parent / "importers"
 PROMPTFOO_A = IMPORTERS / "promptfoo_results" / "grader-a.json"
 PROMPTFOO_B = IMPORTERS / "promptfoo_results" / "grader-b.json"
 CYRILLIC = str.maketrans({"a": "\u0430", "e": "\u0435", "o": "\u043e"})  # а е о
-
-
-def refused(result, *fragments: str) -> str:
-    assert result.returncode == 2, (result.returncode, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    return lines[0]
 
 
 def test_look_alike_items_of_a_table_are_refused_or_merged(tmp_path):

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from cli_runner import run_cli
+from cli_runner import refused, run_cli
 
 from multiverse.importers import MAX_CASE_ID_CHARS, MAX_NAME_CHARS
 
@@ -24,15 +24,6 @@ PAIRWISE = ["--system", "model", "--item", "item", "--verdict", "verdict", "--re
             "--axis", "judge"]
 #: characters a name may not show raw, in any output
 RAW = ("\x01", "\x1b", "\ufffe", "\u202e", "\u200b")
-
-
-def refused(result, *fragments: str) -> str:
-    assert result.returncode == 2, (result.returncode, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    return lines[0]
 
 
 def _games(n_items: int = 6, seed: int = 1) -> pd.DataFrame:
