@@ -9,7 +9,7 @@ so no row-length int64 array is ever made whole.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import cast
 
 import numpy as np
@@ -182,7 +182,7 @@ def count(codes: np.ndarray, selected: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def target_blocks(target: np.ndarray, n_targets: int):
+def target_blocks(target: np.ndarray, n_targets: int) -> Iterator[tuple[int, int, np.ndarray | slice]]:
     """(first target, last target + 1, rows or a slice of all) for ranges of target codes of about
     ``BLOCK_ROWS`` rows each (targets are about equally large)."""
     n_blocks = max(1, -(-len(target) // BLOCK_ROWS))

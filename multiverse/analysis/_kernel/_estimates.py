@@ -238,7 +238,7 @@ def edge_cases(n_tc: np.ndarray, k_tc: np.ndarray) -> np.ndarray:
     return cast("np.ndarray", np.minimum(above.sum(axis=-1), below.sum(axis=-1)))
 
 
-def _without_spread(mean: np.ndarray, se: np.ndarray, cases: np.ndarray, level, low: np.ndarray, high: np.ndarray,
+def _without_spread(mean: np.ndarray, se: np.ndarray, cases: np.ndarray, level: float | np.ndarray, low: np.ndarray, high: np.ndarray,
                     few: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Where a mean's standard error is 0 or unknown (every case alike, or one case), the Wilson interval of
     its value at the number of cases: the spread of a two-point value, the widest a value in [0, 1] with that

@@ -32,7 +32,7 @@ the rarer kind), and to 1, the widest, when no target's is.
 
 from __future__ import annotations
 
-from typing import cast
+from typing import TypeAlias, cast
 
 import numpy as np
 from scipy import sparse, special
@@ -50,14 +50,18 @@ __all__ = [
 ]
 
 
-def _csr(matrix) -> sparse.csr_matrix:
+# A (targets x cases) count matrix: dense, or SciPy sparse (which ships no stubs, so mypy sees Any there).
+Counts: TypeAlias = "np.ndarray | sparse.spmatrix | sparse.sparray"
+
+
+def _csr(matrix: Counts) -> sparse.csr_matrix:
     return sparse.csr_matrix(matrix, dtype=np.float64)
 
 
 _ROW_BLOCK = 1 << 18  # cells of a block of rows in _row_sums
 
 
-def _row_sums(n_tc, k_tc=None) -> tuple[np.ndarray, ...]:
+def _row_sums(n_tc: Counts, k_tc: Counts | None = None) -> tuple[np.ndarray, ...]:
     """Per row: labels, cases with a label, sum of squared labels per case; with ``k_tc`` also compliant and sum k^2 / n.
 
     Dense arrays (a case matrix) are summed as they are; converting them to
@@ -92,7 +96,7 @@ def _row_sums(n_tc, k_tc=None) -> tuple[np.ndarray, ...]:
     return tuple(out)
 
 
-def anova_terms(n_tc, k_tc) -> np.ndarray:
+def anova_terms(n_tc: Counts, k_tc: Counts) -> np.ndarray:
     """Per target: (between-case SS, within-case SS, C - 1, N - C, N - sum m^2 / N, rarer side).
 
     The sums of a one-way ANOVA of binary labels with cases as groups, and
@@ -165,7 +169,7 @@ def share_icc(included: np.ndarray, compliant: np.ndarray, means: np.ndarray | N
     return out
 
 
-def design_effect(n_tc, icc: np.ndarray, level: float) -> np.ndarray:
+def design_effect(n_tc: Counts, icc: np.ndarray, level: float) -> np.ndarray:
     """Kish's design effect ``1 + (m - 1) icc`` per target, ``m = sum m_c^2 / sum m_c``.
 
     Where cases hold more than one label, the variance behind it is estimated
@@ -235,7 +239,9 @@ def _near_the_edges(x: np.ndarray, n: np.ndarray, lo: np.ndarray, hi: np.ndarray
     return lo, hi
 
 
-def cluster_bootstrap(case, n_cases, target, n_targets, cells, included, compliant, level, n_boot, seed):
+def cluster_bootstrap(case: np.ndarray, n_cases: int, target: np.ndarray, n_targets: int, cells: np.ndarray,
+                      included: np.ndarray, compliant: np.ndarray, level: float, n_boot: int,
+                      seed: int | None) -> tuple[np.ndarray, np.ndarray]:
     """Percentile interval of case-bootstrap rates (cases resampled whole), per target.
 
     Row arrays: ``case`` and ``target`` codes, ``cells`` codes (one cell: the
@@ -286,7 +292,8 @@ def cluster_bootstrap(case, n_cases, target, n_targets, cells, included, complia
     return low, high
 
 
-def rate_intervals(n_tc, k_tc, methods, levels, n_boot: int, seed, icc: np.ndarray | None = None
+def rate_intervals(n_tc: Counts, k_tc: Counts, methods: np.ndarray, levels: np.ndarray, n_boot: int, seed: int | None,
+                   icc: np.ndarray | None = None
                    ) -> tuple[np.ndarray, np.ndarray]:
     """Interval of each target's pooled rate, by its method and level (arrays over targets).
 
