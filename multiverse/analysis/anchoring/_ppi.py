@@ -33,6 +33,7 @@ estimate (``design_effects``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import cast
 
 import numpy as np
@@ -49,7 +50,8 @@ _STEPS = 40
 _PSEUDO_ENDS = 0.5
 
 
-def ppi_lambda(n, sum_y, sum_f, sum_yf, big_n, sum_f_unlabelled, sum_ff_all=None) -> np.ndarray:
+def ppi_lambda(n: np.ndarray, sum_y: np.ndarray, sum_f: np.ndarray, sum_yf: np.ndarray, big_n: np.ndarray,
+               sum_f_unlabelled: np.ndarray, sum_ff_all: np.ndarray | None = None) -> np.ndarray:
     """PPI++'s power-tuned lambda from per-cell sums, as ppi-python's ``_calc_lam_glm`` for a mean.
 
     lambda = Cov(Y, f) / ((1 + n/N) Var(f)): the covariance over the labelled
@@ -106,7 +108,8 @@ def _null_cell(theta: np.ndarray, m: np.ndarray, omega: np.ndarray) -> np.ndarra
     return cast("np.ndarray", np.clip(root, lo, hi))
 
 
-def score_interval(n, sum_y, sum_f, sum_yf, big_n, sum_f_unlabelled, rate, lam, alpha: float,
+def score_interval(n: np.ndarray, sum_y: np.ndarray, sum_f: np.ndarray, sum_yf: np.ndarray, big_n: np.ndarray,
+                   sum_f_unlabelled: np.ndarray, rate: np.ndarray, lam: np.ndarray, alpha: float,
                    deff: np.ndarray | float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """(low, high) per cell: the rates a z-test around ``rate`` (PPI++ with ``lam``) does not reject at ``alpha``."""
     n, sum_y, sum_f, sum_yf, big_n, sum_fu, rate, lam = (
@@ -174,7 +177,8 @@ def design_effects(cell: np.ndarray, case: np.ndarray, labelled: np.ndarray, y: 
     return deff
 
 
-def ppi_bounded_mean(n, sum_y, sum_yy, sum_f, sum_ff, sum_yf, big_n, sum_f_unlabelled, sum_ff_unlabelled,
+def ppi_bounded_mean(n: np.ndarray, sum_y: np.ndarray, sum_yy: np.ndarray, sum_f: np.ndarray, sum_ff: np.ndarray,
+                     sum_yf: np.ndarray, big_n: np.ndarray, sum_f_unlabelled: np.ndarray, sum_ff_unlabelled: np.ndarray,
                      alpha: float, deff: np.ndarray | float = 1.0, *,
                      judge: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """PPI++ means of values in [0, 1] (a rescaled score) from per-cell sums, with a score interval: (rate, low, high, lam).
@@ -226,7 +230,7 @@ def ppi_bounded_mean(n, sum_y, sum_yy, sum_f, sum_ff, sum_yf, big_n, sum_f_unlab
     return rate, np.where(valid, low, np.nan), np.where(valid, high, np.nan), lam
 
 
-def _bisect(centre: np.ndarray, accepted) -> tuple[np.ndarray, np.ndarray]:
+def _bisect(centre: np.ndarray, accepted: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """The ends of the acceptance region around ``centre`` in [0, 1], per cell (the region holds its centre)."""
 
     def bound(edge: float) -> np.ndarray:
