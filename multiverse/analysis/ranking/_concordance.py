@@ -68,9 +68,9 @@ def pair_signs(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return signs, both.astype(float)
 
 
-def _tau(dots, untied_a, untied_b):
+def _tau(dots: np.ndarray, untied_a: np.ndarray, untied_b: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.clip(dots / np.sqrt(untied_a * untied_b), -1.0, 1.0)
+        return cast("np.ndarray", np.clip(dots / np.sqrt(untied_a * untied_b), -1.0, 1.0))
 
 
 def tau_between(signs: np.ndarray, both: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
@@ -78,7 +78,7 @@ def tau_between(signs: np.ndarray, both: np.ndarray, first: np.ndarray, second: 
     untied = np.abs(signs)
     shared = both[first] * both[second]
     dots = (signs[first] * signs[second]).sum(1)
-    return cast("np.ndarray", _tau(dots, (untied[first] * shared).sum(1), (untied[second] * shared).sum(1)))
+    return _tau(dots, (untied[first] * shared).sum(1), (untied[second] * shared).sum(1))
 
 
 def kendall_tau_b(first: Sequence[float], second: Sequence[float]) -> float:
@@ -153,7 +153,8 @@ def largest_complete_block(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     return np.flatnonzero(rated[:, columns].all(1)), columns, exhaustive
 
 
-def _pattern_sums(signs, both, groups, n_groups, shared):
+def _pattern_sums(signs: np.ndarray, both: np.ndarray, groups: np.ndarray, n_groups: int,
+                  shared: np.ndarray) -> tuple[float, int, int]:
     """Sum over universe pairs sharing at least MIN_SHARED systems of tau, the number of
     them where it is defined, and the number of defined pairs left out for sharing fewer.
 
@@ -191,7 +192,8 @@ def _pattern_sums(signs, both, groups, n_groups, shared):
     return total, defined, few
 
 
-def _sampled_sums(signs, both, rated, pairs: int, seed: int = 0):
+def _sampled_sums(signs: np.ndarray, both: np.ndarray, rated: np.ndarray, pairs: int,
+                  seed: int = 0) -> tuple[float, int, int]:
     """Sum of tau over ``pairs`` random universe pairs sharing at least MIN_SHARED systems, how
     many of them were defined, and how many defined ones shared fewer."""
     rng = np.random.default_rng(seed)

@@ -81,7 +81,8 @@ def joint_bootstrap(
             compliant, labels = counts.sums(counts.weights(rng, size))
             compliant, labels = compliant.reshape(n_u, n_s, size), labels.reshape(n_u, n_s, size)
 
-            def tally(part: slice, compliant=compliant, labels=labels, rates=rates):
+            def tally(part: slice, compliant: np.ndarray = compliant, labels: np.ndarray = labels,
+                      rates: np.ndarray = rates) -> tuple[dict[int, np.ndarray], np.ndarray]:
                 ratio(compliant[part], labels[part], out=rates[:, :, part].transpose(2, 0, 1))
                 return _top_counts(rates[:, :, part], ties), _above_counts(rates[:, :, part])
 
@@ -216,7 +217,7 @@ def _sign_flip_p(d: np.ndarray, flips: int, rng: np.random.Generator) -> float:
 
 
 def pairwise_tests(
-    included: pd.DataFrame, *, universe, systems: list[Any], flips: int = 4000, seed: int = 0,
+    included: pd.DataFrame, *, universe: Any, systems: list[Any], flips: int = 4000, seed: int = 0,
 ) -> dict[str, Any]:
     """Paired tests of rate(A) = rate(B) in one universe, with Holm-adjusted p-values over all pairs.
 
