@@ -202,8 +202,8 @@ def projection_sums(frame: pd.DataFrame, terms: list[Any], groups: list[list[Any
     def sums(y: np.ndarray) -> np.ndarray:
         b = xt @ y
 
-        def fitted(formulas):
-            return ((basis(formulas).T @ b) ** 2).sum(0)
+        def fitted(formulas: frozenset[str]) -> np.ndarray:
+            return cast("np.ndarray", ((basis(formulas).T @ b) ** 2).sum(0))
 
         rows = [fitted(big) - fitted(base) for base, big in pairs]
         rows.append((y**2).sum(0) - fitted(full))
@@ -237,7 +237,7 @@ def noise_summary(
         inner = sums
         rows = list(combos.values())
 
-        def sums(y):  # the same sums, with the combined rows appended
+        def sums(y: np.ndarray) -> np.ndarray:  # the same sums, with the combined rows appended
             out = inner(y)
             return np.vstack([out, *[out[r].sum(0, keepdims=True) for r in rows]])
 

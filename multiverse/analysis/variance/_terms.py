@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -21,9 +22,12 @@ from multiverse.errors import InputError
 __all__ = ["_Term", "_balanced_sums", "_decompose", "_design", "_projected_sums", "_type2_by_refits"]
 
 _COLUMNS = ["term", "kind", "axis", "sum_sq", "df", "share"]
+# A term's row of the table (term, kind, axis, sum_sq, df), and the terms' rows with the residual's (sum_sq, df).
+_Row: TypeAlias = "tuple[str, str, str | None, float, float]"
+_Sums: TypeAlias = "tuple[list[_Row], tuple[float, float]]"
 
 
-def _design(rates: pd.DataFrame, axes: list[str]):
+def _design(rates: pd.DataFrame, axes: list[str]) -> tuple[pd.DataFrame, list[str], dict[str, str], list[_Term]]:
     """The model frame (plain column names x0, x1 ..., s, y), the varying axes, their names and terms."""
     for column in ("system", "rate", *axes):
         if column not in rates.columns:
@@ -46,7 +50,7 @@ def _decompose(rates: pd.DataFrame, axes: list[str]) -> tuple[pd.DataFrame, list
     notes: list[str] = []
     frame, varying, names, terms = _design(rates, axes)
     total = float(((frame["y"] - frame["y"].mean()) ** 2).sum())
-    rows = []
+    rows: list[_Row] = []
     balanced = _balanced_sums(frame, [names[a] for a in varying], terms) if terms else None
     projected = _projected_sums(frame, terms) if terms and balanced is None else None
     if balanced is not None:
@@ -86,7 +90,7 @@ def _decompose(rates: pd.DataFrame, axes: list[str]) -> tuple[pd.DataFrame, list
     return out, notes
 
 
-def _balanced_sums(frame: pd.DataFrame, columns: list[str], terms: list[_Term]):
+def _balanced_sums(frame: pd.DataFrame, columns: list[str], terms: list[_Term]) -> _Sums | None:
     """Exact type-II sums of squares from cell means, when the grid is a full factorial.
 
     With every combination of axis options x system present exactly once, the
@@ -119,7 +123,7 @@ def _balanced_sums(frame: pd.DataFrame, columns: list[str], terms: list[_Term]):
     return rows, (float(sums[-1]), float(len(frame) - 1 - used_df))
 
 
-def _projected_sums(frame: pd.DataFrame, terms: list[_Term]):
+def _projected_sums(frame: pd.DataFrame, terms: list[_Term]) -> _Sums | None:
     """Type-II sums of squares of a full-rank design from projections (``variance_noise.projection_sums``).
 
     What ``anova_lm(typ=2)`` computes there (tested against it), without
