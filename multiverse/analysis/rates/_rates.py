@@ -44,7 +44,7 @@ Ranking, variance and agreement start from these, so a row counts alike in all.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -231,7 +231,8 @@ def compute_rates(
     return rates[columns].reset_index(drop=True)
 
 
-def _score_values(frame, scoring, estimator, cut, ties, scale) -> np.ndarray | None:
+def _score_values(frame: pd.DataFrame, scoring: pd.DataFrame | None, estimator: str, cut: float | None, ties: str,
+                  scale: ScaleRecord | None) -> np.ndarray | None:
     """Each row's contribution when some universe reads scores (None: every universe counts labels)."""
     from multiverse.tables import BINARY
 
@@ -265,14 +266,16 @@ def _part_ends(part: pd.DataFrame, scoring: pd.DataFrame | None, scale: ScaleRec
     return float(scale.min), float(scale.max)
 
 
-def _scored(part, values, axes, factors, estimator, ci, level, n_boot, seed, low, high) -> pd.DataFrame:
+def _scored(part: pd.DataFrame, values: np.ndarray, axes: list[str], factors: list[str], estimator: str, ci: str,
+            level: float, n_boot: int, seed: int, low: float, high: float) -> pd.DataFrame:
     """Rates of universes reading scores; a share (at_least) keeps the binary labels' Wilson interval."""
     from ._score_rates import score_rates
 
     rates = score_rates(part, values, axes=axes, factors=factors, estimator=estimator, ci=ci, level=level,
                         n_boot=n_boot, seed=seed, low=low, high=high)
     if estimator == "at_least":
-        labels = pd.array(np.where(np.isnan(values), None, values >= 0.5), dtype="boolean")
+        # pd.NA, not None, for a missing label: the same BooleanArray, and NumPy's where is typed for it.
+        labels = pd.array(np.where(np.isnan(values), pd.NA, values >= 0.5), dtype="boolean")
         status = np.where(counted_rows(part) & ~np.isnan(values), "ok", "excluded")
         shares = _rates(part.assign(compliant=labels, status=status), axes, factors, "pooled", ci, level, n_boot, seed)
         rates["ci_low"], rates["ci_high"] = shares["ci_low"].to_numpy(), shares["ci_high"].to_numpy()
@@ -301,7 +304,8 @@ def _prepare(verdicts: pd.DataFrame, axes: list[str], factors: list[str], need_c
     return frame
 
 
-def _split_by_scoring(frame, scoring, estimator, ci, level):
+def _split_by_scoring(frame: pd.DataFrame, scoring: pd.DataFrame, estimator: str, ci: str,
+                      level: float) -> list[tuple[str, str, float, pd.DataFrame]]:
     require_columns(scoring, "scoring", ["universe_id"])
     table = scoring.drop_duplicates("universe_id").set_index("universe_id")
     # The scale's ends too: universes on different scales give their means in different native units.
@@ -319,7 +323,8 @@ def _split_by_scoring(frame, scoring, estimator, ci, level):
     return parts
 
 
-def _rates(frame, axes, factors, estimator, ci, level, n_boot, seed) -> pd.DataFrame:
+def _rates(frame: pd.DataFrame, axes: list[str], factors: list[str], estimator: str, ci: str, level: float,
+           n_boot: int, seed: int) -> pd.DataFrame:
     if "status" in frame.columns:
         included = counted_rows(frame)
     else:
@@ -339,7 +344,7 @@ def _rates(frame, axes, factors, estimator, ci, level, n_boot, seed) -> pd.DataF
     else:
         cells = np.zeros(len(frame), np.int8) if ci == "bootstrap" else None
 
-    def target_sets():
+    def target_sets() -> Iterator[tuple[np.ndarray, str | None, np.ndarray | None]]:
         # Targets: one per (group, subgroup). "all" first, then each factor's levels, one factor's
         # row-length codes at a time (at 60M rows each such array is 240 MB).
         yield group, None, None
@@ -359,12 +364,14 @@ def _rates(frame, axes, factors, estimator, ci, level, n_boot, seed) -> pd.DataF
             rate = np.divide(x, n, out=np.full(n_targets, np.nan), where=n > 0)
             n_eff = n
         else:
+            assert cells is not None  # cell_balanced, the other estimator here, has its cell codes
             rate, n_eff = _cell_balanced(target, n_targets, cells, included, compliant)
         if case is not None:
             deff, group_icc = _design_effect(target, n_targets, case, included, compliant, group[first], group_icc, level)
             n_eff = n_eff / deff
         low, high = _wilson(rate, n_eff, level)
         if ci == "bootstrap":
+            assert cells is not None  # the bootstrap always has cell codes (one cell when pooled)
             boot_low, boot_high = _bootstrap(frame["case_id"], target, n_targets, cells, included, compliant, level, n_boot, seed)
             low, high = np.fmin(low, boot_low), np.fmax(high, boot_high)
         keys = frame[["universe_id", *axes, "system", *([factor] if factor else [])]].take(first)
@@ -397,7 +404,7 @@ def _rates(frame, axes, factors, estimator, ci, level, n_boot, seed) -> pd.DataF
     return rates
 
 
-def _key_values(column: pd.Series):
+def _key_values(column: pd.Series) -> np.ndarray | pd.api.extensions.ExtensionArray:
     """What ``to_numpy()`` of a key column gives a frame, without a Python string per row for text."""
     if not isinstance(column.dtype, pd.CategoricalDtype):
         return column.to_numpy()
@@ -416,7 +423,8 @@ def _cell_codes(frame: pd.DataFrame, factors: list[str]) -> np.ndarray:
     return cells
 
 
-def _cell_balanced(target, n_targets, cells, included, compliant):
+def _cell_balanced(target: np.ndarray, n_targets: int, cells: np.ndarray, included: np.ndarray,
+                   compliant: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mean of per-cell rates per target, and Kish's effective sample size."""
     n_cells = int(cells.max()) + 1 if len(cells) else 1
     pair, _ = codes(combine(target, n_cells, cells))
@@ -441,14 +449,17 @@ def _wilson(rate: np.ndarray, n: np.ndarray, level: float) -> tuple[np.ndarray, 
     return wilson(rate, n, level)
 
 
-def _bootstrap(case_id, target, n_targets, cells, included, compliant, level, n_boot, seed):
+def _bootstrap(case_id: pd.Series, target: np.ndarray, n_targets: int, cells: np.ndarray, included: np.ndarray,
+               compliant: np.ndarray, level: float, n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     from .._kernel import cluster_bootstrap
 
     case, n_cases = sorted_codes(case_id)  # a case's draws whatever the row order
     return cluster_bootstrap(case, n_cases, target, n_targets, cells, included, compliant, level, n_boot, seed)
 
 
-def _design_effect(target, n_targets, case, included, compliant, group_of_target, group_icc, level):
+def _design_effect(target: np.ndarray, n_targets: int, case: np.ndarray, included: np.ndarray, compliant: np.ndarray,
+                   group_of_target: np.ndarray, group_icc: np.ndarray | None,
+                   level: float) -> tuple[np.ndarray, np.ndarray]:
     """Kish's design effect of each target's case clusters, and the per-group ICC.
 
     The ICC is estimated on the first call (the ``all`` targets, one per
@@ -460,7 +471,7 @@ def _design_effect(target, n_targets, case, included, compliant, group_of_target
 
     n_cases = int(case.max()) + 1 if len(case) else 0
 
-    def counts(weight: np.ndarray, rows, lo: int, hi: int):
+    def counts(weight: np.ndarray, rows: np.ndarray | slice, lo: int, hi: int) -> sparse.csr_matrix:
         # A (target x case) count matrix of one block of targets: the rows where ``weight`` holds.
         picked = np.flatnonzero(weight[rows])
         t, c = target[rows][picked] - lo, case[rows][picked]

@@ -75,7 +75,8 @@ def score_rates(frame: pd.DataFrame, value: np.ndarray, *, axes: list[str], fact
     return rates.iloc[order].drop(columns=["_group", "_spec", "_level"]).reset_index(drop=True)
 
 
-def _widened(case, target, n_targets, counted, value, level, n_boot, seed, low, high):
+def _widened(case: np.ndarray, target: np.ndarray, n_targets: int, counted: np.ndarray, value: np.ndarray, level: float,
+             n_boot: int, seed: int, low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The case bootstrap's percentile interval of each mean, widened to contain the t interval."""
     from .._kernel import cluster_bootstrap
 

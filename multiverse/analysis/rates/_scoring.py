@@ -256,7 +256,8 @@ def score_verdicts(criteria: pd.DataFrame, samples: pd.DataFrame, rule: str = "a
     )
 
 
-def _majority(key_of_pair, first, status, reason, ok_compliant):
+def _majority(key_of_pair: np.ndarray, first: np.ndarray, status: np.ndarray, reason: np.ndarray,
+              ok_compliant: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Majority verdict over each judgment's samples (see the module docstring)."""
     sizes = np.diff(np.r_[first, len(key_of_pair)])
     group = np.repeat(np.arange(len(first)), sizes)
