@@ -305,21 +305,33 @@ def test_a_store_deleted_mid_run_is_one_clear_error_not_failure_rows(tmp_path):
     assert not (tmp_path / "run" / "verdicts.csv").exists()  # no table of false failures
 
 
-def test_entries_lost_after_a_stage_stop_the_run_instead_of_becoming_failures(tmp_path, write_spec, monkeypatch):
+@pytest.mark.parametrize("backend", ["local", "processes"])
+def test_entries_lost_after_a_stage_stop_the_run_instead_of_becoming_failures(tmp_path, write_spec, monkeypatch, backend):
+    """Whether the stages run one by one (``Executor.run`` each) or as one flow (the threaded backend's
+    ``run_flow``), an entry deleted behind the run's back after it was stored stops the run."""
     from multiverse.engine import _executor as executor_module
+    from multiverse.engine import _flow as flow_module
 
     spec = load_spec(write_spec(tiny_spec_document()))
-    real_run = executor_module.Executor.run
+    real_run, real_flow = executor_module.Executor.run, flow_module.run_flow
+
+    def lose_one(root) -> None:  # someone deletes one fresh entry behind the run's back
+        with connect(root) as conn:
+            conn.execute("DELETE FROM entry WHERE key = (SELECT key FROM entry WHERE stage = 'transcript' LIMIT 1)")
 
     def run_then_lose(self, stage, units, upstream=lambda unit: None):
         real_run(self, stage, units, upstream)
-        if stage == "transcript":  # someone deletes one fresh entry behind the run's back
-            with connect(self.store.root) as conn:
-                conn.execute("DELETE FROM entry WHERE key = (SELECT key FROM entry WHERE stage = 'transcript' LIMIT 1)")
+        if stage == "transcript":
+            lose_one(self.store.root)
+
+    def flow_then_lose(executor, *args, **kwargs):
+        real_flow(executor, *args, **kwargs)
+        lose_one(executor.store.root)
 
     monkeypatch.setattr(executor_module.Executor, "run", run_then_lose)
+    monkeypatch.setattr(flow_module, "run_flow", flow_then_lose)
     with pytest.raises(StoreError, match="1 transcript entries this run wrote have disappeared"):
-        run(spec, store=tmp_path / "store", out=tmp_path / "run", progress=False)
+        run(spec, store=tmp_path / "store", out=tmp_path / "run", progress=False, backend=backend)
     assert not (tmp_path / "run").exists()
 
 
