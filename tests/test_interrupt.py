@@ -297,16 +297,23 @@ def stop_when(event: threading.Event) -> threading.Thread:
     return thread
 
 
-def test_units_still_running_after_the_grace_are_abandoned_and_unclaimed(tmp_path):
+def slow_stage(tmp_path: Path, threads: int, slow: float) -> tuple[list, Store, SlowClient, Executor]:
+    """A draft stage's units, a store, a client whose calls take ``slow`` seconds, and an executor of
+    ``threads`` threads whose grace after a stop is half a second."""
     from multiverse.work._units import build_work
 
     with FakeServer(responder=audit_responder) as server:
-        spec = load_spec(write_spec(tmp_path / "grace.yaml", server.url, name="grace", cases_per_cell=3))
+        spec = load_spec(write_spec(tmp_path / "slow.yaml", server.url, name="slow", cases_per_cell=3))
     units = [c for c in build_work(spec).cases.values() if c.given is None]
     store = Store(tmp_path / "store").open()
+    client = SlowClient(slow, threads=threads)
+    executor = Executor(store, LocalThreads(client, jobs=threads, attempt=_attempt), progress=False, grace=0.5)
+    return units, store, client, executor
+
+
+def test_units_still_running_after_the_grace_are_abandoned_and_unclaimed(tmp_path):
     slow = 300.0
-    client = SlowClient(slow, threads=3)
-    executor = Executor(store, LocalThreads(client, jobs=3, attempt=_attempt), progress=False, grace=0.5)
+    units, store, client, executor = slow_stage(tmp_path, threads=3, slow=slow)
     stop_when(client.all_started)  # each thread in its call: the stop comes mid-call, however slow the machine
     started = time.monotonic()
     with interrupt.stopping_on_signals(), pytest.raises(RunInterrupted, match="3 unit"):
@@ -322,15 +329,8 @@ def test_a_signal_another_thread_takes_still_stops_the_run(tmp_path):
     has one pending: two signals sent back to back). Its C handler then runs there, and Python's handler
     only once the main thread executes bytecode again: a main thread blocked on its results queue for
     good never stopped (the second-signal CLI test hung, about one run in six)."""
-    from multiverse.work._units import build_work
-
-    with FakeServer(responder=audit_responder) as server:
-        spec = load_spec(write_spec(tmp_path / "taken.yaml", server.url, name="taken", cases_per_cell=3))
-    units = [c for c in build_work(spec).cases.values() if c.given is None]
-    store = Store(tmp_path / "store").open()
     slow = 120.0
-    client = SlowClient(slow, threads=2)
-    executor = Executor(store, LocalThreads(client, jobs=2, attempt=_attempt), progress=False, grace=0.5)
+    units, store, client, executor = slow_stage(tmp_path, threads=2, slow=slow)
 
     def from_another_thread() -> None:  # this thread takes the signal, not the main one
         client.all_started.wait(timeout=300)
