@@ -3,9 +3,8 @@
 Each record carries its provenance (``multiverse.store._provenance``). Transport
 failures are not records: :func:`attempt` turns a failed call into a failure
 reason, which the run counts and records in its tables, and the unit is
-computed again by a later run. :func:`dask_unit` is what a Dask worker runs
-for one unit: it stores what it computes itself, so a worker that dies loses
-only its call in flight.
+computed again by a later run. A Dask worker runs them a block at a time
+(``multiverse.engine._backend_dask``).
 """
 
 from __future__ import annotations
