@@ -76,9 +76,12 @@ def filtered(folder: Path, column: str, value: str, into: Path) -> Path:
 
 
 def human_labels(verdicts: pd.DataFrame, path: Path, seed: int) -> Path:
-    """People's labels of every case of every system (so each group of a factor or a judge holds at least 10)."""
+    """People's labels of every transcript of every system (so each group of a factor or a judge holds at least 10).
+    With replicates a case names several transcripts, so the labels carry the labelling sheet's ``transcript_key``
+    (without it ``calibrate`` rightly refuses them as ambiguous)."""
     rng = np.random.default_rng(seed + 1)
-    keys = verdicts[["system", "case_id"]].drop_duplicates().reset_index(drop=True)
+    key = ["system", "case_id"] + (["transcript_key"] if verdicts["replicate"].nunique() > 1 else [])
+    keys = verdicts[key].drop_duplicates().reset_index(drop=True)
     if verdicts["score"].notna().any():
         keys["score"] = rng.integers(1, 6, len(keys))
     else:
