@@ -54,9 +54,10 @@ class CliResult:
         return self.stdout
 
     def refused(self, *fragments: str) -> str:
-        """Assert exit 2 with exactly one line on stderr holding every fragment; return that line."""
+        """Assert exit 2, nothing on stdout, and exactly one line on stderr holding every fragment; return that line."""
         assert self.returncode == 2, self.stderr
         assert "Traceback" not in self.stderr
+        assert self.stdout == "", self.stdout
         lines = self.stderr.strip().splitlines()
         assert len(lines) == 1, self.stderr
         for fragment in fragments:
@@ -155,13 +156,8 @@ def run_cli(argv: Sequence[object], *, cwd: Path | str | None = None,
 
 
 def refused(result: CliResult, *fragments: str) -> str:
-    """The one line a refused command printed: exit 2, no traceback, every fragment in that line."""
-    assert result.returncode == 2, (result.returncode, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    return lines[0]
+    """The one line a refused command printed (``CliResult.refused``, for callers that hold a result)."""
+    return result.refused(*fragments)
 
 
 def spawn_cli(argv: Sequence[object], *, cwd: Path | str | None = None,

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from cli_runner import run_cli
+from cli_runner import refused, run_cli
 from conftest import tiny_spec_document
 from PIL import Image
 
@@ -20,17 +20,6 @@ CASES = 60
 # The world: atlas is compliant on 80% of transcripts, beacon on 55%. Judge "fair" agrees with people on 90% of
 # them; judge "kind" calls every beacon transcript compliant, which puts beacon on top of its ranking.
 TRUE_RATE = {"atlas": 0.8, "beacon": 0.55}
-
-
-def refused(code: int, out: str, err: str, *fragments: str) -> str:
-    """Exit 2, nothing on stdout, exactly one line on stderr holding every fragment."""
-    assert code == 2, err
-    assert out == ""
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +96,7 @@ def test_label_keeps_a_sheet_someone_may_have_filled_in(world, tmp_path):
     filled = sheet.read_text(encoding="utf-8").replace(",\n", ",1\n")  # labels typed in by hand
     sheet.write_text(filled, encoding="utf-8")
     page = (tmp_path / "SHEET.html").read_bytes()
-    refused(*run_cli(["label", run, "--n", "3", "--seed", "9", "--out", sheet]), "already there", "--force")
+    refused(run_cli(["label", run, "--n", "3", "--seed", "9", "--out", sheet]), "already there", "--force")
     assert sheet.read_text(encoding="utf-8") == filled and (tmp_path / "SHEET.html").read_bytes() == page
     assert run_cli(["label", run, "--n", "3", "--seed", "9", "--out", sheet, "--force"]).returncode == 0
     assert sheet.read_text(encoding="utf-8") != filled
@@ -117,19 +106,18 @@ def test_label_refuses_bad_places_and_counts_before_writing(world, tmp_path):
     run, _ = world
     before = sorted(p.name for p in run.iterdir())
     verdicts = (run / "verdicts.csv").read_bytes()
-    line = refused(*run_cli(["label", run, "--n", "5", "--out", run / "verdicts.csv"]), "verdicts.csv",
+    line = refused(run_cli(["label", run, "--n", "5", "--out", run / "verdicts.csv"]), "verdicts.csv",
                    "is the input")
     assert line.startswith("error: ")
     assert (run / "verdicts.csv").read_bytes() == verdicts and sorted(p.name for p in run.iterdir()) == before
-    refused(*run_cli(["label", run, "--n", "5", "--out", tmp_path / "sheet.txt"]), "--out", ".csv")
+    refused(run_cli(["label", run, "--n", "5", "--out", tmp_path / "sheet.txt"]), "--out", ".csv")
     (tmp_path / "dir.csv").mkdir()
-    refused(*run_cli(["label", run, "--n", "5", "--out", tmp_path / "dir.csv"]), "is a folder")
+    refused(run_cli(["label", run, "--n", "5", "--out", tmp_path / "dir.csv"]), "is a folder")
     (tmp_path / "taken").write_text("a file")
-    refused(*run_cli(["label", run, "--n", "5", "--out", tmp_path / "taken" / "s.csv"]), "is a file")
+    refused(run_cli(["label", run, "--n", "5", "--out", tmp_path / "taken" / "s.csv"]), "is a file")
     for bad in ("0", "-3", "two"):
-        code, out, err = run_cli(["label", run, "--n", bad, "--out", tmp_path / "s.csv"])
-        refused(code, out, err, "--n")
-    refused(*run_cli(["label", tmp_path / "missing", "--n", "5", "--out", tmp_path / "s.csv"]), "missing")
+        refused(run_cli(["label", run, "--n", bad, "--out", tmp_path / "s.csv"]), "--n")
+    refused(run_cli(["label", tmp_path / "missing", "--n", "5", "--out", tmp_path / "s.csv"]), "missing")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dir.csv", "taken"]
 
 
@@ -212,7 +200,7 @@ def test_calibrate_by_system_gives_each_judges_accuracy_per_system_as_each_syste
     code, out, err = run_cli(["calibrate", run, "--human", labels, "--by", "system"])
     assert code == 0, err
     assert out.splitlines()[1].split()[:3] == ["system", "universe", "n_human"] and "accuracy" in out
-    refused(*run_cli(["calibrate", run, "--human", labels, "--by", "colour"]), "by colour", "system")
+    refused(run_cli(["calibrate", run, "--human", labels, "--by", "colour"]), "by colour", "system")
 
 
 def _labels_with(labels: Path, tmp_path: Path, change) -> Path:
@@ -236,17 +224,17 @@ def test_calibrate_refuses_bad_labels_with_one_line(world, labels, tmp_path, cha
     for command in (["calibrate", run, "--human", bad, "--figure", figure],
                     ["curve", run, "--human", bad, "--figure", figure, "--boot", "50"],
                     ["ranking", run, "--human", bad, "--boot", "0"]):
-        refused(*run_cli(command), str(bad), *fragments)
+        refused(run_cli(command), str(bad), *fragments)
     assert not figure.exists()
 
 
 def test_calibrate_refuses_bad_flags(world, labels, tmp_path):
     run, _ = world
-    refused(*run_cli(["calibrate", run, "--human", tmp_path / "none.csv"]), "none.csv")
+    refused(run_cli(["calibrate", run, "--human", tmp_path / "none.csv"]), "none.csv")
     for alpha in ("0", "1", "nan", "x"):
-        refused(*run_cli(["calibrate", run, "--human", labels, "--alpha", alpha]), "--alpha")
-    refused(*run_cli(["calibrate", run]), "--human")
-    refused(*run_cli(["calibrate", run, "--human", labels, "--figure", tmp_path / "f.gif"]), ".png")
+        refused(run_cli(["calibrate", run, "--human", labels, "--alpha", alpha]), "--alpha")
+    refused(run_cli(["calibrate", run]), "--human")
+    refused(run_cli(["calibrate", run, "--human", labels, "--figure", tmp_path / "f.gif"]), ".png")
     assert not (tmp_path / "f.gif").exists()
 
 
@@ -326,8 +314,8 @@ def test_power_with_human_adds_the_label_budget(tmp_path):
     code, out, err = run_cli(["power", spec, "--human", "3"])
     assert code == 0, err
     assert f"with 3 human labels per system (of {transcripts} transcripts)" in out and "anchored" in out
-    refused(*run_cli(["power", spec, "--human", str(transcripts + 1)]), "--human", f"{transcripts + 1} labels")
-    refused(*run_cli(["power", spec, "--human", "0"]), "--human")
+    refused(run_cli(["power", spec, "--human", str(transcripts + 1)]), "--human", f"{transcripts + 1} labels")
+    refused(run_cli(["power", spec, "--human", "0"]), "--human")
 
 
 def test_report_with_human_adds_the_section_anchored_to_people(world, labels, tmp_path):
@@ -354,8 +342,8 @@ def test_report_refuses_bad_labels_before_writing(world, labels, tmp_path):
     run, _ = world
     bad = _labels_with(labels, tmp_path, lambda f: f.assign(compliant=f["compliant"].where(f.index != 0, "2")))
     out = tmp_path / "report.html"
-    refused(*run_cli(["report", run, "--human", bad, "--out", out, "--no-tests", "--quiet"]), str(bad), "'2'")
-    refused(*run_cli(["report", run, "--human", labels, "--out", labels, "--no-tests", "--quiet"]), "is the input")
+    refused(run_cli(["report", run, "--human", bad, "--out", out, "--no-tests", "--quiet"]), str(bad), "'2'")
+    refused(run_cli(["report", run, "--human", labels, "--out", labels, "--no-tests", "--quiet"]), "is the input")
     assert not out.exists() and pd.read_csv(labels)["compliant"].notna().all()
 
 

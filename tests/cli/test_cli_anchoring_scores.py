@@ -14,23 +14,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from anchor_world import scored_folder as _world
-from cli_runner import run_cli
+from cli_runner import refused, run_cli
 from ppi_py import ppi_mean_pointestimate
 
 import multiverse as mv
 
 N = 12
-
-
-def refused(code: int, out: str, err: str, *fragments: str) -> str:
-    """Exit 2, nothing on stdout, exactly one line on stderr holding every fragment."""
-    assert code == 2, err
-    assert out == ""
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
@@ -118,14 +107,14 @@ def test_what_a_scored_run_cannot_take_is_refused_in_one_line(scored, tmp_path):
         bad = filled.copy()
         bad.loc[5, "score"] = value
         bad.to_csv(tmp_path / "bad.csv", index=False)
-        refused(*run_cli(["calibrate", run, "--human", tmp_path / "bad.csv"]), "bad.csv", "row 7", "score",
+        refused(run_cli(["calibrate", run, "--human", tmp_path / "bad.csv"]), "bad.csv", "row 7", "score",
                 "a whole number from 1 to 5", fragment)
     as_labels = filled.drop(columns="score").assign(compliant="1")
     as_labels.to_csv(tmp_path / "labels.csv", index=False)
-    refused(*run_cli(["calibrate", run, "--human", tmp_path / "labels.csv"]), "labels.csv", "score: column missing",
+    refused(run_cli(["calibrate", run, "--human", tmp_path / "labels.csv"]), "labels.csv", "score: column missing",
             "it has compliant labels")
     pairwise, _ = _world(tmp_path / "pairwise", scale={"type": "pairwise", "min": 0, "max": 1, "reference": "beacon"})
-    refused(*run_cli(["label", pairwise, "--n", "10", "--out", tmp_path / "p.csv"]), "pairwise")
+    refused(run_cli(["label", pairwise, "--n", "10", "--out", tmp_path / "p.csv"]), "pairwise")
     assert not (tmp_path / "p.csv").exists() and not (tmp_path / "p.html").exists()
 
 
@@ -136,7 +125,7 @@ def test_a_table_without_transcript_keys_cannot_be_labelled_blind_and_says_so(tm
     grades.to_csv(tmp_path / "grades.csv", index=False)
     run_cli(["import", "table", tmp_path / "grades.csv", "--system", "system", "--item", "case_id", "--label",
              "compliant", "--axis", "judge", "--out", tmp_path / "imported"]).ok()
-    refused(*run_cli(["label", tmp_path / "imported", "--n", "10", "--out", tmp_path / "s.csv", "--blind-systems"]),
+    refused(run_cli(["label", tmp_path / "imported", "--n", "10", "--out", tmp_path / "s.csv", "--blind-systems"]),
             "--blind-systems: ", "no transcript_key", "expected a run folder, or a table with a transcript_key column")
     assert not (tmp_path / "s.csv").exists() and not (tmp_path / "s.html").exists()
     run_cli(["label", tmp_path / "imported", "--n", "10", "--out", tmp_path / "s.csv"]).ok()  # named: fine
