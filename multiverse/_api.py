@@ -85,21 +85,20 @@ def power(spec: Spec, *, baseline_rate: float = 0.8, alpha: float = 0.05, power:
     The smallest difference between two rates the planned cases can detect,
     and the cases a difference would need (``analysis.design_power`` at the
     spec's transcripts per system and universe, and at its smallest design
-    cell): an ``Analysis`` whose ``typed`` is a ``PowerDocument`` and whose
+    cell): an ``Analysis`` whose ``document`` is a ``PowerDocument`` and whose
     ``frame`` has a row per comparison. ``human``: plan that many human labels
     per system too; the document then has a ``human`` key.
     """
-    import pandas as pd
-
     from multiverse.analysis import design_power, human_power
-    from multiverse.results import Analysis, PowerDocument
+    from multiverse.results import Analysis, PowerDocument, rows_frame
     from multiverse.spec import planned_cases
 
     cases, per_cell = planned_cases(spec)
     document = design_power(cases=cases, cases_per_cell=per_cell, baseline_rate=baseline_rate, alpha=alpha, power=power)
     if human is not None:
         document["human"] = human_power(labels=human, transcripts=cases, baseline_rate=baseline_rate, alpha=alpha)
-    return Analysis("power", document, pd.DataFrame(document["comparisons"]), schema=PowerDocument)
+    typed = PowerDocument.model_validate(document)
+    return Analysis("power", document, rows_frame(typed.comparisons), model=typed)
 
 
 @dataclass(frozen=True)

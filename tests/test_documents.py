@@ -184,3 +184,32 @@ def test_a_bare_analysis_reads_as_a_plain_document(run):
     assert type(bare.document) is Document and bare.document.answer == 42 and bare.notes == ["n"]
     # The document is read by attribute: the analysis has no dict-style access left to read it by key.
     assert not any(hasattr(bare, name) for name in ("__getitem__", "get", "keys"))
+
+
+def test_an_analysis_built_from_its_model_keeps_it_and_its_json(run):
+    # A builder that made the frame from the model hands it over: the same object, with the rate direction the
+    # JSON gains, and the JSON still the dict as the analysis function wrote it.
+    source = {"pairs": [{"b": 2, "a": 1}], "notes": []}
+    model = Document.model_validate(source)
+    built = mv.Analysis("mine", source, pd.DataFrame(), model=model)
+    assert built.schema is Document and built.document.model_dump() == {**source, "rate_direction": "compliance"}
+    assert list(built.to_dict()) == ["pairs", "notes", "rate_direction"] and built.to_dict()["pairs"] == [{"b": 2, "a": 1}]
+    # What results builds this way holds what --json prints (the rate direction too), as every analysis does.
+    for analysis, schema in ((run.variance(axes=run.axes[:1]), VarianceDocument), (run.ranking(boot=0), RankingDocument),
+                             (run.agreement(), AgreementDocument), (run.power(), PowerDocument)):
+        assert holds_the_document(analysis, schema).model_extra == {"rate_direction": "compliance"}
+
+
+def test_rows_frame_is_the_rows_as_written_with_the_leading_columns_first():
+    from multiverse.results import VarianceDocument, rows_frame
+
+    rows = [{"term": "judge", "kind": "axis", "axis": "judge", "sum_sq": 1.0, "df": 1.0, "share": 0.5, "extra": 3},
+            {"term": "Residual", "kind": "residual", "axis": None, "sum_sq": 1.0, "df": 2.0, "share": 0.5}]
+    document = {"terms": rows, "by_axis": [], "balanced": True, "aliasing": {"aliased": [], "nested": []},
+                "aliased_groups": [], "noise": None, "summary": [], "notes": []}
+    terms = VarianceDocument.model_validate(document).terms
+    # only the keys a row was given: the noise keys (declared, with defaults) are not made up
+    assert rows_frame(terms).equals(pd.DataFrame(rows))
+    assert list(rows_frame(terms, first=("extra", "missing", "axis")).columns) == [
+        "extra", "axis", "term", "kind", "sum_sq", "df", "share"]
+    assert rows_frame([]).empty

@@ -9,7 +9,7 @@ per analysis (``CurveDocument``, ...); ``Analysis.to_dict()`` is what ``--json``
 """
 
 from ._analyses import primary_null
-from ._analysis import Analysis, CalibrationAnalysis, CurveAnalysis
+from ._analysis import Analysis, CalibrationAnalysis, CurveAnalysis, rows_frame
 from ._anchoring_documents import AnchoredCurveDocument, AnchoredRankingDocument, CalibrationDocument, LabelCount
 from ._documents import (
     AgreementDocument,
@@ -33,5 +33,5 @@ __all__ = [
     "AgreementDocument", "Analysis", "AnchoredCurveDocument", "AnchoredRankingDocument", "BradleyTerryDocument",
     "CalibrationAnalysis", "CalibrationDocument", "CurveAnalysis", "CurveDocument", "Document", "Flip", "HumanPower",
     "JointTestEntry", "LabelCount", "Multiplicity", "OrderConsistency", "PowerDocument", "RankingDocument", "Results",
-    "ScoreAgreement", "TestStatistic", "VarianceDocument", "VerdictAgreement", "load_run", "primary_null",
+    "ScoreAgreement", "TestStatistic", "VarianceDocument", "VerdictAgreement", "load_run", "primary_null", "rows_frame",
 ]

@@ -47,8 +47,7 @@ def curve(results: ResultsView, *, systems: Sequence[str] | None, threshold: flo
         tests += [results.rate_test(s, threshold, boot=boot, seed=seed) for s in names]
     if diff:
         tests.append(results.difference_test(diff[0], diff[1], boot=boot, seed=seed))
-    summary = curve_summary(frame, tests=tests)
-    summary["notes"] = dropped_notes(results.verdicts) + summary.get("notes", []) + untested
+    summary = curve_summary(frame, tests=tests, notes=[*dropped_notes(results.verdicts), *untested])
 
     def draw(*, axes: Sequence[str] | None = None, title: str | None = None) -> Any:
         from multiverse.plots import plot_curve, plot_curves, plot_difference_curve
@@ -101,7 +100,7 @@ def agreement(results: ResultsView, axis: str) -> Analysis[AgreementDocument]:
     # The design factors too: options whose rows for one unit differ in one did not judge the same task.
     from multiverse.analysis import CONTRIBUTION
     from multiverse.analysis import agreement as compute
-    from multiverse.results._analysis import Analysis
+    from multiverse.results._analysis import Analysis, rows_frame
     from multiverse.results._documents import AgreementDocument
 
     scale, cuts = declared_scoring(results)
@@ -109,17 +108,18 @@ def agreement(results: ResultsView, axis: str) -> Analysis[AgreementDocument]:
     verdicts = results.verdicts.drop(columns=[CONTRIBUTION], errors="ignore")
     document = compute(verdicts, axes=results.axes, axis=axis, criteria=results.criteria,
                        factors=results.factors, scale=scale, cuts=cuts, orders=_orders(results, axis))
-    pairs = pd.DataFrame(document["pairs"])
+    typed = AgreementDocument.model_validate(document)
+    pairs = rows_frame(typed.pairs)
 
     # Bias beside kappa and AC1: two judges can agree often and still shift every rate.
     def draw(*, measures: Sequence[str] = ("cohen_kappa", "gwet_ac1", "bias")) -> Any:
         from multiverse.plots import agreement_figure, score_agreement_figure
 
-        if "scores" in document:  # scores: weighted kappa on them, kappa at each cut, the mean difference
-            return score_agreement_figure(document["scores"], axis_name=axis)
-        return agreement_figure(pairs, options=document["options"], axis_name=axis, measures=measures)
+        if typed.scores is not None:  # scores: weighted kappa on them, kappa at each cut, the mean difference
+            return score_agreement_figure(typed.scores.model_dump(), axis_name=axis)
+        return agreement_figure(pairs, options=typed.options, axis_name=axis, measures=measures)
 
-    return Analysis("agreement", document, pairs, draw, simulated=results.simulated, schema=AgreementDocument)
+    return Analysis("agreement", document, pairs, draw, simulated=results.simulated, model=typed)
 
 
 def _orders(results: ResultsView, axis: str) -> dict[str, str] | None:
@@ -161,18 +161,12 @@ def ranking(results: ResultsView, axes: list[str] | None, boot: int, seed: int =
     from multiverse.results._analysis import Analysis
     from multiverse.results._ranking_documents import RankingDocument
 
-    verdicts, reference = results.verdicts, results.reference
+    reference = results.reference
     shared: dict[str, Any] = {}
-    if reference is not None:
-        # The reference is what the others are compared with: its own rate is one half by construction.
-        verdicts = verdicts[(verdicts["system"].astype(str) != reference).to_numpy()]
-    else:  # the rates and case counts the variance reads too, made once
+    if reference is None:  # the rates and case counts the variance reads too, made once (with one: of its rows)
         shared = {"rates": results.system_rates(), "counts": results.case_counts() if boot else None}
-    document = compute(verdicts, axes=results.axes, primary=results.primary, bootstrap=boot, seed=seed, **shared)
-    if reference is not None:
-        document["reference"] = reference
-        document["notes"].append(f"the reference system {reference} is left out of the ranking: every other system's "
-                                 "scores are preferences over it")
+    document = compute(results.verdicts, axes=results.axes, primary=results.primary, bootstrap=boot, seed=seed,
+                       shown=axes, reference=reference, **shared)
     choices = results.scoring_choices() if results.scales.scored else None
     cuts = pd.DataFrame()
     if choices is not None:
@@ -182,11 +176,9 @@ def ranking(results: ResultsView, axes: list[str] | None, boot: int, seed: int =
         document["cuts"] = [{**r, "cut": None if pd.isna(r["cut"]) else float(r["cut"])}
                             for r in cuts.drop(columns="order").to_dict("records")]
         document["cut_flips"] = cut_flips(cuts)
-    if axes is not None:
-        tau = document["kendall_tau"]
-        tau["by_axis"] = [r for r in tau["by_axis"] if r["axis"] in axes]
-    frame = pd.DataFrame({"system": list(document["p_top"]), "p_top": list(document["p_top"].values())})
-    frame["coverage"] = frame["system"].map(document["coverage"])
+    typed = RankingDocument.model_validate(document)
+    frame = pd.DataFrame({"system": list(typed.p_top), "p_top": list(typed.p_top.values())})
+    frame["coverage"] = frame["system"].map(typed.coverage)
 
     def draw(*, kind: str = "ranking") -> Any:
         """``kind="ranking"``: ranks across universes; ``"cuts"``: each system's estimate and rank as the cut moves."""
@@ -194,7 +186,7 @@ def ranking(results: ResultsView, axes: list[str] | None, boot: int, seed: int =
             from multiverse.plots import cut_figure
 
             common = results.scales.common  # means on different scales share no native axis
-            return cut_figure(document.get("cuts", []), scale=(common.min, common.max) if common else None,
+            return cut_figure([row.model_dump() for row in typed.cuts], scale=(common.min, common.max) if common else None,
                               rates_read=results.rate_direction)
         from multiverse.plots import ranking_figure
 
@@ -203,52 +195,47 @@ def ranking(results: ResultsView, axes: list[str] | None, boot: int, seed: int =
             rates = rates[rates["system"].astype(str) != reference]
         return ranking_figure(rates, axes=results.axes, primary=results.primary, rates_read=results.rate_direction)
 
-    return Analysis("ranking", document, frame, draw, simulated=results.simulated, schema=RankingDocument)
+    return Analysis("ranking", document, frame, draw, simulated=results.simulated, model=typed)
 
 
 def bradley_terry(results: ResultsView, axes: list[str] | None, boot: int, anchor: str | None, prior: float,
                   seed: int) -> Analysis[BradleyTerryDocument]:
     """Bradley-Terry scores from the pairwise verdicts, the reference system (if any) the opponent and the anchor."""
     from multiverse.analysis import bradley_terry as compute
-    from multiverse.results._analysis import Analysis
+    from multiverse.results._analysis import Analysis, rows_frame
     from multiverse.results._ranking_documents import BradleyTerryDocument
 
     document = compute(results.verdicts, axes=results.axes, reference=results.reference, anchor=anchor, prior=prior,
-                       primary=results.primary, bootstrap=boot, seed=seed)
-    if axes is not None:
-        tau = document["stability"]["kendall_tau"]
-        tau["by_axis"] = [r for r in tau["by_axis"] if r["axis"] in axes]
-    frame = pd.DataFrame(document["scores"])
-    return Analysis("ranking", document, frame, simulated=results.simulated, schema=BradleyTerryDocument)
+                       primary=results.primary, bootstrap=boot, seed=seed, shown=axes)
+    typed = BradleyTerryDocument.model_validate(document)
+    # The axes are a score's extra keys: put back after its universe, where the analysis wrote them.
+    frame = rows_frame(typed.scores, first=("universe_id", *results.axes))
+    return Analysis("ranking", document, frame, simulated=results.simulated, model=typed)
 
 
 def variance(results: ResultsView, axes: list[str] | None) -> Analysis[VarianceDocument]:
     from multiverse.analysis import variance as compute
-    from multiverse.results._analysis import Analysis
+    from multiverse.results._analysis import Analysis, rows_frame
     from multiverse.results._documents import VarianceDocument
 
+    # The model keeps every axis; only what is reported is narrowed (``shown``).
     document = compute(results.verdicts, axes=results.axes, rates=results.system_rates(),
-                       counts=results.case_counts())
-    if axes is not None:
-        # The model keeps every axis; only what is reported is narrowed.
-        document["by_axis"] = [r for r in document["by_axis"] if r["axis"] in axes]
-        document["terms"] = [r for r in document["terms"] if r.get("axis") in (*axes, None, "")]
-        hidden = tuple(f"{a}:" for a in results.axes if a not in axes)
-        document["summary"] = [line for line in document["summary"] if not line.startswith(hidden)]
-    terms = pd.DataFrame(document["terms"])
+                       counts=results.case_counts(), shown=axes)
+    typed = VarianceDocument.model_validate(document)
+    terms = rows_frame(typed.terms)
 
     def draw() -> Any:
         from multiverse.plots import plot_variance
 
         return plot_variance(terms).figure
 
-    return Analysis("variance", document, terms, draw, simulated=results.simulated, schema=VarianceDocument)
+    return Analysis("variance", document, terms, draw, simulated=results.simulated, model=typed)
 
 
 def power(results: ResultsView, baseline_rate: float, alpha: float, power: float) -> Analysis[PowerDocument]:
     """Power at the cases each system answered per universe (the smallest count), and per design cell."""
     from multiverse.analysis import design_power
-    from multiverse.results._analysis import Analysis
+    from multiverse.results._analysis import Analysis, rows_frame
     from multiverse.results._documents import PowerDocument
 
     v = results.verdicts
@@ -262,5 +249,5 @@ def power(results: ResultsView, baseline_rate: float, alpha: float, power: float
         raise InputError("verdicts: expected at least one case per system and universe")
     document = design_power(cases=cases, cases_per_cell=per_cell, baseline_rate=baseline_rate, alpha=alpha,
                             power=power)
-    return Analysis("power", document, pd.DataFrame(document["comparisons"]), simulated=results.simulated,
-                    schema=PowerDocument)
+    typed = PowerDocument.model_validate(document)
+    return Analysis("power", document, rows_frame(typed.comparisons), simulated=results.simulated, model=typed)

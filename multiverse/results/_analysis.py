@@ -10,7 +10,7 @@ results class that calls them.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, InitVar, dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar, cast
@@ -22,7 +22,7 @@ from multiverse.errors import InputError
 from multiverse.results._anchoring_documents import CalibrationDocument
 from multiverse.results._documents import CurveDocument, Document
 
-__all__ = ["Analysis", "CalibrationAnalysis", "CurveAnalysis", "ResultsView"]
+__all__ = ["Analysis", "CalibrationAnalysis", "CurveAnalysis", "ResultsView", "rows_frame"]
 
 
 class ResultsView(Protocol):
@@ -85,7 +85,12 @@ class Analysis(Generic[D]):
     ``results._documents``): readers take attributes, so a renamed key fails
     at the type check, not at a user's terminal. ``source`` is the dict the
     analysis function returned, kept as written so that :meth:`to_dict` (what
-    ``--json`` prints) keeps its keys in their order, byte for byte.
+    ``--json`` prints) keeps its keys in their order, byte for byte: nothing
+    reads it by key, and the analysis function writes it whole (narrowed to
+    the axes asked for, the notes added), so the model and the JSON say the same.
+    ``model``: the document already validated, when its builder made the frame
+    or the figure from it (then ``schema`` is its class); else ``document`` is
+    validated from ``source`` on first use.
     """
 
     name: str
@@ -96,15 +101,22 @@ class Analysis(Generic[D]):
     simulated: bool = False
     # The plain Document is the default only where D is (a bare Analysis); every analysis here passes its own.
     schema: type[D] = field(default=Document, kw_only=True, repr=False)  # type: ignore[assignment]
+    _: KW_ONLY
+    model: InitVar[D | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, model: D | None) -> None:
         # Every analysis's rates are compliance (core.orient flips only what is shown): the document says so,
         # so that --json read beside a violation figure cannot be misread.
-        self.source.setdefault("rate_direction", "compliance")
+        if "rate_direction" not in self.source:
+            self.source["rate_direction"] = "compliance"
+            model = model.model_copy(update={"rate_direction": "compliance"}) if model is not None else None
+        if model is not None:  # the cached ``document``, set before anyone reads it
+            object.__setattr__(self, "schema", type(model))
+            object.__setattr__(self, "document", model)
 
     @cached_property
     def document(self) -> D:
-        """The document as its typed model, validated once, on first use (``source`` is not read again)."""
+        """The document as its typed model, validated once (``source`` is not read again)."""
         return self.schema.model_validate(self.source)
 
     @property
@@ -151,6 +163,17 @@ class CalibrationAnalysis(Analysis[CalibrationDocument]):
     @property
     def judges(self) -> pd.DataFrame:
         return self.calibration.judges
+
+
+def rows_frame(rows: Sequence[Document], *, first: Sequence[str] = ()) -> pd.DataFrame:
+    """A document's rows (``VarianceDocument.terms``, ...) as a table: a column per key each row was given.
+
+    A model lists its declared keys before the extra ones; ``first`` names the columns that lead (the
+    extra keys an analysis wrote first, such as a Bradley-Terry score's axes).
+    """
+    frame = pd.DataFrame([row.model_dump(exclude_unset=True) for row in rows])
+    leading = [c for c in first if c in frame.columns]
+    return frame[[*leading, *(c for c in frame.columns if c not in leading)]] if leading else frame
 
 
 # A notebook shows this many rows of a table; the rest stay in ``.frame`` (and the note says how many).

@@ -186,9 +186,11 @@ def anchored_ranking(results: ResultsView, calibration: CalibrationAnalysis) -> 
 
     document = {"alpha": calibration.document.alpha, **ranking_change(calibration.calibration, primary=results.primary),
                 "notes": calibration.notes}
-    frame = pd.DataFrame(document["universes"], columns=["universe_id", "judge_order", "anchored_order", "same_top",
-                                                         "same_order", "anchored_top_separable"])
-    return Analysis("anchored ranking", document, frame, simulated=results.simulated, schema=AnchoredRankingDocument)
+    typed = AnchoredRankingDocument.model_validate(document)
+    frame = pd.DataFrame([u.model_dump() for u in typed.universes],
+                         columns=["universe_id", "judge_order", "anchored_order", "same_top", "same_order",
+                                  "anchored_top_separable"])
+    return Analysis("anchored ranking", document, frame, simulated=results.simulated, model=typed)
 
 
 def _spread(values: pd.Series) -> dict[str, float]:

@@ -332,11 +332,12 @@ def _primary_entry(frame: pd.DataFrame, value: str, extra: Iterable[str]) -> dic
     }
 
 
-def curve_summary(curve: pd.DataFrame, *, tests: Sequence[JointTest] = ()) -> dict[str, Any]:
+def curve_summary(curve: pd.DataFrame, *, tests: Sequence[JointTest] = (), notes: Sequence[str] = ()) -> dict[str, Any]:
     """A JSON-able summary of a specification curve and its joint tests.
 
     ``curve`` is a :func:`spec_curve` frame (any number of systems); ``tests``
-    are :class:`JointTest` results. Shape::
+    are :class:`JointTest` results; ``notes`` what the caller knows of them (rows
+    dropped, systems left untested). Shape::
 
         {"schema_version": 1, "level": float | null (from curve.attrs), "primary": id | null,
          "n_universes": int,
@@ -348,7 +349,8 @@ def curve_summary(curve: pd.DataFrame, *, tests: Sequence[JointTest] = ()) -> di
                                         "percentile"} | null}},
          "tests": [JointTest.to_dict() + {"primary_effect": float | null}],
          "multiplicity": {"method": "holm", "family": str, "n_p_values": int} | null,
-         "ci": str (method, or "per universe")}
+         "ci": str (method, or "per universe"),
+         "notes": [str, ...]}
 
     Each test statistic carries ``p`` and ``p_holm``, Holm-adjusted over every
     p-value of the summary (the family ``multiplicity`` names).
@@ -390,5 +392,6 @@ def curve_summary(curve: pd.DataFrame, *, tests: Sequence[JointTest] = ()) -> di
         "systems": systems,
         "tests": out_tests,
         "multiplicity": multiplicity,
+        "notes": list(notes),
     }
 

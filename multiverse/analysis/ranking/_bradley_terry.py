@@ -132,11 +132,13 @@ def _finite(wins: np.ndarray, prior: float) -> np.ndarray:
 
 def bradley_terry(verdicts: pd.DataFrame, *, axes: Sequence[str], reference: str | None = None,
                   anchor: str | None = None, prior: float = 0.0, primary: str | None = None,
-                  bootstrap: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, Any]:
+                  bootstrap: int = 1000, seed: int = 0, level: float = 0.95,
+                  shown: Sequence[str] | None = None) -> dict[str, Any]:
     """Bradley-Terry scores per universe with case-bootstrap intervals, and their ranking's stability.
 
     ``reference``: the opponent of rows without an ``opponent`` (a pairwise scale's reference system);
     ``anchor``: the system held at score 0 (default: the reference; None: the scores of a universe average 0).
+    ``shown``: the axes given a row in the stability's ``kendall_tau.by_axis`` (None: all).
     Returns a JSON-ready dict::
 
         {"method": "bradley_terry", "scale": str, "anchor": system | None, "prior": float,
@@ -169,7 +171,7 @@ def bradley_terry(verdicts: pd.DataFrame, *, axes: Sequence[str], reference: str
                      "towards each other: they are not the maximum-likelihood scores")
     table = pd.DataFrame(records)
     stability_rates = table[["universe_id", *axes, "system"]].assign(rate=table["score"].round(_DIGITS))
-    stability = rank_stability(stability_rates, axes=axes, primary=primary)
+    stability = rank_stability(stability_rates, axes=axes, primary=primary, shown=shown)
     notes += stability.pop("notes")
     return {"method": "bradley_terry",
             "scale": "log-odds: P(a beats b) = 1 / (1 + exp(score_b - score_a))",

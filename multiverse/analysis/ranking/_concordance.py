@@ -38,7 +38,7 @@ _SAMPLED_PAIRS = 1_000_000
 # Fewest shared systems a pair's tau must rest on to enter a mean: with two it is +-1 by construction.
 MIN_SHARED = 3
 
-__all__ = ["kendall_tau_b", "kendall_w", "largest_complete_block", "tau_summary"]
+__all__ = ["kendall_tau_b", "kendall_w", "largest_complete_block", "tau_notes", "tau_summary"]
 
 
 def min_ranks(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -217,10 +217,11 @@ def _enough_shared(taus: np.ndarray, rated: np.ndarray, first: np.ndarray,
 
 
 def tau_summary(matrix: np.ndarray, codes: np.ndarray, axes: list[str], universes: list[Any],
-                max_matrix: int) -> dict[str, Any]:
+                max_matrix: int, shown: Sequence[str] | None = None) -> dict[str, Any]:
     """Mean tau over universe pairs sharing at least MIN_SHARED systems, per axis over such pairs
     that differ only in that axis, and (for at most ``max_matrix`` universes) the full tau matrix
-    (every pair, however few systems it shares) with the shared-system counts."""
+    (every pair, however few systems it shares) with the shared-system counts. ``shown``: the axes
+    given a ``by_axis`` row (None: all); each axis's row reads only its own pairs."""
     signs, both = pair_signs(matrix)
     rated = ~np.isnan(matrix)
     groups, _ = pd.factorize(pd.Series([r.tobytes() for r in rated]))
@@ -239,6 +240,8 @@ def tau_summary(matrix: np.ndarray, codes: np.ndarray, axes: list[str], universe
         total, defined, few = _pattern_sums(signs, both, groups, n_groups, shared)
     by_axis = []
     for index, axis in enumerate(axes):
+        if shown is not None and axis not in shown:
+            continue
         first, second = axis_pairs(codes, index)
         taus, enough = _enough_shared(tau_between(signs, both, first, second), rated, first, second)
         kept = taus[~np.isnan(taus) & enough]
@@ -263,6 +266,23 @@ def tau_summary(matrix: np.ndarray, codes: np.ndarray, axes: list[str], universe
         summary["matrix"] = tau_between(signs, both, first, second).reshape(n_universes, n_universes).tolist()
         summary["n_systems"] = (rated.astype(int) @ rated.T.astype(int)).tolist()
     return summary
+
+
+def tau_notes(tau: dict[str, Any]) -> list[str]:
+    """What the mean Kendall's tau leaves out or estimates (``tau_summary`` output)."""
+    notes = []
+    if tau["n_pairs_undefined"]:
+        notes.append(f"Kendall's tau is undefined for {tau['n_pairs_undefined']} of "
+                     f"{tau['n_pairs'] + tau['n_pairs_undefined']} universe pairs: fewer than two shared "
+                     "systems, or every shared system tied in one of the two")
+    if tau["n_pairs_two_systems"]:
+        notes.append(f"mean Kendall's tau leaves out {tau['n_pairs_two_systems']:,} universe pairs that share "
+                     f"only two systems (tau is +1 or -1 by construction there); it is over the "
+                     f"{tau['n_pairs']:,} pairs sharing at least three")
+    if tau["sampled_pairs"]:
+        notes.append(f"the universes rate too many different sets of systems to group: mean Kendall's tau is "
+                     f"estimated from {tau['sampled_pairs']:,} random universe pairs")
+    return notes
 
 
 def axis_pairs(codes: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:

@@ -49,7 +49,15 @@ from multiverse.errors import InputError
 
 from .._kernel import CaseCounts, counts_of_rates, dropped_notes, included_verdicts, resampled_rows
 from ..rates import system_rates
-from ._concordance import kendall_tau_b, kendall_w, largest_complete_block, min_ranks, pair_signs, tau_summary
+from ._concordance import (
+    kendall_tau_b,
+    kendall_w,
+    largest_complete_block,
+    min_ranks,
+    pair_signs,
+    tau_notes,
+    tau_summary,
+)
 from ._uncertainty import bootstrap_ranks, joint_bootstrap, pairwise_tests, position_shares
 
 __all__ = ["bootstrap_ranks", "included_verdicts", "kendall_tau_b", "kendall_w", "order_universes",
@@ -261,6 +269,8 @@ def ranking(
     max_matrix: int = 50,
     rates: pd.DataFrame | None = None,
     counts: CaseCounts | None = None,
+    shown: Sequence[str] | None = None,
+    reference: str | None = None,
 ) -> dict[str, Any]:
     """How stable the ranking of systems is across universes, and how sure it is.
 
@@ -305,6 +315,9 @@ def ranking(
     already has them of these verdicts (``Results`` shares them with the variance):
     ``system_rates(verdicts, axes=axes)`` and the case counts of its rows
     (``case_resampling.case_counts``; used only when they are of the rates' cells).
+    ``shown``: the axes given a row in ``kendall_tau.by_axis`` (None: all). ``reference``: a
+    pairwise scale's reference system, whose rows are left out (every other system's scores are
+    preferences over it); the document then names it and says so.
 
     ``flips`` lists every universe whose set of top systems differs from the
     primary's (see ``_flips``). ``uncertainty.adjacent`` takes the systems
@@ -313,10 +326,12 @@ def ranking(
     ``pairwise`` tests the pairs of those systems. Undefined statistics are NaN.
     """
     axes = list(axes)
+    if reference is not None:  # its own rate is one half by construction
+        verdicts = verdicts[(verdicts["system"].astype(str) != reference).to_numpy()]
     rates = system_rates(verdicts, axes=axes) if rates is None else rates
     if rates.empty:
         raise InputError("verdicts: column 'status': expected at least one row with status ok")
-    document = rank_stability(rates, axes=axes, primary=primary, ties=ties, max_matrix=max_matrix)
+    document = rank_stability(rates, axes=axes, primary=primary, ties=ties, max_matrix=max_matrix, shown=shown)
     notes: list[str] = dropped_notes(verdicts) + document.pop("notes")
     matrix, universes, systems = _rate_matrix(rates)
     p = universes.index(document["primary"]) if document["primary"] is not None else None
@@ -337,18 +352,22 @@ def ranking(
                                 "adjustment": "holm", "method": None, "pairs": []}
     if p is not None:
         pairwise = _primary_pairwise(included, universes[p], systems, rated[p], seed, notes)
+    if reference is not None:
+        notes.append(f"the reference system {reference} is left out of the ranking: every other system's "
+                     "scores are preferences over it")
+    named = {"reference": reference} if reference is not None else {}
     return {**document, "bootstrap": boot.to_dict(orient="records"), "uncertainty": uncertainty,
-            "pairwise": pairwise, "notes": notes}
+            "pairwise": pairwise, "notes": notes, **named}
 
 
 def rank_stability(rates: pd.DataFrame, *, axes: Sequence[str], primary: str | None = None, ties: Ties = "split",
-                   max_matrix: int = 50) -> dict[str, Any]:
+                   max_matrix: int = 50, shown: Sequence[str] | None = None) -> dict[str, Any]:
     """The part of :func:`ranking` read off one value per universe x system alone (higher = better = rank 1).
 
     ``rates`` has universe_id, the axis columns, system and ``rate``: a rate, or any score that orders the
     systems (a Bradley-Terry score, ``bradley_terry``). Returns the keys universes, primary, ties, systems,
     primary_top, p_top, p_top_when_rated, coverage, rank_distribution, p_above, kendall_tau, kendall_w, flips
-    and notes, as :func:`ranking` documents them.
+    and notes, as :func:`ranking` documents them (``shown`` as there).
     """
     axes = list(axes)
     matrix, universes, systems = _rate_matrix(rates)
@@ -357,8 +376,8 @@ def rank_stability(rates: pd.DataFrame, *, axes: Sequence[str], primary: str | N
     p = _primary_index(primary, universes, notes)
     positions = _Positions.of(matrix, ties)
     notes += _coverage_notes(positions.rated, len(systems))
-    tau = tau_summary(matrix, codes, axes, universes, max_matrix)
-    notes += _tau_notes(tau)
+    tau = tau_summary(matrix, codes, axes, universes, max_matrix, shown)
+    notes += tau_notes(tau)
     w = _kendall_w_block(matrix, positions.rated, universes, systems, notes)
     shares = positions.shares
     return {
@@ -415,23 +434,6 @@ class _Positions:
             above = (higher + 0.5 * equal) / both
             top_when_rated = shares[:, 0] / coverage
         return cls(rated, coverage, shares, above, top_when_rated)
-
-
-def _tau_notes(tau: dict[str, Any]) -> list[str]:
-    """What the mean Kendall's tau leaves out or estimates (``tau_summary`` output)."""
-    notes = []
-    if tau["n_pairs_undefined"]:
-        notes.append(f"Kendall's tau is undefined for {tau['n_pairs_undefined']} of "
-                     f"{tau['n_pairs'] + tau['n_pairs_undefined']} universe pairs: fewer than two shared "
-                     "systems, or every shared system tied in one of the two")
-    if tau["n_pairs_two_systems"]:
-        notes.append(f"mean Kendall's tau leaves out {tau['n_pairs_two_systems']:,} universe pairs that share "
-                     f"only two systems (tau is +1 or -1 by construction there); it is over the "
-                     f"{tau['n_pairs']:,} pairs sharing at least three")
-    if tau["sampled_pairs"]:
-        notes.append(f"the universes rate too many different sets of systems to group: mean Kendall's tau is "
-                     f"estimated from {tau['sampled_pairs']:,} random universe pairs")
-    return notes
 
 
 def _coverage_notes(rated: np.ndarray, n_systems: int) -> list[str]:

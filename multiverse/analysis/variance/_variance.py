@@ -209,7 +209,8 @@ def _clipping_notes(terms: list[dict[str, Any]], by_axis: list[dict[str, Any]]) 
 
 
 def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 200,
-             seed: int = 0, rates: pd.DataFrame | None = None, counts: CaseCounts | None = None) -> dict[str, Any]:
+             seed: int = 0, rates: pd.DataFrame | None = None, counts: CaseCounts | None = None,
+             shown: Sequence[str] | None = None) -> dict[str, Any]:
     """Variance decomposition of the universe x system rates of a verdicts table.
 
     ``resamples`` case-bootstrap draws (0 to skip) estimate the sampling noise
@@ -229,7 +230,8 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
          "notes": [str, ...]}
 
     ``rates`` and ``counts``: ``system_rates(verdicts, axes=axes)`` and its rows' case counts
-    when the caller already has them (as ``ranking`` takes them).
+    when the caller already has them (as ``ranking`` takes them). ``shown``: the axes reported (None: all);
+    the model keeps every axis, and only the rows and summary lines of the others are left out.
 
     ``noise`` is a term's expected share from sampling alone, ``beyond_noise``
     its share minus that, and [low, high] the interval of ``beyond_noise``;
@@ -267,6 +269,14 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
         notes += _clipping_notes(terms_out, by_axis_rows)
     else:
         by_axis_rows = by_axis.to_dict(orient="records")
+    summary = variance_summary(decomposition, confounding=confounding,
+                               groups={" + ".join(g["axes"]): g for g in groups_out},
+                               noise=_noise_by_name(terms_out, by_axis_rows))
+    if shown is not None:
+        hidden = tuple(f"{a}:" for a in axes if a not in shown)
+        by_axis_rows = [r for r in by_axis_rows if r["axis"] in shown]
+        terms_out = [r for r in terms_out if r.get("axis") in (*shown, None, "")]
+        summary = [line for line in summary if not line.startswith(hidden)]
     return {
         "terms": terms_out,
         "by_axis": by_axis_rows,
@@ -274,9 +284,7 @@ def variance(verdicts: pd.DataFrame, *, axes: Sequence[str], resamples: int = 20
         "aliasing": confounding,
         "aliased_groups": groups_out,
         "noise": noise,
-        "summary": variance_summary(decomposition, confounding=confounding,
-                                    groups={" + ".join(g["axes"]): g for g in groups_out},
-                                    noise=_noise_by_name(terms_out, by_axis_rows)),
+        "summary": summary,
         "notes": notes,
     }
 
