@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from cli_runner import run_cli
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from multiverse.tables._tables import write_json, write_table
@@ -140,6 +140,11 @@ def test_each_group_of_by_is_the_same_command_on_the_folder_filtered_to_it(tmp_p
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10_000), replicates=st.integers(1, 2),
        case=st.sampled_from([("agreement", "subset"), ("ranking", "evidence"), ("calibrate", "subset")]))
+# Every command with replicates, whatever four examples CI draws: calibrate with replicates is the corner whose
+# generated labels CI once drew ambiguous (8d181c4).
+@example(seed=11, replicates=2, case=("agreement", "subset"))
+@example(seed=12, replicates=2, case=("ranking", "evidence"))
+@example(seed=13, replicates=2, case=("calibrate", "subset"))
 def test_any_folder_any_group_agrees_with_its_filtered_folder(tmp_path_factory, seed, replicates, case):
     tmp_path = tmp_path_factory.mktemp("by")
     command, by = case
