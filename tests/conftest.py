@@ -25,6 +25,44 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 # every property suite keeps it in a temporary folder, so a test run leaves the checkout as it was.
 hypothesis.configuration.set_hypothesis_home_dir(tempfile.mkdtemp(prefix="hypothesis-"))
 
+# The property tests' policy (docs/development.md, "Property tests"). CI (.ci/run) runs them derandomized,
+# `--hypothesis-profile=ci`: each test draws the same examples in every run (seeded from the test's own source), so
+# a red CI is a change, never a lottery ticket drawn that morning; a test's own max_examples stays, so CI explores
+# as much as before, and the corners a test must always see are @example rows. The randomized sweep,
+# `--hypothesis-profile=sweep`, draws new examples each run, MULTIVERSE_SWEEP_FACTOR (10) times each test's
+# max_examples, the derandomized tests too: run it before a release or after changing a strategy. What it finds
+# is a product bug (fix it, keep the example as @example), a generator bug (draw valid inputs, and assert
+# elsewhere that the invalid ones are refused in words) or a tolerance (justified by its statistics, never widened
+# to pass). Without a profile, a local run is "dev": Hypothesis' default (randomized, max_examples as written)
+# without its 200 ms deadline per example. A deadline measures the machine's load, not the code: the sweep at
+# load 11 failed test_losses on an example of one case that took 363 ms.
+hypothesis.settings.register_profile("ci", deadline=None, derandomize=True, database=None, print_blob=True)
+hypothesis.settings.register_profile("sweep", deadline=None, derandomize=False, database=None, print_blob=True)
+hypothesis.settings.register_profile("dev", deadline=None)
+if hypothesis.settings.get_current_profile_name() in ("ci", "default"):  # Hypothesis loads "ci" when CI is set
+    hypothesis.settings.load_profile("ci" if hypothesis.settings.get_current_profile_name() == "ci" else "dev")
+SWEEP_FACTOR = float(os.environ.get("MULTIVERSE_SWEEP_FACTOR", "10"))
+
+
+def _swept(items) -> None:
+    """Under the sweep profile, each property test with SWEEP_FACTOR times its examples, randomized.
+
+    A test's ``@settings(max_examples=...)`` outranks any profile, so the sweep rewrites the settings the test
+    carries. Hypothesis keeps them in an attribute of its own: if an upgrade moves it, the sweep stops here
+    rather than running the tests at their usual size under its name.
+    """
+    for item in items:
+        test = getattr(getattr(item, "obj", None), "__func__", getattr(item, "obj", None))  # a method: its function
+        if getattr(test, "hypothesis", None) is None:
+            continue
+        carried = getattr(test, "_hypothesis_internal_use_settings", None)
+        if not isinstance(carried, hypothesis.settings):
+            raise pytest.UsageError(f"{item.nodeid}: the sweep profile cannot find this Hypothesis version's "
+                                    "per-test settings (_hypothesis_internal_use_settings); see tests/conftest.py")
+        test._hypothesis_internal_use_settings = hypothesis.settings(
+            carried, max_examples=max(1, round(carried.max_examples * SWEEP_FACTOR)), derandomize=False,
+            database=None, deadline=None, print_blob=True)
+
 REPO = Path(__file__).resolve().parents[1]
 SPECS = REPO / "specs"
 
@@ -84,6 +122,8 @@ def pytest_collection_modifyitems(config, items):
     last would keep one worker busy while the other waits, so the long ones go first, and the
     longest of all before them (a four-minute module started after ten others ended the suite alone).
     """
+    if hypothesis.settings.get_current_profile_name() == "sweep":
+        _swept(items)
     size = Counter(item.nodeid.split("::")[0] for item in items)
     slow = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow") is not None}
 

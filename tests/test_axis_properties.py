@@ -12,7 +12,8 @@ the share of compliant verdicts (``pooled``), the mean of per-cell shares
 verdicts alone. A spec that validates and then fails to run fails here too.
 
 The examples are few and derandomized (the same ones in every CI run; set
-``MULTIVERSE_AXIS_EXAMPLES`` for more), and every run is tiny: two cases.
+``MULTIVERSE_AXIS_EXAMPLES`` for more, or run the randomized sweep profile,
+docs/development.md), and every run is tiny: two cases.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@
 - multiplicity: :func:`adjust_tests`, :func:`holm`;
 - pre-registered claims: :func:`rate_claim_tests`, :func:`difference_claim_tests`, :func:`rank_claim_tests`
   (one-sided tests per universe), :func:`partial_conjunction`, :func:`universes_needed`;
-- human anchoring: :func:`read_labels`, :func:`calibrate` (:class:`Calibration`), :func:`calibration_document`,
+- human anchoring: :func:`read_labels`, :func:`labels_by_key`, :func:`calibrate` (:class:`Calibration`), :func:`calibration_document`,
   :func:`ppi_mean`, :func:`anchored_curve`, :func:`paired_curves`, :func:`ranking_change`;
   label budgets: :func:`anchored_width`, :func:`human_power`.
 
@@ -74,6 +74,7 @@ from .anchoring import (
     calibrate,
     calibration_document,
     human_power,
+    labels_by_key,
     paired_curves,
     ppi_mean,
     ranking_change,
@@ -171,6 +172,7 @@ __all__ = [
     "kendall_tau_b",
     "kendall_w",
     "krippendorff_alpha",
+    "labels_by_key",
     "mean_difference",
     "order_consistency",
     "order_universes",

@@ -42,17 +42,20 @@ def human_key(human: Any) -> tuple[Any, ...] | None:
     return None
 
 
-def calibrate(results: ResultsView, human: Any, alpha: float, *, check: bool = True) -> CalibrationAnalysis:
+def calibrate(results: ResultsView, human: Any, alpha: float, *, check: bool = True,
+              source: str | None = None) -> CalibrationAnalysis:
     """PPI++ rates per universe x system, judge accuracy per universe, the notes, and the calibration figure
-    (``check``: whether a sheet that names its sample is checked to be that sample of these results)."""
+    (``check``: whether a sheet that names its sample is checked to be that sample of these results; ``source``:
+    what messages call the labels, when not the file they were read from)."""
     from multiverse.analysis import calibrate as compute
     from multiverse.analysis import calibration_document, read_labels
     from multiverse.results._analysis import CalibrationAnalysis
 
     if isinstance(human, pd.DataFrame):
-        labels, source = human, "human labels"
+        labels, labels_source = human, "human labels"
     else:
-        labels, source = read_labels(human), str(human)
+        labels, labels_source = read_labels(human), str(human)
+    source = source or labels_source
     notes = _check_sample(results, labels, source) if check else []
     scale = _one_scale(results, source)
     calibration = compute(results.verdicts, labels, results.axes, results.factors, alpha, source=source,
@@ -73,7 +76,7 @@ def calibrate(results: ResultsView, human: Any, alpha: float, *, check: bool = T
 def grouped_calibration(results: Any, human: Any, alpha: float, by: str) -> Analysis[Any]:
     """``calibrate`` per value of ``by`` (``results._grouped``): each group's rows with the labels of their
     transcripts. The sheet is checked once, as the sample of the whole run it was drawn from."""
-    from multiverse.analysis import read_labels
+    from multiverse.analysis import labels_by_key, read_labels
     from multiverse.results._anchoring_documents import CalibrationDocument
     from multiverse.results._grouped import by_column, grouped
 
@@ -83,9 +86,13 @@ def grouped_calibration(results: Any, human: Any, alpha: float, by: str) -> Anal
     else:
         labels, source = read_labels(human), str(human)
     notes = _check_sample(results, labels, source)
+    # Every row is read once against the whole run: a group sees some of the rows, renumbered from 2, so a
+    # refusal there named a row the file does not have there (and "human labels" for the file).
+    scale = _one_scale(results, source)
+    labels_by_key(results.verdicts, labels, source, [], scale if scale.scored else None)
 
     def run(part: Any) -> Any:
-        return calibrate(part, _labels_of(part.verdicts, labels), alpha, check=False)
+        return calibrate(part, _labels_of(part.verdicts, labels), alpha, check=False, source=source)
 
     return grouped(results, by, "calibrate", run, CalibrationDocument, notes=notes)
 

@@ -117,6 +117,11 @@ def test_spec_curve_uses_the_ci_method_asked_for(verdicts):
     np.testing.assert_allclose(mixed.loc[is_wilson, "ci_low"], narrow.loc[is_wilson, "ci_low"])
     with pytest.raises(InputError, match="ci"):
         spec_curve(verdicts, axes=axes, ci="wald")
+    # Several bad methods: the first in sorted order is named, whatever order a set of strings iterates in
+    # this process (it varies with PYTHONHASHSEED, so the words did from run to run).
+    bad = table.assign(ci=[f"m{i:02d}" for i in range(len(ids))][::-1])
+    with pytest.raises(InputError, match=rf"got 'm00' \(and {len(ids) - 1} more\)$"):
+        spec_curve(verdicts, axes=axes, ci=bad)
 
 
 def test_spec_curve_selects_and_orders_systems(verdicts):

@@ -214,9 +214,12 @@ def _ci_settings(
     else:
         methods = np.full(len(universe_id), ci, dtype=object)
         levels = np.full(len(universe_id), float(level))
-    for method in set(methods.tolist()):
-        if method not in CI_METHODS:
-            raise InputError(f"ci: expected one of {', '.join(CI_METHODS)}, got {method!r}")
+    # In sorted order, not a set's: which of several bad values is named must not vary with the process's
+    # string hashing (PYTHONHASHSEED), or the same table is refused in different words from run to run.
+    bad = sorted({str(method) for method in methods.tolist() if method not in CI_METHODS})
+    if bad:
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        raise InputError(f"ci: expected one of {', '.join(CI_METHODS)}, got {bad[0]!r}{more}")
     for value in set(levels.tolist()):
         _check_level(value)
     return methods, levels
