@@ -47,34 +47,46 @@ _TYPES: dict[str, Check] = {
 }
 
 
+class _Unknown(Exception):
+    """The schema uses more than this module knows."""
+
+
 def compile_check(schema: Any) -> Check | None:
     """A function telling whether a value matches ``schema``, or None when the schema uses more than it knows."""
-    if not isinstance(schema, Mapping) or not set(schema) <= _KNOWN:
+    try:
+        return _compile(schema)
+    except _Unknown:
         return None
+
+
+def _compile(schema: Any) -> Check:
+    if not isinstance(schema, Mapping) or not set(schema) <= _KNOWN:
+        raise _Unknown
     checks: list[Check] = []
     if "type" in schema:
         named = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
         if not named or not all(isinstance(t, str) and t in _TYPES for t in named):
-            return None
+            raise _Unknown
         kinds = [_TYPES[t] for t in named]
         checks.append(kinds[0] if len(kinds) == 1 else lambda v: any(kind(v) for kind in kinds))
-    object_check = _object_check(schema)
-    if object_check is False:
-        return None
-    if object_check is not None:
-        checks.append(object_check)
+    if {"properties", "required", "additionalProperties"} & set(schema):
+        checks.append(_object_check(schema))
     if "items" in schema:
-        item = compile_check(schema["items"])
-        if item is None:
-            return None
+        item = _compile(schema["items"])
         checks.append(lambda v: not isinstance(v, list) or all(item(x) for x in v))
-    for keyword, holds in (("maxLength", lambda n, limit: n <= limit), ("minLength", lambda n, limit: n >= limit)):
-        if keyword in schema:
-            limit = schema[keyword]
-            if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-                return None
-            checks.append(lambda v, limit=limit, holds=holds: not isinstance(v, str) or holds(len(v), limit))
+    if "maxLength" in schema:
+        most = _length(schema["maxLength"])
+        checks.append(lambda v: not isinstance(v, str) or len(v) <= most)
+    if "minLength" in schema:
+        least = _length(schema["minLength"])
+        checks.append(lambda v: not isinstance(v, str) or len(v) >= least)
     return _all_of(checks)
+
+
+def _length(limit: Any) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise _Unknown
+    return limit
 
 
 def _all_of(checks: list[Check]) -> Check:
@@ -86,23 +98,16 @@ def _all_of(checks: list[Check]) -> Check:
     return lambda v: first(v) and rest(v)
 
 
-def _object_check(schema: Mapping[str, Any]) -> Check | bool | None:
-    """The object keywords' check; None without any, False when they use more than this module knows."""
+def _object_check(schema: Mapping[str, Any]) -> Check:
+    """The check of the object keywords (``properties``, ``required``, ``additionalProperties``)."""
     properties = schema.get("properties", {})
     required = schema.get("required", [])
     extra = schema.get("additionalProperties", True)
     if not isinstance(properties, Mapping) or not isinstance(required, list) or not isinstance(extra, bool):
-        return False
+        raise _Unknown
     if not all(isinstance(key, str) for key in required):
-        return False
-    inner: dict[str, Check] = {}
-    for key, sub in properties.items():
-        found = compile_check(sub)
-        if found is None:
-            return False
-        inner[key] = found
-    if not inner and not required and extra:
-        return None
+        raise _Unknown
+    inner = {key: _compile(sub) for key, sub in properties.items()}
     known = frozenset(inner)
     needed = tuple(required)
 
