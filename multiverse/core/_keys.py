@@ -27,6 +27,14 @@ def json_ready(value: Any, *, finite: bool = True, whole: bool = False,
     fraction becomes an int (for content keys: 1 and 1.0 are the same measurement choice). ``other``:
     what anything else becomes (default: itself).
     """
+    return _ready(value, finite, whole, other)
+
+
+#: types json_ready hands back as they are (exact types: a subclass takes the long way, to the same result)
+_AS_IS = frozenset({str, int, bool, type(None)})
+
+
+def _ready(value: Any, finite: bool, whole: bool, other: Callable[[Any], Any] | None) -> Any:
     # Scalars first: they are most of what a key holds, and the dataclass test is slow.
     if value is None or isinstance(value, (str, bool, int)):
         return value
@@ -34,14 +42,20 @@ def json_ready(value: Any, *, finite: bool = True, whole: bool = False,
         if finite and not math.isfinite(value):
             return None
         return int(value) if whole and value.is_integer() else value
-    again = functools.partial(json_ready, finite=finite, whole=whole, other=other)
+    kind = type(value)
+    # Plain dicts and lists (a request's messages, a record) without the dataclass test, and their text
+    # and whole-number values without a call each: every request key walks them.
+    if kind is dict:
+        return {str(k): v if type(v) in _AS_IS else _ready(v, finite, whole, other) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [v if type(v) in _AS_IS else _ready(v, finite, whole, other) for v in value]
+    again = functools.partial(_ready, finite=finite, whole=whole, other=other)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: again(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Mapping):
         return {str(k): again(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [again(v) for v in value]
-    kind = type(value)
     if kind.__module__ == "numpy" and getattr(value, "shape", None) == ():
         return again(value.item())
     if finite and kind.__name__ == "NAType":

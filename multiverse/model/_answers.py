@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
+from multiverse.model._schema_check import compile_check
 from multiverse.store import MAX_ANSWER_CHARS, MAX_DEPTH, storable, storable_text, too_deep
 
 __all__ = [
@@ -88,6 +89,11 @@ def _validator(schema_json: str) -> Any:
     return cls(schema)
 
 
+@lru_cache(maxsize=64)
+def _quick_check(schema_json: str) -> Any:
+    return compile_check(json.loads(schema_json))
+
+
 def parse_json_answer(text: str, schema: Mapping[str, Any]) -> Any:
     """Decode a model's JSON answer and validate it against ``schema``.
 
@@ -100,9 +106,12 @@ def parse_json_answer(text: str, schema: Mapping[str, Any]) -> Any:
         raise ValueError("the answer nests too deeply") from None
     if too_deep(value):
         raise ValueError(f"the answer nests more than {MAX_DEPTH} levels deep")
-    validator = _validator(json.dumps(schema, sort_keys=True))
+    key = json.dumps(schema, sort_keys=True)
+    validator = _validator(key)
     if validator is not None:
-        error = next(iter(validator.iter_errors(value)), None)
+        quick = _quick_check(key)
+        # jsonschema has the last word, and the message, on any answer the quick check does not pass.
+        error = None if quick is not None and quick(value) else next(iter(validator.iter_errors(value)), None)
         if error is not None:
             where = "/".join(str(p) for p in error.absolute_path) or "(root)"
             raise ValueError(f"{where}: {' '.join(error.message.split())[:200]}")

@@ -44,9 +44,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-from tenacity import RetryCallState, Retrying, retry_if_exception_type
+from typing import TYPE_CHECKING, Any
 
 from multiverse.core import (
     ModelConfig,  # model, params, api_base, api_key_env
@@ -70,6 +68,9 @@ from multiverse.model._connections import Connections
 from multiverse.model._failures import Failure, classify, is_model_failure, one_line, retry_after
 from multiverse.model._pacing import Pacer, request_tokens
 from multiverse.model._providers import KEYLESS, LOCAL_API_KEY, is_loopback, load_litellm, provider_key, provider_of
+
+if TYPE_CHECKING:
+    from tenacity import RetryCallState
 
 __all__ = ["Completion", "LiteLLMClient", "ModelConfig", "is_loopback", "parse_json_answer", "provider_of"]
 
@@ -333,6 +334,8 @@ class LiteLLMClient:
             if first:
                 raise first.pop()
             return attempt()
+
+        from tenacity import Retrying, retry_if_exception_type  # imported by the first retry: most runs need none
 
         retrying = Retrying(
             retry=retry_if_exception_type(_Retry),

@@ -19,24 +19,13 @@ import os
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 import pandas as pd
 
 from multiverse.core import universe_label
 from multiverse.errors import InputError
-from multiverse.results._analysis import (
-    _SHOWN_UNIVERSES,
-    Analysis,
-    CalibrationAnalysis,
-    CurveAnalysis,
-    results_html,
-)
-from multiverse.results._anchoring_documents import AnchoredCurveDocument, AnchoredRankingDocument
 from multiverse.results._columns import holds, is_text
-from multiverse.results._documents import AgreementDocument, PowerDocument, VarianceDocument
-from multiverse.results._grouped import GroupedDocument
-from multiverse.results._ranking_documents import RankingDocument
 from multiverse.tables import (
     FolderScales,
     Manifest,
@@ -46,6 +35,13 @@ from multiverse.tables import (
     split_factors,
     universe_ids,
 )
+
+if TYPE_CHECKING:  # the documents' models are built on import (pydantic): a run that writes its tables needs none
+    from multiverse.results._analysis import Analysis, CalibrationAnalysis, CurveAnalysis
+    from multiverse.results._anchoring_documents import AnchoredCurveDocument, AnchoredRankingDocument
+    from multiverse.results._documents import AgreementDocument, PowerDocument, VarianceDocument
+    from multiverse.results._grouped import GroupedDocument
+    from multiverse.results._ranking_documents import RankingDocument
 
 __all__ = ["Results"]
 
@@ -488,6 +484,8 @@ class Results:
     # -- notebooks --------------------------------------------------------------------
 
     def _repr_html_(self) -> str:
+        from multiverse.results._analysis import _SHOWN_UNIVERSES, results_html
+
         return results_html(self, shown=_SHOWN_UNIVERSES)
 
     def __repr__(self) -> str:

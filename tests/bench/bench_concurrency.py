@@ -464,18 +464,32 @@ def paired(args: argparse.Namespace, passthrough: list[str], header: dict) -> No
             continue
         summary[jobs] = {
             "ratio": {"median": round(statistics.median(ratios), 3), "min": round(min(ratios), 3), "max": round(max(ratios), 3)},
-            first: {"median": statistics.median(a["efficiency"] for a, _ in rows)},
-            second: {"median": statistics.median(b["efficiency"] for _, b in rows)},
+            first: {"median": statistics.median(a["efficiency"] for a, _ in rows),
+                    "cpu_ms_per_call": statistics.median(a["client_cpu_ms_per_call"] for a, _ in rows)},
+            second: {"median": statistics.median(b["efficiency"] for _, b in rows),
+                     "cpu_ms_per_call": statistics.median(b["client_cpu_ms_per_call"] for _, b in rows)},
             "load_average": [min(min(a["load_average"], b["load_average"]) for a, b in rows),
                              max(max(a["load_average"], b["load_average"]) for a, b in rows)],
         }
         print(f"jobs={jobs}: {second} / {first} efficiency {summary[jobs]['ratio']['median']:.2f} "
               f"(range {summary[jobs]['ratio']['min']:.2f}-{summary[jobs]['ratio']['max']:.2f}, {len(ratios)} pairs; "
-              f"{second} {summary[jobs][second]['median']:.0%}, {first} {summary[jobs][first]['median']:.0%}; load "
+              f"{second} {summary[jobs][second]['median']:.0%} at {summary[jobs][second]['cpu_ms_per_call']:.2f} ms CPU a call"
+              f"{_backend_words(second)}, {first} {summary[jobs][first]['median']:.0%} at "
+              f"{summary[jobs][first]['cpu_ms_per_call']:.2f} ms{_backend_words(first)}; load "
               f"{summary[jobs]['load_average'][0]}-{summary[jobs]['load_average'][1]})", file=sys.stderr)
     if args.json:
         print(json.dumps({"latency": args.latency, "pairs": pairs, "summary": summary, **header,
                           "load_average_at_end": round(os.getloadavg()[0], 2)}, indent=1))
+
+
+def _backend_words(mode: str) -> str:
+    """What a run mode runs on, for the printed figure: the backend and its processes."""
+    if mode not in RUN_BACKENDS:
+        return ""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"local": " (backend local: threads in one process)",
+            "processes": f" (backend processes: a worker process a core, {cores} cores)",
+            "dask": f" (backend dask: a local cluster, a worker process a core, {cores} cores)"}[RUN_BACKENDS[mode]]
 
 
 def _version(name: str) -> str:

@@ -27,8 +27,11 @@ run, litellm, ...: alternated pairs, so a drift of a shared machine's speed hits
 both), and each ratio is printed as its median and range over the pairs, with
 the load average before each pair.
 
+``--backend processes`` (or ``dask``) runs the ``run`` mode on that backend; its CPU is the run's
+process and every worker it started, and the backend is printed with every figure.
+
 Run:  python tests/bench/bench_run_cpu.py [--cases 40] [--jobs 16] [--latency 0.05] [--modes run litellm acompletion httpx]
-      [--pairs 3] [--json]
+      [--backend local] [--pairs 3] [--json]
 Not collected by pytest (no test functions).
 """
 
@@ -134,7 +137,7 @@ def timed(argv: list[str], env: dict | None = None, cwd: str | None = None) -> t
     return time.perf_counter() - wall, usage.ru_utime + usage.ru_stime
 
 
-def measure(modes: list[str], cases: int, jobs: int, latency: float) -> dict:
+def measure(modes: list[str], cases: int, jobs: int, latency: float, backend: str = "local") -> dict:
     import yaml
     from audit_server import fake_spec_document
 
@@ -149,7 +152,7 @@ def measure(modes: list[str], cases: int, jobs: int, latency: float) -> dict:
             requests = None
             if "run" in modes:
                 argv = [sys.executable, "-m", "multiverse.cli", "run", str(spec), "--jobs", str(jobs), "--quiet",
-                        "--store", f"{tmp}/store", "--out"]
+                        "--backend", backend, "--store", f"{tmp}/store", "--out"]
                 before = server.total()
                 wall, cpu = timed([*argv, f"{tmp}/run"], env, tmp)
                 requests = server.total() - before
@@ -176,7 +179,7 @@ def measure(modes: list[str], cases: int, jobs: int, latency: float) -> dict:
         server.close()
     out = {"date": datetime.now(timezone.utc).date().isoformat(), "machine": f"{platform.machine()}, {os.cpu_count()} cores",
            "python": platform.python_version(), "cases_per_cell": cases, "jobs": jobs, "latency_s": latency,
-           "modes": rows}
+           "backend": backend, "modes": rows}
     if "run" in rows and "litellm" in rows:
         out["run_over_litellm"] = round(rows["run"]["cpu_ms_per_request"] / rows["litellm"]["cpu_ms_per_request"], 2)
         # The run's start-up: a run with everything stored (the rerun) plus importing litellm, which it needs
@@ -203,17 +206,20 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=16)
     parser.add_argument("--latency", type=float, default=0.05, help="seconds the server takes per request")
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument("--backend", choices=("local", "processes", "dask"), default="local",
+                        help="the run mode's backend (its CPU counts every worker process it starts)")
     parser.add_argument("--pairs", type=int, default=1, help="measure this many times, alternating the modes")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if args.pairs > 1:
         paired(args)
         return
-    result = measure(args.modes, args.cases, args.jobs, args.latency)
+    result = measure(args.modes, args.cases, args.jobs, args.latency, args.backend)
     if args.json:
         print(json.dumps(result, indent=2))
         return
-    print(f"{result['date']}, {result['machine']}, Python {result['python']}; jobs {args.jobs}, latency {args.latency}s")
+    print(f"{result['date']}, {result['machine']}, Python {result['python']}; jobs {args.jobs}, latency {args.latency}s; "
+          f"run on backend {args.backend}")
     print(f"{'mode':12} {'requests':>9} {'wall s':>8} {'CPU s':>8} {'CPU ms/request':>15} {'start-up CPU s':>15} "
           f"{'ms/request after':>17}")
     for mode, row in result["modes"].items():
@@ -232,7 +238,8 @@ def paired(args: argparse.Namespace) -> None:
     found: list[dict] = []
     for _ in range(args.pairs):
         load = os.getloadavg()[0]
-        found.append({**measure(args.modes, args.cases, args.jobs, args.latency), "load_average": round(load, 1)})
+        found.append({**measure(args.modes, args.cases, args.jobs, args.latency, args.backend),
+                      "load_average": round(load, 1)})
     ratios = [k for k in ("run_over_litellm", "run_over_litellm_after_startup", "acompletion_over_litellm")
               if k in found[0]]
     summary = {k: {"median": statistics.median(f[k] for f in found), "min": min(f[k] for f in found),
@@ -240,14 +247,16 @@ def paired(args: argparse.Namespace) -> None:
     per_request = {mode: [f["modes"][mode]["cpu_ms_per_request"] for f in found] for mode in found[0]["modes"]
                    if "cpu_ms_per_request" in found[0]["modes"][mode]}
     document = {"date": found[0]["date"], "machine": found[0]["machine"], "python": found[0]["python"],
-                "cases_per_cell": args.cases, "jobs": args.jobs, "latency_s": args.latency, "pairs": args.pairs,
+                "cases_per_cell": args.cases, "jobs": args.jobs, "latency_s": args.latency, "backend": args.backend,
+                "pairs": args.pairs,
                 "load_average": [f["load_average"] for f in found], "requests": found[0]["modes"]["run"]["requests"],
                 "cpu_ms_per_request": per_request, **summary}
     if args.json:
         print(json.dumps(document, indent=2))
         return
     print(f"{document['date']}, {document['machine']}, Python {document['python']}; jobs {args.jobs}, latency "
-          f"{args.latency}s; {args.pairs} alternated pairs of {document['requests']} requests; load average "
+          f"{args.latency}s; run on backend {args.backend}; {args.pairs} alternated pairs of {document['requests']} "
+          f"requests; load average "
           f"{document['load_average']}")
     for mode, values in per_request.items():
         print(f"  {mode:12} CPU ms/request: {', '.join(f'{v:g}' for v in values)}")
