@@ -49,6 +49,12 @@ def _ready(value: Any, finite: bool, whole: bool, other: Callable[[Any], Any] | 
         return {str(k): v if type(v) in _AS_IS else _ready(v, finite, whole, other) for k, v in value.items()}
     if kind is list or kind is tuple:
         return [v if type(v) in _AS_IS else _ready(v, finite, whole, other) for v in value]
+    return _ready_other(value, finite, whole, other)
+
+
+def _ready_other(value: Any, finite: bool, whole: bool, other: Callable[[Any], Any] | None) -> Any:
+    # The long way, for what is neither a scalar nor a plain dict or list.
+    kind = type(value)
     again = functools.partial(_ready, finite=finite, whole=whole, other=other)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: again(getattr(value, f.name)) for f in dataclasses.fields(value)}
