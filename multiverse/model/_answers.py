@@ -28,24 +28,41 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from multiverse.core import credentials, short_reason, terminal_safe
 from multiverse.store import MAX_ANSWER_CHARS, MAX_DEPTH, storable, storable_text, too_deep
 
 __all__ = [
     "MAX_ANSWER_CHARS",
     "MAX_DEPTH",
+    "MAX_MODEL_CHARS",
     "answer_message",
     "answer_text",
     "answer_tool_calls",
     "parse_json_answer",
     "repair_messages",
+    "reported_model",
     "storable",
     "storable_text",
     "too_deep",
 ]
+
+#: the longest model name an answer may report as it is stored and shown (a provider's are under 100)
+MAX_MODEL_CHARS = 200
+
+
+def reported_model(value: Any, requested: str, secrets: Sequence[str]) -> str:
+    """The model a provider's answer names, as it is stored, listed in the manifest and shown in the report.
+
+    The provider's text, not ours: credentials redacted, control and invisible characters escaped, cut at
+    ``MAX_MODEL_CHARS`` (marked); the requested model when it names none (or names it with no text).
+    """
+    text = str(value) if isinstance(value, (str, int, float)) and str(value) else requested
+    return storable_text(short_reason(terminal_safe(credentials.redact(text, secrets)), MAX_MODEL_CHARS))
+
 
 _FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```$", re.DOTALL)
 
