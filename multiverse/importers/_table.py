@@ -233,7 +233,7 @@ def import_table(
     axis_values = {axis: _names(path, frame[axis], axis, merge) for axis in axes}
     systems = _names(path, frame[system], system, merge)
     ungraded = no_grade_cells(given[label], no_grade)[1]
-    column = frame[label].where(~ungraded) if ungraded.any() else frame[label]
+    column = frame[label].where(~ungraded)
     if score is None:
         scored = None
         compliant, empty = compliance_labels(path, column, label, positive, list(negative or []))

@@ -69,17 +69,11 @@ def check_value_options(path: Path, *, label: str | None, score: str | None, ver
     column = str(label if label is not None else score if score is not None else verdict)
     kind = "labels" if label is not None else "pairwise scores" if verdict or reference is not None else "scores"
     where = f"{path}: {column}:"
-    if label is None and (positive is not None or negative):
-        param = "positive" if positive is not None else "negative"
-        raise InputError(f"{where} `{param}` names a label value, and a {kind} column has none; expected it with a "
-                         "`label` column", param=param)
-    if label is not None and scale is not None:
-        raise InputError(f"{where} a label column has no scale; expected scale LOW:HIGH with a score column")
-    if verdict is not None and scale is not None and tuple(map(float, scale)) != (0.0, 1.0):
-        raise InputError(f"{where} three-way verdicts are read on the scale 0:1; expected no other scale")
+    _check_label_options(where, kind, label, verdict, scale, positive, negative)
+    reads = "labels" if label is not None else "scores"
     for rule in combine:
-        if COMBINE_RULES.get(rule) not in (None, "labels" if label is not None else "scores"):
-            fits = ", ".join(r for r, k in COMBINE_RULES.items() if k == ("labels" if label is not None else "scores"))
+        if COMBINE_RULES.get(rule) not in (None, reads):
+            fits = ", ".join(r for r, k in COMBINE_RULES.items() if k == reads)
             raise InputError(f"{where} `combine` {rule!r} does not combine {kind}; expected one of {fits}",
                              param="combine")
     counted = [policy for policy in unparsed if policy != "exclude"]
@@ -89,6 +83,20 @@ def check_value_options(path: Path, *, label: str | None, score: str | None, ver
     if "tie" in unparsed and kind != "pairwise scores":
         raise InputError(f"{where} `unparsed` tie counts a reply as a tie, which {kind} have not (only pairwise "
                          "scores); expected exclude or against", param="unparsed")
+
+
+def _check_label_options(where: str, kind: str, label: str | None, verdict: str | None,
+                         scale: tuple[float, float] | None, positive: str | None,
+                         negative: Sequence[str] | None) -> None:
+    """Refuse label values named for scores, and a scale given for labels or other than a verdict's 0:1."""
+    if label is None and (positive is not None or negative):
+        param = "positive" if positive is not None else "negative"
+        raise InputError(f"{where} `{param}` names a label value, and a {kind} column has none; expected it with a "
+                         "`label` column", param=param)
+    if label is not None and scale is not None:
+        raise InputError(f"{where} a label column has no scale; expected scale LOW:HIGH with a score column")
+    if verdict is not None and scale is not None and tuple(map(float, scale)) != (0.0, 1.0):
+        raise InputError(f"{where} three-way verdicts are read on the scale 0:1; expected no other scale")
 
 
 def scored_primary(primary: dict[str, str] | None, scale: ScaleRecord,
