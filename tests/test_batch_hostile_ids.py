@@ -18,7 +18,8 @@ from multiverse.model import MAX_MODEL_CHARS, STAGE, LiteLLMClient
 from multiverse.store import Store
 
 #: ids no provider gives: too long to store, control characters, a path, empty, not text
-HOSTILE_IDS = ["b" * 1_000_000, "batch_\x1b[2J\x07", "../files/file-1", "batch\n2", "", "batch_\u202eevil", 12345]
+HOSTILE_IDS = ["b" * 1_000_000, "batch_\x1b[2J\x07", "../files/file-1", "batch\n2", "", "batch_\u202eevil", 12345,
+               ["\x1b[31m\u202e", "b" * 100_000]]  # not text: litellm's refusal quotes it
 
 
 @pytest.fixture(autouse=True)
@@ -118,3 +119,35 @@ def test_a_model_name_echoed_back_to_a_direct_call_is_bounded_and_escaped(tmp_pa
         answer = LiteLLMClient(jobs=1, timeout=20).complete(config, [{"role": "user", "content": "1"}])
     assert len(answer.model_reported) <= MAX_MODEL_CHARS and "\x1b" not in answer.model_reported
     assert answer.model_reported.startswith(r"\x1b]0;pwned\x07")
+
+
+HOSTILE_TEXT = "\x1b[2J \x07 \u202e " + "e" * 100_000
+
+
+def test_a_providers_error_message_is_shown_escaped_and_bounded(tmp_path):
+    import batch_server
+
+    class Refuses(batch_server._Handler):
+        def do_POST(self) -> None:
+            if self.path.rstrip("/").endswith("/batches"):
+                self._body()
+                self._json(400, {"error": {"message": HOSTILE_TEXT, "type": "invalid_request_error"}})
+            else:
+                super().do_POST()
+
+    class Fails(BatchServer):
+        def look(self, batch_id: str) -> dict:
+            batch = super().look(batch_id)
+            if batch.get("errors"):
+                batch["errors"]["data"][0]["message"] = HOSTILE_TEXT
+            return batch
+
+    with BatchServer(_answer) as server:
+        server._server.RequestHandlerClass = Refuses
+        calls, report = _send(server, Store(tmp_path / "a"), 2)
+    with Fails(_answer, ending="fail") as server:
+        failed, failing = _send(server, Store(tmp_path / "b"), 2)
+    assert set(report.failed) == set(calls) and set(failing.failed) == set(failed)
+    for reason in [*report.failed.values(), *failing.failed.values()]:
+        assert r"\x1b[2J" in reason and not any(c in reason for c in "\x1b\x07\u202e"), reason
+        assert len(reason) <= 400
