@@ -106,3 +106,10 @@ def test_a_verdict_named_as_no_grade_is_an_unparsed_reply_counted_as_unparsed_sa
     run_cli([*common, "--unparsed", "tie", "--out", tmp_path / "tie"]).ok()
     tied = pd.read_parquet(tmp_path / "tie" / "verdicts.parquet")
     assert list(tied.loc[tied["reason"].str.startswith("no grade: ERR"), "score"]) == [0.5] * 4
+
+
+@pytest.mark.parametrize("flags", [["--no-grade", "yes"], ["--no-grade", "maybe", "--no-grade", "no"]])
+def test_a_value_named_both_as_a_label_and_as_no_grade_is_refused(tmp_path, flags):
+    line = run_cli(["import", "table", _table(tmp_path), "--system", "system", "--item", "item", "--order", "order",
+                    *KINDS["categories"][0], *flags, "--out", tmp_path / "out"]).refused("--no-grade", "category")
+    assert "named both" in line and not (tmp_path / "out").exists()

@@ -70,6 +70,11 @@ def check_value_options(path: Path, *, label: str | None, score: str | None, ver
     kind = "labels" if label is not None else "pairwise scores" if verdict or reference is not None else "scores"
     where = f"{path}: {column}:"
     _check_label_options(where, kind, label, verdict, scale, positive, negative)
+    both = {str(v).strip() for v in no_grade} & {str(v).strip() for v in [positive, *(negative or [])] if v is not None}
+    if both:
+        # Read first, the no-grade value would leave the label it also names without a row, silently.
+        raise InputError(f"{where} {sorted(both)[0]!r} is named both as a label value and by `no_grade`; expected "
+                         "each value named once", param="no_grade")
     reads = "labels" if label is not None else "scores"
     for rule in combine:
         if COMBINE_RULES.get(rule) not in (None, reads):
