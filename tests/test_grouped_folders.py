@@ -197,5 +197,5 @@ def test_a_group_that_cannot_be_computed_is_reported_and_the_others_are_computed
     if command == "calibrate":
         extra = ["--human", str(tmp_path / "human.csv")]
     line = run_cli([command, only, "--by", "subset", *extra]).refused("--by subset: no group can be computed",
-                                                                          "group 's2': ")
+                                                                          "every group ('s2'): ")
     assert skipped["reason"] in line

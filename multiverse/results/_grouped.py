@@ -100,6 +100,9 @@ def grouped(results: Results, by: str, name: str, run: Callable[[Results], Analy
     if not groups:
         reasons = "; ".join(f"group {_shown(g['group'])}: {g['reason']}" for g in skipped[:3])
         more = f"; and {len(skipped) - 3} more groups" if len(skipped) > 3 else ""
+        if len({g["reason"] for g in skipped}) == 1:  # one reason for all: said once, not once per group
+            named = ", ".join(_shown(g["group"]) for g in skipped[:3]) + (", ..." if len(skipped) > 3 else "")
+            reasons, more = f"every group ({named}): {skipped[0]['reason']}", ""
         raise InputError(f"by {by}: no group can be computed ({reasons}{more})", param="by")
     frame = pd.concat(frames, ignore_index=True)
     frame = frame[[by, *(c for c in frame.columns if c != by)]]
