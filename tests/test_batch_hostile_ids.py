@@ -151,3 +151,28 @@ def test_a_providers_error_message_is_shown_escaped_and_bounded(tmp_path):
     for reason in [*report.failed.values(), *failing.failed.values()]:
         assert r"\x1b[2J" in reason and not any(c in reason for c in "\x1b\x07\u202e"), reason
         assert len(reason) <= 400
+
+
+def test_tool_call_ids_are_ids_and_never_shared_and_names_are_shown_escaped(tmp_path):
+    hostile = ["call_same", "call_same", "\x1b[2J" + "i" * 100_000, "call_1", ""]
+    names = ["lookup", "lookup", "\x1b]0;x\x07" + "n" * 100_000, "lookup", "lookup"]
+
+    class Calls(BatchServer):
+        def chat(self, body: dict) -> dict:
+            answer = super().chat(body)
+            answer["choices"][0]["message"] = {"role": "assistant", "content": None, "tool_calls": [
+                {"id": i, "type": "function", "function": {"name": n, "arguments": "{}"}}
+                for i, n in zip(hostile, names, strict=True)]}
+            answer["choices"][0]["finish_reason"] = "tool_calls"
+            return answer
+
+    tool = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {}}}}
+    with Calls(lambda body: "") as server:
+        config = ModelConfig("openai/fake", {}, server.url, KEY_ENV)
+        answer = LiteLLMClient(jobs=1, timeout=20).complete(config, [{"role": "user", "content": "1"}], tools=[tool])
+    ids = [c["id"] for c in answer.tool_calls]
+    assert len(set(ids)) == len(hostile), "each call's result is keyed by an id of its own"
+    assert ids[0] == "call_same"  # a provider's id that is one is kept
+    assert all(len(i) <= 200 and "\x1b" not in i for i in ids)
+    assert [c["name"] for c in answer.tool_calls][:2] == ["lookup", "lookup"]
+    assert all(len(c["name"]) <= MAX_MODEL_CHARS and "\x1b" not in c["name"] for c in answer.tool_calls)

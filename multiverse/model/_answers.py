@@ -64,6 +64,8 @@ def reported_model(value: Any, requested: str, secrets: Sequence[str]) -> str:
     return storable_text(short_reason(terminal_safe(credentials.redact(text, secrets)), MAX_MODEL_CHARS))
 
 
+#: a tool call's id as providers give them (OpenAI's call_..., Anthropic's toolu_...)
+_CALL_ID = re.compile(r"[A-Za-z0-9_.:-]{1,200}")
 _FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```$", re.DOTALL)
 
 
@@ -164,7 +166,7 @@ def answer_text(message: Any) -> str:
 def answer_tool_calls(message: Any) -> list[dict[str, Any]]:
     """[{id, name, arguments}]: arguments as a dict when the model sent a JSON
     object, else exactly the text it sent (the rollout answers that with an error)."""
-    calls = []
+    calls: list[dict[str, Any]] = []
     for i, call in enumerate(getattr(message, "tool_calls", None) or []):
         function = getattr(call, "function", None)
         raw = getattr(function, "arguments", None)
@@ -178,6 +180,15 @@ def answer_tool_calls(message: Any) -> list[dict[str, Any]]:
                 decoded = None  # keep what the model said; never guess the arguments it meant
             if isinstance(decoded, dict) and not too_deep(decoded):
                 arguments = decoded
-        calls.append({"id": str(getattr(call, "id", None) or f"call_{i}"),
-                      "name": str(getattr(function, "name", None) or ""), "arguments": arguments})
+        # The id keys the tool's result in the conversation sent back (rebuilt from these calls, so a new id
+        # holds): one that is no id, or that an earlier call of this answer has, becomes the call's own.
+        given = getattr(call, "id", None)
+        taken = {c["id"] for c in calls}
+        name = str(getattr(function, "name", None) or "")
+        calls.append({"id": given if isinstance(given, str) and _CALL_ID.fullmatch(given) and given not in taken
+                      else next(f"call_{i}{suffix}" for suffix in ("", *(f"_{n}" for n in range(1, len(calls) + 2)))
+                                if f"call_{i}{suffix}" not in taken),
+                      # no tool is named past MAX_MODEL_CHARS or with a control character: shown escaped, never matched
+                      "name": short_reason(terminal_safe(name), MAX_MODEL_CHARS),
+                      "arguments": arguments})
     return calls
