@@ -113,3 +113,11 @@ def test_a_value_named_both_as_a_label_and_as_no_grade_is_refused(tmp_path, flag
     line = run_cli(["import", "table", _table(tmp_path), "--system", "system", "--item", "item", "--order", "order",
                     *KINDS["categories"][0], *flags, "--out", tmp_path / "out"]).refused("--no-grade", "category")
     assert "named both" in line and not (tmp_path / "out").exists()
+
+
+def test_an_inspect_scale_for_a_scorer_no_log_holds_is_refused(tmp_path):
+    log = Path(__file__).parent / "importers" / "inspect_logs" / "grader-a.eval"
+    line = run_cli(["import", "inspect", log, "--scale", "nosuch=0:10", "--out", tmp_path / "out"]).refused(
+        "scale: nosuch: no scorer of the logs is named so", "model_graded_qa")
+    assert not (tmp_path / "out").exists(), line
+    run_cli(["import", "inspect", log, "--scale", "model_graded_qa=0:10", "--out", tmp_path / "named"]).ok()
