@@ -11,10 +11,10 @@ import json
 
 import pytest
 from batch_server import BatchServer
-from test_batch_hostile import KEY, KEY_ENV, _answer, _assert_kept_or_failed, _jsonl, _lines, _send
+from test_batch_hostile import KEY, KEY_ENV, _answer, _assert_kept_or_failed, _calls, _jsonl, _lines, _send
 
 from multiverse.core import ModelConfig
-from multiverse.model import MAX_MODEL_CHARS, STAGE, LiteLLMClient
+from multiverse.model import MAX_MODEL_CHARS, STAGE, BatchSender, LiteLLMClient
 from multiverse.store import Store
 
 #: ids no provider gives: too long to store, control characters, a path, empty, not text
@@ -176,3 +176,21 @@ def test_tool_call_ids_are_ids_and_never_shared_and_names_are_shown_escaped(tmp_
     assert all(len(i) <= 200 and "\x1b" not in i for i in ids)
     assert [c["name"] for c in answer.tool_calls][:2] == ["lookup", "lookup"]
     assert all(len(c["name"]) <= MAX_MODEL_CHARS and "\x1b" not in c["name"] for c in answer.tool_calls)
+
+
+def test_a_batch_recorded_with_an_id_that_is_no_id_is_never_asked_for(tmp_path, monkeypatch):
+    # A store written before ids were checked may hold one: the run resumes it, and never puts it in a path.
+    import multiverse.model._batch as batch_module
+    from multiverse.store import batch_submitted
+
+    monkeypatch.setattr(batch_module, "POLL_FAILURES", 1)
+    with BatchServer(_answer) as server:
+        store = Store(tmp_path / "store")
+        calls = _calls(server.url, 2)
+        batch_submitted(store, batch_id="../files/\x1b[2J" + "b" * 10_000, provider="openai", endpoint=None,
+                        model="openai/fake", keys=calls, window="24h")
+        report = BatchSender(LiteLLMClient(jobs=1, timeout=20), store, poll=0.001).send(calls)
+        assert server.counts["polls"] == 0 and report.resumed == 1 and report.submitted == 0
+    assert set(report.unsettled) == set(calls)
+    for reason in report.unsettled.values():
+        assert "is not an id" in reason and "\x1b" not in reason and len(reason) <= 400, reason

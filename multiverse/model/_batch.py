@@ -244,9 +244,9 @@ class BatchSender:
     def _look(self, flight: _InFlight, report: BatchReport) -> bool:
         """One look at a batch; True once it has ended and been read (or cannot be polled any more)."""
         litellm = load_litellm()
-        batch_id = flight.record["batch_id"]
+        batch_id = _text(flight.record["batch_id"])[:60]  # as shown: a record an older version kept may hold anything
         try:
-            batch = litellm.retrieve_batch(batch_id=batch_id, **flight.transport)
+            batch = litellm.retrieve_batch(batch_id=provider_id(flight.record["batch_id"], "batch"), **flight.transport)
             status = str(getattr(batch, "status", "") or "")
             if status in RUNNING:
                 flight.failures = 0
@@ -271,7 +271,7 @@ class BatchSender:
             failed[key] = f"batch {status}: no answer{_why(batch)}"
         for key, completion in answered.items():
             self.store.put(STAGE, key, answer_record(flight.calls[key].config, completion), durable=False)
-        batch_ended(self.store, batch_id, state=status, answered=len(answered), failed=failed)
+        batch_ended(self.store, flight.record["batch_id"], state=status, answered=len(answered), failed=failed)
         self.client._budget.settle(flight.reserved, cost)
         report.answered += len(answered)
         report.paid.update(answered)
