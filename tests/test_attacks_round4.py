@@ -138,15 +138,19 @@ def test_a_label_value_that_is_not_text_is_one_line_naming_its_flag(tmp_path, fl
     assert not (tmp_path / "out").exists()
 
 
-def test_a_group_with_nothing_to_analyse_is_named_in_the_refusal(tmp_path):
+def test_a_group_with_nothing_to_analyse_is_named_and_the_other_groups_are_computed(tmp_path):
     # A design factor one of whose levels holds only the reference system's games (ties, left out): the
-    # refusal said "expected at least one row with status ok" of a run that has many.
+    # refusal said "expected at least one row with status ok" of a run that has many; then it stopped every
+    # group (issue 45, round 5): the group is now named in a note and in --json, the others computed.
     frame = _games()
     frame["topic"] = np.where(frame["model"] == "ref", "only-ref", "t0")
     frame.to_csv(tmp_path / "games.csv", index=False)
     run_cli(["import", "table", tmp_path / "games.csv", *PAIRWISE, "--factor", "topic", "--out", tmp_path / "run"]).ok()
     for argv in (["ranking", "--by", "topic"], ["ranking", "--method", "bt", "--by", "topic"]):
-        refused(run_cli([argv[0], tmp_path / "run", *argv[1:]]), "by topic: group 'only-ref': verdicts:")
+        assert "note: topic='only-ref': not computed: " in run_cli([argv[0], tmp_path / "run", *argv[1:]]).ok()
+        document = json.loads(run_cli([argv[0], tmp_path / "run", *argv[1:], "--json"]).ok())
+        assert [g["group"] for g in document["groups"]] == ["t0"]
+        assert [g["group"] for g in document["not_computed"]] == ["only-ref"]
     assert run_cli(["agreement", tmp_path / "run", "--axis", "order", "--by", "topic"]).ok()
 
 

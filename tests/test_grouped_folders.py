@@ -99,9 +99,11 @@ def printed(*argv) -> dict:
 def assert_each_group_is_its_filtered_folder(tmp_path, folder, command, by, extra):
     grouped = printed(command, folder, "--by", by, *extra)
     values = sorted(str(v) for v in pd.read_parquet(folder / "verdicts.parquet")[by].unique())
-    assert grouped["by"] == by and sorted(str(g["group"]) for g in grouped["groups"]) == values
+    skipped = {str(g["group"]): g["reason"] for g in grouped["not_computed"]}
+    assert grouped["by"] == by and sorted([*(str(g["group"]) for g in grouped["groups"]), *skipped]) == values
+    assert len(grouped["groups"]) > 0
     original = extra[extra.index("--human") + 1] if "--human" in extra else None
-    for group in grouped["groups"]:
+    for group in [*grouped["groups"], *grouped["not_computed"]]:
         part = filtered(folder, by, str(group["group"]), tmp_path / f"{command}-{by}-{group['group']}")
         own = extra
         if original:
@@ -109,6 +111,17 @@ def assert_each_group_is_its_filtered_folder(tmp_path, folder, command, by, extr
             seen = pd.read_parquet(part / "verdicts.parquet")[["system", "case_id"]].drop_duplicates()
             pd.read_csv(original).merge(seen).to_csv(part / "human.csv", index=False)
             own = [*extra[:extra.index("--human")], "--human", part / "human.csv"]
+        if "reason" in group:  # not computed: the filtered folder is refused, for the same reason
+            assert f"note: {by}='{group['group']}': not computed: {group['reason']}" in run_cli(
+                [command, folder, "--by", by, *extra]).ok()
+            code, _, err = run_cli([command, part, *own])
+            if "systems to rank" in group["reason"]:  # a group of one system; a folder of one is ranked, trivially
+                assert pd.read_parquet(part / "verdicts.parquet")["system"].nunique() < 2
+            elif "no unit paired" in group["reason"]:  # a folder's agreement of nothing is an empty table
+                assert printed(command, part, *own)["n_units"] == 0
+            else:
+                assert code == 2 and (original or group["reason"] in err), (group, err)
+            continue
         alone = printed(command, part, *own)
         document = group["document"]
         # The group's document is the filtered folder's, key for key (the printed JSON adds only printing keys).
@@ -184,3 +197,42 @@ def test_a_bad_label_is_refused_with_its_file_and_row_whatever_group_holds_it(tm
     alone = run_cli(["calibrate", folder, "--human", tmp_path / "bad.csv"]).refused(
         f"bad.csv: row {late + 2}: {column}: expected", "got 'maybe'")
     assert run_cli(["calibrate", folder, "--human", tmp_path / "bad.csv", "--by", by]).refused() == alone
+
+
+def _spoilt(folder: Path, command: str, value: str) -> list[str]:
+    """The folder with its group ``subset=value`` made one the command cannot compute: every row excluded
+    (agreement), one system's rows only (ranking), none of its transcripts labelled by people (calibrate)."""
+    verdicts = pd.read_parquet(folder / "verdicts.parquet")
+    mine = verdicts["subset"] == value
+    if command == "agreement":
+        verdicts["compliant"] = verdicts["compliant"].astype("boolean")
+        verdicts.loc[mine, "status"], verdicts.loc[mine, "compliant"] = "excluded", pd.NA
+        verdicts["reason"] = np.where(mine, "missing label", "")
+    elif command == "ranking":
+        verdicts = verdicts[~mine | (verdicts["system"] == "atlas")]
+    write_table(verdicts.reset_index(drop=True), folder, "verdicts")
+    if command == "calibrate":
+        labels = human_labels(verdicts, folder.parent / "human.csv", 5)
+        kept = pd.read_csv(labels).merge(verdicts[~mine][["system", "case_id"]].drop_duplicates())
+        kept.to_csv(labels, index=False)
+        return ["--human", str(labels)]
+    return ["--boot", "20"] if command == "ranking" else []
+
+
+@pytest.mark.parametrize("command", ["agreement", "ranking", "calibrate"])
+def test_a_group_that_cannot_be_computed_is_reported_and_the_others_are_computed(tmp_path, command):
+    folder, _ = folder_of(tmp_path, 7, n_cases=36)
+    extra = _spoilt(folder, command, "s2")
+    grouped = printed(command, folder, "--by", "subset", *extra)
+    (skipped,) = grouped["not_computed"]
+    assert skipped["group"] == "s2" and skipped["reason"]
+    assert sorted(g["group"] for g in grouped["groups"]) == ["s0", "s1"]
+    assert_each_group_is_its_filtered_folder(tmp_path, folder, command, "subset", extra)
+    # No group computed at all: refused in one line, each group's reason named.
+    only = tmp_path / "only"
+    filtered(folder, "subset", "s2", only)
+    if command == "calibrate":
+        extra = ["--human", str(tmp_path / "human.csv")]
+    line = run_cli([command, only, "--by", "subset", *extra]).refused("--by subset: no group can be computed",
+                                                                          "every group ('s2'): ")
+    assert skipped["reason"] in line

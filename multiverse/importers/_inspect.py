@@ -124,6 +124,7 @@ def import_inspect(
     read = [read_inspect_log(p, scorers=wanted, system_role=system_role, judge_role=judge_role, factors=factors,
                              budget=budget) for p in paths]
     _one_name_each(read, factors, bool(merge_look_alikes))
+    _scales_named(scales, read)
     for log in read:
         for what, (n, why) in log.dropped.items():
             losses.drop(what, where=str(log.path), count=n, why=why)
@@ -145,6 +146,17 @@ def import_inspect(
                                ci=ci, estimator=built.estimator, scale=built.scale, budget=budget,
                                options=built.options, universe_scales=built.universe_scales, losses=losses, rate=rate,
                                unparsed=policies)
+
+
+def _scales_named(scales: dict[str, tuple[float, float]], read: list[Any]) -> None:
+    """Refuse a scale named for a scorer no log holds: it would scale nothing, silently (issue 45)."""
+    scorers = {s for log in read for s in log.scorers}
+    known = scorers | {s.split(":", 1)[0] for s in scorers}
+    for name in scales:
+        if name != "*" and name not in known:
+            raise InputError(f"scale: {name}: no scorer of the logs is named so (scorers: "
+                             f"{', '.join(sorted(known)[:8]) or 'none'}); expected SCORER=MIN:MAX of one of them",
+                             param="scale")
 
 
 def _scales(scale: Any) -> dict[str, tuple[float, float]]:

@@ -56,6 +56,7 @@ from multiverse.importers._table_labels import check_label_values, compliance_la
 from multiverse.importers._table_orders import both_orders, pairwise_columns
 from multiverse.importers._table_scores import (
     check_score_arguments,
+    check_value_options,
     expand,
     read_scores,
     scored_primary,
@@ -212,8 +213,12 @@ def import_table(
     # Column names and the names given for them compare in one spelling (NFC).
     _one_spelling(path, "columns", [str(c) for c in frame.columns])
     frame.columns = [nfc(str(c)) for c in frame.columns]
+    check_value_options(path, label=label, score=score, verdict=verdict, scale=scale, reference=reference,
+                        positive=positive, negative=negative, no_grade=no_grade, unparsed=policies, combine=combine)
+    check_label_values(positive=positive, negative=negative, no_grade=no_grade)
+    given = frame  # as the table writes it: a verdict column's no-grade values are its own, not scores
     frame, score, scale, axes, order = pairwise_columns(path, frame, order, verdict, score, scale, reference, combine,
-                                                        axes)
+                                                        axes, no_grade)
     check_score_arguments(path, label, score, scale, cuts, reference)
     system, item, label = nfc(system), nfc(item), nfc(label if label is not None else str(score))
     primary = {nfc(a): nfc(o) for a, o in primary.items()} if primary else primary
@@ -227,8 +232,8 @@ def import_table(
     merge = bool(merge_look_alikes)
     axis_values = {axis: _names(path, frame[axis], axis, merge) for axis in axes}
     systems = _names(path, frame[system], system, merge)
-    check_label_values(positive=positive, negative=negative, no_grade=no_grade)
-    column, ungraded = no_grade_cells(frame[label], no_grade)
+    ungraded = no_grade_cells(given[label], no_grade)[1]
+    column = frame[label].where(~ungraded)
     if score is None:
         scored = None
         compliant, empty = compliance_labels(path, column, label, positive, list(negative or []))
@@ -259,7 +264,7 @@ def import_table(
         warnings.append(f"{path}: {label}: {int(missing.sum())} rows have a missing {what} and are "
                         f"excluded (status excluded, reason 'missing {what}'), not counted as non-compliant")
         verdicts["reason"] = np.where(empty, f"missing {what}", "")
-    mark_no_grade(verdicts, frame[label], ungraded)
+    mark_no_grade(verdicts, given[label], ungraded)
     # The rationales belong to the table's rows, before scoring options repeat them per universe.
     criteria = (rationale_criteria(verdicts, frame[optional["rationale"]], label)
                 if "rationale" in optional else None)

@@ -45,12 +45,12 @@ _VERDICTS = {"a": 1.0, "tie": 0.5, "b": 0.0}
 
 def pairwise_columns(path: Path, frame: pd.DataFrame, order: str | None, verdict: str | None, score: str | None,
                      scale: tuple[float, float] | None, reference: str | None, combine: Sequence[str],
-                     axes: list[str]) -> tuple[pd.DataFrame, str | None, tuple[float, float] | None, list[str],
-                                               str | None]:
+                     axes: list[str], no_grade: Sequence[str] = ()
+                     ) -> tuple[pd.DataFrame, str | None, tuple[float, float] | None, list[str], str | None]:
     """The table with its order column read (an axis) and its verdicts read as scores on 0:1.
 
     Returns (frame, score column, scale, axes, order column) for the rest of the import, which reads
-    scores as usual; the columns named in one spelling (NFC), as the table's are.
+    scores as usual (a verdict named by ``no_grade`` is read as missing, for the import to mark); the columns named in one spelling (NFC), as the table's are.
     """
     order, verdict = (nfc(order) if order is not None else None), (nfc(verdict) if verdict is not None else None)
     if combine and order is None:
@@ -70,7 +70,7 @@ def pairwise_columns(path: Path, frame: pd.DataFrame, order: str | None, verdict
             raise InputError(f"{path}: {verdict}: three-way verdicts are preferences over a `reference` system; "
                              "expected a `reference` and no `score` column", param="reference" if score is None
                              else "score")
-        frame[verdict] = read_verdicts(path, frame[verdict], verdict, orders)
+        frame[verdict] = read_verdicts(path, frame[verdict], verdict, orders, no_grade)
         score, scale = verdict, (0.0, 1.0)
     return frame, score, scale, axes, order
 
@@ -96,10 +96,12 @@ def read_orders(path: Path, column: pd.Series, name: str) -> np.ndarray:
     return np.asarray(text.to_numpy(dtype=object))
 
 
-def read_verdicts(path: Path, column: pd.Series, name: str, orders: np.ndarray | None) -> pd.Series:
-    """Three-way verdicts (A, tie, B) as the row's system's score on 0:1, as text (empty where missing)."""
+def read_verdicts(path: Path, column: pd.Series, name: str, orders: np.ndarray | None,
+                  no_grade: Sequence[str] = ()) -> pd.Series:
+    """Three-way verdicts (A, tie, B) as the row's system's score on 0:1, as text (empty where missing or where
+    a value ``no_grade`` names, read before the verdicts: ``no_grade=["tie"]`` makes a tie no grade)."""
     text = column.astype("string").str.strip()
-    missing = (text.isna() | (text == "")).to_numpy()
+    missing = (text.isna() | (text == "") | text.isin([str(v).strip() for v in no_grade])).to_numpy(bool)
     lowered = text.str.lower()
     bad = ~lowered.isin(list(_VERDICTS)).to_numpy(dtype=bool, na_value=False) & ~missing
     if bad.any():

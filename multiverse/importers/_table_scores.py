@@ -30,9 +30,10 @@ import pandas as pd
 
 from multiverse.core import ScaleType, universe_id
 from multiverse.errors import InputError
+from multiverse.importers._table_orders import COMBINE_RULES
 from multiverse.tables import ScaleRecord
 
-__all__ = ["SCORING_AXIS", "check_score_arguments", "expand", "read_scores", "scored_primary", "scoring_options",
+__all__ = ["SCORING_AXIS", "check_score_arguments", "check_value_options", "expand", "read_scores", "scored_primary", "scoring_options",
            "tie_warnings"]
 
 #: The axis an import's estimators and cuts make.
@@ -50,6 +51,57 @@ def check_score_arguments(path: Path, label: str | None, score: str | None, scal
     if score is None and (cuts or reference is not None):
         raise InputError(f"{path}: {label}: `cut` and `reference` read scores; expected a `score` column",
                          param="cut" if cuts else "reference")
+
+
+def check_value_options(path: Path, *, label: str | None, score: str | None, verdict: str | None,
+                        scale: tuple[float, float] | None, reference: str | None, positive: str | None,
+                        negative: Sequence[str] | None, no_grade: Sequence[str], unparsed: Sequence[str],
+                        combine: Sequence[str]) -> None:
+    """Refuse an option that reshapes values but cannot apply to the kind of value column named (issue 45).
+
+    Labels, scores, pairwise scores and three-way verdicts each read some of ``positive``/``negative``,
+    ``scale``, ``unparsed``, ``combine``: an option the column's kind does not read would be silently
+    ignored, so it is refused in one line naming it and the column. (Naming two value columns, or none,
+    is :func:`check_score_arguments`'s refusal.)
+    """
+    if sum(column is not None for column in (label, score, verdict)) != 1:
+        return
+    column = str(label if label is not None else score if score is not None else verdict)
+    kind = "labels" if label is not None else "pairwise scores" if verdict or reference is not None else "scores"
+    where = f"{path}: {column}:"
+    _check_label_options(where, kind, label, verdict, scale, positive, negative)
+    both = {str(v).strip() for v in no_grade} & {str(v).strip() for v in [positive, *(negative or [])] if v is not None}
+    if both:
+        # Read first, the no-grade value would leave the label it also names without a row, silently.
+        raise InputError(f"{where} {sorted(both)[0]!r} is named both as a label value and by `no_grade`; expected "
+                         "each value named once", param="no_grade")
+    reads = "labels" if label is not None else "scores"
+    for rule in combine:
+        if COMBINE_RULES.get(rule) not in (None, reads):
+            fits = ", ".join(r for r, k in COMBINE_RULES.items() if k == reads)
+            raise InputError(f"{where} `combine` {rule!r} does not combine {kind}; expected one of {fits}",
+                             param="combine")
+    counted = [policy for policy in unparsed if policy != "exclude"]
+    if counted and not no_grade:
+        raise InputError(f"{where} `unparsed` {counted[0]} counts the values `no_grade` names, and none is named; "
+                         "expected `no_grade` VALUE too", param="unparsed")
+    if "tie" in unparsed and kind != "pairwise scores":
+        raise InputError(f"{where} `unparsed` tie counts a reply as a tie, which {kind} have not (only pairwise "
+                         "scores); expected exclude or against", param="unparsed")
+
+
+def _check_label_options(where: str, kind: str, label: str | None, verdict: str | None,
+                         scale: tuple[float, float] | None, positive: str | None,
+                         negative: Sequence[str] | None) -> None:
+    """Refuse label values named for scores, and a scale given for labels or other than a verdict's 0:1."""
+    if label is None and (positive is not None or negative):
+        param = "positive" if positive is not None else "negative"
+        raise InputError(f"{where} `{param}` names a label value, and a {kind} column has none; expected it with a "
+                         "`label` column", param=param)
+    if label is not None and scale is not None:
+        raise InputError(f"{where} a label column has no scale; expected scale LOW:HIGH with a score column")
+    if verdict is not None and scale is not None and tuple(map(float, scale)) != (0.0, 1.0):
+        raise InputError(f"{where} three-way verdicts are read on the scale 0:1; expected no other scale")
 
 
 def scored_primary(primary: dict[str, str] | None, scale: ScaleRecord,

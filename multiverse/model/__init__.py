@@ -15,7 +15,8 @@ Importing this room does not import litellm (that takes seconds):
 ``load_litellm`` does, on the first call that needs it.
 """
 
-from ._batch import BatchCall, BatchReport, BatchSender
+from ._answers import MAX_MODEL_CHARS
+from ._batch import MAX_ID_CHARS, BatchCall, BatchReport, BatchSender
 from ._breaker import Breaker
 from ._client import Completion, CredentialCheck, ModelClient
 from ._llm import LiteLLMClient
@@ -24,6 +25,6 @@ from ._pricing import BATCH_TURNAROUND, TOKENS, batch_price_per_token, estimate_
 from ._providers import load_litellm
 from ._requestcache import STAGE, RequestCache, request_key
 
-__all__ = ["BATCH_TURNAROUND", "STAGE", "TOKENS", "BatchCall", "BatchReport", "BatchSender", "Breaker", "Completion",
+__all__ = ["BATCH_TURNAROUND", "MAX_ID_CHARS", "MAX_MODEL_CHARS", "STAGE", "TOKENS", "BatchCall", "BatchReport", "BatchSender", "Breaker", "Completion",
            "CredentialCheck", "LiteLLMClient", "ModelClient", "RequestCache", "batch_price_per_token",
            "estimate_batch_cost", "estimate_cost", "estimate_wall_seconds", "load_litellm", "request_key"]

@@ -28,26 +28,45 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from multiverse.core import credentials, short_reason, terminal_safe
 from multiverse.model._schema_check import compile_check
 from multiverse.store import MAX_ANSWER_CHARS, MAX_DEPTH, storable, storable_text, too_deep
 
 __all__ = [
     "MAX_ANSWER_CHARS",
     "MAX_DEPTH",
+    "MAX_MODEL_CHARS",
     "answer_message",
     "answer_text",
     "answer_tool_calls",
     "parse_json_answer",
     "repair_messages",
+    "reported_model",
     "storable",
     "storable_text",
     "too_deep",
 ]
 
+#: the longest model name an answer may report as it is stored and shown (a provider's are under 100)
+MAX_MODEL_CHARS = 200
+
+
+def reported_model(value: Any, requested: str, secrets: Sequence[str]) -> str:
+    """The model a provider's answer names, as it is stored, listed in the manifest and shown in the report.
+
+    The provider's text, not ours: credentials redacted, control and invisible characters escaped, cut at
+    ``MAX_MODEL_CHARS`` (marked); the requested model when it names none (or names it with no text).
+    """
+    text = str(value) if isinstance(value, (str, int, float)) and str(value) else requested
+    return storable_text(short_reason(terminal_safe(credentials.redact(text, secrets)), MAX_MODEL_CHARS))
+
+
+#: a tool call's id as providers give them (OpenAI's call_..., Anthropic's toolu_...)
+_CALL_ID = re.compile(r"[A-Za-z0-9_.:-]{1,200}")
 _FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```$", re.DOTALL)
 
 
@@ -156,7 +175,7 @@ def answer_text(message: Any) -> str:
 def answer_tool_calls(message: Any) -> list[dict[str, Any]]:
     """[{id, name, arguments}]: arguments as a dict when the model sent a JSON
     object, else exactly the text it sent (the rollout answers that with an error)."""
-    calls = []
+    calls: list[dict[str, Any]] = []
     for i, call in enumerate(getattr(message, "tool_calls", None) or []):
         function = getattr(call, "function", None)
         raw = getattr(function, "arguments", None)
@@ -170,6 +189,15 @@ def answer_tool_calls(message: Any) -> list[dict[str, Any]]:
                 decoded = None  # keep what the model said; never guess the arguments it meant
             if isinstance(decoded, dict) and not too_deep(decoded):
                 arguments = decoded
-        calls.append({"id": str(getattr(call, "id", None) or f"call_{i}"),
-                      "name": str(getattr(function, "name", None) or ""), "arguments": arguments})
+        # The id keys the tool's result in the conversation sent back (rebuilt from these calls, so a new id
+        # holds): one that is no id, or that an earlier call of this answer has, becomes the call's own.
+        given = getattr(call, "id", None)
+        taken = {c["id"] for c in calls}
+        name = str(getattr(function, "name", None) or "")
+        calls.append({"id": given if isinstance(given, str) and _CALL_ID.fullmatch(given) and given not in taken
+                      else next(f"call_{i}{suffix}" for suffix in ("", *(f"_{n}" for n in range(1, len(calls) + 2)))
+                                if f"call_{i}{suffix}" not in taken),
+                      # no tool is named past MAX_MODEL_CHARS or with a control character: shown escaped, never matched
+                      "name": short_reason(terminal_safe(name), MAX_MODEL_CHARS),
+                      "arguments": arguments})
     return calls

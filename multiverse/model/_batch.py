@@ -44,6 +44,7 @@ OpenAI-compatible ``api_base``); the spec refuses other providers in
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -57,6 +58,7 @@ from multiverse.model._answers import (
     answer_text,
     answer_tool_calls,
     parse_json_answer,
+    reported_model,
     storable,
     storable_text,
 )
@@ -68,7 +70,7 @@ from multiverse.model._providers import load_litellm
 from multiverse.model._requestcache import STAGE, answer_record, endpoint
 from multiverse.store import BatchRecord, Store, batch_ended, batch_submitted, batches_in_flight
 
-__all__ = ["BatchCall", "BatchReport", "BatchSender"]
+__all__ = ["MAX_ID_CHARS", "BatchCall", "BatchReport", "BatchSender", "provider_id"]
 
 #: the provider's largest batch (OpenAI: 50,000 requests and 200 MB a file; a little under, to be sure)
 MAX_LINES, MAX_BYTES = 50_000, 190 * 1024 * 1024
@@ -85,6 +87,9 @@ MAX_LINE_BYTES = 8 * 2**20
 MAX_TOKENS = 10**9
 #: looks in a row that fail before a batch is left in flight for a later run
 POLL_FAILURES = 10
+#: the longest batch or file id a provider may give (OpenAI's are about 30 characters)
+MAX_ID_CHARS = 200
+_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._:-]{{0,{MAX_ID_CHARS - 1}}}")
 #: the keyword arguments of a litellm request that are transport, never the provider's request body
 _NOT_BODY = frozenset({"timeout", "num_retries", "max_retries", "api_base", "api_key", "client", "sim_task"})
 
@@ -226,12 +231,12 @@ class BatchSender:
         try:
             uploaded = litellm.create_file(file=("batch.jsonl", data), purpose="batch", **transport)
             batch = litellm.create_batch(completion_window=self.window, endpoint="/v1/chat/completions",
-                                         input_file_id=uploaded.id, **transport)
+                                         input_file_id=provider_id(uploaded.id, "file"), **transport)
+            record = batch_submitted(self.store, batch_id=provider_id(batch.id, "batch"), provider="openai",
+                                     endpoint=endpoint(config), model=config.model, keys=calls, window=self.window)
         except Exception as exc:
             self.client._budget.settle(reserved, 0.0)
             raise ModelError(f"{config.model}: batch not submitted: {one_line(exc, secrets)}", reason="batch_failed") from None
-        record = batch_submitted(self.store, batch_id=str(batch.id), provider="openai", endpoint=endpoint(config),
-                                 model=config.model, keys=calls, window=self.window)
         return _InFlight(record, dict(calls), transport, reserved)
 
     # -- polling and reading -----------------------------------------------------------
@@ -239,9 +244,9 @@ class BatchSender:
     def _look(self, flight: _InFlight, report: BatchReport) -> bool:
         """One look at a batch; True once it has ended and been read (or cannot be polled any more)."""
         litellm = load_litellm()
-        batch_id = flight.record["batch_id"]
+        batch_id = _text(flight.record["batch_id"])[:60]  # as shown: a record an older version kept may hold anything
         try:
-            batch = litellm.retrieve_batch(batch_id=batch_id, **flight.transport)
+            batch = litellm.retrieve_batch(batch_id=provider_id(flight.record["batch_id"], "batch"), **flight.transport)
             status = str(getattr(batch, "status", "") or "")
             if status in RUNNING:
                 flight.failures = 0
@@ -266,7 +271,7 @@ class BatchSender:
             failed[key] = f"batch {status}: no answer{_why(batch)}"
         for key, completion in answered.items():
             self.store.put(STAGE, key, answer_record(flight.calls[key].config, completion), durable=False)
-        batch_ended(self.store, batch_id, state=status, answered=len(answered), failed=failed)
+        batch_ended(self.store, flight.record["batch_id"], state=status, answered=len(answered), failed=failed)
         self.client._budget.settle(flight.reserved, cost)
         report.answered += len(answered)
         report.paid.update(answered)
@@ -330,8 +335,12 @@ class BatchSender:
         """
         if not file_id:
             return "", {}
+        try:
+            file_id = provider_id(file_id, "file")
+        except ValueError as problem:  # never asked for: its requests fail and go directly, they are not polled again
+            return f"batch {problem}; nothing of it kept", {}
         limit = MAX_LINE_BYTES * len(flight.calls)
-        content = load_litellm().file_content(file_id=str(file_id), stream=True, chunk_size=2**20,
+        content = load_litellm().file_content(file_id=file_id, stream=True, chunk_size=2**20,
                                               **flight.transport)
         found: dict[str, tuple[int, dict[str, Any]]] = {}
         total, buffer, skipping = 0, b"", False
@@ -340,7 +349,7 @@ class BatchSender:
             for chunk in stream:
                 total += len(chunk)
                 if total > limit:
-                    return (f"batch file {short_reason(str(file_id), 60)} is past {limit / 2**20:,.0f} MB "
+                    return (f"batch file {file_id} is past {limit / 2**20:,.0f} MB "
                             f"({MAX_LINE_BYTES // 2**20} MB a request); not read further, nothing of it kept"), {}
                 buffer += chunk
                 *whole, buffer = buffer.split(b"\n")
@@ -383,9 +392,22 @@ class BatchSender:
             text=storable_text(credentials.redact(text, secrets)),
             parsed=storable(credentials.redact_all(parsed, secrets)),
             tool_calls=storable(credentials.redact_all(tool_calls, secrets)),
-            model_reported=storable_text(credentials.redact(str(body.get("model") or config.model), secrets)),
+            model_reported=reported_model(body.get("model"), config.model, secrets),
             usage=usage, cost=cost, seconds=seconds, attempts=1,
         )
+
+
+def provider_id(value: Any, what: str) -> str:
+    """A batch's or file's id as the provider gave it, if it is one: ``MAX_ID_CHARS`` letters, digits and ``._:-``.
+
+    The id is stored (the batch's record), shown in reasons and put in the next request's path: a
+    megabyte, a control character or a ``/`` is none of those, so it is refused (ValueError), shown escaped.
+    """
+    if isinstance(value, str) and _ID.fullmatch(value):
+        return value
+    shown = _text(value)[:60] if isinstance(value, str) else type(value).__name__
+    raise ValueError(f"the provider's {what} id {shown!r} ({len(value) if isinstance(value, str) else 0:,} characters) "
+                     f"is not an id; expected up to {MAX_ID_CHARS} letters, digits and ._:-")
 
 
 def _count(found: dict[str, tuple[int, dict[str, Any]]], answers: list[tuple[str, dict[str, Any]]]) -> None:
@@ -433,7 +455,7 @@ def _why(batch: Any) -> str:
     errors = getattr(getattr(batch, "errors", None), "data", None) or []
     messages = [str(getattr(e, "message", None) or (e.get("message") if isinstance(e, dict) else "") or "") for e in errors]
     text = "; ".join(m for m in messages if m)
-    return f" ({storable_text(text)[:300]})" if text else ""
+    return f" ({_text(text)})" if text else ""
 
 
 def _groups(calls: Mapping[str, BatchCall]) -> list[dict[str, BatchCall]]:

@@ -138,11 +138,12 @@ def classify(exc: BaseException) -> Failure:
 
 
 def one_line(exc: BaseException, secrets: Iterable[str]) -> str:
-    """The failure's message as one storable line, credentials redacted, at most 300 characters."""
-    from multiverse.core import short_reason
+    """The failure's message as one storable line, credentials redacted, control and invisible characters
+    escaped (a provider's message is its text, not ours), at most 300 characters."""
+    from multiverse.core import short_reason, terminal_safe
 
     # Redact before cutting: a key cut in half would no longer match. Cut at a word, and marked.
     # This call's own keys join every credential in use (shorter ones too: they are known keys, not guesses).
     values = sorted({*(s for s in secrets if s and len(s) >= 6), *credentials.secret_values()}, key=len, reverse=True)
     text = credentials.redact(" ".join(str(exc).split()), values)
-    return short_reason(storable_text(text), 300)
+    return short_reason(terminal_safe(storable_text(text)), 300)

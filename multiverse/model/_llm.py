@@ -58,6 +58,7 @@ from multiverse.model._answers import (
     answer_tool_calls,
     parse_json_answer,
     repair_messages,
+    reported_model,
     storable,
     storable_text,
 )
@@ -265,7 +266,7 @@ class LiteLLMClient:
             text=storable_text(credentials.redact(text, secrets)),
             parsed=storable(credentials.redact_all(parsed, secrets)),
             tool_calls=storable(credentials.redact_all(tool_calls, secrets)),
-            model_reported=storable_text(credentials.redact(str(getattr(response, "model", None) or config.model), secrets)),
+            model_reported=reported_model(getattr(response, "model", None), config.model, secrets),
             usage=usage,
             cost=cost,
             seconds=time.monotonic() - started,

@@ -3,8 +3,12 @@
 Each group's analysis is the analysis of exactly that group's verdict rows (and the criteria of their
 judgments): the same function on a :class:`~multiverse.results.Results` of those rows, so a group's figure is
 what the ungrouped analysis gives when run on them. The groups come back as one document
-(``{"analysis", "by", "groups": [{"group", "document"}], "notes"}``, typed by :class:`GroupedDocument`) and one
-table: the groups' tables stacked, the group a column named after ``by``.
+(``{"analysis", "by", "groups": [{"group", "document"}], "not_computed": [{"group", "reason"}], "notes"}``, typed
+by :class:`GroupedDocument`) and one table: the groups' tables stacked, the group a column named after ``by``.
+
+A group the analysis cannot compute (no row counted, too few, no human labels, one system to rank) does
+not stop the others: it is listed in ``not_computed`` with the analysis's own reason, and said in a note.
+Only when no group can be computed is the whole refused, in one line naming the groups' reasons.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ if TYPE_CHECKING:
 # each group's results), never imported back.
 Results = Any
 
-__all__ = ["Group", "GroupedDocument", "agreement", "by_column", "grouped", "ranking"]
+__all__ = ["Group", "GroupedDocument", "NotComputed", "agreement", "by_column", "grouped", "ranking"]
 
 
 class Group(Document, Generic[D]):
@@ -35,12 +39,21 @@ class Group(Document, Generic[D]):
     document: D
 
 
+class NotComputed(Document):
+    """A group whose analysis could not be computed, and why (the analysis's own one line)."""
+
+    group: Scalar
+    reason: str
+
+
 class GroupedDocument(Document, Generic[D]):
-    """``<analysis> --by FACTOR --json``: the analysis of each group's rows, in the order the rows first name them."""
+    """``<analysis> --by FACTOR --json``: the analysis of each group's rows, in the order the rows first name them;
+    the groups it could not compute, each with its reason."""
 
     analysis: str
     by: str
     groups: list[Group[D]]
+    not_computed: list[NotComputed]
     notes: list[str]
 
 
@@ -66,7 +79,7 @@ def grouped(results: Results, by: str, name: str, run: Callable[[Results], Analy
     values = [v for v in pd.unique(column.to_numpy(dtype=object)) if not pd.isna(v)]
     if not values:
         raise InputError(f"by {by}: expected at least one row with a value in column {by!r}", param="by")
-    groups, frames, notes = [], [], list(notes)
+    groups, frames, notes, skipped = [], [], list(notes), []
     missing = int(column.isna().sum())
     if missing:
         notes.append(f"{missing} rows have no {by} and are in no group")
@@ -75,16 +88,25 @@ def grouped(results: Results, by: str, name: str, run: Callable[[Results], Analy
         try:
             analysis = run(part)
         except InputError as exc:
-            # Said of the group's rows, not the run's: "expected at least one row with status ok" was read of
-            # a run that has thousands, where one group had none.
-            raise InputError(f"by {by}: group {_shown(value)}: {exc}", param=exc.param) from None
+            # Said of the group's rows, not the run's ("expected at least one row with status ok" was read of a
+            # run that has thousands, where one group had none); the groups that can be computed still are.
+            skipped.append({"group": _plain(value), "reason": " ".join(str(exc).split())})
+            notes.append(f"{by}={_shown(value)}: not computed: {skipped[-1]['reason']}")
+            continue
         groups.append({"group": _plain(value), "document": analysis.source})
         frame = analysis.frame
         frames.append(frame.assign(**{by: value}) if by not in frame.columns else frame.copy())
         notes += [f"{by}={value}: {note}" for note in analysis.notes]
+    if not groups:
+        reasons = "; ".join(f"group {_shown(g['group'])}: {g['reason']}" for g in skipped[:3])
+        more = f"; and {len(skipped) - 3} more groups" if len(skipped) > 3 else ""
+        if len({g["reason"] for g in skipped}) == 1:  # one reason for all: said once, not once per group
+            named = ", ".join(_shown(g["group"]) for g in skipped[:3]) + (", ..." if len(skipped) > 3 else "")
+            reasons, more = f"every group ({named}): {skipped[0]['reason']}", ""
+        raise InputError(f"by {by}: no group can be computed ({reasons}{more})", param="by")
     frame = pd.concat(frames, ignore_index=True)
     frame = frame[[by, *(c for c in frame.columns if c != by)]]
-    document = {"analysis": name, "by": by, "groups": groups, "notes": notes}
+    document = {"analysis": name, "by": by, "groups": groups, "not_computed": skipped, "notes": notes}
     return Analysis(name, document, frame, simulated=results.simulated, schema=GroupedDocument[schema])  # type: ignore[valid-type]
 
 
@@ -117,7 +139,17 @@ def agreement(results: Results, axis: str, by: str | None) -> Analysis[Any]:
     if by is None:
         return _analyses.agreement(results, axis)
     by = by_column(results, by, refused={axis: "the options compared are its values; expected another column"})
-    return grouped(results, by, "agreement", lambda part: part.agreement(axis), AgreementDocument)
+
+    def run(part: Results) -> Any:
+        analysis = part.agreement(axis)
+        source = analysis.source
+        if not source.get("n_units") and not source.get("scores"):
+            # An empty table beside the groups' findings reads as agreement measured; the group's notes say why not.
+            why = "; ".join(source.get("notes", [])[:2]) or "no verdicts"
+            raise InputError(f"no unit paired across {source.get('axis', axis)}: {why}")
+        return analysis
+
+    return grouped(results, by, "agreement", run, AgreementDocument)
 
 
 def ranking(results: Results, axes: list[str] | None, boot: int, method: str, anchor: str | None, prior: float,
@@ -131,8 +163,26 @@ def ranking(results: Results, axes: list[str] | None, boot: int, method: str, an
     if by is not None:
         by = by_column(results, by, refused={"system": "a ranking compares systems; expected another column"})
         schema = BradleyTerryDocument if method == "bt" else RankingDocument
-        return grouped(results, by, "ranking", lambda part: part.ranking(
-            axes=axes, boot=boot, method=method, anchor=anchor, prior=prior, seed=seed), schema)
+
+        def run(part: Results) -> Any:
+            if method == "rate":  # Bradley-Terry reads games, the reference's and the opponents' too: its own checks
+                _two_systems(part)
+            return part.ranking(axes=axes, boot=boot, method=method, anchor=anchor, prior=prior, seed=seed)
+
+        return grouped(results, by, "ranking", run, schema)
     if method == "bt":
         return _analyses.bradley_terry(results, axes, boot, anchor, prior, seed)
     return _analyses.ranking(results, axes, boot, seed)
+
+
+def _two_systems(part: Results) -> None:
+    """Refuse a group with fewer than two systems whose rates are ranked (the reference's is not): its one
+    system is first in every universe by construction, which a grouped table would show beside the findings."""
+    from multiverse.core import OK
+
+    counted = part.verdicts[(part.verdicts["status"] == OK).to_numpy()]
+    ranked = sorted(set(map(str, counted["system"].unique())) - {part.reference})
+    if len(ranked) < 2:
+        besides = " besides the reference" if part.reference is not None else ""
+        raise InputError(f"expected at least two systems to rank{besides}, got {len(ranked)}"
+                         f"{' (' + ranked[0] + ')' if ranked else ''}", param="system")

@@ -56,12 +56,17 @@ def _entry_key(batch_id: str) -> str:
 
 def batch_submitted(store: Store, *, batch_id: str, provider: str, endpoint: str | None, model: str,
                     keys: Iterable[str], window: str) -> BatchRecord:
-    """Record that the provider accepted ``batch_id`` carrying ``keys``; returns the record kept."""
+    """Record that the provider accepted ``batch_id`` carrying ``keys``; returns the record kept.
+
+    Raises ``ValueError`` when ``batch_id`` is already recorded: two batches are never one entry."""
     record: BatchRecord = {"batch_id": batch_id, "provider": provider, "endpoint": endpoint, "model": model,
                            "keys": sorted(set(keys)), "window": window, "submitted_at": time.time(),
                            "state": "submitted"}
     # Durable: this entry is what keeps a stopped run from paying for the batch again.
-    store.put(BATCH, _entry_key(batch_id), dict(record))
+    if not store.put(BATCH, _entry_key(batch_id), dict(record)):
+        # The id of a batch already recorded: kept, its requests would be this one's, and this one's polled as its.
+        raise ValueError(f"the provider named this batch {batch_id!r}, the id of a batch submitted earlier; "
+                         "expected a new id")
     return record
 
 

@@ -126,7 +126,7 @@ def test_every_import_takes_the_same_option_and_records_it(tmp_path):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--unparsed", "tie"], "scoring.unparsed: a binary scale has no tie"),
+    (["--unparsed", "tie"], "label: --unparsed tie counts a reply as a tie, which labels have not"),
     (["--unparsed", "against", "--unparsed", "against"], "unparsed: against is given twice"),
 ])
 def test_a_policy_an_import_cannot_take_is_refused_in_one_line_and_nothing_is_written(tmp_path, args, message):
