@@ -11,8 +11,8 @@ render with Agg.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -128,29 +128,80 @@ def agreement_figure(
     return figure
 
 
-def _score_panels(scores: Mapping[str, Any]) -> list[tuple[pd.DataFrame, str, str]]:
+class _Scale(Protocol):
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def min(self) -> float: ...
+
+    @property
+    def max(self) -> float: ...
+
+
+class _Row(Protocol):
+    """A pair's statistics as one table row (a pydantic model is one)."""
+
+    def model_dump(self) -> dict[str, Any]: ...
+
+
+class _Mean(Protocol):
+    @property
+    def mean(self) -> float | None: ...
+
+
+class _ScorePair(_Row, Protocol):
+    @property
+    def mean_difference(self) -> _Mean: ...
+
+
+class _Cut(Protocol):
+    @property
+    def cut(self) -> float: ...
+
+    @property
+    def pairs(self) -> Sequence[_Row]: ...
+
+
+class ScoreSection(Protocol):
+    """What the figure reads of an agreement document's ``scores`` section (``results.ScoreAgreement`` is one)."""
+
+    @property
+    def options(self) -> Sequence[Any]: ...
+
+    @property
+    def scale(self) -> _Scale: ...
+
+    @property
+    def pairs(self) -> Sequence[_ScorePair]: ...
+
+    @property
+    def cuts(self) -> Sequence[_Cut]: ...
+
+
+def _score_panels(scores: ScoreSection) -> list[tuple[pd.DataFrame, str, str]]:
     """(pair rows, measure, title) per panel: agreement on the scores, at each cut, then the mean difference."""
-    pairs = pd.DataFrame(scores["pairs"])
-    pairs["mean_difference"] = [float("nan") if d["mean"] is None else d["mean"] for d in pairs["mean_difference"]]
-    scale = scores["scale"]
-    ordinal = scale["type"] == "ordinal"
+    pairs = pd.DataFrame([{**pair.model_dump(), "mean_difference": pair.mean_difference.mean} for pair in scores.pairs])
+    pairs["mean_difference"] = pairs["mean_difference"].astype(float)  # None (no unit both scored) is NaN
+    scale = scores.scale
     # On an ordinal scale kappa is the statistic a reader compares with kappa at a cut; otherwise the ICC.
-    first = "kappa_quadratic" if ordinal else "icc2_1"
-    panels = [(pairs, first, f"{_TITLES[first]}, {scale['min']:g}..{scale['max']:g}")]
-    for entry in scores["cuts"][:3]:  # more cuts than that would squeeze the panels: the table has them all
-        panels.append((pd.DataFrame(entry["pairs"]), "cohen_kappa", f"Cohen's kappa at score \u2265 {entry['cut']:g}"))
+    first = "kappa_quadratic" if scale.type == "ordinal" else "icc2_1"
+    panels = [(pairs, first, f"{_TITLES[first]}, {scale.min:g}..{scale.max:g}")]
+    for entry in scores.cuts[:3]:  # more cuts than that would squeeze the panels: the table has them all
+        panels.append((pd.DataFrame([pair.model_dump() for pair in entry.pairs]), "cohen_kappa",
+                       f"Cohen's kappa at score \u2265 {entry.cut:g}"))
     panels.append((pairs, "mean_difference", _TITLES["mean_difference"]))
     return panels
 
 
-def score_agreement_figure(scores: Mapping[str, Any], *, axis_name: str | None = None) -> Figure:
+def score_agreement_figure(scores: ScoreSection, *, axis_name: str | None = None) -> Figure:
     """Heatmaps of agreement on scores: weighted kappa (or the ICC), kappa at each cut, the mean difference.
 
-    ``scores`` is the ``scores`` section of an agreement document. Kappa on
+    ``scores`` is the ``scores`` section of an agreement document (its model). Kappa on
     the raw scores and at a cut share the -1..1 scale, so a reader sees how
     much agreement the cut loses.
     """
-    options = list(scores["options"])
+    options = list(scores.options)
     panels = [panel for panel in _score_panels(scores) if len(panel[0])]
     k = len(options)
     side = max(3.2, 0.9 * k + 1.8)

@@ -116,7 +116,7 @@ def agreement(results: ResultsView, axis: str) -> Analysis[AgreementDocument]:
         from multiverse.plots import agreement_figure, score_agreement_figure
 
         if typed.scores is not None:  # scores: weighted kappa on them, kappa at each cut, the mean difference
-            return score_agreement_figure(typed.scores.model_dump(), axis_name=axis)
+            return score_agreement_figure(typed.scores, axis_name=axis)
         return agreement_figure(pairs, options=typed.options, axis_name=axis, measures=measures)
 
     return Analysis("agreement", document, pairs, draw, simulated=results.simulated, model=typed)
