@@ -40,7 +40,7 @@ ANALYSIS = [
     "design_power", "detectable_difference", "cases_needed",
     "adjust_tests",
     "rate_claim_tests", "difference_claim_tests", "rank_claim_tests", "partial_conjunction", "universes_needed", "holm",
-    "read_labels", "calibrate", "Calibration", "calibration_document", "ppi_mean",
+    "read_labels", "labels_by_key", "calibrate", "Calibration", "calibration_document", "ppi_mean",
     "anchored_curve", "paired_curves", "ranking_change", "anchored_width", "human_power",
     # The doors the other rooms (results, engine, importers, gate, labelling, plots) use, now that none of
     # them imports a module of analysis (tests/test_house.py): the estimators' column and kinds, and helpers.
