@@ -13,6 +13,7 @@ typed model (``Analysis.document``); ``--figure`` writes the analysis's figure.
 
 from __future__ import annotations
 
+import sys
 from argparse import Namespace
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     # documents below are checked attribute by attribute.
     from ..results import RankingDocument, Results
 
-__all__ = ["cmd_agreement", "cmd_curve", "cmd_ranking", "cmd_report", "cmd_variance"]
+__all__ = ["cmd_agreement", "cmd_curve", "cmd_ranking", "cmd_report", "cmd_variance", "say_rates_note"]
 
 
 def _figure(analysis: Any, args: Namespace, **options: Any) -> None:
@@ -372,9 +373,18 @@ def cmd_variance(args: Namespace) -> int:
 
 
 def cmd_report(args: Namespace) -> int:
-    from .. import report
+    from .. import load_run, report
 
-    path = report(args.source, args.out, store=args.store, threshold=args.threshold, tests=not args.no_tests,
+    results: Results = load_run(args.source)
+    say_rates_note(results)
+    path = report(results, args.out, store=args.store, threshold=args.threshold, tests=not args.no_tests,
                   progress=False if args.quiet else None, human=args.human, baseline=args.baseline, rate=args.rate)
     say(f"report: {path}")
     return 0
+
+
+def say_rates_note(results: Results) -> None:
+    """The stored rates table's disagreement with the verdicts, once on stderr (the rates shown are recomputed)."""
+    note = results.rates_note()
+    if note is not None:
+        say(f"warning: {note}", file=sys.stderr)

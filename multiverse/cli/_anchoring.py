@@ -47,6 +47,10 @@ def cmd_calibrate(args: Namespace) -> int:
         return _print_grouped_judges(results, args)
     analysis = results.calibrate(args.human, alpha=args.alpha)
     if args.figure:
+        # The figure's judge-alone intervals are the rates table's, recomputed from the verdicts.
+        from ._analyses import say_rates_note
+
+        say_rates_note(results)
         save_figure(analysis.figure(), args.figure)
     if args.json:
         print_json(analysis.to_dict())

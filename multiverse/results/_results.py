@@ -310,18 +310,20 @@ class Results:
         return cast("tuple[pd.DataFrame | None, int]", self._memo(("ci",), compute))
 
     def rate_table(self) -> pd.DataFrame:
-        """The rates table (overall and per factor level); computed from the verdicts when the source has none."""
-        def compute() -> pd.DataFrame:
-            if self.rates is not None and len(self.rates):
-                rates = self.rates
-            else:
-                from multiverse.analysis import compute_rates
+        """The rates table (overall and per factor level), always recomputed from the verdicts as the folder's
+        writer counted it; a stored table is output only (``rates_note`` says when it disagrees)."""
+        from multiverse.results._stored_rates import recomputed_rates
 
-                scale = self.scale if self.scales.scored else None
-                rates = compute_rates(self.verdicts, axes=self.axes, factors=self.factors, scale=scale,
-                                      scoring=self.scoring_choices() if scale is not None else None)
+        def compute() -> pd.DataFrame:
+            rates = recomputed_rates(self)
             return rates.assign(universe_id=rates["universe_id"].astype(str), system=rates["system"].astype(str))
         return self._memo(("rates",), compute)
+
+    def rates_note(self) -> str | None:
+        """One line when the stored rates table disagrees with the verdicts (the folder was edited), else None."""
+        from multiverse.results._stored_rates import rates_note
+
+        return cast("str | None", self._memo(("rates_note",), lambda: rates_note(self)))
 
     def curve_frame(self, systems: Sequence[str] | None = None) -> pd.DataFrame:
         """The specification curve table: one row per universe x system (``analysis.curve.spec_curve``)."""
