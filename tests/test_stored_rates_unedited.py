@@ -112,6 +112,7 @@ def _keyed(table: pd.DataFrame) -> pd.DataFrame:
 def test_the_session_run_recounts_to_its_stored_rates(sim_run):
     results = load_run(sim_run.out)
     assert results.rates_note() is None
+    assert results.rates_note(full=False) is None
     pd.testing.assert_frame_equal(_keyed(results.rate_table()), _keyed(results.rates), check_exact=True)
 
 
@@ -120,5 +121,6 @@ def test_every_folder_the_toolkit_writes_recounts_to_its_stored_rates_exactly(wr
     results = load_run(write(tmp_path))
     assert results.rates is not None and len(results.rates)
     assert results.rates_note() is None
+    assert results.rates_note(full=False) is None  # check's and diff's count of the overall rows
     # Exactly: the same function on the same rows with the same settings (rows, n, counts, rates, intervals).
     pd.testing.assert_frame_equal(_keyed(results.rate_table()), _keyed(results.rates), check_exact=True)

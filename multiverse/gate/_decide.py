@@ -387,7 +387,7 @@ def check(results: Results | str | os.PathLike[str], claims: ClaimsFile | str | 
             estimate_high=r["high"], worst=r["worst"], notes=tuple(r["notes"]), detectable=r["detectable"],
             warnings=tuple(r["warnings"])))
     # The claims are decided on the verdicts, never on a stored rates table: a stale one is only named.
-    notes = tuple(n for n in (_sample_note(loaded), loaded.rates_note()) if n)
+    notes = tuple(n for n in (_sample_note(loaded), loaded.rates_note(full=False)) if n)
     source = str(loaded.source) if loaded.source is not None else loaded.name
     return CheckResult(outcomes=tuple(outcomes), alpha=level, source=source, notes=notes,
                        rate_direction=_direction(loaded))

@@ -319,11 +319,11 @@ class Results:
             return rates.assign(universe_id=rates["universe_id"].astype(str), system=rates["system"].astype(str))
         return self._memo(("rates",), compute)
 
-    def rates_note(self) -> str | None:
-        """One line when the stored rates table disagrees with the verdicts (the folder was edited), else None."""
+    def rates_note(self, *, full: bool = True) -> str | None:
+        """One line when the stored rates table disagrees with the verdicts, else None (``_stored_rates``)."""
         from multiverse.results._stored_rates import rates_note
 
-        return cast("str | None", self._memo(("rates_note",), lambda: rates_note(self)))
+        return cast("str | None", self._memo(("rates_note", full), lambda: rates_note(self, full=full)))
 
     def curve_frame(self, systems: Sequence[str] | None = None) -> pd.DataFrame:
         """The specification curve table: one row per universe x system (``analysis.curve.spec_curve``)."""

@@ -48,21 +48,32 @@ def recomputed_rates(results: Results) -> pd.DataFrame:
                          scale=scale, n_boot=n_boot, seed=seed if isinstance(seed, int) else 0)
 
 
-def rates_note(results: Results) -> str | None:
-    """:func:`stored_rates_note` of ``results``' stored table, naming the folder's files."""
+def rates_note(results: Results, *, full: bool = True) -> str | None:
+    """:func:`stored_rates_note` of ``results``' stored table, naming the folder's files. ``full=False``: only
+    the overall rows' n and counts, against ``system_rates`` (which the analyses share and the curve's case
+    matrix reads off for free), for the doors that decide on the verdicts and need no rates table (check, diff:
+    a recount of every subgroup and interval there would cost a 100k-universe folder a pass it does not need)."""
     folder = results.source if results.source is not None and results.source.is_dir() else None
 
     def name(table: str) -> str:
         found = [f"{table}.{ext}" for ext in ("parquet", "csv") if folder is not None and (folder / f"{table}.{ext}").exists()]
         return found[0] if found else f"the {table} table"
     stored = results.rates if results.rates is not None and len(results.rates) else None
-    return stored_rates_note(stored, results.rate_table(), rates_file=name("rates"), verdicts_file=name("verdicts"))
+    if full or stored is None:
+        return stored_rates_note(stored, results.rate_table(), rates_file=name("rates"), verdicts_file=name("verdicts")) \
+            if stored is not None else None
+    overall = results.system_rates().assign(subgroup="all")
+    if {"subgroup", "n"} <= set(stored.columns):
+        # system_rates has no row for a cell with nothing counted; the rates table has one with n = 0.
+        stored = stored[(stored["subgroup"].astype(str) == "all") & (pd.to_numeric(stored["n"], errors="coerce") > 0)]
+    return stored_rates_note(stored, overall, rates_file=name("rates"), verdicts_file=name("verdicts"),
+                             values=())
 
 
 def stored_rates_note(stored: pd.DataFrame | None, recomputed: pd.DataFrame, *, rates_file: str,
-                      verdicts_file: str) -> str | None:
-    """One line saying where the stored rates table disagrees with ``recomputed`` (rows, n, counts, rate or
-    interval), or None: it agrees, or the folder has none."""
+                      verdicts_file: str, values: tuple[str, ...] = _VALUES) -> str | None:
+    """One line saying where the stored rates table disagrees with ``recomputed`` (rows, n, counts, and the
+    ``values``: rate and interval), or None: it agrees, or the folder has none."""
     if stored is None:
         return None
     tail = (f"; the folder was edited after it was written; the rates shown are recomputed from {verdicts_file}")
@@ -79,7 +90,7 @@ def stored_rates_note(stored: pd.DataFrame | None, recomputed: pd.DataFrame, *, 
     # Values on the rows both have first (what the reader sees as wrong), then rows only one has.
     common = mine.index[mine.index.isin(theirs.index)]
     mine, theirs = mine.loc[common], theirs.loc[common]
-    for column in (*_COUNTS, *_VALUES):
+    for column in (*_COUNTS, *values):
         a = pd.to_numeric(theirs[column], errors="coerce").to_numpy(dtype=float)
         b = pd.to_numeric(mine[column], errors="coerce").to_numpy(dtype=float)
         tolerance = 0.0 if column in _COUNTS else _TOLERANCE
