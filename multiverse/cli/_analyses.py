@@ -13,14 +13,13 @@ typed model (``Analysis.document``); ``--figure`` writes the analysis's figure.
 
 from __future__ import annotations
 
-import sys
 from argparse import Namespace
 from typing import TYPE_CHECKING, Any
 
 from multiverse.core import orient, orient_interval, rank_one, rate_name
 
 from ._anchoring import print_anchored_curve, print_anchored_ranking, universe_labels
-from ._output import interval, number, print_json, print_table, save_figure, say
+from ._output import interval, number, print_json, print_table, save_figure, say, say_rates_note
 from ._score_agreement import print_order_consistency, print_score_agreement, print_verdict_agreement
 
 if TYPE_CHECKING:
@@ -28,7 +27,7 @@ if TYPE_CHECKING:
     # documents below are checked attribute by attribute.
     from ..results import RankingDocument, Results
 
-__all__ = ["cmd_agreement", "cmd_curve", "cmd_ranking", "cmd_report", "cmd_variance", "say_rates_note"]
+__all__ = ["cmd_agreement", "cmd_curve", "cmd_ranking", "cmd_report", "cmd_variance"]
 
 
 def _figure(analysis: Any, args: Namespace, **options: Any) -> None:
@@ -382,9 +381,3 @@ def cmd_report(args: Namespace) -> int:
     say(f"report: {path}")
     return 0
 
-
-def say_rates_note(results: Results) -> None:
-    """The stored rates table's disagreement with the verdicts, once on stderr (the rates shown are recomputed)."""
-    note = results.rates_note()
-    if note is not None:
-        say(f"warning: {note}", file=sys.stderr)

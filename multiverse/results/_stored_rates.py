@@ -8,13 +8,10 @@ manifest and spec record), and :func:`stored_rates_note` says in one line where 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
-
-if TYPE_CHECKING:
-    from multiverse.results._results import Results
 
 __all__ = ["rates_note", "recomputed_rates", "stored_rates_note"]
 
@@ -26,8 +23,8 @@ _VALUES = ("rate", "ci_low", "ci_high")
 _TOLERANCE = 1e-9
 
 
-def recomputed_rates(results: Results) -> pd.DataFrame:
-    """The rates table of ``results`` as its writer counted it: estimator, cut, ties, scale ends, interval,
+def recomputed_rates(results: Any) -> pd.DataFrame:
+    """The rates table of ``results`` (a ``Results``: not imported, it imports this module) as its writer counted it: estimator, cut, ties, scale ends, interval,
     level, bootstrap draws and seed per universe from the manifest and the resolved spec."""
     from multiverse.analysis import compute_rates, scoring_choices
 
@@ -48,7 +45,7 @@ def recomputed_rates(results: Results) -> pd.DataFrame:
                          scale=scale, n_boot=n_boot, seed=seed if isinstance(seed, int) else 0)
 
 
-def rates_note(results: Results, *, full: bool = True) -> str | None:
+def rates_note(results: Any, *, full: bool = True) -> str | None:
     """:func:`stored_rates_note` of ``results``' stored table, naming the folder's files. ``full=False``: only
     the overall rows' n and counts, against ``system_rates`` (which the analyses share and the curve's case
     matrix reads off for free), for the doors that decide on the verdicts and need no rates table (check, diff:
