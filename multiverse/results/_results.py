@@ -54,8 +54,8 @@ class Results:
 
     ``verdicts`` has one row per universe x system x case x replicate;
     ``criteria`` (runs and ASSERT imports) one per judgment x sample x
-    criterion; ``rates`` one per universe x system x subgroup. ``axes`` are
-    the columns that are constant inside a universe, ``factors`` the design
+    criterion; ``rates`` one per universe x system x subgroup, as stored (never shown: ``rate_table()`` recounts
+    it from the verdicts). ``axes`` are the columns constant inside a universe, ``factors`` the design
     factors that vary inside one (e.g. behavior); ``primary`` is the
     pre-registered universe's id, or None. ``manifest`` is the run's or
     import's :class:`~multiverse.tables.Manifest` (a mapping given here is
