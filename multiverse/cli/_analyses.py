@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from multiverse.core import orient, orient_interval, rank_one, rate_name
 
 from ._anchoring import print_anchored_curve, print_anchored_ranking, universe_labels
-from ._output import interval, number, print_json, print_table, save_figure, say
+from ._output import interval, number, print_json, print_table, save_figure, say, say_rates_note
 from ._score_agreement import print_order_consistency, print_score_agreement, print_verdict_agreement
 
 if TYPE_CHECKING:
@@ -372,9 +372,12 @@ def cmd_variance(args: Namespace) -> int:
 
 
 def cmd_report(args: Namespace) -> int:
-    from .. import report
+    from .. import load_run, report
 
-    path = report(args.source, args.out, store=args.store, threshold=args.threshold, tests=not args.no_tests,
+    results: Results = load_run(args.source)
+    say_rates_note(results)
+    path = report(results, args.out, store=args.store, threshold=args.threshold, tests=not args.no_tests,
                   progress=False if args.quiet else None, human=args.human, baseline=args.baseline, rate=args.rate)
     say(f"report: {path}")
     return 0
+

@@ -12,7 +12,7 @@ from __future__ import annotations
 from argparse import Namespace
 from typing import TYPE_CHECKING, Any
 
-from ._output import interval, number, print_json, print_table, save_figure, say
+from ._output import interval, number, print_json, print_table, save_figure, say, say_rates_note
 
 if TYPE_CHECKING:
     from ..results import AnchoredCurveDocument, AnchoredRankingDocument, CalibrationDocument, Results
@@ -47,6 +47,8 @@ def cmd_calibrate(args: Namespace) -> int:
         return _print_grouped_judges(results, args)
     analysis = results.calibrate(args.human, alpha=args.alpha)
     if args.figure:
+        # The figure's judge-alone intervals are the rates table's, recomputed from the verdicts.
+        say_rates_note(results)
         save_figure(analysis.figure(), args.figure)
     if args.json:
         print_json(analysis.to_dict())

@@ -11,7 +11,16 @@ from multiverse.core import terminal_safe
 
 from ..errors import InputError
 
-__all__ = ["interval", "number", "print_json", "print_table", "save_figure", "say"]
+__all__ = ["interval", "number", "print_json", "print_table", "save_figure", "say", "say_rates_note"]
+
+
+def say_rates_note(results: Any) -> None:
+    """A stored rates table's disagreement with the verdicts (``Results.rates_note``), once on stderr."""
+    import sys
+
+    note = results.rates_note()
+    if note is not None:
+        say(f"warning: {note}", file=sys.stderr)
 
 
 def say(*parts: Any, file: Any = None) -> None:

@@ -419,7 +419,7 @@ def document_from_results(results: Results, *, store: Any = None, rates: pd.Data
     if transcripts is None:
         transcripts = shown_transcripts(results.source, results.verdicts, store)[0] or {}
     return explorer_document(
-        results.verdicts, results.criteria, results.rates if rates is None else rates, transcripts,
+        results.verdicts, results.criteria, results.rate_table() if rates is None else rates, transcripts,
         axes=results.axes, factors=results.factors, primary=results.primary,
         ci_method=ci if ci is not None else "wilson", options=results.options,
         labels=results.universe_labels(), title=results.name, simulated=results.simulated,

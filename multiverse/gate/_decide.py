@@ -386,7 +386,8 @@ def check(results: Results | str | os.PathLike[str], claims: ClaimsFile | str | 
             n_universes=r["n"], n_needed=r["k"], n_shown=r["shown"], estimate_low=r["low"],
             estimate_high=r["high"], worst=r["worst"], notes=tuple(r["notes"]), detectable=r["detectable"],
             warnings=tuple(r["warnings"])))
-    note = _sample_note(loaded)
+    # The claims are decided on the verdicts, never on a stored rates table: a stale one is only named.
+    notes = tuple(n for n in (_sample_note(loaded), loaded.rates_note(full=False)) if n)
     source = str(loaded.source) if loaded.source is not None else loaded.name
-    return CheckResult(outcomes=tuple(outcomes), alpha=level, source=source, notes=(note,) if note else (),
+    return CheckResult(outcomes=tuple(outcomes), alpha=level, source=source, notes=notes,
                        rate_direction=_direction(loaded))

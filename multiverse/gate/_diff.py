@@ -189,6 +189,9 @@ def diff(baseline: Results | str | os.PathLike[str], candidate: Results | str | 
     shared = sorted(set(b_keys) & set(c_keys))
     b_rows, c_rows = _counted(base), _counted(cand)
     counts, notes = _mismatch(base, cand, b_keys, c_keys, b_rows, c_rows)
+    # Compared on the verdicts, never on a stored rates table: a stale one is only named.
+    notes += [f"{which}: {note}" for which, run in (("baseline", base), ("candidate", cand))
+              if (note := run.rates_note(full=False)) is not None]
     if not shared:
         raise InputError(f"{_shown(cand)}: expected universes with the options of the baseline {_shown(base)}'s; "
                          f"none of its {len(c_keys)} matches the baseline's {len(b_keys)}")

@@ -44,6 +44,9 @@ def _primary_rates(run: _Run) -> str:
     if run.primary is None:
         return _NO_PRIMARY
     rates = run.rates
+    # The rates are recomputed from the verdicts; a stored table that disagrees is named, once, here.
+    stale = run.tables.rates_note()
+    declared = f'<p class="problem">Stale rates table: {_e(stale)}.</p>' if stale else ""
     rows = orient_rates(rates[(rates["universe_id"] == run.primary) & (rates["subgroup"] == "all")], run.read)
     rows = rows.sort_values("rate", ascending=False, kind="stable")
     status = run.verdicts[run.verdicts["universe_id"] == run.primary].groupby("system")["status"].value_counts() \
@@ -55,7 +58,6 @@ def _primary_rates(run: _Run) -> str:
         excluded = 0 if status is None else int(status.get((r.system, "excluded"), 0))
         table_rows.append([r.system, int(r.n), int(r.n_compliant), float(r.rate), float(r.ci_low), float(r.ci_high),
                            excluded, failed])
-    declared = ""
     return (f"<p>The primary (pre-registered) universe is <code>{_e(run.primary)}</code>: "
             f"{_e(run.label(run.primary))}.</p>"
             f"{declared}"

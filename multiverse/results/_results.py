@@ -54,8 +54,8 @@ class Results:
 
     ``verdicts`` has one row per universe x system x case x replicate;
     ``criteria`` (runs and ASSERT imports) one per judgment x sample x
-    criterion; ``rates`` one per universe x system x subgroup. ``axes`` are
-    the columns that are constant inside a universe, ``factors`` the design
+    criterion; ``rates`` one per universe x system x subgroup, as stored (never shown: ``rate_table()`` recounts
+    it from the verdicts). ``axes`` are the columns constant inside a universe, ``factors`` the design
     factors that vary inside one (e.g. behavior); ``primary`` is the
     pre-registered universe's id, or None. ``manifest`` is the run's or
     import's :class:`~multiverse.tables.Manifest` (a mapping given here is
@@ -310,18 +310,20 @@ class Results:
         return cast("tuple[pd.DataFrame | None, int]", self._memo(("ci",), compute))
 
     def rate_table(self) -> pd.DataFrame:
-        """The rates table (overall and per factor level); computed from the verdicts when the source has none."""
-        def compute() -> pd.DataFrame:
-            if self.rates is not None and len(self.rates):
-                rates = self.rates
-            else:
-                from multiverse.analysis import compute_rates
+        """The rates table (overall and per factor level), always recomputed from the verdicts as the folder's
+        writer counted it; a stored table is output only (``rates_note`` says when it disagrees)."""
+        from multiverse.results._stored_rates import recomputed_rates
 
-                scale = self.scale if self.scales.scored else None
-                rates = compute_rates(self.verdicts, axes=self.axes, factors=self.factors, scale=scale,
-                                      scoring=self.scoring_choices() if scale is not None else None)
+        def compute() -> pd.DataFrame:
+            rates = recomputed_rates(self)
             return rates.assign(universe_id=rates["universe_id"].astype(str), system=rates["system"].astype(str))
         return self._memo(("rates",), compute)
+
+    def rates_note(self, *, full: bool = True) -> str | None:
+        """One line when the stored rates table disagrees with the verdicts, else None (``_stored_rates``)."""
+        from multiverse.results._stored_rates import rates_note
+
+        return cast("str | None", self._memo(("rates_note", full), lambda: rates_note(self, full=full)))
 
     def curve_frame(self, systems: Sequence[str] | None = None) -> pd.DataFrame:
         """The specification curve table: one row per universe x system (``analysis.curve.spec_curve``)."""

@@ -222,7 +222,9 @@ def test_run_text_is_escaped(hostile_run, tmp_path):
     assert _script_tags(page) == OWN_SCRIPTS  # the page's own: its data block and its script
     assert not re.search(r"<[a-z]+\b[^>]*\sonerror\s*=", page, re.I)
     assert page.count("</pre>") == page.count("<pre>")
-    assert _problems(page) == []
+    # The fixture failed two verdicts after the run wrote its rates: the page counts the verdicts and says so.
+    assert [p for p in _problems(page) if not p.startswith("Stale rates table: rates.parquet does not match")] == []
+    assert len(_problems(page)) == 1
 
 
 def test_without_transcripts_jsonl_or_a_store_given_rationales_are_shown_alone(tiny_run, tmp_path):

@@ -72,9 +72,11 @@ NO_SPREAD = 1e-12
 FEW_OFF_EDGE = 5
 
 
-def scoring_choices(manifest: Manifest | None, spec: SpecDocument | None) -> pd.DataFrame | None:
+def scoring_choices(manifest: Manifest | None, spec: SpecDocument | None, *,
+                    scores_only: bool = True) -> pd.DataFrame | None:
     """Each universe's estimator, cut, ties and scale: universe_id, estimator, cut, ties, low, high; None when
-    nothing reads scores.
+    nothing reads scores (``scores_only=False``: the table whenever there are universes, as the rates' recount
+    needs a label estimator such as ``cell_balanced`` too).
 
     An import's manifest records them per universe (``universes[i].scoring``)
     or once (``estimator``); a run's resolved spec has ``scoring`` and may patch
@@ -102,7 +104,7 @@ def scoring_choices(manifest: Manifest | None, spec: SpecDocument | None) -> pd.
         scale = scales[universe.id]
         rows.append({"universe_id": universe.id, **choice, **_ends(scale)})
     table = pd.DataFrame(rows, columns=["universe_id", *_CHOICE_COLUMNS, *SCALE_ENDS])
-    if not table["estimator"].isin(SCORE_ESTIMATORS).any():
+    if not table["estimator"].isin(SCORE_ESTIMATORS).any() and (scores_only or table.empty):
         return None
     return table
 
