@@ -416,10 +416,17 @@ def document_from_results(results: Results, *, store: Any = None, rates: pd.Data
     from multiverse.tables import shown_transcripts
 
     ci, _ = results.ci_settings()
+    if rates is None:
+        rates = results.rate_table()
+        if not (pd.to_numeric(rates["n"], errors="coerce") > 0).any():
+            # Nothing counted (say, every verdict failed): no curve to draw, said as the curve itself says it.
+            from multiverse.errors import InputError
+
+            raise InputError("verdicts: status: expected at least one ok verdict with a compliant label")
     if transcripts is None:
         transcripts = shown_transcripts(results.source, results.verdicts, store)[0] or {}
     return explorer_document(
-        results.verdicts, results.criteria, results.rate_table() if rates is None else rates, transcripts,
+        results.verdicts, results.criteria, rates, transcripts,
         axes=results.axes, factors=results.factors, primary=results.primary,
         ci_method=ci if ci is not None else "wilson", options=results.options,
         labels=results.universe_labels(), title=results.name, simulated=results.simulated,
